@@ -1,0 +1,48 @@
+"""Typed errors and warnings raised by the vocmatch library.
+
+The library raises these and never prints; the command line turns them into one line on
+stderr and a documented exit code.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AnnotationError", "InputError", "VocmatchError", "VocmatchWarning"]
+
+
+class VocmatchError(Exception):
+    """Base class of every error vocmatch raises on purpose."""
+
+
+class InputError(VocmatchError):
+    """A path or argument given to the library cannot be used (not a directory, empty set)."""
+
+
+class AnnotationError(VocmatchError):
+    """An annotation file cannot be read or holds a value that is not allowed.
+
+    Prints as ``path:line: message`` (or ``path: message`` when the line is unknown), the form
+    compilers and linters use, so terminals and CI logs can link to the spot.
+
+    Args:
+        path: The file the problem is in.
+        message: What is wrong, in one line.
+        line: The 1-based source line, when known.
+    """
+
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        self.path = path
+        self.message = message
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+    def __reduce__(self) -> tuple[type[AnnotationError], tuple[str, str, int | None]]:
+        # Keeps the error picklable, so it can cross a process pool boundary.
+        return (type(self), (self.path, self.message, self.line))
+
+
+class VocmatchWarning(UserWarning):
+    """A recoverable problem: the data was still evaluated, but the user should know."""

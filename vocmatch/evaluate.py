@@ -1,0 +1,709 @@
+"""Evaluate predictions against ground truth: per-image matches, per-class precision,
+recall and AP, a dataset summary and, under the ``coco`` protocol, pycocotools' 12 numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.ap import Curve, average_precision, precision_at_recall, precision_recall_curve
+from vocmatch.errors import InputError
+from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
+from vocmatch.match import ClassMatch, match_class
+from vocmatch.model import Box, ImageAnnotation, SkippedFile
+from vocmatch.parse import AnnotationSet, read_directory
+from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+
+__all__ = [
+    "ClassResult",
+    "CocoStats",
+    "Evaluation",
+    "ImageResult",
+    "Match",
+    "Summary",
+    "SweepResult",
+    "evaluate",
+    "evaluate_directories",
+]
+
+Outcome = Literal["tp", "fp", "fn", "ignored"]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+# pycocotools' areaRng: all, small, medium, large (areas in pixels, both ends inclusive).
+_COCO_AREAS: tuple[tuple[float, float], ...] = (
+    (0.0, 1e5**2),
+    (0.0, 32.0**2),
+    (32.0**2, 96.0**2),
+    (96.0**2, 1e5**2),
+)
+_COCO_MAX_DETS: tuple[int, ...] = (1, 10, 100)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """The outcome of one box at the evaluation threshold.
+
+    Attributes:
+        name: Class name.
+        outcome: ``"tp"``, ``"fp"`` (predictions), ``"fn"`` (ground truth) or ``"ignored"``
+            (a prediction on a ``difficult`` object, or beyond ``max_dets``).
+        gt_index: Index of the ground truth in its file's objects, or None.
+        pred_index: Index of the prediction in its file's objects, or None.
+        iou: For a matched pair, its IoU; for an FP or FN, the highest IoU with any box of
+            the same class on the other side (0.0 when there is none).
+        score: The prediction's score, if any.
+    """
+
+    name: str
+    outcome: Outcome
+    gt_index: int | None
+    pred_index: int | None
+    iou: float
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """Counts at one IoU threshold."""
+
+    threshold: float
+    tp: int
+    fp: int
+    fn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImageResult:
+    """One image's result.
+
+    Attributes:
+        key: The pairing key (relative path without extension).
+        gt_path: The ground-truth file.
+        pred_path: The prediction file, or None when it is missing (all objects are FN).
+        gt: Ground-truth objects that count (not ignored).
+        gt_ignored: Ignored ground-truth objects (``difficult``).
+        pred: Predictions.
+        tp: True positives at the threshold.
+        fp: False positives at the threshold.
+        fn: Missed ground truth at the threshold.
+        mean_iou: Mean IoU of the true positives, None without any.
+        sweep: Counts at 0.50, 0.75 and 0.95.
+        matches: Every box's outcome, predictions in file order then missed ground truth.
+    """
+
+    key: str
+    gt_path: str
+    pred_path: str | None
+    gt: int
+    gt_ignored: int
+    pred: int
+    tp: int
+    fp: int
+    fn: int
+    mean_iou: float | None
+    sweep: tuple[SweepResult, ...]
+    matches: tuple[Match, ...] = field(repr=False, default=())
+
+    @property
+    def errors(self) -> int:
+        """FP + FN: how far the image is from perfect at the threshold."""
+        return self.fp + self.fn
+
+
+@dataclass(frozen=True, slots=True)
+class ClassResult:
+    """One class's result over the dataset.
+
+    Attributes:
+        name: Class name.
+        gt: Ground-truth objects that count.
+        gt_ignored: Ignored ground-truth objects.
+        pred: Predictions (beyond ``max_dets`` not counted).
+        tp: True positives at the threshold.
+        fp: False positives at the threshold.
+        fn: Missed ground truth at the threshold.
+        precision: TP / (TP + FP); None without predictions.
+        recall: TP / GT; None without ground truth.
+        f1: Harmonic mean of precision and recall; None when either is None.
+        ap: Average precision under the protocol; None without ground truth or without
+            scores.
+        curve: The precision/recall curve at the threshold; None without scores.
+        in_map: The class is averaged into mAP (it has ground truth).
+    """
+
+    name: str
+    gt: int
+    gt_ignored: int
+    pred: int
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    ap: float | None
+    curve: Curve | None = field(repr=False, default=None)
+    in_map: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CocoStats:
+    """pycocotools' ``COCOeval.stats``, by name; -1 where pycocotools has -1."""
+
+    AP: float
+    AP50: float
+    AP75: float
+    APs: float
+    APm: float
+    APl: float
+    AR1: float
+    AR10: float
+    AR100: float
+    ARs: float
+    ARm: float
+    ARl: float
+
+    def as_list(self) -> list[float]:
+        """The 12 numbers in pycocotools' order."""
+        return [
+            self.AP, self.AP50, self.AP75, self.APs, self.APm, self.APl,
+            self.AR1, self.AR10, self.AR100, self.ARs, self.ARm, self.ARl,
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Dataset totals.
+
+    Attributes:
+        images: Images evaluated.
+        gt: Ground-truth objects that count.
+        pred: Predictions.
+        tp: True positives at the threshold.
+        fp: False positives.
+        fn: Missed ground truth.
+        precision: Micro precision; None without predictions.
+        recall: Micro recall; None without ground truth.
+        f1: Micro F1; None when precision or recall is None.
+        map: Mean AP over the classes with ground truth (for ``coco``, AP over
+            0.50:0.95); None without scores or classes.
+        skipped: Files that could not be read.
+        missing_pred: Ground-truth images without a prediction file.
+        orphan_pred: Prediction files without a ground-truth file (not evaluated).
+    """
+
+    images: int
+    gt: int
+    pred: int
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    map: float | None
+    skipped: int
+    missing_pred: int
+    orphan_pred: int
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Everything an evaluation found.
+
+    Attributes:
+        conventions: The conventions in force.
+        summary: Dataset totals.
+        classes: Per-class results, sorted by name.
+        images: Per-image results, sorted by key.
+        skipped: Files that could not be read, each with its error.
+        missing_pred: Keys of ground-truth images with no prediction file.
+        orphan_pred: Prediction files with no ground-truth file.
+        coco: pycocotools' 12 numbers under ``coco_stats``.
+        notes: Things the user should know about the numbers.
+    """
+
+    conventions: Conventions
+    summary: Summary
+    classes: tuple[ClassResult, ...]
+    images: tuple[ImageResult, ...]
+    skipped: tuple[SkippedFile, ...] = ()
+    missing_pred: tuple[str, ...] = ()
+    orphan_pred: tuple[str, ...] = ()
+    coco: CocoStats | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Cell:
+    """One image-class: the boxes and the matching at every threshold (internal)."""
+
+    image: int
+    name: str
+    gt_indices: list[int]
+    pred_indices: list[int]  # kept predictions, in file order
+    dropped: list[int]  # beyond max_dets
+    gt_ignore: BoolArray
+    gt_crowd: BoolArray
+    gt_area: FloatArray
+    pred_area: FloatArray
+    scores: FloatArray | None
+    iou: FloatArray
+    match: ClassMatch
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _f1(precision: float | None, recall: float | None) -> float | None:
+    if precision is None or recall is None:
+        return None
+    total = precision + recall
+    return 2 * precision * recall / total if total > 0 else 0.0
+
+
+def _array(boxes: Sequence[Box]) -> FloatArray:
+    if not boxes:
+        return np.zeros((0, 4), dtype=np.float64)
+    return np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64)
+
+
+def _cells(
+    index: int,
+    gt: ImageAnnotation,
+    pred: ImageAnnotation | None,
+    conventions: Conventions,
+    thresholds: tuple[float, ...],
+    scored: bool,
+) -> list[_Cell]:
+    gt_by_class: dict[str, list[int]] = {}
+    for i, box in enumerate(gt.boxes):
+        gt_by_class.setdefault(box.name, []).append(i)
+    pred_by_class: dict[str, list[int]] = {}
+    if pred is not None:
+        for j, box in enumerate(pred.boxes):
+            pred_by_class.setdefault(box.name, []).append(j)
+    cells = []
+    for name in sorted(gt_by_class.keys() | pred_by_class.keys()):
+        gt_indices = gt_by_class.get(name, [])
+        pred_indices = pred_by_class.get(name, [])
+        gt_boxes = [gt.boxes[i] for i in gt_indices]
+        difficult = np.array([b.difficult for b in gt_boxes], dtype=bool)
+        ignore = difficult if conventions.difficult != "count" else np.zeros_like(difficult)
+        crowd = difficult if conventions.difficult == "crowd" else np.zeros_like(difficult)
+        dropped: list[int] = []
+        scores: FloatArray | None = None
+        if scored and pred is not None:
+            raw = np.array([_score(pred.boxes[j]) for j in pred_indices], dtype=np.float64).reshape(
+                -1
+            )
+            if conventions.max_dets is not None and len(pred_indices) > conventions.max_dets:
+                # pycocotools keeps the maxDets highest-scored (stable) per image and class.
+                keep = np.sort(np.argsort(-raw, kind="mergesort")[: conventions.max_dets])
+                kept = set(keep.tolist())
+                dropped = [j for k, j in enumerate(pred_indices) if k not in kept]
+                pred_indices = [pred_indices[k] for k in keep.tolist()]
+                raw = raw[keep]
+            scores = raw
+        pred_boxes = [pred.boxes[j] for j in pred_indices] if pred is not None else []
+        gt_array = _array(gt_boxes)
+        pred_array = _array(pred_boxes)
+        if conventions.difficult == "crowd":
+            iou = crowd_iou_matrix(gt_array, pred_array, crowd, conventions.pixel_inclusive)
+        else:
+            iou = iou_matrix(gt_array, pred_array, conventions.pixel_inclusive)
+        match = match_class(
+            iou,
+            scores,
+            thresholds,
+            gt_ignore=ignore,
+            gt_crowd=crowd,
+            rule=conventions.match_rule,
+            strict=conventions.strict_threshold,
+        )
+        cells.append(
+            _Cell(
+                image=index,
+                name=name,
+                gt_indices=gt_indices,
+                pred_indices=pred_indices,
+                dropped=dropped,
+                gt_ignore=ignore,
+                gt_crowd=crowd,
+                gt_area=box_area(gt_array),
+                pred_area=box_area(pred_array),
+                scores=scores,
+                iou=iou,
+                match=match,
+            )
+        )
+    return cells
+
+
+def _score(box: Box) -> float:
+    # A prediction without a score in a scored set ranks last.
+    return box.score if box.score is not None else -math.inf
+
+
+def _counts(cell: _Cell, t: int) -> tuple[int, int, int]:
+    m = cell.match
+    tp = int(np.count_nonzero(m.pred_matched[t] & ~m.pred_ignored[t]))
+    fp = int(np.count_nonzero(~m.pred_matched[t]))
+    fn = int(np.count_nonzero(~m.gt_matched[t] & ~cell.gt_ignore))
+    return tp, fp, fn
+
+
+def _image_matches(cell: _Cell, t: int, pred: ImageAnnotation | None) -> list[Match]:
+    m = cell.match
+    out: list[Match] = []
+    iou = cell.iou
+    for k, j in enumerate(cell.pred_indices):
+        score = pred.boxes[j].score if pred is not None else None
+        if m.pred_matched[t, k]:
+            g = int(m.pred_gt[t, k])
+            outcome: Outcome = "ignored" if m.pred_ignored[t, k] else "tp"
+            out.append(Match(cell.name, outcome, cell.gt_indices[g], j, float(iou[g, k]), score))
+        else:
+            best = float(iou[:, k].max()) if iou.shape[0] else 0.0
+            out.append(Match(cell.name, "fp", None, j, best, score))
+    for j in cell.dropped:
+        score = pred.boxes[j].score if pred is not None else None
+        out.append(Match(cell.name, "ignored", None, j, 0.0, score))
+    for g, i in enumerate(cell.gt_indices):
+        if not m.gt_matched[t, g] and not cell.gt_ignore[g]:
+            best = float(iou[g].max()) if iou.shape[1] else 0.0
+            out.append(Match(cell.name, "fn", i, None, best, None))
+    return out
+
+
+def _ranked(cells: Sequence[_Cell], t: int) -> tuple[BoolArray, FloatArray]:
+    """TP flags and scores of a class's predictions across images, ranked by score.
+
+    Ties keep image order (sorted keys) then file order: a stable sort of the predictions
+    already sorted within each image, as pycocotools' ``accumulate`` and the MATLAB devkit.
+    """
+    tps: list[BoolArray] = []
+    scores: list[FloatArray] = []
+    for cell in cells:
+        if cell.scores is None:
+            continue
+        order = np.argsort(-cell.scores, kind="mergesort")
+        keep = ~cell.match.pred_ignored[t][order]
+        tps.append((cell.match.pred_matched[t][order] & ~cell.match.pred_ignored[t][order])[keep])
+        scores.append(cell.scores[order][keep])
+    if not tps:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.float64)
+    tp = np.concatenate(tps)
+    score = np.concatenate(scores)
+    order = np.argsort(-score, kind="mergesort")
+    return tp[order], score[order]
+
+
+def _class_ap(
+    cells: Sequence[_Cell], n_gt: int, conventions: Conventions, levels: dict[float, int]
+) -> tuple[float | None, Curve]:
+    t = levels[conventions.iou_threshold]
+    tp, scores = _ranked(cells, t)
+    curve = precision_recall_curve(tp, scores, n_gt)
+    if n_gt == 0:
+        return None, curve
+    values = []
+    eps = float(np.spacing(1)) if conventions.interpolation == "101-point" else None
+    for threshold in conventions.ap_thresholds:
+        tp_t, _ = _ranked(cells, levels[threshold])
+        c = precision_recall_curve(tp_t, scores, n_gt, eps=eps)
+        values.append(average_precision(c.recall, c.precision, conventions.interpolation))
+    return float(np.mean(values)), curve
+
+
+def _coco_stats(
+    cells: Sequence[_Cell], class_names: Sequence[str], conventions: Conventions, scored: bool
+) -> CocoStats:
+    """pycocotools' ``evaluate``/``accumulate``/``summarize`` on the matched cells."""
+    thresholds = np.asarray(conventions.ap_thresholds, dtype=np.float64)
+    n_t, n_k, n_a, n_m = thresholds.size, len(class_names), len(_COCO_AREAS), len(_COCO_MAX_DETS)
+    precision = -np.ones((n_t, 101, n_k, n_a, n_m))
+    recall = -np.ones((n_t, n_k, n_a, n_m))
+    by_class: dict[str, list[_Cell]] = {}
+    for cell in cells:
+        by_class.setdefault(cell.name, []).append(cell)
+    for k, name in enumerate(class_names):
+        class_cells = by_class.get(name, [])
+        for a, (low, high) in enumerate(_COCO_AREAS):
+            per_image = []
+            n_gt = 0
+            for cell in class_cells:
+                out_of_range = (cell.gt_area < low) | (cell.gt_area > high)
+                ignore = cell.gt_ignore | out_of_range
+                n_gt += int(np.count_nonzero(~ignore))
+                if cell.scores is None or cell.scores.size == 0:
+                    continue
+                if a == 0:
+                    match = _match_for_thresholds(cell, thresholds, conventions)
+                else:
+                    match = match_class(
+                        cell.iou, cell.scores, thresholds, ignore, cell.gt_crowd,
+                        conventions.match_rule, conventions.strict_threshold,
+                    )  # fmt: skip
+                order = np.argsort(-cell.scores, kind="mergesort")
+                pred_out = (cell.pred_area < low) | (cell.pred_area > high)
+                matched = match.pred_matched[:, order]
+                ignored = match.pred_ignored[:, order] | (~matched & pred_out[order][None, :])
+                per_image.append((cell.scores[order], matched, ignored))
+            if n_gt == 0:
+                continue
+            for m, max_det in enumerate(_COCO_MAX_DETS):
+                if per_image:
+                    score = np.concatenate([s[:max_det] for s, _, _ in per_image])
+                    matched = np.concatenate([x[:, :max_det] for _, x, _ in per_image], axis=1)
+                    ignored = np.concatenate([x[:, :max_det] for _, _, x in per_image], axis=1)
+                    order = np.argsort(-score, kind="mergesort")
+                    matched, ignored = matched[:, order], ignored[:, order]
+                else:
+                    matched = ignored = np.zeros((n_t, 0), dtype=bool)
+                for t in range(n_t):
+                    # Ignored predictions leave the ranking; the rest are TP or FP.
+                    tp_t = (matched[t] & ~ignored[t])[~ignored[t]]
+                    curve = precision_recall_curve(
+                        tp_t, np.zeros(tp_t.size), n_gt, eps=float(np.spacing(1))
+                    )
+                    recall[t, k, a, m] = curve.recall[-1] if curve.recall.size else 0.0
+                    precision[t, :, k, a, m] = precision_at_recall(curve.recall, curve.precision)
+
+    def mean(values: FloatArray) -> float:
+        valid = values[values > -1]
+        return float(np.mean(valid)) if valid.size else -1.0
+
+    t50 = np.nonzero(np.isclose(thresholds, 0.5))[0]
+    t75 = np.nonzero(np.isclose(thresholds, 0.75))[0]
+    return CocoStats(
+        AP=mean(precision[:, :, :, 0, 2]),
+        AP50=mean(precision[t50][:, :, :, 0, 2]),
+        AP75=mean(precision[t75][:, :, :, 0, 2]),
+        APs=mean(precision[:, :, :, 1, 2]),
+        APm=mean(precision[:, :, :, 2, 2]),
+        APl=mean(precision[:, :, :, 3, 2]),
+        AR1=mean(recall[:, :, 0, 0]),
+        AR10=mean(recall[:, :, 0, 1]),
+        AR100=mean(recall[:, :, 0, 2]),
+        ARs=mean(recall[:, :, 1, 2]),
+        ARm=mean(recall[:, :, 2, 2]),
+        ARl=mean(recall[:, :, 3, 2]),
+    )
+
+
+def _match_for_thresholds(
+    cell: _Cell, thresholds: FloatArray, conventions: Conventions
+) -> ClassMatch:
+    return match_class(
+        cell.iou,
+        cell.scores,
+        thresholds,
+        cell.gt_ignore,
+        cell.gt_crowd,
+        conventions.match_rule,
+        conventions.strict_threshold,
+    )
+
+
+def evaluate(
+    gt: AnnotationSet,
+    pred: AnnotationSet,
+    conventions: Conventions | None = None,
+) -> Evaluation:
+    """Evaluate a prediction set against a ground-truth set.
+
+    Images are paired by key. A ground-truth image without a prediction file is evaluated
+    with no predictions (all its objects are missed) and listed in ``missing_pred``; a
+    prediction file without ground truth is not evaluated and is listed in
+    ``orphan_pred``. An image whose ground-truth or prediction file could not be read is
+    left out (its file is in ``skipped``), so a broken file never counts as errors.
+
+    Args:
+        gt: Ground-truth annotations.
+        pred: Predictions, with or without scores.
+        conventions: The protocol; defaults to ``protocol("default")``.
+
+    Returns:
+        The evaluation.
+    """
+    conv = conventions or protocol("default")
+    skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
+    unreadable = {s.key for s in pred.skipped if s.key is not None}
+    unreadable |= {s.key for s in gt.skipped if s.key is not None}
+    pred_by_key = {a.key: a for a in pred.annotations}
+    gt_keys = {a.key for a in gt.annotations}
+    orphan = tuple(a.path for a in pred.annotations if a.key not in gt_keys)
+    pairs = [(a, pred_by_key.get(a.key)) for a in gt.annotations if a.key not in unreadable]
+    missing = tuple(a.key for a, p in pairs if p is None)
+
+    notes: list[str] = []
+    pred_boxes = [b for _, p in pairs if p is not None for b in p.boxes]
+    scored = any(b.score is not None for b in pred_boxes)
+    unscored = sum(1 for b in pred_boxes if b.score is None)
+    if scored and unscored:
+        notes.append(f"{unscored} predictions have no score; they rank last for AP")
+    if not scored and pred_boxes:
+        notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
+
+    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+    levels = {value: i for i, value in enumerate(levels_list)}
+    thresholds = tuple(levels_list)
+    t = levels[conv.iou_threshold]
+
+    cells: list[_Cell] = []
+    images: list[ImageResult] = []
+    for index, (gt_image, pred_image) in enumerate(pairs):
+        image_cells = _cells(index, gt_image, pred_image, conv, thresholds, scored)
+        cells.extend(image_cells)
+        matches: list[Match] = []
+        for cell in image_cells:
+            matches.extend(_image_matches(cell, t, pred_image))
+        sweep = []
+        for threshold in SWEEP_THRESHOLDS:
+            counts = [_counts(cell, levels[threshold]) for cell in image_cells]
+            sweep.append(
+                SweepResult(
+                    threshold,
+                    sum(c[0] for c in counts),
+                    sum(c[1] for c in counts),
+                    sum(c[2] for c in counts),
+                )
+            )
+        counts = [_counts(cell, t) for cell in image_cells]
+        tp_ious = [m.iou for m in matches if m.outcome == "tp"]
+        n_ignored = sum(int(np.count_nonzero(c.gt_ignore)) for c in image_cells)
+        images.append(
+            ImageResult(
+                key=gt_image.key,
+                gt_path=gt_image.path,
+                pred_path=pred_image.path if pred_image is not None else None,
+                gt=len(gt_image.boxes) - n_ignored,
+                gt_ignored=n_ignored,
+                pred=len(pred_image.boxes) if pred_image is not None else 0,
+                tp=sum(c[0] for c in counts),
+                fp=sum(c[1] for c in counts),
+                fn=sum(c[2] for c in counts),
+                mean_iou=float(np.mean(tp_ious)) if tp_ious else None,
+                sweep=tuple(sweep),
+                matches=tuple(matches),
+            )
+        )
+
+    by_class: dict[str, list[_Cell]] = {}
+    for cell in cells:
+        by_class.setdefault(cell.name, []).append(cell)
+    class_names = sorted(by_class)
+    classes: list[ClassResult] = []
+    for name in class_names:
+        class_cells = by_class[name]
+        counts = [_counts(cell, t) for cell in class_cells]
+        tp = sum(c[0] for c in counts)
+        fp = sum(c[1] for c in counts)
+        fn = sum(c[2] for c in counts)
+        n_gt = sum(int(np.count_nonzero(~c.gt_ignore)) for c in class_cells)
+        n_ignored = sum(int(np.count_nonzero(c.gt_ignore)) for c in class_cells)
+        n_pred = sum(len(c.pred_indices) for c in class_cells)
+        precision = _ratio(tp, tp + fp)
+        recall = _ratio(tp, n_gt)
+        ap: float | None = None
+        curve: Curve | None = None
+        if scored:
+            ap, curve = _class_ap(class_cells, n_gt, conv, levels)
+        classes.append(
+            ClassResult(
+                name=name,
+                gt=n_gt,
+                gt_ignored=n_ignored,
+                pred=n_pred,
+                tp=tp,
+                fp=fp,
+                fn=fn,
+                precision=precision,
+                recall=recall,
+                f1=_f1(precision, recall),
+                ap=ap,
+                curve=curve,
+                in_map=n_gt > 0,
+            )
+        )
+    not_averaged = [c.name for c in classes if not c.in_map]
+    if not_averaged:
+        notes.append(
+            "classes only in predictions (all FP, not averaged into mAP): "
+            + ", ".join(not_averaged)
+        )
+
+    coco = _coco_stats(cells, class_names, conv, scored) if conv.coco_stats and scored else None
+    averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
+    if coco is not None:
+        map_value: float | None = coco.AP if coco.AP > -1 else None
+    else:
+        map_value = float(np.mean(averaged)) if averaged else None
+    tp = sum(i.tp for i in images)
+    fp = sum(i.fp for i in images)
+    fn = sum(i.fn for i in images)
+    n_gt = sum(i.gt for i in images)
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, n_gt)
+    summary = Summary(
+        images=len(images),
+        gt=n_gt,
+        pred=sum(i.pred for i in images),
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        precision=precision,
+        recall=recall,
+        f1=_f1(precision, recall),
+        map=map_value,
+        skipped=len(skipped),
+        missing_pred=len(missing),
+        orphan_pred=len(orphan),
+    )
+    return Evaluation(
+        conventions=conv,
+        summary=summary,
+        classes=tuple(classes),
+        images=tuple(images),
+        skipped=skipped,
+        missing_pred=missing,
+        orphan_pred=orphan,
+        coco=coco,
+        notes=tuple(notes),
+    )
+
+
+def evaluate_directories(
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    conventions: Conventions | None = None,
+) -> Evaluation:
+    """Read two directories of annotation files and evaluate them.
+
+    Args:
+        gt_dir: Ground-truth XML files (searched recursively).
+        pred_dir: Prediction XML files, paired with the ground truth by relative path.
+        conventions: The protocol; defaults to ``protocol("default")``.
+
+    Returns:
+        The evaluation.
+
+    Raises:
+        InputError: A path is not a directory, or the ground truth holds no readable file.
+    """
+    gt = read_directory(gt_dir)
+    pred = read_directory(pred_dir)
+    if not gt.annotations:
+        what = "no readable" if gt.skipped else "no"
+        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+    return evaluate(gt, pred, conventions)
