@@ -1,0 +1,5 @@
+"""``python -m vocmatch``."""
+
+from vocmatch.cli import run
+
+run()
