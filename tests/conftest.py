@@ -1,0 +1,60 @@
+"""Shared test fixtures: paths, and the golden-file helper with its refresh switch.
+
+Run ``pytest --update-goldens`` (or set ``VOCMATCH_UPDATE_GOLDENS=1``) to rewrite the golden
+files from the current output; review the diff before committing it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+DATASETS = ROOT.parent / "shared" / "datasets"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/golden/* from the current output instead of comparing.",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """Compare text with ``tests/golden/<name>``, or rewrite it when refreshing."""
+    update = request.config.getoption("--update-goldens") or bool(
+        os.environ.get("VOCMATCH_UPDATE_GOLDENS")
+    )
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"missing golden file {path}; run pytest --update-goldens"
+        assert text == path.read_text(encoding="utf-8")
+
+    return check
+
+
+@pytest.fixture
+def demo() -> tuple[Path, Path]:
+    """The bundled demo set: (gt_dir, pred_dir)."""
+    return FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred"
+
+
+def datasets_or_skip(name: str) -> Path:
+    """A real annotation set from ../shared/datasets, or skip when it is not beside the repo."""
+    path = DATASETS / name
+    if not path.is_dir():
+        pytest.skip(f"{path} not present (the real datasets sit beside the repository)")
+    return path
