@@ -180,9 +180,9 @@ def test_class_iou_rejects_non_square_matrix() -> None:
         class_iou(np.zeros((2, 3)))
 
 
-def test_class_iou_rejects_pred_void_of_wrong_length() -> None:
-    """pred_void needs one count per class."""
-    with pytest.raises(ValueError, match=r"`pred_void` to have shape \(2,\), got \(3,\)"):
+def test_class_iou_rejects_pred_void_pixels_of_wrong_length() -> None:
+    """pred_void_pixels needs one count per class."""
+    with pytest.raises(ValueError, match=r"`pred_void_pixels` to have shape \(2,\), got \(3,\)"):
         class_iou(np.eye(2), [0, 0, 0])
 
 
@@ -555,6 +555,7 @@ def test_results_are_frozen() -> None:
         pytest.param(
             {"class_names": ["a", "b", "a"]}, r"class names are repeated: a", id="repeated"
         ),
+        pytest.param({"class_names": "classes.txt"}, r"read_class_names", id="string"),
         pytest.param({"jobs": 0}, r"jobs must be at least 1, got 0", id="jobs"),
         pytest.param(
             {"pred_void": "ignore"}, r"pred_void must be 'error' or 'miss'", id="pred-void"

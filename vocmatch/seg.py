@@ -314,7 +314,7 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
         raise
     except UnidentifiedImageError:
         raise AnnotationError(shown, "not an image file Pillow can read") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as e:
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
         # Pillow reports unreadable, truncated and corrupt files through these.
         raise AnnotationError(shown, f"cannot read mask: {e}") from None
 
@@ -367,7 +367,11 @@ class _BadValue:
 def _pair_counts(
     gt: npt.NDArray[np.uint8], pred: npt.NDArray[np.uint8], n_classes: int, pred_void: PredVoid
 ) -> npt.NDArray[np.int64] | _BadValue:
-    """Counts of shape ``(C, C + 1)`` (last column: predicted void), or the first bad value."""
+    """Counts of shape ``(C + 1, C + 1)``, or the first bad value.
+
+    Rows are ground-truth classes then void, columns predicted classes then void: the
+    confusion matrix with a void row and column around it.
+    """
     joint = _joint_histogram(gt, pred)
     bad_gt = _bad_value(joint.sum(axis=1), n_classes, allow_void=True)
     if bad_gt >= 0:
@@ -386,10 +390,8 @@ def _pair_counts(
             expected = f"0..{n_classes - 1}" + (f" or void ({VOID})" if pred_void == "miss" else "")
             message = f"value {bad_pred} is not a class index ({expected})"
         return _BadValue("pred", message)
-    counts = np.empty((n_classes, n_classes + 1), dtype=np.int64)
-    counts[:, :n_classes] = joint[:n_classes, :n_classes]
-    counts[:, n_classes] = joint[:n_classes, VOID]
-    return counts
+    keep = [*range(n_classes), VOID]
+    return joint[np.ix_(keep, keep)]
 
 
 def _strict_counts(
@@ -439,7 +441,7 @@ def confusion_matrix(
         array([[1, 1],
                [1, 2]])
     """
-    return np.ascontiguousarray(_strict_counts(gt, pred, n_classes, pred_void)[:, :n_classes])
+    return np.ascontiguousarray(_strict_counts(gt, pred, n_classes, pred_void)[:-1, :-1])
 
 
 def pred_void_counts(gt: npt.ArrayLike, pred: npt.ArrayLike, n_classes: int) -> IntArray:
@@ -462,23 +464,25 @@ def pred_void_counts(gt: npt.ArrayLike, pred: npt.ArrayLike, n_classes: int) -> 
         >>> pred_void_counts(np.array([0, 1, 1, 255]), np.array([255, 255, 1, 255]), 2)
         array([1, 1])
     """
-    return np.ascontiguousarray(_strict_counts(gt, pred, n_classes, "miss")[:, n_classes])
+    return np.ascontiguousarray(_strict_counts(gt, pred, n_classes, "miss")[:-1, -1])
 
 
-def class_iou(confusion: npt.ArrayLike, pred_void: npt.ArrayLike | None = None) -> FloatArray:
+def class_iou(
+    confusion: npt.ArrayLike, pred_void_pixels: npt.ArrayLike | None = None
+) -> FloatArray:
     """Per-class IoU ``TP / (TP + FP + FN)`` of a confusion matrix.
 
     Args:
         confusion: Shape ``(C, C)``, rows ground truth, columns prediction.
-        pred_void: Shape ``(C,)``, ground-truth pixels of each class predicted void, added to
-            that class's false negatives; None for none.
+        pred_void_pixels: Shape ``(C,)``, ground-truth pixels of each class predicted void
+            (:func:`pred_void_counts`), added to that class's false negatives; None for none.
 
     Returns:
         Shape ``(C,)``; NaN for a class with ``TP + FP + FN = 0``.
 
     Raises:
-        ValueError: ``confusion`` is not square, or ``pred_void`` does not have one entry per
-            class.
+        ValueError: ``confusion`` is not square, or ``pred_void_pixels`` does not have one
+            entry per class.
 
     Example:
         >>> class_iou(np.array([[1, 1, 0], [1, 2, 0], [0, 0, 0]]))
@@ -489,10 +493,12 @@ def class_iou(confusion: npt.ArrayLike, pred_void: npt.ArrayLike | None = None) 
         raise ValueError(f"Expected `confusion` to have shape (C, C), got {matrix.shape}")
     tp = np.diag(matrix)
     union = matrix.sum(axis=0) + matrix.sum(axis=1) - tp
-    if pred_void is not None:
-        missed = np.asarray(pred_void, dtype=np.float64)
+    if pred_void_pixels is not None:
+        missed = np.asarray(pred_void_pixels, dtype=np.float64)
         if missed.shape != tp.shape:
-            raise ValueError(f"Expected `pred_void` to have shape {tp.shape}, got {missed.shape}")
+            raise ValueError(
+                f"Expected `pred_void_pixels` to have shape {tp.shape}, got {missed.shape}"
+            )
         union = union + missed
     iou = np.full(tp.shape, np.nan)
     np.divide(tp, union, out=iou, where=union > 0)
@@ -507,11 +513,11 @@ def _mean_or_none(values: Iterable[float | None]) -> float | None:
 def _class_results(
     counts: npt.NDArray[np.int64], names: Sequence[str]
 ) -> tuple[SegClassResult, ...]:
-    """Records from counts of shape ``(C, C + 1)`` (last column: predicted void)."""
+    """Records from counts of shape ``(C + 1, C + 1)`` (last row and column: void)."""
     n = len(names)
-    tp = np.diag(counts[:, :n])
-    fp = counts[:, :n].sum(axis=0) - tp
-    fn = counts.sum(axis=1) - tp
+    tp = np.diag(counts)[:n]
+    fp = counts[:n, :n].sum(axis=0) - tp
+    fn = counts[:n].sum(axis=1) - tp
     results = []
     for name, t, p, f in zip(names, tp.tolist(), fp.tolist(), fn.tolist(), strict=True):
         union = t + p + f
@@ -520,9 +526,9 @@ def _class_results(
 
 
 def _accuracy(counts: npt.NDArray[np.int64]) -> float | None:
-    n = counts.shape[0]
-    valid = int(counts.sum())
-    return int(np.trace(counts[:, :n])) / valid if valid else None
+    """Correct over non-void ground-truth pixels, from counts of shape ``(C + 1, C + 1)``."""
+    valid = int(counts[:-1].sum())
+    return int(np.trace(counts[:-1, :-1])) / valid if valid else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,7 +561,7 @@ def _evaluate_pair(
         return SegSkipped(str(path), counts.message, "invalid")
     classes = _class_results(counts, names)
     # Classes present in the prediction anywhere, void ground truth included.
-    pred_any = np.bincount(pred.ravel(), minlength=_LEVELS)[:n]
+    pred_any = counts[:, :n].sum(axis=0)
     image = SegImageResult(
         key=pair.key,
         pixel_accuracy=_accuracy(counts),
@@ -613,15 +619,21 @@ def evaluate_masks(
         class_names: Class names in mask-index order; :data:`VOC_CLASSES` by default, or the
             result of :func:`read_class_names`.
         pred_void: How a predicted 255 is treated; see the module docstring.
-        jobs: Worker processes reading and counting masks; 1 evaluates in this process.
+        jobs: Worker processes reading and counting masks; 1 evaluates in this process. A pool
+            costs a fixed start-up time, so it pays off from a few hundred masks.
 
     Returns:
         The dataset-wide and per-image scores.
 
     Raises:
         InputError: A directory does not exist, ``gt_dir`` holds no masks, the class names
-            are empty, more than 255 or repeated, ``pred_void`` is unknown, or ``jobs < 1``.
+            are a string, empty, more than 255 or repeated, ``pred_void`` is unknown, or
+            ``jobs < 1``.
     """
+    if isinstance(class_names, str):
+        raise InputError(
+            "class_names must be a sequence of names; read a file with read_class_names"
+        )
     names = tuple(class_names)
     if not 1 <= len(names) <= VOID:
         raise InputError(f"expected 1 to {VOID} class names, got {len(names)}")
@@ -655,7 +667,7 @@ def evaluate_masks(
             skipped[key] = SegSkipped(str(pred_masks[key]), "no ground-truth mask", "missing_gt")
 
     n = len(names)
-    total = np.zeros((n, n + 1), dtype=np.int64)
+    total = np.zeros((n + 1, n + 1), dtype=np.int64)
     images: list[SegImageResult] = []
     for pair, outcome in zip(pairs, _outcomes(pairs, names, pred_void, jobs), strict=True):
         if isinstance(outcome, SegSkipped):
@@ -666,8 +678,8 @@ def evaluate_masks(
             images.append(image)
 
     classes = _class_results(total, names)
-    confusion = np.ascontiguousarray(total[:, :n])
-    void_column = np.ascontiguousarray(total[:, n])
+    confusion = np.ascontiguousarray(total[:n, :n])
+    void_column = np.ascontiguousarray(total[:n, n])
     confusion.flags.writeable = False
     void_column.flags.writeable = False
     return SegEvaluation(
