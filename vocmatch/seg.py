@@ -620,7 +620,8 @@ def evaluate_masks(
             result of :func:`read_class_names`.
         pred_void: How a predicted 255 is treated; see the module docstring.
         jobs: Worker processes reading and counting masks; 1 evaluates in this process. A pool
-            costs a fixed start-up time, so it pays off from a few hundred masks.
+            has a fixed start-up cost (tens of milliseconds where processes fork, more where
+            they spawn), so it pays off only beyond a few dozen masks.
 
     Returns:
         The dataset-wide and per-image scores.
