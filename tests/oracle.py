@@ -122,3 +122,19 @@ def pycocotools_stats(gt_json: dict[str, object], results: list[object], tmp: Pa
         evaluator.accumulate()
         evaluator.summarize()
     return [float(v) for v in evaluator.stats]
+
+
+def write_voc(annotations: AnnotationSet, directory: Path) -> None:
+    """Write records as LabelImg-style XML files (scores as <score> children of <object>)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for a in annotations.annotations:
+        objects = []
+        for b in a.boxes:
+            score = f"<score>{b.score!r}</score>" if b.score is not None else ""
+            objects.append(
+                f"<object><name>{b.name}</name><difficult>{int(b.difficult)}</difficult>{score}"
+                f"<bndbox><xmin>{b.x1!r}</xmin><ymin>{b.y1!r}</ymin><xmax>{b.x2!r}</xmax>"
+                f"<ymax>{b.y2!r}</ymax></bndbox></object>"
+            )
+        text = f"<annotation><filename>{a.key}.jpg</filename>{''.join(objects)}</annotation>"
+        (directory / f"{a.key}.xml").write_text(text, encoding="utf-8")

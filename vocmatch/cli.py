@@ -133,7 +133,7 @@ def convention_options(function: F) -> F:
         click.option(
             "--strict-threshold/--inclusive-threshold",
             default=None,
-            help="Match at IoU > t, as the VOC devkit does, instead of IoU >= t.",
+            help="Match at IoU > t, as the Python voc_eval.py does, instead of IoU >= t.",
         ),
         click.option(
             "--pixel-inclusive/--continuous",

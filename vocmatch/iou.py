@@ -147,9 +147,11 @@ def union_matrix(
     >>> union_matrix([[50, 50, 150, 150]], [[80, 80, 180, 180]]).tolist()
     [[15100.0]]
     """
-    gt_area = box_area(gt_boxes, pixel_inclusive)
-    pred_area = box_area(pred_boxes, pixel_inclusive)
-    inter = intersection_matrix(gt_boxes, pred_boxes, pixel_inclusive)
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    gt_area = box_area(gt, pixel_inclusive)
+    pred_area = box_area(pred, pixel_inclusive)
+    inter = intersection_matrix(gt, pred, pixel_inclusive)
     return gt_area[:, None] + pred_area[None, :] - inter
 
 
@@ -178,9 +180,11 @@ def iou_matrix(
     >>> iou_matrix([[0, 0, 2, 2]], []).shape
     (1, 0)
     """
-    gt_area = box_area(gt_boxes, pixel_inclusive)
-    pred_area = box_area(pred_boxes, pixel_inclusive)
-    inter = intersection_matrix(gt_boxes, pred_boxes, pixel_inclusive)
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    gt_area = box_area(gt, pixel_inclusive)
+    pred_area = box_area(pred, pixel_inclusive)
+    inter = intersection_matrix(gt, pred, pixel_inclusive)
     union = gt_area[:, None] + pred_area[None, :] - inter
     return _ratio(inter, union)
 
@@ -209,9 +213,11 @@ def crowd_iou_matrix(
     >>> crowd_iou_matrix([[0, 0, 100, 100]], [[10, 10, 20, 20]], [True]).tolist()
     [[1.0]]
     """
-    gt_area = box_area(gt_boxes, pixel_inclusive)
-    pred_area = box_area(pred_boxes, pixel_inclusive)
-    inter = intersection_matrix(gt_boxes, pred_boxes, pixel_inclusive)
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    gt_area = box_area(gt, pixel_inclusive)
+    pred_area = box_area(pred, pixel_inclusive)
+    inter = intersection_matrix(gt, pred, pixel_inclusive)
     crowd = np.asarray(gt_crowd, dtype=bool).reshape(-1)
     union = gt_area[:, None] + pred_area[None, :] - inter
     union = np.where(crowd[:, None], pred_area[None, :], union)
@@ -262,9 +268,11 @@ def dice_matrix(
     >>> dice_matrix([[50, 50, 150, 150]], [[80, 80, 180, 180]]).tolist()
     [[0.49]]
     """
-    gt_area = box_area(gt_boxes, pixel_inclusive)
-    pred_area = box_area(pred_boxes, pixel_inclusive)
-    inter = intersection_matrix(gt_boxes, pred_boxes, pixel_inclusive)
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    gt_area = box_area(gt, pixel_inclusive)
+    pred_area = box_area(pred, pixel_inclusive)
+    inter = intersection_matrix(gt, pred, pixel_inclusive)
     return _ratio(2.0 * inter, gt_area[:, None] + pred_area[None, :])
 
 

@@ -15,8 +15,9 @@ Predictions without scores (two annotators compared) are paired highest IoU firs
 the whole image-class: the pair with the largest IoU is matched, both are removed, and so
 on. The result never depends on anything but the boxes, their file order and their scores.
 
-A threshold ``t`` matches at ``IoU >= t`` (inclusive); ``strict=True`` gives the devkit's
-``IoU > t``.
+A threshold ``t`` matches at ``IoU >= t`` (inclusive, as the MATLAB devkit's ``VOCevaldet.m``
+and pycocotools); ``strict=True`` gives ``IoU > t``, as the widely copied Python
+``voc_eval.py`` does.
 """
 
 from __future__ import annotations

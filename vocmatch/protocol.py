@@ -40,7 +40,8 @@ class Conventions:
     Attributes:
         protocol: The preset these conventions started from.
         iou_threshold: The threshold for TP/FP/FN counts and, outside ``coco``, for AP.
-        strict_threshold: Match at ``IoU > t`` (VOC devkit) instead of ``IoU >= t``.
+        strict_threshold: Match at ``IoU > t`` (the Python ``voc_eval.py`` of py-faster-rcnn and
+            Detectron) instead of ``IoU >= t`` (the MATLAB devkit's ``VOCevaldet.m``, pycocotools).
         pixel_inclusive: The devkit's ``+ 1`` widths and heights; otherwise continuous.
         match_rule: ``"unmatched"`` (best still-unmatched GT) or ``"devkit"``.
         difficult: ``"ignore"`` (neither TP, FP nor FN), ``"count"`` (ordinary objects) or

@@ -1,0 +1,134 @@
+"""The command line: exit codes, stdout and stderr kept apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vocmatch.cli import EXIT_SKIPPED, EXIT_USAGE, main
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_plain_form_prints_the_report(demo: tuple[Path, Path]) -> None:
+    """`vocmatch GT PRED` works as written; warnings go to stderr only."""
+    code, out, err = run(str(demo[0]), str(demo[1]))
+    assert code == 0
+    assert "Summary" in out and "street_01" in out
+    assert "vocmatch" not in out.splitlines()[0]
+    assert err == (
+        "vocmatch: warning: no prediction file for 'street_05': its objects count as missed\n"
+    )
+
+
+def test_json_output(demo: tuple[Path, Path]) -> None:
+    """--format json prints only JSON on stdout, with the documented keys."""
+    code, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json", "--protocol", "coco")
+    assert code == 0
+    data = json.loads(out)
+    assert list(data) == [
+        "vocmatch", "conventions", "summary", "classes", "images", "coco", "skipped",
+        "missing_pred", "orphan_pred", "notes",
+    ]  # fmt: skip
+    assert list(data["coco"]) == [
+        "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
+    ]  # fmt: skip
+    assert data["summary"]["map"] == data["coco"]["AP"]
+    assert set(data["classes"][0]) >= {
+        "name",
+        "gt",
+        "pred",
+        "tp",
+        "fp",
+        "fn",
+        "precision",
+        "recall",
+        "ap",
+    }
+    assert set(data["images"][0]["sweep"]) == {"0.50", "0.75", "0.95"}
+
+
+def test_json_output_file_keeps_the_summary_on_the_terminal(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--output writes the file and the terminal still shows the summary."""
+    target = tmp_path / "r.json"
+    code, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json", "--output", str(target))
+    assert code == 0
+    assert json.loads(target.read_text())["summary"]["tp"] == 10
+    assert "Summary" in out
+
+
+def test_explicit_eval_command_is_the_same(demo: tuple[Path, Path]) -> None:
+    """`vocmatch eval GT PRED` equals the plain form."""
+    assert run("eval", str(demo[0]), str(demo[1]))[1] == run(str(demo[0]), str(demo[1]))[1]
+
+
+def test_options_override_the_preset(demo: tuple[Path, Path]) -> None:
+    """Each convention option overrides the protocol preset and the header says so."""
+    code, out, _ = run(
+        str(demo[0]), str(demo[1]), "--protocol", "voc12", "--iou", "0.7", "--strict-threshold",
+        "--continuous", "--match-rule", "unmatched", "--difficult", "count",
+        "--interpolation", "11-point",
+    )  # fmt: skip
+    assert code == 0
+    header = out.split("Images")[0]
+    for expected in ("voc12", "IoU > 0.7", "continuous", "best unmatched GT", "count", "11-point"):
+        assert expected in header
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--iou", "1.5"], "Invalid value for '--iou'", id="iou-range"),
+        pytest.param(["--protocol", "voc99"], "Invalid value for '--protocol'", id="protocol"),
+    ],
+)
+def test_usage_errors_exit_2(demo: tuple[Path, Path], args: list[str], message: str) -> None:
+    """Bad options are usage errors (exit 2) with click's message on stderr."""
+    code, out, err = run(str(demo[0]), str(demo[1]), *args)
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert message in err
+
+
+def test_missing_directory_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A path that is not a directory: one line naming it, exit 2, no traceback."""
+    code, out, err = run(str(tmp_path / "nope"), str(tmp_path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == f"vocmatch: error: {tmp_path / 'nope'}: not a directory\n"
+
+
+def test_empty_directory_is_one_line_exit_2(tmp_path: Path) -> None:
+    """An empty ground-truth directory: nothing to evaluate, exit 2."""
+    code, _, err = run(str(tmp_path), str(tmp_path))
+    assert code == EXIT_USAGE
+    assert err == f"vocmatch: error: {tmp_path}: no .xml annotation files found\n"
+
+
+def test_skipped_files_are_named_and_exit_3(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """A broken file is named with its line on stderr; the rest is evaluated; exit 3."""
+    gt = tmp_path / "gt"
+    gt.mkdir()
+    for path in demo[0].glob("*.xml"):
+        (gt / path.name).write_bytes(path.read_bytes())
+    (gt / "broken.xml").write_text("<annotation>\n<object>\n<name>cat</name>\n")
+    code, out, err = run(str(gt), str(demo[1]))
+    assert code == EXIT_SKIPPED
+    assert "skipped files" in out and "street_01" in out
+    assert f"vocmatch: skipped {gt / 'broken.xml'}:4: not well-formed XML" in err
+
+
+def test_every_command_has_help() -> None:
+    """Every command documents itself."""
+    for name, command in main.commands.items():
+        code, out, _ = run(name, "--help")
+        assert code == 0, name
+        assert command.help, name
+    assert run("--help")[0] == 0

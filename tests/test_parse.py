@@ -1,0 +1,205 @@
+"""The XML parser: what it reads, what it refuses, and where it says the problem is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import datasets_or_skip
+from vocmatch.errors import AnnotationError, InputError
+from vocmatch.model import Box
+from vocmatch.parse import parse_annotation, read_annotation, read_directory
+
+
+def xml(objects: str, extra: str = "") -> bytes:
+    return f"<annotation>{extra}<filename>a.jpg</filename>{objects}</annotation>".encode()
+
+
+def obj(name: str = "cat", box: str = "<xmin>1</xmin><ymin>2</ymin><xmax>3</xmax><ymax>4</ymax>",
+        extra: str = "") -> str:  # fmt: skip
+    return f"<object><name>{name}</name>{extra}<bndbox>{box}</bndbox></object>"
+
+
+def test_reads_a_labelimg_object() -> None:
+    """Name, corners, flags and score are read; absent flags mean False."""
+    annotation = parse_annotation(xml(obj(extra="<score>0.75</score>")), "a.xml", "a")
+    assert annotation.boxes == (Box("cat", 1.0, 2.0, 3.0, 4.0, score=0.75, line=1),)
+    assert annotation.filename == "a.jpg"
+
+
+@pytest.mark.parametrize(
+    ("box", "expected"),
+    [
+        pytest.param(
+            "<xmin>48.0</xmin><ymin>.5</ymin><xmax>1e2</xmax><ymax>+7</ymax>",
+            (48.0, 0.5, 100.0, 7.0),
+            id="float-forms",
+        ),
+        pytest.param(
+            "<ymax>9</ymax><xmax>8</xmax><ymin>2</ymin><xmin>1</xmin>", (1, 2, 8, 9), id="any-order"
+        ),
+        pytest.param(
+            "<xmin> 1 </xmin><ymin>\n2\n</ymin><xmax>3</xmax><ymax>4</ymax>",
+            (1, 2, 3, 4),
+            id="whitespace",
+        ),
+    ],
+)
+def test_coordinates_in_any_form(box: str, expected: tuple[float, ...]) -> None:
+    """Coordinates may be floats, in any order, with surrounding whitespace."""
+    (parsed,) = parse_annotation(xml(obj(box=box)), "a.xml", "a").boxes
+    assert (parsed.x1, parsed.y1, parsed.x2, parsed.y2) == expected
+
+
+def test_flags_confidence_name_whitespace_and_size() -> None:
+    """difficult, truncated, <confidence>, stripped names and <size> are read."""
+    data = xml(
+        obj(
+            name="  person \n",
+            extra="<difficult>1</difficult><truncated>1</truncated><confidence>0.5</confidence>",
+        ),
+        extra="<size><width>640</width><height>480</height><depth>3</depth></size>",
+    )
+    annotation = parse_annotation(data, "a.xml", "a")
+    (box,) = annotation.boxes
+    assert (box.name, box.difficult, box.truncated, box.score) == ("person", True, True, 0.5)
+    assert annotation.size is not None
+    assert (annotation.size.width, annotation.size.height, annotation.size.depth) == (640, 480, 3)
+
+
+def test_object_inside_part_is_not_an_object() -> None:
+    """Only direct <object> children of <annotation> count (VOC person layout parts do not)."""
+    part = "<part><name>hand</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></part>"
+    nested = f"<object><name>person</name>{part}<bndbox><xmin>0</xmin><ymin>0</ymin><xmax>9</xmax><ymax>9</ymax></bndbox></object>"
+    annotation = parse_annotation(xml(nested), "a.xml", "a")
+    assert [b.name for b in annotation.boxes] == ["person"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(
+            b"<annotation>\n<object>\n<name>cat</name>\n<bndbox>\n<xmin>1</xmin>\n<ymin>x1</ymin>\n"
+            b"<xmax>3</xmax><ymax>4</ymax></bndbox></object></annotation>",
+            "a.xml:6: <ymin> is not a number: 'x1'",
+            id="non-numeric",
+        ),
+        pytest.param(
+            b"<annotation>\n<object><name>cat</name>\n<bndbox><xmin>1</xmin><ymin>2</ymin>"
+            b"<xmax>3</xmax></bndbox></object></annotation>",
+            "a.xml:3: <bndbox> has no <ymax>",
+            id="missing-coordinate",
+        ),
+        pytest.param(
+            b"<annotation>\n\n<object><name>cat</name><bndbox><xmin>5</xmin><ymin>2</ymin>"
+            b"<xmax>3</xmax><ymax>4</ymax></bndbox></object></annotation>",
+            "a.xml:3: <xmax> 3 is less than <xmin> 5",
+            id="inverted",
+        ),
+        pytest.param(
+            b"<annotation>\n<object><name>cat</name></object>\n</annotation>",
+            "a.xml:2: <object> 'cat' has no <bndbox>",
+            id="no-bndbox",
+        ),
+        pytest.param(
+            b"<annotation>\n<object><bndbox/></object></annotation>",
+            "a.xml:2: <object> has no <name>",
+            id="no-name",
+        ),
+        pytest.param(
+            b"<annotation>\n<object><name> </name></object></annotation>",
+            "a.xml:2: <name> is empty",
+            id="empty-name",
+        ),
+        pytest.param(
+            b"<annotation>\n<object><name>cat</name>\n</annotation>",
+            "a.xml:3: not well-formed XML: Opening and ending tag mismatch: object line 2 and annotation",
+            id="malformed",
+        ),
+        pytest.param(
+            b"<annotation><object><name>c</name><bndbox><xmin>nan</xmin><ymin>0</ymin>"
+            b"<xmax>1</xmax><ymax>1</ymax></bndbox></object></annotation>",
+            "a.xml:1: <xmin> is not finite: 'nan'",
+            id="nan",
+        ),
+        pytest.param(
+            b"<voc></voc>", "a.xml:1: root element is <voc>, expected <annotation>", id="root"
+        ),
+        pytest.param(b"\xff\xd8\xff\xe0JFIF", "a.xml:1: not well-formed XML", id="jpeg"),
+    ],
+)
+def test_errors_name_file_and_line(data: bytes, message: str) -> None:
+    """Every problem is an AnnotationError printed as path:line: message."""
+    with pytest.raises(AnnotationError) as info:
+        parse_annotation(data, "a.xml", "a")
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(
+            b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY l "lol"><!ENTITY l2 "&l;&l;&l;&l;">]>'
+            b"<annotation><object><name>&l2;</name></object></annotation>",
+            id="entity-bomb",
+        ),
+        pytest.param(
+            b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            b"<annotation><object><name>&x;</name></object></annotation>",
+            id="external-entity",
+        ),
+        pytest.param(
+            b'<?xml version="1.0"?><!DOCTYPE annotation SYSTEM "http://example.invalid/a.dtd">'
+            b"<annotation/>",
+            id="external-dtd",
+        ),
+    ],
+)
+def test_entities_and_dtds_are_refused(data: bytes) -> None:
+    """Documents declaring entities or an external DTD are refused, never expanded."""
+    with pytest.raises(AnnotationError, match="refusing a document"):
+        parse_annotation(data, "a.xml", "a")
+
+
+def test_oversized_file_is_refused_unread(tmp_path: Path) -> None:
+    """A file above the size limit is refused with its path."""
+    path = tmp_path / "big.xml"
+    path.write_bytes(b"<annotation>" + b" " * 2000 + b"</annotation>")
+    with pytest.raises(AnnotationError, match=r"big.xml: file is larger than the 1,000-byte limit"):
+        read_annotation(path, max_bytes=1000)
+
+
+def test_directory_is_read_recursively_and_keyed_by_relative_path(tmp_path: Path) -> None:
+    """Keys are relative paths without extension; bad files are skipped, not fatal."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.xml").write_bytes(xml(obj()))
+    (tmp_path / "a.xml").write_bytes(xml(""))
+    (tmp_path / "bad.xml").write_bytes(b"<annotation>")
+    (tmp_path / "notes.txt").write_text("not an annotation")
+    (tmp_path / "dir.xml").mkdir()
+    result = read_directory(tmp_path)
+    assert [a.key for a in result.annotations] == ["a", "sub/b"]
+    assert [(s.key, s.line) for s in result.skipped] == [("bad", 1)]
+
+
+def test_not_a_directory_is_an_input_error(tmp_path: Path) -> None:
+    """A path that is not a directory is an InputError naming it."""
+    with pytest.raises(InputError, match="not a directory"):
+        read_directory(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("name", "files", "objects"),
+    [
+        pytest.param("raccoon", 200, 217, id="raccoon"),
+        pytest.param("bccd", 364, 4888, id="bccd"),
+        pytest.param("cards", 363, 670, id="cards"),
+    ],
+)
+def test_every_real_dataset_file_parses(name: str, files: int, objects: int) -> None:
+    """Every file of the real LabelImg/VOC sets parses, with the documented object counts."""
+    result = read_directory(datasets_or_skip(name))
+    assert result.skipped == ()
+    assert len(result.annotations) == files
+    assert sum(len(a.boxes) for a in result.annotations) == objects

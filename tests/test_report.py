@@ -1,0 +1,48 @@
+"""The terminal report, compared with golden files (refresh: pytest --update-goldens)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from vocmatch.evaluate import evaluate_directories
+from vocmatch.protocol import protocol
+from vocmatch.report import ReportOptions, render, worst_first
+
+
+def text_of(renderable: object, width: int = 100) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None).print(renderable)
+    return buffer.getvalue()
+
+
+def test_demo_report(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
+    """The default report on the demo set reads as in the golden file (and the README)."""
+    golden("demo_report.txt", text_of(render(evaluate_directories(*demo))))
+
+
+def test_demo_report_coco(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
+    """Under coco the header says so and the 12 COCO numbers are shown."""
+    golden("demo_report_coco.txt", text_of(render(evaluate_directories(*demo, protocol("coco")))))
+
+
+def test_row_limit_and_failing_only(demo: tuple[Path, Path]) -> None:
+    """The image table stops at max_rows, says how many were left out, and can hide
+    perfect images."""
+    evaluation = evaluate_directories(*demo)
+    limited = text_of(render(evaluation, ReportOptions(max_rows=2)))
+    assert "4 more images not shown" in limited
+    assert limited.count("street_0") == 2
+    failing = text_of(render(evaluation, ReportOptions(max_rows=0, only_failing=True)))
+    assert "street_02" not in failing.split("Classes")[0]
+
+
+def test_worst_images_come_first(demo: tuple[Path, Path]) -> None:
+    """Images are ordered by FP + FN, then FN, then name."""
+    evaluation = evaluate_directories(*demo)
+    assert [i.key for i in worst_first(evaluation.images)] == [
+        "street_01", "street_05", "street_03", "street_04", "street_06", "street_02",
+    ]  # fmt: skip
