@@ -128,7 +128,7 @@ def test_skipped_files_are_named_and_exit_3(demo: tuple[Path, Path], tmp_path: P
 def test_every_command_has_help() -> None:
     """Every command documents itself."""
     for name, command in main.commands.items():
-        code, out, _ = run(name, "--help")
+        code, _, _ = run(name, "--help")
         assert code == 0, name
         assert command.help, name
     assert run("--help")[0] == 0

@@ -153,7 +153,7 @@ def test_empty_ground_truth_directory_is_an_input_error(tmp_path: Path) -> None:
     """Nothing to evaluate is an error, not an empty report."""
     (tmp_path / "gt").mkdir()
     (tmp_path / "pred").mkdir()
-    with pytest.raises(InputError, match="no .xml annotation files found"):
+    with pytest.raises(InputError, match=r"no \.xml annotation files found"):
         evaluate_directories(tmp_path / "gt", tmp_path / "pred")
 
 
