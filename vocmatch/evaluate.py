@@ -31,6 +31,7 @@ __all__ = [
     "SweepResult",
     "evaluate",
     "evaluate_directories",
+    "read_pair",
 ]
 
 Outcome = Literal["tp", "fp", "fn", "ignored"]
@@ -683,6 +684,29 @@ def evaluate(
     )
 
 
+def read_pair(
+    gt_dir: str | os.PathLike[str], pred_dir: str | os.PathLike[str]
+) -> tuple[AnnotationSet, AnnotationSet]:
+    """Read a ground-truth and a prediction directory.
+
+    Args:
+        gt_dir: Ground-truth XML files (searched recursively).
+        pred_dir: Prediction XML files.
+
+    Returns:
+        The two annotation sets.
+
+    Raises:
+        InputError: A path is not a directory, or the ground truth holds no readable file.
+    """
+    gt = read_directory(gt_dir)
+    pred = read_directory(pred_dir)
+    if not gt.annotations:
+        what = "no readable" if gt.skipped else "no"
+        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+    return gt, pred
+
+
 def evaluate_directories(
     gt_dir: str | os.PathLike[str],
     pred_dir: str | os.PathLike[str],
@@ -701,9 +725,4 @@ def evaluate_directories(
     Raises:
         InputError: A path is not a directory, or the ground truth holds no readable file.
     """
-    gt = read_directory(gt_dir)
-    pred = read_directory(pred_dir)
-    if not gt.annotations:
-        what = "no readable" if gt.skipped else "no"
-        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
-    return evaluate(gt, pred, conventions)
+    return evaluate(*read_pair(gt_dir, pred_dir), conventions)
