@@ -5,13 +5,29 @@ Every form is deterministic: images sorted by key, classes by name, keys in a fi
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vocmatch import __version__
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
+from vocmatch.gates import GateReport
+from vocmatch.protocol import SWEEP_THRESHOLDS
 
-__all__ = ["COCO_NAMES", "to_json", "to_json_dict"]
+__all__ = [
+    "COCO_NAMES",
+    "MARKDOWN_MAX_IMAGES",
+    "to_csv_classes",
+    "to_csv_images",
+    "to_json",
+    "to_json_dict",
+    "to_junit",
+    "to_markdown",
+]
 
 #: pycocotools' ``COCOeval.stats``, by position.
 COCO_NAMES: tuple[str, ...] = (
@@ -109,3 +125,282 @@ def to_json_dict(evaluation: Evaluation) -> dict[str, Any]:
 def to_json(evaluation: Evaluation) -> str:
     """The evaluation as indented JSON text, ending in a newline."""
     return json.dumps(to_json_dict(evaluation), indent=2, allow_nan=False) + "\n"
+
+
+# CSV ------------------------------------------------------------------------------------
+
+_IMAGE_COLUMNS: tuple[str, ...] = (
+    "image", "gt_path", "pred_path", "gt", "gt_ignored", "pred", "tp", "fp", "fn", "mean_iou",
+)  # fmt: skip
+_CLASS_COLUMNS: tuple[str, ...] = (
+    "name", "gt", "gt_ignored", "pred", "tp", "fp", "fn", "precision", "recall", "f1", "ap",
+    "in_map",
+)  # fmt: skip
+
+
+def _csv_cell(value: str | int | float | bool | None) -> str:
+    # Empty for undefined; floats in full (repr round-trips); booleans as in JSON.
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _csv(header: Sequence[str], rows: Iterable[Sequence[str | int | float | bool | None]]) -> str:
+    buffer = io.StringIO()
+    # "\n" line ends, not the csv module's "\r\n": the files diff and commit cleanly.
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([_csv_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()
+
+
+def to_csv_images(evaluation: Evaluation) -> str:
+    """One CSV row per image, sorted by key.
+
+    Columns: ``image`` (the key), ``gt_path``, ``pred_path`` (empty without a prediction
+    file), ``gt``, ``gt_ignored``, ``pred``, ``tp``, ``fp``, ``fn``, ``mean_iou`` (empty
+    without a TP), then ``tp@0.50``, ``fp@0.50``, ``fn@0.50`` and so on for each sweep
+    threshold. Floats are written in full; lines end in ``\\n``.
+    """
+    sweep = [f"{n}@{t:.2f}" for t in SWEEP_THRESHOLDS for n in ("tp", "fp", "fn")]
+    rows = []
+    for i in evaluation.images:
+        row: list[str | int | float | None] = [
+            i.key, i.gt_path, i.pred_path, i.gt, i.gt_ignored, i.pred, i.tp, i.fp, i.fn,
+            i.mean_iou,
+        ]  # fmt: skip
+        for s in i.sweep:
+            row.extend((s.tp, s.fp, s.fn))
+        rows.append(row)
+    return _csv((*_IMAGE_COLUMNS, *sweep), rows)
+
+
+def to_csv_classes(evaluation: Evaluation) -> str:
+    """One CSV row per class, sorted by name.
+
+    Columns as the JSON ``classes`` entries without the curve: ``name``, ``gt``,
+    ``gt_ignored``, ``pred``, ``tp``, ``fp``, ``fn``, ``precision``, ``recall``, ``f1``,
+    ``ap`` (empty when undefined) and ``in_map`` (``true`` or ``false``).
+    """
+    rows = [
+        [c.name, c.gt, c.gt_ignored, c.pred, c.tp, c.fp, c.fn, c.precision, c.recall, c.f1,
+         c.ap, c.in_map]
+        for c in evaluation.classes
+    ]  # fmt: skip
+    return _csv(_CLASS_COLUMNS, rows)
+
+
+# Markdown -------------------------------------------------------------------------------
+
+# Characters that Markdown (GitHub's included) could read as markup inside a table cell.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<|])")
+
+#: Images named after the gate table of the Markdown report before it says "and N more".
+MARKDOWN_MAX_IMAGES = 20
+
+
+def _md(text: str) -> str:
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
+    """A pipe table; ``align`` has an ``l`` or ``r`` per column."""
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def _md_gates(report: GateReport, images: int) -> list[str]:
+    verdict = "passed" if report.passed else "failed"
+    rows = [
+        [_md(str(g.gate)), _md_number(g.measured), "pass" if g.passed else "**fail**"]
+        for g in report.gates
+    ]
+    for flag, limit, over in (
+        ("max-fp", report.max_fp, [i for i in report.images if i.fp_failed]),
+        ("max-fn", report.max_fn, [i for i in report.images if i.fn_failed]),
+    ):
+        if limit is not None:
+            result = "**fail**" if over else "pass"
+            rows.append(
+                [f"{flag} {limit} per image", f"{len(over)} of {images} images over", result]
+            )
+    lines = ["", f"### Quality gates: {verdict}", ""]
+    lines += _md_table(("gate", "measured", "result"), rows, "lrl")
+    failed = report.failed_images
+    if failed:
+        named = [f"{_md(i.key)} ({', '.join(i.failures())})" for i in failed[:MARKDOWN_MAX_IMAGES]]
+        more = len(failed) - len(named)
+        tail = f", and {more} more" if more else ""
+        lines += ["", f"Images over a limit: {'; '.join(named)}{tail}."]
+    return lines
+
+
+def to_markdown(evaluation: Evaluation, gates: GateReport | None = None) -> str:
+    """A Markdown report for a pull-request comment or a CI job summary.
+
+    The conventions, a summary table, the COCO numbers when computed, a table per class
+    and, when ``gates`` holds any gate or limit, a table of the gates and the images over a
+    limit (the first :data:`MARKDOWN_MAX_IMAGES` of them by key).
+
+    Args:
+        evaluation: The evaluation.
+        gates: The checked gates, if any.
+
+    Returns:
+        GitHub-flavoured Markdown, ending in a newline.
+    """
+    s = evaluation.summary
+    conventions = " · ".join(f"{name} {value}" for name, value in evaluation.conventions.describe())
+    map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
+    lines = ["## vocmatch evaluation", "", _md(conventions), "", "### Summary", ""]
+    lines += _md_table(
+        ("images", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", map_name),
+        [
+            [
+                str(s.images), str(s.gt), str(s.pred), str(s.tp), str(s.fp), str(s.fn),
+                _md_number(s.precision), _md_number(s.recall), _md_number(s.f1),
+                _md_number(s.map),
+            ]
+        ],
+        "r" * 10,
+    )  # fmt: skip
+    remarks = []
+    if s.skipped:
+        remarks.append(f"skipped files: {s.skipped} (not evaluated)")
+    if s.missing_pred:
+        remarks.append(f"no prediction file: {s.missing_pred} image(s), their objects count as FN")
+    if s.orphan_pred:
+        remarks.append(f"no GT file: {s.orphan_pred} prediction file(s), not evaluated")
+    remarks += [f"note: {note}" for note in evaluation.notes]
+    if remarks:
+        lines.append("")
+        lines += [f"- {_md(r)}" for r in remarks]
+    if evaluation.coco is not None:
+        lines += ["", "### COCO (pycocotools COCOeval.stats)", ""]
+        values = [f"{v:.4f}" for v in evaluation.coco.as_list()]
+        lines += _md_table(COCO_NAMES[:6], [values[:6]], "r" * 6)
+        lines.append("")
+        lines += _md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
+    threshold = evaluation.conventions.iou_threshold
+    lines += ["", f"### Classes (at IoU {threshold:g})", ""]
+    rows = []
+    for c in evaluation.classes:
+        name = _md(c.name) + ("" if c.in_map else " \\*")
+        gt = str(c.gt) if not c.gt_ignored else f"{c.gt} (+{c.gt_ignored})"
+        rows.append(
+            [
+                name, gt, str(c.pred), str(c.tp), str(c.fp), str(c.fn), _md_number(c.precision),
+                _md_number(c.recall), _md_number(c.f1), _md_number(c.ap),
+            ]
+        )  # fmt: skip
+    lines += _md_table(
+        ("class", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", "AP"),
+        rows,
+        "l" + "r" * 9,
+    )
+    notes = []
+    if any(c.gt_ignored for c in evaluation.classes):
+        notes.append("(+n): ignored (difficult) ground truth")
+    if any(not c.in_map for c in evaluation.classes):
+        notes.append("\\*: no ground truth, reported but not averaged into mAP")
+    if notes:
+        lines += ["", "; ".join(notes) + "."]
+    if gates is not None and gates.has_checks:
+        lines += _md_gates(gates, len(evaluation.images))
+    return "\n".join(lines) + "\n"
+
+
+# JUnit XML ------------------------------------------------------------------------------
+
+# Characters XML 1.0 cannot hold, even escaped; replaced so that the file always parses.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    return _XML_INVALID.sub("\ufffd", text)
+
+
+def _junit_image_detail(image: ImageResult) -> str:
+    lines = [
+        f"gt {image.gt}, pred {image.pred}, tp {image.tp}, fp {image.fp}, fn {image.fn}",
+        f"gt file: {image.gt_path}",
+        f"pred file: {image.pred_path if image.pred_path is not None else '(none)'}",
+    ]
+    # False positives first, then missed objects, each in file order.
+    for m in sorted(image.matches, key=lambda m: (m.pred_index or 0, m.gt_index or 0)):
+        if m.outcome == "fp" and m.pred_index is not None:
+            score = "" if m.score is None else f", score {m.score:g}"
+            lines.append(
+                f"fp: {m.name}, pred object {m.pred_index + 1}, best IoU {m.iou:.3f}{score}"
+            )
+    for m in sorted(image.matches, key=lambda m: m.gt_index or 0):
+        if m.outcome == "fn" and m.gt_index is not None:
+            lines.append(f"fn: {m.name}, gt object {m.gt_index + 1}, best IoU {m.iou:.3f}")
+    return "\n".join(lines)
+
+
+def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
+    """JUnit XML, so that CI systems list the evaluation as tests.
+
+    One ``<testsuite name="vocmatch">`` holds a test case per dataset or class gate
+    (``classname="vocmatch.gates"``, named as the condition, ``person:recall >= 0.9``) and
+    a test case per image (``classname="vocmatch.images"``, named by key), which fails when
+    the image is over ``max_fp`` or ``max_fn``; without limits every image passes. A
+    failure's ``message`` is the failed condition, its text the counts, the files and each
+    FP and FN (objects numbered from 1 in file order). The conventions are ``<properties>``.
+
+    Args:
+        evaluation: The evaluation.
+        gates: The checked gates; None checks none.
+
+    Returns:
+        The XML document, UTF-8 declared, ending in a newline.
+    """
+    report = gates if gates is not None else GateReport((), ())
+    checks = {c.key: c for c in report.images}
+    root = ET.Element("testsuites", name="vocmatch")
+    suite = ET.SubElement(root, "testsuite", name="vocmatch")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in evaluation.conventions.describe():
+        ET.SubElement(properties, "property", name=name, value=value)
+    tests = failures = 0
+    for result in report.gates:
+        case = ET.SubElement(
+            suite, "testcase", classname="vocmatch.gates", name=_xml(str(result.gate))
+        )
+        tests += 1
+        if not result.passed:
+            failures += 1
+            failure = ET.SubElement(case, "failure", type="fail-under", message=_xml(str(result)))
+            failure.text = _xml(str(result))
+    for image in evaluation.images:
+        case = ET.SubElement(suite, "testcase", classname="vocmatch.images", name=_xml(image.key))
+        tests += 1
+        check = checks.get(image.key)
+        if check is not None and not check.passed:
+            failures += 1
+            kinds = [
+                k for k, bad in (("max-fp", check.fp_failed), ("max-fn", check.fn_failed)) if bad
+            ]
+            failure = ET.SubElement(
+                case, "failure", type=",".join(kinds), message=_xml("; ".join(check.failures()))
+            )
+            failure.text = _xml(_junit_image_detail(image))
+    for element in (root, suite):
+        element.set("tests", str(tests))
+        element.set("failures", str(failures))
+        element.set("errors", "0")
+    suite.set("skipped", "0")
+    ET.indent(root, space="  ")
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

@@ -1,0 +1,236 @@
+"""The file formats: CSV, Markdown and JUnit XML of the demo set, compared with golden files.
+
+Refresh the golden files with ``pytest --update-goldens`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import ROOT
+from vocmatch.evaluate import Evaluation, evaluate, evaluate_directories
+from vocmatch.formats import (
+    MARKDOWN_MAX_IMAGES,
+    to_csv_classes,
+    to_csv_images,
+    to_junit,
+    to_markdown,
+)
+from vocmatch.gates import GateReport, check_gates, parse_gate
+from vocmatch.model import Box, ImageAnnotation
+from vocmatch.parse import AnnotationSet
+from vocmatch.protocol import protocol
+
+Golden = Callable[[str, str], None]
+
+#: The gates of the golden Markdown and JUnit files: two pass, one fails on its value, one
+#: fails because the metric is undefined; street_01 is over max-fp, street_05 over max-fn.
+GATES = ("map=0.5", "person:recall=0.9", "car:recall=0.9", "truck:recall=0.5")
+
+
+@pytest.fixture
+def demo_eval(monkeypatch: pytest.MonkeyPatch) -> Evaluation:
+    """The demo set read by relative paths, so the golden files hold no machine's paths."""
+    monkeypatch.chdir(ROOT)
+    return evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred")
+
+
+@pytest.fixture
+def demo_gates(demo_eval: Evaluation) -> GateReport:
+    return check_gates(demo_eval, [parse_gate(t) for t in GATES], max_fp=1, max_fn=1)
+
+
+def one_image(key: str, name: str) -> Evaluation:
+    gt = AnnotationSet("gt", (ImageAnnotation(key, f"gt/{key}.xml", (Box(name, 0, 0, 9, 9),)),), ())
+    pred = AnnotationSet(
+        "pred",
+        (ImageAnnotation(key, f"pred/{key}.xml", (Box(name, 50, 50, 59, 59, score=0.5),)),),
+        (),
+    )
+    return evaluate(gt, pred)
+
+
+def test_csv_images_golden(demo_eval: Evaluation, golden: Golden) -> None:
+    """One row per image, sorted by key, as tests/golden/demo.csv."""
+    golden("demo.csv", to_csv_images(demo_eval))
+
+
+def test_csv_classes_golden(demo_eval: Evaluation, golden: Golden) -> None:
+    """One row per class, sorted by name, as tests/golden/demo_classes.csv."""
+    golden("demo_classes.csv", to_csv_classes(demo_eval))
+
+
+def test_markdown_golden(demo_eval: Evaluation, demo_gates: GateReport, golden: Golden) -> None:
+    """Summary, classes and gates, as tests/golden/demo.md."""
+    golden("demo.md", to_markdown(demo_eval, demo_gates))
+
+
+def test_markdown_coco_golden(golden: Golden, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under coco the summary names mAP@[.50:.95] and the 12 COCO numbers follow."""
+    monkeypatch.chdir(ROOT)
+    evaluation = evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred", protocol("coco"))
+    golden("demo_coco.md", to_markdown(evaluation))
+
+
+def test_junit_golden(demo_eval: Evaluation, demo_gates: GateReport, golden: Golden) -> None:
+    """A test case per gate and per image, as tests/golden/demo.junit.xml."""
+    golden("demo.junit.xml", to_junit(demo_eval, demo_gates))
+
+
+def test_csv_images_reads_back(demo_eval: Evaluation) -> None:
+    """The image CSV parses with the csv module; floats round-trip and None is empty."""
+    rows = list(csv.DictReader(io.StringIO(to_csv_images(demo_eval))))
+    assert [r["image"] for r in rows] == [i.key for i in demo_eval.images]
+    for row, image in zip(rows, demo_eval.images, strict=True):
+        assert int(row["tp"]) == image.tp
+        assert int(row["fp"]) == image.fp
+        assert int(row["fn"]) == image.fn
+        mean_iou = float(row["mean_iou"]) if row["mean_iou"] else None
+        assert mean_iou == image.mean_iou
+        assert [int(row[f"fn@{s.threshold:.2f}"]) for s in image.sweep] == [
+            s.fn for s in image.sweep
+        ]
+    assert rows[4]["pred_path"] == ""  # street_05 has no prediction file
+
+
+def test_csv_classes_reads_back(demo_eval: Evaluation) -> None:
+    """The class CSV parses back to the class results; undefined values are empty."""
+    rows = list(csv.DictReader(io.StringIO(to_csv_classes(demo_eval))))
+    assert [r["name"] for r in rows] == [c.name for c in demo_eval.classes]
+    for row, cls in zip(rows, demo_eval.classes, strict=True):
+        for column, value in (("precision", cls.precision), ("recall", cls.recall),
+                              ("f1", cls.f1), ("ap", cls.ap)):  # fmt: skip
+            assert (float(row[column]) if row[column] else None) == value
+        assert row["in_map"] == ("true" if cls.in_map else "false")
+
+
+def test_csv_quotes_awkward_names() -> None:
+    """Commas, quotes and newlines in keys and names are quoted, not split."""
+    evaluation = one_image('a,"b"', "traffic, light")
+    rows = list(csv.reader(io.StringIO(to_csv_images(evaluation))))
+    assert rows[1][:2] == ['a,"b"', 'gt/a,"b".xml']
+    rows = list(csv.reader(io.StringIO(to_csv_classes(evaluation))))
+    assert rows[1][0] == "traffic, light"
+
+
+def test_markdown_without_gates_has_no_gate_section(demo_eval: Evaluation) -> None:
+    """Without any gate or limit the Markdown ends after the class table's legend."""
+    text = to_markdown(demo_eval)
+    assert "Quality gates" not in text
+    assert to_markdown(demo_eval, check_gates(demo_eval)) == text
+    assert to_markdown(demo_eval, check_gates(demo_eval, max_fp=9)).startswith(text)
+
+
+def test_markdown_escapes_names() -> None:
+    """Pipes, underscores and brackets in class names cannot break the table."""
+    text = to_markdown(one_image("a", "x|y_[z]"))
+    assert "| x\\|y\\_\\[z\\] | 1 | 1 | 0 | 1 | 1 | 0.0000 | 0.0000 | 0.0000 | 0.0000 |" in text
+
+
+def test_markdown_caps_the_failing_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MARKDOWN_MAX_IMAGES failing images the list ends with a count."""
+    n = MARKDOWN_MAX_IMAGES + 3
+    annotations = tuple(
+        ImageAnnotation(f"img{k:03d}", f"gt/img{k:03d}.xml", (Box("cat", 0, 0, 9, 9),))
+        for k in range(n)
+    )
+    evaluation = evaluate(AnnotationSet("gt", annotations, ()), AnnotationSet("pred", (), ()))
+    text = to_markdown(evaluation, check_gates(evaluation, max_fn=0))
+    last = text.splitlines()[-1]
+    assert last.startswith("Images over a limit: img000 (fn 1 > max-fn 0); ")
+    assert last.endswith("img019 (fn 1 > max-fn 0), and 3 more.")
+    assert "| max-fn 0 per image | 23 of 23 images over | **fail** |" in text
+
+
+def test_junit_is_well_formed_with_exact_counts(
+    demo_eval: Evaluation, demo_gates: GateReport
+) -> None:
+    """The XML parses; 4 gates + 6 images = 10 tests, of which 2 gates and 2 images fail."""
+    root = ET.fromstring(to_junit(demo_eval, demo_gates))
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    for element in (root, suite):
+        assert (element.get("tests"), element.get("failures"), element.get("errors")) == (
+            "10", "4", "0",
+        )  # fmt: skip
+    cases = suite.findall("testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        ("vocmatch.gates", "map >= 0.5"),
+        ("vocmatch.gates", "person:recall >= 0.9"),
+        ("vocmatch.gates", "car:recall >= 0.9"),
+        ("vocmatch.gates", "truck:recall >= 0.5"),
+        *(("vocmatch.images", f"street_0{n}") for n in range(1, 7)),
+    ]
+    failures = {
+        c.get("name"): (f.get("type"), f.get("message"))
+        for c in cases
+        if (f := c.find("failure")) is not None
+    }
+    assert failures == {
+        "car:recall >= 0.9": ("fail-under", "car:recall 0.7500 < 0.9000"),
+        "truck:recall >= 0.5": (
+            "fail-under",
+            "truck:recall undefined, needs >= 0.5000 (no ground truth of this class)",
+        ),
+        "street_01": ("max-fp", "fp 2 > max-fp 1"),
+        "street_05": ("max-fn", "fn 2 > max-fn 1"),
+    }
+
+
+def test_junit_without_gates_passes_every_image(demo_eval: Evaluation) -> None:
+    """Without gates there is one passing test case per image."""
+    suite = ET.fromstring(to_junit(demo_eval)).find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "0")
+    assert suite.find("testcase/failure") is None
+
+
+def test_junit_marks_an_image_over_both_limits(demo_eval: Evaluation) -> None:
+    """An image over both limits has one failure naming both, with its FPs and FNs."""
+    xml = to_junit(demo_eval, check_gates(demo_eval, max_fp=0, max_fn=0))
+    suite = ET.fromstring(xml).find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "5")
+    failure = suite.find("testcase[@name='street_03']/failure")
+    assert failure is not None
+    assert failure.get("type") == "max-fp,max-fn"
+    assert failure.get("message") == "fp 1 > max-fp 0; fn 1 > max-fn 0"
+    assert failure.text == (
+        "gt 4, pred 4, tp 3, fp 1, fn 1\n"
+        "gt file: fixtures/demo/gt/street_03.xml\n"
+        "pred file: fixtures/demo/pred/street_03.xml\n"
+        "fp: truck, pred object 3, best IoU 0.000, score 0.71\n"
+        "fn: car, gt object 3, best IoU 0.000"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [
+        pytest.param('a<b>&"c"', 'a<b>&"c"', id="markup"),
+        pytest.param("x\x01y", "x\x01y", id="control-character"),
+        pytest.param("ünïcode/ключ", "ünïcode/ключ", id="unicode"),
+    ],
+)
+def test_junit_escapes_names(key: str, name: str) -> None:
+    """Any key parses back; characters XML cannot hold become U+FFFD."""
+    evaluation = one_image(key, "cat")
+    xml = to_junit(evaluation, check_gates(evaluation, max_fp=0))
+    case = ET.fromstring(xml.encode("utf-8")).find("testsuite/testcase")
+    assert case is not None
+    assert case.get("name") == name.replace("\x01", "\ufffd")
+
+
+def test_formats_are_deterministic(demo_eval: Evaluation, demo_gates: GateReport) -> None:
+    """The same evaluation always gives the same text, and a fresh evaluation too."""
+    again = evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred")
+    again_gates = check_gates(again, [parse_gate(t) for t in GATES], max_fp=1, max_fn=1)
+    assert to_csv_images(demo_eval) == to_csv_images(again)
+    assert to_csv_classes(demo_eval) == to_csv_classes(again)
+    assert to_markdown(demo_eval, demo_gates) == to_markdown(again, again_gates)
+    assert to_junit(demo_eval, demo_gates) == to_junit(again, again_gates)
