@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "analysis": {"ap", "evaluate", "iou", "match", "model", "parse", "protocol"},
     "diff": {"evaluate", "protocol", "model"},
     "report": {"analysis", "diff", "evaluate", "protocol", "model"},
-    "formats": {"analysis", "diff", "evaluate", "protocol", "model", "__init__"},
+    "formats": {"analysis", "diff", "evaluate", "gates", "protocol", "model", "__init__"},
     "gates": {"evaluate", "model"},
     "lint": {"parse", "iou", "model"},
     "seg": {"parse", "model"},

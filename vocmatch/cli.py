@@ -7,6 +7,10 @@ Exit codes:
     2: bad usage, or input that could not be evaluated at all.
     3: evaluated, but some files were skipped (each named on stderr).
     130: interrupted (Ctrl-C).
+
+When several apply, the first in this order wins: 130, 2, 1, 3, 0. A failed gate (1) wins
+over skipped files (3) because the gate is the verdict a CI job asks for; the skipped files
+are still named on stderr.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from vocmatch import __version__
+from vocmatch import __version__, calculator, lint
+from vocmatch.diagram import box_report, label_report
 from vocmatch.errors import VocmatchError
-from vocmatch.evaluate import Evaluation, evaluate_directories
-from vocmatch.formats import to_json
+from vocmatch.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.formats import to_csv_classes, to_csv_images, to_json, to_junit, to_markdown
+from vocmatch.gates import Gate, GateReport, check_gates, parse_gate
 from vocmatch.protocol import PROTOCOLS, Conventions, protocol
 from vocmatch.report import ReportOptions, render, summary_table
 
@@ -179,6 +185,46 @@ def report_warnings(evaluation: Evaluation) -> None:
         click.echo(f"vocmatch: warning: {path} has no ground-truth file: not evaluated", err=True)
 
 
+#: Images over --max-fp/--max-fn named on stderr before the rest are counted in one line.
+MAX_IMAGE_GATE_LINES = 20
+
+
+def gate_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[Gate, ...]:
+    """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
+    try:
+        return tuple(parse_gate(value) for value in values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
+def report_gates(report: GateReport) -> None:
+    """One line on stderr per failed gate and per image over a limit; nothing when all pass."""
+    for result in report.failed_gates:
+        click.echo(f"vocmatch: gate failed: {result}", err=True)
+    failed = report.failed_images
+    for check in failed[:MAX_IMAGE_GATE_LINES]:
+        click.echo(f"vocmatch: gate failed: {check.key}: {', '.join(check.failures())}", err=True)
+    if len(failed) > MAX_IMAGE_GATE_LINES:
+        more = len(failed) - MAX_IMAGE_GATE_LINES
+        click.echo(
+            f"vocmatch: gate failed: {more} more images over a limit (--format junit lists all)",
+            err=True,
+        )
+
+
+def machine_text(output_format: str, evaluation: Evaluation, gates: GateReport) -> str:
+    """The evaluation in one of the file formats (every ``--format`` but ``table``)."""
+    if output_format == "json":
+        return to_json(evaluation)
+    if output_format == "csv":
+        return to_csv_images(evaluation)
+    if output_format == "markdown":
+        return to_markdown(evaluation, gates)
+    return to_junit(evaluation, gates)
+
+
 @main.command("eval")
 @click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
@@ -186,10 +232,12 @@ def report_warnings(evaluation: Evaluation) -> None:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json", "csv", "markdown", "junit"]),
     default="table",
     show_default=True,
-    help="table: the rich report; json: every number, for scripts.",
+    help="table: the rich report; json: every number, for scripts; csv: one row per image; "
+    "markdown: summary, classes and gates, for a pull request or a CI job summary; junit: a "
+    "test case per image and per gate, for CI test reports.",
 )
 @click.option(
     "--output",
@@ -206,6 +254,35 @@ def report_warnings(evaluation: Evaluation) -> None:
     help="Rows of the per-image table (worst first); 0 shows every image.",
 )
 @click.option("--only-failing", is_flag=True, help="List only images with an FP or an FN.")
+@click.option(
+    "--classes-csv",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write one CSV row per class to FILE (with any --format).",
+)
+@click.option(
+    "--fail-under",
+    multiple=True,
+    callback=gate_option,
+    metavar="[CLASS:]METRIC=VALUE",
+    help="Exit 1 unless METRIC (map, precision, recall or f1) is at least VALUE, a fraction "
+    "in [0, 1]; CLASS:METRIC for one class (ap = map). Repeatable.",
+)
+@click.option(
+    "--max-fp",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Exit 1 if any image has more than N false positives.",
+)
+@click.option(
+    "--max-fn",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Exit 1 if any image has more than N missed objects.",
+)
 def eval_command(
     gt_dir: Path,
     pred_dir: Path,
@@ -220,6 +297,10 @@ def eval_command(
     output: Path | None,
     max_rows: int,
     only_failing: bool,
+    classes_csv: Path | None,
+    fail_under: tuple[Gate, ...],
+    max_fp: int | None,
+    max_fn: int | None,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
 
@@ -230,12 +311,15 @@ def eval_command(
         interpolation,
     )  # fmt: skip
     with library_errors():
-        evaluation = evaluate_directories(gt_dir, pred_dir, conventions)
+        gt, pred = read_pair(gt_dir, pred_dir)
+        evaluation = evaluate(gt, pred, conventions)
     report_warnings(evaluation)
+    with library_errors():
+        gates = check_gates(evaluation, fail_under, max_fp, max_fn)
     options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
     console = stdout_console()
-    if output_format == "json":
-        text = to_json(evaluation)
+    if output_format != "table":
+        text = machine_text(output_format, evaluation, gates)
         if output is None:
             click.echo(text, nl=False)
         else:
@@ -247,6 +331,11 @@ def eval_command(
         with output.open("w", encoding="utf-8") as handle:
             Console(file=handle, width=120, color_system=None).print(render(evaluation, options))
         console.print(summary_table(evaluation))
+    if classes_csv is not None:
+        write_text(classes_csv, to_csv_classes(evaluation))
+    report_gates(gates)
+    if not gates.passed:
+        raise click.exceptions.Exit(EXIT_GATE)
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
 
@@ -259,10 +348,185 @@ def write_text(path: Path, text: str) -> None:
         raise fail(f"cannot write {path}: {error.strerror or error}") from None
 
 
+@main.command("lint")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="CODES",
+    help="Report only these rules: comma-separated codes or prefixes (V005,V006 or V00). "
+    "[default: all]",
+)
+@click.option(
+    "--ignore",
+    multiple=True,
+    metavar="CODES",
+    help="Do not report these rules (codes or prefixes).",
+)
+@click.option(
+    "--classes",
+    "classes_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Known class names, one per line; turns on V009 unknown-class.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    metavar="PIXELS",
+    help="Pixels a box may extend outside the image before V006 reports it.",
+)
+@click.option(
+    "--duplicate-iou",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=lint.DEFAULT_DUPLICATE_IOU,
+    show_default=True,
+    help="IoU at or above which two boxes of one class are a V010 duplicate.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "github", "json"]),
+    default="text",
+    show_default=True,
+    help="text: path:line: CODE message; github: GitHub Actions ::error annotations; "
+    "json: every finding, for scripts.",
+)
+@click.option("--list-rules", is_flag=True, help="Print the rules and exit.")
+def lint_command(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    classes_file: Path | None,
+    tolerance: float,
+    duplicate_iou: float,
+    output_format: str,
+    list_rules: bool,
+) -> None:
+    """Check annotation files in PATHS (directories, searched recursively, or files).
+
+    Prints one finding per line and a summary; exits 1 when there are findings.
+    """
+    if list_rules:
+        width = max(len(r.name) for r in lint.RULES)
+        for rule in lint.RULES:
+            click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.description}")
+        return
+    if not paths:
+        raise click.UsageError("give at least one directory or file to lint")
+    selected = {part.strip().upper() for item in select for part in item.split(",")}
+    if "V009" in selected and classes_file is None:
+        raise click.UsageError("V009 unknown-class needs --classes FILE")
+    with library_errors():
+        options = lint.LintOptions(
+            codes=lint.select_codes(select, ignore),
+            classes=lint.read_classes(classes_file) if classes_file is not None else None,
+            tolerance=tolerance,
+            duplicate_iou=duplicate_iou,
+        )
+        result = lint.lint_paths(paths, options)
+    if result.files_checked == 0:
+        names = ", ".join(str(p) for p in paths)
+        raise fail(f"no .xml annotation files found in {names}")
+    if output_format == "json":
+        click.echo(lint.to_json(result), nl=False)
+    elif output_format == "github":
+        for finding in result.findings:
+            click.echo(lint.github_annotation(finding))
+        # stdout holds only workflow commands; the summary still shows in the job log.
+        click.echo(lint.summary(result), err=True)
+    else:
+        for finding in result.findings:
+            click.echo(str(finding))
+        click.echo(lint.summary(result))
+    if result.findings:
+        raise click.exceptions.Exit(EXIT_GATE)
+
+
+@main.command("iou", context_settings={"ignore_unknown_options": True})
+@click.argument("values", nargs=-1, metavar="A B")
+@click.option(
+    "--labels",
+    is_flag=True,
+    help="Compare two comma-separated label sets (Jaccard) instead of two boxes.",
+)
+@click.option("--xywh", is_flag=True, help="Read each box as x,y,w,h instead of x1,y1,x2,y2.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="IoU (or Jaccard) threshold for the verdict; inclusive, IoU >= t matches.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the terminal report and overlap diagram; json: every number, for scripts.",
+)
+def iou_command(
+    values: tuple[str, ...], labels: bool, xywh: bool, threshold: float, output_format: str
+) -> None:
+    """Compare two boxes A and B, or two label sets with --labels.
+
+    Prints IoU, the verdict at --threshold and at 0.5/0.75/0.95, GIoU, Dice and the areas,
+    and draws the two boxes. Separate a box's numbers with commas or spaces; a box that
+    starts with a minus sign works as typed.
+
+    \b
+    vocmatch iou 50,50,150,150 80,80,180,180
+    vocmatch iou --xywh "-5 3 10 20" 0,0,8,8
+    vocmatch iou --labels "cat, dog, bird" "dog,bird,fish"
+    """
+    for value in values:
+        # Unknown options reach us as values (negative coordinates need that): a dash
+        # followed by anything but a digit or a point was meant as an option.
+        if value.startswith("-") and len(value) > 1 and value[1] not in "0123456789.":
+            raise fail(f"no such option: {value} (see vocmatch iou --help)")
+    comparison: calculator.BoxComparison | calculator.LabelComparison
+    try:
+        if labels:
+            if xywh:
+                raise fail("--xywh applies to boxes, not to --labels")
+            if len(values) != 2:
+                raise ValueError(f"expected two label sets A B, got {len(values)} argument(s)")
+            sets = []
+            for name, text in zip("AB", values, strict=True):
+                try:
+                    sets.append(calculator.parse_labels(text))
+                except ValueError as error:
+                    raise ValueError(f"label set {name}: {error}") from None
+            comparison = calculator.compare_labels(sets[0], sets[1], threshold)
+        else:
+            box_a, box_b = calculator.parse_box_pair(values, xywh)
+            comparison = calculator.compare_boxes(box_a, box_b, threshold)
+    except ValueError as error:
+        raise fail(str(error)) from None
+    if isinstance(comparison, calculator.BoxComparison) and not comparison.dice_agree:
+        click.echo(
+            f"vocmatch: warning: Dice 2*I/(A+B) = {comparison.dice!r} disagrees with "
+            f"2*IoU/(1+IoU) = {comparison.dice_from_iou!r}",
+            err=True,
+        )
+    if output_format == "json":
+        click.echo(calculator.to_json(comparison), nl=False)
+        return
+    console = stdout_console()
+    if isinstance(comparison, calculator.BoxComparison):
+        console.print(box_report(comparison, console.width))
+    else:
+        console.print(label_report(comparison))
+
+
 def run() -> None:
     """Entry point that also turns Ctrl-C and a closed pipe into quiet exits."""
     try:
-        main.main(standalone_mode=False)
+        # Outside standalone mode click returns, not raises, the code of a command's Exit.
+        code = main.main(standalone_mode=False)
     except click.exceptions.Exit as exit_:
         sys.exit(exit_.exit_code)
     except click.ClickException as error:
@@ -279,3 +543,4 @@ def run() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(EXIT_OK)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
