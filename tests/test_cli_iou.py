@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console, RenderableType
 
+from tests.conftest import GOLDEN, ROOT
 from vocmatch import calculator
 from vocmatch.calculator import BoxComparison, compare_boxes
 from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
@@ -401,3 +402,15 @@ def test_report_follows_columns() -> None:
     _, out, _ = run(*EXAMPLES["overlapping"], columns=80)
     assert max(len(line) for line in lines_of(out)) <= 80
     assert len(grid_rows(out)) == 16
+
+
+def test_readme_excerpt_is_the_current_output() -> None:
+    """The README's IoU calculator session is lines of the golden output, so it cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## IoU calculator", 1)[1]
+    session = section.split("```console\n", 1)[1].split("```", 1)[0]
+    command, *shown = session.splitlines()
+    assert command == "$ vocmatch iou " + " ".join(EXAMPLES["overlapping"])
+    golden = lines_of((GOLDEN / "iou_overlapping.txt").read_text(encoding="utf-8"))
+    start = golden.index(shown[0])
+    assert golden[start : start + len(shown)] == shown
