@@ -2,12 +2,181 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from vocmatch.analysis import BACKGROUND, confusion_matrix
+from tests.conftest import FIXTURES
+from vocmatch.analysis import (
+    BACKGROUND,
+    ERROR_TYPES,
+    ErrorCounts,
+    confusion_matrix,
+    distribution,
+    error_analysis,
+    error_boxes,
+    offset_edges,
+    tightness,
+)
+from vocmatch.errors import InputError
 from vocmatch.evaluate import evaluate, read_pair
+from vocmatch.model import Box, ImageAnnotation
+from vocmatch.parse import AnnotationSet
+from vocmatch.protocol import protocol
+
+ERRORS = FIXTURES / "errors"
+
+# (image, type, class, pred_index, gt_index, IoU) for every error of each fixture.
+Expected = tuple[str, str, str, int | None, int | None, float]
+
+
+def sets_of(case: str) -> tuple[AnnotationSet, AnnotationSet]:
+    return read_pair(ERRORS / case / "gt", ERRORS / case / "pred")
+
+
+def one_image(
+    gt: list[Box], pred: list[Box], key: str = "img"
+) -> tuple[AnnotationSet, AnnotationSet]:
+    return (
+        AnnotationSet("gt", (ImageAnnotation(key, f"gt/{key}.xml", tuple(gt)),), ()),
+        AnnotationSet("pred", (ImageAnnotation(key, f"pred/{key}.xml", tuple(pred)),), ()),
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        pytest.param("cls", [("scene", "cls", "dog", 0, 0, 1.0)], id="cls"),
+        pytest.param(
+            "loc",
+            [
+                ("scene", "loc", "person", 0, 0, 0.4),
+                ("scene", "loc", "person", 2, 1, 0.4),
+                ("scene", "loc", "person", 3, 0, 0.4),
+            ],
+            id="loc",
+        ),
+        pytest.param(
+            "both",
+            [("scene", "both", "dog", 0, 0, 0.3), ("scene", "miss", "cat", None, 0, 0.0)],
+            id="both",
+        ),
+        pytest.param("dupe", [("scene", "dupe", "person", 1, 0, 0.9)], id="dupe"),
+        pytest.param(
+            "bkg",
+            [
+                ("empty", "bkg", "car", 0, None, 0.0),
+                ("scene", "bkg", "car", 1, None, 0.0),
+                ("scene", "bkg", "person", 2, None, 1 / 39),
+            ],
+            id="bkg",
+        ),
+        pytest.param("miss", [("scene", "miss", "car", None, 1, 0.0)], id="miss"),
+    ],
+)
+def test_each_error_type_on_its_fixture(case: str, expected: list[Expected]) -> None:
+    """Every FP and every FN not explained by a loc or cls error gets the expected type."""
+    gt, pred = sets_of(case)
+    analysis = error_analysis(evaluate(gt, pred), gt, pred)
+    got = [(b.key, b.kind, b.name, b.pred_index, b.gt_index, b.iou) for b in analysis.boxes]
+    assert got == [(*e[:5], pytest.approx(e[5])) for e in expected]
+    counts = {kind: sum(1 for e in expected if e[1] == kind) for kind in ERROR_TYPES}
+    assert analysis.summary == ErrorCounts(**counts)
+
+
+@pytest.mark.parametrize(
+    ("case", "base", "gains"),
+    [
+        pytest.param("cls", 0.25, {"cls": 0.75}, id="cls"),
+        pytest.param("loc", 0.5, {"loc": 0.5}, id="loc"),
+        pytest.param("dupe", 5 / 6, {"dupe": 1 / 6}, id="dupe"),
+        pytest.param("bkg", 5 / 6, {"bkg": 1 / 6}, id="bkg"),
+        pytest.param("miss", 0.5, {"miss": 0.5}, id="miss"),
+        pytest.param("both", 0.5, {"miss": 0.5}, id="both-lone-class"),
+    ],
+)
+def test_map_cost_is_exact(case: str, base: float, gains: dict[str, float]) -> None:
+    """The cost of a type is the mAP with it fixed minus the mAP measured.
+
+    cls: dog AP 0.5 (its FP ranks first), cat AP 0; the dog relabelled as the cat makes both
+    1.0. loc: 0.95 TP, 0.9 FP, 0.5 FP gives AP 0.5; the 0.9 box fixed and the others removed
+    gives 1.0. dupe and bkg: TP, FP, TP over 2 objects gives 1/2 + 1/2 * 2/3 = 5/6. miss: the
+    car class (AP 0) leaves the mean. both: removing the dog (no dog ground truth, not in
+    mAP) changes nothing; the missed cat leaving the mean gains 0.5.
+    """
+    gt, pred = sets_of(case)
+    cost = error_analysis(evaluate(gt, pred), gt, pred).cost
+    assert cost is not None
+    assert cost.map == pytest.approx(base)
+    for kind in ERROR_TYPES:
+        assert cost.of(kind) == pytest.approx(gains.get(kind, 0.0), abs=1e-12), kind
+
+
+def test_cost_under_coco_uses_the_coco_map() -> None:
+    """Under coco the cost is measured on AP@[.50:.95]; a fixed cls error has IoU 1."""
+    gt, pred = sets_of("cls")
+    evaluation = evaluate(gt, pred, protocol("coco"))
+    cost = error_analysis(evaluation, gt, pred).cost
+    assert cost is not None
+    assert cost.map == evaluation.summary.map
+    assert cost.map + cost.cls == pytest.approx(1.0)
+
+
+def test_no_cost_without_scores() -> None:
+    """Two labelling passes (no scores) get error counts, but mAP and its costs are undefined."""
+    gt, pred = one_image(
+        [Box("cat", 0, 0, 10, 10), Box("cat", 20, 20, 30, 30)],
+        [Box("dog", 0, 0, 10, 10), Box("cat", 20, 20, 30, 24)],
+    )
+    analysis = error_analysis(evaluate(gt, pred), gt, pred)
+    assert analysis.cost is None
+    assert analysis.summary == ErrorCounts(cls=1, loc=1)
+
+
+@pytest.mark.parametrize(
+    ("pred_box", "strict", "kind"),
+    [
+        # Same class, IoU exactly the background threshold 0.1: localisation (b <= IoU).
+        pytest.param(Box("cat", 0, 0, 10, 1), False, "loc", id="iou-equal-background-is-loc"),
+        # Just under 0.1 and no other overlap: background.
+        pytest.param(Box("cat", 0, 0, 10, 0.99), False, "bkg", id="iou-under-background-is-bkg"),
+        # IoU exactly 0.5 on the matched object: passes (>=), so a duplicate.
+        pytest.param(Box("cat", 0, 0, 10, 5), False, "dupe", id="iou-equal-threshold-is-dupe"),
+        # The same box under IoU > t does not pass: localisation.
+        pytest.param(Box("cat", 0, 0, 10, 5), True, "loc", id="strict-threshold-is-loc"),
+    ],
+)
+def test_boundaries(pred_box: Box, strict: bool, kind: str) -> None:
+    """Loc takes IoU >= b; bkg IoU <= b (below loc); dupe needs the IoU to pass the threshold."""
+    gt, pred = one_image(
+        [Box("cat", 0, 0, 10, 10)],
+        [Box("cat", 0, 0, 10, 10, score=0.9), replace(pred_box, score=0.5)],
+    )
+    conventions = replace(protocol("default"), strict_threshold=strict)
+    evaluation = evaluate(gt, pred, conventions)
+    (image,) = error_boxes(evaluation, gt, pred)
+    assert [b.kind for b in image.boxes] == [kind]
+
+
+def test_loc_is_tested_before_cls() -> None:
+    """A box at IoU 0.4 with its own class and 0.6 with another is loc, as in TIDE."""
+    gt, pred = one_image(
+        [Box("cat", 0, 0, 10, 10), Box("dog", 0, 0, 10, 6)],
+        [Box("cat", 0, 0, 10, 4, score=0.9)],
+    )
+    (image,) = error_boxes(evaluate(gt, pred), gt, pred)
+    assert [(b.kind, b.gt_index) for b in image.boxes] == [("loc", 0), ("miss", 1)]
+
+
+def test_background_iou_is_checked() -> None:
+    """The background threshold must lie in [0, IoU threshold]."""
+    gt, pred = sets_of("cls")
+    with pytest.raises(InputError, match=r"background IoU must be within \[0, 0.5\]"):
+        error_boxes(evaluate(gt, pred), gt, pred, background_iou=0.6)
 
 
 def test_confusion_matrix_on_the_demo_set(demo: tuple[Path, Path]) -> None:
@@ -29,3 +198,110 @@ def test_confusion_matrix_on_the_demo_set(demo: tuple[Path, Path]) -> None:
         [1, 0, 1, 0, 1, 1, 0, 0],
     ]
     assert matrix.count("car", "truck") == 1
+
+
+def test_confusion_pairs_one_to_one_highest_iou_first() -> None:
+    """Two dog boxes on one cat: the better one pairs with it, the other is background; a
+    dog already matched to a dog is never counted against the cat it also overlaps."""
+    gt, pred = one_image(
+        [Box("cat", 0, 0, 10, 10), Box("dog", 0, 0, 10, 9)],
+        [
+            Box("dog", 0, 0, 10, 9, score=0.9),  # TP on the dog (IoU 0.9 with the cat)
+            Box("dog", 0, 0, 10, 8, score=0.8),  # FP: 0.8 with the cat
+            Box("dog", 0, 0, 10, 10, score=0.1),  # FP: 1.0 with the cat
+        ],
+    )
+    matrix = confusion_matrix(evaluate(gt, pred), gt, pred)
+    assert matrix.names == ("cat", "dog", BACKGROUND)
+    assert matrix.counts.tolist() == [[0, 1, 0], [0, 1, 0], [0, 1, 0]]
+
+
+boxes_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 20),
+        st.integers(0, 20),
+        st.integers(1, 12),
+        st.integers(1, 12),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(gt_raw=boxes_strategy, pred_raw=boxes_strategy, scored=st.booleans())
+def test_every_box_counts_once(
+    gt_raw: list[tuple[str, int, int, int, int]],
+    pred_raw: list[tuple[str, int, int, int, int]],
+    scored: bool,
+) -> None:
+    """Confusion rows sum to TP + FN per class, columns to TP + FP; every FP has one error
+    type, misses never exceed FN, and no cost is negative."""
+    gt_boxes = [Box(n, x, y, x + w, y + h) for n, x, y, w, h in gt_raw]
+    pred_boxes = [
+        Box(n, x, y, x + w, y + h, score=(1.0 - k / 10) if scored else None)
+        for k, (n, x, y, w, h) in enumerate(pred_raw)
+    ]
+    gt, pred = one_image(gt_boxes, pred_boxes)
+    evaluation = evaluate(gt, pred)
+    analysis = error_analysis(evaluation, gt, pred)
+    counts = analysis.confusion.counts
+    for k, cls in enumerate(evaluation.classes):
+        assert counts[k].sum() == cls.tp + cls.fn
+        assert counts[:, k].sum() == cls.tp + cls.fp
+    assert counts[-1, -1] == 0
+    s = analysis.summary
+    assert s.cls + s.loc + s.both + s.dupe + s.bkg == evaluation.summary.fp
+    assert s.miss <= evaluation.summary.fn
+    if analysis.cost is not None:
+        for kind in ERROR_TYPES:
+            assert analysis.cost.of(kind) >= -1e-12
+
+
+def test_tightness_on_two_pairs() -> None:
+    """IoU and outward edge offsets of each TP; the edges share round bins centred on 0."""
+    gt, pred = one_image(
+        [Box("cat", 0, 0, 30, 10), Box("cat", 50, 50, 70, 70)],
+        [Box("cat", 4, 0, 30, 10, score=0.9), Box("cat", 48, 50, 72, 70, score=0.8)],
+    )
+    result = tightness(evaluate(gt, pred), gt, pred)
+    assert result.name is None
+    assert result.pairs == 2
+    assert result.iou is not None and result.left is not None and result.right is not None
+    assert result.iou.mean == pytest.approx((26 / 30 + 400 / 480) / 2)
+    assert result.iou.counts == (0, 0, 0, 0, 0, 0, 1, 1, 0, 0)
+    assert result.left.edges == tuple(float(e) for e in np.arange(12) - 5.5)
+    # left: gt.x1 - pred.x1 = -4 (cut inside) and +2 (reaches out).
+    assert result.left.counts == (0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0)
+    assert (result.left.mean, result.left.median, result.left.std) == (-1.0, -1.0, 3.0)
+    assert (result.left.minimum, result.left.maximum) == (-4.0, 2.0)
+    assert (result.left.p05, result.left.p95) == (pytest.approx(-3.7), pytest.approx(1.7))
+    assert result.right.counts == (0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0)
+    assert [c.name for c in result.classes] == ["cat"]
+    assert result.classes[0].pairs == 2
+
+
+def test_tightness_without_matches() -> None:
+    """No true positive: no distributions."""
+    gt, pred = one_image([Box("cat", 0, 0, 10, 10)], [])
+    result = tightness(evaluate(gt, pred), gt, pred)
+    assert result.pairs == 0
+    assert result.iou is None
+
+
+@pytest.mark.parametrize(
+    ("values", "edges"),
+    [
+        pytest.param([0.0, 0.0], [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], id="all-zero-one-pixel"),
+        pytest.param([0.2, -0.1], [-0.25, -0.15, -0.05, 0.05, 0.15, 0.25], id="sub-pixel"),
+        pytest.param([10.0, -3.0], [-12.5, -7.5, -2.5, 2.5, 7.5, 12.5], id="round-width-5"),
+    ],
+)
+def test_offset_edges(values: list[float], edges: list[float]) -> None:
+    """Odd bins of a 1-2-5 width reach the 99th percentile of |offset|."""
+    assert offset_edges(values, bins=5).tolist() == pytest.approx(edges)
+
+
+def test_distribution_clips_into_the_end_bins() -> None:
+    """Values beyond the edges count in the first and last bins."""
+    assert distribution([-9.0, 0.0, 9.0], [-1.0, 0.0, 1.0]).counts == (1, 2)
