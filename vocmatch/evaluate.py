@@ -39,7 +39,7 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 # pycocotools' areaRng: all, small, medium, large (areas in pixels, both ends inclusive).
-_COCO_AREAS: tuple[tuple[float, float], ...] = (
+COCO_AREAS: tuple[tuple[float, float], ...] = (
     (0.0, 1e5**2),
     (0.0, 32.0**2),
     (32.0**2, 96.0**2),
@@ -426,59 +426,49 @@ def _class_ap(
     return float(np.mean(values)), curve
 
 
-def _coco_stats(
-    cells: Sequence[_Cell], class_names: Sequence[str], conventions: Conventions, scored: bool
-) -> CocoStats:
-    """pycocotools' ``evaluate``/``accumulate``/``summarize`` on the matched cells."""
-    thresholds = np.asarray(conventions.ap_thresholds, dtype=np.float64)
-    n_t, n_k, n_a, n_m = thresholds.size, len(class_names), len(_COCO_AREAS), len(_COCO_MAX_DETS)
-    precision = -np.ones((n_t, 101, n_k, n_a, n_m))
-    recall = -np.ones((n_t, n_k, n_a, n_m))
-    by_class: dict[str, list[_Cell]] = {}
-    for cell in cells:
-        by_class.setdefault(cell.name, []).append(cell)
-    for k, name in enumerate(class_names):
-        class_cells = by_class.get(name, [])
-        for a, (low, high) in enumerate(_COCO_AREAS):
-            per_image = []
-            n_gt = 0
-            for cell in class_cells:
-                out_of_range = (cell.gt_area < low) | (cell.gt_area > high)
-                ignore = cell.gt_ignore | out_of_range
-                n_gt += int(np.count_nonzero(~ignore))
-                if cell.scores is None or cell.scores.size == 0:
-                    continue
-                if a == 0:
-                    match = _match_for_thresholds(cell, thresholds, conventions)
-                else:
-                    match = match_class(
-                        cell.iou, cell.scores, thresholds, ignore, cell.gt_crowd,
-                        conventions.match_rule, conventions.strict_threshold,
-                    )  # fmt: skip
-                order = np.argsort(-cell.scores, kind="mergesort")
-                pred_out = (cell.pred_area < low) | (cell.pred_area > high)
-                matched = match.pred_matched[:, order]
-                ignored = match.pred_ignored[:, order] | (~matched & pred_out[order][None, :])
-                per_image.append((cell.scores[order], matched, ignored))
-            if n_gt == 0:
-                continue
-            for m, max_det in enumerate(_COCO_MAX_DETS):
-                if per_image:
-                    score = np.concatenate([s[:max_det] for s, _, _ in per_image])
-                    matched = np.concatenate([x[:, :max_det] for _, x, _ in per_image], axis=1)
-                    ignored = np.concatenate([x[:, :max_det] for _, _, x in per_image], axis=1)
-                    order = np.argsort(-score, kind="mergesort")
-                    matched, ignored = matched[:, order], ignored[:, order]
-                else:
-                    matched = ignored = np.zeros((n_t, 0), dtype=bool)
-                for t in range(n_t):
-                    # Ignored predictions leave the ranking; the rest are TP or FP.
-                    tp_t = (matched[t] & ~ignored[t])[~ignored[t]]
-                    curve = precision_recall_curve(
-                        tp_t, np.zeros(tp_t.size), n_gt, eps=float(np.spacing(1))
-                    )
-                    recall[t, k, a, m] = curve.recall[-1] if curve.recall.size else 0.0
-                    precision[t, :, k, a, m] = precision_at_recall(curve.recall, curve.precision)
+def coco_accumulate(
+    n_gt: int,
+    scores: FloatArray,
+    matched: BoolArray,
+    ignored: BoolArray,
+    rank: npt.NDArray[np.int64],
+) -> tuple[FloatArray, FloatArray]:
+    """pycocotools' ``accumulate`` for one class and one area range.
+
+    Args:
+        n_gt: Ground truth that counts in this area range.
+        scores: ``(P,)`` prediction scores, images in order and each image's predictions in
+            descending score order (pycocotools' concatenation of ``dtScores``).
+        matched: ``(T, P)`` the prediction matched at each IoU threshold.
+        ignored: ``(T, P)`` the prediction is ignored (matched to an ignored object, or
+            unmatched and outside the area range).
+        rank: ``(P,)`` the prediction's position in its image's score order.
+
+    Returns:
+        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
+    """
+    n_t = matched.shape[0]
+    precision = np.zeros((n_t, 101, len(_COCO_MAX_DETS)))
+    recall = np.zeros((n_t, len(_COCO_MAX_DETS)))
+    for m, max_det in enumerate(_COCO_MAX_DETS):
+        keep = rank < max_det
+        order = np.argsort(-scores[keep], kind="mergesort")
+        kept_matched = matched[:, keep][:, order]
+        kept_ignored = ignored[:, keep][:, order]
+        for t in range(n_t):
+            # Ignored predictions leave the ranking; the rest are TP or FP.
+            tp_t = (kept_matched[t] & ~kept_ignored[t])[~kept_ignored[t]]
+            curve = precision_recall_curve(
+                tp_t, np.zeros(tp_t.size), n_gt, eps=float(np.spacing(1))
+            )
+            recall[t, m] = curve.recall[-1] if curve.recall.size else 0.0
+            precision[t, :, m] = precision_at_recall(curve.recall, curve.precision)
+    return precision, recall
+
+
+def coco_summarize(precision: FloatArray, recall: FloatArray, thresholds: FloatArray) -> CocoStats:
+    """pycocotools' ``summarize``: the 12 numbers from ``(T, 101, K, A, M)`` precision and
+    ``(T, K, A, M)`` recall, -1 marking class-area pairs without ground truth."""
 
     def mean(values: FloatArray) -> float:
         valid = values[values > -1]
@@ -502,18 +492,58 @@ def _coco_stats(
     )
 
 
-def _match_for_thresholds(
-    cell: _Cell, thresholds: FloatArray, conventions: Conventions
-) -> ClassMatch:
-    return match_class(
-        cell.iou,
-        cell.scores,
-        thresholds,
-        cell.gt_ignore,
-        cell.gt_crowd,
-        conventions.match_rule,
-        conventions.strict_threshold,
-    )
+def _coco_stats(
+    cells: Sequence[_Cell], class_names: Sequence[str], conventions: Conventions
+) -> CocoStats:
+    """pycocotools' ``evaluate``/``accumulate``/``summarize`` on the matched cells."""
+    thresholds = np.asarray(conventions.ap_thresholds, dtype=np.float64)
+    n_t, n_k, n_a, n_m = thresholds.size, len(class_names), len(COCO_AREAS), len(_COCO_MAX_DETS)
+    precision = -np.ones((n_t, 101, n_k, n_a, n_m))
+    recall = -np.ones((n_t, n_k, n_a, n_m))
+    by_class: dict[str, list[_Cell]] = {}
+    for cell in cells:
+        by_class.setdefault(cell.name, []).append(cell)
+    for k, name in enumerate(class_names):
+        class_cells = by_class.get(name, [])
+        for a, (low, high) in enumerate(COCO_AREAS):
+            scores: list[FloatArray] = []
+            matched: list[BoolArray] = []
+            ignored: list[BoolArray] = []
+            n_gt = 0
+            for cell in class_cells:
+                # pycocotools ignores ground truth outside the area range.
+                ignore = cell.gt_ignore | (cell.gt_area < low) | (cell.gt_area > high)
+                n_gt += int(np.count_nonzero(~ignore))
+                if cell.scores is None or cell.scores.size == 0:
+                    continue
+                match = match_class(
+                    cell.iou, cell.scores, thresholds, ignore, cell.gt_crowd,
+                    conventions.match_rule, conventions.strict_threshold,
+                )  # fmt: skip
+                order = np.argsort(-cell.scores, kind="mergesort")
+                pred_out = (cell.pred_area < low) | (cell.pred_area > high)
+                hit = match.pred_matched[:, order]
+                scores.append(cell.scores[order])
+                matched.append(hit)
+                ignored.append(match.pred_ignored[:, order] | (~hit & pred_out[order][None, :]))
+            if n_gt == 0:
+                continue
+            if scores:
+                rank = np.concatenate([np.arange(s.size, dtype=np.int64) for s in scores])
+                result = coco_accumulate(
+                    n_gt,
+                    np.concatenate(scores),
+                    np.concatenate(matched, axis=1),
+                    np.concatenate(ignored, axis=1),
+                    rank,
+                )
+            else:
+                empty = np.zeros((n_t, 0), dtype=bool)
+                result = coco_accumulate(
+                    n_gt, np.zeros(0), empty, empty, np.zeros(0, dtype=np.int64)
+                )
+            precision[:, :, k, a, :], recall[:, k, a, :] = result
+    return coco_summarize(precision, recall, thresholds)
 
 
 def evaluate(
@@ -644,7 +674,7 @@ def evaluate(
             + ", ".join(not_averaged)
         )
 
-    coco = _coco_stats(cells, class_names, conv, scored) if conv.coco_stats and scored else None
+    coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
     if coco is not None:
         map_value: float | None = coco.AP if coco.AP > -1 else None
