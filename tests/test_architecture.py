@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "parse": {"model"},
     "evaluate": {"ap", "iou", "match", "model", "parse", "protocol"},
     "analysis": {"ap", "evaluate", "iou", "match", "model", "parse", "protocol"},
-    "diff": {"evaluate", "protocol", "model"},
+    "diff": {"evaluate", "iou", "model", "parse", "protocol"},
     "report": {"analysis", "diff", "evaluate", "protocol", "model"},
     "formats": {"analysis", "diff", "evaluate", "gates", "protocol", "model", "__init__"},
     "gates": {"evaluate", "model"},

@@ -1,0 +1,158 @@
+"""The regression diff between two runs on the same ground truth, and its gates."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import FIXTURES
+from vocmatch.diff import (
+    Change,
+    EvaluationDiff,
+    RegressionGate,
+    check_regressions,
+    evaluation_diff,
+    parse_regression_gate,
+)
+from vocmatch.errors import InputError
+from vocmatch.evaluate import evaluate, read_pair
+from vocmatch.model import Box, ImageAnnotation
+from vocmatch.parse import AnnotationSet, read_directory
+from vocmatch.protocol import protocol
+
+DIFF = FIXTURES / "diff"
+
+
+def fixture_diff() -> EvaluationDiff:
+    gt, pred_a = read_pair(DIFF / "gt", DIFF / "pred_a")
+    pred_b = read_directory(DIFF / "pred_b")
+    return evaluation_diff(evaluate(gt, pred_a), evaluate(gt, pred_b), pred_a, pred_b)
+
+
+def test_per_image_changes_worst_first() -> None:
+    """The kitchen lost its bowl and gained a false cup; office found its mug; hall lost an
+    FP; the chair FP moved by 2 px is the same error in both runs."""
+    diff = fixture_diff()
+    got = [(i.key, i.new_fn, i.fixed_fn, i.new_fp, i.removed_fp, i.net) for i in diff.images]
+    assert got == [
+        ("kitchen", (1,), (), (1,), (), -2),
+        ("street", (), (), (), (), 0),
+        ("hall", (), (), (), (1,), 1),
+        ("office", (), (1,), (), (), 1),
+    ]
+    assert (diff.worse, diff.better) == (2, 2)
+
+
+def test_per_class_and_summary_changes() -> None:
+    """mAP falls 5/6 -> 3/4 while precision and recall stay the same."""
+    diff = fixture_diff()
+    s = diff.summary
+    assert (s.map.a, s.map.b) == (pytest.approx(5 / 6), pytest.approx(3 / 4))
+    assert s.map.delta == pytest.approx(-1 / 12)
+    assert s.precision.delta == 0.0
+    assert s.recall.delta == 0.0
+    assert (s.tp.delta, s.fp.delta, s.fn.delta) == (0, 0, 0)
+    classes = {c.name: c for c in diff.classes}
+    assert list(classes) == ["bowl", "car", "chair", "cup", "laptop", "mug", "person"]
+    assert (classes["bowl"].ap.delta, classes["bowl"].recall.delta) == (-1.0, -1.0)
+    assert classes["bowl"].precision == Change(1.0, None)
+    assert (classes["cup"].ap.delta, classes["cup"].precision.delta) == (-0.5, -0.5)
+    assert classes["mug"].ap.delta == 1.0
+    assert classes["person"].precision.delta == 0.5
+    assert classes["chair"].ap.delta is None
+
+
+@pytest.mark.parametrize(
+    ("gate", "passed", "text"),
+    [
+        pytest.param("map=-0.01", False, "map 0.8333 -> 0.7500 (-0.0833 < -0.0100)", id="map"),
+        pytest.param("map=-0.1", True, "map 0.8333 -> 0.7500 (-0.0833 >= -0.1000)", id="map-ok"),
+        pytest.param("recall=0", True, "recall 0.8333 -> 0.8333 (+0.0000 >= +0.0000)", id="flat"),
+        pytest.param(
+            "bowl:ap=-0.5", False, "bowl:ap 1.0000 -> 0.0000 (-1.0000 < -0.5000)", id="class"
+        ),
+        pytest.param(
+            "bowl:precision=-1",
+            False,
+            "bowl:precision change undefined, needs >= -1.0000 (undefined in B)",
+            id="undefined",
+        ),
+    ],
+)
+def test_regression_gates(gate: str, passed: bool, text: str) -> None:
+    """A gate passes when B - A >= DELTA; an undefined change fails with the reason."""
+    (result,) = check_regressions(fixture_diff(), [parse_regression_gate(gate)])
+    assert result.passed is passed
+    assert str(result) == text
+
+
+def test_gate_on_unknown_class_is_an_input_error() -> None:
+    """A class found in neither run is a typo, not a regression."""
+    with pytest.raises(
+        InputError, match="names class 'bowls', found in neither run; did you mean 'bowl'"
+    ):
+        check_regressions(fixture_diff(), [RegressionGate("bowls", "map", 0.0)])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("map", "expected METRIC=DELTA", id="no-equals"),
+        pytest.param("mAP=x", "is not a number", id="not-a-number"),
+        pytest.param("iou=0.1", "unknown metric 'iou'", id="unknown-metric"),
+        pytest.param("map=-2", r"outside \[-1, 1\]", id="out-of-range"),
+        pytest.param(":map=0", "empty class name", id="empty-class"),
+    ],
+)
+def test_parse_regression_gate_errors(text: str, message: str) -> None:
+    """Malformed gates are refused with a one-line message."""
+    with pytest.raises(ValueError, match=message):
+        parse_regression_gate(text)
+
+
+def test_two_labelling_passes_without_scores() -> None:
+    """Unscored runs: AP is undefined, the counts and per-image changes still work."""
+    gt = AnnotationSet(
+        "gt",
+        (ImageAnnotation("a", "gt/a.xml", (Box("cat", 0, 0, 10, 10), Box("dog", 20, 0, 30, 10))),),
+        (),
+    )
+    pass_a = AnnotationSet(
+        "a",
+        (ImageAnnotation("a", "a/a.xml", (Box("cat", 0, 0, 10, 10), Box("dog", 50, 0, 60, 10))),),
+        (),
+    )
+    pass_b = AnnotationSet(
+        "b",
+        (ImageAnnotation("a", "b/a.xml", (Box("cat", 0, 0, 10, 4), Box("dog", 20, 0, 30, 10))),),
+        (),
+    )
+    diff = evaluation_diff(evaluate(gt, pass_a), evaluate(gt, pass_b), pass_a, pass_b)
+    (image,) = diff.images
+    # B lost the cat (cut to 40 %), found the dog; A's far dog is gone, B's cut cat is new.
+    assert (image.new_fn, image.fixed_fn, image.new_fp, image.removed_fp) == (
+        (0,),
+        (1,),
+        (0,),
+        (1,),
+    )
+    assert diff.summary.map == Change(None, None)
+    assert diff.summary.recall.delta == 0.0
+    (result,) = check_regressions(diff, [parse_regression_gate("map=0")])
+    assert not result.passed
+    assert result.reason == "undefined in A and B"
+
+
+def test_different_conventions_are_refused() -> None:
+    """Two evaluations under different protocols do not compare."""
+    gt, pred = read_pair(DIFF / "gt", DIFF / "pred_a")
+    with pytest.raises(InputError, match="different conventions"):
+        evaluation_diff(evaluate(gt, pred), evaluate(gt, pred, protocol("voc12")), pred, pred)
+
+
+def test_a_run_against_itself_changes_nothing() -> None:
+    """Every delta is zero and no image changed."""
+    gt, pred = read_pair(DIFF / "gt", DIFF / "pred_b")
+    evaluation = evaluate(gt, pred)
+    diff = evaluation_diff(evaluation, evaluation, pred, pred)
+    assert not any(i.changed for i in diff.images)
+    assert diff.summary.map.delta == 0.0
