@@ -29,9 +29,14 @@ __all__ = [
     "Match",
     "Summary",
     "SweepResult",
+    "class_result",
+    "coco_accumulate",
+    "coco_summarize",
     "evaluate",
     "evaluate_directories",
+    "finish",
     "read_pair",
+    "score_notes",
 ]
 
 Outcome = Literal["tp", "fp", "fn", "ignored"]
@@ -450,19 +455,24 @@ def coco_accumulate(
     n_t = matched.shape[0]
     precision = np.zeros((n_t, 101, len(_COCO_MAX_DETS)))
     recall = np.zeros((n_t, len(_COCO_MAX_DETS)))
+    # One stable sort serves every maxDets: the stable order of a subset is the subset of
+    # the stable order.
+    order = np.argsort(-scores, kind="mergesort")
+    eps = float(np.spacing(1))
     for m, max_det in enumerate(_COCO_MAX_DETS):
-        keep = rank < max_det
-        order = np.argsort(-scores[keep], kind="mergesort")
-        kept_matched = matched[:, keep][:, order]
-        kept_ignored = ignored[:, keep][:, order]
+        selected = order[rank[order] < max_det]
+        hit = matched[:, selected]
+        counted = ~ignored[:, selected]
+        tp_sum = np.cumsum(hit & counted, axis=1).astype(np.float64)
+        fp_sum = np.cumsum(~hit & counted, axis=1).astype(np.float64)
+        recall_all = tp_sum / n_gt
+        precision_all = tp_sum / (tp_sum + fp_sum + eps)
         for t in range(n_t):
             # Ignored predictions leave the ranking; the rest are TP or FP.
-            tp_t = (kept_matched[t] & ~kept_ignored[t])[~kept_ignored[t]]
-            curve = precision_recall_curve(
-                tp_t, np.zeros(tp_t.size), n_gt, eps=float(np.spacing(1))
-            )
-            recall[t, m] = curve.recall[-1] if curve.recall.size else 0.0
-            precision[t, :, m] = precision_at_recall(curve.recall, curve.precision)
+            keep = counted[t]
+            rc = recall_all[t, keep]
+            recall[t, m] = rc[-1] if rc.size else 0.0
+            precision[t, :, m] = precision_at_recall(rc, precision_all[t, keep])
     return precision, recall
 
 
@@ -573,18 +583,16 @@ def evaluate(
     unreadable |= {s.key for s in gt.skipped if s.key is not None}
     pred_by_key = {a.key: a for a in pred.annotations}
     gt_keys = {a.key for a in gt.annotations}
-    orphan = tuple(a.path for a in pred.annotations if a.key not in gt_keys)
+    orphan = tuple(
+        a.path for a in pred.annotations if a.key not in gt_keys and a.key not in unreadable
+    )
     pairs = [(a, pred_by_key.get(a.key)) for a in gt.annotations if a.key not in unreadable]
     missing = tuple(a.key for a, p in pairs if p is None)
 
-    notes: list[str] = []
     pred_boxes = [b for _, p in pairs if p is not None for b in p.boxes]
     scored = any(b.score is not None for b in pred_boxes)
     unscored = sum(1 for b in pred_boxes if b.score is None)
-    if scored and unscored:
-        notes.append(f"{unscored} predictions have no score; they rank last for AP")
-    if not scored and pred_boxes:
-        notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
+    notes = score_notes(scored, unscored, bool(pred_boxes))
 
     levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
     levels = {value: i for i, value in enumerate(levels_list)}
@@ -644,37 +652,74 @@ def evaluate(
         n_gt = sum(int(np.count_nonzero(~c.gt_ignore)) for c in class_cells)
         n_ignored = sum(int(np.count_nonzero(c.gt_ignore)) for c in class_cells)
         n_pred = sum(len(c.pred_indices) for c in class_cells)
-        precision = _ratio(tp, tp + fp)
-        recall = _ratio(tp, n_gt)
         ap: float | None = None
         curve: Curve | None = None
         if scored:
             ap, curve = _class_ap(class_cells, n_gt, conv, levels)
-        classes.append(
-            ClassResult(
-                name=name,
-                gt=n_gt,
-                gt_ignored=n_ignored,
-                pred=n_pred,
-                tp=tp,
-                fp=fp,
-                fn=fn,
-                precision=precision,
-                recall=recall,
-                f1=_f1(precision, recall),
-                ap=ap,
-                curve=curve,
-                in_map=n_gt > 0,
-            )
-        )
+        classes.append(class_result(name, n_gt, n_ignored, n_pred, tp, fp, fn, ap, curve))
+    coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
+    return finish(conv, images, classes, coco, skipped, missing, orphan, notes)
+
+
+def score_notes(scored: bool, unscored: int, any_pred: bool) -> list[str]:
+    """Remarks on how scores shape the numbers."""
+    notes = []
+    if scored and unscored:
+        notes.append(f"{unscored} predictions have no score; they rank last for AP")
+    if not scored and any_pred:
+        notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
+    return notes
+
+
+def class_result(
+    name: str,
+    n_gt: int,
+    n_ignored: int,
+    n_pred: int,
+    tp: int,
+    fp: int,
+    fn: int,
+    ap: float | None,
+    curve: Curve | None,
+) -> ClassResult:
+    """A class's record from its counts: precision, recall and F1 follow from them."""
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, n_gt)
+    return ClassResult(
+        name=name,
+        gt=n_gt,
+        gt_ignored=n_ignored,
+        pred=n_pred,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        precision=precision,
+        recall=recall,
+        f1=_f1(precision, recall),
+        ap=ap,
+        curve=curve,
+        in_map=n_gt > 0,
+    )
+
+
+def finish(
+    conv: Conventions,
+    images: Sequence[ImageResult],
+    classes: Sequence[ClassResult],
+    coco: CocoStats | None,
+    skipped: tuple[SkippedFile, ...],
+    missing: tuple[str, ...],
+    orphan: tuple[str, ...],
+    notes: Sequence[str],
+) -> Evaluation:
+    """Totals, mAP and the remaining notes around per-image and per-class results."""
+    all_notes = list(notes)
     not_averaged = [c.name for c in classes if not c.in_map]
     if not_averaged:
-        notes.append(
+        all_notes.append(
             "classes only in predictions (all FP, not averaged into mAP): "
             + ", ".join(not_averaged)
         )
-
-    coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
     if coco is not None:
         map_value: float | None = coco.AP if coco.AP > -1 else None
@@ -710,7 +755,7 @@ def evaluate(
         missing_pred=missing,
         orphan_pred=orphan,
         coco=coco,
-        notes=tuple(notes),
+        notes=tuple(all_notes),
     )
 
 

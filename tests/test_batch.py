@@ -1,0 +1,152 @@
+"""The fast path (columns read by vocmatch.scan, evaluated by vocmatch.batch) gives results
+bit-identical to the reference path (vocmatch.parse + vocmatch.evaluate)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, datasets_or_skip
+from tests.oracle import random_dataset, write_voc
+from vocmatch.batch import evaluate_columns
+from vocmatch.evaluate import evaluate
+from vocmatch.parse import read_directory
+from vocmatch.protocol import protocol
+from vocmatch.scan import ColumnSet, columns_from_annotations, read_columns
+
+
+def assert_identical(a: Any, b: Any, path: str = "evaluation") -> None:
+    """Equal field by field, floats to the bit (NaN equal to NaN)."""
+    assert type(a) is type(b), path
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, path
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), path
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_identical(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_identical(x, y, f"{path}[{i}]")
+    elif isinstance(a, float):
+        assert a == b or (a != a and b != b), f"{path}: {a!r} != {b!r}"
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+VARIANTS = {
+    "default": protocol("default"),
+    "voc12": protocol("voc12"),
+    "voc07": protocol("voc07"),
+    "coco": protocol("coco"),
+    "voc12-strict": replace(protocol("voc12"), strict_threshold=True),
+    "coco-devkit-rule": replace(protocol("coco"), match_rule="devkit"),
+    "default-count-difficult": replace(protocol("default"), difficult="count"),
+    "default-crowd-iou75": replace(protocol("default").with_threshold(0.75), difficult="crowd"),
+    "coco-max-dets-2": replace(protocol("coco"), max_dets=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("seed", range(6))
+def test_batch_equals_reference_on_random_data(name: str, seed: int) -> None:
+    """Every number, every per-box record, under every convention."""
+    gt, pred = random_dataset(seed, images=15)
+    conventions = VARIANTS[name]
+    expected = evaluate(gt, pred, conventions)
+    actual = evaluate_columns(
+        columns_from_annotations(gt), columns_from_annotations(pred), conventions
+    )
+    assert_identical(expected, actual)
+
+
+def assert_same_columns(a: ColumnSet, b: ColumnSet) -> None:
+    assert_identical(replace(a, root="", skipped=()), replace(b, root="", skipped=()))
+    assert [(s.path, s.message, s.line, s.key) for s in a.skipped] == [
+        (s.path, s.message, s.line, s.key) for s in b.skipped
+    ]
+
+
+@pytest.mark.parametrize("name", ["raccoon", "bccd", "cards"])
+def test_scan_reads_real_sets_as_the_parser_does(name: str) -> None:
+    """The fast reader gives the parser's objects on the real LabelImg sets."""
+    folder = datasets_or_skip(name)
+    assert_same_columns(columns_from_annotations(read_directory(folder)), read_columns(folder))
+
+
+def load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_generate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) -> None:
+    """On the benchmark's LabelImg files (read by the fast reader, also in parallel) the
+    whole fast path equals the reference path."""
+    load_generator().generate(tmp_path, images=80, classes=5, pred_per_image=30, seed=3)
+    gt_ref = read_directory(tmp_path / "gt")
+    pred_ref = read_directory(tmp_path / "pred")
+    gt_cols = read_columns(tmp_path / "gt", jobs=jobs)
+    pred_cols = read_columns(tmp_path / "pred", jobs=jobs)
+    assert_same_columns(columns_from_annotations(gt_ref), gt_cols)
+    assert_same_columns(columns_from_annotations(pred_ref), pred_cols)
+    for name in ("coco", "voc12"):
+        assert_identical(
+            evaluate(gt_ref, pred_ref, protocol(name)),
+            evaluate_columns(gt_cols, pred_cols, protocol(name)),
+        )
+
+
+ODD_FILES = {
+    "comment": b"<annotation><!-- c --><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "entity": b"<annotation><object><name>a&amp;b</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "attribute": b'<annotation><object id="1"><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "wrapped": b"<annotation><objects><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></objects></annotation>",
+    "malformed": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>",
+    "bad-number": b"<annotation><object><name>a</name><bndbox><xmin>x</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "inverted": b"<annotation><object><name>a</name><bndbox><xmin>9</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "empty-score": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score></score></object></annotation>",
+    "flag-2": b"<annotation><object><name>a</name><difficult>2</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "latin1": '<?xml version="1.0" encoding="ISO-8859-1"?><annotation><object><name>caf\xe9</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>'.encode(
+        "latin-1"
+    ),
+    "bom": b"\xef\xbb\xbf<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "trailing-element": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><note>x</note></annotation>",
+    "spaces": b"<annotation>\r\n <object>\r\n <name> a </name><bndbox><xmin> 1 </xmin><ymin>+1</ymin><xmax>5e0</xmax><ymax>5.</ymax></bndbox><confidence>0.5</confidence></object></annotation>",
+    "unicode-space": "<annotation><object><name>a</name><bndbox><xmin>1\u00a0</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>".encode(),
+    "cdata-end": b"<annotation><object><name>a]]>b</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+}
+
+
+def test_scan_falls_back_to_the_parser_on_anything_unusual(tmp_path: Path) -> None:
+    """Odd, broken or hostile files give exactly the parser's objects and errors."""
+    for name, data in ODD_FILES.items():
+        (tmp_path / f"{name}.xml").write_bytes(data)
+    assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
+
+
+def test_batch_on_xml_files_equals_the_reference(tmp_path: Path) -> None:
+    """End to end from files written by the oracle helper."""
+    gt, pred = random_dataset(7, images=25)
+    write_voc(gt, tmp_path / "gt")
+    write_voc(pred, tmp_path / "pred")
+    for name in ("coco", "voc07", "default"):
+        assert_identical(
+            evaluate(
+                read_directory(tmp_path / "gt"), read_directory(tmp_path / "pred"), protocol(name)
+            ),
+            evaluate_columns(
+                read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred"), protocol(name)
+            ),
+        )

@@ -1,0 +1,646 @@
+"""The evaluator on columns: every image and class matched at once with numpy.
+
+:func:`vocmatch.evaluate.evaluate` walks image by image and class by class, which reads like
+the definitions and serves as the reference. This module computes the same
+:class:`~vocmatch.evaluate.Evaluation` from :class:`~vocmatch.scan.ColumnSet` columns without
+a Python loop per image-class pair:
+
+* every ground-truth/prediction pair of the same image and class is listed once, and its IoU
+  computed with the same arithmetic as :func:`vocmatch.iou.iou_matrix`;
+* greedy matching is sequential only within an image-class, so it runs rank by rank: step
+  ``r`` matches the ``r``-th highest-scored prediction of every image-class at every
+  threshold at once;
+* AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
+  arrays in the same order, so every number is bit-identical (a test checks it).
+
+Predictions without scores (paired highest IoU first) go through the reference evaluator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.ap import (
+    COCO_RECALL_THRESHOLDS,
+    average_precision,
+    precision_recall_curve,
+)
+from vocmatch.evaluate import (
+    COCO_AREAS,
+    CocoStats,
+    Evaluation,
+    ImageResult,
+    Match,
+    Outcome,
+    SweepResult,
+    class_result,
+    coco_summarize,
+    evaluate,
+    finish,
+    score_notes,
+)
+from vocmatch.match import MatchRule
+from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.scan import ColumnSet
+
+__all__ = ["evaluate_columns"]
+
+_MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pairs:
+    """Every (ground truth, kept prediction) pair of the same image and class."""
+
+    gt: IntArray  # row in the sorted ground truth
+    pred: IntArray  # row in the sorted kept predictions
+    iou: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class _Matching:
+    """The matching at every threshold; matched pairs are kept sparse (few predictions
+    match, and a dense (T, P) index array would dominate memory on large sets)."""
+
+    pred_matched: BoolArray  # (T, P)
+    pred_ignored: BoolArray  # (T, P)
+    gt_matched: BoolArray  # (T, G)
+    hit_t: IntArray  # (H,) threshold index of each matched pair
+    hit_pred: IntArray  # (H,)
+    hit_gt: IntArray  # (H,)
+
+    def gt_of(self, t: int, preds: IntArray) -> IntArray:
+        """The ground truth matched to each of ``preds`` (all matched) at threshold ``t``."""
+        at = self.hit_t == t
+        lookup = dict(zip(self.hit_pred[at].tolist(), self.hit_gt[at].tolist(), strict=True))
+        return np.array([lookup[p] for p in preds.tolist()], dtype=np.int64)
+
+
+def _areas(boxes: FloatArray, extra: float) -> FloatArray:
+    # The arithmetic of vocmatch.iou.box_area, element for element.
+    widths = np.maximum(boxes[:, 2] - boxes[:, 0] + extra, 0.0)
+    heights = np.maximum(boxes[:, 3] - boxes[:, 1] + extra, 0.0)
+    return widths * heights
+
+
+def _pair_iou(
+    gt_boxes: FloatArray,
+    pred_boxes: FloatArray,
+    gt_crowd: BoolArray,
+    gt_area: FloatArray,
+    pred_area: FloatArray,
+    extra: float,
+) -> FloatArray:
+    # The arithmetic of vocmatch.iou.iou_matrix / crowd_iou_matrix, pair by pair.
+    widths = np.minimum(gt_boxes[:, 2], pred_boxes[:, 2]) - np.maximum(
+        gt_boxes[:, 0], pred_boxes[:, 0]
+    )
+    heights = np.minimum(gt_boxes[:, 3], pred_boxes[:, 3]) - np.maximum(
+        gt_boxes[:, 1], pred_boxes[:, 1]
+    )
+    inter = np.maximum(widths + extra, 0.0) * np.maximum(heights + extra, 0.0)
+    union = gt_area + pred_area - inter
+    union = np.where(gt_crowd, pred_area, union)
+    out = np.zeros_like(inter)
+    np.divide(inter, union, out=out, where=union > 0)
+    return out
+
+
+def _passes(values: FloatArray, thresholds: FloatArray, strict: bool) -> BoolArray:
+    if strict:
+        return np.asarray(values[None, :] > thresholds[:, None])
+    return np.asarray(values[None, :] >= thresholds[:, None])
+
+
+def _match_unmatched(
+    pairs: _Pairs,
+    rank: IntArray,
+    n_gt: int,
+    n_pred: int,
+    gt_ignore: BoolArray,
+    gt_crowd: BoolArray,
+    thresholds: FloatArray,
+    strict: bool,
+) -> _Matching:
+    """pycocotools' rule for all image-classes at once (see vocmatch.match)."""
+    n_t = thresholds.size
+    wins: list[tuple[IntArray, IntArray, IntArray]] = []
+    taken = np.zeros((n_t, n_gt), dtype=bool)
+    lowest = _passes(pairs.iou, thresholds.min(keepdims=True), strict)[0]
+    g_all, p_all, v_all = pairs.gt[lowest], pairs.pred[lowest], pairs.iou[lowest]
+    r_all = rank[p_all]
+    # Within one prediction, candidates sorted so that the last valid one is the one the
+    # reference picks: counting ground truth over ignored, then higher IoU, then later.
+    order = np.lexsort((g_all, v_all, ~gt_ignore[g_all], p_all, r_all))
+    g_all, p_all, v_all, r_all = g_all[order], p_all[order], v_all[order], r_all[order]
+    bounds = np.searchsorted(r_all, np.arange(int(r_all.max(initial=-1)) + 2))
+    for r in range(bounds.size - 1):
+        start, stop = int(bounds[r]), int(bounds[r + 1])
+        if start == stop:
+            continue
+        g, p, v = g_all[start:stop], p_all[start:stop], v_all[start:stop]
+        valid = _passes(v, thresholds, strict) & (~taken[:, g] | gt_crowd[g][None, :])
+        flat = np.flatnonzero(valid)
+        if flat.size == 0:
+            continue
+        width = stop - start
+        t_index, position = np.divmod(flat, width)
+        segment = t_index * n_pred + p[position]
+        last = np.append(segment[1:] != segment[:-1], True)
+        t_win, pos_win = t_index[last], position[last]
+        taken[t_win, g[pos_win]] = True
+        wins.append((t_win, p[pos_win], g[pos_win]))
+    return _finish_matching(wins, gt_ignore, n_t, n_gt, n_pred)
+
+
+def _match_devkit(
+    pairs: _Pairs,
+    rank: IntArray,
+    n_gt: int,
+    n_pred: int,
+    gt_ignore: BoolArray,
+    thresholds: FloatArray,
+    strict: bool,
+) -> _Matching:
+    """The VOC devkit's rule for all image-classes at once (see vocmatch.match)."""
+    n_t = thresholds.size
+    wins: list[tuple[IntArray, IntArray, IntArray]] = []
+    if pairs.gt.size:
+        # The best ground truth of each prediction: highest IoU, the first on ties.
+        order = np.lexsort((pairs.gt, -pairs.iou, pairs.pred))
+        first = np.append(True, pairs.pred[order][1:] != pairs.pred[order][:-1])
+        best = order[first]
+        preds, best_gt, best_iou = pairs.pred[best], pairs.gt[best], pairs.iou[best]
+        passing = _passes(best_iou, thresholds, strict)
+        on_ignored = gt_ignore[best_gt]
+        # Among predictions whose best object counts, the first by score takes it.
+        by_object = np.lexsort((rank[preds], best_gt))
+        for t in range(n_t):
+            ignored_hits = np.flatnonzero(passing[t] & on_ignored)
+            wins.append((np.full(ignored_hits.size, t), preds[ignored_hits], best_gt[ignored_hits]))
+            candidates = by_object[(passing[t] & ~on_ignored)[by_object]]
+            if candidates.size == 0:
+                continue
+            objects = best_gt[candidates]
+            winners = candidates[np.append(True, objects[1:] != objects[:-1])]
+            wins.append((np.full(winners.size, t), preds[winners], best_gt[winners]))
+    return _finish_matching(wins, gt_ignore, n_t, n_gt, n_pred)
+
+
+def _finish_matching(
+    wins: list[tuple[IntArray, IntArray, IntArray]],
+    gt_ignore: BoolArray,
+    n_t: int,
+    n_gt: int,
+    n_pred: int,
+) -> _Matching:
+    if wins:
+        hit_t = np.concatenate([w[0] for w in wins]).astype(np.int64)
+        hit_pred = np.concatenate([w[1] for w in wins]).astype(np.int64)
+        hit_gt = np.concatenate([w[2] for w in wins]).astype(np.int64)
+    else:
+        hit_t = hit_pred = hit_gt = np.zeros(0, dtype=np.int64)
+    pred_matched = np.zeros((n_t, n_pred), dtype=bool)
+    pred_matched[hit_t, hit_pred] = True
+    pred_ignored = np.zeros((n_t, n_pred), dtype=bool)
+    on_ignored = gt_ignore[hit_gt]
+    pred_ignored[hit_t[on_ignored], hit_pred[on_ignored]] = True
+    gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+    gt_matched[hit_t, hit_gt] = True
+    return _Matching(pred_matched, pred_ignored, gt_matched, hit_t, hit_pred, hit_gt)
+
+
+def _match(
+    pairs: _Pairs,
+    rank: IntArray,
+    n_gt: int,
+    n_pred: int,
+    gt_ignore: BoolArray,
+    gt_crowd: BoolArray,
+    thresholds: FloatArray,
+    rule: MatchRule,
+    strict: bool,
+) -> _Matching:
+    if rule == "devkit":
+        return _match_devkit(pairs, rank, n_gt, n_pred, gt_ignore, thresholds, strict)
+    return _match_unmatched(pairs, rank, n_gt, n_pred, gt_ignore, gt_crowd, thresholds, strict)
+
+
+def _segment_starts(keys: IntArray, n: int) -> IntArray:
+    """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
+    return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
+
+
+def _ranked(
+    matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
+) -> tuple[BoolArray, FloatArray]:
+    # As vocmatch.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
+    # then a stable sort by descending score. ``order`` is that stable sort of all of them;
+    # filtering it gives the stable sort of the kept ones.
+    selected = order[~ignored[order]]
+    return matched[selected], scores[selected]
+
+
+def evaluate_columns(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conventions: Conventions | None = None,
+    keep_matches: bool = True,
+) -> Evaluation:
+    """Evaluate column sets; the result equals :func:`vocmatch.evaluate.evaluate` on the same
+    files, number for number.
+
+    Args:
+        gt: Ground truth read by :func:`vocmatch.scan.read_columns`.
+        pred: Predictions read the same way.
+        conventions: The protocol; defaults to ``protocol("default")``.
+        keep_matches: Build the per-box :class:`~vocmatch.evaluate.Match` records of every
+            image (needed by the HTML report and the error analysis; costly on large sets).
+
+    Returns:
+        The evaluation.
+    """
+    conv = conventions or protocol("default")
+    skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
+    unreadable = {s.key for s in skipped if s.key is not None}
+    gt_key_set = set(gt.keys)
+    orphan = tuple(
+        path
+        for key, path in zip(pred.keys, pred.paths, strict=True)
+        if key not in gt_key_set and key not in unreadable
+    )
+    pred_index = {key: i for i, key in enumerate(pred.keys)}
+    images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
+    n_images = len(images)
+    gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)
+    gt_image_map[images] = np.arange(n_images)
+    pred_of_image = [pred_index.get(gt.keys[i]) for i in images]
+    pred_image_map = np.full(len(pred.keys), -1, dtype=np.int64)
+    for j, p in enumerate(pred_of_image):
+        if p is not None:
+            pred_image_map[p] = j
+    missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
+
+    gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
+    pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
+    has_score = ~np.isnan(pred.scores[pred_rows])
+    scored = bool(has_score.any())
+    if not scored:
+        # Unscored predictions pair highest IoU first: the reference evaluator does that.
+        return evaluate(gt.to_annotations(), pred.to_annotations(), conv)
+    notes = score_notes(scored, int(np.count_nonzero(~has_score)), pred_rows.size > 0)
+
+    class_names = sorted(
+        {gt.label_names[i] for i in np.unique(gt.labels[gt_rows])}
+        | {pred.label_names[i] for i in np.unique(pred.labels[pred_rows])}
+    )
+    index = {name: k for k, name in enumerate(class_names)}
+    n_k = len(class_names)
+    gt_remap = np.array([index.get(n, -1) for n in gt.label_names], dtype=np.int64)
+    pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
+
+    # Ground truth sorted by (image, class, file order).
+    g_image = gt_image_map[gt.image[gt_rows]]
+    g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
+    g_order = np.lexsort((g_class, g_image))
+    g_rows = gt_rows[g_order]
+    g_image, g_class = g_image[g_order], g_class[g_order]
+    g_cell = g_image * n_k + g_class
+    g_boxes = gt.boxes[g_rows]
+    g_difficult = gt.difficult[g_rows]
+    g_ignore = g_difficult if conv.difficult != "count" else np.zeros_like(g_difficult)
+    g_crowd = g_difficult if conv.difficult == "crowd" else np.zeros_like(g_difficult)
+    n_gt = g_rows.size
+
+    # Predictions sorted by (image, class, descending score, file order).
+    p_image_all = pred_image_map[pred.image[pred_rows]]
+    p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
+    p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
+    p_order = np.lexsort((-p_score_all, p_class_all, p_image_all))
+    p_rows_all = pred_rows[p_order]
+    p_image_all, p_class_all = p_image_all[p_order], p_class_all[p_order]
+    p_score_all = p_score_all[p_order]
+    p_cell_all = p_image_all * n_k + p_class_all
+    cell_start_all = _segment_starts(p_cell_all, n_images * n_k)
+    rank_all = np.arange(p_rows_all.size) - cell_start_all[p_cell_all]
+    kept = rank_all < conv.max_dets if conv.max_dets is not None else np.ones_like(rank_all, bool)
+    p_rows = p_rows_all[kept]
+    p_image, p_class, p_score = p_image_all[kept], p_class_all[kept], p_score_all[kept]
+    p_cell, rank = p_cell_all[kept], rank_all[kept]
+    p_boxes = pred.boxes[p_rows]
+    n_pred = p_rows.size
+
+    # Every pair of the same image-class.
+    extra = 1.0 if conv.pixel_inclusive else 0.0
+    p_start = _segment_starts(p_cell, n_images * n_k)
+    counts = p_start[g_cell + 1] - p_start[g_cell]
+    pair_gt = np.repeat(np.arange(n_gt), counts)
+    offsets = np.repeat(p_start[g_cell] - (np.cumsum(counts) - counts), counts)
+    pair_pred = offsets + np.arange(pair_gt.size)
+    iou = _pair_iou(
+        g_boxes[pair_gt],
+        p_boxes[pair_pred],
+        g_crowd[pair_gt],
+        _areas(g_boxes, extra)[pair_gt],
+        _areas(p_boxes, extra)[pair_pred],
+        extra,
+    )
+    pairs = _Pairs(pair_gt, pair_pred, iou)
+
+    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+    levels = {value: i for i, value in enumerate(levels_list)}
+    thresholds = np.array(levels_list, dtype=np.float64)
+    t = levels[conv.iou_threshold]
+    m = _match(
+        pairs, rank, n_gt, n_pred, g_ignore, g_crowd, thresholds, conv.match_rule,
+        conv.strict_threshold,
+    )  # fmt: skip
+
+    counted = m.pred_matched & ~m.pred_ignored  # (T, P)
+    missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
+
+    def per_image(flags: BoolArray, image: IntArray) -> IntArray:
+        return np.bincount(image[flags], minlength=n_images).astype(np.int64)
+
+    tp_image = [per_image(counted[i], p_image) for i in range(thresholds.size)]
+    fp_image = [per_image(~m.pred_matched[i], p_image) for i in range(thresholds.size)]
+    fn_image = [per_image(missed[i], g_image) for i in range(thresholds.size)]
+    ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
+    gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
+    pred_per_image = np.bincount(pred_image_map[pred.image[pred_rows]], minlength=n_images)
+
+    # The IoU of each TP, ordered as the reference lists matches: class, then file order.
+    tp_pred = np.flatnonzero(counted[t])
+    tp_iou = np.zeros(tp_pred.size)
+    if tp_pred.size:
+        matched_gt = m.gt_of(t, tp_pred)
+        # Each (gt, pred) combination is one pair: look it up by a combined key.
+        key_pairs = pairs.gt * max(n_pred, 1) + pairs.pred
+        lookup = np.argsort(key_pairs, kind="mergesort")
+        wanted = matched_gt * max(n_pred, 1) + tp_pred
+        found = lookup[np.searchsorted(key_pairs[lookup], wanted)]
+        tp_iou = pairs.iou[found]
+    tp_order = np.lexsort((p_rows[tp_pred], p_class[tp_pred], p_image[tp_pred]))
+    tp_iou_sorted = tp_iou[tp_order]
+    tp_starts = _segment_starts(p_image[tp_pred][tp_order], n_images)
+
+    matches_by_image = None
+    if keep_matches:
+        matches_by_image = _matches(
+            n_images, class_names, g_rows, g_image, g_class, g_ignore, p_rows_all, p_image_all,
+            p_class_all, kept, p_rows, p_image, p_class, pairs, m, t, n_gt, n_pred, gt, pred,
+        )  # fmt: skip
+    image_results = []
+    for j, i in enumerate(images):
+        p = pred_of_image[j]
+        ious = tp_iou_sorted[tp_starts[j] : tp_starts[j + 1]]
+        sweep = tuple(
+            SweepResult(
+                threshold,
+                int(tp_image[levels[threshold]][j]),
+                int(fp_image[levels[threshold]][j]),
+                int(fn_image[levels[threshold]][j]),
+            )
+            for threshold in SWEEP_THRESHOLDS
+        )
+        image_results.append(
+            ImageResult(
+                key=gt.keys[i],
+                gt_path=gt.paths[i],
+                pred_path=pred.paths[p] if p is not None else None,
+                gt=int(gt_per_image[j] - ignored_image[j]),
+                gt_ignored=int(ignored_image[j]),
+                pred=int(pred_per_image[j]),
+                tp=int(tp_image[t][j]),
+                fp=int(fp_image[t][j]),
+                fn=int(fn_image[t][j]),
+                mean_iou=float(np.mean(ious.tolist())) if ious.size else None,
+                sweep=sweep,
+                matches=matches_by_image[j] if matches_by_image is not None else (),
+            )
+        )
+
+    # Per class: predictions in (image, rank) order, as the reference concatenates them.
+    class_order = np.lexsort((rank, p_image, p_class))
+    class_starts = _segment_starts(p_class[class_order], n_k)
+    g_class_starts = np.bincount(g_class, minlength=n_k)
+    g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
+    classes = []
+    for k, name in enumerate(class_names):
+        members = class_order[class_starts[k] : class_starts[k + 1]]
+        n_class_gt = int(g_class_starts[k] - g_class_ignored[k])
+        tp = int(np.count_nonzero(counted[t, members]))
+        fp = int(np.count_nonzero(~m.pred_matched[t, members]))
+        fn = int(np.count_nonzero(missed[t][g_class == k]))
+        scores = p_score[members]
+        by_score = np.argsort(-scores, kind="mergesort")
+        tp_ranked, ranked_scores = _ranked(
+            m.pred_matched[t, members], m.pred_ignored[t, members], scores, by_score
+        )
+        curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt)
+        ap = None
+        if n_class_gt > 0:
+            eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+            values = []
+            for threshold in conv.ap_thresholds:
+                level = levels[threshold]
+                tp_level, _ = _ranked(
+                    m.pred_matched[level, members],
+                    m.pred_ignored[level, members],
+                    scores,
+                    by_score,
+                )
+                c = precision_recall_curve(tp_level, ranked_scores, n_class_gt, eps=eps)
+                values.append(average_precision(c.recall, c.precision, conv.interpolation))
+            ap = float(np.mean(values))
+        classes.append(
+            class_result(
+                name, n_class_gt, int(g_class_ignored[k]), members.size, tp, fp, fn, ap, curve
+            )
+        )
+
+    coco = None
+    if conv.coco_stats:
+        coco = _coco(
+            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_boxes,
+            p_score, class_order, class_starts, n_k,
+        )  # fmt: skip
+    return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
+
+
+def _coco_accumulate(
+    n_gt: int,
+    scores: FloatArray,
+    matched: BoolArray,
+    ignored: BoolArray,
+    rank: IntArray,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`vocmatch.evaluate.coco_accumulate`, computed at the true positives only.
+
+    Precision rises only at a true positive and recall changes only there, so the
+    precision envelope at a true positive is the running maximum over the true positives
+    after it, and every recall threshold lands on a true positive. Each value is computed
+    with the same operations on the same integers as the reference, so it is identical.
+    """
+    n_t = matched.shape[0]
+    precision = np.zeros((n_t, 101, len(_MAX_DETS)))
+    recall = np.zeros((n_t, len(_MAX_DETS)))
+    order = np.argsort(-scores, kind="mergesort")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    rank_sorted = rank[order]
+    eps = float(np.spacing(1))
+    hits = [position[np.flatnonzero(matched[t] & ~ignored[t])] for t in range(n_t)]
+    skips = [position[np.flatnonzero(ignored[t])] for t in range(n_t)]
+    for m, max_det in enumerate(_MAX_DETS):
+        selected = rank_sorted < max_det
+        index = np.cumsum(selected) - 1  # position among the selected
+        n_selected = int(index[-1]) + 1 if index.size else 0
+        for t in range(n_t):
+            tp_at = np.sort(index[hits[t][selected[hits[t]]]])
+            skipped_at = np.sort(index[skips[t][selected[skips[t]]]])
+            n_counted = n_selected - skipped_at.size
+            if n_counted == 0:
+                continue  # no ranked prediction: recall 0 and precision 0, as initialised
+            k = np.arange(1, tp_at.size + 1)
+            counted_upto = tp_at + 1 - np.searchsorted(skipped_at, tp_at)
+            tp_sum = k.astype(np.float64)
+            fp_sum = (counted_upto - k).astype(np.float64)
+            rc = tp_sum / n_gt
+            pr = tp_sum / (tp_sum + fp_sum + eps)
+            recall[t, m] = float(np.float64(tp_at.size) / n_gt)
+            if tp_at.size:
+                envelope = np.maximum.accumulate(pr[::-1])[::-1]
+                found = np.searchsorted(rc, COCO_RECALL_THRESHOLDS, side="left")
+                reached = found < rc.size
+                precision[t, reached, m] = envelope[found[reached]]
+    return precision, recall
+
+
+def _coco(
+    conv: Conventions,
+    pairs: _Pairs,
+    rank: IntArray,
+    n_gt: int,
+    n_pred: int,
+    g_ignore: BoolArray,
+    g_crowd: BoolArray,
+    g_boxes: FloatArray,
+    g_class: IntArray,
+    p_boxes: FloatArray,
+    p_score: FloatArray,
+    class_order: IntArray,
+    class_starts: IntArray,
+    n_k: int,
+) -> CocoStats:
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    n_t = thresholds.size
+    precision = -np.ones((n_t, 101, n_k, len(COCO_AREAS), 3))
+    recall = -np.ones((n_t, n_k, len(COCO_AREAS), 3))
+    # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
+    g_area = _areas(g_boxes, 0.0)
+    p_area = _areas(p_boxes, 0.0)
+    for a, (low, high) in enumerate(COCO_AREAS):
+        ignore = g_ignore | (g_area < low) | (g_area > high)
+        m = _match(
+            pairs, rank, n_gt, n_pred, ignore, g_crowd, thresholds, conv.match_rule,
+            conv.strict_threshold,
+        )  # fmt: skip
+        pred_out = (p_area < low) | (p_area > high)
+        gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
+        for k in range(n_k):
+            if gt_counting[k] == 0:
+                continue
+            members = class_order[class_starts[k] : class_starts[k + 1]]
+            matched = m.pred_matched[:, members]
+            ignored = m.pred_ignored[:, members] | (~matched & pred_out[members][None, :])
+            precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate(
+                int(gt_counting[k]), p_score[members], matched, ignored, rank[members]
+            )
+    return coco_summarize(precision, recall, thresholds)
+
+
+def _matches(
+    n_images: int,
+    class_names: list[str],
+    g_rows: IntArray,
+    g_image: IntArray,
+    g_class: IntArray,
+    g_ignore: BoolArray,
+    p_rows_all: IntArray,
+    p_image_all: IntArray,
+    p_class_all: IntArray,
+    kept: BoolArray,
+    p_rows: IntArray,
+    p_image: IntArray,
+    p_class: IntArray,
+    pairs: _Pairs,
+    m: _Matching,
+    t: int,
+    n_gt: int,
+    n_pred: int,
+    gt: ColumnSet,
+    pred: ColumnSet,
+) -> list[tuple[Match, ...]]:
+    """The per-box records in the reference's order: per class, kept predictions in file
+    order, then predictions beyond max_dets, then missed ground truth."""
+    # Highest IoU of each box with the other side of its image-class (0.0 without any).
+    best_pred = np.zeros(n_pred)
+    best_gt = np.zeros(n_gt)
+    np.maximum.at(best_pred, pairs.pred, pairs.iou)
+    np.maximum.at(best_gt, pairs.gt, pairs.iou)
+    pair_lookup = (
+        {
+            (int(g), int(p)): float(v)
+            for g, p, v in zip(pairs.gt, pairs.pred, pairs.iou, strict=True)
+        }
+        if n_pred and n_gt
+        else {}
+    )
+    at = m.hit_t == t
+    gt_at_t = dict(zip(m.hit_pred[at].tolist(), m.hit_gt[at].tolist(), strict=True))
+    first_gt_row = _first_rows(gt)
+    first_pred_row = _first_rows(pred)
+    records: list[list[tuple[int, int, int, Match]]] = [[] for _ in range(n_images)]
+    for q in range(n_pred):
+        row = int(p_rows[q])
+        image = int(p_image[q])
+        local = row - first_pred_row[int(pred.image[row])]
+        raw = float(pred.scores[row])
+        score = None if math.isnan(raw) else raw
+        name = class_names[int(p_class[q])]
+        if m.pred_matched[t, q]:
+            g = int(gt_at_t[q])
+            outcome: Outcome = "ignored" if m.pred_ignored[t, q] else "tp"
+            gt_local = int(g_rows[g]) - first_gt_row[int(gt.image[g_rows[g]])]
+            match = Match(name, outcome, gt_local, local, pair_lookup[(g, q)], score)
+        else:
+            match = Match(name, "fp", None, local, float(best_pred[q]), score)
+        records[image].append((int(p_class[q]), 0, local, match))
+    for dropped in np.flatnonzero(~kept).tolist():
+        row = int(p_rows_all[dropped])
+        local = row - first_pred_row[int(pred.image[row])]
+        raw = float(pred.scores[row])
+        name = class_names[int(p_class_all[dropped])]
+        match = Match(name, "ignored", None, local, 0.0, None if math.isnan(raw) else raw)
+        records[int(p_image_all[dropped])].append((int(p_class_all[dropped]), 1, local, match))
+    for g in np.flatnonzero(~m.gt_matched[t] & ~g_ignore).tolist():
+        row = int(g_rows[g])
+        local = row - first_gt_row[int(gt.image[row])]
+        match = Match(class_names[int(g_class[g])], "fn", local, None, float(best_gt[g]), None)
+        records[int(g_image[g])].append((int(g_class[g]), 2, local, match))
+    return [tuple(r[3] for r in sorted(image, key=lambda r: r[:3])) for image in records]
+
+
+def _first_rows(columns: ColumnSet) -> list[int]:
+    """The first row of each image in a column set."""
+    starts: list[int] = _segment_starts(columns.image, len(columns.keys)).tolist()
+    return starts
