@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from tests.conftest import FIXTURES
 from vocmatch.analysis import (
@@ -22,11 +27,13 @@ from vocmatch.analysis import (
     offset_edges,
     tightness,
 )
+from vocmatch.cli import main
 from vocmatch.errors import InputError
 from vocmatch.evaluate import evaluate, read_pair
 from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import AnnotationSet
 from vocmatch.protocol import protocol
+from vocmatch.report import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
 
 ERRORS = FIXTURES / "errors"
 
@@ -269,14 +276,16 @@ def test_tightness_on_two_pairs() -> None:
     assert result.pairs == 2
     assert result.iou is not None and result.left is not None and result.right is not None
     assert result.iou.mean == pytest.approx((26 / 30 + 400 / 480) / 2)
-    assert result.iou.counts == (0, 0, 0, 0, 0, 0, 1, 1, 0, 0)
-    assert result.left.edges == tuple(float(e) for e in np.arange(12) - 5.5)
+    # 20 bins of 0.025 from the threshold: 0.8333 in bin 13, 0.8667 in bin 14.
+    assert result.iou.counts == tuple(1 if k in (13, 14) else 0 for k in range(20))
+    # |offsets| 4, 2, 2 and five 0: 95th percentile 3.3, so 21 bins of 0.5 px.
+    assert result.left.edges == tuple(float(e) for e in np.arange(22) * 0.5 - 5.25)
     # left: gt.x1 - pred.x1 = -4 (cut inside) and +2 (reaches out).
-    assert result.left.counts == (0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0)
+    assert result.left.counts == tuple(1 if k in (2, 14) else 0 for k in range(21))
     assert (result.left.mean, result.left.median, result.left.std) == (-1.0, -1.0, 3.0)
     assert (result.left.minimum, result.left.maximum) == (-4.0, 2.0)
     assert (result.left.p05, result.left.p95) == (pytest.approx(-3.7), pytest.approx(1.7))
-    assert result.right.counts == (0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0)
+    assert result.right.counts == tuple(1 if k in (10, 14) else 0 for k in range(21))
     assert [c.name for c in result.classes] == ["cat"]
     assert result.classes[0].pairs == 2
 
@@ -298,10 +307,100 @@ def test_tightness_without_matches() -> None:
     ],
 )
 def test_offset_edges(values: list[float], edges: list[float]) -> None:
-    """Odd bins of a 1-2-5 width reach the 99th percentile of |offset|."""
+    """Odd bins of a 1-2-5 width reach the 95th percentile of |offset|."""
     assert offset_edges(values, bins=5).tolist() == pytest.approx(edges)
 
 
 def test_distribution_clips_into_the_end_bins() -> None:
     """Values beyond the edges count in the first and last bins."""
     assert distribution([-9.0, 0.0, 9.0], [-1.0, 0.0, 1.0]).counts == (1, 2)
+
+
+def text_of(renderable: object, width: int = 100) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None).print(renderable)
+    return buffer.getvalue()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_error_report_golden(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
+    """The error breakdown, confusion matrix and tightness of the demo set read as in the
+    golden file (and the README)."""
+    gt, pred = read_pair(*demo)
+    evaluation = evaluate(gt, pred)
+    report = render_analysis(error_analysis(evaluation, gt, pred), 0.5, tightness=True)
+    golden("errors_demo.txt", text_of(report))
+
+
+def test_wide_confusion_lists_the_largest_cells() -> None:
+    """Past CONFUSION_MAX_CLASSES classes the matrix becomes a list of off-diagonal cells."""
+    names = [f"c{k:02d}" for k in range(CONFUSION_MAX_CLASSES + 1)]
+    gt_boxes = [Box(n, 20 * k, 0, 20 * k + 10, 10) for k, n in enumerate(names)]
+    # Each object predicted as the next class: a ring of confusions.
+    pred_boxes = [
+        Box(names[(k + 1) % len(names)], 20 * k, 0, 20 * k + 10, 10, score=0.5)
+        for k in range(len(names))
+    ]
+    gt, pred = one_image(gt_boxes, pred_boxes)
+    matrix = confusion_matrix(evaluate(gt, pred), gt, pred)
+    text = text_of(confusion_table(matrix, 0.5))
+    assert text.startswith("Largest confusions at IoU 0.5")
+    assert "│ c00          │ c01       │     1 │" in text
+    assert "13 classes: the matrix is too wide to draw" in text
+
+
+def test_cli_errors_flag(demo: tuple[Path, Path]) -> None:
+    """--errors adds the breakdown and the confusion matrix; without it the report is as before."""
+    code, out, _ = run(str(demo[0]), str(demo[1]), "--errors")
+    assert code == 0
+    assert "Errors (TIDE types at IoU 0.5, background IoU 0.1)" in out
+    assert "Confusion at IoU 0.5" in out
+    assert "Tightness" not in out
+    _, plain, _ = run(str(demo[0]), str(demo[1]))
+    assert "Errors (TIDE" not in plain and "Confusion" not in plain
+    _, tight, _ = run(str(demo[0]), str(demo[1]), "--tightness", "--background-iou", "0.2")
+    assert "Tightness of matched boxes (10 pairs)" in tight
+    assert "Errors (TIDE" not in tight
+
+
+def test_cli_json_has_the_analysis(demo: tuple[Path, Path]) -> None:
+    """JSON always carries the error counts, their mAP cost, the confusion matrix and the
+    tightness, with the documented keys."""
+    code, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    keys = ["cls", "loc", "both", "dupe", "bkg", "miss"]
+    assert data["background_iou"] == 0.1
+    assert data["summary"]["errors"] == {
+        "cls": 1, "loc": 0, "both": 0, "dupe": 2, "bkg": 2, "miss": 3,
+    }  # fmt: skip
+    assert list(data["summary"]["map_cost"]) == keys
+    assert data["summary"]["map_cost"]["miss"] == pytest.approx(0.325)
+    assert all(list(c["errors"]) == keys for c in data["classes"])
+    truck = next(c for c in data["classes"] if c["name"] == "truck")
+    assert truck["errors"]["cls"] == 1
+    street_01 = next(i for i in data["images"] if i["image"] == "street_01")
+    assert street_01["errors"] == {"cls": 0, "loc": 0, "both": 0, "dupe": 1, "bkg": 1, "miss": 1}
+    assert street_01["error_boxes"][0] == {
+        "type": "dupe", "name": "person", "pred_index": 3, "gt_index": 1, "iou": 1.0,
+        "score": 0.45,
+    }  # fmt: skip
+    assert data["confusion"]["names"][-1] == "background"
+    assert data["confusion"]["counts"][2][6] == 1  # car called truck
+    assert data["tightness"]["pairs"] == 10
+    assert set(data["tightness"]["iou"]) == {
+        "count", "mean", "std", "median", "p05", "p95", "min", "max", "edges", "counts",
+    }  # fmt: skip
+    assert [c["name"] for c in data["tightness"]["classes"]][:2] == ["bicycle", "bus"]
+
+
+def test_cli_background_iou_above_threshold_is_refused(demo: tuple[Path, Path]) -> None:
+    """A background threshold above the IoU threshold is bad input: exit 2, one line."""
+    code, out, err = run(str(demo[0]), str(demo[1]), "--errors", "--background-iou", "0.6")
+    assert code == 2
+    assert out == ""
+    assert "vocmatch: error: background IoU must be within [0, 0.5]" in err

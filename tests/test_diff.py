@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner
+from rich.console import Console
 
 from tests.conftest import FIXTURES
+from vocmatch.cli import main
 from vocmatch.diff import (
     Change,
     EvaluationDiff,
+    ObjectRef,
     RegressionGate,
     check_regressions,
     evaluation_diff,
@@ -18,6 +28,7 @@ from vocmatch.evaluate import evaluate, read_pair
 from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import AnnotationSet, read_directory
 from vocmatch.protocol import protocol
+from vocmatch.report import diff_report
 
 DIFF = FIXTURES / "diff"
 
@@ -32,13 +43,24 @@ def test_per_image_changes_worst_first() -> None:
     """The kitchen lost its bowl and gained a false cup; office found its mug; hall lost an
     FP; the chair FP moved by 2 px is the same error in both runs."""
     diff = fixture_diff()
-    got = [(i.key, i.new_fn, i.fixed_fn, i.new_fp, i.removed_fp, i.net) for i in diff.images]
-    assert got == [
-        ("kitchen", (1,), (), (1,), (), -2),
-        ("street", (), (), (), (), 0),
-        ("hall", (), (), (), (1,), 1),
-        ("office", (), (1,), (), (), 1),
+    got = [
+        (
+            i.key,
+            *(
+                tuple(str(o) for o in objects)
+                for objects in (i.new_fn, i.fixed_fn, i.new_fp, i.removed_fp)
+            ),
+            i.net,
+        )
+        for i in diff.images
     ]
+    assert got == [
+        ("kitchen", ("bowl#1",), (), ("cup#1",), (), -2),
+        ("street", (), (), (), (), 0),
+        ("hall", (), (), (), ("person#1",), 1),
+        ("office", (), ("mug#1",), (), (), 1),
+    ]
+    assert diff.images[0].new_fn == (ObjectRef(1, "bowl"),)
     assert (diff.worse, diff.better) == (2, 2)
 
 
@@ -73,7 +95,7 @@ def test_per_class_and_summary_changes() -> None:
         pytest.param(
             "bowl:precision=-1",
             False,
-            "bowl:precision change undefined, needs >= -1.0000 (undefined in B)",
+            "bowl:precision change undefined, needs >= -1.0000 (undefined in run B)",
             id="undefined",
         ),
     ],
@@ -130,16 +152,16 @@ def test_two_labelling_passes_without_scores() -> None:
     (image,) = diff.images
     # B lost the cat (cut to 40 %), found the dog; A's far dog is gone, B's cut cat is new.
     assert (image.new_fn, image.fixed_fn, image.new_fp, image.removed_fp) == (
-        (0,),
-        (1,),
-        (0,),
-        (1,),
+        (ObjectRef(0, "cat"),),
+        (ObjectRef(1, "dog"),),
+        (ObjectRef(0, "cat"),),
+        (ObjectRef(1, "dog"),),
     )
     assert diff.summary.map == Change(None, None)
     assert diff.summary.recall.delta == 0.0
     (result,) = check_regressions(diff, [parse_regression_gate("map=0")])
     assert not result.passed
-    assert result.reason == "undefined in A and B"
+    assert result.reason == "undefined in both runs"
 
 
 def test_different_conventions_are_refused() -> None:
@@ -156,3 +178,121 @@ def test_a_run_against_itself_changes_nothing() -> None:
     diff = evaluation_diff(evaluation, evaluation, pred, pred)
     assert not any(i.changed for i in diff.images)
     assert diff.summary.map.delta == 0.0
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+DIRS = [str(DIFF / "gt"), str(DIFF / "pred_a"), str(DIFF / "pred_b")]
+
+
+def test_diff_report_golden(golden: Callable[[str, str], None]) -> None:
+    """The diff of the fixture reads as in the golden file (and the README)."""
+    gt, pred_a = read_pair(DIFF / "gt", DIFF / "pred_a")
+    pred_b = read_directory(DIFF / "pred_b")
+    a, b = evaluate(gt, pred_a), evaluate(gt, pred_b)
+    diff = evaluation_diff(a, b, pred_a, pred_b, "pred_a", "pred_b")
+    results = check_regressions(diff, [parse_regression_gate("map=-0.01")])
+    buffer = io.StringIO()
+    Console(file=buffer, width=100, color_system=None).print(diff_report(diff, results))
+    golden("diff_fixture.txt", buffer.getvalue())
+
+
+def test_cli_diff_without_gates_exits_0() -> None:
+    """The report goes to stdout; no gate, no failure."""
+    code, out, err = run("diff", *DIRS)
+    assert code == 0
+    assert err == ""
+    assert "Images that changed" in out and "bowl#1" in out
+
+
+@pytest.mark.parametrize(
+    ("gate", "code", "err"),
+    [
+        pytest.param(
+            "map=-0.01",
+            1,
+            "vocmatch: regression: map 0.8333 -> 0.7500 (-0.0833 < -0.0100)\n",
+            id="known-regression-fails",
+        ),
+        pytest.param("map=-0.1", 0, "", id="within-tolerance-passes"),
+        pytest.param(
+            "bowl:recall=0",
+            1,
+            "vocmatch: regression: bowl:recall 1.0000 -> 0.0000 (-1.0000 < +0.0000)\n",
+            id="class-gate",
+        ),
+    ],
+)
+def test_cli_fail_on_regression(gate: str, code: int, err: str) -> None:
+    """--fail-on-regression exits 1 when the change is below DELTA and says why on stderr."""
+    got_code, _, got_err = run("diff", *DIRS, "--fail-on-regression", gate)
+    assert (got_code, got_err) == (code, err)
+
+
+@pytest.mark.parametrize(
+    ("gate", "message"),
+    [
+        pytest.param("map", "expected METRIC=DELTA", id="malformed"),
+        pytest.param("bowls:ap=0", "did you mean 'bowl'", id="unknown-class"),
+    ],
+)
+def test_cli_bad_gate_is_usage_error(gate: str, message: str) -> None:
+    """A malformed gate or an unknown class exits 2."""
+    code, out, err = run("diff", *DIRS, "--fail-on-regression", gate)
+    assert code == 2
+    assert out == ""
+    assert message in err
+
+
+def test_cli_diff_json() -> None:
+    """JSON has the documented keys, images worst first, and the gate verdicts."""
+    code, out, _ = run("diff", *DIRS, "--format", "json", "--fail-on-regression", "map=-0.01")
+    assert code == 1
+    data = json.loads(out)
+    assert list(data) == [
+        "vocmatch", "a", "b", "conventions", "summary", "classes", "images", "only_a",
+        "only_b", "gates", "passed",
+    ]  # fmt: skip
+    assert data["summary"]["map"]["delta"] == pytest.approx(-1 / 12)
+    assert (data["summary"]["worse"], data["summary"]["better"]) == (2, 2)
+    assert data["images"][0] == {
+        "image": "kitchen",
+        "net": -2,
+        "new_fn": [{"index": 1, "name": "bowl"}],
+        "fixed_fn": [],
+        "new_fp": [{"index": 1, "name": "cup"}],
+        "removed_fp": [],
+        "tp": {"a": 2, "b": 1, "delta": -1},
+        "fp": {"a": 0, "b": 1, "delta": 1},
+        "fn": {"a": 0, "b": 1, "delta": 1},
+    }
+    assert set(data["classes"][0]) == {
+        "name", "gt", "ap", "precision", "recall", "f1", "tp", "fp", "fn",
+    }  # fmt: skip
+    assert data["gates"][0]["passed"] is False
+    assert data["passed"] is False
+
+
+def test_cli_diff_of_labelling_passes(tmp_path: Path) -> None:
+    """Without scores the diff still shows the per-image changes; a map gate cannot be
+    measured and fails with the reason."""
+    for run_name in ("pred_a", "pred_b"):
+        target = tmp_path / run_name
+        target.mkdir()
+        for source in sorted((DIFF / run_name).glob("*.xml")):
+            text = re.sub(r"\s*<score>[^<]*</score>", "", source.read_text(encoding="utf-8"))
+            (target / source.name).write_text(text, encoding="utf-8")
+    dirs = [str(DIFF / "gt"), str(tmp_path / "pred_a"), str(tmp_path / "pred_b")]
+    code, out, err = run("diff", *dirs, "--format", "json", "--fail-on-regression", "map=-1")
+    assert code == 1
+    data = json.loads(out)
+    assert data["summary"]["map"] == {"a": None, "b": None, "delta": None}
+    assert [i["image"] for i in data["images"] if i["net"]] == ["kitchen", "hall", "office"]
+    assert err == (
+        "vocmatch: regression: map change undefined, needs >= -1.0000 (undefined in both runs)\n"
+    )
+    code, _, _ = run("diff", *dirs, "--fail-on-regression", "recall=0")
+    assert code == 0

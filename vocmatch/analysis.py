@@ -157,8 +157,8 @@ DEFAULT_BACKGROUND_IOU = 0.1
 BACKGROUND = "background"
 
 #: Bins of the IoU histogram (threshold to 1) and of each edge-offset histogram.
-IOU_BINS = 10
-OFFSET_BINS = 11
+IOU_BINS = 20
+OFFSET_BINS = 21
 
 
 # Records -------------------------------------------------------------------------------
@@ -746,8 +746,8 @@ def offset_edges(values: npt.ArrayLike, bins: int = OFFSET_BINS) -> FloatArray:
     """Bin edges for signed offsets: ``bins`` (odd) bins of a round width, one centred on 0.
 
     The width is the smallest 1, 2 or 5 times a power of ten that makes the bins reach the
-    99th percentile of ``|values|`` (1 pixel when every value is 0); values beyond count
-    in the end bins.
+    95th percentile of ``|values|`` (1 pixel when every value is 0), so that a few outliers
+    do not flatten the histogram; values beyond count in the end bins.
 
     Args:
         values: The offsets.
@@ -760,7 +760,7 @@ def offset_edges(values: npt.ArrayLike, bins: int = OFFSET_BINS) -> FloatArray:
     [-5.0, -3.0, -1.0, 1.0, 3.0, 5.0]
     """
     array = np.asarray(values, dtype=np.float64)
-    reach = float(np.percentile(np.abs(array), 99)) if array.size else 0.0
+    reach = float(np.percentile(np.abs(array), 95)) if array.size else 0.0
     half = bins / 2
     step = _nice_step(reach / (half - 0.5)) if reach > 0 else 1.0
     # The outermost bin centre sits at (half - 0.5) * step >= reach.

@@ -48,6 +48,7 @@ __all__ = [
     "CountChange",
     "EvaluationDiff",
     "ImageDiff",
+    "ObjectRef",
     "RegressionGate",
     "RegressionResult",
     "SummaryDiff",
@@ -147,26 +148,42 @@ class ClassDiff:
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """One box of an image: its index in its file's objects (from 0) and its class.
+
+    >>> str(ObjectRef(1, "bowl"))
+    'bowl#1'
+    """
+
+    index: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name}#{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
 class ImageDiff:
     """What changed in one image.
 
     Attributes:
         key: The image's key.
-        new_fn: Ground truth (indices in file order) missed in B but found in A.
+        new_fn: Ground truth missed in B but found in A.
         fixed_fn: Ground truth missed in A and found in B.
-        new_fp: Predictions of B (indices in B's file) that are false positives with no
+        new_fp: Predictions of B (indexed in B's file) that are false positives with no
             counterpart among A's.
-        removed_fp: Predictions of A that were false positives with no counterpart in B.
+        removed_fp: Predictions of A (indexed in A's file) that were false positives with no
+            counterpart in B.
         tp: True positives.
         fp: False positives.
         fn: Missed ground truth.
     """
 
     key: str
-    new_fn: tuple[int, ...]
-    fixed_fn: tuple[int, ...]
-    new_fp: tuple[int, ...]
-    removed_fp: tuple[int, ...]
+    new_fn: tuple[ObjectRef, ...]
+    fixed_fn: tuple[ObjectRef, ...]
+    new_fp: tuple[ObjectRef, ...]
+    removed_fp: tuple[ObjectRef, ...]
     tp: CountChange
     fp: CountChange
     fn: CountChange
@@ -260,14 +277,22 @@ def _class(name: str, a: ClassResult | None, b: ClassResult | None) -> ClassDiff
     )
 
 
-def _fn(image: ImageResult) -> set[int]:
-    return {m.gt_index for m in image.matches if m.outcome == "fn" and m.gt_index is not None}
+def _fn(image: ImageResult) -> dict[int, str]:
+    return {
+        m.gt_index: m.name for m in image.matches if m.outcome == "fn" and m.gt_index is not None
+    }
 
 
-def _fp(image: ImageResult) -> list[int]:
-    return sorted(
-        m.pred_index for m in image.matches if m.outcome == "fp" and m.pred_index is not None
-    )
+def _fp(image: ImageResult) -> dict[int, str]:
+    return {
+        m.pred_index: m.name
+        for m in image.matches
+        if m.outcome == "fp" and m.pred_index is not None
+    }
+
+
+def _refs(names: dict[int, str], indices: Iterable[int]) -> tuple[ObjectRef, ...]:
+    return tuple(ObjectRef(i, names[i]) for i in sorted(indices))
 
 
 def _passes(value: float, conventions: Conventions) -> bool:
@@ -320,13 +345,13 @@ def _image(
 ) -> ImageDiff:
     fn_a, fn_b = _fn(a), _fn(b)
     fp_a, fp_b = _fp(a), _fp(b)
-    same_a, same_b = _paired_fp(fp_a, fp_b, pred_a, pred_b, conventions)
+    same_a, same_b = _paired_fp(sorted(fp_a), sorted(fp_b), pred_a, pred_b, conventions)
     return ImageDiff(
         key=a.key,
-        new_fn=tuple(sorted(fn_b - fn_a)),
-        fixed_fn=tuple(sorted(fn_a - fn_b)),
-        new_fp=tuple(j for j in fp_b if j not in same_b),
-        removed_fp=tuple(j for j in fp_a if j not in same_a),
+        new_fn=_refs(fn_b, fn_b.keys() - fn_a.keys()),
+        fixed_fn=_refs(fn_a, fn_a.keys() - fn_b.keys()),
+        new_fp=_refs(fp_b, fp_b.keys() - same_b),
+        removed_fp=_refs(fp_a, fp_a.keys() - same_a),
         tp=CountChange(a.tp, b.tp),
         fp=CountChange(a.fp, b.fp),
         fn=CountChange(a.fn, b.fn),
@@ -510,9 +535,10 @@ def _class_change(cls: ClassDiff, metric: RegressionMetric) -> Change:
     return {"map": cls.ap, "precision": cls.precision, "recall": cls.recall, "f1": cls.f1}[metric]
 
 
-def _undefined(change: Change, diff: EvaluationDiff) -> str:
-    runs = [name for name, v in ((diff.a_name, change.a), (diff.b_name, change.b)) if v is None]
-    return f"undefined in {' and '.join(runs)}"
+def _undefined(change: Change) -> str:
+    if change.a is None and change.b is None:
+        return "undefined in both runs"
+    return "undefined in run A" if change.a is None else "undefined in run B"
 
 
 def _meets(delta: float, bound: float) -> bool:
@@ -552,7 +578,7 @@ def check_regressions(
             change = _class_change(cls, gate.metric)
         delta = change.delta
         if delta is None:
-            results.append(RegressionResult(gate, change, False, _undefined(change, diff)))
+            results.append(RegressionResult(gate, change, False, _undefined(change)))
         else:
             results.append(RegressionResult(gate, change, _meets(delta, gate.delta)))
     return tuple(results)

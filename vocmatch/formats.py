@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vocmatch import __version__
+from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
+from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
 from vocmatch.gates import GateReport
 from vocmatch.protocol import SWEEP_THRESHOLDS
@@ -76,8 +78,9 @@ def _image(image: ImageResult) -> dict[str, Any]:
     }
 
 
-def to_json_dict(evaluation: Evaluation) -> dict[str, Any]:
-    """The evaluation as plain JSON-ready data (documented in the README)."""
+def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> dict[str, Any]:
+    """The evaluation as plain JSON-ready data (documented in the README); with
+    ``analysis``, also the error types, confusion matrix and tightness."""
     conv = evaluation.conventions
     s = evaluation.summary
     data: dict[str, Any] = {
@@ -119,12 +122,14 @@ def to_json_dict(evaluation: Evaluation) -> dict[str, Any]:
     data["missing_pred"] = list(evaluation.missing_pred)
     data["orphan_pred"] = list(evaluation.orphan_pred)
     data["notes"] = list(evaluation.notes)
+    if analysis is not None:
+        _add_analysis(data, analysis)
     return data
 
 
-def to_json(evaluation: Evaluation) -> str:
-    """The evaluation as indented JSON text, ending in a newline."""
-    return json.dumps(to_json_dict(evaluation), indent=2, allow_nan=False) + "\n"
+def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> str:
+    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline."""
+    return json.dumps(to_json_dict(evaluation, analysis), indent=2, allow_nan=False) + "\n"
 
 
 # CSV ------------------------------------------------------------------------------------
@@ -404,3 +409,181 @@ def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
     ET.indent(root, space="  ")
     body = ET.tostring(root, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+# Error analysis and regression diff (JSON) ---------------------------------------------
+
+__all__ += ["diff_to_json", "diff_to_json_dict"]
+
+
+def _error_counts(counts: ErrorCounts) -> dict[str, int]:
+    return {kind: counts.of(kind) for kind in ERROR_TYPES}
+
+
+def _distribution(d: Distribution | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {
+        "count": d.count,
+        "mean": d.mean,
+        "std": d.std,
+        "median": d.median,
+        "p05": d.p05,
+        "p95": d.p95,
+        "min": d.minimum,
+        "max": d.maximum,
+        "edges": list(d.edges),
+        "counts": list(d.counts),
+    }
+
+
+def _tightness(t: Tightness) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "pairs": t.pairs,
+        "iou": _distribution(t.iou),
+        "left": _distribution(t.left),
+        "top": _distribution(t.top),
+        "right": _distribution(t.right),
+        "bottom": _distribution(t.bottom),
+    }
+    if t.name is None:
+        data["classes"] = [{"name": c.name, **_tightness(c)} for c in t.classes]
+    return data
+
+
+def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
+    """Lay the error analysis into the evaluation's JSON (keys documented in the README)."""
+    data["background_iou"] = analysis.background_iou
+    data["summary"]["errors"] = _error_counts(analysis.summary)
+    cost = analysis.cost
+    data["summary"]["map_cost"] = (
+        None if cost is None else {kind: cost.of(kind) for kind in ERROR_TYPES}
+    )
+    by_class = {c.name: c.counts for c in analysis.classes}
+    for entry in data["classes"]:
+        entry["errors"] = _error_counts(by_class.get(entry["name"], ErrorCounts()))
+    by_image = {i.key: i for i in analysis.images}
+    for entry in data["images"]:
+        image = by_image.get(entry["image"])
+        entry["errors"] = _error_counts(image.counts if image is not None else ErrorCounts())
+        entry["error_boxes"] = (
+            []
+            if image is None
+            else [
+                {
+                    "type": b.kind,
+                    "name": b.name,
+                    "pred_index": b.pred_index,
+                    "gt_index": b.gt_index,
+                    "iou": b.iou,
+                    "score": b.score,
+                }
+                for b in image.boxes
+            ]
+        )
+    data["confusion"] = {
+        "names": list(analysis.confusion.names),
+        "counts": analysis.confusion.counts.tolist(),
+    }
+    data["tightness"] = _tightness(analysis.tightness)
+
+
+def _change(change: Change) -> dict[str, float | None]:
+    return {"a": change.a, "b": change.b, "delta": change.delta}
+
+
+def _count_change(change: CountChange) -> dict[str, int]:
+    return {"a": change.a, "b": change.b, "delta": change.delta}
+
+
+def _image_diff(image: ImageDiff) -> dict[str, Any]:
+    def objects(refs: Iterable[Any]) -> list[dict[str, Any]]:
+        return [{"index": r.index, "name": r.name} for r in refs]
+
+    return {
+        "image": image.key,
+        "net": image.net,
+        "new_fn": objects(image.new_fn),
+        "fixed_fn": objects(image.fixed_fn),
+        "new_fp": objects(image.new_fp),
+        "removed_fp": objects(image.removed_fp),
+        "tp": _count_change(image.tp),
+        "fp": _count_change(image.fp),
+        "fn": _count_change(image.fn),
+    }
+
+
+def diff_to_json_dict(
+    diff: EvaluationDiff, results: Sequence[RegressionResult] = ()
+) -> dict[str, Any]:
+    """The diff as plain JSON-ready data (documented in the README).
+
+    Every metric is ``{"a", "b", "delta"}``; images come worst regression first, each with
+    its new and fixed FN and new and removed FP as ``{"index", "name"}`` objects (index from
+    0 in file order: the ground-truth file for FN, run B's or run A's file for FP).
+    """
+    conv = diff.conventions
+    s = diff.summary
+    return {
+        "vocmatch": __version__,
+        "a": diff.a_name,
+        "b": diff.b_name,
+        "conventions": {
+            "protocol": conv.protocol,
+            "iou_threshold": conv.iou_threshold,
+            "strict_threshold": conv.strict_threshold,
+            "pixel_inclusive": conv.pixel_inclusive,
+            "match_rule": conv.match_rule,
+            "difficult": conv.difficult,
+            "interpolation": conv.interpolation,
+            "ap_thresholds": list(conv.ap_thresholds),
+            "max_dets": conv.max_dets,
+        },
+        "summary": {
+            "map": _change(s.map),
+            "precision": _change(s.precision),
+            "recall": _change(s.recall),
+            "f1": _change(s.f1),
+            "tp": _count_change(s.tp),
+            "fp": _count_change(s.fp),
+            "fn": _count_change(s.fn),
+            "images_changed": sum(1 for i in diff.images if i.changed),
+            "worse": diff.worse,
+            "better": diff.better,
+        },
+        "classes": [
+            {
+                "name": c.name,
+                "gt": c.gt,
+                "ap": _change(c.ap),
+                "precision": _change(c.precision),
+                "recall": _change(c.recall),
+                "f1": _change(c.f1),
+                "tp": _count_change(c.tp),
+                "fp": _count_change(c.fp),
+                "fn": _count_change(c.fn),
+            }
+            for c in diff.classes
+        ],
+        "images": [_image_diff(i) for i in diff.images],
+        "only_a": list(diff.only_a),
+        "only_b": list(diff.only_b),
+        "gates": [
+            {
+                "gate": r.gate.label,
+                "min_delta": r.gate.delta,
+                "a": r.change.a,
+                "b": r.change.b,
+                "delta": r.change.delta,
+                "passed": r.passed,
+                "reason": r.reason,
+            }
+            for r in results
+        ],
+        "passed": all(r.passed for r in results),
+    }
+
+
+def diff_to_json(diff: EvaluationDiff, results: Sequence[RegressionResult] = ()) -> str:
+    """The diff as indented JSON text, ending in a newline."""
+    return json.dumps(diff_to_json_dict(diff, results), indent=2, allow_nan=False) + "\n"

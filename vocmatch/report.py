@@ -13,6 +13,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from vocmatch.analysis import (
+    BACKGROUND,
+    ERROR_TYPES,
+    ConfusionMatrix,
+    Distribution,
+    ErrorAnalysis,
+    ErrorCounts,
+    Tightness,
+)
+from vocmatch.diff import Change, CountChange, EvaluationDiff, ObjectRef, RegressionResult
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = ["ReportOptions", "class_table", "header", "image_table", "render", "summary_table"]
@@ -195,3 +205,358 @@ def render(evaluation: Evaluation, options: ReportOptions | None = None) -> Rend
         Text(),
         summary_table(evaluation),
     )
+
+
+# Error analysis and regression diff ----------------------------------------------------
+
+__all__ += [
+    "DIFF_MAX_ROWS",
+    "confusion_table",
+    "diff_report",
+    "error_image_table",
+    "error_table",
+    "render_analysis",
+    "sparkline",
+    "tightness_table",
+]
+
+#: The confusion matrix is drawn in full up to this many classes; beyond, its largest
+#: off-diagonal cells are listed instead.
+CONFUSION_MAX_CLASSES = 12
+
+#: Off-diagonal cells listed when the matrix is too wide to draw.
+CONFUSION_MAX_CELLS = 15
+
+#: Rows of the per-image tables of the diff report by default.
+DIFF_MAX_ROWS = 20
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(counts: tuple[int, ...]) -> str:
+    """One unicode block per bin, its height proportional to the count (any non-zero count
+    shows at least the lowest block).
+
+    >>> sparkline((0, 1, 2, 8))
+    ' ▁▂█'
+    """
+    top = max(counts, default=0)
+    if top == 0:
+        return " " * len(counts)
+    levels = [0 if c == 0 else max(1, -(-c * 8 // top)) for c in counts]
+    return "".join(_BLOCKS[level] for level in levels)
+
+
+def _error_cells(counts: ErrorCounts) -> list[RenderableType]:
+    cells: list[RenderableType] = []
+    for kind in ERROR_TYPES:
+        value = counts.of(kind)
+        cells.append(Text(str(value), style="red" if value else "dim"))
+    cells.append(str(counts.total))
+    return cells
+
+
+def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
+    """Errors of each type per class and in total, and the mAP each type costs."""
+    table = Table(
+        title=f"Errors (TIDE types at IoU {threshold:g}, background IoU "
+        f"{analysis.background_iou:g})",
+        title_justify="left",
+    )
+    table.add_column("class", overflow="fold")
+    for kind in ERROR_TYPES:
+        table.add_column(kind, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
+    for cls in analysis.classes:
+        table.add_row(cls.name, *_error_cells(cls.counts))
+    table.add_section()
+    table.add_row(Text("all", style="bold"), *_error_cells(analysis.summary))
+    cost = analysis.cost
+    if cost is not None:
+        table.add_row(
+            Text("mAP cost", style="bold"),
+            *(f"{cost.of(kind):.4f}" for kind in ERROR_TYPES),
+            "",
+        )
+    parts: list[RenderableType] = [table]
+    if cost is not None:
+        parts.append(
+            Text(
+                f"mAP cost: mAP with that type fixed minus the mAP measured ({cost.map:.4f})",
+                style="dim",
+            )
+        )
+    parts.append(
+        Text(
+            "cls wrong class · loc right class, IoU below the threshold · both wrong class and "
+            "place · dupe second box on a found object · bkg overlaps nothing · miss no "
+            "prediction near",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> RenderableType:
+    """Images with the most errors, each type counted; ``max_rows`` 0 shows every image."""
+    rows = sorted(
+        (i for i in analysis.images if i.counts.total), key=lambda i: (-i.counts.total, i.key)
+    )
+    shown = rows if max_rows == 0 else rows[:max_rows]
+    table = Table(title="Errors by image (most first)", title_justify="left")
+    table.add_column("image", overflow="fold")
+    for kind in ERROR_TYPES:
+        table.add_column(kind, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
+    for image in shown:
+        table.add_row(image.key, *_error_cells(image.counts))
+    parts: list[RenderableType] = [table]
+    if len(rows) > len(shown):
+        parts.append(Text(f"{len(rows) - len(shown):,} more images with errors", style="dim"))
+    elif not rows:
+        parts.append(Text("no errors", style="dim"))
+    return Group(*parts)
+
+
+def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType:
+    """The confusion matrix (rows ground truth, columns predictions), or, when there are
+    more than :data:`CONFUSION_MAX_CLASSES` classes, its largest off-diagonal cells."""
+    k = len(matrix.names) - 1
+    title = f"Confusion at IoU {threshold:g} (rows: ground truth, columns: predicted)"
+    if k <= CONFUSION_MAX_CLASSES:
+        table = Table(title=title, title_justify="left")
+        table.add_column("GT \\ pred", overflow="fold")
+        for name in matrix.names:
+            table.add_column(name, justify="right", overflow="fold")
+        for r, name in enumerate(matrix.names):
+            cells: list[RenderableType] = []
+            for c in range(k + 1):
+                value = int(matrix.counts[r, c])
+                style = "dim" if value == 0 else ("green" if r == c else "red")
+                cells.append(Text(str(value), style=style))
+            table.add_row(name, *cells)
+        return table
+    cells_list = [
+        (int(matrix.counts[r, c]), matrix.names[r], matrix.names[c])
+        for r in range(k + 1)
+        for c in range(k + 1)
+        if r != c and matrix.counts[r, c] > 0
+    ]
+    cells_list.sort(key=lambda cell: (-cell[0], cell[1], cell[2]))
+    table = Table(title=f"Largest confusions at IoU {threshold:g}", title_justify="left")
+    table.add_column("ground truth", overflow="fold")
+    table.add_column("predicted", overflow="fold")
+    table.add_column("count", justify="right")
+    for count, gt_name, pred_name in cells_list[:CONFUSION_MAX_CELLS]:
+        table.add_row(gt_name, pred_name, str(count))
+    parts: list[RenderableType] = [table]
+    more = len(cells_list) - CONFUSION_MAX_CELLS
+    if more > 0:
+        parts.append(Text(f"{more:,} more non-zero cells (the JSON has the matrix)", style="dim"))
+    parts.append(
+        Text(
+            f"{k} classes: the matrix is too wide to draw; {BACKGROUND} row: predictions of "
+            f"nothing, {BACKGROUND} column: missed objects",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def _bins(d: Distribution) -> str:
+    width = d.edges[1] - d.edges[0]
+    return f"{d.edges[0]:g} to {d.edges[-1]:g} by {width:g}"
+
+
+def tightness_table(result: Tightness) -> RenderableType:
+    """IoU and signed edge offsets of the true positives, with a histogram each."""
+    title = "Tightness of matched boxes"
+    if result.pairs == 0 or result.iou is None or result.left is None:
+        return Group(Text(title, style="italic"), Text("no true positives", style="dim"))
+    pairs = f"{result.pairs:,} pair" + ("" if result.pairs == 1 else "s")
+    table = Table(title=f"{title} ({pairs})", title_justify="left")
+    table.add_column("", no_wrap=True)
+    for name in ("mean", "median", "p5", "p95"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("histogram", no_wrap=True)
+    rows: list[tuple[str, Distribution | None, int]] = [
+        ("IoU", result.iou, 3),
+        ("left", result.left, 1),
+        ("top", result.top, 1),
+        ("right", result.right, 1),
+        ("bottom", result.bottom, 1),
+    ]
+    for name, d, digits in rows:
+        if d is None:
+            continue
+        table.add_row(
+            name,
+            f"{d.mean:.{digits}f}",
+            f"{d.median:.{digits}f}",
+            f"{d.p05:.{digits}f}",
+            f"{d.p95:.{digits}f}",
+            Text(f"▕{sparkline(d.counts)}▏", style="cyan"),
+        )
+    note = (
+        f"histogram bins: IoU {_bins(result.iou)}, offsets {_bins(result.left)} px, the end "
+        "bins holding anything beyond; an offset is + where the prediction's edge lies "
+        "outside the ground truth's"
+    )
+    return Group(table, Text(note, style="dim"))
+
+
+def render_analysis(
+    analysis: ErrorAnalysis,
+    threshold: float,
+    errors: bool = True,
+    tightness: bool = False,
+    max_rows: int = 20,
+) -> RenderableType:
+    """The error breakdown and confusion matrix, and the tightness when asked for."""
+    parts: list[RenderableType] = []
+    if errors:
+        parts += [
+            error_table(analysis, threshold),
+            Text(),
+            error_image_table(analysis, max_rows),
+            Text(),
+            confusion_table(analysis.confusion, threshold),
+        ]
+    if tightness:
+        if parts:
+            parts.append(Text())
+        parts.append(tightness_table(analysis.tightness))
+    return Group(*parts)
+
+
+def _signed(value: float | None, better_up: bool = True, digits: int = 4) -> Text:
+    if value is None:
+        return Text("—", style="dim")
+    if value == 0:
+        return Text(f"{0:.{digits}f}", style="dim")
+    good = value > 0 if better_up else value < 0
+    return Text(f"{value:+.{digits}f}", style="green" if good else "red")
+
+
+def _count_delta(value: int, better_up: bool) -> Text:
+    if value == 0:
+        return Text("0", style="dim")
+    good = value > 0 if better_up else value < 0
+    return Text(f"{value:+d}", style="green" if good else "red")
+
+
+def _change_row(name: str, change: Change) -> list[RenderableType]:
+    return [name, _number(change.a), _number(change.b), _signed(change.delta)]
+
+
+def _count_row(name: str, change: CountChange, better_up: bool) -> list[RenderableType]:
+    return [name, str(change.a), str(change.b), _count_delta(change.delta, better_up)]
+
+
+def _objects(values: tuple[ObjectRef, ...]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def diff_report(
+    diff: EvaluationDiff,
+    results: tuple[RegressionResult, ...] = (),
+    max_rows: int = DIFF_MAX_ROWS,
+) -> RenderableType:
+    """Run B against run A: the summary, each class, the images that changed (worst
+    regression first) and the regression gates."""
+    conventions = Table.grid(padding=(0, 2))
+    conventions.add_column(style="bold")
+    conventions.add_column()
+    conventions.add_row("A", diff.a_name)
+    conventions.add_row("B", diff.b_name)
+    for name, value in diff.conventions.describe():
+        conventions.add_row(name, value)
+
+    s = diff.summary
+    summary = Table(title="Summary (B - A)", title_justify="left")
+    summary.add_column("")
+    for name in ("A", "B", "change"):
+        summary.add_column(name, justify="right", no_wrap=True)
+    map_name = "mAP@[.50:.95]" if diff.conventions.coco_stats else "mAP"
+    summary.add_row(*_change_row(map_name, s.map))
+    summary.add_row(*_change_row("precision", s.precision))
+    summary.add_row(*_change_row("recall", s.recall))
+    summary.add_row(*_change_row("F1", s.f1))
+    summary.add_row(*_count_row("TP", s.tp, True))
+    summary.add_row(*_count_row("FP", s.fp, False))
+    summary.add_row(*_count_row("FN", s.fn, False))
+
+    classes = Table(title="Classes (B - A)", title_justify="left")
+    classes.add_column("class", overflow="fold")
+    classes.add_column("GT", justify="right")
+    for name in ("AP A", "AP B", "ΔAP", "Δprecision", "Δrecall", "ΔTP", "ΔFP", "ΔFN"):
+        classes.add_column(name, justify="right", no_wrap=True)
+    for cls in diff.classes:
+        classes.add_row(
+            cls.name,
+            str(cls.gt),
+            _number(cls.ap.a),
+            _number(cls.ap.b),
+            _signed(cls.ap.delta),
+            _signed(cls.precision.delta),
+            _signed(cls.recall.delta),
+            _count_delta(cls.tp.delta, True),
+            _count_delta(cls.fp.delta, False),
+            _count_delta(cls.fn.delta, False),
+        )
+
+    changed = [i for i in diff.images if i.changed]
+    shown = changed if max_rows == 0 else changed[:max_rows]
+    images = Table(title="Images that changed (worst first)", title_justify="left")
+    images.add_column("image", overflow="fold")
+    for name in ("new FN", "fixed FN", "new FP", "removed FP"):
+        images.add_column(name, overflow="fold")
+    images.add_column("net", justify="right", no_wrap=True)
+    for image in shown:
+        images.add_row(
+            image.key,
+            Text(_objects(image.new_fn), style="red"),
+            Text(_objects(image.fixed_fn), style="green"),
+            Text(_objects(image.new_fp), style="red"),
+            Text(_objects(image.removed_fp), style="green"),
+            _count_delta(image.net, True),
+        )
+    parts: list[RenderableType] = [
+        conventions,
+        Text(),
+        summary,
+        Text(),
+        classes,
+        Text(),
+        images,
+    ]
+    if len(changed) > len(shown):
+        parts.append(
+            Text(
+                f"{len(changed) - len(shown):,} more changed images (--max-rows 0 shows all)",
+                style="dim",
+            )
+        )
+    unchanged = len(diff.images) - len(changed)
+    parts.append(
+        Text(
+            f"{len(changed):,} images changed ({diff.worse:,} new errors, {diff.better:,} fixed), "
+            f"{unchanged:,} unchanged; class#n is object n (from 0) of the ground-truth file "
+            "for FN, of that run's file for FP",
+            style="dim",
+        )
+    )
+    for key in diff.only_a:
+        parts.append(Text(f"note: {key} evaluated in A only", style="yellow"))
+    for key in diff.only_b:
+        parts.append(Text(f"note: {key} evaluated in B only", style="yellow"))
+    if results:
+        gates = Table(title="Regression gates", title_justify="left")
+        gates.add_column("gate")
+        gates.add_column("result")
+        gates.add_column("", no_wrap=True)
+        for result in results:
+            verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
+            gates.add_row(str(result.gate), str(result), verdict)
+        parts += [Text(), gates]
+    return Group(*parts)
