@@ -20,10 +20,13 @@ from vocmatch.analysis import (
     BACKGROUND,
     ERROR_TYPES,
     ErrorCounts,
+    _ranked_map,
+    _rankings,
     confusion_matrix,
     distribution,
     error_analysis,
     error_boxes,
+    map_cost,
     offset_edges,
     tightness,
 )
@@ -32,7 +35,7 @@ from vocmatch.errors import InputError
 from vocmatch.evaluate import evaluate, read_pair
 from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
+from vocmatch.protocol import Conventions, protocol
 from vocmatch.report import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
 
 ERRORS = FIXTURES / "errors"
@@ -263,6 +266,71 @@ def test_every_box_counts_once(
     if analysis.cost is not None:
         for kind in ERROR_TYPES:
             assert analysis.cost.of(kind) >= -1e-12
+
+
+many_boxes = st.lists(
+    st.tuples(
+        st.integers(0, 1),
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(0, 30),
+        st.integers(0, 30),
+        st.integers(2, 14),
+        st.integers(2, 14),
+        st.sampled_from([0.9, 0.8, 0.7, 0.5, 0.3]),
+    ),
+    max_size=14,
+)
+
+
+@pytest.mark.parametrize(
+    "conventions",
+    [
+        pytest.param(protocol("default"), id="default"),
+        pytest.param(protocol("voc12"), id="voc12-devkit-rule"),
+        pytest.param(protocol("voc07"), id="voc07-11-point"),
+        pytest.param(replace(protocol("default"), strict_threshold=True), id="strict"),
+        pytest.param(replace(protocol("default"), interpolation="101-point"), id="101-point"),
+    ],
+)
+@settings(max_examples=40, deadline=None)
+@given(gt_raw=many_boxes, pred_raw=many_boxes)
+def test_ranked_cost_equals_evaluating_the_fixed_boxes(
+    conventions: Conventions,
+    gt_raw: list[tuple[int, str, int, int, int, int, float]],
+    pred_raw: list[tuple[int, str, int, int, int, int, float]],
+) -> None:
+    """With one AP threshold the cost read off the re-ranked flags is the cost found by
+    evaluating the fixed boxes again, and the flags give the evaluation's own mAP."""
+    keys = ("p", "q")
+    gt = AnnotationSet(
+        "gt",
+        tuple(
+            ImageAnnotation(k, f"gt/{k}.xml", tuple(
+                Box(n, x, y, x + w, y + h) for i, n, x, y, w, h, _ in gt_raw if keys[i] == k
+            ))
+            for k in keys
+        ),
+        (),
+    )  # fmt: skip
+    pred = AnnotationSet(
+        "pred",
+        tuple(
+            ImageAnnotation(k, f"pred/{k}.xml", tuple(
+                Box(n, x, y, x + w, y + h, score=s)
+                for i, n, x, y, w, h, s in pred_raw if keys[i] == k
+            ))
+            for k in keys
+        ),
+        (),
+    )  # fmt: skip
+    evaluation = evaluate(gt, pred, conventions)
+    images = error_boxes(evaluation, gt, pred)
+    ranked = map_cost(evaluation, gt, pred, images)
+    again = map_cost(evaluation, gt, pred, images, reevaluate=True)
+    assert ranked == again
+    if evaluation.summary.map is not None:
+        n_gt = {c.name: c.gt for c in evaluation.classes}
+        assert _ranked_map(_rankings(evaluation), n_gt, evaluation) == evaluation.summary.map
 
 
 def test_tightness_on_two_pairs() -> None:
