@@ -109,6 +109,19 @@ def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) 
 
 
 ODD_FILES = {
+    "size-plain": b'<?xml version="1.0" encoding="utf-8"?>\\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "size-two": b"<annotation><size><width>10</width><height>20</height></size><size><width>1</width><height>2</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "size-nested-width": b"<annotation><size><width><v>10</v></width><height>20</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "size-no-height": b"<annotation><size><width>10</width></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "size-empty-depth": b"<annotation><size><width>10</width><height>20</height><depth> </depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "size-bad-depth": b"<annotation><size><width>10</width><height>20</height><depth>x</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "size-two-widths": b"<annotation><size><width>10</width><width>11</width><height>20</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "filename-nested": b"<annotation><filename><a>x</a></filename><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "filename-two": b"<annotation><filename>a</filename><filename>b</filename><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "header-attribute": b'<annotation verified="yes"><filename>a</filename><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "header-mismatch": b"<annotation><folder>a</fold><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "root-other": b"<voc><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></voc>",
+    "nested-source": b"<annotation><source><database>d</database><annotation>PASCAL</annotation></source><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "comment": b"<annotation><!-- c --><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "entity": b"<annotation><object><name>a&amp;b</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "attribute": b'<annotation><object id="1"><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',

@@ -429,7 +429,9 @@ def evaluate_columns(
         )
 
     # Per class: predictions in (image, rank) order, as the reference concatenates them.
-    class_order = np.lexsort((rank, p_image, p_class))
+    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
+    # rank).
+    class_order = np.argsort(p_class, kind="stable")
     class_starts = _segment_starts(p_class[class_order], n_k)
     g_class_starts = np.bincount(g_class, minlength=n_k)
     g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)

@@ -30,7 +30,6 @@ from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
     AnnotationSet,
     find_annotation_files,
-    parse_annotation,
     read_annotation,
 )
 
@@ -40,19 +39,21 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+# Text between tags is allowed anywhere ([^<]*), as XML allows it and the parser ignores it.
 _OBJECT = re.compile(
-    rb"<object>\s*"
-    rb"<name>([^<]*)</name>\s*"
-    rb"(<pose>[^<]*</pose>\s*)?"
-    rb"(<truncated>([^<]*)</truncated>\s*)?"
-    rb"(<difficult>([^<]*)</difficult>\s*)?"
-    rb"<bndbox>\s*"
-    rb"<xmin>([^<]*)</xmin>\s*<ymin>([^<]*)</ymin>\s*"
-    rb"<xmax>([^<]*)</xmax>\s*<ymax>([^<]*)</ymax>\s*"
-    rb"</bndbox>\s*"
-    rb"(<score>([^<]*)</score>\s*|<confidence>([^<]*)</confidence>\s*)?"
+    rb"<object>[^<]*"
+    rb"<name>([^<]*)</name>[^<]*"
+    rb"(<pose>[^<]*</pose>[^<]*)?"
+    rb"(<truncated>([^<]*)</truncated>[^<]*)?"
+    rb"(<difficult>([^<]*)</difficult>[^<]*)?"
+    rb"<bndbox>[^<]*"
+    rb"<xmin>([^<]*)</xmin>[^<]*<ymin>([^<]*)</ymin>[^<]*"
+    rb"<xmax>([^<]*)</xmax>[^<]*<ymax>([^<]*)</ymax>[^<]*"
+    rb"</bndbox>[^<]*"
+    rb"(<score>([^<]*)</score>[^<]*|<confidence>([^<]*)</confidence>[^<]*)?"
     rb"</object>"
 )
+_TAG = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.-]*)>")
 # Groups of _OBJECT: name, pose element, truncated element and value, difficult element
 # and value, the four coordinates, score-or-confidence element, score value, confidence
 # value. An element group is empty exactly when the element is absent.
@@ -77,7 +78,8 @@ class ColumnSet:
         root: The directory that was read.
         keys: Image keys, sorted.
         paths: The file of each image.
-        sizes: ``(I, 2)`` width and height from ``<size>``; NaN where absent.
+        sizes: ``<size>`` of each image, None where absent.
+        filenames: ``<filename>`` of each image, None where absent.
         image: ``(B,)`` index of each object's image, non-decreasing.
         labels: ``(B,)`` index of each object's class name in ``label_names``.
         label_names: The class names, sorted.
@@ -91,7 +93,8 @@ class ColumnSet:
     root: str
     keys: tuple[str, ...]
     paths: tuple[str, ...]
-    sizes: FloatArray
+    sizes: tuple[ImageSize | None, ...]
+    filenames: tuple[str | None, ...]
     image: IntArray
     labels: IntArray
     label_names: tuple[str, ...]
@@ -122,9 +125,9 @@ class ColumnSet:
                         score=None if math.isnan(score) else score,
                     )
                 )
-            width, height = self.sizes[i]
-            size = None if math.isnan(width) else ImageSize(float(width), float(height))
-            annotations.append(ImageAnnotation(key, path, tuple(boxes), size))
+            annotations.append(
+                ImageAnnotation(key, path, tuple(boxes), self.sizes[i], self.filenames[i])
+            )
         return AnnotationSet(self.root, tuple(annotations), self.skipped)
 
 
@@ -134,7 +137,8 @@ class _Chunk:
 
     keys: list[str]
     paths: list[str]
-    sizes: list[tuple[float, float]]
+    sizes: list[ImageSize | None]
+    filenames: list[str | None]
     counts: list[int]
     codes: list[int]  # index into vocabulary, one per object
     vocabulary: dict[str, int]
@@ -155,9 +159,111 @@ def _flag(raw: bytes) -> bool | None:
     return None  # anything else: let the parser decide
 
 
-def _fast(
-    data: bytes, path: str, key: str
-) -> tuple[ImageAnnotation, FloatArray, list[str], BoolArray, BoolArray, FloatArray] | None:
+@dataclass(frozen=True, slots=True)
+class _Header:
+    filename: str | None
+    size: ImageSize | None
+
+
+def _leaf_number(text: bytes) -> float | None:
+    # The parser's _number: stripped text, float(), finite.
+    try:
+        value = float(text.decode("utf-8").strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _leaf_text(data: bytes, tags: list[re.Match[bytes]], i: int) -> bytes | None:
+    """The text of the element opened by ``tags[i]``, or None when it has children."""
+    following = tags[i + 1]
+    if following.group(1) and following.group(2) == tags[i].group(2):
+        return data[tags[i].end() : following.start()]
+    return None
+
+
+def _header(data: bytes, start: int, stop: int) -> _Header | None:
+    """Read <filename> and <size> from the part of a plain file before its first object.
+
+    Returns None unless that part is a well-formed run of plain tags that opens
+    <annotation> and leaves it open, so the parser would read it the same way (it takes
+    the first <filename>, the first <size> and, within it, the first <width>, <height> and
+    <depth>).
+    """
+    tags = list(_TAG.finditer(data, start, stop))
+    if data.count(b"<", start, stop) != len(tags):
+        return None  # attributes, or a '<' the tag pattern does not cover
+    stack: list[bytes] = []
+    filename_at: int | None = None
+    size_at: int | None = None
+    size_children: dict[bytes, int] = {}
+    in_first_size = False
+    for i, tag in enumerate(tags):
+        name = tag.group(2)
+        if tag.group(1):
+            if len(stack) < 2 or stack[-1] != name:
+                return None  # mismatched, or closing <annotation> before the objects
+            stack.pop()
+            if len(stack) == 1:
+                in_first_size = False
+            continue
+        if not stack and name != b"annotation":
+            return None
+        stack.append(name)
+        if len(stack) == 2:
+            if name == b"filename" and filename_at is None:
+                filename_at = i
+            elif name == b"size" and size_at is None:
+                size_at = i
+                in_first_size = True
+        elif len(stack) == 3 and in_first_size:
+            size_children.setdefault(name, i)
+    if stack != [b"annotation"]:
+        return None
+    filename = None
+    if filename_at is not None:
+        raw = _leaf_text(data, tags, filename_at)
+        if raw is None:
+            return None
+        filename = raw.decode("utf-8").strip()
+    size = None
+    if size_at is not None:
+        numbers: dict[bytes, float] = {}
+        for child in (b"width", b"height"):
+            if child not in size_children:
+                return None
+            raw = _leaf_text(data, tags, size_children[child])
+            value = None if raw is None else _leaf_number(raw)
+            if value is None:
+                return None
+            numbers[child] = value
+        depth: int | None = None
+        if b"depth" in size_children:
+            raw = _leaf_text(data, tags, size_children[b"depth"])
+            if raw is None:
+                return None
+            if raw.decode("utf-8").strip():
+                value = _leaf_number(raw)
+                if value is None:
+                    return None
+                depth = int(value)
+        size = ImageSize(width=numbers[b"width"], height=numbers[b"height"], depth=depth)
+    return _Header(filename, size)
+
+
+@dataclass(slots=True)
+class _Objects:
+    """The objects of one plain file, as plain lists."""
+
+    header: _Header
+    coordinates: FloatArray
+    names: list[str]
+    difficult: list[bool]
+    truncated: list[bool]
+    scores: list[float]
+
+
+def _fast(data: bytes) -> _Objects | None:
     """Extract a plain-layout file's objects, or None to leave the file to the parser."""
     if any(token in data for token in _UNUSUAL):
         return None
@@ -166,88 +272,78 @@ def _fast(
     declaration = _DECLARATION.match(data)
     if data.count(b"<?") != (1 if declaration else 0):
         return None  # processing instructions other than the declaration
+    start = 0
     if declaration:
         encoding = _ENCODING.search(declaration.group(0))
         if encoding and encoding.group(1).lower() not in (b"utf-8", b"utf8"):
             return None
-    elif not data.lstrip(_SPACE).startswith(b"<annotation"):
-        return None
+        start = declaration.end()
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    matches = _OBJECT.findall(data)
     first = data.find(b"<object")
-    if len(matches) != data.count(b"<object") or len(matches) != data.count(b"</object>"):
-        return None
+    if first < 0:
+        return None  # nothing to gain: the parser reads object-less files as fast
+    matches = _OBJECT.findall(data, first)
     if not matches:
-        return None  # nothing to gain: the parser reads small files as fast
+        return None
     last = data.rfind(b"</object>") + len(b"</object>")
     if not _TRAILER.match(data, last):
         return None
     # Every tag between the first and the last object belongs to a matched object: each
-    # holds 4 + 2 * (leaf elements) '<' characters. A wrapper element would add more.
+    # holds 4 + 2 * (leaf elements) '<' characters. A wrapper element, an attribute or an
+    # object of another shape would add more.
     leaves = 5 * len(matches)
     for m in matches:
         leaves += bool(m[1]) + bool(m[2]) + bool(m[4]) + bool(m[10])
-    expected = 4 * len(matches) + 2 * leaves
-    if data.count(b"<", first, last) != expected:
+    if data.count(b"<", first, last) != 4 * len(matches) + 2 * leaves:
         return None
-    # The header (everything before the first object) is parsed by the parser itself, so
-    # <size>, <filename> and the root element are read exactly as usual.
-    header = parse_annotation(data[:first] + b"</annotation>", path, key)
-    n = len(matches)
+    header = _header(data, start, first)
+    if header is None:
+        return None
     try:
-        coordinates = np.array(
-            [float(v) for m in matches for v in m[6:10]], dtype=np.float64
-        ).reshape(n, 4)
-        has_score = [bool(m[10]) for m in matches]
-        scores = np.array(
-            [
-                (float(m[11]) if m[10].startswith(b"<score") else float(m[12]))
-                if m[10]
-                else math.nan
-                for m in matches
-            ],
-            dtype=np.float64,
-        )
+        values = [float(v) for m in matches for v in m[6:10]]
+        scores = [
+            (float(m[11]) if m[10].startswith(b"<score") else float(m[12])) if m[10] else math.nan
+            for m in matches
+        ]
     except ValueError:
         return None
-    if not np.all(np.isfinite(coordinates)) or not np.all(
-        np.isfinite(scores[np.array(has_score, dtype=bool)])
-    ):
+    coordinates = np.array(values, dtype=np.float64).reshape(len(matches), 4)
+    if not np.isfinite(coordinates).all():
         return None
-    if np.any(coordinates[:, 2] < coordinates[:, 0]) or np.any(
+    if (coordinates[:, 2] < coordinates[:, 0]).any() or (
         coordinates[:, 3] < coordinates[:, 1]
+    ).any():
+        return None
+    if any(math.isinf(v) for v in scores) or any(
+        math.isnan(v) for m, v in zip(matches, scores, strict=True) if m[10]
     ):
         return None
     names = []
+    decoded: dict[bytes, str] = {}
     for m in matches:
-        name = m[0].decode("utf-8").strip()
+        name = decoded.get(m[0])
+        if name is None:
+            name = decoded[m[0]] = m[0].decode("utf-8").strip()
         if not name:
             return None
         names.append(name)
-    difficult_flags = [_flag(m[5]) if m[4] else False for m in matches]
-    truncated_flags = [_flag(m[3]) if m[2] else False for m in matches]
-    if None in difficult_flags or None in truncated_flags:
+    difficult = [_flag(m[5]) if m[4] else False for m in matches]
+    truncated = [_flag(m[3]) if m[2] else False for m in matches]
+    if None in difficult or None in truncated:
         return None
-    return (
-        header,
-        coordinates,
-        names,
-        np.array(difficult_flags, dtype=bool),
-        np.array(truncated_flags, dtype=bool),
-        scores,
-    )
+    return _Objects(header, coordinates, names, difficult, truncated, scores)  # type: ignore[arg-type]
 
 
 def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
-    chunk = _Chunk([], [], [], [], [], {}, [], [], [], [], [])
+    chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
     for key, path in files:
         try:
             with open(path, "rb") as handle:
                 data = handle.read(max_bytes + 1)
-            fast = _fast(data, path, key) if len(data) <= max_bytes else None
+            fast = _fast(data) if len(data) <= max_bytes else None
             if fast is None:
                 annotation = read_annotation(path, key, max_bytes)
                 _add_annotation(chunk, annotation)
@@ -262,26 +358,27 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
             except AnnotationError as error:
                 chunk.skipped.append(SkippedFile(error.path, error.message, error.line, key=key))
             continue
-        header, coordinates, names, difficult, truncated, scores = fast
-        _add_header(chunk, header)
-        chunk.counts.append(len(names))
-        _add_names(chunk, names)
-        chunk.boxes.append(coordinates)
-        chunk.difficult.append(difficult)
-        chunk.truncated.append(truncated)
-        chunk.scores.append(scores)
+        _add_header(chunk, key, path, fast.header.size, fast.header.filename)
+        chunk.counts.append(len(fast.names))
+        _add_names(chunk, fast.names)
+        chunk.boxes.append(fast.coordinates)
+        chunk.difficult.append(np.array(fast.difficult, dtype=bool))
+        chunk.truncated.append(np.array(fast.truncated, dtype=bool))
+        chunk.scores.append(np.array(fast.scores, dtype=np.float64))
     return chunk
 
 
-def _add_header(chunk: _Chunk, annotation: ImageAnnotation) -> None:
-    chunk.keys.append(annotation.key)
-    chunk.paths.append(annotation.path)
-    size = annotation.size
-    chunk.sizes.append((size.width, size.height) if size else (math.nan, math.nan))
+def _add_header(
+    chunk: _Chunk, key: str, path: str, size: ImageSize | None, filename: str | None
+) -> None:
+    chunk.keys.append(key)
+    chunk.paths.append(path)
+    chunk.sizes.append(size)
+    chunk.filenames.append(filename)
 
 
 def _add_annotation(chunk: _Chunk, annotation: ImageAnnotation) -> None:
-    _add_header(chunk, annotation)
+    _add_header(chunk, annotation.key, annotation.path, annotation.size, annotation.filename)
     boxes = annotation.boxes
     chunk.counts.append(len(boxes))
     _add_names(chunk, [b.name for b in boxes])
@@ -319,7 +416,8 @@ def _assemble(root: str, chunks: Sequence[_Chunk], skipped: Sequence[SkippedFile
         root=root,
         keys=tuple(keys),
         paths=tuple(p for c in chunks for p in c.paths),
-        sizes=np.array([s for c in chunks for s in c.sizes], dtype=np.float64).reshape(-1, 2),
+        sizes=tuple(s for c in chunks for s in c.sizes),
+        filenames=tuple(f for c in chunks for f in c.filenames),
         image=np.repeat(np.arange(len(keys), dtype=np.int64), counts),
         labels=labels,
         label_names=tuple(label_names),
@@ -378,7 +476,7 @@ def read_columns(
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
     """Columns holding the same objects as parser records (for comparisons and tests)."""
-    chunk = _Chunk([], [], [], [], [], {}, [], [], [], [], [])
+    chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
     for annotation in annotations.annotations:
         _add_annotation(chunk, annotation)
     return _assemble(annotations.root, [chunk], annotations.skipped)
