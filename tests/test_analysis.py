@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, GOLDEN, ROOT
 from vocmatch.analysis import (
     BACKGROUND,
     ERROR_TYPES,
@@ -472,3 +472,9 @@ def test_cli_background_iou_above_threshold_is_refused(demo: tuple[Path, Path]) 
     assert code == 2
     assert out == ""
     assert "vocmatch: error: background IoU must be within [0, 0.5]" in err
+
+
+def test_readme_shows_the_golden_error_report() -> None:
+    """The README's error-analysis example is the golden output, so it cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "errors_demo.txt").read_text(encoding="utf-8") in readme

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, GOLDEN, ROOT
 from vocmatch.cli import main
 from vocmatch.diff import (
     Change,
@@ -193,7 +193,7 @@ def test_diff_report_golden(golden: Callable[[str, str], None]) -> None:
     gt, pred_a = read_pair(DIFF / "gt", DIFF / "pred_a")
     pred_b = read_directory(DIFF / "pred_b")
     a, b = evaluate(gt, pred_a), evaluate(gt, pred_b)
-    diff = evaluation_diff(a, b, pred_a, pred_b, "pred_a", "pred_b")
+    diff = evaluation_diff(a, b, pred_a, pred_b, "fixtures/diff/pred_a", "fixtures/diff/pred_b")
     results = check_regressions(diff, [parse_regression_gate("map=-0.01")])
     buffer = io.StringIO()
     Console(file=buffer, width=100, color_system=None).print(diff_report(diff, results))
@@ -296,3 +296,9 @@ def test_cli_diff_of_labelling_passes(tmp_path: Path) -> None:
     )
     code, _, _ = run("diff", *dirs, "--fail-on-regression", "recall=0")
     assert code == 0
+
+
+def test_readme_shows_the_golden_diff() -> None:
+    """The README's diff example is the golden output, so it cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "diff_fixture.txt").read_text(encoding="utf-8") in readme
