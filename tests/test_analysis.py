@@ -418,7 +418,7 @@ def test_wide_confusion_lists_the_largest_cells() -> None:
     text = text_of(confusion_table(matrix, 0.5))
     assert text.startswith("Largest confusions at IoU 0.5")
     assert "│ c00          │ c01       │     1 │" in text
-    assert "13 classes: the matrix is too wide to draw" in text
+    assert "13 classes, too many to draw the matrix; against background: 0 predictions" in text
 
 
 def test_cli_errors_flag(demo: tuple[Path, Path]) -> None:

@@ -336,10 +336,11 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
                 cells.append(Text(str(value), style=style))
             table.add_row(name, *cells)
         return table
+    # Class-to-class cells: the confusions proper; background is summed in a footnote.
     cells_list = [
         (int(matrix.counts[r, c]), matrix.names[r], matrix.names[c])
-        for r in range(k + 1)
-        for c in range(k + 1)
+        for r in range(k)
+        for c in range(k)
         if r != c and matrix.counts[r, c] > 0
     ]
     cells_list.sort(key=lambda cell: (-cell[0], cell[1], cell[2]))
@@ -352,11 +353,15 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
     parts: list[RenderableType] = [table]
     more = len(cells_list) - CONFUSION_MAX_CELLS
     if more > 0:
-        parts.append(Text(f"{more:,} more non-zero cells (the JSON has the matrix)", style="dim"))
+        parts.append(Text(f"{more:,} more confused pairs (the JSON has the matrix)", style="dim"))
+    elif not cells_list:
+        parts.append(Text("no class confused with another", style="dim"))
+    nothing = int(matrix.counts[k, :k].sum())
+    missed = int(matrix.counts[:k, k].sum())
     parts.append(
         Text(
-            f"{k} classes: the matrix is too wide to draw; {BACKGROUND} row: predictions of "
-            f"nothing, {BACKGROUND} column: missed objects",
+            f"{k} classes, too many to draw the matrix; against {BACKGROUND}: {nothing:,} "
+            f"predictions of nothing, {missed:,} objects missed",
             style="dim",
         )
     )
