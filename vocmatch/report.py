@@ -22,7 +22,14 @@ from vocmatch.analysis import (
     ErrorCounts,
     Tightness,
 )
-from vocmatch.diff import Change, CountChange, EvaluationDiff, ObjectRef, RegressionResult
+from vocmatch.diff import (
+    Change,
+    CountChange,
+    EvaluationDiff,
+    ImageDiff,
+    ObjectRef,
+    RegressionResult,
+)
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = ["ReportOptions", "class_table", "header", "image_table", "render", "summary_table"]
@@ -229,6 +236,9 @@ CONFUSION_MAX_CELLS = 15
 
 #: Rows of the per-image tables of the diff report by default.
 DIFF_MAX_ROWS = 20
+
+#: Characters of the objects column of the diff report (the JSON lists every object).
+DIFF_OBJECTS_WIDTH = 72
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -443,11 +453,11 @@ def _signed(value: float | None, better_up: bool = True, digits: int = 4) -> Tex
     return Text(f"{value:+.{digits}f}", style="green" if good else "red")
 
 
-def _count_delta(value: int, better_up: bool) -> Text:
+def _count_delta(value: int, better_up: bool, signed: bool = True) -> Text:
     if value == 0:
         return Text("0", style="dim")
     good = value > 0 if better_up else value < 0
-    return Text(f"{value:+d}", style="green" if good else "red")
+    return Text(f"{value:+d}" if signed else str(value), style="green" if good else "red")
 
 
 def _change_row(name: str, change: Change) -> list[RenderableType]:
@@ -458,8 +468,24 @@ def _count_row(name: str, change: CountChange, better_up: bool) -> list[Renderab
     return [name, str(change.a), str(change.b), _count_delta(change.delta, better_up)]
 
 
-def _objects(values: tuple[ObjectRef, ...]) -> str:
-    return ", ".join(str(v) for v in values)
+def _image_objects(image: ImageDiff) -> Text:
+    """``missed bowl#1 · new FP cup#1 · found mug#1 · FP gone person#1``."""
+    text = Text()
+    groups: list[tuple[str, tuple[ObjectRef, ...], str]] = [
+        ("missed", image.new_fn, "red"),
+        ("new FP", image.new_fp, "red"),
+        ("found", image.fixed_fn, "green"),
+        ("FP gone", image.removed_fp, "green"),
+    ]
+    for label, refs, style in groups:
+        if not refs:
+            continue
+        if text:
+            text.append(" · ", style="dim")
+        text.append(f"{label} ", style=style)
+        text.append(", ".join(str(r) for r in refs))
+    text.truncate(DIFF_OBJECTS_WIDTH, overflow="ellipsis")
+    return text
 
 
 def diff_report(
@@ -514,17 +540,18 @@ def diff_report(
     shown = changed if max_rows == 0 else changed[:max_rows]
     images = Table(title="Images that changed (worst first)", title_justify="left")
     images.add_column("image", overflow="fold")
-    for name in ("new FN", "fixed FN", "new FP", "removed FP"):
-        images.add_column(name, overflow="fold")
-    images.add_column("net", justify="right", no_wrap=True)
+    for name in ("new FN", "fixed FN", "new FP", "removed FP", "net"):
+        images.add_column(name, justify="right", no_wrap=True)
+    images.add_column("objects")
     for image in shown:
         images.add_row(
             image.key,
-            Text(_objects(image.new_fn), style="red"),
-            Text(_objects(image.fixed_fn), style="green"),
-            Text(_objects(image.new_fp), style="red"),
-            Text(_objects(image.removed_fp), style="green"),
+            _count_delta(len(image.new_fn), False, signed=False),
+            _count_delta(len(image.fixed_fn), True, signed=False),
+            _count_delta(len(image.new_fp), False, signed=False),
+            _count_delta(len(image.removed_fp), True, signed=False),
             _count_delta(image.net, True),
+            _image_objects(image),
         )
     parts: list[RenderableType] = [
         conventions,
