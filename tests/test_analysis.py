@@ -346,14 +346,15 @@ def test_tightness_on_two_pairs() -> None:
     assert result.iou.mean == pytest.approx((26 / 30 + 400 / 480) / 2)
     # 20 bins of 0.025 from the threshold: 0.8333 in bin 13, 0.8667 in bin 14.
     assert result.iou.counts == tuple(1 if k in (13, 14) else 0 for k in range(20))
-    # |offsets| 4, 2, 2 and five 0: 95th percentile 3.3, so 21 bins of 0.5 px.
-    assert result.left.edges == tuple(float(e) for e in np.arange(22) * 0.5 - 5.25)
+    # |offsets| 4, 2, 2 and five 0: 95th percentile 3.3 would give 0.5 px bins, but the
+    # offsets are whole pixels, so 21 bins of 1 px.
+    assert result.left.edges == tuple(float(e) for e in np.arange(22) - 10.5)
     # left: gt.x1 - pred.x1 = -4 (cut inside) and +2 (reaches out).
-    assert result.left.counts == tuple(1 if k in (2, 14) else 0 for k in range(21))
+    assert result.left.counts == tuple(1 if k in (6, 12) else 0 for k in range(21))
     assert (result.left.mean, result.left.median, result.left.std) == (-1.0, -1.0, 3.0)
     assert (result.left.minimum, result.left.maximum) == (-4.0, 2.0)
     assert (result.left.p05, result.left.p95) == (pytest.approx(-3.7), pytest.approx(1.7))
-    assert result.right.counts == tuple(1 if k in (10, 14) else 0 for k in range(21))
+    assert result.right.counts == tuple(1 if k in (10, 12) else 0 for k in range(21))
     assert [c.name for c in result.classes] == ["cat"]
     assert result.classes[0].pairs == 2
 
@@ -371,6 +372,7 @@ def test_tightness_without_matches() -> None:
     [
         pytest.param([0.0, 0.0], [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], id="all-zero-one-pixel"),
         pytest.param([0.2, -0.1], [-0.25, -0.15, -0.05, 0.05, 0.15, 0.25], id="sub-pixel"),
+        pytest.param([1.0, -1.0], [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], id="whole-pixels-at-least-1"),
         pytest.param([10.0, -3.0], [-12.5, -7.5, -2.5, 2.5, 7.5, 12.5], id="round-width-5"),
     ],
 )

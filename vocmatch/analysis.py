@@ -870,8 +870,9 @@ def offset_edges(values: npt.ArrayLike, bins: int = OFFSET_BINS) -> FloatArray:
     """Bin edges for signed offsets: ``bins`` (odd) bins of a round width, one centred on 0.
 
     The width is the smallest 1, 2 or 5 times a power of ten that makes the bins reach the
-    95th percentile of ``|values|`` (1 pixel when every value is 0), so that a few outliers
-    do not flatten the histogram; values beyond count in the end bins.
+    95th percentile of ``|values|`` (1 pixel when every value is 0, and at least 1 pixel
+    when every value is a whole number), so that a few outliers do not flatten the
+    histogram; values beyond count in the end bins.
 
     Args:
         values: The offsets.
@@ -887,6 +888,9 @@ def offset_edges(values: npt.ArrayLike, bins: int = OFFSET_BINS) -> FloatArray:
     reach = float(np.percentile(np.abs(array), 95)) if array.size else 0.0
     half = bins / 2
     step = _nice_step(reach / (half - 0.5)) if reach > 0 else 1.0
+    if step < 1.0 and np.array_equal(array, np.round(array)):
+        # Whole-pixel offsets in sub-pixel bins would leave every other bin empty.
+        step = 1.0
     # The outermost bin centre sits at (half - 0.5) * step >= reach.
     return np.arange(bins + 1, dtype=np.float64) * step - half * step
 
