@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -18,7 +18,7 @@ from vocmatch.errors import InputError
 from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
 from vocmatch.match import ClassMatch, match_class
 from vocmatch.model import Box, ImageAnnotation, SkippedFile
-from vocmatch.parse import AnnotationSet, read_directory
+from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 
 __all__ = [
@@ -29,12 +29,15 @@ __all__ = [
     "Match",
     "Summary",
     "SweepResult",
+    "case_notes",
     "class_result",
     "coco_accumulate",
     "coco_summarize",
     "evaluate",
     "evaluate_directories",
     "finish",
+    "fold_names",
+    "input_notes",
     "read_pair",
     "score_notes",
 ]
@@ -560,6 +563,8 @@ def evaluate(
     gt: AnnotationSet,
     pred: AnnotationSet,
     conventions: Conventions | None = None,
+    *,
+    fold_case: bool = False,
 ) -> Evaluation:
     """Evaluate a prediction set against a ground-truth set.
 
@@ -569,15 +574,25 @@ def evaluate(
     ``orphan_pred``. An image whose ground-truth or prediction file could not be read is
     left out (its file is in ``skipped``), so a broken file never counts as errors.
 
+    Values that are legal but suspicious (negative or enormous coordinates, scores outside
+    [0, 1], class names that differ only in case) are evaluated as given and noted.
+
     Args:
         gt: Ground-truth annotations.
         pred: Predictions, with or without scores.
         conventions: The protocol; defaults to ``protocol("default")``.
+        fold_case: Lower-case every class name before matching, so ``Car`` and ``car``
+            are one class (see :func:`fold_names`).
 
     Returns:
         The evaluation.
     """
     conv = conventions or protocol("default")
+    names = case_notes(
+        (b.name for a in (*gt.annotations, *pred.annotations) for b in a.boxes), fold_case
+    )
+    if fold_case:
+        gt, pred = fold_names(gt), fold_names(pred)
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in pred.skipped if s.key is not None}
     unreadable |= {s.key for s in gt.skipped if s.key is not None}
@@ -592,7 +607,20 @@ def evaluate(
     pred_boxes = [b for _, p in pairs if p is not None for b in p.boxes]
     scored = any(b.score is not None for b in pred_boxes)
     unscored = sum(1 for b in pred_boxes if b.score is None)
-    notes = score_notes(scored, unscored, bool(pred_boxes))
+    unscored_files = sum(
+        1 for _, p in pairs if p is not None and any(b.score is None for b in p.boxes)
+    )
+    notes = [*gt.notes, *pred.notes]
+    notes += score_notes(scored, unscored, bool(pred_boxes), files=unscored_files)
+    files = [a for a, _ in pairs] + [p for _, p in pairs if p is not None]
+    notes += input_notes(
+        [a.path for a in files],
+        [i for i, a in enumerate(files) for _ in a.boxes],
+        _array([b for a in files for b in a.boxes]),
+        [math.nan] * sum(len(a.boxes) for a, _ in pairs)
+        + [math.nan if b.score is None else b.score for b in pred_boxes],
+    )
+    notes += names
 
     levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
     levels = {value: i for i, value in enumerate(levels_list)}
@@ -661,14 +689,150 @@ def evaluate(
     return finish(conv, images, classes, coco, skipped, missing, orphan, notes)
 
 
-def score_notes(scored: bool, unscored: int, any_pred: bool) -> list[str]:
-    """Remarks on how scores shape the numbers."""
+def score_notes(scored: bool, unscored: int, any_pred: bool, files: int | None = None) -> list[str]:
+    """Remarks on how scores shape the numbers.
+
+    Args:
+        scored: Some prediction has a score.
+        unscored: Predictions without a score.
+        any_pred: There is at least one prediction.
+        files: Prediction files holding the unscored predictions, when counted.
+
+    Returns:
+        The notes, possibly none.
+    """
     notes = []
     if scored and unscored:
-        notes.append(f"{unscored} predictions have no score; they rank last for AP")
+        where = f" in {_plural(files, 'file')}" if files is not None else ""
+        verb, rank = ("has", "it ranks") if unscored == 1 else ("have", "they rank")
+        notes.append(
+            f"{_plural(unscored, 'prediction')}{where} {verb} no score; {rank} last for AP"
+        )
     if not scored and any_pred:
         notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
     return notes
+
+
+#: Coordinates beyond this many pixels from the origin are noted: no image is that large.
+ENORMOUS_COORDINATE = 1_000_000.0
+
+
+def _plural(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def fold_names(annotations: AnnotationSet) -> AnnotationSet:
+    """The set with every class name lower-cased, as :func:`evaluate` matches them with
+    ``fold_case``; callers that read the sets beside the evaluation use this copy.
+
+    >>> from vocmatch.model import Box, ImageAnnotation
+    >>> image = ImageAnnotation("a", "a.xml", (Box("Car", 0, 0, 1, 1),))
+    >>> fold_names(AnnotationSet("gt", (image,), ())).annotations[0].boxes[0].name
+    'car'
+    """
+    return replace(
+        annotations,
+        annotations=tuple(
+            replace(a, boxes=tuple(replace(b, name=b.name.lower()) for b in a.boxes))
+            for a in annotations.annotations
+        ),
+    )
+
+
+def _value_note(what: str, paths: Sequence[str], hits: npt.NDArray[np.int64], noun: str) -> str:
+    """``N boxes in M files <what> (first: path)``: ``hits`` holds each box's file index."""
+    files = sorted({paths[int(i)] for i in hits})
+    many = "predictions" if noun == "prediction" else "boxes"
+    count = _plural(int(hits.size), noun, many)
+    verb = "has" if hits.size == 1 else "have"
+    return f"{count} in {_plural(len(files), 'file')} {verb} {what} (first: {files[0]})"
+
+
+def input_notes(
+    paths: Sequence[str],
+    box_file: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    scores: npt.ArrayLike,
+) -> list[str]:
+    """Remarks on legal but suspicious values in the evaluated files.
+
+    Negative coordinates (a box may extend past the image edge), coordinates beyond
+    :data:`ENORMOUS_COORDINATE` and scores outside [0, 1] are evaluated as given; each kind
+    is noted once, with a count and the first file (in sorted order) it occurs in.
+
+    Args:
+        paths: The evaluated files (ground truth and predictions).
+        box_file: ``(N,)`` index into ``paths`` of each box.
+        boxes: ``(N, 4)`` corner boxes.
+        scores: ``(N,)`` scores, NaN for boxes without one.
+
+    Returns:
+        The notes, possibly none.
+
+    >>> for note in input_notes(["a.xml"], [0, 0], [[-1, 0, 5, 5], [0, 0, 5, 5]], [1.5, 1]):
+    ...     print(note.split(";")[0])
+    1 box in 1 file has negative coordinates
+    1 prediction in 1 file has a score outside [0, 1]
+    """
+    index = np.asarray(box_file, dtype=np.int64).reshape(-1)
+    corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    score = np.asarray(scores, dtype=np.float64).reshape(-1)
+    notes = []
+    checks = (
+        (
+            "negative coordinates; kept, as a box may extend past the image edge",
+            corners.min(axis=1, initial=0.0) < 0,
+            "box",
+        ),
+        (
+            f"coordinates beyond {ENORMOUS_COORDINATE:,.0f} px; kept",
+            np.abs(corners).max(axis=1, initial=0.0) > ENORMOUS_COORDINATE,
+            "box",
+        ),
+        (
+            "a score outside [0, 1]; ranked as given",
+            ~np.isnan(score) & ((score < 0.0) | (score > 1.0)),
+            "prediction",
+        ),
+    )
+    for what, found, noun in checks:
+        if found.any():
+            notes.append(_value_note(what, paths, index[found], noun))
+    return notes
+
+
+def case_notes(names: Iterable[str], folded: bool = False) -> list[str]:
+    """A remark on class names that differ only in case, such as ``Car`` and ``car``.
+
+    Surrounding whitespace is already stripped by the parser, so ``car `` is ``car``.
+
+    Args:
+        names: Every class name read, repeats allowed.
+        folded: The names are lower-cased before matching.
+
+    Returns:
+        One note listing each group of variants, or none.
+
+    >>> [note] = case_notes(["Car", "car", "dog", "CAR"])
+    >>> note.split(";")[0]
+    'class names differ only in case: CAR/Car/car'
+    >>> case_notes(["Car", "car"], folded=True)
+    ['class names folded to lower case: Car/car as car']
+    """
+    variants: dict[str, set[str]] = {}
+    for name in names:
+        variants.setdefault(name.lower(), set()).add(name)
+    groups = [(low, sorted(found)) for low, found in sorted(variants.items()) if len(found) > 1]
+    if not groups:
+        return []
+    if folded:
+        listed = ", ".join(f"{'/'.join(found)} as {low}" for low, found in groups)
+        return [f"class names folded to lower case: {listed}"]
+    listed = ", ".join("/".join(found) for _, found in groups)
+    return [
+        f"class names differ only in case: {listed}; counted as different classes"
+        " (fold them with --fold-case)"
+    ]
 
 
 def class_result(
@@ -760,13 +924,16 @@ def finish(
 
 
 def read_pair(
-    gt_dir: str | os.PathLike[str], pred_dir: str | os.PathLike[str]
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> tuple[AnnotationSet, AnnotationSet]:
     """Read a ground-truth and a prediction directory.
 
     Args:
         gt_dir: Ground-truth XML files (searched recursively).
         pred_dir: Prediction XML files.
+        max_bytes: Per-file size limit; larger files are skipped unread.
 
     Returns:
         The two annotation sets.
@@ -774,8 +941,8 @@ def read_pair(
     Raises:
         InputError: A path is not a directory, or the ground truth holds no readable file.
     """
-    gt = read_directory(gt_dir)
-    pred = read_directory(pred_dir)
+    gt = read_directory(gt_dir, max_bytes)
+    pred = read_directory(pred_dir, max_bytes)
     if not gt.annotations:
         what = "no readable" if gt.skipped else "no"
         raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")

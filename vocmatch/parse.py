@@ -1,15 +1,27 @@
 """Read PASCAL VOC / LabelImg XML annotation files into :mod:`vocmatch.model` records.
 
-This is the only module that knows lxml. The parser is configured for untrusted input:
-entities are never expanded, no DTD is loaded, nothing is fetched from the network, and a
-file larger than ``max_bytes`` is refused before it is read.
+This is the only module that knows lxml. Everything it reads is treated as untrusted:
+
+* entities are never expanded and a document declaring one is refused, no DTD is loaded,
+  nothing is fetched from the network, and libxml2's limits stay on (elements nested at
+  most 256 deep, text nodes of at most 10 MB);
+* a file larger than ``max_bytes`` is refused from its size, before a byte is read, and
+  at most ``max_bytes + 1`` bytes are ever read from any file;
+* only regular files are opened for reading: a named pipe, socket or device called
+  ``*.xml`` is refused without blocking;
+* the directory walk follows symbolic links but enters each directory once, so a link loop
+  cannot hang it;
+* every problem becomes a :class:`~vocmatch.errors.AnnotationError` naming the file and,
+  when known, the line, and a directory read goes on past it.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lxml import etree
@@ -19,17 +31,46 @@ from vocmatch.model import Box, ImageAnnotation, ImageSize, SkippedFile
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "MAX_COORDINATE",
     "AnnotationSet",
+    "DirectoryListing",
     "find_annotation_files",
+    "list_directory",
     "parse_annotation",
     "read_annotation",
+    "read_bytes",
     "read_directory",
 ]
 
-#: Files larger than this are refused unread (VOC files are a few kilobytes).
+#: Files larger than this are refused unread (VOC files are a few kilobytes; a 32 MiB file
+#: of nothing but objects takes about 7 s and 0.7 GB to parse).
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
+#: The largest coordinate magnitude accepted: 2**53, the last float64 below which every
+#: whole pixel is exact. Larger values would make box areas overflow to infinity.
+MAX_COORDINATE = float(2**53)
+
 _COORDINATES = ("xmin", "ymin", "xmax", "ymax")
+
+# libxml2 appends the position (already given as path:line) and advice meant for
+# programmers (XML_PARSE_HUGE, xmlCtxtSetMaxAmplification) to its messages.
+_POSITION = re.compile(r",? line \d+, column \d+$")
+_ADVICE = re.compile(
+    r",? (use XML_PARSE_HUGE option|try XML_PARSE_HUGE)|,? see xmlCtxtSetMaxAmplification\.?"
+)
+_DEPTH = re.compile(r"Excessive depth in document: (\d+)")
+
+# What a file that is not XML at all most likely is, from its first bytes.
+_SIGNATURES = (
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"{", "JSON"),
+    (b"[", "JSON"),
+)
 
 
 def _xml_parser() -> etree.XMLParser:
@@ -56,11 +97,40 @@ class AnnotationSet:
         root: The directory that was read.
         annotations: One record per readable file, sorted by key.
         skipped: The files that could not be read, with the reason, sorted by path.
+        notes: Remarks on the walk that lost no file (a link to a directory already read).
     """
 
     root: str
     annotations: tuple[ImageAnnotation, ...]
     skipped: tuple[SkippedFile, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryListing:
+    """The annotation files below a directory, before any is read.
+
+    Attributes:
+        root: The directory that was listed.
+        files: ``(key, path)`` pairs sorted by key, one per key: the files to read.
+        skipped: Files left out before reading (a key taken by another file, also when
+            case is ignored) and directories that could not be listed, sorted by path.
+        notes: Remarks that lose no file (a link to a directory already walked).
+    """
+
+    root: str
+    files: tuple[tuple[str, str], ...]
+    skipped: tuple[SkippedFile, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What a directory walk found (internal)."""
+
+    files: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _local(tag: object) -> str:
@@ -89,6 +159,10 @@ def _line(element: etree._Element) -> int | None:
     return line if isinstance(line, int) else None
 
 
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
 def _number(parent: etree._Element, name: str, path: str) -> float:
     element = _child(parent, name)
     if element is None:
@@ -100,6 +174,17 @@ def _number(parent: etree._Element, name: str, path: str) -> float:
         raise AnnotationError(path, f"<{name}> is not a number: {text!r}", _line(element)) from None
     if not math.isfinite(value):
         raise AnnotationError(path, f"<{name}> is not finite: {text!r}", _line(element))
+    return value
+
+
+def _coordinate(bndbox: etree._Element, name: str, path: str) -> float:
+    value = _number(bndbox, name, path)
+    if abs(value) > MAX_COORDINATE:
+        element = _child(bndbox, name)
+        line = _line(element) if element is not None else None
+        raise AnnotationError(
+            path, f"<{name}> {value:g} is out of range (the limit is ±2^53)", line
+        )
     return value
 
 
@@ -137,7 +222,7 @@ def _box(obj: etree._Element, path: str) -> Box:
     bndbox = _child(obj, "bndbox")
     if bndbox is None:
         raise AnnotationError(path, f"<object> {name!r} has no <bndbox>", _line(obj))
-    x1, y1, x2, y2 = (_number(bndbox, tag, path) for tag in _COORDINATES)
+    x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
     if x2 < x1:
         raise AnnotationError(path, f"<xmax> {x2:g} is less than <xmin> {x1:g}", _line(bndbox))
     if y2 < y1:
@@ -170,13 +255,44 @@ def _size(root: etree._Element, path: str) -> ImageSize | None:
     )
 
 
+_ENTITIES = "refusing a document that declares entities"
+
+
 def _refuse_dtd(tree: etree._ElementTree, path: str) -> None:
     docinfo = tree.docinfo
     if getattr(docinfo, "system_url", None) or docinfo.public_id:
         raise AnnotationError(path, "refusing a document that references an external DTD", 1)
     dtd = docinfo.internalDTD
     if dtd is not None and any(True for _ in getattr(dtd, "entities", tuple)()):
-        raise AnnotationError(path, "refusing a document that declares entities", 1)
+        raise AnnotationError(path, _ENTITIES, 1)
+
+
+def _syntax_error(error: etree.LxmlError, path: str, data: bytes = b"") -> AnnotationError:
+    """libxml2's complaint as an AnnotationError: its first line, position and advice cut.
+
+    A document over one of libxml2's limits is well-formed but refused, and says so; a
+    file that starts like an image, an archive or JSON says what it looks like.
+    """
+    position = getattr(error, "position", None)
+    line = int(position[0]) if position and position[0] else None
+    raw = str(getattr(error, "msg", None) or error).splitlines()
+    text = _ADVICE.sub("", _POSITION.sub("", raw[0] if raw else "").strip()).strip()
+    depth = _DEPTH.search(text)
+    if depth:
+        return AnnotationError(
+            path, f"refusing a document nested deeper than {depth.group(1)} elements", line
+        )
+    if "amplification" in text:
+        return AnnotationError(path, _ENTITIES, line)
+    if text.startswith("Resource limit exceeded"):
+        detail = text.split(":", 1)[-1].strip()
+        return AnnotationError(
+            path, f"refusing a document over the parser's limits: {detail}", line
+        )
+    looks = next((kind for magic, kind in _SIGNATURES if data.startswith(magic)), None)
+    if looks is not None:
+        text += f" (the file looks like {looks})"
+    return AnnotationError(path, f"not well-formed XML: {text}", line)
 
 
 def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
@@ -188,18 +304,18 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
         key: The pairing key to store in the record.
 
     Returns:
-        The file's objects in file order.
+        The file's objects in file order: only direct ``<object>`` children of
+        ``<annotation>`` count (an ``<object>`` inside a ``<part>`` does not).
 
     Raises:
-        AnnotationError: The bytes are not well-formed XML, the root is not
-            ``<annotation>``, or an object lacks a tag or holds a value that is not allowed.
+        AnnotationError: The bytes are not well-formed XML, go over one of the parser's
+            limits, declare entities or an external DTD, the root is not ``<annotation>``,
+            or an object lacks a tag or holds a value that is not allowed.
     """
     try:
         root = etree.fromstring(data, _xml_parser())
-    except etree.XMLSyntaxError as error:
-        line = int(error.position[0]) if error.position else None
-        message = str(error.msg or error).splitlines()[0]
-        raise AnnotationError(path, f"not well-formed XML: {message}", line) from None
+    except etree.LxmlError as error:
+        raise _syntax_error(error, path, data) from None
     if root is None:
         raise AnnotationError(path, "empty document", 1)
     _refuse_dtd(root.getroottree(), path)
@@ -215,6 +331,60 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
         size=_size(root, path),
         filename=_text(filename_element) if filename_element is not None else None,
     )
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Read a whole annotation file, refusing what is not a regular file of bounded size.
+
+    The file is opened without blocking, so a named pipe cannot hang the read; its size is
+    checked before reading, and at most ``max_bytes + 1`` bytes are read even if the file
+    grows meanwhile.
+
+    Args:
+        path: The file.
+        max_bytes: Files larger than this are refused without being read.
+
+    Returns:
+        The file's content.
+
+    Raises:
+        AnnotationError: The file cannot be opened or read (with the system's reason), is
+            not a regular file, or is larger than ``max_bytes``.
+    """
+    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(name, flags)
+    except OSError as error:
+        raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
+    try:
+        with open(descriptor, "rb", closefd=False) as handle:
+            mode = os.fstat(descriptor)
+            if not stat.S_ISREG(mode.st_mode):
+                kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
+                raise AnnotationError(name, f"not a regular file: {kind}")
+            if mode.st_size > max_bytes:
+                raise AnnotationError(
+                    name,
+                    f"file is larger than the {max_bytes:,}-byte limit ({mode.st_size:,} bytes)",
+                )
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
+    finally:
+        os.close(descriptor)
+    if len(data) > max_bytes:
+        raise AnnotationError(name, f"file is larger than the {max_bytes:,}-byte limit")
+    return data
 
 
 def read_annotation(
@@ -233,25 +403,82 @@ def read_annotation(
         The file's objects in file order.
 
     Raises:
-        AnnotationError: The file cannot be read, is too large, or is not a valid
-            annotation.
+        AnnotationError: The file cannot be read, is not a regular file, is too large, or
+            is not a valid annotation.
     """
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as error:
-        raise AnnotationError(name, f"cannot read file: {error.strerror or error}") from None
-    if len(data) > max_bytes:
-        raise AnnotationError(name, f"file is larger than the {max_bytes:,}-byte limit")
+    data = read_bytes(name, max_bytes)
     return parse_annotation(data, name, key if key is not None else Path(name).stem)
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _walk(top: str) -> _Walk:
+    """Every ``*.xml`` file below ``top``, the directories that could not be listed, and
+    the links that were not entered.
+
+    Real directories are walked before any symbolic link is followed, so a file reached
+    both ways keeps the key of its real path; a link to a directory already walked (a loop,
+    or a second link to the same place) is noted and not entered, which bounds the walk.
+    """
+    walk = _Walk()
+    visited: dict[tuple[int, int], str] = {}
+    # Stacks of (directory, key prefix), popped in sorted order.
+    real: list[tuple[str, str]] = [(top, "")]
+    linked: list[tuple[str, str]] = []
+    while real or linked:
+        directory, prefix = real.pop() if real else linked.pop()
+        try:
+            status = os.stat(directory)
+            identity = (status.st_dev, status.st_ino)
+            if identity in visited:
+                walk.notes.append(
+                    f"{directory}: link to a directory already read as {visited[identity]};"
+                    " not entered again"
+                )
+                continue
+            visited[identity] = directory
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as error:
+            walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
+            continue
+        real_dirs: list[tuple[str, str]] = []
+        linked_dirs: list[tuple[str, str]] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                target = linked_dirs if _is_link(entry) else real_dirs
+                target.append((entry.path, f"{prefix}{entry.name}/"))
+            elif entry.name.lower().endswith(".xml"):
+                walk.files.append((prefix + os.path.splitext(entry.name)[0], entry.path))
+        real.extend(reversed(real_dirs))
+        linked.extend(reversed(linked_dirs))
+    walk.files.sort()
+    return walk
+
+
+def _directory(root: str | os.PathLike[str]) -> str:
+    top = os.fspath(root)
+    if not os.path.isdir(top):
+        raise InputError(f"{top}: not a directory")
+    return top
 
 
 def find_annotation_files(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """List every ``*.xml`` file below a directory, recursively, in sorted order.
 
-    Symbolic links to directories are followed once; a link that leads back to a
-    directory already visited is not entered again, so a loop cannot hang the walk.
+    Symbolic links are followed; each directory is entered once, real directories before
+    links, so a link loop cannot hang the walk. Directories that cannot be listed are left
+    out here; :func:`list_directory` reports them.
 
     Args:
         root: The directory to search.
@@ -263,27 +490,58 @@ def find_annotation_files(root: str | os.PathLike[str]) -> list[tuple[str, str]]
     Raises:
         InputError: ``root`` is not a directory.
     """
-    top = os.fspath(root)
-    if not os.path.isdir(top):
-        raise InputError(f"{top}: not a directory")
-    found: list[tuple[str, str]] = []
-    visited: set[tuple[int, int]] = set()
-    for directory, dirs, files in os.walk(top, followlinks=True):
-        stat = os.stat(directory)
-        if (stat.st_dev, stat.st_ino) in visited:
-            dirs[:] = []
+    return _walk(_directory(root)).files
+
+
+def list_directory(root: str | os.PathLike[str]) -> DirectoryListing:
+    """List the annotation files of a directory, one per image key, and what was left out.
+
+    Two files with the same key (``a.xml`` and ``a.XML``) keep the first in sorted order and
+    skip the other, which carries no key so the image is still evaluated from the first.
+    Two keys that differ only in case (``A.xml`` and ``a.xml``, or ``Sub/a.xml`` and
+    ``sub/a.xml``) keep the first too, on every system: on a case-insensitive file system
+    they are one file, and results must not depend on where they are computed. The skipped
+    one keeps its key, so its image (``a``) is left out on both sides.
+
+    Args:
+        root: The directory to list, recursively.
+
+    Returns:
+        The files to read, the skipped ones and the notes of the walk.
+
+    Raises:
+        InputError: ``root`` is not a directory.
+    """
+    top = _directory(root)
+    walk = _walk(top)
+    files: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}
+    folded: dict[str, tuple[str, str]] = {}
+    for key, path in walk.files:
+        if key in seen:
+            # No key: the first file stays the image's, and its image is still evaluated.
+            walk.skipped.append(SkippedFile(path, f"same image key {key!r} as {seen[key]}"))
             continue
-        visited.add((stat.st_dev, stat.st_ino))
-        dirs.sort()
-        for name in sorted(files):
-            if not name.lower().endswith(".xml"):
-                continue
-            path = os.path.join(directory, name)
-            relative = os.path.relpath(path, top)
-            key = os.path.splitext(relative)[0].replace(os.sep, "/")
-            found.append((key, path))
-    found.sort()
-    return found
+        first = folded.get(key.casefold())
+        if first is not None:
+            walk.skipped.append(
+                SkippedFile(
+                    path,
+                    f"image key {key!r} differs only in case from {first[0]!r} ({first[1]}),"
+                    " which is the same file on a case-insensitive file system",
+                    key=key,
+                )
+            )
+            continue
+        seen[key] = path
+        folded[key.casefold()] = (key, path)
+        files.append((key, path))
+    return DirectoryListing(
+        root=top,
+        files=tuple(files),
+        skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
+        notes=tuple(walk.notes),
+    )
 
 
 def read_directory(
@@ -292,8 +550,8 @@ def read_directory(
     """Read every annotation file below a directory.
 
     A file that cannot be read is recorded in ``skipped`` with its reason; the other files
-    are still read. Two files with the same key (``a.xml`` and ``a.XML``) keep the first in
-    sorted order and skip the other.
+    are still read. Files left out by :func:`list_directory` (a key taken by another file,
+    also when case is ignored) and directories that cannot be listed are skipped too.
 
     Args:
         root: The directory to read, recursively.
@@ -305,14 +563,10 @@ def read_directory(
     Raises:
         InputError: ``root`` is not a directory.
     """
+    listing = list_directory(root)
     annotations: list[ImageAnnotation] = []
-    skipped: list[SkippedFile] = []
-    seen: dict[str, str] = {}
-    for key, path in find_annotation_files(root):
-        if key in seen:
-            skipped.append(SkippedFile(path, f"same image key {key!r} as {seen[key]}", key=key))
-            continue
-        seen[key] = path
+    skipped = list(listing.skipped)
+    for key, path in listing.files:
         try:
             annotations.append(read_annotation(path, key, max_bytes))
         except AnnotationError as error:
@@ -321,4 +575,5 @@ def read_directory(
         root=os.fspath(root),
         annotations=tuple(annotations),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
+        notes=listing.notes,
     )
