@@ -34,7 +34,7 @@ def test_json_output(demo: tuple[Path, Path]) -> None:
     data = json.loads(out)
     assert list(data) == [
         "vocmatch", "conventions", "summary", "classes", "images", "coco", "skipped",
-        "missing_pred", "orphan_pred", "notes",
+        "missing_pred", "orphan_pred", "notes", "background_iou", "confusion", "tightness",
     ]  # fmt: skip
     assert list(data["coco"]) == [
         "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",

@@ -15,24 +15,57 @@ are still named on stderr.
 
 from __future__ import annotations
 
+import io
 import os
+import re
+import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
+from click.core import ParameterSource
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
 
 from vocmatch import __version__, calculator, lint
+from vocmatch.analysis import DEFAULT_BACKGROUND_IOU, ErrorAnalysis, error_analysis
 from vocmatch.diagram import box_report, label_report
-from vocmatch.errors import VocmatchError
-from vocmatch.evaluate import Evaluation, evaluate, read_pair
-from vocmatch.formats import to_csv_classes, to_csv_images, to_json, to_junit, to_markdown
+from vocmatch.diff import RegressionGate, check_regressions, evaluation_diff, parse_regression_gate
+from vocmatch.errors import VocmatchError, VocmatchWarning
+from vocmatch.evaluate import Evaluation, evaluate, fold_names, read_pair
+from vocmatch.formats import (
+    diff_to_json,
+    labels_to_json,
+    seg_to_json,
+    to_csv_classes,
+    to_csv_images,
+    to_json,
+    to_junit,
+    to_markdown,
+)
 from vocmatch.gates import Gate, GateReport, check_gates, parse_gate
+from vocmatch.html import PICTURE_MAX_SIDE, html_report, read_pictures
+from vocmatch.labels import LabelDifficult, LabelEvaluation, evaluate_labels
+from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.protocol import PROTOCOLS, Conventions, protocol
-from vocmatch.report import ReportOptions, render, summary_table
+from vocmatch.report import (
+    DIFF_MAX_ROWS,
+    ReportOptions,
+    diff_report,
+    label_summary,
+    render,
+    render_analysis,
+    render_labels,
+    render_seg,
+    seg_summary,
+    summary_table,
+)
+from vocmatch.seg import VOC_CLASSES, PredVoid, evaluate_masks, read_class_names
 
 __all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
 
@@ -185,6 +218,45 @@ def report_warnings(evaluation: Evaluation) -> None:
         click.echo(f"vocmatch: warning: {path} has no ground-truth file: not evaluated", err=True)
 
 
+_SIZE = re.compile(r"(\d+)\s*([KMG]?)(?:I?B)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A size in bytes: ``5000``, ``64K``, ``32M`` or ``1G`` (powers of 1024; ``KiB``, ``MB``
+    and the like are read the same way); anything else is a usage error (exit 2)."""
+    match = _SIZE.fullmatch(value.strip())
+    if match is None:
+        raise click.BadParameter(
+            f"{value!r} is not a size such as 5000, 64K, 32M or 1G", ctx=ctx, param=param
+        )
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+
+
+@contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """Let the reader of stdout go away (``vocmatch ... | head``) without a traceback.
+
+    The rest of the output is dropped and the command goes on, so its exit code is the
+    verdict it would have given anyway.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        discard_stdout()
+
+
+def discard_stdout() -> None:
+    """Point stdout at the null device, so nothing left to write can fail again (the
+    "Note on SIGPIPE" in Python's signal documentation)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 #: Images over --max-fp/--max-fn named on stderr before the rest are counted in one line.
 MAX_IMAGE_GATE_LINES = 20
 
@@ -214,10 +286,16 @@ def report_gates(report: GateReport) -> None:
         )
 
 
-def machine_text(output_format: str, evaluation: Evaluation, gates: GateReport) -> str:
-    """The evaluation in one of the file formats (every ``--format`` but ``table``)."""
+def machine_text(
+    output_format: str,
+    evaluation: Evaluation,
+    gates: GateReport,
+    analysis: ErrorAnalysis | None = None,
+) -> str:
+    """The evaluation in one of the file formats (every ``--format`` but ``table``); JSON
+    carries the error analysis when given."""
     if output_format == "json":
-        return to_json(evaluation)
+        return to_json(evaluation, analysis)
     if output_format == "csv":
         return to_csv_images(evaluation)
     if output_format == "markdown":
@@ -228,6 +306,15 @@ def machine_text(output_format: str, evaluation: Evaluation, gates: GateReport) 
 @main.command("eval")
 @click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--mode",
+    type=click.Choice(["boxes", "labels"]),
+    default="boxes",
+    show_default=True,
+    help="boxes: match boxes per class, AP; labels: compare the set of class names of each "
+    "image (per-image Jaccard, per-class IoU over images; --difficult, --format table or "
+    "json, --output, --max-rows and --only-failing apply, box options do not).",
+)
 @convention_options
 @click.option(
     "--format",
@@ -262,6 +349,24 @@ def machine_text(output_format: str, evaluation: Evaluation, gates: GateReport) 
     help="Also write one CSV row per class to FILE (with any --format).",
 )
 @click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write a self-contained HTML report to FILE: summary, curves, confusion matrix "
+    "and every image's boxes drawn (with any --format).",
+)
+@click.option(
+    "--images",
+    "images_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
+    f"name; JPEG or PNG, embedded scaled to {PICTURE_MAX_SIDE} px).",
+)
+@click.option(
     "--fail-under",
     multiple=True,
     callback=gate_option,
@@ -283,9 +388,44 @@ def machine_text(output_format: str, evaluation: Evaluation, gates: GateReport) 
     metavar="N",
     help="Exit 1 if any image has more than N missed objects.",
 )
+@click.option(
+    "--errors/--no-errors",
+    default=False,
+    show_default=True,
+    help="Add the error breakdown (TIDE types and their mAP cost) and the confusion matrix "
+    "to the table report. JSON always has them.",
+)
+@click.option(
+    "--background-iou",
+    type=click.FloatRange(0.0, 1.0),
+    default=DEFAULT_BACKGROUND_IOU,
+    show_default=True,
+    help="A false positive overlapping no object by more than this is a background error; "
+    "one at least this close to an object of its class, a localisation error.",
+)
+@click.option(
+    "--tightness",
+    is_flag=True,
+    help="Add IoU and edge-offset histograms of the matched boxes to the table report.",
+)
+@click.option(
+    "--fold-case",
+    is_flag=True,
+    help="Lower-case class names before matching, so Car and car are one class (without it, "
+    "names differing only in case are counted apart and noted).",
+)
+@click.option(
+    "--max-file-size",
+    callback=byte_size,
+    default=f"{DEFAULT_MAX_BYTES // 1024**2}M",
+    show_default=True,
+    metavar="SIZE",
+    help="Skip larger annotation files unread (5000, 64K, 32M, 1G; powers of 1024).",
+)
 def eval_command(
     gt_dir: Path,
     pred_dir: Path,
+    mode: str,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -298,46 +438,208 @@ def eval_command(
     max_rows: int,
     only_failing: bool,
     classes_csv: Path | None,
+    html_file: Path | None,
+    images_dir: Path | None,
     fail_under: tuple[Gate, ...],
     max_fp: int | None,
     max_fn: int | None,
+    errors: bool,
+    background_iou: float,
+    tightness: bool,
+    fold_case: bool,
+    max_file_size: int,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
 
     XML files are paired by their path relative to each directory, without the extension.
+    With --mode labels, only the class names in each file count.
     """
+    if mode == "labels":
+        labels_eval(
+            gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
+            max_file_size,
+        )  # fmt: skip
+        return
+    if images_dir is not None and html_file is None:
+        raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
     conventions = conventions_from(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
     )  # fmt: skip
     with library_errors():
-        gt, pred = read_pair(gt_dir, pred_dir)
-        evaluation = evaluate(gt, pred, conventions)
+        gt, pred = read_pair(gt_dir, pred_dir, max_file_size)
+        evaluation = evaluate(gt, pred, conventions, fold_case=fold_case)
+    if fold_case:
+        # The error analysis and the HTML report see the names that were matched.
+        gt, pred = fold_names(gt), fold_names(pred)
     report_warnings(evaluation)
     with library_errors():
         gates = check_gates(evaluation, fail_under, max_fp, max_fn)
+    analysis = None
+    if output_format == "json" or (output_format == "table" and (errors or tightness)):
+        with library_errors():
+            analysis = error_analysis(evaluation, gt, pred, background_iou)
     options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
     console = stdout_console()
     if output_format != "table":
-        text = machine_text(output_format, evaluation, gates)
+        text = machine_text(output_format, evaluation, gates, analysis)
         if output is None:
-            click.echo(text, nl=False)
+            with reader_may_leave():
+                click.echo(text, nl=False)
         else:
             write_text(output, text)
-            console.print(summary_table(evaluation))
-    elif output is None:
-        console.print(render(evaluation, options))
+            with reader_may_leave():
+                console.print(summary_table(evaluation))
     else:
-        with output.open("w", encoding="utf-8") as handle:
-            Console(file=handle, width=120, color_system=None).print(render(evaluation, options))
-        console.print(summary_table(evaluation))
+        report = render(evaluation, options)
+        if analysis is not None:
+            threshold = evaluation.conventions.iou_threshold
+            extra = render_analysis(analysis, threshold, errors, tightness, max_rows)
+            report = Group(report, Text(), extra)
+        if output is None:
+            with reader_may_leave():
+                console.print(report)
+        else:
+            with output.open("w", encoding="utf-8") as handle:
+                Console(file=handle, width=120, color_system=None).print(report)
+            with reader_may_leave():
+                console.print(summary_table(evaluation))
     if classes_csv is not None:
         write_text(classes_csv, to_csv_classes(evaluation))
+    if html_file is not None:
+        write_text(html_file, html_text(evaluation, gt, pred, images_dir))
     report_gates(gates)
     if not gates.passed:
         raise click.exceptions.Exit(EXIT_GATE)
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+#: The eval options that apply with --mode labels; any other given there is a usage error,
+#: so that a box option (--iou, --fail-under, ...) never seems to take effect when it does not.
+LABEL_MODE_OPTIONS = frozenset(
+    (
+        "gt_dir",
+        "pred_dir",
+        "mode",
+        "difficult",
+        "output_format",
+        "output",
+        "max_rows",
+        "only_failing",
+        "fold_case",
+        "max_file_size",
+    )
+)
+
+
+def reject_box_options(ctx: click.Context) -> None:
+    """A usage error (exit 2) for an eval option given with --mode labels that does not
+    apply there."""
+    for param in ctx.command.params:
+        if param.name is None or param.name in LABEL_MODE_OPTIONS:
+            continue
+        if ctx.get_parameter_source(param.name) in (ParameterSource.DEFAULT, None):
+            continue
+        names = "/".join([*param.opts, *getattr(param, "secondary_opts", [])])
+        raise click.UsageError(f"{names} applies to boxes, not to --mode labels", ctx=ctx)
+
+
+def report_label_warnings(evaluation: LabelEvaluation) -> None:
+    """One line on stderr per skipped file, missing prediction file and orphan file."""
+    for skipped in evaluation.skipped:
+        click.echo(f"vocmatch: skipped {skipped}", err=True)
+    for key in evaluation.missing_pred:
+        click.echo(
+            f"vocmatch: warning: no prediction file for {key!r}: nothing predicted", err=True
+        )
+    for path in evaluation.orphan_pred:
+        click.echo(f"vocmatch: warning: {path} has no ground-truth file: not evaluated", err=True)
+
+
+def write_report(path: Path, report: RenderableType) -> None:
+    """Write a terminal report to a file, 120 columns wide and without colour."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=120, color_system=None).print(report)
+    write_text(path, buffer.getvalue())
+
+
+def show_report(
+    output_format: str,
+    output: Path | None,
+    text: Callable[[], str],
+    report: Callable[[], RenderableType],
+    summary: Callable[[], RenderableType],
+) -> None:
+    """The JSON text or the table report, on stdout or in ``output`` with the summary on
+    the terminal."""
+    console = stdout_console()
+    if output is not None:
+        if output_format == "json":
+            write_text(output, text())
+        else:
+            write_report(output, report())
+        with reader_may_leave():
+            console.print(summary())
+        return
+    with reader_may_leave():
+        if output_format == "json":
+            click.echo(text(), nl=False)
+        else:
+            console.print(report())
+
+
+def labels_eval(
+    gt_dir: Path,
+    pred_dir: Path,
+    difficult: str | None,
+    output_format: str,
+    output: Path | None,
+    max_rows: int,
+    only_failing: bool,
+    max_file_size: int,
+) -> None:
+    """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
+    reject_box_options(click.get_current_context())
+    if output_format not in ("table", "json"):
+        raise click.UsageError(
+            f"--format {output_format} is not available in labels mode (use table or json)"
+        )
+    if difficult == "crowd":
+        raise click.UsageError("--difficult crowd applies to boxes, not to --mode labels")
+    label_difficult: LabelDifficult = "count" if difficult == "count" else "ignore"
+    with library_errors():
+        gt, pred = read_pair(gt_dir, pred_dir, max_file_size)
+        evaluation = evaluate_labels(gt, pred, label_difficult)
+    report_label_warnings(evaluation)
+    options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
+    show_report(
+        output_format,
+        output,
+        lambda: labels_to_json(evaluation),
+        lambda: render_labels(evaluation, options),
+        lambda: label_summary(evaluation),
+    )
+    if evaluation.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def html_text(
+    evaluation: Evaluation, gt: AnnotationSet, pred: AnnotationSet, images_dir: Path | None
+) -> str:
+    """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
+    read is named on stderr and its overlay drawn blank."""
+    pictures = None
+    if images_dir is not None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", VocmatchWarning)
+            with library_errors():
+                keys = [image.key for image in evaluation.images]
+                pictures = read_pictures(images_dir, gt, keys)
+        for warning in caught:
+            click.echo(f"vocmatch: warning: {warning.message}", err=True)
+    with library_errors():
+        return html_report(evaluation, gt, pred, pictures)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -346,6 +648,113 @@ def write_text(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise fail(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def regression_gate_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[RegressionGate, ...]:
+    """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
+    try:
+        return tuple(parse_regression_gate(value) for value in values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
+@main.command("diff")
+@click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("pred_a_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("pred_b_dir", type=click.Path(file_okay=False, path_type=Path))
+@convention_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the rich report; json: every change, for scripts.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to FILE instead of stdout.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=DIFF_MAX_ROWS,
+    show_default=True,
+    help="Rows of the changed-images table (worst first); 0 shows every changed image.",
+)
+@click.option(
+    "--fail-on-regression",
+    multiple=True,
+    callback=regression_gate_option,
+    metavar="[CLASS:]METRIC=DELTA",
+    help="Exit 1 if METRIC (map, precision, recall or f1) changes from A to B by less than "
+    "DELTA: map=-0.01 fails when mAP falls by more than 0.01; CLASS:METRIC for one class "
+    "(ap = map). Repeatable.",
+)
+def diff_command(
+    gt_dir: Path,
+    pred_a_dir: Path,
+    pred_b_dir: Path,
+    protocol_name: str,
+    iou: float | None,
+    strict_threshold: bool | None,
+    pixel_inclusive: bool | None,
+    match_rule: str | None,
+    difficult: str | None,
+    interpolation: str | None,
+    output_format: str,
+    output: Path | None,
+    max_rows: int,
+    fail_on_regression: tuple[RegressionGate, ...],
+) -> None:
+    """Compare two runs, PRED_A_DIR (the reference) and PRED_B_DIR, on the ground truth in
+    GT_DIR: two models, or two labelling passes.
+
+    Shows the change in mAP, precision and recall overall and per class, and per image the
+    objects newly missed or newly found and the false positives added or removed, worst
+    regression first.
+    """
+    conventions = conventions_from(
+        protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
+        interpolation,
+    )  # fmt: skip
+    with library_errors():
+        gt, pred_a = read_pair(gt_dir, pred_a_dir)
+        pred_b = read_directory(pred_b_dir)
+        evaluation_a = evaluate(gt, pred_a, conventions)
+        evaluation_b = evaluate(gt, pred_b, conventions)
+        diff = evaluation_diff(
+            evaluation_a, evaluation_b, pred_a, pred_b, str(pred_a_dir), str(pred_b_dir)
+        )
+        results = check_regressions(diff, fail_on_regression)
+    skipped = {str(s): None for s in (*evaluation_a.skipped, *evaluation_b.skipped)}
+    for line in skipped:
+        click.echo(f"vocmatch: skipped {line}", err=True)
+    if output_format == "json":
+        text = diff_to_json(diff, results)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            write_text(output, text)
+    elif output is None:
+        stdout_console().print(diff_report(diff, results, max_rows))
+    else:
+        with output.open("w", encoding="utf-8") as handle:
+            Console(file=handle, width=120, color_system=None).print(
+                diff_report(diff, results, max_rows)
+            )
+    for result in results:
+        if not result.passed:
+            click.echo(f"vocmatch: regression: {result}", err=True)
+    if not all(r.passed for r in results):
+        raise click.exceptions.Exit(EXIT_GATE)
+    if skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
 
 
 @main.command("lint")
@@ -522,25 +931,136 @@ def iou_command(
         console.print(label_report(comparison))
 
 
+@main.command("seg")
+@click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--classes",
+    "classes_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Class names, one per line, in mask-index order (the first line is index 0). "
+    "[default: the 21 PASCAL VOC classes, 0 background]",
+)
+@click.option(
+    "--pred-void",
+    type=click.Choice(["error", "miss"]),
+    default="error",
+    show_default=True,
+    help="A prediction holding 255 (void): error skips that image, as the VOC devkit rejects "
+    "it; miss counts such pixels as missed pixels of their ground-truth class.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the rich report; json: every number, for scripts.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to FILE; the terminal still shows the summary.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes reading and counting masks; decoding the PNGs is most of the work, so "
+    "on a large set up to one per core runs faster.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Rows of the per-image table (lowest mIoU first); 0 shows every image.",
+)
+def seg_command(
+    gt_dir: Path,
+    pred_dir: Path,
+    classes_file: Path | None,
+    pred_void: PredVoid,
+    output_format: str,
+    output: Path | None,
+    jobs: int,
+    max_rows: int,
+) -> None:
+    """Score the segmentation masks in PRED_DIR against those in GT_DIR.
+
+    Masks are PASCAL VOC SegmentationClass-style PNGs (palette or greyscale) whose pixel
+    values are class indices, 255 void (ignored in the ground truth); they are paired by
+    their path relative to each directory, without the extension. Per-class IoU is
+    TP / (TP + FP + FN) over all pixels of the dataset. A pair that cannot be evaluated
+    (sizes that differ, an unreadable file, a value out of range, no partner) is named on
+    stderr, the rest still count, and the exit code is 3.
+    """
+    with library_errors():
+        names = read_class_names(classes_file) if classes_file is not None else VOC_CLASSES
+        evaluation = evaluate_masks(gt_dir, pred_dir, names, pred_void=pred_void, jobs=jobs)
+    for skipped in evaluation.skipped:
+        click.echo(f"vocmatch: skipped {skipped}", err=True)
+    show_report(
+        output_format,
+        output,
+        lambda: seg_to_json(evaluation),
+        lambda: render_seg(evaluation, max_rows),
+        lambda: seg_summary(evaluation),
+    )
+    if evaluation.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, raised instead of KeyboardInterrupt so that it passes click's own handler
+    (which prints a blank line and "Aborted!") and reaches :func:`run`."""
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """The SIGINT handler :func:`run` installs."""
+    raise Interrupted
+
+
 def run() -> None:
-    """Entry point that also turns Ctrl-C and a closed pipe into quiet exits."""
+    """Entry point that also turns Ctrl-C and a closed pipe into quiet exits.
+
+    Ctrl-C prints one line, ``vocmatch: interrupted``, and exits 130. When the reader of
+    stdout goes away (``vocmatch ... | head``) the rest of the output is dropped: ``eval``
+    still exits with its verdict (0, 1 or 3), any other command with 0.
+    """
+    # Only when Python installed its own handler: a SIGINT ignored by the parent (a
+    # background job of a script) stays ignored.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
+    # A file name that is not valid UTF-8 reaches the report as a lone surrogate; under a
+    # strict stdout (PYTHONIOENCODING=utf-8, most UTF-8 locales) printing it would fail.
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         # Outside standalone mode click returns, not raises, the code of a command's Exit.
         code = main.main(standalone_mode=False)
     except click.exceptions.Exit as exit_:
-        sys.exit(exit_.exit_code)
+        code = exit_.exit_code
     except click.ClickException as error:
         error.show()
-        sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        click.echo("vocmatch: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        click.echo("vocmatch: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        code = EXIT_USAGE
+    except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
+        # On a terminal the echoed ^C has no newline after it.
+        start = "\n" if sys.stderr.isatty() else ""
+        click.echo(f"{start}vocmatch: interrupted", err=True)
+        code = EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (vocmatch ... | head): exit quietly, as Unix tools do.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(EXIT_OK)
+        discard_stdout()
+        code = EXIT_OK
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
