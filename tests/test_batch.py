@@ -67,6 +67,22 @@ def test_batch_equals_reference_on_random_data(name: str, seed: int) -> None:
     assert_identical(expected, actual)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_batch_folds_case_as_the_reference_does(seed: int) -> None:
+    """--fold-case merges Car and car identically on both paths, with the same note."""
+    gt, pred = random_dataset(seed, images=10, classes=("Cat", "cat", "DOG", "dog"))
+    for fold in (False, True):
+        assert_identical(
+            evaluate(gt, pred, protocol("coco"), fold_case=fold),
+            evaluate_columns(
+                columns_from_annotations(gt),
+                columns_from_annotations(pred),
+                protocol("coco"),
+                fold_case=fold,
+            ),
+        )
+
+
 def assert_same_columns(a: ColumnSet, b: ColumnSet) -> None:
     assert_identical(replace(a, root="", skipped=()), replace(b, root="", skipped=()))
     assert [(s.path, s.message, s.line, s.key) for s in a.skipped] == [
@@ -109,7 +125,8 @@ def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) 
 
 
 ODD_FILES = {
-    "size-plain": b'<?xml version="1.0" encoding="utf-8"?>\\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "size-plain-newline": b'<?xml version="1.0" encoding="utf-8"?>\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "text-before-root": b'<?xml version="1.0" encoding="utf-8"?>\\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
     "size-two": b"<annotation><size><width>10</width><height>20</height></size><size><width>1</width><height>2</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "size-nested-width": b"<annotation><size><width><v>10</v></width><height>20</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "size-no-height": b"<annotation><size><width>10</width></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",

@@ -19,7 +19,7 @@ Predictions without scores (paired highest IoU first) go through the reference e
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -37,17 +37,19 @@ from vocmatch.evaluate import (
     Match,
     Outcome,
     SweepResult,
+    case_notes,
     class_result,
     coco_summarize,
     evaluate,
     finish,
+    input_notes,
     score_notes,
 )
 from vocmatch.match import MatchRule
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.scan import ColumnSet
 
-__all__ = ["evaluate_columns"]
+__all__ = ["evaluate_columns", "fold_columns"]
 
 _MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
 
@@ -254,6 +256,8 @@ def evaluate_columns(
     pred: ColumnSet,
     conventions: Conventions | None = None,
     keep_matches: bool = True,
+    *,
+    fold_case: bool = False,
 ) -> Evaluation:
     """Evaluate column sets; the result equals :func:`vocmatch.evaluate.evaluate` on the same
     files, number for number.
@@ -264,11 +268,16 @@ def evaluate_columns(
         conventions: The protocol; defaults to ``protocol("default")``.
         keep_matches: Build the per-box :class:`~vocmatch.evaluate.Match` records of every
             image (needed by the HTML report and the error analysis; costly on large sets).
+        fold_case: Lower-case every class name before matching.
 
     Returns:
         The evaluation.
     """
     conv = conventions or protocol("default")
+    names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
+    original = (gt, pred)
+    if fold_case:
+        gt, pred = fold_columns(gt), fold_columns(pred)
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in skipped if s.key is not None}
     gt_key_set = set(gt.keys)
@@ -295,8 +304,27 @@ def evaluate_columns(
     scored = bool(has_score.any())
     if not scored:
         # Unscored predictions pair highest IoU first: the reference evaluator does that.
-        return evaluate(gt.to_annotations(), pred.to_annotations(), conv)
-    notes = score_notes(scored, int(np.count_nonzero(~has_score)), pred_rows.size > 0)
+        return evaluate(
+            original[0].to_annotations(),
+            original[1].to_annotations(),
+            conv,
+            fold_case=fold_case,
+        )
+    unscored_rows = pred_rows[~has_score]
+    notes = [*gt.notes, *pred.notes]
+    notes += score_notes(
+        scored,
+        int(unscored_rows.size),
+        pred_rows.size > 0,
+        files=int(np.unique(pred.image[unscored_rows]).size),
+    )
+    notes += input_notes(
+        [*gt.paths, *pred.paths],
+        np.concatenate([gt.image[gt_rows], len(gt.paths) + pred.image[pred_rows]]),
+        np.concatenate([gt.boxes[gt_rows], pred.boxes[pred_rows]]),
+        np.concatenate([np.full(gt_rows.size, np.nan), pred.scores[pred_rows]]),
+    )
+    notes += names_note
 
     class_names = sorted(
         {gt.label_names[i] for i in np.unique(gt.labels[gt_rows])}
@@ -640,6 +668,15 @@ def _matches(
         match = Match(class_names[int(g_class[g])], "fn", local, None, float(best_gt[g]), None)
         records[int(g_image[g])].append((int(g_class[g]), 2, local, match))
     return [tuple(r[3] for r in sorted(image, key=lambda r: r[:3])) for image in records]
+
+
+def fold_columns(columns: ColumnSet) -> ColumnSet:
+    """The same columns with every class name lower-cased (``Car`` and ``car`` merge)."""
+    lowered = sorted({name.lower() for name in columns.label_names})
+    index = {name: i for i, name in enumerate(lowered)}
+    remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int64)
+    labels = remap[columns.labels] if columns.labels.size else columns.labels
+    return replace(columns, labels=labels, label_names=tuple(lowered))
 
 
 def _first_rows(columns: ColumnSet) -> list[int]:

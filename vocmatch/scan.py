@@ -28,9 +28,11 @@ from vocmatch.errors import AnnotationError
 from vocmatch.model import Box, ImageAnnotation, ImageSize, SkippedFile
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
+    MAX_COORDINATE,
     AnnotationSet,
-    find_annotation_files,
-    read_annotation,
+    list_directory,
+    parse_annotation,
+    read_bytes,
 )
 
 __all__ = ["ColumnSet", "columns_from_annotations", "read_columns"]
@@ -88,6 +90,7 @@ class ColumnSet:
         truncated: ``(B,)`` the ``truncated`` flag.
         scores: ``(B,)`` scores; NaN where an object has none.
         skipped: Files that could not be read.
+        notes: Remarks on the directory walk that lost no file.
     """
 
     root: str
@@ -103,6 +106,7 @@ class ColumnSet:
     truncated: BoolArray
     scores: FloatArray
     skipped: tuple[SkippedFile, ...]
+    notes: tuple[str, ...] = ()
 
     def to_annotations(self) -> AnnotationSet:
         """The same data as parser records (object source lines are not known here)."""
@@ -128,7 +132,7 @@ class ColumnSet:
             annotations.append(
                 ImageAnnotation(key, path, tuple(boxes), self.sizes[i], self.filenames[i])
             )
-        return AnnotationSet(self.root, tuple(annotations), self.skipped)
+        return AnnotationSet(self.root, tuple(annotations), self.skipped, self.notes)
 
 
 @dataclass(slots=True)
@@ -193,6 +197,8 @@ def _header(data: bytes, start: int, stop: int) -> _Header | None:
     tags = list(_TAG.finditer(data, start, stop))
     if data.count(b"<", start, stop) != len(tags):
         return None  # attributes, or a '<' the tag pattern does not cover
+    if not tags or data[start : tags[0].start()].strip(_SPACE):
+        return None  # text before the root element is not well-formed
     stack: list[bytes] = []
     filename_at: int | None = None
     size_at: int | None = None
@@ -311,7 +317,7 @@ def _fast(data: bytes) -> _Objects | None:
     except ValueError:
         return None
     coordinates = np.array(values, dtype=np.float64).reshape(len(matches), 4)
-    if not np.isfinite(coordinates).all():
+    if not np.isfinite(coordinates).all() or (np.abs(coordinates) > MAX_COORDINATE).any():
         return None
     if (coordinates[:, 2] < coordinates[:, 0]).any() or (
         coordinates[:, 3] < coordinates[:, 1]
@@ -341,22 +347,14 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
     chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
     for key, path in files:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(max_bytes + 1)
-            fast = _fast(data) if len(data) <= max_bytes else None
+            # The parser's own reading: regular files only, size checked first.
+            data = read_bytes(path, max_bytes)
+            fast = _fast(data)
             if fast is None:
-                annotation = read_annotation(path, key, max_bytes)
-                _add_annotation(chunk, annotation)
+                _add_annotation(chunk, parse_annotation(data, path, key))
                 continue
         except AnnotationError as error:
             chunk.skipped.append(SkippedFile(error.path, error.message, error.line, key=key))
-            continue
-        except OSError:
-            # Unreadable here: let the parser produce its usual message.
-            try:
-                _add_annotation(chunk, read_annotation(path, key, max_bytes))
-            except AnnotationError as error:
-                chunk.skipped.append(SkippedFile(error.path, error.message, error.line, key=key))
             continue
         _add_header(chunk, key, path, fast.header.size, fast.header.filename)
         chunk.counts.append(len(fast.names))
@@ -399,7 +397,12 @@ def _add_names(chunk: _Chunk, names: Sequence[str]) -> None:
         chunk.codes.append(code)
 
 
-def _assemble(root: str, chunks: Sequence[_Chunk], skipped: Sequence[SkippedFile]) -> ColumnSet:
+def _assemble(
+    root: str,
+    chunks: Sequence[_Chunk],
+    skipped: Sequence[SkippedFile],
+    notes: tuple[str, ...] = (),
+) -> ColumnSet:
     keys = [k for c in chunks for k in c.keys]
     counts = np.array([n for c in chunks for n in c.counts], dtype=np.int64)
     boxes = [b.reshape(-1, 4) for c in chunks for b in c.boxes]
@@ -432,6 +435,7 @@ def _assemble(root: str, chunks: Sequence[_Chunk], skipped: Sequence[SkippedFile
         skipped=tuple(
             sorted((*skipped, *(s for c in chunks for s in c.skipped)), key=lambda s: s.path)
         ),
+        notes=notes,
     )
 
 
@@ -454,16 +458,8 @@ def read_columns(
     Raises:
         InputError: ``root`` is not a directory.
     """
-    files = find_annotation_files(root)
-    skipped: list[SkippedFile] = []
-    unique: list[tuple[str, str]] = []
-    seen: dict[str, str] = {}
-    for key, path in files:
-        if key in seen:
-            skipped.append(SkippedFile(path, f"same image key {key!r} as {seen[key]}", key=key))
-            continue
-        seen[key] = path
-        unique.append((key, path))
+    listing = list_directory(root)
+    unique = list(listing.files)
     if jobs <= 1 or len(unique) < 64:
         chunks = [_read_chunk(unique, max_bytes)]
     else:
@@ -471,7 +467,7 @@ def read_columns(
         parts = [unique[i : i + size] for i in range(0, len(unique), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             chunks = list(pool.map(_read_chunk, parts, [max_bytes] * len(parts)))
-    return _assemble(os.fspath(root), chunks, skipped)
+    return _assemble(os.fspath(root), chunks, listing.skipped, listing.notes)
 
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
@@ -479,4 +475,4 @@ def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
     chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
     for annotation in annotations.annotations:
         _add_annotation(chunk, annotation)
-    return _assemble(annotations.root, [chunk], annotations.skipped)
+    return _assemble(annotations.root, [chunk], annotations.skipped, annotations.notes)
