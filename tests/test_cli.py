@@ -34,8 +34,12 @@ def test_json_output(demo: tuple[Path, Path]) -> None:
     data = json.loads(out)
     assert list(data) == [
         "vocmatch", "conventions", "summary", "classes", "images", "coco", "skipped",
-        "missing_pred", "orphan_pred", "notes", "background_iou", "confusion", "tightness",
+        "missing_pred", "orphan_pred", "notes",
     ]  # fmt: skip
+    _, with_errors, _ = run(
+        str(demo[0]), str(demo[1]), "--format", "json", "--protocol", "coco", "--errors"
+    )
+    assert list(json.loads(with_errors))[-3:] == ["background_iou", "confusion", "tightness"]
     assert list(data["coco"]) == [
         "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
     ]  # fmt: skip
@@ -132,3 +136,30 @@ def test_every_command_has_help() -> None:
         assert code == 0, name
         assert command.help, name
     assert run("--help")[0] == 0
+
+
+def test_parallel_reading_changes_nothing(demo: tuple[Path, Path]) -> None:
+    """--jobs only changes how fast files are read, never the report."""
+    one = run(str(demo[0]), str(demo[1]), "--jobs", "1", "--format", "json")
+    two = run(str(demo[0]), str(demo[1]), "--jobs", "2", "--format", "json")
+    assert one == two
+
+
+def test_progress_bar_waits_and_can_be_silenced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bar appears only on a terminal, after a moment, and never when disabled."""
+    from vocmatch.cli import ProgressDisplay
+
+    quiet = ProgressDisplay(enabled=False)
+    quiet.files(1, 10)
+    assert quiet.bar is None
+    early = ProgressDisplay(enabled=True)
+    early.files(1, 10)
+    assert early.bar is None  # within the first moment
+    monkeypatch.setattr(ProgressDisplay, "delay", 0.0)
+    late = ProgressDisplay(enabled=True)
+    late.files(4, 10)
+    assert late.bar is not None and late.task is not None
+    assert late.bar.tasks[0].completed == 4
+    late.matching()
+    assert late.bar.tasks[0].description == "matching images"
+    late.close()

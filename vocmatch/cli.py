@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,10 +31,20 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 from rich.console import Console, Group, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from vocmatch import __version__, calculator, lint
 from vocmatch.analysis import DEFAULT_BACKGROUND_IOU, ErrorAnalysis, error_analysis
+from vocmatch.batch import evaluate_columns
 from vocmatch.diagram import box_report, label_report
 from vocmatch.diff import RegressionGate, check_regressions, evaluation_diff, parse_regression_gate
 from vocmatch.errors import VocmatchError, VocmatchWarning
@@ -65,6 +76,7 @@ from vocmatch.report import (
     seg_summary,
     summary_table,
 )
+from vocmatch.scan import read_column_pair
 from vocmatch.seg import VOC_CLASSES, PredVoid, evaluate_masks, read_class_names
 
 __all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
@@ -303,6 +315,59 @@ def machine_text(
     return to_junit(evaluation, gates)
 
 
+class ProgressDisplay:
+    """A progress bar on stderr for long runs: shown only on a terminal, only once a run
+    has taken more than a moment, and never with --quiet."""
+
+    delay = 0.5  # seconds before a bar appears
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def files(self, done: int, total: int) -> None:
+        """Files read so far, of all files to read."""
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.monotonic() - self.started < self.delay:
+                return
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("reading files", total=total)
+        if self.task is not None:
+            self.bar.update(self.task, completed=done, total=total)
+
+    def matching(self) -> None:
+        """Reading is over; matching and AP follow (one vectorised step)."""
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, description="matching images")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@contextmanager
+def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
+    """A :class:`ProgressDisplay` that is stopped however the block ends."""
+    display = ProgressDisplay(enabled=not quiet and sys.stderr.isatty())
+    try:
+        yield display
+    finally:
+        display.close()
+
+
 @main.command("eval")
 @click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
@@ -422,6 +487,14 @@ def machine_text(
     metavar="SIZE",
     help="Skip larger annotation files unread (5000, 64K, 32M, 1G; powers of 1024).",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Processes that read files in parallel; 0 (the default) uses every core.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
 def eval_command(
     gt_dir: Path,
     pred_dir: Path,
@@ -448,6 +521,8 @@ def eval_command(
     tightness: bool,
     fold_case: bool,
     max_file_size: int,
+    jobs: int,
+    quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
 
@@ -466,17 +541,28 @@ def eval_command(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
     )  # fmt: skip
-    with library_errors():
-        gt, pred = read_pair(gt_dir, pred_dir, max_file_size)
-        evaluation = evaluate(gt, pred, conventions, fold_case=fold_case)
-    if fold_case:
-        # The error analysis and the HTML report see the names that were matched.
-        gt, pred = fold_names(gt), fold_names(pred)
+    # Per-box records are built only for the outputs that show boxes: they cost more than
+    # the evaluation itself on large sets.
+    needs_boxes = html_file is not None or errors or tightness or output_format == "junit"
+    with library_errors(), progress_display(quiet) as progress:
+        gt_columns, pred_columns = read_column_pair(
+            gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
+        )
+        progress.matching()
+        evaluation = evaluate_columns(
+            gt_columns, pred_columns, conventions, keep_matches=needs_boxes, fold_case=fold_case
+        )
+    gt = pred = None
+    if needs_boxes:
+        gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
+        if fold_case:
+            # The error analysis and the HTML report see the names that were matched.
+            gt, pred = fold_names(gt), fold_names(pred)
     report_warnings(evaluation)
     with library_errors():
         gates = check_gates(evaluation, fail_under, max_fp, max_fn)
     analysis = None
-    if output_format == "json" or (output_format == "table" and (errors or tightness)):
+    if (errors or tightness) and gt is not None and pred is not None:
         with library_errors():
             analysis = error_analysis(evaluation, gt, pred, background_iou)
     options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
@@ -506,7 +592,7 @@ def eval_command(
                 console.print(summary_table(evaluation))
     if classes_csv is not None:
         write_text(classes_csv, to_csv_classes(evaluation))
-    if html_file is not None:
+    if html_file is not None and gt is not None and pred is not None:
         write_text(html_file, html_text(evaluation, gt, pred, images_dir))
     report_gates(gates)
     if not gates.passed:

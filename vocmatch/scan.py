@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.errors import AnnotationError
+from vocmatch.errors import AnnotationError, InputError
 from vocmatch.model import Box, ImageAnnotation, ImageSize, SkippedFile
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
@@ -35,7 +35,7 @@ from vocmatch.parse import (
     read_bytes,
 )
 
-__all__ = ["ColumnSet", "columns_from_annotations", "read_columns"]
+__all__ = ["ColumnSet", "columns_from_annotations", "read_column_pair", "read_columns"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -440,7 +440,10 @@ def _assemble(
 
 
 def read_columns(
-    root: str | os.PathLike[str], jobs: int = 1, max_bytes: int = DEFAULT_MAX_BYTES
+    root: str | os.PathLike[str],
+    jobs: int = 1,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ColumnSet:
     """Read every annotation file below a directory into columns.
 
@@ -451,6 +454,7 @@ def read_columns(
         root: The directory to read, recursively.
         jobs: Worker processes; 1 reads in this process.
         max_bytes: Per-file size limit.
+        progress: Called as ``progress(files_read, files_total)`` as reading goes on.
 
     Returns:
         The columns.
@@ -460,13 +464,27 @@ def read_columns(
     """
     listing = list_directory(root)
     unique = list(listing.files)
-    if jobs <= 1 or len(unique) < 64:
-        chunks = [_read_chunk(unique, max_bytes)]
+    total = len(unique)
+    # Chunks small enough to report progress and balance the workers, large enough that
+    # sending them costs little.
+    size = max(16, min(512, total // (max(jobs, 1) * 8) or 16))
+    parts = [unique[i : i + size] for i in range(0, total, size)]
+    chunks: list[_Chunk] = []
+    done = 0
+    if jobs <= 1 or total < 64:
+        for part in parts:
+            chunks.append(_read_chunk(part, max_bytes))
+            done += len(part)
+            if progress is not None:
+                progress(done, total)
     else:
-        size = max(16, len(unique) // (jobs * 8))
-        parts = [unique[i : i + size] for i in range(0, len(unique), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunks = list(pool.map(_read_chunk, parts, [max_bytes] * len(parts)))
+            futures = [pool.submit(_read_chunk, part, max_bytes) for part in parts]
+            for part, future in zip(parts, futures, strict=True):
+                chunks.append(future.result())
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
     return _assemble(os.fspath(root), chunks, listing.skipped, listing.notes)
 
 
@@ -476,3 +494,44 @@ def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
     for annotation in annotations.annotations:
         _add_annotation(chunk, annotation)
     return _assemble(annotations.root, [chunk], annotations.skipped, annotations.notes)
+
+
+def read_column_pair(
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    jobs: int = 1,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ColumnSet, ColumnSet]:
+    """Read a ground-truth and a prediction directory into columns.
+
+    Args:
+        gt_dir: Ground-truth XML files (searched recursively).
+        pred_dir: Prediction XML files.
+        jobs: Worker processes.
+        max_bytes: Per-file size limit.
+        progress: Called as ``progress(files_read, files_total)`` over both directories.
+
+    Returns:
+        The two column sets.
+
+    Raises:
+        InputError: A path is not a directory, or the ground truth holds no readable file.
+    """
+    gt_total = [0]
+
+    def gt_progress(done: int, total: int) -> None:
+        gt_total[0] = total
+        if progress is not None:
+            progress(done, total)
+
+    def pred_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress(gt_total[0] + done, gt_total[0] + total)
+
+    gt = read_columns(gt_dir, jobs, max_bytes, gt_progress)
+    pred = read_columns(pred_dir, jobs, max_bytes, pred_progress)
+    if not gt.keys:
+        what = "no readable" if gt.skipped else "no"
+        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+    return gt, pred
