@@ -132,8 +132,47 @@ def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) 
 
 
 def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> str:
-    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline."""
-    return json.dumps(to_json_dict(evaluation, analysis), indent=2, allow_nan=False) + "\n"
+    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
+
+    Lists of plain numbers (the precision/recall curves, histograms) are written on one
+    line each: it reads as well, and lets the C encoder write the bulk of a large result.
+    """
+    return dumps_indented(to_json_dict(evaluation, analysis))
+
+
+# NUL cannot occur in XML 1.0 text or in a file name, so no real value looks like a mark.
+_MARK = "\x00vocmatch-array-{}\x00"
+# How json.dumps writes a mark: the NUL characters escaped, in quotes.
+_MARKED = re.compile(r'"\\u0000vocmatch-array-(\d+)\\u0000"')
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def dumps_indented(data: Any) -> str:
+    """``json.dumps(data, indent=2)``, with every list of numbers kept on one line."""
+    arrays: list[list[Any]] = []
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: mark(v) for k, v in value.items()}
+        if isinstance(value, list):
+            if value and all(
+                (isinstance(v, (int, float)) and not isinstance(v, bool)) or v is None
+                for v in value
+            ):
+                arrays.append(value)
+                return _MARK.format(len(arrays) - 1)
+            return [mark(v) for v in value]
+        return value
+
+    text = json.dumps(mark(data), indent=2, allow_nan=False)
+
+    def compact(found: re.Match[str]) -> str:
+        return json.dumps(arrays[int(found.group(1))], allow_nan=False)
+
+    return _MARKED.sub(compact, text) + "\n"
 
 
 # CSV ------------------------------------------------------------------------------------
