@@ -125,6 +125,17 @@ def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) 
 
 
 ODD_FILES = {
+    "pi-in-object": b"<annotation><object><name>a</name><?pi x?><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "comment-in-object": b"<annotation><object><name>a</name><!-- c --><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "comment-in-value": b"<annotation><object><name>a</name><bndbox><xmin>1<!-- c -->2</xmin><ymin>1</ymin><xmax>50</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "cdata-name": b"<annotation><object><name><![CDATA[a b]]></name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "doctype": b'<?xml version="1.0"?><!DOCTYPE annotation><annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "two-declarations": b'<?xml version="1.0"?><?xml version="1.0"?><annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "part-in-object": b"<annotation><object><name>person</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><part><name>hand</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></part></object></annotation>",
+    "polygon-in-object": b"<annotation><object><name>a</name><polygon><x1>1</x1></polygon><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "namespace": b'<annotation xmlns="http://example.invalid/voc"><filename>n</filename><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
+    "object-after-other": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><note>x</note><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "text-mixed": b"<annotation>t<object>t<name>a</name>t<bndbox>t<xmin>1</xmin>t<ymin>1</ymin><xmax>5</xmax><ymax>5</ymax>t</bndbox>t</object>t</annotation>",
     "size-plain-newline": b'<?xml version="1.0" encoding="utf-8"?>\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
     "text-before-root": b'<?xml version="1.0" encoding="utf-8"?>\\n<annotation><folder>f</folder><filename> x.jpg </filename><size><width>10</width><height>20.5</height><depth>3</depth></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>',
     "size-two": b"<annotation><size><width>10</width><height>20</height></size><size><width>1</width><height>2</height></size><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
