@@ -352,7 +352,7 @@ def evaluate_columns(
     p_image_all = pred_image_map[pred.image[pred_rows]]
     p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
     p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
-    p_order = np.lexsort((-p_score_all, p_class_all, p_image_all))
+    p_order = np.lexsort((-p_score_all, p_image_all * n_k + p_class_all))
     p_rows_all = pred_rows[p_order]
     p_image_all, p_class_all = p_image_all[p_order], p_class_all[p_order]
     p_score_all = p_score_all[p_order]
@@ -398,9 +398,9 @@ def evaluate_columns(
     def per_image(flags: BoolArray, image: IntArray) -> IntArray:
         return np.bincount(image[flags], minlength=n_images).astype(np.int64)
 
-    tp_image = [per_image(counted[i], p_image) for i in range(thresholds.size)]
-    fp_image = [per_image(~m.pred_matched[i], p_image) for i in range(thresholds.size)]
-    fn_image = [per_image(missed[i], g_image) for i in range(thresholds.size)]
+    tp_image = [per_image(counted[i], p_image).tolist() for i in range(thresholds.size)]
+    fp_image = [per_image(~m.pred_matched[i], p_image).tolist() for i in range(thresholds.size)]
+    fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
     ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
     gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
     pred_per_image = np.bincount(pred_image_map[pred.image[pred_rows]], minlength=n_images)
@@ -450,7 +450,7 @@ def evaluate_columns(
                 tp=int(tp_image[t][j]),
                 fp=int(fp_image[t][j]),
                 fn=int(fn_image[t][j]),
-                mean_iou=float(np.mean(ious.tolist())) if ious.size else None,
+                mean_iou=float(np.mean(ious)) if ious.size else None,
                 sweep=sweep,
                 matches=matches_by_image[j] if matches_by_image is not None else (),
             )
@@ -506,12 +506,24 @@ def evaluate_columns(
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
 
 
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """A class's predictions in pycocotools' ranking: stable, by descending score."""
+
+    order: IntArray  # member index at each ranked position
+    rank_sorted: IntArray  # each ranked prediction's rank within its image
+
+    @staticmethod
+    def of(scores: FloatArray, rank: IntArray) -> _Ranking:
+        order = np.argsort(-scores, kind="mergesort")
+        return _Ranking(order, rank[order])
+
+
 def _coco_accumulate(
     n_gt: int,
-    scores: FloatArray,
+    ranking: _Ranking,
     matched: BoolArray,
     ignored: BoolArray,
-    rank: IntArray,
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`vocmatch.evaluate.coco_accumulate`, computed at the true positives only.
 
@@ -523,20 +535,17 @@ def _coco_accumulate(
     n_t = matched.shape[0]
     precision = np.zeros((n_t, 101, len(_MAX_DETS)))
     recall = np.zeros((n_t, len(_MAX_DETS)))
-    order = np.argsort(-scores, kind="mergesort")
-    position = np.empty_like(order)
-    position[order] = np.arange(order.size)
-    rank_sorted = rank[order]
     eps = float(np.spacing(1))
-    hits = [position[np.flatnonzero(matched[t] & ~ignored[t])] for t in range(n_t)]
-    skips = [position[np.flatnonzero(ignored[t])] for t in range(n_t)]
+    # In ranked order, so positions come out sorted.
+    ranked_ignored = ignored[:, ranking.order]
+    ranked_hits = matched[:, ranking.order] & ~ranked_ignored
     for m, max_det in enumerate(_MAX_DETS):
-        selected = rank_sorted < max_det
+        selected = ranking.rank_sorted < max_det
         index = np.cumsum(selected) - 1  # position among the selected
         n_selected = int(index[-1]) + 1 if index.size else 0
         for t in range(n_t):
-            tp_at = np.sort(index[hits[t][selected[hits[t]]]])
-            skipped_at = np.sort(index[skips[t][selected[skips[t]]]])
+            tp_at = index[np.flatnonzero(ranked_hits[t] & selected)]
+            skipped_at = index[np.flatnonzero(ranked_ignored[t] & selected)]
             n_counted = n_selected - skipped_at.size
             if n_counted == 0:
                 continue  # no ranked prediction: recall 0 and precision 0, as initialised
@@ -578,6 +587,10 @@ def _coco(
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
     g_area = _areas(g_boxes, 0.0)
     p_area = _areas(p_boxes, 0.0)
+    rankings = [
+        _Ranking.of(p_score[members], rank[members])
+        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
     for a, (low, high) in enumerate(COCO_AREAS):
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
@@ -593,7 +606,7 @@ def _coco(
             matched = m.pred_matched[:, members]
             ignored = m.pred_ignored[:, members] | (~matched & pred_out[members][None, :])
             precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate(
-                int(gt_counting[k]), p_score[members], matched, ignored, rank[members]
+                int(gt_counting[k]), rankings[k], matched, ignored
             )
     return coco_summarize(precision, recall, thresholds)
 
