@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from vocmatch import __version__
 from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
@@ -43,11 +45,16 @@ COCO_NAMES: tuple[str, ...] = (
 def _class(cls: ClassResult) -> dict[str, Any]:
     curve = None
     if cls.curve is not None:
+        scores = cls.curve.scores
         curve = {
-            "recall": cls.curve.recall.tolist(),
-            "precision": cls.curve.precision.tolist(),
+            "recall": NumberList(cls.curve.recall.tolist()),
+            "precision": NumberList(cls.curve.precision.tolist()),
             # An unscored prediction in a scored set ranks last (-inf inside): null here.
-            "scores": [v if math.isfinite(v) else None for v in cls.curve.scores.tolist()],
+            "scores": NumberList(
+                scores.tolist()
+                if np.isfinite(scores).all()
+                else [v if math.isfinite(v) else None for v in scores.tolist()]
+            ),
         }
     return {
         "name": cls.name,
@@ -144,6 +151,10 @@ def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> st
 _MARK = "\x00vocmatch-array-{}\x00"
 # How json.dumps writes a mark: the NUL characters escaped, in quotes.
 _MARKED = re.compile(r'"\\u0000vocmatch-array-(\d+)\\u0000"')
+
+
+class NumberList(list[float | None]):
+    """A list known to hold only numbers (or None): written on one line without a check."""
 
 
 def _is_number(value: Any) -> bool:

@@ -443,6 +443,45 @@ def _assemble(
     )
 
 
+def _read_sets(
+    roots: Sequence[str | os.PathLike[str]],
+    jobs: int,
+    max_bytes: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[ColumnSet]:
+    """Read several directories with one pool of workers (started once)."""
+    listings = [list_directory(root) for root in roots]
+    total = sum(len(listing.files) for listing in listings)
+    # Chunks small enough to report progress and balance the workers, large enough that
+    # sending them costs little.
+    size = max(16, min(512, total // (max(jobs, 1) * 8) or 16))
+    parts = [
+        (which, listing.files[i : i + size])
+        for which, listing in enumerate(listings)
+        for i in range(0, len(listing.files), size)
+    ]
+    chunks: list[list[_Chunk]] = [[] for _ in listings]
+    done = 0
+    if jobs <= 1 or total < 64:
+        for which, part in parts:
+            chunks[which].append(_read_chunk(part, max_bytes))
+            done += len(part)
+            if progress is not None:
+                progress(done, total)
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_read_chunk, part, max_bytes) for _, part in parts]
+            for (which, part), future in zip(parts, futures, strict=True):
+                chunks[which].append(future.result())
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
+    return [
+        _assemble(os.fspath(root), found, listing.skipped, listing.notes)
+        for root, found, listing in zip(roots, chunks, listings, strict=True)
+    ]
+
+
 def read_columns(
     root: str | os.PathLike[str],
     jobs: int = 1,
@@ -466,30 +505,7 @@ def read_columns(
     Raises:
         InputError: ``root`` is not a directory.
     """
-    listing = list_directory(root)
-    unique = list(listing.files)
-    total = len(unique)
-    # Chunks small enough to report progress and balance the workers, large enough that
-    # sending them costs little.
-    size = max(16, min(512, total // (max(jobs, 1) * 8) or 16))
-    parts = [unique[i : i + size] for i in range(0, total, size)]
-    chunks: list[_Chunk] = []
-    done = 0
-    if jobs <= 1 or total < 64:
-        for part in parts:
-            chunks.append(_read_chunk(part, max_bytes))
-            done += len(part)
-            if progress is not None:
-                progress(done, total)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_read_chunk, part, max_bytes) for part in parts]
-            for part, future in zip(parts, futures, strict=True):
-                chunks.append(future.result())
-                done += len(part)
-                if progress is not None:
-                    progress(done, total)
-    return _assemble(os.fspath(root), chunks, listing.skipped, listing.notes)
+    return _read_sets([root], jobs, max_bytes, progress)[0]
 
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
@@ -522,19 +538,7 @@ def read_column_pair(
     Raises:
         InputError: A path is not a directory, or the ground truth holds no readable file.
     """
-    gt_total = [0]
-
-    def gt_progress(done: int, total: int) -> None:
-        gt_total[0] = total
-        if progress is not None:
-            progress(done, total)
-
-    def pred_progress(done: int, total: int) -> None:
-        if progress is not None:
-            progress(gt_total[0] + done, gt_total[0] + total)
-
-    gt = read_columns(gt_dir, jobs, max_bytes, gt_progress)
-    pred = read_columns(pred_dir, jobs, max_bytes, pred_progress)
+    gt, pred = _read_sets([gt_dir, pred_dir], jobs, max_bytes, progress)
     if not gt.keys:
         what = "no readable" if gt.skipped else "no"
         raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
