@@ -163,3 +163,18 @@ def test_progress_bar_waits_and_can_be_silenced(monkeypatch: pytest.MonkeyPatch)
     late.matching()
     assert late.bar.tasks[0].description == "matching images"
     late.close()
+
+
+@pytest.mark.parametrize("protocol_name", ["default", "voc07", "voc12"])
+def test_json_curve_corners_give_the_class_ap(demo: tuple[Path, Path], protocol_name: str) -> None:
+    """The JSON curve keeps only its corners, and they still give each class's AP exactly."""
+    from vocmatch.ap import average_precision
+    from vocmatch.protocol import protocol
+
+    _, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json", "--protocol", protocol_name)
+    interpolation = protocol(protocol_name).interpolation
+    for cls in json.loads(out)["classes"]:
+        if cls["ap"] is None:
+            continue
+        curve = cls["curve"]
+        assert average_precision(curve["recall"], curve["precision"], interpolation) == cls["ap"]

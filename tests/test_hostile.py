@@ -525,18 +525,17 @@ def test_a_file_without_scores_in_a_scored_set_is_counted_in_the_note(tmp_path: 
     evaluation = evaluate(*read_pair(gt_dir, pred_dir))
     assert evaluation.notes == ("3 predictions in 2 files have no score; they rank last for AP",)
     assert evaluation.summary.map is not None
-    # In JSON the unscored predictions' place on the curve has a null score.
+    # In JSON the unscored predictions' place on the curve has a null score. Ranked: 0.9 TP,
+    # 0.9 FP, then the three unscored (TP, FP, TP); the curve is written at its corners
+    # (each TP, and the last point): ranks 1, 3 and 5.
     result = CliRunner().invoke(
         main, [str(gt_dir), str(pred_dir), "--format", "json"], catch_exceptions=False
     )
     assert result.exit_code == EXIT_OK
-    assert json.loads(result.stdout)["classes"][0]["curve"]["scores"] == [
-        0.9,
-        0.9,
-        None,
-        None,
-        None,
-    ]
+    curve = json.loads(result.stdout)["classes"][0]["curve"]
+    assert curve["scores"] == [0.9, None, None]
+    assert curve["recall"] == [1 / 3, 2 / 3, 1.0]
+    assert curve["precision"] == [1.0, 2 / 3, 3 / 5]
 
 
 def test_empty_name_skips_its_file(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_object_inside_part_is_not_an_object() -> None:
         ),
         pytest.param(
             b"<annotation>\n<object><name>cat</name></object>\n</annotation>",
-            "a.xml:2: <object> 'cat' has no <bndbox>",
+            "a.xml:2: <object> 'cat' has no <bndbox>, <robndbox> or <polygon>",
             id="no-bndbox",
         ),
         pytest.param(

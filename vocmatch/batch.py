@@ -13,7 +13,8 @@ a Python loop per image-class pair:
 * AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
   arrays in the same order, so every number is bit-identical (a test checks it).
 
-Predictions without scores (paired highest IoU first) go through the reference evaluator.
+Predictions without scores (paired highest IoU first) and sets holding rotated boxes or
+polygons (exact region overlap) go through the reference evaluator.
 """
 
 from __future__ import annotations
@@ -302,8 +303,9 @@ def evaluate_columns(
     pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
     has_score = ~np.isnan(pred.scores[pred_rows])
     scored = bool(has_score.any())
-    if not scored:
-        # Unscored predictions pair highest IoU first: the reference evaluator does that.
+    if not scored or gt.shapes or pred.shapes:
+        # Unscored predictions pair highest IoU first, and shapes need exact region overlap:
+        # the reference evaluator does both.
         return evaluate(
             original[0].to_annotations(),
             original[1].to_annotations(),

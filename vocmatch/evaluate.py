@@ -1,5 +1,13 @@
 """Evaluate predictions against ground truth: per-image matches, per-class precision,
 recall and AP, a dataset summary and, under the ``coco`` protocol, pycocotools' 12 numbers.
+
+Rotated boxes and polygons are matched and reported like boxes. A pair in which either side
+has such a shape is scored by the exact overlap of the two regions
+(:func:`vocmatch.geometry.shape_iou_matrix`), always with continuous areas: the VOC devkit's
+``+ 1`` pixel widths have no meaning for a polygon, so ``pixel_inclusive`` applies only to
+pairs of plain boxes (a note says so). COCO's area ranges (small, medium, large) use a
+shape's own area, not its bounding box's: shapes are evaluated as regions. Images whose
+objects are all plain boxes are scored exactly as before.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import numpy.typing as npt
 
 from vocmatch.ap import Curve, average_precision, precision_at_recall, precision_recall_curve
 from vocmatch.errors import InputError
+from vocmatch.geometry import shape_areas, shape_iou_matrix
 from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
 from vocmatch.match import ClassMatch, match_class
 from vocmatch.model import Box, ImageAnnotation, SkippedFile
@@ -40,6 +49,7 @@ __all__ = [
     "input_notes",
     "read_pair",
     "score_notes",
+    "shape_notes",
 ]
 
 Outcome = Literal["tp", "fp", "fn", "ignored"]
@@ -330,6 +340,16 @@ def _cells(
             iou = crowd_iou_matrix(gt_array, pred_array, crowd, conventions.pixel_inclusive)
         else:
             iou = iou_matrix(gt_array, pred_array, conventions.pixel_inclusive)
+        gt_area = box_area(gt_array)
+        pred_area = box_area(pred_array)
+        if any(b.shape is not None for b in (*gt_boxes, *pred_boxes)):
+            iou, gt_area, pred_area = _region_overlap(
+                gt_boxes,
+                pred_boxes,
+                crowd if conventions.difficult == "crowd" else None,
+                iou,
+                (gt_area, pred_area),
+            )
         match = match_class(
             iou,
             scores,
@@ -348,14 +368,36 @@ def _cells(
                 dropped=dropped,
                 gt_ignore=ignore,
                 gt_crowd=crowd,
-                gt_area=box_area(gt_array),
-                pred_area=box_area(pred_array),
+                gt_area=gt_area,
+                pred_area=pred_area,
                 scores=scores,
                 iou=iou,
                 match=match,
             )
         )
     return cells
+
+
+def _region_overlap(
+    gt_boxes: Sequence[Box],
+    pred_boxes: Sequence[Box],
+    gt_crowd: BoolArray | None,
+    box_iou: FloatArray,
+    box_areas: tuple[FloatArray, FloatArray],
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """IoU and areas of an image-class that holds a rotated box or a polygon.
+
+    A pair with a shape on either side gets the exact region overlap (continuous areas); a
+    pair of plain boxes keeps the box arithmetic and its conventions, so its IoU does not
+    depend on what else the image holds. A shape's area is its region's.
+    """
+    gt_shaped = np.array([b.shape is not None for b in gt_boxes], dtype=bool)
+    pred_shaped = np.array([b.shape is not None for b in pred_boxes], dtype=bool)
+    region = shape_iou_matrix(gt_boxes, pred_boxes, gt_crowd)
+    iou = np.where(gt_shaped[:, None] | pred_shaped[None, :], region, box_iou)
+    gt_area = np.where(gt_shaped, shape_areas(gt_boxes), box_areas[0])
+    pred_area = np.where(pred_shaped, shape_areas(pred_boxes), box_areas[1])
+    return iou, gt_area, pred_area
 
 
 def _score(box: Box) -> float:
@@ -621,6 +663,7 @@ def evaluate(
         + [math.nan if b.score is None else b.score for b in pred_boxes],
     )
     notes += names
+    notes += shape_notes(sum(1 for a in files for b in a.boxes if b.shape is not None), conv)
 
     levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
     levels = {value: i for i, value in enumerate(levels_list)}
@@ -711,6 +754,28 @@ def score_notes(scored: bool, unscored: int, any_pred: bool, files: int | None =
     if not scored and any_pred:
         notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
     return notes
+
+
+def shape_notes(shaped: int, conventions: Conventions) -> list[str]:
+    """A remark when rotated boxes or polygons meet pixel-inclusive conventions.
+
+    Args:
+        shaped: Evaluated objects that are a rotated box or a polygon.
+        conventions: The conventions in force.
+
+    Returns:
+        The note, or none.
+
+    >>> shape_notes(2, protocol("voc07"))[0].split(";")[0]
+    '2 objects are rotated boxes or polygons'
+    """
+    if not shaped or not conventions.pixel_inclusive:
+        return []
+    verb = "is a rotated box or polygon" if shaped == 1 else "are rotated boxes or polygons"
+    return [
+        f"{_plural(shaped, 'object')} {verb}; their overlaps use exact regions with continuous"
+        " areas, as pixel-inclusive (+1) areas apply only between plain boxes"
+    ]
 
 
 #: Coordinates beyond this many pixels from the origin are noted: no image is that large.

@@ -18,6 +18,7 @@ import numpy as np
 
 from vocmatch import __version__
 from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
+from vocmatch.ap import Curve
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
 from vocmatch.gates import GateReport
@@ -42,20 +43,32 @@ COCO_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
+def _curve_corners(curve: Curve) -> dict[str, NumberList]:
+    """The precision/recall curve at its corners: each true positive and the last point.
+
+    Between two true positives precision only falls, one false positive at a time, so these
+    points hold the whole curve; AP under every interpolation depends on them alone. Writing
+    every ranked prediction would make a large set's JSON mostly curve.
+    """
+    rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
+    points = np.union1d(rises, [curve.recall.size - 1]) if curve.recall.size else rises
+    scores = curve.scores[points]
+    return {
+        "recall": NumberList(curve.recall[points].tolist()),
+        "precision": NumberList(curve.precision[points].tolist()),
+        # An unscored prediction in a scored set ranks last (-inf inside): null here.
+        "scores": NumberList(
+            scores.tolist()
+            if np.isfinite(scores).all()
+            else [v if math.isfinite(v) else None for v in scores.tolist()]
+        ),
+    }
+
+
 def _class(cls: ClassResult) -> dict[str, Any]:
     curve = None
     if cls.curve is not None:
-        scores = cls.curve.scores
-        curve = {
-            "recall": NumberList(cls.curve.recall.tolist()),
-            "precision": NumberList(cls.curve.precision.tolist()),
-            # An unscored prediction in a scored set ranks last (-inf inside): null here.
-            "scores": NumberList(
-                scores.tolist()
-                if np.isfinite(scores).all()
-                else [v if math.isfinite(v) else None for v in scores.tolist()]
-            ),
-        }
+        curve = _curve_corners(cls.curve)
     return {
         "name": cls.name,
         "gt": cls.gt,

@@ -2,13 +2,96 @@
 
 Coordinates are in image pixels with the y-axis pointing down, in corner form
 ``x1, y1, x2, y2`` exactly as the XML gives them (``xmin, ymin, xmax, ymax``).
+
+An object may instead be a region of another shape: a :class:`Polygon` or a
+:class:`RotatedBox`. Its :class:`Box` then carries the shape, and ``x1, y1, x2, y2`` hold the
+shape's axis-aligned bounding box, so everything that only knows boxes keeps working.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-__all__ = ["Box", "ImageAnnotation", "ImageSize", "SkippedFile"]
+__all__ = ["Box", "ImageAnnotation", "ImageSize", "Point", "Polygon", "RotatedBox", "SkippedFile"]
+
+#: A point ``(x, y)``.
+Point = tuple[float, float]
+
+
+def _bounds(points: tuple[Point, ...]) -> tuple[float, float, float, float]:
+    xs = [x for x, _ in points]
+    ys = [y for _, y in points]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+@dataclass(frozen=True, slots=True)
+class Polygon:
+    """A simple polygon, its vertices in the order the file gives them.
+
+    The ring closes by itself: the last point connects to the first (a repeated first point
+    at the end is allowed and changes nothing).
+
+    Attributes:
+        points: The vertices ``(x, y)``.
+    """
+
+    points: tuple[Point, ...]
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """The axis-aligned bounding box ``(x1, y1, x2, y2)``.
+
+        >>> Polygon(((0.0, 0.0), (4.0, 1.0), (1.0, 3.0))).bounds
+        (0.0, 0.0, 4.0, 3.0)
+        """
+        return _bounds(self.points)
+
+
+@dataclass(frozen=True, slots=True)
+class RotatedBox:
+    """A box of width ``w`` and height ``h`` around ``(cx, cy)``, turned by ``angle`` radians.
+
+    The convention is roLabelImg's (``<robndbox>``, read from its ``pascal_voc_io.py``): the
+    corner at offset ``(dx, dy)`` from the centre, before turning, lies at
+    ``(cx + dx cos a - dy sin a, cy + dx sin a + dy cos a)``. With the y-axis pointing down,
+    as in image pixels, a positive angle turns the box clockwise on screen. At angle 0 the box
+    is the axis-aligned box ``cx ± w/2, cy ± h/2``; roLabelImg writes angles in [0, 2π).
+
+    Attributes:
+        cx: Centre x.
+        cy: Centre y.
+        w: Width along the box's own x-axis (before turning).
+        h: Height along the box's own y-axis.
+        angle: Clockwise turn on screen, in radians.
+    """
+
+    cx: float
+    cy: float
+    w: float
+    h: float
+    angle: float
+
+    @property
+    def corners(self) -> tuple[Point, Point, Point, Point]:
+        """The four corners, in roLabelImg's order: from the top-left before turning, clockwise
+        on screen.
+
+        >>> RotatedBox(5.0, 5.0, 4.0, 2.0, 0.0).corners
+        ((3.0, 4.0), (7.0, 4.0), (7.0, 6.0), (3.0, 6.0))
+        """
+        cos, sin = math.cos(self.angle), math.sin(self.angle)
+        half_w, half_h = self.w / 2, self.h / 2
+        offsets = ((-half_w, -half_h), (half_w, -half_h), (half_w, half_h), (-half_w, half_h))
+        p0, p1, p2, p3 = (
+            (self.cx + dx * cos - dy * sin, self.cy + dx * sin + dy * cos) for dx, dy in offsets
+        )
+        return (p0, p1, p2, p3)
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """The axis-aligned bounding box ``(x1, y1, x2, y2)`` of the corners."""
+        return _bounds(self.corners)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +109,8 @@ class Box:
         score: The prediction's ``<score>`` or ``<confidence>``; None for ground truth and for
             unscored predictions.
         line: Source line of the ``<object>`` element, for messages.
+        shape: The region when it is not an axis-aligned box (``<polygon>`` or
+            ``<robndbox>``); ``x1, y1, x2, y2`` are then its bounding box. None for a box.
     """
 
     name: str
@@ -37,6 +122,7 @@ class Box:
     truncated: bool = False
     score: float | None = None
     line: int | None = None
+    shape: Polygon | RotatedBox | None = None
 
     @property
     def width(self) -> float:

@@ -13,6 +13,13 @@ This is the only module that knows lxml. Everything it reads is treated as untru
   cannot hang it;
 * every problem becomes a :class:`~vocmatch.errors.AnnotationError` naming the file and,
   when known, the line, and a directory read goes on past it.
+
+An ``<object>`` is an axis-aligned ``<bndbox>`` (LabelImg), a rotated ``<robndbox>``
+(roLabelImg: ``<cx> <cy> <w> <h> <angle>``, the angle in radians, see
+:class:`~vocmatch.model.RotatedBox`) or a ``<polygon>`` whose points are either ``<pt><x>
+<y></pt>`` children (LabelMe, CVAT) or ``<x1> <y1> <x2> <y2> ...`` children paired by their
+number; points keep the order of the document. An object with a shape and a ``<bndbox>`` is
+read as the shape, the more precise annotation, and its ``<bndbox>`` is not read.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from pathlib import Path
 from lxml import etree
 
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.model import Box, ImageAnnotation, ImageSize, SkippedFile
+from vocmatch.geometry import polygon_problem
+from vocmatch.model import Box, ImageAnnotation, ImageSize, Point, Polygon, RotatedBox, SkippedFile
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -51,6 +59,9 @@ DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 MAX_COORDINATE = float(2**53)
 
 _COORDINATES = ("xmin", "ymin", "xmax", "ymax")
+_ROTATED = ("cx", "cy", "w", "h")
+# <x1> <y1> <x2> <y2> ...: a polygon's coordinates numbered by point.
+_NUMBERED = re.compile(r"([xy])([0-9]+)")
 
 # libxml2 appends the position (already given as path:line) and advice meant for
 # programmers (XML_PARSE_HUGE, xmlCtxtSetMaxAmplification) to its messages.
@@ -212,6 +223,81 @@ def _score(obj: etree._Element, path: str) -> float | None:
     return None
 
 
+def _rotated(element: etree._Element, path: str) -> RotatedBox:
+    cx, cy, w, h = (_coordinate(element, tag, path) for tag in _ROTATED)
+    for tag, value in (("w", w), ("h", h)):
+        if value < 0:
+            child = _child(element, tag)
+            line = _line(child) if child is not None else _line(element)
+            raise AnnotationError(path, f"<{tag}> {value:g} is negative", line)
+    return RotatedBox(cx, cy, w, h, _number(element, "angle", path))
+
+
+def _numbered_points(element: etree._Element, path: str) -> list[Point]:
+    """``<x1> <y1> <x2> <y2> ...``: each ``<xN>`` paired with ``<yN>``, in document order."""
+    found: dict[str, dict[int, etree._Element]] = {"x": {}, "y": {}}
+    order: list[int] = []
+    for child in element:
+        if not isinstance(child.tag, str):
+            continue
+        numbered = _NUMBERED.fullmatch(_local(child.tag))
+        if numbered is None:
+            continue
+        axis, number = numbered.group(1), int(numbered.group(2))
+        if number in found[axis]:
+            raise AnnotationError(
+                path, f"<polygon> has a second <{_local(child.tag)}>", _line(child)
+            )
+        found[axis][number] = child
+        if number not in found["y" if axis == "x" else "x"]:
+            order.append(number)
+    for number in order:
+        for axis, other in (("x", "y"), ("y", "x")):
+            if number in found[axis] and number not in found[other]:
+                raise AnnotationError(
+                    path,
+                    f"<polygon> has <{axis}{number}> but no <{other}{number}>",
+                    _line(found[axis][number]),
+                )
+    return [
+        (
+            _coordinate(element, _local(found["x"][n].tag), path),
+            _coordinate(element, _local(found["y"][n].tag), path),
+        )
+        for n in order
+    ]
+
+
+def _polygon(element: etree._Element, path: str) -> Polygon:
+    pts = _children(element, "pt")
+    if pts:
+        if any(isinstance(c.tag, str) and _NUMBERED.fullmatch(_local(c.tag)) for c in element):
+            raise AnnotationError(
+                path, "<polygon> mixes <pt> points with numbered <x1> <y1> ...", _line(element)
+            )
+        points = [(_coordinate(pt, "x", path), _coordinate(pt, "y", path)) for pt in pts]
+    else:
+        points = _numbered_points(element, path)
+    problem = polygon_problem(points)
+    if problem is not None:
+        raise AnnotationError(path, f"<polygon> {problem}", _line(element))
+    return Polygon(tuple(points))
+
+
+def _shape(obj: etree._Element, name: str, path: str) -> Polygon | RotatedBox | None:
+    rotated = _child(obj, "robndbox")
+    polygon = _child(obj, "polygon")
+    if rotated is not None and polygon is not None:
+        raise AnnotationError(
+            path, f"<object> {name!r} has both <robndbox> and <polygon>; keep one", _line(obj)
+        )
+    if rotated is not None:
+        return _rotated(rotated, path)
+    if polygon is not None:
+        return _polygon(polygon, path)
+    return None
+
+
 def _box(obj: etree._Element, path: str) -> Box:
     name_element = _child(obj, "name")
     if name_element is None:
@@ -219,14 +305,21 @@ def _box(obj: etree._Element, path: str) -> Box:
     name = _text(name_element)
     if not name:
         raise AnnotationError(path, "<name> is empty", _line(name_element))
-    bndbox = _child(obj, "bndbox")
-    if bndbox is None:
-        raise AnnotationError(path, f"<object> {name!r} has no <bndbox>", _line(obj))
-    x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
-    if x2 < x1:
-        raise AnnotationError(path, f"<xmax> {x2:g} is less than <xmin> {x1:g}", _line(bndbox))
-    if y2 < y1:
-        raise AnnotationError(path, f"<ymax> {y2:g} is less than <ymin> {y1:g}", _line(bndbox))
+    shape = _shape(obj, name, path)
+    if shape is not None:
+        # The shape is the annotation; its bounding box stands in for <bndbox>.
+        x1, y1, x2, y2 = shape.bounds
+    else:
+        bndbox = _child(obj, "bndbox")
+        if bndbox is None:
+            raise AnnotationError(
+                path, f"<object> {name!r} has no <bndbox>, <robndbox> or <polygon>", _line(obj)
+            )
+        x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
+        if x2 < x1:
+            raise AnnotationError(path, f"<xmax> {x2:g} is less than <xmin> {x1:g}", _line(bndbox))
+        if y2 < y1:
+            raise AnnotationError(path, f"<ymax> {y2:g} is less than <ymin> {y1:g}", _line(bndbox))
     return Box(
         name=name,
         x1=x1,
@@ -237,6 +330,7 @@ def _box(obj: etree._Element, path: str) -> Box:
         truncated=_flag(obj, "truncated", path),
         score=_score(obj, path),
         line=_line(obj),
+        shape=shape,
     )
 
 

@@ -7,9 +7,10 @@ expression over its bytes and converts the fields in bulk. It only does so for f
 layout it can prove it reads exactly as the parser does (LabelImg's layout: a header of
 simple elements, then ``<object>`` elements of known children, then ``</annotation>``); any
 other file -- an attribute, a comment, CDATA, an entity, a namespace, a ``<part>``, another
-encoding, a value the parser would refuse -- is read by :func:`vocmatch.parse.read_annotation`
-instead, so results and error messages are always the parser's own. A test checks that both
-readers give identical columns on the real and the generated sets.
+encoding, a value the parser would refuse, a rotated box or a polygon -- is read by
+:func:`vocmatch.parse.read_annotation` instead, so results and error messages are always the
+parser's own. A test checks that both readers give identical columns on the real and the
+generated sets.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.model import Box, ImageAnnotation, ImageSize, SkippedFile
+from vocmatch.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -84,12 +85,13 @@ class ColumnSet:
         image: ``(B,)`` index of each object's image, non-decreasing.
         labels: ``(B,)`` index of each object's class name in ``label_names``.
         label_names: The class names, sorted.
-        boxes: ``(B, 4)`` ``x1, y1, x2, y2``.
+        boxes: ``(B, 4)`` ``x1, y1, x2, y2``; for a rotated box or a polygon, its bounding box.
         difficult: ``(B,)`` the ``difficult`` flag.
         truncated: ``(B,)`` the ``truncated`` flag.
         scores: ``(B,)`` scores; NaN where an object has none.
         skipped: Files that could not be read.
         notes: Remarks on the directory walk that lost no file.
+        shapes: ``(row, shape)`` for each object that is a rotated box or a polygon, by row.
     """
 
     root: str
@@ -106,10 +108,12 @@ class ColumnSet:
     scores: FloatArray
     skipped: tuple[SkippedFile, ...]
     notes: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, Polygon | RotatedBox], ...] = ()
 
     def to_annotations(self) -> AnnotationSet:
         """The same data as parser records (object source lines are not known here)."""
         starts = np.searchsorted(self.image, np.arange(len(self.keys) + 1))
+        shapes = dict(self.shapes)
         annotations = []
         for i, (key, path) in enumerate(zip(self.keys, self.paths, strict=True)):
             boxes = []
@@ -126,6 +130,7 @@ class ColumnSet:
                         difficult=bool(self.difficult[b]),
                         truncated=bool(self.truncated[b]),
                         score=None if math.isnan(score) else score,
+                        shape=shapes.get(b),
                     )
                 )
             annotations.append(
@@ -150,6 +155,7 @@ class _Chunk:
     truncated: list[BoolArray]
     scores: list[FloatArray]
     skipped: list[SkippedFile]
+    shapes: list[tuple[int, Polygon | RotatedBox]] = field(default_factory=list)  # chunk rows
 
 
 def _flag(raw: bytes) -> bool | None:
@@ -382,6 +388,10 @@ def _add_header(
 def _add_annotation(chunk: _Chunk, annotation: ImageAnnotation) -> None:
     _add_header(chunk, annotation.key, annotation.path, annotation.size, annotation.filename)
     boxes = annotation.boxes
+    shaped = [(k, b.shape) for k, b in enumerate(boxes) if b.shape is not None]
+    if shaped:
+        start = sum(chunk.counts)
+        chunk.shapes.extend((start + k, shape) for k, shape in shaped)
     chunk.counts.append(len(boxes))
     _add_names(chunk, [b.name for b in boxes])
     chunk.boxes.append(np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64))
@@ -419,6 +429,11 @@ def _assemble(
             remap[code] = index[name]
         labels_parts.append(remap[np.array(c.codes, dtype=np.int64)])
     labels = np.concatenate(labels_parts) if labels_parts else np.zeros(0, dtype=np.int64)
+    shapes: list[tuple[int, Polygon | RotatedBox]] = []
+    offset = 0
+    for c in chunks:
+        shapes.extend((offset + row, shape) for row, shape in c.shapes)
+        offset += sum(c.counts)
     return ColumnSet(
         root=root,
         keys=tuple(keys),
@@ -440,6 +455,7 @@ def _assemble(
             sorted((*skipped, *(s for c in chunks for s in c.skipped)), key=lambda s: s.path)
         ),
         notes=notes,
+        shapes=tuple(shapes),
     )
 
 
