@@ -521,48 +521,60 @@ class _Ranking:
         return _Ranking(order, rank[order])
 
 
-def _coco_accumulate(
+def _coco_accumulate_sparse(
     n_gt: int,
     ranking: _Ranking,
-    matched: BoolArray,
-    ignored: BoolArray,
+    ranked_out: BoolArray,
+    hits: list[tuple[IntArray, BoolArray, BoolArray]],
 ) -> tuple[FloatArray, FloatArray]:
-    """:func:`vocmatch.evaluate.coco_accumulate`, computed at the true positives only.
+    """:func:`vocmatch.evaluate.coco_accumulate` from the matched predictions alone.
 
-    Precision rises only at a true positive and recall changes only there, so the
-    precision envelope at a true positive is the running maximum over the true positives
-    after it, and every recall threshold lands on a true positive. Each value is computed
-    with the same operations on the same integers as the reference, so it is identical.
+    An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
+    whatever the threshold; so the counted predictions up to a place are those inside the
+    range, corrected at the few matched ones (a match counts unless its object is ignored,
+    inside the range or not). Same integers, same operations: identical values.
+
+    Args:
+        n_gt: Ground truth that counts in this area range.
+        ranking: The class's predictions in ranked order.
+        ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
+        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
+            each matched an ignored object, and whether it lies outside the area range.
+
+    Returns:
+        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
     """
-    n_t = matched.shape[0]
+    n_t = len(hits)
     precision = np.zeros((n_t, 101, len(_MAX_DETS)))
     recall = np.zeros((n_t, len(_MAX_DETS)))
     eps = float(np.spacing(1))
-    # In ranked order, so positions come out sorted.
-    ranked_ignored = ignored[:, ranking.order]
-    ranked_hits = matched[:, ranking.order] & ~ranked_ignored
     for m, max_det in enumerate(_MAX_DETS):
         selected = ranking.rank_sorted < max_det
-        index = np.cumsum(selected) - 1  # position among the selected
-        n_selected = int(index[-1]) + 1 if index.size else 0
-        for t in range(n_t):
-            tp_at = index[np.flatnonzero(ranked_hits[t] & selected)]
-            skipped_at = index[np.flatnonzero(ranked_ignored[t] & selected)]
-            n_counted = n_selected - skipped_at.size
+        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
+        n_base = int(base[-1]) if base.size else 0
+        for t, (places, on_ignored, out) in enumerate(hits):
+            keep = selected[places]
+            places, on_ignored, out = places[keep], on_ignored[keep], out[keep]
+            # Counted as matched minus counted as unmatched, at each matched place.
+            delta = np.cumsum((~on_ignored).astype(np.int64) - (~out).astype(np.int64))
+            n_counted = n_base + (int(delta[-1]) if delta.size else 0)
             if n_counted == 0:
                 continue  # no ranked prediction: recall 0 and precision 0, as initialised
-            k = np.arange(1, tp_at.size + 1)
-            counted_upto = tp_at + 1 - np.searchsorted(skipped_at, tp_at)
+            true = ~on_ignored
+            n_tp = int(np.count_nonzero(true))
+            recall[t, m] = float(np.float64(n_tp) / n_gt)
+            if n_tp == 0:
+                continue
+            k = np.arange(1, n_tp + 1)
+            counted_upto = base[places[true]] + delta[true]
             tp_sum = k.astype(np.float64)
             fp_sum = (counted_upto - k).astype(np.float64)
             rc = tp_sum / n_gt
             pr = tp_sum / (tp_sum + fp_sum + eps)
-            recall[t, m] = float(np.float64(tp_at.size) / n_gt)
-            if tp_at.size:
-                envelope = np.maximum.accumulate(pr[::-1])[::-1]
-                found = np.searchsorted(rc, COCO_RECALL_THRESHOLDS, side="left")
-                reached = found < rc.size
-                precision[t, reached, m] = envelope[found[reached]]
+            envelope = np.maximum.accumulate(pr[::-1])[::-1]
+            found = np.searchsorted(rc, COCO_RECALL_THRESHOLDS, side="left")
+            reached = found < rc.size
+            precision[t, reached, m] = envelope[found[reached]]
     return precision, recall
 
 
@@ -589,10 +601,17 @@ def _coco(
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
     g_area = _areas(g_boxes, 0.0)
     p_area = _areas(p_boxes, 0.0)
-    rankings = [
-        _Ranking.of(p_score[members], rank[members])
-        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
-    ]
+    # Each class's predictions in pycocotools' ranking; a prediction's place in it.
+    position = np.zeros(n_pred, dtype=np.int64)
+    rankings = []
+    for k in range(n_k):
+        members = class_order[class_starts[k] : class_starts[k + 1]]
+        ranking = _Ranking.of(p_score[members], rank[members])
+        position[members[ranking.order]] = np.arange(members.size)
+        rankings.append(ranking)
+    p_class = np.empty(n_pred, dtype=np.int64)
+    for k in range(n_k):
+        p_class[class_order[class_starts[k] : class_starts[k + 1]]] = k
     for a, (low, high) in enumerate(COCO_AREAS):
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
@@ -601,14 +620,30 @@ def _coco(
         )  # fmt: skip
         pred_out = (p_area < low) | (p_area > high)
         gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
+        # Matched predictions are few: take them sparse, by class, threshold and place.
+        hit_class = p_class[m.hit_pred]
+        hit_position = position[m.hit_pred]
+        order = np.lexsort((hit_position, m.hit_t, hit_class))
+        hit_class, hit_t = hit_class[order], m.hit_t[order]
+        hit_position = hit_position[order]
+        hit_ignored = ignore[m.hit_gt[order]]
+        hit_out = pred_out[m.hit_pred[order]]
+        starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
         for k in range(n_k):
             if gt_counting[k] == 0:
                 continue
             members = class_order[class_starts[k] : class_starts[k + 1]]
-            matched = m.pred_matched[:, members]
-            ignored = m.pred_ignored[:, members] | (~matched & pred_out[members][None, :])
-            precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate(
-                int(gt_counting[k]), rankings[k], matched, ignored
+            ranked_out = pred_out[members][rankings[k].order]
+            hits = [
+                (
+                    hit_position[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                    hit_ignored[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                    hit_out[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                )
+                for t in range(n_t)
+            ]
+            precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate_sparse(
+                int(gt_counting[k]), rankings[k], ranked_out, hits
             )
     return coco_summarize(precision, recall, thresholds)
 
