@@ -191,3 +191,42 @@ def test_batch_on_xml_files_equals_the_reference(tmp_path: Path) -> None:
                 read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred"), protocol(name)
             ),
         )
+
+
+SHAPES = ROOT / "fixtures" / "shapes"
+
+
+@pytest.mark.parametrize("name", ["default", "voc07", "coco", "voc12-strict"])
+@pytest.mark.parametrize("fold_case", [False, True])
+def test_batch_on_rotated_boxes_and_polygons_equals_the_reference(
+    name: str, fold_case: bool
+) -> None:
+    """Columns keep the shapes of fixtures/shapes, and evaluate exactly as the reference."""
+    gt_ref, pred_ref = read_directory(SHAPES / "gt"), read_directory(SHAPES / "pred")
+    gt_cols, pred_cols = read_columns(SHAPES / "gt"), read_columns(SHAPES / "pred")
+    assert [row for row, _ in gt_cols.shapes] == [0, 1, 3]
+    assert [row for row, _ in pred_cols.shapes] == [2]
+    assert_same_columns(columns_from_annotations(gt_ref), gt_cols)
+    conventions = {**VARIANTS, "voc07": protocol("voc07")}[name]
+    assert_identical(
+        evaluate(gt_ref, pred_ref, conventions, fold_case=fold_case),
+        evaluate_columns(gt_cols, pred_cols, conventions, fold_case=fold_case),
+    )
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_shapes_keep_their_rows_across_chunks(tmp_path: Path, jobs: int) -> None:
+    """In a set of many files, read in chunks and in worker processes, every shape comes back
+    on its own object."""
+    plain = (SHAPES / "gt" / "street.xml").read_bytes()
+    shaped = (SHAPES / "gt" / "field.xml").read_bytes()
+    for i in range(70):
+        (tmp_path / f"{i:03d}.xml").write_bytes(shaped if i % 3 == 0 else plain)
+    reference = read_directory(tmp_path)
+    columns = read_columns(tmp_path, jobs=jobs)
+    assert_same_columns(columns_from_annotations(reference), columns)
+    assert len(columns.shapes) == 3 * 24
+    restored = columns.to_annotations()
+    assert [replace(b, line=None) for a in restored.annotations for b in a.boxes] == [
+        replace(b, line=None) for a in reference.annotations for b in a.boxes
+    ]

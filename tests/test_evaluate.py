@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES
 from tests.oracle import coco_json, pycocotools_stats, random_dataset, write_voc
 from vocmatch.errors import InputError
 from vocmatch.evaluate import evaluate, evaluate_directories
-from vocmatch.model import Box, ImageAnnotation
+from vocmatch.model import Box, ImageAnnotation, Polygon
 from vocmatch.parse import AnnotationSet
 from vocmatch.protocol import Conventions, protocol
 
@@ -238,3 +238,51 @@ def test_conventions_describe_states_every_choice() -> None:
     described = dict(Conventions("voc12", strict_threshold=True, pixel_inclusive=True).describe())
     assert described["match"] == "IoU > 0.5"
     assert described["areas"] == "pixel-inclusive (+1)"
+
+
+def test_rotated_boxes_and_polygons_are_matched_like_boxes() -> None:
+    """fixtures/shapes (see its README): a rotated box at 0 rad on its box (IoU 1), a box
+    holding a triangle (1/2, a match at the inclusive 0.5), a quarter-turned box inside a box
+    (0.6), a box on half a diamond (1/3, FP and FN), and a plain image that is unchanged."""
+    result = evaluate_directories(FIXTURES / "shapes" / "gt", FIXTURES / "shapes" / "pred")
+    field, street = result.images
+    assert [(m.name, m.outcome, m.gt_index, m.pred_index, m.iou) for m in field.matches] == [
+        ("car", "tp", 0, 0, 1.0),
+        ("car", "fp", None, 3, 1 / 3),
+        ("car", "fn", 3, None, 1 / 3),
+        ("person", "tp", 1, 1, 0.5),
+        ("person", "tp", 2, 2, 0.6),
+    ]
+    assert [(m.outcome, m.iou) for m in street.matches] == [("tp", 0.75)]
+    summary = result.summary
+    assert (summary.tp, summary.fp, summary.fn) == (4, 1, 1)
+    assert [(c.name, c.ap) for c in result.classes] == [("car", 0.5), ("person", 1.0)]
+    assert summary.map == 0.75
+    assert result.notes == ()
+
+
+def test_shapes_under_pixel_inclusive_conventions_are_noted() -> None:
+    """The devkit's +1 areas apply between plain boxes only; a note says so, and the street
+    image's plain pair gets the +1 IoU (41 * 61) / (41 * 81)."""
+    result = evaluate_directories(
+        FIXTURES / "shapes" / "gt", FIXTURES / "shapes" / "pred", protocol("voc07")
+    )
+    assert result.notes == (
+        "4 objects are rotated boxes or polygons; their overlaps use exact regions with"
+        " continuous areas, as pixel-inclusive (+1) areas apply only between plain boxes",
+    )
+    field, street = result.images
+    assert [m.iou for m in field.matches if m.outcome == "tp"] == [1.0, 0.5, 0.6]
+    assert [m.iou for m in street.matches] == [pytest.approx(61 / 81)]
+
+
+def test_coco_areas_of_shapes_are_their_regions() -> None:
+    """A triangle of area 5000 in a 100 x 100 bounding box counts as medium (32² to 96²),
+    not large: shapes are evaluated as regions."""
+    triangle = Polygon(((200, 100), (300, 100), (200, 200)))
+    gt = annotation_set(("a", [Box("p", 200, 100, 300, 200, shape=triangle)]))
+    pred = annotation_set(("a", [Box("p", 200, 100, 300, 200, score=0.9, shape=triangle)]))
+    coco = evaluate(gt, pred, protocol("coco")).coco
+    assert coco is not None
+    # 1.0 less pycocotools' eps in tp / (tp + fp + eps)
+    assert (coco.APs, coco.APm, coco.APl) == (-1.0, pytest.approx(1.0, abs=1e-15), -1.0)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import datasets_or_skip
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.model import Box
+from vocmatch.model import Box, Polygon, RotatedBox
 from vocmatch.parse import parse_annotation, read_annotation, read_directory
 
 
@@ -203,3 +204,165 @@ def test_every_real_dataset_file_parses(name: str, files: int, objects: int) -> 
     assert result.skipped == ()
     assert len(result.annotations) == files
     assert sum(len(a.boxes) for a in result.annotations) == objects
+
+
+# Rotated boxes and polygons
+
+
+def shaped(body: str, name: str = "cat", extra: str = "") -> bytes:
+    """A file whose one object (on line 2) holds ``body``, its lines numbered from 3."""
+    return f"<annotation>\n<object><name>{name}</name>{extra}\n{body}\n</object>\n</annotation>".encode()
+
+
+def test_reads_a_robndbox() -> None:
+    """roLabelImg's <robndbox>: centre, size and angle in radians; the box is its bounding box."""
+    body = "<robndbox><cx>50</cx><cy>30</cy><w>40</w><h>10</h><angle>1.5707963267948966</angle></robndbox>"
+    (parsed,) = parse_annotation(shaped(body, extra="<type>robndbox</type>"), "a.xml", "a").boxes
+    assert parsed.shape == RotatedBox(50.0, 30.0, 40.0, 10.0, math.pi / 2)
+    assert (parsed.x1, parsed.y1, parsed.x2, parsed.y2) == (45.0, 10.0, 55.0, 50.0)
+    assert (parsed.name, parsed.line) == ("cat", 2)
+
+
+def test_robndbox_at_zero_reads_as_its_box() -> None:
+    """At angle 0 the bounding box is the box itself, exactly."""
+    body = "<robndbox><cx>100</cx><cy>100</cy><w>80</w><h>40</h><angle>0.0</angle></robndbox>"
+    (parsed,) = parse_annotation(shaped(body), "a.xml", "a").boxes
+    assert (parsed.x1, parsed.y1, parsed.x2, parsed.y2) == (60.0, 80.0, 140.0, 120.0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            "<polygon><username>x</username><pt><x>200</x><y>100</y></pt>"
+            "<pt><y>100</y><x>300.5</x></pt><pt><x> 200 </x><y>2e2</y></pt></polygon>",
+            id="pt-children",
+        ),
+        pytest.param(
+            "<polygon><x1>200</x1><y1>100</y1><x2>300.5</x2><y2>100</y2><x3>200</x3><y3>2e2</y3></polygon>",
+            id="numbered",
+        ),
+        pytest.param(
+            "<polygon><y1>100</y1><x1>200</x1><x2>300.5</x2><x3>200</x3><y2>100</y2><y3>2e2</y3></polygon>",
+            id="numbered-pairs-by-index",
+        ),
+    ],
+)
+def test_reads_both_polygon_forms(body: str) -> None:
+    """<pt><x><y></pt> and <x1><y1>...: the same points, in document order."""
+    (parsed,) = parse_annotation(shaped(body), "a.xml", "a").boxes
+    assert parsed.shape == Polygon(((200.0, 100.0), (300.5, 100.0), (200.0, 200.0)))
+    assert (parsed.x1, parsed.y1, parsed.x2, parsed.y2) == (200.0, 100.0, 300.5, 200.0)
+
+
+def test_points_keep_document_order() -> None:
+    """Numbered points are listed as the file lists them, not sorted by number."""
+    body = "<polygon><x3>0</x3><y3>4</y3><x1>0</x1><y1>0</y1><x2>4</x2><y2>0</y2></polygon>"
+    (parsed,) = parse_annotation(shaped(body), "a.xml", "a").boxes
+    assert parsed.shape == Polygon(((0.0, 4.0), (0.0, 0.0), (4.0, 0.0)))
+
+
+def test_shape_wins_over_bndbox() -> None:
+    """An object with both keeps the shape, and its <bndbox> is not read."""
+    body = (
+        "<bndbox><xmin>0</xmin><ymin>0</ymin><xmax>oops</xmax><ymax>1</ymax></bndbox>"
+        "<polygon><x1>1</x1><y1>1</y1><x2>5</x2><y2>1</y2><x3>1</x3><y3>4</y3></polygon>"
+    )
+    (parsed,) = parse_annotation(shaped(body), "a.xml", "a").boxes
+    assert parsed.shape == Polygon(((1.0, 1.0), (5.0, 1.0), (1.0, 4.0)))
+    assert (parsed.x1, parsed.y1, parsed.x2, parsed.y2) == (1.0, 1.0, 5.0, 4.0)
+
+
+def test_a_file_without_shapes_reads_as_before() -> None:
+    """Plain boxes carry no shape."""
+    (parsed,) = parse_annotation(xml(obj()), "a.xml", "a").boxes
+    assert parsed.shape is None
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            "<polygon>\n<pt><x>0</x><y>0</y></pt>\n<pt><x>4</x><y>0</y></pt>\n</polygon>",
+            "a.xml:3: <polygon> has 2 distinct points; a polygon needs at least 3",
+            id="fewer-than-three",
+        ),
+        pytest.param(
+            "<polygon>\n<pt><x>0</x><y>0</y></pt><pt><x>1</x><y>1</y></pt><pt><x>0</x><y>0</y></pt></polygon>",
+            "a.xml:3: <polygon> has 2 distinct points; a polygon needs at least 3",
+            id="repeated-point",
+        ),
+        pytest.param(
+            "<polygon><x1>0</x1><y1>0</y1><x2>2</x2><y2>2</y2><x3>4</x3><y3>4</y3></polygon>",
+            "a.xml:3: <polygon> has zero area: its points lie on one line",
+            id="zero-area",
+        ),
+        pytest.param(
+            "<polygon>\n<x1>0</x1><y1>0</y1>\n<x2>2</x2><y2>2</y2>\n<x3>2</x3><y3>0</y3>\n"
+            "<x4>0</x4><y4>2</y4>\n</polygon>",
+            "a.xml:3: <polygon> is self-intersecting at (1, 1)",
+            id="bow-tie",
+        ),
+        pytest.param(
+            "<polygon>\n<x1>0</x1><y1>0</y1>\n<x2>4</x2><y2>0</y2>\n<x3>0</x3>\n</polygon>",
+            "a.xml:6: <polygon> has <x3> but no <y3>",
+            id="odd-coordinate-count",
+        ),
+        pytest.param(
+            "<polygon><x1>0</x1><y1>0</y1><x2>4</x2><y2>0</y2>\n<y3>3</y3></polygon>",
+            "a.xml:4: <polygon> has <y3> but no <x3>",
+            id="y-without-x",
+        ),
+        pytest.param(
+            "<polygon><x1>0</x1><y1>0</y1>\n<x1>4</x1><y2>0</y2></polygon>",
+            "a.xml:4: <polygon> has a second <x1>",
+            id="repeated-number",
+        ),
+        pytest.param(
+            "<polygon><x1>0</x1><y1>0</y1><x2>4</x2>\n<y2>north</y2><x3>0</x3><y3>3</y3></polygon>",
+            "a.xml:4: <y2> is not a number: 'north'",
+            id="non-numeric",
+        ),
+        pytest.param(
+            "<polygon><pt><x>0</x><y>0</y></pt><pt><x>4</x>\n<y>NaN</y></pt><pt><x>0</x><y>3</y></pt></polygon>",
+            "a.xml:4: <y> is not finite: 'NaN'",
+            id="nan",
+        ),
+        pytest.param(
+            "<polygon><pt><x>0</x><y>0</y></pt>\n<pt><x>4</x></pt><pt><x>0</x><y>3</y></pt></polygon>",
+            "a.xml:4: <pt> has no <y>",
+            id="pt-without-y",
+        ),
+        pytest.param(
+            "<polygon><pt><x>0</x><y>0</y></pt><x2>4</x2><y2>0</y2></polygon>",
+            "a.xml:3: <polygon> mixes <pt> points with numbered <x1> <y1> ...",
+            id="mixed-forms",
+        ),
+        pytest.param(
+            "<robndbox><cx>5</cx><cy>5</cy><w>4</w>\n<h>-2</h><angle>0</angle></robndbox>",
+            "a.xml:4: <h> -2 is negative",
+            id="negative-height",
+        ),
+        pytest.param(
+            "<robndbox><cx>5</cx><cy>5</cy><w>4</w><h>2</h></robndbox>",
+            "a.xml:3: <robndbox> has no <angle>",
+            id="no-angle",
+        ),
+        pytest.param(
+            "<robndbox>\n<cx>5</cx><cy>5</cy><w>4</w><h>2</h><angle>half</angle></robndbox>",
+            "a.xml:4: <angle> is not a number: 'half'",
+            id="angle-not-a-number",
+        ),
+        pytest.param(
+            "<robndbox><cx>5</cx><cy>5</cy><w>4</w><h>2</h><angle>0</angle></robndbox>"
+            "<polygon><x1>0</x1><y1>0</y1><x2>4</x2><y2>0</y2><x3>0</x3><y3>3</y3></polygon>",
+            "a.xml:2: <object> 'cat' has both <robndbox> and <polygon>; keep one",
+            id="two-shapes",
+        ),
+    ],
+)
+def test_shape_errors_name_file_and_line(body: str, message: str) -> None:
+    """Every problem with a shape is an AnnotationError at the element's line."""
+    with pytest.raises(AnnotationError) as info:
+        parse_annotation(shaped(body), "a.xml", "a")
+    assert str(info.value) == message

@@ -126,11 +126,15 @@ def polygon_problem(points: Sequence[Point]) -> str | None:
     return _problem(geometry)
 
 
-def _check(geometries: npt.NDArray[np.object_], areas: FloatArray, name: str) -> None:
-    valid = np.asarray(shapely.is_valid(geometries), dtype=bool)
-    for i in np.flatnonzero((areas > 0) & ~valid).tolist():
-        problem = _problem(geometries[i]) or "is not valid"
-        raise ValueError(f"Expected valid regions in `{name}`, but {name}[{i}] {problem}")
+def _check(regions: Sequence[Region], name: str) -> None:
+    # Boxes and rotated boxes are always valid (a zero-area one overlaps nothing); a polygon
+    # built by hand may not be.
+    for i, region in enumerate(regions):
+        shape = _shape(region)
+        if isinstance(shape, Polygon):
+            problem = polygon_problem(shape.points)
+            if problem is not None:
+                raise ValueError(f"Expected valid regions in `{name}`, but {name}[{i}] {problem}")
 
 
 def shape_areas(regions: Sequence[Region]) -> FloatArray:
@@ -166,7 +170,7 @@ def shape_iou_matrix(
         ``(N, M)`` IoU in [0, 1]; 0.0 where the union is 0.
 
     Raises:
-        ValueError: A region of non-zero area is not a valid polygon (self-intersecting).
+        ValueError: A polygon is not valid (see :func:`polygon_problem`).
 
     >>> triangle = Polygon(((0, 0), (4, 0), (0, 4)))
     >>> shape_iou_matrix([Box("a", 0, 0, 2, 2)], [triangle]).tolist()
@@ -175,12 +179,12 @@ def shape_iou_matrix(
     n, m = len(gt_boxes), len(pred_boxes)
     if n == 0 or m == 0:
         return np.zeros((n, m), dtype=np.float64)
+    _check(gt_boxes, "gt_boxes")
+    _check(pred_boxes, "pred_boxes")
     gt = _geometries(gt_boxes)
     pred = _geometries(pred_boxes)
     gt_area = np.asarray(shapely.area(gt), dtype=np.float64)
     pred_area = np.asarray(shapely.area(pred), dtype=np.float64)
-    _check(gt, gt_area, "gt_boxes")
-    _check(pred, pred_area, "pred_boxes")
     gt_index, pred_index = np.asarray(shapely.STRtree(pred).query(gt), dtype=np.int64)
     live = (gt_area[gt_index] > 0) & (pred_area[pred_index] > 0)
     gt_index, pred_index = gt_index[live], pred_index[live]
@@ -236,15 +240,15 @@ def pair_overlap(a: Region, b: Region) -> PairOverlap:
         The overlap.
 
     Raises:
-        ValueError: A region of non-zero area is not a valid polygon.
+        ValueError: A polygon is not valid (see :func:`polygon_problem`).
 
     >>> result = pair_overlap(Polygon(((0, 0), (4, 0), (0, 4))), Box("b", 0, 0, 2, 2))
     >>> result.intersection, result.relation
     (4.0, 'B inside A')
     """
+    _check([a, b], "regions")
     geometries = _geometries([a, b])
     areas = np.asarray(shapely.area(geometries), dtype=np.float64)
-    _check(geometries, areas, "regions")
     region_a, region_b = _solid(geometries[0]), _solid(geometries[1])
     meet = shapely.intersection(region_a, region_b)
     inter = min(float(shapely.area(meet)), float(areas.min()))

@@ -1,0 +1,260 @@
+"""Region overlap of boxes, rotated boxes and polygons against hand-computed answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vocmatch.geometry import (
+    pair_overlap,
+    points_inside,
+    polygon_problem,
+    shape_areas,
+    shape_iou_matrix,
+    to_polygon,
+)
+from vocmatch.iou import iou_matrix
+from vocmatch.model import Box, Polygon, RotatedBox
+
+TRIANGLE = Polygon(((0.0, 0.0), (4.0, 0.0), (0.0, 4.0)))
+
+
+def box(x1: float, y1: float, x2: float, y2: float) -> Box:
+    return Box("a", x1, y1, x2, y2)
+
+
+def test_rotated_box_at_zero_is_its_axis_aligned_box() -> None:
+    """At 0 rad the corners are cx ± w/2, cy ± h/2, and the IoU is iou_matrix's, bit for bit."""
+    rotated = RotatedBox(100.0, 100.0, 80.0, 40.0, 0.0)
+    assert rotated.corners == ((60.0, 80.0), (140.0, 80.0), (140.0, 120.0), (60.0, 120.0))
+    assert rotated.bounds == (60.0, 80.0, 140.0, 120.0)
+    shaped = Box("car", *rotated.bounds, shape=rotated)
+    others = [box(60, 80, 140, 120), box(80, 90, 160, 130), box(0, 0, 10, 10)]
+    expected = iou_matrix([[60, 80, 140, 120]], [[b.x1, b.y1, b.x2, b.y2] for b in others])
+    assert shape_iou_matrix([shaped], others).tolist() == expected.tolist()
+    assert shape_iou_matrix([shaped], others).tolist() == [[1.0, 1800 / 4600, 0.0]]
+
+
+def test_rotation_turns_clockwise_on_screen() -> None:
+    """roLabelImg's convention: with y pointing down, a positive angle turns clockwise, so at
+    pi/2 the top-right corner of a 4 x 2 box about (10, 10) moves to the bottom right."""
+    corners = RotatedBox(10.0, 10.0, 4.0, 2.0, math.pi / 2).corners
+    expected = ((11.0, 8.0), (11.0, 12.0), (9.0, 12.0), (9.0, 8.0))
+    for corner, want in zip(corners, expected, strict=True):
+        assert corner == pytest.approx(want, abs=1e-12)
+
+
+def test_quarter_turn_swaps_width_and_height() -> None:
+    """A w x h box turned by pi/2 is the h x w box about the same centre."""
+    turned = RotatedBox(50.0, 30.0, 40.0, 10.0, math.pi / 2)
+    assert shape_iou_matrix([turned], [box(45, 10, 55, 50)])[0, 0] == pytest.approx(1.0)
+    assert shape_iou_matrix([turned], [box(30, 25, 70, 35)])[0, 0] == pytest.approx(
+        100 / (400 + 400 - 100)
+    )
+
+
+def test_eighth_turn_of_a_square() -> None:
+    """A 2 x 2 square turned by pi/4 meets the unturned one in an octagon of area
+    8 (sqrt 2 - 1): IoU 1 / sqrt 2."""
+    turned = RotatedBox(0.0, 0.0, 2.0, 2.0, math.pi / 4)
+    assert shape_areas([turned])[0] == pytest.approx(4.0)
+    assert shape_iou_matrix([turned], [box(-1, -1, 1, 1)])[0, 0] == pytest.approx(1 / math.sqrt(2))
+
+
+@pytest.mark.parametrize(
+    ("polygon", "other", "iou"),
+    [
+        pytest.param(TRIANGLE, box(1, 1, 3, 3), 2 / (8 + 4 - 2), id="box-halved-by-hypotenuse"),
+        pytest.param(
+            Polygon(((0, 0), (6, 0), (0, 6))), box(0, 0, 4, 4), 14 / 20, id="box-corner-cut"
+        ),
+        pytest.param(TRIANGLE, box(0, 0, 4, 4), 8 / 16, id="triangle-in-its-bounding-box"),
+        pytest.param(TRIANGLE, box(10, 10, 12, 12), 0.0, id="disjoint"),
+        pytest.param(TRIANGLE, box(4, 0, 6, 2), 0.0, id="touching-corner"),
+        pytest.param(TRIANGLE, box(2, 2, 4, 4), 0.0, id="touching-hypotenuse"),
+        pytest.param(
+            Polygon(((150, 250), (200, 300), (150, 350), (100, 300))),
+            box(150, 250, 200, 350),
+            2500 / 7500,
+            id="diamond-right-half",
+        ),
+    ],
+)
+def test_polygon_versus_box(polygon: Polygon, other: Box, iou: float) -> None:
+    """Hand-computed intersections over unions, on both sides."""
+    assert shape_iou_matrix([polygon], [other])[0, 0] == pytest.approx(iou)
+    assert shape_iou_matrix([other], [polygon])[0, 0] == pytest.approx(iou)
+
+
+def test_polygon_versus_itself_is_one() -> None:
+    """Identical regions have IoU 1, whatever order the points are written in."""
+    pentagon = Polygon(((0, 0), (10, 0), (12, 6), (5, 11), (-2, 6)))
+    reversed_pentagon = Polygon(tuple(reversed(pentagon.points)))
+    assert shape_iou_matrix([pentagon], [pentagon, reversed_pentagon]).tolist() == [[1.0, 1.0]]
+
+
+def test_crowd_is_intersection_over_prediction_area() -> None:
+    """A crowd region scores a prediction by how much of the prediction it covers."""
+    gt = [TRIANGLE, TRIANGLE]
+    pred = [box(0, 0, 1, 1), box(1, 1, 3, 3)]
+    assert shape_iou_matrix(gt, pred, [True, False]).tolist() == [
+        [1.0, 0.5],
+        [1 / 8, 0.2],
+    ]
+
+
+def test_empty_sides_and_zero_areas() -> None:
+    """(N, M) also when empty; a zero-area region overlaps nothing and raises nothing."""
+    assert shape_iou_matrix([TRIANGLE], []).shape == (1, 0)
+    assert shape_iou_matrix([], [TRIANGLE, TRIANGLE]).shape == (0, 2)
+    flat = RotatedBox(1.0, 1.0, 4.0, 0.0, 0.3)
+    assert shape_iou_matrix([flat, box(1, 0, 1, 3)], [TRIANGLE, flat]).tolist() == [
+        [0.0, 0.0],
+        [0.0, 0.0],
+    ]
+
+
+def test_invalid_region_is_refused() -> None:
+    """A self-intersecting polygon given to the library directly is named in the error."""
+    bow_tie = Polygon(((0, 0), (2, 2), (2, 0), (0, 2)))
+    with pytest.raises(ValueError, match=r"^Expected valid regions in `pred_boxes`, but pred_boxes\[1\] is self-intersecting at \(1, 1\)$"):  # fmt: skip
+        shape_iou_matrix([TRIANGLE], [TRIANGLE, bow_tie])
+
+
+@pytest.mark.parametrize(
+    ("points", "problem"),
+    [
+        pytest.param([(0, 0), (4, 0), (0, 3)], None, id="triangle"),
+        pytest.param([(0, 0), (4, 0), (4, 3), (0, 0)], None, id="closing-point-repeated"),
+        pytest.param([], "has 0 distinct points; a polygon needs at least 3", id="empty"),
+        pytest.param([(1, 1)], "has 1 distinct point; a polygon needs at least 3", id="one"),
+        pytest.param(
+            [(0, 0), (4, 0), (0, 0)], "has 2 distinct points; a polygon needs at least 3", id="two"
+        ),
+        pytest.param(
+            [(0, 0), (1, 1), (3, 3)], "has zero area: its points lie on one line", id="collinear"
+        ),
+        pytest.param(
+            [(0, 0), (2, 2), (2, 0), (0, 2)], "is self-intersecting at (1, 1)", id="bow-tie"
+        ),
+        pytest.param(
+            [(0, 0), (4, 0), (4, 4), (2, 0), (0, 4)],
+            "is self-intersecting at (2, 0)",
+            id="ring-touches-itself",
+        ),
+        pytest.param(
+            [(0.5, 0.5), (2.5, 2.5), (2.5, 0.5), (0.5, 2.5)],
+            "is self-intersecting at (1.5, 1.5)",
+            id="fractional-crossing",
+        ),
+    ],
+)
+def test_polygon_problem(points: list[tuple[float, float]], problem: str | None) -> None:
+    """Each reason a list of points is not a polygon, in words."""
+    assert polygon_problem(points) == problem
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "relation", "intersection", "bounds"),
+    [
+        pytest.param(TRIANGLE, box(1, 1, 3, 3), "overlapping", 2.0, (1, 1, 3, 3), id="overlap"),
+        pytest.param(TRIANGLE, box(0, 0, 1, 1), "B inside A", 1.0, (0, 0, 1, 1), id="inside"),
+        pytest.param(box(0, 0, 4, 4), TRIANGLE, "B inside A", 8.0, (0, 0, 4, 4), id="contains"),
+        pytest.param(TRIANGLE, box(2, 2, 4, 4), "touching", 0.0, (2, 2, 2, 2), id="touch"),
+        pytest.param(TRIANGLE, box(5, 5, 6, 6), "disjoint", 0.0, None, id="disjoint"),
+        pytest.param(
+            TRIANGLE,
+            Polygon(((0, 4), (0, 0), (4, 0))),
+            "identical",
+            8.0,
+            (0, 0, 4, 4),
+            id="same-region-other-start",
+        ),
+    ],
+)
+def test_pair_overlap(
+    a: Box | Polygon,
+    b: Box | Polygon,
+    relation: str,
+    intersection: float,
+    bounds: tuple[float, float, float, float] | None,
+) -> None:
+    """Areas, intersection, its bounding box and the relation of two regions."""
+    result = pair_overlap(a, b)
+    assert (result.relation, result.intersection, result.intersection_bounds) == (
+        relation,
+        intersection,
+        bounds,
+    )
+
+
+def test_points_inside_counts_the_boundary() -> None:
+    """Inside, on an edge and outside."""
+    assert points_inside(TRIANGLE, [1, 2, 3], [1, 2, 3]).tolist() == [True, True, False]
+
+
+def test_to_polygon_of_each_kind() -> None:
+    """A plain box is its rectangle; a box carrying a shape is the shape."""
+    assert to_polygon(box(0, 0, 2, 3)).area == 6.0
+    shaped = Box("t", 0, 0, 4, 4, shape=TRIANGLE)
+    assert to_polygon(shaped).area == 8.0
+    with pytest.raises(TypeError, match="Expected a Box, RotatedBox or Polygon, got str"):
+        to_polygon("box")  # type: ignore[arg-type]
+
+
+coordinate = st.integers(-50, 150).map(float) | st.floats(-50, 150, allow_nan=False)
+extent = st.integers(0, 80).map(float) | st.floats(0, 80, allow_nan=False)
+plain_boxes = st.lists(
+    st.tuples(coordinate, coordinate, extent, extent).map(
+        lambda t: box(t[0], t[1], t[0] + t[2], t[1] + t[3])
+    ),
+    max_size=6,
+)
+
+
+def corners(boxes: list[Box]) -> list[list[float]]:
+    return [[b.x1, b.y1, b.x2, b.y2] for b in boxes]
+
+
+@given(plain_boxes, plain_boxes)
+def test_plain_boxes_agree_with_iou_matrix(gt: list[Box], pred: list[Box]) -> None:
+    """On plain boxes, exact clipping gives iou_matrix's numbers (to 1e-12), shape (N, M)."""
+    region = shape_iou_matrix(gt, pred)
+    assert region.shape == (len(gt), len(pred))
+    np.testing.assert_allclose(region, iou_matrix(corners(gt), corners(pred)), rtol=0, atol=1e-12)
+
+
+rotated_boxes = st.builds(
+    RotatedBox,
+    coordinate,
+    coordinate,
+    st.floats(0.5, 80),
+    st.floats(0.5, 80),
+    st.floats(-2 * math.pi, 2 * math.pi),
+)
+regions = st.lists(
+    plain_boxes.map(lambda b: b[0] if b else TRIANGLE) | rotated_boxes | st.just(TRIANGLE),
+    max_size=5,
+)
+
+
+@given(regions, regions)
+def test_shape_iou_is_symmetric_and_bounded(
+    gt: list[Box | RotatedBox | Polygon], pred: list[Box | RotatedBox | Polygon]
+) -> None:
+    """IoU(A, B) = IoU(B, A), in [0, 1], for any mix of boxes, rotated boxes and polygons."""
+    forward = shape_iou_matrix(gt, pred)
+    backward = shape_iou_matrix(pred, gt)
+    assert forward.shape == (len(gt), len(pred))
+    np.testing.assert_allclose(forward, backward.T, rtol=0, atol=1e-12)
+    assert ((forward >= 0) & (forward <= 1)).all()
+
+
+@given(rotated_boxes)
+def test_rotated_box_area_is_w_times_h(rotated: RotatedBox) -> None:
+    """Turning a box keeps its area."""
+    assert shape_areas([rotated])[0] == pytest.approx(rotated.w * rotated.h, rel=1e-9)
