@@ -150,6 +150,7 @@ class _Chunk:
     counts: list[int]
     codes: list[int]  # index into vocabulary, one per object
     vocabulary: dict[str, int]
+    raw_codes: dict[bytes, int]  # a name's bytes as written -> index into vocabulary
     boxes: list[FloatArray]
     difficult: list[BoolArray]
     truncated: list[BoolArray]
@@ -268,7 +269,7 @@ class _Objects:
 
     header: _Header
     coordinates: FloatArray
-    names: list[str]
+    names: list[bytes]  # as written; stripped and decoded per chunk
     difficult: list[bool]
     truncated: list[bool]
     scores: list[float]
@@ -337,15 +338,9 @@ def _fast(data: bytes) -> _Objects | None:
         math.isnan(v) for m, v in zip(matches, scores, strict=True) if m[10]
     ):
         return None
-    names = []
-    decoded: dict[bytes, str] = {}
-    for m in matches:
-        name = decoded.get(m[0])
-        if name is None:
-            name = decoded[m[0]] = m[0].decode("utf-8").strip()
-        if not name:
-            return None
-        names.append(name)
+    names = [m[0] for m in matches]  # raw: decoded once per distinct name, per chunk
+    if any(not raw.decode("utf-8").strip() for raw in set(names)):
+        return None
     difficult = _flags([m[5] if m[4] else b"0" for m in matches])
     truncated = _flags([m[3] if m[2] else b"0" for m in matches])
     if None in difficult or None in truncated:
@@ -354,7 +349,7 @@ def _fast(data: bytes) -> _Objects | None:
 
 
 def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
-    chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
+    chunk = _Chunk([], [], [], [], [], [], {}, {}, [], [], [], [], [])
     for key, path in files:
         try:
             # The parser's own reading: regular files only, size checked first.
@@ -368,7 +363,7 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
             continue
         _add_header(chunk, key, path, fast.header.size, fast.header.filename)
         chunk.counts.append(len(fast.names))
-        _add_names(chunk, fast.names)
+        _add_raw_names(chunk, fast.names)
         chunk.boxes.append(fast.coordinates)
         chunk.difficult.append(np.array(fast.difficult, dtype=bool))
         chunk.truncated.append(np.array(fast.truncated, dtype=bool))
@@ -409,6 +404,18 @@ def _add_names(chunk: _Chunk, names: Sequence[str]) -> None:
         if code is None:
             code = vocabulary[name] = len(vocabulary)
         chunk.codes.append(code)
+
+
+def _add_raw_names(chunk: _Chunk, raw_names: list[bytes]) -> None:
+    # The parser's name: the text decoded and stripped; looked up once per distinct bytes.
+    codes = chunk.raw_codes
+    for raw in set(raw_names) - codes.keys():
+        name = raw.decode("utf-8").strip()
+        code = chunk.vocabulary.get(name)
+        if code is None:
+            code = chunk.vocabulary[name] = len(chunk.vocabulary)
+        codes[raw] = code
+    chunk.codes.extend([codes[raw] for raw in raw_names])
 
 
 def _assemble(
@@ -526,7 +533,7 @@ def read_columns(
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
     """Columns holding the same objects as parser records (for comparisons and tests)."""
-    chunk = _Chunk([], [], [], [], [], [], {}, [], [], [], [], [])
+    chunk = _Chunk([], [], [], [], [], [], {}, {}, [], [], [], [], [])
     for annotation in annotations.annotations:
         _add_annotation(chunk, annotation)
     return _assemble(annotations.root, [chunk], annotations.skipped, annotations.notes)
