@@ -465,6 +465,27 @@ def evaluate_columns(
     class_starts = _segment_starts(p_class[class_order], n_k)
     g_class_starts = np.bincount(g_class, minlength=n_k)
     g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
+    # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
+    rankings = [
+        _Ranking.of(p_score[members], rank[members])
+        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
+    coco = None
+    coco_precision = None
+    if conv.coco_stats:
+        coco, coco_precision = _coco(
+            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_boxes,
+            class_order, class_starts, n_k, rankings,
+        )  # fmt: skip
+    # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
+    # entry whenever no box is large enough to leave that range: read it from there.
+    reuse = (
+        coco_precision is not None
+        and conv.interpolation == "101-point"
+        and (conv.max_dets is None or conv.max_dets <= 100)
+        and not (_areas(g_boxes, 0.0) > COCO_AREAS[0][1]).any()
+        and not (_areas(p_boxes, 0.0) > COCO_AREAS[0][1]).any()
+    )
     classes = []
     for k, name in enumerate(class_names):
         members = class_order[class_starts[k] : class_starts[k + 1]]
@@ -473,13 +494,22 @@ def evaluate_columns(
         fp = int(np.count_nonzero(~m.pred_matched[t, members]))
         fn = int(np.count_nonzero(missed[t][g_class == k]))
         scores = p_score[members]
-        by_score = np.argsort(-scores, kind="mergesort")
+        by_score = rankings[k].order
         tp_ranked, ranked_scores = _ranked(
             m.pred_matched[t, members], m.pred_ignored[t, members], scores, by_score
         )
         curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt)
         ap = None
-        if n_class_gt > 0:
+        if n_class_gt > 0 and reuse and coco_precision is not None:
+            ap = float(
+                np.mean(
+                    [
+                        float(np.mean(coco_precision[level, :, k, 0, 2]))
+                        for level in range(len(conv.ap_thresholds))
+                    ]
+                )
+            )
+        elif n_class_gt > 0:
             eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
             values = []
             for threshold in conv.ap_thresholds:
@@ -499,12 +529,6 @@ def evaluate_columns(
             )
         )
 
-    coco = None
-    if conv.coco_stats:
-        coco = _coco(
-            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_boxes,
-            p_score, class_order, class_starts, n_k,
-        )  # fmt: skip
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
 
 
@@ -589,11 +613,11 @@ def _coco(
     g_boxes: FloatArray,
     g_class: IntArray,
     p_boxes: FloatArray,
-    p_score: FloatArray,
     class_order: IntArray,
     class_starts: IntArray,
     n_k: int,
-) -> CocoStats:
+    rankings: list[_Ranking],
+) -> tuple[CocoStats, FloatArray]:
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     n_t = thresholds.size
     precision = -np.ones((n_t, 101, n_k, len(COCO_AREAS), 3))
@@ -601,14 +625,11 @@ def _coco(
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
     g_area = _areas(g_boxes, 0.0)
     p_area = _areas(p_boxes, 0.0)
-    # Each class's predictions in pycocotools' ranking; a prediction's place in it.
+    # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int64)
-    rankings = []
     for k in range(n_k):
         members = class_order[class_starts[k] : class_starts[k + 1]]
-        ranking = _Ranking.of(p_score[members], rank[members])
-        position[members[ranking.order]] = np.arange(members.size)
-        rankings.append(ranking)
+        position[members[rankings[k].order]] = np.arange(members.size)
     p_class = np.empty(n_pred, dtype=np.int64)
     for k in range(n_k):
         p_class[class_order[class_starts[k] : class_starts[k + 1]]] = k
@@ -623,7 +644,8 @@ def _coco(
         # Matched predictions are few: take them sparse, by class, threshold and place.
         hit_class = p_class[m.hit_pred]
         hit_position = position[m.hit_pred]
-        order = np.lexsort((hit_position, m.hit_t, hit_class))
+        # (class, threshold, place) is unique per match: one integer key sorts them.
+        order = np.argsort((hit_class * n_t + m.hit_t) * max(n_pred, 1) + hit_position)
         hit_class, hit_t = hit_class[order], m.hit_t[order]
         hit_position = hit_position[order]
         hit_ignored = ignore[m.hit_gt[order]]
@@ -645,7 +667,7 @@ def _coco(
             precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate_sparse(
                 int(gt_counting[k]), rankings[k], ranked_out, hits
             )
-    return coco_summarize(precision, recall, thresholds)
+    return coco_summarize(precision, recall, thresholds), precision
 
 
 def _matches(
