@@ -125,6 +125,10 @@ def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) 
 
 
 ODD_FILES = {
+    "score-nan": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>nan</score></object></annotation>",
+    "score-inf": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>-inf</score></object></annotation>",
+    "score-and-missing": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>0.5</score></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "score-empty-confidence": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><confidence></confidence></object></annotation>",
     "pi-in-object": b"<annotation><object><name>a</name><?pi x?><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "comment-in-object": b"<annotation><object><name>a</name><!-- c --><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "comment-in-value": b"<annotation><object><name>a</name><bndbox><xmin>1<!-- c -->2</xmin><ymin>1</ymin><xmax>50</xmax><ymax>5</ymax></bndbox></object></annotation>",

@@ -272,7 +272,7 @@ class _Objects:
     names: list[bytes]  # as written; stripped and decoded per chunk
     difficult: list[bool]
     truncated: list[bool]
-    scores: list[float]
+    scores: FloatArray
 
 
 def _flags(raw: list[bytes]) -> list[bool | None]:
@@ -321,10 +321,8 @@ def _fast(data: bytes) -> _Objects | None:
         return None
     try:
         values = [float(v) for m in matches for v in m[6:10]]
-        scores = [
-            (float(m[11]) if m[10].startswith(b"<score") else float(m[12])) if m[10] else math.nan
-            for m in matches
-        ]
+        # <score> or <confidence>, whichever is there (an empty one fails float()).
+        scores = [float(m[11] or m[12]) if m[10] else math.nan for m in matches]
     except ValueError:
         return None
     coordinates = np.array(values, dtype=np.float64).reshape(len(matches), 4)
@@ -334,10 +332,13 @@ def _fast(data: bytes) -> _Objects | None:
         coordinates[:, 3] < coordinates[:, 1]
     ).any():
         return None
-    if any(math.isinf(v) for v in scores) or any(
-        math.isnan(v) for m, v in zip(matches, scores, strict=True) if m[10]
-    ):
-        return None
+    score_array = np.array(scores, dtype=np.float64)
+    if not np.isfinite(score_array).all():
+        # NaN only where there is no score element; a written NaN or infinity is the
+        # parser's to refuse.
+        written = np.array([bool(m[10]) for m in matches])
+        if np.isinf(score_array).any() or np.isnan(score_array[written]).any():
+            return None
     names = [m[0] for m in matches]  # raw: decoded once per distinct name, per chunk
     if any(not raw.decode("utf-8").strip() for raw in set(names)):
         return None
@@ -345,7 +346,7 @@ def _fast(data: bytes) -> _Objects | None:
     truncated = _flags([m[3] if m[2] else b"0" for m in matches])
     if None in difficult or None in truncated:
         return None
-    return _Objects(header, coordinates, names, difficult, truncated, scores)  # type: ignore[arg-type]
+    return _Objects(header, coordinates, names, difficult, truncated, score_array)  # type: ignore[arg-type]
 
 
 def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
@@ -367,7 +368,7 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
         chunk.boxes.append(fast.coordinates)
         chunk.difficult.append(np.array(fast.difficult, dtype=bool))
         chunk.truncated.append(np.array(fast.truncated, dtype=bool))
-        chunk.scores.append(np.array(fast.scores, dtype=np.float64))
+        chunk.scores.append(fast.scores)
     return chunk
 
 
