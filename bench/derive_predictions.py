@@ -6,8 +6,8 @@ For each ground-truth file, writes a prediction file of the same name (LabelImg 
 ``<score>`` in each ``<object>``):
 
 * each object is kept with probability ``--keep`` (default 0.9) and its edges jittered by a
-  normal offset of ``--jitter`` (default 4 %) of the box's width or height; its score falls
-  with the jitter, so better boxes tend to rank higher;
+  normal offset of ``--jitter`` (default 4 %) of the box's width or height, then clamped to
+  the image; its score falls with the jitter, so better boxes tend to rank higher;
 * with probability ``--relabel`` (default 0.03) a kept object gets another class of the set;
 * ``--extra`` (default 0.3) false alarms per image on average, placed anywhere in the image
   with low scores.
@@ -68,10 +68,11 @@ def derive(
                 continue
             w, h = box.x2 - box.x1, box.y2 - box.y1
             offsets = [rng.gauss(0.0, jitter) for _ in range(4)]
-            x1 = box.x1 + offsets[0] * w
-            y1 = box.y1 + offsets[1] * h
-            x2 = max(box.x2 + offsets[2] * w, x1 + 1)
-            y2 = max(box.y2 + offsets[3] * h, y1 + 1)
+            # Clamped to the image, as a detector's boxes are.
+            x1 = min(max(box.x1 + offsets[0] * w, 0.0), width - 1)
+            y1 = min(max(box.y1 + offsets[1] * h, 0.0), height - 1)
+            x2 = min(max(box.x2 + offsets[2] * w, x1 + 1), width)
+            y2 = min(max(box.y2 + offsets[3] * h, y1 + 1), height)
             error = math.sqrt(sum(o * o for o in offsets))
             score = max(0.05, min(0.99, 0.95 - 3 * error + rng.gauss(0.0, 0.05)))
             name = box.name
