@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "seg": {"parse", "model"},
     "labels": {"iou", "model", "parse"},
     "calculator": {"geometry", "iou", "model"},
-    "diagram": {"calculator", "geometry", "iou"},
+    "diagram": {"calculator", "geometry", "iou", "model"},
     "html": {"evaluate", "parse", "model", "protocol", "analysis", "__init__"},
     "scan": {"parse", "model"},
     "batch": {"ap", "evaluate", "match", "protocol", "scan"},

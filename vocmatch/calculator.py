@@ -5,6 +5,12 @@ the verdict the evaluator reaches for the same pair at the same threshold. Boxes
 form ``x1, y1, x2, y2`` with the y-axis pointing down, as in image pixels; areas are
 continuous (``x2 - x1``, the pycocotools convention).
 
+Either side may instead be a polygon (:func:`compare_regions`): its area, the intersection
+and the union then come from exact polygon clipping (:mod:`vocmatch.geometry`, the same
+numbers the evaluator uses for shapes), and its corners in the tables are its bounding box.
+GIoU's ``C`` stays the smallest axis-aligned box enclosing both, so a polygon that is a
+rectangle gives the box's numbers.
+
 Thresholds are inclusive: a pair matches when ``IoU >= threshold``.
 """
 
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vocmatch import __version__
+from vocmatch.geometry import pair_overlap, polygon_problem
 from vocmatch.iou import (
     box_area,
     dice_from_iou,
@@ -30,27 +37,36 @@ from vocmatch.iou import (
     union_matrix,
     xywh_to_xyxy,
 )
+from vocmatch.model import Box, Point, Polygon
 
 __all__ = [
     "SWEEP",
     "BoxComparison",
     "BoxCorners",
     "LabelComparison",
+    "PolygonSides",
+    "Region",
     "SweepThreshold",
     "Verdict",
     "box_relation",
     "compare_boxes",
     "compare_labels",
+    "compare_regions",
     "is_match",
     "parse_box",
     "parse_box_pair",
     "parse_labels",
+    "parse_polygon",
+    "parse_region_pair",
     "to_json",
     "to_json_dict",
 ]
 
 #: A box as ``(x1, y1, x2, y2)``.
 BoxCorners = tuple[float, float, float, float]
+
+#: One side of a comparison: a box or a polygon.
+Region = BoxCorners | Polygon
 
 # Relative tolerance for "the two Dice formulas agree": they are the same number in exact
 # arithmetic, so any difference is rounding (about 1e-16) unless something is badly wrong.
@@ -211,6 +227,82 @@ def parse_box_pair(args: Sequence[str], xywh: bool = False) -> tuple[BoxCorners,
     return boxes[0], boxes[1]
 
 
+def parse_polygon(text: str, name: str = "polygon") -> Polygon:
+    """Read a polygon from text such as ``"0,0 4,0 0,3"``: its points ``x,y`` in order.
+
+    Any mix of commas and spaces separates the numbers, which are read in pairs; the ring
+    closes by itself.
+
+    Args:
+        text: The points.
+        name: What to call the polygon in messages (``"polygon A"``).
+
+    Returns:
+        The polygon.
+
+    Raises:
+        ValueError: A number is not finite or not a number, the count is odd, or the points
+            do not make a valid polygon (fewer than 3 distinct points, zero area,
+            self-intersecting). The message is one line and quotes the text.
+
+    >>> parse_polygon("200,100 300,100 200,200").points
+    ((200.0, 100.0), (300.0, 100.0), (200.0, 200.0))
+    """
+    tokens = [token for token in _SEPARATORS.split(text.strip()) if token]
+    values: list[float] = []
+    for token in tokens:
+        try:
+            value = float(token)
+        except ValueError:
+            raise ValueError(f"{name}: {token!r} is not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{name}: {token!r} is not a finite number: {text!r}")
+        values.append(value)
+    if len(values) % 2:
+        raise ValueError(f"{name}: expected x,y pairs, got {len(values)} numbers: {text!r}")
+    points: tuple[Point, ...] = tuple(zip(values[::2], values[1::2], strict=True))
+    problem = polygon_problem(points)
+    if problem is not None:
+        raise ValueError(f"{name} {problem}: {text!r}")
+    return Polygon(points)
+
+
+def parse_region_pair(args: Sequence[str], xywh: bool = False) -> tuple[Region, Region]:
+    """Read regions A and B, each a box or a polygon, from two command-line arguments.
+
+    An argument of four numbers is a box (``x1,y1,x2,y2``, or ``x,y,w,h`` with ``xywh``); one
+    of three or more points ``x,y x,y x,y ...`` is a polygon. Four numbers can never be a
+    polygon (it needs three points), so the reading is never ambiguous.
+
+    Args:
+        args: The two arguments as typed.
+        xywh: Read a box argument as ``x,y,w,h``.
+
+    Returns:
+        Regions A and B.
+
+    Raises:
+        ValueError: One line naming the region at fault, or the argument count.
+
+    >>> parse_region_pair(["0,0 4,0 0,4", "0,0,2,2"])[1]
+    (0.0, 0.0, 2.0, 2.0)
+    """
+    if len(args) != 2:
+        raise ValueError(
+            f"expected two regions A B (a box or polygon points each), got {len(args)} argument(s)"
+        )
+    regions: list[Region] = []
+    for name, text in zip(("A", "B"), args, strict=True):
+        if len([token for token in _SEPARATORS.split(text.strip()) if token]) == 4:
+            try:
+                regions.append(parse_box(text, xywh))
+            except ValueError as error:
+                raise ValueError(f"box {name}: {error}") from None
+        else:
+            regions.append(parse_polygon(text, f"polygon {name}"))
+    return regions[0], regions[1]
+
+
 def parse_labels(text: str) -> tuple[str, ...]:
     """Read a comma-separated label set: lower-cased, stripped, de-duplicated and sorted.
 
@@ -257,12 +349,30 @@ def box_relation(box_a: BoxCorners, box_b: BoxCorners) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class PolygonSides:
+    """What corners cannot say about a comparison that involves a polygon.
+
+    Attributes:
+        a: Polygon A, or None when A is a box.
+        b: Polygon B, or None when B is a box.
+        relation: See :class:`vocmatch.geometry.PairOverlap`.
+        intersection_box: The bounding box of ``A ∩ B`` (flat when they only touch); None
+            when they do not meet.
+    """
+
+    a: Polygon | None
+    b: Polygon | None
+    relation: str
+    intersection_box: BoxCorners | None
+
+
+@dataclass(frozen=True, slots=True)
 class BoxComparison:
     """Every number ``vocmatch iou`` shows for two boxes.
 
     Attributes:
-        box_a: Box A, ``(x1, y1, x2, y2)``.
-        box_b: Box B, ``(x1, y1, x2, y2)``.
+        box_a: Box A, ``(x1, y1, x2, y2)``; a polygon's bounding box.
+        box_b: Box B, ``(x1, y1, x2, y2)``; a polygon's bounding box.
         area_a: Area of A.
         area_b: Area of B.
         intersection: Area of ``A ∩ B`` (0 for touching or disjoint boxes).
@@ -273,6 +383,7 @@ class BoxComparison:
         dice: ``2 I / (A + B)``, the F1 score of the two regions.
         dice_from_iou: ``2 IoU / (1 + IoU)``; the same number as ``dice``.
         threshold: The match threshold (inclusive).
+        polygons: The polygons, when either side is one; None for two boxes.
     """
 
     box_a: BoxCorners
@@ -287,6 +398,7 @@ class BoxComparison:
     dice: float
     dice_from_iou: float
     threshold: float = 0.5
+    polygons: PolygonSides | None = None
 
     @property
     def matched(self) -> bool:
@@ -300,12 +412,19 @@ class BoxComparison:
 
     @property
     def relation(self) -> str:
-        """See :func:`box_relation`."""
+        """See :func:`box_relation`; for a polygon, how the regions themselves lie."""
+        if self.polygons is not None:
+            return self.polygons.relation
         return box_relation(self.box_a, self.box_b)
 
     @property
     def intersection_box(self) -> BoxCorners | None:
-        """``A ∩ B`` as a box; zero-width or zero-height when touching; None when disjoint."""
+        """``A ∩ B`` as a box; zero-width or zero-height when touching; None when disjoint.
+
+        With a polygon, the bounding box of the regions' intersection.
+        """
+        if self.polygons is not None:
+            return self.polygons.intersection_box
         ax1, ay1, ax2, ay2 = self.box_a
         bx1, by1, bx2, by2 = self.box_b
         x1, y1, x2, y2 = max(ax1, bx1), max(ay1, by1), min(ax2, bx2), min(ay2, by2)
@@ -383,6 +502,89 @@ def compare_boxes(
         dice=float(dice_matrix(a, b)[0, 0]),
         dice_from_iou=float(dice_from_iou(iou)),
         threshold=threshold,
+    )
+
+
+def _side(name: str, region: Region) -> tuple[BoxCorners, Box | Polygon]:
+    """A side's corners (a polygon's bounding box) and its region, checked."""
+    if isinstance(region, Polygon):
+        problem = polygon_problem(region.points)
+        if problem is not None:
+            raise ValueError(f"polygon {name} {problem}")
+        if not all(math.isfinite(v) for point in region.points for v in point):
+            raise ValueError(f"polygon {name}: a coordinate is not a finite number")
+        return region.bounds, region
+    if len(region) != 4:
+        raise ValueError(f"box {name}: expected 4 numbers (x1,y1,x2,y2), got {len(region)}")
+    corners = (float(region[0]), float(region[1]), float(region[2]), float(region[3]))
+    try:
+        _check_corners(corners)
+    except ValueError as error:
+        raise ValueError(f"box {name}: {error}") from None
+    return corners, Box(name, *corners)
+
+
+def compare_regions(a: Region, b: Region, threshold: float = 0.5) -> BoxComparison:
+    """Compare two regions, each a box or a polygon.
+
+    Two boxes give exactly :func:`compare_boxes`. With a polygon, the areas, intersection and
+    union are those of the regions (exact clipping); ``C`` for GIoU is the smallest
+    axis-aligned box enclosing both.
+
+    Args:
+        a: Box ``(x1, y1, x2, y2)`` or polygon A.
+        b: Box or polygon B.
+        threshold: IoU threshold for the verdict (inclusive), in [0, 1].
+
+    Returns:
+        IoU, GIoU, both Dice formulas and the areas behind them; ``polygons`` holds the
+        polygons, the regions' relation and the bounding box of their intersection.
+
+    Raises:
+        ValueError: A box is not valid (see :func:`compare_boxes`), a polygon is not valid
+            (see :func:`parse_polygon`), the threshold is outside [0, 1], or an area
+            overflows.
+
+    >>> triangle = Polygon(((200, 100), (300, 100), (200, 200)))
+    >>> result = compare_regions(triangle, (200, 100, 300, 200))
+    >>> result.iou, result.area_a, result.intersection, result.relation
+    (0.5, 5000.0, 5000.0, 'A inside B')
+    """
+    if not isinstance(a, Polygon) and not isinstance(b, Polygon):
+        return compare_boxes(a, b, threshold)
+    _check_threshold(threshold)
+    box_a, region_a = _side("A", a)
+    box_b, region_b = _side("B", b)
+    ex1, ey1 = min(box_a[0], box_b[0]), min(box_a[1], box_b[1])
+    ex2, ey2 = max(box_a[2], box_b[2]), max(box_a[3], box_b[3])
+    enclosing = (ex2 - ex1) * (ey2 - ey1)
+    if not math.isfinite(2.0 * enclosing):
+        raise ValueError("coordinates too large: the areas overflow")
+    overlap = pair_overlap(region_a, region_b)
+    inter = overlap.intersection
+    union = overlap.area_a + overlap.area_b - inter
+    iou = inter / union if union > 0 else 0.0
+    giou = iou - (enclosing - union) / enclosing if enclosing > 0 else iou
+    total = overlap.area_a + overlap.area_b
+    return BoxComparison(
+        box_a=box_a,
+        box_b=box_b,
+        area_a=overlap.area_a,
+        area_b=overlap.area_b,
+        intersection=inter,
+        union=union,
+        enclosing=enclosing,
+        iou=iou,
+        giou=giou,
+        dice=2.0 * inter / total if total > 0 else 0.0,
+        dice_from_iou=float(dice_from_iou(iou)),
+        threshold=threshold,
+        polygons=PolygonSides(
+            a=a if isinstance(a, Polygon) else None,
+            b=b if isinstance(b, Polygon) else None,
+            relation=overlap.relation,
+            intersection_box=overlap.intersection_bounds,
+        ),
     )
 
 
@@ -473,11 +675,18 @@ def to_json_dict(comparison: BoxComparison | LabelComparison) -> dict[str, Any]:
             "match": comparison.matched,
         }
     inter_box = comparison.intersection_box
+    sides = comparison.polygons
+    box_a: dict[str, Any] = {**_box_json(comparison.box_a), "area": comparison.area_a}
+    box_b: dict[str, Any] = {**_box_json(comparison.box_b), "area": comparison.area_b}
+    # A polygon side keeps its bounding box in x1..y2 and adds its points.
+    for side, polygon in ((box_a, sides.a if sides else None), (box_b, sides.b if sides else None)):
+        if polygon is not None:
+            side["points"] = [list(point) for point in polygon.points]
     return {
         "vocmatch": __version__,
         "mode": "boxes",
-        "box_a": {**_box_json(comparison.box_a), "area": comparison.area_a},
-        "box_b": {**_box_json(comparison.box_b), "area": comparison.area_b},
+        "box_a": box_a,
+        "box_b": box_b,
         "intersection_box": None if inter_box is None else _box_json(inter_box),
         "intersection": comparison.intersection,
         "union": comparison.union,

@@ -9,6 +9,10 @@ picture keeps the order of the edges: touching boxes meet with no gap, disjoint 
 a gap, and a box thinner than a character still shows. Pieces are otherwise sized in
 proportion, with a row counted as two columns (terminal cells are about twice as tall as
 they are wide); when a piece had to be widened, or a side stretched, a line says so.
+
+A polygon is drawn by sampling: inside its bounding box, a character belongs to it when the
+character's centre lies in the polygon (its edge included). That is an approximation, and a
+line under the drawing says so; the numbers above it are exact.
 """
 
 from __future__ import annotations
@@ -17,11 +21,15 @@ import itertools
 import math
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from vocmatch.calculator import BoxComparison, LabelComparison
+from vocmatch.geometry import points_inside
+from vocmatch.model import Polygon
 
 __all__ = [
     "box_metrics",
@@ -83,9 +91,30 @@ def _grid() -> Table:
     return table
 
 
+def _points(polygon: Polygon) -> str:
+    return " ".join(f"({format_number(x)}, {format_number(y)})" for x, y in polygon.points)
+
+
 def boxes_table(comparison: BoxComparison) -> Table:
-    """Corners, size and area of A, B and their intersection."""
-    table = Table(title="Boxes (x1, y1, x2, y2; y grows downward)", title_justify="left")
+    """Corners, size and area of A, B and their intersection.
+
+    A polygon's row holds its bounding box and its own area; its points follow the table.
+    """
+    sides = comparison.polygons
+    if sides is None:
+        table = Table(title="Boxes (x1, y1, x2, y2; y grows downward)", title_justify="left")
+    else:
+        captions = [
+            f"{name}: polygon {_points(polygon)}"
+            for name, polygon in (("A", sides.a), ("B", sides.b))
+            if polygon is not None
+        ]
+        table = Table(
+            title="Regions (bounding boxes x1, y1, x2, y2 and areas; y grows downward)",
+            title_justify="left",
+            caption="\n".join(captions),
+            caption_justify="left",
+        )
     table.add_column("")
     for name in ("x1", "y1", "x2", "y2", "width", "height", "area"):
         table.add_column(name, justify="right")
@@ -192,12 +221,14 @@ class _Axis:
         a: Cells ``[start, stop)`` of box A.
         b: Cells ``[start, stop)`` of box B.
         widened: A piece thinner than half a cell was widened to one cell.
+        centres: The coordinate at the middle of each cell.
     """
 
     cells: int
     a: tuple[int, int]
     b: tuple[int, int]
     widened: bool
+    centres: tuple[float, ...]
 
 
 def _allocate(lengths: list[float], cells: int) -> tuple[list[int], bool]:
@@ -230,9 +261,14 @@ def _axis(a: tuple[float, float], b: tuple[float, float], cells: int) -> _Axis:
     cuts = sorted({(v, 0) for v in points} | {(v, 1) for v in degenerate})
     lengths = [right[0] - left[0] for left, right in itertools.pairwise(cuts)]
     if not lengths:
-        return _Axis(1, (0, 1), (0, 1), False)
+        return _Axis(1, (0, 1), (0, 1), False, (a[0],))
     cells = max(cells, len(lengths))
     counts, widened = _allocate(lengths, cells)
+    centres = [
+        left[0] + (k + 0.5) * (right[0] - left[0]) / count
+        for (left, right), count in zip(itertools.pairwise(cuts), counts, strict=True)
+        for k in range(count)
+    ]
     index: dict[tuple[float, int], int] = {}
     position = 0
     for cut, count in zip(cuts, [*counts, 0], strict=True):
@@ -245,7 +281,15 @@ def _axis(a: tuple[float, float], b: tuple[float, float], cells: int) -> _Axis:
         start = index[(lo, 1)] if (lo, 1) in index else index[(lo, 0)]
         return start, index[(hi, 0)]
 
-    return _Axis(cells, span(*a), span(*b), widened)
+    return _Axis(cells, span(*a), span(*b), widened, tuple(centres))
+
+
+def _coverage(polygon: Polygon | None, x: _Axis, y: _Axis) -> npt.NDArray[np.bool_] | None:
+    """``(rows, cols)``: the cells whose centre lies in the polygon; None for a box."""
+    if polygon is None:
+        return None
+    xs, ys = np.meshgrid(np.array(x.centres), np.array(y.centres))
+    return points_inside(polygon, xs.ravel(), ys.ravel()).reshape(len(y.centres), len(x.centres))
 
 
 def _cell(in_a: bool, in_b: bool, comparison: BoxComparison) -> tuple[str, str]:
@@ -295,6 +339,9 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
     rows, stretched_y = _cells(ideal_rows, span_y, MIN_ROWS, MAX_ROWS)
     axis_x = _axis((c.box_a[0], c.box_a[2]), (c.box_b[0], c.box_b[2]), cols)
     axis_y = _axis((c.box_a[1], c.box_a[3]), (c.box_b[1], c.box_b[3]), rows)
+    sides = c.polygons
+    cover_a = _coverage(sides.a if sides else None, axis_x, axis_y)
+    cover_b = _coverage(sides.b if sides else None, axis_x, axis_y)
 
     lines: list[Text] = [Text("Overlap diagram", style="bold italic")]
     top_left, top_right = format_number(ex1), format_number(ex2)
@@ -309,6 +356,10 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
         for col in range(axis_x.cells):
             in_a = in_a_row and axis_x.a[0] <= col < axis_x.a[1]
             in_b = in_b_row and axis_x.b[0] <= col < axis_x.b[1]
+            if cover_a is not None:
+                in_a = in_a and bool(cover_a[row, col])
+            if cover_b is not None:
+                in_b = in_b and bool(cover_b[row, col])
             char, style = _cell(in_a, in_b, c)
             line.append(char, style)
         line.append("│", _FRAME)
@@ -337,6 +388,14 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
         distortions.append("the short side is stretched to stay readable")
     if distortions:
         lines.append(Text("not to scale: " + "; ".join(distortions), "yellow"))
+    if sides is not None:
+        lines.append(
+            Text(
+                "approximate: a polygon fills the characters whose centre lies inside it;"
+                " the numbers above are exact",
+                "yellow",
+            )
+        )
     for line in lines[1 : 4 + axis_y.cells]:
         # The drawing is cropped, never wrapped, on a terminal too narrow for it.
         line.no_wrap = True
