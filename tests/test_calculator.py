@@ -17,14 +17,18 @@ from vocmatch.calculator import (
     box_relation,
     compare_boxes,
     compare_labels,
+    compare_regions,
     is_match,
     parse_box,
     parse_box_pair,
     parse_labels,
+    parse_polygon,
+    parse_region_pair,
     to_json,
     to_json_dict,
 )
 from vocmatch.iou import iou_matrix
+from vocmatch.model import Polygon
 
 OVERLAPPING = ((50.0, 50.0, 150.0, 150.0), (80.0, 80.0, 180.0, 180.0))
 DISJOINT = ((0.0, 0.0, 10.0, 10.0), (20.0, 20.0, 30.0, 30.0))
@@ -382,3 +386,160 @@ def test_comparison_is_symmetric_and_uses_the_core(box_a: BoxCorners, box_b: Box
     assert forward.dice == backward.dice
     assert forward.iou == float(iou_matrix([box_a], [box_b])[0, 0])
     assert 0.0 <= forward.iou <= 1.0
+
+
+# Polygons
+
+TRIANGLE = Polygon(((200.0, 100.0), (300.0, 100.0), (200.0, 200.0)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("200,100 300,100 200,200", id="pairs"),
+        pytest.param("200 100 300 100 200 200", id="spaces"),
+        pytest.param("200,100,300,100,200,200", id="commas"),
+        pytest.param(" 200, 100  300 ,100 2e2,2e2 ", id="mixed"),
+    ],
+)
+def test_parse_polygon_reads_points_in_pairs(text: str) -> None:
+    """Any mix of commas and spaces; the numbers pair up in order."""
+    assert parse_polygon(text) == TRIANGLE
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "0,0 4,0 0", "polygon: expected x,y pairs, got 5 numbers: '0,0 4,0 0'", id="odd"
+        ),
+        pytest.param(
+            "0,0 4,x 0,3", "polygon: 'x' is not a number: '0,0 4,x 0,3'", id="not-a-number"
+        ),
+        pytest.param(
+            "0,0 4,inf 0,3", "polygon: 'inf' is not a finite number: '0,0 4,inf 0,3'", id="inf"
+        ),
+        pytest.param(
+            "0,0 4,0",
+            "polygon has 2 distinct points; a polygon needs at least 3: '0,0 4,0'",
+            id="two-points",
+        ),
+        pytest.param(
+            "0,0 1,1 2,2",
+            "polygon has zero area: its points lie on one line: '0,0 1,1 2,2'",
+            id="collinear",
+        ),
+        pytest.param(
+            "0,0 2,2 2,0 0,2",
+            "polygon is self-intersecting at (1, 1): '0,0 2,2 2,0 0,2'",
+            id="bow-tie",
+        ),
+    ],
+)
+def test_parse_polygon_rejects_bad_text(text: str, message: str) -> None:
+    """One line saying what is wrong, quoting the text."""
+    with pytest.raises(ValueError) as info:
+        parse_polygon(text)
+    assert str(info.value) == message
+
+
+def test_parse_region_pair_tells_boxes_from_polygons_by_count() -> None:
+    """Four numbers are a box (x,y,w,h with xywh); three or more points are a polygon."""
+    assert parse_region_pair(["200,100 300,100 200,200", "200 100 100 100"], xywh=True) == (
+        TRIANGLE,
+        (200.0, 100.0, 300.0, 200.0),
+    )
+    assert parse_region_pair(["0,0,1,1", "0,0 1,0 1,1 0,1"]) == (
+        (0.0, 0.0, 1.0, 1.0),
+        Polygon(((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0))),
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["0,0,1,1", "0,0 2,2 2,0 0,2"],
+            "polygon B is self-intersecting at (1, 1): '0,0 2,2 2,0 0,2'",
+            id="bad-polygon-b",
+        ),
+        pytest.param(
+            ["5,0,0,5", "0,0 1,0 0,1"],
+            "box A: x2 (0) is less than x1 (5): '5,0,0,5'",
+            id="bad-box-a",
+        ),
+        pytest.param(
+            ["0,0 1,0 0,1"],
+            "expected two regions A B (a box or polygon points each), got 1 argument(s)",
+            id="one",
+        ),
+    ],
+)
+def test_parse_region_pair_names_the_region_at_fault(args: list[str], message: str) -> None:
+    """The message says which side is wrong."""
+    with pytest.raises(ValueError) as info:
+        parse_region_pair(args)
+    assert str(info.value) == message
+
+
+def test_triangle_in_its_bounding_box() -> None:
+    """Half of a 100 x 100 box: IoU 1/2, Dice 2/3, GIoU 1/2 (C is the box itself)."""
+    result = compare_regions(TRIANGLE, (200, 100, 300, 200))
+    assert (result.area_a, result.area_b, result.intersection, result.union) == (
+        5000.0,
+        10000.0,
+        5000.0,
+        10000.0,
+    )
+    assert (result.iou, result.giou, result.enclosing) == (0.5, 0.5, 10000.0)
+    assert result.dice == pytest.approx(2 / 3)
+    assert result.dice_agree and result.matched
+    assert (result.box_a, result.relation) == ((200.0, 100.0, 300.0, 200.0), "A inside B")
+    assert result.intersection_box == (200.0, 100.0, 300.0, 200.0)
+    assert result.polygons is not None and result.polygons.b is None
+
+
+def test_polygon_triangle_cuts_a_box() -> None:
+    """Triangle (0,0) (6,0) (0,6) on box 0,0,4,4: I = 16 - 2 = 14, U = 18 + 16 - 14 = 20."""
+    result = compare_regions(Polygon(((0, 0), (6, 0), (0, 6))), (0, 0, 4, 4))
+    assert (result.intersection, result.union, result.iou) == (14.0, 20.0, 0.7)
+    assert result.relation == "overlapping"
+    assert result.giou == pytest.approx(0.7 - (36 - 20) / 36)
+
+
+def test_rectangle_polygon_gives_the_box_numbers() -> None:
+    """A polygon that is a rectangle gives exactly what the box gives."""
+    rectangle = Polygon(((50, 50), (150, 50), (150, 150), (50, 150)))
+    boxes = compare_boxes(*OVERLAPPING)
+    regions = compare_regions(rectangle, OVERLAPPING[1])
+    for name in ("box_a", "box_b", "area_a", "area_b", "intersection", "union", "enclosing"):
+        assert getattr(regions, name) == getattr(boxes, name), name
+    assert regions.iou == pytest.approx(boxes.iou)
+    assert regions.giou == pytest.approx(boxes.giou)
+    assert (regions.relation, regions.intersection_box) == (boxes.relation, boxes.intersection_box)
+
+
+def test_two_boxes_through_compare_regions_are_compare_boxes() -> None:
+    """Without a polygon nothing changes."""
+    assert compare_regions(*OVERLAPPING) == compare_boxes(*OVERLAPPING)
+
+
+def test_disjoint_and_identical_polygons() -> None:
+    """0 apart, 1 on itself, whatever the starting point of the ring."""
+    other = Polygon(((500.0, 500.0), (600.0, 500.0), (500.0, 600.0)))
+    disjoint = compare_regions(TRIANGLE, other)
+    assert (disjoint.iou, disjoint.relation, disjoint.intersection_box) == (0.0, "disjoint", None)
+    rotated_start = Polygon((TRIANGLE.points[1], TRIANGLE.points[2], TRIANGLE.points[0]))
+    same = compare_regions(TRIANGLE, rotated_start)
+    assert (same.iou, same.relation) == (1.0, "identical")
+
+
+def test_polygon_json_adds_the_points() -> None:
+    """A polygon side keeps its bounding box and area, and lists its points."""
+    data = to_json_dict(compare_regions(TRIANGLE, (200, 100, 300, 200)))
+    assert data["box_a"] == {
+        "x1": 200.0, "y1": 100.0, "x2": 300.0, "y2": 200.0, "width": 100.0, "height": 100.0,
+        "area": 5000.0, "points": [[200.0, 100.0], [300.0, 100.0], [200.0, 200.0]],
+    }  # fmt: skip
+    assert "points" not in data["box_b"]
+    assert (data["iou"], data["relation"]) == (0.5, "A inside B")

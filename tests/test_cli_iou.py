@@ -281,7 +281,7 @@ def test_help() -> None:
     """The command documents its options and a negative-coordinate example."""
     code, out, _ = run("--help")
     assert code == EXIT_OK
-    for text in ("--labels", "--xywh", "--threshold", "--format", "-5 3 10 20"):
+    for text in ("--labels", "--xywh", "--polygon", "--threshold", "--format", "-5 3 10 20"):
         assert text in out
 
 
@@ -412,5 +412,102 @@ def test_readme_excerpt_is_the_current_output() -> None:
     command, *shown = session.splitlines()
     assert command == "$ vocmatch iou " + " ".join(EXAMPLES["overlapping"])
     golden = lines_of((GOLDEN / "iou_overlapping.txt").read_text(encoding="utf-8"))
+    start = golden.index(shown[0])
+    assert golden[start : start + len(shown)] == shown
+
+
+# Polygons
+
+POLYGON = ["--polygon", "200,100 300,100 200,200", "200,100,300,200"]
+
+
+def test_polygon_example_matches_golden(golden: Callable[[str, str], None]) -> None:
+    """A triangle against its bounding box, as in the README: tests/golden/iou_polygon.txt."""
+    code, out, err = run(*POLYGON)
+    assert (code, err) == (EXIT_OK, "")
+    golden("iou_polygon.txt", out)
+
+
+def test_polygon_against_a_box() -> None:
+    """Exact areas from the regions; the rows show bounding boxes, the points follow."""
+    _, out, _ = run(*POLYGON)
+    assert block(out, "IoU  ", 11) == [
+        "IoU           0.5000 (50.00%)    I / U = 5,000 / 10,000",
+        "Verdict       Match (IoU ≥ 0.5)  inclusive: IoU ≥ 0.5 matches",
+        "GIoU          0.5000             IoU - (C - U) / C, C = 10,000 encloses both",
+        "Dice / F1     0.6667             2·I / (A + B) = 10,000 / 15,000",
+        "              0.6667             2·IoU / (1 + IoU); the two formulas agree",
+        "Intersection  5,000",
+        "Union         10,000             A + B - I = 5,000 + 10,000 - 5,000",
+        "Area A        5,000",
+        "Area B        10,000",
+        "Relation      A inside B",
+        "",
+    ]
+    assert "A: polygon (200, 100) (300, 100) (200, 200)" in lines_of(out)
+    assert "polygons drawn approximately (by character centres); the numbers are exact" in out
+    # The hypotenuse runs from the top right to the bottom left: A fills the top-left half.
+    rows = grid_rows(out)
+    assert rows[0].startswith("███") and rows[0].endswith("▒")
+    assert rows[-1].startswith("█▒") and rows[-1].endswith("▒▒▒")
+
+
+def test_polygon_may_be_either_side() -> None:
+    """Arguments keep their order: a box A inside a diamond B."""
+    code, out, _ = run("--polygon", "0,0,10,10", "5,-5 15,5 5,15 -5,5", "--format", "json")
+    data = json.loads(out)
+    assert code == EXIT_OK
+    assert "points" not in data["box_a"]
+    assert data["box_b"]["points"] == [[5.0, -5.0], [15.0, 5.0], [5.0, 15.0], [-5.0, 5.0]]
+    assert (data["iou"], data["relation"], data["match"]) == (0.5, "A inside B", True)
+
+
+def test_two_polygons() -> None:
+    """Both sides polygons: I = 50 of a 75 triangle and a 100 square."""
+    code, out, _ = run("--polygon", "-5,0 10,0 0,10", "0,0 10,0 10,10 0,10", "--format", "json")
+    data = json.loads(out)
+    assert code == EXIT_OK
+    assert (data["intersection"], data["union"], data["iou"]) == (50.0, 125.0, 0.4)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--polygon", "0,0 2,2 2,0 0,2", "0,0,1,1"],
+            "polygon A is self-intersecting at (1, 1): '0,0 2,2 2,0 0,2'",
+            id="self-intersecting",
+        ),
+        pytest.param(
+            ["--polygon", "0,0,1,1", "0,0 4,0 4,0"],
+            "polygon B has 2 distinct points; a polygon needs at least 3: '0,0 4,0 4,0'",
+            id="two-points",
+        ),
+        pytest.param(
+            ["--polygon", "0,0 4,0 0,3", "0,0,1,1", "5"],
+            "expected two regions A B (a box or polygon points each), got 3 argument(s)",
+            id="three-arguments",
+        ),
+        pytest.param(
+            ["--labels", "--polygon", "a", "b"],
+            "--polygon applies to boxes, not to --labels",
+            id="with-labels",
+        ),
+    ],
+)
+def test_bad_polygon_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    """A polygon that cannot be used is named, with why, on one line."""
+    code, out, err = run(*args)
+    assert (code, out, err) == (EXIT_USAGE, "", f"vocmatch: error: {message}\n")
+
+
+def test_readme_polygon_excerpt_is_the_current_output() -> None:
+    """The README's polygon session is lines of the golden output, so it cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Polygons and rotated boxes", 1)[1]
+    session = section.split("```console\n", 1)[1].split("```", 1)[0]
+    command, *shown = session.splitlines()
+    assert command == "$ vocmatch iou --polygon '200,100 300,100 200,200' 200,100,300,200"
+    golden = lines_of((GOLDEN / "iou_polygon.txt").read_text(encoding="utf-8"))
     start = golden.index(shown[0])
     assert golden[start : start + len(shown)] == shown

@@ -949,6 +949,12 @@ def lint_command(
 )
 @click.option("--xywh", is_flag=True, help="Read each box as x,y,w,h instead of x1,y1,x2,y2.")
 @click.option(
+    "--polygon",
+    is_flag=True,
+    help="Either argument may be a polygon, written as its points 'x,y x,y x,y ...'; an "
+    "argument of four numbers stays a box. Areas and overlap are exact.",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0),
     default=0.5,
@@ -964,9 +970,14 @@ def lint_command(
     help="table: the terminal report and overlap diagram; json: every number, for scripts.",
 )
 def iou_command(
-    values: tuple[str, ...], labels: bool, xywh: bool, threshold: float, output_format: str
+    values: tuple[str, ...],
+    labels: bool,
+    xywh: bool,
+    polygon: bool,
+    threshold: float,
+    output_format: str,
 ) -> None:
-    """Compare two boxes A and B, or two label sets with --labels.
+    """Compare two boxes A and B, two regions with --polygon, or two label sets with --labels.
 
     Prints IoU, the verdict at --threshold and at 0.5/0.75/0.95, GIoU, Dice and the areas,
     and draws the two boxes. Separate a box's numbers with commas or spaces; a box that
@@ -975,6 +986,7 @@ def iou_command(
     \b
     vocmatch iou 50,50,150,150 80,80,180,180
     vocmatch iou --xywh "-5 3 10 20" 0,0,8,8
+    vocmatch iou --polygon "200,100 300,100 200,200" 200,100,300,200
     vocmatch iou --labels "cat, dog, bird" "dog,bird,fish"
     """
     for value in values:
@@ -985,8 +997,8 @@ def iou_command(
     comparison: calculator.BoxComparison | calculator.LabelComparison
     try:
         if labels:
-            if xywh:
-                raise fail("--xywh applies to boxes, not to --labels")
+            if xywh or polygon:
+                raise fail(f"{'--xywh' if xywh else '--polygon'} applies to boxes, not to --labels")
             if len(values) != 2:
                 raise ValueError(f"expected two label sets A B, got {len(values)} argument(s)")
             sets = []
@@ -996,6 +1008,9 @@ def iou_command(
                 except ValueError as error:
                     raise ValueError(f"label set {name}: {error}") from None
             comparison = calculator.compare_labels(sets[0], sets[1], threshold)
+        elif polygon:
+            region_a, region_b = calculator.parse_region_pair(values, xywh)
+            comparison = calculator.compare_regions(region_a, region_b, threshold)
         else:
             box_a, box_b = calculator.parse_box_pair(values, xywh)
             comparison = calculator.compare_boxes(box_a, box_b, threshold)

@@ -110,7 +110,7 @@ def boxes_table(comparison: BoxComparison) -> Table:
             if polygon is not None
         ]
         table = Table(
-            title="Regions (bounding boxes x1, y1, x2, y2 and areas; y grows downward)",
+            title="Regions (bounding boxes; y grows downward)",
             title_justify="left",
             caption="\n".join(captions),
             caption_justify="left",
@@ -391,8 +391,7 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
     if sides is not None:
         lines.append(
             Text(
-                "approximate: a polygon fills the characters whose centre lies inside it;"
-                " the numbers above are exact",
+                "polygons drawn approximately (by character centres); the numbers are exact",
                 "yellow",
             )
         )
