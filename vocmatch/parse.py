@@ -18,7 +18,8 @@ An ``<object>`` is an axis-aligned ``<bndbox>`` (LabelImg), a rotated ``<robndbo
 (roLabelImg: ``<cx> <cy> <w> <h> <angle>``, the angle in radians, see
 :class:`~vocmatch.model.RotatedBox`) or a ``<polygon>`` whose points are either ``<pt><x>
 <y></pt>`` children (LabelMe, CVAT) or ``<x1> <y1> <x2> <y2> ...`` children paired by their
-number; points keep the order of the document. An object with a shape and a ``<bndbox>`` is
+number; points keep the order of the document. A rotated box's ``<w>`` and ``<h>`` may be 0,
+as a ``<bndbox>`` may be flat, but not negative. An object with a shape and a ``<bndbox>`` is
 read as the shape, the more precise annotation, and its ``<bndbox>`` is not read.
 """
 
