@@ -234,3 +234,29 @@ def test_shapes_keep_their_rows_across_chunks(tmp_path: Path, jobs: int) -> None
     assert [replace(b, line=None) for a in restored.annotations for b in a.boxes] == [
         replace(b, line=None) for a in reference.annotations for b in a.boxes
     ]
+
+
+def test_batch_notes_suspicious_values_as_the_reference_does() -> None:
+    """Negative and enormous coordinates and scores outside [0, 1] give the same notes."""
+    gt, pred = random_dataset(4, images=8)
+    first_gt = gt.annotations[1]
+    odd_gt = replace(
+        first_gt,
+        boxes=tuple(replace(b, x1=b.x1 - 500, x2=b.x2 + 2e6) for b in first_gt.boxes[:2])
+        + first_gt.boxes[2:],
+    )
+    gt = replace(gt, annotations=(gt.annotations[0], odd_gt, *gt.annotations[2:]))
+    first_pred = pred.annotations[0]
+    odd_pred = replace(
+        first_pred,
+        boxes=tuple(replace(b, score=1.5) for b in first_pred.boxes[:3]) + first_pred.boxes[3:],
+    )
+    pred = replace(pred, annotations=(odd_pred, *pred.annotations[1:]))
+    expected = evaluate(gt, pred, protocol("coco"))
+    assert len(expected.notes) >= 2
+    assert_identical(
+        expected,
+        evaluate_columns(
+            columns_from_annotations(gt), columns_from_annotations(pred), protocol("coco")
+        ),
+    )

@@ -20,7 +20,9 @@ polygons (exact region overlap) go through the reference evaluator.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +34,7 @@ from vocmatch.ap import (
 )
 from vocmatch.evaluate import (
     COCO_AREAS,
+    ENORMOUS_COORDINATE,
     CocoStats,
     Evaluation,
     ImageResult,
@@ -55,7 +58,8 @@ __all__ = ["evaluate_columns", "fold_columns"]
 _MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+# Indices: int32 where they come from the columns, int64 where computed.
+IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -237,6 +241,14 @@ def _match(
     return _match_unmatched(pairs, rank, n_gt, n_pred, gt_ignore, gt_crowd, thresholds, strict)
 
 
+def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
+    """Boxes that :func:`vocmatch.evaluate.input_notes` might remark on (a superset)."""
+    odd = (boxes < 0).any(axis=1) | (boxes > ENORMOUS_COORDINATE).any(axis=1)
+    if scores is not None:
+        odd |= (scores < 0) | (scores > 1)
+    return np.asarray(odd, dtype=bool)
+
+
 def _segment_starts(keys: IntArray, n: int) -> IntArray:
     """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
@@ -320,11 +332,15 @@ def evaluate_columns(
         pred_rows.size > 0,
         files=int(np.unique(pred.image[unscored_rows]).size),
     )
+    # Only boxes with a suspicious value can change the notes: hand over just those (usually
+    # none), rather than copies of every box.
+    gt_odd = gt_rows[_suspicious(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[_suspicious(pred.boxes, pred.scores)[pred_rows]]
     notes += input_notes(
         [*gt.paths, *pred.paths],
-        np.concatenate([gt.image[gt_rows], len(gt.paths) + pred.image[pred_rows]]),
-        np.concatenate([gt.boxes[gt_rows], pred.boxes[pred_rows]]),
-        np.concatenate([np.full(gt_rows.size, np.nan), pred.scores[pred_rows]]),
+        np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
+        np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
+        np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
     )
     notes += names_note
 
@@ -355,17 +371,26 @@ def evaluate_columns(
     p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
     p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
     p_order = np.lexsort((-p_score_all, p_image_all * n_k + p_class_all))
-    p_rows_all = pred_rows[p_order]
-    p_image_all, p_class_all = p_image_all[p_order], p_class_all[p_order]
+    # Indices are held as int32 (half the memory of a large set); cells stay int64.
+    p_rows_all = pred_rows[p_order].astype(np.int32)
+    p_image_all = p_image_all[p_order].astype(np.int32)
+    p_class_all = p_class_all[p_order].astype(np.int32)
     p_score_all = p_score_all[p_order]
-    p_cell_all = p_image_all * n_k + p_class_all
+    del p_order
+    p_cell_all = p_image_all.astype(np.int64) * n_k + p_class_all
     cell_start_all = _segment_starts(p_cell_all, n_images * n_k)
-    rank_all = np.arange(p_rows_all.size) - cell_start_all[p_cell_all]
+    rank_all = (np.arange(p_rows_all.size) - cell_start_all[p_cell_all]).astype(np.int32)
+    del cell_start_all
     kept = rank_all < conv.max_dets if conv.max_dets is not None else np.ones_like(rank_all, bool)
-    p_rows = p_rows_all[kept]
-    p_image, p_class, p_score = p_image_all[kept], p_class_all[kept], p_score_all[kept]
-    p_cell, rank = p_cell_all[kept], rank_all[kept]
-    p_boxes = pred.boxes[p_rows]
+    if kept.all():
+        # Nothing beyond max_dets: the same arrays, no copies (they are large).
+        p_rows, p_image, p_class, p_score = p_rows_all, p_image_all, p_class_all, p_score_all
+        p_cell, rank = p_cell_all, rank_all
+    else:
+        p_rows = p_rows_all[kept]
+        p_image, p_class, p_score = p_image_all[kept], p_class_all[kept], p_score_all[kept]
+        p_cell, rank = p_cell_all[kept], rank_all[kept]
+    # Boxes stay in the columns; only the rows that pairs need are gathered.
     n_pred = p_rows.size
 
     # Every pair of the same image-class.
@@ -377,10 +402,10 @@ def evaluate_columns(
     pair_pred = offsets + np.arange(pair_gt.size)
     iou = _pair_iou(
         g_boxes[pair_gt],
-        p_boxes[pair_pred],
+        pred.boxes[p_rows[pair_pred]],
         g_crowd[pair_gt],
         _areas(g_boxes, extra)[pair_gt],
-        _areas(p_boxes, extra)[pair_pred],
+        _areas(pred.boxes[p_rows[pair_pred]], extra),
         extra,
     )
     pairs = _Pairs(pair_gt, pair_pred, iou)
@@ -461,7 +486,7 @@ def evaluate_columns(
     # Per class: predictions in (image, rank) order, as the reference concatenates them.
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
     # rank).
-    class_order = np.argsort(p_class, kind="stable")
+    class_order = np.argsort(p_class, kind="stable").astype(np.int32)
     class_starts = _segment_starts(p_class[class_order], n_k)
     g_class_starts = np.bincount(g_class, minlength=n_k)
     g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
@@ -472,9 +497,11 @@ def evaluate_columns(
     ]
     coco = None
     coco_precision = None
-    if conv.coco_stats:
+    # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
+    p_area = _areas(pred.boxes, 0.0)[p_rows] if conv.coco_stats else None
+    if conv.coco_stats and p_area is not None:
         coco, coco_precision = _coco(
-            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_boxes,
+            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_area,
             class_order, class_starts, n_k, rankings,
         )  # fmt: skip
     # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
@@ -484,7 +511,8 @@ def evaluate_columns(
         and conv.interpolation == "101-point"
         and (conv.max_dets is None or conv.max_dets <= 100)
         and not (_areas(g_boxes, 0.0) > COCO_AREAS[0][1]).any()
-        and not (_areas(p_boxes, 0.0) > COCO_AREAS[0][1]).any()
+        and p_area is not None
+        and not (p_area > COCO_AREAS[0][1]).any()
     )
     classes = []
     for k, name in enumerate(class_names):
@@ -541,7 +569,7 @@ class _Ranking:
 
     @staticmethod
     def of(scores: FloatArray, rank: IntArray) -> _Ranking:
-        order = np.argsort(-scores, kind="mergesort")
+        order = np.argsort(-scores, kind="mergesort").astype(np.int32)
         return _Ranking(order, rank[order])
 
 
@@ -549,7 +577,7 @@ def _coco_accumulate_sparse(
     n_gt: int,
     ranking: _Ranking,
     ranked_out: BoolArray,
-    hits: list[tuple[IntArray, BoolArray, BoolArray]],
+    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`vocmatch.evaluate.coco_accumulate` from the matched predictions alone.
 
@@ -612,7 +640,7 @@ def _coco(
     g_crowd: BoolArray,
     g_boxes: FloatArray,
     g_class: IntArray,
-    p_boxes: FloatArray,
+    p_area: FloatArray,
     class_order: IntArray,
     class_starts: IntArray,
     n_k: int,
@@ -624,7 +652,6 @@ def _coco(
     recall = -np.ones((n_t, n_k, len(COCO_AREAS), 3))
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
     g_area = _areas(g_boxes, 0.0)
-    p_area = _areas(p_boxes, 0.0)
     # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int64)
     for k in range(n_k):
@@ -667,6 +694,7 @@ def _coco(
             precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate_sparse(
                 int(gt_counting[k]), rankings[k], ranked_out, hits
             )
+        del m, hit_class, hit_t, hit_position, hit_ignored, hit_out, order  # before the next
     return coco_summarize(precision, recall, thresholds), precision
 
 
@@ -746,7 +774,7 @@ def fold_columns(columns: ColumnSet) -> ColumnSet:
     """The same columns with every class name lower-cased (``Car`` and ``car`` merge)."""
     lowered = sorted({name.lower() for name in columns.label_names})
     index = {name: i for i, name in enumerate(lowered)}
-    remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int64)
+    remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int32)
     labels = remap[columns.labels] if columns.labels.size else columns.labels
     return replace(columns, labels=labels, label_names=tuple(lowered))
 

@@ -40,6 +40,7 @@ __all__ = ["ColumnSet", "columns_from_annotations", "read_column_pair", "read_co
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 # Text between tags is allowed anywhere ([^<]*), as XML allows it and the parser ignores it.
@@ -82,8 +83,8 @@ class ColumnSet:
         paths: The file of each image.
         sizes: ``<size>`` of each image, None where absent.
         filenames: ``<filename>`` of each image, None where absent.
-        image: ``(B,)`` index of each object's image, non-decreasing.
-        labels: ``(B,)`` index of each object's class name in ``label_names``.
+        image: ``(B,)`` index of each object's image, non-decreasing (int32).
+        labels: ``(B,)`` index of each object's class name in ``label_names`` (int32).
         label_names: The class names, sorted.
         boxes: ``(B, 4)`` ``x1, y1, x2, y2``; for a rotated box or a polygon, its bounding box.
         difficult: ``(B,)`` the ``difficult`` flag.
@@ -99,8 +100,8 @@ class ColumnSet:
     paths: tuple[str, ...]
     sizes: tuple[ImageSize | None, ...]
     filenames: tuple[str | None, ...]
-    image: IntArray
-    labels: IntArray
+    image: Int32Array
+    labels: Int32Array
     label_names: tuple[str, ...]
     boxes: FloatArray
     difficult: BoolArray
@@ -369,7 +370,19 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
         chunk.difficult.append(np.array(fast.difficult, dtype=bool))
         chunk.truncated.append(np.array(fast.truncated, dtype=bool))
         chunk.scores.append(fast.scores)
+    _consolidate(chunk)
     return chunk
+
+
+def _consolidate(chunk: _Chunk) -> None:
+    """One array per field instead of one per file: sent once, and held in large blocks
+    that are given back to the system when freed (many small ones would stay as
+    fragmented heap in the reading process)."""
+    if chunk.boxes:
+        chunk.boxes = [np.concatenate([b.reshape(-1, 4) for b in chunk.boxes])]
+        chunk.difficult = [np.concatenate(chunk.difficult)]
+        chunk.truncated = [np.concatenate(chunk.truncated)]
+        chunk.scores = [np.concatenate(chunk.scores)]
 
 
 def _add_header(
@@ -427,38 +440,46 @@ def _assemble(
 ) -> ColumnSet:
     keys = [k for c in chunks for k in c.keys]
     counts = np.array([n for c in chunks for n in c.counts], dtype=np.int64)
-    boxes = [b.reshape(-1, 4) for c in chunks for b in c.boxes]
+    total = int(counts.sum())
     label_names = sorted({n for c in chunks for n in c.vocabulary})
     index = {n: i for i, n in enumerate(label_names)}
-    labels_parts = []
-    for c in chunks:
-        remap = np.zeros(len(c.vocabulary), dtype=np.int64)
-        for name, code in c.vocabulary.items():
-            remap[code] = index[name]
-        labels_parts.append(remap[np.array(c.codes, dtype=np.int64)])
-    labels = np.concatenate(labels_parts) if labels_parts else np.zeros(0, dtype=np.int64)
+    # The columns are filled chunk by chunk and each chunk's own arrays let go at once, so
+    # reading a large set never holds its objects twice.
+    boxes = np.empty((total, 4), dtype=np.float64)
+    labels = np.empty(total, dtype=np.int32)
+    difficult = np.empty(total, dtype=bool)
+    truncated = np.empty(total, dtype=bool)
+    scores = np.empty(total, dtype=np.float64)
     shapes: list[tuple[int, Polygon | RotatedBox]] = []
     offset = 0
     for c in chunks:
+        n = len(c.codes)
+        stop = offset + n
+        if n:
+            boxes[offset:stop] = np.concatenate([b.reshape(-1, 4) for b in c.boxes])
+            difficult[offset:stop] = np.concatenate(c.difficult)
+            truncated[offset:stop] = np.concatenate(c.truncated)
+            scores[offset:stop] = np.concatenate(c.scores)
+            remap = np.zeros(len(c.vocabulary), dtype=np.int32)
+            for name, code in c.vocabulary.items():
+                remap[code] = index[name]
+            labels[offset:stop] = remap[np.array(c.codes, dtype=np.int64)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
-        offset += sum(c.counts)
+        c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], []
+        offset = stop
     return ColumnSet(
         root=root,
         keys=tuple(keys),
         paths=tuple(p for c in chunks for p in c.paths),
         sizes=tuple(s for c in chunks for s in c.sizes),
         filenames=tuple(f for c in chunks for f in c.filenames),
-        image=np.repeat(np.arange(len(keys), dtype=np.int64), counts),
+        image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
         labels=labels,
         label_names=tuple(label_names),
-        boxes=np.concatenate(boxes) if boxes else np.zeros((0, 4)),
-        difficult=np.concatenate([d for c in chunks for d in c.difficult])
-        if boxes
-        else np.zeros(0, dtype=bool),
-        truncated=np.concatenate([d for c in chunks for d in c.truncated])
-        if boxes
-        else np.zeros(0, dtype=bool),
-        scores=np.concatenate([s for c in chunks for s in c.scores]) if boxes else np.zeros(0),
+        boxes=boxes,
+        difficult=difficult,
+        truncated=truncated,
+        scores=scores,
         skipped=tuple(
             sorted((*skipped, *(s for c in chunks for s in c.skipped)), key=lambda s: s.path)
         ),
