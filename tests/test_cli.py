@@ -178,3 +178,11 @@ def test_json_curve_corners_give_the_class_ap(demo: tuple[Path, Path], protocol_
             continue
         curve = cls["curve"]
         assert average_precision(curve["recall"], curve["precision"], interpolation) == cls["ap"]
+
+
+def test_html_picture_size_in_help_is_the_html_modules() -> None:
+    """The eval help names the HTML report's picture size without importing that module."""
+    from vocmatch.cli import HTML_PICTURE_MAX_SIDE
+    from vocmatch.html import PICTURE_MAX_SIDE
+
+    assert HTML_PICTURE_MAX_SIDE == PICTURE_MAX_SIDE

@@ -60,7 +60,6 @@ from vocmatch.formats import (
     to_markdown,
 )
 from vocmatch.gates import Gate, GateReport, check_gates, parse_gate
-from vocmatch.html import PICTURE_MAX_SIDE, html_report, read_pictures
 from vocmatch.labels import LabelDifficult, LabelEvaluation, evaluate_labels
 from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.protocol import PROTOCOLS, Conventions, protocol
@@ -80,6 +79,10 @@ from vocmatch.scan import read_column_pair
 from vocmatch.seg import VOC_CLASSES, PredVoid, evaluate_masks, read_class_names
 
 __all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
+
+#: The HTML report's pictures are scaled to this side (vocmatch.html.PICTURE_MAX_SIDE; a test
+#: keeps the two equal, so the option's help is right without importing the HTML module).
+HTML_PICTURE_MAX_SIDE = 640
 
 EXIT_OK = 0
 EXIT_GATE = 1
@@ -429,7 +432,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
     default=None,
     metavar="DIR",
     help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
-    f"name; JPEG or PNG, embedded scaled to {PICTURE_MAX_SIDE} px).",
+    f"name; JPEG or PNG, embedded scaled to {HTML_PICTURE_MAX_SIDE} px).",
 )
 @click.option(
     "--fail-under",
@@ -715,6 +718,9 @@ def html_text(
 ) -> str:
     """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
     read is named on stderr and its overlay drawn blank."""
+    # Imported here: the HTML report needs Jinja2 and Pillow, which other runs never load.
+    from vocmatch.html import html_report, read_pictures
+
     pictures = None
     if images_dir is not None:
         with warnings.catch_warnings(record=True) as caught:

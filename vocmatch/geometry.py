@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import shapely
 
 from vocmatch.model import Box, Point, Polygon, RotatedBox
 
@@ -60,6 +59,8 @@ def to_polygon(region: Region) -> Any:
     >>> to_polygon(RotatedBox(5.0, 5.0, 4.0, 2.0, 0.0)).bounds
     (3.0, 4.0, 7.0, 6.0)
     """
+    import shapely  # imported on first use: only shapes need it
+
     shape = _shape(region)
     if isinstance(shape, RotatedBox):
         return shapely.Polygon(shape.corners)
@@ -85,6 +86,8 @@ def _number(text: str) -> str:
 
 def _problem(geometry: Any) -> str | None:
     """Why a shapely polygon is not a valid region, or None when it is."""
+    import shapely  # imported on first use: only shapes need it
+
     if bool(shapely.is_valid(geometry)):
         return None
     reason = str(shapely.is_valid_reason(geometry))
@@ -116,6 +119,8 @@ def polygon_problem(points: Sequence[Point]) -> str | None:
     >>> polygon_problem([(0, 0), (4, 0), (0, 3)]) is None
     True
     """
+    import shapely  # imported on first use: only shapes need it
+
     distinct = len(set(points))
     if distinct < 3:
         plural = "point" if distinct == 1 else "points"
@@ -143,6 +148,8 @@ def shape_areas(regions: Sequence[Region]) -> FloatArray:
     >>> shape_areas([Box("a", 0, 0, 2, 3), Polygon(((0, 0), (4, 0), (0, 3)))]).tolist()
     [6.0, 6.0]
     """
+    import shapely  # imported on first use: only shapes need it
+
     if not regions:
         return np.zeros(0, dtype=np.float64)
     return np.asarray(shapely.area(_geometries(regions)), dtype=np.float64)
@@ -176,6 +183,8 @@ def shape_iou_matrix(
     >>> shape_iou_matrix([Box("a", 0, 0, 2, 2)], [triangle]).tolist()
     [[0.5]]
     """
+    import shapely  # imported on first use: only shapes need it
+
     n, m = len(gt_boxes), len(pred_boxes)
     if n == 0 or m == 0:
         return np.zeros((n, m), dtype=np.float64)
@@ -224,6 +233,8 @@ class PairOverlap:
 
 
 def _solid(geometry: Any) -> Any:
+    import shapely  # imported on first use: only shapes need it
+
     # A region of zero area is the line or point it covers, which shapely's predicates
     # handle; the collapsed polygon itself is not valid.
     return geometry if float(shapely.area(geometry)) > 0 else shapely.convex_hull(geometry)
@@ -246,6 +257,8 @@ def pair_overlap(a: Region, b: Region) -> PairOverlap:
     >>> result.intersection, result.relation
     (4.0, 'B inside A')
     """
+    import shapely  # imported on first use: only shapes need it
+
     _check([a, b], "regions")
     geometries = _geometries([a, b])
     areas = np.asarray(shapely.area(geometries), dtype=np.float64)
@@ -277,6 +290,8 @@ def points_inside(region: Region, xs: npt.ArrayLike, ys: npt.ArrayLike) -> BoolA
     >>> points_inside(Polygon(((0, 0), (4, 0), (0, 4))), [1, 3], [1, 3]).tolist()
     [True, False]
     """
+    import shapely  # imported on first use: only shapes need it
+
     geometry = _solid(to_polygon(region))
     x = np.asarray(xs, dtype=np.float64)
     y = np.asarray(ys, dtype=np.float64)

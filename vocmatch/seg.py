@@ -41,7 +41,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from PIL import Image, UnidentifiedImageError
 
 from vocmatch.errors import AnnotationError, InputError
 
@@ -297,6 +296,9 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
         AnnotationError: The file cannot be read, is not a PNG, or is not single-channel
             (for example an RGB mask).
     """
+    # Imported here: only mask evaluation needs Pillow.
+    from PIL import Image, UnidentifiedImageError
+
     shown = os.fspath(path)
     try:
         with Image.open(path) as image:
