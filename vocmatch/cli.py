@@ -137,6 +137,40 @@ def main() -> None:
     """
 
 
+def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
+    """``--format`` with the given choices, ``table`` first and the default."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help=help_text,
+    )
+
+
+def output_option(help_text: str) -> Callable[[F], F]:
+    """``--output FILE`` / ``-o FILE``."""
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=help_text,
+    )
+
+
+def max_rows_option(default: int, help_text: str) -> Callable[[F], F]:
+    """``--max-rows N`` for a report's longest table; 0 shows every row."""
+    return click.option(
+        "--max-rows",
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
 def conventions_from(
     protocol_name: str,
     iou: float | None,
@@ -384,30 +418,14 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
     "json, --output, --max-rows and --only-failing apply, box options do not).",
 )
 @convention_options
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json", "csv", "markdown", "junit"]),
-    default="table",
-    show_default=True,
-    help="table: the rich report; json: every number, for scripts; csv: one row per image; "
+@format_option(
+    ["table", "json", "csv", "markdown", "junit"],
+    "table: the rich report; json: every number, for scripts; csv: one row per image; "
     "markdown: summary, classes and gates, for a pull request or a CI job summary; junit: a "
     "test case per image and per gate, for CI test reports.",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the report to FILE; the terminal still shows the summary.",
-)
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="Rows of the per-image table (worst first); 0 shows every image.",
-)
+@output_option("Write the report to FILE; the terminal still shows the summary.")
+@max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @click.option("--only-failing", is_flag=True, help="List only images with an FP or an FN.")
 @click.option(
     "--classes-csv",
@@ -757,27 +775,10 @@ def regression_gate_option(
 @click.argument("pred_a_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("pred_b_dir", type=click.Path(file_okay=False, path_type=Path))
 @convention_options
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table: the rich report; json: every change, for scripts.",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the report to FILE instead of stdout.",
-)
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=0),
-    default=DIFF_MAX_ROWS,
-    show_default=True,
-    help="Rows of the changed-images table (worst first); 0 shows every changed image.",
+@format_option(["table", "json"], "table: the rich report; json: every change, for scripts.")
+@output_option("Write the report to FILE instead of stdout.")
+@max_rows_option(
+    DIFF_MAX_ROWS, "Rows of the changed-images table (worst first); 0 shows every changed image."
 )
 @click.option(
     "--fail-on-regression",
@@ -967,13 +968,9 @@ def lint_command(
     show_default=True,
     help="IoU (or Jaccard) threshold for the verdict; inclusive, IoU >= t matches.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table: the terminal report and overlap diagram; json: every number, for scripts.",
+@format_option(
+    ["table", "json"],
+    "table: the terminal report and overlap diagram; json: every number, for scripts.",
 )
 def iou_command(
     values: tuple[str, ...],
@@ -1058,21 +1055,8 @@ def iou_command(
     help="A prediction holding 255 (void): error skips that image, as the VOC devkit rejects "
     "it; miss counts such pixels as missed pixels of their ground-truth class.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table: the rich report; json: every number, for scripts.",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the report to FILE; the terminal still shows the summary.",
-)
+@format_option(["table", "json"], "table: the rich report; json: every number, for scripts.")
+@output_option("Write the report to FILE; the terminal still shows the summary.")
 @click.option(
     "--jobs",
     "-j",
@@ -1082,13 +1066,7 @@ def iou_command(
     help="Processes reading and counting masks; decoding the PNGs is most of the work, so "
     "on a large set up to one per core runs faster.",
 )
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="Rows of the per-image table (lowest mIoU first); 0 shows every image.",
-)
+@max_rows_option(20, "Rows of the per-image table (lowest mIoU first); 0 shows every image.")
 def seg_command(
     gt_dir: Path,
     pred_dir: Path,
