@@ -186,3 +186,21 @@ def test_html_picture_size_in_help_is_the_html_modules() -> None:
     from vocmatch.html import PICTURE_MAX_SIDE
 
     assert HTML_PICTURE_MAX_SIDE == PICTURE_MAX_SIDE
+
+
+def test_control_characters_in_names_never_reach_the_terminal(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A file name holding ESC is shown escaped on stderr and in the report."""
+    gt = tmp_path / "gt"
+    gt.mkdir()
+    for path in demo[0].glob("*.xml"):
+        (gt / path.name).write_bytes(path.read_bytes())
+    (gt / "evil\x1b[31m.xml").write_text("<annotation>\n<object>\n")
+    (gt / "shown\x1b]0;title\x07.xml").write_bytes((demo[0] / "street_01.xml").read_bytes())
+    code, out, err = run(str(gt), str(demo[1]), "--max-rows", "0")
+    assert code == EXIT_SKIPPED
+    assert "\x1b" not in err and "\x07" not in err
+    assert "evil\\x1b[31m.xml" in err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "shown\\x1b]0;title" in out  # the table may fold the rest onto the next line

@@ -68,6 +68,7 @@ from vocmatch.report import (
     ReportOptions,
     diff_report,
     label_summary,
+    printable,
     render,
     render_analysis,
     render_labels,
@@ -112,9 +113,15 @@ def stdout_console() -> Console:
     return Console(highlight=False)
 
 
+def echo_err(text: str) -> None:
+    """One line on stderr, control characters shown as escapes: file and class names come
+    from the data, and a name holding ESC must not drive the terminal or the CI log."""
+    click.echo(printable(text), err=True)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
     """Print ``vocmatch: error: message`` on stderr and return the exit to raise."""
-    click.echo(f"vocmatch: error: {message}", err=True)
+    echo_err(f"vocmatch: error: {message}")
     return click.exceptions.Exit(code)
 
 
@@ -257,14 +264,11 @@ def convention_options(function: F) -> F:
 def report_warnings(evaluation: Evaluation) -> None:
     """One line on stderr per skipped file, missing prediction file and orphan file."""
     for skipped in evaluation.skipped:
-        click.echo(f"vocmatch: skipped {skipped}", err=True)
+        echo_err(f"vocmatch: skipped {skipped}")
     for key in evaluation.missing_pred:
-        click.echo(
-            f"vocmatch: warning: no prediction file for {key!r}: its objects count as missed",
-            err=True,
-        )
+        echo_err(f"vocmatch: warning: no prediction file for {key!r}: its objects count as missed")
     for path in evaluation.orphan_pred:
-        click.echo(f"vocmatch: warning: {path} has no ground-truth file: not evaluated", err=True)
+        echo_err(f"vocmatch: warning: {path} has no ground-truth file: not evaluated")
 
 
 _SIZE = re.compile(r"(\d+)\s*([KMG]?)(?:I?B)?", re.IGNORECASE)
@@ -323,15 +327,14 @@ def gate_option(
 def report_gates(report: GateReport) -> None:
     """One line on stderr per failed gate and per image over a limit; nothing when all pass."""
     for result in report.failed_gates:
-        click.echo(f"vocmatch: gate failed: {result}", err=True)
+        echo_err(f"vocmatch: gate failed: {result}")
     failed = report.failed_images
     for check in failed[:MAX_IMAGE_GATE_LINES]:
-        click.echo(f"vocmatch: gate failed: {check.key}: {', '.join(check.failures())}", err=True)
+        echo_err(f"vocmatch: gate failed: {check.key}: {', '.join(check.failures())}")
     if len(failed) > MAX_IMAGE_GATE_LINES:
         more = len(failed) - MAX_IMAGE_GATE_LINES
-        click.echo(
-            f"vocmatch: gate failed: {more} more images over a limit (--format junit lists all)",
-            err=True,
+        echo_err(
+            f"vocmatch: gate failed: {more} more images over a limit (--format junit lists all)"
         )
 
 
@@ -655,13 +658,11 @@ def reject_box_options(ctx: click.Context) -> None:
 def report_label_warnings(evaluation: LabelEvaluation) -> None:
     """One line on stderr per skipped file, missing prediction file and orphan file."""
     for skipped in evaluation.skipped:
-        click.echo(f"vocmatch: skipped {skipped}", err=True)
+        echo_err(f"vocmatch: skipped {skipped}")
     for key in evaluation.missing_pred:
-        click.echo(
-            f"vocmatch: warning: no prediction file for {key!r}: nothing predicted", err=True
-        )
+        echo_err(f"vocmatch: warning: no prediction file for {key!r}: nothing predicted")
     for path in evaluation.orphan_pred:
-        click.echo(f"vocmatch: warning: {path} has no ground-truth file: not evaluated", err=True)
+        echo_err(f"vocmatch: warning: {path} has no ground-truth file: not evaluated")
 
 
 def write_report(path: Path, report: RenderableType) -> None:
@@ -747,7 +748,7 @@ def html_text(
                 keys = [image.key for image in evaluation.images]
                 pictures = read_pictures(images_dir, gt, keys)
         for warning in caught:
-            click.echo(f"vocmatch: warning: {warning.message}", err=True)
+            echo_err(f"vocmatch: warning: {warning.message}")
     with library_errors():
         return html_report(evaluation, gt, pred, pictures)
 
@@ -827,7 +828,7 @@ def diff_command(
         results = check_regressions(diff, fail_on_regression)
     skipped = {str(s): None for s in (*evaluation_a.skipped, *evaluation_b.skipped)}
     for line in skipped:
-        click.echo(f"vocmatch: skipped {line}", err=True)
+        echo_err(f"vocmatch: skipped {line}")
     if output_format == "json":
         text = diff_to_json(diff, results)
         if output is None:
@@ -843,7 +844,7 @@ def diff_command(
             )
     for result in results:
         if not result.passed:
-            click.echo(f"vocmatch: regression: {result}", err=True)
+            echo_err(f"vocmatch: regression: {result}")
     if not all(r.passed for r in results):
         raise click.exceptions.Exit(EXIT_GATE)
     if skipped:
@@ -1020,10 +1021,9 @@ def iou_command(
     except ValueError as error:
         raise fail(str(error)) from None
     if isinstance(comparison, calculator.BoxComparison) and not comparison.dice_agree:
-        click.echo(
+        echo_err(
             f"vocmatch: warning: Dice 2*I/(A+B) = {comparison.dice!r} disagrees with "
-            f"2*IoU/(1+IoU) = {comparison.dice_from_iou!r}",
-            err=True,
+            f"2*IoU/(1+IoU) = {comparison.dice_from_iou!r}"
         )
     if output_format == "json":
         click.echo(calculator.to_json(comparison), nl=False)
@@ -1090,7 +1090,7 @@ def seg_command(
         names = read_class_names(classes_file) if classes_file is not None else VOC_CLASSES
         evaluation = evaluate_masks(gt_dir, pred_dir, names, pred_void=pred_void, jobs=jobs)
     for skipped in evaluation.skipped:
-        click.echo(f"vocmatch: skipped {skipped}", err=True)
+        echo_err(f"vocmatch: skipped {skipped}")
     show_report(
         output_format,
         output,

@@ -7,6 +7,7 @@ same for 5 images and for 5,000; a footer says how many rows were left out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -35,6 +36,21 @@ from vocmatch.labels import LabelEvaluation, LabelImageResult
 from vocmatch.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
 
 __all__ = ["ReportOptions", "class_table", "header", "image_table", "render", "summary_table"]
+
+
+# C0 and C1 control characters and DEL; tab is kept. Rich keeps ESC, so names are cleaned here.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters written as escapes (``\x1b``).
+
+    Names come from file names and XML; one holding ESC would otherwise drive the terminal.
+
+    >>> printable("a\x1b[31mb")
+    'a\\x1b[31mb'
+    """
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +110,7 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
         rows = [r for r in rows if r.errors > 0]
     shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
     for image in shown:
-        label = Text(image.key)
+        label = Text(printable(image.key))
         if image.pred_path is None:
             label.append(" †", style="yellow")
         table.add_row(
@@ -137,7 +153,7 @@ def class_table(evaluation: Evaluation) -> Table:
 
 
 def _class_cells(cls: ClassResult) -> list[RenderableType]:
-    name = Text(cls.name)
+    name = Text(printable(cls.name))
     if not cls.in_map:
         name.append(" *", style="yellow")
     gt = str(cls.gt) if not cls.gt_ignored else f"{cls.gt} (+{cls.gt_ignored})"
@@ -653,7 +669,7 @@ def label_image_table(
         rows = [r for r in rows if r.errors > 0]
     shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
     for image in shown:
-        label = Text(image.key)
+        label = Text(printable(image.key))
         if image.pred_path is None:
             label.append(" †", style="yellow")
         gt = _names(image.gt)
@@ -700,7 +716,7 @@ def label_class_table(evaluation: LabelEvaluation) -> Table:
     for column in ("GT", "pred", "TP", "FP", "FN", "IoU"):
         table.add_column(column, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        name = Text(cls.name)
+        name = Text(printable(cls.name))
         if cls.gt == 0:
             name.append(" *", style="yellow")
         gt = str(cls.gt) if not cls.ignored else f"{cls.gt} (+{cls.ignored})"
