@@ -15,6 +15,7 @@ generated sets.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import re
@@ -521,10 +522,26 @@ def _read_sets(
                 done += len(part)
                 if progress is not None:
                     progress(done, total)
-    return [
+    sets = [
         _assemble(os.fspath(root), found, listing.skipped, listing.notes)
         for root, found, listing in zip(roots, chunks, listings, strict=True)
     ]
+    del chunks
+    _release_free_memory()
+    return sets
+
+
+def _release_free_memory() -> None:
+    """Give the heap that held the workers' chunks back to the system (glibc only).
+
+    The chunks arrive as many mid-sized arrays that malloc keeps in its heap once freed;
+    on 50,000 images that is about 250 MB the process would hold through the evaluation.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to do
 
 
 def read_columns(
