@@ -582,6 +582,8 @@ def eval_command(
         if fold_case:
             # The error analysis and the HTML report see the names that were matched.
             gt, pred = fold_names(gt), fold_names(pred)
+    # The columns are the largest thing held; the outputs below need only the evaluation.
+    del gt_columns, pred_columns
     report_warnings(evaluation)
     with library_errors():
         gates = check_gates(evaluation, fail_under, max_fp, max_fn)
