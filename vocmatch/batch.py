@@ -72,17 +72,57 @@ class _Pairs:
     iou: FloatArray
 
 
-@dataclass(frozen=True, slots=True)
 class _Matching:
-    """The matching at every threshold; matched pairs are kept sparse (few predictions
-    match, and a dense (T, P) index array would dominate memory on large sets)."""
+    """The matching at every threshold, kept as the matched pairs (few predictions match).
 
-    pred_matched: BoolArray  # (T, P)
-    pred_ignored: BoolArray  # (T, P)
-    gt_matched: BoolArray  # (T, G)
-    hit_t: IntArray  # (H,) threshold index of each matched pair
-    hit_pred: IntArray  # (H,)
-    hit_gt: IntArray  # (H,)
+    The dense per-prediction flags are built on first use only: pycocotools' area ranges
+    need just the pairs, and on large sets each dense (T, P) array is sizeable.
+    """
+
+    __slots__ = ("_dense", "_gt_ignore", "_shape", "hit_gt", "hit_pred", "hit_t")
+
+    def __init__(
+        self,
+        hit_t: IntArray,
+        hit_pred: IntArray,
+        hit_gt: IntArray,
+        gt_ignore: BoolArray,
+        shape: tuple[int, int, int],
+    ) -> None:
+        self.hit_t = hit_t  # (H,) threshold index of each matched pair
+        self.hit_pred = hit_pred  # (H,)
+        self.hit_gt = hit_gt  # (H,)
+        self._gt_ignore = gt_ignore
+        self._shape = shape  # thresholds, ground truth, predictions
+        self._dense: tuple[BoolArray, BoolArray, BoolArray] | None = None
+
+    def _flags(self) -> tuple[BoolArray, BoolArray, BoolArray]:
+        if self._dense is None:
+            n_t, n_gt, n_pred = self._shape
+            pred_matched = np.zeros((n_t, n_pred), dtype=bool)
+            pred_matched[self.hit_t, self.hit_pred] = True
+            pred_ignored = np.zeros((n_t, n_pred), dtype=bool)
+            on_ignored = self._gt_ignore[self.hit_gt]
+            pred_ignored[self.hit_t[on_ignored], self.hit_pred[on_ignored]] = True
+            gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+            gt_matched[self.hit_t, self.hit_gt] = True
+            self._dense = (pred_matched, pred_ignored, gt_matched)
+        return self._dense
+
+    @property
+    def pred_matched(self) -> BoolArray:
+        """``(T, P)`` the prediction matched a ground truth (TP or ignored)."""
+        return self._flags()[0]
+
+    @property
+    def pred_ignored(self) -> BoolArray:
+        """``(T, P)`` the prediction matched an ignored ground truth."""
+        return self._flags()[1]
+
+    @property
+    def gt_matched(self) -> BoolArray:
+        """``(T, G)`` the ground truth was matched."""
+        return self._flags()[2]
 
     def gt_of(self, t: int, preds: IntArray) -> IntArray:
         """The ground truth matched to each of ``preds`` (all matched) at threshold ``t``."""
@@ -215,14 +255,7 @@ def _finish_matching(
         hit_gt = np.concatenate([w[2] for w in wins]).astype(np.int64)
     else:
         hit_t = hit_pred = hit_gt = np.zeros(0, dtype=np.int64)
-    pred_matched = np.zeros((n_t, n_pred), dtype=bool)
-    pred_matched[hit_t, hit_pred] = True
-    pred_ignored = np.zeros((n_t, n_pred), dtype=bool)
-    on_ignored = gt_ignore[hit_gt]
-    pred_ignored[hit_t[on_ignored], hit_pred[on_ignored]] = True
-    gt_matched = np.zeros((n_t, n_gt), dtype=bool)
-    gt_matched[hit_t, hit_gt] = True
-    return _Matching(pred_matched, pred_ignored, gt_matched, hit_t, hit_pred, hit_gt)
+    return _Matching(hit_t, hit_pred, hit_gt, gt_ignore, (n_t, n_gt, n_pred))
 
 
 def _match(
@@ -419,6 +452,39 @@ def evaluate_columns(
         conv.strict_threshold,
     )  # fmt: skip
 
+    # pycocotools' numbers first, while the main matching is still only pairs: the two
+    # never hold their per-prediction flags at the same time.
+    # Per class: predictions in (image, rank) order, as the reference concatenates them.
+    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
+    # rank).
+    class_order = np.argsort(p_class, kind="stable").astype(np.int32)
+    class_starts = _segment_starts(p_class[class_order], n_k)
+    g_class_starts = np.bincount(g_class, minlength=n_k)
+    g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
+    # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
+    rankings = [
+        _Ranking.of(p_score[members], rank[members])
+        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
+    coco = None
+    coco_precision = None
+    # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
+    p_area = _areas(pred.boxes, 0.0)[p_rows] if conv.coco_stats else None
+    if conv.coco_stats and p_area is not None:
+        coco, coco_precision = _coco(
+            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_area,
+            class_order, class_starts, n_k, rankings,
+        )  # fmt: skip
+    # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
+    # entry whenever no box is large enough to leave that range: read it from there.
+    reuse = (
+        coco_precision is not None
+        and conv.interpolation == "101-point"
+        and (conv.max_dets is None or conv.max_dets <= 100)
+        and not (_areas(g_boxes, 0.0) > COCO_AREAS[0][1]).any()
+        and p_area is not None
+        and not (p_area > COCO_AREAS[0][1]).any()
+    )
     counted = m.pred_matched & ~m.pred_ignored  # (T, P)
     missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
 
@@ -483,37 +549,6 @@ def evaluate_columns(
             )
         )
 
-    # Per class: predictions in (image, rank) order, as the reference concatenates them.
-    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
-    # rank).
-    class_order = np.argsort(p_class, kind="stable").astype(np.int32)
-    class_starts = _segment_starts(p_class[class_order], n_k)
-    g_class_starts = np.bincount(g_class, minlength=n_k)
-    g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
-    # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
-    rankings = [
-        _Ranking.of(p_score[members], rank[members])
-        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
-    ]
-    coco = None
-    coco_precision = None
-    # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
-    p_area = _areas(pred.boxes, 0.0)[p_rows] if conv.coco_stats else None
-    if conv.coco_stats and p_area is not None:
-        coco, coco_precision = _coco(
-            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_area,
-            class_order, class_starts, n_k, rankings,
-        )  # fmt: skip
-    # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
-    # entry whenever no box is large enough to leave that range: read it from there.
-    reuse = (
-        coco_precision is not None
-        and conv.interpolation == "101-point"
-        and (conv.max_dets is None or conv.max_dets <= 100)
-        and not (_areas(g_boxes, 0.0) > COCO_AREAS[0][1]).any()
-        and p_area is not None
-        and not (p_area > COCO_AREAS[0][1]).any()
-    )
     classes = []
     for k, name in enumerate(class_names):
         members = class_order[class_starts[k] : class_starts[k + 1]]
@@ -653,11 +688,11 @@ def _coco(
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
     g_area = _areas(g_boxes, 0.0)
     # A prediction's place in its class's ranking.
-    position = np.zeros(n_pred, dtype=np.int64)
+    position = np.zeros(n_pred, dtype=np.int32)
     for k in range(n_k):
         members = class_order[class_starts[k] : class_starts[k + 1]]
         position[members[rankings[k].order]] = np.arange(members.size)
-    p_class = np.empty(n_pred, dtype=np.int64)
+    p_class = np.empty(n_pred, dtype=np.int32)
     for k in range(n_k):
         p_class[class_order[class_starts[k] : class_starts[k + 1]]] = k
     for a, (low, high) in enumerate(COCO_AREAS):
@@ -669,8 +704,9 @@ def _coco(
         pred_out = (p_area < low) | (p_area > high)
         gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
         # Matched predictions are few: take them sparse, by class, threshold and place.
-        hit_class = p_class[m.hit_pred]
-        hit_position = position[m.hit_pred]
+        # int64 before the combined key below: class x threshold x place exceeds int32.
+        hit_class = p_class[m.hit_pred].astype(np.int64)
+        hit_position = position[m.hit_pred].astype(np.int64)
         # (class, threshold, place) is unique per match: one integer key sorts them.
         order = np.argsort((hit_class * n_t + m.hit_t) * max(n_pred, 1) + hit_position)
         hit_class, hit_t = hit_class[order], m.hit_t[order]
