@@ -23,7 +23,7 @@ from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, Regres
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
 from vocmatch.gates import GateReport
 from vocmatch.labels import LabelClassResult, LabelEvaluation, LabelImageResult
-from vocmatch.protocol import SWEEP_THRESHOLDS
+from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions
 from vocmatch.seg import SegEvaluation
 
 __all__ = [
@@ -62,6 +62,21 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
             if np.isfinite(scores).all()
             else [v if math.isfinite(v) else None for v in scores.tolist()]
         ),
+    }
+
+
+def _conventions(conv: Conventions) -> dict[str, Any]:
+    """The conventions in force, as every JSON output states them."""
+    return {
+        "protocol": conv.protocol,
+        "iou_threshold": conv.iou_threshold,
+        "strict_threshold": conv.strict_threshold,
+        "pixel_inclusive": conv.pixel_inclusive,
+        "match_rule": conv.match_rule,
+        "difficult": conv.difficult,
+        "interpolation": conv.interpolation,
+        "ap_thresholds": list(conv.ap_thresholds),
+        "max_dets": conv.max_dets,
     }
 
 
@@ -109,17 +124,7 @@ def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) 
     s = evaluation.summary
     data: dict[str, Any] = {
         "vocmatch": __version__,
-        "conventions": {
-            "protocol": conv.protocol,
-            "iou_threshold": conv.iou_threshold,
-            "strict_threshold": conv.strict_threshold,
-            "pixel_inclusive": conv.pixel_inclusive,
-            "match_rule": conv.match_rule,
-            "difficult": conv.difficult,
-            "interpolation": conv.interpolation,
-            "ap_thresholds": list(conv.ap_thresholds),
-            "max_dets": conv.max_dets,
-        },
+        "conventions": _conventions(conv),
         "summary": {
             "images": s.images,
             "gt": s.gt,
@@ -595,17 +600,7 @@ def diff_to_json_dict(
         "vocmatch": __version__,
         "a": diff.a_name,
         "b": diff.b_name,
-        "conventions": {
-            "protocol": conv.protocol,
-            "iou_threshold": conv.iou_threshold,
-            "strict_threshold": conv.strict_threshold,
-            "pixel_inclusive": conv.pixel_inclusive,
-            "match_rule": conv.match_rule,
-            "difficult": conv.difficult,
-            "interpolation": conv.interpolation,
-            "ap_thresholds": list(conv.ap_thresholds),
-            "max_dets": conv.max_dets,
-        },
+        "conventions": _conventions(conv),
         "summary": {
             "map": _change(s.map),
             "precision": _change(s.precision),

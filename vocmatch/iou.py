@@ -131,6 +131,19 @@ def intersection_matrix(
     return np.maximum(widths + extra, 0.0) * np.maximum(heights + extra, 0.0)
 
 
+def _areas_and_intersection(
+    gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike, pixel_inclusive: bool
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(N,)`` and ``(M,)`` areas and the ``(N, M)`` intersections, from validated boxes."""
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    return (
+        box_area(gt, pixel_inclusive),
+        box_area(pred, pixel_inclusive),
+        intersection_matrix(gt, pred, pixel_inclusive),
+    )
+
+
 def union_matrix(
     gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike, pixel_inclusive: bool = False
 ) -> FloatArray:
@@ -147,11 +160,7 @@ def union_matrix(
     >>> union_matrix([[50, 50, 150, 150]], [[80, 80, 180, 180]]).tolist()
     [[15100.0]]
     """
-    gt = as_boxes(gt_boxes, "gt_boxes")
-    pred = as_boxes(pred_boxes, "pred_boxes")
-    gt_area = box_area(gt, pixel_inclusive)
-    pred_area = box_area(pred, pixel_inclusive)
-    inter = intersection_matrix(gt, pred, pixel_inclusive)
+    gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
     return gt_area[:, None] + pred_area[None, :] - inter
 
 
@@ -180,11 +189,7 @@ def iou_matrix(
     >>> iou_matrix([[0, 0, 2, 2]], []).shape
     (1, 0)
     """
-    gt = as_boxes(gt_boxes, "gt_boxes")
-    pred = as_boxes(pred_boxes, "pred_boxes")
-    gt_area = box_area(gt, pixel_inclusive)
-    pred_area = box_area(pred, pixel_inclusive)
-    inter = intersection_matrix(gt, pred, pixel_inclusive)
+    gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
     union = gt_area[:, None] + pred_area[None, :] - inter
     return _ratio(inter, union)
 
@@ -213,11 +218,7 @@ def crowd_iou_matrix(
     >>> crowd_iou_matrix([[0, 0, 100, 100]], [[10, 10, 20, 20]], [True]).tolist()
     [[1.0]]
     """
-    gt = as_boxes(gt_boxes, "gt_boxes")
-    pred = as_boxes(pred_boxes, "pred_boxes")
-    gt_area = box_area(gt, pixel_inclusive)
-    pred_area = box_area(pred, pixel_inclusive)
-    inter = intersection_matrix(gt, pred, pixel_inclusive)
+    gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
     crowd = np.asarray(gt_crowd, dtype=bool).reshape(-1)
     union = gt_area[:, None] + pred_area[None, :] - inter
     union = np.where(crowd[:, None], pred_area[None, :], union)
@@ -268,11 +269,7 @@ def dice_matrix(
     >>> dice_matrix([[50, 50, 150, 150]], [[80, 80, 180, 180]]).tolist()
     [[0.49]]
     """
-    gt = as_boxes(gt_boxes, "gt_boxes")
-    pred = as_boxes(pred_boxes, "pred_boxes")
-    gt_area = box_area(gt, pixel_inclusive)
-    pred_area = box_area(pred, pixel_inclusive)
-    inter = intersection_matrix(gt, pred, pixel_inclusive)
+    gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
     return _ratio(2.0 * inter, gt_area[:, None] + pred_area[None, :])
 
 
