@@ -58,6 +58,21 @@ def test_json_output(demo: tuple[Path, Path]) -> None:
     assert set(data["images"][0]["sweep"]) == {"0.50", "0.75", "0.95"}
 
 
+@pytest.mark.parametrize("extra", [(), ("--errors",)])
+def test_json_writes_one_line_per_image(demo: tuple[Path, Path], extra: tuple[str, ...]) -> None:
+    """Each image record is one line (a large result reads, and greps, as a table); the
+    rest is indented, and the number lists of the curves are one line each."""
+    code, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json", *extra)
+    assert code == 0
+    data = json.loads(out)
+    lines = out.splitlines()
+    image_lines = [line for line in lines if line.startswith('    {"image": ')]
+    assert [json.loads(line.rstrip(",")) for line in image_lines] == data["images"]
+    assert lines[lines.index('  "images": [') + 1] == image_lines[0]
+    assert '  "summary": {' in lines
+    assert any(line.startswith('        "recall": [') and line.endswith("],") for line in lines)
+
+
 def test_json_output_file_keeps_the_summary_on_the_terminal(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:

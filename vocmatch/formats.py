@@ -102,7 +102,7 @@ def _class(cls: ClassResult) -> dict[str, Any]:
 
 
 def _image(image: ImageResult) -> dict[str, Any]:
-    return {
+    return Record({
         "image": image.key,
         "gt_path": image.gt_path,
         "pred_path": image.pred_path,
@@ -114,7 +114,7 @@ def _image(image: ImageResult) -> dict[str, Any]:
         "fn": image.fn,
         "mean_iou": image.mean_iou,
         "sweep": {f"{s.threshold:.2f}": {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep},
-    }
+    })
 
 
 def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> dict[str, Any]:
@@ -159,8 +159,9 @@ def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) 
 def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
 
-    Lists of plain numbers (the precision/recall curves, histograms) are written on one
-    line each: it reads as well, and lets the C encoder write the bulk of a large result.
+    Lists of plain numbers (the precision/recall curves, histograms) and each image's record
+    are written on one line each: a large result reads as a table, one image per line (for
+    ``grep``), and the C encoder writes the bulk of it.
     """
     return dumps_indented(to_json_dict(evaluation, analysis))
 
@@ -175,22 +176,27 @@ class NumberList(list[float | None]):
     """A list known to hold only numbers (or None): written on one line without a check."""
 
 
+class Record(dict[str, Any]):
+    """A mapping written on one line by :func:`dumps_indented` (one of many alike)."""
+
+
 def _is_number(value: Any) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def dumps_indented(data: Any) -> str:
-    """``json.dumps(data, indent=2)``, with every list of numbers kept on one line."""
-    arrays: list[list[Any]] = []
+    """``json.dumps(data, indent=2)``, with every list of numbers and every
+    :class:`Record` kept on one line."""
+    arrays: list[Any] = []
 
     def mark(value: Any) -> Any:
+        if isinstance(value, (Record, NumberList)):
+            arrays.append(value)
+            return _MARK.format(len(arrays) - 1)
         if isinstance(value, dict):
             return {k: mark(v) for k, v in value.items()}
         if isinstance(value, list):
-            if value and all(
-                (isinstance(v, (int, float)) and not isinstance(v, bool)) or v is None
-                for v in value
-            ):
+            if value and all(_is_number(v) for v in value):
                 arrays.append(value)
                 return _MARK.format(len(arrays) - 1)
             return [mark(v) for v in value]
