@@ -15,9 +15,10 @@ import pytest
 
 from tests.conftest import ROOT, datasets_or_skip
 from tests.oracle import random_dataset, write_voc
+from vocmatch import scan
 from vocmatch.batch import evaluate_columns
 from vocmatch.evaluate import evaluate
-from vocmatch.parse import read_directory
+from vocmatch.parse import parse_annotation, read_directory
 from vocmatch.protocol import protocol
 from vocmatch.scan import ColumnSet, columns_from_annotations, read_columns
 
@@ -97,6 +98,29 @@ def test_scan_reads_real_sets_as_the_parser_does(name: str) -> None:
     assert_same_columns(columns_from_annotations(read_directory(folder)), read_columns(folder))
 
 
+@pytest.mark.parametrize("name", ["raccoon", "bccd", "cards", "generated"])
+def test_labelimg_files_never_need_the_parser(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files as LabelImg writes them (real sets, and the benchmark's) are read by the fast
+    path; only files without objects go to the parser, which reads those as fast."""
+    if name == "generated":
+        load_generator().generate(tmp_path, images=40, classes=5, pred_per_image=20, seed=1)
+        folders = [tmp_path / "gt", tmp_path / "pred"]
+    else:
+        folders = [datasets_or_skip(name)]
+    handed_over: list[bytes] = []
+
+    def parse(data: bytes, path: str, key: str) -> Any:
+        handed_over.append(data)
+        return parse_annotation(data, path, key)
+
+    monkeypatch.setattr(scan, "parse_annotation", parse)
+    for folder in folders:
+        read_columns(folder)
+    assert [data for data in handed_over if b"<object>" in data] == []
+
+
 def load_generator() -> Any:
     spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
     assert spec is not None and spec.loader is not None
@@ -122,6 +146,20 @@ def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) 
             evaluate(gt_ref, pred_ref, protocol(name)),
             evaluate_columns(gt_cols, pred_cols, protocol(name)),
         )
+
+
+def labelimg(root: str, filename: str, width: str, depth: str) -> bytes:
+    """A file laid out as LabelImg writes it, with the given root tag and header values."""
+    return (
+        f"{root}\n\t<folder>f</folder>\n\t<filename>{filename}</filename>\n"
+        "\t<path>/p/x.jpg</path>\n\t<source>\n\t\t<database>Unknown</database>\n\t</source>\n"
+        f"\t<size>\n\t\t<width>{width}</width>\n\t\t<height>20</height>\n"
+        f"\t\t<depth>{depth}</depth>\n\t</size>\n\t<segmented>0</segmented>\n"
+        "\t<object>\n\t\t<name>a</name>\n\t\t<pose>Unspecified</pose>\n"
+        "\t\t<truncated>0</truncated>\n\t\t<difficult>0</difficult>\n\t\t<bndbox>\n"
+        "\t\t\t<xmin>1</xmin>\n\t\t\t<ymin>2</ymin>\n\t\t\t<xmax>5</xmax>\n\t\t\t<ymax>6</ymax>\n"
+        "\t\t</bndbox>\n\t</object>\n</annotation>\n"
+    ).encode()
 
 
 ODD_FILES = {
@@ -171,6 +209,26 @@ ODD_FILES = {
     "spaces": b"<annotation>\r\n <object>\r\n <name> a </name><bndbox><xmin> 1 </xmin><ymin>+1</ymin><xmax>5e0</xmax><ymax>5.</ymax></bndbox><confidence>0.5</confidence></object></annotation>",
     "unicode-space": "<annotation><object><name>a</name><bndbox><xmin>1\u00a0</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>".encode(),
     "cdata-end": b"<annotation><object><name>a]]>b</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    # LabelImg's own header, and variants of it the fast reader must leave to the parser.
+    "labelimg-verified": labelimg('<annotation verified="yes">', " x.jpg ", "10", "3"),
+    "labelimg-verified-other": labelimg('<annotation verified="maybe">', "x.jpg", "10", "3"),
+    "labelimg-width-text": labelimg("<annotation>", "x.jpg", "ten", "3"),
+    "labelimg-width-float": labelimg("<annotation>", "x.jpg", " 1e1 ", "3"),
+    "labelimg-depth-empty": labelimg("<annotation>", "x.jpg", "10", " "),
+    "labelimg-depth-bad": labelimg("<annotation>", "x.jpg", "10", "x"),
+    "labelimg-depth-float": labelimg("<annotation>", "x.jpg", "10", "3.7"),
+    # Objects of one layout, and of layouts that differ from the first object's.
+    "layout-confidence": b"<annotation>"
+    + (
+        b"<object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><confidence>0.25</confidence></object>"
+        * 3
+    )
+    + b"</annotation>",
+    "layout-mixed": b"<annotation><object><name>a</name><pose>p</pose><truncated>1</truncated><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>0.5</score></object><object><name>b</name><difficult>1</difficult><bndbox><xmin>2</xmin><ymin>2</ymin><xmax>6</xmax><ymax>7</ymax></bndbox><confidence>0.75</confidence></object><object><name>a</name><pose>p</pose><truncated>0</truncated><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>0.5</score></object></annotation>",
+    "layout-score-then-confidence": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>0.5</score></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><confidence>0.25</confidence></object></annotation>",
+    "layout-later-object-bad": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax><zmax>1</zmax></bndbox></object></annotation>",
+    "layout-flag-words": b"<annotation><object><name>a</name><truncated> 1 </truncated><difficult></difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "layout-name-space": b"<annotation><object><name> </name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
 }
 
 

@@ -23,6 +23,7 @@ from vocmatch.evaluate import evaluate, read_pair
 from vocmatch.model import Box
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
+    _read_to_end,
     find_annotation_files,
     list_directory,
     parse_annotation,
@@ -225,6 +226,31 @@ def test_a_200_mb_file_is_refused_from_its_size_before_reading(tmp_path: Path) -
     assert str(info.value) == (
         f"{path}: file is larger than the 33,554,432-byte limit (209,715,200 bytes)"
     )
+
+
+@pytest.mark.parametrize(
+    ("written", "expected", "max_bytes", "read"),
+    [
+        pytest.param(5000, 10, 1000, 1001, id="grew-past-the-limit"),
+        pytest.param(5000, 10, 10_000, 5000, id="grew-within-the-limit"),
+        pytest.param(200_000, 200_000, 300_000, 200_000, id="as-stated"),
+        pytest.param(0, 0, 1000, 0, id="empty"),
+    ],
+)
+def test_reading_stops_one_byte_past_the_limit_whatever_the_stated_size(
+    tmp_path: Path, written: int, expected: int, max_bytes: int, read: int
+) -> None:
+    """A file that grew after its size was checked (``expected`` is the size it had) is read
+    to its end, but never more than one byte past the limit, which then refuses it."""
+    content = bytes(range(256)) * (written // 256 + 1)
+    path = tmp_path / "growing.xml"
+    path.write_bytes(content[:written])
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        data = _read_to_end(descriptor, expected, max_bytes)
+    finally:
+        os.close(descriptor)
+    assert data == content[:read]
 
 
 def test_the_size_limit_is_an_option(tmp_path: Path) -> None:

@@ -441,6 +441,25 @@ _KINDS = (
 )
 
 
+def _read_to_end(descriptor: int, expected: int, max_bytes: int) -> bytes:
+    """Read until the end of the file or past ``max_bytes``, whichever comes first.
+
+    The first read asks for the size the file had (plus one byte, to see the end): a
+    buffer of ``max_bytes`` for every small file would cost more than the reading itself.
+    """
+    parts: list[bytes] = []
+    total = 0
+    want = min(expected, max_bytes) + 1
+    while total <= max_bytes:
+        part = os.read(descriptor, want)
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+        want = min(1 << 16, max_bytes + 1 - total)
+    return b"".join(parts)
+
+
 def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """Read a whole annotation file, refusing what is not a regular file of bounded size.
 
@@ -466,17 +485,16 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES)
     except OSError as error:
         raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
     try:
-        with open(descriptor, "rb", closefd=False) as handle:
-            mode = os.fstat(descriptor)
-            if not stat.S_ISREG(mode.st_mode):
-                kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
-                raise AnnotationError(name, f"not a regular file: {kind}")
-            if mode.st_size > max_bytes:
-                raise AnnotationError(
-                    name,
-                    f"file is larger than the {max_bytes:,}-byte limit ({mode.st_size:,} bytes)",
-                )
-            data = handle.read(max_bytes + 1)
+        mode = os.fstat(descriptor)
+        if not stat.S_ISREG(mode.st_mode):
+            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
+            raise AnnotationError(name, f"not a regular file: {kind}")
+        if mode.st_size > max_bytes:
+            raise AnnotationError(
+                name,
+                f"file is larger than the {max_bytes:,}-byte limit ({mode.st_size:,} bytes)",
+            )
+        data = _read_to_end(descriptor, mode.st_size, max_bytes)
     except OSError as error:
         raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
     finally:
