@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,11 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT, datasets_or_skip
 from tests.oracle import random_dataset, write_voc
 from vocmatch import scan
-from vocmatch.batch import evaluate_columns
+from vocmatch.batch import _cell_score_order, evaluate_columns
 from vocmatch.evaluate import evaluate
 from vocmatch.parse import parse_annotation, read_directory
 from vocmatch.protocol import protocol
@@ -318,3 +321,20 @@ def test_batch_notes_suspicious_values_as_the_reference_does() -> None:
             columns_from_annotations(gt), columns_from_annotations(pred), protocol("coco")
         ),
     )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 6),
+            st.sampled_from([0.0, 0.25, 0.5, 1.0, -math.inf, 5e-324, 0.5000000000000001]),
+        ),
+        max_size=60,
+    )
+)
+def test_cell_score_order_is_lexsort(rows: list[tuple[int, float]]) -> None:
+    """The packed-key sort orders exactly as lexsort by cell, then descending score, ties in
+    array order (many ties here)."""
+    cell = np.array([c for c, _ in rows], dtype=np.int64)
+    scores = np.array([s for _, s in rows], dtype=np.float64)
+    assert np.array_equal(_cell_score_order(cell, scores), np.lexsort((-scores, cell)))

@@ -287,6 +287,19 @@ def _segment_starts(keys: IntArray, n: int) -> IntArray:
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
 
 
+def _cell_score_order(cell: IntArray, scores: FloatArray) -> IntArray:
+    """The order of ``np.lexsort((-scores, cell))`` (by cell, then descending score, ties in
+    array order), found faster: the scores are ranked once by a stable sort, then cell and
+    rank are packed into one integer key, unique, so any sort gives the same order."""
+    n = scores.size
+    if n == 0 or (int(cell.max()) + 1) * n >= 2**62:
+        return np.lexsort((-scores, cell))  # the key would not fit in 64 bits
+    by_score = np.argsort(-scores, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_score] = np.arange(n)
+    return np.argsort(cell.astype(np.int64) * n + rank)
+
+
 def _ranked(
     matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
 ) -> tuple[BoolArray, FloatArray]:
@@ -403,7 +416,7 @@ def evaluate_columns(
     p_image_all = pred_image_map[pred.image[pred_rows]]
     p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
     p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
-    p_order = np.lexsort((-p_score_all, p_image_all * n_k + p_class_all))
+    p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all)
     # Indices are held as int32 (half the memory of a large set); cells stay int64.
     p_rows_all = pred_rows[p_order].astype(np.int32)
     p_image_all = p_image_all[p_order].astype(np.int32)
@@ -520,30 +533,32 @@ def evaluate_columns(
             p_class_all, kept, p_rows, p_image, p_class, pairs, m, t, n_gt, n_pred, gt, pred,
         )  # fmt: skip
     image_results = []
+    # Plain lists: read 5,000 times each below, faster than numpy scalars.
+    tp_iou_list: list[float] = tp_iou_sorted.tolist()
+    tp_bounds: list[int] = tp_starts.tolist()
+    gt_count: list[int] = (gt_per_image - ignored_image).tolist()
+    ignored_count: list[int] = ignored_image.tolist()
+    pred_count: list[int] = pred_per_image.tolist()
+    sweep_levels = [(threshold, levels[threshold]) for threshold in SWEEP_THRESHOLDS]
     for j, i in enumerate(images):
         p = pred_of_image[j]
-        ious = tp_iou_sorted[tp_starts[j] : tp_starts[j + 1]]
+        ious = tp_iou_list[tp_bounds[j] : tp_bounds[j + 1]]
         sweep = tuple(
-            SweepResult(
-                threshold,
-                int(tp_image[levels[threshold]][j]),
-                int(fp_image[levels[threshold]][j]),
-                int(fn_image[levels[threshold]][j]),
-            )
-            for threshold in SWEEP_THRESHOLDS
+            SweepResult(threshold, tp_image[level][j], fp_image[level][j], fn_image[level][j])
+            for threshold, level in sweep_levels
         )
         image_results.append(
             ImageResult(
                 key=gt.keys[i],
                 gt_path=gt.paths[i],
                 pred_path=pred.paths[p] if p is not None else None,
-                gt=int(gt_per_image[j] - ignored_image[j]),
-                gt_ignored=int(ignored_image[j]),
-                pred=int(pred_per_image[j]),
-                tp=int(tp_image[t][j]),
-                fp=int(fp_image[t][j]),
-                fn=int(fn_image[t][j]),
-                mean_iou=float(np.mean(ious)) if ious.size else None,
+                gt=gt_count[j],
+                gt_ignored=ignored_count[j],
+                pred=pred_count[j],
+                tp=tp_image[t][j],
+                fp=fp_image[t][j],
+                fn=fn_image[t][j],
+                mean_iou=math.fsum(ious) / len(ious) if ious else None,
                 sweep=sweep,
                 matches=matches_by_image[j] if matches_by_image is not None else (),
             )

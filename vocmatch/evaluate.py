@@ -703,7 +703,8 @@ def evaluate(
                 tp=sum(c[0] for c in counts),
                 fp=sum(c[1] for c in counts),
                 fn=sum(c[2] for c in counts),
-                mean_iou=float(np.mean(tp_ious)) if tp_ious else None,
+                # fsum: correctly rounded, so the value does not depend on summation order.
+                mean_iou=math.fsum(tp_ious) / len(tp_ious) if tp_ious else None,
                 sweep=tuple(sweep),
                 matches=tuple(matches),
             )

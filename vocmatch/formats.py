@@ -102,19 +102,23 @@ def _class(cls: ClassResult) -> dict[str, Any]:
 
 
 def _image(image: ImageResult) -> dict[str, Any]:
-    return Record({
-        "image": image.key,
-        "gt_path": image.gt_path,
-        "pred_path": image.pred_path,
-        "gt": image.gt,
-        "gt_ignored": image.gt_ignored,
-        "pred": image.pred,
-        "tp": image.tp,
-        "fp": image.fp,
-        "fn": image.fn,
-        "mean_iou": image.mean_iou,
-        "sweep": {f"{s.threshold:.2f}": {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep},
-    })
+    return Record(
+        {
+            "image": image.key,
+            "gt_path": image.gt_path,
+            "pred_path": image.pred_path,
+            "gt": image.gt,
+            "gt_ignored": image.gt_ignored,
+            "pred": image.pred,
+            "tp": image.tp,
+            "fp": image.fp,
+            "fn": image.fn,
+            "mean_iou": image.mean_iou,
+            "sweep": {
+                f"{s.threshold:.2f}": {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep
+            },
+        }
+    )
 
 
 def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> dict[str, Any]:
