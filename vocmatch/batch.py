@@ -634,7 +634,8 @@ def _coco_accumulate_sparse(
     An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
     whatever the threshold; so the counted predictions up to a place are those inside the
     range, corrected at the few matched ones (a match counts unless its object is ignored,
-    inside the range or not). Same integers, same operations: identical values.
+    inside the range or not). Same integers, same operations: identical values. All
+    thresholds are handled at once, their matches laid end to end.
 
     Args:
         n_gt: Ground truth that counts in this area range.
@@ -650,33 +651,63 @@ def _coco_accumulate_sparse(
     precision = np.zeros((n_t, 101, len(_MAX_DETS)))
     recall = np.zeros((n_t, len(_MAX_DETS)))
     eps = float(np.spacing(1))
+    all_places = np.concatenate([h[0] for h in hits])
+    all_ignored = np.concatenate([h[1] for h in hits])
+    all_out = np.concatenate([h[2] for h in hits])
+    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
+    # Recall after k true positives is k / n_gt whatever the threshold: the place where each
+    # of the 101 recall levels is first reached is the same for every threshold, and the
+    # interpolated precision is the best precision from there on (a suffix maximum, taken
+    # over blocks that start at those places).
+    reach = np.searchsorted(
+        np.arange(1, max(all_places.size, 1) + 1, dtype=np.float64) / n_gt,
+        COCO_RECALL_THRESHOLDS,
+        side="left",
+    )
+    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
+    block_of_level = np.searchsorted(block_starts, reach)
     for m, max_det in enumerate(_MAX_DETS):
         selected = ranking.rank_sorted < max_det
         base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
         n_base = int(base[-1]) if base.size else 0
-        for t, (places, on_ignored, out) in enumerate(hits):
-            keep = selected[places]
-            places, on_ignored, out = places[keep], on_ignored[keep], out[keep]
-            # Counted as matched minus counted as unmatched, at each matched place.
-            delta = np.cumsum((~on_ignored).astype(np.int64) - (~out).astype(np.int64))
-            n_counted = n_base + (int(delta[-1]) if delta.size else 0)
-            if n_counted == 0:
-                continue  # no ranked prediction: recall 0 and precision 0, as initialised
-            true = ~on_ignored
-            n_tp = int(np.count_nonzero(true))
-            recall[t, m] = float(np.float64(n_tp) / n_gt)
-            if n_tp == 0:
-                continue
-            k = np.arange(1, n_tp + 1)
-            counted_upto = base[places[true]] + delta[true]
-            tp_sum = k.astype(np.float64)
-            fp_sum = (counted_upto - k).astype(np.float64)
-            rc = tp_sum / n_gt
-            pr = tp_sum / (tp_sum + fp_sum + eps)
-            envelope = np.maximum.accumulate(pr[::-1])[::-1]
-            found = np.searchsorted(rc, COCO_RECALL_THRESHOLDS, side="left")
-            reached = found < rc.size
-            precision[t, reached, m] = envelope[found[reached]]
+        keep = selected[all_places]
+        places, threshold = all_places[keep], all_threshold[keep]
+        true = ~all_ignored[keep]
+        # Counted as matched minus counted as unmatched, at each matched place, running
+        # within each threshold's run.
+        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
+        # The running total at the end of each threshold's run, and before it.
+        run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
+        run_total = np.concatenate([[0], running])[run_end]
+        before = np.concatenate([[0], run_total[:-1]])
+        delta = running - before[threshold]
+        n_tp = np.bincount(threshold[true], minlength=n_t)
+        n_counted = n_base + (run_total - before)
+        # No ranked prediction at all leaves recall 0 (and then there is no TP either).
+        recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
+        # Precision at each true positive, k counted from 1 within its threshold.
+        tp_threshold = threshold[true]
+        tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
+        k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
+        counted_upto = base[places[true]] + delta[true]
+        tp_sum = k.astype(np.float64)
+        fp_sum = (counted_upto - k).astype(np.float64)
+        pr = tp_sum / (tp_sum + fp_sum + eps)
+        # Blocks of each threshold: those starting before its last true positive.
+        n_blocks = np.searchsorted(block_starts, n_tp, side="left")
+        block_threshold = np.repeat(np.arange(n_t), n_blocks)
+        block_index = np.arange(block_threshold.size) - np.repeat(
+            np.cumsum(n_blocks) - n_blocks, n_blocks
+        )
+        if block_threshold.size == 0:
+            continue
+        maxima = np.full((n_t, block_starts.size), -1.0)
+        maxima[block_threshold, block_index] = np.maximum.reduceat(
+            pr, tp_first[block_threshold] + block_starts[block_index]
+        )
+        envelope = np.maximum.accumulate(maxima[:, ::-1], axis=1)[:, ::-1]
+        reached = reach[None, :] < n_tp[:, None]  # (T, 101)
+        precision[:, :, m] = np.where(reached, envelope[:, block_of_level], 0.0)
     return precision, recall
 
 
