@@ -55,6 +55,8 @@ VARIANTS = {
     "default-count-difficult": replace(protocol("default"), difficult="count"),
     "default-crowd-iou75": replace(protocol("default").with_threshold(0.75), difficult="crowd"),
     "coco-max-dets-2": replace(protocol("coco"), max_dets=2),
+    # AP over ten thresholds computed per threshold, not read from pycocotools' numbers.
+    "coco-all-point": replace(protocol("coco"), interpolation="all-point"),
 }
 
 

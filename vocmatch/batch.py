@@ -75,11 +75,11 @@ class _Pairs:
 class _Matching:
     """The matching at every threshold, kept as the matched pairs (few predictions match).
 
-    The dense per-prediction flags are built on first use only: pycocotools' area ranges
-    need just the pairs, and on large sets each dense (T, P) array is sizeable.
+    Per-prediction flags are built one threshold at a time, when asked for: on large sets a
+    dense (T, P) array of them is sizeable, and most uses need one threshold.
     """
 
-    __slots__ = ("_dense", "_gt_ignore", "_shape", "hit_gt", "hit_pred", "hit_t")
+    __slots__ = ("_gt_ignore", "_gt_matched", "_shape", "hit_gt", "hit_pred", "hit_t")
 
     def __init__(
         self,
@@ -94,48 +94,47 @@ class _Matching:
         self.hit_gt = hit_gt  # (H,)
         self._gt_ignore = gt_ignore
         self._shape = shape  # thresholds, ground truth, predictions
-        self._dense: tuple[BoolArray, BoolArray, BoolArray] | None = None
+        self._gt_matched: BoolArray | None = None
 
-    def _flags(self) -> tuple[BoolArray, BoolArray, BoolArray]:
-        if self._dense is None:
-            n_t, n_gt, n_pred = self._shape
-            pred_matched = np.zeros((n_t, n_pred), dtype=bool)
-            pred_matched[self.hit_t, self.hit_pred] = True
-            pred_ignored = np.zeros((n_t, n_pred), dtype=bool)
-            on_ignored = self._gt_ignore[self.hit_gt]
-            pred_ignored[self.hit_t[on_ignored], self.hit_pred[on_ignored]] = True
-            gt_matched = np.zeros((n_t, n_gt), dtype=bool)
-            gt_matched[self.hit_t, self.hit_gt] = True
-            self._dense = (pred_matched, pred_ignored, gt_matched)
-        return self._dense
-
-    @property
-    def pred_matched(self) -> BoolArray:
-        """``(T, P)`` the prediction matched a ground truth (TP or ignored)."""
-        return self._flags()[0]
-
-    @property
-    def pred_ignored(self) -> BoolArray:
-        """``(T, P)`` the prediction matched an ignored ground truth."""
-        return self._flags()[1]
+    def pred_flags(self, level: int) -> tuple[BoolArray, BoolArray]:
+        """``(P,)`` at one threshold: the prediction matched a ground truth (TP or ignored),
+        and it matched an ignored one."""
+        n_pred = self._shape[2]
+        at = self.hit_t == level
+        preds = self.hit_pred[at]
+        matched = np.zeros(n_pred, dtype=bool)
+        matched[preds] = True
+        ignored = np.zeros(n_pred, dtype=bool)
+        ignored[preds[self._gt_ignore[self.hit_gt[at]]]] = True
+        return matched, ignored
 
     @property
     def gt_matched(self) -> BoolArray:
         """``(T, G)`` the ground truth was matched."""
-        return self._flags()[2]
+        if self._gt_matched is None:
+            n_t, n_gt, _ = self._shape
+            self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+            self._gt_matched[self.hit_t, self.hit_gt] = True
+        return self._gt_matched
 
-    def gt_of(self, t: int, preds: IntArray) -> IntArray:
-        """The ground truth matched to each of ``preds`` (all matched) at threshold ``t``."""
-        at = self.hit_t == t
-        lookup = dict(zip(self.hit_pred[at].tolist(), self.hit_gt[at].tolist(), strict=True))
-        return np.array([lookup[p] for p in preds.tolist()], dtype=np.int64)
+    def gt_of(self, level: int, preds: IntArray) -> IntArray:
+        """The ground truth matched to each of ``preds`` (all matched) at one threshold."""
+        at = np.flatnonzero(self.hit_t == level)
+        order = np.argsort(self.hit_pred[at])
+        matched_preds = self.hit_pred[at][order]
+        return self.hit_gt[at][order][np.searchsorted(matched_preds, preds)].astype(np.int64)
 
 
 def _areas(boxes: FloatArray, extra: float) -> FloatArray:
-    # The arithmetic of vocmatch.iou.box_area, element for element.
-    widths = np.maximum(boxes[:, 2] - boxes[:, 0] + extra, 0.0)
-    heights = np.maximum(boxes[:, 3] - boxes[:, 1] + extra, 0.0)
-    return widths * heights
+    # The arithmetic of vocmatch.iou.box_area, element for element (in place: large sets).
+    widths = boxes[:, 2] - boxes[:, 0]
+    widths += extra
+    np.maximum(widths, 0.0, out=widths)
+    heights = boxes[:, 3] - boxes[:, 1]
+    heights += extra
+    np.maximum(heights, 0.0, out=heights)
+    widths *= heights
+    return widths
 
 
 def _pair_iou(
@@ -249,12 +248,14 @@ def _finish_matching(
     n_gt: int,
     n_pred: int,
 ) -> _Matching:
+    # int32 where it holds every index (half the memory of a large set's matches).
+    index: type[np.integer[Any]] = np.int32 if max(n_t, n_gt, n_pred) < 2**31 else np.int64
     if wins:
-        hit_t = np.concatenate([w[0] for w in wins]).astype(np.int64)
-        hit_pred = np.concatenate([w[1] for w in wins]).astype(np.int64)
-        hit_gt = np.concatenate([w[2] for w in wins]).astype(np.int64)
+        hit_t = np.concatenate([w[0] for w in wins]).astype(index)
+        hit_pred = np.concatenate([w[1] for w in wins]).astype(index)
+        hit_gt = np.concatenate([w[2] for w in wins]).astype(index)
     else:
-        hit_t = hit_pred = hit_gt = np.zeros(0, dtype=np.int64)
+        hit_t = hit_pred = hit_gt = np.zeros(0, dtype=index)
     return _Matching(hit_t, hit_pred, hit_gt, gt_ignore, (n_t, n_gt, n_pred))
 
 
@@ -295,9 +296,11 @@ def _cell_score_order(cell: IntArray, scores: FloatArray) -> IntArray:
     if n == 0 or (int(cell.max()) + 1) * n >= 2**62:
         return np.lexsort((-scores, cell))  # the key would not fit in 64 bits
     by_score = np.argsort(-scores, kind="stable")
-    rank = np.empty(n, dtype=np.int64)
-    rank[by_score] = np.arange(n)
-    return np.argsort(cell.astype(np.int64) * n + rank)
+    key = np.empty(n, dtype=np.int64)
+    key[by_score] = np.arange(n)  # each score's rank
+    del by_score
+    key += cell.astype(np.int64) * n
+    return np.argsort(key)
 
 
 def _ranked(
@@ -419,6 +422,7 @@ def evaluate_columns(
     p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all)
     # Indices are held as int32 (half the memory of a large set); cells stay int64.
     p_rows_all = pred_rows[p_order].astype(np.int32)
+    del pred_rows  # int64, the size of the predictions: let go at once
     p_image_all = p_image_all[p_order].astype(np.int32)
     p_class_all = p_class_all[p_order].astype(np.int32)
     p_score_all = p_score_all[p_order]
@@ -442,6 +446,7 @@ def evaluate_columns(
     # Every pair of the same image-class.
     extra = 1.0 if conv.pixel_inclusive else 0.0
     p_start = _segment_starts(p_cell, n_images * n_k)
+    del p_cell, p_cell_all
     counts = p_start[g_cell + 1] - p_start[g_cell]
     pair_gt = np.repeat(np.arange(n_gt), counts)
     offsets = np.repeat(p_start[g_cell] - (np.cumsum(counts) - counts), counts)
@@ -485,8 +490,8 @@ def evaluate_columns(
     p_area = _areas(pred.boxes, 0.0)[p_rows] if conv.coco_stats else None
     if conv.coco_stats and p_area is not None:
         coco, coco_precision = _coco(
-            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_area,
-            class_order, class_starts, n_k, rankings,
+            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_class,
+            p_area, class_order, class_starts, n_k, rankings,
         )  # fmt: skip
     # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
     # entry whenever no box is large enough to leave that range: read it from there.
@@ -498,21 +503,35 @@ def evaluate_columns(
         and p_area is not None
         and not (p_area > COCO_AREAS[0][1]).any()
     )
-    counted = m.pred_matched & ~m.pred_ignored  # (T, P)
+    del p_area
+    matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
+    counted_t = matched_t & ~ignored_t
     missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
 
     def per_image(flags: BoolArray, image: IntArray) -> IntArray:
         return np.bincount(image[flags], minlength=n_images).astype(np.int64)
 
-    tp_image = [per_image(counted[i], p_image).tolist() for i in range(thresholds.size)]
-    fp_image = [per_image(~m.pred_matched[i], p_image).tolist() for i in range(thresholds.size)]
+    # Per image and threshold, from the matched pairs: TP are matches to an object that
+    # counts, FP the kept predictions left unmatched.
+    kept_per_image = np.bincount(p_image, minlength=n_images)
+    hit_image = p_image[m.hit_pred]
+    hit_counts = ~g_ignore[m.hit_gt]
+    tp_image = [
+        np.bincount(hit_image[(m.hit_t == i) & hit_counts], minlength=n_images).tolist()
+        for i in range(thresholds.size)
+    ]
+    fp_image = [
+        (kept_per_image - np.bincount(hit_image[m.hit_t == i], minlength=n_images)).tolist()
+        for i in range(thresholds.size)
+    ]
+    del hit_image, hit_counts
     fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
     ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
     gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
-    pred_per_image = np.bincount(pred_image_map[pred.image[pred_rows]], minlength=n_images)
+    pred_per_image = np.bincount(p_image_all, minlength=n_images)
 
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
-    tp_pred = np.flatnonzero(counted[t])
+    tp_pred = np.flatnonzero(counted_t)
     tp_iou = np.zeros(tp_pred.size)
     if tp_pred.size:
         matched_gt = m.gt_of(t, tp_pred)
@@ -564,46 +583,56 @@ def evaluate_columns(
             )
         )
 
+    class_members = [class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k)]
+    n_class_gt = (g_class_starts - g_class_ignored).tolist()
+    # AP per class. With pycocotools' numbers at hand, a class's COCO AP (101 points, IoU
+    # 0.50:0.95) is their area "all", maxDets 100 entry whenever no box is large enough to
+    # leave that range. Otherwise one threshold at a time, for every class.
+    ap_values: list[list[float]] = [[] for _ in range(n_k)]
+    if reuse and coco_precision is not None:
+        for k in range(n_k):
+            if n_class_gt[k] > 0:
+                ap_values[k] = [
+                    float(np.mean(coco_precision[level, :, k, 0, 2]))
+                    for level in range(len(conv.ap_thresholds))
+                ]
+    elif any(n > 0 for n in n_class_gt):
+        eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+        for threshold in conv.ap_thresholds:
+            level = levels[threshold]
+            matched_l, ignored_l = (matched_t, ignored_t) if level == t else m.pred_flags(level)
+            for k, members in enumerate(class_members):
+                if n_class_gt[k] == 0:
+                    continue
+                tp_level, ranked_scores = _ranked(
+                    matched_l[members], ignored_l[members], p_score[members], rankings[k].order
+                )
+                c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
+                ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
+            del matched_l, ignored_l
+
     classes = []
     for k, name in enumerate(class_names):
-        members = class_order[class_starts[k] : class_starts[k + 1]]
-        n_class_gt = int(g_class_starts[k] - g_class_ignored[k])
-        tp = int(np.count_nonzero(counted[t, members]))
-        fp = int(np.count_nonzero(~m.pred_matched[t, members]))
+        members = class_members[k]
+        tp = int(np.count_nonzero(counted_t[members]))
+        fp = int(np.count_nonzero(~matched_t[members]))
         fn = int(np.count_nonzero(missed[t][g_class == k]))
-        scores = p_score[members]
-        by_score = rankings[k].order
         tp_ranked, ranked_scores = _ranked(
-            m.pred_matched[t, members], m.pred_ignored[t, members], scores, by_score
+            matched_t[members], ignored_t[members], p_score[members], rankings[k].order
         )
-        curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt)
-        ap = None
-        if n_class_gt > 0 and reuse and coco_precision is not None:
-            ap = float(
-                np.mean(
-                    [
-                        float(np.mean(coco_precision[level, :, k, 0, 2]))
-                        for level in range(len(conv.ap_thresholds))
-                    ]
-                )
-            )
-        elif n_class_gt > 0:
-            eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-            values = []
-            for threshold in conv.ap_thresholds:
-                level = levels[threshold]
-                tp_level, _ = _ranked(
-                    m.pred_matched[level, members],
-                    m.pred_ignored[level, members],
-                    scores,
-                    by_score,
-                )
-                c = precision_recall_curve(tp_level, ranked_scores, n_class_gt, eps=eps)
-                values.append(average_precision(c.recall, c.precision, conv.interpolation))
-            ap = float(np.mean(values))
+        curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
+        ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
         classes.append(
             class_result(
-                name, n_class_gt, int(g_class_ignored[k]), members.size, tp, fp, fn, ap, curve
+                name,
+                n_class_gt[k],
+                int(g_class_ignored[k]),
+                members.size,
+                tp,
+                fp,
+                fn,
+                ap,
+                curve,
             )
         )
 
@@ -721,6 +750,7 @@ def _coco(
     g_crowd: BoolArray,
     g_boxes: FloatArray,
     g_class: IntArray,
+    p_class: IntArray,
     p_area: FloatArray,
     class_order: IntArray,
     class_starts: IntArray,
@@ -738,9 +768,6 @@ def _coco(
     for k in range(n_k):
         members = class_order[class_starts[k] : class_starts[k + 1]]
         position[members[rankings[k].order]] = np.arange(members.size)
-    p_class = np.empty(n_pred, dtype=np.int32)
-    for k in range(n_k):
-        p_class[class_order[class_starts[k] : class_starts[k + 1]]] = k
     for a, (low, high) in enumerate(COCO_AREAS):
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
@@ -804,6 +831,7 @@ def _matches(
 ) -> list[tuple[Match, ...]]:
     """The per-box records in the reference's order: per class, kept predictions in file
     order, then predictions beyond max_dets, then missed ground truth."""
+    matched_t, ignored_t = m.pred_flags(t)
     # Highest IoU of each box with the other side of its image-class (0.0 without any).
     best_pred = np.zeros(n_pred)
     best_gt = np.zeros(n_gt)
@@ -829,9 +857,9 @@ def _matches(
         raw = float(pred.scores[row])
         score = None if math.isnan(raw) else raw
         name = class_names[int(p_class[q])]
-        if m.pred_matched[t, q]:
+        if matched_t[q]:
             g = int(gt_at_t[q])
-            outcome: Outcome = "ignored" if m.pred_ignored[t, q] else "tp"
+            outcome: Outcome = "ignored" if ignored_t[q] else "tp"
             gt_local = int(g_rows[g]) - first_gt_row[int(gt.image[g_rows[g]])]
             match = Match(name, outcome, gt_local, local, pair_lookup[(g, q)], score)
         else:
