@@ -277,10 +277,12 @@ def _match(
 
 def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
     """Boxes that :func:`vocmatch.evaluate.input_notes` might remark on (a superset)."""
-    odd = (boxes < 0).any(axis=1) | (boxes > ENORMOUS_COORDINATE).any(axis=1)
+    odd = np.zeros(boxes.shape[0], dtype=bool)
+    # Rows of the few odd values (faster than .any(axis=1) over every box).
+    odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
     if scores is not None:
         odd |= (scores < 0) | (scores > 1)
-    return np.asarray(odd, dtype=bool)
+    return odd
 
 
 def _segment_starts(keys: IntArray, n: int) -> IntArray:
@@ -451,14 +453,16 @@ def evaluate_columns(
     pair_gt = np.repeat(np.arange(n_gt), counts)
     offsets = np.repeat(p_start[g_cell] - (np.cumsum(counts) - counts), counts)
     pair_pred = offsets + np.arange(pair_gt.size)
+    pair_pred_boxes = pred.boxes[p_rows[pair_pred]]
     iou = _pair_iou(
         g_boxes[pair_gt],
-        pred.boxes[p_rows[pair_pred]],
+        pair_pred_boxes,
         g_crowd[pair_gt],
         _areas(g_boxes, extra)[pair_gt],
-        _areas(pred.boxes[p_rows[pair_pred]], extra),
+        _areas(pair_pred_boxes, extra),
         extra,
     )
+    del pair_pred_boxes
     pairs = _Pairs(pair_gt, pair_pred, iou)
 
     levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})

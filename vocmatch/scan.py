@@ -452,11 +452,10 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
             scores = np.array(list(map(float, texts)), dtype=np.float64)
     except ValueError:
         return None
-    if not np.isfinite(coordinates).all() or (np.abs(coordinates) > MAX_COORDINATE).any():
+    # Within range (so finite: NaN fails every comparison), and xmax >= xmin, ymax >= ymin.
+    if not (np.abs(coordinates) <= MAX_COORDINATE).all():
         return None
-    if (coordinates[:, 2] < coordinates[:, 0]).any() or (
-        coordinates[:, 3] < coordinates[:, 1]
-    ).any():
+    if not (coordinates[:, 2:] >= coordinates[:, :2]).all():
         return None
     if fields.scores is not None and not np.isfinite(scores).all():
         # NaN only where there is no score element; a written NaN or infinity is the
