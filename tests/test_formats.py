@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from vocmatch.evaluate import Evaluation, evaluate, evaluate_directories
 from vocmatch.formats import (
     MARKDOWN_MAX_IMAGES,
+    NumberList,
+    Record,
+    dumps_indented,
     to_csv_classes,
     to_csv_images,
     to_junit,
@@ -234,3 +240,54 @@ def test_formats_are_deterministic(demo_eval: Evaluation, demo_gates: GateReport
     assert to_csv_classes(demo_eval) == to_csv_classes(again)
     assert to_markdown(demo_eval, demo_gates) == to_markdown(again, again_gates)
     assert to_junit(demo_eval, demo_gates) == to_junit(again, again_gates)
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.text(max_size=5)
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_NO_NUMBER_LISTS = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=5) | st.integers(),
+    lambda inner: (
+        st.lists(
+            st.text(max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+            max_size=3,
+        )
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_indented_json_reads_back(data: object) -> None:
+    """Whatever the nesting, the writer's output reads back as the same data."""
+    assert json.loads(dumps_indented(data)) == data
+
+
+@given(_NO_NUMBER_LISTS)
+def test_indented_json_is_json_dumps_indent_2_without_number_lists(data: object) -> None:
+    """Without number lists or records to keep on one line, the layout is exactly
+    ``json.dumps(indent=2)``'s."""
+    assert dumps_indented(data) == json.dumps(data, indent=2) + "\n"
+
+
+def test_indented_json_keeps_numbers_and_records_on_one_line() -> None:
+    """Lists of numbers and records are one line each; other lists are indented."""
+    data = {"curve": NumberList([1.0, 0.5]), "mixed": [1, "a"], "rows": [Record(a=1, b=None)]}
+    assert dumps_indented(data) == (
+        '{\n  "curve": [1.0, 0.5],\n  "mixed": [\n    1,\n    "a"\n  ],\n'
+        '  "rows": [\n    {"a": 1, "b": null}\n  ]\n}\n'
+    )
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        dumps_indented({"x": [float("nan")]})

@@ -170,12 +170,6 @@ def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> st
     return dumps_indented(to_json_dict(evaluation, analysis))
 
 
-# NUL cannot occur in XML 1.0 text or in a file name, so no real value looks like a mark.
-_MARK = "\x00vocmatch-array-{}\x00"
-# How json.dumps writes a mark: the NUL characters escaped, in quotes.
-_MARKED = re.compile(r'"\\u0000vocmatch-array-(\d+)\\u0000"')
-
-
 class NumberList(list[float | None]):
     """A list known to hold only numbers (or None): written on one line without a check."""
 
@@ -188,30 +182,53 @@ def _is_number(value: Any) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
+_ONE_LINE = json.JSONEncoder(allow_nan=False)
+
+
 def dumps_indented(data: Any) -> str:
     """``json.dumps(data, indent=2)``, with every list of numbers and every
-    :class:`Record` kept on one line."""
-    arrays: list[Any] = []
+    :class:`Record` kept on one line (written by the C encoder).
 
-    def mark(value: Any) -> Any:
+    Raises:
+        TypeError: A mapping key is not a string.
+    """
+    parts: list[str] = []
+    encode = _ONE_LINE.encode
+
+    def write(value: Any, pad: str) -> None:
         if isinstance(value, (Record, NumberList)):
-            arrays.append(value)
-            return _MARK.format(len(arrays) - 1)
-        if isinstance(value, dict):
-            return {k: mark(v) for k, v in value.items()}
-        if isinstance(value, list):
-            if value and all(_is_number(v) for v in value):
-                arrays.append(value)
-                return _MARK.format(len(arrays) - 1)
-            return [mark(v) for v in value]
-        return value
+            parts.append(encode(value))
+        elif isinstance(value, dict):
+            if not value:
+                parts.append("{}")
+                return
+            inner = pad + "  "
+            separator = "{\n"
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"JSON keys must be strings, got {key!r}")
+                parts.append(f"{separator}{inner}{encode(key)}: ")
+                write(item, inner)
+                separator = ",\n"
+            parts.append(f"\n{pad}}}")
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                parts.append("[]")
+            elif all(_is_number(v) for v in value):
+                parts.append(encode(value))
+            else:
+                inner = pad + "  "
+                separator = "[\n"
+                for item in value:
+                    parts.append(separator + inner)
+                    write(item, inner)
+                    separator = ",\n"
+                parts.append(f"\n{pad}]")
+        else:
+            parts.append(encode(value))
 
-    text = json.dumps(mark(data), indent=2, allow_nan=False)
-
-    def compact(found: re.Match[str]) -> str:
-        return json.dumps(arrays[int(found.group(1))], allow_nan=False)
-
-    return _MARKED.sub(compact, text) + "\n"
+    write(data, "")
+    return "".join(parts) + "\n"
 
 
 # CSV ------------------------------------------------------------------------------------
