@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from vocmatch.batch import evaluate_columns
 from vocmatch.cli import EXIT_SKIPPED, EXIT_USAGE, main
+from vocmatch.protocol import protocol
+from vocmatch.scan import read_columns
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -175,9 +178,27 @@ def test_progress_bar_waits_and_can_be_silenced(monkeypatch: pytest.MonkeyPatch)
     late.files(4, 10)
     assert late.bar is not None and late.task is not None
     assert late.bar.tasks[0].completed == 4
-    late.matching()
-    assert late.bar.tasks[0].description == "matching images"
+    late.stages("COCO area small", 3, 8)
+    assert [(t.description, t.completed, t.total) for t in late.bar.tasks] == [
+        ("reading files", 4, 10),
+        ("matching images: COCO area small", 3, 8),
+    ]
     late.close()
+
+
+def test_evaluation_reports_each_stage_in_order(demo: tuple[Path, Path]) -> None:
+    """The evaluation names each stage as it starts, counting them, then says it is done."""
+    gt, pred = read_columns(demo[0]), read_columns(demo[1])
+    seen: list[tuple[str, int, int]] = []
+    evaluate_columns(gt, pred, protocol("coco"), progress=lambda *a: seen.append(a))
+    names = ["pairing boxes", "matching", "COCO area all", "COCO area small"]
+    names += ["COCO area medium", "COCO area large", "per-image results", "AP per class"]
+    assert seen == [(name, i, 8) for i, name in enumerate(names)] + [("done", 8, 8)]
+    seen.clear()
+    evaluate_columns(gt, pred, protocol("voc12"), progress=lambda *a: seen.append(a))
+    assert [s[0] for s in seen] == [
+        "pairing boxes", "matching", "per-image results", "AP per class", "done",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("protocol_name", ["default", "voc07", "voc12"])

@@ -20,7 +20,7 @@ polygons (exact region overlap) go through the reference evaluator.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,6 +61,9 @@ FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
 IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
+#: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
+StageProgress = Callable[[str, int, int], None]
+_AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +325,7 @@ def evaluate_columns(
     keep_matches: bool = True,
     *,
     fold_case: bool = False,
+    progress: StageProgress | None = None,
 ) -> Evaluation:
     """Evaluate column sets; the result equals :func:`vocmatch.evaluate.evaluate` on the same
     files, number for number.
@@ -333,11 +337,31 @@ def evaluate_columns(
         keep_matches: Build the per-box :class:`~vocmatch.evaluate.Match` records of every
             image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
+        progress: Told each stage as it starts (pairing, matching, each COCO area range,
+            per-image results, AP per class) with the number of stages done and in all,
+            and ``("done", n, n)`` at the end. Every image goes through a stage at once.
+            Not called where the reference evaluator takes over (predictions without
+            scores, rotated boxes or polygons).
 
     Returns:
         The evaluation.
     """
     conv = conventions or protocol("default")
+    stage_names = [
+        "pairing boxes",
+        "matching",
+        *(f"COCO area {name}" for name in _AREA_NAMES if conv.coco_stats),
+        "per-image results",
+        "AP per class",
+    ]
+    stages_done = 0
+
+    def stage(name: str) -> None:
+        nonlocal stages_done
+        if progress is not None:
+            progress(name, stages_done, len(stage_names))
+        stages_done += 1
+
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
     original = (gt, pred)
     if fold_case:
@@ -446,6 +470,7 @@ def evaluate_columns(
     n_pred = p_rows.size
 
     # Every pair of the same image-class.
+    stage("pairing boxes")
     extra = 1.0 if conv.pixel_inclusive else 0.0
     p_start = _segment_starts(p_cell, n_images * n_k)
     del p_cell, p_cell_all
@@ -469,6 +494,7 @@ def evaluate_columns(
     levels = {value: i for i, value in enumerate(levels_list)}
     thresholds = np.array(levels_list, dtype=np.float64)
     t = levels[conv.iou_threshold]
+    stage("matching")
     m = _match(
         pairs, rank, n_gt, n_pred, g_ignore, g_crowd, thresholds, conv.match_rule,
         conv.strict_threshold,
@@ -495,7 +521,7 @@ def evaluate_columns(
     if conv.coco_stats and p_area is not None:
         coco, coco_precision = _coco(
             conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_class,
-            p_area, class_order, class_starts, n_k, rankings,
+            p_area, class_order, class_starts, n_k, rankings, stage,
         )  # fmt: skip
     # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
     # entry whenever no box is large enough to leave that range: read it from there.
@@ -549,6 +575,7 @@ def evaluate_columns(
     tp_iou_sorted = tp_iou[tp_order]
     tp_starts = _segment_starts(p_image[tp_pred][tp_order], n_images)
 
+    stage("per-image results")
     matches_by_image = None
     if keep_matches:
         matches_by_image = _matches(
@@ -587,6 +614,7 @@ def evaluate_columns(
             )
         )
 
+    stage("AP per class")
     class_members = [class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k)]
     n_class_gt = (g_class_starts - g_class_ignored).tolist()
     # AP per class. With pycocotools' numbers at hand, a class's COCO AP (101 points, IoU
@@ -640,6 +668,8 @@ def evaluate_columns(
             )
         )
 
+    if progress is not None:
+        progress("done", len(stage_names), len(stage_names))
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
 
 
@@ -760,6 +790,7 @@ def _coco(
     class_starts: IntArray,
     n_k: int,
     rankings: list[_Ranking],
+    stage: Callable[[str], None],
 ) -> tuple[CocoStats, FloatArray]:
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     n_t = thresholds.size
@@ -773,6 +804,7 @@ def _coco(
         members = class_order[class_starts[k] : class_starts[k + 1]]
         position[members[rankings[k].order]] = np.arange(members.size)
     for a, (low, high) in enumerate(COCO_AREAS):
+        stage(f"COCO area {_AREA_NAMES[a]}")
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
             pairs, rank, n_gt, n_pred, ignore, g_crowd, thresholds, conv.match_rule,

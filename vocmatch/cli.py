@@ -366,14 +366,11 @@ class ProgressDisplay:
         self.started = time.monotonic()
         self.bar: Progress | None = None
         self.task: TaskID | None = None
+        self.stage_task: TaskID | None = None
 
-    def files(self, done: int, total: int) -> None:
-        """Files read so far, of all files to read."""
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if time.monotonic() - self.started < self.delay:
-                return
+    def _shown(self) -> Progress | None:
+        """The bar, started once the run has taken more than a moment (None before)."""
+        if self.bar is None and self.enabled and time.monotonic() - self.started >= self.delay:
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -384,14 +381,26 @@ class ProgressDisplay:
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task("reading files", total=total)
-        if self.task is not None:
-            self.bar.update(self.task, completed=done, total=total)
+        return self.bar
 
-    def matching(self) -> None:
-        """Reading is over; matching and AP follow (one vectorised step)."""
-        if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, description="matching images")
+    def files(self, done: int, total: int) -> None:
+        """Files read so far, of all files to read."""
+        bar = self._shown()
+        if bar is None:
+            return
+        if self.task is None:
+            self.task = bar.add_task("reading files", total=total)
+        bar.update(self.task, completed=done, total=total)
+
+    def stages(self, stage: str, done: int, total: int) -> None:
+        """The evaluation's stages, each over every image at once."""
+        bar = self._shown()
+        if bar is None:
+            return
+        if self.stage_task is None:
+            self.stage_task = bar.add_task("", total=total)
+        description = "matching images" if stage == "done" else f"matching images: {stage}"
+        bar.update(self.stage_task, description=description, completed=done, total=total)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -572,9 +581,13 @@ def eval_command(
         gt_columns, pred_columns = read_column_pair(
             gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
         )
-        progress.matching()
         evaluation = evaluate_columns(
-            gt_columns, pred_columns, conventions, keep_matches=needs_boxes, fold_case=fold_case
+            gt_columns,
+            pred_columns,
+            conventions,
+            keep_matches=needs_boxes,
+            fold_case=fold_case,
+            progress=progress.stages,
         )
     gt = pred = None
     if needs_boxes:
