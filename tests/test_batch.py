@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.conftest import ROOT, datasets_or_skip
 from tests.oracle import random_dataset, write_voc
 from vocmatch import scan
-from vocmatch.batch import _cell_score_order, evaluate_columns
+from vocmatch.batch import _cell_score_order, _rankings, evaluate_columns
 from vocmatch.evaluate import evaluate
 from vocmatch.parse import parse_annotation, read_directory
 from vocmatch.protocol import protocol
@@ -339,4 +339,32 @@ def test_cell_score_order_is_lexsort(rows: list[tuple[int, float]]) -> None:
     array order (many ties here)."""
     cell = np.array([c for c, _ in rows], dtype=np.int64)
     scores = np.array([s for _, s in rows], dtype=np.float64)
-    assert np.array_equal(_cell_score_order(cell, scores), np.lexsort((-scores, cell)))
+    by_score = np.argsort(-scores, kind="stable")
+    assert np.array_equal(_cell_score_order(cell, scores, by_score), np.lexsort((-scores, cell)))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4), st.sampled_from([0.0, 0.3, 0.3000000000000001, 1.0, -math.inf])
+        ),
+        max_size=80,
+    )
+)
+def test_rankings_from_one_score_order_equal_a_sort_per_class(
+    rows: list[tuple[int, float]],
+) -> None:
+    """Every class's ranking, cut from one stable order of all scores, equals a stable sort
+    of that class's scores alone (many ties here)."""
+    p_class = np.array([c for c, _ in rows], dtype=np.int32)
+    scores = np.array([s for _, s in rows], dtype=np.float64)
+    rank = np.arange(p_class.size, dtype=np.int32)[::-1].copy()
+    class_order = np.argsort(p_class, kind="stable")
+    class_starts = np.searchsorted(p_class[class_order], np.arange(6))
+    by_score = np.argsort(-scores, kind="stable")
+    rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
+    for k, ranking in enumerate(rankings):
+        members = class_order[class_starts[k] : class_starts[k + 1]]
+        expected = np.argsort(-scores[members], kind="mergesort")  # stable, per class
+        assert np.array_equal(ranking.order, expected)
+        assert np.array_equal(ranking.rank_sorted, rank[members][expected])

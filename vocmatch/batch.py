@@ -293,17 +293,15 @@ def _segment_starts(keys: IntArray, n: int) -> IntArray:
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
 
 
-def _cell_score_order(cell: IntArray, scores: FloatArray) -> IntArray:
+def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) -> IntArray:
     """The order of ``np.lexsort((-scores, cell))`` (by cell, then descending score, ties in
-    array order), found faster: the scores are ranked once by a stable sort, then cell and
-    rank are packed into one integer key, unique, so any sort gives the same order."""
+    array order), found faster from ``by_score``, the stable order by descending score: cell
+    and score rank packed into one integer key, unique, so any sort gives the same order."""
     n = scores.size
     if n == 0 or (int(cell.max()) + 1) * n >= 2**62:
         return np.lexsort((-scores, cell))  # the key would not fit in 64 bits
-    by_score = np.argsort(-scores, kind="stable")
     key = np.empty(n, dtype=np.int64)
     key[by_score] = np.arange(n)  # each score's rank
-    del by_score
     key += cell.astype(np.int64) * n
     return np.argsort(key)
 
@@ -445,10 +443,18 @@ def evaluate_columns(
     p_image_all = pred_image_map[pred.image[pred_rows]]
     p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
     p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
-    p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all)
+    # One stable sort by descending score (ties in file order) serves the order below and
+    # every class's ranking.
+    by_score: IntArray = np.argsort(-p_score_all, kind="stable")
+    p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all, by_score)
     # Indices are held as int32 (half the memory of a large set); cells stay int64.
     p_rows_all = pred_rows[p_order].astype(np.int32)
     del pred_rows  # int64, the size of the predictions: let go at once
+    # The score order in terms of the sorted arrays below.
+    sorted_place = np.empty(p_order.size, dtype=np.int32)
+    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
+    by_score = sorted_place[by_score]
+    del sorted_place
     p_image_all = p_image_all[p_order].astype(np.int32)
     p_class_all = p_class_all[p_order].astype(np.int32)
     p_score_all = p_score_all[p_order]
@@ -468,6 +474,11 @@ def evaluate_columns(
         p_cell, rank = p_cell_all[kept], rank_all[kept]
     # Boxes stay in the columns; only the rows that pairs need are gathered.
     n_pred = p_rows.size
+    if not kept.all():
+        # The score order of the kept predictions, as indices among them.
+        kept_place = np.cumsum(kept, dtype=np.int64) - 1
+        by_score = kept_place[by_score[kept[by_score]]].astype(np.int32)
+        del kept_place
 
     # Every pair of the same image-class.
     stage("pairing boxes")
@@ -510,10 +521,8 @@ def evaluate_columns(
     g_class_starts = np.bincount(g_class, minlength=n_k)
     g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
     # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
-    rankings = [
-        _Ranking.of(p_score[members], rank[members])
-        for members in (class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
-    ]
+    rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
+    del by_score
     coco = None
     coco_precision = None
     # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
@@ -590,13 +599,22 @@ def evaluate_columns(
     ignored_count: list[int] = ignored_image.tolist()
     pred_count: list[int] = pred_per_image.tolist()
     sweep_levels = [(threshold, levels[threshold]) for threshold in SWEEP_THRESHOLDS]
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
     for j, i in enumerate(images):
         p = pred_of_image[j]
         ious = tp_iou_list[tp_bounds[j] : tp_bounds[j + 1]]
-        sweep = tuple(
-            SweepResult(threshold, tp_image[level][j], fp_image[level][j], fn_image[level][j])
-            for threshold, level in sweep_levels
+        counts = tuple(
+            c
+            for _, level in sweep_levels
+            for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
         )
+        sweep = sweeps.get(counts)
+        if sweep is None:
+            sweep = sweeps[counts] = tuple(
+                SweepResult(threshold, *counts[3 * n : 3 * n + 3])
+                for n, (threshold, _) in enumerate(sweep_levels)
+            )
         image_results.append(
             ImageResult(
                 key=gt.keys[i],
@@ -673,17 +691,42 @@ def evaluate_columns(
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
 
 
+def _rankings(
+    by_score: IntArray,
+    p_class: IntArray,
+    rank: IntArray,
+    class_order: IntArray,
+    class_starts: IntArray,
+) -> list[_Ranking]:
+    """Each class's ranking, from the stable order of all predictions by descending score.
+
+    A class's members (``class_order``) are in (image, rank) order, so among equal scores in
+    file order, as in ``by_score``: the stable sort of a class's scores is ``by_score``
+    restricted to the class. A stable sort by class (a radix sort on 16-bit class indices)
+    does that for every class at once.
+    """
+    n_k = class_starts.size - 1
+    classes = p_class[by_score]
+    ranked = by_score[
+        np.argsort(classes.astype(np.int16) if n_k < 2**15 else classes, kind="stable")
+    ]
+    # Each prediction's place among its class's members.
+    member_place = np.empty(by_score.size, dtype=np.int32)
+    member_place[class_order] = np.arange(by_score.size) - np.repeat(
+        class_starts[:-1], np.diff(class_starts)
+    )
+    return [
+        _Ranking(member_place[segment], rank[segment])
+        for segment in (ranked[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class _Ranking:
     """A class's predictions in pycocotools' ranking: stable, by descending score."""
 
     order: IntArray  # member index at each ranked position
     rank_sorted: IntArray  # each ranked prediction's rank within its image
-
-    @staticmethod
-    def of(scores: FloatArray, rank: IntArray) -> _Ranking:
-        order = np.argsort(-scores, kind="mergesort").astype(np.int32)
-        return _Ranking(order, rank[order])
 
 
 def _coco_accumulate_sparse(
