@@ -170,7 +170,7 @@ def test_v001_unreadable_file(tmp_path: Path) -> None:
         ),
         pytest.param(
             document("<object>\n<name>cat</name>\n</object>"),
-            ["a.xml:2: V002 <object> 'cat' has no <bndbox>"],
+            ["a.xml:2: V002 <object> 'cat' has no <bndbox>, <robndbox> or <polygon>"],
             id="no-bndbox",
         ),
         pytest.param(
@@ -559,7 +559,7 @@ def test_every_finding_of_a_file_in_line_order(lint: Lint) -> None:
         pytest.param([], [], [r.code for r in RULES], id="default-all"),
         pytest.param(["V005"], [], ["V005"], id="one"),
         pytest.param(["v005, V006", "V010"], [], ["V005", "V006", "V010"], id="comma-repeat-case"),
-        pytest.param(["V01"], [], ["V010", "V011", "V012"], id="prefix"),
+        pytest.param(["V01"], [], ["V010", "V011", "V012", "V013"], id="prefix"),
         pytest.param([], ["V011,V008"], [r.code for r in RULES if r.code not in ("V008", "V011")],
                      id="ignore"),
         pytest.param(["V00"], ["V003", "V004"], ["V001", "V002", "V005", "V006", "V007", "V008",
@@ -573,7 +573,7 @@ def test_select_codes(select: list[str], ignore: list[str], expected: list[str])
     assert sorted(select_codes(select, ignore)) == expected
 
 
-@pytest.mark.parametrize("selector", ["V013", "X", "V0011", "E501"])
+@pytest.mark.parametrize("selector", ["V014", "X", "V0011", "E501"])
 def test_select_codes_refuses_unknown(selector: str) -> None:
     """A selector that matches no rule is an error naming it, not a silent no-op."""
     with pytest.raises(InputError, match=f"unknown rule code '{selector}'; the codes are V001, "):
@@ -697,7 +697,7 @@ def test_to_json() -> None:
 
 # Agreement with the evaluator's parser ------------------------------------------------------
 
-_VALUES = ["10", "20", "35.5", "0", "-4", "", "abc", "nan", "inf", "1e400", "120"]
+_VALUES = ["10", "20", "35.5", "0", "-4", "", "abc", "nan", "inf", "1e400", "1e300", "120"]
 
 
 @st.composite
@@ -721,6 +721,17 @@ def documents(draw: st.DrawFn) -> bytes:
             for name in ("xmin", "ymin", "xmax", "ymax"):
                 lines += tag(name, _VALUES)
             lines.append("</bndbox>")
+        shape = draw(st.sampled_from([None, "robndbox", "polygon"]))
+        if shape == "robndbox":
+            lines.append("<robndbox>")
+            for name in ("cx", "cy", "w", "h", "angle"):
+                lines += tag(name, _VALUES)
+            lines.append("</robndbox>")
+        elif shape == "polygon":
+            lines.append("<polygon>")
+            for _ in range(draw(st.integers(0, 4))):
+                lines += ["<pt>", *tag("x", _VALUES), *tag("y", _VALUES), "</pt>"]
+            lines.append("</polygon>")
         lines.append("</object>")
     lines.append("</annotation>")
     data = "\n".join(lines).encode()
@@ -737,8 +748,87 @@ def test_lint_finds_what_the_evaluator_refuses(data: bytes) -> None:
     try:
         parse_annotation(data, "a.xml", "a")
     except AnnotationError as error:
-        blocking = {"V001", "V002", "V003", "V004", "V005", "V007", "V012"}
+        blocking = {"V001", "V002", "V003", "V004", "V005", "V007", "V012", "V013"}
         assert any(f.line == error.line and f.code in blocking for f in findings), (error, findings)
+
+
+# Rotated boxes and polygons -------------------------------------------------------------------
+
+
+def rotated(name: str = "car", cx: str = "50", cy: str = "40", w: str = "20", h: str = "10") -> str:
+    """One roLabelImg object on one line."""
+    return (
+        f"<object><type>robndbox</type><name>{name}</name><robndbox><cx>{cx}</cx><cy>{cy}</cy>"
+        f"<w>{w}</w><h>{h}</h><angle>0.5</angle></robndbox></object>"
+    )
+
+
+def polygon(*points: tuple[str, str], name: str = "person") -> str:
+    """One CVAT-style polygon object on one line."""
+    pts = "".join(f"<pt><x>{x}</x><y>{y}</y></pt>" for x, y in points)
+    return f"<object><name>{name}</name><polygon>{pts}</polygon></object>"
+
+
+def test_the_shape_fixtures_are_clean() -> None:
+    """Rotated boxes and polygons the evaluator reads are no finding (no missing <bndbox>)."""
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "shapes"
+    assert lint_paths([root / "gt", root / "pred"]).findings == ()
+
+
+TRIANGLE = (("10", "10"), ("40", "10"), ("10", "30"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(document(rotated(), polygon(*TRIANGLE)), [], id="valid"),
+        pytest.param(
+            document(rotated(w="-2")), ["a.xml:2: V013 <w> -2 is negative"], id="negative-width"
+        ),
+        pytest.param(
+            document(rotated(cx="x")), ["a.xml:2: V003 <cx> is not a number: 'x'"], id="cx-text"
+        ),
+        pytest.param(
+            document(rotated(cy="inf")), ["a.xml:2: V004 <cy> is not finite: 'inf'"], id="cy-inf"
+        ),
+        pytest.param(
+            document(rotated().replace("<h>10</h>", "")),
+            ["a.xml:2: V002 <robndbox> has no <h>"],
+            id="no-height",
+        ),
+        pytest.param(
+            document(polygon(("1", "1"), ("5", "5"))),
+            ["a.xml:2: V013 <polygon> has 2 distinct points; a polygon needs at least 3"],
+            id="two-points",
+        ),
+        pytest.param(
+            document(polygon(("0", "0"), ("1", "1"), ("2", "2"))),
+            ["a.xml:2: V013 <polygon> has zero area: its points lie on one line"],
+            id="collinear",
+        ),
+        pytest.param(
+            document(rotated(cx="95")),
+            ["a.xml:2: V006 rotated box 'car' outside the 100x80 image: xmax 106.173 > width 100"],
+            id="rotated-outside",
+        ),
+        pytest.param(
+            document(rotated(w="0", h="0")),
+            ["a.xml:2: V005 zero-area rotated box 'car': xmin 50 = xmax 50, ymin 40 = ymax 40"],
+            id="rotated-zero-area",
+        ),
+        pytest.param(
+            document(rotated(), rotated()),
+            [],
+            id="shapes-are-not-duplicate-checked",
+        ),
+    ],
+)
+def test_shapes_are_read_as_the_evaluator_reads_them(
+    lint: Lint, text: str, expected: list[str]
+) -> None:
+    """A shape's refusals are the parser's own, at its line; a shape the parser reads is
+    checked by its bounding box for size and image bounds."""
+    assert lint(text) == expected
 
 
 # The real annotation sets -------------------------------------------------------------------

@@ -12,7 +12,7 @@ code      name                  finds
 V001      invalid-xml           a file that cannot be read as an annotation document
 V002      missing-tag           a required tag that is missing or empty
 V003      non-numeric-value     a box coordinate or score that is not a number
-V004      non-finite-value      a box coordinate or score that is NaN or infinite
+V004      non-finite-value      a box coordinate or score that is NaN, infinite or beyond ±2^53
 V005      empty-box             ``xmin >= xmax`` or ``ymin >= ymax`` (zero-area or inverted)
 V006      box-outside-image     a box that extends outside the image ``<size>``
 V007      invalid-size          a missing, non-numeric, zero or negative image ``<size>``
@@ -21,6 +21,7 @@ V009      unknown-class         a class name that is not in the list of known cl
 V010      duplicate-box         the same class boxed twice at IoU >= a threshold
 V011      no-objects            a file with no ``<object>``
 V012      invalid-flag          a ``<difficult>`` or ``<truncated>`` that is not 0 or 1
+V013      invalid-shape         a ``<robndbox>`` or ``<polygon>`` the evaluator cannot use
 ========  ====================  ==============================================================
 
 Every file the evaluator's parser rejects gets at least one finding at the line its error
@@ -44,11 +45,13 @@ from vocmatch.errors import AnnotationError, InputError
 from vocmatch.iou import iou_matrix
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
+    MAX_COORDINATE,
     _child,
     _children,
     _line,
     _local,
     _refuse_dtd,
+    _shape,
     _text,
     _xml_parser,
     find_annotation_files,
@@ -106,11 +109,16 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "V002",
         "missing-tag",
-        "A required tag is missing or empty: <filename>, an object's <name> or <bndbox>, or one "
-        "of <xmin> <ymin> <xmax> <ymax>.",
+        "A required tag is missing or empty: <filename>, an object's <name>, or all of its "
+        "<bndbox>, <robndbox> and <polygon>, or one of <xmin> <ymin> <xmax> <ymax> (<cx> <cy> "
+        "<w> <h> <angle> of a <robndbox>).",
     ),
     Rule("V003", "non-numeric-value", "A box coordinate or <score> is not a number."),
-    Rule("V004", "non-finite-value", "A box coordinate or <score> is NaN or infinite."),
+    Rule(
+        "V004",
+        "non-finite-value",
+        "A box coordinate or <score> is NaN or infinite, or a coordinate is beyond ±2^53.",
+    ),
     Rule(
         "V005",
         "empty-box",
@@ -138,10 +146,16 @@ RULES: tuple[Rule, ...] = (
         "V010",
         "duplicate-box",
         "Two boxes of the same class overlap at IoU >= the duplicate threshold: a likely "
-        "double annotation.",
+        "double annotation (<bndbox> boxes only).",
     ),
     Rule("V011", "no-objects", "The file has no <object>."),
     Rule("V012", "invalid-flag", "<difficult> or <truncated> is not 0 or 1."),
+    Rule(
+        "V013",
+        "invalid-shape",
+        "A <robndbox> or <polygon> the evaluator refuses: a negative width or height, fewer "
+        "than three points, zero area, mixed or repeated point tags, or both in one object.",
+    ),
 )
 
 _RULES_BY_CODE = {r.code: r for r in RULES}
@@ -230,9 +244,10 @@ class _Box:
     x2: float
     y2: float
     texts: tuple[str, str, str, str]
+    kind: str = "box"  # "rotated box" or "polygon" for a shape (its bounding box here)
 
     def label(self) -> str:
-        return f"box {self.name!r}" if self.name else "box"
+        return f"{self.kind} {self.name!r}" if self.name else self.kind
 
 
 def select_codes(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> frozenset[str]:
@@ -448,10 +463,14 @@ def _object_findings(
         if score is not None:
             _number(score, path, findings)
             break
+    if _child(obj, "robndbox") is not None or _child(obj, "polygon") is not None:
+        return _shape_box(obj, name, path, findings), findings
     bndbox = _child(obj, "bndbox")
     if bndbox is None:
         label = f"<object> {name!r}" if name else "<object>"
-        findings.append(Finding(path, line, "V002", f"{label} has no <bndbox>"))
+        findings.append(
+            Finding(path, line, "V002", f"{label} has no <bndbox>, <robndbox> or <polygon>")
+        )
         return None, findings
     values: list[float] = []
     texts: list[str] = []
@@ -461,7 +480,16 @@ def _object_findings(
             findings.append(Finding(path, _at(bndbox), "V002", f"<bndbox> has no <{tag}>"))
             continue
         value = _number(element, path, findings)
-        if value is not None:
+        if value is not None and abs(value) > MAX_COORDINATE:
+            findings.append(
+                Finding(
+                    path,
+                    _at(element),
+                    "V004",
+                    f"<{tag}> {value:g} is out of range (the limit is ±2^53)",
+                )
+            )
+        elif value is not None:
             values.append(value)
             texts.append(_text(element))
     if len(values) != 4:
@@ -469,6 +497,31 @@ def _object_findings(
     x1, y1, x2, y2 = values
     box = _Box(name, line, _at(bndbox), x1, y1, x2, y2, (texts[0], texts[1], texts[2], texts[3]))
     return box, findings
+
+
+#: Codes for the parser's refusals of a shape, by what its message says; the rest is V013.
+_SHAPE_CODES = (("has no <", "V002"), ("is not a number", "V003"), ("is not finite", "V004"))
+
+
+def _shape_box(
+    obj: etree._Element, name: str | None, path: str, findings: list[Finding]
+) -> _Box | None:
+    """A rotated box or polygon read exactly as the evaluator reads it (its bounding box
+    stands in for the box in the checks that follow), or None with the parser's refusal."""
+    try:
+        shape = _shape(obj, name or "", path)
+    except AnnotationError as error:
+        code = next((c for text, c in _SHAPE_CODES if text in error.message), "V013")
+        findings.append(Finding(path, error.line or _at(obj), code, error.message))
+        return None
+    rotated = _child(obj, "robndbox")
+    element = rotated if rotated is not None else _child(obj, "polygon")
+    if shape is None or element is None:
+        return None  # not reached: the caller saw one of the two
+    x1, y1, x2, y2 = shape.bounds
+    texts = (f"{x1:g}", f"{y1:g}", f"{x2:g}", f"{y2:g}")
+    kind = "rotated box" if rotated is not None else "polygon"
+    return _Box(name, _at(obj), _at(element), x1, y1, x2, y2, texts, kind)
 
 
 def _empty_box_finding(box: _Box, path: str) -> Finding | None:
@@ -521,7 +574,8 @@ def _duplicate_findings(boxes: Sequence[_Box], threshold: float, path: str) -> l
     findings: list[Finding] = []
     by_class: dict[str, list[_Box]] = {}
     for box in boxes:
-        if box.name is not None and box.x1 < box.x2 and box.y1 < box.y2:
+        # Boxes only: two rotated boxes or polygons can share a bounding box, not overlap.
+        if box.name is not None and box.kind == "box" and box.x1 < box.x2 and box.y1 < box.y2:
             by_class.setdefault(box.name, []).append(box)
     for name, group in by_class.items():
         if len(group) < 2:
