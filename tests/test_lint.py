@@ -792,6 +792,16 @@ TRIANGLE = (("10", "10"), ("40", "10"), ("10", "30"))
             document(rotated(cy="inf")), ["a.xml:2: V004 <cy> is not finite: 'inf'"], id="cy-inf"
         ),
         pytest.param(
+            document(polygon(("1e300", "0"), ("5", "5"), ("0", "5"))),
+            ["a.xml:2: V004 <x> 1e+300 is out of range (the limit is ±2^53)"],
+            id="polygon-out-of-range",
+        ),
+        pytest.param(
+            document(box(x2="1e300")),
+            ["a.xml:2: V004 <xmax> 1e+300 is out of range (the limit is ±2^53)"],
+            id="box-out-of-range",
+        ),
+        pytest.param(
             document(rotated().replace("<h>10</h>", "")),
             ["a.xml:2: V002 <robndbox> has no <h>"],
             id="no-height",

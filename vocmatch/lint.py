@@ -500,7 +500,12 @@ def _object_findings(
 
 
 #: Codes for the parser's refusals of a shape, by what its message says; the rest is V013.
-_SHAPE_CODES = (("has no <", "V002"), ("is not a number", "V003"), ("is not finite", "V004"))
+_SHAPE_CODES = (
+    ("has no <", "V002"),
+    ("is not a number", "V003"),
+    ("is not finite", "V004"),
+    ("is out of range", "V004"),
+)
 
 
 def _shape_box(
