@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "parse": {"model", "geometry"},  # geometry judges whether a <polygon> is valid
     "geometry": {"model"},
     "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol"},
-    "analysis": {"ap", "evaluate", "iou", "match", "model", "parse", "protocol"},
+    "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
     "diff": {"evaluate", "iou", "model", "parse", "protocol"},
     "report": {"analysis", "diff", "evaluate", "protocol", "model", "labels", "seg"},
     "formats": {

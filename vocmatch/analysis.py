@@ -117,11 +117,13 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.ap import average_precision, precision_recall_curve
+from vocmatch.batch import evaluate_columns
 from vocmatch.errors import InputError
-from vocmatch.evaluate import Evaluation, ImageResult, Match, evaluate
+from vocmatch.evaluate import Evaluation, ImageResult, Match
 from vocmatch.iou import iou_matrix
 from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import AnnotationSet
+from vocmatch.scan import columns_from_annotations
 
 __all__ = [
     "BACKGROUND",
@@ -432,13 +434,15 @@ def _fn_indices(matches: Iterable[Match]) -> list[int]:
 # Error types ---------------------------------------------------------------------------
 
 
-def _best(iou_row: FloatArray, columns: Sequence[int]) -> tuple[int | None, float]:
-    """The column with the highest IoU (the first on ties) and that IoU; (None, 0.0) if none."""
-    if not columns:
-        return None, 0.0
-    values = iou_row[list(columns)]
-    k = int(np.argmax(values))
-    return columns[k], float(values[k])
+def _best(ious: Sequence[float], candidates: Sequence[int]) -> tuple[int | None, float]:
+    """The candidate with the highest IoU (the first on ties) and that IoU; (None, 0.0) if
+    none. Plain Python: the lists are a handful of objects, called once per FP."""
+    best: int | None = None
+    best_iou = 0.0
+    for g in candidates:
+        if best is None or ious[g] > best_iou:
+            best, best_iou = g, ious[g]
+    return best, best_iou
 
 
 def _image_errors(
@@ -459,11 +463,17 @@ def _image_errors(
         pred_boxes = [image.pred.boxes[j] for j in fp]
         # (N_gt, M_fp) over every ground-truth object of the file; only counted ones are read.
         iou = iou_matrix(_boxes(gt_boxes), _boxes(pred_boxes), pixel_inclusive)
+        columns: list[list[float]] = iou.T.tolist()  # one row of IoUs per FP
+        # The counted objects of the FP's class, of the other classes, and those matched.
+        by_name: dict[str, tuple[list[int], list[int], list[int]]] = {}
         for k, (j, box) in enumerate(zip(fp, pred_boxes, strict=True)):
-            column = iou[:, k]
-            same = [g for g in counted if gt_boxes[g].name == box.name]
-            other = [g for g in counted if gt_boxes[g].name != box.name]
-            taken = [g for g in same if g in matched]
+            column = columns[k]
+            groups = by_name.get(box.name)
+            if groups is None:
+                same = [g for g in counted if gt_boxes[g].name == box.name]
+                other = [g for g in counted if gt_boxes[g].name != box.name]
+                groups = by_name[box.name] = (same, other, [g for g in same if g in matched])
+            same, other, taken = groups
             kind: ErrorType
             g_same, s = _best(column, same)
             g_other, o = _best(column, other)
@@ -562,7 +572,11 @@ def _fixed_sets(
     pred: AnnotationSet,
 ) -> tuple[AnnotationSet, AnnotationSet]:
     """The ground truth and predictions with every error of one type fixed."""
-    by_key = {image.key: [b for b in image.boxes if b.kind == kind] for image in images}
+    by_key: dict[str, list[ErrorBox]] = {}
+    for image in images:
+        errors = [b for b in image.boxes if b.kind == kind]
+        if errors:
+            by_key[image.key] = errors
     if kind == "miss":
         gt_annotations = []
         for annotation in gt.annotations:
@@ -718,7 +732,14 @@ def map_cost(
             fixed = _fixed_ranked_map(kind, images, fn_by_key, gt_by_key, entries, n_gt, evaluation)
         else:
             fixed_gt, fixed_pred = _fixed_sets(kind, images, fn_by_key, gt, pred)
-            fixed = evaluate(fixed_gt, fixed_pred, evaluation.conventions).summary.map
+            # The vectorised evaluator: the same numbers as evaluate(), far faster on
+            # large sets (six evaluations here under coco).
+            fixed = evaluate_columns(
+                columns_from_annotations(fixed_gt),
+                columns_from_annotations(fixed_pred),
+                evaluation.conventions,
+                keep_matches=False,
+            ).summary.map
         gains[kind] = (fixed if fixed is not None else base) - base
     return ErrorCost(map=base, **gains)
 
