@@ -86,6 +86,37 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
     assert stdout == b""
 
 
+def wait_until_mapped(process: subprocess.Popen[bytes], fragment: str) -> bool:
+    """Wait until the process has mapped a file whose path holds ``fragment``; False where
+    /proc cannot tell or it ended first."""
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 20.0
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if fragment in maps.read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            return False
+        time.sleep(0.001)
+    return False
+
+
+@pytest.mark.parametrize("command", [["--help"], ["lint", "--list-rules"]])
+def test_ctrl_c_while_starting_exits_130_with_one_line(command: list[str]) -> None:
+    """SIGINT while the command's modules are still being imported (numpy is being loaded):
+    the same one line and exit 130, not Python's traceback."""
+    process = vocmatch(*command)
+    if not wait_until_mapped(process, "_multiarray_umath"):
+        process.kill()
+        process.communicate()
+        pytest.skip("cannot see the process's imports (no /proc, or it ended first)")
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == EXIT_INTERRUPTED
+    assert stderr == b"vocmatch: interrupted\n"
+    assert stdout == b""
+
+
 @pytest.mark.parametrize(
     ("options", "broken", "code"),
     [

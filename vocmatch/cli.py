@@ -1127,16 +1127,21 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
     raise Interrupted
 
 
-def run() -> None:
+def run(handle_interrupt: bool | None = None) -> None:
     """Entry point that also turns Ctrl-C and a closed pipe into quiet exits.
 
     Ctrl-C prints one line, ``vocmatch: interrupted``, and exits 130. When the reader of
     stdout goes away (``vocmatch ... | head``) the rest of the output is dropped: ``eval``
     still exits with its verdict (0, 1 or 3), any other command with 0.
+
+    Args:
+        handle_interrupt: Install the Ctrl-C handler; by default only where Python's own is
+            in place (a SIGINT ignored by the parent, as for a background job of a script,
+            stays ignored). :mod:`vocmatch.__main__` decides before its imports.
     """
-    # Only when Python installed its own handler: a SIGINT ignored by the parent (a
-    # background job of a script) stays ignored.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if handle_interrupt is None:
+        handle_interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if handle_interrupt:
         signal.signal(signal.SIGINT, interrupt)
     # A file name that is not valid UTF-8 reaches the report as a lone surrogate; under a
     # strict stdout (PYTHONIOENCODING=utf-8, most UTF-8 locales) printing it would fail.
