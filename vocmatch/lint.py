@@ -420,10 +420,20 @@ def _filename_findings(root: etree._Element, path: str) -> list[Finding]:
     ]
 
 
-def _flag_findings(obj: etree._Element, path: str) -> list[Finding]:
+def _first_children(element: etree._Element) -> dict[str, etree._Element]:
+    """Each child element's local name -> the first child of that name (what ``_child``
+    finds), in one pass: an object is asked for a dozen names."""
+    children: dict[str, etree._Element] = {}
+    for child in element:
+        if isinstance(child.tag, str):
+            children.setdefault(_local(child.tag), child)
+    return children
+
+
+def _flag_findings(children: dict[str, etree._Element], path: str) -> list[Finding]:
     findings: list[Finding] = []
     for name in _FLAGS:
-        element = _child(obj, name)
+        element = children.get(name)
         if element is None:
             continue
         text = _text(element)
@@ -439,10 +449,11 @@ def _object_findings(
     obj: etree._Element, path: str, classes: frozenset[str] | None
 ) -> tuple[_Box | None, list[Finding]]:
     """The object's box when its coordinates are all finite numbers, and its findings."""
-    findings = _flag_findings(obj, path)
+    children = _first_children(obj)
+    findings = _flag_findings(children, path)
     line = _at(obj)
     name: str | None = None
-    name_element = _child(obj, "name")
+    name_element = children.get("name")
     if name_element is None:
         findings.append(Finding(path, line, "V002", "<object> has no <name>"))
     else:
@@ -459,13 +470,13 @@ def _object_findings(
             )
     for score_name in ("score", "confidence"):
         # The evaluator reads the first of the two that is present.
-        score = _child(obj, score_name)
+        score = children.get(score_name)
         if score is not None:
             _number(score, path, findings)
             break
-    if _child(obj, "robndbox") is not None or _child(obj, "polygon") is not None:
+    if "robndbox" in children or "polygon" in children:
         return _shape_box(obj, name, path, findings), findings
-    bndbox = _child(obj, "bndbox")
+    bndbox = children.get("bndbox")
     if bndbox is None:
         label = f"<object> {name!r}" if name else "<object>"
         findings.append(
@@ -474,8 +485,9 @@ def _object_findings(
         return None, findings
     values: list[float] = []
     texts: list[str] = []
+    corners = _first_children(bndbox)
     for tag in _COORDINATES:
-        element = _child(bndbox, tag)
+        element = corners.get(tag)
         if element is None:
             findings.append(Finding(path, _at(bndbox), "V002", f"<bndbox> has no <{tag}>"))
             continue

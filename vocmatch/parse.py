@@ -162,7 +162,9 @@ def _children(element: etree._Element, name: str) -> list[etree._Element]:
 
 
 def _text(element: etree._Element) -> str:
-    # itertext joins text split by CDATA sections or removed comments.
+    if len(element) == 0:
+        return (element.text or "").strip()  # a leaf: the common case, read directly
+    # itertext joins text split by comments or processing instructions (children here).
     return "".join(str(part) for part in element.itertext()).strip()
 
 
