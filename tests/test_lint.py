@@ -595,6 +595,22 @@ def test_selection_filters_findings(lint: Lint) -> None:
 # Paths --------------------------------------------------------------------------------------
 
 
+def test_parallel_lint_gives_the_same_findings_in_the_same_order(tmp_path: Path) -> None:
+    """--jobs splits the files over processes; the findings and their order do not change."""
+    texts = [
+        document(box(), box()),
+        document(box(x1="60")),
+        document(box(name=" "), rotated(w="-1")),
+        document(polygon(*TRIANGLE), box(x2="1e300")),
+        "<annotation>",
+    ]
+    for i in range(100):
+        (tmp_path / f"{i:03d}.xml").write_text(texts[i % len(texts)], encoding="utf-8")
+    serial = lint_paths([tmp_path])
+    assert len(serial.findings) > 100
+    assert lint_paths([tmp_path], jobs=2) == serial
+
+
 def test_lint_paths_directories_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Directories are searched recursively in sorted order; files named directly are linted
     whatever their extension; a file reached twice is linted once."""

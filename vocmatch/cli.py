@@ -912,6 +912,13 @@ def diff_command(
     help="text: path:line: CODE message; github: GitHub Actions ::error annotations; "
     "json: every finding, for scripts.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Processes that lint files in parallel; 0 (the default) uses every core.",
+)
 @click.option("--list-rules", is_flag=True, help="Print the rules and exit.")
 def lint_command(
     paths: tuple[Path, ...],
@@ -921,6 +928,7 @@ def lint_command(
     tolerance: float,
     duplicate_iou: float,
     output_format: str,
+    jobs: int,
     list_rules: bool,
 ) -> None:
     """Check annotation files in PATHS (directories, searched recursively, or files).
@@ -944,7 +952,7 @@ def lint_command(
             tolerance=tolerance,
             duplicate_iou=duplicate_iou,
         )
-        result = lint.lint_paths(paths, options)
+        result = lint.lint_paths(paths, options, jobs or os.cpu_count() or 1)
     if result.files_checked == 0:
         names = ", ".join(str(p) for p in paths)
         raise fail(f"no .xml annotation files found in {names}")
