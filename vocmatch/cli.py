@@ -48,7 +48,7 @@ from vocmatch.batch import evaluate_columns
 from vocmatch.diagram import box_report, label_report
 from vocmatch.diff import RegressionGate, check_regressions, evaluation_diff, parse_regression_gate
 from vocmatch.errors import VocmatchError, VocmatchWarning
-from vocmatch.evaluate import Evaluation, fold_names, read_pair
+from vocmatch.evaluate import Evaluation, fold_names
 from vocmatch.formats import (
     diff_to_json,
     labels_to_json,
@@ -427,7 +427,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
     show_default=True,
     help="boxes: match boxes per class, AP; labels: compare the set of class names of each "
     "image (per-image Jaccard, per-class IoU over images; --difficult, --format table or "
-    "json, --output, --max-rows and --only-failing apply, box options do not).",
+    "json, --output, --max-rows, --only-failing and --jobs apply, box options do not).",
 )
 @convention_options
 @format_option(
@@ -565,7 +565,7 @@ def eval_command(
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
-            max_file_size,
+            max_file_size, jobs,
         )  # fmt: skip
         return
     if images_dir is not None and html_file is None:
@@ -654,6 +654,7 @@ LABEL_MODE_OPTIONS = frozenset(
         "only_failing",
         "fold_case",
         "max_file_size",
+        "jobs",
     )
 )
 
@@ -721,6 +722,7 @@ def labels_eval(
     max_rows: int,
     only_failing: bool,
     max_file_size: int,
+    jobs: int,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     reject_box_options(click.get_current_context())
@@ -732,7 +734,12 @@ def labels_eval(
         raise click.UsageError("--difficult crowd applies to boxes, not to --mode labels")
     label_difficult: LabelDifficult = "count" if difficult == "count" else "ignore"
     with library_errors():
-        gt, pred = read_pair(gt_dir, pred_dir, max_file_size)
+        # The parallel reader: the same objects and skipped files as read_pair.
+        gt_columns, pred_columns = read_column_pair(
+            gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size
+        )
+        gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
+        del gt_columns, pred_columns
         evaluation = evaluate_labels(gt, pred, label_difficult)
     report_label_warnings(evaluation)
     options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
