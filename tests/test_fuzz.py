@@ -79,7 +79,9 @@ def element_mutation(data: bytes, draw: st.DrawFn) -> bytes:
     if operation == "delete" and parent is not None:
         parent.remove(element)
     elif operation == "duplicate" and parent is not None:
-        parent.insert(parent.index(element), etree.fromstring(etree.tostring(element)))
+        # Without its tail: text after the element is not part of it (and need not be XML).
+        copy = etree.fromstring(etree.tostring(element, with_tail=False))
+        parent.insert(parent.index(element), copy)
     elif operation == "rename":
         element.tag = draw(st.sampled_from(TAGS))
     elif operation == "text":

@@ -117,23 +117,29 @@ class ColumnSet:
 
     def to_annotations(self) -> AnnotationSet:
         """The same data as parser records (object source lines are not known here)."""
-        starts = np.searchsorted(self.image, np.arange(len(self.keys) + 1))
+        starts: list[int] = np.searchsorted(self.image, np.arange(len(self.keys) + 1)).tolist()
         shapes = dict(self.shapes)
+        # Plain lists, read once: indexing numpy arrays box by box costs more than the boxes.
+        names = [self.label_names[k] for k in self.labels.tolist()]
+        corners: list[list[float]] = self.boxes.tolist()
+        difficult: list[bool] = self.difficult.tolist()
+        truncated: list[bool] = self.truncated.tolist()
+        scores: list[float] = self.scores.tolist()
         annotations = []
         for i, (key, path) in enumerate(zip(self.keys, self.paths, strict=True)):
             boxes = []
-            for b in range(int(starts[i]), int(starts[i + 1])):
-                score = float(self.scores[b])
-                x1, y1, x2, y2 = (float(v) for v in self.boxes[b])
+            for b in range(starts[i], starts[i + 1]):
+                x1, y1, x2, y2 = corners[b]
+                score = scores[b]
                 boxes.append(
                     Box(
-                        self.label_names[self.labels[b]],
+                        names[b],
                         x1,
                         y1,
                         x2,
                         y2,
-                        difficult=bool(self.difficult[b]),
-                        truncated=bool(self.truncated[b]),
+                        difficult=difficult[b],
+                        truncated=truncated[b],
                         score=None if math.isnan(score) else score,
                         shape=shapes.get(b),
                     )
