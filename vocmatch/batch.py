@@ -916,47 +916,69 @@ def _matches(
     best_gt = np.zeros(n_gt)
     np.maximum.at(best_pred, pairs.pred, pairs.iou)
     np.maximum.at(best_gt, pairs.gt, pairs.iou)
-    pair_lookup = (
-        {
-            (int(g), int(p)): float(v)
-            for g, p, v in zip(pairs.gt, pairs.pred, pairs.iou, strict=True)
-        }
-        if n_pred and n_gt
-        else {}
-    )
-    at = m.hit_t == t
-    gt_at_t = dict(zip(m.hit_pred[at].tolist(), m.hit_gt[at].tolist(), strict=True))
-    first_gt_row = _first_rows(gt)
-    first_pred_row = _first_rows(pred)
-    records: list[list[tuple[int, int, int, Match]]] = [[] for _ in range(n_images)]
-    for q in range(n_pred):
-        row = int(p_rows[q])
-        image = int(p_image[q])
-        local = row - first_pred_row[int(pred.image[row])]
-        raw = float(pred.scores[row])
+    first_gt_row = np.asarray(_first_rows(gt), dtype=np.int64)
+    first_pred_row = np.asarray(_first_rows(pred), dtype=np.int64)
+
+    # Kept predictions: TP or ignored when matched (with the pair's IoU), else FP.
+    pred_local = p_rows - first_pred_row[pred.image[p_rows]]
+    matched = np.flatnonzero(matched_t)
+    matched_gt = m.gt_of(t, matched)
+    iou = best_pred.copy()
+    gt_local = np.full(n_pred, -1, dtype=np.int64)
+    if matched.size:
+        key_pairs = pairs.gt.astype(np.int64) * n_pred + pairs.pred
+        lookup = np.argsort(key_pairs, kind="mergesort")
+        found = lookup[np.searchsorted(key_pairs[lookup], matched_gt * n_pred + matched)]
+        iou[matched] = pairs.iou[found]
+        matched_rows = g_rows[matched_gt]
+        gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
+    outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
+    # Predictions beyond max_dets, and missed ground truth.
+    dropped = np.flatnonzero(~kept)
+    dropped_rows = p_rows_all[dropped]
+    dropped_local = dropped_rows - first_pred_row[pred.image[dropped_rows]]
+    missed = np.flatnonzero(~m.gt_matched[t] & ~g_ignore)
+    missed_rows = g_rows[missed]
+    missed_local = missed_rows - first_gt_row[gt.image[missed_rows]]
+
+    # One sort puts every record in the reference's order: image, class, kind, file index.
+    image = np.concatenate([p_image, p_image_all[dropped], g_image[missed]])
+    klass = np.concatenate([p_class, p_class_all[dropped], g_class[missed]])
+    kind = np.repeat([0, 1, 2], [n_pred, dropped.size, missed.size])
+    local = np.concatenate([pred_local, dropped_local, missed_local])
+    order = np.lexsort((local, kind, klass, image))
+    # Plain lists, read once per record below.
+    scores: list[float] = pred.scores.tolist()
+    rows: list[int] = np.concatenate([p_rows, dropped_rows]).tolist()
+    entry: list[int] = np.concatenate([np.arange(n_pred), dropped, missed]).tolist()
+    kinds: list[int] = kind.tolist()
+    classes: list[int] = klass.tolist()
+    locals_: list[int] = local.tolist()
+    outcomes: list[int] = outcome.tolist()
+    gt_locals: list[int] = gt_local.tolist()
+    pred_iou: list[float] = iou.tolist()
+    gt_iou: list[float] = best_gt.tolist()
+    records: list[Match] = []
+    for r in order.tolist():
+        name = class_names[classes[r]]
+        if kinds[r] == 2:  # missed ground truth
+            records.append(Match(name, "fn", locals_[r], None, gt_iou[entry[r]], None))
+            continue
+        raw = scores[rows[r]]
         score = None if math.isnan(raw) else raw
-        name = class_names[int(p_class[q])]
-        if matched_t[q]:
-            g = int(gt_at_t[q])
-            outcome: Outcome = "ignored" if ignored_t[q] else "tp"
-            gt_local = int(g_rows[g]) - first_gt_row[int(gt.image[g_rows[g]])]
-            match = Match(name, outcome, gt_local, local, pair_lookup[(g, q)], score)
-        else:
-            match = Match(name, "fp", None, local, float(best_pred[q]), score)
-        records[image].append((int(p_class[q]), 0, local, match))
-    for dropped in np.flatnonzero(~kept).tolist():
-        row = int(p_rows_all[dropped])
-        local = row - first_pred_row[int(pred.image[row])]
-        raw = float(pred.scores[row])
-        name = class_names[int(p_class_all[dropped])]
-        match = Match(name, "ignored", None, local, 0.0, None if math.isnan(raw) else raw)
-        records[int(p_image_all[dropped])].append((int(p_class_all[dropped]), 1, local, match))
-    for g in np.flatnonzero(~m.gt_matched[t] & ~g_ignore).tolist():
-        row = int(g_rows[g])
-        local = row - first_gt_row[int(gt.image[row])]
-        match = Match(class_names[int(g_class[g])], "fn", local, None, float(best_gt[g]), None)
-        records[int(g_image[g])].append((int(g_class[g]), 2, local, match))
-    return [tuple(r[3] for r in sorted(image, key=lambda r: r[:3])) for image in records]
+        if kinds[r] == 1:  # beyond max_dets
+            records.append(Match(name, "ignored", None, locals_[r], 0.0, score))
+            continue
+        q = entry[r]
+        what = _PRED_OUTCOMES[outcomes[q]]
+        gt_index = gt_locals[q] if what != "fp" else None
+        records.append(Match(name, what, gt_index, locals_[r], pred_iou[q], score))
+    bounds = np.searchsorted(image[order], np.arange(n_images + 1)).tolist()
+    return [tuple(records[bounds[i] : bounds[i + 1]]) for i in range(n_images)]
+
+
+#: A kept prediction's outcome by index: matched, matched to an ignored object, unmatched.
+_PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
 
 
 def fold_columns(columns: ColumnSet) -> ColumnSet:
