@@ -311,7 +311,8 @@ class _Objects:
 
     header: _Header
     coordinates: FloatArray
-    names: Sequence[bytes]  # as written; stripped and decoded per chunk
+    names: Sequence[bytes]  # as written; stripped and decoded once per chunk
+    new_names: dict[bytes, str]  # names not in the chunk's vocabulary yet: as the parser reads them
     difficult: BoolArray
     truncated: BoolArray
     scores: FloatArray
@@ -470,13 +471,16 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
         if np.isinf(scores).any() or np.isnan(scores[written]).any():
             return None
     # Names stay raw here: decoded once per distinct name, per chunk.
-    if any(not raw.decode("utf-8").strip() for raw in set(fields.names) if raw not in names_seen):
-        return None
+    new_names = {
+        raw: raw.decode("utf-8").strip() for raw in set(fields.names) if raw not in names_seen
+    }
+    if not all(new_names.values()):
+        return None  # an empty name: the parser's to refuse
     difficult = _flags(fields.difficult)
     truncated = _flags(fields.truncated)
     if difficult is None or truncated is None:
         return None
-    return _Objects(header, coordinates, fields.names, difficult, truncated, scores)
+    return _Objects(header, coordinates, fields.names, new_names, difficult, truncated, scores)
 
 
 def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
@@ -494,7 +498,7 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
             continue
         _add_header(chunk, key, path, fast.header.size, fast.header.filename)
         chunk.counts.append(len(fast.names))
-        _add_raw_names(chunk, fast.names)
+        _add_raw_names(chunk, fast.names, fast.new_names)
         chunk.boxes.append(fast.coordinates)
         chunk.difficult.append(fast.difficult)
         chunk.truncated.append(fast.truncated)
@@ -549,11 +553,10 @@ def _add_names(chunk: _Chunk, names: Sequence[str]) -> None:
         chunk.codes.append(code)
 
 
-def _add_raw_names(chunk: _Chunk, raw_names: Sequence[bytes]) -> None:
-    # The parser's name: the text decoded and stripped; looked up once per distinct bytes.
+def _add_raw_names(chunk: _Chunk, raw_names: Sequence[bytes], new_names: dict[bytes, str]) -> None:
+    # ``new_names``: the raw names the chunk has not seen, decoded and stripped by _fast.
     codes = chunk.raw_codes
-    for raw in set(raw_names) - codes.keys():
-        name = raw.decode("utf-8").strip()
+    for raw, name in new_names.items():
         code = chunk.vocabulary.get(name)
         if code is None:
             code = chunk.vocabulary[name] = len(chunk.vocabulary)
