@@ -27,64 +27,45 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
-from rich.console import Console, Group, RenderableType
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
-from vocmatch import __version__, calculator, lint
-from vocmatch.analysis import DEFAULT_BACKGROUND_IOU, ErrorAnalysis, error_analysis
-from vocmatch.batch import evaluate_columns
-from vocmatch.diagram import box_report, label_report
-from vocmatch.diff import RegressionGate, check_regressions, evaluation_diff, parse_regression_gate
+from vocmatch import __version__
 from vocmatch.errors import VocmatchError, VocmatchWarning
-from vocmatch.evaluate import Evaluation, fold_names
-from vocmatch.formats import (
-    diff_to_json,
-    labels_to_json,
-    seg_to_json,
-    to_csv_classes,
-    to_csv_images,
-    to_json,
-    to_junit,
-    to_markdown,
-)
-from vocmatch.gates import Gate, GateReport, check_gates, parse_gate
-from vocmatch.labels import LabelDifficult, LabelEvaluation, evaluate_labels
-from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet
-from vocmatch.protocol import PROTOCOLS, Conventions, protocol
-from vocmatch.report import (
-    DIFF_MAX_ROWS,
-    ReportOptions,
-    diff_report,
-    label_summary,
-    printable,
-    render,
-    render_analysis,
-    render_labels,
-    render_seg,
-    seg_summary,
-    summary_table,
-)
-from vocmatch.scan import read_column_pair, read_columns
-from vocmatch.seg import VOC_CLASSES, PredVoid, evaluate_masks, read_class_names
+
+# Everything else is imported where a command needs it: `vocmatch --version` and `--help`
+# start without numpy, lxml or rich (a tenth of the time), and each command loads only what
+# it uses. The names below serve the type checker only.
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.progress import Progress, TaskID
+
+    from vocmatch.analysis import ErrorAnalysis
+    from vocmatch.calculator import BoxComparison, LabelComparison
+    from vocmatch.diff import RegressionGate
+    from vocmatch.evaluate import Evaluation
+    from vocmatch.gates import Gate, GateReport
+    from vocmatch.labels import LabelEvaluation
+    from vocmatch.parse import AnnotationSet
+    from vocmatch.protocol import Conventions
+    from vocmatch.seg import PredVoid
 
 __all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
 
 #: The HTML report's pictures are scaled to this side (vocmatch.html.PICTURE_MAX_SIDE; a test
 #: keeps the two equal, so the option's help is right without importing the HTML module).
 HTML_PICTURE_MAX_SIDE = 640
+#: Defaults shown in the options' help, kept equal to the library's by a test (so the help
+#: needs none of the library's modules): vocmatch.protocol.PROTOCOLS,
+#: vocmatch.parse.DEFAULT_MAX_BYTES, vocmatch.analysis.DEFAULT_BACKGROUND_IOU,
+#: vocmatch.report.DIFF_MAX_ROWS and vocmatch.lint.DEFAULT_DUPLICATE_IOU.
+PROTOCOL_NAMES = ("coco", "default", "voc07", "voc12")
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_BACKGROUND_IOU = 0.1
+DIFF_MAX_ROWS = 20
+DEFAULT_DUPLICATE_IOU = 0.9
 
 EXIT_OK = 0
 EXIT_GATE = 1
@@ -111,12 +92,16 @@ class DefaultGroup(click.Group):
 
 def stdout_console() -> Console:
     """The console for the report (stdout); colour only on a terminal, NO_COLOR honoured."""
+    from rich.console import Console
+
     return Console(highlight=False)
 
 
 def echo_err(text: str) -> None:
     """One line on stderr, control characters shown as escapes: file and class names come
     from the data, and a name holding ESC must not drive the terminal or the CI log."""
+    from vocmatch.report import printable
+
     click.echo(printable(text), err=True)
 
 
@@ -191,6 +176,8 @@ def conventions_from(
     """The preset of ``protocol_name`` with every option the user gave laid over it."""
     from dataclasses import replace
 
+    from vocmatch.protocol import protocol
+
     conv = protocol(protocol_name)
     if iou is not None:
         conv = conv.with_threshold(iou)
@@ -214,7 +201,7 @@ def convention_options(function: F) -> F:
         click.option(
             "--protocol",
             "protocol_name",
-            type=click.Choice(sorted(PROTOCOLS)),
+            type=click.Choice(PROTOCOL_NAMES),
             default="default",
             show_default=True,
             help="Preset conventions: default, voc07, voc12 (PASCAL VOC devkit) or coco "
@@ -319,6 +306,8 @@ def gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[Gate, ...]:
     """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
+    from vocmatch.gates import parse_gate
+
     try:
         return tuple(parse_gate(value) for value in values)
     except ValueError as error:
@@ -347,6 +336,8 @@ def machine_text(
 ) -> str:
     """The evaluation in one of the file formats (every ``--format`` but ``table``); JSON
     carries the error analysis when given."""
+    from vocmatch.formats import to_csv_images, to_json, to_junit, to_markdown
+
     if output_format == "json":
         return to_json(evaluation, analysis)
     if output_format == "csv":
@@ -372,6 +363,16 @@ class ProgressDisplay:
     def _shown(self) -> Progress | None:
         """The bar, started once the run has taken more than a moment (None before)."""
         if self.bar is None and self.enabled and time.monotonic() - self.started >= self.delay:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -563,6 +564,17 @@ def eval_command(
     XML files are paired by their path relative to each directory, without the extension.
     With --mode labels, only the class names in each file count.
     """
+    from rich.console import Console, Group
+    from rich.text import Text
+
+    from vocmatch.analysis import error_analysis
+    from vocmatch.batch import evaluate_columns
+    from vocmatch.evaluate import fold_names
+    from vocmatch.formats import to_csv_classes
+    from vocmatch.gates import check_gates
+    from vocmatch.report import ReportOptions, render, render_analysis, summary_table
+    from vocmatch.scan import read_column_pair
+
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
@@ -684,6 +696,8 @@ def report_label_warnings(evaluation: LabelEvaluation) -> None:
 
 def write_report(path: Path, report: RenderableType) -> None:
     """Write a terminal report to a file, 120 columns wide and without colour."""
+    from rich.console import Console
+
     buffer = io.StringIO()
     Console(file=buffer, width=120, color_system=None).print(report)
     write_text(path, buffer.getvalue())
@@ -726,6 +740,11 @@ def labels_eval(
     jobs: int,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
+    from vocmatch.formats import labels_to_json
+    from vocmatch.labels import LabelDifficult, evaluate_labels
+    from vocmatch.report import ReportOptions, label_summary, render_labels
+    from vocmatch.scan import read_column_pair
+
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):
         raise click.UsageError(
@@ -788,6 +807,8 @@ def regression_gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[RegressionGate, ...]:
     """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
+    from vocmatch.diff import parse_regression_gate
+
     try:
         return tuple(parse_regression_gate(value) for value in values)
     except ValueError as error:
@@ -836,6 +857,14 @@ def diff_command(
     objects newly missed or newly found and the false positives added or removed, worst
     regression first.
     """
+    from rich.console import Console
+
+    from vocmatch.batch import evaluate_columns
+    from vocmatch.diff import check_regressions, evaluation_diff
+    from vocmatch.formats import diff_to_json
+    from vocmatch.report import diff_report
+    from vocmatch.scan import read_column_pair, read_columns
+
     conventions = conventions_from(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
@@ -911,7 +940,7 @@ def diff_command(
 @click.option(
     "--duplicate-iou",
     type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=lint.DEFAULT_DUPLICATE_IOU,
+    default=DEFAULT_DUPLICATE_IOU,
     show_default=True,
     help="IoU at or above which two boxes of one class are a V010 duplicate.",
 )
@@ -947,6 +976,8 @@ def lint_command(
 
     Prints one finding per line and a summary; exits 1 when there are findings.
     """
+    from vocmatch import lint
+
     if list_rules:
         width = max(len(r.name) for r in lint.RULES)
         for rule in lint.RULES:
@@ -1028,12 +1059,15 @@ def iou_command(
     vocmatch iou --polygon "200,100 300,100 200,200" 200,100,300,200
     vocmatch iou --labels "cat, dog, bird" "dog,bird,fish"
     """
+    from vocmatch import calculator
+    from vocmatch.diagram import box_report, label_report
+
     for value in values:
         # Unknown options reach us as values (negative coordinates need that): a dash
         # followed by anything but a digit or a point was meant as an option.
         if value.startswith("-") and len(value) > 1 and value[1] not in "0123456789.":
             raise fail(f"no such option: {value} (see vocmatch iou --help)")
-    comparison: calculator.BoxComparison | calculator.LabelComparison
+    comparison: BoxComparison | LabelComparison
     try:
         if labels:
             if xywh or polygon:
@@ -1121,6 +1155,10 @@ def seg_command(
     (sizes that differ, an unreadable file, a value out of range, no partner) is named on
     stderr, the rest still count, and the exit code is 3.
     """
+    from vocmatch.formats import seg_to_json
+    from vocmatch.report import render_seg, seg_summary
+    from vocmatch.seg import VOC_CLASSES, evaluate_masks, read_class_names
+
     with library_errors():
         names = read_class_names(classes_file) if classes_file is not None else VOC_CLASSES
         evaluation = evaluate_masks(gt_dir, pred_dir, names, pred_void=pred_void, jobs=jobs)
