@@ -233,6 +233,17 @@ ODD_FILES = {
     "layout-score-then-confidence": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><score>0.5</score></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox><confidence>0.25</confidence></object></annotation>",
     "layout-later-object-bad": b"<annotation><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax><zmax>1</zmax></bndbox></object></annotation>",
     "layout-flag-words": b"<annotation><object><name>a</name><truncated> 1 </truncated><difficult></difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    # Poses of one layout (the fast path), poses mixed with absent ones, and <occluded>
+    # (the parser): the same pose and occluded columns either way.
+    "pose-fixed": b"<annotation>"
+    + b"".join(
+        b"<object><name>a</name><pose>%s</pose><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>"
+        % pose
+        for pose in (b"Left", b" Frontal ", b"", b"Left")
+    )
+    + b"</annotation>",
+    "pose-mixed": b"<annotation><object><name>a</name><pose>Rear</pose><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><object><name>a</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
+    "occluded": b"<annotation><object><name>a</name><pose>Left</pose><occluded>1</occluded><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object><object><name>a</name><occluded>false</occluded><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
     "layout-name-space": b"<annotation><object><name> </name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object></annotation>",
 }
 

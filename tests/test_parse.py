@@ -69,6 +69,29 @@ def test_flags_confidence_name_whitespace_and_size() -> None:
     assert (annotation.size.width, annotation.size.height, annotation.size.depth) == (640, 480, 3)
 
 
+@pytest.mark.parametrize(
+    ("extra", "occluded", "pose"),
+    [
+        pytest.param("", False, None, id="absent"),
+        pytest.param("<pose> Frontal </pose><occluded>1</occluded>", True, "Frontal", id="cvat"),
+        pytest.param("<occluded>0</occluded><pose></pose>", False, None, id="zero-empty-pose"),
+        pytest.param("<occluded>True</occluded>", True, None, id="word-true"),
+        pytest.param("<occluded> no </occluded>", False, None, id="word-no"),
+        pytest.param("<occluded>2</occluded>", True, None, id="number"),
+    ],
+)
+def test_occluded_and_pose(extra: str, occluded: bool, pose: str | None) -> None:
+    """<occluded> is a flag (or true/false/yes/no); <pose> is stripped text, empty as absent."""
+    (box,) = parse_annotation(xml(obj(extra=extra)), "a.xml", "a").boxes
+    assert (box.occluded, box.pose) == (occluded, pose)
+
+
+def test_occluded_that_is_no_flag_is_refused() -> None:
+    """An <occluded> that reads as neither a number nor a yes/no word names its line."""
+    with pytest.raises(AnnotationError, match=r"a\.xml:1: <occluded> must be 0 or 1, got 'maybe'"):
+        parse_annotation(xml(obj(extra="<occluded>maybe</occluded>")), "a.xml", "a")
+
+
 def test_object_inside_part_is_not_an_object() -> None:
     """Only direct <object> children of <annotation> count (VOC person layout parts do not)."""
     part = "<part><name>hand</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></part>"

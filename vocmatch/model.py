@@ -111,6 +111,9 @@ class Box:
         line: Source line of the ``<object>`` element, for messages.
         shape: The region when it is not an axis-aligned box (``<polygon>`` or
             ``<robndbox>``); ``x1, y1, x2, y2`` are then its bounding box. None for a box.
+        occluded: ``<occluded>1</occluded>`` (CVAT, Roboflow, datumaro); absent means False.
+        pose: ``<pose>`` text, stripped (VOC: ``Frontal``, ``Left``, ``Unspecified``, ...);
+            None when absent or empty.
     """
 
     name: str
@@ -123,6 +126,8 @@ class Box:
     score: float | None = None
     line: int | None = None
     shape: Polygon | RotatedBox | None = None
+    occluded: bool = False
+    pose: str | None = None
 
     @property
     def width(self) -> float:

@@ -219,6 +219,26 @@ def _flag(parent: etree._Element, name: str, path: str) -> bool:
         ) from None
 
 
+# Writers spell <occluded> as a number or, some of them, as a word.
+_OCCLUDED_WORDS = {"true": True, "yes": True, "false": False, "no": False}
+
+
+def _occluded(obj: etree._Element, path: str) -> bool:
+    """``<occluded>``: a flag as ``<truncated>`` is, or ``true``/``false``/``yes``/``no``."""
+    element = _child(obj, "occluded")
+    if element is None:
+        return False
+    word = _OCCLUDED_WORDS.get(_text(element).lower())
+    return word if word is not None else _flag(obj, "occluded", path)
+
+
+def _pose(obj: etree._Element) -> str | None:
+    element = _child(obj, "pose")
+    if element is None:
+        return None
+    return _text(element) or None
+
+
 def _score(obj: etree._Element, path: str) -> float | None:
     for name in ("score", "confidence"):
         if _child(obj, name) is not None:
@@ -338,6 +358,8 @@ def _box(obj: etree._Element, path: str) -> Box:
         score=_score(obj, path),
         line=_line(obj),
         shape=shape,
+        occluded=_occluded(obj, path),
+        pose=_pose(obj),
     )
 
 

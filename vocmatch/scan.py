@@ -93,6 +93,10 @@ class ColumnSet:
         boxes: ``(B, 4)`` ``x1, y1, x2, y2``; for a rotated box or a polygon, its bounding box.
         difficult: ``(B,)`` the ``difficult`` flag.
         truncated: ``(B,)`` the ``truncated`` flag.
+        occluded: ``(B,)`` the ``occluded`` flag.
+        pose: ``(B,)`` index of each object's ``<pose>`` in ``pose_names``; -1 where absent
+            (int32).
+        pose_names: The ``<pose>`` texts, sorted.
         scores: ``(B,)`` scores; NaN where an object has none.
         skipped: Files that could not be read.
         notes: Remarks on the directory walk that lost no file.
@@ -110,6 +114,9 @@ class ColumnSet:
     boxes: FloatArray
     difficult: BoolArray
     truncated: BoolArray
+    occluded: BoolArray
+    pose: Int32Array
+    pose_names: tuple[str, ...]
     scores: FloatArray
     skipped: tuple[SkippedFile, ...]
     notes: tuple[str, ...] = ()
@@ -124,6 +131,8 @@ class ColumnSet:
         corners: list[list[float]] = self.boxes.tolist()
         difficult: list[bool] = self.difficult.tolist()
         truncated: list[bool] = self.truncated.tolist()
+        occluded: list[bool] = self.occluded.tolist()
+        poses = [None if k < 0 else self.pose_names[k] for k in self.pose.tolist()]
         scores: list[float] = self.scores.tolist()
         annotations = []
         for i, (key, path) in enumerate(zip(self.keys, self.paths, strict=True)):
@@ -142,6 +151,8 @@ class ColumnSet:
                         truncated=truncated[b],
                         score=None if math.isnan(score) else score,
                         shape=shapes.get(b),
+                        occluded=occluded[b],
+                        pose=poses[b],
                     )
                 )
             annotations.append(
@@ -168,6 +179,10 @@ class _Chunk:
     scores: list[FloatArray]
     skipped: list[SkippedFile]
     shapes: list[tuple[int, Polygon | RotatedBox]] = field(default_factory=list)  # chunk rows
+    occluded: list[BoolArray] = field(default_factory=list)
+    pose_codes: list[int] = field(default_factory=list)  # index into pose_vocabulary, or -1
+    pose_vocabulary: dict[str, int] = field(default_factory=dict)
+    raw_poses: dict[bytes, int] = field(default_factory=dict)  # <pose> as written -> code
 
 
 def _flag(raw: bytes) -> bool | None:
@@ -316,6 +331,7 @@ class _Objects:
     difficult: BoolArray
     truncated: BoolArray
     scores: FloatArray
+    poses: Sequence[bytes | None]  # <pose> text as written, None where absent
 
 
 def _flags(raw: Sequence[bytes]) -> BoolArray | None:
@@ -338,14 +354,15 @@ class _Fields:
     truncated: Sequence[bytes]  # b"0" where the element is absent
     difficult: Sequence[bytes]
     scores: Sequence[bytes | None] | None  # None for an object without; None if none has
+    poses: Sequence[bytes | None]  # None where the element is absent
 
 
 @functools.cache
 def _layout(pose: bool, truncated: bool, difficult: bool, score: bytes | None) -> re.Pattern[bytes]:
-    """An object of one fixed layout, capturing only the values: name, [truncated],
+    """An object of one fixed layout, capturing only the values: name, [pose], [truncated],
     [difficult], the four coordinates, [score or confidence]. Faster than :data:`_OBJECT`,
     which has to try every optional element of every object."""
-    optional = [(pose, rb"<pose>[^<]*</pose>[^<]*")]
+    optional = [(pose, rb"<pose>([^<]*)</pose>[^<]*")]
     optional.append((truncated, rb"<truncated>([^<]*)</truncated>[^<]*"))
     optional.append((difficult, rb"<difficult>([^<]*)</difficult>[^<]*"))
     tail = rb"" if score is None else rb"<%s>([^<]*)</%s>[^<]*" % (score, score)
@@ -377,13 +394,15 @@ def _fixed_layout_fields(data: bytes, first: int, tags: int) -> _Fields | None:
         return None
     columns = list(zip(*matches, strict=True))
     absent = (b"0",) * len(matches)
-    x = 1 + truncated + difficult  # the column of xmin
+    t = 1 + pose  # the column of truncated
+    x = t + truncated + difficult  # the column of xmin
     return _Fields(
         names=columns[0],
         coordinates=(columns[x], columns[x + 1], columns[x + 2], columns[x + 3]),
-        truncated=columns[1] if truncated else absent,
-        difficult=columns[1 + truncated] if difficult else absent,
+        truncated=columns[t] if truncated else absent,
+        difficult=columns[t + truncated] if difficult else absent,
         scores=columns[x + 4] if score is not None else None,
+        poses=columns[1] if pose else (None,) * len(matches),
     )
 
 
@@ -403,6 +422,8 @@ def _mixed_layout_fields(data: bytes, first: int, tags: int) -> _Fields | None:
         difficult=[m[5] if m[4] else b"0" for m in matches],
         # <score> or <confidence>, whichever is there.
         scores=[(m[11] or m[12]) if m[10] else None for m in matches],
+        # The element as matched: <pose>, its text, </pose> and any text after it.
+        poses=[m[1][6 : m[1].index(b"</pose>")] if m[1] else None for m in matches],
     )
 
 
@@ -480,7 +501,9 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     truncated = _flags(fields.truncated)
     if difficult is None or truncated is None:
         return None
-    return _Objects(header, coordinates, fields.names, new_names, difficult, truncated, scores)
+    return _Objects(
+        header, coordinates, fields.names, new_names, difficult, truncated, scores, fields.poses
+    )
 
 
 def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
@@ -502,6 +525,9 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
         chunk.boxes.append(fast.coordinates)
         chunk.difficult.append(fast.difficult)
         chunk.truncated.append(fast.truncated)
+        # A plain file has no <occluded> (an unknown element hands it to the parser).
+        chunk.occluded.append(np.zeros(len(fast.names), dtype=bool))
+        _add_raw_poses(chunk, fast.poses)
         chunk.scores.append(fast.scores)
     _consolidate(chunk)
     return chunk
@@ -515,6 +541,7 @@ def _consolidate(chunk: _Chunk) -> None:
         chunk.boxes = [np.concatenate([b.reshape(-1, 4) for b in chunk.boxes])]
         chunk.difficult = [np.concatenate(chunk.difficult)]
         chunk.truncated = [np.concatenate(chunk.truncated)]
+        chunk.occluded = [np.concatenate(chunk.occluded)]
         chunk.scores = [np.concatenate(chunk.scores)]
 
 
@@ -539,6 +566,8 @@ def _add_annotation(chunk: _Chunk, annotation: ImageAnnotation) -> None:
     chunk.boxes.append(np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64))
     chunk.difficult.append(np.array([b.difficult for b in boxes], dtype=bool))
     chunk.truncated.append(np.array([b.truncated for b in boxes], dtype=bool))
+    chunk.occluded.append(np.array([b.occluded for b in boxes], dtype=bool))
+    _add_poses(chunk, [b.pose for b in boxes])
     chunk.scores.append(
         np.array([math.nan if b.score is None else b.score for b in boxes], dtype=np.float64)
     )
@@ -551,6 +580,27 @@ def _add_names(chunk: _Chunk, names: Sequence[str]) -> None:
         if code is None:
             code = vocabulary[name] = len(vocabulary)
         chunk.codes.append(code)
+
+
+def _pose_code(chunk: _Chunk, pose: str) -> int:
+    code = chunk.pose_vocabulary.get(pose)
+    if code is None:
+        code = chunk.pose_vocabulary[pose] = len(chunk.pose_vocabulary)
+    return code
+
+
+def _add_poses(chunk: _Chunk, poses: Sequence[str | None]) -> None:
+    chunk.pose_codes.extend(-1 if pose is None else _pose_code(chunk, pose) for pose in poses)
+
+
+def _add_raw_poses(chunk: _Chunk, raw_poses: Sequence[bytes | None]) -> None:
+    # As the parser reads <pose>: stripped text, and empty as absent.
+    codes = chunk.raw_poses
+    for raw in raw_poses:
+        if raw is not None and raw not in codes:
+            text = raw.decode("utf-8").strip()
+            codes[raw] = _pose_code(chunk, text) if text else -1
+    chunk.pose_codes.extend(-1 if raw is None else codes[raw] for raw in raw_poses)
 
 
 def _add_raw_names(chunk: _Chunk, raw_names: Sequence[bytes], new_names: dict[bytes, str]) -> None:
@@ -575,12 +625,16 @@ def _assemble(
     total = int(counts.sum())
     label_names = sorted({n for c in chunks for n in c.vocabulary})
     index = {n: i for i, n in enumerate(label_names)}
+    pose_names = sorted({p for c in chunks for p in c.pose_vocabulary})
+    pose_index = {p: i for i, p in enumerate(pose_names)}
     # The columns are filled chunk by chunk and each chunk's own arrays let go at once, so
     # reading a large set never holds its objects twice.
     boxes = np.empty((total, 4), dtype=np.float64)
     labels = np.empty(total, dtype=np.int32)
     difficult = np.empty(total, dtype=bool)
     truncated = np.empty(total, dtype=bool)
+    occluded = np.empty(total, dtype=bool)
+    pose = np.empty(total, dtype=np.int32)
     scores = np.empty(total, dtype=np.float64)
     shapes: list[tuple[int, Polygon | RotatedBox]] = []
     offset = 0
@@ -591,6 +645,12 @@ def _assemble(
             boxes[offset:stop] = np.concatenate([b.reshape(-1, 4) for b in c.boxes])
             difficult[offset:stop] = np.concatenate(c.difficult)
             truncated[offset:stop] = np.concatenate(c.truncated)
+            occluded[offset:stop] = np.concatenate(c.occluded)
+            # Codes shifted by one so that -1 (absent) maps to -1.
+            pose_remap = np.full(len(c.pose_vocabulary) + 1, -1, dtype=np.int32)
+            for text, code in c.pose_vocabulary.items():
+                pose_remap[code + 1] = pose_index[text]
+            pose[offset:stop] = pose_remap[np.array(c.pose_codes, dtype=np.int64) + 1]
             scores[offset:stop] = np.concatenate(c.scores)
             remap = np.zeros(len(c.vocabulary), dtype=np.int32)
             for name, code in c.vocabulary.items():
@@ -598,6 +658,7 @@ def _assemble(
             labels[offset:stop] = remap[np.array(c.codes, dtype=np.int64)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
         c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], []
+        c.occluded, c.pose_codes = [], []
         offset = stop
     return ColumnSet(
         root=root,
@@ -611,6 +672,9 @@ def _assemble(
         boxes=boxes,
         difficult=difficult,
         truncated=truncated,
+        occluded=occluded,
+        pose=pose,
+        pose_names=tuple(pose_names),
         scores=scores,
         skipped=tuple(
             sorted((*skipped, *(s for c in chunks for s in c.skipped)), key=lambda s: s.path)
