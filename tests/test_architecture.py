@@ -19,7 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "match": set(),
     "protocol": {"ap", "match"},
     "parse": {"model", "geometry"},  # geometry judges whether a <polygon> is valid
-    "geometry": {"model"},
+    "geometry": {"iou", "model"},
     "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
     "diff": {"evaluate", "iou", "model", "parse", "protocol"},
@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagram": {"calculator", "geometry", "iou", "model"},
     "html": {"evaluate", "parse", "model", "protocol", "analysis", "__init__"},
     "scan": {"parse", "model"},
-    "batch": {"ap", "evaluate", "match", "protocol", "scan"},
+    "batch": {"ap", "evaluate", "geometry", "iou", "match", "protocol", "scan"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

@@ -10,7 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vocmatch.geometry import (
+    Regions,
+    overlapping_pairs,
     pair_overlap,
+    pair_region_intersection,
     points_inside,
     polygon_problem,
     shape_areas,
@@ -116,6 +119,41 @@ def test_empty_sides_and_zero_areas() -> None:
         [0.0, 0.0],
         [0.0, 0.0],
     ]
+
+
+def test_subnormal_coordinates_clip_without_a_warning() -> None:
+    """GEOS divides by lengths that underflow on coordinates like 1e-309; the overlap is still
+    measured, and no RuntimeWarning escapes (warnings are errors in the tests)."""
+    iou = shape_iou_matrix([box(0, 2.225e-309, 2, 1)], [box(0, 0, 1, 4.0698125702782067e-230)])
+    assert 0.0 <= iou[0, 0] <= 1e-229
+
+
+def test_pairs_are_scored_as_the_matrix_scores_them() -> None:
+    """A list of pairs gets the matrix's intersections, to the bit, whatever the order."""
+    gt_regions = [TRIANGLE, box(1, 1, 3, 3), RotatedBox(2.0, 2.0, 3.0, 1.0, 0.7), box(9, 9, 9, 12)]
+    pred_regions = [box(0, 0, 2, 2), Polygon(((1, 0), (4, 1), (2, 4))), box(-1, -1, 0, 0)]
+    gt, pred = Regions.of_regions(gt_regions), Regions.of_regions(pred_regions)
+    g = np.array([3, 0, 2, 1, 0, 2, 1, 0, 2, 1, 3, 3])
+    p = np.array([0, 1, 0, 2, 0, 1, 1, 2, 2, 0, 1, 2])
+    pairs = pair_region_intersection(gt, g, pred, p)
+    matrix = shape_iou_matrix(gt_regions, pred_regions)
+    assert pairs[7] == 0.0  # touching at a corner
+    assert pairs[4] == 4.0  # the 2 x 2 box lies inside the triangle
+    union = gt.areas[g] + pred.areas[p] - pairs
+    assert (pairs / np.where(union > 0, union, 1)).tolist() == matrix[g, p].tolist()
+
+
+def test_overlapping_pairs_finds_every_pair_that_meets() -> None:
+    """The STR tree lists each pair whose rectangles meet (touching too), sorted by
+    prediction; a margin of 1 adds pairs less than a pixel apart, as the devkit's +1 sees."""
+    gt = [[0, 0, 10, 10], [20, 0, 30, 10], [20.5, 0, 22, 10]]
+    pred = [[10, 0, 20, 10], [5, 5, 6, 6], [40, 40, 50, 50]]
+    assert [a.tolist() for a in overlapping_pairs(gt, pred)] == [[0, 1, 0], [0, 0, 1]]
+    assert [a.tolist() for a in overlapping_pairs(gt, pred, margin=1.0)] == [
+        [0, 1, 2, 0],
+        [0, 0, 0, 1],
+    ]
+    assert [a.size for a in overlapping_pairs([], pred)] == [0, 0]
 
 
 def test_invalid_region_is_refused() -> None:

@@ -16,8 +16,11 @@ from vocmatch.iou import (
     dice_matrix,
     giou_matrix,
     intersection_matrix,
+    iou_from_intersection,
     iou_matrix,
     label_overlap,
+    pair_intersection,
+    pair_iou,
     union_matrix,
     xywh_to_xyxy,
 )
@@ -178,3 +181,56 @@ def test_dice_identity_and_giou_bounds(gt: np.ndarray, pred: np.ndarray) -> None
     giou = giou_matrix(gt, pred)
     assert np.all(giou <= iou + 1e-12)
     assert np.all(giou >= -1.0)
+
+
+@given(box_arrays(), box_arrays(), st.booleans(), st.data())
+def test_pair_iou_is_the_matrix_entry_to_the_bit(
+    gt: np.ndarray, pred: np.ndarray, pixel_inclusive: bool, data: st.DataObject
+) -> None:
+    """Scoring a list of pairs gives exactly the matrix's value for each pair, crowd regions
+    and the devkit's +1 areas included: one arithmetic for both."""
+    crowd = np.array(data.draw(st.lists(st.booleans(), min_size=len(gt), max_size=len(gt))))
+    crowd = crowd.astype(bool).reshape(-1)
+    gt_index, pred_index = np.divmod(np.arange(len(gt) * len(pred)), max(len(pred), 1))
+    pairs = pair_iou(gt[gt_index], pred[pred_index], pixel_inclusive, crowd[gt_index])
+    matrix = crowd_iou_matrix(gt, pred, crowd, pixel_inclusive)
+    assert pairs.tobytes() == matrix.reshape(-1).tobytes()
+    plain = pair_iou(gt[gt_index], pred[pred_index], pixel_inclusive)
+    assert plain.tobytes() == iou_matrix(gt, pred, pixel_inclusive).reshape(-1).tobytes()
+    inter = pair_intersection(gt[gt_index], pred[pred_index], pixel_inclusive)
+    assert inter.tobytes() == intersection_matrix(gt, pred, pixel_inclusive).reshape(-1).tobytes()
+
+
+def test_pair_functions_refuse_lists_of_different_lengths() -> None:
+    """Pairs need as many ground-truth boxes as predictions."""
+    with pytest.raises(
+        ValueError,
+        match=r"Expected `gt_boxes` and `pred_boxes` to have the same shape, got \(2, 4\) and \(1, 4\)",
+    ):
+        pair_iou([[0, 0, 1, 1], [0, 0, 2, 2]], [[0, 0, 1, 1]])
+
+
+@pytest.mark.parametrize(
+    ("inter", "gt_area", "pred_area", "crowd", "expected"),
+    [
+        pytest.param(1.0, 4.0, 4.0, False, 1 / 7, id="one-seventh"),
+        pytest.param(2.0, 100.0, 2.0, True, 1.0, id="crowd-contains-prediction"),
+        pytest.param(0.0, 0.0, 0.0, False, 0.0, id="union-zero"),
+        pytest.param(0.0, 10.0, 0.0, True, 0.0, id="crowd-empty-prediction"),
+    ],
+)
+def test_iou_from_intersection(
+    inter: float, gt_area: float, pred_area: float, crowd: bool, expected: float
+) -> None:
+    """I / (A + B - I), or I / B for a crowd region; 0.0 where that divisor is 0."""
+    assert iou_from_intersection([inter], [gt_area], [pred_area], [crowd]).tolist() == [expected]
+
+
+def test_large_inputs_are_not_copied_or_modified() -> None:
+    """A float64 (N, 4) array is read in place and left as it was."""
+    boxes = np.array([[0.0, 0.0, 2.0, 3.0], [1.0, 1.0, 2.0, 2.0]])
+    before = boxes.copy()
+    assert as_boxes(boxes) is boxes
+    box_area(boxes, pixel_inclusive=True)
+    pair_iou(boxes, boxes[::-1])
+    assert np.array_equal(boxes, before)

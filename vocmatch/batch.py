@@ -6,7 +6,9 @@ the definitions and serves as the reference. This module computes the same
 a Python loop per image-class pair:
 
 * every ground-truth/prediction pair of the same image and class is listed once, and its IoU
-  computed with the same arithmetic as :func:`vocmatch.iou.iou_matrix`;
+  computed by :func:`vocmatch.iou.pair_intersection` and
+  :func:`vocmatch.iou.iou_from_intersection`, the arithmetic of
+  :func:`vocmatch.iou.iou_matrix`;
 * greedy matching is sequential only within an image-class, so it runs rank by rank: step
   ``r`` matches the ``r``-th highest-scored prediction of every image-class at every
   threshold at once;
@@ -49,6 +51,7 @@ from vocmatch.evaluate import (
     input_notes,
     score_notes,
 )
+from vocmatch.iou import box_area, iou_from_intersection, pair_intersection
 from vocmatch.match import MatchRule
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.scan import ColumnSet
@@ -126,41 +129,6 @@ class _Matching:
         order = np.argsort(self.hit_pred[at])
         matched_preds = self.hit_pred[at][order]
         return self.hit_gt[at][order][np.searchsorted(matched_preds, preds)].astype(np.int64)
-
-
-def _areas(boxes: FloatArray, extra: float) -> FloatArray:
-    # The arithmetic of vocmatch.iou.box_area, element for element (in place: large sets).
-    widths = boxes[:, 2] - boxes[:, 0]
-    widths += extra
-    np.maximum(widths, 0.0, out=widths)
-    heights = boxes[:, 3] - boxes[:, 1]
-    heights += extra
-    np.maximum(heights, 0.0, out=heights)
-    widths *= heights
-    return widths
-
-
-def _pair_iou(
-    gt_boxes: FloatArray,
-    pred_boxes: FloatArray,
-    gt_crowd: BoolArray,
-    gt_area: FloatArray,
-    pred_area: FloatArray,
-    extra: float,
-) -> FloatArray:
-    # The arithmetic of vocmatch.iou.iou_matrix / crowd_iou_matrix, pair by pair.
-    widths = np.minimum(gt_boxes[:, 2], pred_boxes[:, 2]) - np.maximum(
-        gt_boxes[:, 0], pred_boxes[:, 0]
-    )
-    heights = np.minimum(gt_boxes[:, 3], pred_boxes[:, 3]) - np.maximum(
-        gt_boxes[:, 1], pred_boxes[:, 1]
-    )
-    inter = np.maximum(widths + extra, 0.0) * np.maximum(heights + extra, 0.0)
-    union = gt_area + pred_area - inter
-    union = np.where(gt_crowd, pred_area, union)
-    out = np.zeros_like(inter)
-    np.divide(inter, union, out=out, where=union > 0)
-    return out
 
 
 def _passes(values: FloatArray, thresholds: FloatArray, strict: bool) -> BoolArray:
@@ -482,7 +450,6 @@ def evaluate_columns(
 
     # Every pair of the same image-class.
     stage("pairing boxes")
-    extra = 1.0 if conv.pixel_inclusive else 0.0
     p_start = _segment_starts(p_cell, n_images * n_k)
     del p_cell, p_cell_all
     counts = p_start[g_cell + 1] - p_start[g_cell]
@@ -490,13 +457,11 @@ def evaluate_columns(
     offsets = np.repeat(p_start[g_cell] - (np.cumsum(counts) - counts), counts)
     pair_pred = offsets + np.arange(pair_gt.size)
     pair_pred_boxes = pred.boxes[p_rows[pair_pred]]
-    iou = _pair_iou(
-        g_boxes[pair_gt],
-        pair_pred_boxes,
+    iou = iou_from_intersection(
+        pair_intersection(g_boxes[pair_gt], pair_pred_boxes, conv.pixel_inclusive),
+        box_area(g_boxes, conv.pixel_inclusive)[pair_gt],
+        box_area(pair_pred_boxes, conv.pixel_inclusive),
         g_crowd[pair_gt],
-        _areas(g_boxes, extra)[pair_gt],
-        _areas(pair_pred_boxes, extra),
-        extra,
     )
     del pair_pred_boxes
     pairs = _Pairs(pair_gt, pair_pred, iou)
@@ -526,7 +491,7 @@ def evaluate_columns(
     coco = None
     coco_precision = None
     # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
-    p_area = _areas(pred.boxes, 0.0)[p_rows] if conv.coco_stats else None
+    p_area = box_area(pred.boxes)[p_rows] if conv.coco_stats else None
     if conv.coco_stats and p_area is not None:
         coco, coco_precision = _coco(
             conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_class,
@@ -538,7 +503,7 @@ def evaluate_columns(
         coco_precision is not None
         and conv.interpolation == "101-point"
         and (conv.max_dets is None or conv.max_dets <= 100)
-        and not (_areas(g_boxes, 0.0) > COCO_AREAS[0][1]).any()
+        and not (box_area(g_boxes) > COCO_AREAS[0][1]).any()
         and p_area is not None
         and not (p_area > COCO_AREAS[0][1]).any()
     )
@@ -840,7 +805,7 @@ def _coco(
     precision = -np.ones((n_t, 101, n_k, len(COCO_AREAS), 3))
     recall = -np.ones((n_t, n_k, len(COCO_AREAS), 3))
     # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
-    g_area = _areas(g_boxes, 0.0)
+    g_area = box_area(g_boxes)
     # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int32)
     for k in range(n_k):

@@ -7,6 +7,11 @@ continuous (the VOC devkit's ``+ 1`` pixel widths have no meaning for a polygon)
 
 Every matrix is ``(N_gt, M_pred)``, also when either side is empty. A region of zero area
 (a box with ``x1 == x2``, a rotated box with ``w == 0``) overlaps nothing.
+
+This module measures regions (areas and intersections); the IoU they make is
+:func:`vocmatch.iou.iou_from_intersection`, the same expression as for boxes. The evaluator
+scores lists of pairs (:class:`Regions`, :func:`pair_region_intersection`), and
+:func:`shape_iou_matrix` is the all-pairs case of the same functions.
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.iou import iou_from_intersection
 from vocmatch.model import Box, Point, Polygon, RotatedBox
 
 __all__ = [
     "PairOverlap",
     "Region",
+    "Regions",
+    "overlapping_pairs",
     "pair_overlap",
+    "pair_region_intersection",
     "points_inside",
     "polygon_problem",
     "shape_areas",
@@ -75,6 +84,171 @@ def _geometries(regions: Sequence[Region]) -> npt.NDArray[np.object_]:
     out = np.empty(len(regions), dtype=object)
     out[:] = [to_polygon(r) for r in regions]
     return out
+
+
+#: Pairs clipped per call to GEOS: an intersection is a new polygon, so a bounded number of
+#: them is alive at once however many pairs are scored.
+_CLIP_CHUNK = 1 << 15
+
+
+@dataclass(frozen=True, slots=True)
+class Regions:
+    """Regions as GEOS geometries with their areas and bounds, built once and indexed by the
+    pairs that are scored (:func:`pair_region_intersection`).
+
+    Attributes:
+        geometries: ``(N,)`` shapely polygons.
+        areas: ``(N,)`` exact areas.
+        bounds: ``(N, 4)`` ``x1, y1, x2, y2`` of each geometry.
+    """
+
+    geometries: npt.NDArray[np.object_]
+    areas: FloatArray
+    bounds: FloatArray
+
+    @classmethod
+    def of(
+        cls,
+        boxes: npt.ArrayLike,
+        shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
+        name: str = "regions",
+    ) -> Regions:
+        """The regions of ``N`` objects: each row of ``boxes`` is a plain box, except the rows
+        listed in ``shapes`` (``(row, shape)``), which are that shape.
+
+        Built exactly as :func:`to_polygon` builds each one, so a region has the same
+        geometry, area and intersections whichever way it was made.
+
+        Args:
+            boxes: ``(N, 4)`` corner boxes.
+            shapes: ``(row, shape)`` for the rows that are a rotated box or a polygon.
+            name: What the regions are, for the error message.
+
+        Raises:
+            ValueError: A polygon is not valid (see :func:`polygon_problem`).
+
+        >>> Regions.of([[0, 0, 2, 2], [0, 0, 4, 4]], [(1, Polygon(((0, 0), (4, 0), (0, 4))))]).areas
+        array([4., 8.])
+        """
+        import shapely  # imported on first use: only shapes need it
+
+        corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        geometries = np.asarray(
+            shapely.box(corners[:, 0], corners[:, 1], corners[:, 2], corners[:, 3]), dtype=object
+        ).reshape(-1)
+        if shapes:
+            rows = [row for row, _ in shapes]
+            _check([shape for _, shape in shapes], name, rows)
+            geometries[rows] = [to_polygon(shape) for _, shape in shapes]
+        areas = np.asarray(shapely.area(geometries), dtype=np.float64).reshape(-1)
+        bounds = np.asarray(shapely.bounds(geometries), dtype=np.float64).reshape(-1, 4)
+        return cls(geometries, areas, bounds)
+
+    @classmethod
+    def of_regions(cls, regions: Sequence[Region], name: str = "regions") -> Regions:
+        """The regions of a list of boxes, rotated boxes and polygons.
+
+        Raises:
+            ValueError: A polygon is not valid (see :func:`polygon_problem`).
+        """
+        boxes = np.zeros((len(regions), 4), dtype=np.float64)
+        shapes = [
+            (row, shape)
+            for row, region in enumerate(regions)
+            if (shape := _shape(region)) is not None
+        ]
+        for row, region in enumerate(regions):
+            if isinstance(region, Box) and region.shape is None:
+                boxes[row] = (region.x1, region.y1, region.x2, region.y2)
+        return cls.of(boxes, shapes, name)
+
+
+def pair_region_intersection(
+    gt: Regions, gt_index: npt.ArrayLike, pred: Regions, pred_index: npt.ArrayLike
+) -> FloatArray:
+    """Exact intersection area of each pair ``(gt[gt_index[i]], pred[pred_index[i]])``.
+
+    Only pairs whose bounding boxes meet are clipped; a region of zero area overlaps nothing.
+    Rounding in the clipping never lets an intersection exceed the smaller of the two areas,
+    so the IoU made from it (:func:`vocmatch.iou.iou_from_intersection`) stays in [0, 1].
+
+    Args:
+        gt: The ground-truth regions.
+        gt_index: ``(P,)`` index into ``gt`` of each pair.
+        pred: The predicted regions.
+        pred_index: ``(P,)`` index into ``pred`` of each pair.
+
+    Returns:
+        ``(P,)`` intersection areas.
+
+    >>> square = Regions.of([[0, 0, 2, 2]])
+    >>> triangle = Regions.of([[0, 0, 4, 4]], [(0, Polygon(((0, 0), (4, 0), (0, 4))))])
+    >>> pair_region_intersection(square, [0], triangle, [0]).tolist()
+    [4.0]
+    """
+    import shapely  # imported on first use: only shapes need it
+
+    g = np.asarray(gt_index, dtype=np.int64).reshape(-1)
+    p = np.asarray(pred_index, dtype=np.int64).reshape(-1)
+    gt_area, pred_area = gt.areas[g], pred.areas[p]
+    gb, pb = gt.bounds[g], pred.bounds[p]
+    # Bounding boxes that meet (touching included, as an STR tree's query finds them).
+    live = np.flatnonzero(
+        (gt_area > 0)
+        & (pred_area > 0)
+        & (gb[:, 0] <= pb[:, 2])
+        & (pb[:, 0] <= gb[:, 2])
+        & (gb[:, 1] <= pb[:, 3])
+        & (pb[:, 1] <= gb[:, 3])
+    )
+    inter = np.zeros(g.size, dtype=np.float64)
+    for start in range(0, live.size, _CLIP_CHUNK):
+        rows = live[start : start + _CLIP_CHUNK]
+        # GEOS's robust clipping divides by lengths that underflow to 0 on subnormal
+        # coordinates (1e-309); it still returns the intersection, clamped below.
+        with np.errstate(all="ignore"):
+            clipped = shapely.intersection(gt.geometries[g[rows]], pred.geometries[p[rows]])
+        inter[rows] = np.asarray(shapely.area(clipped), dtype=np.float64)
+        del clipped
+    return np.minimum(inter, np.minimum(gt_area, pred_area))
+
+
+def overlapping_pairs(
+    gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike, margin: float = 0.0
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The pairs of boxes whose rectangles meet, touching included, found with an STR tree
+    rather than by trying every pair.
+
+    Args:
+        gt_boxes: ``(N, 4)`` corner boxes.
+        pred_boxes: ``(M, 4)`` corner boxes.
+        margin: Grow every box's ``x2`` and ``y2`` by this much first (1 for the VOC
+            devkit's ``+ 1`` pixel widths, under which boxes less than a pixel apart
+            overlap).
+
+    Returns:
+        ``(gt_index, pred_index)``, sorted by prediction, then ground truth. Every pair with
+        a positive intersection is among them.
+
+    >>> overlapping_pairs([[0, 0, 2, 2], [5, 5, 6, 6]], [[1, 1, 3, 3], [2, 0, 4, 2]])
+    (array([0, 0]), array([0, 1]))
+    """
+    import shapely  # imported on first use: a large image-class needs it
+
+    gt = np.asarray(gt_boxes, dtype=np.float64).reshape(-1, 4)
+    pred = np.asarray(pred_boxes, dtype=np.float64).reshape(-1, 4)
+    if gt.shape[0] == 0 or pred.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy()
+    tree = shapely.STRtree(shapely.box(gt[:, 0], gt[:, 1], gt[:, 2] + margin, gt[:, 3] + margin))
+    # A degenerate box (zero width) is a line or a point to GEOS; its envelope still is the
+    # rectangle, which is what the query compares.
+    found = tree.query(
+        shapely.box(pred[:, 0], pred[:, 1], pred[:, 2] + margin, pred[:, 3] + margin)
+    )
+    pred_index, gt_index = np.asarray(found, dtype=np.int64)
+    order = np.lexsort((gt_index, pred_index))
+    return gt_index[order], pred_index[order]
 
 
 def _number(text: str) -> str:
@@ -131,10 +305,11 @@ def polygon_problem(points: Sequence[Point]) -> str | None:
     return _problem(geometry)
 
 
-def _check(regions: Sequence[Region], name: str) -> None:
+def _check(regions: Sequence[Region], name: str, rows: Sequence[int] | None = None) -> None:
     # Boxes and rotated boxes are always valid (a zero-area one overlaps nothing); a polygon
     # built by hand may not be.
-    for i, region in enumerate(regions):
+    for k, region in enumerate(regions):
+        i = k if rows is None else rows[k]
         shape = _shape(region)
         if isinstance(shape, Polygon):
             problem = polygon_problem(shape.points)
@@ -148,11 +323,9 @@ def shape_areas(regions: Sequence[Region]) -> FloatArray:
     >>> shape_areas([Box("a", 0, 0, 2, 3), Polygon(((0, 0), (4, 0), (0, 3)))]).tolist()
     [6.0, 6.0]
     """
-    import shapely  # imported on first use: only shapes need it
-
     if not regions:
         return np.zeros(0, dtype=np.float64)
-    return np.asarray(shapely.area(_geometries(regions)), dtype=np.float64)
+    return Regions.of_regions(regions).areas
 
 
 def shape_iou_matrix(
@@ -162,9 +335,8 @@ def shape_iou_matrix(
 ) -> FloatArray:
     """Pairwise intersection over union of regions of any shape.
 
-    Only pairs whose bounding boxes meet are clipped (an STR tree finds them). Rounding in
-    the clipping never lets an intersection exceed the smaller of the two areas, so the IoU
-    stays in [0, 1].
+    Every pair is scored by :func:`pair_region_intersection` and
+    :func:`vocmatch.iou.iou_from_intersection`, as the evaluator scores the pairs it lists.
 
     Args:
         gt_boxes: ``N`` ground-truth regions.
@@ -183,32 +355,15 @@ def shape_iou_matrix(
     >>> shape_iou_matrix([Box("a", 0, 0, 2, 2)], [triangle]).tolist()
     [[0.5]]
     """
-    import shapely  # imported on first use: only shapes need it
-
     n, m = len(gt_boxes), len(pred_boxes)
     if n == 0 or m == 0:
         return np.zeros((n, m), dtype=np.float64)
-    _check(gt_boxes, "gt_boxes")
-    _check(pred_boxes, "pred_boxes")
-    gt = _geometries(gt_boxes)
-    pred = _geometries(pred_boxes)
-    gt_area = np.asarray(shapely.area(gt), dtype=np.float64)
-    pred_area = np.asarray(shapely.area(pred), dtype=np.float64)
-    gt_index, pred_index = np.asarray(shapely.STRtree(pred).query(gt), dtype=np.int64)
-    live = (gt_area[gt_index] > 0) & (pred_area[pred_index] > 0)
-    gt_index, pred_index = gt_index[live], pred_index[live]
-    inter = np.zeros((n, m), dtype=np.float64)
-    if gt_index.size:
-        clipped = shapely.intersection(gt[gt_index], pred[pred_index])
-        inter[gt_index, pred_index] = np.asarray(shapely.area(clipped), dtype=np.float64)
-    inter = np.minimum(inter, np.minimum(gt_area[:, None], pred_area[None, :]))
-    union = gt_area[:, None] + pred_area[None, :] - inter
-    if gt_crowd is not None:
-        crowd = np.asarray(gt_crowd, dtype=bool).reshape(-1)
-        union = np.where(crowd[:, None], pred_area[None, :], union)
-    out = np.zeros_like(inter)
-    np.divide(inter, union, out=out, where=union > 0)
-    return out
+    gt = Regions.of_regions(gt_boxes, "gt_boxes")
+    pred = Regions.of_regions(pred_boxes, "pred_boxes")
+    gt_index, pred_index = np.divmod(np.arange(n * m), m)
+    inter = pair_region_intersection(gt, gt_index, pred, pred_index).reshape(n, m)
+    crowd = None if gt_crowd is None else np.asarray(gt_crowd, dtype=bool).reshape(-1)[:, None]
+    return iou_from_intersection(inter, gt.areas[:, None], pred.areas[None, :], crowd)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,15 @@
 
 Boxes are ``(N, 4)`` arrays in corner form ``x1, y1, x2, y2`` with the y-axis pointing down.
 Every matrix is ``(N_gt, M_pred)``: rows are ground truth, columns are predictions, also when
-either side is empty.
+either side is empty. The pair functions (:func:`pair_iou`, :func:`pair_intersection`) take
+two ``(P, 4)`` arrays and score row ``i`` against row ``i``: the evaluator lists the pairs of
+boxes that can match and scores only those.
+
+One arithmetic serves every form: an intersection (:func:`pair_intersection`, of which
+:func:`intersection_matrix` is the all-pairs case) and areas (:func:`box_area`, or a region's
+exact area from :mod:`vocmatch.geometry`) become an IoU in :func:`iou_from_intersection`. A
+pair therefore gets the same IoU, to the bit, in a matrix, in a list of pairs, or as a
+region.
 
 Two area conventions exist and both are named options:
 
@@ -30,9 +38,12 @@ __all__ = [
     "dice_matrix",
     "giou_matrix",
     "intersection_matrix",
+    "iou_from_intersection",
     "iou_matrix",
     "label_overlap",
     "normalise_labels",
+    "pair_intersection",
+    "pair_iou",
     "union_matrix",
     "xywh_to_xyxy",
 ]
@@ -48,7 +59,8 @@ def as_boxes(boxes: npt.ArrayLike, name: str = "boxes") -> FloatArray:
         name: The argument's name, for the error message.
 
     Returns:
-        A new ``(N, 4)`` float64 array (the input is never modified).
+        An ``(N, 4)`` float64 array: the input itself when it already is one (large arrays
+        are not copied), a new array otherwise. The input is never modified.
 
     Raises:
         ValueError: The input is not ``(N, 4)``.
@@ -56,7 +68,7 @@ def as_boxes(boxes: npt.ArrayLike, name: str = "boxes") -> FloatArray:
     >>> as_boxes([]).shape
     (0, 4)
     """
-    array = np.array(boxes, dtype=np.float64)
+    array = np.asarray(boxes, dtype=np.float64)
     if array.size == 0:
         return np.zeros((0, 4), dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != 4:
@@ -77,7 +89,7 @@ def xywh_to_xyxy(boxes: npt.ArrayLike) -> FloatArray:
     [[10.0, 20.0, 15.0, 28.0]]
     """
     array = as_boxes(boxes)
-    out = array.copy()
+    out = array.copy()  # as_boxes may return the caller's own array
     out[:, 2] = array[:, 0] + array[:, 2]
     out[:, 3] = array[:, 1] + array[:, 3]
     return out
@@ -98,9 +110,28 @@ def box_area(boxes: npt.ArrayLike, pixel_inclusive: bool = False) -> FloatArray:
     """
     array = as_boxes(boxes)
     extra = 1.0 if pixel_inclusive else 0.0
-    widths = np.maximum(array[:, 2] - array[:, 0] + extra, 0.0)
-    heights = np.maximum(array[:, 3] - array[:, 1] + extra, 0.0)
-    return widths * heights
+    # Worked in place on the two new columns: large sets pass millions of boxes.
+    widths = array[:, 2] - array[:, 0]
+    widths += extra
+    np.maximum(widths, 0.0, out=widths)
+    heights = array[:, 3] - array[:, 1]
+    heights += extra
+    np.maximum(heights, 0.0, out=heights)
+    widths *= heights
+    return widths
+
+
+def _intersection(gt: FloatArray, pred: FloatArray, extra: float) -> FloatArray:
+    """Intersection areas of boxes that broadcast against each other: ``(N, 1, 4)`` and
+    ``(1, M, 4)`` for a matrix, two ``(P, 4)`` for pairs. The one place of this arithmetic."""
+    widths = np.minimum(gt[..., 2], pred[..., 2]) - np.maximum(gt[..., 0], pred[..., 0])
+    heights = np.minimum(gt[..., 3], pred[..., 3]) - np.maximum(gt[..., 1], pred[..., 1])
+    widths += extra
+    np.maximum(widths, 0.0, out=widths)
+    heights += extra
+    np.maximum(heights, 0.0, out=heights)
+    widths *= heights
+    return widths
 
 
 def intersection_matrix(
@@ -122,13 +153,39 @@ def intersection_matrix(
     gt = as_boxes(gt_boxes, "gt_boxes")
     pred = as_boxes(pred_boxes, "pred_boxes")
     extra = 1.0 if pixel_inclusive else 0.0
-    widths = np.minimum(gt[:, None, 2], pred[None, :, 2]) - np.maximum(
-        gt[:, None, 0], pred[None, :, 0]
-    )
-    heights = np.minimum(gt[:, None, 3], pred[None, :, 3]) - np.maximum(
-        gt[:, None, 1], pred[None, :, 1]
-    )
-    return np.maximum(widths + extra, 0.0) * np.maximum(heights + extra, 0.0)
+    return _intersection(gt[:, None, :], pred[None, :, :], extra)
+
+
+def pair_intersection(
+    gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike, pixel_inclusive: bool = False
+) -> FloatArray:
+    """Intersection area of each pair ``(gt_boxes[i], pred_boxes[i])``, clamped at 0.
+
+    The arithmetic of :func:`intersection_matrix`, pair by pair: a pair gets the same value
+    in both.
+
+    Args:
+        gt_boxes: ``(P, 4)`` corner boxes.
+        pred_boxes: ``(P, 4)`` corner boxes.
+        pixel_inclusive: Use the VOC devkit's ``+ 1`` widths and heights.
+
+    Returns:
+        ``(P,)`` intersection areas.
+
+    Raises:
+        ValueError: The two arrays do not have the same number of boxes.
+
+    >>> pair_intersection([[50, 50, 150, 150], [0, 0, 1, 1]], [[80, 80, 180, 180], [2, 2, 3, 3]])
+    array([4900.,    0.])
+    """
+    gt = as_boxes(gt_boxes, "gt_boxes")
+    pred = as_boxes(pred_boxes, "pred_boxes")
+    if gt.shape != pred.shape:
+        raise ValueError(
+            f"Expected `gt_boxes` and `pred_boxes` to have the same shape, got {gt.shape} "
+            f"and {pred.shape}"
+        )
+    return _intersection(gt, pred, 1.0 if pixel_inclusive else 0.0)
 
 
 def _areas_and_intersection(
@@ -166,9 +223,45 @@ def union_matrix(
 
 def _ratio(numerator: FloatArray, denominator: FloatArray) -> FloatArray:
     # A zero denominator (two zero-area boxes) gives 0.0, never a division error.
-    out = np.zeros_like(numerator)
+    out = np.zeros(np.broadcast_shapes(numerator.shape, denominator.shape), dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator > 0)
     return out
+
+
+def iou_from_intersection(
+    intersection: npt.ArrayLike,
+    gt_area: npt.ArrayLike,
+    pred_area: npt.ArrayLike,
+    gt_crowd: npt.ArrayLike | None = None,
+) -> FloatArray:
+    """IoU from an intersection and the two areas: ``I / (A + B - I)``, or ``I / B`` where
+    the ground truth is a crowd region (pycocotools' ``iscrowd``, see
+    :func:`crowd_iou_matrix`). Every IoU of vocmatch, of boxes or of regions, is this one
+    expression.
+
+    Args:
+        intersection: Intersection areas.
+        gt_area: Areas of the ground truth, broadcasting against ``intersection``
+            (``(N, 1)`` for a matrix, ``(P,)`` for pairs).
+        pred_area: Areas of the predictions, broadcasting likewise (``(1, M)`` or ``(P,)``).
+        gt_crowd: Crowd flags of the ground truth, broadcasting like ``gt_area``; None for
+            none.
+
+    Returns:
+        The IoU, of the broadcast shape; 0.0 where the union (or, for a crowd region, the
+        prediction's area) is 0.
+
+    >>> iou_from_intersection([1.0, 1.0], [4.0, 4.0], [4.0, 2.0], [False, True]).tolist()
+    [0.14285714285714285, 0.5]
+    """
+    inter = np.asarray(intersection, dtype=np.float64)
+    a = np.asarray(gt_area, dtype=np.float64)
+    b = np.asarray(pred_area, dtype=np.float64)
+    union = a + b
+    union -= inter
+    if gt_crowd is not None:
+        union = np.where(np.asarray(gt_crowd, dtype=bool), b, union)
+    return _ratio(inter, union)
 
 
 def iou_matrix(
@@ -190,8 +283,36 @@ def iou_matrix(
     (1, 0)
     """
     gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
-    union = gt_area[:, None] + pred_area[None, :] - inter
-    return _ratio(inter, union)
+    return iou_from_intersection(inter, gt_area[:, None], pred_area[None, :])
+
+
+def pair_iou(
+    gt_boxes: npt.ArrayLike,
+    pred_boxes: npt.ArrayLike,
+    pixel_inclusive: bool = False,
+    gt_crowd: npt.ArrayLike | None = None,
+) -> FloatArray:
+    """IoU of each pair ``(gt_boxes[i], pred_boxes[i])``: the value :func:`iou_matrix` (or,
+    with ``gt_crowd``, :func:`crowd_iou_matrix`) gives the same two boxes, to the bit.
+
+    Args:
+        gt_boxes: ``(P, 4)`` corner boxes.
+        pred_boxes: ``(P, 4)`` corner boxes.
+        pixel_inclusive: Use the VOC devkit's ``+ 1`` widths and heights.
+        gt_crowd: ``(P,)`` booleans, True where the ground truth is a crowd region.
+
+    Returns:
+        ``(P,)`` IoU in [0, 1].
+
+    >>> pair_iou([[0, 0, 2, 2], [0, 0, 100, 100]], [[1, 1, 3, 3], [10, 10, 20, 20]],
+    ...          gt_crowd=[False, True]).tolist()
+    [0.14285714285714285, 1.0]
+    """
+    inter = pair_intersection(gt_boxes, pred_boxes, pixel_inclusive)
+    crowd = None if gt_crowd is None else np.asarray(gt_crowd, dtype=bool).reshape(-1)
+    return iou_from_intersection(
+        inter, box_area(gt_boxes, pixel_inclusive), box_area(pred_boxes, pixel_inclusive), crowd
+    )
 
 
 def crowd_iou_matrix(
@@ -220,9 +341,7 @@ def crowd_iou_matrix(
     """
     gt_area, pred_area, inter = _areas_and_intersection(gt_boxes, pred_boxes, pixel_inclusive)
     crowd = np.asarray(gt_crowd, dtype=bool).reshape(-1)
-    union = gt_area[:, None] + pred_area[None, :] - inter
-    union = np.where(crowd[:, None], pred_area[None, :], union)
-    return _ratio(inter, union)
+    return iou_from_intersection(inter, gt_area[:, None], pred_area[None, :], crowd[:, None])
 
 
 def giou_matrix(gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike) -> FloatArray:
