@@ -86,8 +86,21 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            self.refuse_mistyped_command(ctx, args[0])
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
+
+    def refuse_mistyped_command(self, ctx: click.Context, word: str) -> None:
+        """A usage error for a first argument that is no path but nearly a command's name
+        (``vocmatch lnit gt/``): read as ``eval``'s GT_DIR it would only say that ``lnit``
+        is not a directory."""
+        import difflib
+
+        if word.startswith("-") or os.path.exists(word):
+            return
+        close = difflib.get_close_matches(word, sorted(self.commands), n=1, cutoff=0.6)
+        if close:
+            raise click.UsageError(f"no such command {word!r}; did you mean {close[0]!r}?", ctx)
 
 
 def stdout_console() -> Console:
