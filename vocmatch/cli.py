@@ -110,6 +110,57 @@ def stdout_console() -> Console:
     return Console(highlight=False)
 
 
+#: The width content is measured at: wider than any line of a report.
+_UNBOUNDED_WIDTH = 1_000_000
+
+
+def content_width(console: Console, renderable: RenderableType) -> tuple[int, int]:
+    """The narrowest width at which ``renderable`` squeezes no table (a squeezed table cuts
+    its cells, and its class names), and the width at which it wraps nothing."""
+    from rich.console import Group
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    options = console.options.update_width(_UNBOUNDED_WIDTH)
+
+    def narrowest(part: RenderableType) -> int:
+        if isinstance(part, Group):
+            return max((narrowest(child) for child in part.renderables), default=1)
+        measured = Measurement.get(console, options, part)
+        # Text may wrap between words; a table is kept whole.
+        return measured.maximum if isinstance(part, Table) else measured.minimum
+
+    widest = Measurement.get(console, options, renderable).maximum
+    return max(narrowest(renderable), 1), max(widest, 1)
+
+
+def print_report(console: Console, renderable: RenderableType) -> None:
+    """Print a report on stdout at a width that suits where it goes.
+
+    On a terminal, the terminal's width (or ``COLUMNS``); elsewhere (a CI log, a pipe, a
+    file) ``COLUMNS`` when set, else the content's own width, so tables are not wrapped at
+    rich's 80-column default. Never narrower than the content's narrowest form: a class name
+    is not broken inside a word, a line is longer than the terminal instead.
+    """
+    narrowest, widest = content_width(console, renderable)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = widest
+    else:
+        console.width = max(console.width, narrowest)
+    console.print(renderable)
+
+
+def report_text(renderable: RenderableType) -> str:
+    """A report as plain text at the content's own width (for ``--output`` files)."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, color_system=None, highlight=False)
+    console.width = content_width(console, renderable)[1]
+    console.print(renderable)
+    return buffer.getvalue()
+
+
 def echo_err(text: str) -> None:
     """One line on stderr, control characters shown as escapes: file and class names come
     from the data, and a name holding ESC must not drive the terminal or the CI log."""
@@ -577,7 +628,7 @@ def eval_command(
     XML files are paired by their path relative to each directory, without the extension.
     With --mode labels, only the class names in each file count.
     """
-    from rich.console import Console, Group
+    from rich.console import Group
     from rich.text import Text
 
     from vocmatch.analysis import error_analysis
@@ -640,7 +691,7 @@ def eval_command(
         else:
             write_text(output, text)
             with reader_may_leave():
-                console.print(summary_table(evaluation))
+                print_report(console, summary_table(evaluation))
     else:
         report = render(evaluation, options)
         if analysis is not None:
@@ -649,12 +700,11 @@ def eval_command(
             report = Group(report, Text(), extra)
         if output is None:
             with reader_may_leave():
-                console.print(report)
+                print_report(console, report)
         else:
-            with output.open("w", encoding="utf-8") as handle:
-                Console(file=handle, width=120, color_system=None).print(report)
+            write_text(output, report_text(report))
             with reader_may_leave():
-                console.print(summary_table(evaluation))
+                print_report(console, summary_table(evaluation))
     if classes_csv is not None:
         write_text(classes_csv, to_csv_classes(evaluation))
     if html_file is not None and gt is not None and pred is not None:
@@ -708,12 +758,8 @@ def report_label_warnings(evaluation: LabelEvaluation) -> None:
 
 
 def write_report(path: Path, report: RenderableType) -> None:
-    """Write a terminal report to a file, 120 columns wide and without colour."""
-    from rich.console import Console
-
-    buffer = io.StringIO()
-    Console(file=buffer, width=120, color_system=None).print(report)
-    write_text(path, buffer.getvalue())
+    """Write a terminal report to a file at the content's width, without colour."""
+    write_text(path, report_text(report))
 
 
 def show_report(
@@ -732,13 +778,13 @@ def show_report(
         else:
             write_report(output, report())
         with reader_may_leave():
-            console.print(summary())
+            print_report(console, summary())
         return
     with reader_may_leave():
         if output_format == "json":
             click.echo(text(), nl=False)
         else:
-            console.print(report())
+            print_report(console, report())
 
 
 def labels_eval(
@@ -870,7 +916,6 @@ def diff_command(
     objects newly missed or newly found and the false positives added or removed, worst
     regression first.
     """
-    from rich.console import Console
 
     from vocmatch.batch import evaluate_columns
     from vocmatch.diff import check_regressions, evaluation_diff
@@ -905,12 +950,10 @@ def diff_command(
         else:
             write_text(output, text)
     elif output is None:
-        stdout_console().print(diff_report(diff, results, max_rows))
+        with reader_may_leave():
+            print_report(stdout_console(), diff_report(diff, results, max_rows))
     else:
-        with output.open("w", encoding="utf-8") as handle:
-            Console(file=handle, width=120, color_system=None).print(
-                diff_report(diff, results, max_rows)
-            )
+        write_text(output, report_text(diff_report(diff, results, max_rows)))
     for result in results:
         if not result.passed:
             echo_err(f"vocmatch: regression: {result}")

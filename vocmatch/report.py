@@ -144,7 +144,7 @@ def class_table(evaluation: Evaluation) -> Table:
     """Per-class counts, precision, recall, F1 and AP."""
     threshold = evaluation.conventions.iou_threshold
     table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left")
-    table.add_column("class", overflow="fold")
+    table.add_column("class", no_wrap=True)
     for name in ("GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", "AP"):
         table.add_column(name, justify="right", no_wrap=True)
     for cls in evaluation.classes:
@@ -291,7 +291,7 @@ def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
         f"{analysis.background_iou:g})",
         title_justify="left",
     )
-    table.add_column("class", overflow="fold")
+    table.add_column("class", no_wrap=True)
     for kind in ERROR_TYPES:
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
@@ -353,9 +353,9 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
     title = f"Confusion at IoU {threshold:g} (rows: ground truth, columns: predicted)"
     if k <= CONFUSION_MAX_CLASSES:
         table = Table(title=title, title_justify="left")
-        table.add_column("GT \\ pred", overflow="fold")
+        table.add_column("GT \\ pred", no_wrap=True)
         for name in matrix.names:
-            table.add_column(name, justify="right", overflow="fold")
+            table.add_column(name, justify="right", no_wrap=True)
         for r, name in enumerate(matrix.names):
             cells: list[RenderableType] = []
             for c in range(k + 1):
@@ -373,8 +373,8 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
     ]
     cells_list.sort(key=lambda cell: (-cell[0], cell[1], cell[2]))
     table = Table(title=f"Largest confusions at IoU {threshold:g}", title_justify="left")
-    table.add_column("ground truth", overflow="fold")
-    table.add_column("predicted", overflow="fold")
+    table.add_column("ground truth", no_wrap=True)
+    table.add_column("predicted", no_wrap=True)
     table.add_column("count", justify="right")
     for count, gt_name, pred_name in cells_list[:CONFUSION_MAX_CELLS]:
         table.add_row(gt_name, pred_name, str(count))
@@ -539,7 +539,7 @@ def diff_report(
     summary.add_row(*_count_row("FN", s.fn, False))
 
     classes = Table(title="Classes (B - A)", title_justify="left")
-    classes.add_column("class", overflow="fold")
+    classes.add_column("class", no_wrap=True)
     classes.add_column("GT", justify="right")
     for name in ("AP A", "AP B", "ΔAP", "Δprecision", "Δrecall", "ΔTP", "ΔFP", "ΔFN"):
         classes.add_column(name, justify="right", no_wrap=True)
@@ -661,7 +661,7 @@ def label_image_table(
     table = Table(title="Images (lowest Jaccard first)", title_justify="left")
     table.add_column("image", overflow="fold")
     for name in ("GT", "predicted", "difference"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="ellipsis")
     table.add_column("Jaccard", justify="right", no_wrap=True)
     table.add_column("Dice", justify="right", no_wrap=True)
     rows = sorted(evaluation.images, key=lambda i: (i.jaccard, -i.errors, i.key))
@@ -712,7 +712,7 @@ def label_image_table(
 def label_class_table(evaluation: LabelEvaluation) -> Table:
     """Per-class image counts and IoU ``TP / (TP + FP + FN)``."""
     table = Table(title="Classes (counted in images)", title_justify="left")
-    table.add_column("class", overflow="fold")
+    table.add_column("class", no_wrap=True)
     for column in ("GT", "pred", "TP", "FP", "FN", "IoU"):
         table.add_column(column, justify="right", no_wrap=True)
     for cls in evaluation.classes:
@@ -829,8 +829,8 @@ def seg_image_table(evaluation: SegEvaluation, max_rows: int = 20) -> Renderable
     table.add_column("image", overflow="fold")
     table.add_column("pixel acc", justify="right", no_wrap=True)
     table.add_column("mIoU", justify="right", no_wrap=True)
-    table.add_column("GT classes", overflow="fold")
-    table.add_column("predicted classes", overflow="fold")
+    table.add_column("GT classes", overflow="ellipsis")
+    table.add_column("predicted classes", overflow="ellipsis")
     rows = sorted(evaluation.images, key=_seg_order)
     shown = rows if max_rows == 0 else rows[:max_rows]
     for image in shown:
@@ -855,7 +855,7 @@ def seg_image_table(evaluation: SegEvaluation, max_rows: int = 20) -> Renderable
 def seg_class_table(evaluation: SegEvaluation) -> RenderableType:
     """Per-class pixel counts, IoU and accuracy of the classes that occur."""
     table = Table(title="Classes (pixels over the dataset)", title_justify="left")
-    table.add_column("class", overflow="fold")
+    table.add_column("class", no_wrap=True)
     for name in ("IoU", "accuracy", "TP", "FP", "FN"):
         table.add_column(name, justify="right", no_wrap=True)
     absent = 0
