@@ -212,6 +212,8 @@ def test_image_lines_stop_after_twenty(tmp_path: Path) -> None:
     source = (FIXTURES / "demo" / "gt" / "street_05.xml").read_text(encoding="utf-8")
     for k in range(23):
         (gt / f"img{k:02d}.xml").write_text(source, encoding="utf-8")
+    # One image predicted (nothing found): a folder without any would be a usage error.
+    (tmp_path / "pred" / "img00.xml").write_text("<annotation/>", encoding="utf-8")
     code, _, err = run(str(gt), str(tmp_path / "pred"), "--max-fn", "1")
     assert code == EXIT_GATE
     lines = [line for line in err.splitlines() if "gate failed" in line]

@@ -25,7 +25,9 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         pytest.param("sge", "seg", id="seg"),
     ],
 )
-def test_mistyped_command_gets_did_you_mean(word: str, command: str, demo: tuple[Path, Path]) -> None:
+def test_mistyped_command_gets_did_you_mean(
+    word: str, command: str, demo: tuple[Path, Path]
+) -> None:
     """A first argument that is no path but nearly a command is a usage error naming it."""
     code, out, err = run(word, str(demo[0]))
     assert code == EXIT_USAGE
@@ -53,11 +55,15 @@ def write_voc(
     path.parent.mkdir(parents=True, exist_ok=True)
     parts = ["<annotation>", f"<filename>{path.stem}.jpg</filename>"]
     if size is not None:
-        parts.append(f"<size><width>{size[0]}</width><height>{size[1]}</height><depth>3</depth></size>")
+        parts.append(
+            f"<size><width>{size[0]}</width><height>{size[1]}</height><depth>3</depth></size>"
+        )
     for k, (name, x1, y1, x2, y2, score) in enumerate(objects):
         parts.append(f"<object><name>{name}</name>")
         parts.append(f"<difficult>{int(k in difficult)}</difficult>")
-        parts.append(f"<bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin><xmax>{x2}</xmax><ymax>{y2}</ymax></bndbox>")
+        parts.append(
+            f"<bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin><xmax>{x2}</xmax><ymax>{y2}</ymax></bndbox>"
+        )
         if score is not None:
             parts.append(f"<score>{score}</score>")
         parts.append("</object>")
@@ -103,3 +109,113 @@ def test_class_names_never_break_inside_a_word(tmp_path: Path, columns: str) -> 
         # Each table with classes shows every name whole on one line.
         assert out.count(name) == 4  # classes, errors, confusion row and column
     assert "…" not in out
+
+
+def copy_as(source: Path, target: Path, rename: str = "{stem}.xml") -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.glob("*.xml")):
+        (target / rename.format(stem=path.stem)).write_bytes(path.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("layout", "reason"),
+    [
+        pytest.param(
+            "empty", "{pred} holds no files at all (an empty or wrong folder?)", id="empty"
+        ),
+        pytest.param(
+            "jpg.xml",
+            "prediction files are named '*.jpg.xml' ('street_01.jpg.xml') where the ground "
+            "truth has 'street_01.xml': rename them without '.jpg'",
+            id="jpg-xml-names",
+        ),
+        pytest.param(
+            "yolo",
+            "{pred} holds .txt files ('street_01.txt', 'street_02.txt', 'street_03.txt', ...), "
+            "not XML: YOLO predictions? use --pred-format yolo --names FILE",
+            id="yolo-folder-as-xml",
+        ),
+        pytest.param(
+            "voc-results",
+            "{pred} holds VOC devkit result files ('comp4_det_test_car.txt'), not XML: use "
+            "--pred-format voc-results",
+            id="voc-results-as-xml",
+        ),
+        pytest.param(
+            "one-down",
+            "the prediction files sit one folder down ('run1/street_01.xml' for "
+            "'street_01.xml'): give {pred}/run1 as PRED",
+            id="one-folder-down",
+        ),
+        pytest.param(
+            "other",
+            "no file name in common (ground truth: 'street_01', 'street_02', 'street_03', ...; "
+            "predictions: 'sample_1', 'sample_2', 'sample_3', ...): a wrong folder?",
+            id="wrong-folder",
+        ),
+    ],
+)
+def test_no_pairing_at_all_is_one_line_exit_2(
+    tmp_path: Path, demo: tuple[Path, Path], layout: str, reason: str
+) -> None:
+    """Not a single ground-truth image with predictions: exit 2, one line, a guess why."""
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    if layout == "jpg.xml":
+        copy_as(demo[1], pred, "{stem}.jpg.xml")
+    elif layout == "yolo":
+        for path in sorted(demo[1].glob("*.xml")):
+            (pred / f"{path.stem}.txt").write_text("0 0.5 0.5 0.2 0.2 0.9\n", encoding="utf-8")
+    elif layout == "voc-results":
+        (pred / "comp4_det_test_car.txt").write_text("street_01 0.9 1 1 5 5\n", encoding="utf-8")
+    elif layout == "one-down":
+        copy_as(demo[1], pred / "run1")
+    elif layout == "other":
+        copy_as(demo[1].parents[1] / "labels" / "pred", pred)
+    for args in ([], ["--mode", "labels"]):
+        code, out, err = run(str(demo[0]), str(pred), *args)
+        assert code == EXIT_USAGE
+        assert out == ""
+        expected = reason.format(pred=pred)
+        assert (
+            err == f"vocmatch: error: no ground-truth image pairs with a prediction: {expected}\n"
+        )
+
+
+def test_diff_refuses_a_run_that_pairs_with_nothing(tmp_path: Path) -> None:
+    """Either run of a diff pairing with no image is the same usage error."""
+    diff = Path(__file__).resolve().parents[1] / "fixtures" / "diff"
+    (tmp_path / "b").mkdir()
+    code, _, err = run("diff", str(diff / "gt"), str(diff / "pred_a"), str(tmp_path / "b"))
+    assert code == EXIT_USAGE
+    assert "no ground-truth image pairs with a prediction" in err
+
+
+def test_many_warnings_of_a_kind_are_one_line(tmp_path: Path) -> None:
+    """Up to 20 missing prediction files are named one per line; beyond, one line counts
+    them, and the JSON still lists every one."""
+    gt, pred = tmp_path / "gt", tmp_path / "pred"
+    for k in range(25):
+        write_voc(gt / f"img{k:02d}.xml", [("car", 1, 1, 9, 9, None)])
+    for k in range(3):
+        write_voc(pred / f"img{k:02d}.xml", [("car", 1, 1, 9, 9, 0.5)])
+    for k in range(40):
+        write_voc(pred / f"extra{k:02d}.xml", [])
+    code, out, err = run(str(gt), str(pred), "--format", "json")
+    assert code == 0
+    assert err.splitlines() == [
+        "vocmatch: warning: 22 images have no prediction file ('img03', 'img04', 'img05', ...):"
+        " their objects count as missed (--format json lists all, missing_pred)",
+        f"vocmatch: warning: 40 prediction files have no ground-truth file ('{pred}/extra00.xml',"
+        f" '{pred}/extra01.xml', '{pred}/extra02.xml', ...): not evaluated (--format json lists"
+        " all, orphan_pred)",
+    ]
+    import json
+
+    data = json.loads(out)
+    assert len(data["missing_pred"]) == 22 and len(data["orphan_pred"]) == 40
+    # At the limit, one line each.
+    for k in range(3, 5):
+        write_voc(pred / f"img{k:02d}.xml", [])
+    _, _, err = run(str(gt), str(pred), "--format", "json")
+    assert err.count("no prediction file for") == 20

@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from vocmatch.labels import LabelEvaluation
     from vocmatch.parse import AnnotationSet
     from vocmatch.protocol import Conventions
+    from vocmatch.scan import ColumnSet
     from vocmatch.seg import PredVoid
 
 __all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
@@ -313,14 +314,63 @@ def convention_options(function: F) -> F:
     return function
 
 
-def report_warnings(evaluation: Evaluation) -> None:
-    """One line on stderr per skipped file, missing prediction file and orphan file."""
+#: Warnings of one kind listed one per line up to this many; beyond, one line counts them
+#: (``--format json`` lists every one).
+MAX_WARNINGS_OF_A_KIND = 20
+
+
+def warn_each_or_count(lines: Sequence[str], count_line: Callable[[int], str]) -> None:
+    """One warning per line, or, past :data:`MAX_WARNINGS_OF_A_KIND`, one line with the count
+    (``count_line(n)``) and the first few: a CI log should not drown in them."""
+    if len(lines) <= MAX_WARNINGS_OF_A_KIND:
+        for line in lines:
+            echo_err(f"vocmatch: warning: {line}")
+    else:
+        echo_err(f"vocmatch: warning: {count_line(len(lines))}")
+
+
+def _first(names: Sequence[str], count: int = 3) -> str:
+    return ", ".join(repr(n) for n in names[:count]) + (", ..." if len(names) > count else "")
+
+
+def report_warnings(
+    evaluation: Evaluation | LabelEvaluation, missing_means: str = "its objects count as missed"
+) -> None:
+    """One line on stderr per skipped file; missing prediction files and orphan files one
+    per line, or counted in one line when there are many."""
     for skipped in evaluation.skipped:
         echo_err(f"vocmatch: skipped {skipped}")
-    for key in evaluation.missing_pred:
-        echo_err(f"vocmatch: warning: no prediction file for {key!r}: its objects count as missed")
-    for path in evaluation.orphan_pred:
-        echo_err(f"vocmatch: warning: {path} has no ground-truth file: not evaluated")
+    missing = evaluation.missing_pred
+    warn_each_or_count(
+        [f"no prediction file for {key!r}: {missing_means}" for key in missing],
+        lambda n: (
+            f"{n:,} images have no prediction file ({_first(missing)}): "
+            f"{missing_means.replace('its', 'their')} (--format json lists all, missing_pred)"
+        ),
+    )
+    orphan = evaluation.orphan_pred
+    warn_each_or_count(
+        [f"{path} has no ground-truth file: not evaluated" for path in orphan],
+        lambda n: (
+            f"{n:,} prediction files have no ground-truth file ({_first(orphan)}): "
+            "not evaluated (--format json lists all, orphan_pred)"
+        ),
+    )
+
+
+def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: Path) -> None:
+    """Exit 2 with one line when not a single ground-truth image pairs with a prediction:
+    a wrong folder or a naming convention, not a model that missed everything."""
+    from vocmatch.pairing import no_pairs_reason, other_files, paired
+
+    unreadable = {s.key for s in gt.skipped if s.key is not None}
+    gt_keys = [k for k in gt.keys if k not in unreadable]
+    pred_keys = [*pred.keys, *(s.key for s in pred.skipped if s.key is not None)]
+    if not gt_keys or paired(gt_keys, pred_keys):
+        return
+    others = other_files(pred_dir) if not pred_keys else []
+    reason = no_pairs_reason(gt_keys, sorted(set(pred_keys)), str(pred_dir), others)
+    raise fail(f"no ground-truth image pairs with a prediction: {reason}")
 
 
 _SIZE = re.compile(r"(\d+)\s*([KMG]?)(?:I?B)?", re.IGNORECASE)
@@ -658,6 +708,7 @@ def eval_command(
         gt_columns, pred_columns = read_column_pair(
             gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
         )
+        refuse_unpaired(gt_columns, pred_columns, pred_dir)
         evaluation = evaluate_columns(
             gt_columns,
             pred_columns,
@@ -748,13 +799,8 @@ def reject_box_options(ctx: click.Context) -> None:
 
 
 def report_label_warnings(evaluation: LabelEvaluation) -> None:
-    """One line on stderr per skipped file, missing prediction file and orphan file."""
-    for skipped in evaluation.skipped:
-        echo_err(f"vocmatch: skipped {skipped}")
-    for key in evaluation.missing_pred:
-        echo_err(f"vocmatch: warning: no prediction file for {key!r}: nothing predicted")
-    for path in evaluation.orphan_pred:
-        echo_err(f"vocmatch: warning: {path} has no ground-truth file: not evaluated")
+    """As :func:`report_warnings`: an image without a prediction file has nothing predicted."""
+    report_warnings(evaluation, "nothing predicted")
 
 
 def write_report(path: Path, report: RenderableType) -> None:
@@ -817,6 +863,7 @@ def labels_eval(
         gt_columns, pred_columns = read_column_pair(
             gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size
         )
+        refuse_unpaired(gt_columns, pred_columns, pred_dir)
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
         del gt_columns, pred_columns
         evaluation = evaluate_labels(gt, pred, label_difficult)
@@ -932,6 +979,8 @@ def diff_command(
         jobs = os.cpu_count() or 1
         gt_columns, pred_a_columns = read_column_pair(gt_dir, pred_a_dir, jobs)
         pred_b_columns = read_columns(pred_b_dir, jobs)
+        refuse_unpaired(gt_columns, pred_a_columns, pred_a_dir)
+        refuse_unpaired(gt_columns, pred_b_columns, pred_b_dir)
         evaluation_a = evaluate_columns(gt_columns, pred_a_columns, conventions)
         evaluation_b = evaluate_columns(gt_columns, pred_b_columns, conventions)
         pred_a, pred_b = pred_a_columns.to_annotations(), pred_b_columns.to_annotations()
