@@ -20,7 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"ap", "match"},
     "parse": {"model", "geometry"},  # geometry judges whether a <polygon> is valid
     "geometry": {"iou", "model"},
-    "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol"},
+    "result": {"ap", "model", "protocol"},
+    "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol", "result"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
     "diff": {"evaluate", "iou", "model", "parse", "protocol"},
     "report": {"analysis", "diff", "evaluate", "protocol", "model", "labels", "seg"},
@@ -44,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagram": {"calculator", "geometry", "iou", "model"},
     "html": {"evaluate", "parse", "model", "protocol", "analysis", "__init__"},
     "scan": {"parse", "model"},
-    "batch": {"ap", "evaluate", "geometry", "iou", "match", "protocol", "scan"},
+    "batch": {"ap", "evaluate", "geometry", "iou", "match", "protocol", "result", "scan"},
     "pairing": set(),  # names only: why no ground truth found its predictions
     "cli": {"*"},
     "__main__": {"cli"},

@@ -34,7 +34,11 @@ from vocmatch.ap import (
     average_precision,
     precision_recall_curve,
 )
-from vocmatch.evaluate import (
+from vocmatch.evaluate import evaluate
+from vocmatch.iou import box_area, iou_from_intersection, pair_intersection
+from vocmatch.match import MatchRule
+from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
     CocoStats,
@@ -46,14 +50,10 @@ from vocmatch.evaluate import (
     case_notes,
     class_result,
     coco_summarize,
-    evaluate,
     finish,
     input_notes,
     score_notes,
 )
-from vocmatch.iou import box_area, iou_from_intersection, pair_intersection
-from vocmatch.match import MatchRule
-from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.scan import ColumnSet
 
 __all__ = ["evaluate_columns", "fold_columns"]

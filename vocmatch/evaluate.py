@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -26,16 +25,38 @@ from vocmatch.errors import InputError
 from vocmatch.geometry import shape_areas, shape_iou_matrix
 from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
 from vocmatch.match import ClassMatch, match_class
-from vocmatch.model import Box, ImageAnnotation, SkippedFile
+from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.result import (
+    COCO_AREAS,
+    ENORMOUS_COORDINATE,
+    ClassResult,
+    CocoStats,
+    Evaluation,
+    ImageResult,
+    Match,
+    Outcome,
+    Summary,
+    SweepResult,
+    case_notes,
+    class_result,
+    coco_summarize,
+    finish,
+    input_notes,
+    score_notes,
+    shape_notes,
+)
 
 __all__ = [
+    "COCO_AREAS",
+    "ENORMOUS_COORDINATE",
     "ClassResult",
     "CocoStats",
     "Evaluation",
     "ImageResult",
     "Match",
+    "Outcome",
     "Summary",
     "SweepResult",
     "case_notes",
@@ -52,213 +73,10 @@ __all__ = [
     "shape_notes",
 ]
 
-Outcome = Literal["tp", "fp", "fn", "ignored"]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-# pycocotools' areaRng: all, small, medium, large (areas in pixels, both ends inclusive).
-COCO_AREAS: tuple[tuple[float, float], ...] = (
-    (0.0, 1e5**2),
-    (0.0, 32.0**2),
-    (32.0**2, 96.0**2),
-    (96.0**2, 1e5**2),
-)
 _COCO_MAX_DETS: tuple[int, ...] = (1, 10, 100)
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    """The outcome of one box at the evaluation threshold.
-
-    Attributes:
-        name: Class name.
-        outcome: ``"tp"``, ``"fp"`` (predictions), ``"fn"`` (ground truth) or ``"ignored"``
-            (a prediction on a ``difficult`` object, or beyond ``max_dets``).
-        gt_index: Index of the ground truth in its file's objects, or None.
-        pred_index: Index of the prediction in its file's objects, or None.
-        iou: For a matched pair, its IoU; for an FP or FN, the highest IoU with any box of
-            the same class on the other side (0.0 when there is none).
-        score: The prediction's score, if any.
-    """
-
-    name: str
-    outcome: Outcome
-    gt_index: int | None
-    pred_index: int | None
-    iou: float
-    score: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SweepResult:
-    """Counts at one IoU threshold."""
-
-    threshold: float
-    tp: int
-    fp: int
-    fn: int
-
-
-@dataclass(frozen=True, slots=True)
-class ImageResult:
-    """One image's result.
-
-    Attributes:
-        key: The pairing key (relative path without extension).
-        gt_path: The ground-truth file.
-        pred_path: The prediction file, or None when it is missing (all objects are FN).
-        gt: Ground-truth objects that count (not ignored).
-        gt_ignored: Ignored ground-truth objects (``difficult``).
-        pred: Predictions.
-        tp: True positives at the threshold.
-        fp: False positives at the threshold.
-        fn: Missed ground truth at the threshold.
-        mean_iou: Mean IoU of the true positives, None without any.
-        sweep: Counts at 0.50, 0.75 and 0.95.
-        matches: Every box's outcome, predictions in file order then missed ground truth.
-    """
-
-    key: str
-    gt_path: str
-    pred_path: str | None
-    gt: int
-    gt_ignored: int
-    pred: int
-    tp: int
-    fp: int
-    fn: int
-    mean_iou: float | None
-    sweep: tuple[SweepResult, ...]
-    matches: tuple[Match, ...] = field(repr=False, default=())
-
-    @property
-    def errors(self) -> int:
-        """FP + FN: how far the image is from perfect at the threshold."""
-        return self.fp + self.fn
-
-
-@dataclass(frozen=True, slots=True)
-class ClassResult:
-    """One class's result over the dataset.
-
-    Attributes:
-        name: Class name.
-        gt: Ground-truth objects that count.
-        gt_ignored: Ignored ground-truth objects.
-        pred: Predictions (beyond ``max_dets`` not counted).
-        tp: True positives at the threshold.
-        fp: False positives at the threshold.
-        fn: Missed ground truth at the threshold.
-        precision: TP / (TP + FP); None without predictions.
-        recall: TP / GT; None without ground truth.
-        f1: Harmonic mean of precision and recall; None when either is None.
-        ap: Average precision under the protocol; None without ground truth or without
-            scores.
-        curve: The precision/recall curve at the threshold; None without scores.
-        in_map: The class is averaged into mAP (it has ground truth).
-    """
-
-    name: str
-    gt: int
-    gt_ignored: int
-    pred: int
-    tp: int
-    fp: int
-    fn: int
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    ap: float | None
-    curve: Curve | None = field(repr=False, default=None)
-    in_map: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class CocoStats:
-    """pycocotools' ``COCOeval.stats``, by name; -1 where pycocotools has -1."""
-
-    AP: float
-    AP50: float
-    AP75: float
-    APs: float
-    APm: float
-    APl: float
-    AR1: float
-    AR10: float
-    AR100: float
-    ARs: float
-    ARm: float
-    ARl: float
-
-    def as_list(self) -> list[float]:
-        """The 12 numbers in pycocotools' order."""
-        return [
-            self.AP, self.AP50, self.AP75, self.APs, self.APm, self.APl,
-            self.AR1, self.AR10, self.AR100, self.ARs, self.ARm, self.ARl,
-        ]  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Dataset totals.
-
-    Attributes:
-        images: Images evaluated.
-        gt: Ground-truth objects that count.
-        pred: Predictions.
-        tp: True positives at the threshold.
-        fp: False positives.
-        fn: Missed ground truth.
-        precision: Micro precision; None without predictions.
-        recall: Micro recall; None without ground truth.
-        f1: Micro F1; None when precision or recall is None.
-        map: Mean AP over the classes with ground truth (for ``coco``, AP over
-            0.50:0.95); None without scores or classes.
-        skipped: Files that could not be read.
-        missing_pred: Ground-truth images without a prediction file.
-        orphan_pred: Prediction files without a ground-truth file (not evaluated).
-    """
-
-    images: int
-    gt: int
-    pred: int
-    tp: int
-    fp: int
-    fn: int
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    map: float | None
-    skipped: int
-    missing_pred: int
-    orphan_pred: int
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Everything an evaluation found.
-
-    Attributes:
-        conventions: The conventions in force.
-        summary: Dataset totals.
-        classes: Per-class results, sorted by name.
-        images: Per-image results, sorted by key.
-        skipped: Files that could not be read, each with its error.
-        missing_pred: Keys of ground-truth images with no prediction file.
-        orphan_pred: Prediction files with no ground-truth file.
-        coco: pycocotools' 12 numbers under ``coco_stats``.
-        notes: Things the user should know about the numbers.
-    """
-
-    conventions: Conventions
-    summary: Summary
-    classes: tuple[ClassResult, ...]
-    images: tuple[ImageResult, ...]
-    skipped: tuple[SkippedFile, ...] = ()
-    missing_pred: tuple[str, ...] = ()
-    orphan_pred: tuple[str, ...] = ()
-    coco: CocoStats | None = None
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -277,17 +95,6 @@ class _Cell:
     scores: FloatArray | None
     iou: FloatArray
     match: ClassMatch
-
-
-def _ratio(numerator: int, denominator: int) -> float | None:
-    return numerator / denominator if denominator else None
-
-
-def _f1(precision: float | None, recall: float | None) -> float | None:
-    if precision is None or recall is None:
-        return None
-    total = precision + recall
-    return 2 * precision * recall / total if total > 0 else 0.0
 
 
 def _array(boxes: Sequence[Box]) -> FloatArray:
@@ -521,32 +328,6 @@ def coco_accumulate(
     return precision, recall
 
 
-def coco_summarize(precision: FloatArray, recall: FloatArray, thresholds: FloatArray) -> CocoStats:
-    """pycocotools' ``summarize``: the 12 numbers from ``(T, 101, K, A, M)`` precision and
-    ``(T, K, A, M)`` recall, -1 marking class-area pairs without ground truth."""
-
-    def mean(values: FloatArray) -> float:
-        valid = values[values > -1]
-        return float(np.mean(valid)) if valid.size else -1.0
-
-    t50 = np.nonzero(np.isclose(thresholds, 0.5))[0]
-    t75 = np.nonzero(np.isclose(thresholds, 0.75))[0]
-    return CocoStats(
-        AP=mean(precision[:, :, :, 0, 2]),
-        AP50=mean(precision[t50][:, :, :, 0, 2]),
-        AP75=mean(precision[t75][:, :, :, 0, 2]),
-        APs=mean(precision[:, :, :, 1, 2]),
-        APm=mean(precision[:, :, :, 2, 2]),
-        APl=mean(precision[:, :, :, 3, 2]),
-        AR1=mean(recall[:, :, 0, 0]),
-        AR10=mean(recall[:, :, 0, 1]),
-        AR100=mean(recall[:, :, 0, 2]),
-        ARs=mean(recall[:, :, 1, 2]),
-        ARm=mean(recall[:, :, 2, 2]),
-        ARl=mean(recall[:, :, 3, 2]),
-    )
-
-
 def _coco_stats(
     cells: Sequence[_Cell], class_names: Sequence[str], conventions: Conventions
 ) -> CocoStats:
@@ -733,60 +514,6 @@ def evaluate(
     return finish(conv, images, classes, coco, skipped, missing, orphan, notes)
 
 
-def score_notes(scored: bool, unscored: int, any_pred: bool, files: int | None = None) -> list[str]:
-    """Remarks on how scores shape the numbers.
-
-    Args:
-        scored: Some prediction has a score.
-        unscored: Predictions without a score.
-        any_pred: There is at least one prediction.
-        files: Prediction files holding the unscored predictions, when counted.
-
-    Returns:
-        The notes, possibly none.
-    """
-    notes = []
-    if scored and unscored:
-        where = f" in {_plural(files, 'file')}" if files is not None else ""
-        verb, rank = ("has", "it ranks") if unscored == 1 else ("have", "they rank")
-        notes.append(
-            f"{_plural(unscored, 'prediction')}{where} {verb} no score; {rank} last for AP"
-        )
-    if not scored and any_pred:
-        notes.append("predictions carry no scores: paired highest IoU first; AP is not defined")
-    return notes
-
-
-def shape_notes(shaped: int, conventions: Conventions) -> list[str]:
-    """A remark when rotated boxes or polygons meet pixel-inclusive conventions.
-
-    Args:
-        shaped: Evaluated objects that are a rotated box or a polygon.
-        conventions: The conventions in force.
-
-    Returns:
-        The note, or none.
-
-    >>> shape_notes(2, protocol("voc07"))[0].split(";")[0]
-    '2 objects are rotated boxes or polygons'
-    """
-    if not shaped or not conventions.pixel_inclusive:
-        return []
-    verb = "is a rotated box or polygon" if shaped == 1 else "are rotated boxes or polygons"
-    return [
-        f"{_plural(shaped, 'object')} {verb}; their overlaps use exact regions with continuous"
-        " areas, as pixel-inclusive (+1) areas apply only between plain boxes"
-    ]
-
-
-#: Coordinates beyond this many pixels from the origin are noted: no image is that large.
-ENORMOUS_COORDINATE = 1_000_000.0
-
-
-def _plural(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
-
-
 def fold_names(annotations: AnnotationSet) -> AnnotationSet:
     """The set with every class name lower-cased, as :func:`evaluate` matches them with
     ``fold_case``; callers that read the sets beside the evaluation use this copy.
@@ -802,190 +529,6 @@ def fold_names(annotations: AnnotationSet) -> AnnotationSet:
             replace(a, boxes=tuple(replace(b, name=b.name.lower()) for b in a.boxes))
             for a in annotations.annotations
         ),
-    )
-
-
-def _value_note(what: str, paths: Sequence[str], hits: npt.NDArray[np.int64], noun: str) -> str:
-    """``N boxes in M files <what> (first: path)``: ``hits`` holds each box's file index."""
-    files = sorted({paths[int(i)] for i in hits})
-    many = "predictions" if noun == "prediction" else "boxes"
-    count = _plural(int(hits.size), noun, many)
-    verb = "has" if hits.size == 1 else "have"
-    return f"{count} in {_plural(len(files), 'file')} {verb} {what} (first: {files[0]})"
-
-
-def input_notes(
-    paths: Sequence[str],
-    box_file: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    scores: npt.ArrayLike,
-) -> list[str]:
-    """Remarks on legal but suspicious values in the evaluated files.
-
-    Negative coordinates (a box may extend past the image edge), coordinates beyond
-    :data:`ENORMOUS_COORDINATE` and scores outside [0, 1] are evaluated as given; each kind
-    is noted once, with a count and the first file (in sorted order) it occurs in.
-
-    Args:
-        paths: The evaluated files (ground truth and predictions).
-        box_file: ``(N,)`` index into ``paths`` of each box.
-        boxes: ``(N, 4)`` corner boxes.
-        scores: ``(N,)`` scores, NaN for boxes without one.
-
-    Returns:
-        The notes, possibly none.
-
-    >>> for note in input_notes(["a.xml"], [0, 0], [[-1, 0, 5, 5], [0, 0, 5, 5]], [1.5, 1]):
-    ...     print(note.split(";")[0])
-    1 box in 1 file has negative coordinates
-    1 prediction in 1 file has a score outside [0, 1]
-    """
-    index = np.asarray(box_file, dtype=np.int64).reshape(-1)
-    corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    score = np.asarray(scores, dtype=np.float64).reshape(-1)
-    notes = []
-    checks = (
-        (
-            "negative coordinates; kept, as a box may extend past the image edge",
-            corners.min(axis=1, initial=0.0) < 0,
-            "box",
-        ),
-        (
-            f"coordinates beyond {ENORMOUS_COORDINATE:,.0f} px; kept",
-            np.abs(corners).max(axis=1, initial=0.0) > ENORMOUS_COORDINATE,
-            "box",
-        ),
-        (
-            "a score outside [0, 1]; ranked as given",
-            ~np.isnan(score) & ((score < 0.0) | (score > 1.0)),
-            "prediction",
-        ),
-    )
-    for what, found, noun in checks:
-        if found.any():
-            notes.append(_value_note(what, paths, index[found], noun))
-    return notes
-
-
-def case_notes(names: Iterable[str], folded: bool = False) -> list[str]:
-    """A remark on class names that differ only in case, such as ``Car`` and ``car``.
-
-    Surrounding whitespace is already stripped by the parser, so ``car `` is ``car``.
-
-    Args:
-        names: Every class name read, repeats allowed.
-        folded: The names are lower-cased before matching.
-
-    Returns:
-        One note listing each group of variants, or none.
-
-    >>> [note] = case_notes(["Car", "car", "dog", "CAR"])
-    >>> note.split(";")[0]
-    'class names differ only in case: CAR/Car/car'
-    >>> case_notes(["Car", "car"], folded=True)
-    ['class names folded to lower case: Car/car as car']
-    """
-    variants: dict[str, set[str]] = {}
-    for name in names:
-        variants.setdefault(name.lower(), set()).add(name)
-    groups = [(low, sorted(found)) for low, found in sorted(variants.items()) if len(found) > 1]
-    if not groups:
-        return []
-    if folded:
-        listed = ", ".join(f"{'/'.join(found)} as {low}" for low, found in groups)
-        return [f"class names folded to lower case: {listed}"]
-    listed = ", ".join("/".join(found) for _, found in groups)
-    return [
-        f"class names differ only in case: {listed}; counted as different classes"
-        " (fold them with --fold-case)"
-    ]
-
-
-def class_result(
-    name: str,
-    n_gt: int,
-    n_ignored: int,
-    n_pred: int,
-    tp: int,
-    fp: int,
-    fn: int,
-    ap: float | None,
-    curve: Curve | None,
-) -> ClassResult:
-    """A class's record from its counts: precision, recall and F1 follow from them."""
-    precision = _ratio(tp, tp + fp)
-    recall = _ratio(tp, n_gt)
-    return ClassResult(
-        name=name,
-        gt=n_gt,
-        gt_ignored=n_ignored,
-        pred=n_pred,
-        tp=tp,
-        fp=fp,
-        fn=fn,
-        precision=precision,
-        recall=recall,
-        f1=_f1(precision, recall),
-        ap=ap,
-        curve=curve,
-        in_map=n_gt > 0,
-    )
-
-
-def finish(
-    conv: Conventions,
-    images: Sequence[ImageResult],
-    classes: Sequence[ClassResult],
-    coco: CocoStats | None,
-    skipped: tuple[SkippedFile, ...],
-    missing: tuple[str, ...],
-    orphan: tuple[str, ...],
-    notes: Sequence[str],
-) -> Evaluation:
-    """Totals, mAP and the remaining notes around per-image and per-class results."""
-    all_notes = list(notes)
-    not_averaged = [c.name for c in classes if not c.in_map]
-    if not_averaged:
-        all_notes.append(
-            "classes only in predictions (all FP, not averaged into mAP): "
-            + ", ".join(not_averaged)
-        )
-    averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
-    if coco is not None:
-        map_value: float | None = coco.AP if coco.AP > -1 else None
-    else:
-        map_value = float(np.mean(averaged)) if averaged else None
-    tp = sum(i.tp for i in images)
-    fp = sum(i.fp for i in images)
-    fn = sum(i.fn for i in images)
-    n_gt = sum(i.gt for i in images)
-    precision = _ratio(tp, tp + fp)
-    recall = _ratio(tp, n_gt)
-    summary = Summary(
-        images=len(images),
-        gt=n_gt,
-        pred=sum(i.pred for i in images),
-        tp=tp,
-        fp=fp,
-        fn=fn,
-        precision=precision,
-        recall=recall,
-        f1=_f1(precision, recall),
-        map=map_value,
-        skipped=len(skipped),
-        missing_pred=len(missing),
-        orphan_pred=len(orphan),
-    )
-    return Evaluation(
-        conventions=conv,
-        summary=summary,
-        classes=tuple(classes),
-        images=tuple(images),
-        skipped=skipped,
-        missing_pred=missing,
-        orphan_pred=orphan,
-        coco=coco,
-        notes=tuple(all_notes),
     )
 
 
