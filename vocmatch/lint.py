@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -47,15 +46,18 @@ from vocmatch.iou import iou_matrix
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
+    XML_SPACE,
     _child,
     _children,
     _line,
     _local,
+    _raw_text,
     _refuse_dtd,
     _shape,
     _text,
     _xml_parser,
     find_annotation_files,
+    number_problem,
 )
 
 __all__ = [
@@ -353,16 +355,14 @@ def _parse_root(data: bytes, path: str) -> etree._Element:
 
 def _number(element: etree._Element, path: str, findings: list[Finding]) -> float | None:
     """The element's value, or None with a V003 / V004 finding."""
+    # The evaluator's own grammar (vocmatch.parse.read_number) and wording.
     name = _local(element.tag)
-    text = _text(element)
-    try:
-        value = float(text)
-    except ValueError:
-        findings.append(Finding(path, _at(element), "V003", f"<{name}> is not a number: {text!r}"))
-        return None
-    if not math.isfinite(value):
-        findings.append(Finding(path, _at(element), "V004", f"<{name}> is not finite: {text!r}"))
-        return None
+    text = _raw_text(element)
+    value, problem = number_problem(text)
+    if value is None:
+        code = "V004" if problem == "is not finite" else "V003"
+        shown = text.strip(XML_SPACE)
+        findings.append(Finding(path, _at(element), code, f"<{name}> {problem}: {shown!r}"))
     return value
 
 

@@ -41,14 +41,18 @@ from vocmatch.model import Box, ImageAnnotation, ImageSize, Point, Polygon, Rota
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_COORDINATE",
+    "NUMBER_PATTERN",
+    "XML_SPACE",
     "AnnotationSet",
     "DirectoryListing",
     "find_annotation_files",
     "list_directory",
+    "number_problem",
     "parse_annotation",
     "read_annotation",
     "read_bytes",
     "read_directory",
+    "read_number",
 ]
 
 #: Files larger than this are refused unread (VOC files are a few kilobytes; a 32 MiB file
@@ -58,6 +62,69 @@ DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 #: The largest coordinate magnitude accepted: 2**53, the last float64 below which every
 #: whole pixel is exact. Larger values would make box areas overflow to infinity.
 MAX_COORDINATE = float(2**53)
+
+#: XML's whitespace (space, tab, CR, LF): what may surround a number. Other characters
+#: that Python's ``str.strip`` removes (no-break space, other Unicode spaces) may not.
+XML_SPACE = " \t\r\n"
+
+#: The one grammar of a number in an annotation file (coordinates, scores, sizes, angles),
+#: shared by this parser, the fast reader (:mod:`vocmatch.scan`) and ``vocmatch lint``: the
+#: lexical form of XML Schema's ``xs:decimal`` with the optional exponent of ``xs:double``
+#: -- an optional sign, ASCII digits with at most one point and at least one digit, then
+#: ``e`` or ``E`` and a signed integer -- surrounded by XML whitespace only. Python's
+#: ``float()`` accepts more (``0_5``, ``1_000``, Arabic-Indic and other Unicode digits,
+#: Unicode spaces); those are refused as not numbers, the same in every reader.
+NUMBER_PATTERN = r"[ \t\r\n]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\r\n]*"
+_NUMBER = re.compile(NUMBER_PATTERN)
+# NaN and the infinities as float() spells them: numbers, but refused as not finite (and
+# so named in the message) rather than as text.
+_NOT_FINITE = re.compile(r"[ \t\r\n]*[+-]?(?:inf|infinity|nan)[ \t\r\n]*", re.IGNORECASE)
+
+
+def read_number(text: str) -> float:
+    """Read a number written in the annotation grammar (:data:`NUMBER_PATTERN`).
+
+    Args:
+        text: The element's text, whitespace included.
+
+    Returns:
+        The value; NaN or an infinity only for ``nan``, ``inf``, ``infinity`` (any case,
+        signed) or a number too large for a float (``1e400``), which callers refuse as
+        not finite.
+
+    Raises:
+        ValueError: ``text`` is not a number in the grammar.
+
+    >>> read_number(" 12.5e1 "), read_number("-.5"), read_number("7.")
+    (125.0, -0.5, 7.0)
+    >>> read_number("0_5")
+    Traceback (most recent call last):
+    ...
+    ValueError: not a number: '0_5'
+    """
+    match = _NUMBER.fullmatch(text)
+    if match is not None:
+        return float(match[1])
+    if _NOT_FINITE.fullmatch(text):
+        return float(text.strip(XML_SPACE))
+    raise ValueError(f"not a number: {text!r}")
+
+
+def number_problem(text: str) -> tuple[float | None, str | None]:
+    """A number's value, or what is wrong with it: ``is not a number`` or ``is not finite``
+    (the wording of the parser's and ``lint``'s messages).
+
+    >>> number_problem("3"), number_problem("x"), number_problem("nan")
+    ((3.0, None), (None, 'is not a number'), (None, 'is not finite'))
+    """
+    try:
+        value = read_number(text)
+    except ValueError:
+        return None, "is not a number"
+    if not math.isfinite(value):
+        return None, "is not finite"
+    return value, None
+
 
 _COORDINATES = ("xmin", "ymin", "xmax", "ymax")
 _ROTATED = ("cx", "cy", "w", "h")
@@ -177,17 +244,23 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def _raw_text(element: etree._Element) -> str:
+    """The element's text as written, surrounding whitespace kept (a number's grammar
+    decides which whitespace may surround it)."""
+    if len(element) == 0:
+        return element.text or ""
+    return "".join(str(part) for part in element.itertext())
+
+
 def _number(parent: etree._Element, name: str, path: str) -> float:
     element = _child(parent, name)
     if element is None:
         raise AnnotationError(path, f"<{_local(parent.tag)}> has no <{name}>", _line(parent))
-    text = _text(element)
-    try:
-        value = float(text)
-    except ValueError:
-        raise AnnotationError(path, f"<{name}> is not a number: {text!r}", _line(element)) from None
-    if not math.isfinite(value):
-        raise AnnotationError(path, f"<{name}> is not finite: {text!r}", _line(element))
+    text = _raw_text(element)
+    value, problem = number_problem(text)
+    if value is None:
+        shown = text.strip(XML_SPACE)
+        raise AnnotationError(path, f"<{name}> {problem}: {shown!r}", _line(element))
     return value
 
 
@@ -211,12 +284,11 @@ def _flag(parent: etree._Element, name: str, path: str) -> bool:
         return False
     if text == "1":
         return True
-    try:
-        return float(text) != 0.0
-    except ValueError:
-        raise AnnotationError(
-            path, f"<{name}> must be 0 or 1, got {text!r}", _line(element)
-        ) from None
+    # Another finite number in the one grammar (0.0, 2) is read as true unless zero.
+    value, _ = number_problem(_raw_text(element))
+    if value is None:
+        raise AnnotationError(path, f"<{name}> must be 0 or 1, got {text!r}", _line(element))
+    return value != 0.0
 
 
 # Writers spell <occluded> as a number or, some of them, as a word.

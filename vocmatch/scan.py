@@ -3,14 +3,24 @@
 :mod:`vocmatch.parse` builds one record per object, which is clear but costs a Python object
 per box; on 10,000 files with half a million objects the per-object walk, not the XML
 parser, is where the time goes. This reader extracts the objects of a file with one regular
-expression over its bytes and converts the fields in bulk. It only does so for files whose
-layout it can prove it reads exactly as the parser does (LabelImg's layout: a header of
-simple elements, then ``<object>`` elements of known children, then ``</annotation>``); any
-other file -- an attribute, a comment, CDATA, an entity, a namespace, a ``<part>``, another
-encoding, a value the parser would refuse, a rotated box or a polygon -- is read by
-:func:`vocmatch.parse.read_annotation` instead, so results and error messages are always the
-parser's own. A test checks that both readers give identical columns on the real and the
-generated sets.
+expression over its bytes and converts the fields in bulk.
+
+It does not depend on the writer's layout. The first object's tags (their names and
+nesting, not their text) are its layout; a plan made once per layout and process says where
+the parser would find each field (the first ``<name>`` child, the first ``<bndbox>``'s
+corners, the first ``<score>`` or else ``<confidence>``, in any order, among any other
+children, nested ones included) and compiles a pattern matching exactly that sequence of
+tags. Most writers lay out every object alike, so one ``findall`` reads the file; when
+objects differ, each is read by the plan of its own layout. The header is read the same way.
+
+It only reads files it can prove the parser reads the same way: every ``<`` accounted for
+by plain tags, no reference, CDATA end, control character or non-UTF-8 byte, every number
+in the one grammar (:data:`vocmatch.parse.NUMBER_PATTERN`), every value one the parser
+accepts. Any other file -- a comment, CDATA, an entity, an attribute or a namespace,
+another encoding, a value the parser would refuse, a rotated box or a polygon -- is read by
+:func:`vocmatch.parse.parse_annotation` instead, so results and error messages are always
+the parser's own. Tests check that both readers give identical columns on every layout of
+``bench/zoo.py``, on the real sets, and on generated files of any layout and content.
 """
 
 from __future__ import annotations
@@ -18,13 +28,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import json
 import math
 import os
 import re
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -34,8 +44,10 @@ from vocmatch.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox,
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
+    NUMBER_PATTERN,
     AnnotationSet,
     list_directory,
+    number_problem,
     parse_annotation,
     read_bytes,
 )
@@ -47,34 +59,33 @@ IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
-# Text between tags is allowed anywhere ([^<]*), as XML allows it and the parser ignores it.
-_OBJECT = re.compile(
-    rb"<object>[^<]*"
-    rb"<name>([^<]*)</name>[^<]*"
-    rb"(<pose>[^<]*</pose>[^<]*)?"
-    rb"(<truncated>([^<]*)</truncated>[^<]*)?"
-    rb"(<difficult>([^<]*)</difficult>[^<]*)?"
-    rb"<bndbox>[^<]*"
-    rb"<xmin>([^<]*)</xmin>[^<]*<ymin>([^<]*)</ymin>[^<]*"
-    rb"<xmax>([^<]*)</xmax>[^<]*<ymax>([^<]*)</ymax>[^<]*"
-    rb"</bndbox>[^<]*"
-    rb"(<score>([^<]*)</score>[^<]*|<confidence>([^<]*)</confidence>[^<]*)?"
-    rb"</object>"
-)
+# A plain start or end tag: no attributes, no namespace prefix. Every '<' of a file the fast
+# reader accepts is one of these (counted, not assumed), so comments, CDATA, declarations,
+# processing instructions, attributes and prefixed names all leave the file to the parser.
 _TAG = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.-]*)>")
-# Groups of _OBJECT: name, pose element, truncated element and value, difficult element
-# and value, the four coordinates, score-or-confidence element, score value, confidence
-# value. An element group is empty exactly when the element is absent.
+# The header's tags: the same, and LabelImg's ``verified`` attribute, which the parser
+# ignores, allowed on the root element only (checked when the header's plan is made).
+_HEADER_TAG = re.compile(rb'<(/?)([A-Za-z_][A-Za-z0-9_.-]*)((?: verified="(?:yes|no)")?)>')
 # Text the parser would read differently: entity or character references, and the end of
-# a CDATA section, which is not allowed in text. Markup other than plain tags (comments,
-# CDATA, declarations, processing instructions, attributes, other elements) needs no search
-# of its own: every '<' of a plain file is accounted for by the tag counts below.
-# Control characters are not allowed in XML 1.0.
+# a CDATA section, which is not allowed in text. Control characters, and the non-characters
+# U+FFFE and U+FFFF, are not allowed in XML 1.0.
 _CONTROL = bytes(range(0x00, 0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
+_NON_CHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
 _DECLARATION = re.compile(rb"\A<\?xml[ \t\r\n][^>]*\?>")
 _ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
 _TRAILER = re.compile(rb"\s*</annotation>\s*\Z")
 _SPACE = b" \t\r\n"
+# Text between tags is allowed anywhere, as XML allows it and the parser ignores it.
+_TEXT = rb"[^<]*"
+_VALUE = rb"([^<]*)"
+# The annotation number grammar (vocmatch.parse.NUMBER_PATTERN), over bytes.
+_NUMBER = re.compile(NUMBER_PATTERN.encode("ascii"))
+# What a text may hold to be tried as a JSON number (see _numbers): no minus sign.
+_JSON_NUMBER_BYTES = b"0123456789+.eE \t\r\n,"
+# An object's shape elements: such objects are the parser's (exact region overlap).
+_SHAPES = (b"robndbox", b"polygon")
+# Distinct layouts remembered per process; a set of hostile files cannot grow it further.
+_PLANS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +206,13 @@ def _flag(raw: bytes) -> bool | None:
     return None  # anything else: let the parser decide
 
 
+def _text(raw: bytes) -> str:
+    """Element text as the parser reads it: XML turns CR LF and a lone CR into LF."""
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return raw.decode("utf-8")
+
+
 @dataclass(frozen=True, slots=True)
 class _Header:
     filename: str | None
@@ -202,33 +220,9 @@ class _Header:
 
 
 def _leaf_number(text: bytes) -> float | None:
-    # The parser's _number: stripped text, float(), finite.
-    try:
-        value = float(text.decode("utf-8").strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _leaf_text(data: bytes, tags: list[re.Match[bytes]], i: int) -> bytes | None:
-    """The text of the element opened by ``tags[i]``, or None when it has children."""
-    following = tags[i + 1]
-    if following.group(1) and following.group(2) == tags[i].group(2):
-        return data[tags[i].end() : following.start()]
-    return None
-
-
-# The header LabelImg writes, in its order, with no other element: read with one match.
-_LABELIMG_HEADER = re.compile(
-    rb'[ \t\r\n]*<annotation(?: verified="(?:yes|no)")?>[^<]*'
-    rb"<folder>[^<]*</folder>[^<]*"
-    rb"<filename>([^<]*)</filename>[^<]*"
-    rb"<path>[^<]*</path>[^<]*"
-    rb"<source>[^<]*<database>[^<]*</database>[^<]*</source>[^<]*"
-    rb"<size>[^<]*<width>([^<]*)</width>[^<]*<height>([^<]*)</height>[^<]*"
-    rb"<depth>([^<]*)</depth>[^<]*</size>[^<]*"
-    rb"<segmented>[^<]*</segmented>[^<]*"
-)
+    """The parser's reading of a number (the one grammar, finite), or None."""
+    value, _ = number_problem(_text(text))
+    return value
 
 
 def _size(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
@@ -237,7 +231,7 @@ def _size(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
     if w is None or h is None:
         return None
     number: int | None = None
-    if depth is not None and depth.decode("utf-8").strip():
+    if depth is not None and _text(depth).strip():
         value = _leaf_number(depth)
         if value is None:
             return None
@@ -245,76 +239,244 @@ def _size(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
     return ImageSize(width=w, height=h, depth=number)
 
 
-def _labelimg_header(data: bytes, start: int, stop: int) -> _Header | None:
-    """The header of a file laid out exactly as LabelImg writes it (the attribute
-    ``verified`` on the root is LabelImg's own, and the parser ignores it), else None."""
-    match = _LABELIMG_HEADER.fullmatch(data, start, stop)
-    if match is None:
+Signature = tuple[tuple[bytes, bytes], ...]  # (b"/" or b"", name) per tag, in order
+
+
+@dataclass(frozen=True, slots=True)
+class _Element:
+    """One element of a layout: where it opens and closes in the signature, and its parent."""
+
+    name: bytes
+    start: int
+    end: int
+    parent: int | None  # index into the element list
+
+
+def _elements(signature: Signature) -> list[_Element] | None:
+    """The elements of a run of tags, or None unless the run is well nested and closes
+    every element it opens (the header leaves its root open: see :func:`_header_plan`)."""
+    elements: list[_Element] = []
+    starts: list[tuple[bytes, int, int | None]] = []
+    stack: list[int] = []  # indices into starts
+    for i, (closing, name) in enumerate(signature):
+        if not closing:
+            starts.append((name, i, stack[-1] if stack else None))
+            stack.append(len(starts) - 1)
+            continue
+        if not stack or starts[stack[-1]][0] != name:
+            return None
+        stack.pop()
+    if stack:
         return None
-    size = _size(match[2], match[3], match[4])
-    if size is None:
+    ends: dict[int, int] = {}
+    depth: list[int] = []
+    for i, (closing, _) in enumerate(signature):
+        if closing:
+            ends[depth.pop()] = i
+        else:
+            depth.append(i)
+    for name, start, parent in starts:
+        elements.append(_Element(name, start, ends[start], parent))
+    return elements
+
+
+def _first_child(elements: list[_Element], parent: int, name: bytes) -> int | None:
+    """The first child of ``elements[parent]`` called ``name`` (the parser's ``_child``)."""
+    return next((i for i, e in enumerate(elements) if e.parent == parent and e.name == name), None)
+
+
+def _is_leaf(element: _Element) -> bool:
+    return element.end == element.start + 1
+
+
+def _pattern(signature: Signature, captured: dict[int, int], attributes: bytes = b"") -> bytes:
+    """A regular expression matching exactly this run of tags, text allowed between them,
+    capturing the text of each leaf that starts at a key of ``captured`` (in tag order)."""
+    parts: list[bytes] = []
+    skip = False
+    for i, (closing, name) in enumerate(signature):
+        if skip:
+            skip = False
+            continue
+        if i in captured:
+            parts.append(b"<%s>%s</%s>" % (name, _VALUE, name))
+            skip = True  # the leaf's end tag is part of the capture
+        elif i == 0 and attributes:
+            parts.append(b"<%s%s>" % (name, attributes))
+        else:
+            parts.append(b"<%s%s>" % (closing, name))
+    return _TEXT.join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _ObjectPlan:
+    """How to read objects of one layout (one sequence of tags): a pattern matching one such
+    object, capturing the values, and where each value is among the captures.
+
+    Attributes:
+        pattern: Matches one object of the layout, from ``<object>`` to ``</object>``.
+        tags: Tags (so '<') in one object.
+        name: Capture index of the first ``<name>`` child.
+        coordinates: Capture indices of the first ``<bndbox>``'s first ``<xmin>``,
+            ``<ymin>``, ``<xmax>`` and ``<ymax>``.
+        truncated: Capture index of the first ``<truncated>`` child, None without one.
+        difficult: The same for ``<difficult>``.
+        occluded: The same for ``<occluded>``.
+        pose: The same for ``<pose>``.
+        score: The same for the first ``<score>`` child, else the first ``<confidence>``.
+    """
+
+    pattern: re.Pattern[bytes]
+    tags: int
+    name: int
+    coordinates: tuple[int, int, int, int]
+    truncated: int | None
+    difficult: int | None
+    occluded: int | None
+    pose: int | None
+    score: int | None
+
+
+@functools.lru_cache(maxsize=_PLANS)
+def _object_plan(signature: Signature) -> _ObjectPlan | None:
+    """The plan for objects laid out as ``signature``, or None for any object the parser
+    must read: a shape (``<robndbox>``, ``<polygon>``), a nested ``<object>``, a missing or
+    non-leaf field. Children may come in any order and unknown ones (``<id>``,
+    ``<attributes>`` with children of its own, ``<part>``) are skipped, as the parser
+    skips them: it reads the first child of each name."""
+    elements = _elements(signature)
+    if not elements or elements[0].name != b"object" or elements[0].end != len(signature) - 1:
         return None
-    return _Header(match[1].decode("utf-8").strip(), size)
+    if any(e.name == b"object" for e in elements[1:]):
+        return None
+    if any(e.parent == 0 and e.name in _SHAPES for e in elements):
+        return None
+
+    def leaf(parent: int, name: bytes) -> int | bool | None:
+        # The child's element index; None if absent; False if it has children.
+        index = _first_child(elements, parent, name)
+        if index is None:
+            return None
+        return index if _is_leaf(elements[index]) else False
+
+    name = leaf(0, b"name")
+    bndbox = _first_child(elements, 0, b"bndbox")
+    if not isinstance(name, int) or isinstance(name, bool) or bndbox is None:
+        return None
+    corners = [leaf(bndbox, tag) for tag in (b"xmin", b"ymin", b"xmax", b"ymax")]
+    truncated = leaf(0, b"truncated")
+    difficult = leaf(0, b"difficult")
+    occluded = leaf(0, b"occluded")
+    pose = leaf(0, b"pose")
+    score = leaf(0, b"score")
+    if score is None:
+        score = leaf(0, b"confidence")
+    fields = [name, *corners, truncated, difficult, occluded, pose, score]
+    if any(f is False for f in fields) or any(c is None for c in corners):
+        return None
+    wanted = sorted(int(f) for f in fields if f is not None)
+    captured = {elements[e].start: k for k, e in enumerate(wanted)}
+
+    def capture(field: int | bool | None) -> int | None:
+        return None if field is None else captured[elements[int(field)].start]
+
+    x1, y1, x2, y2 = (capture(c) for c in corners)
+    assert x1 is not None and y1 is not None and x2 is not None and y2 is not None
+    return _ObjectPlan(
+        pattern=re.compile(_pattern(signature, captured)),
+        tags=len(signature),
+        name=captured[elements[name].start],
+        coordinates=(x1, y1, x2, y2),
+        truncated=capture(truncated),
+        difficult=capture(difficult),
+        occluded=capture(occluded),
+        pose=capture(pose),
+        score=capture(score),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _HeaderPlan:
+    """How to read a header of one layout (the tags before the first object).
+
+    Attributes:
+        pattern: Matches the whole header, from the root element to the first object.
+        filename: Capture index of the root's first ``<filename>``, None without one.
+        size: Capture indices of the first ``<size>``'s first ``<width>``, ``<height>`` and
+            ``<depth>`` (None without one), or None without a ``<size>``.
+    """
+
+    pattern: re.Pattern[bytes]
+    filename: int | None
+    size: tuple[int, int, int | None] | None
+
+
+@functools.lru_cache(maxsize=_PLANS)
+def _header_plan(signature: tuple[tuple[bytes, bytes, bytes], ...]) -> _HeaderPlan | None:
+    """The plan for a header laid out as ``signature``, or None unless it is a well-formed
+    run of plain tags that opens ``<annotation>`` and leaves it open (so the parser reads it
+    the same way: it takes the first ``<filename>``, the first ``<size>`` and, within it,
+    the first ``<width>``, ``<height>`` and ``<depth>``)."""
+    if not signature or signature[0][:2] != (b"", b"annotation"):
+        return None
+    if any(attributes for _, _, attributes in signature[1:]):
+        return None  # LabelImg's verified="..." is allowed on the root only
+    tags: Signature = tuple((closing, name) for closing, name, _ in signature)
+    # Closed here, so that the root's children are complete elements.
+    elements = _elements((*tags, (b"/", b"annotation")))
+    if elements is None or elements[0].end != len(tags):
+        return None
+
+    def leaf(parent: int, name: bytes) -> int | bool | None:
+        index = _first_child(elements, parent, name)
+        if index is None:
+            return None
+        return index if _is_leaf(elements[index]) else False
+
+    filename = leaf(0, b"filename")
+    size = _first_child(elements, 0, b"size")
+    children = [leaf(size, tag) for tag in (b"width", b"height", b"depth")] if size else []
+    if filename is False or False in children:
+        return None
+    if size is not None and (children[0] is None or children[1] is None):
+        return None  # the parser's error: <size> has no <width>
+    wanted = sorted(int(f) for f in (filename, *children) if f is not None)
+    captured = {elements[e].start: k for k, e in enumerate(wanted)}
+
+    def capture(field: int | bool | None) -> int | None:
+        return None if field is None else captured[elements[int(field)].start]
+
+    size_captures = None
+    if size is not None:
+        width, height = capture(children[0]), capture(children[1])
+        assert width is not None and height is not None
+        size_captures = (width, height, capture(children[2]))
+    pattern = _pattern(tags, captured, attributes=signature[0][2])
+    return _HeaderPlan(
+        pattern=re.compile(rb"[ \t\r\n]*" + pattern + _TEXT),
+        filename=capture(filename),
+        size=size_captures,
+    )
 
 
 def _header(data: bytes, start: int, stop: int) -> _Header | None:
-    """Read <filename> and <size> from the part of a plain file before its first object.
-
-    Returns None unless that part is a well-formed run of plain tags that opens
-    <annotation> and leaves it open, so the parser would read it the same way (it takes
-    the first <filename>, the first <size> and, within it, the first <width>, <height> and
-    <depth>).
-    """
-    tags = list(_TAG.finditer(data, start, stop))
-    if data.count(b"<", start, stop) != len(tags):
-        return None  # attributes, or a '<' the tag pattern does not cover
-    if not tags or data[start : tags[0].start()].strip(_SPACE):
-        return None  # text before the root element is not well-formed
-    stack: list[bytes] = []
-    filename_at: int | None = None
-    size_at: int | None = None
-    size_children: dict[bytes, int] = {}
-    in_first_size = False
-    for i, tag in enumerate(tags):
-        name = tag.group(2)
-        if tag.group(1):
-            if len(stack) < 2 or stack[-1] != name:
-                return None  # mismatched, or closing <annotation> before the objects
-            stack.pop()
-            if len(stack) == 1:
-                in_first_size = False
-            continue
-        if not stack and name != b"annotation":
-            return None
-        stack.append(name)
-        if len(stack) == 2:
-            if name == b"filename" and filename_at is None:
-                filename_at = i
-            elif name == b"size" and size_at is None:
-                size_at = i
-                in_first_size = True
-        elif len(stack) == 3 and in_first_size:
-            size_children.setdefault(name, i)
-    if stack != [b"annotation"]:
+    """Read ``<filename>`` and ``<size>`` from the part of a plain file before its first
+    object, or None where the parser would read it differently or refuse it."""
+    signature = tuple(_HEADER_TAG.findall(data, start, stop))
+    if data.count(b"<", start, stop) != len(signature):
+        return None  # markup other than plain tags
+    plan = _header_plan(signature)
+    if plan is None:
         return None
-    filename = None
-    if filename_at is not None:
-        raw = _leaf_text(data, tags, filename_at)
-        if raw is None:
-            return None
-        filename = raw.decode("utf-8").strip()
+    match = plan.pattern.fullmatch(data, start, stop)
+    if match is None:
+        return None  # text before the root element
+    values = match.groups()
+    filename = None if plan.filename is None else _text(values[plan.filename]).strip()
     size = None
-    if size_at is not None:
-        texts: dict[bytes, bytes | None] = {}
-        for child in (b"width", b"height", b"depth"):
-            if child in size_children:
-                texts[child] = _leaf_text(data, tags, size_children[child])
-                if texts[child] is None:
-                    return None  # the element has children
-        width, height = texts.get(b"width"), texts.get(b"height")
-        if width is None or height is None:
-            return None
-        size = _size(width, height, texts.get(b"depth"))
+    if plan.size is not None:
+        w, h, d = plan.size
+        size = _size(values[w], values[h], None if d is None else values[d])
         if size is None:
             return None
     return _Header(filename, size)
@@ -330,6 +492,7 @@ class _Objects:
     new_names: dict[bytes, str]  # names not in the chunk's vocabulary yet: as the parser reads them
     difficult: BoolArray
     truncated: BoolArray
+    occluded: BoolArray
     scores: FloatArray
     poses: Sequence[bytes | None]  # <pose> text as written, None where absent
 
@@ -345,6 +508,51 @@ def _flags(raw: Sequence[bytes]) -> BoolArray | None:
     return np.array(values, dtype=bool)
 
 
+# Writers spell <occluded> as a number or, some of them, as a word (vocmatch.parse).
+_OCCLUDED_WORDS = {"true": True, "yes": True, "false": False, "no": False}
+
+
+def _occluded_flags(raw: Sequence[bytes]) -> BoolArray | None:
+    """``occluded`` texts as the parser reads them: a flag, or true/false/yes/no in any
+    case; None where the parser decides."""
+    if set(raw) <= {b"0", b"1"}:
+        return np.fromiter(map(b"1".__eq__, raw), dtype=bool, count=len(raw))
+    values = []
+    for text in raw:
+        word = _OCCLUDED_WORDS.get(_text(text).strip().lower())
+        value = word if word is not None else _flag(text)
+        if value is None:
+            return None
+        values.append(value)
+    return np.array(values, dtype=bool)
+
+
+def _numbers(texts: Sequence[bytes]) -> FloatArray | None:
+    """The values of number texts in the annotation grammar, or None if one is not in it.
+
+    The common case is converted in one call: texts made only of digits, signs, points,
+    exponents and XML whitespace that are also JSON numbers are read by the JSON decoder,
+    which converts each exactly as ``float()`` does (an integer exactly, then to float64 as
+    ``float()`` rounds). ``-0`` as an integer would lose its sign there, so texts with a
+    minus sign take the general path: the grammar checked text by text, then ``float()``.
+    """
+    joined = b",".join(texts)
+    if not joined.translate(None, _JSON_NUMBER_BYTES):
+        try:
+            values = np.array(json.loads(b"[" + joined + b"]"), dtype=np.float64)
+            if values.size == len(texts):  # not so for one empty text: "[]"
+                return values
+        except (ValueError, OverflowError):
+            pass  # "+5", "5.", ".5", "007", "": numbers or not, for the grammar to say
+    read = []
+    for text in texts:
+        match = _NUMBER.fullmatch(text)
+        if match is None:
+            return None
+        read.append(float(match[1]))
+    return np.array(read, dtype=np.float64)
+
+
 @dataclass(slots=True)
 class _Fields:
     """The text of each object's fields, as written, before conversion: one column each."""
@@ -353,88 +561,100 @@ class _Fields:
     coordinates: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes], Sequence[bytes]]
     truncated: Sequence[bytes]  # b"0" where the element is absent
     difficult: Sequence[bytes]
+    occluded: Sequence[bytes]
     scores: Sequence[bytes | None] | None  # None for an object without; None if none has
     poses: Sequence[bytes | None]  # None where the element is absent
 
 
-@functools.cache
-def _layout(pose: bool, truncated: bool, difficult: bool, score: bytes | None) -> re.Pattern[bytes]:
-    """An object of one fixed layout, capturing only the values: name, [pose], [truncated],
-    [difficult], the four coordinates, [score or confidence]. Faster than :data:`_OBJECT`,
-    which has to try every optional element of every object."""
-    optional = [(pose, rb"<pose>([^<]*)</pose>[^<]*")]
-    optional.append((truncated, rb"<truncated>([^<]*)</truncated>[^<]*"))
-    optional.append((difficult, rb"<difficult>([^<]*)</difficult>[^<]*"))
-    tail = rb"" if score is None else rb"<%s>([^<]*)</%s>[^<]*" % (score, score)
-    return re.compile(
-        rb"<object>[^<]*<name>([^<]*)</name>[^<]*"
-        + b"".join(part for present, part in optional if present)
-        + rb"<bndbox>[^<]*"
-        rb"<xmin>([^<]*)</xmin>[^<]*<ymin>([^<]*)</ymin>[^<]*"
-        rb"<xmax>([^<]*)</xmax>[^<]*<ymax>([^<]*)</ymax>[^<]*"
-        rb"</bndbox>[^<]*" + tail + rb"</object>"
-    )
-
-
-def _fixed_layout_fields(data: bytes, first: int, tags: int) -> _Fields | None:
-    """The fields when every object has the first one's layout (LabelImg writes all alike).
-
-    ``tags`` is the number of '<' from the first object to the end of the last one.
-    """
-    head = _OBJECT.match(data, first)
-    if head is None:
+def _first_object_plan(data: bytes, start: int) -> _ObjectPlan | None:
+    end = data.find(b"</object>", start)
+    if end < 0:
         return None
-    score = b"score" if head[12] is not None else b"confidence" if head[13] is not None else None
-    pose, truncated, difficult = head[2] is not None, head[3] is not None, head[5] is not None
-    matches = _layout(pose, truncated, difficult, score).findall(data, first)
-    # Each object holds 4 + 2 * (leaf elements) '<': when they add up to every '<' between
-    # the first and the last object, nothing else is there.
-    leaves = 5 + pose + truncated + difficult + (score is not None)
-    if not matches or tags != len(matches) * (4 + 2 * leaves):
+    return _object_plan(tuple(_TAG.findall(data, start, end + len(b"</object>"))))
+
+
+def _uniform_fields(data: bytes, first: int, last: int, tags: int) -> _Fields | None:
+    """The fields when every object has the first one's layout (most writers write every
+    object alike), else None. ``tags`` is the number of '<' from the first object to the
+    end of the last one."""
+    plan = _first_object_plan(data, first)
+    if plan is None:
+        return None
+    matches = plan.pattern.findall(data, first, last)
+    # Each match holds plan.tags '<': when they add up to every '<' between the first and
+    # the last object, nothing else is there (text between objects is ignored, as by the
+    # parser).
+    if not matches or tags != len(matches) * plan.tags:
         return None
     columns = list(zip(*matches, strict=True))
     absent = (b"0",) * len(matches)
-    t = 1 + pose  # the column of truncated
-    x = t + truncated + difficult  # the column of xmin
+    x1, y1, x2, y2 = plan.coordinates
     return _Fields(
-        names=columns[0],
-        coordinates=(columns[x], columns[x + 1], columns[x + 2], columns[x + 3]),
-        truncated=columns[t] if truncated else absent,
-        difficult=columns[t + truncated] if difficult else absent,
-        scores=columns[x + 4] if score is not None else None,
-        poses=columns[1] if pose else (None,) * len(matches),
+        names=columns[plan.name],
+        coordinates=(columns[x1], columns[y1], columns[x2], columns[y2]),
+        truncated=absent if plan.truncated is None else columns[plan.truncated],
+        difficult=absent if plan.difficult is None else columns[plan.difficult],
+        occluded=absent if plan.occluded is None else columns[plan.occluded],
+        scores=None if plan.score is None else columns[plan.score],
+        poses=(None,) * len(matches) if plan.pose is None else columns[plan.pose],
     )
 
 
-def _mixed_layout_fields(data: bytes, first: int, tags: int) -> _Fields | None:
-    """The fields when objects differ in which optional elements they have."""
-    matches = _OBJECT.findall(data, first)
-    leaves = 5 * len(matches)
-    for m in matches:
-        leaves += bool(m[1]) + bool(m[2]) + bool(m[4]) + bool(m[10])
-    if not matches or tags != 4 * len(matches) + 2 * leaves:
-        return None  # a wrapper element, an attribute or an object of another shape
-    columns = list(zip(*matches, strict=True))
+def _mixed_fields(data: bytes, first: int, last: int) -> _Fields | None:
+    """The fields when objects differ in layout (object by object, each by the plan of its
+    own layout), or None where the parser must read the file."""
+    names: list[bytes] = []
+    coordinates: tuple[list[bytes], list[bytes], list[bytes], list[bytes]] = ([], [], [], [])
+    truncated: list[bytes] = []
+    difficult: list[bytes] = []
+    occluded: list[bytes] = []
+    scores: list[bytes | None] = []
+    poses: list[bytes | None] = []
+    plan: _ObjectPlan | None = None
+    position = first
+    while position < last:
+        if not data.startswith(b"<object>", position):
+            return None  # another element between objects
+        match = None if plan is None else plan.pattern.match(data, position, last)
+        if plan is None or match is None:
+            plan = _first_object_plan(data, position)  # this object's own layout
+            if plan is None:
+                return None
+            match = plan.pattern.match(data, position, last)
+            if match is None:
+                return None
+        values = match.groups()
+        names.append(values[plan.name])
+        for column, index in zip(coordinates, plan.coordinates, strict=True):
+            column.append(values[index])
+        truncated.append(b"0" if plan.truncated is None else values[plan.truncated])
+        difficult.append(b"0" if plan.difficult is None else values[plan.difficult])
+        occluded.append(b"0" if plan.occluded is None else values[plan.occluded])
+        scores.append(None if plan.score is None else values[plan.score])
+        poses.append(None if plan.pose is None else values[plan.pose])
+        following = data.find(b"<", match.end(), last)
+        position = last if following < 0 else following
     return _Fields(
-        names=columns[0],
-        coordinates=(columns[6], columns[7], columns[8], columns[9]),
-        truncated=[m[3] if m[2] else b"0" for m in matches],
-        difficult=[m[5] if m[4] else b"0" for m in matches],
-        # <score> or <confidence>, whichever is there.
-        scores=[(m[11] or m[12]) if m[10] else None for m in matches],
-        # The element as matched: <pose>, its text, </pose> and any text after it.
-        poses=[m[1][6 : m[1].index(b"</pose>")] if m[1] else None for m in matches],
+        names=names,
+        coordinates=coordinates,
+        truncated=truncated,
+        difficult=difficult,
+        occluded=occluded,
+        scores=None if all(s is None for s in scores) else scores,
+        poses=poses,
     )
 
 
 def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
-    """Extract a plain-layout file's objects, or None to leave the file to the parser.
+    """Extract a plain file's objects, or None to leave the file to the parser.
 
     ``names_seen`` holds names (as written) already known to be usable.
     """
     if b"&" in data or (b"]" in data and b"]]>" in data):
         return None
     if len(data.translate(None, _CONTROL)) != len(data):
+        return None
+    if b"\xef\xbf" in data and any(c in data for c in _NON_CHARACTERS):
         return None
     declaration = _DECLARATION.match(data)
     start = 0
@@ -447,7 +667,7 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    first = data.find(b"<object")
+    first = data.find(b"<object>")
     if first < 0:
         return None  # nothing to gain: the parser reads object-less files as fast
     last = data.rfind(b"</object>") + len(b"</object>")
@@ -455,54 +675,55 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
         return None
     # Counted by numpy: several times faster than bytes.count on a file of this size.
     tags = int(np.count_nonzero(np.frombuffer(data, np.uint8, last - first, first) == ord("<")))
-    fields = _fixed_layout_fields(data, first, tags) or _mixed_layout_fields(data, first, tags)
+    fields = _uniform_fields(data, first, last, tags) or _mixed_fields(data, first, last)
     if fields is None:
         return None
-    header = _labelimg_header(data, start, first) or _header(data, start, first)
+    header = _header(data, start, first)
     if header is None:
         return None
     n = len(fields.names)
-    try:
-        coordinates = (
-            np.array(list(map(float, itertools.chain(*fields.coordinates))), dtype=np.float64)
-            .reshape(4, n)
-            .T
-        )
-        # An empty score element fails float(), as in the parser.
-        if fields.scores is None:
-            scores = np.full(n, math.nan)
-        elif None in fields.scores:
-            scores = np.array(
-                [math.nan if v is None else float(v) for v in fields.scores], dtype=np.float64
-            )
-        else:
-            texts = cast("Sequence[bytes]", fields.scores)  # no None, as just checked
-            scores = np.array(list(map(float, texts)), dtype=np.float64)
-    except ValueError:
+    coordinates = _numbers(list(itertools.chain(*fields.coordinates)))
+    if coordinates is None:
         return None
+    coordinates = coordinates.reshape(4, n).T
+    if fields.scores is None:
+        scores = np.full(n, math.nan)
+    else:
+        written = [v for v in fields.scores if v is not None]
+        values = _numbers(written)
+        if values is None:
+            return None
+        if len(written) == n:
+            scores = values
+        else:  # NaN where an object has no score element
+            scores = np.full(n, math.nan)
+            scores[[v is not None for v in fields.scores]] = values
+        if not np.isfinite(values).all():
+            return None  # a score too large for a float: the parser's to refuse
     # Within range (so finite: NaN fails every comparison), and xmax >= xmin, ymax >= ymin.
     if not (np.abs(coordinates) <= MAX_COORDINATE).all():
         return None
     if not (coordinates[:, 2:] >= coordinates[:, :2]).all():
         return None
-    if fields.scores is not None and not np.isfinite(scores).all():
-        # NaN only where there is no score element; a written NaN or infinity is the
-        # parser's to refuse.
-        written = np.array([v is not None for v in fields.scores], dtype=bool)
-        if np.isinf(scores).any() or np.isnan(scores[written]).any():
-            return None
     # Names stay raw here: decoded once per distinct name, per chunk.
-    new_names = {
-        raw: raw.decode("utf-8").strip() for raw in set(fields.names) if raw not in names_seen
-    }
+    new_names = {raw: _text(raw).strip() for raw in set(fields.names) if raw not in names_seen}
     if not all(new_names.values()):
         return None  # an empty name: the parser's to refuse
     difficult = _flags(fields.difficult)
     truncated = _flags(fields.truncated)
-    if difficult is None or truncated is None:
+    occluded = _occluded_flags(fields.occluded)
+    if difficult is None or truncated is None or occluded is None:
         return None
     return _Objects(
-        header, coordinates, fields.names, new_names, difficult, truncated, scores, fields.poses
+        header,
+        coordinates,
+        fields.names,
+        new_names,
+        difficult,
+        truncated,
+        occluded,
+        scores,
+        fields.poses,
     )
 
 
@@ -525,8 +746,7 @@ def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
         chunk.boxes.append(fast.coordinates)
         chunk.difficult.append(fast.difficult)
         chunk.truncated.append(fast.truncated)
-        # A plain file has no <occluded> (an unknown element hands it to the parser).
-        chunk.occluded.append(np.zeros(len(fast.names), dtype=bool))
+        chunk.occluded.append(fast.occluded)
         _add_raw_poses(chunk, fast.poses)
         chunk.scores.append(fast.scores)
     _consolidate(chunk)
@@ -598,7 +818,7 @@ def _add_raw_poses(chunk: _Chunk, raw_poses: Sequence[bytes | None]) -> None:
     codes = chunk.raw_poses
     for raw in raw_poses:
         if raw is not None and raw not in codes:
-            text = raw.decode("utf-8").strip()
+            text = _text(raw).strip()
             codes[raw] = _pose_code(chunk, text) if text else -1
     chunk.pose_codes.extend(-1 if raw is None else codes[raw] for raw in raw_poses)
 

@@ -1,0 +1,303 @@
+"""The fast reader is layout-independent: every writer's layout in ``bench/zoo.py`` is read
+on the fast path and gives the same columns and the same evaluation; and on any file, laid
+out any way and holding any numbers and names, the fast reader and the parser agree (the
+same columns, or the same error with its message and line)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ROOT
+from tests.test_batch import assert_identical, assert_same_columns
+from vocmatch import scan
+from vocmatch.batch import evaluate_columns
+from vocmatch.evaluate import evaluate
+from vocmatch.formats import to_json
+from vocmatch.parse import parse_annotation, read_directory
+from vocmatch.protocol import protocol
+from vocmatch.scan import columns_from_annotations, read_columns
+
+
+def _load_bench_module(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` (bench is a folder of scripts, not a package)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            f"bench_{name}", ROOT / "bench" / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return module
+
+
+zoo = _load_bench_module("zoo")
+LAYOUTS = sorted(zoo.LAYOUTS)
+
+
+@pytest.fixture(scope="module")
+def written_zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("zoo")
+    for layout in LAYOUTS:
+        zoo.write_layout(root / layout, layout, images=40, classes=6, pred_per_image=25, seed=5)
+    return root
+
+
+def test_zoo_has_the_layouts_the_benchmark_needs() -> None:
+    """Seven writers' layouts, the six named tools' among them."""
+    assert set(LAYOUTS) >= {"labelimg", "cvat", "roboflow", "labelstudio", "datumaro", "minified"}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_layouts_differ_in_bytes_not_in_boxes(written_zoo: Path, layout: str) -> None:
+    """Each layout is really its own (the bytes differ from LabelImg's), yet the parser reads
+    the same boxes from it."""
+    reference = written_zoo / "labelimg"
+    for side in ("gt", "pred"):
+        first = sorted((written_zoo / layout / side).glob("*.xml"))[1]
+        if layout != "labelimg":
+            assert first.read_bytes() != (reference / side / first.name).read_bytes()
+        ours = read_directory(written_zoo / layout / side)
+        theirs = read_directory(reference / side)
+        # Source lines, and <pose> where a writer leaves it out, differ; nothing else may.
+        assert [[replace(b, line=None, pose=None) for b in a.boxes] for a in ours.annotations] == [
+            [replace(b, line=None, pose=None) for b in a.boxes] for a in theirs.annotations
+        ]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_is_read_on_the_fast_path(
+    written_zoo: Path, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No file of any writer's layout is handed to the parser (which would be several
+    times slower): child order, extra and nested children, CR LF, floats written 12.0,
+    a declaration or none, score first or last."""
+    handed_over: list[str] = []
+
+    def parse(data: bytes, path: str, key: str) -> Any:
+        handed_over.append(path)
+        return parse_annotation(data, path, key)
+
+    monkeypatch.setattr(scan, "parse_annotation", parse)
+    for side in ("gt", "pred"):
+        read_columns(written_zoo / layout / side)
+    assert handed_over == []
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_reads_as_the_parser_reads_it(written_zoo: Path, layout: str) -> None:
+    """The fast reader's columns equal the parser's on every layout."""
+    for side in ("gt", "pred"):
+        folder = written_zoo / layout / side
+        assert_same_columns(columns_from_annotations(read_directory(folder)), read_columns(folder))
+
+
+@pytest.mark.parametrize("name", ["coco", "voc12", "default"])
+def test_every_layout_gives_the_same_evaluation(written_zoo: Path, name: str) -> None:
+    """On every layout the fast path equals the reference evaluator, every number and every
+    per-box record; and all layouts give the same report, but for the file paths in it."""
+    conventions = protocol(name)
+    reports = set()
+    for layout in LAYOUTS:
+        folder = written_zoo / layout
+        reference = evaluate(
+            read_directory(folder / "gt"), read_directory(folder / "pred"), conventions
+        )
+        gt, pred = read_columns(folder / "gt", jobs=2), read_columns(folder / "pred", jobs=2)
+        evaluation = evaluate_columns(gt, pred, conventions, keep_matches=True)
+        assert_identical(reference, evaluation)
+        reports.add(to_json(evaluation).replace(str(folder), "LAYOUT"))
+    assert len(reports) == 1
+
+
+# --- any file: the two readers agree ----------------------------------------------------
+
+# Accepted numbers, small and large (so that a clean box has xmax >= xmin), then refused
+# ones: not in the grammar (which float() would take, some of them), or not finite.
+LOW = ["0", "1.5", " 7 ", "\t7\r\n", "+5", "-0", "-3.25", ".5", "5.", "007", "1e0", "0.000001"]
+HIGH = ["12", "12.5", "12.0", "1e2", "1E3", "2.5e+1", " 70\n", "9" * 15]
+REFUSED = [
+    "0_5", "1_000", "\u0661\u0662", "\uff11\uff12", "0x10", "1 2", "1,5", "", " ", ".", "e5",
+    "1e", "--1", "+-1", "nan", "NaN", "inf", "-Infinity", "1e400", "9" * 400, "\u00a012",
+    "12\u2003", "1.2.3",
+]  # fmt: skip
+NUMBERS = LOW + HIGH + REFUSED
+CLEAN_FLAGS = ["0", "1", "", " 1 "]
+FLAGS = [*CLEAN_FLAGS, "2", "0.0", "x", "0_1", "nan", "\u0661"]
+CLEAN_NAMES = [
+    "car",
+    " car ",
+    "Car",
+    "a b",
+    "a\r\nb",
+    "a\rb",
+    "a\nb",
+    "\r\ncar\r\n",
+    "x>y",
+    "\u05d0",
+]
+NAMES = [*CLEAN_NAMES, "a&amp;b", "a&#13;b", "a&lt;b", "\u00a0car", "", " ", "a]]>b", "a]]b"]
+SPACES = ["", "\n", "\r\n", "\n\t", "\r\n  ", " "]
+
+
+@st.composite
+def annotation_files(draw: st.DrawFn) -> bytes:
+    """A VOC file in a random layout, with random numbers, flags and names: either clean
+    (every value one the parser accepts) or with any value at all."""
+    clean = draw(st.booleans())
+    low = st.sampled_from(LOW if clean else NUMBERS)
+    high = st.sampled_from(HIGH if clean else NUMBERS)
+    flags = st.sampled_from(CLEAN_FLAGS if clean else FLAGS)
+    names = st.sampled_from(CLEAN_NAMES if clean else NAMES)
+    newline = draw(st.sampled_from(SPACES))
+    declaration = draw(
+        st.sampled_from(["", '<?xml version="1.0"?>', '<?xml version="1.0" encoding="utf-8"?>\n'])
+    )
+    depth = draw(st.sampled_from(["3", "", " "] if clean else ["3", "", " ", "x", "3.5"]))
+    header = [
+        f"<filename>{draw(names)}.jpg</filename>",
+        "<source><database>d</database><annotation>a</annotation></source>",
+        "<owner><name>o</name></owner>",
+        f"<size><width>{draw(high)}</width><height>20</height><depth>{depth}</depth></size>",
+    ]
+    header = draw(st.permutations(header))[: draw(st.integers(0, 4))]
+    shared_order = draw(st.booleans())
+    order: list[str] | None = None
+    objects = []
+    for _ in range(draw(st.integers(0, 4))):
+        score_tag = draw(st.sampled_from(["score", "confidence"]))
+        children = {
+            "name": f"<name>{draw(names)}</name>",
+            "pose": "<pose>Unspecified</pose>",
+            "truncated": f"<truncated>{draw(flags)}</truncated>",
+            "difficult": f"<difficult>{draw(flags)}</difficult>",
+            "occluded": "<occluded>0</occluded>",
+            "attributes": "<attributes><attribute><name>n</name><value>v</value>"
+            "</attribute></attributes>",
+            "id": "<id>7</id>",
+            "score": f"<{score_tag}>{draw(low)}</{score_tag}>",
+        }
+        corners = [
+            f"<{tag}>{draw(low if tag.endswith('min') else high)}</{tag}>"
+            for tag in ("xmin", "ymin", "xmax", "ymax")
+        ]
+        if draw(st.booleans()):
+            corners = draw(st.permutations(corners))
+        children["bndbox"] = "<bndbox>" + newline.join(corners) + "</bndbox>"
+        if order is None or not shared_order:
+            keep = draw(st.lists(st.sampled_from(sorted(children)), unique=True))
+            order = draw(st.permutations(sorted({"name", "bndbox", *keep})))
+        objects.append(
+            "<object>" + newline + newline.join(children[c] for c in order) + newline + "</object>"
+        )
+    body = newline.join(["<annotation>", *header, *objects, "</annotation>"])
+    return (declaration + body + newline).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(annotation_files())
+def test_fast_reader_and_parser_agree_on_any_file(data: bytes) -> None:
+    """The fast reader either reads a file exactly as the parser does, or leaves it to the
+    parser, so columns and errors (message and line) are always the parser's."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "a.xml").write_bytes(data)
+        assert_same_columns(columns_from_annotations(read_directory(folder)), read_columns(folder))
+
+
+def test_the_property_reaches_the_fast_path() -> None:
+    """The generator also writes files the fast reader reads itself (it does not only ever
+    fall back): several objects, CR LF line ends."""
+    found = find(
+        annotation_files(),
+        lambda d: b"\r\n" in d and d.count(b"<object>") >= 2 and scan._fast(d) is not None,
+        settings=settings(max_examples=5000, database=None),
+    )
+    assert scan._fast(found) is not None
+
+
+def _labelimg_with(tag: str, text: str) -> bytes:
+    """A LabelImg-laid-out prediction file whose ``<tag>`` holds ``text`` (``<xmin>`` on
+    line 12, ``<ymax>`` on line 15, ``<score>`` on line 17)."""
+    values = {"xmin": "10", "ymin": "20", "xmax": "50", "ymax": "60", "score": "0.5", tag: text}
+    return (
+        "<annotation>\n\t<folder>f</folder>\n\t<filename>a.jpg</filename>\n"
+        "\t<size>\n\t\t<width>100</width>\n\t\t<height>100</height>\n\t</size>\n"
+        "\t<object>\n\t\t<name>car</name>\n\t\t<difficult>0</difficult>\n\t\t<bndbox>\n"
+        f"\t\t\t<xmin>{values['xmin']}</xmin>\n\t\t\t<ymin>{values['ymin']}</ymin>\n"
+        f"\t\t\t<xmax>{values['xmax']}</xmax>\n\t\t\t<ymax>{values['ymax']}</ymax>\n"
+        f"\t\t</bndbox>\n\t\t<score>{values['score']}</score>\n\t</object>\n</annotation>\n"
+    ).encode()
+
+
+REFUSED_NUMBERS = [
+    pytest.param("0_5", "is not a number", id="underscore"),
+    pytest.param("1_000", "is not a number", id="thousands-underscore"),
+    pytest.param("\u0661\u0662", "is not a number", id="arabic-indic-digits"),
+    pytest.param("\uff11", "is not a number", id="fullwidth-digit"),
+    pytest.param("0x10", "is not a number", id="hexadecimal"),
+    pytest.param("1 2", "is not a number", id="space-inside"),
+    pytest.param("1\t2", "is not a number", id="tab-inside"),
+    pytest.param("1.2.3", "is not a number", id="two-points"),
+    pytest.param("\u00a012", "is not a number", id="no-break-space"),
+    pytest.param("nan", "is not finite", id="nan"),
+    pytest.param("-Infinity", "is not finite", id="infinity"),
+    pytest.param("1e400", "is not finite", id="overflow"),
+]
+
+
+@pytest.mark.parametrize("tag", ["xmin", "ymax", "score"])
+@pytest.mark.parametrize("text, problem", REFUSED_NUMBERS)
+def test_numbers_outside_the_grammar_are_refused_alike(
+    tmp_path: Path, tag: str, text: str, problem: str
+) -> None:
+    """A number outside the one grammar is refused with path:line and the same message by
+    the fast reader, the parser and lint (V003, or V004 when not finite)."""
+    from vocmatch.lint import lint_paths
+
+    line = {"xmin": 12, "ymax": 15, "score": 17}[tag]
+    path = tmp_path / "a.xml"
+    path.write_bytes(_labelimg_with(tag, text))
+    message = f"<{tag}> {problem}: {text.strip(' ')!r}"
+    parsed = read_directory(tmp_path)
+    fast = read_columns(tmp_path)
+    assert [(s.message, s.line) for s in parsed.skipped] == [(message, line)]
+    assert [(s.message, s.line) for s in fast.skipped] == [(message, line)]
+    findings = [f for f in lint_paths([path]).findings if f.code in ("V003", "V004")]
+    code = "V004" if problem == "is not finite" else "V003"
+    assert [(f.code, f.message, f.line) for f in findings] == [(code, message, line)]
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        pytest.param(" 7 ", 7.0, id="surrounding-spaces"),
+        pytest.param("\t7\r\n", 7.0, id="surrounding-tab-crlf"),
+        pytest.param("+5", 5.0, id="plus-sign"),
+        pytest.param(".5", 0.5, id="leading-point"),
+        pytest.param("5.", 5.0, id="trailing-point"),
+        pytest.param("007", 7.0, id="leading-zeros"),
+        pytest.param("1e1", 10.0, id="exponent"),
+        pytest.param("2.5E-1", 0.25, id="exponent-capital"),
+        pytest.param("-0", -0.0, id="minus-zero"),
+    ],
+)
+def test_numbers_in_the_grammar_read_alike(tmp_path: Path, text: str, value: float) -> None:
+    """Every form the grammar allows is read, to the same value, by both readers."""
+    (tmp_path / "a.xml").write_bytes(_labelimg_with("xmin", text))
+    parsed = read_directory(tmp_path)
+    assert parsed.annotations[0].boxes[0].x1 == value
+    assert scan._fast(_labelimg_with("xmin", text)) is not None  # read on the fast path
+    assert_same_columns(columns_from_annotations(parsed), read_columns(tmp_path))
