@@ -56,7 +56,7 @@ from vocmatch.result import (
 )
 from vocmatch.scan import ColumnSet
 
-__all__ = ["evaluate_columns", "fold_columns"]
+__all__ = ["MatchedColumns", "evaluate_columns", "evaluate_matched", "fold_columns"]
 
 _MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
 
@@ -129,6 +129,116 @@ class _Matching:
         order = np.argsort(self.hit_pred[at])
         matched_preds = self.hit_pred[at][order]
         return self.hit_gt[at][order][np.searchsorted(matched_preds, preds)].astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchedColumns:
+    """The evaluator's arrays once every image is matched: what analyses that re-read the
+    matching (bootstrap intervals, slices, calibration) start from, so that they count
+    exactly what the evaluation counted.
+
+    Ground truth is sorted by (image, class, file order), kept predictions by (image, class,
+    descending score, file order); ``image`` indices run over the evaluated images
+    (``Evaluation.images``), ``class`` indices over ``class_names``.
+
+    Attributes:
+        conventions: The conventions of the evaluation.
+        gt: The ground-truth columns (class names folded when the evaluation folded them).
+        pred: The prediction columns.
+        image_rows: ``(I,)`` each evaluated image's index in ``gt.keys``.
+        class_names: The classes, sorted.
+        thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
+            threshold, the sweep and the AP thresholds).
+        pairs_gt: ``(Q,)`` each same-image, same-class pair's ground truth.
+        pairs_pred: ``(Q,)`` its prediction.
+        pairs_iou: ``(Q,)`` its IoU.
+        gt_rows: ``(G,)`` each ground truth's row in ``gt``.
+        gt_image: ``(G,)``.
+        gt_class: ``(G,)``.
+        gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
+        gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
+        pred_rows: ``(P,)`` each kept prediction's row in ``pred``.
+        pred_image: ``(P,)``.
+        pred_class: ``(P,)``.
+        pred_score: ``(P,)`` scores, ``-inf`` where a prediction has none.
+        pred_rank: ``(P,)`` its place among its image-class's predictions by score.
+        ranked: Per class, its kept predictions (indices into the ``pred_*`` arrays) in the
+            ranking AP is computed on: stable, by descending score, ties in image then file
+            order.
+        hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
+        hit_pred: ``(H,)`` its prediction.
+        hit_gt: ``(H,)`` its ground truth.
+    """
+
+    conventions: Conventions
+    gt: ColumnSet
+    pred: ColumnSet
+    image_rows: IntArray
+    class_names: tuple[str, ...]
+    thresholds: FloatArray
+    pairs_gt: IntArray
+    pairs_pred: IntArray
+    pairs_iou: FloatArray
+    gt_rows: IntArray
+    gt_image: IntArray
+    gt_class: IntArray
+    gt_ignore: BoolArray
+    gt_crowd: BoolArray
+    pred_rows: IntArray
+    pred_image: IntArray
+    pred_class: IntArray
+    pred_score: FloatArray
+    pred_rank: IntArray
+    ranked: tuple[IntArray, ...]
+    hit_threshold: IntArray
+    hit_pred: IntArray
+    hit_gt: IntArray
+
+    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> _Matching:
+        """The protocol's matching again, with other ground truth ignored (an area range, a
+        slice): as pycocotools does for its area ranges, a prediction prefers ground truth
+        that counts, and one matched to ignored ground truth is ignored."""
+        levels = self.thresholds if thresholds is None else thresholds
+        pairs = _Pairs(self.pairs_gt, self.pairs_pred, self.pairs_iou)
+        return _match(
+            pairs, self.pred_rank, self.gt_rows.size, self.pred_rows.size, gt_ignore,
+            self.gt_crowd, levels, self.conventions.match_rule,
+            self.conventions.strict_threshold,
+        )  # fmt: skip
+
+    @property
+    def matching(self) -> _Matching:
+        """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
+        return _Matching(
+            self.hit_threshold,
+            self.hit_pred,
+            self.hit_gt,
+            self.gt_ignore,
+            (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
+        )
+
+
+def evaluate_matched(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conventions: Conventions | None = None,
+    keep_matches: bool = True,
+    *,
+    fold_case: bool = False,
+    progress: StageProgress | None = None,
+) -> tuple[Evaluation, MatchedColumns | None]:
+    """:func:`evaluate_columns`, and the arrays of its matching.
+
+    Returns:
+        The evaluation, and its :class:`MatchedColumns`; None where the evaluation took the
+        reference evaluator (predictions without scores, rotated boxes or polygons).
+    """
+    found: list[MatchedColumns] = []
+    evaluation = evaluate_columns(
+        gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
+        matched=found.append,
+    )  # fmt: skip
+    return evaluation, (found[0] if found else None)
 
 
 def _passes(values: FloatArray, thresholds: FloatArray, strict: bool) -> BoolArray:
@@ -292,6 +402,7 @@ def evaluate_columns(
     *,
     fold_case: bool = False,
     progress: StageProgress | None = None,
+    matched: Callable[[MatchedColumns], None] | None = None,
 ) -> Evaluation:
     """Evaluate column sets; the result equals :func:`vocmatch.evaluate.evaluate` on the same
     files, number for number.
@@ -308,6 +419,8 @@ def evaluate_columns(
             and ``("done", n, n)`` at the end. Every image goes through a stage at once.
             Not called where the reference evaluator takes over (predictions without
             scores, rotated boxes or polygons).
+        matched: Given the :class:`MatchedColumns` once every image is matched (not called
+            where the reference evaluator takes over); see :func:`evaluate_matched`.
 
     Returns:
         The evaluation.
@@ -488,6 +601,37 @@ def evaluate_columns(
     # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
     rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
     del by_score
+    if matched is not None:
+        matched(
+            MatchedColumns(
+                conventions=conv,
+                gt=gt,
+                pred=pred,
+                image_rows=np.asarray(images, dtype=np.int64),
+                class_names=tuple(class_names),
+                thresholds=thresholds,
+                pairs_gt=pairs.gt,
+                pairs_pred=pairs.pred,
+                pairs_iou=pairs.iou,
+                gt_rows=g_rows,
+                gt_image=g_image,
+                gt_class=g_class,
+                gt_ignore=g_ignore,
+                gt_crowd=g_crowd,
+                pred_rows=p_rows,
+                pred_image=p_image,
+                pred_class=p_class,
+                pred_score=p_score,
+                pred_rank=rank,
+                ranked=tuple(
+                    class_order[class_starts[k] : class_starts[k + 1]][rankings[k].order]
+                    for k in range(n_k)
+                ),
+                hit_threshold=m.hit_t,
+                hit_pred=m.hit_pred,
+                hit_gt=m.hit_gt,
+            )
+        )
     coco = None
     coco_precision = None
     # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
