@@ -42,6 +42,7 @@ import numpy.typing as npt
 from vocmatch.ap import COCO_RECALL_THRESHOLDS, Interpolation
 from vocmatch.batch import MatchedColumns
 from vocmatch.evaluate import COCO_AREAS, ClassResult, Evaluation, Summary
+from vocmatch.iou import box_area
 
 __all__ = [
     "CONFIDENCE",
@@ -444,9 +445,7 @@ class Resampler:
         tables += [c.gt for c in (class_curves, map_curves) if c is not None]
         # One (I, 5K) table of counts per image: a resample's totals are one product.
         self._table = np.concatenate([_dense(c, n_images, k) for c in tables], axis=1)
-        self._most_per_image = max(
-            [1, *(int(c.count.max(initial=0)) for c in counts[:2])]
-        )
+        self._most_per_image = max([1, *(int(c.count.max(initial=0)) for c in counts[:2])])
         # Per curves, class and level: the evaluation found every ground truth that counts.
         self._complete: dict[int, list[list[bool]]] = {}
         for curves in (class_curves, map_curves):
@@ -641,14 +640,6 @@ def _curves_from_matched(
     return _Curves(tuple(rankings), gt, interpolation, coco_eps)
 
 
-def _areas(boxes: FloatArray) -> FloatArray:
-    # pycocotools' "area" of a box: continuous, as vocmatch.batch computes it.
-    widths = np.maximum(boxes[:, 2] - boxes[:, 0], 0.0)
-    heights = np.maximum(boxes[:, 3] - boxes[:, 1], 0.0)
-    result: FloatArray = widths * heights
-    return result
-
-
 def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
     conv = matched.conventions
     k = len(matched.class_names)
@@ -680,10 +671,11 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
     )
     map_curves = None
     if conv.coco_stats:
-        # pycocotools' area "all" (both ends inclusive) and maxDets 100.
+        # pycocotools' area "all" (both ends inclusive; continuous box areas, as the
+        # evaluator's) and maxDets 100.
         low, high = COCO_AREAS[0]
-        gt_area = _areas(matched.gt.boxes[matched.gt_rows])
-        pred_area = _areas(matched.pred.boxes[matched.pred_rows])
+        gt_area = box_area(matched.gt.boxes[matched.gt_rows])
+        pred_area = box_area(matched.pred.boxes[matched.pred_rows])
         ignore = matched.gt_ignore | (gt_area < low) | (gt_area > high)
         pred_out = (pred_area < low) | (pred_area > high)
         same = not (ignore != matched.gt_ignore).any() and not pred_out.any()
