@@ -14,6 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "errors": set(),
+    "escapes": set(),  # how names are written in each kind of output
+    "output": set(),  # atomic report files
+    "workers": set(),  # the process pools
     "iou": set(),
     "ap": set(),
     "match": set(),
@@ -24,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol", "result"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
     "diff": {"evaluate", "iou", "model", "parse", "protocol"},
-    "report": {"analysis", "diff", "evaluate", "protocol", "model", "labels", "seg"},
+    "report": {"analysis", "diff", "evaluate", "protocol", "model", "labels", "seg", "escapes"},
     "formats": {
         "ap",
         "analysis",
@@ -36,15 +39,16 @@ ALLOWED: dict[str, set[str]] = {
         "__init__",
         "labels",
         "seg",
+        "escapes",
     },
     "gates": {"evaluate", "model"},
-    "lint": {"parse", "iou", "model"},
-    "seg": {"parse", "model"},
+    "lint": {"parse", "iou", "model", "workers", "escapes"},
+    "seg": {"parse", "model", "workers"},
     "labels": {"iou", "model", "parse"},
     "calculator": {"geometry", "iou", "model"},
     "diagram": {"calculator", "geometry", "iou", "model"},
-    "html": {"evaluate", "parse", "model", "protocol", "analysis", "__init__"},
-    "scan": {"parse", "model"},
+    "html": {"evaluate", "parse", "model", "protocol", "analysis", "__init__", "escapes"},
+    "scan": {"parse", "model", "workers"},
     "batch": {"ap", "evaluate", "geometry", "iou", "match", "protocol", "result", "scan"},
     "pairing": set(),  # names only: why no ground truth found its predictions
     "bootstrap": {"ap", "batch", "evaluate", "iou"},

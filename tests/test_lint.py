@@ -129,16 +129,21 @@ def test_v001_invalid_xml(lint: Lint, text: str, expected: list[str]) -> None:
 
 
 def test_v001_file_larger_than_the_limit(lint: Lint) -> None:
-    """A file over the size limit is refused unread."""
+    """A file over the size limit is refused unread, in the evaluator's words."""
     assert lint(document(box()), options=LintOptions(max_bytes=10)) == [
-        "a.xml:1: V001 file is larger than the 10-byte limit"
+        "a.xml:1: V001 file is larger than the 10-byte limit (230 bytes)"
     ]
 
 
 def test_v001_unreadable_file(tmp_path: Path) -> None:
-    """A path that cannot be opened as a file is a V001 finding, not an exception."""
+    """A path that is not a regular file is a V001 finding in the evaluator's words, not an
+    exception."""
     (finding,) = lint_file(tmp_path)
-    assert finding == Finding(str(tmp_path), 1, "V001", "cannot read file: Is a directory")
+    assert finding == Finding(str(tmp_path), 1, "V001", "not a regular file: a directory")
+    (finding,) = lint_file(tmp_path / "absent.xml")
+    assert finding == Finding(
+        str(tmp_path / "absent.xml"), 1, "V001", "cannot read file: No such file or directory"
+    )
 
 
 # V002 ---------------------------------------------------------------------------------------

@@ -4,19 +4,33 @@ Console.
 Exit codes:
     0: evaluated, every file read.
     1: a quality gate or a lint check failed.
-    2: bad usage, or input that could not be evaluated at all.
+    2: bad usage, input that could not be evaluated at all, or a report file that cannot
+        be written (``vocmatch: cannot write PATH: reason``).
     3: evaluated, but some files were skipped (each named on stderr).
-    130: interrupted (Ctrl-C).
+    4: something meant for stdout or stderr could not be written (a full disk, a closed
+        descriptor); report files given with ``--output`` and the like are complete.
+    129, 130, 143: ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM (128 + the signal number).
 
-When several apply, the first in this order wins: 130, 2, 1, 3, 0. A failed gate (1) wins
-over skipped files (3) because the gate is the verdict a CI job asks for; the skipped files
-are still named on stderr.
+When several apply, the first in this order wins: 129/130/143, 2, 4, 1, 3, 0. A failed
+gate (1) wins over skipped files (3) because the gate is the verdict a CI job asks for; the
+skipped files are still named on stderr. Lost output (4) wins over the verdict, which is
+still printed where it can be, because a job reading the report must not take a partial
+one for whole; a reader that goes away (``vocmatch ... | head``) loses nothing it wanted,
+so the exit code stays the verdict.
+
+Rules for a new option or output:
+    - a threshold or measure: ``FiniteFloatRange`` (click's ``FloatRange`` lets NaN in);
+    - a path read: ``InputPath`` (refuses ""); a report file: ``OutputPath``, checked with
+      :func:`check_outputs` before any work and written with :func:`write_text`;
+    - names in any text: :mod:`vocmatch.escapes`; stderr lines through :func:`echo_err`.
 """
 
 from __future__ import annotations
 
+import errno
 import gc
 import io
+import math
 import os
 import re
 import signal
@@ -27,13 +41,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from vocmatch import __version__
 from vocmatch.errors import VocmatchError, VocmatchWarning
+from vocmatch.escapes import printable
+from vocmatch.output import InputFolder, OutputError, check_output
+from vocmatch.output import write_text as write_file
 
 # Everything else is imported where a command needs it: `vocmatch --version` and `--help`
 # start without numpy, lxml or rich (a tenth of the time), and each command loads only what
@@ -53,7 +70,17 @@ if TYPE_CHECKING:
     from vocmatch.scan import ColumnSet
     from vocmatch.seg import PredVoid
 
-__all__ = ["EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "main"]
+__all__ = [
+    "EXIT_GATE",
+    "EXIT_HANGUP",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_OUTPUT",
+    "EXIT_SKIPPED",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "main",
+]
 
 #: The HTML report's pictures are scaled to this side (vocmatch.html.PICTURE_MAX_SIDE; a test
 #: keeps the two equal, so the option's help is right without importing the HTML module).
@@ -72,7 +99,10 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_USAGE = 2
 EXIT_SKIPPED = 3
-EXIT_INTERRUPTED = 130
+EXIT_OUTPUT = 4
+EXIT_HANGUP = 128 + 1
+EXIT_INTERRUPTED = 128 + 2
+EXIT_TERMINATED = 128 + 15
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,11 +134,61 @@ class DefaultGroup(click.Group):
             raise click.UsageError(f"no such command {word!r}; did you mean {close[0]!r}?", ctx)
 
 
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN and infinities: every comparison with NaN
+    is false, so click's range check lets ``--iou nan`` through. Every option that takes a
+    threshold or a measure uses this type."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+class InputPath(click.Path):
+    """``click.Path`` that refuses an empty string, which the system would read as the
+    current folder (``vocmatch "" pred`` must not evaluate ``.``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            self.fail("the path is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class CannotWrite(click.ClickException):
+    """A report path refused while the command line is read: shown as the one line
+    ``vocmatch: cannot write PATH: reason``, like every other report path refused."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(printable(f"vocmatch: {self.message}"), file=file, err=file is None)
+
+
+class OutputPath(click.Path):
+    """A report file: any path, checked by :func:`check_outputs` before the run (so that
+    every refusal reads ``vocmatch: cannot write PATH: reason``). An empty string is refused
+    here, before click would turn it into ``.``."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            raise CannotWrite(str(OutputError("", "the path is empty")))
+        return super().convert(value, param, ctx)
+
+
 def stdout_console() -> Console:
-    """The console for the report (stdout); colour only on a terminal, NO_COLOR honoured."""
+    """The console for the report (stdout); colour only on a terminal, NO_COLOR honoured.
+
+    Markup and emoji codes are off: a plain string that reached it from the data (a class
+    named ``[link=...]`` or ``:skull:``) prints as it is written.
+    """
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, markup=False, emoji=False)
 
 
 #: The width content is measured at: wider than any line of a report.
@@ -156,7 +236,8 @@ def report_text(renderable: RenderableType) -> str:
     from rich.console import Console
 
     buffer = io.StringIO()
-    console = Console(file=buffer, color_system=None, highlight=False)
+    # No markup or emoji codes: a string from the data prints as it is written.
+    console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
     console.width = content_width(console, renderable)[1]
     console.print(renderable)
     return buffer.getvalue()
@@ -165,8 +246,6 @@ def report_text(renderable: RenderableType) -> str:
 def echo_err(text: str) -> None:
     """One line on stderr, control characters shown as escapes: file and class names come
     from the data, and a name holding ESC must not drive the terminal or the CI log."""
-    from vocmatch.report import printable
-
     click.echo(printable(text), err=True)
 
 
@@ -178,11 +257,43 @@ def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
 
 @contextmanager
 def library_errors() -> Iterator[None]:
-    """Turn the library's typed errors into one line on stderr and exit code 2."""
+    """Turn the library's typed errors into one line on stderr and exit code 2
+    (``vocmatch: cannot write PATH: reason`` for a report file)."""
     try:
         yield
+    except OutputError as error:
+        echo_err(f"vocmatch: {error}")
+        raise click.exceptions.Exit(EXIT_USAGE) from None
     except VocmatchError as error:
         raise fail(str(error)) from None
+
+
+#: Suffixes of the pictures --images reads (vocmatch.html.PICTURE_SUFFIXES).
+PICTURE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def xml_folders(*folders: Path) -> list[InputFolder]:
+    """Annotation folders, whose ``*.xml`` files a run reads."""
+    return [InputFolder(os.fspath(folder), (".xml",)) for folder in folders]
+
+
+def check_outputs(
+    outputs: Sequence[Path | None],
+    files: Sequence[Path | None] = (),
+    folders: Sequence[InputFolder] = (),
+) -> None:
+    """Refuse, before any work, report paths that cannot be written, that are inputs, or
+    that are given for two outputs (one line and exit 2; see :mod:`vocmatch.output`)."""
+    given = [path for path in outputs if path is not None]
+    inputs = [path for path in files if path is not None]
+    seen: dict[str, Path] = {}
+    with library_errors():
+        for path in given:
+            check_output(path, inputs, folders)
+            real = os.path.realpath(path)
+            if real in seen:
+                raise OutputError(os.fspath(path), f"it is also given as {seen[real]}")
+            seen[real] = path
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -212,7 +323,7 @@ def output_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--output",
         "-o",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=OutputPath(),
         default=None,
         help=help_text,
     )
@@ -274,7 +385,7 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--iou",
-            type=click.FloatRange(0.0, 1.0),
+            type=FiniteFloatRange(0.0, 1.0),
             default=None,
             help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
         ),
@@ -534,8 +645,8 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 
 
 @main.command("eval")
-@click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputPath(file_okay=False, path_type=Path))
 @click.option(
     "--mode",
     type=click.Choice(["boxes", "labels"]),
@@ -557,7 +668,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 @click.option("--only-failing", is_flag=True, help="List only images with an FP or an FN.")
 @click.option(
     "--classes-csv",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(),
     default=None,
     metavar="FILE",
     help="Also write one CSV row per class to FILE (with any --format).",
@@ -565,7 +676,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 @click.option(
     "--html",
     "html_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(),
     default=None,
     metavar="FILE",
     help="Also write a self-contained HTML report to FILE: summary, curves, confusion matrix "
@@ -574,7 +685,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 @click.option(
     "--images",
     "images_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=InputPath(exists=True, file_okay=False, path_type=Path),
     default=None,
     metavar="DIR",
     help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
@@ -611,7 +722,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 )
 @click.option(
     "--background-iou",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     default=DEFAULT_BACKGROUND_IOU,
     show_default=True,
     help="A false positive overlapping no object by more than this is a background error; "
@@ -697,6 +808,11 @@ def eval_command(
         return
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
+    check_outputs(
+        [output, classes_csv, html_file],
+        folders=xml_folders(gt_dir, pred_dir)
+        + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
+    )
     conventions = conventions_from(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
@@ -858,6 +974,7 @@ def labels_eval(
     if difficult == "crowd":
         raise click.UsageError("--difficult crowd applies to boxes, not to --mode labels")
     label_difficult: LabelDifficult = "count" if difficult == "count" else "ignore"
+    check_outputs([output], folders=xml_folders(gt_dir, pred_dir))
     with library_errors():
         # The parallel reader: the same objects and skipped files as read_pair.
         gt_columns, pred_columns = read_column_pair(
@@ -902,11 +1019,10 @@ def html_text(
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a report file, turning an OS error into a one-line message."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise fail(f"cannot write {path}: {error.strerror or error}") from None
+    """Write a report file atomically (:mod:`vocmatch.output`): a failure is one line,
+    ``vocmatch: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
+    with library_errors():
+        write_file(path, text)
 
 
 def regression_gate_option(
@@ -922,9 +1038,9 @@ def regression_gate_option(
 
 
 @main.command("diff")
-@click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("pred_a_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("pred_b_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_a_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_b_dir", type=InputPath(file_okay=False, path_type=Path))
 @convention_options
 @format_option(["table", "json"], "table: the rich report; json: every change, for scripts.")
 @output_option("Write the report to FILE instead of stdout.")
@@ -974,6 +1090,7 @@ def diff_command(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
     )  # fmt: skip
+    check_outputs([output], folders=xml_folders(gt_dir, pred_a_dir, pred_b_dir))
     with library_errors():
         # The vectorised path, as for eval: the same evaluations, with every per-box match.
         jobs = os.cpu_count() or 1
@@ -1013,7 +1130,7 @@ def diff_command(
 
 
 @main.command("lint")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=InputPath(exists=True, path_type=Path))
 @click.option(
     "--select",
     multiple=True,
@@ -1030,13 +1147,13 @@ def diff_command(
 @click.option(
     "--classes",
     "classes_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Known class names, one per line; turns on V009 unknown-class.",
 )
 @click.option(
     "--tolerance",
-    type=click.FloatRange(min=0.0),
+    type=FiniteFloatRange(min=0.0),
     default=0.0,
     show_default=True,
     metavar="PIXELS",
@@ -1044,7 +1161,7 @@ def diff_command(
 )
 @click.option(
     "--duplicate-iou",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
+    type=FiniteFloatRange(0.0, 1.0, min_open=True),
     default=DEFAULT_DUPLICATE_IOU,
     show_default=True,
     help="IoU at or above which two boxes of one class are a V010 duplicate.",
@@ -1135,7 +1252,7 @@ def lint_command(
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     default=0.5,
     show_default=True,
     help="IoU (or Jaccard) threshold for the verdict; inclusive, IoU >= t matches.",
@@ -1210,12 +1327,12 @@ def iou_command(
 
 
 @main.command("seg")
-@click.argument("gt_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputPath(file_okay=False, path_type=Path))
 @click.option(
     "--classes",
     "classes_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
     help="Class names, one per line, in mask-index order (the first line is index 0). "
@@ -1264,6 +1381,11 @@ def seg_command(
     from vocmatch.report import render_seg, seg_summary
     from vocmatch.seg import VOC_CLASSES, evaluate_masks, read_class_names
 
+    check_outputs(
+        [output],
+        files=[classes_file],
+        folders=[InputFolder(os.fspath(d), (".png",)) for d in (gt_dir, pred_dir)],
+    )
     with library_errors():
         names = read_class_names(classes_file) if classes_file is not None else VOC_CLASSES
         evaluation = evaluate_masks(gt_dir, pred_dir, names, pred_void=pred_void, jobs=jobs)
@@ -1285,17 +1407,208 @@ class Interrupted(BaseException):
     (which prints a blank line and "Aborted!") and reaches :func:`run`."""
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP, raised by the handler :func:`run` installs, so that every block
+    on the way out (worker pools, report files being written) cleans up as for Ctrl-C.
+
+    Args:
+        signum: The signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: The signals that stop a run, each with its exit code (128 + the signal number, as a
+#: shell reports a process that a signal ended) and its line on stderr.
+_STOP_SIGNALS = {"SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
+
+
+def _ignore_further_signals() -> None:
+    """While the run cleans up after the first signal, a second one must not cut the
+    clean-up short (workers left running, a temporary file left behind); it is bounded."""
+    for name in ("SIGINT", *_STOP_SIGNALS):
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) in (interrupt, stop):
+            signal.signal(number, signal.SIG_IGN)
+
+
 def interrupt(signum: int, frame: FrameType | None) -> None:
     """The SIGINT handler :func:`run` installs."""
+    _ignore_further_signals()
     raise Interrupted
 
 
-def run(handle_interrupt: bool | None = None) -> None:
-    """Entry point that also turns Ctrl-C and a closed pipe into quiet exits.
+def stop(signum: int, frame: FrameType | None) -> None:
+    """The SIGTERM and SIGHUP handler :func:`run` installs."""
+    _ignore_further_signals()
+    raise Stopped(signum)
 
-    Ctrl-C prints one line, ``vocmatch: interrupted``, and exits 130. When the reader of
-    stdout goes away (``vocmatch ... | head``) the rest of the output is dropped: ``eval``
-    still exits with its verdict (0, 1 or 3), any other command with 0.
+
+class GuardedStream:
+    """stdout or stderr, as a stream whose writes never raise ``OSError``.
+
+    A write or flush that fails (a full disk, a file size limit, a closed descriptor, a
+    terminal gone, a reader that went away) is recorded in :attr:`error`; the descriptor is
+    then pointed at the null device, so what is still buffered, and Python's own flush at
+    exit, go nowhere without a second error or a traceback, and the rest of the output is
+    dropped. :func:`run` turns the record into the exit code. Every writer -- click, rich,
+    ``print`` -- goes through it, so none needs its own handling.
+
+    Args:
+        stream: The stream (None when the descriptor was closed when the process started).
+        descriptor: Its file descriptor.
+    """
+
+    def __init__(self, stream: IO[str] | None, descriptor: int) -> None:
+        self._stream = stream
+        self._descriptor = descriptor
+        self.error: OSError | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Whether something written to the stream was lost for a reason other than its
+        reader going away (EPIPE: ``vocmatch ... | head`` reads what it wants, then
+        leaves)."""
+        return self.error is not None and self.error.errno != errno.EPIPE
+
+    def _fail(self, error: OSError) -> None:
+        self.error = error
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._descriptor)
+            os.close(null)
+        except OSError:
+            pass
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.error is None and self._stream is None and text:
+            # Closed when the process started: lost only once there is something to write.
+            self.error = OSError(errno.EBADF, "it is closed")
+        if self.error is None and self._stream is not None:
+            try:
+                return self._stream.write(text)
+            except OSError as error:
+                self._fail(error)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None and self._stream is not None:
+            try:
+                self._stream.flush()
+            except OSError as error:
+                self._fail(error)
+
+    def isatty(self) -> bool:
+        return self.error is None and self._stream is not None and self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return getattr(self._stream, "errors", None) or "backslashreplace"
+
+    def __getattr__(self, name: str) -> Any:
+        # No binary buffer: a writer that found one would write past the guard.
+        if name == "buffer" or self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def _open_standard_descriptors() -> None:
+    """Give a descriptor closed at start (``vocmatch ... >&-``) the null device, so that
+    no file vocmatch opens later takes its number and receives what is meant for it."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != descriptor:
+                    os.dup2(null, descriptor)
+                    os.close(null)
+            except OSError:
+                pass
+
+
+def guard_standard_streams() -> tuple[GuardedStream, GuardedStream]:
+    """Put :class:`GuardedStream` in place of ``sys.stdout`` and ``sys.stderr``."""
+    # A file name that is not valid UTF-8 reaches the report as a lone surrogate; under a
+    # strict stdout (PYTHONIOENCODING=utf-8, most UTF-8 locales) printing it would fail.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+    _open_standard_descriptors()
+    out = GuardedStream(sys.stdout, 1)
+    err = GuardedStream(sys.stderr, 2)
+    sys.stdout, sys.stderr = out, err
+    return out, err
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Show the library's warnings as ``vocmatch: warning: ...`` lines, others as Python
+    would."""
+    if issubclass(category, VocmatchWarning):
+        echo_err(f"vocmatch: warning: {message}")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
+def install_signal_handlers(handle_interrupt: bool) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP raise exceptions that end the run cleanly. A signal the
+    parent set to be ignored (``nohup``, a background job of a script) stays ignored."""
+    if handle_interrupt:
+        signal.signal(signal.SIGINT, interrupt)
+    for name in _STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) not in (signal.SIG_IGN, None):
+            signal.signal(number, stop)
+
+
+def show_usage_error(error: click.ClickException) -> None:
+    """click's message for a usage error, each line escaped: the message repeats the value
+    given, which may come from the data."""
+    buffer = io.StringIO()
+    error.show(file=buffer)
+    for line in buffer.getvalue().splitlines():
+        echo_err(line)
+
+
+def run(handle_interrupt: bool | None = None) -> None:
+    """Entry point that also turns signals and failed output into quiet, documented exits.
+
+    Ctrl-C prints one line, ``vocmatch: interrupted``, and exits 130; SIGTERM and SIGHUP
+    print ``vocmatch: terminated (SIGTERM)`` or ``vocmatch: hung up (SIGHUP)`` and exit 143
+    or 129. Worker processes are ended at once and a report file being written is left as
+    it was. When the reader of stdout goes away (``vocmatch ... | head``) the rest of the
+    output is dropped and the command exits with its verdict. When stdout or stderr cannot
+    be written (a full disk, a closed descriptor), the command still runs to its end, says
+    so on stderr where it can, and exits 4.
 
     Args:
         handle_interrupt: Install the Ctrl-C handler; by default only where Python's own is
@@ -1310,31 +1623,33 @@ def run(handle_interrupt: bool | None = None) -> None:
     gc.set_threshold(100_000, 50, 100)
     if handle_interrupt is None:
         handle_interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    if handle_interrupt:
-        signal.signal(signal.SIGINT, interrupt)
-    # A file name that is not valid UTF-8 reaches the report as a lone surrogate; under a
-    # strict stdout (PYTHONIOENCODING=utf-8, most UTF-8 locales) printing it would fail.
-    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
-        sys.stdout.reconfigure(errors="backslashreplace")
+    install_signal_handlers(handle_interrupt)
+    out, err = guard_standard_streams()
+    warnings.showwarning = show_warning
     try:
-        # Outside standalone mode click returns, not raises, the code of a command's Exit.
-        code = main.main(standalone_mode=False)
-    except click.exceptions.Exit as exit_:
-        code = exit_.exit_code
-    except click.ClickException as error:
-        error.show()
-        code = EXIT_USAGE
+        try:
+            # Outside standalone mode click returns, not raises, the code of a command's Exit.
+            code = main.main(standalone_mode=False)
+        except click.exceptions.Exit as exit_:
+            code = exit_.exit_code
+        except click.ClickException as error:
+            show_usage_error(error)
+            code = EXIT_USAGE
     except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
+        _ignore_further_signals()
         # On a terminal the echoed ^C has no newline after it.
-        start = "\n" if sys.stderr.isatty() else ""
+        start = "\n" if err.isatty() else ""
         click.echo(f"{start}vocmatch: interrupted", err=True)
         code = EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (vocmatch ... | head): exit quietly, as Unix tools do.
-        discard_stdout()
-        code = EXIT_OK
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        discard_stdout()
-    sys.exit(code if isinstance(code, int) else EXIT_OK)
+    except Stopped as stopped:
+        name = signal.Signals(stopped.signum).name
+        click.echo(f"vocmatch: {_STOP_SIGNALS.get(name, name)}", err=True)
+        code = 128 + stopped.signum
+    code = code if isinstance(code, int) else EXIT_OK
+    out.flush()
+    if out.lost and out.error is not None:
+        echo_err(f"vocmatch: cannot write to stdout: {out.error.strerror or out.error}")
+    err.flush()
+    if (out.lost or err.lost) and code not in (EXIT_USAGE, EXIT_INTERRUPTED) and code < 128:
+        code = EXIT_OUTPUT
+    sys.exit(code)

@@ -35,7 +35,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
@@ -58,7 +57,9 @@ from vocmatch.parse import (
     _xml_parser,
     find_annotation_files,
     number_problem,
+    read_bytes,
 )
+from vocmatch.workers import worker_count, worker_results
 
 __all__ = [
     "DEFAULT_DUPLICATE_IOU",
@@ -312,9 +313,10 @@ def read_classes(path: str | os.PathLike[str]) -> frozenset[str]:
     """
     name = os.fspath(path)
     try:
-        text = Path(name).read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"{name}: cannot read class list: {error.strerror or error}") from None
+        # Regular files only, read without blocking: a named pipe cannot hang the run.
+        text = read_bytes(name).decode("utf-8")
+    except AnnotationError as error:
+        raise InputError(f"{name}: cannot read class list: {error.message}") from None
     except UnicodeDecodeError:
         raise InputError(f"{name}: class list is not UTF-8 text") from None
     classes = frozenset(
@@ -683,14 +685,11 @@ def lint_file(path: str | os.PathLike[str], options: LintOptions | None = None) 
     options = options if options is not None else LintOptions()
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            data = handle.read(options.max_bytes + 1)
-    except OSError as error:
-        message = f"cannot read file: {error.strerror or error}"
-        return [Finding(name, 1, "V001", message)] if "V001" in options.codes else []
-    if len(data) > options.max_bytes:
-        message = f"file is larger than the {options.max_bytes:,}-byte limit"
-        return [Finding(name, 1, "V001", message)] if "V001" in options.codes else []
+        # The evaluator's own reading: regular files only (a named pipe or a device is
+        # refused without blocking), size checked before reading.
+        data = read_bytes(name, options.max_bytes)
+    except AnnotationError as error:
+        return [Finding(name, 1, "V001", error.message)] if "V001" in options.codes else []
     return lint_bytes(data, name, options)
 
 
@@ -735,15 +734,13 @@ def lint_paths(
             if real not in seen:
                 seen.add(real)
                 files.append(file)
-    if jobs <= 1 or len(files) < 64:
-        findings = _lint_files(files, options)
-    else:
-        # Chunks large enough that sending them costs little, enough to balance the workers.
-        size = max(16, min(256, len(files) // (jobs * 8)))
-        chunks = [files[i : i + size] for i in range(0, len(files), size)]
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            parts = pool.map(_lint_files, chunks, [options] * len(chunks))
-            findings = [finding for part in parts for finding in part]
+    # A few files are linted faster here than by starting processes.
+    workers = 1 if len(files) < 64 else worker_count(jobs, len(files))
+    # Chunks large enough that sending them costs little, enough to balance the workers.
+    size = max(16, min(256, len(files) // (workers * 8)))
+    chunks = [(files[i : i + size], options) for i in range(0, len(files), size)]
+    with worker_results(_lint_files, chunks, workers) as parts:
+        findings = [finding for part in parts for finding in part]
     return LintResult(findings=tuple(findings), files_checked=len(files))
 
 

@@ -31,6 +31,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from lxml import etree
 
@@ -48,6 +49,7 @@ __all__ = [
     "find_annotation_files",
     "list_directory",
     "number_problem",
+    "open_regular",
     "parse_annotation",
     "read_annotation",
     "read_bytes",
@@ -556,6 +558,47 @@ def _read_to_end(descriptor: int, expected: int, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
+def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
+    """Open a regular file for reading without blocking: a named pipe, socket or device
+    (also behind a symbolic link) is refused before anything waits on it."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(name, flags)
+    except OSError as error:
+        raise AnnotationError(name, f"cannot read {what}: {_reason(error)}") from None
+    try:
+        mode = os.fstat(descriptor)
+        if not stat.S_ISREG(mode.st_mode):
+            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
+            raise AnnotationError(name, f"not a regular file: {kind}")
+    except OSError as error:
+        os.close(descriptor)
+        raise AnnotationError(name, f"cannot read {what}: {_reason(error)}") from None
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, mode
+
+
+def open_regular(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """Open a regular file for reading (binary), refusing anything else without blocking.
+
+    For readers that take a file object (Pillow); :func:`read_bytes` reads a whole file.
+
+    Args:
+        path: The file.
+        what: The file's kind in messages (``cannot read mask: ...``).
+
+    Raises:
+        AnnotationError: The file cannot be opened (with the system's reason) or is a
+            directory, named pipe, socket or device.
+    """
+    descriptor, _ = _open_regular(os.fspath(path), what)
+    os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
+
+
 def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """Read a whole annotation file, refusing what is not a regular file of bounded size.
 
@@ -575,16 +618,8 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES)
             not a regular file, or is larger than ``max_bytes``.
     """
     name = os.fspath(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor, mode = _open_regular(name)
     try:
-        descriptor = os.open(name, flags)
-    except OSError as error:
-        raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
-    try:
-        mode = os.fstat(descriptor)
-        if not stat.S_ISREG(mode.st_mode):
-            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
-            raise AnnotationError(name, f"not a regular file: {kind}")
         if mode.st_size > max_bytes:
             raise AnnotationError(
                 name,
@@ -631,9 +666,12 @@ def _is_link(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _walk(top: str) -> _Walk:
-    """Every ``*.xml`` file below ``top``, the directories that could not be listed, and
-    the links that were not entered.
+def _walk(top: str, suffix: str = ".xml") -> _Walk:
+    """Every file below ``top`` whose name ends in ``suffix`` (in any case), the
+    directories that could not be listed, and the links that were not entered.
+
+    The walk keeps its own stack, so a tree thousands of folders deep is no deeper for
+    Python; a folder whose path is too long for the system is skipped with its reason.
 
     Real directories are walked before any symbolic link is followed, so a file reached
     both ways keeps the key of its real path; a link to a directory already walked (a loop,
@@ -671,7 +709,7 @@ def _walk(top: str) -> _Walk:
             if is_dir:
                 target = linked_dirs if _is_link(entry) else real_dirs
                 target.append((entry.path, f"{prefix}{entry.name}/"))
-            elif entry.name.lower().endswith(".xml"):
+            elif entry.name.lower().endswith(suffix):
                 walk.files.append((prefix + os.path.splitext(entry.name)[0], entry.path))
         real.extend(reversed(real_dirs))
         linked.extend(reversed(linked_dirs))
@@ -686,7 +724,9 @@ def _directory(root: str | os.PathLike[str]) -> str:
     return top
 
 
-def find_annotation_files(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def find_annotation_files(
+    root: str | os.PathLike[str], suffix: str = ".xml"
+) -> list[tuple[str, str]]:
     """List every ``*.xml`` file below a directory, recursively, in sorted order.
 
     Symbolic links are followed; each directory is entered once, real directories before
@@ -695,6 +735,7 @@ def find_annotation_files(root: str | os.PathLike[str]) -> list[tuple[str, str]]
 
     Args:
         root: The directory to search.
+        suffix: Another lower-case suffix to list instead (``".png"`` for masks).
 
     Returns:
         ``(key, path)`` pairs sorted by key, where the key is the path relative to ``root``
@@ -703,10 +744,10 @@ def find_annotation_files(root: str | os.PathLike[str]) -> list[tuple[str, str]]
     Raises:
         InputError: ``root`` is not a directory.
     """
-    return _walk(_directory(root)).files
+    return _walk(_directory(root), suffix).files
 
 
-def list_directory(root: str | os.PathLike[str]) -> DirectoryListing:
+def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> DirectoryListing:
     """List the annotation files of a directory, one per image key, and what was left out.
 
     Two files with the same key (``a.xml`` and ``a.XML``) keep the first in sorted order and
@@ -718,6 +759,7 @@ def list_directory(root: str | os.PathLike[str]) -> DirectoryListing:
 
     Args:
         root: The directory to list, recursively.
+        suffix: Another lower-case suffix to list instead (``".png"`` for masks).
 
     Returns:
         The files to read, the skipped ones and the notes of the walk.
@@ -726,7 +768,7 @@ def list_directory(root: str | os.PathLike[str]) -> DirectoryListing:
         InputError: ``root`` is not a directory.
     """
     top = _directory(root)
-    walk = _walk(top)
+    walk = _walk(top, suffix)
     files: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     folded: dict[str, tuple[str, str]] = {}

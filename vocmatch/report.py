@@ -3,11 +3,15 @@
 Nothing here prints: the caller owns the Console. The per-image table lists the worst images
 first (most FP + FN, then by name) and stops after ``max_rows`` rows, so that it reads the
 same for 5 images and for 5,000; a footer says how many rows were left out.
+
+Names are data, never markup: every file, class or folder name enters a renderable as
+``Text(printable(name))`` (:func:`_name`), never as a plain string, which rich would read
+as markup (``[link=...]``, ``[/]``) and emoji codes; :func:`vocmatch.escapes.printable`
+writes control characters and bidi overrides as escapes.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -31,26 +35,29 @@ from vocmatch.diff import (
     ObjectRef,
     RegressionResult,
 )
+from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.labels import LabelEvaluation, LabelImageResult
 from vocmatch.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
 
-__all__ = ["ReportOptions", "class_table", "header", "image_table", "render", "summary_table"]
+__all__ = [
+    "ReportOptions",
+    "class_table",
+    "header",
+    "image_table",
+    "printable",
+    "render",
+    "summary_table",
+]
 
 
-# C0 and C1 control characters and DEL; tab is kept. Rich keeps ESC, so names are cleaned here.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+def _name(name: str, style: str = "") -> Text:
+    """A name from the data as a cell: escaped, and never read as markup."""
+    return Text(printable(name), style=style)
 
 
-def printable(text: str) -> str:
-    r"""``text`` with control characters written as escapes (``\x1b``).
-
-    Names come from file names and XML; one holding ESC would otherwise drive the terminal.
-
-    >>> printable("a\x1b[31mb")
-    'a\\x1b[31mb'
-    """
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+def _note(note: str) -> Text:
+    return Text(f"note: {printable(note)}", style="yellow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +117,7 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
         rows = [r for r in rows if r.errors > 0]
     shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
     for image in shown:
-        label = Text(printable(image.key))
+        label = _name(image.key)
         if image.pred_path is None:
             label.append(" †", style="yellow")
         table.add_row(
@@ -153,7 +160,7 @@ def class_table(evaluation: Evaluation) -> Table:
 
 
 def _class_cells(cls: ClassResult) -> list[RenderableType]:
-    name = Text(printable(cls.name))
+    name = _name(cls.name)
     if not cls.in_map:
         name.append(" *", style="yellow")
     gt = str(cls.gt) if not cls.gt_ignored else f"{cls.gt} (+{cls.gt_ignored})"
@@ -213,7 +220,7 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
-        parts.append(Text(f"note: {note}", style="yellow"))
+        parts.append(_note(note))
     if any(not c.in_map for c in evaluation.classes):
         parts.append(Text("* class has no ground truth: reported, not averaged", style="dim"))
     return Group(*parts)
@@ -296,7 +303,7 @@ def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
     for cls in analysis.classes:
-        table.add_row(cls.name, *_error_cells(cls.counts))
+        table.add_row(_name(cls.name), *_error_cells(cls.counts))
     table.add_section()
     table.add_row(Text("all", style="bold"), *_error_cells(analysis.summary))
     cost = analysis.cost
@@ -337,7 +344,7 @@ def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> Renderable
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
     for image in shown:
-        table.add_row(image.key, *_error_cells(image.counts))
+        table.add_row(_name(image.key), *_error_cells(image.counts))
     parts: list[RenderableType] = [table]
     if len(rows) > len(shown):
         parts.append(Text(f"{len(rows) - len(shown):,} more images with errors", style="dim"))
@@ -355,14 +362,14 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
         table = Table(title=title, title_justify="left")
         table.add_column("GT \\ pred", no_wrap=True)
         for name in matrix.names:
-            table.add_column(name, justify="right", no_wrap=True)
+            table.add_column(_name(name), justify="right", no_wrap=True)
         for r, name in enumerate(matrix.names):
             cells: list[RenderableType] = []
             for c in range(k + 1):
                 value = int(matrix.counts[r, c])
                 style = "dim" if value == 0 else ("green" if r == c else "red")
                 cells.append(Text(str(value), style=style))
-            table.add_row(name, *cells)
+            table.add_row(_name(name), *cells)
         return table
     # Class-to-class cells: the confusions proper; background is summed in a footnote.
     cells_list = [
@@ -377,7 +384,7 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
     table.add_column("predicted", no_wrap=True)
     table.add_column("count", justify="right")
     for count, gt_name, pred_name in cells_list[:CONFUSION_MAX_CELLS]:
-        table.add_row(gt_name, pred_name, str(count))
+        table.add_row(_name(gt_name), _name(pred_name), str(count))
     parts: list[RenderableType] = [table]
     more = len(cells_list) - CONFUSION_MAX_CELLS
     if more > 0:
@@ -504,7 +511,7 @@ def _image_objects(image: ImageDiff) -> Text:
         if text:
             text.append(" · ", style="dim")
         text.append(f"{label} ", style=style)
-        text.append(", ".join(str(r) for r in refs))
+        text.append(printable(", ".join(str(r) for r in refs)))
     text.truncate(DIFF_OBJECTS_WIDTH, overflow="ellipsis")
     return text
 
@@ -519,8 +526,8 @@ def diff_report(
     conventions = Table.grid(padding=(0, 2))
     conventions.add_column(style="bold")
     conventions.add_column()
-    conventions.add_row("A", diff.a_name)
-    conventions.add_row("B", diff.b_name)
+    conventions.add_row("A", _name(diff.a_name))
+    conventions.add_row("B", _name(diff.b_name))
     for name, value in diff.conventions.describe():
         conventions.add_row(name, value)
 
@@ -545,7 +552,7 @@ def diff_report(
         classes.add_column(name, justify="right", no_wrap=True)
     for cls in diff.classes:
         classes.add_row(
-            cls.name,
+            _name(cls.name),
             str(cls.gt),
             _number(cls.ap.a),
             _number(cls.ap.b),
@@ -566,7 +573,7 @@ def diff_report(
     images.add_column("objects")
     for image in shown:
         images.add_row(
-            image.key,
+            _name(image.key),
             _count_delta(len(image.new_fn), False, signed=False),
             _count_delta(len(image.fixed_fn), True, signed=False),
             _count_delta(len(image.new_fp), False, signed=False),
@@ -600,9 +607,9 @@ def diff_report(
         )
     )
     for key in diff.only_a:
-        parts.append(Text(f"note: {key} evaluated in A only", style="yellow"))
+        parts.append(_note(f"{key} evaluated in A only"))
     for key in diff.only_b:
-        parts.append(Text(f"note: {key} evaluated in B only", style="yellow"))
+        parts.append(_note(f"{key} evaluated in B only"))
     if results:
         gates = Table(title="Regression gates", title_justify="left")
         gates.add_column("gate")
@@ -610,7 +617,7 @@ def diff_report(
         gates.add_column("", no_wrap=True)
         for result in results:
             verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
-            gates.add_row(str(result.gate), str(result), verdict)
+            gates.add_row(_name(str(result.gate)), _name(str(result)), verdict)
         parts += [Text(), gates]
     return Group(*parts)
 
@@ -630,7 +637,7 @@ __all__ += [
 
 
 def _names(names: tuple[str, ...], style: str = "") -> Text:
-    return Text(", ".join(names), style=style) if names else Text("—", style="dim")
+    return _name(", ".join(names), style=style) if names else Text("—", style="dim")
 
 
 def _label_header(evaluation: LabelEvaluation) -> Table:
@@ -650,7 +657,7 @@ def _label_header(evaluation: LabelEvaluation) -> Table:
 def _difference(image: LabelImageResult) -> Text:
     """``-airplane -car +boat``: missed classes, then extra ones."""
     words = [f"-{name}" for name in image.missed] + [f"+{name}" for name in image.extra]
-    return Text(" ".join(words), style="red") if words else Text("—", style="dim")
+    return _name(" ".join(words), style="red") if words else Text("—", style="dim")
 
 
 def label_image_table(
@@ -669,13 +676,13 @@ def label_image_table(
         rows = [r for r in rows if r.errors > 0]
     shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
     for image in shown:
-        label = Text(printable(image.key))
+        label = _name(image.key)
         if image.pred_path is None:
             label.append(" †", style="yellow")
         gt = _names(image.gt)
         if image.ignored:
-            gt = Text(", ".join(image.gt) + ", " if image.gt else "")
-            gt.append(f"({', '.join(image.ignored)})", style="dim")
+            gt = _name(", ".join(image.gt) + ", " if image.gt else "")
+            gt.append(printable(f"({', '.join(image.ignored)})"), style="dim")
         table.add_row(
             label,
             gt,
@@ -716,7 +723,7 @@ def label_class_table(evaluation: LabelEvaluation) -> Table:
     for column in ("GT", "pred", "TP", "FP", "FN", "IoU"):
         table.add_column(column, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        name = Text(printable(cls.name))
+        name = _name(cls.name)
         if cls.gt == 0:
             name.append(" *", style="yellow")
         gt = str(cls.gt) if not cls.ignored else f"{cls.gt} (+{cls.ignored})"
@@ -764,7 +771,7 @@ def label_summary(evaluation: LabelEvaluation) -> RenderableType:
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
-        parts.append(Text(f"note: {note}", style="yellow"))
+        parts.append(_note(note))
     parts.append(
         Text(
             "TP/FP/FN count images per class; macro IoU: mean over classes; "
@@ -796,12 +803,12 @@ def _seg_header(evaluation: SegEvaluation) -> Table:
     names = tuple(c.name for c in evaluation.classes)
     source = ", PASCAL VOC" if names == VOC_CLASSES else ""
     last = len(names) - 1
-    listed = f"0 {names[0]}" + (f" … {last} {names[last]}" if last else "")
+    listed = printable(f"0 {names[0]}" + (f" … {last} {names[last]}" if last else ""))
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     table.add_row("mode", "segmentation masks: pixel value = class index")
-    table.add_row("classes", f"{len(names)}{source} ({listed})")
+    table.add_row("classes", Text(f"{len(names)}{source} ({listed})"))
     table.add_row("void", f"{VOID} in the ground truth: ignored")
     pred_void = {
         "error": f"{VOID} in a prediction: the image is skipped (VOC devkit)",
@@ -835,7 +842,7 @@ def seg_image_table(evaluation: SegEvaluation, max_rows: int = 20) -> Renderable
     shown = rows if max_rows == 0 else rows[:max_rows]
     for image in shown:
         table.add_row(
-            image.key,
+            _name(image.key),
             _number(image.pixel_accuracy, 3),
             _number(image.miou, 3),
             _names(image.gt_classes),
@@ -864,7 +871,7 @@ def seg_class_table(evaluation: SegEvaluation) -> RenderableType:
             absent += 1
             continue
         table.add_row(
-            cls.name,
+            _name(cls.name),
             _number(cls.iou),
             _number(cls.accuracy),
             f"{cls.tp:,}",

@@ -33,7 +33,6 @@ import math
 import os
 import re
 from collections.abc import Callable, Container, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +50,7 @@ from vocmatch.parse import (
     parse_annotation,
     read_bytes,
 )
+from vocmatch.workers import worker_count, worker_results
 
 __all__ = ["ColumnSet", "columns_from_annotations", "read_column_pair", "read_columns"]
 
@@ -915,7 +915,7 @@ def _read_sets(
     total = sum(len(listing.files) for listing in listings)
     # Chunks small enough to report progress and balance the workers, large enough that
     # sending them costs little.
-    size = max(16, min(512, total // (max(jobs, 1) * 8) or 16))
+    size = max(16, min(512, total // (worker_count(jobs, total) * 8) or 16))
     parts = [
         (which, listing.files[i : i + size])
         for which, listing in enumerate(listings)
@@ -923,20 +923,15 @@ def _read_sets(
     ]
     chunks: list[list[_Chunk]] = [[] for _ in listings]
     done = 0
-    if jobs <= 1 or total < 64:
-        for which, part in parts:
-            chunks[which].append(_read_chunk(part, max_bytes))
+    # A few files are read faster here than by starting processes.
+    workers = 1 if total < 64 else jobs
+    tasks = [(part, max_bytes) for _, part in parts]
+    with worker_results(_read_chunk, tasks, workers) as results:
+        for (which, part), chunk in zip(parts, results, strict=True):
+            chunks[which].append(chunk)
             done += len(part)
             if progress is not None:
                 progress(done, total)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_read_chunk, part, max_bytes) for _, part in parts]
-            for (which, part), future in zip(parts, futures, strict=True):
-                chunks[which].append(future.result())
-                done += len(part)
-                if progress is not None:
-                    progress(done, total)
     sets = [
         _assemble(os.fspath(root), found, listing.skipped, listing.notes)
         for root, found, listing in zip(roots, chunks, listings, strict=True)
@@ -972,7 +967,8 @@ def read_columns(
 
     Args:
         root: The directory to read, recursively.
-        jobs: Worker processes; 1 reads in this process.
+        jobs: Worker processes (capped at the cores and the files; 0: every core); 1
+            reads in this process.
         max_bytes: Per-file size limit.
         progress: Called as ``progress(files_read, files_total)`` as reading goes on.
 
@@ -1005,7 +1001,7 @@ def read_column_pair(
     Args:
         gt_dir: Ground-truth XML files (searched recursively).
         pred_dir: Prediction XML files.
-        jobs: Worker processes.
+        jobs: Worker processes (capped at the cores and the files; 0: every core).
         max_bytes: Per-file size limit.
         progress: Called as ``progress(files_read, files_total)`` over both directories.
 

@@ -31,10 +31,11 @@ Conventions:
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -43,6 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, InputError
+from vocmatch.parse import list_directory, open_regular, read_bytes
+from vocmatch.workers import worker_count, worker_results
 
 __all__ = [
     "VOC_CLASSES",
@@ -257,8 +260,11 @@ def read_class_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """
     shown = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        # Regular files only, read without blocking: a named pipe cannot hang the run.
+        text = read_bytes(path).decode("utf-8")
+    except AnnotationError as e:
+        raise AnnotationError(shown, f"cannot read class names: {e.message}") from None
+    except UnicodeDecodeError as e:
         raise AnnotationError(shown, f"cannot read class names: {e}") from None
     names: list[str] = []
     first_line: dict[str, int] = {}
@@ -301,7 +307,8 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
 
     shown = os.fspath(path)
     try:
-        with Image.open(path) as image:
+        # Opened as a regular file first: a named pipe or a device is refused, not waited on.
+        with open_regular(path, "mask") as handle, Image.open(handle) as image:
             if image.format != "PNG":
                 raise AnnotationError(shown, f"not a PNG file (Pillow reads it as {image.format})")
             if image.mode not in _MASK_MODES:
@@ -580,12 +587,19 @@ def _evaluate_chunk(
     return [_evaluate_pair(pair, names, pred_void) for pair in pairs]
 
 
-def _masks_by_key(root: Path) -> dict[str, Path]:
-    return {
-        path.relative_to(root).with_suffix("").as_posix(): path
-        for path in root.rglob("*.png")
-        if path.is_file()
-    }
+def _masks_by_key(root: Path, skipped: dict[str, SegSkipped]) -> dict[str, Path]:
+    """The ``*.png`` files below ``root`` by key; folders that cannot be read and files
+    left out of the listing go to ``skipped``.
+
+    The evaluator's own walk: links followed, each folder entered once, its own stack (a
+    tree thousands of folders deep is no deeper for Python).
+    """
+    listing = list_directory(root, ".png")
+    for left_out in listing.skipped:
+        skipped.setdefault(left_out.key or left_out.path, SegSkipped(
+            left_out.path, left_out.message, "invalid"
+        ))  # fmt: skip
+    return {key: Path(path) for key, path in listing.files}
 
 
 def _check_dir(path: str | os.PathLike[str], what: str) -> Path:
@@ -649,13 +663,13 @@ def evaluate_masks(
         raise InputError(f"jobs must be at least 1, got {jobs}")
     gt_root = _check_dir(gt_dir, "ground-truth")
     pred_root = _check_dir(pred_dir, "prediction")
-    gt_masks = _masks_by_key(gt_root)
+    skipped: dict[str, SegSkipped] = {}
+    gt_masks = _masks_by_key(gt_root, skipped)
     if not gt_masks:
         raise InputError(f"no *.png masks under {os.fspath(gt_dir)!r}")
-    pred_masks = _masks_by_key(pred_root)
+    pred_masks = _masks_by_key(pred_root, skipped)
 
     pairs: list[_Pair] = []
-    skipped: dict[str, SegSkipped] = {}
     for key in sorted(gt_masks.keys() | pred_masks.keys()):
         gt_path = gt_masks.get(key)
         pred_path = pred_masks.get(key)
@@ -672,13 +686,14 @@ def evaluate_masks(
     n = len(names)
     total = np.zeros((n + 1, n + 1), dtype=np.int64)
     images: list[SegImageResult] = []
-    for pair, outcome in zip(pairs, _outcomes(pairs, names, pred_void, jobs), strict=True):
-        if isinstance(outcome, SegSkipped):
-            skipped[pair.key] = outcome
-        else:
-            counts, image = outcome
-            total += counts
-            images.append(image)
+    with _outcomes(pairs, names, pred_void, jobs) as outcomes:
+        for pair, outcome in zip(pairs, outcomes, strict=True):
+            if isinstance(outcome, SegSkipped):
+                skipped[pair.key] = outcome
+            else:
+                counts, image = outcome
+                total += counts
+                images.append(image)
 
     classes = _class_results(total, names)
     confusion = np.ascontiguousarray(total[:n, :n])
@@ -698,21 +713,16 @@ def evaluate_masks(
     )
 
 
+@contextmanager
 def _outcomes(
     pairs: Sequence[_Pair], names: tuple[str, ...], pred_void: PredVoid, jobs: int
-) -> Iterator[tuple[npt.NDArray[np.int64], SegImageResult] | SegSkipped]:
-    """Evaluate the pairs in order, in this process or in ``jobs`` worker processes."""
-    workers = min(jobs, len(pairs))
-    if workers <= 1:
-        for pair in pairs:
-            yield _evaluate_pair(pair, names, pred_void)
-        return
+) -> Iterator[Iterator[tuple[npt.NDArray[np.int64], SegImageResult] | SegSkipped]]:
+    """Evaluate the pairs in order, in this process or in up to ``jobs`` worker processes
+    (stopped at once if the block ends by an exception)."""
+    workers = worker_count(jobs, len(pairs))
     # A few chunks per worker: large enough that pickling and scheduling stay small next to
     # PNG decoding, small enough to balance the load.
     size = max(1, math.ceil(len(pairs) / (workers * 4)))
-    chunks = list(_chunks(pairs, size))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for chunk in pool.map(
-            _evaluate_chunk, chunks, [names] * len(chunks), [pred_void] * len(chunks)
-        ):
-            yield from chunk
+    tasks = [(chunk, names, pred_void) for chunk in _chunks(pairs, size)]
+    with worker_results(_evaluate_chunk, tasks, workers) as chunks:
+        yield itertools.chain.from_iterable(chunks)

@@ -1,0 +1,283 @@
+"""Writing report files so that a reader never sees half of one.
+
+Every file vocmatch writes (``--output``, ``--html``, ``--classes-csv``, the outputs of
+``diff`` and ``seg``) goes through :func:`write_text` or :func:`write_bytes`: the content is
+written to a new temporary file in the target's folder (a unique name, created with
+``O_EXCL``), flushed to disk, given the permissions the target has (or ``0666`` less the
+umask for a new file, as ``open(path, "w")`` would), and renamed over the target with
+:func:`os.replace`, which is atomic. A full disk, a file size limit, a crash, Ctrl-C or a
+signal therefore leave the earlier report as it was and no partial file; the temporary file
+is removed on every failure (only SIGKILL or a power cut can leave one, named
+``.vocmatch-*.tmp``). Two runs writing the same path each rename a complete file of their
+own, so the last one wins and the file is never a mix of the two.
+
+A target that exists and is not a regular file -- ``/dev/stdout``, a named pipe such as a
+shell's ``>(gzip > r.gz)``, a terminal, ``/dev/full`` -- cannot be replaced and is written
+directly; a named pipe nobody reads is refused at once instead of blocking. A symbolic link
+to a file keeps pointing at it: the file it names is replaced.
+
+:func:`check_output` runs before any work, so that a path that cannot be written (empty, a
+folder, a missing or read-only folder) or that is one of the run's inputs is refused in one
+line before a long evaluation rather than after it.
+
+A new output writes through :func:`write_text` or :func:`write_bytes` and is checked with
+:func:`check_output` before the run; its text escapes names with :mod:`vocmatch.escapes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vocmatch.errors import VocmatchError
+
+__all__ = ["InputFolder", "OutputError", "check_output", "write_bytes", "write_text"]
+
+_TEMPORARY_PREFIX = ".vocmatch-"
+_TEMPORARY_SUFFIX = ".tmp"
+
+
+class OutputError(VocmatchError):
+    """A report file cannot be written.
+
+    Prints as ``cannot write PATH: reason``.
+
+    Args:
+        path: The file that was to be written, as given.
+        reason: Why, in a few words (the system's reason where there is one).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path or repr(self.path)}: {self.reason}"
+
+    def __reduce__(self) -> tuple[type[OutputError], tuple[str, str]]:
+        return (type(self), (self.path, self.reason))
+
+
+@dataclass(frozen=True, slots=True)
+class InputFolder:
+    """A folder a run reads, and the files in it that it reads.
+
+    Attributes:
+        path: The folder.
+        suffixes: Lower-case suffixes of the files read from it (``(".xml",)``); a report
+            with one of them inside the folder would be read as input by the next run.
+    """
+
+    path: str
+    suffixes: tuple[str, ...]
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _error(shown: str, folder: str, error: OSError) -> OutputError:
+    """The :class:`OutputError` for a system error met while writing into ``folder``."""
+    if isinstance(error, FileNotFoundError):
+        return OutputError(shown, f"the folder {folder} does not exist")
+    if isinstance(error, NotADirectoryError):
+        return OutputError(shown, f"{folder} is not a folder")
+    return OutputError(shown, _reason(error))
+
+
+def _folder_of(path: str) -> str:
+    return os.path.dirname(path) or os.curdir
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is below ``folder`` (both real paths)."""
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives
+        return False
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]] = (),
+    folders: Sequence[InputFolder] = (),
+) -> None:
+    """Refuse, before any work, a report path that cannot be written or is an input.
+
+    Args:
+        path: The report file to be written.
+        files: Input files of the run; the report may not be one of them.
+        folders: Input folders of the run; the report may not be a file that the folder's
+            reading would take as input.
+
+    Raises:
+        OutputError: The path is empty, is a folder, its folder does not exist or cannot
+            be written, or it is one of the inputs.
+    """
+    name = os.fspath(path)
+    if not name:
+        raise OutputError(name, "the path is empty")
+    try:
+        status: os.stat_result | None = os.stat(name)
+    except FileNotFoundError:
+        status = None  # a new file (or a link to one)
+    except OSError as error:
+        raise _error(name, _folder_of(name), error) from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise OutputError(name, "it is a folder")
+    for file in files:
+        try:
+            same = status is not None and os.path.samefile(name, file)
+        except OSError:
+            same = False
+        if same:
+            raise OutputError(name, f"it is the input file {os.fspath(file)}")
+    real = os.path.realpath(name)
+    for folder in folders:
+        suffix = os.path.splitext(real)[1].lower()
+        if suffix in folder.suffixes and _inside(real, os.path.realpath(folder.path)):
+            raise OutputError(
+                name,
+                f"it is inside the input folder {folder.path} and would be read as input",
+            )
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        if not os.access(name, os.W_OK):
+            raise OutputError(name, os.strerror(errno.EACCES))
+        return  # written directly: see _write_special
+    _probe(_folder_of(real), name)
+
+
+def _probe(folder: str, shown: str) -> None:
+    """Create and remove a temporary file in ``folder``: the one sure test that it can be
+    written (permissions, a read-only file system, a path under a file)."""
+    try:
+        descriptor, temporary = _create_temporary(folder)
+    except OSError as error:
+        raise _error(shown, folder, error) from None
+    os.close(descriptor)
+    _remove(temporary)
+
+
+def _create_temporary(folder: str) -> tuple[int, str]:
+    """A new, empty file of a unique name in ``folder``, open for writing.
+
+    ``0666`` less the umask, as ``open(path, "w")`` gives a new file.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    while True:
+        name = f"{_TEMPORARY_PREFIX}{os.urandom(6).hex()}{_TEMPORARY_SUFFIX}"
+        temporary = os.path.join(folder, name)
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue  # another run's temporary file: draw another name
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(descriptor, view)
+        view = view[written:]
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename itself durable (best effort: not every system opens folders)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _replace(target: str, data: bytes, status: os.stat_result | None) -> None:
+    folder = _folder_of(target)
+    descriptor, temporary = _create_temporary(folder)
+    try:
+        try:
+            _write_all(descriptor, data)
+            if status is not None:
+                # The replaced file's permissions (and owner, where allowed) carry over.
+                os.fchmod(descriptor, stat.S_IMODE(status.st_mode))
+                with contextlib.suppress(OSError):
+                    os.fchown(descriptor, status.st_uid, status.st_gid)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, target)
+    except BaseException:
+        # Also on KeyboardInterrupt, SystemExit and the CLI's signal exceptions.
+        _remove(temporary)
+        raise
+    _sync_folder(folder)
+
+
+def _write_special(name: str, data: bytes) -> None:
+    """Write to a device, pipe or socket in place: it cannot be replaced."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(name, flags)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OutputError(name, "no process is reading the named pipe") from None
+        raise
+    try:
+        os.set_blocking(descriptor, True)
+        _write_all(descriptor, data)
+    finally:
+        os.close(descriptor)
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a report file atomically (see the module docstring).
+
+    Args:
+        path: The file to write; a symbolic link keeps its target, which is replaced.
+        data: The whole content.
+
+    Raises:
+        OutputError: The file cannot be written (the earlier file, if any, is unchanged).
+    """
+    name = os.fspath(path)
+    if not name:
+        raise OutputError(name, "the path is empty")
+    try:
+        try:
+            status: os.stat_result | None = os.stat(name)
+        except FileNotFoundError:
+            status = None
+        if status is not None and stat.S_ISDIR(status.st_mode):
+            raise OutputError(name, "it is a folder")
+        if status is not None and not stat.S_ISREG(status.st_mode):
+            _write_special(name, data)
+            return
+        _replace(os.path.realpath(name), data, status)
+    except OSError as error:
+        raise _error(name, _folder_of(name), error) from None
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a text report atomically as UTF-8 (see :func:`write_bytes`).
+
+    Text that cannot be encoded (a lone surrogate that escaped :mod:`vocmatch.escapes`) is
+    written as a backslash escape rather than failing the write.
+
+    Raises:
+        OutputError: The file cannot be written.
+    """
+    write_bytes(path, text.encode("utf-8", "backslashreplace"))
