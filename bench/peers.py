@@ -7,6 +7,8 @@ and read its peak memory from the parent (``resource.getrusage(RUSAGE_CHILDREN)`
 
     python bench/peers.py pycocotools bench/data/5000
     python bench/peers.py faster-coco-eval bench/data/5000
+    python bench/peers.py hotcoco bench/data/5000
+    python bench/peers.py vernier bench/data/5000
 
 prints one JSON object: ``{"peer": ..., "stats": [12 floats], "seconds": ..., "max_rss_kib": ...}``
 where ``seconds`` covers loading both JSON files and evaluating, without interpreter start-up.
@@ -79,9 +81,56 @@ def run_faster_coco_eval(gt_json: Path, pred_json: Path) -> list[float]:
     return [float(value) for value in evaluation.stats]
 
 
+def run_hotcoco(gt_json: Path, pred_json: Path) -> list[float]:
+    """Score predictions with hotcoco (a Rust evaluator with pycocotools' interface).
+
+    hotcoco converts VOC XML to COCO but drops ``<score>``, so it cannot read scored XML
+    predictions: it is measured, like the other peers, from the COCO JSON.
+
+    Args:
+        gt_json: COCO ground-truth file.
+        pred_json: COCO results file.
+
+    Returns:
+        The 12 ``COCOeval.stats`` numbers.
+    """
+    from hotcoco import COCO, COCOeval
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO(str(gt_json))
+        coco_pred = coco_gt.load_res(str(pred_json))
+        evaluation = COCOeval(coco_gt, coco_pred, "bbox")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return [float(value) for value in evaluation.stats]
+
+
+def run_vernier(gt_json: Path, pred_json: Path) -> list[float]:
+    """Score predictions with vernier (a Rust evaluator) in its pycocotools-exact mode.
+
+    ``parity_mode="strict"`` reproduces pycocotools bit for bit (vernier's default,
+    ``"corrected"``, fixes some of pycocotools' quirks and may differ). vernier reads the
+    JSON bytes itself.
+
+    Args:
+        gt_json: COCO ground-truth file.
+        pred_json: COCO results file.
+
+    Returns:
+        The 12 ``COCOeval.stats`` numbers.
+    """
+    from vernier.instance import Evaluator
+
+    summary = Evaluator(parity_mode="strict").evaluate(gt_json.read_bytes(), pred_json.read_bytes())
+    return [float(value) for value in summary.stats]
+
+
 PEERS: dict[str, Callable[[Path, Path], list[float]]] = {
     "pycocotools": run_pycocotools,
     "faster-coco-eval": run_faster_coco_eval,
+    "hotcoco": run_hotcoco,
+    "vernier": run_vernier,
 }
 
 

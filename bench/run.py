@@ -1,17 +1,21 @@
-"""Time vocmatch against pycocotools and faster-coco-eval on the same data, side by side.
+"""Time vocmatch against pycocotools, faster-coco-eval, hotcoco and vernier on the same data.
 
     python bench/run.py                      # the medium set: 5,000 images, 3 runs each
     python bench/run.py --images 500 --runs 5
+    python bench/run.py --peers hotcoco,vernier --layouts labelimg,cvat
     python bench/run.py --scaling 500,5000,50000 --runs 1
 
 Every tool runs as its own process, in turns (one run of each, then the next round), so
 machine load falls on all of them alike. Wall time covers the whole process: start-up,
-reading the files (XML for vocmatch, JSON for the peers), evaluating and printing. Peak
-memory is the process's maximum resident set size. Before any time is printed, the 12 COCO
-numbers of vocmatch and of both peers are compared and must agree to 1e-12.
+reading the files (XML for vocmatch, in every writer's layout of ``bench/zoo.py``; COCO JSON
+for the peers), evaluating and printing. Peak memory is the process's maximum resident set
+size. Before any time is printed, the 12 COCO numbers of vocmatch on every layout and of
+every peer are compared: every peer must agree with vocmatch to 1e-12, and the layouts
+with each other exactly.
 
 The floor is lxml parsing the same XML files into trees with the same number of processes
-and doing nothing else: what any XML-reading evaluator built on lxml would pay.
+and doing nothing else: what any XML-reading evaluator built on lxml would pay. Start-up is
+``vocmatch --version`` run many times, beside the bare interpreter.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import generate  # noqa: E402
-from peers import lxml_parse_floor  # noqa: E402
+from peers import PEERS, lxml_parse_floor  # noqa: E402
+from zoo import LAYOUTS, write_layout  # noqa: E402
 
 COCO_NAMES = (
     "AP",
@@ -46,6 +51,9 @@ COCO_NAMES = (
     "ARm",
     "ARl",
 )
+#: The peers, in the order of the ratio columns (fastest first).
+PEER_ORDER = ("hotcoco", "vernier", "faster-coco-eval", "pycocotools")
+VOCMATCH = "vocmatch coco"
 
 
 @dataclass
@@ -93,55 +101,127 @@ def ensure_dataset(root: Path, images: int) -> Path:
     return folder
 
 
-def commands(folder: Path, jobs: int) -> dict[str, list[str]]:
-    vocmatch = [sys.executable, "-m", "vocmatch", str(folder / "gt"), str(folder / "pred")]
-    peers = [sys.executable, str(HERE / "peers.py")]
-    return {
-        "vocmatch --protocol coco": [
-            *vocmatch, "--protocol", "coco", "--format", "json", "--jobs", str(jobs),
-        ],
-        "vocmatch --protocol voc12": [
-            *vocmatch, "--protocol", "voc12", "--format", "json", "--jobs", str(jobs),
-        ],
-        "pycocotools": [*peers, "pycocotools", str(folder)],
-        "faster-coco-eval": [*peers, "faster-coco-eval", str(folder)],
-        f"floor: lxml parse, {jobs} process(es)": [
-            sys.executable, str(HERE / "run.py"), "--floor", str(folder), "--jobs", str(jobs),
-        ],
-    }  # fmt: skip
+def layout_folder(folder: Path, layout: str, images: int) -> Path:
+    """The dataset's files in one layout (LabelImg's are the generated set itself)."""
+    if layout == "labelimg":
+        return folder
+    target = folder / "layouts" / layout
+    done = target / ".complete"
+    if not done.exists():
+        print(f"writing the {layout} layout of {images:,} images ...", flush=True)
+        write_layout(target, layout, images)
+        done.write_text("")
+    return target
+
+
+def vocmatch_command(folder: Path, protocol: str, jobs: int) -> list[str]:
+    return [
+        sys.executable, "-m", "vocmatch", str(folder / "gt"), str(folder / "pred"),
+        "--protocol", protocol, "--format", "json", "--jobs", str(jobs), "--quiet",
+    ]  # fmt: skip
+
+
+def commands(
+    folder: Path, images: int, jobs: int, layouts: list[str], peers: list[str]
+) -> dict[str, list[str]]:
+    tools = {}
+    for layout in layouts:
+        files = layout_folder(folder, layout, images)
+        tools[f"{VOCMATCH}: {layout}"] = vocmatch_command(files, "coco", jobs)
+    tools["vocmatch voc12: labelimg"] = vocmatch_command(folder, "voc12", jobs)
+    for peer in peers:
+        tools[peer] = [sys.executable, str(HERE / "peers.py"), peer, str(folder)]
+    tools[f"floor: lxml parse, {jobs} process(es)"] = [
+        sys.executable, str(HERE / "run.py"), "--floor", str(folder), "--jobs", str(jobs),
+    ]  # fmt: skip
+    return tools
 
 
 def coco_numbers(name: str, stdout: str) -> list[float]:
     data = json.loads(stdout)
-    if name.startswith("vocmatch"):
+    if name.startswith(VOCMATCH):
         return [float(data["coco"][key]) for key in COCO_NAMES]
     return [float(v) for v in data["stats"]]
 
 
-def compare(folder: Path, jobs: int, runs: int) -> None:
-    tools = commands(folder, jobs)
-    results: dict[str, list[Measure]] = {name: [] for name in tools}
-    for round_ in range(runs):
-        for name, command in tools.items():
-            results[name].append(run_tool(command))
-        print(f"round {round_ + 1}/{runs} done", file=sys.stderr, flush=True)
-    reference = coco_numbers("vocmatch", results["vocmatch --protocol coco"][0].stdout)
-    for peer in ("pycocotools", "faster-coco-eval"):
+def check_numbers(results: dict[str, list[Measure]], peers: list[str]) -> list[float]:
+    """Stop unless every layout gives vocmatch the same 12 numbers and every peer agrees
+    with them (1e-12); return them."""
+    layouts = [name for name in results if name.startswith(VOCMATCH)]
+    reference = coco_numbers(layouts[0], results[layouts[0]][0].stdout)
+    for name in layouts[1:]:
+        for measure in results[name]:
+            if coco_numbers(name, measure.stdout) != reference:
+                raise SystemExit(f"{name}: other numbers than {layouts[0]}: no timing reported")
+    print(f"12 COCO numbers identical on {len(layouts)} layout(s)")
+    for peer in peers:
         numbers = coco_numbers(peer, results[peer][0].stdout)
         worst = max(abs(a - b) for a, b in zip(reference, numbers, strict=True))
         if worst > 1e-12:
             raise SystemExit(f"COCO numbers differ from {peer} by {worst:g}: no timing reported")
         print(f"12 COCO numbers equal to {peer}'s (largest difference {worst:.1e})")
+    return reference
+
+
+def startup(runs: int) -> None:
+    """``vocmatch --version`` and the bare interpreter, ``runs`` times each, in turns."""
+    cases = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "vocmatch --version": [sys.executable, "-m", "vocmatch", "--version"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs + 1):  # the first round warms the file cache and is not counted
+        for name, command in cases.items():
+            start = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=True)
+            times[name].append(time.perf_counter() - start)
+    print(f"\nstart-up, {runs} runs each, interleaved\n")
+    print(f"{'command':<24} {'median s':>9} {'min s':>7}")
+    for name, seconds in times.items():
+        kept = seconds[1:]
+        print(f"{name:<24} {statistics.median(kept):>9.3f} {min(kept):>7.3f}")
+
+
+def compare(
+    folder: Path, images: int, jobs: int, runs: int, layouts: list[str], peers: list[str]
+) -> None:
+    tools = commands(folder, images, jobs, layouts, peers)
+    load_before = os.getloadavg()
+    results: dict[str, list[Measure]] = {name: [] for name in tools}
+    for round_ in range(runs):
+        for name, command in tools.items():
+            results[name].append(run_tool(command))
+        print(f"round {round_ + 1}/{runs} done", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
+    reference = check_numbers(results, peers)
     print(f"AP {reference[0]:.4f}  AP50 {reference[1]:.4f}  AP75 {reference[2]:.4f}")
-    images = sum(1 for _ in (folder / "gt").glob("*.xml"))
-    print(f"\n{images:,} images, {runs} runs each, interleaved; jobs = {jobs}\n")
-    base = statistics.median(m.seconds for m in results["vocmatch --protocol coco"])
-    print(f"{'tool':<36} {'median s':>9} {'min s':>7} {'peak MiB':>9} {'time / vocmatch coco':>21}")
+    print(
+        f"\n{images:,} images, {runs} runs each, interleaved; jobs = {jobs}; "
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
+    )
+    medians = {name: statistics.median(m.seconds for m in ms) for name, ms in results.items()}
+    ratio_peers = [p for p in PEER_ORDER if p in peers]
+    header = f"{'tool':<36} {'median s':>9} {'min s':>7} {'peak MiB':>9}"
+    header += "".join(f" {'/ ' + p:>19}" for p in ratio_peers)
+    print(header)
     for name, measures in results.items():
-        median = statistics.median(m.seconds for m in measures)
         fastest = min(m.seconds for m in measures)
         peak = max(m.peak_mib for m in measures)
-        print(f"{name:<36} {median:>9.2f} {fastest:>7.2f} {peak:>9.0f} {median / base:>20.2f}x")
+        line = f"{name:<36} {medians[name]:>9.2f} {fastest:>7.2f} {peak:>9.0f}"
+        line += "".join(f" {medians[name] / medians[p]:>18.2f}x" for p in ratio_peers)
+        print(line)
+    layout_times = {n: t for n, t in medians.items() if n.startswith(VOCMATCH)}
+    slowest = max(layout_times, key=layout_times.__getitem__)
+    fastest_layout = min(layout_times, key=layout_times.__getitem__)
+    spread = layout_times[slowest] / layout_times[fastest_layout]
+    print(
+        f"\nlayouts: slowest ({slowest.split(': ')[1]}) / fastest "
+        f"({fastest_layout.split(': ')[1]}) = {spread:.2f}x"
+    )
+    for peer in ratio_peers:
+        best = min(layout_times.values()) / medians[peer]
+        worst = max(layout_times.values()) / medians[peer]
+        print(f"vocmatch coco / {peer}: {best:.2f}x to {worst:.2f}x over the layouts")
 
 
 def scaling(root: Path, sizes: list[int], jobs: int, runs: int) -> None:
@@ -149,7 +229,7 @@ def scaling(root: Path, sizes: list[int], jobs: int, runs: int) -> None:
     for images in sizes:
         folder = ensure_dataset(root, images)
         for protocol in ("coco", "voc12"):
-            command = commands(folder, jobs)[f"vocmatch --protocol {protocol}"]
+            command = vocmatch_command(folder, protocol, jobs)
             measures = [run_tool(command) for _ in range(runs)]
             median = statistics.median(m.seconds for m in measures)
             peak = max(m.peak_mib for m in measures)
@@ -163,6 +243,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated")
+    parser.add_argument("--peers", default=",".join(PEER_ORDER), help="comma-separated")
+    parser.add_argument("--startup", type=int, default=20, help="runs of vocmatch --version")
     parser.add_argument("--scaling", help="comma-separated sizes: vocmatch time and memory")
     parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -175,7 +258,18 @@ def main() -> None:
     if args.scaling:
         scaling(args.data, [int(s) for s in args.scaling.split(",")], args.jobs, args.runs)
         return
-    compare(ensure_dataset(args.data, args.images), args.jobs, args.runs)
+    layouts = [name for name in args.layouts.split(",") if name]
+    peers = [name for name in args.peers.split(",") if name]
+    for name in layouts:
+        if name not in LAYOUTS:
+            parser.error(f"unknown layout {name!r} (known: {', '.join(LAYOUTS)})")
+    for name in peers:
+        if name not in PEERS:
+            parser.error(f"unknown peer {name!r} (known: {', '.join(PEERS)})")
+    folder = ensure_dataset(args.data, args.images)
+    compare(folder, args.images, args.jobs, args.runs, layouts, peers)
+    if args.startup:
+        startup(args.startup)
 
 
 if __name__ == "__main__":

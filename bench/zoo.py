@@ -314,6 +314,7 @@ LAYOUTS: dict[str, Writer] = {
     "minified": minified,
 }
 
+
 def write_layout(
     out_dir: Path,
     layout: str,
