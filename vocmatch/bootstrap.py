@@ -659,6 +659,17 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         _cells(gt_image[counting_gt], gt_class[counting_gt], k),
     )
     ap_levels = [level_of[float(v)] for v in conv.ap_thresholds]
+    if not _scored(evaluation):
+        # Predictions without scores: no ranking, no AP; counts only.
+        return Resampler(
+            images=tuple(evaluation_keys(evaluation)),
+            class_names=matched.class_names,
+            counts=counts,
+            class_curves=None,
+            map_curves=None,
+            coco_map=False,
+            n_levels=len(ap_levels),
+        )
     flags = [matching.pred_flags(level) for level in ap_levels]
     class_curves = _curves_from_matched(
         matched,
@@ -698,6 +709,11 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         coco_map=conv.coco_stats,
         n_levels=len(ap_levels),
     )
+
+
+def _scored(evaluation: Evaluation) -> bool:
+    """AP is defined somewhere: the predictions carry scores."""
+    return evaluation.summary.map is not None or any(c.ap is not None for c in evaluation.classes)
 
 
 def evaluation_keys(evaluation: Evaluation) -> list[str]:
@@ -741,7 +757,7 @@ def _from_matches(evaluation: Evaluation) -> Resampler:
 
     gt = _cells(np.array(gt_cells_i, dtype=np.int64), np.array(gt_cells_c, dtype=np.int64), k)
     counts = (cells("tp"), cells("fp"), gt)
-    scored = evaluation.summary.map is not None or any(c.ap is not None for c in evaluation.classes)
+    scored = _scored(evaluation)
     single = tuple(conv.ap_thresholds) == (conv.iou_threshold,) and not conv.coco_stats
     class_curves = None
     if scored and single:

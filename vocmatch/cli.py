@@ -39,6 +39,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from vocmatch.analysis import ErrorAnalysis
+    from vocmatch.batch import MatchedColumns
+    from vocmatch.bootstrap import Bootstrap
     from vocmatch.calculator import BoxComparison, LabelComparison
     from vocmatch.diff import RegressionGate
     from vocmatch.evaluate import Evaluation
@@ -558,13 +561,15 @@ def machine_text(
     evaluation: Evaluation,
     gates: GateReport,
     analysis: ErrorAnalysis | None = None,
+    evidence: Evidence | None = None,
 ) -> str:
     """The evaluation in one of the file formats (every ``--format`` but ``table``); JSON
-    carries the error analysis when given."""
+    carries the error analysis and the evidence when given."""
     from vocmatch.formats import to_csv_images, to_json, to_junit, to_markdown
 
     if output_format == "json":
-        return to_json(evaluation, analysis)
+        found = evidence or Evidence()
+        return to_json(evaluation, analysis, bootstrap=found.bootstrap)
     if output_format == "csv":
         return to_csv_images(evaluation)
     if output_format == "markdown":
@@ -642,6 +647,50 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
         yield display
     finally:
         display.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What --bootstrap (and its kin) added to an evaluation, for every output."""
+
+    bootstrap: Bootstrap | None = None
+
+
+def evidence_options(function: F) -> F:
+    """--bootstrap and --seed."""
+    options = [
+        click.option(
+            "--bootstrap",
+            "bootstrap_resamples",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Add 95 % intervals for mAP, per-class AP, precision, recall and F1 from N "
+            "resamples of the images, drawn with replacement (1000 is usual).",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seed of the bootstrap's resamples: the same seed gives the same intervals.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def evidence_for(
+    evaluation: Evaluation, matched: MatchedColumns | None, resamples: int | None, seed: int
+) -> Evidence:
+    """The analyses asked for beside the evaluation."""
+    if resamples is None:
+        return Evidence()
+    from vocmatch.bootstrap import bootstrap, resampler
+
+    with library_errors():
+        return Evidence(bootstrap(evaluation, resampler(evaluation, matched), resamples, seed))
 
 
 @main.command("eval")
@@ -754,6 +803,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
     default=0,
     help="Processes that read files in parallel; 0 (the default) uses every core.",
 )
+@evidence_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
 def eval_command(
     gt_dir: Path,
@@ -782,6 +832,8 @@ def eval_command(
     fold_case: bool,
     max_file_size: int,
     jobs: int,
+    bootstrap_resamples: int | None,
+    seed: int,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -793,7 +845,7 @@ def eval_command(
     from rich.text import Text
 
     from vocmatch.analysis import error_analysis
-    from vocmatch.batch import evaluate_columns
+    from vocmatch.batch import evaluate_matched
     from vocmatch.evaluate import fold_names
     from vocmatch.formats import to_csv_classes
     from vocmatch.gates import check_gates
@@ -825,7 +877,7 @@ def eval_command(
             gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
         )
         refuse_unpaired(gt_columns, pred_columns, pred_dir)
-        evaluation = evaluate_columns(
+        evaluation, matched = evaluate_matched(
             gt_columns,
             pred_columns,
             conventions,
@@ -839,8 +891,9 @@ def eval_command(
         if fold_case:
             # The error analysis and the HTML report see the names that were matched.
             gt, pred = fold_names(gt), fold_names(pred)
+    evidence = evidence_for(evaluation, matched, bootstrap_resamples, seed)
     # The columns are the largest thing held; the outputs below need only the evaluation.
-    del gt_columns, pred_columns
+    del gt_columns, pred_columns, matched
     report_warnings(evaluation)
     with library_errors():
         gates = check_gates(evaluation, fail_under, max_fp, max_fn)
@@ -851,7 +904,7 @@ def eval_command(
     options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
     console = stdout_console()
     if output_format != "table":
-        text = machine_text(output_format, evaluation, gates, analysis)
+        text = machine_text(output_format, evaluation, gates, analysis, evidence)
         if output is None:
             with reader_may_leave():
                 click.echo(text, nl=False)
@@ -865,6 +918,7 @@ def eval_command(
             threshold = evaluation.conventions.iou_threshold
             extra = render_analysis(analysis, threshold, errors, tightness, max_rows)
             report = Group(report, Text(), extra)
+        report = Group(report, *evidence_report(evidence))
         if output is None:
             with reader_may_leave():
                 print_report(console, report)
@@ -875,12 +929,24 @@ def eval_command(
     if classes_csv is not None:
         write_text(classes_csv, to_csv_classes(evaluation))
     if html_file is not None and gt is not None and pred is not None:
-        write_text(html_file, html_text(evaluation, gt, pred, images_dir))
+        write_text(html_file, html_text(evaluation, gt, pred, images_dir, evidence))
     report_gates(gates)
     if not gates.passed:
         raise click.exceptions.Exit(EXIT_GATE)
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def evidence_report(evidence: Evidence) -> list[RenderableType]:
+    """The terminal report's parts for the evidence, each after a blank line."""
+    from rich.text import Text
+
+    from vocmatch.report import bootstrap_table
+
+    parts: list[RenderableType] = []
+    if evidence.bootstrap is not None:
+        parts += [Text(), bootstrap_table(evidence.bootstrap)]
+    return parts
 
 
 #: The eval options that apply with --mode labels; any other given there is a usage error,
@@ -998,7 +1064,11 @@ def labels_eval(
 
 
 def html_text(
-    evaluation: Evaluation, gt: AnnotationSet, pred: AnnotationSet, images_dir: Path | None
+    evaluation: Evaluation,
+    gt: AnnotationSet,
+    pred: AnnotationSet,
+    images_dir: Path | None,
+    evidence: Evidence | None = None,
 ) -> str:
     """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
     read is named on stderr and its overlay drawn blank."""
@@ -1014,8 +1084,9 @@ def html_text(
                 pictures = read_pictures(images_dir, gt, keys)
         for warning in caught:
             echo_err(f"vocmatch: warning: {warning.message}")
+    found = evidence or Evidence()
     with library_errors():
-        return html_report(evaluation, gt, pred, pictures)
+        return html_report(evaluation, gt, pred, pictures, bootstrap=found.bootstrap)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from vocmatch import __version__
 from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
 from vocmatch.ap import Curve
+from vocmatch.bootstrap import Bootstrap, Interval
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
 from vocmatch.gates import GateReport
@@ -121,9 +122,15 @@ def _image(image: ImageResult) -> dict[str, Any]:
     )
 
 
-def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> dict[str, Any]:
+def to_json_dict(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in the README); with
-    ``analysis``, also the error types, confusion matrix and tightness."""
+    ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
+    the intervals."""
     conv = evaluation.conventions
     s = evaluation.summary
     data: dict[str, Any] = {
@@ -157,17 +164,24 @@ def to_json_dict(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) 
     data["notes"] = list(evaluation.notes)
     if analysis is not None:
         _add_analysis(data, analysis)
+    if bootstrap is not None:
+        data["bootstrap"] = bootstrap_json(bootstrap)
     return data
 
 
-def to_json(evaluation: Evaluation, analysis: ErrorAnalysis | None = None) -> str:
+def to_json(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
 
     Lists of plain numbers (the precision/recall curves, histograms) and each image's record
     are written on one line each: a large result reads as a table, one image per line (for
     ``grep``), and the C encoder writes the bulk of it.
     """
-    return dumps_indented(to_json_dict(evaluation, analysis))
+    return dumps_indented(to_json_dict(evaluation, analysis, bootstrap=bootstrap))
 
 
 class NumberList(list[float | None]):
@@ -765,3 +779,46 @@ def seg_to_json_dict(evaluation: SegEvaluation) -> dict[str, Any]:
 def seg_to_json(evaluation: SegEvaluation) -> str:
     """The segmentation evaluation as indented JSON text, ending in a newline."""
     return json.dumps(seg_to_json_dict(evaluation), indent=2, allow_nan=False) + "\n"
+
+
+# Bootstrap intervals, slices and calibration (JSON) --------------------------------------
+
+__all__ += ["bootstrap_json"]
+
+
+def _interval(interval: Interval) -> dict[str, Any]:
+    return Record(
+        {
+            "value": interval.value,
+            "low": interval.low,
+            "high": interval.high,
+            "defined": interval.defined,
+        }
+    )
+
+
+def bootstrap_json(result: Bootstrap) -> dict[str, Any]:
+    """The bootstrap intervals as JSON-ready data: each metric as ``{"value", "low",
+    "high", "defined"}`` (``defined``: resamples in which it is defined)."""
+    return {
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "images": result.images,
+        "summary": {
+            "map": _interval(result.map),
+            "precision": _interval(result.precision),
+            "recall": _interval(result.recall),
+            "f1": _interval(result.f1),
+        },
+        "classes": [
+            {
+                "name": c.name,
+                "ap": _interval(c.ap),
+                "precision": _interval(c.precision),
+                "recall": _interval(c.recall),
+                "f1": _interval(c.f1),
+            }
+            for c in result.classes
+        ],
+    }

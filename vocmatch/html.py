@@ -50,6 +50,7 @@ from PIL import Image, UnidentifiedImageError
 
 from vocmatch import __version__
 from vocmatch.analysis import ConfusionMatrix, confusion_matrix
+from vocmatch.bootstrap import Bootstrap
 from vocmatch.errors import InputError, VocmatchWarning
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Match
 from vocmatch.model import Box, ImageAnnotation
@@ -421,6 +422,8 @@ def html_report(
     gt: AnnotationSet,
     pred: AnnotationSet,
     pictures: Pictures | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
 ) -> str:
     """The evaluation as one self-contained HTML page.
 
@@ -430,6 +433,7 @@ def html_report(
         pred: The predictions.
         pictures: Pictures to draw the overlays on (see :func:`read_pictures`); without
             them each overlay is drawn on a blank canvas of the image's ``<size>``.
+        bootstrap: Bootstrap intervals to show beside the numbers.
 
     Returns:
         The page. The same inputs always give the same text.
@@ -472,6 +476,7 @@ def html_report(
         script=Markup(script),  # vocmatch's own file, allowed by its hash
         script_hash=digest,
         picture_blocks=picture_blocks,
+        bootstrap=bootstrap,
     )
 
 

@@ -27,6 +27,7 @@ from vocmatch.analysis import (
     ErrorCounts,
     Tightness,
 )
+from vocmatch.bootstrap import Bootstrap, Interval
 from vocmatch.diff import (
     Change,
     CountChange,
@@ -926,3 +927,63 @@ def render_seg(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
         Text(),
         seg_summary(evaluation),
     )
+
+
+# Bootstrap intervals, slices and calibration ---------------------------------------------
+
+__all__ += ["bootstrap_table"]
+
+
+def _interval(interval: Interval) -> Text:
+    """``0.6250 [0.4167, 0.9334]``; a dash where the metric is undefined."""
+    if interval.value is None and interval.low is None:
+        return Text("—", style="dim")
+    text = Text(_number(interval.value))
+    if interval.low is not None and interval.high is not None:
+        text.append(f" [{interval.low:.4f}, {interval.high:.4f}]", style="cyan")
+    return text
+
+
+def bootstrap_table(result: Bootstrap) -> RenderableType:
+    """Each metric with its bootstrap interval: the dataset (``all``), then every class."""
+    coverage = f"{result.confidence * 100:g} %"
+    table = Table(
+        title=f"Bootstrap: {coverage} intervals over {result.resamples:,} resamples of the "
+        f"{result.images:,} images (seed {result.seed})",
+        title_justify="left",
+    )
+    table.add_column("class", overflow="fold")
+    for name in ("AP", "precision", "recall", "F1"):
+        table.add_column(f"{name} [interval]", justify="right", no_wrap=True)
+    table.add_row(
+        Text("all (mAP, micro)", style="bold"),
+        *(_interval(i) for i in (result.map, result.precision, result.recall, result.f1)),
+    )
+    table.add_section()
+    for cls in result.classes:
+        table.add_row(
+            Text(printable(cls.name)),
+            *(_interval(i) for i in (cls.ap, cls.precision, cls.recall, cls.f1)),
+        )
+    parts: list[RenderableType] = [table]
+    partial = [
+        f"{printable(c.name)} {c.ap.defined:,}"
+        for c in result.classes
+        if c.ap.value is not None and 0 < c.ap.defined < result.resamples
+    ]
+    if partial:
+        parts.append(
+            Text(
+                "AP defined in fewer resamples (the others drew no object of the class): "
+                + ", ".join(partial),
+                style="dim",
+            )
+        )
+    parts.append(
+        Text(
+            "interval: the 2.5th and 97.5th percentiles of the metric over resamples that "
+            "draw the images with replacement",
+            style="dim",
+        )
+    )
+    return Group(*parts)
