@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
         "labels",
         "seg",
         "escapes",
-    },  # fmt: skip
+    },
     "formats": {
         "ap",
         "bootstrap",
