@@ -219,3 +219,105 @@ def test_many_warnings_of_a_kind_are_one_line(tmp_path: Path) -> None:
         write_voc(pred / f"img{k:02d}.xml", [])
     _, _, err = run(str(gt), str(pred), "--format", "json")
     assert err.count("no prediction file for") == 20
+
+
+def test_score_threshold_changes_counts_not_ap(demo: tuple[Path, Path]) -> None:
+    """--score-threshold 0.6 on the demo: 12 of 16 predictions count, FP 5 -> 2, mAP the same;
+    the header, JSON and a note say so."""
+    import json
+
+    code, out, _ = run(*map(str, demo), "--format", "json", "--score-threshold", "0.6")
+    assert code == 0
+    data = json.loads(out)
+    s = data["summary"]
+    assert (s["pred"], s["tp"], s["fp"], s["fn"], s["map"]) == (12, 10, 2, 4, 0.625)
+    assert data["conventions"]["score_thresholds"] == {"default": 0.6, "classes": {}}
+    assert data["notes"][-1].startswith("counts use predictions with score >= 0.6")
+    car = next(c for c in data["classes"] if c["name"] == "car")
+    assert (car["pred"], car["tp"], car["fp"], car["fn"], car["ap"]) == (3, 3, 0, 1, 0.75)
+    assert car["operating_point"] == {
+        "threshold": 0.77, "predictions": 3, "precision": 1.0, "recall": 0.75, "f": 6 / 7,
+    }  # fmt: skip
+    _, table, _ = run(*map(str, demo), "--score-threshold", "0.6")
+    assert "counts      score >= 0.6; AP: every prediction" in table
+
+
+def test_gates_apply_at_the_threshold(demo: tuple[Path, Path]) -> None:
+    """Precision 0.6667 fails a 0.8 gate on every prediction, passes it at score >= 0.6."""
+    args = [*map(str, demo), "--fail-under", "precision=0.8"]
+    assert run(*args)[0] == 1
+    assert run(*args, "--score-threshold", "0.6")[0] == 0
+
+
+def test_write_then_pin_thresholds(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """--write-thresholds writes each class's operating point; --score-thresholds reads it
+    back and the counts are those of the operating points."""
+    import json
+
+    path = tmp_path / "t.csv"
+    code, out, _ = run(*map(str, demo), "--write-thresholds", str(path), "--format", "json")
+    assert code == 0
+    assert path.read_text() == (
+        "class,threshold\nbicycle,0.81\nbus,0.99\ncar,0.77\ndog,0.84\nperson,0.62\n"
+    )
+    points = {c["name"]: c["operating_point"] for c in json.loads(out)["classes"]}
+    _, pinned, _ = run(*map(str, demo), "--score-thresholds", str(path), "--format", "json")
+    for cls in json.loads(pinned)["classes"]:
+        point = points[cls["name"]]
+        if point is not None:
+            assert (cls["precision"], cls["recall"]) == (point["precision"], point["recall"])
+    # In the demo every class's hits rank above its false positives: F2 picks the same.
+    _, table, _ = run(*map(str, demo), "--write-thresholds", str(path), "--beta", "2")
+    assert "Operating points (best F2, IoU 0.5)" in table
+    assert "bicycle,0.81\n" in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--score-threshold", "nan"], "nan is not a finite number", id="nan"),
+        pytest.param(["--beta", "0"], "--beta", id="beta-zero"),
+        pytest.param(
+            ["--score-thresholds", "{bad}"], "t.csv:2: threshold 'x' is not a number", id="bad-line"
+        ),
+        pytest.param(
+            ["--score-thresholds", "{typo}"],
+            "a threshold for class 'persn', which is in neither the ground truth nor the "
+            "predictions; did you mean 'person'?",
+            id="unknown-class",
+        ),
+        pytest.param(
+            ["--mode", "labels", "--score-threshold", "0.5"], "applies to boxes", id="labels"
+        ),
+    ],
+)
+def test_threshold_usage_errors(
+    demo: tuple[Path, Path], tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Bad thresholds are usage errors (exit 2) with the file and line where there is one."""
+    bad, typo = tmp_path / "t.csv", tmp_path / "typo.csv"
+    bad.write_text("class,threshold\ncar,x\n")
+    typo.write_text("persn,0.5\n")
+    args = [a.format(bad=bad, typo=typo) for a in args]
+    code, _, err = run(*map(str, demo), *args)
+    assert code == EXIT_USAGE
+    assert message in err
+
+
+def test_unscored_predictions_refuse_a_threshold(tmp_path: Path) -> None:
+    """Two annotators' boxes have no score: a threshold is a usage error, not a silent 0."""
+    write_voc(tmp_path / "gt" / "a.xml", [("car", 1, 1, 9, 9, None)])
+    write_voc(tmp_path / "pred" / "a.xml", [("car", 1, 1, 9, 9, None)])
+    code, _, err = run(str(tmp_path / "gt"), str(tmp_path / "pred"), "--score-threshold", "0.5")
+    assert code == EXIT_USAGE
+    assert "needs scored predictions" in err
+
+
+def test_html_slider_starts_at_the_threshold(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """The overlays' score slider starts at the threshold the counts use."""
+    page = tmp_path / "r.html"
+    run(*map(str, demo), "--html", str(page), "--score-threshold", "0.6")
+    html = page.read_text()
+    assert 'id="overlay-score" min="0" max="1" step="0.01" value="0.60"' in html
+    run(*map(str, demo), "--html", str(page))
+    assert 'step="0.01" value="0.00"' in page.read_text()

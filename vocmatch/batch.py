@@ -34,9 +34,11 @@ from vocmatch.ap import (
     average_precision,
     precision_recall_curve,
 )
+from vocmatch.errors import InputError
 from vocmatch.evaluate import evaluate
 from vocmatch.iou import box_area, iou_from_intersection, pair_intersection
 from vocmatch.match import MatchRule
+from vocmatch.parse import AnnotationSet
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.result import (
     COCO_AREAS,
@@ -55,6 +57,7 @@ from vocmatch.result import (
     score_notes,
 )
 from vocmatch.scan import ColumnSet
+from vocmatch.thresholds import ScoreThresholds
 
 __all__ = ["MatchedColumns", "evaluate_columns", "evaluate_matched", "fold_columns"]
 
@@ -226,8 +229,9 @@ def evaluate_matched(
     *,
     fold_case: bool = False,
     progress: StageProgress | None = None,
+    score_thresholds: ScoreThresholds | None = None,
 ) -> tuple[Evaluation, MatchedColumns | None]:
-    """:func:`evaluate_columns`, and the arrays of its matching.
+    """:func:`evaluate_columns`, and the arrays of its matching (of every prediction).
 
     Returns:
         The evaluation, and its :class:`MatchedColumns`; None where the evaluation took the
@@ -236,7 +240,7 @@ def evaluate_matched(
     found: list[MatchedColumns] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append,
+        matched=found.append, score_thresholds=score_thresholds,
     )  # fmt: skip
     return evaluation, (found[0] if found else None)
 
@@ -403,6 +407,7 @@ def evaluate_columns(
     fold_case: bool = False,
     progress: StageProgress | None = None,
     matched: Callable[[MatchedColumns], None] | None = None,
+    score_thresholds: ScoreThresholds | None = None,
 ) -> Evaluation:
     """Evaluate column sets; the result equals :func:`vocmatch.evaluate.evaluate` on the same
     files, number for number.
@@ -421,6 +426,12 @@ def evaluate_columns(
             scores, rotated boxes or polygons).
         matched: Given the :class:`MatchedColumns` once every image is matched (not called
             where the reference evaluator takes over); see :func:`evaluate_matched`.
+        score_thresholds: Count only the predictions at or above their class's score
+            threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
+            the COCO numbers still use every prediction (see :mod:`vocmatch.thresholds`).
+
+    Raises:
+        InputError: A score threshold is given and no prediction has a score.
 
     Returns:
         The evaluation.
@@ -469,15 +480,21 @@ def evaluate_columns(
     pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
     has_score = ~np.isnan(pred.scores[pred_rows])
     scored = bool(has_score.any())
+    if score_thresholds and not scored and pred_rows.size:
+        raise InputError(
+            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
+            "and none of the predictions has a <score> or <confidence>"
+        )
     if not scored or gt.shapes or pred.shapes:
         # Unscored predictions pair highest IoU first, and shapes need exact region overlap:
         # the reference evaluator does both.
-        return evaluate(
-            original[0].to_annotations(),
-            original[1].to_annotations(),
-            conv,
-            fold_case=fold_case,
-        )
+        gt_set, pred_set = original[0].to_annotations(), original[1].to_annotations()
+        everything = evaluate(gt_set, pred_set, conv, fold_case=fold_case)
+        if not score_thresholds:
+            return everything
+        kept_set, kept_index = _above_thresholds(pred_set, score_thresholds, fold_case)
+        counted = evaluate(gt_set, kept_set, conv, fold_case=fold_case)
+        return _counts_from(everything, counted, kept_index)
     unscored_rows = pred_rows[~has_score]
     notes = [*gt.notes, *pred.notes]
     notes += score_notes(
@@ -655,28 +672,49 @@ def evaluate_columns(
     matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
     counted_t = matched_t & ~ignored_t
     missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
+    # Score thresholds: the predictions that count, kept and all (module doc of
+    # vocmatch.thresholds: their matches are those the one matching of all gave them).
+    p_pass = p_pass_all = None
+    if score_thresholds:
+        floor = np.array([score_thresholds.floor(name) for name in class_names])
+        p_pass = p_score >= floor[p_class]
+        p_pass_all = p_score_all >= floor[p_class_all]
+        counted_t = counted_t & p_pass
 
     def per_image(flags: BoolArray, image: IntArray) -> IntArray:
         return np.bincount(image[flags], minlength=n_images).astype(np.int64)
 
     # Per image and threshold, from the matched pairs: TP are matches to an object that
     # counts, FP the kept predictions left unmatched.
-    kept_per_image = np.bincount(p_image, minlength=n_images)
     hit_image = p_image[m.hit_pred]
     hit_counts = ~g_ignore[m.hit_gt]
+    ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
+    gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
+    if p_pass is None or p_pass_all is None:
+        kept_per_image = np.bincount(p_image, minlength=n_images)
+        pred_per_image = np.bincount(p_image_all, minlength=n_images)
+    else:
+        kept_per_image = np.bincount(p_image[p_pass], minlength=n_images)
+        pred_per_image = np.bincount(p_image_all[p_pass_all], minlength=n_images)
+        hit_pass = p_pass[m.hit_pred]
+        hit_image, hit_counts = hit_image[hit_pass], hit_counts[hit_pass]
+        hit_level = m.hit_t[hit_pass]
+    levels_of_hits = m.hit_t if p_pass is None else hit_level
     tp_image = [
-        np.bincount(hit_image[(m.hit_t == i) & hit_counts], minlength=n_images).tolist()
+        np.bincount(hit_image[(levels_of_hits == i) & hit_counts], minlength=n_images).tolist()
         for i in range(thresholds.size)
     ]
     fp_image = [
-        (kept_per_image - np.bincount(hit_image[m.hit_t == i], minlength=n_images)).tolist()
+        (kept_per_image - np.bincount(hit_image[levels_of_hits == i], minlength=n_images)).tolist()
         for i in range(thresholds.size)
     ]
-    del hit_image, hit_counts
-    fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
-    ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
-    gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
-    pred_per_image = np.bincount(p_image_all, minlength=n_images)
+    del hit_image, hit_counts, levels_of_hits
+    if p_pass is None:
+        fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
+    else:
+        # Each object that counts is matched at most once: FN = objects that count - TP.
+        counting_image = gt_per_image - ignored_image
+        fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
 
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
     tp_pred = np.flatnonzero(counted_t)
@@ -699,6 +737,7 @@ def evaluate_columns(
         matches_by_image = _matches(
             n_images, class_names, g_rows, g_image, g_class, g_ignore, p_rows_all, p_image_all,
             p_class_all, kept, p_rows, p_image, p_class, pairs, m, t, n_gt, n_pred, gt, pred,
+            p_pass, p_pass_all,
         )  # fmt: skip
     image_results = []
     # Plain lists: read 5,000 times each below, faster than numpy scalars.
@@ -774,8 +813,14 @@ def evaluate_columns(
     for k, name in enumerate(class_names):
         members = class_members[k]
         tp = int(np.count_nonzero(counted_t[members]))
-        fp = int(np.count_nonzero(~matched_t[members]))
-        fn = int(np.count_nonzero(missed[t][g_class == k]))
+        if p_pass is None:
+            fp = int(np.count_nonzero(~matched_t[members]))
+            fn = int(np.count_nonzero(missed[t][g_class == k]))
+            n_class_pred = members.size
+        else:
+            fp = int(np.count_nonzero(~matched_t[members] & p_pass[members]))
+            fn = n_class_gt[k] - tp
+            n_class_pred = int(np.count_nonzero(p_pass[members]))
         tp_ranked, ranked_scores = _ranked(
             matched_t[members], ignored_t[members], p_score[members], rankings[k].order
         )
@@ -786,7 +831,7 @@ def evaluate_columns(
                 name,
                 n_class_gt[k],
                 int(g_class_ignored[k]),
-                members.size,
+                n_class_pred,
                 tp,
                 fp,
                 fn,
@@ -798,6 +843,59 @@ def evaluate_columns(
     if progress is not None:
         progress("done", len(stage_names), len(stage_names))
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
+
+
+def _above_thresholds(
+    annotations: AnnotationSet, thresholds: ScoreThresholds, fold_case: bool
+) -> tuple[AnnotationSet, dict[str, list[int]]]:
+    """The predictions at or above their class's score threshold, and the index in its
+    file of each one kept, by image key."""
+    kept: dict[str, list[int]] = {}
+    images = []
+    for a in annotations.annotations:
+        index = [
+            j
+            for j, b in enumerate(a.boxes)
+            if thresholds.passes(b.name.lower() if fold_case else b.name, b.score)
+        ]
+        kept[a.key] = index
+        images.append(replace(a, boxes=tuple(a.boxes[j] for j in index)))
+    return replace(annotations, annotations=tuple(images)), kept
+
+
+def _counts_from(
+    everything: Evaluation, counted: Evaluation, kept_index: dict[str, list[int]]
+) -> Evaluation:
+    """The evaluation of every prediction with the counts of an evaluation of those above
+    their thresholds: AP, curves and the COCO numbers from the first, the rest from the
+    second (its records numbering each prediction as in its file, ``kept_index``)."""
+    images = []
+    for image in counted.images:
+        index = kept_index.get(image.key, [])
+        matches = tuple(
+            m if m.pred_index is None else replace(m, pred_index=index[m.pred_index])
+            for m in image.matches
+        )
+        images.append(replace(image, matches=matches))
+    by_name = {c.name: c for c in counted.classes}
+    classes = []
+    for cls in everything.classes:
+        kept = by_name.get(cls.name)
+        tp, fp, pred = (kept.tp, kept.fp, kept.pred) if kept is not None else (0, 0, 0)
+        classes.append(
+            class_result(
+                cls.name, cls.gt, cls.gt_ignored, pred, tp, fp, cls.gt - tp, cls.ap, cls.curve
+            )
+        )
+    notes = [n for n in everything.notes if not n.startswith(_ONLY_PREDICTED)]
+    return finish(
+        everything.conventions, images, classes, everything.coco, everything.skipped,
+        everything.missing_pred, everything.orphan_pred, notes,
+    )  # fmt: skip
+
+
+#: The start of the note :func:`vocmatch.evaluate.finish` adds (it adds it again).
+_ONLY_PREDICTED = "classes only in predictions"
 
 
 def _rankings(
@@ -1016,15 +1114,27 @@ def _matches(
     n_pred: int,
     gt: ColumnSet,
     pred: ColumnSet,
+    p_pass: BoolArray | None = None,
+    p_pass_all: BoolArray | None = None,
 ) -> list[tuple[Match, ...]]:
     """The per-box records in the reference's order: per class, kept predictions in file
-    order, then predictions beyond max_dets, then missed ground truth."""
+    order, then predictions beyond max_dets, then missed ground truth. With ``p_pass``
+    (kept predictions at or above their score threshold, and ``p_pass_all`` of all), only
+    those predictions have records, as if the others had never been there."""
     matched_t, ignored_t = m.pred_flags(t)
     # Highest IoU of each box with the other side of its image-class (0.0 without any).
     best_pred = np.zeros(n_pred)
     best_gt = np.zeros(n_gt)
     np.maximum.at(best_pred, pairs.pred, pairs.iou)
-    np.maximum.at(best_gt, pairs.gt, pairs.iou)
+    if p_pass is None:
+        np.maximum.at(best_gt, pairs.gt, pairs.iou)
+        gt_matched = m.gt_matched[t]
+    else:
+        counting = p_pass[pairs.pred]
+        np.maximum.at(best_gt, pairs.gt[counting], pairs.iou[counting])
+        at = (m.hit_t == t) & p_pass[m.hit_pred]
+        gt_matched = np.zeros(n_gt, dtype=bool)
+        gt_matched[m.hit_gt[at]] = True
     first_gt_row = np.asarray(_first_rows(gt), dtype=np.int64)
     first_pred_row = np.asarray(_first_rows(pred), dtype=np.int64)
 
@@ -1043,23 +1153,24 @@ def _matches(
         gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
     outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
     # Predictions beyond max_dets, and missed ground truth.
-    dropped = np.flatnonzero(~kept)
+    dropped = np.flatnonzero(~kept if p_pass_all is None else ~kept & p_pass_all)
     dropped_rows = p_rows_all[dropped]
     dropped_local = dropped_rows - first_pred_row[pred.image[dropped_rows]]
-    missed = np.flatnonzero(~m.gt_matched[t] & ~g_ignore)
+    missed = np.flatnonzero(~gt_matched & ~g_ignore)
     missed_rows = g_rows[missed]
     missed_local = missed_rows - first_gt_row[gt.image[missed_rows]]
 
+    shown = np.arange(n_pred) if p_pass is None else np.flatnonzero(p_pass)
     # One sort puts every record in the reference's order: image, class, kind, file index.
-    image = np.concatenate([p_image, p_image_all[dropped], g_image[missed]])
-    klass = np.concatenate([p_class, p_class_all[dropped], g_class[missed]])
-    kind = np.repeat([0, 1, 2], [n_pred, dropped.size, missed.size])
-    local = np.concatenate([pred_local, dropped_local, missed_local])
+    image = np.concatenate([p_image[shown], p_image_all[dropped], g_image[missed]])
+    klass = np.concatenate([p_class[shown], p_class_all[dropped], g_class[missed]])
+    kind = np.repeat([0, 1, 2], [shown.size, dropped.size, missed.size])
+    local = np.concatenate([pred_local[shown], dropped_local, missed_local])
     order = np.lexsort((local, kind, klass, image))
     # Plain lists, read once per record below.
     scores: list[float] = pred.scores.tolist()
-    rows: list[int] = np.concatenate([p_rows, dropped_rows]).tolist()
-    entry: list[int] = np.concatenate([np.arange(n_pred), dropped, missed]).tolist()
+    rows: list[int] = np.concatenate([p_rows[shown], dropped_rows]).tolist()
+    entry: list[int] = np.concatenate([shown, dropped, missed]).tolist()
     kinds: list[int] = kind.tolist()
     classes: list[int] = klass.tolist()
     locals_: list[int] = local.tolist()

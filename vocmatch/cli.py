@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from vocmatch.protocol import Conventions
     from vocmatch.scan import ColumnSet
     from vocmatch.seg import PredVoid
+    from vocmatch.thresholds import ScoreThresholds
 
 __all__ = [
     "EXIT_GATE",
@@ -530,6 +531,15 @@ def discard_stdout() -> None:
 MAX_IMAGE_GATE_LINES = 20
 
 
+def finite_option(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A number option that must be finite (``nan`` and ``inf`` are usage errors)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
+
+
 def gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[Gate, ...]:
@@ -562,14 +572,19 @@ def machine_text(
     gates: GateReport,
     analysis: ErrorAnalysis | None = None,
     evidence: Evidence | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
 ) -> str:
     """The evaluation in one of the file formats (every ``--format`` but ``table``); JSON
-    carries the error analysis and the evidence when given."""
+    carries the error analysis and the evidence when given, the score thresholds and the
+    operating points."""
     from vocmatch.formats import to_csv_images, to_json, to_junit, to_markdown
 
     if output_format == "json":
         found = evidence or Evidence()
-        return to_json(evaluation, analysis, bootstrap=found.bootstrap)
+        return to_json(
+            evaluation, analysis, bootstrap=found.bootstrap, thresholds=thresholds, beta=beta
+        )
     if output_format == "csv":
         return to_csv_images(evaluation)
     if output_format == "markdown":
@@ -763,6 +778,42 @@ def evidence_for(
     help="Exit 1 if any image has more than N missed objects.",
 )
 @click.option(
+    "--score-threshold",
+    type=float,
+    callback=finite_option,
+    default=None,
+    metavar="T",
+    help="Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
+    "gates, confusion, errors and HTML overlays. AP uses every prediction. A prediction "
+    "without a score passes no threshold.",
+)
+@click.option(
+    "--score-thresholds",
+    "score_thresholds_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Per-class score thresholds: CSV lines class,threshold (as --write-thresholds "
+    "writes them); other classes use --score-threshold, or count every prediction.",
+)
+@click.option(
+    "--beta",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Each class's operating point maximises F-beta on its precision/recall curve: 1 is "
+    "F1, 2 weighs recall twice as much as precision, 0.5 precision twice.",
+)
+@click.option(
+    "--write-thresholds",
+    "write_thresholds_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write each class's operating-point threshold to FILE as class,threshold CSV, for "
+    "--score-thresholds in a later run.",
+)
+@click.option(
     "--errors/--no-errors",
     default=False,
     show_default=True,
@@ -826,6 +877,10 @@ def eval_command(
     fail_under: tuple[Gate, ...],
     max_fp: int | None,
     max_fn: int | None,
+    score_threshold: float | None,
+    score_thresholds_file: Path | None,
+    beta: float,
+    write_thresholds_file: Path | None,
     errors: bool,
     background_iou: float,
     tightness: bool,
@@ -841,6 +896,8 @@ def eval_command(
     XML files are paired by their path relative to each directory, without the extension.
     With --mode labels, only the class names in each file count.
     """
+    from dataclasses import replace
+
     from rich.console import Group
     from rich.text import Text
 
@@ -851,6 +908,7 @@ def eval_command(
     from vocmatch.gates import check_gates
     from vocmatch.report import ReportOptions, render, render_analysis, summary_table
     from vocmatch.scan import read_column_pair
+    from vocmatch.thresholds import ScoreThresholds, read_score_thresholds
 
     if mode == "labels":
         labels_eval(
@@ -872,6 +930,9 @@ def eval_command(
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     needs_boxes = html_file is not None or errors or tightness or output_format == "junit"
+    with library_errors():
+        per_class = read_score_thresholds(score_thresholds_file) if score_thresholds_file else {}
+    thresholds = ScoreThresholds.of(score_threshold, per_class)
     with library_errors(), progress_display(quiet) as progress:
         gt_columns, pred_columns = read_column_pair(
             gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
@@ -884,7 +945,11 @@ def eval_command(
             keep_matches=needs_boxes,
             fold_case=fold_case,
             progress=progress.stages,
+            score_thresholds=thresholds or None,
         )
+        if thresholds:
+            refuse_unknown_classes(per_class, evaluation, score_thresholds_file)
+            evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
     gt = pred = None
     if needs_boxes:
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
@@ -901,10 +966,17 @@ def eval_command(
     if (errors or tightness) and gt is not None and pred is not None:
         with library_errors():
             analysis = error_analysis(evaluation, gt, pred, background_iou)
-    options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
+    options = ReportOptions(
+        max_rows=max_rows,
+        only_failing=only_failing,
+        score_thresholds=thresholds or None,
+        beta=beta,
+    )
     console = stdout_console()
     if output_format != "table":
-        text = machine_text(output_format, evaluation, gates, analysis, evidence)
+        text = machine_text(
+            output_format, evaluation, gates, analysis, evidence, thresholds or None, beta
+        )
         if output is None:
             with reader_may_leave():
                 click.echo(text, nl=False)
@@ -928,8 +1000,13 @@ def eval_command(
                 print_report(console, summary_table(evaluation))
     if classes_csv is not None:
         write_text(classes_csv, to_csv_classes(evaluation))
+    if write_thresholds_file is not None:
+        write_text(write_thresholds_file, operating_thresholds(evaluation, beta))
     if html_file is not None and gt is not None and pred is not None:
-        write_text(html_file, html_text(evaluation, gt, pred, images_dir, evidence))
+        # The slider is one for every class: it starts at the lowest threshold in force.
+        values = [thresholds.default, *dict(thresholds.per_class).values()]
+        start = min((v for v in values if v is not None), default=0.0)
+        write_text(html_file, html_text(evaluation, gt, pred, images_dir, evidence, start))
     report_gates(gates)
     if not gates.passed:
         raise click.exceptions.Exit(EXIT_GATE)
@@ -1069,6 +1146,7 @@ def html_text(
     pred: AnnotationSet,
     images_dir: Path | None,
     evidence: Evidence | None = None,
+    score_start: float = 0.0,
 ) -> str:
     """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
     read is named on stderr and its overlay drawn blank."""
@@ -1086,7 +1164,36 @@ def html_text(
             echo_err(f"vocmatch: warning: {warning.message}")
     found = evidence or Evidence()
     with library_errors():
-        return html_report(evaluation, gt, pred, pictures, bootstrap=found.bootstrap)
+        return html_report(
+            evaluation, gt, pred, pictures, bootstrap=found.bootstrap, score_start=score_start
+        )
+
+
+def refuse_unknown_classes(
+    per_class: dict[str, float], evaluation: Evaluation, path: Path | None
+) -> None:
+    """A usage error for a threshold of a class in neither the ground truth nor the
+    predictions: nearly always a typo, or the file of another data set."""
+    import difflib
+
+    known = sorted(c.name for c in evaluation.classes)
+    for name in per_class:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise fail(
+                f"{path}: a threshold for class {name!r}, which is in neither the ground "
+                f"truth nor the predictions{hint}"
+            )
+
+
+def operating_thresholds(evaluation: Evaluation, beta: float) -> str:
+    """The ``--write-thresholds`` file: each class's operating point, class,threshold CSV."""
+    from vocmatch.thresholds import operating_point, thresholds_csv
+
+    return thresholds_csv(
+        [(c.name, operating_point(c.curve, c.gt, beta)) for c in evaluation.classes]
+    )
 
 
 def write_text(path: Path, text: str) -> None:

@@ -26,6 +26,7 @@ from vocmatch.gates import GateReport
 from vocmatch.labels import LabelClassResult, LabelEvaluation, LabelImageResult
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions
 from vocmatch.seg import SegEvaluation
+from vocmatch.thresholds import OperatingPoint, ScoreThresholds, operating_point
 
 __all__ = [
     "COCO_NAMES",
@@ -122,20 +123,41 @@ def _image(image: ImageResult) -> dict[str, Any]:
     )
 
 
+def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
+    if point is None:
+        return None
+    return {
+        "threshold": point.threshold,
+        "predictions": point.predictions,
+        "precision": point.precision,
+        "recall": point.recall,
+        "f": point.f,
+    }
+
+
 def to_json_dict(
     evaluation: Evaluation,
     analysis: ErrorAnalysis | None = None,
     *,
     bootstrap: Bootstrap | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
 ) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in the README); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
-    the intervals."""
+    the intervals. ``thresholds`` are the score thresholds the counts use; each class's
+    ``operating_point`` maximises F-beta."""
     conv = evaluation.conventions
     s = evaluation.summary
+    conventions = _conventions(conv)
+    conventions["score_thresholds"] = {
+        "default": thresholds.default if thresholds else None,
+        "classes": dict(thresholds.per_class) if thresholds else {},
+    }
+    conventions["beta"] = beta
     data: dict[str, Any] = {
         "vocmatch": __version__,
-        "conventions": _conventions(conv),
+        "conventions": conventions,
         "summary": {
             "images": s.images,
             "gt": s.gt,
@@ -151,7 +173,10 @@ def to_json_dict(
             "missing_pred": s.missing_pred,
             "orphan_pred": s.orphan_pred,
         },
-        "classes": [_class(c) for c in evaluation.classes],
+        "classes": [
+            {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
+            for c in evaluation.classes
+        ],
         "images": [_image(i) for i in evaluation.images],
     }
     if evaluation.coco is not None:
@@ -174,6 +199,8 @@ def to_json(
     analysis: ErrorAnalysis | None = None,
     *,
     bootstrap: Bootstrap | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
 ) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
 
@@ -181,7 +208,9 @@ def to_json(
     are written on one line each: a large result reads as a table, one image per line (for
     ``grep``), and the C encoder writes the bulk of it.
     """
-    return dumps_indented(to_json_dict(evaluation, analysis, bootstrap=bootstrap))
+    return dumps_indented(
+        to_json_dict(evaluation, analysis, bootstrap=bootstrap, thresholds=thresholds, beta=beta)
+    )
 
 
 class NumberList(list[float | None]):

@@ -424,6 +424,7 @@ def html_report(
     pictures: Pictures | None = None,
     *,
     bootstrap: Bootstrap | None = None,
+    score_start: float = 0.0,
 ) -> str:
     """The evaluation as one self-contained HTML page.
 
@@ -434,6 +435,8 @@ def html_report(
         pictures: Pictures to draw the overlays on (see :func:`read_pictures`); without
             them each overlay is drawn on a blank canvas of the image's ``<size>``.
         bootstrap: Bootstrap intervals to show beside the numbers.
+        score_start: Where the overlays' score slider starts: the score threshold the
+            counts use (clamped to [0, 1]), so predictions below it start hidden.
 
     Returns:
         The page. The same inputs always give the same text.
@@ -477,6 +480,7 @@ def html_report(
         script_hash=digest,
         picture_blocks=picture_blocks,
         bootstrap=bootstrap,
+        score_start=f"{min(max(score_start, 0.0), 1.0):.2f}",
     )
 
 

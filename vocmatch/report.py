@@ -40,6 +40,7 @@ from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.labels import LabelEvaluation, LabelImageResult
 from vocmatch.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
+from vocmatch.thresholds import ScoreThresholds, operating_point
 
 __all__ = [
     "ReportOptions",
@@ -68,10 +69,14 @@ class ReportOptions:
     Attributes:
         max_rows: Rows of the per-image table; 0 shows every image.
         only_failing: Show only images with at least one FP or FN.
+        score_thresholds: The confidence thresholds the counts use, if any (a header row).
+        beta: The operating point of each class maximises F-beta (1: F1).
     """
 
     max_rows: int = 20
     only_failing: bool = False
+    score_thresholds: ScoreThresholds | None = None
+    beta: float = 1.0
 
 
 def _number(value: float | None, digits: int = 4) -> str:
@@ -84,14 +89,56 @@ def _sweep(result: SweepResult) -> Text:
     return Text(text, style=style)
 
 
-def header(evaluation: Evaluation) -> Table:
-    """The conventions in force, one per row."""
+def header(evaluation: Evaluation, thresholds: ScoreThresholds | None = None) -> Table:
+    """The conventions in force, one per row (and the score thresholds, when given)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     for name, value in evaluation.conventions.describe():
         table.add_row(name, value)
+    if thresholds:
+        table.add_row("counts", printable(f"{thresholds.describe()}; AP: every prediction"))
     return table
+
+
+def f_name(beta: float) -> str:
+    """``F1``, ``F2``, ``F0.5``: the name of F-beta."""
+    return f"F{beta:g}"
+
+
+def operating_table(evaluation: Evaluation, beta: float = 1.0) -> RenderableType | None:
+    """Each class's operating point: the score threshold of its best F-beta on its
+    precision/recall curve at the IoU threshold (every prediction), or None without scores."""
+    if not any(c.curve is not None for c in evaluation.classes):
+        return None
+    threshold = evaluation.conventions.iou_threshold
+    name = f_name(beta)
+    table = Table(
+        title=f"Operating points (best {name}, IoU {threshold:g})",
+        title_justify="left",
+    )
+    table.add_column("class", no_wrap=True)
+    for column in ("score >=", "pred", "precision", "recall", name):
+        table.add_column(column, justify="right", no_wrap=True)
+    for cls in evaluation.classes:
+        point = operating_point(cls.curve, cls.gt, beta)
+        if point is None:
+            table.add_row(Text(printable(cls.name)), "—", "", "", "", "")
+            continue
+        table.add_row(
+            Text(printable(cls.name)),
+            f"{point.threshold:.4g}",
+            str(point.predictions),
+            _number(point.precision),
+            _number(point.recall),
+            _number(point.f),
+        )
+    note = Text(
+        "pin them: --write-thresholds FILE, then --score-thresholds FILE; —: no true positive"
+        " at any threshold, or no ground truth",
+        style="dim",
+    )
+    return Group(table, note)
 
 
 def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
@@ -228,16 +275,22 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
 
 
 def render(evaluation: Evaluation, options: ReportOptions | None = None) -> RenderableType:
-    """The whole terminal report: conventions, images, classes and the summary."""
-    return Group(
-        header(evaluation),
+    """The whole terminal report: conventions, images, classes, operating points and the
+    summary."""
+    opts = options or ReportOptions()
+    parts: list[RenderableType] = [
+        header(evaluation, opts.score_thresholds),
         Text(),
-        image_table(evaluation, options),
+        image_table(evaluation, opts),
         Text(),
         class_table(evaluation),
         Text(),
-        summary_table(evaluation),
-    )
+    ]
+    points = operating_table(evaluation, opts.beta)
+    if points is not None:
+        parts += [points, Text()]
+    parts.append(summary_table(evaluation))
+    return Group(*parts)
 
 
 # Error analysis and regression diff ----------------------------------------------------
