@@ -91,7 +91,7 @@ def test_report_in_a_pipe_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
     gt, pred = long_name_set(tmp_path)
     code, out, _ = run(str(gt), str(pred), env={"COLUMNS": ""})
     assert code == 0
-    classes = out[out.index("Classes") :]
+    classes = out[out.index("Classes") : out.index("Operating points")]
     widths = {len(line) for line in table_lines(classes)[:6]}
     assert len(widths) == 1 and widths.pop() > 80
     for name in LONG_NAMES:
@@ -107,7 +107,7 @@ def test_class_names_never_break_inside_a_word(tmp_path: Path, columns: str) -> 
     assert code == 0
     for name in LONG_NAMES:
         # Each table with classes shows every name whole on one line.
-        assert out.count(name) == 4  # classes, errors, confusion row and column
+        assert out.count(name) == 5  # classes, operating points, errors, confusion row, column
     assert "…" not in out
 
 
