@@ -898,15 +898,11 @@ def eval_command(
     """
     from dataclasses import replace
 
-    from rich.console import Group
-    from rich.text import Text
-
-    from vocmatch.analysis import error_analysis
+    # The report's modules (rich, vocmatch.report) are imported below only for the outputs
+    # that need them: JSON on stdout starts a tenth of a second sooner without them.
     from vocmatch.batch import evaluate_matched
     from vocmatch.evaluate import fold_names
-    from vocmatch.formats import to_csv_classes
     from vocmatch.gates import check_gates
-    from vocmatch.report import ReportOptions, render, render_analysis, summary_table
     from vocmatch.scan import read_column_pair
     from vocmatch.thresholds import ScoreThresholds, read_score_thresholds
 
@@ -964,15 +960,10 @@ def eval_command(
         gates = check_gates(evaluation, fail_under, max_fp, max_fn)
     analysis = None
     if (errors or tightness) and gt is not None and pred is not None:
+        from vocmatch.analysis import error_analysis
+
         with library_errors():
             analysis = error_analysis(evaluation, gt, pred, background_iou)
-    options = ReportOptions(
-        max_rows=max_rows,
-        only_failing=only_failing,
-        score_thresholds=thresholds or None,
-        beta=beta,
-    )
-    console = stdout_console()
     if output_format != "table":
         text = machine_text(
             output_format, evaluation, gates, analysis, evidence, thresholds or None, beta
@@ -981,10 +972,24 @@ def eval_command(
             with reader_may_leave():
                 click.echo(text, nl=False)
         else:
+            from vocmatch.report import summary_table
+
             write_text(output, text)
             with reader_may_leave():
-                print_report(console, summary_table(evaluation))
+                print_report(stdout_console(), summary_table(evaluation))
     else:
+        from rich.console import Group
+        from rich.text import Text
+
+        from vocmatch.report import ReportOptions, render, render_analysis, summary_table
+
+        options = ReportOptions(
+            max_rows=max_rows,
+            only_failing=only_failing,
+            score_thresholds=thresholds or None,
+            beta=beta,
+        )
+        console = stdout_console()
         report = render(evaluation, options)
         if analysis is not None:
             threshold = evaluation.conventions.iou_threshold
@@ -999,6 +1004,8 @@ def eval_command(
             with reader_may_leave():
                 print_report(console, summary_table(evaluation))
     if classes_csv is not None:
+        from vocmatch.formats import to_csv_classes
+
         write_text(classes_csv, to_csv_classes(evaluation))
     if write_thresholds_file is not None:
         write_text(write_thresholds_file, operating_thresholds(evaluation, beta))
