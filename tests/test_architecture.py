@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "seg": {"parse", "model", "workers"},
     "labels": {"iou", "model", "parse"},
     "calculator": {"geometry", "iou", "model"},
-    "diagram": {"calculator", "geometry", "iou", "model"},
+    "diagram": {"calculator", "geometry", "iou", "model", "escapes"},
     "html": {
         "bootstrap",
         "evaluate",

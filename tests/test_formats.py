@@ -224,12 +224,12 @@ def test_junit_marks_an_image_over_both_limits(demo_eval: Evaluation) -> None:
     ],
 )
 def test_junit_escapes_names(key: str, name: str) -> None:
-    """Any key parses back; characters XML cannot hold become U+FFFD."""
+    """Any key parses back; characters XML cannot hold are shown as escapes (``\\x01``)."""
     evaluation = one_image(key, "cat")
     xml = to_junit(evaluation, check_gates(evaluation, max_fp=0))
     case = ET.fromstring(xml.encode("utf-8")).find("testsuite/testcase")
     assert case is not None
-    assert case.get("name") == name.replace("\x01", "\ufffd")
+    assert case.get("name") == name.replace("\x01", "\\x01")
 
 
 def test_formats_are_deterministic(demo_eval: Evaluation, demo_gates: GateReport) -> None:

@@ -680,13 +680,20 @@ def test_summary(result: LintResult, expected: str) -> None:
         pytest.param(
             Finding("dir,1/a:b%.xml", 3, "V009", "unknown class '50%\nx'"),
             "::error file=dir%2C1/a%3Ab%25.xml,line=3,title=V009 unknown-class::"
-            "V009 unknown class '50%25%0Ax'",
+            "V009 unknown class '50%25\\x0ax'",
             id="escaped",
+        ),
+        pytest.param(
+            Finding("a\n::warning file=x.xml::forged.xml", 1, "V011", "no <object>\x1b[31m"),
+            "::error file=a\\x0a%3A%3Awarning file=x.xml%3A%3Aforged.xml,line=1,"
+            "title=V011 no-objects::V011 no <object>\\x1b[31m",
+            id="forged-command",
         ),
     ],
 )
 def test_github_annotation(finding: Finding, expected: str) -> None:
-    """Workflow commands escape %, CR and LF everywhere, and : and , in properties."""
+    """Workflow commands escape % everywhere and : and , in properties; a line break or a
+    control character of a name is a visible escape, so no second command and no colour."""
     assert github_annotation(finding) == expected
 
 

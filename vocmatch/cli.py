@@ -1415,7 +1415,7 @@ def lint_command(
         click.echo(lint.summary(result), err=True)
     else:
         for finding in result.findings:
-            click.echo(str(finding))
+            click.echo(lint.text_line(finding))
         click.echo(lint.summary(result))
     if result.findings:
         raise click.exceptions.Exit(EXIT_GATE)

@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vocmatch.calculator import BoxComparison, LabelComparison
+from vocmatch.escapes import printable
 from vocmatch.geometry import points_inside
 from vocmatch.model import Polygon
 
@@ -424,7 +425,8 @@ def box_report(comparison: BoxComparison, width: int = 80) -> RenderableType:
 
 
 def _label_set(labels: tuple[str, ...]) -> Text:
-    return Text("{" + ", ".join(labels) + "}" if labels else "∅ (none)")
+    # Labels come from the command line, perhaps from data: escaped, never markup.
+    return Text(printable("{" + ", ".join(labels) + "}") if labels else "∅ (none)")
 
 
 def label_report(comparison: LabelComparison) -> RenderableType:

@@ -1,6 +1,13 @@
 """Machine-readable forms of an :class:`~vocmatch.evaluate.Evaluation`.
 
 Every form is deterministic: images sorted by key, classes by name, keys in a fixed order.
+
+Names are data, never markup: every file and class name goes through the function of
+:mod:`vocmatch.escapes` for its form -- CSV cells through :func:`~vocmatch.escapes.csv_text`
+(formula prefixes neutralised), Markdown through :func:`~vocmatch.escapes.markdown_text`,
+JUnit XML through :func:`~vocmatch.escapes.xml_text` -- and JSON is written with
+``ensure_ascii`` (control, bidi and non-UTF-8 characters as ``\\uXXXX`` escapes, which a
+JSON reader turns back into the exact name).
 """
 
 from __future__ import annotations
@@ -9,7 +16,6 @@ import csv
 import io
 import json
 import math
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,6 +27,7 @@ from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCou
 from vocmatch.ap import Curve
 from vocmatch.bootstrap import Bootstrap, Interval
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
+from vocmatch.escapes import csv_text, markdown_text, xml_text
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
 from vocmatch.gates import GateReport
 from vocmatch.labels import LabelClassResult, LabelEvaluation, LabelImageResult
@@ -286,13 +293,16 @@ _CLASS_COLUMNS: tuple[str, ...] = (
 
 
 def _csv_cell(value: str | int | float | bool | None) -> str:
-    # Empty for undefined; floats in full (repr round-trips); booleans as in JSON.
+    # Empty for undefined; floats in full (repr round-trips); booleans as in JSON; text
+    # (names, paths) escaped, never a formula.
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        return csv_text(value)
     return str(value)
 
 
@@ -343,15 +353,13 @@ def to_csv_classes(evaluation: Evaluation) -> str:
 
 # Markdown -------------------------------------------------------------------------------
 
-# Characters that Markdown (GitHub's included) could read as markup inside a table cell.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<|])")
 
 #: Images named after the gate table of the Markdown report before it says "and N more".
 MARKDOWN_MAX_IMAGES = 20
 
 
 def _md(text: str) -> str:
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return markdown_text(text)
 
 
 def _md_number(value: float | None) -> str:
@@ -469,30 +477,29 @@ def to_markdown(evaluation: Evaluation, gates: GateReport | None = None) -> str:
 
 # JUnit XML ------------------------------------------------------------------------------
 
-# Characters XML 1.0 cannot hold, even escaped; replaced so that the file always parses.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
 
 def _xml(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
+    # What XML 1.0 cannot hold even escaped, shown as escapes, so the file always parses.
+    return xml_text(text)
 
 
 def _junit_image_detail(image: ImageResult) -> str:
+    """One line per item, each name escaped on its own (the lines' breaks are ours)."""
     lines = [
         f"gt {image.gt}, pred {image.pred}, tp {image.tp}, fp {image.fp}, fn {image.fn}",
-        f"gt file: {image.gt_path}",
-        f"pred file: {image.pred_path if image.pred_path is not None else '(none)'}",
+        f"gt file: {_xml(image.gt_path)}",
+        f"pred file: {_xml(image.pred_path) if image.pred_path is not None else '(none)'}",
     ]
     # False positives first, then missed objects, each in file order.
     for m in sorted(image.matches, key=lambda m: (m.pred_index or 0, m.gt_index or 0)):
         if m.outcome == "fp" and m.pred_index is not None:
             score = "" if m.score is None else f", score {m.score:g}"
             lines.append(
-                f"fp: {m.name}, pred object {m.pred_index + 1}, best IoU {m.iou:.3f}{score}"
+                f"fp: {_xml(m.name)}, pred object {m.pred_index + 1}, best IoU {m.iou:.3f}{score}"
             )
     for m in sorted(image.matches, key=lambda m: m.gt_index or 0):
         if m.outcome == "fn" and m.gt_index is not None:
-            lines.append(f"fn: {m.name}, gt object {m.gt_index + 1}, best IoU {m.iou:.3f}")
+            lines.append(f"fn: {_xml(m.name)}, gt object {m.gt_index + 1}, best IoU {m.iou:.3f}")
     return "\n".join(lines)
 
 
@@ -542,7 +549,7 @@ def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
             failure = ET.SubElement(
                 case, "failure", type=",".join(kinds), message=_xml("; ".join(check.failures()))
             )
-            failure.text = _xml(_junit_image_detail(image))
+            failure.text = _junit_image_detail(image)
     for element in (root, suite):
         element.set("tests", str(tests))
         element.set("failures", str(failures))

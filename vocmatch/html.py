@@ -51,10 +51,11 @@ from PIL import Image, UnidentifiedImageError
 from vocmatch import __version__
 from vocmatch.analysis import ConfusionMatrix, confusion_matrix
 from vocmatch.bootstrap import Bootstrap
-from vocmatch.errors import InputError, VocmatchWarning
+from vocmatch.errors import AnnotationError, InputError, VocmatchWarning
+from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Match
 from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
+from vocmatch.parse import AnnotationSet, open_regular
 
 __all__ = [
     "CURVE_MAX_POINTS",
@@ -195,9 +196,12 @@ def _image_entry(
             row.append(found.gt_index)
         pred_rows.append(row)
     width, height, sized = _canvas(gt, pred, pictures)
+    filename = gt.filename or (pred.filename if pred is not None else None)
     return {
-        "key": result.key,
-        "file": gt.filename or (pred.filename if pred is not None else None),
+        # Names as shown: the page's script sets them as text, which would turn an escape
+        # written in JSON back into the character.
+        "key": printable(result.key),
+        "file": printable(filename) if filename is not None else None,
         "w": width,
         "h": height,
         "sized": sized,
@@ -274,7 +278,11 @@ def report_data(
         )
         for result in _worst_first(evaluation.images)
     ]
-    return {"classes": classes, "outcomes": list(_OUTCOMES), "images": images}
+    return {
+        "classes": [printable(name) for name in classes],
+        "outcomes": list(_OUTCOMES),
+        "images": images,
+    }
 
 
 def _script_json(data: object) -> str:
@@ -402,10 +410,21 @@ def _heat_map(matrix: ConfusionMatrix) -> list[list[_HeatCell]]:
     return rows
 
 
+def _shown(value: Any) -> Any:
+    """Every value the template prints: as text (a file, folder or class name, a skipped
+    file's line) with its control characters and bidi overrides as escapes, before
+    autoescaping; numbers, and markup of our own (the data and script blocks), as they
+    are."""
+    if isinstance(value, (Markup, int, float)) or value is None:
+        return value
+    return printable(str(value))
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("vocmatch", "templates"),
         autoescape=True,
+        finalize=_shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -450,8 +469,9 @@ def html_report(
     x_ticks, y_ticks = _axes()
     picture_blocks = []
     if pictures is not None:
-        for position, entry in enumerate(data["images"]):
-            uri = pictures.uris.get(entry["key"])
+        # data["images"] is in this order, its keys as shown (escaped).
+        for position, result in enumerate(_worst_first(evaluation.images)):
+            uri = pictures.uris.get(result.key)
             if uri is not None:
                 picture_blocks.append((f"pic-{position}", uri))
     template = _environment().get_template("report.html.j2")
@@ -509,7 +529,8 @@ def _picture_path(directory: Path, annotation: ImageAnnotation) -> Path | None:
 
 
 def _data_uri(path: Path, max_side: int) -> tuple[str, tuple[int, int]]:
-    with Image.open(path) as image:
+    # Opened as a regular file first: a named pipe or a device is refused, not waited on.
+    with open_regular(path, "picture") as handle, Image.open(handle) as image:
         size = image.size
         # draft() lets the JPEG decoder scale down while decoding, far faster on big photos.
         image.draft("RGB", (max_side, max_side))
@@ -572,7 +593,12 @@ def read_pictures(
             continue
         try:
             uris[annotation.key], sizes[annotation.key] = _data_uri(path, max_side)
-        except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as error:
+        except (
+            AnnotationError,
+            OSError,
+            UnidentifiedImageError,
+            Image.DecompressionBombError,
+        ) as error:
             warnings.warn(
                 f"{path}: cannot read the picture ({error}); its overlay is drawn blank",
                 VocmatchWarning,

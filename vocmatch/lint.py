@@ -41,6 +41,7 @@ from pathlib import Path, PureWindowsPath
 from lxml import etree
 
 from vocmatch.errors import AnnotationError, InputError
+from vocmatch.escapes import github_message, github_property, printable
 from vocmatch.iou import iou_matrix
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
@@ -76,6 +77,7 @@ __all__ = [
     "rule",
     "select_codes",
     "summary",
+    "text_line",
     "to_json",
 ]
 
@@ -763,28 +765,32 @@ def summary(result: LintResult) -> str:
     return f"Found {found} in {_count(result.files_with_findings, 'file')} ({checked} checked)."
 
 
-_PROPERTY_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A", ":": "%3A", ",": "%2C"}
-_DATA_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A"}
+def text_line(finding: Finding) -> str:
+    r"""The finding as one line of the text format, ``path:line: CODE message``, with
+    control characters and bidi overrides of a name shown as escapes.
 
-
-def _escape(text: str, table: dict[str, str]) -> str:
-    return re.sub("|".join(re.escape(k) for k in table), lambda m: table[m.group(0)], text)
+    >>> text_line(Finding("evil\x1b[2J.xml", 1, "V011", "no <object>"))
+    'evil\\x1b[2J.xml:1: V011 no <object>'
+    """
+    return printable(str(finding))
 
 
 def github_annotation(finding: Finding) -> str:
     """The finding as a GitHub Actions workflow command, shown on the file's line in a PR.
 
-    Values are escaped as the runner expects (``%``, CR, LF, and in properties ``:`` and
-    ``,``).
+    Values are escaped as the runner expects (``%``, and in properties ``:`` and ``,``);
+    line breaks, control characters and bidi overrides of a name are shown as escapes
+    (:mod:`vocmatch.escapes`), so a name can neither start a command of its own nor colour
+    the log.
 
     >>> print(github_annotation(Finding("gt/a.xml", 14, "V005", "zero-area box 'RBC'")))
     ::error file=gt/a.xml,line=14,title=V005 empty-box::V005 zero-area box 'RBC'
     """
     title = f"{finding.code} {rule(finding.code).name}"
     return (
-        f"::error file={_escape(finding.path, _PROPERTY_ESCAPES)},line={finding.line},"
-        f"title={_escape(title, _PROPERTY_ESCAPES)}::"
-        f"{_escape(f'{finding.code} {finding.message}', _DATA_ESCAPES)}"
+        f"::error file={github_property(finding.path)},line={finding.line},"
+        f"title={github_property(title)}::"
+        f"{github_message(f'{finding.code} {finding.message}')}"
     )
 
 
@@ -820,4 +826,5 @@ def to_json(result: LintResult) -> str:
             for f in result.findings
         ],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # ASCII: control, bidi and non-UTF-8 characters of a name as \\u escapes.
+    return json.dumps(document, indent=2, ensure_ascii=True) + "\n"
