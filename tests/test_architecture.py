@@ -83,7 +83,7 @@ ALLOWED: dict[str, set[str]] = {
         "scan",
         "thresholds",
     },
-    "thresholds": {"ap"},
+    "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
     "pairing": set(),  # names only: why no ground truth found its predictions
     "bootstrap": {"ap", "batch", "evaluate", "iou"},
     "cli": {"*"},

@@ -256,6 +256,24 @@ def test_csv_cells_are_never_formulas(hostile: HostileSet) -> None:
     assert {"'=HYPERLINK(1)", "'+plus", "'-minus", "'@at", "'\t=tab"} <= set(images)
 
 
+def test_written_thresholds_are_never_formulas_and_read_back_exactly(hostile: HostileSet) -> None:
+    """--write-thresholds: class names that would start a formula are written after a "'",
+    and --score-thresholds reads every name back exactly."""
+    from vocmatch.thresholds import read_score_thresholds
+
+    target = out_file(hostile, "thresholds.csv")
+    outcome = vocmatch([str(hostile.gt), str(hostile.pred), "--write-thresholds", target],
+                       files=(target,))  # fmt: skip
+    assert outcome.code == 3
+    # A data file read back by vocmatch: line breaks of a name stay, quoted, as CSV has it.
+    rows = list(csv.reader(io.StringIO(outcome.files[target].decode(), newline="")))
+    assert all(row[0][:1] not in ("=", "+", "-", "@") for row in rows)
+    assert "'=SUM(A1)" in [row[0] for row in rows]
+    assert set(read_score_thresholds(target)) == set(CLASSES)
+    again = vocmatch([str(hostile.gt), str(hostile.pred), "--score-thresholds", target])
+    assert again.code == 3
+
+
 def test_markdown_has_only_its_own_headings_and_rows(hostile: HostileSet) -> None:
     """No name starts a line: the only headings are the report's, every table row has the
     table's number of cells."""

@@ -41,6 +41,7 @@ WRITERS = [
     pytest.param([*EVAL, "--format", "junit", "-o"], id="eval-junit"),
     pytest.param([*EVAL, "--classes-csv"], id="eval-classes-csv"),
     pytest.param([*EVAL, "--html"], id="eval-html"),
+    pytest.param([*EVAL, "--write-thresholds"], id="eval-write-thresholds"),
     pytest.param([*LABEL_MODE, "-o"], id="labels-table"),
     pytest.param([*LABEL_MODE, "--format", "json", "-o"], id="labels-json"),
     pytest.param([*DIFF_RUN, "-o"], id="diff-table"),

@@ -790,7 +790,7 @@ def evidence_for(
 @click.option(
     "--score-thresholds",
     "score_thresholds_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
     help="Per-class score thresholds: CSV lines class,threshold (as --write-thresholds "
@@ -798,7 +798,7 @@ def evidence_for(
 )
 @click.option(
     "--beta",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FiniteFloatRange(min=0.0, min_open=True),
     default=1.0,
     show_default=True,
     help="Each class's operating point maximises F-beta on its precision/recall curve: 1 is "
@@ -807,7 +807,7 @@ def evidence_for(
 @click.option(
     "--write-thresholds",
     "write_thresholds_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(),
     default=None,
     metavar="FILE",
     help="Write each class's operating-point threshold to FILE as class,threshold CSV, for "
@@ -915,7 +915,8 @@ def eval_command(
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
     check_outputs(
-        [output, classes_csv, html_file],
+        [output, classes_csv, html_file, write_thresholds_file],
+        files=[score_thresholds_file],
         folders=xml_folders(gt_dir, pred_dir)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
     )

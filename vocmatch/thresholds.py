@@ -33,6 +33,7 @@ import numpy as np
 
 from vocmatch.ap import Curve
 from vocmatch.errors import AnnotationError, InputError
+from vocmatch.parse import read_bytes
 
 __all__ = [
     "OperatingPoint",
@@ -211,12 +212,10 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
     """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            data = handle.read(MAX_THRESHOLD_FILE_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"{name}: cannot read file: {error.strerror or error}") from None
-    if len(data) > MAX_THRESHOLD_FILE_BYTES:
-        raise InputError(f"{name}: larger than {MAX_THRESHOLD_FILE_BYTES:,} bytes")
+        # Regular files only, read without blocking (a named pipe cannot hang the run).
+        data = read_bytes(name, MAX_THRESHOLD_FILE_BYTES)
+    except AnnotationError as error:
+        raise InputError(f"{name}: {error.message}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -224,15 +223,26 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
         raise AnnotationError(name, "not UTF-8 text", line) from None
     found: dict[str, float] = {}
     lines: dict[str, int] = {}
-    for number, row_text in enumerate(text.splitlines(), start=1):
-        if not row_text.strip() or row_text.lstrip().startswith("#"):
+    # One reader over the whole text: a quoted class name may hold a line break.
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next_line = 1
+    while True:
+        number = next_line
+        try:
+            row = next(reader, None)
+        except csv.Error as error:
+            raise AnnotationError(name, f"not CSV: {error}", reader.line_num) from None
+        if row is None:
+            break
+        next_line = reader.line_num + 1
+        if not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
-        row = next(csv.reader([row_text]))
         if len(row) != 2:
+            shown = ",".join(row)
             raise AnnotationError(
-                name, f"expected class,threshold, got {len(row)} field(s): {row_text!r}", number
+                name, f"expected class,threshold, got {len(row)} field(s): {shown!r}", number
             )
-        cls, value = row[0].strip(), row[1]
+        cls, value = _unquoted(row[0].strip()), row[1]
         if number == 1 and (cls.lower(), value.strip().lower()) == ("class", "threshold"):
             continue
         if not cls:
@@ -246,22 +256,43 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
     return found
 
 
+# A class name a spreadsheet would read as a formula is written after a "'" (as spreadsheets
+# expect, OWASP's "CSV injection"), and read back without it.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _quoted(name: str) -> str:
+    return f"'{name}" if name.startswith(_FORMULA_START) else name
+
+
+def _unquoted(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_FORMULA_START) else cell
+
+
 def thresholds_csv(points: Sequence[tuple[str, OperatingPoint | None]]) -> str:
     """The operating points as a ``class,threshold`` CSV (what
     :func:`read_score_thresholds` reads), one line per class that has one.
 
     Thresholds are written in full (``repr``), so reading the file back counts exactly the
-    predictions of the operating point.
+    predictions of the operating point. A class name starting with ``= + - @`` is written
+    after a ``'``, so that a spreadsheet never runs it as a formula; the reader removes it.
 
     >>> point = OperatingPoint(0.7, 0.5, 1.0, 0.6667, 1.0, 4)
     >>> print(thresholds_csv([("car", point), ("dog", None)]), end="")
     class,threshold
     car,0.7
     """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["class", "threshold"])
+    lines = ["class,threshold"]
     for name, point in points:
         if point is not None:
-            writer.writerow([name, repr(point.threshold)])
-    return buffer.getvalue()
+            lines.append(f"{_field(_quoted(name))},{point.threshold!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _field(text: str) -> str:
+    """A CSV field, quoted when it holds a comma, a quote, a line break or outer spaces (the
+    csv module quotes "\\n" but not "\\r" when lines end in "\\n", and a bare "\\r" ends
+    the line for a reader)."""
+    if any(c in text for c in ',"\r\n') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
