@@ -32,7 +32,9 @@ every machine with the same numpy.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +57,7 @@ __all__ = [
     "bootstrap",
     "image_weights",
     "percentile_interval",
+    "resample",
     "resampler",
 ]
 
@@ -304,6 +307,19 @@ def _running(weights: IntArray, places: IntArray) -> IntArray:
     return result
 
 
+def _reaching_counts(n_gt: FloatArray) -> IntArray:
+    """``(101, B)``: for each of pycocotools' recall levels and each column's ground-truth
+    count n, the least count k with ``k / n >= level`` in floating point (division by n
+    is monotone in k, so recall reaches the level exactly from k on)."""
+    n = n_gt[None, :]
+    levels = COCO_RECALL_THRESHOLDS[:, None]
+    k = np.ceil(levels * n).astype(np.int64)
+    for _ in range(2):  # the product is off by at most one count either way
+        k -= (k > 0) & ((k - 1) / n >= levels)
+        k += k / n < levels
+    return k
+
+
 def _curve_value(
     tp_sum: IntArray,
     counted: IntArray,
@@ -336,9 +352,10 @@ def _curve_value(
         precision = tp_float / (tp_float + fp_float + _EPS_COCO)
     else:
         precision = tp_float / np.maximum(tp_float + fp_float, _EPS_DEVKIT)
-    recall = tp_float / n_gt[None, :]
     envelope = np.maximum.accumulate(precision[::-1], axis=0)[::-1]
     columns = np.arange(rows)
+    if curves.interpolation != "101-point":
+        recall = tp_float / n_gt[None, :]
     if curves.interpolation == "all-point":
         terms = np.diff(recall, axis=0, prepend=0.0) * envelope
         if not complete:
@@ -355,14 +372,16 @@ def _curve_value(
             total = total + np.where(first < width, picked, 0.0)
         eleven: FloatArray = total / 11.0
         return eleven
-    # 101-point: the first true positive whose recall reaches each level, counted from a
-    # histogram of how many levels each recall passes.
-    passed = np.searchsorted(COCO_RECALL_THRESHOLDS, recall, side="right")
-    levels = COCO_RECALL_THRESHOLDS.size
-    histogram = np.bincount(
-        (columns[None, :] * (levels + 1) + passed).ravel(), minlength=rows * (levels + 1)
-    ).reshape(rows, levels + 1)
-    first = np.cumsum(histogram, axis=1)[:, :levels]
+    # 101-point: the first true positive whose recall reaches each level. Recall is
+    # tp / n_gt, non-decreasing in tp, so it reaches a level exactly from the least count
+    # k_level whose recall does: the first true positive is the number of running counts
+    # below k_level, found for every column at once in one sorted integer array.
+    reach = _reaching_counts(n_gt)  # (101, B)
+    span = int(reach.max()) + 1
+    offsets = np.arange(rows, dtype=np.int64) * span
+    flat = (tp_sum.T.astype(np.int64) + offsets[:, None]).ravel()
+    first = np.searchsorted(flat, (reach.T + offsets[:, None]).ravel()).reshape(rows, -1)
+    first -= (columns * width)[:, None]
     picked = envelope[np.minimum(first, width - 1), columns[:, None]]
     q: FloatArray = np.where(first < width, picked, 0.0)
     return q
@@ -859,32 +878,66 @@ def _interval(value: float | None, samples: FloatArray, confidence: float) -> In
     return Interval(value, low, high, defined)
 
 
-def resample_all(
-    sampler: Resampler, resamples: int, seed: int, weights_of: IntArray | None = None
-) -> Resampled:
-    """Every metric of every resample, rows in draw order.
-
-    Args:
-        sampler: The resampler.
-        resamples: Resamples to draw.
-        seed: Their seed.
-        weights_of: ``(I,)`` for each of the sampler's images, its column among the drawn
-            images (to draw over a larger set, as the paired bootstrap does); None draws
-            over the sampler's own images.
-    """
-    parts: list[Resampled] = []
-    n_draw = len(sampler.images) if weights_of is None else int(weights_of.max(initial=-1)) + 1
-    for chunk in image_weights(n_draw, resamples, seed):
-        weights = chunk if weights_of is None else chunk[:, weights_of]
-        parts.append(sampler.metrics(weights))
+def _concatenate(parts: Sequence[Resampled], n_classes: int) -> Resampled:
     if not parts:
         empty = np.zeros(0)
-        k = len(sampler.class_names)
-        wide = np.zeros((0, k))
+        wide = np.zeros((0, n_classes))
         return Resampled(empty, empty, empty, empty, wide, wide, wide, wide)
     return Resampled(
         *(np.concatenate([getattr(p, name) for p in parts]) for name in Resampled.__slots__)
     )
+
+
+def resample(
+    samplers: Sequence[tuple[Resampler, IntArray | None]],
+    resamples: int,
+    seed: int,
+    jobs: int = 1,
+) -> list[Resampled]:
+    """Every metric of every resample for one or more resamplers drawn together.
+
+    Args:
+        samplers: Each resampler, with ``(I,)`` the column of each of its images among the
+            drawn images (so that two evaluations of one set draw the same images, as the
+            paired bootstrap does); None draws over the resampler's own images (then it
+            must be the only one).
+        resamples: Resamples to draw.
+        seed: Their seed.
+        jobs: Threads evaluating chunks of resamples at once (numpy works outside the
+            interpreter lock); the result does not depend on it.
+
+    Returns:
+        Per resampler, its metrics, rows in draw order.
+    """
+    columns = [cols for _, cols in samplers]
+    if any(c is None for c in columns):
+        n_draw = len(samplers[0][0].images)
+    else:
+        n_draw = max(int(c.max(initial=-1)) + 1 for c in columns if c is not None)
+
+    def evaluate(chunk: IntArray) -> list[Resampled]:
+        return [
+            sampler.metrics(chunk if cols is None else chunk[:, cols])
+            for sampler, cols in samplers
+        ]
+
+    results: list[list[Resampled]] = []
+    chunks = image_weights(n_draw, resamples, seed)
+    if jobs <= 1:
+        results = [evaluate(chunk) for chunk in chunks]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            # A few chunks in flight at a time: the weights of a large set are sizeable.
+            pending: deque[Future[list[Resampled]]] = deque()
+            for chunk in chunks:
+                pending.append(pool.submit(evaluate, chunk))
+                if len(pending) > 2 * jobs:
+                    results.append(pending.popleft().result())
+            results += [future.result() for future in pending]
+    return [
+        _concatenate([r[i] for r in results], len(sampler.class_names))
+        for i, (sampler, _) in enumerate(samplers)
+    ]
 
 
 def bootstrap(
@@ -893,6 +946,7 @@ def bootstrap(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
+    jobs: int = 1,
 ) -> Bootstrap:
     """Bootstrap intervals of an evaluation's metrics.
 
@@ -902,6 +956,7 @@ def bootstrap(
         resamples: Resamples to draw; at least 1.
         seed: Seed of the draws.
         confidence: Coverage of the percentile intervals, in (0, 1).
+        jobs: Threads to evaluate resamples with; the intervals do not depend on it.
 
     Returns:
         The intervals.
@@ -913,7 +968,7 @@ def bootstrap(
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be within (0, 1), got {confidence}")
-    samples = resample_all(sampler, resamples, seed)
+    (samples,) = resample([(sampler, None)], resamples, seed, jobs)
     s: Summary = evaluation.summary
     by_name: dict[str, ClassResult] = {c.name: c for c in evaluation.classes}
     classes = []
