@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "result": {"ap", "model", "protocol"},
     "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol", "result"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
-    "diff": {"evaluate", "iou", "model", "parse", "protocol"},
+    "diff": {"bootstrap", "evaluate", "iou", "model", "parse", "protocol"},
     "report": {
         "analysis",
         "bootstrap",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT
 from tests.test_bootstrap import EXPECTED_DEMO
-from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE, main
 
 DEMO = ("fixtures/demo/gt", "fixtures/demo/pred")
 
@@ -98,3 +98,116 @@ def test_bootstrap_options_are_checked(args: tuple[str, ...], message: str) -> N
     assert code == EXIT_USAGE
     assert out == ""
     assert message in err
+
+
+REGRESSION = "fixtures/regression"
+
+
+def diff_json(run_b: str, *args: str) -> tuple[int, dict[str, object], str]:
+    code, out, err = run(
+        "diff", f"{REGRESSION}/gt", f"{REGRESSION}/pred_a", f"{REGRESSION}/{run_b}",
+        "--format", "json", *args,
+    )  # fmt: skip
+    return code, json.loads(out), err
+
+
+GATES = ("--fail-on-regression", "recall=-0.01", "--fail-on-regression", "map=-0.01")
+
+
+def test_insignificant_drop_passes_its_gate() -> None:
+    """One missed object in twelve frames: below the gate, but not in 374 of 1,000
+    resamples (p = 0.374 > 0.05), so the gate passes."""
+    code, data, err = diff_json(
+        "pred_b_noise", "--bootstrap", "1000", "--seed", "0", *GATES, "--significant", "0.05"
+    )
+    assert code == EXIT_OK
+    assert err == ""
+    gates = data["gates"]
+    assert [(g["gate"], g["below"], g["p_value"], g["passed"]) for g in gates] == [
+        ("recall", True, 0.374, True),
+        ("map", True, 0.374, True),
+    ]
+    recall = data["bootstrap"]["summary"]["recall"]
+    assert (recall["low"], recall["high"], recall["p_value"], recall["defined"]) == (
+        -0.125,
+        0.0,
+        0.748,
+        1000,
+    )
+
+
+def test_significant_drop_fails_its_gate() -> None:
+    """Eight missed objects in twelve frames: below the gate in every resample, p = 0."""
+    code, data, err = diff_json(
+        "pred_b_drop", "--bootstrap", "1000", "--seed", "0", *GATES, "--significant", "0.05"
+    )
+    assert code == EXIT_GATE
+    assert err == (
+        "vocmatch: regression: recall 1.0000 -> 0.6667 (-0.3333 < -0.0100, p = 0.0000 <= 0.05:"
+        " significant)\n"
+        "vocmatch: regression: map 1.0000 -> 0.6667 (-0.3333 < -0.0100, p = 0.0000 <= 0.05:"
+        " significant)\n"
+    )
+    recall = data["bootstrap"]["summary"]["recall"]
+    assert (recall["low"], recall["high"], recall["p_value"]) == (
+        -0.45833333333333337,
+        -0.20833333333333337,
+        0.0,
+    )
+
+
+def test_without_significance_a_drop_below_the_gate_fails() -> None:
+    """--bootstrap alone reports the p-value; the gate still fails on the measured change."""
+    code, data, _ = diff_json("pred_b_noise", "--bootstrap", "200", *GATES)
+    assert code == EXIT_GATE
+    assert [g["passed"] for g in data["gates"]] == [False, False]
+    assert all(g["p_value"] is not None for g in data["gates"])
+
+
+def test_significance_needs_the_bootstrap() -> None:
+    """--significant without --bootstrap is a usage error."""
+    code, out, err = run(
+        "diff", f"{REGRESSION}/gt", f"{REGRESSION}/pred_a", f"{REGRESSION}/pred_b_drop",
+        "--significant", "0.05",
+    )  # fmt: skip
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert "--significant tests the paired bootstrap: give --bootstrap N too" in err
+
+
+def test_paired_bootstrap_without_scores(tmp_path: Path) -> None:
+    """Predictions without scores: counts, precision, recall and F1 get intervals; mAP
+    stays undefined and a gate on it fails with the reason."""
+    for run_name in ("pred_a", "pred_b_drop"):
+        folder = tmp_path / run_name
+        folder.mkdir()
+        for path in (ROOT / REGRESSION / run_name).glob("*.xml"):
+            text = path.read_text(encoding="utf-8")
+            kept = [line for line in text.splitlines() if "<score>" not in line]
+            (folder / path.name).write_text("\n".join(kept) + "\n", encoding="utf-8")
+    code, out, err = run(
+        "diff", f"{REGRESSION}/gt", str(tmp_path / "pred_a"), str(tmp_path / "pred_b_drop"),
+        "--format", "json", "--bootstrap", "300", *GATES, "--significant", "0.05",
+    )  # fmt: skip
+    assert code == EXIT_GATE
+    data = json.loads(out)
+    recall = data["bootstrap"]["summary"]["recall"]
+    assert (recall["delta"], recall["p_value"], recall["defined"]) == (
+        -0.33333333333333337,
+        0.0,
+        300,
+    )
+    assert data["bootstrap"]["summary"]["map"]["defined"] == 0
+    assert [g["passed"] for g in data["gates"]] == [False, False]
+    assert "map change undefined" in err
+
+
+def test_diff_table_shows_intervals_and_p_values() -> None:
+    """The table report gains an interval and p column, and a line on how they were made."""
+    code, out, _ = run(
+        "diff", f"{REGRESSION}/gt", f"{REGRESSION}/pred_a", f"{REGRESSION}/pred_b_drop",
+        "--bootstrap", "1000",
+    )  # fmt: skip
+    assert code == EXIT_OK
+    assert "95 % interval" in out
+    assert "paired bootstrap: 1,000 resamples of the 12 images (seed 0)" in out

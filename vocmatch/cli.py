@@ -1242,6 +1242,17 @@ def regression_gate_option(
     "DELTA: map=-0.01 fails when mAP falls by more than 0.01; CLASS:METRIC for one class "
     "(ap = map). Repeatable.",
 )
+@evidence_options
+@click.option(
+    "--significant",
+    "alpha",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=None,
+    metavar="ALPHA",
+    help="With --bootstrap: a regression gate fails only when the change is below its "
+    "DELTA and significantly so, its one-sided p-value (the share of resamples whose change "
+    "is not below DELTA) at most ALPHA, such as 0.05.",
+)
 def diff_command(
     gt_dir: Path,
     pred_a_dir: Path,
@@ -1257,6 +1268,9 @@ def diff_command(
     output: Path | None,
     max_rows: int,
     fail_on_regression: tuple[RegressionGate, ...],
+    bootstrap_resamples: int | None,
+    seed: int,
+    alpha: float | None,
 ) -> None:
     """Compare two runs, PRED_A_DIR (the reference) and PRED_B_DIR, on the ground truth in
     GT_DIR: two models, or two labelling passes.
@@ -1266,12 +1280,14 @@ def diff_command(
     regression first.
     """
 
-    from vocmatch.batch import evaluate_columns
+    from vocmatch.batch import evaluate_matched
     from vocmatch.diff import check_regressions, evaluation_diff
     from vocmatch.formats import diff_to_json
     from vocmatch.report import diff_report
     from vocmatch.scan import read_column_pair, read_columns
 
+    if alpha is not None and bootstrap_resamples is None:
+        raise click.UsageError("--significant tests the paired bootstrap: give --bootstrap N too")
     conventions = conventions_from(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
@@ -1284,28 +1300,38 @@ def diff_command(
         pred_b_columns = read_columns(pred_b_dir, jobs)
         refuse_unpaired(gt_columns, pred_a_columns, pred_a_dir)
         refuse_unpaired(gt_columns, pred_b_columns, pred_b_dir)
-        evaluation_a = evaluate_columns(gt_columns, pred_a_columns, conventions)
-        evaluation_b = evaluate_columns(gt_columns, pred_b_columns, conventions)
+        evaluation_a, matched_a = evaluate_matched(gt_columns, pred_a_columns, conventions)
+        evaluation_b, matched_b = evaluate_matched(gt_columns, pred_b_columns, conventions)
+        evidence = None
+        if bootstrap_resamples is not None:
+            from vocmatch.bootstrap import paired_bootstrap, resampler
+
+            evidence = paired_bootstrap(
+                evaluation_a, resampler(evaluation_a, matched_a),
+                evaluation_b, resampler(evaluation_b, matched_b),
+                bootstrap_resamples, seed, jobs=jobs,
+            )  # fmt: skip
+        del matched_a, matched_b
         pred_a, pred_b = pred_a_columns.to_annotations(), pred_b_columns.to_annotations()
         del gt_columns, pred_a_columns, pred_b_columns
         diff = evaluation_diff(
             evaluation_a, evaluation_b, pred_a, pred_b, str(pred_a_dir), str(pred_b_dir)
         )
-        results = check_regressions(diff, fail_on_regression)
+        results = check_regressions(diff, fail_on_regression, evidence, alpha)
     skipped = {str(s): None for s in (*evaluation_a.skipped, *evaluation_b.skipped)}
     for line in skipped:
         echo_err(f"vocmatch: skipped {line}")
     if output_format == "json":
-        text = diff_to_json(diff, results)
+        text = diff_to_json(diff, results, evidence)
         if output is None:
             click.echo(text, nl=False)
         else:
             write_text(output, text)
     elif output is None:
         with reader_may_leave():
-            print_report(stdout_console(), diff_report(diff, results, max_rows))
+            print_report(stdout_console(), diff_report(diff, results, max_rows, evidence))
     else:
-        write_text(output, report_text(diff_report(diff, results, max_rows)))
+        write_text(output, report_text(diff_report(diff, results, max_rows, evidence)))
     for result in results:
         if not result.passed:
             echo_err(f"vocmatch: regression: {result}")

@@ -18,9 +18,12 @@ An image's ``net`` is what got better minus what got worse; the worst regression
 
 Regression gates (``--fail-on-regression``) read ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``
 and pass when ``B - A >= DELTA``: ``map=-0.01`` tolerates a fall of at most 0.01, ``recall=0``
-none. As for quality gates, a change equal to the bound up to float rounding passes, a
-metric undefined in either run fails its gate with the reason, and a class found in neither
-run is an :class:`~vocmatch.errors.InputError`.
+none. With a paired bootstrap (:func:`vocmatch.bootstrap.paired_bootstrap`) and a
+significance level ``alpha``, a gate fails only when the change is below ``DELTA`` *and*
+significantly so: its one-sided p-value, the share of resamples in which the change is not
+below ``DELTA``, is at most ``alpha``. As for quality gates, a change equal to the bound up
+to float rounding passes, a metric undefined in either run fails its gate with the reason,
+and a class found in neither run is an :class:`~vocmatch.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.bootstrap import DeltaInterval, PairedBootstrap
 from vocmatch.errors import InputError
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Summary
 from vocmatch.iou import iou_matrix
@@ -468,18 +472,36 @@ class RegressionResult:
     change: Change
     passed: bool
     reason: str | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+
+    @property
+    def below(self) -> bool:
+        """The measured change is below the gate's delta (whether significant or not)."""
+        delta = self.change.delta
+        return delta is not None and not _meets(delta, self.gate.delta)
 
     def __str__(self) -> str:
-        """``map 0.6250 -> 0.5900 (-0.0350 < -0.0100)``, or why it could not be measured."""
+        """``map 0.6250 -> 0.5900 (-0.0350 < -0.0100)``, or why it could not be measured;
+        with a bootstrap, the one-sided p-value and, at a significance level, the verdict."""
         bound = f"{self.gate.delta:+.4f}"
         delta = self.change.delta
         if delta is None:
             return f"{self.gate.label} change undefined, needs >= {bound} ({self.reason})"
-        comparison = ">=" if self.passed else "<"
-        return (
+        comparison = "<" if self.below else ">="
+        text = (
             f"{self.gate.label} {self.change.a:.4f} -> {self.change.b:.4f} "
-            f"({delta:+.4f} {comparison} {bound})"
+            f"({delta:+.4f} {comparison} {bound}"
         )
+        if self.p_value is None:
+            return text + ")"
+        if self.alpha is None:
+            return f"{text}, p = {self.p_value:.4f})"
+        if not self.below:
+            return f"{text}, p = {self.p_value:.4f})"
+        if self.passed:
+            return f"{text}, p = {self.p_value:.4f} > {self.alpha:g}: not significant)"
+        return f"{text}, p = {self.p_value:.4f} <= {self.alpha:g}: significant)"
 
 
 def parse_regression_gate(text: str) -> RegressionGate:
@@ -547,21 +569,48 @@ def _meets(delta: float, bound: float) -> bool:
     )
 
 
+def _evidence(
+    evidence: PairedBootstrap | None, scope: str | None, metric: RegressionMetric
+) -> DeltaInterval | None:
+    if evidence is None:
+        return None
+    if scope is None:
+        found: DeltaInterval = getattr(evidence, metric)
+        return found
+    for cls in evidence.classes:
+        if cls.name == scope:
+            interval: DeltaInterval = getattr(cls, "ap" if metric == "map" else metric)
+            return interval
+    return None
+
+
 def check_regressions(
-    diff: EvaluationDiff, gates: Iterable[RegressionGate]
+    diff: EvaluationDiff,
+    gates: Iterable[RegressionGate],
+    evidence: PairedBootstrap | None = None,
+    alpha: float | None = None,
 ) -> tuple[RegressionResult, ...]:
     """Check regression gates against a diff.
 
     Args:
         diff: Run B against run A.
         gates: The gates, dataset or class.
+        evidence: The paired bootstrap of the two runs: each result then carries its
+            one-sided p-value, the share of resamples whose change is not below the gate.
+        alpha: With ``evidence``, the significance level: a change below the gate fails
+            only when its p-value is at most ``alpha``.
 
     Returns:
         A result per gate, in the order given.
 
     Raises:
         InputError: A gate names a class found in neither run.
+        ValueError: ``alpha`` without ``evidence``, or outside (0, 1).
     """
+    if alpha is not None and evidence is None:
+        raise ValueError("a significance level needs the paired bootstrap")
+    if alpha is not None and not 0.0 < alpha < 1.0:
+        raise ValueError(f"the significance level must be within (0, 1), got {alpha}")
     classes = {c.name: c for c in diff.classes}
     results = []
     for gate in gates:
@@ -579,6 +628,12 @@ def check_regressions(
         delta = change.delta
         if delta is None:
             results.append(RegressionResult(gate, change, False, _undefined(change)))
-        else:
-            results.append(RegressionResult(gate, change, _meets(delta, gate.delta)))
+            continue
+        interval = _evidence(evidence, gate.scope, gate.metric)
+        p_value = interval.share_not_below(gate.delta) if interval is not None else None
+        passed = _meets(delta, gate.delta)
+        if not passed and alpha is not None:
+            # Below the gate, but only a significant fall fails it.
+            passed = p_value is None or p_value > alpha
+        results.append(RegressionResult(gate, change, passed, None, p_value, alpha))
     return tuple(results)

@@ -25,7 +25,7 @@ import numpy as np
 from vocmatch import __version__
 from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
 from vocmatch.ap import Curve
-from vocmatch.bootstrap import Bootstrap, Interval
+from vocmatch.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.escapes import csv_text, markdown_text, xml_text
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
@@ -663,7 +663,9 @@ def _image_diff(image: ImageDiff) -> dict[str, Any]:
 
 
 def diff_to_json_dict(
-    diff: EvaluationDiff, results: Sequence[RegressionResult] = ()
+    diff: EvaluationDiff,
+    results: Sequence[RegressionResult] = (),
+    evidence: PairedBootstrap | None = None,
 ) -> dict[str, Any]:
     """The diff as plain JSON-ready data (documented in the README).
 
@@ -716,16 +718,26 @@ def diff_to_json_dict(
                 "delta": r.change.delta,
                 "passed": r.passed,
                 "reason": r.reason,
+                **(
+                    {"p_value": r.p_value, "alpha": r.alpha, "below": r.below}
+                    if evidence is not None
+                    else {}
+                ),
             }
             for r in results
         ],
         "passed": all(r.passed for r in results),
+        **({"bootstrap": paired_json(evidence)} if evidence is not None else {}),
     }
 
 
-def diff_to_json(diff: EvaluationDiff, results: Sequence[RegressionResult] = ()) -> str:
+def diff_to_json(
+    diff: EvaluationDiff,
+    results: Sequence[RegressionResult] = (),
+    evidence: PairedBootstrap | None = None,
+) -> str:
     """The diff as indented JSON text, ending in a newline."""
-    return json.dumps(diff_to_json_dict(diff, results), indent=2, allow_nan=False) + "\n"
+    return json.dumps(diff_to_json_dict(diff, results, evidence), indent=2, allow_nan=False) + "\n"
 
 
 # Label sets and segmentation masks (JSON) -----------------------------------------------
@@ -854,6 +866,48 @@ def bootstrap_json(result: Bootstrap) -> dict[str, Any]:
                 "precision": _interval(c.precision),
                 "recall": _interval(c.recall),
                 "f1": _interval(c.f1),
+            }
+            for c in result.classes
+        ],
+    }
+
+
+__all__ += ["paired_json"]
+
+
+def _delta_interval(change: DeltaInterval) -> dict[str, Any]:
+    return {
+        "a": change.a,
+        "b": change.b,
+        "delta": change.delta,
+        "low": change.low,
+        "high": change.high,
+        "p_value": change.p_value,
+        "defined": change.defined,
+    }
+
+
+def paired_json(result: PairedBootstrap) -> dict[str, Any]:
+    """The paired bootstrap of a diff as JSON-ready data: each change as ``{"a", "b",
+    "delta", "low", "high", "p_value", "defined"}``."""
+    return {
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "images": result.images,
+        "summary": {
+            "map": _delta_interval(result.map),
+            "precision": _delta_interval(result.precision),
+            "recall": _delta_interval(result.recall),
+            "f1": _delta_interval(result.f1),
+        },
+        "classes": [
+            {
+                "name": c.name,
+                "ap": _delta_interval(c.ap),
+                "precision": _delta_interval(c.precision),
+                "recall": _delta_interval(c.recall),
+                "f1": _delta_interval(c.f1),
             }
             for c in result.classes
         ],

@@ -27,7 +27,7 @@ from vocmatch.analysis import (
     ErrorCounts,
     Tightness,
 )
-from vocmatch.bootstrap import Bootstrap, Interval
+from vocmatch.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
 from vocmatch.diff import (
     Change,
     CountChange,
@@ -570,13 +570,23 @@ def _image_objects(image: ImageDiff) -> Text:
     return text
 
 
+def _delta_cells(change: DeltaInterval | None) -> list[RenderableType]:
+    """The interval of a change and its two-sided p-value, or dashes."""
+    if change is None or change.low is None or change.high is None:
+        return [Text("—", style="dim"), Text("—", style="dim")]
+    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    return [Text(f"[{change.low:+.4f}, {change.high:+.4f}]", style="cyan"), Text(p)]
+
+
 def diff_report(
     diff: EvaluationDiff,
     results: tuple[RegressionResult, ...] = (),
     max_rows: int = DIFF_MAX_ROWS,
+    evidence: PairedBootstrap | None = None,
 ) -> RenderableType:
     """Run B against run A: the summary, each class, the images that changed (worst
-    regression first) and the regression gates."""
+    regression first) and the regression gates; with ``evidence``, the interval and p-value
+    of every change."""
     conventions = Table.grid(padding=(0, 2))
     conventions.add_column(style="bold")
     conventions.add_column()
@@ -590,21 +600,37 @@ def diff_report(
     summary.add_column("")
     for name in ("A", "B", "change"):
         summary.add_column(name, justify="right", no_wrap=True)
+    extra: list[RenderableType] = []
+    if evidence is not None:
+        coverage = f"{evidence.confidence * 100:g} %"
+        summary.add_column(f"{coverage} interval", justify="right", no_wrap=True)
+        summary.add_column("p", justify="right", no_wrap=True)
+        extra = ["", ""]
     map_name = "mAP@[.50:.95]" if diff.conventions.coco_stats else "mAP"
-    summary.add_row(*_change_row(map_name, s.map))
-    summary.add_row(*_change_row("precision", s.precision))
-    summary.add_row(*_change_row("recall", s.recall))
-    summary.add_row(*_change_row("F1", s.f1))
-    summary.add_row(*_count_row("TP", s.tp, True))
-    summary.add_row(*_count_row("FP", s.fp, False))
-    summary.add_row(*_count_row("FN", s.fn, False))
+    for name, change, field in (
+        (map_name, s.map, "map"),
+        ("precision", s.precision, "precision"),
+        ("recall", s.recall, "recall"),
+        ("F1", s.f1, "f1"),
+    ):
+        cells = _delta_cells(getattr(evidence, field)) if evidence is not None else []
+        summary.add_row(*_change_row(name, change), *cells)
+    summary.add_row(*_count_row("TP", s.tp, True), *extra)
+    summary.add_row(*_count_row("FP", s.fp, False), *extra)
+    summary.add_row(*_count_row("FN", s.fn, False), *extra)
 
     classes = Table(title="Classes (B - A)", title_justify="left")
     classes.add_column("class", no_wrap=True)
     classes.add_column("GT", justify="right")
     for name in ("AP A", "AP B", "ΔAP", "Δprecision", "Δrecall", "ΔTP", "ΔFP", "ΔFN"):
         classes.add_column(name, justify="right", no_wrap=True)
+    class_evidence = {}
+    if evidence is not None:
+        classes.add_column("ΔAP interval", justify="right", no_wrap=True)
+        classes.add_column("p", justify="right", no_wrap=True)
+        class_evidence = {c.name: c.ap for c in evidence.classes}
     for cls in diff.classes:
+        cells = _delta_cells(class_evidence.get(cls.name)) if evidence is not None else []
         classes.add_row(
             _name(cls.name),
             str(cls.gt),
@@ -616,6 +642,7 @@ def diff_report(
             _count_delta(cls.tp.delta, True),
             _count_delta(cls.fp.delta, False),
             _count_delta(cls.fn.delta, False),
+            *cells,
         )
 
     changed = [i for i in diff.images if i.changed]
@@ -635,15 +662,17 @@ def diff_report(
             _count_delta(image.net, True),
             _image_objects(image),
         )
-    parts: list[RenderableType] = [
-        conventions,
-        Text(),
-        summary,
-        Text(),
-        classes,
-        Text(),
-        images,
-    ]
+    parts: list[RenderableType] = [conventions, Text(), summary]
+    if evidence is not None:
+        parts.append(
+            Text(
+                f"paired bootstrap: {evidence.resamples:,} resamples of the {evidence.images:,} "
+                f"images (seed {evidence.seed}), both runs on each; interval: percentiles of "
+                "B - A; p: two-sided, of no change",
+                style="dim",
+            )
+        )
+    parts += [Text(), classes, Text(), images]
     if len(changed) > len(shown):
         parts.append(
             Text(
