@@ -6,6 +6,7 @@ same columns, or the same error with its message and line)."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import tempfile
 from dataclasses import replace
@@ -23,7 +24,7 @@ from vocmatch import scan
 from vocmatch.batch import evaluate_columns
 from vocmatch.evaluate import evaluate
 from vocmatch.formats import to_json
-from vocmatch.parse import parse_annotation, read_directory
+from vocmatch.parse import parse_annotation, read_directory, read_number
 from vocmatch.protocol import protocol
 from vocmatch.scan import columns_from_annotations, read_columns
 
@@ -301,3 +302,26 @@ def test_numbers_in_the_grammar_read_alike(tmp_path: Path, text: str, value: flo
     assert parsed.annotations[0].boxes[0].x1 == value
     assert scan._fast(_labelimg_with("xmin", text)) is not None  # read on the fast path
     assert_same_columns(columns_from_annotations(parsed), read_columns(tmp_path))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="0123456789+-.eE \t\r\n", max_size=14))
+def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
+    """The fast reader proves numbers in bulk: over the bytes a number of the grammar can
+    hold, float() accepts exactly the texts read_number accepts, with the same value, and
+    a text of digits (with or without a trailing .0) is the integer float() reads."""
+    try:
+        expected: float | None = read_number(text)
+    except ValueError:
+        expected = None
+    try:
+        got: float | None = float(text)
+    except ValueError:
+        got = None
+    assert got == expected or (got != got and expected != expected)
+    values = scan._numbers([text.encode()])
+    if expected is None:
+        assert values is None
+    else:
+        assert values is not None and values.tolist() == [expected]
+        assert math.copysign(1.0, values[0]) == math.copysign(1.0, expected)

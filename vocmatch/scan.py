@@ -15,12 +15,13 @@ objects differ, each is read by the plan of its own layout. The header is read t
 
 It only reads files it can prove the parser reads the same way: every ``<`` accounted for
 by plain tags, no reference, CDATA end, control character or non-UTF-8 byte, every number
-in the one grammar (:data:`vocmatch.parse.NUMBER_PATTERN`), every value one the parser
-accepts. Any other file -- a comment, CDATA, an entity, an attribute or a namespace,
-another encoding, a value the parser would refuse, a rotated box or a polygon -- is read by
-:func:`vocmatch.parse.parse_annotation` instead, so results and error messages are always
-the parser's own. Tests check that both readers give identical columns on every layout of
-``bench/zoo.py``, on the real sets, and on generated files of any layout and content.
+in the one grammar (:data:`vocmatch.parse.NUMBER_PATTERN`, proved in bulk: see
+:func:`_numbers`), every value one the parser accepts. Any other file -- a comment, CDATA,
+an entity, an attribute or a namespace, another encoding, a value the parser would refuse,
+a rotated box or a polygon -- is read by :func:`vocmatch.parse.parse_annotation` instead,
+so results and error messages are always the parser's own. Tests check that both readers
+give identical columns on every layout of ``bench/zoo.py``, on the real sets, and on
+generated files of any layout and content.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from vocmatch.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox,
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
-    NUMBER_PATTERN,
     AnnotationSet,
     list_directory,
     number_problem,
@@ -69,7 +69,6 @@ _HEADER_TAG = re.compile(rb'<(/?)([A-Za-z_][A-Za-z0-9_.-]*)((?: verified="(?:yes
 # Text the parser would read differently: entity or character references, and the end of
 # a CDATA section, which is not allowed in text. Control characters, and the non-characters
 # U+FFFE and U+FFFF, are not allowed in XML 1.0.
-_CONTROL = bytes(range(0x00, 0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
 _NON_CHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
 _DECLARATION = re.compile(rb"\A<\?xml[ \t\r\n][^>]*\?>")
 _ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
@@ -78,10 +77,8 @@ _SPACE = b" \t\r\n"
 # Text between tags is allowed anywhere, as XML allows it and the parser ignores it.
 _TEXT = rb"[^<]*"
 _VALUE = rb"([^<]*)"
-# The annotation number grammar (vocmatch.parse.NUMBER_PATTERN), over bytes.
-_NUMBER = re.compile(NUMBER_PATTERN.encode("ascii"))
-# What a text may hold to be tried as a JSON number (see _numbers): no minus sign.
-_JSON_NUMBER_BYTES = b"0123456789+.eE \t\r\n,"
+# Every byte a number of the grammar may hold, and the separator (see _numbers).
+_DECIMAL_BYTES = b"0123456789+-.eE \t\r\n,"
 # An object's shape elements: such objects are the parser's (exact region overlap).
 _SHAPES = (b"robndbox", b"polygon")
 # Distinct layouts remembered per process; a set of hostile files cannot grow it further.
@@ -193,7 +190,8 @@ class _Chunk:
     occluded: list[BoolArray] = field(default_factory=list)
     pose_codes: list[int] = field(default_factory=list)  # index into pose_vocabulary, or -1
     pose_vocabulary: dict[str, int] = field(default_factory=dict)
-    raw_poses: dict[bytes, int] = field(default_factory=dict)  # <pose> as written -> code
+    # <pose> as written -> code; None (no <pose>) -> -1.
+    raw_poses: dict[bytes | None, int] = field(default_factory=dict)
 
 
 def _flag(raw: bytes) -> bool | None:
@@ -500,8 +498,10 @@ class _Objects:
 def _flags(raw: Sequence[bytes]) -> BoolArray | None:
     """``truncated`` or ``difficult`` texts as the parser reads them, or None for any other
     than the common ``0`` and ``1`` (and absent or empty, which are 0): the parser decides."""
-    if set(raw) <= {b"0", b"1"}:
-        return np.fromiter(map(b"1".__eq__, raw), dtype=bool, count=len(raw))
+    joined = b"".join(raw)
+    if len(joined) == len(raw) and not joined.translate(None, b"01"):
+        ones: BoolArray = np.frombuffer(joined, np.uint8) == ord("1")  # one byte each
+        return ones
     values = [_flag(value) for value in raw]
     if None in values:
         return None
@@ -515,8 +515,10 @@ _OCCLUDED_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 def _occluded_flags(raw: Sequence[bytes]) -> BoolArray | None:
     """``occluded`` texts as the parser reads them: a flag, or true/false/yes/no in any
     case; None where the parser decides."""
-    if set(raw) <= {b"0", b"1"}:
-        return np.fromiter(map(b"1".__eq__, raw), dtype=bool, count=len(raw))
+    joined = b"".join(raw)
+    if len(joined) == len(raw) and not joined.translate(None, b"01"):
+        ones: BoolArray = np.frombuffer(joined, np.uint8) == ord("1")
+        return ones
     values = []
     for text in raw:
         word = _OCCLUDED_WORDS.get(_text(text).strip().lower())
@@ -530,27 +532,27 @@ def _occluded_flags(raw: Sequence[bytes]) -> BoolArray | None:
 def _numbers(texts: Sequence[bytes]) -> FloatArray | None:
     """The values of number texts in the annotation grammar, or None if one is not in it.
 
-    The common case is converted in one call: texts made only of digits, signs, points,
-    exponents and XML whitespace that are also JSON numbers are read by the JSON decoder,
-    which converts each exactly as ``float()`` does (an integer exactly, then to float64 as
-    ``float()`` rounds). ``-0`` as an integer would lose its sign there, so texts with a
-    minus sign take the general path: the grammar checked text by text, then ``float()``.
+    Every text in the grammar is made of digits, signs, points, exponent letters and XML
+    whitespace; over those bytes ``float()`` accepts exactly the texts the grammar does
+    (what else it takes -- underscores, other digits and spaces, ``inf``, ``nan`` -- needs
+    other bytes), so one check of the bytes and ``float()`` decide. Texts of digits only,
+    or of digits and a trailing ``.0`` (as datumaro writes integers), are integers, read
+    several times faster in one call of the JSON decoder, whose integers convert to
+    float64 exactly as ``float()`` rounds their text.
     """
-    joined = b",".join(texts)
-    if not joined.translate(None, _JSON_NUMBER_BYTES):
+    joined = b",".join(texts) + b","
+    if joined.translate(None, _DECIMAL_BYTES):
+        return None  # a byte no number of the grammar holds: the parser's to refuse
+    integral = joined.replace(b".0,", b",") if b".0," in joined else joined
+    if not integral.translate(None, b"0123456789,") and b",," not in b"," + integral:
         try:
-            values = np.array(json.loads(b"[" + joined + b"]"), dtype=np.float64)
-            if values.size == len(texts):  # not so for one empty text: "[]"
-                return values
+            return np.array(json.loads(b"[" + integral[:-1] + b"]"), dtype=np.float64)
         except (ValueError, OverflowError):
-            pass  # "+5", "5.", ".5", "007", "": numbers or not, for the grammar to say
-    read = []
-    for text in texts:
-        match = _NUMBER.fullmatch(text)
-        if match is None:
-            return None
-        read.append(float(match[1]))
-    return np.array(read, dtype=np.float64)
+            pass  # leading zeros ("007"), or an integer too large for float64
+    try:
+        return np.array(list(map(float, texts)), dtype=np.float64)
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)
@@ -652,8 +654,10 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     """
     if b"&" in data or (b"]" in data and b"]]>" in data):
         return None
-    if len(data.translate(None, _CONTROL)) != len(data):
-        return None
+    octets = np.frombuffer(data, np.uint8)
+    below_space = octets < 0x20
+    if below_space.any() and (below_space & (octets != 9) & (octets != 10) & (octets != 13)).any():
+        return None  # a control character: not allowed in XML 1.0
     if b"\xef\xbf" in data and any(c in data for c in _NON_CHARACTERS):
         return None
     declaration = _DECLARATION.match(data)
@@ -674,7 +678,7 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     if not _TRAILER.match(data, last):
         return None
     # Counted by numpy: several times faster than bytes.count on a file of this size.
-    tags = int(np.count_nonzero(np.frombuffer(data, np.uint8, last - first, first) == ord("<")))
+    tags = int(np.count_nonzero(octets[first:last] == ord("<")))
     fields = _uniform_fields(data, first, last, tags) or _mixed_fields(data, first, last)
     if fields is None:
         return None
@@ -816,11 +820,10 @@ def _add_poses(chunk: _Chunk, poses: Sequence[str | None]) -> None:
 def _add_raw_poses(chunk: _Chunk, raw_poses: Sequence[bytes | None]) -> None:
     # As the parser reads <pose>: stripped text, and empty as absent.
     codes = chunk.raw_poses
-    for raw in raw_poses:
-        if raw is not None and raw not in codes:
-            text = _text(raw).strip()
-            codes[raw] = _pose_code(chunk, text) if text else -1
-    chunk.pose_codes.extend(-1 if raw is None else codes[raw] for raw in raw_poses)
+    for raw in set(raw_poses).difference(codes):
+        text = "" if raw is None else _text(raw).strip()
+        codes[raw] = _pose_code(chunk, text) if text else -1
+    chunk.pose_codes.extend(map(codes.__getitem__, raw_poses))
 
 
 def _add_raw_names(chunk: _Chunk, raw_names: Sequence[bytes], new_names: dict[bytes, str]) -> None:
