@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
-from vocmatch.model import Box, ImageAnnotation
+from vocmatch.geometry import polygon_problem
+from vocmatch.model import Box, ImageAnnotation, Polygon, RotatedBox
 from vocmatch.parse import AnnotationSet
 
 
@@ -63,6 +66,82 @@ def random_dataset(
             rng.shuffle(pred_boxes)
             pred_images.append(ImageAnnotation(key, f"pred/{key}.xml", tuple(pred_boxes)))
         gt_images.append(ImageAnnotation(key, f"gt/{key}.xml", tuple(gt_boxes)))
+    return (
+        AnnotationSet("gt", tuple(gt_images), ()),
+        AnnotationSet("pred", tuple(pred_images), ()),
+    )
+
+
+def without_scores(annotations: AnnotationSet, share: float = 1.0, seed: int = 0) -> AnnotationSet:
+    """The same set with the scores of a share of the boxes (all by default) removed."""
+    rng = random.Random(seed)
+    return replace(
+        annotations,
+        annotations=tuple(
+            replace(
+                a,
+                boxes=tuple(replace(b, score=None) if rng.random() < share else b for b in a.boxes),
+            )
+            for a in annotations.annotations
+        ),
+    )
+
+
+def with_shapes(annotations: AnnotationSet, seed: int, share: float = 0.5) -> AnnotationSet:
+    """The same set with a share of the boxes turned into rotated boxes (any angle) or convex
+    polygons (3 to 8 points on the box's inscribed ellipse), each carried by a box of its
+    bounds, as the parser gives them."""
+    rng = random.Random(seed)
+
+    def shape(b: Box) -> Box:
+        draw = rng.random()
+        if draw >= share:
+            return b
+        w, h = b.x2 - b.x1, b.y2 - b.y1
+        cx, cy = (b.x1 + b.x2) / 2, (b.y1 + b.y2) / 2
+        region: Polygon | RotatedBox
+        if draw < share / 2:
+            region = RotatedBox(cx, cy, w, h, rng.uniform(0, 2 * math.pi))
+        else:
+            angles = sorted(rng.uniform(0, 2 * math.pi) for _ in range(rng.randint(3, 8)))
+            points = tuple((cx + w / 2 * math.cos(a), cy + h / 2 * math.sin(a)) for a in angles)
+            if polygon_problem(points) is not None:
+                return b
+            region = Polygon(points)
+        x1, y1, x2, y2 = region.bounds
+        return replace(b, x1=x1, y1=y1, x2=x2, y2=y2, shape=region)
+
+    return replace(
+        annotations,
+        annotations=tuple(
+            replace(a, boxes=tuple(shape(b) for b in a.boxes)) for a in annotations.annotations
+        ),
+    )
+
+
+def dense_dataset(
+    seed: int, gt_boxes: int = 40, pred_boxes: int = 50, images: int = 2
+) -> tuple[AnnotationSet, AnnotationSet]:
+    """Images where every box overlaps most others: jittered copies of three boxes, a third
+    of them exact copies (ties of IoU 1), two classes, difficult objects, tied scores."""
+    rng = random.Random(seed)
+    gt_images, pred_images = [], []
+    for i in range(images):
+        centres = [(rng.randint(0, 30), rng.randint(0, 30)) for _ in range(3)]
+
+        def box(jitter: int, centres: list[tuple[int, int]] = centres, **fields: object) -> Box:
+            x, y = rng.choice(centres)
+            d = (
+                [0, 0, 0, 0]
+                if rng.random() < 0.3
+                else [rng.randint(-jitter, jitter) for _ in "abcd"]
+            )
+            return Box(rng.choice("ab"), x + d[0], y + d[1], x + 40 + d[2], y + 40 + d[3], **fields)  # type: ignore[arg-type]
+
+        gt = [box(5, difficult=rng.random() < 0.15) for _ in range(gt_boxes)]
+        pred = [box(8, score=round(rng.random(), 1)) for _ in range(pred_boxes)]
+        gt_images.append(ImageAnnotation(f"d{i}", f"gt/d{i}.xml", tuple(gt)))
+        pred_images.append(ImageAnnotation(f"d{i}", f"pred/d{i}.xml", tuple(pred)))
     return (
         AnnotationSet("gt", tuple(gt_images), ()),
         AnnotationSet("pred", tuple(pred_images), ()),

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "parse": {"model", "geometry"},  # geometry judges whether a <polygon> is valid
     "geometry": {"iou", "model"},
     "result": {"ap", "model", "protocol"},
-    "evaluate": {"ap", "geometry", "iou", "match", "model", "parse", "protocol", "result"},
+    "evaluate": {"batch", "parse", "protocol", "result", "scan"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
     "diff": {"bootstrap", "evaluate", "iou", "model", "parse", "protocol"},
     "report": {
@@ -71,18 +71,8 @@ ALLOWED: dict[str, set[str]] = {
         "escapes",
     },
     "scan": {"parse", "model", "workers"},
-    "batch": {
-        "ap",
-        "evaluate",
-        "geometry",
-        "iou",
-        "match",
-        "parse",
-        "protocol",
-        "result",
-        "scan",
-        "thresholds",
-    },
+    "batch": {"ap", "match", "model", "pairs", "protocol", "result", "scan", "thresholds"},
+    "pairs": {"geometry", "iou", "model"},
     "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
     "pairing": set(),  # names only: why no ground truth found its predictions
     "bootstrap": {"ap", "batch", "evaluate", "iou"},

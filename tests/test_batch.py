@@ -1,11 +1,13 @@
-"""The fast path (columns read by vocmatch.scan, evaluated by vocmatch.batch) gives results
-bit-identical to the reference path (vocmatch.parse + vocmatch.evaluate)."""
+"""The product path (columns read by vocmatch.scan, evaluated by vocmatch.batch) gives
+results bit-identical to the reference path (vocmatch.parse + the per-image evaluator of
+tests/reference.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import math
+import random
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,10 +19,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT, datasets_or_skip
-from tests.oracle import random_dataset, write_voc
-from vocmatch import scan
+from tests.oracle import (
+    dense_dataset,
+    random_dataset,
+    with_shapes,
+    without_scores,
+    write_voc,
+)
+from tests.reference import evaluate
+from tests.reference import match_class as reference_match_class
+from vocmatch import batch, match, pairs, scan
 from vocmatch.batch import _cell_score_order, _rankings, evaluate_columns
-from vocmatch.evaluate import evaluate
+from vocmatch.match import match_class
 from vocmatch.parse import parse_annotation, read_directory
 from vocmatch.protocol import protocol
 from vocmatch.scan import ColumnSet, columns_from_annotations, read_columns
@@ -71,6 +81,154 @@ def test_batch_equals_reference_on_random_data(name: str, seed: int) -> None:
         columns_from_annotations(gt), columns_from_annotations(pred), conventions
     )
     assert_identical(expected, actual)
+
+
+def same_as_reference(gt: Any, pred: Any, conventions: Any, fold_case: bool = False) -> None:
+    assert_identical(
+        evaluate(gt, pred, conventions, fold_case=fold_case),
+        evaluate_columns(
+            columns_from_annotations(gt),
+            columns_from_annotations(pred),
+            conventions,
+            fold_case=fold_case,
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("seed", range(6))
+def test_unscored_predictions_equal_the_reference(name: str, seed: int) -> None:
+    """Predictions without scores (paired highest IoU first, counted objects before ignored
+    ones) give the reference's counts and per-box records under every convention."""
+    gt, pred = random_dataset(seed, images=15)
+    same_as_reference(gt, without_scores(pred), VARIANTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("seed", range(3))
+def test_partly_scored_predictions_equal_the_reference(name: str, seed: int) -> None:
+    """A scored set where a fifth of the predictions have no score (they rank last)."""
+    gt, pred = random_dataset(seed, images=12)
+    same_as_reference(gt, without_scores(pred, share=0.2, seed=seed), VARIANTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("scored", [True, False], ids=["scored", "unscored"])
+def test_rotated_boxes_and_polygons_equal_the_reference(name: str, seed: int, scored: bool) -> None:
+    """Half the boxes on both sides turned into rotated boxes at any angle and convex
+    polygons: exact region overlaps, matched and counted as the reference does."""
+    gt, pred = random_dataset(seed, images=10)
+    gt, pred = with_shapes(gt, seed), with_shapes(pred, seed + 100)
+    same_as_reference(gt, pred if scored else without_scores(pred), VARIANTS[name])
+
+
+@pytest.fixture(
+    params=[
+        pytest.param((64, 0), id="blocks-nothing-kept"),
+        pytest.param((64, 300), id="blocks-some-kept"),
+        pytest.param((400, 1 << 24), id="tiles-all-kept"),
+        pytest.param((400, 0), id="tiles-scored-again"),
+    ]
+)
+def small_pieces(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Pairs scored in pieces of a few dozen: every image-class of the dense sets is "large"
+    (scored in blocks, matched rank by rank on blocks or, without scores, by the heap), and
+    few or no pairs that can match are kept between matchings. Counts the paths taken."""
+    tile, budget = request.param
+    monkeypatch.setattr(pairs, "TILE_PAIRS", tile)
+    monkeypatch.setattr(batch, "CANDIDATE_BUDGET", budget)
+    calls: dict[str, int] = {}
+    for module, name in [
+        (match.RankedMatcher, "add_block"),
+        (match.RankedMatcher, "add"),
+        (batch, "match_unscored_rows"),
+        (batch, "match_unscored"),
+        (pairs, "overlapping_pairs"),
+    ]:
+        original = getattr(module, name)
+
+        def spy(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] = calls.get(_name, 0) + 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize(
+    "kind", ["scored", "unscored", "shapes", "shapes-unscored", "sparse", "sparse-unscored"]
+)
+def test_large_image_classes_in_pieces_equal_the_reference(
+    name: str, kind: str, small_pieces: dict[str, int]
+) -> None:
+    """Image-classes whose pairs are scored and matched in bounded pieces (blocks of
+    predictions against all ground truth, an STR tree for the pairs that meet, a heap for
+    unscored pairing) give the reference's evaluation to the bit: heavily overlapping boxes
+    with exact copies (ties), difficult and crowd objects, shapes, and sparse random sets."""
+    seed = sorted(VARIANTS).index(name)
+    if kind.startswith("sparse"):
+        gt, pred = random_dataset(seed, images=6)
+    else:
+        gt, pred = dense_dataset(seed)
+    if kind.startswith("shapes"):
+        gt, pred = with_shapes(gt, seed), with_shapes(pred, seed + 1)
+    if kind.endswith("unscored"):
+        pred = without_scores(pred)
+    same_as_reference(gt, pred, VARIANTS[name])
+
+
+def test_every_piece_path_is_taken(small_pieces: dict[str, int]) -> None:
+    """Across the dense and sparse sets, each way of scoring and matching pieces is used
+    under these piece sizes (so the comparisons above test them)."""
+    for scored in (True, False):
+        for gt, pred in (dense_dataset(1), random_dataset(2, images=6)):
+            same_as_reference(gt, pred if scored else without_scores(pred), protocol("default"))
+    config = (pairs.TILE_PAIRS, batch.CANDIDATE_BUDGET)
+    if config == (64, 0):
+        assert small_pieces.get("add_block", 0) > 0
+        assert small_pieces.get("match_unscored_rows", 0) > 0
+        assert small_pieces.get("overlapping_pairs", 0) > 0
+    else:
+        assert small_pieces.get("add", 0) > 0
+        assert small_pieces.get("match_unscored", 0) > 0
+
+
+@st.composite
+def image_classes(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    """An IoU matrix of few distinct values (many ties), scores or none, ignored and crowd
+    ground truth."""
+    n = draw(st.integers(0, 7))
+    m = draw(st.integers(0, 8))
+    values = st.sampled_from([0.0, 0.3, 0.5, 0.5, 0.75, 0.9, 1.0, 0.5000000000000001])
+    iou = np.array(draw(st.lists(values, min_size=n * m, max_size=n * m)), dtype=float)
+    scores = None
+    if draw(st.booleans()):
+        scores = np.array(draw(st.lists(st.sampled_from([0.1, 0.5, 0.9]), min_size=m, max_size=m)))
+    ignore = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    crowd = ignore & np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    return iou.reshape(n, m), scores, ignore, crowd
+
+
+@given(image_classes(), st.sampled_from(["unmatched", "devkit"]), st.booleans())
+def test_match_class_equals_the_reference_loops(
+    case: tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray], rule: str, strict: bool
+) -> None:
+    """One image-class through the vectorised matchers equals the reference's loops, at
+    several thresholds, with many ties, with and without scores."""
+    iou, scores, ignore, crowd = case
+    thresholds = [0.0, 0.3, 0.5, 0.75, 1.0]
+    args = (iou, scores, thresholds, ignore, crowd, rule, strict)
+    expected = reference_match_class(*args)
+    actual = match_class(*args)
+    assert_identical(expected.pred_matched, actual.pred_matched)
+    assert_identical(expected.gt_matched, actual.gt_matched)
+    assert_identical(expected.pred_ignored, actual.pred_ignored)
+    assert_identical(
+        np.where(expected.pred_matched, expected.pred_gt, -1),
+        np.where(actual.pred_matched, actual.pred_gt, -1),
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -124,6 +282,48 @@ def test_labelimg_files_never_need_the_parser(
     for folder in folders:
         read_columns(folder)
     assert [data for data in handed_over if b"<object>" in data] == []
+
+
+def second_pass(annotations: Any, seed: int, scored: bool) -> Any:
+    """Another labelling of the same images: boxes moved by a few pixels, some dropped, some
+    relabelled, some added; with scores (a detector) or without (a second annotator)."""
+    rng = random.Random(seed)
+    names = sorted({b.name for a in annotations.annotations for b in a.boxes})
+    images = []
+    for a in annotations.annotations:
+        boxes = []
+        for b in a.boxes:
+            if rng.random() < 0.1:
+                continue
+            d = [rng.uniform(-6, 6) for _ in range(4)]
+            name = b.name if rng.random() > 0.05 else rng.choice(names)
+            boxes.append(
+                replace(
+                    b,
+                    name=name,
+                    x1=b.x1 + d[0],
+                    y1=b.y1 + d[1],
+                    x2=max(b.x2 + d[2], b.x1 + d[0] + 1),
+                    y2=max(b.y2 + d[3], b.y1 + d[1] + 1),
+                    difficult=False,
+                    score=round(rng.random(), 2) if scored else None,
+                )
+            )
+        if boxes and rng.random() < 0.3:
+            boxes.append(replace(boxes[0], x1=boxes[0].x1 + 3, score=boxes[0].score))
+        images.append(replace(a, path=a.path.replace(".xml", ".pred.xml"), boxes=tuple(boxes)))
+    return replace(annotations, annotations=tuple(images))
+
+
+@pytest.mark.parametrize("name", ["raccoon", "bccd", "cards"])
+@pytest.mark.parametrize("scored", [True, False], ids=["scored", "unscored"])
+def test_real_sets_equal_the_reference(name: str, scored: bool) -> None:
+    """The real LabelImg sets against a second pass over them, scored and unscored, under
+    the named protocols and crowd difficult objects."""
+    gt = read_directory(datasets_or_skip(name))
+    pred = second_pass(gt, seed=len(name), scored=scored)
+    for variant in ("coco", "voc12", "voc07", "default-crowd-iou75"):
+        same_as_reference(gt, pred, VARIANTS[variant])
 
 
 def load_generator() -> Any:

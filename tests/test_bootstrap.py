@@ -184,11 +184,21 @@ def test_rotated_boxes_and_polygons_resample_ap_from_the_records(name: str) -> N
     assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 
 
-def test_shapes_under_coco_resample_counts_only() -> None:
-    """Under coco (ten thresholds) the per-box records hold one threshold: counts only."""
+def test_shapes_under_coco_resample_ap_from_the_matching() -> None:
+    """Shapes go through the one evaluator, so under coco (ten thresholds) AP is resampled
+    from its matching too, and a resample equals evaluating the copied images."""
     gt, pred = read_directory(SHAPES / "gt"), read_directory(SHAPES / "pred")
-    _, sampler = evaluate_sets(gt, pred, "coco")
-    assert not sampler.has_ap
+    evaluation, sampler = evaluate_sets(gt, pred, "coco")
+    assert sampler.has_ap
+    names = sampler.class_names
+    n = len(sampler.images)
+    assert_same(row(sampler.metrics(np.ones((1, n), int)), names), measured(evaluation, names), 0)
+    weights = np.array([2, 0, 3][:n] + [1] * max(0, n - 3))
+    copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
+    expected = evaluate_matched(
+        columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS["coco"]
+    )[0]
+    assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 
 
 def test_demo_intervals_with_a_fixed_seed() -> None:

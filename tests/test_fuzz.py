@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from tests.reference import evaluate as reference_evaluate
+from tests.test_batch import assert_identical
 from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, main
 from vocmatch.errors import AnnotationError
 from vocmatch.evaluate import Evaluation, evaluate, read_pair
@@ -56,10 +58,27 @@ def voc_file(draw: st.DrawFn, scored: bool) -> bytes:
             extra += f"<difficult>{draw(st.sampled_from(['0', '1']))}</difficult>"
         if scored and draw(st.integers(0, 9)):
             extra += f"<score>{draw(st.floats(0, 1)):.4f}</score>"
+        # Now and then a rotated box or a triangle instead of a box: exact region overlap.
+        region = draw(st.sampled_from(["box"] * 6 + ["robndbox", "polygon"]))
+        if region == "robndbox":
+            angle = draw(st.sampled_from([0.0, 0.5, 1.5707963]))
+            geometry = (
+                f"<robndbox><cx>{x1 + 20}</cx><cy>{y1 + 20}</cy><w>{x2 - x1}</w>"
+                f"<h>{y2 - y1}</h><angle>{angle}</angle></robndbox>"
+            )
+        elif region == "polygon":
+            geometry = (
+                f"<polygon><x1>{x1}</x1><y1>{y1}</y1><x2>{x1 + 30}</x2><y2>{y1}</y2>"
+                f"<x3>{x1}</x3><y3>{y2 + 1}</y3></polygon>"
+            )
+        else:
+            geometry = (
+                f"<bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin><xmax>{x2}</xmax><ymax>{y2}</ymax>"
+                "</bndbox>"
+            )
         objects.append(
             f"<object><name>{draw(st.sampled_from(NAMES)).replace('&', '&amp;')}</name>{extra}"
-            f"<bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin><xmax>{x2}</xmax><ymax>{y2}</ymax>"
-            "</bndbox></object>"
+            f"{geometry}</object>"
         )
     size = "<size><width>100</width><height>100</height><depth>3</depth></size>"
     header = size if draw(st.booleans()) else ""
@@ -206,11 +225,16 @@ def test_parsing_damaged_files_raises_only_annotation_errors(data: bytes) -> Non
 def test_damaged_folders_are_evaluated_and_nothing_is_lost(
     files: dict[str, dict[str, bytes]], protocol_name: str, fold_case: bool
 ) -> None:
-    """evaluate() runs on any damage, and every file is evaluated or accounted as skipped."""
+    """evaluate() runs on any damage, every file is evaluated or accounted as skipped, and
+    the result is the reference evaluator's to the bit."""
     with tempfile.TemporaryDirectory() as folder:
         gt_dir, pred_dir = write(Path(folder), files)
         gt, pred = read_pair(gt_dir, pred_dir)
         evaluation = evaluate(gt, pred, protocol(protocol_name), fold_case=fold_case)
+        assert_identical(
+            reference_evaluate(gt, pred, protocol(protocol_name), fold_case=fold_case),
+            evaluation,
+        )
         assert_every_file_is_accounted_for(evaluation, gt_dir, pred_dir)
         assert "ok" in [i.key for i in evaluation.images]
         summary = evaluation.summary

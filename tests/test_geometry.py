@@ -156,6 +156,31 @@ def test_overlapping_pairs_finds_every_pair_that_meets() -> None:
     assert [a.size for a in overlapping_pairs([], pred)] == [0, 0]
 
 
+@pytest.mark.parametrize(
+    ("points", "problem"),
+    [
+        pytest.param((), "has 0 distinct points; a polygon needs at least 3", id="no-points"),
+        pytest.param(
+            ((0, 0), (1, 1)), "has 2 distinct points; a polygon needs at least 3", id="two"
+        ),
+        pytest.param(
+            ((0, 0), (1, 1), (0, 0)),
+            "has 2 distinct points; a polygon needs at least 3",
+            id="repeat",
+        ),
+        pytest.param(
+            ((0, 0), (1, 1), (2, 2)), "has zero area: its points lie on one line", id="line"
+        ),
+    ],
+)
+def test_polygons_built_by_hand_are_checked(
+    points: tuple[tuple[float, float], ...], problem: str
+) -> None:
+    """Regions built from many shapes at once still name the one that is not a polygon."""
+    with pytest.raises(ValueError, match=rf"^Expected valid regions in `pred_boxes`, but pred_boxes\[1\] {problem}$"):  # fmt: skip
+        shape_iou_matrix([box(0, 0, 1, 1)], [TRIANGLE, Polygon(points)])
+
+
 def test_invalid_region_is_refused() -> None:
     """A self-intersecting polygon given to the library directly is named in the error."""
     bow_tie = Polygon(((0, 0), (2, 2), (2, 0), (0, 2)))

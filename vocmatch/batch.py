@@ -22,7 +22,7 @@ polygons (exact region overlap) go through the reference evaluator.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,10 +35,16 @@ from vocmatch.ap import (
     precision_recall_curve,
 )
 from vocmatch.errors import InputError
-from vocmatch.evaluate import evaluate
-from vocmatch.iou import box_area, iou_from_intersection, pair_intersection
-from vocmatch.match import MatchRule
-from vocmatch.parse import AnnotationSet
+from vocmatch.match import (
+    Hits,
+    MatchRule,
+    RankedMatcher,
+    match_devkit,
+    match_unscored,
+    match_unscored_rows,
+)
+from vocmatch.model import Polygon, RotatedBox
+from vocmatch.pairs import PairSpace, Tile
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.result import (
     COCO_AREAS,
@@ -55,6 +61,7 @@ from vocmatch.result import (
     finish,
     input_notes,
     score_notes,
+    shape_notes,
 )
 from vocmatch.scan import ColumnSet
 from vocmatch.thresholds import ScoreThresholds
@@ -72,15 +79,6 @@ StageProgress = Callable[[str, int, int], None]
 _AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
 
 
-@dataclass(frozen=True, slots=True)
-class _Pairs:
-    """Every (ground truth, kept prediction) pair of the same image and class."""
-
-    gt: IntArray  # row in the sorted ground truth
-    pred: IntArray  # row in the sorted kept predictions
-    iou: FloatArray
-
-
 class _Matching:
     """The matching at every threshold, kept as the matched pairs (few predictions match).
 
@@ -88,19 +86,15 @@ class _Matching:
     dense (T, P) array of them is sizeable, and most uses need one threshold.
     """
 
-    __slots__ = ("_gt_ignore", "_gt_matched", "_shape", "hit_gt", "hit_pred", "hit_t")
+    __slots__ = ("_gt_ignore", "_gt_matched", "_shape", "hit_gt", "hit_iou", "hit_pred", "hit_t")
 
-    def __init__(
-        self,
-        hit_t: IntArray,
-        hit_pred: IntArray,
-        hit_gt: IntArray,
-        gt_ignore: BoolArray,
-        shape: tuple[int, int, int],
-    ) -> None:
-        self.hit_t = hit_t  # (H,) threshold index of each matched pair
-        self.hit_pred = hit_pred  # (H,)
-        self.hit_gt = hit_gt  # (H,)
+    def __init__(self, hits: Hits, gt_ignore: BoolArray, shape: tuple[int, int, int]) -> None:
+        # int32 where it holds every index (half the memory of a large set's matches).
+        index: type[np.integer[Any]] = np.int32 if max(shape) < 2**31 else np.int64
+        self.hit_t = hits.level.astype(index)  # (H,) threshold index of each matched pair
+        self.hit_pred = hits.pred.astype(index)  # (H,)
+        self.hit_gt = hits.gt.astype(index)  # (H,)
+        self.hit_iou = hits.iou  # (H,)
         self._gt_ignore = gt_ignore
         self._shape = shape  # thresholds, ground truth, predictions
         self._gt_matched: BoolArray | None = None
@@ -126,12 +120,13 @@ class _Matching:
             self._gt_matched[self.hit_t, self.hit_gt] = True
         return self._gt_matched
 
-    def gt_of(self, level: int, preds: IntArray) -> IntArray:
-        """The ground truth matched to each of ``preds`` (all matched) at one threshold."""
+    def of(self, level: int, preds: IntArray) -> tuple[IntArray, FloatArray]:
+        """The ground truth matched to each of ``preds`` (all matched) at one threshold, and
+        the pair's IoU."""
         at = np.flatnonzero(self.hit_t == level)
-        order = np.argsort(self.hit_pred[at])
-        matched_preds = self.hit_pred[at][order]
-        return self.hit_gt[at][order][np.searchsorted(matched_preds, preds)].astype(np.int64)
+        order = at[np.argsort(self.hit_pred[at])]
+        found = order[np.searchsorted(self.hit_pred[order], preds)]
+        return self.hit_gt[found].astype(np.int64), self.hit_iou[found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,25 +147,29 @@ class MatchedColumns:
         class_names: The classes, sorted.
         thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
             threshold, the sweep and the AP thresholds).
-        pairs_gt: ``(Q,)`` each same-image, same-class pair's ground truth.
-        pairs_pred: ``(Q,)`` its prediction.
-        pairs_iou: ``(Q,)`` its IoU.
+        pairs: The same-image, same-class pairs that can match, for :meth:`match` (kept or
+            scored again in bounded pieces).
+        scored: The predictions carry scores (else they were paired highest IoU first).
         gt_rows: ``(G,)`` each ground truth's row in ``gt``.
         gt_image: ``(G,)``.
         gt_class: ``(G,)``.
         gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
         gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
+        gt_area: ``(G,)`` continuous area (a rotated box's or polygon's own region's), as
+            COCO's area ranges read it.
         pred_rows: ``(P,)`` each kept prediction's row in ``pred``.
         pred_image: ``(P,)``.
         pred_class: ``(P,)``.
         pred_score: ``(P,)`` scores, ``-inf`` where a prediction has none.
         pred_rank: ``(P,)`` its place among its image-class's predictions by score.
+        pred_area: ``(P,)`` continuous area, as ``gt_area``.
         ranked: Per class, its kept predictions (indices into the ``pred_*`` arrays) in the
             ranking AP is computed on: stable, by descending score, ties in image then file
             order.
         hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
         hit_pred: ``(H,)`` its prediction.
         hit_gt: ``(H,)`` its ground truth.
+        hit_iou: ``(H,)`` the pair's IoU.
     """
 
     conventions: Conventions
@@ -179,43 +178,41 @@ class MatchedColumns:
     image_rows: IntArray
     class_names: tuple[str, ...]
     thresholds: FloatArray
-    pairs_gt: IntArray
-    pairs_pred: IntArray
-    pairs_iou: FloatArray
+    pairs: _Scan
+    scored: bool
     gt_rows: IntArray
     gt_image: IntArray
     gt_class: IntArray
     gt_ignore: BoolArray
     gt_crowd: BoolArray
+    gt_area: FloatArray
     pred_rows: IntArray
     pred_image: IntArray
     pred_class: IntArray
     pred_score: FloatArray
     pred_rank: IntArray
+    pred_area: FloatArray
     ranked: tuple[IntArray, ...]
     hit_threshold: IntArray
     hit_pred: IntArray
     hit_gt: IntArray
+    hit_iou: FloatArray
 
     def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> _Matching:
         """The protocol's matching again, with other ground truth ignored (an area range, a
         slice): as pycocotools does for its area ranges, a prediction prefers ground truth
         that counts, and one matched to ignored ground truth is ignored."""
         levels = self.thresholds if thresholds is None else thresholds
-        pairs = _Pairs(self.pairs_gt, self.pairs_pred, self.pairs_iou)
         return _match(
-            pairs, self.pred_rank, self.gt_rows.size, self.pred_rows.size, gt_ignore,
-            self.gt_crowd, levels, self.conventions.match_rule,
-            self.conventions.strict_threshold,
+            self.pairs, self.pred_rank, gt_ignore, self.gt_crowd, levels,
+            self.conventions.match_rule, self.conventions.strict_threshold, self.scored,
         )  # fmt: skip
 
     @property
     def matching(self) -> _Matching:
         """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
         return _Matching(
-            self.hit_threshold,
-            self.hit_pred,
-            self.hit_gt,
+            Hits(self.hit_threshold, self.hit_pred, self.hit_gt, self.hit_iou),
             self.gt_ignore,
             (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
         )
@@ -234,8 +231,8 @@ def evaluate_matched(
     """:func:`evaluate_columns`, and the arrays of its matching (of every prediction).
 
     Returns:
-        The evaluation, and its :class:`MatchedColumns`; None where the evaluation took the
-        reference evaluator (predictions without scores, rotated boxes or polygons).
+        The evaluation, and its :class:`MatchedColumns` (None only when no image was
+        evaluated).
     """
     found: list[MatchedColumns] = []
     evaluation = evaluate_columns(
@@ -245,119 +242,227 @@ def evaluate_matched(
     return evaluation, (found[0] if found else None)
 
 
-def _passes(values: FloatArray, thresholds: FloatArray, strict: bool) -> BoolArray:
-    if strict:
-        return np.asarray(values[None, :] > thresholds[:, None])
-    return np.asarray(values[None, :] >= thresholds[:, None])
+#: Pairs that can match, kept from the first pass over all pairs for the matchings that
+#: follow (pycocotools' area ranges match four more times); beyond, they are scored again.
+#: Each costs 16 bytes.
+CANDIDATE_BUDGET = 1 << 24
 
 
-def _match_unmatched(
-    pairs: _Pairs,
-    rank: IntArray,
-    n_gt: int,
-    n_pred: int,
-    gt_ignore: BoolArray,
-    gt_crowd: BoolArray,
-    thresholds: FloatArray,
-    strict: bool,
-) -> _Matching:
-    """pycocotools' rule for all image-classes at once (see vocmatch.match)."""
-    n_t = thresholds.size
-    wins: list[tuple[IntArray, IntArray, IntArray]] = []
-    taken = np.zeros((n_t, n_gt), dtype=bool)
-    lowest = _passes(pairs.iou, thresholds.min(keepdims=True), strict)[0]
-    g_all, p_all, v_all = pairs.gt[lowest], pairs.pred[lowest], pairs.iou[lowest]
-    r_all = rank[p_all]
-    # Within one prediction, candidates sorted so that the last valid one is the one the
-    # reference picks: counting ground truth over ignored, then higher IoU, then later.
-    order = np.lexsort((g_all, v_all, ~gt_ignore[g_all], p_all, r_all))
-    g_all, p_all, v_all, r_all = g_all[order], p_all[order], v_all[order], r_all[order]
-    bounds = np.searchsorted(r_all, np.arange(int(r_all.max(initial=-1)) + 2))
-    for r in range(bounds.size - 1):
-        start, stop = int(bounds[r]), int(bounds[r + 1])
-        if start == stop:
-            continue
-        g, p, v = g_all[start:stop], p_all[start:stop], v_all[start:stop]
-        valid = _passes(v, thresholds, strict) & (~taken[:, g] | gt_crowd[g][None, :])
-        flat = np.flatnonzero(valid)
-        if flat.size == 0:
-            continue
-        width = stop - start
-        t_index, position = np.divmod(flat, width)
-        segment = t_index * n_pred + p[position]
-        last = np.append(segment[1:] != segment[:-1], True)
-        t_win, pos_win = t_index[last], position[last]
-        taken[t_win, g[pos_win]] = True
-        wins.append((t_win, p[pos_win], g[pos_win]))
-    return _finish_matching(wins, gt_ignore, n_t, n_gt, n_pred)
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """Pairs whose IoU passes the lowest threshold, of whole image-classes."""
+
+    gt: IntArray
+    pred: IntArray
+    iou: FloatArray
 
 
-def _match_devkit(
-    pairs: _Pairs,
-    rank: IntArray,
-    n_gt: int,
-    n_pred: int,
-    gt_ignore: BoolArray,
-    thresholds: FloatArray,
-    strict: bool,
-) -> _Matching:
-    """The VOC devkit's rule for all image-classes at once (see vocmatch.match)."""
-    n_t = thresholds.size
-    wins: list[tuple[IntArray, IntArray, IntArray]] = []
-    if pairs.gt.size:
-        # The best ground truth of each prediction: highest IoU, the first on ties.
-        order = np.lexsort((pairs.gt, -pairs.iou, pairs.pred))
-        first = np.append(True, pairs.pred[order][1:] != pairs.pred[order][:-1])
-        best = order[first]
-        preds, best_gt, best_iou = pairs.pred[best], pairs.gt[best], pairs.iou[best]
-        passing = _passes(best_iou, thresholds, strict)
-        on_ignored = gt_ignore[best_gt]
-        # Among predictions whose best object counts, the first by score takes it.
-        by_object = np.lexsort((rank[preds], best_gt))
-        for t in range(n_t):
-            ignored_hits = np.flatnonzero(passing[t] & on_ignored)
-            wins.append((np.full(ignored_hits.size, t), preds[ignored_hits], best_gt[ignored_hits]))
-            candidates = by_object[(passing[t] & ~on_ignored)[by_object]]
-            if candidates.size == 0:
+#: A large image-class whose pairs that can match are too many to keep:
+#: ``(gt_start, gt_stop, pred_start, pred_stop)``.
+_LargeCell = tuple[int, int, int, int]
+
+
+class _Scan:
+    """One pass over every pair: each box's best IoU on the other side of its image-class
+    (the per-box records and the devkit rule read them), and the pairs that can match,
+    kept for the matchings while they fit in :data:`CANDIDATE_BUDGET`.
+
+    Args:
+        space: The boxes and how to score them.
+        lowest: The lowest threshold of any matching.
+        strict: Matching at ``IoU > t``.
+    """
+
+    def __init__(self, space: PairSpace, lowest: float, strict: bool) -> None:
+        self.space = space
+        self.lowest = lowest
+        self.strict = strict
+        # Boxes that do not meet have IoU 0, which then never matches: an STR tree finds
+        # the pairs that meet in a large image-class.
+        self.sparse = lowest > 0 or strict
+        n_gt, n_pred = space.n_gt, space.n_pred
+        self.pred_best_iou = np.zeros(n_pred)
+        self.pred_best_gt = np.full(n_pred, -1, dtype=np.int64)
+        self.gt_best_iou = np.zeros(n_gt)
+        self.gt_best_pred = np.full(n_gt, -1, dtype=np.int64)
+        self._pieces: list[_Candidates | _LargeCell] = []
+        self._kept = 0
+        for piece in space.tiles():
+            if isinstance(piece, Tile):
+                self._tile(piece)
+            else:
+                self._large(piece)
+
+    def _passing(self, iou: FloatArray) -> BoolArray:
+        return np.asarray(iou > self.lowest if self.strict else iou >= self.lowest)
+
+    def _keep(self, candidates: _Candidates) -> bool:
+        if self._kept + candidates.gt.size > CANDIDATE_BUDGET:
+            return False
+        self._kept += candidates.gt.size
+        self._pieces.append(candidates)
+        return True
+
+    def _tile(self, tile: Tile) -> None:
+        if tile.gt.size == 0:
+            return
+        # Pairs run prediction by prediction, each over its image-class's ground truth in
+        # order: the best of a prediction is a maximum over its run, the first on ties.
+        starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
+        preds = tile.pred[starts]
+        best = np.maximum.reduceat(tile.iou, starts)
+        runs = np.diff(np.append(starts, tile.iou.size))
+        at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
+        first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+        self.pred_best_iou[preds] = best
+        self.pred_best_gt[preds] = tile.gt[first]
+        np.maximum.at(self.gt_best_iou, tile.gt, tile.iou)
+        keep = self._passing(tile.iou)
+        candidates = _Candidates(
+            tile.gt[keep].astype(np.int32), tile.pred[keep].astype(np.int32), tile.iou[keep]
+        )
+        if not self._keep(candidates):
+            self._pieces.append(_tile_bounds(tile))
+
+    def _large(self, cell: _LargeCell) -> None:
+        g0, g1, p0, _ = cell
+        parts: list[_Candidates] | None = []
+        count = 0
+        for block in self.space.blocks(cell, self.sparse):
+            iou = block.iou
+            columns = slice(block.pred_start, block.pred_start + iou.shape[1])
+            self.pred_best_gt[columns] = g0 + np.argmax(iou, axis=0)
+            self.pred_best_iou[columns] = iou.max(axis=0)
+            row_best = iou.max(axis=1)
+            row_pred = block.pred_start + np.argmax(iou, axis=1)
+            # Blocks come in prediction order: a later one wins only with a higher IoU.
+            better = row_best > self.gt_best_iou[g0:g1]
+            if block.pred_start == p0:
+                better[:] = True
+            self.gt_best_iou[g0:g1][better] = row_best[better]
+            self.gt_best_pred[g0:g1][better] = row_pred[better]
+            if parts is not None:
+                rows, cols = np.nonzero(self._passing(iou))
+                count += rows.size
+                if self._kept + count > CANDIDATE_BUDGET:
+                    parts = None
+                    continue
+                parts.append(
+                    _Candidates(
+                        (rows + g0).astype(np.int32),
+                        (cols + block.pred_start).astype(np.int32),
+                        iou[rows, cols],
+                    )
+                )
+        if parts is None or not self._keep(
+            _Candidates(
+                np.concatenate([c.gt for c in parts]) if parts else np.zeros(0, np.int32),
+                np.concatenate([c.pred for c in parts]) if parts else np.zeros(0, np.int32),
+                np.concatenate([c.iou for c in parts]) if parts else np.zeros(0),
+            )
+        ):
+            self._pieces.append(cell)
+
+    def gt_best_iou_among(self, preds: BoolArray) -> FloatArray:
+        """Each ground truth's highest IoU with the predictions flagged in ``preds`` (0.0
+        without any): one more pass over every pair."""
+        best = np.zeros(self.space.n_gt)
+        for piece in self.space.tiles():
+            if isinstance(piece, Tile):
+                counting = preds[piece.pred]
+                np.maximum.at(best, piece.gt[counting], piece.iou[counting])
                 continue
-            objects = best_gt[candidates]
-            winners = candidates[np.append(True, objects[1:] != objects[:-1])]
-            wins.append((np.full(winners.size, t), preds[winners], best_gt[winners]))
-    return _finish_matching(wins, gt_ignore, n_t, n_gt, n_pred)
+            g0, g1, _, _ = piece
+            for block in self.space.blocks(piece, self.sparse):
+                columns = preds[block.pred_start : block.pred_start + block.iou.shape[1]]
+                if columns.any():
+                    np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
+        return best
+
+    def pieces(self) -> Iterator[_Candidates | _LargeCell]:
+        """The pairs that can match, piece by piece, each of whole image-classes: kept ones
+        together, others scored again; a large image-class whose pairs were not kept is
+        given as its bounds, to be read in blocks (:meth:`PairSpace.blocks`) or by rows."""
+        kept: list[_Candidates] = []
+        for piece in self._pieces:
+            if isinstance(piece, _Candidates):
+                kept.append(piece)
+                continue
+            _, g1, p0, p1 = piece
+            if g1 < 0:  # a tile of small image-classes, scored again
+                tile = self.space.tile(p0, p1)
+                keep = self._passing(tile.iou)
+                yield _Candidates(tile.gt[keep], tile.pred[keep], tile.iou[keep])
+            else:
+                yield piece
+        if kept:
+            yield _Candidates(
+                np.concatenate([c.gt for c in kept]),
+                np.concatenate([c.pred for c in kept]),
+                np.concatenate([c.iou for c in kept]),
+            )
 
 
-def _finish_matching(
-    wins: list[tuple[IntArray, IntArray, IntArray]],
-    gt_ignore: BoolArray,
-    n_t: int,
-    n_gt: int,
-    n_pred: int,
-) -> _Matching:
-    # int32 where it holds every index (half the memory of a large set's matches).
-    index: type[np.integer[Any]] = np.int32 if max(n_t, n_gt, n_pred) < 2**31 else np.int64
-    if wins:
-        hit_t = np.concatenate([w[0] for w in wins]).astype(index)
-        hit_pred = np.concatenate([w[1] for w in wins]).astype(index)
-        hit_gt = np.concatenate([w[2] for w in wins]).astype(index)
-    else:
-        hit_t = hit_pred = hit_gt = np.zeros(0, dtype=index)
-    return _Matching(hit_t, hit_pred, hit_gt, gt_ignore, (n_t, n_gt, n_pred))
+def _tile_bounds(tile: Tile) -> _LargeCell:
+    # A tile not kept is recorded by its predictions (-1 marks it as a tile).
+    return (-1, -1, tile.pred_start, tile.pred_stop)
 
 
 def _match(
-    pairs: _Pairs,
+    scan: _Scan,
     rank: IntArray,
-    n_gt: int,
-    n_pred: int,
     gt_ignore: BoolArray,
     gt_crowd: BoolArray,
     thresholds: FloatArray,
     rule: MatchRule,
     strict: bool,
+    scored: bool,
 ) -> _Matching:
-    if rule == "devkit":
-        return _match_devkit(pairs, rank, n_gt, n_pred, gt_ignore, thresholds, strict)
-    return _match_unmatched(pairs, rank, n_gt, n_pred, gt_ignore, gt_crowd, thresholds, strict)
+    """Every image-class matched at every threshold, under the rule of the protocol."""
+    space = scan.space
+    shape = (thresholds.size, space.n_gt, space.n_pred)
+    if scored and rule == "devkit":
+        hits = match_devkit(
+            scan.pred_best_gt, scan.pred_best_iou, rank, gt_ignore, thresholds, strict
+        )
+        return _Matching(hits, gt_ignore, shape)
+    parts: list[Hits] = []
+    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
+    for piece in scan.pieces():
+        if isinstance(piece, _Candidates):
+            if scored:
+                matcher.add(piece.gt, piece.pred, piece.iou, rank)
+            else:
+                parts.append(
+                    match_unscored(
+                        piece.gt, piece.pred, piece.iou, gt_ignore, gt_crowd, thresholds, strict
+                    )
+                )
+            continue
+        g0, g1, p0, p1 = piece
+        if scored:
+            for block in space.blocks(piece, scan.sparse):
+                matcher.add_block(block.iou, block.gt_start, block.pred_start)
+            continue
+
+        def row(g: int, g0: int = g0, p0: int = p0, p1: int = p1) -> FloatArray:
+            values: FloatArray = space.rows(np.array([g0 + g]), p0, p1)[0]
+            return values
+
+        found = match_unscored_rows(
+            scan.gt_best_pred[g0:g1] - p0,
+            scan.gt_best_iou[g0:g1],
+            row,
+            p1 - p0,
+            gt_ignore[g0:g1],
+            gt_crowd[g0:g1],
+            thresholds,
+            strict,
+        )
+        parts.append(found.shifted(g0, p0))
+    if scored:
+        parts.append(matcher.hits())
+    return _Matching(Hits.join(parts), gt_ignore, shape)
 
 
 def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
@@ -422,10 +527,8 @@ def evaluate_columns(
         progress: Told each stage as it starts (pairing, matching, each COCO area range,
             per-image results, AP per class) with the number of stages done and in all,
             and ``("done", n, n)`` at the end. Every image goes through a stage at once.
-            Not called where the reference evaluator takes over (predictions without
-            scores, rotated boxes or polygons).
-        matched: Given the :class:`MatchedColumns` once every image is matched (not called
-            where the reference evaluator takes over); see :func:`evaluate_matched`.
+        matched: Given the :class:`MatchedColumns` once every image is matched; see
+            :func:`evaluate_matched`.
         score_thresholds: Count only the predictions at or above their class's score
             threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
             the COCO numbers still use every prediction (see :mod:`vocmatch.thresholds`).
@@ -453,7 +556,6 @@ def evaluate_columns(
         stages_done += 1
 
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
-    original = (gt, pred)
     if fold_case:
         gt, pred = fold_columns(gt), fold_columns(pred)
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
@@ -485,16 +587,6 @@ def evaluate_columns(
             f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
             "and none of the predictions has a <score> or <confidence>"
         )
-    if not scored or gt.shapes or pred.shapes:
-        # Unscored predictions pair highest IoU first, and shapes need exact region overlap:
-        # the reference evaluator does both.
-        gt_set, pred_set = original[0].to_annotations(), original[1].to_annotations()
-        everything = evaluate(gt_set, pred_set, conv, fold_case=fold_case)
-        if not score_thresholds:
-            return everything
-        kept_set, kept_index = _above_thresholds(pred_set, score_thresholds, fold_case)
-        counted = evaluate(gt_set, kept_set, conv, fold_case=fold_case)
-        return _counts_from(everything, counted, kept_index)
     unscored_rows = pred_rows[~has_score]
     notes = [*gt.notes, *pred.notes]
     notes += score_notes(
@@ -514,6 +606,15 @@ def evaluate_columns(
         np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
     )
     notes += names_note
+    gt_evaluated = np.zeros(gt.image.size, dtype=bool)
+    gt_evaluated[gt_rows] = True
+    pred_evaluated = np.zeros(pred.image.size, dtype=bool)
+    pred_evaluated[pred_rows] = True
+    notes += shape_notes(
+        sum(1 for row, _ in gt.shapes if gt_evaluated[row])
+        + sum(1 for row, _ in pred.shapes if pred_evaluated[row]),
+        conv,
+    )
 
     class_names = sorted(
         {gt.label_names[i] for i in np.unique(gt.labels[gt_rows])}
@@ -561,7 +662,12 @@ def evaluate_columns(
     cell_start_all = _segment_starts(p_cell_all, n_images * n_k)
     rank_all = (np.arange(p_rows_all.size) - cell_start_all[p_cell_all]).astype(np.int32)
     del cell_start_all
-    kept = rank_all < conv.max_dets if conv.max_dets is not None else np.ones_like(rank_all, bool)
+    # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
+    # scores there is no ranking to cut, and every prediction is kept.
+    if conv.max_dets is not None and scored:
+        kept = rank_all < conv.max_dets
+    else:
+        kept = np.ones_like(rank_all, bool)
     if kept.all():
         # Nothing beyond max_dets: the same arrays, no copies (they are large).
         p_rows, p_image, p_class, p_score = p_rows_all, p_image_all, p_class_all, p_score_all
@@ -578,32 +684,30 @@ def evaluate_columns(
         by_score = kept_place[by_score[kept[by_score]]].astype(np.int32)
         del kept_place
 
-    # Every pair of the same image-class.
+    # Every pair of the same image-class, scored once for each box's best IoU on the other
+    # side and the pairs that can match.
     stage("pairing boxes")
-    p_start = _segment_starts(p_cell, n_images * n_k)
-    del p_cell, p_cell_all
-    counts = p_start[g_cell + 1] - p_start[g_cell]
-    pair_gt = np.repeat(np.arange(n_gt), counts)
-    offsets = np.repeat(p_start[g_cell] - (np.cumsum(counts) - counts), counts)
-    pair_pred = offsets + np.arange(pair_gt.size)
-    pair_pred_boxes = pred.boxes[p_rows[pair_pred]]
-    iou = iou_from_intersection(
-        pair_intersection(g_boxes[pair_gt], pair_pred_boxes, conv.pixel_inclusive),
-        box_area(g_boxes, conv.pixel_inclusive)[pair_gt],
-        box_area(pair_pred_boxes, conv.pixel_inclusive),
-        g_crowd[pair_gt],
-    )
-    del pair_pred_boxes
-    pairs = _Pairs(pair_gt, pair_pred, iou)
-
+    del p_cell_all
     levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
     levels = {value: i for i, value in enumerate(levels_list)}
     thresholds = np.array(levels_list, dtype=np.float64)
     t = levels[conv.iou_threshold]
+    space = PairSpace(
+        g_boxes,
+        g_cell,
+        g_crowd,
+        pred.boxes[p_rows],
+        p_cell,
+        conv.pixel_inclusive,
+        _sorted_shapes(gt.shapes, g_rows),
+        _sorted_shapes(pred.shapes, p_rows),
+    )
+    del p_cell
+    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold)
     stage("matching")
     m = _match(
-        pairs, rank, n_gt, n_pred, g_ignore, g_crowd, thresholds, conv.match_rule,
-        conv.strict_threshold,
+        scan, rank, g_ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
+        scored,
     )  # fmt: skip
 
     # pycocotools' numbers first, while the main matching is still only pairs: the two
@@ -618,6 +722,8 @@ def evaluate_columns(
     # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
     rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
     del by_score
+    # Continuous areas (a shape's own region's), as COCO's area ranges read them.
+    g_area, p_area = space.region_areas()
     if matched is not None:
         matched(
             MatchedColumns(
@@ -627,19 +733,20 @@ def evaluate_columns(
                 image_rows=np.asarray(images, dtype=np.int64),
                 class_names=tuple(class_names),
                 thresholds=thresholds,
-                pairs_gt=pairs.gt,
-                pairs_pred=pairs.pred,
-                pairs_iou=pairs.iou,
+                pairs=scan,
+                scored=scored,
                 gt_rows=g_rows,
                 gt_image=g_image,
                 gt_class=g_class,
                 gt_ignore=g_ignore,
                 gt_crowd=g_crowd,
+                gt_area=g_area,
                 pred_rows=p_rows,
                 pred_image=p_image,
                 pred_class=p_class,
                 pred_score=p_score,
                 pred_rank=rank,
+                pred_area=p_area,
                 ranked=tuple(
                     class_order[class_starts[k] : class_starts[k + 1]][rankings[k].order]
                     for k in range(n_k)
@@ -647,28 +754,30 @@ def evaluate_columns(
                 hit_threshold=m.hit_t,
                 hit_pred=m.hit_pred,
                 hit_gt=m.hit_gt,
+                hit_iou=m.hit_iou,
             )
         )
     coco = None
     coco_precision = None
-    # Areas for the COCO ranges are continuous, from the boxes (pycocotools' "area").
-    p_area = box_area(pred.boxes)[p_rows] if conv.coco_stats else None
-    if conv.coco_stats and p_area is not None:
+    reuse = False
+    if conv.coco_stats and scored:
         coco, coco_precision = _coco(
-            conv, pairs, rank, n_gt, n_pred, g_ignore, g_crowd, g_boxes, g_class, p_class,
-            p_area, class_order, class_starts, n_k, rankings, stage,
+            conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
+            p_area, class_order, class_starts, n_k, rankings, stage, scored,
         )  # fmt: skip
-    # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
-    # entry whenever no box is large enough to leave that range: read it from there.
-    reuse = (
-        coco_precision is not None
-        and conv.interpolation == "101-point"
-        and (conv.max_dets is None or conv.max_dets <= 100)
-        and not (box_area(g_boxes) > COCO_AREAS[0][1]).any()
-        and p_area is not None
-        and not (p_area > COCO_AREAS[0][1]).any()
-    )
-    del p_area
+        # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all",
+        # maxDets 100 entry whenever no box is large enough to leave that range: read it
+        # from there.
+        reuse = (
+            conv.interpolation == "101-point"
+            and (conv.max_dets is None or conv.max_dets <= 100)
+            and not (g_area > COCO_AREAS[0][1]).any()
+            and not (p_area > COCO_AREAS[0][1]).any()
+        )
+    elif conv.coco_stats:
+        for name in _AREA_NAMES:
+            stage(f"COCO area {name}")
+    del g_area, p_area
     matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
     counted_t = matched_t & ~ignored_t
     missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
@@ -718,15 +827,7 @@ def evaluate_columns(
 
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
     tp_pred = np.flatnonzero(counted_t)
-    tp_iou = np.zeros(tp_pred.size)
-    if tp_pred.size:
-        matched_gt = m.gt_of(t, tp_pred)
-        # Each (gt, pred) combination is one pair: look it up by a combined key.
-        key_pairs = pairs.gt * max(n_pred, 1) + pairs.pred
-        lookup = np.argsort(key_pairs, kind="mergesort")
-        wanted = matched_gt * max(n_pred, 1) + tp_pred
-        found = lookup[np.searchsorted(key_pairs[lookup], wanted)]
-        tp_iou = pairs.iou[found]
+    _, tp_iou = m.of(t, tp_pred)
     tp_order = np.lexsort((p_rows[tp_pred], p_class[tp_pred], p_image[tp_pred]))
     tp_iou_sorted = tp_iou[tp_order]
     tp_starts = _segment_starts(p_image[tp_pred][tp_order], n_images)
@@ -736,7 +837,7 @@ def evaluate_columns(
     if keep_matches:
         matches_by_image = _matches(
             n_images, class_names, g_rows, g_image, g_class, g_ignore, p_rows_all, p_image_all,
-            p_class_all, kept, p_rows, p_image, p_class, pairs, m, t, n_gt, n_pred, gt, pred,
+            p_class_all, kept, p_rows, p_image, p_class, scan, m, t, n_gt, n_pred, gt, pred,
             p_pass, p_pass_all,
         )  # fmt: skip
     image_results = []
@@ -794,7 +895,7 @@ def evaluate_columns(
                     float(np.mean(coco_precision[level, :, k, 0, 2]))
                     for level in range(len(conv.ap_thresholds))
                 ]
-    elif any(n > 0 for n in n_class_gt):
+    elif scored and any(n > 0 for n in n_class_gt):
         eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
         for threshold in conv.ap_thresholds:
             level = levels[threshold]
@@ -821,11 +922,15 @@ def evaluate_columns(
             fp = int(np.count_nonzero(~matched_t[members] & p_pass[members]))
             fn = n_class_gt[k] - tp
             n_class_pred = int(np.count_nonzero(p_pass[members]))
-        tp_ranked, ranked_scores = _ranked(
-            matched_t[members], ignored_t[members], p_score[members], rankings[k].order
-        )
-        curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
-        ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
+        # Without scores there is no ranking: neither a curve nor AP.
+        curve = None
+        ap = None
+        if scored:
+            tp_ranked, ranked_scores = _ranked(
+                matched_t[members], ignored_t[members], p_score[members], rankings[k].order
+            )
+            curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
+            ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
         classes.append(
             class_result(
                 name,
@@ -843,59 +948,6 @@ def evaluate_columns(
     if progress is not None:
         progress("done", len(stage_names), len(stage_names))
     return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
-
-
-def _above_thresholds(
-    annotations: AnnotationSet, thresholds: ScoreThresholds, fold_case: bool
-) -> tuple[AnnotationSet, dict[str, list[int]]]:
-    """The predictions at or above their class's score threshold, and the index in its
-    file of each one kept, by image key."""
-    kept: dict[str, list[int]] = {}
-    images = []
-    for a in annotations.annotations:
-        index = [
-            j
-            for j, b in enumerate(a.boxes)
-            if thresholds.passes(b.name.lower() if fold_case else b.name, b.score)
-        ]
-        kept[a.key] = index
-        images.append(replace(a, boxes=tuple(a.boxes[j] for j in index)))
-    return replace(annotations, annotations=tuple(images)), kept
-
-
-def _counts_from(
-    everything: Evaluation, counted: Evaluation, kept_index: dict[str, list[int]]
-) -> Evaluation:
-    """The evaluation of every prediction with the counts of an evaluation of those above
-    their thresholds: AP, curves and the COCO numbers from the first, the rest from the
-    second (its records numbering each prediction as in its file, ``kept_index``)."""
-    images = []
-    for image in counted.images:
-        index = kept_index.get(image.key, [])
-        matches = tuple(
-            m if m.pred_index is None else replace(m, pred_index=index[m.pred_index])
-            for m in image.matches
-        )
-        images.append(replace(image, matches=matches))
-    by_name = {c.name: c for c in counted.classes}
-    classes = []
-    for cls in everything.classes:
-        kept = by_name.get(cls.name)
-        tp, fp, pred = (kept.tp, kept.fp, kept.pred) if kept is not None else (0, 0, 0)
-        classes.append(
-            class_result(
-                cls.name, cls.gt, cls.gt_ignored, pred, tp, fp, cls.gt - tp, cls.ap, cls.curve
-            )
-        )
-    notes = [n for n in everything.notes if not n.startswith(_ONLY_PREDICTED)]
-    return finish(
-        everything.conventions, images, classes, everything.coco, everything.skipped,
-        everything.missing_pred, everything.orphan_pred, notes,
-    )  # fmt: skip
-
-
-#: The start of the note :func:`vocmatch.evaluate.finish` adds (it adds it again).
-_ONLY_PREDICTED = "classes only in predictions"
 
 
 def _rankings(
@@ -1026,13 +1078,13 @@ def _coco_accumulate_sparse(
 
 def _coco(
     conv: Conventions,
-    pairs: _Pairs,
+    scan: _Scan,
     rank: IntArray,
     n_gt: int,
     n_pred: int,
     g_ignore: BoolArray,
     g_crowd: BoolArray,
-    g_boxes: FloatArray,
+    g_area: FloatArray,
     g_class: IntArray,
     p_class: IntArray,
     p_area: FloatArray,
@@ -1041,13 +1093,12 @@ def _coco(
     n_k: int,
     rankings: list[_Ranking],
     stage: Callable[[str], None],
+    scored: bool,
 ) -> tuple[CocoStats, FloatArray]:
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     n_t = thresholds.size
     precision = -np.ones((n_t, 101, n_k, len(COCO_AREAS), 3))
     recall = -np.ones((n_t, n_k, len(COCO_AREAS), 3))
-    # Areas for the ranges are always continuous, from the boxes (pycocotools' "area").
-    g_area = box_area(g_boxes)
     # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int32)
     for k in range(n_k):
@@ -1057,8 +1108,8 @@ def _coco(
         stage(f"COCO area {_AREA_NAMES[a]}")
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
-            pairs, rank, n_gt, n_pred, ignore, g_crowd, thresholds, conv.match_rule,
-            conv.strict_threshold,
+            scan, rank, ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
+            scored,
         )  # fmt: skip
         pred_out = (p_area < low) | (p_area > high)
         gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
@@ -1107,7 +1158,7 @@ def _matches(
     p_rows: IntArray,
     p_image: IntArray,
     p_class: IntArray,
-    pairs: _Pairs,
+    scan: _Scan,
     m: _Matching,
     t: int,
     n_gt: int,
@@ -1123,15 +1174,12 @@ def _matches(
     those predictions have records, as if the others had never been there."""
     matched_t, ignored_t = m.pred_flags(t)
     # Highest IoU of each box with the other side of its image-class (0.0 without any).
-    best_pred = np.zeros(n_pred)
-    best_gt = np.zeros(n_gt)
-    np.maximum.at(best_pred, pairs.pred, pairs.iou)
+    best_pred = scan.pred_best_iou
     if p_pass is None:
-        np.maximum.at(best_gt, pairs.gt, pairs.iou)
+        best_gt = scan.gt_best_iou
         gt_matched = m.gt_matched[t]
     else:
-        counting = p_pass[pairs.pred]
-        np.maximum.at(best_gt, pairs.gt[counting], pairs.iou[counting])
+        best_gt = scan.gt_best_iou_among(p_pass)
         at = (m.hit_t == t) & p_pass[m.hit_pred]
         gt_matched = np.zeros(n_gt, dtype=bool)
         gt_matched[m.hit_gt[at]] = True
@@ -1141,14 +1189,11 @@ def _matches(
     # Kept predictions: TP or ignored when matched (with the pair's IoU), else FP.
     pred_local = p_rows - first_pred_row[pred.image[p_rows]]
     matched = np.flatnonzero(matched_t)
-    matched_gt = m.gt_of(t, matched)
+    matched_gt, matched_iou = m.of(t, matched)
     iou = best_pred.copy()
     gt_local = np.full(n_pred, -1, dtype=np.int64)
     if matched.size:
-        key_pairs = pairs.gt.astype(np.int64) * n_pred + pairs.pred
-        lookup = np.argsort(key_pairs, kind="mergesort")
-        found = lookup[np.searchsorted(key_pairs[lookup], matched_gt * n_pred + matched)]
-        iou[matched] = pairs.iou[found]
+        iou[matched] = matched_iou
         matched_rows = g_rows[matched_gt]
         gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
     outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
@@ -1199,6 +1244,17 @@ def _matches(
 
 #: A kept prediction's outcome by index: matched, matched to an ignored object, unmatched.
 _PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
+
+
+def _sorted_shapes(
+    shapes: Sequence[tuple[int, Polygon | RotatedBox]], rows: IntArray
+) -> list[tuple[int, Polygon | RotatedBox]]:
+    """The shapes among ``rows`` (column rows in sorted order), by their sorted place."""
+    if not shapes:
+        return []
+    place = {row: k for k, row in enumerate(rows.tolist())}
+    found = [(place[row], shape) for row, shape in shapes if row in place]
+    return sorted(found, key=lambda entry: entry[0])
 
 
 def fold_columns(columns: ColumnSet) -> ColumnSet:

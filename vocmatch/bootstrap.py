@@ -44,7 +44,6 @@ import numpy.typing as npt
 from vocmatch.ap import COCO_RECALL_THRESHOLDS, Interpolation
 from vocmatch.batch import MatchedColumns
 from vocmatch.evaluate import COCO_AREAS, ClassResult, Evaluation, Summary
-from vocmatch.iou import box_area
 
 __all__ = [
     "CONFIDENCE",
@@ -704,8 +703,7 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         # pycocotools' area "all" (both ends inclusive; continuous box areas, as the
         # evaluator's) and maxDets 100.
         low, high = COCO_AREAS[0]
-        gt_area = box_area(matched.gt.boxes[matched.gt_rows])
-        pred_area = box_area(matched.pred.boxes[matched.pred_rows])
+        gt_area, pred_area = matched.gt_area, matched.pred_area
         ignore = matched.gt_ignore | (gt_area < low) | (gt_area > high)
         pred_out = (pred_area < low) | (pred_area > high)
         same = not (ignore != matched.gt_ignore).any() and not pred_out.any()

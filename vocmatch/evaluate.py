@@ -1,33 +1,29 @@
 """Evaluate predictions against ground truth: per-image matches, per-class precision,
 recall and AP, a dataset summary and, under the ``coco`` protocol, pycocotools' 12 numbers.
 
+The entry points of the library. Each runs the one evaluator,
+:func:`vocmatch.batch.evaluate_columns`, which takes every image and class at once; the
+records it returns (:class:`Evaluation` and the rest, defined in :mod:`vocmatch.result`)
+are importable from here.
+
 Rotated boxes and polygons are matched and reported like boxes. A pair in which either side
 has such a shape is scored by the exact overlap of the two regions
-(:func:`vocmatch.geometry.shape_iou_matrix`), always with continuous areas: the VOC devkit's
-``+ 1`` pixel widths have no meaning for a polygon, so ``pixel_inclusive`` applies only to
-pairs of plain boxes (a note says so). COCO's area ranges (small, medium, large) use a
-shape's own area, not its bounding box's: shapes are evaluated as regions. Images whose
-objects are all plain boxes are scored exactly as before.
+(:mod:`vocmatch.geometry`), always with continuous areas: the VOC devkit's ``+ 1`` pixel
+widths have no meaning for a polygon, so ``pixel_inclusive`` applies only to pairs of plain
+boxes (a note says so). COCO's area ranges (small, medium, large) use a shape's own area,
+not its bounding box's: shapes are evaluated as regions. Images whose objects are all plain
+boxes are scored exactly as before.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import numpy as np
-import numpy.typing as npt
-
-from vocmatch.ap import Curve, average_precision, precision_at_recall, precision_recall_curve
+from vocmatch.batch import evaluate_columns
 from vocmatch.errors import InputError
-from vocmatch.geometry import shape_areas, shape_iou_matrix
-from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
-from vocmatch.match import ClassMatch, match_class
-from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
-from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.protocol import Conventions
 from vocmatch.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
@@ -47,6 +43,7 @@ from vocmatch.result import (
     score_notes,
     shape_notes,
 )
+from vocmatch.scan import columns_from_annotations, read_column_pair
 
 __all__ = [
     "COCO_AREAS",
@@ -61,7 +58,6 @@ __all__ = [
     "SweepResult",
     "case_notes",
     "class_result",
-    "coco_accumulate",
     "coco_summarize",
     "evaluate",
     "evaluate_directories",
@@ -72,314 +68,6 @@ __all__ = [
     "score_notes",
     "shape_notes",
 ]
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
-
-_COCO_MAX_DETS: tuple[int, ...] = (1, 10, 100)
-
-
-@dataclass(slots=True)
-class _Cell:
-    """One image-class: the boxes and the matching at every threshold (internal)."""
-
-    image: int
-    name: str
-    gt_indices: list[int]
-    pred_indices: list[int]  # kept predictions, in file order
-    dropped: list[int]  # beyond max_dets
-    gt_ignore: BoolArray
-    gt_crowd: BoolArray
-    gt_area: FloatArray
-    pred_area: FloatArray
-    scores: FloatArray | None
-    iou: FloatArray
-    match: ClassMatch
-
-
-def _array(boxes: Sequence[Box]) -> FloatArray:
-    if not boxes:
-        return np.zeros((0, 4), dtype=np.float64)
-    return np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64)
-
-
-def _cells(
-    index: int,
-    gt: ImageAnnotation,
-    pred: ImageAnnotation | None,
-    conventions: Conventions,
-    thresholds: tuple[float, ...],
-    scored: bool,
-) -> list[_Cell]:
-    gt_by_class: dict[str, list[int]] = {}
-    for i, box in enumerate(gt.boxes):
-        gt_by_class.setdefault(box.name, []).append(i)
-    pred_by_class: dict[str, list[int]] = {}
-    if pred is not None:
-        for j, box in enumerate(pred.boxes):
-            pred_by_class.setdefault(box.name, []).append(j)
-    cells = []
-    for name in sorted(gt_by_class.keys() | pred_by_class.keys()):
-        gt_indices = gt_by_class.get(name, [])
-        pred_indices = pred_by_class.get(name, [])
-        gt_boxes = [gt.boxes[i] for i in gt_indices]
-        difficult = np.array([b.difficult for b in gt_boxes], dtype=bool)
-        ignore = difficult if conventions.difficult != "count" else np.zeros_like(difficult)
-        crowd = difficult if conventions.difficult == "crowd" else np.zeros_like(difficult)
-        dropped: list[int] = []
-        scores: FloatArray | None = None
-        if scored and pred is not None:
-            raw = np.array([_score(pred.boxes[j]) for j in pred_indices], dtype=np.float64).reshape(
-                -1
-            )
-            if conventions.max_dets is not None and len(pred_indices) > conventions.max_dets:
-                # pycocotools keeps the maxDets highest-scored (stable) per image and class.
-                keep = np.sort(np.argsort(-raw, kind="mergesort")[: conventions.max_dets])
-                kept = set(keep.tolist())
-                dropped = [j for k, j in enumerate(pred_indices) if k not in kept]
-                pred_indices = [pred_indices[k] for k in keep.tolist()]
-                raw = raw[keep]
-            scores = raw
-        pred_boxes = [pred.boxes[j] for j in pred_indices] if pred is not None else []
-        gt_array = _array(gt_boxes)
-        pred_array = _array(pred_boxes)
-        if conventions.difficult == "crowd":
-            iou = crowd_iou_matrix(gt_array, pred_array, crowd, conventions.pixel_inclusive)
-        else:
-            iou = iou_matrix(gt_array, pred_array, conventions.pixel_inclusive)
-        gt_area = box_area(gt_array)
-        pred_area = box_area(pred_array)
-        if any(b.shape is not None for b in (*gt_boxes, *pred_boxes)):
-            iou, gt_area, pred_area = _region_overlap(
-                gt_boxes,
-                pred_boxes,
-                crowd if conventions.difficult == "crowd" else None,
-                iou,
-                (gt_area, pred_area),
-            )
-        match = match_class(
-            iou,
-            scores,
-            thresholds,
-            gt_ignore=ignore,
-            gt_crowd=crowd,
-            rule=conventions.match_rule,
-            strict=conventions.strict_threshold,
-        )
-        cells.append(
-            _Cell(
-                image=index,
-                name=name,
-                gt_indices=gt_indices,
-                pred_indices=pred_indices,
-                dropped=dropped,
-                gt_ignore=ignore,
-                gt_crowd=crowd,
-                gt_area=gt_area,
-                pred_area=pred_area,
-                scores=scores,
-                iou=iou,
-                match=match,
-            )
-        )
-    return cells
-
-
-def _region_overlap(
-    gt_boxes: Sequence[Box],
-    pred_boxes: Sequence[Box],
-    gt_crowd: BoolArray | None,
-    box_iou: FloatArray,
-    box_areas: tuple[FloatArray, FloatArray],
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """IoU and areas of an image-class that holds a rotated box or a polygon.
-
-    A pair with a shape on either side gets the exact region overlap (continuous areas); a
-    pair of plain boxes keeps the box arithmetic and its conventions, so its IoU does not
-    depend on what else the image holds. A shape's area is its region's.
-    """
-    gt_shaped = np.array([b.shape is not None for b in gt_boxes], dtype=bool)
-    pred_shaped = np.array([b.shape is not None for b in pred_boxes], dtype=bool)
-    region = shape_iou_matrix(gt_boxes, pred_boxes, gt_crowd)
-    iou = np.where(gt_shaped[:, None] | pred_shaped[None, :], region, box_iou)
-    gt_area = np.where(gt_shaped, shape_areas(gt_boxes), box_areas[0])
-    pred_area = np.where(pred_shaped, shape_areas(pred_boxes), box_areas[1])
-    return iou, gt_area, pred_area
-
-
-def _score(box: Box) -> float:
-    # A prediction without a score in a scored set ranks last.
-    return box.score if box.score is not None else -math.inf
-
-
-def _counts(cell: _Cell, t: int) -> tuple[int, int, int]:
-    m = cell.match
-    tp = int(np.count_nonzero(m.pred_matched[t] & ~m.pred_ignored[t]))
-    fp = int(np.count_nonzero(~m.pred_matched[t]))
-    fn = int(np.count_nonzero(~m.gt_matched[t] & ~cell.gt_ignore))
-    return tp, fp, fn
-
-
-def _image_matches(cell: _Cell, t: int, pred: ImageAnnotation | None) -> list[Match]:
-    m = cell.match
-    out: list[Match] = []
-    iou = cell.iou
-    for k, j in enumerate(cell.pred_indices):
-        score = pred.boxes[j].score if pred is not None else None
-        if m.pred_matched[t, k]:
-            g = int(m.pred_gt[t, k])
-            outcome: Outcome = "ignored" if m.pred_ignored[t, k] else "tp"
-            out.append(Match(cell.name, outcome, cell.gt_indices[g], j, float(iou[g, k]), score))
-        else:
-            best = float(iou[:, k].max()) if iou.shape[0] else 0.0
-            out.append(Match(cell.name, "fp", None, j, best, score))
-    for j in cell.dropped:
-        score = pred.boxes[j].score if pred is not None else None
-        out.append(Match(cell.name, "ignored", None, j, 0.0, score))
-    for g, i in enumerate(cell.gt_indices):
-        if not m.gt_matched[t, g] and not cell.gt_ignore[g]:
-            best = float(iou[g].max()) if iou.shape[1] else 0.0
-            out.append(Match(cell.name, "fn", i, None, best, None))
-    return out
-
-
-def _ranked(cells: Sequence[_Cell], t: int) -> tuple[BoolArray, FloatArray]:
-    """TP flags and scores of a class's predictions across images, ranked by score.
-
-    Ties keep image order (sorted keys) then file order: a stable sort of the predictions
-    already sorted within each image, as pycocotools' ``accumulate`` and the MATLAB devkit.
-    """
-    tps: list[BoolArray] = []
-    scores: list[FloatArray] = []
-    for cell in cells:
-        if cell.scores is None:
-            continue
-        order = np.argsort(-cell.scores, kind="mergesort")
-        keep = ~cell.match.pred_ignored[t][order]
-        tps.append((cell.match.pred_matched[t][order] & ~cell.match.pred_ignored[t][order])[keep])
-        scores.append(cell.scores[order][keep])
-    if not tps:
-        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.float64)
-    tp = np.concatenate(tps)
-    score = np.concatenate(scores)
-    order = np.argsort(-score, kind="mergesort")
-    return tp[order], score[order]
-
-
-def _class_ap(
-    cells: Sequence[_Cell], n_gt: int, conventions: Conventions, levels: dict[float, int]
-) -> tuple[float | None, Curve]:
-    t = levels[conventions.iou_threshold]
-    tp, scores = _ranked(cells, t)
-    curve = precision_recall_curve(tp, scores, n_gt)
-    if n_gt == 0:
-        return None, curve
-    values = []
-    eps = float(np.spacing(1)) if conventions.interpolation == "101-point" else None
-    for threshold in conventions.ap_thresholds:
-        tp_t, _ = _ranked(cells, levels[threshold])
-        c = precision_recall_curve(tp_t, scores, n_gt, eps=eps)
-        values.append(average_precision(c.recall, c.precision, conventions.interpolation))
-    return float(np.mean(values)), curve
-
-
-def coco_accumulate(
-    n_gt: int,
-    scores: FloatArray,
-    matched: BoolArray,
-    ignored: BoolArray,
-    rank: npt.NDArray[np.int64],
-) -> tuple[FloatArray, FloatArray]:
-    """pycocotools' ``accumulate`` for one class and one area range.
-
-    Args:
-        n_gt: Ground truth that counts in this area range.
-        scores: ``(P,)`` prediction scores, images in order and each image's predictions in
-            descending score order (pycocotools' concatenation of ``dtScores``).
-        matched: ``(T, P)`` the prediction matched at each IoU threshold.
-        ignored: ``(T, P)`` the prediction is ignored (matched to an ignored object, or
-            unmatched and outside the area range).
-        rank: ``(P,)`` the prediction's position in its image's score order.
-
-    Returns:
-        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
-    """
-    n_t = matched.shape[0]
-    precision = np.zeros((n_t, 101, len(_COCO_MAX_DETS)))
-    recall = np.zeros((n_t, len(_COCO_MAX_DETS)))
-    # One stable sort serves every maxDets: the stable order of a subset is the subset of
-    # the stable order.
-    order = np.argsort(-scores, kind="mergesort")
-    eps = float(np.spacing(1))
-    for m, max_det in enumerate(_COCO_MAX_DETS):
-        selected = order[rank[order] < max_det]
-        hit = matched[:, selected]
-        counted = ~ignored[:, selected]
-        tp_sum = np.cumsum(hit & counted, axis=1).astype(np.float64)
-        fp_sum = np.cumsum(~hit & counted, axis=1).astype(np.float64)
-        recall_all = tp_sum / n_gt
-        precision_all = tp_sum / (tp_sum + fp_sum + eps)
-        for t in range(n_t):
-            # Ignored predictions leave the ranking; the rest are TP or FP.
-            keep = counted[t]
-            rc = recall_all[t, keep]
-            recall[t, m] = rc[-1] if rc.size else 0.0
-            precision[t, :, m] = precision_at_recall(rc, precision_all[t, keep])
-    return precision, recall
-
-
-def _coco_stats(
-    cells: Sequence[_Cell], class_names: Sequence[str], conventions: Conventions
-) -> CocoStats:
-    """pycocotools' ``evaluate``/``accumulate``/``summarize`` on the matched cells."""
-    thresholds = np.asarray(conventions.ap_thresholds, dtype=np.float64)
-    n_t, n_k, n_a, n_m = thresholds.size, len(class_names), len(COCO_AREAS), len(_COCO_MAX_DETS)
-    precision = -np.ones((n_t, 101, n_k, n_a, n_m))
-    recall = -np.ones((n_t, n_k, n_a, n_m))
-    by_class: dict[str, list[_Cell]] = {}
-    for cell in cells:
-        by_class.setdefault(cell.name, []).append(cell)
-    for k, name in enumerate(class_names):
-        class_cells = by_class.get(name, [])
-        for a, (low, high) in enumerate(COCO_AREAS):
-            scores: list[FloatArray] = []
-            matched: list[BoolArray] = []
-            ignored: list[BoolArray] = []
-            n_gt = 0
-            for cell in class_cells:
-                # pycocotools ignores ground truth outside the area range.
-                ignore = cell.gt_ignore | (cell.gt_area < low) | (cell.gt_area > high)
-                n_gt += int(np.count_nonzero(~ignore))
-                if cell.scores is None or cell.scores.size == 0:
-                    continue
-                match = match_class(
-                    cell.iou, cell.scores, thresholds, ignore, cell.gt_crowd,
-                    conventions.match_rule, conventions.strict_threshold,
-                )  # fmt: skip
-                order = np.argsort(-cell.scores, kind="mergesort")
-                pred_out = (cell.pred_area < low) | (cell.pred_area > high)
-                hit = match.pred_matched[:, order]
-                scores.append(cell.scores[order])
-                matched.append(hit)
-                ignored.append(match.pred_ignored[:, order] | (~hit & pred_out[order][None, :]))
-            if n_gt == 0:
-                continue
-            if scores:
-                rank = np.concatenate([np.arange(s.size, dtype=np.int64) for s in scores])
-                result = coco_accumulate(
-                    n_gt,
-                    np.concatenate(scores),
-                    np.concatenate(matched, axis=1),
-                    np.concatenate(ignored, axis=1),
-                    rank,
-                )
-            else:
-                empty = np.zeros((n_t, 0), dtype=bool)
-                result = coco_accumulate(
-                    n_gt, np.zeros(0), empty, empty, np.zeros(0, dtype=np.int64)
-                )
-            precision[:, :, k, a, :], recall[:, k, a, :] = result
-    return coco_summarize(precision, recall, thresholds)
 
 
 def evaluate(
@@ -409,109 +97,17 @@ def evaluate(
 
     Returns:
         The evaluation.
+
+    Raises:
+        ValueError: A polygon built by hand is not a valid one (the parser refuses those
+            in files).
     """
-    conv = conventions or protocol("default")
-    names = case_notes(
-        (b.name for a in (*gt.annotations, *pred.annotations) for b in a.boxes), fold_case
+    return evaluate_columns(
+        columns_from_annotations(gt),
+        columns_from_annotations(pred),
+        conventions,
+        fold_case=fold_case,
     )
-    if fold_case:
-        gt, pred = fold_names(gt), fold_names(pred)
-    skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
-    unreadable = {s.key for s in pred.skipped if s.key is not None}
-    unreadable |= {s.key for s in gt.skipped if s.key is not None}
-    pred_by_key = {a.key: a for a in pred.annotations}
-    gt_keys = {a.key for a in gt.annotations}
-    orphan = tuple(
-        a.path for a in pred.annotations if a.key not in gt_keys and a.key not in unreadable
-    )
-    pairs = [(a, pred_by_key.get(a.key)) for a in gt.annotations if a.key not in unreadable]
-    missing = tuple(a.key for a, p in pairs if p is None)
-
-    pred_boxes = [b for _, p in pairs if p is not None for b in p.boxes]
-    scored = any(b.score is not None for b in pred_boxes)
-    unscored = sum(1 for b in pred_boxes if b.score is None)
-    unscored_files = sum(
-        1 for _, p in pairs if p is not None and any(b.score is None for b in p.boxes)
-    )
-    notes = [*gt.notes, *pred.notes]
-    notes += score_notes(scored, unscored, bool(pred_boxes), files=unscored_files)
-    files = [a for a, _ in pairs] + [p for _, p in pairs if p is not None]
-    notes += input_notes(
-        [a.path for a in files],
-        [i for i, a in enumerate(files) for _ in a.boxes],
-        _array([b for a in files for b in a.boxes]),
-        [math.nan] * sum(len(a.boxes) for a, _ in pairs)
-        + [math.nan if b.score is None else b.score for b in pred_boxes],
-    )
-    notes += names
-    notes += shape_notes(sum(1 for a in files for b in a.boxes if b.shape is not None), conv)
-
-    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
-    levels = {value: i for i, value in enumerate(levels_list)}
-    thresholds = tuple(levels_list)
-    t = levels[conv.iou_threshold]
-
-    cells: list[_Cell] = []
-    images: list[ImageResult] = []
-    for index, (gt_image, pred_image) in enumerate(pairs):
-        image_cells = _cells(index, gt_image, pred_image, conv, thresholds, scored)
-        cells.extend(image_cells)
-        matches: list[Match] = []
-        for cell in image_cells:
-            matches.extend(_image_matches(cell, t, pred_image))
-        sweep = []
-        for threshold in SWEEP_THRESHOLDS:
-            counts = [_counts(cell, levels[threshold]) for cell in image_cells]
-            sweep.append(
-                SweepResult(
-                    threshold,
-                    sum(c[0] for c in counts),
-                    sum(c[1] for c in counts),
-                    sum(c[2] for c in counts),
-                )
-            )
-        counts = [_counts(cell, t) for cell in image_cells]
-        tp_ious = [m.iou for m in matches if m.outcome == "tp"]
-        n_ignored = sum(int(np.count_nonzero(c.gt_ignore)) for c in image_cells)
-        images.append(
-            ImageResult(
-                key=gt_image.key,
-                gt_path=gt_image.path,
-                pred_path=pred_image.path if pred_image is not None else None,
-                gt=len(gt_image.boxes) - n_ignored,
-                gt_ignored=n_ignored,
-                pred=len(pred_image.boxes) if pred_image is not None else 0,
-                tp=sum(c[0] for c in counts),
-                fp=sum(c[1] for c in counts),
-                fn=sum(c[2] for c in counts),
-                # fsum: correctly rounded, so the value does not depend on summation order.
-                mean_iou=math.fsum(tp_ious) / len(tp_ious) if tp_ious else None,
-                sweep=tuple(sweep),
-                matches=tuple(matches),
-            )
-        )
-
-    by_class: dict[str, list[_Cell]] = {}
-    for cell in cells:
-        by_class.setdefault(cell.name, []).append(cell)
-    class_names = sorted(by_class)
-    classes: list[ClassResult] = []
-    for name in class_names:
-        class_cells = by_class[name]
-        counts = [_counts(cell, t) for cell in class_cells]
-        tp = sum(c[0] for c in counts)
-        fp = sum(c[1] for c in counts)
-        fn = sum(c[2] for c in counts)
-        n_gt = sum(int(np.count_nonzero(~c.gt_ignore)) for c in class_cells)
-        n_ignored = sum(int(np.count_nonzero(c.gt_ignore)) for c in class_cells)
-        n_pred = sum(len(c.pred_indices) for c in class_cells)
-        ap: float | None = None
-        curve: Curve | None = None
-        if scored:
-            ap, curve = _class_ap(class_cells, n_gt, conv, levels)
-        classes.append(class_result(name, n_gt, n_ignored, n_pred, tp, fp, fn, ap, curve))
-    coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
-    return finish(conv, images, classes, coco, skipped, missing, orphan, notes)
 
 
 def fold_names(annotations: AnnotationSet) -> AnnotationSet:
@@ -576,4 +172,5 @@ def evaluate_directories(
     Raises:
         InputError: A path is not a directory, or the ground truth holds no readable file.
     """
-    return evaluate(*read_pair(gt_dir, pred_dir), conventions)
+    gt, pred = read_column_pair(gt_dir, pred_dir)
+    return evaluate_columns(gt, pred, conventions)

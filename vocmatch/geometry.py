@@ -138,8 +138,27 @@ class Regions:
         ).reshape(-1)
         if shapes:
             rows = [row for row, _ in shapes]
-            _check([shape for _, shape in shapes], name, rows)
-            geometries[rows] = [to_polygon(shape) for _, shape in shapes]
+            rings = [
+                shape.corners if isinstance(shape, RotatedBox) else shape.points
+                for _, shape in shapes
+            ]
+            for row, (_, shape) in zip(rows, shapes, strict=True):
+                if isinstance(shape, Polygon) and len(shape.points) < 3:
+                    _check([shape], name, [row])  # too few points to make a ring
+            # All shapes in one call: the same rings as to_polygon builds one by one (the
+            # same coordinates, closed the same way), so the same geometries.
+            coordinates = np.array([point for ring in rings for point in ring], dtype=np.float64)
+            ring_of = np.repeat(np.arange(len(rings)), [len(ring) for ring in rings])
+            polygons = shapely.polygons(shapely.linearrings(coordinates, indices=ring_of))
+            # Files are checked by the parser; a polygon built by hand may be invalid. The
+            # reason is worked out only for those that fail the quick test.
+            suspect = ~np.asarray(shapely.is_valid(polygons), dtype=bool)
+            suspect |= np.asarray(shapely.area(polygons), dtype=np.float64) <= 0
+            for k in np.flatnonzero(suspect).tolist():
+                shape = shapes[k][1]
+                if isinstance(shape, Polygon):
+                    _check([shape], name, [rows[k]])
+            geometries[rows] = polygons
         areas = np.asarray(shapely.area(geometries), dtype=np.float64).reshape(-1)
         bounds = np.asarray(shapely.bounds(geometries), dtype=np.float64).reshape(-1, 4)
         return cls(geometries, areas, bounds)
