@@ -75,6 +75,7 @@ ALLOWED: dict[str, set[str]] = {
     "pairs": {"geometry", "iou", "model"},
     "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
     "pairing": set(),  # names only: why no ground truth found its predictions
+    "detections": {"model", "parse", "scan"},
     "bootstrap": {"ap", "batch", "evaluate", "iou"},
     "cli": {"*"},
     "__main__": {"cli"},

@@ -473,6 +473,98 @@ def report_warnings(
     )
 
 
+#: vocmatch.detections.PRED_FORMATS (a test keeps the two equal: --help imports neither).
+PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
+
+
+def pred_format_options(function: F) -> F:
+    """``--pred-format``, ``--coco-gt`` and ``--names``: predictions from any detector."""
+    options = [
+        click.option(
+            "--pred-format",
+            type=click.Choice(PRED_FORMATS),
+            default="voc",
+            show_default=True,
+            help="voc: a folder of XML files; coco: a COCO results JSON file (image_id, "
+            "category_id, bbox [x, y, w, h], score) given as PRED_DIR; yolo: a folder of txt "
+            "files (class cx cy w h [conf], normalised; needs --names); voc-results: a "
+            "folder of the VOC devkit's comp4_det_<set>_<class>.txt files.",
+        ),
+        click.option(
+            "--coco-gt",
+            type=InputPath(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="With --pred-format coco: a COCO ground-truth JSON file whose "
+            "images[].file_name and categories[].name name the results' numeric ids.",
+        ),
+        click.option(
+            "--names",
+            "names_file",
+            type=InputPath(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="With --pred-format yolo: the class names, one per line, in class-index "
+            "order (classes.txt, obj.names).",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def read_inputs(
+    gt_dir: Path,
+    pred_dir: Path,
+    pred_format: str,
+    coco_gt: Path | None,
+    names_file: Path | None,
+    jobs: int,
+    max_file_size: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ColumnSet, ColumnSet]:
+    """The ground truth and the predictions in any format, as columns; exit 2 when no
+    ground-truth image pairs with a prediction. Call inside :func:`library_errors`."""
+    from vocmatch.scan import read_column_pair, read_columns
+
+    if pred_format != "coco" and coco_gt is not None:
+        raise click.UsageError("--coco-gt names the ids of --pred-format coco results")
+    if pred_format != "yolo" and names_file is not None:
+        raise click.UsageError("--names names the class indices of --pred-format yolo files")
+    if pred_format == "voc":
+        gt, pred = read_column_pair(gt_dir, pred_dir, jobs, max_file_size, progress)
+        refuse_unpaired(gt, pred, pred_dir)
+        return gt, pred
+    from vocmatch.detections import read_class_list, read_detections
+
+    if pred_format == "yolo" and names_file is None:
+        raise click.UsageError("--pred-format yolo needs --names FILE (class names, one per line)")
+    names = read_class_list(names_file) if names_file is not None else None
+    gt = read_columns(gt_dir, jobs, max_file_size, progress)
+    if not gt.keys:
+        what = "no readable" if gt.skipped else "no"
+        raise fail(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+    pred = read_detections(
+        pred_format,  # type: ignore[arg-type]  # one of click's choices
+        pred_dir,
+        gt,
+        coco_gt=coco_gt,
+        names=names,
+        names_path=names_file,
+        max_bytes=max_file_size,
+    )
+    return gt, pred
+
+
+def prediction_inputs(pred_dir: Path, pred_format: str) -> list[InputFolder]:
+    """The folders a run reads predictions from (reports must not be written there)."""
+    if pred_format == "voc":
+        return xml_folders(pred_dir)
+    if pred_format == "coco":
+        return []
+    return [InputFolder(os.fspath(pred_dir), (".txt",))]
+
+
 def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: Path) -> None:
     """Exit 2 with one line when not a single ground-truth image pairs with a prediction:
     a wrong folder or a naming convention, not a model that missed everything."""
@@ -710,7 +802,7 @@ def evidence_for(
 
 @main.command("eval")
 @click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputPath(path_type=Path))
 @click.option(
     "--mode",
     type=click.Choice(["boxes", "labels"]),
@@ -720,6 +812,7 @@ def evidence_for(
     "image (per-image Jaccard, per-class IoU over images; --difficult, --format table or "
     "json, --output, --max-rows, --only-failing and --jobs apply, box options do not).",
 )
+@pred_format_options
 @convention_options
 @format_option(
     ["table", "json", "csv", "markdown", "junit"],
@@ -860,6 +953,9 @@ def eval_command(
     gt_dir: Path,
     pred_dir: Path,
     mode: str,
+    pred_format: str,
+    coco_gt: Path | None,
+    names_file: Path | None,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -903,23 +999,24 @@ def eval_command(
     from vocmatch.batch import evaluate_matched
     from vocmatch.evaluate import fold_names
     from vocmatch.gates import check_gates
-    from vocmatch.scan import read_column_pair
     from vocmatch.thresholds import ScoreThresholds, read_score_thresholds
 
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
-            max_file_size, jobs,
+            max_file_size, jobs, pred_format, coco_gt, names_file,
         )  # fmt: skip
         return
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file],
-        files=[score_thresholds_file],
-        folders=xml_folders(gt_dir, pred_dir)
+        files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
+               score_thresholds_file],
+        folders=xml_folders(gt_dir)
+        + prediction_inputs(pred_dir, pred_format)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
-    )
+    )  # fmt: skip
     conventions = conventions_from(
         protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
         interpolation,
@@ -931,10 +1028,10 @@ def eval_command(
         per_class = read_score_thresholds(score_thresholds_file) if score_thresholds_file else {}
     thresholds = ScoreThresholds.of(score_threshold, per_class)
     with library_errors(), progress_display(quiet) as progress:
-        gt_columns, pred_columns = read_column_pair(
-            gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size, progress.files
-        )
-        refuse_unpaired(gt_columns, pred_columns, pred_dir)
+        gt_columns, pred_columns = read_inputs(
+            gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
+            max_file_size, progress.files,
+        )  # fmt: skip
         evaluation, matched = evaluate_matched(
             gt_columns,
             pred_columns,
@@ -1049,6 +1146,9 @@ LABEL_MODE_OPTIONS = frozenset(
         "fold_case",
         "max_file_size",
         "jobs",
+        "pred_format",
+        "coco_gt",
+        "names_file",
     )
 )
 
@@ -1110,12 +1210,14 @@ def labels_eval(
     only_failing: bool,
     max_file_size: int,
     jobs: int,
+    pred_format: str = "voc",
+    coco_gt: Path | None = None,
+    names_file: Path | None = None,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.formats import labels_to_json
     from vocmatch.labels import LabelDifficult, evaluate_labels
     from vocmatch.report import ReportOptions, label_summary, render_labels
-    from vocmatch.scan import read_column_pair
 
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):
@@ -1125,13 +1227,17 @@ def labels_eval(
     if difficult == "crowd":
         raise click.UsageError("--difficult crowd applies to boxes, not to --mode labels")
     label_difficult: LabelDifficult = "count" if difficult == "count" else "ignore"
-    check_outputs([output], folders=xml_folders(gt_dir, pred_dir))
+    check_outputs(
+        [output],
+        files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file],
+        folders=xml_folders(gt_dir) + prediction_inputs(pred_dir, pred_format),
+    )
     with library_errors():
         # The parallel reader: the same objects and skipped files as read_pair.
-        gt_columns, pred_columns = read_column_pair(
-            gt_dir, pred_dir, jobs or os.cpu_count() or 1, max_file_size
-        )
-        refuse_unpaired(gt_columns, pred_columns, pred_dir)
+        gt_columns, pred_columns = read_inputs(
+            gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
+            max_file_size,
+        )  # fmt: skip
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
         del gt_columns, pred_columns
         evaluation = evaluate_labels(gt, pred, label_difficult)
