@@ -1,0 +1,199 @@
+"""Command-line values are checked where they enter: a threshold that is NaN, infinite or
+out of range, and an empty path, are usage errors (exit 2, no traceback) before any work;
+--jobs is capped at the cores and the files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import FIXTURES, ROOT
+from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
+
+DEMO = FIXTURES / "demo"
+DIFF = FIXTURES / "diff"
+SEG = FIXTURES / "seg" / "three_class"
+EVAL = [str(DEMO / "gt"), str(DEMO / "pred")]
+DIFF_RUN = ["diff", str(DIFF / "gt"), str(DIFF / "pred_a"), str(DIFF / "pred_b")]
+
+
+def run(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+#: Every option that takes a number of a bounded or finite kind, with its command.
+THRESHOLDS = [
+    pytest.param([*EVAL, "--iou"], id="eval-iou"),
+    pytest.param([*EVAL, "--background-iou"], id="background-iou"),
+    pytest.param([*EVAL, "--beta"], id="beta"),
+    pytest.param([*EVAL, "--score-threshold"], id="score-threshold"),
+    pytest.param([*EVAL, "--fail-under", "map="], id="fail-under"),
+    pytest.param([*EVAL, "--fail-under", "car:recall="], id="fail-under-class"),
+    pytest.param([*DIFF_RUN, "--iou"], id="diff-iou"),
+    pytest.param([*DIFF_RUN, "--fail-on-regression", "map="], id="fail-on-regression"),
+    pytest.param(["lint", str(DEMO / "gt"), "--duplicate-iou"], id="lint-duplicate-iou"),
+    pytest.param(["lint", str(DEMO / "gt"), "--tolerance"], id="lint-tolerance"),
+    pytest.param(["iou", "0,0,1,1", "0,0,1,1", "--threshold"], id="iou-threshold"),
+    pytest.param(["iou", "--labels", "a", "a", "--threshold"], id="iou-labels-threshold"),
+]
+
+
+def with_value(command: list[str], value: str) -> list[str]:
+    """The command with ``value`` after its last option (joined to a ``NAME=`` gate)."""
+    if command[-1].endswith("="):
+        return [*command[:-1], command[-1] + value]
+    return [*command, value]
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999"])
+@pytest.mark.parametrize("command", THRESHOLDS)
+def test_a_threshold_that_is_not_finite_is_a_usage_error(command: list[str], value: str) -> None:
+    """NaN passes every comparison click makes; each option refuses it itself."""
+    code, out, err = run(with_value(command, value))
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert "Error: Invalid value for" in err and "Traceback" not in err
+
+
+#: Options whose value is a fraction in [0, 1], and a value just outside.
+FRACTIONS = [p for p in THRESHOLDS if p.id not in ("beta", "score-threshold", "lint-tolerance")]
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "1.0000001"])
+@pytest.mark.parametrize("command", FRACTIONS)
+def test_a_threshold_outside_0_1_is_a_usage_error(command: list[str], value: str) -> None:
+    """Every fraction is checked against [0, 1] (a regression delta against [-1, 1])."""
+    if command[-2] == "--fail-on-regression" and value == "-0.1":
+        pytest.skip("a regression delta may be negative: it lies in [-1, 1]")
+    code, out, err = run(with_value(command, value))
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert "Error: Invalid value for" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--duplicate-iou", "0"], "0<x<=1", id="duplicate-iou-zero"),
+        pytest.param(["--tolerance", "-1"], "x>=0", id="tolerance-negative"),
+    ],
+)
+def test_lint_ranges(args: list[str], message: str) -> None:
+    """lint's own ranges: a duplicate IoU of 0 would call every pair a duplicate."""
+    code, _, err = run(["lint", *args, str(DEMO / "gt")])
+    assert code == EXIT_USAGE and message in err
+
+
+def test_iou_nan_was_a_traceback() -> None:
+    """The case that was seen: ``--iou nan`` raised ValueError from the library (exit 1)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "vocmatch", *EVAL, "--iou", "nan"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == EXIT_USAGE
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--iou': 'nan' is not a finite number"
+    )
+
+
+#: Every argument or option that names a file or folder read.
+INPUTS = [
+    pytest.param(["", str(DEMO / "pred")], "GT_DIR", id="eval-gt"),
+    pytest.param([str(DEMO / "gt"), ""], "PRED_DIR", id="eval-pred"),
+    pytest.param([str(DEMO / "gt"), "", "--mode", "labels"], "PRED_DIR", id="labels-pred"),
+    pytest.param([*EVAL, "--html", "r.html", "--images", ""], "--images", id="images"),
+    pytest.param([*EVAL, "--score-thresholds", ""], "--score-thresholds", id="score-thresholds"),
+    pytest.param(["diff", "", str(DIFF / "pred_a"), str(DIFF / "pred_b")], "GT_DIR", id="diff-gt"),
+    pytest.param(["diff", str(DIFF / "gt"), str(DIFF / "pred_a"), ""], "PRED_B_DIR", id="diff-b"),
+    pytest.param(["lint", ""], "PATHS", id="lint-path"),
+    pytest.param(["lint", str(DEMO / "gt"), "--classes", ""], "--classes", id="lint-classes"),
+    pytest.param(["seg", "", str(SEG / "pred")], "GT_DIR", id="seg-gt"),
+    pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--classes", ""], "--classes",
+                 id="seg-classes"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "name"), INPUTS)
+def test_an_empty_path_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], name: str
+) -> None:
+    """``""`` is not the current folder: ``vocmatch "" pred`` used to evaluate ``.``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(args)
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert "Invalid value for '" in err and name in err
+    assert "the path is empty" in err or "does not exist" in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param([*EVAL], id="eval"),
+        pytest.param([*EVAL, "--mode", "labels"], id="labels"),
+        pytest.param(["lint", str(DEMO / "gt")], id="lint"),
+        pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--classes",
+                      str(SEG / "classes.txt")], id="seg"),
+    ],
+)  # fmt: skip
+def test_more_jobs_than_cores_or_files_is_capped(command: list[str]) -> None:
+    """--jobs 100000 on a handful of files: the same output as one job, at once."""
+    one = run([*command, "--jobs", "1"])
+    many = run([*command, "--jobs", "100000"])
+    assert many == one
+    assert one[0] in (EXIT_OK, 1)
+
+
+def test_jobs_zero_means_every_core() -> None:
+    """``--jobs 0`` (the default of eval and lint) is every core, capped like any number."""
+    assert run([*EVAL, "--jobs", "0"]) == run(EVAL)
+    code, _, err = run([*EVAL, "--jobs", "-1"])
+    assert code == EXIT_USAGE and "--jobs" in err
+
+
+def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> None:
+    """On 400 files, --jobs 10000 starts no more processes than there are cores."""
+    gt, pred = tmp_path / "gt", tmp_path / "pred"
+    gt.mkdir()
+    pred.mkdir()
+    xml = (DEMO / "gt" / "street_01.xml").read_bytes()
+    for i in range(400):
+        (gt / f"{i:04d}.xml").write_bytes(xml)
+        (pred / f"{i:04d}.xml").write_bytes(xml)
+    script = (
+        "import concurrent.futures.process as p, sys\n"
+        "from vocmatch.workers import available_cores\n"
+        "started = []\n"
+        "original = p.ProcessPoolExecutor.__init__\n"
+        "def init(self, max_workers=None, *a, **k):\n"
+        "    started.append(max_workers)\n"
+        "    original(self, max_workers, *a, **k)\n"
+        "p.ProcessPoolExecutor.__init__ = init\n"
+        "from vocmatch.scan import read_column_pair\n"
+        "gt, pred = read_column_pair(sys.argv[1], sys.argv[2], jobs=10000)\n"
+        "print(json.dumps([len(gt.keys), started, available_cores()]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", "import json\n" + script, str(gt), str(pred)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    count, started, cores = json.loads(result.stdout)
+    assert count == 400
+    assert started == ([min(cores, 400)] if cores > 1 else [])
