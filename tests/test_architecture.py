@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": {
         "analysis",
         "bootstrap",
+        "slices",
         "diff",
         "evaluate",
         "protocol",
@@ -42,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "formats": {
         "ap",
         "bootstrap",
+        "slices",
         "analysis",
         "diff",
         "evaluate",
@@ -54,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
         "escapes",
         "thresholds",
     },
-    "gates": {"evaluate", "model"},
+    "gates": {"evaluate", "model", "slices"},
     "lint": {"parse", "iou", "model", "workers", "escapes"},
     "seg": {"parse", "model", "workers"},
     "labels": {"iou", "model", "parse"},
@@ -62,6 +64,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagram": {"calculator", "geometry", "iou", "model", "escapes"},
     "html": {
         "bootstrap",
+        "slices",
         "evaluate",
         "parse",
         "model",
@@ -76,7 +79,8 @@ ALLOWED: dict[str, set[str]] = {
     "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
     "pairing": set(),  # names only: why no ground truth found its predictions
     "detections": {"model", "parse", "scan"},
-    "bootstrap": {"ap", "batch", "evaluate", "iou"},
+    "bootstrap": {"ap", "batch", "evaluate", "iou", "result"},
+    "slices": {"ap", "batch", "iou", "result"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

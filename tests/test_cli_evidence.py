@@ -211,3 +211,62 @@ def test_diff_table_shows_intervals_and_p_values() -> None:
     assert code == EXIT_OK
     assert "95 % interval" in out
     assert "paired bootstrap: 1,000 resamples of the 12 images (seed 0)" in out
+
+
+SLICED = ("fixtures/slices/gt", "fixtures/slices/pred")
+
+
+def test_slices_in_json_table_and_html(tmp_path: Path) -> None:
+    """--slice size --slice occluded: a table per slice, the values in the JSON ("slices")
+    and a section of the HTML report."""
+    code, out, _ = run(*SLICED, "--slice", "size", "--slice", "occluded", "--format", "json")
+    assert code == EXIT_OK
+    slices = json.loads(out)["slices"]
+    assert [s["name"] for s in slices] == ["size", "occluded"]
+    small = slices[0]["values"][0]
+    assert (small["value"], small["gt"], small["tp"], small["fp"], small["fn"]) == (
+        "small",
+        2,
+        1,
+        2,
+        1,
+    )
+    assert [c["name"] for c in small["classes"]] == ["car", "person"]
+    code, out, _ = run(*SLICED, "--slice", "size")
+    assert "Slice: size (at IoU 0.5)" in out
+    html = tmp_path / "report.html"
+    code, _, _ = run(*SLICED, "--slice", "pose", "--html", str(html))
+    page = html.read_text(encoding="utf-8")
+    assert '<table class="slice-table" id="slice-pose">' in page
+    assert '<td class="name">Frontal</td>' in page
+
+
+def test_slice_gate_fails_with_the_value() -> None:
+    """--fail-under size=small:recall=0.6 fails on the small objects' recall (0.5)."""
+    code, _, err = run(*SLICED, "--slice", "size", "--fail-under", "size=small:recall=0.6")
+    assert code == EXIT_GATE
+    assert err == "vocmatch: gate failed: size=small:recall 0.5000 < 0.6000\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ("--fail-under", "size=small:recall=0.6"),
+            "names slice 'size', which was not evaluated (give --slice size)",
+            id="slice-not-given",
+        ),
+        pytest.param(
+            ("--slice", "size", "--fail-under", "size=tiny:recall=0.6"),
+            "the size slice has no value 'tiny'",
+            id="unknown-value",
+        ),
+        pytest.param(("--slice", "96,32"), "positive and increasing", id="bad-edges"),
+    ],
+)
+def test_slice_usage_errors(args: tuple[str, ...], message: str) -> None:
+    """A gate on a slice not given, an unknown value or bad edges: exit 2, no report."""
+    code, out, err = run(*SLICED, *args)
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert message in err

@@ -170,6 +170,8 @@ class MatchedColumns:
         hit_pred: ``(H,)`` its prediction.
         hit_gt: ``(H,)`` its ground truth.
         hit_iou: ``(H,)`` the pair's IoU.
+        pred_counted: ``(P,)`` the prediction counts towards TP and FP (its score is at or
+            above its class's score threshold; every one without thresholds). AP keeps all.
     """
 
     conventions: Conventions
@@ -197,6 +199,7 @@ class MatchedColumns:
     hit_pred: IntArray
     hit_gt: IntArray
     hit_iou: FloatArray
+    pred_counted: BoolArray
 
     def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> _Matching:
         """The protocol's matching again, with other ground truth ignored (an area range, a
@@ -755,6 +758,11 @@ def evaluate_columns(
                 hit_pred=m.hit_pred,
                 hit_gt=m.hit_gt,
                 hit_iou=m.hit_iou,
+                pred_counted=(
+                    p_score >= np.array([score_thresholds.floor(n) for n in class_names])[p_class]
+                    if score_thresholds
+                    else np.ones(p_class.size, dtype=bool)
+                ),
             )
         )
     coco = None

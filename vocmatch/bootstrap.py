@@ -670,10 +670,12 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
     pred_class = matched.pred_class.astype(np.int64)
     gt_image = matched.gt_image.astype(np.int64)
     gt_class = matched.gt_class.astype(np.int64)
-    tp_rows = hit_t & ~ignored_t
+    # Counts take the predictions at or above their score threshold; AP takes all.
+    counted = matched.pred_counted
+    tp_rows = hit_t & ~ignored_t & counted
     counts = (
         _cells(pred_image[tp_rows], pred_class[tp_rows], k),
-        _cells(pred_image[~hit_t], pred_class[~hit_t], k),
+        _cells(pred_image[~hit_t & counted], pred_class[~hit_t & counted], k),
         _cells(gt_image[counting_gt], gt_class[counting_gt], k),
     )
     ap_levels = [level_of[float(v)] for v in conv.ap_thresholds]

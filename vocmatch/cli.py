@@ -39,7 +39,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from vocmatch.protocol import Conventions
     from vocmatch.scan import ColumnSet
     from vocmatch.seg import PredVoid
+    from vocmatch.slices import Slice, SliceSpec
     from vocmatch.thresholds import ScoreThresholds
 
 __all__ = [
@@ -675,7 +676,12 @@ def machine_text(
     if output_format == "json":
         found = evidence or Evidence()
         return to_json(
-            evaluation, analysis, bootstrap=found.bootstrap, thresholds=thresholds, beta=beta
+            evaluation,
+            analysis,
+            bootstrap=found.bootstrap,
+            thresholds=thresholds,
+            beta=beta,
+            slices=found.slices,
         )
     if output_format == "csv":
         return to_csv_images(evaluation)
@@ -758,13 +764,26 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What --bootstrap (and its kin) added to an evaluation, for every output."""
+    """What --bootstrap, --slice and their kin added to an evaluation, for every output."""
 
     bootstrap: Bootstrap | None = None
+    slices: tuple[Slice, ...] = ()
+
+
+def slice_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[SliceSpec, ...]:
+    """Parse the ``--slice`` values; a bad one is a usage error (exit 2)."""
+    from vocmatch.slices import parse_slices
+
+    try:
+        return parse_slices(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
 
 
 def evidence_options(function: F) -> F:
-    """--bootstrap and --seed."""
+    """--bootstrap, --seed and --slice."""
     options = [
         click.option(
             "--bootstrap",
@@ -788,16 +807,46 @@ def evidence_options(function: F) -> F:
     return function
 
 
+def slice_options(function: F) -> F:
+    """--slice, repeatable."""
+    return click.option(
+        "--slice",
+        "slice_specs",
+        multiple=True,
+        callback=slice_option,
+        metavar="SLICE",
+        help="Also report AP and counts per value of SLICE: difficult, truncated, occluded, "
+        "pose, size (COCO's small/medium/large), size edges as box sides (16,32,96), or a "
+        "file-name pattern (night_*; every pattern is a value). Repeatable; a gate can "
+        "target a value: --fail-under size=small:recall=0.6.",
+    )(function)
+
+
 def evidence_for(
-    evaluation: Evaluation, matched: MatchedColumns | None, resamples: int | None, seed: int
+    evaluation: Evaluation,
+    matched: MatchedColumns | None,
+    resamples: int | None,
+    seed: int,
+    slice_specs: tuple[SliceSpec, ...] = (),
 ) -> Evidence:
     """The analyses asked for beside the evaluation."""
-    if resamples is None:
-        return Evidence()
-    from vocmatch.bootstrap import bootstrap, resampler
-
+    found = Evidence()
     with library_errors():
-        return Evidence(bootstrap(evaluation, resampler(evaluation, matched), resamples, seed))
+        if resamples is not None:
+            from vocmatch.bootstrap import bootstrap, resampler
+
+            sampler = resampler(evaluation, matched)
+            found = replace(found, bootstrap=bootstrap(evaluation, sampler, resamples, seed))
+        if slice_specs:
+            from vocmatch.slices import slice_evaluation
+
+            if matched is None:
+                raise fail(
+                    "--slice needs the vectorised evaluation of scored, axis-aligned boxes; "
+                    "these predictions are unscored or hold rotated boxes or polygons"
+                )
+            found = replace(found, slices=slice_evaluation(evaluation, matched, slice_specs))
+    return found
 
 
 @main.command("eval")
@@ -948,6 +997,7 @@ def evidence_for(
     help="Processes that read files in parallel; 0 (the default) uses every core.",
 )
 @evidence_options
+@slice_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
 def eval_command(
     gt_dir: Path,
@@ -985,6 +1035,7 @@ def eval_command(
     jobs: int,
     bootstrap_resamples: int | None,
     seed: int,
+    slice_specs: tuple[SliceSpec, ...],
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -1050,12 +1101,12 @@ def eval_command(
         if fold_case:
             # The error analysis and the HTML report see the names that were matched.
             gt, pred = fold_names(gt), fold_names(pred)
-    evidence = evidence_for(evaluation, matched, bootstrap_resamples, seed)
+    evidence = evidence_for(evaluation, matched, bootstrap_resamples, seed, slice_specs)
     # The columns are the largest thing held; the outputs below need only the evaluation.
     del gt_columns, pred_columns, matched
     report_warnings(evaluation)
     with library_errors():
-        gates = check_gates(evaluation, fail_under, max_fp, max_fn)
+        gates = check_gates(evaluation, fail_under, max_fp, max_fn, evidence.slices)
     analysis = None
     if (errors or tightness) and gt is not None and pred is not None:
         from vocmatch.analysis import error_analysis
@@ -1093,7 +1144,7 @@ def eval_command(
             threshold = evaluation.conventions.iou_threshold
             extra = render_analysis(analysis, threshold, errors, tightness, max_rows)
             report = Group(report, Text(), extra)
-        report = Group(report, *evidence_report(evidence))
+        report = Group(report, *evidence_report(evidence, evaluation.conventions.iou_threshold))
         if output is None:
             with reader_may_leave():
                 print_report(console, report)
@@ -1119,15 +1170,17 @@ def eval_command(
         raise click.exceptions.Exit(EXIT_SKIPPED)
 
 
-def evidence_report(evidence: Evidence) -> list[RenderableType]:
+def evidence_report(evidence: Evidence, threshold: float) -> list[RenderableType]:
     """The terminal report's parts for the evidence, each after a blank line."""
     from rich.text import Text
 
-    from vocmatch.report import bootstrap_table
+    from vocmatch.report import bootstrap_table, slice_table
 
     parts: list[RenderableType] = []
     if evidence.bootstrap is not None:
         parts += [Text(), bootstrap_table(evidence.bootstrap)]
+    for found in evidence.slices:
+        parts += [Text(), slice_table(found, threshold)]
     return parts
 
 
@@ -1279,7 +1332,13 @@ def html_text(
     found = evidence or Evidence()
     with library_errors():
         return html_report(
-            evaluation, gt, pred, pictures, bootstrap=found.bootstrap, score_start=score_start
+            evaluation,
+            gt,
+            pred,
+            pictures,
+            bootstrap=found.bootstrap,
+            score_start=score_start,
+            slices=found.slices,
         )
 
 

@@ -33,6 +33,7 @@ from vocmatch.gates import GateReport
 from vocmatch.labels import LabelClassResult, LabelEvaluation, LabelImageResult
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions
 from vocmatch.seg import SegEvaluation
+from vocmatch.slices import Slice
 from vocmatch.thresholds import OperatingPoint, ScoreThresholds, operating_point
 
 __all__ = [
@@ -149,11 +150,12 @@ def to_json_dict(
     bootstrap: Bootstrap | None = None,
     thresholds: ScoreThresholds | None = None,
     beta: float = 1.0,
+    slices: Sequence[Slice] = (),
 ) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in the README); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
-    the intervals. ``thresholds`` are the score thresholds the counts use; each class's
-    ``operating_point`` maximises F-beta."""
+    the intervals; with ``slices``, each slice's values. ``thresholds`` are the score
+    thresholds the counts use; each class's ``operating_point`` maximises F-beta."""
     conv = evaluation.conventions
     s = evaluation.summary
     conventions = _conventions(conv)
@@ -198,6 +200,8 @@ def to_json_dict(
         _add_analysis(data, analysis)
     if bootstrap is not None:
         data["bootstrap"] = bootstrap_json(bootstrap)
+    if slices:
+        data["slices"] = slices_json(slices)
     return data
 
 
@@ -208,6 +212,7 @@ def to_json(
     bootstrap: Bootstrap | None = None,
     thresholds: ScoreThresholds | None = None,
     beta: float = 1.0,
+    slices: Sequence[Slice] = (),
 ) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
 
@@ -216,7 +221,14 @@ def to_json(
     ``grep``), and the C encoder writes the bulk of it.
     """
     return dumps_indented(
-        to_json_dict(evaluation, analysis, bootstrap=bootstrap, thresholds=thresholds, beta=beta)
+        to_json_dict(
+            evaluation,
+            analysis,
+            bootstrap=bootstrap,
+            thresholds=thresholds,
+            beta=beta,
+            slices=slices,
+        )
     )
 
 
@@ -912,3 +924,51 @@ def paired_json(result: PairedBootstrap) -> dict[str, Any]:
             for c in result.classes
         ],
     }
+
+
+__all__ += ["slices_json"]
+
+
+def slices_json(slices: Sequence[Slice]) -> list[dict[str, Any]]:
+    """Each slice as ``{"name", "rule", "values"}``, each value with its counts, precision,
+    recall, F1, mAP and per-class numbers (as the ``classes`` entries, without curves)."""
+    return [
+        {
+            "name": found.name,
+            "rule": found.rule,
+            "values": [
+                {
+                    "value": v.value,
+                    "gt": v.gt,
+                    "gt_ignored": v.gt_ignored,
+                    "pred": v.pred,
+                    "tp": v.tp,
+                    "fp": v.fp,
+                    "fn": v.fn,
+                    "precision": v.precision,
+                    "recall": v.recall,
+                    "f1": v.f1,
+                    "map": v.map,
+                    "classes": [
+                        {
+                            "name": c.name,
+                            "gt": c.gt,
+                            "gt_ignored": c.gt_ignored,
+                            "pred": c.pred,
+                            "tp": c.tp,
+                            "fp": c.fp,
+                            "fn": c.fn,
+                            "precision": c.precision,
+                            "recall": c.recall,
+                            "f1": c.f1,
+                            "ap": c.ap,
+                            "in_map": c.in_map,
+                        }
+                        for c in v.classes
+                    ],
+                }
+                for v in found.values
+            ],
+        }
+        for found in slices
+    ]

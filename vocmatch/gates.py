@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from vocmatch.errors import InputError
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
+from vocmatch.slices import Slice, SliceValue
 
 __all__ = [
     "METRICS",
@@ -243,21 +244,26 @@ def check_gates(
     gates: Iterable[Gate] = (),
     max_fp: int | None = None,
     max_fn: int | None = None,
+    slices: Sequence[Slice] = (),
 ) -> GateReport:
     """Check gates and per-image limits against an evaluation.
 
+    A gate's scope that names no class but reads ``SLICE=VALUE`` (``size=small``,
+    ``occluded=yes``) bounds that value of a slice: its mAP, precision, recall or F1.
+
     Args:
         evaluation: The evaluation to check.
-        gates: Dataset and class gates.
+        gates: Dataset, class and slice gates.
         max_fp: Most false positives an image may have, or None for no limit.
         max_fn: Most missed objects an image may have, or None for no limit.
+        slices: The evaluated slices that slice gates are checked against.
 
     Returns:
         A result per gate, in the order given, and a check per image.
 
     Raises:
         InputError: A gate names a class found in neither the ground truth nor the
-            predictions.
+            predictions, or a slice not evaluated, or a value the slice does not have.
         ValueError: ``max_fp`` or ``max_fn`` is negative.
     """
     for name, limit in (("max_fp", max_fp), ("max_fn", max_fn)):
@@ -270,9 +276,12 @@ def check_gates(
             measured, reason = _dataset_metric(evaluation, gate.metric)
         else:
             cls = classes.get(gate.scope)
-            if cls is None:
+            if cls is None and "=" in gate.scope:
+                measured, reason = _slice_metric(_slice_value(gate, slices), gate.metric)
+            elif cls is None:
                 raise InputError(_unknown_class(gate, sorted(classes)))
-            measured, reason = _class_metric(evaluation, cls, gate.metric)
+            else:
+                measured, reason = _class_metric(evaluation, cls, gate.metric)
         results.append(GateResult(gate, measured, _meets(measured, gate.value), reason))
     images = tuple(_image_check(image, max_fp, max_fn) for image in evaluation.images)
     return GateReport(tuple(results), images, max_fp, max_fn)
@@ -327,6 +336,44 @@ def _class_metric(
     if cls.f1 is None:
         return None, no_pred if cls.precision is None else no_gt
     return cls.f1, None
+
+
+def _slice_value(gate: Gate, slices: Sequence[Slice]) -> SliceValue:
+    """The slice value a gate's ``SLICE=VALUE`` scope names."""
+    name, _, value = (gate.scope or "").partition("=")
+    by_name = {s.name: s for s in slices}
+    found = by_name.get(name.strip())
+    if found is None:
+        raise InputError(
+            f"gate {gate.label!r} names slice {name.strip()!r}, which was not evaluated "
+            f"(give --slice {name.strip()})"
+        )
+    values = {v.value: v for v in found.values}
+    if value not in values:
+        message = f"gate {gate.label!r}: the {found.name} slice has no value {value!r}"
+        close = difflib.get_close_matches(value, sorted(values), n=1)
+        listed = ", ".join(sorted(values))
+        hint = f"did you mean {close[0]!r}?" if close else f"its values: {listed}"
+        raise InputError(f"{message}; {hint}")
+    return values[value]
+
+
+def _slice_metric(value: SliceValue, metric: Metric) -> tuple[float | None, str | None]:
+    no_gt = "no ground truth in this slice value"
+    no_pred = "no predictions count in this slice value"
+    if metric == "map":
+        return value.map, None if value.map is not None else (
+            no_gt if value.gt == 0 else "predictions carry no scores"
+        )
+    if metric == "precision":
+        return value.precision, no_pred if value.precision is None else None
+    if metric == "recall":
+        return value.recall, no_gt if value.recall is None else None
+    if metric == "f1":
+        if value.f1 is None:
+            return None, no_pred if value.precision is None else no_gt
+        return value.f1, None
+    return None, f"{metric} is not measured per slice value"
 
 
 def _unknown_class(gate: Gate, known: list[str]) -> str:

@@ -56,6 +56,7 @@ from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Match
 from vocmatch.model import Box, ImageAnnotation
 from vocmatch.parse import AnnotationSet, open_regular
+from vocmatch.slices import Slice
 
 __all__ = [
     "CURVE_MAX_POINTS",
@@ -443,6 +444,7 @@ def html_report(
     pictures: Pictures | None = None,
     *,
     bootstrap: Bootstrap | None = None,
+    slices: Sequence[Slice] = (),
     score_start: float = 0.0,
 ) -> str:
     """The evaluation as one self-contained HTML page.
@@ -454,6 +456,7 @@ def html_report(
         pictures: Pictures to draw the overlays on (see :func:`read_pictures`); without
             them each overlay is drawn on a blank canvas of the image's ``<size>``.
         bootstrap: Bootstrap intervals to show beside the numbers.
+        slices: Slices to show, each value's counts and mAP.
         score_start: Where the overlays' score slider starts: the score threshold the
             counts use (clamped to [0, 1]), so predictions below it start hidden.
 
@@ -500,6 +503,7 @@ def html_report(
         script_hash=digest,
         picture_blocks=picture_blocks,
         bootstrap=bootstrap,
+        slices=slices,
         score_start=f"{min(max(score_start, 0.0), 1.0):.2f}",
     )
 

@@ -40,6 +40,7 @@ from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.labels import LabelEvaluation, LabelImageResult
 from vocmatch.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
+from vocmatch.slices import Slice
 from vocmatch.thresholds import ScoreThresholds, operating_point
 
 __all__ = [
@@ -1013,7 +1014,7 @@ def render_seg(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
 
 # Bootstrap intervals, slices and calibration ---------------------------------------------
 
-__all__ += ["bootstrap_table"]
+__all__ += ["bootstrap_table", "slice_table"]
 
 
 def _interval(interval: Interval) -> Text:
@@ -1069,3 +1070,26 @@ def bootstrap_table(result: Bootstrap) -> RenderableType:
         )
     )
     return Group(*parts)
+
+
+def slice_table(found: Slice, threshold: float) -> RenderableType:
+    """One slice: each value's counts at the threshold, precision, recall, F1 and mAP."""
+    table = Table(title=f"Slice: {found.name} (at IoU {threshold:g})", title_justify="left")
+    table.add_column(found.name, no_wrap=True)
+    for name in ("GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", "mAP"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for value in found.values:
+        gt = str(value.gt) if not value.gt_ignored else f"{value.gt} (+{value.gt_ignored})"
+        table.add_row(
+            _name(value.value),
+            gt,
+            str(value.pred),
+            str(value.tp),
+            Text(str(value.fp), style="red" if value.fp else ""),
+            Text(str(value.fn), style="red" if value.fn else ""),
+            _number(value.precision),
+            _number(value.recall),
+            _number(value.f1),
+            _number(value.map),
+        )
+    return Group(table, Text(found.rule, style="dim"))
