@@ -79,8 +79,8 @@ ALLOWED: dict[str, set[str]] = {
     "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
     "pairing": set(),  # names only: why no ground truth found its predictions
     "detections": {"model", "parse", "scan"},
-    "bootstrap": {"ap", "batch", "evaluate", "iou", "result"},
-    "slices": {"ap", "batch", "iou", "result"},
+    "bootstrap": {"ap", "batch", "result"},
+    "slices": {"ap", "batch", "result"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

@@ -143,8 +143,8 @@ def test_weights_equal_the_dataset_with_images_copied(name: str, seed: int) -> N
 
 @pytest.mark.parametrize("name", ["default", "voc07", "coco"])
 def test_predictions_without_scores_resample_counts(name: str) -> None:
-    """Without scores (the reference evaluator's results) precision, recall and F1 are
-    resampled from the per-box records; AP stays undefined."""
+    """Without scores (paired highest IoU first) precision, recall and F1 are resampled;
+    AP stays undefined."""
     gt, pred = random_dataset(5, images=12)
     pred = replace(
         pred,
@@ -166,10 +166,10 @@ def test_predictions_without_scores_resample_counts(name: str) -> None:
     assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 
 
-@pytest.mark.parametrize("name", ["default", "voc12", "voc07"])
-def test_rotated_boxes_and_polygons_resample_ap_from_the_records(name: str) -> None:
-    """Sets with shapes (the reference evaluator's results) resample AP from the per-box
-    records under protocols with one AP threshold."""
+@pytest.mark.parametrize("name", ["default", "voc12", "voc07", "coco"])
+def test_rotated_boxes_and_polygons_resample_like_boxes(name: str) -> None:
+    """Sets with rotated boxes and polygons resample as sets of boxes do, under every
+    protocol (COCO's ten thresholds included): weights 1 exactly, copies to 1e-12."""
     gt, pred = read_directory(SHAPES / "gt"), read_directory(SHAPES / "pred")
     evaluation, sampler = evaluate_sets(gt, pred, name)
     assert sampler.has_ap
@@ -180,23 +180,6 @@ def test_rotated_boxes_and_polygons_resample_ap_from_the_records(name: str) -> N
     copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
     expected = evaluate_matched(
         columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS[name]
-    )[0]
-    assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
-
-
-def test_shapes_under_coco_resample_ap_from_the_matching() -> None:
-    """Shapes go through the one evaluator, so under coco (ten thresholds) AP is resampled
-    from its matching too, and a resample equals evaluating the copied images."""
-    gt, pred = read_directory(SHAPES / "gt"), read_directory(SHAPES / "pred")
-    evaluation, sampler = evaluate_sets(gt, pred, "coco")
-    assert sampler.has_ap
-    names = sampler.class_names
-    n = len(sampler.images)
-    assert_same(row(sampler.metrics(np.ones((1, n), int)), names), measured(evaluation, names), 0)
-    weights = np.array([2, 0, 3][:n] + [1] * max(0, n - 3))
-    copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
-    expected = evaluate_matched(
-        columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS["coco"]
     )[0]
     assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 

@@ -31,7 +31,6 @@ every machine with the same numpy.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,7 +42,8 @@ import numpy.typing as npt
 
 from vocmatch.ap import COCO_RECALL_THRESHOLDS, Interpolation
 from vocmatch.batch import MatchedColumns
-from vocmatch.evaluate import COCO_AREAS, ClassResult, Evaluation, Summary
+from vocmatch.errors import InputError
+from vocmatch.result import COCO_AREAS, ClassResult, Evaluation, Summary
 
 __all__ = [
     "CONFIDENCE",
@@ -679,7 +679,7 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         _cells(gt_image[counting_gt], gt_class[counting_gt], k),
     )
     ap_levels = [level_of[float(v)] for v in conv.ap_thresholds]
-    if not _scored(evaluation):
+    if not matched.scored or not _scored(evaluation):
         # Predictions without scores: no ranking, no AP; counts only.
         return Resampler(
             images=tuple(evaluation_keys(evaluation)),
@@ -702,8 +702,8 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
     )
     map_curves = None
     if conv.coco_stats:
-        # pycocotools' area "all" (both ends inclusive; continuous box areas, as the
-        # evaluator's) and maxDets 100.
+        # pycocotools' area "all" (both ends inclusive, on the evaluator's continuous areas:
+        # a shape's own region's) and maxDets 100.
         low, high = COCO_AREAS[0]
         gt_area, pred_area = matched.gt_area, matched.pred_area
         ignore = matched.gt_ignore | (gt_area < low) | (gt_area > high)
@@ -740,88 +740,23 @@ def evaluation_keys(evaluation: Evaluation) -> list[str]:
     return [image.key for image in evaluation.images]
 
 
-def _from_matches(evaluation: Evaluation) -> Resampler:
-    """A resampler from the per-box records alone (the reference evaluator's results:
-    predictions without scores, rotated boxes or polygons). Counts always; AP when the
-    predictions carry scores and the protocol has one AP threshold, the evaluation's."""
-    conv = evaluation.conventions
-    names = tuple(c.name for c in evaluation.classes)
-    index = {name: i for i, name in enumerate(names)}
-    k = len(names)
-    columns: dict[str, list[int]] = {kind: [] for kind in ("tp_i", "tp_c", "fp_i", "fp_c")}
-    ranked: list[list[tuple[float, int, int, bool]]] = [[] for _ in names]
-    gt_cells_i: list[int] = []
-    gt_cells_c: list[int] = []
-    for i, image in enumerate(evaluation.images):
-        for m in image.matches:
-            c = index.get(m.name)
-            if c is None:
-                continue
-            if m.outcome in ("tp", "fp"):
-                columns[f"{m.outcome}_i"].append(i)
-                columns[f"{m.outcome}_c"].append(c)
-            if m.outcome in ("tp", "fn"):
-                gt_cells_i.append(i)
-                gt_cells_c.append(c)
-            if m.outcome in ("tp", "fp") and m.pred_index is not None:
-                score = m.score if m.score is not None else -math.inf
-                ranked[c].append((-score, i, m.pred_index, m.outcome == "tp"))
-
-    def cells(kind: str) -> _Cells:
-        return _cells(
-            np.array(columns[f"{kind}_i"], dtype=np.int64),
-            np.array(columns[f"{kind}_c"], dtype=np.int64),
-            k,
-        )
-
-    gt = _cells(np.array(gt_cells_i, dtype=np.int64), np.array(gt_cells_c, dtype=np.int64), k)
-    counts = (cells("tp"), cells("fp"), gt)
-    scored = _scored(evaluation)
-    single = tuple(conv.ap_thresholds) == (conv.iou_threshold,) and not conv.coco_stats
-    class_curves = None
-    if scored and single:
-        has_gt = np.bincount(gt.klass, weights=gt.count, minlength=k) > 0
-        rankings: list[_Ranking | None] = []
-        for c in range(k):
-            if not has_gt[c]:
-                rankings.append(None)
-                continue
-            entries = sorted(ranked[c])
-            ranked_images = np.array([e[1] for e in entries], dtype=np.int64)
-            ranked_scores = np.array([-e[0] for e in entries], dtype=np.float64)
-            tp = np.array([e[3] for e in entries], dtype=bool)
-            rankings.append(
-                _ranking(ranked_images, ranked_scores, [tp], [np.zeros(tp.size, dtype=bool)])
-            )
-        class_curves = _Curves(
-            tuple(rankings), gt, conv.interpolation, conv.interpolation == "101-point"
-        )
-    return Resampler(
-        images=tuple(evaluation_keys(evaluation)),
-        class_names=names,
-        counts=counts,
-        class_curves=class_curves,
-        map_curves=None,
-        coco_map=False,
-        n_levels=1,
-    )
-
-
-def resampler(evaluation: Evaluation, matched: MatchedColumns | None = None) -> Resampler:
+def resampler(evaluation: Evaluation, matched: MatchedColumns | None) -> Resampler:
     """The resampler of an evaluation.
 
     Args:
         evaluation: The evaluation.
-        matched: Its arrays, from :func:`vocmatch.batch.evaluate_matched`. Without them
-            (the reference evaluator's results) the per-box records are read instead,
-            which gives counts, and AP when the protocol has a single AP threshold.
+        matched: Its arrays, from :func:`vocmatch.batch.evaluate_matched`.
 
     Returns:
-        The resampler; :attr:`Resampler.has_ap` says whether it resamples AP.
+        The resampler; :attr:`Resampler.has_ap` says whether it resamples AP (predictions
+        with scores).
+
+    Raises:
+        InputError: There are no arrays: no image was evaluated.
     """
-    if matched is not None:
-        return _from_matched(evaluation, matched)
-    return _from_matches(evaluation)
+    if matched is None:
+        raise InputError("no image was evaluated: nothing to resample")
+    return _from_matched(evaluation, matched)
 
 
 def image_weights(n_images: int, resamples: int, seed: int) -> Iterator[IntArray]:

@@ -18,7 +18,8 @@ matched nothing and lies outside the range by its own area):
   is never outside them: it is a false positive in every value of such a slice (a detector
   that fires on nothing hurts its precision on occluded objects as on any others).
 
-Size buckets are pycocotools' area ranges, both ends inclusive, by continuous box area (an
+Size buckets are pycocotools' area ranges, both ends inclusive, by continuous area (a
+rotated box's or polygon's own region's, as for the evaluator's COCO ranges; an
 object of exactly 32² pixels is small *and* medium, as in COCO): ``small`` [0, 32²],
 ``medium`` [32², 96²], ``large`` [96², 1e5²]. Custom edges are box sides in pixels: edges
 ``16,32`` give ``0-16`` [0, 16²], ``16-32`` [16², 32²] and ``32+`` [32², ∞). Under the
@@ -43,7 +44,6 @@ import numpy.typing as npt
 
 from vocmatch.ap import average_precision, precision_recall_curve
 from vocmatch.batch import MatchedColumns
-from vocmatch.iou import box_area
 from vocmatch.result import COCO_AREAS, ClassResult, Evaluation, class_result
 
 __all__ = [
@@ -241,8 +241,7 @@ def _memberships(spec: SliceSpec, matched: MatchedColumns) -> tuple[str, list[_M
         )
         return rule, values
     if spec.name == "size":
-        gt_area = box_area(matched.gt.boxes[gt_rows])
-        pred_area = box_area(matched.pred.boxes[matched.pred_rows])
+        gt_area, pred_area = matched.gt_area, matched.pred_area
         values = [
             _Membership(
                 name,
