@@ -81,6 +81,7 @@ ALLOWED: dict[str, set[str]] = {
     "detections": {"model", "parse", "scan"},
     "bootstrap": {"ap", "batch", "result"},
     "slices": {"ap", "batch", "result"},
+    "layout": {"model", "parse", "scan"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

@@ -321,3 +321,72 @@ def test_html_slider_starts_at_the_threshold(demo: tuple[Path, Path], tmp_path: 
     assert 'id="overlay-score" min="0" max="1" step="0.01" value="0.60"' in html
     run(*map(str, demo), "--html", str(page))
     assert 'step="0.01" value="0.00"' in page.read_text()
+
+
+def voc_folder(tmp_path: Path, demo: tuple[Path, Path]) -> Path:
+    """The demo ground truth in PASCAL VOC's layout, with a test and a val list."""
+    root = tmp_path / "VOCdevkit" / "VOC2007"
+    copy_as(demo[0], root / "Annotations")
+    main = root / "ImageSets" / "Main"
+    main.mkdir(parents=True)
+    (main / "test.txt").write_text("street_01\nstreet_02\n\nstreet_01\n")
+    (main / "val.txt").write_text("street_03\nstreet_09\n")
+    (main / "car_test.txt").write_text("street_01  1\nstreet_02 -1\n")
+    return root
+
+
+def test_voc_folder_finds_annotations(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    """`vocmatch VOCdevkit/VOC2007 PRED` reads Annotations/: the demo's numbers."""
+    import json
+
+    root = voc_folder(tmp_path, demo)
+    code, out, _ = run(str(root), str(demo[1]), "--format", "json")
+    assert code == 0
+    s = json.loads(out)["summary"]
+    assert (s["images"], s["gt"], s["tp"], s["fp"], s["fn"], s["map"]) == (6, 14, 10, 5, 4, 0.625)
+
+
+def test_split_restricts_the_ground_truth(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    """--split test evaluates street_01 and street_02 only; predictions of other images are
+    not orphans; the same list given as a file, or a per-class list, reads the same."""
+    import json
+
+    root = voc_folder(tmp_path, demo)
+    main = root / "ImageSets" / "Main"
+    results = []
+    for split in ("test", str(main / "test.txt"), str(main / "car_test.txt")):
+        code, out, err = run(str(root), str(demo[1]), "--format", "json", "--split", split)
+        assert code == 0 and err == ""
+        data = json.loads(out)
+        s = data["summary"]
+        results.append((s["images"], s["gt"], s["pred"], s["tp"], s["fp"], s["fn"], s["map"]))
+        assert data["orphan_pred"] == []
+        assert "3 images of other splits in the predictions, not evaluated" in data["notes"][0]
+    assert results == [(2, 6, 8, 5, 2, 1, 0.75)] * 3
+
+
+def test_split_image_without_annotation_is_an_error(
+    tmp_path: Path, demo: tuple[Path, Path]
+) -> None:
+    """A listed image without an annotation file is named with the list's line (exit 3)."""
+    root = voc_folder(tmp_path, demo)
+    code, _, err = run(str(root), str(demo[1]), "--split", "val")
+    assert code == 3
+    lists = root / "ImageSets" / "Main"
+    assert (
+        f"vocmatch: skipped {lists / 'val.txt'}:2: no annotation file for 'street_09' in "
+        f"{root / 'Annotations'}"
+    ) in err
+
+
+def test_unknown_split_names_the_known_ones(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    """A split that is neither a file nor a list of the VOC folder: exit 2, the lists there."""
+    root = voc_folder(tmp_path, demo)
+    code, _, err = run(str(root), str(demo[1]), "--split", "trainval")
+    assert code == EXIT_USAGE
+    assert err == (
+        f"vocmatch: error: --split 'trainval': no {root / 'ImageSets' / 'Main' / 'trainval.txt'}"
+        " (the splits there: test, val)\n"
+    )
+    code, _, err = run(str(demo[0]), str(demo[1]), "--split", "test")
+    assert code == EXIT_USAGE and "is not a VOC folder" in err

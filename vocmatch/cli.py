@@ -500,6 +500,14 @@ def pred_format_options(function: F) -> F:
             "images[].file_name and categories[].name name the results' numeric ids.",
         ),
         click.option(
+            "--split",
+            default=None,
+            metavar="NAME|FILE",
+            help="Evaluate only the images of a list: ImageSets/Main/NAME.txt of a VOC folder "
+            "given as GT_DIR (test, val, ...), or any file of image ids, one per line. A "
+            "listed image without an annotation file is an error.",
+        ),
+        click.option(
             "--names",
             "names_file",
             type=InputPath(exists=True, dir_okay=False, path_type=Path),
@@ -523,37 +531,55 @@ def read_inputs(
     jobs: int,
     max_file_size: int,
     progress: Callable[[int, int], None] | None = None,
+    split: str | None = None,
 ) -> tuple[ColumnSet, ColumnSet]:
-    """The ground truth and the predictions in any format, as columns; exit 2 when no
+    """The ground truth (from ``GT_DIR/Annotations`` for a VOC folder, restricted to the
+    images of ``split``) and the predictions in any format, as columns; exit 2 when no
     ground-truth image pairs with a prediction. Call inside :func:`library_errors`."""
+    from dataclasses import replace
+
+    from vocmatch.layout import annotation_folder, only_split, read_split, split_file
     from vocmatch.scan import read_column_pair, read_columns
 
     if pred_format != "coco" and coco_gt is not None:
         raise click.UsageError("--coco-gt names the ids of --pred-format coco results")
     if pred_format != "yolo" and names_file is not None:
         raise click.UsageError("--names names the class indices of --pred-format yolo files")
-    if pred_format == "voc":
-        gt, pred = read_column_pair(gt_dir, pred_dir, jobs, max_file_size, progress)
-        refuse_unpaired(gt, pred, pred_dir)
-        return gt, pred
-    from vocmatch.detections import read_class_list, read_detections
-
     if pred_format == "yolo" and names_file is None:
         raise click.UsageError("--pred-format yolo needs --names FILE (class names, one per line)")
-    names = read_class_list(names_file) if names_file is not None else None
-    gt = read_columns(gt_dir, jobs, max_file_size, progress)
-    if not gt.keys:
-        what = "no readable" if gt.skipped else "no"
-        raise fail(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
-    pred = read_detections(
-        pred_format,  # type: ignore[arg-type]  # one of click's choices
-        pred_dir,
-        gt,
-        coco_gt=coco_gt,
-        names=names,
-        names_path=names_file,
-        max_bytes=max_file_size,
-    )
+    annotations, root = annotation_folder(gt_dir)
+    listed = read_split(split_file(split, root)) if split is not None else None
+    if pred_format == "voc":
+        gt, pred = read_column_pair(annotations, pred_dir, jobs, max_file_size, progress)
+    else:
+        from vocmatch.detections import read_class_list, read_detections
+
+        names = read_class_list(names_file) if names_file is not None else None
+        gt = read_columns(annotations, jobs, max_file_size, progress)
+        if not gt.keys:
+            what = "no readable" if gt.skipped else "no"
+            raise fail(f"{annotations}: {what} .xml annotation files found")
+        if listed is not None:
+            gt = only_split(gt, gt, listed)[0]
+        pred = read_detections(
+            pred_format,  # type: ignore[arg-type]  # one of click's choices
+            pred_dir,
+            gt,
+            coco_gt=coco_gt,
+            names=names,
+            names_path=names_file,
+            max_bytes=max_file_size,
+        )
+    if listed is not None:
+        gt, pred, left_out = only_split(gt, pred, listed)
+        note = f"split {listed.path}: {len(listed.ids):,} images listed"
+        if left_out:
+            note += f"; {left_out:,} images of other splits in the predictions, not evaluated"
+        gt = replace(gt, notes=(*gt.notes, note))
+        if not gt.keys:
+            raise fail(f"{listed.path}: none of its images has an annotation file in {annotations}")
+    if pred_format == "voc":
+        refuse_unpaired(gt, pred, pred_dir)
     return gt, pred
 
 
@@ -1006,6 +1032,7 @@ def eval_command(
     pred_format: str,
     coco_gt: Path | None,
     names_file: Path | None,
+    split: str | None,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -1055,7 +1082,7 @@ def eval_command(
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
-            max_file_size, jobs, pred_format, coco_gt, names_file,
+            max_file_size, jobs, pred_format, coco_gt, names_file, split,
         )  # fmt: skip
         return
     if images_dir is not None and html_file is None:
@@ -1081,7 +1108,7 @@ def eval_command(
     with library_errors(), progress_display(quiet) as progress:
         gt_columns, pred_columns = read_inputs(
             gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size, progress.files,
+            max_file_size, progress.files, split,
         )  # fmt: skip
         evaluation, matched = evaluate_matched(
             gt_columns,
@@ -1202,6 +1229,7 @@ LABEL_MODE_OPTIONS = frozenset(
         "pred_format",
         "coco_gt",
         "names_file",
+        "split",
     )
 )
 
@@ -1266,6 +1294,7 @@ def labels_eval(
     pred_format: str = "voc",
     coco_gt: Path | None = None,
     names_file: Path | None = None,
+    split: str | None = None,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.formats import labels_to_json
@@ -1289,7 +1318,7 @@ def labels_eval(
         # The parallel reader: the same objects and skipped files as read_pair.
         gt_columns, pred_columns = read_inputs(
             gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size,
+            max_file_size, None, split,
         )  # fmt: skip
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
         del gt_columns, pred_columns
