@@ -82,6 +82,7 @@ ALLOWED: dict[str, set[str]] = {
     "bootstrap": {"ap", "batch", "result"},
     "slices": {"ap", "batch", "result"},
     "layout": {"model", "parse", "scan"},
+    "shapes": {"scan"},
     "cli": {"*"},
     "__main__": {"cli"},
     "__init__": {"*"},

@@ -390,3 +390,45 @@ def test_unknown_split_names_the_known_ones(tmp_path: Path, demo: tuple[Path, Pa
     )
     code, _, err = run(str(demo[0]), str(demo[1]), "--split", "test")
     assert code == EXIT_USAGE and "is not a VOC folder" in err
+
+
+@pytest.mark.parametrize(
+    ("geometry", "expected", "notes"),
+    [
+        pytest.param(
+            "shape",
+            (4, 1, 1, 0.75),
+            [
+                "1 object of the ground truth has both a <bndbox> and a polygon or rotated box:"
+                " scored by the shape only (--geometry box scores the <bndbox>)"
+            ],
+            id="shape",
+        ),
+        pytest.param(
+            "box",
+            (5, 0, 0, 1.0),
+            [
+                "--geometry box: of the ground truth, 1 object with both a <bndbox> and a shape"
+                " scored by the <bndbox>; 2 objects with only a shape scored by its bounding box",
+                "--geometry box: of the predictions, 1 object with only a shape scored by its"
+                " bounding box",
+            ],
+            id="box",
+        ),
+    ],
+)
+def test_geometry_chooses_shape_or_box(
+    geometry: str, expected: tuple[int, int, int, float], notes: list[str]
+) -> None:
+    """fixtures/shapes: the diamond with a <bndbox> scores 1/3 by its shape (FP and FN) and
+    1/2 by its box (TP); under box every object is a box, so all five match."""
+    import json
+
+    shapes = Path(__file__).resolve().parents[1] / "fixtures" / "shapes"
+    code, out, _ = run(str(shapes / "gt"), str(shapes / "pred"), "--geometry", geometry,
+                       "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    s = data["summary"]
+    assert (s["tp"], s["fp"], s["fn"], s["map"]) == expected
+    assert data["notes"] == notes

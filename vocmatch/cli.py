@@ -500,6 +500,15 @@ def pred_format_options(function: F) -> F:
             "images[].file_name and categories[].name name the results' numeric ids.",
         ),
         click.option(
+            "--geometry",
+            type=click.Choice(["shape", "box"]),
+            default="shape",
+            show_default=True,
+            help="An object with both a <bndbox> and a <polygon> or <robndbox>: shape scores it "
+            "by the shape (a note counts them); box scores every object as a box, its "
+            "<bndbox> or a lone shape's bounding box.",
+        ),
+        click.option(
             "--split",
             default=None,
             metavar="NAME|FILE",
@@ -532,6 +541,7 @@ def read_inputs(
     max_file_size: int,
     progress: Callable[[int, int], None] | None = None,
     split: str | None = None,
+    geometry: str = "shape",
 ) -> tuple[ColumnSet, ColumnSet]:
     """The ground truth (from ``GT_DIR/Annotations`` for a VOC folder, restricted to the
     images of ``split``) and the predictions in any format, as columns; exit 2 when no
@@ -580,7 +590,10 @@ def read_inputs(
             raise fail(f"{listed.path}: none of its images has an annotation file in {annotations}")
     if pred_format == "voc":
         refuse_unpaired(gt, pred, pred_dir)
-    return gt, pred
+    from vocmatch.shapes import Geometry, with_geometry
+
+    chosen: Geometry = "box" if geometry == "box" else "shape"
+    return with_geometry(gt, chosen, "ground truth"), with_geometry(pred, chosen, "predictions")
 
 
 def prediction_inputs(pred_dir: Path, pred_format: str) -> list[InputFolder]:
@@ -1033,6 +1046,7 @@ def eval_command(
     coco_gt: Path | None,
     names_file: Path | None,
     split: str | None,
+    geometry: str,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -1108,7 +1122,7 @@ def eval_command(
     with library_errors(), progress_display(quiet) as progress:
         gt_columns, pred_columns = read_inputs(
             gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size, progress.files, split,
+            max_file_size, progress.files, split, geometry,
         )  # fmt: skip
         evaluation, matched = evaluate_matched(
             gt_columns,

@@ -114,6 +114,8 @@ class Box:
         occluded: ``<occluded>1</occluded>`` (CVAT, Roboflow, datumaro); absent means False.
         pose: ``<pose>`` text, stripped (VOC: ``Frontal``, ``Left``, ``Unspecified``, ...);
             None when absent or empty.
+        bndbox: For an object with a shape, its ``<bndbox>`` as ``x1, y1, x2, y2`` when it
+            also has a readable one (Roboflow-style exports write both); None otherwise.
     """
 
     name: str
@@ -128,6 +130,7 @@ class Box:
     shape: Polygon | RotatedBox | None = None
     occluded: bool = False
     pose: str | None = None
+    bndbox: tuple[float, float, float, float] | None = None
 
     @property
     def width(self) -> float:

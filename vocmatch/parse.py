@@ -407,9 +407,12 @@ def _box(obj: etree._Element, path: str) -> Box:
     if not name:
         raise AnnotationError(path, "<name> is empty", _line(name_element))
     shape = _shape(obj, name, path)
+    given: tuple[float, float, float, float] | None = None
     if shape is not None:
-        # The shape is the annotation; its bounding box stands in for <bndbox>.
+        # The shape is the annotation; its bounding box stands in for <bndbox>. A <bndbox>
+        # beside it is kept for --geometry box, when it reads as one (it is never required).
         x1, y1, x2, y2 = shape.bounds
+        given = _given_bndbox(obj, path)
     else:
         bndbox = _child(obj, "bndbox")
         if bndbox is None:
@@ -434,7 +437,23 @@ def _box(obj: etree._Element, path: str) -> Box:
         shape=shape,
         occluded=_occluded(obj, path),
         pose=_pose(obj),
+        bndbox=given,
     )
+
+
+def _given_bndbox(obj: etree._Element, path: str) -> tuple[float, float, float, float] | None:
+    """The ``<bndbox>`` of an object that has a shape, or None when it has none or one that
+    does not read as a box (the shape is the annotation; the box is optional there)."""
+    bndbox = _child(obj, "bndbox")
+    if bndbox is None:
+        return None
+    try:
+        x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
+    except AnnotationError:
+        return None
+    if x2 < x1 or y2 < y1:
+        return None
+    return (x1, y1, x2, y2)
 
 
 def _size(root: etree._Element, path: str) -> ImageSize | None:

@@ -109,6 +109,8 @@ class ColumnSet:
         skipped: Files that could not be read.
         notes: Remarks on the directory walk that lost no file.
         shapes: ``(row, shape)`` for each object that is a rotated box or a polygon, by row.
+        bndboxes: ``(row, (x1, y1, x2, y2))`` for each such object that also has a
+            ``<bndbox>`` (:attr:`vocmatch.model.Box.bndbox`), by row.
     """
 
     root: str
@@ -129,11 +131,13 @@ class ColumnSet:
     skipped: tuple[SkippedFile, ...]
     notes: tuple[str, ...] = ()
     shapes: tuple[tuple[int, Polygon | RotatedBox], ...] = ()
+    bndboxes: tuple[tuple[int, tuple[float, float, float, float]], ...] = ()
 
     def to_annotations(self) -> AnnotationSet:
         """The same data as parser records (object source lines are not known here)."""
         starts: list[int] = np.searchsorted(self.image, np.arange(len(self.keys) + 1)).tolist()
         shapes = dict(self.shapes)
+        given = dict(self.bndboxes)
         # Plain lists, read once: indexing numpy arrays box by box costs more than the boxes.
         names = [self.label_names[k] for k in self.labels.tolist()]
         corners: list[list[float]] = self.boxes.tolist()
@@ -161,6 +165,7 @@ class ColumnSet:
                         shape=shapes.get(b),
                         occluded=occluded[b],
                         pose=poses[b],
+                        bndbox=given.get(b),
                     )
                 )
             annotations.append(
@@ -192,6 +197,7 @@ class _Chunk:
     pose_vocabulary: dict[str, int] = field(default_factory=dict)
     # <pose> as written -> code; None (no <pose>) -> -1.
     raw_poses: dict[bytes | None, int] = field(default_factory=dict)
+    bndboxes: list[tuple[int, tuple[float, float, float, float]]] = field(default_factory=list)
 
 
 def _flag(raw: bytes) -> bool | None:
@@ -785,6 +791,9 @@ def _add_annotation(chunk: _Chunk, annotation: ImageAnnotation) -> None:
     if shaped:
         start = sum(chunk.counts)
         chunk.shapes.extend((start + k, shape) for k, shape in shaped)
+        chunk.bndboxes.extend(
+            (start + k, b.bndbox) for k, b in enumerate(boxes) if b.bndbox is not None
+        )
     chunk.counts.append(len(boxes))
     _add_names(chunk, [b.name for b in boxes])
     chunk.boxes.append(np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64))
@@ -860,6 +869,7 @@ def _assemble(
     pose = np.empty(total, dtype=np.int32)
     scores = np.empty(total, dtype=np.float64)
     shapes: list[tuple[int, Polygon | RotatedBox]] = []
+    bndboxes: list[tuple[int, tuple[float, float, float, float]]] = []
     offset = 0
     for c in chunks:
         n = len(c.codes)
@@ -880,6 +890,7 @@ def _assemble(
                 remap[code] = index[name]
             labels[offset:stop] = remap[np.array(c.codes, dtype=np.int64)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
+        bndboxes.extend((offset + row, given) for row, given in c.bndboxes)
         c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], []
         c.occluded, c.pose_codes = [], []
         offset = stop
@@ -904,6 +915,7 @@ def _assemble(
         ),
         notes=notes,
         shapes=tuple(shapes),
+        bndboxes=tuple(bndboxes),
     )
 
 
