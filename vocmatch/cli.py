@@ -153,11 +153,21 @@ class FiniteFloatRange(click.FloatRange):
 
 class InputPath(click.Path):
     """``click.Path`` that refuses an empty string, which the system would read as the
-    current folder (``vocmatch "" pred`` must not evaluate ``.``)."""
+    current folder (``vocmatch "" pred`` must not evaluate ``.``), and gives the system's
+    reason for a path it cannot look at (too long, a link loop, no permission) where click
+    would say "does not exist"."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, (str, bytes)) and not value:
             self.fail("the path is empty", param, ctx)
+        try:
+            os.stat(value)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # click's own message, or the command's
+        except OSError as error:
+            self.fail(f"{os.fsdecode(value)!r}: {error.strerror or error}", param, ctx)
+        except ValueError:
+            self.fail("the path holds a NUL character", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -34,6 +34,7 @@ import difflib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
@@ -56,9 +57,9 @@ from vocmatch.parse import (
     _shape,
     _text,
     _xml_parser,
-    find_annotation_files,
     number_problem,
     read_bytes,
+    walk_directory,
 )
 from vocmatch.workers import worker_count, worker_results
 
@@ -723,14 +724,28 @@ def lint_paths(
     """
     files: list[str] = []
     seen: set[str] = set()
+    options = options if options is not None else LintOptions()
+    # Folders that could not be listed (too deep for the system, no permission): a V001
+    # finding each, so that no file goes unchecked without a word.
+    unreadable: list[Finding] = []
     for path in paths:
         name = os.fspath(path)
-        if os.path.isdir(name):
-            found = [file for _, file in find_annotation_files(name)]
-        elif os.path.exists(name):
-            found = [name]
+        try:
+            is_directory = stat.S_ISDIR(os.stat(name).st_mode)
+        except FileNotFoundError:
+            raise InputError(f"{name}: no such file or directory") from None
+        except OSError as error:
+            raise InputError(f"{name}: {error.strerror or error}") from None
+        if is_directory:
+            listing = walk_directory(name)
+            found = [file for _, file in listing.files]
+            unreadable += [
+                Finding(s.path, 1, "V001", s.message)
+                for s in listing.skipped
+                if "V001" in options.codes
+            ]
         else:
-            raise InputError(f"{name}: no such file or directory")
+            found = [name]
         for file in found:
             real = os.path.realpath(file)
             if real not in seen:
@@ -742,7 +757,7 @@ def lint_paths(
     size = max(16, min(256, len(files) // (workers * 8)))
     chunks = [(files[i : i + size], options) for i in range(0, len(files), size)]
     with worker_results(_lint_files, chunks, workers) as parts:
-        findings = [finding for part in parts for finding in part]
+        findings = [*unreadable, *(finding for part in parts for finding in part)]
     return LintResult(findings=tuple(findings), files_checked=len(files))
 
 

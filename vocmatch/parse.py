@@ -25,6 +25,7 @@ read as the shape, the more precise annotation, and its ``<bndbox>`` is not read
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -55,6 +56,7 @@ __all__ = [
     "read_bytes",
     "read_directory",
     "read_number",
+    "walk_directory",
 ]
 
 #: Files larger than this are refused unread (VOC files are a few kilobytes; a 32 MiB file
@@ -577,6 +579,15 @@ def _read_to_end(descriptor: int, expected: int, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
+def _kind_of(name: str) -> str | None:
+    """What a path that is not a regular file is (a socket, a device), if it can be told."""
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), None)
+
+
 def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
     """Open a regular file for reading without blocking: a named pipe, socket or device
     (also behind a symbolic link) is refused before anything waits on it."""
@@ -585,6 +596,10 @@ def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
     try:
         descriptor = os.open(name, flags)
     except OSError as error:
+        # A socket cannot be opened at all (ENXIO): say what it is, as for a pipe.
+        kind = _kind_of(name) if error.errno == errno.ENXIO else None
+        if kind is not None:
+            raise AnnotationError(name, f"not a regular file: {kind}") from None
         raise AnnotationError(name, f"cannot read {what}: {_reason(error)}") from None
     try:
         mode = os.fstat(descriptor)
@@ -738,9 +753,41 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
 
 def _directory(root: str | os.PathLike[str]) -> str:
     top = os.fspath(root)
-    if not os.path.isdir(top):
+    try:
+        status = os.stat(top)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(f"{top}: not a directory") from None
+    except OSError as error:
+        # A path too long for the system, a link loop, no permission: the system's words.
+        raise InputError(f"{top}: cannot read directory: {_reason(error)}") from None
+    if not stat.S_ISDIR(status.st_mode):
         raise InputError(f"{top}: not a directory")
     return top
+
+
+def walk_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> DirectoryListing:
+    """Every file below a directory whose name ends in ``suffix``, one per path (no
+    pairing by key: for ``lint``), and the folders that could not be read.
+
+    Args:
+        root: The directory to search, recursively, links followed, each folder once.
+        suffix: The lower-case suffix of the files to list.
+
+    Returns:
+        ``files`` as ``(key, path)`` pairs sorted by key; ``skipped`` the folders that could
+        not be listed (too deep for the system, no permission), with the system's reason.
+
+    Raises:
+        InputError: ``root`` is not a directory.
+    """
+    top = _directory(root)
+    walk = _walk(top, suffix)
+    return DirectoryListing(
+        root=top,
+        files=tuple(walk.files),
+        skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
+        notes=tuple(walk.notes),
+    )
 
 
 def find_annotation_files(
