@@ -41,6 +41,7 @@ from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.labels import LabelEvaluation, LabelImageResult
 from vocmatch.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
 from vocmatch.slices import Slice
+from vocmatch.suspects import KINDS, SuspectReport
 from vocmatch.thresholds import ScoreThresholds, operating_point
 
 __all__ = [
@@ -1014,7 +1015,7 @@ def render_seg(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
 
 # Bootstrap intervals, slices and calibration ---------------------------------------------
 
-__all__ += ["bootstrap_table", "slice_table"]
+__all__ += ["bootstrap_table", "slice_table", "suspects_report"]
 
 
 def _interval(interval: Interval) -> Text:
@@ -1093,3 +1094,72 @@ def slice_table(found: Slice, threshold: float) -> RenderableType:
             _number(value.map),
         )
     return Group(table, Text(found.rule, style="dim"))
+
+
+def _box_text(box: tuple[float, float, float, float]) -> str:
+    return ", ".join(f"{v:g}" for v in box)
+
+
+def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType:
+    """The suspects, most confident first (``max_rows`` 0 shows all), and the counts."""
+    o = report.options
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    header.add_row("confident", f"score >= {o.confidence:g} (or no score)")
+    header.add_row("missing", f"overlaps no object: IoU <= {o.background_iou:g} with every one")
+    header.add_row(
+        "wrong class", f"on an object of another class at IoU >= {o.match_iou:g}, none of its own"
+    )
+    header.add_row(
+        "loose", f"best IoU with its class above {o.background_iou:g} and below {o.match_iou:g}"
+    )
+    header.add_row("duplicate", f"two objects of one class at IoU >= {o.duplicate_iou:g}")
+    table = Table(title="Label-error suspects (most confident first)", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("image", no_wrap=True)
+    table.add_column("class", no_wrap=True)
+    table.add_column("confidence", justify="right", no_wrap=True)
+    table.add_column("IoU", justify="right", no_wrap=True)
+    table.add_column("object", no_wrap=True)
+    table.add_column("suggested box", no_wrap=True)
+    suspects = report.suspects
+    shown = suspects if max_rows == 0 else suspects[:max_rows]
+    for rank, s in enumerate(shown, 1):
+        if s.kind == "wrong-class":
+            where = _name(f"gt#{s.gt_index} {s.gt_name} by pred#{s.pred_index}")
+        elif s.kind == "loose":
+            where = _name(f"gt#{s.gt_index} by pred#{s.pred_index}")
+        elif s.kind == "duplicate":
+            where = _name(f"gt#{s.gt_index} on gt#{s.other_index}")
+        else:
+            where = _name(f"pred#{s.pred_index}")
+        table.add_row(
+            str(rank),
+            s.kind,
+            _name(s.image),
+            _name(s.name),
+            _number(s.confidence, 3),
+            f"{s.iou:.3f}",
+            where,
+            _box_text(s.box),
+        )
+    counts = ", ".join(f"{report.count(kind):,} {kind}" for kind in KINDS)
+    parts: list[RenderableType] = [header, Text(), table]
+    if len(suspects) > len(shown):
+        parts.append(
+            Text(
+                f"{len(suspects) - len(shown):,} more suspects (--max-rows 0 shows all)",
+                style="dim",
+            )
+        )
+    parts.append(
+        Text(
+            f"{len(suspects):,} suspects ({counts}) in {report.images:,} images, from "
+            f"{report.confident:,} confident predictions; gt#n and pred#n: object n (from 0) "
+            "of the file",
+            style="dim",
+        )
+    )
+    return Group(*parts)
