@@ -325,3 +325,17 @@ def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
     else:
         assert values is not None and values.tolist() == [expected]
         assert math.copysign(1.0, values[0]) == math.copysign(1.0, expected)
+
+
+def test_a_giant_object_is_left_to_the_parser(tmp_path: Path) -> None:
+    """An object (or header) of thousands of tags makes no plan (plans are remembered per
+    process, so their size is bounded); the parser reads it, with the same columns."""
+    children = "".join(f"<x{i}>1</x{i}>" for i in range(600))
+    body = (
+        f"<annotation><extra>{children}</extra><object><name>a</name>{children}"
+        "<bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>"
+        "</annotation>"
+    ).encode()
+    assert scan._fast(body) is None
+    (tmp_path / "a.xml").write_bytes(body)
+    assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))

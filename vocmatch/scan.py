@@ -81,8 +81,11 @@ _VALUE = rb"([^<]*)"
 _DECIMAL_BYTES = b"0123456789+-.eE \t\r\n,"
 # An object's shape elements: such objects are the parser's (exact region overlap).
 _SHAPES = (b"robndbox", b"polygon")
-# Distinct layouts remembered per process; a set of hostile files cannot grow it further.
-_PLANS = 1024
+# Distinct layouts remembered per process, and the most tags a layout may have (writers'
+# objects and headers have a few dozen): a set of hostile files cannot grow the memory
+# they take further, and a giant first object is left to the parser.
+_PLANS = 256
+_PLAN_TAGS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +469,8 @@ def _header_plan(signature: tuple[tuple[bytes, bytes, bytes], ...]) -> _HeaderPl
 def _header(data: bytes, start: int, stop: int) -> _Header | None:
     """Read ``<filename>`` and ``<size>`` from the part of a plain file before its first
     object, or None where the parser would read it differently or refuse it."""
+    if data.count(b"<", start, stop) > _PLAN_TAGS:
+        return None
     signature = tuple(_HEADER_TAG.findall(data, start, stop))
     if data.count(b"<", start, stop) != len(signature):
         return None  # markup other than plain tags
@@ -576,7 +581,7 @@ class _Fields:
 
 def _first_object_plan(data: bytes, start: int) -> _ObjectPlan | None:
     end = data.find(b"</object>", start)
-    if end < 0:
+    if end < 0 or data.count(b"<", start, end) >= _PLAN_TAGS:
         return None
     return _object_plan(tuple(_TAG.findall(data, start, end + len(b"</object>"))))
 
