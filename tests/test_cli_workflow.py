@@ -432,3 +432,60 @@ def test_geometry_chooses_shape_or_box(
     s = data["summary"]
     assert (s["tp"], s["fp"], s["fn"], s["map"]) == expected
     assert data["notes"] == notes
+
+
+def test_predictions_on_difficult_objects_are_counted(demo: tuple[Path, Path]) -> None:
+    """The demo's one person prediction on a difficult person: neither TP nor FP, counted
+    in pred_ignored (summary, class, image) and shown as 5 (+1) in the class table."""
+    import json
+
+    _, out, _ = run(*map(str, demo), "--format", "json")
+    data = json.loads(out)
+    assert data["summary"]["pred_ignored"] == 1
+    person = next(c for c in data["classes"] if c["name"] == "person")
+    assert (person["pred"], person["tp"], person["fp"], person["pred_ignored"]) == (6, 4, 1, 1)
+    assert sum(i["pred_ignored"] for i in data["images"]) == 1
+    _, table, _ = run(*map(str, demo))
+    assert "│ person  │ 4 (+1) │ 5 (+1) │  4 │  1 │  0 │" in table
+    assert "on difficult   1 ignored" in table
+
+
+def test_coco_class_table_has_ap50_and_ap75(demo: tuple[Path, Path]) -> None:
+    """Under --protocol coco each class shows AP, AP50 and AP75; the JSON too."""
+    import json
+
+    _, out, _ = run(*map(str, demo), "--protocol", "coco", "--format", "json")
+    person = next(c for c in json.loads(out)["classes"] if c["name"] == "person")
+    assert (person["ap50"], person["ap75"]) == (pytest.approx(1.0), pytest.approx(0.7524752475))
+    _, table, _ = run(*map(str, demo), "--protocol", "coco")
+    assert "┃     AP ┃   AP50 ┃   AP75┃" in table
+    _, out, _ = run(*map(str, demo), "--format", "json")
+    assert next(c for c in json.loads(out)["classes"])["ap50"] is None
+
+
+@pytest.mark.parametrize(
+    ("gate", "code", "message"),
+    [
+        pytest.param("ap50=0.627", 0, "", id="dataset-pass"),
+        pytest.param(
+            "ap75=0.6", 1, "vocmatch: gate failed: ap75 0.5446 < 0.6000", id="dataset-fail"
+        ),
+        pytest.param("person:ap50=1", 0, "", id="class-pass"),
+        pytest.param(
+            "car:ap75=0.6", 1, "vocmatch: gate failed: car:ap75 0.5050 < 0.6000", id="class-fail"
+        ),
+    ],
+)
+def test_gates_accept_ap50_and_ap75_under_coco(
+    demo: tuple[Path, Path], gate: str, code: int, message: str
+) -> None:
+    """ap50 and ap75 gate COCO's AP50 / AP75, of the dataset or of a class."""
+    got, _, err = run(*map(str, demo), "--protocol", "coco", "--fail-under", gate)
+    assert got == code
+    assert message in err
+
+
+def test_ap50_gate_outside_coco_is_a_usage_error(demo: tuple[Path, Path]) -> None:
+    code, _, err = run(*map(str, demo), "--fail-under", "ap50=0.5")
+    assert code == EXIT_USAGE
+    assert "ap50 is measured under --protocol coco" in err

@@ -797,6 +797,11 @@ def evaluate_columns(
         p_pass = p_score >= floor[p_class]
         p_pass_all = p_score_all >= floor[p_class_all]
         counted_t = counted_t & p_pass
+    # Predictions matched to an ignored (difficult) object, among those that count.
+    ignored_counted = ignored_t if p_pass is None else ignored_t & p_pass
+    ignored_pred_image: list[int] = np.bincount(
+        p_image[ignored_counted], minlength=n_images
+    ).tolist()
 
     def per_image(flags: BoolArray, image: IntArray) -> IntArray:
         return np.bincount(image[flags], minlength=n_images).astype(np.int64)
@@ -886,10 +891,16 @@ def evaluate_columns(
                 mean_iou=math.fsum(ious) / len(ious) if ious else None,
                 sweep=sweep,
                 matches=matches_by_image[j] if matches_by_image is not None else (),
+                pred_ignored=ignored_pred_image[j],
             )
         )
 
     stage("AP per class")
+    # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
+    at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
+    at75 = (
+        conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
+    )
     class_members = [class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k)]
     n_class_gt = (g_class_starts - g_class_ignored).tolist()
     # AP per class. With pycocotools' numbers at hand, a class's COCO AP (101 points, IoU
@@ -939,6 +950,7 @@ def evaluate_columns(
             )
             curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
             ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
+        values = ap_values[k] if scored and n_class_gt[k] > 0 else []
         classes.append(
             class_result(
                 name,
@@ -950,6 +962,9 @@ def evaluate_columns(
                 fn,
                 ap,
                 curve,
+                pred_ignored=int(np.count_nonzero(ignored_counted[members])),
+                ap50=values[at50] if at50 is not None and values else None,
+                ap75=values[at75] if at75 is not None and values else None,
             )
         )
 

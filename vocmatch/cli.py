@@ -952,8 +952,9 @@ def evidence_for(
     multiple=True,
     callback=gate_option,
     metavar="[CLASS:]METRIC=VALUE",
-    help="Exit 1 unless METRIC (map, precision, recall or f1) is at least VALUE, a fraction "
-    "in [0, 1]; CLASS:METRIC for one class (ap = map). Repeatable.",
+    help="Exit 1 unless METRIC (map, precision, recall or f1; ap50 or ap75 under --protocol "
+    "coco) is at least VALUE, a fraction in [0, 1]; CLASS:METRIC for one class (ap = map). "
+    "Repeatable.",
 )
 @click.option(
     "--max-fp",

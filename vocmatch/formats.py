@@ -106,6 +106,9 @@ def _class(cls: ClassResult) -> dict[str, Any]:
         "recall": cls.recall,
         "f1": cls.f1,
         "ap": cls.ap,
+        "ap50": cls.ap50,
+        "ap75": cls.ap75,
+        "pred_ignored": cls.pred_ignored,
         "in_map": cls.in_map,
         "curve": curve,
     }
@@ -120,6 +123,7 @@ def _image(image: ImageResult) -> dict[str, Any]:
             "gt": image.gt,
             "gt_ignored": image.gt_ignored,
             "pred": image.pred,
+            "pred_ignored": image.pred_ignored,
             "tp": image.tp,
             "fp": image.fp,
             "fn": image.fn,
@@ -171,6 +175,7 @@ def to_json_dict(
             "images": s.images,
             "gt": s.gt,
             "pred": s.pred,
+            "pred_ignored": s.pred_ignored,
             "tp": s.tp,
             "fp": s.fp,
             "fn": s.fn,
@@ -460,24 +465,33 @@ def to_markdown(evaluation: Evaluation, gates: GateReport | None = None) -> str:
         lines += _md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
     threshold = evaluation.conventions.iou_threshold
     lines += ["", f"### Classes (at IoU {threshold:g})", ""]
+    coco = evaluation.conventions.coco_stats
     rows = []
     for c in evaluation.classes:
         name = _md(c.name) + ("" if c.in_map else " \\*")
         gt = str(c.gt) if not c.gt_ignored else f"{c.gt} (+{c.gt_ignored})"
-        rows.append(
-            [
-                name, gt, str(c.pred), str(c.tp), str(c.fp), str(c.fn), _md_number(c.precision),
-                _md_number(c.recall), _md_number(c.f1), _md_number(c.ap),
-            ]
-        )  # fmt: skip
+        pred = (
+            str(c.pred) if not c.pred_ignored else f"{c.pred - c.pred_ignored} (+{c.pred_ignored})"
+        )
+        row = [
+            name, gt, pred, str(c.tp), str(c.fp), str(c.fn), _md_number(c.precision),
+            _md_number(c.recall), _md_number(c.f1), _md_number(c.ap),
+        ]  # fmt: skip
+        if coco:
+            row += [_md_number(c.ap50), _md_number(c.ap75)]
+        rows.append(row)
+    aps = ("AP", "AP50", "AP75") if coco else ("AP",)
     lines += _md_table(
-        ("class", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", "AP"),
+        ("class", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", *aps),
         rows,
-        "l" + "r" * 9,
+        "l" + "r" * (8 + len(aps)),
     )
     notes = []
-    if any(c.gt_ignored for c in evaluation.classes):
-        notes.append("(+n): ignored (difficult) ground truth")
+    if any(c.gt_ignored or c.pred_ignored for c in evaluation.classes):
+        notes.append(
+            "(+n): ignored: difficult ground truth, and predictions matched to it "
+            "(neither TP nor FP)"
+        )
     if any(not c.in_map for c in evaluation.classes):
         notes.append("\\*: no ground truth, reported but not averaged into mAP")
     if notes:

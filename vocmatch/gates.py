@@ -41,10 +41,10 @@ __all__ = [
     "parse_gate",
 ]
 
-Metric = Literal["map", "precision", "recall", "f1"]
+Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75"]
 
 #: The metrics a gate can bound, in the order messages list them.
-METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1")
+METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1", "ap50", "ap75")
 
 # "ap" is accepted for "map": one class's AP and the dataset's mean AP are the same gate
 # in spirit, and both spellings come naturally.
@@ -272,6 +272,12 @@ def check_gates(
     classes = {c.name: c for c in evaluation.classes}
     results = []
     for gate in gates:
+        if gate.metric in ("ap50", "ap75") and not evaluation.conventions.coco_stats:
+            raise InputError(
+                f"gate {gate.label!r}: {gate.metric} is measured under --protocol coco (AP at "
+                f"IoU {0.5 if gate.metric == 'ap50' else 0.75:.2f} of the COCO average); "
+                "elsewhere gate map at --iou"
+            )
         if gate.scope is None:
             measured, reason = _dataset_metric(evaluation, gate.metric)
         else:
@@ -315,6 +321,12 @@ def _dataset_metric(evaluation: Evaluation, metric: Metric) -> tuple[float | Non
         return s.precision, no_pred if s.precision is None else None
     if metric == "recall":
         return s.recall, no_gt if s.recall is None else None
+    if metric in ("ap50", "ap75"):
+        coco = evaluation.coco
+        value = None if coco is None else (coco.AP50 if metric == "ap50" else coco.AP75)
+        if value is None or value < 0:
+            return None, no_gt if s.gt == 0 else _no_map_reason(evaluation)
+        return value, None
     if s.f1 is None:
         return None, no_pred if s.precision is None else no_gt
     return s.f1, None
@@ -333,6 +345,11 @@ def _class_metric(
         return cls.precision, no_pred if cls.precision is None else None
     if metric == "recall":
         return cls.recall, no_gt if cls.recall is None else None
+    if metric in ("ap50", "ap75"):
+        value = cls.ap50 if metric == "ap50" else cls.ap75
+        if value is None:
+            return None, no_gt if cls.gt == 0 else _no_map_reason(evaluation)
+        return value, None
     if cls.f1 is None:
         return None, no_pred if cls.precision is None else no_gt
     return cls.f1, None

@@ -200,24 +200,30 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
 def class_table(evaluation: Evaluation) -> Table:
     """Per-class counts, precision, recall, F1 and AP."""
     threshold = evaluation.conventions.iou_threshold
-    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left")
+    coco = evaluation.conventions.coco_stats
+    # Two more columns under coco: no padding at the table's edges keeps it within 100.
+    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left", pad_edge=not coco)
     table.add_column("class", no_wrap=True)
-    for name in ("GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", "AP"):
+    aps = ("AP", "AP50", "AP75") if coco else ("AP",)
+    for name in ("GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", *aps):
         table.add_column(name, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        table.add_row(*_class_cells(cls))
+        table.add_row(*_class_cells(cls, coco))
     return table
 
 
-def _class_cells(cls: ClassResult) -> list[RenderableType]:
+def _class_cells(cls: ClassResult, coco: bool = False) -> list[RenderableType]:
     name = _name(cls.name)
     if not cls.in_map:
         name.append(" *", style="yellow")
     gt = str(cls.gt) if not cls.gt_ignored else f"{cls.gt} (+{cls.gt_ignored})"
-    return [
+    # As for GT: the predictions that count (TP + FP), then those ignored on difficult objects.
+    counted = cls.pred - cls.pred_ignored
+    pred = str(cls.pred) if not cls.pred_ignored else f"{counted} (+{cls.pred_ignored})"
+    cells: list[RenderableType] = [
         name,
         gt,
-        str(cls.pred),
+        pred,
         str(cls.tp),
         str(cls.fp),
         str(cls.fn),
@@ -226,6 +232,9 @@ def _class_cells(cls: ClassResult) -> list[RenderableType]:
         _number(cls.f1),
         _number(cls.ap),
     ]
+    if coco:
+        cells += [_number(cls.ap50), _number(cls.ap75)]
+    return cells
 
 
 def summary_table(evaluation: Evaluation) -> RenderableType:
@@ -238,6 +247,8 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_row("GT objects", f"{s.gt:,}")
     table.add_row("predictions", f"{s.pred:,}")
     table.add_row("TP / FP / FN", f"{s.tp:,} / {s.fp:,} / {s.fn:,}")
+    if s.pred_ignored:
+        table.add_row("on difficult", f"{s.pred_ignored:,} ignored")
     table.add_row("precision", _number(s.precision))
     table.add_row("recall", _number(s.recall))
     table.add_row("F1", _number(s.f1))
@@ -271,6 +282,14 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
         parts.append(problems)
     for note in evaluation.notes:
         parts.append(_note(note))
+    if any(c.gt_ignored or c.pred_ignored for c in evaluation.classes):
+        parts.append(
+            Text(
+                "(+n): difficult objects, and predictions matched to them: ignored, neither TP, "
+                "FP nor FN",
+                style="dim",
+            )
+        )
     if any(not c.in_map for c in evaluation.classes):
         parts.append(Text("* class has no ground truth: reported, not averaged", style="dim"))
     return Group(*parts)

@@ -102,6 +102,7 @@ class ImageResult:
         mean_iou: Mean IoU of the true positives, None without any.
         sweep: Counts at 0.50, 0.75 and 0.95.
         matches: Every box's outcome, predictions in file order then missed ground truth.
+        pred_ignored: Predictions matched to an ignored (``difficult``) object.
     """
 
     key: str
@@ -116,6 +117,7 @@ class ImageResult:
     mean_iou: float | None
     sweep: tuple[SweepResult, ...]
     matches: tuple[Match, ...] = field(repr=False, default=())
+    pred_ignored: int = 0
 
     @property
     def errors(self) -> int:
@@ -142,6 +144,10 @@ class ClassResult:
             scores.
         curve: The precision/recall curve at the threshold; None without scores.
         in_map: The class is averaged into mAP (it has ground truth).
+        pred_ignored: Predictions matched to an ignored (``difficult``) object: neither TP
+            nor FP, and not in ``pred`` minus TP and FP by accident.
+        ap50: Under protocols averaging AP over IoU thresholds (``coco``), the AP at 0.50.
+        ap75: Likewise at 0.75.
     """
 
     name: str
@@ -157,6 +163,9 @@ class ClassResult:
     ap: float | None
     curve: Curve | None = field(repr=False, default=None)
     in_map: bool = True
+    pred_ignored: int = 0
+    ap50: float | None = None
+    ap75: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +212,7 @@ class Summary:
         skipped: Files that could not be read.
         missing_pred: Ground-truth images without a prediction file.
         orphan_pred: Prediction files without a ground-truth file (not evaluated).
+        pred_ignored: Predictions matched to an ignored (``difficult``) object.
     """
 
     images: int
@@ -218,6 +228,7 @@ class Summary:
     skipped: int
     missing_pred: int
     orphan_pred: int
+    pred_ignored: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +456,10 @@ def class_result(
     fn: int,
     ap: float | None,
     curve: Curve | None,
+    *,
+    pred_ignored: int = 0,
+    ap50: float | None = None,
+    ap75: float | None = None,
 ) -> ClassResult:
     """A class's record from its counts: precision, recall and F1 follow from them."""
     precision = _ratio(tp, tp + fp)
@@ -463,6 +478,9 @@ def class_result(
         ap=ap,
         curve=curve,
         in_map=n_gt > 0,
+        pred_ignored=pred_ignored,
+        ap50=ap50,
+        ap75=ap75,
     )
 
 
@@ -509,6 +527,7 @@ def finish(
         skipped=len(skipped),
         missing_pred=len(missing),
         orphan_pred=len(orphan),
+        pred_ignored=sum(i.pred_ignored for i in images),
     )
     return Evaluation(
         conventions=conv,
