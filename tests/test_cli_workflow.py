@@ -489,3 +489,43 @@ def test_ap50_gate_outside_coco_is_a_usage_error(demo: tuple[Path, Path]) -> Non
     code, _, err = run(*map(str, demo), "--fail-under", "ap50=0.5")
     assert code == EXIT_USAGE
     assert "ap50 is measured under --protocol coco" in err
+
+
+def test_diff_markdown_and_fold_case(tmp_path: Path) -> None:
+    """diff has eval's --format markdown (objects as class#n from 0) and --fold-case."""
+    diff = Path(__file__).resolve().parents[1] / "fixtures" / "diff"
+    args = [str(diff / "gt"), str(diff / "pred_a"), str(diff / "pred_b")]
+    code, out, _ = run("diff", *args, "--format", "markdown", "--fail-on-regression", "map=-0.01")
+    assert code == 1
+    assert out.startswith("## vocmatch diff\n")
+    assert "| mAP | 0.8333 | 0.7500 | -0.0833 |" in out
+    assert "| kitchen | 1 | 0 | 1 | 0 | -2 | missed bowl#1, new FP cup#1 |" in out
+    assert "### Regression gates: failed" in out
+    # B names its classes in upper case: apart without --fold-case, one class with it.
+    upper = tmp_path / "pred_b"
+    upper.mkdir()
+    for path in sorted((diff / "pred_b").glob("*.xml")):
+        text = path.read_text().replace("<name>person</name>", "<name>Person</name>")
+        (upper / path.name).write_text(text)
+    import json
+
+    _, apart, _ = run("diff", args[0], args[1], str(upper), "--format", "json")
+    _, folded, _ = run("diff", args[0], args[1], str(upper), "--format", "json", "--fold-case")
+    assert "Person" in [c["name"] for c in json.loads(apart)["classes"]]
+    plain = json.loads(run("diff", *args, "--format", "json")[1])
+    assert json.loads(folded)["summary"] == plain["summary"]
+
+
+def test_objects_are_numbered_from_zero_everywhere(demo: tuple[Path, Path]) -> None:
+    """JUnit, JSON's error boxes, the diff and the HTML overlay list all say class#n from 0."""
+    import json
+
+    _, junit, _ = run(*map(str, demo), "--format", "junit", "--max-fp", "0")
+    assert "fp: truck#2, best IoU 0.000, score 0.71" in junit
+    _, out, _ = run(*map(str, demo), "--format", "json", "--errors")
+    street_03 = next(i for i in json.loads(out)["images"] if i["image"] == "street_03")
+    assert {(b["name"], b["pred_index"]) for b in street_03["error_boxes"]} == {("truck", 2)}
+    script = (
+        Path(__file__).resolve().parents[1] / "vocmatch" / "templates" / "report.js"
+    ).read_text()
+    assert '(kind === "gt" ? "GT #" : "pred #") + entry[1]' in script

@@ -210,8 +210,8 @@ def test_junit_marks_an_image_over_both_limits(demo_eval: Evaluation) -> None:
         "gt 4, pred 4, tp 3, fp 1, fn 1\n"
         "gt file: fixtures/demo/gt/street_03.xml\n"
         "pred file: fixtures/demo/pred/street_03.xml\n"
-        "fp: truck, pred object 3, best IoU 0.000, score 0.71\n"
-        "fn: car, gt object 3, best IoU 0.000"
+        "fp: truck#2, best IoU 0.000, score 0.71\n"
+        "fn: car#2, best IoU 0.000"
     )
 
 

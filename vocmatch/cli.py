@@ -1448,10 +1448,20 @@ def regression_gate_option(
 @click.argument("pred_a_dir", type=InputPath(file_okay=False, path_type=Path))
 @click.argument("pred_b_dir", type=InputPath(file_okay=False, path_type=Path))
 @convention_options
-@format_option(["table", "json"], "table: the rich report; json: every change, for scripts.")
+@format_option(
+    ["table", "json", "markdown"],
+    "table: the rich report; json: every change, for scripts; markdown: summary, classes, "
+    "changed images and gates, for a pull request or a CI job summary.",
+)
 @output_option("Write the report to FILE instead of stdout.")
 @max_rows_option(
     DIFF_MAX_ROWS, "Rows of the changed-images table (worst first); 0 shows every changed image."
+)
+@click.option(
+    "--fold-case",
+    is_flag=True,
+    help="Lower-case class names before matching, so Car and car are one class (as eval's "
+    "--fold-case).",
 )
 @click.option(
     "--fail-on-regression",
@@ -1487,6 +1497,7 @@ def diff_command(
     output_format: str,
     output: Path | None,
     max_rows: int,
+    fold_case: bool,
     fail_on_regression: tuple[RegressionGate, ...],
     bootstrap_resamples: int | None,
     seed: int,
@@ -1502,7 +1513,8 @@ def diff_command(
 
     from vocmatch.batch import evaluate_matched
     from vocmatch.diff import check_regressions, evaluation_diff
-    from vocmatch.formats import diff_to_json
+    from vocmatch.evaluate import fold_names
+    from vocmatch.formats import diff_to_json, diff_to_markdown
     from vocmatch.report import diff_report
     from vocmatch.scan import read_column_pair, read_columns
 
@@ -1520,8 +1532,12 @@ def diff_command(
         pred_b_columns = read_columns(pred_b_dir, jobs)
         refuse_unpaired(gt_columns, pred_a_columns, pred_a_dir)
         refuse_unpaired(gt_columns, pred_b_columns, pred_b_dir)
-        evaluation_a, matched_a = evaluate_matched(gt_columns, pred_a_columns, conventions)
-        evaluation_b, matched_b = evaluate_matched(gt_columns, pred_b_columns, conventions)
+        evaluation_a, matched_a = evaluate_matched(
+            gt_columns, pred_a_columns, conventions, fold_case=fold_case
+        )
+        evaluation_b, matched_b = evaluate_matched(
+            gt_columns, pred_b_columns, conventions, fold_case=fold_case
+        )
         evidence = None
         if bootstrap_resamples is not None:
             from vocmatch.bootstrap import paired_bootstrap, resampler
@@ -1533,6 +1549,9 @@ def diff_command(
             )  # fmt: skip
         del matched_a, matched_b
         pred_a, pred_b = pred_a_columns.to_annotations(), pred_b_columns.to_annotations()
+        if fold_case:
+            # The image-by-image comparison sees the names that were matched.
+            pred_a, pred_b = fold_names(pred_a), fold_names(pred_b)
         del gt_columns, pred_a_columns, pred_b_columns
         diff = evaluation_diff(
             evaluation_a, evaluation_b, pred_a, pred_b, str(pred_a_dir), str(pred_b_dir)
@@ -1541,8 +1560,12 @@ def diff_command(
     skipped = {str(s): None for s in (*evaluation_a.skipped, *evaluation_b.skipped)}
     for line in skipped:
         echo_err(f"vocmatch: skipped {line}")
-    if output_format == "json":
-        text = diff_to_json(diff, results, evidence)
+    if output_format in ("json", "markdown"):
+        text = (
+            diff_to_json(diff, results, evidence)
+            if output_format == "json"
+            else diff_to_markdown(diff, results, max_rows)
+        )
         if output is None:
             click.echo(text, nl=False)
         else:

@@ -521,11 +521,11 @@ def _junit_image_detail(image: ImageResult) -> str:
         if m.outcome == "fp" and m.pred_index is not None:
             score = "" if m.score is None else f", score {m.score:g}"
             lines.append(
-                f"fp: {_xml(m.name)}, pred object {m.pred_index + 1}, best IoU {m.iou:.3f}{score}"
+                f"fp: {_xml(m.name)}#{m.pred_index}, best IoU {m.iou:.3f}{score}"
             )
     for m in sorted(image.matches, key=lambda m: m.gt_index or 0):
         if m.outcome == "fn" and m.gt_index is not None:
-            lines.append(f"fn: {_xml(m.name)}, gt object {m.gt_index + 1}, best IoU {m.iou:.3f}")
+            lines.append(f"fn: {_xml(m.name)}#{m.gt_index}, best IoU {m.iou:.3f}")
     return "\n".join(lines)
 
 
@@ -537,7 +537,8 @@ def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
     a test case per image (``classname="vocmatch.images"``, named by key), which fails when
     the image is over ``max_fp`` or ``max_fn``; without limits every image passes. A
     failure's ``message`` is the failed condition, its text the counts, the files and each
-    FP and FN (objects numbered from 1 in file order). The conventions are ``<properties>``.
+    FP and FN (``class#n``: objects numbered from 0 in file order, as in every output). The
+    conventions are ``<properties>``.
 
     Args:
         evaluation: The evaluation.
@@ -986,3 +987,103 @@ def slices_json(slices: Sequence[Slice]) -> list[dict[str, Any]]:
         }
         for found in slices
     ]
+
+
+__all__ += ["diff_to_markdown"]
+
+
+def _md_signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.4f}"
+
+
+def diff_to_markdown(
+    diff: EvaluationDiff,
+    results: Sequence[RegressionResult] = (),
+    max_rows: int = MARKDOWN_MAX_IMAGES,
+) -> str:
+    """Run B against run A as Markdown, for a pull-request comment or a CI job summary: the
+    conventions, the summary (A, B, change), the classes, the images that changed (worst
+    first, at most ``max_rows``; 0 lists all) and the regression gates.
+
+    Objects are named ``class#n``, n counted from 0 in file order, as in every output.
+    """
+    s = diff.summary
+    conventions = " · ".join(f"{name} {value}" for name, value in diff.conventions.describe())
+    map_name = "mAP@[.50:.95]" if diff.conventions.coco_stats else "mAP"
+    lines = [
+        "## vocmatch diff",
+        "",
+        f"A `{_md(diff.a_name)}` · B `{_md(diff.b_name)}`",
+        "",
+        _md(conventions),
+        "",
+        "### Summary (B - A)",
+        "",
+    ]
+    rows = [
+        [name, _md_number(c.a), _md_number(c.b), _md_signed(c.delta)]
+        for name, c in (
+            (map_name, s.map), ("precision", s.precision), ("recall", s.recall), ("F1", s.f1),
+        )
+    ]  # fmt: skip
+    rows += [
+        [name, str(c.a), str(c.b), f"{c.delta:+d}"]
+        for name, c in (("TP", s.tp), ("FP", s.fp), ("FN", s.fn))
+    ]
+    lines += _md_table(("", "A", "B", "change"), rows, "lrrr")
+    lines += ["", "### Classes (B - A)", ""]
+    class_rows = [
+        [
+            _md(c.name), str(c.gt), _md_number(c.ap.a), _md_number(c.ap.b), _md_signed(c.ap.delta),
+            _md_signed(c.precision.delta), _md_signed(c.recall.delta), f"{c.tp.delta:+d}",
+            f"{c.fp.delta:+d}", f"{c.fn.delta:+d}",
+        ]
+        for c in diff.classes
+    ]  # fmt: skip
+    lines += _md_table(
+        ("class", "GT", "AP A", "AP B", "ΔAP", "Δprecision", "Δrecall", "ΔTP", "ΔFP", "ΔFN"),
+        class_rows,
+        "l" + "r" * 9,
+    )
+    changed = [i for i in diff.images if i.changed]
+    shown = changed if max_rows == 0 else changed[:max_rows]
+    lines += ["", "### Images that changed (worst first)", ""]
+    if shown:
+        image_rows = [
+            [
+                _md(i.key), str(len(i.new_fn)), str(len(i.fixed_fn)), str(len(i.new_fp)),
+                str(len(i.removed_fp)), f"{i.net:+d}",
+                _md(", ".join(
+                    f"{label} {' '.join(str(r) for r in refs)}"
+                    for label, refs in (
+                        ("missed", i.new_fn), ("new FP", i.new_fp), ("found", i.fixed_fn),
+                        ("FP gone", i.removed_fp),
+                    )
+                    if refs
+                )),
+            ]
+            for i in shown
+        ]  # fmt: skip
+        lines += _md_table(
+            ("image", "new FN", "fixed FN", "new FP", "removed FP", "net", "objects"),
+            image_rows,
+            "lrrrrrl",
+        )
+    more = len(changed) - len(shown)
+    unchanged = len(diff.images) - len(changed)
+    tail = f"; {more:,} more changed images in the JSON" if more else ""
+    lines += [
+        "",
+        f"{len(changed):,} images changed ({diff.worse:,} new errors, {diff.better:,} fixed), "
+        f"{unchanged:,} unchanged{tail}. class#n is object n (from 0) of the ground-truth file "
+        "for FN, of that run's file for FP.",
+    ]
+    if results:
+        verdict = "passed" if all(r.passed for r in results) else "failed"
+        lines += ["", f"### Regression gates: {verdict}", ""]
+        lines += _md_table(
+            ("gate", "result", ""),
+            [[_md(str(r.gate)), _md(str(r)), "pass" if r.passed else "**fail**"] for r in results],
+            "lll",
+        )
+    return "\n".join(lines) + "\n"

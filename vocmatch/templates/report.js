@@ -235,7 +235,7 @@
       var row = element("tr");
       row.dataset.box = kind + "-" + entry[1];
       [
-        (kind === "gt" ? "GT " : "pred ") + (entry[1] + 1), classes[box[0]], outcomeName(entry[3]),
+        (kind === "gt" ? "GT #" : "pred #") + entry[1], classes[box[0]], outcomeName(entry[3]),
         kind === "pred" ? fixed(box[7], 3) : "", fixed(box[6], 3), box.slice(1, 5).join(", ")
       ].forEach(function (text, column) {
         var cell = element("td", text);
