@@ -414,21 +414,27 @@ def _ranked(cells: Sequence[_Cell], t: int) -> tuple[BoolArray, FloatArray]:
     return tp[order], score[order]
 
 
+def _ignored(cell: _Cell, t: int) -> int:
+    """Kept predictions matched to an ignored (difficult) object."""
+    m = cell.match
+    return int(np.count_nonzero(m.pred_matched[t] & m.pred_ignored[t]))
+
+
 def _class_ap(
     cells: Sequence[_Cell], n_gt: int, conventions: Conventions, levels: dict[float, int]
-) -> tuple[float | None, Curve]:
+) -> tuple[float | None, Curve, list[float]]:
     t = levels[conventions.iou_threshold]
     tp, scores = _ranked(cells, t)
     curve = precision_recall_curve(tp, scores, n_gt)
     if n_gt == 0:
-        return None, curve
+        return None, curve, []
     values = []
     eps = float(np.spacing(1)) if conventions.interpolation == "101-point" else None
     for threshold in conventions.ap_thresholds:
         tp_t, _ = _ranked(cells, levels[threshold])
         c = precision_recall_curve(tp_t, scores, n_gt, eps=eps)
         values.append(average_precision(c.recall, c.precision, conventions.interpolation))
-    return float(np.mean(values)), curve
+    return float(np.mean(values)), curve, values
 
 
 def coco_accumulate(
@@ -636,6 +642,7 @@ def evaluate(
                 mean_iou=math.fsum(tp_ious) / len(tp_ious) if tp_ious else None,
                 sweep=tuple(sweep),
                 matches=tuple(matches),
+                pred_ignored=sum(_ignored(cell, t) for cell in image_cells),
             )
         )
 
@@ -655,8 +662,20 @@ def evaluate(
         n_pred = sum(len(c.pred_indices) for c in class_cells)
         ap: float | None = None
         curve: Curve | None = None
+        values: list[float] = []
         if scored:
-            ap, curve = _class_ap(class_cells, n_gt, conv, levels)
-        classes.append(class_result(name, n_gt, n_ignored, n_pred, tp, fp, fn, ap, curve))
+            ap, curve, values = _class_ap(class_cells, n_gt, conv, levels)
+        ap50 = ap75 = None
+        if conv.coco_stats and values:
+            at = list(conv.ap_thresholds)
+            ap50 = values[at.index(0.5)] if 0.5 in at else None
+            ap75 = values[at.index(0.75)] if 0.75 in at else None
+        classes.append(
+            class_result(
+                name, n_gt, n_ignored, n_pred, tp, fp, fn, ap, curve,
+                pred_ignored=sum(_ignored(cell, t) for cell in class_cells),
+                ap50=ap50, ap75=ap75,
+            )
+        )  # fmt: skip
     coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
     return finish(conv, images, classes, coco, skipped, missing, orphan, notes)
