@@ -520,9 +520,7 @@ def _junit_image_detail(image: ImageResult) -> str:
     for m in sorted(image.matches, key=lambda m: (m.pred_index or 0, m.gt_index or 0)):
         if m.outcome == "fp" and m.pred_index is not None:
             score = "" if m.score is None else f", score {m.score:g}"
-            lines.append(
-                f"fp: {_xml(m.name)}#{m.pred_index}, best IoU {m.iou:.3f}{score}"
-            )
+            lines.append(f"fp: {_xml(m.name)}#{m.pred_index}, best IoU {m.iou:.3f}{score}")
     for m in sorted(image.matches, key=lambda m: m.gt_index or 0):
         if m.outcome == "fn" and m.gt_index is not None:
             lines.append(f"fn: {_xml(m.name)}#{m.gt_index}, best IoU {m.iou:.3f}")
