@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": {
         "analysis",
         "bootstrap",
+        "calibration",
         "slices",
         "suspects",
         "diff",
@@ -44,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "formats": {
         "ap",
         "bootstrap",
+        "calibration",
         "slices",
         "analysis",
         "diff",
@@ -65,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagram": {"calculator", "geometry", "iou", "model", "escapes"},
     "html": {
         "bootstrap",
+        "calibration",
         "slices",
         "evaluate",
         "parse",
@@ -82,6 +85,7 @@ ALLOWED: dict[str, set[str]] = {
     "detections": {"model", "parse", "scan"},
     "bootstrap": {"ap", "batch", "result"},
     "slices": {"ap", "batch", "result"},
+    "calibration": {"batch"},
     "layout": {"model", "parse", "scan"},
     "shapes": {"scan"},
     "suspects": {"__init__", "escapes", "iou", "model", "parse"},

@@ -270,3 +270,28 @@ def test_slice_usage_errors(args: tuple[str, ...], message: str) -> None:
     assert code == EXIT_USAGE
     assert out == ""
     assert message in err
+
+
+def test_calibration_in_table_and_json() -> None:
+    """--calibration-bins 5: the ECE table in the report and "calibration" in the JSON."""
+    code, out, _ = run(*DEMO, "--calibration-bins", "5", "--format", "json")
+    assert code == EXIT_OK
+    data = json.loads(out)["calibration"]
+    assert (data["bins"], data["iou_threshold"], data["all"]["predictions"]) == (5, 0.5, 15)
+    assert data["all"]["ece"] == pytest.approx(0.076)
+    assert [b["count"] for b in data["all"]["bins"]] == [0, 2, 1, 3, 9]
+    code, out, _ = run(*DEMO, "--calibration-bins", "5")
+    assert "Calibration (TP at IoU 0.5, 5 score bins)" in out
+    _, out, _ = run(*DEMO, "--format", "json")
+    assert "calibration" not in json.loads(out)
+
+
+def test_html_always_draws_the_reliability_plot(tmp_path: Path) -> None:
+    """The HTML report has the calibration section with or without --calibration-bins."""
+    html = tmp_path / "report.html"
+    code, _, _ = run(*DEMO, "--html", str(html))
+    assert code == EXIT_OK
+    page = html.read_text(encoding="utf-8")
+    assert '<section id="calibration">' in page
+    assert 'aria-label="reliability plot of person"' in page
+    assert "in 10 equal score bins" in page

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from vocmatch.batch import MatchedColumns
     from vocmatch.bootstrap import Bootstrap
     from vocmatch.calculator import BoxComparison, LabelComparison
+    from vocmatch.calibration import Calibration
     from vocmatch.diff import RegressionGate
     from vocmatch.evaluate import Evaluation
     from vocmatch.gates import Gate, GateReport
@@ -732,6 +733,7 @@ def machine_text(
             thresholds=thresholds,
             beta=beta,
             slices=found.slices,
+            calibration=found.calibration,
         )
     if output_format == "csv":
         return to_csv_images(evaluation)
@@ -818,6 +820,8 @@ class Evidence:
 
     bootstrap: Bootstrap | None = None
     slices: tuple[Slice, ...] = ()
+    calibration: Calibration | None = None  # for every output (--calibration-bins)
+    reliability: Calibration | None = None  # for the HTML report
 
 
 def slice_option(
@@ -858,7 +862,16 @@ def evidence_options(function: F) -> F:
 
 
 def slice_options(function: F) -> F:
-    """--slice, repeatable."""
+    """--slice, repeatable, and --calibration-bins."""
+    function = click.option(
+        "--calibration-bins",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Add each class's expected calibration error (ECE, and MCE) over N equal score "
+        "bins, a prediction right when it is a TP at the IoU threshold. The HTML report always "
+        "draws the reliability plot (10 bins unless N is given).",
+    )(function)
     return click.option(
         "--slice",
         "slice_specs",
@@ -878,8 +891,11 @@ def evidence_for(
     resamples: int | None,
     seed: int,
     slice_specs: tuple[SliceSpec, ...] = (),
+    calibration_bins: int | None = None,
+    html: bool = False,
 ) -> Evidence:
-    """The analyses asked for beside the evaluation."""
+    """The analyses asked for beside the evaluation; the HTML report always draws the
+    scores' calibration (with --calibration-bins bins, or 10)."""
     found = Evidence()
     with library_errors():
         if resamples is not None:
@@ -891,11 +907,17 @@ def evidence_for(
             from vocmatch.slices import slice_evaluation
 
             if matched is None:
-                raise fail(
-                    "--slice needs the vectorised evaluation of scored, axis-aligned boxes; "
-                    "these predictions are unscored or hold rotated boxes or polygons"
-                )
+                raise fail("--slice: no image was evaluated")
             found = replace(found, slices=slice_evaluation(evaluation, matched, slice_specs))
+        if matched is not None and (calibration_bins is not None or html):
+            from vocmatch.calibration import DEFAULT_BINS, calibration
+
+            reliability = calibration(matched, calibration_bins or DEFAULT_BINS)
+            found = replace(
+                found,
+                calibration=reliability if calibration_bins is not None else None,
+                reliability=reliability,
+            )
     return found
 
 
@@ -1089,6 +1111,7 @@ def eval_command(
     bootstrap_resamples: int | None,
     seed: int,
     slice_specs: tuple[SliceSpec, ...],
+    calibration_bins: int | None,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -1154,7 +1177,10 @@ def eval_command(
         if fold_case:
             # The error analysis and the HTML report see the names that were matched.
             gt, pred = fold_names(gt), fold_names(pred)
-    evidence = evidence_for(evaluation, matched, bootstrap_resamples, seed, slice_specs)
+    evidence = evidence_for(
+        evaluation, matched, bootstrap_resamples, seed, slice_specs, calibration_bins,
+        html=html_file is not None,
+    )  # fmt: skip
     # The columns are the largest thing held; the outputs below need only the evaluation.
     del gt_columns, pred_columns, matched
     report_warnings(evaluation)
@@ -1234,6 +1260,10 @@ def evidence_report(evidence: Evidence, threshold: float) -> list[RenderableType
         parts += [Text(), bootstrap_table(evidence.bootstrap)]
     for found in evidence.slices:
         parts += [Text(), slice_table(found, threshold)]
+    if evidence.calibration is not None:
+        from vocmatch.report import calibration_table
+
+        parts += [Text(), calibration_table(evidence.calibration)]
     return parts
 
 
@@ -1394,6 +1424,7 @@ def html_text(
             bootstrap=found.bootstrap,
             score_start=score_start,
             slices=found.slices,
+            calibration=found.reliability,
         )
 
 

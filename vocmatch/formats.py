@@ -26,6 +26,7 @@ from vocmatch import __version__
 from vocmatch.analysis import ERROR_TYPES, Distribution, ErrorAnalysis, ErrorCounts, Tightness
 from vocmatch.ap import Curve
 from vocmatch.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
+from vocmatch.calibration import Calibration, ClassCalibration
 from vocmatch.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.escapes import csv_text, markdown_text, xml_text
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
@@ -155,6 +156,7 @@ def to_json_dict(
     thresholds: ScoreThresholds | None = None,
     beta: float = 1.0,
     slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in the README); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
@@ -207,6 +209,8 @@ def to_json_dict(
         data["bootstrap"] = bootstrap_json(bootstrap)
     if slices:
         data["slices"] = slices_json(slices)
+    if calibration is not None:
+        data["calibration"] = calibration_json(calibration)
     return data
 
 
@@ -218,6 +222,7 @@ def to_json(
     thresholds: ScoreThresholds | None = None,
     beta: float = 1.0,
     slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
 ) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
 
@@ -233,6 +238,7 @@ def to_json(
             thresholds=thresholds,
             beta=beta,
             slices=slices,
+            calibration=calibration,
         )
     )
 
@@ -1085,3 +1091,41 @@ def diff_to_markdown(
             "lll",
         )
     return "\n".join(lines) + "\n"
+
+
+__all__ += ["calibration_json"]
+
+
+def _calibration_entry(entry: ClassCalibration) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "predictions": entry.predictions,
+        "ece": entry.ece,
+        "mce": entry.mce,
+        "bins": [
+            Record(
+                {
+                    "low": b.low,
+                    "high": b.high,
+                    "count": b.count,
+                    "confidence": b.confidence,
+                    "accuracy": b.accuracy,
+                }
+            )
+            for b in entry.bins
+        ],
+    }
+
+
+def calibration_json(result: Calibration) -> dict[str, Any]:
+    """The calibration as JSON-ready data: ``iou_threshold``, ``bins``, ``clipped``,
+    ``unscored``, ``all`` and ``classes``, each with ``predictions``, ``ece``, ``mce`` and
+    its ``bins`` (``low``, ``high``, ``count``, ``confidence``, ``accuracy``)."""
+    return {
+        "iou_threshold": result.threshold,
+        "bins": result.bins,
+        "clipped": result.clipped,
+        "unscored": result.unscored,
+        "all": _calibration_entry(result.overall),
+        "classes": [_calibration_entry(c) for c in result.classes],
+    }

@@ -51,6 +51,7 @@ from PIL import Image, UnidentifiedImageError
 from vocmatch import __version__
 from vocmatch.analysis import ConfusionMatrix, confusion_matrix
 from vocmatch.bootstrap import Bootstrap
+from vocmatch.calibration import Calibration, ClassCalibration
 from vocmatch.errors import AnnotationError, InputError, VocmatchWarning
 from vocmatch.escapes import printable
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Match
@@ -372,6 +373,53 @@ def _best_f1(
     return (round(_x(float(recall[k])), 1), round(_y(float(precision[k])), 1)), label
 
 
+@dataclass(frozen=True, slots=True)
+class _ReliabilityBar:
+    """One score bin of a reliability plot, in plot coordinates (internal)."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    dot: tuple[float, float]
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class _ReliabilityPlot:
+    """One class's reliability plot (internal)."""
+
+    name: str
+    colour: str
+    bars: tuple[_ReliabilityBar, ...]
+    label: str
+
+
+def _reliability_plot(entry: ClassCalibration, colour: str) -> _ReliabilityPlot:
+    """A bar per bin up to its TP share, a dot at (mean score, TP share): on the diagonal
+    when the scores are calibrated."""
+    bars = []
+    for b in entry.bins:
+        if b.accuracy is None or b.confidence is None:
+            continue
+        top = _y(b.accuracy)
+        bars.append(
+            _ReliabilityBar(
+                x=round(_x(b.low), 1),
+                y=round(top, 1),
+                width=round(_x(b.high) - _x(b.low), 1),
+                height=round(_y(0.0) - top, 1),
+                dot=(round(_x(min(max(b.confidence, 0.0), 1.0)), 1), round(top, 1)),
+                title=f"score {b.low:.2f}-{b.high:.2f}: {b.count:,} predictions, mean score "
+                f"{b.confidence:.3f}, {b.accuracy:.1%} true positives",
+            )
+        )
+    label = (
+        f"ECE {_number(entry.ece)} · MCE {_number(entry.mce)} · {entry.predictions:,} predictions"
+    )
+    return _ReliabilityPlot(entry.name, colour, tuple(bars), label)
+
+
 def _axes() -> tuple[list[_Axis], list[_Axis]]:
     x_ticks = [_Axis(f"{t:g}", _x(t), _y(0.0)) for t in _TICKS]
     y_ticks = [_Axis(f"{t:g}", _x(0.0), _y(t)) for t in _TICKS]
@@ -445,6 +493,7 @@ def html_report(
     *,
     bootstrap: Bootstrap | None = None,
     slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
     score_start: float = 0.0,
 ) -> str:
     """The evaluation as one self-contained HTML page.
@@ -457,6 +506,7 @@ def html_report(
             them each overlay is drawn on a blank canvas of the image's ``<size>``.
         bootstrap: Bootstrap intervals to show beside the numbers.
         slices: Slices to show, each value's counts and mAP.
+        calibration: The scores' calibration, drawn as reliability plots.
         score_start: Where the overlays' score slider starts: the score threshold the
             counts use (clamped to [0, 1]), so predictions below it start hidden.
 
@@ -504,6 +554,15 @@ def html_report(
         picture_blocks=picture_blocks,
         bootstrap=bootstrap,
         slices=slices,
+        calibration=calibration,
+        reliability=(
+            []
+            if calibration is None
+            else [
+                _reliability_plot(entry, "#444" if entry is calibration.overall else _colour(i - 1))
+                for i, entry in enumerate((calibration.overall, *calibration.classes))
+            ]
+        ),
         score_start=f"{min(max(score_start, 0.0), 1.0):.2f}",
     )
 

@@ -28,6 +28,7 @@ from vocmatch.analysis import (
     Tightness,
 )
 from vocmatch.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
+from vocmatch.calibration import Calibration
 from vocmatch.diff import (
     Change,
     CountChange,
@@ -1034,7 +1035,7 @@ def render_seg(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
 
 # Bootstrap intervals, slices and calibration ---------------------------------------------
 
-__all__ += ["bootstrap_table", "slice_table", "suspects_report"]
+__all__ += ["bootstrap_table", "calibration_table", "slice_table", "suspects_report"]
 
 
 def _interval(interval: Interval) -> Text:
@@ -1181,4 +1182,46 @@ def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType
             style="dim",
         )
     )
+    return Group(*parts)
+
+
+def calibration_table(result: Calibration) -> RenderableType:
+    """Each class's expected and maximum calibration error, and the pooled reliability bins."""
+    table = Table(
+        title=f"Calibration (TP at IoU {result.threshold:g}, {result.bins} score bins)",
+        title_justify="left",
+    )
+    table.add_column("class", no_wrap=True)
+    for name in ("predictions", "ECE", "MCE"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for entry in (result.overall, *result.classes):
+        label = Text("all", style="bold") if entry is result.overall else _name(entry.name)
+        table.add_row(label, f"{entry.predictions:,}", _number(entry.ece), _number(entry.mce))
+        if entry is result.overall:
+            table.add_section()
+    bins = Table(title="Reliability (all classes)", title_justify="left")
+    bins.add_column("score", no_wrap=True)
+    for name in ("predictions", "mean score", "TP share", "gap"):
+        bins.add_column(name, justify="right", no_wrap=True)
+    for b in result.overall.bins:
+        gap = None
+        if b.accuracy is not None and b.confidence is not None:
+            gap = b.accuracy - b.confidence
+        bins.add_row(
+            f"{b.low:.2f}-{b.high:.2f}",
+            f"{b.count:,}",
+            _number(b.confidence, 3),
+            _number(b.accuracy, 3),
+            _signed(gap, digits=3) if gap is not None else Text("—", style="dim"),
+        )
+    parts: list[RenderableType] = [table, Text(), bins]
+    remarks = [
+        "ECE: the mean gap between a bin's TP share and its mean score, weighted by its "
+        "predictions; MCE: the largest gap"
+    ]
+    if result.clipped:
+        remarks.append(f"{result.clipped:,} scores outside [0, 1] put in the end bins")
+    if result.unscored:
+        remarks.append(f"{result.unscored:,} predictions without a score left out")
+    parts.append(Text("; ".join(remarks), style="dim"))
     return Group(*parts)
