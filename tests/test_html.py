@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
+from vocmatch.batch import evaluate_matched
+from vocmatch.calibration import calibration
 from vocmatch.cli import EXIT_USAGE, main
 from vocmatch.errors import InputError, VocmatchWarning
 from vocmatch.escapes import printable
@@ -22,13 +24,19 @@ from vocmatch.html import CURVE_MAX_POINTS, html_report, read_pictures, report_d
 from vocmatch.model import Box, ImageAnnotation, ImageSize
 from vocmatch.parse import AnnotationSet
 from vocmatch.report import worst_first
+from vocmatch.scan import columns_from_annotations
 
 EVIL = "<script>alert(1)</script>"
 
 
 def demo_html(demo: tuple[Path, Path]) -> str:
+    """The demo's page as the CLI writes it: with the scores' reliability plot (10 bins)."""
     gt, pred = read_pair(*demo)
-    return html_report(evaluate(gt, pred), gt, pred)
+    evaluation, matched = evaluate_matched(
+        columns_from_annotations(gt), columns_from_annotations(pred)
+    )
+    assert matched is not None
+    return html_report(evaluation, gt, pred, calibration=calibration(matched))
 
 
 def embedded_data(page: str) -> dict[str, object]:
