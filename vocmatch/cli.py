@@ -2336,4 +2336,8 @@ def run(handle_interrupt: bool | None = None) -> None:
     err.flush()
     if (out.lost or err.lost) and code not in (EXIT_USAGE, EXIT_INTERRUPTED) and code < 128:
         code = EXIT_OUTPUT
+    if code >= 128:
+        # Stopped by a signal: the workers are ended and any report file cleaned up; leave
+        # now rather than in the interpreter's exit, which joins the pools' threads.
+        os._exit(code)
     sys.exit(code)

@@ -71,7 +71,8 @@ def _worker_start() -> None:
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop every worker now, whatever it is doing or has queued."""
+    """Stop every worker now, whatever it is doing or has queued, and let the pool's own
+    threads end (so that neither they nor the interpreter's exit wait forever)."""
     terminate_workers = getattr(pool, "terminate_workers", None)  # Python 3.14+
     if terminate_workers is not None:
         terminate_workers()
@@ -83,15 +84,25 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         with suppress(OSError, ValueError, AttributeError):
             process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
-        try:
+        with suppress(OSError, ValueError, AttributeError, AssertionError):
             process.join(timeout=1.0)
             if process.is_alive():
                 process.kill()
                 process.join(timeout=1.0)
-        except (OSError, ValueError, AttributeError, AssertionError):
-            pass
+    # The pool's manager thread may be reading a result a worker was killed in the middle
+    # of sending, and its feeder thread writing tasks no worker will read: both pipes have
+    # their other end open in this process too, so neither would ever see the end. Closing
+    # those ends lets the threads see it (the feeder ignores the broken pipe), mark the pool
+    # broken and finish.
+    for queue, end in (("_result_queue", "_writer"), ("_call_queue", "_reader")):
+        connection = getattr(getattr(pool, queue, None), end, None)
+        with suppress(OSError, AttributeError):
+            connection.close()  # type: ignore[union-attr]
+    manager = getattr(pool, "_executor_manager_thread", None)
+    with suppress(RuntimeError, AttributeError):
+        manager.join(timeout=2.0)  # type: ignore[union-attr]
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _refused(error: BaseException) -> bool:
