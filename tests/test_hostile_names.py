@@ -348,6 +348,11 @@ def test_diff(hostile: HostileSet) -> None:
     as_json = vocmatch([*args, "--format", "json"])
     assert_safe(as_json)
     assert json.loads(as_json.stdout)["b"] == str(hostile.pred_b)
+    markdown = vocmatch([*args, "--format", "markdown"])
+    assert_safe(markdown)
+    text = markdown.stdout.decode()
+    assert all(line.startswith(("## ", "### ")) for line in text.splitlines() if line[:1] == "#")
+    assert "pred\\[bold\\]\\\\x1b\\[31m" in text  # the folder name, escaped, not in a code span
 
 
 @pytest.mark.parametrize("output_format", ["text", "github", "json"])

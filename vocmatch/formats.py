@@ -1017,7 +1017,8 @@ def diff_to_markdown(
     lines = [
         "## vocmatch diff",
         "",
-        f"A `{_md(diff.a_name)}` · B `{_md(diff.b_name)}`",
+        # Not in a code span, where backslash escapes do not work and a backtick ends it.
+        f"A {_md(diff.a_name)} · B {_md(diff.b_name)}",
         "",
         _md(conventions),
         "",
