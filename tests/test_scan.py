@@ -339,3 +339,30 @@ def test_a_giant_object_is_left_to_the_parser(tmp_path: Path) -> None:
     assert scan._fast(body) is None
     (tmp_path / "a.xml").write_bytes(body)
     assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
+
+
+MIXED = (
+    b"<annotation><filename>a.jpg</filename>"
+    b"<object><name>car</name><bndbox><xmin>1</xmin><ymin>2</ymin><xmax>5</xmax><ymax>6</ymax>"
+    b"</bndbox><score>0.5</score></object>\n"
+    b"<object><score>0.25</score><occluded>yes</occluded><name>bus</name><pose>Left</pose>"
+    b"<bndbox><ymax>9</ymax><xmax>8</xmax><ymin>3</ymin><xmin>2</xmin></bndbox></object>\n"
+    b"<object><name>car</name><bndbox><xmin>1</xmin><ymin>2</ymin><xmax>5</xmax><ymax>6</ymax>"
+    b"</bndbox><attributes><attribute><name>x</name></attribute></attributes></object>"
+    b"</annotation>"
+)
+
+
+def test_objects_of_different_layouts_in_one_file_are_read_on_the_fast_path(
+    tmp_path: Path,
+) -> None:
+    """Each object is read by the plan of its own layout: child order, extra children and a
+    score on some objects only, all in one file, without the parser."""
+    fast = scan._fast(MIXED)
+    assert fast is not None
+    assert list(fast.names) == [b"car", b"bus", b"car"]
+    assert fast.coordinates.tolist() == [[1, 2, 5, 6], [2, 3, 8, 9], [1, 2, 5, 6]]
+    assert fast.scores[:2].tolist() == [0.5, 0.25] and math.isnan(fast.scores[2])
+    assert fast.occluded.tolist() == [False, True, False]
+    (tmp_path / "a.xml").write_bytes(MIXED)
+    assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
