@@ -366,3 +366,26 @@ def test_objects_of_different_layouts_in_one_file_are_read_on_the_fast_path(
     assert fast.occluded.tolist() == [False, True, False]
     (tmp_path / "a.xml").write_bytes(MIXED)
     assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789+-.eE \t\r\n", max_size=8), min_size=1, max_size=5))
+def test_numbers_read_in_bulk_are_each_read_alone(texts: list[str]) -> None:
+    """Read together (one text, one check, one decoder call), numbers give exactly what
+    each gives alone, or nothing when one is not in the grammar: no value runs into its
+    neighbour (``0 .0``, ``1,``)."""
+    expected: list[float] | None = []
+    for text in texts:
+        try:
+            value = read_number(text)  # infinite past float's range: callers refuse it
+        except ValueError:
+            expected = None
+            break
+        expected.append(value)
+    values = scan._numbers([t.encode() for t in texts])
+    if expected is None:
+        assert values is None
+    else:
+        assert values is not None and values.tolist() == expected
+        signs = [math.copysign(1.0, v) for v in values.tolist()]
+        assert signs == [math.copysign(1.0, v) for v in expected]
