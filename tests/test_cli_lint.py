@@ -237,7 +237,7 @@ def test_real_set_through_the_command() -> None:
 
 def test_pre_commit_hook_definition() -> None:
     """The hook runs `vocmatch lint` on the XML files pre-commit passes it."""
-    yaml = pytest.importorskip("yaml")
+    yaml = pytest.importorskip("yaml", reason="pyyaml is a test dependency")
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert hook["id"] == "vocmatch-lint"
     assert hook["entry"] == "vocmatch lint"
