@@ -58,8 +58,8 @@ def reference() -> str:
         for param in command.get_params(ctx):
             if isinstance(param, click.Option) and param.hidden:
                 continue
-            if isinstance(param, click.Option) and param.name == "help":
-                continue
+            if isinstance(param, click.Option) and "--help" in param.opts:
+                continue  # every command has it; its spelling depends on the context
             help_text = param.help if isinstance(param, click.Option) else ""
             if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
                 choices = " \\| ".join(str(c) for c in param.type.choices)
