@@ -335,3 +335,76 @@ def test_stdout_closed_with_a_report_file(tmp_path: Path) -> None:
     )
     assert result.returncode == EXIT_OUTPUT
     assert target.read_text(encoding="utf-8").startswith('{\n  "vocmatch"')
+
+
+def test_two_runs_writing_one_report_never_mix(tmp_path: Path) -> None:
+    """Two runs at once, each writing its own format to the same path: the file is always
+    one of the two complete reports, and no temporary file is left."""
+    target = tmp_path / "report.txt"
+    expected = {
+        run([*EVAL, "--format", output_format])[1].encode() for output_format in ("json", "csv")
+    }
+    for _ in range(3):
+        processes = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "vocmatch",
+                    *EVAL,
+                    "--format",
+                    output_format,
+                    "-o",
+                    str(target),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for output_format in ("json", "csv")
+        ]
+        assert [p.wait(timeout=120) for p in processes] == [EXIT_OK, EXIT_OK]
+        assert target.read_bytes() in expected
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]
+
+
+def file_size_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_file_size_limit_on_the_report(tmp_path: Path) -> None:
+    """Under ``ulimit -f`` a report larger than the limit fails in one line, exit 2, and the
+    earlier report stays (Python ignores SIGXFSZ, so the write fails with EFBIG)."""
+    target = tmp_path / "report.json"
+    target.write_text("earlier\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "vocmatch", *EVAL, "--format", "json", "-o", str(target)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        preexec_fn=file_size_limit(2000),
+    )  # fmt: skip
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr.splitlines()[-1] == f"vocmatch: cannot write {target}: File too large"
+    assert target.read_text(encoding="utf-8") == "earlier\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
+def test_a_file_size_limit_on_stdout(tmp_path: Path, unbuffered: str) -> None:
+    """stdout redirected to a file under ``ulimit -f``: exit 4, one line. Also under
+    PYTHONUNBUFFERED, where the write that reaches the limit takes part of the bytes and
+    Python's text layer would drop the rest without a word (exit 0, a cut report)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    with open(tmp_path / "out.txt", "wb") as out:
+        result = subprocess.run(
+            [sys.executable, "-m", "vocmatch", *EVAL, "--format", "json"],
+            cwd=ROOT, stdout=out, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+            preexec_fn=file_size_limit(2000), env=env,
+        )  # fmt: skip
+    assert result.returncode == EXIT_OUTPUT
+    assert result.stderr.splitlines()[-1] == "vocmatch: cannot write to stdout: File too large"
+    assert "Traceback" not in result.stderr

@@ -2174,10 +2174,31 @@ class GuardedStream:
             self.error = OSError(errno.EBADF, "it is closed")
         if self.error is None and self._stream is not None:
             try:
-                return self._stream.write(text)
+                self._write(self._stream, text)
             except OSError as error:
                 self._fail(error)
         return len(text)
+
+    @staticmethod
+    def _write(stream: IO[str], text: str) -> None:
+        """Write all of ``text`` or raise. Under ``PYTHONUNBUFFERED`` (common in CI and
+        containers) the text layer sits on the raw file, whose write may take only part of
+        the bytes (a full disk, a file size limit), and the text layer drops the rest
+        without a word; so the bytes go to the binary layer here, until all are written."""
+        buffer = getattr(stream, "buffer", None)
+        if not isinstance(stream, io.TextIOWrapper) or buffer is None:
+            stream.write(text)
+            return
+        stream.flush()  # what the text layer holds goes first
+        data = text.replace("\n", os.linesep) if os.linesep != "\n" else text
+        view = memoryview(data.encode(stream.encoding, stream.errors or "strict"))
+        while view:
+            written = buffer.write(view)
+            if written is None:  # a non-blocking descriptor that is full
+                raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+            view = view[written:]
+        if stream.line_buffering and "\n" in text:
+            buffer.flush()
 
     def flush(self) -> None:
         if self.error is None and self._stream is not None:
