@@ -295,3 +295,19 @@ def test_html_always_draws_the_reliability_plot(tmp_path: Path) -> None:
     assert '<section id="calibration">' in page
     assert 'aria-label="reliability plot of person"' in page
     assert "in 10 equal score bins" in page
+
+
+def test_markdown_carries_the_intervals() -> None:
+    """--format markdown: eval shows the bootstrap table, diff the paired intervals and
+    p-values (for a pull-request comment)."""
+    code, out, _ = run(*DEMO, "--bootstrap", "200", "--seed", "7", "--format", "markdown")
+    assert code == EXIT_OK
+    assert "### Bootstrap: 95 % intervals over 200 resamples of the 6 images (seed 7)" in out
+    assert "| all (mAP, micro) | 0.6250 [0.4167, 0.9334] |" in out
+    code, out, _ = run(
+        "diff", f"{REGRESSION}/gt", f"{REGRESSION}/pred_a", f"{REGRESSION}/pred_b_drop",
+        "--bootstrap", "1000", "--format", "markdown",
+    )  # fmt: skip
+    assert code == EXIT_OK
+    assert "### Paired bootstrap: 1,000 resamples of the 12 images (seed 0)" in out
+    assert "| recall | -0.3333 | [-0.4583, -0.2083] | 0.000 |" in out

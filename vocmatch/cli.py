@@ -738,7 +738,7 @@ def machine_text(
     if output_format == "csv":
         return to_csv_images(evaluation)
     if output_format == "markdown":
-        return to_markdown(evaluation, gates)
+        return to_markdown(evaluation, gates, (evidence or Evidence()).bootstrap)
     return to_junit(evaluation, gates)
 
 
@@ -1595,7 +1595,7 @@ def diff_command(
         text = (
             diff_to_json(diff, results, evidence)
             if output_format == "json"
-            else diff_to_markdown(diff, results, max_rows)
+            else diff_to_markdown(diff, results, max_rows, evidence)
         )
         if output is None:
             click.echo(text, nl=False)

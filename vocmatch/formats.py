@@ -423,12 +423,17 @@ def _md_gates(report: GateReport, images: int) -> list[str]:
     return lines
 
 
-def to_markdown(evaluation: Evaluation, gates: GateReport | None = None) -> str:
+def to_markdown(
+    evaluation: Evaluation,
+    gates: GateReport | None = None,
+    bootstrap: Bootstrap | None = None,
+) -> str:
     """A Markdown report for a pull-request comment or a CI job summary.
 
-    The conventions, a summary table, the COCO numbers when computed, a table per class
-    and, when ``gates`` holds any gate or limit, a table of the gates and the images over a
-    limit (the first :data:`MARKDOWN_MAX_IMAGES` of them by key).
+    The conventions, a summary table, the COCO numbers when computed, a table per class,
+    with ``bootstrap`` the intervals, and, when ``gates`` holds any gate or limit, a table
+    of the gates and the images over a limit (the first :data:`MARKDOWN_MAX_IMAGES` of them
+    by key).
 
     Args:
         evaluation: The evaluation.
@@ -502,9 +507,38 @@ def to_markdown(evaluation: Evaluation, gates: GateReport | None = None) -> str:
         notes.append("\\*: no ground truth, reported but not averaged into mAP")
     if notes:
         lines += ["", "; ".join(notes) + "."]
+    if bootstrap is not None:
+        lines += _md_bootstrap(bootstrap)
     if gates is not None and gates.has_checks:
         lines += _md_gates(gates, len(evaluation.images))
     return "\n".join(lines) + "\n"
+
+
+def _md_value(interval: Interval) -> str:
+    if interval.value is None and interval.low is None:
+        return "—"
+    text = _md_number(interval.value)
+    if interval.low is not None and interval.high is not None:
+        text += f" [{interval.low:.4f}, {interval.high:.4f}]"
+    return text
+
+
+def _md_bootstrap(result: Bootstrap) -> list[str]:
+    coverage = f"{result.confidence * 100:g} %"
+    lines = [
+        "",
+        f"### Bootstrap: {coverage} intervals over {result.resamples:,} resamples of the "
+        f"{result.images:,} images (seed {result.seed})",
+        "",
+    ]
+    rows = [["all (mAP, micro)", *(_md_value(i) for i in (result.map, result.precision,
+             result.recall, result.f1))]]  # fmt: skip
+    rows += [
+        [_md(c.name), *(_md_value(i) for i in (c.ap, c.precision, c.recall, c.f1))]
+        for c in result.classes
+    ]
+    lines += _md_table(("class", "AP", "precision", "recall", "F1"), rows, "lrrrr")
+    return lines
 
 
 # JUnit XML ------------------------------------------------------------------------------
@@ -996,6 +1030,39 @@ def slices_json(slices: Sequence[Slice]) -> list[dict[str, Any]]:
 __all__ += ["diff_to_markdown"]
 
 
+def _md_interval(change: DeltaInterval) -> list[str]:
+    if change.low is None or change.high is None:
+        return ["—", "—"]
+    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    return [f"[{change.low:+.4f}, {change.high:+.4f}]", p]
+
+
+def _md_paired(evidence: PairedBootstrap, map_name: str) -> list[str]:
+    """The paired bootstrap's interval and p-value of each change, dataset and classes."""
+    coverage = f"{evidence.confidence * 100:g} %"
+    lines = [
+        "",
+        f"### Paired bootstrap: {evidence.resamples:,} resamples of the {evidence.images:,} "
+        f"images (seed {evidence.seed})",
+        "",
+    ]
+    rows = [
+        [name, _md_signed(change.delta), *_md_interval(change)]
+        for name, change in (
+            (map_name, evidence.map),
+            ("precision", evidence.precision),
+            ("recall", evidence.recall),
+            ("F1", evidence.f1),
+        )
+    ]
+    rows += [
+        [f"{_md(c.name)} AP", _md_signed(c.ap.delta), *_md_interval(c.ap)] for c in evidence.classes
+    ]
+    lines += _md_table(("", "change", f"{coverage} interval", "p"), rows, "lrrr")
+    lines += ["", "p: two-sided, of no change (the share of resamples on either side of 0)."]
+    return lines
+
+
 def _md_signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.4f}"
 
@@ -1004,10 +1071,12 @@ def diff_to_markdown(
     diff: EvaluationDiff,
     results: Sequence[RegressionResult] = (),
     max_rows: int = MARKDOWN_MAX_IMAGES,
+    evidence: PairedBootstrap | None = None,
 ) -> str:
     """Run B against run A as Markdown, for a pull-request comment or a CI job summary: the
     conventions, the summary (A, B, change), the classes, the images that changed (worst
-    first, at most ``max_rows``; 0 lists all) and the regression gates.
+    first, at most ``max_rows``; 0 lists all) and the regression gates; with ``evidence``,
+    each change's paired-bootstrap interval and p-value.
 
     Objects are named ``class#n``, n counted from 0 in file order, as in every output.
     """
@@ -1036,6 +1105,8 @@ def diff_to_markdown(
         for name, c in (("TP", s.tp), ("FP", s.fp), ("FN", s.fn))
     ]
     lines += _md_table(("", "A", "B", "change"), rows, "lrrr")
+    if evidence is not None:
+        lines += _md_paired(evidence, map_name)
     lines += ["", "### Classes (B - A)", ""]
     class_rows = [
         [
