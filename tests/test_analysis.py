@@ -208,6 +208,30 @@ def test_confusion_matrix_on_the_demo_set(demo: tuple[Path, Path]) -> None:
         [1, 0, 1, 0, 1, 1, 0, 0],
     ]
     assert matrix.count("car", "truck") == 1
+    assert matrix.count("truck", "car") == 0
+    assert matrix.count(BACKGROUND, "person") == 1
+    with pytest.raises(KeyError):
+        matrix.count("horse", "car")
+
+
+def test_confusion_matrix_of_many_classes_keeps_its_cells_only() -> None:
+    """With 50,000 class names the matrix holds one cell per distinct (row, column) that is
+    not zero, sorted, never the (K + 1)^2 cells (20 GB)."""
+    names = [f"c{k:05d}" for k in range(50_000)]
+    gt_boxes = [Box(name, 0, 0, 10, 10) for name in names[::1000]]
+    pred_boxes = [Box(b.name, 0, 0, 10, 10, score=0.9) for b in gt_boxes]
+    pred_boxes += [Box(names[7], 100, 100, 110, 110, score=0.5)]  # a prediction of nothing
+    pred_boxes += [Box(name, 0, 0, 10, 10, score=0.1) for name in names[1::1000]]
+    gt, pred = one_image(gt_boxes, pred_boxes)
+    matrix = confusion_matrix(evaluate(gt, pred), gt, pred)
+    assert len(matrix.names) == 2 * 50 + 2
+    assert matrix.values.sum() == 50 + 1 + 50
+    keys = matrix.rows * len(matrix.names) + matrix.columns
+    assert np.all(np.diff(keys) > 0) and np.all(matrix.values > 0)
+    assert matrix.count(names[0], names[0]) == 1
+    assert matrix.count(BACKGROUND, names[7]) == 1
+    assert matrix.count(names[0], names[1]) == 0  # c00001 is an FP against background
+    assert matrix.count(BACKGROUND, names[1]) == 1
 
 
 def test_confusion_pairs_one_to_one_highest_iou_first() -> None:
@@ -256,9 +280,10 @@ def test_every_box_counts_once(
     evaluation = evaluate(gt, pred)
     analysis = error_analysis(evaluation, gt, pred)
     counts = analysis.confusion.counts
+    rows, columns = analysis.confusion.row_totals(), analysis.confusion.column_totals()
     for k, cls in enumerate(evaluation.classes):
-        assert counts[k].sum() == cls.tp + cls.fn
-        assert counts[:, k].sum() == cls.tp + cls.fp
+        assert counts[k].sum() == rows[k] == cls.tp + cls.fn
+        assert counts[:, k].sum() == columns[k] == cls.tp + cls.fp
     assert counts[-1, -1] == 0
     s = analysis.summary
     assert s.cls + s.loc + s.both + s.dupe + s.bkg == evaluation.summary.fp

@@ -144,7 +144,7 @@ def small_pieces(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         (match.RankedMatcher, "add"),
         (batch, "match_unscored_rows"),
         (batch, "match_unscored"),
-        (pairs, "overlapping_pairs"),
+        (pairs.BoxTree, "query"),
     ]:
         original = getattr(module, name)
 
@@ -187,9 +187,10 @@ def test_every_piece_path_is_taken(small_pieces: dict[str, int]) -> None:
             same_as_reference(gt, pred if scored else without_scores(pred), protocol("default"))
     config = (pairs.TILE_PAIRS, batch.CANDIDATE_BUDGET)
     if config == (64, 0):
-        assert small_pieces.get("add_block", 0) > 0
+        assert small_pieces.get("add_block", 0) > 0  # blocks where most pairs meet
+        assert small_pieces.get("add", 0) > 0  # pairs that meet, where few do
         assert small_pieces.get("match_unscored_rows", 0) > 0
-        assert small_pieces.get("overlapping_pairs", 0) > 0
+        assert small_pieces.get("query", 0) > 0
     else:
         assert small_pieces.get("add", 0) > 0
         assert small_pieces.get("match_unscored", 0) > 0

@@ -24,6 +24,7 @@ from vocmatch.formats import (
     dumps_indented,
     to_csv_classes,
     to_csv_images,
+    to_json,
     to_junit,
     to_markdown,
 )
@@ -291,3 +292,43 @@ def test_indented_json_keeps_numbers_and_records_on_one_line() -> None:
     )
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         dumps_indented({"x": [float("nan")]})
+
+
+@pytest.mark.parametrize("batch", [2, 7, 50_000])
+def test_indented_json_joined_in_batches_is_the_same_text(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fragments joined a batch at a time (bounded memory on large results) give the same
+    text, whatever the batch."""
+    from vocmatch import formats
+
+    data = {"a": [{"b": [1, "x"], "c": NumberList([1.5])}] * 5, "d": Record(e=1), "f": {}}
+    expected = json.dumps(json.loads(dumps_indented(data)))
+    monkeypatch.setattr(formats, "_BATCH", batch)
+    assert json.dumps(json.loads(dumps_indented(data))) == expected
+    assert dumps_indented(data).endswith("}\n")
+
+
+def test_json_confusion_lists_its_cells_and_rows_while_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With --errors the JSON's confusion matrix has every cell that is not zero as
+    [row, column, count], and the full rows only up to CONFUSION_ROWS_MAX names."""
+    from vocmatch import formats
+    from vocmatch.analysis import error_analysis
+    from vocmatch.evaluate import read_pair
+
+    gt, pred = read_pair(ROOT / "fixtures" / "demo" / "gt", ROOT / "fixtures" / "demo" / "pred")
+    evaluation = evaluate(gt, pred)
+    analysis = error_analysis(evaluation, gt, pred)
+    data = json.loads(to_json(evaluation, analysis))["confusion"]
+    dense = analysis.confusion.counts
+    assert data["counts"] == dense.tolist()
+    assert data["cells"] == [
+        [r, c, int(dense[r, c])]
+        for r in range(dense.shape[0])
+        for c in range(dense.shape[1])
+        if dense[r, c]
+    ]
+    monkeypatch.setattr(formats, "CONFUSION_ROWS_MAX", 5)
+    assert json.loads(to_json(evaluation, analysis))["confusion"]["counts"] is None

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
+from vocmatch import html
 from vocmatch.batch import evaluate_matched
 from vocmatch.calibration import calibration
 from vocmatch.cli import EXIT_USAGE, main
@@ -260,6 +261,34 @@ def test_confusion_matrix_heat_map(demo: tuple[Path, Path]) -> None:
     assert 'title="GT car → predicted truck: 1 (25.0% of the row)"' in table
     assert 'title="GT person → predicted person: 4 (100.0% of the row)"' in table
     assert 'title="GT cat → predicted background: 1 (100.0% of the row)"' in table
+
+
+def test_heat_map_of_many_classes_draws_the_most_confused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond HEAT_MAP_MAX_CLASSES the heat map draws the classes most confused with others,
+    then with background, and says how many it leaves out; shares stay of the whole row."""
+    monkeypatch.setattr(html, "HEAT_MAP_MAX_CLASSES", 3)
+    gt_boxes = [Box(f"c{k}", 20.0 * k, 0.0, 20.0 * k + 10, 10.0) for k in range(8)]
+    pred_boxes = [Box(f"c{k}", 20.0 * k, 0.0, 20.0 * k + 10, 10.0, score=0.9) for k in range(8)]
+    # c5 and c6 confused with each other; c2 found twice more (TP + FP); c7 missed twice.
+    gt_boxes += [Box("c5", 500.0, 0.0, 510.0, 10.0), Box("c6", 600.0, 0.0, 610.0, 10.0)]
+    gt_boxes += [Box("c7", 700.0, 0.0, 710.0, 10.0), Box("c7", 800.0, 0.0, 810.0, 10.0)]
+    pred_boxes += [
+        Box("c6", 500.0, 0.0, 510.0, 10.0, score=0.8),
+        Box("c5", 600.0, 0.0, 610.0, 10.0, score=0.8),
+    ]
+    pred_boxes += [
+        Box("c2", 900.0, 0.0, 910.0, 10.0, score=0.7),
+        Box("c2", 950.0, 0.0, 960.0, 10.0, score=0.7),
+    ]
+    gt = AnnotationSet("gt", (ImageAnnotation("a", "gt/a.xml", tuple(gt_boxes)),), ())
+    pred = AnnotationSet("pred", (ImageAnnotation("a", "pred/a.xml", tuple(pred_boxes)),), ())
+    page = html_report(evaluate(gt, pred), gt, pred)
+    table = page.split('id="confusion-matrix">', 1)[1].split("</table>", 1)[0]
+    columns = re.findall(r'<th class="col">([^<]*)</th>', table)
+    assert columns == ["c2", "c5", "c6", "background"]
+    assert 'title="GT c5 → predicted c6: 1 (50.0% of the row)"' in table
+    assert 'title="GT background → predicted c2: 2 (100.0% of the row)"' in table
+    assert "3 of the 8 classes are drawn" in page
 
 
 def test_summary_states_protocol_counts_and_missing_files(demo: tuple[Path, Path]) -> None:

@@ -108,6 +108,7 @@ shows positive means on all four edges.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -277,14 +278,31 @@ class ImageErrors:
 class ConfusionMatrix:
     """Counts of ground-truth class against predicted class at the evaluation threshold.
 
+    Kept as its cells that are not zero: with ``K`` classes the full matrix has
+    ``(K + 1)^2`` cells, 20 GB of them for 50,000 classes, but at most one cell per box is
+    not zero.
+
     Attributes:
         names: The class names, sorted, then ``"background"`` last.
-        counts: ``(K + 1, K + 1)`` counts; rows are the ground-truth class, columns the
-            predicted class; the last row and column are background.
+        rows: ``(C,)`` row (ground-truth class) of each cell that is not zero, sorted by
+            row, then column.
+        columns: ``(C,)`` its column (predicted class); background is the last row and
+            column.
+        values: ``(C,)`` its count.
     """
 
     names: tuple[str, ...]
-    counts: IntArray
+    rows: IntArray
+    columns: IntArray
+    values: IntArray
+
+    @property
+    def counts(self) -> IntArray:
+        """The full ``(K + 1, K + 1)`` matrix (for a few classes: it grows with ``K^2``)."""
+        size = len(self.names)
+        dense = np.zeros((size, size), dtype=np.int64)
+        dense[self.rows, self.columns] = self.values
+        return dense
 
     def count(self, gt_name: str, pred_name: str) -> int:
         """The count at ``[gt_name, pred_name]``; ``"background"`` names the last row or column.
@@ -292,15 +310,30 @@ class ConfusionMatrix:
         Raises:
             KeyError: A name is not in the matrix.
         """
-        return int(self.counts[self._index(gt_name), self._index(pred_name)])
+        key = self._index(gt_name) * len(self.names) + self._index(pred_name)
+        keys = self.rows * len(self.names) + self.columns
+        at = int(np.searchsorted(keys, key))
+        return int(self.values[at]) if at < keys.size and keys[at] == key else 0
+
+    def row_totals(self) -> IntArray:
+        """``(K + 1,)`` the sum of each row: a class's counted ground truth, TP + FN."""
+        return np.bincount(self.rows, weights=self.values, minlength=len(self.names)).astype(
+            np.int64
+        )
+
+    def column_totals(self) -> IntArray:
+        """``(K + 1,)`` the sum of each column: a class's counted predictions, TP + FP."""
+        return np.bincount(self.columns, weights=self.values, minlength=len(self.names)).astype(
+            np.int64
+        )
 
     def _index(self, name: str) -> int:
         if name == BACKGROUND:
             return len(self.names) - 1
-        try:
-            return self.names.index(name)
-        except ValueError:
-            raise KeyError(name) from None
+        at = bisect.bisect_left(self.names, name, hi=len(self.names) - 1)
+        if at < len(self.names) - 1 and self.names[at] == name:
+            return at
+        raise KeyError(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -849,25 +882,41 @@ def confusion_matrix(
     names = tuple(sorted(c.name for c in evaluation.classes))
     index = {name: k for k, name in enumerate(names)}
     background = len(names)
-    counts = np.zeros((background + 1, background + 1), dtype=np.int64)
+    # One (row, column) entry per box that counts, summed at the end: never the full matrix.
+    rows: list[int] = []
+    columns: list[int] = []
     conv = evaluation.conventions
     for image in _images(evaluation, gt, pred):
         pairs = _cross_class_pairs(
             image, conv.iou_threshold, conv.strict_threshold, conv.pixel_inclusive
         )
         for p in pairs:
-            counts[index[p.gt_name], index[p.pred_name]] += 1
+            rows.append(index[p.gt_name])
+            columns.append(index[p.pred_name])
         paired_gt = {p.gt_index for p in pairs}
         paired_pred = {p.pred_index for p in pairs}
         for m in image.result.matches:
             k = index[m.name]
             if m.outcome == "tp":
-                counts[k, k] += 1
+                rows.append(k)
+                columns.append(k)
             elif m.outcome == "fn" and m.gt_index not in paired_gt:
-                counts[k, background] += 1
+                rows.append(k)
+                columns.append(background)
             elif m.outcome == "fp" and m.pred_index not in paired_pred:
-                counts[background, k] += 1
-    return ConfusionMatrix(names=(*names, BACKGROUND), counts=counts)
+                rows.append(background)
+                columns.append(k)
+    size = background + 1
+    cells, values = np.unique(
+        np.asarray(rows, dtype=np.int64) * size + np.asarray(columns, dtype=np.int64),
+        return_counts=True,
+    )
+    return ConfusionMatrix(
+        names=(*names, BACKGROUND),
+        rows=cells // size,
+        columns=cells % size,
+        values=values.astype(np.int64),
+    )
 
 
 # Tightness -----------------------------------------------------------------------------
@@ -940,6 +989,22 @@ def distribution(values: npt.ArrayLike, edges: npt.ArrayLike) -> Distribution:
     # searchsorted right: edges[i] <= v < edges[i + 1]; the right end joins the last bin.
     bins = np.clip(np.searchsorted(bounds, array, side="right") - 1, 0, bounds.size - 2)
     counts = np.bincount(bins, minlength=bounds.size - 1)
+    if array.size == 1:
+        # One value is every statistic (numpy's own answer, without its machinery: classes
+        # with a single match are common when there are tens of thousands of classes).
+        value = float(array[0])
+        return Distribution(
+            count=1,
+            mean=value,
+            std=0.0,
+            median=value,
+            p05=value,
+            p95=value,
+            minimum=value,
+            maximum=value,
+            edges=tuple(float(e) for e in bounds),
+            counts=tuple(int(c) for c in counts),
+        )
     return Distribution(
         count=int(array.size),
         mean=float(np.mean(array)),

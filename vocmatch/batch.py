@@ -50,6 +50,7 @@ from vocmatch.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
     CocoStats,
+    CocoSummary,
     Evaluation,
     ImageResult,
     Match,
@@ -57,7 +58,6 @@ from vocmatch.result import (
     SweepResult,
     case_notes,
     class_result,
-    coco_summarize,
     finish,
     input_notes,
     score_notes,
@@ -274,10 +274,22 @@ class _Scan:
         space: The boxes and how to score them.
         lowest: The lowest threshold of any matching.
         strict: Matching at ``IoU > t``.
+        first: A matcher fed every piece as it is scored (the first matching rides along,
+            so a large image-class whose pairs are not kept is scored once less).
+        rank: Each prediction's place in its image-class's ranking, for ``first``.
     """
 
-    def __init__(self, space: PairSpace, lowest: float, strict: bool) -> None:
+    def __init__(
+        self,
+        space: PairSpace,
+        lowest: float,
+        strict: bool,
+        first: RankedMatcher | None = None,
+        rank: IntArray | None = None,
+    ) -> None:
         self.space = space
+        self._first = first
+        self._rank = rank
         self.lowest = lowest
         self.strict = strict
         # Boxes that do not meet have IoU 0, which then never matches: an STR tree finds
@@ -309,6 +321,8 @@ class _Scan:
     def _tile(self, tile: Tile) -> None:
         if tile.gt.size == 0:
             return
+        if self._first is not None and self._rank is not None:
+            self._first.add(tile.gt, tile.pred, tile.iou, self._rank)
         # Pairs run prediction by prediction, each over its image-class's ground truth in
         # order: the best of a prediction is a maximum over its run, the first on ties.
         starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
@@ -329,34 +343,45 @@ class _Scan:
 
     def _large(self, cell: _LargeCell) -> None:
         g0, g1, p0, _ = cell
+        # Before any piece: every IoU 0, the first box on the other side the best.
+        self.gt_best_pred[g0:g1] = p0
         parts: list[_Candidates] | None = []
         count = 0
-        for block in self.space.blocks(cell, self.sparse):
-            iou = block.iou
-            columns = slice(block.pred_start, block.pred_start + iou.shape[1])
-            self.pred_best_gt[columns] = g0 + np.argmax(iou, axis=0)
-            self.pred_best_iou[columns] = iou.max(axis=0)
-            row_best = iou.max(axis=1)
-            row_pred = block.pred_start + np.argmax(iou, axis=1)
-            # Blocks come in prediction order: a later one wins only with a higher IoU.
+        for piece in self.space.blocks(cell, self.sparse):
+            if self._first is not None and self._rank is not None:
+                if isinstance(piece, Tile):
+                    self._first.add(piece.gt, piece.pred, piece.iou, self._rank)
+                else:
+                    self._first.add_block(piece.iou, piece.gt_start, piece.pred_start)
+            if isinstance(piece, Tile):
+                row_best, row_pred = self._sparse(piece, g0, g1)
+                gt, pred, iou = piece.gt, piece.pred, piece.iou
+            else:
+                iou = piece.iou
+                columns = slice(piece.pred_start, piece.pred_start + iou.shape[1])
+                self.pred_best_gt[columns] = g0 + np.argmax(iou, axis=0)
+                self.pred_best_iou[columns] = iou.max(axis=0)
+                row_best = iou.max(axis=1)
+                row_pred = piece.pred_start + np.argmax(iou, axis=1)
+            # Pieces come in prediction order: a later one wins only with a higher IoU.
             better = row_best > self.gt_best_iou[g0:g1]
-            if block.pred_start == p0:
-                better[:] = True
             self.gt_best_iou[g0:g1][better] = row_best[better]
             self.gt_best_pred[g0:g1][better] = row_pred[better]
-            if parts is not None:
+            if parts is None:
+                continue
+            if isinstance(piece, Tile):
+                keep = self._passing(iou)
+                found = _Candidates(gt[keep], pred[keep], iou[keep])
+            else:
                 rows, cols = np.nonzero(self._passing(iou))
-                count += rows.size
-                if self._kept + count > CANDIDATE_BUDGET:
-                    parts = None
-                    continue
-                parts.append(
-                    _Candidates(
-                        (rows + g0).astype(np.int32),
-                        (cols + block.pred_start).astype(np.int32),
-                        iou[rows, cols],
-                    )
-                )
+                found = _Candidates(rows + g0, cols + piece.pred_start, iou[rows, cols])
+            count += found.gt.size
+            if self._kept + count > CANDIDATE_BUDGET:
+                parts = None  # too many to keep: scored again for each matching
+                continue
+            parts.append(
+                _Candidates(found.gt.astype(np.int32), found.pred.astype(np.int32), found.iou)
+            )
         if parts is None or not self._keep(
             _Candidates(
                 np.concatenate([c.gt for c in parts]) if parts else np.zeros(0, np.int32),
@@ -365,6 +390,33 @@ class _Scan:
             )
         ):
             self._pieces.append(cell)
+
+    def _sparse(self, tile: Tile, g0: int, g1: int) -> tuple[FloatArray, IntArray]:
+        """Best IoUs from the pairs that meet, of a run of a large cell's predictions (the
+        others have IoU 0): each prediction's, set; each ground truth's best in the run and
+        its prediction, returned."""
+        self.pred_best_iou[tile.pred_start : tile.pred_stop] = 0.0
+        # With no IoU above 0, the first ground truth of the cell is the first maximum.
+        self.pred_best_gt[tile.pred_start : tile.pred_stop] = g0
+        if tile.gt.size:
+            starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
+            preds = tile.pred[starts]
+            best = np.maximum.reduceat(tile.iou, starts)
+            runs = np.diff(np.append(starts, tile.iou.size))
+            at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
+            first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+            positive = best > 0
+            self.pred_best_iou[preds] = best
+            self.pred_best_gt[preds[positive]] = tile.gt[first][positive]
+        row_best = np.zeros(g1 - g0)
+        row_pred = np.zeros(g1 - g0, dtype=np.int64)
+        if tile.gt.size:
+            # Per ground truth: highest IoU, the first prediction on ties.
+            order = np.lexsort((tile.pred, -tile.iou, tile.gt))
+            lead = order[np.append(True, tile.gt[order][1:] != tile.gt[order][:-1])]
+            row_best[tile.gt[lead] - g0] = tile.iou[lead]
+            row_pred[tile.gt[lead] - g0] = tile.pred[lead]
+        return row_best, row_pred
 
     def gt_best_iou_among(self, preds: BoolArray) -> FloatArray:
         """Each ground truth's highest IoU with the predictions flagged in ``preds`` (0.0
@@ -377,6 +429,10 @@ class _Scan:
                 continue
             g0, g1, _, _ = piece
             for block in self.space.blocks(piece, self.sparse):
+                if isinstance(block, Tile):
+                    counting = preds[block.pred]
+                    np.maximum.at(best, block.gt[counting], block.iou[counting])
+                    continue
                 columns = preds[block.pred_start : block.pred_start + block.iou.shape[1]]
                 if columns.any():
                     np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
@@ -445,7 +501,10 @@ def _match(
         g0, g1, p0, p1 = piece
         if scored:
             for block in space.blocks(piece, scan.sparse):
-                matcher.add_block(block.iou, block.gt_start, block.pred_start)
+                if isinstance(block, Tile):
+                    matcher.add(block.gt, block.pred, block.iou, rank)
+                else:
+                    matcher.add_block(block.iou, block.gt_start, block.pred_start)
             continue
 
         def row(g: int, g0: int = g0, p0: int = p0, p1: int = p1) -> FloatArray:
@@ -662,9 +721,12 @@ def evaluate_columns(
     p_score_all = p_score_all[p_order]
     del p_order
     p_cell_all = p_image_all.astype(np.int64) * n_k + p_class_all
-    cell_start_all = _segment_starts(p_cell_all, n_images * n_k)
-    rank_all = (np.arange(p_rows_all.size) - cell_start_all[p_cell_all]).astype(np.int32)
-    del cell_start_all
+    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
+    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
+    run_starts = np.flatnonzero(np.append(True, p_cell_all[1:] != p_cell_all[:-1]))
+    run_lengths = np.diff(np.append(run_starts, p_cell_all.size))
+    rank_all = (np.arange(p_cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
+    del run_starts, run_lengths
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
     if conv.max_dets is not None and scored:
@@ -706,12 +768,19 @@ def evaluate_columns(
         _sorted_shapes(pred.shapes, p_rows),
     )
     del p_cell
-    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold)
+    # The unmatched rule's matching is made as the pairs are scored (in ranking order).
+    first = None
+    if scored and conv.match_rule == "unmatched":
+        first = RankedMatcher(n_gt, g_ignore, g_crowd, thresholds, conv.strict_threshold)
+    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold, first, rank)
     stage("matching")
-    m = _match(
-        scan, rank, g_ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
-        scored,
-    )  # fmt: skip
+    if first is not None:
+        m = _Matching(first.hits(), g_ignore, (thresholds.size, n_gt, n_pred))
+    else:
+        m = _match(
+            scan, rank, g_ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
+            scored,
+        )  # fmt: skip
 
     # pycocotools' numbers first, while the main matching is still only pairs: the two
     # never hold their per-prediction flags at the same time.
@@ -766,10 +835,10 @@ def evaluate_columns(
             )
         )
     coco = None
-    coco_precision = None
+    coco_class_ap = None
     reuse = False
     if conv.coco_stats and scored:
-        coco, coco_precision = _coco(
+        coco, coco_class_ap = _coco(
             conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
             p_area, class_order, class_starts, n_k, rankings, stage, scored,
         )  # fmt: skip
@@ -907,13 +976,10 @@ def evaluate_columns(
     # 0.50:0.95) is their area "all", maxDets 100 entry whenever no box is large enough to
     # leave that range. Otherwise one threshold at a time, for every class.
     ap_values: list[list[float]] = [[] for _ in range(n_k)]
-    if reuse and coco_precision is not None:
+    if reuse and coco_class_ap is not None:
         for k in range(n_k):
             if n_class_gt[k] > 0:
-                ap_values[k] = [
-                    float(np.mean(coco_precision[level, :, k, 0, 2]))
-                    for level in range(len(conv.ap_thresholds))
-                ]
+                ap_values[k] = coco_class_ap[k]
     elif scored and any(n > 0 for n in n_class_gt):
         eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
         for threshold in conv.ap_thresholds:
@@ -1117,11 +1183,15 @@ def _coco(
     rankings: list[_Ranking],
     stage: Callable[[str], None],
     scored: bool,
-) -> tuple[CocoStats, FloatArray]:
+) -> tuple[CocoStats, dict[int, list[float]]]:
+    """pycocotools' 12 numbers, and for each class with ground truth its AP at each
+    threshold as pycocotools' precision gives it (area all, maxDets 100). Class by class:
+    pycocotools' ``(T, 101, K, A, M)`` precision array is never built (48 GB for 50,000
+    classes under ten thresholds)."""
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     n_t = thresholds.size
-    precision = -np.ones((n_t, 101, n_k, len(COCO_AREAS), 3))
-    recall = -np.ones((n_t, n_k, len(COCO_AREAS), 3))
+    summary = CocoSummary(thresholds)
+    class_ap: dict[int, list[float]] = {}
     # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int32)
     for k in range(n_k):
@@ -1160,11 +1230,14 @@ def _coco(
                 )
                 for t in range(n_t)
             ]
-            precision[:, :, k, a, :], recall[:, k, a, :] = _coco_accumulate_sparse(
+            precision, recall = _coco_accumulate_sparse(
                 int(gt_counting[k]), rankings[k], ranked_out, hits
             )
+            summary.add(a, precision, recall)
+            if a == 0:
+                class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]
         del m, hit_class, hit_t, hit_position, hit_ignored, hit_out, order  # before the next
-    return coco_summarize(precision, recall, thresholds), precision
+    return summary.stats(), class_ap
 
 
 def _matches(

@@ -39,6 +39,7 @@ from vocmatch.thresholds import OperatingPoint, ScoreThresholds, operating_point
 
 __all__ = [
     "COCO_NAMES",
+    "CONFUSION_ROWS_MAX",
     "MARKDOWN_MAX_IMAGES",
     "to_csv_classes",
     "to_csv_images",
@@ -256,6 +257,7 @@ def _is_number(value: Any) -> bool:
 
 
 _ONE_LINE = json.JSONEncoder(allow_nan=False)
+_BATCH = 50_000  # fragments joined at once by dumps_indented
 
 
 def dumps_indented(data: Any) -> str:
@@ -266,9 +268,15 @@ def dumps_indented(data: Any) -> str:
         TypeError: A mapping key is not a string.
     """
     parts: list[str] = []
+    # Fragments are joined a batch at a time: millions of small strings (a result with tens
+    # of thousands of classes) would hold several times the text's own size at once.
+    chunks: list[str] = []
     encode = _ONE_LINE.encode
 
     def write(value: Any, pad: str) -> None:
+        if len(parts) >= _BATCH:
+            chunks.append("".join(parts))
+            parts.clear()
         if isinstance(value, (Record, NumberList)):
             parts.append(encode(value))
         elif isinstance(value, dict):
@@ -301,7 +309,10 @@ def dumps_indented(data: Any) -> str:
             parts.append(encode(value))
 
     write(data, "")
-    return "".join(parts) + "\n"
+    chunks.append("".join(parts))
+    parts.clear()
+    chunks.append("\n")
+    return "".join(chunks)
 
 
 # CSV ------------------------------------------------------------------------------------
@@ -665,6 +676,11 @@ def _tightness(t: Tightness) -> dict[str, Any]:
     return data
 
 
+#: The JSON's confusion matrix is given as rows up to this many names (classes and
+#: background); beyond, only as its cells that are not zero (``cells``).
+CONFUSION_ROWS_MAX = 1001
+
+
 def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
     """Lay the error analysis into the evaluation's JSON (keys documented in the README)."""
     data["background_iou"] = analysis.background_iou
@@ -695,9 +711,22 @@ def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
                 for b in image.boxes
             ]
         )
+    confusion = analysis.confusion
     data["confusion"] = {
-        "names": list(analysis.confusion.names),
-        "counts": analysis.confusion.counts.tolist(),
+        "names": list(confusion.names),
+        # The full matrix as rows while it is small; every cell that is not zero always.
+        "counts": (
+            confusion.counts.tolist() if len(confusion.names) <= CONFUSION_ROWS_MAX else None
+        ),
+        "cells": [
+            [r, c, v]
+            for r, c, v in zip(
+                confusion.rows.tolist(),
+                confusion.columns.tolist(),
+                confusion.values.tolist(),
+                strict=True,
+            )
+        ],
     }
     data["tightness"] = _tightness(analysis.tightness)
 

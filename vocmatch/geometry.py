@@ -16,8 +16,10 @@ scores lists of pairs (:class:`Regions`, :func:`pair_region_intersection`), and
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,7 @@ from vocmatch.iou import iou_from_intersection
 from vocmatch.model import Box, Point, Polygon, RotatedBox
 
 __all__ = [
+    "BoxTree",
     "PairOverlap",
     "Region",
     "Regions",
@@ -89,6 +92,9 @@ def _geometries(regions: Sequence[Region]) -> npt.NDArray[np.object_]:
 #: Pairs clipped per call to GEOS: an intersection is a new polygon, so a bounded number of
 #: them is alive at once however many pairs are scored.
 _CLIP_CHUNK = 1 << 15
+
+#: Threads clipping at once (GEOS releases the GIL while it clips).
+_CLIP_THREADS = min(8, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,29 +227,82 @@ def pair_region_intersection(
         & (pb[:, 1] <= gb[:, 3])
     )
     inter = np.zeros(g.size, dtype=np.float64)
-    for start in range(0, live.size, _CLIP_CHUNK):
+
+    def clip(start: int) -> None:
         rows = live[start : start + _CLIP_CHUNK]
         # GEOS's robust clipping divides by lengths that underflow to 0 on subnormal
         # coordinates (1e-309); it still returns the intersection, clamped below.
         with np.errstate(all="ignore"):
             clipped = shapely.intersection(gt.geometries[g[rows]], pred.geometries[p[rows]])
         inter[rows] = np.asarray(shapely.area(clipped), dtype=np.float64)
-        del clipped
+
+    starts = range(0, live.size, _CLIP_CHUNK)
+    if len(starts) > 1 and _CLIP_THREADS > 1:
+        # GEOS runs without the GIL: chunks clip on every core (each writes its own rows).
+        with ThreadPoolExecutor(min(_CLIP_THREADS, len(starts))) as pool:
+            list(pool.map(clip, starts))
+    else:
+        for start in starts:
+            clip(start)
     return np.minimum(inter, np.minimum(gt_area, pred_area))
+
+
+class BoxTree:
+    """An STR tree over boxes, to find the boxes that meet others without trying every pair.
+
+    Args:
+        boxes: ``(N, 4)`` corner boxes.
+        margin: Grow every box's ``x2`` and ``y2`` by this much, here and in :meth:`query`
+            (1 for the VOC devkit's ``+ 1`` pixel widths, under which boxes less than a pixel
+            apart overlap).
+    """
+
+    def __init__(self, boxes: npt.ArrayLike, margin: float = 0.0) -> None:
+        import shapely  # imported on first use: a large image-class needs it
+
+        corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        self._margin = margin
+        self._size = corners.shape[0]
+        self._tree = shapely.STRtree(_rectangles(corners, margin))
+
+    def query(self, boxes: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The pairs of a tree box and one of ``boxes`` whose rectangles meet, touching
+        included.
+
+        Returns:
+            ``(tree_index, box_index)``, sorted by box, then tree box. Every pair with a
+            positive intersection is among them.
+        """
+        corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        if self._size == 0 or corners.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy()
+        found = self._tree.query(_rectangles(corners, self._margin))
+        box_index, tree_index = np.asarray(found, dtype=np.int64)
+        order = np.lexsort((tree_index, box_index))
+        return tree_index[order], box_index[order]
+
+
+def _rectangles(corners: FloatArray, margin: float) -> npt.NDArray[np.object_]:
+    import shapely  # imported on first use: a large image-class needs it
+
+    # A degenerate box (zero width) is a line or a point to GEOS; its envelope still is the
+    # rectangle, which is what the tree compares.
+    return np.asarray(
+        shapely.box(corners[:, 0], corners[:, 1], corners[:, 2] + margin, corners[:, 3] + margin),
+        dtype=object,
+    ).reshape(-1)
 
 
 def overlapping_pairs(
     gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike, margin: float = 0.0
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The pairs of boxes whose rectangles meet, touching included, found with an STR tree
-    rather than by trying every pair.
+    """The pairs of boxes whose rectangles meet, touching included (:class:`BoxTree`).
 
     Args:
         gt_boxes: ``(N, 4)`` corner boxes.
         pred_boxes: ``(M, 4)`` corner boxes.
-        margin: Grow every box's ``x2`` and ``y2`` by this much first (1 for the VOC
-            devkit's ``+ 1`` pixel widths, under which boxes less than a pixel apart
-            overlap).
+        margin: Grow every box's ``x2`` and ``y2`` by this much first.
 
     Returns:
         ``(gt_index, pred_index)``, sorted by prediction, then ground truth. Every pair with
@@ -252,22 +311,7 @@ def overlapping_pairs(
     >>> overlapping_pairs([[0, 0, 2, 2], [5, 5, 6, 6]], [[1, 1, 3, 3], [2, 0, 4, 2]])
     (array([0, 0]), array([0, 1]))
     """
-    import shapely  # imported on first use: a large image-class needs it
-
-    gt = np.asarray(gt_boxes, dtype=np.float64).reshape(-1, 4)
-    pred = np.asarray(pred_boxes, dtype=np.float64).reshape(-1, 4)
-    if gt.shape[0] == 0 or pred.shape[0] == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy()
-    tree = shapely.STRtree(shapely.box(gt[:, 0], gt[:, 1], gt[:, 2] + margin, gt[:, 3] + margin))
-    # A degenerate box (zero width) is a line or a point to GEOS; its envelope still is the
-    # rectangle, which is what the query compares.
-    found = tree.query(
-        shapely.box(pred[:, 0], pred[:, 1], pred[:, 2] + margin, pred[:, 3] + margin)
-    )
-    pred_index, gt_index = np.asarray(found, dtype=np.int64)
-    order = np.lexsort((gt_index, pred_index))
-    return gt_index[order], pred_index[order]
+    return BoxTree(gt_boxes, margin).query(pred_boxes)
 
 
 def _number(text: str) -> str:

@@ -426,15 +426,48 @@ def _axes() -> tuple[list[_Axis], list[_Axis]]:
     return x_ticks, y_ticks
 
 
-def _heat_map(matrix: ConfusionMatrix) -> list[list[_HeatCell]]:
-    counts = np.asarray(matrix.counts, dtype=np.int64)
-    background = len(matrix.names) - 1
+#: The heat map draws every class up to this many; beyond, the classes most confused with
+#: others (the JSON of ``--errors`` has every cell).
+HEAT_MAP_MAX_CLASSES = 60
+
+
+def _heat_classes(matrix: ConfusionMatrix) -> list[int]:
+    """The rows (and columns) the heat map draws: every class while they are few, else the
+    classes most confused with others, then most confused with background; background
+    last. A large matrix is read by its cells that are not zero only."""
+    k = len(matrix.names) - 1
+    if k <= HEAT_MAP_MAX_CLASSES:
+        return list(range(k + 1))
+    rows, columns, values = matrix.rows, matrix.columns, matrix.values
+    between = (rows != columns) & (rows < k) & (columns < k)
+    confused = np.bincount(rows[between], weights=values[between], minlength=k + 1)
+    confused += np.bincount(columns[between], weights=values[between], minlength=k + 1)
+    with_background = np.bincount(columns[rows == k], weights=values[rows == k], minlength=k + 1)
+    with_background += np.bincount(
+        rows[columns == k], weights=values[columns == k], minlength=k + 1
+    )
+    order = np.lexsort((np.arange(k), -with_background[:k], -confused[:k]))
+    return [*sorted(order[:HEAT_MAP_MAX_CLASSES].tolist()), k]
+
+
+def _heat_map(matrix: ConfusionMatrix, shown: Sequence[int]) -> list[list[_HeatCell]]:
+    size = len(matrix.names)
+    background = size - 1
+    # The drawn part of the matrix, from the cells that are not zero.
+    place = np.full(size, -1, dtype=np.int64)
+    place[list(shown)] = np.arange(len(shown))
+    inside = (place[matrix.rows] >= 0) & (place[matrix.columns] >= 0)
+    counts = np.zeros((len(shown), len(shown)), dtype=np.int64)
+    counts[place[matrix.rows[inside]], place[matrix.columns[inside]]] = matrix.values[inside]
+    totals = matrix.row_totals()  # the whole row, drawn or not
     rows = []
-    for i, gt_name in enumerate(matrix.names):
-        total = int(counts[i].sum())
+    for a, i in enumerate(shown):
+        gt_name = matrix.names[i]
+        total = int(totals[i])
         row = []
-        for j, pred_name in enumerate(matrix.names):
-            count = int(counts[i, j])
+        for b, j in enumerate(shown):
+            pred_name = matrix.names[j]
+            count = int(counts[a, b])
             if i == background and j == background:
                 row.append(_HeatCell(0, "—", "", "", ""))
                 continue
@@ -517,6 +550,14 @@ def html_report(
     script = _resource("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     matrix = confusion_matrix(evaluation, gt, pred)
+    shown = _heat_classes(matrix)
+    heat_note = ""
+    if len(shown) < len(matrix.names):
+        heat_note = (
+            f"{len(shown) - 1:,} of the {len(matrix.names) - 1:,} classes are drawn: those most"
+            " confused with other classes, then with background (the JSON of --errors has"
+            " every cell)."
+        )
     threshold = f"{evaluation.conventions.iou_threshold:g}"
     plots = [_curve_plot(i, cls, threshold) for i, cls in enumerate(evaluation.classes)]
     x_ticks, y_ticks = _axes()
@@ -543,8 +584,9 @@ def html_report(
         plot_margin=_PLOT_MARGIN,
         x_ticks=x_ticks,
         y_ticks=y_ticks,
-        matrix_names=matrix.names,
-        heat_map=_heat_map(matrix),
+        matrix_names=[matrix.names[i] for i in shown],
+        heat_map=_heat_map(matrix, shown),
+        heat_note=heat_note,
         class_names=data["classes"],
         missing_pictures=pictures.missing if pictures is not None else (),
         with_pictures=pictures is not None,

@@ -183,40 +183,45 @@ class RankedMatcher:
         if self._thresholds.size == 0:
             return
         n = iou.shape[0]
+        by_pred = np.ascontiguousarray(iou.T)  # a prediction's IoUs side by side
         thresholds = self._thresholds[:, None]
-        ignore = self._ignore[gt_start : gt_start + n]
-        crowd = self._crowd[gt_start : gt_start + n]
-        taken = self._taken[:, gt_start : gt_start + n]  # a view: updated in place
+        cell = slice(gt_start, gt_start + n)
+        ignore, crowd = self._ignore[cell], self._crowd[cell]
+        any_ignored = bool(ignore.any())
+        taken = self._taken[:, cell]  # a view: updated in place
         levels = np.arange(self._thresholds.size)
-        for j in range(iou.shape[1]):
-            column = iou[:, j]
-            candidates = np.flatnonzero(_passes(column, self._lowest[0], self._strict))
-            if candidates.size == 0:
+        lowest = self._lowest[0]
+        for j in range(by_pred.shape[0]):
+            column = by_pred[j]
+            top = column.max(initial=-1.0)
+            if not (top > lowest if self._strict else top >= lowest):
                 continue
-            v = column[candidates]
-            valid = _passes(v[None, :], thresholds, self._strict)
-            valid &= ~taken[:, candidates] | crowd[candidates][None, :]
-            counted = valid & ~ignore[candidates][None, :]
-            # Ground truth that counts first; an ignored one only where none counts.
-            any_counted = np.asarray(counted.any(axis=1), dtype=bool)
-            usable = np.where(any_counted[:, None], counted, valid)
-            found = usable.any(axis=1)
+            # Every ground truth of the image-class at once (most of them pass here).
+            valid = _passes(column[None, :], thresholds, self._strict)
+            valid &= ~taken | crowd[None, :]
+            usable = valid
+            if any_ignored:
+                # Ground truth that counts first; an ignored one only where none counts.
+                counted = valid & ~ignore[None, :]
+                any_counted = np.asarray(counted.any(axis=1), dtype=bool)
+                usable = np.where(any_counted[:, None], counted, valid)
+            found = np.asarray(usable.any(axis=1), dtype=bool)
             if not found.any():
                 continue
-            score = np.where(usable, v[None, :], -1.0)
+            score = np.where(usable, column[None, :], -1.0)
             best = score.max(axis=1)
             # The highest IoU, the later ground truth on ties.
-            at_best = usable & (score == best[:, None])
-            position = candidates.size - 1 - np.argmax(at_best[:, ::-1], axis=1)
+            at_best = score == best[:, None]
+            position = n - 1 - np.argmax(at_best[:, ::-1], axis=1)
             t_win = levels[found]
-            g_win = candidates[position[found]]
+            g_win = position[found]
             taken[t_win, g_win] = True
             self._hits.append(
                 Hits(
                     t_win,
                     np.full(t_win.size, pred_start + j, dtype=np.int64),
                     g_win + gt_start,
-                    v[position[found]],
+                    column[g_win],
                 )
             )
 

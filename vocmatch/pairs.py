@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.geometry import Regions, overlapping_pairs, pair_region_intersection
+from vocmatch.geometry import BoxTree, Regions, pair_region_intersection
 from vocmatch.iou import box_area, crowd_iou_matrix, iou_from_intersection, pair_intersection
 from vocmatch.model import Polygon, RotatedBox
 
@@ -237,8 +237,9 @@ class PairSpace:
         gt = offsets + np.arange(pred.size, dtype=np.int64)
         return Tile(start, stop, gt, pred, self.iou(gt, pred))
 
-    def blocks(self, cell: tuple[int, int, int, int], sparse: bool) -> Iterator[Block]:
-        """A large cell in blocks of predictions, in order.
+    def blocks(self, cell: tuple[int, int, int, int], sparse: bool) -> Iterator[Block | Tile]:
+        """A large cell in pieces of its predictions, in order: a :class:`Block` (every pair,
+        as a matrix) or, where few of the pairs meet, a :class:`Tile` of those that do.
 
         Args:
             cell: ``(gt_start, gt_stop, pred_start, pred_stop)`` from :meth:`tiles`.
@@ -249,32 +250,37 @@ class PairSpace:
         g0, g1, p0, p1 = cell
         n = g1 - g0
         width = max(1, TILE_PAIRS // n)
+        tree: BoxTree | None = None
         dense = not sparse
         rows = np.arange(g0, g1, dtype=np.int64)
         for start in range(p0, p1, width):
             stop = min(p1, start + width)
             if not dense:
-                margin = 1.0 if self.pixel_inclusive else 0.0
-                gt, pred = self._meeting(g0, g1, start, stop, margin)
+                if tree is None:
+                    tree = BoxTree(self._outline(g0, g1, gt=True), self._margin)
+                gt, pred = tree.query(self._outline(start, stop, gt=False))
                 # Once most pairs meet, they are all scored, as a matrix.
                 dense = gt.size > n * (stop - start) // 4
                 if not dense:
-                    block = np.zeros((n, stop - start), dtype=np.float64)
-                    block[gt - g0, pred - start] = self.iou(gt, pred)
-                    yield Block(g0, start, block)
+                    gt += g0
+                    pred += start
+                    yield Tile(start, stop, gt, pred, self.iou(gt, pred))
                     continue
             yield Block(g0, start, self.rows(rows, start, stop))
 
-    def _meeting(
-        self, g0: int, g1: int, p0: int, p1: int, margin: float
-    ) -> tuple[IntArray, IntArray]:
-        gt_boxes, pred_boxes = self.gt_boxes[g0:g1], self.pred_boxes[p0:p1]
-        if self._gt_regions is not None and self._pred_regions is not None:
-            # A shape lies inside its bounding box: boxes that do not meet, shapes do not.
-            gt_boxes = _bounds_or_boxes(gt_boxes, self._gt_regions, self._gt_region[g0:g1])
-            pred_boxes = _bounds_or_boxes(pred_boxes, self._pred_regions, self._pred_region[p0:p1])
-        gt, pred = overlapping_pairs(gt_boxes, pred_boxes, margin)
-        return gt + g0, pred + p0
+    @property
+    def _margin(self) -> float:
+        # Under the devkit's +1 widths, boxes less than a pixel apart overlap.
+        return 1.0 if self.pixel_inclusive else 0.0
+
+    def _outline(self, start: int, stop: int, gt: bool) -> FloatArray:
+        """Boxes ``start`` to ``stop``, a shape by its bounds (it lies inside them)."""
+        boxes = (self.gt_boxes if gt else self.pred_boxes)[start:stop]
+        regions = self._gt_regions if gt else self._pred_regions
+        if regions is None:
+            return boxes
+        index = (self._gt_region if gt else self._pred_region)[start:stop]
+        return _bounds_or_boxes(boxes, regions, index)
 
     def rows(self, gt: IntArray, pred_start: int, pred_stop: int) -> FloatArray:
         """``(len(gt), pred_stop - pred_start)`` IoU of some ground truth of a cell against

@@ -439,20 +439,23 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
         table.add_column("GT \\ pred", no_wrap=True)
         for name in matrix.names:
             table.add_column(_name(name), justify="right", no_wrap=True)
+        counts = matrix.counts  # a few classes: the full matrix is small
         for r, name in enumerate(matrix.names):
             cells: list[RenderableType] = []
             for c in range(k + 1):
-                value = int(matrix.counts[r, c])
+                value = int(counts[r, c])
                 style = "dim" if value == 0 else ("green" if r == c else "red")
                 cells.append(Text(str(value), style=style))
             table.add_row(_name(name), *cells)
         return table
-    # Class-to-class cells: the confusions proper; background is summed in a footnote.
+    # Class-to-class cells: the confusions proper; background is summed in a footnote. Only
+    # the cells that are not zero are read: there are (K + 1)^2 cells in all.
     cells_list = [
-        (int(matrix.counts[r, c]), matrix.names[r], matrix.names[c])
-        for r in range(k)
-        for c in range(k)
-        if r != c and matrix.counts[r, c] > 0
+        (value, matrix.names[r], matrix.names[c])
+        for r, c, value in zip(
+            matrix.rows.tolist(), matrix.columns.tolist(), matrix.values.tolist(), strict=True
+        )
+        if r != c and r < k and c < k
     ]
     cells_list.sort(key=lambda cell: (-cell[0], cell[1], cell[2]))
     table = Table(title=f"Largest confusions at IoU {threshold:g}", title_justify="left")
@@ -467,8 +470,8 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
         parts.append(Text(f"{more:,} more confused pairs (the JSON has the matrix)", style="dim"))
     elif not cells_list:
         parts.append(Text("no class confused with another", style="dim"))
-    nothing = int(matrix.counts[k, :k].sum())
-    missed = int(matrix.counts[:k, k].sum())
+    nothing = int(matrix.row_totals()[k])
+    missed = int(matrix.column_totals()[k])
     parts.append(
         Text(
             f"{k} classes, too many to draw the matrix; against {BACKGROUND}: {nothing:,} "

@@ -8,6 +8,7 @@ share one set of result types.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,6 +25,7 @@ __all__ = [
     "ENORMOUS_COORDINATE",
     "ClassResult",
     "CocoStats",
+    "CocoSummary",
     "Evaluation",
     "ImageResult",
     "Match",
@@ -269,30 +271,105 @@ def _f1(precision: float | None, recall: float | None) -> float | None:
     return 2 * precision * recall / total if total > 0 else 0.0
 
 
+class CocoSummary:
+    """pycocotools' ``summarize``, fed one class and area range at a time.
+
+    Each of the 12 numbers is a mean over the entries that are not -1 (class-area pairs
+    without ground truth). While they are few, the entries are kept and averaged as
+    pycocotools averages its ``(T, 101, K, A, M)`` array (the same values in the same order,
+    so the same numbers to the bit). Past :data:`COCO_KEPT_VALUES` of them (tens of
+    thousands of classes: pycocotools' array alone would take gigabytes), each class's
+    entries are summed on arrival and the class sums added exactly (``math.fsum``): the
+    numbers then differ from pycocotools' by the rounding of its own sum, about 1e-16.
+
+    Args:
+        thresholds: ``(T,)`` the IoU thresholds (0.5 and 0.75 give AP50 and AP75).
+    """
+
+    # (statistic, area index, maxDets index, thresholds: all, 0.5 or 0.75), in
+    # pycocotools' order; precision for the APs, recall for the ARs.
+    _AP = (("AP", 0, 2, "all"), ("AP50", 0, 2, "50"), ("AP75", 0, 2, "75"),
+           ("APs", 1, 2, "all"), ("APm", 2, 2, "all"), ("APl", 3, 2, "all"))  # fmt: skip
+    _AR = (("AR1", 0, 0), ("AR10", 0, 1), ("AR100", 0, 2), ("ARs", 1, 2), ("ARm", 2, 2),
+           ("ARl", 3, 2))  # fmt: skip
+
+    def __init__(self, thresholds: FloatArray) -> None:
+        self._levels = {
+            "all": np.arange(thresholds.size),
+            "50": np.nonzero(np.isclose(thresholds, 0.5))[0],
+            "75": np.nonzero(np.isclose(thresholds, 0.75))[0],
+        }
+        names = CocoStats.__slots__
+        self._kept: dict[str, list[FloatArray]] | None = {name: [] for name in names}
+        self._size = 0
+        self._sums: dict[str, list[float]] = {name: [] for name in names}
+        self._counts = dict.fromkeys(names, 0)
+
+    def _add(self, name: str, values: FloatArray) -> None:
+        if self._kept is not None:
+            self._kept[name].append(values)
+            self._size += values.size
+            if self._size > COCO_KEPT_VALUES:
+                kept, self._kept = self._kept, None
+                for each, blocks in kept.items():
+                    for block in blocks:
+                        self._sum(each, block)
+            return
+        self._sum(name, values)
+
+    def _sum(self, name: str, values: FloatArray) -> None:
+        valid = values[values > -1]
+        if valid.size:
+            self._sums[name].append(float(np.sum(valid)))
+            self._counts[name] += int(valid.size)
+
+    def add(self, area: int, precision: FloatArray, recall: FloatArray) -> None:
+        """One class in one area range; classes in order.
+
+        Args:
+            area: Index of the area range (all, small, medium, large).
+            precision: ``(T, 101, M)`` interpolated precision (-1 without ground truth).
+            recall: ``(T, M)`` recall.
+        """
+        for name, a, m, levels in self._AP:
+            if a == area:
+                self._add(name, precision[self._levels[levels]][:, :, m])
+        for name, a, m in self._AR:
+            if a == area:
+                self._add(name, recall[:, m])
+
+    def _mean(self, name: str) -> float:
+        if self._kept is not None:
+            blocks = self._kept[name]
+            if not blocks:
+                return -1.0
+            # Classes side by side, last: pycocotools' array in its own order.
+            values = np.stack(blocks, axis=-1)
+            valid = values[values > -1]
+            return float(np.mean(valid)) if valid.size else -1.0
+        count = self._counts[name]
+        return math.fsum(self._sums[name]) / count if count else -1.0
+
+    def stats(self) -> CocoStats:
+        """The 12 numbers; -1 where no class has ground truth."""
+        return CocoStats(**{name: self._mean(name) for name in CocoStats.__slots__})
+
+
+#: Entries of pycocotools' precision and recall arrays :class:`CocoSummary` keeps to
+#: average them exactly as pycocotools does (8 bytes each).
+COCO_KEPT_VALUES = 1 << 24
+
+
 def coco_summarize(precision: FloatArray, recall: FloatArray, thresholds: FloatArray) -> CocoStats:
     """pycocotools' ``summarize``: the 12 numbers from ``(T, 101, K, A, M)`` precision and
-    ``(T, K, A, M)`` recall, -1 marking class-area pairs without ground truth."""
-
-    def mean(values: FloatArray) -> float:
-        valid = values[values > -1]
-        return float(np.mean(valid)) if valid.size else -1.0
-
-    t50 = np.nonzero(np.isclose(thresholds, 0.5))[0]
-    t75 = np.nonzero(np.isclose(thresholds, 0.75))[0]
-    return CocoStats(
-        AP=mean(precision[:, :, :, 0, 2]),
-        AP50=mean(precision[t50][:, :, :, 0, 2]),
-        AP75=mean(precision[t75][:, :, :, 0, 2]),
-        APs=mean(precision[:, :, :, 1, 2]),
-        APm=mean(precision[:, :, :, 2, 2]),
-        APl=mean(precision[:, :, :, 3, 2]),
-        AR1=mean(recall[:, :, 0, 0]),
-        AR10=mean(recall[:, :, 0, 1]),
-        AR100=mean(recall[:, :, 0, 2]),
-        ARs=mean(recall[:, :, 1, 2]),
-        ARm=mean(recall[:, :, 2, 2]),
-        ARl=mean(recall[:, :, 3, 2]),
-    )
+    ``(T, K, A, M)`` recall, -1 marking class-area pairs without ground truth (the sums
+    of :class:`CocoSummary`, class by class)."""
+    summary = CocoSummary(thresholds)
+    for k in range(precision.shape[2]):
+        for a in range(precision.shape[3]):
+            if (precision[:, :, k, a, :] > -1).any() or (recall[:, k, a, :] > -1).any():
+                summary.add(a, precision[:, :, k, a, :], recall[:, k, a, :])
+    return summary.stats()
 
 
 def score_notes(scored: bool, unscored: int, any_pred: bool, files: int | None = None) -> list[str]:
