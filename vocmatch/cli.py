@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import gc
 import io
 import math
@@ -836,8 +837,20 @@ def slice_option(
         raise click.BadParameter(str(error), ctx=ctx, param=param) from None
 
 
-def evidence_options(function: F) -> F:
-    """--bootstrap, --seed and --slice."""
+#: --bootstrap's help for eval and for diff.
+BOOTSTRAP_HELP = (
+    "Add 95 % intervals for mAP, per-class AP, precision, recall and F1 from N resamples of "
+    "the images, drawn with replacement (1000 is usual)."
+)
+PAIRED_BOOTSTRAP_HELP = (
+    "Evaluate both runs on the same N resamples of the images, drawn with replacement (1000 "
+    "is usual): a 95 % interval and a two-sided p-value for every change, and each "
+    "regression gate's one-sided p-value."
+)
+
+
+def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
+    """--bootstrap and --seed."""
     options = [
         click.option(
             "--bootstrap",
@@ -845,8 +858,7 @@ def evidence_options(function: F) -> F:
             type=click.IntRange(min=1),
             default=None,
             metavar="N",
-            help="Add 95 % intervals for mAP, per-class AP, precision, recall and F1 from N "
-            "resamples of the images, drawn with replacement (1000 is usual).",
+            help=bootstrap_help,
         ),
         click.option(
             "--seed",
@@ -1503,7 +1515,7 @@ def regression_gate_option(
     "DELTA: map=-0.01 fails when mAP falls by more than 0.01; CLASS:METRIC for one class "
     "(ap = map). Repeatable.",
 )
-@evidence_options
+@functools.partial(evidence_options, bootstrap_help=PAIRED_BOOTSTRAP_HELP)
 @click.option(
     "--significant",
     "alpha",
