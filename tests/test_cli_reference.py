@@ -83,7 +83,10 @@ def test_readme_command_reference_is_the_help(request: pytest.FixtureRequest) ->
     if update:
         README.write_text(text[:start] + expected + text[end:], encoding="utf-8")
         return
-    assert text[start:end] == expected
+    assert text[start:end] == expected, (
+        "README's command reference differs from the help text: review the change and run "
+        "pytest --update-goldens"
+    )
 
 
 # Skipped tests say why ----------------------------------------------------------------
