@@ -91,14 +91,16 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
                 process.kill()
                 process.join(timeout=1.0)
     # The pool's manager thread may be reading a result a worker was killed in the middle
-    # of sending, and its feeder thread writing tasks no worker will read: both pipes have
-    # their other end open in this process too, so neither would ever see the end. Closing
-    # those ends lets the threads see it (the feeder ignores the broken pipe), mark the pool
-    # broken and finish.
-    for queue, end in (("_result_queue", "_writer"), ("_call_queue", "_reader")):
-        connection = getattr(getattr(pool, queue, None), end, None)
-        with suppress(OSError, AttributeError):
-            connection.close()  # type: ignore[union-attr]
+    # of sending: the result pipe's write end is open in this process too, so the read
+    # would never see the end. Closing that end (no one else closes it while the pool is
+    # shut down without waiting) ends the read; the manager then finds the pool broken and
+    # closes the task pipe's read end itself, which frees a feeder thread blocked writing
+    # tasks no worker will read. That end is the manager's to close: closing it here too
+    # would race it to the same descriptor (EBADF in its thread, or worse, a descriptor
+    # number already reused by another file).
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    with suppress(OSError, AttributeError):
+        writer.close()  # type: ignore[union-attr]
     manager = getattr(pool, "_executor_manager_thread", None)
     with suppress(RuntimeError, AttributeError):
         manager.join(timeout=2.0)  # type: ignore[union-attr]
