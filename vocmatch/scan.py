@@ -552,8 +552,10 @@ def _numbers(texts: Sequence[bytes]) -> FloatArray | None:
     float64 exactly as ``float()`` rounds their text.
     """
     joined = b",".join(texts) + b","
-    if joined.translate(None, _DECIMAL_BYTES):
-        return None  # a byte no number of the grammar holds: the parser's to refuse
+    if joined.translate(None, _DECIMAL_BYTES) or joined.count(b",") != len(texts):
+        # A byte no number of the grammar holds, or a comma inside a text ("1,5"), which
+        # would otherwise read as two numbers: the parser's to refuse.
+        return None
     integral = joined.replace(b".0,", b",") if b".0," in joined else joined
     if not integral.translate(None, b"0123456789,") and b",," not in b"," + integral:
         try:
