@@ -30,6 +30,7 @@ from vocmatch.evaluate import Evaluation
 from vocmatch.parse import AnnotationSet, read_directory
 from vocmatch.protocol import protocol
 from vocmatch.scan import columns_from_annotations, read_columns
+from vocmatch.thresholds import ScoreThresholds
 
 SHAPES = FIXTURES / "shapes"
 
@@ -141,6 +142,46 @@ def test_weights_equal_the_dataset_with_images_copied(name: str, seed: int) -> N
         )[0]
         actual = row(sampler.metrics(weights[None, :]), sampler.class_names)
         assert_same(actual, measured(expected, sampler.class_names), 1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        pytest.param(ScoreThresholds(0.5), id="all-classes-0.5"),
+        pytest.param(ScoreThresholds(None, (("cat", 0.8), ("dog", 0.25))), id="per-class"),
+    ],
+)
+def test_score_thresholds_resample_the_counts_they_report(
+    name: str, thresholds: ScoreThresholds
+) -> None:
+    """With a score threshold, the resampled precision, recall and F1 are those of the
+    thresholded counts (bit for bit at weights 1, to 1e-12 against copied images), while AP
+    keeps every prediction: the interval is drawn around the number the report shows."""
+    gt, pred = random_dataset(3, images=15)
+    evaluation, matched = evaluate_matched(
+        columns_from_annotations(gt),
+        columns_from_annotations(pred),
+        VARIANTS[name],
+        score_thresholds=thresholds,
+    )
+    sampler = resampler(evaluation, matched)
+    names = sampler.class_names
+    assert {"cat", "dog"} <= set(names)
+    ones = np.ones((1, len(sampler.images)), dtype=np.int64)
+    assert_same(row(sampler.metrics(ones), names), measured(evaluation, names), 0)
+    unthresholded = evaluate_sets(gt, pred, name)[0]
+    assert evaluation.summary.tp != unthresholded.summary.tp  # the threshold drops some
+    weights = np.bincount(np.random.default_rng(3).integers(0, 15, 15), minlength=15)
+    copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
+    expected = evaluate_matched(
+        columns_from_annotations(copy_gt),
+        columns_from_annotations(copy_pred),
+        VARIANTS[name],
+        score_thresholds=thresholds,
+    )[0]
+    actual = row(sampler.metrics(weights[None, :]), names)
+    assert_same(actual, measured(expected, names), 1e-12)
 
 
 @pytest.mark.parametrize("name", ["default", "voc07", "coco"])
