@@ -46,3 +46,18 @@ def test_worst_images_come_first(demo: tuple[Path, Path]) -> None:
     assert [i.key for i in worst_first(evaluation.images)] == [
         "street_01", "street_05", "street_03", "street_04", "street_06", "street_02",
     ]  # fmt: skip
+
+
+def test_bootstrap_headers_print_as_written_on_a_default_console(demo: tuple[Path, Path]) -> None:
+    """The intervals table's headers are text, not markup: a library user's Console (markup
+    on) shows ``[interval]`` as the command line does."""
+    from vocmatch.batch import evaluate_matched
+    from vocmatch.bootstrap import bootstrap, resampler
+    from vocmatch.report import bootstrap_table
+    from vocmatch.scan import read_columns
+
+    evaluation, matched = evaluate_matched(read_columns(demo[0]), read_columns(demo[1]))
+    result = bootstrap(evaluation, resampler(evaluation, matched), resamples=20, seed=1)
+    shown = text_of(bootstrap_table(result), width=160)
+    for name in ("AP", "precision", "recall", "F1"):
+        assert f"{name} [interval]" in shown

@@ -1061,7 +1061,7 @@ def bootstrap_table(result: Bootstrap) -> RenderableType:
     )
     table.add_column("class", overflow="fold")
     for name in ("AP", "precision", "recall", "F1"):
-        table.add_column(f"{name} [interval]", justify="right", no_wrap=True)
+        table.add_column(Text(f"{name} [interval]"), justify="right", no_wrap=True)
     table.add_row(
         Text("all (mAP, micro)", style="bold"),
         *(_interval(i) for i in (result.map, result.precision, result.recall, result.f1)),
