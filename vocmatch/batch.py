@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch import pairs
 from vocmatch.ap import (
     COCO_RECALL_THRESHOLDS,
     average_precision,
@@ -44,7 +45,7 @@ from vocmatch.match import (
     match_unscored_rows,
 )
 from vocmatch.model import Polygon, RotatedBox
-from vocmatch.pairs import PairSpace, Tile
+from vocmatch.pairs import Block, PairSpace, Tile
 from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.result import (
     COCO_AREAS,
@@ -300,7 +301,9 @@ class _Scan:
         self.pred_best_gt = np.full(n_pred, -1, dtype=np.int64)
         self.gt_best_iou = np.zeros(n_gt)
         self.gt_best_pred = np.full(n_gt, -1, dtype=np.int64)
-        self._pieces: list[_Candidates | _LargeCell] = []
+        # Kept: the pairs that can match of whole image-classes, in parts of whole
+        # predictions (a large image-class's part per block); else the bounds to score again.
+        self._pieces: list[list[_Candidates] | _LargeCell] = []
         self._kept = 0
         for piece in space.tiles():
             if isinstance(piece, Tile):
@@ -311,11 +314,12 @@ class _Scan:
     def _passing(self, iou: FloatArray) -> BoolArray:
         return np.asarray(iou > self.lowest if self.strict else iou >= self.lowest)
 
-    def _keep(self, candidates: _Candidates) -> bool:
-        if self._kept + candidates.gt.size > CANDIDATE_BUDGET:
+    def _keep(self, parts: list[_Candidates]) -> bool:
+        size = sum(part.gt.size for part in parts)
+        if self._kept + size > CANDIDATE_BUDGET:
             return False
-        self._kept += candidates.gt.size
-        self._pieces.append(candidates)
+        self._kept += size
+        self._pieces.append(parts)
         return True
 
     def _tile(self, tile: Tile) -> None:
@@ -338,15 +342,15 @@ class _Scan:
         candidates = _Candidates(
             tile.gt[keep].astype(np.int32), tile.pred[keep].astype(np.int32), tile.iou[keep]
         )
-        if not self._keep(candidates):
+        if not self._keep([candidates]):
             self._pieces.append(_tile_bounds(tile))
 
     def _large(self, cell: _LargeCell) -> None:
-        g0, g1, p0, _ = cell
+        g0, g1, p0, p1 = cell
         # Before any piece: every IoU 0, the first box on the other side the best.
         self.gt_best_pred[g0:g1] = p0
         parts: list[_Candidates] | None = []
-        count = 0
+        count = scored = 0
         for piece in self.space.blocks(cell, self.sparse):
             if self._first is not None and self._rank is not None:
                 if isinstance(piece, Tile):
@@ -369,26 +373,29 @@ class _Scan:
             self.gt_best_pred[g0:g1][better] = row_pred[better]
             if parts is None:
                 continue
-            if isinstance(piece, Tile):
-                keep = self._passing(iou)
-                found = _Candidates(gt[keep], pred[keep], iou[keep])
-            else:
-                rows, cols = np.nonzero(self._passing(iou))
-                found = _Candidates(rows + g0, cols + piece.pred_start, iou[rows, cols])
-            count += found.gt.size
-            if self._kept + count > CANDIDATE_BUDGET:
+            passing = self._passing(iou)
+            count += int(np.count_nonzero(passing))
+            scored += iou.size if isinstance(piece, Block) else piece.pred.size
+            # The share that can match so far, over every pair of the image-class, foretells
+            # whether they will fit: when they will not, none is gathered.
+            foreseen = (
+                count / max(scored, 1) * (g1 - g0) * (p1 - p0)
+                if isinstance(piece, Block)
+                else count
+            )
+            if self._kept + max(count, foreseen) > CANDIDATE_BUDGET:
                 parts = None  # too many to keep: scored again for each matching
                 continue
+            if isinstance(piece, Tile):
+                found = _Candidates(gt[passing], pred[passing], iou[passing])
+            else:
+                rows, cols = np.nonzero(passing)
+                found = _Candidates(rows + g0, cols + piece.pred_start, iou[rows, cols])
+            del passing
             parts.append(
                 _Candidates(found.gt.astype(np.int32), found.pred.astype(np.int32), found.iou)
             )
-        if parts is None or not self._keep(
-            _Candidates(
-                np.concatenate([c.gt for c in parts]) if parts else np.zeros(0, np.int32),
-                np.concatenate([c.pred for c in parts]) if parts else np.zeros(0, np.int32),
-                np.concatenate([c.iou for c in parts]) if parts else np.zeros(0),
-            )
-        ):
+        if parts is None or not self._keep(parts):
             self._pieces.append(cell)
 
     def _sparse(self, tile: Tile, g0: int, g1: int) -> tuple[FloatArray, IntArray]:
@@ -438,14 +445,28 @@ class _Scan:
                     np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
         return best
 
-    def pieces(self) -> Iterator[_Candidates | _LargeCell]:
-        """The pairs that can match, piece by piece, each of whole image-classes: kept ones
-        together, others scored again; a large image-class whose pairs were not kept is
-        given as its bounds, to be read in blocks (:meth:`PairSpace.blocks`) or by rows."""
-        kept: list[_Candidates] = []
+    def pieces(self, whole: bool) -> Iterator[_Candidates | _LargeCell]:
+        """The pairs that can match, piece by piece: kept ones joined a few million at a
+        time, others scored again; a large image-class whose pairs were not kept is given
+        as its bounds, to be read in blocks (:meth:`PairSpace.blocks`) or by rows.
+
+        Args:
+            whole: Every piece holds whole image-classes (the unscored pairing needs them);
+                else whole predictions suffice (ranked matching), which keeps pieces small.
+        """
+        batch: list[_Candidates] = []
+        size = 0
         for piece in self._pieces:
-            if isinstance(piece, _Candidates):
-                kept.append(piece)
+            if isinstance(piece, list):
+                for part in piece:
+                    batch.append(part)
+                    size += part.gt.size
+                    if not whole and size >= 2 * pairs.TILE_PAIRS:
+                        yield _joined(batch)
+                        batch, size = [], 0
+                if whole and size >= 2 * pairs.TILE_PAIRS:
+                    yield _joined(batch)
+                    batch, size = [], 0
                 continue
             _, g1, p0, p1 = piece
             if g1 < 0:  # a tile of small image-classes, scored again
@@ -454,12 +475,18 @@ class _Scan:
                 yield _Candidates(tile.gt[keep], tile.pred[keep], tile.iou[keep])
             else:
                 yield piece
-        if kept:
-            yield _Candidates(
-                np.concatenate([c.gt for c in kept]),
-                np.concatenate([c.pred for c in kept]),
-                np.concatenate([c.iou for c in kept]),
-            )
+        if batch:
+            yield _joined(batch)
+
+
+def _joined(parts: list[_Candidates]) -> _Candidates:
+    if len(parts) == 1:
+        return parts[0]
+    return _Candidates(
+        np.concatenate([c.gt for c in parts]),
+        np.concatenate([c.pred for c in parts]),
+        np.concatenate([c.iou for c in parts]),
+    )
 
 
 def _tile_bounds(tile: Tile) -> _LargeCell:
@@ -487,7 +514,7 @@ def _match(
         return _Matching(hits, gt_ignore, shape)
     parts: list[Hits] = []
     matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
-    for piece in scan.pieces():
+    for piece in scan.pieces(whole=not scored):
         if isinstance(piece, _Candidates):
             if scored:
                 matcher.add(piece.gt, piece.pred, piece.iou, rank)

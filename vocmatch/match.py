@@ -388,17 +388,26 @@ def match_unscored(
     if thresholds.size == 0 or gt.size == 0:
         return Hits.join([])
     g_low, p_low = int(gt.min()), int(pred.min())
-    g = gt.astype(np.int64) - g_low
-    p = pred.astype(np.int64) - p_low
+    # Indices within the image-classes at hand, 32-bit: millions of pairs may come at once.
+    local: type[np.integer[Any]] = np.int32 if gt.size < 2**31 else np.int64
+    g = (gt - g_low).astype(local, copy=False)
+    p = (pred - p_low).astype(local, copy=False)
     n_gt, n_pred = int(g.max()) + 1, int(p.max()) + 1
     ignore = gt_ignore[g_low : g_low + n_gt]
     crowd = gt_crowd[g_low : g_low + n_gt]
+    v = iou
     keep = _passes(iou, thresholds.min(), strict)
-    g, p, v = g[keep], p[keep], iou[keep]
+    if not keep.all():
+        g, p, v = g[keep], p[keep], iou[keep]
+    del keep
     # Ground truth that counts is paired first, at every threshold alike: pairs in order of
     # IoU, so the pairing at a higher threshold is the part of this one that passes it.
-    counted = np.flatnonzero(~ignore[g])
-    order = counted[np.lexsort((p[counted], g[counted], -v[counted]))]
+    if ignore.any():
+        counted = np.flatnonzero(~ignore[g])
+        order = counted[np.lexsort((p[counted], g[counted], -v[counted]))]
+        del counted
+    else:
+        order = np.lexsort((p, g, -v))
     first = order[_pair_greedy(g[order], p[order], crowd[g[order]], n_gt, n_pred)]
     # Then ignored ground truth, threshold by threshold, among the predictions left.
     ignored = np.flatnonzero(ignore[g])
