@@ -218,6 +218,39 @@ def test_fast_reader_and_parser_agree_on_any_file(data: bytes) -> None:
         assert_same_columns(columns_from_annotations(read_directory(folder)), read_columns(folder))
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(annotation_files(), annotation_files())
+def test_files_read_in_turn_agree_with_the_parser(first: bytes, second: bytes) -> None:
+    """The fast reader tries the previous file's header and object plans first on the next
+    file: whatever the two files' layouts, the second is read exactly as the parser reads
+    it (a plan matches only its own run of tags)."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "a.xml").write_bytes(first)
+        (Path(folder) / "b.xml").write_bytes(second)
+        assert_same_columns(
+            columns_from_annotations(read_directory(folder)), read_columns(folder, jobs=1)
+        )
+
+
+def test_a_remembered_plan_is_not_taken_for_another_layout() -> None:
+    """After a LabelImg file, a file whose header and objects have other children gets plans
+    of its own: its extra header child and its object's <occluded> are read."""
+    labelimg = _labelimg_with("score", "0.5")
+    other = (
+        b"<annotation><filename>b.jpg</filename><size><width>9</width><height>8</height>"
+        b"<depth>3</depth></size><object><name>dog</name><occluded>1</occluded><bndbox>"
+        b"<xmin>1</xmin><ymin>2</ymin><xmax>3</xmax><ymax>4</ymax></bndbox></object>"
+        b"</annotation>"
+    )
+    assert scan._fast(labelimg) is not None
+    read = scan._fast(other)
+    assert read is not None
+    assert read.header.size is not None and read.header.size.depth == 3
+    assert read.occluded.tolist() == [True]
+    assert read.coordinates.tolist() == [[1.0, 2.0, 3.0, 4.0]]
+    assert scan._fast(labelimg) is not None  # and back
+
+
 def test_the_property_reaches_the_fast_path() -> None:
     """The generator also writes files the fast reader reads itself (it does not only ever
     fall back): several objects, CR LF line ends."""

@@ -298,9 +298,9 @@ class _Scan:
         self.sparse = lowest > 0 or strict
         n_gt, n_pred = space.n_gt, space.n_pred
         self.pred_best_iou = np.zeros(n_pred)
-        self.pred_best_gt = np.full(n_pred, -1, dtype=np.int64)
+        self.pred_best_gt = np.full(n_pred, -1, dtype=np.int32)
         self.gt_best_iou = np.zeros(n_gt)
-        self.gt_best_pred = np.full(n_gt, -1, dtype=np.int64)
+        self.gt_best_pred = np.full(n_gt, -1, dtype=np.int32)
         # Kept: the pairs that can match of whole image-classes, in parts of whole
         # predictions (a large image-class's part per block); else the bounds to score again.
         self._pieces: list[list[_Candidates] | _LargeCell] = []
@@ -539,7 +539,7 @@ def _match(
             return values
 
         found = match_unscored_rows(
-            scan.gt_best_pred[g0:g1] - p0,
+            scan.gt_best_pred[g0:g1].astype(np.int64) - p0,
             scan.gt_best_iou[g0:g1],
             row,
             p1 - p0,
@@ -590,6 +590,11 @@ def _ranked(
     # filtering it gives the stable sort of the kept ones.
     selected = order[~ignored[order]]
     return matched[selected], scores[selected]
+
+
+def _used(labels: IntArray, n_names: int) -> list[int]:
+    """The distinct label indices in ``labels`` (counted: faster than ``np.unique``)."""
+    return np.flatnonzero(np.bincount(labels, minlength=n_names)).tolist()
 
 
 def evaluate_columns(
@@ -706,8 +711,8 @@ def evaluate_columns(
     )
 
     class_names = sorted(
-        {gt.label_names[i] for i in np.unique(gt.labels[gt_rows])}
-        | {pred.label_names[i] for i in np.unique(pred.labels[pred_rows])}
+        {gt.label_names[i] for i in _used(gt.labels[gt_rows], len(gt.label_names))}
+        | {pred.label_names[i] for i in _used(pred.labels[pred_rows], len(pred.label_names))}
     )
     index = {name: k for k, name in enumerate(class_names)}
     n_k = len(class_names)

@@ -76,12 +76,14 @@ class Block:
     iou: FloatArray
 
 
-@dataclass(frozen=True, slots=True)
-class _Cell:
-    gt_start: int
-    gt_stop: int
-    pred_start: int
-    pred_stop: int
+def _sorted_unique(values: IntArray) -> IntArray:
+    """The distinct values of a non-decreasing array (no sort, unlike ``np.unique``)."""
+    if values.size == 0:
+        return values
+    first = np.empty(values.size, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
 
 
 class PairSpace:
@@ -118,37 +120,37 @@ class PairSpace:
         self.gt_area = box_area(gt_boxes, pixel_inclusive)
         self.pred_area = box_area(pred_boxes, pixel_inclusive)
         # Each prediction's cell's ground truth: gt_first[p] .. gt_first[p] + gt_count[p].
-        cells = np.unique(np.concatenate([gt_cell, pred_cell]))
+        cells = np.concatenate([_sorted_unique(gt_cell), _sorted_unique(pred_cell)])
+        cells.sort()
+        cells = _sorted_unique(cells)
         gt_starts = np.searchsorted(gt_cell, cells)
         gt_stops = np.searchsorted(gt_cell, cells, side="right")
         pred_starts = np.searchsorted(pred_cell, cells)
         pred_stops = np.searchsorted(pred_cell, cells, side="right")
-        of_pred = np.searchsorted(cells, pred_cell)
-        self.gt_first: IntArray = gt_starts[of_pred].astype(np.int64)
-        self.gt_count: IntArray = (gt_stops - gt_starts)[of_pred].astype(np.int64)
+        # Every prediction is in one of the cells, which hold them in order.
+        pred_counts = pred_stops - pred_starts
+        # int32: 8 bytes a prediction less on a large set (a cell holds under 2**31 boxes).
+        self.gt_first: IntArray = np.repeat(gt_starts.astype(np.int32), pred_counts)
+        self.gt_count: IntArray = np.repeat((gt_stops - gt_starts).astype(np.int32), pred_counts)
         # Cells with pairs, in order; large ones are scored in blocks.
         n_pairs = (gt_stops - gt_starts) * (pred_stops - pred_starts)
         live = np.flatnonzero(n_pairs > 0)
-        self._cells = [
-            _Cell(int(a), int(b), int(c), int(d))
-            for a, b, c, d in zip(
-                gt_starts[live].tolist(),
-                gt_stops[live].tolist(),
-                pred_starts[live].tolist(),
-                pred_stops[live].tolist(),
-                strict=True,
-            )
-        ]
-        self._large = (n_pairs[live] > TILE_PAIRS).tolist()
+        # (gt_start, gt_stop, pred_start, pred_stop) of each cell with pairs, and its pairs.
+        self._cells: IntArray = np.stack(
+            [gt_starts[live], gt_stops[live], pred_starts[live], pred_stops[live]], axis=1
+        ).astype(np.int64)
+        self._cell_pairs: IntArray = n_pairs[live].astype(np.int64)
         # Regions: every row of a cell that holds a rotated box or a polygon (a plain box
         # meeting a shape is clipped as a rectangle); none without shapes.
         self.gt_shaped = np.zeros(self.n_gt, dtype=bool)
         self.pred_shaped = np.zeros(self.n_pred, dtype=bool)
         self._gt_regions: Regions | None = None
         self._pred_regions: Regions | None = None
-        self._gt_region = np.full(self.n_gt, -1, dtype=np.int64)
-        self._pred_region = np.full(self.n_pred, -1, dtype=np.int64)
-        if gt_shapes or pred_shapes:
+        # Each row's place among the regions (-1: none); empty without shapes.
+        has_shapes = bool(gt_shapes or pred_shapes)
+        self._gt_region = np.full(self.n_gt if has_shapes else 0, -1, dtype=np.int64)
+        self._pred_region = np.full(self.n_pred if has_shapes else 0, -1, dtype=np.int64)
+        if has_shapes:
             self.gt_shaped[[row for row, _ in gt_shapes]] = True
             self.pred_shaped[[row for row, _ in pred_shapes]] = True
             shaped_cells = np.unique(
@@ -211,26 +213,27 @@ class PairSpace:
         """Every pair, piece by piece, predictions in order: a :class:`Tile` of small cells,
         or ``(gt_start, gt_stop, pred_start, pred_stop)`` of a large cell, to be read with
         :meth:`blocks`."""
-        run: list[_Cell] = []
-        run_pairs = 0
-        for cell, large in zip(self._cells, self._large, strict=True):
-            if large:
-                if run:
-                    yield self.tile(run[0].pred_start, run[-1].pred_stop)
-                    run, run_pairs = [], 0
-                yield (cell.gt_start, cell.gt_stop, cell.pred_start, cell.pred_stop)
-                continue
-            run.append(cell)
-            run_pairs += (cell.gt_stop - cell.gt_start) * (cell.pred_stop - cell.pred_start)
-            if run_pairs >= TILE_PAIRS:
-                yield self.tile(run[0].pred_start, run[-1].pred_stop)
-                run, run_pairs = [], 0
-        if run:
-            yield self.tile(run[0].pred_start, run[-1].pred_stop)
+        large = np.flatnonzero(self._cell_pairs > TILE_PAIRS).tolist()
+        previous = -1
+        for stop in [*large, len(self._cell_pairs)]:
+            # The small cells between two large ones, cut where their running count of
+            # pairs passes a multiple of TILE_PAIRS: each tile holds under 2 x TILE_PAIRS.
+            if stop - previous > 1:
+                first = previous + 1
+                piece = (np.cumsum(self._cell_pairs[first:stop]) - 1) // TILE_PAIRS
+                starts = [0, *(np.flatnonzero(np.diff(piece)) + 1).tolist()]
+                for a, b in zip(starts, [*starts[1:], stop - first], strict=True):
+                    yield self.tile(
+                        int(self._cells[first + a, 2]), int(self._cells[first + b - 1, 3])
+                    )
+            if stop < len(self._cell_pairs):
+                g0, g1, p0, p1 = self._cells[stop].tolist()
+                yield (g0, g1, p0, p1)
+            previous = stop
 
     def tile(self, start: int, stop: int) -> Tile:
         """Every pair of the predictions ``start`` to ``stop`` (whole small cells)."""
-        counts = self.gt_count[start:stop]
+        counts = self.gt_count[start:stop].astype(np.int64)
         pred = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
         # Each prediction's pairs run over its cell's ground truth in order.
         offsets = np.repeat(self.gt_first[start:stop] - (np.cumsum(counts) - counts), counts)

@@ -228,6 +228,8 @@ class _Header:
 
 def _leaf_number(text: bytes) -> float | None:
     """The parser's reading of a number (the one grammar, finite), or None."""
+    if text.isdigit():
+        return float(text)  # ASCII digits only (bytes.isdigit): the common case
     value, _ = number_problem(_text(text))
     return value
 
@@ -466,20 +468,40 @@ def _header_plan(signature: tuple[tuple[bytes, bytes, bytes], ...]) -> _HeaderPl
     )
 
 
+@dataclass(slots=True)
+class _Recent:
+    """The plans the previous file used, tried first on the next one (per process)."""
+
+    header: _HeaderPlan | None = None
+    first_object: _ObjectPlan | None = None
+
+
+_RECENT = _Recent()
+
+
 def _header(data: bytes, start: int, stop: int) -> _Header | None:
     """Read ``<filename>`` and ``<size>`` from the part of a plain file before its first
     object, or None where the parser would read it differently or refuse it."""
-    if data.count(b"<", start, stop) > _PLAN_TAGS:
-        return None
-    signature = tuple(_HEADER_TAG.findall(data, start, stop))
-    if data.count(b"<", start, stop) != len(signature):
-        return None  # markup other than plain tags
-    plan = _header_plan(signature)
-    if plan is None:
-        return None
-    match = plan.pattern.fullmatch(data, start, stop)
-    if match is None:
-        return None  # text before the root element
+    # A plan's pattern matches exactly its run of tags with text between them, so when the
+    # previous file's plan matches this header, it is this header's plan (the files of a
+    # folder mostly come from one writer).
+    recent = _RECENT.header
+    match = None if recent is None else recent.pattern.fullmatch(data, start, stop)
+    if recent is not None and match is not None:
+        plan = recent
+    else:
+        if data.count(b"<", start, stop) > _PLAN_TAGS:
+            return None
+        signature = tuple(_HEADER_TAG.findall(data, start, stop))
+        if data.count(b"<", start, stop) != len(signature):
+            return None  # markup other than plain tags
+        found = _header_plan(signature)
+        if found is None:
+            return None
+        match = found.pattern.fullmatch(data, start, stop)
+        if match is None:
+            return None  # text before the root element
+        plan = _RECENT.header = found
     values = match.groups()
     filename = None if plan.filename is None else _text(values[plan.filename]).strip()
     size = None
@@ -582,10 +604,18 @@ class _Fields:
 
 
 def _first_object_plan(data: bytes, start: int) -> _ObjectPlan | None:
+    """The plan of the object at ``start`` (the previous file's first plan when it matches
+    the object: a plan's pattern matches exactly its own run of tags)."""
+    plan = _RECENT.first_object
+    if plan is not None and plan.pattern.match(data, start):
+        return plan
     end = data.find(b"</object>", start)
     if end < 0 or data.count(b"<", start, end) >= _PLAN_TAGS:
         return None
-    return _object_plan(tuple(_TAG.findall(data, start, end + len(b"</object>"))))
+    plan = _object_plan(tuple(_TAG.findall(data, start, end + len(b"</object>"))))
+    if plan is not None:
+        _RECENT.first_object = plan
+    return plan
 
 
 def _uniform_fields(data: bytes, first: int, last: int, tags: int) -> _Fields | None:
@@ -668,10 +698,13 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     if b"&" in data or (b"]" in data and b"]]>" in data):
         return None
     octets = np.frombuffer(data, np.uint8)
-    below_space = octets < 0x20
-    if below_space.any() and (below_space & (octets != 9) & (octets != 10) & (octets != 13)).any():
-        return None  # a control character: not allowed in XML 1.0
-    if b"\xef\xbf" in data and any(c in data for c in _NON_CHARACTERS):
+    # Bytes below space other than tab, LF and CR are control characters, not allowed in
+    # XML 1.0 (tab, LF and CR counted by bytes.count, far faster than a numpy mask).
+    allowed = data.count(b"\n") + data.count(b"\t") + data.count(b"\r")
+    if int(np.count_nonzero(octets < 0x20)) != allowed:
+        return None
+    ascii_only = data.isascii()  # then valid UTF-8 holding no non-character
+    if not ascii_only and b"\xef\xbf" in data and any(c in data for c in _NON_CHARACTERS):
         return None
     declaration = _DECLARATION.match(data)
     start = 0
@@ -680,10 +713,11 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
         if encoding and encoding.group(1).lower() not in (b"utf-8", b"utf8"):
             return None
         start = declaration.end()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    if not ascii_only:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     first = data.find(b"<object>")
     if first < 0:
         return None  # nothing to gain: the parser reads object-less files as fast
