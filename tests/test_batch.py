@@ -570,13 +570,11 @@ def test_rankings_from_one_score_order_equal_a_sort_per_class(
     of that class's scores alone (many ties here)."""
     p_class = np.array([c for c, _ in rows], dtype=np.int32)
     scores = np.array([s for _, s in rows], dtype=np.float64)
-    rank = np.arange(p_class.size, dtype=np.int32)[::-1].copy()
     class_order = np.argsort(p_class, kind="stable")
     class_starts = np.searchsorted(p_class[class_order], np.arange(6))
     by_score = np.argsort(-scores, kind="stable")
-    rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
+    rankings = _rankings(by_score, p_class, class_order, class_starts)
     for k, ranking in enumerate(rankings):
         members = class_order[class_starts[k] : class_starts[k + 1]]
         expected = np.argsort(-scores[members], kind="mergesort")  # stable, per class
         assert np.array_equal(ranking.order, expected)
-        assert np.array_equal(ranking.rank_sorted, rank[members][expected])

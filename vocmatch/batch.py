@@ -592,6 +592,12 @@ def _ranked(
     return matched[selected], scores[selected]
 
 
+def _scores(scores: FloatArray, rows: IntArray) -> FloatArray:
+    """Scores of ``rows`` for ranking: NaN (no score) as -inf, ranked last."""
+    taken = scores[rows]
+    return np.where(np.isnan(taken), -math.inf, taken)
+
+
 def _used(labels: IntArray, n_names: int) -> list[int]:
     """The distinct label indices in ``labels`` (counted: faster than ``np.unique``)."""
     return np.flatnonzero(np.bincount(labels, minlength=n_names)).tolist()
@@ -735,7 +741,7 @@ def evaluate_columns(
     # Predictions sorted by (image, class, descending score, file order).
     p_image_all = pred_image_map[pred.image[pred_rows]]
     p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
-    p_score_all = np.where(np.isnan(pred.scores[pred_rows]), -math.inf, pred.scores[pred_rows])
+    p_score_all = _scores(pred.scores, pred_rows)
     # One stable sort by descending score (ties in file order) serves the order below and
     # every class's ranking.
     by_score: IntArray = np.argsort(-p_score_all, kind="stable")
@@ -793,11 +799,12 @@ def evaluate_columns(
         g_boxes,
         g_cell,
         g_crowd,
-        pred.boxes[p_rows],
+        pred.boxes,
         p_cell,
         conv.pixel_inclusive,
         _sorted_shapes(gt.shapes, g_rows),
         _sorted_shapes(pred.shapes, p_rows),
+        pred_rows=p_rows,
     )
     del p_cell
     # The unmatched rule's matching is made as the pairs are scored (in ranking order).
@@ -824,10 +831,35 @@ def evaluate_columns(
     g_class_starts = np.bincount(g_class, minlength=n_k)
     g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
     # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
-    rankings = _rankings(by_score, p_class, rank, class_order, class_starts)
+    rankings = _rankings(by_score, p_class, class_order, class_starts)
     del by_score
     # Continuous areas (a shape's own region's), as COCO's area ranges read them.
     g_area, p_area = space.region_areas()
+    # The scores are gathered again after pycocotools' numbers, which do not read them:
+    # one array of every prediction less while those are computed.
+    del p_score, p_score_all
+    coco = None
+    coco_class_ap = None
+    reuse = False
+    if conv.coco_stats and scored:
+        coco, coco_class_ap = _coco(
+            conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
+            p_area, class_order, class_starts, n_k, rankings, stage, scored,
+        )  # fmt: skip
+        # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all",
+        # maxDets 100 entry whenever no box is large enough to leave that range: read it
+        # from there.
+        reuse = (
+            conv.interpolation == "101-point"
+            and (conv.max_dets is None or conv.max_dets <= 100)
+            and not (g_area > COCO_AREAS[0][1]).any()
+            and not (p_area > COCO_AREAS[0][1]).any()
+        )
+    elif conv.coco_stats:
+        for name in _AREA_NAMES:
+            stage(f"COCO area {name}")
+    p_score_all = _scores(pred.scores, p_rows_all)
+    p_score = p_score_all if p_rows is p_rows_all else p_score_all[kept]
     if matched is not None:
         matched(
             MatchedColumns(
@@ -866,26 +898,6 @@ def evaluate_columns(
                 ),
             )
         )
-    coco = None
-    coco_class_ap = None
-    reuse = False
-    if conv.coco_stats and scored:
-        coco, coco_class_ap = _coco(
-            conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
-            p_area, class_order, class_starts, n_k, rankings, stage, scored,
-        )  # fmt: skip
-        # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all",
-        # maxDets 100 entry whenever no box is large enough to leave that range: read it
-        # from there.
-        reuse = (
-            conv.interpolation == "101-point"
-            and (conv.max_dets is None or conv.max_dets <= 100)
-            and not (g_area > COCO_AREAS[0][1]).any()
-            and not (p_area > COCO_AREAS[0][1]).any()
-        )
-    elif conv.coco_stats:
-        for name in _AREA_NAMES:
-            stage(f"COCO area {name}")
     del g_area, p_area
     matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
     counted_t = matched_t & ~ignored_t
@@ -1074,7 +1086,6 @@ def evaluate_columns(
 def _rankings(
     by_score: IntArray,
     p_class: IntArray,
-    rank: IntArray,
     class_order: IntArray,
     class_starts: IntArray,
 ) -> list[_Ranking]:
@@ -1096,7 +1107,7 @@ def _rankings(
         class_starts[:-1], np.diff(class_starts)
     )
     return [
-        _Ranking(member_place[segment], rank[segment])
+        _Ranking(member_place[segment])
         for segment in (ranked[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
     ]
 
@@ -1106,12 +1117,11 @@ class _Ranking:
     """A class's predictions in pycocotools' ranking: stable, by descending score."""
 
     order: IntArray  # member index at each ranked position
-    rank_sorted: IntArray  # each ranked prediction's rank within its image
 
 
 def _coco_accumulate_sparse(
     n_gt: int,
-    ranking: _Ranking,
+    rank_sorted: IntArray,
     ranked_out: BoolArray,
     hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
 ) -> tuple[FloatArray, FloatArray]:
@@ -1125,7 +1135,8 @@ def _coco_accumulate_sparse(
 
     Args:
         n_gt: Ground truth that counts in this area range.
-        ranking: The class's predictions in ranked order.
+        rank_sorted: Each of the class's predictions' rank within its image-class, in
+            ranked order (pycocotools' maxDets keep those below the limit).
         ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
         hits: Per threshold: the ranked places of the matched predictions (sorted), whether
             each matched an ignored object, and whether it lies outside the area range.
@@ -1153,7 +1164,7 @@ def _coco_accumulate_sparse(
     block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
     block_of_level = np.searchsorted(block_starts, reach)
     for m, max_det in enumerate(_MAX_DETS):
-        selected = ranking.rank_sorted < max_det
+        selected = rank_sorted < max_det
         base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
         n_base = int(base[-1]) if base.size else 0
         keep = selected[all_places]
@@ -1262,8 +1273,11 @@ def _coco(
                 )
                 for t in range(n_t)
             ]
+            # Each ranked prediction's rank within its image-class (maxDets), taken here
+            # rather than held for every prediction.
+            rank_sorted = rank[members[rankings[k].order]]
             precision, recall = _coco_accumulate_sparse(
-                int(gt_counting[k]), rankings[k], ranked_out, hits
+                int(gt_counting[k]), rank_sorted, ranked_out, hits
             )
             summary.add(a, precision, recall)
             if a == 0:

@@ -227,7 +227,9 @@ class RankedMatcher:
 
     def hits(self) -> Hits:
         """Every matched pair so far."""
-        return Hits.join(self._hits)
+        joined = Hits.join(self._hits)
+        self._hits = [joined]  # the parts let go: a large set's matches are not held twice
+        return joined
 
 
 def match_devkit(

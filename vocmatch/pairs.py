@@ -36,9 +36,12 @@ __all__ = ["TILE_PAIRS", "Block", "PairSpace", "Tile"]
 #: Pairs scored at once: a tile of small cells holds at most about twice this many, a block
 #: of a large cell about this many. Each pair costs some 100 bytes while it is scored.
 TILE_PAIRS = 1 << 21
+# Pairs scored at once within a tile (the memory of scoring them, not of keeping them).
+_IOU_PAIRS = 1 << 18
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+RowArray = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -98,6 +101,9 @@ class PairSpace:
         pixel_inclusive: The VOC devkit's ``+ 1`` widths between two plain boxes.
         gt_shapes: ``(row, shape)`` of the ground truth that is a rotated box or a polygon.
         pred_shapes: The same for predictions.
+        pred_rows: With it, ``pred_boxes`` is a column of boxes of which prediction ``i`` is
+            row ``pred_rows[i]`` (gathered pair by pair: a large set's predictions are not
+            copied, 160 MB for 5 million).
     """
 
     def __init__(
@@ -110,16 +116,18 @@ class PairSpace:
         pixel_inclusive: bool,
         gt_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
+        pred_rows: RowArray | None = None,
     ) -> None:
         self.gt_boxes = gt_boxes
-        self.pred_boxes = pred_boxes
+        self._pred_column = pred_boxes
+        self._pred_rows = pred_rows
         self.gt_crowd = gt_crowd
         self.pixel_inclusive = pixel_inclusive
         self.n_gt = int(gt_boxes.shape[0])
-        self.n_pred = int(pred_boxes.shape[0])
+        self.n_pred = int(pred_cell.shape[0])
         self.gt_area = box_area(gt_boxes, pixel_inclusive)
-        self.pred_area = box_area(pred_boxes, pixel_inclusive)
-        # Each prediction's cell's ground truth: gt_first[p] .. gt_first[p] + gt_count[p].
+        # A prediction's area is computed with its pairs (from its box, by the same
+        # arithmetic), not held for every prediction.
         cells = np.concatenate([_sorted_unique(gt_cell), _sorted_unique(pred_cell)])
         cells.sort()
         cells = _sorted_unique(cells)
@@ -127,11 +135,6 @@ class PairSpace:
         gt_stops = np.searchsorted(gt_cell, cells, side="right")
         pred_starts = np.searchsorted(pred_cell, cells)
         pred_stops = np.searchsorted(pred_cell, cells, side="right")
-        # Every prediction is in one of the cells, which hold them in order.
-        pred_counts = pred_stops - pred_starts
-        # int32: 8 bytes a prediction less on a large set (a cell holds under 2**31 boxes).
-        self.gt_first: IntArray = np.repeat(gt_starts.astype(np.int32), pred_counts)
-        self.gt_count: IntArray = np.repeat((gt_stops - gt_starts).astype(np.int32), pred_counts)
         # Cells with pairs, in order; large ones are scored in blocks.
         n_pairs = (gt_stops - gt_starts) * (pred_stops - pred_starts)
         live = np.flatnonzero(n_pairs > 0)
@@ -166,10 +169,17 @@ class PairSpace:
                 "gt",
             )
             self._pred_regions = Regions.of(
-                pred_boxes[pred_rows],
+                self.pred_boxes(pred_rows),
                 [(int(self._pred_region[row]), shape) for row, shape in pred_shapes],
                 "pred",
             )
+
+    def pred_boxes(self, index: RowArray | slice) -> FloatArray:
+        """The boxes of predictions ``index`` (in the space's order)."""
+        if self._pred_rows is None:
+            boxes: FloatArray = self._pred_column[index]
+            return boxes
+        return self._pred_column[self._pred_rows[index]]
 
     @property
     def has_shapes(self) -> bool:
@@ -180,7 +190,10 @@ class PairSpace:
         """Continuous areas of every ground truth and prediction: a box's ``w x h``, a rotated
         box's or polygon's own region's (COCO's area ranges use them)."""
         gt_area = box_area(self.gt_boxes)
-        pred_area = box_area(self.pred_boxes)
+        pred_area = np.empty(self.n_pred)
+        for start in range(0, self.n_pred, TILE_PAIRS):
+            stop = min(self.n_pred, start + TILE_PAIRS)
+            pred_area[start:stop] = box_area(self.pred_boxes(slice(start, stop)))
         if self._gt_regions is not None and self._pred_regions is not None:
             gt_area[self.gt_shaped] = self._gt_regions.areas[self._gt_region[self.gt_shaped]]
             pred_area[self.pred_shaped] = self._pred_regions.areas[
@@ -190,10 +203,22 @@ class PairSpace:
 
     def iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
         """IoU of each pair ``(gt[i], pred[i])`` (of the same cell)."""
+        if gt.size <= _IOU_PAIRS:
+            return self._iou(gt, pred)
+        # In parts: the gathered boxes and the arithmetic's temporaries take about 150
+        # bytes a pair, which a tile of millions of pairs would hold all at once.
+        out = np.empty(gt.size)
+        for start in range(0, gt.size, _IOU_PAIRS):
+            stop = start + _IOU_PAIRS
+            out[start:stop] = self._iou(gt[start:stop], pred[start:stop])
+        return out
+
+    def _iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
+        pred_boxes = self.pred_boxes(pred)
         out = iou_from_intersection(
-            pair_intersection(self.gt_boxes[gt], self.pred_boxes[pred], self.pixel_inclusive),
+            pair_intersection(self.gt_boxes[gt], pred_boxes, self.pixel_inclusive),
             self.gt_area[gt],
-            self.pred_area[pred],
+            box_area(pred_boxes, self.pixel_inclusive),
             self.gt_crowd[gt],
         )
         if self._gt_regions is not None and self._pred_regions is not None:
@@ -233,10 +258,25 @@ class PairSpace:
 
     def tile(self, start: int, stop: int) -> Tile:
         """Every pair of the predictions ``start`` to ``stop`` (whole small cells)."""
-        counts = self.gt_count[start:stop].astype(np.int64)
+        # The cells with pairs among these predictions (whole cells), and the predictions
+        # between them, which have no ground truth: each prediction's cell's ground truth,
+        # from first to first + count.
+        a, b = np.searchsorted(self._cells[:, 2], [start, stop]).tolist()
+        if a == b:
+            empty = np.zeros(0, dtype=np.int64)
+            return Tile(start, stop, empty, empty, np.zeros(0))
+        g0, g1, p0, p1 = self._cells[a:b].T
+        runs = np.empty(2 * (b - a) + 1, dtype=np.int64)
+        runs[0:-1:2] = p0 - np.append(start, p1[:-1])  # predictions before each cell
+        runs[1::2] = p1 - p0
+        runs[-1] = stop - p1[-1]
+        per_run = np.zeros((2, runs.size), dtype=np.int64)
+        per_run[0, 1::2] = g0
+        per_run[1, 1::2] = g1 - g0
+        first, counts = np.repeat(per_run, runs, axis=1)
         pred = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
         # Each prediction's pairs run over its cell's ground truth in order.
-        offsets = np.repeat(self.gt_first[start:stop] - (np.cumsum(counts) - counts), counts)
+        offsets = np.repeat(first - (np.cumsum(counts) - counts), counts)
         gt = offsets + np.arange(pred.size, dtype=np.int64)
         return Tile(start, stop, gt, pred, self.iou(gt, pred))
 
@@ -278,7 +318,7 @@ class PairSpace:
 
     def _outline(self, start: int, stop: int, gt: bool) -> FloatArray:
         """Boxes ``start`` to ``stop``, a shape by its bounds (it lies inside them)."""
-        boxes = (self.gt_boxes if gt else self.pred_boxes)[start:stop]
+        boxes = self.gt_boxes[start:stop] if gt else self.pred_boxes(slice(start, stop))
         regions = self._gt_regions if gt else self._pred_regions
         if regions is None:
             return boxes
@@ -291,7 +331,7 @@ class PairSpace:
         arithmetic as :meth:`iou`, with exact region overlap where a shape takes part."""
         out = crowd_iou_matrix(
             self.gt_boxes[gt],
-            self.pred_boxes[pred_start:pred_stop],
+            self.pred_boxes(slice(pred_start, pred_stop)),
             self.gt_crowd[gt],
             self.pixel_inclusive,
         )
