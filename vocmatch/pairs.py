@@ -121,6 +121,9 @@ class PairSpace:
         self.gt_boxes = gt_boxes
         self._pred_column = pred_boxes
         self._pred_rows = pred_rows
+        # The predictions of the last run given to rows(): a large image-class's run is
+        # asked for again and again (unscored pairing, one object at a time).
+        self._run: tuple[int, int, FloatArray] | None = None
         self.gt_crowd = gt_crowd
         self.pixel_inclusive = pixel_inclusive
         self.n_gt = int(gt_boxes.shape[0])
@@ -329,9 +332,12 @@ class PairSpace:
         """``(len(gt), pred_stop - pred_start)`` IoU of some ground truth of a cell against
         a run of that cell's predictions: :func:`vocmatch.iou.crowd_iou_matrix`, the same
         arithmetic as :meth:`iou`, with exact region overlap where a shape takes part."""
+        run = self._run
+        if run is None or run[0] != pred_start or run[1] != pred_stop:
+            run = self._run = (pred_start, pred_stop, self.pred_boxes(slice(pred_start, pred_stop)))
         out = crowd_iou_matrix(
             self.gt_boxes[gt],
-            self.pred_boxes(slice(pred_start, pred_stop)),
+            run[2],
             self.gt_crowd[gt],
             self.pixel_inclusive,
         )
