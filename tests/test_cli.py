@@ -134,6 +134,42 @@ def test_empty_directory_is_one_line_exit_2(tmp_path: Path) -> None:
     assert err == f"vocmatch: error: {tmp_path}: no .xml annotation files found\n"
 
 
+BAD_NUMBER = (
+    b"<annotation><object><name>a</name><bndbox><xmin>x</xmin><ymin>1</ymin><xmax>2</xmax>"
+    b"<ymax>3</ymax></bndbox></object></annotation>"
+)
+
+
+def test_a_folder_of_unreadable_files_names_them_in_its_one_line(tmp_path: Path) -> None:
+    """Ground truth whose every file is unreadable: one line, exit 2, saying which files
+    and why (not only that none was readable)."""
+    gt = tmp_path / "gt"
+    gt.mkdir()
+    (gt / "a.xml").write_bytes(BAD_NUMBER)
+    (gt / "b.xml").write_bytes(b"<annotation><object>")
+    code, out, err = run(str(gt), str(tmp_path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: {gt}: no readable .xml annotation files found (2 skipped: "
+        f"{gt / 'a.xml'}:1: <xmin> is not a number: 'x'; {gt / 'b.xml'}:1: not well-formed "
+        "XML: Premature end of data in tag object line 1)\n"
+    )
+
+
+def test_many_unreadable_files_are_counted_after_the_first_three(tmp_path: Path) -> None:
+    """Past three skipped files the line counts the rest; a name's escape sequence is shown
+    as an escape, not sent to the terminal."""
+    gt = tmp_path / "gt"
+    gt.mkdir()
+    for name in ("0\x1b[31mred", "a", "b", "c", "d"):
+        (gt / f"{name}.xml").write_bytes(BAD_NUMBER)
+    code, _, err = run(str(gt), str(tmp_path))
+    assert code == EXIT_USAGE
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert "(5 skipped: " in err and "0\\x1b[31mred.xml:1: <xmin> is not a number" in err
+    assert err.endswith(f"{gt / 'b.xml'}:1: <xmin> is not a number: 'x'; and 2 more)\n")
+
+
 def test_skipped_files_are_named_and_exit_3(demo: tuple[Path, Path], tmp_path: Path) -> None:
     """A broken file is named with its line on stderr; the rest is evaluated; exit 3."""
     gt = tmp_path / "gt"

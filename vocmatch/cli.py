@@ -50,7 +50,7 @@ import click
 from click.core import ParameterSource
 
 from vocmatch import __version__
-from vocmatch.errors import VocmatchError, VocmatchWarning
+from vocmatch.errors import VocmatchError, VocmatchWarning, no_annotation_files
 from vocmatch.escapes import printable
 from vocmatch.output import InputFolder, OutputError, check_output
 from vocmatch.output import write_text as write_file
@@ -580,8 +580,7 @@ def read_inputs(
         names = read_class_list(names_file) if names_file is not None else None
         gt = read_columns(annotations, jobs, max_file_size, progress)
         if not gt.keys:
-            what = "no readable" if gt.skipped else "no"
-            raise fail(f"{annotations}: {what} .xml annotation files found")
+            raise fail(str(no_annotation_files(str(annotations), gt.skipped)))
         if listed is not None:
             gt = only_split(gt, gt, listed)[0]
         pred = read_detections(

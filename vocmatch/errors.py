@@ -6,7 +6,15 @@ stderr and a documented exit code.
 
 from __future__ import annotations
 
-__all__ = ["AnnotationError", "InputError", "VocmatchError", "VocmatchWarning"]
+from collections.abc import Sequence
+
+__all__ = [
+    "AnnotationError",
+    "InputError",
+    "VocmatchError",
+    "VocmatchWarning",
+    "no_annotation_files",
+]
 
 
 class VocmatchError(Exception):
@@ -46,3 +54,27 @@ class AnnotationError(VocmatchError):
 
 class VocmatchWarning(UserWarning):
     """A recoverable problem: the data was still evaluated, but the user should know."""
+
+
+#: Skipped files a "no readable annotation files" error names before counting the rest.
+SHOWN_SKIPPED = 3
+
+
+def no_annotation_files(folder: str, skipped: Sequence[object]) -> InputError:
+    """The error for a ground-truth folder with nothing to evaluate, naming why: the files
+    skipped (each as ``path:line: message``, the first few, then how many more), so the one
+    line says what to fix.
+
+    >>> print(no_annotation_files("gt", ["gt/a.xml:3: <xmin> is not a number: 'x'"]))
+    gt: no readable .xml annotation files found (1 skipped: gt/a.xml:3: <xmin> is not a number: 'x')
+    >>> print(no_annotation_files("gt", []))
+    gt: no .xml annotation files found
+    """
+    if not skipped:
+        return InputError(f"{folder}: no .xml annotation files found")
+    shown = "; ".join(str(s) for s in skipped[:SHOWN_SKIPPED])
+    more = len(skipped) - SHOWN_SKIPPED
+    rest = f"; and {more} more" if more > 0 else ""
+    return InputError(
+        f"{folder}: no readable .xml annotation files found ({len(skipped)} skipped: {shown}{rest})"
+    )

@@ -21,7 +21,7 @@ import os
 from dataclasses import replace
 
 from vocmatch.batch import evaluate_columns
-from vocmatch.errors import InputError
+from vocmatch.errors import no_annotation_files
 from vocmatch.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.protocol import Conventions
 from vocmatch.result import (
@@ -149,8 +149,7 @@ def read_pair(
     gt = read_directory(gt_dir, max_bytes)
     pred = read_directory(pred_dir, max_bytes)
     if not gt.annotations:
-        what = "no readable" if gt.skipped else "no"
-        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+        raise no_annotation_files(os.fspath(gt_dir), gt.skipped)
     return gt, pred
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, no_annotation_files
 from vocmatch.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.parse import (
     DEFAULT_MAX_BYTES,
@@ -1069,6 +1069,5 @@ def read_column_pair(
     """
     gt, pred = _read_sets([gt_dir, pred_dir], jobs, max_bytes, progress)
     if not gt.keys:
-        what = "no readable" if gt.skipped else "no"
-        raise InputError(f"{os.fspath(gt_dir)}: {what} .xml annotation files found")
+        raise no_annotation_files(os.fspath(gt_dir), gt.skipped)
     return gt, pred
