@@ -96,13 +96,21 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
+def default_signals() -> None:
+    """In the child: the signals these tests send at their default disposition, whatever
+    the test runner passed on (a CI job started under ``nohup`` ignores SIGHUP, a shell's
+    background job SIGINT; an ignored signal is inherited and, rightly, kept ignored)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def start(args: list[str | Path], **options: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "vocmatch", *map(str, args)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_signals,
         **options,  # type: ignore[call-overload]
     )
 
@@ -187,7 +195,7 @@ def test_a_signal_while_the_report_is_written_leaves_the_earlier_report(
         [sys.executable, "-c", SLOW_WRITER, str(demo / "gt"), str(demo / "pred"), "--format",
          "json", "-o", str(target)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_signals,
     )  # fmt: skip
     assert process.stderr is not None
     for raw in process.stderr:
