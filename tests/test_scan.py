@@ -424,3 +424,27 @@ def test_numbers_read_in_bulk_are_each_read_alone(texts: list[str]) -> None:
         assert values is not None and values.tolist() == expected
         signs = [math.copysign(1.0, v) for v in values.tolist()]
         assert signs == [math.copysign(1.0, v) for v in expected]
+
+
+@pytest.mark.parametrize("objects", [1, 60], ids=["small-file", "large-file"])
+@pytest.mark.parametrize("control", ["\x01", "\x0b", "\x1f"], ids=["soh", "vt", "us"])
+def test_a_control_character_leaves_the_file_to_the_parser(
+    tmp_path: Path, objects: int, control: str
+) -> None:
+    """A control character (not allowed in XML 1.0) in a small or a large file (the reader
+    checks the two sizes differently) is the parser's to refuse, with its line; tab, LF and
+    CR are not control characters."""
+    body = "".join(
+        "<object><name>car</name><bndbox><xmin>1</xmin><ymin>2</ymin><xmax>3</xmax>"
+        "<ymax>4</ymax></bndbox></object>\n"
+        for _ in range(objects)
+    )
+    clean = f"<annotation>\n\t{body}</annotation>\r\n".encode()
+    assert (len(clean) < scan._SMALL_FILE) == (objects == 1)
+    assert scan._fast(clean) is not None
+    broken = clean.replace(b"<name>car</name>", f"<name>c{control}ar</name>".encode(), 1)
+    assert scan._fast(broken) is None
+    (tmp_path / "a.xml").write_bytes(broken)
+    read = read_columns(tmp_path)
+    assert [(s.line, "not well-formed" in s.message) for s in read.skipped] == [(2, True)]
+    assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read)
