@@ -137,6 +137,37 @@ def test_coco_bad_records_are_named_by_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        pytest.param(
+            '"bbox": [1' + "0" * 400 + ", 0, 1, 1]",
+            "bbox is not finite: [inf, 0, 1, 1]",
+            id="beyond-float64",
+        ),
+        pytest.param(
+            '"bbox": [1' + "0" * 5000 + ", 0, 1, 1]",
+            "bbox is not finite: [inf, 0, 1, 1]",
+            id="beyond-4300-digits",
+        ),
+        pytest.param(
+            '"bbox": [0, 0, 1, 1], "score": 1' + "0" * 400,
+            "score is not a finite number: inf",
+            id="score",
+        ),
+    ],
+)
+def test_coco_integer_too_large_for_a_float_is_a_bad_record(
+    tmp_path: Path, field: str, message: str
+) -> None:
+    """An integer beyond float64 is refused with its record's line, as NaN is: no traceback."""
+    write_gt(tmp_path / "gt", GT)
+    results = tmp_path / "results.json"
+    results.write_text('[\n{"image_id": "a", "category_id": "car", ' + field + "}\n]")
+    code, _, err = run(str(tmp_path / "gt"), str(results), "--pred-format", "coco")
+    assert (code, err) == (3, f"vocmatch: skipped {results}:2: detection 0: {message}\n")
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         pytest.param('[\n{"image_id": 1,\n', r"results.json:3: not valid JSON", id="truncated"),

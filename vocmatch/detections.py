@@ -181,10 +181,17 @@ def _not_finite(text: str) -> float:
     return float(text)
 
 
+def _integer(text: str) -> int | float:
+    # An integer beyond float64's range is read as infinity, refused per record as NaN is:
+    # as an int it would overflow in float() and, past 4,300 digits, not be read at all.
+    number = float(text)
+    return int(text) if math.isfinite(number) else number
+
+
 def _load_json(path: str) -> Any:
     text = _text(path, MAX_JSON_BYTES)
     try:
-        return json.loads(text, parse_constant=_not_finite)
+        return json.loads(text, parse_constant=_not_finite, parse_int=_integer)
     except json.JSONDecodeError as error:
         raise AnnotationError(path, f"not valid JSON: {error.msg}", error.lineno) from None
     except RecursionError:
@@ -196,7 +203,7 @@ def _record_lines(path: str, indices: Sequence[int], key: str | None = None) -> 
     or the array under ``key`` of the top-level object. Read element by element with the
     standard decoder (no recursion of our own), only when some element is bad."""
     text = _text(path, MAX_JSON_BYTES)
-    decoder = json.JSONDecoder(parse_constant=_not_finite)
+    decoder = json.JSONDecoder(parse_constant=_not_finite, parse_int=_integer)
     wanted = set(indices)
     position = _skip_space(text, 0)
     if key is not None:
