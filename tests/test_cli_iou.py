@@ -262,6 +262,16 @@ def test_json_output_for_labels() -> None:
             "--xywh applies to boxes, not to --labels",
             id="xywh-with-labels",
         ),
+        pytest.param(
+            ["--polygon", "0,0 1e308,0 0,1e308", "0,0 1,0 0,1"],
+            "polygon A: coordinates too large: the area overflows: '0,0 1e308,0 0,1e308'",
+            id="polygon-area-overflows",
+        ),
+        pytest.param(
+            ["--polygon", "0,0 1,0 0,1", "-1e308,0 1e308,0 0,1"],
+            "polygon B: coordinates too large: the area overflows: '-1e308,0 1e308,0 0,1'",
+            id="polygon-width-overflows",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -243,7 +243,8 @@ def parse_polygon(text: str, name: str = "polygon") -> Polygon:
     Raises:
         ValueError: A number is not finite or not a number, the count is odd, or the points
             do not make a valid polygon (fewer than 3 distinct points, zero area,
-            self-intersecting). The message is one line and quotes the text.
+            self-intersecting), or its area would overflow. The message is one line and
+            quotes the text.
 
     >>> parse_polygon("200,100 300,100 200,200").points
     ((200.0, 100.0), (300.0, 100.0), (200.0, 200.0))
@@ -260,7 +261,12 @@ def parse_polygon(text: str, name: str = "polygon") -> Polygon:
         values.append(value)
     if len(values) % 2:
         raise ValueError(f"{name}: expected x,y pairs, got {len(values)} numbers: {text!r}")
-    points: tuple[Point, ...] = tuple(zip(values[::2], values[1::2], strict=True))
+    xs, ys = values[::2], values[1::2]
+    # Checked before the polygon is judged, whose area would overflow inside shapely (with
+    # numpy's RuntimeWarnings on stderr): twice the bounding box bounds every area used.
+    if xs and not math.isfinite(2.0 * (max(xs) - min(xs)) * (max(ys) - min(ys))):
+        raise ValueError(f"{name}: coordinates too large: the area overflows: {text!r}")
+    points: tuple[Point, ...] = tuple(zip(xs, ys, strict=True))
     problem = polygon_problem(points)
     if problem is not None:
         raise ValueError(f"{name} {problem}: {text!r}")
