@@ -363,6 +363,13 @@ def without_lines(boxes: tuple[Box, ...]) -> tuple[Box, ...]:
             id="latin-1",
         ),
         pytest.param(
+            "<?xml version='1.0' encoding='latin-1'?>\n<annotation><object><name>café</name>"
+            "<bndbox><xmin>10</xmin><ymin>10</ymin><xmax>50</xmax><ymax>50</ymax></bndbox>"
+            "</object></annotation>".encode("latin-1"),
+            (Box("café", 10.0, 10.0, 50.0, 50.0),),
+            id="latin-1-as-python-writes-it",
+        ),
+        pytest.param(
             '<?xml version="1.0" encoding="UTF-16"?>\r\n<annotation><object><name>猫</name>'
             "<bndbox><xmin>10</xmin><ymin>10</ymin><xmax>50</xmax><ymax>50</ymax></bndbox>"
             "</object></annotation>".encode("utf-16"),
@@ -446,6 +453,42 @@ def test_odd_but_legal_xml_reads_as_plain_voc(data: bytes, expected: tuple[Box, 
     """Encodings, line ends, comments, CDATA, namespaces, attributes and extra elements change
     nothing; only direct <object> children of <annotation> are objects."""
     assert without_lines(parse_annotation(data, "a.xml", "a").boxes) == expected
+
+
+@pytest.mark.parametrize(
+    ("encoding", "code", "message"),
+    [
+        pytest.param("latin-1", "V003", "a.xml:3: <xmin> is not a number: 'x\xe9'", id="latin-1"),
+        pytest.param("LATIN-1", "V003", "a.xml:3: <xmin> is not a number: 'x\xe9'", id="upper"),
+        pytest.param(
+            "bogus",
+            "V001",
+            "a.xml:1: not well-formed XML: Unsupported encoding: bogus",
+            id="unknown",
+        ),
+        pytest.param(
+            "rot13", "V001", "a.xml:1: not well-formed XML: Unsupported encoding: rot13", id="rot13"
+        ),
+    ],
+)
+def test_encoding_named_as_python_names_it(
+    tmp_path: Path, encoding: str, code: str, message: str
+) -> None:
+    """An encoding libxml2 knows under another name is read as Python names it, lines kept,
+    by the evaluator and by lint alike; a name neither knows stays an error of line 1."""
+    data = (
+        f'<?xml version="1.0" encoding="{encoding}"?>\n<annotation><filename>a.jpg</filename>\n'
+        "<size><width>64</width><height>64</height></size><object><name>cat</name><bndbox>"
+        "<xmin>x\xe9</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>"
+        "</annotation>"
+    ).encode("latin-1")
+    with pytest.raises(AnnotationError) as info:
+        parse_annotation(data, "a.xml", "a")
+    assert str(info.value) == message
+    (tmp_path / "a.xml").write_bytes(data)
+    result = CliRunner().invoke(main, ["lint", "--select", "V001,V003", str(tmp_path / "a.xml")])
+    location, problem = message.split(" ", 1)
+    assert result.stdout.splitlines()[0] == f"{tmp_path / location} {code} {problem}"
 
 
 # Bad values -----------------------------------------------------------------------------

@@ -50,13 +50,13 @@ from vocmatch.parse import (
     XML_SPACE,
     _child,
     _children,
+    _document,
     _line,
     _local,
     _raw_text,
     _refuse_dtd,
     _shape,
     _text,
-    _xml_parser,
     number_problem,
     read_bytes,
     walk_directory,
@@ -341,7 +341,7 @@ def _parse_root(data: bytes, path: str) -> etree._Element:
     # The checks of vocmatch.parse.parse_annotation up to the root element, with the same
     # parser settings, so lint refuses exactly the documents the evaluator refuses.
     try:
-        root = etree.fromstring(data, _xml_parser())
+        root = _document(data)
     except etree.XMLSyntaxError as error:
         line = int(error.position[0]) if error.position else None
         message = str(error.msg or error).splitlines()[0]

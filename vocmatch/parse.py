@@ -172,6 +172,42 @@ def _xml_parser() -> etree.XMLParser:
     )
 
 
+# The encoding named by an XML declaration at the very start of the file (ASCII-compatible).
+_DECLARED_ENCODING = re.compile(
+    rb"\A(<\?xml[ \t\r\n][^>]*?encoding[ \t\r\n]*=[ \t\r\n]*([\"']))([A-Za-z][\w.-]*)\2"
+)
+
+
+def _as_utf8(data: bytes) -> bytes | None:
+    """The document transcoded to UTF-8 and declared so, when its declaration names an
+    encoding libxml2 does not know by that name but Python does (``latin-1``, as Python's
+    ElementTree writes ``encoding="latin-1"``); None otherwise. Lines stay where they were."""
+    declared = _DECLARED_ENCODING.match(data)
+    if declared is None:
+        return None
+    start, stop = declared.span(3)
+    try:
+        text = data.decode(declared.group(3).decode("ascii"))
+        return (text[:start] + "UTF-8" + text[stop:]).encode("utf-8")
+    except (LookupError, UnicodeError):
+        return None
+
+
+def _document(data: bytes) -> etree._Element | None:
+    """The root element of ``data``, parsed with the safe settings of :func:`_xml_parser`.
+
+    Raises:
+        etree.LxmlError: The document is not well-formed or goes over a limit.
+    """
+    try:
+        return etree.fromstring(data, _xml_parser())
+    except etree.XMLSyntaxError as error:
+        transcoded = _as_utf8(data) if "Unsupported encoding" in str(error) else None
+        if transcoded is None:
+            raise
+    return etree.fromstring(transcoded, _xml_parser())
+
+
 @dataclass(frozen=True, slots=True)
 class AnnotationSet:
     """The annotation files read from one directory.
@@ -531,7 +567,7 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
             or an object lacks a tag or holds a value that is not allowed.
     """
     try:
-        root = etree.fromstring(data, _xml_parser())
+        root = _document(data)
     except etree.LxmlError as error:
         raise _syntax_error(error, path, data) from None
     if root is None:
