@@ -295,6 +295,11 @@ def test_thresholds_file_round_trip(tmp_path: Path) -> None:
         ),
         pytest.param("car,high\n", r"t.csv:1: threshold 'high' is not a number", id="not-a-number"),
         pytest.param("# c\n\ncar,nan\n", r"t.csv:3: threshold 'nan' is not finite", id="nan"),
+        pytest.param("car,0_5\n", r"t.csv:1: threshold '0_5' is not a number", id="underscore"),
+        pytest.param(
+            "car,\u0661\n", r"t.csv:1: threshold '\u0661' is not a number", id="arabic-digit"
+        ),
+        pytest.param("car,0x1\n", r"t.csv:1: threshold '0x1' is not a number", id="hex"),
         pytest.param("car\n", r"t.csv:1: expected class,threshold, got 1 field", id="one-field"),
         pytest.param(",0.5\n", r"t.csv:1: empty class name", id="empty-name"),
     ],

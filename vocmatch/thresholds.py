@@ -33,7 +33,7 @@ import numpy as np
 
 from vocmatch.ap import Curve
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.parse import read_bytes
+from vocmatch.parse import number_problem, read_bytes
 
 __all__ = [
     "OperatingPoint",
@@ -183,12 +183,10 @@ def operating_point(curve: Curve | None, n_gt: int, beta: float = 1.0) -> Operat
 
 
 def _number(text: str, path: str, line: int) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise AnnotationError(path, f"threshold {text.strip()!r} is not a number", line) from None
-    if not math.isfinite(value):
-        raise AnnotationError(path, f"threshold {text.strip()!r} is not finite", line)
+    # The annotation files' one grammar: float() reads 0_5 as 5.0, and non-ASCII digits.
+    value, problem = number_problem(text)
+    if value is None:
+        raise AnnotationError(path, f"threshold {text.strip()!r} {problem}", line)
     return value
 
 
