@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "errors": set(),
+    "numbers": set(),  # the one number grammar, for files and options alike
     "escapes": set(),  # how names are written in each kind of output
     "output": set(),  # atomic report files
     "workers": set(),  # the process pools
@@ -21,12 +22,12 @@ ALLOWED: dict[str, set[str]] = {
     "ap": set(),
     "match": set(),
     "protocol": {"ap", "match"},
-    "parse": {"model", "geometry"},  # geometry judges whether a <polygon> is valid
+    "parse": {"model", "geometry", "numbers"},  # geometry judges whether a <polygon> is valid
     "geometry": {"iou", "model"},
     "result": {"ap", "model", "protocol"},
     "evaluate": {"batch", "parse", "protocol", "result", "scan"},
     "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
-    "diff": {"bootstrap", "evaluate", "iou", "model", "parse", "protocol"},
+    "diff": {"bootstrap", "evaluate", "iou", "model", "numbers", "parse", "protocol"},
     "report": {
         "analysis",
         "bootstrap",
@@ -59,11 +60,11 @@ ALLOWED: dict[str, set[str]] = {
         "escapes",
         "thresholds",
     },
-    "gates": {"evaluate", "model", "slices"},
+    "gates": {"evaluate", "model", "numbers", "slices"},
     "lint": {"parse", "iou", "model", "workers", "escapes"},
     "seg": {"parse", "model", "workers"},
     "labels": {"iou", "model", "parse"},
-    "calculator": {"geometry", "iou", "model"},
+    "calculator": {"geometry", "iou", "model", "numbers"},
     "diagram": {"calculator", "geometry", "iou", "model", "escapes"},
     "html": {
         "bootstrap",

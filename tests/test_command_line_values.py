@@ -61,6 +61,45 @@ def test_a_threshold_that_is_not_finite_is_a_usage_error(command: list[str], val
     assert "Error: Invalid value for" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("0_5", id="underscore"),
+        pytest.param("\u0660.\u0665", id="arabic-indic-digits"),
+        pytest.param("\uff10.5", id="fullwidth-digit"),
+        pytest.param("0x1", id="hexadecimal"),
+        pytest.param("0 .5", id="space-inside"),
+    ],
+)
+@pytest.mark.parametrize("command", THRESHOLDS)
+def test_a_threshold_outside_the_number_grammar_is_a_usage_error(
+    command: list[str], value: str
+) -> None:
+    """Options read numbers in the annotation files' one grammar: float() would read
+    ``0_1`` as 1.0 and other scripts' digits, silently changing a gate or a threshold."""
+    code, out, err = run(with_value(command, value))
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert repr(value) in err and "is not a number" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["0_5", "1_0", "\u0663", "\uff11"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param([*EVAL, "--max-fp"], id="max-fp"),
+        pytest.param([*EVAL, "--jobs"], id="jobs"),
+        pytest.param([*EVAL, "--bootstrap"], id="bootstrap"),
+    ],
+)
+def test_a_count_that_is_not_ascii_digits_is_a_usage_error(command: list[str], value: str) -> None:
+    """A count takes ASCII digits only: int() reads ``1_0`` as 10 and other scripts' digits,
+    so ``--max-fp 1_0`` would gate at 10."""
+    code, out, err = run([*command, value])
+    assert (code, out) == (EXIT_USAGE, "")
+    assert f"{value!r} is not a whole number" in err
+
+
 #: Options whose value is a fraction in [0, 1], and a value just outside.
 FRACTIONS = [p for p in THRESHOLDS if p.id not in ("beta", "score-threshold", "lint-tolerance")]
 

@@ -38,6 +38,7 @@ from vocmatch.iou import (
     xywh_to_xyxy,
 )
 from vocmatch.model import Box, Point, Polygon
+from vocmatch.numbers import read_number
 
 __all__ = [
     "SWEEP",
@@ -167,7 +168,7 @@ def parse_box(text: str, xywh: bool = False) -> BoxCorners:
     values: list[float] = []
     for token in tokens:
         try:
-            value = float(token)
+            value = read_number(token)
         except ValueError:
             raise ValueError(f"{token!r} is not a number: {text!r}") from None
         if not math.isfinite(value):
@@ -253,7 +254,7 @@ def parse_polygon(text: str, name: str = "polygon") -> Polygon:
     values: list[float] = []
     for token in tokens:
         try:
-            value = float(token)
+            value = read_number(token)
         except ValueError:
             raise ValueError(f"{name}: {token!r} is not a number: {text!r}") from None
         if not math.isfinite(value):

@@ -144,14 +144,55 @@ class DefaultGroup(click.Group):
 
 class FiniteFloatRange(click.FloatRange):
     """``click.FloatRange`` that also refuses NaN and infinities: every comparison with NaN
-    is false, so click's range check lets ``--iou nan`` through. Every option that takes a
-    threshold or a measure uses this type."""
+    is false, so click's range check lets ``--iou nan`` through; and refuses what is not a
+    number in the one grammar of :mod:`vocmatch.numbers` (``0_5``, Arabic-Indic digits), which
+    ``float()`` would read. Every option that takes a threshold or a measure uses this type."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_outside_grammar(self, value, param, ctx)
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
+
+
+def _refuse_outside_grammar(
+    kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
+) -> None:
+    """Fail unless ``value`` is a number in the one grammar of :mod:`vocmatch.numbers`
+    (NaN and the infinities pass, for the option to judge): float() reads ``0_5`` as 5.0
+    and ``0_1`` as 1.0."""
+    if isinstance(value, str):
+        from vocmatch.numbers import number_problem
+
+        if number_problem(value)[1] == "is not a number":
+            kind.fail(f"{value!r} is not a number", param, ctx)
+
+
+class GrammarFloat(click.types.FloatParamType):
+    """A float option read in the one number grammar (see :class:`FiniteFloatRange`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_outside_grammar(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class WholeNumberRange(click.IntRange):
+    """``click.IntRange`` that takes ASCII digits only (with a sign): ``int()`` reads
+    ``1_0`` as 10 and other scripts' digits, so ``--max-fp 1_0`` would gate at 10."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
+            try:
+                int(value)
+            except ValueError:
+                pass  # not a number to int() either: click's own message
+            else:
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+_WHOLE_NUMBER = re.compile(r"[ \t\r\n]*[+-]?[0-9]+[ \t\r\n]*")
 
 
 class InputPath(click.Path):
@@ -351,7 +392,7 @@ def max_rows_option(default: int, help_text: str) -> Callable[[F], F]:
     """``--max-rows N`` for a report's longest table; 0 shows every row."""
     return click.option(
         "--max-rows",
-        type=click.IntRange(min=0),
+        type=WholeNumberRange(min=0),
         default=default,
         show_default=True,
         help=help_text,
@@ -854,14 +895,14 @@ def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
         click.option(
             "--bootstrap",
             "bootstrap_resamples",
-            type=click.IntRange(min=1),
+            type=WholeNumberRange(min=1),
             default=None,
             metavar="N",
             help=bootstrap_help,
         ),
         click.option(
             "--seed",
-            type=click.IntRange(min=0),
+            type=WholeNumberRange(min=0),
             default=0,
             show_default=True,
             help="Seed of the bootstrap's resamples: the same seed gives the same intervals.",
@@ -876,7 +917,7 @@ def slice_options(function: F) -> F:
     """--slice, repeatable, and --calibration-bins."""
     function = click.option(
         "--calibration-bins",
-        type=click.IntRange(min=1),
+        type=WholeNumberRange(min=1),
         default=None,
         metavar="N",
         help="Add each class's expected calibration error (ECE, and MCE) over N equal score "
@@ -991,21 +1032,21 @@ def evidence_for(
 )
 @click.option(
     "--max-fp",
-    type=click.IntRange(min=0),
+    type=WholeNumberRange(min=0),
     default=None,
     metavar="N",
     help="Exit 1 if any image has more than N false positives.",
 )
 @click.option(
     "--max-fn",
-    type=click.IntRange(min=0),
+    type=WholeNumberRange(min=0),
     default=None,
     metavar="N",
     help="Exit 1 if any image has more than N missed objects.",
 )
 @click.option(
     "--score-threshold",
-    type=float,
+    type=GrammarFloat(),
     callback=finite_option,
     default=None,
     metavar="T",
@@ -1076,7 +1117,7 @@ def evidence_for(
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=0),
+    type=WholeNumberRange(min=0),
     default=0,
     help="Processes that read files in parallel; 0 (the default) uses every core.",
 )
@@ -1736,7 +1777,7 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=0),
+    type=WholeNumberRange(min=0),
     default=0,
     help="Processes that read files in parallel; 0 (the default) uses every core.",
 )
@@ -1873,7 +1914,7 @@ def suspects_command(
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=0),
+    type=WholeNumberRange(min=0),
     default=0,
     help="Processes that lint files in parallel; 0 (the default) uses every core.",
 )
@@ -2046,7 +2087,7 @@ def iou_command(
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
+    type=WholeNumberRange(min=1),
     default=1,
     show_default=True,
     help="Processes reading and counting masks; decoding the PNGs is most of the work, so "

@@ -42,6 +42,7 @@ from vocmatch.errors import InputError
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult, Summary
 from vocmatch.iou import iou_matrix
 from vocmatch.model import Box, ImageAnnotation
+from vocmatch.numbers import read_number
 from vocmatch.parse import AnnotationSet
 from vocmatch.protocol import Conventions
 
@@ -540,7 +541,7 @@ def parse_regression_gate(text: str) -> RegressionGate:
         )
     raw = raw_value.strip()
     try:
-        delta = float(raw)
+        delta = read_number(raw)
     except ValueError:
         raise ValueError(f"delta {raw!r} in {text!r} is not a number") from None
     if not -1.0 <= delta <= 1.0:

@@ -28,6 +28,7 @@ from typing import Literal
 
 from vocmatch.errors import InputError
 from vocmatch.evaluate import ClassResult, Evaluation, ImageResult
+from vocmatch.numbers import read_number
 from vocmatch.slices import Slice, SliceValue
 
 __all__ = [
@@ -230,7 +231,7 @@ def parse_gate(text: str) -> Gate:
         )
     raw = raw_value.strip()
     try:
-        value = float(raw)
+        value = read_number(raw)
     except ValueError:
         raise ValueError(f"value {raw!r} in {text!r} is not a number") from None
     if not 0.0 <= value <= 1.0:
