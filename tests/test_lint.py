@@ -537,6 +537,56 @@ def test_v012_invalid_flag(lint: Lint, flags: str, expected: list[str]) -> None:
     assert lint(document(box(extra=flags))) == expected
 
 
+# V014 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(document(box()), [], id="each-once"),
+        pytest.param(
+            document(box(extra="<bndbox><xmin>60</xmin><ymin>1</ymin><xmax>70</xmax>"
+                               "<ymax>5</ymax></bndbox>")),
+            ["a.xml:2: V014 <object> has a second <bndbox>: only the first (line 2) is read"],
+            id="two-bndbox",
+        ),
+        pytest.param(
+            document(box(extra="<name>dog</name><score>0.5</score><score>0.9</score>")),
+            [
+                "a.xml:2: V014 <object> has a second <name>: only the first (line 2) is read",
+                "a.xml:2: V014 <object> has a second <score>: only the first (line 2) is read",
+            ],
+            id="name-and-score",
+        ),
+        pytest.param(
+            document(box(x2="50</xmax><xmax>90")),
+            ["a.xml:2: V014 <bndbox> has a second <xmax>: only the first (line 2) is read"],
+            id="two-xmax",
+        ),
+        pytest.param(
+            document(box(), head=HEAD + "\n<size><width>5</width><height>5</height></size>"
+                                        "<filename>b.jpg</filename>"),
+            [
+                "a.xml:2: V014 <annotation> has a second <size>: only the first (line 1) is read",
+                "a.xml:2: V014 <annotation> has a second <filename>: only the first (line 1) is "
+                "read",
+            ],
+            id="header",
+        ),
+        pytest.param(
+            document(box(extra="<difficult>1</difficult><difficult>0</difficult>"
+                               "<attributes><name>x</name><name>y</name></attributes>")),
+            ["a.xml:2: V014 <object> has a second <difficult>: only the first (line 2) is read"],
+            id="flags-but-not-unknown-children",
+        ),
+    ],
+)  # fmt: skip
+def test_v014_repeated_field(lint: Lint, text: str, expected: list[str]) -> None:
+    """A field the evaluator reads once, written twice: the result would depend on which
+    comes first, so lint names the second (children it does not read may repeat)."""
+    assert lint(text) == expected
+
+
 # Several findings, selection ----------------------------------------------------------------
 
 
@@ -564,7 +614,7 @@ def test_every_finding_of_a_file_in_line_order(lint: Lint) -> None:
         pytest.param([], [], [r.code for r in RULES], id="default-all"),
         pytest.param(["V005"], [], ["V005"], id="one"),
         pytest.param(["v005, V006", "V010"], [], ["V005", "V006", "V010"], id="comma-repeat-case"),
-        pytest.param(["V01"], [], ["V010", "V011", "V012", "V013"], id="prefix"),
+        pytest.param(["V01"], [], ["V010", "V011", "V012", "V013", "V014"], id="prefix"),
         pytest.param([], ["V011,V008"], [r.code for r in RULES if r.code not in ("V008", "V011")],
                      id="ignore"),
         pytest.param(["V00"], ["V003", "V004"], ["V001", "V002", "V005", "V006", "V007", "V008",
@@ -578,7 +628,7 @@ def test_select_codes(select: list[str], ignore: list[str], expected: list[str])
     assert sorted(select_codes(select, ignore)) == expected
 
 
-@pytest.mark.parametrize("selector", ["V014", "X", "V0011", "E501"])
+@pytest.mark.parametrize("selector", ["V099", "X", "V0011", "E501"])
 def test_select_codes_refuses_unknown(selector: str) -> None:
     """A selector that matches no rule is an error naming it, not a silent no-op."""
     with pytest.raises(InputError, match=f"unknown rule code '{selector}'; the codes are V001, "):

@@ -22,6 +22,7 @@ V010      duplicate-box         the same class boxed twice at IoU >= a threshold
 V011      no-objects            a file with no ``<object>``
 V012      invalid-flag          a ``<difficult>`` or ``<truncated>`` that is not 0 or 1
 V013      invalid-shape         a ``<robndbox>`` or ``<polygon>`` the evaluator cannot use
+V014      repeated-field        a field written twice (two ``<bndbox>``): only the first is read
 ========  ====================  ==============================================================
 
 Every file the evaluator's parser rejects gets at least one finding at the line its error
@@ -162,6 +163,13 @@ RULES: tuple[Rule, ...] = (
         "invalid-shape",
         "A <robndbox> or <polygon> the evaluator refuses: a negative width or height, fewer "
         "than three points, zero area, mixed or repeated point tags, or both in one object.",
+    ),
+    Rule(
+        "V014",
+        "repeated-field",
+        "A field the evaluator reads is written twice in one element (two <bndbox> in an "
+        "object, two <xmin> in a <bndbox>, two <size>): only the first is read, so the result "
+        "depends on the order the writer chose.",
     ),
 )
 
@@ -621,8 +629,57 @@ def _duplicate_findings(boxes: Sequence[_Box], threshold: float, path: str) -> l
     return findings
 
 
+#: The fields the evaluator reads, by the element that holds them: a second one is ignored.
+_READ_FIELDS: dict[str, tuple[str, ...]] = {
+    "annotation": ("filename", "size"),
+    "size": ("width", "height", "depth"),
+    "object": (
+        "name", "bndbox", "robndbox", "polygon", "score", "confidence", "difficult",
+        "truncated", "occluded", "pose",
+    ),
+    "bndbox": _COORDINATES,
+}  # fmt: skip
+
+
+def _repeated_findings(root: etree._Element, path: str) -> list[Finding]:
+    """A V014 finding at each second (third ...) field of an element that the evaluator
+    reads once: the root, its first <size>, each object and its first <bndbox>."""
+    holders = [root]
+    size = _child(root, "size")
+    if size is not None:
+        holders.append(size)
+    for obj in _children(root, "object"):
+        holders.append(obj)
+        bndbox = _child(obj, "bndbox")
+        if bndbox is not None:
+            holders.append(bndbox)
+    findings: list[Finding] = []
+    for holder in holders:
+        fields = _READ_FIELDS[_local(holder.tag)]
+        first: dict[str, etree._Element] = {}
+        for child in holder:
+            if not isinstance(child.tag, str):
+                continue
+            name = _local(child.tag)
+            if name not in fields:
+                continue
+            if name not in first:
+                first[name] = child
+                continue
+            findings.append(
+                Finding(
+                    path,
+                    _at(child),
+                    "V014",
+                    f"<{_local(holder.tag)}> has a second <{name}>: only the first "
+                    f"(line {_at(first[name])}) is read",
+                )
+            )
+    return findings
+
+
 def _document_findings(root: etree._Element, path: str, options: LintOptions) -> list[Finding]:
-    findings = _filename_findings(root, path)
+    findings = _filename_findings(root, path) + _repeated_findings(root, path)
     size, size_findings = _size_findings(root, path)
     findings += size_findings
     objects = _children(root, "object")
