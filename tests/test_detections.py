@@ -355,6 +355,39 @@ def test_voc_results_files(tmp_path: Path) -> None:
     assert pred.paths[pred.keys.index("zz")] == f"{results} (image 'zz')"
 
 
+@pytest.mark.parametrize(
+    ("names", "runs"),
+    [
+        pytest.param(
+            ["comp4_det_test_car.txt", "comp4_det_val_car.txt"],
+            "comp4_det_test_*.txt, comp4_det_val_*.txt",
+            id="two-sets",
+        ),
+        pytest.param(
+            ["comp3_det_test_car.txt", "comp4_det_test_car.txt", "comp4_det_test_dog.txt"],
+            "comp3_det_test_*.txt, comp4_det_test_*.txt",
+            id="two-competitions",
+        ),
+    ],
+)
+def test_voc_results_of_several_runs_are_refused(
+    tmp_path: Path, names: list[str], runs: str
+) -> None:
+    """Result files of two runs in one folder would be read as one run (every image's
+    predictions counted twice): exit 2 naming the runs, before anything is counted."""
+    write_gt(tmp_path / "gt", GT)
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in names:
+        (results / name).write_text("a 0.9 240 120 400 360\n")
+    code, out, err = run(str(tmp_path / "gt"), str(results), "--pred-format", "voc-results")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vocmatch: error: {results} holds the result files of 2 runs ({runs}): keep one "
+        "run's files in the folder\n"
+    )
+
+
 def test_voc_results_folder_without_result_files(tmp_path: Path) -> None:
     write_gt(tmp_path / "gt", GT)
     (tmp_path / "empty").mkdir()

@@ -61,6 +61,8 @@ MAX_JSON_BYTES = 1024**3
 
 # The devkit's result files: comp<N>_det_<set>_<class>.txt; the set has no underscore.
 _VOC_RESULT_NAME = re.compile(r"comp[0-9]+_det_([^_/]+)_(.+)\.txt\Z")
+# The run a result file belongs to: its competition and set (comp4_det_test).
+_VOC_RESULT_RUN = re.compile(r"comp[0-9]+_det_[^_/]+")
 _PICTURE_SUFFIX = re.compile(r"\.(jpe?g|png|bmp|tiff?|webp|gif)\Z", re.IGNORECASE)
 _INTEGER = re.compile(r"[ \t]*([0-9]+)[ \t]*")
 _EXAMPLES = 3
@@ -542,6 +544,15 @@ def _read_voc_results(root: str, gt: _GroundTruth, max_bytes: int) -> Annotation
         raise InputError(
             f"no ground-truth image pairs with a prediction: {root} holds no VOC result files "
             "(comp4_det_<set>_<class>.txt)"
+        )
+    runs = sorted({_VOC_RESULT_RUN.match(name)[0] for name, match in results if match})  # type: ignore[index]
+    if len(runs) > 1:
+        # Two runs' files (test and val, comp3 and comp4) in one folder would be read as one
+        # run: every image's predictions counted twice or more.
+        raise InputError(
+            f"{root} holds the result files of {len(runs)} runs ("
+            + ", ".join(f"{run}_*.txt" for run in runs)
+            + "): keep one run's files in the folder"
         )
     for name, match in results:
         path = os.path.join(root, name)
