@@ -190,9 +190,13 @@ def compare(
     tools = commands(folder, images, jobs, layouts, peers)
     load_before = os.getloadavg()
     results: dict[str, list[Measure]] = {name: [] for name in tools}
+    names = list(tools)
     for round_ in range(runs):
-        for name, command in tools.items():
-            results[name].append(run_tool(command))
+        # Each round starts one tool later, so no tool always runs right after the same one
+        # (a slot after a large run was measurably slower on this machine).
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            results[name].append(run_tool(tools[name]))
         print(f"round {round_ + 1}/{runs} done", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     reference = check_numbers(results, peers)
