@@ -87,6 +87,36 @@ def test_json_output_file_keeps_the_summary_on_the_terminal(
     assert "Summary" in out
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["fixtures/demo/gt", "fixtures/demo/pred", "--format", "json"], id="eval"),
+        pytest.param(["fixtures/demo/gt", "fixtures/demo/pred"], id="eval-table"),
+        pytest.param(
+            ["diff", "fixtures/diff/gt", "fixtures/diff/pred_a", "fixtures/diff/pred_b",
+             "--format", "json"],
+            id="diff",
+        ),
+        pytest.param(
+            ["seg", "fixtures/seg/three_class/gt", "fixtures/seg/three_class/pred",
+             "--format", "json"],
+            id="seg",
+        ),
+    ],
+)  # fmt: skip
+def test_output_dash_is_stdout(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``-o -`` writes the report to stdout, as without ``-o``, and no file named '-'."""
+    root = Path(__file__).resolve().parents[1]
+    command = [str(root / a) if a.startswith("fixtures/") else a for a in command]
+    monkeypatch.chdir(tmp_path)
+    plain = run(*command)
+    dashed = run(*command, "-o", "-")
+    assert dashed == plain
+    assert not (tmp_path / "-").exists()
+
+
 def test_explicit_eval_command_is_the_same(demo: tuple[Path, Path]) -> None:
     """`vocmatch eval GT PRED` equals the plain form."""
     assert run("eval", str(demo[0]), str(demo[1]))[1] == run(str(demo[0]), str(demo[1]))[1]

@@ -377,13 +377,19 @@ def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
     )
 
 
+def _dash_is_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    # ``-o -`` is standard output, as for most command-line tools, not a file named '-'.
+    return None if value is not None and str(value) == "-" else value
+
+
 def output_option(help_text: str) -> Callable[[F], F]:
-    """``--output FILE`` / ``-o FILE``."""
+    """``--output FILE`` / ``-o FILE``; ``-o -`` is standard output."""
     return click.option(
         "--output",
         "-o",
         type=OutputPath(),
         default=None,
+        callback=_dash_is_stdout,
         help=help_text,
     )
 
