@@ -392,6 +392,29 @@ def test_unknown_split_names_the_known_ones(tmp_path: Path, demo: tuple[Path, Pa
     assert code == EXIT_USAGE and "is not a VOC folder" in err
 
 
+def test_a_split_name_beside_a_folder_of_that_name_is_the_list(
+    tmp_path: Path, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--split test`` run where a folder called test exists reads ImageSets/Main/test.txt."""
+    import json
+
+    root = voc_folder(tmp_path / "voc", demo)
+    (tmp_path / "test").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(str(root), str(demo[1]), "--format", "json", "--split", "test")
+    assert code == 0 and json.loads(out)["summary"]["images"] == 2
+
+
+def test_a_folder_as_split_is_named_as_a_folder(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    """A folder given to --split is refused as a folder (not as a missing file)."""
+    code, out, err = run(str(demo[0]), str(demo[1]), "--split", str(tmp_path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: --split {str(tmp_path)!r}: it is a folder; give a list file or a "
+        "split name\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("geometry", "expected", "notes"),
     [

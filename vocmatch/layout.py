@@ -49,7 +49,12 @@ def split_file(split: str, root: str | None) -> str:
     """
     if os.path.isfile(split):
         return split
+    # A folder is named as one only when the split is no name of the VOC folder's lists
+    # (``--split test`` run beside a folder called test is the list test.txt).
+    folder = InputError(f"--split {split!r}: it is a folder; give a list file or a split name")
     if root is None:
+        if os.path.isdir(split):
+            raise folder
         raise InputError(
             f"--split {split!r}: no such file, and the ground truth is not a VOC folder "
             "(one holding Annotations/ and ImageSets/Main/)"
@@ -58,6 +63,8 @@ def split_file(split: str, root: str | None) -> str:
     path = os.path.join(main, f"{split}.txt")
     if os.path.isfile(path):
         return path
+    if os.path.isdir(split):
+        raise folder
     try:
         known = sorted(
             name[:-4]
