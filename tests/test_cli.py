@@ -117,6 +117,19 @@ def test_output_dash_is_stdout(
     assert not (tmp_path / "-").exists()
 
 
+@pytest.mark.parametrize("option", ["--html", "--classes-csv", "--write-thresholds"])
+def test_a_dash_for_a_report_file_is_refused(
+    option: str, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Standard output holds the report: '-' for another report file is one line, exit 2,
+    and no file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(str(demo[0]), str(demo[1]), option, "-")
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == "vocmatch: cannot write -: standard output holds the report; give a file name\n"
+    assert not (tmp_path / "-").exists()
+
+
 def test_explicit_eval_command_is_the_same(demo: tuple[Path, Path]) -> None:
     """`vocmatch eval GT PRED` equals the plain form."""
     assert run("eval", str(demo[0]), str(demo[1]))[1] == run(str(demo[0]), str(demo[1]))[1]

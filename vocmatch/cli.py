@@ -230,12 +230,18 @@ class OutputPath(click.Path):
     every refusal reads ``vocmatch: cannot write PATH: reason``). An empty string is refused
     here, before click would turn it into ``.``."""
 
-    def __init__(self) -> None:
+    def __init__(self, dash_is_stdout: bool = False) -> None:
         super().__init__(path_type=Path)
+        self.dash_is_stdout = dash_is_stdout
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, (str, bytes)) and not value:
             raise CannotWrite(str(OutputError("", "the path is empty")))
+        if value == "-" and not self.dash_is_stdout:
+            # Standard output holds the report: a file named '-' is never what was meant.
+            raise CannotWrite(
+                str(OutputError("-", "standard output holds the report; give a file name"))
+            )
         return super().convert(value, param, ctx)
 
 
@@ -387,7 +393,7 @@ def output_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--output",
         "-o",
-        type=OutputPath(),
+        type=OutputPath(dash_is_stdout=True),
         default=None,
         callback=_dash_is_stdout,
         help=help_text,
