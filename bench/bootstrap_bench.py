@@ -36,10 +36,10 @@ sys.path.insert(0, str(HERE))
 
 from generate import generate  # noqa: E402
 
-from vocmatch.batch import evaluate_columns, evaluate_matched  # noqa: E402
-from vocmatch.bootstrap import bootstrap, image_weights, resampler  # noqa: E402
-from vocmatch.protocol import protocol  # noqa: E402
-from vocmatch.scan import ColumnSet, read_column_pair  # noqa: E402
+from vocmatch.core.protocol import protocol  # noqa: E402
+from vocmatch.evaluation.engine import evaluate_columns, evaluate_matched  # noqa: E402
+from vocmatch.evidence.bootstrap import bootstrap, image_weights, resampler  # noqa: E402
+from vocmatch.readers.scan import ColumnSet, read_column_pair  # noqa: E402
 
 
 def copied(columns: ColumnSet, weights: np.ndarray, keys: tuple[str, ...]) -> ColumnSet:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vocmatch.parse import read_directory
+from vocmatch.readers.parse import read_directory
 
 
 def convert(gt_dir: Path, pred_dir: Path, out_dir: Path) -> dict[str, int]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vocmatch.parse import read_directory
+from vocmatch.readers.parse import read_directory
 
 
 def _object(name: str, box: tuple[float, float, float, float], score: float) -> str:

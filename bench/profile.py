@@ -47,11 +47,11 @@ def main() -> None:
 
     # What `vocmatch eval ... --format json` imports before it reads a file.
     import vocmatch.cli  # noqa: F401
-    from vocmatch.batch import evaluate_matched
-    from vocmatch.formats import to_json
-    from vocmatch.gates import check_gates
-    from vocmatch.protocol import protocol
-    from vocmatch.scan import read_column_pair
+    from vocmatch.core.protocol import protocol
+    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evidence.gates import check_gates
+    from vocmatch.readers.scan import read_column_pair
+    from vocmatch.render.machine import to_json
 
     stage("import")
     gt, pred = read_column_pair(args.folder / "gt", args.folder / "pred", args.jobs)

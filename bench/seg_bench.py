@@ -27,7 +27,14 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from vocmatch.seg import VOC_CLASSES, VOID, class_iou, confusion_matrix, evaluate_masks, read_mask
+from vocmatch.evaluation.seg import (
+    VOC_CLASSES,
+    VOID,
+    class_iou,
+    confusion_matrix,
+    evaluate_masks,
+    read_mask,
+)
 
 WIDTH, HEIGHT = 500, 375
 N_CLASSES = len(VOC_CLASSES)

@@ -10,9 +10,9 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from vocmatch.geometry import polygon_problem
-from vocmatch.model import Box, ImageAnnotation, Polygon, RotatedBox
-from vocmatch.parse import AnnotationSet
+from vocmatch.core.geometry import polygon_problem
+from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
+from vocmatch.readers.parse import AnnotationSet
 
 
 def random_dataset(

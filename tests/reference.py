@@ -1,8 +1,8 @@
 """The reference evaluator: image by image and class by class, as the definitions read.
 
 This is the evaluator vocmatch had before it evaluated every image at once, kept as the
-oracle of :mod:`vocmatch.batch`: ``tests/test_batch.py`` checks that the product gives the
-same :class:`~vocmatch.evaluate.Evaluation`, every number and every per-box record to the
+oracle of :mod:`vocmatch.evaluation.engine`: ``tests/test_batch.py`` checks that the product gives the
+same :class:`~vocmatch.evaluation.evaluate.Evaluation`, every number and every per-box record to the
 bit, under every convention, on random, real, unscored and shape sets. It matches one
 image-class at a time with plain loops (:func:`match_class`), so its logic can be read
 against pycocotools' ``evaluateImg`` and the devkit's ``voc_eval.py`` line by line.
@@ -17,15 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.ap import Curve, average_precision, precision_at_recall, precision_recall_curve
-from vocmatch.evaluate import fold_names
-from vocmatch.geometry import shape_areas, shape_iou_matrix
-from vocmatch.iou import box_area, crowd_iou_matrix, iou_matrix
-from vocmatch.match import ClassMatch, MatchRule, pred_order
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.result import (
+from vocmatch.core.ap import Curve, average_precision, precision_at_recall, precision_recall_curve
+from vocmatch.core.geometry import shape_areas, shape_iou_matrix
+from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_matrix
+from vocmatch.core.match import ClassMatch, MatchRule, pred_order
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.evaluation.evaluate import fold_names
+from vocmatch.evaluation.result import (
     COCO_AREAS,
     ClassResult,
     CocoStats,
@@ -42,6 +41,7 @@ from vocmatch.result import (
     score_notes,
     shape_notes,
 )
+from vocmatch.readers.parse import AnnotationSet
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -169,7 +169,7 @@ def match_class(
 
     Args:
         iou: ``(N_gt, M_pred)`` overlaps (for crowd regions, intersection over the
-            prediction's area, see :func:`vocmatch.iou.crowd_iou_matrix`).
+            prediction's area, see :func:`vocmatch.core.iou.crowd_iou_matrix`).
         pred_scores: ``(M,)`` scores, or None when the predictions carry no scores.
         thresholds: ``(T,)`` IoU thresholds.
         gt_ignore: ``(N,)`` ground truth that neither counts as missed nor makes a matched

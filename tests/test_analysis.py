@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
-from vocmatch.analysis import (
+from vocmatch.cli import main
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import Conventions, protocol
+from vocmatch.errors import InputError
+from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evidence.analysis import (
     BACKGROUND,
     ERROR_TYPES,
     ErrorCounts,
@@ -30,13 +35,8 @@ from vocmatch.analysis import (
     offset_edges,
     tightness,
 )
-from vocmatch.cli import main
-from vocmatch.errors import InputError
-from vocmatch.evaluate import evaluate, read_pair
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import Conventions, protocol
-from vocmatch.report import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.render.terminal import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
 
 ERRORS = FIXTURES / "errors"
 

@@ -1,5 +1,6 @@
-"""The module graph stays one-way: cli -> report -> evaluate -> match -> iou, parse -> model
-(and geometry, the only module that knows shapely)."""
+"""The package is built in layers, and imports run one way: a layer imports only the layers
+below it (shared < core < readers < evaluation < evidence < render < cli). Only the command
+line knows click; each third-party library stays with the layer that needs it."""
 
 from __future__ import annotations
 
@@ -10,152 +11,122 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 
-# Modules each module may import (besides errors, which anyone may import).
-ALLOWED: dict[str, set[str]] = {
-    "model": set(),
-    "errors": set(),
-    "numbers": set(),  # the one number grammar, for files and options alike
-    "escapes": set(),  # how names are written in each kind of output
-    "output": set(),  # atomic report files
-    "workers": set(),  # the process pools
-    "iou": set(),
-    "ap": set(),
-    "match": set(),
-    "protocol": {"ap", "match"},
-    "parse": {"model", "geometry", "numbers"},  # geometry judges whether a <polygon> is valid
-    "geometry": {"iou", "model"},
-    "result": {"ap", "model", "protocol"},
-    "evaluate": {"batch", "parse", "protocol", "result", "scan"},
-    "analysis": {"ap", "batch", "evaluate", "iou", "match", "model", "parse", "protocol", "scan"},
-    "diff": {"bootstrap", "evaluate", "iou", "model", "numbers", "parse", "protocol"},
-    "report": {
-        "analysis",
-        "bootstrap",
-        "calibration",
-        "slices",
-        "suspects",
-        "diff",
-        "evaluate",
-        "protocol",
-        "model",
-        "labels",
-        "seg",
-        "escapes",
-        "thresholds",
-    },
-    "formats": {
-        "ap",
-        "bootstrap",
-        "calibration",
-        "slices",
-        "analysis",
-        "diff",
-        "evaluate",
-        "gates",
-        "protocol",
-        "model",
-        "__init__",
-        "labels",
-        "seg",
-        "escapes",
-        "thresholds",
-    },
-    "gates": {"evaluate", "model", "numbers", "slices"},
-    "lint": {"parse", "iou", "model", "workers", "escapes"},
-    "seg": {"parse", "model", "workers"},
-    "labels": {"iou", "model", "parse"},
-    "calculator": {"geometry", "iou", "model", "numbers"},
-    "diagram": {"calculator", "geometry", "iou", "model", "escapes"},
-    "html": {
-        "bootstrap",
-        "calibration",
-        "slices",
-        "evaluate",
-        "parse",
-        "model",
-        "protocol",
-        "analysis",
-        "__init__",
-        "escapes",
-    },
-    "scan": {"parse", "model", "workers"},
-    "batch": {"ap", "match", "model", "pairs", "protocol", "result", "scan", "thresholds"},
-    "pairs": {"geometry", "iou", "model"},
-    "thresholds": {"ap", "parse"},  # parse reads regular files only, without blocking
-    "pairing": set(),  # names only: why no ground truth found its predictions
-    "detections": {"model", "parse", "scan"},
-    "bootstrap": {"ap", "batch", "result"},
-    "slices": {"ap", "batch", "result"},
-    "calibration": {"batch"},
-    "layout": {"model", "parse", "scan"},
-    "shapes": {"scan"},
-    "suspects": {"__init__", "escapes", "iou", "model", "parse"},
-    "cli": {"*"},
-    "__main__": {"cli"},
-    "__init__": {"*"},
+#: The layers from the bottom up. A module's layer is its sub-package; the modules at the top
+#: of the package (errors, escapes) are the shared basics everyone may import.
+LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "cli")
+
+#: Modules at the top of the package and the layer they belong to.
+TOP_LEVEL = {"errors": "shared", "escapes": "shared", "__init__": "shared", "__main__": "cli"}
+
+#: Third-party packages and the layers that may import them: the library never knows click.
+THIRD_PARTY = {
+    "click": {"cli"},
+    "rich": {"render", "cli"},
+    "lxml": {"readers"},
+    "shapely": {"core"},
+    "PIL": {"evaluation", "render"},  # masks are read by seg; the HTML report scales pictures
+    "jinja2": {"render"},
+    "markupsafe": {"render"},
 }
 
-# Third-party packages a module may import; the library never knows click.
-THIRD_PARTY = {
-    "lxml": {"parse", "lint"},  # lint inspects the raw tree to report every finding
-    "click": {"cli"},
-    "rich": {"cli", "report", "diagram"},
-    "PIL": {"seg", "html"},  # html scales the pictures it embeds
-    "jinja2": {"html"},
-    "shapely": {"geometry"},  # exact polygon clipping, in one module
-    "markupsafe": {"html"},
-}
+#: Exactly where shapely is used: one module knows GEOS.
+SHAPELY_MODULES = {"core/geometry.py"}
+
+
+def all_modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts)
+
+
+def layer_of(dotted: str) -> str:
+    """The layer of a module given as ``vocmatch.a.b``."""
+    parts = dotted.split(".")
+    if len(parts) == 1:  # `vocmatch` itself: the version and the public API
+        return "shared"
+    head = parts[1]
+    if head in LAYERS:
+        return head
+    return TOP_LEVEL.get(head, "shared")
 
 
 def imports_of(path: Path) -> set[str]:
+    """Every module a file imports, lazily or not, as dotted names."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "vocmatch":
-                names.update(f"vocmatch.{alias.name}" for alias in node.names)
-            else:
-                names.add(node.module)
+            if node.module == "vocmatch" or (
+                node.module.startswith("vocmatch.") and node.module.count(".") == 1
+            ):
+                # `from vocmatch.core import iou` imports the module vocmatch.core.iou
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+            names.add(node.module)
     return names
 
 
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
+MODULES = all_modules()
+IDS = [str(p.relative_to(PACKAGE)) for p in MODULES]
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_imports_follow_the_module_graph(module: str) -> None:
-    """A module imports only the modules below it, and only cli knows click."""
-    allowed = ALLOWED.get(module)
-    assert allowed is not None, f"vocmatch/{module}.py is not placed in the module graph"
-    for name in imports_of(PACKAGE / f"{module}.py"):
-        top = name.split(".")[0]
-        if top == "vocmatch":
-            target = name.split(".")[1] if "." in name else "__init__"
-            if target in ("errors", "__version__") or "*" in allowed:
-                continue
-            if target == "__version__":
-                continue
-            assert target in allowed, f"{module} must not import vocmatch.{target}"
-        elif top in THIRD_PARTY:
-            assert module in THIRD_PARTY[top], f"{module} must not import {top}"
-
-
-def test_nothing_imports_cli() -> None:
-    """cli is the top of the graph."""
-    for module in MODULES:
-        if module in ("cli", "__main__"):
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_imports_run_down_the_layers(path: Path) -> None:
+    """A module imports only its own layer and the layers below it."""
+    own = layer_of(module_name(path))
+    if module_name(path) == "vocmatch":
+        return  # the public API re-exports from every layer, loaded lazily
+    for name in imports_of(path):
+        if name.split(".")[0] != "vocmatch" or name == "vocmatch.__version__":
             continue
-        assert "vocmatch.cli" not in imports_of(PACKAGE / f"{module}.py"), module
+        target = layer_of(name)
+        assert LAYERS.index(target) <= LAYERS.index(own), (
+            f"{module_name(path)} ({own}) must not import {name} ({target})"
+        )
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_third_party_libraries_stay_in_their_layer(path: Path) -> None:
+    """click only in the command line, lxml only in the readers, shapely only in geometry."""
+    own = layer_of(module_name(path))
+    relative = str(path.relative_to(PACKAGE))
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        if top in THIRD_PARTY:
+            assert own in THIRD_PARTY[top], f"{relative} ({own}) must not import {top}"
+        if top == "shapely":
+            assert relative in SHAPELY_MODULES, f"{relative} must not import shapely"
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """No module sits outside the layers (a new top-level module must be placed)."""
+    for path in MODULES:
+        relative = path.relative_to(PACKAGE)
+        if len(relative.parts) == 1:
+            assert relative.stem in TOP_LEVEL, f"vocmatch/{relative} is not placed in a layer"
+        else:
+            assert relative.parts[0] in LAYERS, f"vocmatch/{relative.parts[0]} is not a layer"
+
+
+def test_the_rule_can_fail() -> None:
+    """The import reader sees a lazy import inside a function, as a layer violation would be."""
+    source = PACKAGE / "core" / "iou.py"
+    assert layer_of("vocmatch.cli.app") == "cli"
+    assert layer_of("vocmatch.errors") == "shared"
+    assert any(n.startswith("numpy") for n in imports_of(source))
+    assert LAYERS.index(layer_of("vocmatch.render.terminal")) > LAYERS.index("evaluation")
 
 
 def test_library_never_prints() -> None:
-    """Only cli writes to the terminal."""
-    for module in MODULES:
-        if module in ("cli", "__main__"):
+    """Only the command line writes to the terminal."""
+    for path in MODULES:
+        if layer_of(module_name(path)) == "cli":
             continue
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                assert node.func.id != "print", f"{module} calls print()"
+                assert node.func.id != "print", f"{module_name(path)} calls print()"

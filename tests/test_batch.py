@@ -1,5 +1,5 @@
-"""The product path (columns read by vocmatch.scan, evaluated by vocmatch.batch) gives
-results bit-identical to the reference path (vocmatch.parse + the per-image evaluator of
+"""The product path (columns read by vocmatch.readers.scan, evaluated by vocmatch.evaluation.engine) gives
+results bit-identical to the reference path (vocmatch.readers.parse + the per-image evaluator of
 tests/reference.py)."""
 
 from __future__ import annotations
@@ -28,12 +28,15 @@ from tests.oracle import (
 )
 from tests.reference import evaluate
 from tests.reference import match_class as reference_match_class
-from vocmatch import batch, match, pairs, scan
-from vocmatch.batch import _cell_score_order, _rankings, evaluate_columns
-from vocmatch.match import match_class
-from vocmatch.parse import parse_annotation, read_directory
-from vocmatch.protocol import protocol
-from vocmatch.scan import ColumnSet, columns_from_annotations, read_columns
+from vocmatch.core import match
+from vocmatch.core.match import match_class
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation import engine as batch
+from vocmatch.evaluation import pair_space as pairs
+from vocmatch.evaluation.engine import _cell_score_order, _rankings, evaluate_columns
+from vocmatch.readers import scan
+from vocmatch.readers.parse import parse_annotation, read_directory
+from vocmatch.readers.scan import ColumnSet, columns_from_annotations, read_columns
 
 
 def assert_identical(a: Any, b: Any, path: str = "evaluation") -> None:

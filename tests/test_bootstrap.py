@@ -16,8 +16,11 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURES, ROOT
 from tests.oracle import random_dataset
 from tests.test_batch import VARIANTS, load_generator
-from vocmatch.batch import evaluate_matched
-from vocmatch.bootstrap import (
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evidence.bootstrap import (
     Interval,
     Resampled,
     Resampler,
@@ -26,11 +29,8 @@ from vocmatch.bootstrap import (
     percentile_interval,
     resampler,
 )
-from vocmatch.evaluate import Evaluation
-from vocmatch.parse import AnnotationSet, read_directory
-from vocmatch.protocol import protocol
-from vocmatch.scan import columns_from_annotations, read_columns
-from vocmatch.thresholds import ScoreThresholds
+from vocmatch.readers.parse import AnnotationSet, read_directory
+from vocmatch.readers.scan import columns_from_annotations, read_columns
 
 SHAPES = FIXTURES / "shapes"
 

@@ -1,4 +1,4 @@
-"""Tests of vocmatch.calculator: the numbers behind ``vocmatch iou``."""
+"""Tests of vocmatch.core.calculator: the numbers behind ``vocmatch iou``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vocmatch.calculator import (
+from vocmatch.core.calculator import (
     SWEEP,
     BoxComparison,
     BoxCorners,
@@ -27,8 +27,8 @@ from vocmatch.calculator import (
     to_json,
     to_json_dict,
 )
-from vocmatch.iou import iou_matrix
-from vocmatch.model import Polygon
+from vocmatch.core.iou import iou_matrix
+from vocmatch.core.model import Polygon
 
 OVERLAPPING = ((50.0, 50.0, 150.0, 150.0), (80.0, 80.0, 180.0, 180.0))
 DISJOINT = ((0.0, 0.0, 10.0, 10.0), (20.0, 20.0, 30.0, 30.0))

@@ -9,12 +9,12 @@ import pytest
 
 from tests.oracle import random_dataset
 from tests.test_batch import VARIANTS
-from vocmatch.batch import evaluate_matched
-from vocmatch.calibration import calibration
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
-from vocmatch.scan import columns_from_annotations
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evidence.calibration import calibration
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import columns_from_annotations
 
 
 def sets(scores: list[float | None], hits: list[bool]) -> tuple[AnnotationSet, AnnotationSet]:
@@ -120,7 +120,7 @@ def test_ece_from_the_per_box_records(name: str, seed: int) -> None:
 
 def test_score_thresholds_do_not_apply() -> None:
     """Calibration is about every score: a score threshold for the counts changes nothing."""
-    from vocmatch.thresholds import ScoreThresholds
+    from vocmatch.evaluation.thresholds import ScoreThresholds
 
     gt, pred = random_dataset(2, images=10)
     _, plain = evaluate_matched(columns_from_annotations(gt), columns_from_annotations(pred))

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vocmatch.batch import evaluate_columns
 from vocmatch.cli import EXIT_SKIPPED, EXIT_USAGE, main
-from vocmatch.protocol import protocol
-from vocmatch.scan import read_columns
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.readers.scan import read_columns
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -244,7 +244,7 @@ def test_parallel_reading_changes_nothing(demo: tuple[Path, Path]) -> None:
 
 def test_progress_bar_waits_and_can_be_silenced(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bar appears only on a terminal, after a moment, and never when disabled."""
-    from vocmatch.cli import ProgressDisplay
+    from vocmatch.cli.console import ProgressDisplay
 
     quiet = ProgressDisplay(enabled=False)
     quiet.files(1, 10)
@@ -283,8 +283,8 @@ def test_evaluation_reports_each_stage_in_order(demo: tuple[Path, Path]) -> None
 @pytest.mark.parametrize("protocol_name", ["default", "voc07", "voc12"])
 def test_json_curve_corners_give_the_class_ap(demo: tuple[Path, Path], protocol_name: str) -> None:
     """The JSON curve keeps only its corners, and they still give each class's AP exactly."""
-    from vocmatch.ap import average_precision
-    from vocmatch.protocol import protocol
+    from vocmatch.core.ap import average_precision
+    from vocmatch.core.protocol import protocol
 
     _, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json", "--protocol", protocol_name)
     interpolation = protocol(protocol_name).interpolation
@@ -297,8 +297,8 @@ def test_json_curve_corners_give_the_class_ap(demo: tuple[Path, Path], protocol_
 
 def test_html_picture_size_in_help_is_the_html_modules() -> None:
     """The eval help names the HTML report's picture size without importing that module."""
-    from vocmatch.cli import HTML_PICTURE_MAX_SIDE
-    from vocmatch.html import PICTURE_MAX_SIDE
+    from vocmatch.cli.options import HTML_PICTURE_MAX_SIDE
+    from vocmatch.render.html import PICTURE_MAX_SIDE
 
     assert HTML_PICTURE_MAX_SIDE == PICTURE_MAX_SIDE
 

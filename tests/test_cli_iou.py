@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from rich.console import Console, RenderableType
 
 from tests.conftest import GOLDEN, ROOT
-from vocmatch import calculator
-from vocmatch.calculator import BoxComparison, compare_boxes
 from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
-from vocmatch.diagram import MIN_COLS, box_metrics, overlap_diagram
+from vocmatch.core import calculator
+from vocmatch.core.calculator import BoxComparison, compare_boxes
+from vocmatch.render.diagram import MIN_COLS, box_metrics, overlap_diagram
 
 # The report's width comes from COLUMNS (stdout is not a terminal under CliRunner); colour is
 # off because stdout is not a terminal, unless the environment forces it.

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT, datasets_or_skip
 from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE, main
-from vocmatch.lint import RULES
+from vocmatch.readers.lint import RULES
 
 CLEAN = (
     "<annotation><filename>good.jpg</filename><size><width>100</width><height>80</height></size>\n"

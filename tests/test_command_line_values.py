@@ -213,14 +213,14 @@ def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> 
         (pred / f"{i:04d}.xml").write_bytes(xml)
     script = (
         "import concurrent.futures.process as p, sys\n"
-        "from vocmatch.workers import available_cores\n"
+        "from vocmatch.readers.workers import available_cores\n"
         "started = []\n"
         "original = p.ProcessPoolExecutor.__init__\n"
         "def init(self, max_workers=None, *a, **k):\n"
         "    started.append(max_workers)\n"
         "    original(self, max_workers, *a, **k)\n"
         "p.ProcessPoolExecutor.__init__ = init\n"
-        "from vocmatch.scan import read_column_pair\n"
+        "from vocmatch.readers.scan import read_column_pair\n"
         "gt, pred = read_column_pair(sys.argv[1], sys.argv[2], jobs=10000)\n"
         "print(json.dumps([len(gt.keys), started, available_cores()]))\n"
     )

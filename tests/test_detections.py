@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import ROOT, datasets_or_skip
-from vocmatch.batch import evaluate_columns
-from vocmatch.cli import PRED_FORMATS as CLI_PRED_FORMATS
 from vocmatch.cli import main
-from vocmatch.detections import PRED_FORMATS, read_class_list, read_detections
+from vocmatch.cli.options import PRED_FORMATS as CLI_PRED_FORMATS
+from vocmatch.core.protocol import protocol
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.protocol import protocol
-from vocmatch.scan import ColumnSet, read_columns
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.readers.pred_formats import PRED_FORMATS, read_class_list, read_detections
+from vocmatch.readers.scan import ColumnSet, read_columns
 
 
 def bench(name: str) -> ModuleType:

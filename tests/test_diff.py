@@ -14,7 +14,11 @@ from rich.console import Console
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
 from vocmatch.cli import main
-from vocmatch.diff import (
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import protocol
+from vocmatch.errors import InputError
+from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evidence.diff import (
     Change,
     EvaluationDiff,
     ObjectRef,
@@ -23,12 +27,8 @@ from vocmatch.diff import (
     evaluation_diff,
     parse_regression_gate,
 )
-from vocmatch.errors import InputError
-from vocmatch.evaluate import evaluate, read_pair
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet, read_directory
-from vocmatch.protocol import protocol
-from vocmatch.report import diff_report
+from vocmatch.readers.parse import AnnotationSet, read_directory
+from vocmatch.render.terminal import diff_report
 
 DIFF = FIXTURES / "diff"
 

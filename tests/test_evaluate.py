@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURES
 from tests.oracle import coco_json, pycocotools_stats, random_dataset, write_voc
 from tests.test_batch import assert_identical
+from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
+from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluate import evaluate, evaluate_directories
-from vocmatch.model import Box, ImageAnnotation, Polygon, RotatedBox
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import Conventions, protocol
+from vocmatch.evaluation.evaluate import evaluate, evaluate_directories
+from vocmatch.readers.parse import AnnotationSet
 
 
 def annotation_set(*images: tuple[str, list[Box]]) -> AnnotationSet:

@@ -16,8 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT
-from vocmatch.evaluate import Evaluation, evaluate, evaluate_directories
-from vocmatch.formats import (
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_directories
+from vocmatch.evidence.gates import GateReport, check_gates, parse_gate
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.render.machine import (
     MARKDOWN_MAX_IMAGES,
     NumberList,
     Record,
@@ -28,10 +32,6 @@ from vocmatch.formats import (
     to_junit,
     to_markdown,
 )
-from vocmatch.gates import GateReport, check_gates, parse_gate
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
 
 Golden = Callable[[str, str], None]
 
@@ -300,7 +300,7 @@ def test_indented_json_joined_in_batches_is_the_same_text(
 ) -> None:
     """Fragments joined a batch at a time (bounded memory on large results) give the same
     text, whatever the batch."""
-    from vocmatch import formats
+    from vocmatch.render import machine as formats
 
     data = {"a": [{"b": [1, "x"], "c": NumberList([1.5])}] * 5, "d": Record(e=1), "f": {}}
     expected = json.dumps(json.loads(dumps_indented(data)))
@@ -314,9 +314,9 @@ def test_json_confusion_lists_its_cells_and_rows_while_few(
 ) -> None:
     """With --errors the JSON's confusion matrix has every cell that is not zero as
     [row, column, count], and the full rows only up to CONFUSION_ROWS_MAX names."""
-    from vocmatch import formats
-    from vocmatch.analysis import error_analysis
-    from vocmatch.evaluate import read_pair
+    from vocmatch.evaluation.evaluate import read_pair
+    from vocmatch.evidence.analysis import error_analysis
+    from vocmatch.render import machine as formats
 
     gt, pred = read_pair(ROOT / "fixtures" / "demo" / "gt", ROOT / "fixtures" / "demo" / "pred")
     evaluation = evaluate(gt, pred)

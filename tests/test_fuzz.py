@@ -22,10 +22,10 @@ from lxml import etree
 from tests.reference import evaluate as reference_evaluate
 from tests.test_batch import assert_identical
 from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, main
+from vocmatch.core.protocol import PROTOCOLS, protocol
 from vocmatch.errors import AnnotationError
-from vocmatch.evaluate import Evaluation, evaluate, read_pair
-from vocmatch.parse import MAX_COORDINATE, parse_annotation
-from vocmatch.protocol import PROTOCOLS, protocol
+from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.readers.parse import MAX_COORDINATE, parse_annotation
 
 NAMES = ["cat", "Cat", "dog", " dog ", "ü", "a&b"]
 NASTY_TEXT = [

@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
+from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import InputError
-from vocmatch.evaluate import Evaluation, evaluate, evaluate_directories
-from vocmatch.gates import Gate, GateResult, ImageCheck, check_gates, parse_gate
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet
+from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_directories
+from vocmatch.evidence.gates import Gate, GateResult, ImageCheck, check_gates, parse_gate
+from vocmatch.readers.parse import AnnotationSet
 
 DEMO = evaluate_directories(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred")
 

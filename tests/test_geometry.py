@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vocmatch.geometry import (
+from vocmatch.core.geometry import (
     Regions,
     overlapping_pairs,
     pair_overlap,
@@ -20,8 +20,8 @@ from vocmatch.geometry import (
     shape_iou_matrix,
     to_polygon,
 )
-from vocmatch.iou import iou_matrix
-from vocmatch.model import Box, Polygon, RotatedBox
+from vocmatch.core.iou import iou_matrix
+from vocmatch.core.model import Box, Polygon, RotatedBox
 
 TRIANGLE = Polygon(((0.0, 0.0), (4.0, 0.0), (0.0, 4.0)))
 

@@ -259,7 +259,7 @@ def test_csv_cells_are_never_formulas(hostile: HostileSet) -> None:
 def test_written_thresholds_are_never_formulas_and_read_back_exactly(hostile: HostileSet) -> None:
     """--write-thresholds: class names that would start a formula are written after a "'",
     and --score-thresholds reads every name back exactly."""
-    from vocmatch.thresholds import read_score_thresholds
+    from vocmatch.evaluation.thresholds import read_score_thresholds
 
     target = out_file(hostile, "thresholds.csv")
     outcome = vocmatch([str(hostile.gt), str(hostile.pred), "--write-thresholds", target],
@@ -418,7 +418,8 @@ def test_a_real_terminal_stream(hostile: HostileSet) -> None:
 
 def test_printable_is_the_one_terminal_escape() -> None:
     """The CLI and the report use the one function (no second list of characters)."""
-    from vocmatch import cli, report
+    from vocmatch.cli import console as cli
+    from vocmatch.render import terminal as report
 
     assert cli.printable is printable
     assert report.printable is printable

@@ -14,18 +14,18 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from vocmatch import html
-from vocmatch.batch import evaluate_matched
-from vocmatch.calibration import calibration
 from vocmatch.cli import EXIT_USAGE, main
+from vocmatch.core.model import Box, ImageAnnotation, ImageSize
 from vocmatch.errors import InputError, VocmatchWarning
 from vocmatch.escapes import printable
-from vocmatch.evaluate import evaluate, read_pair
-from vocmatch.html import CURVE_MAX_POINTS, html_report, read_pictures, report_data
-from vocmatch.model import Box, ImageAnnotation, ImageSize
-from vocmatch.parse import AnnotationSet
-from vocmatch.report import worst_first
-from vocmatch.scan import columns_from_annotations
+from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evidence.calibration import calibration
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import columns_from_annotations
+from vocmatch.render import html
+from vocmatch.render.html import CURVE_MAX_POINTS, html_report, read_pictures, report_data
+from vocmatch.render.terminal import worst_first
 
 EVIL = "<script>alert(1)</script>"
 

@@ -19,9 +19,9 @@ from typing import Any, NoReturn
 import pytest
 
 from tests.conftest import ROOT
-from vocmatch.evaluate import Evaluation, evaluate, read_pair
-from vocmatch.html import html_report
-from vocmatch.report import worst_first
+from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.render.html import html_report
+from vocmatch.render.terminal import worst_first
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from vocmatch.iou import (
+from vocmatch.core.iou import (
     as_boxes,
     box_area,
     crowd_iou_matrix,

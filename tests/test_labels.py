@@ -9,17 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vocmatch.core.model import Box, ImageAnnotation, SkippedFile
 from vocmatch.errors import InputError
-from vocmatch.evaluate import read_pair
-from vocmatch.labels import (
+from vocmatch.evaluation.evaluate import read_pair
+from vocmatch.evaluation.labels import (
     LabelClassResult,
     LabelDifficult,
     LabelEvaluation,
     evaluate_labels,
     label_sets,
 )
-from vocmatch.model import Box, ImageAnnotation, SkippedFile
-from vocmatch.parse import AnnotationSet
+from vocmatch.readers.parse import AnnotationSet
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "labels"
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import datasets_or_skip
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.lint import (
+from vocmatch.readers.lint import (
     RULES,
     Finding,
     LintOptions,
@@ -28,7 +28,7 @@ from vocmatch.lint import (
     summary,
     to_json,
 )
-from vocmatch.parse import parse_annotation
+from vocmatch.readers.parse import parse_annotation
 
 HEAD = (
     "<annotation><filename>a.jpg</filename>"

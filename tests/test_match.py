@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vocmatch.iou import iou_matrix
-from vocmatch.match import match_class, pred_order
+from vocmatch.core.iou import iou_matrix
+from vocmatch.core.match import match_class, pred_order
 
 
 def test_two_predictions_on_one_object_give_one_tp_and_one_fp() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from vocmatch import output
-from vocmatch.output import InputFolder, OutputError, check_output, write_bytes, write_text
+from vocmatch.render import files as output
+from vocmatch.render.files import InputFolder, OutputError, check_output, write_bytes, write_text
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file system")
 
@@ -218,7 +218,7 @@ def test_a_file_size_limit_leaves_the_earlier_file(tmp_path: Path) -> None:
     target.write_text("earlier\n", encoding="utf-8")
     script = (
         "import sys\n"
-        "from vocmatch.output import OutputError, write_text\n"
+        "from vocmatch.render.files import OutputError, write_text\n"
         "try:\n"
         "    write_text(sys.argv[1], 'x' * 1_000_000)\n"
         "except OutputError as error:\n"

@@ -15,13 +15,13 @@ from tests.conftest import ROOT
 from tests.oracle import without_scores
 from tests.reference import evaluate as reference_evaluate
 from tests.test_batch import assert_identical
-from vocmatch import pairs
-from vocmatch.evaluate import evaluate
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.pairs import Block, PairSpace, Tile
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
-from vocmatch.result import COCO_KEPT_VALUES
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation import pair_space as pairs
+from vocmatch.evaluation.evaluate import evaluate
+from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
+from vocmatch.evaluation.result import COCO_KEPT_VALUES
+from vocmatch.readers.parse import AnnotationSet
 
 
 def one_image(
@@ -124,7 +124,7 @@ def test_coco_summed_class_by_class_agrees_with_the_kept_entries(
     """Past the entries kept to average as pycocotools does, the 12 numbers come from exact
     sums of class sums: equal to 1e-15."""
     from tests.oracle import random_dataset
-    from vocmatch import result
+    from vocmatch.evaluation import result
 
     gt, pred = random_dataset(3, images=20)
     kept = evaluate(gt, pred, protocol("coco")).coco
@@ -143,7 +143,7 @@ def test_dense_image_is_evaluated_in_bounded_memory(tmp_path: Path) -> None:
         "import json, sys, numpy as np\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from tests.test_pairs import one_image, overlapping\n"
-        "from vocmatch.evaluate import evaluate\n"
+        "from vocmatch.evaluation.evaluate import evaluate\n"
         "gt, pred = one_image(overlapping(6000, 1), overlapping(6000, 2), np.linspace(0, 1, 6000))\n"
         "scored = evaluate(gt, pred).summary\n"
         "from tests.oracle import without_scores\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import datasets_or_skip
+from vocmatch.core.model import Box, Polygon, RotatedBox
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.model import Box, Polygon, RotatedBox
-from vocmatch.parse import parse_annotation, read_annotation, read_directory
+from vocmatch.readers.parse import parse_annotation, read_annotation, read_directory
 
 
 def xml(objects: str, extra: str = "") -> bytes:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from vocmatch.evaluate import evaluate_directories
-from vocmatch.protocol import protocol
-from vocmatch.report import ReportOptions, render, worst_first
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.evaluate import evaluate_directories
+from vocmatch.render.terminal import ReportOptions, render, worst_first
 
 
 def text_of(renderable: object, width: int = 100) -> str:
@@ -51,10 +51,10 @@ def test_worst_images_come_first(demo: tuple[Path, Path]) -> None:
 def test_bootstrap_headers_print_as_written_on_a_default_console(demo: tuple[Path, Path]) -> None:
     """The intervals table's headers are text, not markup: a library user's Console (markup
     on) shows ``[interval]`` as the command line does."""
-    from vocmatch.batch import evaluate_matched
-    from vocmatch.bootstrap import bootstrap, resampler
-    from vocmatch.report import bootstrap_table
-    from vocmatch.scan import read_columns
+    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evidence.bootstrap import bootstrap, resampler
+    from vocmatch.readers.scan import read_columns
+    from vocmatch.render.terminal import bootstrap_table
 
     evaluation, matched = evaluate_matched(read_columns(demo[0]), read_columns(demo[1]))
     result = bootstrap(evaluation, resampler(evaluation, matched), resamples=20, seed=1)

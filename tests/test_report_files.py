@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import FIXTURES, ROOT
-from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, PICTURE_SUFFIXES, main
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, main
+from vocmatch.cli.console import PICTURE_SUFFIXES
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX files and descriptors")
 
@@ -233,7 +234,7 @@ def test_seg_refuses_its_class_list_or_a_mask_as_the_report(tmp_path: Path) -> N
 
 def test_picture_suffixes_are_the_html_modules() -> None:
     """The CLI's list of picture suffixes (for refusing reports in --images) is html's."""
-    from vocmatch.html import PICTURE_SUFFIXES as HTML_SUFFIXES
+    from vocmatch.render.html import PICTURE_SUFFIXES as HTML_SUFFIXES
 
     assert set(PICTURE_SUFFIXES) == {s.lower() for s in HTML_SUFFIXES}
 

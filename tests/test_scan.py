@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from tests.test_batch import assert_identical, assert_same_columns
-from vocmatch import scan
-from vocmatch.batch import evaluate_columns
-from vocmatch.evaluate import evaluate
-from vocmatch.formats import to_json
-from vocmatch.parse import parse_annotation, read_directory, read_number
-from vocmatch.protocol import protocol
-from vocmatch.scan import columns_from_annotations, read_columns
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.evaluation.evaluate import evaluate
+from vocmatch.readers import scan
+from vocmatch.readers.parse import parse_annotation, read_directory, read_number
+from vocmatch.readers.scan import columns_from_annotations, read_columns
+from vocmatch.render.machine import to_json
 
 
 def _load_bench_module(name: str) -> ModuleType:
@@ -301,7 +301,7 @@ def test_numbers_outside_the_grammar_are_refused_alike(
 ) -> None:
     """A number outside the one grammar is refused with path:line and the same message by
     the fast reader, the parser and lint (V003, or V004 when not finite)."""
-    from vocmatch.lint import lint_paths
+    from vocmatch.readers.lint import lint_paths
 
     line = {"xmin": 12, "ymax": 15, "score": 17}[tag]
     path = tmp_path / "a.xml"

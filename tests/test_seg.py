@@ -1,4 +1,4 @@
-"""Tests of vocmatch.seg: confusion matrices, IoU and mask-directory evaluation."""
+"""Tests of vocmatch.evaluation.seg: confusion matrices, IoU and mask-directory evaluation."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.seg import (
+from vocmatch.evaluation.seg import (
     VOC_CLASSES,
     SegClassResult,
     SegImageResult,

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import ROOT
 from vocmatch.cli import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
-from vocmatch.workers import available_cores
+from vocmatch.readers.workers import available_cores
 
 pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, /proc"),
@@ -166,7 +166,7 @@ def test_a_signal_to_the_main_process_ends_the_workers_at_once(
 
 SLOW_WRITER = """
 import sys, time
-import vocmatch.output as output
+import vocmatch.render.files as output
 def slow(descriptor, data):
     view = memoryview(data)
     sys.stderr.write("writing\\n")

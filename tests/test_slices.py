@@ -11,22 +11,22 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.oracle import random_dataset
 from tests.test_batch import VARIANTS
-from vocmatch.batch import evaluate_matched
+from vocmatch.core.model import Box
+from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluate import evaluate
-from vocmatch.gates import check_gates, parse_gate
-from vocmatch.model import Box
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
-from vocmatch.scan import columns_from_annotations, read_columns
-from vocmatch.slices import (
+from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.evaluate import evaluate
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evidence.gates import check_gates, parse_gate
+from vocmatch.evidence.slices import (
     COCO_SIZE_EDGES,
     SliceSpec,
     SliceValue,
     parse_slices,
     slice_evaluation,
 )
-from vocmatch.thresholds import ScoreThresholds
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import columns_from_annotations, read_columns
 
 SLICES = FIXTURES / "slices"
 

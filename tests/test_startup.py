@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-import vocmatch.cli as cli
+import vocmatch
+import vocmatch.cli.options as cli
 
 HEAVY = ("numpy", "lxml", "rich", "shapely", "PIL", "jinja2")
 
@@ -61,7 +62,7 @@ def test_version_prints_the_version() -> None:
     """The light path still prints the package's version."""
     code, _, stdout = loaded_by(["--version"])
     assert code == 0
-    assert stdout.strip() == f"vocmatch, version {cli.__version__}"
+    assert stdout.strip() == f"vocmatch, version {vocmatch.__version__}"
 
 
 def test_a_command_still_imports_what_it_needs() -> None:
@@ -72,12 +73,12 @@ def test_a_command_still_imports_what_it_needs() -> None:
 
 
 def test_help_defaults_equal_the_library() -> None:
-    """The defaults cli.py keeps for its help text are the library's own."""
-    from vocmatch.analysis import DEFAULT_BACKGROUND_IOU
-    from vocmatch.lint import DEFAULT_DUPLICATE_IOU
-    from vocmatch.parse import DEFAULT_MAX_BYTES
-    from vocmatch.protocol import PROTOCOLS
-    from vocmatch.report import DIFF_MAX_ROWS
+    """The defaults the command line keeps for its help text are the library's own."""
+    from vocmatch.core.protocol import PROTOCOLS
+    from vocmatch.evidence.analysis import DEFAULT_BACKGROUND_IOU
+    from vocmatch.readers.lint import DEFAULT_DUPLICATE_IOU
+    from vocmatch.readers.parse import DEFAULT_MAX_BYTES
+    from vocmatch.render.terminal import DIFF_MAX_ROWS
 
     assert tuple(sorted(PROTOCOLS)) == cli.PROTOCOL_NAMES
     assert cli.DEFAULT_MAX_BYTES == DEFAULT_MAX_BYTES

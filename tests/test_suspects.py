@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from tests.conftest import FIXTURES, ROOT
 from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
-from vocmatch.model import Box, ImageAnnotation
-from vocmatch.parse import AnnotationSet, parse_annotation, read_directory
-from vocmatch.suspects import Suspect, SuspectOptions, find_suspects, suspect_copy
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.evidence.suspects import Suspect, SuspectOptions, find_suspects, suspect_copy
+from vocmatch.readers.parse import AnnotationSet, parse_annotation, read_directory
 
 SUSPECTS = FIXTURES / "suspects"
 # Relative to the repository root (the CLI tests run there), as a user types them.

@@ -10,20 +10,20 @@ from pathlib import Path
 import pytest
 
 from tests.oracle import random_dataset
-from vocmatch.ap import precision_recall_curve
-from vocmatch.batch import evaluate_columns
+from vocmatch.core.ap import precision_recall_curve
+from vocmatch.core.model import Box
+from vocmatch.core.protocol import protocol
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.evaluate import Evaluation
-from vocmatch.model import Box
-from vocmatch.parse import AnnotationSet
-from vocmatch.protocol import protocol
-from vocmatch.scan import columns_from_annotations, read_columns
-from vocmatch.thresholds import (
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.thresholds import (
     ScoreThresholds,
     operating_point,
     read_score_thresholds,
     thresholds_csv,
 )
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import columns_from_annotations, read_columns
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -175,7 +175,7 @@ def test_demo_at_a_threshold_exact_counts(demo: tuple[Path, Path]) -> None:
 def test_a_threshold_without_any_score_is_refused(tmp_path: Path) -> None:
     """Two annotators' boxes carry no score: a threshold has nothing to compare."""
     gt = AnnotationSet("gt", (), ())
-    from vocmatch.model import ImageAnnotation
+    from vocmatch.core.model import ImageAnnotation
 
     image = ImageAnnotation("a", "a.xml", (Box("car", 0, 0, 10, 10),))
     gt = AnnotationSet("gt", (image,), ())

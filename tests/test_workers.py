@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
-from vocmatch import workers
 from vocmatch.errors import VocmatchWarning
-from vocmatch.workers import available_cores, worker_count, worker_results
+from vocmatch.readers import workers
+from vocmatch.readers.workers import available_cores, worker_count, worker_results
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
 
@@ -191,7 +191,7 @@ def big_set(root: Path, images: int) -> tuple[Path, Path]:
 
 REFUSED_FORK = """
 import errno, sys
-import vocmatch.workers as w
+import vocmatch.readers.workers as w
 class Refusing(w.ProcessPoolExecutor):
     def submit(self, *args, **kwargs):
         raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")

@@ -1,0 +1,63 @@
+"""The ``vocmatch`` command line: the only package that knows click, argv, exit codes and the
+Console. One module a command (``eval_cmd``, ``diff_cmd``, ...), over the shared parts
+(``app``, ``exits``, ``params``, ``options``, ``console``, ``runtime``).
+
+Exit codes:
+    0: evaluated, every file read.
+    1: a quality gate or a lint check failed.
+    2: bad usage, input that could not be evaluated at all, or a report file that cannot
+        be written (``vocmatch: cannot write PATH: reason``).
+    3: evaluated, but some files were skipped (each named on stderr).
+    4: something meant for stdout or stderr could not be written (a full disk, a closed
+        descriptor); report files given with ``--output`` and the like are complete.
+    129, 130, 143: ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM (128 + the signal number).
+
+When several apply, the first in this order wins: 129/130/143, 2, 4, 1, 3, 0. A failed
+gate (1) wins over skipped files (3) because the gate is the verdict a CI job asks for; the
+skipped files are still named on stderr. Lost output (4) wins over the verdict, which is
+still printed where it can be, because a job reading the report must not take a partial
+one for whole; a reader that goes away (``vocmatch ... | head``) loses nothing it wanted,
+so the exit code stays the verdict.
+
+Rules for a new option or output:
+    - a threshold or measure: ``FiniteFloatRange`` (click's ``FloatRange`` lets NaN in);
+    - a path read: ``InputPath`` (refuses ""); a report file: ``OutputPath``, checked with
+      :func:`check_outputs` before any work and written with :func:`write_text`;
+    - names in any text: :mod:`vocmatch.escapes`; stderr lines through :func:`echo_err`.
+"""
+
+from __future__ import annotations
+
+# Each command module registers itself on the group when imported.
+from vocmatch.cli import (  # noqa: F401
+    diff_cmd,
+    eval_cmd,
+    iou_cmd,
+    lint_cmd,
+    seg_cmd,
+    suspects_cmd,
+)
+from vocmatch.cli.app import main, run
+from vocmatch.cli.exits import (
+    EXIT_GATE,
+    EXIT_HANGUP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_SKIPPED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
+
+__all__ = [
+    "EXIT_GATE",
+    "EXIT_HANGUP",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_OUTPUT",
+    "EXIT_SKIPPED",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "main",
+    "run",
+]

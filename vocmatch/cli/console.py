@@ -1,0 +1,338 @@
+"""The terminal side of a run: the Console, stderr lines, warnings, progress, report files."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import click
+
+from vocmatch.cli.exits import EXIT_USAGE
+from vocmatch.errors import VocmatchError, VocmatchWarning
+from vocmatch.escapes import printable
+from vocmatch.render.files import InputFolder, OutputError, check_output
+from vocmatch.render.files import write_text as write_file
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.progress import Progress, TaskID
+
+    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evidence.gates import GateReport
+
+
+def stdout_console() -> Console:
+    """The console for the report (stdout); colour only on a terminal, NO_COLOR honoured.
+
+    Markup and emoji codes are off: a plain string that reached it from the data (a class
+    named ``[link=...]`` or ``:skull:``) prints as it is written.
+    """
+    from rich.console import Console
+
+    return Console(highlight=False, markup=False, emoji=False)
+
+
+#: The width content is measured at: wider than any line of a report.
+_UNBOUNDED_WIDTH = 1_000_000
+
+
+def content_width(console: Console, renderable: RenderableType) -> tuple[int, int]:
+    """The narrowest width at which ``renderable`` squeezes no table (a squeezed table cuts
+    its cells, and its class names), and the width at which it wraps nothing."""
+    from rich.console import Group
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    options = console.options.update_width(_UNBOUNDED_WIDTH)
+
+    def narrowest(part: RenderableType) -> int:
+        if isinstance(part, Group):
+            return max((narrowest(child) for child in part.renderables), default=1)
+        measured = Measurement.get(console, options, part)
+        # Text may wrap between words; a table is kept whole.
+        return measured.maximum if isinstance(part, Table) else measured.minimum
+
+    widest = Measurement.get(console, options, renderable).maximum
+    return max(narrowest(renderable), 1), max(widest, 1)
+
+
+def print_report(console: Console, renderable: RenderableType) -> None:
+    """Print a report on stdout at a width that suits where it goes.
+
+    On a terminal, the terminal's width (or ``COLUMNS``); elsewhere (a CI log, a pipe, a
+    file) ``COLUMNS`` when set, else the content's own width, so tables are not wrapped at
+    rich's 80-column default. Never narrower than the content's narrowest form: a class name
+    is not broken inside a word, a line is longer than the terminal instead.
+    """
+    narrowest, widest = content_width(console, renderable)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = widest
+    else:
+        console.width = max(console.width, narrowest)
+    console.print(renderable)
+
+
+def report_text(renderable: RenderableType) -> str:
+    """A report as plain text at the content's own width (for ``--output`` files)."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    # No markup or emoji codes: a string from the data prints as it is written.
+    console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
+    console.width = content_width(console, renderable)[1]
+    console.print(renderable)
+    return buffer.getvalue()
+
+
+def echo_err(text: str) -> None:
+    """One line on stderr, control characters shown as escapes: file and class names come
+    from the data, and a name holding ESC must not drive the terminal or the CI log."""
+    click.echo(printable(text), err=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
+    """Print ``vocmatch: error: message`` on stderr and return the exit to raise."""
+    echo_err(f"vocmatch: error: {message}")
+    return click.exceptions.Exit(code)
+
+
+@contextmanager
+def library_errors() -> Iterator[None]:
+    """Turn the library's typed errors into one line on stderr and exit code 2
+    (``vocmatch: cannot write PATH: reason`` for a report file)."""
+    try:
+        yield
+    except OutputError as error:
+        echo_err(f"vocmatch: {error}")
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+    except VocmatchError as error:
+        raise fail(str(error)) from None
+
+
+#: Suffixes of the pictures --images reads (vocmatch.render.html.PICTURE_SUFFIXES).
+PICTURE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def xml_folders(*folders: Path) -> list[InputFolder]:
+    """Annotation folders, whose ``*.xml`` files a run reads."""
+    return [InputFolder(os.fspath(folder), (".xml",)) for folder in folders]
+
+
+def check_outputs(
+    outputs: Sequence[Path | None],
+    files: Sequence[Path | None] = (),
+    folders: Sequence[InputFolder] = (),
+) -> None:
+    """Refuse, before any work, report paths that cannot be written, that are inputs, or
+    that are given for two outputs (one line and exit 2; see :mod:`vocmatch.render.files`)."""
+    given = [path for path in outputs if path is not None]
+    inputs = [path for path in files if path is not None]
+    seen: dict[str, Path] = {}
+    with library_errors():
+        for path in given:
+            check_output(path, inputs, folders)
+            real = os.path.realpath(path)
+            if real in seen:
+                raise OutputError(os.fspath(path), f"it is also given as {seen[real]}")
+            seen[real] = path
+
+
+#: Warnings of one kind listed one per line up to this many; beyond, one line counts them
+#: (``--format json`` lists every one).
+MAX_WARNINGS_OF_A_KIND = 20
+
+
+def warn_each_or_count(lines: Sequence[str], count_line: Callable[[int], str]) -> None:
+    """One warning per line, or, past :data:`MAX_WARNINGS_OF_A_KIND`, one line with the count
+    (``count_line(n)``) and the first few: a CI log should not drown in them."""
+    if len(lines) <= MAX_WARNINGS_OF_A_KIND:
+        for line in lines:
+            echo_err(f"vocmatch: warning: {line}")
+    else:
+        echo_err(f"vocmatch: warning: {count_line(len(lines))}")
+
+
+def _first(names: Sequence[str], count: int = 3) -> str:
+    return ", ".join(repr(n) for n in names[:count]) + (", ..." if len(names) > count else "")
+
+
+def report_warnings(
+    evaluation: Evaluation | LabelEvaluation, missing_means: str = "its objects count as missed"
+) -> None:
+    """One line on stderr per skipped file; missing prediction files and orphan files one
+    per line, or counted in one line when there are many."""
+    for skipped in evaluation.skipped:
+        echo_err(f"vocmatch: skipped {skipped}")
+    missing = evaluation.missing_pred
+    warn_each_or_count(
+        [f"no prediction file for {key!r}: {missing_means}" for key in missing],
+        lambda n: (
+            f"{n:,} images have no prediction file ({_first(missing)}): "
+            f"{missing_means.replace('its', 'their')} (--format json lists all, missing_pred)"
+        ),
+    )
+    orphan = evaluation.orphan_pred
+    warn_each_or_count(
+        [f"{path} has no ground-truth file: not evaluated" for path in orphan],
+        lambda n: (
+            f"{n:,} prediction files have no ground-truth file ({_first(orphan)}): "
+            "not evaluated (--format json lists all, orphan_pred)"
+        ),
+    )
+
+
+@contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """Let the reader of stdout go away (``vocmatch ... | head``) without a traceback.
+
+    The rest of the output is dropped and the command goes on, so its exit code is the
+    verdict it would have given anyway.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        discard_stdout()
+
+
+def discard_stdout() -> None:
+    """Point stdout at the null device, so nothing left to write can fail again (the
+    "Note on SIGPIPE" in Python's signal documentation)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+#: Images over --max-fp/--max-fn named on stderr before the rest are counted in one line.
+MAX_IMAGE_GATE_LINES = 20
+
+
+def report_gates(report: GateReport) -> None:
+    """One line on stderr per failed gate and per image over a limit; nothing when all pass."""
+    for result in report.failed_gates:
+        echo_err(f"vocmatch: gate failed: {result}")
+    failed = report.failed_images
+    for check in failed[:MAX_IMAGE_GATE_LINES]:
+        echo_err(f"vocmatch: gate failed: {check.key}: {', '.join(check.failures())}")
+    if len(failed) > MAX_IMAGE_GATE_LINES:
+        more = len(failed) - MAX_IMAGE_GATE_LINES
+        echo_err(
+            f"vocmatch: gate failed: {more} more images over a limit (--format junit lists all)"
+        )
+
+
+class ProgressDisplay:
+    """A progress bar on stderr for long runs: shown only on a terminal, only once a run
+    has taken more than a moment, and never with --quiet."""
+
+    delay = 0.5  # seconds before a bar appears
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+        self.stage_task: TaskID | None = None
+
+    def _shown(self) -> Progress | None:
+        """The bar, started once the run has taken more than a moment (None before)."""
+        if self.bar is None and self.enabled and time.monotonic() - self.started >= self.delay:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+        return self.bar
+
+    def files(self, done: int, total: int) -> None:
+        """Files read so far, of all files to read."""
+        bar = self._shown()
+        if bar is None:
+            return
+        if self.task is None:
+            self.task = bar.add_task("reading files", total=total)
+        bar.update(self.task, completed=done, total=total)
+
+    def stages(self, stage: str, done: int, total: int) -> None:
+        """The evaluation's stages, each over every image at once."""
+        bar = self._shown()
+        if bar is None:
+            return
+        if self.stage_task is None:
+            self.stage_task = bar.add_task("", total=total)
+        description = "matching images" if stage == "done" else f"matching images: {stage}"
+        bar.update(self.stage_task, description=description, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@contextmanager
+def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
+    """A :class:`ProgressDisplay` that is stopped however the block ends."""
+    display = ProgressDisplay(enabled=not quiet and sys.stderr.isatty())
+    try:
+        yield display
+    finally:
+        display.close()
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a report file atomically (:mod:`vocmatch.render.files`): a failure is one line,
+    ``vocmatch: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
+    with library_errors():
+        write_file(path, text)
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Show the library's warnings as ``vocmatch: warning: ...`` lines, others as Python
+    would."""
+    if issubclass(category, VocmatchWarning):
+        echo_err(f"vocmatch: warning: {message}")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
+def show_usage_error(error: click.ClickException) -> None:
+    """click's message for a usage error, each line escaped: the message repeats the value
+    given, which may come from the data."""
+    buffer = io.StringIO()
+    error.show(file=buffer)
+    for line in buffer.getvalue().splitlines():
+        echo_err(line)

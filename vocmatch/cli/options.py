@@ -1,0 +1,314 @@
+"""Options shared by several commands, as decorators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from vocmatch.cli.params import FiniteFloatRange, InputPath, OutputPath, WholeNumberRange
+
+if TYPE_CHECKING:
+    from vocmatch.core.protocol import Conventions
+    from vocmatch.evidence.diff import RegressionGate
+    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.slices import SliceSpec
+
+
+#: The HTML report's pictures are scaled to this side (vocmatch.render.html.PICTURE_MAX_SIDE; a test
+#: keeps the two equal, so the option's help is right without importing the HTML module).
+HTML_PICTURE_MAX_SIDE = 640
+
+
+#: Defaults shown in the options' help, kept equal to the library's by a test (so the help
+#: needs none of the library's modules): vocmatch.core.protocol.PROTOCOLS,
+#: vocmatch.readers.parse.DEFAULT_MAX_BYTES, vocmatch.evidence.analysis.DEFAULT_BACKGROUND_IOU,
+#: vocmatch.render.terminal.DIFF_MAX_ROWS and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU.
+PROTOCOL_NAMES = ("coco", "default", "voc07", "voc12")
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_BACKGROUND_IOU = 0.1
+DIFF_MAX_ROWS = 20
+DEFAULT_DUPLICATE_IOU = 0.9
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
+    """``--format`` with the given choices, ``table`` first and the default."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help=help_text,
+    )
+
+
+def _dash_is_stdout(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    # ``-o -`` is standard output, as for most command-line tools, not a file named '-'.
+    return None if value is not None and str(value) == "-" else value
+
+
+def output_option(help_text: str) -> Callable[[F], F]:
+    """``--output FILE`` / ``-o FILE``; ``-o -`` is standard output."""
+    return click.option(
+        "--output",
+        "-o",
+        type=OutputPath(dash_is_stdout=True),
+        default=None,
+        callback=_dash_is_stdout,
+        help=help_text,
+    )
+
+
+def max_rows_option(default: int, help_text: str) -> Callable[[F], F]:
+    """``--max-rows N`` for a report's longest table; 0 shows every row."""
+    return click.option(
+        "--max-rows",
+        type=WholeNumberRange(min=0),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def conventions_from(
+    protocol_name: str,
+    iou: float | None,
+    strict_threshold: bool | None,
+    pixel_inclusive: bool | None,
+    match_rule: str | None,
+    difficult: str | None,
+    interpolation: str | None,
+) -> Conventions:
+    """The preset of ``protocol_name`` with every option the user gave laid over it."""
+
+    from vocmatch.core.protocol import protocol
+
+    conv = protocol(protocol_name)
+    if iou is not None:
+        conv = conv.with_threshold(iou)
+    changes: dict[str, Any] = {}
+    if strict_threshold is not None:
+        changes["strict_threshold"] = strict_threshold
+    if pixel_inclusive is not None:
+        changes["pixel_inclusive"] = pixel_inclusive
+    if match_rule is not None:
+        changes["match_rule"] = match_rule
+    if difficult is not None:
+        changes["difficult"] = difficult
+    if interpolation is not None:
+        changes["interpolation"] = interpolation
+    return replace(conv, **changes) if changes else conv
+
+
+def convention_options(function: F) -> F:
+    """The options that choose a protocol and override its conventions one by one."""
+    options = [
+        click.option(
+            "--protocol",
+            "protocol_name",
+            type=click.Choice(PROTOCOL_NAMES),
+            default="default",
+            show_default=True,
+            help="Preset conventions: default, voc07, voc12 (PASCAL VOC devkit) or coco "
+            "(pycocotools COCOeval).",
+        ),
+        click.option(
+            "--iou",
+            type=FiniteFloatRange(0.0, 1.0),
+            default=None,
+            help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
+        ),
+        click.option(
+            "--strict-threshold/--inclusive-threshold",
+            default=None,
+            help="Match at IoU > t, as the Python voc_eval.py does, instead of IoU >= t.",
+        ),
+        click.option(
+            "--pixel-inclusive/--continuous",
+            "pixel_inclusive",
+            default=None,
+            help="Box areas with the VOC devkit's +1 pixel, or continuous (x2 - x1).",
+        ),
+        click.option(
+            "--match-rule",
+            type=click.Choice(["unmatched", "devkit"]),
+            default=None,
+            help="unmatched: best still-unmatched GT (COCO); devkit: best GT even if taken, "
+            "then FP.",
+        ),
+        click.option(
+            "--difficult",
+            type=click.Choice(["ignore", "count", "crowd"]),
+            default=None,
+            help="difficult objects: ignored, counted as ordinary objects, or COCO crowd regions.",
+        ),
+        click.option(
+            "--interpolation",
+            type=click.Choice(["all-point", "11-point", "101-point"]),
+            default=None,
+            help="AP interpolation: VOC2010+ all-point, VOC2007 11-point, COCO 101-point.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+#: vocmatch.readers.pred_formats.PRED_FORMATS (a test keeps the two equal: --help imports neither).
+PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
+
+
+def pred_format_options(function: F) -> F:
+    """``--pred-format``, ``--coco-gt`` and ``--names``: predictions from any detector."""
+    options = [
+        click.option(
+            "--pred-format",
+            type=click.Choice(PRED_FORMATS),
+            default="voc",
+            show_default=True,
+            help="voc: a folder of XML files; coco: a COCO results JSON file (image_id, "
+            "category_id, bbox [x, y, w, h], score) given as PRED_DIR; yolo: a folder of txt "
+            "files (class cx cy w h [conf], normalised; needs --names); voc-results: a "
+            "folder of the VOC devkit's comp4_det_<set>_<class>.txt files.",
+        ),
+        click.option(
+            "--coco-gt",
+            type=InputPath(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="With --pred-format coco: a COCO ground-truth JSON file whose "
+            "images[].file_name and categories[].name name the results' numeric ids.",
+        ),
+        click.option(
+            "--geometry",
+            type=click.Choice(["shape", "box"]),
+            default="shape",
+            show_default=True,
+            help="An object with both a <bndbox> and a <polygon> or <robndbox>: shape scores it "
+            "by the shape (a note counts them); box scores every object as a box, its "
+            "<bndbox> or a lone shape's bounding box.",
+        ),
+        click.option(
+            "--split",
+            default=None,
+            metavar="NAME|FILE",
+            help="Evaluate only the images of a list: ImageSets/Main/NAME.txt of a VOC folder "
+            "given as GT_DIR (test, val, ...), or any file of image ids, one per line. A "
+            "listed image without an annotation file is an error.",
+        ),
+        click.option(
+            "--names",
+            "names_file",
+            type=InputPath(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="With --pred-format yolo: the class names, one per line, in class-index "
+            "order (classes.txt, obj.names).",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def gate_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[Gate, ...]:
+    """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
+    from vocmatch.evidence.gates import parse_gate
+
+    try:
+        return tuple(parse_gate(value) for value in values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
+def slice_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[SliceSpec, ...]:
+    """Parse the ``--slice`` values; a bad one is a usage error (exit 2)."""
+    from vocmatch.evidence.slices import parse_slices
+
+    try:
+        return parse_slices(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
+#: --bootstrap's help for eval and for diff.
+BOOTSTRAP_HELP = (
+    "Add 95 % intervals for mAP, per-class AP, precision, recall and F1 from N resamples of "
+    "the images, drawn with replacement (1000 is usual)."
+)
+
+
+PAIRED_BOOTSTRAP_HELP = (
+    "Evaluate both runs on the same N resamples of the images, drawn with replacement (1000 "
+    "is usual): a 95 % interval and a two-sided p-value for every change, and each "
+    "regression gate's one-sided p-value."
+)
+
+
+def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
+    """--bootstrap and --seed."""
+    options = [
+        click.option(
+            "--bootstrap",
+            "bootstrap_resamples",
+            type=WholeNumberRange(min=1),
+            default=None,
+            metavar="N",
+            help=bootstrap_help,
+        ),
+        click.option(
+            "--seed",
+            type=WholeNumberRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seed of the bootstrap's resamples: the same seed gives the same intervals.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def slice_options(function: F) -> F:
+    """--slice, repeatable, and --calibration-bins."""
+    function = click.option(
+        "--calibration-bins",
+        type=WholeNumberRange(min=1),
+        default=None,
+        metavar="N",
+        help="Add each class's expected calibration error (ECE, and MCE) over N equal score "
+        "bins, a prediction right when it is a TP at the IoU threshold. The HTML report always "
+        "draws the reliability plot (10 bins unless N is given).",
+    )(function)
+    return click.option(
+        "--slice",
+        "slice_specs",
+        multiple=True,
+        callback=slice_option,
+        metavar="SLICE",
+        help="Also report AP and counts per value of SLICE: difficult, truncated, occluded, "
+        "pose, size (COCO's small/medium/large), size edges as box sides (16,32,96), or a "
+        "file-name pattern (night_*; every pattern is a value). Repeatable; a gate can "
+        "target a value: --fail-under size=small:recall=0.6.",
+    )(function)
+
+
+def regression_gate_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[RegressionGate, ...]:
+    """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
+    from vocmatch.evidence.diff import parse_regression_gate
+
+    try:
+        return tuple(parse_regression_gate(value) for value in values)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None

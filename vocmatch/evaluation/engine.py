@@ -1,0 +1,1414 @@
+"""The evaluator on columns: every image and class matched at once with numpy.
+
+:func:`vocmatch.evaluation.evaluate.evaluate` walks image by image and class by class, which
+reads like the definitions and serves as the reference. This module computes the same
+:class:`~vocmatch.evaluation.evaluate.Evaluation` from :class:`~vocmatch.readers.scan.ColumnSet`
+columns without a Python loop per image-class pair:
+
+* every ground-truth/prediction pair of the same image and class is listed once, and its IoU
+  computed by :func:`vocmatch.core.iou.pair_intersection` and
+  :func:`vocmatch.core.iou.iou_from_intersection`, the arithmetic of
+  :func:`vocmatch.core.iou.iou_matrix`;
+* greedy matching is sequential only within an image-class, so it runs rank by rank: step
+  ``r`` matches the ``r``-th highest-scored prediction of every image-class at every
+  threshold at once;
+* AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
+  arrays in the same order, so every number is bit-identical (a test checks it).
+
+Predictions without scores (paired highest IoU first) and sets holding rotated boxes or
+polygons (exact region overlap) go through the reference evaluator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.ap import (
+    COCO_RECALL_THRESHOLDS,
+    average_precision,
+    precision_recall_curve,
+)
+from vocmatch.core.match import (
+    Hits,
+    MatchRule,
+    RankedMatcher,
+    match_devkit,
+    match_unscored,
+    match_unscored_rows,
+)
+from vocmatch.core.model import Polygon, RotatedBox
+from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.errors import InputError
+from vocmatch.evaluation import pair_space as pairs
+from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
+from vocmatch.evaluation.result import (
+    COCO_AREAS,
+    ENORMOUS_COORDINATE,
+    CocoStats,
+    CocoSummary,
+    Evaluation,
+    ImageResult,
+    Match,
+    Outcome,
+    SweepResult,
+    case_notes,
+    class_result,
+    finish,
+    input_notes,
+    score_notes,
+    shape_notes,
+)
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = ["MatchedColumns", "evaluate_columns", "evaluate_matched", "fold_columns"]
+
+_MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
+
+FloatArray = npt.NDArray[np.float64]
+# Indices: int32 where they come from the columns, int64 where computed.
+IntArray = npt.NDArray[np.integer[Any]]
+BoolArray = npt.NDArray[np.bool_]
+#: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
+StageProgress = Callable[[str, int, int], None]
+_AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
+
+
+class _Matching:
+    """The matching at every threshold, kept as the matched pairs (few predictions match).
+
+    Per-prediction flags are built one threshold at a time, when asked for: on large sets a
+    dense (T, P) array of them is sizeable, and most uses need one threshold.
+    """
+
+    __slots__ = ("_gt_ignore", "_gt_matched", "_shape", "hit_gt", "hit_iou", "hit_pred", "hit_t")
+
+    def __init__(self, hits: Hits, gt_ignore: BoolArray, shape: tuple[int, int, int]) -> None:
+        # int32 where it holds every index (half the memory of a large set's matches).
+        index: type[np.integer[Any]] = np.int32 if max(shape) < 2**31 else np.int64
+        self.hit_t = hits.level.astype(index)  # (H,) threshold index of each matched pair
+        self.hit_pred = hits.pred.astype(index)  # (H,)
+        self.hit_gt = hits.gt.astype(index)  # (H,)
+        self.hit_iou = hits.iou  # (H,)
+        self._gt_ignore = gt_ignore
+        self._shape = shape  # thresholds, ground truth, predictions
+        self._gt_matched: BoolArray | None = None
+
+    def pred_flags(self, level: int) -> tuple[BoolArray, BoolArray]:
+        """``(P,)`` at one threshold: the prediction matched a ground truth (TP or ignored),
+        and it matched an ignored one."""
+        n_pred = self._shape[2]
+        at = self.hit_t == level
+        preds = self.hit_pred[at]
+        matched = np.zeros(n_pred, dtype=bool)
+        matched[preds] = True
+        ignored = np.zeros(n_pred, dtype=bool)
+        ignored[preds[self._gt_ignore[self.hit_gt[at]]]] = True
+        return matched, ignored
+
+    @property
+    def gt_matched(self) -> BoolArray:
+        """``(T, G)`` the ground truth was matched."""
+        if self._gt_matched is None:
+            n_t, n_gt, _ = self._shape
+            self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+            self._gt_matched[self.hit_t, self.hit_gt] = True
+        return self._gt_matched
+
+    def of(self, level: int, preds: IntArray) -> tuple[IntArray, FloatArray]:
+        """The ground truth matched to each of ``preds`` (all matched) at one threshold, and
+        the pair's IoU."""
+        at = np.flatnonzero(self.hit_t == level)
+        order = at[np.argsort(self.hit_pred[at])]
+        found = order[np.searchsorted(self.hit_pred[order], preds)]
+        return self.hit_gt[found].astype(np.int64), self.hit_iou[found]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchedColumns:
+    """The evaluator's arrays once every image is matched: what analyses that re-read the
+    matching (bootstrap intervals, slices, calibration) start from, so that they count
+    exactly what the evaluation counted.
+
+    Ground truth is sorted by (image, class, file order), kept predictions by (image, class,
+    descending score, file order); ``image`` indices run over the evaluated images
+    (``Evaluation.images``), ``class`` indices over ``class_names``.
+
+    Attributes:
+        conventions: The conventions of the evaluation.
+        gt: The ground-truth columns (class names folded when the evaluation folded them).
+        pred: The prediction columns.
+        image_rows: ``(I,)`` each evaluated image's index in ``gt.keys``.
+        class_names: The classes, sorted.
+        thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
+            threshold, the sweep and the AP thresholds).
+        pairs: The same-image, same-class pairs that can match, for :meth:`match` (kept or
+            scored again in bounded pieces).
+        scored: The predictions carry scores (else they were paired highest IoU first).
+        gt_rows: ``(G,)`` each ground truth's row in ``gt``.
+        gt_image: ``(G,)``.
+        gt_class: ``(G,)``.
+        gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
+        gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
+        gt_area: ``(G,)`` continuous area (a rotated box's or polygon's own region's), as
+            COCO's area ranges read it.
+        pred_rows: ``(P,)`` each kept prediction's row in ``pred``.
+        pred_image: ``(P,)``.
+        pred_class: ``(P,)``.
+        pred_score: ``(P,)`` scores, ``-inf`` where a prediction has none.
+        pred_rank: ``(P,)`` its place among its image-class's predictions by score.
+        pred_area: ``(P,)`` continuous area, as ``gt_area``.
+        ranked: Per class, its kept predictions (indices into the ``pred_*`` arrays) in the
+            ranking AP is computed on: stable, by descending score, ties in image then file
+            order.
+        hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
+        hit_pred: ``(H,)`` its prediction.
+        hit_gt: ``(H,)`` its ground truth.
+        hit_iou: ``(H,)`` the pair's IoU.
+        pred_counted: ``(P,)`` the prediction counts towards TP and FP (its score is at or
+            above its class's score threshold; every one without thresholds). AP keeps all.
+    """
+
+    conventions: Conventions
+    gt: ColumnSet
+    pred: ColumnSet
+    image_rows: IntArray
+    class_names: tuple[str, ...]
+    thresholds: FloatArray
+    pairs: _Scan
+    scored: bool
+    gt_rows: IntArray
+    gt_image: IntArray
+    gt_class: IntArray
+    gt_ignore: BoolArray
+    gt_crowd: BoolArray
+    gt_area: FloatArray
+    pred_rows: IntArray
+    pred_image: IntArray
+    pred_class: IntArray
+    pred_score: FloatArray
+    pred_rank: IntArray
+    pred_area: FloatArray
+    ranked: tuple[IntArray, ...]
+    hit_threshold: IntArray
+    hit_pred: IntArray
+    hit_gt: IntArray
+    hit_iou: FloatArray
+    pred_counted: BoolArray
+
+    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> _Matching:
+        """The protocol's matching again, with other ground truth ignored (an area range, a
+        slice): as pycocotools does for its area ranges, a prediction prefers ground truth
+        that counts, and one matched to ignored ground truth is ignored."""
+        levels = self.thresholds if thresholds is None else thresholds
+        return _match(
+            self.pairs, self.pred_rank, gt_ignore, self.gt_crowd, levels,
+            self.conventions.match_rule, self.conventions.strict_threshold, self.scored,
+        )  # fmt: skip
+
+    @property
+    def matching(self) -> _Matching:
+        """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
+        return _Matching(
+            Hits(self.hit_threshold, self.hit_pred, self.hit_gt, self.hit_iou),
+            self.gt_ignore,
+            (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
+        )
+
+
+def evaluate_matched(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conventions: Conventions | None = None,
+    keep_matches: bool = True,
+    *,
+    fold_case: bool = False,
+    progress: StageProgress | None = None,
+    score_thresholds: ScoreThresholds | None = None,
+) -> tuple[Evaluation, MatchedColumns | None]:
+    """:func:`evaluate_columns`, and the arrays of its matching (of every prediction).
+
+    Returns:
+        The evaluation, and its :class:`MatchedColumns` (None only when no image was
+        evaluated).
+    """
+    found: list[MatchedColumns] = []
+    evaluation = evaluate_columns(
+        gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
+        matched=found.append, score_thresholds=score_thresholds,
+    )  # fmt: skip
+    return evaluation, (found[0] if found else None)
+
+
+#: Pairs that can match, kept from the first pass over all pairs for the matchings that
+#: follow (pycocotools' area ranges match four more times); beyond, they are scored again.
+#: Each costs 16 bytes.
+CANDIDATE_BUDGET = 1 << 24
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """Pairs whose IoU passes the lowest threshold, of whole image-classes."""
+
+    gt: IntArray
+    pred: IntArray
+    iou: FloatArray
+
+
+#: A large image-class whose pairs that can match are too many to keep:
+#: ``(gt_start, gt_stop, pred_start, pred_stop)``.
+_LargeCell = tuple[int, int, int, int]
+
+
+class _Scan:
+    """One pass over every pair: each box's best IoU on the other side of its image-class
+    (the per-box records and the devkit rule read them), and the pairs that can match,
+    kept for the matchings while they fit in :data:`CANDIDATE_BUDGET`.
+
+    Args:
+        space: The boxes and how to score them.
+        lowest: The lowest threshold of any matching.
+        strict: Matching at ``IoU > t``.
+        first: A matcher fed every piece as it is scored (the first matching rides along,
+            so a large image-class whose pairs are not kept is scored once less).
+        rank: Each prediction's place in its image-class's ranking, for ``first``.
+    """
+
+    def __init__(
+        self,
+        space: PairSpace,
+        lowest: float,
+        strict: bool,
+        first: RankedMatcher | None = None,
+        rank: IntArray | None = None,
+    ) -> None:
+        self.space = space
+        self._first = first
+        self._rank = rank
+        self.lowest = lowest
+        self.strict = strict
+        # Boxes that do not meet have IoU 0, which then never matches: an STR tree finds
+        # the pairs that meet in a large image-class.
+        self.sparse = lowest > 0 or strict
+        n_gt, n_pred = space.n_gt, space.n_pred
+        self.pred_best_iou = np.zeros(n_pred)
+        self.pred_best_gt = np.full(n_pred, -1, dtype=np.int32)
+        self.gt_best_iou = np.zeros(n_gt)
+        self.gt_best_pred = np.full(n_gt, -1, dtype=np.int32)
+        # Kept: the pairs that can match of whole image-classes, in parts of whole
+        # predictions (a large image-class's part per block); else the bounds to score again.
+        self._pieces: list[list[_Candidates] | _LargeCell] = []
+        self._kept = 0
+        for piece in space.tiles():
+            if isinstance(piece, Tile):
+                self._tile(piece)
+            else:
+                self._large(piece)
+
+    def _passing(self, iou: FloatArray) -> BoolArray:
+        return np.asarray(iou > self.lowest if self.strict else iou >= self.lowest)
+
+    def _keep(self, parts: list[_Candidates]) -> bool:
+        size = sum(part.gt.size for part in parts)
+        if self._kept + size > CANDIDATE_BUDGET:
+            return False
+        self._kept += size
+        self._pieces.append(parts)
+        return True
+
+    def _tile(self, tile: Tile) -> None:
+        if tile.gt.size == 0:
+            return
+        if self._first is not None and self._rank is not None:
+            self._first.add(tile.gt, tile.pred, tile.iou, self._rank)
+        # Pairs run prediction by prediction, each over its image-class's ground truth in
+        # order: the best of a prediction is a maximum over its run, the first on ties.
+        starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
+        preds = tile.pred[starts]
+        best = np.maximum.reduceat(tile.iou, starts)
+        runs = np.diff(np.append(starts, tile.iou.size))
+        at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
+        first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+        self.pred_best_iou[preds] = best
+        self.pred_best_gt[preds] = tile.gt[first]
+        np.maximum.at(self.gt_best_iou, tile.gt, tile.iou)
+        keep = self._passing(tile.iou)
+        candidates = _Candidates(
+            tile.gt[keep].astype(np.int32), tile.pred[keep].astype(np.int32), tile.iou[keep]
+        )
+        if not self._keep([candidates]):
+            self._pieces.append(_tile_bounds(tile))
+
+    def _large(self, cell: _LargeCell) -> None:
+        g0, g1, p0, p1 = cell
+        # Before any piece: every IoU 0, the first box on the other side the best.
+        self.gt_best_pred[g0:g1] = p0
+        parts: list[_Candidates] | None = []
+        count = scored = 0
+        for piece in self.space.blocks(cell, self.sparse):
+            if self._first is not None and self._rank is not None:
+                if isinstance(piece, Tile):
+                    self._first.add(piece.gt, piece.pred, piece.iou, self._rank)
+                else:
+                    self._first.add_block(piece.iou, piece.gt_start, piece.pred_start)
+            if isinstance(piece, Tile):
+                row_best, row_pred = self._sparse(piece, g0, g1)
+                gt, pred, iou = piece.gt, piece.pred, piece.iou
+            else:
+                iou = piece.iou
+                columns = slice(piece.pred_start, piece.pred_start + iou.shape[1])
+                self.pred_best_gt[columns] = g0 + np.argmax(iou, axis=0)
+                self.pred_best_iou[columns] = iou.max(axis=0)
+                row_best = iou.max(axis=1)
+                row_pred = piece.pred_start + np.argmax(iou, axis=1)
+            # Pieces come in prediction order: a later one wins only with a higher IoU.
+            better = row_best > self.gt_best_iou[g0:g1]
+            self.gt_best_iou[g0:g1][better] = row_best[better]
+            self.gt_best_pred[g0:g1][better] = row_pred[better]
+            if parts is None:
+                continue
+            passing = self._passing(iou)
+            count += int(np.count_nonzero(passing))
+            scored += iou.size if isinstance(piece, Block) else piece.pred.size
+            # The share that can match so far, over every pair of the image-class, foretells
+            # whether they will fit: when they will not, none is gathered.
+            foreseen = (
+                count / max(scored, 1) * (g1 - g0) * (p1 - p0)
+                if isinstance(piece, Block)
+                else count
+            )
+            if self._kept + max(count, foreseen) > CANDIDATE_BUDGET:
+                parts = None  # too many to keep: scored again for each matching
+                continue
+            if isinstance(piece, Tile):
+                found = _Candidates(gt[passing], pred[passing], iou[passing])
+            else:
+                rows, cols = np.nonzero(passing)
+                found = _Candidates(rows + g0, cols + piece.pred_start, iou[rows, cols])
+            del passing
+            parts.append(
+                _Candidates(found.gt.astype(np.int32), found.pred.astype(np.int32), found.iou)
+            )
+        if parts is None or not self._keep(parts):
+            self._pieces.append(cell)
+
+    def _sparse(self, tile: Tile, g0: int, g1: int) -> tuple[FloatArray, IntArray]:
+        """Best IoUs from the pairs that meet, of a run of a large cell's predictions (the
+        others have IoU 0): each prediction's, set; each ground truth's best in the run and
+        its prediction, returned."""
+        self.pred_best_iou[tile.pred_start : tile.pred_stop] = 0.0
+        # With no IoU above 0, the first ground truth of the cell is the first maximum.
+        self.pred_best_gt[tile.pred_start : tile.pred_stop] = g0
+        if tile.gt.size:
+            starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
+            preds = tile.pred[starts]
+            best = np.maximum.reduceat(tile.iou, starts)
+            runs = np.diff(np.append(starts, tile.iou.size))
+            at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
+            first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+            positive = best > 0
+            self.pred_best_iou[preds] = best
+            self.pred_best_gt[preds[positive]] = tile.gt[first][positive]
+        row_best = np.zeros(g1 - g0)
+        row_pred = np.zeros(g1 - g0, dtype=np.int64)
+        if tile.gt.size:
+            # Per ground truth: highest IoU, the first prediction on ties.
+            order = np.lexsort((tile.pred, -tile.iou, tile.gt))
+            lead = order[np.append(True, tile.gt[order][1:] != tile.gt[order][:-1])]
+            row_best[tile.gt[lead] - g0] = tile.iou[lead]
+            row_pred[tile.gt[lead] - g0] = tile.pred[lead]
+        return row_best, row_pred
+
+    def gt_best_iou_among(self, preds: BoolArray) -> FloatArray:
+        """Each ground truth's highest IoU with the predictions flagged in ``preds`` (0.0
+        without any): one more pass over every pair."""
+        best = np.zeros(self.space.n_gt)
+        for piece in self.space.tiles():
+            if isinstance(piece, Tile):
+                counting = preds[piece.pred]
+                np.maximum.at(best, piece.gt[counting], piece.iou[counting])
+                continue
+            g0, g1, _, _ = piece
+            for block in self.space.blocks(piece, self.sparse):
+                if isinstance(block, Tile):
+                    counting = preds[block.pred]
+                    np.maximum.at(best, block.gt[counting], block.iou[counting])
+                    continue
+                columns = preds[block.pred_start : block.pred_start + block.iou.shape[1]]
+                if columns.any():
+                    np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
+        return best
+
+    def pieces(self, whole: bool) -> Iterator[_Candidates | _LargeCell]:
+        """The pairs that can match, piece by piece: kept ones joined a few million at a
+        time, others scored again; a large image-class whose pairs were not kept is given
+        as its bounds, to be read in blocks (:meth:`PairSpace.blocks`) or by rows.
+
+        Args:
+            whole: Every piece holds whole image-classes (the unscored pairing needs them);
+                else whole predictions suffice (ranked matching), which keeps pieces small.
+        """
+        batch: list[_Candidates] = []
+        size = 0
+        for piece in self._pieces:
+            if isinstance(piece, list):
+                for part in piece:
+                    batch.append(part)
+                    size += part.gt.size
+                    if not whole and size >= 2 * pairs.TILE_PAIRS:
+                        yield _joined(batch)
+                        batch, size = [], 0
+                if whole and size >= 2 * pairs.TILE_PAIRS:
+                    yield _joined(batch)
+                    batch, size = [], 0
+                continue
+            _, g1, p0, p1 = piece
+            if g1 < 0:  # a tile of small image-classes, scored again
+                tile = self.space.tile(p0, p1)
+                keep = self._passing(tile.iou)
+                yield _Candidates(tile.gt[keep], tile.pred[keep], tile.iou[keep])
+            else:
+                yield piece
+        if batch:
+            yield _joined(batch)
+
+
+def _joined(parts: list[_Candidates]) -> _Candidates:
+    if len(parts) == 1:
+        return parts[0]
+    return _Candidates(
+        np.concatenate([c.gt for c in parts]),
+        np.concatenate([c.pred for c in parts]),
+        np.concatenate([c.iou for c in parts]),
+    )
+
+
+def _tile_bounds(tile: Tile) -> _LargeCell:
+    # A tile not kept is recorded by its predictions (-1 marks it as a tile).
+    return (-1, -1, tile.pred_start, tile.pred_stop)
+
+
+def _match(
+    scan: _Scan,
+    rank: IntArray,
+    gt_ignore: BoolArray,
+    gt_crowd: BoolArray,
+    thresholds: FloatArray,
+    rule: MatchRule,
+    strict: bool,
+    scored: bool,
+) -> _Matching:
+    """Every image-class matched at every threshold, under the rule of the protocol."""
+    space = scan.space
+    shape = (thresholds.size, space.n_gt, space.n_pred)
+    if scored and rule == "devkit":
+        hits = match_devkit(
+            scan.pred_best_gt, scan.pred_best_iou, rank, gt_ignore, thresholds, strict
+        )
+        return _Matching(hits, gt_ignore, shape)
+    parts: list[Hits] = []
+    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
+    for piece in scan.pieces(whole=not scored):
+        if isinstance(piece, _Candidates):
+            if scored:
+                matcher.add(piece.gt, piece.pred, piece.iou, rank)
+            else:
+                parts.append(
+                    match_unscored(
+                        piece.gt, piece.pred, piece.iou, gt_ignore, gt_crowd, thresholds, strict
+                    )
+                )
+            continue
+        g0, g1, p0, p1 = piece
+        if scored:
+            for block in space.blocks(piece, scan.sparse):
+                if isinstance(block, Tile):
+                    matcher.add(block.gt, block.pred, block.iou, rank)
+                else:
+                    matcher.add_block(block.iou, block.gt_start, block.pred_start)
+            continue
+
+        def row(g: int, g0: int = g0, p0: int = p0, p1: int = p1) -> FloatArray:
+            values: FloatArray = space.rows(np.array([g0 + g]), p0, p1)[0]
+            return values
+
+        found = match_unscored_rows(
+            scan.gt_best_pred[g0:g1].astype(np.int64) - p0,
+            scan.gt_best_iou[g0:g1],
+            row,
+            p1 - p0,
+            gt_ignore[g0:g1],
+            gt_crowd[g0:g1],
+            thresholds,
+            strict,
+        )
+        parts.append(found.shifted(g0, p0))
+    if scored:
+        parts.append(matcher.hits())
+    return _Matching(Hits.join(parts), gt_ignore, shape)
+
+
+def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
+    """Boxes that :func:`vocmatch.evaluation.evaluate.input_notes` might remark on (a superset)."""
+    odd = np.zeros(boxes.shape[0], dtype=bool)
+    # Rows of the few odd values (faster than .any(axis=1) over every box).
+    odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
+    if scores is not None:
+        odd |= (scores < 0) | (scores > 1)
+    return odd
+
+
+def _segment_starts(keys: IntArray, n: int) -> IntArray:
+    """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
+    return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
+
+
+def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) -> IntArray:
+    """The order of ``np.lexsort((-scores, cell))`` (by cell, then descending score, ties in
+    array order), found faster from ``by_score``, the stable order by descending score: cell
+    and score rank packed into one integer key, unique, so any sort gives the same order."""
+    n = scores.size
+    if n == 0 or (int(cell.max()) + 1) * n >= 2**62:
+        return np.lexsort((-scores, cell))  # the key would not fit in 64 bits
+    key = np.empty(n, dtype=np.int64)
+    key[by_score] = np.arange(n)  # each score's rank
+    key += cell.astype(np.int64) * n
+    return np.argsort(key)
+
+
+def _ranked(
+    matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
+) -> tuple[BoolArray, FloatArray]:
+    # As vocmatch.evaluation.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
+    # then a stable sort by descending score. ``order`` is that stable sort of all of them;
+    # filtering it gives the stable sort of the kept ones.
+    selected = order[~ignored[order]]
+    return matched[selected], scores[selected]
+
+
+def _scores(scores: FloatArray, rows: IntArray) -> FloatArray:
+    """Scores of ``rows`` for ranking: NaN (no score) as -inf, ranked last."""
+    taken = scores[rows]
+    return np.where(np.isnan(taken), -math.inf, taken)
+
+
+def _used(labels: IntArray, n_names: int) -> list[int]:
+    """The distinct label indices in ``labels`` (counted: faster than ``np.unique``)."""
+    return np.flatnonzero(np.bincount(labels, minlength=n_names)).tolist()
+
+
+def evaluate_columns(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conventions: Conventions | None = None,
+    keep_matches: bool = True,
+    *,
+    fold_case: bool = False,
+    progress: StageProgress | None = None,
+    matched: Callable[[MatchedColumns], None] | None = None,
+    score_thresholds: ScoreThresholds | None = None,
+) -> Evaluation:
+    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.evaluate.evaluate` on
+    the same files, number for number.
+
+    Args:
+        gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
+        pred: Predictions read the same way.
+        conventions: The protocol; defaults to ``protocol("default")``.
+        keep_matches: Build the per-box :class:`~vocmatch.evaluation.evaluate.Match` records of
+            every image (needed by the HTML report and the error analysis; costly on large sets).
+        fold_case: Lower-case every class name before matching.
+        progress: Told each stage as it starts (pairing, matching, each COCO area range,
+            per-image results, AP per class) with the number of stages done and in all,
+            and ``("done", n, n)`` at the end. Every image goes through a stage at once.
+        matched: Given the :class:`MatchedColumns` once every image is matched; see
+            :func:`evaluate_matched`.
+        score_thresholds: Count only the predictions at or above their class's score
+            threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
+            the COCO numbers still use every prediction (see :mod:`vocmatch.evaluation.thresholds`).
+
+    Raises:
+        InputError: A score threshold is given and no prediction has a score.
+
+    Returns:
+        The evaluation.
+    """
+    conv = conventions or protocol("default")
+    stage_names = [
+        "pairing boxes",
+        "matching",
+        *(f"COCO area {name}" for name in _AREA_NAMES if conv.coco_stats),
+        "per-image results",
+        "AP per class",
+    ]
+    stages_done = 0
+
+    def stage(name: str) -> None:
+        nonlocal stages_done
+        if progress is not None:
+            progress(name, stages_done, len(stage_names))
+        stages_done += 1
+
+    names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
+    if fold_case:
+        gt, pred = fold_columns(gt), fold_columns(pred)
+    skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
+    unreadable = {s.key for s in skipped if s.key is not None}
+    gt_key_set = set(gt.keys)
+    orphan = tuple(
+        path
+        for key, path in zip(pred.keys, pred.paths, strict=True)
+        if key not in gt_key_set and key not in unreadable
+    )
+    pred_index = {key: i for i, key in enumerate(pred.keys)}
+    images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
+    n_images = len(images)
+    gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)
+    gt_image_map[images] = np.arange(n_images)
+    pred_of_image = [pred_index.get(gt.keys[i]) for i in images]
+    pred_image_map = np.full(len(pred.keys), -1, dtype=np.int64)
+    for j, p in enumerate(pred_of_image):
+        if p is not None:
+            pred_image_map[p] = j
+    missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
+
+    gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
+    pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
+    has_score = ~np.isnan(pred.scores[pred_rows])
+    scored = bool(has_score.any())
+    if score_thresholds and not scored and pred_rows.size:
+        raise InputError(
+            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
+            "and none of the predictions has a <score> or <confidence>"
+        )
+    unscored_rows = pred_rows[~has_score]
+    notes = [*gt.notes, *pred.notes]
+    notes += score_notes(
+        scored,
+        int(unscored_rows.size),
+        pred_rows.size > 0,
+        files=int(np.unique(pred.image[unscored_rows]).size),
+    )
+    # Only boxes with a suspicious value can change the notes: hand over just those (usually
+    # none), rather than copies of every box.
+    gt_odd = gt_rows[_suspicious(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[_suspicious(pred.boxes, pred.scores)[pred_rows]]
+    notes += input_notes(
+        [*gt.paths, *pred.paths],
+        np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
+        np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
+        np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
+    )
+    notes += names_note
+    gt_evaluated = np.zeros(gt.image.size, dtype=bool)
+    gt_evaluated[gt_rows] = True
+    pred_evaluated = np.zeros(pred.image.size, dtype=bool)
+    pred_evaluated[pred_rows] = True
+    notes += shape_notes(
+        sum(1 for row, _ in gt.shapes if gt_evaluated[row])
+        + sum(1 for row, _ in pred.shapes if pred_evaluated[row]),
+        conv,
+    )
+
+    class_names = sorted(
+        {gt.label_names[i] for i in _used(gt.labels[gt_rows], len(gt.label_names))}
+        | {pred.label_names[i] for i in _used(pred.labels[pred_rows], len(pred.label_names))}
+    )
+    index = {name: k for k, name in enumerate(class_names)}
+    n_k = len(class_names)
+    gt_remap = np.array([index.get(n, -1) for n in gt.label_names], dtype=np.int64)
+    pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
+
+    # Ground truth sorted by (image, class, file order).
+    g_image = gt_image_map[gt.image[gt_rows]]
+    g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
+    g_order = np.lexsort((g_class, g_image))
+    g_rows = gt_rows[g_order]
+    g_image, g_class = g_image[g_order], g_class[g_order]
+    g_cell = g_image * n_k + g_class
+    g_boxes = gt.boxes[g_rows]
+    g_difficult = gt.difficult[g_rows]
+    g_ignore = g_difficult if conv.difficult != "count" else np.zeros_like(g_difficult)
+    g_crowd = g_difficult if conv.difficult == "crowd" else np.zeros_like(g_difficult)
+    n_gt = g_rows.size
+
+    # Predictions sorted by (image, class, descending score, file order).
+    p_image_all = pred_image_map[pred.image[pred_rows]]
+    p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
+    p_score_all = _scores(pred.scores, pred_rows)
+    # One stable sort by descending score (ties in file order) serves the order below and
+    # every class's ranking.
+    by_score: IntArray = np.argsort(-p_score_all, kind="stable")
+    p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all, by_score)
+    # Indices are held as int32 (half the memory of a large set); cells stay int64.
+    p_rows_all = pred_rows[p_order].astype(np.int32)
+    del pred_rows  # int64, the size of the predictions: let go at once
+    # The score order in terms of the sorted arrays below.
+    sorted_place = np.empty(p_order.size, dtype=np.int32)
+    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
+    by_score = sorted_place[by_score]
+    del sorted_place
+    p_image_all = p_image_all[p_order].astype(np.int32)
+    p_class_all = p_class_all[p_order].astype(np.int32)
+    p_score_all = p_score_all[p_order]
+    del p_order
+    p_cell_all = p_image_all.astype(np.int64) * n_k + p_class_all
+    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
+    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
+    run_starts = np.flatnonzero(np.append(True, p_cell_all[1:] != p_cell_all[:-1]))
+    run_lengths = np.diff(np.append(run_starts, p_cell_all.size))
+    rank_all = (np.arange(p_cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
+    del run_starts, run_lengths
+    # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
+    # scores there is no ranking to cut, and every prediction is kept.
+    if conv.max_dets is not None and scored:
+        kept = rank_all < conv.max_dets
+    else:
+        kept = np.ones_like(rank_all, bool)
+    if kept.all():
+        # Nothing beyond max_dets: the same arrays, no copies (they are large).
+        p_rows, p_image, p_class, p_score = p_rows_all, p_image_all, p_class_all, p_score_all
+        p_cell, rank = p_cell_all, rank_all
+    else:
+        p_rows = p_rows_all[kept]
+        p_image, p_class, p_score = p_image_all[kept], p_class_all[kept], p_score_all[kept]
+        p_cell, rank = p_cell_all[kept], rank_all[kept]
+    # Boxes stay in the columns; only the rows that pairs need are gathered.
+    n_pred = p_rows.size
+    if not kept.all():
+        # The score order of the kept predictions, as indices among them.
+        kept_place = np.cumsum(kept, dtype=np.int64) - 1
+        by_score = kept_place[by_score[kept[by_score]]].astype(np.int32)
+        del kept_place
+
+    # Every pair of the same image-class, scored once for each box's best IoU on the other
+    # side and the pairs that can match.
+    stage("pairing boxes")
+    del p_cell_all
+    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+    levels = {value: i for i, value in enumerate(levels_list)}
+    thresholds = np.array(levels_list, dtype=np.float64)
+    t = levels[conv.iou_threshold]
+    space = PairSpace(
+        g_boxes,
+        g_cell,
+        g_crowd,
+        pred.boxes,
+        p_cell,
+        conv.pixel_inclusive,
+        _sorted_shapes(gt.shapes, g_rows),
+        _sorted_shapes(pred.shapes, p_rows),
+        pred_rows=p_rows,
+    )
+    del p_cell
+    # The unmatched rule's matching is made as the pairs are scored (in ranking order).
+    first = None
+    if scored and conv.match_rule == "unmatched":
+        first = RankedMatcher(n_gt, g_ignore, g_crowd, thresholds, conv.strict_threshold)
+    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold, first, rank)
+    stage("matching")
+    if first is not None:
+        m = _Matching(first.hits(), g_ignore, (thresholds.size, n_gt, n_pred))
+    else:
+        m = _match(
+            scan, rank, g_ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
+            scored,
+        )  # fmt: skip
+
+    # pycocotools' numbers first, while the main matching is still only pairs: the two
+    # never hold their per-prediction flags at the same time.
+    # Per class: predictions in (image, rank) order, as the reference concatenates them.
+    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
+    # rank).
+    class_order = np.argsort(p_class, kind="stable").astype(np.int32)
+    class_starts = _segment_starts(p_class[class_order], n_k)
+    g_class_starts = np.bincount(g_class, minlength=n_k)
+    g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
+    # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
+    rankings = _rankings(by_score, p_class, class_order, class_starts)
+    del by_score
+    # Continuous areas (a shape's own region's), as COCO's area ranges read them.
+    g_area, p_area = space.region_areas()
+    # The scores are gathered again after pycocotools' numbers, which do not read them:
+    # one array of every prediction less while those are computed.
+    del p_score, p_score_all
+    coco = None
+    coco_class_ap = None
+    reuse = False
+    if conv.coco_stats and scored:
+        coco, coco_class_ap = _coco(
+            conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
+            p_area, class_order, class_starts, n_k, rankings, stage, scored,
+        )  # fmt: skip
+        # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all",
+        # maxDets 100 entry whenever no box is large enough to leave that range: read it
+        # from there.
+        reuse = (
+            conv.interpolation == "101-point"
+            and (conv.max_dets is None or conv.max_dets <= 100)
+            and not (g_area > COCO_AREAS[0][1]).any()
+            and not (p_area > COCO_AREAS[0][1]).any()
+        )
+    elif conv.coco_stats:
+        for name in _AREA_NAMES:
+            stage(f"COCO area {name}")
+    p_score_all = _scores(pred.scores, p_rows_all)
+    p_score = p_score_all if p_rows is p_rows_all else p_score_all[kept]
+    if matched is not None:
+        matched(
+            MatchedColumns(
+                conventions=conv,
+                gt=gt,
+                pred=pred,
+                image_rows=np.asarray(images, dtype=np.int64),
+                class_names=tuple(class_names),
+                thresholds=thresholds,
+                pairs=scan,
+                scored=scored,
+                gt_rows=g_rows,
+                gt_image=g_image,
+                gt_class=g_class,
+                gt_ignore=g_ignore,
+                gt_crowd=g_crowd,
+                gt_area=g_area,
+                pred_rows=p_rows,
+                pred_image=p_image,
+                pred_class=p_class,
+                pred_score=p_score,
+                pred_rank=rank,
+                pred_area=p_area,
+                ranked=tuple(
+                    class_order[class_starts[k] : class_starts[k + 1]][rankings[k].order]
+                    for k in range(n_k)
+                ),
+                hit_threshold=m.hit_t,
+                hit_pred=m.hit_pred,
+                hit_gt=m.hit_gt,
+                hit_iou=m.hit_iou,
+                pred_counted=(
+                    p_score >= np.array([score_thresholds.floor(n) for n in class_names])[p_class]
+                    if score_thresholds
+                    else np.ones(p_class.size, dtype=bool)
+                ),
+            )
+        )
+    del g_area, p_area
+    matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
+    counted_t = matched_t & ~ignored_t
+    missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
+    # Score thresholds: the predictions that count, kept and all (module doc of
+    # vocmatch.evaluation.thresholds: their matches are those the one matching of all gave them).
+    p_pass = p_pass_all = None
+    if score_thresholds:
+        floor = np.array([score_thresholds.floor(name) for name in class_names])
+        p_pass = p_score >= floor[p_class]
+        p_pass_all = p_score_all >= floor[p_class_all]
+        counted_t = counted_t & p_pass
+    # Predictions matched to an ignored (difficult) object, among those that count.
+    ignored_counted = ignored_t if p_pass is None else ignored_t & p_pass
+    ignored_pred_image: list[int] = np.bincount(
+        p_image[ignored_counted], minlength=n_images
+    ).tolist()
+
+    def per_image(flags: BoolArray, image: IntArray) -> IntArray:
+        return np.bincount(image[flags], minlength=n_images).astype(np.int64)
+
+    # Per image and threshold, from the matched pairs: TP are matches to an object that
+    # counts, FP the kept predictions left unmatched.
+    hit_image = p_image[m.hit_pred]
+    hit_counts = ~g_ignore[m.hit_gt]
+    ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
+    gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
+    if p_pass is None or p_pass_all is None:
+        kept_per_image = np.bincount(p_image, minlength=n_images)
+        pred_per_image = np.bincount(p_image_all, minlength=n_images)
+    else:
+        kept_per_image = np.bincount(p_image[p_pass], minlength=n_images)
+        pred_per_image = np.bincount(p_image_all[p_pass_all], minlength=n_images)
+        hit_pass = p_pass[m.hit_pred]
+        hit_image, hit_counts = hit_image[hit_pass], hit_counts[hit_pass]
+        hit_level = m.hit_t[hit_pass]
+    levels_of_hits = m.hit_t if p_pass is None else hit_level
+    tp_image = [
+        np.bincount(hit_image[(levels_of_hits == i) & hit_counts], minlength=n_images).tolist()
+        for i in range(thresholds.size)
+    ]
+    fp_image = [
+        (kept_per_image - np.bincount(hit_image[levels_of_hits == i], minlength=n_images)).tolist()
+        for i in range(thresholds.size)
+    ]
+    del hit_image, hit_counts, levels_of_hits
+    if p_pass is None:
+        fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
+    else:
+        # Each object that counts is matched at most once: FN = objects that count - TP.
+        counting_image = gt_per_image - ignored_image
+        fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
+
+    # The IoU of each TP, ordered as the reference lists matches: class, then file order.
+    tp_pred = np.flatnonzero(counted_t)
+    _, tp_iou = m.of(t, tp_pred)
+    tp_order = np.lexsort((p_rows[tp_pred], p_class[tp_pred], p_image[tp_pred]))
+    tp_iou_sorted = tp_iou[tp_order]
+    tp_starts = _segment_starts(p_image[tp_pred][tp_order], n_images)
+
+    stage("per-image results")
+    matches_by_image = None
+    if keep_matches:
+        matches_by_image = _matches(
+            n_images, class_names, g_rows, g_image, g_class, g_ignore, p_rows_all, p_image_all,
+            p_class_all, kept, p_rows, p_image, p_class, scan, m, t, n_gt, n_pred, gt, pred,
+            p_pass, p_pass_all,
+        )  # fmt: skip
+    image_results = []
+    # Plain lists: read 5,000 times each below, faster than numpy scalars.
+    tp_iou_list: list[float] = tp_iou_sorted.tolist()
+    tp_bounds: list[int] = tp_starts.tolist()
+    gt_count: list[int] = (gt_per_image - ignored_image).tolist()
+    ignored_count: list[int] = ignored_image.tolist()
+    pred_count: list[int] = pred_per_image.tolist()
+    sweep_levels = [(threshold, levels[threshold]) for threshold in SWEEP_THRESHOLDS]
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
+    for j, i in enumerate(images):
+        p = pred_of_image[j]
+        ious = tp_iou_list[tp_bounds[j] : tp_bounds[j + 1]]
+        counts = tuple(
+            c
+            for _, level in sweep_levels
+            for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
+        )
+        sweep = sweeps.get(counts)
+        if sweep is None:
+            sweep = sweeps[counts] = tuple(
+                SweepResult(threshold, *counts[3 * n : 3 * n + 3])
+                for n, (threshold, _) in enumerate(sweep_levels)
+            )
+        image_results.append(
+            ImageResult(
+                key=gt.keys[i],
+                gt_path=gt.paths[i],
+                pred_path=pred.paths[p] if p is not None else None,
+                gt=gt_count[j],
+                gt_ignored=ignored_count[j],
+                pred=pred_count[j],
+                tp=tp_image[t][j],
+                fp=fp_image[t][j],
+                fn=fn_image[t][j],
+                mean_iou=math.fsum(ious) / len(ious) if ious else None,
+                sweep=sweep,
+                matches=matches_by_image[j] if matches_by_image is not None else (),
+                pred_ignored=ignored_pred_image[j],
+            )
+        )
+
+    stage("AP per class")
+    # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
+    at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
+    at75 = (
+        conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
+    )
+    class_members = [class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k)]
+    n_class_gt = (g_class_starts - g_class_ignored).tolist()
+    # AP per class. With pycocotools' numbers at hand, a class's COCO AP (101 points, IoU
+    # 0.50:0.95) is their area "all", maxDets 100 entry whenever no box is large enough to
+    # leave that range. Otherwise one threshold at a time, for every class.
+    ap_values: list[list[float]] = [[] for _ in range(n_k)]
+    if reuse and coco_class_ap is not None:
+        for k in range(n_k):
+            if n_class_gt[k] > 0:
+                ap_values[k] = coco_class_ap[k]
+    elif scored and any(n > 0 for n in n_class_gt):
+        eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+        for threshold in conv.ap_thresholds:
+            level = levels[threshold]
+            matched_l, ignored_l = (matched_t, ignored_t) if level == t else m.pred_flags(level)
+            for k, members in enumerate(class_members):
+                if n_class_gt[k] == 0:
+                    continue
+                tp_level, ranked_scores = _ranked(
+                    matched_l[members], ignored_l[members], p_score[members], rankings[k].order
+                )
+                c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
+                ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
+            del matched_l, ignored_l
+
+    classes = []
+    for k, name in enumerate(class_names):
+        members = class_members[k]
+        tp = int(np.count_nonzero(counted_t[members]))
+        if p_pass is None:
+            fp = int(np.count_nonzero(~matched_t[members]))
+            fn = int(np.count_nonzero(missed[t][g_class == k]))
+            n_class_pred = members.size
+        else:
+            fp = int(np.count_nonzero(~matched_t[members] & p_pass[members]))
+            fn = n_class_gt[k] - tp
+            n_class_pred = int(np.count_nonzero(p_pass[members]))
+        # Without scores there is no ranking: neither a curve nor AP.
+        curve = None
+        ap = None
+        if scored:
+            tp_ranked, ranked_scores = _ranked(
+                matched_t[members], ignored_t[members], p_score[members], rankings[k].order
+            )
+            curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
+            ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
+        values = ap_values[k] if scored and n_class_gt[k] > 0 else []
+        classes.append(
+            class_result(
+                name,
+                n_class_gt[k],
+                int(g_class_ignored[k]),
+                n_class_pred,
+                tp,
+                fp,
+                fn,
+                ap,
+                curve,
+                pred_ignored=int(np.count_nonzero(ignored_counted[members])),
+                ap50=values[at50] if at50 is not None and values else None,
+                ap75=values[at75] if at75 is not None and values else None,
+            )
+        )
+
+    if progress is not None:
+        progress("done", len(stage_names), len(stage_names))
+    return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
+
+
+def _rankings(
+    by_score: IntArray,
+    p_class: IntArray,
+    class_order: IntArray,
+    class_starts: IntArray,
+) -> list[_Ranking]:
+    """Each class's ranking, from the stable order of all predictions by descending score.
+
+    A class's members (``class_order``) are in (image, rank) order, so among equal scores in
+    file order, as in ``by_score``: the stable sort of a class's scores is ``by_score``
+    restricted to the class. A stable sort by class (a radix sort on 16-bit class indices)
+    does that for every class at once.
+    """
+    n_k = class_starts.size - 1
+    classes = p_class[by_score]
+    ranked = by_score[
+        np.argsort(classes.astype(np.int16) if n_k < 2**15 else classes, kind="stable")
+    ]
+    # Each prediction's place among its class's members.
+    member_place = np.empty(by_score.size, dtype=np.int32)
+    member_place[class_order] = np.arange(by_score.size) - np.repeat(
+        class_starts[:-1], np.diff(class_starts)
+    )
+    return [
+        _Ranking(member_place[segment])
+        for segment in (ranked[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """A class's predictions in pycocotools' ranking: stable, by descending score."""
+
+    order: IntArray  # member index at each ranked position
+
+
+def _coco_accumulate_sparse(
+    n_gt: int,
+    rank_sorted: IntArray,
+    ranked_out: BoolArray,
+    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
+
+    An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
+    whatever the threshold; so the counted predictions up to a place are those inside the
+    range, corrected at the few matched ones (a match counts unless its object is ignored,
+    inside the range or not). Same integers, same operations: identical values. All
+    thresholds are handled at once, their matches laid end to end.
+
+    Args:
+        n_gt: Ground truth that counts in this area range.
+        rank_sorted: Each of the class's predictions' rank within its image-class, in
+            ranked order (pycocotools' maxDets keep those below the limit).
+        ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
+        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
+            each matched an ignored object, and whether it lies outside the area range.
+
+    Returns:
+        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
+    """
+    n_t = len(hits)
+    precision = np.zeros((n_t, 101, len(_MAX_DETS)))
+    recall = np.zeros((n_t, len(_MAX_DETS)))
+    eps = float(np.spacing(1))
+    all_places = np.concatenate([h[0] for h in hits])
+    all_ignored = np.concatenate([h[1] for h in hits])
+    all_out = np.concatenate([h[2] for h in hits])
+    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
+    # Recall after k true positives is k / n_gt whatever the threshold: the place where each
+    # of the 101 recall levels is first reached is the same for every threshold, and the
+    # interpolated precision is the best precision from there on (a suffix maximum, taken
+    # over blocks that start at those places).
+    reach = np.searchsorted(
+        np.arange(1, max(all_places.size, 1) + 1, dtype=np.float64) / n_gt,
+        COCO_RECALL_THRESHOLDS,
+        side="left",
+    )
+    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
+    block_of_level = np.searchsorted(block_starts, reach)
+    for m, max_det in enumerate(_MAX_DETS):
+        selected = rank_sorted < max_det
+        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
+        n_base = int(base[-1]) if base.size else 0
+        keep = selected[all_places]
+        places, threshold = all_places[keep], all_threshold[keep]
+        true = ~all_ignored[keep]
+        # Counted as matched minus counted as unmatched, at each matched place, running
+        # within each threshold's run.
+        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
+        # The running total at the end of each threshold's run, and before it.
+        run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
+        run_total = np.concatenate([[0], running])[run_end]
+        before = np.concatenate([[0], run_total[:-1]])
+        delta = running - before[threshold]
+        n_tp = np.bincount(threshold[true], minlength=n_t)
+        n_counted = n_base + (run_total - before)
+        # No ranked prediction at all leaves recall 0 (and then there is no TP either).
+        recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
+        # Precision at each true positive, k counted from 1 within its threshold.
+        tp_threshold = threshold[true]
+        tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
+        k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
+        counted_upto = base[places[true]] + delta[true]
+        tp_sum = k.astype(np.float64)
+        fp_sum = (counted_upto - k).astype(np.float64)
+        pr = tp_sum / (tp_sum + fp_sum + eps)
+        # Blocks of each threshold: those starting before its last true positive.
+        n_blocks = np.searchsorted(block_starts, n_tp, side="left")
+        block_threshold = np.repeat(np.arange(n_t), n_blocks)
+        block_index = np.arange(block_threshold.size) - np.repeat(
+            np.cumsum(n_blocks) - n_blocks, n_blocks
+        )
+        if block_threshold.size == 0:
+            continue
+        maxima = np.full((n_t, block_starts.size), -1.0)
+        maxima[block_threshold, block_index] = np.maximum.reduceat(
+            pr, tp_first[block_threshold] + block_starts[block_index]
+        )
+        envelope = np.maximum.accumulate(maxima[:, ::-1], axis=1)[:, ::-1]
+        reached = reach[None, :] < n_tp[:, None]  # (T, 101)
+        precision[:, :, m] = np.where(reached, envelope[:, block_of_level], 0.0)
+    return precision, recall
+
+
+def _coco(
+    conv: Conventions,
+    scan: _Scan,
+    rank: IntArray,
+    n_gt: int,
+    n_pred: int,
+    g_ignore: BoolArray,
+    g_crowd: BoolArray,
+    g_area: FloatArray,
+    g_class: IntArray,
+    p_class: IntArray,
+    p_area: FloatArray,
+    class_order: IntArray,
+    class_starts: IntArray,
+    n_k: int,
+    rankings: list[_Ranking],
+    stage: Callable[[str], None],
+    scored: bool,
+) -> tuple[CocoStats, dict[int, list[float]]]:
+    """pycocotools' 12 numbers, and for each class with ground truth its AP at each
+    threshold as pycocotools' precision gives it (area all, maxDets 100). Class by class:
+    pycocotools' ``(T, 101, K, A, M)`` precision array is never built (48 GB for 50,000
+    classes under ten thresholds)."""
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    n_t = thresholds.size
+    summary = CocoSummary(thresholds)
+    class_ap: dict[int, list[float]] = {}
+    # A prediction's place in its class's ranking.
+    position = np.zeros(n_pred, dtype=np.int32)
+    for k in range(n_k):
+        members = class_order[class_starts[k] : class_starts[k + 1]]
+        position[members[rankings[k].order]] = np.arange(members.size)
+    for a, (low, high) in enumerate(COCO_AREAS):
+        stage(f"COCO area {_AREA_NAMES[a]}")
+        ignore = g_ignore | (g_area < low) | (g_area > high)
+        m = _match(
+            scan, rank, ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
+            scored,
+        )  # fmt: skip
+        pred_out = (p_area < low) | (p_area > high)
+        gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
+        # Matched predictions are few: take them sparse, by class, threshold and place.
+        # int64 before the combined key below: class x threshold x place exceeds int32.
+        hit_class = p_class[m.hit_pred].astype(np.int64)
+        hit_position = position[m.hit_pred].astype(np.int64)
+        # (class, threshold, place) is unique per match: one integer key sorts them.
+        order = np.argsort((hit_class * n_t + m.hit_t) * max(n_pred, 1) + hit_position)
+        hit_class, hit_t = hit_class[order], m.hit_t[order]
+        hit_position = hit_position[order]
+        hit_ignored = ignore[m.hit_gt[order]]
+        hit_out = pred_out[m.hit_pred[order]]
+        starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
+        for k in range(n_k):
+            if gt_counting[k] == 0:
+                continue
+            members = class_order[class_starts[k] : class_starts[k + 1]]
+            ranked_out = pred_out[members][rankings[k].order]
+            hits = [
+                (
+                    hit_position[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                    hit_ignored[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                    hit_out[starts[k * n_t + t] : starts[k * n_t + t + 1]],
+                )
+                for t in range(n_t)
+            ]
+            # Each ranked prediction's rank within its image-class (maxDets), taken here
+            # rather than held for every prediction.
+            rank_sorted = rank[members[rankings[k].order]]
+            precision, recall = _coco_accumulate_sparse(
+                int(gt_counting[k]), rank_sorted, ranked_out, hits
+            )
+            summary.add(a, precision, recall)
+            if a == 0:
+                class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]
+        del m, hit_class, hit_t, hit_position, hit_ignored, hit_out, order  # before the next
+    return summary.stats(), class_ap
+
+
+def _matches(
+    n_images: int,
+    class_names: list[str],
+    g_rows: IntArray,
+    g_image: IntArray,
+    g_class: IntArray,
+    g_ignore: BoolArray,
+    p_rows_all: IntArray,
+    p_image_all: IntArray,
+    p_class_all: IntArray,
+    kept: BoolArray,
+    p_rows: IntArray,
+    p_image: IntArray,
+    p_class: IntArray,
+    scan: _Scan,
+    m: _Matching,
+    t: int,
+    n_gt: int,
+    n_pred: int,
+    gt: ColumnSet,
+    pred: ColumnSet,
+    p_pass: BoolArray | None = None,
+    p_pass_all: BoolArray | None = None,
+) -> list[tuple[Match, ...]]:
+    """The per-box records in the reference's order: per class, kept predictions in file
+    order, then predictions beyond max_dets, then missed ground truth. With ``p_pass``
+    (kept predictions at or above their score threshold, and ``p_pass_all`` of all), only
+    those predictions have records, as if the others had never been there."""
+    matched_t, ignored_t = m.pred_flags(t)
+    # Highest IoU of each box with the other side of its image-class (0.0 without any).
+    best_pred = scan.pred_best_iou
+    if p_pass is None:
+        best_gt = scan.gt_best_iou
+        gt_matched = m.gt_matched[t]
+    else:
+        best_gt = scan.gt_best_iou_among(p_pass)
+        at = (m.hit_t == t) & p_pass[m.hit_pred]
+        gt_matched = np.zeros(n_gt, dtype=bool)
+        gt_matched[m.hit_gt[at]] = True
+    first_gt_row = np.asarray(_first_rows(gt), dtype=np.int64)
+    first_pred_row = np.asarray(_first_rows(pred), dtype=np.int64)
+
+    # Kept predictions: TP or ignored when matched (with the pair's IoU), else FP.
+    pred_local = p_rows - first_pred_row[pred.image[p_rows]]
+    matched = np.flatnonzero(matched_t)
+    matched_gt, matched_iou = m.of(t, matched)
+    iou = best_pred.copy()
+    gt_local = np.full(n_pred, -1, dtype=np.int64)
+    if matched.size:
+        iou[matched] = matched_iou
+        matched_rows = g_rows[matched_gt]
+        gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
+    outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
+    # Predictions beyond max_dets, and missed ground truth.
+    dropped = np.flatnonzero(~kept if p_pass_all is None else ~kept & p_pass_all)
+    dropped_rows = p_rows_all[dropped]
+    dropped_local = dropped_rows - first_pred_row[pred.image[dropped_rows]]
+    missed = np.flatnonzero(~gt_matched & ~g_ignore)
+    missed_rows = g_rows[missed]
+    missed_local = missed_rows - first_gt_row[gt.image[missed_rows]]
+
+    shown = np.arange(n_pred) if p_pass is None else np.flatnonzero(p_pass)
+    # One sort puts every record in the reference's order: image, class, kind, file index.
+    image = np.concatenate([p_image[shown], p_image_all[dropped], g_image[missed]])
+    klass = np.concatenate([p_class[shown], p_class_all[dropped], g_class[missed]])
+    kind = np.repeat([0, 1, 2], [shown.size, dropped.size, missed.size])
+    local = np.concatenate([pred_local[shown], dropped_local, missed_local])
+    order = np.lexsort((local, kind, klass, image))
+    # Plain lists, read once per record below.
+    scores: list[float] = pred.scores.tolist()
+    rows: list[int] = np.concatenate([p_rows[shown], dropped_rows]).tolist()
+    entry: list[int] = np.concatenate([shown, dropped, missed]).tolist()
+    kinds: list[int] = kind.tolist()
+    classes: list[int] = klass.tolist()
+    locals_: list[int] = local.tolist()
+    outcomes: list[int] = outcome.tolist()
+    gt_locals: list[int] = gt_local.tolist()
+    pred_iou: list[float] = iou.tolist()
+    gt_iou: list[float] = best_gt.tolist()
+    records: list[Match] = []
+    for r in order.tolist():
+        name = class_names[classes[r]]
+        if kinds[r] == 2:  # missed ground truth
+            records.append(Match(name, "fn", locals_[r], None, gt_iou[entry[r]], None))
+            continue
+        raw = scores[rows[r]]
+        score = None if math.isnan(raw) else raw
+        if kinds[r] == 1:  # beyond max_dets
+            records.append(Match(name, "ignored", None, locals_[r], 0.0, score))
+            continue
+        q = entry[r]
+        what = _PRED_OUTCOMES[outcomes[q]]
+        gt_index = gt_locals[q] if what != "fp" else None
+        records.append(Match(name, what, gt_index, locals_[r], pred_iou[q], score))
+    bounds = np.searchsorted(image[order], np.arange(n_images + 1)).tolist()
+    return [tuple(records[bounds[i] : bounds[i + 1]]) for i in range(n_images)]
+
+
+#: A kept prediction's outcome by index: matched, matched to an ignored object, unmatched.
+_PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
+
+
+def _sorted_shapes(
+    shapes: Sequence[tuple[int, Polygon | RotatedBox]], rows: IntArray
+) -> list[tuple[int, Polygon | RotatedBox]]:
+    """The shapes among ``rows`` (column rows in sorted order), by their sorted place."""
+    if not shapes:
+        return []
+    place = {row: k for k, row in enumerate(rows.tolist())}
+    found = [(place[row], shape) for row, shape in shapes if row in place]
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def fold_columns(columns: ColumnSet) -> ColumnSet:
+    """The same columns with every class name lower-cased (``Car`` and ``car`` merge)."""
+    lowered = sorted({name.lower() for name in columns.label_names})
+    index = {name: i for i, name in enumerate(lowered)}
+    remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int32)
+    labels = remap[columns.labels] if columns.labels.size else columns.labels
+    return replace(columns, labels=labels, label_names=tuple(lowered))
+
+
+def _first_rows(columns: ColumnSet) -> list[int]:
+    """The first row of each image in a column set."""
+    starts: list[int] = _segment_starts(columns.image, len(columns.keys)).tolist()
+    return starts

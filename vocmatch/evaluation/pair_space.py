@@ -1,0 +1,356 @@
+"""The pairs of boxes that can match, and their IoU, generated in bounded pieces.
+
+A prediction can only match ground truth of its own image and class (a *cell*). The
+evaluator (:mod:`vocmatch.evaluation.engine`) sorts both sides by cell and scores every pair of the
+same cell with the one IoU arithmetic of :mod:`vocmatch.core.iou` (and, where a rotated box or a
+polygon takes part, the exact region overlap of :mod:`vocmatch.core.geometry`).
+
+How many pairs there are depends on the data: a few per prediction on ordinary images, but
+``N x M`` for one image-class with ``N`` objects and ``M`` predictions, 400 million for
+20,000 of each. So pairs are never listed all at once:
+
+* *small* cells (at most :data:`TILE_PAIRS` pairs each) are scored in tiles of whole cells,
+  each tile at most about twice that many pairs, as flat lists;
+* a *large* cell is scored in blocks: all its ground truth against a run of its predictions
+  in ranking order, as an ``(N, B)`` matrix of at most about :data:`TILE_PAIRS` entries.
+  Where the threshold leaves no match for boxes that do not meet, an STR tree finds the
+  pairs that do, and only those are scored.
+
+Every piece is scored the same way, so an IoU never depends on the piece it fell in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.geometry import BoxTree, Regions, pair_region_intersection
+from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_from_intersection, pair_intersection
+from vocmatch.core.model import Polygon, RotatedBox
+
+__all__ = ["TILE_PAIRS", "Block", "PairSpace", "Tile"]
+
+#: Pairs scored at once: a tile of small cells holds at most about twice this many, a block
+#: of a large cell about this many. Each pair costs some 100 bytes while it is scored.
+TILE_PAIRS = 1 << 21
+# Pairs scored at once within a tile (the memory of scoring them, not of keeping them).
+_IOU_PAIRS = 1 << 18
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+RowArray = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """The pairs of a run of whole small cells, as flat lists (predictions in order).
+
+    Attributes:
+        pred_start: First prediction of the run.
+        pred_stop: One past its last prediction.
+        gt: ``(K,)`` ground truth of each pair.
+        pred: ``(K,)`` prediction of each pair, non-decreasing.
+        iou: ``(K,)`` IoU of each pair.
+    """
+
+    pred_start: int
+    pred_stop: int
+    gt: IntArray
+    pred: IntArray
+    iou: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Part of a large cell: all its ground truth against a run of its predictions.
+
+    Attributes:
+        gt_start: First ground truth of the cell (rows are ``gt_start`` onwards).
+        pred_start: First prediction of the run (columns are ``pred_start`` onwards).
+        iou: ``(N, B)`` IoU, ground truth by prediction.
+    """
+
+    gt_start: int
+    pred_start: int
+    iou: FloatArray
+
+
+def _sorted_unique(values: IntArray) -> IntArray:
+    """The distinct values of a non-decreasing array (no sort, unlike ``np.unique``)."""
+    if values.size == 0:
+        return values
+    first = np.empty(values.size, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
+
+
+class PairSpace:
+    """Ground truth and predictions sorted by cell, and how to score any pair of them.
+
+    Args:
+        gt_boxes: ``(G, 4)`` ground truth, sorted by cell.
+        gt_cell: ``(G,)`` cell of each, non-decreasing.
+        gt_crowd: ``(G,)`` crowd regions (scored by intersection over the prediction's area).
+        pred_boxes: ``(P, 4)`` predictions, sorted by cell, each cell in ranking order.
+        pred_cell: ``(P,)`` cell of each, non-decreasing.
+        pixel_inclusive: The VOC devkit's ``+ 1`` widths between two plain boxes.
+        gt_shapes: ``(row, shape)`` of the ground truth that is a rotated box or a polygon.
+        pred_shapes: The same for predictions.
+        pred_rows: With it, ``pred_boxes`` is a column of boxes of which prediction ``i`` is
+            row ``pred_rows[i]`` (gathered pair by pair: a large set's predictions are not
+            copied, 160 MB for 5 million).
+    """
+
+    def __init__(
+        self,
+        gt_boxes: FloatArray,
+        gt_cell: IntArray,
+        gt_crowd: BoolArray,
+        pred_boxes: FloatArray,
+        pred_cell: IntArray,
+        pixel_inclusive: bool,
+        gt_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
+        pred_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
+        pred_rows: RowArray | None = None,
+    ) -> None:
+        self.gt_boxes = gt_boxes
+        self._pred_column = pred_boxes
+        self._pred_rows = pred_rows
+        # The predictions of the last run given to rows(): a large image-class's run is
+        # asked for again and again (unscored pairing, one object at a time).
+        self._run: tuple[int, int, FloatArray] | None = None
+        self.gt_crowd = gt_crowd
+        self.pixel_inclusive = pixel_inclusive
+        self.n_gt = int(gt_boxes.shape[0])
+        self.n_pred = int(pred_cell.shape[0])
+        self.gt_area = box_area(gt_boxes, pixel_inclusive)
+        # A prediction's area is computed with its pairs (from its box, by the same
+        # arithmetic), not held for every prediction.
+        cells = np.concatenate([_sorted_unique(gt_cell), _sorted_unique(pred_cell)])
+        cells.sort()
+        cells = _sorted_unique(cells)
+        gt_starts = np.searchsorted(gt_cell, cells)
+        gt_stops = np.searchsorted(gt_cell, cells, side="right")
+        pred_starts = np.searchsorted(pred_cell, cells)
+        pred_stops = np.searchsorted(pred_cell, cells, side="right")
+        # Cells with pairs, in order; large ones are scored in blocks.
+        n_pairs = (gt_stops - gt_starts) * (pred_stops - pred_starts)
+        live = np.flatnonzero(n_pairs > 0)
+        # (gt_start, gt_stop, pred_start, pred_stop) of each cell with pairs, and its pairs.
+        self._cells: IntArray = np.stack(
+            [gt_starts[live], gt_stops[live], pred_starts[live], pred_stops[live]], axis=1
+        ).astype(np.int64)
+        self._cell_pairs: IntArray = n_pairs[live].astype(np.int64)
+        # Regions: every row of a cell that holds a rotated box or a polygon (a plain box
+        # meeting a shape is clipped as a rectangle); none without shapes.
+        self.gt_shaped = np.zeros(self.n_gt, dtype=bool)
+        self.pred_shaped = np.zeros(self.n_pred, dtype=bool)
+        self._gt_regions: Regions | None = None
+        self._pred_regions: Regions | None = None
+        # Each row's place among the regions (-1: none); empty without shapes.
+        has_shapes = bool(gt_shapes or pred_shapes)
+        self._gt_region = np.full(self.n_gt if has_shapes else 0, -1, dtype=np.int64)
+        self._pred_region = np.full(self.n_pred if has_shapes else 0, -1, dtype=np.int64)
+        if has_shapes:
+            self.gt_shaped[[row for row, _ in gt_shapes]] = True
+            self.pred_shaped[[row for row, _ in pred_shapes]] = True
+            shaped_cells = np.unique(
+                np.concatenate([gt_cell[self.gt_shaped], pred_cell[self.pred_shaped]])
+            )
+            gt_rows = np.flatnonzero(np.isin(gt_cell, shaped_cells))
+            pred_rows = np.flatnonzero(np.isin(pred_cell, shaped_cells))
+            self._gt_region[gt_rows] = np.arange(gt_rows.size)
+            self._pred_region[pred_rows] = np.arange(pred_rows.size)
+            self._gt_regions = Regions.of(
+                gt_boxes[gt_rows],
+                [(int(self._gt_region[row]), shape) for row, shape in gt_shapes],
+                "gt",
+            )
+            self._pred_regions = Regions.of(
+                self.pred_boxes(pred_rows),
+                [(int(self._pred_region[row]), shape) for row, shape in pred_shapes],
+                "pred",
+            )
+
+    def pred_boxes(self, index: RowArray | slice) -> FloatArray:
+        """The boxes of predictions ``index`` (in the space's order)."""
+        if self._pred_rows is None:
+            boxes: FloatArray = self._pred_column[index]
+            return boxes
+        return self._pred_column[self._pred_rows[index]]
+
+    @property
+    def has_shapes(self) -> bool:
+        """Some pair is scored by exact region overlap."""
+        return self._gt_regions is not None
+
+    def region_areas(self) -> tuple[FloatArray, FloatArray]:
+        """Continuous areas of every ground truth and prediction: a box's ``w x h``, a rotated
+        box's or polygon's own region's (COCO's area ranges use them)."""
+        gt_area = box_area(self.gt_boxes)
+        pred_area = np.empty(self.n_pred)
+        for start in range(0, self.n_pred, TILE_PAIRS):
+            stop = min(self.n_pred, start + TILE_PAIRS)
+            pred_area[start:stop] = box_area(self.pred_boxes(slice(start, stop)))
+        if self._gt_regions is not None and self._pred_regions is not None:
+            gt_area[self.gt_shaped] = self._gt_regions.areas[self._gt_region[self.gt_shaped]]
+            pred_area[self.pred_shaped] = self._pred_regions.areas[
+                self._pred_region[self.pred_shaped]
+            ]
+        return gt_area, pred_area
+
+    def iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
+        """IoU of each pair ``(gt[i], pred[i])`` (of the same cell)."""
+        if gt.size <= _IOU_PAIRS:
+            return self._iou(gt, pred)
+        # In parts: the gathered boxes and the arithmetic's temporaries take about 150
+        # bytes a pair, which a tile of millions of pairs would hold all at once.
+        out = np.empty(gt.size)
+        for start in range(0, gt.size, _IOU_PAIRS):
+            stop = start + _IOU_PAIRS
+            out[start:stop] = self._iou(gt[start:stop], pred[start:stop])
+        return out
+
+    def _iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
+        pred_boxes = self.pred_boxes(pred)
+        out = iou_from_intersection(
+            pair_intersection(self.gt_boxes[gt], pred_boxes, self.pixel_inclusive),
+            self.gt_area[gt],
+            box_area(pred_boxes, self.pixel_inclusive),
+            self.gt_crowd[gt],
+        )
+        if self._gt_regions is not None and self._pred_regions is not None:
+            shaped = np.flatnonzero(self.gt_shaped[gt] | self.pred_shaped[pred])
+            if shaped.size:
+                g, p = self._gt_region[gt[shaped]], self._pred_region[pred[shaped]]
+                inter = pair_region_intersection(self._gt_regions, g, self._pred_regions, p)
+                out[shaped] = iou_from_intersection(
+                    inter,
+                    self._gt_regions.areas[g],
+                    self._pred_regions.areas[p],
+                    self.gt_crowd[gt[shaped]],
+                )
+        return out
+
+    def tiles(self) -> Iterator[Tile | tuple[int, int, int, int]]:
+        """Every pair, piece by piece, predictions in order: a :class:`Tile` of small cells,
+        or ``(gt_start, gt_stop, pred_start, pred_stop)`` of a large cell, to be read with
+        :meth:`blocks`."""
+        large = np.flatnonzero(self._cell_pairs > TILE_PAIRS).tolist()
+        previous = -1
+        for stop in [*large, len(self._cell_pairs)]:
+            # The small cells between two large ones, cut where their running count of
+            # pairs passes a multiple of TILE_PAIRS: each tile holds under 2 x TILE_PAIRS.
+            if stop - previous > 1:
+                first = previous + 1
+                piece = (np.cumsum(self._cell_pairs[first:stop]) - 1) // TILE_PAIRS
+                starts = [0, *(np.flatnonzero(np.diff(piece)) + 1).tolist()]
+                for a, b in zip(starts, [*starts[1:], stop - first], strict=True):
+                    yield self.tile(
+                        int(self._cells[first + a, 2]), int(self._cells[first + b - 1, 3])
+                    )
+            if stop < len(self._cell_pairs):
+                g0, g1, p0, p1 = self._cells[stop].tolist()
+                yield (g0, g1, p0, p1)
+            previous = stop
+
+    def tile(self, start: int, stop: int) -> Tile:
+        """Every pair of the predictions ``start`` to ``stop`` (whole small cells)."""
+        # The cells with pairs among these predictions (whole cells), and the predictions
+        # between them, which have no ground truth: each prediction's cell's ground truth,
+        # from first to first + count.
+        a, b = np.searchsorted(self._cells[:, 2], [start, stop]).tolist()
+        if a == b:
+            empty = np.zeros(0, dtype=np.int64)
+            return Tile(start, stop, empty, empty, np.zeros(0))
+        g0, g1, p0, p1 = self._cells[a:b].T
+        runs = np.empty(2 * (b - a) + 1, dtype=np.int64)
+        runs[0:-1:2] = p0 - np.append(start, p1[:-1])  # predictions before each cell
+        runs[1::2] = p1 - p0
+        runs[-1] = stop - p1[-1]
+        per_run = np.zeros((2, runs.size), dtype=np.int64)
+        per_run[0, 1::2] = g0
+        per_run[1, 1::2] = g1 - g0
+        first, counts = np.repeat(per_run, runs, axis=1)
+        pred = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
+        # Each prediction's pairs run over its cell's ground truth in order.
+        offsets = np.repeat(first - (np.cumsum(counts) - counts), counts)
+        gt = offsets + np.arange(pred.size, dtype=np.int64)
+        return Tile(start, stop, gt, pred, self.iou(gt, pred))
+
+    def blocks(self, cell: tuple[int, int, int, int], sparse: bool) -> Iterator[Block | Tile]:
+        """A large cell in pieces of its predictions, in order: a :class:`Block` (every pair,
+        as a matrix) or, where few of the pairs meet, a :class:`Tile` of those that do.
+
+        Args:
+            cell: ``(gt_start, gt_stop, pred_start, pred_stop)`` from :meth:`tiles`.
+            sparse: Pairs whose boxes do not meet can never match (every threshold is
+                above 0, or the comparison is strict): their IoU is 0.0 without scoring
+                them, and an STR tree finds the pairs that meet, while those are few.
+        """
+        g0, g1, p0, p1 = cell
+        n = g1 - g0
+        width = max(1, TILE_PAIRS // n)
+        tree: BoxTree | None = None
+        dense = not sparse
+        rows = np.arange(g0, g1, dtype=np.int64)
+        for start in range(p0, p1, width):
+            stop = min(p1, start + width)
+            if not dense:
+                if tree is None:
+                    tree = BoxTree(self._outline(g0, g1, gt=True), self._margin)
+                gt, pred = tree.query(self._outline(start, stop, gt=False))
+                # Once most pairs meet, they are all scored, as a matrix.
+                dense = gt.size > n * (stop - start) // 4
+                if not dense:
+                    gt += g0
+                    pred += start
+                    yield Tile(start, stop, gt, pred, self.iou(gt, pred))
+                    continue
+            yield Block(g0, start, self.rows(rows, start, stop))
+
+    @property
+    def _margin(self) -> float:
+        # Under the devkit's +1 widths, boxes less than a pixel apart overlap.
+        return 1.0 if self.pixel_inclusive else 0.0
+
+    def _outline(self, start: int, stop: int, gt: bool) -> FloatArray:
+        """Boxes ``start`` to ``stop``, a shape by its bounds (it lies inside them)."""
+        boxes = self.gt_boxes[start:stop] if gt else self.pred_boxes(slice(start, stop))
+        regions = self._gt_regions if gt else self._pred_regions
+        if regions is None:
+            return boxes
+        index = (self._gt_region if gt else self._pred_region)[start:stop]
+        return _bounds_or_boxes(boxes, regions, index)
+
+    def rows(self, gt: IntArray, pred_start: int, pred_stop: int) -> FloatArray:
+        """``(len(gt), pred_stop - pred_start)`` IoU of some ground truth of a cell against
+        a run of that cell's predictions: :func:`vocmatch.core.iou.crowd_iou_matrix`, the same
+        arithmetic as :meth:`iou`, with exact region overlap where a shape takes part."""
+        run = self._run
+        if run is None or run[0] != pred_start or run[1] != pred_stop:
+            run = self._run = (pred_start, pred_stop, self.pred_boxes(slice(pred_start, pred_stop)))
+        out = crowd_iou_matrix(
+            self.gt_boxes[gt],
+            run[2],
+            self.gt_crowd[gt],
+            self.pixel_inclusive,
+        )
+        if self._gt_regions is not None and self._pred_regions is not None:
+            shaped = self.gt_shaped[gt][:, None] | self.pred_shaped[None, pred_start:pred_stop]
+            r, c = np.nonzero(shaped)
+            if r.size:
+                out[r, c] = self.iou(gt[r], c + pred_start)
+        return out
+
+
+def _bounds_or_boxes(boxes: FloatArray, regions: Regions, index: IntArray) -> FloatArray:
+    out: FloatArray = boxes.copy()
+    has = index >= 0
+    out[has] = regions.bounds[index[has]]
+    return out

@@ -1,0 +1,296 @@
+"""Confidence thresholds: which predictions the counts use, and the operating point of each
+class (the score threshold that maximises F1, or F-beta, on its precision/recall curve).
+
+A detector's raw output holds every box it considered, most of them low-scored; precision,
+recall, the per-image tables and the gates mean something only at a confidence threshold.
+AP, the curves and the COCO numbers rank *every* prediction and do not change with it.
+
+Counts at a threshold ``T`` come from the one evaluation of all predictions. Greedy matching
+takes predictions in descending score order (both match rules: pycocotools' best unmatched
+ground truth and the devkit's best ground truth), so the outcome of a prediction depends only
+on the predictions ranked above it; the predictions with ``score >= T`` come first, so their
+matches are exactly those of an evaluation of them alone. Then TP at ``T`` are the matches of
+those predictions to objects that count, FP their unmatched ones, and FN the objects that
+count minus TP. The same holds under COCO's ``max_dets`` (the highest-scored ``N`` of an image
+and class, of which those above ``T`` are the highest-scored of the ones above ``T``) and
+crowd or ``difficult`` objects (a prediction they absorb is ignored, at any threshold). A test
+checks the counts against filtering the predictions and evaluating again.
+
+A prediction without a score has no confidence to compare: any threshold leaves it out (it
+also ranks last for AP). A class without a threshold keeps every prediction.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vocmatch.core.ap import Curve
+from vocmatch.errors import AnnotationError, InputError
+from vocmatch.readers.parse import number_problem, read_bytes
+
+__all__ = [
+    "OperatingPoint",
+    "ScoreThresholds",
+    "operating_point",
+    "read_score_thresholds",
+    "thresholds_csv",
+]
+
+#: The largest file of thresholds read (one line per class).
+MAX_THRESHOLD_FILE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreThresholds:
+    """The confidence threshold of each class: predictions with ``score >= threshold`` count.
+
+    Attributes:
+        default: The threshold of every class not named in ``per_class``; None keeps all
+            predictions of such a class.
+        per_class: Thresholds of named classes, ``(name, threshold)`` sorted by name.
+    """
+
+    default: float | None = None
+    per_class: tuple[tuple[str, float], ...] = field(default=())
+
+    @classmethod
+    def of(cls, default: float | None, per_class: Mapping[str, float]) -> ScoreThresholds:
+        """Thresholds from a default and a mapping of class names."""
+        return cls(default, tuple(sorted(per_class.items())))
+
+    def __bool__(self) -> bool:
+        return self.default is not None or bool(self.per_class)
+
+    def for_class(self, name: str) -> float | None:
+        """The threshold of ``name``, or None when all its predictions count.
+
+        >>> ScoreThresholds(0.5, (("car", 0.3),)).for_class("car")
+        0.3
+        >>> ScoreThresholds(0.5, (("car", 0.3),)).for_class("dog")
+        0.5
+        """
+        for named, value in self.per_class:
+            if named == name:
+                return value
+        return self.default
+
+    def floor(self, name: str) -> float:
+        """The threshold as a number a score is compared with: ``-inf`` without one, so that
+        an unscored prediction (ranked at ``-inf``) passes only where no threshold applies."""
+        value = self.for_class(name)
+        return -math.inf if value is None else value
+
+    def passes(self, name: str, score: float | None) -> bool:
+        """The prediction counts at its class's threshold (an unscored one only without)."""
+        value = self.for_class(name)
+        return value is None or (score is not None and score >= value)
+
+    def describe(self) -> str:
+        """The thresholds in a line of the report: ``score >= 0.5 (car >= 0.3)``."""
+        parts = []
+        if self.default is not None:
+            parts.append(f"score >= {self.default:g}")
+        if self.per_class:
+            named = ", ".join(f"{name} >= {value:g}" for name, value in self.per_class)
+            parts.append(f"({named})" if parts else named)
+        return " ".join(parts)
+
+    def note(self) -> str:
+        """The remark every output carries when a threshold applies."""
+        return (
+            f"counts use predictions with {self.describe()} (a prediction without a score is"
+            " left out); AP, the precision/recall curves and the COCO numbers use every"
+            " prediction"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OperatingPoint:
+    """A class's best trade-off on its precision/recall curve at the IoU threshold.
+
+    Attributes:
+        threshold: Count predictions with ``score >= threshold``.
+        precision: Precision there.
+        recall: Recall there.
+        f: F-beta there.
+        beta: The beta of F-beta (1 for F1).
+        predictions: Ranked predictions (not ignored) at or above the threshold.
+    """
+
+    threshold: float
+    precision: float
+    recall: float
+    f: float
+    beta: float
+    predictions: int
+
+
+def operating_point(curve: Curve | None, n_gt: int, beta: float = 1.0) -> OperatingPoint | None:
+    """The score threshold that maximises F-beta on a class's precision/recall curve.
+
+    Only cuts between different scores are candidates (a threshold keeps every prediction
+    of the score it names), and only finite scores (an unscored prediction passes no
+    threshold). Of equal maxima the highest threshold wins: fewer predictions for the same F.
+
+    Args:
+        curve: The class's curve at the IoU threshold (every ranked prediction).
+        n_gt: Ground truth of the class that counts.
+        beta: Recall weighs ``beta`` times as much as precision.
+
+    Returns:
+        The operating point, or None without ground truth, predictions or any true positive.
+
+    >>> from vocmatch.core.ap import precision_recall_curve
+    >>> c = precision_recall_curve([True, False, True, False], [0.9, 0.8, 0.7, 0.6], n_gt=2)
+    >>> p = operating_point(c, 2)
+    >>> p.threshold, round(p.precision, 4), p.recall, round(p.f, 4)
+    (0.7, 0.6667, 1.0, 0.8)
+    """
+    if curve is None or n_gt <= 0 or curve.scores.size == 0:
+        return None
+    scores = curve.scores
+    # The last prediction of each run of equal scores: where a threshold can cut.
+    last = np.append(scores[1:] != scores[:-1], True) & np.isfinite(scores)
+    cuts = np.flatnonzero(last)
+    if cuts.size == 0:
+        return None
+    tp = np.rint(curve.recall[cuts] * n_gt)
+    count = (cuts + 1).astype(np.float64)
+    precision = tp / count
+    recall = tp / n_gt
+    b2 = beta * beta
+    denominator = b2 * precision + recall
+    f = np.zeros_like(precision)
+    np.divide((1 + b2) * precision * recall, denominator, out=f, where=denominator > 0)
+    best = int(np.argmax(f))  # the first maximum: the highest threshold
+    if f[best] <= 0:
+        return None
+    return OperatingPoint(
+        threshold=float(scores[cuts[best]]),
+        precision=float(precision[best]),
+        recall=float(recall[best]),
+        f=float(f[best]),
+        beta=beta,
+        predictions=int(count[best]),
+    )
+
+
+def _number(text: str, path: str, line: int) -> float:
+    # The annotation files' one grammar: float() reads 0_5 as 5.0, and non-ASCII digits.
+    value, problem = number_problem(text)
+    if value is None:
+        raise AnnotationError(path, f"threshold {text.strip()!r} {problem}", line)
+    return value
+
+
+def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
+    """Read per-class thresholds: a CSV file of ``class,threshold`` lines.
+
+    A first line ``class,threshold`` is a header; blank lines and lines starting with ``#``
+    are skipped; a class name holding a comma is quoted (``"a,b",0.5``), as
+    :func:`thresholds_csv` writes it.
+
+    Args:
+        path: The file.
+
+    Returns:
+        Threshold by class name, in file order.
+
+    Raises:
+        AnnotationError: A line is not ``class,threshold``, the threshold is not a finite
+            number, or a class is named twice (``path:line`` in the message).
+        InputError: The file cannot be read or is too large.
+    """
+    name = os.fspath(path)
+    try:
+        # Regular files only, read without blocking (a named pipe cannot hang the run).
+        data = read_bytes(name, MAX_THRESHOLD_FILE_BYTES)
+    except AnnotationError as error:
+        raise InputError(f"{name}: {error.message}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise AnnotationError(name, "not UTF-8 text", line) from None
+    found: dict[str, float] = {}
+    lines: dict[str, int] = {}
+    # One reader over the whole text: a quoted class name may hold a line break.
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next_line = 1
+    while True:
+        number = next_line
+        try:
+            row = next(reader, None)
+        except csv.Error as error:
+            raise AnnotationError(name, f"not CSV: {error}", reader.line_num) from None
+        if row is None:
+            break
+        next_line = reader.line_num + 1
+        if not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != 2:
+            shown = ",".join(row)
+            raise AnnotationError(
+                name, f"expected class,threshold, got {len(row)} field(s): {shown!r}", number
+            )
+        cls, value = _unquoted(row[0].strip()), row[1]
+        if number == 1 and (cls.lower(), value.strip().lower()) == ("class", "threshold"):
+            continue
+        if not cls:
+            raise AnnotationError(name, "empty class name", number)
+        if cls in found:
+            raise AnnotationError(
+                name, f"class {cls!r} named twice (first on line {lines[cls]})", number
+            )
+        found[cls] = _number(value, name, number)
+        lines[cls] = number
+    return found
+
+
+# A class name a spreadsheet would read as a formula is written after a "'" (as spreadsheets
+# expect, OWASP's "CSV injection"), and read back without it.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _quoted(name: str) -> str:
+    return f"'{name}" if name.startswith(_FORMULA_START) else name
+
+
+def _unquoted(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_FORMULA_START) else cell
+
+
+def thresholds_csv(points: Sequence[tuple[str, OperatingPoint | None]]) -> str:
+    """The operating points as a ``class,threshold`` CSV (what
+    :func:`read_score_thresholds` reads), one line per class that has one.
+
+    Thresholds are written in full (``repr``), so reading the file back counts exactly the
+    predictions of the operating point. A class name starting with ``= + - @`` is written
+    after a ``'``, so that a spreadsheet never runs it as a formula; the reader removes it.
+
+    >>> point = OperatingPoint(0.7, 0.5, 1.0, 0.6667, 1.0, 4)
+    >>> print(thresholds_csv([("car", point), ("dog", None)]), end="")
+    class,threshold
+    car,0.7
+    """
+    lines = ["class,threshold"]
+    for name, point in points:
+        if point is not None:
+            lines.append(f"{_field(_quoted(name))},{point.threshold!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _field(text: str) -> str:
+    """A CSV field, quoted when it holds a comma, a quote, a line break or outer spaces (the
+    csv module quotes "\\n" but not "\\r" when lines end in "\\n", and a bare "\\r" ends
+    the line for a reader)."""
+    if any(c in text for c in ',"\r\n') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text

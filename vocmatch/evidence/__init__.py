@@ -1,0 +1,3 @@
+"""What explains a result: error types, bootstrap intervals, slices, calibration, diffs, gates and
+suspects.
+"""

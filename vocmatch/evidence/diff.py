@@ -1,0 +1,640 @@
+"""What changed between two evaluations of the same ground truth: two models, or two
+labelling passes, run A (the reference) and run B (the candidate).
+
+Per class, the change in AP, precision, recall and F1, and in TP, FP and FN. Per image, what
+got better and what got worse at the evaluation threshold:
+
+* **new FN**: ground truth missed in B that A found; **fixed FN**: missed in A, found in B.
+  Ground truth is the same in both runs, so an object is the same object (its index in its
+  file).
+* **new FP** and **removed FP**: predictions are different boxes in each run, so a false
+  positive of A and one of B are the *same* error when they have the same class and their
+  IoU passes the evaluation threshold; they are paired one-to-one, highest IoU first (ties
+  in file order). A false positive of B left unpaired is new; one of A left unpaired was
+  removed (it went away, or became a true positive).
+
+An image's ``net`` is what got better minus what got worse; the worst regressions come first
+(lowest net, then most new errors, then key).
+
+Regression gates (``--fail-on-regression``) read ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``
+and pass when ``B - A >= DELTA``: ``map=-0.01`` tolerates a fall of at most 0.01, ``recall=0``
+none. With a paired bootstrap (:func:`vocmatch.evidence.bootstrap.paired_bootstrap`) and a
+significance level ``alpha``, a gate fails only when the change is below ``DELTA`` *and*
+significantly so: its one-sided p-value, the share of resamples in which the change is not
+below ``DELTA``, is at most ``alpha``. As for quality gates, a change equal to the bound up
+to float rounding passes, a metric undefined in either run fails its gate with the reason,
+and a class found in neither run is an :class:`~vocmatch.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.iou import iou_matrix
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.numbers import read_number
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import InputError
+from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Summary
+from vocmatch.evidence.bootstrap import DeltaInterval, PairedBootstrap
+from vocmatch.readers.parse import AnnotationSet
+
+__all__ = [
+    "REGRESSION_METRICS",
+    "Change",
+    "ClassDiff",
+    "CountChange",
+    "EvaluationDiff",
+    "ImageDiff",
+    "ObjectRef",
+    "RegressionGate",
+    "RegressionResult",
+    "SummaryDiff",
+    "check_regressions",
+    "evaluation_diff",
+    "parse_regression_gate",
+]
+
+RegressionMetric = Literal["map", "precision", "recall", "f1"]
+
+#: The metrics a regression gate can bound, higher being better for each.
+REGRESSION_METRICS: tuple[RegressionMetric, ...] = ("map", "precision", "recall", "f1")
+
+# Spellings accepted in a gate; "ap" is one class's AP, the same gate as "map" in spirit.
+_METRIC_NAMES: dict[str, RegressionMetric] = {
+    **{m: m for m in REGRESSION_METRICS},
+    "ap": "map",
+}
+
+FloatArray = npt.NDArray[np.float64]
+
+# Changes this close (relative to the larger magnitude) to the bound count as equal to it.
+_REL_TOLERANCE = 1e-9
+_ABS_TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A metric in run A and in run B; None where it is undefined.
+
+    >>> Change(0.5, 0.75).delta
+    0.25
+    """
+
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        """``b - a``, or None when either is undefined."""
+        if self.a is None or self.b is None:
+            return None
+        return self.b - self.a
+
+
+@dataclass(frozen=True, slots=True)
+class CountChange:
+    """A count in run A and in run B."""
+
+    a: int
+    b: int
+
+    @property
+    def delta(self) -> int:
+        """``b - a``."""
+        return self.b - self.a
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryDiff:
+    """The dataset totals of both runs."""
+
+    map: Change
+    precision: Change
+    recall: Change
+    f1: Change
+    tp: CountChange
+    fp: CountChange
+    fn: CountChange
+
+
+@dataclass(frozen=True, slots=True)
+class ClassDiff:
+    """One class in both runs (a class absent from one run has no counts there).
+
+    Attributes:
+        name: Class name.
+        gt: Ground-truth objects that count (the same in both runs).
+        ap: AP under the protocol.
+        precision: Precision at the threshold.
+        recall: Recall at the threshold.
+        f1: F1 at the threshold.
+        tp: True positives.
+        fp: False positives.
+        fn: Missed ground truth.
+    """
+
+    name: str
+    gt: int
+    ap: Change
+    precision: Change
+    recall: Change
+    f1: Change
+    tp: CountChange
+    fp: CountChange
+    fn: CountChange
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """One box of an image: its index in its file's objects (from 0) and its class.
+
+    >>> str(ObjectRef(1, "bowl"))
+    'bowl#1'
+    """
+
+    index: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name}#{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageDiff:
+    """What changed in one image.
+
+    Attributes:
+        key: The image's key.
+        new_fn: Ground truth missed in B but found in A.
+        fixed_fn: Ground truth missed in A and found in B.
+        new_fp: Predictions of B (indexed in B's file) that are false positives with no
+            counterpart among A's.
+        removed_fp: Predictions of A (indexed in A's file) that were false positives with no
+            counterpart in B.
+        tp: True positives.
+        fp: False positives.
+        fn: Missed ground truth.
+    """
+
+    key: str
+    new_fn: tuple[ObjectRef, ...]
+    fixed_fn: tuple[ObjectRef, ...]
+    new_fp: tuple[ObjectRef, ...]
+    removed_fp: tuple[ObjectRef, ...]
+    tp: CountChange
+    fp: CountChange
+    fn: CountChange
+
+    @property
+    def worse(self) -> int:
+        """New FN plus new FP."""
+        return len(self.new_fn) + len(self.new_fp)
+
+    @property
+    def better(self) -> int:
+        """Fixed FN plus removed FP."""
+        return len(self.fixed_fn) + len(self.removed_fp)
+
+    @property
+    def net(self) -> int:
+        """Better minus worse: negative for a regression."""
+        return self.better - self.worse
+
+    @property
+    def changed(self) -> bool:
+        """Anything got better or worse."""
+        return self.better > 0 or self.worse > 0
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationDiff:
+    """Run B against run A on the same ground truth.
+
+    Attributes:
+        conventions: The conventions of both evaluations.
+        a_name: How run A is called in reports (its prediction directory, say).
+        b_name: How run B is called.
+        summary: Dataset totals.
+        classes: Per class, sorted by name (every class of either run).
+        images: Per image evaluated in both runs, worst regression first.
+        only_a: Keys of images evaluated only in A (B's file could not be read).
+        only_b: Keys of images evaluated only in B.
+    """
+
+    conventions: Conventions
+    a_name: str
+    b_name: str
+    summary: SummaryDiff
+    classes: tuple[ClassDiff, ...]
+    images: tuple[ImageDiff, ...]
+    only_a: tuple[str, ...] = ()
+    only_b: tuple[str, ...] = ()
+
+    @property
+    def worse(self) -> int:
+        """New FN plus new FP over every image."""
+        return sum(i.worse for i in self.images)
+
+    @property
+    def better(self) -> int:
+        """Fixed FN plus removed FP over every image."""
+        return sum(i.better for i in self.images)
+
+
+def _summary(a: Summary, b: Summary) -> SummaryDiff:
+    return SummaryDiff(
+        map=Change(a.map, b.map),
+        precision=Change(a.precision, b.precision),
+        recall=Change(a.recall, b.recall),
+        f1=Change(a.f1, b.f1),
+        tp=CountChange(a.tp, b.tp),
+        fp=CountChange(a.fp, b.fp),
+        fn=CountChange(a.fn, b.fn),
+    )
+
+
+def _class(name: str, a: ClassResult | None, b: ClassResult | None) -> ClassDiff:
+    def get(result: ClassResult | None, field: str) -> float | None:
+        return None if result is None else getattr(result, field)
+
+    def count(result: ClassResult | None, field: str) -> int:
+        return 0 if result is None else int(getattr(result, field))
+
+    either = a if a is not None else b
+    return ClassDiff(
+        name=name,
+        gt=either.gt if either is not None else 0,
+        ap=Change(get(a, "ap"), get(b, "ap")),
+        precision=Change(get(a, "precision"), get(b, "precision")),
+        recall=Change(get(a, "recall"), get(b, "recall")),
+        f1=Change(get(a, "f1"), get(b, "f1")),
+        tp=CountChange(count(a, "tp"), count(b, "tp")),
+        fp=CountChange(count(a, "fp"), count(b, "fp")),
+        fn=CountChange(count(a, "fn"), count(b, "fn")),
+    )
+
+
+def _fn(image: ImageResult) -> dict[int, str]:
+    return {
+        m.gt_index: m.name for m in image.matches if m.outcome == "fn" and m.gt_index is not None
+    }
+
+
+def _fp(image: ImageResult) -> dict[int, str]:
+    return {
+        m.pred_index: m.name
+        for m in image.matches
+        if m.outcome == "fp" and m.pred_index is not None
+    }
+
+
+def _refs(names: dict[int, str], indices: Iterable[int]) -> tuple[ObjectRef, ...]:
+    return tuple(ObjectRef(i, names[i]) for i in sorted(indices))
+
+
+def _passes(value: float, conventions: Conventions) -> bool:
+    threshold = conventions.iou_threshold
+    return value > threshold if conventions.strict_threshold else value >= threshold
+
+
+def _as_array(boxes: Sequence[Box]) -> FloatArray:
+    if not boxes:
+        return np.zeros((0, 4), dtype=np.float64)
+    return np.array([(b.x1, b.y1, b.x2, b.y2) for b in boxes], dtype=np.float64)
+
+
+def _paired_fp(
+    fp_a: list[int],
+    fp_b: list[int],
+    pred_a: ImageAnnotation | None,
+    pred_b: ImageAnnotation | None,
+    conventions: Conventions,
+) -> tuple[set[int], set[int]]:
+    """The false positives of A and of B that are the same error (same class, IoU passes)."""
+    if not fp_a or not fp_b or pred_a is None or pred_b is None:
+        return set(), set()
+    boxes_a = [pred_a.boxes[j] for j in fp_a]
+    boxes_b = [pred_b.boxes[j] for j in fp_b]
+    # Rows are A's boxes, columns B's: the same (N, M) layout as every IoU matrix here.
+    iou = iou_matrix(_as_array(boxes_a), _as_array(boxes_b), conventions.pixel_inclusive)
+    candidates = sorted(
+        (-float(iou[r, c]), r, c)
+        for r in range(len(fp_a))
+        for c in range(len(fp_b))
+        if boxes_a[r].name == boxes_b[c].name and _passes(float(iou[r, c]), conventions)
+    )
+    paired_a: set[int] = set()
+    paired_b: set[int] = set()
+    for _, r, c in candidates:
+        if r in paired_a or c in paired_b:
+            continue
+        paired_a.add(r)
+        paired_b.add(c)
+    return {fp_a[r] for r in paired_a}, {fp_b[c] for c in paired_b}
+
+
+def _image(
+    a: ImageResult,
+    b: ImageResult,
+    pred_a: ImageAnnotation | None,
+    pred_b: ImageAnnotation | None,
+    conventions: Conventions,
+) -> ImageDiff:
+    fn_a, fn_b = _fn(a), _fn(b)
+    fp_a, fp_b = _fp(a), _fp(b)
+    same_a, same_b = _paired_fp(sorted(fp_a), sorted(fp_b), pred_a, pred_b, conventions)
+    return ImageDiff(
+        key=a.key,
+        new_fn=_refs(fn_b, fn_b.keys() - fn_a.keys()),
+        fixed_fn=_refs(fn_a, fn_a.keys() - fn_b.keys()),
+        new_fp=_refs(fp_b, fp_b.keys() - same_b),
+        removed_fp=_refs(fp_a, fp_a.keys() - same_a),
+        tp=CountChange(a.tp, b.tp),
+        fp=CountChange(a.fp, b.fp),
+        fn=CountChange(a.fn, b.fn),
+    )
+
+
+def worst_first(images: Iterable[ImageDiff]) -> list[ImageDiff]:
+    """Images by net change (lowest first), then most new errors, then key."""
+    return sorted(images, key=lambda i: (i.net, -i.worse, i.key))
+
+
+def evaluation_diff(
+    a: Evaluation,
+    b: Evaluation,
+    pred_a: AnnotationSet,
+    pred_b: AnnotationSet,
+    a_name: str = "A",
+    b_name: str = "B",
+) -> EvaluationDiff:
+    """Compare run B with run A, both evaluated against the same ground truth.
+
+    Args:
+        a: The evaluation of ``pred_a`` (the reference).
+        b: The evaluation of ``pred_b`` (the candidate).
+        pred_a: Run A's predictions (to tell one false positive from another).
+        pred_b: Run B's predictions.
+        a_name: Run A's name in reports.
+        b_name: Run B's name in reports.
+
+    Returns:
+        The differences, images worst regression first.
+
+    Raises:
+        InputError: The evaluations used different conventions, or an image has different
+            ground truth in the two (not the same ground-truth set).
+    """
+    if a.conventions != b.conventions:
+        raise InputError("the two evaluations use different conventions; compare like with like")
+    images_a = {i.key: i for i in a.images}
+    images_b = {i.key: i for i in b.images}
+    preds_a = {p.key: p for p in pred_a.annotations}
+    preds_b = {p.key: p for p in pred_b.annotations}
+    images = []
+    for key in sorted(images_a.keys() & images_b.keys()):
+        image_a, image_b = images_a[key], images_b[key]
+        if (image_a.gt, image_a.gt_ignored, image_a.gt_path) != (
+            image_b.gt,
+            image_b.gt_ignored,
+            image_b.gt_path,
+        ):
+            raise InputError(f"image {key!r} has different ground truth in the two evaluations")
+        images.append(_image(image_a, image_b, preds_a.get(key), preds_b.get(key), a.conventions))
+    classes_a = {c.name: c for c in a.classes}
+    classes_b = {c.name: c for c in b.classes}
+    names = sorted(classes_a.keys() | classes_b.keys())
+    return EvaluationDiff(
+        conventions=a.conventions,
+        a_name=a_name,
+        b_name=b_name,
+        summary=_summary(a.summary, b.summary),
+        classes=tuple(_class(n, classes_a.get(n), classes_b.get(n)) for n in names),
+        images=tuple(worst_first(images)),
+        only_a=tuple(sorted(images_a.keys() - images_b.keys())),
+        only_b=tuple(sorted(images_b.keys() - images_a.keys())),
+    )
+
+
+# Regression gates ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionGate:
+    """A lower bound on the change of one metric from A to B.
+
+    Attributes:
+        scope: None for the dataset, or the class the gate applies to.
+        metric: ``"map"``, ``"precision"``, ``"recall"`` or ``"f1"``; for a class,
+            ``"map"`` is the class's AP.
+        delta: The gate passes when ``B - A >= delta`` (negative: a tolerated fall).
+    """
+
+    scope: str | None
+    metric: RegressionMetric
+    delta: float
+
+    @property
+    def label(self) -> str:
+        """``map``, ``recall``, ``person:ap``.
+
+        >>> RegressionGate("person", "map", -0.05).label
+        'person:ap'
+        """
+        if self.scope is None:
+            return self.metric
+        return f"{self.scope}:{'ap' if self.metric == 'map' else self.metric}"
+
+    def __str__(self) -> str:
+        """The gate as a condition, ``map change >= -0.01``."""
+        return f"{self.label} change >= {self.delta!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionResult:
+    """One regression gate checked.
+
+    Attributes:
+        gate: The gate.
+        change: The metric in both runs.
+        passed: The change is defined and at least the gate's delta.
+        reason: Why the change is undefined, when it is.
+    """
+
+    gate: RegressionGate
+    change: Change
+    passed: bool
+    reason: str | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+
+    @property
+    def below(self) -> bool:
+        """The measured change is below the gate's delta (whether significant or not)."""
+        delta = self.change.delta
+        return delta is not None and not _meets(delta, self.gate.delta)
+
+    def __str__(self) -> str:
+        """``map 0.6250 -> 0.5900 (-0.0350 < -0.0100)``, or why it could not be measured;
+        with a bootstrap, the one-sided p-value and, at a significance level, the verdict."""
+        bound = f"{self.gate.delta:+.4f}"
+        delta = self.change.delta
+        if delta is None:
+            return f"{self.gate.label} change undefined, needs >= {bound} ({self.reason})"
+        comparison = "<" if self.below else ">="
+        text = (
+            f"{self.gate.label} {self.change.a:.4f} -> {self.change.b:.4f} "
+            f"({delta:+.4f} {comparison} {bound}"
+        )
+        if self.p_value is None:
+            return text + ")"
+        if self.alpha is None:
+            return f"{text}, p = {self.p_value:.4f})"
+        if not self.below:
+            return f"{text}, p = {self.p_value:.4f})"
+        if self.passed:
+            return f"{text}, p = {self.p_value:.4f} > {self.alpha:g}: not significant)"
+        return f"{text}, p = {self.p_value:.4f} <= {self.alpha:g}: significant)"
+
+
+def parse_regression_gate(text: str) -> RegressionGate:
+    """Read a gate written as ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``.
+
+    The metric is case-insensitive; ``ap`` is accepted for ``map``. The class name is
+    everything before the last ``:``.
+
+    Args:
+        text: The gate, for example ``map=-0.01`` or ``person:recall=0``.
+
+    Returns:
+        The gate.
+
+    Raises:
+        ValueError: The text is not of that form, names an unknown metric, or its delta is
+            not a number in [-1, 1].
+
+    >>> parse_regression_gate("map=-0.01")
+    RegressionGate(scope=None, metric='map', delta=-0.01)
+    >>> parse_regression_gate("person:AP=-0.05")
+    RegressionGate(scope='person', metric='map', delta=-0.05)
+    """
+    left, equals, raw_value = text.rpartition("=")
+    scope_text, colon, metric_text = left.rpartition(":")
+    if not equals or not metric_text.strip() or not raw_value.strip():
+        raise ValueError(f"expected METRIC=DELTA or CLASS:METRIC=DELTA, got {text!r}")
+    scope = scope_text.strip() if colon else None
+    if scope == "":
+        raise ValueError(f"empty class name in {text!r}")
+    metric = _METRIC_NAMES.get(metric_text.strip().lower())
+    if metric is None:
+        raise ValueError(
+            f"unknown metric {metric_text.strip()!r} in {text!r}: "
+            f"expected one of {', '.join(REGRESSION_METRICS)}"
+        )
+    raw = raw_value.strip()
+    try:
+        delta = read_number(raw)
+    except ValueError:
+        raise ValueError(f"delta {raw!r} in {text!r} is not a number") from None
+    if not -1.0 <= delta <= 1.0:
+        raise ValueError(f"delta {raw} in {text!r} is outside [-1, 1]")
+    return RegressionGate(scope, metric, delta)
+
+
+def _dataset_change(diff: EvaluationDiff, metric: RegressionMetric) -> Change:
+    s = diff.summary
+    return {"map": s.map, "precision": s.precision, "recall": s.recall, "f1": s.f1}[metric]
+
+
+def _class_change(cls: ClassDiff, metric: RegressionMetric) -> Change:
+    return {"map": cls.ap, "precision": cls.precision, "recall": cls.recall, "f1": cls.f1}[metric]
+
+
+def _undefined(change: Change) -> str:
+    if change.a is None and change.b is None:
+        return "undefined in both runs"
+    return "undefined in run A" if change.a is None else "undefined in run B"
+
+
+def _meets(delta: float, bound: float) -> bool:
+    return delta >= bound or math.isclose(
+        delta, bound, rel_tol=_REL_TOLERANCE, abs_tol=_ABS_TOLERANCE
+    )
+
+
+def _evidence(
+    evidence: PairedBootstrap | None, scope: str | None, metric: RegressionMetric
+) -> DeltaInterval | None:
+    if evidence is None:
+        return None
+    if scope is None:
+        found: DeltaInterval = getattr(evidence, metric)
+        return found
+    for cls in evidence.classes:
+        if cls.name == scope:
+            interval: DeltaInterval = getattr(cls, "ap" if metric == "map" else metric)
+            return interval
+    return None
+
+
+def check_regressions(
+    diff: EvaluationDiff,
+    gates: Iterable[RegressionGate],
+    evidence: PairedBootstrap | None = None,
+    alpha: float | None = None,
+) -> tuple[RegressionResult, ...]:
+    """Check regression gates against a diff.
+
+    Args:
+        diff: Run B against run A.
+        gates: The gates, dataset or class.
+        evidence: The paired bootstrap of the two runs: each result then carries its
+            one-sided p-value, the share of resamples whose change is not below the gate.
+        alpha: With ``evidence``, the significance level: a change below the gate fails
+            only when its p-value is at most ``alpha``.
+
+    Returns:
+        A result per gate, in the order given.
+
+    Raises:
+        InputError: A gate names a class found in neither run.
+        ValueError: ``alpha`` without ``evidence``, or outside (0, 1).
+    """
+    if alpha is not None and evidence is None:
+        raise ValueError("a significance level needs the paired bootstrap")
+    if alpha is not None and not 0.0 < alpha < 1.0:
+        raise ValueError(f"the significance level must be within (0, 1), got {alpha}")
+    classes = {c.name: c for c in diff.classes}
+    results = []
+    for gate in gates:
+        if gate.scope is None:
+            change = _dataset_change(diff, gate.metric)
+        else:
+            cls = classes.get(gate.scope)
+            if cls is None:
+                message = f"gate {gate.label!r} names class {gate.scope!r}, found in neither run"
+                close = difflib.get_close_matches(gate.scope, sorted(classes), n=1)
+                if close:
+                    message += f"; did you mean {close[0]!r}?"
+                raise InputError(message)
+            change = _class_change(cls, gate.metric)
+        delta = change.delta
+        if delta is None:
+            results.append(RegressionResult(gate, change, False, _undefined(change)))
+            continue
+        interval = _evidence(evidence, gate.scope, gate.metric)
+        p_value = interval.share_not_below(gate.delta) if interval is not None else None
+        passed = _meets(delta, gate.delta)
+        if not passed and alpha is not None:
+            # Below the gate, but only a significant fall fails it.
+            passed = p_value is None or p_value > alpha
+        results.append(RegressionResult(gate, change, passed, None, p_value, alpha))
+    return tuple(results)

@@ -1,0 +1,406 @@
+"""Quality gates: lower bounds on dataset and per-class metrics, and per-image limits on
+false positives and missed objects, checked against an
+:class:`~vocmatch.evaluation.evaluate.Evaluation`.
+
+A gate reads ``METRIC=VALUE`` (the dataset) or ``CLASS:METRIC=VALUE`` (one class) and passes
+when the measured value is at least ``VALUE``. The metrics are ``map``, ``precision``,
+``recall`` and ``f1``: for the dataset, mAP and the micro-averaged counts of the summary; for a
+class, its AP (``ap`` and ``map`` name the same thing) and its own precision, recall and F1.
+
+Decisions a gate has to make, stated once:
+
+- A measured value equal to the bound up to float rounding (relative 1e-9) passes, so a mean
+  that lands a hair below a value it equals on paper does not fail a job.
+- A metric that is not defined (mAP without scores, recall of a class without ground truth)
+  fails its gate, with the reason in the message: a gate that cannot be measured has not
+  been met.
+- A class named in a gate that appears in neither the ground truth nor the predictions is
+  an error (:class:`~vocmatch.errors.InputError`), not a failed gate: it is almost always a
+  typo, and a typo should not read as a model regression.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from vocmatch.core.numbers import read_number
+from vocmatch.errors import InputError
+from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+from vocmatch.evidence.slices import Slice, SliceValue
+
+__all__ = [
+    "METRICS",
+    "Gate",
+    "GateReport",
+    "GateResult",
+    "ImageCheck",
+    "Metric",
+    "check_gates",
+    "parse_gate",
+]
+
+Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75"]
+
+#: The metrics a gate can bound, in the order messages list them.
+METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1", "ap50", "ap75")
+
+# "ap" is accepted for "map": one class's AP and the dataset's mean AP are the same gate
+# in spirit, and both spellings come naturally.
+_ALIASES: dict[str, Metric] = {"ap": "map"}
+
+# Measured values this close (relative) to the bound count as equal to it.
+_REL_TOLERANCE = 1e-9
+
+_SYNTAX = "expected METRIC=VALUE or CLASS:METRIC=VALUE"
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A lower bound on one metric.
+
+    Attributes:
+        scope: None for the dataset, or the name of the class the gate applies to.
+        metric: ``"map"``, ``"precision"``, ``"recall"`` or ``"f1"``; for a class, ``"map"``
+            is the class's AP.
+        value: The bound, in [0, 1]; the gate passes when the metric is at least this.
+    """
+
+    scope: str | None
+    metric: Metric
+    value: float
+
+    @property
+    def label(self) -> str:
+        """What the gate measures: ``map``, ``recall``, ``person:ap``, ``person:recall``.
+
+        >>> Gate("person", "map", 0.5).label
+        'person:ap'
+        """
+        if self.scope is None:
+            return self.metric
+        metric = "ap" if self.metric == "map" else self.metric
+        return f"{self.scope}:{metric}"
+
+    def __str__(self) -> str:
+        """The gate as a condition, ``person:recall >= 0.9``."""
+        return f"{self.label} >= {self.value!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One gate checked against an evaluation.
+
+    Attributes:
+        gate: The gate.
+        measured: The metric's value, or None when it is not defined.
+        passed: The metric is defined and at least the gate's value.
+        reason: Why the metric is not defined, when it is not.
+    """
+
+    gate: Gate
+    measured: float | None
+    passed: bool
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        """``person:recall 0.8500 < 0.9000``, or why the metric could not be measured."""
+        bound = f"{self.gate.value:.4f}"
+        if self.measured is None:
+            return f"{self.gate.label} undefined, needs >= {bound} ({self.reason})"
+        comparison = ">=" if self.passed else "<"
+        return f"{self.gate.label} {self.measured:.4f} {comparison} {bound}"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCheck:
+    """One image against the per-image limits.
+
+    Attributes:
+        key: The image's key.
+        fp: False positives at the evaluation threshold.
+        fn: Missed ground truth at the evaluation threshold.
+        max_fp: The false-positive limit, or None for no limit.
+        max_fn: The missed-object limit, or None for no limit.
+    """
+
+    key: str
+    fp: int
+    fn: int
+    max_fp: int | None
+    max_fn: int | None
+
+    @property
+    def fp_failed(self) -> bool:
+        """More false positives than ``max_fp`` allows."""
+        return self.max_fp is not None and self.fp > self.max_fp
+
+    @property
+    def fn_failed(self) -> bool:
+        """More missed objects than ``max_fn`` allows."""
+        return self.max_fn is not None and self.fn > self.max_fn
+
+    @property
+    def passed(self) -> bool:
+        """Within every limit."""
+        return not (self.fp_failed or self.fn_failed)
+
+    def failures(self) -> tuple[str, ...]:
+        """One phrase per limit exceeded: ``fp 2 > max-fp 1``, ``fn 2 > max-fn 0``."""
+        out = []
+        if self.fp_failed:
+            out.append(f"fp {self.fp} > max-fp {self.max_fp}")
+        if self.fn_failed:
+            out.append(f"fn {self.fn} > max-fn {self.max_fn}")
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    """Every gate and every image checked.
+
+    Attributes:
+        gates: Dataset and class gates, in the order given.
+        images: Every evaluated image, sorted by key (all pass without limits).
+        max_fp: The per-image false-positive limit, or None.
+        max_fn: The per-image missed-object limit, or None.
+    """
+
+    gates: tuple[GateResult, ...]
+    images: tuple[ImageCheck, ...]
+    max_fp: int | None = None
+    max_fn: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Every gate passed and every image is within the limits."""
+        return all(g.passed for g in self.gates) and all(i.passed for i in self.images)
+
+    @property
+    def failed_gates(self) -> tuple[GateResult, ...]:
+        """The dataset and class gates that failed, in the order given."""
+        return tuple(g for g in self.gates if not g.passed)
+
+    @property
+    def failed_images(self) -> tuple[ImageCheck, ...]:
+        """The images over a limit, sorted by key."""
+        return tuple(i for i in self.images if not i.passed)
+
+    @property
+    def has_checks(self) -> bool:
+        """Any gate or per-image limit was asked for."""
+        return bool(self.gates) or self.max_fp is not None or self.max_fn is not None
+
+
+def parse_gate(text: str) -> Gate:
+    """Read a gate written as ``METRIC=VALUE`` or ``CLASS:METRIC=VALUE``.
+
+    The metric is case-insensitive; ``ap`` is accepted for ``map``. The class name is
+    everything before the last ``:``, so names holding a colon still work.
+
+    Args:
+        text: The gate, for example ``map=0.5`` or ``person:recall=0.9``.
+
+    Returns:
+        The gate.
+
+    Raises:
+        ValueError: The text is not of that form, names an unknown metric, or its value is
+            not a number in [0, 1]; the message is one line.
+
+    >>> parse_gate("person:recall=0.9")
+    Gate(scope='person', metric='recall', value=0.9)
+    >>> parse_gate("mAP=0.5")
+    Gate(scope=None, metric='map', value=0.5)
+    """
+    left, equals, raw_value = text.rpartition("=")
+    scope_text, colon, metric_text = left.rpartition(":")
+    if not equals or not metric_text.strip() or not raw_value.strip():
+        raise ValueError(f"{_SYNTAX}, got {text!r}")
+    scope = scope_text.strip() if colon else None
+    if scope == "":
+        raise ValueError(f"empty class name in {text!r}")
+    name = metric_text.strip().lower()
+    name = _ALIASES.get(name, name)
+    if name not in METRICS:
+        raise ValueError(
+            f"unknown metric {metric_text.strip()!r} in {text!r}: "
+            f"expected one of {', '.join(METRICS)}"
+        )
+    raw = raw_value.strip()
+    try:
+        value = read_number(raw)
+    except ValueError:
+        raise ValueError(f"value {raw!r} in {text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        hint = f" (a percentage? write {value / 100:g})" if 1 < value <= 100 else ""
+        raise ValueError(f"value {raw} in {text!r} is outside [0, 1]{hint}")
+    return Gate(scope, name, value)
+
+
+def check_gates(
+    evaluation: Evaluation,
+    gates: Iterable[Gate] = (),
+    max_fp: int | None = None,
+    max_fn: int | None = None,
+    slices: Sequence[Slice] = (),
+) -> GateReport:
+    """Check gates and per-image limits against an evaluation.
+
+    A gate's scope that names no class but reads ``SLICE=VALUE`` (``size=small``,
+    ``occluded=yes``) bounds that value of a slice: its mAP, precision, recall or F1.
+
+    Args:
+        evaluation: The evaluation to check.
+        gates: Dataset, class and slice gates.
+        max_fp: Most false positives an image may have, or None for no limit.
+        max_fn: Most missed objects an image may have, or None for no limit.
+        slices: The evaluated slices that slice gates are checked against.
+
+    Returns:
+        A result per gate, in the order given, and a check per image.
+
+    Raises:
+        InputError: A gate names a class found in neither the ground truth nor the
+            predictions, or a slice not evaluated, or a value the slice does not have.
+        ValueError: ``max_fp`` or ``max_fn`` is negative.
+    """
+    for name, limit in (("max_fp", max_fp), ("max_fn", max_fn)):
+        if limit is not None and limit < 0:
+            raise ValueError(f"{name} must be at least 0, got {limit}")
+    classes = {c.name: c for c in evaluation.classes}
+    results = []
+    for gate in gates:
+        if gate.metric in ("ap50", "ap75") and not evaluation.conventions.coco_stats:
+            raise InputError(
+                f"gate {gate.label!r}: {gate.metric} is measured under --protocol coco (AP at "
+                f"IoU {0.5 if gate.metric == 'ap50' else 0.75:.2f} of the COCO average); "
+                "elsewhere gate map at --iou"
+            )
+        if gate.scope is None:
+            measured, reason = _dataset_metric(evaluation, gate.metric)
+        else:
+            cls = classes.get(gate.scope)
+            if cls is None and "=" in gate.scope:
+                measured, reason = _slice_metric(_slice_value(gate, slices), gate.metric)
+            elif cls is None:
+                raise InputError(_unknown_class(gate, sorted(classes)))
+            else:
+                measured, reason = _class_metric(evaluation, cls, gate.metric)
+        results.append(GateResult(gate, measured, _meets(measured, gate.value), reason))
+    images = tuple(_image_check(image, max_fp, max_fn) for image in evaluation.images)
+    return GateReport(tuple(results), images, max_fp, max_fn)
+
+
+def _meets(measured: float | None, bound: float) -> bool:
+    if measured is None:
+        return False
+    return measured >= bound or math.isclose(measured, bound, rel_tol=_REL_TOLERANCE)
+
+
+def _image_check(image: ImageResult, max_fp: int | None, max_fn: int | None) -> ImageCheck:
+    return ImageCheck(image.key, image.fp, image.fn, max_fp, max_fn)
+
+
+def _no_map_reason(evaluation: Evaluation) -> str:
+    if evaluation.summary.pred == 0:
+        return "no predictions"
+    return "predictions carry no scores"
+
+
+def _dataset_metric(evaluation: Evaluation, metric: Metric) -> tuple[float | None, str | None]:
+    s = evaluation.summary
+    no_gt = "no ground truth"
+    no_pred = "no predictions"
+    if metric == "map":
+        if s.map is None:
+            return None, no_gt if s.gt == 0 else _no_map_reason(evaluation)
+        return s.map, None
+    if metric == "precision":
+        return s.precision, no_pred if s.precision is None else None
+    if metric == "recall":
+        return s.recall, no_gt if s.recall is None else None
+    if metric in ("ap50", "ap75"):
+        coco = evaluation.coco
+        value = None if coco is None else (coco.AP50 if metric == "ap50" else coco.AP75)
+        if value is None or value < 0:
+            return None, no_gt if s.gt == 0 else _no_map_reason(evaluation)
+        return value, None
+    if s.f1 is None:
+        return None, no_pred if s.precision is None else no_gt
+    return s.f1, None
+
+
+def _class_metric(
+    evaluation: Evaluation, cls: ClassResult, metric: Metric
+) -> tuple[float | None, str | None]:
+    no_gt = "no ground truth of this class"
+    no_pred = "no predictions of this class"
+    if metric == "map":
+        if cls.ap is None:
+            return None, no_gt if cls.gt == 0 else _no_map_reason(evaluation)
+        return cls.ap, None
+    if metric == "precision":
+        return cls.precision, no_pred if cls.precision is None else None
+    if metric == "recall":
+        return cls.recall, no_gt if cls.recall is None else None
+    if metric in ("ap50", "ap75"):
+        value = cls.ap50 if metric == "ap50" else cls.ap75
+        if value is None:
+            return None, no_gt if cls.gt == 0 else _no_map_reason(evaluation)
+        return value, None
+    if cls.f1 is None:
+        return None, no_pred if cls.precision is None else no_gt
+    return cls.f1, None
+
+
+def _slice_value(gate: Gate, slices: Sequence[Slice]) -> SliceValue:
+    """The slice value a gate's ``SLICE=VALUE`` scope names."""
+    name, _, value = (gate.scope or "").partition("=")
+    by_name = {s.name: s for s in slices}
+    found = by_name.get(name.strip())
+    if found is None:
+        raise InputError(
+            f"gate {gate.label!r} names slice {name.strip()!r}, which was not evaluated "
+            f"(give --slice {name.strip()})"
+        )
+    values = {v.value: v for v in found.values}
+    if value not in values:
+        message = f"gate {gate.label!r}: the {found.name} slice has no value {value!r}"
+        close = difflib.get_close_matches(value, sorted(values), n=1)
+        listed = ", ".join(sorted(values))
+        hint = f"did you mean {close[0]!r}?" if close else f"its values: {listed}"
+        raise InputError(f"{message}; {hint}")
+    return values[value]
+
+
+def _slice_metric(value: SliceValue, metric: Metric) -> tuple[float | None, str | None]:
+    no_gt = "no ground truth in this slice value"
+    no_pred = "no predictions count in this slice value"
+    if metric == "map":
+        return value.map, None if value.map is not None else (
+            no_gt if value.gt == 0 else "predictions carry no scores"
+        )
+    if metric == "precision":
+        return value.precision, no_pred if value.precision is None else None
+    if metric == "recall":
+        return value.recall, no_gt if value.recall is None else None
+    if metric == "f1":
+        if value.f1 is None:
+            return None, no_pred if value.precision is None else no_gt
+        return value.f1, None
+    return None, f"{metric} is not measured per slice value"
+
+
+def _unknown_class(gate: Gate, known: list[str]) -> str:
+    message = (
+        f"gate {gate.label!r} names class {gate.scope!r}, "
+        "which is in neither the ground truth nor the predictions"
+    )
+    close = difflib.get_close_matches(gate.scope or "", known, n=1)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    return message

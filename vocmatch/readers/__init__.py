@@ -1,0 +1,3 @@
+"""Reading annotations: the XML parser and fast column reader, other prediction formats, the VOC
+folder layout, lint.
+"""
