@@ -147,3 +147,27 @@ def test_right_means_a_true_positive_at_the_evaluation_threshold(name: str) -> N
     hits = sum(round(b.accuracy * b.count) for b in result.overall.bins if b.accuracy is not None)
     assert result.threshold == evaluation.conventions.iou_threshold
     assert hits == evaluation.summary.tp
+
+
+LARGEST = float(np.finfo(np.float64).max)
+
+
+@pytest.mark.parametrize(
+    ("scores", "confidence"),
+    [
+        pytest.param([1.5e308, 1.5e308, 1e308], 1.5e308 / 3 * 2 + 1e308 / 3, id="sum-overflows"),
+        pytest.param([LARGEST] * 3, LARGEST, id="largest-float"),
+    ],
+)
+def test_scores_near_the_float_limit(scores: list[float], confidence: float) -> None:
+    """Any finite score is binned without overflow (warnings are errors here): the three
+    clipped into the last bin, their mean score finite, two of three right, and the ECE the
+    one bin's gap, no larger than the largest float."""
+    result = calibrate(*sets(scores, [True, False, True]), bins=2)
+    overall = result.overall
+    assert [b.count for b in overall.bins] == [0, 3]
+    assert overall.bins[1].confidence == pytest.approx(confidence)
+    assert overall.bins[1].accuracy == pytest.approx(2 / 3)
+    assert overall.ece == overall.mce == pytest.approx(confidence)
+    assert overall.ece is not None and overall.ece <= LARGEST
+    assert result.clipped == 3

@@ -311,3 +311,25 @@ def test_markdown_carries_the_intervals() -> None:
     assert code == EXIT_OK
     assert "### Paired bootstrap: 1,000 resamples of the 12 images (seed 0)" in out
     assert "| recall | -0.3333 | [-0.4583, -0.2083] | 0.000 |" in out
+
+
+def test_scores_near_the_float_limit_are_binned_quietly(tmp_path: Path) -> None:
+    """A prediction scored 1e308: --html and the JSON calibration end without a warning on
+    stderr; the score sits in the last bin with its own mean, the one clipped score."""
+    box = "<bndbox><xmin>0</xmin><ymin>0</ymin><xmax>10</xmax><ymax>10</ymax></bndbox>"
+    for folder, score in (("gt", ""), ("pred", "<score>1e308</score>")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.xml").write_text(
+            f"<annotation><object><name>car</name>{score}{box}</object></annotation>",
+            encoding="utf-8",
+        )
+    gt, pred, html = str(tmp_path / "gt"), str(tmp_path / "pred"), tmp_path / "report.html"
+    code, out, err = run(gt, pred, "--html", str(html), "--format", "json",
+                         "--calibration-bins", "2")  # fmt: skip
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)["calibration"]
+    assert (data["clipped"], data["all"]["ece"], data["all"]["mce"]) == (1, 1e308, 1e308)
+    assert data["all"]["bins"][1] == {
+        "low": 0.5, "high": 1.0, "count": 1, "confidence": 1e308, "accuracy": 1.0,
+    }  # fmt: skip
+    assert 'aria-label="reliability plot of car"' in html.read_text(encoding="utf-8")

@@ -103,6 +103,14 @@ def _class_calibration(
 ) -> ClassCalibration:
     counts = np.bincount(index, minlength=bins)
     score_sums = np.bincount(index, weights=scores, minlength=bins)
+    means = score_sums / np.maximum(counts, 1)
+    if not np.isfinite(score_sums).all():
+        # Scores near the float limit (any finite score is allowed): their sum overflows where
+        # their mean does not, so each score's share of the mean is added instead. Rounding
+        # can still step past the largest float, which a mean of finite scores cannot.
+        shares = scores / np.maximum(counts, 1)[index]
+        largest = np.finfo(np.float64).max
+        means = np.clip(np.bincount(index, weights=shares, minlength=bins), -largest, largest)
     hit_sums = np.bincount(index, weights=hits.astype(np.float64), minlength=bins)
     total = int(counts.sum())
     records = []
@@ -113,14 +121,16 @@ def _class_calibration(
         if n == 0:
             records.append(ReliabilityBin(low, high, 0, None, None))
             continue
-        confidence = float(score_sums[b] / n)
+        confidence = float(means[b])
         accuracy = float(hit_sums[b] / n)
         records.append(ReliabilityBin(low, high, n, confidence, accuracy))
         gaps.append((n, abs(accuracy - confidence)))
     if total == 0:
         return ClassCalibration(name, 0, None, None, tuple(records))
-    ece = float(sum(n * gap for n, gap in gaps) / total)
     mce = float(max(gap for _, gap in gaps))
+    # Weights first (n * gap overflows for gaps near the float limit); a weighted mean of the
+    # gaps is at most the largest, which rounding must not pass either.
+    ece = min(float(sum(n / total * gap for n, gap in gaps)), mce)
     return ClassCalibration(name, total, ece, mce, tuple(records))
 
 
@@ -151,7 +161,8 @@ def calibration(matched: MatchedColumns, bins: int = DEFAULT_BINS) -> Calibratio
     kept_hits = (hit & ~ignored)[keep]
     kept_class = matched.pred_class[keep]
     clipped = int(np.count_nonzero((kept_scores < 0) | (kept_scores > 1)))
-    index = np.clip(np.floor(kept_scores * bins), 0, bins - 1).astype(np.int64)
+    # Clipped before scaling: a score may be any finite float, and 1e308 * bins overflows.
+    index = np.clip(np.floor(np.clip(kept_scores, 0, 1) * bins), 0, bins - 1).astype(np.int64)
     classes = tuple(
         _class_calibration(
             name,
