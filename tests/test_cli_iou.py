@@ -393,6 +393,41 @@ def test_diagram_of_a_very_tall_pair_stays_readable() -> None:
     assert "not to scale: the short side is stretched to stay readable" in text
 
 
+def test_diagram_of_denormal_boxes() -> None:
+    """Two identical boxes 1e-320 wide (cells per unit would be inf): drawn as any two
+    identical squares are, 32 by 16 cells, exit 0 and nothing on stderr."""
+    code, out, err = run("0,0,1e-320,1e-320", "0,0,1e-320,1e-320")
+    assert (code, err) == (EXIT_OK, "")
+    assert grid_rows(out) == ["█" * 32] * 16
+    assert lines_of(out)[-1] == "scale: 1 column ≈ 3.11e-322, 1 row ≈ 6.23e-322"
+
+
+@pytest.mark.parametrize(
+    ("box_a", "box_b", "rows", "scale"),
+    [
+        pytest.param(
+            "0,0,1e-320,1e-320", "0,0,5e-324,5e-324", ["▒" + "░" * 31] + ["░" * 32] * 15,
+            "scale: 1 column ≈ 3.11e-322, 1 row ≈ 6.23e-322", id="denormal-inside-denormal",
+        ),
+        pytest.param(
+            "0,0,5e-324,1e300", "0,0,5e-324,1e300", ["█" * MIN_COLS] * 16,
+            "scale: 8 columns ≈ 4.94e-324, 1 row ≈ 6.25e+298", id="smallest-by-huge",
+        ),
+        pytest.param(
+            "0,0,1.7976931348623157e308,1e-300", "1e308,0,1.7976931348623157e308,1e-300",
+            ["░" * 37 + "█" * 30] * 3, "scale: 1 column ≈ 2.68e+306, 1 row ≈ 3.33e-301",
+            id="largest-float",
+        ),
+    ],
+)  # fmt: skip
+def test_diagram_of_extreme_extents(box_a: str, box_b: str, rows: list[str], scale: str) -> None:
+    """Denormal and huge sides are drawn in proportion, at least a cell a piece; a cell
+    smaller than the smallest float is given as the whole side over its cells."""
+    text = diagram(box_a, box_b, width=80)
+    assert grid_rows(text) == rows
+    assert scale in lines_of(text)
+
+
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 160])
 @pytest.mark.parametrize(
     ("box_a", "box_b"),

@@ -314,6 +314,14 @@ def _cells(ideal: float, span: float, least: int, most: int) -> tuple[int, bool]
     return cells, cells > round(ideal)
 
 
+def _per_cell(name: str, span: float, cells: int) -> str:
+    """What one cell stands for; the whole side when that is below the smallest float."""
+    share = span / cells
+    if share == 0:
+        return f"{cells} {name}s ≈ {span:.3g}"
+    return f"1 {name} ≈ {share:.3g}"
+
+
 def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableType:
     """A scaled drawing of A, B and their overlap inside the box enclosing both.
 
@@ -330,10 +338,16 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
     gutter = max(3, *(len(label) for label in left_labels)) + 1
     max_cols = max(MIN_COLS, width - gutter - 2 - len(" x →"))
     span_x, span_y = ex2 - ex1, ey2 - ey1
-    # A row is about as tall as two columns are wide.
+    # A row is about as tall as two columns are wide. The sides are taken over the longer one
+    # first: cells per unit overflow for tiny extents (80 / 1e-320 is inf).
     if span_x > 0 and span_y > 0:
-        scale = min(max_cols / span_x, 2 * MAX_ROWS / span_y)
-        ideal_cols, ideal_rows = span_x * scale, span_y * scale / 2
+        longest = max(span_x, span_y)
+        side_x, side_y = span_x / longest, span_y / longest
+        scale = min(
+            max_cols / side_x if side_x > 0 else math.inf,
+            2 * MAX_ROWS / side_y if side_y > 0 else math.inf,
+        )
+        ideal_cols, ideal_rows = side_x * scale, side_y * scale / 2
     else:
         ideal_cols, ideal_rows = float(max_cols), float(MAX_ROWS)
     cols, stretched_x = _cells(ideal_cols, span_x, MIN_COLS, max_cols)
@@ -375,9 +389,9 @@ def overlap_diagram(comparison: BoxComparison, width: int = 80) -> RenderableTyp
     lines.append(legend)
     scale_parts = []
     if span_x > 0:
-        scale_parts.append(f"1 column ≈ {span_x / axis_x.cells:.3g}")
+        scale_parts.append(_per_cell("column", span_x, axis_x.cells))
     if span_y > 0:
-        scale_parts.append(f"1 row ≈ {span_y / axis_y.cells:.3g}")
+        scale_parts.append(_per_cell("row", span_y, axis_y.cells))
     if scale_parts:
         lines.append(Text("scale: " + ", ".join(scale_parts), "dim"))
     distortions = []
