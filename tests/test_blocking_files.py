@@ -323,3 +323,61 @@ def test_a_report_path_longer_than_the_system_allows(tmp_path: Path) -> None:
     result = vocmatch(DEMO / "gt", DEMO / "pred", "-o", LONG)
     assert result.code == 2
     assert result.stderr == f"vocmatch: cannot write {LONG.rstrip('/')}: File name too long\n"
+
+
+#: ``python -m vocmatch`` in which a named pipe passes for a regular file, as /proc/kmsg
+#: does: stat calls that file regular, yet a read of it waits for the next kernel message.
+PASSES_FOR_REGULAR = """
+import os, stat, sys
+real_fstat = os.fstat
+def fstat(descriptor):
+    status = real_fstat(descriptor)
+    if not stat.S_ISFIFO(status.st_mode):
+        return status
+    fields = list(status)
+    fields[0] = stat.S_IFREG | 0o444
+    return os.stat_result(fields)
+os.fstat = fstat
+from vocmatch.__main__ import main
+sys.argv[0] = "vocmatch"
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "folder", "name", "reason"),
+    [
+        pytest.param(["seg", "--classes", str(SEG / "classes.txt")], "masks_pred", "blocks.png",
+                     "cannot read mask: Resource temporarily unavailable", id="seg-mask"),
+        pytest.param([], "pred", "blocks.xml", "cannot read file: Resource temporarily unavailable",
+                     id="eval"),
+    ],
+)  # fmt: skip
+def test_a_regular_file_whose_read_blocks_is_skipped_at_once(
+    tmp_path: Path, command: list[str], folder: str, name: str, reason: str
+) -> None:
+    """A link to a file that stat calls regular but whose read waits (/proc/kmsg; here a
+    pipe with a writer that never writes, passed off as regular): that file is skipped with
+    its path and the system's reason, the rest evaluated, exit 3, and nothing waits."""
+    for kind, source in (("gt", DEMO / "gt"), ("pred", DEMO / "pred"),
+                         ("masks_gt", SEG / "gt"), ("masks_pred", SEG / "pred")):  # fmt: skip
+        shutil.copytree(source, tmp_path / kind)
+    shutil.copy(SEG / "gt" / "hand.png", tmp_path / "masks_gt" / "blocks.png")
+    shutil.copy(DEMO / "gt" / "street_01.xml", tmp_path / "gt" / "blocks.xml")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    (tmp_path / folder / name).symlink_to(pipe)
+    writer = os.open(pipe, os.O_RDWR)  # held open: a read waits for data, not for EOF
+    try:
+        gt = tmp_path / ("masks_gt" if folder == "masks_pred" else "gt")
+        args = [*command[:1], gt, tmp_path / folder, *command[1:]]
+        result = subprocess.run(
+            [sys.executable, "-c", PASSES_FOR_REGULAR, *map(str, args)],
+            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(writer)
+    stderr = result.stderr.decode()
+    assert result.returncode == 3, stderr
+    skipped = [line for line in stderr.splitlines() if line.startswith("vocmatch: skipped ")]
+    assert skipped == [f"vocmatch: skipped {tmp_path / folder / name}: {reason}"]

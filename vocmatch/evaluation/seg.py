@@ -324,8 +324,10 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
     except UnidentifiedImageError:
         raise AnnotationError(shown, "not an image file Pillow can read") from None
     except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
-        # Pillow reports unreadable, truncated and corrupt files through these.
-        raise AnnotationError(shown, f"cannot read mask: {e}") from None
+        # Pillow reports unreadable, truncated and corrupt files through these; the system's
+        # own errors (a read that would block) in its words, as annotation files are.
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise AnnotationError(shown, f"cannot read mask: {reason}") from None
 
 
 def _joint_histogram(

@@ -26,12 +26,13 @@ read as the shape, the more precise annotation, and its ``<bndbox>`` is not read
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from lxml import etree
 
@@ -47,6 +48,9 @@ from vocmatch.core.model import (
 )
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -596,10 +600,51 @@ def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
     return descriptor, mode
 
 
+class _NonBlockingReader(io.RawIOBase):
+    """A descriptor opened without blocking, read as it is: a read that would wait raises
+    :class:`BlockingIOError` (``io.FileIO`` returns None, which Pillow takes for data)."""
+
+    def __init__(self, descriptor: int) -> None:
+        self._descriptor = descriptor
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        try:
+            os.lseek(self._descriptor, 0, os.SEEK_CUR)
+        except OSError:
+            return False
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return os.lseek(self._descriptor, offset, whence)
+
+    def tell(self) -> int:
+        return os.lseek(self._descriptor, 0, os.SEEK_CUR)
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        target = memoryview(buffer).cast("B")
+        data = os.read(self._descriptor, len(target))
+        target[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._descriptor)
+        super().close()
+
+
 def open_regular(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
     """Open a regular file for reading (binary), refusing anything else without blocking.
 
     For readers that take a file object (Pillow); :func:`read_bytes` reads a whole file.
+    Reads never wait either: a file the system calls regular whose read would block (such
+    as ``/proc/kmsg``) raises :class:`BlockingIOError` (``Resource temporarily
+    unavailable``), as :func:`read_bytes` refuses it.
 
     Args:
         path: The file.
@@ -610,8 +655,7 @@ def open_regular(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
             directory, named pipe, socket or device.
     """
     descriptor, _ = _open_regular(os.fspath(path), what)
-    os.set_blocking(descriptor, True)
-    return os.fdopen(descriptor, "rb")
+    return io.BufferedReader(_NonBlockingReader(descriptor))
 
 
 def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
