@@ -263,3 +263,23 @@ def test_readme_shows_the_golden_seg_report() -> None:
     """The README's segmentation example is the golden output, so it cannot drift."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert (GOLDEN / "seg_three_class.txt").read_text(encoding="utf-8") in readme
+
+
+def test_a_mask_over_the_pixel_limit_is_skipped_in_one_line(
+    known: tuple[Path, Path, Path],
+) -> None:
+    """A 100-megapixel mask pair: one skipped line with the path and size, refused from the
+    header (its image data is empty) without Pillow's warning; the other pair still counts."""
+    from tests.test_seg import png_header
+
+    gt, pred, classes = known
+    for folder in (gt, pred):
+        (folder / "big.png").write_bytes(png_header(10_000, 10_000))
+    code, out, err = run(str(gt), str(pred), "--classes", str(classes), "--format", "json")
+    assert code == EXIT_SKIPPED
+    assert err == (
+        f"vocmatch: skipped {gt / 'big.png'}: mask is 10,000x10,000 pixels, "
+        "over the 89,478,485-pixel limit\n"
+    )
+    data = json.loads(out)
+    assert [c["iou"] for c in data["classes"]] == [2 / 3, 0.5]

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import re
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -357,6 +358,48 @@ def test_unreadable_picture_warns_and_is_drawn_blank(tmp_path: Path) -> None:
     assert pictures.missing == ("a",)
 
 
+def test_a_picture_over_the_pixel_limit_is_refused_from_its_header(tmp_path: Path) -> None:
+    """A 100-megapixel PNG: one warning in vocmatch's words with the path and size, none of
+    Pillow's (its image data is empty, so nothing was decoded); drawn blank."""
+    from tests.test_seg import png_header
+
+    (tmp_path / "a.png").write_bytes(png_header(10_000, 10_000))
+    gt = AnnotationSet(str(tmp_path), (ImageAnnotation("a", "a.xml", ()),), ())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pictures = read_pictures(tmp_path, gt)
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (
+            VocmatchWarning,
+            f"{tmp_path / 'a.png'}: cannot read the picture (10,000x10,000 pixels, over the "
+            "89,478,485-pixel limit); its overlay is drawn blank",
+        )
+    ]
+    assert pictures.missing == ("a",)
+
+
+def test_the_limit_counts_a_jpeg_as_drafted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is on what is decoded: a JPEG over it that the decoder scales down (1/8 of
+    each side here) is embedded; a PNG of the same size, decoded whole, is refused."""
+    monkeypatch.setattr(html, "PICTURE_MAX_PIXELS", 10_000)
+    Image.new("RGB", (200, 200), (1, 2, 3)).save(tmp_path / "a.jpg", format="JPEG")
+    (tmp_path / "b.png").write_bytes(png_bytes(200, 200, (1, 2, 3)))
+    annotations = (ImageAnnotation("a", "a.xml", ()), ImageAnnotation("b", "b.xml", ()))
+    with pytest.warns(VocmatchWarning) as caught:
+        pictures = read_pictures(
+            tmp_path, AnnotationSet(str(tmp_path), annotations, ()), max_side=16
+        )
+    assert [str(w.message) for w in caught] == [
+        f"{tmp_path / 'b.png'}: cannot read the picture (200x200 pixels, over the 10,000-pixel"
+        " limit); its overlay is drawn blank"
+    ]
+    assert (sorted(pictures.uris), pictures.sizes, pictures.missing) == (
+        ["a"], {"a": (200, 200)}, ("b",),
+    )  # fmt: skip
+
+
 def test_pictures_directory_must_exist(tmp_path: Path) -> None:
     """A missing directory is an input error."""
     gt = AnnotationSet(str(tmp_path), (), ())
@@ -390,6 +433,26 @@ def test_cli_images_with_pictures(demo: tuple[Path, Path], tmp_path: Path) -> No
     assert f"vocmatch: warning: {pictures_dir / 'street_02.jpg'}: cannot read the picture" in (
         result.stderr
     )
+
+
+def test_cli_images_with_a_picture_over_the_limit(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """--images: a 100-megapixel PNG is one warning line with its path and size; the report
+    is written and exit 0."""
+    from tests.test_seg import png_header
+
+    pictures_dir = tmp_path / "pictures"
+    pictures_dir.mkdir()
+    (pictures_dir / "street_01.png").write_bytes(png_header(10_000, 10_000))
+    target = tmp_path / "report.html"
+    args = [str(demo[0]), str(demo[1]), "--html", str(target), "--images", str(pictures_dir)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == [
+        "vocmatch: warning: no prediction file for 'street_05': its objects count as missed",
+        f"vocmatch: warning: {pictures_dir / 'street_01.png'}: cannot read the picture "
+        "(10,000x10,000 pixels, over the 89,478,485-pixel limit); its overlay is drawn blank",
+    ]
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def test_cli_images_needs_html(demo: tuple[Path, Path], tmp_path: Path) -> None:

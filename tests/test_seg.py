@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from PIL import Image
 
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.evaluation.seg import (
+    MAX_MASK_PIXELS,
     VOC_CLASSES,
     SegClassResult,
     SegImageResult,
@@ -284,6 +287,60 @@ def test_read_mask_rejects_unusable_files(name: str, message: str) -> None:
         read_mask(path)
 
     assert caught.value.path == str(path)
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A greyscale PNG whose header declares ``width`` x ``height`` pixels and whose image data
+    is empty: Pillow opens it and knows its size, but decoding it fails (truncated)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b""))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "message"),
+    [
+        pytest.param(MAX_MASK_PIXELS + 1, 1,
+                     "mask is 89,478,486x1 pixels, over the 89,478,485-pixel limit",
+                     id="one-over"),
+        pytest.param(10_000, 10_000,
+                     "mask is 10,000x10,000 pixels, over the 89,478,485-pixel limit",
+                     id="100-megapixels"),
+        pytest.param(20_000, 10_000,
+                     "mask is more than 178,956,970 pixels, over the 89,478,485-pixel limit",
+                     id="beyond-pillow-error"),
+    ],
+)  # fmt: skip
+def test_read_mask_refuses_a_mask_over_the_limit_from_its_header(
+    tmp_path: Path, width: int, height: int, message: str
+) -> None:
+    """A mask over MAX_MASK_PIXELS is refused from its header, in vocmatch's words, before
+    any decoding (its image data is empty) and without Pillow's decompression-bomb warning
+    (warnings are errors here)."""
+    path = tmp_path / "big.png"
+    path.write_bytes(png_header(width, height))
+    with pytest.raises(AnnotationError) as caught:
+        read_mask(path)
+    assert (caught.value.path, caught.value.message) == (str(path), message)
+
+
+def test_read_mask_at_the_limit_is_decoded(tmp_path: Path) -> None:
+    """A mask of exactly MAX_MASK_PIXELS is decoded: here its empty image data is the error
+    (in Pillow's words, which name what was left unprocessed after them)."""
+    path = tmp_path / "edge.png"
+    path.write_bytes(png_header(MAX_MASK_PIXELS, 1))
+    with pytest.raises(AnnotationError) as caught:
+        read_mask(path)
+    assert caught.value.message.startswith("cannot read mask: image file is truncated")
 
 
 def test_read_class_names_skips_blank_lines_and_strips(tmp_path: Path) -> None:

@@ -34,11 +34,12 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +48,11 @@ from vocmatch.errors import AnnotationError, InputError
 from vocmatch.readers.parse import list_directory, open_regular, read_bytes
 from vocmatch.readers.workers import worker_count, worker_results
 
+if TYPE_CHECKING:
+    import PIL.Image
+
 __all__ = [
+    "MAX_MASK_PIXELS",
     "VOC_CLASSES",
     "VOID",
     "PredVoid",
@@ -98,6 +103,11 @@ PredVoid = Literal["error", "miss"]
 SkipReason = Literal["missing_pred", "missing_gt", "invalid"]
 """Why an image was not evaluated: no prediction mask, no ground-truth mask, or a mask that
 could not be used (unreadable, wrong mode, wrong size, value out of range)."""
+
+MAX_MASK_PIXELS = 89_478_485
+"""The largest mask read, in pixels: a larger one is refused from its header, before it is
+decoded. Pillow's own decompression-bomb threshold (its ``MAX_IMAGE_PIXELS`` default, where
+it starts to warn); a mask pair that size takes about 1 GiB to count."""
 
 _MASK_MODES = ("P", "L")
 # Every uint8 value pair has a bin, so one bincount both counts and finds out-of-range values.
@@ -287,6 +297,16 @@ def read_class_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _open_quietly(handle: BinaryIO) -> PIL.Image.Image:
+    """The image, its header read; Pillow's decompression-bomb warning kept from the user
+    (the size is checked against vocmatch's own limit, in its words)."""
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        return Image.open(handle)
+
+
 def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
     """Read a mask PNG as its class indices.
 
@@ -299,8 +319,8 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
         Shape ``(H, W)``, the pixel values.
 
     Raises:
-        AnnotationError: The file cannot be read, is not a PNG, or is not single-channel
-            (for example an RGB mask).
+        AnnotationError: The file cannot be read, is not a PNG, is not single-channel (for
+            example an RGB mask), or has more than :data:`MAX_MASK_PIXELS` pixels.
     """
     # Imported here: only mask evaluation needs Pillow.
     from PIL import Image, UnidentifiedImageError
@@ -308,7 +328,7 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
     shown = os.fspath(path)
     try:
         # Opened as a regular file first: a named pipe or a device is refused, not waited on.
-        with open_regular(path, "mask") as handle, Image.open(handle) as image:
+        with open_regular(path, "mask") as handle, _open_quietly(handle) as image:
             if image.format != "PNG":
                 raise AnnotationError(shown, f"not a PNG file (Pillow reads it as {image.format})")
             if image.mode not in _MASK_MODES:
@@ -317,13 +337,28 @@ def read_mask(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
                     f"mask has mode {image.mode}; expected a palette (P) or greyscale (L) "
                     "PNG whose pixel values are class indices",
                 )
+            # The size is the header's: nothing is decoded before np.asarray.
+            width, height = image.size
+            if width * height > MAX_MASK_PIXELS:
+                raise AnnotationError(
+                    shown,
+                    f"mask is {width:,}x{height:,} pixels, over the "
+                    f"{MAX_MASK_PIXELS:,}-pixel limit",
+                )
             # np.asarray on a P-mode image gives palette indices; no colour conversion.
             return np.asarray(image, dtype=np.uint8)
     except AnnotationError:
         raise
     except UnidentifiedImageError:
         raise AnnotationError(shown, "not an image file Pillow can read") from None
-    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
+    except Image.DecompressionBombError:
+        # Pillow refuses beyond twice its own threshold before the size can be asked.
+        raise AnnotationError(
+            shown,
+            f"mask is more than {2 * (Image.MAX_IMAGE_PIXELS or 0):,} pixels, over the "
+            f"{MAX_MASK_PIXELS:,}-pixel limit",
+        ) from None
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
         # Pillow reports unreadable, truncated and corrupt files through these; the system's
         # own errors (a read that would block) in its words, as annotation files are.
         reason = e.strerror if isinstance(e, OSError) and e.strerror else e

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jinja2
 import numpy as np
@@ -61,6 +61,7 @@ from vocmatch.readers.parse import AnnotationSet, open_regular
 
 __all__ = [
     "CURVE_MAX_POINTS",
+    "PICTURE_MAX_PIXELS",
     "PICTURE_MAX_SIDE",
     "PICTURE_SUFFIXES",
     "Pictures",
@@ -71,6 +72,11 @@ __all__ = [
 
 #: Longest side, in pixels, of a picture embedded with ``--images``.
 PICTURE_MAX_SIDE = 640
+
+#: The most pixels a picture may decode to (a JPEG's after it is scaled down while decoding);
+#: a larger one is refused from its header. Pillow's own decompression-bomb threshold (its
+#: ``MAX_IMAGE_PIXELS`` default, where it starts to warn).
+PICTURE_MAX_PIXELS = 89_478_485
 
 #: Picture files looked for, in this order, beside ``<filename>`` and the key.
 PICTURE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG")
@@ -633,12 +639,35 @@ def _picture_path(directory: Path, annotation: ImageAnnotation) -> Path | None:
     return None
 
 
+def _open_picture(path: Path, handle: BinaryIO) -> Image.Image:
+    """The picture, its header read; Pillow's decompression-bomb warning kept from the user
+    (what would be decoded is checked against vocmatch's own limit, in its words)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return Image.open(handle)
+    except Image.DecompressionBombError:
+        # Pillow refuses beyond twice its own threshold, before the size can be asked.
+        raise AnnotationError(
+            str(path),
+            f"more than {2 * (Image.MAX_IMAGE_PIXELS or 0):,} pixels, over the "
+            f"{PICTURE_MAX_PIXELS:,}-pixel limit",
+        ) from None
+
+
 def _data_uri(path: Path, max_side: int) -> tuple[str, tuple[int, int]]:
     # Opened as a regular file first: a named pipe or a device is refused, not waited on.
-    with open_regular(path, "picture") as handle, Image.open(handle) as image:
+    with open_regular(path, "picture") as handle, _open_picture(path, handle) as image:
         size = image.size
         # draft() lets the JPEG decoder scale down while decoding, far faster on big photos.
         image.draft("RGB", (max_side, max_side))
+        # Still the header's size (a JPEG's as drafted): nothing is decoded before convert().
+        width, height = image.size
+        if width * height > PICTURE_MAX_PIXELS:
+            raise AnnotationError(
+                str(path),
+                f"{width:,}x{height:,} pixels, over the {PICTURE_MAX_PIXELS:,}-pixel limit",
+            )
         picture = image.convert("RGBA") if image.mode in ("P", "LA", "PA") else image
         if picture.mode == "RGBA":
             flat = Image.new("RGB", picture.size, (255, 255, 255))
@@ -704,8 +733,10 @@ def read_pictures(
             UnidentifiedImageError,
             Image.DecompressionBombError,
         ) as error:
+            # An AnnotationError names the path already.
+            reason = error.message if isinstance(error, AnnotationError) else error
             warnings.warn(
-                f"{path}: cannot read the picture ({error}); its overlay is drawn blank",
+                f"{path}: cannot read the picture ({reason}); its overlay is drawn blank",
                 VocmatchWarning,
                 stacklevel=2,
             )
