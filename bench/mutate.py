@@ -136,7 +136,9 @@ def mutated(source: str, mutant: Mutant) -> str:
         k = int(variant[3:])
         node.ops[k] = _SWAPS[type(node.ops[k])]()
     elif variant in ("plus", "minus") and isinstance(node, ast.Constant):
-        node.value = node.value + (1 if variant == "plus" else -1)
+        value = node.value
+        assert isinstance(value, (int, float))  # only numbers have these variants
+        node.value = value + (1 if variant == "plus" else -1)
     elif variant == "boolop" and isinstance(node, ast.BoolOp):
         node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
     elif variant == "negate" and isinstance(node, (ast.If, ast.While, ast.IfExp)):
