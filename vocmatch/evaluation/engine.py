@@ -662,8 +662,11 @@ def evaluate_columns(
     notes = [*_notes(gt, pred, selection, conv), *names_note]
     notes += shape_notes(_shapes_evaluated(gt, pred, selection), conv)
     prepared, by_score = _prepare(gt, pred, selection, conv, score_thresholds)
-    # The sorted predictions hold the rows from here on: the selection's copy is let go.
-    selection = replace(selection, pred_rows=selection.pred_rows[:0])
+    # The sorted predictions hold rows and images from here on (as int32): the selection's
+    # int64 copies, the size of the predictions, are let go.
+    selection = replace(
+        selection, pred_rows=selection.pred_rows[:0], pred_image=selection.pred_image[:0]
+    )
     stage("pairing boxes")
     paired = _pair_and_match(prepared, by_score, stage)
     del by_score
