@@ -664,8 +664,11 @@ def evaluate_columns(
     prepared, by_score = _prepare(gt, pred, selection, conv, score_thresholds)
     # The sorted predictions hold rows and images from here on (as int32): the selection's
     # int64 copies, the size of the predictions, are let go.
+    # (New empty arrays: an empty slice would be a view holding the whole buffer.)
     selection = replace(
-        selection, pred_rows=selection.pred_rows[:0], pred_image=selection.pred_image[:0]
+        selection,
+        pred_rows=np.zeros(0, dtype=selection.pred_rows.dtype),
+        pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
     )
     stage("pairing boxes")
     paired = _pair_and_match(prepared, by_score, stage)
