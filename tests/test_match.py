@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.reference import match_class as reference_match_class
+from vocmatch.core import match
 from vocmatch.core.iou import iou_matrix
-from vocmatch.core.match import match_class, pred_order
+from vocmatch.core.match import RankedMatcher, match_class, match_unscored_rows, pred_order
 
 
 def test_two_predictions_on_one_object_give_one_tp_and_one_fp() -> None:
@@ -141,3 +143,126 @@ def test_permuting_predictions_with_distinct_scores_changes_nothing(
     b = match_class(iou[:, permutation], scores[permutation], [0.5], gt_ignore=ignore, rule=rule)  # type: ignore[arg-type]
     assert a.pred_matched[:, permutation].tolist() == b.pred_matched.tolist()
     assert a.gt_matched.tolist() == b.gt_matched.tolist()
+
+
+def chain(n: int) -> np.ndarray:
+    """An ``(n, n)`` IoU matrix whose pairs, highest first, form one chain: ``(g0, p0)``,
+    ``(g1, p0)``, ``(g1, p1)``, ``(g2, p1)``, ...: each pair waits for the one before it."""
+    iou = np.zeros((n, n))
+    values = iter(np.linspace(0.99, 0.6, 2 * n - 1).tolist())
+    for i in range(n):
+        if i:
+            iou[i, i - 1] = next(values)
+        iou[i, i] = next(values)
+    return iou
+
+
+def test_unscored_pairing_follows_a_long_chain_one_pair_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chain takes one pair a round: the rest goes to the plain loop, with the same result
+    as pairing one by one (each ground truth takes the prediction of its own column)."""
+    calls: list[int] = []
+    loop = match._pair_loop
+
+    def counted_loop(positions: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        calls.append(positions.size)
+        return loop(positions, *args)
+
+    monkeypatch.setattr(match, "_pair_loop", counted_loop)
+    m = match_class(chain(20), None, [0.5])
+    assert calls == [37]  # 39 pairs; the first round took (g0, p0) and let (g1, p0) go
+    assert m.pred_matched.tolist() == [[True] * 20]
+    assert m.pred_gt.tolist() == [list(range(20))]
+    assert m.gt_matched.tolist() == [[True] * 20]
+
+
+@given(
+    st.integers(11, 30),
+    st.randoms(use_true_random=False),
+    st.lists(st.booleans(), min_size=30, max_size=30),
+)
+def test_unscored_chains_with_crowd_regions_match_the_reference(
+    n: int, rnd: object, crowd_flags: list[bool]
+) -> None:
+    """Chains shuffled on both sides, with crowd (ignored) regions, through the plain loop:
+    the same matching as the reference's pair-by-pair loop."""
+    gt_order = np.arange(n)
+    pred_order_ = np.arange(n)
+    rnd.shuffle(gt_order)  # type: ignore[attr-defined]
+    rnd.shuffle(pred_order_)  # type: ignore[attr-defined]
+    iou = chain(n)[gt_order][:, pred_order_]
+    crowd = np.array(crowd_flags[:n])
+    thresholds = [0.5, 0.7, 0.9]
+    got = match_class(iou, None, thresholds, gt_ignore=crowd, gt_crowd=crowd)
+    want = reference_match_class(iou, None, thresholds, gt_ignore=crowd, gt_crowd=crowd)
+    assert got.pred_matched.tolist() == want.pred_matched.tolist()
+    assert (got.pred_gt * got.pred_matched).tolist() == (want.pred_gt * want.pred_matched).tolist()
+    assert got.pred_ignored.tolist() == want.pred_ignored.tolist()
+    assert got.gt_matched.tolist() == want.gt_matched.tolist()
+
+
+@pytest.mark.parametrize(
+    ("strict", "expected"),
+    [
+        pytest.param(False, [(0, 0, 0, 0.5), (0, 1, 1, 0.5)], id="inclusive-matches"),
+        pytest.param(True, [], id="strict-does-not"),
+    ],
+)
+def test_a_block_matches_an_iou_exactly_at_the_lowest_threshold_unless_strict(
+    strict: bool, expected: list[tuple[int, int, int, float]]
+) -> None:
+    """A large image-class's block: the lowest threshold itself counts, as ``IoU >= t``."""
+    no = np.zeros(2, dtype=bool)
+    matcher = RankedMatcher(2, no, no, np.array([0.5, 0.75]), strict)
+    matcher.add_block(np.array([[0.5, 0.25], [0.125, 0.5]]), gt_start=0, pred_start=0)
+    hits = matcher.hits()
+    found = zip(
+        hits.level.tolist(), hits.pred.tolist(), hits.gt.tolist(), hits.iou.tolist(), strict=True
+    )
+    assert sorted(found) == expected
+
+
+@pytest.mark.parametrize(
+    ("strict", "expected"),
+    [
+        pytest.param(False, [(0, 0, 0.5), (1, 1, 0.75)], id="inclusive-pairs-both"),
+        pytest.param(True, [(1, 1, 0.75)], id="strict-leaves-the-one-at-0.5"),
+    ],
+)
+def test_unscored_rows_of_a_large_class_honour_a_strict_threshold(
+    strict: bool, expected: list[tuple[int, int, float]]
+) -> None:
+    """Pairing by rows (a class too large to list its pairs): ``IoU > t`` when strict."""
+    iou = np.array([[0.5, 0.25], [0.25, 0.75]])
+    no = np.zeros(2, dtype=bool)
+    hits = match_unscored_rows(
+        np.array([0, 1]), np.array([0.5, 0.75]), lambda g: iou[g], 2, no, no,
+        np.array([0.5]), strict,
+    )  # fmt: skip
+    assert (
+        sorted(zip(hits.gt.tolist(), hits.pred.tolist(), hits.iou.tolist(), strict=True))
+        == expected
+    )
+    assert hits.level.tolist() == [0] * len(expected)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(
+            {"gt_ignore": [False, True]},
+            "Expected `gt_ignore` to have length 3, got 2",
+            id="ignore",
+        ),
+        pytest.param(
+            {"gt_crowd": [False] * 4}, "Expected `gt_crowd` to have length 3, got 4", id="crowd"
+        ),
+    ],
+)
+def test_match_class_refuses_flags_of_the_wrong_length(
+    flags: dict[str, list[bool]], message: str
+) -> None:
+    """One flag per ground truth, or a ValueError naming the argument and both lengths."""
+    with pytest.raises(ValueError, match=message):
+        match_class(np.zeros((3, 2)), [0.5, 0.4], [0.5], **flags)  # type: ignore[arg-type]

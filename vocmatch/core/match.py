@@ -126,11 +126,6 @@ class RankedMatcher:
         self._taken = np.zeros((thresholds.size, n_gt), dtype=bool)
         self._hits: list[Hits] = []
 
-    @property
-    def lowest(self) -> float:
-        """The lowest threshold: pairs below it never match."""
-        return float(self._lowest[0]) if self._lowest.size else 1.0
-
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray, rank: IndexArray) -> None:
         """Match predictions given as pairs.
 
@@ -570,6 +565,10 @@ def match_class(
         rule: ``"unmatched"`` or ``"devkit"``.
         strict: Match at ``IoU > t`` instead of ``IoU >= t``.
 
+    Raises:
+        ValueError: ``iou`` is not a matrix, or ``pred_scores``, ``gt_ignore`` or
+            ``gt_crowd`` does not have one entry per prediction or ground truth.
+
     Returns:
         The matching at every threshold.
 
@@ -592,8 +591,9 @@ def match_class(
         if gt_crowd is None
         else np.asarray(gt_crowd, dtype=bool).reshape(-1)
     )
-    if ignore.shape != (n_gt,) or crowd.shape != (n_gt,):
-        raise ValueError(f"Expected `gt_ignore` and `gt_crowd` to have shape ({n_gt},)")
+    for name, flags in (("gt_ignore", ignore), ("gt_crowd", crowd)):
+        if flags.size != n_gt:
+            raise ValueError(f"Expected `{name}` to have length {n_gt}, got {flags.size}")
     order = None if pred_scores is None else pred_order(pred_scores)
     if order is not None and order.shape != (n_pred,):
         raise ValueError(f"Expected `pred_scores` to have shape ({n_pred},), got {order.shape}")

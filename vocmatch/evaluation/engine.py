@@ -42,7 +42,7 @@ from vocmatch.core.match import (
     match_unscored,
     match_unscored_rows,
 )
-from vocmatch.core.model import Polygon, RotatedBox
+from vocmatch.core.model import Polygon, RotatedBox, SkippedFile
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation import pair_space as pairs
@@ -50,6 +50,7 @@ from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
+    ClassResult,
     CocoStats,
     CocoSummary,
     Evaluation,
@@ -75,6 +76,7 @@ FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
 IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
+Int32Array = npt.NDArray[np.int32]
 #: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
 StageProgress = Callable[[str, int, int], None]
 _AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
@@ -617,6 +619,13 @@ def evaluate_columns(
     """Evaluate column sets; the result equals :func:`vocmatch.evaluation.evaluate.evaluate` on
     the same files, number for number.
 
+    The evaluation runs in stages, each a function given and giving small records: select
+    the images and boxes (:func:`_select`), sort them into image-class cells
+    (:func:`_prepare`), pair and match (:func:`_pair_and_match`), pycocotools' numbers
+    (:func:`_coco`), the outcome at the IoU threshold (:func:`_counted`), per-image results
+    (:func:`_image_counts`, :func:`_matches`, :func:`_image_results`) and per-class results
+    (:func:`_class_ap`, :func:`_class_results`).
+
     Args:
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
         pred: Predictions read the same way.
@@ -640,24 +649,115 @@ def evaluate_columns(
         The evaluation.
     """
     conv = conventions or protocol("default")
-    stage_names = [
-        "pairing boxes",
-        "matching",
-        *(f"COCO area {name}" for name in _AREA_NAMES if conv.coco_stats),
-        "per-image results",
-        "AP per class",
-    ]
-    stages_done = 0
-
-    def stage(name: str) -> None:
-        nonlocal stages_done
-        if progress is not None:
-            progress(name, stages_done, len(stage_names))
-        stages_done += 1
-
+    stage = _Stages(progress, conv.coco_stats)
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
     if fold_case:
         gt, pred = fold_columns(gt), fold_columns(pred)
+    selection = _select(gt, pred)
+    if score_thresholds and not selection.scored and selection.pred_rows.size:
+        raise InputError(
+            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
+            "and none of the predictions has a <score> or <confidence>"
+        )
+    notes = [*_notes(gt, pred, selection, conv), *names_note]
+    notes += shape_notes(_shapes_evaluated(gt, pred, selection), conv)
+    prepared, by_score = _prepare(gt, pred, selection, conv, score_thresholds)
+    # The sorted predictions hold rows and images from here on (as int32): the selection's
+    # int64 copies, the size of the predictions, are let go.
+    # (New empty arrays: an empty slice would be a view holding the whole buffer.)
+    selection = replace(
+        selection,
+        pred_rows=np.zeros(0, dtype=selection.pred_rows.dtype),
+        pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
+    )
+    stage("pairing boxes")
+    paired = _pair_and_match(prepared, by_score, stage)
+    del by_score
+    # Continuous areas (a shape's own region's), as COCO's area ranges read them.
+    areas = _Areas(*paired.scan.space.region_areas())
+    coco = coco_class_ap = None
+    if conv.coco_stats and prepared.scored:
+        coco, coco_class_ap = _coco(prepared, paired, areas, stage)
+        if not _coco_class_ap_reusable(conv, areas):
+            coco_class_ap = None
+    elif conv.coco_stats:
+        for name in _AREA_NAMES:
+            stage(f"COCO area {name}")
+    # The scores are gathered again after pycocotools' numbers, which do not read them:
+    # one array of every prediction less while those are computed.
+    scores = _Scores.of(prepared)
+    if matched is not None:
+        matched(_matched_columns(prepared, selection, paired, areas, scores))
+    del areas
+    counted = _counted(prepared, paired.matching, scores)
+    n_images = len(selection.images)
+    counts = _image_counts(prepared, paired.matching, counted, n_images)
+    stage("per-image results")
+    records = _matches(prepared, paired, counted, n_images) if keep_matches else None
+    image_results = _image_results(prepared, selection, counts, records)
+    stage("AP per class")
+    ap_values = _class_ap(prepared, paired, counted, scores.kept, coco_class_ap)
+    classes = _class_results(prepared, paired.ranking, counted, scores.kept, ap_values)
+    stage.done()
+    return finish(
+        conv, image_results, classes, coco, selection.skipped, selection.missing,
+        selection.orphan, notes,
+    )  # fmt: skip
+
+
+class _Stages:
+    """Tells ``progress`` each stage as it starts (see :func:`evaluate_columns`)."""
+
+    __slots__ = ("_done", "_progress", "_total")
+
+    def __init__(self, progress: StageProgress | None, coco_stats: bool) -> None:
+        self._progress = progress
+        self._total = 4 + (len(_AREA_NAMES) if coco_stats else 0)
+        self._done = 0
+
+    def __call__(self, name: str) -> None:
+        if self._progress is not None:
+            self._progress(name, self._done, self._total)
+        self._done += 1
+
+    def done(self) -> None:
+        if self._progress is not None:
+            self._progress("done", self._total, self._total)
+
+
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """The images and boxes an evaluation reads (stage *select*).
+
+    Attributes:
+        images: Each evaluated image's index in ``gt.keys``: every ground-truth file that was
+            read, in key order.
+        pred_of_image: Each evaluated image's index in ``pred.keys``, None without a file.
+        gt_rows: ``(G,)`` rows of ``gt`` in evaluated images, in column order.
+        gt_image: ``(G,)`` the evaluated image of each.
+        pred_rows: ``(P,)`` rows of ``pred`` in evaluated images, in column order.
+        pred_image: ``(P,)`` the evaluated image of each.
+        scored: Some of those predictions have a score.
+        missing: Keys of evaluated images without a prediction file.
+        orphan: Paths of prediction files without ground truth.
+        skipped: Files that could not be read, by path and line.
+    """
+
+    images: tuple[int, ...]
+    pred_of_image: tuple[int | None, ...]
+    gt_rows: IntArray
+    gt_image: IntArray
+    pred_rows: IntArray
+    pred_image: IntArray
+    scored: bool
+    missing: tuple[str, ...]
+    orphan: tuple[str, ...]
+    skipped: tuple[SkippedFile, ...]
+
+
+def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
+    """Stage *select*: every image whose ground truth was read, paired with its predictions
+    by key; files skipped on either side, predictions without ground truth apart."""
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in skipped if s.key is not None}
     gt_key_set = set(gt.keys)
@@ -668,29 +768,37 @@ def evaluate_columns(
     )
     pred_index = {key: i for i, key in enumerate(pred.keys)}
     images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
-    n_images = len(images)
     gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)
-    gt_image_map[images] = np.arange(n_images)
+    gt_image_map[images] = np.arange(len(images))
     pred_of_image = [pred_index.get(gt.keys[i]) for i in images]
     pred_image_map = np.full(len(pred.keys), -1, dtype=np.int64)
     for j, p in enumerate(pred_of_image):
         if p is not None:
             pred_image_map[p] = j
     missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
-
     gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
     pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
-    has_score = ~np.isnan(pred.scores[pred_rows])
-    scored = bool(has_score.any())
-    if score_thresholds and not scored and pred_rows.size:
-        raise InputError(
-            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
-            "and none of the predictions has a <score> or <confidence>"
-        )
-    unscored_rows = pred_rows[~has_score]
+    return _Selection(
+        images=tuple(images),
+        pred_of_image=tuple(pred_of_image),
+        gt_rows=gt_rows,
+        gt_image=gt_image_map[gt.image[gt_rows]],
+        pred_rows=pred_rows,
+        pred_image=pred_image_map[pred.image[pred_rows]],
+        scored=bool((~np.isnan(pred.scores[pred_rows])).any()),
+        missing=missing,
+        orphan=orphan,
+        skipped=skipped,
+    )
+
+
+def _notes(gt: ColumnSet, pred: ColumnSet, selection: _Selection, conv: Conventions) -> list[str]:
+    """The notes of the reading, on scores and on odd values of the evaluated boxes."""
+    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
+    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
     notes = [*gt.notes, *pred.notes]
     notes += score_notes(
-        scored,
+        selection.scored,
         int(unscored_rows.size),
         pred_rows.size > 0,
         files=int(np.unique(pred.image[unscored_rows]).size),
@@ -705,289 +813,574 @@ def evaluate_columns(
         np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
         np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
     )
-    notes += names_note
+    return notes
+
+
+def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: _Selection) -> int:
+    """Rotated boxes and polygons among the evaluated boxes."""
     gt_evaluated = np.zeros(gt.image.size, dtype=bool)
-    gt_evaluated[gt_rows] = True
+    gt_evaluated[selection.gt_rows] = True
     pred_evaluated = np.zeros(pred.image.size, dtype=bool)
-    pred_evaluated[pred_rows] = True
-    notes += shape_notes(
-        sum(1 for row, _ in gt.shapes if gt_evaluated[row])
-        + sum(1 for row, _ in pred.shapes if pred_evaluated[row]),
-        conv,
+    pred_evaluated[selection.pred_rows] = True
+    return sum(1 for row, _ in gt.shapes if gt_evaluated[row]) + sum(
+        1 for row, _ in pred.shapes if pred_evaluated[row]
     )
 
-    class_names = sorted(
-        {gt.label_names[i] for i in _used(gt.labels[gt_rows], len(gt.label_names))}
-        | {pred.label_names[i] for i in _used(pred.labels[pred_rows], len(pred.label_names))}
+
+@dataclass(frozen=True, slots=True)
+class _GroundTruth:
+    """The evaluated ground truth sorted by (image, class, file order).
+
+    Attributes:
+        rows: ``(G,)`` each one's row in the ground-truth columns.
+        image: ``(G,)`` its evaluated image.
+        label: ``(G,)`` its class index.
+        ignore: ``(G,)`` ignored under the protocol (``difficult`` unless counted).
+        crowd: ``(G,)`` a crowd region (``--difficult crowd``).
+    """
+
+    rows: IntArray
+    image: IntArray
+    label: IntArray
+    ignore: BoolArray
+    crowd: BoolArray
+
+    def per_class(self, n_classes: int) -> tuple[IntArray, IntArray]:
+        """``(K,)`` ground truth that counts, and ``(K,)`` ignored, of each class."""
+        ignored = np.bincount(self.label[self.ignore], minlength=n_classes)
+        return np.bincount(self.label, minlength=n_classes) - ignored, ignored
+
+
+@dataclass(frozen=True, slots=True)
+class _Predictions:
+    """The evaluated predictions sorted by (image, class, descending score, file order).
+
+    ``*_all`` arrays hold every one; the others only those kept (pycocotools' ``maxDets``
+    highest-scored of each image-class; every one when nothing is cut, the same arrays).
+
+    Attributes:
+        rows_all: ``(P_all,)`` each one's row in the prediction columns.
+        image_all: ``(P_all,)`` its evaluated image.
+        label_all: ``(P_all,)`` its class index.
+        kept: ``(P_all,)`` kept.
+        rows: ``(P,)``.
+        image: ``(P,)``.
+        label: ``(P,)``.
+        rank: ``(P,)`` its place in its image-class's run, by score.
+    """
+
+    rows_all: Int32Array
+    image_all: IntArray
+    label_all: IntArray
+    kept: BoolArray
+    rows: Int32Array
+    image: IntArray
+    label: IntArray
+    rank: IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class _Levels:
+    """The IoU thresholds matched at: the evaluation threshold, the sweep and the AP
+    thresholds, ascending.
+
+    Attributes:
+        thresholds: ``(T,)``.
+        index: Each threshold's place in ``thresholds``.
+        evaluation: The place of the evaluation's own threshold.
+    """
+
+    thresholds: FloatArray
+    index: dict[float, int]
+    evaluation: int
+
+    @classmethod
+    def of(cls, conv: Conventions) -> _Levels:
+        """The thresholds a protocol matches at."""
+        values = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+        index = {value: i for i, value in enumerate(values)}
+        return cls(np.array(values, dtype=np.float64), index, index[conv.iou_threshold])
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """The inputs sorted into image-class cells (stage *prepare*): what every later stage
+    reads.
+
+    Attributes:
+        conventions: The protocol.
+        gt_columns: The ground-truth columns.
+        pred_columns: The prediction columns.
+        score_thresholds: Per-class score thresholds, if any.
+        class_names: The classes of the evaluated boxes, sorted.
+        gt: The ground truth, sorted.
+        pred: The predictions, sorted.
+        levels: The IoU thresholds matched at.
+        scored: The predictions carry scores (else they are paired highest IoU first).
+    """
+
+    conventions: Conventions
+    gt_columns: ColumnSet
+    pred_columns: ColumnSet
+    score_thresholds: ScoreThresholds | None
+    class_names: tuple[str, ...]
+    gt: _GroundTruth
+    pred: _Predictions
+    levels: _Levels
+    scored: bool
+
+
+def _prepare(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    selection: _Selection,
+    conv: Conventions,
+    score_thresholds: ScoreThresholds | None = None,
+) -> tuple[_Prepared, IntArray]:
+    """Stage *prepare*: the class names, and both sides sorted by image-class cell.
+
+    Returns:
+        The sorted inputs, and the stable order of the kept predictions by descending score
+        (ties in file order), which every class's ranking is read from.
+    """
+    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
+    class_names = tuple(
+        sorted(
+            {gt.label_names[i] for i in _used(gt.labels[gt_rows], len(gt.label_names))}
+            | {pred.label_names[i] for i in _used(pred.labels[pred_rows], len(pred.label_names))}
+        )
     )
     index = {name: k for k, name in enumerate(class_names)}
-    n_k = len(class_names)
     gt_remap = np.array([index.get(n, -1) for n in gt.label_names], dtype=np.int64)
     pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
-
     # Ground truth sorted by (image, class, file order).
-    g_image = gt_image_map[gt.image[gt_rows]]
     g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
-    g_order = np.lexsort((g_class, g_image))
-    g_rows = gt_rows[g_order]
-    g_image, g_class = g_image[g_order], g_class[g_order]
-    g_cell = g_image * n_k + g_class
-    g_boxes = gt.boxes[g_rows]
-    g_difficult = gt.difficult[g_rows]
-    g_ignore = g_difficult if conv.difficult != "count" else np.zeros_like(g_difficult)
-    g_crowd = g_difficult if conv.difficult == "crowd" else np.zeros_like(g_difficult)
-    n_gt = g_rows.size
+    g_order = np.lexsort((g_class, selection.gt_image))
+    g_difficult = gt.difficult[gt_rows[g_order]]
+    sorted_gt = _GroundTruth(
+        rows=gt_rows[g_order],
+        image=selection.gt_image[g_order],
+        label=g_class[g_order],
+        ignore=g_difficult if conv.difficult != "count" else np.zeros_like(g_difficult),
+        crowd=g_difficult if conv.difficult == "crowd" else np.zeros_like(g_difficult),
+    )
+    p_class = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
+    sorted_pred, by_score = _sort_predictions(
+        pred_rows, selection.pred_image, p_class, _scores(pred.scores, pred_rows),
+        conv.max_dets if selection.scored else None, len(class_names),
+    )  # fmt: skip
+    prepared = _Prepared(
+        conventions=conv,
+        gt_columns=gt,
+        pred_columns=pred,
+        score_thresholds=score_thresholds,
+        class_names=class_names,
+        gt=sorted_gt,
+        pred=sorted_pred,
+        levels=_Levels.of(conv),
+        scored=selection.scored,
+    )
+    return prepared, by_score
 
-    # Predictions sorted by (image, class, descending score, file order).
-    p_image_all = pred_image_map[pred.image[pred_rows]]
-    p_class_all = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
-    p_score_all = _scores(pred.scores, pred_rows)
+
+def _sort_predictions(
+    rows: IntArray,
+    image: IntArray,
+    label: IntArray,
+    score: FloatArray,
+    max_dets: int | None,
+    n_classes: int,
+) -> tuple[_Predictions, IntArray]:
+    """Predictions sorted by (image, class, descending score, file order), those beyond
+    ``max_dets`` in their image-class set apart.
+
+    Args:
+        rows: ``(P,)`` rows in the columns, in column order.
+        image: ``(P,)`` evaluated image of each.
+        label: ``(P,)`` class index of each.
+        score: ``(P,)`` score of each, ``-inf`` for none.
+        max_dets: Keep the highest-scored of each image-class, as pycocotools' maxDets
+            (None keeps all).
+        n_classes: Classes in all.
+
+    Returns:
+        The sorted predictions, and the stable order of the kept ones by descending score.
+    """
+    n_k = n_classes
     # One stable sort by descending score (ties in file order) serves the order below and
     # every class's ranking.
-    by_score: IntArray = np.argsort(-p_score_all, kind="stable")
-    p_order = _cell_score_order(p_image_all * n_k + p_class_all, p_score_all, by_score)
+    by_score: IntArray = np.argsort(-score, kind="stable")
+    p_order = _cell_score_order(image * n_k + label, score, by_score)
     # Indices are held as int32 (half the memory of a large set); cells stay int64.
-    p_rows_all = pred_rows[p_order].astype(np.int32)
-    del pred_rows  # int64, the size of the predictions: let go at once
+    rows_all = rows[p_order].astype(np.int32)
     # The score order in terms of the sorted arrays below.
     sorted_place = np.empty(p_order.size, dtype=np.int32)
     sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
     by_score = sorted_place[by_score]
     del sorted_place
-    p_image_all = p_image_all[p_order].astype(np.int32)
-    p_class_all = p_class_all[p_order].astype(np.int32)
-    p_score_all = p_score_all[p_order]
+    image_all = image[p_order].astype(np.int32)
+    label_all = label[p_order].astype(np.int32)
     del p_order
-    p_cell_all = p_image_all.astype(np.int64) * n_k + p_class_all
+    cell_all = image_all.astype(np.int64) * n_k + label_all
     # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
     # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
-    run_starts = np.flatnonzero(np.append(True, p_cell_all[1:] != p_cell_all[:-1]))
-    run_lengths = np.diff(np.append(run_starts, p_cell_all.size))
-    rank_all = (np.arange(p_cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
-    del run_starts, run_lengths
+    run_starts = np.flatnonzero(np.append(True, cell_all[1:] != cell_all[:-1]))
+    run_lengths = np.diff(np.append(run_starts, cell_all.size))
+    rank_all = (np.arange(cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
+    del run_starts, run_lengths, cell_all
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
-    if conv.max_dets is not None and scored:
-        kept = rank_all < conv.max_dets
-    else:
-        kept = np.ones_like(rank_all, bool)
+    kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
     if kept.all():
         # Nothing beyond max_dets: the same arrays, no copies (they are large).
-        p_rows, p_image, p_class, p_score = p_rows_all, p_image_all, p_class_all, p_score_all
-        p_cell, rank = p_cell_all, rank_all
-    else:
-        p_rows = p_rows_all[kept]
-        p_image, p_class, p_score = p_image_all[kept], p_class_all[kept], p_score_all[kept]
-        p_cell, rank = p_cell_all[kept], rank_all[kept]
-    # Boxes stay in the columns; only the rows that pairs need are gathered.
-    n_pred = p_rows.size
-    if not kept.all():
-        # The score order of the kept predictions, as indices among them.
-        kept_place = np.cumsum(kept, dtype=np.int64) - 1
-        by_score = kept_place[by_score[kept[by_score]]].astype(np.int32)
-        del kept_place
+        found = _Predictions(
+            rows_all, image_all, label_all, kept, rows_all, image_all, label_all, rank_all
+        )
+        return found, by_score
+    found = _Predictions(
+        rows_all, image_all, label_all, kept,
+        rows_all[kept], image_all[kept], label_all[kept], rank_all[kept],
+    )  # fmt: skip
+    # The score order of the kept predictions, as indices among them.
+    kept_place = np.cumsum(kept, dtype=np.int64) - 1
+    return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
 
-    # Every pair of the same image-class, scored once for each box's best IoU on the other
-    # side and the pairs that can match.
-    stage("pairing boxes")
-    del p_cell_all
-    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
-    levels = {value: i for i, value in enumerate(levels_list)}
-    thresholds = np.array(levels_list, dtype=np.float64)
-    t = levels[conv.iou_threshold]
-    space = PairSpace(
-        g_boxes,
-        g_cell,
-        g_crowd,
-        pred.boxes,
-        p_cell,
-        conv.pixel_inclusive,
-        _sorted_shapes(gt.shapes, g_rows),
-        _sorted_shapes(pred.shapes, p_rows),
-        pred_rows=p_rows,
-    )
-    del p_cell
-    # The unmatched rule's matching is made as the pairs are scored (in ranking order).
-    first = None
-    if scored and conv.match_rule == "unmatched":
-        first = RankedMatcher(n_gt, g_ignore, g_crowd, thresholds, conv.strict_threshold)
-    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold, first, rank)
-    stage("matching")
-    if first is not None:
-        m = _Matching(first.hits(), g_ignore, (thresholds.size, n_gt, n_pred))
-    else:
-        m = _match(
-            scan, rank, g_ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
-            scored,
-        )  # fmt: skip
 
-    # pycocotools' numbers first, while the main matching is still only pairs: the two
-    # never hold their per-prediction flags at the same time.
-    # Per class: predictions in (image, rank) order, as the reference concatenates them.
+@dataclass(frozen=True, slots=True)
+class _ClassRanking:
+    """Each class's predictions, and their ranking by score.
+
+    Attributes:
+        order: ``(P,)`` the kept predictions by class, each class's in (image, rank) order,
+            as the reference concatenates them.
+        starts: ``(K + 1,)`` where each class's run starts in ``order``.
+        rankings: Each class's ranking (stable, by descending score).
+    """
+
+    order: IntArray
+    starts: IntArray
+    rankings: list[_Ranking]
+
+    def members(self, k: int) -> IntArray:
+        """Class ``k``'s predictions in (image, rank) order."""
+        return self.order[self.starts[k] : self.starts[k + 1]]
+
+    def ranked(self, k: int) -> IntArray:
+        """Class ``k``'s predictions in its ranking."""
+        return self.members(k)[self.rankings[k].order]
+
+
+def _class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> _ClassRanking:
+    """Every class's members and ranking, from the stable order of the kept predictions
+    by descending score; ``label`` ``(P,)`` is sorted by image-class cell."""
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
     # rank).
-    class_order = np.argsort(p_class, kind="stable").astype(np.int32)
-    class_starts = _segment_starts(p_class[class_order], n_k)
-    g_class_starts = np.bincount(g_class, minlength=n_k)
-    g_class_ignored = np.bincount(g_class[g_ignore], minlength=n_k)
-    # One stable ranking by score per class serves the curves, AP and pycocotools' numbers.
-    rankings = _rankings(by_score, p_class, class_order, class_starts)
-    del by_score
-    # Continuous areas (a shape's own region's), as COCO's area ranges read them.
-    g_area, p_area = space.region_areas()
-    # The scores are gathered again after pycocotools' numbers, which do not read them:
-    # one array of every prediction less while those are computed.
-    del p_score, p_score_all
-    coco = None
-    coco_class_ap = None
-    reuse = False
-    if conv.coco_stats and scored:
-        coco, coco_class_ap = _coco(
-            conv, scan, rank, n_gt, n_pred, g_ignore, g_crowd, g_area, g_class, p_class,
-            p_area, class_order, class_starts, n_k, rankings, stage, scored,
-        )  # fmt: skip
-        # A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all",
-        # maxDets 100 entry whenever no box is large enough to leave that range: read it
-        # from there.
-        reuse = (
-            conv.interpolation == "101-point"
-            and (conv.max_dets is None or conv.max_dets <= 100)
-            and not (g_area > COCO_AREAS[0][1]).any()
-            and not (p_area > COCO_AREAS[0][1]).any()
-        )
-    elif conv.coco_stats:
-        for name in _AREA_NAMES:
-            stage(f"COCO area {name}")
-    p_score_all = _scores(pred.scores, p_rows_all)
-    p_score = p_score_all if p_rows is p_rows_all else p_score_all[kept]
-    if matched is not None:
-        matched(
-            MatchedColumns(
-                conventions=conv,
-                gt=gt,
-                pred=pred,
-                image_rows=np.asarray(images, dtype=np.int64),
-                class_names=tuple(class_names),
-                thresholds=thresholds,
-                pairs=scan,
-                scored=scored,
-                gt_rows=g_rows,
-                gt_image=g_image,
-                gt_class=g_class,
-                gt_ignore=g_ignore,
-                gt_crowd=g_crowd,
-                gt_area=g_area,
-                pred_rows=p_rows,
-                pred_image=p_image,
-                pred_class=p_class,
-                pred_score=p_score,
-                pred_rank=rank,
-                pred_area=p_area,
-                ranked=tuple(
-                    class_order[class_starts[k] : class_starts[k + 1]][rankings[k].order]
-                    for k in range(n_k)
-                ),
-                hit_threshold=m.hit_t,
-                hit_pred=m.hit_pred,
-                hit_gt=m.hit_gt,
-                hit_iou=m.hit_iou,
-                pred_counted=(
-                    p_score >= np.array([score_thresholds.floor(n) for n in class_names])[p_class]
-                    if score_thresholds
-                    else np.ones(p_class.size, dtype=bool)
-                ),
-            )
-        )
-    del g_area, p_area
-    matched_t, ignored_t = m.pred_flags(t)  # (P,) each, at the IoU threshold
-    counted_t = matched_t & ~ignored_t
-    missed = ~m.gt_matched & ~g_ignore[None, :]  # (T, G)
-    # Score thresholds: the predictions that count, kept and all (module doc of
-    # vocmatch.evaluation.thresholds: their matches are those the one matching of all gave them).
-    p_pass = p_pass_all = None
-    if score_thresholds:
-        floor = np.array([score_thresholds.floor(name) for name in class_names])
-        p_pass = p_score >= floor[p_class]
-        p_pass_all = p_score_all >= floor[p_class_all]
-        counted_t = counted_t & p_pass
-    # Predictions matched to an ignored (difficult) object, among those that count.
-    ignored_counted = ignored_t if p_pass is None else ignored_t & p_pass
-    ignored_pred_image: list[int] = np.bincount(
-        p_image[ignored_counted], minlength=n_images
-    ).tolist()
+    order = np.argsort(label, kind="stable").astype(np.int32)
+    starts = _segment_starts(label[order], n_classes)
+    return _ClassRanking(order, starts, _rankings(by_score, label, order, starts))
 
-    def per_image(flags: BoolArray, image: IntArray) -> IntArray:
-        return np.bincount(image[flags], minlength=n_images).astype(np.int64)
 
-    # Per image and threshold, from the matched pairs: TP are matches to an object that
-    # counts, FP the kept predictions left unmatched.
-    hit_image = p_image[m.hit_pred]
-    hit_counts = ~g_ignore[m.hit_gt]
-    ignored_image = np.bincount(g_image[g_ignore], minlength=n_images)
-    gt_per_image = np.bincount(gt_image_map[gt.image[gt_rows]], minlength=n_images)
-    if p_pass is None or p_pass_all is None:
-        kept_per_image = np.bincount(p_image, minlength=n_images)
-        pred_per_image = np.bincount(p_image_all, minlength=n_images)
+@dataclass(frozen=True, slots=True)
+class _Paired:
+    """Every image-class paired and matched at every threshold (stage *pair and match*).
+
+    Attributes:
+        scan: The pairs that can match, and each box's best IoU on the other side.
+        matching: The matched pairs at every threshold.
+        ranking: Each class's predictions and their ranking by score.
+    """
+
+    scan: _Scan
+    matching: _Matching
+    ranking: _ClassRanking
+
+
+def _pair_and_match(
+    prepared: _Prepared, by_score: IntArray, stage: Callable[[str], None]
+) -> _Paired:
+    """Stage *pair and match*: every pair of the same image-class scored once (each box's
+    best IoU on the other side, and the pairs that can match), then matched under the
+    protocol's rule at every threshold; each class's ranking from ``by_score`` (see
+    :func:`_prepare`)."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    n_k = len(prepared.class_names)
+    thresholds = prepared.levels.thresholds
+    space = PairSpace(
+        prepared.gt_columns.boxes[gt.rows],
+        gt.image * n_k + gt.label,
+        gt.crowd,
+        prepared.pred_columns.boxes,
+        pred.image.astype(np.int64) * n_k + pred.label,
+        conv.pixel_inclusive,
+        _sorted_shapes(prepared.gt_columns.shapes, gt.rows),
+        _sorted_shapes(prepared.pred_columns.shapes, pred.rows),
+        pred_rows=pred.rows,
+    )
+    # The unmatched rule's matching is made as the pairs are scored (in ranking order).
+    first = None
+    if prepared.scored and conv.match_rule == "unmatched":
+        first = RankedMatcher(gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold)
+    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
+    stage("matching")
+    if first is not None:
+        shape = (thresholds.size, gt.rows.size, pred.rows.size)
+        m = _Matching(first.hits(), gt.ignore, shape)
     else:
-        kept_per_image = np.bincount(p_image[p_pass], minlength=n_images)
-        pred_per_image = np.bincount(p_image_all[p_pass_all], minlength=n_images)
-        hit_pass = p_pass[m.hit_pred]
-        hit_image, hit_counts = hit_image[hit_pass], hit_counts[hit_pass]
-        hit_level = m.hit_t[hit_pass]
-    levels_of_hits = m.hit_t if p_pass is None else hit_level
+        m = _match(
+            scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
+        )  # fmt: skip
+    return _Paired(scan, m, _class_ranking(by_score, pred.label, n_k))
+
+
+@dataclass(frozen=True, slots=True)
+class _Areas:
+    """Continuous areas (a shape's own region's), as COCO's area ranges read them.
+
+    Attributes:
+        gt: ``(G,)`` of the sorted ground truth.
+        pred: ``(P,)`` of the kept predictions.
+    """
+
+    gt: FloatArray
+    pred: FloatArray
+
+
+def _coco_class_ap_reusable(conv: Conventions, areas: _Areas) -> bool:
+    """A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
+    entry whenever no box is large enough to leave that range: read it from there."""
+    return (
+        conv.interpolation == "101-point"
+        and (conv.max_dets is None or conv.max_dets <= 100)
+        and not (areas.gt > COCO_AREAS[0][1]).any()
+        and not (areas.pred > COCO_AREAS[0][1]).any()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    """Scores for ranking (``-inf`` for none) of the sorted predictions.
+
+    Attributes:
+        kept: ``(P,)`` of the kept ones.
+        all: ``(P_all,)`` of every one.
+    """
+
+    kept: FloatArray
+    all: FloatArray
+
+    @classmethod
+    def of(cls, prepared: _Prepared) -> _Scores:
+        """The sorted predictions' scores."""
+        pred = prepared.pred
+        every = _scores(prepared.pred_columns.scores, pred.rows_all)
+        return cls(every if pred.rows is pred.rows_all else every[pred.kept], every)
+
+
+def _score_floor(prepared: _Prepared) -> FloatArray | None:
+    """``(K,)`` each class's score threshold, None without thresholds."""
+    if not prepared.score_thresholds:
+        return None
+    return np.array([prepared.score_thresholds.floor(n) for n in prepared.class_names])
+
+
+def _matched_columns(
+    prepared: _Prepared, selection: _Selection, paired: _Paired, areas: _Areas, scores: _Scores
+) -> MatchedColumns:
+    """The evaluation's arrays for the analyses that read the matching again."""
+    gt, pred, m = prepared.gt, prepared.pred, paired.matching
+    floor = _score_floor(prepared)
+    return MatchedColumns(
+        conventions=prepared.conventions,
+        gt=prepared.gt_columns,
+        pred=prepared.pred_columns,
+        image_rows=np.asarray(selection.images, dtype=np.int64),
+        class_names=prepared.class_names,
+        thresholds=prepared.levels.thresholds,
+        pairs=paired.scan,
+        scored=prepared.scored,
+        gt_rows=gt.rows,
+        gt_image=gt.image,
+        gt_class=gt.label,
+        gt_ignore=gt.ignore,
+        gt_crowd=gt.crowd,
+        gt_area=areas.gt,
+        pred_rows=pred.rows,
+        pred_image=pred.image,
+        pred_class=pred.label,
+        pred_score=scores.kept,
+        pred_rank=pred.rank,
+        pred_area=areas.pred,
+        ranked=tuple(paired.ranking.ranked(k) for k in range(len(prepared.class_names))),
+        hit_threshold=m.hit_t,
+        hit_pred=m.hit_pred,
+        hit_gt=m.hit_gt,
+        hit_iou=m.hit_iou,
+        pred_counted=(
+            scores.kept >= floor[pred.label]
+            if floor is not None
+            else np.ones(pred.label.size, dtype=bool)
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """The outcome of the kept predictions at the evaluation's IoU threshold.
+
+    Attributes:
+        matched: ``(P,)`` matched a ground truth (TP or ignored).
+        ignored: ``(P,)`` matched an ignored ground truth.
+        counted: ``(P,)`` a TP that counts (at or above its score threshold).
+        ignored_counted: ``(P,)`` matched an ignored ground truth and counts.
+        missed: ``(T, G)`` ground truth that counts and was not matched, at each threshold.
+        passing: ``(P,)`` at or above its class's score threshold; None without thresholds.
+        passing_all: ``(P_all,)`` the same of every prediction.
+    """
+
+    matched: BoolArray
+    ignored: BoolArray
+    counted: BoolArray
+    ignored_counted: BoolArray
+    missed: BoolArray
+    passing: BoolArray | None
+    passing_all: BoolArray | None
+
+
+def _counted(prepared: _Prepared, m: _Matching, scores: _Scores) -> _Counted:
+    """Stage *count*: each kept prediction's outcome at the IoU threshold. With score
+    thresholds, only the predictions that pass count (module doc of
+    :mod:`vocmatch.evaluation.thresholds`: their matches are those the one matching of all
+    gave them)."""
+    matched_t, ignored_t = m.pred_flags(prepared.levels.evaluation)
+    counted_t = matched_t & ~ignored_t
+    missed = ~m.gt_matched & ~prepared.gt.ignore[None, :]
+    floor = _score_floor(prepared)
+    if floor is None:
+        return _Counted(matched_t, ignored_t, counted_t, ignored_t, missed, None, None)
+    passing = scores.kept >= floor[prepared.pred.label]
+    passing_all = scores.all >= floor[prepared.pred.label_all]
+    return _Counted(
+        matched_t, ignored_t, counted_t & passing, ignored_t & passing, missed, passing,
+        passing_all,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _ImageCounts:
+    """Per image (lists, read once per image), at each threshold of :class:`_Levels`.
+
+    Attributes:
+        tp: ``[T][I]`` true positives.
+        fp: ``[T][I]`` false positives.
+        fn: ``[T][I]`` missed ground truth.
+        gt: ``[I]`` ground truth that counts.
+        gt_ignored: ``[I]`` ignored ground truth.
+        pred: ``[I]`` predictions that count (all, kept or not).
+        pred_ignored: ``[I]`` predictions that count matched to ignored ground truth.
+        tp_iou: The IoU of each TP at the evaluation threshold, by image, then as the
+            reference lists matches: class, then file order.
+        tp_bounds: ``[I + 1]`` where each image's run starts in ``tp_iou``.
+    """
+
+    tp: list[list[int]]
+    fp: list[list[int]]
+    fn: list[list[int]]
+    gt: list[int]
+    gt_ignored: list[int]
+    pred: list[int]
+    pred_ignored: list[int]
+    tp_iou: list[float]
+    tp_bounds: list[int]
+
+
+def _image_counts(
+    prepared: _Prepared, m: _Matching, counted: _Counted, n_images: int
+) -> _ImageCounts:
+    """Stage *per image*: the counts of every image, from the matched pairs: TP are matches
+    to an object that counts, FP the kept predictions left unmatched."""
+    gt, pred = prepared.gt, prepared.pred
+    n_t = prepared.levels.thresholds.size
+    passing, passing_all = counted.passing, counted.passing_all
+    hit_image = pred.image[m.hit_pred]
+    hit_counts = ~gt.ignore[m.hit_gt]
+    hit_level = m.hit_t
+    ignored_image = np.bincount(gt.image[gt.ignore], minlength=n_images)
+    gt_per_image = np.bincount(gt.image, minlength=n_images)
+    if passing is None or passing_all is None:
+        kept_per_image = np.bincount(pred.image, minlength=n_images)
+        pred_per_image = np.bincount(pred.image_all, minlength=n_images)
+    else:
+        kept_per_image = np.bincount(pred.image[passing], minlength=n_images)
+        pred_per_image = np.bincount(pred.image_all[passing_all], minlength=n_images)
+        hit_pass = passing[m.hit_pred]
+        hit_image, hit_counts, hit_level = (
+            hit_image[hit_pass],
+            hit_counts[hit_pass],
+            hit_level[hit_pass],
+        )
     tp_image = [
-        np.bincount(hit_image[(levels_of_hits == i) & hit_counts], minlength=n_images).tolist()
-        for i in range(thresholds.size)
+        np.bincount(hit_image[(hit_level == i) & hit_counts], minlength=n_images).tolist()
+        for i in range(n_t)
     ]
     fp_image = [
-        (kept_per_image - np.bincount(hit_image[levels_of_hits == i], minlength=n_images)).tolist()
-        for i in range(thresholds.size)
+        (kept_per_image - np.bincount(hit_image[hit_level == i], minlength=n_images)).tolist()
+        for i in range(n_t)
     ]
-    del hit_image, hit_counts, levels_of_hits
-    if p_pass is None:
-        fn_image = [per_image(missed[i], g_image).tolist() for i in range(thresholds.size)]
+    del hit_image, hit_counts, hit_level
+    if passing is None:
+        fn_image = [
+            np.bincount(gt.image[counted.missed[i]], minlength=n_images).astype(np.int64).tolist()
+            for i in range(n_t)
+        ]
     else:
         # Each object that counts is matched at most once: FN = objects that count - TP.
         counting_image = gt_per_image - ignored_image
         fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
-
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
-    tp_pred = np.flatnonzero(counted_t)
-    _, tp_iou = m.of(t, tp_pred)
-    tp_order = np.lexsort((p_rows[tp_pred], p_class[tp_pred], p_image[tp_pred]))
-    tp_iou_sorted = tp_iou[tp_order]
-    tp_starts = _segment_starts(p_image[tp_pred][tp_order], n_images)
+    tp_pred = np.flatnonzero(counted.counted)
+    _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
+    tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
+    return _ImageCounts(
+        tp=tp_image,
+        fp=fp_image,
+        fn=fn_image,
+        gt=(gt_per_image - ignored_image).tolist(),
+        gt_ignored=ignored_image.tolist(),
+        pred=pred_per_image.tolist(),
+        pred_ignored=np.bincount(pred.image[counted.ignored_counted], minlength=n_images).tolist(),
+        tp_iou=tp_iou[tp_order].tolist(),
+        tp_bounds=_segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
+    )
 
-    stage("per-image results")
-    matches_by_image = None
-    if keep_matches:
-        matches_by_image = _matches(
-            n_images, class_names, g_rows, g_image, g_class, g_ignore, p_rows_all, p_image_all,
-            p_class_all, kept, p_rows, p_image, p_class, scan, m, t, n_gt, n_pred, gt, pred,
-            p_pass, p_pass_all,
-        )  # fmt: skip
-    image_results = []
-    # Plain lists: read 5,000 times each below, faster than numpy scalars.
-    tp_iou_list: list[float] = tp_iou_sorted.tolist()
-    tp_bounds: list[int] = tp_starts.tolist()
-    gt_count: list[int] = (gt_per_image - ignored_image).tolist()
-    ignored_count: list[int] = ignored_image.tolist()
-    pred_count: list[int] = pred_per_image.tolist()
-    sweep_levels = [(threshold, levels[threshold]) for threshold in SWEEP_THRESHOLDS]
+
+def _image_results(
+    prepared: _Prepared,
+    selection: _Selection,
+    counts: _ImageCounts,
+    records: list[tuple[Match, ...]] | None,
+) -> list[ImageResult]:
+    """Each evaluated image's result, with its per-box ``records`` (none without)."""
+    gt, pred = prepared.gt_columns, prepared.pred_columns
+    t = prepared.levels.evaluation
+    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in SWEEP_THRESHOLDS]
+    tp_image, fp_image, fn_image = counts.tp, counts.fp, counts.fn
+    tp_iou, tp_bounds = counts.tp_iou, counts.tp_bounds
     # Sweeps repeat (small counts): equal ones share one frozen record.
     sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
-    for j, i in enumerate(images):
-        p = pred_of_image[j]
-        ious = tp_iou_list[tp_bounds[j] : tp_bounds[j + 1]]
-        counts = tuple(
+    image_results = []
+    for j, i in enumerate(selection.images):
+        p = selection.pred_of_image[j]
+        ious = tp_iou[tp_bounds[j] : tp_bounds[j + 1]]
+        key = tuple(
             c
             for _, level in sweep_levels
             for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
         )
-        sweep = sweeps.get(counts)
+        sweep = sweeps.get(key)
         if sweep is None:
-            sweep = sweeps[counts] = tuple(
-                SweepResult(threshold, *counts[3 * n : 3 * n + 3])
+            sweep = sweeps[key] = tuple(
+                SweepResult(threshold, *key[3 * n : 3 * n + 3])
                 for n, (threshold, _) in enumerate(sweep_levels)
             )
         image_results.append(
@@ -995,92 +1388,118 @@ def evaluate_columns(
                 key=gt.keys[i],
                 gt_path=gt.paths[i],
                 pred_path=pred.paths[p] if p is not None else None,
-                gt=gt_count[j],
-                gt_ignored=ignored_count[j],
-                pred=pred_count[j],
+                gt=counts.gt[j],
+                gt_ignored=counts.gt_ignored[j],
+                pred=counts.pred[j],
                 tp=tp_image[t][j],
                 fp=fp_image[t][j],
                 fn=fn_image[t][j],
                 mean_iou=math.fsum(ious) / len(ious) if ious else None,
                 sweep=sweep,
-                matches=matches_by_image[j] if matches_by_image is not None else (),
-                pred_ignored=ignored_pred_image[j],
+                matches=records[j] if records is not None else (),
+                pred_ignored=counts.pred_ignored[j],
             )
         )
+    return image_results
 
-    stage("AP per class")
+
+def _class_ap(
+    prepared: _Prepared,
+    paired: _Paired,
+    counted: _Counted,
+    pred_score: FloatArray,
+    coco_class_ap: dict[int, list[float]] | None,
+) -> list[list[float]]:
+    """Stage *per class*: each class's AP at every AP threshold of the protocol (none for a
+    class without ground truth that counts, or without scores).
+
+    With pycocotools' numbers at hand (``coco_class_ap``, given only when the area "all"
+    entry is the class's COCO AP) they are read from there; otherwise one threshold at a
+    time, for every class.
+    """
+    conv, ranking, m = prepared.conventions, paired.ranking, paired.matching
+    n_k = len(prepared.class_names)
+    n_class_gt: list[int] = prepared.gt.per_class(n_k)[0].tolist()
+    ap_values: list[list[float]] = [[] for _ in range(n_k)]
+    if coco_class_ap is not None:
+        for k in range(n_k):
+            if n_class_gt[k] > 0:
+                ap_values[k] = coco_class_ap[k]
+        return ap_values
+    if not prepared.scored or not any(n > 0 for n in n_class_gt):
+        return ap_values
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    for threshold in conv.ap_thresholds:
+        level = prepared.levels.index[threshold]
+        if level == prepared.levels.evaluation:
+            matched_l, ignored_l = counted.matched, counted.ignored
+        else:
+            matched_l, ignored_l = m.pred_flags(level)
+        for k in range(n_k):
+            if n_class_gt[k] == 0:
+                continue
+            members = ranking.members(k)
+            tp_level, ranked_scores = _ranked(
+                matched_l[members], ignored_l[members], pred_score[members],
+                ranking.rankings[k].order,
+            )  # fmt: skip
+            c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
+            ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
+        del matched_l, ignored_l
+    return ap_values
+
+
+def _class_results(
+    prepared: _Prepared,
+    ranking: _ClassRanking,
+    counted: _Counted,
+    pred_score: FloatArray,
+    ap_values: list[list[float]],
+) -> list[ClassResult]:
+    """Each class's counts at the IoU threshold, its curve, and its AP from ``ap_values``
+    (see :func:`_class_ap`)."""
+    conv = prepared.conventions
     # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
     at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
     at75 = (
         conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
     )
-    class_members = [class_order[class_starts[k] : class_starts[k + 1]] for k in range(n_k)]
-    n_class_gt = (g_class_starts - g_class_ignored).tolist()
-    # AP per class. With pycocotools' numbers at hand, a class's COCO AP (101 points, IoU
-    # 0.50:0.95) is their area "all", maxDets 100 entry whenever no box is large enough to
-    # leave that range. Otherwise one threshold at a time, for every class.
-    ap_values: list[list[float]] = [[] for _ in range(n_k)]
-    if reuse and coco_class_ap is not None:
-        for k in range(n_k):
-            if n_class_gt[k] > 0:
-                ap_values[k] = coco_class_ap[k]
-    elif scored and any(n > 0 for n in n_class_gt):
-        eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-        for threshold in conv.ap_thresholds:
-            level = levels[threshold]
-            matched_l, ignored_l = (matched_t, ignored_t) if level == t else m.pred_flags(level)
-            for k, members in enumerate(class_members):
-                if n_class_gt[k] == 0:
-                    continue
-                tp_level, ranked_scores = _ranked(
-                    matched_l[members], ignored_l[members], p_score[members], rankings[k].order
-                )
-                c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
-                ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
-            del matched_l, ignored_l
-
+    n_counting, n_ignored = prepared.gt.per_class(len(prepared.class_names))
+    n_class_gt: list[int] = n_counting.tolist()
+    missed_t = counted.missed[prepared.levels.evaluation]
+    passing = counted.passing
     classes = []
-    for k, name in enumerate(class_names):
-        members = class_members[k]
-        tp = int(np.count_nonzero(counted_t[members]))
-        if p_pass is None:
-            fp = int(np.count_nonzero(~matched_t[members]))
-            fn = int(np.count_nonzero(missed[t][g_class == k]))
+    for k, name in enumerate(prepared.class_names):
+        members = ranking.members(k)
+        tp = int(np.count_nonzero(counted.counted[members]))
+        if passing is None:
+            fp = int(np.count_nonzero(~counted.matched[members]))
+            fn = int(np.count_nonzero(missed_t[prepared.gt.label == k]))
             n_class_pred = members.size
         else:
-            fp = int(np.count_nonzero(~matched_t[members] & p_pass[members]))
+            fp = int(np.count_nonzero(~counted.matched[members] & passing[members]))
             fn = n_class_gt[k] - tp
-            n_class_pred = int(np.count_nonzero(p_pass[members]))
+            n_class_pred = int(np.count_nonzero(passing[members]))
         # Without scores there is no ranking: neither a curve nor AP.
         curve = None
         ap = None
-        if scored:
+        if prepared.scored:
             tp_ranked, ranked_scores = _ranked(
-                matched_t[members], ignored_t[members], p_score[members], rankings[k].order
-            )
+                counted.matched[members], counted.ignored[members], pred_score[members],
+                ranking.rankings[k].order,
+            )  # fmt: skip
             curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
             ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
-        values = ap_values[k] if scored and n_class_gt[k] > 0 else []
+        values = ap_values[k] if prepared.scored and n_class_gt[k] > 0 else []
         classes.append(
             class_result(
-                name,
-                n_class_gt[k],
-                int(g_class_ignored[k]),
-                n_class_pred,
-                tp,
-                fp,
-                fn,
-                ap,
-                curve,
-                pred_ignored=int(np.count_nonzero(ignored_counted[members])),
+                name, n_class_gt[k], int(n_ignored[k]), n_class_pred, tp, fp, fn, ap, curve,
+                pred_ignored=int(np.count_nonzero(counted.ignored_counted[members])),
                 ap50=values[at50] if at50 is not None and values else None,
                 ap75=values[at75] if at75 is not None and values else None,
             )
-        )
-
-    if progress is not None:
-        progress("done", len(stage_names), len(stage_names))
-    return finish(conv, image_results, classes, coco, skipped, missing, orphan, notes)
+        )  # fmt: skip
+    return classes
 
 
 def _rankings(
@@ -1209,28 +1628,21 @@ def _coco_accumulate_sparse(
 
 
 def _coco(
-    conv: Conventions,
-    scan: _Scan,
-    rank: IntArray,
-    n_gt: int,
-    n_pred: int,
-    g_ignore: BoolArray,
-    g_crowd: BoolArray,
-    g_area: FloatArray,
-    g_class: IntArray,
-    p_class: IntArray,
-    p_area: FloatArray,
-    class_order: IntArray,
-    class_starts: IntArray,
-    n_k: int,
-    rankings: list[_Ranking],
-    stage: Callable[[str], None],
-    scored: bool,
+    prepared: _Prepared, paired: _Paired, areas: _Areas, stage: Callable[[str], None]
 ) -> tuple[CocoStats, dict[int, list[float]]]:
-    """pycocotools' 12 numbers, and for each class with ground truth its AP at each
-    threshold as pycocotools' precision gives it (area all, maxDets 100). Class by class:
-    pycocotools' ``(T, 101, K, A, M)`` precision array is never built (48 GB for 50,000
-    classes under ten thresholds)."""
+    """Stage *COCO*: pycocotools' 12 numbers, and for each class with ground truth its AP at
+    each threshold as pycocotools' precision gives it (area all, maxDets 100). Each area
+    range is matched again, then accumulated class by class: pycocotools' ``(T, 101, K, A,
+    M)`` precision array is never built (48 GB for 50,000 classes under ten thresholds)."""
+    conv, scan, ranking = prepared.conventions, paired.scan, paired.ranking
+    rank, p_class, p_area = prepared.pred.rank, prepared.pred.label, areas.pred
+    g_ignore, g_crowd, g_class, g_area = (
+        prepared.gt.ignore,
+        prepared.gt.crowd,
+        prepared.gt.label,
+        areas.gt,
+    )
+    n_pred, n_k = p_class.size, len(prepared.class_names)
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     n_t = thresholds.size
     summary = CocoSummary(thresholds)
@@ -1238,14 +1650,14 @@ def _coco(
     # A prediction's place in its class's ranking.
     position = np.zeros(n_pred, dtype=np.int32)
     for k in range(n_k):
-        members = class_order[class_starts[k] : class_starts[k + 1]]
-        position[members[rankings[k].order]] = np.arange(members.size)
+        ranked = ranking.ranked(k)
+        position[ranked] = np.arange(ranked.size)
     for a, (low, high) in enumerate(COCO_AREAS):
         stage(f"COCO area {_AREA_NAMES[a]}")
         ignore = g_ignore | (g_area < low) | (g_area > high)
         m = _match(
             scan, rank, ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
-            scored,
+            prepared.scored,
         )  # fmt: skip
         pred_out = (p_area < low) | (p_area > high)
         gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
@@ -1263,8 +1675,8 @@ def _coco(
         for k in range(n_k):
             if gt_counting[k] == 0:
                 continue
-            members = class_order[class_starts[k] : class_starts[k + 1]]
-            ranked_out = pred_out[members][rankings[k].order]
+            ranked = ranking.ranked(k)
+            ranked_out = pred_out[ranked]
             hits = [
                 (
                     hit_position[starts[k * n_t + t] : starts[k * n_t + t + 1]],
@@ -1275,7 +1687,7 @@ def _coco(
             ]
             # Each ranked prediction's rank within its image-class (maxDets), taken here
             # rather than held for every prediction.
-            rank_sorted = rank[members[rankings[k].order]]
+            rank_sorted = rank[ranked]
             precision, recall = _coco_accumulate_sparse(
                 int(gt_counting[k]), rank_sorted, ranked_out, hits
             )
@@ -1287,34 +1699,27 @@ def _coco(
 
 
 def _matches(
-    n_images: int,
-    class_names: list[str],
-    g_rows: IntArray,
-    g_image: IntArray,
-    g_class: IntArray,
-    g_ignore: BoolArray,
-    p_rows_all: IntArray,
-    p_image_all: IntArray,
-    p_class_all: IntArray,
-    kept: BoolArray,
-    p_rows: IntArray,
-    p_image: IntArray,
-    p_class: IntArray,
-    scan: _Scan,
-    m: _Matching,
-    t: int,
-    n_gt: int,
-    n_pred: int,
-    gt: ColumnSet,
-    pred: ColumnSet,
-    p_pass: BoolArray | None = None,
-    p_pass_all: BoolArray | None = None,
+    prepared: _Prepared, paired: _Paired, counted: _Counted, n_images: int
 ) -> list[tuple[Match, ...]]:
-    """The per-box records in the reference's order: per class, kept predictions in file
-    order, then predictions beyond max_dets, then missed ground truth. With ``p_pass``
-    (kept predictions at or above their score threshold, and ``p_pass_all`` of all), only
-    those predictions have records, as if the others had never been there."""
-    matched_t, ignored_t = m.pred_flags(t)
+    """Stage *per image*: the per-box records of every image in the reference's order: per
+    class, kept predictions in file order, then predictions beyond max_dets, then missed
+    ground truth. With score thresholds, only predictions that pass have records, as if the
+    others had never been there."""
+    gt, pred = prepared.gt_columns, prepared.pred_columns
+    class_names = prepared.class_names
+    g_rows, g_image, g_class, g_ignore = (
+        prepared.gt.rows,
+        prepared.gt.image,
+        prepared.gt.label,
+        prepared.gt.ignore,
+    )
+    p = prepared.pred
+    p_rows_all, p_image_all, p_class_all, kept = p.rows_all, p.image_all, p.label_all, p.kept
+    p_rows, p_image, p_class = p.rows, p.image, p.label
+    scan, m, t = paired.scan, paired.matching, prepared.levels.evaluation
+    n_gt, n_pred = g_rows.size, p_rows.size
+    p_pass, p_pass_all = counted.passing, counted.passing_all
+    matched_t, ignored_t = counted.matched, counted.ignored
     # Highest IoU of each box with the other side of its image-class (0.0 without any).
     best_pred = scan.pred_best_iou
     if p_pass is None:

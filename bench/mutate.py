@@ -1,0 +1,238 @@
+"""Mutation testing, small: do the tests notice when a module's code is changed?
+
+    python bench/mutate.py vocmatch/core/match.py --tests tests/test_match.py
+    python bench/mutate.py vocmatch/core/ap.py --tests tests/test_calculator.py --lines 40-90
+    python bench/mutate.py vocmatch/core/iou.py --tests tests/test_iou.py --list
+
+parses the module with ``ast`` and makes one mutant per change: a comparison operator swapped
+(``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``, ``is`` and ``is not``, ``in`` and
+``not in``), a number constant plus or minus one, ``and`` and ``or`` swapped, the condition of
+an ``if``, ``while`` or conditional expression negated, and a returned value replaced by
+``None``. Each mutant is written over the module in a temporary copy of the checkout (the
+original is never touched) and the chosen tests are run against it with pytest, stopping at
+the first failure. A failing run (or one that times out) kills the mutant; a passing one lets
+it survive. The report lists every survivor with its line, and the counts.
+
+A survivor is either a gap in the tests or an equivalent mutant (a change that cannot alter
+behaviour, such as ``>=`` for ``>`` where equality cannot occur): read each one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_SYMBOLS = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One change: the ``site``-th mutable node (in :func:`_sites` order), changed by
+    ``variant``, described for the report."""
+
+    site: int
+    variant: str
+    line: int
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the tests made of a mutant."""
+
+    mutant: Mutant
+    killed: bool
+    seconds: float
+    timed_out: bool
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the constant nodes that are docstrings (never mutated)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def _sites(tree: ast.Module) -> Iterator[tuple[ast.AST, list[tuple[str, str]]]]:
+    """Every node that can be mutated, in a fixed order, with its variants (name, text)."""
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
+        variants: list[tuple[str, str]] = []
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                if type(op) in _SWAPS:
+                    new = _SWAPS[type(op)]
+                    variants.append((f"cmp{k}", f"{_SYMBOLS[type(op)]} -> {_SYMBOLS[new]}"))
+        elif isinstance(node, ast.Constant) and id(node) not in skip:
+            value = node.value
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                variants += [
+                    ("plus", f"{value!r} -> {value!r} + 1"),
+                    ("minus", f"{value!r} -> {value!r} - 1"),
+                ]
+        elif isinstance(node, ast.BoolOp):
+            variants.append(
+                ("boolop", "and -> or" if isinstance(node.op, ast.And) else "or -> and")
+            )
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            variants.append(("negate", f"condition negated ({type(node).__name__})"))
+        elif isinstance(node, ast.Return) and not (
+            node.value is None
+            or (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            variants.append(("none", "return value -> None"))
+        if variants:
+            yield node, variants
+
+
+def mutants(source: str, lines: range | None = None) -> list[Mutant]:
+    """Every mutant of a module's source, optionally of some lines only."""
+    found = []
+    for site, (node, variants) in enumerate(_sites(ast.parse(source))):
+        line = getattr(node, "lineno", 0)
+        if lines is not None and line not in lines:
+            continue
+        found += [Mutant(site, name, line, text) for name, text in variants]
+    return found
+
+
+def mutated(source: str, mutant: Mutant) -> str:
+    """The module's source with one mutant applied (comments and layout are lost)."""
+    tree = ast.parse(source)
+    node = next(n for k, (n, _) in enumerate(_sites(tree)) if k == mutant.site)
+    variant = mutant.variant
+    if variant.startswith("cmp") and isinstance(node, ast.Compare):
+        k = int(variant[3:])
+        node.ops[k] = _SWAPS[type(node.ops[k])]()
+    elif variant in ("plus", "minus") and isinstance(node, ast.Constant):
+        value = node.value
+        assert isinstance(value, (int, float))  # only numbers have these variants
+        node.value = value + (1 if variant == "plus" else -1)
+    elif variant == "boolop" and isinstance(node, ast.BoolOp):
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif variant == "negate" and isinstance(node, (ast.If, ast.While, ast.IfExp)):
+        node.test = ast.UnaryOp(ast.Not(), node.test)
+    elif variant == "none" and isinstance(node, ast.Return):
+        node.value = ast.Constant(None)
+    else:
+        raise ValueError(f"cannot apply {mutant}")
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _copy_checkout(target: Path) -> None:
+    for name in ("vocmatch", "tests", "fixtures"):
+        if (ROOT / name).exists():
+            shutil.copytree(
+                ROOT / name, target / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+    for name in ("pyproject.toml", "README.md"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, target / name)
+
+
+def _run(copy: Path, tests: list[str], timeout: float) -> tuple[bool, bool]:
+    """Run the tests in a copy: (they failed, they timed out)."""
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [
+        sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        "-p", "no:benchmark", "-p", "no:randomly", *tests,
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            command, cwd=copy, env=env, capture_output=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return True, True
+    return done.returncode != 0, False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("module", type=Path, help="the module to mutate, e.g. vocmatch/core/iou.py")
+    parser.add_argument("--tests", nargs="+", required=True, help="pytest arguments")
+    parser.add_argument("--lines", help="only mutants on these lines, e.g. 120-180")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = parser.parse_args()
+    relative = args.module.resolve().relative_to(ROOT)
+    source = (ROOT / relative).read_text()
+    lines = None
+    if args.lines:
+        first, _, last = args.lines.partition("-")
+        lines = range(int(first), int(last or first) + 1)
+    found = mutants(source, lines)
+    if args.list:
+        for m in found:
+            print(f"{relative}:{m.line}: {m.description}")
+        print(f"{len(found)} mutants")
+        return
+    with tempfile.TemporaryDirectory(prefix="vocmatch-mutate-") as temp:
+        copies = [Path(temp) / f"copy{j}" for j in range(max(args.jobs, 1))]
+        for copy in copies:
+            _copy_checkout(copy)
+        baseline_failed, _ = _run(copies[0], args.tests, args.timeout)
+        if baseline_failed:
+            sys.exit("the tests fail on the unchanged module: nothing to measure")
+        free = list(copies)
+
+        def test(mutant: Mutant) -> Outcome:
+            copy = free.pop()
+            try:
+                (copy / relative).write_text(mutated(source, mutant))
+                start = time.perf_counter()
+                killed, timed_out = _run(copy, args.tests, args.timeout)
+                return Outcome(mutant, killed, time.perf_counter() - start, timed_out)
+            finally:
+                (copy / relative).write_text(source)
+                free.append(copy)
+
+        outcomes = []
+        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+            for outcome in pool.map(test, found):
+                outcomes.append(outcome)
+                m = outcome.mutant
+                status = "killed" if outcome.killed else "SURVIVED"
+                if outcome.timed_out:
+                    status = "killed (timeout)"
+                print(f"{relative}:{m.line}: {status:<16} {m.description}", flush=True)
+    survived = [o.mutant for o in outcomes if not o.killed]
+    killed = len(outcomes) - len(survived)
+    print(f"\n{len(outcomes)} mutants, {killed} killed, {len(survived)} survived")
+    for m in survived:
+        print(f"  survived {relative}:{m.line}: {m.description}")
+
+
+if __name__ == "__main__":
+    main()
