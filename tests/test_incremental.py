@@ -373,7 +373,15 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
             id="object-dtype",
         ),
         pytest.param(
-            lambda d: crafted_header(d, b'"keys":["', b'"keys":["extra","'),
+            lambda d: crafted_header(
+                crafted_header(
+                    crafted_header(d, b'"keys":["', b'"keys":["extra","'),
+                    b'"gt_paths":["',
+                    b'"gt_paths":["extra","',
+                ),
+                b'"pred_paths":[',
+                b'"pred_paths":[null,',
+            ),
             "array 'gt_count' is not one count per image",
             id="keys-disagree",
         ),

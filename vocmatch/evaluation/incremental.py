@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError, StateError
-from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.evaluation.engine import _select, evaluate_columns
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.state import RawState, read_state, write_state
 from vocmatch.evaluation.thresholds import ScoreThresholds
@@ -59,6 +59,8 @@ class _Images:
 
     Attributes:
         keys: The image keys.
+        gt_paths: Each image's ground-truth file (its key when added as arrays).
+        pred_paths: Each image's prediction file, None without one.
         gt_count: ``(I,)`` ground-truth boxes of each image.
         pred_count: ``(I,)`` predictions of each image.
         gt_boxes: ``(G, 4)`` ``x1, y1, x2, y2``.
@@ -70,6 +72,8 @@ class _Images:
     """
 
     keys: tuple[str, ...]
+    gt_paths: tuple[str, ...]
+    pred_paths: tuple[str | None, ...]
     gt_count: IntArray
     pred_count: IntArray
     gt_boxes: FloatArray
@@ -86,6 +90,8 @@ class _Images:
             return parts[0]
         return _Images(
             tuple(k for p in parts for k in p.keys),
+            tuple(k for p in parts for k in p.gt_paths),
+            tuple(k for p in parts for k in p.pred_paths),
             *(
                 np.concatenate([getattr(p, name) for p in parts]) if parts else _EMPTY_ARRAYS[name]
                 for name in _ARRAYS
@@ -208,6 +214,8 @@ class Evaluator:
         self._parts.append(
             _Images(
                 (key,),
+                (key,),
+                (key,),
                 np.array([n_gt], dtype=np.int64),
                 np.array([n_pred], dtype=np.int64),
                 g_boxes,
@@ -256,6 +264,47 @@ class Evaluator:
                 pred["labels"], difficult=gt.get("difficult"), crowd=gt.get("iscrowd"),
             )  # fmt: skip
 
+    def add_columns(
+        self, gt: ColumnSet, pred: ColumnSet, *, shard: tuple[int, int] | None = None
+    ) -> None:
+        """Add the images of column sets read from files (as ``vocmatch eval`` evaluates
+        them: every ground-truth file read, with the predictions of the same key).
+
+        Args:
+            gt: Ground-truth columns.
+            pred: Prediction columns.
+            shard: ``(k, n)``: only the ``k``-th of ``n`` shards (1-based), the images whose
+                place in key order is ``k - 1`` modulo ``n``.
+
+        Raises:
+            InputError: The columns hold rotated boxes or polygons (a state holds boxes),
+                ``shard`` is out of range, or an image was added already.
+        """
+        if gt.shapes or pred.shapes:
+            raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
+        if shard is not None and not 1 <= shard[0] <= shard[1]:
+            raise InputError(f"shard {shard[0]}/{shard[1]} does not exist")
+        selection = _select(gt, pred)
+        gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
+        pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
+        gt_names, pred_names = np.array(gt.label_names), np.array(pred.label_names)
+        for j, i in enumerate(selection.images):
+            if shard is not None and j % shard[1] != shard[0] - 1:
+                continue
+            g = selection.gt_rows[gt_bounds[j] : gt_bounds[j + 1]]
+            p = selection.pred_rows[pred_bounds[j] : pred_bounds[j + 1]]
+            self.add(
+                gt.keys[i], gt.boxes[g], gt_names[gt.labels[g]], pred.boxes[p], pred.scores[p],
+                pred_names[pred.labels[p]], difficult=gt.difficult[g],
+            )  # fmt: skip
+            # The files the image was read from, as the report of a single run names them.
+            q = selection.pred_of_image[j]
+            self._parts[-1] = dataclasses.replace(
+                self._parts[-1],
+                gt_paths=(gt.paths[i],),
+                pred_paths=(pred.paths[q] if q is not None else None,),
+            )
+
     def result(self) -> Evaluation:
         """The evaluation of every image added or merged: what
         :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on the same data with
@@ -272,19 +321,23 @@ class Evaluator:
 
     def columns(self) -> tuple[ColumnSet, ColumnSet]:
         """The ground truth and predictions added, as the column sets the readers give
-        (images sorted by key; each image's path is its key)."""
+        (images sorted by key; an image added as arrays has its key as its path)."""
         images = self._compacted()
         order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
-        keys = tuple(images.keys[i] for i in order)
+        # Images without a prediction file hold no predictions; they are not in ``pred``.
+        with_pred = [i for i in order if images.pred_paths[i] is not None]
         gt_rows = _rows(images.gt_count, order)
-        pred_rows = _rows(images.pred_count, order)
+        pred_rows = _rows(images.pred_count, with_pred)
         names = tuple(self._names)
         gt = _column_set(
-            keys, images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
+            tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
+            images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
             names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
         )  # fmt: skip
         pred = _column_set(
-            keys, images.pred_count[order], images.pred_boxes[pred_rows],
+            tuple(images.keys[i] for i in with_pred),
+            tuple(str(images.pred_paths[i]) for i in with_pred),
+            images.pred_count[with_pred], images.pred_boxes[pred_rows],
             images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
             images.pred_scores[pred_rows],
         )  # fmt: skip
@@ -340,6 +393,8 @@ class Evaluator:
             "class_table": [[label, name] for label, name in sorted(self._table.items())],
             "names": list(self._names),
             "keys": list(images.keys),
+            "gt_paths": list(images.gt_paths),
+            "pred_paths": list(images.pred_paths),
         }
         return write_state(RawState(header, arrays))
 
@@ -358,10 +413,15 @@ class Evaluator:
         header = raw.header
         options, table = header.get("options"), header.get("class_table")
         names, keys = header.get("names"), header.get("keys")
+        gt_paths, pred_paths = header.get("gt_paths"), header.get("pred_paths")
         if not (
             isinstance(options, dict)
             and _is_str_list(names)
             and _is_str_list(keys)
+            and _is_str_list(gt_paths)
+            and isinstance(pred_paths, list)
+            and all(p is None or isinstance(p, str) for p in pred_paths)
+            and len(gt_paths) == len(pred_paths) == len(keys)
             and isinstance(table, list)
             and all(
                 isinstance(e, list) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str)
@@ -377,6 +437,7 @@ class Evaluator:
             class_names={label: name for label, name in table},
         )
         images = _checked_images(raw.arrays, tuple(keys), len(names), source)
+        images = dataclasses.replace(images, gt_paths=tuple(gt_paths), pred_paths=tuple(pred_paths))
         if len(set(keys)) != len(keys) or len(set(names)) != len(names):
             raise StateError(f"{source}: corrupted header (an image key or class repeats)")
         evaluator._names = {name: k for k, name in enumerate(names)}
@@ -502,6 +563,7 @@ def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
 
 def _column_set(
     keys: tuple[str, ...],
+    paths: tuple[str, ...],
     counts: IntArray,
     boxes: FloatArray,
     labels: IntArray,
@@ -517,7 +579,7 @@ def _column_set(
     return ColumnSet(
         root="",
         keys=keys,
-        paths=keys,
+        paths=paths,
         sizes=(None,) * len(keys),
         filenames=(None,) * len(keys),
         image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
@@ -633,6 +695,8 @@ def _checked_images(
         raise StateError(f"{source}: array 'pred_scores' holds infinite values")
     return _Images(
         keys,
+        keys,
+        (None,) * len(keys),
         arrays["gt_count"].astype(np.int64),
         arrays["pred_count"].astype(np.int64),
         arrays["gt_boxes"].astype(np.float64),
