@@ -11,6 +11,7 @@ from collections.abc import Sequence
 __all__ = [
     "AnnotationError",
     "InputError",
+    "StateError",
     "VocmatchError",
     "VocmatchWarning",
     "no_annotation_files",
@@ -23,6 +24,11 @@ class VocmatchError(Exception):
 
 class InputError(VocmatchError):
     """A path or argument given to the library cannot be used (not a directory, empty set)."""
+
+
+class StateError(VocmatchError):
+    """An evaluator state cannot be read (truncated, corrupted, another format version), or
+    two states cannot be merged (other options, clashing class tables, a shared image)."""
 
 
 class AnnotationError(VocmatchError):

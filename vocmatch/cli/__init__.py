@@ -34,6 +34,7 @@ from vocmatch.cli import (  # noqa: F401
     eval_cmd,
     iou_cmd,
     lint_cmd,
+    merge_cmd,
     seg_cmd,
     suspects_cmd,
 )

@@ -32,6 +32,7 @@ from vocmatch.cli.console import (
 from vocmatch.cli.evidence import Evidence, evidence_for, evidence_report, operating_thresholds
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs, read_inputs
+from vocmatch.cli.merge_cmd import save_shard, shard_options
 from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
     DEFAULT_MAX_BYTES,
@@ -252,6 +253,7 @@ def machine_text(
 )
 @evidence_options
 @slice_options
+@shard_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
 def eval_command(
     gt_dir: Path,
@@ -293,6 +295,8 @@ def eval_command(
     seed: int,
     slice_specs: tuple[SliceSpec, ...],
     calibration_bins: int | None,
+    shard: tuple[int, int] | None,
+    save_state: Path | None,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -314,10 +318,12 @@ def eval_command(
             max_file_size, jobs, pred_format, coco_gt, names_file, split,
         )  # fmt: skip
         return
+    if shard is not None and save_state is None:
+        raise click.UsageError("--shard evaluates part of the images: give --save-state FILE too")
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
     check_outputs(
-        [output, classes_csv, html_file, write_thresholds_file],
+        [output, classes_csv, html_file, write_thresholds_file, save_state],
         files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
                score_thresholds_file],
         folders=xml_folders(gt_dir)
@@ -339,6 +345,12 @@ def eval_command(
             gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
             max_file_size, progress.files, split, geometry,
         )  # fmt: skip
+        if save_state is not None:
+            save_shard(
+                gt_columns, pred_columns, conventions, fold_case, thresholds or None, shard,
+                save_state,
+            )  # fmt: skip
+            return
         evaluation, matched = evaluate_matched(
             gt_columns,
             pred_columns,

@@ -1,0 +1,137 @@
+"""``vocmatch merge``: the report of evaluator states saved by shards
+(``vocmatch eval GT PRED --shard K/N --save-state FILE``), merged exactly; and the shard
+options ``eval`` takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from vocmatch.cli.app import main
+from vocmatch.cli.console import (
+    check_outputs,
+    echo_err,
+    library_errors,
+    print_report,
+    reader_may_leave,
+    report_text,
+    stdout_console,
+    write_text,
+)
+from vocmatch.cli.options import format_option, max_rows_option, output_option
+from vocmatch.cli.params import InputPath, OutputPath
+
+if TYPE_CHECKING:
+    from vocmatch.core.protocol import Conventions
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.readers.scan import ColumnSet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ShardParam(click.ParamType):  # type: ignore[type-arg]
+    """``K/N``: the K-th of N shards, 1 <= K <= N."""
+
+    name = "K/N"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        k, slash, n = str(value).partition("/")
+        if slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
+            return int(k), int(n)
+        self.fail(f"{value!r} is not K/N with 1 <= K <= N (for example 2/8)", param, ctx)
+
+
+def shard_options(function: F) -> F:
+    """``--shard K/N`` and ``--save-state FILE`` of ``eval``."""
+    function = click.option(
+        "--save-state",
+        type=OutputPath(),
+        default=None,
+        help="Save the evaluator state of the images evaluated (with --shard, of that shard) "
+        "to FILE instead of reporting; `vocmatch merge` reports the states of every shard.",
+    )(function)
+    return click.option(
+        "--shard",
+        type=ShardParam(),
+        default=None,
+        help="Evaluate only the K-th of N shards of the images (by place in key order); "
+        "needs --save-state.",
+    )(function)
+
+
+def save_shard(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conventions: Conventions,
+    fold_case: bool,
+    thresholds: ScoreThresholds | None,
+    shard: tuple[int, int] | None,
+    path: Path,
+) -> None:
+    """Save the evaluator state of a shard's images (``eval --save-state``)."""
+    from vocmatch.evaluation.incremental import Evaluator
+
+    evaluator = Evaluator(conventions, fold_case=fold_case, score_thresholds=thresholds)
+    with library_errors():
+        evaluator.add_columns(gt, pred, shard=shard)
+        evaluator.save(path)
+    echo_err(f"saved {len(evaluator)} images to {path}")
+
+
+@main.command("merge")
+@click.argument(
+    "states", nargs=-1, required=True, type=InputPath(exists=True, dir_okay=False, path_type=Path)
+)
+@format_option(["table", "json", "csv", "markdown"], "Report format.")
+@output_option("Write the report to FILE (the summary still goes to the terminal).")
+@max_rows_option(20, "Rows of the per-image table; 0 shows every image.")
+def merge_command(
+    states: tuple[Path, ...], output_format: str, output: Path | None, max_rows: int
+) -> None:
+    """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
+
+    Any split of the images into shards, merged in any order, gives the numbers of one run
+    on all of them. States made under other options, or sharing an image, are refused.
+    """
+    from vocmatch.evaluation.incremental import Evaluator
+
+    check_outputs([output], files=list(states))
+    with library_errors():
+        evaluator = Evaluator.load(states[0])
+        for path in states[1:]:
+            evaluator.merge(Evaluator.load(path))
+        evaluation = evaluator.result()
+    thresholds = evaluator.score_thresholds
+    if output_format == "table":
+        from vocmatch.render.terminal import ReportOptions, render, summary_table
+
+        report = render(evaluation, ReportOptions(max_rows=max_rows, score_thresholds=thresholds))
+        if output is None:
+            with reader_may_leave():
+                print_report(stdout_console(), report)
+            return
+        text = report_text(report)
+    else:
+        from vocmatch.render.machine import to_csv_images, to_json, to_markdown
+        from vocmatch.render.terminal import summary_table
+
+        if output_format == "json":
+            text = to_json(evaluation, thresholds=thresholds)
+        elif output_format == "csv":
+            text = to_csv_images(evaluation)
+        else:
+            text = to_markdown(evaluation)
+        if output is None:
+            with reader_may_leave():
+                click.echo(text, nl=False)
+            return
+    write_text(output, text)
+    with reader_may_leave():
+        print_report(stdout_console(), summary_table(evaluation))

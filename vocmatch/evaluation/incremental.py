@@ -1,0 +1,708 @@
+"""An evaluator fed image by image, whose state can be saved and merged across shards.
+
+:class:`Evaluator` takes arrays (numpy, or anything with ``detach().cpu()`` such as torch
+tensors, converted without importing torch), one image at a time (:meth:`Evaluator.add`) or in
+torchmetrics' layout (:meth:`Evaluator.add_batch`). :meth:`Evaluator.result` gives the same
+:class:`~vocmatch.evaluation.result.Evaluation` as
+:func:`~vocmatch.evaluation.engine.evaluate_columns` on the same data, number for number.
+
+Shards of a dataset are evaluated apart and merged (:meth:`Evaluator.merge`, or a saved state
+read back with :meth:`Evaluator.load`): any partition of the images, merged in any order, gives
+the result of a single run bit for bit, because the evaluation runs on the merged data at
+:meth:`Evaluator.result`. Version 1 of the state (:mod:`vocmatch.evaluation.state`) keeps
+each image's boxes, classes, scores and ``difficult`` flags, each column in the narrowest
+dtype that holds it exactly.
+
+>>> import numpy as np
+>>> ev = Evaluator("voc12")
+>>> ev.add("a", np.array([[0.0, 0, 10, 10]]), ["cat"], np.array([[0.0, 0, 10, 10]]), [0.9], ["cat"])
+>>> ev.result().summary.map
+1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.protocol import Conventions, protocol
+from vocmatch.errors import InputError, StateError
+from vocmatch.evaluation.engine import _select, evaluate_columns
+from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.state import RawState, read_state, write_state
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = ["ClassTable", "Evaluator"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+#: Class names of integer labels: a sequence (label ``i`` is ``names[i]``) or a mapping.
+ClassTable = Sequence[str] | Mapping[int, str]
+_ARRAYS = (
+    "gt_count", "pred_count", "gt_boxes", "gt_labels", "gt_difficult",
+    "pred_boxes", "pred_scores", "pred_labels",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Images:
+    """Images and their boxes as columns, each image's rows together, in the order added.
+
+    Attributes:
+        keys: The image keys.
+        gt_paths: Each image's ground-truth file (its key when added as arrays).
+        pred_paths: Each image's prediction file, None without one.
+        gt_count: ``(I,)`` ground-truth boxes of each image.
+        pred_count: ``(I,)`` predictions of each image.
+        gt_boxes: ``(G, 4)`` ``x1, y1, x2, y2``.
+        gt_labels: ``(G,)`` index into the evaluator's class names.
+        gt_difficult: ``(G,)`` the ``difficult`` (or crowd) flag.
+        pred_boxes: ``(P, 4)``.
+        pred_scores: ``(P,)`` NaN where a prediction has no score.
+        pred_labels: ``(P,)``.
+    """
+
+    keys: tuple[str, ...]
+    gt_paths: tuple[str, ...]
+    pred_paths: tuple[str | None, ...]
+    gt_count: IntArray
+    pred_count: IntArray
+    gt_boxes: FloatArray
+    gt_labels: IntArray
+    gt_difficult: BoolArray
+    pred_boxes: FloatArray
+    pred_scores: FloatArray
+    pred_labels: IntArray
+
+    @staticmethod
+    def join(parts: Sequence[_Images]) -> _Images:
+        """The images of every part, in part order."""
+        if len(parts) == 1:
+            return parts[0]
+        return _Images(
+            tuple(k for p in parts for k in p.keys),
+            tuple(k for p in parts for k in p.gt_paths),
+            tuple(k for p in parts for k in p.pred_paths),
+            *(
+                np.concatenate([getattr(p, name) for p in parts]) if parts else _EMPTY_ARRAYS[name]
+                for name in _ARRAYS
+            ),
+        )
+
+    def relabelled(self, remap: IntArray) -> _Images:
+        """The same images with class indices mapped through ``remap``."""
+        return dataclasses.replace(
+            self, gt_labels=remap[self.gt_labels], pred_labels=remap[self.pred_labels]
+        )
+
+
+_EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
+    "gt_count": np.zeros(0, dtype=np.int64),
+    "pred_count": np.zeros(0, dtype=np.int64),
+    "gt_boxes": np.zeros((0, 4)),
+    "gt_labels": np.zeros(0, dtype=np.int64),
+    "gt_difficult": np.zeros(0, dtype=bool),
+    "pred_boxes": np.zeros((0, 4)),
+    "pred_scores": np.zeros(0),
+    "pred_labels": np.zeros(0, dtype=np.int64),
+}
+
+
+class Evaluator:
+    """Evaluates detections added image by image; states of shards merge exactly.
+
+    Args:
+        conventions: The protocol, as conventions or a protocol name (``"voc07"``,
+            ``"voc12"``, ``"default"``, ``"coco"``).
+        fold_case: Lower-case every class name before matching.
+        score_thresholds: Count only predictions at or above their class's score threshold.
+        class_names: The names of integer labels (label ``i`` is ``class_names[i]``, or a
+            mapping of ids to names); without, an integer label ``3`` is the class ``"3"``.
+
+    Raises:
+        KeyError: No protocol has that name.
+    """
+
+    def __init__(
+        self,
+        conventions: Conventions | str = "default",
+        *,
+        fold_case: bool = False,
+        score_thresholds: ScoreThresholds | None = None,
+        class_names: ClassTable | None = None,
+    ) -> None:
+        self.conventions = protocol(conventions) if isinstance(conventions, str) else conventions
+        self.fold_case = fold_case
+        self.score_thresholds = score_thresholds or None
+        if class_names is None:
+            self._table: dict[int, str] = {}
+        elif isinstance(class_names, Mapping):
+            self._table = {int(k): str(v) for k, v in class_names.items()}
+        else:
+            self._table = {i: str(name) for i, name in enumerate(class_names)}
+        self._names: dict[str, int] = {}
+        self._parts: list[_Images] = []
+        self._keys: set[str] = set()
+
+    def __len__(self) -> int:
+        """The images added."""
+        return len(self._keys)
+
+    @property
+    def class_names(self) -> dict[int, str]:
+        """The table of integer labels' names."""
+        return dict(self._table)
+
+    def add(
+        self,
+        image_id: str | int,
+        gt_boxes: Any,
+        gt_labels: Any,
+        pred_boxes: Any,
+        pred_scores: Any,
+        pred_labels: Any,
+        *,
+        difficult: Any = None,
+        crowd: Any = None,
+    ) -> None:
+        """Add one image's ground truth and predictions.
+
+        Args:
+            image_id: The image's key (an integer becomes its decimal text); results list
+                images sorted by key, and ties of score rank in that order.
+            gt_boxes: ``(N, 4)`` ``x1, y1, x2, y2``.
+            gt_labels: ``(N,)`` class names, or integer ids (see ``class_names``).
+            pred_boxes: ``(M, 4)``.
+            pred_scores: ``(M,)`` confidences (NaN for none), or None: unscored predictions.
+            pred_labels: ``(M,)``.
+            difficult: ``(N,)`` flags, or None.
+            crowd: ``(N,)`` flags, or None. vocmatch has one flag per object, read under the
+                protocol's ``difficult`` rule (``coco``: a crowd region; ``voc``: ignored),
+                so ``difficult`` and ``crowd`` are joined.
+
+        Raises:
+            InputError: An array has the wrong shape or values, a label has no name, or the
+                image was added already.
+        """
+        key = str(image_id)
+        if key in self._keys:
+            raise InputError(f"image {key!r} was added already")
+        g_boxes = _boxes(gt_boxes, "gt_boxes")
+        p_boxes = _boxes(pred_boxes, "pred_boxes")
+        n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
+        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
+        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
+        if pred_scores is None:
+            scores = np.full(n_pred, np.nan)
+        else:
+            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
+            if np.isinf(scores).any():
+                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
+        flag = np.zeros(n_gt, dtype=bool)
+        for given, name in ((difficult, "difficult"), (crowd, "crowd")):
+            if given is not None:
+                flag |= _vector(given, n_gt, name).astype(bool)
+        self._parts.append(
+            _Images(
+                (key,),
+                (key,),
+                (key,),
+                np.array([n_gt], dtype=np.int64),
+                np.array([n_pred], dtype=np.int64),
+                g_boxes,
+                g_labels,
+                flag,
+                p_boxes,
+                scores,
+                p_labels,
+            )
+        )
+        self._keys.add(key)
+
+    def add_batch(
+        self,
+        preds: Sequence[Mapping[str, Any]],
+        targets: Sequence[Mapping[str, Any]],
+        image_ids: Sequence[str | int] | None = None,
+    ) -> None:
+        """Add images in torchmetrics' ``MeanAveragePrecision.update`` layout.
+
+        Args:
+            preds: Per image, ``boxes`` ``(M, 4)`` (``xyxy``), ``scores`` ``(M,)`` and
+                ``labels`` ``(M,)``.
+            targets: Per image, ``boxes`` ``(N, 4)``, ``labels`` ``(N,)``, and optionally
+                ``difficult`` and ``iscrowd`` ``(N,)``.
+            image_ids: Each image's key; by default the count of images added before it
+                (give keys when shards are merged, or their images clash).
+
+        Raises:
+            InputError: The lists differ in length, or an image's arrays are wrong.
+        """
+        if len(preds) != len(targets):
+            raise InputError(
+                f"Expected as many `preds` as `targets`, got {len(preds)} and {len(targets)}"
+            )
+        if image_ids is None:
+            start = len(self._keys)
+            image_ids = range(start, start + len(preds))
+        elif len(image_ids) != len(preds):
+            raise InputError(
+                f"Expected one image id per image, got {len(image_ids)} for {len(preds)}"
+            )
+        for image_id, pred, gt in zip(image_ids, preds, targets, strict=True):
+            self.add(
+                image_id, gt["boxes"], gt["labels"], pred["boxes"], pred.get("scores"),
+                pred["labels"], difficult=gt.get("difficult"), crowd=gt.get("iscrowd"),
+            )  # fmt: skip
+
+    def add_columns(
+        self, gt: ColumnSet, pred: ColumnSet, *, shard: tuple[int, int] | None = None
+    ) -> None:
+        """Add the images of column sets read from files (as ``vocmatch eval`` evaluates
+        them: every ground-truth file read, with the predictions of the same key).
+
+        Args:
+            gt: Ground-truth columns.
+            pred: Prediction columns.
+            shard: ``(k, n)``: only the ``k``-th of ``n`` shards (1-based), the images whose
+                place in key order is ``k - 1`` modulo ``n``.
+
+        Raises:
+            InputError: The columns hold rotated boxes or polygons (a state holds boxes),
+                ``shard`` is out of range, or an image was added already.
+        """
+        if gt.shapes or pred.shapes:
+            raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
+        if shard is not None and not 1 <= shard[0] <= shard[1]:
+            raise InputError(f"shard {shard[0]}/{shard[1]} does not exist")
+        selection = _select(gt, pred)
+        gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
+        pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
+        gt_names, pred_names = np.array(gt.label_names), np.array(pred.label_names)
+        for j, i in enumerate(selection.images):
+            if shard is not None and j % shard[1] != shard[0] - 1:
+                continue
+            g = selection.gt_rows[gt_bounds[j] : gt_bounds[j + 1]]
+            p = selection.pred_rows[pred_bounds[j] : pred_bounds[j + 1]]
+            self.add(
+                gt.keys[i], gt.boxes[g], gt_names[gt.labels[g]], pred.boxes[p], pred.scores[p],
+                pred_names[pred.labels[p]], difficult=gt.difficult[g],
+            )  # fmt: skip
+            # The files the image was read from, as the report of a single run names them.
+            q = selection.pred_of_image[j]
+            self._parts[-1] = dataclasses.replace(
+                self._parts[-1],
+                gt_paths=(gt.paths[i],),
+                pred_paths=(pred.paths[q] if q is not None else None,),
+            )
+
+    def result(self) -> Evaluation:
+        """The evaluation of every image added or merged: what
+        :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on the same data with
+        ``keep_matches=False``.
+
+        Raises:
+            InputError: A score threshold is set and no prediction has a score.
+        """
+        gt, pred = self.columns()
+        return evaluate_columns(
+            gt, pred, self.conventions, keep_matches=False, fold_case=self.fold_case,
+            score_thresholds=self.score_thresholds,
+        )  # fmt: skip
+
+    def columns(self) -> tuple[ColumnSet, ColumnSet]:
+        """The ground truth and predictions added, as the column sets the readers give
+        (images sorted by key; an image added as arrays has its key as its path)."""
+        images = self._compacted()
+        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+        # Images without a prediction file hold no predictions; they are not in ``pred``.
+        with_pred = [i for i in order if images.pred_paths[i] is not None]
+        gt_rows = _rows(images.gt_count, order)
+        pred_rows = _rows(images.pred_count, with_pred)
+        names = tuple(self._names)
+        gt = _column_set(
+            tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
+            images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
+            names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
+        )  # fmt: skip
+        pred = _column_set(
+            tuple(images.keys[i] for i in with_pred),
+            tuple(str(images.pred_paths[i]) for i in with_pred),
+            images.pred_count[with_pred], images.pred_boxes[pred_rows],
+            images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
+            images.pred_scores[pred_rows],
+        )  # fmt: skip
+        return gt, pred
+
+    def merge(self, other: Evaluator) -> None:
+        """Take in another evaluator's images (``other`` is left as it is).
+
+        Raises:
+            StateError: The two were made with other options, give one class id two names,
+                or share an image.
+        """
+        if self._options() != other._options():
+            raise StateError(
+                "cannot merge states made with other options: "
+                f"{_options_difference(self._options(), other._options())}"
+            )
+        table = dict(self._table)
+        for label, name in other._table.items():
+            if table.setdefault(label, name) != name:
+                raise StateError(
+                    f"cannot merge states whose class tables disagree: id {label} is "
+                    f"{table[label]!r} in one and {name!r} in the other"
+                )
+        shared = sorted(self._keys & other._keys)
+        if shared:
+            more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
+            raise StateError(
+                "cannot merge states that share images: "
+                + ", ".join(repr(k) for k in shared[:3])
+                + more
+            )
+        remap = np.array([self._intern(name) for name in other._names], dtype=np.int64)
+        self._parts.extend(part.relabelled(remap) for part in other._parts)
+        self._table = table
+        self._keys |= other._keys
+
+    def to_bytes(self) -> bytes:
+        """The state, in the format of :mod:`vocmatch.evaluation.state`."""
+        images = self._compacted()
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "gt_count": _narrowest_int(images.gt_count),
+            "pred_count": _narrowest_int(images.pred_count),
+            "gt_boxes": _narrowest_float(images.gt_boxes),
+            "gt_labels": _narrowest_int(images.gt_labels),
+            "gt_difficult": images.gt_difficult.astype(np.uint8),
+            "pred_boxes": _narrowest_float(images.pred_boxes),
+            "pred_scores": _narrowest_float(images.pred_scores),
+            "pred_labels": _narrowest_int(images.pred_labels),
+        }
+        header = {
+            "options": self._options(),
+            "class_table": [[label, name] for label, name in sorted(self._table.items())],
+            "names": list(self._names),
+            "keys": list(images.keys),
+            "gt_paths": list(images.gt_paths),
+            "pred_paths": list(images.pred_paths),
+        }
+        return write_state(RawState(header, arrays))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "state") -> Evaluator:
+        """An evaluator holding a saved state.
+
+        Args:
+            data: Bytes made by :meth:`to_bytes`.
+            source: What to call them in errors (a file's path).
+
+        Raises:
+            StateError: The bytes are not a readable state (one line naming ``source``).
+        """
+        raw = read_state(data, source)
+        header = raw.header
+        options, table = header.get("options"), header.get("class_table")
+        names, keys = header.get("names"), header.get("keys")
+        gt_paths, pred_paths = header.get("gt_paths"), header.get("pred_paths")
+        if not (
+            isinstance(options, dict)
+            and _is_str_list(names)
+            and _is_str_list(keys)
+            and _is_str_list(gt_paths)
+            and isinstance(pred_paths, list)
+            and all(p is None or isinstance(p, str) for p in pred_paths)
+            and len(gt_paths) == len(pred_paths) == len(keys)
+            and isinstance(table, list)
+            and all(
+                isinstance(e, list) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str)
+                for e in table
+            )
+        ):
+            raise StateError(f"{source}: corrupted header (options, classes or image keys)")
+        conventions, fold_case, score_thresholds = _from_options(options, source)
+        evaluator = cls(
+            conventions,
+            fold_case=fold_case,
+            score_thresholds=score_thresholds,
+            class_names={label: name for label, name in table},
+        )
+        images = _checked_images(raw.arrays, tuple(keys), len(names), source)
+        images = dataclasses.replace(images, gt_paths=tuple(gt_paths), pred_paths=tuple(pred_paths))
+        if len(set(keys)) != len(keys) or len(set(names)) != len(names):
+            raise StateError(f"{source}: corrupted header (an image key or class repeats)")
+        evaluator._names = {name: k for k, name in enumerate(names)}
+        evaluator._parts = [images]
+        evaluator._keys = set(keys)
+        return evaluator
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the state to ``path`` (whole or not at all: a temporary file, renamed)."""
+        target = Path(path)
+        partial = target.with_name(target.name + ".partial")
+        partial.write_bytes(self.to_bytes())
+        os.replace(partial, target)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Evaluator:
+        """An evaluator holding the state saved at ``path``.
+
+        Raises:
+            StateError: The file cannot be read or is not a readable state.
+        """
+        try:
+            data = Path(path).read_bytes()
+        except OSError as error:
+            raise StateError(f"{os.fspath(path)}: cannot read ({error.strerror})") from None
+        return cls.from_bytes(data, os.fspath(path))
+
+    def _options(self) -> dict[str, Any]:
+        """The options results depend on, as JSON values (compared when merging)."""
+        conventions = dataclasses.asdict(self.conventions)
+        conventions["ap_thresholds"] = list(self.conventions.ap_thresholds)
+        thresholds = self.score_thresholds
+        return {
+            "conventions": conventions,
+            "fold_case": self.fold_case,
+            "score_thresholds": None
+            if thresholds is None
+            else {
+                "default": thresholds.default,
+                "per_class": [list(p) for p in thresholds.per_class],
+            },
+        }
+
+    def _intern(self, name: str) -> int:
+        return self._names.setdefault(name, len(self._names))
+
+    def _labels(self, labels: Any, n: int, what: str) -> IntArray:
+        """Class indices of ``labels`` (names, or ids named by the class table)."""
+        values = _to_numpy(labels)
+        if values.ndim != 1 or values.shape[0] != n:
+            raise InputError(f"Expected `{what}` to have shape ({n},), got {values.shape}")
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        if values.dtype.kind in "iu":
+            distinct, inverse = np.unique(values, return_inverse=True)
+            names = []
+            for label in distinct.tolist():
+                if self._table:
+                    if label not in self._table:
+                        raise InputError(f"`{what}` holds {label}, which has no class name")
+                    names.append(self._table[label])
+                else:
+                    names.append(str(label))
+        elif values.dtype.kind in "UO":
+            if values.dtype.kind == "O" and not all(isinstance(v, str) for v in values):
+                raise InputError(f"Expected `{what}` to hold class names or integer ids")
+            distinct, inverse = np.unique(values.astype(str), return_inverse=True)
+            names = distinct.tolist()
+        else:
+            raise InputError(
+                f"Expected `{what}` to hold class names or integer ids, got dtype {values.dtype}"
+            )
+        index = np.array([self._intern(name) for name in names], dtype=np.int64)
+        return index[inverse.reshape(-1)]
+
+    def _compacted(self) -> _Images:
+        """Every part joined into one (kept so, for the next call)."""
+        images = _Images.join(self._parts)
+        self._parts = [images]
+        return images
+
+
+def _to_numpy(value: Any) -> npt.NDArray[Any]:
+    """``value`` as a numpy array; a tensor (anything with ``detach`` and ``cpu``) is moved
+    to the host first, with no import of its library."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu()
+    return np.asarray(value)
+
+
+def _boxes(value: Any, what: str) -> FloatArray:
+    boxes = _to_numpy(value)
+    if boxes.size == 0 and boxes.ndim <= 2:
+        return np.zeros((0, 4))
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        raise InputError(f"Expected `{what}` to have shape (N, 4), got {boxes.shape}")
+    if boxes.dtype.kind not in "iuf":
+        raise InputError(f"Expected `{what}` to hold numbers, got dtype {boxes.dtype}")
+    result = boxes.astype(np.float64)
+    if not np.isfinite(result).all():
+        raise InputError(f"Expected `{what}` to be finite")
+    return result
+
+
+def _vector(value: Any, n: int, what: str) -> npt.NDArray[Any]:
+    values = _to_numpy(value)
+    if values.ndim != 1 or values.shape[0] != n:
+        raise InputError(f"Expected `{what}` to have shape ({n},), got {values.shape}")
+    if values.dtype.kind not in "biuf":
+        raise InputError(f"Expected `{what}` to hold numbers, got dtype {values.dtype}")
+    return values
+
+
+def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
+    """The rows of the images in ``order``, each image's together (rows in file order)."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    taken = counts[list(order)]
+    total = int(taken.sum())
+    shift = np.repeat(starts[list(order)] - (np.cumsum(taken) - taken), taken)
+    rows: IntArray = np.arange(total, dtype=np.int64) + shift
+    return rows
+
+
+def _column_set(
+    keys: tuple[str, ...],
+    paths: tuple[str, ...],
+    counts: IntArray,
+    boxes: FloatArray,
+    labels: IntArray,
+    names: tuple[str, ...],
+    difficult: BoolArray,
+    scores: FloatArray,
+) -> ColumnSet:
+    """A column set as the readers make it: class names those used, sorted."""
+    used = sorted({names[k] for k in np.unique(labels).tolist()})
+    index = {name: i for i, name in enumerate(used)}
+    remap = np.array([index.get(name, -1) for name in names], dtype=np.int32)
+    n = boxes.shape[0]
+    return ColumnSet(
+        root="",
+        keys=keys,
+        paths=paths,
+        sizes=(None,) * len(keys),
+        filenames=(None,) * len(keys),
+        image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
+        labels=remap[labels] if n else np.zeros(0, dtype=np.int32),
+        label_names=tuple(used),
+        boxes=np.ascontiguousarray(boxes, dtype=np.float64).reshape(n, 4),
+        difficult=difficult,
+        truncated=np.zeros(n, dtype=bool),
+        occluded=np.zeros(n, dtype=bool),
+        pose=np.full(n, -1, dtype=np.int32),
+        pose_names=(),
+        scores=scores,
+        skipped=(),
+    )
+
+
+def _narrowest_int(values: IntArray) -> npt.NDArray[Any]:
+    top = int(values.max()) if values.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values.astype(np.uint64)
+
+
+def _narrowest_float(values: FloatArray) -> npt.NDArray[Any]:
+    """float32 when every value survives the round trip exactly (NaN stays NaN)."""
+    single = values.astype(np.float32)
+    if np.array_equal(single.astype(np.float64), values, equal_nan=True):
+        return single
+    return values
+
+
+def _is_str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """The first option that differs, as ``name a != b``."""
+    for name in ("conventions", "fold_case", "score_thresholds"):
+        x, y = a.get(name), b.get(name)
+        if isinstance(x, dict) and isinstance(y, dict):
+            for field in [*x, *(f for f in y if f not in x)]:
+                if x.get(field) != y.get(field):
+                    return f"{field} {x.get(field)!r} != {y.get(field)!r}"
+        if x != y:
+            return f"{name} {x!r} != {y!r}"
+    return "options differ"
+
+
+def _from_options(
+    options: dict[str, Any], source: str
+) -> tuple[Conventions, bool, ScoreThresholds | None]:
+    """The conventions and options recorded in a state's header."""
+    try:
+        fields = dict(options["conventions"])
+        fields["ap_thresholds"] = tuple(float(v) for v in fields["ap_thresholds"])
+        conventions = Conventions(**fields)
+        thresholds = options["score_thresholds"]
+        score_thresholds = (
+            None
+            if thresholds is None
+            else ScoreThresholds(
+                thresholds["default"],
+                tuple((str(name), float(value)) for name, value in thresholds["per_class"]),
+            )
+        )
+        fold_case = options["fold_case"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateError(f"{source}: corrupted header (options: {error})") from None
+    if not isinstance(fold_case, bool):
+        raise StateError(f"{source}: corrupted header (options: fold_case)")
+    return conventions, fold_case, score_thresholds
+
+
+def _checked_images(
+    arrays: Mapping[str, npt.NDArray[Any]], keys: tuple[str, ...], n_names: int, source: str
+) -> _Images:
+    """The images of a state's arrays, each checked against the others and the header."""
+    missing = [name for name in _ARRAYS if name not in arrays]
+    if missing or len(arrays) != len(_ARRAYS):
+        raise StateError(f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(_ARRAYS)})")
+    kinds = {
+        "gt_count": "u", "pred_count": "u", "gt_labels": "u", "pred_labels": "u",
+        "gt_difficult": "u", "gt_boxes": "f", "pred_boxes": "f", "pred_scores": "f",
+    }  # fmt: skip
+    for name, kind in kinds.items():
+        if arrays[name].dtype.kind != kind:
+            raise StateError(f"{source}: array {name!r} has dtype {arrays[name].dtype.str}")
+    n_images = len(keys)
+    for name in ("gt_count", "pred_count"):
+        if arrays[name].shape != (n_images,):
+            raise StateError(f"{source}: array {name!r} is not one count per image")
+    n_gt = int(arrays["gt_count"].astype(np.int64).sum()) if n_images else 0
+    n_pred = int(arrays["pred_count"].astype(np.int64).sum()) if n_images else 0
+    shapes = {
+        "gt_boxes": (n_gt, 4), "gt_labels": (n_gt,), "gt_difficult": (n_gt,),
+        "pred_boxes": (n_pred, 4), "pred_scores": (n_pred,), "pred_labels": (n_pred,),
+    }  # fmt: skip
+    for name, shape in shapes.items():
+        if arrays[name].shape != shape:
+            raise StateError(
+                f"{source}: array {name!r} has shape {arrays[name].shape}, the counts say {shape}"
+            )
+    for name in ("gt_labels", "pred_labels"):
+        if arrays[name].size and int(arrays[name].max()) >= n_names:
+            raise StateError(f"{source}: array {name!r} names a class beyond the {n_names} listed")
+    if arrays["gt_difficult"].size and int(arrays["gt_difficult"].max()) > 1:
+        raise StateError(f"{source}: array 'gt_difficult' holds values other than 0 and 1")
+    for name in ("gt_boxes", "pred_boxes"):
+        if not np.isfinite(arrays[name]).all():
+            raise StateError(f"{source}: array {name!r} holds values that are not finite")
+    if np.isinf(arrays["pred_scores"]).any():
+        raise StateError(f"{source}: array 'pred_scores' holds infinite values")
+    return _Images(
+        keys,
+        keys,
+        (None,) * len(keys),
+        arrays["gt_count"].astype(np.int64),
+        arrays["pred_count"].astype(np.int64),
+        arrays["gt_boxes"].astype(np.float64),
+        arrays["gt_labels"].astype(np.int64),
+        arrays["gt_difficult"].astype(bool),
+        arrays["pred_boxes"].astype(np.float64),
+        arrays["pred_scores"].astype(np.float64),
+        arrays["pred_labels"].astype(np.int64),
+    )

@@ -1,0 +1,168 @@
+"""The serialised state of an incremental evaluator: a small versioned file format.
+
+A state file is, in order:
+
+* the magic ``b"VMSTATE\\0"`` (8 bytes) and the format version (``<u4``);
+* the header's length (``<u4``) and the header, UTF-8 JSON: the options the state was made
+  with, the image keys, the class names, and each array's name, dtype and shape;
+* each array's raw little-endian bytes, in the header's order, nothing between them;
+* a CRC-32 (``<u4``, :func:`zlib.crc32`) of everything before it.
+
+Reading checks the magic, the version, the checksum, then that every declared dtype is one
+of a few plain numeric ones and that the declared sizes add up to the file's size exactly,
+before any array is made: a truncated, corrupted or crafted file is refused with one
+:class:`~vocmatch.errors.StateError`, and reading never runs code (JSON and raw numbers
+only, no pickle) nor allocates more than the file's size justifies.
+
+Version 1 holds the columns of every image (boxes, class, score, ``difficult``), each in the
+narrowest dtype that holds its values exactly; the format version lets a later one hold
+per-prediction match records instead.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.errors import StateError
+
+__all__ = ["FORMAT_VERSION", "MAGIC", "RawState", "read_state", "write_state"]
+
+MAGIC = b"VMSTATE\0"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<8sII")  # magic, version, header length
+_CRC = struct.Struct("<I")
+#: The dtypes an array may be declared with: plain little-endian numbers, never objects.
+_DTYPES = frozenset({"|u1", "<u2", "<u4", "<u8", "<i4", "<i8", "<f4", "<f8"})
+#: Above any real count; keeps a crafted shape's product a small Python integer.
+_MAX_DIMENSION = 1 << 48
+
+
+@dataclass(frozen=True, slots=True)
+class RawState:
+    """A state as stored: the header's fields and the arrays, by name.
+
+    Attributes:
+        header: The header's JSON object, without the array table.
+        arrays: Each array, by name, in file order.
+    """
+
+    header: Mapping[str, Any]
+    arrays: Mapping[str, npt.NDArray[Any]]
+
+
+def write_state(state: RawState) -> bytes:
+    """The bytes of a state file.
+
+    Args:
+        state: The header fields (JSON values) and the arrays (numeric dtypes of
+            :data:`_DTYPES` once made little-endian).
+
+    Returns:
+        The file's bytes.
+    """
+    table = []
+    parts = []
+    for name, array in state.arrays.items():
+        stored = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        if stored.dtype.str not in _DTYPES:
+            raise ValueError(f"array {name!r} has dtype {stored.dtype.str}, not a stored one")
+        table.append({"name": name, "dtype": stored.dtype.str, "shape": list(stored.shape)})
+        parts.append(stored.tobytes())
+    header = json.dumps({**state.header, "arrays": table}, separators=(",", ":")).encode()
+    body = b"".join([_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)), header, *parts])
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def read_state(data: bytes, source: str = "state") -> RawState:
+    """A state from the bytes of a state file, every declaration checked.
+
+    Args:
+        data: The file's bytes.
+        source: What to call the file in errors (its path).
+
+    Returns:
+        The header fields and the arrays (read-only views of ``data``).
+
+    Raises:
+        StateError: The bytes are not a state file of this version, or are truncated,
+            corrupted or inconsistent.
+    """
+    if len(data) < _PREFIX.size + _CRC.size:
+        raise StateError(f"{source}: not a vocmatch state (only {len(data)} bytes)")
+    magic, version, header_size = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise StateError(f"{source}: not a vocmatch state (no VMSTATE signature)")
+    if version != FORMAT_VERSION:
+        raise StateError(
+            f"{source}: state format version {version}; this vocmatch reads version "
+            f"{FORMAT_VERSION}"
+        )
+    end = len(data) - _CRC.size
+    (stored_crc,) = _CRC.unpack_from(data, end)
+    if zlib.crc32(memoryview(data)[:end]) != stored_crc:
+        raise StateError(f"{source}: truncated or corrupted (checksum does not match)")
+    body = _PREFIX.size + header_size
+    if body > end:
+        raise StateError(f"{source}: truncated (header of {header_size} bytes runs past the end)")
+    try:
+        header = json.loads(bytes(data[_PREFIX.size : body]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise StateError(f"{source}: corrupted header ({error})") from None
+    if not isinstance(header, dict):
+        raise StateError(f"{source}: corrupted header (not a JSON object)")
+    table = _array_table(header.pop("arrays", None), source)
+    declared = sum(_nbytes(dtype, shape) for _, dtype, shape in table)
+    if declared != end - body:
+        raise StateError(
+            f"{source}: arrays declare {declared} bytes but the file holds {end - body}"
+        )
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    offset = body
+    for name, dtype, shape in table:
+        size = _nbytes(dtype, shape)
+        count = size // np.dtype(dtype).itemsize
+        flat = np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
+        arrays[name] = flat.reshape(shape)
+        offset += size
+    return RawState(header, arrays)
+
+
+def _array_table(table: object, source: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The header's array declarations, each checked: a name, an allowed dtype, a shape of
+    a few non-negative integers."""
+    if not isinstance(table, list):
+        raise StateError(f"{source}: corrupted header (no array table)")
+    found: list[tuple[str, str, tuple[int, ...]]] = []
+    names: set[str] = set()
+    for entry in table:
+        if not isinstance(entry, dict):
+            raise StateError(f"{source}: corrupted header (an array entry is not an object)")
+        name, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+        if not isinstance(name, str) or name in names:
+            raise StateError(f"{source}: corrupted header (array name {name!r})")
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
+            raise StateError(f"{source}: array {name!r} declares dtype {dtype!r}")
+        if (
+            not isinstance(shape, list)
+            or len(shape) > 2
+            or not all(type(n) is int and 0 <= n < _MAX_DIMENSION for n in shape)
+        ):
+            raise StateError(f"{source}: array {name!r} declares shape {shape!r}")
+        names.add(name)
+        found.append((name, dtype, tuple(shape)))
+    return found
+
+
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    count = 1
+    for n in shape:
+        count *= n
+    return count * np.dtype(dtype).itemsize
