@@ -424,7 +424,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def test_error_report_golden(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
     """The error breakdown, confusion matrix and tightness of the demo set read as in the
-    golden file (and the README)."""
+    golden file (and the docs)."""
     gt, pred = read_pair(*demo)
     evaluation = evaluate(gt, pred)
     report = render_analysis(error_analysis(evaluation, gt, pred), 0.5, tightness=True)
@@ -505,7 +505,7 @@ def test_cli_background_iou_above_threshold_is_refused(demo: tuple[Path, Path]) 
     assert "vocmatch: error: background IoU must be within [0, 0.5]" in err
 
 
-def test_readme_shows_the_golden_error_report() -> None:
-    """The README's error-analysis example is the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (GOLDEN / "errors_demo.txt").read_text(encoding="utf-8") in readme
+def test_docs_show_the_golden_error_report() -> None:
+    """The docs' error-analysis example is the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "errors_demo.txt").read_text(encoding="utf-8") in page

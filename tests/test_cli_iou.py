@@ -449,10 +449,10 @@ def test_report_follows_columns() -> None:
     assert len(grid_rows(out)) == 16
 
 
-def test_readme_excerpt_is_the_current_output() -> None:
-    """The README's IoU calculator session is lines of the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## IoU calculator", 1)[1]
+def test_docs_excerpt_is_the_current_output() -> None:
+    """The docs' IoU calculator session is lines of the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "iou.md").read_text(encoding="utf-8")
+    section = page.split("# IoU calculator", 1)[1]
     session = section.split("```console\n", 1)[1].split("```", 1)[0]
     command, *shown = session.splitlines()
     assert command == "$ vocmatch iou " + " ".join(EXAMPLES["overlapping"])
@@ -467,7 +467,7 @@ POLYGON = ["--polygon", "200,100 300,100 200,200", "200,100,300,200"]
 
 
 def test_polygon_example_matches_golden(golden: Callable[[str, str], None]) -> None:
-    """A triangle against its bounding box, as in the README: tests/golden/iou_polygon.txt."""
+    """A triangle against its bounding box, as in the docs: tests/golden/iou_polygon.txt."""
     code, out, err = run(*POLYGON)
     assert (code, err) == (EXIT_OK, "")
     golden("iou_polygon.txt", out)
@@ -546,10 +546,10 @@ def test_bad_polygon_input_is_one_line_and_exit_2(args: list[str], message: str)
     assert (code, out, err) == (EXIT_USAGE, "", f"vocmatch: error: {message}\n")
 
 
-def test_readme_polygon_excerpt_is_the_current_output() -> None:
-    """The README's polygon session is lines of the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Polygons and rotated boxes", 1)[1]
+def test_docs_polygon_excerpt_is_the_current_output() -> None:
+    """The docs' polygon session is lines of the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "shapes.md").read_text(encoding="utf-8")
+    section = page.split("# Polygons and rotated boxes", 1)[1]
     session = section.split("```console\n", 1)[1].split("```", 1)[0]
     command, *shown = session.splitlines()
     assert command == "$ vocmatch iou --polygon '200,100 300,100 200,200' 200,100,300,200"

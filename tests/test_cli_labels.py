@@ -33,7 +33,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_table_report_is_the_golden_file(golden: Callable[[str, str], None]) -> None:
-    """The labels report on the fixture reads as in the golden file (and the README)."""
+    """The labels report on the fixture reads as in the golden file (and the docs)."""
     code, out, err = run("--mode", "labels", GT, PRED)
     assert (code, err) == (EXIT_OK, "")
     golden("labels_fixture.txt", out)
@@ -203,7 +203,7 @@ def test_boxes_is_the_default_mode() -> None:
     assert "mAP" in run(GT, PRED)[1]
 
 
-def test_readme_shows_the_golden_labels_report() -> None:
-    """The README's label-set example is the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (GOLDEN / "labels_fixture.txt").read_text(encoding="utf-8") in readme
+def test_docs_show_the_golden_labels_report() -> None:
+    """The docs' label-set example is the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "labels-and-masks.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "labels_fixture.txt").read_text(encoding="utf-8") in page

@@ -1,6 +1,6 @@
-"""The README's command reference is the help text: every option of every command, with its
-default and its help, as `vocmatch COMMAND --help` prints them; and the snippets it gives
-for pre-commit and CI work from a clone."""
+"""The command reference in the docs (docs/reference/cli.md) is the help text: every command's
+`--help` as it prints at 80 columns without colour; and the snippets the docs give for
+pre-commit and CI work from a clone."""
 
 from __future__ import annotations
 
@@ -18,75 +18,58 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT
 from vocmatch.cli import main
+from vocmatch.cli.help import render_help
 
-README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CLI_REFERENCE = DOCS / "reference" / "cli.md"
 START = "<!-- command reference: generated from the help text by tests/test_cli_reference.py -->"
 END = "<!-- end of command reference -->"
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def _default(param: click.Parameter) -> str:
-    if isinstance(param, click.Option) and (param.is_flag or param.multiple):
-        return ""
-    if param.default is None or not getattr(param, "show_default", False):
-        # The help says "[default: ...]" itself where it matters.
-        return ""
-    return f"`{param.default}`"
-
-
-def _names(param: click.Parameter) -> str:
-    if isinstance(param, click.Argument):
-        return f"`{param.human_readable_name}`"
-    opts = ", ".join(f"`{o}`" for o in param.opts)
-    if isinstance(param, click.Option) and param.secondary_opts:
-        opts += " / " + ", ".join(f"`{o}`" for o in param.secondary_opts)
-    return opts
+def help_text(ctx: click.Context) -> str:
+    """A command's help as `vocmatch ... --help` prints it at 80 columns, without colour."""
+    return render_help(ctx.command, ctx, width=80, color=False)
 
 
 def reference() -> str:
-    """The command reference: one table per command, one row per argument and option."""
-    ctx = click.Context(main)
-    lines = [START, ""]
+    """The command reference: `vocmatch --help`, then each command's help, by name."""
+    root = click.Context(main, info_name="vocmatch")
+    lines = [START, "", "## `vocmatch`", "", "```text", help_text(root), "```", ""]
     for name in sorted(main.commands):
-        command = main.commands[name]
-        summary = _cell((command.help or "").split("\n\n")[0])
-        lines += [f"#### `vocmatch {name}`", "", summary, ""]
-        lines += ["| argument or option | default | what it does |", "|---|---|---|"]
-        for param in command.get_params(ctx):
-            if isinstance(param, click.Option) and param.hidden:
-                continue
-            if isinstance(param, click.Option) and "--help" in param.opts:
-                continue  # every command has it; its spelling depends on the context
-            help_text = param.help if isinstance(param, click.Option) else ""
-            if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
-                choices = " \\| ".join(str(c) for c in param.type.choices)
-                help_text = f"({choices}) {help_text or ''}"
-            lines.append(f"| {_names(param)} | {_default(param)} | {_cell(help_text or '')} |")
-        lines.append("")
+        ctx = click.Context(main.commands[name], info_name=name, parent=root)
+        lines += [f"## `vocmatch {name}`", "", "```text", help_text(ctx), "```", ""]
     lines.append(END)
     return "\n".join(lines)
 
 
-def test_readme_command_reference_is_the_help(request: pytest.FixtureRequest) -> None:
-    """Every option of every command is in the README with the help's words and default;
+def test_command_reference_is_the_help(request: pytest.FixtureRequest) -> None:
+    """Every command's help is in docs/reference/cli.md as it prints;
     `pytest --update-goldens` rewrites the section from the help."""
-    text = README.read_text(encoding="utf-8")
-    assert START in text and END in text, "README lacks the command reference section"
+    text = CLI_REFERENCE.read_text(encoding="utf-8")
+    assert START in text and END in text, "docs/reference/cli.md lacks the generated section"
     start, end = text.index(START), text.index(END) + len(END)
     expected = reference()
     update = request.config.getoption("--update-goldens") or bool(
         os.environ.get("VOCMATCH_UPDATE_GOLDENS")
     )
     if update:
-        README.write_text(text[:start] + expected + text[end:], encoding="utf-8")
+        CLI_REFERENCE.write_text(text[:start] + expected + text[end:], encoding="utf-8")
         return
     assert text[start:end] == expected, (
-        "README's command reference differs from the help text: review the change and run "
+        "docs/reference/cli.md differs from the help text: review the change and run "
         "pytest --update-goldens"
     )
+
+
+def test_command_reference_names_every_option() -> None:
+    """Every option of every command appears in the reference, under its command."""
+    text = CLI_REFERENCE.read_text(encoding="utf-8")
+    for name in sorted(main.commands):
+        command = main.commands[name]
+        section = text.split(f"## `vocmatch {name}`", 1)[1].split("\n## ", 1)[0]
+        for param in command.get_params(click.Context(command)):
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.opts[0] in section, (name, param.opts[0])
 
 
 # Skipped tests say why ----------------------------------------------------------------
@@ -116,12 +99,13 @@ def test_every_skip_gives_a_reason() -> None:
 
 
 def yaml_blocks(language: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
+    """The code blocks in `language` of the docs pages on linting and on CI."""
+    text = "".join((DOCS / page).read_text(encoding="utf-8") for page in ("lint.md", "gates.md"))
     return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
 def test_pre_commit_hook_runs_as_pre_commit_would(tmp_path: Path) -> None:
-    """The README's .pre-commit-config.yaml names the repository's hook; running the hook's
+    """The docs' .pre-commit-config.yaml names the repository's hook; running the hook's
     entry with the config's args on staged files, as pre-commit does, lints them."""
     yaml = pytest.importorskip("yaml", reason="pyyaml is a test dependency")
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))

@@ -242,7 +242,7 @@ def test_ground_truth_without_masks_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_table_report_is_the_golden_file(golden: Callable[[str, str], None]) -> None:
-    """The report on the three-class fixture reads as in the golden file (and the README)."""
+    """The report on the three-class fixture reads as in the golden file (and the docs)."""
     code, out, err = run(
         str(THREE_CLASS / "gt"), str(THREE_CLASS / "pred"), "--classes",
         str(THREE_CLASS / "classes.txt"),
@@ -259,10 +259,10 @@ def test_help_names_every_option() -> None:
         assert option in result.stdout
 
 
-def test_readme_shows_the_golden_seg_report() -> None:
-    """The README's segmentation example is the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (GOLDEN / "seg_three_class.txt").read_text(encoding="utf-8") in readme
+def test_docs_show_the_golden_seg_report() -> None:
+    """The docs' segmentation example is the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "labels-and-masks.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "seg_three_class.txt").read_text(encoding="utf-8") in page
 
 
 def test_a_mask_over_the_pixel_limit_is_skipped_in_one_line(

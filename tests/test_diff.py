@@ -189,7 +189,7 @@ DIRS = [str(DIFF / "gt"), str(DIFF / "pred_a"), str(DIFF / "pred_b")]
 
 
 def test_diff_report_golden(golden: Callable[[str, str], None]) -> None:
-    """The diff of the fixture reads as in the golden file (and the README)."""
+    """The diff of the fixture reads as in the golden file (and the docs)."""
     gt, pred_a = read_pair(DIFF / "gt", DIFF / "pred_a")
     pred_b = read_directory(DIFF / "pred_b")
     a, b = evaluate(gt, pred_a), evaluate(gt, pred_b)
@@ -298,7 +298,7 @@ def test_cli_diff_of_labelling_passes(tmp_path: Path) -> None:
     assert code == 0
 
 
-def test_readme_shows_the_golden_diff() -> None:
-    """The README's diff example is the golden output, so it cannot drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (GOLDEN / "diff_fixture.txt").read_text(encoding="utf-8") in readme
+def test_docs_show_the_golden_diff() -> None:
+    """The docs' diff example is the golden output, so it cannot drift."""
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert (GOLDEN / "diff_fixture.txt").read_text(encoding="utf-8") in page

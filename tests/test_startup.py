@@ -1,5 +1,6 @@
-"""`vocmatch --version` and `--help` start without the heavy libraries, and the defaults the
-command line shows in its help stay equal to the library's."""
+"""`vocmatch --version` starts without the heavy libraries (nor rich-click), `--help` without
+the numerical ones, and the defaults the command line shows in its help stay equal to the
+library's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 import vocmatch
 import vocmatch.cli.options as cli
 
-HEAVY = ("numpy", "lxml", "rich", "shapely", "PIL", "jinja2")
+HEAVY = ("numpy", "lxml", "rich", "rich_click", "shapely", "PIL", "jinja2")
+#: What drawing the help may load: rich-click and rich, nothing that computes.
+HELP_MAY_LOAD = {"rich", "rich_click"}
 
 # Runs the command line in a fresh interpreter and prints which heavy modules were loaded.
 PROBE = """
@@ -41,20 +44,30 @@ def loaded_by(args: list[str]) -> tuple[int, list[str], str]:
     return result["code"], result["loaded"], process.stdout
 
 
+def test_version_imports_no_heavy_library() -> None:
+    """--version answers without importing numpy, lxml, rich, rich-click or the others."""
+    code, loaded, stdout = loaded_by(["--version"])
+    assert code == 0
+    assert loaded == []
+    assert stdout.strip()
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(["--version"], id="version"),
         pytest.param(["--help"], id="help"),
         pytest.param(["eval", "--help"], id="eval-help"),
         pytest.param(["lint", "--help"], id="lint-help"),
+        pytest.param(["fixtures/demo/gt", "--help"], id="default-command-help"),
     ],
 )
-def test_light_commands_import_no_heavy_library(args: list[str]) -> None:
-    """--version and --help answer without importing numpy, lxml, rich or the others."""
+def test_help_imports_nothing_that_computes(args: list[str]) -> None:
+    """--help draws with rich-click and rich, and loads no numpy, lxml, shapely, PIL or
+    jinja2."""
     code, loaded, stdout = loaded_by(args)
     assert code == 0
-    assert loaded == []
+    assert set(loaded) <= HELP_MAY_LOAD
+    assert "rich_click" in loaded  # the probe can tell: the help is rich-click's
     assert stdout.strip()
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import warnings
-from typing import TYPE_CHECKING
 
 import click
 
@@ -24,17 +23,25 @@ from vocmatch.cli.runtime import (
     install_signal_handlers,
 )
 
-if TYPE_CHECKING:
-    pass
+
+class RichHelpCommand(click.Command):
+    """A command whose ``--help`` rich-click draws, grouped by task (:mod:`vocmatch.cli.help`,
+    imported only when help is asked for)."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        from vocmatch.cli.help import render_help
+
+        return render_help(self, ctx)
 
 
-class DefaultGroup(click.Group):
+class DefaultGroup(RichHelpCommand, click.Group):
     """A group whose first argument, when it names no subcommand, belongs to ``eval``.
 
     So ``vocmatch GT_DIR PRED_DIR`` works as written beside ``vocmatch iou ...``.
     """
 
     default_command = "eval"
+    command_class = RichHelpCommand
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
@@ -55,7 +62,7 @@ class DefaultGroup(click.Group):
             raise click.UsageError(f"no such command {word!r}; did you mean {close[0]!r}?", ctx)
 
 
-@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("vocmatch", cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="vocmatch")
 def main() -> None:
     """Score object-detection annotations in PASCAL VOC / LabelImg XML.
