@@ -11,6 +11,7 @@ from collections.abc import Sequence
 __all__ = [
     "AnnotationError",
     "InputError",
+    "RequestError",
     "VocmatchError",
     "VocmatchWarning",
     "no_annotation_files",
@@ -23,6 +24,35 @@ class VocmatchError(Exception):
 
 class InputError(VocmatchError):
     """A path or argument given to the library cannot be used (not a directory, empty set)."""
+
+
+class RequestError(InputError):
+    """A field of a request holds a value that cannot be used, or one that needs another.
+
+    ``field`` names the request's field (``"split"``, ``"names"``, ``"slices"``), so that a
+    caller can word the message for its own inputs: the command line names its option.
+
+    Args:
+        field: The request field at fault.
+        message: What is wrong, in one line, naming no spelling of the field.
+        value: The value given, when the message is about it.
+
+    >>> print(RequestError("split", "no such file", value="tset"))
+    split 'tset': no such file
+    >>> print(RequestError("slices", "no image was evaluated"))
+    slices: no image was evaluated
+    """
+
+    def __init__(self, field: str, message: str, value: str | None = None) -> None:
+        self.field = field
+        self.message = message
+        self.value = value
+        where = field if value is None else f"{field} {value!r}"
+        super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple[type[RequestError], tuple[str, str, str | None]]:
+        # Picklable, as AnnotationError, to cross a process pool boundary.
+        return (type(self), (self.field, self.message, self.value))
 
 
 class AnnotationError(VocmatchError):

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vocmatch.cli.params import FiniteFloatRange, InputPath, OutputPath, WholeNumberRange
+from vocmatch.cli.params import (
+    FiniteFloatRange,
+    GrammarFloat,
+    InputPath,
+    OutputPath,
+    WholeNumberRange,
+    byte_size,
+    finite_option,
+)
 
 if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions
@@ -214,6 +222,55 @@ def pred_format_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def jobs_option(what: str = "read files") -> Callable[[F], F]:
+    """``--jobs N`` / ``-j N``: processes that do ``what`` in parallel; 0 uses every core."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=WholeNumberRange(min=0),
+        default=0,
+        help=f"Processes that {what} in parallel; 0 (the default) uses every core.",
+    )
+
+
+def fold_case_option(help_text: str) -> Callable[[F], F]:
+    """``--fold-case``: class names lower-cased before matching."""
+    return click.option("--fold-case", is_flag=True, help=help_text)
+
+
+FOLD_CASE_HELP = (
+    "Lower-case class names before matching, so Car and car are one class (without it, "
+    "names differing only in case are counted apart and noted)."
+)
+
+#: ``--quiet`` / ``-q``: no progress bar.
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
+
+
+def max_file_size_option(function: F) -> F:
+    """``--max-file-size SIZE``: larger annotation files are skipped unread."""
+    return click.option(
+        "--max-file-size",
+        callback=byte_size,
+        default=f"{DEFAULT_MAX_BYTES // 1024**2}M",
+        show_default=True,
+        metavar="SIZE",
+        help="Skip larger annotation files unread (5000, 64K, 32M, 1G; powers of 1024).",
+    )(function)
+
+
+def score_threshold_option(help_text: str) -> Callable[[F], F]:
+    """``--score-threshold T``: count only predictions scored at least T."""
+    return click.option(
+        "--score-threshold",
+        type=GrammarFloat(),
+        callback=finite_option,
+        default=None,
+        metavar="T",
+        help=help_text,
+    )
 
 
 def gate_option(

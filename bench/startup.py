@@ -1,0 +1,52 @@
+"""Start-up time of the command line: the wall time of ``vocmatch --version`` and of the demo
+report (``vocmatch fixtures/demo/gt fixtures/demo/pred``), the median of 10 runs each.
+
+Run from the repository root: ``python bench/startup.py`` (``--runs N`` for another count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+COMMANDS = {
+    "vocmatch --version": ["--version"],
+    "demo report": ["fixtures/demo/gt", "fixtures/demo/pred"],
+    "demo report, json": ["fixtures/demo/gt", "fixtures/demo/pred", "--format", "json"],
+}
+
+
+def wall_time(args: list[str]) -> float:
+    """Seconds for one run of ``python -m vocmatch ARGS`` from the repository root."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "vocmatch", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    runs = parser.parse_args().runs
+    wall_time(["--version"])  # warm the file cache and the bytecode
+    for name, args in COMMANDS.items():
+        times = [wall_time(args) for _ in range(runs)]
+        print(f"{name:<22} median {statistics.median(times):.3f} s  (min {min(times):.3f} s)")
+
+
+if __name__ == "__main__":
+    main()
