@@ -51,7 +51,35 @@ _WHERE = {
     "VocmatchWarning": "vocmatch.errors",
 }
 
-__all__ = ["__version__", *sorted(_WHERE)]
+__all__ = [
+    "AnnotationError",
+    "AnnotationSet",
+    "Box",
+    "Conventions",
+    "DiffReport",
+    "DiffRequest",
+    "EvalReport",
+    "EvalRequest",
+    "Evaluation",
+    "Evidence",
+    "ImageAnnotation",
+    "InputError",
+    "RequestError",
+    "SuspectsRequest",
+    "TableOptions",
+    "VocmatchError",
+    "VocmatchWarning",
+    "__version__",
+    "compare",
+    "evaluate",
+    "evaluate_directories",
+    "find_suspects",
+    "iou_matrix",
+    "operating_thresholds",
+    "protocol",
+    "render_html",
+    "render_text",
+]
 
 if TYPE_CHECKING:
     from vocmatch.core.iou import iou_matrix

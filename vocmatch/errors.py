@@ -19,11 +19,25 @@ __all__ = [
 
 
 class VocmatchError(Exception):
-    """Base class of every error vocmatch raises on purpose."""
+    """Base class of every error vocmatch raises on purpose: catch it to catch them all.
+
+    Example:
+        >>> issubclass(AnnotationError, VocmatchError), issubclass(RequestError, VocmatchError)
+        (True, True)
+    """
 
 
 class InputError(VocmatchError):
-    """A path or argument given to the library cannot be used (not a directory, empty set)."""
+    """A path or argument given to the library cannot be used (not a directory, empty set).
+
+    Example:
+        >>> import vocmatch
+        >>> try:
+        ...     vocmatch.evaluate("fixtures/demo/pred", "fixtures/demo/gt/nothing-here")
+        ... except InputError as error:
+        ...     print(type(error).__name__)
+        InputError
+    """
 
 
 class RequestError(InputError):
@@ -65,6 +79,10 @@ class AnnotationError(VocmatchError):
         path: The file the problem is in.
         message: What is wrong, in one line.
         line: The 1-based source line, when known.
+
+    Example:
+        >>> print(AnnotationError("gt/a.xml", "<ymin> is not a number: 'x1'", line=14))
+        gt/a.xml:14: <ymin> is not a number: 'x1'
     """
 
     def __init__(self, path: str, message: str, line: int | None = None) -> None:
@@ -83,7 +101,18 @@ class AnnotationError(VocmatchError):
 
 
 class VocmatchWarning(UserWarning):
-    """A recoverable problem: the data was still evaluated, but the user should know."""
+    """A recoverable problem: the data was still evaluated, but the user should know.
+
+    The library warns with it and never prints; a caller may collect them.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warnings.warn("a.jpg: not a picture", VocmatchWarning)
+        >>> caught[0].category.__name__
+        'VocmatchWarning'
+    """
 
 
 #: Skipped files a "no readable annotation files" error names before counting the rest.

@@ -598,6 +598,11 @@ class DiffRequest(ScoreOptions):
         bootstrap: Resamples of the images shared by both runs (None: no bootstrap).
         seed: The bootstrap's seed.
         alpha: With a bootstrap, a gate fails only when its fall is significant at this level.
+
+    Example:
+        >>> request = DiffRequest(gt="gt", pred_a="a", pred_b="b", gates=["map=-0.01"])
+        >>> request.conventions().protocol, request.pred_format
+        ('default', 'voc')
     """
 
     gt: PathLike
@@ -619,6 +624,15 @@ class DiffReport:
         results: Every regression gate checked, in the order given.
         evidence: The paired bootstrap, when asked for.
         skipped: Files that could not be read in either run, each once.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.compare(
+        ...     "fixtures/diff/gt", "fixtures/diff/pred_a", "fixtures/diff/pred_b",
+        ...     gates=["map=0"],
+        ... )
+        >>> found.passed, str(found.results[0]).split(" (")[0]
+        (False, 'map 0.8333 -> 0.7500')
     """
 
     diff: EvaluationDiff
@@ -745,6 +759,11 @@ class SuspectsRequest(ReadOptions):
         background_iou: At most this IoU with every object, a prediction overlaps nothing.
         match_iou: At or above this IoU a prediction is on an object.
         duplicate_iou: At or above this IoU two objects of one class are one object twice.
+
+    Example:
+        >>> request = SuspectsRequest(gt="gt", pred="results.json", pred_format="coco")
+        >>> request.options().confidence
+        0.5
     """
 
     gt: PathLike

@@ -50,6 +50,13 @@ class TableOptions:
         only_failing: List only images with a false positive or a missed object.
         errors: Add the error breakdown and the confusion matrix (needs the analysis).
         tightness: Add the IoU and edge-offset histograms (needs the analysis).
+
+    Example:
+        >>> import vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", analysis=True)
+        >>> text = render_text(report, "table", TableOptions(max_rows=3, errors=True))
+        >>> "Errors (TIDE types at IoU 0.5, background IoU 0.1)" in text
+        True
     """
 
     max_rows: int = 20
@@ -75,6 +82,12 @@ def render_text(
 
     Raises:
         ValueError: No format has that name.
+
+    Example:
+        >>> import json, vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> json.loads(render_text(report, "json"))["summary"]["map"]
+        0.625
     """
     from vocmatch.evidence.report import Evidence
 
@@ -152,8 +165,21 @@ def render_html(report: EvalReport, pictures: Pictures | None = None) -> str:
 
     The score slider starts at the lowest threshold in force.
 
+    Args:
+        report: What the run found, with its boxes kept (``boxes=True``).
+        pictures: The images' pictures, read by :func:`vocmatch.render.html.read_pictures`.
+
+    Returns:
+        The page, one string.
+
     Raises:
         ValueError: The report kept no boxes (ask for them in the request).
+
+    Example:
+        >>> import vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", boxes=True)
+        >>> render_html(report).startswith("<!DOCTYPE html>")
+        True
     """
     from vocmatch.render.html import html_report
 
