@@ -41,6 +41,7 @@ DEFAULT_BACKGROUND_IOU = 0.1
 DIFF_MAX_ROWS = 20
 DEFAULT_DUPLICATE_IOU = 0.9
 F = TypeVar("F", bound=Callable[..., Any])
+G = TypeVar("G")
 
 
 def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
@@ -273,16 +274,30 @@ def score_threshold_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+def _gates(
+    parse: Callable[[str], G],
+) -> Callable[[click.Context, click.Parameter, tuple[str, ...]], tuple[G, ...]]:
+    """An option callback reading each value with ``parse``, the one gate grammar
+    (:func:`vocmatch.evidence.gates.read_gate_text`); a bad value is a usage error (exit 2)."""
+
+    def callback(
+        ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+    ) -> tuple[G, ...]:
+        try:
+            return tuple(parse(value) for value in values)
+        except ValueError as error:
+            raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+    return callback
+
+
 def gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[Gate, ...]:
     """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
     from vocmatch.evidence.gates import parse_gate
 
-    try:
-        return tuple(parse_gate(value) for value in values)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    return _gates(parse_gate)(ctx, param, values)
 
 
 def slice_option(
@@ -365,7 +380,4 @@ def regression_gate_option(
     """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
     from vocmatch.evidence.diff import parse_regression_gate
 
-    try:
-        return tuple(parse_regression_gate(value) for value in values)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    return _gates(parse_regression_gate)(ctx, param, values)
