@@ -17,18 +17,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 COMMANDS = {
+    "python -c pass": None,  # the interpreter alone (site, .pth files): the floor
     "vocmatch --version": ["--version"],
     "demo report": ["fixtures/demo/gt", "fixtures/demo/pred"],
     "demo report, json": ["fixtures/demo/gt", "fixtures/demo/pred", "--format", "json"],
 }
 
 
-def wall_time(args: list[str]) -> float:
-    """Seconds for one run of ``python -m vocmatch ARGS`` from the repository root."""
+def wall_time(args: list[str] | None) -> float:
+    """Seconds for one run of ``python -m vocmatch ARGS`` from the repository root (of
+    ``python -c pass`` for None)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = ["-c", "pass"] if args is None else ["-m", "vocmatch", *args]
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "vocmatch", *args],
+        [sys.executable, *command],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
