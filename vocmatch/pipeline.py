@@ -477,16 +477,20 @@ def _check_pred_path(options: ReadOptions, pred: PathLike) -> None:
     """A missing prediction path, or a file where a folder is read, in one line.
 
     Raises:
-        InputError: The path does not exist.
+        InputError: The path does not exist, or is no folder where one is read.
         RequestError: A file where the format reads a folder (field ``pred``, the path as
             value): a COCO results file, or one detector's txt file.
     """
     where = os.fspath(pred)
     if not os.path.exists(where):
         raise InputError(f"{where}: no such file or folder")
-    if options.pred_format != "coco" and not os.path.isdir(where):
-        kind = "COCO results" if where.lower().endswith(".json") else "predictions"
+    if options.pred_format == "coco" or os.path.isdir(where):
+        return
+    suffix = os.path.splitext(where)[1].lower()
+    if os.path.isfile(where) and suffix in (".json", ".txt"):
+        kind = "COCO results" if suffix == ".json" else "predictions"
         raise RequestError("pred", f"a file of {kind}, where a folder is read", where)
+    raise InputError(f"{where}: not a directory")
 
 
 def read_inputs(
