@@ -7,10 +7,13 @@ files from the current output; review the diff before committing it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from vocmatch.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -50,6 +53,22 @@ def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
 def demo() -> tuple[Path, Path]:
     """The bundled demo set: (gt_dir, pred_dir)."""
     return FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred"
+
+
+def run_cli(
+    *args: str, env: Mapping[str, str | None] | None = None, columns: int | None = None
+) -> tuple[int, str, str]:
+    """Run the command line in-process: (exit code, stdout, stderr), each kept apart.
+
+    Args:
+        *args: The arguments after ``vocmatch``.
+        env: Environment variables set for the run (None unsets one).
+        columns: The terminal width the run sees (``COLUMNS``).
+    """
+    if columns is not None:
+        env = {**(env or {}), "COLUMNS": str(columns)}
+    result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def datasets_or_skip(name: str) -> Path:

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
-from vocmatch.cli import main
+from tests.conftest import run_cli as run
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
@@ -415,11 +414,6 @@ def text_of(renderable: object, width: int = 100) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=width, color_system=None).print(renderable)
     return buffer.getvalue()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_error_report_golden(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:

@@ -6,17 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.conftest import run_cli as run
 from vocmatch.cli import EXIT_SKIPPED, EXIT_USAGE, main
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_columns
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_plain_form_prints_the_report(demo: tuple[Path, Path]) -> None:

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tests.conftest import ROOT
+from tests.conftest import run_cli as run
 from tests.test_bootstrap import EXPECTED_DEMO
-from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE, main
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE
 
 DEMO = ("fixtures/demo/gt", "fixtures/demo/pred")
 
@@ -20,11 +20,6 @@ DEMO = ("fixtures/demo/gt", "fixtures/demo/pred")
 def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run from the repository root so paths in the output match the expected text."""
     monkeypatch.chdir(ROOT)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def interval(entry: dict[str, object]) -> tuple[object, ...]:

@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
-from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
+from tests.conftest import run_cli as run
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 
 DEMO = ("fixtures/demo/gt", "fixtures/demo/pred")
 WARNING = "vocmatch: warning: no prediction file for 'street_05': its objects count as missed\n"
@@ -25,11 +25,6 @@ GOLDEN_GATES = (
 def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run from the repository root so paths in the output match the golden files."""
     monkeypatch.chdir(ROOT)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def golden(name: str) -> str:

@@ -8,11 +8,10 @@ import re
 from collections.abc import Callable
 
 import pytest
-from click.testing import CliRunner
 from rich.console import Console, RenderableType
 
-from tests.conftest import GOLDEN, ROOT
-from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
+from tests.conftest import GOLDEN, ROOT, run_cli
+from vocmatch.cli import EXIT_OK, EXIT_USAGE
 from vocmatch.core import calculator
 from vocmatch.core.calculator import BoxComparison, compare_boxes
 from vocmatch.render.diagram import MIN_COLS, box_metrics, overlap_diagram
@@ -36,10 +35,7 @@ EXAMPLES = {
 
 
 def run(*args: str, columns: int = 100) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        main, ["iou", *args], env={**ENV, "COLUMNS": str(columns)}, catch_exceptions=False
-    )
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli("iou", *args, env=ENV, columns=columns)
 
 
 def lines_of(text: str) -> list[str]:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
+from tests.conftest import run_cli
+from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "fixtures" / "labels"
@@ -28,8 +28,7 @@ ENV: dict[str, str | None] = {
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), env=ENV, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli(*args, env=ENV)
 
 
 def test_table_report_is_the_golden_file(golden: Callable[[str, str], None]) -> None:

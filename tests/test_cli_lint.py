@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tests.conftest import ROOT, datasets_or_skip
-from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE, main
+from tests.conftest import run_cli as run
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE
 from vocmatch.readers.lint import RULES
 
 CLEAN = (
@@ -32,11 +32,6 @@ BAD_FINDINGS = [
     "labels/bad.xml:2: V005 zero-area box 'cat': xmin 10 = xmax 10",
     "labels/bad.xml:3: V006 box 'dog' outside the 100x80 image: xmax 150 > width 100",
 ]
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

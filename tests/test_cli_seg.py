@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
+from tests.conftest import run_cli
 from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,8 +30,7 @@ ENV: dict[str, str | None] = {
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["seg", *args], env=ENV, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli("seg", *args, env=ENV)
 
 
 def write_mask(path: Path, values: npt.NDArray[np.uint8]) -> None:

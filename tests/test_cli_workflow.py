@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from vocmatch.cli import EXIT_USAGE, main
+from tests.conftest import run_cli
+from vocmatch.cli import EXIT_USAGE
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False, env=env)
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli(*args, env=env)
 
 
 @pytest.mark.parametrize(

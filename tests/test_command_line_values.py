@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tests.conftest import FIXTURES, ROOT
-from vocmatch.cli import EXIT_OK, EXIT_USAGE, main
+from tests.conftest import FIXTURES, ROOT, run_cli
+from vocmatch.cli import EXIT_OK, EXIT_USAGE
 
 DEMO = FIXTURES / "demo"
 DIFF = FIXTURES / "diff"
@@ -23,8 +22,7 @@ DIFF_RUN = ["diff", str(DIFF / "gt"), str(DIFF / "pred_a"), str(DIFF / "pred_b")
 
 
 def run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli(*args)
 
 
 #: Every option that takes a number of a bounded or finite kind, with its command.

@@ -12,10 +12,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from tests.conftest import ROOT, datasets_or_skip
-from vocmatch.cli import main
+from tests.conftest import run_cli as run
 from vocmatch.cli.options import PRED_FORMATS as CLI_PRED_FORMATS
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import AnnotationError, InputError
@@ -31,11 +30,6 @@ def bench(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def write_gt(

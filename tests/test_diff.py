@@ -9,11 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from rich.console import Console
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
-from vocmatch.cli import main
+from tests.conftest import run_cli as run
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError
@@ -178,11 +177,6 @@ def test_a_run_against_itself_changes_nothing() -> None:
     diff = evaluation_diff(evaluation, evaluation, pred, pred)
     assert not any(i.changed for i in diff.images)
     assert diff.summary.map.delta == 0.0
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 DIRS = [str(DIFF / "gt"), str(DIFF / "pred_a"), str(DIFF / "pred_b")]

@@ -15,10 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tests.conftest import FIXTURES, ROOT
-from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, main
+from tests.conftest import FIXTURES, ROOT, run_cli
+from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
 from vocmatch.cli.console import PICTURE_SUFFIXES
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX files and descriptors")
@@ -53,8 +52,7 @@ WRITERS = [
 
 
 def run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+    return run_cli(*args)
 
 
 @pytest.mark.parametrize("command", WRITERS)

@@ -12,6 +12,7 @@ import pytest
 
 import vocmatch
 import vocmatch.cli.options as cli
+from tests.conftest import ROOT
 
 HEAVY = ("numpy", "lxml", "rich", "rich_click", "shapely", "PIL", "jinja2")
 #: What drawing the help may load: rich-click and rich, nothing that computes.
@@ -98,3 +99,55 @@ def test_help_defaults_equal_the_library() -> None:
     assert cli.DEFAULT_BACKGROUND_IOU == DEFAULT_BACKGROUND_IOU
     assert cli.DIFF_MAX_ROWS == DIFF_MAX_ROWS
     assert cli.DEFAULT_DUPLICATE_IOU == DEFAULT_DUPLICATE_IOU
+
+
+# Modules the demo report must not load: each belongs to an option the run was not given.
+UNUSED_ON_EVAL = (
+    "vocmatch.evidence.suspects",
+    "vocmatch.evidence.analysis",
+    "vocmatch.evidence.bootstrap",
+    "vocmatch.evidence.diff",
+    "vocmatch.evidence.calibration",
+    "vocmatch.evaluation.seg",
+    "vocmatch.evaluation.labels",
+    "vocmatch.render.html",
+    "shapely",
+    "jinja2",
+    "PIL",
+)
+
+
+def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a command line run loads, in a fresh interpreter."""
+    probe = PROBE.replace("{heavy!r}", repr(names))
+    process = subprocess.run(
+        [sys.executable, "-c", probe.format(args=args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(ROOT),
+    )
+    line = next(x for x in process.stderr.splitlines() if x.startswith("LOADED "))
+    return list(json.loads(line.removeprefix("LOADED "))["loaded"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "also_unused"),
+    [
+        pytest.param([], (), id="table"),
+        pytest.param(["--format", "json"], ("rich", "vocmatch.render.terminal"), id="json"),
+    ],
+)
+def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple[str, ...]) -> None:
+    """The demo report loads no suspects, analysis, bootstrap, diff, labels or HTML module,
+    no shapely for boxes without shapes, and JSON output no rich."""
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", *extra]
+    assert modules_loaded_by(demo, UNUSED_ON_EVAL + also_unused) == []
+
+
+def test_the_module_probe_can_fail() -> None:
+    """The same probe sees the analysis module when --errors asks for it."""
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", "--errors"]
+    assert modules_loaded_by(demo, ("vocmatch.evidence.analysis",)) == [
+        "vocmatch.evidence.analysis"
+    ]

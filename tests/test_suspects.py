@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tests.conftest import FIXTURES, ROOT
-from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
+from tests.conftest import run_cli as run
+from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.evidence.suspects import Suspect, SuspectOptions, find_suspects, suspect_copy
 from vocmatch.readers.parse import AnnotationSet, parse_annotation, read_directory
@@ -169,11 +169,6 @@ def test_copy_needs_the_closing_tag() -> None:
 @pytest.fixture
 def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.usefixtures("at_root")

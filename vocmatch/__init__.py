@@ -1,4 +1,132 @@
-"""vocmatch: score object-detection annotations in PASCAL VOC / LabelImg XML."""
+"""vocmatch: score object-detection annotations in PASCAL VOC / LabelImg XML.
+
+The public API is listed in ``__all__``. Each name is imported when first used (PEP 562), so
+``import vocmatch`` loads neither numpy, lxml nor rich.
+
+Example:
+    >>> import vocmatch
+    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc07")
+    >>> print(vocmatch.render_text(report, "markdown").splitlines()[0])
+    ## vocmatch evaluation
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+#: Each public name and the module that defines it.
+_WHERE = {
+    # whole runs
+    "evaluate": "vocmatch.pipeline",
+    "EvalRequest": "vocmatch.pipeline",
+    "EvalReport": "vocmatch.evidence.report",
+    "Evidence": "vocmatch.evidence.report",
+    "compare": "vocmatch.pipeline",
+    "DiffRequest": "vocmatch.pipeline",
+    "DiffReport": "vocmatch.pipeline",
+    "find_suspects": "vocmatch.pipeline",
+    "SuspectsRequest": "vocmatch.pipeline",
+    "operating_thresholds": "vocmatch.pipeline",
+    # evaluation state: arrays in, shards merged exactly
+    "Evaluator": "vocmatch.evaluation.incremental",
+    "evaluator_for": "vocmatch.pipeline",
+    # outputs
+    "render_text": "vocmatch.render.report",
+    "render_html": "vocmatch.render.report",
+    "TableOptions": "vocmatch.render.report",
+    # the parts
+    "evaluate_directories": "vocmatch.evaluation.evaluate",
+    "Evaluation": "vocmatch.evaluation.evaluate",
+    "protocol": "vocmatch.core.protocol",
+    "Conventions": "vocmatch.core.protocol",
+    "iou_matrix": "vocmatch.core.iou",
+    "Box": "vocmatch.core.model",
+    "ImageAnnotation": "vocmatch.core.model",
+    "AnnotationSet": "vocmatch.readers.parse",
+    # errors
+    "VocmatchError": "vocmatch.errors",
+    "InputError": "vocmatch.errors",
+    "RequestError": "vocmatch.errors",
+    "StateError": "vocmatch.errors",
+    "AnnotationError": "vocmatch.errors",
+    "VocmatchWarning": "vocmatch.errors",
+}
+
+__all__ = [
+    "AnnotationError",
+    "AnnotationSet",
+    "Box",
+    "Conventions",
+    "DiffReport",
+    "DiffRequest",
+    "EvalReport",
+    "EvalRequest",
+    "Evaluation",
+    "Evaluator",
+    "Evidence",
+    "ImageAnnotation",
+    "InputError",
+    "RequestError",
+    "StateError",
+    "SuspectsRequest",
+    "TableOptions",
+    "VocmatchError",
+    "VocmatchWarning",
+    "__version__",
+    "compare",
+    "evaluate",
+    "evaluate_directories",
+    "evaluator_for",
+    "find_suspects",
+    "iou_matrix",
+    "operating_thresholds",
+    "protocol",
+    "render_html",
+    "render_text",
+]
+
+if TYPE_CHECKING:
+    from vocmatch.core.iou import iou_matrix
+    from vocmatch.core.model import Box, ImageAnnotation
+    from vocmatch.core.protocol import Conventions, protocol
+    from vocmatch.errors import (
+        AnnotationError,
+        InputError,
+        RequestError,
+        StateError,
+        VocmatchError,
+        VocmatchWarning,
+    )
+    from vocmatch.evaluation.evaluate import Evaluation, evaluate_directories
+    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evidence.report import EvalReport, Evidence
+    from vocmatch.pipeline import (
+        DiffReport,
+        DiffRequest,
+        EvalRequest,
+        SuspectsRequest,
+        compare,
+        evaluate,
+        evaluator_for,
+        find_suspects,
+        operating_thresholds,
+    )
+    from vocmatch.readers.parse import AnnotationSet
+    from vocmatch.render.report import TableOptions, render_html, render_text
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vocmatch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

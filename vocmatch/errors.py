@@ -11,6 +11,7 @@ from collections.abc import Sequence
 __all__ = [
     "AnnotationError",
     "InputError",
+    "RequestError",
     "StateError",
     "VocmatchError",
     "VocmatchWarning",
@@ -19,16 +20,68 @@ __all__ = [
 
 
 class VocmatchError(Exception):
-    """Base class of every error vocmatch raises on purpose."""
+    """Base class of every error vocmatch raises on purpose: catch it to catch them all.
+
+    Example:
+        >>> issubclass(AnnotationError, VocmatchError), issubclass(RequestError, VocmatchError)
+        (True, True)
+    """
 
 
 class InputError(VocmatchError):
-    """A path or argument given to the library cannot be used (not a directory, empty set)."""
+    """A path or argument given to the library cannot be used (not a directory, empty set).
+
+    Example:
+        >>> import vocmatch
+        >>> try:
+        ...     vocmatch.evaluate("fixtures/demo/pred", "fixtures/demo/gt/nothing-here")
+        ... except InputError as error:
+        ...     print(type(error).__name__)
+        InputError
+    """
+
+
+class RequestError(InputError):
+    """A field of a request holds a value that cannot be used, or one that needs another.
+
+    ``field`` names the request's field (``"split"``, ``"names"``, ``"slices"``), so that a
+    caller can word the message for its own inputs: the command line names its option.
+
+    Args:
+        field: The request field at fault.
+        message: What is wrong, in one line, naming no spelling of the field.
+        value: The value given, when the message is about it.
+
+    >>> print(RequestError("split", "no such file", value="tset"))
+    split 'tset': no such file
+    >>> print(RequestError("slices", "no image was evaluated"))
+    slices: no image was evaluated
+    """
+
+    def __init__(self, field: str, message: str, value: str | None = None) -> None:
+        self.field = field
+        self.message = message
+        self.value = value
+        where = field if value is None else f"{field} {value!r}"
+        super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple[type[RequestError], tuple[str, str, str | None]]:
+        # Picklable, as AnnotationError, to cross a process pool boundary.
+        return (type(self), (self.field, self.message, self.value))
 
 
 class StateError(VocmatchError):
     """An evaluator state cannot be read (truncated, corrupted, another format version), or
-    two states cannot be merged (other options, clashing class tables, a shared image)."""
+    two states cannot be merged (other options, clashing class tables, a shared image).
+
+    Example:
+        >>> import vocmatch
+        >>> try:
+        ...     vocmatch.Evaluator("voc12").merge(vocmatch.Evaluator("coco"))
+        ... except StateError as error:
+        ...     print(type(error).__name__)
+        StateError
+    """
 
 
 class AnnotationError(VocmatchError):
@@ -41,6 +94,10 @@ class AnnotationError(VocmatchError):
         path: The file the problem is in.
         message: What is wrong, in one line.
         line: The 1-based source line, when known.
+
+    Example:
+        >>> print(AnnotationError("gt/a.xml", "<ymin> is not a number: 'x1'", line=14))
+        gt/a.xml:14: <ymin> is not a number: 'x1'
     """
 
     def __init__(self, path: str, message: str, line: int | None = None) -> None:
@@ -59,7 +116,18 @@ class AnnotationError(VocmatchError):
 
 
 class VocmatchWarning(UserWarning):
-    """A recoverable problem: the data was still evaluated, but the user should know."""
+    """A recoverable problem: the data was still evaluated, but the user should know.
+
+    The library warns with it and never prints; a caller may collect them.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warnings.warn("a.jpg: not a picture", VocmatchWarning)
+        >>> caught[0].category.__name__
+        'VocmatchWarning'
+    """
 
 
 #: Skipped files a "no readable annotation files" error names before counting the rest.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from vocmatch.cli.exits import EXIT_USAGE
-from vocmatch.errors import VocmatchError, VocmatchWarning
+from vocmatch.errors import RequestError, VocmatchError, VocmatchWarning
 from vocmatch.escapes import printable
 from vocmatch.render.files import InputFolder, OutputError, check_output
 from vocmatch.render.files import write_text as write_file
@@ -40,30 +40,6 @@ def stdout_console() -> Console:
     return Console(highlight=False, markup=False, emoji=False)
 
 
-#: The width content is measured at: wider than any line of a report.
-_UNBOUNDED_WIDTH = 1_000_000
-
-
-def content_width(console: Console, renderable: RenderableType) -> tuple[int, int]:
-    """The narrowest width at which ``renderable`` squeezes no table (a squeezed table cuts
-    its cells, and its class names), and the width at which it wraps nothing."""
-    from rich.console import Group
-    from rich.measure import Measurement
-    from rich.table import Table
-
-    options = console.options.update_width(_UNBOUNDED_WIDTH)
-
-    def narrowest(part: RenderableType) -> int:
-        if isinstance(part, Group):
-            return max((narrowest(child) for child in part.renderables), default=1)
-        measured = Measurement.get(console, options, part)
-        # Text may wrap between words; a table is kept whole.
-        return measured.maximum if isinstance(part, Table) else measured.minimum
-
-    widest = Measurement.get(console, options, renderable).maximum
-    return max(narrowest(renderable), 1), max(widest, 1)
-
-
 def print_report(console: Console, renderable: RenderableType) -> None:
     """Print a report on stdout at a width that suits where it goes.
 
@@ -72,6 +48,8 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     rich's 80-column default. Never narrower than the content's narrowest form: a class name
     is not broken inside a word, a line is longer than the terminal instead.
     """
+    from vocmatch.render.report import content_width
+
     narrowest, widest = content_width(console, renderable)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = widest
@@ -82,14 +60,9 @@ def print_report(console: Console, renderable: RenderableType) -> None:
 
 def report_text(renderable: RenderableType) -> str:
     """A report as plain text at the content's own width (for ``--output`` files)."""
-    from rich.console import Console
+    from vocmatch.render.report import plain_text
 
-    buffer = io.StringIO()
-    # No markup or emoji codes: a string from the data prints as it is written.
-    console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
-    console.width = content_width(console, renderable)[1]
-    console.print(renderable)
-    return buffer.getvalue()
+    return plain_text(renderable)
 
 
 def echo_err(text: str) -> None:
@@ -113,8 +86,51 @@ def library_errors() -> Iterator[None]:
     except OutputError as error:
         echo_err(f"vocmatch: {error}")
         raise click.exceptions.Exit(EXIT_USAGE) from None
+    except RequestError as error:
+        raise request_error(error) from None
     except VocmatchError as error:
         raise fail(str(error)) from None
+
+
+#: The option that sets each field of a library request, for the messages about it.
+OPTION_OF_FIELD = {
+    "split": "--split",
+    "gates": "--fail-under",
+    "slices": "--slice",
+    "names": "--names",
+    "coco_gt": "--coco-gt",
+    "pred_format": "--pred-format",
+    "protocol": "--protocol",
+    "score_thresholds": "--score-thresholds",
+}
+
+#: Fields whose misuse is a usage error, worded with the options that go together.
+_USAGE_WORDING = {
+    "coco_gt": "--coco-gt names the ids of --pred-format coco results",
+    "names": "--names names the class indices of --pred-format yolo files",
+    "pred_format": "--pred-format yolo needs --names FILE (class names, one per line)",
+}
+
+
+def request_error(error: RequestError) -> click.ClickException | click.exceptions.Exit:
+    """A library request's error in the command line's words: its options, not its fields.
+
+    A class table given with the wrong format is a usage error; a prediction file where a
+    folder is read says which format reads it; anything else is ``--option: message``.
+    """
+    if error.field in _USAGE_WORDING and error.value in (None, "yolo"):
+        return click.UsageError(_USAGE_WORDING[error.field])
+    if error.field == "pred":
+        path = error.value or ""
+        if path.lower().endswith(".json"):
+            return fail(f"{path}: a file, not a folder: give --pred-format coco for COCO results")
+        return fail(
+            f"{path}: a file, not a folder: give the folder that holds it (--pred-format yolo "
+            "or voc-results read folders of .txt files)"
+        )
+    option = OPTION_OF_FIELD.get(error.field, error.field)
+    where = option if error.value is None else f"{option} {error.value!r}"
+    return fail(f"{where}: {error.message}")
 
 
 #: Suffixes of the pictures --images reads (vocmatch.render.html.PICTURE_SUFFIXES).
@@ -289,8 +305,11 @@ class ProgressDisplay:
         bar.update(self.stage_task, description=description, completed=done, total=total)
 
     def close(self) -> None:
+        """Stop the bar and show no other; closing again does nothing."""
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
+        self.enabled = False
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ from vocmatch.cli.console import (
     echo_err,
     library_errors,
     print_report,
+    progress_display,
     reader_may_leave,
     report_text,
     stdout_console,
@@ -22,28 +22,39 @@ from vocmatch.cli.console import (
     xml_folders,
 )
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
-from vocmatch.cli.inputs import refuse_unpaired
+from vocmatch.cli.inputs import prediction_inputs
 from vocmatch.cli.options import (
     DIFF_MAX_ROWS,
     PAIRED_BOOTSTRAP_HELP,
     convention_options,
-    conventions_from,
     evidence_options,
+    fold_case_option,
     format_option,
+    jobs_option,
+    max_file_size_option,
     max_rows_option,
     output_option,
+    pred_format_options,
+    quiet_option,
     regression_gate_option,
+    score_threshold_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.pipeline import DiffRequest, compare
 
 if TYPE_CHECKING:
+    from vocmatch.core.ap import Interpolation
+    from vocmatch.core.match import MatchRule
+    from vocmatch.core.protocol import DifficultRule
     from vocmatch.evidence.diff import RegressionGate
+    from vocmatch.pipeline import DiffReport, Geometry, PredFormat
 
 
 @main.command("diff")
 @click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_a_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_b_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_a_dir", type=InputPath(path_type=Path))
+@click.argument("pred_b_dir", type=InputPath(path_type=Path))
+@pred_format_options
 @convention_options
 @format_option(
     ["table", "json", "markdown"],
@@ -54,11 +65,12 @@ if TYPE_CHECKING:
 @max_rows_option(
     DIFF_MAX_ROWS, "Rows of the changed-images table (worst first); 0 shows every changed image."
 )
-@click.option(
-    "--fold-case",
-    is_flag=True,
-    help="Lower-case class names before matching, so Car and car are one class (as eval's "
-    "--fold-case).",
+@fold_case_option(
+    "Lower-case class names before matching, so Car and car are one class (as eval's --fold-case)."
+)
+@score_threshold_option(
+    "Count only predictions with score >= T in both runs: TP, FP, FN, precision, recall "
+    "and the changed images. AP uses every prediction."
 )
 @click.option(
     "--fail-on-regression",
@@ -80,83 +92,85 @@ if TYPE_CHECKING:
     "DELTA and significantly so, its one-sided p-value (the share of resamples whose change "
     "is not below DELTA) at most ALPHA, such as 0.05.",
 )
+@max_file_size_option
+@jobs_option()
+@quiet_option
 def diff_command(
     gt_dir: Path,
     pred_a_dir: Path,
     pred_b_dir: Path,
+    pred_format: PredFormat,
+    coco_gt: Path | None,
+    names_file: Path | None,
+    split: str | None,
+    geometry: Geometry,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
     pixel_inclusive: bool | None,
-    match_rule: str | None,
-    difficult: str | None,
-    interpolation: str | None,
+    match_rule: MatchRule | None,
+    difficult: DifficultRule | None,
+    interpolation: Interpolation | None,
     output_format: str,
     output: Path | None,
     max_rows: int,
     fold_case: bool,
+    score_threshold: float | None,
     fail_on_regression: tuple[RegressionGate, ...],
     bootstrap_resamples: int | None,
     seed: int,
     alpha: float | None,
+    max_file_size: int,
+    jobs: int,
+    quiet: bool,
 ) -> None:
     """Compare two runs, PRED_A_DIR (the reference) and PRED_B_DIR, on the ground truth in
     GT_DIR: two models, or two labelling passes.
 
     Shows the change in mAP, precision and recall overall and per class, and per image the
     objects newly missed or newly found and the false positives added or removed, worst
-    regression first.
+    regression first. Both runs are read with the same --pred-format.
     """
+    if alpha is not None and bootstrap_resamples is None:
+        raise click.UsageError("--significant tests the paired bootstrap: give --bootstrap N too")
+    check_outputs(
+        [output],
+        files=[*([pred_a_dir, pred_b_dir] if pred_format == "coco" else []), coco_gt, names_file],
+        folders=xml_folders(gt_dir)
+        + prediction_inputs(pred_a_dir, pred_format)
+        + prediction_inputs(pred_b_dir, pred_format),
+    )
+    request = DiffRequest(
+        gt=gt_dir, pred_a=pred_a_dir, pred_b=pred_b_dir, pred_format=pred_format,
+        coco_gt=coco_gt, names=names_file, split=split, geometry=geometry,
+        max_file_size=max_file_size, jobs=jobs, protocol=protocol_name, iou=iou,
+        strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,
+        match_rule=match_rule, difficult=difficult, interpolation=interpolation,
+        fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
+        bootstrap=bootstrap_resamples, seed=seed, alpha=alpha,
+    )  # fmt: skip
+    with library_errors(), progress_display(quiet) as progress:
+        found = compare(request, progress=progress)
+    for line in found.skipped:
+        echo_err(f"vocmatch: skipped {line}")
+    show_diff_report(found, output_format, output, max_rows)
+    for result in found.results:
+        if not result.passed:
+            echo_err(f"vocmatch: regression: {result}")
+    if not found.passed:
+        raise click.exceptions.Exit(EXIT_GATE)
+    if found.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
 
-    from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
-    from vocmatch.evidence.diff import check_regressions, evaluation_diff
-    from vocmatch.readers.scan import read_column_pair, read_columns
+
+def show_diff_report(
+    found: DiffReport, output_format: str, output: Path | None, max_rows: int
+) -> None:
+    """The diff on stdout or in ``output``, as a table, JSON or Markdown."""
     from vocmatch.render.machine import diff_to_json, diff_to_markdown
     from vocmatch.render.terminal import diff_report
 
-    if alpha is not None and bootstrap_resamples is None:
-        raise click.UsageError("--significant tests the paired bootstrap: give --bootstrap N too")
-    conventions = conventions_from(
-        protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
-        interpolation,
-    )  # fmt: skip
-    check_outputs([output], folders=xml_folders(gt_dir, pred_a_dir, pred_b_dir))
-    with library_errors():
-        # The vectorised path, as for eval: the same evaluations, with every per-box match.
-        jobs = os.cpu_count() or 1
-        gt_columns, pred_a_columns = read_column_pair(gt_dir, pred_a_dir, jobs)
-        pred_b_columns = read_columns(pred_b_dir, jobs)
-        refuse_unpaired(gt_columns, pred_a_columns, pred_a_dir)
-        refuse_unpaired(gt_columns, pred_b_columns, pred_b_dir)
-        evaluation_a, matched_a = evaluate_matched(
-            gt_columns, pred_a_columns, conventions, fold_case=fold_case
-        )
-        evaluation_b, matched_b = evaluate_matched(
-            gt_columns, pred_b_columns, conventions, fold_case=fold_case
-        )
-        evidence = None
-        if bootstrap_resamples is not None:
-            from vocmatch.evidence.bootstrap import paired_bootstrap, resampler
-
-            evidence = paired_bootstrap(
-                evaluation_a, resampler(evaluation_a, matched_a),
-                evaluation_b, resampler(evaluation_b, matched_b),
-                bootstrap_resamples, seed, jobs=jobs,
-            )  # fmt: skip
-        del matched_a, matched_b
-        pred_a, pred_b = pred_a_columns.to_annotations(), pred_b_columns.to_annotations()
-        if fold_case:
-            # The image-by-image comparison sees the names that were matched.
-            pred_a, pred_b = fold_names(pred_a), fold_names(pred_b)
-        del gt_columns, pred_a_columns, pred_b_columns
-        diff = evaluation_diff(
-            evaluation_a, evaluation_b, pred_a, pred_b, str(pred_a_dir), str(pred_b_dir)
-        )
-        results = check_regressions(diff, fail_on_regression, evidence, alpha)
-    skipped = {str(s): None for s in (*evaluation_a.skipped, *evaluation_b.skipped)}
-    for line in skipped:
-        echo_err(f"vocmatch: skipped {line}")
+    diff, results, evidence = found.diff, found.results, found.evidence
     if output_format in ("json", "markdown"):
         text = (
             diff_to_json(diff, results, evidence)
@@ -172,10 +186,3 @@ def diff_command(
             print_report(stdout_console(), diff_report(diff, results, max_rows, evidence))
     else:
         write_text(output, report_text(diff_report(diff, results, max_rows, evidence)))
-    for result in results:
-        if not result.passed:
-            echo_err(f"vocmatch: regression: {result}")
-    if not all(r.passed for r in results):
-        raise click.exceptions.Exit(EXIT_GATE)
-    if skipped:
-        raise click.exceptions.Exit(EXIT_SKIPPED)

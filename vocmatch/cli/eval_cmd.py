@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,6 @@ from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
     echo_err,
-    fail,
     library_errors,
     print_report,
     progress_display,
@@ -29,78 +27,57 @@ from vocmatch.cli.console import (
     write_text,
     xml_folders,
 )
-from vocmatch.cli.evidence import Evidence, evidence_for, evidence_report, operating_thresholds
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
-from vocmatch.cli.inputs import prediction_inputs, read_inputs
+from vocmatch.cli.inputs import prediction_inputs
 from vocmatch.cli.merge_cmd import save_shard, shard_options
 from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
-    DEFAULT_MAX_BYTES,
+    FOLD_CASE_HELP,
     HTML_PICTURE_MAX_SIDE,
     convention_options,
-    conventions_from,
     evidence_options,
+    fold_case_option,
     format_option,
     gate_option,
+    jobs_option,
+    max_file_size_option,
     max_rows_option,
     output_option,
     pred_format_options,
+    quiet_option,
+    score_threshold_option,
     slice_options,
 )
 from vocmatch.cli.params import (
     FiniteFloatRange,
-    GrammarFloat,
     InputPath,
     OutputPath,
     WholeNumberRange,
-    byte_size,
-    finite_option,
 )
 from vocmatch.errors import VocmatchWarning
+from vocmatch.pipeline import (
+    EvalRequest,
+    Geometry,
+    Inputs,
+    PredFormat,
+    ReadOptions,
+    evaluate,
+    operating_thresholds,
+)
 from vocmatch.render.files import InputFolder
+from vocmatch.render.report import TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from vocmatch.core.ap import Interpolation
+    from vocmatch.core.match import MatchRule
+    from vocmatch.core.protocol import DifficultRule
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
-    from vocmatch.evaluation.thresholds import ScoreThresholds
-    from vocmatch.evidence.analysis import ErrorAnalysis
-    from vocmatch.evidence.gates import Gate, GateReport
+    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.readers.parse import AnnotationSet
-
-
-def machine_text(
-    output_format: str,
-    evaluation: Evaluation,
-    gates: GateReport,
-    analysis: ErrorAnalysis | None = None,
-    evidence: Evidence | None = None,
-    thresholds: ScoreThresholds | None = None,
-    beta: float = 1.0,
-) -> str:
-    """The evaluation in one of the file formats (every ``--format`` but ``table``); JSON
-    carries the error analysis and the evidence when given, the score thresholds and the
-    operating points."""
-    from vocmatch.render.machine import to_csv_images, to_json, to_junit, to_markdown
-
-    if output_format == "json":
-        found = evidence or Evidence()
-        return to_json(
-            evaluation,
-            analysis,
-            bootstrap=found.bootstrap,
-            thresholds=thresholds,
-            beta=beta,
-            slices=found.slices,
-            calibration=found.calibration,
-        )
-    if output_format == "csv":
-        return to_csv_images(evaluation)
-    if output_format == "markdown":
-        return to_markdown(evaluation, gates, (evidence or Evidence()).bootstrap)
-    return to_junit(evaluation, gates)
 
 
 @main.command("eval")
@@ -174,15 +151,10 @@ def machine_text(
     metavar="N",
     help="Exit 1 if any image has more than N missed objects.",
 )
-@click.option(
-    "--score-threshold",
-    type=GrammarFloat(),
-    callback=finite_option,
-    default=None,
-    metavar="T",
-    help="Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
+@score_threshold_option(
+    "Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
     "gates, confusion, errors and HTML overlays. AP uses every prediction. A prediction "
-    "without a score passes no threshold.",
+    "without a score passes no threshold."
 )
 @click.option(
     "--score-thresholds",
@@ -230,47 +202,29 @@ def machine_text(
     is_flag=True,
     help="Add IoU and edge-offset histograms of the matched boxes to the table report.",
 )
-@click.option(
-    "--fold-case",
-    is_flag=True,
-    help="Lower-case class names before matching, so Car and car are one class (without it, "
-    "names differing only in case are counted apart and noted).",
-)
-@click.option(
-    "--max-file-size",
-    callback=byte_size,
-    default=f"{DEFAULT_MAX_BYTES // 1024**2}M",
-    show_default=True,
-    metavar="SIZE",
-    help="Skip larger annotation files unread (5000, 64K, 32M, 1G; powers of 1024).",
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=WholeNumberRange(min=0),
-    default=0,
-    help="Processes that read files in parallel; 0 (the default) uses every core.",
-)
+@fold_case_option(FOLD_CASE_HELP)
+@max_file_size_option
+@jobs_option()
 @evidence_options
 @slice_options
 @shard_options
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
+@quiet_option
 def eval_command(
     gt_dir: Path,
     pred_dir: Path,
     mode: str,
-    pred_format: str,
+    pred_format: PredFormat,
     coco_gt: Path | None,
     names_file: Path | None,
     split: str | None,
-    geometry: str,
+    geometry: Geometry,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
     pixel_inclusive: bool | None,
-    match_rule: str | None,
-    difficult: str | None,
-    interpolation: str | None,
+    match_rule: MatchRule | None,
+    difficult: DifficultRule | None,
+    interpolation: Interpolation | None,
     output_format: str,
     output: Path | None,
     max_rows: int,
@@ -305,23 +259,16 @@ def eval_command(
     With --mode labels, only the class names in each file count.
     """
 
-    # The report's modules (rich, vocmatch.render.terminal) are imported below only for the outputs
-    # that need them: JSON on stdout starts a tenth of a second sooner without them.
-    from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
-    from vocmatch.evaluation.thresholds import ScoreThresholds, read_score_thresholds
-    from vocmatch.evidence.gates import check_gates
-
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
             max_file_size, jobs, pred_format, coco_gt, names_file, split,
         )  # fmt: skip
         return
-    if shard is not None and save_state is None:
-        raise click.UsageError("--shard evaluates part of the images: give --save-state FILE too")
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
+    if shard is not None and save_state is None:
+        raise click.UsageError("--shard evaluates part of the images: give --save-state FILE too")
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
         files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
@@ -330,115 +277,70 @@ def eval_command(
         + prediction_inputs(pred_dir, pred_format)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
     )  # fmt: skip
-    conventions = conventions_from(
-        protocol_name, iou, strict_threshold, pixel_inclusive, match_rule, difficult,
-        interpolation,
+    request = EvalRequest(
+        gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+        split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
+        protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
+        pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
+        interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
+        score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
+        max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
+        boxes=html_file is not None or output_format == "junit",
+        reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
+        slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
     )  # fmt: skip
-    # Per-box records are built only for the outputs that show boxes: they cost more than
-    # the evaluation itself on large sets.
-    needs_boxes = html_file is not None or errors or tightness or output_format == "junit"
-    with library_errors():
-        per_class = read_score_thresholds(score_thresholds_file) if score_thresholds_file else {}
-    thresholds = ScoreThresholds.of(score_threshold, per_class)
+    if save_state is not None:
+        save_shard(request, shard, save_state, quiet)
+        return
     with library_errors(), progress_display(quiet) as progress:
-        gt_columns, pred_columns = read_inputs(
-            gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size, progress.files, split, geometry,
-        )  # fmt: skip
-        if save_state is not None:
-            save_shard(
-                gt_columns, pred_columns, conventions, fold_case, thresholds or None, shard,
-                save_state,
-            )  # fmt: skip
-            return
-        evaluation, matched = evaluate_matched(
-            gt_columns,
-            pred_columns,
-            conventions,
-            keep_matches=needs_boxes,
-            fold_case=fold_case,
-            progress=progress.stages,
-            score_thresholds=thresholds or None,
-        )
-        if thresholds:
-            refuse_unknown_classes(per_class, evaluation, score_thresholds_file)
-            evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
-    gt = pred = None
-    if needs_boxes:
-        gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
-        if fold_case:
-            # The error analysis and the HTML report see the names that were matched.
-            gt, pred = fold_names(gt), fold_names(pred)
-    evidence = evidence_for(
-        evaluation, matched, bootstrap_resamples, seed, slice_specs, calibration_bins,
-        html=html_file is not None,
-    )  # fmt: skip
-    # The columns are the largest thing held; the outputs below need only the evaluation.
-    del gt_columns, pred_columns, matched
-    report_warnings(evaluation)
-    with library_errors():
-        gates = check_gates(evaluation, fail_under, max_fp, max_fn, evidence.slices)
-    analysis = None
-    if (errors or tightness) and gt is not None and pred is not None:
-        from vocmatch.evidence.analysis import error_analysis
 
-        with library_errors():
-            analysis = error_analysis(evaluation, gt, pred, background_iou)
-    if output_format != "table":
-        text = machine_text(
-            output_format, evaluation, gates, analysis, evidence, thresholds or None, beta
-        )
-        if output is None:
-            with reader_may_leave():
-                click.echo(text, nl=False)
-        else:
-            from vocmatch.render.terminal import summary_table
+        def evaluated(evaluation: Evaluation) -> None:
+            progress.close()  # the warnings go below the finished bar, not through it
+            report_warnings(evaluation)
 
-            write_text(output, text)
-            with reader_may_leave():
-                print_report(stdout_console(), summary_table(evaluation))
-    else:
-        from rich.console import Group
-        from rich.text import Text
-
-        from vocmatch.render.terminal import ReportOptions, render, render_analysis, summary_table
-
-        options = ReportOptions(
-            max_rows=max_rows,
-            only_failing=only_failing,
-            score_thresholds=thresholds or None,
-            beta=beta,
-        )
-        console = stdout_console()
-        report = render(evaluation, options)
-        if analysis is not None:
-            threshold = evaluation.conventions.iou_threshold
-            extra = render_analysis(analysis, threshold, errors, tightness, max_rows)
-            report = Group(report, Text(), extra)
-        report = Group(report, *evidence_report(evidence, evaluation.conventions.iou_threshold))
-        if output is None:
-            with reader_may_leave():
-                print_report(console, report)
-        else:
-            write_text(output, report_text(report))
-            with reader_may_leave():
-                print_report(console, summary_table(evaluation))
+        report = evaluate(request, progress=progress, on_evaluated=evaluated)
+    table = TableOptions(max_rows, only_failing, errors, tightness)
+    show_eval_report(report, output_format, output, table)
     if classes_csv is not None:
         from vocmatch.render.machine import to_csv_classes
 
-        write_text(classes_csv, to_csv_classes(evaluation))
+        write_text(classes_csv, to_csv_classes(report.evaluation))
     if write_thresholds_file is not None:
-        write_text(write_thresholds_file, operating_thresholds(evaluation, beta))
-    if html_file is not None and gt is not None and pred is not None:
-        # The slider is one for every class: it starts at the lowest threshold in force.
-        values = [thresholds.default, *dict(thresholds.per_class).values()]
-        start = min((v for v in values if v is not None), default=0.0)
-        write_text(html_file, html_text(evaluation, gt, pred, images_dir, evidence, start))
-    report_gates(gates)
-    if not gates.passed:
+        write_text(write_thresholds_file, operating_thresholds(report))
+    if html_file is not None:
+        write_text(html_file, html_text(report, images_dir))
+    report_gates(report.gates)
+    if not report.passed:
         raise click.exceptions.Exit(EXIT_GATE)
-    if evaluation.skipped:
+    if report.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def show_eval_report(
+    report: EvalReport, output_format: str, output: Path | None, table: TableOptions
+) -> None:
+    """The report on stdout, or in ``output`` with the summary on the terminal."""
+    # The table's modules (rich, vocmatch.render.terminal) are imported only for the outputs
+    # that need them: JSON on stdout starts a tenth of a second sooner without them.
+    from vocmatch.render.report import render_table, render_text
+
+    if output_format != "table":
+        text = render_text(report, output_format)  # type: ignore[arg-type]  # click's choices
+        if output is None:
+            with reader_may_leave():
+                click.echo(text, nl=False)
+            return
+        write_text(output, text)
+    elif output is None:
+        with reader_may_leave():
+            print_report(stdout_console(), render_table(report, table))
+        return
+    else:
+        write_text(output, report_text(render_table(report, table)))
+    from vocmatch.render.terminal import summary_table
+
+    with reader_may_leave():
+        print_report(stdout_console(), summary_table(report.evaluation))
 
 
 #: The eval options that apply with --mode labels; any other given there is a usage error,
@@ -521,13 +423,14 @@ def labels_eval(
     only_failing: bool,
     max_file_size: int,
     jobs: int,
-    pred_format: str = "voc",
+    pred_format: PredFormat = "voc",
     coco_gt: Path | None = None,
     names_file: Path | None = None,
     split: str | None = None,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult, evaluate_labels
+    from vocmatch.pipeline import read_inputs
     from vocmatch.render.machine import labels_to_json
     from vocmatch.render.terminal import ReportOptions, label_summary, render_labels
 
@@ -546,75 +449,42 @@ def labels_eval(
     )
     with library_errors():
         # The parallel reader: the same objects and skipped files as read_pair.
-        gt_columns, pred_columns = read_inputs(
-            gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size, None, split,
+        options = ReadOptions(
+            pred_format=pred_format, coco_gt=coco_gt, names=names_file, split=split,
+            max_file_size=max_file_size, jobs=jobs,
         )  # fmt: skip
+        gt_columns, pred_columns = read_inputs(Inputs(gt_dir, pred_dir, options))
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
         del gt_columns, pred_columns
         evaluation = evaluate_labels(gt, pred, label_difficult)
     report_label_warnings(evaluation)
-    options = ReportOptions(max_rows=max_rows, only_failing=only_failing)
+    shown = ReportOptions(max_rows=max_rows, only_failing=only_failing)
     show_report(
         output_format,
         output,
         lambda: labels_to_json(evaluation),
-        lambda: render_labels(evaluation, options),
+        lambda: render_labels(evaluation, shown),
         lambda: label_summary(evaluation),
     )
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
 
 
-def html_text(
-    evaluation: Evaluation,
-    gt: AnnotationSet,
-    pred: AnnotationSet,
-    images_dir: Path | None,
-    evidence: Evidence | None = None,
-    score_start: float = 0.0,
-) -> str:
+def html_text(report: EvalReport, images_dir: Path | None) -> str:
     """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
     read is named on stderr and its overlay drawn blank."""
     # Imported here: the HTML report needs Jinja2 and Pillow, which other runs never load.
-    from vocmatch.render.html import html_report, read_pictures
+    from vocmatch.render.html import read_pictures
+    from vocmatch.render.report import render_html
 
     pictures = None
-    if images_dir is not None:
+    if images_dir is not None and report.gt is not None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", VocmatchWarning)
             with library_errors():
-                keys = [image.key for image in evaluation.images]
-                pictures = read_pictures(images_dir, gt, keys)
+                keys = [image.key for image in report.evaluation.images]
+                pictures = read_pictures(images_dir, report.gt, keys)
         for warning in caught:
             echo_err(f"vocmatch: warning: {warning.message}")
-    found = evidence or Evidence()
     with library_errors():
-        return html_report(
-            evaluation,
-            gt,
-            pred,
-            pictures,
-            bootstrap=found.bootstrap,
-            score_start=score_start,
-            slices=found.slices,
-            calibration=found.reliability,
-        )
-
-
-def refuse_unknown_classes(
-    per_class: dict[str, float], evaluation: Evaluation, path: Path | None
-) -> None:
-    """A usage error for a threshold of a class in neither the ground truth nor the
-    predictions: nearly always a typo, or the file of another data set."""
-    import difflib
-
-    known = sorted(c.name for c in evaluation.classes)
-    for name in per_class:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise fail(
-                f"{path}: a threshold for class {name!r}, which is in neither the ground "
-                f"truth nor the predictions{hint}"
-            )
+        return render_html(report, pictures)

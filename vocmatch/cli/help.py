@@ -33,6 +33,9 @@ _PROTOCOL = [
     "--interpolation",
 ]
 
+#: How predictions and ground truth are read, for every command that reads both.
+_INPUTS = ["--pred-format", "--coco-gt", "--names", "--split", "--geometry"]
+
 #: The option panels of each command, in the order shown.
 OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
     "vocmatch eval": [
@@ -83,22 +86,34 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
                 "--calibration-bins",
             ],
         },
+        {
+            "name": "Shards (merged by vocmatch merge)",
+            "options": ["--shard", "--save-state"],
+        },
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch diff": [
-        {"name": "Protocol", "options": [*_PROTOCOL, "--fold-case"]},
-        {"name": "Output", "options": ["--format", "--output", "--max-rows"]},
-        {"name": "Gates (exit 1 when one fails)", "options": ["--fail-on-regression"]},
+        {"name": "Inputs", "options": [*_INPUTS, "--fold-case", "--max-file-size"]},
+        {"name": "Protocol", "options": _PROTOCOL},
+        {"name": "Output", "options": ["--format", "--output", "--max-rows", "--quiet"]},
+        {
+            "name": "Gates (exit 1 when one fails)",
+            "options": ["--fail-on-regression", "--score-threshold"],
+        },
         {"name": "Evidence", "options": ["--bootstrap", "--seed", "--significant"]},
-        {"name": "Other", "options": ["--help"]},
+        {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch suspects": [
+        {"name": "Inputs", "options": [*_INPUTS, "--max-file-size"]},
         {
             "name": "Thresholds",
             "options": ["--confidence", "--background-iou", "--match-iou", "--duplicate-iou"],
         },
-        {"name": "Output", "options": ["--output", "--format", "--max-rows"]},
+        {"name": "Output", "options": ["--output", "--format", "--max-rows", "--quiet"]},
         {"name": "Performance", "options": ["--jobs", "--help"]},
+    ],
+    "vocmatch merge": [
+        {"name": "Output", "options": ["--format", "--output", "--max-rows", "--help"]},
     ],
     "vocmatch lint": [
         {
@@ -129,7 +144,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
 #: The command panels of ``vocmatch --help``.
 COMMAND_GROUPS: dict[str, list[CommandGroupDict]] = {
     "vocmatch": [
-        {"name": "Score predictions", "commands": ["eval", "diff", "seg"]},
+        {"name": "Score predictions", "commands": ["eval", "diff", "merge", "seg"]},
         {"name": "Check annotations", "commands": ["lint", "suspects"]},
         {"name": "One pair", "commands": ["iou"]},
     ],

@@ -16,6 +16,7 @@ from vocmatch.cli.console import (
     echo_err,
     library_errors,
     print_report,
+    progress_display,
     reader_may_leave,
     report_text,
     stdout_console,
@@ -25,9 +26,7 @@ from vocmatch.cli.options import format_option, max_rows_option, output_option
 from vocmatch.cli.params import InputPath, OutputPath
 
 if TYPE_CHECKING:
-    from vocmatch.core.protocol import Conventions
-    from vocmatch.evaluation.thresholds import ScoreThresholds
-    from vocmatch.readers.scan import ColumnSet
+    from vocmatch.pipeline import EvalRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,20 +66,13 @@ def shard_options(function: F) -> F:
 
 
 def save_shard(
-    gt: ColumnSet,
-    pred: ColumnSet,
-    conventions: Conventions,
-    fold_case: bool,
-    thresholds: ScoreThresholds | None,
-    shard: tuple[int, int] | None,
-    path: Path,
+    request: EvalRequest, shard: tuple[int, int] | None, path: Path, quiet: bool
 ) -> None:
     """Save the evaluator state of a shard's images (``eval --save-state``)."""
-    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.pipeline import evaluator_for
 
-    evaluator = Evaluator(conventions, fold_case=fold_case, score_thresholds=thresholds)
-    with library_errors():
-        evaluator.add_columns(gt, pred, shard=shard)
+    with library_errors(), progress_display(quiet) as progress:
+        evaluator = evaluator_for(request, shard=shard, progress=progress)
         evaluator.save(path)
     echo_err(f"saved {len(evaluator)} images to {path}")
 

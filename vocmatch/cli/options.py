@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vocmatch.cli.params import FiniteFloatRange, InputPath, OutputPath, WholeNumberRange
+from vocmatch.cli.params import (
+    FiniteFloatRange,
+    GrammarFloat,
+    InputPath,
+    OutputPath,
+    WholeNumberRange,
+    byte_size,
+    finite_option,
+)
 
 if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions
@@ -33,6 +41,7 @@ DEFAULT_BACKGROUND_IOU = 0.1
 DIFF_MAX_ROWS = 20
 DEFAULT_DUPLICATE_IOU = 0.9
 F = TypeVar("F", bound=Callable[..., Any])
+G = TypeVar("G")
 
 
 def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
@@ -216,16 +225,79 @@ def pred_format_options(function: F) -> F:
     return function
 
 
+def jobs_option(what: str = "read files") -> Callable[[F], F]:
+    """``--jobs N`` / ``-j N``: processes that do ``what`` in parallel; 0 uses every core."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=WholeNumberRange(min=0),
+        default=0,
+        help=f"Processes that {what} in parallel; 0 (the default) uses every core.",
+    )
+
+
+def fold_case_option(help_text: str) -> Callable[[F], F]:
+    """``--fold-case``: class names lower-cased before matching."""
+    return click.option("--fold-case", is_flag=True, help=help_text)
+
+
+FOLD_CASE_HELP = (
+    "Lower-case class names before matching, so Car and car are one class (without it, "
+    "names differing only in case are counted apart and noted)."
+)
+
+#: ``--quiet`` / ``-q``: no progress bar.
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
+
+
+def max_file_size_option(function: F) -> F:
+    """``--max-file-size SIZE``: larger annotation files are skipped unread."""
+    return click.option(
+        "--max-file-size",
+        callback=byte_size,
+        default=f"{DEFAULT_MAX_BYTES // 1024**2}M",
+        show_default=True,
+        metavar="SIZE",
+        help="Skip larger annotation files unread (5000, 64K, 32M, 1G; powers of 1024).",
+    )(function)
+
+
+def score_threshold_option(help_text: str) -> Callable[[F], F]:
+    """``--score-threshold T``: count only predictions scored at least T."""
+    return click.option(
+        "--score-threshold",
+        type=GrammarFloat(),
+        callback=finite_option,
+        default=None,
+        metavar="T",
+        help=help_text,
+    )
+
+
+def _gates(
+    parse: Callable[[str], G],
+) -> Callable[[click.Context, click.Parameter, tuple[str, ...]], tuple[G, ...]]:
+    """An option callback reading each value with ``parse``, the one gate grammar
+    (:func:`vocmatch.evidence.gates.read_gate_text`); a bad value is a usage error (exit 2)."""
+
+    def callback(
+        ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+    ) -> tuple[G, ...]:
+        try:
+            return tuple(parse(value) for value in values)
+        except ValueError as error:
+            raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+    return callback
+
+
 def gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[Gate, ...]:
     """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
     from vocmatch.evidence.gates import parse_gate
 
-    try:
-        return tuple(parse_gate(value) for value in values)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    return _gates(parse_gate)(ctx, param, values)
 
 
 def slice_option(
@@ -308,7 +380,4 @@ def regression_gate_option(
     """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
     from vocmatch.evidence.diff import parse_regression_gate
 
-    try:
-        return tuple(parse_regression_gate(value) for value in values)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    return _gates(parse_regression_gate)(ctx, param, values)

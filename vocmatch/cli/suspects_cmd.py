@@ -15,18 +15,28 @@ from vocmatch.cli.console import (
     echo_err,
     library_errors,
     print_report,
+    progress_display,
     reader_may_leave,
     stdout_console,
     write_text,
 )
 from vocmatch.cli.exits import EXIT_SKIPPED
-from vocmatch.cli.inputs import refuse_unpaired
-from vocmatch.cli.options import format_option, max_rows_option
-from vocmatch.cli.params import FiniteFloatRange, InputPath, WholeNumberRange
+from vocmatch.cli.options import (
+    format_option,
+    jobs_option,
+    max_file_size_option,
+    max_rows_option,
+    pred_format_options,
+    quiet_option,
+)
+from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.pipeline import SuspectsRequest, find_suspects
 from vocmatch.render.files import OutputError, check_output
 
 if TYPE_CHECKING:
-    pass
+    from vocmatch.evidence.suspects import SuspectReport
+    from vocmatch.pipeline import Geometry, PredFormat
+    from vocmatch.readers.parse import AnnotationSet
 
 
 def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
@@ -89,7 +99,8 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
 
 @main.command("suspects")
 @click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=InputPath(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputPath(path_type=Path))
+@pred_format_options
 @click.option(
     "--output",
     "-o",
@@ -136,16 +147,17 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
     "table: the ranked suspects; json and csv: every suspect, as written to --output.",
 )
 @max_rows_option(20, "Suspects shown in the table (most confident first); 0 shows all.")
-@click.option(
-    "--jobs",
-    "-j",
-    type=WholeNumberRange(min=0),
-    default=0,
-    help="Processes that read files in parallel; 0 (the default) uses every core.",
-)
+@max_file_size_option
+@jobs_option()
+@quiet_option
 def suspects_command(
     gt_dir: Path,
     pred_dir: Path,
+    pred_format: PredFormat,
+    coco_gt: Path | None,
+    names_file: Path | None,
+    split: str | None,
+    geometry: Geometry,
     output_dir: Path | None,
     confidence: float,
     background_iou: float,
@@ -153,7 +165,9 @@ def suspects_command(
     duplicate_iou: float,
     output_format: str,
     max_rows: int,
+    max_file_size: int,
     jobs: int,
+    quiet: bool,
 ) -> None:
     """List likely annotation mistakes in GT_DIR from the confident predictions in PRED_DIR.
 
@@ -162,66 +176,77 @@ def suspects_command(
     between --background-iou and --match-iou) and duplicate (two objects of one class at
     --duplicate-iou), most confident first. Exit 0, or 3 when files were skipped.
     """
+    request = SuspectsRequest(
+        gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+        split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
+        confidence=confidence, background_iou=background_iou, match_iou=match_iou,
+        duplicate_iou=duplicate_iou,
+    )  # fmt: skip
+    try:
+        request.options()
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    previous = prepare_output_folder(output_dir, [gt_dir, pred_dir]) if output_dir else []
+    with library_errors(), progress_display(quiet) as progress:
+        found = find_suspects(request, progress=progress)
+    for line in found.skipped:
+        echo_err(f"vocmatch: skipped {line}")
+    if output_dir is not None:
+        write_copies(output_dir, found.report, found.gt, previous)
+    if output_format == "json":
+        from vocmatch.evidence.suspects import suspects_json
+
+        with reader_may_leave():
+            click.echo(suspects_json(found.report), nl=False)
+    elif output_format == "csv":
+        from vocmatch.evidence.suspects import suspects_csv
+
+        with reader_may_leave():
+            click.echo(suspects_csv(found.report), nl=False)
+    else:
+        from vocmatch.render.terminal import suspects_report
+
+        with reader_may_leave():
+            print_report(stdout_console(), suspects_report(found.report, max_rows))
+    if found.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def write_copies(
+    output_dir: Path, report: SuspectReport, gt: AnnotationSet, previous: list[Path]
+) -> None:
+    """Write ``suspects.json``, ``suspects.csv`` and a LabelImg copy of each ground-truth
+    file with suspects into ``output_dir``; remove a previous run's copies not written
+    again."""
     from vocmatch.evidence.suspects import (
         COPIES_FOLDER,
-        SuspectOptions,
-        find_suspects,
         suspect_copy,
         suspects_csv,
         suspects_json,
     )
     from vocmatch.readers.parse import read_bytes
-    from vocmatch.readers.scan import read_column_pair
     from vocmatch.render.files import write_bytes
 
-    try:
-        options = SuspectOptions(confidence, background_iou, match_iou, duplicate_iou)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
-    previous = prepare_output_folder(output_dir, [gt_dir, pred_dir]) if output_dir else []
+    by_image: dict[str, list[Any]] = {}
+    for suspect in report.suspects:
+        by_image.setdefault(suspect.image, []).append(suspect)
+    written: list[str] = []
+    paths = {a.key: a.path for a in gt.annotations}
     with library_errors():
-        gt_columns, pred_columns = read_column_pair(gt_dir, pred_dir, jobs or os.cpu_count() or 1)
-        refuse_unpaired(gt_columns, pred_columns, pred_dir)
-        gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
-        del gt_columns, pred_columns
-        report = find_suspects(gt, pred, options)
-    skipped = [*gt.skipped, *pred.skipped]
-    for found in skipped:
-        echo_err(f"vocmatch: skipped {found}")
-    if output_dir is not None:
-        by_image: dict[str, list[Any]] = {}
-        for suspect in report.suspects:
-            by_image.setdefault(suspect.image, []).append(suspect)
-        written: list[str] = []
-        paths = {a.key: a.path for a in gt.annotations}
-        with library_errors():
-            for key in sorted(by_image):
-                relative = f"{COPIES_FOLDER}/{key}.xml"
-                target = output_dir / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    copy = suspect_copy(read_bytes(paths[key]), by_image[key])
-                except ValueError as error:
-                    echo_err(f"vocmatch: warning: {paths[key]}: no copy written: {error}")
-                    continue
-                write_bytes(target, copy)
-                written.append(relative)
-            for old in previous:
-                if os.fspath(old.relative_to(output_dir)).replace(os.sep, "/") not in written:
-                    with contextlib.suppress(FileNotFoundError):
-                        old.unlink()
-        write_text(output_dir / "suspects.json", suspects_json(report, written))
-        write_text(output_dir / "suspects.csv", suspects_csv(report))
-    if output_format == "json":
-        with reader_may_leave():
-            click.echo(suspects_json(report), nl=False)
-    elif output_format == "csv":
-        with reader_may_leave():
-            click.echo(suspects_csv(report), nl=False)
-    else:
-        from vocmatch.render.terminal import suspects_report
-
-        with reader_may_leave():
-            print_report(stdout_console(), suspects_report(report, max_rows))
-    if skipped:
-        raise click.exceptions.Exit(EXIT_SKIPPED)
+        for key in sorted(by_image):
+            relative = f"{COPIES_FOLDER}/{key}.xml"
+            target = output_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                copy = suspect_copy(read_bytes(paths[key]), by_image[key])
+            except ValueError as error:
+                echo_err(f"vocmatch: warning: {paths[key]}: no copy written: {error}")
+                continue
+            write_bytes(target, copy)
+            written.append(relative)
+        for old in previous:
+            if os.fspath(old.relative_to(output_dir)).replace(os.sep, "/") not in written:
+                with contextlib.suppress(FileNotFoundError):
+                    old.unlink()
+    write_text(output_dir / "suspects.json", suspects_json(report, written))
+    write_text(output_dir / "suspects.csv", suspects_csv(report))

@@ -116,6 +116,11 @@ class Box:
             None when absent or empty.
         bndbox: For an object with a shape, its ``<bndbox>`` as ``x1, y1, x2, y2`` when it
             also has a readable one (Roboflow-style exports write both); None otherwise.
+
+    Example:
+        >>> box = Box("car", 10, 20, 50, 60, score=0.9)
+        >>> box.name, box.x2 - box.x1, box.difficult
+        ('car', 40, False)
     """
 
     name: str
@@ -163,6 +168,11 @@ class ImageAnnotation:
         boxes: The objects in file order.
         size: ``<size>``, when the file has one.
         filename: ``<filename>``, when the file has one.
+
+    Example:
+        >>> image = ImageAnnotation("street_01", "gt/street_01.xml", (Box("car", 0, 0, 4, 3),))
+        >>> image.key, len(image.boxes)
+        ('street_01', 1)
     """
 
     key: str

@@ -51,6 +51,11 @@ class Conventions:
         ap_thresholds: The IoU thresholds AP is averaged over.
         max_dets: Highest-scored predictions kept per image and class (COCO's 100).
         coco_stats: Compute pycocotools' 12 summary numbers.
+
+    Example:
+        >>> conventions = Conventions("mine", iou_threshold=0.7, interpolation="11-point")
+        >>> conventions.iou_threshold, conventions.match_rule
+        (0.7, 'unmatched')
     """
 
     protocol: str

@@ -170,6 +170,13 @@ def evaluate_directories(
 
     Raises:
         InputError: A path is not a directory, or the ground truth holds no readable file.
+
+    Example:
+        >>> from vocmatch.core.protocol import protocol
+        >>> demo = ("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> found = evaluate_directories(*demo, protocol("voc07"))
+        >>> found.conventions.interpolation, len(found.images)
+        ('11-point', 6)
     """
     gt, pred = read_column_pair(gt_dir, pred_dir)
     return evaluate_columns(gt, pred, conventions)

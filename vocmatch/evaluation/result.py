@@ -247,6 +247,12 @@ class Evaluation:
         orphan_pred: Prediction files with no ground-truth file.
         coco: pycocotools' 12 numbers under ``coco_stats``.
         notes: Things the user should know about the numbers.
+
+    Example:
+        >>> from vocmatch.evaluation.evaluate import evaluate_directories
+        >>> evaluation = evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> evaluation.summary.tp, evaluation.summary.fp, evaluation.missing_pred
+        (10, 5, ('street_05',))
     """
 
     conventions: Conventions

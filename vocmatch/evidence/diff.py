@@ -39,11 +39,11 @@ import numpy.typing as npt
 
 from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
-from vocmatch.core.numbers import read_number
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Summary
 from vocmatch.evidence.bootstrap import DeltaInterval, PairedBootstrap
+from vocmatch.evidence.gates import read_gate_text
 from vocmatch.readers.parse import AnnotationSet
 
 __all__ = [
@@ -506,10 +506,8 @@ class RegressionResult:
 
 
 def parse_regression_gate(text: str) -> RegressionGate:
-    """Read a gate written as ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``.
-
-    The metric is case-insensitive; ``ap`` is accepted for ``map``. The class name is
-    everything before the last ``:``.
+    """Read a gate written as ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``, the grammar of
+    every gate (:func:`vocmatch.evidence.gates.read_gate_text`), its delta in [-1, 1].
 
     Args:
         text: The gate, for example ``map=-0.01`` or ``person:recall=0``.
@@ -526,27 +524,10 @@ def parse_regression_gate(text: str) -> RegressionGate:
     >>> parse_regression_gate("person:AP=-0.05")
     RegressionGate(scope='person', metric='map', delta=-0.05)
     """
-    left, equals, raw_value = text.rpartition("=")
-    scope_text, colon, metric_text = left.rpartition(":")
-    if not equals or not metric_text.strip() or not raw_value.strip():
-        raise ValueError(f"expected METRIC=DELTA or CLASS:METRIC=DELTA, got {text!r}")
-    scope = scope_text.strip() if colon else None
-    if scope == "":
-        raise ValueError(f"empty class name in {text!r}")
-    metric = _METRIC_NAMES.get(metric_text.strip().lower())
-    if metric is None:
-        raise ValueError(
-            f"unknown metric {metric_text.strip()!r} in {text!r}: "
-            f"expected one of {', '.join(REGRESSION_METRICS)}"
-        )
-    raw = raw_value.strip()
-    try:
-        delta = read_number(raw)
-    except ValueError:
-        raise ValueError(f"delta {raw!r} in {text!r} is not a number") from None
-    if not -1.0 <= delta <= 1.0:
-        raise ValueError(f"delta {raw} in {text!r} is outside [-1, 1]")
-    return RegressionGate(scope, metric, delta)
+    found = read_gate_text(text, REGRESSION_METRICS, "DELTA", _METRIC_NAMES)
+    if not -1.0 <= found.value <= 1.0:
+        raise ValueError(f"delta {found.raw} in {text!r} is outside [-1, 1]")
+    return RegressionGate(found.scope, found.metric, found.value)  # type: ignore[arg-type]
 
 
 def _dataset_change(diff: EvaluationDiff, metric: RegressionMetric) -> Change:

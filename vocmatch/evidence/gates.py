@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,10 +37,12 @@ __all__ = [
     "Gate",
     "GateReport",
     "GateResult",
+    "GateText",
     "ImageCheck",
     "Metric",
     "check_gates",
     "parse_gate",
+    "read_gate_text",
 ]
 
 Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75"]
@@ -54,8 +56,6 @@ _ALIASES: dict[str, Metric] = {"ap": "map"}
 
 # Measured values this close (relative) to the bound count as equal to it.
 _REL_TOLERANCE = 1e-9
-
-_SYNTAX = "expected METRIC=VALUE or CLASS:METRIC=VALUE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +195,77 @@ class GateReport:
         return bool(self.gates) or self.max_fp is not None or self.max_fn is not None
 
 
-def parse_gate(text: str) -> Gate:
-    """Read a gate written as ``METRIC=VALUE`` or ``CLASS:METRIC=VALUE``.
+@dataclass(frozen=True, slots=True)
+class GateText:
+    """A gate as written, ``[CLASS:]METRIC=NUMBER``, read but not yet bounded.
 
-    The metric is case-insensitive; ``ap`` is accepted for ``map``. The class name is
-    everything before the last ``:``, so names holding a colon still work.
+    Attributes:
+        scope: The class (everything before the last ``:``), or None for the dataset.
+        metric: The metric's name, lower-cased, an alias resolved.
+        raw: The number as written, stripped.
+        value: The number.
+    """
+
+    scope: str | None
+    metric: str
+    raw: str
+    value: float
+
+
+def read_gate_text(
+    text: str,
+    metrics: Sequence[str],
+    number: str = "VALUE",
+    aliases: Mapping[str, str] | None = None,
+) -> GateText:
+    """Read the one grammar of every gate, ``METRIC=NUMBER`` or ``CLASS:METRIC=NUMBER``:
+    quality gates (:func:`parse_gate`) and regression gates
+    (:func:`vocmatch.evidence.diff.parse_regression_gate`) alike.
+
+    The metric is case-insensitive, ``ap`` is read as ``map``, and the class name is
+    everything before the last ``:`` (names holding a colon still work).
+
+    Args:
+        text: The gate as written.
+        metrics: The metrics allowed, in the order messages list them.
+        number: What the number is called in messages (``VALUE``, ``DELTA``).
+        aliases: Other spellings of a metric; ``{"ap": "map"}`` by default.
+
+    Returns:
+        The gate's parts.
+
+    Raises:
+        ValueError: The text is not of that form, names an unknown metric, or its number is
+            not a number; the message is one line.
+
+    >>> read_gate_text("person:AP=-0.05", ("map", "recall"), "DELTA")
+    GateText(scope='person', metric='map', raw='-0.05', value=-0.05)
+    """
+    left, equals, raw_value = text.rpartition("=")
+    scope_text, colon, metric_text = left.rpartition(":")
+    if not equals or not metric_text.strip() or not raw_value.strip():
+        raise ValueError(f"expected METRIC={number} or CLASS:METRIC={number}, got {text!r}")
+    scope = scope_text.strip() if colon else None
+    if scope == "":
+        raise ValueError(f"empty class name in {text!r}")
+    name = metric_text.strip().lower()
+    name = (_ALIASES if aliases is None else aliases).get(name, name)
+    if name not in metrics:
+        raise ValueError(
+            f"unknown metric {metric_text.strip()!r} in {text!r}: "
+            f"expected one of {', '.join(metrics)}"
+        )
+    raw = raw_value.strip()
+    try:
+        value = read_number(raw)
+    except ValueError:
+        raise ValueError(f"{number.lower()} {raw!r} in {text!r} is not a number") from None
+    return GateText(scope, name, raw, value)
+
+
+def parse_gate(text: str) -> Gate:
+    """Read a gate written as ``METRIC=VALUE`` or ``CLASS:METRIC=VALUE``
+    (:func:`read_gate_text`), its value a fraction in [0, 1].
 
     Args:
         text: The gate, for example ``map=0.5`` or ``person:recall=0.9``.
@@ -216,29 +282,12 @@ def parse_gate(text: str) -> Gate:
     >>> parse_gate("mAP=0.5")
     Gate(scope=None, metric='map', value=0.5)
     """
-    left, equals, raw_value = text.rpartition("=")
-    scope_text, colon, metric_text = left.rpartition(":")
-    if not equals or not metric_text.strip() or not raw_value.strip():
-        raise ValueError(f"{_SYNTAX}, got {text!r}")
-    scope = scope_text.strip() if colon else None
-    if scope == "":
-        raise ValueError(f"empty class name in {text!r}")
-    name = metric_text.strip().lower()
-    name = _ALIASES.get(name, name)
-    if name not in METRICS:
-        raise ValueError(
-            f"unknown metric {metric_text.strip()!r} in {text!r}: "
-            f"expected one of {', '.join(METRICS)}"
-        )
-    raw = raw_value.strip()
-    try:
-        value = read_number(raw)
-    except ValueError:
-        raise ValueError(f"value {raw!r} in {text!r} is not a number") from None
+    found = read_gate_text(text, METRICS)
+    value = found.value
     if not 0.0 <= value <= 1.0:
         hint = f" (a percentage? write {value / 100:g})" if 1 < value <= 100 else ""
-        raise ValueError(f"value {raw} in {text!r} is outside [0, 1]{hint}")
-    return Gate(scope, name, value)
+        raise ValueError(f"value {found.raw} in {text!r} is outside [0, 1]{hint}")
+    return Gate(found.scope, found.metric, value)  # type: ignore[arg-type]  # one of METRICS
 
 
 def check_gates(

@@ -166,6 +166,12 @@ class AnnotationSet:
         annotations: One record per readable file, sorted by key.
         skipped: The files that could not be read, with the reason, sorted by path.
         notes: Remarks on the walk that lost no file (a link to a directory already read).
+
+    Example:
+        >>> from vocmatch.core.model import Box, ImageAnnotation
+        >>> image = ImageAnnotation("a", "gt/a.xml", (Box("dog", 0, 0, 8, 6),))
+        >>> AnnotationSet("gt", (image,), ()).annotations[0].boxes[0].name
+        'dog'
     """
 
     root: str

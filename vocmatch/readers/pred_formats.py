@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, SkippedFile
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -646,7 +646,7 @@ def read_detections(
         annotations = _read_coco(where, index, os.fspath(coco_gt) if coco_gt else None)
     elif pred_format == "yolo":
         if names is None:
-            raise InputError("--pred-format yolo needs --names FILE (class names, one per line)")
+            raise RequestError("names", "YOLO predictions need the class names, one per line")
         names_file = os.fspath(names_path) if names_path is not None else None
         annotations = _read_yolo(where, index, names, max_bytes, names_file)
     elif pred_format == "voc-results":

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, replace
 
 from vocmatch.core.model import SkippedFile
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.readers.parse import AnnotationSet, read_bytes
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
@@ -41,23 +41,26 @@ def annotation_folder(gt_dir: str | os.PathLike[str]) -> tuple[str, str | None]:
 
 
 def split_file(split: str, root: str | None) -> str:
-    """The image list ``--split`` names: a file, or ``ImageSets/Main/<split>.txt`` of the VOC
+    """The image list a split names: a file, or ``ImageSets/Main/<split>.txt`` of the VOC
     root.
 
     Raises:
-        InputError: Neither exists; the message lists the splits the root has.
+        RequestError: Neither exists (field ``split``); the message lists the splits the
+            root has.
     """
     if os.path.isfile(split):
         return split
     # A folder is named as one only when the split is no name of the VOC folder's lists
     # (``--split test`` run beside a folder called test is the list test.txt).
-    folder = InputError(f"--split {split!r}: it is a folder; give a list file or a split name")
+    folder = RequestError("split", "it is a folder; give a list file or a split name", split)
     if root is None:
         if os.path.isdir(split):
             raise folder
-        raise InputError(
-            f"--split {split!r}: no such file, and the ground truth is not a VOC folder "
-            "(one holding Annotations/ and ImageSets/Main/)"
+        raise RequestError(
+            "split",
+            "no such file, and the ground truth is not a VOC folder "
+            "(one holding Annotations/ and ImageSets/Main/)",
+            split,
         )
     main = os.path.join(root, "ImageSets", "Main")
     path = os.path.join(main, f"{split}.txt")
@@ -74,7 +77,7 @@ def split_file(split: str, root: str | None) -> str:
     except OSError:
         known = []
     listed = f" (the splits there: {', '.join(known)})" if known else ""
-    raise InputError(f"--split {split!r}: no {path}{listed}")
+    raise RequestError("split", f"no {path}{listed}", split)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ import json
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,22 +26,26 @@ from vocmatch import __version__
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions
 from vocmatch.escapes import csv_text, markdown_text, xml_text
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
-from vocmatch.evaluation.labels import LabelClassResult, LabelEvaluation, LabelImageResult
-from vocmatch.evaluation.seg import SegEvaluation
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
-from vocmatch.evidence.analysis import (
-    ERROR_TYPES,
-    Distribution,
-    ErrorAnalysis,
-    ErrorCounts,
-    Tightness,
-)
-from vocmatch.evidence.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
-from vocmatch.evidence.calibration import Calibration, ClassCalibration
-from vocmatch.evidence.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
-from vocmatch.evidence.gates import GateReport
-from vocmatch.evidence.slices import Slice
+
+if TYPE_CHECKING:
+    # Only for the annotations: a report imports the modules of the parts it writes, so the
+    # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
+    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+    from vocmatch.evaluation.labels import LabelClassResult, LabelEvaluation, LabelImageResult
+    from vocmatch.evaluation.seg import SegEvaluation
+    from vocmatch.evidence.analysis import Distribution, ErrorAnalysis, ErrorCounts, Tightness
+    from vocmatch.evidence.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
+    from vocmatch.evidence.calibration import Calibration, ClassCalibration
+    from vocmatch.evidence.diff import (
+        Change,
+        CountChange,
+        EvaluationDiff,
+        ImageDiff,
+        RegressionResult,
+    )
+    from vocmatch.evidence.gates import GateReport
+    from vocmatch.evidence.slices import Slice
 
 __all__ = [
     "COCO_NAMES",
@@ -602,6 +606,8 @@ def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
     Returns:
         The XML document, UTF-8 declared, ending in a newline.
     """
+    from vocmatch.evidence.gates import GateReport
+
     report = gates if gates is not None else GateReport((), ())
     checks = {c.key: c for c in report.images}
     root = ET.Element("testsuites", name="vocmatch")
@@ -648,6 +654,8 @@ __all__ += ["diff_to_json", "diff_to_json_dict"]
 
 
 def _error_counts(counts: ErrorCounts) -> dict[str, int]:
+    from vocmatch.evidence.analysis import ERROR_TYPES
+
     return {kind: counts.of(kind) for kind in ERROR_TYPES}
 
 
@@ -689,6 +697,8 @@ CONFUSION_ROWS_MAX = 1001
 
 def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
     """Lay the error analysis into the evaluation's JSON (keys documented in the README)."""
+    from vocmatch.evidence.analysis import ERROR_TYPES, ErrorCounts
+
     data["background_iou"] = analysis.background_iou
     data["summary"]["errors"] = _error_counts(analysis.summary)
     cost = analysis.cost

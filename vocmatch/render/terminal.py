@@ -13,37 +13,40 @@ writes control characters and bidi overrides as escapes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from vocmatch.escapes import printable
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
-from vocmatch.evaluation.labels import LabelEvaluation, LabelImageResult
-from vocmatch.evaluation.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point
-from vocmatch.evidence.analysis import (
-    BACKGROUND,
-    ERROR_TYPES,
-    ConfusionMatrix,
-    Distribution,
-    ErrorAnalysis,
-    ErrorCounts,
-    Tightness,
-)
-from vocmatch.evidence.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
-from vocmatch.evidence.calibration import Calibration
-from vocmatch.evidence.diff import (
-    Change,
-    CountChange,
-    EvaluationDiff,
-    ImageDiff,
-    ObjectRef,
-    RegressionResult,
-)
-from vocmatch.evidence.slices import Slice
-from vocmatch.evidence.suspects import KINDS, SuspectReport
+
+if TYPE_CHECKING:
+    # Only for the annotations: each report imports the modules of its own parts, so the
+    # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
+    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
+    from vocmatch.evaluation.labels import LabelEvaluation, LabelImageResult
+    from vocmatch.evaluation.seg import SegEvaluation, SegImageResult
+    from vocmatch.evidence.analysis import (
+        ConfusionMatrix,
+        Distribution,
+        ErrorAnalysis,
+        ErrorCounts,
+        Tightness,
+    )
+    from vocmatch.evidence.bootstrap import Bootstrap, DeltaInterval, Interval, PairedBootstrap
+    from vocmatch.evidence.calibration import Calibration
+    from vocmatch.evidence.diff import (
+        Change,
+        CountChange,
+        EvaluationDiff,
+        ImageDiff,
+        ObjectRef,
+        RegressionResult,
+    )
+    from vocmatch.evidence.slices import Slice
+    from vocmatch.evidence.suspects import SuspectReport
 
 __all__ = [
     "ReportOptions",
@@ -359,6 +362,8 @@ def sparkline(counts: tuple[int, ...]) -> str:
 
 
 def _error_cells(counts: ErrorCounts) -> list[RenderableType]:
+    from vocmatch.evidence.analysis import ERROR_TYPES
+
     cells: list[RenderableType] = []
     for kind in ERROR_TYPES:
         value = counts.of(kind)
@@ -369,6 +374,8 @@ def _error_cells(counts: ErrorCounts) -> list[RenderableType]:
 
 def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
     """Errors of each type per class and in total, and the mAP each type costs."""
+    from vocmatch.evidence.analysis import ERROR_TYPES
+
     table = Table(
         title=f"Errors (TIDE types at IoU {threshold:g}, background IoU "
         f"{analysis.background_iou:g})",
@@ -410,6 +417,8 @@ def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
 
 def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> RenderableType:
     """Images with the most errors, each type counted; ``max_rows`` 0 shows every image."""
+    from vocmatch.evidence.analysis import ERROR_TYPES
+
     rows = sorted(
         (i for i in analysis.images if i.counts.total), key=lambda i: (-i.counts.total, i.key)
     )
@@ -432,6 +441,8 @@ def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> Renderable
 def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType:
     """The confusion matrix (rows ground truth, columns predictions), or, when there are
     more than :data:`CONFUSION_MAX_CLASSES` classes, its largest off-diagonal cells."""
+    from vocmatch.evidence.analysis import BACKGROUND
+
     k = len(matrix.names) - 1
     title = f"Confusion at IoU {threshold:g} (rows: ground truth, columns: predicted)"
     if k <= CONFUSION_MAX_CLASSES:
@@ -908,6 +919,8 @@ def render_labels(
 
 
 def _seg_header(evaluation: SegEvaluation) -> Table:
+    from vocmatch.evaluation.seg import VOC_CLASSES, VOID
+
     names = tuple(c.name for c in evaluation.classes)
     source = ", PASCAL VOC" if names == VOC_CLASSES else ""
     last = len(names) - 1
@@ -1125,6 +1138,8 @@ def _box_text(box: tuple[float, float, float, float]) -> str:
 
 def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType:
     """The suspects, most confident first (``max_rows`` 0 shows all), and the counts."""
+    from vocmatch.evidence.suspects import KINDS
+
     o = report.options
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")

@@ -1,0 +1,268 @@
+"""The public API: ``vocmatch.evaluate`` does all of ``vocmatch eval`` but the output, its
+report renders to the command line's bytes, ``import vocmatch`` stays light, every public
+name is documented with an example, and diff and suspects read every input eval reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vocmatch
+from tests.conftest import FIXTURES, ROOT, run_cli
+from tests.test_detections import bench
+from vocmatch.errors import RequestError
+from vocmatch.pipeline import EvalRequest, evaluate
+from vocmatch.render.report import TableOptions, render_table, render_text
+
+DEMO_GT = FIXTURES / "demo" / "gt"
+DEMO_PRED = FIXTURES / "demo" / "pred"
+PROTOCOLS = ["default", "voc07", "voc12", "coco"]
+PRED_FORMATS = ["voc", "coco", "yolo", "voc-results"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo predictions written in every format by bench/convert.py."""
+    out = tmp_path_factory.mktemp("formats")
+    bench("convert").convert(DEMO_GT, DEMO_PRED, out)
+    return out
+
+
+def inputs_of(pred_format: str, out: Path) -> tuple[list[str], dict[str, object]]:
+    """The command line's arguments after GT_DIR for a format, and the request's fields."""
+    if pred_format == "voc":
+        return [str(DEMO_PRED)], {"pred": DEMO_PRED}
+    if pred_format == "coco":
+        results, gt_json = out / "coco" / "results.json", out / "coco" / "gt.json"
+        args = [str(results), "--pred-format", "coco", "--coco-gt", str(gt_json)]
+        return args, {"pred": results, "pred_format": "coco", "coco_gt": gt_json}
+    if pred_format == "yolo":
+        names = out / "yolo" / "classes.txt"
+        args = [str(out / "yolo"), "--pred-format", "yolo", "--names", str(names)]
+        return args, {"pred": out / "yolo", "pred_format": "yolo", "names": names}
+    folder = out / "voc-results"
+    return [str(folder), "--pred-format", "voc-results"], {
+        "pred": folder,
+        "pred_format": "voc-results",
+    }
+
+
+@pytest.mark.parametrize("protocol_name", PROTOCOLS)
+@pytest.mark.parametrize("pred_format", PRED_FORMATS)
+def test_library_gives_the_command_lines_json(
+    converted: Path, pred_format: str, protocol_name: str
+) -> None:
+    """For every prediction format and protocol, the library's report renders to the very
+    JSON `vocmatch eval --format json` prints."""
+    args, fields = inputs_of(pred_format, converted)
+    code, out, _ = run_cli(str(DEMO_GT), *args, "--protocol", protocol_name, "--format", "json")
+    report = evaluate(DEMO_GT, protocol=protocol_name, **fields)  # type: ignore[arg-type]
+    assert code == 3 if report.skipped else code == 0
+    assert render_text(report, "json") == out
+
+
+def test_every_format_gives_the_same_numbers(converted: Path) -> None:
+    """The four formats of one set of boxes give one mAP (the demo's 0.625)."""
+    maps = {}
+    for pred_format in PRED_FORMATS:
+        fields = inputs_of(pred_format, converted)[1]
+        maps[pred_format] = evaluate(DEMO_GT, **fields).evaluation.summary.map  # type: ignore[arg-type]
+    assert maps == dict.fromkeys(PRED_FORMATS, 0.625)
+
+
+@pytest.mark.parametrize(
+    ("output_format", "extra"),
+    [
+        pytest.param("csv", [], id="csv"),
+        pytest.param("markdown", ["--fail-under", "map=0.5"], id="markdown"),
+        pytest.param("junit", ["--max-fp", "1"], id="junit"),
+    ],
+)
+def test_every_text_format_is_the_command_lines(output_format: str, extra: list[str]) -> None:
+    """CSV, Markdown and JUnit from the library equal the command line's stdout."""
+    code, out, _ = run_cli(str(DEMO_GT), str(DEMO_PRED), "--format", output_format, *extra)
+    gates = extra[1:] if extra[:1] == ["--fail-under"] else []
+    max_fp = int(extra[1]) if "--max-fp" in extra else None
+    report = evaluate(
+        DEMO_GT, DEMO_PRED, gates=gates, max_fp=max_fp, boxes=output_format == "junit"
+    )
+    assert render_text(report, output_format) == out  # type: ignore[arg-type]
+    assert code == (1 if not report.passed else 0)
+
+
+def test_table_is_the_command_lines(tmp_path: Path) -> None:
+    """The plain-text table equals the report `--output FILE` writes, extras included."""
+    target = tmp_path / "report.txt"
+    args = ["--errors", "--bootstrap", "20", "--slice", "size", "--calibration-bins", "4"]
+    code, _, _ = run_cli(str(DEMO_GT), str(DEMO_PRED), *args, "-o", str(target))
+    assert code == 0
+    report = evaluate(
+        DEMO_GT, DEMO_PRED, analysis=True, bootstrap=20, slices=["size"], calibration_bins=4
+    )
+    text = render_text(report, "table", TableOptions(errors=True))
+    assert text == target.read_text(encoding="utf-8")
+    assert render_table(report, TableOptions(errors=True)) is not None
+
+
+def test_request_and_keywords_give_one_report() -> None:
+    """`evaluate(request)` and `evaluate(gt, pred, **fields)` are the same call."""
+    request = EvalRequest(gt=DEMO_GT, pred=DEMO_PRED, protocol="voc07", iou=0.7)
+    by_request = evaluate(request)
+    by_keywords = vocmatch.evaluate(DEMO_GT, DEMO_PRED, protocol="voc07", iou=0.7)
+    assert render_text(by_request, "json") == render_text(by_keywords, "json")
+    assert by_request.evaluation.conventions.iou_threshold == 0.7
+    with pytest.raises(TypeError, match="not both"):
+        evaluate(request, DEMO_PRED)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'iuo'"):
+        evaluate(DEMO_GT, DEMO_PRED, iuo=0.7)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        pytest.param({"protocol": "voc2012"}, "protocol", "no such protocol", id="protocol"),
+        pytest.param({"gates": ["mAP>0.5"]}, "gates", "expected METRIC=VALUE", id="gate"),
+        pytest.param({"names": "classes.txt"}, "names", "YOLO", id="names-without-yolo"),
+        pytest.param({"pred_format": "yolo"}, "pred_format", "class names", id="yolo-no-names"),
+        pytest.param({"split": "tset"}, "split", "no such file", id="split"),
+    ],
+)
+def test_request_errors_name_the_field_not_a_flag(
+    fields: dict[str, object], field: str, message: str
+) -> None:
+    """A request's bad field raises RequestError naming the field; no message names a
+    command-line option."""
+    with pytest.raises(RequestError, match=message) as caught:
+        evaluate(DEMO_GT, DEMO_PRED, **fields)  # type: ignore[arg-type]
+    assert caught.value.field == field
+    assert "--" not in str(caught.value)
+
+
+def test_command_line_words_a_request_error_with_its_option() -> None:
+    """The command line says `--split 'tset'`, where the library says `split 'tset'`."""
+    code, out, err = run_cli(str(DEMO_GT), str(DEMO_PRED), "--split", "tset")
+    assert (code, out) == (2, "")
+    assert err.startswith("vocmatch: error: --split 'tset': no such file, and the ground")
+
+
+def test_import_loads_no_heavy_library() -> None:
+    """`import vocmatch` and listing its API load neither numpy, lxml nor rich; the first
+    use of a name loads what it needs."""
+    probe = (
+        "import sys, vocmatch\n"
+        "names = dir(vocmatch)\n"
+        "heavy = ('numpy', 'lxml', 'rich', 'shapely', 'click')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "vocmatch.iou_matrix\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert result.stdout.splitlines() == ["[]", "True"]
+
+
+def test_every_public_name_is_documented_with_an_example() -> None:
+    """Each name in `__all__` resolves, and its docstring has a summary and an example."""
+    for name in vocmatch.__all__:
+        if name == "__version__":
+            continue
+        value = getattr(vocmatch, name)
+        doc = value.__doc__ or ""
+        assert doc.strip(), name
+        assert ">>>" in doc, f"{name} has no example"
+    assert sorted(vocmatch.__all__) == sorted(["__version__", *vocmatch._WHERE])
+    with pytest.raises(AttributeError, match="no attribute 'evaluat'"):
+        vocmatch.evaluat  # noqa: B018
+
+
+def test_py_typed_ships() -> None:
+    """The package says it is typed (PEP 561), and pyproject ships the marker."""
+    assert (ROOT / "vocmatch" / "py.typed").exists()
+    assert '"py.typed"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+# diff and suspects read what eval reads -----------------------------------------------------
+
+
+def test_diff_reads_coco_results(converted: Path) -> None:
+    """`diff --pred-format coco` compares two results files: the same file twice changes
+    nothing."""
+    results, gt_json = converted / "coco" / "results.json", converted / "coco" / "gt.json"
+    code, out, err = run_cli(
+        "diff", str(DEMO_GT), str(results), str(results), "--pred-format", "coco",
+        "--coco-gt", str(gt_json), "--format", "json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert json.loads(out)["summary"]["map"] == {"a": 0.625, "b": 0.625, "delta": 0.0}
+
+
+def test_diff_reads_yolo_with_a_score_threshold(converted: Path) -> None:
+    """`diff --pred-format yolo --names` against the XML run's numbers, and a score
+    threshold lowers what both runs count."""
+    names = converted / "yolo" / "classes.txt"
+    args = ["--pred-format", "yolo", "--names", str(names), "--format", "json"]
+    yolo = str(converted / "yolo")
+    code, out, _ = run_cli("diff", str(DEMO_GT), yolo, yolo, *args, "--score-threshold", "0.99")
+    assert code == 0
+    summary = json.loads(out)["summary"]
+    report = evaluate(DEMO_GT, DEMO_PRED, score_threshold=0.99)
+    assert summary["tp"]["a"] == report.evaluation.summary.tp
+
+
+@pytest.mark.parametrize("command", ["diff", "suspects"])
+def test_a_results_file_where_a_folder_is_read_names_the_format(
+    converted: Path, command: str
+) -> None:
+    """A COCO .json given where a folder is read says to give --pred-format coco."""
+    results = str(converted / "coco" / "results.json")
+    preds = [results, results] if command == "diff" else [results]
+    code, out, err = run_cli(command, str(DEMO_GT), *preds)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vocmatch: error: {results}: a file, not a folder: give --pred-format coco for COCO "
+        "results\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["diff", "suspects"])
+def test_a_missing_prediction_path_says_so(tmp_path: Path, command: str) -> None:
+    """A prediction path that does not exist: 'no such file or folder', exit 2."""
+    missing = str(tmp_path / "nothing")
+    preds = [str(DEMO_PRED), missing] if command == "diff" else [missing]
+    code, _, err = run_cli(command, str(DEMO_GT), *preds)
+    assert code == 2
+    assert err == f"vocmatch: error: {missing}: no such file or folder\n"
+
+
+def test_suspects_reads_voc_results(converted: Path) -> None:
+    """`suspects --pred-format voc-results` finds what it finds in the XML predictions."""
+    code, xml_out, _ = run_cli("suspects", str(DEMO_GT), str(DEMO_PRED), "--format", "json")
+    folder = str(converted / "voc-results")
+    code_b, out, _ = run_cli(
+        "suspects", str(DEMO_GT), folder, "--pred-format", "voc-results", "--format", "json"
+    )
+    assert (code, code_b) == (0, 0)
+
+    def found(text: str) -> list[tuple[object, ...]]:
+        keys = ("kind", "image", "class", "confidence", "iou", "gt_index")
+        return [tuple(s[k] for k in keys) for s in json.loads(text)["suspects"]]
+
+    assert found(out) == found(xml_out)
+    assert found(out)
+
+
+def test_suspects_reads_a_split(tmp_path: Path) -> None:
+    """`suspects --split FILE` looks only at the listed images."""
+    listed = tmp_path / "some.txt"
+    listed.write_text("street_01\n", encoding="utf-8")
+    code, out, _ = run_cli(
+        "suspects", str(DEMO_GT), str(DEMO_PRED), "--split", str(listed), "--format", "json"
+    )
+    assert code == 0
+    assert {s["image"] for s in json.loads(out)["suspects"]} <= {"street_01"}
+    assert json.loads(out)["images"] == 1

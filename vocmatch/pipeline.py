@@ -1,0 +1,874 @@
+"""Whole runs: a request in, one result out. What ``vocmatch eval``, ``diff`` and
+``suspects`` do between reading their options and rendering, as a library.
+
+A request names the inputs (a folder of XML files, a VOC year folder and its split, or
+predictions from a detector as COCO results, YOLO txt files or the VOC devkit's results
+files), the protocol and its overrides, and the extras (error analysis, bootstrap, slices,
+calibration, gates, score thresholds). :func:`evaluate` reads, evaluates and adds the extras,
+and returns an :class:`~vocmatch.evidence.report.EvalReport` that every renderer of
+:mod:`vocmatch.render.report` takes.
+
+The modules a run needs are imported when it needs them: reading a request loads nothing.
+
+Example:
+    >>> import vocmatch
+    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc12")
+    >>> report.evaluation.summary.map
+    0.625
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from vocmatch.errors import InputError, RequestError, no_annotation_files
+from vocmatch.evidence.report import EvalReport, Evidence
+
+if TYPE_CHECKING:
+    from vocmatch.core.ap import Interpolation
+    from vocmatch.core.match import MatchRule
+    from vocmatch.core.protocol import Conventions, DifficultRule
+    from vocmatch.evaluation.engine import MatchedColumns
+    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.evidence.bootstrap import PairedBootstrap
+    from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
+    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.slices import SliceSpec
+    from vocmatch.evidence.suspects import SuspectOptions, SuspectReport
+    from vocmatch.readers.parse import AnnotationSet
+    from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "DiffReport",
+    "DiffRequest",
+    "EvalReport",
+    "EvalRequest",
+    "Evidence",
+    "Inputs",
+    "Progress",
+    "ReadOptions",
+    "ScoreOptions",
+    "SuspectsFound",
+    "SuspectsRequest",
+    "compare",
+    "evaluate",
+    "evaluator_for",
+    "find_suspects",
+    "operating_thresholds",
+    "prediction_suffixes",
+    "read_inputs",
+    "refuse_unpaired",
+]
+
+PathLike = str | os.PathLike[str]
+PredFormat = Literal["voc", "coco", "yolo", "voc-results"]
+Geometry = Literal["shape", "box"]
+
+
+class Progress(Protocol):
+    """Where a long run reports how far it is (a progress bar, a log)."""
+
+    def files(self, done: int, total: int) -> None:
+        """Files read so far, of all the files to read."""
+
+    def stages(self, stage: str, done: int, total: int) -> None:
+        """The evaluation's stages, each over every image at once."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadOptions:
+    """How the inputs are read; the options every request shares.
+
+    Attributes:
+        pred_format: ``voc`` (a folder of XML files), ``coco`` (a COCO results JSON file),
+            ``yolo`` (a folder of txt files; needs ``names``) or ``voc-results`` (a folder of
+            the VOC devkit's ``comp4_det_<set>_<class>.txt`` files).
+        coco_gt: With ``coco``: a COCO ground-truth JSON file naming the numeric ids.
+        names: With ``yolo``: a file of class names, one per line, in class-index order.
+        split: Only the images of a list: a split name of a VOC folder given as ground
+            truth (``ImageSets/Main/<split>.txt``) or a file of image ids.
+        geometry: ``shape`` scores an object by its polygon or rotated box when it has one;
+            ``box`` scores every object as its bounding box.
+        max_file_size: Larger annotation files are skipped unread (bytes).
+        jobs: Processes that read files in parallel; 0 uses every core.
+    """
+
+    pred_format: PredFormat = "voc"
+    coco_gt: PathLike | None = None
+    names: PathLike | None = None
+    split: str | None = None
+    geometry: Geometry = "shape"
+    max_file_size: int = 32 * 1024 * 1024
+    jobs: int = 0
+
+    def workers(self) -> int:
+        """The processes to read with: ``jobs``, or every core for 0."""
+        return self.jobs or os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoreOptions(ReadOptions):
+    """How predictions are scored: a protocol and the conventions laid over it.
+
+    Attributes:
+        protocol: ``default``, ``voc07``, ``voc12`` or ``coco``, or a
+            :class:`~vocmatch.core.protocol.Conventions`.
+        iou: The IoU threshold of a match (None keeps the protocol's).
+        strict_threshold: Match at ``IoU > t`` instead of ``IoU >= t`` (None keeps it).
+        pixel_inclusive: The devkit's ``+ 1`` pixel areas (None keeps the protocol's).
+        match_rule: ``unmatched`` or ``devkit`` (None keeps the protocol's).
+        difficult: ``ignore``, ``count`` or ``crowd`` (None keeps the protocol's).
+        interpolation: ``all-point``, ``11-point`` or ``101-point`` (None keeps it).
+        fold_case: Lower-case class names before matching (Car and car are one class).
+    """
+
+    protocol: str | Conventions = "default"
+    iou: float | None = None
+    strict_threshold: bool | None = None
+    pixel_inclusive: bool | None = None
+    match_rule: MatchRule | None = None
+    difficult: DifficultRule | None = None
+    interpolation: Interpolation | None = None
+    fold_case: bool = False
+
+    def conventions(self) -> Conventions:
+        """The protocol's conventions with every override given laid over them.
+
+        Raises:
+            RequestError: No protocol has that name (field ``protocol``).
+
+        >>> ScoreOptions(protocol="voc07", iou=0.7).conventions().iou_threshold
+        0.7
+        """
+        from vocmatch.core.protocol import PROTOCOLS
+
+        if isinstance(self.protocol, str):
+            if self.protocol not in PROTOCOLS:
+                known = ", ".join(sorted(PROTOCOLS))
+                raise RequestError("protocol", f"no such protocol (known: {known})", self.protocol)
+            conventions = PROTOCOLS[self.protocol]
+        else:
+            conventions = self.protocol
+        if self.iou is not None:
+            conventions = conventions.with_threshold(self.iou)
+        names = ("strict_threshold", "pixel_inclusive", "match_rule", "difficult", "interpolation")
+        changes = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        return replace(conventions, **changes) if changes else conventions
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """One ground truth and one set of predictions, and how to read them.
+
+    Attributes:
+        gt: A folder of ground-truth XML files, or a VOC folder holding ``Annotations/``.
+        pred: The predictions: a folder, or a file for ``coco``.
+        options: How to read them.
+    """
+
+    gt: PathLike
+    pred: PathLike
+    options: ReadOptions = ReadOptions()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalRequest(ScoreOptions):
+    """Everything one evaluation is asked to do: what ``vocmatch eval`` reads from its options.
+
+    The reading options and the protocol are those of :class:`ReadOptions` and
+    :class:`ScoreOptions`; the rest asks for extras.
+
+    Attributes:
+        gt: A folder of ground-truth XML files, or a VOC folder holding ``Annotations/``.
+        pred: The predictions: a folder, or a COCO results file.
+        score_threshold: Count only predictions scored at least this (AP uses every one).
+        score_thresholds: Per-class thresholds: a ``class,threshold`` CSV file or a mapping.
+        gates: Lower bounds, as :class:`~vocmatch.evidence.gates.Gate` or text such as
+            ``map=0.5`` or ``person:recall=0.9``.
+        max_fp: Most false positives an image may have (None: no limit).
+        max_fn: Most missed objects an image may have (None: no limit).
+        analysis: Add the error analysis (TIDE types, confusion, tightness).
+        background_iou: The error analysis's background threshold.
+        boxes: Keep every box and match in the report (HTML and JUnit reports draw them).
+        reliability: Compute the calibration the HTML report draws (10 bins by default).
+        bootstrap: Resamples of the images for 95 % intervals (None: no bootstrap).
+        seed: The bootstrap's seed.
+        slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
+        calibration_bins: Equal score bins for each class's calibration (None: none).
+        beta: The F-beta each class's operating point maximises.
+
+    Example:
+        >>> EvalRequest(gt="gt", pred="pred", protocol="coco").conventions().interpolation
+        '101-point'
+    """
+
+    gt: PathLike
+    pred: PathLike
+    score_threshold: float | None = None
+    score_thresholds: PathLike | Mapping[str, float] | None = None
+    gates: Sequence[Gate | str] = ()
+    max_fp: int | None = None
+    max_fn: int | None = None
+    analysis: bool = False
+    background_iou: float = 0.1
+    boxes: bool = False
+    reliability: bool = False
+    bootstrap: int | None = None
+    seed: int = 0
+    slices: Sequence[SliceSpec | str] = ()
+    calibration_bins: int | None = None
+    beta: float = 1.0
+
+    def inputs(self) -> Inputs:
+        """The ground truth, the predictions and how to read them."""
+        return Inputs(self.gt, self.pred, self)
+
+    def keeps_boxes(self) -> bool:
+        """Every box and match is kept: an output draws them, or the analysis reads them."""
+        return self.boxes or self.analysis
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """An evaluation and what its extras read: the matching's arrays and, when kept, the
+    annotations box by box."""
+
+    evaluation: Evaluation
+    matched: MatchedColumns | None
+    gt: AnnotationSet | None = None
+    pred: AnnotationSet | None = None
+
+
+def evaluate(
+    request: EvalRequest | PathLike,
+    pred: PathLike | None = None,
+    *,
+    progress: Progress | None = None,
+    on_evaluated: Callable[[Evaluation], None] | None = None,
+    **options: Any,
+) -> EvalReport:
+    """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
+
+    Call it with a request, or with the two paths and the request's fields as keywords.
+
+    Args:
+        request: The request, or the ground truth's path.
+        pred: The predictions' path, when ``request`` is a path.
+        progress: Told how far the reading and the matching are.
+        on_evaluated: Called with the evaluation before the gates and the analysis run
+            (the command line shows its warnings there, before any gate's error).
+        **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
+
+    Returns:
+        The evaluation, its gates and every extra asked for.
+
+    Raises:
+        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        InputError: The inputs cannot be evaluated (no annotation file, nothing pairs).
+        AnnotationError: A file that must be read cannot be.
+
+    Example:
+        >>> import vocmatch
+        >>> demo = ("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> report = vocmatch.evaluate(*demo, gates=["map=0.9"])
+        >>> report.passed, str(report.gates.gates[0])
+        (False, 'map 0.6250 < 0.9000')
+    """
+    if not isinstance(request, EvalRequest):
+        if pred is None:
+            raise TypeError("evaluate() needs the predictions' path after the ground truth's")
+        request = EvalRequest(gt=request, pred=pred, **options)
+    elif pred is not None or options:
+        raise TypeError("evaluate() takes a request or paths and keywords, not both")
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+
+    conventions = request.conventions()
+    gates = _gates(request.gates)
+    specs = _slice_specs(request.slices)
+    per_class = _class_thresholds(request.score_thresholds)
+    thresholds = ScoreThresholds.of(request.score_threshold, per_class)
+    scored = _score(request, conventions, thresholds, progress)
+    evidence = _evidence(request, scored, specs)
+    if on_evaluated is not None:
+        on_evaluated(scored.evaluation)
+    from vocmatch.evidence.gates import check_gates
+
+    evaluation = scored.evaluation
+    report = check_gates(evaluation, gates, request.max_fp, request.max_fn, evidence.slices)
+    analysis = None
+    if request.analysis and scored.gt is not None and scored.pred is not None:
+        from vocmatch.evidence.analysis import error_analysis
+
+        analysis = error_analysis(evaluation, scored.gt, scored.pred, request.background_iou)
+    return EvalReport(
+        evaluation, report, analysis, evidence, thresholds or None, request.beta,
+        scored.gt, scored.pred,
+    )  # fmt: skip
+
+
+def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
+    from vocmatch.evidence.gates import parse_gate
+
+    try:
+        return tuple(parse_gate(g) if isinstance(g, str) else g for g in gates)
+    except ValueError as error:
+        raise RequestError("gates", str(error)) from None
+
+
+def _slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+    texts = [s for s in slices if isinstance(s, str)]
+    if not texts:
+        return tuple(s for s in slices if not isinstance(s, str))
+    from vocmatch.evidence.slices import parse_slices
+
+    try:
+        parsed = iter(parse_slices(texts))
+    except ValueError as error:
+        raise RequestError("slices", str(error)) from None
+    return tuple(next(parsed) if isinstance(s, str) else s for s in slices)
+
+
+def _class_thresholds(given: PathLike | Mapping[str, float] | None) -> dict[str, float]:
+    if given is None:
+        return {}
+    if isinstance(given, Mapping):
+        return dict(given)
+    from vocmatch.evaluation.thresholds import read_score_thresholds
+
+    return read_score_thresholds(given)
+
+
+def _score(
+    request: EvalRequest,
+    conventions: Conventions,
+    thresholds: ScoreThresholds,
+    progress: Progress | None,
+) -> _Scored:
+    """Read the inputs and evaluate them; the columns are dropped on return (they are the
+    largest thing a run holds)."""
+    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.evaluate import fold_names
+
+    gt_columns, pred_columns = read_inputs(
+        request.inputs(), progress.files if progress is not None else None
+    )
+    # Per-box records are built only for the outputs that show boxes: they cost more than
+    # the evaluation itself on large sets.
+    keep = request.keeps_boxes()
+    evaluation, matched = evaluate_matched(
+        gt_columns,
+        pred_columns,
+        conventions,
+        keep_matches=keep,
+        fold_case=request.fold_case,
+        progress=progress.stages if progress is not None else None,
+        score_thresholds=thresholds or None,
+    )
+    if thresholds:
+        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
+        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    if not keep:
+        return _Scored(evaluation, matched)
+    gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
+    if request.fold_case:
+        # The error analysis and the HTML report see the names that were matched.
+        gt, pred = fold_names(gt), fold_names(pred)
+    return _Scored(evaluation, matched, gt, pred)
+
+
+def _refuse_unknown_classes(
+    per_class: dict[str, float], evaluation: Evaluation, given: object
+) -> None:
+    """A threshold of a class in neither the ground truth nor the predictions is nearly
+    always a typo, or the file of another data set."""
+    import difflib
+
+    known = sorted(c.name for c in evaluation.classes)
+    where = f"{os.fspath(given)}: " if isinstance(given, (str, os.PathLike)) else ""
+    for name in per_class:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(
+                f"{where}a threshold for class {name!r}, which is in neither the ground "
+                f"truth nor the predictions{hint}"
+            )
+
+
+def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
+    """The bootstrap, slices and calibration asked for; the HTML report's reliability plot
+    uses the calibration's bins, or 10."""
+    evaluation, matched = scored.evaluation, scored.matched
+    found = Evidence()
+    if request.bootstrap is not None:
+        from vocmatch.evidence.bootstrap import bootstrap, resampler
+
+        sampler = resampler(evaluation, matched)
+        found = replace(
+            found, bootstrap=bootstrap(evaluation, sampler, request.bootstrap, request.seed)
+        )
+    if specs:
+        from vocmatch.evidence.slices import slice_evaluation
+
+        if matched is None:
+            raise RequestError("slices", "no image was evaluated")
+        found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
+    bins = request.calibration_bins
+    if matched is not None and (bins is not None or request.reliability):
+        from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
+
+        reliability = calibration(matched, bins or DEFAULT_BINS)
+        found = replace(
+            found, calibration=reliability if bins is not None else None, reliability=reliability
+        )
+    return found
+
+
+def operating_thresholds(report: EvalReport) -> str:
+    """Each class's operating point (maximising the report's F-beta) as ``class,threshold``
+    CSV lines, to read back as ``score_thresholds``.
+
+    Example:
+        >>> import vocmatch
+        >>> text = operating_thresholds(vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred"))
+        >>> text.splitlines()[0]
+        'class,threshold'
+    """
+    from vocmatch.evaluation.thresholds import operating_point, thresholds_csv
+
+    classes = report.evaluation.classes
+    return thresholds_csv([(c.name, operating_point(c.curve, c.gt, report.beta)) for c in classes])
+
+
+# Reading ----------------------------------------------------------------------------------
+
+
+def prediction_suffixes(pred_format: PredFormat) -> tuple[str, ...] | None:
+    """The suffixes of the files read from a prediction folder, or None when the
+    predictions are one file (COCO results): a report must not be written among them.
+
+    >>> prediction_suffixes("yolo")
+    ('.txt',)
+    """
+    if pred_format == "voc":
+        return (".xml",)
+    if pred_format == "coco":
+        return None
+    return (".txt",)
+
+
+def _check_class_tables(options: ReadOptions) -> None:
+    """The class tables go with their formats: COCO's ids, YOLO's indices."""
+    if options.pred_format != "coco" and options.coco_gt is not None:
+        raise RequestError("coco_gt", "a COCO ground truth names the ids of COCO results only")
+    if options.pred_format != "yolo" and options.names is not None:
+        raise RequestError("names", "class names by index are read for YOLO predictions only")
+    if options.pred_format == "yolo" and options.names is None:
+        raise RequestError(
+            "pred_format", "YOLO predictions need the class names, one per line", "yolo"
+        )
+
+
+def _check_pred_path(options: ReadOptions, pred: PathLike) -> None:
+    """A missing prediction path, or a file where a folder is read, in one line.
+
+    Raises:
+        InputError: The path does not exist, or is no folder where one is read.
+        RequestError: A file where the format reads a folder (field ``pred``, the path as
+            value): a COCO results file, or one detector's txt file.
+    """
+    where = os.fspath(pred)
+    if not os.path.exists(where):
+        raise InputError(f"{where}: no such file or folder")
+    if options.pred_format == "coco" or os.path.isdir(where):
+        return
+    suffix = os.path.splitext(where)[1].lower()
+    if os.path.isfile(where) and suffix in (".json", ".txt"):
+        kind = "COCO results" if suffix == ".json" else "predictions"
+        raise RequestError("pred", f"a file of {kind}, where a folder is read", where)
+    raise InputError(f"{where}: not a directory")
+
+
+def evaluator_for(
+    request: EvalRequest,
+    *,
+    shard: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+) -> Evaluator:
+    """An :class:`~vocmatch.evaluation.incremental.Evaluator` holding the request's images
+    (or the ``shard``-th part of them), to be saved and merged with the other shards.
+
+    Args:
+        request: What to read and how to score it (its extras are not computed here; the
+            merged report computes them).
+        shard: ``(k, n)``: only the k-th of n deterministic parts of the images (1-based).
+        progress: Told how many files are read, of how many.
+
+    Returns:
+        The evaluator, ready to save.
+
+    Example:
+        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> halves = [evaluator_for(request, shard=(k, 2)) for k in (1, 2)]
+        >>> halves[0].merge(halves[1])
+        >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
+        True
+    """
+    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+
+    per_class = _class_thresholds(request.score_thresholds)
+    thresholds = ScoreThresholds.of(request.score_threshold, per_class)
+    gt, pred = read_inputs(request.inputs(), progress.files if progress is not None else None)
+    evaluator = Evaluator(
+        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
+    )
+    evaluator.add_columns(gt, pred, shard=shard)
+    return evaluator
+
+
+def read_inputs(
+    inputs: Inputs, progress: Callable[[int, int], None] | None = None
+) -> tuple[ColumnSet, ColumnSet]:
+    """The ground truth and the predictions in any format, as columns.
+
+    The ground truth comes from ``gt/Annotations`` for a VOC folder, restricted to the
+    images of the split when one is given.
+
+    Args:
+        inputs: The paths and how to read them.
+        progress: Told how many files are read, of how many.
+
+    Returns:
+        The ground truth and the predictions, paired by image key.
+
+    Raises:
+        RequestError: A class table given with the wrong format, or a missing one; a split
+            that names no list.
+        InputError: No annotation file, or not a single ground-truth image pairs with a
+            prediction.
+
+    Example:
+        >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
+        >>> len(gt.keys), len(pred.keys)
+        (6, 5)
+    """
+    from vocmatch.readers.scan import read_column_pair, read_columns
+    from vocmatch.readers.voc_layout import annotation_folder, only_split, read_split, split_file
+
+    options = inputs.options
+    _check_class_tables(options)
+    annotations, root = annotation_folder(inputs.gt)
+    split = options.split
+    listed = read_split(split_file(split, root)) if split is not None else None
+    jobs, max_bytes = options.workers(), options.max_file_size
+    if options.pred_format == "voc":
+        gt, pred = read_column_pair(annotations, inputs.pred, jobs, max_bytes, progress)
+    else:
+        from vocmatch.readers.pred_formats import read_class_list, read_detections
+
+        names = read_class_list(options.names) if options.names is not None else None
+        gt = read_columns(annotations, jobs, max_bytes, progress)
+        if not gt.keys:
+            raise no_annotation_files(str(annotations), gt.skipped)
+        if listed is not None:
+            gt = only_split(gt, gt, listed)[0]
+        pred = read_detections(
+            options.pred_format, inputs.pred, gt, coco_gt=options.coco_gt, names=names,
+            names_path=options.names, max_bytes=max_bytes,
+        )  # fmt: skip
+    if listed is not None:
+        gt, pred, left_out = only_split(gt, pred, listed)
+        note = f"split {listed.path}: {len(listed.ids):,} images listed"
+        if left_out:
+            note += f"; {left_out:,} images of other splits in the predictions, not evaluated"
+        gt = replace(gt, notes=(*gt.notes, note))
+        if not gt.keys:
+            raise InputError(
+                f"{listed.path}: none of its images has an annotation file in {annotations}"
+            )
+    if options.pred_format == "voc":
+        refuse_unpaired(gt, pred, inputs.pred)
+    from vocmatch.readers.shapes import with_geometry
+
+    return (
+        with_geometry(gt, options.geometry, "ground truth"),
+        with_geometry(pred, options.geometry, "predictions"),
+    )
+
+
+def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:
+    """Refuse a run where not a single ground-truth image pairs with a prediction: a wrong
+    folder or a naming convention, not a model that missed everything.
+
+    Raises:
+        InputError: Nothing pairs; the message says what the prediction folder holds.
+    """
+    from vocmatch.readers.unpaired import no_pairs_reason, other_files, paired
+
+    unreadable = {s.key for s in gt.skipped if s.key is not None}
+    gt_keys = [k for k in gt.keys if k not in unreadable]
+    pred_keys = [*pred.keys, *(s.key for s in pred.skipped if s.key is not None)]
+    if not gt_keys or paired(gt_keys, pred_keys):
+        return
+    others = other_files(Path(pred_dir)) if not pred_keys else []
+    reason = no_pairs_reason(gt_keys, sorted(set(pred_keys)), os.fspath(pred_dir), others)
+    raise InputError(f"no ground-truth image pairs with a prediction: {reason}")
+
+
+# Comparing two runs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiffRequest(ScoreOptions):
+    """Two prediction sets compared on one ground truth: what ``vocmatch diff`` reads.
+
+    Both prediction sets are read the same way (:class:`ReadOptions`) and scored under the
+    same conventions (:class:`ScoreOptions`).
+
+    Attributes:
+        gt: The ground truth (a folder of XML files, or a VOC folder).
+        pred_a: The reference run's predictions.
+        pred_b: The candidate run's predictions.
+        score_threshold: Count only predictions scored at least this (AP uses every one).
+        gates: Regression gates, as :class:`~vocmatch.evidence.diff.RegressionGate` or text
+            such as ``map=-0.01``.
+        bootstrap: Resamples of the images shared by both runs (None: no bootstrap).
+        seed: The bootstrap's seed.
+        alpha: With a bootstrap, a gate fails only when its fall is significant at this level.
+
+    Example:
+        >>> request = DiffRequest(gt="gt", pred_a="a", pred_b="b", gates=["map=-0.01"])
+        >>> request.conventions().protocol, request.pred_format
+        ('default', 'voc')
+    """
+
+    gt: PathLike
+    pred_a: PathLike
+    pred_b: PathLike
+    score_threshold: float | None = None
+    gates: Sequence[RegressionGate | str] = ()
+    bootstrap: int | None = None
+    seed: int = 0
+    alpha: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffReport:
+    """What :func:`compare` found.
+
+    Attributes:
+        diff: The change overall, per class and per image, worst regression first.
+        results: Every regression gate checked, in the order given.
+        evidence: The paired bootstrap, when asked for.
+        skipped: Files that could not be read in either run, each once.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.compare(
+        ...     "fixtures/diff/gt", "fixtures/diff/pred_a", "fixtures/diff/pred_b",
+        ...     gates=["map=0"],
+        ... )
+        >>> found.passed, str(found.results[0]).split(" (")[0]
+        (False, 'map 0.8333 -> 0.7500')
+    """
+
+    diff: EvaluationDiff
+    results: tuple[RegressionResult, ...]
+    evidence: PairedBootstrap | None = None
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Every regression gate passed."""
+        return all(r.passed for r in self.results)
+
+
+def compare(
+    request: DiffRequest | PathLike,
+    pred_a: PathLike | None = None,
+    pred_b: PathLike | None = None,
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> DiffReport:
+    """Evaluate two runs on the same ground truth and compare them, image by image.
+
+    Args:
+        request: The request, or the ground truth's path.
+        pred_a: The reference run's predictions, when ``request`` is a path.
+        pred_b: The candidate run's predictions, when ``request`` is a path.
+        progress: Told how far the reading and the matching are.
+        **options: The fields of :class:`DiffRequest`, when ``request`` is a path.
+
+    Returns:
+        The diff, its gates and the paired bootstrap if asked for.
+
+    Raises:
+        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        InputError: An input cannot be read, or nothing pairs.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.compare("fixtures/demo/gt", "fixtures/demo/pred", "fixtures/demo/pred")
+        >>> found.diff.summary.map.delta, found.passed
+        (0.0, True)
+    """
+    if not isinstance(request, DiffRequest):
+        if pred_a is None or pred_b is None:
+            raise TypeError("compare() needs both runs' paths after the ground truth's")
+        request = DiffRequest(gt=request, pred_a=pred_a, pred_b=pred_b, **options)
+    elif pred_a is not None or pred_b is not None or options:
+        raise TypeError("compare() takes a request or paths and keywords, not both")
+    from vocmatch.evidence.diff import check_regressions, evaluation_diff, parse_regression_gate
+
+    try:
+        gates = [parse_regression_gate(g) if isinstance(g, str) else g for g in request.gates]
+    except ValueError as error:
+        raise RequestError("gates", str(error)) from None
+    if request.alpha is not None and request.bootstrap is None:
+        raise RequestError("alpha", "tests the paired bootstrap: ask for resamples too")
+    a = _run(request, request.pred_a, progress)
+    b = _run(request, request.pred_b, progress)
+    evidence = None
+    if request.bootstrap is not None:
+        from vocmatch.evidence.bootstrap import paired_bootstrap, resampler
+
+        evidence = paired_bootstrap(
+            a.evaluation, resampler(a.evaluation, a.matched),
+            b.evaluation, resampler(b.evaluation, b.matched),
+            request.bootstrap, request.seed, jobs=request.workers(),
+        )  # fmt: skip
+    names = (os.fspath(request.pred_a), os.fspath(request.pred_b))
+    diff = evaluation_diff(a.evaluation, b.evaluation, a.pred, b.pred, *names)
+    results = check_regressions(diff, gates, evidence, request.alpha)
+    skipped = {str(s): None for s in (*a.evaluation.skipped, *b.evaluation.skipped)}
+    return DiffReport(diff, results, evidence, tuple(skipped))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One run of a comparison: its evaluation, the matching's arrays, its predictions."""
+
+    evaluation: Evaluation
+    matched: MatchedColumns | None
+    pred: AnnotationSet
+
+
+def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Run:
+    """One run of a comparison, evaluated with every match and its predictions box by box."""
+    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.evaluate import fold_names
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+
+    _check_pred_path(request, pred)
+    thresholds = ScoreThresholds.of(request.score_threshold, {})
+    gt_columns, pred_columns = read_inputs(
+        Inputs(request.gt, pred, request), progress.files if progress is not None else None
+    )
+    evaluation, matched = evaluate_matched(
+        gt_columns,
+        pred_columns,
+        request.conventions(),
+        fold_case=request.fold_case,
+        progress=progress.stages if progress is not None else None,
+        score_thresholds=thresholds or None,
+    )
+    if thresholds:
+        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    predictions = pred_columns.to_annotations()
+    if request.fold_case:
+        # The image-by-image comparison sees the names that were matched.
+        predictions = fold_names(predictions)
+    return _Run(evaluation, matched, predictions)
+
+
+# Label-error suspects ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SuspectsRequest(ReadOptions):
+    """Ground-truth objects that look mislabelled or missing: what ``vocmatch suspects`` reads.
+
+    Attributes:
+        gt: The ground truth (a folder of XML files, or a VOC folder).
+        pred: The predictions, in any format :class:`ReadOptions` reads.
+        confidence: A prediction at or above this score is confident.
+        background_iou: At most this IoU with every object, a prediction overlaps nothing.
+        match_iou: At or above this IoU a prediction is on an object.
+        duplicate_iou: At or above this IoU two objects of one class are one object twice.
+
+    Example:
+        >>> request = SuspectsRequest(gt="gt", pred="results.json", pred_format="coco")
+        >>> request.options().confidence
+        0.5
+    """
+
+    gt: PathLike
+    pred: PathLike
+    confidence: float = 0.5
+    background_iou: float = 0.1
+    match_iou: float = 0.5
+    duplicate_iou: float = 0.9
+
+    def options(self) -> SuspectOptions:
+        """The thresholds as the suspects finder takes them.
+
+        Raises:
+            ValueError: They do not go together (the background IoU above the match IoU).
+        """
+        from vocmatch.evidence.suspects import SuspectOptions
+
+        return SuspectOptions(
+            self.confidence, self.background_iou, self.match_iou, self.duplicate_iou
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SuspectsFound:
+    """What :func:`find_suspects` found, and the ground truth it was found in (to write
+    annotated copies of its files).
+
+    Attributes:
+        report: The suspects, most confident first.
+        gt: The ground truth, box by box.
+        skipped: Files that could not be read.
+    """
+
+    report: SuspectReport
+    gt: AnnotationSet
+    skipped: tuple[str, ...] = ()
+
+
+def find_suspects(request: SuspectsRequest, *, progress: Progress | None = None) -> SuspectsFound:
+    """Every label-error suspect of a ground-truth set, from confident predictions.
+
+    Raises:
+        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        InputError: An input cannot be read, or nothing pairs.
+
+    Example:
+        >>> found = find_suspects(SuspectsRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred"))
+        >>> len(found.gt.annotations), found.skipped
+        (6, ())
+    """
+    from vocmatch.evidence import suspects
+
+    try:
+        options = request.options()
+    except ValueError as error:
+        raise RequestError("thresholds", str(error)) from None
+    _check_pred_path(request, request.pred)
+    gt_columns, pred_columns = read_inputs(
+        Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
+    )
+    gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
+    del gt_columns, pred_columns
+    report = suspects.find_suspects(gt, pred, options)
+    return SuspectsFound(report, gt, tuple(str(s) for s in (*gt.skipped, *pred.skipped)))

@@ -1,0 +1,239 @@
+"""Every output of one evaluation run, from its :class:`~vocmatch.evidence.report.EvalReport`:
+the terminal table, JSON, CSV, Markdown, JUnit XML and the HTML page.
+
+Each renderer imports its own modules when called: JSON never loads rich, the table never
+loads Jinja2.
+
+Example:
+    >>> import vocmatch
+    >>> from vocmatch.render.report import render_text
+    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
+    >>> render_text(report, "csv").splitlines()[0].split(",")[:3]
+    ['image', 'gt_path', 'pred_path']
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from vocmatch.evidence.report import EvalReport, Evidence
+    from vocmatch.render.html import Pictures
+
+__all__ = [
+    "FORMATS",
+    "TableOptions",
+    "content_width",
+    "evidence_parts",
+    "plain_text",
+    "render_html",
+    "render_table",
+    "render_text",
+]
+
+OutputFormat = Literal["table", "json", "csv", "markdown", "junit"]
+
+#: Every text format of an evaluation.
+FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "markdown", "junit")
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """What the terminal table shows beyond the summary and the classes.
+
+    Attributes:
+        max_rows: Rows of the per-image table (worst first); 0 shows every image.
+        only_failing: List only images with a false positive or a missed object.
+        errors: Add the error breakdown and the confusion matrix (needs the analysis).
+        tightness: Add the IoU and edge-offset histograms (needs the analysis).
+
+    Example:
+        >>> import vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", analysis=True)
+        >>> text = render_text(report, "table", TableOptions(max_rows=3, errors=True))
+        >>> "Errors (TIDE types at IoU 0.5, background IoU 0.1)" in text
+        True
+    """
+
+    max_rows: int = 20
+    only_failing: bool = False
+    errors: bool = False
+    tightness: bool = False
+
+
+def render_text(
+    report: EvalReport, output_format: OutputFormat, options: TableOptions | None = None
+) -> str:
+    """The report as text in one format.
+
+    Args:
+        report: What the run found.
+        output_format: ``table`` (plain text, no colour, at the content's width), ``json``
+            (every number), ``csv`` (one row per image), ``markdown`` (summary, classes and
+            gates) or ``junit`` (a test case per image and per gate).
+        options: What the table shows (``table`` only).
+
+    Returns:
+        The text, ending in a newline.
+
+    Raises:
+        ValueError: No format has that name.
+
+    Example:
+        >>> import json, vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> json.loads(render_text(report, "json"))["summary"]["map"]
+        0.625
+    """
+    from vocmatch.evidence.report import Evidence
+
+    evidence = report.evidence or Evidence()
+    if output_format == "table":
+        return plain_text(render_table(report, options))
+    from vocmatch.render import machine
+
+    if output_format == "json":
+        return machine.to_json(
+            report.evaluation,
+            report.analysis,
+            bootstrap=evidence.bootstrap,
+            thresholds=report.thresholds,
+            beta=report.beta,
+            slices=evidence.slices,
+            calibration=evidence.calibration,
+        )
+    if output_format == "csv":
+        return machine.to_csv_images(report.evaluation)
+    if output_format == "markdown":
+        return machine.to_markdown(report.evaluation, report.gates, evidence.bootstrap)
+    if output_format == "junit":
+        return machine.to_junit(report.evaluation, report.gates)
+    raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
+
+
+def render_table(report: EvalReport, options: TableOptions | None = None) -> RenderableType:
+    """The terminal report: summary, classes, images, then the analysis and the evidence
+    asked for, each after a blank line."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from vocmatch.render.terminal import ReportOptions, render, render_analysis
+
+    shown = options or TableOptions()
+    evaluation = report.evaluation
+    table_options = ReportOptions(
+        max_rows=shown.max_rows,
+        only_failing=shown.only_failing,
+        score_thresholds=report.thresholds,
+        beta=report.beta,
+    )
+    table = render(evaluation, table_options)
+    threshold = evaluation.conventions.iou_threshold
+    if report.analysis is not None and (shown.errors or shown.tightness):
+        extra = render_analysis(
+            report.analysis, threshold, shown.errors, shown.tightness, shown.max_rows
+        )
+        table = Group(table, Text(), extra)
+    return Group(table, *evidence_parts(report.evidence, threshold))
+
+
+def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]:
+    """The terminal report's parts for the evidence, each after a blank line."""
+    from rich.text import Text
+
+    from vocmatch.render.terminal import bootstrap_table, slice_table
+
+    parts: list[RenderableType] = []
+    if evidence.bootstrap is not None:
+        parts += [Text(), bootstrap_table(evidence.bootstrap)]
+    for found in evidence.slices:
+        parts += [Text(), slice_table(found, threshold)]
+    if evidence.calibration is not None:
+        from vocmatch.render.terminal import calibration_table
+
+        parts += [Text(), calibration_table(evidence.calibration)]
+    return parts
+
+
+def render_html(report: EvalReport, pictures: Pictures | None = None) -> str:
+    """The report as one self-contained HTML page: summary, curves, confusion matrix and
+    every image's boxes, drawn on ``pictures`` when given.
+
+    The score slider starts at the lowest threshold in force.
+
+    Args:
+        report: What the run found, with its boxes kept (``boxes=True``).
+        pictures: The images' pictures, read by :func:`vocmatch.render.html.read_pictures`.
+
+    Returns:
+        The page, one string.
+
+    Raises:
+        ValueError: The report kept no boxes (ask for them in the request).
+
+    Example:
+        >>> import vocmatch
+        >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", boxes=True)
+        >>> render_html(report).startswith("<!DOCTYPE html>")
+        True
+    """
+    from vocmatch.render.html import html_report
+
+    if report.gt is None or report.pred is None:
+        raise ValueError("the report kept no boxes to draw: evaluate with boxes=True")
+    start = 0.0
+    if report.thresholds is not None:
+        # The slider is one for every class: it starts at the lowest threshold in force.
+        values = [report.thresholds.default, *dict(report.thresholds.per_class).values()]
+        start = min((v for v in values if v is not None), default=0.0)
+    evidence = report.evidence
+    return html_report(
+        report.evaluation,
+        report.gt,
+        report.pred,
+        pictures,
+        bootstrap=evidence.bootstrap,
+        score_start=start,
+        slices=evidence.slices,
+        calibration=evidence.reliability,
+    )
+
+
+#: The width content is measured at: wider than any line of a report.
+_UNBOUNDED_WIDTH = 1_000_000
+
+
+def content_width(console: Console, renderable: RenderableType) -> tuple[int, int]:
+    """The narrowest width at which ``renderable`` squeezes no table (a squeezed table cuts
+    its cells, and its class names), and the width at which it wraps nothing."""
+    from rich.console import Group
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    options = console.options.update_width(_UNBOUNDED_WIDTH)
+
+    def narrowest(part: RenderableType) -> int:
+        if isinstance(part, Group):
+            return max((narrowest(child) for child in part.renderables), default=1)
+        measured = Measurement.get(console, options, part)
+        # Text may wrap between words; a table is kept whole.
+        return measured.maximum if isinstance(part, Table) else measured.minimum
+
+    widest = Measurement.get(console, options, renderable).maximum
+    return max(narrowest(renderable), 1), max(widest, 1)
+
+
+def plain_text(renderable: RenderableType) -> str:
+    """A terminal report as plain text at the content's own width (for report files)."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    # No markup or emoji codes: a string from the data prints as it is written.
+    console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
+    console.width = content_width(console, renderable)[1]
+    console.print(renderable)
+    return buffer.getvalue()
