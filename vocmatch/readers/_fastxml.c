@@ -505,9 +505,49 @@ typedef struct {
 /* --- objects ---------------------------------------------------------------------- */
 
 enum { F_NAME, F_TRUNCATED, F_DIFFICULT, F_OCCLUDED, F_POSE, F_SCORE, F_CONFIDENCE, F_COUNT };
-static const char *const object_fields[F_COUNT] = {
-    "name", "truncated", "difficult", "occluded", "pose", "score", "confidence"};
-static const char *const corner_fields[4] = {"xmin", "ymin", "xmax", "ymax"};
+enum { F_BNDBOX = F_COUNT, F_SHAPE, F_OTHER };
+
+#define SPAN_IS(t, literal) \
+    ((t).n == sizeof(literal) - 1 && memcmp((t).p, literal, sizeof(literal) - 1) == 0)
+
+/* Which of an object's children a tag name is (a switch on the length: this runs for
+ * every child of every object). */
+static int object_child(Span t)
+{
+    switch (t.n) {
+    case 4:
+        return SPAN_IS(t, "name") ? F_NAME : SPAN_IS(t, "pose") ? F_POSE : F_OTHER;
+    case 5:
+        return SPAN_IS(t, "score") ? F_SCORE : F_OTHER;
+    case 6:
+        return SPAN_IS(t, "bndbox") ? F_BNDBOX : F_OTHER;
+    case 7:
+        return SPAN_IS(t, "polygon") ? F_SHAPE : F_OTHER;
+    case 8:
+        return SPAN_IS(t, "occluded") ? F_OCCLUDED : SPAN_IS(t, "robndbox") ? F_SHAPE : F_OTHER;
+    case 9:
+        return SPAN_IS(t, "truncated")   ? F_TRUNCATED
+               : SPAN_IS(t, "difficult") ? F_DIFFICULT
+                                         : F_OTHER;
+    case 10:
+        return SPAN_IS(t, "confidence") ? F_CONFIDENCE : F_OTHER;
+    default:
+        return F_OTHER;
+    }
+}
+
+/* Which corner a <bndbox> child is: 0 to 3 for xmin, ymin, xmax, ymax, else -1. */
+static int corner(Span t)
+{
+    if (t.n != 4 || (t.p[0] != 'x' && t.p[0] != 'y'))
+        return -1;
+    int y = t.p[0] == 'y';
+    if (memcmp(t.p + 1, "min", 3) == 0)
+        return y;
+    if (memcmp(t.p + 1, "max", 3) == 0)
+        return 2 + y;
+    return -1;
+}
 
 /* Read one object from its start tag (at s[pos], read as `open`) to its end tag, append
  * its row to the output, and set *end after it. 1 read, 0 the parser's, -1 an error. */
@@ -537,7 +577,7 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
                 break;
             continue;
         }
-        if (span_is(tag.name, "object"))
+        if (SPAN_IS(tag.name, "object"))
             return 0;
         Span text = {NULL, 0};
         Py_ssize_t after = 0;
@@ -545,19 +585,19 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
         if (leaf < 0)
             return 0;
         if (depth == 1) {
-            if (span_is(tag.name, "robndbox") || span_is(tag.name, "polygon"))
+            int child = object_child(tag.name);
+            if (child == F_SHAPE)
                 return 0; /* a shape: exact region overlap, the parser's */
-            for (int f = 0; f < F_COUNT; f++)
-                if (span_is(tag.name, object_fields[f]))
-                    first_field(&fields[f], leaf, text);
-            if (!bndbox_seen && span_is(tag.name, "bndbox")) {
+            if (child < F_COUNT)
+                first_field(&fields[child], leaf, text);
+            if (child == F_BNDBOX && !bndbox_seen) {
                 bndbox_seen = 1;
                 in_bndbox = !leaf;
             }
         } else if (depth == 2 && in_bndbox) {
-            for (int f = 0; f < 4; f++)
-                if (span_is(tag.name, corner_fields[f]))
-                    first_field(&corners[f], leaf, text);
+            int which = corner(tag.name);
+            if (which >= 0)
+                first_field(&corners[which], leaf, text);
         }
         if (leaf) {
             pos = after;

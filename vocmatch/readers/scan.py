@@ -22,6 +22,11 @@ a rotated box or a polygon -- is read by :func:`vocmatch.readers.parse.parse_ann
 so results and error messages are always the parser's own. Tests check that both readers
 give identical columns on every layout of ``bench/zoo.py``, on the real sets, and on
 generated files of any layout and content.
+
+Where the package was built with a C compiler, a compiled reader (``_fastxml.c``) does the
+same in one pass over the bytes, for the same subset of files, to the same columns; this
+module's reader is used without it, or with ``VOCMATCH_PURE_READER=1``
+(docs/compiled-reader.md).
 """
 
 from __future__ import annotations
