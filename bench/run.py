@@ -14,7 +14,10 @@ every peer are compared: every peer must agree with vocmatch to 1e-12, and the l
 with each other exactly.
 
 The floor is lxml parsing the same XML files into trees with the same number of processes
-and doing nothing else: what any XML-reading evaluator built on lxml would pay. Start-up is
+and doing nothing else: what any XML-reading evaluator built on lxml would pay. Below it,
+reading every byte of the files (the same processes, nothing else done with them) is the
+floor of any reader at all. vocmatch runs with its compiled reader, and once more with the
+pure-Python one (``VOCMATCH_PURE_READER=1``) on LabelImg's layout. Start-up is
 ``vocmatch --version`` run many times, beside the bare interpreter.
 """
 
@@ -29,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +60,7 @@ COCO_NAMES = (
 #: The peers, in the order of the ratio columns (fastest first).
 PEER_ORDER = ("hotcoco", "vernier", "faster-coco-eval", "pycocotools")
 VOCMATCH = "vocmatch coco"
+PURE = "vocmatch pure reader: labelimg"
 
 
 @dataclass
@@ -131,17 +136,21 @@ def commands(
         files = layout_folder(folder, layout, images)
         tools[f"{VOCMATCH}: {layout}"] = vocmatch_command(files, "coco", jobs)
     tools["vocmatch voc12: labelimg"] = vocmatch_command(folder, "voc12", jobs)
+    tools[PURE] = ["env", "VOCMATCH_PURE_READER=1", *vocmatch_command(folder, "coco", jobs)]
     for peer in peers:
         tools[peer] = [sys.executable, str(HERE / "peers.py"), peer, str(folder)]
     tools[f"floor: lxml parse, {jobs} process(es)"] = [
         sys.executable, str(HERE / "run.py"), "--floor", str(folder), "--jobs", str(jobs),
+    ]  # fmt: skip
+    tools[f"floor: read the bytes, {jobs} process(es)"] = [
+        sys.executable, str(HERE / "run.py"), "--bytes-floor", str(folder), "--jobs", str(jobs),
     ]  # fmt: skip
     return tools
 
 
 def coco_numbers(name: str, stdout: str) -> list[float]:
     data = json.loads(stdout)
-    if name.startswith(VOCMATCH):
+    if name.startswith((VOCMATCH, PURE)):
         return [float(data["coco"][key]) for key in COCO_NAMES]
     return [float(v) for v in data["stats"]]
 
@@ -156,6 +165,8 @@ def check_numbers(results: dict[str, list[Measure]], peers: list[str]) -> list[f
             if coco_numbers(name, measure.stdout) != reference:
                 raise SystemExit(f"{name}: other numbers than {layouts[0]}: no timing reported")
     print(f"12 COCO numbers identical on {len(layouts)} layout(s)")
+    if PURE in results and coco_numbers(PURE, results[PURE][0].stdout) != reference:
+        raise SystemExit("the pure reader gives other numbers: no timing reported")
     for peer in peers:
         numbers = coco_numbers(peer, results[peer][0].stdout)
         worst = max(abs(a - b) for a, b in zip(reference, numbers, strict=True))
@@ -163,6 +174,21 @@ def check_numbers(results: dict[str, list[Measure]], peers: list[str]) -> list[f
             raise SystemExit(f"COCO numbers differ from {peer} by {worst:g}: no timing reported")
         print(f"12 COCO numbers equal to {peer}'s (largest difference {worst:.1e})")
     return reference
+
+
+def _read_all(paths: list[Path]) -> int:
+    return sum(len(path.read_bytes()) for path in paths)
+
+
+def read_bytes_floor(paths: list[Path], jobs: int) -> int:
+    """Read every byte of the files, in ``jobs`` processes (as the lxml floor splits them),
+    and do nothing else: the floor of any reader. Returns the bytes read."""
+    if jobs <= 1:
+        return _read_all(paths)
+    chunk_count = min(len(paths), 4 * jobs)
+    chunks = [paths[index::chunk_count] for index in range(chunk_count)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return sum(pool.map(_read_all, chunks))
 
 
 def startup(runs: int) -> None:
@@ -267,7 +293,14 @@ def main() -> None:
     parser.add_argument("--startup", type=int, default=20, help="runs of vocmatch --version")
     parser.add_argument("--scaling", help="comma-separated sizes: vocmatch time and memory")
     parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--bytes-floor", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bytes_floor is not None:
+        paths = sorted((args.bytes_floor / "gt").glob("*.xml")) + sorted(
+            (args.bytes_floor / "pred").glob("*.xml")
+        )
+        print(json.dumps({"bytes": read_bytes_floor(paths, args.jobs)}))
+        return
     if args.floor is not None:
         paths = sorted((args.floor / "gt").glob("*.xml")) + sorted(
             (args.floor / "pred").glob("*.xml")

@@ -1,7 +1,8 @@
 """The fast reader is layout-independent: every writer's layout in ``bench/zoo.py`` is read
 on the fast path and gives the same columns and the same evaluation; and on any file, laid
 out any way and holding any numbers and names, the fast reader and the parser agree (the
-same columns, or the same error with its message and line)."""
+same columns, or the same error with its message and line). Every test runs once with the
+compiled reader (``_fastxml.c``) and once with the pure-Python one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import importlib.util
 import math
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -47,6 +49,22 @@ def _load_bench_module(name: str) -> ModuleType:
 
 zoo = _load_bench_module("zoo")
 LAYOUTS = sorted(zoo.LAYOUTS)
+READERS = ["compiled", "pure"]
+
+
+@pytest.fixture(scope="module", autouse=True, params=READERS)
+def reader(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test once per fast reader (module-scoped: hypothesis reruns a test's body with
+    its fixtures kept, and the reader is the same for every example)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "compiled":
+            if scan._compiled is None:
+                pytest.skip("the compiled reader is not built (no C compiler)")
+            patch.delenv(scan.PURE_READER_VARIABLE, raising=False)
+        else:
+            patch.setenv(scan.PURE_READER_VARIABLE, "1")
+        assert scan.active_reader() == request.param
+        yield request.param
 
 
 @pytest.fixture(scope="module")
@@ -362,16 +380,22 @@ def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
         assert math.copysign(1.0, values[0]) == math.copysign(1.0, expected)
 
 
-def test_a_giant_object_is_left_to_the_parser(tmp_path: Path) -> None:
+def test_a_giant_object_is_left_to_the_parser(tmp_path: Path, reader: str) -> None:
     """An object (or header) of thousands of tags makes no plan (plans are remembered per
-    process, so their size is bounded); the parser reads it, with the same columns."""
+    process, so their size is bounded); the parser reads it, with the same columns. The
+    compiled reader makes no plans: it reads such an object itself."""
     children = "".join(f"<x{i}>1</x{i}>" for i in range(600))
     body = (
         f"<annotation><extra>{children}</extra><object><name>a</name>{children}"
         "<bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>"
         "</annotation>"
     ).encode()
-    assert scan._fast(body) is None
+    assert scan._fast_pure(body) is None
+    read = scan._fast(body)
+    if reader == "compiled":
+        assert read is not None and read.coordinates.tolist() == [[1.0, 1.0, 5.0, 5.0]]
+    else:
+        assert read is None
     (tmp_path / "a.xml").write_bytes(body)
     assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
 

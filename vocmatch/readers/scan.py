@@ -22,6 +22,11 @@ a rotated box or a polygon -- is read by :func:`vocmatch.readers.parse.parse_ann
 so results and error messages are always the parser's own. Tests check that both readers
 give identical columns on every layout of ``bench/zoo.py``, on the real sets, and on
 generated files of any layout and content.
+
+Where the package was built with a C compiler, a compiled reader (``_fastxml.c``) does the
+same in one pass over the bytes, for the same subset of files, to the same columns; this
+module's reader is used without it, or with ``VOCMATCH_PURE_READER=1``
+(docs/compiled-reader.md).
 """
 
 from __future__ import annotations
@@ -52,7 +57,22 @@ from vocmatch.readers.parse import (
 )
 from vocmatch.readers.workers import worker_count, worker_results
 
-__all__ = ["ColumnSet", "columns_from_annotations", "read_column_pair", "read_columns"]
+try:  # the compiled reader, built with the package where a C compiler was found
+    from vocmatch.readers import _fastxml as _compiled
+except ImportError:  # pragma: no cover - a build without a compiler
+    _compiled = None  # type: ignore[assignment]
+
+__all__ = [
+    "PURE_READER_VARIABLE",
+    "ColumnSet",
+    "active_reader",
+    "columns_from_annotations",
+    "read_column_pair",
+    "read_columns",
+]
+
+#: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
+PURE_READER_VARIABLE = "VOCMATCH_PURE_READER"
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -70,8 +90,15 @@ _HEADER_TAG = re.compile(rb'<(/?)([A-Za-z_][A-Za-z0-9_.-]*)((?: verified="(?:yes
 # a CDATA section, which is not allowed in text. Control characters, and the non-characters
 # U+FFFE and U+FFFF, are not allowed in XML 1.0.
 _NON_CHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
-_DECLARATION = re.compile(rb"\A<\?xml[ \t\r\n][^>]*\?>")
-_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+# The XML declaration read here: version 1.0, then optionally a UTF-8 encoding and
+# standalone, each quoted alike. Any other (another version or encoding, another
+# pseudo-attribute, a stray byte) leaves the file to the parser, which may refuse it.
+_S = rb"[ \t\r\n]"
+_DECLARATION = re.compile(
+    rb"\A<\?xml%s+version%s*=%s*([\"'])1\.0\1" % (_S, _S, _S)
+    + rb"(?:%s+encoding%s*=%s*([\"'])(?i:utf-?8)\2)?" % (_S, _S, _S)
+    + rb"(?:%s+standalone%s*=%s*([\"'])(?:yes|no)\3)?%s*\?>" % (_S, _S, _S, _S)
+)
 _TRAILER = re.compile(rb"\s*</annotation>\s*\Z")
 _SPACE = b" \t\r\n"
 # Text between tags is allowed anywhere, as XML allows it and the parser ignores it.
@@ -692,11 +719,57 @@ def _mixed_fields(data: bytes, first: int, last: int) -> _Fields | None:
     )
 
 
+def active_reader() -> str:
+    """Which fast reader reads files in this process: ``"compiled"`` (the C extension) or
+    ``"pure"`` (the extension is not built, or ``VOCMATCH_PURE_READER=1``)."""
+    if _compiled is None or os.environ.get(PURE_READER_VARIABLE, "") not in ("", "0"):
+        return "pure"
+    return "compiled"
+
+
 def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     """Extract a plain file's objects, or None to leave the file to the parser.
 
-    ``names_seen`` holds names (as written) already known to be usable.
+    ``names_seen`` holds names (as written) already known to be usable. The compiled
+    reader and the pure-Python one give the same objects; each may leave a file to the
+    parser that the other reads.
     """
+    if _compiled is not None and active_reader() == "compiled":
+        return _fast_compiled(data, names_seen)
+    return _fast_pure(data, names_seen)
+
+
+def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None:
+    """:func:`_fast` by the compiled reader (``_fastxml.c``): it proves the file plain and
+    reads its columns; the header's values and new names are read here as by the pure one."""
+    assert _compiled is not None
+    read = _compiled.scan(data, MAX_COORDINATE)
+    if read is None:
+        return None
+    filename, size_texts, names, coordinates, scores, difficult, truncated, occluded, poses = read
+    size = None
+    if size_texts is not None:
+        size = _size(*size_texts)
+        if size is None:
+            return None
+    new_names = {raw: _text(raw).strip() for raw in set(names) if raw not in names_seen}
+    if not all(new_names.values()):
+        return None  # an empty name: the parser's to refuse
+    return _Objects(
+        _Header(None if filename is None else _text(filename).strip(), size),
+        np.frombuffer(coordinates, np.float64).reshape(-1, 4),
+        names,
+        new_names,
+        np.frombuffer(difficult, np.bool_),
+        np.frombuffer(truncated, np.bool_),
+        np.frombuffer(occluded, np.bool_),
+        np.frombuffer(scores, np.float64),
+        poses,
+    )
+
+
+def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
+    """:func:`_fast` by the pure-Python reader."""
     if b"&" in data or (b"]" in data and b"]]>" in data):
         return None
     octets = np.frombuffer(data, np.uint8)
@@ -714,12 +787,7 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     if not ascii_only and b"\xef\xbf" in data and any(c in data for c in _NON_CHARACTERS):
         return None
     declaration = _DECLARATION.match(data)
-    start = 0
-    if declaration:
-        encoding = _ENCODING.search(declaration.group(0))
-        if encoding and encoding.group(1).lower() not in (b"utf-8", b"utf8"):
-            return None
-        start = declaration.end()
+    start = 0 if declaration is None else declaration.end()
     if not ascii_only:
         try:
             data.decode("utf-8")

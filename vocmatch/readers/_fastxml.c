@@ -1,0 +1,909 @@
+/* The compiled fast reader: one pass over a file's bytes, the same columns out as the
+ * pure-Python fast reader (vocmatch/readers/scan.py), for the same strict subset of XML.
+ *
+ * It reads only files it can prove the parser (lxml) reads the same way, and returns None
+ * for any other, which vocmatch.readers.scan then hands to the parser:
+ *   - bytes: valid UTF-8 without control characters, U+FFFE or U+FFFF, no '&' (so no
+ *     entity or character reference) and no "]]>";
+ *   - an optional declaration <?xml version="1.0" [encoding="utf-8"] [standalone=".."]?>,
+ *     XML whitespace, the root <annotation> (LabelImg's verified="yes|no" allowed), plain
+ *     tags only (no attribute, namespace, comment, CDATA, processing instruction or
+ *     self-closing tag), well nested, at most MAX_DEPTH deep;
+ *   - header children before the first <object>, then <object> elements with text only
+ *     between them, then whitespace, </annotation> and whitespace to the end;
+ *   - in each object the parser's fields: the first <name>, <bndbox> (and its first <xmin>,
+ *     <ymin>, <xmax>, <ymax>), <truncated>, <difficult>, <occluded>, <pose>, and <score>
+ *     (else <confidence>), each a leaf; no <robndbox>, <polygon> or nested <object>;
+ *   - numbers in the annotation grammar (vocmatch/core/numbers.py), finite, coordinates
+ *     within max_coordinate with xmax >= xmin and ymax >= ymin; flags 0, 1 or empty
+ *     (<occluded> also true/false/yes/no in any case).
+ *
+ * Safety: every access is checked against the buffer's length; the only allocations are
+ * the output columns (growing with the objects read, each of which takes at least 90 bytes
+ * of input) and, for a number too long for a stack buffer, a copy of that number.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+#define NAME_CACHE 64 /* a power of two */
+#define SHORT_NUMBER 64
+
+typedef unsigned char u8;
+
+typedef struct {
+    const u8 *p;
+    Py_ssize_t n;
+} Span;
+
+enum { ABSENT = 0, LEAF = 1, NESTED = 2 };
+
+typedef struct {
+    int state;
+    Span text;
+} Field;
+
+/* --- bytes ------------------------------------------------------------------------ */
+
+/* Byte classes of the validating pass: 0 plain ASCII, 1 refused, 2 ']', 3 start of a
+ * multi-byte UTF-8 sequence (or an invalid byte, refused by the sequence check). */
+static u8 byte_class[256];
+
+static void init_byte_class(void)
+{
+    for (int c = 0; c < 256; c++) {
+        u8 k = 0;
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            k = 1;
+        else if (c == '&')
+            k = 1;
+        else if (c == ']')
+            k = 2;
+        else if (c >= 0x80)
+            k = 3;
+        byte_class[c] = k;
+    }
+}
+
+/* 1 if the bytes are valid UTF-8 holding only XML 1.0 characters, no '&' and no "]]>". */
+static int plain_bytes(const u8 *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i < n && byte_class[s[i]] == 0)
+            i++;
+        if (i >= n)
+            break;
+        u8 c = s[i];
+        switch (byte_class[c]) {
+        case 1:
+            return 0;
+        case 2:
+            if (i + 2 < n && s[i + 1] == ']' && s[i + 2] == '>')
+                return 0;
+            i++;
+            continue;
+        default:
+            break;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            u8 c1 = s[i + 1], c2 = s[i + 2];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xE0 && c1 < 0xA0)
+                return 0; /* overlong */
+            if (c == 0xED && c1 >= 0xA0)
+                return 0; /* a surrogate */
+            if (c == 0xEF && c1 == 0xBF && (c2 == 0xBE || c2 == 0xBF))
+                return 0; /* U+FFFE, U+FFFF: not XML characters */
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            u8 c1 = s[i + 1];
+            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && c1 < 0x90)
+                return 0; /* overlong */
+            if (c == 0xF4 && c1 >= 0x90)
+                return 0; /* above U+10FFFF */
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int is_space(u8 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static int is_digit(u8 c) { return c >= '0' && c <= '9'; }
+static int is_alpha(u8 c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static int name_start(u8 c) { return is_alpha(c) || c == '_'; }
+static int name_char(u8 c) { return name_start(c) || is_digit(c) || c == '.' || c == '-'; }
+
+static Span trim(Span t)
+{
+    while (t.n > 0 && is_space(t.p[0])) {
+        t.p++;
+        t.n--;
+    }
+    while (t.n > 0 && is_space(t.p[t.n - 1]))
+        t.n--;
+    return t;
+}
+
+static int span_is(Span t, const char *literal)
+{
+    size_t n = strlen(literal);
+    return (size_t)t.n == n && memcmp(t.p, literal, n) == 0;
+}
+
+static int span_equal(Span a, Span b) { return a.n == b.n && memcmp(a.p, b.p, (size_t)a.n) == 0; }
+
+/* ASCII case-insensitive comparison with a lower-case literal. */
+static int span_is_word(Span t, const char *literal)
+{
+    size_t n = strlen(literal);
+    if ((size_t)t.n != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        u8 c = t.p[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (u8)(c + 32);
+        if (c != (u8)literal[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* --- tags ------------------------------------------------------------------------- */
+
+typedef struct {
+    int closing;
+    Span name;
+    Py_ssize_t end; /* index after '>' */
+} Tag;
+
+/* The plain tag starting at s[pos] == '<' ("<name>" or "</name>"), or 0 for any other
+ * markup. */
+static int read_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Tag *tag)
+{
+    Py_ssize_t i = pos + 1;
+    tag->closing = 0;
+    if (i < n && s[i] == '/') {
+        tag->closing = 1;
+        i++;
+    }
+    if (i >= n || !name_start(s[i]))
+        return 0;
+    Py_ssize_t start = i++;
+    while (i < n && name_char(s[i]))
+        i++;
+    if (i >= n || s[i] != '>')
+        return 0;
+    tag->name.p = s + start;
+    tag->name.n = i - start;
+    tag->end = i + 1;
+    return 1;
+}
+
+/* The next plain tag at or after pos; 0 at the end of the bytes or at other markup. */
+static int next_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *at, Tag *tag)
+{
+    if (pos >= n)
+        return 0;
+    const u8 *lt = memchr(s + pos, '<', (size_t)(n - pos));
+    if (lt == NULL)
+        return 0;
+    *at = lt - s;
+    return read_tag(s, n, *at, tag);
+}
+
+/* After an element's start tag: 1 and its text if the next tag is its end tag (a leaf),
+ * 0 if the next tag opens a child, -1 for anything else (another end tag, other markup). */
+static int leaf_text(const u8 *s, Py_ssize_t n, const Tag *open, Span *text, Py_ssize_t *end)
+{
+    Py_ssize_t at;
+    Tag next;
+    if (!next_tag(s, n, open->end, &at, &next))
+        return -1;
+    if (!next.closing)
+        return 0;
+    if (!span_equal(next.name, open->name))
+        return -1;
+    text->p = s + open->end;
+    text->n = at - open->end;
+    *end = next.end;
+    return 1;
+}
+
+/* The first occurrence of a field: its text if a leaf; NESTED if it has children. */
+static void first_field(Field *field, int leaf, Span text)
+{
+    if (field->state != ABSENT)
+        return;
+    field->state = leaf ? LEAF : NESTED;
+    field->text = text;
+}
+
+/* --- the XML declaration ---------------------------------------------------------- */
+
+static Py_ssize_t skip_space(const u8 *s, Py_ssize_t n, Py_ssize_t i)
+{
+    while (i < n && is_space(s[i]))
+        i++;
+    return i;
+}
+
+/* One pseudo-attribute ' name="value"' (or single quotes) at i: its value, and the index
+ * after it; 0 if not there. At least one space comes before the name. */
+static int pseudo_attribute(const u8 *s, Py_ssize_t n, Py_ssize_t i, const char *name,
+                            Span *value, Py_ssize_t *after)
+{
+    Py_ssize_t j = skip_space(s, n, i);
+    size_t len = strlen(name);
+    if (j == i || (size_t)(n - j) < len || memcmp(s + j, name, len) != 0)
+        return 0;
+    j = skip_space(s, n, j + (Py_ssize_t)len);
+    if (j >= n || s[j] != '=')
+        return 0;
+    j = skip_space(s, n, j + 1);
+    if (j >= n || (s[j] != '"' && s[j] != '\''))
+        return 0;
+    u8 quote = s[j];
+    Py_ssize_t start = ++j;
+    while (j < n && s[j] != quote && s[j] != '<' && s[j] != '>')
+        j++;
+    if (j >= n || s[j] != quote)
+        return 0;
+    value->p = s + start;
+    value->n = j - start;
+    *after = j + 1;
+    return 1;
+}
+
+/* Where the document's content starts: after the declaration, or 0 without one; -1 for a
+ * declaration other than version 1.0 with an optional UTF-8 encoding and standalone. */
+static Py_ssize_t after_declaration(const u8 *s, Py_ssize_t n)
+{
+    if (n < 6 || memcmp(s, "<?xml", 5) != 0 || !is_space(s[5]))
+        return 0; /* no declaration (or '<?xml-...': a processing instruction, refused later) */
+    Span value;
+    Py_ssize_t i = 5, after;
+    if (!pseudo_attribute(s, n, i, "version", &value, &after) || !span_is(value, "1.0"))
+        return -1;
+    i = after;
+    if (pseudo_attribute(s, n, i, "encoding", &value, &after)) {
+        if (!span_is_word(value, "utf-8") && !span_is_word(value, "utf8"))
+            return -1;
+        i = after;
+    }
+    if (pseudo_attribute(s, n, i, "standalone", &value, &after)) {
+        if (!span_is(value, "yes") && !span_is(value, "no"))
+            return -1;
+        i = after;
+    }
+    i = skip_space(s, n, i);
+    if (i + 1 >= n || s[i] != '?' || s[i + 1] != '>')
+        return -1;
+    return i + 2;
+}
+
+/* --- numbers and flags ------------------------------------------------------------ */
+
+static const double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number's value by the one grammar (surrounding XML whitespace, an optional sign,
+ * digits with at most one point and at least one digit, an optional exponent):
+ * 1 read, 0 not in the grammar, -1 out of memory. The value is float()'s: exact when
+ * the digits and the power of ten are both exact doubles (one correctly rounded
+ * multiplication or division), else Python's own correctly rounded conversion. */
+static int read_number(Span text, double *out)
+{
+    Span t = trim(text);
+    const u8 *p = t.p;
+    Py_ssize_t n = t.n, i = 0;
+    int negative = 0;
+    if (i < n && (p[i] == '+' || p[i] == '-')) {
+        negative = p[i] == '-';
+        i++;
+    }
+    uint64_t mantissa = 0;
+    int digits = 0, fraction = 0;
+    while (i < n && is_digit(p[i])) {
+        if (digits < 19)
+            mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
+        digits++;
+        i++;
+    }
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && is_digit(p[i])) {
+            if (digits < 19)
+                mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
+            digits++;
+            fraction++;
+            i++;
+        }
+    }
+    if (digits == 0)
+        return 0;
+    long exponent = 0;
+    int exponent_small = 1;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        int exponent_negative = 0;
+        if (i < n && (p[i] == '+' || p[i] == '-')) {
+            exponent_negative = p[i] == '-';
+            i++;
+        }
+        if (i >= n || !is_digit(p[i]))
+            return 0;
+        while (i < n && is_digit(p[i])) {
+            if (exponent < 100000)
+                exponent = exponent * 10 + (p[i] - '0');
+            else
+                exponent_small = 0;
+            i++;
+        }
+        if (exponent_negative)
+            exponent = -exponent;
+    }
+    if (i != n)
+        return 0;
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    long power = exponent - fraction;
+    if (digits <= 19 && exponent_small && mantissa <= ((uint64_t)1 << 53) && power >= -22 &&
+        power <= 22) {
+        double value = (double)mantissa;
+        value = power >= 0 ? value * powers_of_ten[power] : value / powers_of_ten[-power];
+        *out = negative ? -value : value;
+        return 1;
+    }
+#else
+    (void)exponent_small;
+    (void)fraction;
+#endif
+    /* The general case: Python's conversion on a NUL-terminated copy of the text. */
+    char small[SHORT_NUMBER];
+    char *copy = small;
+    if (n >= SHORT_NUMBER) {
+        copy = PyMem_Malloc((size_t)n + 1);
+        if (copy == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    memcpy(copy, p, (size_t)n);
+    copy[n] = '\0';
+    char *end = NULL;
+    double value = PyOS_string_to_double(copy, &end, NULL);
+    int ok = 1;
+    if (value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        ok = 0;
+    } else if (end != copy + n) {
+        ok = 0;
+    }
+    if (copy != small)
+        PyMem_Free(copy);
+    if (ok)
+        *out = value;
+    return ok;
+}
+
+/* A flag as the parser reads it (absent, empty or 0: false; 1: true); with words, also
+ * true/false/yes/no in any case (<occluded>). 0 for any other text: the parser decides. */
+static int read_flag(const Field *field, int words, u8 *out)
+{
+    if (field->state == ABSENT) {
+        *out = 0;
+        return 1;
+    }
+    Span t = trim(field->text);
+    if (t.n == 0 || span_is(t, "0")) {
+        *out = 0;
+        return 1;
+    }
+    if (span_is(t, "1")) {
+        *out = 1;
+        return 1;
+    }
+    if (words) {
+        if (span_is_word(t, "true") || span_is_word(t, "yes")) {
+            *out = 1;
+            return 1;
+        }
+        if (span_is_word(t, "false") || span_is_word(t, "no")) {
+            *out = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --- output columns --------------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Column;
+
+static int column_add(Column *c, const void *item, size_t size)
+{
+    if (c->len + size > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        while (cap < c->len + size)
+            cap *= 2;
+        char *grown = PyMem_Realloc(c->p, cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return 0;
+        }
+        c->p = grown;
+        c->cap = cap;
+    }
+    memcpy(c->p + c->len, item, size);
+    c->len += size;
+    return 1;
+}
+
+static PyObject *column_bytes(const Column *c)
+{
+    return PyBytes_FromStringAndSize(c->len ? c->p : "", (Py_ssize_t)c->len);
+}
+
+/* Names and poses repeat: one bytes object per distinct text in a small cache. */
+typedef struct {
+    PyObject *slot[NAME_CACHE];
+} Cache;
+
+static PyObject *cached_bytes(Cache *cache, Span t)
+{
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < t.n; i++)
+        h = (h ^ t.p[i]) * 16777619u;
+    PyObject **slot = &cache->slot[h & (NAME_CACHE - 1)];
+    if (*slot != NULL && PyBytes_GET_SIZE(*slot) == t.n &&
+        memcmp(PyBytes_AS_STRING(*slot), t.p, (size_t)t.n) == 0) {
+        Py_INCREF(*slot);
+        return *slot;
+    }
+    PyObject *text = PyBytes_FromStringAndSize((const char *)t.p, t.n);
+    if (text == NULL)
+        return NULL;
+    Py_XSETREF(*slot, text);
+    Py_INCREF(text);
+    return text;
+}
+
+static void cache_clear(Cache *cache)
+{
+    for (int i = 0; i < NAME_CACHE; i++)
+        Py_CLEAR(cache->slot[i]);
+}
+
+typedef struct {
+    Column coordinates, scores, difficult, truncated, occluded;
+    PyObject *names, *poses;
+    Cache cache;
+    double max_coordinate;
+} Output;
+
+/* --- objects ---------------------------------------------------------------------- */
+
+enum { F_NAME, F_TRUNCATED, F_DIFFICULT, F_OCCLUDED, F_POSE, F_SCORE, F_CONFIDENCE, F_COUNT };
+enum { F_BNDBOX = F_COUNT, F_SHAPE, F_OTHER };
+
+#define SPAN_IS(t, literal) \
+    ((t).n == sizeof(literal) - 1 && memcmp((t).p, literal, sizeof(literal) - 1) == 0)
+
+/* Which of an object's children a tag name is (a switch on the length: this runs for
+ * every child of every object). */
+static int object_child(Span t)
+{
+    switch (t.n) {
+    case 4:
+        return SPAN_IS(t, "name") ? F_NAME : SPAN_IS(t, "pose") ? F_POSE : F_OTHER;
+    case 5:
+        return SPAN_IS(t, "score") ? F_SCORE : F_OTHER;
+    case 6:
+        return SPAN_IS(t, "bndbox") ? F_BNDBOX : F_OTHER;
+    case 7:
+        return SPAN_IS(t, "polygon") ? F_SHAPE : F_OTHER;
+    case 8:
+        return SPAN_IS(t, "occluded") ? F_OCCLUDED : SPAN_IS(t, "robndbox") ? F_SHAPE : F_OTHER;
+    case 9:
+        return SPAN_IS(t, "truncated")   ? F_TRUNCATED
+               : SPAN_IS(t, "difficult") ? F_DIFFICULT
+                                         : F_OTHER;
+    case 10:
+        return SPAN_IS(t, "confidence") ? F_CONFIDENCE : F_OTHER;
+    default:
+        return F_OTHER;
+    }
+}
+
+/* Which corner a <bndbox> child is: 0 to 3 for xmin, ymin, xmax, ymax, else -1. */
+static int corner(Span t)
+{
+    if (t.n != 4 || (t.p[0] != 'x' && t.p[0] != 'y'))
+        return -1;
+    int y = t.p[0] == 'y';
+    if (memcmp(t.p + 1, "min", 3) == 0)
+        return y;
+    if (memcmp(t.p + 1, "max", 3) == 0)
+        return 2 + y;
+    return -1;
+}
+
+/* Read one object from its start tag (at s[pos], read as `open`) to its end tag, append
+ * its row to the output, and set *end after it. 1 read, 0 the parser's, -1 an error. */
+static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
+                       Py_ssize_t *end)
+{
+    Field fields[F_COUNT];
+    Field corners[4];
+    memset(fields, 0, sizeof fields);
+    memset(corners, 0, sizeof corners);
+    Span stack[MAX_DEPTH];
+    int depth = 1;
+    stack[0] = open->name;
+    int bndbox_seen = 0, in_bndbox = 0;
+    Py_ssize_t pos = open->end, at;
+    Tag tag;
+    for (;;) {
+        if (!next_tag(s, n, pos, &at, &tag))
+            return 0;
+        if (tag.closing) {
+            if (!span_equal(tag.name, stack[depth - 1]))
+                return 0;
+            if (depth == 2 && in_bndbox)
+                in_bndbox = 0;
+            pos = tag.end;
+            if (--depth == 0)
+                break;
+            continue;
+        }
+        if (SPAN_IS(tag.name, "object"))
+            return 0;
+        Span text = {NULL, 0};
+        Py_ssize_t after = 0;
+        int leaf = leaf_text(s, n, &tag, &text, &after);
+        if (leaf < 0)
+            return 0;
+        if (depth == 1) {
+            int child = object_child(tag.name);
+            if (child == F_SHAPE)
+                return 0; /* a shape: exact region overlap, the parser's */
+            if (child < F_COUNT)
+                first_field(&fields[child], leaf, text);
+            if (child == F_BNDBOX && !bndbox_seen) {
+                bndbox_seen = 1;
+                in_bndbox = !leaf;
+            }
+        } else if (depth == 2 && in_bndbox) {
+            int which = corner(tag.name);
+            if (which >= 0)
+                first_field(&corners[which], leaf, text);
+        }
+        if (leaf) {
+            pos = after;
+        } else {
+            if (depth >= MAX_DEPTH)
+                return 0;
+            stack[depth++] = tag.name;
+            pos = tag.end;
+        }
+    }
+    *end = pos;
+
+    if (fields[F_NAME].state != LEAF)
+        return 0;
+    for (int f = F_TRUNCATED; f <= F_POSE; f++)
+        if (fields[f].state == NESTED)
+            return 0;
+    const Field *score = fields[F_SCORE].state != ABSENT ? &fields[F_SCORE] : &fields[F_CONFIDENCE];
+    if (score->state == NESTED)
+        return 0;
+    double box[4];
+    for (int f = 0; f < 4; f++) {
+        if (corners[f].state != LEAF)
+            return 0;
+        int read = read_number(corners[f].text, &box[f]);
+        if (read <= 0)
+            return read;
+        if (!(fabs(box[f]) <= out->max_coordinate))
+            return 0;
+    }
+    if (!(box[2] >= box[0]) || !(box[3] >= box[1]))
+        return 0;
+    double value = Py_NAN;
+    if (score->state == LEAF) {
+        int read = read_number(score->text, &value);
+        if (read <= 0)
+            return read;
+        if (!isfinite(value))
+            return 0;
+    }
+    u8 difficult, truncated, occluded;
+    if (!read_flag(&fields[F_DIFFICULT], 0, &difficult) ||
+        !read_flag(&fields[F_TRUNCATED], 0, &truncated) ||
+        !read_flag(&fields[F_OCCLUDED], 1, &occluded))
+        return 0;
+
+    if (!column_add(&out->coordinates, box, sizeof box) ||
+        !column_add(&out->scores, &value, sizeof value) ||
+        !column_add(&out->difficult, &difficult, 1) ||
+        !column_add(&out->truncated, &truncated, 1) || !column_add(&out->occluded, &occluded, 1))
+        return -1;
+    PyObject *name = cached_bytes(&out->cache, fields[F_NAME].text);
+    if (name == NULL)
+        return -1;
+    int failed = PyList_Append(out->names, name);
+    Py_DECREF(name);
+    if (failed)
+        return -1;
+    PyObject *pose = Py_None;
+    Py_INCREF(pose);
+    if (fields[F_POSE].state == LEAF) {
+        Py_DECREF(pose);
+        pose = cached_bytes(&out->cache, fields[F_POSE].text);
+        if (pose == NULL)
+            return -1;
+    }
+    failed = PyList_Append(out->poses, pose);
+    Py_DECREF(pose);
+    return failed ? -1 : 1;
+}
+
+/* --- the header ------------------------------------------------------------------- */
+
+typedef struct {
+    Field filename, width, height, depth;
+    int size_seen;
+    Py_ssize_t first_object; /* index of the first <object> */
+    Tag object_tag;
+} Header;
+
+/* Read the root's start tag and its children up to the first <object>: 1 read, 0 the
+ * parser's. */
+static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
+{
+    memset(h, 0, sizeof *h);
+    pos = skip_space(s, n, pos);
+    static const char root[] = "<annotation";
+    Py_ssize_t root_len = (Py_ssize_t)sizeof root - 1;
+    if (n - pos < root_len + 1 || memcmp(s + pos, root, (size_t)root_len) != 0)
+        return 0;
+    pos += root_len;
+    if (s[pos] == ' ') {
+        static const char yes[] = " verified=\"yes\">", no[] = " verified=\"no\">";
+        if (n - pos >= (Py_ssize_t)sizeof yes - 1 && memcmp(s + pos, yes, sizeof yes - 1) == 0)
+            pos += (Py_ssize_t)sizeof yes - 1;
+        else if (n - pos >= (Py_ssize_t)sizeof no - 1 && memcmp(s + pos, no, sizeof no - 1) == 0)
+            pos += (Py_ssize_t)sizeof no - 1;
+        else
+            return 0;
+    } else if (s[pos] == '>') {
+        pos++;
+    } else {
+        return 0;
+    }
+    Span stack[MAX_DEPTH];
+    int depth = 1, in_size = 0;
+    stack[0].p = (const u8 *)"annotation";
+    stack[0].n = 10;
+    Py_ssize_t at;
+    Tag tag;
+    for (;;) {
+        if (!next_tag(s, n, pos, &at, &tag))
+            return 0;
+        if (tag.closing) {
+            if (depth == 1 || !span_equal(tag.name, stack[depth - 1]))
+                return 0; /* an object-less file, or mismatched tags */
+            if (depth == 2 && in_size)
+                in_size = 0;
+            depth--;
+            pos = tag.end;
+            continue;
+        }
+        if (span_is(tag.name, "object")) {
+            if (depth != 1)
+                return 0;
+            h->first_object = at;
+            h->object_tag = tag;
+            break;
+        }
+        Span text = {NULL, 0};
+        Py_ssize_t after = 0;
+        int leaf = leaf_text(s, n, &tag, &text, &after);
+        if (leaf < 0)
+            return 0;
+        if (depth == 1) {
+            if (span_is(tag.name, "filename"))
+                first_field(&h->filename, leaf, text);
+            if (!h->size_seen && span_is(tag.name, "size")) {
+                h->size_seen = 1;
+                in_size = !leaf;
+            }
+        } else if (depth == 2 && in_size) {
+            if (span_is(tag.name, "width"))
+                first_field(&h->width, leaf, text);
+            else if (span_is(tag.name, "height"))
+                first_field(&h->height, leaf, text);
+            else if (span_is(tag.name, "depth"))
+                first_field(&h->depth, leaf, text);
+        }
+        if (leaf) {
+            pos = after;
+        } else {
+            if (depth >= MAX_DEPTH)
+                return 0;
+            stack[depth++] = tag.name;
+            pos = tag.end;
+        }
+    }
+    if (h->filename.state == NESTED || h->depth.state == NESTED)
+        return 0;
+    if (h->size_seen && (h->width.state != LEAF || h->height.state != LEAF))
+        return 0; /* the parser's error: <size> without <width> or <height> */
+    return 1;
+}
+
+static PyObject *span_bytes(Span t) { return PyBytes_FromStringAndSize((const char *)t.p, t.n); }
+
+static PyObject *header_tuple(const Header *h, PyObject **size)
+{
+    *size = Py_None;
+    Py_INCREF(Py_None);
+    if (h->size_seen) {
+        Py_DECREF(Py_None);
+        PyObject *depth = h->depth.state == LEAF ? span_bytes(h->depth.text) : Py_NewRef(Py_None);
+        PyObject *width = span_bytes(h->width.text), *height = span_bytes(h->height.text);
+        *size = (depth && width && height) ? PyTuple_Pack(3, width, height, depth) : NULL;
+        Py_XDECREF(depth);
+        Py_XDECREF(width);
+        Py_XDECREF(height);
+        if (*size == NULL)
+            return NULL;
+    }
+    return h->filename.state == LEAF ? span_bytes(h->filename.text) : Py_NewRef(Py_None);
+}
+
+/* --- the module ------------------------------------------------------------------- */
+
+static void output_free(Output *out)
+{
+    PyMem_Free(out->coordinates.p);
+    PyMem_Free(out->scores.p);
+    PyMem_Free(out->difficult.p);
+    PyMem_Free(out->truncated.p);
+    PyMem_Free(out->occluded.p);
+    Py_XDECREF(out->names);
+    Py_XDECREF(out->poses);
+    cache_clear(&out->cache);
+}
+
+/* 1 read, 0 the parser's, -1 an error (set). */
+static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
+{
+    if (!plain_bytes(s, n))
+        return 0;
+    Py_ssize_t start = after_declaration(s, n);
+    if (start < 0 || !read_header(s, n, start, header))
+        return 0;
+    Tag tag = header->object_tag;
+    Py_ssize_t at = header->first_object, end;
+    for (;;) {
+        int read = read_object(s, n, &tag, out, &end);
+        if (read <= 0)
+            return read;
+        if (!next_tag(s, n, end, &at, &tag))
+            return 0;
+        if (!tag.closing && span_is(tag.name, "object"))
+            continue;
+        if (!tag.closing || !span_is(tag.name, "annotation"))
+            return 0;
+        /* The root's end: whitespace only since the last object, and to the end. */
+        if (skip_space(s, n, end) != at || skip_space(s, n, tag.end) != n)
+            return 0;
+        return 1;
+    }
+}
+
+static PyObject *scan(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    double max_coordinate;
+    if (!PyArg_ParseTuple(args, "y*d:scan", &view, &max_coordinate))
+        return NULL;
+    Output out;
+    memset(&out, 0, sizeof out);
+    out.max_coordinate = max_coordinate;
+    out.names = PyList_New(0);
+    out.poses = PyList_New(0);
+    PyObject *result = NULL;
+    Header header;
+    if (out.names == NULL || out.poses == NULL)
+        goto done;
+    int read = read_file(view.buf, view.len, &out, &header);
+    if (read < 0)
+        goto done;
+    if (read == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *size = NULL;
+    PyObject *filename = header_tuple(&header, &size);
+    PyObject *coordinates = column_bytes(&out.coordinates);
+    PyObject *scores = column_bytes(&out.scores);
+    PyObject *difficult = column_bytes(&out.difficult);
+    PyObject *truncated = column_bytes(&out.truncated);
+    PyObject *occluded = column_bytes(&out.occluded);
+    if (filename && size && coordinates && scores && difficult && truncated && occluded)
+        result = PyTuple_Pack(9, filename, size, out.names, coordinates, scores, difficult,
+                              truncated, occluded, out.poses);
+    Py_XDECREF(filename);
+    Py_XDECREF(size);
+    Py_XDECREF(coordinates);
+    Py_XDECREF(scores);
+    Py_XDECREF(difficult);
+    Py_XDECREF(truncated);
+    Py_XDECREF(occluded);
+done:
+    output_free(&out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *number(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:read_number", &view))
+        return NULL;
+    Span text = {view.buf, view.len};
+    double value;
+    int read = read_number(text, &value);
+    PyBuffer_Release(&view);
+    if (read < 0)
+        return NULL;
+    if (read == 0)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(value);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(data, max_coordinate, /)\n--\n\n"
+     "A plain file's header and object columns, or None to leave the file to the parser."},
+    {"read_number", number, METH_VARARGS,
+     "read_number(text, /)\n--\n\n"
+     "A number's value by the annotation grammar, or None outside it."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "_fastxml", "The compiled fast reader of vocmatch.readers.scan.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__fastxml(void)
+{
+    init_byte_class();
+    return PyModule_Create(&module_definition);
+}
