@@ -130,6 +130,18 @@ class Evaluator:
 
     Raises:
         KeyError: No protocol has that name.
+
+    Example:
+        Two shards of a set, evaluated apart and merged, give the single run's numbers:
+
+        >>> import numpy as np
+        >>> whole, first, second = Evaluator("coco"), Evaluator("coco"), Evaluator("coco")
+        >>> box = np.array([[0.0, 0, 10, 10]])
+        >>> for ev, key in [(whole, "a"), (whole, "b"), (first, "a"), (second, "b")]:
+        ...     ev.add(key, box, ["cat"], box + 1, [0.8], ["cat"])
+        >>> first.merge(Evaluator.from_bytes(second.to_bytes()))
+        >>> first.result().coco.as_list() == whole.result().coco.as_list()
+        True
     """
 
     def __init__(
