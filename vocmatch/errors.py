@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "AnnotationError",
+    "DistributedError",
     "InputError",
     "StateError",
     "VocmatchError",
@@ -29,6 +30,11 @@ class InputError(VocmatchError):
 class StateError(VocmatchError):
     """An evaluator state cannot be read (truncated, corrupted, another format version), or
     two states cannot be merged (other options, clashing class tables, a shared image)."""
+
+
+class DistributedError(VocmatchError):
+    """A run on a cluster failed: the scheduler could not be reached, or a task failed on
+    every try (raised, or lost its worker), or the merged images are not those listed."""
 
 
 class AnnotationError(VocmatchError):

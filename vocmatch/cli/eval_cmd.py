@@ -29,6 +29,12 @@ from vocmatch.cli.console import (
     write_text,
     xml_folders,
 )
+from vocmatch.cli.distributed import (
+    InputLocation,
+    dask_option,
+    read_remote_inputs,
+    uses_remote_reading,
+)
 from vocmatch.cli.evidence import Evidence, evidence_for, evidence_report, operating_thresholds
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs, read_inputs
@@ -104,8 +110,8 @@ def machine_text(
 
 
 @main.command("eval")
-@click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=InputPath(path_type=Path))
+@click.argument("gt_dir", type=InputLocation(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputLocation(path_type=Path))
 @click.option(
     "--mode",
     type=click.Choice(["boxes", "labels"]),
@@ -254,6 +260,7 @@ def machine_text(
 @evidence_options
 @slice_options
 @shard_options
+@dask_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar on long runs.")
 def eval_command(
     gt_dir: Path,
@@ -297,6 +304,7 @@ def eval_command(
     calibration_bins: int | None,
     shard: tuple[int, int] | None,
     save_state: Path | None,
+    dask_scheduler: str | None,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -341,10 +349,16 @@ def eval_command(
         per_class = read_score_thresholds(score_thresholds_file) if score_thresholds_file else {}
     thresholds = ScoreThresholds.of(score_threshold, per_class)
     with library_errors(), progress_display(quiet) as progress:
-        gt_columns, pred_columns = read_inputs(
-            gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
-            max_file_size, progress.files, split, geometry,
-        )  # fmt: skip
+        if uses_remote_reading(dask_scheduler, gt_dir, pred_dir):
+            gt_columns, pred_columns = read_remote_inputs(
+                dask_scheduler, gt_dir, pred_dir, conventions, fold_case, thresholds or None,
+                max_file_size,
+            )  # fmt: skip
+        else:
+            gt_columns, pred_columns = read_inputs(
+                gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
+                max_file_size, progress.files, split, geometry,
+            )  # fmt: skip
         if save_state is not None:
             save_shard(
                 gt_columns, pred_columns, conventions, fold_case, thresholds or None, shard,
