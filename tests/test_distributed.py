@@ -5,6 +5,7 @@ mid-run, and a run that cannot finish says so in one line instead of reporting p
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -79,6 +80,20 @@ def _failing(original: Callable[..., Any], marker: str) -> Callable[..., Any]:
     return task
 
 
+def _dropping(original: Callable[..., Any], marker: str) -> Callable[..., Any]:
+    def task(part: Any, options: Any) -> Any:
+        result = original(part, options)
+        if part.index != 1:
+            return result
+        # A part that comes back without its images, as a faulty task might send it.
+        from vocmatch.evaluation.incremental import Evaluator
+
+        empty = Evaluator(options.conventions).to_bytes()
+        return type(result)(empty, result.gt_skipped, result.pred_skipped, result.orphans)
+
+    return task
+
+
 @pytest.fixture
 def patched(client: Any) -> Iterator[Callable[[Callable[[Any, str], Any], str], None]]:
     """Replace the workers' task for one test (a restarted worker has the original)."""
@@ -149,6 +164,22 @@ def test_a_task_failing_every_time_fails_the_run_in_one_line(
     assert err.endswith(
         " failed on every try (3; a lost worker's tasks are retried by Dask): "
         "RuntimeError: disk on fire\n"
+    )
+
+
+def test_a_part_back_without_its_images_is_never_reported(
+    client: Any, patched: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The client checks the merged images against the listing before any report."""
+    patched(_dropping, str(tmp_path / "unused"))
+    gt, pred = map(str, demo)
+    code, out, err = run("eval", gt, pred, "--dask", client.scheduler.address)
+    assert (code, out) == (EXIT_DISTRIBUTED, "")
+    # How many parts (so images) part 1 held depends on the workers up at the start.
+    assert re.fullmatch(
+        r"vocmatch: error: the merged states hold ([1-5]) images, not the 6 listed "
+        r"\(([1-5]) missing, 0 not listed\); nothing reported\n",
+        err,
     )
 
 

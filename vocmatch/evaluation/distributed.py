@@ -20,6 +20,7 @@ Dask (``pip install 'vocmatch[dask]'``) is imported only by the functions that n
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -166,8 +167,8 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
 @contextmanager
 def dask_client(scheduler: str) -> Iterator[Client]:
     """A client of a scheduler, closed on leaving: ``local:N`` starts a local cluster of N
-    worker processes of one thread each (stopped on leaving), anything else is a
-    scheduler's address (``tcp://host:8786``).
+    worker processes of one thread each (stopped on leaving, its log silenced), anything
+    else is a scheduler's address (``tcp://host:8786``).
 
     Raises:
         ImportError: dask.distributed is not installed.
@@ -183,6 +184,9 @@ def dask_client(scheduler: str) -> Iterator[Client]:
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=None,
+                # Lost workers and failed tasks are the run's to report (retried, or one
+                # error): the cluster's log lines and tracebacks would bury that.
+                silence_logs=logging.CRITICAL,
             ) as cluster,
             Client(cluster) as client,
         ):
