@@ -207,6 +207,29 @@ def test_options_a_cluster_run_cannot_honour_are_refused(
     assert message in err
 
 
+@pytest.mark.parametrize(
+    "scheduler", ["local:0", "local", "nowhere", ""], ids=["zero", "no-count", "no-port", "empty"]
+)
+def test_a_scheduler_that_is_no_address_is_a_usage_error(
+    demo: tuple[Path, Path], scheduler: str
+) -> None:
+    code, out, err = run("eval", *map(str, demo), "--dask", scheduler)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert f"{scheduler!r} is neither local:N (N >= 1) nor a scheduler address" in err
+
+
+def test_nothing_paired_is_refused_as_in_one_process(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A prediction folder of other images: the same line and exit 2 as without --dask."""
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    (pred / "other.xml").write_bytes((demo[1] / "street_01.xml").read_bytes())
+    single = run("eval", str(demo[0]), str(pred))
+    assert single[0] == EXIT_USAGE
+    assert run("eval", str(demo[0]), str(pred), "--dask", client.scheduler.address) == single
+
+
 def test_a_plain_run_never_imports_dask_nor_fsspec(demo: tuple[Path, Path]) -> None:
     script = (
         "import sys\n"

@@ -131,6 +131,14 @@ def test_an_s3_run_on_dask_reports_as_a_local_run(s3: str, demo: tuple[Path, Pat
     assert out == local_json(demo, s3, "--protocol", "coco")
 
 
+def test_a_file_url_reports_as_its_folder(demo: tuple[Path, Path]) -> None:
+    gt, pred = demo
+    code, out, _ = run("eval", gt.as_uri(), pred.as_uri(), "--format", "json")
+    assert code == 0
+    local = run("eval", str(gt), str(pred), "--format", "json")[1]
+    assert out == local.replace(str(gt), gt.as_uri()).replace(str(pred), pred.as_uri())
+
+
 def test_a_file_over_the_size_limit_is_refused_unread(s3: str) -> None:
     read = location_reader()
     url = f"{s3}/gt/street_01.xml"

@@ -4,6 +4,7 @@ through fsspec, before the evaluation goes on as in any run."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -13,6 +14,7 @@ from click.core import ParameterSource
 
 from vocmatch.cli.console import fail
 from vocmatch.cli.exits import EXIT_DISTRIBUTED
+from vocmatch.cli.inputs import refuse_unpaired
 from vocmatch.cli.params import InputPath
 from vocmatch.errors import DistributedError
 
@@ -44,11 +46,34 @@ class InputLocation(InputPath):
         return super().convert(value, param, ctx)
 
 
+# local:N, a URL (tcp://host:8786, tls://...), or host:port (but not local:0).
+_SCHEDULER = re.compile(
+    r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+"
+)
+
+
+class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
+    """``local:N`` (N >= 1), or a scheduler's address: ``tcp://host:8786``, ``host:8786``."""
+
+    name = "SCHEDULER"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if _SCHEDULER.fullmatch(text):
+            return text
+        self.fail(
+            f"{text!r} is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
+            param,
+            ctx,
+        )
+
+
 def dask_option(function: F) -> F:
     """``--dask SCHEDULER`` of ``eval``."""
     return click.option(
         "--dask",
         "dask_scheduler",
+        type=SchedulerParam(),
         metavar="SCHEDULER",
         default=None,
         help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
@@ -84,7 +109,24 @@ def read_remote_inputs(
     if scheduler is None:
         from vocmatch.readers.remote import read_location_pair
 
-        return read_location_pair(gt_dir, pred_dir, max_file_size)
+        gt, pred = read_location_pair(gt_dir, pred_dir, max_file_size)
+    else:
+        gt, pred = _read_on_dask(
+            scheduler, gt_dir, pred_dir, conventions, fold_case, thresholds, max_file_size
+        )
+    refuse_unpaired(gt, pred, pred_dir)
+    return gt, pred
+
+
+def _read_on_dask(
+    scheduler: str,
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    conventions: Conventions,
+    fold_case: bool,
+    thresholds: ScoreThresholds | None,
+    max_file_size: int,
+) -> tuple[ColumnSet, ColumnSet]:
     try:
         import distributed  # noqa: F401  (only to say what is missing)
     except ImportError:

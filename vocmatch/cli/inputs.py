@@ -91,7 +91,7 @@ def prediction_inputs(pred_dir: Path, pred_format: str) -> list[InputFolder]:
     return [InputFolder(os.fspath(pred_dir), (".txt",))]
 
 
-def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: Path) -> None:
+def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: str | os.PathLike[str]) -> None:
     """Exit 2 with one line when not a single ground-truth image pairs with a prediction:
     a wrong folder or a naming convention, not a model that missed everything."""
     from vocmatch.readers.unpaired import no_pairs_reason, other_files, paired
