@@ -7,13 +7,15 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from tests.conftest import FIXTURES
 from vocmatch.cli import main
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.readers.remote import is_url, list_location, location_reader
+from vocmatch.readers.remote import is_url, list_location, location_reader, read_location_pair
+from vocmatch.readers.scan import read_column_pair
 
 BUCKET = "vocmatch-test"
 
@@ -129,6 +131,26 @@ def test_an_s3_run_on_dask_reports_as_a_local_run(s3: str, demo: tuple[Path, Pat
     )  # fmt: skip
     assert code == 0, err
     assert out == local_json(demo, s3, "--protocol", "coco")
+
+
+def test_storage_options_reach_the_file_system(
+    s3: str, s3_server: str, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint given as fsspec storage options wins over the environment's (here a
+    closed local port, so that a run ignoring the options fails without leaving the host)."""
+    import fsspec
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    fsspec.filesystem("s3").clear_instance_cache()
+    options = {"client_kwargs": {"endpoint_url": s3_server}}
+    gt, pred = read_location_pair(f"{s3}/gt", f"{s3}/pred", storage_options=options)
+    local_gt, local_pred = read_column_pair(*demo)
+    assert gt.keys == local_gt.keys
+    assert pred.keys == local_pred.keys
+    assert gt.paths[0] == f"{s3}/gt/street_01.xml"
+    np.testing.assert_array_equal(gt.boxes, local_gt.boxes)
+    np.testing.assert_array_equal(pred.scores, local_pred.scores)
+    fsspec.filesystem("s3").clear_instance_cache()
 
 
 def test_a_file_url_reports_as_its_folder(demo: tuple[Path, Path]) -> None:
