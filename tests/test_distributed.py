@@ -23,7 +23,9 @@ from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.render.machine import to_json
 
-distributed = pytest.importorskip("distributed")
+distributed = pytest.importorskip(
+    "distributed", reason="dask.distributed (the dask extra, part of the test extra) is missing"
+)
 
 
 def run(*args: str) -> tuple[int, str, str]:
