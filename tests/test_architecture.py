@@ -35,6 +35,12 @@ THIRD_PARTY = {
     "PIL": {"evaluation", "render"},  # masks are read by seg; the HTML report scales pictures
     "jinja2": {"render"},
     "markupsafe": {"render"},
+    # eval --dask: the cluster runner, and the command's check that it is installed.
+    "dask": {"evaluation"},
+    "distributed": {"evaluation", "cli"},
+    # Inputs given as URLs are listed and read by the readers alone.
+    "fsspec": {"readers"},
+    "s3fs": {"readers"},
 }
 
 #: Exactly where shapely is used: one module knows GEOS.

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "AnnotationError",
+    "DistributedError",
     "InputError",
     "RequestError",
     "StateError",
@@ -82,6 +83,11 @@ class StateError(VocmatchError):
         ...     print(type(error).__name__)
         StateError
     """
+
+
+class DistributedError(VocmatchError):
+    """A run on a cluster failed: the scheduler could not be reached, or a task failed on
+    every try (raised, or lost its worker), or the merged images are not those listed."""
 
 
 class AnnotationError(VocmatchError):

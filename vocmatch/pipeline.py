@@ -64,6 +64,7 @@ __all__ = [
     "prediction_suffixes",
     "read_inputs",
     "refuse_unpaired",
+    "score_thresholds_of",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -251,6 +252,7 @@ def evaluate(
     *,
     progress: Progress | None = None,
     on_evaluated: Callable[[Evaluation], None] | None = None,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
     **options: Any,
 ) -> EvalReport:
     """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
@@ -263,6 +265,8 @@ def evaluate(
         progress: Told how far the reading and the matching are.
         on_evaluated: Called with the evaluation before the gates and the analysis run
             (the command line shows its warnings there, before any gate's error).
+        columns: The ground truth and predictions already read (on a cluster, from object
+            storage); the request's paths are then not read again.
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -286,14 +290,12 @@ def evaluate(
         request = EvalRequest(gt=request, pred=pred, **options)
     elif pred is not None or options:
         raise TypeError("evaluate() takes a request or paths and keywords, not both")
-    from vocmatch.evaluation.thresholds import ScoreThresholds
 
     conventions = request.conventions()
     gates = _gates(request.gates)
     specs = _slice_specs(request.slices)
-    per_class = _class_thresholds(request.score_thresholds)
-    thresholds = ScoreThresholds.of(request.score_threshold, per_class)
-    scored = _score(request, conventions, thresholds, progress)
+    thresholds = score_thresholds_of(request)
+    scored = _score(request, conventions, thresholds, progress, columns)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -310,6 +312,22 @@ def evaluate(
         evaluation, report, analysis, evidence, thresholds or None, request.beta,
         scored.gt, scored.pred,
     )  # fmt: skip
+
+
+def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
+    """The request's score thresholds: one for every class and the per-class ones.
+
+    Raises:
+        AnnotationError: The per-class thresholds file cannot be read.
+
+    Example:
+        >>> score_thresholds_of(EvalRequest(gt="gt", pred="pred", score_threshold=0.5)).default
+        0.5
+    """
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+
+    per_class = _class_thresholds(request.score_thresholds)
+    return ScoreThresholds.of(request.score_threshold, per_class)
 
 
 def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
@@ -349,13 +367,14 @@ def _score(
     conventions: Conventions,
     thresholds: ScoreThresholds,
     progress: Progress | None,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> _Scored:
     """Read the inputs and evaluate them; the columns are dropped on return (they are the
     largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evaluation.evaluate import fold_names
 
-    gt_columns, pred_columns = read_inputs(
+    gt_columns, pred_columns = columns or read_inputs(
         request.inputs(), progress.files if progress is not None else None
     )
     # Per-box records are built only for the outputs that show boxes: they cost more than
@@ -500,6 +519,7 @@ def evaluator_for(
     *,
     shard: tuple[int, int] | None = None,
     progress: Progress | None = None,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> Evaluator:
     """An :class:`~vocmatch.evaluation.incremental.Evaluator` holding the request's images
     (or the ``shard``-th part of them), to be saved and merged with the other shards.
@@ -509,6 +529,7 @@ def evaluator_for(
             merged report computes them).
         shard: ``(k, n)``: only the k-th of n deterministic parts of the images (1-based).
         progress: Told how many files are read, of how many.
+        columns: The ground truth and predictions already read (as :func:`evaluate` takes).
 
     Returns:
         The evaluator, ready to save.
@@ -521,11 +542,11 @@ def evaluator_for(
         True
     """
     from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.evaluation.thresholds import ScoreThresholds
 
-    per_class = _class_thresholds(request.score_thresholds)
-    thresholds = ScoreThresholds.of(request.score_threshold, per_class)
-    gt, pred = read_inputs(request.inputs(), progress.files if progress is not None else None)
+    thresholds = score_thresholds_of(request)
+    gt, pred = columns or read_inputs(
+        request.inputs(), progress.files if progress is not None else None
+    )
     evaluator = Evaluator(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
     )

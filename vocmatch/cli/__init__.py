@@ -10,9 +10,12 @@ Exit codes:
     3: evaluated, but some files were skipped (each named on stderr).
     4: something meant for stdout or stderr could not be written (a full disk, a closed
         descriptor); report files given with ``--output`` and the like are complete.
+    5: a run on a Dask cluster (``eval --dask``) failed: a task failed on every try, the
+        scheduler could not be reached, or the merged images were not the listed ones; no
+        report is printed.
     129, 130, 143: ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM (128 + the signal number).
 
-When several apply, the first in this order wins: 129/130/143, 2, 4, 1, 3, 0. A failed
+When several apply, the first in this order wins: 129/130/143, 2, 5, 4, 1, 3, 0. A failed
 gate (1) wins over skipped files (3) because the gate is the verdict a CI job asks for; the
 skipped files are still named on stderr. Lost output (4) wins over the verdict, which is
 still printed where it can be, because a job reading the report must not take a partial
@@ -40,6 +43,7 @@ from vocmatch.cli import (  # noqa: F401
 )
 from vocmatch.cli.app import main, run
 from vocmatch.cli.exits import (
+    EXIT_DISTRIBUTED,
     EXIT_GATE,
     EXIT_HANGUP,
     EXIT_INTERRUPTED,
@@ -51,6 +55,7 @@ from vocmatch.cli.exits import (
 )
 
 __all__ = [
+    "EXIT_DISTRIBUTED",
     "EXIT_GATE",
     "EXIT_HANGUP",
     "EXIT_INTERRUPTED",

@@ -27,6 +27,12 @@ from vocmatch.cli.console import (
     write_text,
     xml_folders,
 )
+from vocmatch.cli.distributed import (
+    InputLocation,
+    dask_option,
+    read_remote_inputs,
+    uses_remote_reading,
+)
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs
 from vocmatch.cli.merge_cmd import save_shard, shard_options
@@ -63,6 +69,7 @@ from vocmatch.pipeline import (
     ReadOptions,
     evaluate,
     operating_thresholds,
+    score_thresholds_of,
 )
 from vocmatch.render.files import InputFolder
 from vocmatch.render.report import TableOptions
@@ -81,8 +88,8 @@ if TYPE_CHECKING:
 
 
 @main.command("eval")
-@click.argument("gt_dir", type=InputPath(file_okay=False, path_type=Path))
-@click.argument("pred_dir", type=InputPath(path_type=Path))
+@click.argument("gt_dir", type=InputLocation(file_okay=False, path_type=Path))
+@click.argument("pred_dir", type=InputLocation(path_type=Path))
 @click.option(
     "--mode",
     type=click.Choice(["boxes", "labels"]),
@@ -208,6 +215,7 @@ if TYPE_CHECKING:
 @evidence_options
 @slice_options
 @shard_options
+@dask_option
 @quiet_option
 def eval_command(
     gt_dir: Path,
@@ -251,6 +259,7 @@ def eval_command(
     calibration_bins: int | None,
     shard: tuple[int, int] | None,
     save_state: Path | None,
+    dask_scheduler: str | None,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -289,8 +298,15 @@ def eval_command(
         reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
         slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
     )  # fmt: skip
+    columns = None
+    if uses_remote_reading(dask_scheduler, gt_dir, pred_dir):
+        with library_errors():
+            columns = read_remote_inputs(
+                dask_scheduler, gt_dir, pred_dir, request.conventions(), fold_case,
+                score_thresholds_of(request) or None, max_file_size,
+            )  # fmt: skip
     if save_state is not None:
-        save_shard(request, shard, save_state, quiet)
+        save_shard(request, shard, save_state, quiet, columns)
         return
     with library_errors(), progress_display(quiet) as progress:
 
@@ -298,7 +314,7 @@ def eval_command(
             progress.close()  # the warnings go below the finished bar, not through it
             report_warnings(evaluation)
 
-        report = evaluate(request, progress=progress, on_evaluated=evaluated)
+        report = evaluate(request, progress=progress, on_evaluated=evaluated, columns=columns)
     table = TableOptions(max_rows, only_failing, errors, tightness)
     show_eval_report(report, output_format, output, table)
     if classes_csv is not None:

@@ -87,8 +87,8 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             ],
         },
         {
-            "name": "Shards (merged by vocmatch merge)",
-            "options": ["--shard", "--save-state"],
+            "name": "Shards and clusters",
+            "options": ["--shard", "--save-state", "--dask"],
         },
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],

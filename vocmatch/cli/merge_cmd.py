@@ -27,6 +27,7 @@ from vocmatch.cli.params import InputPath, OutputPath
 
 if TYPE_CHECKING:
     from vocmatch.pipeline import EvalRequest
+    from vocmatch.readers.scan import ColumnSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,13 +67,17 @@ def shard_options(function: F) -> F:
 
 
 def save_shard(
-    request: EvalRequest, shard: tuple[int, int] | None, path: Path, quiet: bool
+    request: EvalRequest,
+    shard: tuple[int, int] | None,
+    path: Path,
+    quiet: bool,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> None:
     """Save the evaluator state of a shard's images (``eval --save-state``)."""
     from vocmatch.pipeline import evaluator_for
 
     with library_errors(), progress_display(quiet) as progress:
-        evaluator = evaluator_for(request, shard=shard, progress=progress)
+        evaluator = evaluator_for(request, shard=shard, progress=progress, columns=columns)
         evaluator.save(path)
     echo_err(f"saved {len(evaluator)} images to {path}")
 

@@ -69,6 +69,7 @@ __all__ = [
     "columns_from_annotations",
     "read_column_pair",
     "read_columns",
+    "read_listed_columns",
 ]
 
 #: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
@@ -853,12 +854,16 @@ def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | Non
     )
 
 
-def _read_chunk(files: Sequence[tuple[str, str]], max_bytes: int) -> _Chunk:
+def _read_chunk(
+    files: Sequence[tuple[str, str]],
+    max_bytes: int,
+    read: Callable[[str, int], bytes] = read_bytes,
+) -> _Chunk:
     chunk = _Chunk([], [], [], [], [], [], {}, {}, [], [], [], [], [])
     for key, path in files:
         try:
             # The parser's own reading: regular files only, size checked first.
-            data = read_bytes(path, max_bytes)
+            data = read(path, max_bytes)
             fast = _fast(data, chunk.raw_codes)
             if fast is None:
                 _add_annotation(chunk, parse_annotation(data, path, key))
@@ -1110,6 +1115,31 @@ def read_columns(
         InputError: ``root`` is not a directory.
     """
     return _read_sets([root], jobs, max_bytes, progress)[0]
+
+
+def read_listed_columns(
+    files: Sequence[tuple[str, str]],
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    read: Callable[[str, int], bytes] = read_bytes,
+    root: str = "",
+) -> ColumnSet:
+    """Read listed files into columns in this process, each file's bytes got by ``read``.
+
+    The bytes go through the same fast reader and parser as :func:`read_columns`; only
+    where they come from changes (another store, through
+    :mod:`vocmatch.readers.remote`).
+
+    Args:
+        files: ``(key, path)`` pairs, sorted by key.
+        max_bytes: Per-file size limit, passed to ``read``.
+        read: ``read(path, max_bytes)`` gives a file's bytes or raises
+            :class:`~vocmatch.errors.AnnotationError` (the file is then skipped).
+        root: What the columns name as the directory read.
+
+    Returns:
+        The columns, with the files that could not be read in ``skipped``.
+    """
+    return _assemble(root, [_read_chunk(files, max_bytes, read)], ())
 
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:

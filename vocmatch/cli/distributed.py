@@ -1,0 +1,159 @@
+"""``eval --dask SCHEDULER``, and inputs given as URLs: the files read on a Dask cluster, or
+through fsspec, before the evaluation goes on as in any run."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from vocmatch.cli.console import fail
+from vocmatch.cli.exits import EXIT_DISTRIBUTED
+from vocmatch.cli.params import InputPath
+from vocmatch.errors import DistributedError
+
+if TYPE_CHECKING:
+    from vocmatch.core.protocol import Conventions
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.readers.scan import ColumnSet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The message when dask.distributed is missing.
+MISSING_DASK = "--dask needs dask.distributed: pip install 'vocmatch[dask]'"
+#: eval options that need what a Dask run does not bring back (``<size>``, ``<pose>``,
+#: the other flags, the split files next to the data), or a reader of another format.
+_NOT_ON_DASK = ("slice_specs", "images_dir", "split", "pred_format", "coco_gt", "names_file")
+#: The same for inputs given as URLs (read whole, in this process).
+_NOT_WITH_URLS = ("images_dir", "split", "pred_format", "coco_gt", "names_file")
+
+
+class InputLocation(InputPath):
+    """An input folder or an fsspec URL (``s3://bucket/gt``): a URL is kept as text (a
+    ``Path`` would fold its ``//``), a folder checked as :class:`InputPath` checks it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from vocmatch.readers.remote import is_url
+
+        if isinstance(value, str) and is_url(value):
+            return value
+        return super().convert(value, param, ctx)
+
+
+# local:N, a URL (tcp://host:8786, tls://...), or host:port (but not local:0).
+_SCHEDULER = re.compile(
+    r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+"
+)
+
+
+class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
+    """``local:N`` (N >= 1), or a scheduler's address: ``tcp://host:8786``, ``host:8786``."""
+
+    name = "SCHEDULER"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if _SCHEDULER.fullmatch(text):
+            return text
+        self.fail(
+            f"{text!r} is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
+            param,
+            ctx,
+        )
+
+
+def dask_option(function: F) -> F:
+    """``--dask SCHEDULER`` of ``eval``."""
+    return click.option(
+        "--dask",
+        "dask_scheduler",
+        type=SchedulerParam(),
+        metavar="SCHEDULER",
+        default=None,
+        help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
+        "local:N for N local worker processes started for the run. Workers read shards of "
+        "the images and send back evaluator states, merged here; the report is that of one "
+        "process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
+        "'vocmatch[remote]'.",
+    )(function)
+
+
+def uses_remote_reading(
+    scheduler: str | None, gt_dir: str | os.PathLike[str], pred_dir: str | os.PathLike[str]
+) -> bool:
+    """Whether the run reads through :func:`read_remote_inputs` (``--dask`` or a URL)."""
+    from vocmatch.readers.remote import is_url
+
+    return scheduler is not None or is_url(gt_dir) or is_url(pred_dir)
+
+
+def read_remote_inputs(
+    scheduler: str | None,
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    conventions: Conventions,
+    fold_case: bool,
+    thresholds: ScoreThresholds | None,
+    max_file_size: int,
+) -> tuple[ColumnSet, ColumnSet]:
+    """The ground truth and predictions, read on the cluster ``scheduler`` names, or read
+    here through fsspec without one. Call inside :func:`library_errors`: exit 2 for bad
+    input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
+    _refuse_options(_NOT_ON_DASK if scheduler is not None else _NOT_WITH_URLS, scheduler)
+    if scheduler is None:
+        from vocmatch.readers.remote import read_location_pair
+
+        gt, pred = read_location_pair(gt_dir, pred_dir, max_file_size)
+    else:
+        gt, pred = _read_on_dask(
+            scheduler, gt_dir, pred_dir, conventions, fold_case, thresholds, max_file_size
+        )
+    from vocmatch.pipeline import refuse_unpaired
+
+    refuse_unpaired(gt, pred, pred_dir)
+    return gt, pred
+
+
+def _read_on_dask(
+    scheduler: str,
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    conventions: Conventions,
+    fold_case: bool,
+    thresholds: ScoreThresholds | None,
+    max_file_size: int,
+) -> tuple[ColumnSet, ColumnSet]:
+    try:
+        import distributed  # noqa: F401  (only to say what is missing)
+    except ImportError:
+        raise fail(MISSING_DASK) from None
+    from vocmatch.evaluation.distributed import DaskOptions, columns_on_dask, dask_client
+    from vocmatch.readers.voc_layout import annotation_folder
+
+    if isinstance(gt_dir, Path):
+        gt_dir = annotation_folder(gt_dir)[0]
+    options = DaskOptions(conventions, fold_case, thresholds, max_file_size)
+    try:
+        with dask_client(scheduler) as client:
+            return columns_on_dask(gt_dir, pred_dir, options, client=client)
+    except DistributedError as error:
+        raise fail(str(error), EXIT_DISTRIBUTED) from None
+
+
+def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:
+    """A usage error for an option given that this kind of run cannot honour."""
+    ctx = click.get_current_context()
+    why = "--dask" if scheduler is not None else "inputs given as URLs"
+    for param in ctx.command.params:
+        if param.name not in names:
+            continue
+        if ctx.get_parameter_source(param.name) in (ParameterSource.DEFAULT, None):
+            continue
+        if param.name == "pred_format" and ctx.params.get("pred_format") == "voc":
+            continue
+        raise click.UsageError(f"{'/'.join(param.opts)} is not available with {why}", ctx=ctx)

@@ -1,0 +1,389 @@
+"""Evaluation on a Dask cluster: workers read shards of the files, the client merges.
+
+The client lists the ground-truth and prediction files (local folders the workers can see,
+or fsspec URLs: :mod:`vocmatch.readers.remote`) and splits the image keys into ``parts``
+deterministic parts: the ``k``-th part holds the keys whose place in key order is ``k``
+modulo ``parts``, as ``--shard`` splits them. Each task reads its part's files with the
+same reader as a local run, adds them to an :class:`~vocmatch.evaluation.incremental.Evaluator`
+and returns the state's bytes (:meth:`~vocmatch.evaluation.incremental.Evaluator.to_bytes`,
+a versioned format, never pickle) with the files it could not read. The client merges the
+states as they arrive and checks that the merged images are exactly the listed ones before
+anything is evaluated: a run never reports on part of the images.
+
+A task whose worker is lost (killed, out of memory) is run again by Dask on another
+worker; a task that raises is run again up to ``retries`` times. A task that fails every
+time fails the run with :class:`~vocmatch.errors.DistributedError`, naming the part.
+
+Dask (``pip install 'vocmatch[dask]'``) is imported only by the functions that need it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vocmatch.core.model import SkippedFile
+from vocmatch.core.protocol import Conventions, protocol
+from vocmatch.errors import DistributedError, InputError, VocmatchError, no_annotation_files
+from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
+from vocmatch.readers.remote import StorageOptions, list_location, location_reader
+from vocmatch.readers.scan import ColumnSet, read_listed_columns
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from vocmatch.evaluation.result import Evaluation
+
+__all__ = [
+    "DaskOptions",
+    "Part",
+    "PartResult",
+    "columns_on_dask",
+    "dask_client",
+    "evaluate_on_dask",
+    "part_state",
+    "split_parts",
+]
+
+#: Tries of a task that raises, after the first (a lost worker's tasks are rerun by Dask).
+DEFAULT_RETRIES = 2
+#: Parts per worker thread by default: small enough to even out slow workers and to lose
+#: little when one is lost, large enough that a part's state costs little to send.
+PARTS_PER_THREAD = 4
+_LOCAL = re.compile(r"local:([1-9][0-9]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class DaskOptions:
+    """What every task needs besides its files.
+
+    Attributes:
+        conventions: The protocol.
+        fold_case: Lower-case class names before matching.
+        score_thresholds: Per-class score thresholds, or None.
+        max_bytes: Per-file size limit; larger files are skipped unread.
+        storage_options: Options of the URLs' fsspec file systems.
+    """
+
+    conventions: Conventions
+    fold_case: bool = False
+    score_thresholds: ScoreThresholds | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    storage_options: StorageOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One task's files: ``(key, path)`` pairs, sorted by key.
+
+    Attributes:
+        index: The part's number, from 1.
+        count: How many parts the images were split into.
+        gt_files: Ground-truth files.
+        pred_files: Prediction files of the same keys (and of keys without ground truth).
+    """
+
+    index: int
+    count: int
+    gt_files: tuple[tuple[str, str], ...]
+    pred_files: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartResult:
+    """What a task sends back.
+
+    Attributes:
+        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`).
+        gt_skipped: Ground-truth files that could not be read.
+        pred_skipped: Prediction files that could not be read.
+        orphans: ``(key, path)`` of prediction files without ground truth.
+    """
+
+    state: bytes
+    gt_skipped: tuple[SkippedFile, ...]
+    pred_skipped: tuple[SkippedFile, ...]
+    orphans: tuple[tuple[str, str], ...]
+
+
+def split_parts(
+    gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
+) -> tuple[Part, ...]:
+    """Split the files by key into ``parts`` parts: key ``j`` of the sorted keys of both
+    sides goes to part ``j % parts + 1``, with its ground truth and its predictions.
+
+    >>> [p.gt_files for p in split_parts([("a", "g/a"), ("b", "g/b"), ("c", "g/c")], [], 2)]
+    [(('a', 'g/a'), ('c', 'g/c')), (('b', 'g/b'),)]
+
+    Raises:
+        InputError: ``parts`` is below 1.
+    """
+    if parts < 1:
+        raise InputError(f"Expected at least one part, got {parts}")
+    keys = sorted({k for k, _ in gt_files} | {k for k, _ in pred_files})
+    place = {key: j % parts for j, key in enumerate(keys)}
+    gt: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
+    pred: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
+    for key, path in gt_files:
+        gt[place[key]].append((key, path))
+    for key, path in pred_files:
+        pred[place[key]].append((key, path))
+    return tuple(
+        Part(k + 1, parts, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(parts)
+    )
+
+
+def part_state(part: Part, options: DaskOptions) -> PartResult:
+    """Read a part's files and give its evaluator state (the task run on a worker).
+
+    Raises:
+        InputError: A file holds rotated boxes or polygons (a state holds boxes).
+    """
+    read = location_reader(options.storage_options)
+    gt = read_listed_columns(part.gt_files, options.max_bytes, read)
+    pred = read_listed_columns(part.pred_files, options.max_bytes, read)
+    evaluator = Evaluator(
+        options.conventions, fold_case=options.fold_case, score_thresholds=options.score_thresholds
+    )
+    evaluator.add_columns(gt, pred)
+    unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
+    gt_keys = set(gt.keys)
+    orphans = tuple(
+        (key, path)
+        for key, path in zip(pred.keys, pred.paths, strict=True)
+        if key not in gt_keys and key not in unreadable
+    )
+    return PartResult(evaluator.to_bytes(), gt.skipped, pred.skipped, orphans)
+
+
+@contextmanager
+def dask_client(scheduler: str) -> Iterator[Client]:
+    """A client of a scheduler, closed on leaving: ``local:N`` starts a local cluster of N
+    worker processes of one thread each (stopped on leaving, its log silenced), anything
+    else is a scheduler's address (``tcp://host:8786``).
+
+    Raises:
+        ImportError: dask.distributed is not installed.
+        DistributedError: The scheduler cannot be reached.
+    """
+    from distributed import Client, LocalCluster
+
+    local = _LOCAL.fullmatch(scheduler)
+    if local is not None:
+        with (
+            LocalCluster(
+                n_workers=int(local.group(1)),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # Lost workers and failed tasks are the run's to report (retried, or one
+                # error): the cluster's log lines and tracebacks would bury that.
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            yield client
+        return
+    try:
+        client = Client(scheduler, timeout="30s")
+    except (OSError, TimeoutError, ValueError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
+    with client:
+        yield client
+
+
+def columns_on_dask(
+    gt: str | os.PathLike[str],
+    pred: str | os.PathLike[str],
+    options: DaskOptions,
+    *,
+    client: Client,
+    parts: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+) -> tuple[ColumnSet, ColumnSet]:
+    """Read the files below ``gt`` and ``pred`` on a cluster and merge them on the client,
+    as the columns :func:`~vocmatch.evaluation.engine.evaluate_columns` takes.
+
+    The columns hold what an evaluation needs: the boxes, classes, scores and
+    ``difficult`` flags of every image, the files skipped and the predictions without
+    ground truth; not ``<size>``, ``<filename>``, ``<pose>`` nor the other flags.
+
+    Args:
+        gt: Ground-truth folder or URL (searched recursively).
+        pred: Prediction folder or URL.
+        options: The protocol, options and limits every task uses.
+        client: A client of the cluster (:func:`dask_client`).
+        parts: Tasks to split the images into; by default four per worker thread.
+        retries: Tries of a task that raises, after the first.
+
+    Returns:
+        The ground-truth and prediction columns.
+
+    Raises:
+        InputError: A location cannot be listed, or holds no annotation file.
+        DistributedError: A task failed on every try, or the merged images are not the
+            listed ones.
+    """
+    gt_listing = list_location(gt, options.storage_options)
+    pred_listing = list_location(pred, options.storage_options)
+    if not gt_listing.files:
+        raise no_annotation_files(os.fspath(gt), gt_listing.skipped)
+    if parts is None:
+        threads = sum(client.nthreads().values()) or 1
+        parts = PARTS_PER_THREAD * threads
+    keys = len({k for k, _ in gt_listing.files} | {k for k, _ in pred_listing.files})
+    shares = split_parts(gt_listing.files, pred_listing.files, max(1, min(parts, keys)))
+    results = _run_parts(client, shares, options, retries)
+    return _merged(results, gt_listing, pred_listing, options)
+
+
+def evaluate_on_dask(
+    gt: str | os.PathLike[str],
+    pred: str | os.PathLike[str],
+    conventions: Conventions | str = "default",
+    *,
+    client: Client,
+    parts: int | None = None,
+    fold_case: bool = False,
+    score_thresholds: ScoreThresholds | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    storage_options: StorageOptions | None = None,
+    retries: int = DEFAULT_RETRIES,
+) -> Evaluation:
+    """Evaluate the files below ``gt`` and ``pred`` on a Dask cluster: the numbers of
+    :func:`~vocmatch.evaluation.engine.evaluate_columns` on the same files, read in one
+    process (see :func:`columns_on_dask`).
+
+    Args:
+        gt: Ground-truth folder (one every worker can read) or fsspec URL.
+        pred: Prediction folder or URL.
+        conventions: The protocol, or its name.
+        client: A client of the cluster.
+        parts: Tasks to split the images into; by default four per worker thread.
+        fold_case: Lower-case class names before matching.
+        score_thresholds: Count only predictions at or above their class's threshold.
+        max_bytes: Per-file size limit.
+        storage_options: Options of the URLs' fsspec file systems.
+        retries: Tries of a task that raises, after the first.
+
+    Returns:
+        The evaluation.
+
+    Raises:
+        InputError: A location cannot be listed, or holds no annotation file.
+        DistributedError: A task failed on every try.
+    """
+    from vocmatch.evaluation.engine import evaluate_columns
+
+    conv = protocol(conventions) if isinstance(conventions, str) else conventions
+    options = DaskOptions(conv, fold_case, score_thresholds, max_bytes, storage_options)
+    gt_columns, pred_columns = columns_on_dask(
+        gt, pred, options, client=client, parts=parts, retries=retries
+    )
+    return evaluate_columns(
+        gt_columns, pred_columns, conv, keep_matches=False, fold_case=fold_case,
+        score_thresholds=score_thresholds,
+    )  # fmt: skip
+
+
+def _run_parts(
+    client: Client, shares: Sequence[Part], options: DaskOptions, retries: int
+) -> list[PartResult]:
+    """Every part's result, or the first failure (the other tasks are then cancelled)."""
+    from distributed import as_completed
+
+    futures = client.map(part_state, shares, options=options, retries=retries, pure=False)
+    part_of = {future.key: part for future, part in zip(futures, shares, strict=True)}
+    results: list[PartResult] = []
+    try:
+        for future in as_completed(futures):
+            part = part_of[future.key]
+            try:
+                results.append(future.result())
+            except VocmatchError:
+                raise  # the data's fault, not the cluster's: the same on every try
+            except Exception as error:
+                reason = " ".join(str(error).split())
+                raise DistributedError(
+                    f"part {part.index} of {part.count} failed on every try "
+                    f"({1 + retries}; a lost worker's tasks are retried by Dask): "
+                    f"{type(error).__name__}: {reason}"
+                ) from None
+    finally:
+        client.cancel(futures)
+    return results
+
+
+def _merged(
+    results: Sequence[PartResult],
+    gt_listing: DirectoryListing,
+    pred_listing: DirectoryListing,
+    options: DaskOptions,
+) -> tuple[ColumnSet, ColumnSet]:
+    """The parts' states merged into columns, checked against the listing."""
+    merged = Evaluator(
+        options.conventions, fold_case=options.fold_case, score_thresholds=options.score_thresholds
+    )
+    for k, result in enumerate(results):
+        merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
+    gt_skipped = [*gt_listing.skipped, *(s for r in results for s in r.gt_skipped)]
+    pred_skipped = [*pred_listing.skipped, *(s for r in results for s in r.pred_skipped)]
+    unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
+    expected = [k for k, _ in gt_listing.files if k not in unreadable]
+    gt, pred = merged.columns()
+    if list(gt.keys) != expected:
+        lost = sorted(set(expected) - set(gt.keys))
+        extra = sorted(set(gt.keys) - set(expected))
+        raise DistributedError(
+            f"the merged states hold {len(gt.keys):,} images, not the {len(expected):,} "
+            f"listed ({len(lost):,} missing, {len(extra):,} not listed); nothing reported"
+        )
+    orphans = sorted(o for r in results for o in r.orphans)
+    gt = dataclasses.replace(
+        gt, root=gt_listing.root, skipped=_by_path(gt_skipped), notes=gt_listing.notes
+    )
+    pred = dataclasses.replace(
+        _with_images(pred, orphans),
+        root=pred_listing.root,
+        skipped=_by_path(pred_skipped),
+        notes=pred_listing.notes,
+    )
+    return gt, pred
+
+
+def _by_path(skipped: Sequence[SkippedFile]) -> tuple[SkippedFile, ...]:
+    return tuple(sorted(skipped, key=lambda s: s.path))
+
+
+def _with_images(columns: ColumnSet, images: Sequence[tuple[str, str]]) -> ColumnSet:
+    """The columns with more images of no boxes (prediction files without ground truth:
+    the report lists them), keys kept in order."""
+    if not images:
+        return columns
+    import numpy as np
+
+    entries = sorted(
+        [*((k, p, i) for i, (k, p) in enumerate(zip(columns.keys, columns.paths, strict=True))),
+         *((k, p, None) for k, p in images)]
+    )  # fmt: skip
+    new_index = np.zeros(max(len(columns.keys), 1), dtype=np.int32)
+    for j, (_, _, i) in enumerate(entries):
+        if i is not None:
+            new_index[i] = j
+    return dataclasses.replace(
+        columns,
+        keys=tuple(k for k, _, _ in entries),
+        paths=tuple(p for _, p, _ in entries),
+        sizes=(None,) * len(entries),
+        filenames=(None,) * len(entries),
+        image=new_index[columns.image] if columns.image.size else columns.image,
+    )
