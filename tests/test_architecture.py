@@ -23,6 +23,7 @@ THIRD_PARTY = {
     "click": {"cli"},
     "rich": {"render", "cli"},
     "lxml": {"readers"},
+    "yaml": {"readers"},  # names files of other tools (data.yaml)
     "shapely": {"core"},
     "PIL": {"evaluation", "render"},  # masks are read by seg; the HTML report scales pictures
     "jinja2": {"render"},

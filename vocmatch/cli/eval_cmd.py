@@ -31,11 +31,12 @@ from vocmatch.cli.console import (
 )
 from vocmatch.cli.evidence import Evidence, evidence_for, evidence_report, operating_thresholds
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
-from vocmatch.cli.inputs import prediction_inputs, read_inputs
+from vocmatch.cli.inputs import choose_inputs_classes, prediction_inputs, read_inputs
 from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
     DEFAULT_MAX_BYTES,
     HTML_PICTURE_MAX_SIDE,
+    class_options,
     convention_options,
     conventions_from,
     evidence_options,
@@ -61,6 +62,7 @@ from vocmatch.render.files import InputFolder
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
@@ -115,6 +117,7 @@ def machine_text(
     "json, --output, --max-rows, --only-failing and --jobs apply, box options do not).",
 )
 @pred_format_options
+@class_options
 @convention_options
 @format_option(
     ["table", "json", "csv", "markdown", "junit"],
@@ -262,6 +265,7 @@ def eval_command(
     names_file: Path | None,
     split: str | None,
     geometry: str,
+    class_choice: ClassChoice,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -339,6 +343,9 @@ def eval_command(
             gt_dir, pred_dir, pred_format, coco_gt, names_file, jobs or os.cpu_count() or 1,
             max_file_size, progress.files, split, geometry,
         )  # fmt: skip
+        gt_columns, pred_columns = choose_inputs_classes(
+            gt_columns, pred_columns, class_choice, fold_case
+        )
         evaluation, matched = evaluate_matched(
             gt_columns,
             pred_columns,

@@ -16,6 +16,7 @@ from vocmatch.errors import no_annotation_files
 from vocmatch.render.files import InputFolder
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.readers.scan import ColumnSet
 
 
@@ -49,9 +50,10 @@ def read_inputs(
     if pred_format == "voc":
         gt, pred = read_column_pair(annotations, pred_dir, jobs, max_file_size, progress)
     else:
-        from vocmatch.readers.pred_formats import read_class_list, read_detections
+        from vocmatch.readers.class_names import read_class_names
+        from vocmatch.readers.pred_formats import read_detections
 
-        names = read_class_list(names_file) if names_file is not None else None
+        names = read_class_names(names_file) if names_file is not None else None
         gt = read_columns(annotations, jobs, max_file_size, progress)
         if not gt.keys:
             raise fail(str(no_annotation_files(str(annotations), gt.skipped)))
@@ -104,3 +106,23 @@ def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: Path) -> None:
     others = other_files(pred_dir) if not pred_keys else []
     reason = no_pairs_reason(gt_keys, sorted(set(pred_keys)), str(pred_dir), others)
     raise fail(f"no ground-truth image pairs with a prediction: {reason}")
+
+
+def choose_inputs_classes(
+    gt: ColumnSet, pred: ColumnSet, choice: ClassChoice, fold_case: bool
+) -> tuple[ColumnSet, ColumnSet]:
+    """The columns after --class-map, --classes and --agnostic; exit 2 with one line when
+    the predictions name classes and none is a ground-truth class (a names file or a map of
+    another data set: every prediction would be a false positive, and mAP 0 mean nothing).
+    Call inside :func:`library_errors`."""
+    from vocmatch.evaluation.class_map import choose_classes, no_shared_class
+
+    if choice:
+        gt, pred = choose_classes(gt, pred, choice, fold_case)
+    reason = no_shared_class(gt, pred, fold_case)
+    if reason is not None:
+        raise fail(
+            f"{reason} (--fold-case matches names that differ in case; --names names YOLO "
+            "indices; --class-map renames classes, coco-to-voc for a COCO model on VOC)"
+        )
+    return gt, pred

@@ -207,8 +207,9 @@ def pred_format_options(function: F) -> F:
             type=InputPath(exists=True, dir_okay=False, path_type=Path),
             default=None,
             metavar="FILE",
-            help="With --pred-format yolo: the class names, one per line, in class-index "
-            "order (classes.txt, obj.names).",
+            help="With --pred-format yolo: the class names in class-index order: "
+            "Ultralytics' data.yaml (names: as a list or a mapping {0: person, ...}), or one "
+            "per line (classes.txt, obj.names).",
         ),
     ]
     for option in reversed(options):
@@ -312,3 +313,72 @@ def regression_gate_option(
         return tuple(parse_regression_gate(value) for value in values)
     except ValueError as error:
         raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
+#: vocmatch.evaluation.class_map.BUILTIN_MAPS (a test keeps the two equal: --help imports
+#: neither) and AGNOSTIC_CLASS.
+BUILTIN_CLASS_MAPS = ("coco-to-voc",)
+AGNOSTIC_CLASS = "object"
+
+
+def _class_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    names = tuple(name.strip() for name in value.split(","))
+    if not all(names):
+        raise click.BadParameter(
+            f"{value!r} has an empty class name: give names separated by commas, as A,B",
+            ctx=ctx,
+            param=param,
+        )
+    return names
+
+
+def class_options(function: F) -> F:
+    """``--class-map``, ``--classes`` and ``--agnostic``, handed to the command as one
+    ``class_choice`` (a :class:`vocmatch.evaluation.class_map.ClassChoice`)."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(
+        *args: Any, class_map: str | None, classes: tuple[str, ...], agnostic: bool, **kwargs: Any
+    ) -> Any:
+        from vocmatch.cli.console import library_errors
+        from vocmatch.evaluation.class_map import ClassChoice
+        from vocmatch.evaluation.class_map import class_map as read_map
+
+        with library_errors():
+            chosen = read_map(class_map) if class_map is not None else None
+        choice = ClassChoice(chosen, classes, agnostic)
+        return function(*args, class_choice=choice, **kwargs)
+
+    options = [
+        click.option(
+            "--class-map",
+            default=None,
+            metavar="FILE|NAME",
+            help="Evaluate prediction classes under ground-truth names: a CSV file of pred,gt "
+            "lines (pred, with nothing after the comma drops the class; other classes are "
+            f"kept), or {', '.join(BUILTIN_CLASS_MAPS)} (a COCO model on VOC: tv is "
+            "tvmonitor, couch sofa, ...; the 60 COCO classes VOC lacks dropped). The notes "
+            "count what was renamed and dropped.",
+        ),
+        click.option(
+            "--classes",
+            default=None,
+            callback=_class_list,
+            metavar="A,B",
+            help="Evaluate only these classes (named after --class-map): ground truth and "
+            "predictions of the others are left out.",
+        ),
+        click.option(
+            "--agnostic",
+            is_flag=True,
+            help="Class-agnostic matching: every class is one class, "
+            f"{AGNOSTIC_CLASS!r} (does the detector find the objects, whatever it calls them).",
+        ),
+    ]
+    decorated: Any = wrapper
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated  # type: ignore[no-any-return]
