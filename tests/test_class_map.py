@@ -23,7 +23,9 @@ from vocmatch.evaluation.class_map import (
 from vocmatch.readers.scan import read_columns
 
 
-def write_pred(folder: Path, images: dict[str, list[tuple[str, int, int, int, int, float]]]) -> None:
+def write_pred(
+    folder: Path, images: dict[str, list[tuple[str, int, int, int, int, float]]]
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for key, boxes in images.items():
         parts = ["<annotation>", f"<filename>{key}.jpg</filename>"]
@@ -111,7 +113,7 @@ def test_the_note_is_in_the_table_report(coco_on_voc: tuple[str, str]) -> None:
 
 def test_a_map_file_renames_and_drops(tmp_path: Path, coco_on_voc: tuple[str, str]) -> None:
     path = tmp_path / "map.csv"
-    path.write_text("# pred,gt\ntv,tvmonitor\n\n\"couch\",sofa\ncup,\n", encoding="utf-8")
+    path.write_text('# pred,gt\ntv,tvmonitor\n\n"couch",sofa\ncup,\n', encoding="utf-8")
     code, out, _ = run(*coco_on_voc, "--class-map", str(path), "--format", "json")
     data = json.loads(out)
     assert code == 0

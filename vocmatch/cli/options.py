@@ -75,6 +75,61 @@ def max_rows_option(default: int, help_text: str) -> Callable[[F], F]:
     )
 
 
+class IouThreshold(FiniteFloatRange):
+    """``--iou``: one threshold in [0, 1]; a range or a list says what to write instead."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and (":" in value or "," in value):
+            kind = "a range" if ":" in value else "a list"
+            example = value if value.count(":") == 2 or ":" not in value else f"{value}:0.05"
+            self.fail(
+                f"{value!r} is {kind}: --iou takes one threshold (TP/FP/FN and, outside coco, "
+                f"AP); for per-image counts at several give --sweep {example}, for AP averaged "
+                "over IoU 0.50:0.95 give --protocol coco",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
+#: Where --sweep and --max-dets leave their values for :func:`conventions_from` (they are not
+#: passed to the commands: every command with the convention options applies them there).
+_CONVENTION_EXTRAS = "vocmatch.convention_extras"
+
+
+def _sweep_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    from vocmatch.core.protocol import iou_thresholds
+
+    try:
+        thresholds = iou_thresholds(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    ctx.meta.setdefault(_CONVENTION_EXTRAS, {})["sweep_thresholds"] = thresholds
+
+
+def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    parts = [part.strip() for part in value.split(",")]
+    if not all(part.isdecimal() and int(part) > 0 for part in parts):
+        raise click.BadParameter(
+            f"{value!r}: give a whole number above 0 (100), or COCO's triple 1,10,N",
+            ctx=ctx,
+            param=param,
+        )
+    numbers = [int(part) for part in parts]
+    if len(numbers) > 1 and numbers[:-1] != [1, 10]:
+        # pycocotools' maxDets=[1, 10, 100]: AR1 and AR10 are fixed; the last is the AP's.
+        raise click.BadParameter(
+            f"{value!r}: the COCO summary's AR1 and AR10 keep 1 and 10: give N or 1,10,N",
+            ctx=ctx,
+            param=param,
+        )
+    ctx.meta.setdefault(_CONVENTION_EXTRAS, {})["max_dets"] = numbers[-1]
+
+
 def conventions_from(
     protocol_name: str,
     iou: float | None,
@@ -102,6 +157,9 @@ def conventions_from(
         changes["difficult"] = difficult
     if interpolation is not None:
         changes["interpolation"] = interpolation
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        changes.update(context.meta.get(_CONVENTION_EXTRAS, {}))
     return replace(conv, **changes) if changes else conv
 
 
@@ -119,9 +177,28 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--iou",
-            type=FiniteFloatRange(0.0, 1.0),
+            type=IouThreshold(0.0, 1.0),
             default=None,
             help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
+        ),
+        click.option(
+            "--sweep",
+            default=None,
+            expose_value=False,
+            callback=_sweep_option,
+            metavar="LIST|RANGE",
+            help="IoU thresholds of the per-image TP/FP/FN sweep, a list (0.5,0.75) or a "
+            "range start:stop:step (0.5:0.95:0.05). [default: 0.5,0.75,0.95]",
+        ),
+        click.option(
+            "--max-dets",
+            default=None,
+            expose_value=False,
+            callback=_max_dets_option,
+            metavar="N",
+            help="Keep the N highest-scored predictions of each image and class, as "
+            "pycocotools' maxDets (COCO's triple 1,10,100 is accepted: AR1 and AR10 stay). "
+            "[default: 100 under coco, else all]",
         ),
         click.option(
             "--strict-threshold/--inclusive-threshold",

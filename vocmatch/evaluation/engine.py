@@ -43,7 +43,7 @@ from vocmatch.core.match import (
     match_unscored_rows,
 )
 from vocmatch.core.model import Polygon, RotatedBox
-from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
@@ -791,7 +791,7 @@ def evaluate_columns(
     # side and the pairs that can match.
     stage("pairing boxes")
     del p_cell_all
-    levels_list = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+    levels_list = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     levels = {value: i for i, value in enumerate(levels_list)}
     thresholds = np.array(levels_list, dtype=np.float64)
     t = levels[conv.iou_threshold]
@@ -973,7 +973,7 @@ def evaluate_columns(
     gt_count: list[int] = (gt_per_image - ignored_image).tolist()
     ignored_count: list[int] = ignored_image.tolist()
     pred_count: list[int] = pred_per_image.tolist()
-    sweep_levels = [(threshold, levels[threshold]) for threshold in SWEEP_THRESHOLDS]
+    sweep_levels = [(threshold, levels[threshold]) for threshold in conv.sweep_thresholds]
     # Sweeps repeat (small counts): equal ones share one frozen record.
     sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
     for j, i in enumerate(images):

@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from vocmatch.core.protocol import sweep_label
 from vocmatch.escapes import printable
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.evaluation.labels import LabelEvaluation, LabelImageResult
@@ -161,8 +162,8 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     for name in ("GT", "pred", "TP", "FP", "FN"):
         table.add_column(name, justify="right")
     table.add_column("mIoU", justify="right")
-    for sweep_threshold in (0.5, 0.75, 0.95):
-        table.add_column(f"@{sweep_threshold:.2f}", justify="right")
+    for sweep_threshold in evaluation.conventions.sweep_thresholds:
+        table.add_column(f"@{sweep_label(sweep_threshold)}", justify="right")
     rows = worst_first(evaluation.images)
     if opts.only_failing:
         rows = [r for r in rows if r.errors > 0]
@@ -255,6 +256,10 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_row("F1", _number(s.f1))
     map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
     table.add_row(map_name, _number(s.map))
+    if evaluation.coco is not None:
+        # pycocotools' AP50 beside the mean over IoU 0.50:0.95, as Ultralytics prints both.
+        ap50 = evaluation.coco.AP50
+        table.add_row("mAP@.50", _number(ap50 if ap50 >= 0 else None))
     parts: list[RenderableType] = [Text("Summary", style="bold italic"), table]
     if evaluation.coco is not None:
         coco = Table(title="COCO (pycocotools COCOeval.stats)", title_justify="left")
