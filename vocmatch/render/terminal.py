@@ -23,7 +23,7 @@ from vocmatch.escapes import printable
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
 from vocmatch.evaluation.labels import LabelEvaluation, LabelImageResult
 from vocmatch.evaluation.seg import VOC_CLASSES, VOID, SegEvaluation, SegImageResult
-from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point
+from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
 from vocmatch.evidence.analysis import (
     BACKGROUND,
     ERROR_TYPES,
@@ -131,7 +131,8 @@ def operating_table(evaluation: Evaluation, beta: float = 1.0) -> RenderableType
             continue
         table.add_row(
             Text(printable(cls.name)),
-            f"{point.threshold:.4g}",
+            # Rounded down: the printed value typed back keeps exactly this row's predictions.
+            point_threshold(cls.curve, point),
             str(point.predictions),
             _number(point.precision),
             _number(point.recall),
