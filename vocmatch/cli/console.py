@@ -77,7 +77,18 @@ def print_report(console: Console, renderable: RenderableType) -> None:
         console.width = widest
     else:
         console.width = max(console.width, narrowest)
-    console.print(renderable)
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    # Piped or redirected: no line ends in the spaces rich pads titles and grids with.
+    with console.capture() as captured:
+        console.print(renderable)
+    console.file.write(_without_trailing_spaces(captured.get()))
+    console.file.flush()
+
+
+def _without_trailing_spaces(text: str) -> str:
+    return "".join(line.rstrip(" ") + "\n" for line in text.splitlines())
 
 
 def report_text(renderable: RenderableType) -> str:
@@ -89,7 +100,7 @@ def report_text(renderable: RenderableType) -> str:
     console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
     console.width = content_width(console, renderable)[1]
     console.print(renderable)
-    return buffer.getvalue()
+    return _without_trailing_spaces(buffer.getvalue())
 
 
 def echo_err(text: str) -> None:
