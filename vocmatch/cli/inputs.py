@@ -14,6 +14,7 @@ import click
 from vocmatch.cli.console import fail, xml_folders
 from vocmatch.errors import no_annotation_files
 from vocmatch.render.files import InputFolder
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
@@ -70,9 +71,11 @@ def read_inputs(
         )
     if listed is not None:
         gt, pred, left_out = only_split(gt, pred, listed)
-        note = f"split {listed.path}: {len(listed.ids):,} images listed"
+        note = f"split {listed.path}: {plural(len(listed.ids), 'image')} listed"
         if left_out:
-            note += f"; {left_out:,} images of other splits in the predictions, not evaluated"
+            note += (
+                f"; {plural(left_out, 'image')} of other splits in the predictions, not evaluated"
+            )
         gt = replace(gt, notes=(*gt.notes, note))
         if not gt.keys:
             raise fail(f"{listed.path}: none of its images has an annotation file in {annotations}")

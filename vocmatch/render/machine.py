@@ -42,6 +42,7 @@ from vocmatch.evidence.calibration import Calibration, ClassCalibration
 from vocmatch.evidence.diff import Change, CountChange, EvaluationDiff, ImageDiff, RegressionResult
 from vocmatch.evidence.gates import GateReport
 from vocmatch.evidence.slices import Slice
+from vocmatch.words import plural
 
 __all__ = [
     "COCO_NAMES",
@@ -481,9 +482,11 @@ def to_markdown(
     if s.skipped:
         remarks.append(f"skipped files: {s.skipped} (not evaluated)")
     if s.missing_pred:
-        remarks.append(f"no prediction file: {s.missing_pred} image(s), their objects count as FN")
+        remarks.append(
+            f"no prediction file: {plural(s.missing_pred, 'image')}, their objects count as FN"
+        )
     if s.orphan_pred:
-        remarks.append(f"no GT file: {s.orphan_pred} prediction file(s), not evaluated")
+        remarks.append(f"no GT file: {plural(s.orphan_pred, 'prediction file')}, not evaluated")
     remarks += [f"note: {note}" for note in evaluation.notes]
     if remarks:
         lines.append("")
@@ -1071,7 +1074,7 @@ __all__ += ["diff_to_markdown"]
 def _md_interval(change: DeltaInterval) -> list[str]:
     if change.low is None or change.high is None:
         return ["—", "—"]
-    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    p = "—" if change.p_value is None else f"{change.p_value:.4f}"
     return [f"[{change.low:+.4f}, {change.high:+.4f}]", p]
 
 

@@ -47,6 +47,7 @@ from vocmatch.evidence.diff import (
 )
 from vocmatch.evidence.slices import Slice
 from vocmatch.evidence.suspects import KINDS, SuspectReport
+from vocmatch.words import plural
 
 __all__ = [
     "ReportOptions",
@@ -360,10 +361,12 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     if s.missing_pred:
         problems.add_row(
             "no prediction file",
-            Text(f"{s.missing_pred:,} image(s), their objects count as FN"),
+            Text(f"{plural(s.missing_pred, 'image')}, their objects count as FN"),
         )
     if s.orphan_pred:
-        problems.add_row("no GT file", Text(f"{s.orphan_pred:,} prediction file(s), not evaluated"))
+        problems.add_row(
+            "no GT file", Text(f"{plural(s.orphan_pred, 'prediction file')}, not evaluated")
+        )
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
@@ -684,7 +687,7 @@ def _delta_cells(change: DeltaInterval | None) -> list[RenderableType]:
     """The interval of a change and its two-sided p-value, or dashes."""
     if change is None or change.low is None or change.high is None:
         return [Text("—", style="dim"), Text("—", style="dim")]
-    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    p = "—" if change.p_value is None else f"{change.p_value:.4f}"
     return [Text(f"[{change.low:+.4f}, {change.high:+.4f}]", style="cyan"), Text(p)]
 
 
@@ -955,11 +958,12 @@ def label_summary(evaluation: LabelEvaluation) -> RenderableType:
     if evaluation.missing_pred:
         problems.add_row(
             "no prediction file",
-            f"{len(evaluation.missing_pred):,} image(s), nothing predicted",
+            f"{plural(len(evaluation.missing_pred), 'image')}, nothing predicted",
         )
     if evaluation.orphan_pred:
         problems.add_row(
-            "no GT file", f"{len(evaluation.orphan_pred):,} prediction file(s), not evaluated"
+            "no GT file",
+            f"{plural(len(evaluation.orphan_pred), 'prediction file')}, not evaluated",
         )
     if problems.row_count:
         parts.append(problems)
@@ -1254,19 +1258,25 @@ def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType
             _box_text(s.box),
         )
     counts = ", ".join(f"{report.count(kind):,} {kind}" for kind in KINDS)
+    foreign = ""
+    if report.foreign:
+        foreign = (
+            f" ({plural(report.foreign, 'other')} would rename an object to a class the "
+            "ground truth never uses: not suggested)"
+        )
     parts: list[RenderableType] = [header, Text(), table]
     if len(suspects) > len(shown):
         parts.append(
             Text(
-                f"{len(suspects) - len(shown):,} more suspects (--max-rows 0 shows all)",
+                f"{len(suspects) - len(shown):,} more (--max-rows 0 shows all)",
                 style="dim",
             )
         )
     parts.append(
         Text(
-            f"{len(suspects):,} suspects ({counts}) in {report.images:,} images, from "
-            f"{report.confident:,} confident predictions; gt#n and pred#n: object n (from 0) "
-            "of the file",
+            f"{plural(len(suspects), 'suspect')} ({counts}) in {plural(report.images, 'image')}, "
+            f"from {plural(report.confident, 'confident prediction')}{foreign}; gt#n and "
+            "pred#n: object n (from 0) of the file",
             style="dim",
         )
     )
