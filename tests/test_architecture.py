@@ -16,7 +16,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "cli")
 
 #: Modules at the top of the package and the layer they belong to.
-TOP_LEVEL = {"errors": "shared", "escapes": "shared", "words": "shared", "__init__": "shared", "__main__": "cli"}
+TOP_LEVEL = {
+    "errors": "shared",
+    "escapes": "shared",
+    "words": "shared",
+    "__init__": "shared",
+    "__main__": "cli",
+}
 
 #: Third-party packages and the layers that may import them: the library never knows click.
 THIRD_PARTY = {

@@ -344,7 +344,7 @@ def eval_command(
             max_file_size, progress.files, split, geometry,
         )  # fmt: skip
         gt_columns, pred_columns = choose_inputs_classes(
-            gt_columns, pred_columns, class_choice, fold_case
+            gt_columns, pred_columns, class_choice, fold_case, named=pred_format != "voc"
         )
         evaluation, matched = evaluate_matched(
             gt_columns,

@@ -112,17 +112,19 @@ def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: Path) -> None:
 
 
 def choose_inputs_classes(
-    gt: ColumnSet, pred: ColumnSet, choice: ClassChoice, fold_case: bool
+    gt: ColumnSet, pred: ColumnSet, choice: ClassChoice, fold_case: bool, named: bool = True
 ) -> tuple[ColumnSet, ColumnSet]:
     """The columns after --class-map, --classes and --agnostic; exit 2 with one line when
     the predictions name classes and none is a ground-truth class (a names file or a map of
     another data set: every prediction would be a false positive, and mAP 0 mean nothing).
+    The refusal applies when ``named``: the prediction names came from a names file, a
+    COCO category list or file names (not XML files, whose names a run compares as they are).
     Call inside :func:`library_errors`."""
     from vocmatch.evaluation.class_map import choose_classes, no_shared_class
 
     if choice:
         gt, pred = choose_classes(gt, pred, choice, fold_case)
-    reason = no_shared_class(gt, pred, fold_case)
+    reason = no_shared_class(gt, pred, fold_case) if named else None
     if reason is not None:
         raise fail(
             f"{reason} (--fold-case matches names that differ in case; --names names YOLO "
