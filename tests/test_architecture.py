@@ -21,6 +21,7 @@ LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "pipe
 TOP_LEVEL = {
     "errors": "shared",
     "escapes": "shared",
+    "words": "shared",
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",
@@ -31,6 +32,7 @@ THIRD_PARTY = {
     "click": {"cli"},
     "rich": {"render", "cli"},
     "lxml": {"readers"},
+    "yaml": {"readers"},  # names files of other tools (data.yaml)
     "shapely": {"core"},
     "PIL": {"evaluation", "render"},  # masks are read by seg; the HTML report scales pictures
     "jinja2": {"render"},

@@ -305,7 +305,7 @@ def test_markdown_carries_the_intervals() -> None:
     )  # fmt: skip
     assert code == EXIT_OK
     assert "### Paired bootstrap: 1,000 resamples of the 12 images (seed 0)" in out
-    assert "| recall | -0.3333 | [-0.4583, -0.2083] | 0.000 |" in out
+    assert "| recall | -0.3333 | [-0.4583, -0.2083] | 0.0000 |" in out
 
 
 def test_scores_near_the_float_limit_are_binned_quietly(tmp_path: Path) -> None:

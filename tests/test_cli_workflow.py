@@ -480,7 +480,7 @@ def test_coco_class_table_has_ap50_and_ap75(demo: tuple[Path, Path]) -> None:
     person = next(c for c in json.loads(out)["classes"] if c["name"] == "person")
     assert (person["ap50"], person["ap75"]) == (pytest.approx(1.0), pytest.approx(0.7524752475))
     _, table, _ = run(*map(str, demo), "--protocol", "coco")
-    assert "┃     AP ┃   AP50 ┃   AP75┃" in table
+    assert "┃     AP ┃   AP50 ┃   AP75 ┃" in table
     _, out, _ = run(*map(str, demo), "--format", "json")
     assert next(c for c in json.loads(out)["classes"])["ap50"] is None
 

@@ -253,3 +253,67 @@ def test_markup_in_names_stays_text(browser: Any, tmp_path: Path) -> None:
     labels = browser.find_elements(By.CSS_SELECTOR, "#overlay-canvas text.label")
     assert [label.get_attribute("textContent") for label in labels] == [EVIL, f"{EVIL} 0.90"]
     assert console_problems(browser) == []
+
+
+def raccoon_report(tmp_path: Path) -> Path:
+    """The raccoon set (200 images) against predictions derived from it, as HTML."""
+    from tests.conftest import datasets_or_skip
+    from tests.test_detections import bench
+
+    gt_dir = datasets_or_skip("raccoon")
+    bench("derive_predictions").derive(gt_dir, tmp_path / "pred", seed=0)
+    gt, pred = read_pair(gt_dir, tmp_path / "pred")
+    page = tmp_path / "raccoon.html"
+    page.write_text(html_report(evaluate(gt, pred), gt, pred), encoding="utf-8")
+    return page
+
+
+def test_a_row_click_brings_the_box_view_into_sight(browser: Any, tmp_path: Path) -> None:
+    """The view opens below a 50-row table: clicking the first row scrolls it into sight."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(1400, 700)
+    load(browser, raccoon_report(tmp_path))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#image-table tbody tr")
+    assert len(rows) == 50
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", rows[0])
+    rows[0].click()
+    top, bottom, height = browser.execute_script(
+        "var r = document.getElementById('overlay').getBoundingClientRect();"
+        "return [r.top, r.bottom, window.innerHeight];"
+    )
+    assert browser.find_element(By.ID, "overlay").is_displayed()
+    # Its top in sight (the view may be taller than the window).
+    assert 0 <= top < height
+    assert bottom > top
+    assert console_problems(browser) == []
+
+
+def test_the_page_does_not_scroll_sideways_at_800_px(browser: Any, tmp_path: Path) -> None:
+    """The cards set with its intervals (a table 980 px wide), slices and calibration: at
+    800 px the wide table scrolls inside its section, the page does not."""
+    from click.testing import CliRunner
+    from selenium.webdriver.common.by import By
+
+    from tests.conftest import datasets_or_skip
+    from tests.test_detections import bench
+    from vocmatch.cli import main
+
+    gt_dir = datasets_or_skip("cards") / "test"
+    bench("derive_predictions").derive(gt_dir, tmp_path / "pred", seed=0)
+    page = tmp_path / "cards.html"
+    result = CliRunner().invoke(
+        main,
+        ["eval", str(gt_dir), str(tmp_path / "pred"), "--html", str(page), "--bootstrap", "20",
+         "--slice", "size", "--calibration-bins", "10", "--protocol", "coco", "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    browser.set_window_size(800, 900)
+    load(browser, page)
+    browser.find_elements(By.CSS_SELECTOR, "#image-table tbody tr")[0].click()
+    scroll, client, table = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+        " document.getElementById('interval-table').getBoundingClientRect().width];"
+    )
+    assert table > client  # the case: a table wider than the window
+    assert scroll == client

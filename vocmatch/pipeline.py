@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vocmatch.errors import InputError, RequestError, no_annotation_files
 from vocmatch.evidence.report import EvalReport, Evidence
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import Conventions, DifficultRule
+    from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
@@ -98,6 +100,8 @@ class ReadOptions:
             ``box`` scores every object as its bounding box.
         max_file_size: Larger annotation files are skipped unread (bytes).
         jobs: Processes that read files in parallel; 0 uses every core.
+        class_choice: Prediction classes renamed to ground-truth names (a class map), only
+            some classes kept, or every class made one (class-agnostic matching).
     """
 
     pred_format: PredFormat = "voc"
@@ -107,6 +111,7 @@ class ReadOptions:
     geometry: Geometry = "shape"
     max_file_size: int = 32 * 1024 * 1024
     jobs: int = 0
+    class_choice: ClassChoice | None = None
 
     def workers(self) -> int:
         """The processes to read with: ``jobs``, or every core for 0."""
@@ -127,6 +132,10 @@ class ScoreOptions(ReadOptions):
         difficult: ``ignore``, ``count`` or ``crowd`` (None keeps the protocol's).
         interpolation: ``all-point``, ``11-point`` or ``101-point`` (None keeps it).
         fold_case: Lower-case class names before matching (Car and car are one class).
+        sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep (None keeps
+            0.50, 0.75, 0.95).
+        max_dets: The highest-scored predictions kept per image and class, as pycocotools'
+            maxDets (None keeps the protocol's).
     """
 
     protocol: str | Conventions = "default"
@@ -137,6 +146,8 @@ class ScoreOptions(ReadOptions):
     difficult: DifficultRule | None = None
     interpolation: Interpolation | None = None
     fold_case: bool = False
+    sweep_thresholds: tuple[float, ...] | None = None
+    max_dets: int | None = None
 
     def conventions(self) -> Conventions:
         """The protocol's conventions with every override given laid over them.
@@ -158,7 +169,10 @@ class ScoreOptions(ReadOptions):
             conventions = self.protocol
         if self.iou is not None:
             conventions = conventions.with_threshold(self.iou)
-        names = ("strict_threshold", "pixel_inclusive", "match_rule", "difficult", "interpolation")
+        names = (
+            "strict_threshold", "pixel_inclusive", "match_rule", "difficult", "interpolation",
+            "sweep_thresholds", "max_dets",
+        )  # fmt: skip
         changes = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         return replace(conventions, **changes) if changes else conventions
 
@@ -592,9 +606,10 @@ def read_inputs(
     if options.pred_format == "voc":
         gt, pred = read_column_pair(annotations, inputs.pred, jobs, max_bytes, progress)
     else:
-        from vocmatch.readers.pred_formats import read_class_list, read_detections
+        from vocmatch.readers.class_names import read_class_names
+        from vocmatch.readers.pred_formats import read_detections
 
-        names = read_class_list(options.names) if options.names is not None else None
+        names = read_class_names(options.names) if options.names is not None else None
         gt = read_columns(annotations, jobs, max_bytes, progress)
         if not gt.keys:
             raise no_annotation_files(str(annotations), gt.skipped)
@@ -606,9 +621,11 @@ def read_inputs(
         )  # fmt: skip
     if listed is not None:
         gt, pred, left_out = only_split(gt, pred, listed)
-        note = f"split {listed.path}: {len(listed.ids):,} images listed"
+        note = f"split {listed.path}: {plural(len(listed.ids), 'image')} listed"
         if left_out:
-            note += f"; {left_out:,} images of other splits in the predictions, not evaluated"
+            note += (
+                f"; {plural(left_out, 'image')} of other splits in the predictions, not evaluated"
+            )
         gt = replace(gt, notes=(*gt.notes, note))
         if not gt.keys:
             raise InputError(
@@ -616,12 +633,35 @@ def read_inputs(
             )
     if options.pred_format == "voc":
         refuse_unpaired(gt, pred, inputs.pred)
+    gt, pred = _chosen_classes(gt, pred, options)
     from vocmatch.readers.shapes import with_geometry
 
     return (
         with_geometry(gt, options.geometry, "ground truth"),
         with_geometry(pred, options.geometry, "predictions"),
     )
+
+
+def _chosen_classes(
+    gt: ColumnSet, pred: ColumnSet, options: ReadOptions
+) -> tuple[ColumnSet, ColumnSet]:
+    """The columns after the class choice; refused when the predictions name their classes
+    (a names file, a COCO category list, the devkit's file names) and none is a ground-truth
+    class: every prediction would be a false positive and mAP 0 would mean nothing. XML
+    predictions are compared as they are written (their classes are their own).
+
+    Raises:
+        RequestError: No prediction class is a ground-truth class (field ``classes``).
+    """
+    from vocmatch.evaluation.class_map import choose_classes, no_shared_class
+
+    fold_case = isinstance(options, ScoreOptions) and options.fold_case
+    if options.class_choice:
+        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case)
+    reason = no_shared_class(gt, pred, fold_case) if options.pred_format != "voc" else None
+    if reason is not None:
+        raise RequestError("classes", reason)
+    return gt, pred
 
 
 def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:

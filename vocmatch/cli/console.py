@@ -55,7 +55,16 @@ def print_report(console: Console, renderable: RenderableType) -> None:
         console.width = widest
     else:
         console.width = max(console.width, narrowest)
-    console.print(renderable)
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    # Piped or redirected: no line ends in the spaces rich pads titles and grids with.
+    with console.capture() as captured:
+        console.print(renderable)
+    from vocmatch.render.report import without_trailing_spaces
+
+    console.file.write(without_trailing_spaces(captured.get()))
+    console.file.flush()
 
 
 def report_text(renderable: RenderableType) -> str:
@@ -127,6 +136,11 @@ def request_error(error: RequestError) -> click.ClickException | click.exception
         return fail(
             f"{path}: a file, not a folder: give the folder that holds it (--pred-format yolo "
             "or voc-results read folders of .txt files)"
+        )
+    if error.field == "classes":
+        return fail(
+            f"{error.message} (--fold-case matches names that differ in case; --names names "
+            "YOLO indices; --class-map renames classes, coco-to-voc for a COCO model on VOC)"
         )
     option = OPTION_OF_FIELD.get(error.field, error.field)
     where = option if error.value is None else f"{option} {error.value!r}"

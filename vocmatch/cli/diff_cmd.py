@@ -26,6 +26,7 @@ from vocmatch.cli.inputs import prediction_inputs
 from vocmatch.cli.options import (
     DIFF_MAX_ROWS,
     PAIRED_BOOTSTRAP_HELP,
+    convention_extras,
     convention_options,
     evidence_options,
     fold_case_option,
@@ -147,7 +148,7 @@ def diff_command(
         strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,
         match_rule=match_rule, difficult=difficult, interpolation=interpolation,
         fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
-        bootstrap=bootstrap_resamples, seed=seed, alpha=alpha,
+        bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, **convention_extras(),
     )  # fmt: skip
     with library_errors(), progress_display(quiet) as progress:
         found = compare(request, progress=progress)

@@ -40,6 +40,8 @@ from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
     FOLD_CASE_HELP,
     HTML_PICTURE_MAX_SIDE,
+    class_options,
+    convention_extras,
     convention_options,
     evidence_options,
     fold_case_option,
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
+    from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.gates import Gate
@@ -100,6 +103,7 @@ if TYPE_CHECKING:
     "json, --output, --max-rows, --only-failing and --jobs apply, box options do not).",
 )
 @pred_format_options
+@class_options
 @convention_options
 @format_option(
     ["table", "json", "csv", "markdown", "junit"],
@@ -226,6 +230,7 @@ def eval_command(
     names_file: Path | None,
     split: str | None,
     geometry: Geometry,
+    class_choice: ClassChoice,
     protocol_name: str,
     iou: float | None,
     strict_threshold: bool | None,
@@ -297,6 +302,7 @@ def eval_command(
         boxes=html_file is not None or output_format == "junit",
         reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
         slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
+        class_choice=class_choice or None, **convention_extras(),
     )  # fmt: skip
     columns = None
     if uses_remote_reading(dask_scheduler, gt_dir, pred_dir):

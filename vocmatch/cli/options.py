@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,7 +19,6 @@ from vocmatch.cli.params import (
 )
 
 if TYPE_CHECKING:
-    from vocmatch.core.protocol import Conventions
     from vocmatch.evidence.diff import RegressionGate
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -84,34 +82,67 @@ def max_rows_option(default: int, help_text: str) -> Callable[[F], F]:
     )
 
 
-def conventions_from(
-    protocol_name: str,
-    iou: float | None,
-    strict_threshold: bool | None,
-    pixel_inclusive: bool | None,
-    match_rule: str | None,
-    difficult: str | None,
-    interpolation: str | None,
-) -> Conventions:
-    """The preset of ``protocol_name`` with every option the user gave laid over it."""
+class IouThreshold(FiniteFloatRange):
+    """``--iou``: one threshold in [0, 1]; a range or a list says what to write instead."""
 
-    from vocmatch.core.protocol import protocol
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and (":" in value or "," in value):
+            kind = "a range" if ":" in value else "a list"
+            example = value if value.count(":") == 2 or ":" not in value else f"{value}:0.05"
+            self.fail(
+                f"{value!r} is {kind}: --iou takes one threshold (TP/FP/FN and, outside coco, "
+                f"AP); for per-image counts at several give --sweep {example}, for AP averaged "
+                "over IoU 0.50:0.95 give --protocol coco",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
 
-    conv = protocol(protocol_name)
-    if iou is not None:
-        conv = conv.with_threshold(iou)
-    changes: dict[str, Any] = {}
-    if strict_threshold is not None:
-        changes["strict_threshold"] = strict_threshold
-    if pixel_inclusive is not None:
-        changes["pixel_inclusive"] = pixel_inclusive
-    if match_rule is not None:
-        changes["match_rule"] = match_rule
-    if difficult is not None:
-        changes["difficult"] = difficult
-    if interpolation is not None:
-        changes["interpolation"] = interpolation
-    return replace(conv, **changes) if changes else conv
+
+#: Where --sweep and --max-dets leave their values for :func:`convention_extras` (they are not
+#: passed to the commands: every command with the convention options applies them there).
+_CONVENTION_EXTRAS = "vocmatch.convention_extras"
+
+
+def _sweep_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    from vocmatch.core.protocol import iou_thresholds
+
+    try:
+        thresholds = iou_thresholds(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    ctx.meta.setdefault(_CONVENTION_EXTRAS, {})["sweep_thresholds"] = thresholds
+
+
+def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    parts = [part.strip() for part in value.split(",")]
+    if not all(part.isdecimal() and int(part) > 0 for part in parts):
+        raise click.BadParameter(
+            f"{value!r}: give a whole number above 0 (100), or COCO's triple 1,10,N",
+            ctx=ctx,
+            param=param,
+        )
+    numbers = [int(part) for part in parts]
+    if len(numbers) > 1 and numbers[:-1] != [1, 10]:
+        # pycocotools' maxDets=[1, 10, 100]: AR1 and AR10 are fixed; the last is the AP's.
+        raise click.BadParameter(
+            f"{value!r}: the COCO summary's AR1 and AR10 keep 1 and 10: give N or 1,10,N",
+            ctx=ctx,
+            param=param,
+        )
+    ctx.meta.setdefault(_CONVENTION_EXTRAS, {})["max_dets"] = numbers[-1]
+
+
+def convention_extras() -> dict[str, Any]:
+    """What --sweep and --max-dets set (``sweep_thresholds``, ``max_dets``), as request
+    fields: they are not passed to the commands, every command with the convention options
+    reads them here."""
+    context = click.get_current_context(silent=True)
+    return dict(context.meta.get(_CONVENTION_EXTRAS, {})) if context is not None else {}
 
 
 def convention_options(function: F) -> F:
@@ -128,9 +159,28 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--iou",
-            type=FiniteFloatRange(0.0, 1.0),
+            type=IouThreshold(0.0, 1.0),
             default=None,
             help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
+        ),
+        click.option(
+            "--sweep",
+            default=None,
+            expose_value=False,
+            callback=_sweep_option,
+            metavar="LIST|RANGE",
+            help="IoU thresholds of the per-image TP/FP/FN sweep, a list (0.5,0.75) or a "
+            "range start:stop:step (0.5:0.95:0.05). [default: 0.5,0.75,0.95]",
+        ),
+        click.option(
+            "--max-dets",
+            default=None,
+            expose_value=False,
+            callback=_max_dets_option,
+            metavar="N",
+            help="Keep the N highest-scored predictions of each image and class, as "
+            "pycocotools' maxDets (COCO's triple 1,10,100 is accepted: AR1 and AR10 stay). "
+            "[default: 100 under coco, else all]",
         ),
         click.option(
             "--strict-threshold/--inclusive-threshold",
@@ -216,8 +266,9 @@ def pred_format_options(function: F) -> F:
             type=InputPath(exists=True, dir_okay=False, path_type=Path),
             default=None,
             metavar="FILE",
-            help="With --pred-format yolo: the class names, one per line, in class-index "
-            "order (classes.txt, obj.names).",
+            help="With --pred-format yolo: the class names in class-index order: "
+            "Ultralytics' data.yaml (names: as a list or a mapping {0: person, ...}), or one "
+            "per line (classes.txt, obj.names).",
         ),
     ]
     for option in reversed(options):
@@ -381,3 +432,72 @@ def regression_gate_option(
     from vocmatch.evidence.diff import parse_regression_gate
 
     return _gates(parse_regression_gate)(ctx, param, values)
+
+
+#: vocmatch.evaluation.class_map.BUILTIN_MAPS (a test keeps the two equal: --help imports
+#: neither) and AGNOSTIC_CLASS.
+BUILTIN_CLASS_MAPS = ("coco-to-voc",)
+AGNOSTIC_CLASS = "object"
+
+
+def _class_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    names = tuple(name.strip() for name in value.split(","))
+    if not all(names):
+        raise click.BadParameter(
+            f"{value!r} has an empty class name: give names separated by commas, as A,B",
+            ctx=ctx,
+            param=param,
+        )
+    return names
+
+
+def class_options(function: F) -> F:
+    """``--class-map``, ``--classes`` and ``--agnostic``, handed to the command as one
+    ``class_choice`` (a :class:`vocmatch.evaluation.class_map.ClassChoice`)."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(
+        *args: Any, class_map: str | None, classes: tuple[str, ...], agnostic: bool, **kwargs: Any
+    ) -> Any:
+        from vocmatch.cli.console import library_errors
+        from vocmatch.evaluation.class_map import ClassChoice
+        from vocmatch.evaluation.class_map import class_map as read_map
+
+        with library_errors():
+            chosen = read_map(class_map) if class_map is not None else None
+        choice = ClassChoice(chosen, classes, agnostic)
+        return function(*args, class_choice=choice, **kwargs)
+
+    options = [
+        click.option(
+            "--class-map",
+            default=None,
+            metavar="FILE|NAME",
+            help="Evaluate prediction classes under ground-truth names: a CSV file of pred,gt "
+            "lines (pred, with nothing after the comma drops the class; other classes are "
+            f"kept), or {', '.join(BUILTIN_CLASS_MAPS)} (a COCO model on VOC: tv is "
+            "tvmonitor, couch sofa, ...; the 60 COCO classes VOC lacks dropped). The notes "
+            "count what was renamed and dropped.",
+        ),
+        click.option(
+            "--classes",
+            default=None,
+            callback=_class_list,
+            metavar="A,B",
+            help="Evaluate only these classes (named after --class-map): ground truth and "
+            "predictions of the others are left out.",
+        ),
+        click.option(
+            "--agnostic",
+            is_flag=True,
+            help="Class-agnostic matching: every class is one class, "
+            f"{AGNOSTIC_CLASS!r} (does the detector find the objects, whatever it calls them).",
+        ),
+    ]
+    decorated: Any = wrapper
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated  # type: ignore[no-any-return]

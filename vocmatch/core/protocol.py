@@ -18,7 +18,9 @@ __all__ = [
     "SWEEP_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "iou_thresholds",
     "protocol",
+    "sweep_label",
 ]
 
 DifficultRule = Literal["ignore", "count", "crowd"]
@@ -51,6 +53,7 @@ class Conventions:
         ap_thresholds: The IoU thresholds AP is averaged over.
         max_dets: Highest-scored predictions kept per image and class (COCO's 100).
         coco_stats: Compute pycocotools' 12 summary numbers.
+        sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep, ascending.
 
     Example:
         >>> conventions = Conventions("mine", iou_threshold=0.7, interpolation="11-point")
@@ -68,6 +71,7 @@ class Conventions:
     ap_thresholds: tuple[float, ...] = (0.5,)
     max_dets: int | None = None
     coco_stats: bool = False
+    sweep_thresholds: tuple[float, ...] = SWEEP_THRESHOLDS
 
     def describe(self) -> tuple[tuple[str, str], ...]:
         """The conventions in force as ``(name, value)`` pairs for a report header."""
@@ -128,6 +132,57 @@ PROTOCOLS: dict[str, Conventions] = {
         coco_stats=True,
     ),
 }
+
+
+def iou_thresholds(text: str) -> tuple[float, ...]:
+    """IoU thresholds written as a list (``0.5,0.75``) or a range ``start:stop:step``, the
+    stop included (``0.5:0.95:0.05``, the COCO ten, built as pycocotools builds ``iouThrs``).
+
+    Raises:
+        ValueError: A value that is not a number in [0, 1], a range without a step or with a
+            step that does not divide it, or no threshold.
+
+    >>> iou_thresholds("0.5:0.95:0.05") == COCO_IOU_THRESHOLDS
+    True
+    >>> iou_thresholds("0.75, 0.5")
+    (0.5, 0.75)
+    """
+    parts = [part.strip() for part in text.split(":")]
+
+    def number(part: str) -> float:
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"{part!r} is not a number") from None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{part!r} is not an IoU in [0, 1]")
+        return value
+
+    if len(parts) == 1:
+        values = sorted({number(part.strip()) for part in text.split(",") if part.strip()})
+        if not values:
+            raise ValueError("no threshold given: write 0.5,0.75 or 0.5:0.95:0.05")
+        return tuple(values)
+    if len(parts) != 3:
+        raise ValueError(f"{text!r}: a range is start:stop:step, as 0.5:0.95:0.05")
+    start, stop, step = (number(part) for part in parts)
+    count = (stop - start) / step if step > 0 else -1.0
+    if stop < start or step <= 0 or abs(count - round(count)) > 1e-9:
+        raise ValueError(
+            f"{text!r}: the step must be above 0 and divide stop - start, as 0.5:0.95:0.05"
+        )
+    return tuple(float(v) for v in np.linspace(start, stop, int(np.round(count)) + 1))
+
+
+def sweep_label(threshold: float) -> str:
+    """A sweep threshold as the reports name it: two places, more only when needed.
+
+    >>> sweep_label(0.5), sweep_label(0.555), sweep_label(COCO_IOU_THRESHOLDS[8])
+    ('0.50', '0.555', '0.90')
+    """
+    two = f"{threshold:.2f}"
+    # linspace's 0.9000000000000001 (pycocotools' own thresholds) is 0.90.
+    return two if abs(float(two) - threshold) < 1e-9 else f"{threshold:g}"
 
 
 def protocol(name: str) -> Conventions:

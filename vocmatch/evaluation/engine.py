@@ -43,7 +43,7 @@ from vocmatch.core.match import (
     match_unscored_rows,
 )
 from vocmatch.core.model import Polygon, RotatedBox, SkippedFile
-from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
@@ -897,7 +897,7 @@ class _Levels:
     @classmethod
     def of(cls, conv: Conventions) -> _Levels:
         """The thresholds a protocol matches at."""
-        values = sorted({conv.iou_threshold, *SWEEP_THRESHOLDS, *conv.ap_thresholds})
+        values = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
         index = {value: i for i, value in enumerate(values)}
         return cls(np.array(values, dtype=np.float64), index, index[conv.iou_threshold])
 
@@ -1363,7 +1363,8 @@ def _image_results(
     """Each evaluated image's result, with its per-box ``records`` (none without)."""
     gt, pred = prepared.gt_columns, prepared.pred_columns
     t = prepared.levels.evaluation
-    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in SWEEP_THRESHOLDS]
+    swept = prepared.conventions.sweep_thresholds
+    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in swept]
     tp_image, fp_image, fn_image = counts.tp, counts.fp, counts.fn
     tp_iou, tp_bounds = counts.tp_iou, counts.tp_bounds
     # Sweeps repeat (small counts): equal ones share one frozen record.

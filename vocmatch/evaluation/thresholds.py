@@ -28,6 +28,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 import numpy as np
 
@@ -39,8 +40,10 @@ __all__ = [
     "OperatingPoint",
     "ScoreThresholds",
     "operating_point",
+    "point_threshold",
     "read_score_thresholds",
     "thresholds_csv",
+    "typed_threshold",
 ]
 
 #: The largest file of thresholds read (one line per class).
@@ -180,6 +183,45 @@ def operating_point(curve: Curve | None, n_gt: int, beta: float = 1.0) -> Operat
         beta=beta,
         predictions=int(count[best]),
     )
+
+
+def typed_threshold(cut: float, below: float | None, places: int = 3) -> str:
+    """The threshold as a report prints it: a text that, typed back as a threshold, keeps
+    exactly the predictions scored ``>= cut``. The cut rounded *down* at ``places`` decimal
+    places (rounding to nearest could land above the cut and drop its prediction), with more
+    places while that would also keep the next lower score ``below``.
+
+    Args:
+        cut: The lowest score kept.
+        below: The highest score under the cut (None: none, or none with a score).
+        places: The fewest decimal places.
+
+    >>> typed_threshold(0.265961, 0.2)
+    '0.265'
+    >>> typed_threshold(0.265961, 0.2655)
+    '0.2659'
+    >>> typed_threshold(0.7, None)
+    '0.700'
+    """
+    try:
+        exact = Decimal(repr(cut))
+        for digits in range(places, 18):
+            text = str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_FLOOR))
+            value = float(text)
+            if value <= cut and (below is None or value > below):
+                return text
+    except InvalidOperation:  # beyond Decimal's 28 digits: a score of 1e20 or 1e-20
+        pass
+    return repr(cut)
+
+
+def point_threshold(curve: Curve | None, point: OperatingPoint, places: int = 3) -> str:
+    """:func:`typed_threshold` of an operating point, on the curve it was read from."""
+    below = None
+    if curve is not None and point.predictions < curve.scores.size:
+        nxt = float(curve.scores[point.predictions])
+        below = nxt if math.isfinite(nxt) else None
+    return typed_threshold(point.threshold, below, places)
 
 
 def _number(text: str, path: str, line: int) -> float:

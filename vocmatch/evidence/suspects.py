@@ -160,12 +160,16 @@ class SuspectReport:
         images: Ground-truth images looked at.
         confident: Confident predictions looked at.
         suspects: The suspects, most confident first.
+        foreign: Confident predictions that would be ``wrong-class`` suspects naming a class
+            the ground truth never uses: not suggested (a COCO model's ``couch`` on VOC's
+            ``sofa`` is no naming error of this set).
     """
 
     options: SuspectOptions
     images: int
     confident: int
     suspects: tuple[Suspect, ...]
+    foreign: int = 0
 
     def count(self, kind: SuspectKind) -> int:
         """Suspects of one kind."""
@@ -183,9 +187,13 @@ def _box(b: Box) -> tuple[float, float, float, float]:
 
 
 def _image_suspects(
-    gt: ImageAnnotation, pred: ImageAnnotation | None, options: SuspectOptions
-) -> tuple[list[Suspect], int]:
-    """An image's suspects, and how many confident predictions it has."""
+    gt: ImageAnnotation,
+    pred: ImageAnnotation | None,
+    options: SuspectOptions,
+    known: frozenset[str],
+) -> tuple[list[Suspect], int, int]:
+    """An image's suspects, how many confident predictions it has, and how many would
+    rename an object to a class the ground truth never uses."""
     found: list[Suspect] = []
     gt_boxes = gt.boxes
     gt_corners = _corners(gt_boxes)
@@ -203,17 +211,18 @@ def _image_suspects(
                     )  # fmt: skip
                     break
     if pred is None:
-        return found, 0
+        return found, 0, 0
     confident = [
         j for j, b in enumerate(pred.boxes) if b.score is None or b.score >= options.confidence
     ]
     # Highest score first (unscored last), file order on ties: the one kept of a group.
     confident.sort(key=lambda j: (-_score(pred.boxes[j]), j))
     if not confident:
-        return found, 0
+        return found, 0, 0
     ious = iou_matrix(gt_corners, _corners([pred.boxes[j] for j in confident]))
     taken: set[tuple[SuspectKind, int]] = set()
     missing: list[Suspect] = []
+    foreign = 0
     for column, j in enumerate(confident):
         p = pred.boxes[j]
         column_ious = ious[:, column]
@@ -225,7 +234,11 @@ def _image_suspects(
         other = np.where(~same, column_ious, -1.0)
         if other.size and other.max() >= options.match_iou:
             g = int(np.argmax(other))
-            if ("wrong-class", g) not in taken:
+            if p.name not in known:
+                # A class the ground truth never uses (a COCO model's couch on VOC's sofa):
+                # no naming error of this set; counted, not suggested.
+                foreign += 1
+            elif ("wrong-class", g) not in taken:
                 taken.add(("wrong-class", g))
                 found.append(
                     Suspect("wrong-class", gt.key, gt.path, p.name, _box(gt_boxes[g]), p.score,
@@ -250,7 +263,7 @@ def _image_suspects(
                               pred_index=j)  # fmt: skip
             missing.append(suspect)
             found.append(suspect)
-    return found, len(confident)
+    return found, len(confident), foreign
 
 
 def _score(box: Box) -> float:
@@ -285,12 +298,16 @@ def find_suspects(
     pred_by_key = {a.key: a for a in pred.annotations}
     suspects: list[Suspect] = []
     confident = 0
+    # A wrong-class suspect names only classes the ground truth uses.
+    known = frozenset(b.name for image in gt.annotations for b in image.boxes)
+    foreign = 0
     for image in gt.annotations:
-        found, count = _image_suspects(image, pred_by_key.get(image.key), opts)
+        found, count, other = _image_suspects(image, pred_by_key.get(image.key), opts, known)
         suspects.extend(found)
         confident += count
+        foreign += other
     suspects.sort(key=_rank)
-    return SuspectReport(opts, len(gt.annotations), confident, tuple(suspects))
+    return SuspectReport(opts, len(gt.annotations), confident, tuple(suspects), foreign)
 
 
 # Outputs --------------------------------------------------------------------------------
@@ -324,8 +341,10 @@ def _row(rank: int, s: Suspect) -> dict[str, object]:
 def suspects_json(report: SuspectReport, copies: Sequence[str] = ()) -> str:
     """The report as indented JSON: the thresholds, counts per kind, each suspect (its
     rank from 1, ``kind``, ``image``, ``gt_path``, ``class``, the box, ``confidence``,
-    ``iou``, ``pred_index``, ``gt_index``, ``other_index``, ``gt_class``) and ``copies``,
-    the LabelImg copies written (paths relative to the output folder)."""
+    ``iou``, ``pred_index``, ``gt_index``, ``other_index``, ``gt_class``), ``copies``,
+    the LabelImg copies written (paths relative to the output folder), and
+    ``foreign_class_predictions``, the wrong-class suspects not suggested because they name
+    a class the ground truth never uses."""
     o = report.options
     data = {
         "vocmatch": __version__,
@@ -337,6 +356,7 @@ def suspects_json(report: SuspectReport, copies: Sequence[str] = ()) -> str:
         },
         "images": report.images,
         "confident_predictions": report.confident,
+        "foreign_class_predictions": report.foreign,
         "counts": {kind: report.count(kind) for kind in KINDS},
         "suspects": [_row(rank, s) for rank, s in enumerate(report.suspects, 1)],
         "copies": list(copies),

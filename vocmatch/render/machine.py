@@ -24,9 +24,10 @@ import numpy as np
 
 from vocmatch import __version__
 from vocmatch.core.ap import Curve
-from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions
+from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.escapes import csv_text, markdown_text, xml_text
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
@@ -141,7 +142,7 @@ def _image(image: ImageResult) -> dict[str, Any]:
             "fn": image.fn,
             "mean_iou": image.mean_iou,
             "sweep": {
-                f"{s.threshold:.2f}": {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep
+                sweep_label(s.threshold): {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep
             },
         }
     )
@@ -367,7 +368,11 @@ def to_csv_images(evaluation: Evaluation) -> str:
     without a TP), then ``tp@0.50``, ``fp@0.50``, ``fn@0.50`` and so on for each sweep
     threshold. Floats are written in full; lines end in ``\\n``.
     """
-    sweep = [f"{n}@{t:.2f}" for t in SWEEP_THRESHOLDS for n in ("tp", "fp", "fn")]
+    sweep = [
+        f"{n}@{sweep_label(t)}"
+        for t in evaluation.conventions.sweep_thresholds
+        for n in ("tp", "fp", "fn")
+    ]
     rows = []
     for i in evaluation.images:
         row: list[str | int | float | None] = [
@@ -466,25 +471,26 @@ def to_markdown(
     s = evaluation.summary
     conventions = " · ".join(f"{name} {value}" for name, value in evaluation.conventions.describe())
     map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
+    names = ["images", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", map_name]
+    values = [
+        str(s.images), str(s.gt), str(s.pred), str(s.tp), str(s.fp), str(s.fn),
+        _md_number(s.precision), _md_number(s.recall), _md_number(s.f1), _md_number(s.map),
+    ]  # fmt: skip
+    if evaluation.coco is not None:
+        # AP50 beside the mean over IoU 0.50:0.95, as Ultralytics reports both.
+        names.append("mAP@.50")
+        values.append(_md_number(evaluation.coco.AP50 if evaluation.coco.AP50 >= 0 else None))
     lines = ["## vocmatch evaluation", "", _md(conventions), "", "### Summary", ""]
-    lines += _md_table(
-        ("images", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", map_name),
-        [
-            [
-                str(s.images), str(s.gt), str(s.pred), str(s.tp), str(s.fp), str(s.fn),
-                _md_number(s.precision), _md_number(s.recall), _md_number(s.f1),
-                _md_number(s.map),
-            ]
-        ],
-        "r" * 10,
-    )  # fmt: skip
+    lines += _md_table(names, [values], "r" * len(names))
     remarks = []
     if s.skipped:
         remarks.append(f"skipped files: {s.skipped} (not evaluated)")
     if s.missing_pred:
-        remarks.append(f"no prediction file: {s.missing_pred} image(s), their objects count as FN")
+        remarks.append(
+            f"no prediction file: {plural(s.missing_pred, 'image')}, their objects count as FN"
+        )
     if s.orphan_pred:
-        remarks.append(f"no GT file: {s.orphan_pred} prediction file(s), not evaluated")
+        remarks.append(f"no GT file: {plural(s.orphan_pred, 'prediction file')}, not evaluated")
     remarks += [f"note: {note}" for note in evaluation.notes]
     if remarks:
         lines.append("")
@@ -1078,7 +1084,7 @@ __all__ += ["diff_to_markdown"]
 def _md_interval(change: DeltaInterval) -> list[str]:
     if change.low is None or change.high is None:
         return ["—", "—"]
-    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    p = "—" if change.p_value is None else f"{change.p_value:.4f}"
     return [f"[{change.low:+.4f}, {change.high:+.4f}]", p]
 
 

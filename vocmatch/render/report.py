@@ -33,6 +33,7 @@ __all__ = [
     "render_html",
     "render_table",
     "render_text",
+    "without_trailing_spaces",
 ]
 
 OutputFormat = Literal["table", "json", "csv", "markdown", "junit"]
@@ -236,4 +237,13 @@ def plain_text(renderable: RenderableType) -> str:
     console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
     console.width = content_width(console, renderable)[1]
     console.print(renderable)
-    return buffer.getvalue()
+    return without_trailing_spaces(buffer.getvalue())
+
+
+def without_trailing_spaces(text: str) -> str:
+    """``text`` with no line ending in the spaces rich pads titles and grids with.
+
+    >>> without_trailing_spaces("a  \\nb\\n")
+    'a\\nb\\n'
+    """
+    return "".join(line.rstrip(" ") + "\n" for line in text.splitlines())

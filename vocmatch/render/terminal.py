@@ -12,15 +12,19 @@ writes control characters and bidi overrides as escapes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from vocmatch.core.protocol import sweep_label
 from vocmatch.escapes import printable
-from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point
+from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
@@ -85,6 +89,38 @@ class ReportOptions:
     beta: float = 1.0
 
 
+#: Wider than any report line: the width a form is measured at.
+_UNBOUNDED = 1_000_000
+
+
+class Fitting:
+    """The first of several forms of a table that fits the width it is printed at, or the
+    last (the narrowest). Measured from the narrowest form's width to the first form's, so a
+    report printed at its content's width (a file, a pipe) shows the first, full form, and
+    an 80-column terminal the form that fits.
+
+    Args:
+        forms: The full form first, then narrower ones.
+    """
+
+    def __init__(self, *forms: RenderableType) -> None:
+        self.forms = forms
+
+    def _width(self, console: Console, options: ConsoleOptions, form: RenderableType) -> int:
+        return Measurement.get(console, options.update_width(_UNBOUNDED), form).maximum
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for form in self.forms[:-1]:
+            if self._width(console, options, form) <= options.max_width:
+                yield form
+                return
+        yield self.forms[-1]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widths = [self._width(console, options, form) for form in self.forms]
+        return Measurement(min(widths), widths[0])
+
+
 def _number(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -133,7 +169,8 @@ def operating_table(evaluation: Evaluation, beta: float = 1.0) -> RenderableType
             continue
         table.add_row(
             Text(printable(cls.name)),
-            f"{point.threshold:.4g}",
+            # Rounded down: the printed value typed back keeps exactly this row's predictions.
+            point_threshold(cls.curve, point),
             str(point.predictions),
             _number(point.precision),
             _number(point.recall),
@@ -152,9 +189,8 @@ def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
     return sorted(images, key=lambda i: (-i.errors, -i.fn, i.key))
 
 
-def image_table(evaluation: Evaluation, options: ReportOptions | None = None) -> RenderableType:
-    """Per-image counts at the threshold, mean IoU of the matches and the sweep."""
-    opts = options or ReportOptions()
+def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequence[int]) -> Table:
+    """The per-image table of ``shown``, without the sweep columns numbered ``left_out``."""
     threshold = evaluation.conventions.iou_threshold
     table = Table(
         title=f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)",
@@ -164,12 +200,9 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     for name in ("GT", "pred", "TP", "FP", "FN"):
         table.add_column(name, justify="right")
     table.add_column("mIoU", justify="right")
-    for sweep_threshold in (0.5, 0.75, 0.95):
-        table.add_column(f"@{sweep_threshold:.2f}", justify="right")
-    rows = worst_first(evaluation.images)
-    if opts.only_failing:
-        rows = [r for r in rows if r.errors > 0]
-    shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
+    for n, sweep_threshold in enumerate(evaluation.conventions.sweep_thresholds):
+        if n not in left_out:
+            table.add_column(f"@{sweep_label(sweep_threshold)}", justify="right")
     for image in shown:
         label = _name(image.key)
         if image.pred_path is None:
@@ -182,10 +215,29 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
             Text(str(image.fp), style="red" if image.fp else ""),
             Text(str(image.fn), style="red" if image.fn else ""),
             _number(image.mean_iou, 3),
-            *(_sweep(s) for s in image.sweep),
+            *(_sweep(s) for n, s in enumerate(image.sweep) if n not in left_out),
         )
+    return table
+
+
+def image_table(evaluation: Evaluation, options: ReportOptions | None = None) -> RenderableType:
+    """Per-image counts at the threshold, mean IoU of the matches and the sweep."""
+    opts = options or ReportOptions()
+    conv = evaluation.conventions
+    rows = worst_first(evaluation.images)
+    if opts.only_failing:
+        rows = [r for r in rows if r.errors > 0]
+    shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
+    sweep = list(conv.sweep_thresholds)
+    # The sweep's column at the match threshold repeats TP/FP/FN: the narrow form leaves it out.
+    same = (
+        [] if conv.strict_threshold else [n for n, t in enumerate(sweep) if t == conv.iou_threshold]
+    )
+    table: RenderableType = _image_rows(evaluation, shown, ())
+    if same:
+        table = Fitting(table, _image_rows(evaluation, shown, same))
     hidden = len(rows) - len(shown)
-    parts: list[RenderableType] = [table]
+    parts = [table]
     if any(i.pred_path is None for i in shown):
         parts.append(Text("† no prediction file: every object counts as missed", style="dim"))
     if hidden:
@@ -201,22 +253,52 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     return Group(*parts)
 
 
-def class_table(evaluation: Evaluation) -> Table:
-    """Per-class counts, precision, recall, F1 and AP."""
-    threshold = evaluation.conventions.iou_threshold
+def class_table(evaluation: Evaluation) -> RenderableType:
+    """Per-class counts, precision, recall, F1 and AP (under coco AP50 and AP75 too).
+
+    In its full form when that fits the width; else with P and R for precision and recall
+    and three places; under coco, else with AP50 and AP75 in a table of their own.
+    """
     coco = evaluation.conventions.coco_stats
-    # Two more columns under coco: no padding at the table's edges keeps it within 100.
-    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left", pad_edge=not coco)
+    forms: list[RenderableType] = [
+        _class_form(evaluation, coco, compact=False),
+        _class_form(evaluation, coco, compact=True),
+    ]
+    if coco:
+        forms.append(
+            Group(
+                _class_form(evaluation, False, compact=True),
+                _coco_class_aps(evaluation),
+            )
+        )
+    return Fitting(*forms)
+
+
+def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
+    threshold = evaluation.conventions.iou_threshold
+    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left")
     table.add_column("class", no_wrap=True)
+    rates = ("P", "R") if compact else ("precision", "recall")
     aps = ("AP", "AP50", "AP75") if coco else ("AP",)
-    for name in ("GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", *aps):
+    for name in ("GT", "pred", "TP", "FP", "FN", *rates, "F1", *aps):
         table.add_column(name, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        table.add_row(*_class_cells(cls, coco))
+        table.add_row(*_class_cells(cls, coco, 3 if compact else 4))
     return table
 
 
-def _class_cells(cls: ClassResult, coco: bool = False) -> list[RenderableType]:
+def _coco_class_aps(evaluation: Evaluation) -> Table:
+    """Each class's COCO AP at IoU 0.50 and 0.75, beside the class table when it is narrow."""
+    table = Table(title="COCO AP50, AP75", title_justify="left")
+    table.add_column("class", no_wrap=True)
+    for name in ("AP50", "AP75"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for cls in evaluation.classes:
+        table.add_row(_name(cls.name), _number(cls.ap50, 3), _number(cls.ap75, 3))
+    return table
+
+
+def _class_cells(cls: ClassResult, coco: bool = False, digits: int = 4) -> list[RenderableType]:
     name = _name(cls.name)
     if not cls.in_map:
         name.append(" *", style="yellow")
@@ -231,13 +313,13 @@ def _class_cells(cls: ClassResult, coco: bool = False) -> list[RenderableType]:
         str(cls.tp),
         str(cls.fp),
         str(cls.fn),
-        _number(cls.precision),
-        _number(cls.recall),
-        _number(cls.f1),
-        _number(cls.ap),
+        _number(cls.precision, digits),
+        _number(cls.recall, digits),
+        _number(cls.f1, digits),
+        _number(cls.ap, digits),
     ]
     if coco:
-        cells += [_number(cls.ap50), _number(cls.ap75)]
+        cells += [_number(cls.ap50, digits), _number(cls.ap75, digits)]
     return cells
 
 
@@ -258,6 +340,10 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_row("F1", _number(s.f1))
     map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
     table.add_row(map_name, _number(s.map))
+    if evaluation.coco is not None:
+        # pycocotools' AP50 beside the mean over IoU 0.50:0.95, as Ultralytics prints both.
+        ap50 = evaluation.coco.AP50
+        table.add_row("mAP@.50", _number(ap50 if ap50 >= 0 else None))
     parts: list[RenderableType] = [Text("Summary", style="bold italic"), table]
     if evaluation.coco is not None:
         coco = Table(title="COCO (pycocotools COCOeval.stats)", title_justify="left")
@@ -278,10 +364,12 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     if s.missing_pred:
         problems.add_row(
             "no prediction file",
-            Text(f"{s.missing_pred:,} image(s), their objects count as FN"),
+            Text(f"{plural(s.missing_pred, 'image')}, their objects count as FN"),
         )
     if s.orphan_pred:
-        problems.add_row("no GT file", Text(f"{s.orphan_pred:,} prediction file(s), not evaluated"))
+        problems.add_row(
+            "no GT file", Text(f"{plural(s.orphan_pred, 'prediction file')}, not evaluated")
+        )
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
@@ -610,7 +698,7 @@ def _delta_cells(change: DeltaInterval | None) -> list[RenderableType]:
     """The interval of a change and its two-sided p-value, or dashes."""
     if change is None or change.low is None or change.high is None:
         return [Text("—", style="dim"), Text("—", style="dim")]
-    p = "—" if change.p_value is None else f"{change.p_value:.3f}"
+    p = "—" if change.p_value is None else f"{change.p_value:.4f}"
     return [Text(f"[{change.low:+.4f}, {change.high:+.4f}]", style="cyan"), Text(p)]
 
 
@@ -881,11 +969,12 @@ def label_summary(evaluation: LabelEvaluation) -> RenderableType:
     if evaluation.missing_pred:
         problems.add_row(
             "no prediction file",
-            f"{len(evaluation.missing_pred):,} image(s), nothing predicted",
+            f"{plural(len(evaluation.missing_pred), 'image')}, nothing predicted",
         )
     if evaluation.orphan_pred:
         problems.add_row(
-            "no GT file", f"{len(evaluation.orphan_pred):,} prediction file(s), not evaluated"
+            "no GT file",
+            f"{plural(len(evaluation.orphan_pred), 'prediction file')}, not evaluated",
         )
     if problems.row_count:
         parts.append(problems)
@@ -1184,19 +1273,25 @@ def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType
             _box_text(s.box),
         )
     counts = ", ".join(f"{report.count(kind):,} {kind}" for kind in KINDS)
+    foreign = ""
+    if report.foreign:
+        foreign = (
+            f" ({plural(report.foreign, 'other')} would rename an object to a class the "
+            "ground truth never uses: not suggested)"
+        )
     parts: list[RenderableType] = [header, Text(), table]
     if len(suspects) > len(shown):
         parts.append(
             Text(
-                f"{len(suspects) - len(shown):,} more suspects (--max-rows 0 shows all)",
+                f"{len(suspects) - len(shown):,} more (--max-rows 0 shows all)",
                 style="dim",
             )
         )
     parts.append(
         Text(
-            f"{len(suspects):,} suspects ({counts}) in {report.images:,} images, from "
-            f"{report.confident:,} confident predictions; gt#n and pred#n: object n (from 0) "
-            "of the file",
+            f"{plural(len(suspects), 'suspect')} ({counts}) in {plural(report.images, 'image')}, "
+            f"from {plural(report.confident, 'confident prediction')}{foreign}; gt#n and "
+            "pred#n: object n (from 0) of the file",
             style="dim",
         )
     )

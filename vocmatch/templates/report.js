@@ -274,6 +274,8 @@
     var position = state.order.indexOf(index);
     byId("overlay-prev").disabled = position <= 0;
     byId("overlay-next").disabled = position < 0 || position >= state.order.length - 1;
+    // The view opens below the table: bring it into sight, or a click seems to do nothing.
+    panel.scrollIntoView({block: "nearest"});
   }
 
   function step(delta) {

@@ -1,0 +1,394 @@
+"""Which classes are evaluated, and under which names: a map from the predictions' class names
+to the ground truth's (a detector trained on COCO says ``tv`` where VOC says ``tvmonitor``),
+a selection of classes, and class-agnostic matching.
+
+Everything here works on the columns before evaluation, so the evaluator sees ordinary
+columns, and each change leaves a note (with counts) that the reports carry.
+
+A class map file is CSV, one ``pred,gt`` pair a line: the prediction class ``pred`` is
+evaluated as the ground-truth class ``gt``; ``pred,`` (nothing after the comma) drops the
+prediction class. Blank lines and lines starting with ``#`` are skipped; a name with a comma
+is quoted (``"a, b",c``). A prediction class the map does not name is kept as it is.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.errors import AnnotationError, InputError
+from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "AGNOSTIC_CLASS",
+    "BUILTIN_MAPS",
+    "COCO_TO_VOC",
+    "ClassChoice",
+    "ClassMap",
+    "choose_classes",
+    "class_map",
+    "no_shared_class",
+    "read_class_map",
+]
+
+#: The largest class map file read.
+MAX_MAP_BYTES = 16 * 1024 * 1024
+
+#: The one class of class-agnostic matching.
+AGNOSTIC_CLASS = "object"
+
+#: The 80 COCO detection classes (pycocotools' ``categories[].name``, instances_val2017.json).
+COCO_CLASSES = (
+    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
+    "traffic light", "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat",
+    "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe", "backpack",
+    "umbrella", "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports ball",
+    "kite", "baseball bat", "baseball glove", "skateboard", "surfboard", "tennis racket",
+    "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple",
+    "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair",
+    "couch", "potted plant", "bed", "dining table", "toilet", "tv", "laptop", "mouse",
+    "remote", "keyboard", "cell phone", "microwave", "oven", "toaster", "sink",
+    "refrigerator", "book", "clock", "vase", "scissors", "teddy bear", "hair drier",
+    "toothbrush",
+)  # fmt: skip
+
+#: The 20 PASCAL VOC classes by their COCO names (the VOC devkit's names where they differ).
+_VOC_BY_COCO = {
+    "airplane": "aeroplane",
+    "bicycle": "bicycle",
+    "bird": "bird",
+    "boat": "boat",
+    "bottle": "bottle",
+    "bus": "bus",
+    "car": "car",
+    "cat": "cat",
+    "chair": "chair",
+    "cow": "cow",
+    "dining table": "diningtable",
+    "dog": "dog",
+    "horse": "horse",
+    "motorcycle": "motorbike",
+    "person": "person",
+    "potted plant": "pottedplant",
+    "sheep": "sheep",
+    "couch": "sofa",
+    "train": "train",
+    "tv": "tvmonitor",
+}
+
+#: COCO names to VOC names; the 60 COCO classes with no VOC counterpart are dropped.
+COCO_TO_VOC: tuple[tuple[str, str | None], ...] = tuple(
+    (name, _VOC_BY_COCO.get(name)) for name in COCO_CLASSES
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMap:
+    """Prediction class names and the ground-truth name each is evaluated as.
+
+    Attributes:
+        source: Where the map comes from: a file's path or a built-in map's name.
+        entries: ``(pred, gt)`` pairs in file order; ``gt`` None drops the prediction class.
+    """
+
+    source: str
+    entries: tuple[tuple[str, str | None], ...]
+
+    def as_dict(self) -> dict[str, str | None]:
+        """The entries by prediction name."""
+        return dict(self.entries)
+
+
+#: The maps a name gives without a file.
+BUILTIN_MAPS: Mapping[str, ClassMap] = {"coco-to-voc": ClassMap("coco-to-voc", COCO_TO_VOC)}
+
+
+def class_map(spec: str | os.PathLike[str]) -> ClassMap:
+    """A built-in map by name (``coco-to-voc``), else the map file at ``spec``."""
+    text = os.fspath(spec)
+    if text in BUILTIN_MAPS:
+        return BUILTIN_MAPS[text]
+    return read_class_map(text)
+
+
+def read_class_map(path: str | os.PathLike[str]) -> ClassMap:
+    """Read a class map file: ``pred,gt`` CSV lines (``pred,`` drops ``pred``).
+
+    Raises:
+        AnnotationError: ``path:line``: a line without exactly two fields, an empty
+            prediction name, or a prediction name given twice.
+        InputError: The file cannot be read, or maps no class.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+    ...     _ = f.write("# coco name, voc name\\ntv,tvmonitor\\nbench,\\n")
+    >>> read_class_map(f.name).entries
+    (('tv', 'tvmonitor'), ('bench', None))
+    """
+    name = os.fspath(path)
+    try:
+        raw = read_bytes(name, MAX_MAP_BYTES)
+    except AnnotationError as error:
+        if error.line is None:
+            known = ", ".join(sorted(BUILTIN_MAPS))
+            raise InputError(
+                f"{error} (a class map is a file of pred,gt lines or a built-in map: {known})"
+            ) from None
+        raise
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        at = raw[: error.start].count(b"\n") + 1
+        raise AnnotationError(name, "not UTF-8 text: not a class map", at) from None
+    entries: list[tuple[str, str | None]] = []
+    first: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = next(csv.reader([line]))
+        if len(fields) != 2:
+            raise AnnotationError(
+                name,
+                f"expected pred,gt (two fields; pred, drops the class), got {len(fields)}: "
+                f"{line.strip()!r}",
+                number,
+            )
+        pred, gt = fields[0].strip(), fields[1].strip()
+        if not pred:
+            raise AnnotationError(name, "the prediction class name is empty", number)
+        if pred in first:
+            raise AnnotationError(
+                name, f"class {pred!r} mapped twice (first on line {first[pred]})", number
+            )
+        first[pred] = number
+        entries.append((pred, gt or None))
+    if not entries:
+        raise InputError(f"{name}: maps no class (one pred,gt pair a line)")
+    return ClassMap(name, tuple(entries))
+
+
+@dataclass(frozen=True, slots=True)
+class ClassChoice:
+    """The classes a run evaluates and their names.
+
+    Attributes:
+        class_map: Prediction names to ground-truth names (applied first).
+        classes: Evaluate only these classes (after the map); empty: every class.
+        agnostic: Evaluate every class as one, :data:`AGNOSTIC_CLASS`.
+    """
+
+    class_map: ClassMap | None = None
+    classes: tuple[str, ...] = ()
+    agnostic: bool = False
+
+    def __bool__(self) -> bool:
+        return self.class_map is not None or bool(self.classes) or self.agnostic
+
+
+def choose_classes(
+    gt: ColumnSet, pred: ColumnSet, choice: ClassChoice, fold_case: bool = False
+) -> tuple[ColumnSet, ColumnSet]:
+    """The columns renamed, selected and merged as ``choice`` says, each step noted.
+
+    Args:
+        gt: The ground truth.
+        pred: The predictions.
+        choice: What to change.
+        fold_case: Compare the names of ``choice.classes`` lower-cased, as matching will.
+
+    Raises:
+        InputError: A class of ``choice.classes`` is in neither set.
+    """
+    if choice.class_map is not None:
+        pred = _mapped(pred, choice.class_map)
+    if choice.classes:
+        gt, pred = _selected(gt, pred, choice.classes, fold_case)
+    if choice.agnostic:
+        gt, pred = _agnostic(gt, pred)
+    return gt, pred
+
+
+def _counts(columns: ColumnSet) -> Counter[str]:
+    counts = np.bincount(columns.labels, minlength=len(columns.label_names)).tolist()
+    return Counter({n: c for n, c in zip(columns.label_names, counts, strict=True) if c})
+
+
+def _plural(count: int, word: str) -> str:
+    """``1 class``, ``2 classes``, ``3 predictions``."""
+    if count == 1:
+        return f"{count:,} {word}"
+    return f"{count:,} {word}es" if word.endswith("s") else f"{count:,} {word}s"
+
+
+def _relabel(columns: ColumnSet, new_names: Sequence[str | None]) -> ColumnSet:
+    """``columns`` with class ``k`` renamed ``new_names[k]``; rows of a None name dropped."""
+    kept_names = sorted({n for n in new_names if n is not None})
+    index = {n: i for i, n in enumerate(kept_names)}
+    remap = np.array([index.get(n, -1) if n is not None else -1 for n in new_names], np.int32)
+    labels = remap[columns.labels] if columns.labels.size else columns.labels
+    keep = labels >= 0
+    renamed = replace(columns, labels=labels.astype(np.int32), label_names=tuple(kept_names))
+    if bool(keep.all()):
+        return renamed
+    return _rows(renamed, keep)
+
+
+def _rows(columns: ColumnSet, keep: npt.NDArray[np.bool_]) -> ColumnSet:
+    """The rows of ``columns`` where ``keep`` holds; every image stays (maybe empty)."""
+    rows = np.flatnonzero(keep)
+    place = np.full(keep.size, -1, dtype=np.int64)
+    place[rows] = np.arange(rows.size)
+    return replace(
+        columns,
+        image=columns.image[rows],
+        labels=columns.labels[rows],
+        boxes=columns.boxes[rows],
+        difficult=columns.difficult[rows],
+        truncated=columns.truncated[rows],
+        occluded=columns.occluded[rows],
+        pose=columns.pose[rows],
+        scores=columns.scores[rows],
+        shapes=tuple((int(place[r]), s) for r, s in columns.shapes if keep[r]),
+        bndboxes=tuple((int(place[r]), b) for r, b in columns.bndboxes if keep[r]),
+    )
+
+
+#: Classes a note names before counting the rest.
+_NOTE_NAMES = 8
+
+
+def _listed(pairs: Sequence[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{name} {count:,}" for name, count in pairs[:_NOTE_NAMES])
+    more = len(pairs) - _NOTE_NAMES
+    return shown + (f" and {more:,} more" if more > 0 else "")
+
+
+def _changed(verb: str, pairs: Sequence[tuple[str, int]]) -> str:
+    """``renamed 15 predictions of 2 classes (tv -> tvmonitor 12, couch -> sofa 3)``."""
+    total = sum(count for _, count in pairs)
+    return (
+        f"{verb} {_plural(total, 'prediction')} of {_plural(len(pairs), 'class')} "
+        f"({_listed(pairs)})"
+    )
+
+
+def _mapped(pred: ColumnSet, chosen: ClassMap) -> ColumnSet:
+    """Prediction classes renamed or dropped by the map, with a note of what changed."""
+    targets = chosen.as_dict()
+    counts = _counts(pred)
+    new_names = [targets.get(n, n) for n in pred.label_names]
+    renamed = sorted(
+        (
+            (f"{n} -> {targets[n]}", counts[n])
+            for n in pred.label_names
+            if n in targets and targets[n] is not None and targets[n] != n and counts[n]
+        ),
+        key=lambda entry: (-entry[1], entry[0]),
+    )
+    dropped = sorted(
+        (
+            (n, counts[n])
+            for n in pred.label_names
+            if n in targets and targets[n] is None and counts[n]
+        ),
+        key=lambda entry: (-entry[1], entry[0]),
+    )
+    parts = []
+    if renamed:
+        parts.append(_changed("renamed", renamed))
+    if dropped:
+        parts.append(_changed("dropped", dropped))
+    note = f"class map {chosen.source}: " + ("; ".join(parts) if parts else "no class changed")
+    out = _relabel(pred, new_names)
+    return replace(out, notes=(*out.notes, note))
+
+
+def _selected(
+    gt: ColumnSet, pred: ColumnSet, classes: Sequence[str], fold_case: bool
+) -> tuple[ColumnSet, ColumnSet]:
+    """Only the rows of ``classes``, with a note of what was left out."""
+
+    def key(name: str) -> str:
+        return name.lower() if fold_case else name
+
+    known = sorted({*gt.label_names, *pred.label_names})
+    known_keys = {key(n) for n in known}
+    for name in classes:
+        if key(name) not in known_keys:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(
+                f"class {name!r} is in neither the ground truth nor the predictions{hint}"
+            )
+    wanted = {key(n) for n in classes}
+    gt_counts, pred_counts = _counts(gt), _counts(pred)
+    others = sorted({n for n in [*gt_counts, *pred_counts] if key(n) not in wanted})
+    gt_out = sum(gt_counts[n] for n in others)
+    pred_out = sum(pred_counts[n] for n in others)
+    gt = _relabel(gt, [n if key(n) in wanted else None for n in gt.label_names])
+    pred = _relabel(pred, [n if key(n) in wanted else None for n in pred.label_names])
+    note = f"classes: evaluating only {', '.join(classes)}"
+    if others:
+        note += (
+            f"; left out {_plural(gt_out, 'ground-truth object')} and "
+            f"{_plural(pred_out, 'prediction')} of {_plural(len(others), 'other class')}"
+        )
+    return replace(gt, notes=(*gt.notes, note)), pred
+
+
+def _agnostic(gt: ColumnSet, pred: ColumnSet) -> tuple[ColumnSet, ColumnSet]:
+    """Every class renamed :data:`AGNOSTIC_CLASS`, with a note of how many were merged."""
+    gt_classes, pred_classes = len(_counts(gt)), len(_counts(pred))
+    note = (
+        f"class-agnostic: {_plural(gt_classes, 'ground-truth class')} and "
+        f"{_plural(pred_classes, 'prediction class')} evaluated as one class "
+        f"{AGNOSTIC_CLASS!r}"
+    )
+    gt = _relabel(gt, [AGNOSTIC_CLASS] * len(gt.label_names))
+    pred = _relabel(pred, [AGNOSTIC_CLASS] * len(pred.label_names))
+    return replace(gt, notes=(*gt.notes, note)), pred
+
+
+_SHOWN = 3
+
+
+def no_shared_class(gt: ColumnSet, pred: ColumnSet, fold_case: bool = False) -> str | None:
+    """Why no prediction can match, when the predictions name classes and not one of them is
+    a ground-truth class (a names file or a class map of another data set); else None.
+
+    Predictions of none of the ground truth's classes would score mAP 0 with every
+    prediction a false positive: nearly always names from another tool, not a model.
+
+    Returns:
+        One sentence naming a few classes of each side, or None.
+    """
+    gt_names = list(_counts(gt))
+    pred_names = list(_counts(pred))
+    if not gt_names or not pred_names:
+        return None
+
+    def key(name: str) -> str:
+        return name.lower() if fold_case else name
+
+    if {key(n) for n in gt_names} & {key(n) for n in pred_names}:
+        return None
+
+    def some(names: list[str]) -> str:
+        shown = ", ".join(repr(n) for n in names[:_SHOWN])
+        more = len(names) - _SHOWN
+        return shown + (f" and {more:,} more" if more > 0 else "")
+
+    folded = {n.lower() for n in gt_names} & {n.lower() for n in pred_names}
+    case = "; some are equal but for letter case" if folded else ""
+    return (
+        f"no prediction class is a ground-truth class: the predictions name {some(pred_names)}, "
+        f"the ground truth {some(gt_names)}{case}"
+    )
