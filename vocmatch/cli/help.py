@@ -26,6 +26,8 @@ MAX_WIDTH = 100
 _PROTOCOL = [
     "--protocol",
     "--iou",
+    "--sweep",
+    "--max-dets",
     "--strict-threshold",
     "--pixel-inclusive",
     "--match-rule",
@@ -51,6 +53,10 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
                 "--fold-case",
                 "--max-file-size",
             ],
+        },
+        {
+            "name": "Classes",
+            "options": ["--class-map", "--classes", "--agnostic"],
         },
         {"name": "Protocol", "options": _PROTOCOL},
         {
