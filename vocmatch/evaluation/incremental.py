@@ -479,8 +479,11 @@ class Evaluator:
 
     def _options(self) -> dict[str, Any]:
         """The options results depend on, as JSON values (compared when merging)."""
-        conventions = dataclasses.asdict(self.conventions)
-        conventions["ap_thresholds"] = list(self.conventions.ap_thresholds)
+        # Tuples of thresholds (AP's, the sweep's) as JSON lists; read back as tuples.
+        conventions = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self.conventions).items()
+        }
         thresholds = self.score_thresholds
         return {
             "conventions": conventions,
@@ -647,7 +650,9 @@ def _from_options(
     """The conventions and options recorded in a state's header."""
     try:
         fields = dict(options["conventions"])
-        fields["ap_thresholds"] = tuple(float(v) for v in fields["ap_thresholds"])
+        for name, value in fields.items():
+            if isinstance(value, list):  # the thresholds: AP's and the sweep's
+                fields[name] = tuple(float(v) for v in value)
         conventions = Conventions(**fields)
         thresholds = options["score_thresholds"]
         score_thresholds = (
