@@ -26,8 +26,10 @@ def test_every_option_is_in_exactly_one_group(name: str) -> None:
     """Each option of each command sits in one panel of its command, and every name a panel
     gives is an option of that command."""
     command = main.commands[name]
+    # An option by its long name: click keeps a command's help option once made, and made
+    # under the group's context its first name is -h.
     options = {
-        p.opts[0]
+        next(o for o in p.opts if o.startswith("--"))
         for p in command.get_params(click.Context(command))
         if isinstance(p, click.Option) and not p.hidden
     }
