@@ -25,6 +25,8 @@ The cases:
 * ``polygons-overlap-unscored``: the same without scores.
 * ``classes-50000-errors``: 10,000 images, 50,000 class names, ``--errors`` (TIDE types, their
   mAP cost and a confusion matrix over the classes).
+* ``one-image-50000-classes-errors``: one image of 50,000 objects, each of a class of its
+  own, ``--errors``.
 * ``classes-3000-html``: 3,000 images, 3,000 class names, ``--html``.
 """
 
@@ -192,6 +194,26 @@ def write_many_classes(root: Path, images: int, classes: int, per_image: int) ->
         _file(root / "pred" / f"img{i:05d}.xml", pred_objects)
 
 
+def write_one_image_classes(root: Path, classes: int) -> None:
+    """One image of ``classes`` objects, each of a class of its own, scattered over a
+    10,000 px square; predictions as :func:`write_many_classes` makes them."""
+    rng = np.random.default_rng(4)
+    names = [f"class{k:05d}" for k in range(classes)]
+    corner = rng.uniform(0, 9900, (classes, 2))
+    boxes = np.round(np.concatenate([corner, corner + rng.uniform(10, 100, (classes, 2))], 1))
+    gt_objects = [_object(names[k], _bndbox(*b), None) for k, b in enumerate(boxes.tolist())]
+    pred_objects = []
+    for k, b in enumerate(boxes.tolist()):
+        moved = [v + float(rng.integers(-4, 5)) for v in b]
+        moved[2], moved[3] = max(moved[2], moved[0] + 1), max(moved[3], moved[1] + 1)
+        name = names[int(rng.integers(0, classes))] if rng.random() < 0.1 else names[k]
+        pred_objects.append(_object(name, _bndbox(*moved), round(float(rng.random()), 4)))
+    x, y = rng.uniform(0, 9900, 2).round()
+    pred_objects.append(_object(names[0], _bndbox(x, y, x + 30, y + 30), 0.05))
+    _file(root / "gt" / "one.xml", gt_objects)
+    _file(root / "pred" / "one.xml", pred_objects)
+
+
 # The cases -----------------------------------------------------------------------------
 
 
@@ -223,6 +245,11 @@ CASES = (
     Case(
         "classes-50000-errors",
         lambda root, s: write_many_classes(root, _n(10000, s), _n(50000, s), 8),
+        ("--errors",),
+    ),
+    Case(
+        "one-image-50000-classes-errors",
+        lambda root, s: write_one_image_classes(root, _n(50000, s)),
         ("--errors",),
     ),
     Case(

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -16,14 +17,18 @@ from rich.console import Console
 
 from tests.conftest import FIXTURES, GOLDEN, ROOT
 from tests.conftest import run_cli as run
+from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.evidence import analysis
 from vocmatch.evidence.analysis import (
     BACKGROUND,
     ERROR_TYPES,
     ErrorCounts,
+    _cross_class_pairs,
+    _images,
     _ranked_map,
     _rankings,
     confusion_matrix,
@@ -503,3 +508,189 @@ def test_docs_show_the_golden_error_report() -> None:
     """The docs' error-analysis example is the golden output, so it cannot drift."""
     page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
     assert (GOLDEN / "errors_demo.txt").read_text(encoding="utf-8") in page
+
+
+# The error types and cross-class pairs by their definition: every false positive against
+# every counted object of its image, every missed object against every false positive (the
+# N x M scan the analysis avoids on large images).
+
+
+def _scan_best(ious: list[float], candidates: list[int]) -> tuple[int | None, float]:
+    best: int | None = None
+    best_iou = 0.0
+    for g in candidates:
+        if best is None or ious[g] > best_iou:
+            best, best_iou = g, ious[g]
+    return best, best_iou
+
+
+def _scan_passes(value: float, conventions: Conventions) -> bool:
+    t = conventions.iou_threshold
+    return value > t if conventions.strict_threshold else value >= t
+
+
+def scanned_errors(
+    evaluation: Evaluation, gt: AnnotationSet, pred: AnnotationSet, background_iou: float
+) -> list[tuple[str, str, str, int | None, int | None, float]]:
+    conv = evaluation.conventions
+    gt_by_key = {a.key: a for a in gt.annotations}
+    pred_by_key = {a.key: a for a in pred.annotations}
+    out = []
+    for image in evaluation.images:
+        matches = image.matches
+        counted = sorted({m.gt_index for m in matches if m.outcome in ("tp", "fn")})
+        matched = {m.gt_index for m in matches if m.outcome == "tp"}
+        fp = sorted(m.pred_index for m in matches if m.outcome == "fp")
+        gt_boxes = gt_by_key[image.key].boxes
+        pointed_at = set()
+        for j in fp:
+            box = pred_by_key[image.key].boxes[j]
+            ious = iou_matrix(
+                [(b.x1, b.y1, b.x2, b.y2) for b in gt_boxes] or np.zeros((0, 4)),
+                [(box.x1, box.y1, box.x2, box.y2)],
+                conv.pixel_inclusive,
+            )[:, 0].tolist()
+            same = [g for g in counted if gt_boxes[g].name == box.name]
+            other = [g for g in counted if gt_boxes[g].name != box.name]
+            g_same, s = _scan_best(ious, same)
+            g_other, o = _scan_best(ious, other)
+            g_taken, d = _scan_best(ious, [g for g in same if g in matched])
+            g_any, a = _scan_best(ious, counted)
+            if not counted:
+                kind, target, value = "bkg", None, 0.0
+            elif g_same is not None and s >= background_iou and not _scan_passes(s, conv):
+                kind, target, value = "loc", g_same, s
+            elif g_other is not None and _scan_passes(o, conv):
+                kind, target, value = "cls", g_other, o
+            elif g_taken is not None and _scan_passes(d, conv):
+                kind, target, value = "dupe", g_taken, d
+            elif a <= background_iou:
+                kind, target, value = "bkg", None, a
+            else:
+                kind, target, value = "both", g_any, a
+            if kind in ("loc", "cls"):
+                pointed_at.add(target)
+            out.append((image.key, kind, box.name, j, target, value))
+        for m in sorted((m for m in matches if m.outcome == "fn"), key=lambda m: m.gt_index):
+            if m.gt_index not in pointed_at:
+                out.append((image.key, "miss", m.name, None, m.gt_index, m.iou))
+    return out
+
+
+def scanned_cross_class_pairs(
+    evaluation: Evaluation, gt: AnnotationSet, pred: AnnotationSet
+) -> list[tuple[str, int, int]]:
+    conv = evaluation.conventions
+    gt_by_key = {a.key: a for a in gt.annotations}
+    pred_by_key = {a.key: a for a in pred.annotations}
+    out = []
+    for image in evaluation.images:
+        fn = sorted(m.gt_index for m in image.matches if m.outcome == "fn")
+        fp = sorted(m.pred_index for m in image.matches if m.outcome == "fp")
+        candidates = []
+        for a, g in enumerate(fn):
+            for b, j in enumerate(fp):
+                gt_box, pred_box = gt_by_key[image.key].boxes[g], pred_by_key[image.key].boxes[j]
+                value = float(iou_matrix(
+                    [(gt_box.x1, gt_box.y1, gt_box.x2, gt_box.y2)],
+                    [(pred_box.x1, pred_box.y1, pred_box.x2, pred_box.y2)],
+                    conv.pixel_inclusive,
+                )[0, 0])  # fmt: skip
+                if gt_box.name != pred_box.name and _scan_passes(value, conv):
+                    candidates.append((-value, a, b))
+        taken_gt, taken_pred = set(), set()
+        for _, a, b in sorted(candidates):
+            if a not in taken_gt and b not in taken_pred:
+                taken_gt.add(a)
+                taken_pred.add(b)
+                out.append((image.key, fn[a], fp[b]))
+    return sorted(out)
+
+
+scan_boxes = st.lists(
+    st.tuples(
+        st.sampled_from(["p", "q"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(0, 12),
+        st.integers(0, 12),
+        st.integers(0, 8),
+        st.integers(0, 8),
+        st.booleans(),
+        st.sampled_from([0.9, 0.5, 0.5, 0.2]),
+    ),
+    max_size=16,
+)
+
+
+@pytest.mark.parametrize(
+    ("conventions", "background_iou"),
+    [
+        pytest.param(protocol("default"), 0.1, id="default"),
+        pytest.param(protocol("default"), 0.0, id="background-0"),
+        pytest.param(protocol("voc07"), 0.1, id="voc07-pixel-inclusive"),
+        pytest.param(protocol("coco"), 0.1, id="coco"),
+        pytest.param(replace(protocol("default"), strict_threshold=True), 0.1, id="strict"),
+        pytest.param(protocol("default").with_threshold(0.0), 0.0, id="threshold-0"),
+        pytest.param(
+            replace(protocol("default").with_threshold(0.0), strict_threshold=True), 0.0,
+            id="threshold-0-strict",
+        ),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("scan_pairs", [pytest.param(0, id="tree"), pytest.param(None, id="scan")])
+@settings(max_examples=60, deadline=None)
+@given(gt_raw=scan_boxes, pred_raw=scan_boxes)
+def test_error_types_and_pairs_equal_the_full_scan(
+    scan_pairs: int | None,
+    conventions: Conventions,
+    background_iou: float,
+    gt_raw: list[tuple[str, str, int, int, int, int, bool, float]],
+    pred_raw: list[tuple[str, str, int, int, int, int, bool, float]],
+) -> None:
+    """The error types (with the object each points at, ties going to the first in file
+    order, and an object at IoU 0 where nothing overlaps) and the confusion matrix's
+    cross-class pairs are those of scanning every pair, on boxes that touch, nest, repeat
+    and tie, with difficult objects, flat boxes and thresholds down to 0; both where the
+    analysis scans a small image's pairs and where an STR tree finds them (as on a large
+    image; here forced)."""
+    limit = analysis._SCAN_PAIRS if scan_pairs is None else scan_pairs
+    with mock.patch.object(analysis, "_SCAN_PAIRS", limit):
+        check_against_the_full_scan(conventions, background_iou, gt_raw, pred_raw)
+
+
+def check_against_the_full_scan(
+    conventions: Conventions,
+    background_iou: float,
+    gt_raw: list[tuple[str, str, int, int, int, int, bool, float]],
+    pred_raw: list[tuple[str, str, int, int, int, int, bool, float]],
+) -> None:
+    keys = ("p", "q")
+    gt = AnnotationSet("gt", tuple(
+        ImageAnnotation(k, f"gt/{k}.xml", tuple(
+            Box(n, x, y, x + w, y + h, difficult=hard)
+            for i, n, x, y, w, h, hard, _ in gt_raw if i == k
+        ))
+        for k in keys
+    ), ())  # fmt: skip
+    pred = AnnotationSet("pred", tuple(
+        ImageAnnotation(k, f"pred/{k}.xml", tuple(
+            Box(n, x, y, x + w, y + h, score=s) for i, n, x, y, w, h, _, s in pred_raw if i == k
+        ))
+        for k in keys
+    ), ())  # fmt: skip
+    evaluation = evaluate(gt, pred, conventions)
+    found = [
+        (b.key, b.kind, b.name, b.pred_index, b.gt_index, b.iou)
+        for image in error_boxes(evaluation, gt, pred, background_iou)
+        for b in image.boxes
+    ]
+    assert found == scanned_errors(evaluation, gt, pred, background_iou)
+    pairs = sorted(
+        (image.result.key, p.gt_index, p.pred_index)
+        for image in _images(evaluation, gt, pred)
+        for p in _cross_class_pairs(
+            image, conventions.iou_threshold, conventions.strict_threshold,
+            conventions.pixel_inclusive,
+        )
+    )  # fmt: skip
+    assert pairs == scanned_cross_class_pairs(evaluation, gt, pred)

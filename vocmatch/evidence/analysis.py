@@ -109,6 +109,7 @@ shows positive means on all four edges.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -118,7 +119,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import average_precision, precision_recall_curve
-from vocmatch.core.iou import iou_matrix
+from vocmatch.core.geometry import BoxTree
+from vocmatch.core.iou import iou_matrix, pair_iou
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import InputError
 from vocmatch.evaluation.engine import evaluate_columns
@@ -467,15 +469,122 @@ def _fn_indices(matches: Iterable[Match]) -> list[int]:
 # Error types ---------------------------------------------------------------------------
 
 
-def _best(ious: Sequence[float], candidates: Sequence[int]) -> tuple[int | None, float]:
-    """The candidate with the highest IoU (the first on ties) and that IoU; (None, 0.0) if
-    none. Plain Python: the lists are a handful of objects, called once per FP."""
-    best: int | None = None
-    best_iou = 0.0
-    for g in candidates:
-        if best is None or ious[g] > best_iou:
-            best, best_iou = g, ious[g]
-    return best, best_iou
+#: Predictions whose overlaps are found at once: the pairs of such a run stay within about
+#: this many even when every object meets every prediction.
+_OVERLAP_PAIRS = 1 << 21
+#: Up to this many pairs of an image every pair is scored, in plain Python: sooner done for
+#: the handful of boxes of an ordinary image than arrays or a tree.
+_SCAN_PAIRS = 1 << 12
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """An image's counted objects, in file order (internal).
+
+    Attributes:
+        index: Their indices in the file, increasing.
+        boxes: ``(N, 4)`` their boxes.
+        classes: Their class numbers.
+        taken: Whether each is matched.
+    """
+
+    index: list[int]
+    boxes: FloatArray
+    classes: list[int]
+    taken: list[bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Best:
+    """Per false positive, the counted object of highest IoU in one group (the first in file
+    order on ties), among those it overlaps (internal).
+
+    Attributes:
+        gt: ``(M,)`` the object's index in the file; -1 where none overlaps.
+        iou: ``(M,)`` its IoU; 0.0 where none overlaps.
+    """
+
+    gt: Sequence[int] | IntArray
+    iou: Sequence[float] | FloatArray
+
+    def of(self, k: int, first: int | None) -> tuple[int | None, float]:
+        """False positive ``k``'s best object and IoU; without an overlap, the group's
+        ``first`` object at IoU 0 (None for an empty group), as a scan of the group would."""
+        g = int(self.gt[k])
+        return (g, float(self.iou[k])) if g >= 0 else (first, 0.0)
+
+
+def _best_overlaps(
+    counted: _Counted, pred: FloatArray, pred_classes: list[int], pixel_inclusive: bool
+) -> tuple[_Best, _Best, _Best, _Best]:
+    """For each prediction, the best counted object of its class, of another class, of its
+    class and matched, and of any class, among the objects it overlaps.
+
+    Only boxes that meet can have a positive IoU: an STR tree finds them, for a run of
+    predictions at a time, so an image of 50,000 objects is not a 50,000 x M matrix.
+
+    Returns:
+        The four groups' bests, each over the ``M`` predictions.
+    """
+    m, n = pred.shape[0], len(counted.index)
+    found = [(np.full(m, -1, dtype=np.int64), np.zeros(m, dtype=np.float64)) for _ in range(4)]
+    index = np.array(counted.index, dtype=np.int64)
+    gt_classes = np.array(counted.classes, dtype=np.int64)
+    taken = np.array(counted.taken, dtype=bool)
+    classes = np.array(pred_classes, dtype=np.int64)
+    if n and m:
+        tree = BoxTree(counted.boxes, 1.0 if pixel_inclusive else 0.0)
+        step = max(1, _OVERLAP_PAIRS // n)
+        for start in range(0, m, step):
+            rows, cols = tree.query(pred[start : start + step])
+            cols = cols + start
+            iou = pair_iou(counted.boxes[rows], pred[cols], pixel_inclusive)
+            positive = iou > 0
+            rows, cols, iou = rows[positive], cols[positive], iou[positive]
+            # By prediction, highest IoU first, then file order: a group's first is its best.
+            order = np.lexsort((rows, -iou, cols))
+            rows, cols, iou = rows[order], cols[order], iou[order]
+            same = gt_classes[rows] == classes[cols]
+            groups = (same, ~same, same & taken[rows], np.ones(rows.size, dtype=bool))
+            for (best_gt, best_iou), group in zip(found, groups, strict=True):
+                r, c, v = rows[group], cols[group], iou[group]
+                # The first pair of each prediction (c is sorted).
+                first = np.ones(c.size, dtype=bool)
+                np.not_equal(c[1:], c[:-1], out=first[1:])
+                best_gt[c[first]] = index[r[first]]
+                best_iou[c[first]] = v[first]
+    same_best, other_best, taken_best, any_best = (_Best(g, v) for g, v in found)
+    return same_best, other_best, taken_best, any_best
+
+
+def _scanned_overlaps(
+    counted: _Counted, pred: FloatArray, pred_classes: list[int], pixel_inclusive: bool
+) -> tuple[_Best, _Best, _Best, _Best]:
+    """:func:`_best_overlaps` by scanning every pair in plain Python: faster for the few
+    boxes of an ordinary image than arrays or a tree."""
+    m = pred.shape[0]
+    found = [([-1] * m, [0.0] * m) for _ in range(4)]
+    columns: list[list[float]] = iou_matrix(counted.boxes, pred, pixel_inclusive).T.tolist()
+    index, classes, taken = counted.index, counted.classes, counted.taken
+    (same_gt, same_iou), (other_gt, other_iou), (taken_gt, taken_iou), (any_gt, any_iou) = found
+    for k, (column, pred_class) in enumerate(zip(columns, pred_classes, strict=True)):
+        for row, value in enumerate(column):
+            # Strictly higher: the first object in file order keeps a tie.
+            if value <= 0.0:
+                continue
+            g = index[row]
+            if value > any_iou[k]:
+                any_gt[k], any_iou[k] = g, value
+            if classes[row] != pred_class:
+                if value > other_iou[k]:
+                    other_gt[k], other_iou[k] = g, value
+                continue
+            if value > same_iou[k]:
+                same_gt[k], same_iou[k] = g, value
+            if taken[row] and value > taken_iou[k]:
+                taken_gt[k], taken_iou[k] = g, value
+    same_best, other_best, taken_best, any_best = (_Best(g, v) for g, v in found)
+    return same_best, other_best, taken_best, any_best
 
 
 def _image_errors(
@@ -494,24 +603,37 @@ def _image_errors(
     if fp and image.pred is not None:
         gt_boxes = image.gt.boxes
         pred_boxes = [image.pred.boxes[j] for j in fp]
-        # (N_gt, M_fp) over every ground-truth object of the file; only counted ones are read.
-        iou = iou_matrix(_boxes(gt_boxes), _boxes(pred_boxes), pixel_inclusive)
-        columns: list[list[float]] = iou.T.tolist()  # one row of IoUs per FP
-        # The counted objects of the FP's class, of the other classes, and those matched.
-        by_name: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        counted_boxes = [gt_boxes[g] for g in counted]
+        # Classes as numbers, so that a pair's being of one class is an array operation.
+        number: dict[str, int] = {}
+        gt_classes = [number.setdefault(b.name, len(number)) for b in counted_boxes]
+        pred_classes = [number.setdefault(b.name, len(number)) for b in pred_boxes]
+        small = len(counted) * len(fp) <= _SCAN_PAIRS
+        best_same, best_other, best_taken, best_any = (
+            _scanned_overlaps if small else _best_overlaps
+        )(
+            _Counted(counted, _boxes(counted_boxes), gt_classes, [g in matched for g in counted]),
+            _boxes(pred_boxes),
+            pred_classes,
+            pixel_inclusive,
+        )
+        # Without an overlap, a group's best is its first object, at IoU 0 (as a scan of the
+        # group in file order finds it): the first counted object of the FP's class (and
+        # matched); the first of another class is one of the first two classes' first.
+        first_same: dict[str, int] = {}
+        first_taken: dict[str, int] = {}
+        for g, box in zip(counted, counted_boxes, strict=True):
+            first_same.setdefault(box.name, g)
+            if g in matched:
+                first_taken.setdefault(box.name, g)
+        firsts = heapq.nsmallest(2, first_same.values())
         for k, (j, box) in enumerate(zip(fp, pred_boxes, strict=True)):
-            column = columns[k]
-            groups = by_name.get(box.name)
-            if groups is None:
-                same = [g for g in counted if gt_boxes[g].name == box.name]
-                other = [g for g in counted if gt_boxes[g].name != box.name]
-                groups = by_name[box.name] = (same, other, [g for g in same if g in matched])
-            same, other, taken = groups
             kind: ErrorType
-            g_same, s = _best(column, same)
-            g_other, o = _best(column, other)
-            g_taken, d = _best(column, taken)
-            g_any, a = _best(column, counted)
+            other = [g for g in firsts if gt_boxes[g].name != box.name]
+            g_same, s = best_same.of(k, first_same.get(box.name))
+            g_other, o = best_other.of(k, other[0] if other else None)
+            g_taken, d = best_taken.of(k, first_taken.get(box.name))
+            g_any, a = best_any.of(k, firsts[0] if firsts else None)
             if not counted:
                 kind, target, value = "bkg", None, 0.0
             elif g_same is not None and s >= background_iou and not _passes(s, threshold, strict):
@@ -840,23 +962,41 @@ def _cross_class_pairs(
         return []
     gt_boxes = [image.gt.boxes[i] for i in fn]
     pred_boxes = [image.pred.boxes[j] for j in fp]
-    iou = iou_matrix(_boxes(gt_boxes), _boxes(pred_boxes), pixel_inclusive)
-    candidates = [
-        (-float(iou[a, b]), a, b)
-        for a in range(len(fn))
-        for b in range(len(fp))
-        if gt_boxes[a].name != pred_boxes[b].name and _passes(float(iou[a, b]), threshold, strict)
-    ]
+    gt, pred = _boxes(gt_boxes), _boxes(pred_boxes)
+    if _passes(0.0, threshold, strict) or len(fn) * len(fp) <= _SCAN_PAIRS:
+        # Every pair: at threshold 0 every pair passes, boxes that do not meet included; and a
+        # few boxes are scanned sooner than arrays or a tree are built.
+        iou = iou_matrix(gt, pred, pixel_inclusive).tolist()
+        candidates = [
+            (-value, a, b)
+            for a, row in enumerate(iou)
+            for b, value in enumerate(row)
+            if gt_boxes[a].name != pred_boxes[b].name and _passes(value, threshold, strict)
+        ]
+    else:
+        # Only boxes that meet can pass: an STR tree finds them, not an FN x FP scan.
+        rows, cols = BoxTree(gt, 1.0 if pixel_inclusive else 0.0).query(pred)
+        values = pair_iou(gt[rows], pred[cols], pixel_inclusive)
+        keep = values > threshold if strict else values >= threshold
+        candidates = [
+            (-value, a, b)
+            for value, a, b in zip(
+                values[keep].tolist(), rows[keep].tolist(), cols[keep].tolist(), strict=True
+            )
+            if gt_boxes[a].name != pred_boxes[b].name
+        ]
+    # Highest IoU first, then lower ground-truth index, then lower prediction index.
     candidates.sort()
     taken_gt: set[int] = set()
     taken_pred: set[int] = set()
     pairs = []
     for negative, a, b in candidates:
+        value = -negative
         if a in taken_gt or b in taken_pred:
             continue
         taken_gt.add(a)
         taken_pred.add(b)
-        pairs.append(_Confusion(fn[a], fp[b], gt_boxes[a].name, pred_boxes[b].name, -negative))
+        pairs.append(_Confusion(fn[a], fp[b], gt_boxes[a].name, pred_boxes[b].name, value))
     return sorted(pairs, key=lambda p: (p.gt_index, p.pred_index))
 
 
