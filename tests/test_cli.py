@@ -290,6 +290,15 @@ def test_json_curve_corners_give_the_class_ap(demo: tuple[Path, Path], protocol_
         assert average_precision(curve["recall"], curve["precision"], interpolation) == cls["ap"]
 
 
+def test_json_curve_of_a_class_without_ground_truth_has_no_recall(demo: tuple[Path, Path]) -> None:
+    """truck is only predicted (one FP scored 0.71): its curve's recall is null, as its
+    summary recall is, not 0; precision and score stay."""
+    _, out, _ = run(str(demo[0]), str(demo[1]), "--format", "json")
+    truck = next(c for c in json.loads(out)["classes"] if c["name"] == "truck")
+    assert (truck["gt"], truck["recall"], truck["ap"]) == (0, None, None)
+    assert truck["curve"] == {"recall": [None], "precision": [0.0], "scores": [0.71]}
+
+
 def test_html_picture_size_in_help_is_the_html_modules() -> None:
     """The eval help names the HTML report's picture size without importing that module."""
     from vocmatch.cli.options import HTML_PICTURE_MAX_SIDE

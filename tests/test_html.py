@@ -253,6 +253,21 @@ def test_unscored_predictions_have_no_curve(tmp_path: Path) -> None:
     assert "<polyline" not in page
 
 
+def test_class_without_ground_truth_draws_no_curve(demo: tuple[Path, Path]) -> None:
+    """truck is only predicted: recall is undefined, so its plot says so and no curve is
+    drawn for it, in its own plot or the overlay (which drew it at recall 0)."""
+    page = demo_html(demo)
+    start = page.index('aria-label="precision/recall curve of truck"')
+    plot = page[start : page.index("</svg>", start)]
+    assert (
+        '<text x="134.0" y="110.0" text-anchor="middle">no ground truth: recall undefined</text>'
+        in plot
+    )
+    assert "<polyline" not in plot and "<polygon" not in plot
+    assert "<title>truck: AP" not in page
+    assert page.count('<polyline class="line"') == 2 * 5  # overlay and own plot of the others
+
+
 def test_confusion_matrix_heat_map(demo: tuple[Path, Path]) -> None:
     """The heat map has a row and a column per class and background; cells say their share."""
     page = demo_html(demo)

@@ -39,7 +39,8 @@ class Curve:
     """A precision/recall curve: one point per ranked prediction that is not ignored.
 
     Attributes:
-        recall: ``(K,)`` cumulative recall.
+        recall: ``(K,)`` cumulative recall; NaN for a class without ground truth, where
+            recall is undefined (the VOC devkit's ``tp / npos`` gives NaN too).
         precision: ``(K,)`` cumulative precision.
         scores: ``(K,)`` the score of the prediction at each point, descending.
     """
@@ -63,16 +64,19 @@ def precision_recall_curve(
             None guards a zero denominator as the devkit does with ``max(tp + fp, eps)``.
 
     Returns:
-        The curve.
+        The curve; without ground truth (``n_gt`` 0) its recall is NaN throughout.
 
     >>> c = precision_recall_curve([True, False, True], [0.9, 0.8, 0.7], n_gt=4)
     >>> c.recall.tolist(), [round(p, 4) for p in c.precision.tolist()]
     ([0.25, 0.25, 0.5], [1.0, 0.5, 0.6667])
+    >>> precision_recall_curve([False, False], [0.9, 0.8], n_gt=0).recall.tolist()
+    [nan, nan]
     """
     hits = np.asarray(tp, dtype=bool)
     tp_sum = np.cumsum(hits).astype(np.float64)
     fp_sum = np.cumsum(~hits).astype(np.float64)
-    recall = tp_sum / n_gt if n_gt > 0 else np.zeros_like(tp_sum)
+    # Recall is undefined without ground truth: NaN, as the devkit's 0 / 0 (not 0).
+    recall = tp_sum / n_gt if n_gt > 0 else np.full_like(tp_sum, np.nan)
     if eps is None:
         precision = tp_sum / np.maximum(tp_sum + fp_sum, np.finfo(np.float64).eps)
     else:

@@ -130,6 +130,7 @@ class _CurvePlot:
     best: tuple[float, float] | None
     best_label: str
     ap: str
+    empty: str = "no predictions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +346,12 @@ def _curve_plot(index: int, cls: ClassResult, threshold: str) -> _CurvePlot:
         )
     if cls.curve is None or cls.curve.recall.size == 0:
         return _CurvePlot(cls.name, colour, "", "", operating, label, None, "", _number(cls.ap))
+    if cls.gt == 0:
+        # Without ground truth recall is undefined (null in the JSON): no curve to draw.
+        return _CurvePlot(
+            cls.name, colour, "", "", operating, label, None, "", _number(cls.ap),
+            empty="no ground truth: recall undefined",
+        )  # fmt: skip
     recall = cls.curve.recall
     precision = cls.curve.precision
     best, best_label = _best_f1(recall, precision, cls.curve.scores)

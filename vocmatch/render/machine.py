@@ -76,8 +76,10 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
     rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
     points = np.union1d(rises, [curve.recall.size - 1]) if curve.recall.size else rises
     scores = curve.scores[points]
+    recall = curve.recall[points].tolist()
     return {
-        "recall": NumberList(curve.recall[points].tolist()),
+        # A class without ground truth has no recall (NaN inside): null, as in its summary.
+        "recall": NumberList([v if math.isfinite(v) else None for v in recall]),
         "precision": NumberList(curve.precision[points].tolist()),
         # An unscored prediction in a scored set ranks last (-inf inside): null here.
         "scores": NumberList(
