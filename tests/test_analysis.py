@@ -694,3 +694,51 @@ def check_against_the_full_scan(
         )
     )  # fmt: skip
     assert pairs == scanned_cross_class_pairs(evaluation, gt, pred)
+
+
+@pytest.mark.parametrize(
+    ("pred_box", "kind", "iou", "miss_iou"),
+    [
+        pytest.param(Box("RBC", 0, 0, 10, 4, score=0.9), "loc", 0.4, 0.4, id="loc"),
+        pytest.param(Box("WBC", 0, 0, 10, 10, score=0.9), "cls", 1.0, 0.0, id="cls"),
+    ],
+)
+def test_a_tie_points_at_the_first_object(
+    pred_box: Box, kind: str, iou: float, miss_iou: float
+) -> None:
+    """Two missed RBC objects in one place: a loc (RBC box on both at IoU 0.4) or cls (a WBC
+    box on both at 1.0) error points at the first in file order, as TIDE's argmax does; the
+    second is the miss (with its best IoU with an RBC prediction)."""
+    gt, pred = one_image([Box("RBC", 0, 0, 10, 10), Box("RBC", 0, 0, 10, 10)], [pred_box])
+    (image,) = error_boxes(evaluate(gt, pred), gt, pred)
+    assert [(b.kind, b.name, b.pred_index, b.gt_index, b.iou) for b in image.boxes] == [
+        (kind, pred_box.name, 0, 0, iou),
+        ("miss", "RBC", None, 1, miss_iou),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "matched", "misses"),
+    [
+        pytest.param("default", 1, 1, id="default-later-as-pycocotools"),
+        pytest.param("coco", 1, 1, id="coco-later-as-pycocotools"),
+        pytest.param("voc12", 0, 0, id="voc12-first-as-the-devkit"),
+    ],
+)
+def test_the_matching_tie_rule_decides_which_object_is_left(
+    name: str, matched: int, misses: int
+) -> None:
+    """A prediction on two RBC objects at equal IoU (9/11) takes the later under default and
+    coco (pycocotools), the first under voc12 (the devkit, and TIDE's matching). A second
+    prediction meets only the later object (IoU 0.25): a loc error on it, which covers that
+    object when it is the one left (voc12: no miss, as TIDE counts) and not when it is taken
+    (the earlier object is then a miss)."""
+    gt, pred = one_image(
+        [Box("RBC", 0, 0, 10, 10), Box("RBC", 2, 0, 12, 10)],
+        [Box("RBC", 1, 0, 11, 10, score=0.9), Box("RBC", 8, 0, 18, 10, score=0.8)],
+    )
+    evaluation = evaluate(gt, pred, protocol(name))
+    tp = [m.gt_index for m in evaluation.images[0].matches if m.outcome == "tp"]
+    (image,) = error_boxes(evaluation, gt, pred)
+    assert tp == [matched]
+    assert [(b.kind, b.gt_index) for b in image.boxes] == [("loc", 1)] + [("miss", 0)] * misses

@@ -35,6 +35,14 @@ prediction is anywhere near it. An FN that such an error points at is not counte
 the object was found, in the wrong place or under the wrong class, and that prediction's
 error already says so.
 
+An error points at the object of its best IoU; when that IoU ties between objects, at the
+first of them in file order, as TIDE does (``tidecv/quantify.py`` takes numpy's ``argmax``
+over the image's objects, the first maximum). The matching before it is the protocol's:
+under ``default`` and ``coco`` a prediction whose IoU ties between two free objects takes
+the later one, as pycocotools does, where TIDE's own matching takes the first, so the object
+left unmatched, and with it a ``miss``, can differ from TIDE's (``voc07`` and ``voc12`` take
+the first, as the devkit does).
+
 Two choices differ from TIDE's code, on purpose. A prediction whose same-class IoU equals
 the threshold exactly is ``loc`` in TIDE (``bg <= iou <= pos``); here it is ``loc`` only if
 that IoU does not pass the threshold, so under the default inclusive rule it is a
@@ -187,7 +195,8 @@ class ErrorBox:
         pred_index: The prediction's index in its file's objects; None for ``miss``.
         gt_index: The ground truth the error points at, in file order: the same-class
             object for ``loc`` and ``dupe``, the other-class object for ``cls``, the best
-            overlap for ``both``, the missed object for ``miss``; None for ``bkg``.
+            overlap for ``both`` (the first of them on an IoU tie), the missed object for
+            ``miss``; None for ``bkg``.
         iou: The IoU with that ground truth (0.0 without one).
         score: The prediction's score, if any.
     """
