@@ -771,21 +771,7 @@ def diff_report(
 
     changed = [i for i in diff.images if i.changed]
     shown = changed if max_rows == 0 else changed[:max_rows]
-    images = Table(title="Images that changed (worst first)", title_justify="left")
-    images.add_column("image", overflow="fold")
-    for name in ("new FN", "fixed FN", "new FP", "removed FP", "net"):
-        images.add_column(name, justify="right", no_wrap=True)
-    images.add_column("objects")
-    for image in shown:
-        images.add_row(
-            _name(image.key),
-            _count_delta(len(image.new_fn), False, signed=False),
-            _count_delta(len(image.fixed_fn), True, signed=False),
-            _count_delta(len(image.new_fp), False, signed=False),
-            _count_delta(len(image.removed_fp), True, signed=False),
-            _count_delta(image.net, True),
-            _image_objects(image),
-        )
+    images = _changed_images_table(shown)
     parts: list[RenderableType] = [conventions, Text(), summary]
     if evidence is not None:
         parts.append(
@@ -818,15 +804,40 @@ def diff_report(
     for key in diff.only_b:
         parts.append(_note(f"{key} evaluated in B only"))
     if results:
-        gates = Table(title="Regression gates", title_justify="left")
-        gates.add_column("gate")
-        gates.add_column("result")
-        gates.add_column("", no_wrap=True)
-        for result in results:
-            verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
-            gates.add_row(_name(str(result.gate)), _name(str(result)), verdict)
-        parts += [Text(), gates]
+        parts += [Text(), _regression_gates_table(results)]
     return Group(*parts)
+
+
+def _changed_images_table(shown: list[ImageDiff]) -> Table:
+    """The images that changed between two runs, one row each (worst first)."""
+    images = Table(title="Images that changed (worst first)", title_justify="left")
+    images.add_column("image", overflow="fold")
+    for name in ("new FN", "fixed FN", "new FP", "removed FP", "net"):
+        images.add_column(name, justify="right", no_wrap=True)
+    images.add_column("objects")
+    for image in shown:
+        images.add_row(
+            _name(image.key),
+            _count_delta(len(image.new_fn), False, signed=False),
+            _count_delta(len(image.fixed_fn), True, signed=False),
+            _count_delta(len(image.new_fp), False, signed=False),
+            _count_delta(len(image.removed_fp), True, signed=False),
+            _count_delta(image.net, True),
+            _image_objects(image),
+        )
+    return images
+
+
+def _regression_gates_table(results: tuple[RegressionResult, ...]) -> Table:
+    """Each regression gate with its result and verdict."""
+    gates = Table(title="Regression gates", title_justify="left")
+    gates.add_column("gate")
+    gates.add_column("result")
+    gates.add_column("", no_wrap=True)
+    for result in results:
+        verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
+        gates.add_row(_name(str(result.gate)), _name(str(result)), verdict)
+    return gates
 
 
 # Label sets and segmentation masks ------------------------------------------------------
