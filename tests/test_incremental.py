@@ -4,7 +4,9 @@ states of any partition of the images, in any order, gives the single run's resu
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -220,31 +222,128 @@ def shards(images: Images, parts: list[int], seed: int) -> list[Images]:
     return dealt
 
 
-@settings(max_examples=25, deadline=None)
+def unscored_images(annotations: AnnotationSet, seed: int) -> AnnotationSet:
+    """The same set with every score of about half of the images removed (those images'
+    predictions all lack one, the others' all have one)."""
+    rng = random.Random(seed)
+    return replace(
+        annotations,
+        annotations=tuple(
+            a
+            if rng.random() < 0.5
+            else replace(a, boxes=tuple(replace(b, score=None) for b in a.boxes))
+            for a in annotations.annotations
+        ),
+    )
+
+
+def with_odd_values(annotations: AnnotationSet, seed: int) -> AnnotationSet:
+    """The same set with a few boxes moved to negative coordinates and a few scores above 1,
+    in several images (the notes count them across shards)."""
+    rng = random.Random(seed)
+    images = []
+    for a in annotations.annotations:
+        boxes = list(a.boxes)
+        if boxes and rng.random() < 0.3:
+            b = boxes[0]
+            boxes[0] = replace(b, x1=b.x1 - 500, x2=b.x2 - 490)
+        if boxes and boxes[-1].score is not None and rng.random() < 0.3:
+            boxes[-1] = replace(boxes[-1], score=1.5)
+        images.append(replace(a, boxes=tuple(boxes)))
+    return replace(annotations, annotations=tuple(images))
+
+
+SCORES = ("all", "none", "some", "some-images")
+OPTIONS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "thresholds-fold-case": {
+        "fold_case": True,
+        "score_thresholds": ScoreThresholds(0.3, (("dog", 0.6),)),
+    },
+}
+
+
+def scored_as(pred: AnnotationSet, scores: str, seed: int) -> AnnotationSet:
+    if scores == "none":
+        return without_scores(pred)
+    if scores == "some":
+        return without_scores(pred, share=0.3, seed=seed)
+    if scores == "some-images":
+        return unscored_images(pred, seed)
+    return pred
+
+
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     name=st.sampled_from(PROTOCOLS),
     n_shards=st.integers(1, 5),
-    scored=st.booleans(),
+    scores=st.sampled_from(SCORES),
+    options=st.sampled_from(sorted(OPTIONS)),
     through_bytes=st.booleans(),
 )
 def test_merging_any_partition_equals_the_single_run(
-    seed: int, name: str, n_shards: int, scored: bool, through_bytes: bool
+    seed: int, name: str, n_shards: int, scores: str, options: str, through_bytes: bool
 ) -> None:
-    """Shards fed in any order, merged in any order (directly or through saved bytes)."""
-    gt, pred = random_dataset(seed, images=8)
-    if not scored:
-        pred = without_scores(pred)
+    """Shards fed in any order, merged in any order (directly or through saved bytes), with
+    difficult (crowd) objects, scored, unscored and partly scored predictions (within images
+    and image by image), tied scores, odd values, score thresholds and folded case."""
+    gt, pred = random_dataset(seed, images=8, classes=("Cat", "cat", "dog", "fish"))
+    pred = scored_as(pred, scores, seed)
+    gt, pred = with_odd_values(gt, seed), with_odd_values(pred, seed + 1)
+    extra = OPTIONS[options]
     images = arrays_of(gt, pred)
-    expected = single_run(gt, pred, protocol(name))
-    evaluators = [fed(shard, name) for shard in shards(images, [0] * n_shards, seed)]
+    evaluators = [fed(shard, name, **extra) for shard in shards(images, [0] * n_shards, seed)]
     if through_bytes:
         evaluators = [Evaluator.from_bytes(e.to_bytes()) for e in evaluators]
     random.Random(seed).shuffle(evaluators)
     merged = evaluators[0]
     for other in evaluators[1:]:
         merged.merge(other)
+    try:
+        expected = single_run(gt, pred, protocol(name), **extra)
+    except InputError as error:  # a score threshold without any score: the same refusal
+        with pytest.raises(InputError, match=re.escape(str(error))):
+            merged.result()
+        return
     assert_identical(merged.result(), expected)
+
+
+def tied_images(n: int) -> Images:
+    """``n`` images, each with one object and two predictions of the same score, the first
+    a miss and the second a hit: AP depends on ranking ties in image then file order."""
+    images = []
+    for i in range(n):
+        gt = {
+            "boxes": np.array([[0.0, 0, 10, 10]]),
+            "labels": ["cat"],
+            "difficult": np.zeros(1, bool),
+        }
+        pred = {
+            "boxes": np.array([[50.0, 50, 60, 60], [0.0, 0, 10, 10]])
+            if i % 2
+            else np.array([[0.0, 0, 10, 10], [50.0, 50, 60, 60]]),
+            "scores": np.array([0.5, 0.5]),
+            "labels": ["cat", "cat"],
+        }
+        images.append((f"k{i:02d}", gt, pred))
+    return images
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_ties_rank_in_image_then_file_order_across_shards(name: str) -> None:
+    """Equal scores rank by image key, then file order, whichever shard holds the image and
+    in whatever order shards are merged (a hit before a miss or after changes AP)."""
+    images = tied_images(6)
+    whole = fed(images, name).result()
+    # Shards holding the later keys first, each fed in reverse.
+    first, second = fed(images[3:][::-1], name), fed(images[:3][::-1], name)
+    first.merge(Evaluator.from_bytes(second.to_bytes()))
+    assert_identical(first.result(), whole)
+    curve = whole.classes[0].curve
+    assert curve is not None
+    # Keys k00 (hit first), k01 (miss first), ...: the ranking alternates from a hit.
+    assert curve.precision[:2].tolist() == [1.0, 0.5]
 
 
 def test_merge_reconciles_class_tables_and_names() -> None:
@@ -309,16 +408,71 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert loaded.to_bytes() == evaluator.to_bytes()
 
 
-def test_state_stores_exact_values_in_narrow_dtypes() -> None:
-    """float32 where exact (integer boxes), float64 where not (scores such as 0.3)."""
-    evaluator = Evaluator()
-    evaluator.add(
-        "a", [[0, 0, 10, 10]], ["cat"], [[1, 1, 9, 9], [0.1, 0, 3, 3]], [0.5, 0.3], ["cat", "cat"]
+def array_table(data: bytes) -> dict[str, tuple[str, list[int]]]:
+    """The arrays a state declares: name -> (dtype, shape)."""
+    size = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + size])
+    return {a["name"]: (a["dtype"], a["shape"]) for a in header["arrays"]}
+
+
+def test_state_holds_match_records_and_no_boxes() -> None:
+    """Per prediction its class, score and flags; no array of boxes (nothing of shape
+    (N, 4)), scores exact (float64 where float32 is not), the rest in narrow dtypes."""
+    gt, pred = random_dataset(4, images=6)
+    table = array_table(fed(arrays_of(gt, pred), "coco").to_bytes())
+    assert not any("box" in name for name in table)
+    assert not any(shape[-1:] == [4] and name != "coco_gt" for name, (_, shape) in table.items())
+    assert table["pred_score"][0] == "<f8"  # scores such as 0.3 are not float32
+    assert table["pred_label"][0] == "|u1"
+    assert table["pred_matched"][0] in ("|u1", "<u2")  # ten thresholds
+    n_pred = table["pred_label"][1][0]
+    # Area "all" is matched as the protocol's own matching here: read from pred_matched.
+    assert table["pred_coco"][1] == [n_pred, 3]
+    assert table["pred_coco_ignored"][1] == [n_pred, 3]
+
+
+def test_a_saved_state_takes_at_most_32_bytes_a_prediction() -> None:
+    """200 images of 100 predictions of 20 classes under coco (ten thresholds, four area
+    ranges), scores of float64 precision: the whole file, header included."""
+    rng = np.random.default_rng(0)
+    evaluator = Evaluator("coco")
+    names = [f"class{k}" for k in range(20)]
+    n_pred = 0
+    for i in range(200):
+        xy = rng.uniform(0, 500, (30, 2))
+        gt_boxes = np.concatenate([xy, xy + rng.uniform(5, 150, (30, 2))], axis=1)
+        gt_labels = rng.integers(0, 20, 30)
+        pick = rng.integers(0, 30, 100)
+        pred_boxes = gt_boxes[pick] + rng.normal(0, 6, (100, 4))
+        pred_labels = np.where(rng.random(100) < 0.9, gt_labels[pick], rng.integers(0, 20, 100))
+        evaluator.add(
+            f"img{i:04d}", gt_boxes, [names[k] for k in gt_labels], pred_boxes,
+            rng.random(100), [names[k] for k in pred_labels],
+            difficult=rng.random(30) < 0.05,
+        )  # fmt: skip
+        n_pred += 100
+    assert len(evaluator.to_bytes()) / n_pred < 32
+
+
+def test_a_version_1_state_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A file of the earlier format (which held boxes) is named with its version."""
+    path = tmp_path / "old.vms"
+    body = MAGIC + (1).to_bytes(4, "little") + (2).to_bytes(4, "little") + b"{}"
+    path.write_bytes(with_crc(body))
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path)
+    assert str(caught.value) == (
+        f"{path}: state format version 1; this vocmatch reads version {FORMAT_VERSION}"
     )
-    loaded = Evaluator.from_bytes(evaluator.to_bytes())
-    _, pred = loaded.columns()
-    assert pred.boxes.tolist() == [[1, 1, 9, 9], [0.1, 0, 3, 3]]
-    assert pred.scores.tolist() == [0.5, 0.3]
+
+
+def array_bytes(data: bytes) -> int:
+    """The bytes of a state's arrays: all but the prefix, the header and the checksum."""
+    return len(data) - 16 - int.from_bytes(data[12:16], "little") - 4
+
+
+#: The arrays' bytes of :func:`small_state` (its four images hold 4 bytes of ``pred_count``).
+ARRAY_BYTES = array_bytes(small_state())
 
 
 def with_crc(body: bytes) -> bytes:
@@ -347,7 +501,8 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
         pytest.param(lambda d: b"PK\x03\x04" + d[4:], "no VMSTATE signature", id="magic"),
         pytest.param(
             lambda d: MAGIC + (FORMAT_VERSION + 1).to_bytes(4, "little") + d[12:],
-            "state format version 2; this vocmatch reads version 1",
+            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads version "
+            f"{FORMAT_VERSION}",
             id="version",
         ),
         pytest.param(lambda d: d[:-100], "checksum does not match", id="truncated"),
@@ -358,13 +513,18 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
             id="header-length",
         ),
         pytest.param(
-            lambda d: crafted_header(d, b'"shape":[', b'"shape":[99999999999,'),
-            "arrays declare 400000002726 bytes but the file holds 2734",
+            lambda d: crafted_header(
+                d,
+                b'"name":"pred_count","dtype":"|u1","shape":[',
+                b'"name":"pred_count","dtype":"|u1","shape":[99999999999,',
+            ),
+            f"arrays declare {ARRAY_BYTES - 4 + 99999999999 * 4} bytes but the file holds "
+            f"{ARRAY_BYTES}$",
             id="crafted-length",
         ),
         pytest.param(
             lambda d: crafted_header(d, b'"shape":[', b'"shape":[1,1,'),
-            r"array 'gt_count' declares shape \[1, 1, 4\]",
+            r"array 'image_values' declares shape \[1, 1, 4, 16\]",
             id="shape-rank",
         ),
         pytest.param(
@@ -382,7 +542,7 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
                 b'"pred_paths":[',
                 b'"pred_paths":[null,',
             ),
-            "array 'gt_count' is not one count per image",
+            "array 'pred_count' is not one count per image",
             id="keys-disagree",
         ),
         pytest.param(
