@@ -309,6 +309,23 @@ def test_merging_any_partition_equals_the_single_run(
     assert_identical(merged.result(), expected)
 
 
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -> None:
+    """A shard whose predictions have no score was matched as if unscored would be paired
+    (highest IoU first); merged with a scored shard, its predictions rank last as in one run."""
+    gt, pred = random_dataset(11, images=10)
+    images = arrays_of(gt, pred)
+    for _, _, detections in images[5:]:
+        detections["scores"] = np.full(detections["scores"].shape, np.nan)
+    unscored = fed(images[5:], name)
+    assert unscored.result().classes[0].curve is None  # alone: no ranking, no curve
+    merged = fed(images[:5], name)
+    merged.merge(Evaluator.from_bytes(unscored.to_bytes()))
+    expected = fed(images, name).result()
+    assert_identical(merged.result(), expected)
+    assert expected.notes[0].endswith("have no score; they rank last for AP")
+
+
 def tied_images(n: int) -> Images:
     """``n`` images, each with one object and two predictions of the same score, the first
     a miss and the second a hit: AP depends on ranking ties in image then file order."""
@@ -494,6 +511,23 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
     return with_crc(body)
 
 
+def edited_array(data: bytes, name: str, edit: Any) -> bytes:
+    """The state with one array's values changed by ``edit`` (given and giving a numpy
+    array of the same dtype and size), its checksum made right again."""
+    size = int.from_bytes(data[12:16], "little")
+    table = json.loads(data[16 : 16 + size])["arrays"]
+    offset = 16 + size
+    for entry in table:
+        dtype = np.dtype(entry["dtype"])
+        nbytes = dtype.itemsize * int(np.prod(entry["shape"], dtype=np.int64))
+        if entry["name"] == name:
+            values = np.frombuffer(data, dtype, nbytes // dtype.itemsize, offset).copy()
+            changed = np.asarray(edit(values), dtype=dtype).tobytes()
+            return with_crc(data[:offset] + changed + data[offset + nbytes : -4])
+        offset += nbytes
+    raise KeyError(name)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -544,6 +578,36 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
             ),
             "array 'pred_count' is not one count per image",
             id="keys-disagree",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: np.full_like(v, 200)),
+            "array 'pred_label' names a class beyond the 4 listed",
+            id="class-beyond",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: v[::-1]),
+            "array 'pred_label' is not sorted within each image",
+            id="records-out-of-order",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 12)),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flags-beyond-thresholds",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 2.0)),
+            r"array 'image_mean_iou' holds values outside \[0, 1\]",
+            id="mean-iou",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_score", lambda v: np.full_like(v, np.inf)),
+            "array 'pred_score' holds infinite values",
+            id="infinite-score",
+        ),
+        pytest.param(
+            lambda d: crafted_header(d, b'"name":"pred_area"', b'"name":"pred_boxes"'),
+            r"corrupted \(arrays .*'pred_boxes'.*, expected",
+            id="unknown-array",
         ),
         pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),

@@ -295,8 +295,8 @@ class Evaluator:
                 place in key order is ``k - 1`` modulo ``n``.
 
         Raises:
-            InputError: The columns hold rotated boxes or polygons (a state holds boxes),
-                ``shard`` is out of range, or an image was added already.
+            InputError: The columns hold rotated boxes or polygons (an evaluator matches plain
+                boxes), ``shard`` is out of range, or an image was added already.
         """
         if gt.shapes or pred.shapes:
             raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
