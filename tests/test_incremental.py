@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.oracle import random_dataset, without_scores
-from tests.test_batch import assert_identical
+from tests.test_batch import VARIANTS, assert_identical
 from vocmatch.core.model import ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, StateError
@@ -361,6 +361,24 @@ def test_ties_rank_in_image_then_file_order_across_shards(name: str) -> None:
     assert curve is not None
     # Keys k00 (hit first), k01 (miss first), ...: the ranking alternates from a hit.
     assert curve.precision[:2].tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("scores", SCORES)
+def test_merged_shards_equal_the_single_run_under_every_convention(
+    variant: str, scores: str
+) -> None:
+    """Strict thresholds, the devkit's match rule, counted difficult objects, crowd regions,
+    max_dets, all-point AP over COCO's thresholds: three shards merged through bytes."""
+    gt, pred = random_dataset(21, images=12)
+    pred = scored_as(pred, scores, 21)
+    conv = VARIANTS[variant]
+    expected = single_run(gt, pred, conv)
+    parts = [fed(shard, conv) for shard in shards(arrays_of(gt, pred), [0, 0, 0], 21)]
+    merged = Evaluator.from_bytes(parts[2].to_bytes())
+    for part in parts[:2]:
+        merged.merge(Evaluator.from_bytes(part.to_bytes()))
+    assert_identical(merged.result(), expected)
 
 
 def test_merge_reconciles_class_tables_and_names() -> None:

@@ -15,6 +15,12 @@ columns without a Python loop per image-class pair:
 * AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
   arrays in the same order, so every number is bit-identical (a test checks it).
 
+This module is the matching half (select, prepare, pair and match, the area ranges'
+matchings, per-image results); what crosses images, each class's ranking, AP, curve and
+pycocotools' accumulation, is in :mod:`vocmatch.evaluation.accumulate`, read from match
+flags, so that :mod:`vocmatch.evaluation.records` accumulates records merged from shards
+with the same functions.
+
 Predictions without scores (paired highest IoU first) and sets holding rotated boxes or
 polygons (exact region overlap) go through the reference evaluator.
 """

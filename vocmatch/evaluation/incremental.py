@@ -38,7 +38,7 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError, StateError
 from vocmatch.evaluation.engine import _select
-from vocmatch.evaluation.records import MatchRecords, evaluation_of, match_records
+from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.state import RawState, read_state, write_state
 from vocmatch.evaluation.state_records import records_of_state, state_of_records
@@ -345,7 +345,7 @@ class Evaluator:
         return evaluation_of(
             self._matched(), self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
-            reading=(tuple(skipped), tuple(orphan_pred), tuple(reader_notes)),
+            findings=Findings(tuple(skipped), tuple(orphan_pred), tuple(reader_notes)),
         )  # fmt: skip
 
     def _matched(self) -> MatchRecords:

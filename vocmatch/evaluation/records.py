@@ -62,7 +62,7 @@ from vocmatch.evaluation.result import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["ImageCounts", "MatchRecords", "NoteCounts", "PredRecords", "evaluation_of"]
+__all__ = ["Findings", "ImageCounts", "MatchRecords", "NoteCounts", "PredRecords", "evaluation_of"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -302,54 +302,79 @@ def _reading(
         np.array([math.nan if i.mean_iou is None else i.mean_iou for i in images]),
         engine._class_counts(prepared, paired.ranking, counted),
     )
-    n_k = len(prepared.class_names)
-    coco_gt = np.zeros((n_k, len(COCO_AREAS)), dtype=np.int64)
-    preds = _pred_records(prepared, paired, areas, scores, coco_gt, n_images)
+    flags = _area_flags(prepared, paired, areas)
+    preds = _pred_records(prepared, paired, scores, flags, n_images)
     high = COCO_AREAS[0][1]
     beyond = bool((areas.gt > high).any() or (areas.pred > high).any())
-    return _Reading(prepared.class_names, preds, counts, coco_gt, beyond)
+    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond)
 
 
-def _pred_records(
-    prepared: engine._Prepared,
-    paired: engine._Paired,
-    areas: engine._Areas,
-    scores: engine._Scores,
-    coco_gt: IntArray,
-    n_images: int,
-) -> PredRecords:
-    """The kept predictions' records; each class's ground truth that counts in each area
-    range into ``coco_gt``."""
-    conv, gt, pred, m = prepared.conventions, prepared.gt, prepared.pred, paired.matching
+@dataclass(frozen=True, slots=True)
+class _AreaFlags:
+    """The kept predictions in COCO's area ranges.
+
+    Attributes:
+        inside: ``(P,)`` bit ``a`` set: the area lies in range ``a``.
+        matched: ``(P, A)`` per range (none without ``coco_stats``), bit ``t`` set: matched
+            at the ``t``-th AP threshold, the ground truth outside the range ignored.
+        ignored: ``(P, A)`` likewise, matched to ignored ground truth.
+        gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
+    """
+
+    inside: IntArray
+    matched: IntArray
+    ignored: IntArray
+    gt_counting: IntArray
+
+
+def _area_flags(
+    prepared: engine._Prepared, paired: engine._Paired, areas: engine._Areas
+) -> _AreaFlags:
+    """Each area range matched again, as the engine's pycocotools stage matches it."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
-    ignored_hit = gt.ignore[m.hit_gt]
-    area = np.zeros(n_pred, dtype=np.int64)
+    inside = np.zeros(n_pred, dtype=np.int64)
     for a, (low, high) in enumerate(COCO_AREAS):
-        area |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.int64) << a
+        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.int64) << a
     n_areas = len(COCO_AREAS) if conv.coco_stats else 0
-    coco_matched = np.zeros((n_pred, n_areas), dtype=np.int64)
-    coco_ignored = np.zeros((n_pred, n_areas), dtype=np.int64)
+    matched = np.zeros((n_pred, n_areas), dtype=np.int64)
+    ignored = np.zeros((n_pred, n_areas), dtype=np.int64)
+    gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     for a in range(n_areas):
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
-        coco_gt[:, a] = np.bincount(gt.label[~ignore], minlength=coco_gt.shape[0])
+        gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
         found = engine._match(
             paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
         hit_ignored = ignore[found.hit_gt]
-        coco_matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred)
-        coco_ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred)
+        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred)
+        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred)
+    return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _pred_records(
+    prepared: engine._Prepared,
+    paired: engine._Paired,
+    scores: engine._Scores,
+    flags: _AreaFlags,
+    n_images: int,
+) -> PredRecords:
+    """The kept predictions' records."""
+    gt, pred, m = prepared.gt, prepared.pred, paired.matching
+    n_pred = pred.label.size
+    ignored_hit = gt.ignore[m.hit_gt]
     return PredRecords(
         count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
         label=pred.label.astype(np.int64),
         score=np.where(np.isneginf(scores.kept), math.nan, scores.kept),
         matched=_bits(m.hit_pred, m.hit_t, n_pred),
         ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred),
-        area=area,
-        coco_matched=coco_matched,
-        coco_ignored=coco_ignored,
+        area=flags.inside,
+        coco_matched=flags.matched,
+        coco_ignored=flags.ignored,
     )
 
 
@@ -396,13 +421,28 @@ def _note_counts(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the reading of the files found, reported with the evaluation.
+
+    Attributes:
+        skipped: Files that could not be read.
+        orphan_pred: Prediction files without ground truth (not evaluated).
+        notes: The reader's notes, first among the notes.
+    """
+
+    skipped: tuple[SkippedFile, ...] = ()
+    orphan_pred: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
 def evaluation_of(
     records: MatchRecords,
     conv: Conventions,
     *,
     fold_case: bool = False,
     score_thresholds: ScoreThresholds | None = None,
-    reading: tuple[tuple[SkippedFile, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ()),
+    findings: Findings | None = None,
 ) -> Evaluation:
     """The evaluation of the records' images: what
     :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on them with
@@ -413,8 +453,7 @@ def evaluation_of(
         conv: The protocol they were matched under.
         fold_case: The class names were folded (for the notes).
         score_thresholds: The score thresholds they were counted under.
-        reading: What the reading of the files found: the files skipped, the prediction
-            files without ground truth, and the reader's notes.
+        findings: What the reading of the files found (none by default).
 
     Raises:
         InputError: A score threshold is set and no prediction has a score.
@@ -437,18 +476,18 @@ def evaluation_of(
     n_class_gt: list[int] = counts.classes.gt.tolist()
     ap_values = class_ap_values(conv, ranked, n_class_gt, scored, coco_class_ap)
     classes = class_results(conv, records.class_names, counts.classes, ranked, ap_values, scored)
-    skipped, orphan, reader_notes = reading
+    findings = findings or Findings()
     notes = [
-        *reader_notes,
+        *findings.notes,
         *score_notes(scored, notes_in.unscored, notes_in.preds > 0, files=notes_in.unscored_files),
         *odd_value_notes([dict(kind) for kind in notes_in.odd]),
         *case_notes(notes_in.names, fold_case),
     ]
     missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
-    skipped_sorted = tuple(sorted(skipped, key=lambda s: (s.path, s.line or 0)))
+    skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
     return finish(
-        conv, _image_results(records, counts, conv), classes, coco, skipped_sorted, missing,
-        orphan, notes,
+        conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
+        findings.orphan_pred, notes,
     )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ No box is stored: a state is what the evaluation needs of each image, not the im
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -155,7 +156,9 @@ def records_of_state(
     if from_main and not n_areas:
         raise StateError(f"{source}: corrupted header (COCO area ranges without coco_stats)")
     n_stored = n_areas - 1 if from_main else n_areas
-    shapes = _expected_shapes(arrays, len(keys), len(names), n_stored, conv, unscored, source)
+    width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
+    layout = _Layout(len(keys), len(names), n_stored, width, unscored)
+    shapes = _expected_shapes(arrays, layout, source)
     _check_arrays(arrays, shapes, source)
     preds = _pred_records(arrays, len(names), from_main, conv, source)
     return MatchRecords(
@@ -210,17 +213,30 @@ def _note_counts(notes: object, source: str) -> NoteCounts:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the header says of the arrays' sizes.
+
+    Attributes:
+        images: Image keys.
+        classes: Class names.
+        areas: COCO area ranges stored per prediction.
+        width: Integers per image.
+        unscored: The counts of the unscored reading are stored too.
+    """
+
+    images: int
+    classes: int
+    areas: int
+    width: int
+    unscored: bool
+
+
 def _expected_shapes(
-    arrays: Mapping[str, npt.NDArray[Any]],
-    n_images: int,
-    n_classes: int,
-    n_areas: int,
-    conv: Conventions,
-    unscored: bool,
-    source: str,
+    arrays: Mapping[str, npt.NDArray[Any]], layout: _Layout, source: str
 ) -> dict[str, tuple[tuple[int, ...], str]]:
     """Each array's shape and dtype kind, from the header and the counts."""
-    width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
+    n_images, n_classes, n_areas = layout.images, layout.classes, layout.areas
     count = arrays.get("pred_count")
     if count is None or count.shape != (n_images,) or count.dtype.kind != "u":
         raise StateError(f"{source}: array 'pred_count' is not one count per image")
@@ -239,8 +255,8 @@ def _expected_shapes(
         "ignored_pred": ((n_ignored,), "u"),
         "ignored_bits": ((n_ignored,), "u"),
     }
-    for prefix in ("", "unscored_") if unscored else ("",):
-        shapes[f"{prefix}image_values"] = ((n_images, width), "u")
+    for prefix in ("", "unscored_") if layout.unscored else ("",):
+        shapes[f"{prefix}image_values"] = ((n_images, layout.width), "u")
         shapes[f"{prefix}image_mean_iou"] = ((n_images,), "f")
         shapes[f"{prefix}class_counts"] = ((n_classes, 7), "u")
     return shapes
