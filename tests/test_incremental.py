@@ -22,6 +22,7 @@ from tests.test_batch import VARIANTS, assert_identical
 from vocmatch.core.model import ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, StateError
+from vocmatch.evaluation import incremental
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.result import Evaluation
@@ -324,6 +325,19 @@ def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -
     expected = fed(images, name).result()
     assert_identical(merged.result(), expected)
     assert expected.notes[0].endswith("have no score; they rank last for AP")
+
+
+def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a batch of boxes the images added are matched and their boxes let go; the
+    result is the same as matching them all at once."""
+    gt, pred = random_dataset(8, images=12)
+    pred = unscored_images(pred, 8)
+    whole = fed(arrays_of(gt, pred), "coco").result()
+    monkeypatch.setattr(incremental, "MATCH_BATCH", 40)
+    batched = fed(arrays_of(gt, pred), "coco")
+    assert len(batched._parts) < 12 and len(batched._records) > 1
+    assert_identical(batched.result(), whole)
+    assert_identical(batched.result(), single_run(gt, pred, protocol("coco")))
 
 
 def tied_images(n: int) -> Images:

@@ -9,7 +9,8 @@ torchmetrics' layout (:meth:`Evaluator.add_batch`). :meth:`Evaluator.result` giv
 Shards of a dataset are evaluated apart and merged (:meth:`Evaluator.merge`, or a saved state
 read back with :meth:`Evaluator.load`): any partition of the images, merged in any order, gives
 the result of a single run bit for bit. The images added are matched where they were added,
-when the state is first needed (saved, merged or evaluated), and only their match records
+a batch at a time (once :data:`MATCH_BATCH` boxes wait, or when the state is needed: saved,
+merged or evaluated), their boxes then let go, and only their match records
 travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and match flags;
 per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
 of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
@@ -104,6 +105,19 @@ class _Images:
         )
 
 
+#: Boxes added (ground truth and predictions) that are matched at once: the images added
+#: wait, boxes and all, until this many have come or the state is needed.
+MATCH_BATCH = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Flags:
+    """An image's per-object flags as given: ``difficult`` and ``crowd``, each or None."""
+
+    difficult: Any
+    crowd: Any
+
+
 _EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
     "gt_count": np.zeros(0, dtype=np.int64),
     "pred_count": np.zeros(0, dtype=np.int64),
@@ -164,6 +178,8 @@ class Evaluator:
         # Images added and not matched yet; the records of those matched (or merged).
         self._parts: list[_Images] = []
         self._records: list[MatchRecords] = []
+        self._boxes_added = 0
+        self._match_batch = MATCH_BATCH
         self._keys: set[str] = set()
 
     def __len__(self) -> int:
@@ -211,40 +227,12 @@ class Evaluator:
             InputError: An array has the wrong shape or values, a label has no name, or the
                 image was added already.
         """
-        key = str(image_id)
-        if key in self._keys:
-            raise InputError(f"image {key!r} was added already")
-        g_boxes = _boxes(gt_boxes, "gt_boxes")
-        p_boxes = _boxes(pred_boxes, "pred_boxes")
-        n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
-        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
-        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
-        if pred_scores is None:
-            scores = np.full(n_pred, np.nan)
-        else:
-            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
-            if np.isinf(scores).any():
-                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
-        flag = np.zeros(n_gt, dtype=bool)
-        for given, name in ((difficult, "difficult"), (crowd, "crowd")):
-            if given is not None:
-                flag |= _vector(given, n_gt, name).astype(bool)
-        self._parts.append(
-            _Images(
-                (key,),
-                (key,),
-                (key,),
-                np.array([n_gt], dtype=np.int64),
-                np.array([n_pred], dtype=np.int64),
-                g_boxes,
-                g_labels,
-                flag,
-                p_boxes,
-                scores,
-                p_labels,
+        self._append(
+            self._image(
+                str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
+                _Flags(difficult, crowd),
             )
-        )
-        self._keys.add(key)
+        )  # fmt: skip
 
     def add_batch(
         self,
@@ -311,16 +299,18 @@ class Evaluator:
                 continue
             g = selection.gt_rows[gt_bounds[j] : gt_bounds[j + 1]]
             p = selection.pred_rows[pred_bounds[j] : pred_bounds[j + 1]]
-            self.add(
+            image = self._image(
                 gt.keys[i], gt.boxes[g], gt_names[gt.labels[g]], pred.boxes[p], pred.scores[p],
-                pred_names[pred.labels[p]], difficult=gt.difficult[g],
+                pred_names[pred.labels[p]], _Flags(gt.difficult[g], None),
             )  # fmt: skip
             # The files the image was read from, as the report of a single run names them.
             q = selection.pred_of_image[j]
-            self._parts[-1] = dataclasses.replace(
-                self._parts[-1],
-                gt_paths=(gt.paths[i],),
-                pred_paths=(pred.paths[q] if q is not None else None,),
+            self._append(
+                dataclasses.replace(
+                    image,
+                    gt_paths=(gt.paths[i],),
+                    pred_paths=(pred.paths[q] if q is not None else None,),
+                )
             )
 
     def result(
@@ -349,23 +339,81 @@ class Evaluator:
         )  # fmt: skip
 
     def _matched(self) -> MatchRecords:
-        """The records of every image: those added since are matched now (in one run of the
-        engine's stages), and all kept joined, for the next call."""
-        if self._parts:
-            gt, pred = _columns(_Images.join(self._parts), tuple(self._names))
-            self._records.append(
-                match_records(
-                    gt,
-                    pred,
-                    self.conventions,
-                    fold_case=self.fold_case,
-                    score_thresholds=self.score_thresholds,
-                )
-            )
-            self._parts = []
+        """The records of every image: those added since are matched now, and all kept
+        joined, for the next call."""
+        self._match_added()
         records = MatchRecords.join(self._records, self.conventions)
         self._records = [records]
         return records
+
+    def _image(
+        self,
+        key: str,
+        gt_boxes: Any,
+        gt_labels: Any,
+        pred_boxes: Any,
+        pred_scores: Any,
+        pred_labels: Any,
+        flags: _Flags,
+    ) -> _Images:
+        """One image's arrays, checked (see :meth:`add`), its paths its key."""
+        if key in self._keys:
+            raise InputError(f"image {key!r} was added already")
+        g_boxes = _boxes(gt_boxes, "gt_boxes")
+        p_boxes = _boxes(pred_boxes, "pred_boxes")
+        n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
+        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
+        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
+        if pred_scores is None:
+            scores = np.full(n_pred, np.nan)
+        else:
+            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
+            if np.isinf(scores).any():
+                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
+        flag = np.zeros(n_gt, dtype=bool)
+        for given, name in ((flags.difficult, "difficult"), (flags.crowd, "crowd")):
+            if given is not None:
+                flag |= _vector(given, n_gt, name).astype(bool)
+        return _Images(
+            (key,),
+            (key,),
+            (key,),
+            np.array([n_gt], dtype=np.int64),
+            np.array([n_pred], dtype=np.int64),
+            g_boxes,
+            g_labels,
+            flag,
+            p_boxes,
+            scores,
+            p_labels,
+        )
+
+    def _append(self, image: _Images) -> None:
+        """Keep an image added; past a batch of boxes, match those waiting (their records
+        are kept instead of their boxes)."""
+        self._parts.append(image)
+        self._keys.update(image.keys)
+        self._boxes_added += int(image.gt_count.sum() + image.pred_count.sum())
+        if self._boxes_added >= self._match_batch:
+            self._match_added()
+
+    def _match_added(self) -> None:
+        """Match the images added since the last time (in one run of the engine's stages)
+        and keep their records instead of their boxes."""
+        if not self._parts:
+            return
+        gt, pred = _columns(_Images.join(self._parts), tuple(self._names))
+        self._records.append(
+            match_records(
+                gt,
+                pred,
+                self.conventions,
+                fold_case=self.fold_case,
+                score_thresholds=self.score_thresholds,
+            )
+        )
+        self._parts = []
+        self._boxes_added = 0
 
     def merge(self, other: Evaluator) -> None:
         """Take in another evaluator's images (``other`` is left as it is).
