@@ -560,6 +560,26 @@ def edited_array(data: bytes, name: str, edit: Any) -> bytes:
     raise KeyError(name)
 
 
+def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
+    """The state with one array replaced, dtype and shape included, its header's table,
+    length and checksum made right again (a crafted file, consistent in every way a
+    checksum can see)."""
+    size = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + size])
+    offset, parts = 16 + size, []
+    for entry in header["arrays"]:
+        dtype = np.dtype(entry["dtype"])
+        nbytes = dtype.itemsize * int(np.prod(entry["shape"], dtype=np.int64))
+        if entry["name"] == name:
+            entry["dtype"], entry["shape"] = values.dtype.str, list(values.shape)
+            parts.append(values.tobytes())
+        else:
+            parts.append(data[offset : offset + nbytes])
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    return with_crc(data[:12] + len(text).to_bytes(4, "little") + text + b"".join(parts))
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -640,6 +660,11 @@ def edited_array(data: bytes, name: str, edit: Any) -> bytes:
             lambda d: crafted_header(d, b'"name":"pred_area"', b'"name":"pred_boxes"'),
             r"corrupted \(arrays .*'pred_boxes'.*, expected",
             id="unknown-array",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**63, 2**63, 68, 0], dtype="<u8")),
+            "array 'pred_count' holds counts no file could hold",
+            id="counts-that-wrap",
         ),
         pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),

@@ -133,6 +133,8 @@ def _checked_images(
     for name in ("gt_count", "pred_count"):
         if arrays[name].shape != (n_images,):
             raise StateError(f"{source}: array {name!r} is not one count per image")
+        if arrays[name].size and int(arrays[name].max()) >= 1 << 48:  # sums fit an int64
+            raise StateError(f"{source}: array {name!r} holds counts no file could hold")
     n_gt = int(arrays["gt_count"].astype(np.int64).sum()) if n_images else 0
     n_pred = int(arrays["pred_count"].astype(np.int64).sum()) if n_images else 0
     shapes = {

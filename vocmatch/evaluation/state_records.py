@@ -52,7 +52,8 @@ __all__ = ["records_of_state", "state_of_records"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-_COUNTS = ("image_values", "image_mean_iou", "class_counts")
+#: Above any real count of an image's predictions; keeps the counts' sum within an int64.
+_MAX_COUNT = 1 << 48
 
 
 def state_of_records(
@@ -240,6 +241,8 @@ def _expected_shapes(
     count = arrays.get("pred_count")
     if count is None or count.shape != (n_images,) or count.dtype.kind != "u":
         raise StateError(f"{source}: array 'pred_count' is not one count per image")
+    if count.size and int(count.max()) >= _MAX_COUNT:  # their sum would not fit an int64
+        raise StateError(f"{source}: array 'pred_count' holds counts no file could hold")
     n_pred = int(count.astype(np.int64).sum()) if n_images else 0
     ignored = arrays.get("ignored_pred")
     n_ignored = ignored.shape[0] if ignored is not None and ignored.ndim == 1 else -1
