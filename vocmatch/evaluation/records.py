@@ -531,8 +531,10 @@ def _coco(
     class_ap: dict[int, list[float]] = {}
     levels = np.arange(n_t, dtype=np.int64)
     for a in range(len(COCO_AREAS)):
-        bits = (preds.coco_matched[:, a, None] >> levels) & 1
-        hit_pred, hit_t = np.nonzero(bits)
+        # Few predictions match: unpack the flags of those alone.
+        matched = np.flatnonzero(preds.coco_matched[:, a])
+        rows, hit_t = np.nonzero((preds.coco_matched[matched, a, None] >> levels) & 1)
+        hit_pred = matched[rows]
         hit_ignored = ((preds.coco_ignored[hit_pred, a] >> hit_t) & 1).astype(bool)
         matches = AreaMatches(
             hit_pred, hit_t, hit_ignored, ((preds.area >> a) & 1) == 0, records.coco_gt[:, a]
