@@ -4,7 +4,9 @@ states of any partition of the images, in any order, gives the single run's resu
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.oracle import random_dataset, without_scores
-from tests.test_batch import assert_identical
+from tests.test_batch import VARIANTS, assert_identical
 from vocmatch.core.model import ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, StateError
+from vocmatch.evaluation import incremental
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.result import Evaluation
@@ -220,30 +223,175 @@ def shards(images: Images, parts: list[int], seed: int) -> list[Images]:
     return dealt
 
 
-@settings(max_examples=25, deadline=None)
+def unscored_images(annotations: AnnotationSet, seed: int) -> AnnotationSet:
+    """The same set with every score of about half of the images removed (those images'
+    predictions all lack one, the others' all have one)."""
+    rng = random.Random(seed)
+    return replace(
+        annotations,
+        annotations=tuple(
+            a
+            if rng.random() < 0.5
+            else replace(a, boxes=tuple(replace(b, score=None) for b in a.boxes))
+            for a in annotations.annotations
+        ),
+    )
+
+
+def with_odd_values(annotations: AnnotationSet, seed: int) -> AnnotationSet:
+    """The same set with a few boxes moved to negative coordinates and a few scores above 1,
+    in several images (the notes count them across shards)."""
+    rng = random.Random(seed)
+    images = []
+    for a in annotations.annotations:
+        boxes = list(a.boxes)
+        if boxes and rng.random() < 0.3:
+            b = boxes[0]
+            boxes[0] = replace(b, x1=b.x1 - 500, x2=b.x2 - 490)
+        if boxes and boxes[-1].score is not None and rng.random() < 0.3:
+            boxes[-1] = replace(boxes[-1], score=1.5)
+        images.append(replace(a, boxes=tuple(boxes)))
+    return replace(annotations, annotations=tuple(images))
+
+
+SCORES = ("all", "none", "some", "some-images")
+OPTIONS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "thresholds-fold-case": {
+        "fold_case": True,
+        "score_thresholds": ScoreThresholds(0.3, (("dog", 0.6),)),
+    },
+}
+
+
+def scored_as(pred: AnnotationSet, scores: str, seed: int) -> AnnotationSet:
+    if scores == "none":
+        return without_scores(pred)
+    if scores == "some":
+        return without_scores(pred, share=0.3, seed=seed)
+    if scores == "some-images":
+        return unscored_images(pred, seed)
+    return pred
+
+
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     name=st.sampled_from(PROTOCOLS),
     n_shards=st.integers(1, 5),
-    scored=st.booleans(),
+    scores=st.sampled_from(SCORES),
+    options=st.sampled_from(sorted(OPTIONS)),
     through_bytes=st.booleans(),
 )
 def test_merging_any_partition_equals_the_single_run(
-    seed: int, name: str, n_shards: int, scored: bool, through_bytes: bool
+    seed: int, name: str, n_shards: int, scores: str, options: str, through_bytes: bool
 ) -> None:
-    """Shards fed in any order, merged in any order (directly or through saved bytes)."""
-    gt, pred = random_dataset(seed, images=8)
-    if not scored:
-        pred = without_scores(pred)
+    """Shards fed in any order, merged in any order (directly or through saved bytes), with
+    difficult (crowd) objects, scored, unscored and partly scored predictions (within images
+    and image by image), tied scores, odd values, score thresholds and folded case."""
+    gt, pred = random_dataset(seed, images=8, classes=("Cat", "cat", "dog", "fish"))
+    pred = scored_as(pred, scores, seed)
+    gt, pred = with_odd_values(gt, seed), with_odd_values(pred, seed + 1)
+    extra = OPTIONS[options]
     images = arrays_of(gt, pred)
-    expected = single_run(gt, pred, protocol(name))
-    evaluators = [fed(shard, name) for shard in shards(images, [0] * n_shards, seed)]
+    evaluators = [fed(shard, name, **extra) for shard in shards(images, [0] * n_shards, seed)]
     if through_bytes:
         evaluators = [Evaluator.from_bytes(e.to_bytes()) for e in evaluators]
     random.Random(seed).shuffle(evaluators)
     merged = evaluators[0]
     for other in evaluators[1:]:
         merged.merge(other)
+    try:
+        expected = single_run(gt, pred, protocol(name), **extra)
+    except InputError as error:  # a score threshold without any score: the same refusal
+        with pytest.raises(InputError, match=re.escape(str(error))):
+            merged.result()
+        return
+    assert_identical(merged.result(), expected)
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -> None:
+    """A shard whose predictions have no score was matched as if unscored would be paired
+    (highest IoU first); merged with a scored shard, its predictions rank last as in one run."""
+    gt, pred = random_dataset(11, images=10)
+    images = arrays_of(gt, pred)
+    for _, _, detections in images[5:]:
+        detections["scores"] = np.full(detections["scores"].shape, np.nan)
+    unscored = fed(images[5:], name)
+    assert unscored.result().classes[0].curve is None  # alone: no ranking, no curve
+    merged = fed(images[:5], name)
+    merged.merge(Evaluator.from_bytes(unscored.to_bytes()))
+    expected = fed(images, name).result()
+    assert_identical(merged.result(), expected)
+    assert expected.notes[0].endswith("have no score; they rank last for AP")
+
+
+def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a batch of boxes the images added are matched and their boxes let go; the
+    result is the same as matching them all at once."""
+    gt, pred = random_dataset(8, images=12)
+    pred = unscored_images(pred, 8)
+    whole = fed(arrays_of(gt, pred), "coco").result()
+    monkeypatch.setattr(incremental, "MATCH_BATCH", 40)
+    batched = fed(arrays_of(gt, pred), "coco")
+    assert len(batched._parts) < 12 and len(batched._records) > 1
+    assert_identical(batched.result(), whole)
+    assert_identical(batched.result(), single_run(gt, pred, protocol("coco")))
+
+
+def tied_images(n: int) -> Images:
+    """``n`` images, each with one object and two predictions of the same score, the first
+    a miss and the second a hit: AP depends on ranking ties in image then file order."""
+    images = []
+    for i in range(n):
+        gt = {
+            "boxes": np.array([[0.0, 0, 10, 10]]),
+            "labels": ["cat"],
+            "difficult": np.zeros(1, bool),
+        }
+        pred = {
+            "boxes": np.array([[50.0, 50, 60, 60], [0.0, 0, 10, 10]])
+            if i % 2
+            else np.array([[0.0, 0, 10, 10], [50.0, 50, 60, 60]]),
+            "scores": np.array([0.5, 0.5]),
+            "labels": ["cat", "cat"],
+        }
+        images.append((f"k{i:02d}", gt, pred))
+    return images
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_ties_rank_in_image_then_file_order_across_shards(name: str) -> None:
+    """Equal scores rank by image key, then file order, whichever shard holds the image and
+    in whatever order shards are merged (a hit before a miss or after changes AP)."""
+    images = tied_images(6)
+    whole = fed(images, name).result()
+    # Shards holding the later keys first, each fed in reverse.
+    first, second = fed(images[3:][::-1], name), fed(images[:3][::-1], name)
+    first.merge(Evaluator.from_bytes(second.to_bytes()))
+    assert_identical(first.result(), whole)
+    curve = whole.classes[0].curve
+    assert curve is not None
+    # Keys k00 (hit first), k01 (miss first), ...: the ranking alternates from a hit.
+    assert curve.precision[:2].tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("scores", SCORES)
+def test_merged_shards_equal_the_single_run_under_every_convention(
+    variant: str, scores: str
+) -> None:
+    """Strict thresholds, the devkit's match rule, counted difficult objects, crowd regions,
+    max_dets, all-point AP over COCO's thresholds: three shards merged through bytes."""
+    gt, pred = random_dataset(21, images=12)
+    pred = scored_as(pred, scores, 21)
+    conv = VARIANTS[variant]
+    expected = single_run(gt, pred, conv)
+    parts = [fed(shard, conv) for shard in shards(arrays_of(gt, pred), [0, 0, 0], 21)]
+    merged = Evaluator.from_bytes(parts[2].to_bytes())
+    for part in parts[:2]:
+        merged.merge(Evaluator.from_bytes(part.to_bytes()))
     assert_identical(merged.result(), expected)
 
 
@@ -309,16 +457,71 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert loaded.to_bytes() == evaluator.to_bytes()
 
 
-def test_state_stores_exact_values_in_narrow_dtypes() -> None:
-    """float32 where exact (integer boxes), float64 where not (scores such as 0.3)."""
-    evaluator = Evaluator()
-    evaluator.add(
-        "a", [[0, 0, 10, 10]], ["cat"], [[1, 1, 9, 9], [0.1, 0, 3, 3]], [0.5, 0.3], ["cat", "cat"]
+def array_table(data: bytes) -> dict[str, tuple[str, list[int]]]:
+    """The arrays a state declares: name -> (dtype, shape)."""
+    size = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + size])
+    return {a["name"]: (a["dtype"], a["shape"]) for a in header["arrays"]}
+
+
+def test_state_holds_match_records_and_no_boxes() -> None:
+    """Per prediction its class, score and flags; no array of boxes (nothing of shape
+    (N, 4)), scores exact (float64 where float32 is not), the rest in narrow dtypes."""
+    gt, pred = random_dataset(4, images=6)
+    table = array_table(fed(arrays_of(gt, pred), "coco").to_bytes())
+    assert not any("box" in name for name in table)
+    assert not any(shape[-1:] == [4] and name != "coco_gt" for name, (_, shape) in table.items())
+    assert table["pred_score"][0] == "<f8"  # scores such as 0.3 are not float32
+    assert table["pred_label"][0] == "|u1"
+    assert table["pred_matched"][0] in ("|u1", "<u2")  # ten thresholds
+    n_pred = table["pred_label"][1][0]
+    # Area "all" is matched as the protocol's own matching here: read from pred_matched.
+    assert table["pred_coco"][1] == [n_pred, 3]
+    assert table["pred_coco_ignored"][1] == [n_pred, 3]
+
+
+def test_a_saved_state_takes_at_most_32_bytes_a_prediction() -> None:
+    """200 images of 100 predictions of 20 classes under coco (ten thresholds, four area
+    ranges), scores of float64 precision: the whole file, header included."""
+    rng = np.random.default_rng(0)
+    evaluator = Evaluator("coco")
+    names = [f"class{k}" for k in range(20)]
+    n_pred = 0
+    for i in range(200):
+        xy = rng.uniform(0, 500, (30, 2))
+        gt_boxes = np.concatenate([xy, xy + rng.uniform(5, 150, (30, 2))], axis=1)
+        gt_labels = rng.integers(0, 20, 30)
+        pick = rng.integers(0, 30, 100)
+        pred_boxes = gt_boxes[pick] + rng.normal(0, 6, (100, 4))
+        pred_labels = np.where(rng.random(100) < 0.9, gt_labels[pick], rng.integers(0, 20, 100))
+        evaluator.add(
+            f"img{i:04d}", gt_boxes, [names[k] for k in gt_labels], pred_boxes,
+            rng.random(100), [names[k] for k in pred_labels],
+            difficult=rng.random(30) < 0.05,
+        )  # fmt: skip
+        n_pred += 100
+    assert len(evaluator.to_bytes()) / n_pred < 32
+
+
+def test_a_version_1_state_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A file of the earlier format (which held boxes) is named with its version."""
+    path = tmp_path / "old.vms"
+    body = MAGIC + (1).to_bytes(4, "little") + (2).to_bytes(4, "little") + b"{}"
+    path.write_bytes(with_crc(body))
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path)
+    assert str(caught.value) == (
+        f"{path}: state format version 1; this vocmatch reads version {FORMAT_VERSION}"
     )
-    loaded = Evaluator.from_bytes(evaluator.to_bytes())
-    _, pred = loaded.columns()
-    assert pred.boxes.tolist() == [[1, 1, 9, 9], [0.1, 0, 3, 3]]
-    assert pred.scores.tolist() == [0.5, 0.3]
+
+
+def array_bytes(data: bytes) -> int:
+    """The bytes of a state's arrays: all but the prefix, the header and the checksum."""
+    return len(data) - 16 - int.from_bytes(data[12:16], "little") - 4
+
+
+#: The arrays' bytes of :func:`small_state` (its four images hold 4 bytes of ``pred_count``).
+ARRAY_BYTES = array_bytes(small_state())
 
 
 def with_crc(body: bytes) -> bytes:
@@ -340,6 +543,43 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
     return with_crc(body)
 
 
+def edited_array(data: bytes, name: str, edit: Any) -> bytes:
+    """The state with one array's values changed by ``edit`` (given and giving a numpy
+    array of the same dtype and size), its checksum made right again."""
+    size = int.from_bytes(data[12:16], "little")
+    table = json.loads(data[16 : 16 + size])["arrays"]
+    offset = 16 + size
+    for entry in table:
+        dtype = np.dtype(entry["dtype"])
+        nbytes = dtype.itemsize * int(np.prod(entry["shape"], dtype=np.int64))
+        if entry["name"] == name:
+            values = np.frombuffer(data, dtype, nbytes // dtype.itemsize, offset).copy()
+            changed = np.asarray(edit(values), dtype=dtype).tobytes()
+            return with_crc(data[:offset] + changed + data[offset + nbytes : -4])
+        offset += nbytes
+    raise KeyError(name)
+
+
+def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
+    """The state with one array replaced, dtype and shape included, its header's table,
+    length and checksum made right again (a crafted file, consistent in every way a
+    checksum can see)."""
+    size = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + size])
+    offset, parts = 16 + size, []
+    for entry in header["arrays"]:
+        dtype = np.dtype(entry["dtype"])
+        nbytes = dtype.itemsize * int(np.prod(entry["shape"], dtype=np.int64))
+        if entry["name"] == name:
+            entry["dtype"], entry["shape"] = values.dtype.str, list(values.shape)
+            parts.append(values.tobytes())
+        else:
+            parts.append(data[offset : offset + nbytes])
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    return with_crc(data[:12] + len(text).to_bytes(4, "little") + text + b"".join(parts))
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -347,7 +587,8 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
         pytest.param(lambda d: b"PK\x03\x04" + d[4:], "no VMSTATE signature", id="magic"),
         pytest.param(
             lambda d: MAGIC + (FORMAT_VERSION + 1).to_bytes(4, "little") + d[12:],
-            "state format version 2; this vocmatch reads version 1",
+            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads version "
+            f"{FORMAT_VERSION}",
             id="version",
         ),
         pytest.param(lambda d: d[:-100], "checksum does not match", id="truncated"),
@@ -358,13 +599,18 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
             id="header-length",
         ),
         pytest.param(
-            lambda d: crafted_header(d, b'"shape":[', b'"shape":[99999999999,'),
-            "arrays declare 400000002726 bytes but the file holds 2734",
+            lambda d: crafted_header(
+                d,
+                b'"name":"pred_count","dtype":"|u1","shape":[',
+                b'"name":"pred_count","dtype":"|u1","shape":[99999999999,',
+            ),
+            f"arrays declare {ARRAY_BYTES - 4 + 99999999999 * 4} bytes but the file holds "
+            f"{ARRAY_BYTES}$",
             id="crafted-length",
         ),
         pytest.param(
             lambda d: crafted_header(d, b'"shape":[', b'"shape":[1,1,'),
-            r"array 'gt_count' declares shape \[1, 1, 4\]",
+            r"array 'image_values' declares shape \[1, 1, 4, 16\]",
             id="shape-rank",
         ),
         pytest.param(
@@ -382,8 +628,43 @@ def crafted_header(data: bytes, old: bytes, new: bytes) -> bytes:
                 b'"pred_paths":[',
                 b'"pred_paths":[null,',
             ),
-            "array 'gt_count' is not one count per image",
+            "array 'pred_count' is not one count per image",
             id="keys-disagree",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: np.full_like(v, 200)),
+            "array 'pred_label' names a class beyond the 4 listed",
+            id="class-beyond",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: v[::-1]),
+            "array 'pred_label' is not sorted within each image",
+            id="records-out-of-order",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 12)),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flags-beyond-thresholds",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 2.0)),
+            r"array 'image_mean_iou' holds values outside \[0, 1\]",
+            id="mean-iou",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_score", lambda v: np.full_like(v, np.inf)),
+            "array 'pred_score' holds infinite values",
+            id="infinite-score",
+        ),
+        pytest.param(
+            lambda d: crafted_header(d, b'"name":"pred_area"', b'"name":"pred_boxes"'),
+            r"corrupted \(arrays .*'pred_boxes'.*, expected",
+            id="unknown-array",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**63, 2**63, 68, 0], dtype="<u8")),
+            "array 'pred_count' holds counts no file could hold",
+            id="counts-that-wrap",
         ),
         pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),

@@ -4,11 +4,14 @@ The client lists the ground-truth and prediction files (local folders the worker
 or fsspec URLs: :mod:`vocmatch.readers.remote`) and splits the image keys into ``parts``
 deterministic parts: the ``k``-th part holds the keys whose place in key order is ``k``
 modulo ``parts``, as ``--shard`` splits them. Each task reads its part's files with the
-same reader as a local run, adds them to an :class:`~vocmatch.evaluation.incremental.Evaluator`
-and returns the state's bytes (:meth:`~vocmatch.evaluation.incremental.Evaluator.to_bytes`,
-a versioned format, never pickle) with the files it could not read. The client merges the
-states as they arrive and checks that the merged images are exactly the listed ones before
-anything is evaluated: a run never reports on part of the images.
+same reader as a local run and sends back bytes of a versioned format (never pickle) with the
+files it could not read. :func:`evaluate_on_dask` has each task match its images
+(:class:`~vocmatch.evaluation.incremental.Evaluator`) and send its state: match records, no
+boxes; the client merges the states and accumulates them. :func:`columns_on_dask`, for
+reports that need the boxes themselves, has each task send its part's columns
+(:mod:`vocmatch.evaluation.column_parts`). Either way the client checks that the merged
+images are exactly the listed ones before anything is evaluated: a run never reports on part
+of the images.
 
 A task whose worker is lost (killed, out of memory) is run again by Dask on another
 worker; a task that raises is run again up to ``retries`` times. A task that fails every
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import DistributedError, InputError, VocmatchError, no_annotation_files
+from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
@@ -71,6 +75,8 @@ class DaskOptions:
         score_thresholds: Per-class score thresholds, or None.
         max_bytes: Per-file size limit; larger files are skipped unread.
         storage_options: Options of the URLs' fsspec file systems.
+        records: Tasks send the evaluator state of their images (match records) rather
+            than their columns.
     """
 
     conventions: Conventions
@@ -78,6 +84,7 @@ class DaskOptions:
     score_thresholds: ScoreThresholds | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     storage_options: StorageOptions | None = None
+    records: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +109,8 @@ class PartResult:
     """What a task sends back.
 
     Attributes:
-        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`).
+        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`) with
+            ``records``, else their columns (:func:`~vocmatch.evaluation.column_parts.part_bytes`).
         gt_skipped: Ground-truth files that could not be read.
         pred_skipped: Prediction files that could not be read.
         orphans: ``(key, path)`` of prediction files without ground truth.
@@ -142,18 +150,24 @@ def split_parts(
 
 
 def part_state(part: Part, options: DaskOptions) -> PartResult:
-    """Read a part's files and give its evaluator state (the task run on a worker).
+    """Read a part's files and give its evaluator state, or its columns (the task run on a
+    worker).
 
     Raises:
-        InputError: A file holds rotated boxes or polygons (a state holds boxes).
+        InputError: A file holds rotated boxes or polygons.
     """
     read = location_reader(options.storage_options)
     gt = read_listed_columns(part.gt_files, options.max_bytes, read)
     pred = read_listed_columns(part.pred_files, options.max_bytes, read)
-    evaluator = Evaluator(
-        options.conventions, fold_case=options.fold_case, score_thresholds=options.score_thresholds
-    )
-    evaluator.add_columns(gt, pred)
+    if options.records:
+        evaluator = Evaluator(
+            options.conventions, fold_case=options.fold_case,
+            score_thresholds=options.score_thresholds,
+        )  # fmt: skip
+        evaluator.add_columns(gt, pred)
+        state = evaluator.to_bytes()  # matched here, on the worker
+    else:
+        state = part_bytes(gt, pred)
     unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
     gt_keys = set(gt.keys)
     orphans = tuple(
@@ -161,7 +175,7 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
         for key, path in zip(pred.keys, pred.paths, strict=True)
         if key not in gt_keys and key not in unreadable
     )
-    return PartResult(evaluator.to_bytes(), gt.skipped, pred.skipped, orphans)
+    return PartResult(state, gt.skipped, pred.skipped, orphans)
 
 
 @contextmanager
@@ -233,17 +247,93 @@ def columns_on_dask(
         DistributedError: A task failed on every try, or the merged images are not the
             listed ones.
     """
-    gt_listing = list_location(gt, options.storage_options)
-    pred_listing = list_location(pred, options.storage_options)
-    if not gt_listing.files:
-        raise no_annotation_files(os.fspath(gt), gt_listing.skipped)
+    listing = _Listing.of(gt, pred, options)
+    results = _on_cluster(
+        listing, dataclasses.replace(options, records=False), client, parts, retries
+    )
+    gt_columns, pred_columns = columns_of_parts(
+        [r.state for r in results], [f"the columns of task {k + 1}" for k in range(len(results))]
+    )
+    _check_images(gt_columns.keys, listing.expected(results))
+    return listing.columns(gt_columns, pred_columns, results)
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """The files of both sides, as the client listed them."""
+
+    gt: DirectoryListing
+    pred: DirectoryListing
+
+    @classmethod
+    def of(
+        cls, gt: str | os.PathLike[str], pred: str | os.PathLike[str], options: DaskOptions
+    ) -> _Listing:
+        """The files below ``gt`` and ``pred``.
+
+        Raises:
+            InputError: A location cannot be listed, or holds no annotation file.
+        """
+        gt_listing = list_location(gt, options.storage_options)
+        pred_listing = list_location(pred, options.storage_options)
+        if not gt_listing.files:
+            raise no_annotation_files(os.fspath(gt), gt_listing.skipped)
+        return cls(gt_listing, pred_listing)
+
+    def skipped(self, results: Sequence[PartResult]) -> tuple[list[SkippedFile], list[SkippedFile]]:
+        """The files skipped, by the listing and by the tasks: ground truth, predictions."""
+        gt = [*self.gt.skipped, *(s for r in results for s in r.gt_skipped)]
+        pred = [*self.pred.skipped, *(s for r in results for s in r.pred_skipped)]
+        return gt, pred
+
+    def expected(self, results: Sequence[PartResult]) -> list[str]:
+        """The keys the merged images must be: every ground-truth file read."""
+        gt_skipped, pred_skipped = self.skipped(results)
+        unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
+        return [k for k, _ in self.gt.files if k not in unreadable]
+
+    def columns(
+        self, gt: ColumnSet, pred: ColumnSet, results: Sequence[PartResult]
+    ) -> tuple[ColumnSet, ColumnSet]:
+        """The merged columns with what the reading found: skipped files, prediction files
+        without ground truth, the listing's notes."""
+        gt_skipped, pred_skipped = self.skipped(results)
+        orphans = sorted(o for r in results for o in r.orphans)
+        gt = dataclasses.replace(
+            gt, root=self.gt.root, skipped=_by_path(gt_skipped), notes=self.gt.notes
+        )
+        pred = dataclasses.replace(
+            _with_images(pred, orphans),
+            root=self.pred.root,
+            skipped=_by_path(pred_skipped),
+            notes=self.pred.notes,
+        )
+        return gt, pred
+
+
+def _on_cluster(
+    listing: _Listing, options: DaskOptions, client: Client, parts: int | None, retries: int
+) -> list[PartResult]:
+    """Every part's result: the keys split into ``parts`` parts (by default four per
+    worker thread), each read by a task."""
     if parts is None:
         threads = sum(client.nthreads().values()) or 1
         parts = PARTS_PER_THREAD * threads
-    keys = len({k for k, _ in gt_listing.files} | {k for k, _ in pred_listing.files})
-    shares = split_parts(gt_listing.files, pred_listing.files, max(1, min(parts, keys)))
-    results = _run_parts(client, shares, options, retries)
-    return _merged(results, gt_listing, pred_listing, options)
+    gt, pred = listing.gt.files, listing.pred.files
+    keys = len({k for k, _ in gt} | {k for k, _ in pred})
+    shares = split_parts(gt, pred, max(1, min(parts, keys)))
+    return _run_parts(client, shares, options, retries)
+
+
+def _check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
+    """Refuse merged images that are not exactly the listed ones."""
+    if list(merged) != list(expected):
+        lost = sorted(set(expected) - set(merged))
+        extra = sorted(set(merged) - set(expected))
+        raise DistributedError(
+            f"the merged states hold {len(merged):,} images, not the {len(expected):,} "
+            f"listed ({len(lost):,} missing, {len(extra):,} not listed); nothing reported"
+        )
 
 
 def evaluate_on_dask(
@@ -282,17 +372,23 @@ def evaluate_on_dask(
         InputError: A location cannot be listed, or holds no annotation file.
         DistributedError: A task failed on every try.
     """
-    from vocmatch.evaluation.engine import evaluate_columns
-
     conv = protocol(conventions) if isinstance(conventions, str) else conventions
-    options = DaskOptions(conv, fold_case, score_thresholds, max_bytes, storage_options)
-    gt_columns, pred_columns = columns_on_dask(
-        gt, pred, options, client=client, parts=parts, retries=retries
+    options = DaskOptions(
+        conv, fold_case, score_thresholds, max_bytes, storage_options, records=True
     )
-    return evaluate_columns(
-        gt_columns, pred_columns, conv, keep_matches=False, fold_case=fold_case,
-        score_thresholds=score_thresholds,
-    )  # fmt: skip
+    listing = _Listing.of(gt, pred, options)
+    results = _on_cluster(listing, options, client, parts, retries)
+    merged = Evaluator(conv, fold_case=fold_case, score_thresholds=score_thresholds)
+    for k, result in enumerate(results):
+        merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
+    _check_images(merged.keys, listing.expected(results))
+    gt_skipped, pred_skipped = listing.skipped(results)
+    orphans = sorted(o for r in results for o in r.orphans)
+    return merged.result(
+        skipped=[*_by_path(gt_skipped), *_by_path(pred_skipped)],
+        orphan_pred=[path for _, path in orphans],
+        reader_notes=[*listing.gt.notes, *listing.pred.notes],
+    )
 
 
 def _run_parts(
@@ -321,43 +417,6 @@ def _run_parts(
     finally:
         client.cancel(futures)
     return results
-
-
-def _merged(
-    results: Sequence[PartResult],
-    gt_listing: DirectoryListing,
-    pred_listing: DirectoryListing,
-    options: DaskOptions,
-) -> tuple[ColumnSet, ColumnSet]:
-    """The parts' states merged into columns, checked against the listing."""
-    merged = Evaluator(
-        options.conventions, fold_case=options.fold_case, score_thresholds=options.score_thresholds
-    )
-    for k, result in enumerate(results):
-        merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
-    gt_skipped = [*gt_listing.skipped, *(s for r in results for s in r.gt_skipped)]
-    pred_skipped = [*pred_listing.skipped, *(s for r in results for s in r.pred_skipped)]
-    unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
-    expected = [k for k, _ in gt_listing.files if k not in unreadable]
-    gt, pred = merged.columns()
-    if list(gt.keys) != expected:
-        lost = sorted(set(expected) - set(gt.keys))
-        extra = sorted(set(gt.keys) - set(expected))
-        raise DistributedError(
-            f"the merged states hold {len(gt.keys):,} images, not the {len(expected):,} "
-            f"listed ({len(lost):,} missing, {len(extra):,} not listed); nothing reported"
-        )
-    orphans = sorted(o for r in results for o in r.orphans)
-    gt = dataclasses.replace(
-        gt, root=gt_listing.root, skipped=_by_path(gt_skipped), notes=gt_listing.notes
-    )
-    pred = dataclasses.replace(
-        _with_images(pred, orphans),
-        root=pred_listing.root,
-        skipped=_by_path(pred_skipped),
-        notes=pred_listing.notes,
-    )
-    return gt, pred
 
 
 def _by_path(skipped: Sequence[SkippedFile]) -> tuple[SkippedFile, ...]:

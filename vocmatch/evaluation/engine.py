@@ -15,6 +15,12 @@ columns without a Python loop per image-class pair:
 * AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
   arrays in the same order, so every number is bit-identical (a test checks it).
 
+This module is the matching half (select, prepare, pair and match, the area ranges'
+matchings, per-image results); what crosses images, each class's ranking, AP, curve and
+pycocotools' accumulation, is in :mod:`vocmatch.evaluation.accumulate`, read from match
+flags, so that :mod:`vocmatch.evaluation.records` accumulates records merged from shards
+with the same functions.
+
 Predictions without scores (paired highest IoU first) and sets holding rotated boxes or
 polygons (exact region overlap) go through the reference evaluator.
 """
@@ -29,11 +35,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.ap import (
-    COCO_RECALL_THRESHOLDS,
-    average_precision,
-    precision_recall_curve,
-)
 from vocmatch.core.match import (
     Hits,
     MatchRule,
@@ -46,6 +47,18 @@ from vocmatch.core.model import Polygon, RotatedBox, SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation import pair_space as pairs
+from vocmatch.evaluation.accumulate import (
+    AreaMatches,
+    ClassCounts,
+    ClassRanking,
+    CocoOrder,
+    RankedFlags,
+    _segment_starts,
+    class_ap_values,
+    class_ranking,
+    class_results,
+    coco_area,
+)
 from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
 from vocmatch.evaluation.result import (
     COCO_AREAS,
@@ -59,7 +72,6 @@ from vocmatch.evaluation.result import (
     Outcome,
     SweepResult,
     case_notes,
-    class_result,
     finish,
     input_notes,
     score_notes,
@@ -69,8 +81,6 @@ from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["MatchedColumns", "evaluate_columns", "evaluate_matched", "fold_columns"]
-
-_MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
 
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
@@ -566,11 +576,6 @@ def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
     return odd
 
 
-def _segment_starts(keys: IntArray, n: int) -> IntArray:
-    """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
-    return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
-
-
 def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) -> IntArray:
     """The order of ``np.lexsort((-scores, cell))`` (by cell, then descending score, ties in
     array order), found faster from ``by_score``, the stable order by descending score: cell
@@ -582,16 +587,6 @@ def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) ->
     key[by_score] = np.arange(n)  # each score's rank
     key += cell.astype(np.int64) * n
     return np.argsort(key)
-
-
-def _ranked(
-    matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
-) -> tuple[BoolArray, FloatArray]:
-    # As vocmatch.evaluation.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
-    # then a stable sort by descending score. ``order`` is that stable sort of all of them;
-    # filtering it gives the stable sort of the kept ones.
-    selected = order[~ignored[order]]
-    return matched[selected], scores[selected]
 
 
 def _scores(scores: FloatArray, rows: IntArray) -> FloatArray:
@@ -1047,40 +1042,6 @@ def _sort_predictions(
 
 
 @dataclass(frozen=True, slots=True)
-class _ClassRanking:
-    """Each class's predictions, and their ranking by score.
-
-    Attributes:
-        order: ``(P,)`` the kept predictions by class, each class's in (image, rank) order,
-            as the reference concatenates them.
-        starts: ``(K + 1,)`` where each class's run starts in ``order``.
-        rankings: Each class's ranking (stable, by descending score).
-    """
-
-    order: IntArray
-    starts: IntArray
-    rankings: list[_Ranking]
-
-    def members(self, k: int) -> IntArray:
-        """Class ``k``'s predictions in (image, rank) order."""
-        return self.order[self.starts[k] : self.starts[k + 1]]
-
-    def ranked(self, k: int) -> IntArray:
-        """Class ``k``'s predictions in its ranking."""
-        return self.members(k)[self.rankings[k].order]
-
-
-def _class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> _ClassRanking:
-    """Every class's members and ranking, from the stable order of the kept predictions
-    by descending score; ``label`` ``(P,)`` is sorted by image-class cell."""
-    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
-    # rank).
-    order = np.argsort(label, kind="stable").astype(np.int32)
-    starts = _segment_starts(label[order], n_classes)
-    return _ClassRanking(order, starts, _rankings(by_score, label, order, starts))
-
-
-@dataclass(frozen=True, slots=True)
 class _Paired:
     """Every image-class paired and matched at every threshold (stage *pair and match*).
 
@@ -1092,7 +1053,7 @@ class _Paired:
 
     scan: _Scan
     matching: _Matching
-    ranking: _ClassRanking
+    ranking: ClassRanking
 
 
 def _pair_and_match(
@@ -1130,7 +1091,7 @@ def _pair_and_match(
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
-    return _Paired(scan, m, _class_ranking(by_score, pred.label, n_k))
+    return _Paired(scan, m, class_ranking(by_score, pred.label, n_k))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1404,6 +1365,21 @@ def _image_results(
     return image_results
 
 
+def _ranked_flags(
+    prepared: _Prepared, paired: _Paired, counted: _Counted, pred_score: FloatArray
+) -> RankedFlags:
+    """The kept predictions as AP and the curves read them: the evaluation threshold's
+    flags from ``counted``, any other's from the matching."""
+    m, levels = paired.matching, prepared.levels
+
+    def flags(level: int) -> tuple[BoolArray, BoolArray]:
+        if level == levels.evaluation:
+            return counted.matched, counted.ignored
+        return m.pred_flags(level)
+
+    return RankedFlags(paired.ranking, pred_score, flags, levels.index, levels.evaluation)
+
+
 def _class_ap(
     prepared: _Prepared,
     paired: _Paired,
@@ -1411,221 +1387,53 @@ def _class_ap(
     pred_score: FloatArray,
     coco_class_ap: dict[int, list[float]] | None,
 ) -> list[list[float]]:
-    """Stage *per class*: each class's AP at every AP threshold of the protocol (none for a
-    class without ground truth that counts, or without scores).
+    """Stage *per class*: each class's AP at every AP threshold of the protocol
+    (:func:`vocmatch.evaluation.accumulate.class_ap_values`)."""
+    n_class_gt: list[int] = prepared.gt.per_class(len(prepared.class_names))[0].tolist()
+    ranked = _ranked_flags(prepared, paired, counted, pred_score)
+    return class_ap_values(prepared.conventions, ranked, n_class_gt, prepared.scored, coco_class_ap)
 
-    With pycocotools' numbers at hand (``coco_class_ap``, given only when the area "all"
-    entry is the class's COCO AP) they are read from there; otherwise one threshold at a
-    time, for every class.
-    """
-    conv, ranking, m = prepared.conventions, paired.ranking, paired.matching
+
+def _class_counts(prepared: _Prepared, ranking: ClassRanking, counted: _Counted) -> ClassCounts:
+    """Each class's counts at the IoU threshold; with score thresholds, of the predictions
+    that pass."""
     n_k = len(prepared.class_names)
-    n_class_gt: list[int] = prepared.gt.per_class(n_k)[0].tolist()
-    ap_values: list[list[float]] = [[] for _ in range(n_k)]
-    if coco_class_ap is not None:
-        for k in range(n_k):
-            if n_class_gt[k] > 0:
-                ap_values[k] = coco_class_ap[k]
-        return ap_values
-    if not prepared.scored or not any(n > 0 for n in n_class_gt):
-        return ap_values
-    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-    for threshold in conv.ap_thresholds:
-        level = prepared.levels.index[threshold]
-        if level == prepared.levels.evaluation:
-            matched_l, ignored_l = counted.matched, counted.ignored
-        else:
-            matched_l, ignored_l = m.pred_flags(level)
-        for k in range(n_k):
-            if n_class_gt[k] == 0:
-                continue
-            members = ranking.members(k)
-            tp_level, ranked_scores = _ranked(
-                matched_l[members], ignored_l[members], pred_score[members],
-                ranking.rankings[k].order,
-            )  # fmt: skip
-            c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
-            ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
-        del matched_l, ignored_l
-    return ap_values
+    n_counting, n_ignored = prepared.gt.per_class(n_k)
+    label = prepared.pred.label
+    passing = counted.passing
+    tp = np.bincount(label[counted.counted], minlength=n_k)
+    if passing is None:
+        fp = np.bincount(label[~counted.matched], minlength=n_k)
+        missed = counted.missed[prepared.levels.evaluation]
+        fn = np.bincount(prepared.gt.label[missed], minlength=n_k)
+        n_pred = np.bincount(label, minlength=n_k)
+    else:
+        fp = np.bincount(label[~counted.matched & passing], minlength=n_k)
+        fn = n_counting - tp
+        n_pred = np.bincount(label[passing], minlength=n_k)
+    pred_ignored = np.bincount(label[counted.ignored_counted], minlength=n_k)
+    return ClassCounts(n_counting, n_ignored, n_pred, tp, fp, fn, pred_ignored)
 
 
 def _class_results(
     prepared: _Prepared,
-    ranking: _ClassRanking,
+    ranking: ClassRanking,
     counted: _Counted,
     pred_score: FloatArray,
     ap_values: list[list[float]],
 ) -> list[ClassResult]:
     """Each class's counts at the IoU threshold, its curve, and its AP from ``ap_values``
     (see :func:`_class_ap`)."""
-    conv = prepared.conventions
-    # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
-    at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
-    at75 = (
-        conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
+    levels = prepared.levels
+    # Only the evaluation threshold's flags are read: the curve's.
+    ranked = RankedFlags(
+        ranking, pred_score, lambda _: (counted.matched, counted.ignored), levels.index,
+        levels.evaluation,
+    )  # fmt: skip
+    counts = _class_counts(prepared, ranking, counted)
+    return class_results(
+        prepared.conventions, prepared.class_names, counts, ranked, ap_values, prepared.scored
     )
-    n_counting, n_ignored = prepared.gt.per_class(len(prepared.class_names))
-    n_class_gt: list[int] = n_counting.tolist()
-    missed_t = counted.missed[prepared.levels.evaluation]
-    passing = counted.passing
-    classes = []
-    for k, name in enumerate(prepared.class_names):
-        members = ranking.members(k)
-        tp = int(np.count_nonzero(counted.counted[members]))
-        if passing is None:
-            fp = int(np.count_nonzero(~counted.matched[members]))
-            fn = int(np.count_nonzero(missed_t[prepared.gt.label == k]))
-            n_class_pred = members.size
-        else:
-            fp = int(np.count_nonzero(~counted.matched[members] & passing[members]))
-            fn = n_class_gt[k] - tp
-            n_class_pred = int(np.count_nonzero(passing[members]))
-        # Without scores there is no ranking: neither a curve nor AP.
-        curve = None
-        ap = None
-        if prepared.scored:
-            tp_ranked, ranked_scores = _ranked(
-                counted.matched[members], counted.ignored[members], pred_score[members],
-                ranking.rankings[k].order,
-            )  # fmt: skip
-            curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
-            ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
-        values = ap_values[k] if prepared.scored and n_class_gt[k] > 0 else []
-        classes.append(
-            class_result(
-                name, n_class_gt[k], int(n_ignored[k]), n_class_pred, tp, fp, fn, ap, curve,
-                pred_ignored=int(np.count_nonzero(counted.ignored_counted[members])),
-                ap50=values[at50] if at50 is not None and values else None,
-                ap75=values[at75] if at75 is not None and values else None,
-            )
-        )  # fmt: skip
-    return classes
-
-
-def _rankings(
-    by_score: IntArray,
-    p_class: IntArray,
-    class_order: IntArray,
-    class_starts: IntArray,
-) -> list[_Ranking]:
-    """Each class's ranking, from the stable order of all predictions by descending score.
-
-    A class's members (``class_order``) are in (image, rank) order, so among equal scores in
-    file order, as in ``by_score``: the stable sort of a class's scores is ``by_score``
-    restricted to the class. A stable sort by class (a radix sort on 16-bit class indices)
-    does that for every class at once.
-    """
-    n_k = class_starts.size - 1
-    classes = p_class[by_score]
-    ranked = by_score[
-        np.argsort(classes.astype(np.int16) if n_k < 2**15 else classes, kind="stable")
-    ]
-    # Each prediction's place among its class's members.
-    member_place = np.empty(by_score.size, dtype=np.int32)
-    member_place[class_order] = np.arange(by_score.size) - np.repeat(
-        class_starts[:-1], np.diff(class_starts)
-    )
-    return [
-        _Ranking(member_place[segment])
-        for segment in (ranked[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranking:
-    """A class's predictions in pycocotools' ranking: stable, by descending score."""
-
-    order: IntArray  # member index at each ranked position
-
-
-def _coco_accumulate_sparse(
-    n_gt: int,
-    rank_sorted: IntArray,
-    ranked_out: BoolArray,
-    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
-) -> tuple[FloatArray, FloatArray]:
-    """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
-
-    An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
-    whatever the threshold; so the counted predictions up to a place are those inside the
-    range, corrected at the few matched ones (a match counts unless its object is ignored,
-    inside the range or not). Same integers, same operations: identical values. All
-    thresholds are handled at once, their matches laid end to end.
-
-    Args:
-        n_gt: Ground truth that counts in this area range.
-        rank_sorted: Each of the class's predictions' rank within its image-class, in
-            ranked order (pycocotools' maxDets keep those below the limit).
-        ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
-        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
-            each matched an ignored object, and whether it lies outside the area range.
-
-    Returns:
-        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
-    """
-    n_t = len(hits)
-    precision = np.zeros((n_t, 101, len(_MAX_DETS)))
-    recall = np.zeros((n_t, len(_MAX_DETS)))
-    eps = float(np.spacing(1))
-    all_places = np.concatenate([h[0] for h in hits])
-    all_ignored = np.concatenate([h[1] for h in hits])
-    all_out = np.concatenate([h[2] for h in hits])
-    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
-    # Recall after k true positives is k / n_gt whatever the threshold: the place where each
-    # of the 101 recall levels is first reached is the same for every threshold, and the
-    # interpolated precision is the best precision from there on (a suffix maximum, taken
-    # over blocks that start at those places).
-    reach = np.searchsorted(
-        np.arange(1, max(all_places.size, 1) + 1, dtype=np.float64) / n_gt,
-        COCO_RECALL_THRESHOLDS,
-        side="left",
-    )
-    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
-    block_of_level = np.searchsorted(block_starts, reach)
-    for m, max_det in enumerate(_MAX_DETS):
-        selected = rank_sorted < max_det
-        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
-        n_base = int(base[-1]) if base.size else 0
-        keep = selected[all_places]
-        places, threshold = all_places[keep], all_threshold[keep]
-        true = ~all_ignored[keep]
-        # Counted as matched minus counted as unmatched, at each matched place, running
-        # within each threshold's run.
-        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
-        # The running total at the end of each threshold's run, and before it.
-        run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
-        run_total = np.concatenate([[0], running])[run_end]
-        before = np.concatenate([[0], run_total[:-1]])
-        delta = running - before[threshold]
-        n_tp = np.bincount(threshold[true], minlength=n_t)
-        n_counted = n_base + (run_total - before)
-        # No ranked prediction at all leaves recall 0 (and then there is no TP either).
-        recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
-        # Precision at each true positive, k counted from 1 within its threshold.
-        tp_threshold = threshold[true]
-        tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
-        k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
-        counted_upto = base[places[true]] + delta[true]
-        tp_sum = k.astype(np.float64)
-        fp_sum = (counted_upto - k).astype(np.float64)
-        pr = tp_sum / (tp_sum + fp_sum + eps)
-        # Blocks of each threshold: those starting before its last true positive.
-        n_blocks = np.searchsorted(block_starts, n_tp, side="left")
-        block_threshold = np.repeat(np.arange(n_t), n_blocks)
-        block_index = np.arange(block_threshold.size) - np.repeat(
-            np.cumsum(n_blocks) - n_blocks, n_blocks
-        )
-        if block_threshold.size == 0:
-            continue
-        maxima = np.full((n_t, block_starts.size), -1.0)
-        maxima[block_threshold, block_index] = np.maximum.reduceat(
-            pr, tp_first[block_threshold] + block_starts[block_index]
-        )
-        envelope = np.maximum.accumulate(maxima[:, ::-1], axis=1)[:, ::-1]
-        reached = reach[None, :] < n_tp[:, None]  # (T, 101)
-        precision[:, :, m] = np.where(reached, envelope[:, block_of_level], 0.0)
-    return precision, recall
 
 
 def _coco(
@@ -1633,69 +1441,32 @@ def _coco(
 ) -> tuple[CocoStats, dict[int, list[float]]]:
     """Stage *COCO*: pycocotools' 12 numbers, and for each class with ground truth its AP at
     each threshold as pycocotools' precision gives it (area all, maxDets 100). Each area
-    range is matched again, then accumulated class by class: pycocotools' ``(T, 101, K, A,
-    M)`` precision array is never built (48 GB for 50,000 classes under ten thresholds)."""
-    conv, scan, ranking = prepared.conventions, paired.scan, paired.ranking
-    rank, p_class, p_area = prepared.pred.rank, prepared.pred.label, areas.pred
-    g_ignore, g_crowd, g_class, g_area = (
-        prepared.gt.ignore,
-        prepared.gt.crowd,
-        prepared.gt.label,
-        areas.gt,
-    )
-    n_pred, n_k = p_class.size, len(prepared.class_names)
+    range is matched again, then accumulated class by class
+    (:func:`vocmatch.evaluation.accumulate.coco_area`): pycocotools' ``(T, 101, K, A, M)``
+    precision array is never built (48 GB for 50,000 classes under ten thresholds)."""
+    conv, scan = prepared.conventions, paired.scan
+    gt, pred = prepared.gt, prepared.pred
+    n_k = len(prepared.class_names)
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
-    n_t = thresholds.size
     summary = CocoSummary(thresholds)
     class_ap: dict[int, list[float]] = {}
-    # A prediction's place in its class's ranking.
-    position = np.zeros(n_pred, dtype=np.int32)
-    for k in range(n_k):
-        ranked = ranking.ranked(k)
-        position[ranked] = np.arange(ranked.size)
+    order = CocoOrder.of(paired.ranking, pred.label, pred.rank, thresholds.size)
     for a, (low, high) in enumerate(COCO_AREAS):
         stage(f"COCO area {_AREA_NAMES[a]}")
-        ignore = g_ignore | (g_area < low) | (g_area > high)
+        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         m = _match(
-            scan, rank, ignore, g_crowd, thresholds, conv.match_rule, conv.strict_threshold,
-            prepared.scored,
+            scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
         )  # fmt: skip
-        pred_out = (p_area < low) | (p_area > high)
-        gt_counting = np.bincount(g_class[~ignore], minlength=n_k)
-        # Matched predictions are few: take them sparse, by class, threshold and place.
-        # int64 before the combined key below: class x threshold x place exceeds int32.
-        hit_class = p_class[m.hit_pred].astype(np.int64)
-        hit_position = position[m.hit_pred].astype(np.int64)
-        # (class, threshold, place) is unique per match: one integer key sorts them.
-        order = np.argsort((hit_class * n_t + m.hit_t) * max(n_pred, 1) + hit_position)
-        hit_class, hit_t = hit_class[order], m.hit_t[order]
-        hit_position = hit_position[order]
-        hit_ignored = ignore[m.hit_gt[order]]
-        hit_out = pred_out[m.hit_pred[order]]
-        starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
-        for k in range(n_k):
-            if gt_counting[k] == 0:
-                continue
-            ranked = ranking.ranked(k)
-            ranked_out = pred_out[ranked]
-            hits = [
-                (
-                    hit_position[starts[k * n_t + t] : starts[k * n_t + t + 1]],
-                    hit_ignored[starts[k * n_t + t] : starts[k * n_t + t + 1]],
-                    hit_out[starts[k * n_t + t] : starts[k * n_t + t + 1]],
-                )
-                for t in range(n_t)
-            ]
-            # Each ranked prediction's rank within its image-class (maxDets), taken here
-            # rather than held for every prediction.
-            rank_sorted = rank[ranked]
-            precision, recall = _coco_accumulate_sparse(
-                int(gt_counting[k]), rank_sorted, ranked_out, hits
-            )
-            summary.add(a, precision, recall)
-            if a == 0:
-                class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]
-        del m, hit_class, hit_t, hit_position, hit_ignored, hit_out, order  # before the next
+        matches = AreaMatches(
+            m.hit_pred,
+            m.hit_t,
+            ignore[m.hit_gt],
+            (areas.pred < low) | (areas.pred > high),
+            np.bincount(gt.label[~ignore], minlength=n_k),
+        )
+        coco_area(summary, a, matches, order, class_ap)
+        del m, matches  # before the next
     return summary.stats(), class_ap
 
 

@@ -8,10 +8,13 @@ torchmetrics' layout (:meth:`Evaluator.add_batch`). :meth:`Evaluator.result` giv
 
 Shards of a dataset are evaluated apart and merged (:meth:`Evaluator.merge`, or a saved state
 read back with :meth:`Evaluator.load`): any partition of the images, merged in any order, gives
-the result of a single run bit for bit, because the evaluation runs on the merged data at
-:meth:`Evaluator.result`. Version 1 of the state (:mod:`vocmatch.evaluation.state`) keeps
-each image's boxes, classes, scores and ``difficult`` flags, each column in the narrowest
-dtype that holds it exactly.
+the result of a single run bit for bit. The images added are matched where they were added,
+a batch at a time (once :data:`MATCH_BATCH` boxes wait, or when the state is needed: saved,
+merged or evaluated), their boxes then let go, and only their match records
+travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and match flags;
+per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
+of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
+records, each column in the narrowest dtype that holds it exactly.
 
 >>> import numpy as np
 >>> ev = Evaluator("voc12")
@@ -32,11 +35,14 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError, StateError
-from vocmatch.evaluation.engine import _select, evaluate_columns
+from vocmatch.evaluation.engine import _select
+from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.state import RawState, read_state, write_state
+from vocmatch.evaluation.state_records import records_of_state, state_of_records
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
@@ -98,11 +104,18 @@ class _Images:
             ),
         )
 
-    def relabelled(self, remap: IntArray) -> _Images:
-        """The same images with class indices mapped through ``remap``."""
-        return dataclasses.replace(
-            self, gt_labels=remap[self.gt_labels], pred_labels=remap[self.pred_labels]
-        )
+
+#: Boxes added (ground truth and predictions) that are matched at once: the images added
+#: wait, boxes and all, until this many have come or the state is needed.
+MATCH_BATCH = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Flags:
+    """An image's per-object flags as given: ``difficult`` and ``crowd``, each or None."""
+
+    difficult: Any
+    crowd: Any
 
 
 _EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
@@ -162,12 +175,21 @@ class Evaluator:
         else:
             self._table = {i: str(name) for i, name in enumerate(class_names)}
         self._names: dict[str, int] = {}
+        # Images added and not matched yet; the records of those matched (or merged).
         self._parts: list[_Images] = []
+        self._records: list[MatchRecords] = []
+        self._boxes_added = 0
+        self._match_batch = MATCH_BATCH
         self._keys: set[str] = set()
 
     def __len__(self) -> int:
         """The images added."""
         return len(self._keys)
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the images added or merged, sorted."""
+        return sorted(self._keys)
 
     @property
     def class_names(self) -> dict[int, str]:
@@ -205,40 +227,12 @@ class Evaluator:
             InputError: An array has the wrong shape or values, a label has no name, or the
                 image was added already.
         """
-        key = str(image_id)
-        if key in self._keys:
-            raise InputError(f"image {key!r} was added already")
-        g_boxes = _boxes(gt_boxes, "gt_boxes")
-        p_boxes = _boxes(pred_boxes, "pred_boxes")
-        n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
-        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
-        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
-        if pred_scores is None:
-            scores = np.full(n_pred, np.nan)
-        else:
-            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
-            if np.isinf(scores).any():
-                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
-        flag = np.zeros(n_gt, dtype=bool)
-        for given, name in ((difficult, "difficult"), (crowd, "crowd")):
-            if given is not None:
-                flag |= _vector(given, n_gt, name).astype(bool)
-        self._parts.append(
-            _Images(
-                (key,),
-                (key,),
-                (key,),
-                np.array([n_gt], dtype=np.int64),
-                np.array([n_pred], dtype=np.int64),
-                g_boxes,
-                g_labels,
-                flag,
-                p_boxes,
-                scores,
-                p_labels,
+        self._append(
+            self._image(
+                str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
+                _Flags(difficult, crowd),
             )
-        )
-        self._keys.add(key)
+        )  # fmt: skip
 
     def add_batch(
         self,
@@ -289,8 +283,8 @@ class Evaluator:
                 place in key order is ``k - 1`` modulo ``n``.
 
         Raises:
-            InputError: The columns hold rotated boxes or polygons (a state holds boxes),
-                ``shard`` is out of range, or an image was added already.
+            InputError: The columns hold rotated boxes or polygons (an evaluator matches plain
+                boxes), ``shard`` is out of range, or an image was added already.
         """
         if gt.shapes or pred.shapes:
             raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
@@ -305,55 +299,121 @@ class Evaluator:
                 continue
             g = selection.gt_rows[gt_bounds[j] : gt_bounds[j + 1]]
             p = selection.pred_rows[pred_bounds[j] : pred_bounds[j + 1]]
-            self.add(
+            image = self._image(
                 gt.keys[i], gt.boxes[g], gt_names[gt.labels[g]], pred.boxes[p], pred.scores[p],
-                pred_names[pred.labels[p]], difficult=gt.difficult[g],
+                pred_names[pred.labels[p]], _Flags(gt.difficult[g], None),
             )  # fmt: skip
             # The files the image was read from, as the report of a single run names them.
             q = selection.pred_of_image[j]
-            self._parts[-1] = dataclasses.replace(
-                self._parts[-1],
-                gt_paths=(gt.paths[i],),
-                pred_paths=(pred.paths[q] if q is not None else None,),
+            self._append(
+                dataclasses.replace(
+                    image,
+                    gt_paths=(gt.paths[i],),
+                    pred_paths=(pred.paths[q] if q is not None else None,),
+                )
             )
 
-    def result(self) -> Evaluation:
+    def result(
+        self,
+        *,
+        skipped: Sequence[SkippedFile] = (),
+        orphan_pred: Sequence[str] = (),
+        reader_notes: Sequence[str] = (),
+    ) -> Evaluation:
         """The evaluation of every image added or merged: what
         :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on the same data with
         ``keep_matches=False``.
 
+        Args:
+            skipped: Files the reading skipped, reported as a single run reports them.
+            orphan_pred: Prediction files without ground truth (not evaluated).
+            reader_notes: The reader's notes, first among the notes.
+
         Raises:
             InputError: A score threshold is set and no prediction has a score.
         """
-        gt, pred = self.columns()
-        return evaluate_columns(
-            gt, pred, self.conventions, keep_matches=False, fold_case=self.fold_case,
+        return evaluation_of(
+            self._matched(), self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
+            findings=Findings(tuple(skipped), tuple(orphan_pred), tuple(reader_notes)),
         )  # fmt: skip
 
-    def columns(self) -> tuple[ColumnSet, ColumnSet]:
-        """The ground truth and predictions added, as the column sets the readers give
-        (images sorted by key; an image added as arrays has its key as its path)."""
-        images = self._compacted()
-        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
-        # Images without a prediction file hold no predictions; they are not in ``pred``.
-        with_pred = [i for i in order if images.pred_paths[i] is not None]
-        gt_rows = _rows(images.gt_count, order)
-        pred_rows = _rows(images.pred_count, with_pred)
-        names = tuple(self._names)
-        gt = _column_set(
-            tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
-            images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
-            names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
-        )  # fmt: skip
-        pred = _column_set(
-            tuple(images.keys[i] for i in with_pred),
-            tuple(str(images.pred_paths[i]) for i in with_pred),
-            images.pred_count[with_pred], images.pred_boxes[pred_rows],
-            images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
-            images.pred_scores[pred_rows],
-        )  # fmt: skip
-        return gt, pred
+    def _matched(self) -> MatchRecords:
+        """The records of every image: those added since are matched now, and all kept
+        joined, for the next call."""
+        self._match_added()
+        records = MatchRecords.join(self._records, self.conventions)
+        self._records = [records]
+        return records
+
+    def _image(
+        self,
+        key: str,
+        gt_boxes: Any,
+        gt_labels: Any,
+        pred_boxes: Any,
+        pred_scores: Any,
+        pred_labels: Any,
+        flags: _Flags,
+    ) -> _Images:
+        """One image's arrays, checked (see :meth:`add`), its paths its key."""
+        if key in self._keys:
+            raise InputError(f"image {key!r} was added already")
+        g_boxes = _boxes(gt_boxes, "gt_boxes")
+        p_boxes = _boxes(pred_boxes, "pred_boxes")
+        n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
+        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
+        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
+        if pred_scores is None:
+            scores = np.full(n_pred, np.nan)
+        else:
+            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
+            if np.isinf(scores).any():
+                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
+        flag = np.zeros(n_gt, dtype=bool)
+        for given, name in ((flags.difficult, "difficult"), (flags.crowd, "crowd")):
+            if given is not None:
+                flag |= _vector(given, n_gt, name).astype(bool)
+        return _Images(
+            (key,),
+            (key,),
+            (key,),
+            np.array([n_gt], dtype=np.int64),
+            np.array([n_pred], dtype=np.int64),
+            g_boxes,
+            g_labels,
+            flag,
+            p_boxes,
+            scores,
+            p_labels,
+        )
+
+    def _append(self, image: _Images) -> None:
+        """Keep an image added; past a batch of boxes, match those waiting (their records
+        are kept instead of their boxes)."""
+        self._parts.append(image)
+        self._keys.update(image.keys)
+        self._boxes_added += int(image.gt_count.sum() + image.pred_count.sum())
+        if self._boxes_added >= self._match_batch:
+            self._match_added()
+
+    def _match_added(self) -> None:
+        """Match the images added since the last time (in one run of the engine's stages)
+        and keep their records instead of their boxes."""
+        if not self._parts:
+            return
+        gt, pred = _columns(_Images.join(self._parts), tuple(self._names))
+        self._records.append(
+            match_records(
+                gt,
+                pred,
+                self.conventions,
+                fold_case=self.fold_case,
+                score_thresholds=self.score_thresholds,
+            )
+        )
+        self._parts = []
+        self._boxes_added = 0
 
     def merge(self, other: Evaluator) -> None:
         """Take in another evaluator's images (``other`` is left as it is).
@@ -382,31 +442,21 @@ class Evaluator:
                 + ", ".join(repr(k) for k in shared[:3])
                 + more
             )
-        remap = np.array([self._intern(name) for name in other._names], dtype=np.int64)
-        self._parts.extend(part.relabelled(remap) for part in other._parts)
+        for name in other._names:
+            self._intern(name)
+        self._records.append(other._matched())
         self._table = table
         self._keys |= other._keys
 
     def to_bytes(self) -> bytes:
-        """The state, in the format of :mod:`vocmatch.evaluation.state`."""
-        images = self._compacted()
-        arrays: dict[str, npt.NDArray[Any]] = {
-            "gt_count": _narrowest_int(images.gt_count),
-            "pred_count": _narrowest_int(images.pred_count),
-            "gt_boxes": _narrowest_float(images.gt_boxes),
-            "gt_labels": _narrowest_int(images.gt_labels),
-            "gt_difficult": images.gt_difficult.astype(np.uint8),
-            "pred_boxes": _narrowest_float(images.pred_boxes),
-            "pred_scores": _narrowest_float(images.pred_scores),
-            "pred_labels": _narrowest_int(images.pred_labels),
-        }
+        """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
+        records (matched now, if they were not yet)."""
+        header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
             "class_table": [[label, name] for label, name in sorted(self._table.items())],
             "names": list(self._names),
-            "keys": list(images.keys),
-            "gt_paths": list(images.gt_paths),
-            "pred_paths": list(images.pred_paths),
+            **header,
         }
         return write_state(RawState(header, arrays))
 
@@ -423,24 +473,23 @@ class Evaluator:
         """
         raw = read_state(data, source)
         header = raw.header
-        options, table = header.get("options"), header.get("class_table")
-        names, keys = header.get("names"), header.get("keys")
-        gt_paths, pred_paths = header.get("gt_paths"), header.get("pred_paths")
+        options, table, names = (
+            header.get("options"),
+            header.get("class_table"),
+            header.get("names"),
+        )
         if not (
             isinstance(options, dict)
             and _is_str_list(names)
-            and _is_str_list(keys)
-            and _is_str_list(gt_paths)
-            and isinstance(pred_paths, list)
-            and all(p is None or isinstance(p, str) for p in pred_paths)
-            and len(gt_paths) == len(pred_paths) == len(keys)
             and isinstance(table, list)
             and all(
                 isinstance(e, list) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str)
                 for e in table
             )
         ):
-            raise StateError(f"{source}: corrupted header (options, classes or image keys)")
+            raise StateError(f"{source}: corrupted header (options or classes)")
+        if len(set(names)) != len(names):
+            raise StateError(f"{source}: corrupted header (a class repeats)")
         conventions, fold_case, score_thresholds = _from_options(options, source)
         evaluator = cls(
             conventions,
@@ -448,13 +497,10 @@ class Evaluator:
             score_thresholds=score_thresholds,
             class_names={label: name for label, name in table},
         )
-        images = _checked_images(raw.arrays, tuple(keys), len(names), source)
-        images = dataclasses.replace(images, gt_paths=tuple(gt_paths), pred_paths=tuple(pred_paths))
-        if len(set(keys)) != len(keys) or len(set(names)) != len(names):
-            raise StateError(f"{source}: corrupted header (an image key or class repeats)")
+        records = records_of_state(header, raw.arrays, conventions, source)
         evaluator._names = {name: k for k, name in enumerate(names)}
-        evaluator._parts = [images]
-        evaluator._keys = set(keys)
+        evaluator._records = [records]
+        evaluator._keys = set(records.keys)
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -528,12 +574,6 @@ class Evaluator:
         index = np.array([self._intern(name) for name in names], dtype=np.int64)
         return index[inverse.reshape(-1)]
 
-    def _compacted(self) -> _Images:
-        """Every part joined into one (kept so, for the next call)."""
-        images = _Images.join(self._parts)
-        self._parts = [images]
-        return images
-
 
 def _to_numpy(value: Any) -> npt.NDArray[Any]:
     """``value`` as a numpy array; a tensor (anything with ``detach`` and ``cpu``) is moved
@@ -564,6 +604,29 @@ def _vector(value: Any, n: int, what: str) -> npt.NDArray[Any]:
     if values.dtype.kind not in "biuf":
         raise InputError(f"Expected `{what}` to hold numbers, got dtype {values.dtype}")
     return values
+
+
+def _columns(images: _Images, names: tuple[str, ...]) -> tuple[ColumnSet, ColumnSet]:
+    """The ground truth and predictions of ``images``, as the column sets the readers give
+    (images sorted by key; an image added as arrays has its key as its path)."""
+    order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+    # Images without a prediction file hold no predictions; they are not in ``pred``.
+    with_pred = [i for i in order if images.pred_paths[i] is not None]
+    gt_rows = _rows(images.gt_count, order)
+    pred_rows = _rows(images.pred_count, with_pred)
+    gt = _column_set(
+        tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
+        images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
+        names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
+    )  # fmt: skip
+    pred = _column_set(
+        tuple(images.keys[i] for i in with_pred),
+        tuple(str(images.pred_paths[i]) for i in with_pred),
+        images.pred_count[with_pred], images.pred_boxes[pred_rows],
+        images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
+        images.pred_scores[pred_rows],
+    )  # fmt: skip
+    return gt, pred
 
 
 def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
@@ -611,22 +674,6 @@ def _column_set(
     )
 
 
-def _narrowest_int(values: IntArray) -> npt.NDArray[Any]:
-    top = int(values.max()) if values.size else 0
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dtype).max:
-            return values.astype(dtype)
-    return values.astype(np.uint64)
-
-
-def _narrowest_float(values: FloatArray) -> npt.NDArray[Any]:
-    """float32 when every value survives the round trip exactly (NaN stays NaN)."""
-    single = values.astype(np.float32)
-    if np.array_equal(single.astype(np.float64), values, equal_nan=True):
-        return single
-    return values
-
-
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -669,57 +716,3 @@ def _from_options(
     if not isinstance(fold_case, bool):
         raise StateError(f"{source}: corrupted header (options: fold_case)")
     return conventions, fold_case, score_thresholds
-
-
-def _checked_images(
-    arrays: Mapping[str, npt.NDArray[Any]], keys: tuple[str, ...], n_names: int, source: str
-) -> _Images:
-    """The images of a state's arrays, each checked against the others and the header."""
-    missing = [name for name in _ARRAYS if name not in arrays]
-    if missing or len(arrays) != len(_ARRAYS):
-        raise StateError(f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(_ARRAYS)})")
-    kinds = {
-        "gt_count": "u", "pred_count": "u", "gt_labels": "u", "pred_labels": "u",
-        "gt_difficult": "u", "gt_boxes": "f", "pred_boxes": "f", "pred_scores": "f",
-    }  # fmt: skip
-    for name, kind in kinds.items():
-        if arrays[name].dtype.kind != kind:
-            raise StateError(f"{source}: array {name!r} has dtype {arrays[name].dtype.str}")
-    n_images = len(keys)
-    for name in ("gt_count", "pred_count"):
-        if arrays[name].shape != (n_images,):
-            raise StateError(f"{source}: array {name!r} is not one count per image")
-    n_gt = int(arrays["gt_count"].astype(np.int64).sum()) if n_images else 0
-    n_pred = int(arrays["pred_count"].astype(np.int64).sum()) if n_images else 0
-    shapes = {
-        "gt_boxes": (n_gt, 4), "gt_labels": (n_gt,), "gt_difficult": (n_gt,),
-        "pred_boxes": (n_pred, 4), "pred_scores": (n_pred,), "pred_labels": (n_pred,),
-    }  # fmt: skip
-    for name, shape in shapes.items():
-        if arrays[name].shape != shape:
-            raise StateError(
-                f"{source}: array {name!r} has shape {arrays[name].shape}, the counts say {shape}"
-            )
-    for name in ("gt_labels", "pred_labels"):
-        if arrays[name].size and int(arrays[name].max()) >= n_names:
-            raise StateError(f"{source}: array {name!r} names a class beyond the {n_names} listed")
-    if arrays["gt_difficult"].size and int(arrays["gt_difficult"].max()) > 1:
-        raise StateError(f"{source}: array 'gt_difficult' holds values other than 0 and 1")
-    for name in ("gt_boxes", "pred_boxes"):
-        if not np.isfinite(arrays[name]).all():
-            raise StateError(f"{source}: array {name!r} holds values that are not finite")
-    if np.isinf(arrays["pred_scores"]).any():
-        raise StateError(f"{source}: array 'pred_scores' holds infinite values")
-    return _Images(
-        keys,
-        keys,
-        (None,) * len(keys),
-        arrays["gt_count"].astype(np.int64),
-        arrays["pred_count"].astype(np.int64),
-        arrays["gt_boxes"].astype(np.float64),
-        arrays["gt_labels"].astype(np.int64),
-        arrays["gt_difficult"].astype(bool),
-        arrays["pred_boxes"].astype(np.float64),
-        arrays["pred_scores"].astype(np.float64),
-        arrays["pred_labels"].astype(np.int64),
-    )

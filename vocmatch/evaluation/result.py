@@ -9,7 +9,7 @@ points that call it share one set of result types.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,6 +23,7 @@ from vocmatch.core.protocol import Conventions
 __all__ = [
     "COCO_AREAS",
     "ENORMOUS_COORDINATE",
+    "ODD_VALUES",
     "ClassResult",
     "CocoStats",
     "CocoSummary",
@@ -37,6 +38,8 @@ __all__ = [
     "coco_summarize",
     "finish",
     "input_notes",
+    "odd_value_counts",
+    "odd_value_notes",
     "score_notes",
     "shape_notes",
 ]
@@ -433,13 +436,67 @@ def _plural(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
-def _value_note(what: str, paths: Sequence[str], hits: npt.NDArray[np.int64], noun: str) -> str:
-    """``N boxes in M files <what> (first: path)``: ``hits`` holds each box's file index."""
-    files = sorted({paths[int(i)] for i in hits})
+def _value_note(what: str, per_file: Mapping[str, int], noun: str) -> str:
+    """``N boxes in M files <what> (first: path)`` from each file's count of such boxes."""
+    files = sorted(per_file)
+    total = sum(per_file.values())
     many = "predictions" if noun == "prediction" else "boxes"
-    count = _plural(int(hits.size), noun, many)
-    verb = "has" if hits.size == 1 else "have"
+    count = _plural(total, noun, many)
+    verb = "has" if total == 1 else "have"
     return f"{count} in {_plural(len(files), 'file')} {verb} {what} (first: {files[0]})"
+
+
+#: The kinds of odd value :func:`input_notes` remarks on: what is said, and of what.
+ODD_VALUES: tuple[tuple[str, str], ...] = (
+    ("negative coordinates; kept, as a box may extend past the image edge", "box"),
+    (f"coordinates beyond {ENORMOUS_COORDINATE:,.0f} px; kept", "box"),
+    ("a score outside [0, 1]; ranked as given", "prediction"),
+)
+
+
+def odd_value_counts(
+    paths: Sequence[str],
+    box_file: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    scores: npt.ArrayLike,
+) -> tuple[dict[str, int], ...]:
+    """For each kind of :data:`ODD_VALUES`, how many boxes of each file have it: what
+    :func:`odd_value_notes` words, kept as counts so that those of disjoint files add up.
+
+    Args:
+        paths: The evaluated files (ground truth and predictions).
+        box_file: ``(N,)`` index into ``paths`` of each box.
+        boxes: ``(N, 4)`` corner boxes.
+        scores: ``(N,)`` scores, NaN for boxes without one.
+
+    Returns:
+        Per kind, the count of each file that has any.
+    """
+    index = np.asarray(box_file, dtype=np.int64).reshape(-1)
+    corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    score = np.asarray(scores, dtype=np.float64).reshape(-1)
+    found = (
+        corners.min(axis=1, initial=0.0) < 0,
+        np.abs(corners).max(axis=1, initial=0.0) > ENORMOUS_COORDINATE,
+        ~np.isnan(score) & ((score < 0.0) | (score > 1.0)),
+    )
+    counts = []
+    for hits in found:
+        per_file: dict[str, int] = {}
+        for i in index[hits].tolist():
+            per_file[paths[i]] = per_file.get(paths[i], 0) + 1
+        counts.append(per_file)
+    return tuple(counts)
+
+
+def odd_value_notes(counts: Sequence[Mapping[str, int]]) -> list[str]:
+    """The notes of :func:`odd_value_counts`' counts: each kind once, with a count and the
+    first file (in sorted order) it occurs in."""
+    return [
+        _value_note(what, per_file, noun)
+        for (what, noun), per_file in zip(ODD_VALUES, counts, strict=True)
+        if per_file
+    ]
 
 
 def input_notes(
@@ -468,31 +525,7 @@ def input_notes(
     1 box in 1 file has negative coordinates
     1 prediction in 1 file has a score outside [0, 1]
     """
-    index = np.asarray(box_file, dtype=np.int64).reshape(-1)
-    corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    score = np.asarray(scores, dtype=np.float64).reshape(-1)
-    notes = []
-    checks = (
-        (
-            "negative coordinates; kept, as a box may extend past the image edge",
-            corners.min(axis=1, initial=0.0) < 0,
-            "box",
-        ),
-        (
-            f"coordinates beyond {ENORMOUS_COORDINATE:,.0f} px; kept",
-            np.abs(corners).max(axis=1, initial=0.0) > ENORMOUS_COORDINATE,
-            "box",
-        ),
-        (
-            "a score outside [0, 1]; ranked as given",
-            ~np.isnan(score) & ((score < 0.0) | (score > 1.0)),
-            "prediction",
-        ),
-    )
-    for what, found, noun in checks:
-        if found.any():
-            notes.append(_value_note(what, paths, index[found], noun))
-    return notes
+    return odd_value_notes(odd_value_counts(paths, box_file, boxes, scores))
 
 
 def case_notes(names: Iterable[str], folded: bool = False) -> list[str]:

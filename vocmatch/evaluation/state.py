@@ -14,9 +14,10 @@ before any array is made: a truncated, corrupted or crafted file is refused with
 :class:`~vocmatch.errors.StateError`, and reading never runs code (JSON and raw numbers
 only, no pickle) nor allocates more than the file's size justifies.
 
-Version 1 holds the columns of every image (boxes, class, score, ``difficult``), each in the
-narrowest dtype that holds its values exactly; the format version lets a later one hold
-per-prediction match records instead.
+Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
+out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
+match flags, per image and per class counts, and no boxes. Version 1, which held each image's
+boxes, is refused with one line naming its version.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from vocmatch.errors import StateError
 __all__ = ["FORMAT_VERSION", "MAGIC", "RawState", "read_state", "write_state"]
 
 MAGIC = b"VMSTATE\0"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.
@@ -58,12 +59,14 @@ class RawState:
     arrays: Mapping[str, npt.NDArray[Any]]
 
 
-def write_state(state: RawState) -> bytes:
+def write_state(state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VERSION) -> bytes:
     """The bytes of a state file.
 
     Args:
         state: The header fields (JSON values) and the arrays (numeric dtypes of
             :data:`_DTYPES` once made little-endian).
+        magic: The file's 8-byte signature (another kind of file in the same container).
+        version: Its format version.
 
     Returns:
         The file's bytes.
@@ -77,16 +80,20 @@ def write_state(state: RawState) -> bytes:
         table.append({"name": name, "dtype": stored.dtype.str, "shape": list(stored.shape)})
         parts.append(stored.tobytes())
     header = json.dumps({**state.header, "arrays": table}, separators=(",", ":")).encode()
-    body = b"".join([_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)), header, *parts])
+    body = b"".join([_PREFIX.pack(magic, version, len(header)), header, *parts])
     return body + _CRC.pack(zlib.crc32(body))
 
 
-def read_state(data: bytes, source: str = "state") -> RawState:
+def read_state(
+    data: bytes, source: str = "state", magic: bytes = MAGIC, version: int = FORMAT_VERSION
+) -> RawState:
     """A state from the bytes of a state file, every declaration checked.
 
     Args:
         data: The file's bytes.
         source: What to call the file in errors (its path).
+        magic: The signature expected.
+        version: The format version expected.
 
     Returns:
         The header fields and the arrays (read-only views of ``data``).
@@ -97,13 +104,13 @@ def read_state(data: bytes, source: str = "state") -> RawState:
     """
     if len(data) < _PREFIX.size + _CRC.size:
         raise StateError(f"{source}: not a vocmatch state (only {len(data)} bytes)")
-    magic, version, header_size = _PREFIX.unpack_from(data)
-    if magic != MAGIC:
-        raise StateError(f"{source}: not a vocmatch state (no VMSTATE signature)")
-    if version != FORMAT_VERSION:
+    found_magic, found_version, header_size = _PREFIX.unpack_from(data)
+    if found_magic != magic:
+        signature = magic.rstrip(b"\0").decode()
+        raise StateError(f"{source}: not a vocmatch state (no {signature} signature)")
+    if found_version != version:
         raise StateError(
-            f"{source}: state format version {version}; this vocmatch reads version "
-            f"{FORMAT_VERSION}"
+            f"{source}: state format version {found_version}; this vocmatch reads version {version}"
         )
     end = len(data) - _CRC.size
     (stored_crc,) = _CRC.unpack_from(data, end)

@@ -1,0 +1,438 @@
+"""The accumulation half of the evaluation: per-class rankings, AP and the precision/recall
+curve, pycocotools' accumulation, and per-class results, from each prediction's match flags.
+
+Matching (:mod:`vocmatch.evaluation.engine`) is per image; everything here reads the kept
+predictions of every image at once, laid out by (image, class, rank): the ranking of a class
+is stable by descending score, ties in image then file order. Two callers share it: the
+engine on the matching it has just made, and
+:func:`vocmatch.evaluation.records.evaluation_of` on match records merged from shards, so
+both give the same numbers to the bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.ap import COCO_RECALL_THRESHOLDS, average_precision, precision_recall_curve
+from vocmatch.core.protocol import Conventions
+from vocmatch.evaluation.result import ClassResult, CocoSummary, class_result
+
+__all__ = [
+    "AreaMatches",
+    "ClassCounts",
+    "ClassRanking",
+    "CocoOrder",
+    "RankedFlags",
+    "class_ap_values",
+    "class_ranking",
+    "class_results",
+    "coco_area",
+]
+
+_MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.integer[Any]]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _segment_starts(keys: IntArray, n: int) -> IntArray:
+    """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
+    return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
+
+
+def _ranked(
+    matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
+) -> tuple[BoolArray, FloatArray]:
+    # As vocmatch.evaluation.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
+    # then a stable sort by descending score. ``order`` is that stable sort of all of them;
+    # filtering it gives the stable sort of the kept ones.
+    selected = order[~ignored[order]]
+    return matched[selected], scores[selected]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRanking:
+    """Each class's predictions, and their ranking by score.
+
+    Attributes:
+        order: ``(P,)`` the kept predictions by class, each class's in (image, rank) order,
+            as the reference concatenates them.
+        starts: ``(K + 1,)`` where each class's run starts in ``order``.
+        rankings: Each class's ranking (stable, by descending score).
+    """
+
+    order: IntArray
+    starts: IntArray
+    rankings: list[_Ranking]
+
+    def members(self, k: int) -> IntArray:
+        """Class ``k``'s predictions in (image, rank) order."""
+        return self.order[self.starts[k] : self.starts[k + 1]]
+
+    def ranked(self, k: int) -> IntArray:
+        """Class ``k``'s predictions in its ranking."""
+        return self.members(k)[self.rankings[k].order]
+
+
+def class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> ClassRanking:
+    """Every class's members and ranking, from the stable order of the kept predictions
+    by descending score; ``label`` ``(P,)`` is sorted by image-class cell."""
+    # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
+    # rank).
+    order = np.argsort(label, kind="stable").astype(np.int32)
+    starts = _segment_starts(label[order], n_classes)
+    return ClassRanking(order, starts, _rankings(by_score, label, order, starts))
+
+
+def _rankings(
+    by_score: IntArray,
+    p_class: IntArray,
+    class_order: IntArray,
+    class_starts: IntArray,
+) -> list[_Ranking]:
+    """Each class's ranking, from the stable order of all predictions by descending score.
+
+    A class's members (``class_order``) are in (image, rank) order, so among equal scores in
+    file order, as in ``by_score``: the stable sort of a class's scores is ``by_score``
+    restricted to the class. A stable sort by class (a radix sort on 16-bit class indices)
+    does that for every class at once.
+    """
+    n_k = class_starts.size - 1
+    classes = p_class[by_score]
+    ranked = by_score[
+        np.argsort(classes.astype(np.int16) if n_k < 2**15 else classes, kind="stable")
+    ]
+    # Each prediction's place among its class's members.
+    member_place = np.empty(by_score.size, dtype=np.int32)
+    member_place[class_order] = np.arange(by_score.size) - np.repeat(
+        class_starts[:-1], np.diff(class_starts)
+    )
+    return [
+        _Ranking(member_place[segment])
+        for segment in (ranked[class_starts[k] : class_starts[k + 1]] for k in range(n_k))
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """A class's predictions in pycocotools' ranking: stable, by descending score."""
+
+    order: IntArray  # member index at each ranked position
+
+
+def _coco_accumulate_sparse(
+    n_gt: int,
+    rank_sorted: IntArray,
+    ranked_out: BoolArray,
+    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
+
+    An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
+    whatever the threshold; so the counted predictions up to a place are those inside the
+    range, corrected at the few matched ones (a match counts unless its object is ignored,
+    inside the range or not). Same integers, same operations: identical values. All
+    thresholds are handled at once, their matches laid end to end.
+
+    Args:
+        n_gt: Ground truth that counts in this area range.
+        rank_sorted: Each of the class's predictions' rank within its image-class, in
+            ranked order (pycocotools' maxDets keep those below the limit).
+        ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
+        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
+            each matched an ignored object, and whether it lies outside the area range.
+
+    Returns:
+        ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
+    """
+    n_t = len(hits)
+    precision = np.zeros((n_t, 101, len(_MAX_DETS)))
+    recall = np.zeros((n_t, len(_MAX_DETS)))
+    eps = float(np.spacing(1))
+    all_places = np.concatenate([h[0] for h in hits])
+    all_ignored = np.concatenate([h[1] for h in hits])
+    all_out = np.concatenate([h[2] for h in hits])
+    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
+    # Recall after k true positives is k / n_gt whatever the threshold: the place where each
+    # of the 101 recall levels is first reached is the same for every threshold, and the
+    # interpolated precision is the best precision from there on (a suffix maximum, taken
+    # over blocks that start at those places).
+    reach = np.searchsorted(
+        np.arange(1, max(all_places.size, 1) + 1, dtype=np.float64) / n_gt,
+        COCO_RECALL_THRESHOLDS,
+        side="left",
+    )
+    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
+    block_of_level = np.searchsorted(block_starts, reach)
+    for m, max_det in enumerate(_MAX_DETS):
+        selected = rank_sorted < max_det
+        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
+        n_base = int(base[-1]) if base.size else 0
+        keep = selected[all_places]
+        places, threshold = all_places[keep], all_threshold[keep]
+        true = ~all_ignored[keep]
+        # Counted as matched minus counted as unmatched, at each matched place, running
+        # within each threshold's run.
+        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
+        # The running total at the end of each threshold's run, and before it.
+        run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
+        run_total = np.concatenate([[0], running])[run_end]
+        before = np.concatenate([[0], run_total[:-1]])
+        delta = running - before[threshold]
+        n_tp = np.bincount(threshold[true], minlength=n_t)
+        n_counted = n_base + (run_total - before)
+        # No ranked prediction at all leaves recall 0 (and then there is no TP either).
+        recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
+        # Precision at each true positive, k counted from 1 within its threshold.
+        tp_threshold = threshold[true]
+        tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
+        k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
+        counted_upto = base[places[true]] + delta[true]
+        tp_sum = k.astype(np.float64)
+        fp_sum = (counted_upto - k).astype(np.float64)
+        pr = tp_sum / (tp_sum + fp_sum + eps)
+        # Blocks of each threshold: those starting before its last true positive.
+        n_blocks = np.searchsorted(block_starts, n_tp, side="left")
+        block_threshold = np.repeat(np.arange(n_t), n_blocks)
+        block_index = np.arange(block_threshold.size) - np.repeat(
+            np.cumsum(n_blocks) - n_blocks, n_blocks
+        )
+        if block_threshold.size == 0:
+            continue
+        maxima = np.full((n_t, block_starts.size), -1.0)
+        maxima[block_threshold, block_index] = np.maximum.reduceat(
+            pr, tp_first[block_threshold] + block_starts[block_index]
+        )
+        envelope = np.maximum.accumulate(maxima[:, ::-1], axis=1)[:, ::-1]
+        reached = reach[None, :] < n_tp[:, None]  # (T, 101)
+        precision[:, :, m] = np.where(reached, envelope[:, block_of_level], 0.0)
+    return precision, recall
+
+
+@dataclass(frozen=True, slots=True)
+class ClassCounts:
+    """Each class's counts at the evaluation's IoU threshold (sums over images, so shards
+    add them exactly).
+
+    Attributes:
+        gt: ``(K,)`` ground truth that counts.
+        gt_ignored: ``(K,)`` ignored ground truth.
+        pred: ``(K,)`` kept predictions that count (at or above their score threshold).
+        tp: ``(K,)``.
+        fp: ``(K,)``.
+        fn: ``(K,)``.
+        pred_ignored: ``(K,)`` predictions that count matched to ignored ground truth.
+    """
+
+    gt: IntArray
+    gt_ignored: IntArray
+    pred: IntArray
+    tp: IntArray
+    fp: IntArray
+    fn: IntArray
+    pred_ignored: IntArray
+
+    def stacked(self) -> IntArray:
+        """``(K, 7)`` the fields side by side, in field order."""
+        return np.stack([getattr(self, name) for name in self.__slots__], axis=1).reshape(-1, 7)
+
+    @classmethod
+    def of_stacked(cls, values: IntArray) -> ClassCounts:
+        """The counts of a ``(K, 7)`` array made by :meth:`stacked`."""
+        return cls(*(values[:, j] for j in range(7)))
+
+
+@dataclass(frozen=True, slots=True)
+class RankedFlags:
+    """The kept predictions as AP and the curves read them.
+
+    Attributes:
+        ranking: Each class's members and ranking.
+        score: ``(P,)`` scores for ranking, ``-inf`` for none.
+        flags: Given a threshold's index among the matched thresholds, ``(P,)`` matched (TP
+            or ignored) and ``(P,)`` matched to ignored ground truth.
+        level_index: Each matched threshold's index.
+        evaluation_level: The index of the evaluation's own threshold.
+    """
+
+    ranking: ClassRanking
+    score: FloatArray
+    flags: Callable[[int], tuple[BoolArray, BoolArray]]
+    level_index: dict[float, int]
+    evaluation_level: int
+
+
+def class_ap_values(
+    conv: Conventions,
+    ranked: RankedFlags,
+    n_class_gt: Sequence[int],
+    scored: bool,
+    coco_class_ap: dict[int, list[float]] | None,
+) -> list[list[float]]:
+    """Each class's AP at every AP threshold of the protocol (none for a class without
+    ground truth that counts, or without scores).
+
+    With pycocotools' numbers at hand (``coco_class_ap``, given only when the area "all"
+    entry is the class's COCO AP) they are read from there; otherwise one threshold at a
+    time, for every class.
+    """
+    n_k = len(n_class_gt)
+    ap_values: list[list[float]] = [[] for _ in range(n_k)]
+    if coco_class_ap is not None:
+        for k in range(n_k):
+            if n_class_gt[k] > 0:
+                ap_values[k] = coco_class_ap[k]
+        return ap_values
+    if not scored or not any(n > 0 for n in n_class_gt):
+        return ap_values
+    ranking = ranked.ranking
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    for threshold in conv.ap_thresholds:
+        matched_l, ignored_l = ranked.flags(ranked.level_index[threshold])
+        for k in range(n_k):
+            if n_class_gt[k] == 0:
+                continue
+            members = ranking.members(k)
+            tp_level, ranked_scores = _ranked(
+                matched_l[members], ignored_l[members], ranked.score[members],
+                ranking.rankings[k].order,
+            )  # fmt: skip
+            c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
+            ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
+        del matched_l, ignored_l
+    return ap_values
+
+
+def class_results(
+    conv: Conventions,
+    class_names: Sequence[str],
+    counts: ClassCounts,
+    ranked: RankedFlags,
+    ap_values: list[list[float]],
+    scored: bool,
+) -> list[ClassResult]:
+    """Each class's counts, its curve at the IoU threshold, and its AP from ``ap_values``
+    (see :func:`class_ap_values`)."""
+    # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
+    at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
+    at75 = (
+        conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
+    )
+    n_class_gt: list[int] = counts.gt.tolist()
+    matched, ignored = ranked.flags(ranked.evaluation_level) if scored else (None, None)
+    ranking = ranked.ranking
+    classes = []
+    for k, name in enumerate(class_names):
+        # Without scores there is no ranking: neither a curve nor AP.
+        curve = None
+        ap = None
+        if matched is not None and ignored is not None:
+            members = ranking.members(k)
+            tp_ranked, ranked_scores = _ranked(
+                matched[members], ignored[members], ranked.score[members],
+                ranking.rankings[k].order,
+            )  # fmt: skip
+            curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
+            ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
+        values = ap_values[k] if scored and n_class_gt[k] > 0 else []
+        classes.append(
+            class_result(
+                name, n_class_gt[k], int(counts.gt_ignored[k]), int(counts.pred[k]),
+                int(counts.tp[k]), int(counts.fp[k]), int(counts.fn[k]), ap, curve,
+                pred_ignored=int(counts.pred_ignored[k]),
+                ap50=values[at50] if at50 is not None and values else None,
+                ap75=values[at75] if at75 is not None and values else None,
+            )
+        )  # fmt: skip
+    return classes
+
+
+@dataclass(frozen=True, slots=True)
+class CocoOrder:
+    """The kept predictions as pycocotools' accumulation reads them.
+
+    Attributes:
+        ranking: Each class's members and ranking.
+        label: ``(P,)`` class of each.
+        rank: ``(P,)`` its place in its image-class by score (maxDets keep those below).
+        position: ``(P,)`` its place in its class's ranking.
+        n_thresholds: The AP thresholds.
+    """
+
+    ranking: ClassRanking
+    label: IntArray
+    rank: IntArray
+    position: IntArray
+    n_thresholds: int
+
+    @classmethod
+    def of(cls, ranking: ClassRanking, label: IntArray, rank: IntArray, n_t: int) -> CocoOrder:
+        """The order of predictions of classes ranked by ``ranking``."""
+        position = np.zeros(label.size, dtype=np.int32)
+        for k in range(ranking.starts.size - 1):
+            ranked = ranking.ranked(k)
+            position[ranked] = np.arange(ranked.size)
+        return cls(ranking, label, rank, position, n_t)
+
+
+@dataclass(frozen=True, slots=True)
+class AreaMatches:
+    """One COCO area range's matching, as the matched pairs.
+
+    Attributes:
+        hit_pred: ``(H,)`` the prediction of each matched pair.
+        hit_t: ``(H,)`` its AP threshold's index.
+        hit_ignored: ``(H,)`` the ground truth is ignored (``difficult``, crowd, or out of
+            the area range).
+        pred_out: ``(P,)`` the prediction's area is outside the range.
+        gt_counting: ``(K,)`` each class's ground truth that counts in the range.
+    """
+
+    hit_pred: IntArray
+    hit_t: IntArray
+    hit_ignored: BoolArray
+    pred_out: BoolArray
+    gt_counting: IntArray
+
+
+def coco_area(
+    summary: CocoSummary,
+    area: int,
+    matches: AreaMatches,
+    order: CocoOrder,
+    class_ap: dict[int, list[float]],
+) -> None:
+    """pycocotools' accumulation of one area range, class by class into ``summary``; under
+    area "all" (``area`` 0) each class's AP at each threshold (maxDets 100) into
+    ``class_ap``."""
+    n_t, n_pred = order.n_thresholds, order.label.size
+    # Matched predictions are few: take them sparse, by class, threshold and place.
+    # int64 before the combined key below: class x threshold x place exceeds int32.
+    hit_class = order.label[matches.hit_pred].astype(np.int64)
+    hit_position = order.position[matches.hit_pred].astype(np.int64)
+    hit_t = matches.hit_t.astype(np.int64)
+    # (class, threshold, place) is unique per match: one integer key sorts them.
+    sort = np.argsort((hit_class * n_t + hit_t) * max(n_pred, 1) + hit_position)
+    hit_class, hit_t, hit_position = hit_class[sort], hit_t[sort], hit_position[sort]
+    hit_ignored = matches.hit_ignored[sort]
+    hit_out = matches.pred_out[matches.hit_pred[sort]]
+    n_k = matches.gt_counting.size
+    starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
+    for k in range(n_k):
+        if matches.gt_counting[k] == 0:
+            continue
+        ranked = order.ranking.ranked(k)
+        runs = [slice(starts[k * n_t + t], starts[k * n_t + t + 1]) for t in range(n_t)]
+        hits = [(hit_position[run], hit_ignored[run], hit_out[run]) for run in runs]
+        precision, recall = _coco_accumulate_sparse(
+            int(matches.gt_counting[k]), order.rank[ranked], matches.pred_out[ranked], hits
+        )
+        summary.add(area, precision, recall)
+        if area == 0:
+            class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]

@@ -1,0 +1,666 @@
+"""Match records: what an evaluation keeps of each image once it is matched, without boxes.
+
+Every per-image number (an :class:`~vocmatch.evaluation.result.ImageResult`) depends on that
+image alone, and so does each prediction's matching, at every IoU threshold and in every
+COCO area range (pycocotools matches each image-class apart). What crosses images is the
+accumulation of each class (AP, the precision/recall curve, pycocotools' numbers), which
+reads, of each kept prediction, only its class, score, image and rank, and whether it matched
+ground truth that counts or that is ignored. :func:`match_records` matches a set of images
+(the engine's stages: select, prepare, pair and match, per-area-range matchings, per image)
+and keeps just that; :meth:`MatchRecords.join` puts records of disjoint images together;
+:func:`evaluation_of` accumulates them (:mod:`vocmatch.evaluation.accumulate`, the engine's
+own functions) into the :class:`~vocmatch.evaluation.result.Evaluation` that
+:func:`~vocmatch.evaluation.engine.evaluate_columns` gives on the same images, bit for bit.
+
+Two facts of a run are global and are settled when records are accumulated:
+
+* whether any prediction has a score. With none, predictions are paired highest IoU first
+  and nothing is cut by ``max_dets``; with some, those without one rank last. Records of
+  images whose predictions all lack a score keep their per-image and per-class counts under
+  both readings (their per-prediction records are those of the scored reading).
+* the notes: their ingredients (counts, the used class names, each file's count of odd
+  values) are kept, and worded once, from the merged counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.model import SkippedFile
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import InputError
+from vocmatch.evaluation import engine
+from vocmatch.evaluation.accumulate import (
+    AreaMatches,
+    ClassCounts,
+    CocoOrder,
+    RankedFlags,
+    class_ap_values,
+    class_ranking,
+    class_results,
+    coco_area,
+)
+from vocmatch.evaluation.result import (
+    COCO_AREAS,
+    CocoStats,
+    CocoSummary,
+    Evaluation,
+    ImageResult,
+    SweepResult,
+    case_notes,
+    finish,
+    odd_value_counts,
+    odd_value_notes,
+    score_notes,
+)
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = ["Findings", "ImageCounts", "MatchRecords", "NoteCounts", "PredRecords", "evaluation_of"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+#: The per-image integers of :class:`ImageCounts`, before the sweep's.
+IMAGE_FIELDS = ("gt", "gt_ignored", "pred", "tp", "fp", "fn", "pred_ignored")
+#: Bit flags fit in an int64: at most this many IoU thresholds are matched at.
+MAX_THRESHOLDS = 63
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCounts:
+    """Each image's result as numbers, and each class's counts, under one reading of scores.
+
+    Attributes:
+        values: ``(I, 7 + 3 S)`` per image :data:`IMAGE_FIELDS`, then TP, FP and FN at each
+            of the protocol's ``S`` sweep thresholds.
+        mean_iou: ``(I,)`` the mean IoU of the image's true positives, NaN without any.
+        classes: Each class's counts (sums over the images).
+    """
+
+    values: IntArray
+    mean_iou: FloatArray
+    classes: ClassCounts
+
+
+@dataclass(frozen=True, slots=True)
+class PredRecords:
+    """Each kept prediction's match record, by (image, class, rank): its rank in its
+    image-class is its place in that run.
+
+    Attributes:
+        count: ``(I,)`` the records of each image.
+        label: ``(P,)`` class index.
+        score: ``(P,)`` NaN without a score.
+        matched: ``(P,)`` bit ``t`` set: matched at the ``t``-th IoU threshold of the
+            engine's levels (ascending: the evaluation threshold, the sweep, AP's).
+        ignored: ``(P,)`` bit ``t`` set: matched to ignored ground truth there.
+        area: ``(P,)`` bit ``a`` set: the area lies in COCO's ``a``-th area range.
+        coco_matched: ``(P, A)`` per COCO area range (``A`` = 4 under ``coco_stats``, else
+            0), bit ``t`` set: matched at the ``t``-th AP threshold with the ground truth
+            outside the range ignored.
+        coco_ignored: ``(P, A)`` likewise, matched to ignored ground truth.
+    """
+
+    count: IntArray
+    label: IntArray
+    score: FloatArray
+    matched: IntArray
+    ignored: IntArray
+    area: IntArray
+    coco_matched: IntArray
+    coco_ignored: IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class NoteCounts:
+    """What the notes of a run are worded from, as counts that add across images.
+
+    Attributes:
+        names: The class names used, as read (before any folding), sorted.
+        scored: Some prediction has a score.
+        preds: Predictions evaluated.
+        unscored: Predictions without a score.
+        unscored_files: Prediction files holding those.
+        odd: Per kind of odd value (:data:`~vocmatch.evaluation.result.ODD_VALUES`), the
+            count of each file having any, as ``(path, count)`` sorted by path.
+    """
+
+    names: tuple[str, ...]
+    scored: bool
+    preds: int
+    unscored: int
+    unscored_files: int
+    odd: tuple[tuple[tuple[str, int], ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecords:
+    """The match records of a set of images (see the module doc).
+
+    Attributes:
+        keys: The image keys.
+        gt_paths: Each image's ground-truth file.
+        pred_paths: Each image's prediction file, None without one.
+        class_names: The classes (folded when the run folds case), sorted.
+        preds: The kept predictions' records (of the scored reading).
+        counts: Per image and per class, when some prediction has a score.
+        unscored: Per image and per class when none has (None when some has).
+        coco_gt: ``(K, 4)`` each class's ground truth that counts in each COCO area range.
+        beyond: Some box's area lies beyond COCO's area "all" (class AP is then computed,
+            not read from pycocotools' numbers).
+        notes: The notes' ingredients.
+    """
+
+    keys: tuple[str, ...]
+    gt_paths: tuple[str, ...]
+    pred_paths: tuple[str | None, ...]
+    class_names: tuple[str, ...]
+    preds: PredRecords
+    counts: ImageCounts
+    unscored: ImageCounts | None
+    coco_gt: IntArray
+    beyond: bool
+    notes: NoteCounts
+
+    @staticmethod
+    def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
+        """The records of every part (disjoint images), in part order; classes by name."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return _empty(conv)
+        names = tuple(sorted({name for p in parts for name in p.class_names}))
+        index = {name: k for k, name in enumerate(names)}
+        remaps = [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts]
+        unscored = [p.unscored for p in parts]
+        return MatchRecords(
+            keys=tuple(k for p in parts for k in p.keys),
+            gt_paths=tuple(k for p in parts for k in p.gt_paths),
+            pred_paths=tuple(k for p in parts for k in p.pred_paths),
+            class_names=names,
+            preds=_join_preds([p.preds for p in parts], remaps),
+            counts=_join_counts([p.counts for p in parts], remaps, len(names)),
+            unscored=(
+                None
+                if any(u is None for u in unscored)
+                else _join_counts([u for u in unscored if u is not None], remaps, len(names))
+            ),
+            coco_gt=_class_sum([p.coco_gt for p in parts], remaps, len(names)),
+            beyond=any(p.beyond for p in parts),
+            notes=_join_notes([p.notes for p in parts]),
+        )
+
+    def in_key_order(self) -> MatchRecords:
+        """The same records with the images sorted by key (as a single run lists them)."""
+        order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
+        if order == list(range(len(self.keys))):
+            return self
+        rows = _rows(self.preds.count, order)
+        p = self.preds
+        preds = PredRecords(
+            p.count[order], p.label[rows], p.score[rows], p.matched[rows], p.ignored[rows],
+            p.area[rows], p.coco_matched[rows], p.coco_ignored[rows],
+        )  # fmt: skip
+        return replace(
+            self,
+            keys=tuple(self.keys[i] for i in order),
+            gt_paths=tuple(self.gt_paths[i] for i in order),
+            pred_paths=tuple(self.pred_paths[i] for i in order),
+            preds=preds,
+            counts=_counts_of_images(self.counts, order),
+            unscored=None if self.unscored is None else _counts_of_images(self.unscored, order),
+        )
+
+
+def match_records(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conv: Conventions,
+    *,
+    fold_case: bool = False,
+    score_thresholds: ScoreThresholds | None = None,
+) -> MatchRecords:
+    """Match every image of the column sets and keep their records (the engine's stages up
+    to the per-image results; see the module doc).
+
+    Args:
+        gt: Ground-truth columns of plain boxes.
+        pred: Prediction columns of the same images.
+        conv: The protocol.
+        fold_case: Lower-case every class name before matching.
+        score_thresholds: Count only predictions at or above their class's threshold.
+
+    Returns:
+        The records, images in the order of ``gt``.
+
+    Raises:
+        InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds.
+    """
+    levels = engine._Levels.of(conv)
+    if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
+        raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
+    used = {*gt.label_names, *pred.label_names}
+    if fold_case:
+        gt, pred = engine.fold_columns(gt), engine.fold_columns(pred)
+    selection = engine._select(gt, pred)
+    notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
+    scored = _reading(gt, pred, replace(selection, scored=True), conv, score_thresholds)
+    unscored = None
+    if not selection.scored:
+        unscored = _reading(gt, pred, selection, conv, score_thresholds).counts
+    return MatchRecords(
+        keys=tuple(gt.keys[i] for i in selection.images),
+        gt_paths=tuple(gt.paths[i] for i in selection.images),
+        pred_paths=tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image),
+        class_names=scored.class_names,
+        preds=scored.preds,
+        counts=scored.counts,
+        unscored=unscored,
+        coco_gt=scored.coco_gt,
+        beyond=scored.beyond,
+        notes=notes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """The records of one reading of scores (see :func:`_reading`)."""
+
+    class_names: tuple[str, ...]
+    preds: PredRecords
+    counts: ImageCounts
+    coco_gt: IntArray
+    beyond: bool
+
+
+def _reading(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    selection: engine._Selection,
+    conv: Conventions,
+    score_thresholds: ScoreThresholds | None,
+) -> _Reading:
+    """The engine's stages under one reading of scores (``selection.scored``)."""
+    prepared, by_score = engine._prepare(gt, pred, selection, conv, score_thresholds)
+    paired = engine._pair_and_match(prepared, by_score, lambda _: None)
+    del by_score
+    areas = engine._Areas(*paired.scan.space.region_areas())
+    scores = engine._Scores.of(prepared)
+    counted = engine._counted(prepared, paired.matching, scores)
+    n_images = len(selection.images)
+    per_image = engine._image_counts(prepared, paired.matching, counted, n_images)
+    images = engine._image_results(prepared, selection, per_image, None)
+    counts = ImageCounts(
+        _image_values(images, len(conv.sweep_thresholds)),
+        np.array([math.nan if i.mean_iou is None else i.mean_iou for i in images]),
+        engine._class_counts(prepared, paired.ranking, counted),
+    )
+    flags = _area_flags(prepared, paired, areas)
+    preds = _pred_records(prepared, paired, scores, flags, n_images)
+    high = COCO_AREAS[0][1]
+    beyond = bool((areas.gt > high).any() or (areas.pred > high).any())
+    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond)
+
+
+@dataclass(frozen=True, slots=True)
+class _AreaFlags:
+    """The kept predictions in COCO's area ranges.
+
+    Attributes:
+        inside: ``(P,)`` bit ``a`` set: the area lies in range ``a``.
+        matched: ``(P, A)`` per range (none without ``coco_stats``), bit ``t`` set: matched
+            at the ``t``-th AP threshold, the ground truth outside the range ignored.
+        ignored: ``(P, A)`` likewise, matched to ignored ground truth.
+        gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
+    """
+
+    inside: IntArray
+    matched: IntArray
+    ignored: IntArray
+    gt_counting: IntArray
+
+
+def _area_flags(
+    prepared: engine._Prepared, paired: engine._Paired, areas: engine._Areas
+) -> _AreaFlags:
+    """Each area range matched again, as the engine's pycocotools stage matches it."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    n_pred = pred.label.size
+    inside = np.zeros(n_pred, dtype=np.int64)
+    for a, (low, high) in enumerate(COCO_AREAS):
+        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.int64) << a
+    n_areas = len(COCO_AREAS) if conv.coco_stats else 0
+    matched = np.zeros((n_pred, n_areas), dtype=np.int64)
+    ignored = np.zeros((n_pred, n_areas), dtype=np.int64)
+    gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    for a in range(n_areas):
+        low, high = COCO_AREAS[a]
+        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
+        gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
+        found = engine._match(
+            paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
+        )  # fmt: skip
+        hit_ignored = ignore[found.hit_gt]
+        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred)
+        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred)
+    return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _pred_records(
+    prepared: engine._Prepared,
+    paired: engine._Paired,
+    scores: engine._Scores,
+    flags: _AreaFlags,
+    n_images: int,
+) -> PredRecords:
+    """The kept predictions' records."""
+    gt, pred, m = prepared.gt, prepared.pred, paired.matching
+    n_pred = pred.label.size
+    ignored_hit = gt.ignore[m.hit_gt]
+    return PredRecords(
+        count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
+        label=pred.label.astype(np.int64),
+        score=np.where(np.isneginf(scores.kept), math.nan, scores.kept),
+        matched=_bits(m.hit_pred, m.hit_t, n_pred),
+        ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred),
+        area=flags.inside,
+        coco_matched=flags.matched,
+        coco_ignored=flags.ignored,
+    )
+
+
+def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int) -> IntArray:
+    """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t``."""
+    bits = np.zeros(n_pred, dtype=np.int64)
+    np.bitwise_or.at(bits, pred.astype(np.int64), np.left_shift(1, level.astype(np.int64)))
+    return bits
+
+
+def _image_values(images: Sequence[ImageResult], n_sweep: int) -> IntArray:
+    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts."""
+    rows = [
+        [
+            *(getattr(i, name) for name in IMAGE_FIELDS),
+            *(c for s in i.sweep for c in (s.tp, s.fp, s.fn)),
+        ]
+        for i in images
+    ]
+    return np.array(rows, dtype=np.int64).reshape(len(images), len(IMAGE_FIELDS) + 3 * n_sweep)
+
+
+def _note_counts(
+    gt: ColumnSet, pred: ColumnSet, selection: engine._Selection, names: tuple[str, ...]
+) -> NoteCounts:
+    """The notes' ingredients of the selected images (as :func:`engine._notes` reads them)."""
+    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
+    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
+    gt_odd = gt_rows[engine._suspicious(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[engine._suspicious(pred.boxes, pred.scores)[pred_rows]]
+    odd = odd_value_counts(
+        [*gt.paths, *pred.paths],
+        np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
+        np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
+        np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
+    )
+    return NoteCounts(
+        names=names,
+        scored=selection.scored,
+        preds=int(pred_rows.size),
+        unscored=int(unscored_rows.size),
+        unscored_files=int(np.unique(pred.image[unscored_rows]).size),
+        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the reading of the files found, reported with the evaluation.
+
+    Attributes:
+        skipped: Files that could not be read.
+        orphan_pred: Prediction files without ground truth (not evaluated).
+        notes: The reader's notes, first among the notes.
+    """
+
+    skipped: tuple[SkippedFile, ...] = ()
+    orphan_pred: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def evaluation_of(
+    records: MatchRecords,
+    conv: Conventions,
+    *,
+    fold_case: bool = False,
+    score_thresholds: ScoreThresholds | None = None,
+    findings: Findings | None = None,
+) -> Evaluation:
+    """The evaluation of the records' images: what
+    :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on them with
+    ``keep_matches=False``.
+
+    Args:
+        records: Match records (of one set of images, or joined).
+        conv: The protocol they were matched under.
+        fold_case: The class names were folded (for the notes).
+        score_thresholds: The score thresholds they were counted under.
+        findings: What the reading of the files found (none by default).
+
+    Raises:
+        InputError: A score threshold is set and no prediction has a score.
+    """
+    records = records.in_key_order()
+    notes_in = records.notes
+    scored = notes_in.scored
+    if score_thresholds and not scored and notes_in.preds:
+        raise InputError(
+            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
+            "and none of the predictions has a <score> or <confidence>"
+        )
+    counts = records.counts if scored or records.unscored is None else records.unscored
+    ranked, order = _ranked(records, conv, scored)
+    coco = coco_class_ap = None
+    if conv.coco_stats and scored:
+        coco, coco_class_ap = _coco(records, conv, order)
+        if not _class_ap_reusable(conv, records.beyond):
+            coco_class_ap = None
+    n_class_gt: list[int] = counts.classes.gt.tolist()
+    ap_values = class_ap_values(conv, ranked, n_class_gt, scored, coco_class_ap)
+    classes = class_results(conv, records.class_names, counts.classes, ranked, ap_values, scored)
+    findings = findings or Findings()
+    notes = [
+        *findings.notes,
+        *score_notes(scored, notes_in.unscored, notes_in.preds > 0, files=notes_in.unscored_files),
+        *odd_value_notes([dict(kind) for kind in notes_in.odd]),
+        *case_notes(notes_in.names, fold_case),
+    ]
+    missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
+    skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
+    return finish(
+        conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
+        findings.orphan_pred, notes,
+    )  # fmt: skip
+
+
+def _ranked(
+    records: MatchRecords, conv: Conventions, scored: bool
+) -> tuple[RankedFlags, CocoOrder]:
+    """Each class's ranking of the kept predictions and their flags, read from the bits."""
+    preds, n_k = records.preds, len(records.class_names)
+    levels = engine._Levels.of(conv)
+    if not scored:  # nothing is ranked: no curve, no AP
+        preds = _empty_preds(len(records.keys), preds.coco_matched.shape[1])
+    label = preds.label
+    image = np.repeat(np.arange(preds.count.size, dtype=np.int64), preds.count)
+    cell = image * max(n_k, 1) + label
+    # A prediction's rank: its place in its image-class's run.
+    starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1])) if cell.size else cell
+    rank = np.arange(cell.size) - np.repeat(starts, np.diff(np.append(starts, cell.size)))
+    score = np.where(np.isnan(preds.score), -math.inf, preds.score)
+    by_score = np.argsort(-score, kind="stable")
+    ranking = class_ranking(by_score, label, n_k)
+    matched, ignored = preds.matched, preds.ignored
+
+    def flags(level: int) -> tuple[BoolArray, BoolArray]:
+        return (
+            np.asarray((matched >> level) & 1, dtype=bool),
+            np.asarray((ignored >> level) & 1, dtype=bool),
+        )
+
+    ranked = RankedFlags(ranking, score, flags, levels.index, levels.evaluation)
+    return ranked, CocoOrder.of(ranking, label, rank, len(conv.ap_thresholds))
+
+
+def _coco(
+    records: MatchRecords, conv: Conventions, order: CocoOrder
+) -> tuple[CocoStats, dict[int, list[float]]]:
+    """pycocotools' 12 numbers and each class's AP per threshold (area all), from the
+    records' bits, by the engine's accumulation."""
+    preds = records.preds
+    n_t = len(conv.ap_thresholds)
+    summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
+    class_ap: dict[int, list[float]] = {}
+    levels = np.arange(n_t, dtype=np.int64)
+    for a in range(len(COCO_AREAS)):
+        # Few predictions match: unpack the flags of those alone.
+        matched = np.flatnonzero(preds.coco_matched[:, a])
+        rows, hit_t = np.nonzero((preds.coco_matched[matched, a, None] >> levels) & 1)
+        hit_pred = matched[rows]
+        hit_ignored = ((preds.coco_ignored[hit_pred, a] >> hit_t) & 1).astype(bool)
+        matches = AreaMatches(
+            hit_pred, hit_t, hit_ignored, ((preds.area >> a) & 1) == 0, records.coco_gt[:, a]
+        )
+        coco_area(summary, a, matches, order, class_ap)
+    return summary.stats(), class_ap
+
+
+def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
+    """As the engine's ``_coco_class_ap_reusable``: class AP is pycocotools' area "all" entry
+    when no box leaves that range."""
+    return (
+        conv.interpolation == "101-point"
+        and (conv.max_dets is None or conv.max_dets <= 100)
+        and not beyond
+    )
+
+
+def _image_results(
+    records: MatchRecords, counts: ImageCounts, conv: Conventions
+) -> list[ImageResult]:
+    values: list[list[int]] = counts.values.tolist()
+    mean_iou: list[float] = counts.mean_iou.tolist()
+    n = len(IMAGE_FIELDS)
+    results = []
+    for j, key in enumerate(records.keys):
+        row = values[j]
+        sweep = tuple(
+            SweepResult(threshold, *row[n + 3 * s : n + 3 * s + 3])
+            for s, threshold in enumerate(conv.sweep_thresholds)
+        )
+        results.append(
+            ImageResult(
+                key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
+                gt=row[0], gt_ignored=row[1], pred=row[2], tp=row[3], fp=row[4], fn=row[5],
+                mean_iou=None if math.isnan(mean_iou[j]) else mean_iou[j], sweep=sweep,
+                pred_ignored=row[6],
+            )
+        )  # fmt: skip
+    return results
+
+
+def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
+    """The rows of the images in ``order``, each image's together."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    taken = counts[list(order)]
+    shift = np.repeat(starts[list(order)] - (np.cumsum(taken) - taken), taken)
+    rows: IntArray = np.arange(int(taken.sum()), dtype=np.int64) + shift
+    return rows
+
+
+def _counts_of_images(counts: ImageCounts, order: Sequence[int]) -> ImageCounts:
+    return ImageCounts(counts.values[list(order)], counts.mean_iou[list(order)], counts.classes)
+
+
+def _class_sum(parts: Sequence[npt.NDArray[Any]], remaps: Sequence[IntArray], n_k: int) -> IntArray:
+    """Per-class arrays of parts added into the joined classes."""
+    width = parts[0].shape[1] if parts[0].ndim == 2 else 0
+    total = np.zeros((n_k, width), dtype=np.int64)
+    for values, remap in zip(parts, remaps, strict=True):
+        np.add.at(total, remap, values.reshape(remap.size, width))
+    return total
+
+
+def _join_counts(parts: Sequence[ImageCounts], remaps: Sequence[IntArray], n_k: int) -> ImageCounts:
+    classes = _class_sum([p.classes.stacked() for p in parts], remaps, n_k)
+    return ImageCounts(
+        np.concatenate([p.values for p in parts]),
+        np.concatenate([p.mean_iou for p in parts]),
+        ClassCounts.of_stacked(classes),
+    )
+
+
+def _join_preds(parts: Sequence[PredRecords], remaps: Sequence[IntArray]) -> PredRecords:
+    return PredRecords(
+        count=np.concatenate([p.count for p in parts]),
+        label=np.concatenate([r[p.label] for p, r in zip(parts, remaps, strict=True)]),
+        score=np.concatenate([p.score for p in parts]),
+        matched=np.concatenate([p.matched for p in parts]),
+        ignored=np.concatenate([p.ignored for p in parts]),
+        area=np.concatenate([p.area for p in parts]),
+        coco_matched=np.concatenate([p.coco_matched for p in parts]),
+        coco_ignored=np.concatenate([p.coco_ignored for p in parts]),
+    )
+
+
+def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
+    odd: list[dict[str, int]] = [{} for _ in parts[0].odd]
+    for part in parts:
+        for per_file, found in zip(odd, part.odd, strict=True):
+            for path, count in found:
+                per_file[path] = per_file.get(path, 0) + count
+    return NoteCounts(
+        names=tuple(sorted({n for p in parts for n in p.names})),
+        scored=any(p.scored for p in parts),
+        preds=sum(p.preds for p in parts),
+        unscored=sum(p.unscored for p in parts),
+        unscored_files=sum(p.unscored_files for p in parts),
+        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+    )
+
+
+def _empty_preds(n_images: int, n_areas: int) -> PredRecords:
+    none = np.zeros(0, dtype=np.int64)
+    return PredRecords(
+        np.zeros(n_images, dtype=np.int64), none, np.zeros(0), none, none, none,
+        np.zeros((0, n_areas), dtype=np.int64), np.zeros((0, n_areas), dtype=np.int64),
+    )  # fmt: skip
+
+
+def _empty(conv: Conventions) -> MatchRecords:
+    """The records of no image."""
+    width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
+    none = np.zeros(0, dtype=np.int64)
+    counts = ImageCounts(
+        np.zeros((0, width), dtype=np.int64), np.zeros(0), ClassCounts(*([none] * 7))
+    )
+    return MatchRecords(
+        keys=(),
+        gt_paths=(),
+        pred_paths=(),
+        class_names=(),
+        preds=_empty_preds(0, len(COCO_AREAS) if conv.coco_stats else 0),
+        counts=counts,
+        unscored=counts,
+        coco_gt=np.zeros((0, len(COCO_AREAS)), dtype=np.int64),
+        beyond=False,
+        notes=NoteCounts((), False, 0, 0, 0, ((), (), ())),
+    )

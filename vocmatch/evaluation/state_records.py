@@ -1,0 +1,377 @@
+"""Match records as the arrays and header fields of a state file (format version 2), and
+back, every array checked against the others and the header.
+
+The arrays, each in the narrowest dtype that holds its values exactly:
+
+========================  ============  ==================================================
+name                      shape         holds
+========================  ============  ==================================================
+``image_values``          ``(I, C)``    each image's counts (``C`` = 7 + 3 sweep thresholds)
+``image_mean_iou``        ``(I,)``      the mean IoU of its true positives, NaN without
+``pred_count``            ``(I,)``      kept predictions of each image
+``class_counts``          ``(K, 7)``    each class's counts
+``coco_gt``               ``(K, 4)``    ground truth that counts per COCO area range
+``pred_label``            ``(P,)``      each kept prediction's class
+``pred_score``            ``(P,)``      its score, NaN without
+``pred_matched``          ``(P,)``      bit flags: matched, per IoU threshold
+``pred_area``             ``(P,)``      bit flags: inside each COCO area range
+``pred_coco``             ``(P, A)``    bit flags: matched, per AP threshold, per area range
+``ignored_pred``          ``(N,)``      the few predictions matched to ignored ground truth,
+``ignored_slot``          ``(N,)``      in which matching (0 the protocol's, 1 + ``a``
+``ignored_bits``          ``(N,)``      area range ``a``'s), at which thresholds
+``unscored_*``                          with no score at all: ``image_values``,
+                                        ``image_mean_iou`` and ``class_counts`` as paired
+                                        highest IoU first
+========================  ============  ==================================================
+
+No box is stored: a state is what the evaluation needs of each image, not the image's data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import StateError
+from vocmatch.evaluation.accumulate import ClassCounts
+from vocmatch.evaluation.records import (
+    IMAGE_FIELDS,
+    ImageCounts,
+    MatchRecords,
+    NoteCounts,
+    PredRecords,
+)
+from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
+
+__all__ = ["records_of_state", "state_of_records"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+#: Above any real count of an image's predictions; keeps the counts' sum within an int64.
+_MAX_COUNT = 1 << 48
+
+
+def state_of_records(
+    records: MatchRecords, conv: Conventions
+) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+    """The header fields (JSON values) and the arrays of a state holding ``records``,
+    matched under ``conv``."""
+    preds = records.preds
+    coco_matched, coco_ignored = preds.coco_matched, preds.coco_ignored
+    # Area "all" is matched as the protocol's own matching wherever no ground truth leaves
+    # the range (almost always): then it is not stored but read from the protocol's flags.
+    from_main = (
+        coco_matched.shape[1] > 0
+        and np.array_equal(coco_matched[:, 0], _ap_bits(preds.matched, conv))
+        and np.array_equal(coco_ignored[:, 0], _ap_bits(preds.ignored, conv))
+    )
+    ignored_pred = np.flatnonzero(preds.ignored)
+    arrays: dict[str, npt.NDArray[Any]] = {
+        **_counts_arrays(records.counts, ""),
+        "pred_count": _narrowest_int(preds.count),
+        "coco_gt": _narrowest_int(records.coco_gt),
+        "pred_label": _narrowest_int(preds.label),
+        "pred_score": _narrowest_float(preds.score),
+        "pred_matched": _narrowest_int(preds.matched),
+        "pred_area": preds.area.astype(np.uint8),
+        "pred_coco": _narrowest_int(coco_matched[:, 1:] if from_main else coco_matched),
+        "pred_coco_ignored": _narrowest_int(coco_ignored[:, 1:] if from_main else coco_ignored),
+        "ignored_pred": _narrowest_int(ignored_pred.astype(np.int64)),
+        "ignored_bits": _narrowest_int(preds.ignored[ignored_pred]),
+    }
+    if records.unscored is not None:
+        arrays.update(_counts_arrays(records.unscored, "unscored_"))
+    notes = records.notes
+    header = {
+        "keys": list(records.keys),
+        "gt_paths": list(records.gt_paths),
+        "pred_paths": list(records.pred_paths),
+        "class_names": list(records.class_names),
+        "beyond": records.beyond,
+        "unscored": records.unscored is not None,
+        "coco_all_from_main": bool(from_main),
+        "notes": {
+            "names": list(notes.names),
+            "scored": notes.scored,
+            "preds": notes.preds,
+            "unscored": notes.unscored,
+            "unscored_files": notes.unscored_files,
+            "odd": [[[path, count] for path, count in kind] for kind in notes.odd],
+        },
+    }
+    return header, arrays
+
+
+def _counts_arrays(counts: ImageCounts, prefix: str) -> dict[str, npt.NDArray[Any]]:
+    return {
+        f"{prefix}image_values": _narrowest_int(counts.values),
+        f"{prefix}image_mean_iou": _narrowest_float(counts.mean_iou),
+        f"{prefix}class_counts": _narrowest_int(counts.classes.stacked().astype(np.int64)),
+    }
+
+
+def records_of_state(
+    header: Mapping[str, Any],
+    arrays: Mapping[str, npt.NDArray[Any]],
+    conv: Conventions,
+    source: str,
+) -> MatchRecords:
+    """The records of a state read by :func:`vocmatch.evaluation.state.read_state`.
+
+    Raises:
+        StateError: A header field or an array does not fit the others (one line naming
+            ``source``).
+    """
+    keys, gt_paths, pred_paths = (
+        header.get("keys"),
+        header.get("gt_paths"),
+        header.get("pred_paths"),
+    )
+    names, beyond, unscored = (
+        header.get("class_names"),
+        header.get("beyond"),
+        header.get("unscored"),
+    )
+    from_main = header.get("coco_all_from_main")
+    if not (
+        _is_str_list(keys)
+        and _is_str_list(gt_paths)
+        and isinstance(pred_paths, list)
+        and all(p is None or isinstance(p, str) for p in pred_paths)
+        and len(gt_paths) == len(pred_paths) == len(keys)
+        and _is_str_list(names)
+        and isinstance(beyond, bool)
+        and isinstance(unscored, bool)
+        and isinstance(from_main, bool)
+    ):
+        raise StateError(f"{source}: corrupted header (image keys, paths or classes)")
+    if len(set(keys)) != len(keys) or len(set(names)) != len(names) or names != sorted(names):
+        raise StateError(f"{source}: corrupted header (an image key or class repeats)")
+    notes = _note_counts(header.get("notes"), source)
+    n_areas = len(COCO_AREAS) if conv.coco_stats else 0
+    if from_main and not n_areas:
+        raise StateError(f"{source}: corrupted header (COCO area ranges without coco_stats)")
+    n_stored = n_areas - 1 if from_main else n_areas
+    width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
+    layout = _Layout(len(keys), len(names), n_stored, width, unscored)
+    shapes = _expected_shapes(arrays, layout, source)
+    _check_arrays(arrays, shapes, source)
+    preds = _pred_records(arrays, len(names), from_main, conv, source)
+    return MatchRecords(
+        keys=tuple(keys),
+        gt_paths=tuple(gt_paths),
+        pred_paths=tuple(pred_paths),
+        class_names=tuple(names),
+        preds=preds,
+        counts=_image_counts(arrays, "", source),
+        unscored=_image_counts(arrays, "unscored_", source) if unscored else None,
+        coco_gt=arrays["coco_gt"].astype(np.int64),
+        beyond=beyond,
+        notes=notes,
+    )
+
+
+def _note_counts(notes: object, source: str) -> NoteCounts:
+    if not isinstance(notes, dict):
+        raise StateError(f"{source}: corrupted header (notes)")
+    names, odd = notes.get("names"), notes.get("odd")
+    counts = [notes.get(name) for name in ("preds", "unscored", "unscored_files")]
+    if not (
+        _is_str_list(names)
+        and isinstance(notes.get("scored"), bool)
+        and all(type(c) is int and c >= 0 for c in counts)
+        and isinstance(odd, list)
+        and len(odd) == len(ODD_VALUES)
+        and all(
+            isinstance(kind, list)
+            and all(
+                isinstance(e, list)
+                and len(e) == 2
+                and isinstance(e[0], str)
+                and type(e[1]) is int
+                and e[1] > 0
+                for e in kind
+            )
+            for kind in odd
+        )
+    ):
+        raise StateError(f"{source}: corrupted header (notes)")
+    preds, unscored, unscored_files = (
+        int(notes[n]) for n in ("preds", "unscored", "unscored_files")
+    )
+    return NoteCounts(
+        names=tuple(names),
+        scored=bool(notes["scored"]),
+        preds=preds,
+        unscored=unscored,
+        unscored_files=unscored_files,
+        odd=tuple(tuple((str(p), int(c)) for p, c in kind) for kind in odd),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the header says of the arrays' sizes.
+
+    Attributes:
+        images: Image keys.
+        classes: Class names.
+        areas: COCO area ranges stored per prediction.
+        width: Integers per image.
+        unscored: The counts of the unscored reading are stored too.
+    """
+
+    images: int
+    classes: int
+    areas: int
+    width: int
+    unscored: bool
+
+
+def _expected_shapes(
+    arrays: Mapping[str, npt.NDArray[Any]], layout: _Layout, source: str
+) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each array's shape and dtype kind, from the header and the counts."""
+    n_images, n_classes, n_areas = layout.images, layout.classes, layout.areas
+    count = arrays.get("pred_count")
+    if count is None or count.shape != (n_images,) or count.dtype.kind != "u":
+        raise StateError(f"{source}: array 'pred_count' is not one count per image")
+    if count.size and int(count.max()) >= _MAX_COUNT:  # their sum would not fit an int64
+        raise StateError(f"{source}: array 'pred_count' holds counts no file could hold")
+    n_pred = int(count.astype(np.int64).sum()) if n_images else 0
+    ignored = arrays.get("ignored_pred")
+    n_ignored = ignored.shape[0] if ignored is not None and ignored.ndim == 1 else -1
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {
+        "pred_count": ((n_images,), "u"),
+        "coco_gt": ((n_classes, len(COCO_AREAS)), "u"),
+        "pred_label": ((n_pred,), "u"),
+        "pred_score": ((n_pred,), "f"),
+        "pred_matched": ((n_pred,), "u"),
+        "pred_area": ((n_pred,), "u"),
+        "pred_coco": ((n_pred, n_areas), "u"),
+        "pred_coco_ignored": ((n_pred, n_areas), "u"),
+        "ignored_pred": ((n_ignored,), "u"),
+        "ignored_bits": ((n_ignored,), "u"),
+    }
+    for prefix in ("", "unscored_") if layout.unscored else ("",):
+        shapes[f"{prefix}image_values"] = ((n_images, layout.width), "u")
+        shapes[f"{prefix}image_mean_iou"] = ((n_images,), "f")
+        shapes[f"{prefix}class_counts"] = ((n_classes, 7), "u")
+    return shapes
+
+
+def _check_arrays(
+    arrays: Mapping[str, npt.NDArray[Any]],
+    shapes: Mapping[str, tuple[tuple[int, ...], str]],
+    source: str,
+) -> None:
+    if set(arrays) != set(shapes):
+        raise StateError(
+            f"{source}: corrupted (arrays {sorted(arrays)}, expected {sorted(shapes)})"
+        )
+    for name, (shape, kind) in shapes.items():
+        if arrays[name].dtype.kind != kind:
+            raise StateError(f"{source}: array {name!r} has dtype {arrays[name].dtype.str}")
+        if arrays[name].shape != shape:
+            raise StateError(
+                f"{source}: array {name!r} has shape {arrays[name].shape}, the counts say {shape}"
+            )
+
+
+def _pred_records(
+    arrays: Mapping[str, npt.NDArray[Any]],
+    n_classes: int,
+    from_main: bool,
+    conv: Conventions,
+    source: str,
+) -> PredRecords:
+    """The kept predictions' records, checked: classes listed and sorted within each image,
+    flags of thresholds that exist, finite scores."""
+    count = arrays["pred_count"].astype(np.int64)
+    label = arrays["pred_label"].astype(np.int64)
+    if label.size and int(label.max()) >= n_classes:
+        raise StateError(
+            f"{source}: array 'pred_label' names a class beyond the {n_classes} listed"
+        )
+    image = np.repeat(np.arange(count.size, dtype=np.int64), count)
+    if label.size > 1 and (np.diff(image * n_classes + label) < 0).any():
+        raise StateError(f"{source}: array 'pred_label' is not sorted within each image")
+    score = arrays["pred_score"].astype(np.float64)
+    if np.isinf(score).any():
+        raise StateError(f"{source}: array 'pred_score' holds infinite values")
+    n_levels = len({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
+    n_ap = len(conv.ap_thresholds)
+    matched = _flags(arrays["pred_matched"], n_levels, "pred_matched", source)
+    coco_matched = _flags(arrays["pred_coco"], n_ap, "pred_coco", source)
+    coco_ignored = _flags(arrays["pred_coco_ignored"], n_ap, "pred_coco_ignored", source)
+    if arrays["pred_area"].size and int(arrays["pred_area"].max()) >= 1 << len(COCO_AREAS):
+        raise StateError(f"{source}: array 'pred_area' holds flags of no area range")
+    where = arrays["ignored_pred"].astype(np.int64)
+    if where.size and int(where.max()) >= label.size:
+        raise StateError(f"{source}: array 'ignored_pred' names a prediction that is not there")
+    ignored = np.zeros(label.size, dtype=np.int64)
+    ignored[where] = _flags(arrays["ignored_bits"], n_levels, "ignored_bits", source)
+    if from_main:
+        coco_matched = np.concatenate([_ap_bits(matched, conv)[:, None], coco_matched], axis=1)
+        coco_ignored = np.concatenate([_ap_bits(ignored, conv)[:, None], coco_ignored], axis=1)
+    return PredRecords(
+        count, label, score, matched, ignored, arrays["pred_area"].astype(np.int64), coco_matched,
+        coco_ignored,
+    )  # fmt: skip
+
+
+def _ap_bits(bits: IntArray, conv: Conventions) -> IntArray:
+    """Flags over the matched thresholds (the engine's levels) as flags over the AP
+    thresholds: the area "all" matching when it is the protocol's own."""
+    levels = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
+    index = {value: i for i, value in enumerate(levels)}
+    found = np.zeros(bits.size, dtype=np.int64)
+    for t, threshold in enumerate(conv.ap_thresholds):
+        found |= ((bits >> index[threshold]) & 1) << t
+    return found
+
+
+def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> IntArray:
+    """Bit flags, checked to name only the ``n_bits`` thresholds there are."""
+    if values.dtype.itemsize == 8 and values.size and int(values.max()) >= 1 << 63:
+        raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
+    flags = values.astype(np.int64)
+    if flags.size and int(flags.max()) >= 1 << n_bits:
+        raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
+    return flags
+
+
+def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: str) -> ImageCounts:
+    mean_iou = arrays[f"{prefix}image_mean_iou"].astype(np.float64)
+    if not (np.isnan(mean_iou) | ((mean_iou >= 0) & (mean_iou <= 1))).all():
+        raise StateError(f"{source}: array '{prefix}image_mean_iou' holds values outside [0, 1]")
+    return ImageCounts(
+        arrays[f"{prefix}image_values"].astype(np.int64),
+        mean_iou,
+        ClassCounts.of_stacked(arrays[f"{prefix}class_counts"].astype(np.int64)),
+    )
+
+
+def _narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    top = int(values.max()) if values.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values.astype(np.uint64)
+
+
+def _narrowest_float(values: FloatArray) -> npt.NDArray[Any]:
+    """float32 when every value survives the round trip exactly (NaN stays NaN)."""
+    single = values.astype(np.float32)
+    if np.array_equal(single.astype(np.float64), values, equal_nan=True):
+        return single
+    return values
+
+
+def _is_str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
