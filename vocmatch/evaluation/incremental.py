@@ -175,6 +175,9 @@ class Evaluator:
         else:
             self._table = {i: str(name) for i, name in enumerate(class_names)}
         self._names: dict[str, int] = {}
+        # Integer label -> class index, for the labels seen so far (-1: not yet seen): most
+        # images name no new class, and a lookup spares them the sort of ``np.unique``.
+        self._id_index = np.full(0, -1, dtype=np.int64)
         # Images added and not matched yet; the records of those matched (or merged).
         self._parts: list[_Images] = []
         self._records: list[MatchRecords] = []
@@ -553,6 +556,9 @@ class Evaluator:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         if values.dtype.kind in "iu":
+            known = self._known_ids(values)
+            if known is not None:
+                return known
             distinct, inverse = np.unique(values, return_inverse=True)
             names = []
             for label in distinct.tolist():
@@ -572,7 +578,34 @@ class Evaluator:
                 f"Expected `{what}` to hold class names or integer ids, got dtype {values.dtype}"
             )
         index = np.array([self._intern(name) for name in names], dtype=np.int64)
+        if values.dtype.kind in "iu":
+            self._remember_ids(distinct, index)
         return index[inverse.reshape(-1)]
+
+    def _known_ids(self, values: npt.NDArray[Any]) -> IntArray | None:
+        """The class indices of integer labels that were all seen before, else None."""
+        lowest, highest = int(values.min()), int(values.max())
+        if lowest < 0 or highest >= self._id_index.size:
+            return None
+        index = self._id_index[values]
+        return None if (index < 0).any() else index
+
+    def _remember_ids(self, distinct: npt.NDArray[Any], index: IntArray) -> None:
+        """Keep the class index of each small non-negative label id for :meth:`_known_ids`."""
+        small = (distinct >= 0) & (distinct < _ID_INDEX_LIMIT)
+        if not small.any():
+            return
+        ids = distinct[small].astype(np.int64)
+        size = int(ids.max()) + 1
+        if size > self._id_index.size:
+            grown = np.full(size, -1, dtype=np.int64)
+            grown[: self._id_index.size] = self._id_index
+            self._id_index = grown
+        self._id_index[ids] = index[small]
+
+
+#: Integer label ids below this are looked up in an array (at most 8 bytes each).
+_ID_INDEX_LIMIT = 1 << 16
 
 
 def _to_numpy(value: Any) -> npt.NDArray[Any]:
