@@ -104,10 +104,10 @@ class DefaultGroup(RichHelpCommand, click.Group):
         """A usage error for a first argument that is no path but nearly a command's name
         (``vocmatch lnit gt/``): read as ``eval``'s GT_DIR it would only say that ``lnit``
         is not a directory."""
-        import difflib
-
         if word.startswith("-") or os.path.exists(word):
             return
+        import difflib
+
         close = difflib.get_close_matches(word, sorted(self.commands), n=1, cutoff=0.6)
         if close:
             raise click.UsageError(f"no such command {word!r}; did you mean {close[0]!r}?", ctx)
