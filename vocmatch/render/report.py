@@ -217,15 +217,23 @@ def content_width(console: Console, renderable: RenderableType) -> tuple[int, in
 
     options = console.options.update_width(_UNBOUNDED_WIDTH)
 
-    def narrowest(part: RenderableType) -> int:
+    def widths(part: RenderableType) -> tuple[int, int]:
+        # Both widths from one measurement of each part: measuring a table walks every
+        # cell. A group that fits its content is as wide as its widest part (rich's
+        # measure_renderables).
         if isinstance(part, Group):
-            return max((narrowest(child) for child in part.renderables), default=1)
+            sizes = [widths(child) for child in part.renderables]
+            narrowest = max((n for n, _ in sizes), default=1)
+            if not part.fit:
+                return narrowest, Measurement.get(console, options, part).maximum
+            return narrowest, max((w for _, w in sizes), default=0)
         measured = Measurement.get(console, options, part)
         # Text may wrap between words; a table is kept whole.
-        return measured.maximum if isinstance(part, Table) else measured.minimum
+        kept = measured.maximum if isinstance(part, Table) else measured.minimum
+        return kept, measured.maximum
 
-    widest = Measurement.get(console, options, renderable).maximum
-    return max(narrowest(renderable), 1), max(widest, 1)
+    narrowest, widest = widths(renderable)
+    return max(narrowest, 1), max(widest, 1)
 
 
 def plain_text(renderable: RenderableType) -> str:
