@@ -124,6 +124,10 @@ class Fitting:
             self._widths[key] = width
         return width
 
+    def full_width(self, console: Console, options: ConsoleOptions) -> int:
+        """The first (full) form's width: the widest this prints."""
+        return self._width(console, options, 0)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for index, form in enumerate(self.forms[:-1]):
             if self._width(console, options, index) <= options.max_width:
