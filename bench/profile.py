@@ -46,7 +46,7 @@ def main() -> None:
         wall, own, children = now, own_now, children_now
 
     # What `vocmatch eval ... --format json` imports before it reads a file.
-    import vocmatch.cli  # noqa: F401
+    import vocmatch.cli.eval_cmd  # noqa: F401  (the command modules load when used)
     from vocmatch.core.protocol import protocol
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.gates import check_gates
