@@ -69,6 +69,31 @@ def test_version_is_answered_before_click() -> None:
     assert stdout == run_cli("--version")[1]
 
 
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [pytest.param(None, "1", id="unset"), pytest.param("2", "2", id="set-by-the-user")],
+)
+def test_openblas_starts_one_thread_unless_told(given: str | None, expected: str) -> None:
+    """The command line asks numpy's OpenBLAS for one thread (it runs its own workers),
+    and keeps a value the user set."""
+    probe = PROBE.replace(
+        "loaded = [m for m in {heavy!r} if m in sys.modules]",
+        'import os; loaded = [os.environ.get("OPENBLAS_NUM_THREADS")]',
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    process = subprocess.run(
+        [sys.executable, "-c", probe.format(args=["iou", "0,0,10,10", "5,5,15,15"])],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    line = next(x for x in process.stderr.splitlines() if x.startswith("LOADED "))
+    assert json.loads(line.removeprefix("LOADED "))["loaded"] == [expected]
+
+
 def test_version_to_a_full_disk_fails_as_any_output() -> None:
     """--version into a stdout that cannot take it goes the whole way and fails as any
     output does: exit 4 and the reason on stderr."""
