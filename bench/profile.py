@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 START = time.perf_counter()
+# As the command line does (vocmatch/__main__.py), before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def cpu() -> tuple[float, float]:
