@@ -112,11 +112,13 @@ class Fitting:
         and then printed, and measuring a table walks every cell."""
         unbounded = options.update_width(_UNBOUNDED)
         # At an unbounded width a form's width depends on the console and the options'
-        # flags, not on the width or the terminal size the report is printed at.
+        # flags, not on the width or the terminal size the report is printed at, nor on
+        # no_wrap, which printing sets and no measure reads (text is measured by its lines
+        # and words, a table by its cells).
         key = (
             console, index, unbounded.legacy_windows, unbounded.is_terminal,
             unbounded.encoding, unbounded.max_height, unbounded.justify, unbounded.overflow,
-            unbounded.no_wrap, unbounded.highlight, unbounded.markup, unbounded.height,
+            unbounded.highlight, unbounded.markup, unbounded.height,
         )  # fmt: skip
         width = self._widths.get(key)
         if width is None:
