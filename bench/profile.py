@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 START = time.perf_counter()
+# As the command line does (vocmatch/__main__.py), before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def cpu() -> tuple[float, float]:
@@ -46,7 +48,7 @@ def main() -> None:
         wall, own, children = now, own_now, children_now
 
     # What `vocmatch eval ... --format json` imports before it reads a file.
-    import vocmatch.cli  # noqa: F401
+    import vocmatch.cli.eval_cmd  # noqa: F401  (the command modules load when used)
     from vocmatch.core.protocol import protocol
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.gates import check_gates

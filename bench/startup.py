@@ -1,9 +1,14 @@
 """Start-up time of the command line: the wall time of ``vocmatch --version`` and of the demo
-report (``vocmatch fixtures/demo/gt fixtures/demo/pred``), the median of 10 runs each.
+report (``vocmatch fixtures/demo/gt fixtures/demo/pred``, as a table and as JSON), the median
+of 10 runs each, beside the bare interpreter (``python -c pass``: site and its ``.pth`` files,
+the floor no command can go under).
 
 Run from the repository root: ``python bench/startup.py`` (``--runs N`` for another count).
-Bytecode is cached in a temporary folder and warmed before timing, as an installed package
-has its ``.pyc`` files (with ``PYTHONDONTWRITEBYTECODE`` every run would compile the source).
+``--against DIR`` (repeatable) times another checkout of vocmatch the same way, in the same
+rounds: one run of every command in every checkout, then the next round, so that a busy
+machine slows all of them alike. Bytecode is cached in a temporary folder and warmed before
+timing, as an installed package has its ``.pyc`` files (with ``PYTHONDONTWRITEBYTECODE``
+every run would compile the source).
 """
 
 from __future__ import annotations
@@ -27,35 +32,58 @@ COMMANDS = {
 }
 
 
-def wall_time(args: list[str] | None, cache: str) -> float:
-    """Seconds for one run of ``python -m vocmatch ARGS`` from the repository root (of
-    ``python -c pass`` for None)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": cache}
+def run_times(tree: Path, args: list[str] | None, cache: str) -> tuple[float, float]:
+    """Wall and processor seconds (user + system) for one run of ``python -m vocmatch ARGS``
+    from the checkout ``tree`` (of ``python -c pass`` for None)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": cache}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     command = ["-c", "pass"] if args is None else ["-m", "vocmatch", *args]
     start = time.perf_counter()
-    subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, *command],
-        cwd=ROOT,
+        cwd=tree,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        check=False,
     )
-    return time.perf_counter() - start
+    # wait4 gives this child's own processor time, which a busy machine disturbs less.
+    _, _, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = 0  # reaped above: keep Popen from waiting for it again
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    runs = parser.parse_args().runs
+    parser.add_argument(
+        "--against",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another checkout to time in the same rounds (repeatable)",
+    )
+    options = parser.parse_args()
+    trees = {"this": ROOT, **{str(path): path.resolve() for path in options.against}}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as cache:
-        for args in COMMANDS.values():
-            wall_time(args, cache)  # warm the file cache and write the bytecode
-        for name, args in COMMANDS.items():
-            times = [wall_time(args, cache) for _ in range(runs)]
-            median = statistics.median(times)
-            print(f"{name:<22} median {median:.3f} s  (min {min(times):.3f} s)")
+        for tree in trees.values():
+            for args in COMMANDS.values():
+                run_times(tree, args, cache)  # warm the file cache and write the bytecode
+        for _ in range(options.runs):
+            for label, tree in trees.items():
+                for name, args in COMMANDS.items():
+                    if args is None and label != "this":
+                        continue  # one interpreter floor is enough
+                    times.setdefault((label, name), []).append(run_times(tree, args, cache))
+    print(f"{'':<22} {'wall median':>11} {'wall min':>9} {'cpu median':>11}")
+    for (label, name), runs in times.items():
+        wall = [w for w, _ in runs]
+        cpu = statistics.median(c for _, c in runs)
+        where = "" if label == "this" else f"  [{label}]"
+        line = f"{statistics.median(wall):>9.3f} s {min(wall):>7.3f} s {cpu:>9.3f} s"
+        print(f"{name:<22} {line}{where}")
 
 
 if __name__ == "__main__":

@@ -19,16 +19,20 @@ from tests.conftest import ROOT
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_directories
+from vocmatch.evaluation.result import ImageResult, SweepResult
 from vocmatch.evidence.gates import GateReport, check_gates, parse_gate
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.render.machine import (
     MARKDOWN_MAX_IMAGES,
     NumberList,
     Record,
+    _image,
+    _ImageLines,
     dumps_indented,
     to_csv_classes,
     to_csv_images,
     to_json,
+    to_json_dict,
     to_junit,
     to_markdown,
 )
@@ -292,6 +296,36 @@ def test_indented_json_keeps_numbers_and_records_on_one_line() -> None:
     )
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         dumps_indented({"x": [float("nan")]})
+
+
+@given(
+    key=st.text(),
+    pred_path=st.none() | st.text(),
+    counts=st.lists(st.integers(0, 10**15), min_size=8, max_size=8),
+    mean_iou=st.none() | st.floats(0, 1),
+    thresholds=st.lists(st.sampled_from([0.5, 0.55, 0.75, 0.9000000000000001, 0.5555]), max_size=4),
+)
+def test_image_lines_are_the_text_of_the_records(
+    key: str, pred_path: str | None, counts: list[int], mean_iou: float | None,
+    thresholds: list[float],
+) -> None:  # fmt: skip
+    """The line written for an image is the text the encoder gives its record: names of any
+    characters, no prediction file, no mean IoU, any sweep (two thresholds of one name too)."""
+    gt, gt_ignored, pred, tp, fp, fn, pred_ignored, more = counts
+    sweep = tuple(SweepResult(t, tp + i, fp, fn + more) for i, t in enumerate(thresholds))
+    image = ImageResult(
+        key, f"gt/{key}.xml", pred_path, gt, gt_ignored, pred, tp, fp, fn, mean_iou, sweep,
+        pred_ignored=pred_ignored,
+    )  # fmt: skip
+    assert dumps_indented([_ImageLines()(image)]) == dumps_indented([_image(image)])
+
+
+@pytest.mark.parametrize("name", ["default", "coco", "voc07"])
+def test_json_is_the_indented_json_of_its_data(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """to_json writes image lines directly: the text is still that of to_json_dict's data."""
+    monkeypatch.chdir(ROOT)
+    evaluation = evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred", protocol(name))
+    assert to_json(evaluation) == dumps_indented(to_json_dict(evaluation))
 
 
 @pytest.mark.parametrize("batch", [2, 7, 50_000])

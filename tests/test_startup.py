@@ -5,6 +5,7 @@ library's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 
 import vocmatch
 import vocmatch.cli.options as cli
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 HEAVY = ("numpy", "lxml", "rich", "rich_click", "shapely", "PIL", "jinja2")
 #: What drawing the help may load: rich-click and rich, nothing that computes.
@@ -34,8 +35,14 @@ sys.stderr.write("\\nLOADED " + json.dumps({{"code": code, "loaded": loaded}}) +
 
 
 def loaded_by(args: list[str]) -> tuple[int, list[str], str]:
+    return loaded_by_names(args, HEAVY)
+
+
+def loaded_by_names(args: list[str], names: tuple[str, ...]) -> tuple[int, list[str], str]:
+    """Run the command line in a fresh interpreter: its exit code, which of ``names`` it
+    loaded, and its stdout."""
     process = subprocess.run(
-        [sys.executable, "-c", PROBE.format(args=args, heavy=HEAVY)],
+        [sys.executable, "-c", PROBE.format(args=args, heavy=names)],
         capture_output=True,
         text=True,
         check=True,
@@ -51,6 +58,58 @@ def test_version_imports_no_heavy_library() -> None:
     assert code == 0
     assert loaded == []
     assert stdout.strip()
+
+
+def test_version_is_answered_before_click() -> None:
+    """--version alone is answered without importing click, with the very line click's
+    version option prints."""
+    code, loaded, stdout = loaded_by_names(["--version"], ("click", *HEAVY))
+    assert code == 0
+    assert loaded == []
+    assert stdout == run_cli("--version")[1]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [pytest.param(None, "1", id="unset"), pytest.param("2", "2", id="set-by-the-user")],
+)
+def test_openblas_starts_one_thread_unless_told(given: str | None, expected: str) -> None:
+    """The command line asks numpy's OpenBLAS for one thread (it runs its own workers),
+    and keeps a value the user set."""
+    probe = PROBE.replace(
+        "loaded = [m for m in {heavy!r} if m in sys.modules]",
+        'import os; loaded = [os.environ.get("OPENBLAS_NUM_THREADS")]',
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    process = subprocess.run(
+        [sys.executable, "-c", probe.format(args=["iou", "0,0,10,10", "5,5,15,15"])],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    line = next(x for x in process.stderr.splitlines() if x.startswith("LOADED "))
+    assert json.loads(line.removeprefix("LOADED "))["loaded"] == [expected]
+
+
+def test_version_to_a_full_disk_fails_as_any_output() -> None:
+    """--version into a stdout that cannot take it goes the whole way and fails as any
+    output does: exit 4 and the reason on stderr."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "wb") as full:
+        process = subprocess.run(
+            [sys.executable, "-m", "vocmatch", "--version"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            cwd=str(ROOT),
+        )
+    assert process.returncode == 4
+    assert process.stderr == "vocmatch: cannot write to stdout: No space left on device\n"
 
 
 @pytest.mark.parametrize(

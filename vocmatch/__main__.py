@@ -2,7 +2,8 @@
 
 Kept light: Ctrl-C, SIGTERM and SIGHUP are handled from the first moment, while the
 command's modules (numpy, lxml, rich) are still being imported, before
-:func:`vocmatch.cli.run` takes over.
+:func:`vocmatch.cli.run` takes over. ``vocmatch --version`` alone is answered here, without
+click: a pre-commit hook or a script asking for the version pays for the interpreter only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,25 @@ def _stopped_while_starting(signum: int, frame: FrameType | None) -> None:
     os._exit(128 + signum)
 
 
+def _print_version() -> bool:
+    """Write ``vocmatch, version X`` (click's ``--version`` line) straight to stdout.
+
+    Returns:
+        Whether the whole line was written; when stdout is closed or cannot take it, the
+        command line runs as usual and says so as it does for any output.
+    """
+    from vocmatch import __version__
+
+    if sys.stdout is None or sys.stdout is not sys.__stdout__:
+        return False  # closed, or redirected inside this process: click's path says so
+    line = f"vocmatch, version {__version__}\n".encode()
+    try:
+        # A line this short goes out in one write, to a terminal, a pipe or a file.
+        return os.write(1, line) == len(line)
+    except OSError:
+        return False
+
+
 def main() -> None:
     """Install the start-up signal handlers, then run the command line."""
     # Only where the default is in place: a SIGINT ignored by the parent (a background job
@@ -42,7 +62,13 @@ def main() -> None:
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) == signal.SIG_DFL:
             signal.signal(number, _stopped_while_starting)
-    from vocmatch.cli import run
+    if sys.argv[1:] == ["--version"] and _print_version():
+        sys.exit(0)
+    # The command line does its own parallel work (reading processes, the bootstrap's
+    # threads): numpy's OpenBLAS would start a thread per core when imported, only to wait
+    # (some 40 ms of processor time in a short run). A value set by the user is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from vocmatch.cli.app import run
 
     run(handle_interrupt=handle)
 

@@ -31,16 +31,8 @@ Rules for a new option or output:
 
 from __future__ import annotations
 
-# Each command module registers itself on the group when imported.
-from vocmatch.cli import (  # noqa: F401
-    diff_cmd,
-    eval_cmd,
-    iou_cmd,
-    lint_cmd,
-    merge_cmd,
-    seg_cmd,
-    suspects_cmd,
-)
+# Each command module registers itself on the group when its command is first looked up
+# (vocmatch.cli.app.COMMAND_MODULES): a run imports only the command it runs.
 from vocmatch.cli.app import main, run
 from vocmatch.cli.exits import (
     EXIT_DISTRIBUTED,

@@ -4,10 +4,13 @@ guards."""
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import signal
 import sys
 import warnings
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import click
 
@@ -34,14 +37,62 @@ class RichHelpCommand(click.Command):
         return render_help(self, ctx)
 
 
+#: Each command and the module that defines it (and registers it on the group when imported).
+COMMAND_MODULES = {
+    "diff": "vocmatch.cli.diff_cmd",
+    "eval": "vocmatch.cli.eval_cmd",
+    "iou": "vocmatch.cli.iou_cmd",
+    "lint": "vocmatch.cli.lint_cmd",
+    "merge": "vocmatch.cli.merge_cmd",
+    "seg": "vocmatch.cli.seg_cmd",
+    "suspects": "vocmatch.cli.suspects_cmd",
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each module imported when its command is first looked
+    up: ``vocmatch eval`` loads neither ``diff`` nor ``seg`` (nor what they import), while
+    names are listed, tested with ``in`` and completed without importing anything."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._modules = modules
+        self._commands: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._commands and name in self._modules:
+            importlib.import_module(self._modules[name])  # its decorator sets the entry
+        return self._commands[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._commands[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands[name]
+        self._modules.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands or name in self._modules
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self._modules, *self._commands}))
+
+    def __len__(self) -> int:
+        return len({*self._modules, *self._commands})
+
+
 class DefaultGroup(RichHelpCommand, click.Group):
     """A group whose first argument, when it names no subcommand, belongs to ``eval``.
 
-    So ``vocmatch GT_DIR PRED_DIR`` works as written beside ``vocmatch iou ...``.
+    So ``vocmatch GT_DIR PRED_DIR`` works as written beside ``vocmatch iou ...``. Its
+    commands are :data:`COMMAND_MODULES`, each imported when first used.
     """
 
     default_command = "eval"
     command_class = RichHelpCommand
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(dict(COMMAND_MODULES))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
@@ -53,10 +104,10 @@ class DefaultGroup(RichHelpCommand, click.Group):
         """A usage error for a first argument that is no path but nearly a command's name
         (``vocmatch lnit gt/``): read as ``eval``'s GT_DIR it would only say that ``lnit``
         is not a directory."""
-        import difflib
-
         if word.startswith("-") or os.path.exists(word):
             return
+        import difflib
+
         close = difflib.get_close_matches(word, sorted(self.commands), n=1, cutoff=0.6)
         if close:
             raise click.UsageError(f"no such command {word!r}; did you mean {close[0]!r}?", ctx)

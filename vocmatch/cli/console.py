@@ -48,13 +48,12 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     rich's 80-column default. Never narrower than the content's narrowest form: a class name
     is not broken inside a word, a line is longer than the terminal instead.
     """
-    from vocmatch.render.report import content_width
+    from vocmatch.render.report import content_width, widest_width
 
-    narrowest, widest = content_width(console, renderable)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = widest
+        console.width = widest_width(console, renderable)
     else:
-        console.width = max(console.width, narrowest)
+        console.width = max(console.width, content_width(console, renderable)[0])
     if console.is_terminal:
         console.print(renderable)
         return

@@ -346,6 +346,8 @@ def gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[Gate, ...]:
     """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
+    if not values:
+        return ()  # no gate: the gates module (and the slices it reads) stays unimported
     from vocmatch.evidence.gates import parse_gate
 
     return _gates(parse_gate)(ctx, param, values)
@@ -355,6 +357,8 @@ def slice_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[SliceSpec, ...]:
     """Parse the ``--slice`` values; a bad one is a usage error (exit 2)."""
+    if not values:
+        return ()
     from vocmatch.evidence.slices import parse_slices
 
     try:
@@ -429,6 +433,8 @@ def regression_gate_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[RegressionGate, ...]:
     """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
+    if not values:
+        return ()
     from vocmatch.evidence.diff import parse_regression_gate
 
     return _gates(parse_regression_gate)(ctx, param, values)

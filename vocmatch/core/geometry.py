@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,6 +239,8 @@ def pair_region_intersection(
     starts = range(0, live.size, _CLIP_CHUNK)
     if len(starts) > 1 and _CLIP_THREADS > 1:
         # GEOS runs without the GIL: chunks clip on every core (each writes its own rows).
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(min(_CLIP_THREADS, len(starts))) as pool:
             list(pool.map(clip, starts))
     else:

@@ -13,8 +13,6 @@ is quoted (``"a, b",c``). A prediction class the map does not name is kept as it
 
 from __future__ import annotations
 
-import csv
-import difflib
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -148,6 +146,8 @@ def read_class_map(path: str | os.PathLike[str]) -> ClassMap:
     except UnicodeDecodeError as error:
         at = raw[: error.start].count(b"\n") + 1
         raise AnnotationError(name, "not UTF-8 text: not a class map", at) from None
+    import csv
+
     entries: list[tuple[str, str | None]] = []
     first: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -323,6 +323,8 @@ def _selected(
     known_keys = {key(n) for n in known}
     for name in classes:
         if key(name) not in known_keys:
+            import difflib  # only for the hint
+
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise InputError(

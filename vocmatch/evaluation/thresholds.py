@@ -22,13 +22,11 @@ also ranks last for AP). A class without a threshold keeps every prediction.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 import numpy as np
 
@@ -203,6 +201,8 @@ def typed_threshold(cut: float, below: float | None, places: int = 3) -> str:
     >>> typed_threshold(0.7, None)
     '0.700'
     """
+    from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+
     try:
         exact = Decimal(repr(cut))
         for digits in range(places, 18):
@@ -261,6 +261,8 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise AnnotationError(name, "not UTF-8 text", line) from None
+    import csv
+
     found: dict[str, float] = {}
     lines: dict[str, int] = {}
     # One reader over the whole text: a quoted class name may hold a line break.

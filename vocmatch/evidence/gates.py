@@ -21,16 +21,17 @@ Decisions a gate has to make, stated once:
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from vocmatch.core.numbers import read_number
 from vocmatch.errors import InputError
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
-from vocmatch.evidence.slices import Slice, SliceValue
+
+if TYPE_CHECKING:
+    from vocmatch.evidence.slices import Slice, SliceValue
 
 __all__ = [
     "METRICS",
@@ -419,6 +420,8 @@ def _slice_value(gate: Gate, slices: Sequence[Slice]) -> SliceValue:
     values = {v.value: v for v in found.values}
     if value not in values:
         message = f"gate {gate.label!r}: the {found.name} slice has no value {value!r}"
+        import difflib  # only for the hint
+
         close = difflib.get_close_matches(value, sorted(values), n=1)
         listed = ", ".join(sorted(values))
         hint = f"did you mean {close[0]!r}?" if close else f"its values: {listed}"
@@ -449,6 +452,8 @@ def _unknown_class(gate: Gate, known: list[str]) -> str:
         f"gate {gate.label!r} names class {gate.scope!r}, "
         "which is in neither the ground truth nor the predictions"
     )
+    import difflib  # only for the hint
+
     close = difflib.get_close_matches(gate.scope or "", known, n=1)
     if close:
         message += f"; did you mean {close[0]!r}?"

@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from lxml import etree
-
 from vocmatch.core.geometry import polygon_problem
 from vocmatch.core.model import (
     Box,
@@ -51,6 +49,7 @@ from vocmatch.errors import AnnotationError, InputError
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
+    from lxml import etree
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -106,6 +105,10 @@ _SIGNATURES = (
 
 
 def _xml_parser() -> etree.XMLParser:
+    # lxml is imported here, when a file first needs it: the compiled reader reads the
+    # usual files without it.
+    from lxml import etree
+
     # resolve_entities=False: an entity reference stays a reference, so neither an
     # expansion bomb nor an external entity can do anything. load_dtd/no_network: no DTD
     # is read from disk or the network. huge_tree=False keeps libxml2's depth and size
@@ -148,6 +151,8 @@ def _document(data: bytes) -> etree._Element | None:
     Raises:
         etree.LxmlError: The document is not well-formed or goes over a limit.
     """
+    from lxml import etree
+
     try:
         return etree.fromstring(data, _xml_parser())
     except etree.XMLSyntaxError as error:
@@ -521,6 +526,8 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
             limits, declare entities or an external DTD, the root is not ``<annotation>``,
             or an object lacks a tag or holds a value that is not allowed.
     """
+    from lxml import etree
+
     try:
         root = _document(data)
     except etree.LxmlError as error:

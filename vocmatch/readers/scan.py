@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+from array import array
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
@@ -216,7 +217,9 @@ class _Chunk:
     sizes: list[ImageSize | None]
     filenames: list[str | None]
     counts: list[int]
-    codes: list[int]  # index into vocabulary, one per object
+    # Index into vocabulary, one per object: a C int array, sent from a reading process as
+    # one block of bytes rather than as a list of Python ints.
+    codes: array[int]
     vocabulary: dict[str, int]
     raw_codes: dict[bytes, int]  # a name's bytes as written -> index into vocabulary
     boxes: list[FloatArray]
@@ -226,7 +229,7 @@ class _Chunk:
     skipped: list[SkippedFile]
     shapes: list[tuple[int, Polygon | RotatedBox]] = field(default_factory=list)  # chunk rows
     occluded: list[BoolArray] = field(default_factory=list)
-    pose_codes: list[int] = field(default_factory=list)  # index into pose_vocabulary, or -1
+    pose_codes: array[int] = field(default_factory=lambda: array("i"))  # pose_vocabulary's, or -1
     pose_vocabulary: dict[str, int] = field(default_factory=dict)
     # <pose> as written -> code; None (no <pose>) -> -1.
     raw_poses: dict[bytes | None, int] = field(default_factory=dict)
@@ -854,17 +857,23 @@ def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | Non
     )
 
 
+def _new_chunk() -> _Chunk:
+    return _Chunk([], [], [], [], [], array("i"), {}, {}, [], [], [], [], [])
+
+
 def _read_chunk(
     files: Sequence[tuple[str, str]],
     max_bytes: int,
     read: Callable[[str, int], bytes] = read_bytes,
 ) -> _Chunk:
-    chunk = _Chunk([], [], [], [], [], [], {}, {}, [], [], [], [], [])
+    chunk = _new_chunk()
+    # The reader is chosen once a chunk (the choice reads the environment).
+    scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
     for key, path in files:
         try:
             # The parser's own reading: regular files only, size checked first.
             data = read(path, max_bytes)
-            fast = _fast(data, chunk.raw_codes)
+            fast = scan_file(data, chunk.raw_codes)
             if fast is None:
                 _add_annotation(chunk, parse_annotation(data, path, key))
                 continue
@@ -1004,16 +1013,16 @@ def _assemble(
             pose_remap = np.full(len(c.pose_vocabulary) + 1, -1, dtype=np.int32)
             for text, code in c.pose_vocabulary.items():
                 pose_remap[code + 1] = pose_index[text]
-            pose[offset:stop] = pose_remap[np.array(c.pose_codes, dtype=np.int64) + 1]
+            pose[offset:stop] = pose_remap[np.frombuffer(c.pose_codes, np.intc) + 1]
             scores[offset:stop] = np.concatenate(c.scores)
             remap = np.zeros(len(c.vocabulary), dtype=np.int32)
             for name, code in c.vocabulary.items():
                 remap[code] = index[name]
-            labels[offset:stop] = remap[np.array(c.codes, dtype=np.int64)]
+            labels[offset:stop] = remap[np.frombuffer(c.codes, np.intc)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
         bndboxes.extend((offset + row, given) for row, given in c.bndboxes)
-        c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], []
-        c.occluded, c.pose_codes = [], []
+        c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], array("i")
+        c.occluded, c.pose_codes = [], array("i")
         offset = stop
     return ColumnSet(
         root=root,
@@ -1144,7 +1153,7 @@ def read_listed_columns(
 
 def columns_from_annotations(annotations: AnnotationSet) -> ColumnSet:
     """Columns holding the same objects as parser records (for comparisons and tests)."""
-    chunk = _Chunk([], [], [], [], [], [], {}, {}, [], [], [], [], [])
+    chunk = _new_chunk()
     for annotation in annotations.annotations:
         _add_annotation(chunk, annotation)
     return _assemble(annotations.root, [chunk], annotations.skipped, annotations.notes)

@@ -23,18 +23,42 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vocmatch.errors import VocmatchWarning
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 __all__ = ["available_cores", "worker_count", "worker_results"]
 
 R = TypeVar("R")
+
+#: Names of concurrent.futures.process this module gives (see :func:`__getattr__`).
+_PROCESS_NAMES = ("BrokenProcessPool", "ProcessPoolExecutor")
+
+
+def __getattr__(name: str) -> Any:
+    # The process pool's module brings multiprocessing, its connections and sockets (some 15 ms
+    # to import): it is imported when a run first starts workers, not by every reader.
+    if name in _PROCESS_NAMES:
+        import concurrent.futures.process
+
+        value = getattr(concurrent.futures.process, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _process(name: str) -> Any:
+    """``ProcessPoolExecutor`` or ``BrokenProcessPool`` as this module holds it now (a
+    test may have put another in its place)."""
+    return getattr(sys.modules[__name__], name)
+
 
 #: Errors that say the system would not start a process or thread, not that a task failed.
 _REFUSED_ERRNOS = frozenset((errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE))
@@ -110,7 +134,7 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 def _refused(error: BaseException) -> bool:
     """Whether ``error``, raised while starting or feeding the pool, means that the system
     refused a process or thread (rather than a bug)."""
-    if isinstance(error, BrokenProcessPool):
+    if isinstance(error, _process("BrokenProcessPool")):
         return True
     if isinstance(error, OSError):
         return error.errno in _REFUSED_ERRNOS
@@ -131,7 +155,8 @@ class _Run:
         self.pool: ProcessPoolExecutor | None = None
 
     def start(self, workers: int) -> ProcessPoolExecutor:
-        self.pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_start)
+        pool_class = _process("ProcessPoolExecutor")
+        self.pool = pool_class(max_workers=workers, initializer=_worker_start)
         return self.pool
 
     def stop(self) -> None:
@@ -161,10 +186,11 @@ class _Run:
                 workers = self._fewer(workers, error)
                 continue
             broken: BaseException | None = None
+            broken_pool = _process("BrokenProcessPool")
             for future in futures:
                 try:
                     result = future.result()
-                except BrokenProcessPool as error:
+                except broken_pool as error:
                     broken = error
                     break
                 done += 1

@@ -17,7 +17,7 @@ import io
 import json
 import math
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -150,6 +150,62 @@ def _image(image: ImageResult) -> dict[str, Any]:
     )
 
 
+class Encoded(str):
+    """Text already encoded as JSON: written as it is by :func:`dumps_indented`."""
+
+
+class _ImageLines:
+    """Each image's record as one line of JSON, written directly: the same text as
+    ``json.dumps`` gives :func:`_image`'s record (``", "`` and ``": "`` between items,
+    ``ensure_ascii`` strings, ``float.__repr__`` numbers, no NaN), without building the
+    record and its sweep mapping first. A large set's JSON is mostly these lines."""
+
+    def __init__(self) -> None:
+        self._labels: dict[float, str] = {}
+
+    def __call__(self, image: ImageResult) -> Encoded | dict[str, Any]:
+        labels = [self._label(s.threshold) for s in image.sweep]
+        if len(set(labels)) != len(labels):
+            return _image(image)  # two thresholds of one name: the mapping keeps the last
+        text = _STRING
+        sweep = ", ".join(
+            f'{text(label)}: {{"tp": {s.tp}, "fp": {s.fp}, "fn": {s.fn}}}'
+            for label, s in zip(labels, image.sweep, strict=True)
+        )
+        pred_path = "null" if image.pred_path is None else text(image.pred_path)
+        return Encoded(
+            f'{{"image": {text(image.key)}, "gt_path": {text(image.gt_path)}, '
+            f'"pred_path": {pred_path}, "gt": {_int(image.gt)}, '
+            f'"gt_ignored": {_int(image.gt_ignored)}, "pred": {_int(image.pred)}, '
+            f'"pred_ignored": {_int(image.pred_ignored)}, "tp": {_int(image.tp)}, '
+            f'"fp": {_int(image.fp)}, "fn": {_int(image.fn)}, '
+            f'"mean_iou": {_float(image.mean_iou)}, "sweep": {{{sweep}}}}}'
+        )
+
+    def _label(self, threshold: float) -> str:
+        label = self._labels.get(threshold)
+        if label is None:
+            label = self._labels[threshold] = sweep_label(threshold)
+        return label
+
+
+#: json's own string encoder (``ensure_ascii``), as the C encoder calls it.
+_STRING = json.encoder.encode_basestring_ascii
+
+
+def _int(value: int) -> str:
+    # The encoder writes any int, and only ints, with int.__repr__ (never a bool here).
+    if type(value) is not int:
+        return _ONE_LINE.encode(value)
+    return int.__repr__(value)
+
+
+def _float(value: float | None) -> str:
+    if value is None or type(value) is not float or not math.isfinite(value):
+        return _ONE_LINE.encode(value)  # null, another type, or NaN refused as json does
+    return float.__repr__(value)
+
+
 def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
     if point is None:
         return None
@@ -176,6 +232,30 @@ def to_json_dict(
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
     the intervals; with ``slices``, each slice's values. ``thresholds`` are the score
     thresholds the counts use; each class's ``operating_point`` maximises F-beta."""
+    return _json_data(
+        evaluation,
+        analysis,
+        _image,
+        bootstrap=bootstrap,
+        thresholds=thresholds,
+        beta=beta,
+        slices=slices,
+        calibration=calibration,
+    )
+
+
+def _json_data(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None,
+    image_record: Callable[[ImageResult], Any],
+    *,
+    bootstrap: Bootstrap | None,
+    thresholds: ScoreThresholds | None,
+    beta: float,
+    slices: Sequence[Slice],
+    calibration: Calibration | None,
+) -> dict[str, Any]:
+    """:func:`to_json_dict`, each image's record made by ``image_record``."""
     conv = evaluation.conventions
     s = evaluation.summary
     conventions = _conventions(conv)
@@ -207,7 +287,7 @@ def to_json_dict(
             {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
             for c in evaluation.classes
         ],
-        "images": [_image(i) for i in evaluation.images],
+        "images": [image_record(i) for i in evaluation.images],
     }
     if evaluation.coco is not None:
         data["coco"] = dict(zip(COCO_NAMES, evaluation.coco.as_list(), strict=True))
@@ -245,9 +325,11 @@ def to_json(
     ``grep``), and the C encoder writes the bulk of it.
     """
     return dumps_indented(
-        to_json_dict(
+        _json_data(
             evaluation,
             analysis,
+            # The error analysis adds to each image's record: records, then.
+            _ImageLines() if analysis is None else _image,
             bootstrap=bootstrap,
             thresholds=thresholds,
             beta=beta,
@@ -290,7 +372,9 @@ def dumps_indented(data: Any) -> str:
         if len(parts) >= _BATCH:
             chunks.append("".join(parts))
             parts.clear()
-        if isinstance(value, (Record, NumberList)):
+        if isinstance(value, Encoded):
+            parts.append(value)
+        elif isinstance(value, (Record, NumberList)):
             parts.append(encode(value))
         elif isinstance(value, dict):
             if not value:

@@ -33,6 +33,7 @@ __all__ = [
     "render_html",
     "render_table",
     "render_text",
+    "widest_width",
     "without_trailing_spaces",
 ]
 
@@ -217,15 +218,44 @@ def content_width(console: Console, renderable: RenderableType) -> tuple[int, in
 
     options = console.options.update_width(_UNBOUNDED_WIDTH)
 
-    def narrowest(part: RenderableType) -> int:
+    def widths(part: RenderableType) -> tuple[int, int]:
+        # Both widths from one measurement of each part: measuring a table walks every
+        # cell. A group that fits its content is as wide as its widest part (rich's
+        # measure_renderables).
         if isinstance(part, Group):
-            return max((narrowest(child) for child in part.renderables), default=1)
+            sizes = [widths(child) for child in part.renderables]
+            narrowest = max((n for n, _ in sizes), default=1)
+            if not part.fit:
+                return narrowest, Measurement.get(console, options, part).maximum
+            return narrowest, max((w for _, w in sizes), default=0)
         measured = Measurement.get(console, options, part)
         # Text may wrap between words; a table is kept whole.
-        return measured.maximum if isinstance(part, Table) else measured.minimum
+        kept = measured.maximum if isinstance(part, Table) else measured.minimum
+        return kept, measured.maximum
 
-    widest = Measurement.get(console, options, renderable).maximum
-    return max(narrowest(renderable), 1), max(widest, 1)
+    narrowest, widest = widths(renderable)
+    return max(narrowest, 1), max(widest, 1)
+
+
+def widest_width(console: Console, renderable: RenderableType) -> int:
+    """``content_width(console, renderable)[1]`` without measuring the narrower forms of
+    a :class:`~vocmatch.render.terminal.Fitting`: a report printed at its content's width
+    (a file, a pipe) shows every table in its full form."""
+    from rich.console import Group
+    from rich.measure import Measurement
+
+    from vocmatch.render.terminal import Fitting
+
+    options = console.options.update_width(_UNBOUNDED_WIDTH)
+
+    def widest(part: RenderableType) -> int:
+        if isinstance(part, Group) and part.fit:
+            return max((widest(child) for child in part.renderables), default=0)
+        if isinstance(part, Fitting):
+            return part.full_width(console, options)
+        return Measurement.get(console, options, part).maximum
+
+    return max(widest(renderable), 1)
 
 
 def plain_text(renderable: RenderableType) -> str:
@@ -235,7 +265,7 @@ def plain_text(renderable: RenderableType) -> str:
     buffer = io.StringIO()
     # No markup or emoji codes: a string from the data prints as it is written.
     console = Console(file=buffer, color_system=None, highlight=False, markup=False, emoji=False)
-    console.width = content_width(console, renderable)[1]
+    console.width = widest_width(console, renderable)
     console.print(renderable)
     return without_trailing_spaces(buffer.getvalue())
 

@@ -105,19 +105,40 @@ class Fitting:
 
     def __init__(self, *forms: RenderableType) -> None:
         self.forms = forms
+        self._widths: dict[tuple[object, ...], int] = {}
 
-    def _width(self, console: Console, options: ConsoleOptions, form: RenderableType) -> int:
-        return Measurement.get(console, options.update_width(_UNBOUNDED), form).maximum
+    def _width(self, console: Console, options: ConsoleOptions, index: int) -> int:
+        """The width of form ``index``, measured once: a report is measured for its width
+        and then printed, and measuring a table walks every cell."""
+        unbounded = options.update_width(_UNBOUNDED)
+        # At an unbounded width a form's width depends on the console and the options'
+        # flags, not on the width or the terminal size the report is printed at, nor on
+        # no_wrap, which printing sets and no measure reads (text is measured by its lines
+        # and words, a table by its cells).
+        key = (
+            console, index, unbounded.legacy_windows, unbounded.is_terminal,
+            unbounded.encoding, unbounded.max_height, unbounded.justify, unbounded.overflow,
+            unbounded.highlight, unbounded.markup, unbounded.height,
+        )  # fmt: skip
+        width = self._widths.get(key)
+        if width is None:
+            width = Measurement.get(console, unbounded, self.forms[index]).maximum
+            self._widths[key] = width
+        return width
+
+    def full_width(self, console: Console, options: ConsoleOptions) -> int:
+        """The first (full) form's width: the widest this prints."""
+        return self._width(console, options, 0)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for form in self.forms[:-1]:
-            if self._width(console, options, form) <= options.max_width:
+        for index, form in enumerate(self.forms[:-1]):
+            if self._width(console, options, index) <= options.max_width:
                 yield form
                 return
         yield self.forms[-1]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        widths = [self._width(console, options, form) for form in self.forms]
+        widths = [self._width(console, options, index) for index in range(len(self.forms))]
         return Measurement(min(widths), widths[0])
 
 
