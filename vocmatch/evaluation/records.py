@@ -416,7 +416,7 @@ def _note_counts(
         scored=selection.scored,
         preds=int(pred_rows.size),
         unscored=int(unscored_rows.size),
-        unscored_files=int(np.unique(pred.image[unscored_rows]).size),
+        unscored_files=engine._distinct(pred.image[unscored_rows]),
         odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
     )
 
