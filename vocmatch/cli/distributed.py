@@ -77,8 +77,8 @@ def dask_option(function: F) -> F:
         default=None,
         help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
         "local:N for N local worker processes started for the run. Workers read shards of "
-        "the images and send back evaluator states, merged here; the report is that of one "
-        "process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
+        "the images and send back their boxes, merged and evaluated here; the report is that "
+        "of one process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
         "'vocmatch[remote]'.",
     )(function)
 
