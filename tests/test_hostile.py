@@ -637,6 +637,18 @@ def test_class_names_differing_in_case_are_noted(tmp_path: Path) -> None:
     assert [c.name for c in evaluation.classes] == ["Car", "car", "dog"]
     assert evaluation.notes[0] == (
         "class names differ only in case: Car/car; counted as different classes "
+        "(fold them with fold_case=True)"
+    )
+
+
+def test_case_note_names_the_flag_on_the_command_line(tmp_path: Path) -> None:
+    """The command line's report names --fold-case where the library names fold_case."""
+    gt_dir, pred_dir = case_variants(tmp_path)
+    result = CliRunner().invoke(
+        main, [str(gt_dir), str(pred_dir), "--format", "json"], catch_exceptions=False
+    )
+    assert json.loads(result.stdout)["notes"][0] == (
+        "class names differ only in case: Car/car; counted as different classes "
         "(fold them with --fold-case)"
     )
 

@@ -15,6 +15,7 @@ from vocmatch.cli.console import (
     check_outputs,
     echo_err,
     library_errors,
+    option_words,
     print_report,
     progress_display,
     reader_may_leave,
@@ -109,7 +110,8 @@ def merge_command(
     if output_format == "table":
         from vocmatch.render.terminal import ReportOptions, render, summary_table
 
-        report = render(evaluation, ReportOptions(max_rows=max_rows, score_thresholds=thresholds))
+        shown = ReportOptions(max_rows=max_rows, score_thresholds=thresholds, words=option_words)
+        report = render(evaluation, shown)
         if output is None:
             with reader_may_leave():
                 print_report(stdout_console(), report)
