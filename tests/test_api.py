@@ -270,3 +270,18 @@ def test_suspects_reads_a_split(tmp_path: Path) -> None:
     assert code == 0
     assert {s["image"] for s in json.loads(out)["suspects"]} <= {"street_01"}
     assert json.loads(out)["images"] == 1
+
+
+def test_a_message_keeps_its_options_across_processes() -> None:
+    """A Message (and a skipped file holding one) pickles with its parts, so a reason read in
+    a worker process is still worded by the command line in its flags."""
+    import pickle
+
+    from vocmatch.cli.console import in_cli_words
+    from vocmatch.core.model import SkippedFile
+    from vocmatch.errors import Message, Option
+
+    message = Message("class 2 is not in ", Option("names"), " (2 classes, 0 to 1)")
+    copy = pickle.loads(pickle.dumps(SkippedFile("a.txt", message, 2)))
+    assert str(copy) == "a.txt:2: class 2 is not in names (2 classes, 0 to 1)"
+    assert in_cli_words(str(copy)) == "a.txt:2: class 2 is not in --names (2 classes, 0 to 1)"

@@ -14,6 +14,7 @@ from vocmatch.cli.app import main
 from vocmatch.cli.console import (
     check_outputs,
     echo_err,
+    evaluation_in_cli_words,
     library_errors,
     option_words,
     print_report,
@@ -105,7 +106,7 @@ def merge_command(
         evaluator = Evaluator.load(states[0])
         for path in states[1:]:
             evaluator.merge(Evaluator.load(path))
-        evaluation = evaluator.result()
+        evaluation = evaluation_in_cli_words(evaluator.result())
     thresholds = evaluator.score_thresholds
     if output_format == "table":
         from vocmatch.render.terminal import ReportOptions, render, summary_table
