@@ -7,6 +7,7 @@ command line."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -70,9 +71,15 @@ def layer_of(dotted: str) -> str:
     return TOP_LEVEL.get(head, "shared")
 
 
+@functools.cache
+def tree_of(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests that read it (none changes it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def imports_of(path: Path) -> set[str]:
     """Every module a file imports, lazily or not, as dotted names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = tree_of(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -143,7 +150,7 @@ def test_library_never_prints() -> None:
     for path in MODULES:
         if layer_of(module_name(path)) == "cli":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id != "print", f"{module_name(path)} calls print()"
@@ -183,10 +190,9 @@ def docstrings(tree: ast.Module) -> set[int]:
     return found
 
 
-def flags_in_strings(source: str, flags: set[str]) -> list[tuple[int, str]]:
+def flags_in_strings(tree: ast.Module, flags: set[str]) -> list[tuple[int, str]]:
     """Each (line, flag) where a string literal other than a docstring names a flag of the
     command line; the literal parts of f-strings count."""
-    tree = ast.parse(source)
     skip = docstrings(tree)
     found = []
     for node in ast.walk(tree):
@@ -207,7 +213,7 @@ def test_library_texts_name_no_command_line_flag() -> None:
         name = module_name(path)
         if layer_of(name) == "cli":
             continue
-        for line, flag in flags_in_strings(path.read_text(encoding="utf-8"), flags):
+        for line, flag in flags_in_strings(tree_of(path), flags):
             if (name, flag) not in FLAG_TEXT_ALLOWED:
                 named.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {flag}")
     assert named == []
@@ -223,4 +229,5 @@ def test_the_flag_rule_can_fail() -> None:
         '        raise ValueError(f"{x}: give --coco-gt FILE")\n'
         '    return "var(--ink) a--slice"\n'
     )
-    assert flags_in_strings(source, {"--slice", "--coco-gt", "--ink"}) == [(4, "--coco-gt")]
+    found = flags_in_strings(ast.parse(source), {"--slice", "--coco-gt", "--ink"})
+    assert found == [(4, "--coco-gt")]
