@@ -231,3 +231,29 @@ def test_the_flag_rule_can_fail() -> None:
     )
     found = flags_in_strings(ast.parse(source), {"--slice", "--coco-gt", "--ink"})
     assert found == [(4, "--coco-gt")]
+
+
+def test_every_option_the_library_names_is_a_flag_of_the_command_line() -> None:
+    """Each ``Option("field")`` in a library message is worded by the command line as one of
+    its own flags (or the PRED argument), never as a made-up ``--field``."""
+    from vocmatch.cli.console import option_words
+    from vocmatch.errors import Option
+
+    flags = cli_flags()
+    fields = set()
+    for path in MODULES:
+        if layer_of(module_name(path)) == "cli":
+            continue
+        for node in ast.walk(tree_of(path)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Option"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                fields.add(node.args[0].value)
+    assert {"coco_gt", "fold_case", "geometry", "max_rows", "protocol", "slices"} <= fields
+    for field in sorted(fields):
+        word = option_words(Option(field)).split()[0]
+        assert word in flags or word == "PRED", f"{field} is worded as {word}"
