@@ -14,6 +14,7 @@ import pytest
 import vocmatch
 from tests.conftest import FIXTURES, ROOT, run_cli
 from tests.test_detections import bench
+from vocmatch.cli.console import option_words
 from vocmatch.errors import RequestError
 from vocmatch.pipeline import EvalRequest, evaluate
 from vocmatch.render.report import TableOptions, render_table, render_text
@@ -103,8 +104,13 @@ def test_table_is_the_command_lines(tmp_path: Path) -> None:
     report = evaluate(
         DEMO_GT, DEMO_PRED, analysis=True, bootstrap=20, slices=["size"], calibration_bins=4
     )
-    text = render_text(report, "table", TableOptions(errors=True))
+    # In the command line's words, the table is its file; the library's own names its options.
+    text = render_text(report, "table", TableOptions(errors=True, words=option_words))
     assert text == target.read_text(encoding="utf-8")
+    library = render_text(report, "table", TableOptions(errors=True))
+    assert library == text.replace("--write-thresholds FILE", "operating_thresholds").replace(
+        "--score-thresholds FILE", "score_thresholds"
+    )
     assert render_table(report, TableOptions(errors=True)) is not None
 
 
