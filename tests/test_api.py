@@ -14,6 +14,7 @@ import pytest
 import vocmatch
 from tests.conftest import FIXTURES, ROOT, run_cli
 from tests.test_detections import bench
+from vocmatch.cli.console import option_words
 from vocmatch.errors import RequestError
 from vocmatch.pipeline import EvalRequest, evaluate
 from vocmatch.render.report import TableOptions, render_table, render_text
@@ -103,8 +104,13 @@ def test_table_is_the_command_lines(tmp_path: Path) -> None:
     report = evaluate(
         DEMO_GT, DEMO_PRED, analysis=True, bootstrap=20, slices=["size"], calibration_bins=4
     )
-    text = render_text(report, "table", TableOptions(errors=True))
+    # In the command line's words, the table is its file; the library's own names its options.
+    text = render_text(report, "table", TableOptions(errors=True, words=option_words))
     assert text == target.read_text(encoding="utf-8")
+    library = render_text(report, "table", TableOptions(errors=True))
+    assert library == text.replace("--write-thresholds FILE", "operating_thresholds").replace(
+        "--score-thresholds FILE", "score_thresholds"
+    )
     assert render_table(report, TableOptions(errors=True)) is not None
 
 
@@ -270,3 +276,18 @@ def test_suspects_reads_a_split(tmp_path: Path) -> None:
     assert code == 0
     assert {s["image"] for s in json.loads(out)["suspects"]} <= {"street_01"}
     assert json.loads(out)["images"] == 1
+
+
+def test_a_message_keeps_its_options_across_processes() -> None:
+    """A Message (and a skipped file holding one) pickles with its parts, so a reason read in
+    a worker process is still worded by the command line in its flags."""
+    import pickle
+
+    from vocmatch.cli.console import in_cli_words
+    from vocmatch.core.model import SkippedFile
+    from vocmatch.errors import Message, Option
+
+    message = Message("class 2 is not in ", Option("names"), " (2 classes, 0 to 1)")
+    copy = pickle.loads(pickle.dumps(SkippedFile("a.txt", message, 2)))
+    assert str(copy) == "a.txt:2: class 2 is not in names (2 classes, 0 to 1)"
+    assert in_cli_words(str(copy)) == "a.txt:2: class 2 is not in --names (2 classes, 0 to 1)"

@@ -7,6 +7,8 @@ command line."""
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -69,9 +71,15 @@ def layer_of(dotted: str) -> str:
     return TOP_LEVEL.get(head, "shared")
 
 
+@functools.cache
+def tree_of(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests that read it (none changes it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def imports_of(path: Path) -> set[str]:
     """Every module a file imports, lazily or not, as dotted names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = tree_of(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -142,7 +150,110 @@ def test_library_never_prints() -> None:
     for path in MODULES:
         if layer_of(module_name(path)) == "cli":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id != "print", f"{module_name(path)} calls print()"
+
+
+#: A flag as it is written inside a sentence: ``--slice``, not ``x--y``.
+_FLAG_IN_TEXT = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+#: A CSS custom property (``var(--ink)``) is not a flag.
+_CSS_VARIABLE = re.compile(r"var\(--[\w-]+\)")
+
+#: Library texts that name a flag, each with why it may. Each entry is (module, flag).
+FLAG_TEXT_ALLOWED: set[tuple[str, str]] = set()
+
+
+def cli_flags() -> set[str]:
+    """Every flag the command line declares: the string constants of vocmatch/cli that are a
+    flag and nothing else (``"--slice"`` in ``@click.option("--slice", ...)``)."""
+    flags = set()
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                flags.update(
+                    re.findall(r"\A(--[a-z][a-z0-9-]*)(?:/--[a-z][a-z0-9-]*)?\Z", node.value)
+                )
+    return flags
+
+
+def docstrings(tree: ast.Module) -> set[int]:
+    """ids of the constants that are docstrings: they may explain which flag sets an option."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def flags_in_strings(tree: ast.Module, flags: set[str]) -> list[tuple[int, str]]:
+    """Each (line, flag) where a string literal other than a docstring names a flag of the
+    command line; the literal parts of f-strings count."""
+    skip = docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            text = _CSS_VARIABLE.sub("", node.value)
+            found += [(node.lineno, f) for f in _FLAG_IN_TEXT.findall(text) if f in flags]
+    return sorted(found)
+
+
+def test_library_texts_name_no_command_line_flag() -> None:
+    """Errors, notes and texts of the library name its own options (``protocol='coco'``), never
+    a flag of the command line (``--protocol coco``): the command line words them at its edge
+    (vocmatch.errors.Message). Docstrings may say which flag sets an option."""
+    flags = cli_flags()
+    assert {"--slice", "--coco-gt", "--protocol", "--fold-case", "--geometry"} <= flags
+    named = []
+    for path in MODULES:
+        name = module_name(path)
+        if layer_of(name) == "cli":
+            continue
+        for line, flag in flags_in_strings(tree_of(path), flags):
+            if (name, flag) not in FLAG_TEXT_ALLOWED:
+                named.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {flag}")
+    assert named == []
+
+
+def test_the_flag_rule_can_fail() -> None:
+    """A flag in a raised message or an f-string is found; one in a docstring, a CSS variable
+    or a word joined by dashes is not."""
+    source = (
+        "def f(x):\n"
+        '    """Read ``--slice`` values."""\n'
+        "    if x:\n"
+        '        raise ValueError(f"{x}: give --coco-gt FILE")\n'
+        '    return "var(--ink) a--slice"\n'
+    )
+    found = flags_in_strings(ast.parse(source), {"--slice", "--coco-gt", "--ink"})
+    assert found == [(4, "--coco-gt")]
+
+
+def test_every_option_the_library_names_is_a_flag_of_the_command_line() -> None:
+    """Each ``Option("field")`` in a library message is worded by the command line as one of
+    its own flags (or the PRED argument), never as a made-up ``--field``."""
+    from vocmatch.cli.console import option_words
+    from vocmatch.errors import Option
+
+    flags = cli_flags()
+    fields = set()
+    for path in MODULES:
+        if layer_of(module_name(path)) == "cli":
+            continue
+        for node in ast.walk(tree_of(path)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Option"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                fields.add(node.args[0].value)
+    assert {"coco_gt", "fold_case", "geometry", "max_rows", "protocol", "slices"} <= fields
+    for field in sorted(fields):
+        word = option_words(Option(field)).split()[0]
+        assert word in flags or word == "PRED", f"{field} is worded as {word}"

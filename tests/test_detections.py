@@ -118,8 +118,8 @@ def test_coco_bad_records_are_named_by_line(tmp_path: Path) -> None:
     pred = read_detections("coco", results, read_columns(tmp_path / "gt"), coco_gt=gt_json)
     assert [str(s) for s in pred.skipped] == [
         f"{results}:3: detection 1: bbox has a negative width or height: [0, 0, -1, 48]",
-        f"{results}:4: detection 2: category_id 9 is not among the categories of --coco-gt",
-        f"{results}:5: detection 3: image_id 7 is not among the images of --coco-gt",
+        f"{results}:4: detection 2: category_id 9 is not among the categories of coco_gt",
+        f"{results}:5: detection 3: image_id 7 is not among the images of coco_gt",
         f"{results}:6: detection 4: bbox is not [x, y, width, height]: [0, 0, 1]",
     ]
     assert [s.key for s in pred.skipped] == ["b", "a", None, "a"]
@@ -251,7 +251,7 @@ def test_yolo_lines_are_scaled_by_the_ground_truth_size(tmp_path: Path) -> None:
     ("line", "message"),
     [
         pytest.param(
-            "2 0.5 0.5 0.1 0.1", "class 2 is not in --names (2 classes, 0 to 1)", id="class"
+            "2 0.5 0.5 0.1 0.1", "class 2 is not in names (2 classes, 0 to 1)", id="class"
         ),
         pytest.param(
             "car 0.5 0.5 0.1 0.1", "class 'car' is not a class index (0, 1, ...)", id="name"

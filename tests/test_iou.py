@@ -71,6 +71,30 @@ def test_pixel_inclusive_areas_follow_the_devkit() -> None:
     assert iou_matrix([[0, 0, 9, 9]], [[5, 0, 14, 9]], pixel_inclusive=True)[0, 0] == 50 / 150
 
 
+@pytest.mark.parametrize(
+    ("box", "pixel_inclusive"),
+    [
+        pytest.param([30, 0, 10, 20], False, id="right-of-left"),
+        pytest.param([0, 30, 10, 10], False, id="below-top"),
+        pytest.param([30, 30, 10, 10], False, id="both"),
+        pytest.param([30, 0, 10, 20], True, id="right-of-left-devkit"),
+        pytest.param([0, 30, 10, 10], True, id="below-top-devkit"),
+    ],
+)
+def test_an_inverted_box_has_area_0(box: list[int], pixel_inclusive: bool) -> None:
+    """A box whose right edge is left of its left edge (or bottom above top) has no area,
+    never a negative one: each side is clamped at 0 before the product."""
+    assert box_area([box], pixel_inclusive=pixel_inclusive).tolist() == [0.0]
+
+
+def test_boxes_of_a_pixel_or_less_have_their_iou() -> None:
+    """Only a union of 0 gives 0: two equal unit boxes (union 1) overlap fully, and
+    sub-pixel boxes (union 1/4) at their ratio."""
+    assert iou_matrix([[0, 0, 1, 1]], [[0, 0, 1, 1]]).tolist() == [[1.0]]
+    # 0.5 x 0.5 against 0.5 x 0.25 inside it: 0.125 / 0.25.
+    assert iou_matrix([[0, 0, 0.5, 0.5]], [[0, 0, 0.5, 0.25]]).tolist() == [[0.5]]
+
+
 def test_crowd_overlap_is_intersection_over_prediction_area() -> None:
     """A crowd region scores a prediction by intersection over the prediction's area."""
     gt = [[0, 0, 100, 100], [0, 0, 100, 100]]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from vocmatch.cli.console import option_words
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.evaluate import evaluate_directories
 from vocmatch.render.terminal import ReportOptions, render, worst_first
@@ -19,14 +20,36 @@ def text_of(renderable: object, width: int = 100) -> str:
     return buffer.getvalue()
 
 
+#: The report as the command line shows it: its hints name its flags.
+CLI = ReportOptions(words=option_words)
+
+
 def test_demo_report(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
     """The default report on the demo set reads as in the golden file (and the README)."""
-    golden("demo_report.txt", text_of(render(evaluate_directories(*demo))))
+    golden("demo_report.txt", text_of(render(evaluate_directories(*demo), CLI)))
 
 
 def test_demo_report_coco(demo: tuple[Path, Path], golden: Callable[[str, str], None]) -> None:
     """Under coco the header says so and the 12 COCO numbers are shown."""
-    golden("demo_report_coco.txt", text_of(render(evaluate_directories(*demo, protocol("coco")))))
+    evaluation = evaluate_directories(*demo, protocol("coco"))
+    golden("demo_report_coco.txt", text_of(render(evaluation, CLI)))
+
+
+def test_hints_name_the_library_options_or_the_flags(demo: tuple[Path, Path]) -> None:
+    """Under a cut table and the operating points, the library's report names its own
+    options; the command line's names its flags."""
+    evaluation = evaluate_directories(*demo)
+    library = text_of(render(evaluation, ReportOptions(max_rows=2)), width=200)
+    assert (
+        "4 more images not shown (max_rows=0 shows all, only_failing=True hides perfect ones)"
+        in library
+    )
+    assert "pin them: operating_thresholds, then score_thresholds; —: no true positive" in library
+    cli = text_of(render(evaluation, ReportOptions(max_rows=2, words=option_words)), width=200)
+    assert (
+        "4 more images not shown (--max-rows 0 shows all, --only-failing hides perfect ones)" in cli
+    )
+    assert "pin them: --write-thresholds FILE, then --score-thresholds FILE; —: no true" in cli
 
 
 def test_row_limit_and_failing_only(demo: tuple[Path, Path]) -> None:

@@ -57,7 +57,7 @@ def test_parse_slices(texts: list[str], expected: tuple[SliceSpec, ...]) -> None
         pytest.param(["32,16"], "positive and increasing", id="decreasing"),
         pytest.param(["0,16"], "positive and increasing", id="zero"),
         pytest.param(["a*", "a*"], "the pattern is given twice", id="pattern-twice"),
-        pytest.param([" "], "--slice needs a value", id="empty"),
+        pytest.param([" "], "a slice needs a value", id="empty"),
     ],
 )
 def test_parse_slices_refuses(texts: list[str], message: str) -> None:
@@ -246,7 +246,7 @@ def test_gates_target_slice_values() -> None:
         ("size=medium:ap 1.0000 >= 0.9000", True),
     ]
     with pytest.raises(
-        InputError, match=r"names slice 'pose', which was not evaluated \(give --slice pose\)"
+        InputError, match=r"names slice 'pose', which was not evaluated \(give slices=\['pose'\]\)"
     ):
         check_gates(evaluation, [parse_gate("pose=Left:recall=0.5")], slices=found)
     with pytest.raises(

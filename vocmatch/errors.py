@@ -6,18 +6,95 @@ stderr and a documented exit code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "AnnotationError",
     "DistributedError",
     "InputError",
+    "Message",
+    "Option",
     "RequestError",
     "StateError",
     "VocmatchError",
     "VocmatchWarning",
+    "message_of",
     "no_annotation_files",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """An option of the library named inside a message: the keyword of its Python API.
+
+    Printed in the library's words, ``keyword=value`` (``protocol='coco'``,
+    ``fold_case=True``), or the keyword alone when no value is suggested. A caller with
+    inputs of its own words it its way through :meth:`Message.worded` (the command line names
+    its flag).
+
+    Args:
+        field: The keyword, a field of :class:`vocmatch.EvalRequest` (``"coco_gt"``).
+        value: The value to give it, or None to name the option only.
+        placeholder: What stands for a value the user picks (``"FILE"``), for a caller that
+            shows one; the library's own words leave it out.
+
+    >>> print(Option("protocol", "coco"), Option("fold_case", True), Option("coco_gt"))
+    protocol='coco' fold_case=True coco_gt
+    """
+
+    field: str
+    value: object = None
+    placeholder: str | None = None
+
+    def __str__(self) -> str:
+        return self.field if self.value is None else f"{self.field}={self.value!r}"
+
+
+class Message(str):
+    """A message that names options of the library: a plain string in the library's words,
+    whose parts still say which option is named where, so that a caller can name them in its
+    own words (the command line names its flags; the library never does).
+
+    Parts that are messages themselves are spliced in, so a message can be prefixed without
+    losing its options.
+
+    >>> note = Message("counted apart (fold them with ", Option("fold_case", True), ")")
+    >>> print(note)
+    counted apart (fold them with fold_case=True)
+    >>> print(Message("a.txt: ", note).worded(lambda o: "--" + o.field.replace("_", "-")))
+    a.txt: counted apart (fold them with --fold-case)
+    """
+
+    parts: tuple[str | Option, ...]
+
+    def __new__(cls, *parts: str | Option) -> Message:
+        flat: list[str | Option] = []
+        for part in parts:
+            flat.extend(part.parts if isinstance(part, Message) else (part,))
+        text = super().__new__(cls, "".join(map(str, flat)))
+        text.parts = tuple(flat)
+        return text
+
+    def __reduce__(self) -> tuple[type[Message], tuple[str | Option, ...]]:
+        # Picklable with its parts, to cross a process pool boundary as the errors do.
+        return (type(self), self.parts)
+
+    def worded(self, word: Callable[[Option], str]) -> str:
+        """The message with each option named by ``word``."""
+        return "".join(part if isinstance(part, str) else word(part) for part in self.parts)
+
+
+def message_of(error: BaseException) -> str:
+    """An error's message, a :class:`Message` when it was raised with one (``str(error)``
+    would give a plain copy of it).
+
+    >>> message_of(ValueError(Message("give ", Option("names")))).parts
+    ('give ', Option(field='names', value=None, placeholder=None))
+    """
+    if len(error.args) == 1 and isinstance(error.args[0], Message):
+        return error.args[0]
+    return str(error)
 
 
 class VocmatchError(Exception):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from vocmatch.errors import InputError, RequestError, no_annotation_files
+from vocmatch.errors import InputError, Message, RequestError, no_annotation_files
 from vocmatch.evidence.report import EvalReport, Evidence
 from vocmatch.words import plural
 
@@ -680,7 +680,7 @@ def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:
         return
     others = other_files(Path(pred_dir)) if not pred_keys else []
     reason = no_pairs_reason(gt_keys, sorted(set(pred_keys)), os.fspath(pred_dir), others)
-    raise InputError(f"no ground-truth image pairs with a prediction: {reason}")
+    raise InputError(Message("no ground-truth image pairs with a prediction: ", reason))
 
 
 # Comparing two runs ---------------------------------------------------------------------

@@ -9,13 +9,21 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 import click
 
 from vocmatch.cli.exits import EXIT_USAGE
-from vocmatch.errors import RequestError, VocmatchError, VocmatchWarning
+from vocmatch.errors import (
+    Message,
+    Option,
+    RequestError,
+    VocmatchError,
+    VocmatchWarning,
+    message_of,
+)
 from vocmatch.escapes import printable
 from vocmatch.render.files import InputFolder, OutputError, check_output
 from vocmatch.render.files import write_text as write_file
@@ -27,6 +35,8 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.gates import GateReport
+
+E = TypeVar("E", "Evaluation", "LabelEvaluation")
 
 
 def stdout_console() -> Console:
@@ -97,7 +107,7 @@ def library_errors() -> Iterator[None]:
     except RequestError as error:
         raise request_error(error) from None
     except VocmatchError as error:
-        raise fail(str(error)) from None
+        raise fail(in_cli_words(message_of(error))) from None
 
 
 #: The option that sets each field of a library request, for the messages about it.
@@ -110,7 +120,41 @@ OPTION_OF_FIELD = {
     "pred_format": "--pred-format",
     "protocol": "--protocol",
     "score_thresholds": "--score-thresholds",
+    "iou": "--iou",
+    "fold_case": "--fold-case",
+    "geometry": "--geometry",
+    "classes": "--classes",
+    "pred": "PRED",
+    "operating_thresholds": "--write-thresholds",
 }
+
+
+def option_words(option: Option) -> str:
+    """An option the library names in a message, as the command line spells it: the flag
+    with the value to give (``--protocol coco``, ``--coco-gt FILE``, ``--fold-case``)."""
+    flag = OPTION_OF_FIELD.get(option.field, "--" + option.field.replace("_", "-"))
+    value = option.value
+    if isinstance(value, list):
+        return " ".join(f"{flag} {v}" for v in value)
+    if value is True or (value is None and option.placeholder is None):
+        return flag
+    return f"{flag} {option.placeholder if value is None else value}"
+
+
+def in_cli_words(text: str) -> str:
+    """A library message with the options it names spelled as the command line's flags."""
+    return text.worded(option_words) if isinstance(text, Message) else text
+
+
+def evaluation_in_cli_words(evaluation: E) -> E:
+    """An evaluation whose notes and skipped files name the command line's flags where the
+    library names its options, for every report the command line writes."""
+    return replace(
+        evaluation,
+        notes=tuple(in_cli_words(note) for note in evaluation.notes),
+        skipped=tuple(replace(s, message=in_cli_words(s.message)) for s in evaluation.skipped),
+    )
+
 
 #: Fields whose misuse is a usage error, worded with the options that go together.
 _USAGE_WORDING = {
@@ -138,12 +182,13 @@ def request_error(error: RequestError) -> click.ClickException | click.exception
         )
     if error.field == "classes":
         return fail(
-            f"{error.message} (--fold-case matches names that differ in case; --names names "
-            "YOLO indices; --class-map renames classes, coco-to-voc for a COCO model on VOC)"
+            f"{in_cli_words(error.message)} (--fold-case matches names that differ in case; "
+            "--names names YOLO indices; --class-map renames classes, coco-to-voc for a COCO "
+            "model on VOC)"
         )
     option = OPTION_OF_FIELD.get(error.field, error.field)
     where = option if error.value is None else f"{option} {error.value!r}"
-    return fail(f"{where}: {error.message}")
+    return fail(f"{where}: {in_cli_words(error.message)}")
 
 
 #: Suffixes of the pictures --images reads (vocmatch.render.html.PICTURE_SUFFIXES).
@@ -199,7 +244,7 @@ def report_warnings(
     """One line on stderr per skipped file; missing prediction files and orphan files one
     per line, or counted in one line when there are many."""
     for skipped in evaluation.skipped:
-        echo_err(f"vocmatch: skipped {skipped}")
+        echo_err(f"vocmatch: skipped {in_cli_words(str(skipped))}")
     missing = evaluation.missing_pred
     warn_each_or_count(
         [f"no prediction file for {key!r}: {missing_means}" for key in missing],

@@ -12,7 +12,9 @@ from vocmatch.cli.app import main
 from vocmatch.cli.console import (
     check_outputs,
     echo_err,
+    in_cli_words,
     library_errors,
+    option_words,
     print_report,
     progress_display,
     reader_may_leave,
@@ -153,7 +155,7 @@ def diff_command(
     with library_errors(), progress_display(quiet) as progress:
         found = compare(request, progress=progress)
     for line in found.skipped:
-        echo_err(f"vocmatch: skipped {line}")
+        echo_err(f"vocmatch: skipped {in_cli_words(line)}")
     show_diff_report(found, output_format, output, max_rows)
     for result in found.results:
         if not result.passed:
@@ -184,6 +186,9 @@ def show_diff_report(
             write_text(output, text)
     elif output is None:
         with reader_may_leave():
-            print_report(stdout_console(), diff_report(diff, results, max_rows, evidence))
+            print_report(
+                stdout_console(), diff_report(diff, results, max_rows, evidence, option_words)
+            )
     else:
-        write_text(output, report_text(diff_report(diff, results, max_rows, evidence)))
+        shown = diff_report(diff, results, max_rows, evidence, option_words)
+        write_text(output, report_text(shown))

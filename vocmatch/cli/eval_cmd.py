@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,9 @@ from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
     echo_err,
+    evaluation_in_cli_words,
     library_errors,
+    option_words,
     print_report,
     progress_display,
     reader_may_leave,
@@ -321,7 +324,8 @@ def eval_command(
             report_warnings(evaluation)
 
         report = evaluate(request, progress=progress, on_evaluated=evaluated, columns=columns)
-    table = TableOptions(max_rows, only_failing, errors, tightness)
+    report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
+    table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     show_eval_report(report, output_format, output, table)
     if classes_csv is not None:
         from vocmatch.render.machine import to_csv_classes
@@ -478,9 +482,9 @@ def labels_eval(
         gt_columns, pred_columns = read_inputs(Inputs(gt_dir, pred_dir, options))
         gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
         del gt_columns, pred_columns
-        evaluation = evaluate_labels(gt, pred, label_difficult)
+        evaluation = evaluation_in_cli_words(evaluate_labels(gt, pred, label_difficult))
     report_label_warnings(evaluation)
-    shown = ReportOptions(max_rows=max_rows, only_failing=only_failing)
+    shown = ReportOptions(max_rows=max_rows, only_failing=only_failing, words=option_words)
     show_report(
         output_format,
         output,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from vocmatch.cli.app import main
-from vocmatch.cli.console import fail, library_errors
+from vocmatch.cli.console import fail, in_cli_words, library_errors
 from vocmatch.cli.exits import EXIT_GATE
 from vocmatch.cli.options import DEFAULT_DUPLICATE_IOU
 from vocmatch.cli.params import FiniteFloatRange, InputPath, WholeNumberRange
@@ -92,7 +92,7 @@ def lint_command(
     if list_rules:
         width = max(len(r.name) for r in lint.RULES)
         for rule in lint.RULES:
-            click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.description}")
+            click.echo(f"{rule.code}  {rule.name:<{width}}  {in_cli_words(rule.description)}")
         return
     if not paths:
         raise click.UsageError("give at least one directory or file to lint")

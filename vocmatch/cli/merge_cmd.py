@@ -14,7 +14,9 @@ from vocmatch.cli.app import main
 from vocmatch.cli.console import (
     check_outputs,
     echo_err,
+    evaluation_in_cli_words,
     library_errors,
+    option_words,
     print_report,
     progress_display,
     reader_may_leave,
@@ -104,12 +106,13 @@ def merge_command(
         evaluator = Evaluator.load(states[0])
         for path in states[1:]:
             evaluator.merge(Evaluator.load(path))
-        evaluation = evaluator.result()
+        evaluation = evaluation_in_cli_words(evaluator.result())
     thresholds = evaluator.score_thresholds
     if output_format == "table":
         from vocmatch.render.terminal import ReportOptions, render, summary_table
 
-        report = render(evaluation, ReportOptions(max_rows=max_rows, score_thresholds=thresholds))
+        shown = ReportOptions(max_rows=max_rows, score_thresholds=thresholds, words=option_words)
+        report = render(evaluation, shown)
         if output is None:
             with reader_may_leave():
                 print_report(stdout_console(), report)

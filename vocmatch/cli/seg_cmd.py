@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from vocmatch.cli.app import main
-from vocmatch.cli.console import check_outputs, echo_err, library_errors
+from vocmatch.cli.console import check_outputs, echo_err, library_errors, option_words
 from vocmatch.cli.eval_cmd import show_report
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import format_option, max_rows_option, output_option
@@ -89,7 +89,7 @@ def seg_command(
         output_format,
         output,
         lambda: seg_to_json(evaluation),
-        lambda: render_seg(evaluation, max_rows),
+        lambda: render_seg(evaluation, max_rows, option_words),
         lambda: seg_summary(evaluation),
     )
     if evaluation.skipped:

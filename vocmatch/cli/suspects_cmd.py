@@ -13,7 +13,9 @@ import click
 from vocmatch.cli.app import main
 from vocmatch.cli.console import (
     echo_err,
+    in_cli_words,
     library_errors,
+    option_words,
     print_report,
     progress_display,
     reader_may_leave,
@@ -190,7 +192,7 @@ def suspects_command(
     with library_errors(), progress_display(quiet) as progress:
         found = find_suspects(request, progress=progress)
     for line in found.skipped:
-        echo_err(f"vocmatch: skipped {line}")
+        echo_err(f"vocmatch: skipped {in_cli_words(line)}")
     if output_dir is not None:
         write_copies(output_dir, found.report, found.gt, previous)
     if output_format == "json":
@@ -207,7 +209,7 @@ def suspects_command(
         from vocmatch.render.terminal import suspects_report
 
         with reader_may_leave():
-            print_report(stdout_console(), suspects_report(found.report, max_rows))
+            print_report(stdout_console(), suspects_report(found.report, max_rows, option_words))
     if found.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from vocmatch.errors import Message
+
 __all__ = ["Box", "ImageAnnotation", "ImageSize", "Point", "Polygon", "RotatedBox", "SkippedFile"]
 
 #: A point ``(x, y)``.
@@ -193,4 +195,5 @@ class SkippedFile:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.message}"
+        # A Message still, when the reason names an option (vocmatch.errors.Message).
+        return Message(f"{where}: ", self.message)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from vocmatch.core.ap import Curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
+from vocmatch.errors import Message, Option
 
 __all__ = [
     "COCO_AREAS",
@@ -557,8 +558,12 @@ def case_notes(names: Iterable[str], folded: bool = False) -> list[str]:
         return [f"class names folded to lower case: {listed}"]
     listed = ", ".join("/".join(found) for _, found in groups)
     return [
-        f"class names differ only in case: {listed}; counted as different classes"
-        " (fold them with --fold-case)"
+        Message(
+            f"class names differ only in case: {listed}; counted as different classes (fold "
+            "them with ",
+            Option("fold_case", True),
+            ")",
+        )
     ]
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from vocmatch.core.numbers import read_number
-from vocmatch.errors import InputError
+from vocmatch.errors import InputError, Message, Option
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
 
 if TYPE_CHECKING:
@@ -326,9 +326,13 @@ def check_gates(
     for gate in gates:
         if gate.metric in ("ap50", "ap75") and not evaluation.conventions.coco_stats:
             raise InputError(
-                f"gate {gate.label!r}: {gate.metric} is measured under --protocol coco (AP at "
-                f"IoU {0.5 if gate.metric == 'ap50' else 0.75:.2f} of the COCO average); "
-                "elsewhere gate map at --iou"
+                Message(
+                    f"gate {gate.label!r}: {gate.metric} is measured under ",
+                    Option("protocol", "coco"),
+                    f" (AP at IoU {0.5 if gate.metric == 'ap50' else 0.75:.2f} of the COCO "
+                    "average); elsewhere gate map at ",
+                    Option("iou"),
+                )
             )
         if gate.scope is None:
             measured, reason = _dataset_metric(evaluation, gate.metric)
@@ -414,8 +418,11 @@ def _slice_value(gate: Gate, slices: Sequence[Slice]) -> SliceValue:
     found = by_name.get(name.strip())
     if found is None:
         raise InputError(
-            f"gate {gate.label!r} names slice {name.strip()!r}, which was not evaluated "
-            f"(give --slice {name.strip()})"
+            Message(
+                f"gate {gate.label!r} names slice {name.strip()!r}, which was not evaluated (give ",
+                Option("slices", [name.strip()]),
+                ")",
+            )
         )
     values = {v.value: v for v in found.values}
     if value not in values:

@@ -151,7 +151,7 @@ def _side(value: float) -> str:
 
 
 def parse_slices(texts: Sequence[str]) -> tuple[SliceSpec, ...]:
-    """Read ``--slice`` values.
+    """Read slice specs, as text (the values of the command line's ``--slice``).
 
     Each is a keyword (``difficult``, ``truncated``, ``occluded``, ``pose``, ``size``), size
     edges as box sides in pixels (``16,32,96`` or ``size:16,32,96``), or else a file-name
@@ -175,7 +175,7 @@ def parse_slices(texts: Sequence[str]) -> tuple[SliceSpec, ...]:
 
     def add(spec: SliceSpec, text: str) -> None:
         if spec.name in seen:
-            raise ValueError(f"--slice {text!r}: the {spec.name} slice is given twice")
+            raise ValueError(f"slice {text!r}: the {spec.name} slice is given twice")
         seen.add(spec.name)
         specs.append(spec)
 
@@ -190,15 +190,15 @@ def parse_slices(texts: Sequence[str]) -> tuple[SliceSpec, ...]:
             values = tuple(float(v) for v in edges.group(1).split(","))
             if any(v <= 0 for v in values) or list(values) != sorted(set(values)):
                 raise ValueError(
-                    f"--slice {text!r}: size edges must be box sides in pixels, positive and "
+                    f"slice {text!r}: size edges must be box sides in pixels, positive and "
                     "increasing, such as 16,32,96"
                 )
             add(SliceSpec("size", values), text)
         elif not text.strip():
-            raise ValueError("--slice needs a value: an attribute, size, edges or a pattern")
+            raise ValueError("a slice needs a value: an attribute, size, edges or a pattern")
         else:
             if text in globs:
-                raise ValueError(f"--slice {text!r}: the pattern is given twice")
+                raise ValueError(f"slice {text!r}: the pattern is given twice")
             if "file" not in seen:
                 add(SliceSpec("file"), text)
             globs.append(text)

@@ -43,7 +43,7 @@ from pathlib import Path, PureWindowsPath
 from lxml import etree
 
 from vocmatch.core.iou import iou_matrix
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, InputError, Message, Option
 from vocmatch.escapes import github_message, github_property, printable
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
@@ -149,7 +149,11 @@ RULES: tuple[Rule, ...] = (
         "filename-mismatch",
         "<filename>, without its extension, is not the annotation file's name without .xml.",
     ),
-    Rule("V009", "unknown-class", "An object's class is not in the --classes list."),
+    Rule(
+        "V009",
+        "unknown-class",
+        Message("An object's class is not in the list of ", Option("classes"), "."),
+    ),
     Rule(
         "V010",
         "duplicate-box",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, SkippedFile
-from vocmatch.errors import AnnotationError, InputError, RequestError
+from vocmatch.errors import AnnotationError, InputError, Message, Option, RequestError, message_of
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -111,8 +111,11 @@ def _quoted(names: Iterable[str]) -> str:
 
 def _no_pairs(what: str, named: Iterable[str], gt: _GroundTruth, hint: str = "") -> InputError:
     return InputError(
-        f"no ground-truth image pairs with a prediction: {what} ({_quoted(named)}) name no "
-        f"ground-truth image ({_quoted(gt.keys)}){hint}"
+        Message(
+            f"no ground-truth image pairs with a prediction: {what} ({_quoted(named)}) name no "
+            f"ground-truth image ({_quoted(gt.keys)})",
+            hint,
+        )
     )
 
 
@@ -344,8 +347,13 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
     data = _load_json(path)
     if isinstance(data, dict) and "annotations" in data and "images" in data:
         raise InputError(
-            f"{path} is a COCO ground-truth file (images, annotations), not a results list: "
-            "give it as --coco-gt and the detections as PRED"
+            Message(
+                f"{path} is a COCO ground-truth file (images, annotations), not a results list: "
+                "give it as ",
+                Option("coco_gt"),
+                " and the detections as ",
+                Option("pred"),
+            )
         )
     if not isinstance(data, list):
         raise AnnotationError(path, "a COCO results file is a list of detections", 1)
@@ -357,8 +365,11 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
         isinstance(r, dict) and _is_number(r.get("image_id")) for r in data[:1000]
     ):
         raise InputError(
-            f"{path}: image_id values are numbers: give --coco-gt FILE (a COCO ground-truth "
-            "file whose images[].file_name names them)"
+            Message(
+                f"{path}: image_id values are numbers: give ",
+                Option("coco_gt", placeholder="FILE"),
+                " (a COCO ground-truth file whose images[].file_name names them)",
+            )
         )
     collected = _Collected({}, {}, [])
     bad: list[tuple[int, str, str | None]] = []
@@ -376,7 +387,9 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
             elif _is_number(image_id) and image_id in image_names:
                 key = gt.key_of(image_names[image_id])
             elif _is_number(image_id):
-                raise ValueError(f"image_id {image_id!r} is not among the images of --coco-gt")
+                raise ValueError(
+                    Message(f"image_id {image_id!r} is not among the images of ", Option("coco_gt"))
+                )
             else:
                 raise ValueError("no image_id (an integer, or the image's file stem)")
             category = record.get("category_id")
@@ -386,9 +399,16 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
                 name = categories[category]
             elif _is_number(category):
                 raise ValueError(
-                    f"category_id {category!r} is not among the categories of --coco-gt"
+                    Message(
+                        f"category_id {category!r} is not among the categories of ",
+                        Option("coco_gt"),
+                    )
                     if names is not None
-                    else f"category_id {category!r} is a number: give --coco-gt FILE to name it"
+                    else Message(
+                        f"category_id {category!r} is a number: give ",
+                        Option("coco_gt", placeholder="FILE"),
+                        " to name it",
+                    )
                 )
             else:
                 raise ValueError("no category_id (an integer, or the class name)")
@@ -406,7 +426,7 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
             if score is not None and (not _is_number(score) or not math.isfinite(score)):
                 raise ValueError(f"score is not a finite number: {score!r}"[:200])
         except ValueError as error:
-            bad.append((index, str(error), key))
+            bad.append((index, message_of(error), key))
             continue
         if key not in gt.sizes:
             unnamed.append(key)
@@ -421,12 +441,18 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
         lines = _record_lines(path, [index for index, _, _ in bad])
         for index, message, key in bad:
             collected.skipped.append(
-                SkippedFile(path, f"detection {index}: {message}", lines.get(index), key=key)
+                SkippedFile(
+                    path, Message(f"detection {index}: ", message), lines.get(index), key=key
+                )
             )
     if not collected.landed and not any(s.key in gt.sizes for s in collected.skipped):
-        hint = "" if names is not None else "; numeric ids need --coco-gt FILE"
+        hint = (
+            ""
+            if names is not None
+            else Message("; numeric ids need ", Option("coco_gt", placeholder="FILE"))
+        )
         raise _no_pairs(f"the image ids of {path}", unnamed or ["(none readable)"], gt, hint)
-    # Every image of the set is covered by the results: those listed by --coco-gt, or all.
+    # Every image of the set is covered by the results: those the COCO ground truth lists, or all.
     covered = (
         [gt.key_of(file_name) for file_name in image_names.values()]
         if names is not None
@@ -452,7 +478,11 @@ def _yolo_line(
     k = int(index[1])
     if k >= len(names):
         raise ValueError(
-            f"class {k} is not in --names ({len(names)} classes, 0 to {len(names) - 1})"
+            Message(
+                f"class {k} is not in ",
+                Option("names"),
+                f" ({len(names)} classes, 0 to {len(names) - 1})",
+            )
         )
     cx, cy, w, h = (
         _number(text, what) for text, what in zip(fields[1:5], ("cx", "cy", "w", "h"), strict=True)
@@ -516,7 +546,7 @@ def _read_yolo(
                 name, x1, y1, x2, y2, score = _yolo_line(fields, names, size)
             except ValueError as error:
                 # The file's image is left out: a broken line is not a missed object.
-                collected.skipped.append(SkippedFile(path, str(error), number, key=key))
+                collected.skipped.append(SkippedFile(path, message_of(error), number, key=key))
                 break
             boxes.append(Box(name, x1, y1, x2, y2, score=score))
         else:
@@ -642,7 +672,13 @@ def read_detections(
     index = _GroundTruth.of(gt)
     if pred_format == "coco":
         if os.path.isdir(where):
-            raise InputError(f"{where}: a directory; --pred-format coco reads a results JSON file")
+            raise InputError(
+                Message(
+                    f"{where}: a directory; ",
+                    Option("pred_format", "coco"),
+                    " reads a results JSON file",
+                )
+            )
         annotations = _read_coco(where, index, os.fspath(coco_gt) if coco_gt else None)
     elif pred_format == "yolo":
         if names is None:

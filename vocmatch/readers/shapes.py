@@ -13,13 +13,14 @@ from typing import Literal
 
 import numpy as np
 
+from vocmatch.errors import Message, Option
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["GEOMETRIES", "Geometry", "with_geometry"]
 
 Geometry = Literal["shape", "box"]
 
-#: The choices of ``--geometry``, the default first.
+#: The choices of ``geometry``, the default first.
 GEOMETRIES: tuple[Geometry, ...] = ("shape", "box")
 
 
@@ -45,9 +46,11 @@ def with_geometry(columns: ColumnSet, geometry: Geometry, side: str) -> ColumnSe
         if not both:
             return columns
         verb = "has" if both == 1 else "have"
-        note = (
+        note = Message(
             f"{_objects(both)} of the {side} {verb} both a <bndbox> and a polygon or rotated "
-            "box: scored by the shape only (--geometry box scores the <bndbox>)"
+            "box: scored by the shape only (",
+            Option("geometry", "box"),
+            " scores the <bndbox>)",
         )
         return replace(columns, notes=(*columns.notes, note))
     if not columns.shapes:
@@ -61,5 +64,5 @@ def with_geometry(columns: ColumnSet, geometry: Geometry, side: str) -> ColumnSe
         parts.append(f"{_objects(both)} with both a <bndbox> and a shape scored by the <bndbox>")
     if alone:
         parts.append(f"{_objects(alone)} with only a shape scored by its bounding box")
-    note = f"--geometry box: of the {side}, " + "; ".join(parts)
+    note = Message(Option("geometry", "box"), f": of the {side}, " + "; ".join(parts))
     return replace(columns, boxes=boxes, shapes=(), bndboxes=(), notes=(*columns.notes, note))

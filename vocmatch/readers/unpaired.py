@@ -12,6 +12,8 @@ import os
 import re
 from collections.abc import Collection, Sequence
 
+from vocmatch.errors import Message, Option
+
 __all__ = ["IMAGE_SUFFIXES", "no_pairs_reason", "other_files", "paired"]
 
 #: Suffixes of picture files, left in an annotation's name by some exporters (``a.jpg.xml``).
@@ -61,21 +63,25 @@ def _formats_guess(pred_dir: str, others: Sequence[str]) -> str:
         return f"{pred_dir} holds no files at all (an empty or wrong folder?)"
     results = [n for n in others if _VOC_RESULTS.fullmatch(n.rsplit("/", 1)[-1])]
     if results:
-        return (
-            f"{pred_dir} holds VOC devkit result files ({_quoted(results)}), not XML: "
-            "use --pred-format voc-results"
+        return Message(
+            f"{pred_dir} holds VOC devkit result files ({_quoted(results)}), not XML: use ",
+            Option("pred_format", "voc-results"),
         )
     texts = [n for n in others if n.lower().endswith(".txt")]
     if texts:
-        return (
-            f"{pred_dir} holds .txt files ({_quoted(texts)}), not XML: YOLO predictions? "
-            "use --pred-format yolo --names FILE"
+        return Message(
+            f"{pred_dir} holds .txt files ({_quoted(texts)}), not XML: YOLO predictions? use ",
+            Option("pred_format", "yolo"),
+            " ",
+            Option("names", placeholder="FILE"),
         )
     jsons = [n for n in others if n.lower().endswith(".json")]
     if jsons:
-        return (
-            f"{pred_dir} holds JSON ({_quoted(jsons)}), not XML: COCO results? use "
-            f"--pred-format coco with the file as PRED"
+        return Message(
+            f"{pred_dir} holds JSON ({_quoted(jsons)}), not XML: COCO results? use ",
+            Option("pred_format", "coco"),
+            " with the file as ",
+            Option("pred"),
         )
     return f"{pred_dir} holds no .xml files ({len(others)} other files: {_quoted(others)})"
 
@@ -100,7 +106,7 @@ def no_pairs_reason(
     >>> no_pairs_reason(["a", "b"], ["a.jpg", "b.jpg"], "pred").split(":")[0]
     "prediction files are named '*.jpg.xml' ('a.jpg.xml') where the ground truth has 'a.xml'"
     >>> no_pairs_reason(["a"], ["labels/a"], "pred").split(": ")[1]
-    'give pred/labels as PRED'
+    'give pred/labels as pred'
     """
     if not pred_keys:
         return _formats_guess(pred_dir, others)
@@ -118,13 +124,14 @@ def no_pairs_reason(
                     f"{other_side} {'has' if other_side == 'the ground truth' else 'have'} "
                     f"{key[: -len(suffix)] + '.xml'!r}: rename them without {suffix!r}"
                 )
-    # The same names one folder down (a run's output folder inside PRED).
+    # The same names one folder down (a run's output folder inside the predictions' folder).
     for key in pred_keys:
         folder, _, base = key.rpartition("/")
         if folder and base in gt_set:
-            return (
+            return Message(
                 f"the prediction files sit one folder down ({key + '.xml'!r} for "
-                f"{base + '.xml'!r}): give {pred_dir.rstrip('/')}/{folder} as PRED"
+                f"{base + '.xml'!r}): give {pred_dir.rstrip('/')}/{folder} as ",
+                Option("pred"),
             )
     gt_bases = {k.rpartition("/")[2]: k for k in gt_keys}
     for key in pred_keys:

@@ -568,8 +568,8 @@ def html_report(
     if len(shown) < len(matrix.names):
         heat_note = (
             f"{len(shown) - 1:,} of the {len(matrix.names) - 1:,} classes are drawn: those most"
-            " confused with other classes, then with background (the JSON of --errors has"
-            " every cell)."
+            " confused with other classes, then with background (the JSON of the error analysis"
+            " has every cell)."
         )
     threshold = f"{evaluation.conventions.iou_threshold:g}"
     plots = [_curve_plot(i, cls, threshold) for i, cls in enumerate(evaluation.classes)]

@@ -228,7 +228,7 @@ def to_json_dict(
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
 ) -> dict[str, Any]:
-    """The evaluation as plain JSON-ready data (documented in the README); with
+    """The evaluation as plain JSON-ready data (documented in docs/outputs.md); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
     the intervals; with ``slices``, each slice's values. ``thresholds`` are the score
     thresholds the counts use; each class's ``operating_point`` maximises F-beta."""
@@ -788,7 +788,7 @@ CONFUSION_ROWS_MAX = 1001
 
 
 def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
-    """Lay the error analysis into the evaluation's JSON (keys documented in the README)."""
+    """Lay the error analysis into the evaluation's JSON (keys documented in docs/outputs.md)."""
     from vocmatch.evidence.analysis import ERROR_TYPES, ErrorCounts
 
     data["background_iou"] = analysis.background_iou
@@ -869,7 +869,7 @@ def diff_to_json_dict(
     results: Sequence[RegressionResult] = (),
     evidence: PairedBootstrap | None = None,
 ) -> dict[str, Any]:
-    """The diff as plain JSON-ready data (documented in the README).
+    """The diff as plain JSON-ready data (documented in docs/outputs.md).
 
     Every metric is ``{"a", "b", "delta"}``; images come worst regression first, each with
     its new and fixed FN and new and removed FP as ``{"index", "name"}`` objects (index from
@@ -976,7 +976,7 @@ def _label_image(image: LabelImageResult) -> dict[str, Any]:
 
 
 def labels_to_json_dict(evaluation: LabelEvaluation) -> dict[str, Any]:
-    """A label-set evaluation as plain JSON-ready data (documented in the README).
+    """A label-set evaluation as plain JSON-ready data (documented in docs/outputs.md).
 
     Class names are lower-case; sets are sorted lists; missing values are None.
     """

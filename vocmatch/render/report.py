@@ -15,8 +15,11 @@ Example:
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from vocmatch.errors import Option
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -52,6 +55,8 @@ class TableOptions:
         only_failing: List only images with a false positive or a missed object.
         errors: Add the error breakdown and the confusion matrix (needs the analysis).
         tightness: Add the IoU and edge-offset histograms (needs the analysis).
+        words: How the hints under a table name an option (``ReportOptions.words`` of
+            :mod:`vocmatch.render.terminal`).
 
     Example:
         >>> import vocmatch
@@ -65,6 +70,7 @@ class TableOptions:
     only_failing: bool = False
     errors: bool = False
     tightness: bool = False
+    words: Callable[[Option], str] = str
 
 
 def render_text(
@@ -132,6 +138,7 @@ def render_table(report: EvalReport, options: TableOptions | None = None) -> Ren
         only_failing=shown.only_failing,
         score_thresholds=report.thresholds,
         beta=report.beta,
+        words=shown.words,
     )
     table = render(evaluation, table_options)
     threshold = evaluation.conventions.iou_threshold

@@ -12,7 +12,7 @@ writes control characters and bidi overrides as escapes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vocmatch.core.protocol import sweep_label
+from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
 from vocmatch.words import plural
@@ -72,6 +73,14 @@ def _note(note: str) -> Text:
     return Text(f"note: {printable(note)}", style="yellow")
 
 
+def _more_rows(what: str, words: Callable[[Option], str], failing: bool = False) -> str:
+    """The hint under a cut table: how to show every row (and only the failing ones)."""
+    hint: list[str | Option] = [Option("max_rows", 0), " shows all"]
+    if failing:
+        hint += [", ", Option("only_failing", True), " hides perfect ones"]
+    return Message(f"{what} (", *hint, ")").worded(words)
+
+
 @dataclass(frozen=True, slots=True)
 class ReportOptions:
     """What the terminal report shows.
@@ -81,12 +90,15 @@ class ReportOptions:
         only_failing: Show only images with at least one FP or FN.
         score_thresholds: The confidence thresholds the counts use, if any (a header row).
         beta: The operating point of each class maximises F-beta (1: F1).
+        words: How the hints under a table name an option: the library's keywords
+            (``max_rows=0``) unless a caller names its own (the command line, its flags).
     """
 
     max_rows: int = 20
     only_failing: bool = False
     score_thresholds: ScoreThresholds | None = None
     beta: float = 1.0
+    words: Callable[[Option], str] = str
 
 
 #: Wider than any report line: the width a form is measured at.
@@ -169,9 +181,12 @@ def f_name(beta: float) -> str:
     return f"F{beta:g}"
 
 
-def operating_table(evaluation: Evaluation, beta: float = 1.0) -> RenderableType | None:
+def operating_table(
+    evaluation: Evaluation, beta: float = 1.0, words: Callable[[Option], str] = str
+) -> RenderableType | None:
     """Each class's operating point: the score threshold of its best F-beta on its
-    precision/recall curve at the IoU threshold (every prediction), or None without scores."""
+    precision/recall curve at the IoU threshold (every prediction), or None without scores.
+    ``words`` names the options in the hint under it (:attr:`ReportOptions.words`)."""
     if not any(c.curve is not None for c in evaluation.classes):
         return None
     threshold = evaluation.conventions.iou_threshold
@@ -198,8 +213,13 @@ def operating_table(evaluation: Evaluation, beta: float = 1.0) -> RenderableType
             _number(point.f),
         )
     note = Text(
-        "pin them: --write-thresholds FILE, then --score-thresholds FILE; —: no true positive"
-        " at any threshold, or no ground truth",
+        Message(
+            "pin them: ",
+            Option("operating_thresholds", placeholder="FILE"),
+            ", then ",
+            Option("score_thresholds", placeholder="FILE"),
+            "; —: no true positive at any threshold, or no ground truth",
+        ).worded(words),
         style="dim",
     )
     return Group(table, note)
@@ -264,8 +284,7 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     if hidden:
         parts.append(
             Text(
-                f"{hidden:,} more images not shown (--max-rows 0 shows all, "
-                "--only-failing hides perfect ones)",
+                _more_rows(f"{hidden:,} more images not shown", opts.words, failing=True),
                 style="dim",
             )
         )
@@ -420,7 +439,7 @@ def render(evaluation: Evaluation, options: ReportOptions | None = None) -> Rend
         class_table(evaluation),
         Text(),
     ]
-    points = operating_table(evaluation, opts.beta)
+    points = operating_table(evaluation, opts.beta, opts.words)
     if points is not None:
         parts += [points, Text()]
     parts.append(summary_table(evaluation))
@@ -728,10 +747,11 @@ def diff_report(
     results: tuple[RegressionResult, ...] = (),
     max_rows: int = DIFF_MAX_ROWS,
     evidence: PairedBootstrap | None = None,
+    words: Callable[[Option], str] = str,
 ) -> RenderableType:
     """Run B against run A: the summary, each class, the images that changed (worst
     regression first) and the regression gates; with ``evidence``, the interval and p-value
-    of every change."""
+    of every change. ``words`` names the options in the hints (:attr:`ReportOptions.words`)."""
     conventions = Table.grid(padding=(0, 2))
     conventions.add_column(style="bold")
     conventions.add_column()
@@ -807,7 +827,7 @@ def diff_report(
     if len(changed) > len(shown):
         parts.append(
             Text(
-                f"{len(changed) - len(shown):,} more changed images (--max-rows 0 shows all)",
+                _more_rows(f"{len(changed) - len(shown):,} more changed images", words),
                 style="dim",
             )
         )
@@ -945,8 +965,7 @@ def label_image_table(
     if hidden:
         parts.append(
             Text(
-                f"{hidden:,} more images not shown (--max-rows 0 shows all, "
-                "--only-failing hides perfect ones)",
+                _more_rows(f"{hidden:,} more images not shown", opts.words, failing=True),
                 style="dim",
             )
         )
@@ -1071,9 +1090,11 @@ def _seg_order(image: SegImageResult) -> tuple[bool, float, float, str]:
     )
 
 
-def seg_image_table(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
+def seg_image_table(
+    evaluation: SegEvaluation, max_rows: int = 20, words: Callable[[Option], str] = str
+) -> RenderableType:
     """Per-image pixel accuracy, mean IoU and classes present, lowest mean IoU first;
-    ``max_rows`` 0 shows every image."""
+    ``max_rows`` 0 shows every image (``words``: :attr:`ReportOptions.words`)."""
     table = Table(title="Images (lowest mIoU first)", title_justify="left")
     table.add_column("image", overflow="fold")
     table.add_column("pixel acc", justify="right", no_wrap=True)
@@ -1093,9 +1114,7 @@ def seg_image_table(evaluation: SegEvaluation, max_rows: int = 20) -> Renderable
     parts: list[RenderableType] = [table]
     hidden = len(rows) - len(shown)
     if hidden:
-        parts.append(
-            Text(f"{hidden:,} more images not shown (--max-rows 0 shows all)", style="dim")
-        )
+        parts.append(Text(_more_rows(f"{hidden:,} more images not shown", words), style="dim"))
     elif not rows:
         parts.append(Text("no images to show", style="dim"))
     return Group(*parts)
@@ -1157,12 +1176,14 @@ def seg_summary(evaluation: SegEvaluation) -> RenderableType:
     return Group(*parts)
 
 
-def render_seg(evaluation: SegEvaluation, max_rows: int = 20) -> RenderableType:
+def render_seg(
+    evaluation: SegEvaluation, max_rows: int = 20, words: Callable[[Option], str] = str
+) -> RenderableType:
     """The whole segmentation report: conventions, images, classes and the summary."""
     return Group(
         _seg_header(evaluation),
         Text(),
-        seg_image_table(evaluation, max_rows),
+        seg_image_table(evaluation, max_rows, words),
         Text(),
         seg_class_table(evaluation),
         Text(),
@@ -1257,8 +1278,11 @@ def _box_text(box: tuple[float, float, float, float]) -> str:
     return ", ".join(f"{v:g}" for v in box)
 
 
-def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType:
-    """The suspects, most confident first (``max_rows`` 0 shows all), and the counts."""
+def suspects_report(
+    report: SuspectReport, max_rows: int = 20, words: Callable[[Option], str] = str
+) -> RenderableType:
+    """The suspects, most confident first (``max_rows`` 0 shows all), and the counts
+    (``words``: :attr:`ReportOptions.words`)."""
     from vocmatch.evidence.suspects import KINDS
 
     o = report.options
@@ -1315,7 +1339,7 @@ def suspects_report(report: SuspectReport, max_rows: int = 20) -> RenderableType
     if len(suspects) > len(shown):
         parts.append(
             Text(
-                f"{len(suspects) - len(shown):,} more (--max-rows 0 shows all)",
+                _more_rows(f"{len(suspects) - len(shown):,} more", words),
                 style="dim",
             )
         )
