@@ -66,6 +66,8 @@ __all__ = ["Findings", "ImageCounts", "MatchRecords", "NoteCounts", "PredRecords
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+#: Integers in the narrowest dtype of their role (labels int32, flags :func:`flag_dtype`).
+FlagArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 #: The per-image integers of :class:`ImageCounts`, before the sweep's.
 IMAGE_FIELDS = ("gt", "gt_ignored", "pred", "tp", "fp", "fn", "pred_ignored")
@@ -109,13 +111,13 @@ class PredRecords:
     """
 
     count: IntArray
-    label: IntArray
+    label: FlagArray
     score: FloatArray
-    matched: IntArray
-    ignored: IntArray
-    area: IntArray
-    coco_matched: IntArray
-    coco_ignored: IntArray
+    matched: FlagArray
+    ignored: FlagArray
+    area: FlagArray
+    coco_matched: FlagArray
+    coco_ignored: FlagArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,9 +323,9 @@ class _AreaFlags:
         gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
     """
 
-    inside: IntArray
-    matched: IntArray
-    ignored: IntArray
+    inside: FlagArray
+    matched: FlagArray
+    ignored: FlagArray
     gt_counting: IntArray
 
 
@@ -333,12 +335,13 @@ def _area_flags(
     """Each area range matched again, as the engine's pycocotools stage matches it."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
-    inside = np.zeros(n_pred, dtype=np.int64)
+    inside = np.zeros(n_pred, dtype=np.uint8)
     for a, (low, high) in enumerate(COCO_AREAS):
-        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.int64) << a
+        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.uint8) << a
     n_areas = len(COCO_AREAS) if conv.coco_stats else 0
-    matched = np.zeros((n_pred, n_areas), dtype=np.int64)
-    ignored = np.zeros((n_pred, n_areas), dtype=np.int64)
+    n_ap = len(conv.ap_thresholds)
+    matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
+    ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     for a in range(n_areas):
@@ -350,8 +353,8 @@ def _area_flags(
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
         hit_ignored = ignore[found.hit_gt]
-        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred)
-        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred)
+        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred, n_ap)
+        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred, n_ap)
     return _AreaFlags(inside, matched, ignored, gt_counting)
 
 
@@ -365,24 +368,35 @@ def _pred_records(
     """The kept predictions' records."""
     gt, pred, m = prepared.gt, prepared.pred, paired.matching
     n_pred = pred.label.size
+    n_levels = engine._Levels.of(prepared.conventions).thresholds.size
     ignored_hit = gt.ignore[m.hit_gt]
     return PredRecords(
         count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
-        label=pred.label.astype(np.int64),
+        label=pred.label.astype(np.int32),
         score=np.where(np.isneginf(scores.kept), math.nan, scores.kept),
-        matched=_bits(m.hit_pred, m.hit_t, n_pred),
-        ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred),
+        matched=_bits(m.hit_pred, m.hit_t, n_pred, n_levels),
+        ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred, n_levels),
         area=flags.inside,
         coco_matched=flags.matched,
         coco_ignored=flags.ignored,
     )
 
 
-def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int) -> IntArray:
-    """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t``."""
+def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
+    """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
+    ``n_bits``), in :func:`flag_dtype`."""
     bits = np.zeros(n_pred, dtype=np.int64)
     np.bitwise_or.at(bits, pred.astype(np.int64), np.left_shift(1, level.astype(np.int64)))
-    return bits
+    return bits.astype(flag_dtype(n_bits))
+
+
+def flag_dtype(n_bits: int) -> np.dtype[Any]:
+    """The dtype records keep ``n_bits`` flags in: the narrowest that holds them, the same
+    for every part of a run (records are most of an evaluator's memory)."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if n_bits <= np.iinfo(dtype).bits:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
 
 
 def _image_values(images: Sequence[ImageResult], n_sweep: int) -> IntArray:
@@ -611,7 +625,9 @@ def _join_counts(parts: Sequence[ImageCounts], remaps: Sequence[IntArray], n_k: 
 def _join_preds(parts: Sequence[PredRecords], remaps: Sequence[IntArray]) -> PredRecords:
     return PredRecords(
         count=np.concatenate([p.count for p in parts]),
-        label=np.concatenate([r[p.label] for p, r in zip(parts, remaps, strict=True)]),
+        label=np.concatenate(
+            [r[p.label].astype(np.int32) for p, r in zip(parts, remaps, strict=True)]
+        ),
         score=np.concatenate([p.score for p in parts]),
         matched=np.concatenate([p.matched for p in parts]),
         ignored=np.concatenate([p.ignored for p in parts]),

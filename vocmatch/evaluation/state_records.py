@@ -41,10 +41,12 @@ from vocmatch.errors import StateError
 from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
+    FlagArray,
     ImageCounts,
     MatchRecords,
     NoteCounts,
     PredRecords,
+    flag_dtype,
 )
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
 
@@ -293,7 +295,7 @@ def _pred_records(
     """The kept predictions' records, checked: classes listed and sorted within each image,
     flags of thresholds that exist, finite scores."""
     count = arrays["pred_count"].astype(np.int64)
-    label = arrays["pred_label"].astype(np.int64)
+    label = arrays["pred_label"].astype(np.int32)
     if label.size and int(label.max()) >= n_classes:
         raise StateError(
             f"{source}: array 'pred_label' names a class beyond the {n_classes} listed"
@@ -314,36 +316,36 @@ def _pred_records(
     where = arrays["ignored_pred"].astype(np.int64)
     if where.size and int(where.max()) >= label.size:
         raise StateError(f"{source}: array 'ignored_pred' names a prediction that is not there")
-    ignored = np.zeros(label.size, dtype=np.int64)
+    ignored = np.zeros(label.size, dtype=flag_dtype(n_levels))
     ignored[where] = _flags(arrays["ignored_bits"], n_levels, "ignored_bits", source)
     if from_main:
         coco_matched = np.concatenate([_ap_bits(matched, conv)[:, None], coco_matched], axis=1)
         coco_ignored = np.concatenate([_ap_bits(ignored, conv)[:, None], coco_ignored], axis=1)
     return PredRecords(
-        count, label, score, matched, ignored, arrays["pred_area"].astype(np.int64), coco_matched,
+        count, label, score, matched, ignored, arrays["pred_area"].astype(np.uint8), coco_matched,
         coco_ignored,
     )  # fmt: skip
 
 
-def _ap_bits(bits: IntArray, conv: Conventions) -> IntArray:
+def _ap_bits(bits: FlagArray, conv: Conventions) -> FlagArray:
     """Flags over the matched thresholds (the engine's levels) as flags over the AP
     thresholds: the area "all" matching when it is the protocol's own."""
     levels = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     index = {value: i for i, value in enumerate(levels)}
     found = np.zeros(bits.size, dtype=np.int64)
     for t, threshold in enumerate(conv.ap_thresholds):
-        found |= ((bits >> index[threshold]) & 1) << t
-    return found
+        found |= ((bits.astype(np.int64) >> index[threshold]) & 1) << t
+    return found.astype(flag_dtype(len(conv.ap_thresholds)))
 
 
-def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> IntArray:
+def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> FlagArray:
     """Bit flags, checked to name only the ``n_bits`` thresholds there are."""
     if values.dtype.itemsize == 8 and values.size and int(values.max()) >= 1 << 63:
         raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
     flags = values.astype(np.int64)
     if flags.size and int(flags.max()) >= 1 << n_bits:
         raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
-    return flags
+    return flags.astype(flag_dtype(n_bits))
 
 
 def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: str) -> ImageCounts:
