@@ -38,7 +38,7 @@ def client() -> Iterator[Any]:
     """A cluster of two worker processes of one thread (processes, so that one can die)."""
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -116,6 +116,22 @@ def test_a_local_cluster_reports_as_one_process(demo: tuple[Path, Path], name: s
     single = run("eval", gt, pred, "--protocol", name, "--format", "json")
     on_dask = run("eval", gt, pred, "--protocol", name, "--format", "json", "--dask", "local:2")
     assert on_dask == single
+
+
+def test_a_busy_dashboard_port_costs_a_local_cluster_nothing(demo: tuple[Path, Path]) -> None:
+    """Another cluster on 8787 (the scheduler's default HTTP port): `local:N` serves its
+    HTTP on a port of its own on loopback, with no warning (warnings are errors here)."""
+    import socket
+
+    with socket.socket() as taken:
+        try:
+            taken.bind(("0.0.0.0", 8787))
+            taken.listen()
+        except OSError:
+            pass  # already busy: the case itself
+        gt, pred = map(str, demo)
+        on_dask = run("eval", gt, pred, "--format", "json", "--dask", "local:1")
+    assert on_dask == run("eval", gt, pred, "--format", "json")
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 7, 50])

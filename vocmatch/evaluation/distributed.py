@@ -197,7 +197,10 @@ def dask_client(scheduler: str) -> Iterator[Client]:
                 n_workers=int(local.group(1)),
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                # The scheduler serves HTTP even without a dashboard, on 8787 unless told:
+                # a port of the system's choosing on loopback, so that a busy 8787 (another
+                # cluster) costs no warning and nothing listens beyond this host.
+                dashboard_address="127.0.0.1:0",
                 # Lost workers and failed tasks are the run's to report (retried, or one
                 # error): the cluster's log lines and tracebacks would bury that.
                 silence_logs=logging.CRITICAL,
