@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# Not bench/ itself on the path: bench/profile.py would shadow the standard library's.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
 from vocmatch.evaluation.incremental import Evaluator  # noqa: E402
 
 
 def _synthetic() -> Callable[..., list[Any]]:
+    """bench/incremental_bench.py's generator, loaded by path: this runs on the workers,
+    whose import path does not hold bench/."""
     spec = importlib.util.spec_from_file_location(
         "incremental_bench", HERE / "incremental_bench.py"
     )

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import statistics
 import sys
@@ -44,26 +43,11 @@ from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-# Not bench/ itself on the path: bench/profile.py would shadow the standard library's
-# profile module, which torch imports.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from incremental_bench import synthetic
 
-def _synthetic() -> Callable[..., list[Any]]:
-    spec = importlib.util.spec_from_file_location(
-        "incremental_bench", HERE / "incremental_bench.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.synthetic  # type: ignore[no-any-return]
-
-
-synthetic = _synthetic()
-
-from vocmatch.evaluation.incremental import Evaluator  # noqa: E402
+from vocmatch.evaluation.incremental import Evaluator
 
 Image = tuple[str, Any, Any, Any, Any, Any]
 Batches = list[list[Image]]

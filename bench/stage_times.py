@@ -1,7 +1,7 @@
 """Where a ``vocmatch --protocol coco --format json`` run spends its time, stage by stage.
 
-    python bench/profile.py bench/data/5000                       # LabelImg's layout
-    python bench/profile.py bench/data/5000/layouts/cvat --jobs 2
+    python bench/stage_times.py bench/data/5000                       # LabelImg's layout
+    python bench/stage_times.py bench/data/5000/layouts/cvat --jobs 2
 
 runs the command's stages in this process, as the command line does, and prints for each
 the wall time and the processor time it used (this process, and the reading processes):
