@@ -4,7 +4,9 @@ name is documented with an example, and diff and suspects read every input eval 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -291,3 +293,134 @@ def test_a_message_keeps_its_options_across_processes() -> None:
     copy = pickle.loads(pickle.dumps(SkippedFile("a.txt", message, 2)))
     assert str(copy) == "a.txt:2: class 2 is not in names (2 classes, 0 to 1)"
     assert in_cli_words(str(copy)) == "a.txt:2: class 2 is not in --names (2 classes, 0 to 1)"
+
+
+# Label sets: eval --mode labels as one call -------------------------------------------------
+
+
+LABELS_GT, LABELS_PRED = FIXTURES / "labels" / "gt", FIXTURES / "labels" / "pred"
+
+
+def voc_year_folder(root: Path) -> Path:
+    """The labels fixture as a VOC year folder: Annotations/ and a test split of two images."""
+    shutil.copytree(LABELS_GT, root / "Annotations")
+    (root / "ImageSets" / "Main").mkdir(parents=True)
+    (root / "ImageSets" / "Main" / "test.txt").write_text("sample_1\nsample_3\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("args", "fields"),
+    [
+        pytest.param([], {}, id="xml-folders"),
+        pytest.param(["--difficult", "count"], {"difficult": "count"}, id="difficult-count"),
+        pytest.param(["--difficult", "ignore"], {"difficult": "ignore"}, id="difficult-ignore"),
+        pytest.param(["--fold-case"], {}, id="fold-case-always-on"),
+        pytest.param(["--jobs", "1"], {"jobs": 1}, id="one-process"),
+        pytest.param(["--max-file-size", "679"], {"max_file_size": 679}, id="files-skipped"),
+    ],
+)
+def test_labels_library_gives_the_command_lines_json(
+    args: list[str], fields: dict[str, object]
+) -> None:
+    """`evaluate_labels` renders to the very JSON `eval --mode labels --format json` prints,
+    for every option that mode takes (and exit 3 exactly when files were skipped)."""
+    from vocmatch.render.machine import labels_to_json
+
+    code, out, _ = run_cli(
+        "--mode", "labels", "--format", "json", *args, str(LABELS_GT), str(LABELS_PRED)
+    )
+    found = vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, **fields)  # type: ignore[arg-type]
+    assert labels_to_json(found) == out
+    assert code == (3 if found.skipped else 0)
+
+
+def test_labels_library_reads_a_voc_year_folder_and_its_split(tmp_path: Path) -> None:
+    """A VOC folder and a split name: the two listed images, as the command line reads them."""
+    from vocmatch.render.machine import labels_to_json
+
+    root = voc_year_folder(tmp_path / "VOC2007")
+    code, out, _ = run_cli(
+        "--mode", "labels", "--format", "json", "--split", "test", str(root), str(LABELS_PRED)
+    )
+    request = vocmatch.LabelsRequest(gt=root, pred=LABELS_PRED, split="test")
+    found = vocmatch.evaluate_labels(request)
+    assert (code, labels_to_json(found)) == (0, out)
+    assert [i.key for i in found.images] == ["sample_1", "sample_3"]
+    assert [i.jaccard for i in found.images] == [1 / 3, 2 / 3]
+
+
+@pytest.mark.parametrize("pred_format", PRED_FORMATS)
+def test_labels_library_reads_every_prediction_format(converted: Path, pred_format: str) -> None:
+    """COCO results, YOLO and devkit files give the command line's JSON and the XML's sets."""
+    from vocmatch.render.machine import labels_to_json
+
+    args, fields = inputs_of(pred_format, converted)
+    code, out, _ = run_cli("--mode", "labels", "--format", "json", str(DEMO_GT), *args)
+    found = vocmatch.evaluate_labels(DEMO_GT, **fields)  # type: ignore[arg-type]
+    assert (code, labels_to_json(found)) == (0, out)
+    from_xml = vocmatch.evaluate_labels(DEMO_GT, DEMO_PRED)
+    assert [(i.gt, i.pred) for i in found.images] == [(i.gt, i.pred) for i in from_xml.images]
+
+
+def test_labels_request_and_keywords_give_one_result() -> None:
+    """`evaluate_labels(request)` and `evaluate_labels(gt, pred, **fields)` are the same
+    call, and the result is frozen."""
+    request = vocmatch.LabelsRequest(gt=LABELS_GT, pred=LABELS_PRED, difficult="count")
+    by_request = vocmatch.evaluate_labels(request)
+    assert by_request == vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, difficult="count")
+    assert (by_request.macro_iou, by_request.micro_iou) == (2 / 3, 2 / 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        by_request.macro_iou = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="not both"):
+        vocmatch.evaluate_labels(request, LABELS_PRED)
+    with pytest.raises(TypeError, match="needs the predictions' path"):
+        vocmatch.evaluate_labels(LABELS_GT)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'iou'"):
+        vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, iou=0.5)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        pytest.param(
+            {"difficult": "crowd"},
+            "difficult",
+            r"^difficult 'crowd': label sets take 'ignore' or 'count' \(crowd regions are a box "
+            r"convention\)$",
+            id="difficult-crowd",
+        ),
+        pytest.param(
+            {"difficult": "skip"},
+            "difficult",
+            r"^difficult 'skip': label sets take 'ignore' or 'count'$",
+            id="difficult-unknown",
+        ),
+        pytest.param({"names": "classes.txt"}, "names", "YOLO", id="names-without-yolo"),
+        pytest.param({"pred_format": "yolo"}, "pred_format", "class names", id="yolo-no-names"),
+        pytest.param({"split": "tset"}, "split", "no such file", id="split"),
+    ],
+)
+def test_labels_request_errors_name_the_keyword_not_a_flag(
+    fields: dict[str, object], field: str, message: str
+) -> None:
+    """A labels request's bad field raises RequestError naming its keyword, never a flag."""
+    with pytest.raises(RequestError, match=message) as caught:
+        vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, **fields)  # type: ignore[arg-type]
+    assert caught.value.field == field
+    assert "--" not in str(caught.value)
+
+
+def test_labels_share_classes_whatever_their_case(tmp_path: Path) -> None:
+    """Label sets compare lower-cased names, so YOLO names that differ from the ground truth's
+    in case only are the same classes (box evaluation refuses them without fold_case)."""
+    names = tmp_path / "classes.txt"
+    names.write_text("AIRPLANE\nBOAT\nCAR\n", encoding="utf-8")
+    yolo = tmp_path / "yolo"
+    yolo.mkdir()
+    (yolo / "sample_1.txt").write_text("1 0.5 0.5 0.2 0.2\n", encoding="utf-8")
+    found = vocmatch.evaluate_labels(LABELS_GT, yolo, pred_format="yolo", names=names, split=None)
+    assert found.images[0].pred == ("boat",)
+    assert found.images[0].jaccard == 1 / 3
+    with pytest.raises(RequestError, match="no prediction class is a ground-truth class"):
+        evaluate(LABELS_GT, yolo, pred_format="yolo", names=names)

@@ -30,6 +30,9 @@ _WHERE = {
     "find_suspects": "vocmatch.pipeline",
     "SuspectsRequest": "vocmatch.pipeline",
     "operating_thresholds": "vocmatch.pipeline",
+    "evaluate_labels": "vocmatch.pipeline",
+    "LabelsRequest": "vocmatch.pipeline",
+    "LabelEvaluation": "vocmatch.evaluation.labels",
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
     "evaluator_for": "vocmatch.pipeline",
@@ -69,6 +72,8 @@ __all__ = [
     "Evidence",
     "ImageAnnotation",
     "InputError",
+    "LabelEvaluation",
+    "LabelsRequest",
     "RequestError",
     "StateError",
     "SuspectsRequest",
@@ -79,6 +84,7 @@ __all__ = [
     "compare",
     "evaluate",
     "evaluate_directories",
+    "evaluate_labels",
     "evaluator_for",
     "find_suspects",
     "iou_matrix",
@@ -102,14 +108,17 @@ if TYPE_CHECKING:
     )
     from vocmatch.evaluation.evaluate import Evaluation, evaluate_directories
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.report import EvalReport, Evidence
     from vocmatch.pipeline import (
         DiffReport,
         DiffRequest,
         EvalRequest,
+        LabelsRequest,
         SuspectsRequest,
         compare,
         evaluate,
+        evaluate_labels,
         evaluator_for,
         find_suspects,
         operating_thresholds,

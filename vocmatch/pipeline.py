@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.labels import LabelDifficult, LabelEvaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.bootstrap import PairedBootstrap
     from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
@@ -53,6 +54,7 @@ __all__ = [
     "EvalRequest",
     "Evidence",
     "Inputs",
+    "LabelsRequest",
     "Progress",
     "ReadOptions",
     "ScoreOptions",
@@ -60,6 +62,7 @@ __all__ = [
     "SuspectsRequest",
     "compare",
     "evaluate",
+    "evaluate_labels",
     "evaluator_for",
     "find_suspects",
     "operating_thresholds",
@@ -655,7 +658,10 @@ def _chosen_classes(
     """
     from vocmatch.evaluation.class_map import choose_classes, no_shared_class
 
-    fold_case = isinstance(options, ScoreOptions) and options.fold_case
+    # Label sets compare lower-cased names (vocmatch.evaluation.labels): so does the check.
+    fold_case = isinstance(options, LabelsRequest) or (
+        isinstance(options, ScoreOptions) and options.fold_case
+    )
     if options.class_choice:
         gt, pred = choose_classes(gt, pred, options.class_choice, fold_case)
     reason = no_shared_class(gt, pred, fold_case) if options.pred_format != "voc" else None
@@ -933,3 +939,95 @@ def find_suspects(request: SuspectsRequest, *, progress: Progress | None = None)
     del gt_columns, pred_columns
     report = suspects.find_suspects(gt, pred, options)
     return SuspectsFound(report, gt, tuple(str(s) for s in (*gt.skipped, *pred.skipped)))
+
+
+# Label sets ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelsRequest(ReadOptions):
+    """Each image's set of class names compared, ground truth against predictions: what
+    ``vocmatch eval --mode labels`` reads from its options.
+
+    The inputs are read as :class:`ReadOptions` says (a folder of XML files, a VOC folder and
+    its split, COCO results, YOLO or devkit files); boxes, positions and scores play no part.
+    Names are always stripped and lower-cased (there is no ``fold_case``: ``Car`` and ``car``
+    are one tag); see :mod:`vocmatch.evaluation.labels` for every convention.
+
+    Attributes:
+        gt: A folder of ground-truth XML files, or a VOC folder holding ``Annotations/``.
+        pred: The predictions: a folder, or a COCO results file.
+        difficult: ``ignore`` (the VOC devkit's classification task: a class whose objects
+            in an image are all difficult is neither required nor penalised there) or
+            ``count`` (difficult objects are ordinary objects).
+
+    Example:
+        >>> request = LabelsRequest(gt="VOC2007", pred="VOC2007/results.json", split="test")
+        >>> request.difficult, request.inputs().options.split
+        ('ignore', 'test')
+    """
+
+    gt: PathLike
+    pred: PathLike
+    difficult: LabelDifficult = "ignore"
+
+    def inputs(self) -> Inputs:
+        """The ground truth, the predictions and how to read them."""
+        return Inputs(self.gt, self.pred, self)
+
+
+def evaluate_labels(
+    request: LabelsRequest | PathLike,
+    pred: PathLike | None = None,
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> LabelEvaluation:
+    """Read and compare each image's label set: all of ``vocmatch eval --mode labels`` but
+    the output.
+
+    Call it with a request, or with the two paths and the request's fields as keywords. The
+    result renders as the command line renders it: ``labels_to_json`` of
+    ``vocmatch.render.machine``, ``render_labels`` of ``vocmatch.render.terminal``.
+
+    Args:
+        request: The request, or the ground truth's path.
+        pred: The predictions' path, when ``request`` is a path.
+        progress: Told how many files are read, of how many.
+        **options: The fields of :class:`LabelsRequest`, when ``request`` is a path.
+
+    Returns:
+        Per image its two sets, Jaccard and Dice; per class its counts over images and IoU;
+        macro and micro IoU; the files skipped and the images without a prediction file.
+
+    Raises:
+        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        InputError: The inputs cannot be evaluated (no annotation file, nothing pairs).
+        AnnotationError: A file that must be read cannot be.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.evaluate_labels("fixtures/labels/gt", "fixtures/labels/pred")
+        >>> found.macro_iou, found.images[0].key, found.images[0].missed
+        (0.6666666666666666, 'sample_1', ('airplane', 'car'))
+    """
+    if not isinstance(request, LabelsRequest):
+        if pred is None:
+            raise TypeError(
+                "evaluate_labels() needs the predictions' path after the ground truth's"
+            )
+        request = LabelsRequest(gt=request, pred=pred, **options)
+    elif pred is not None or options:
+        raise TypeError("evaluate_labels() takes a request or paths and keywords, not both")
+    difficult: str = request.difficult  # a caller's value, checked: typing does not hold it
+    if difficult not in ("ignore", "count"):
+        why = " (crowd regions are a box convention)" if difficult == "crowd" else ""
+        raise RequestError("difficult", f"label sets take 'ignore' or 'count'{why}", difficult)
+    from vocmatch.evaluation import labels
+
+    gt_columns, pred_columns = read_inputs(
+        request.inputs(), progress.files if progress is not None else None
+    )
+    gt_set, pred_set = gt_columns.to_annotations(), pred_columns.to_annotations()
+    del gt_columns, pred_columns
+    return labels.evaluate_labels(gt_set, pred_set, request.difficult)

@@ -69,9 +69,7 @@ from vocmatch.errors import VocmatchWarning
 from vocmatch.pipeline import (
     EvalRequest,
     Geometry,
-    Inputs,
     PredFormat,
-    ReadOptions,
     evaluate,
     operating_thresholds,
     score_thresholds_of,
@@ -455,8 +453,8 @@ def labels_eval(
     split: str | None = None,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
-    from vocmatch.evaluation.labels import LabelDifficult, evaluate_labels
-    from vocmatch.pipeline import read_inputs
+    from vocmatch.evaluation.labels import LabelDifficult
+    from vocmatch.pipeline import LabelsRequest, evaluate_labels
     from vocmatch.render.machine import labels_to_json
     from vocmatch.render.terminal import ReportOptions, label_summary, render_labels
 
@@ -473,16 +471,12 @@ def labels_eval(
         files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file],
         folders=xml_folders(gt_dir) + prediction_inputs(pred_dir, pred_format),
     )
+    request = LabelsRequest(
+        gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
+        coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
+    )  # fmt: skip
     with library_errors():
-        # The parallel reader: the same objects and skipped files as read_pair.
-        options = ReadOptions(
-            pred_format=pred_format, coco_gt=coco_gt, names=names_file, split=split,
-            max_file_size=max_file_size, jobs=jobs,
-        )  # fmt: skip
-        gt_columns, pred_columns = read_inputs(Inputs(gt_dir, pred_dir, options))
-        gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
-        del gt_columns, pred_columns
-        evaluation = evaluation_in_cli_words(evaluate_labels(gt, pred, label_difficult))
+        evaluation = evaluation_in_cli_words(evaluate_labels(request))
     report_label_warnings(evaluation)
     shown = ReportOptions(max_rows=max_rows, only_failing=only_failing, words=option_words)
     show_report(

@@ -157,6 +157,13 @@ class LabelEvaluation:
         missing_pred: Keys of ground-truth images with no prediction file.
         orphan_pred: Prediction files with no ground-truth file (not evaluated).
         notes: Things the user should know about the numbers.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.evaluate_labels("fixtures/labels/gt", "fixtures/labels/pred")
+        >>> airplane = found.classes[0]
+        >>> airplane.name, airplane.tp, airplane.fp, airplane.fn, found.micro_iou
+        ('airplane', 2, 1, 1, 0.6666666666666666)
     """
 
     images: tuple[LabelImageResult, ...]
