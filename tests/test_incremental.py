@@ -686,3 +686,102 @@ def test_load_refuses_damaged_states(damage: Any, message: str, tmp_path: Path) 
 def test_load_names_a_file_that_cannot_be_read(tmp_path: Path) -> None:
     with pytest.raises(StateError, match=r"missing.vms: cannot read \(No such file"):
         Evaluator.load(tmp_path / "missing.vms")
+
+
+# add_batch without image ids: numbered images ----------------------------------------------
+
+
+def cats(count: int, score: float = 0.9) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` images in torchmetrics' layout, each one cat predicted on its box."""
+    box = np.array([[0.0, 0, 10, 10]])
+    preds = [{"boxes": box, "scores": [score], "labels": ["cat"]} for _ in range(count)]
+    return preds, [{"boxes": box, "labels": ["cat"]} for _ in range(count)]
+
+
+NUMBERED_CLASH = (
+    r"^cannot merge states that share images: '0', '1', '2' and 1 more \(add_batch numbers "
+    r"images from 0 in each evaluator: give each image its key in image_ids\)$"
+)
+
+
+def test_add_batch_numbers_on_across_calls() -> None:
+    """Without image ids, one evaluator numbers its images 0, 1, 2, ... over every call,
+    passing over a number already taken by a key given to add."""
+    evaluator = Evaluator()
+    evaluator.add_batch(*cats(2))
+    evaluator.add_batch(*cats(3))
+    assert evaluator.keys == ["0", "1", "2", "3", "4"]
+    taken = Evaluator()
+    taken.add("1", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    taken.add_batch(*cats(2))
+    assert taken.keys == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["in-memory", "saved-state"])
+def test_merge_of_numbered_evaluators_asks_for_image_ids(saved: bool) -> None:
+    """Two evaluators numbering their own images alike (one per process) are refused, in
+    one line asking for image_ids, also when the state crossed a process as bytes."""
+    rank0, rank1 = Evaluator(), Evaluator()
+    rank0.add_batch(*cats(4))
+    rank1.add_batch(*cats(2))
+    rank1.add_batch(*cats(2))
+    other = Evaluator.from_bytes(rank1.to_bytes()) if saved else rank1
+    with pytest.raises(StateError, match=NUMBERED_CLASH):
+        rank0.merge(other)
+    with pytest.raises(StateError, match=NUMBERED_CLASH):
+        other.merge(rank0)
+    assert len(rank0) == 4
+
+
+def test_merge_of_images_given_their_ids_is_the_single_run() -> None:
+    """Numbered images merge with images given other keys, and ranks given their image ids
+    give the single run's numbers."""
+    preds, targets = cats(4)
+    preds[3] = {"boxes": np.array([[50.0, 50, 60, 60]]), "scores": [0.8], "labels": ["cat"]}
+    whole = Evaluator("coco")
+    whole.add_batch(preds, targets, image_ids=["a", "b", "c", "d"])
+    rank0, rank1 = Evaluator("coco"), Evaluator("coco")
+    rank0.add_batch(preds[:2], targets[:2], image_ids=["a", "b"])
+    rank1.add_batch(preds[2:], targets[2:], image_ids=["c", "d"])
+    rank0.merge(Evaluator.from_bytes(rank1.to_bytes()))
+    assert_identical(rank0.result(), whole.result())
+    numbered = Evaluator("coco")
+    numbered.add_batch(*cats(2))
+    numbered.merge(rank0)
+    assert numbered.keys == ["0", "1", "a", "b", "c", "d"]
+    numbered.add_batch(*cats(1))
+    assert numbered.keys == ["0", "1", "6", "a", "b", "c", "d"]
+
+
+def test_only_a_numbered_key_asks_for_image_ids() -> None:
+    """A shared key that add_batch numbered on either side asks for image_ids; one it did
+    not number keeps the plain message."""
+    a, b = Evaluator(), Evaluator()
+    a.add_batch(*cats(2))
+    b.add("1", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    with pytest.raises(StateError, match=NUMBERED_CLASH.replace("'0', '1', '2' and 1 more", "'1'")):
+        b.merge(a)
+    c, d = Evaluator(), Evaluator()
+    c.add("7", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    d.add("7", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    d.add_batch(*cats(1))
+    with pytest.raises(StateError, match=r"^cannot merge states that share images: '7'$"):
+        c.merge(d)
+
+
+def test_numbered_ranges_travel_only_when_there_are_some() -> None:
+    """A state records add_batch's numbers as ranges; a state without numbered images is
+    written as before, and a malformed list of ranges is a corrupted header."""
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    plain = Evaluator()
+    plain.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    assert "numbered" not in read_state(plain.to_bytes()).header
+    numbered = Evaluator()
+    numbered.add_batch(*cats(3))
+    numbered.add_batch(*cats(2))
+    raw = read_state(numbered.to_bytes())
+    assert raw.header["numbered"] == [[0, 5]]
+    broken = write_state(RawState({**raw.header, "numbered": [[3, 1]]}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
+        Evaluator.from_bytes(broken, "s.vms")

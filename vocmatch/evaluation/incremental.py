@@ -141,6 +141,13 @@ class Evaluator:
         class_names: The names of integer labels (label ``i`` is ``class_names[i]``, or a
             mapping of ids to names); without, an integer label ``3`` is the class ``"3"``.
 
+    Image keys must be distinct across the evaluators merged. :meth:`add_batch` without
+    ``image_ids`` numbers images ``0, 1, 2, ...`` in each evaluator (continuing across its
+    calls): one evaluator fed that way is fine, but two (one per process or rank) number
+    different images alike, so merging them is refused, with a message that asks for
+    ``image_ids``. Give each image its dataset id (a file name, a COCO image id): then any
+    partition of the images merges to the single run's numbers, ties of score included.
+
     Raises:
         KeyError: No protocol has that name.
 
@@ -184,6 +191,9 @@ class Evaluator:
         self._boxes_added = 0
         self._match_batch = MATCH_BATCH
         self._keys: set[str] = set()
+        # The images add_batch numbered itself, as [start, stop) ranges of numbers, so that a
+        # merge refused for a shared key can say where the key came from.
+        self._numbered: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
         """The images added."""
@@ -250,8 +260,10 @@ class Evaluator:
                 ``labels`` ``(M,)``.
             targets: Per image, ``boxes`` ``(N, 4)``, ``labels`` ``(N,)``, and optionally
                 ``difficult`` and ``iscrowd`` ``(N,)``.
-            image_ids: Each image's key; by default the count of images added before it
-                (give keys when shards are merged, or their images clash).
+            image_ids: Each image's key. By default the images are numbered: the next
+                number not yet a key, from the count of images added before (so
+                ``0, 1, 2, ...`` across calls). Give keys when evaluators are merged: each
+                numbers from 0, and a merge of numbered images is refused.
 
         Raises:
             InputError: The lists differ in length, or an image's arrays are wrong.
@@ -260,18 +272,18 @@ class Evaluator:
             raise InputError(
                 f"Expected as many `preds` as `targets`, got {len(preds)} and {len(targets)}"
             )
-        if image_ids is None:
-            start = len(self._keys)
-            image_ids = range(start, start + len(preds))
-        elif len(image_ids) != len(preds):
+        if image_ids is not None and len(image_ids) != len(preds):
             raise InputError(
                 f"Expected one image id per image, got {len(image_ids)} for {len(preds)}"
             )
-        for image_id, pred, gt in zip(image_ids, preds, targets, strict=True):
+        for i, (pred, gt) in enumerate(zip(preds, targets, strict=True)):
+            key = image_ids[i] if image_ids is not None else self._next_number()
             self.add(
-                image_id, gt["boxes"], gt["labels"], pred["boxes"], pred.get("scores"),
+                key, gt["boxes"], gt["labels"], pred["boxes"], pred.get("scores"),
                 pred["labels"], difficult=gt.get("difficult"), crowd=gt.get("iscrowd"),
             )  # fmt: skip
+            if image_ids is None:
+                self._numbered = _with_range(self._numbered, (int(key), int(key) + 1))
 
     def add_columns(
         self, gt: ColumnSet, pred: ColumnSet, *, shard: tuple[int, int] | None = None
@@ -440,20 +452,28 @@ class Evaluator:
         shared = sorted(self._keys & other._keys)
         if shared:
             more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
-            raise StateError(
-                "cannot merge states that share images: "
-                + ", ".join(repr(k) for k in shared[:3])
-                + more
-            )
+            listed = ", ".join(repr(k) for k in shared[:3]) + more
+            ranges = [*self._numbered, *other._numbered]
+            if any(_numbered(key, ranges) for key in shared):
+                raise StateError(
+                    f"cannot merge states that share images: {listed} (add_batch numbers "
+                    "images from 0 in each evaluator: give each image its key in image_ids)"
+                )
+            raise StateError(f"cannot merge states that share images: {listed}")
         for name in other._names:
             self._intern(name)
         self._records.append(other._matched())
         self._table = table
         self._keys |= other._keys
+        for numbers in other._numbered:
+            self._numbered = _with_range(self._numbered, numbers)
 
     def to_bytes(self) -> bytes:
         """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
-        records (matched now, if they were not yet)."""
+        records (matched now, if they were not yet). A state holding images that
+        :meth:`add_batch` numbered lists their numbers as ``[start, stop)`` ranges
+        (``numbered`` in the header, absent otherwise; a reader that knows nothing of it
+        loses only the reason a merge gives)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -461,6 +481,8 @@ class Evaluator:
             "names": list(self._names),
             **header,
         }
+        if self._numbered:
+            header["numbered"] = [list(numbers) for numbers in self._numbered]
         return write_state(RawState(header, arrays))
 
     @classmethod
@@ -504,6 +526,7 @@ class Evaluator:
         evaluator._names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
+        evaluator._numbered = _numbered_of_header(header.get("numbered", []), source)
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -544,6 +567,14 @@ class Evaluator:
                 "per_class": [list(p) for p in thresholds.per_class],
             },
         }
+
+    def _next_number(self) -> int:
+        """The key add_batch gives the next image: the first number from the count of
+        images that is no key yet."""
+        number = len(self._keys)
+        while str(number) in self._keys:
+            number += 1
+        return number
 
     def _intern(self, name: str) -> int:
         return self._names.setdefault(name, len(self._names))
@@ -705,6 +736,45 @@ def _column_set(
         scores=scores,
         skipped=(),
     )
+
+
+def _with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of numbers with one more, sorted and joined where they touch
+    (add_batch numbers images one after another: a run of them is one range)."""
+    if ranges and ranges[-1][1] == added[0]:
+        return [*ranges[:-1], (ranges[-1][0], added[1])]
+    joined: list[tuple[int, int]] = []
+    for start, stop in sorted([*ranges, added]):
+        if joined and joined[-1][1] >= start:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], stop))
+        else:
+            joined.append((start, stop))
+    return joined
+
+
+def _numbered(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``key`` is a number add_batch gave, in one of the ``[start, stop)`` ranges."""
+    if not (key.isdecimal() and key.isascii() and str(int(key)) == key):
+        return False
+    number = int(key)
+    return any(start <= number < stop for start, stop in ranges)
+
+
+def _numbered_of_header(value: object, source: str) -> list[tuple[int, int]]:
+    """The ranges of numbered images a state's header lists (none in most states)."""
+    ranges: list[tuple[int, int]] = []
+    if not isinstance(value, list):
+        raise StateError(f"{source}: corrupted header (numbered)")
+    for entry in value:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and all(type(n) is int for n in entry)
+            and 0 <= entry[0] < entry[1]
+        ):
+            raise StateError(f"{source}: corrupted header (numbered)")
+        ranges = _with_range(ranges, (entry[0], entry[1]))
+    return ranges
 
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
