@@ -325,27 +325,23 @@ def test_labels_library_gives_the_command_lines_json(
 ) -> None:
     """`evaluate_labels` renders to the very JSON `eval --mode labels --format json` prints,
     for every option that mode takes (and exit 3 exactly when files were skipped)."""
-    from vocmatch.render.machine import labels_to_json
-
     code, out, _ = run_cli(
         "--mode", "labels", "--format", "json", *args, str(LABELS_GT), str(LABELS_PRED)
     )
     found = vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, **fields)  # type: ignore[arg-type]
-    assert labels_to_json(found) == out
+    assert vocmatch.render_labels_text(found, "json") == out
     assert code == (3 if found.skipped else 0)
 
 
 def test_labels_library_reads_a_voc_year_folder_and_its_split(tmp_path: Path) -> None:
     """A VOC folder and a split name: the two listed images, as the command line reads them."""
-    from vocmatch.render.machine import labels_to_json
-
     root = voc_year_folder(tmp_path / "VOC2007")
     code, out, _ = run_cli(
         "--mode", "labels", "--format", "json", "--split", "test", str(root), str(LABELS_PRED)
     )
     request = vocmatch.LabelsRequest(gt=root, pred=LABELS_PRED, split="test")
     found = vocmatch.evaluate_labels(request)
-    assert (code, labels_to_json(found)) == (0, out)
+    assert (code, vocmatch.render_labels_text(found, "json")) == (0, out)
     assert [i.key for i in found.images] == ["sample_1", "sample_3"]
     assert [i.jaccard for i in found.images] == [1 / 3, 2 / 3]
 
@@ -353,12 +349,10 @@ def test_labels_library_reads_a_voc_year_folder_and_its_split(tmp_path: Path) ->
 @pytest.mark.parametrize("pred_format", PRED_FORMATS)
 def test_labels_library_reads_every_prediction_format(converted: Path, pred_format: str) -> None:
     """COCO results, YOLO and devkit files give the command line's JSON and the XML's sets."""
-    from vocmatch.render.machine import labels_to_json
-
     args, fields = inputs_of(pred_format, converted)
     code, out, _ = run_cli("--mode", "labels", "--format", "json", str(DEMO_GT), *args)
     found = vocmatch.evaluate_labels(DEMO_GT, **fields)  # type: ignore[arg-type]
-    assert (code, labels_to_json(found)) == (0, out)
+    assert (code, vocmatch.render_labels_text(found, "json")) == (0, out)
     from_xml = vocmatch.evaluate_labels(DEMO_GT, DEMO_PRED)
     assert [(i.gt, i.pred) for i in found.images] == [(i.gt, i.pred) for i in from_xml.images]
 
@@ -424,3 +418,42 @@ def test_labels_share_classes_whatever_their_case(tmp_path: Path) -> None:
     assert found.images[0].jaccard == 1 / 3
     with pytest.raises(RequestError, match="no prediction class is a ground-truth class"):
         evaluate(LABELS_GT, yolo, pred_format="yolo", names=names)
+
+
+@pytest.mark.parametrize(
+    ("args", "options"),
+    [
+        pytest.param([], TableOptions(words=option_words), id="default"),
+        pytest.param(
+            ["--max-rows", "1", "--only-failing"],
+            TableOptions(max_rows=1, only_failing=True, words=option_words),
+            id="rows",
+        ),
+    ],
+)
+def test_labels_table_is_the_command_lines(
+    tmp_path: Path, args: list[str], options: TableOptions
+) -> None:
+    """The plain-text labels table equals the report `eval --mode labels --output FILE`
+    writes; in the library's own words its hints name keywords."""
+    target = tmp_path / "labels.txt"
+    code, _, _ = run_cli(
+        "--mode", "labels", *args, "-o", str(target), str(LABELS_GT), str(LABELS_PRED)
+    )
+    assert code == 0
+    found = vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED)
+    text = vocmatch.render_labels_text(found, "table", options)
+    assert text == target.read_text(encoding="utf-8")
+    if options.max_rows == 1:
+        library = vocmatch.render_labels_text(
+            found, "table", dataclasses.replace(options, words=str)
+        )
+        assert "(max_rows=0 shows all, only_failing=True hides perfect ones)" in library
+        assert library == text.replace(
+            "(--max-rows 0 shows all, --only-failing hides perfect ones)",
+            "(max_rows=0 shows all, only_failing=True hides perfect ones)",
+        )
+    with pytest.raises(
+        ValueError, match=r"^unknown format 'csv' for label sets: expected table or json$"
+    ):
+        vocmatch.render_labels_text(found, "csv")  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ _WHERE = {
     # outputs
     "render_text": "vocmatch.render.report",
     "render_html": "vocmatch.render.report",
+    "render_labels_text": "vocmatch.render.report",
     "TableOptions": "vocmatch.render.report",
     # the parts
     "evaluate_directories": "vocmatch.evaluation.evaluate",
@@ -91,6 +92,7 @@ __all__ = [
     "operating_thresholds",
     "protocol",
     "render_html",
+    "render_labels_text",
     "render_text",
 ]
 
@@ -124,7 +126,12 @@ if TYPE_CHECKING:
         operating_thresholds,
     )
     from vocmatch.readers.parse import AnnotationSet
-    from vocmatch.render.report import TableOptions, render_html, render_text
+    from vocmatch.render.report import (
+        TableOptions,
+        render_html,
+        render_labels_text,
+        render_text,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -455,7 +455,7 @@ def labels_eval(
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
     from vocmatch.pipeline import LabelsRequest, evaluate_labels
-    from vocmatch.render.machine import labels_to_json
+    from vocmatch.render.report import render_labels_text
     from vocmatch.render.terminal import ReportOptions, label_summary, render_labels
 
     reject_box_options(click.get_current_context())
@@ -482,7 +482,7 @@ def labels_eval(
     show_report(
         output_format,
         output,
-        lambda: labels_to_json(evaluation),
+        lambda: render_labels_text(evaluation, "json"),
         lambda: render_labels(evaluation, shown),
         lambda: label_summary(evaluation),
     )

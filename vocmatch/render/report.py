@@ -24,6 +24,7 @@ from vocmatch.errors import Option
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.report import EvalReport, Evidence
     from vocmatch.render.html import Pictures
 
@@ -34,6 +35,7 @@ __all__ = [
     "evidence_parts",
     "plain_text",
     "render_html",
+    "render_labels_text",
     "render_table",
     "render_text",
     "widest_width",
@@ -121,6 +123,51 @@ def render_text(
     if output_format == "junit":
         return machine.to_junit(report.evaluation, report.gates)
     raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
+
+
+def render_labels_text(
+    evaluation: LabelEvaluation,
+    output_format: Literal["table", "json"],
+    options: TableOptions | None = None,
+) -> str:
+    """A label-set evaluation (:func:`vocmatch.evaluate_labels`) as ``vocmatch eval --mode
+    labels`` writes it.
+
+    Args:
+        evaluation: What the comparison found.
+        output_format: ``table`` (plain text, no colour, at the content's width: conventions,
+            images, classes and summary) or ``json`` (every number).
+        options: The rows of the images table (``max_rows``, ``only_failing``) and the
+            ``words`` of its hints (``table`` only; ``errors`` and ``tightness`` concern boxes).
+
+    Returns:
+        The text, ending in a newline.
+
+    Raises:
+        ValueError: No format of label sets has that name.
+
+    Example:
+        >>> import json, vocmatch
+        >>> found = vocmatch.evaluate_labels("fixtures/labels/gt", "fixtures/labels/pred")
+        >>> json.loads(render_labels_text(found, "json"))["summary"]["mean_dice"]
+        0.775
+        >>> text = render_labels_text(found, "table", TableOptions(max_rows=1))
+        >>> "Images (lowest Jaccard first)" in text, "3 more images not shown" in text
+        (True, True)
+    """
+    if output_format == "json":
+        from vocmatch.render.machine import labels_to_json
+
+        return labels_to_json(evaluation)
+    if output_format != "table":
+        raise ValueError(f"unknown format {output_format!r} for label sets: expected table or json")
+    from vocmatch.render.terminal import ReportOptions, render_labels
+
+    shown = options or TableOptions()
+    table_options = ReportOptions(
+        max_rows=shown.max_rows, only_failing=shown.only_failing, words=shown.words
+    )
+    return plain_text(render_labels(evaluation, table_options))
 
 
 def render_table(report: EvalReport, options: TableOptions | None = None) -> RenderableType:
