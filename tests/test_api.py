@@ -18,6 +18,7 @@ from tests.conftest import FIXTURES, ROOT, run_cli
 from tests.test_detections import bench
 from vocmatch.cli.console import option_words
 from vocmatch.errors import RequestError
+from vocmatch.evaluation.class_map import ClassChoice, class_map
 from vocmatch.pipeline import EvalRequest, evaluate
 from vocmatch.render.report import TableOptions, render_table, render_text
 
@@ -318,6 +319,16 @@ def voc_year_folder(root: Path) -> Path:
         pytest.param(["--fold-case"], {}, id="fold-case-always-on"),
         pytest.param(["--jobs", "1"], {"jobs": 1}, id="one-process"),
         pytest.param(["--max-file-size", "679"], {"max_file_size": 679}, id="files-skipped"),
+        pytest.param(
+            ["--classes", "car,boat"],
+            {"class_choice": ClassChoice(classes=("car", "boat"))},
+            id="classes",
+        ),
+        pytest.param(
+            ["--classes", "AIRPLANE", "--difficult", "count"],
+            {"class_choice": ClassChoice(classes=("AIRPLANE",)), "difficult": "count"},
+            id="classes-any-case",
+        ),
     ],
 )
 def test_labels_library_gives_the_command_lines_json(
@@ -331,6 +342,31 @@ def test_labels_library_gives_the_command_lines_json(
     found = vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, **fields)  # type: ignore[arg-type]
     assert vocmatch.render_labels_text(found, "json") == out
     assert code == (3 if found.skipped else 0)
+
+
+@pytest.mark.parametrize(
+    ("lines", "classes"),
+    [
+        pytest.param("Airplane,plane\nBoat,\n", (), id="rename-and-drop"),
+        pytest.param("Airplane,plane\n", ("plane", "car"), id="then-classes"),
+    ],
+)
+def test_labels_library_takes_the_command_lines_class_map(
+    tmp_path: Path, lines: str, classes: tuple[str, ...]
+) -> None:
+    """A class map (and classes named after it) in a labels request gives the JSON of
+    `eval --mode labels --class-map FILE --classes A,B`."""
+    path = tmp_path / "map.csv"
+    path.write_text(lines, encoding="utf-8")
+    args = ["--class-map", str(path), *(["--classes", ",".join(classes)] if classes else [])]
+    code, out, _ = run_cli(
+        "--mode", "labels", "--format", "json", *args, str(LABELS_GT), str(LABELS_PRED)
+    )
+    choice = ClassChoice(class_map(str(path)), classes)
+    found = vocmatch.evaluate_labels(LABELS_GT, LABELS_PRED, class_choice=choice)
+    assert (code, vocmatch.render_labels_text(found, "json")) == (0, out)
+    renamed = f"class map {path}: renamed 3 predictions of 1 class (Airplane -> plane 3)"
+    assert [note for note in found.notes if note.startswith(renamed)] != []
 
 
 def test_labels_library_reads_a_voc_year_folder_and_its_split(tmp_path: Path) -> None:

@@ -136,6 +136,121 @@ def test_unreadable_file_is_skipped_with_exit_3(tmp_path: Path) -> None:
     ]
 
 
+def test_classes_keep_only_those_classes_on_both_sides() -> None:
+    """--classes car,boat drops airplane from both sets of every image; names fold case as the
+    label sets do, and the note counts the objects left out."""
+    code, out, err = run("--mode", "labels", "--format", "json", "--classes", "Car,boat", GT, PRED)
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)
+    # sample_1 {boat, car} vs {boat}; sample_2 {car} vs {boat, car}; samples 3 and 4 exact.
+    assert [(i["image"], i["gt"], i["pred"]) for i in data["images"]] == [
+        ("sample_1", ["boat", "car"], ["boat"]),
+        ("sample_2", ["car"], ["boat", "car"]),
+        ("sample_3", ["boat", "car"], ["boat", "car"]),
+        ("sample_4", ["boat", "car"], ["boat", "car"]),
+    ]
+    assert [i["jaccard"] for i in data["images"]] == [1 / 2, 1 / 2, 1.0, 1.0]
+    assert [(c["name"], c["tp"], c["fp"], c["fn"], c["iou"]) for c in data["classes"]] == [
+        ("boat", 3, 1, 0, 3 / 4),
+        ("car", 3, 0, 1, 3 / 4),
+    ]
+    summary = data["summary"]
+    assert (summary["tp"], summary["fp"], summary["fn"]) == (6, 1, 1)
+    assert (summary["macro_iou"], summary["micro_iou"]) == (3 / 4, 6 / 8)
+    assert (summary["mean_jaccard"], summary["mean_dice"]) == pytest.approx((3 / 4, 5 / 6))
+    assert summary["exact_match"] == 2 / 4
+    assert data["notes"] == [
+        "classes: evaluating only Car, boat; left out 3 ground-truth objects and 3 predictions "
+        "of 1 other class"
+    ]
+
+
+def other_vocabulary(tmp_path: Path) -> Path:
+    """The fixture's predictions written by a tool that says plane, ship and automobile."""
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    words = {"Airplane": "plane", "Boat": "ship", "Car": "automobile"}
+    for source in sorted((FIXTURE / "pred").glob("*.xml")):
+        text = source.read_text(encoding="utf-8")
+        for ours, theirs in words.items():
+            text = text.replace(f"<name>{ours}</name>", f"<name>{theirs}</name>")
+        (pred / source.name).write_text(text, encoding="utf-8")
+    return pred
+
+
+def test_class_map_renames_the_predictions_into_the_ground_truths_names(tmp_path: Path) -> None:
+    """A class map renames prediction classes only: plane and ship scored as airplane and boat
+    (the target's case does not matter: the sets fold it, with a note), automobile dropped, so
+    every car is missed."""
+    pred = other_vocabulary(tmp_path)
+    class_map = tmp_path / "map.csv"
+    class_map.write_text("# theirs,ours\nplane,Airplane\nship,boat\nautomobile,\n", "utf-8")
+    args = ["--mode", "labels", "--format", "json", "--class-map", str(class_map)]
+    code, out, err = run(*args, GT, str(pred))
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)
+    assert [(c["name"], c["tp"], c["fp"], c["fn"], c["iou"]) for c in data["classes"]] == [
+        ("airplane", 2, 1, 1, 2 / 4),
+        ("boat", 3, 1, 0, 3 / 4),
+        ("car", 0, 0, 4, 0.0),
+    ]
+    summary = data["summary"]
+    assert (summary["tp"], summary["fp"], summary["fn"]) == (5, 2, 5)
+    assert (summary["macro_iou"], summary["micro_iou"]) == (5 / 12, 5 / 12)
+    assert [i["jaccard"] for i in data["images"]] == [1 / 3, 1 / 3, 1 / 3, 2 / 3]
+    assert summary["mean_dice"] == pytest.approx(23 / 40)
+    assert data["notes"] == [
+        f"class map {class_map}: renamed 7 predictions of 2 classes (ship -> boat 4, "
+        "plane -> Airplane 3); dropped 3 predictions of 1 class (automobile 3)",
+        "class names folded to lower case: Boat/boat as boat",
+    ]
+
+
+def test_class_map_then_classes_score_like_the_ground_truths_own_names(tmp_path: Path) -> None:
+    """With every class mapped back, the labels score as the fixture's own predictions do;
+    --classes names classes as after the map."""
+    pred = other_vocabulary(tmp_path)
+    class_map = tmp_path / "map.csv"
+    class_map.write_text("plane,Airplane\nship,Boat\nautomobile,Car\n", encoding="utf-8")
+    mapped = ["--mode", "labels", "--format", "json", "--class-map", str(class_map)]
+    own = json.loads(run("--mode", "labels", "--format", "json", GT, PRED)[1])
+    code, out, err = run(*mapped, GT, str(pred))
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)
+    assert (data["summary"], data["classes"]) == (own["summary"], own["classes"])
+    assert data["summary"]["macro_iou"] == 2 / 3
+    code, out, err = run(*mapped, "--classes", "AIRPLANE", GT, str(pred))
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)
+    assert [(c["name"], c["tp"], c["fp"], c["fn"]) for c in data["classes"]] == [
+        ("airplane", 2, 1, 1)
+    ]
+    assert data["summary"]["micro_iou"] == 2 / 4
+
+
+@pytest.mark.parametrize(
+    ("classes", "message"),
+    [
+        pytest.param(
+            "truck",
+            "class 'truck' is in neither the ground truth nor the predictions",
+            id="unknown",
+        ),
+        pytest.param(
+            "car,boats",
+            "class 'boats' is in neither the ground truth nor the predictions; "
+            "did you mean 'Boat'?",
+            id="typo-with-a-guess",
+        ),
+    ],
+)
+def test_unknown_class_is_an_error(classes: str, message: str) -> None:
+    """A class in neither set is one error line and exit 2, nothing on stdout."""
+    code, out, err = run("--mode", "labels", "--classes", classes, GT, PRED)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == f"vocmatch: error: {message}\n"
+
+
 @pytest.mark.parametrize(
     ("option", "shown"),
     [
@@ -151,6 +266,7 @@ def test_unreadable_file_is_skipped_with_exit_3(tmp_path: Path) -> None:
             id="secondary-flag",
         ),
         pytest.param(["--html", "report.html"], "--html", id="html"),
+        pytest.param(["--agnostic"], "--agnostic", id="agnostic"),
     ],
 )
 def test_box_options_are_refused(option: list[str], shown: str) -> None:

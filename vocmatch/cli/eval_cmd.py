@@ -100,8 +100,9 @@ if TYPE_CHECKING:
     default="boxes",
     show_default=True,
     help="boxes: match boxes per class, AP; labels: compare the set of class names of each "
-    "image (per-image Jaccard, per-class IoU over images; --difficult, --format table or "
-    "json, --output, --max-rows, --only-failing and --jobs apply, box options do not).",
+    "image (per-image Jaccard, per-class IoU over images; --difficult, --class-map, "
+    "--classes, --format table or json, --output, --max-rows, --only-failing and --jobs "
+    "apply, box options do not).",
 )
 @pred_format_options
 @class_options
@@ -277,7 +278,7 @@ def eval_command(
     if mode == "labels":
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
-            max_file_size, jobs, pred_format, coco_gt, names_file, split,
+            max_file_size, jobs, pred_format, coco_gt, names_file, split, class_choice,
         )  # fmt: skip
         return
     if images_dir is not None and html_file is None:
@@ -369,6 +370,8 @@ def show_eval_report(
 
 #: The eval options that apply with --mode labels; any other given there is a usage error,
 #: so that a box option (--iou, --fail-under, ...) never seems to take effect when it does not.
+#: --class-map and --classes rename and select classes before either mode compares them;
+#: --agnostic stays refused (every image's set would be 'object' or nothing).
 LABEL_MODE_OPTIONS = frozenset(
     (
         "gt_dir",
@@ -386,6 +389,8 @@ LABEL_MODE_OPTIONS = frozenset(
         "coco_gt",
         "names_file",
         "split",
+        "class_map",
+        "classes",
     )
 )
 
@@ -451,6 +456,7 @@ def labels_eval(
     coco_gt: Path | None = None,
     names_file: Path | None = None,
     split: str | None = None,
+    class_choice: ClassChoice | None = None,
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
@@ -474,6 +480,7 @@ def labels_eval(
     request = LabelsRequest(
         gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
         coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
+        class_choice=class_choice or None,
     )  # fmt: skip
     with library_errors():
         evaluation = evaluation_in_cli_words(evaluate_labels(request))
