@@ -230,6 +230,29 @@ def test_seg_refuses_its_class_list_or_a_mask_as_the_report(tmp_path: Path) -> N
     assert classes.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    "mode", [pytest.param([], id="boxes"), pytest.param(["--mode", "labels"], id="labels")]
+)
+def test_eval_refuses_its_class_map_file_as_the_report(tmp_path: Path, mode: list[str]) -> None:
+    """eval: the --class-map file is an input too; a built-in map's name is no file."""
+    copy_tree(DEMO, tmp_path / "demo")
+    folder = tmp_path / "demo"
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("automobile,car\n")
+    before = mapping.read_bytes()
+    base = [*EVAL[:1], str(folder / "gt"), str(folder / "pred"), *mode, "--class-map"]
+    code, out, err = run([*base, str(mapping), "--format", "json", "-o", str(mapping)])
+    assert (code, out, err) == (
+        EXIT_USAGE,
+        "",
+        f"vocmatch: cannot write {mapping}: it is the input file {mapping}\n",
+    )
+    assert mapping.read_bytes() == before
+    report = tmp_path / "coco-to-voc"
+    code, _, _ = run([*base, "coco-to-voc", "--format", "json", "-o", str(report)])
+    assert code == 0 and report.is_file()
+
+
 def test_picture_suffixes_are_the_html_modules() -> None:
     """The CLI's list of picture suffixes (for refusing reports in --images) is html's."""
     from vocmatch.render.html import PICTURE_SUFFIXES as HTML_SUFFIXES

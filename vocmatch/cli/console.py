@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.progress import Progress, TaskID
 
+    from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.gates import GateReport
@@ -198,6 +199,17 @@ PICTURE_SUFFIXES = (".jpg", ".jpeg", ".png")
 def xml_folders(*folders: Path) -> list[InputFolder]:
     """Annotation folders, whose ``*.xml`` files a run reads."""
     return [InputFolder(os.fspath(folder), (".xml",)) for folder in folders]
+
+
+def class_map_file(choice: ClassChoice | None) -> Path | None:
+    """The file a ``--class-map`` was read from (None for none or a built-in map's name): an
+    input, which no report may overwrite."""
+    if choice is None or choice.class_map is None:
+        return None
+    from vocmatch.evaluation.class_map import BUILTIN_MAPS
+
+    source = choice.class_map.source
+    return None if source in BUILTIN_MAPS else Path(source)
 
 
 def check_outputs(

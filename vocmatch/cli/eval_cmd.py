@@ -16,6 +16,7 @@ from vocmatch.cli.app import main
 from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
+    class_map_file,
     echo_err,
     evaluation_in_cli_words,
     library_errors,
@@ -288,7 +289,7 @@ def eval_command(
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
         files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
-               score_thresholds_file],
+               score_thresholds_file, class_map_file(class_choice)],
         folders=xml_folders(gt_dir)
         + prediction_inputs(pred_dir, pred_format)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
@@ -474,7 +475,12 @@ def labels_eval(
     label_difficult: LabelDifficult = "count" if difficult == "count" else "ignore"
     check_outputs(
         [output],
-        files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file],
+        files=[
+            pred_dir if pred_format == "coco" else None,
+            coco_gt,
+            names_file,
+            class_map_file(class_choice),
+        ],
         folders=xml_folders(gt_dir) + prediction_inputs(pred_dir, pred_format),
     )
     request = LabelsRequest(
