@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ from click.testing import CliRunner
 from tests.conftest import ROOT
 from vocmatch.cli import EXIT_DISTRIBUTED, EXIT_USAGE, main
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.distributed import evaluate_on_dask, split_parts
+from vocmatch.errors import DistributedError
+from vocmatch.evaluation.distributed import dask_client, evaluate_on_dask, split_parts
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.render.machine import to_json
@@ -232,6 +235,48 @@ def test_a_scheduler_that_is_no_address_is_a_usage_error(
     code, out, err = run("eval", *map(str, demo), "--dask", scheduler)
     assert (code, out) == (EXIT_USAGE, "")
     assert f"{scheduler!r} is neither local:N (N >= 1) nor a scheduler address" in err
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound by the system, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
+    """The library's connect timeout bounds the wait: DistributedError after about a second."""
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    start = time.monotonic()
+    with pytest.raises(DistributedError) as caught, dask_client(address, connect_timeout=1.0):
+        pass
+    assert time.monotonic() - start < 10
+    assert str(caught.value) == (
+        f"cannot reach the Dask scheduler {address}: "
+        f"Timed out trying to connect to {address} after 1 s"
+    )
+
+
+@pytest.mark.parametrize(
+    "form", [pytest.param("tcp://", id="url"), pytest.param("", id="host-port")]
+)
+def test_an_unreachable_scheduler_is_one_line_and_exit_5(
+    demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """`--dask ADDRESS` where nothing listens: one line on stderr, no report, exit 5."""
+    import vocmatch.evaluation.distributed as module
+
+    monkeypatch.setattr(module, "DEFAULT_CONNECT_TIMEOUT", 1.0)
+    port = closed_port()
+    start = time.monotonic()
+    code, out, err = run("eval", *map(str, demo), "--dask", f"{form}127.0.0.1:{port}")
+    assert time.monotonic() - start < 10
+    assert (code, out) == (EXIT_DISTRIBUTED, "")
+    assert err == (
+        f"vocmatch: error: cannot reach the Dask scheduler {form}127.0.0.1:{port}: "
+        f"Timed out trying to connect to tcp://127.0.0.1:{port} after 1 s\n"
+    )
 
 
 def test_nothing_paired_is_refused_as_in_one_process(

@@ -63,6 +63,9 @@ DEFAULT_RETRIES = 2
 #: little when one is lost, large enough that a part's state costs little to send.
 PARTS_PER_THREAD = 4
 _LOCAL = re.compile(r"local:([1-9][0-9]*)")
+#: Seconds a scheduler's address is given to answer before the run fails (dask's own
+#: default; a scheduler starting on a busy machine may take this long).
+DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,14 +182,19 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
 
 
 @contextmanager
-def dask_client(scheduler: str) -> Iterator[Client]:
+def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iterator[Client]:
     """A client of a scheduler, closed on leaving: ``local:N`` starts a local cluster of N
     worker processes of one thread each (stopped on leaving, its log silenced), anything
     else is a scheduler's address (``tcp://host:8786``).
 
+    Args:
+        scheduler: ``local:N`` or a scheduler's address.
+        connect_timeout: Seconds to wait for the address to answer; by default
+            :data:`DEFAULT_CONNECT_TIMEOUT`.
+
     Raises:
         ImportError: dask.distributed is not installed.
-        DistributedError: The scheduler cannot be reached.
+        DistributedError: The scheduler cannot be reached within ``connect_timeout``.
     """
     from distributed import Client, LocalCluster
 
@@ -210,7 +218,8 @@ def dask_client(scheduler: str) -> Iterator[Client]:
             yield client
         return
     try:
-        client = Client(scheduler, timeout="30s")
+        wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+        client = Client(scheduler, timeout=wait)
     except (OSError, TimeoutError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
