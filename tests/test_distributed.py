@@ -121,6 +121,74 @@ def test_a_local_cluster_reports_as_one_process(demo: tuple[Path, Path], name: s
     assert on_dask == single
 
 
+def _never(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("this route was not to be taken")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--format", "json"], id="json"),
+        pytest.param(["--protocol", "coco"], id="table-coco"),
+        pytest.param(["--score-threshold", "0.5", "--format", "json"], id="score-threshold"),
+        pytest.param(["--fail-under", "map=0.9", "--max-fn", "0"], id="gates"),
+        pytest.param(["--format", "csv", "--fold-case"], id="csv"),
+    ],
+)
+def test_a_report_without_boxes_travels_as_match_records(
+    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """No option draws or re-reads boxes: the workers send match records (the columns route
+    is never taken), and the report, warnings and exit code are one process's."""
+    import vocmatch.evaluation.distributed as module
+
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, *args)
+    assert single[0] in (0, 1) and single[1]
+    monkeypatch.setattr(module, "columns_on_dask", _never)
+    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--errors", "--format", "json"], id="errors"),
+        pytest.param(["--format", "junit"], id="junit"),
+        pytest.param(["--bootstrap", "20", "--format", "json"], id="bootstrap"),
+        pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
+    ],
+)
+def test_a_report_that_needs_boxes_gets_the_columns(
+    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """An output that draws or re-reads boxes: the workers send their columns, and the report
+    is one process's."""
+    import vocmatch.evaluation.distributed as module
+
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, *args)
+    assert single[0] == 0 and single[1]
+    monkeypatch.setattr(module, "records_on_dask", _never)
+    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Broken files on both sides, through match records: the same warnings and exit 3."""
+    data = tmp_path / "data"
+    for side, folder in zip(("gt", "pred"), demo, strict=True):
+        (data / side).mkdir(parents=True)
+        for path in folder.iterdir():
+            (data / side / path.name).write_bytes(path.read_bytes())
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    (data / "pred" / "street_04.xml").write_text("<annotation>")
+    args = [str(data / "gt"), str(data / "pred"), "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 3 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
 def test_a_busy_dashboard_port_costs_a_local_cluster_nothing(demo: tuple[Path, Path]) -> None:
     """Another cluster on 8787 (the scheduler's default HTTP port): `local:N` serves its
     HTTP on a port of its own on loopback, with no warning (warnings are errors here)."""

@@ -69,6 +69,7 @@ __all__ = [
     "prediction_suffixes",
     "read_inputs",
     "refuse_unpaired",
+    "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
 ]
@@ -252,6 +253,20 @@ class EvalRequest(ScoreOptions):
         """Every box and match is kept: an output draws them, or the analysis reads them."""
         return self.boxes or self.analysis
 
+    def needs_boxes(self) -> bool:
+        """The report needs more than the evaluation (what match records give, as
+        :meth:`~vocmatch.evaluation.incremental.Evaluator.result` does): boxes, the
+        matching's arrays (bootstrap, slices, calibration) or a class choice applied to the
+        boxes read."""
+        return (
+            self.keeps_boxes()
+            or self.reliability
+            or self.bootstrap is not None
+            or bool(self.slices)
+            or self.calibration_bins is not None
+            or self.class_choice is not None
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
@@ -271,6 +286,7 @@ def evaluate(
     progress: Progress | None = None,
     on_evaluated: Callable[[Evaluation], None] | None = None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    evaluation: Evaluation | None = None,
     **options: Any,
 ) -> EvalReport:
     """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
@@ -285,13 +301,17 @@ def evaluate(
             (the command line shows its warnings there, before any gate's error).
         columns: The ground truth and predictions already read (on a cluster, from object
             storage); the request's paths are then not read again.
+        evaluation: The evaluation already made (merged from match records on a cluster:
+            :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
+            report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
         The evaluation, its gates and every extra asked for.
 
     Raises:
-        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        RequestError: A field holds a value that cannot be used (its ``field`` says which);
+            an ``evaluation`` given for a report that needs boxes (field ``evaluation``).
         InputError: The inputs cannot be evaluated (no annotation file, nothing pairs).
         AnnotationError: A file that must be read cannot be.
 
@@ -313,7 +333,9 @@ def evaluate(
     gates = _gates(request.gates)
     specs = _slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
-    scored = _score(request, conventions, thresholds, progress, columns)
+    if evaluation is not None and request.needs_boxes():
+        raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
+    scored = _score(request, conventions, thresholds, progress, columns, evaluation)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -386,12 +408,15 @@ def _score(
     thresholds: ScoreThresholds,
     progress: Progress | None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    evaluated: Evaluation | None = None,
 ) -> _Scored:
-    """Read the inputs and evaluate them; the columns are dropped on return (they are the
-    largest thing a run holds)."""
+    """Read the inputs and evaluate them (or take the evaluation made); the columns are
+    dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evaluation.evaluate import fold_names
 
+    if evaluated is not None:
+        return _Scored(_with_threshold_note(evaluated, thresholds, request), None)
     gt_columns, pred_columns = columns or read_inputs(
         request.inputs(), progress.files if progress is not None else None
     )
@@ -407,9 +432,7 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
     )
-    if thresholds:
-        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
-        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    evaluation = _with_threshold_note(evaluation, thresholds, request)
     if not keep:
         return _Scored(evaluation, matched)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
@@ -417,6 +440,17 @@ def _score(
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
     return _Scored(evaluation, matched, gt, pred)
+
+
+def _with_threshold_note(
+    evaluation: Evaluation, thresholds: ScoreThresholds, request: EvalRequest
+) -> Evaluation:
+    """The evaluation with the note of its score thresholds, refused when one names a class
+    the evaluation does not know."""
+    if thresholds:
+        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
+        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    return evaluation
 
 
 def _refuse_unknown_classes(
@@ -739,7 +773,7 @@ def _read_shard(
     jobs, max_bytes = options.workers(), options.max_file_size
     if options.pred_format == "voc":
         pred_listing = list_directory(inputs.pred)
-        _refuse_unpaired_keys(every, listed_keys(pred_listing), inputs.pred)
+        refuse_unpaired_keys(every, listed_keys(pred_listing), inputs.pred)
         gt, pred = read_listings(
             [gt_listing, shard_listing(pred_listing, chosen)], jobs, max_bytes, progress
         )
@@ -788,13 +822,18 @@ def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:
     unreadable = {s.key for s in gt.skipped if s.key is not None}
     gt_keys = [k for k in gt.keys if k not in unreadable]
     pred_keys = [*pred.keys, *(s.key for s in pred.skipped if s.key is not None)]
-    _refuse_unpaired_keys(gt_keys, pred_keys, pred_dir)
+    refuse_unpaired_keys(gt_keys, pred_keys, pred_dir)
 
 
-def _refuse_unpaired_keys(
+def refuse_unpaired_keys(
     gt_keys: Sequence[str], pred_keys: Sequence[str], pred_dir: PathLike
 ) -> None:
-    """:func:`refuse_unpaired` on the image keys of both sides."""
+    """:func:`refuse_unpaired` on the image keys of both sides: the ground-truth files read,
+    every prediction file listed (read or not).
+
+    Raises:
+        InputError: Nothing pairs.
+    """
     from vocmatch.readers.unpaired import no_pairs_reason, other_files, paired
 
     if not gt_keys or paired(gt_keys, pred_keys):
