@@ -3,6 +3,7 @@ their files, in every prediction format and with a split; merged, the shards rep
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -163,3 +164,19 @@ def test_shards_of_a_split_merge_to_the_single_run(tmp_path: Path) -> None:
     # The states keep the images, not the files skipped: the skipped list is the run's alone.
     head = merged.replace('"skipped": 0', '"skipped": 1').split('"skipped": [')[0]
     assert head == single.split('"skipped": [')[0]
+
+
+def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`--classes bus`: only street_03 (shard 3 of 3) has a bus; shards 1 and 2 evaluate
+    nothing of it rather than refuse the name, and the merge is the single run."""
+    args = [*map(str, demo), "--classes", "bus"]
+    runs = shard_runs(tmp_path, args, 3)
+    assert [code for code, _ in runs] == [0, 0, 0]
+    code, single, _ = run_cli(*args, "--format", "json")
+    assert code == 0
+    # A state keeps the images, not the reading's notes (here the class choice's).
+    merged, whole = json.loads(merged_json(tmp_path, 3)), json.loads(single)
+    assert (merged.pop("notes"), len(whole.pop("notes"))) == ([], 1)
+    assert merged == whole

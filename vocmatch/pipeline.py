@@ -719,7 +719,7 @@ def read_inputs(
             )
     if options.pred_format == "voc" and shard is None:
         refuse_unpaired(gt, pred, inputs.pred)
-    gt, pred = _chosen_classes(gt, pred, options)
+    gt, pred = _chosen_classes(gt, pred, options, whole=shard is None)
     from vocmatch.readers.shapes import with_geometry
 
     return (
@@ -791,7 +791,7 @@ def _read_shard(
 
 
 def _chosen_classes(
-    gt: ColumnSet, pred: ColumnSet, options: ReadOptions
+    gt: ColumnSet, pred: ColumnSet, options: ReadOptions, *, whole: bool = True
 ) -> tuple[ColumnSet, ColumnSet]:
     """The columns after the class choice; refused when the predictions name their classes
     (a names file, a COCO category list, the devkit's file names) and none is a ground-truth
@@ -805,8 +805,10 @@ def _chosen_classes(
 
     fold_case = isinstance(options, ScoreOptions) and options.fold_case
     if options.class_choice:
-        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case)
-    reason = no_shared_class(gt, pred, fold_case) if options.pred_format != "voc" else None
+        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case, whole=whole)
+    # A shard's images may lack the classes its predictions share with the other shards'.
+    judged = whole and options.pred_format != "voc"
+    reason = no_shared_class(gt, pred, fold_case) if judged else None
     if reason is not None:
         raise RequestError("classes", reason)
     return gt, pred
