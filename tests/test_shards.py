@@ -180,3 +180,24 @@ def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
     merged, whole = json.loads(merged_json(tmp_path, 3)), json.loads(single)
     assert (merged.pop("notes"), len(whole.pop("notes"))) == ([], 1)
     assert merged == whole
+
+
+def test_a_broken_coco_record_is_reported_by_its_image_s_shard_only(
+    converted: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The results file is read whole by every shard; a bad detection of street_02 (shard
+    2 of 3) is reported by shard 2 alone, as the single run reports it."""
+    records = json.loads((converted / "coco" / "results.json").read_text())
+    broken = next(i for i, r in enumerate(records) if r["image_id"] == 2)
+    records[broken]["bbox"] = [1, 2]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(records))
+    args = [str(DEMO / "gt"), str(results), "--pred-format", "coco"]
+    args += ["--coco-gt", str(converted / "coco" / "gt.json")]
+    runs = shard_runs(tmp_path, args, 3)
+    line = f"vocmatch: skipped {results}:1: detection {broken}: bbox is not [x, y, width, height]"
+    assert [code for code, _ in runs] == [0, EXIT_SKIPPED, 0]
+    assert [err.startswith(line) for _, err in runs] == [False, True, False]
+    code, _, err = run_cli(*args, "--format", "json")
+    assert (code, err.startswith(line)) == (EXIT_SKIPPED, True)

@@ -433,7 +433,9 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
             if score is not None and (not _is_number(score) or not math.isfinite(score)):
                 raise ValueError(f"score is not a finite number: {score!r}"[:200])
         except ValueError as error:
-            if key not in gt.elsewhere:
+            if key in gt.elsewhere:
+                collected.elsewhere += 1  # another shard's to report
+            else:
                 bad.append((index, message_of(error), key))
             continue
         if key in gt.elsewhere:
