@@ -201,3 +201,21 @@ def test_a_broken_coco_record_is_reported_by_its_image_s_shard_only(
     assert [err.startswith(line) for _, err in runs] == [False, True, False]
     code, _, err = run_cli(*args, "--format", "json")
     assert (code, err.startswith(line)) == (EXIT_SKIPPED, True)
+
+
+def test_columns_already_read_split_into_the_same_shards(tmp_path: Path) -> None:
+    """Columns read whole (on a cluster, from URLs) give each shard the images and skipped
+    files a shard reading its own files gets, a broken file's key keeping its place."""
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    request = EvalRequest(gt=data / "gt", pred=data / "pred")
+    columns = read_column_pair(data / "gt", data / "pred")
+    for k in (1, 2, 3):
+        own = shard_state(request, shard=(k, 3))
+        given = shard_state(request, shard=(k, 3), columns=columns)
+        assert (given.evaluator.keys, given.skipped) == (own.evaluator.keys, own.skipped)
+    assert shard_state(request, shard=(3, 3), columns=columns).evaluator.keys == [
+        "street_03",
+        "street_06",
+    ]
