@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ from click.testing import CliRunner
 from tests.conftest import ROOT
 from vocmatch.cli import EXIT_DISTRIBUTED, EXIT_USAGE, main
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.distributed import evaluate_on_dask, split_parts
+from vocmatch.errors import DistributedError
+from vocmatch.evaluation.distributed import dask_client, evaluate_on_dask, split_parts
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.render.machine import to_json
@@ -116,6 +119,74 @@ def test_a_local_cluster_reports_as_one_process(demo: tuple[Path, Path], name: s
     single = run("eval", gt, pred, "--protocol", name, "--format", "json")
     on_dask = run("eval", gt, pred, "--protocol", name, "--format", "json", "--dask", "local:2")
     assert on_dask == single
+
+
+def _never(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("this route was not to be taken")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--format", "json"], id="json"),
+        pytest.param(["--protocol", "coco"], id="table-coco"),
+        pytest.param(["--score-threshold", "0.5", "--format", "json"], id="score-threshold"),
+        pytest.param(["--fail-under", "map=0.9", "--max-fn", "0"], id="gates"),
+        pytest.param(["--format", "csv", "--fold-case"], id="csv"),
+    ],
+)
+def test_a_report_without_boxes_travels_as_match_records(
+    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """No option draws or re-reads boxes: the workers send match records (the columns route
+    is never taken), and the report, warnings and exit code are one process's."""
+    import vocmatch.evaluation.distributed as module
+
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, *args)
+    assert single[0] in (0, 1) and single[1]
+    monkeypatch.setattr(module, "columns_on_dask", _never)
+    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--errors", "--format", "json"], id="errors"),
+        pytest.param(["--format", "junit"], id="junit"),
+        pytest.param(["--bootstrap", "20", "--format", "json"], id="bootstrap"),
+        pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
+    ],
+)
+def test_a_report_that_needs_boxes_gets_the_columns(
+    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """An output that draws or re-reads boxes: the workers send their columns, and the report
+    is one process's."""
+    import vocmatch.evaluation.distributed as module
+
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, *args)
+    assert single[0] == 0 and single[1]
+    monkeypatch.setattr(module, "records_on_dask", _never)
+    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Broken files on both sides, through match records: the same warnings and exit 3."""
+    data = tmp_path / "data"
+    for side, folder in zip(("gt", "pred"), demo, strict=True):
+        (data / side).mkdir(parents=True)
+        for path in folder.iterdir():
+            (data / side / path.name).write_bytes(path.read_bytes())
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    (data / "pred" / "street_04.xml").write_text("<annotation>")
+    args = [str(data / "gt"), str(data / "pred"), "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 3 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
 def test_a_busy_dashboard_port_costs_a_local_cluster_nothing(demo: tuple[Path, Path]) -> None:
@@ -232,6 +303,48 @@ def test_a_scheduler_that_is_no_address_is_a_usage_error(
     code, out, err = run("eval", *map(str, demo), "--dask", scheduler)
     assert (code, out) == (EXIT_USAGE, "")
     assert f"{scheduler!r} is neither local:N (N >= 1) nor a scheduler address" in err
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound by the system, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
+    """The library's connect timeout bounds the wait: DistributedError after about a second."""
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    start = time.monotonic()
+    with pytest.raises(DistributedError) as caught, dask_client(address, connect_timeout=1.0):
+        pass
+    assert time.monotonic() - start < 10
+    assert str(caught.value) == (
+        f"cannot reach the Dask scheduler {address}: "
+        f"Timed out trying to connect to {address} after 1 s"
+    )
+
+
+@pytest.mark.parametrize(
+    "form", [pytest.param("tcp://", id="url"), pytest.param("", id="host-port")]
+)
+def test_an_unreachable_scheduler_is_one_line_and_exit_5(
+    demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """`--dask ADDRESS` where nothing listens: one line on stderr, no report, exit 5."""
+    import vocmatch.evaluation.distributed as module
+
+    monkeypatch.setattr(module, "DEFAULT_CONNECT_TIMEOUT", 1.0)
+    port = closed_port()
+    start = time.monotonic()
+    code, out, err = run("eval", *map(str, demo), "--dask", f"{form}127.0.0.1:{port}")
+    assert time.monotonic() - start < 10
+    assert (code, out) == (EXIT_DISTRIBUTED, "")
+    assert err == (
+        f"vocmatch: error: cannot reach the Dask scheduler {form}127.0.0.1:{port}: "
+        f"Timed out trying to connect to tcp://127.0.0.1:{port} after 1 s\n"
+    )
 
 
 def test_nothing_paired_is_refused_as_in_one_process(

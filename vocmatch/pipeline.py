@@ -32,6 +32,7 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
+    from vocmatch.core.model import SkippedFile
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.engine import MatchedColumns
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectOptions, SuspectReport
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.readers.voc_layout import Split
 
 __all__ = [
     "DiffReport",
@@ -58,6 +60,7 @@ __all__ = [
     "Progress",
     "ReadOptions",
     "ScoreOptions",
+    "ShardState",
     "SuspectsFound",
     "SuspectsRequest",
     "compare",
@@ -69,7 +72,9 @@ __all__ = [
     "prediction_suffixes",
     "read_inputs",
     "refuse_unpaired",
+    "refuse_unpaired_keys",
     "score_thresholds_of",
+    "shard_state",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -251,6 +256,20 @@ class EvalRequest(ScoreOptions):
         """Every box and match is kept: an output draws them, or the analysis reads them."""
         return self.boxes or self.analysis
 
+    def needs_boxes(self) -> bool:
+        """The report needs more than the evaluation (what match records give, as
+        :meth:`~vocmatch.evaluation.incremental.Evaluator.result` does): boxes, the
+        matching's arrays (bootstrap, slices, calibration) or a class choice applied to the
+        boxes read."""
+        return (
+            self.keeps_boxes()
+            or self.reliability
+            or self.bootstrap is not None
+            or bool(self.slices)
+            or self.calibration_bins is not None
+            or self.class_choice is not None
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
@@ -270,6 +289,7 @@ def evaluate(
     progress: Progress | None = None,
     on_evaluated: Callable[[Evaluation], None] | None = None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    evaluation: Evaluation | None = None,
     **options: Any,
 ) -> EvalReport:
     """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
@@ -284,13 +304,17 @@ def evaluate(
             (the command line shows its warnings there, before any gate's error).
         columns: The ground truth and predictions already read (on a cluster, from object
             storage); the request's paths are then not read again.
+        evaluation: The evaluation already made (merged from match records on a cluster:
+            :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
+            report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
         The evaluation, its gates and every extra asked for.
 
     Raises:
-        RequestError: A field holds a value that cannot be used (its ``field`` says which).
+        RequestError: A field holds a value that cannot be used (its ``field`` says which);
+            an ``evaluation`` given for a report that needs boxes (field ``evaluation``).
         InputError: The inputs cannot be evaluated (no annotation file, nothing pairs).
         AnnotationError: A file that must be read cannot be.
 
@@ -312,7 +336,9 @@ def evaluate(
     gates = _gates(request.gates)
     specs = _slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
-    scored = _score(request, conventions, thresholds, progress, columns)
+    if evaluation is not None and request.needs_boxes():
+        raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
+    scored = _score(request, conventions, thresholds, progress, columns, evaluation)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -385,12 +411,15 @@ def _score(
     thresholds: ScoreThresholds,
     progress: Progress | None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    evaluated: Evaluation | None = None,
 ) -> _Scored:
-    """Read the inputs and evaluate them; the columns are dropped on return (they are the
-    largest thing a run holds)."""
+    """Read the inputs and evaluate them (or take the evaluation made); the columns are
+    dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evaluation.evaluate import fold_names
 
+    if evaluated is not None:
+        return _Scored(_with_threshold_note(evaluated, thresholds, request), None)
     gt_columns, pred_columns = columns or read_inputs(
         request.inputs(), progress.files if progress is not None else None
     )
@@ -406,9 +435,7 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
     )
-    if thresholds:
-        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
-        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    evaluation = _with_threshold_note(evaluation, thresholds, request)
     if not keep:
         return _Scored(evaluation, matched)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
@@ -416,6 +443,17 @@ def _score(
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
     return _Scored(evaluation, matched, gt, pred)
+
+
+def _with_threshold_note(
+    evaluation: Evaluation, thresholds: ScoreThresholds, request: EvalRequest
+) -> Evaluation:
+    """The evaluation with the note of its score thresholds, refused when one names a class
+    the evaluation does not know."""
+    if thresholds:
+        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
+        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    return evaluation
 
 
 def _refuse_unknown_classes(
@@ -558,21 +596,63 @@ def evaluator_for(
         >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
         True
     """
+    return shard_state(request, shard=shard, progress=progress, columns=columns).evaluator
+
+
+@dataclass(frozen=True, slots=True)
+class ShardState:
+    """The evaluator of a shard's images, and what its reading skipped.
+
+    Attributes:
+        evaluator: The images of the shard, matched.
+        skipped: The files of the shard's images that could not be read (those images are
+            left out), and files of no image (a duplicate), sorted by path and line.
+    """
+
+    evaluator: Evaluator
+    skipped: tuple[SkippedFile, ...]
+
+
+def shard_state(
+    request: EvalRequest,
+    *,
+    shard: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
+) -> ShardState:
+    """As :func:`evaluator_for`, with the files the reading skipped. Without ``columns``,
+    only the shard's files are read (:func:`read_inputs`).
+
+    Example:
+        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> state = shard_state(request, shard=(2, 3))
+        >>> state.evaluator.keys, state.skipped
+        (['street_02', 'street_05'], ())
+    """
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.readers.shards import column_keys, shard_keys
 
     thresholds = score_thresholds_of(request)
-    gt, pred = columns or read_inputs(
-        request.inputs(), progress.files if progress is not None else None
-    )
+    files = progress.files if progress is not None else None
+    # Read here, the columns hold the shard's images only; given, they hold every image.
+    part = shard if columns is not None else None
+    gt, pred = columns or read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
     )
-    evaluator.add_columns(gt, pred, shard=shard)
-    return evaluator
+    evaluator.add_columns(gt, pred, shard=part)
+    skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
+    if part is not None:
+        chosen = shard_keys(column_keys(gt), part)
+        skipped = [s for s in skipped if s.key is None or s.key in chosen]
+    return ShardState(evaluator, tuple(skipped))
 
 
 def read_inputs(
-    inputs: Inputs, progress: Callable[[int, int], None] | None = None
+    inputs: Inputs,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    shard: tuple[int, int] | None = None,
 ) -> tuple[ColumnSet, ColumnSet]:
     """The ground truth and the predictions in any format, as columns.
 
@@ -582,6 +662,10 @@ def read_inputs(
     Args:
         inputs: The paths and how to read them.
         progress: Told how many files are read, of how many.
+        shard: ``(k, n)``: read only the files of the k-th of n parts of the images
+            (1-based; :mod:`vocmatch.readers.shards`), chosen from the file names: the
+            files of the other parts are not opened (a COCO results file, one file for
+            every image, is read whole and its other images' detections left out).
 
     Returns:
         The ground truth and the predictions, paired by image key.
@@ -606,7 +690,9 @@ def read_inputs(
     split = options.split
     listed = read_split(split_file(split, root)) if split is not None else None
     jobs, max_bytes = options.workers(), options.max_file_size
-    if options.pred_format == "voc":
+    if shard is not None:
+        (gt, pred), listed = _read_shard(inputs, annotations, listed, shard, progress)
+    elif options.pred_format == "voc":
         gt, pred = read_column_pair(annotations, inputs.pred, jobs, max_bytes, progress)
     else:
         from vocmatch.readers.class_names import read_class_names
@@ -630,13 +716,13 @@ def read_inputs(
                 f"; {plural(left_out, 'image')} of other splits in the predictions, not evaluated"
             )
         gt = replace(gt, notes=(*gt.notes, note))
-        if not gt.keys:
+        if not gt.keys and shard is None:
             raise InputError(
                 f"{listed.path}: none of its images has an annotation file in {annotations}"
             )
-    if options.pred_format == "voc":
+    if options.pred_format == "voc" and shard is None:
         refuse_unpaired(gt, pred, inputs.pred)
-    gt, pred = _chosen_classes(gt, pred, options)
+    gt, pred = _chosen_classes(gt, pred, options, whole=shard is None)
     from vocmatch.readers.shapes import with_geometry
 
     return (
@@ -645,8 +731,70 @@ def read_inputs(
     )
 
 
+def _read_shard(
+    inputs: Inputs,
+    annotations: str,
+    split: Split | None,
+    shard: tuple[int, int],
+    progress: Callable[[int, int], None] | None,
+) -> tuple[tuple[ColumnSet, ColumnSet], Split | None]:
+    """The ground truth and predictions of a shard's images, and the split restricted to
+    them: the folders are listed, the shard's part of the listed keys chosen, and only its
+    files read. Whether anything pairs is judged on the names of every image.
+
+    Raises:
+        InputError: No annotation file, none of the split, or no ground-truth name pairs
+            with a prediction file's.
+    """
+    from vocmatch.readers.parse import list_directory
+    from vocmatch.readers.scan import read_listings
+    from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
+
+    options = inputs.options
+    listing = list_directory(annotations)
+    if not listing.files:
+        raise no_annotation_files(annotations, listing.skipped)
+    present = listed_keys(listing)
+    wanted = set(split.ids) if split is not None else None
+    every = present if wanted is None else [k for k in present if k in wanted]
+    if split is not None and not every:
+        raise InputError(
+            f"{split.path}: none of its images has an annotation file in {annotations}"
+        )
+    chosen = shard_keys(every, shard)
+    gt_listing = shard_listing(listing, chosen)
+    if split is not None:
+        # A listed image without an annotation file has no place among the keys: the first
+        # shard reports it, once for the run.
+        found = set(present)
+        kept = [
+            (image, line)
+            for image, line in zip(split.ids, split.lines, strict=True)
+            if image in chosen or (shard[0] == 1 and image not in found)
+        ]
+        split = replace(split, ids=tuple(i for i, _ in kept), lines=tuple(line for _, line in kept))
+    jobs, max_bytes = options.workers(), options.max_file_size
+    if options.pred_format == "voc":
+        pred_listing = list_directory(inputs.pred)
+        refuse_unpaired_keys(every, listed_keys(pred_listing), inputs.pred)
+        gt, pred = read_listings(
+            [gt_listing, shard_listing(pred_listing, chosen)], jobs, max_bytes, progress
+        )
+        return (gt, pred), split
+    from vocmatch.readers.class_names import read_class_names
+    from vocmatch.readers.pred_formats import read_detections
+
+    names = read_class_names(options.names) if options.names is not None else None
+    (gt,) = read_listings([gt_listing], jobs, max_bytes, progress)
+    pred = read_detections(
+        options.pred_format, inputs.pred, gt, coco_gt=options.coco_gt, names=names,
+        names_path=options.names, max_bytes=max_bytes, images=every,
+    )  # fmt: skip
+    return (gt, pred), split
+
+
 def _chosen_classes(
-    gt: ColumnSet, pred: ColumnSet, options: ReadOptions
+    gt: ColumnSet, pred: ColumnSet, options: ReadOptions, *, whole: bool = True
 ) -> tuple[ColumnSet, ColumnSet]:
     """The columns after the class choice; refused when the predictions name their classes
     (a names file, a COCO category list, the devkit's file names) and none is a ground-truth
@@ -663,8 +811,10 @@ def _chosen_classes(
         isinstance(options, ScoreOptions) and options.fold_case
     )
     if options.class_choice:
-        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case)
-    reason = no_shared_class(gt, pred, fold_case) if options.pred_format != "voc" else None
+        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case, whole=whole)
+    # A shard's images may lack the classes its predictions share with the other shards'.
+    judged = whole and options.pred_format != "voc"
+    reason = no_shared_class(gt, pred, fold_case) if judged else None
     if reason is not None:
         raise RequestError("classes", reason)
     return gt, pred
@@ -677,11 +827,23 @@ def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:
     Raises:
         InputError: Nothing pairs; the message says what the prediction folder holds.
     """
-    from vocmatch.readers.unpaired import no_pairs_reason, other_files, paired
-
     unreadable = {s.key for s in gt.skipped if s.key is not None}
     gt_keys = [k for k in gt.keys if k not in unreadable]
     pred_keys = [*pred.keys, *(s.key for s in pred.skipped if s.key is not None)]
+    refuse_unpaired_keys(gt_keys, pred_keys, pred_dir)
+
+
+def refuse_unpaired_keys(
+    gt_keys: Sequence[str], pred_keys: Sequence[str], pred_dir: PathLike
+) -> None:
+    """:func:`refuse_unpaired` on the image keys of both sides: the ground-truth files read,
+    every prediction file listed (read or not).
+
+    Raises:
+        InputError: Nothing pairs.
+    """
+    from vocmatch.readers.unpaired import no_pairs_reason, other_files, paired
+
     if not gt_keys or paired(gt_keys, pred_keys):
         return
     others = other_files(Path(pred_dir)) if not pred_keys else []

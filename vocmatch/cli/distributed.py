@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,7 +19,11 @@ from vocmatch.cli.params import InputPath
 from vocmatch.errors import DistributedError
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from vocmatch.core.protocol import Conventions
+    from vocmatch.evaluation.distributed import DaskOptions
+    from vocmatch.evaluation.result import Evaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.readers.scan import ColumnSet
 
@@ -76,9 +81,10 @@ def dask_option(function: F) -> F:
         metavar="SCHEDULER",
         default=None,
         help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
-        "local:N for N local worker processes started for the run. Workers read shards of "
-        "the images and send back their boxes, merged and evaluated here; the report is that "
-        "of one process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
+        "local:N for N local worker processes started for the run. Workers read and match "
+        "shards of the images and send back their match records (their boxes when the report "
+        "draws or re-reads them: --errors, --html, --bootstrap...), merged here; the report is "
+        "that of one process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
         "'vocmatch[remote]'.",
     )(function)
 
@@ -119,6 +125,61 @@ def read_remote_inputs(
     return gt, pred
 
 
+def evaluate_on_cluster(
+    scheduler: str,
+    gt_dir: str | os.PathLike[str],
+    pred_dir: str | os.PathLike[str],
+    conventions: Conventions,
+    fold_case: bool,
+    thresholds: ScoreThresholds | None,
+    max_file_size: int,
+) -> Evaluation:
+    """The evaluation made on the cluster ``scheduler`` names from its tasks' match records
+    (no boxes travel), for a report that needs none. Call inside :func:`library_errors`."""
+    _refuse_options(_NOT_ON_DASK, scheduler)
+    from vocmatch.evaluation.distributed import records_on_dask
+    from vocmatch.pipeline import refuse_unpaired_keys
+
+    with _cluster(scheduler) as client:
+        found = records_on_dask(
+            _annotations(gt_dir), pred_dir, _options(conventions, fold_case, thresholds,
+            max_file_size), client=client,
+        )  # fmt: skip
+    refuse_unpaired_keys(found.gt_keys, found.pred_keys, pred_dir)
+    return found.evaluation
+
+
+def _annotations(gt_dir: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A local VOC folder's ``Annotations``; a URL as given."""
+    from vocmatch.readers.voc_layout import annotation_folder
+
+    return annotation_folder(gt_dir)[0] if isinstance(gt_dir, Path) else gt_dir
+
+
+def _options(
+    conventions: Conventions, fold_case: bool, thresholds: ScoreThresholds | None, max_bytes: int
+) -> DaskOptions:
+    from vocmatch.evaluation.distributed import DaskOptions
+
+    return DaskOptions(conventions, fold_case, thresholds, max_bytes)
+
+
+@contextmanager
+def _cluster(scheduler: str) -> Iterator[Client]:
+    """A client of the cluster; a run on it that fails is one line and exit 5."""
+    try:
+        import distributed  # noqa: F401  (only to say what is missing)
+    except ImportError:
+        raise fail(MISSING_DASK) from None
+    from vocmatch.evaluation.distributed import dask_client
+
+    try:
+        with dask_client(scheduler) as client:
+            yield client
+    except DistributedError as error:
+        raise fail(str(error), EXIT_DISTRIBUTED) from None
+
+
 def _read_on_dask(
     scheduler: str,
     gt_dir: str | os.PathLike[str],
@@ -128,21 +189,11 @@ def _read_on_dask(
     thresholds: ScoreThresholds | None,
     max_file_size: int,
 ) -> tuple[ColumnSet, ColumnSet]:
-    try:
-        import distributed  # noqa: F401  (only to say what is missing)
-    except ImportError:
-        raise fail(MISSING_DASK) from None
-    from vocmatch.evaluation.distributed import DaskOptions, columns_on_dask, dask_client
-    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.evaluation.distributed import columns_on_dask
 
-    if isinstance(gt_dir, Path):
-        gt_dir = annotation_folder(gt_dir)[0]
-    options = DaskOptions(conventions, fold_case, thresholds, max_file_size)
-    try:
-        with dask_client(scheduler) as client:
-            return columns_on_dask(gt_dir, pred_dir, options, client=client)
-    except DistributedError as error:
-        raise fail(str(error), EXIT_DISTRIBUTED) from None
+    options = _options(conventions, fold_case, thresholds, max_file_size)
+    with _cluster(scheduler) as client:
+        return columns_on_dask(_annotations(gt_dir), pred_dir, options, client=client)
 
 
 def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:

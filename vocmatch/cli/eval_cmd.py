@@ -34,6 +34,7 @@ from vocmatch.cli.console import (
 from vocmatch.cli.distributed import (
     InputLocation,
     dask_option,
+    evaluate_on_cluster,
     read_remote_inputs,
     uses_remote_reading,
 )
@@ -307,8 +308,15 @@ def eval_command(
         slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
         class_choice=class_choice or None, **convention_extras(),
     )  # fmt: skip
-    columns = None
-    if uses_remote_reading(dask_scheduler, gt_dir, pred_dir):
+    columns, cluster_evaluation = None, None
+    if dask_scheduler is not None and save_state is None and not request.needs_boxes():
+        # The report needs no box: the workers send match records, not boxes.
+        with library_errors():
+            cluster_evaluation = evaluate_on_cluster(
+                dask_scheduler, gt_dir, pred_dir, request.conventions(), fold_case,
+                score_thresholds_of(request) or None, max_file_size,
+            )  # fmt: skip
+    elif uses_remote_reading(dask_scheduler, gt_dir, pred_dir):
         with library_errors():
             columns = read_remote_inputs(
                 dask_scheduler, gt_dir, pred_dir, request.conventions(), fold_case,
@@ -323,7 +331,10 @@ def eval_command(
             progress.close()  # the warnings go below the finished bar, not through it
             report_warnings(evaluation)
 
-        report = evaluate(request, progress=progress, on_evaluated=evaluated, columns=columns)
+        report = evaluate(
+            request, progress=progress, on_evaluated=evaluated, columns=columns,
+            evaluation=cluster_evaluation,
+        )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     show_eval_report(report, output_format, output, table)

@@ -15,6 +15,7 @@ from vocmatch.cli.console import (
     check_outputs,
     echo_err,
     evaluation_in_cli_words,
+    in_cli_words,
     library_errors,
     option_words,
     print_report,
@@ -24,6 +25,7 @@ from vocmatch.cli.console import (
     stdout_console,
     write_text,
 )
+from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import format_option, max_rows_option, output_option
 from vocmatch.cli.params import InputPath, OutputPath
 
@@ -63,8 +65,8 @@ def shard_options(function: F) -> F:
         "--shard",
         type=ShardParam(),
         default=None,
-        help="Evaluate only the K-th of N shards of the images (by place in key order); "
-        "needs --save-state.",
+        help="Evaluate only the K-th of N shards of the images (by place in the sorted "
+        "ground-truth file names), reading only their files; needs --save-state.",
     )(function)
 
 
@@ -75,13 +77,20 @@ def save_shard(
     quiet: bool,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> None:
-    """Save the evaluator state of a shard's images (``eval --save-state``)."""
-    from vocmatch.pipeline import evaluator_for
+    """Save the evaluator state of a shard's images (``eval --save-state``); the files of
+    those images that could not be read are reported, one line each, and exit 3 as a run
+    reports them (the state holds the images that were read)."""
+    from vocmatch.pipeline import shard_state
 
     with library_errors(), progress_display(quiet) as progress:
-        evaluator = evaluator_for(request, shard=shard, progress=progress, columns=columns)
-        evaluator.save(path)
-    echo_err(f"saved {len(evaluator)} images to {path}")
+        state = shard_state(request, shard=shard, progress=progress, columns=columns)
+        progress.close()  # the warnings go below the finished bar, not through it
+        for skipped in state.skipped:
+            echo_err(f"vocmatch: skipped {in_cli_words(str(skipped))}")
+        state.evaluator.save(path)
+    echo_err(f"saved {len(state.evaluator)} images to {path}")
+    if state.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
 
 
 @main.command("merge")

@@ -194,7 +194,12 @@ class ClassChoice:
 
 
 def choose_classes(
-    gt: ColumnSet, pred: ColumnSet, choice: ClassChoice, fold_case: bool = False
+    gt: ColumnSet,
+    pred: ColumnSet,
+    choice: ClassChoice,
+    fold_case: bool = False,
+    *,
+    whole: bool = True,
 ) -> tuple[ColumnSet, ColumnSet]:
     """The columns renamed, selected and merged as ``choice`` says, each step noted.
 
@@ -203,14 +208,16 @@ def choose_classes(
         pred: The predictions.
         choice: What to change.
         fold_case: Compare the names of ``choice.classes`` lower-cased, as matching will.
+        whole: The columns hold every image; False for a shard of them, where a class
+            of ``choice.classes`` may be in other shards only (it is then not refused).
 
     Raises:
-        InputError: A class of ``choice.classes`` is in neither set.
+        InputError: A class of ``choice.classes`` is in neither set (with ``whole``).
     """
     if choice.class_map is not None:
         pred = _mapped(pred, choice.class_map)
     if choice.classes:
-        gt, pred = _selected(gt, pred, choice.classes, fold_case)
+        gt, pred = _selected(gt, pred, choice.classes, fold_case, whole)
     if choice.agnostic:
         gt, pred = _agnostic(gt, pred)
     return gt, pred
@@ -312,7 +319,7 @@ def _mapped(pred: ColumnSet, chosen: ClassMap) -> ColumnSet:
 
 
 def _selected(
-    gt: ColumnSet, pred: ColumnSet, classes: Sequence[str], fold_case: bool
+    gt: ColumnSet, pred: ColumnSet, classes: Sequence[str], fold_case: bool, whole: bool
 ) -> tuple[ColumnSet, ColumnSet]:
     """Only the rows of ``classes``, with a note of what was left out."""
 
@@ -321,7 +328,7 @@ def _selected(
 
     known = sorted({*gt.label_names, *pred.label_names})
     known_keys = {key(n) for n in known}
-    for name in classes:
+    for name in classes if whole else ():
         if key(name) not in known_keys:
             import difflib  # only for the hint
 

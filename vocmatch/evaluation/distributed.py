@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.result import Evaluation
 
 __all__ = [
+    "DaskEvaluation",
     "DaskOptions",
     "Part",
     "PartResult",
@@ -54,6 +55,7 @@ __all__ = [
     "dask_client",
     "evaluate_on_dask",
     "part_state",
+    "records_on_dask",
     "split_parts",
 ]
 
@@ -63,6 +65,9 @@ DEFAULT_RETRIES = 2
 #: little when one is lost, large enough that a part's state costs little to send.
 PARTS_PER_THREAD = 4
 _LOCAL = re.compile(r"local:([1-9][0-9]*)")
+#: Seconds a scheduler's address is given to answer before the run fails (dask's own
+#: default; a scheduler starting on a busy machine may take this long).
+DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,14 +184,19 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
 
 
 @contextmanager
-def dask_client(scheduler: str) -> Iterator[Client]:
+def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iterator[Client]:
     """A client of a scheduler, closed on leaving: ``local:N`` starts a local cluster of N
     worker processes of one thread each (stopped on leaving, its log silenced), anything
     else is a scheduler's address (``tcp://host:8786``).
 
+    Args:
+        scheduler: ``local:N`` or a scheduler's address.
+        connect_timeout: Seconds to wait for the address to answer; by default
+            :data:`DEFAULT_CONNECT_TIMEOUT`.
+
     Raises:
         ImportError: dask.distributed is not installed.
-        DistributedError: The scheduler cannot be reached.
+        DistributedError: The scheduler cannot be reached within ``connect_timeout``.
     """
     from distributed import Client, LocalCluster
 
@@ -210,7 +220,8 @@ def dask_client(scheduler: str) -> Iterator[Client]:
             yield client
         return
     try:
-        client = Client(scheduler, timeout="30s")
+        wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+        client = Client(scheduler, timeout=wait)
     except (OSError, TimeoutError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
@@ -376,21 +387,79 @@ def evaluate_on_dask(
         DistributedError: A task failed on every try.
     """
     conv = protocol(conventions) if isinstance(conventions, str) else conventions
-    options = DaskOptions(
-        conv, fold_case, score_thresholds, max_bytes, storage_options, records=True
-    )
+    options = DaskOptions(conv, fold_case, score_thresholds, max_bytes, storage_options)
+    found = records_on_dask(gt, pred, options, client=client, parts=parts, retries=retries)
+    return found.evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class DaskEvaluation:
+    """An evaluation merged from the match records of a cluster's tasks, and the image keys
+    of both sides (to judge, as a run on columns does, whether anything pairs).
+
+    Attributes:
+        evaluation: The evaluation.
+        gt_keys: The keys of the ground-truth files read, in key order.
+        pred_keys: The keys of every prediction file listed, read or not, sorted.
+    """
+
+    evaluation: Evaluation
+    gt_keys: tuple[str, ...]
+    pred_keys: tuple[str, ...]
+
+
+def records_on_dask(
+    gt: str | os.PathLike[str],
+    pred: str | os.PathLike[str],
+    options: DaskOptions,
+    *,
+    client: Client,
+    parts: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+) -> DaskEvaluation:
+    """Evaluate the files below ``gt`` and ``pred`` on a cluster: each task reads and matches
+    its part's images and sends their evaluator state (match records, about 21 bytes a
+    prediction; no boxes), the client merges the states and accumulates them.
+
+    Args:
+        gt: Ground-truth folder or URL (searched recursively).
+        pred: Prediction folder or URL.
+        options: The protocol, options and limits every task uses (``records`` is implied).
+        client: A client of the cluster (:func:`dask_client`).
+        parts: Tasks to split the images into; by default four per worker thread.
+        retries: Tries of a task that raises, after the first.
+
+    Returns:
+        The evaluation (:func:`evaluate_on_dask`'s) and the keys of both sides.
+
+    Raises:
+        InputError: A location cannot be listed, or holds no annotation file.
+        DistributedError: A task failed on every try, or the merged images are not the
+            listed ones.
+    """
+    options = dataclasses.replace(options, records=True)
     listing = _Listing.of(gt, pred, options)
     results = _on_cluster(listing, options, client, parts, retries)
-    merged = Evaluator(conv, fold_case=fold_case, score_thresholds=score_thresholds)
+    merged = Evaluator(
+        options.conventions, fold_case=options.fold_case,
+        score_thresholds=options.score_thresholds,
+    )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
     _check_images(merged.keys, listing.expected(results))
     gt_skipped, pred_skipped = listing.skipped(results)
     orphans = sorted(o for r in results for o in r.orphans)
-    return merged.result(
+    evaluation = merged.result(
         skipped=[*_by_path(gt_skipped), *_by_path(pred_skipped)],
         orphan_pred=[path for _, path in orphans],
         reader_notes=[*listing.gt.notes, *listing.pred.notes],
+    )
+    unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
+    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    return DaskEvaluation(
+        evaluation,
+        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
+        tuple(sorted(pred_keys)),
     )
 
 

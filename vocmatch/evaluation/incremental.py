@@ -45,6 +45,7 @@ from vocmatch.evaluation.state import RawState, read_state, write_state
 from vocmatch.evaluation.state_records import records_of_state, state_of_records
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
+from vocmatch.readers.shards import column_keys, shard_keys
 
 __all__ = ["ClassTable", "Evaluator"]
 
@@ -295,7 +296,9 @@ class Evaluator:
             gt: Ground-truth columns.
             pred: Prediction columns.
             shard: ``(k, n)``: only the ``k``-th of ``n`` shards (1-based), the images whose
-                place in key order is ``k - 1`` modulo ``n``.
+                place among the ground-truth keys is ``k - 1`` modulo ``n``, counting the
+                keys of files that could not be read (:mod:`vocmatch.readers.shards`: the
+                shards ``vocmatch eval --shard`` reads).
 
         Raises:
             InputError: The columns hold rotated boxes or polygons (an evaluator matches plain
@@ -303,14 +306,13 @@ class Evaluator:
         """
         if gt.shapes or pred.shapes:
             raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
-        if shard is not None and not 1 <= shard[0] <= shard[1]:
-            raise InputError(f"shard {shard[0]}/{shard[1]} does not exist")
+        chosen = shard_keys(column_keys(gt), shard) if shard is not None else None
         selection = _select(gt, pred)
         gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
         pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
         gt_names, pred_names = np.array(gt.label_names), np.array(pred.label_names)
         for j, i in enumerate(selection.images):
-            if shard is not None and j % shard[1] != shard[0] - 1:
+            if chosen is not None and gt.keys[i] not in chosen:
                 continue
             g = selection.gt_rows[gt_bounds[j] : gt_bounds[j + 1]]
             p = selection.pred_rows[pred_bounds[j] : pred_bounds[j + 1]]

@@ -72,17 +72,22 @@ _YOLO_DIGITS = 9
 
 @dataclass(frozen=True, slots=True)
 class _GroundTruth:
-    """What the readers need of the ground truth: its keys, sizes and paths."""
+    """What the readers need of the ground truth: its keys, sizes and paths; and the keys of
+    the other shards' images when it holds a shard of them."""
 
     keys: tuple[str, ...]
     sizes: dict[str, ImageSize | None]
     paths: dict[str, str]
     by_base: dict[str, str | None]  # base name -> key, None where two keys share it
+    elsewhere: frozenset[str]  # images of other shards: their predictions are theirs
 
     @classmethod
-    def of(cls, gt: ColumnSet) -> _GroundTruth:
+    def of(cls, gt: ColumnSet, images: Iterable[str] | None = None) -> _GroundTruth:
+        # Names are resolved against every image of the run, so that a shard pairs a name
+        # with the image one run pairs it with.
+        every = set(gt.keys) if images is None else set(images) | set(gt.keys)
         by_base: dict[str, str | None] = {}
-        for key in gt.keys:
+        for key in sorted(every):
             base = key.rpartition("/")[2]
             by_base[base] = None if base in by_base else key
         return cls(
@@ -90,6 +95,7 @@ class _GroundTruth:
             sizes=dict(zip(gt.keys, gt.sizes, strict=True)),
             paths=dict(zip(gt.keys, gt.paths, strict=True)),
             by_base=by_base,
+            elsewhere=frozenset(every - set(gt.keys)),
         )
 
     def key_of(self, name: str) -> str:
@@ -97,7 +103,7 @@ class _GroundTruth:
         suffix (``a/b.jpg`` is ``a/b``), or its base name when one key has it; otherwise
         the name as given (an image without ground truth)."""
         stem = _PICTURE_SUFFIX.sub("", name.replace("\\", "/"))
-        if stem in self.sizes:
+        if stem in self.sizes or stem in self.elsewhere:
             return stem
         found = self.by_base.get(stem.rpartition("/")[2])
         return found if found is not None else stem
@@ -322,6 +328,7 @@ class _Collected:
     paths: dict[str, str]
     skipped: list[SkippedFile]
     landed: int = 0  # detections on a ground-truth image
+    elsewhere: int = 0  # detections on another shard's image (left to that shard)
 
 
 def _annotations(
@@ -426,7 +433,13 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
             if score is not None and (not _is_number(score) or not math.isfinite(score)):
                 raise ValueError(f"score is not a finite number: {score!r}"[:200])
         except ValueError as error:
-            bad.append((index, message_of(error), key))
+            if key in gt.elsewhere:
+                collected.elsewhere += 1  # another shard's to report
+            else:
+                bad.append((index, message_of(error), key))
+            continue
+        if key in gt.elsewhere:
+            collected.elsewhere += 1
             continue
         if key not in gt.sizes:
             unnamed.append(key)
@@ -445,7 +458,9 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
                     path, Message(f"detection {index}: ", message), lines.get(index), key=key
                 )
             )
-    if not collected.landed and not any(s.key in gt.sizes for s in collected.skipped):
+    if not (collected.landed or collected.elsewhere) and not any(
+        s.key in gt.sizes for s in collected.skipped
+    ):
         hint = (
             ""
             if names is not None
@@ -515,6 +530,9 @@ def _read_yolo(
     for key, path in listing.files:
         if names_real is not None and os.path.realpath(path) == names_real:
             continue
+        if key in gt.elsewhere:
+            collected.elsewhere += 1
+            continue  # another shard's image: not opened
         collected.paths[key] = path
         collected.boxes[key] = []
         if key not in gt.sizes:
@@ -551,7 +569,7 @@ def _read_yolo(
             boxes.append(Box(name, x1, y1, x2, y2, score=score))
         else:
             collected.boxes[key] = boxes
-    if not collected.landed:
+    if not (collected.landed or collected.elsewhere):
         if not listing.files:
             raise InputError(
                 f"no ground-truth image pairs with a prediction: {root} holds no .txt files"
@@ -603,6 +621,9 @@ def _read_voc_results(root: str, gt: _GroundTruth, max_bytes: int) -> Annotation
             if not fields:
                 continue
             key = gt.key_of(fields[0])
+            if key in gt.elsewhere:
+                collected.elsewhere += 1
+                continue  # another shard's image
             try:
                 if len(fields) != 6:
                     raise ValueError(
@@ -625,7 +646,9 @@ def _read_voc_results(root: str, gt: _GroundTruth, max_bytes: int) -> Annotation
                 unnamed.append(key)
                 collected.paths.setdefault(key, f"{root} (image {fields[0]!r})")
             collected.boxes.setdefault(key, []).append(Box(cls, x1, y1, x2, y2, score=score))
-    if not collected.landed and not any(s.key in gt.sizes for s in collected.skipped):
+    if not (collected.landed or collected.elsewhere) and not any(
+        s.key in gt.sizes for s in collected.skipped
+    ):
         raise _no_pairs(f"the image ids of {root}", unnamed or ["(none)"], gt)
     for key in gt.keys:
         collected.paths.setdefault(key, root)
@@ -644,6 +667,7 @@ def read_detections(
     names: Sequence[str] | None = None,
     names_path: str | os.PathLike[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    images: Iterable[str] | None = None,
 ) -> ColumnSet:
     """Read predictions written by a detector into columns paired with ``gt``'s images.
 
@@ -658,6 +682,9 @@ def read_detections(
         names_path: The file ``names`` were read from: not a label file if it lies among
             them (LabelImg writes ``classes.txt`` beside the labels).
         max_bytes: Per-file size limit of txt files.
+        images: Every ground-truth key of the run, when ``gt`` holds one shard of them: the
+            predictions of the other images are left out (neither read where they have
+            files of their own, nor reported), names are paired as in the whole run.
 
     Returns:
         The predictions, one image per key; lines or records that cannot be read are in
@@ -669,7 +696,7 @@ def read_detections(
         AnnotationError: A file is not valid JSON, or a COCO ground-truth file is malformed.
     """
     where = os.fspath(path)
-    index = _GroundTruth.of(gt)
+    index = _GroundTruth.of(gt, images)
     if pred_format == "coco":
         if os.path.isdir(where):
             raise InputError(

@@ -51,6 +51,7 @@ from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
     AnnotationSet,
+    DirectoryListing,
     list_directory,
     number_problem,
     parse_annotation,
@@ -71,6 +72,7 @@ __all__ = [
     "read_column_pair",
     "read_columns",
     "read_listed_columns",
+    "read_listings",
 ]
 
 #: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
@@ -1056,7 +1058,28 @@ def _read_sets(
     progress: Callable[[int, int], None] | None,
 ) -> list[ColumnSet]:
     """Read several directories with one pool of workers (started once)."""
-    listings = [list_directory(root) for root in roots]
+    return read_listings([list_directory(root) for root in roots], jobs, max_bytes, progress)
+
+
+def read_listings(
+    listings: Sequence[DirectoryListing],
+    jobs: int = 1,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ColumnSet]:
+    """Read the files of listings (:func:`~vocmatch.readers.parse.list_directory`'s, or
+    part of them: :mod:`vocmatch.readers.shards`) with one pool of workers, one column set
+    per listing, as :func:`read_columns` reads a directory.
+
+    Args:
+        listings: The files to read and those left out, one listing per column set.
+        jobs: Worker processes (capped at the cores and the files; 0: every core).
+        max_bytes: Per-file size limit.
+        progress: Called as ``progress(files_read, files_total)`` over every listing.
+
+    Returns:
+        The column sets, in the order of ``listings``.
+    """
     total = sum(len(listing.files) for listing in listings)
     # Chunks small enough to report progress and balance the workers, large enough that
     # sending them costs little.
@@ -1078,8 +1101,8 @@ def _read_sets(
             if progress is not None:
                 progress(done, total)
     sets = [
-        _assemble(os.fspath(root), found, listing.skipped, listing.notes)
-        for root, found, listing in zip(roots, chunks, listings, strict=True)
+        _assemble(listing.root, found, listing.skipped, listing.notes)
+        for found, listing in zip(chunks, listings, strict=True)
     ]
     del chunks
     _release_free_memory()
