@@ -148,7 +148,7 @@ def test_a_command_still_imports_what_it_needs() -> None:
 def test_help_defaults_equal_the_library() -> None:
     """The defaults the command line keeps for its help text are the library's own."""
     from vocmatch.core.protocol import PROTOCOLS
-    from vocmatch.evidence.analysis import DEFAULT_BACKGROUND_IOU
+    from vocmatch.evidence.error_types import DEFAULT_BACKGROUND_IOU
     from vocmatch.readers.lint import DEFAULT_DUPLICATE_IOU
     from vocmatch.readers.parse import DEFAULT_MAX_BYTES
     from vocmatch.render.terminal import DIFF_MAX_ROWS
@@ -164,6 +164,11 @@ def test_help_defaults_equal_the_library() -> None:
 UNUSED_ON_EVAL = (
     "vocmatch.evidence.suspects",
     "vocmatch.evidence.analysis",
+    "vocmatch.evidence.annotated",
+    "vocmatch.evidence.error_types",
+    "vocmatch.evidence.error_cost",
+    "vocmatch.evidence.confusion",
+    "vocmatch.evidence.tightness",
     "vocmatch.evidence.bootstrap",
     "vocmatch.evidence.diff",
     "vocmatch.evidence.calibration",
