@@ -39,7 +39,11 @@ from vocmatch.evidence.annotated import _images
 from vocmatch.evidence.confusion import _cross_class_pairs
 from vocmatch.evidence.error_cost import _ranked_map, _rankings
 from vocmatch.readers.parse import AnnotationSet
-from vocmatch.render.terminal import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
+from vocmatch.render.analysis_tables import (
+    CONFUSION_MAX_CLASSES,
+    confusion_table,
+    render_analysis,
+)
 
 ERRORS = FIXTURES / "errors"
 

@@ -151,7 +151,7 @@ def test_help_defaults_equal_the_library() -> None:
     from vocmatch.evidence.error_types import DEFAULT_BACKGROUND_IOU
     from vocmatch.readers.lint import DEFAULT_DUPLICATE_IOU
     from vocmatch.readers.parse import DEFAULT_MAX_BYTES
-    from vocmatch.render.terminal import DIFF_MAX_ROWS
+    from vocmatch.render.diff_tables import DIFF_MAX_ROWS
 
     assert tuple(sorted(PROTOCOLS)) == cli.PROTOCOL_NAMES
     assert cli.DEFAULT_MAX_BYTES == DEFAULT_MAX_BYTES
@@ -159,6 +159,14 @@ def test_help_defaults_equal_the_library() -> None:
     assert cli.DIFF_MAX_ROWS == DIFF_MAX_ROWS
     assert cli.DEFAULT_DUPLICATE_IOU == DEFAULT_DUPLICATE_IOU
 
+
+#: The terminal tables of the parts a plain evaluation does not show.
+TABLE_MODULES = (
+    "vocmatch.render.analysis_tables",
+    "vocmatch.render.diff_tables",
+    "vocmatch.render.evidence_tables",
+    "vocmatch.render.label_tables",
+)
 
 # Modules the demo report must not load: each belongs to an option the run was not given.
 UNUSED_ON_EVAL = (
@@ -199,7 +207,11 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
     ("extra", "also_unused"),
     [
         pytest.param([], (), id="table"),
-        pytest.param(["--format", "json"], ("rich", "vocmatch.render.terminal"), id="json"),
+        pytest.param(
+            ["--format", "json"],
+            ("rich", "vocmatch.render.terminal", *TABLE_MODULES),
+            id="json",
+        ),
     ],
 )
 def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple[str, ...]) -> None:

@@ -457,8 +457,9 @@ def labels_eval(
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult, evaluate_labels
     from vocmatch.pipeline import read_inputs
+    from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.machine import labels_to_json
-    from vocmatch.render.terminal import ReportOptions, label_summary, render_labels
+    from vocmatch.render.terminal import ReportOptions
 
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):

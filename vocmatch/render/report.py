@@ -129,7 +129,8 @@ def render_table(report: EvalReport, options: TableOptions | None = None) -> Ren
     from rich.console import Group
     from rich.text import Text
 
-    from vocmatch.render.terminal import ReportOptions, render, render_analysis
+    from vocmatch.render.analysis_tables import render_analysis
+    from vocmatch.render.terminal import ReportOptions, render
 
     shown = options or TableOptions()
     evaluation = report.evaluation
@@ -154,7 +155,7 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
     """The terminal report's parts for the evidence, each after a blank line."""
     from rich.text import Text
 
-    from vocmatch.render.terminal import bootstrap_table, slice_table
+    from vocmatch.render.evidence_tables import bootstrap_table, slice_table
 
     parts: list[RenderableType] = []
     if evidence.bootstrap is not None:
@@ -162,7 +163,7 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
     for found in evidence.slices:
         parts += [Text(), slice_table(found, threshold)]
     if evidence.calibration is not None:
-        from vocmatch.render.terminal import calibration_table
+        from vocmatch.render.evidence_tables import calibration_table
 
         parts += [Text(), calibration_table(evidence.calibration)]
     return parts
