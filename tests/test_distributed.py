@@ -21,7 +21,7 @@ from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.distributed import evaluate_on_dask, split_parts
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_column_pair
-from vocmatch.render.machine import to_json
+from vocmatch.render.json_report import to_json
 
 distributed = pytest.importorskip(
     "distributed", reason="dask.distributed (the dask extra, part of the test extra) is missing"

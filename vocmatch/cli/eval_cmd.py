@@ -328,7 +328,7 @@ def eval_command(
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     show_eval_report(report, output_format, output, table)
     if classes_csv is not None:
-        from vocmatch.render.machine import to_csv_classes
+        from vocmatch.render.csv_report import to_csv_classes
 
         write_text(classes_csv, to_csv_classes(report.evaluation))
     if write_thresholds_file is not None:
@@ -458,7 +458,7 @@ def labels_eval(
     from vocmatch.evaluation.labels import LabelDifficult, evaluate_labels
     from vocmatch.pipeline import read_inputs
     from vocmatch.render.label_tables import label_summary, render_labels
-    from vocmatch.render.machine import labels_to_json
+    from vocmatch.render.labels_json import labels_to_json
     from vocmatch.render.terminal import ReportOptions
 
     reject_box_options(click.get_current_context())

@@ -102,10 +102,10 @@ def render_text(
     evidence = report.evidence or Evidence()
     if output_format == "table":
         return plain_text(render_table(report, options))
-    from vocmatch.render import machine
-
     if output_format == "json":
-        return machine.to_json(
+        from vocmatch.render.json_report import to_json
+
+        return to_json(
             report.evaluation,
             report.analysis,
             bootstrap=evidence.bootstrap,
@@ -115,11 +115,17 @@ def render_text(
             calibration=evidence.calibration,
         )
     if output_format == "csv":
-        return machine.to_csv_images(report.evaluation)
+        from vocmatch.render.csv_report import to_csv_images
+
+        return to_csv_images(report.evaluation)
     if output_format == "markdown":
-        return machine.to_markdown(report.evaluation, report.gates, evidence.bootstrap)
+        from vocmatch.render.markdown import to_markdown
+
+        return to_markdown(report.evaluation, report.gates, evidence.bootstrap)
     if output_format == "junit":
-        return machine.to_junit(report.evaluation, report.gates)
+        from vocmatch.render.junit import to_junit
+
+        return to_junit(report.evaluation, report.gates)
     raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
 
 
