@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vocmatch import __version__
 from vocmatch.render.json_report import _conventions
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         CountChange,
         EvaluationDiff,
         ImageDiff,
+        ObjectRef,
         RegressionResult,
     )
 
@@ -33,6 +34,95 @@ __all__ = [
 ]
 
 
+# Rows of a diff, by JSON key, in the order every output lists them: the JSON and the
+# Markdown take them from here, each writing its own cells.
+
+_Value = TypeVar("_Value", covariant=True)
+
+
+class _Rates(Protocol[_Value]):
+    """The dataset's rates: of a diff's summary (changes) or of its paired bootstrap."""
+
+    @property
+    def map(self) -> _Value: ...
+    @property
+    def precision(self) -> _Value: ...
+    @property
+    def recall(self) -> _Value: ...
+    @property
+    def f1(self) -> _Value: ...
+
+
+class _ClassRates(Protocol[_Value]):
+    """A class's rates: of a diff's class (changes) or of its paired bootstrap."""
+
+    @property
+    def ap(self) -> _Value: ...
+    @property
+    def precision(self) -> _Value: ...
+    @property
+    def recall(self) -> _Value: ...
+    @property
+    def f1(self) -> _Value: ...
+
+
+class _Counts(Protocol):
+    """The counts of a diff's summary, class or image."""
+
+    @property
+    def tp(self) -> CountChange: ...
+    @property
+    def fp(self) -> CountChange: ...
+    @property
+    def fn(self) -> CountChange: ...
+
+
+def _rates(values: _Rates[_Value]) -> tuple[tuple[str, _Value], ...]:
+    return (
+        ("map", values.map),
+        ("precision", values.precision),
+        ("recall", values.recall),
+        ("f1", values.f1),
+    )
+
+
+def _class_rates(values: _ClassRates[_Value]) -> tuple[tuple[str, _Value], ...]:
+    return (
+        ("ap", values.ap),
+        ("precision", values.precision),
+        ("recall", values.recall),
+        ("f1", values.f1),
+    )
+
+
+def _counts(values: _Counts) -> tuple[tuple[str, CountChange], ...]:
+    return (("tp", values.tp), ("fp", values.fp), ("fn", values.fn))
+
+
+def _objects(image: ImageDiff) -> tuple[tuple[str, tuple[ObjectRef, ...]], ...]:
+    return (
+        ("new_fn", image.new_fn),
+        ("fixed_fn", image.fixed_fn),
+        ("new_fp", image.new_fp),
+        ("removed_fp", image.removed_fp),
+    )
+
+
+#: How the Markdown names each row (the mAP's name depends on the protocol).
+_MD_LABELS = {
+    "precision": "precision",
+    "recall": "recall",
+    "f1": "F1",
+    "tp": "TP",
+    "fp": "FP",
+    "fn": "FN",
+}
+
+
+def _md_label(key: str, map_name: str) -> str:
+    return map_name if key == "map" else _MD_LABELS[key]
+
+
 def _change(change: Change) -> dict[str, float | None]:
     return {"a": change.a, "b": change.b, "delta": change.delta}
 
@@ -42,19 +132,14 @@ def _count_change(change: CountChange) -> dict[str, int]:
 
 
 def _image_diff(image: ImageDiff) -> dict[str, Any]:
-    def objects(refs: Iterable[Any]) -> list[dict[str, Any]]:
+    def objects(refs: Iterable[ObjectRef]) -> list[dict[str, Any]]:
         return [{"index": r.index, "name": r.name} for r in refs]
 
     return {
         "image": image.key,
         "net": image.net,
-        "new_fn": objects(image.new_fn),
-        "fixed_fn": objects(image.fixed_fn),
-        "new_fp": objects(image.new_fp),
-        "removed_fp": objects(image.removed_fp),
-        "tp": _count_change(image.tp),
-        "fp": _count_change(image.fp),
-        "fn": _count_change(image.fn),
+        **{key: objects(refs) for key, refs in _objects(image)},
+        **{key: _count_change(change) for key, change in _counts(image)},
     }
 
 
@@ -77,13 +162,8 @@ def diff_to_json_dict(
         "b": diff.b_name,
         "conventions": _conventions(conv),
         "summary": {
-            "map": _change(s.map),
-            "precision": _change(s.precision),
-            "recall": _change(s.recall),
-            "f1": _change(s.f1),
-            "tp": _count_change(s.tp),
-            "fp": _count_change(s.fp),
-            "fn": _count_change(s.fn),
+            **{key: _change(change) for key, change in _rates(s)},
+            **{key: _count_change(change) for key, change in _counts(s)},
             "images_changed": sum(1 for i in diff.images if i.changed),
             "worse": diff.worse,
             "better": diff.better,
@@ -92,13 +172,8 @@ def diff_to_json_dict(
             {
                 "name": c.name,
                 "gt": c.gt,
-                "ap": _change(c.ap),
-                "precision": _change(c.precision),
-                "recall": _change(c.recall),
-                "f1": _change(c.f1),
-                "tp": _count_change(c.tp),
-                "fp": _count_change(c.fp),
-                "fn": _count_change(c.fn),
+                **{key: _change(change) for key, change in _class_rates(c)},
+                **{key: _count_change(change) for key, change in _counts(c)},
             }
             for c in diff.classes
         ],
@@ -156,19 +231,11 @@ def paired_json(result: PairedBootstrap) -> dict[str, Any]:
         "seed": result.seed,
         "confidence": result.confidence,
         "images": result.images,
-        "summary": {
-            "map": _delta_interval(result.map),
-            "precision": _delta_interval(result.precision),
-            "recall": _delta_interval(result.recall),
-            "f1": _delta_interval(result.f1),
-        },
+        "summary": {key: _delta_interval(change) for key, change in _rates(result)},
         "classes": [
             {
                 "name": c.name,
-                "ap": _delta_interval(c.ap),
-                "precision": _delta_interval(c.precision),
-                "recall": _delta_interval(c.recall),
-                "f1": _delta_interval(c.f1),
+                **{key: _delta_interval(change) for key, change in _class_rates(c)},
             }
             for c in result.classes
         ],
@@ -192,13 +259,8 @@ def _md_paired(evidence: PairedBootstrap, map_name: str) -> list[str]:
         "",
     ]
     rows = [
-        [name, _md_signed(change.delta), *_md_interval(change)]
-        for name, change in (
-            (map_name, evidence.map),
-            ("precision", evidence.precision),
-            ("recall", evidence.recall),
-            ("F1", evidence.f1),
-        )
+        [_md_label(key, map_name), _md_signed(change.delta), *_md_interval(change)]
+        for key, change in _rates(evidence)
     ]
     rows += [
         [f"{_md(c.name)} AP", _md_signed(c.ap.delta), *_md_interval(c.ap)] for c in evidence.classes
@@ -240,14 +302,11 @@ def diff_to_markdown(
         "",
     ]
     rows = [
-        [name, _md_number(c.a), _md_number(c.b), _md_signed(c.delta)]
-        for name, c in (
-            (map_name, s.map), ("precision", s.precision), ("recall", s.recall), ("F1", s.f1),
-        )
-    ]  # fmt: skip
+        [_md_label(key, map_name), _md_number(c.a), _md_number(c.b), _md_signed(c.delta)]
+        for key, c in _rates(s)
+    ]
     rows += [
-        [name, str(c.a), str(c.b), f"{c.delta:+d}"]
-        for name, c in (("TP", s.tp), ("FP", s.fp), ("FN", s.fn))
+        [_md_label(key, map_name), str(c.a), str(c.b), f"{c.delta:+d}"] for key, c in _counts(s)
     ]
     lines += _md_table(("", "A", "B", "change"), rows, "lrrr")
     if evidence is not None:
@@ -256,8 +315,8 @@ def diff_to_markdown(
     class_rows = [
         [
             _md(c.name), str(c.gt), _md_number(c.ap.a), _md_number(c.ap.b), _md_signed(c.ap.delta),
-            _md_signed(c.precision.delta), _md_signed(c.recall.delta), f"{c.tp.delta:+d}",
-            f"{c.fp.delta:+d}", f"{c.fn.delta:+d}",
+            _md_signed(c.precision.delta), _md_signed(c.recall.delta),
+            *(f"{change.delta:+d}" for _, change in _counts(c)),
         ]
         for c in diff.classes
     ]  # fmt: skip
@@ -272,8 +331,7 @@ def diff_to_markdown(
     if shown:
         image_rows = [
             [
-                _md(i.key), str(len(i.new_fn)), str(len(i.fixed_fn)), str(len(i.new_fp)),
-                str(len(i.removed_fp)), f"{i.net:+d}",
+                _md(i.key), *(str(len(refs)) for _, refs in _objects(i)), f"{i.net:+d}",
                 _md(", ".join(
                     f"{label} {' '.join(str(r) for r in refs)}"
                     for label, refs in (
