@@ -53,7 +53,7 @@ def main() -> None:
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.gates import check_gates
     from vocmatch.readers.scan import read_column_pair
-    from vocmatch.render.machine import to_json
+    from vocmatch.render.json_report import to_json
 
     stage("import")
     gt, pred = read_column_pair(args.folder / "gt", args.folder / "pred", args.jobs)

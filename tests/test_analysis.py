@@ -22,15 +22,11 @@ from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
-from vocmatch.evidence import analysis
+from vocmatch.evidence import confusion, error_types
 from vocmatch.evidence.analysis import (
     BACKGROUND,
     ERROR_TYPES,
     ErrorCounts,
-    _cross_class_pairs,
-    _images,
-    _ranked_map,
-    _rankings,
     confusion_matrix,
     distribution,
     error_analysis,
@@ -39,8 +35,15 @@ from vocmatch.evidence.analysis import (
     offset_edges,
     tightness,
 )
+from vocmatch.evidence.annotated import _images
+from vocmatch.evidence.confusion import _cross_class_pairs
+from vocmatch.evidence.error_cost import _ranked_map, _rankings
 from vocmatch.readers.parse import AnnotationSet
-from vocmatch.render.terminal import CONFUSION_MAX_CLASSES, confusion_table, render_analysis
+from vocmatch.render.analysis_tables import (
+    CONFUSION_MAX_CLASSES,
+    confusion_table,
+    render_analysis,
+)
 
 ERRORS = FIXTURES / "errors"
 
@@ -653,8 +656,11 @@ def test_error_types_and_pairs_equal_the_full_scan(
     and tie, with difficult objects, flat boxes and thresholds down to 0; both where the
     analysis scans a small image's pairs and where an STR tree finds them (as on a large
     image; here forced)."""
-    limit = analysis._SCAN_PAIRS if scan_pairs is None else scan_pairs
-    with mock.patch.object(analysis, "_SCAN_PAIRS", limit):
+    limit = error_types._SCAN_PAIRS if scan_pairs is None else scan_pairs
+    with (
+        mock.patch.object(error_types, "_SCAN_PAIRS", limit),
+        mock.patch.object(confusion, "_SCAN_PAIRS", limit),
+    ):
         check_against_the_full_scan(conventions, background_iou, gt_raw, pred_raw)
 
 

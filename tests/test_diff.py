@@ -27,7 +27,7 @@ from vocmatch.evidence.diff import (
     parse_regression_gate,
 )
 from vocmatch.readers.parse import AnnotationSet, read_directory
-from vocmatch.render.terminal import diff_report
+from vocmatch.render.diff_tables import diff_report
 
 DIFF = FIXTURES / "diff"
 

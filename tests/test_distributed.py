@@ -24,7 +24,7 @@ from vocmatch.errors import DistributedError
 from vocmatch.evaluation.distributed import dask_client, evaluate_on_dask, split_parts
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.scan import read_column_pair
-from vocmatch.render.machine import to_json
+from vocmatch.render.json_report import to_json
 
 distributed = pytest.importorskip(
     "distributed", reason="dask.distributed (the dask extra, part of the test extra) is missing"

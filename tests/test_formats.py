@@ -22,20 +22,18 @@ from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_director
 from vocmatch.evaluation.result import ImageResult, SweepResult
 from vocmatch.evidence.gates import GateReport, check_gates, parse_gate
 from vocmatch.readers.parse import AnnotationSet
-from vocmatch.render.machine import (
-    MARKDOWN_MAX_IMAGES,
+from vocmatch.render.csv_report import to_csv_classes, to_csv_images
+from vocmatch.render.json_report import (
     NumberList,
     Record,
     _image,
     _ImageLines,
     dumps_indented,
-    to_csv_classes,
-    to_csv_images,
     to_json,
     to_json_dict,
-    to_junit,
-    to_markdown,
 )
+from vocmatch.render.junit import to_junit
+from vocmatch.render.markdown import MARKDOWN_MAX_IMAGES, to_markdown
 
 Golden = Callable[[str, str], None]
 
@@ -334,7 +332,7 @@ def test_indented_json_joined_in_batches_is_the_same_text(
 ) -> None:
     """Fragments joined a batch at a time (bounded memory on large results) give the same
     text, whatever the batch."""
-    from vocmatch.render import machine as formats
+    from vocmatch.render import json_report as formats
 
     data = {"a": [{"b": [1, "x"], "c": NumberList([1.5])}] * 5, "d": Record(e=1), "f": {}}
     expected = json.dumps(json.loads(dumps_indented(data)))
@@ -350,7 +348,7 @@ def test_json_confusion_lists_its_cells_and_rows_while_few(
     [row, column, count], and the full rows only up to CONFUSION_ROWS_MAX names."""
     from vocmatch.evaluation.evaluate import read_pair
     from vocmatch.evidence.analysis import error_analysis
-    from vocmatch.render import machine as formats
+    from vocmatch.render import json_report as formats
 
     gt, pred = read_pair(ROOT / "fixtures" / "demo" / "gt", ROOT / "fixtures" / "demo" / "pred")
     evaluation = evaluate(gt, pred)

@@ -77,7 +77,7 @@ def test_bootstrap_headers_print_as_written_on_a_default_console(demo: tuple[Pat
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.bootstrap import bootstrap, resampler
     from vocmatch.readers.scan import read_columns
-    from vocmatch.render.terminal import bootstrap_table
+    from vocmatch.render.evidence_tables import bootstrap_table
 
     evaluation, matched = evaluate_matched(read_columns(demo[0]), read_columns(demo[1]))
     result = bootstrap(evaluation, resampler(evaluation, matched), resamples=20, seed=1)

@@ -28,7 +28,7 @@ from vocmatch.evaluation.evaluate import evaluate
 from vocmatch.readers import scan
 from vocmatch.readers.parse import parse_annotation, read_directory, read_number
 from vocmatch.readers.scan import columns_from_annotations, read_columns
-from vocmatch.render.machine import to_json
+from vocmatch.render.json_report import to_json
 
 
 def _load_bench_module(name: str) -> ModuleType:

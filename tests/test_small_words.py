@@ -14,7 +14,7 @@ from tests.test_cli import run
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.evidence.suspects import find_suspects, suspects_json
 from vocmatch.readers.parse import AnnotationSet
-from vocmatch.render.terminal import suspects_report
+from vocmatch.render.evidence_tables import suspects_report
 
 
 def text_of(renderable: object) -> str:

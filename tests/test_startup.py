@@ -148,10 +148,10 @@ def test_a_command_still_imports_what_it_needs() -> None:
 def test_help_defaults_equal_the_library() -> None:
     """The defaults the command line keeps for its help text are the library's own."""
     from vocmatch.core.protocol import PROTOCOLS
-    from vocmatch.evidence.analysis import DEFAULT_BACKGROUND_IOU
+    from vocmatch.evidence.error_types import DEFAULT_BACKGROUND_IOU
     from vocmatch.readers.lint import DEFAULT_DUPLICATE_IOU
     from vocmatch.readers.parse import DEFAULT_MAX_BYTES
-    from vocmatch.render.terminal import DIFF_MAX_ROWS
+    from vocmatch.render.diff_tables import DIFF_MAX_ROWS
 
     assert tuple(sorted(PROTOCOLS)) == cli.PROTOCOL_NAMES
     assert cli.DEFAULT_MAX_BYTES == DEFAULT_MAX_BYTES
@@ -160,10 +160,23 @@ def test_help_defaults_equal_the_library() -> None:
     assert cli.DEFAULT_DUPLICATE_IOU == DEFAULT_DUPLICATE_IOU
 
 
+#: The terminal tables of the parts a plain evaluation does not show.
+TABLE_MODULES = (
+    "vocmatch.render.analysis_tables",
+    "vocmatch.render.diff_tables",
+    "vocmatch.render.evidence_tables",
+    "vocmatch.render.label_tables",
+)
+
 # Modules the demo report must not load: each belongs to an option the run was not given.
 UNUSED_ON_EVAL = (
     "vocmatch.evidence.suspects",
     "vocmatch.evidence.analysis",
+    "vocmatch.evidence.annotated",
+    "vocmatch.evidence.error_types",
+    "vocmatch.evidence.error_cost",
+    "vocmatch.evidence.confusion",
+    "vocmatch.evidence.tightness",
     "vocmatch.evidence.bootstrap",
     "vocmatch.evidence.diff",
     "vocmatch.evidence.calibration",
@@ -194,7 +207,11 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
     ("extra", "also_unused"),
     [
         pytest.param([], (), id="table"),
-        pytest.param(["--format", "json"], ("rich", "vocmatch.render.terminal"), id="json"),
+        pytest.param(
+            ["--format", "json"],
+            ("rich", "vocmatch.render.terminal", *TABLE_MODULES),
+            id="json",
+        ),
     ],
 )
 def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple[str, ...]) -> None:

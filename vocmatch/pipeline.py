@@ -1149,8 +1149,8 @@ def evaluate_labels(
     the output.
 
     Call it with a request, or with the two paths and the request's fields as keywords. The
-    result renders as the command line renders it: ``labels_to_json`` of
-    ``vocmatch.render.machine``, ``render_labels`` of ``vocmatch.render.terminal``.
+    result renders as the command line renders it: :func:`vocmatch.render_labels_text`
+    (``"json"`` or ``"table"``).
 
     Args:
         request: The request, or the ground truth's path.

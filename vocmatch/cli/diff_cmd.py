@@ -170,8 +170,8 @@ def show_diff_report(
     found: DiffReport, output_format: str, output: Path | None, max_rows: int
 ) -> None:
     """The diff on stdout or in ``output``, as a table, JSON or Markdown."""
-    from vocmatch.render.machine import diff_to_json, diff_to_markdown
-    from vocmatch.render.terminal import diff_report
+    from vocmatch.render.diff_formats import diff_to_json, diff_to_markdown
+    from vocmatch.render.diff_tables import diff_report
 
     diff, results, evidence = found.diff, found.results, found.evidence
     if output_format in ("json", "markdown"):

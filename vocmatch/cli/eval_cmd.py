@@ -339,7 +339,7 @@ def eval_command(
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     show_eval_report(report, output_format, output, table)
     if classes_csv is not None:
-        from vocmatch.render.machine import to_csv_classes
+        from vocmatch.render.csv_report import to_csv_classes
 
         write_text(classes_csv, to_csv_classes(report.evaluation))
     if write_thresholds_file is not None:
@@ -473,8 +473,9 @@ def labels_eval(
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
     from vocmatch.pipeline import LabelsRequest, evaluate_labels
+    from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.report import render_labels_text
-    from vocmatch.render.terminal import ReportOptions, label_summary, render_labels
+    from vocmatch.render.terminal import ReportOptions
 
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):

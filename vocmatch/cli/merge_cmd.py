@@ -128,7 +128,9 @@ def merge_command(
             return
         text = report_text(report)
     else:
-        from vocmatch.render.machine import to_csv_images, to_json, to_markdown
+        from vocmatch.render.csv_report import to_csv_images
+        from vocmatch.render.json_report import to_json
+        from vocmatch.render.markdown import to_markdown
         from vocmatch.render.terminal import summary_table
 
         if output_format == "json":

@@ -31,8 +31,8 @@ HTML_PICTURE_MAX_SIDE = 640
 
 #: Defaults shown in the options' help, kept equal to the library's by a test (so the help
 #: needs none of the library's modules): vocmatch.core.protocol.PROTOCOLS,
-#: vocmatch.readers.parse.DEFAULT_MAX_BYTES, vocmatch.evidence.analysis.DEFAULT_BACKGROUND_IOU,
-#: vocmatch.render.terminal.DIFF_MAX_ROWS and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU.
+#: vocmatch.readers.parse.DEFAULT_MAX_BYTES, vocmatch.evidence.error_types.DEFAULT_BACKGROUND_IOU,
+#: vocmatch.render.diff_tables.DIFF_MAX_ROWS and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU.
 PROTOCOL_NAMES = ("coco", "default", "voc07", "voc12")
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_BACKGROUND_IOU = 0.1

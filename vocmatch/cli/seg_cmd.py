@@ -72,8 +72,8 @@ def seg_command(
     stderr, the rest still count, and the exit code is 3.
     """
     from vocmatch.evaluation.seg import VOC_CLASSES, evaluate_masks, read_class_names
-    from vocmatch.render.machine import seg_to_json
-    from vocmatch.render.terminal import render_seg, seg_summary
+    from vocmatch.render.label_tables import render_seg, seg_summary
+    from vocmatch.render.labels_json import seg_to_json
 
     check_outputs(
         [output],

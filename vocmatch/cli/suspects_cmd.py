@@ -206,7 +206,7 @@ def suspects_command(
         with reader_may_leave():
             click.echo(suspects_csv(found.report), nl=False)
     else:
-        from vocmatch.render.terminal import suspects_report
+        from vocmatch.render.evidence_tables import suspects_report
 
         with reader_may_leave():
             print_report(stdout_console(), suspects_report(found.report, max_rows, option_words))

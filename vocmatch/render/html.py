@@ -53,9 +53,9 @@ from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import AnnotationError, InputError, VocmatchWarning
 from vocmatch.escapes import printable
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Match
-from vocmatch.evidence.analysis import ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.bootstrap import Bootstrap
 from vocmatch.evidence.calibration import Calibration, ClassCalibration
+from vocmatch.evidence.confusion import ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.slices import Slice
 from vocmatch.readers.parse import AnnotationSet, open_regular
 

@@ -104,10 +104,10 @@ def render_text(
     evidence = report.evidence or Evidence()
     if output_format == "table":
         return plain_text(render_table(report, options))
-    from vocmatch.render import machine
-
     if output_format == "json":
-        return machine.to_json(
+        from vocmatch.render.json_report import to_json
+
+        return to_json(
             report.evaluation,
             report.analysis,
             bootstrap=evidence.bootstrap,
@@ -117,11 +117,17 @@ def render_text(
             calibration=evidence.calibration,
         )
     if output_format == "csv":
-        return machine.to_csv_images(report.evaluation)
+        from vocmatch.render.csv_report import to_csv_images
+
+        return to_csv_images(report.evaluation)
     if output_format == "markdown":
-        return machine.to_markdown(report.evaluation, report.gates, evidence.bootstrap)
+        from vocmatch.render.markdown import to_markdown
+
+        return to_markdown(report.evaluation, report.gates, evidence.bootstrap)
     if output_format == "junit":
-        return machine.to_junit(report.evaluation, report.gates)
+        from vocmatch.render.junit import to_junit
+
+        return to_junit(report.evaluation, report.gates)
     raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
 
 
@@ -156,12 +162,13 @@ def render_labels_text(
         (True, True)
     """
     if output_format == "json":
-        from vocmatch.render.machine import labels_to_json
+        from vocmatch.render.labels_json import labels_to_json
 
         return labels_to_json(evaluation)
     if output_format != "table":
         raise ValueError(f"unknown format {output_format!r} for label sets: expected table or json")
-    from vocmatch.render.terminal import ReportOptions, render_labels
+    from vocmatch.render.label_tables import render_labels
+    from vocmatch.render.terminal import ReportOptions
 
     shown = options or TableOptions()
     table_options = ReportOptions(
@@ -176,7 +183,8 @@ def render_table(report: EvalReport, options: TableOptions | None = None) -> Ren
     from rich.console import Group
     from rich.text import Text
 
-    from vocmatch.render.terminal import ReportOptions, render, render_analysis
+    from vocmatch.render.analysis_tables import render_analysis
+    from vocmatch.render.terminal import ReportOptions, render
 
     shown = options or TableOptions()
     evaluation = report.evaluation
@@ -201,7 +209,7 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
     """The terminal report's parts for the evidence, each after a blank line."""
     from rich.text import Text
 
-    from vocmatch.render.terminal import bootstrap_table, slice_table
+    from vocmatch.render.evidence_tables import bootstrap_table, slice_table
 
     parts: list[RenderableType] = []
     if evidence.bootstrap is not None:
@@ -209,7 +217,7 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
     for found in evidence.slices:
         parts += [Text(), slice_table(found, threshold)]
     if evidence.calibration is not None:
-        from vocmatch.render.terminal import calibration_table
+        from vocmatch.render.evidence_tables import calibration_table
 
         parts += [Text(), calibration_table(evidence.calibration)]
     return parts

@@ -1,0 +1,605 @@
+"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as JSON, with its error analysis,
+bootstrap intervals, slices and calibration when given.
+
+Deterministic: images sorted by key, classes by name, keys in a fixed order. Written with
+``ensure_ascii`` (control, bidi and non-UTF-8 characters in names as ``\\uXXXX`` escapes,
+which a JSON reader turns back into the exact name).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vocmatch import __version__
+from vocmatch.core.ap import Curve
+from vocmatch.core.protocol import Conventions, sweep_label
+from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
+
+if TYPE_CHECKING:
+    # Only for the annotations: a report imports the modules of the parts it writes, so the
+    # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
+    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+    from vocmatch.evidence.analysis import ErrorAnalysis
+    from vocmatch.evidence.bootstrap import Bootstrap, Interval
+    from vocmatch.evidence.calibration import Calibration, ClassCalibration
+    from vocmatch.evidence.error_types import ErrorCounts
+    from vocmatch.evidence.slices import Slice
+    from vocmatch.evidence.tightness import Distribution, Tightness
+
+__all__ = [
+    "COCO_NAMES",
+    "CONFUSION_ROWS_MAX",
+    "bootstrap_json",
+    "calibration_json",
+    "slices_json",
+    "to_json",
+    "to_json_dict",
+]
+
+#: pycocotools' ``COCOeval.stats``, by position.
+COCO_NAMES: tuple[str, ...] = (
+    "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
+)  # fmt: skip
+
+
+def _curve_corners(curve: Curve) -> dict[str, NumberList]:
+    """The precision/recall curve at its corners: each true positive and the last point.
+
+    Between two true positives precision only falls, one false positive at a time, so these
+    points hold the whole curve; AP under every interpolation depends on them alone. Writing
+    every ranked prediction would make a large set's JSON mostly curve.
+    """
+    rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
+    points = np.union1d(rises, [curve.recall.size - 1]) if curve.recall.size else rises
+    scores = curve.scores[points]
+    recall = curve.recall[points].tolist()
+    return {
+        # A class without ground truth has no recall (NaN inside): null, as in its summary.
+        "recall": NumberList([v if math.isfinite(v) else None for v in recall]),
+        "precision": NumberList(curve.precision[points].tolist()),
+        # An unscored prediction in a scored set ranks last (-inf inside): null here.
+        "scores": NumberList(
+            scores.tolist()
+            if np.isfinite(scores).all()
+            else [v if math.isfinite(v) else None for v in scores.tolist()]
+        ),
+    }
+
+
+def _conventions(conv: Conventions) -> dict[str, Any]:
+    """The conventions in force, as every JSON output states them."""
+    return {
+        "protocol": conv.protocol,
+        "iou_threshold": conv.iou_threshold,
+        "strict_threshold": conv.strict_threshold,
+        "pixel_inclusive": conv.pixel_inclusive,
+        "match_rule": conv.match_rule,
+        "difficult": conv.difficult,
+        "interpolation": conv.interpolation,
+        "ap_thresholds": list(conv.ap_thresholds),
+        "max_dets": conv.max_dets,
+    }
+
+
+def _class(cls: ClassResult) -> dict[str, Any]:
+    curve = None
+    if cls.curve is not None:
+        curve = _curve_corners(cls.curve)
+    return {
+        "name": cls.name,
+        "gt": cls.gt,
+        "gt_ignored": cls.gt_ignored,
+        "pred": cls.pred,
+        "tp": cls.tp,
+        "fp": cls.fp,
+        "fn": cls.fn,
+        "precision": cls.precision,
+        "recall": cls.recall,
+        "f1": cls.f1,
+        "ap": cls.ap,
+        "ap50": cls.ap50,
+        "ap75": cls.ap75,
+        "pred_ignored": cls.pred_ignored,
+        "in_map": cls.in_map,
+        "curve": curve,
+    }
+
+
+def _image(image: ImageResult) -> dict[str, Any]:
+    return Record(
+        {
+            "image": image.key,
+            "gt_path": image.gt_path,
+            "pred_path": image.pred_path,
+            "gt": image.gt,
+            "gt_ignored": image.gt_ignored,
+            "pred": image.pred,
+            "pred_ignored": image.pred_ignored,
+            "tp": image.tp,
+            "fp": image.fp,
+            "fn": image.fn,
+            "mean_iou": image.mean_iou,
+            "sweep": {
+                sweep_label(s.threshold): {"tp": s.tp, "fp": s.fp, "fn": s.fn} for s in image.sweep
+            },
+        }
+    )
+
+
+class Encoded(str):
+    """Text already encoded as JSON: written as it is by :func:`dumps_indented`."""
+
+
+class _ImageLines:
+    """Each image's record as one line of JSON, written directly: the same text as
+    ``json.dumps`` gives :func:`_image`'s record (``", "`` and ``": "`` between items,
+    ``ensure_ascii`` strings, ``float.__repr__`` numbers, no NaN), without building the
+    record and its sweep mapping first. A large set's JSON is mostly these lines."""
+
+    def __init__(self) -> None:
+        self._labels: dict[float, str] = {}
+
+    def __call__(self, image: ImageResult) -> Encoded | dict[str, Any]:
+        labels = [self._label(s.threshold) for s in image.sweep]
+        if len(set(labels)) != len(labels):
+            return _image(image)  # two thresholds of one name: the mapping keeps the last
+        text = _STRING
+        sweep = ", ".join(
+            f'{text(label)}: {{"tp": {s.tp}, "fp": {s.fp}, "fn": {s.fn}}}'
+            for label, s in zip(labels, image.sweep, strict=True)
+        )
+        pred_path = "null" if image.pred_path is None else text(image.pred_path)
+        return Encoded(
+            f'{{"image": {text(image.key)}, "gt_path": {text(image.gt_path)}, '
+            f'"pred_path": {pred_path}, "gt": {_int(image.gt)}, '
+            f'"gt_ignored": {_int(image.gt_ignored)}, "pred": {_int(image.pred)}, '
+            f'"pred_ignored": {_int(image.pred_ignored)}, "tp": {_int(image.tp)}, '
+            f'"fp": {_int(image.fp)}, "fn": {_int(image.fn)}, '
+            f'"mean_iou": {_float(image.mean_iou)}, "sweep": {{{sweep}}}}}'
+        )
+
+    def _label(self, threshold: float) -> str:
+        label = self._labels.get(threshold)
+        if label is None:
+            label = self._labels[threshold] = sweep_label(threshold)
+        return label
+
+
+#: json's own string encoder (``ensure_ascii``), as the C encoder calls it.
+_STRING = json.encoder.encode_basestring_ascii
+
+
+def _int(value: int) -> str:
+    # The encoder writes any int, and only ints, with int.__repr__ (never a bool here).
+    if type(value) is not int:
+        return _ONE_LINE.encode(value)
+    return int.__repr__(value)
+
+
+def _float(value: float | None) -> str:
+    if value is None or type(value) is not float or not math.isfinite(value):
+        return _ONE_LINE.encode(value)  # null, another type, or NaN refused as json does
+    return float.__repr__(value)
+
+
+def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
+    if point is None:
+        return None
+    return {
+        "threshold": point.threshold,
+        "predictions": point.predictions,
+        "precision": point.precision,
+        "recall": point.recall,
+        "f": point.f,
+    }
+
+
+def to_json_dict(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
+    slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
+) -> dict[str, Any]:
+    """The evaluation as plain JSON-ready data (documented in docs/outputs.md); with
+    ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
+    the intervals; with ``slices``, each slice's values. ``thresholds`` are the score
+    thresholds the counts use; each class's ``operating_point`` maximises F-beta."""
+    return _json_data(
+        evaluation,
+        analysis,
+        _image,
+        bootstrap=bootstrap,
+        thresholds=thresholds,
+        beta=beta,
+        slices=slices,
+        calibration=calibration,
+    )
+
+
+def _json_data(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None,
+    image_record: Callable[[ImageResult], Any],
+    *,
+    bootstrap: Bootstrap | None,
+    thresholds: ScoreThresholds | None,
+    beta: float,
+    slices: Sequence[Slice],
+    calibration: Calibration | None,
+) -> dict[str, Any]:
+    """:func:`to_json_dict`, each image's record made by ``image_record``."""
+    conv = evaluation.conventions
+    s = evaluation.summary
+    conventions = _conventions(conv)
+    conventions["score_thresholds"] = {
+        "default": thresholds.default if thresholds else None,
+        "classes": dict(thresholds.per_class) if thresholds else {},
+    }
+    conventions["beta"] = beta
+    data: dict[str, Any] = {
+        "vocmatch": __version__,
+        "conventions": conventions,
+        "summary": {
+            "images": s.images,
+            "gt": s.gt,
+            "pred": s.pred,
+            "pred_ignored": s.pred_ignored,
+            "tp": s.tp,
+            "fp": s.fp,
+            "fn": s.fn,
+            "precision": s.precision,
+            "recall": s.recall,
+            "f1": s.f1,
+            "map": s.map,
+            "skipped": s.skipped,
+            "missing_pred": s.missing_pred,
+            "orphan_pred": s.orphan_pred,
+        },
+        "classes": [
+            {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
+            for c in evaluation.classes
+        ],
+        "images": [image_record(i) for i in evaluation.images],
+    }
+    if evaluation.coco is not None:
+        data["coco"] = dict(zip(COCO_NAMES, evaluation.coco.as_list(), strict=True))
+    data["skipped"] = [
+        {"path": f.path, "line": f.line, "error": f.message} for f in evaluation.skipped
+    ]
+    data["missing_pred"] = list(evaluation.missing_pred)
+    data["orphan_pred"] = list(evaluation.orphan_pred)
+    data["notes"] = list(evaluation.notes)
+    if analysis is not None:
+        _add_analysis(data, analysis)
+    if bootstrap is not None:
+        data["bootstrap"] = bootstrap_json(bootstrap)
+    if slices:
+        data["slices"] = slices_json(slices)
+    if calibration is not None:
+        data["calibration"] = calibration_json(calibration)
+    return data
+
+
+def to_json(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
+    slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
+) -> str:
+    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
+
+    Lists of plain numbers (the precision/recall curves, histograms) and each image's record
+    are written on one line each: a large result reads as a table, one image per line (for
+    ``grep``), and the C encoder writes the bulk of it.
+    """
+    return dumps_indented(
+        _json_data(
+            evaluation,
+            analysis,
+            # The error analysis adds to each image's record: records, then.
+            _ImageLines() if analysis is None else _image,
+            bootstrap=bootstrap,
+            thresholds=thresholds,
+            beta=beta,
+            slices=slices,
+            calibration=calibration,
+        )
+    )
+
+
+class NumberList(list[float | None]):
+    """A list known to hold only numbers (or None): written on one line without a check."""
+
+
+class Record(dict[str, Any]):
+    """A mapping written on one line by :func:`dumps_indented` (one of many alike)."""
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+_ONE_LINE = json.JSONEncoder(allow_nan=False)
+_BATCH = 50_000  # fragments joined at once by dumps_indented
+
+
+def dumps_indented(data: Any) -> str:
+    """``json.dumps(data, indent=2)``, with every list of numbers and every
+    :class:`Record` kept on one line (written by the C encoder).
+
+    Raises:
+        TypeError: A mapping key is not a string.
+    """
+    parts: list[str] = []
+    # Fragments are joined a batch at a time: millions of small strings (a result with tens
+    # of thousands of classes) would hold several times the text's own size at once.
+    chunks: list[str] = []
+    encode = _ONE_LINE.encode
+
+    def write(value: Any, pad: str) -> None:
+        if len(parts) >= _BATCH:
+            chunks.append("".join(parts))
+            parts.clear()
+        if isinstance(value, Encoded):
+            parts.append(value)
+        elif isinstance(value, (Record, NumberList)):
+            parts.append(encode(value))
+        elif isinstance(value, dict):
+            if not value:
+                parts.append("{}")
+                return
+            inner = pad + "  "
+            separator = "{\n"
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"JSON keys must be strings, got {key!r}")
+                parts.append(f"{separator}{inner}{encode(key)}: ")
+                write(item, inner)
+                separator = ",\n"
+            parts.append(f"\n{pad}}}")
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                parts.append("[]")
+            elif all(_is_number(v) for v in value):
+                parts.append(encode(value))
+            else:
+                inner = pad + "  "
+                separator = "[\n"
+                for item in value:
+                    parts.append(separator + inner)
+                    write(item, inner)
+                    separator = ",\n"
+                parts.append(f"\n{pad}]")
+        else:
+            parts.append(encode(value))
+
+    write(data, "")
+    chunks.append("".join(parts))
+    parts.clear()
+    chunks.append("\n")
+    return "".join(chunks)
+
+
+def _error_counts(counts: ErrorCounts) -> dict[str, int]:
+    from vocmatch.evidence.error_types import ERROR_TYPES
+
+    return {kind: counts.of(kind) for kind in ERROR_TYPES}
+
+
+def _distribution(d: Distribution | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {
+        "count": d.count,
+        "mean": d.mean,
+        "std": d.std,
+        "median": d.median,
+        "p05": d.p05,
+        "p95": d.p95,
+        "min": d.minimum,
+        "max": d.maximum,
+        "edges": list(d.edges),
+        "counts": list(d.counts),
+    }
+
+
+def _tightness(t: Tightness) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "pairs": t.pairs,
+        "iou": _distribution(t.iou),
+        "left": _distribution(t.left),
+        "top": _distribution(t.top),
+        "right": _distribution(t.right),
+        "bottom": _distribution(t.bottom),
+    }
+    if t.name is None:
+        data["classes"] = [{"name": c.name, **_tightness(c)} for c in t.classes]
+    return data
+
+
+#: The JSON's confusion matrix is given as rows up to this many names (classes and
+#: background); beyond, only as its cells that are not zero (``cells``).
+CONFUSION_ROWS_MAX = 1001
+
+
+def _add_analysis(data: dict[str, Any], analysis: ErrorAnalysis) -> None:
+    """Lay the error analysis into the evaluation's JSON (keys documented in docs/outputs.md)."""
+    from vocmatch.evidence.error_types import ERROR_TYPES, ErrorCounts
+
+    data["background_iou"] = analysis.background_iou
+    data["summary"]["errors"] = _error_counts(analysis.summary)
+    cost = analysis.cost
+    data["summary"]["map_cost"] = (
+        None if cost is None else {kind: cost.of(kind) for kind in ERROR_TYPES}
+    )
+    by_class = {c.name: c.counts for c in analysis.classes}
+    for entry in data["classes"]:
+        entry["errors"] = _error_counts(by_class.get(entry["name"], ErrorCounts()))
+    by_image = {i.key: i for i in analysis.images}
+    for entry in data["images"]:
+        image = by_image.get(entry["image"])
+        entry["errors"] = _error_counts(image.counts if image is not None else ErrorCounts())
+        entry["error_boxes"] = (
+            []
+            if image is None
+            else [
+                {
+                    "type": b.kind,
+                    "name": b.name,
+                    "pred_index": b.pred_index,
+                    "gt_index": b.gt_index,
+                    "iou": b.iou,
+                    "score": b.score,
+                }
+                for b in image.boxes
+            ]
+        )
+    confusion = analysis.confusion
+    data["confusion"] = {
+        "names": list(confusion.names),
+        # The full matrix as rows while it is small; every cell that is not zero always.
+        "counts": (
+            confusion.counts.tolist() if len(confusion.names) <= CONFUSION_ROWS_MAX else None
+        ),
+        "cells": [
+            [r, c, v]
+            for r, c, v in zip(
+                confusion.rows.tolist(),
+                confusion.columns.tolist(),
+                confusion.values.tolist(),
+                strict=True,
+            )
+        ],
+    }
+    data["tightness"] = _tightness(analysis.tightness)
+
+
+def _interval(interval: Interval) -> dict[str, Any]:
+    return Record(
+        {
+            "value": interval.value,
+            "low": interval.low,
+            "high": interval.high,
+            "defined": interval.defined,
+        }
+    )
+
+
+def bootstrap_json(result: Bootstrap) -> dict[str, Any]:
+    """The bootstrap intervals as JSON-ready data: each metric as ``{"value", "low",
+    "high", "defined"}`` (``defined``: resamples in which it is defined)."""
+    return {
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "images": result.images,
+        "summary": {
+            "map": _interval(result.map),
+            "precision": _interval(result.precision),
+            "recall": _interval(result.recall),
+            "f1": _interval(result.f1),
+        },
+        "classes": [
+            {
+                "name": c.name,
+                "ap": _interval(c.ap),
+                "precision": _interval(c.precision),
+                "recall": _interval(c.recall),
+                "f1": _interval(c.f1),
+            }
+            for c in result.classes
+        ],
+    }
+
+
+def slices_json(slices: Sequence[Slice]) -> list[dict[str, Any]]:
+    """Each slice as ``{"name", "rule", "values"}``, each value with its counts, precision,
+    recall, F1, mAP and per-class numbers (as the ``classes`` entries, without curves)."""
+    return [
+        {
+            "name": found.name,
+            "rule": found.rule,
+            "values": [
+                {
+                    "value": v.value,
+                    "gt": v.gt,
+                    "gt_ignored": v.gt_ignored,
+                    "pred": v.pred,
+                    "tp": v.tp,
+                    "fp": v.fp,
+                    "fn": v.fn,
+                    "precision": v.precision,
+                    "recall": v.recall,
+                    "f1": v.f1,
+                    "map": v.map,
+                    "classes": [
+                        {
+                            "name": c.name,
+                            "gt": c.gt,
+                            "gt_ignored": c.gt_ignored,
+                            "pred": c.pred,
+                            "tp": c.tp,
+                            "fp": c.fp,
+                            "fn": c.fn,
+                            "precision": c.precision,
+                            "recall": c.recall,
+                            "f1": c.f1,
+                            "ap": c.ap,
+                            "in_map": c.in_map,
+                        }
+                        for c in v.classes
+                    ],
+                }
+                for v in found.values
+            ],
+        }
+        for found in slices
+    ]
+
+
+def _calibration_entry(entry: ClassCalibration) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "predictions": entry.predictions,
+        "ece": entry.ece,
+        "mce": entry.mce,
+        "bins": [
+            Record(
+                {
+                    "low": b.low,
+                    "high": b.high,
+                    "count": b.count,
+                    "confidence": b.confidence,
+                    "accuracy": b.accuracy,
+                }
+            )
+            for b in entry.bins
+        ],
+    }
+
+
+def calibration_json(result: Calibration) -> dict[str, Any]:
+    """The calibration as JSON-ready data: ``iou_threshold``, ``bins``, ``clipped``,
+    ``unscored``, ``all`` and ``classes``, each with ``predictions``, ``ece``, ``mce`` and
+    its ``bins`` (``low``, ``high``, ``count``, ``confidence``, ``accuracy``)."""
+    return {
+        "iou_threshold": result.threshold,
+        "bins": result.bins,
+        "clipped": result.clipped,
+        "unscored": result.unscored,
+        "all": _calibration_entry(result.overall),
+        "classes": [_calibration_entry(c) for c in result.classes],
+    }

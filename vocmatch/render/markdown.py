@@ -1,0 +1,190 @@
+"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as Markdown, for a pull-request
+comment or a CI job summary.
+
+Names are data, never markup: every file and class name goes through
+:func:`~vocmatch.escapes.markdown_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from vocmatch.escapes import markdown_text
+from vocmatch.render.json_report import COCO_NAMES
+from vocmatch.words import plural
+
+if TYPE_CHECKING:
+    # Only for the annotations: a report imports the modules of the parts it writes.
+    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evidence.bootstrap import Bootstrap, Interval
+    from vocmatch.evidence.gates import GateReport
+
+__all__ = [
+    "MARKDOWN_MAX_IMAGES",
+    "to_markdown",
+]
+
+#: Images named after the gate table of the Markdown report before it says "and N more".
+MARKDOWN_MAX_IMAGES = 20
+
+
+def _md(text: str) -> str:
+    return markdown_text(text)
+
+
+def _md_number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
+    """A pipe table; ``align`` has an ``l`` or ``r`` per column."""
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def _md_gates(report: GateReport, images: int) -> list[str]:
+    verdict = "passed" if report.passed else "failed"
+    rows = [
+        [_md(str(g.gate)), _md_number(g.measured), "pass" if g.passed else "**fail**"]
+        for g in report.gates
+    ]
+    for flag, limit, over in (
+        ("max-fp", report.max_fp, [i for i in report.images if i.fp_failed]),
+        ("max-fn", report.max_fn, [i for i in report.images if i.fn_failed]),
+    ):
+        if limit is not None:
+            result = "**fail**" if over else "pass"
+            rows.append(
+                [f"{flag} {limit} per image", f"{len(over)} of {images} images over", result]
+            )
+    lines = ["", f"### Quality gates: {verdict}", ""]
+    lines += _md_table(("gate", "measured", "result"), rows, "lrl")
+    failed = report.failed_images
+    if failed:
+        named = [f"{_md(i.key)} ({', '.join(i.failures())})" for i in failed[:MARKDOWN_MAX_IMAGES]]
+        more = len(failed) - len(named)
+        tail = f", and {more} more" if more else ""
+        lines += ["", f"Images over a limit: {'; '.join(named)}{tail}."]
+    return lines
+
+
+def to_markdown(
+    evaluation: Evaluation,
+    gates: GateReport | None = None,
+    bootstrap: Bootstrap | None = None,
+) -> str:
+    """A Markdown report for a pull-request comment or a CI job summary.
+
+    The conventions, a summary table, the COCO numbers when computed, a table per class,
+    with ``bootstrap`` the intervals, and, when ``gates`` holds any gate or limit, a table
+    of the gates and the images over a limit (the first :data:`MARKDOWN_MAX_IMAGES` of them
+    by key).
+
+    Args:
+        evaluation: The evaluation.
+        gates: The checked gates, if any.
+
+    Returns:
+        GitHub-flavoured Markdown, ending in a newline.
+    """
+    s = evaluation.summary
+    conventions = " · ".join(f"{name} {value}" for name, value in evaluation.conventions.describe())
+    map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
+    names = ["images", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", map_name]
+    values = [
+        str(s.images), str(s.gt), str(s.pred), str(s.tp), str(s.fp), str(s.fn),
+        _md_number(s.precision), _md_number(s.recall), _md_number(s.f1), _md_number(s.map),
+    ]  # fmt: skip
+    if evaluation.coco is not None:
+        # AP50 beside the mean over IoU 0.50:0.95, as Ultralytics reports both.
+        names.append("mAP@.50")
+        values.append(_md_number(evaluation.coco.AP50 if evaluation.coco.AP50 >= 0 else None))
+    lines = ["## vocmatch evaluation", "", _md(conventions), "", "### Summary", ""]
+    lines += _md_table(names, [values], "r" * len(names))
+    remarks = []
+    if s.skipped:
+        remarks.append(f"skipped files: {s.skipped} (not evaluated)")
+    if s.missing_pred:
+        remarks.append(
+            f"no prediction file: {plural(s.missing_pred, 'image')}, their objects count as FN"
+        )
+    if s.orphan_pred:
+        remarks.append(f"no GT file: {plural(s.orphan_pred, 'prediction file')}, not evaluated")
+    remarks += [f"note: {note}" for note in evaluation.notes]
+    if remarks:
+        lines.append("")
+        lines += [f"- {_md(r)}" for r in remarks]
+    if evaluation.coco is not None:
+        lines += ["", "### COCO (pycocotools COCOeval.stats)", ""]
+        values = [f"{v:.4f}" for v in evaluation.coco.as_list()]
+        lines += _md_table(COCO_NAMES[:6], [values[:6]], "r" * 6)
+        lines.append("")
+        lines += _md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
+    threshold = evaluation.conventions.iou_threshold
+    lines += ["", f"### Classes (at IoU {threshold:g})", ""]
+    coco = evaluation.conventions.coco_stats
+    rows = []
+    for c in evaluation.classes:
+        name = _md(c.name) + ("" if c.in_map else " \\*")
+        gt = str(c.gt) if not c.gt_ignored else f"{c.gt} (+{c.gt_ignored})"
+        pred = (
+            str(c.pred) if not c.pred_ignored else f"{c.pred - c.pred_ignored} (+{c.pred_ignored})"
+        )
+        row = [
+            name, gt, pred, str(c.tp), str(c.fp), str(c.fn), _md_number(c.precision),
+            _md_number(c.recall), _md_number(c.f1), _md_number(c.ap),
+        ]  # fmt: skip
+        if coco:
+            row += [_md_number(c.ap50), _md_number(c.ap75)]
+        rows.append(row)
+    aps = ("AP", "AP50", "AP75") if coco else ("AP",)
+    lines += _md_table(
+        ("class", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", *aps),
+        rows,
+        "l" + "r" * (8 + len(aps)),
+    )
+    notes = []
+    if any(c.gt_ignored or c.pred_ignored for c in evaluation.classes):
+        notes.append(
+            "(+n): ignored: difficult ground truth, and predictions matched to it "
+            "(neither TP nor FP)"
+        )
+    if any(not c.in_map for c in evaluation.classes):
+        notes.append("\\*: no ground truth, reported but not averaged into mAP")
+    if notes:
+        lines += ["", "; ".join(notes) + "."]
+    if bootstrap is not None:
+        lines += _md_bootstrap(bootstrap)
+    if gates is not None and gates.has_checks:
+        lines += _md_gates(gates, len(evaluation.images))
+    return "\n".join(lines) + "\n"
+
+
+def _md_value(interval: Interval) -> str:
+    if interval.value is None and interval.low is None:
+        return "—"
+    text = _md_number(interval.value)
+    if interval.low is not None and interval.high is not None:
+        text += f" [{interval.low:.4f}, {interval.high:.4f}]"
+    return text
+
+
+def _md_bootstrap(result: Bootstrap) -> list[str]:
+    coverage = f"{result.confidence * 100:g} %"
+    lines = [
+        "",
+        f"### Bootstrap: {coverage} intervals over {result.resamples:,} resamples of the "
+        f"{result.images:,} images (seed {result.seed})",
+        "",
+    ]
+    rows = [["all (mAP, micro)", *(_md_value(i) for i in (result.map, result.precision,
+             result.recall, result.f1))]]  # fmt: skip
+    rows += [
+        [_md(c.name), *(_md_value(i) for i in (c.ap, c.precision, c.recall, c.f1))]
+        for c in result.classes
+    ]
+    lines += _md_table(("class", "AP", "precision", "recall", "F1"), rows, "lrrrr")
+    return lines
