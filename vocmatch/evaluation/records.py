@@ -199,6 +199,56 @@ class MatchRecords:
             notes=_join_notes([p.notes for p in parts]),
         )
 
+    @staticmethod
+    def taken_in_key_order(parts: list[MatchRecords], conv: Conventions) -> MatchRecords:
+        """What ``join(parts, conv).in_key_order()`` gives, taking the parts out of
+        ``parts`` (which it empties): each part's predictions are copied to their places
+        and the part let go, so the records are held about once, not three times.
+        """
+        if len(parts) <= 1:
+            return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
+        # Every per-image and per-class field, in part order (no predictions).
+        images = MatchRecords.join(
+            [replace(p, preds=_empty_preds(p.preds.count.size, 0)) for p in parts], conv
+        )
+        index = {name: k for k, name in enumerate(images.class_names)}
+        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+        counts = np.concatenate([p.preds.count for p in parts])
+        # Where each image's predictions go: images in key order, each one's together.
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
+        first = parts[0].preds
+        n_pred = int(counts.sum())
+        preds = PredRecords(
+            counts[order],
+            np.empty(n_pred, dtype=np.int32),
+            *(
+                np.empty((n_pred, *column.shape[1:]), dtype=column.dtype)
+                for column in _pred_columns(first)[2:]
+            ),
+        )
+        start = 0
+        while parts:
+            part = parts.pop(0)
+            p = part.preds
+            n_images = p.count.size
+            starts = out_start[start : start + n_images]
+            size = int(p.count.sum())
+            rows: slice | IntArray
+            if n_images and bool((starts[1:] == starts[:-1] + p.count[:-1]).all()):
+                rows = slice(int(starts[0]), int(starts[0]) + size)  # images kept together
+            else:
+                source = np.concatenate([[0], np.cumsum(p.count)[:-1]]).astype(np.int64)
+                rows = np.arange(size, dtype=np.int64) + np.repeat(starts - source, p.count)
+            remap = np.array([index[n] for n in part.class_names], dtype=np.int32)
+            preds.label[rows] = remap[p.label]
+            for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
+                out[rows] = column
+            start += n_images
+            del part, p, rows
+        return replace(images.in_key_order(), preds=preds)
+
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
         order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
@@ -635,6 +685,14 @@ def _join_preds(parts: Sequence[PredRecords], remaps: Sequence[IntArray]) -> Pre
         coco_matched=np.concatenate([p.coco_matched for p in parts]),
         coco_ignored=np.concatenate([p.coco_ignored for p in parts]),
     )
+
+
+def _pred_columns(preds: PredRecords) -> tuple[npt.NDArray[Any], ...]:
+    """The per-prediction columns of ``preds``, in field order (``count`` first)."""
+    return (
+        preds.count, preds.label, preds.score, preds.matched, preds.ignored, preds.area,
+        preds.coco_matched, preds.coco_ignored,
+    )  # fmt: skip
 
 
 def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
