@@ -32,19 +32,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import engine
 from vocmatch.evaluation.accumulate import (
-    AreaMatches,
+    ClassBits,
     ClassCounts,
-    CocoOrder,
-    RankedFlags,
-    class_ap_values,
-    class_ranking,
+    class_members,
     class_results,
-    coco_area,
 )
 from vocmatch.evaluation.result import (
     COCO_AREAS,
@@ -531,15 +528,13 @@ def evaluation_of(
             "and none of the predictions has a <score> or <confidence>"
         )
     counts = records.counts if scored or records.unscored is None else records.unscored
-    ranked, order = _ranked(records, conv, scored)
-    coco = coco_class_ap = None
-    if conv.coco_stats and scored:
-        coco, coco_class_ap = _coco(records, conv, order)
-        if not _class_ap_reusable(conv, records.beyond):
-            coco_class_ap = None
     n_class_gt: list[int] = counts.classes.gt.tolist()
-    ap_values = class_ap_values(conv, ranked, n_class_gt, scored, coco_class_ap)
-    classes = class_results(conv, records.class_names, counts.classes, ranked, ap_values, scored)
+    curves: list[Curve | None] = [None] * len(records.class_names)
+    ap_values: list[list[float]] = [[] for _ in records.class_names]
+    coco = None
+    if scored:
+        coco = _accumulated(records, conv, n_class_gt, curves, ap_values)
+    classes = class_results(conv, records.class_names, counts.classes, curves, ap_values, scored)
     findings = findings or Findings()
     notes = [
         *findings.notes,
@@ -555,56 +550,65 @@ def evaluation_of(
     )  # fmt: skip
 
 
-def _ranked(
-    records: MatchRecords, conv: Conventions, scored: bool
-) -> tuple[RankedFlags, CocoOrder]:
-    """Each class's ranking of the kept predictions and their flags, read from the bits."""
-    preds, n_k = records.preds, len(records.class_names)
-    levels = engine._Levels.of(conv)
-    if not scored:  # nothing is ranked: no curve, no AP
-        preds = _empty_preds(len(records.keys), preds.coco_matched.shape[1])
-    label = preds.label
-    image = np.repeat(np.arange(preds.count.size, dtype=np.int64), preds.count)
-    cell = image * max(n_k, 1) + label
-    # A prediction's rank: its place in its image-class's run.
-    starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1])) if cell.size else cell
-    rank = np.arange(cell.size) - np.repeat(starts, np.diff(np.append(starts, cell.size)))
-    score = np.where(np.isnan(preds.score), -math.inf, preds.score)
-    by_score = np.argsort(-score, kind="stable")
-    ranking = class_ranking(by_score, label, n_k)
-    matched, ignored = preds.matched, preds.ignored
-
-    def flags(level: int) -> tuple[BoolArray, BoolArray]:
-        return (
-            np.asarray((matched >> level) & 1, dtype=bool),
-            np.asarray((ignored >> level) & 1, dtype=bool),
-        )
-
-    ranked = RankedFlags(ranking, score, flags, levels.index, levels.evaluation)
-    return ranked, CocoOrder.of(ranking, label, rank, len(conv.ap_thresholds))
-
-
-def _coco(
-    records: MatchRecords, conv: Conventions, order: CocoOrder
-) -> tuple[CocoStats, dict[int, list[float]]]:
-    """pycocotools' 12 numbers and each class's AP per threshold (area all), from the
-    records' bits, by the engine's accumulation."""
+def _accumulated(
+    records: MatchRecords,
+    conv: Conventions,
+    n_class_gt: Sequence[int],
+    curves: list[Curve | None],
+    ap_values: list[list[float]],
+) -> CocoStats | None:
+    """Each class's curve and AP (into ``curves`` and ``ap_values``) and pycocotools' 12
+    numbers (under ``coco_stats``), one class at a time: only the order of the predictions
+    by class is as long as all of them, every other array is one class's."""
     preds = records.preds
+    levels = engine._Levels.of(conv)
     n_t = len(conv.ap_thresholds)
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
-    class_ap: dict[int, list[float]] = {}
-    levels = np.arange(n_t, dtype=np.int64)
-    for a in range(len(COCO_AREAS)):
-        # Few predictions match: unpack the flags of those alone.
-        matched = np.flatnonzero(preds.coco_matched[:, a])
-        rows, hit_t = np.nonzero((preds.coco_matched[matched, a, None] >> levels) & 1)
-        hit_pred = matched[rows]
-        hit_ignored = ((preds.coco_ignored[hit_pred, a] >> hit_t) & 1).astype(bool)
-        matches = AreaMatches(
-            hit_pred, hit_t, hit_ignored, ((preds.area >> a) & 1) == 0, records.coco_gt[:, a]
-        )
-        coco_area(summary, a, matches, order, class_ap)
-    return summary.stats(), class_ap
+    reusable = conv.coco_stats and _class_ap_reusable(conv, records.beyond)
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    order, starts = class_members(preds.label, len(records.class_names))
+    image_ends = np.cumsum(preds.count)
+    for k in range(len(records.class_names)):
+        bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
+        coco_ap = None
+        if conv.coco_stats:
+            # pycocotools adds class by class to each area's numbers: class order is kept.
+            for a in range(len(COCO_AREAS)):
+                n_gt = int(records.coco_gt[k, a])
+                if n_gt == 0:
+                    continue
+                precision, recall = bits.coco_area(a, n_gt, n_t)
+                summary.add(a, precision, recall)
+                if a == 0:
+                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
+        if n_class_gt[k] > 0:
+            if reusable and coco_ap is not None:
+                ap_values[k] = coco_ap
+            else:
+                for threshold in conv.ap_thresholds:
+                    tp, score = bits.curve_input(levels.index[threshold])
+                    c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
+                    ap = average_precision(c.recall, c.precision, conv.interpolation)
+                    ap_values[k].append(ap)
+        curves[k] = precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k])
+    return summary.stats() if conv.coco_stats else None
+
+
+def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
+    """A class's predictions (``members``, in (image, rank) order) in its ranking: stable,
+    by descending score, a prediction without a score last."""
+    image = np.searchsorted(image_ends, members, side="right")
+    # A prediction's rank: its place in its image-class's run.
+    run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
+    rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
+    score = preds.score[members]
+    score[np.isnan(score)] = -math.inf
+    by_score = np.argsort(-score, kind="stable")
+    ranked = members[by_score]
+    return ClassBits(
+        score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
+        preds.area[ranked], preds.coco_matched[ranked], preds.coco_ignored[ranked],
+    )  # fmt: skip
 
 
 def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
