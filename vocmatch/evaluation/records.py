@@ -215,15 +215,12 @@ class MatchRecords:
         place = np.empty(len(order), dtype=np.int64)
         place[order] = np.arange(len(order))
         out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
-        first = parts[0].preds
         n_pred = int(counts.sum())
+        columns = zip(*(_pred_columns(p.preds)[2:] for p in parts), strict=True)
         preds = PredRecords(
             counts[order],
             np.empty(n_pred, dtype=np.int32),
-            *(
-                np.empty((n_pred, *column.shape[1:]), dtype=column.dtype)
-                for column in _pred_columns(first)[2:]
-            ),
+            *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
         )
         start = 0
         while parts:
@@ -529,12 +526,14 @@ def evaluation_of(
         )
     counts = records.counts if scored or records.unscored is None else records.unscored
     n_class_gt: list[int] = counts.classes.gt.tolist()
-    curves: list[Curve | None] = [None] * len(records.class_names)
-    ap_values: list[list[float]] = [[] for _ in records.class_names]
-    coco = None
+    # Without scores nothing is ranked: no curve, no AP.
+    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None)
     if scored:
-        coco = _accumulated(records, conv, n_class_gt, curves, ap_values)
-    classes = class_results(conv, records.class_names, counts.classes, curves, ap_values, scored)
+        done = _accumulated(records, conv, n_class_gt)
+    classes = class_results(
+        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
+    )
+    coco = done.coco
     findings = findings or Findings()
     notes = [
         *findings.notes,
@@ -550,16 +549,24 @@ def evaluation_of(
     )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class _Accumulated:
+    """Each class's curve and AP values, and pycocotools' 12 numbers (None without
+    ``coco_stats``)."""
+
+    curves: list[Curve | None]
+    ap_values: list[list[float]]
+    coco: CocoStats | None
+
+
 def _accumulated(
-    records: MatchRecords,
-    conv: Conventions,
-    n_class_gt: Sequence[int],
-    curves: list[Curve | None],
-    ap_values: list[list[float]],
-) -> CocoStats | None:
-    """Each class's curve and AP (into ``curves`` and ``ap_values``) and pycocotools' 12
-    numbers (under ``coco_stats``), one class at a time: only the order of the predictions
-    by class is as long as all of them, every other array is one class's."""
+    records: MatchRecords, conv: Conventions, n_class_gt: Sequence[int]
+) -> _Accumulated:
+    """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
+    order of the predictions by class is as long as all of them, every other array is one
+    class's."""
+    curves: list[Curve | None] = []
+    ap_values: list[list[float]] = [[] for _ in n_class_gt]
     preds = records.preds
     levels = engine._Levels.of(conv)
     n_t = len(conv.ap_thresholds)
@@ -590,8 +597,8 @@ def _accumulated(
                     c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
                     ap = average_precision(c.recall, c.precision, conv.interpolation)
                     ap_values[k].append(ap)
-        curves[k] = precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k])
-    return summary.stats() if conv.coco_stats else None
+        curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
+    return _Accumulated(curves, ap_values, summary.stats() if conv.coco_stats else None)
 
 
 def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
