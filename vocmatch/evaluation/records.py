@@ -96,7 +96,8 @@ class PredRecords:
     Attributes:
         count: ``(I,)`` the records of each image.
         label: ``(P,)`` class index.
-        score: ``(P,)`` NaN without a score.
+        score: ``(P,)`` NaN without a score (float32 when read from a state holding every
+            score as one).
         matched: ``(P,)`` bit ``t`` set: matched at the ``t``-th IoU threshold of the
             engine's levels (ascending: the evaluation threshold, the sweep, AP's).
         ignored: ``(P,)`` bit ``t`` set: matched to ignored ground truth there.
@@ -109,7 +110,7 @@ class PredRecords:
 
     count: IntArray
     label: FlagArray
-    score: FloatArray
+    score: npt.NDArray[np.floating[Any]]
     matched: FlagArray
     ignored: FlagArray
     area: FlagArray
@@ -608,7 +609,7 @@ def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) ->
     # A prediction's rank: its place in its image-class's run.
     run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
     rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
-    score = preds.score[members]
+    score = np.asarray(preds.score[members], dtype=np.float64)  # a copy, float32 or not
     score[np.isnan(score)] = -math.inf
     by_score = np.argsort(-score, kind="stable")
     ranked = members[by_score]
