@@ -6,7 +6,8 @@ only the chunk's saved state sent to the client, merged there and evaluated (coc
     python bench/dask_scale.py --images 20000 --single            # and one process, to compare
 
 Prints the wall time, the peak resident memory of each worker and of the client (which
-merges and computes the result), the state's bytes per prediction, and, with ``--single``,
+merges and computes the result; and its bytes a prediction above its memory once the cluster
+is up), the state's bytes per prediction, and, with ``--single``,
 the same chunks evaluated one after the other in this process (its time and peak), whose
 12 COCO numbers must equal the cluster's to the bit. The boxes are float32 as a detector
 gives them, the data of ``bench/incremental_bench.py``, seeded per chunk: the same chunks
@@ -60,8 +61,9 @@ def chunk_state(chunk: int, size: int, classes: int, pred_per_image: int) -> tup
     return evaluator.to_bytes(), peak_mib()
 
 
-def on_cluster(args: argparse.Namespace, chunks: int) -> tuple[list[float], float, int, Any]:
-    """Wall seconds, workers' peaks, state bytes and the result on a LocalCluster."""
+def on_cluster(args: argparse.Namespace, chunks: int) -> tuple[list[float], float, float, int, Any]:
+    """Wall seconds, workers' peaks, the client's peak once the cluster is up, state bytes
+    and the result on a LocalCluster."""
     from distributed import Client, LocalCluster, as_completed
 
     with (
@@ -70,6 +72,7 @@ def on_cluster(args: argparse.Namespace, chunks: int) -> tuple[list[float], floa
         ) as cluster,
         Client(cluster) as client,
     ):
+        client_start = peak_mib()
         start = time.perf_counter()
         futures = client.map(
             chunk_state, range(chunks), size=args.chunk, classes=args.classes,
@@ -90,7 +93,7 @@ def on_cluster(args: argparse.Namespace, chunks: int) -> tuple[list[float], floa
         result = merged.result()
         elapsed = time.perf_counter() - start
         peaks = client.run(peak_mib)
-    return [elapsed, *peaks.values()], state_bytes, len(merged), result
+    return [elapsed, *peaks.values()], client_start, state_bytes, len(merged), result
 
 
 def single(args: argparse.Namespace, chunks: int) -> tuple[float, float, list[float]]:
@@ -122,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     chunks = -(-args.images // args.chunk)
     images = chunks * args.chunk
-    (elapsed, *worker_peaks), state_bytes, n_images, result = on_cluster(args, chunks)
+    (elapsed, *worker_peaks), client_start, state_bytes, n_images, result = on_cluster(args, chunks)
     client_peak = peak_mib()
     n_pred = images * args.pred_per_image
     print(
@@ -130,7 +133,11 @@ def main() -> None:
         f"{args.classes} classes, {chunks} tasks on {args.workers} workers"
     )
     print(f"AP {result.coco.AP:.4f}  AP50 {result.coco.AP50:.4f}  AP75 {result.coco.AP75:.4f}")
-    print(f"cluster: {elapsed:.1f} s wall, client peak {client_peak:,.0f} MiB")
+    above = (client_peak - client_start) * 2**20 / n_pred
+    print(
+        f"cluster: {elapsed:.1f} s wall, client peak {client_peak:,.0f} MiB "
+        f"({client_start:,.0f} MiB with the cluster up: {above:.1f} bytes a prediction above)"
+    )
     for k, peak in enumerate(worker_peaks, start=1):
         print(f"  worker {k}: peak {peak:,.0f} MiB")
     print(f"state: {state_bytes:,} bytes in all, {state_bytes / n_pred:.1f} bytes a prediction")

@@ -5,8 +5,10 @@ Usage:
 
 Boxes and scores are float32, as a detector's tensors are. Prints the time to add every
 image, the time of ``result()`` on one evaluator and on shards merged through their saved
-bytes (which must agree to the bit), the state's size in bytes per prediction, and, when
-hotcoco is installed, its COCOeval on the same boxes (COCO JSON built in memory).
+bytes (which must agree to the bit), the memory ``result()`` of the merged shards takes
+beyond their records (its tracemalloc peak, numpy's arrays included), the state's size in
+bytes per prediction, and, when hotcoco is installed, its COCOeval on the same boxes (COCO
+JSON built in memory).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import io
 import json
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,21 @@ def fed(data: list[Any], names: list[str]) -> Evaluator:
     for key, gb, gl, pb, ps, pl in data:
         evaluator.add(key, gb, gl, pb, ps, pl)
     return evaluator
+
+
+def merged_result_peak(shards: list[bytes]) -> int:
+    """Bytes ``result()`` allocates at its peak beyond the records it starts from (the
+    tracemalloc peak, numpy's arrays included), for shards merged last first: their images
+    out of key order, as a cluster's states come."""
+    merged = Evaluator.from_bytes(shards[-1])
+    for blob in reversed(shards[:-1]):
+        merged.merge(Evaluator.from_bytes(blob))
+    tracemalloc.start()
+    try:
+        merged.result()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def run_hotcoco(data: list[Any], names: list[str]) -> float:
@@ -143,10 +161,16 @@ def main() -> None:
     if not same:
         raise SystemExit("merged shards differ from the single run")
 
+    result_peak = merged_result_peak(shards)
+
     print(f"{args.images} images, {n_gt} ground truth, {n_pred} predictions (coco protocol)")
     print(f"add, every image        {add_s:8.2f} s  ({add_s / args.images * 1e6:.0f} us an image)")
     print(f"result()                {result_s:8.2f} s  (AP {expected.summary.map:.4f})")
     print(f"load+merge {args.shards} shards+result {merge_s:5.2f} s  (identical to the single run)")
+    print(
+        f"result() memory         {result_peak / 2**20:8.1f} MiB peak beyond the merged records "
+        f"({result_peak / n_pred:.1f} bytes a prediction)"
+    )
     print(
         f"state                   {len(state)} bytes, {len(state) / n_pred:.1f} bytes a prediction"
     )

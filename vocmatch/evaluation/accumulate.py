@@ -5,8 +5,9 @@ Matching (:mod:`vocmatch.evaluation.engine`) is per image; everything here reads
 predictions of every image at once, laid out by (image, class, rank): the ranking of a class
 is stable by descending score, ties in image then file order. Two callers share it: the
 engine on the matching it has just made, and
-:func:`vocmatch.evaluation.records.evaluation_of` on match records merged from shards, so
-both give the same numbers to the bit.
+:func:`vocmatch.evaluation.records.evaluation_of` on match records merged from shards, one
+class at a time from the flags' bits (:class:`ClassBits`, so that its arrays are one class
+long), so both give the same numbers to the bit.
 """
 
 from __future__ import annotations
@@ -18,17 +19,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.ap import COCO_RECALL_THRESHOLDS, average_precision, precision_recall_curve
+from vocmatch.core.ap import (
+    COCO_RECALL_THRESHOLDS,
+    Curve,
+    average_precision,
+    precision_recall_curve,
+)
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.result import ClassResult, CocoSummary, class_result
 
 __all__ = [
     "AreaMatches",
+    "ClassBits",
     "ClassCounts",
     "ClassRanking",
     "CocoOrder",
     "RankedFlags",
     "class_ap_values",
+    "class_curves",
+    "class_members",
     "class_ranking",
     "class_results",
     "coco_area",
@@ -309,42 +318,50 @@ def class_ap_values(
     return ap_values
 
 
+def class_curves(
+    ranked: RankedFlags, n_class_gt: Sequence[int], scored: bool
+) -> list[Curve | None]:
+    """Each class's precision/recall curve at the evaluation's IoU threshold (None without
+    scores: nothing is ranked)."""
+    n_k = ranked.ranking.starts.size - 1
+    if not scored:
+        return [None] * n_k
+    matched, ignored = ranked.flags(ranked.evaluation_level)
+    ranking = ranked.ranking
+    curves: list[Curve | None] = []
+    for k in range(n_k):
+        members = ranking.members(k)
+        tp_ranked, ranked_scores = _ranked(
+            matched[members], ignored[members], ranked.score[members], ranking.rankings[k].order
+        )
+        curves.append(precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k]))
+    return curves
+
+
 def class_results(
     conv: Conventions,
     class_names: Sequence[str],
     counts: ClassCounts,
-    ranked: RankedFlags,
+    curves: Sequence[Curve | None],
     ap_values: list[list[float]],
     scored: bool,
 ) -> list[ClassResult]:
-    """Each class's counts, its curve at the IoU threshold, and its AP from ``ap_values``
-    (see :func:`class_ap_values`)."""
+    """Each class's counts, its curve at the IoU threshold (see :func:`class_curves`), and
+    its AP from ``ap_values`` (see :func:`class_ap_values`)."""
     # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
     at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
     at75 = (
         conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
     )
     n_class_gt: list[int] = counts.gt.tolist()
-    matched, ignored = ranked.flags(ranked.evaluation_level) if scored else (None, None)
-    ranking = ranked.ranking
     classes = []
     for k, name in enumerate(class_names):
-        # Without scores there is no ranking: neither a curve nor AP.
-        curve = None
-        ap = None
-        if matched is not None and ignored is not None:
-            members = ranking.members(k)
-            tp_ranked, ranked_scores = _ranked(
-                matched[members], ignored[members], ranked.score[members],
-                ranking.rankings[k].order,
-            )  # fmt: skip
-            curve = precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k])
-            ap = float(np.mean(ap_values[k])) if n_class_gt[k] > 0 else None
+        ap = float(np.mean(ap_values[k])) if scored and n_class_gt[k] > 0 else None
         values = ap_values[k] if scored and n_class_gt[k] > 0 else []
         classes.append(
             class_result(
                 name, n_class_gt[k], int(counts.gt_ignored[k]), int(counts.pred[k]),
-                int(counts.tp[k]), int(counts.fp[k]), int(counts.fn[k]), ap, curve,
+                int(counts.tp[k]), int(counts.fp[k]), int(counts.fn[k]), ap, curves[k],
                 pred_ignored=int(counts.pred_ignored[k]),
                 ap50=values[at50] if at50 is not None and values else None,
                 ap75=values[at75] if at75 is not None and values else None,
@@ -436,3 +453,73 @@ def coco_area(
         summary.add(area, precision, recall)
         if area == 0:
             class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassBits:
+    """One class's kept predictions in its ranking (stable, by descending score; ties in
+    image then file order), with their match flags as bits (see
+    :class:`vocmatch.evaluation.records.PredRecords`).
+
+    Attributes:
+        score: ``(n,)`` scores, ``-inf`` for none.
+        rank: ``(n,)`` each one's place in its image-class (maxDets keep those below).
+        matched: ``(n,)`` bit ``t``: matched at the ``t``-th matched threshold.
+        ignored: ``(n,)`` bit ``t``: matched to ignored ground truth there.
+        area: ``(n,)`` bit ``a``: the area lies in COCO's ``a``-th area range.
+        coco_matched: ``(n, A)`` per area range, bit ``t``: matched at the ``t``-th AP
+            threshold.
+        coco_ignored: ``(n, A)`` likewise, matched to ignored ground truth.
+    """
+
+    score: FloatArray
+    rank: IntArray
+    matched: IntArray
+    ignored: IntArray
+    area: IntArray
+    coco_matched: IntArray
+    coco_ignored: IntArray
+
+    def curve_input(self, level: int) -> tuple[BoolArray, FloatArray]:
+        """At the ``level``-th matched threshold, the ranked predictions not matched to
+        ignored ground truth: whether each is a TP, and its score."""
+        kept = np.flatnonzero(((self.ignored >> level) & 1) == 0)
+        return ((self.matched[kept] >> level) & 1).astype(bool), self.score[kept]
+
+    def coco_area(self, area: int, n_gt: int, n_t: int) -> tuple[FloatArray, FloatArray]:
+        """pycocotools' accumulation of the class in one area range (as :func:`coco_area`
+        gives it): ``(T, 101, 3)`` precision and ``(T, 3)`` recall."""
+        out = ((self.area >> area) & 1) == 0
+        matched, ignored = self.coco_matched[:, area], self.coco_ignored[:, area]
+        hits = []
+        for t in range(n_t):
+            places = np.flatnonzero((matched >> t) & 1)
+            hit_ignored = ((ignored[places] >> t) & 1).astype(bool)
+            hits.append((places, hit_ignored, out[places]))
+        return _coco_accumulate_sparse(n_gt, self.rank, out, hits)
+
+
+#: Predictions a class-sorting pass takes at once (its temporaries are this long).
+_SORT_CHUNK = 1 << 20
+
+
+def class_members(label: IntArray, n_classes: int) -> tuple[IntArray, IntArray]:
+    """Each class's predictions, in their order: the stable sort of ``label`` by class,
+    made a chunk at a time so that only the result is as long as ``label``.
+
+    Returns:
+        ``(P,)`` the predictions by class (int32 below 2**31 of them) and ``(K + 1,)``
+        where each class's run starts.
+    """
+    starts = np.concatenate([[0], np.cumsum(np.bincount(label, minlength=n_classes))])
+    order: IntArray = np.empty(label.size, dtype=np.int32 if label.size < 2**31 else np.int64)
+    filled = starts[:-1].astype(np.int64)
+    for low in range(0, label.size, _SORT_CHUNK):
+        chunk = label[low : low + _SORT_CHUNK]
+        local = np.argsort(chunk, kind="stable")
+        bounds = np.searchsorted(chunk[local], np.arange(n_classes + 1))
+        for k in np.flatnonzero(np.diff(bounds)).tolist():
+            run = local[bounds[k] : bounds[k + 1]]
+            order[filled[k] : filled[k] + run.size] = run + low
+            filled[k] += run.size
+    return order, starts.astype(np.int64)

@@ -55,6 +55,7 @@ from vocmatch.evaluation.accumulate import (
     RankedFlags,
     _segment_starts,
     class_ap_values,
+    class_curves,
     class_ranking,
     class_results,
     coco_area,
@@ -1437,8 +1438,9 @@ def _class_results(
         levels.evaluation,
     )  # fmt: skip
     counts = _class_counts(prepared, ranking, counted)
+    curves = class_curves(ranked, counts.gt.tolist(), prepared.scored)
     return class_results(
-        prepared.conventions, prepared.class_names, counts, ranked, ap_values, prepared.scored
+        prepared.conventions, prepared.class_names, counts, curves, ap_values, prepared.scored
     )
 
 

@@ -356,10 +356,11 @@ class Evaluator:
         )  # fmt: skip
 
     def _matched(self) -> MatchRecords:
-        """The records of every image: those added since are matched now, and all kept
-        joined, for the next call."""
+        """The records of every image, in key order: those added since are matched now, and
+        all kept joined, for the next call (each part let go once copied)."""
         self._match_added()
-        records = MatchRecords.join(self._records, self.conventions)
+        parts, self._records = self._records, []
+        records = MatchRecords.taken_in_key_order(parts, self.conventions)
         self._records = [records]
         return records
 

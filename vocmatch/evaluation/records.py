@@ -32,19 +32,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import engine
 from vocmatch.evaluation.accumulate import (
-    AreaMatches,
+    ClassBits,
     ClassCounts,
-    CocoOrder,
-    RankedFlags,
-    class_ap_values,
-    class_ranking,
+    class_members,
     class_results,
-    coco_area,
 )
 from vocmatch.evaluation.result import (
     COCO_AREAS,
@@ -99,7 +96,8 @@ class PredRecords:
     Attributes:
         count: ``(I,)`` the records of each image.
         label: ``(P,)`` class index.
-        score: ``(P,)`` NaN without a score.
+        score: ``(P,)`` NaN without a score (float32 when read from a state holding every
+            score as one).
         matched: ``(P,)`` bit ``t`` set: matched at the ``t``-th IoU threshold of the
             engine's levels (ascending: the evaluation threshold, the sweep, AP's).
         ignored: ``(P,)`` bit ``t`` set: matched to ignored ground truth there.
@@ -112,7 +110,7 @@ class PredRecords:
 
     count: IntArray
     label: FlagArray
-    score: FloatArray
+    score: npt.NDArray[np.floating[Any]]
     matched: FlagArray
     ignored: FlagArray
     area: FlagArray
@@ -198,6 +196,53 @@ class MatchRecords:
             beyond=any(p.beyond for p in parts),
             notes=_join_notes([p.notes for p in parts]),
         )
+
+    @staticmethod
+    def taken_in_key_order(parts: list[MatchRecords], conv: Conventions) -> MatchRecords:
+        """What ``join(parts, conv).in_key_order()`` gives, taking the parts out of
+        ``parts`` (which it empties): each part's predictions are copied to their places
+        and the part let go, so the records are held about once, not three times.
+        """
+        if len(parts) <= 1:
+            return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
+        # Every per-image and per-class field, in part order (no predictions).
+        images = MatchRecords.join(
+            [replace(p, preds=_empty_preds(p.preds.count.size, 0)) for p in parts], conv
+        )
+        index = {name: k for k, name in enumerate(images.class_names)}
+        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+        counts = np.concatenate([p.preds.count for p in parts])
+        # Where each image's predictions go: images in key order, each one's together.
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
+        n_pred = int(counts.sum())
+        columns = zip(*(_pred_columns(p.preds)[2:] for p in parts), strict=True)
+        preds = PredRecords(
+            counts[order],
+            np.empty(n_pred, dtype=np.int32),
+            *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
+        )
+        start = 0
+        while parts:
+            part = parts.pop(0)
+            p = part.preds
+            n_images = p.count.size
+            starts = out_start[start : start + n_images]
+            size = int(p.count.sum())
+            rows: slice | IntArray
+            if n_images and bool((starts[1:] == starts[:-1] + p.count[:-1]).all()):
+                rows = slice(int(starts[0]), int(starts[0]) + size)  # images kept together
+            else:
+                source = np.concatenate([[0], np.cumsum(p.count)[:-1]]).astype(np.int64)
+                rows = np.arange(size, dtype=np.int64) + np.repeat(starts - source, p.count)
+            remap = np.array([index[n] for n in part.class_names], dtype=np.int32)
+            preds.label[rows] = remap[p.label]
+            for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
+                out[rows] = column
+            start += n_images
+            del part, p, rows
+        return replace(images.in_key_order(), preds=preds)
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
@@ -481,15 +526,15 @@ def evaluation_of(
             "and none of the predictions has a <score> or <confidence>"
         )
     counts = records.counts if scored or records.unscored is None else records.unscored
-    ranked, order = _ranked(records, conv, scored)
-    coco = coco_class_ap = None
-    if conv.coco_stats and scored:
-        coco, coco_class_ap = _coco(records, conv, order)
-        if not _class_ap_reusable(conv, records.beyond):
-            coco_class_ap = None
     n_class_gt: list[int] = counts.classes.gt.tolist()
-    ap_values = class_ap_values(conv, ranked, n_class_gt, scored, coco_class_ap)
-    classes = class_results(conv, records.class_names, counts.classes, ranked, ap_values, scored)
+    # Without scores nothing is ranked: no curve, no AP.
+    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None)
+    if scored:
+        done = _accumulated(records, conv, n_class_gt)
+    classes = class_results(
+        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
+    )
+    coco = done.coco
     findings = findings or Findings()
     notes = [
         *findings.notes,
@@ -505,56 +550,73 @@ def evaluation_of(
     )  # fmt: skip
 
 
-def _ranked(
-    records: MatchRecords, conv: Conventions, scored: bool
-) -> tuple[RankedFlags, CocoOrder]:
-    """Each class's ranking of the kept predictions and their flags, read from the bits."""
-    preds, n_k = records.preds, len(records.class_names)
-    levels = engine._Levels.of(conv)
-    if not scored:  # nothing is ranked: no curve, no AP
-        preds = _empty_preds(len(records.keys), preds.coco_matched.shape[1])
-    label = preds.label
-    image = np.repeat(np.arange(preds.count.size, dtype=np.int64), preds.count)
-    cell = image * max(n_k, 1) + label
-    # A prediction's rank: its place in its image-class's run.
-    starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1])) if cell.size else cell
-    rank = np.arange(cell.size) - np.repeat(starts, np.diff(np.append(starts, cell.size)))
-    score = np.where(np.isnan(preds.score), -math.inf, preds.score)
-    by_score = np.argsort(-score, kind="stable")
-    ranking = class_ranking(by_score, label, n_k)
-    matched, ignored = preds.matched, preds.ignored
+@dataclass(frozen=True, slots=True)
+class _Accumulated:
+    """Each class's curve and AP values, and pycocotools' 12 numbers (None without
+    ``coco_stats``)."""
 
-    def flags(level: int) -> tuple[BoolArray, BoolArray]:
-        return (
-            np.asarray((matched >> level) & 1, dtype=bool),
-            np.asarray((ignored >> level) & 1, dtype=bool),
-        )
-
-    ranked = RankedFlags(ranking, score, flags, levels.index, levels.evaluation)
-    return ranked, CocoOrder.of(ranking, label, rank, len(conv.ap_thresholds))
+    curves: list[Curve | None]
+    ap_values: list[list[float]]
+    coco: CocoStats | None
 
 
-def _coco(
-    records: MatchRecords, conv: Conventions, order: CocoOrder
-) -> tuple[CocoStats, dict[int, list[float]]]:
-    """pycocotools' 12 numbers and each class's AP per threshold (area all), from the
-    records' bits, by the engine's accumulation."""
+def _accumulated(
+    records: MatchRecords, conv: Conventions, n_class_gt: Sequence[int]
+) -> _Accumulated:
+    """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
+    order of the predictions by class is as long as all of them, every other array is one
+    class's."""
+    curves: list[Curve | None] = []
+    ap_values: list[list[float]] = [[] for _ in n_class_gt]
     preds = records.preds
+    levels = engine._Levels.of(conv)
     n_t = len(conv.ap_thresholds)
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
-    class_ap: dict[int, list[float]] = {}
-    levels = np.arange(n_t, dtype=np.int64)
-    for a in range(len(COCO_AREAS)):
-        # Few predictions match: unpack the flags of those alone.
-        matched = np.flatnonzero(preds.coco_matched[:, a])
-        rows, hit_t = np.nonzero((preds.coco_matched[matched, a, None] >> levels) & 1)
-        hit_pred = matched[rows]
-        hit_ignored = ((preds.coco_ignored[hit_pred, a] >> hit_t) & 1).astype(bool)
-        matches = AreaMatches(
-            hit_pred, hit_t, hit_ignored, ((preds.area >> a) & 1) == 0, records.coco_gt[:, a]
-        )
-        coco_area(summary, a, matches, order, class_ap)
-    return summary.stats(), class_ap
+    reusable = conv.coco_stats and _class_ap_reusable(conv, records.beyond)
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    order, starts = class_members(preds.label, len(records.class_names))
+    image_ends = np.cumsum(preds.count)
+    for k in range(len(records.class_names)):
+        bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
+        coco_ap = None
+        if conv.coco_stats:
+            # pycocotools adds class by class to each area's numbers: class order is kept.
+            for a in range(len(COCO_AREAS)):
+                n_gt = int(records.coco_gt[k, a])
+                if n_gt == 0:
+                    continue
+                precision, recall = bits.coco_area(a, n_gt, n_t)
+                summary.add(a, precision, recall)
+                if a == 0:
+                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
+        if n_class_gt[k] > 0:
+            if reusable and coco_ap is not None:
+                ap_values[k] = coco_ap
+            else:
+                for threshold in conv.ap_thresholds:
+                    tp, score = bits.curve_input(levels.index[threshold])
+                    c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
+                    ap = average_precision(c.recall, c.precision, conv.interpolation)
+                    ap_values[k].append(ap)
+        curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
+    return _Accumulated(curves, ap_values, summary.stats() if conv.coco_stats else None)
+
+
+def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
+    """A class's predictions (``members``, in (image, rank) order) in its ranking: stable,
+    by descending score, a prediction without a score last."""
+    image = np.searchsorted(image_ends, members, side="right")
+    # A prediction's rank: its place in its image-class's run.
+    run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
+    rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
+    score = np.asarray(preds.score[members], dtype=np.float64)  # a copy, float32 or not
+    score[np.isnan(score)] = -math.inf
+    by_score = np.argsort(-score, kind="stable")
+    ranked = members[by_score]
+    return ClassBits(
+        score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
+        preds.area[ranked], preds.coco_matched[ranked], preds.coco_ignored[ranked],
+    )  # fmt: skip
 
 
 def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
@@ -635,6 +697,14 @@ def _join_preds(parts: Sequence[PredRecords], remaps: Sequence[IntArray]) -> Pre
         coco_matched=np.concatenate([p.coco_matched for p in parts]),
         coco_ignored=np.concatenate([p.coco_ignored for p in parts]),
     )
+
+
+def _pred_columns(preds: PredRecords) -> tuple[npt.NDArray[Any], ...]:
+    """The per-prediction columns of ``preds``, in field order (``count`` first)."""
+    return (
+        preds.count, preds.label, preds.score, preds.matched, preds.ignored, preds.area,
+        preds.coco_matched, preds.coco_ignored,
+    )  # fmt: skip
 
 
 def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:

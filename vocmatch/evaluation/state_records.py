@@ -303,7 +303,11 @@ def _pred_records(
     image = np.repeat(np.arange(count.size, dtype=np.int64), count)
     if label.size > 1 and (np.diff(image * n_classes + label) < 0).any():
         raise StateError(f"{source}: array 'pred_label' is not sorted within each image")
-    score = arrays["pred_score"].astype(np.float64)
+    # Kept as narrow as stored (float32 when every score is one): exact either way.
+    stored = arrays["pred_score"]
+    score: npt.NDArray[np.floating[Any]] = stored.astype(
+        np.float32 if stored.dtype.itemsize <= 4 else np.float64
+    )
     if np.isinf(score).any():
         raise StateError(f"{source}: array 'pred_score' holds infinite values")
     n_levels = len({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
@@ -367,7 +371,7 @@ def _narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return values.astype(np.uint64)
 
 
-def _narrowest_float(values: FloatArray) -> npt.NDArray[Any]:
+def _narrowest_float(values: npt.NDArray[np.floating[Any]]) -> npt.NDArray[Any]:
     """float32 when every value survives the round trip exactly (NaN stays NaN)."""
     single = values.astype(np.float32)
     if np.array_equal(single.astype(np.float64), values, equal_nan=True):
