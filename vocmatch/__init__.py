@@ -24,11 +24,11 @@ _WHERE = {
     "EvalRequest": "vocmatch.pipeline",
     "EvalReport": "vocmatch.evidence.report",
     "Evidence": "vocmatch.evidence.report",
-    "compare": "vocmatch.pipeline",
-    "DiffRequest": "vocmatch.pipeline",
-    "DiffReport": "vocmatch.pipeline",
-    "find_suspects": "vocmatch.pipeline",
-    "SuspectsRequest": "vocmatch.pipeline",
+    "compare": "vocmatch.pipeline_diff",
+    "DiffRequest": "vocmatch.pipeline_diff",
+    "DiffReport": "vocmatch.pipeline_diff",
+    "find_suspects": "vocmatch.pipeline_suspects",
+    "SuspectsRequest": "vocmatch.pipeline_suspects",
     "operating_thresholds": "vocmatch.pipeline",
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
@@ -103,17 +103,9 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.evaluate import Evaluation, evaluate_directories
     from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evidence.report import EvalReport, Evidence
-    from vocmatch.pipeline import (
-        DiffReport,
-        DiffRequest,
-        EvalRequest,
-        SuspectsRequest,
-        compare,
-        evaluate,
-        evaluator_for,
-        find_suspects,
-        operating_thresholds,
-    )
+    from vocmatch.pipeline import EvalRequest, evaluate, evaluator_for, operating_thresholds
+    from vocmatch.pipeline_diff import DiffReport, DiffRequest, compare
+    from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.report import TableOptions, render_html, render_text
 
