@@ -160,19 +160,35 @@ def test_help_defaults_equal_the_library() -> None:
     assert cli.DEFAULT_DUPLICATE_IOU == DEFAULT_DUPLICATE_IOU
 
 
-# Modules the demo report must not load: each belongs to an option the run was not given.
+# Modules the demo report must not load: each belongs to an option the run was not given,
+# or to another command.
 UNUSED_ON_EVAL = (
     "vocmatch.evidence.suspects",
     "vocmatch.evidence.analysis",
     "vocmatch.evidence.bootstrap",
     "vocmatch.evidence.diff",
     "vocmatch.evidence.calibration",
+    "vocmatch.evidence.slices",
     "vocmatch.evaluation.seg",
     "vocmatch.evaluation.labels",
+    "vocmatch.evaluation.incremental",
+    "vocmatch.evaluation.distributed",
+    "vocmatch.readers.lint",
+    "vocmatch.readers.pred_formats",
     "vocmatch.render.html",
+    "vocmatch.render.diagram",
+    "vocmatch.pipeline_diff",
+    "vocmatch.pipeline_suspects",
+    "vocmatch.cli.help",
+    "rich_click",
     "shapely",
     "jinja2",
     "PIL",
+    "dask",
+    "fsspec",
+    "urllib.request",
+    "multiprocessing",
+    "concurrent.futures",
 )
 
 
@@ -199,9 +215,21 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
 )
 def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple[str, ...]) -> None:
     """The demo report loads no suspects, analysis, bootstrap, diff, labels or HTML module,
-    no shapely for boxes without shapes, and JSON output no rich."""
+    no module of another command, no shapely for boxes without shapes, no worker pool for
+    six files, and JSON output no rich."""
     demo = ["fixtures/demo/gt", "fixtures/demo/pred", *extra]
     assert modules_loaded_by(demo, UNUSED_ON_EVAL + also_unused) == []
+
+
+def test_eval_reads_the_demo_without_lxml() -> None:
+    """With the compiled reader, the demo's plain files, the one without objects too, are
+    read without the parser: lxml is not imported."""
+    from vocmatch.readers import scan
+
+    if scan.active_reader() != "compiled":
+        pytest.skip("the compiled reader is not built")
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", "--format", "json"]
+    assert modules_loaded_by(demo, ("lxml", "lxml.etree")) == []
 
 
 def test_the_module_probe_can_fail() -> None:
