@@ -221,15 +221,20 @@ def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple
     assert modules_loaded_by(demo, UNUSED_ON_EVAL + also_unused) == []
 
 
-def test_eval_reads_the_demo_without_lxml() -> None:
+@pytest.mark.parametrize(
+    "extra", [pytest.param([], id="table"), pytest.param(["--format", "json"], id="json")]
+)
+def test_eval_reads_the_demo_with_the_compiled_reader_alone(extra: list[str]) -> None:
     """With the compiled reader, the demo's plain files, the one without objects too, are
-    read without the parser: lxml is not imported."""
+    read without the parser and without the pure-Python reader: neither lxml nor
+    vocmatch.readers.scan_pure is imported."""
     from vocmatch.readers import scan
 
     if scan.active_reader() != "compiled":
         pytest.skip("the compiled reader is not built")
-    demo = ["fixtures/demo/gt", "fixtures/demo/pred", "--format", "json"]
-    assert modules_loaded_by(demo, ("lxml", "lxml.etree")) == []
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", *extra]
+    unused = ("lxml", "vocmatch.readers.scan_pure")
+    assert modules_loaded_by(demo, unused) == []
 
 
 def test_the_module_probe_can_fail() -> None:
