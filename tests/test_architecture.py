@@ -27,6 +27,8 @@ TOP_LEVEL = {
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",
+    "pipeline_diff": "pipeline",
+    "pipeline_suspects": "pipeline",
 }
 
 #: Third-party packages and the layers that may import them: the library never knows click.

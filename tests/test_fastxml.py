@@ -160,6 +160,51 @@ def test_the_compiled_reader_reads_what_the_pure_reader_reads_on_clean_files() -
     check()
 
 
+@compiled
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(
+            b"<annotation><filename>a.jpg</filename><size><width>640</width>"
+            b"<height>480</height><depth>3</depth></size></annotation>\n",
+            id="header-only",
+        ),
+        pytest.param(
+            b'<?xml version="1.0"?>\n<annotation verified="yes">\n\t<folder>f</folder>\n'
+            b"</annotation>",
+            id="declared-verified-no-size",
+        ),
+        pytest.param(b"<annotation></annotation>", id="empty-root"),
+    ],
+)
+def test_the_compiled_reader_reads_files_without_objects(data: bytes) -> None:
+    """A file without objects (an image with nothing in it) is read by the compiled reader,
+    not left to the parser, with the parser's header and no objects."""
+    fast = scan._fast_compiled(data, ())
+    assert fast is not None
+    assert len(fast.names) == 0 and fast.coordinates.shape == (0, 4)
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "a.xml").write_bytes(data)
+        parsed = read_directory(folder).annotations[0]
+    assert fast.header == scan._Header(parsed.filename, parsed.size)
+
+
+@compiled
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"<annotation></annotation>x", id="text-after-the-root"),
+        pytest.param(b"<annotation><size><width>1</width></size></annotation>", id="no-height"),
+        pytest.param(b"<annotation><a></annotation></a>", id="mismatched"),
+        pytest.param(b"<annotation></annotationx>", id="another-end-tag"),
+    ],
+)
+def test_files_without_objects_the_parser_reads_otherwise_are_left_to_it(data: bytes) -> None:
+    """A file without objects that is not plain, or that the parser refuses, is still left
+    to the parser."""
+    assert scan._fast_compiled(data, ()) is None
+
+
 def _grammar(text: str) -> float | None:
     try:
         return read_number(text)

@@ -25,7 +25,7 @@ from tests.test_batch import assert_identical, assert_same_columns
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.evaluate import evaluate
-from vocmatch.readers import scan
+from vocmatch.readers import scan, scan_pure
 from vocmatch.readers.parse import parse_annotation, read_directory, read_number
 from vocmatch.readers.scan import columns_from_annotations, read_columns
 from vocmatch.render.json_report import to_json
@@ -372,7 +372,7 @@ def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
     except ValueError:
         got = None
     assert got == expected or (got != got and expected != expected)
-    values = scan._numbers([text.encode()])
+    values = scan_pure._numbers([text.encode()])
     if expected is None:
         assert values is None
     else:
@@ -441,7 +441,7 @@ def test_numbers_read_in_bulk_are_each_read_alone(texts: list[str]) -> None:
             expected = None
             break
         expected.append(value)
-    values = scan._numbers([t.encode() for t in texts])
+    values = scan_pure._numbers([t.encode() for t in texts])
     if expected is None:
         assert values is None
     else:
@@ -464,7 +464,7 @@ def test_a_control_character_leaves_the_file_to_the_parser(
         for _ in range(objects)
     )
     clean = f"<annotation>\n\t{body}</annotation>\r\n".encode()
-    assert (len(clean) < scan._SMALL_FILE) == (objects == 1)
+    assert (len(clean) < scan_pure._SMALL_FILE) == (objects == 1)
     assert scan._fast(clean) is not None
     broken = clean.replace(b"<name>car</name>", f"<name>c{control}ar</name>".encode(), 1)
     assert scan._fast(broken) is None

@@ -168,7 +168,8 @@ TABLE_MODULES = (
     "vocmatch.render.label_tables",
 )
 
-# Modules the demo report must not load: each belongs to an option the run was not given.
+# Modules the demo report must not load: each belongs to an option the run was not given,
+# or to another command.
 UNUSED_ON_EVAL = (
     "vocmatch.evidence.suspects",
     "vocmatch.evidence.analysis",
@@ -180,12 +181,27 @@ UNUSED_ON_EVAL = (
     "vocmatch.evidence.bootstrap",
     "vocmatch.evidence.diff",
     "vocmatch.evidence.calibration",
+    "vocmatch.evidence.slices",
     "vocmatch.evaluation.seg",
     "vocmatch.evaluation.labels",
+    "vocmatch.evaluation.incremental",
+    "vocmatch.evaluation.distributed",
+    "vocmatch.readers.lint",
+    "vocmatch.readers.pred_formats",
     "vocmatch.render.html",
+    "vocmatch.render.diagram",
+    "vocmatch.pipeline_diff",
+    "vocmatch.pipeline_suspects",
+    "vocmatch.cli.help",
+    "rich_click",
     "shapely",
     "jinja2",
     "PIL",
+    "dask",
+    "fsspec",
+    "urllib.request",
+    "multiprocessing",
+    "concurrent.futures",
 )
 
 
@@ -216,9 +232,26 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
 )
 def test_eval_loads_only_what_the_run_needs(extra: list[str], also_unused: tuple[str, ...]) -> None:
     """The demo report loads no suspects, analysis, bootstrap, diff, labels or HTML module,
-    no shapely for boxes without shapes, and JSON output no rich."""
+    no module of another command, no shapely for boxes without shapes, no worker pool for
+    six files, and JSON output no rich."""
     demo = ["fixtures/demo/gt", "fixtures/demo/pred", *extra]
     assert modules_loaded_by(demo, UNUSED_ON_EVAL + also_unused) == []
+
+
+@pytest.mark.parametrize(
+    "extra", [pytest.param([], id="table"), pytest.param(["--format", "json"], id="json")]
+)
+def test_eval_reads_the_demo_with_the_compiled_reader_alone(extra: list[str]) -> None:
+    """With the compiled reader, the demo's plain files, the one without objects too, are
+    read without the parser and without the pure-Python reader: neither lxml nor
+    vocmatch.readers.scan_pure is imported."""
+    from vocmatch.readers import scan
+
+    if scan.active_reader() != "compiled":
+        pytest.skip("the compiled reader is not built")
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", *extra]
+    unused = ("lxml", "vocmatch.readers.scan_pure")
+    assert modules_loaded_by(demo, unused) == []
 
 
 def test_the_module_probe_can_fail() -> None:

@@ -24,11 +24,11 @@ _WHERE = {
     "EvalRequest": "vocmatch.pipeline",
     "EvalReport": "vocmatch.evidence.report",
     "Evidence": "vocmatch.evidence.report",
-    "compare": "vocmatch.pipeline",
-    "DiffRequest": "vocmatch.pipeline",
-    "DiffReport": "vocmatch.pipeline",
-    "find_suspects": "vocmatch.pipeline",
-    "SuspectsRequest": "vocmatch.pipeline",
+    "compare": "vocmatch.pipeline_diff",
+    "DiffRequest": "vocmatch.pipeline_diff",
+    "DiffReport": "vocmatch.pipeline_diff",
+    "find_suspects": "vocmatch.pipeline_suspects",
+    "SuspectsRequest": "vocmatch.pipeline_suspects",
     "operating_thresholds": "vocmatch.pipeline",
     "evaluate_labels": "vocmatch.pipeline",
     "LabelsRequest": "vocmatch.pipeline",
@@ -113,18 +113,15 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.report import EvalReport, Evidence
     from vocmatch.pipeline import (
-        DiffReport,
-        DiffRequest,
         EvalRequest,
         LabelsRequest,
-        SuspectsRequest,
-        compare,
         evaluate,
         evaluate_labels,
         evaluator_for,
-        find_suspects,
         operating_thresholds,
     )
+    from vocmatch.pipeline_diff import DiffReport, DiffRequest, compare
+    from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.report import (
         TableOptions,

@@ -9,6 +9,7 @@ click: a pre-commit hook or a script asking for the version pays for the interpr
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -68,6 +69,10 @@ def main() -> None:
     # threads): numpy's OpenBLAS would start a thread per core when imported, only to wait
     # (some 40 ms of processor time in a short run). A value set by the user is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # The command's imports (click, then numpy, rich and ours) build tens of thousands of
+    # objects and free almost none: at the default threshold the cycle collector would walk
+    # them a dozen times before the run starts. run() sets the same thresholds again.
+    gc.set_threshold(100_000, 50, 100)
     from vocmatch.cli.app import run
 
     run(handle_interrupt=handle)

@@ -40,11 +40,14 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evaluation.labels import LabelDifficult, LabelEvaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
-    from vocmatch.evidence.bootstrap import PairedBootstrap
-    from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.evidence.suspects import SuspectOptions, SuspectReport
+    from vocmatch.pipeline_diff import DiffReport as DiffReport
+    from vocmatch.pipeline_diff import DiffRequest as DiffRequest
+    from vocmatch.pipeline_diff import compare as compare
+    from vocmatch.pipeline_suspects import SuspectsFound as SuspectsFound
+    from vocmatch.pipeline_suspects import SuspectsRequest as SuspectsRequest
+    from vocmatch.pipeline_suspects import find_suspects as find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
@@ -851,259 +854,28 @@ def refuse_unpaired_keys(
     raise InputError(Message("no ground-truth image pairs with a prediction: ", reason))
 
 
-# Comparing two runs ---------------------------------------------------------------------
+#: Names defined in their own modules, imported from there when first asked for here (PEP
+#: 562): an evaluation builds no record of a comparison or of the suspects finder.
+_ELSEWHERE = {
+    "DiffReport": "vocmatch.pipeline_diff",
+    "DiffRequest": "vocmatch.pipeline_diff",
+    "compare": "vocmatch.pipeline_diff",
+    "SuspectsFound": "vocmatch.pipeline_suspects",
+    "SuspectsRequest": "vocmatch.pipeline_suspects",
+    "find_suspects": "vocmatch.pipeline_suspects",
+}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DiffRequest(ScoreOptions):
-    """Two prediction sets compared on one ground truth: what ``vocmatch diff`` reads.
+def __getattr__(name: str) -> Any:
+    """Import a name of :data:`_ELSEWHERE` from its module on first use (PEP 562)."""
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    Both prediction sets are read the same way (:class:`ReadOptions`) and scored under the
-    same conventions (:class:`ScoreOptions`).
-
-    Attributes:
-        gt: The ground truth (a folder of XML files, or a VOC folder).
-        pred_a: The reference run's predictions.
-        pred_b: The candidate run's predictions.
-        score_threshold: Count only predictions scored at least this (AP uses every one).
-        gates: Regression gates, as :class:`~vocmatch.evidence.diff.RegressionGate` or text
-            such as ``map=-0.01``.
-        bootstrap: Resamples of the images shared by both runs (None: no bootstrap).
-        seed: The bootstrap's seed.
-        alpha: With a bootstrap, a gate fails only when its fall is significant at this level.
-
-    Example:
-        >>> request = DiffRequest(gt="gt", pred_a="a", pred_b="b", gates=["map=-0.01"])
-        >>> request.conventions().protocol, request.pred_format
-        ('default', 'voc')
-    """
-
-    gt: PathLike
-    pred_a: PathLike
-    pred_b: PathLike
-    score_threshold: float | None = None
-    gates: Sequence[RegressionGate | str] = ()
-    bootstrap: int | None = None
-    seed: int = 0
-    alpha: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DiffReport:
-    """What :func:`compare` found.
-
-    Attributes:
-        diff: The change overall, per class and per image, worst regression first.
-        results: Every regression gate checked, in the order given.
-        evidence: The paired bootstrap, when asked for.
-        skipped: Files that could not be read in either run, each once.
-
-    Example:
-        >>> import vocmatch
-        >>> found = vocmatch.compare(
-        ...     "fixtures/diff/gt", "fixtures/diff/pred_a", "fixtures/diff/pred_b",
-        ...     gates=["map=0"],
-        ... )
-        >>> found.passed, str(found.results[0]).split(" (")[0]
-        (False, 'map 0.8333 -> 0.7500')
-    """
-
-    diff: EvaluationDiff
-    results: tuple[RegressionResult, ...]
-    evidence: PairedBootstrap | None = None
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        """Every regression gate passed."""
-        return all(r.passed for r in self.results)
-
-
-def compare(
-    request: DiffRequest | PathLike,
-    pred_a: PathLike | None = None,
-    pred_b: PathLike | None = None,
-    *,
-    progress: Progress | None = None,
-    **options: Any,
-) -> DiffReport:
-    """Evaluate two runs on the same ground truth and compare them, image by image.
-
-    Args:
-        request: The request, or the ground truth's path.
-        pred_a: The reference run's predictions, when ``request`` is a path.
-        pred_b: The candidate run's predictions, when ``request`` is a path.
-        progress: Told how far the reading and the matching are.
-        **options: The fields of :class:`DiffRequest`, when ``request`` is a path.
-
-    Returns:
-        The diff, its gates and the paired bootstrap if asked for.
-
-    Raises:
-        RequestError: A field holds a value that cannot be used (its ``field`` says which).
-        InputError: An input cannot be read, or nothing pairs.
-
-    Example:
-        >>> import vocmatch
-        >>> found = vocmatch.compare("fixtures/demo/gt", "fixtures/demo/pred", "fixtures/demo/pred")
-        >>> found.diff.summary.map.delta, found.passed
-        (0.0, True)
-    """
-    if not isinstance(request, DiffRequest):
-        if pred_a is None or pred_b is None:
-            raise TypeError("compare() needs both runs' paths after the ground truth's")
-        request = DiffRequest(gt=request, pred_a=pred_a, pred_b=pred_b, **options)
-    elif pred_a is not None or pred_b is not None or options:
-        raise TypeError("compare() takes a request or paths and keywords, not both")
-    from vocmatch.evidence.diff import check_regressions, evaluation_diff, parse_regression_gate
-
-    try:
-        gates = [parse_regression_gate(g) if isinstance(g, str) else g for g in request.gates]
-    except ValueError as error:
-        raise RequestError("gates", str(error)) from None
-    if request.alpha is not None and request.bootstrap is None:
-        raise RequestError("alpha", "tests the paired bootstrap: ask for resamples too")
-    a = _run(request, request.pred_a, progress)
-    b = _run(request, request.pred_b, progress)
-    evidence = None
-    if request.bootstrap is not None:
-        from vocmatch.evidence.bootstrap import paired_bootstrap, resampler
-
-        evidence = paired_bootstrap(
-            a.evaluation, resampler(a.evaluation, a.matched),
-            b.evaluation, resampler(b.evaluation, b.matched),
-            request.bootstrap, request.seed, jobs=request.workers(),
-        )  # fmt: skip
-    names = (os.fspath(request.pred_a), os.fspath(request.pred_b))
-    diff = evaluation_diff(a.evaluation, b.evaluation, a.pred, b.pred, *names)
-    results = check_regressions(diff, gates, evidence, request.alpha)
-    skipped = {str(s): None for s in (*a.evaluation.skipped, *b.evaluation.skipped)}
-    return DiffReport(diff, results, evidence, tuple(skipped))
-
-
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """One run of a comparison: its evaluation, the matching's arrays, its predictions."""
-
-    evaluation: Evaluation
-    matched: MatchedColumns | None
-    pred: AnnotationSet
-
-
-def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Run:
-    """One run of a comparison, evaluated with every match and its predictions box by box."""
-    from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
-    from vocmatch.evaluation.thresholds import ScoreThresholds
-
-    _check_pred_path(request, pred)
-    thresholds = ScoreThresholds.of(request.score_threshold, {})
-    gt_columns, pred_columns = read_inputs(
-        Inputs(request.gt, pred, request), progress.files if progress is not None else None
-    )
-    evaluation, matched = evaluate_matched(
-        gt_columns,
-        pred_columns,
-        request.conventions(),
-        fold_case=request.fold_case,
-        progress=progress.stages if progress is not None else None,
-        score_thresholds=thresholds or None,
-    )
-    if thresholds:
-        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
-    predictions = pred_columns.to_annotations()
-    if request.fold_case:
-        # The image-by-image comparison sees the names that were matched.
-        predictions = fold_names(predictions)
-    return _Run(evaluation, matched, predictions)
-
-
-# Label-error suspects ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SuspectsRequest(ReadOptions):
-    """Ground-truth objects that look mislabelled or missing: what ``vocmatch suspects`` reads.
-
-    Attributes:
-        gt: The ground truth (a folder of XML files, or a VOC folder).
-        pred: The predictions, in any format :class:`ReadOptions` reads.
-        confidence: A prediction at or above this score is confident.
-        background_iou: At most this IoU with every object, a prediction overlaps nothing.
-        match_iou: At or above this IoU a prediction is on an object.
-        duplicate_iou: At or above this IoU two objects of one class are one object twice.
-
-    Example:
-        >>> request = SuspectsRequest(gt="gt", pred="results.json", pred_format="coco")
-        >>> request.options().confidence
-        0.5
-    """
-
-    gt: PathLike
-    pred: PathLike
-    confidence: float = 0.5
-    background_iou: float = 0.1
-    match_iou: float = 0.5
-    duplicate_iou: float = 0.9
-
-    def options(self) -> SuspectOptions:
-        """The thresholds as the suspects finder takes them.
-
-        Raises:
-            ValueError: They do not go together (the background IoU above the match IoU).
-        """
-        from vocmatch.evidence.suspects import SuspectOptions
-
-        return SuspectOptions(
-            self.confidence, self.background_iou, self.match_iou, self.duplicate_iou
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SuspectsFound:
-    """What :func:`find_suspects` found, and the ground truth it was found in (to write
-    annotated copies of its files).
-
-    Attributes:
-        report: The suspects, most confident first.
-        gt: The ground truth, box by box.
-        skipped: Files that could not be read.
-    """
-
-    report: SuspectReport
-    gt: AnnotationSet
-    skipped: tuple[str, ...] = ()
-
-
-def find_suspects(request: SuspectsRequest, *, progress: Progress | None = None) -> SuspectsFound:
-    """Every label-error suspect of a ground-truth set, from confident predictions.
-
-    Raises:
-        RequestError: A field holds a value that cannot be used (its ``field`` says which).
-        InputError: An input cannot be read, or nothing pairs.
-
-    Example:
-        >>> found = find_suspects(SuspectsRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred"))
-        >>> len(found.gt.annotations), found.skipped
-        (6, ())
-    """
-    from vocmatch.evidence import suspects
-
-    try:
-        options = request.options()
-    except ValueError as error:
-        raise RequestError("thresholds", str(error)) from None
-    _check_pred_path(request, request.pred)
-    gt_columns, pred_columns = read_inputs(
-        Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
-    )
-    gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
-    del gt_columns, pred_columns
-    report = suspects.find_suspects(gt, pred, options)
-    return SuspectsFound(report, gt, tuple(str(s) for s in (*gt.skipped, *pred.skipped)))
-
-
-# Label sets ---------------------------------------------------------------------------------
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

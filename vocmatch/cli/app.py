@@ -144,7 +144,7 @@ def run(handle_interrupt: bool | None = None) -> None:
     # them again and again (a third of the HTML report's time on 5,000 images). Collect
     # less often, and never walk what the imports left.
     gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+    gc.set_threshold(100_000, 50, 100)  # as vocmatch.__main__ sets it for the imports
     if handle_interrupt is None:
         handle_interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     install_signal_handlers(handle_interrupt)

@@ -32,7 +32,7 @@ from vocmatch.cli.options import (
     quiet_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
-from vocmatch.pipeline import SuspectsRequest, find_suspects
+from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
 from vocmatch.render.files import OutputError, check_output
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@
  *     tags only (no attribute, namespace, comment, CDATA, processing instruction or
  *     self-closing tag), well nested, at most MAX_DEPTH deep;
  *   - header children before the first <object>, then <object> elements with text only
- *     between them, then whitespace, </annotation> and whitespace to the end;
+ *     between them, then whitespace, </annotation> and whitespace to the end (or, in a file
+ *     without objects, the header children, </annotation> and whitespace to the end);
  *   - in each object the parser's fields: the first <name>, <bndbox> (and its first <xmin>,
  *     <ymin>, <xmax>, <ymax>), <truncated>, <difficult>, <occluded>, <pose>, and <score>
  *     (else <confidence>), each a leaf; no <robndbox>, <polygon> or nested <object>;
@@ -674,12 +675,12 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
 typedef struct {
     Field filename, width, height, depth;
     int size_seen;
-    Py_ssize_t first_object; /* index of the first <object> */
+    Py_ssize_t first_object; /* index of the first <object>, -1 in a file without one */
     Tag object_tag;
 } Header;
 
-/* Read the root's start tag and its children up to the first <object>: 1 read, 0 the
- * parser's. */
+/* Read the root's start tag and its children up to the first <object> (or, in a file
+ * without objects, to the root's end and whitespace to the end): 1 read, 0 the parser's. */
 static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
 {
     memset(h, 0, sizeof *h);
@@ -712,8 +713,17 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
         if (!next_tag(s, n, pos, &at, &tag))
             return 0;
         if (tag.closing) {
-            if (depth == 1 || !span_equal(tag.name, stack[depth - 1]))
-                return 0; /* an object-less file, or mismatched tags */
+            if (depth == 1) {
+                /* The root's end before any object: a file without objects (an image with
+                 * nothing in it), read here rather than by the parser, which would be
+                 * imported for it alone. */
+                if (!span_is(tag.name, "annotation") || skip_space(s, n, tag.end) != n)
+                    return 0;
+                h->first_object = -1;
+                break;
+            }
+            if (!span_equal(tag.name, stack[depth - 1]))
+                return 0; /* mismatched tags */
             if (depth == 2 && in_size)
                 in_size = 0;
             depth--;
@@ -805,6 +815,8 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
     Py_ssize_t start = after_declaration(s, n);
     if (start < 0 || !read_header(s, n, start, header))
         return 0;
+    if (header->first_object < 0)
+        return 1; /* no objects: the header is the whole file */
     Tag tag = header->object_tag;
     Py_ssize_t at = header->first_object, end;
     for (;;) {
