@@ -185,3 +185,21 @@ def test_an_empty_side_matches_nothing(
     assert m.pred_matched.tolist() == [[False] * n_pred] * 2
     assert m.pred_ignored.tolist() == [[False] * n_pred] * 2
     assert m.gt_matched.tolist() == [[False] * n_gt] * 2
+
+
+@pytest.mark.parametrize(
+    ("iou", "expected"),
+    [
+        pytest.param(np.zeros((0, 2)), [], id="no-ground-truth"),
+        pytest.param(np.array([[0.6, 0.9]]), [(0, 0, 0, 0.6)], id="one-ground-truth"),
+    ],
+)
+def test_a_block_of_no_or_one_ground_truth(
+    iou: np.ndarray, expected: list[tuple[int, int, int, float]]
+) -> None:
+    """A block without ground truth matches nothing; with one, the first prediction in
+    ranking order takes it (IoU 0.6) and the second (IoU 0.9) finds it taken."""
+    one = np.zeros(1, dtype=bool)
+    matcher = RankedMatcher(1, one, one, np.array([0.5]), False)
+    matcher.add_block(iou, gt_start=0, pred_start=0)
+    assert pairs(matcher.hits()) == expected
