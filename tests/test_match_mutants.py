@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from vocmatch.core import match
-from vocmatch.core.match import Hits, RankedMatcher, match_class, match_unscored_rows
+from vocmatch.core.match import (
+    Hits,
+    RankedMatcher,
+    match_class,
+    match_devkit,
+    match_unscored_rows,
+)
 
 NO = np.zeros(2, dtype=bool)
 
@@ -203,3 +209,13 @@ def test_a_block_of_no_or_one_ground_truth(
     matcher = RankedMatcher(1, one, one, np.array([0.5]), False)
     matcher.add_block(iou, gt_start=0, pred_start=0)
     assert pairs(matcher.hits()) == expected
+
+
+def test_devkit_passes_over_a_prediction_of_an_image_class_without_ground_truth() -> None:
+    """``best_gt`` -1 (no ground truth in the image-class) never matches, not even at
+    threshold 0; the other prediction takes object 0 at both thresholds it passes."""
+    hits = match_devkit(
+        np.array([-1, 0]), np.array([0.0, 0.9]), np.array([0, 0]), np.array([False]),
+        np.array([0.0, 0.5]), False,
+    )  # fmt: skip
+    assert pairs(hits) == [(0, 1, 0, 0.9), (1, 1, 0, 0.9)]
