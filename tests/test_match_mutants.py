@@ -219,3 +219,22 @@ def test_devkit_passes_over_a_prediction_of_an_image_class_without_ground_truth(
         np.array([0.0, 0.5]), False,
     )  # fmt: skip
     assert pairs(hits) == [(0, 1, 0, 0.9), (1, 1, 0, 0.9)]
+
+
+@pytest.mark.parametrize(
+    ("strict", "expected"),
+    [
+        pytest.param(False, [(0, 0, 0, 0.5)], id="inclusive-matches"),
+        pytest.param(True, [], id="strict-does-not"),
+    ],
+)
+def test_rows_pair_an_ignored_object_at_the_threshold_only_when_inclusive(
+    strict: bool, expected: list[tuple[int, int, int, float]]
+) -> None:
+    """Pairing by rows, an ignored object at IoU exactly 0.5: matched at 0.5 unless strict."""
+    ignored = np.array([True])
+    hits = match_unscored_rows(
+        np.array([0]), np.array([0.5]), lambda g: np.array([0.5]), 1, ignored,
+        np.zeros(1, dtype=bool), np.array([0.5]), strict,
+    )  # fmt: skip
+    assert pairs(hits) == expected

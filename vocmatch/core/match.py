@@ -574,16 +574,14 @@ def match_class(
     if matrix.ndim != 2:
         raise ValueError(f"Expected `iou` to have shape (N, M), got {matrix.shape}")
     n_gt, n_pred = matrix.shape
-    levels = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+    levels = np.asarray(thresholds, dtype=np.float64).ravel()
     ignore = (
         np.zeros(n_gt, dtype=bool)
         if gt_ignore is None
-        else np.asarray(gt_ignore, dtype=bool).reshape(-1)
+        else np.asarray(gt_ignore, dtype=bool).ravel()
     )
     crowd = (
-        np.zeros(n_gt, dtype=bool)
-        if gt_crowd is None
-        else np.asarray(gt_crowd, dtype=bool).reshape(-1)
+        np.zeros(n_gt, dtype=bool) if gt_crowd is None else np.asarray(gt_crowd, dtype=bool).ravel()
     )
     for name, flags in (("gt_ignore", ignore), ("gt_crowd", crowd)):
         if flags.size != n_gt:
@@ -594,7 +592,7 @@ def match_class(
 
     gt = np.repeat(np.arange(n_gt, dtype=np.int64), n_pred)
     pred = np.tile(np.arange(n_pred, dtype=np.int64), n_gt)
-    values = matrix.reshape(-1)
+    values = matrix.ravel()
     if order is None:
         hits = match_unscored(gt, pred, values, ignore, crowd, levels, strict)
     else:
