@@ -3,6 +3,8 @@
     python bench/mutate.py vocmatch/core/match.py --tests tests/test_match.py
     python bench/mutate.py vocmatch/core/ap.py --tests tests/test_calculator.py --lines 40-90
     python bench/mutate.py vocmatch/core/iou.py --tests tests/test_iou.py --list
+    python bench/mutate.py vocmatch/core/match.py --tests "tests/test_match.py -k strict" \
+        --sample 40 --seed 1
 
 parses the module with ``ast`` and makes one mutant per change: a comparison operator swapped
 (``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``, ``is`` and ``is not``, ``in`` and
@@ -13,6 +15,22 @@ original is never touched) and the chosen tests are run against it with pytest, 
 the first failure. A failing run (or one that times out) kills the mutant; a passing one lets
 it survive. The report lists every survivor with its line, and the counts.
 
+Each value of ``--tests`` is split as a shell would (``--tests "tests/test_match.py -n 0"`` is
+two arguments), so options that start with a dash can be given inside the quotes. Every run
+is one process: ``-n 0`` comes before the given arguments (the project's ``addopts`` asks for
+``-n auto``), and ``--jobs`` tests several mutants at once instead; an ``-n`` among the given
+arguments wins. ``PYTEST_ADDOPTS`` is passed on as it is.
+
+hypothesis runs under the ``mutation`` profile that ``tests/conftest.py`` registers: no
+deadline (a slow run under load is not a failure), no example database (what one mutant found
+is not replayed to the next) and derandomised examples, so a mutant's fate does not depend on
+the mutants before it or on the machine's load, and two runs give the same report.
+
+``--sample N --seed S`` tests N mutants drawn at random (the same N for the same seed and
+module) from the whole module or from ``--lines``, in the order of ``--list``: a view of a large
+module in bounded time. ``--timeout`` defaults to five times the unchanged module's run plus
+30 seconds: a mutant that loops forever is killed by the timeout, not waited on for minutes.
+
 A survivor is either a gap in the tests or an equivalent mutant (a change that cannot alter
 behaviour, such as ``>=`` for ``>`` where equality cannot occur): read each one.
 """
@@ -22,6 +40,8 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -161,9 +181,47 @@ def _copy_checkout(target: Path) -> None:
             shutil.copy2(ROOT / name, target / name)
 
 
+def pytest_arguments(values: list[str]) -> list[str]:
+    """The pytest arguments of ``--tests``, each value split as a shell would.
+
+    >>> pytest_arguments(["tests/test_match.py -n 0", "-k strict"])
+    ['-n', '0', '--hypothesis-profile=mutation', 'tests/test_match.py', '-n', '0', '-k', 'strict']
+    """
+    given = [word for value in values for word in shlex.split(value)]
+    return ["-n", "0", "--hypothesis-profile=mutation", *given]
+
+
+def sample(found: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """``size`` mutants drawn at random with ``seed``, in their order (all when fewer).
+
+    >>> few = sample([Mutant(k, "none", k, "") for k in range(10)], 3, seed=1)
+    >>> [m.site for m in few] == sorted(m.site for m in few), len(few)
+    (True, 3)
+    """
+    if size >= len(found):
+        return list(found)
+    chosen = set(random.Random(seed).sample(range(len(found)), size))
+    return [m for k, m in enumerate(found) if k in chosen]
+
+
+def _bytecode(copy: Path) -> Path:
+    """Where the runs in a copy keep their compiled modules (the unchanged ones are compiled
+    once, not at every run)."""
+    return copy.parent / f"{copy.name}-pycache"
+
+
+def _forget_bytecode(copy: Path, module: Path) -> None:
+    """Remove the compiled form of a module that is about to change: its timestamp alone
+    (whole seconds) could let a mutant run the bytecode of the one before."""
+    cached = _bytecode(copy) / (copy / module).parent.relative_to("/")
+    for pyc in cached.glob(f"{module.stem}.*.pyc"):
+        pyc.unlink()
+
+
 def _run(copy: Path, tests: list[str], timeout: float) -> tuple[bool, bool]:
     """Run the tests in a copy: (they failed, they timed out)."""
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONPYCACHEPREFIX": str(_bytecode(copy))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     command = [
         sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
         "-p", "no:benchmark", "-p", "no:randomly", *tests,
@@ -180,10 +238,21 @@ def _run(copy: Path, tests: list[str], timeout: float) -> tuple[bool, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("module", type=Path, help="the module to mutate, e.g. vocmatch/core/iou.py")
-    parser.add_argument("--tests", nargs="+", required=True, help="pytest arguments")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        required=True,
+        help='pytest arguments, each split as a shell would: "tests/test_match.py -n 0"',
+    )
     parser.add_argument("--lines", help="only mutants on these lines, e.g. 120-180")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per test run (default: five times the unchanged run, plus 30)",
+    )
+    parser.add_argument("--sample", type=int, help="test only this many mutants, drawn at random")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of --sample")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = parser.parse_args()
     relative = args.module.resolve().relative_to(ROOT)
@@ -192,29 +261,41 @@ def main() -> None:
     if args.lines:
         first, _, last = args.lines.partition("-")
         lines = range(int(first), int(last or first) + 1)
-    found = mutants(source, lines)
+    every = mutants(source, lines)
+    found = every if args.sample is None else sample(every, args.sample, args.seed)
+    tests = pytest_arguments(args.tests)
     if args.list:
         for m in found:
             print(f"{relative}:{m.line}: {m.description}")
-        print(f"{len(found)} mutants")
+        print(f"{len(found)} of {len(every)} mutants")
         return
     with tempfile.TemporaryDirectory(prefix="vocmatch-mutate-") as temp:
         copies = [Path(temp) / f"copy{j}" for j in range(max(args.jobs, 1))]
         for copy in copies:
             _copy_checkout(copy)
-        baseline_failed, _ = _run(copies[0], args.tests, args.timeout)
+        start = time.perf_counter()
+        baseline_failed, _ = _run(copies[0], tests, args.timeout or 3600.0)
+        baseline = time.perf_counter() - start
         if baseline_failed:
             sys.exit("the tests fail on the unchanged module: nothing to measure")
+        timeout = args.timeout or 5 * baseline + 30
+        print(
+            f"pytest {shlex.join(tests)}: {baseline:.1f} s on the unchanged module;"
+            f" {len(found)} of {len(every)} mutants, {timeout:.0f} s each at most",
+            flush=True,
+        )
         free = list(copies)
 
         def test(mutant: Mutant) -> Outcome:
             copy = free.pop()
             try:
+                _forget_bytecode(copy, relative)
                 (copy / relative).write_text(mutated(source, mutant))
                 start = time.perf_counter()
-                killed, timed_out = _run(copy, args.tests, args.timeout)
+                killed, timed_out = _run(copy, tests, timeout)
                 return Outcome(mutant, killed, time.perf_counter() - start, timed_out)
             finally:
+                _forget_bytecode(copy, relative)
                 (copy / relative).write_text(source)
                 free.append(copy)
 
@@ -226,10 +307,14 @@ def main() -> None:
                 status = "killed" if outcome.killed else "SURVIVED"
                 if outcome.timed_out:
                     status = "killed (timeout)"
-                print(f"{relative}:{m.line}: {status:<16} {m.description}", flush=True)
+                print(
+                    f"[{len(outcomes)}/{len(found)}] {relative}:{m.line}: {status:<16}"
+                    f" {m.description} ({outcome.seconds:.1f} s)",
+                    flush=True,
+                )
     survived = [o.mutant for o in outcomes if not o.killed]
     killed = len(outcomes) - len(survived)
-    print(f"\n{len(outcomes)} mutants, {killed} killed, {len(survived)} survived")
+    print(f"\n{len(every)} mutants, {len(outcomes)} run, {killed} killed, {len(survived)} survived")
     for m in survived:
         print(f"  survived {relative}:{m.line}: {m.description}")
 

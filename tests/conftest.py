@@ -2,6 +2,10 @@
 
 Run ``pytest --update-goldens`` (or set ``VOCMATCH_UPDATE_GOLDENS=1``) to rewrite the golden
 files from the current output; review the diff before committing it.
+
+``pytest --hypothesis-profile=mutation`` (as ``bench/mutate.py`` runs the tests) gives every
+property test no deadline, no example database and derandomised examples: the same examples
+on every run, however loaded the machine.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from vocmatch.cli import main
 
@@ -19,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 DATASETS = ROOT.parent / "shared" / "datasets"
+
+settings.register_profile("mutation", deadline=None, database=None, derandomize=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

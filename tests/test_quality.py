@@ -13,9 +13,11 @@ from tests.conftest import ROOT
 @pytest.mark.parametrize(
     "command",
     [
-        pytest.param([sys.executable, "-m", "ruff", "check", "vocmatch", "tests"], id="ruff-check"),
         pytest.param(
-            [sys.executable, "-m", "ruff", "format", "--check", "vocmatch", "tests"],
+            [sys.executable, "-m", "ruff", "check", "vocmatch", "tests", "bench"], id="ruff-check"
+        ),
+        pytest.param(
+            [sys.executable, "-m", "ruff", "format", "--check", "vocmatch", "tests", "bench"],
             id="ruff-format",
         ),
         pytest.param([sys.executable, "-m", "mypy", "vocmatch"], id="mypy-strict"),

@@ -34,6 +34,7 @@ image-class given its IoU matrix.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -121,7 +122,7 @@ class RankedMatcher:
         self._ignore = gt_ignore
         self._crowd = gt_crowd
         self._thresholds = thresholds
-        self._lowest = thresholds.min(keepdims=True) if thresholds.size else thresholds
+        self._lowest = float(thresholds.min()) if thresholds.size else np.inf
         self._strict = strict
         self._taken = np.zeros((thresholds.size, n_gt), dtype=bool)
         self._hits: list[Hits] = []
@@ -135,23 +136,18 @@ class RankedMatcher:
             iou: ``(K,)`` IoU of each pair.
             rank: Each prediction's place in its image-class's ranking, indexed by ``pred``.
         """
-        if self._thresholds.size == 0:
-            return
-        lowest = _passes(iou, self._lowest[0], self._strict)
+        lowest = _passes(iou, self._lowest, self._strict)  # none without thresholds
         g_all, p_all, v_all = gt[lowest], pred[lowest], iou[lowest]
-        if g_all.size == 0:
-            return
         r_all = rank[p_all]
         # Within one prediction, candidates sorted so that the last valid one is the one the
         # rule picks: counting ground truth over ignored, then higher IoU, then later.
         order = np.lexsort((g_all, v_all, ~self._ignore[g_all], p_all, r_all))
         g_all, p_all, v_all, r_all = g_all[order], p_all[order], v_all[order], r_all[order]
-        bounds = np.searchsorted(r_all, np.arange(int(r_all.max(initial=-1)) + 2))
+        # The runs of one rank each (ranks without a pair that passes have no run).
+        starts = np.flatnonzero(np.append(True, r_all[1:] != r_all[:-1]))
+        bounds = np.append(starts, r_all.size).tolist()
         thresholds, taken, crowd = self._thresholds, self._taken, self._crowd
-        for r in range(bounds.size - 1):
-            start, stop = int(bounds[r]), int(bounds[r + 1])
-            if start == stop:
-                continue
+        for start, stop in itertools.pairwise(bounds):
             g, p, v = g_all[start:stop], p_all[start:stop], v_all[start:stop]
             valid = _passes(v[None, :], thresholds[:, None], self._strict)
             valid &= ~taken[:, g] | crowd[g][None, :]
@@ -175,9 +171,9 @@ class RankedMatcher:
             gt_start: First ground truth of the image-class.
             pred_start: First prediction of the run.
         """
-        if self._thresholds.size == 0:
-            return
         n = iou.shape[0]
+        if n == 0:
+            return
         by_pred = np.ascontiguousarray(iou.T)  # a prediction's IoUs side by side
         thresholds = self._thresholds[:, None]
         cell = slice(gt_start, gt_start + n)
@@ -185,11 +181,9 @@ class RankedMatcher:
         any_ignored = bool(ignore.any())
         taken = self._taken[:, cell]  # a view: updated in place
         levels = np.arange(self._thresholds.size)
-        lowest = self._lowest[0]
         for j in range(by_pred.shape[0]):
             column = by_pred[j]
-            top = column.max(initial=-1.0)
-            if not (top > lowest if self._strict else top >= lowest):
+            if column.max() < self._lowest:  # at the lowest itself, _passes decides
                 continue
             # Every ground truth of the image-class at once (most of them pass here).
             valid = _passes(column[None, :], thresholds, self._strict)
@@ -203,7 +197,7 @@ class RankedMatcher:
             found = np.asarray(usable.any(axis=1), dtype=bool)
             if not found.any():
                 continue
-            score = np.where(usable, column[None, :], -1.0)
+            score = np.where(usable, column[None, :], -np.inf)
             best = score.max(axis=1)
             # The highest IoU, the later ground truth on ties.
             at_best = score == best[:, None]
@@ -473,7 +467,7 @@ def match_unscored_rows(
                 out.append((g, p, -negative))
                 if not keep(g):
                     continue
-            values = np.where(used, -1.0, row(g))
+            values = np.where(used, -np.inf, row(g))
             j = int(np.argmax(values))
             if passes(float(values[j]), threshold):
                 heapq.heappush(heap, (-float(values[j]), g, j))
@@ -580,16 +574,14 @@ def match_class(
     if matrix.ndim != 2:
         raise ValueError(f"Expected `iou` to have shape (N, M), got {matrix.shape}")
     n_gt, n_pred = matrix.shape
-    levels = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+    levels = np.asarray(thresholds, dtype=np.float64).ravel()
     ignore = (
         np.zeros(n_gt, dtype=bool)
         if gt_ignore is None
-        else np.asarray(gt_ignore, dtype=bool).reshape(-1)
+        else np.asarray(gt_ignore, dtype=bool).ravel()
     )
     crowd = (
-        np.zeros(n_gt, dtype=bool)
-        if gt_crowd is None
-        else np.asarray(gt_crowd, dtype=bool).reshape(-1)
+        np.zeros(n_gt, dtype=bool) if gt_crowd is None else np.asarray(gt_crowd, dtype=bool).ravel()
     )
     for name, flags in (("gt_ignore", ignore), ("gt_crowd", crowd)):
         if flags.size != n_gt:
@@ -598,20 +590,20 @@ def match_class(
     if order is not None and order.shape != (n_pred,):
         raise ValueError(f"Expected `pred_scores` to have shape ({n_pred},), got {order.shape}")
 
-    gt, pred = np.divmod(np.arange(n_gt * n_pred, dtype=np.int64), max(n_pred, 1))
-    values = matrix.reshape(-1)
+    gt = np.repeat(np.arange(n_gt, dtype=np.int64), n_pred)
+    pred = np.tile(np.arange(n_pred, dtype=np.int64), n_gt)
+    values = matrix.ravel()
     if order is None:
         hits = match_unscored(gt, pred, values, ignore, crowd, levels, strict)
     else:
         rank = np.empty(n_pred, dtype=np.int64)
         rank[order] = np.arange(n_pred)
         if rule == "devkit":
-            best_gt = np.full(n_pred, -1, dtype=np.int64)
-            best_iou = np.zeros(n_pred)
+            hits = Hits.join([])  # no ground truth: nothing to match
             if n_gt:
-                best_gt[:] = np.argmax(matrix, axis=0)  # the first maximum, as voc_eval.py
+                best_gt = np.argmax(matrix, axis=0)  # the first maximum, as voc_eval.py
                 best_iou = matrix[best_gt, np.arange(n_pred)]
-            hits = match_devkit(best_gt, best_iou, rank, ignore, levels, strict)
+                hits = match_devkit(best_gt, best_iou, rank, ignore, levels, strict)
         else:
             matcher = RankedMatcher(n_gt, ignore, crowd, levels, strict)
             matcher.add(gt, pred, values, rank)
