@@ -41,6 +41,32 @@ SNIPPETS = [
     b"&#x1F600;", b"\xc3", b"<score>2</score>", b"<bndbox>", b"xmlns='urn:x'",
 ]  # fmt: skip
 TAGS = ["object", "part", "name", "bndbox", "xmin", "ymin", "xmax", "ymax", "score", "size", "x"]
+#: The strategies the generators draw from, built once: building one (its validation, its
+#: emptiness check) in every draw cost more than drawing from it.
+OBJECT_COUNTS = st.integers(0, 3)
+CORNERS = st.integers(0, 90)
+SIDES = st.integers(0, 40)
+BOOLEANS = st.booleans()
+DIFFICULT = st.sampled_from(["0", "1"])
+SCORED = st.integers(0, 9)
+SCORES = st.floats(0, 1)
+REGIONS = st.sampled_from(["box"] * 6 + ["robndbox", "polygon"])
+ANGLES = st.sampled_from([0.0, 0.5, 1.5707963])
+NAMES_DRAWN = st.sampled_from(NAMES)
+ELEMENT_OPERATIONS = st.sampled_from(["delete", "duplicate", "rename", "text", "wrap"])
+TAGS_DRAWN = st.sampled_from(TAGS)
+NASTY_TEXT_DRAWN = st.sampled_from(NASTY_TEXT)
+SNIPPETS_DRAWN = st.sampled_from(SNIPPETS)
+BYTE_OPERATIONS = st.sampled_from(["delete", "duplicate", "overwrite", "insert", "truncate"])
+OVERWRITES = st.binary(min_size=1, max_size=8)
+MUTATION_COUNTS = st.integers(0, 4)
+PRED_KEPT = st.integers(0, 4)  # a damaged GT file has its prediction four times in five
+KEYS = st.lists(
+    st.sampled_from(["a", "A", "b", "sub/a", "Sub/a", "c.XML", "c"]),
+    min_size=1,
+    max_size=5,
+    unique=True,
+)
 FUZZ = settings(
     deadline=timedelta(seconds=5),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -51,18 +77,18 @@ FUZZ = settings(
 def voc_file(draw: st.DrawFn, scored: bool) -> bytes:
     """A valid VOC file: a few objects, optional size, scores for predictions."""
     objects = []
-    for _ in range(draw(st.integers(0, 3))):
-        x1, y1 = draw(st.integers(0, 90)), draw(st.integers(0, 90))
-        x2, y2 = x1 + draw(st.integers(0, 40)), y1 + draw(st.integers(0, 40))
+    for _ in range(draw(OBJECT_COUNTS)):
+        x1, y1 = draw(CORNERS), draw(CORNERS)
+        x2, y2 = x1 + draw(SIDES), y1 + draw(SIDES)
         extra = ""
-        if draw(st.booleans()):
-            extra += f"<difficult>{draw(st.sampled_from(['0', '1']))}</difficult>"
-        if scored and draw(st.integers(0, 9)):
-            extra += f"<score>{draw(st.floats(0, 1)):.4f}</score>"
+        if draw(BOOLEANS):
+            extra += f"<difficult>{draw(DIFFICULT)}</difficult>"
+        if scored and draw(SCORED):
+            extra += f"<score>{draw(SCORES):.4f}</score>"
         # Now and then a rotated box or a triangle instead of a box: exact region overlap.
-        region = draw(st.sampled_from(["box"] * 6 + ["robndbox", "polygon"]))
+        region = draw(REGIONS)
         if region == "robndbox":
-            angle = draw(st.sampled_from([0.0, 0.5, 1.5707963]))
+            angle = draw(ANGLES)
             geometry = (
                 f"<robndbox><cx>{x1 + 20}</cx><cy>{y1 + 20}</cy><w>{x2 - x1}</w>"
                 f"<h>{y2 - y1}</h><angle>{angle}</angle></robndbox>"
@@ -78,11 +104,11 @@ def voc_file(draw: st.DrawFn, scored: bool) -> bytes:
                 "</bndbox>"
             )
         objects.append(
-            f"<object><name>{draw(st.sampled_from(NAMES)).replace('&', '&amp;')}</name>{extra}"
+            f"<object><name>{draw(NAMES_DRAWN).replace('&', '&amp;')}</name>{extra}"
             f"{geometry}</object>"
         )
     size = "<size><width>100</width><height>100</height><depth>3</depth></size>"
-    header = size if draw(st.booleans()) else ""
+    header = size if draw(BOOLEANS) else ""
     return f"<annotation><filename>a.jpg</filename>{header}{''.join(objects)}</annotation>".encode()
 
 
@@ -95,7 +121,7 @@ def element_mutation(data: bytes, draw: st.DrawFn) -> bytes:
     elements = [e for e in root.iter() if isinstance(e.tag, str)]
     element = elements[draw(st.integers(0, len(elements) - 1))]
     parent = element.getparent()
-    operation = draw(st.sampled_from(["delete", "duplicate", "rename", "text", "wrap"]))
+    operation = draw(ELEMENT_OPERATIONS)
     if operation == "delete" and parent is not None:
         parent.remove(element)
     elif operation == "duplicate" and parent is not None:
@@ -103,11 +129,11 @@ def element_mutation(data: bytes, draw: st.DrawFn) -> bytes:
         copy = etree.fromstring(etree.tostring(element, with_tail=False))
         parent.insert(parent.index(element), copy)
     elif operation == "rename":
-        element.tag = draw(st.sampled_from(TAGS))
+        element.tag = draw(TAGS_DRAWN)
     elif operation == "text":
-        element.text = draw(st.sampled_from(NASTY_TEXT))
+        element.text = draw(NASTY_TEXT_DRAWN)
     elif operation == "wrap" and parent is not None:
-        wrapper = etree.Element(draw(st.sampled_from(TAGS)))
+        wrapper = etree.Element(draw(TAGS_DRAWN))
         parent.replace(element, wrapper)
         wrapper.append(element)
     return bytes(etree.tostring(root))
@@ -116,52 +142,50 @@ def element_mutation(data: bytes, draw: st.DrawFn) -> bytes:
 def byte_mutation(data: bytes, draw: st.DrawFn) -> bytes:
     """Delete, duplicate or overwrite a byte range, insert a snippet, or truncate."""
     if not data:
-        return draw(st.sampled_from(SNIPPETS))
+        return draw(SNIPPETS_DRAWN)
     start = draw(st.integers(0, len(data) - 1))
     end = draw(st.integers(start, min(len(data), start + 40)))
-    operation = draw(st.sampled_from(["delete", "duplicate", "overwrite", "insert", "truncate"]))
+    operation = draw(BYTE_OPERATIONS)
     if operation == "delete":
         return data[:start] + data[end:]
     if operation == "duplicate":
         return data[:end] + data[start:end] + data[end:]
     if operation == "overwrite":
-        return data[:start] + draw(st.binary(min_size=1, max_size=8)) + data[start + 1 :]
+        return data[:start] + draw(OVERWRITES) + data[start + 1 :]
     if operation == "insert":
-        return data[:start] + draw(st.sampled_from(SNIPPETS)) + data[start:]
+        return data[:start] + draw(SNIPPETS_DRAWN) + data[start:]
     return data[:start]
 
 
 @st.composite
 def mutated_file(draw: st.DrawFn, scored: bool = False) -> bytes:
     """A valid VOC file damaged by zero to four element or byte mutations."""
-    data = draw(voc_file(scored))
-    for _ in range(draw(st.integers(0, 4))):
-        mutation = element_mutation if draw(st.booleans()) else byte_mutation
+    data = draw(VOC_FILES[scored])
+    for _ in range(draw(MUTATION_COUNTS)):
+        mutation = element_mutation if draw(BOOLEANS) else byte_mutation
         data = mutation(data, draw)
     return data
+
+
+#: Both kinds of file, built once (see OBJECT_COUNTS).
+VOC_FILES = {scored: voc_file(scored) for scored in (False, True)}
+MUTATED_FILES = {scored: mutated_file(scored) for scored in (False, True)}
 
 
 @st.composite
 def folders(draw: st.DrawFn) -> dict[str, dict[str, bytes]]:
     """Ground truth and predictions: a pristine image plus damaged ones, some with colliding
     names (same stem in another case, in a subfolder, or with an upper-case extension)."""
-    keys = draw(
-        st.lists(
-            st.sampled_from(["a", "A", "b", "sub/a", "Sub/a", "c.XML", "c"]),
-            min_size=1,
-            max_size=5,
-            unique=True,
-        )
-    )
-    gt = {"ok.xml": draw(voc_file(scored=False))}
-    pred: dict[str, bytes] = {"ok.xml": draw(voc_file(scored=True))}
+    keys = draw(KEYS)
+    gt = {"ok.xml": draw(VOC_FILES[False])}
+    pred: dict[str, bytes] = {"ok.xml": draw(VOC_FILES[True])}
     for key in keys:
         name = key if key.endswith(".XML") else f"{key}.xml"
-        gt[name] = draw(mutated_file(scored=False))
-        if draw(st.integers(0, 4)):
-            pred[name] = draw(mutated_file(scored=True))
-    if draw(st.booleans()):
-        pred["orphan.xml"] = draw(mutated_file(scored=True))
+        gt[name] = draw(MUTATED_FILES[False])
+        if draw(PRED_KEPT):
+            pred[name] = draw(MUTATED_FILES[True])
+    if draw(BOOLEANS):
+        pred["orphan.xml"] = draw(MUTATED_FILES[True])
     return {"gt": gt, "pred": pred}
 
 

@@ -25,15 +25,23 @@ GT = (
 PRED = GT.replace(b"</bndbox>", b"</bndbox><score>0.9</score>")
 
 
-def tiny_set(root: Path, images: int, broken: bool = False) -> tuple[Path, Path]:
-    """``images`` one-object images in gt/ and pred/; with ``broken``, one more GT file that
-    is not XML."""
+#: A stem of 84 characters: each row of the report is about 175 bytes long, so a thousand
+#: images make a report of about 175 KB (the table: 175,735 bytes), well past a pipe's buffer
+#: (64 KiB on Linux), in a third of the time three thousand short rows took to render.
+LONG_STEM = "{:06d}" + "-long-name" * 8
+
+
+def tiny_set(
+    root: Path, images: int, broken: bool = False, stem: str = "{:06d}"
+) -> tuple[Path, Path]:
+    """``images`` one-object images in gt/ and pred/, named ``stem.format(i)``; with
+    ``broken``, one more GT file that is not XML."""
     gt, pred = root / "gt", root / "pred"
     gt.mkdir()
     pred.mkdir()
     for i in range(images):
-        (gt / f"{i:06d}.xml").write_bytes(GT)
-        (pred / f"{i:06d}.xml").write_bytes(PRED)
+        (gt / f"{stem.format(i)}.xml").write_bytes(GT)
+        (pred / f"{stem.format(i)}.xml").write_bytes(PRED)
     if broken:
         (gt / "broken.xml").write_bytes(b"<annotation>")
     return gt, pred
@@ -130,7 +138,7 @@ def test_a_closed_pipe_ends_quietly_with_the_verdict(
 ) -> None:
     """The reader stops after one line: no traceback, and the exit code is still the
     evaluation's (0, or 3 when a file was skipped)."""
-    gt, pred = tiny_set(tmp_path, 3000, broken)
+    gt, pred = tiny_set(tmp_path, 1000, broken, LONG_STEM)
     with vocmatch(gt, pred, *options) as process:
         assert process.stdout is not None and process.stderr is not None
         assert process.stdout.readline()
@@ -146,7 +154,7 @@ def test_a_closed_pipe_ends_quietly_with_the_verdict(
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("head") is None, reason="bash")
 def test_piping_into_head(tmp_path: Path) -> None:
     """`vocmatch GT PRED | head -1` under pipefail: vocmatch's own exit code, clean stderr."""
-    gt, pred = tiny_set(tmp_path, 3000, broken=True)
+    gt, pred = tiny_set(tmp_path, 1000, broken=True, stem=LONG_STEM)
     command = (
         f'set -o pipefail; "{sys.executable}" -m vocmatch "{gt}" "{pred}" --max-rows 0 | head -1'
     )
