@@ -287,3 +287,33 @@ def test_compiled_numbers_read_back_written_floats(value: float, digits: int) ->
 def test_compiled_numbers_at_the_edges(text: str, value: float) -> None:
     """Exact values at the edges of the fast path and of the float range."""
     assert _compiled_number(text) == _bits(value)
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        pytest.param(b"", id="no-objects"),
+        pytest.param(
+            b"<object><name>car</name><bndbox><xmin>1</xmin><ymin>2</ymin><xmax>3</xmax>"
+            b"<ymax>4</ymax></bndbox></object>",
+            id="with-an-object",
+        ),
+    ],
+)
+@pytest.mark.parametrize("pure", [pytest.param("0", id="compiled"), pytest.param("1", id="pure")])
+def test_a_text_node_past_the_parsers_limit_is_refused_by_every_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, objects: bytes, pure: str
+) -> None:
+    """A file with a text node longer than libxml2's limit is skipped with the parser's
+    message whichever reader is active: the fast readers leave files past the limit to it."""
+    if pure == "0" and scan._compiled is None:
+        pytest.skip("the compiled reader is not built")
+    monkeypatch.setenv(scan.PURE_READER_VARIABLE, pure)
+    (tmp_path / "long.xml").write_bytes(
+        b"<annotation><filename>" + b"x" * (scan.PARSER_TEXT_LIMIT + 1) + b"</filename>"
+        + objects + b"</annotation>"
+    )  # fmt: skip
+    columns = read_columns(tmp_path)
+    assert [(s.message, s.line) for s in columns.skipped] == [
+        ("refusing a document over the parser's limits: Text node too long", 1)
+    ]

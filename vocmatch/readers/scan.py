@@ -247,6 +247,13 @@ def active_reader() -> str:
     return "compiled"
 
 
+#: libxml2's longest text node (XML_MAX_TEXT_LENGTH) when huge trees are off, as the parser
+#: reads (vocmatch.readers.parse): a longer one is refused there. A file no longer than this
+#: cannot hold such a node, so the fast readers may read it; a longer file goes to the parser,
+#: which refuses it exactly when it holds one.
+PARSER_TEXT_LIMIT = 10_000_000
+
+
 def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     """Extract a plain file's objects, or None to leave the file to the parser.
 
@@ -263,6 +270,8 @@ def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None
     """:func:`_fast` by the compiled reader (``_fastxml.c``): it proves the file plain and
     reads its columns; the header's values and new names are read here as by the pure one."""
     assert _compiled is not None
+    if len(data) > PARSER_TEXT_LIMIT:
+        return None  # a text node may pass the parser's limit: its refusal is the parser's
     read = _compiled.scan(data, MAX_COORDINATE)
     if read is None:
         return None
@@ -291,6 +300,8 @@ def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None
 def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     """:func:`_fast` by the pure-Python reader (:mod:`vocmatch.readers.scan_pure`, imported
     when first used: a run with the compiled reader never needs it)."""
+    if len(data) > PARSER_TEXT_LIMIT:
+        return None  # as in _fast_compiled
     from vocmatch.readers.scan_pure import fast_pure
 
     return fast_pure(data, names_seen)
