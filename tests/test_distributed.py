@@ -172,6 +172,36 @@ def test_a_report_that_needs_boxes_gets_the_columns(
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
 
 
+#: Options that change the classes or the boxes evaluated, each with a report that shows
+#: the change (the client applies them to the columns, as one process does after reading).
+CHOSEN = [
+    pytest.param(["--classes", "car,dog"], id="classes"),
+    pytest.param(["--class-map", "coco-to-voc"], id="class-map-builtin"),
+    pytest.param(["--class-map", "MAP", "--classes", "car"], id="class-map-file"),
+    pytest.param(["--agnostic"], id="agnostic"),
+]
+
+
+def _chosen_args(args: list[str], tmp_path: Path) -> list[str]:
+    """``args`` with ``MAP`` replaced by a class map that renames truck to car."""
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("truck,car\n")
+    return [str(mapping) if arg == "MAP" else arg for arg in args]
+
+
+@pytest.mark.parametrize("args", CHOSEN)
+def test_classes_chosen_on_a_cluster_are_one_process_s(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, args: list[str]
+) -> None:
+    """--classes, --class-map and --agnostic apply on a cluster as in one
+    process (they were once left out there: every class was reported)."""
+    gt, pred = map(str, demo)
+    args = [*_chosen_args(args, tmp_path), "--format", "json"]
+    single = run("eval", gt, pred, *args)
+    assert single[0] == 0 and single[1] != run("eval", gt, pred, "--format", "json")[1]
+    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
 def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(
     client: Any, demo: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -161,6 +161,26 @@ def test_a_file_url_reports_as_its_folder(demo: tuple[Path, Path]) -> None:
     assert out == local.replace(str(gt), gt.as_uri()).replace(str(pred), pred.as_uri())
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--classes", "car,dog"], id="classes"),
+        pytest.param(["--class-map", "coco-to-voc"], id="class-map"),
+        pytest.param(["--agnostic"], id="agnostic"),
+    ],
+)
+def test_classes_chosen_for_a_file_url_are_its_folder_s(
+    demo: tuple[Path, Path], args: list[str]
+) -> None:
+    """The class choice applies to inputs read from URLs as to folders read here."""
+    gt, pred = demo
+    code, out, _ = run("eval", gt.as_uri(), pred.as_uri(), *args, "--format", "json")
+    assert code == 0
+    local = run("eval", str(gt), str(pred), *args, "--format", "json")[1]
+    assert local != run("eval", str(gt), str(pred), "--format", "json")[1]
+    assert out == local.replace(str(gt), gt.as_uri()).replace(str(pred), pred.as_uri())
+
+
 def test_a_file_over_the_size_limit_is_refused_unread(s3: str) -> None:
     read = location_reader()
     url = f"{s3}/gt/street_01.xml"

@@ -66,6 +66,7 @@ __all__ = [
     "ShardState",
     "SuspectsFound",
     "SuspectsRequest",
+    "chosen_columns",
     "compare",
     "evaluate",
     "evaluate_labels",
@@ -262,10 +263,11 @@ class EvalRequest(ScoreOptions):
     def needs_boxes(self) -> bool:
         """The report needs more than the evaluation (what match records give, as
         :meth:`~vocmatch.evaluation.incremental.Evaluator.result` does): boxes, the
-        matching's arrays (bootstrap, slices, calibration) or a class choice applied to the
-        boxes read."""
+        matching's arrays (bootstrap, slices, calibration), or a class choice or geometry
+        applied to the boxes read."""
         return (
-            self.keeps_boxes()
+            self.geometry != "shape"
+            or self.keeps_boxes()
             or self.reliability
             or self.bootstrap is not None
             or bool(self.slices)
@@ -306,7 +308,8 @@ def evaluate(
         on_evaluated: Called with the evaluation before the gates and the analysis run
             (the command line shows its warnings there, before any gate's error).
         columns: The ground truth and predictions already read (on a cluster, from object
-            storage); the request's paths are then not read again.
+            storage); the request's paths are then not read again, and its class choice
+            and geometry apply to them (:func:`chosen_columns`).
         evaluation: The evaluation already made (merged from match records on a cluster:
             :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
@@ -423,9 +426,12 @@ def _score(
 
     if evaluated is not None:
         return _Scored(_with_threshold_note(evaluated, thresholds, request), None)
-    gt_columns, pred_columns = columns or read_inputs(
-        request.inputs(), progress.files if progress is not None else None
-    )
+    if columns is not None:
+        gt_columns, pred_columns = chosen_columns(*columns, request)
+    else:
+        gt_columns, pred_columns = read_inputs(
+            request.inputs(), progress.files if progress is not None else None
+        )
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()
@@ -639,7 +645,10 @@ def shard_state(
     files = progress.files if progress is not None else None
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
-    gt, pred = columns or read_inputs(request.inputs(), files, shard=shard)
+    if columns is not None:
+        gt, pred = chosen_columns(*columns, request)
+    else:
+        gt, pred = read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
     )
@@ -725,7 +734,34 @@ def read_inputs(
             )
     if options.pred_format == "voc" and shard is None:
         refuse_unpaired(gt, pred, inputs.pred)
-    gt, pred = _chosen_classes(gt, pred, options, whole=shard is None)
+    return chosen_columns(gt, pred, options, whole=shard is None)
+
+
+def chosen_columns(
+    gt: ColumnSet, pred: ColumnSet, options: ReadOptions, *, whole: bool = True
+) -> tuple[ColumnSet, ColumnSet]:
+    """The columns as read, after the class choice and the geometry of ``options``: the
+    last stage of :func:`read_inputs`, for columns read another way (on a cluster, from
+    object storage), so that they are evaluated as the same files read here would be.
+
+    Args:
+        gt: The ground truth as read.
+        pred: The predictions as read.
+        options: The request's reading options.
+        whole: The columns hold every image (not one shard's).
+
+    Raises:
+        RequestError: No prediction class is a ground-truth class (field ``classes``).
+
+    Example:
+        >>> from vocmatch.evaluation.class_map import ClassChoice
+        >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
+        >>> options = ReadOptions(class_choice=ClassChoice(classes=("cat",)))
+        >>> chosen, _ = chosen_columns(gt, pred, options)
+        >>> sorted({chosen.label_names[code] for code in chosen.labels})
+        ['cat']
+    """
+    gt, pred = _chosen_classes(gt, pred, options, whole=whole)
     from vocmatch.readers.shapes import with_geometry
 
     return (
