@@ -31,7 +31,7 @@ from tests.reference import match_class as reference_match_class
 from vocmatch.core import match
 from vocmatch.core.match import match_class
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation import engine as batch
+from vocmatch.evaluation import candidates
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.accumulate import _rankings
 from vocmatch.evaluation.engine import _cell_score_order, evaluate_columns
@@ -141,13 +141,13 @@ def small_pieces(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     few or no pairs that can match are kept between matchings. Counts the paths taken."""
     tile, budget = request.param
     monkeypatch.setattr(pairs, "TILE_PAIRS", tile)
-    monkeypatch.setattr(batch, "CANDIDATE_BUDGET", budget)
+    monkeypatch.setattr(candidates, "CANDIDATE_BUDGET", budget)
     calls: dict[str, int] = {}
     for module, name in [
         (match.RankedMatcher, "add_block"),
         (match.RankedMatcher, "add"),
-        (batch, "match_unscored_rows"),
-        (batch, "match_unscored"),
+        (candidates, "match_unscored_rows"),
+        (candidates, "match_unscored"),
         (pairs.BoxTree, "query"),
     ]:
         original = getattr(module, name)
@@ -189,7 +189,7 @@ def test_every_piece_path_is_taken(small_pieces: dict[str, int]) -> None:
     for scored in (True, False):
         for gt, pred in (dense_dataset(1), random_dataset(2, images=6)):
             same_as_reference(gt, pred if scored else without_scores(pred), protocol("default"))
-    config = (pairs.TILE_PAIRS, batch.CANDIDATE_BUDGET)
+    config = (pairs.TILE_PAIRS, candidates.CANDIDATE_BUDGET)
     if config == (64, 0):
         assert small_pieces.get("add_block", 0) > 0  # blocks where most pairs meet
         assert small_pieces.get("add", 0) > 0  # pairs that meet, where few do

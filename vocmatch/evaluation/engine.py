@@ -28,7 +28,7 @@ polygons (exact region overlap) go through the reference evaluator.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,16 +37,11 @@ import numpy.typing as npt
 
 from vocmatch.core.match import (
     Hits,
-    MatchRule,
     RankedMatcher,
-    match_devkit,
-    match_unscored,
-    match_unscored_rows,
 )
 from vocmatch.core.model import Polygon, RotatedBox, SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.accumulate import (
     AreaMatches,
     ClassCounts,
@@ -60,7 +55,8 @@ from vocmatch.evaluation.accumulate import (
     class_results,
     coco_area,
 )
-from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
+from vocmatch.evaluation.candidates import Matching, PairScan, match_all
+from vocmatch.evaluation.pair_space import PairSpace
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
@@ -91,56 +87,6 @@ Int32Array = npt.NDArray[np.int32]
 #: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
 StageProgress = Callable[[str, int, int], None]
 _AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
-
-
-class _Matching:
-    """The matching at every threshold, kept as the matched pairs (few predictions match).
-
-    Per-prediction flags are built one threshold at a time, when asked for: on large sets a
-    dense (T, P) array of them is sizeable, and most uses need one threshold.
-    """
-
-    __slots__ = ("_gt_ignore", "_gt_matched", "_shape", "hit_gt", "hit_iou", "hit_pred", "hit_t")
-
-    def __init__(self, hits: Hits, gt_ignore: BoolArray, shape: tuple[int, int, int]) -> None:
-        # int32 where it holds every index (half the memory of a large set's matches).
-        index: type[np.integer[Any]] = np.int32 if max(shape) < 2**31 else np.int64
-        self.hit_t = hits.level.astype(index)  # (H,) threshold index of each matched pair
-        self.hit_pred = hits.pred.astype(index)  # (H,)
-        self.hit_gt = hits.gt.astype(index)  # (H,)
-        self.hit_iou = hits.iou  # (H,)
-        self._gt_ignore = gt_ignore
-        self._shape = shape  # thresholds, ground truth, predictions
-        self._gt_matched: BoolArray | None = None
-
-    def pred_flags(self, level: int) -> tuple[BoolArray, BoolArray]:
-        """``(P,)`` at one threshold: the prediction matched a ground truth (TP or ignored),
-        and it matched an ignored one."""
-        n_pred = self._shape[2]
-        at = self.hit_t == level
-        preds = self.hit_pred[at]
-        matched = np.zeros(n_pred, dtype=bool)
-        matched[preds] = True
-        ignored = np.zeros(n_pred, dtype=bool)
-        ignored[preds[self._gt_ignore[self.hit_gt[at]]]] = True
-        return matched, ignored
-
-    @property
-    def gt_matched(self) -> BoolArray:
-        """``(T, G)`` the ground truth was matched."""
-        if self._gt_matched is None:
-            n_t, n_gt, _ = self._shape
-            self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
-            self._gt_matched[self.hit_t, self.hit_gt] = True
-        return self._gt_matched
-
-    def of(self, level: int, preds: IntArray) -> tuple[IntArray, FloatArray]:
-        """The ground truth matched to each of ``preds`` (all matched) at one threshold, and
-        the pair's IoU."""
-        at = np.flatnonzero(self.hit_t == level)
-        order = at[np.argsort(self.hit_pred[at])]
-        found = order[np.searchsorted(self.hit_pred[order], preds)]
-        return self.hit_gt[found].astype(np.int64), self.hit_iou[found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +140,7 @@ class MatchedColumns:
     image_rows: IntArray
     class_names: tuple[str, ...]
     thresholds: FloatArray
-    pairs: _Scan
+    pairs: PairScan
     scored: bool
     gt_rows: IntArray
     gt_image: IntArray
@@ -215,20 +161,20 @@ class MatchedColumns:
     hit_iou: FloatArray
     pred_counted: BoolArray
 
-    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> _Matching:
+    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> Matching:
         """The protocol's matching again, with other ground truth ignored (an area range, a
         slice): as pycocotools does for its area ranges, a prediction prefers ground truth
         that counts, and one matched to ignored ground truth is ignored."""
         levels = self.thresholds if thresholds is None else thresholds
-        return _match(
+        return match_all(
             self.pairs, self.pred_rank, gt_ignore, self.gt_crowd, levels,
             self.conventions.match_rule, self.conventions.strict_threshold, self.scored,
         )  # fmt: skip
 
     @property
-    def matching(self) -> _Matching:
+    def matching(self) -> Matching:
         """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
-        return _Matching(
+        return Matching(
             Hits(self.hit_threshold, self.hit_pred, self.hit_gt, self.hit_iou),
             self.gt_ignore,
             (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
@@ -257,314 +203,6 @@ def evaluate_matched(
         matched=found.append, score_thresholds=score_thresholds,
     )  # fmt: skip
     return evaluation, (found[0] if found else None)
-
-
-#: Pairs that can match, kept from the first pass over all pairs for the matchings that
-#: follow (pycocotools' area ranges match four more times); beyond, they are scored again.
-#: Each costs 16 bytes.
-CANDIDATE_BUDGET = 1 << 24
-
-
-@dataclass(frozen=True, slots=True)
-class _Candidates:
-    """Pairs whose IoU passes the lowest threshold, of whole image-classes."""
-
-    gt: IntArray
-    pred: IntArray
-    iou: FloatArray
-
-
-#: A large image-class whose pairs that can match are too many to keep:
-#: ``(gt_start, gt_stop, pred_start, pred_stop)``.
-_LargeCell = tuple[int, int, int, int]
-
-
-class _Scan:
-    """One pass over every pair: each box's best IoU on the other side of its image-class
-    (the per-box records and the devkit rule read them), and the pairs that can match,
-    kept for the matchings while they fit in :data:`CANDIDATE_BUDGET`.
-
-    Args:
-        space: The boxes and how to score them.
-        lowest: The lowest threshold of any matching.
-        strict: Matching at ``IoU > t``.
-        first: A matcher fed every piece as it is scored (the first matching rides along,
-            so a large image-class whose pairs are not kept is scored once less).
-        rank: Each prediction's place in its image-class's ranking, for ``first``.
-    """
-
-    def __init__(
-        self,
-        space: PairSpace,
-        lowest: float,
-        strict: bool,
-        first: RankedMatcher | None = None,
-        rank: IntArray | None = None,
-    ) -> None:
-        self.space = space
-        self._first = first
-        self._rank = rank
-        self.lowest = lowest
-        self.strict = strict
-        # Boxes that do not meet have IoU 0, which then never matches: an STR tree finds
-        # the pairs that meet in a large image-class.
-        self.sparse = lowest > 0 or strict
-        n_gt, n_pred = space.n_gt, space.n_pred
-        self.pred_best_iou = np.zeros(n_pred)
-        self.pred_best_gt = np.full(n_pred, -1, dtype=np.int32)
-        self.gt_best_iou = np.zeros(n_gt)
-        self.gt_best_pred = np.full(n_gt, -1, dtype=np.int32)
-        # Kept: the pairs that can match of whole image-classes, in parts of whole
-        # predictions (a large image-class's part per block); else the bounds to score again.
-        self._pieces: list[list[_Candidates] | _LargeCell] = []
-        self._kept = 0
-        for piece in space.tiles():
-            if isinstance(piece, Tile):
-                self._tile(piece)
-            else:
-                self._large(piece)
-
-    def _passing(self, iou: FloatArray) -> BoolArray:
-        return np.asarray(iou > self.lowest if self.strict else iou >= self.lowest)
-
-    def _keep(self, parts: list[_Candidates]) -> bool:
-        size = sum(part.gt.size for part in parts)
-        if self._kept + size > CANDIDATE_BUDGET:
-            return False
-        self._kept += size
-        self._pieces.append(parts)
-        return True
-
-    def _tile(self, tile: Tile) -> None:
-        if tile.gt.size == 0:
-            return
-        if self._first is not None and self._rank is not None:
-            self._first.add(tile.gt, tile.pred, tile.iou, self._rank)
-        # Pairs run prediction by prediction, each over its image-class's ground truth in
-        # order: the best of a prediction is a maximum over its run, the first on ties.
-        starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
-        preds = tile.pred[starts]
-        best = np.maximum.reduceat(tile.iou, starts)
-        runs = np.diff(np.append(starts, tile.iou.size))
-        at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
-        first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
-        self.pred_best_iou[preds] = best
-        self.pred_best_gt[preds] = tile.gt[first]
-        np.maximum.at(self.gt_best_iou, tile.gt, tile.iou)
-        keep = self._passing(tile.iou)
-        candidates = _Candidates(
-            tile.gt[keep].astype(np.int32), tile.pred[keep].astype(np.int32), tile.iou[keep]
-        )
-        if not self._keep([candidates]):
-            self._pieces.append(_tile_bounds(tile))
-
-    def _large(self, cell: _LargeCell) -> None:
-        g0, g1, p0, p1 = cell
-        # Before any piece: every IoU 0, the first box on the other side the best.
-        self.gt_best_pred[g0:g1] = p0
-        parts: list[_Candidates] | None = []
-        count = scored = 0
-        for piece in self.space.blocks(cell, self.sparse):
-            if self._first is not None and self._rank is not None:
-                if isinstance(piece, Tile):
-                    self._first.add(piece.gt, piece.pred, piece.iou, self._rank)
-                else:
-                    self._first.add_block(piece.iou, piece.gt_start, piece.pred_start)
-            if isinstance(piece, Tile):
-                row_best, row_pred = self._sparse(piece, g0, g1)
-                gt, pred, iou = piece.gt, piece.pred, piece.iou
-            else:
-                iou = piece.iou
-                columns = slice(piece.pred_start, piece.pred_start + iou.shape[1])
-                self.pred_best_gt[columns] = g0 + np.argmax(iou, axis=0)
-                self.pred_best_iou[columns] = iou.max(axis=0)
-                row_best = iou.max(axis=1)
-                row_pred = piece.pred_start + np.argmax(iou, axis=1)
-            # Pieces come in prediction order: a later one wins only with a higher IoU.
-            better = row_best > self.gt_best_iou[g0:g1]
-            self.gt_best_iou[g0:g1][better] = row_best[better]
-            self.gt_best_pred[g0:g1][better] = row_pred[better]
-            if parts is None:
-                continue
-            passing = self._passing(iou)
-            count += int(np.count_nonzero(passing))
-            scored += iou.size if isinstance(piece, Block) else piece.pred.size
-            # The share that can match so far, over every pair of the image-class, foretells
-            # whether they will fit: when they will not, none is gathered.
-            foreseen = (
-                count / max(scored, 1) * (g1 - g0) * (p1 - p0)
-                if isinstance(piece, Block)
-                else count
-            )
-            if self._kept + max(count, foreseen) > CANDIDATE_BUDGET:
-                parts = None  # too many to keep: scored again for each matching
-                continue
-            if isinstance(piece, Tile):
-                found = _Candidates(gt[passing], pred[passing], iou[passing])
-            else:
-                rows, cols = np.nonzero(passing)
-                found = _Candidates(rows + g0, cols + piece.pred_start, iou[rows, cols])
-            del passing
-            parts.append(
-                _Candidates(found.gt.astype(np.int32), found.pred.astype(np.int32), found.iou)
-            )
-        if parts is None or not self._keep(parts):
-            self._pieces.append(cell)
-
-    def _sparse(self, tile: Tile, g0: int, g1: int) -> tuple[FloatArray, IntArray]:
-        """Best IoUs from the pairs that meet, of a run of a large cell's predictions (the
-        others have IoU 0): each prediction's, set; each ground truth's best in the run and
-        its prediction, returned."""
-        self.pred_best_iou[tile.pred_start : tile.pred_stop] = 0.0
-        # With no IoU above 0, the first ground truth of the cell is the first maximum.
-        self.pred_best_gt[tile.pred_start : tile.pred_stop] = g0
-        if tile.gt.size:
-            starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
-            preds = tile.pred[starts]
-            best = np.maximum.reduceat(tile.iou, starts)
-            runs = np.diff(np.append(starts, tile.iou.size))
-            at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
-            first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
-            positive = best > 0
-            self.pred_best_iou[preds] = best
-            self.pred_best_gt[preds[positive]] = tile.gt[first][positive]
-        row_best = np.zeros(g1 - g0)
-        row_pred = np.zeros(g1 - g0, dtype=np.int64)
-        if tile.gt.size:
-            # Per ground truth: highest IoU, the first prediction on ties.
-            order = np.lexsort((tile.pred, -tile.iou, tile.gt))
-            lead = order[np.append(True, tile.gt[order][1:] != tile.gt[order][:-1])]
-            row_best[tile.gt[lead] - g0] = tile.iou[lead]
-            row_pred[tile.gt[lead] - g0] = tile.pred[lead]
-        return row_best, row_pred
-
-    def gt_best_iou_among(self, preds: BoolArray) -> FloatArray:
-        """Each ground truth's highest IoU with the predictions flagged in ``preds`` (0.0
-        without any): one more pass over every pair."""
-        best = np.zeros(self.space.n_gt)
-        for piece in self.space.tiles():
-            if isinstance(piece, Tile):
-                counting = preds[piece.pred]
-                np.maximum.at(best, piece.gt[counting], piece.iou[counting])
-                continue
-            g0, g1, _, _ = piece
-            for block in self.space.blocks(piece, self.sparse):
-                if isinstance(block, Tile):
-                    counting = preds[block.pred]
-                    np.maximum.at(best, block.gt[counting], block.iou[counting])
-                    continue
-                columns = preds[block.pred_start : block.pred_start + block.iou.shape[1]]
-                if columns.any():
-                    np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
-        return best
-
-    def pieces(self, whole: bool) -> Iterator[_Candidates | _LargeCell]:
-        """The pairs that can match, piece by piece: kept ones joined a few million at a
-        time, others scored again; a large image-class whose pairs were not kept is given
-        as its bounds, to be read in blocks (:meth:`PairSpace.blocks`) or by rows.
-
-        Args:
-            whole: Every piece holds whole image-classes (the unscored pairing needs them);
-                else whole predictions suffice (ranked matching), which keeps pieces small.
-        """
-        batch: list[_Candidates] = []
-        size = 0
-        for piece in self._pieces:
-            if isinstance(piece, list):
-                for part in piece:
-                    batch.append(part)
-                    size += part.gt.size
-                    if not whole and size >= 2 * pairs.TILE_PAIRS:
-                        yield _joined(batch)
-                        batch, size = [], 0
-                if whole and size >= 2 * pairs.TILE_PAIRS:
-                    yield _joined(batch)
-                    batch, size = [], 0
-                continue
-            _, g1, p0, p1 = piece
-            if g1 < 0:  # a tile of small image-classes, scored again
-                tile = self.space.tile(p0, p1)
-                keep = self._passing(tile.iou)
-                yield _Candidates(tile.gt[keep], tile.pred[keep], tile.iou[keep])
-            else:
-                yield piece
-        if batch:
-            yield _joined(batch)
-
-
-def _joined(parts: list[_Candidates]) -> _Candidates:
-    if len(parts) == 1:
-        return parts[0]
-    return _Candidates(
-        np.concatenate([c.gt for c in parts]),
-        np.concatenate([c.pred for c in parts]),
-        np.concatenate([c.iou for c in parts]),
-    )
-
-
-def _tile_bounds(tile: Tile) -> _LargeCell:
-    # A tile not kept is recorded by its predictions (-1 marks it as a tile).
-    return (-1, -1, tile.pred_start, tile.pred_stop)
-
-
-def _match(
-    scan: _Scan,
-    rank: IntArray,
-    gt_ignore: BoolArray,
-    gt_crowd: BoolArray,
-    thresholds: FloatArray,
-    rule: MatchRule,
-    strict: bool,
-    scored: bool,
-) -> _Matching:
-    """Every image-class matched at every threshold, under the rule of the protocol."""
-    space = scan.space
-    shape = (thresholds.size, space.n_gt, space.n_pred)
-    if scored and rule == "devkit":
-        hits = match_devkit(
-            scan.pred_best_gt, scan.pred_best_iou, rank, gt_ignore, thresholds, strict
-        )
-        return _Matching(hits, gt_ignore, shape)
-    parts: list[Hits] = []
-    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
-    for piece in scan.pieces(whole=not scored):
-        if isinstance(piece, _Candidates):
-            if scored:
-                matcher.add(piece.gt, piece.pred, piece.iou, rank)
-            else:
-                parts.append(
-                    match_unscored(
-                        piece.gt, piece.pred, piece.iou, gt_ignore, gt_crowd, thresholds, strict
-                    )
-                )
-            continue
-        g0, g1, p0, p1 = piece
-        if scored:
-            for block in space.blocks(piece, scan.sparse):
-                if isinstance(block, Tile):
-                    matcher.add(block.gt, block.pred, block.iou, rank)
-                else:
-                    matcher.add_block(block.iou, block.gt_start, block.pred_start)
-            continue
-
-        def row(g: int, g0: int = g0, p0: int = p0, p1: int = p1) -> FloatArray:
-            values: FloatArray = space.rows(np.array([g0 + g]), p0, p1)[0]
-            return values
-
-        found = match_unscored_rows(
-            scan.gt_best_pred[g0:g1].astype(np.int64) - p0,
-            scan.gt_best_iou[g0:g1],
-            row,
-            p1 - p0,
-            gt_ignore[g0:g1],
-            gt_crowd[g0:g1],
-            thresholds,
-            strict,
-        )
-        parts.append(found.shifted(g0, p0))
-    if scored:
-        parts.append(matcher.hits())
-    return _Matching(Hits.join(parts), gt_ignore, shape)
 
 
 def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
@@ -1058,8 +696,8 @@ class _Paired:
         ranking: Each class's predictions and their ranking by score.
     """
 
-    scan: _Scan
-    matching: _Matching
+    scan: PairScan
+    matching: Matching
     ranking: ClassRanking
 
 
@@ -1088,13 +726,13 @@ def _pair_and_match(
     first = None
     if prepared.scored and conv.match_rule == "unmatched":
         first = RankedMatcher(gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold)
-    scan = _Scan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
+    scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
     stage("matching")
     if first is not None:
         shape = (thresholds.size, gt.rows.size, pred.rows.size)
-        m = _Matching(first.hits(), gt.ignore, shape)
+        m = Matching(first.hits(), gt.ignore, shape)
     else:
-        m = _match(
+        m = match_all(
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
@@ -1215,7 +853,7 @@ class _Counted:
     passing_all: BoolArray | None
 
 
-def _counted(prepared: _Prepared, m: _Matching, scores: _Scores) -> _Counted:
+def _counted(prepared: _Prepared, m: Matching, scores: _Scores) -> _Counted:
     """Stage *count*: each kept prediction's outcome at the IoU threshold. With score
     thresholds, only the predictions that pass count (module doc of
     :mod:`vocmatch.evaluation.thresholds`: their matches are those the one matching of all
@@ -1263,7 +901,7 @@ class _ImageCounts:
 
 
 def _image_counts(
-    prepared: _Prepared, m: _Matching, counted: _Counted, n_images: int
+    prepared: _Prepared, m: Matching, counted: _Counted, n_images: int
 ) -> _ImageCounts:
     """Stage *per image*: the counts of every image, from the matched pairs: TP are matches
     to an object that counts, FP the kept predictions left unmatched."""
@@ -1462,7 +1100,7 @@ def _coco(
     for a, (low, high) in enumerate(COCO_AREAS):
         stage(f"COCO area {_AREA_NAMES[a]}")
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
-        m = _match(
+        m = match_all(
             scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip

@@ -43,6 +43,7 @@ from vocmatch.evaluation.accumulate import (
     class_members,
     class_results,
 )
+from vocmatch.evaluation.candidates import match_all
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     CocoStats,
@@ -393,7 +394,7 @@ def _area_flags(
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
-        found = engine._match(
+        found = match_all(
             paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
