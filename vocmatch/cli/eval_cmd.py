@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
+    from vocmatch.readers.scan import ColumnSet
 
 
 @main.command("eval")
@@ -308,20 +309,7 @@ def eval_command(
         slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
         class_choice=class_choice or None, **convention_extras(),
     )  # fmt: skip
-    columns, cluster_evaluation = None, None
-    if dask_scheduler is not None and save_state is None and not request.needs_boxes():
-        # The report needs no box: the workers send match records, not boxes.
-        with library_errors():
-            cluster_evaluation = evaluate_on_cluster(
-                dask_scheduler, gt_dir, pred_dir, request.conventions(), fold_case,
-                score_thresholds_of(request) or None, max_file_size,
-            )  # fmt: skip
-    elif uses_remote_reading(dask_scheduler, gt_dir, pred_dir):
-        with library_errors():
-            columns = read_remote_inputs(
-                dask_scheduler, gt_dir, pred_dir, request.conventions(), fold_case,
-                score_thresholds_of(request) or None, max_file_size,
-            )  # fmt: skip
+    columns, cluster_evaluation = _read_elsewhere(request, dask_scheduler, save_state is None)
     if save_state is not None:
         save_shard(request, shard, save_state, quiet, columns)
         return
@@ -513,6 +501,31 @@ def labels_eval(
     )
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def _read_elsewhere(
+    request: EvalRequest, scheduler: str | None, records_may_do: bool
+) -> tuple[tuple[ColumnSet, ColumnSet] | None, Evaluation | None]:
+    """The inputs read on a Dask cluster or from URLs: the evaluation made from the workers'
+    match records, when ``records_may_do`` and the report needs no box, else the columns;
+    neither for folders read here."""
+    gt_dir, pred_dir = request.gt, request.pred
+    if scheduler is not None and records_may_do and not request.needs_boxes():
+        # The report needs no box: the workers send match records, not boxes.
+        with library_errors():
+            evaluation = evaluate_on_cluster(
+                scheduler, gt_dir, pred_dir, request.conventions(), request.fold_case,
+                score_thresholds_of(request) or None, request.max_file_size,
+            )  # fmt: skip
+        return None, evaluation
+    if not uses_remote_reading(scheduler, gt_dir, pred_dir):
+        return None, None
+    with library_errors():
+        columns = read_remote_inputs(
+            scheduler, gt_dir, pred_dir, request.conventions(), request.fold_case,
+            score_thresholds_of(request) or None, request.max_file_size,
+        )  # fmt: skip
+    return columns, None
 
 
 def html_text(report: EvalReport, images_dir: Path | None) -> str:
