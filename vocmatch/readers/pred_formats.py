@@ -388,50 +388,8 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
         try:
             if not isinstance(record, dict):
                 raise ValueError("a detection is not an object")
-            image_id = record.get("image_id")
-            if isinstance(image_id, str):
-                key = gt.key_of(image_id)
-            elif _is_number(image_id) and image_id in image_names:
-                key = gt.key_of(image_names[image_id])
-            elif _is_number(image_id):
-                raise ValueError(
-                    Message(f"image_id {image_id!r} is not among the images of ", Option("coco_gt"))
-                )
-            else:
-                raise ValueError("no image_id (an integer, or the image's file stem)")
-            category = record.get("category_id")
-            if isinstance(category, str) and category.strip():
-                name = category.strip()
-            elif _is_number(category) and category in categories:
-                name = categories[category]
-            elif _is_number(category):
-                raise ValueError(
-                    Message(
-                        f"category_id {category!r} is not among the categories of ",
-                        Option("coco_gt"),
-                    )
-                    if names is not None
-                    else Message(
-                        f"category_id {category!r} is a number: give ",
-                        Option("coco_gt", placeholder="FILE"),
-                        " to name it",
-                    )
-                )
-            else:
-                raise ValueError("no category_id (an integer, or the class name)")
-            bbox = record.get("bbox")
-            if not isinstance(bbox, list) or len(bbox) != 4 or not all(map(_is_number, bbox)):
-                raise ValueError(f"bbox is not [x, y, width, height]: {bbox!r}"[:200])
-            x, y, w, h = (float(v) for v in bbox)
-            if not all(math.isfinite(v) for v in (x, y, w, h)):
-                raise ValueError(f"bbox is not finite: {bbox!r}")
-            if w < 0 or h < 0:
-                raise ValueError(f"bbox has a negative width or height: {bbox!r}")
-            if max(abs(x), abs(y), abs(x + w), abs(y + h)) > MAX_COORDINATE:
-                raise ValueError("bbox is out of range (the limit is ±2^53)")
-            score = record.get("score")
-            if score is not None and (not _is_number(score) or not math.isfinite(score)):
-                raise ValueError(f"score is not a finite number: {score!r}"[:200])
+            key = _coco_key(record, gt, image_names)
+            box = _coco_box(record, categories, names is not None)
         except ValueError as error:
             if key in gt.elsewhere:
                 collected.elsewhere += 1  # another shard's to report
@@ -443,13 +401,11 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
             continue
         if key not in gt.sizes:
             unnamed.append(key)
-            collected.paths.setdefault(key, f"{path} (image {image_id!r})")
+            collected.paths.setdefault(key, f"{path} (image {record.get('image_id')!r})")
         else:
             collected.landed += 1
             collected.paths.setdefault(key, path)
-        collected.boxes.setdefault(key, []).append(
-            Box(name, x, y, x + w, y + h, score=None if score is None else float(score))
-        )
+        collected.boxes.setdefault(key, []).append(box)
     if bad:
         lines = _record_lines(path, [index for index, _, _ in bad])
         for index, message, key in bad:
@@ -479,6 +435,60 @@ def _read_coco(path: str, gt: _GroundTruth, coco_gt: str | None) -> AnnotationSe
 
 
 # YOLO -----------------------------------------------------------------------------------
+
+
+def _coco_key(record: dict[str, Any], gt: _GroundTruth, image_names: dict[int | str, str]) -> str:
+    """The image key of a COCO detection (its ``image_id``: a file stem, or a number the
+    COCO ground truth names). Raises ValueError with the reason it has none."""
+    image_id = record.get("image_id")
+    if isinstance(image_id, str):
+        return gt.key_of(image_id)
+    if _is_number(image_id) and image_id in image_names:
+        return gt.key_of(image_names[image_id])
+    if _is_number(image_id):
+        raise ValueError(
+            Message(f"image_id {image_id!r} is not among the images of ", Option("coco_gt"))
+        )
+    raise ValueError("no image_id (an integer, or the image's file stem)")
+
+
+def _coco_box(record: dict[str, Any], categories: dict[int | str, str], named: bool) -> Box:
+    """A COCO detection's class, box and score, checked. Raises ValueError with the reason
+    it cannot be read (``named``: the categories come from a COCO ground truth)."""
+    category = record.get("category_id")
+    if isinstance(category, str) and category.strip():
+        name = category.strip()
+    elif _is_number(category) and category in categories:
+        name = categories[category]
+    elif _is_number(category):
+        raise ValueError(
+            Message(
+                f"category_id {category!r} is not among the categories of ",
+                Option("coco_gt"),
+            )
+            if named
+            else Message(
+                f"category_id {category!r} is a number: give ",
+                Option("coco_gt", placeholder="FILE"),
+                " to name it",
+            )
+        )
+    else:
+        raise ValueError("no category_id (an integer, or the class name)")
+    bbox = record.get("bbox")
+    if not isinstance(bbox, list) or len(bbox) != 4 or not all(map(_is_number, bbox)):
+        raise ValueError(f"bbox is not [x, y, width, height]: {bbox!r}"[:200])
+    x, y, w, h = (float(v) for v in bbox)
+    if not all(math.isfinite(v) for v in (x, y, w, h)):
+        raise ValueError(f"bbox is not finite: {bbox!r}")
+    if w < 0 or h < 0:
+        raise ValueError(f"bbox has a negative width or height: {bbox!r}")
+    if max(abs(x), abs(y), abs(x + w), abs(y + h)) > MAX_COORDINATE:
+        raise ValueError("bbox is out of range (the limit is ±2^53)")
+    score = record.get("score")
+    if score is not None and (not _is_number(score) or not math.isfinite(score)):
+        raise ValueError(f"score is not a finite number: {score!r}"[:200])
+    return Box(name, x, y, x + w, y + h, score=None if score is None else float(score))
 
 
 def _yolo_line(
