@@ -21,10 +21,9 @@ from vocmatch.errors import DistributedError
 if TYPE_CHECKING:
     from distributed import Client
 
-    from vocmatch.core.protocol import Conventions
     from vocmatch.evaluation.distributed import DaskOptions
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,42 +97,29 @@ def uses_remote_reading(
     return scheduler is not None or is_url(gt_dir) or is_url(pred_dir)
 
 
-def read_remote_inputs(
-    scheduler: str | None,
-    gt_dir: str | os.PathLike[str],
-    pred_dir: str | os.PathLike[str],
-    conventions: Conventions,
-    fold_case: bool,
-    thresholds: ScoreThresholds | None,
-    max_file_size: int,
-) -> tuple[ColumnSet, ColumnSet]:
-    """The ground truth and predictions, read on the cluster ``scheduler`` names, or read
-    here through fsspec without one. Call inside :func:`library_errors`: exit 2 for bad
-    input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
+def read_remote_inputs(request: EvalRequest, scheduler: str | None) -> tuple[ColumnSet, ColumnSet]:
+    """The request's ground truth and predictions, read on the cluster ``scheduler`` names,
+    or read here through fsspec without one. Call inside :func:`library_errors`: exit 2 for
+    bad input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
     _refuse_options(_NOT_ON_DASK if scheduler is not None else _NOT_WITH_URLS, scheduler)
     if scheduler is None:
         from vocmatch.readers.remote import read_location_pair
 
-        gt, pred = read_location_pair(gt_dir, pred_dir, max_file_size)
+        gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
     else:
-        gt, pred = _read_on_dask(
-            scheduler, gt_dir, pred_dir, conventions, fold_case, thresholds, max_file_size
-        )
+        from vocmatch.evaluation.distributed import columns_on_dask
+
+        with _cluster(scheduler) as client:
+            gt, pred = columns_on_dask(
+                _annotations(request.gt), request.pred, _options(request), client=client
+            )
     from vocmatch.pipeline import refuse_unpaired
 
-    refuse_unpaired(gt, pred, pred_dir)
+    refuse_unpaired(gt, pred, request.pred)
     return gt, pred
 
 
-def evaluate_on_cluster(
-    scheduler: str,
-    gt_dir: str | os.PathLike[str],
-    pred_dir: str | os.PathLike[str],
-    conventions: Conventions,
-    fold_case: bool,
-    thresholds: ScoreThresholds | None,
-    max_file_size: int,
-) -> Evaluation:
+def evaluate_on_cluster(request: EvalRequest, scheduler: str) -> Evaluation:
     """The evaluation made on the cluster ``scheduler`` names from its tasks' match records
     (no boxes travel), for a report that needs none. Call inside :func:`library_errors`."""
     _refuse_options(_NOT_ON_DASK, scheduler)
@@ -142,10 +128,9 @@ def evaluate_on_cluster(
 
     with _cluster(scheduler) as client:
         found = records_on_dask(
-            _annotations(gt_dir), pred_dir, _options(conventions, fold_case, thresholds,
-            max_file_size), client=client,
-        )  # fmt: skip
-    refuse_unpaired_keys(found.gt_keys, found.pred_keys, pred_dir)
+            _annotations(request.gt), request.pred, _options(request), client=client
+        )
+    refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
     return found.evaluation
 
 
@@ -156,12 +141,18 @@ def _annotations(gt_dir: str | os.PathLike[str]) -> str | os.PathLike[str]:
     return annotation_folder(gt_dir)[0] if isinstance(gt_dir, Path) else gt_dir
 
 
-def _options(
-    conventions: Conventions, fold_case: bool, thresholds: ScoreThresholds | None, max_bytes: int
-) -> DaskOptions:
+def _options(request: EvalRequest) -> DaskOptions:
+    """What the workers need of the request: its conventions, case folding, score
+    thresholds and file size limit."""
     from vocmatch.evaluation.distributed import DaskOptions
+    from vocmatch.pipeline import score_thresholds_of
 
-    return DaskOptions(conventions, fold_case, thresholds, max_bytes)
+    return DaskOptions(
+        request.conventions(),
+        request.fold_case,
+        score_thresholds_of(request) or None,
+        request.max_file_size,
+    )
 
 
 @contextmanager
@@ -178,22 +169,6 @@ def _cluster(scheduler: str) -> Iterator[Client]:
             yield client
     except DistributedError as error:
         raise fail(str(error), EXIT_DISTRIBUTED) from None
-
-
-def _read_on_dask(
-    scheduler: str,
-    gt_dir: str | os.PathLike[str],
-    pred_dir: str | os.PathLike[str],
-    conventions: Conventions,
-    fold_case: bool,
-    thresholds: ScoreThresholds | None,
-    max_file_size: int,
-) -> tuple[ColumnSet, ColumnSet]:
-    from vocmatch.evaluation.distributed import columns_on_dask
-
-    options = _options(conventions, fold_case, thresholds, max_file_size)
-    with _cluster(scheduler) as client:
-        return columns_on_dask(_annotations(gt_dir), pred_dir, options, client=client)
 
 
 def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:

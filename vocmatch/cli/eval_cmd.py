@@ -74,7 +74,6 @@ from vocmatch.pipeline import (
     PredFormat,
     evaluate,
     operating_thresholds,
-    score_thresholds_of,
 )
 from vocmatch.render.files import InputFolder
 from vocmatch.render.report import TableOptions
@@ -509,23 +508,14 @@ def _read_elsewhere(
     """The inputs read on a Dask cluster or from URLs: the evaluation made from the workers'
     match records, when ``records_may_do`` and the report needs no box, else the columns;
     neither for folders read here."""
-    gt_dir, pred_dir = request.gt, request.pred
     if scheduler is not None and records_may_do and not request.needs_boxes():
         # The report needs no box: the workers send match records, not boxes.
         with library_errors():
-            evaluation = evaluate_on_cluster(
-                scheduler, gt_dir, pred_dir, request.conventions(), request.fold_case,
-                score_thresholds_of(request) or None, request.max_file_size,
-            )  # fmt: skip
-        return None, evaluation
-    if not uses_remote_reading(scheduler, gt_dir, pred_dir):
+            return None, evaluate_on_cluster(request, scheduler)
+    if not uses_remote_reading(scheduler, request.gt, request.pred):
         return None, None
     with library_errors():
-        columns = read_remote_inputs(
-            scheduler, gt_dir, pred_dir, request.conventions(), request.fold_case,
-            score_thresholds_of(request) or None, request.max_file_size,
-        )  # fmt: skip
-    return columns, None
+        return read_remote_inputs(request, scheduler), None
 
 
 def html_text(report: EvalReport, images_dir: Path | None) -> str:
