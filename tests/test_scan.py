@@ -380,6 +380,39 @@ def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
         assert math.copysign(1.0, values[0]) == math.copysign(1.0, expected)
 
 
+@pytest.mark.parametrize(
+    "tag, digits, expected",
+    [
+        pytest.param("width", 400, "<width> is not finite: '9…9'", id="width-over-float"),
+        pytest.param("height", 309, "<height> is not finite: '9…9'", id="height-just-over"),
+        pytest.param("depth", 400, "<depth> is not finite: '9…9'", id="depth-over-float"),
+        pytest.param("width", 308, None, id="width-largest-run-read"),
+    ],
+)
+def test_size_numbers_of_many_digits_are_refused_alike(
+    tmp_path: Path, reader: str, tag: str, digits: int, expected: str | None
+) -> None:
+    """A ``<size>`` number written as a run of digits too long for a float is refused, with
+    path:line, by both fast readers as by the parser (it once crashed the fast reader on
+    ``<depth>`` and slipped past it on ``<width>``); a run that fits is read."""
+    values = {"width": "100", "height": "100", "depth": "3", tag: "9" * digits}
+    body = (
+        "<annotation><filename>a.jpg</filename><size>"
+        + "".join(f"<{t}>{values[t]}</{t}>" for t in ("width", "height", "depth"))
+        + "</size></annotation>"
+    ).encode()
+    (tmp_path / "a.xml").write_bytes(body)
+    parsed = read_directory(tmp_path)
+    fast = read_columns(tmp_path)
+    shown = [(s.message.replace("9" * digits, "9…9"), s.line) for s in fast.skipped]
+    assert shown == ([] if expected is None else [(expected, 1)])
+    assert [(s.message, s.line) for s in parsed.skipped] == [
+        (s.message, s.line) for s in fast.skipped
+    ]
+    if expected is None:
+        assert_same_columns(columns_from_annotations(parsed), fast)
+
+
 def test_a_giant_object_is_left_to_the_parser(tmp_path: Path, reader: str) -> None:
     """An object (or header) of thousands of tags makes no plan (plans are remembered per
     process, so their size is bounded); the parser reads it, with the same columns. The

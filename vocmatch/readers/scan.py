@@ -202,9 +202,14 @@ class _Header:
     size: ImageSize | None
 
 
+#: Fewer ASCII digits than this always make a finite float (the largest is about 1.8e308);
+#: a longer run goes to the one grammar, which refuses what is not finite.
+_DIGITS_FINITE = 309
+
+
 def _leaf_number(text: bytes) -> float | None:
     """The parser's reading of a number (the one grammar, finite), or None."""
-    if text.isdigit():
+    if text.isdigit() and len(text) < _DIGITS_FINITE:
         return float(text)  # ASCII digits only (bytes.isdigit): the common case
     value, _ = number_problem(_text(text))
     return value
