@@ -26,7 +26,7 @@ from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.evaluate import evaluate
 from vocmatch.readers import scan, scan_pure
-from vocmatch.readers.parse import parse_annotation, read_directory, read_number
+from vocmatch.readers.parse import parse_annotation, read_directory
 from vocmatch.readers.scan import columns_from_annotations, read_columns
 from vocmatch.render.json_report import to_json
 
@@ -357,29 +357,6 @@ def test_numbers_in_the_grammar_read_alike(tmp_path: Path, text: str, value: flo
     assert_same_columns(columns_from_annotations(parsed), read_columns(tmp_path))
 
 
-@settings(max_examples=3000, deadline=None)
-@given(st.text(alphabet="0123456789+-.eE \t\r\n", max_size=14))
-def test_float_over_the_grammar_bytes_is_the_grammar(text: str) -> None:
-    """The fast reader proves numbers in bulk: over the bytes a number of the grammar can
-    hold, float() accepts exactly the texts read_number accepts, with the same value, and
-    a text of digits (with or without a trailing .0) is the integer float() reads."""
-    try:
-        expected: float | None = read_number(text)
-    except ValueError:
-        expected = None
-    try:
-        got: float | None = float(text)
-    except ValueError:
-        got = None
-    assert got == expected or (got != got and expected != expected)
-    values = scan_pure._numbers([text.encode()])
-    if expected is None:
-        assert values is None
-    else:
-        assert values is not None and values.tolist() == [expected]
-        assert math.copysign(1.0, values[0]) == math.copysign(1.0, expected)
-
-
 @pytest.mark.parametrize(
     "tag, digits, expected",
     [
@@ -458,29 +435,6 @@ def test_objects_of_different_layouts_in_one_file_are_read_on_the_fast_path(
     assert fast.occluded.tolist() == [False, True, False]
     (tmp_path / "a.xml").write_bytes(MIXED)
     assert_same_columns(columns_from_annotations(read_directory(tmp_path)), read_columns(tmp_path))
-
-
-@settings(max_examples=3000, deadline=None)
-@given(st.lists(st.text(alphabet="0123456789+-.eE \t\r\n,", max_size=8), min_size=1, max_size=5))
-def test_numbers_read_in_bulk_are_each_read_alone(texts: list[str]) -> None:
-    """Read together (one text, one check, one decoder call), numbers give exactly what
-    each gives alone, or nothing when one is not in the grammar: no value runs into its
-    neighbour (``0 .0``, ``1,``)."""
-    expected: list[float] | None = []
-    for text in texts:
-        try:
-            value = read_number(text)  # infinite past float's range: callers refuse it
-        except ValueError:
-            expected = None
-            break
-        expected.append(value)
-    values = scan_pure._numbers([t.encode() for t in texts])
-    if expected is None:
-        assert values is None
-    else:
-        assert values is not None and values.tolist() == expected
-        signs = [math.copysign(1.0, v) for v in values.tolist()]
-        assert signs == [math.copysign(1.0, v) for v in expected]
 
 
 @pytest.mark.parametrize("objects", [1, 60], ids=["small-file", "large-file"])
