@@ -179,6 +179,8 @@ UNUSED_ON_EVAL = (
     "vocmatch.evidence.confusion",
     "vocmatch.evidence.tightness",
     "vocmatch.evidence.bootstrap",
+    "vocmatch.evidence.resampling",
+    "vocmatch.evidence.paired",
     "vocmatch.evidence.diff",
     "vocmatch.evidence.calibration",
     "vocmatch.evidence.slices",

@@ -490,7 +490,8 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
     evaluation, matched = scored.evaluation, scored.matched
     found = Evidence()
     if request.bootstrap is not None:
-        from vocmatch.evidence.bootstrap import bootstrap, resampler
+        from vocmatch.evidence.bootstrap import bootstrap
+        from vocmatch.evidence.resampling import resampler
 
         sampler = resampler(evaluation, matched)
         found = replace(

@@ -25,8 +25,8 @@ from vocmatch.pipeline import (
 if TYPE_CHECKING:
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
-    from vocmatch.evidence.bootstrap import PairedBootstrap
     from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
+    from vocmatch.evidence.paired import PairedBootstrap
     from vocmatch.readers.parse import AnnotationSet
 
 __all__ = ["DiffReport", "DiffRequest", "compare"]
@@ -145,7 +145,8 @@ def compare(
     b = _run(request, request.pred_b, progress)
     evidence = None
     if request.bootstrap is not None:
-        from vocmatch.evidence.bootstrap import paired_bootstrap, resampler
+        from vocmatch.evidence.paired import paired_bootstrap
+        from vocmatch.evidence.resampling import resampler
 
         evidence = paired_bootstrap(
             a.evaluation, resampler(a.evaluation, a.matched),

@@ -18,7 +18,7 @@ An image's ``net`` is what got better minus what got worse; the worst regression
 
 Regression gates (``--fail-on-regression``) read ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``
 and pass when ``B - A >= DELTA``: ``map=-0.01`` tolerates a fall of at most 0.01, ``recall=0``
-none. With a paired bootstrap (:func:`vocmatch.evidence.bootstrap.paired_bootstrap`) and a
+none. With a paired bootstrap (:func:`vocmatch.evidence.paired.paired_bootstrap`) and a
 significance level ``alpha``, a gate fails only when the change is below ``DELTA`` *and*
 significantly so: its one-sided p-value, the share of resamples in which the change is not
 below ``DELTA``, is at most ``alpha``. As for quality gates, a change equal to the bound up
@@ -42,8 +42,8 @@ from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Summary
-from vocmatch.evidence.bootstrap import DeltaInterval, PairedBootstrap
 from vocmatch.evidence.gates import read_gate_text
+from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
 from vocmatch.readers.parse import AnnotationSet
 
 __all__ = [

@@ -16,7 +16,6 @@ from vocmatch.render.markdown import MARKDOWN_MAX_IMAGES, _md, _md_number, _md_t
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evidence.bootstrap import DeltaInterval, PairedBootstrap
     from vocmatch.evidence.diff import (
         Change,
         CountChange,
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         ObjectRef,
         RegressionResult,
     )
+    from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
 
 __all__ = [
     "diff_to_json",

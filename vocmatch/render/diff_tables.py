@@ -21,7 +21,6 @@ from vocmatch.render.terminal import _more_rows, _name, _note, _number, _signed
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
-    from vocmatch.evidence.bootstrap import DeltaInterval, PairedBootstrap
     from vocmatch.evidence.diff import (
         Change,
         CountChange,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
         ObjectRef,
         RegressionResult,
     )
+    from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
 
 __all__ = ["DIFF_MAX_ROWS", "diff_report"]
 
