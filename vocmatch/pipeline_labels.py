@@ -28,7 +28,9 @@ class LabelsRequest(ReadOptions):
     The inputs are read as :class:`ReadOptions` says (a folder of XML files, a VOC folder and
     its split, COCO results, YOLO or devkit files); boxes, positions and scores play no part.
     Names are always stripped and lower-cased (there is no ``fold_case``: ``Car`` and ``car``
-    are one tag); see :mod:`vocmatch.evaluation.labels` for every convention.
+    are one tag); see :mod:`vocmatch.evaluation.labels` for every convention. A
+    ``class_choice`` may rename and select classes, but not make them one
+    (``agnostic``): every image's set would be that one class or nothing.
 
     Attributes:
         gt: A folder of ground-truth XML files, or a VOC folder holding ``Annotations/``.
@@ -103,6 +105,12 @@ def evaluate_labels(
     if difficult not in ("ignore", "count"):
         why = " (crowd regions are a box convention)" if difficult == "crowd" else ""
         raise RequestError("difficult", f"label sets take 'ignore' or 'count'{why}", difficult)
+    if request.class_choice is not None and request.class_choice.agnostic:
+        raise RequestError(
+            "class_choice",
+            "label sets are compared class by class, not class-agnostically (every image's set "
+            "would be one class or nothing)",
+        )
     from vocmatch.evaluation import labels
 
     gt_columns, pred_columns = read_inputs(
