@@ -429,6 +429,13 @@ def test_labels_request_and_keywords_give_one_result() -> None:
         pytest.param({"names": "classes.txt"}, "names", "YOLO", id="names-without-yolo"),
         pytest.param({"pred_format": "yolo"}, "pred_format", "class names", id="yolo-no-names"),
         pytest.param({"split": "tset"}, "split", "no such file", id="split"),
+        pytest.param(
+            {"class_choice": ClassChoice(agnostic=True)},
+            "class_choice",
+            r"^class_choice: label sets are compared class by class, not class-agnostically "
+            r"\(every image's set would be one class or nothing\)$",
+            id="class-agnostic",
+        ),
     ],
 )
 def test_labels_request_errors_name_the_keyword_not_a_flag(

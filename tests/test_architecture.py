@@ -28,6 +28,7 @@ TOP_LEVEL = {
     "__main__": "cli",
     "pipeline": "pipeline",
     "pipeline_diff": "pipeline",
+    "pipeline_labels": "pipeline",
     "pipeline_suspects": "pipeline",
 }
 

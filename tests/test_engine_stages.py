@@ -1,5 +1,6 @@
-"""Each stage of the column evaluator (vocmatch.evaluation.engine), called alone on one small
-hand-made input whose every number can be worked out by hand.
+"""Each stage of the column evaluator (vocmatch.evaluation.engine, and the per-image and
+per-class stages it runs), called alone on one small hand-made input whose every number can be
+worked out by hand.
 
 The input: ground truth ``a`` holds cat ``(0, 0, 10, 10)``, a difficult dog ``(20, 20, 30,
 30)`` and cat ``(50, 50, 60, 60)``; ``b`` holds cat ``(0, 0, 10, 10)``. Predictions for ``a``
@@ -17,7 +18,7 @@ import pytest
 
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.evaluation import engine
+from vocmatch.evaluation import engine, per_class, per_image, stage_inputs
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
@@ -59,7 +60,9 @@ def columns() -> tuple[ColumnSet, ColumnSet]:
     return columns_from_annotations(gt), columns_from_annotations(pred)
 
 
-def prepared(conv: Conventions) -> tuple[engine._Prepared, engine._Selection, engine._Paired]:
+def prepared(
+    conv: Conventions,
+) -> tuple[stage_inputs._Prepared, stage_inputs._Selection, stage_inputs._Paired]:
     gt, pred = columns()
     selection = engine._select(gt, pred)
     prepared, by_score = engine._prepare(gt, pred, selection, conv)
@@ -141,7 +144,7 @@ def test_pair_and_match_under_the_devkit_rule() -> None:
 def test_counted_flags_and_missed_ground_truth() -> None:
     """Two TPs, one FP, the dog ignored; b's cat is missed."""
     p, _, paired = prepared(protocol("default"))
-    scores = engine._Scores.of(p)
+    scores = stage_inputs._Scores.of(p)
     counted = engine._counted(p, paired.matching, scores)
     assert counted.counted.tolist() == [True, True, False, False]
     assert counted.ignored_counted.tolist() == [False, False, False, True]
@@ -153,8 +156,8 @@ def test_counted_flags_and_missed_ground_truth() -> None:
 def test_image_counts_at_every_threshold() -> None:
     """Per image: TP, FP, FN and the IoU of each TP in (class, file) order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine._counted(p, paired.matching, engine._Scores.of(p))
-    counts = engine._image_counts(p, paired.matching, counted, len(selection.images))
+    counted = engine._counted(p, paired.matching, stage_inputs._Scores.of(p))
+    counts = per_image._image_counts(p, paired.matching, counted, len(selection.images))
     t = p.levels.evaluation
     assert (counts.tp[t], counts.fp[t], counts.fn[t]) == ([2, 0], [1, 0], [0, 1])
     top = p.levels.index[max(SWEEP_THRESHOLDS)]  # only the exact cat passes 0.95
@@ -170,10 +173,10 @@ def test_image_counts_at_every_threshold() -> None:
 def test_image_results_with_records() -> None:
     """One result per image, the per-box records in the reference's order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine._counted(p, paired.matching, engine._Scores.of(p))
-    counts = engine._image_counts(p, paired.matching, counted, len(selection.images))
-    records = engine._matches(p, paired, counted, len(selection.images))
-    a, b = engine._image_results(p, selection, counts, records)
+    counted = engine._counted(p, paired.matching, stage_inputs._Scores.of(p))
+    counts = per_image._image_counts(p, paired.matching, counted, len(selection.images))
+    records = per_image._matches(p, paired, counted, len(selection.images))
+    a, b = per_image._image_results(p, selection, counts, records)
     assert (a.key, a.pred_path, a.tp, a.fp, a.fn) == ("a", "pred/a.xml", 2, 1, 0)
     assert a.mean_iou == pytest.approx(5 / 6)
     assert (b.key, b.pred_path, b.tp, b.fp, b.fn, b.mean_iou) == ("b", None, 0, 0, 1, None)
@@ -189,11 +192,11 @@ def test_image_results_with_records() -> None:
 def test_class_ap_and_results() -> None:
     """cat: 2 of 3 found at the top of the ranking, AP 2/3; dog: only ignored ground truth."""
     p, _, paired = prepared(protocol("default"))
-    scores = engine._Scores.of(p)
+    scores = stage_inputs._Scores.of(p)
     counted = engine._counted(p, paired.matching, scores)
-    ap_values = engine._class_ap(p, paired, counted, scores.kept, None)
+    ap_values = per_class._class_ap(p, paired, counted, scores.kept, None)
     assert ap_values == [[pytest.approx(2 / 3)], []]
-    cat, dog = engine._class_results(p, paired.ranking, counted, scores.kept, ap_values)
+    cat, dog = per_class._class_results(p, paired.ranking, counted, scores.kept, ap_values)
     assert (cat.name, cat.gt, cat.pred, cat.tp, cat.fp, cat.fn) == ("cat", 3, 3, 2, 1, 1)
     assert cat.ap == pytest.approx(2 / 3)
     assert (dog.name, dog.gt, dog.gt_ignored, dog.tp, dog.fp, dog.ap) == (
@@ -205,9 +208,9 @@ def test_coco_stage_gives_pycocotools_numbers_per_area_range() -> None:
     """Under COCO, cat's two TPs (IoU 1 and 2/3) give 67 of 101 recall points at IoU up to
     0.65; above, 0.9's TP comes second: precision 1/2 on 34 points."""
     p, _, paired = prepared(protocol("coco"))
-    areas = engine._Areas(*paired.scan.space.region_areas())
+    areas = stage_inputs._Areas(*paired.scan.space.region_areas())
     stages: list[str] = []
-    coco, class_ap = engine._coco(p, paired, areas, stages.append)
+    coco, class_ap = per_class._coco(p, paired, areas, stages.append)
     assert stages == [f"COCO area {name}" for name in ("all", "small", "medium", "large")]
     high, low = 67 / (101 * (1 + np.spacing(1))), 34 * 0.5 / 101
     assert class_ap == {0: pytest.approx([high] * 4 + [low] * 6, rel=1e-12)}

@@ -30,8 +30,8 @@ _WHERE = {
     "find_suspects": "vocmatch.pipeline_suspects",
     "SuspectsRequest": "vocmatch.pipeline_suspects",
     "operating_thresholds": "vocmatch.pipeline",
-    "evaluate_labels": "vocmatch.pipeline",
-    "LabelsRequest": "vocmatch.pipeline",
+    "evaluate_labels": "vocmatch.pipeline_labels",
+    "LabelsRequest": "vocmatch.pipeline_labels",
     "LabelEvaluation": "vocmatch.evaluation.labels",
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
@@ -114,13 +114,12 @@ if TYPE_CHECKING:
     from vocmatch.evidence.report import EvalReport, Evidence
     from vocmatch.pipeline import (
         EvalRequest,
-        LabelsRequest,
         evaluate,
-        evaluate_labels,
         evaluator_for,
         operating_thresholds,
     )
     from vocmatch.pipeline_diff import DiffReport, DiffRequest, compare
+    from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.report import (

@@ -38,13 +38,14 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.evaluation.labels import LabelDifficult, LabelEvaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.pipeline_diff import DiffReport as DiffReport
     from vocmatch.pipeline_diff import DiffRequest as DiffRequest
     from vocmatch.pipeline_diff import compare as compare
+    from vocmatch.pipeline_labels import LabelsRequest as LabelsRequest
+    from vocmatch.pipeline_labels import evaluate_labels as evaluate_labels
     from vocmatch.pipeline_suspects import SuspectsFound as SuspectsFound
     from vocmatch.pipeline_suspects import SuspectsRequest as SuspectsRequest
     from vocmatch.pipeline_suspects import find_suspects as find_suspects
@@ -129,6 +130,10 @@ class ReadOptions:
         """The processes to read with: ``jobs``, or every core for 0."""
         return self.jobs or os.cpu_count() or 1
 
+    def folds_case(self) -> bool:
+        """Class names are compared lower-cased (``Car`` and ``car`` are one class)."""
+        return False
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoreOptions(ReadOptions):
@@ -187,6 +192,10 @@ class ScoreOptions(ReadOptions):
         )  # fmt: skip
         changes = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         return replace(conventions, **changes) if changes else conventions
+
+    def folds_case(self) -> bool:
+        """Class names are lower-cased before matching when ``fold_case`` says so."""
+        return self.fold_case
 
 
 @dataclass(frozen=True, slots=True)
@@ -847,9 +856,7 @@ def _chosen_classes(
     from vocmatch.evaluation.class_map import choose_classes, no_shared_class
 
     # Label sets compare lower-cased names (vocmatch.evaluation.labels): so does the check.
-    fold_case = isinstance(options, LabelsRequest) or (
-        isinstance(options, ScoreOptions) and options.fold_case
-    )
+    fold_case = options.folds_case()
     if options.class_choice:
         gt, pred = choose_classes(gt, pred, options.class_choice, fold_case, whole=whole)
     # A shard's images may lack the classes its predictions share with the other shards'.
@@ -892,7 +899,8 @@ def refuse_unpaired_keys(
 
 
 #: Names defined in their own modules, imported from there when first asked for here (PEP
-#: 562): an evaluation builds no record of a comparison or of the suspects finder.
+#: 562): an evaluation of boxes builds no record of a comparison, of the suspects finder or
+#: of label sets.
 _ELSEWHERE = {
     "DiffReport": "vocmatch.pipeline_diff",
     "DiffRequest": "vocmatch.pipeline_diff",
@@ -900,6 +908,8 @@ _ELSEWHERE = {
     "SuspectsFound": "vocmatch.pipeline_suspects",
     "SuspectsRequest": "vocmatch.pipeline_suspects",
     "find_suspects": "vocmatch.pipeline_suspects",
+    "LabelsRequest": "vocmatch.pipeline_labels",
+    "evaluate_labels": "vocmatch.pipeline_labels",
 }
 
 
@@ -913,92 +923,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next look-up is a plain attribute
     return value
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LabelsRequest(ReadOptions):
-    """Each image's set of class names compared, ground truth against predictions: what
-    ``vocmatch eval --mode labels`` reads from its options.
-
-    The inputs are read as :class:`ReadOptions` says (a folder of XML files, a VOC folder and
-    its split, COCO results, YOLO or devkit files); boxes, positions and scores play no part.
-    Names are always stripped and lower-cased (there is no ``fold_case``: ``Car`` and ``car``
-    are one tag); see :mod:`vocmatch.evaluation.labels` for every convention.
-
-    Attributes:
-        gt: A folder of ground-truth XML files, or a VOC folder holding ``Annotations/``.
-        pred: The predictions: a folder, or a COCO results file.
-        difficult: ``ignore`` (the VOC devkit's classification task: a class whose objects
-            in an image are all difficult is neither required nor penalised there) or
-            ``count`` (difficult objects are ordinary objects).
-
-    Example:
-        >>> request = LabelsRequest(gt="VOC2007", pred="VOC2007/results.json", split="test")
-        >>> request.difficult, request.inputs().options.split
-        ('ignore', 'test')
-    """
-
-    gt: PathLike
-    pred: PathLike
-    difficult: LabelDifficult = "ignore"
-
-    def inputs(self) -> Inputs:
-        """The ground truth, the predictions and how to read them."""
-        return Inputs(self.gt, self.pred, self)
-
-
-def evaluate_labels(
-    request: LabelsRequest | PathLike,
-    pred: PathLike | None = None,
-    *,
-    progress: Progress | None = None,
-    **options: Any,
-) -> LabelEvaluation:
-    """Read and compare each image's label set: all of ``vocmatch eval --mode labels`` but
-    the output.
-
-    Call it with a request, or with the two paths and the request's fields as keywords. The
-    result renders as the command line renders it: :func:`vocmatch.render_labels_text`
-    (``"json"`` or ``"table"``).
-
-    Args:
-        request: The request, or the ground truth's path.
-        pred: The predictions' path, when ``request`` is a path.
-        progress: Told how many files are read, of how many.
-        **options: The fields of :class:`LabelsRequest`, when ``request`` is a path.
-
-    Returns:
-        Per image its two sets, Jaccard and Dice; per class its counts over images and IoU;
-        macro and micro IoU; the files skipped and the images without a prediction file.
-
-    Raises:
-        RequestError: A field holds a value that cannot be used (its ``field`` says which).
-        InputError: The inputs cannot be evaluated (no annotation file, nothing pairs).
-        AnnotationError: A file that must be read cannot be.
-
-    Example:
-        >>> import vocmatch
-        >>> found = vocmatch.evaluate_labels("fixtures/labels/gt", "fixtures/labels/pred")
-        >>> found.macro_iou, found.images[0].key, found.images[0].missed
-        (0.6666666666666666, 'sample_1', ('airplane', 'car'))
-    """
-    if not isinstance(request, LabelsRequest):
-        if pred is None:
-            raise TypeError(
-                "evaluate_labels() needs the predictions' path after the ground truth's"
-            )
-        request = LabelsRequest(gt=request, pred=pred, **options)
-    elif pred is not None or options:
-        raise TypeError("evaluate_labels() takes a request or paths and keywords, not both")
-    difficult: str = request.difficult  # a caller's value, checked: typing does not hold it
-    if difficult not in ("ignore", "count"):
-        why = " (crowd regions are a box convention)" if difficult == "crowd" else ""
-        raise RequestError("difficult", f"label sets take 'ignore' or 'count'{why}", difficult)
-    from vocmatch.evaluation import labels
-
-    gt_columns, pred_columns = read_inputs(
-        request.inputs(), progress.files if progress is not None else None
-    )
-    gt_set, pred_set = gt_columns.to_annotations(), pred_columns.to_annotations()
-    del gt_columns, pred_columns
-    return labels.evaluate_labels(gt_set, pred_set, request.difficult)

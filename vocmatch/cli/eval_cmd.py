@@ -459,7 +459,7 @@ def labels_eval(
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
-    from vocmatch.pipeline import LabelsRequest, evaluate_labels
+    from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.report import render_labels_text
     from vocmatch.render.terminal import ReportOptions

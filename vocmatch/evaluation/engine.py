@@ -15,11 +15,13 @@ columns without a Python loop per image-class pair:
 * AP, the sweep and pycocotools' accumulation use the same functions as the reference, on
   arrays in the same order, so every number is bit-identical (a test checks it).
 
-This module is the matching half (select, prepare, pair and match, the area ranges'
-matchings, per-image results); what crosses images, each class's ranking, AP, curve and
-pycocotools' accumulation, is in :mod:`vocmatch.evaluation.accumulate`, read from match
-flags, so that :mod:`vocmatch.evaluation.records` accumulates records merged from shards
-with the same functions.
+This module runs the stages and holds the first ones (select, prepare, pair and match,
+count); the per-image stage is :mod:`vocmatch.evaluation.per_image`, the per-class stage and
+the area ranges' matchings :mod:`vocmatch.evaluation.per_class`, and the records the stages
+hand on :mod:`vocmatch.evaluation.stage_inputs`. What crosses images, each class's ranking,
+AP, curve and pycocotools' accumulation, is in :mod:`vocmatch.evaluation.accumulate`, read
+from match flags, so that :mod:`vocmatch.evaluation.records` accumulates records merged from
+shards with the same functions.
 
 Predictions without scores (paired highest IoU first) and sets holding rotated boxes or
 polygons (exact region overlap) go through the reference evaluator.
@@ -27,7 +29,6 @@ polygons (exact region overlap) go through the reference evaluator.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,40 +40,35 @@ from vocmatch.core.match import (
     Hits,
     RankedMatcher,
 )
-from vocmatch.core.model import Polygon, RotatedBox, SkippedFile
+from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.accumulate import (
-    AreaMatches,
-    ClassCounts,
-    ClassRanking,
-    CocoOrder,
-    RankedFlags,
-    _segment_starts,
-    class_ap_values,
-    class_curves,
-    class_ranking,
-    class_results,
-    coco_area,
-)
+from vocmatch.evaluation.accumulate import class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
 from vocmatch.evaluation.pair_space import PairSpace
+from vocmatch.evaluation.per_class import _AREA_NAMES, _class_ap, _class_results, _coco
+from vocmatch.evaluation.per_image import _image_counts, _image_results, _matches
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
-    ClassResult,
-    CocoStats,
-    CocoSummary,
     Evaluation,
-    ImageResult,
-    Match,
-    Outcome,
-    SweepResult,
     case_notes,
     finish,
     input_notes,
     score_notes,
     shape_notes,
+)
+from vocmatch.evaluation.stage_inputs import (
+    _Areas,
+    _Counted,
+    _GroundTruth,
+    _Levels,
+    _Paired,
+    _Predictions,
+    _Prepared,
+    _Scores,
+    _scores,
+    _Selection,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
@@ -86,7 +82,6 @@ BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
 #: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
 StageProgress = Callable[[str, int, int], None]
-_AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,12 +223,6 @@ def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) ->
     return np.argsort(key)
 
 
-def _scores(scores: FloatArray, rows: IntArray) -> FloatArray:
-    """Scores of ``rows`` for ranking: NaN (no score) as -inf, ranked last."""
-    taken = scores[rows]
-    return np.where(np.isnan(taken), -math.inf, taken)
-
-
 def _distinct(values: IntArray) -> int:
     """How many distinct non-negative integers ``values`` holds (counted: ``np.unique``
     would import ``numpy.ma`` on every run, 10-15 ms)."""
@@ -262,9 +251,9 @@ def evaluate_columns(
     The evaluation runs in stages, each a function given and giving small records: select
     the images and boxes (:func:`_select`), sort them into image-class cells
     (:func:`_prepare`), pair and match (:func:`_pair_and_match`), pycocotools' numbers
-    (:func:`_coco`), the outcome at the IoU threshold (:func:`_counted`), per-image results
-    (:func:`_image_counts`, :func:`_matches`, :func:`_image_results`) and per-class results
-    (:func:`_class_ap`, :func:`_class_results`).
+    (:func:`~vocmatch.evaluation.per_class._coco`), the outcome at the IoU threshold
+    (:func:`_counted`), per-image results (:mod:`vocmatch.evaluation.per_image`) and per-class
+    results (:mod:`vocmatch.evaluation.per_class`).
 
     Args:
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
@@ -365,36 +354,6 @@ class _Stages:
             self._progress("done", self._total, self._total)
 
 
-@dataclass(frozen=True, slots=True)
-class _Selection:
-    """The images and boxes an evaluation reads (stage *select*).
-
-    Attributes:
-        images: Each evaluated image's index in ``gt.keys``: every ground-truth file that was
-            read, in key order.
-        pred_of_image: Each evaluated image's index in ``pred.keys``, None without a file.
-        gt_rows: ``(G,)`` rows of ``gt`` in evaluated images, in column order.
-        gt_image: ``(G,)`` the evaluated image of each.
-        pred_rows: ``(P,)`` rows of ``pred`` in evaluated images, in column order.
-        pred_image: ``(P,)`` the evaluated image of each.
-        scored: Some of those predictions have a score.
-        missing: Keys of evaluated images without a prediction file.
-        orphan: Paths of prediction files without ground truth.
-        skipped: Files that could not be read, by path and line.
-    """
-
-    images: tuple[int, ...]
-    pred_of_image: tuple[int | None, ...]
-    gt_rows: IntArray
-    gt_image: IntArray
-    pred_rows: IntArray
-    pred_image: IntArray
-    scored: bool
-    missing: tuple[str, ...]
-    orphan: tuple[str, ...]
-    skipped: tuple[SkippedFile, ...]
-
-
 def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
     """Stage *select*: every image whose ground truth was read, paired with its predictions
     by key; files skipped on either side, predictions without ground truth apart."""
@@ -465,109 +424,6 @@ def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: _Selection) -> 
     return sum(1 for row, _ in gt.shapes if gt_evaluated[row]) + sum(
         1 for row, _ in pred.shapes if pred_evaluated[row]
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _GroundTruth:
-    """The evaluated ground truth sorted by (image, class, file order).
-
-    Attributes:
-        rows: ``(G,)`` each one's row in the ground-truth columns.
-        image: ``(G,)`` its evaluated image.
-        label: ``(G,)`` its class index.
-        ignore: ``(G,)`` ignored under the protocol (``difficult`` unless counted).
-        crowd: ``(G,)`` a crowd region (``--difficult crowd``).
-    """
-
-    rows: IntArray
-    image: IntArray
-    label: IntArray
-    ignore: BoolArray
-    crowd: BoolArray
-
-    def per_class(self, n_classes: int) -> tuple[IntArray, IntArray]:
-        """``(K,)`` ground truth that counts, and ``(K,)`` ignored, of each class."""
-        ignored = np.bincount(self.label[self.ignore], minlength=n_classes)
-        return np.bincount(self.label, minlength=n_classes) - ignored, ignored
-
-
-@dataclass(frozen=True, slots=True)
-class _Predictions:
-    """The evaluated predictions sorted by (image, class, descending score, file order).
-
-    ``*_all`` arrays hold every one; the others only those kept (pycocotools' ``maxDets``
-    highest-scored of each image-class; every one when nothing is cut, the same arrays).
-
-    Attributes:
-        rows_all: ``(P_all,)`` each one's row in the prediction columns.
-        image_all: ``(P_all,)`` its evaluated image.
-        label_all: ``(P_all,)`` its class index.
-        kept: ``(P_all,)`` kept.
-        rows: ``(P,)``.
-        image: ``(P,)``.
-        label: ``(P,)``.
-        rank: ``(P,)`` its place in its image-class's run, by score.
-    """
-
-    rows_all: Int32Array
-    image_all: IntArray
-    label_all: IntArray
-    kept: BoolArray
-    rows: Int32Array
-    image: IntArray
-    label: IntArray
-    rank: IntArray
-
-
-@dataclass(frozen=True, slots=True)
-class _Levels:
-    """The IoU thresholds matched at: the evaluation threshold, the sweep and the AP
-    thresholds, ascending.
-
-    Attributes:
-        thresholds: ``(T,)``.
-        index: Each threshold's place in ``thresholds``.
-        evaluation: The place of the evaluation's own threshold.
-    """
-
-    thresholds: FloatArray
-    index: dict[float, int]
-    evaluation: int
-
-    @classmethod
-    def of(cls, conv: Conventions) -> _Levels:
-        """The thresholds a protocol matches at."""
-        values = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
-        index = {value: i for i, value in enumerate(values)}
-        return cls(np.array(values, dtype=np.float64), index, index[conv.iou_threshold])
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """The inputs sorted into image-class cells (stage *prepare*): what every later stage
-    reads.
-
-    Attributes:
-        conventions: The protocol.
-        gt_columns: The ground-truth columns.
-        pred_columns: The prediction columns.
-        score_thresholds: Per-class score thresholds, if any.
-        class_names: The classes of the evaluated boxes, sorted.
-        gt: The ground truth, sorted.
-        pred: The predictions, sorted.
-        levels: The IoU thresholds matched at.
-        scored: The predictions carry scores (else they are paired highest IoU first).
-    """
-
-    conventions: Conventions
-    gt_columns: ColumnSet
-    pred_columns: ColumnSet
-    score_thresholds: ScoreThresholds | None
-    class_names: tuple[str, ...]
-    gt: _GroundTruth
-    pred: _Predictions
-    levels: _Levels
-    scored: bool
 
 
 def _prepare(
@@ -686,21 +542,6 @@ def _sort_predictions(
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
 
 
-@dataclass(frozen=True, slots=True)
-class _Paired:
-    """Every image-class paired and matched at every threshold (stage *pair and match*).
-
-    Attributes:
-        scan: The pairs that can match, and each box's best IoU on the other side.
-        matching: The matched pairs at every threshold.
-        ranking: Each class's predictions and their ranking by score.
-    """
-
-    scan: PairScan
-    matching: Matching
-    ranking: ClassRanking
-
-
 def _pair_and_match(
     prepared: _Prepared, by_score: IntArray, stage: Callable[[str], None]
 ) -> _Paired:
@@ -739,19 +580,6 @@ def _pair_and_match(
     return _Paired(scan, m, class_ranking(by_score, pred.label, n_k))
 
 
-@dataclass(frozen=True, slots=True)
-class _Areas:
-    """Continuous areas (a shape's own region's), as COCO's area ranges read them.
-
-    Attributes:
-        gt: ``(G,)`` of the sorted ground truth.
-        pred: ``(P,)`` of the kept predictions.
-    """
-
-    gt: FloatArray
-    pred: FloatArray
-
-
 def _coco_class_ap_reusable(conv: Conventions, areas: _Areas) -> bool:
     """A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
     entry whenever no box is large enough to leave that range: read it from there."""
@@ -761,26 +589,6 @@ def _coco_class_ap_reusable(conv: Conventions, areas: _Areas) -> bool:
         and not (areas.gt > COCO_AREAS[0][1]).any()
         and not (areas.pred > COCO_AREAS[0][1]).any()
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Scores:
-    """Scores for ranking (``-inf`` for none) of the sorted predictions.
-
-    Attributes:
-        kept: ``(P,)`` of the kept ones.
-        all: ``(P_all,)`` of every one.
-    """
-
-    kept: FloatArray
-    all: FloatArray
-
-    @classmethod
-    def of(cls, prepared: _Prepared) -> _Scores:
-        """The sorted predictions' scores."""
-        pred = prepared.pred
-        every = _scores(prepared.pred_columns.scores, pred.rows_all)
-        return cls(every if pred.rows is pred.rows_all else every[pred.kept], every)
 
 
 def _score_floor(prepared: _Prepared) -> FloatArray | None:
@@ -830,29 +638,6 @@ def _matched_columns(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Counted:
-    """The outcome of the kept predictions at the evaluation's IoU threshold.
-
-    Attributes:
-        matched: ``(P,)`` matched a ground truth (TP or ignored).
-        ignored: ``(P,)`` matched an ignored ground truth.
-        counted: ``(P,)`` a TP that counts (at or above its score threshold).
-        ignored_counted: ``(P,)`` matched an ignored ground truth and counts.
-        missed: ``(T, G)`` ground truth that counts and was not matched, at each threshold.
-        passing: ``(P,)`` at or above its class's score threshold; None without thresholds.
-        passing_all: ``(P_all,)`` the same of every prediction.
-    """
-
-    matched: BoolArray
-    ignored: BoolArray
-    counted: BoolArray
-    ignored_counted: BoolArray
-    missed: BoolArray
-    passing: BoolArray | None
-    passing_all: BoolArray | None
-
-
 def _counted(prepared: _Prepared, m: Matching, scores: _Scores) -> _Counted:
     """Stage *count*: each kept prediction's outcome at the IoU threshold. With score
     thresholds, only the predictions that pass count (module doc of
@@ -870,345 +655,6 @@ def _counted(prepared: _Prepared, m: Matching, scores: _Scores) -> _Counted:
         matched_t, ignored_t, counted_t & passing, ignored_t & passing, missed, passing,
         passing_all,
     )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _ImageCounts:
-    """Per image (lists, read once per image), at each threshold of :class:`_Levels`.
-
-    Attributes:
-        tp: ``[T][I]`` true positives.
-        fp: ``[T][I]`` false positives.
-        fn: ``[T][I]`` missed ground truth.
-        gt: ``[I]`` ground truth that counts.
-        gt_ignored: ``[I]`` ignored ground truth.
-        pred: ``[I]`` predictions that count (all, kept or not).
-        pred_ignored: ``[I]`` predictions that count matched to ignored ground truth.
-        tp_iou: The IoU of each TP at the evaluation threshold, by image, then as the
-            reference lists matches: class, then file order.
-        tp_bounds: ``[I + 1]`` where each image's run starts in ``tp_iou``.
-    """
-
-    tp: list[list[int]]
-    fp: list[list[int]]
-    fn: list[list[int]]
-    gt: list[int]
-    gt_ignored: list[int]
-    pred: list[int]
-    pred_ignored: list[int]
-    tp_iou: list[float]
-    tp_bounds: list[int]
-
-
-def _image_counts(
-    prepared: _Prepared, m: Matching, counted: _Counted, n_images: int
-) -> _ImageCounts:
-    """Stage *per image*: the counts of every image, from the matched pairs: TP are matches
-    to an object that counts, FP the kept predictions left unmatched."""
-    gt, pred = prepared.gt, prepared.pred
-    n_t = prepared.levels.thresholds.size
-    passing, passing_all = counted.passing, counted.passing_all
-    hit_image = pred.image[m.hit_pred]
-    hit_counts = ~gt.ignore[m.hit_gt]
-    hit_level = m.hit_t
-    ignored_image = np.bincount(gt.image[gt.ignore], minlength=n_images)
-    gt_per_image = np.bincount(gt.image, minlength=n_images)
-    if passing is None or passing_all is None:
-        kept_per_image = np.bincount(pred.image, minlength=n_images)
-        pred_per_image = np.bincount(pred.image_all, minlength=n_images)
-    else:
-        kept_per_image = np.bincount(pred.image[passing], minlength=n_images)
-        pred_per_image = np.bincount(pred.image_all[passing_all], minlength=n_images)
-        hit_pass = passing[m.hit_pred]
-        hit_image, hit_counts, hit_level = (
-            hit_image[hit_pass],
-            hit_counts[hit_pass],
-            hit_level[hit_pass],
-        )
-    tp_image = [
-        np.bincount(hit_image[(hit_level == i) & hit_counts], minlength=n_images).tolist()
-        for i in range(n_t)
-    ]
-    fp_image = [
-        (kept_per_image - np.bincount(hit_image[hit_level == i], minlength=n_images)).tolist()
-        for i in range(n_t)
-    ]
-    del hit_image, hit_counts, hit_level
-    if passing is None:
-        fn_image = [
-            np.bincount(gt.image[counted.missed[i]], minlength=n_images).astype(np.int64).tolist()
-            for i in range(n_t)
-        ]
-    else:
-        # Each object that counts is matched at most once: FN = objects that count - TP.
-        counting_image = gt_per_image - ignored_image
-        fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
-    # The IoU of each TP, ordered as the reference lists matches: class, then file order.
-    tp_pred = np.flatnonzero(counted.counted)
-    _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
-    tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
-    return _ImageCounts(
-        tp=tp_image,
-        fp=fp_image,
-        fn=fn_image,
-        gt=(gt_per_image - ignored_image).tolist(),
-        gt_ignored=ignored_image.tolist(),
-        pred=pred_per_image.tolist(),
-        pred_ignored=np.bincount(pred.image[counted.ignored_counted], minlength=n_images).tolist(),
-        tp_iou=tp_iou[tp_order].tolist(),
-        tp_bounds=_segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
-    )
-
-
-def _image_results(
-    prepared: _Prepared,
-    selection: _Selection,
-    counts: _ImageCounts,
-    records: list[tuple[Match, ...]] | None,
-) -> list[ImageResult]:
-    """Each evaluated image's result, with its per-box ``records`` (none without)."""
-    gt, pred = prepared.gt_columns, prepared.pred_columns
-    t = prepared.levels.evaluation
-    swept = prepared.conventions.sweep_thresholds
-    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in swept]
-    tp_image, fp_image, fn_image = counts.tp, counts.fp, counts.fn
-    tp_iou, tp_bounds = counts.tp_iou, counts.tp_bounds
-    # Sweeps repeat (small counts): equal ones share one frozen record.
-    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
-    image_results = []
-    for j, i in enumerate(selection.images):
-        p = selection.pred_of_image[j]
-        ious = tp_iou[tp_bounds[j] : tp_bounds[j + 1]]
-        key = tuple(
-            c
-            for _, level in sweep_levels
-            for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
-        )
-        sweep = sweeps.get(key)
-        if sweep is None:
-            sweep = sweeps[key] = tuple(
-                SweepResult(threshold, *key[3 * n : 3 * n + 3])
-                for n, (threshold, _) in enumerate(sweep_levels)
-            )
-        image_results.append(
-            ImageResult(
-                key=gt.keys[i],
-                gt_path=gt.paths[i],
-                pred_path=pred.paths[p] if p is not None else None,
-                gt=counts.gt[j],
-                gt_ignored=counts.gt_ignored[j],
-                pred=counts.pred[j],
-                tp=tp_image[t][j],
-                fp=fp_image[t][j],
-                fn=fn_image[t][j],
-                mean_iou=math.fsum(ious) / len(ious) if ious else None,
-                sweep=sweep,
-                matches=records[j] if records is not None else (),
-                pred_ignored=counts.pred_ignored[j],
-            )
-        )
-    return image_results
-
-
-def _ranked_flags(
-    prepared: _Prepared, paired: _Paired, counted: _Counted, pred_score: FloatArray
-) -> RankedFlags:
-    """The kept predictions as AP and the curves read them: the evaluation threshold's
-    flags from ``counted``, any other's from the matching."""
-    m, levels = paired.matching, prepared.levels
-
-    def flags(level: int) -> tuple[BoolArray, BoolArray]:
-        if level == levels.evaluation:
-            return counted.matched, counted.ignored
-        return m.pred_flags(level)
-
-    return RankedFlags(paired.ranking, pred_score, flags, levels.index, levels.evaluation)
-
-
-def _class_ap(
-    prepared: _Prepared,
-    paired: _Paired,
-    counted: _Counted,
-    pred_score: FloatArray,
-    coco_class_ap: dict[int, list[float]] | None,
-) -> list[list[float]]:
-    """Stage *per class*: each class's AP at every AP threshold of the protocol
-    (:func:`vocmatch.evaluation.accumulate.class_ap_values`)."""
-    n_class_gt: list[int] = prepared.gt.per_class(len(prepared.class_names))[0].tolist()
-    ranked = _ranked_flags(prepared, paired, counted, pred_score)
-    return class_ap_values(prepared.conventions, ranked, n_class_gt, prepared.scored, coco_class_ap)
-
-
-def _class_counts(prepared: _Prepared, ranking: ClassRanking, counted: _Counted) -> ClassCounts:
-    """Each class's counts at the IoU threshold; with score thresholds, of the predictions
-    that pass."""
-    n_k = len(prepared.class_names)
-    n_counting, n_ignored = prepared.gt.per_class(n_k)
-    label = prepared.pred.label
-    passing = counted.passing
-    tp = np.bincount(label[counted.counted], minlength=n_k)
-    if passing is None:
-        fp = np.bincount(label[~counted.matched], minlength=n_k)
-        missed = counted.missed[prepared.levels.evaluation]
-        fn = np.bincount(prepared.gt.label[missed], minlength=n_k)
-        n_pred = np.bincount(label, minlength=n_k)
-    else:
-        fp = np.bincount(label[~counted.matched & passing], minlength=n_k)
-        fn = n_counting - tp
-        n_pred = np.bincount(label[passing], minlength=n_k)
-    pred_ignored = np.bincount(label[counted.ignored_counted], minlength=n_k)
-    return ClassCounts(n_counting, n_ignored, n_pred, tp, fp, fn, pred_ignored)
-
-
-def _class_results(
-    prepared: _Prepared,
-    ranking: ClassRanking,
-    counted: _Counted,
-    pred_score: FloatArray,
-    ap_values: list[list[float]],
-) -> list[ClassResult]:
-    """Each class's counts at the IoU threshold, its curve, and its AP from ``ap_values``
-    (see :func:`_class_ap`)."""
-    levels = prepared.levels
-    # Only the evaluation threshold's flags are read: the curve's.
-    ranked = RankedFlags(
-        ranking, pred_score, lambda _: (counted.matched, counted.ignored), levels.index,
-        levels.evaluation,
-    )  # fmt: skip
-    counts = _class_counts(prepared, ranking, counted)
-    curves = class_curves(ranked, counts.gt.tolist(), prepared.scored)
-    return class_results(
-        prepared.conventions, prepared.class_names, counts, curves, ap_values, prepared.scored
-    )
-
-
-def _coco(
-    prepared: _Prepared, paired: _Paired, areas: _Areas, stage: Callable[[str], None]
-) -> tuple[CocoStats, dict[int, list[float]]]:
-    """Stage *COCO*: pycocotools' 12 numbers, and for each class with ground truth its AP at
-    each threshold as pycocotools' precision gives it (area all, maxDets 100). Each area
-    range is matched again, then accumulated class by class
-    (:func:`vocmatch.evaluation.accumulate.coco_area`): pycocotools' ``(T, 101, K, A, M)``
-    precision array is never built (48 GB for 50,000 classes under ten thresholds)."""
-    conv, scan = prepared.conventions, paired.scan
-    gt, pred = prepared.gt, prepared.pred
-    n_k = len(prepared.class_names)
-    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
-    summary = CocoSummary(thresholds)
-    class_ap: dict[int, list[float]] = {}
-    order = CocoOrder.of(paired.ranking, pred.label, pred.rank, thresholds.size)
-    for a, (low, high) in enumerate(COCO_AREAS):
-        stage(f"COCO area {_AREA_NAMES[a]}")
-        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
-        m = match_all(
-            scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
-            conv.strict_threshold, prepared.scored,
-        )  # fmt: skip
-        matches = AreaMatches(
-            m.hit_pred,
-            m.hit_t,
-            ignore[m.hit_gt],
-            (areas.pred < low) | (areas.pred > high),
-            np.bincount(gt.label[~ignore], minlength=n_k),
-        )
-        coco_area(summary, a, matches, order, class_ap)
-        del m, matches  # before the next
-    return summary.stats(), class_ap
-
-
-def _matches(
-    prepared: _Prepared, paired: _Paired, counted: _Counted, n_images: int
-) -> list[tuple[Match, ...]]:
-    """Stage *per image*: the per-box records of every image in the reference's order: per
-    class, kept predictions in file order, then predictions beyond max_dets, then missed
-    ground truth. With score thresholds, only predictions that pass have records, as if the
-    others had never been there."""
-    gt, pred = prepared.gt_columns, prepared.pred_columns
-    class_names = prepared.class_names
-    g_rows, g_image, g_class, g_ignore = (
-        prepared.gt.rows,
-        prepared.gt.image,
-        prepared.gt.label,
-        prepared.gt.ignore,
-    )
-    p = prepared.pred
-    p_rows_all, p_image_all, p_class_all, kept = p.rows_all, p.image_all, p.label_all, p.kept
-    p_rows, p_image, p_class = p.rows, p.image, p.label
-    scan, m, t = paired.scan, paired.matching, prepared.levels.evaluation
-    n_gt, n_pred = g_rows.size, p_rows.size
-    p_pass, p_pass_all = counted.passing, counted.passing_all
-    matched_t, ignored_t = counted.matched, counted.ignored
-    # Highest IoU of each box with the other side of its image-class (0.0 without any).
-    best_pred = scan.pred_best_iou
-    if p_pass is None:
-        best_gt = scan.gt_best_iou
-        gt_matched = m.gt_matched[t]
-    else:
-        best_gt = scan.gt_best_iou_among(p_pass)
-        at = (m.hit_t == t) & p_pass[m.hit_pred]
-        gt_matched = np.zeros(n_gt, dtype=bool)
-        gt_matched[m.hit_gt[at]] = True
-    first_gt_row = np.asarray(_first_rows(gt), dtype=np.int64)
-    first_pred_row = np.asarray(_first_rows(pred), dtype=np.int64)
-
-    # Kept predictions: TP or ignored when matched (with the pair's IoU), else FP.
-    pred_local = p_rows - first_pred_row[pred.image[p_rows]]
-    matched = np.flatnonzero(matched_t)
-    matched_gt, matched_iou = m.of(t, matched)
-    iou = best_pred.copy()
-    gt_local = np.full(n_pred, -1, dtype=np.int64)
-    if matched.size:
-        iou[matched] = matched_iou
-        matched_rows = g_rows[matched_gt]
-        gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
-    outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
-    # Predictions beyond max_dets, and missed ground truth.
-    dropped = np.flatnonzero(~kept if p_pass_all is None else ~kept & p_pass_all)
-    dropped_rows = p_rows_all[dropped]
-    dropped_local = dropped_rows - first_pred_row[pred.image[dropped_rows]]
-    missed = np.flatnonzero(~gt_matched & ~g_ignore)
-    missed_rows = g_rows[missed]
-    missed_local = missed_rows - first_gt_row[gt.image[missed_rows]]
-
-    shown = np.arange(n_pred) if p_pass is None else np.flatnonzero(p_pass)
-    # One sort puts every record in the reference's order: image, class, kind, file index.
-    image = np.concatenate([p_image[shown], p_image_all[dropped], g_image[missed]])
-    klass = np.concatenate([p_class[shown], p_class_all[dropped], g_class[missed]])
-    kind = np.repeat([0, 1, 2], [shown.size, dropped.size, missed.size])
-    local = np.concatenate([pred_local[shown], dropped_local, missed_local])
-    order = np.lexsort((local, kind, klass, image))
-    # Plain lists, read once per record below.
-    scores: list[float] = pred.scores.tolist()
-    rows: list[int] = np.concatenate([p_rows[shown], dropped_rows]).tolist()
-    entry: list[int] = np.concatenate([shown, dropped, missed]).tolist()
-    kinds: list[int] = kind.tolist()
-    classes: list[int] = klass.tolist()
-    locals_: list[int] = local.tolist()
-    outcomes: list[int] = outcome.tolist()
-    gt_locals: list[int] = gt_local.tolist()
-    pred_iou: list[float] = iou.tolist()
-    gt_iou: list[float] = best_gt.tolist()
-    records: list[Match] = []
-    for r in order.tolist():
-        name = class_names[classes[r]]
-        if kinds[r] == 2:  # missed ground truth
-            records.append(Match(name, "fn", locals_[r], None, gt_iou[entry[r]], None))
-            continue
-        raw = scores[rows[r]]
-        score = None if math.isnan(raw) else raw
-        if kinds[r] == 1:  # beyond max_dets
-            records.append(Match(name, "ignored", None, locals_[r], 0.0, score))
-            continue
-        q = entry[r]
-        what = _PRED_OUTCOMES[outcomes[q]]
-        gt_index = gt_locals[q] if what != "fp" else None
-        records.append(Match(name, what, gt_index, locals_[r], pred_iou[q], score))
-    bounds = np.searchsorted(image[order], np.arange(n_images + 1)).tolist()
-    return [tuple(records[bounds[i] : bounds[i + 1]]) for i in range(n_images)]
-
-
-#: A kept prediction's outcome by index: matched, matched to an ignored object, unmatched.
-_PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
 
 
 def _sorted_shapes(
@@ -1229,9 +675,3 @@ def fold_columns(columns: ColumnSet) -> ColumnSet:
     remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int32)
     labels = remap[columns.labels] if columns.labels.size else columns.labels
     return replace(columns, labels=labels, label_names=tuple(lowered))
-
-
-def _first_rows(columns: ColumnSet) -> list[int]:
-    """The first row of each image in a column set."""
-    starts: list[int] = _segment_starts(columns.image, len(columns.keys)).tolist()
-    return starts

@@ -36,7 +36,7 @@ from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
-from vocmatch.evaluation import engine
+from vocmatch.evaluation import engine, per_image
 from vocmatch.evaluation.accumulate import (
     ClassBits,
     ClassCounts,
@@ -44,6 +44,7 @@ from vocmatch.evaluation.accumulate import (
     class_results,
 )
 from vocmatch.evaluation.candidates import match_all
+from vocmatch.evaluation.per_class import _class_counts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     CocoStats,
@@ -56,6 +57,14 @@ from vocmatch.evaluation.result import (
     odd_value_counts,
     odd_value_notes,
     score_notes,
+)
+from vocmatch.evaluation.stage_inputs import (
+    _Areas,
+    _Levels,
+    _Paired,
+    _Prepared,
+    _Scores,
+    _Selection,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
@@ -291,7 +300,7 @@ def match_records(
     Raises:
         InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds.
     """
-    levels = engine._Levels.of(conv)
+    levels = _Levels.of(conv)
     if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
         raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
     used = {*gt.label_names, *pred.label_names}
@@ -331,7 +340,7 @@ class _Reading:
 def _reading(
     gt: ColumnSet,
     pred: ColumnSet,
-    selection: engine._Selection,
+    selection: _Selection,
     conv: Conventions,
     score_thresholds: ScoreThresholds | None,
 ) -> _Reading:
@@ -339,16 +348,16 @@ def _reading(
     prepared, by_score = engine._prepare(gt, pred, selection, conv, score_thresholds)
     paired = engine._pair_and_match(prepared, by_score, lambda _: None)
     del by_score
-    areas = engine._Areas(*paired.scan.space.region_areas())
-    scores = engine._Scores.of(prepared)
+    areas = _Areas(*paired.scan.space.region_areas())
+    scores = _Scores.of(prepared)
     counted = engine._counted(prepared, paired.matching, scores)
     n_images = len(selection.images)
-    per_image = engine._image_counts(prepared, paired.matching, counted, n_images)
-    images = engine._image_results(prepared, selection, per_image, None)
+    image_counts = per_image._image_counts(prepared, paired.matching, counted, n_images)
+    images = per_image._image_results(prepared, selection, image_counts, None)
     counts = ImageCounts(
         _image_values(images, len(conv.sweep_thresholds)),
         np.array([math.nan if i.mean_iou is None else i.mean_iou for i in images]),
-        engine._class_counts(prepared, paired.ranking, counted),
+        _class_counts(prepared, paired.ranking, counted),
     )
     flags = _area_flags(prepared, paired, areas)
     preds = _pred_records(prepared, paired, scores, flags, n_images)
@@ -375,9 +384,7 @@ class _AreaFlags:
     gt_counting: IntArray
 
 
-def _area_flags(
-    prepared: engine._Prepared, paired: engine._Paired, areas: engine._Areas
-) -> _AreaFlags:
+def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFlags:
     """Each area range matched again, as the engine's pycocotools stage matches it."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
@@ -405,16 +412,16 @@ def _area_flags(
 
 
 def _pred_records(
-    prepared: engine._Prepared,
-    paired: engine._Paired,
-    scores: engine._Scores,
+    prepared: _Prepared,
+    paired: _Paired,
+    scores: _Scores,
     flags: _AreaFlags,
     n_images: int,
 ) -> PredRecords:
     """The kept predictions' records."""
     gt, pred, m = prepared.gt, prepared.pred, paired.matching
     n_pred = pred.label.size
-    n_levels = engine._Levels.of(prepared.conventions).thresholds.size
+    n_levels = _Levels.of(prepared.conventions).thresholds.size
     ignored_hit = gt.ignore[m.hit_gt]
     return PredRecords(
         count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
@@ -458,7 +465,7 @@ def _image_values(images: Sequence[ImageResult], n_sweep: int) -> IntArray:
 
 
 def _note_counts(
-    gt: ColumnSet, pred: ColumnSet, selection: engine._Selection, names: tuple[str, ...]
+    gt: ColumnSet, pred: ColumnSet, selection: _Selection, names: tuple[str, ...]
 ) -> NoteCounts:
     """The notes' ingredients of the selected images (as :func:`engine._notes` reads them)."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
@@ -570,7 +577,7 @@ def _accumulated(
     curves: list[Curve | None] = []
     ap_values: list[list[float]] = [[] for _ in n_class_gt]
     preds = records.preds
-    levels = engine._Levels.of(conv)
+    levels = _Levels.of(conv)
     n_t = len(conv.ap_thresholds)
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
     reusable = conv.coco_stats and _class_ap_reusable(conv, records.beyond)

@@ -1,0 +1,266 @@
+"""Stage *per image* of the column evaluator (:mod:`vocmatch.evaluation.engine`): every
+image's counts at each matched threshold (:func:`_image_counts`), its per-box records in the
+reference's order (:func:`_matches`), and its :class:`~vocmatch.evaluation.result.ImageResult`
+(:func:`_image_results`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.evaluation.accumulate import _segment_starts
+from vocmatch.evaluation.candidates import Matching
+from vocmatch.evaluation.result import ImageResult, Match, Outcome, SweepResult
+from vocmatch.evaluation.stage_inputs import _Counted, _Paired, _Prepared, _Selection
+from vocmatch.readers.scan import ColumnSet
+
+FloatArray = npt.NDArray[np.float64]
+# Indices: int32 where they come from the columns, int64 where computed.
+IntArray = npt.NDArray[np.integer[Any]]
+BoolArray = npt.NDArray[np.bool_]
+Int32Array = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class _ImageCounts:
+    """Per image (lists, read once per image), at each threshold of
+    :class:`~vocmatch.evaluation.stage_inputs._Levels`.
+
+    Attributes:
+        tp: ``[T][I]`` true positives.
+        fp: ``[T][I]`` false positives.
+        fn: ``[T][I]`` missed ground truth.
+        gt: ``[I]`` ground truth that counts.
+        gt_ignored: ``[I]`` ignored ground truth.
+        pred: ``[I]`` predictions that count (all, kept or not).
+        pred_ignored: ``[I]`` predictions that count matched to ignored ground truth.
+        tp_iou: The IoU of each TP at the evaluation threshold, by image, then as the
+            reference lists matches: class, then file order.
+        tp_bounds: ``[I + 1]`` where each image's run starts in ``tp_iou``.
+    """
+
+    tp: list[list[int]]
+    fp: list[list[int]]
+    fn: list[list[int]]
+    gt: list[int]
+    gt_ignored: list[int]
+    pred: list[int]
+    pred_ignored: list[int]
+    tp_iou: list[float]
+    tp_bounds: list[int]
+
+
+def _image_counts(
+    prepared: _Prepared, m: Matching, counted: _Counted, n_images: int
+) -> _ImageCounts:
+    """Stage *per image*: the counts of every image, from the matched pairs: TP are matches
+    to an object that counts, FP the kept predictions left unmatched."""
+    gt, pred = prepared.gt, prepared.pred
+    n_t = prepared.levels.thresholds.size
+    passing, passing_all = counted.passing, counted.passing_all
+    hit_image = pred.image[m.hit_pred]
+    hit_counts = ~gt.ignore[m.hit_gt]
+    hit_level = m.hit_t
+    ignored_image = np.bincount(gt.image[gt.ignore], minlength=n_images)
+    gt_per_image = np.bincount(gt.image, minlength=n_images)
+    if passing is None or passing_all is None:
+        kept_per_image = np.bincount(pred.image, minlength=n_images)
+        pred_per_image = np.bincount(pred.image_all, minlength=n_images)
+    else:
+        kept_per_image = np.bincount(pred.image[passing], minlength=n_images)
+        pred_per_image = np.bincount(pred.image_all[passing_all], minlength=n_images)
+        hit_pass = passing[m.hit_pred]
+        hit_image, hit_counts, hit_level = (
+            hit_image[hit_pass],
+            hit_counts[hit_pass],
+            hit_level[hit_pass],
+        )
+    tp_image = [
+        np.bincount(hit_image[(hit_level == i) & hit_counts], minlength=n_images).tolist()
+        for i in range(n_t)
+    ]
+    fp_image = [
+        (kept_per_image - np.bincount(hit_image[hit_level == i], minlength=n_images)).tolist()
+        for i in range(n_t)
+    ]
+    del hit_image, hit_counts, hit_level
+    if passing is None:
+        fn_image = [
+            np.bincount(gt.image[counted.missed[i]], minlength=n_images).astype(np.int64).tolist()
+            for i in range(n_t)
+        ]
+    else:
+        # Each object that counts is matched at most once: FN = objects that count - TP.
+        counting_image = gt_per_image - ignored_image
+        fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
+    # The IoU of each TP, ordered as the reference lists matches: class, then file order.
+    tp_pred = np.flatnonzero(counted.counted)
+    _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
+    tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
+    return _ImageCounts(
+        tp=tp_image,
+        fp=fp_image,
+        fn=fn_image,
+        gt=(gt_per_image - ignored_image).tolist(),
+        gt_ignored=ignored_image.tolist(),
+        pred=pred_per_image.tolist(),
+        pred_ignored=np.bincount(pred.image[counted.ignored_counted], minlength=n_images).tolist(),
+        tp_iou=tp_iou[tp_order].tolist(),
+        tp_bounds=_segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
+    )
+
+
+def _image_results(
+    prepared: _Prepared,
+    selection: _Selection,
+    counts: _ImageCounts,
+    records: list[tuple[Match, ...]] | None,
+) -> list[ImageResult]:
+    """Each evaluated image's result, with its per-box ``records`` (none without)."""
+    gt, pred = prepared.gt_columns, prepared.pred_columns
+    t = prepared.levels.evaluation
+    swept = prepared.conventions.sweep_thresholds
+    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in swept]
+    tp_image, fp_image, fn_image = counts.tp, counts.fp, counts.fn
+    tp_iou, tp_bounds = counts.tp_iou, counts.tp_bounds
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
+    image_results = []
+    for j, i in enumerate(selection.images):
+        p = selection.pred_of_image[j]
+        ious = tp_iou[tp_bounds[j] : tp_bounds[j + 1]]
+        key = tuple(
+            c
+            for _, level in sweep_levels
+            for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
+        )
+        sweep = sweeps.get(key)
+        if sweep is None:
+            sweep = sweeps[key] = tuple(
+                SweepResult(threshold, *key[3 * n : 3 * n + 3])
+                for n, (threshold, _) in enumerate(sweep_levels)
+            )
+        image_results.append(
+            ImageResult(
+                key=gt.keys[i],
+                gt_path=gt.paths[i],
+                pred_path=pred.paths[p] if p is not None else None,
+                gt=counts.gt[j],
+                gt_ignored=counts.gt_ignored[j],
+                pred=counts.pred[j],
+                tp=tp_image[t][j],
+                fp=fp_image[t][j],
+                fn=fn_image[t][j],
+                mean_iou=math.fsum(ious) / len(ious) if ious else None,
+                sweep=sweep,
+                matches=records[j] if records is not None else (),
+                pred_ignored=counts.pred_ignored[j],
+            )
+        )
+    return image_results
+
+
+def _matches(
+    prepared: _Prepared, paired: _Paired, counted: _Counted, n_images: int
+) -> list[tuple[Match, ...]]:
+    """Stage *per image*: the per-box records of every image in the reference's order: per
+    class, kept predictions in file order, then predictions beyond max_dets, then missed
+    ground truth. With score thresholds, only predictions that pass have records, as if the
+    others had never been there."""
+    gt, pred = prepared.gt_columns, prepared.pred_columns
+    class_names = prepared.class_names
+    g_rows, g_image, g_class, g_ignore = (
+        prepared.gt.rows,
+        prepared.gt.image,
+        prepared.gt.label,
+        prepared.gt.ignore,
+    )
+    p = prepared.pred
+    p_rows_all, p_image_all, p_class_all, kept = p.rows_all, p.image_all, p.label_all, p.kept
+    p_rows, p_image, p_class = p.rows, p.image, p.label
+    scan, m, t = paired.scan, paired.matching, prepared.levels.evaluation
+    n_gt, n_pred = g_rows.size, p_rows.size
+    p_pass, p_pass_all = counted.passing, counted.passing_all
+    matched_t, ignored_t = counted.matched, counted.ignored
+    # Highest IoU of each box with the other side of its image-class (0.0 without any).
+    best_pred = scan.pred_best_iou
+    if p_pass is None:
+        best_gt = scan.gt_best_iou
+        gt_matched = m.gt_matched[t]
+    else:
+        best_gt = scan.gt_best_iou_among(p_pass)
+        at = (m.hit_t == t) & p_pass[m.hit_pred]
+        gt_matched = np.zeros(n_gt, dtype=bool)
+        gt_matched[m.hit_gt[at]] = True
+    first_gt_row = np.asarray(_first_rows(gt), dtype=np.int64)
+    first_pred_row = np.asarray(_first_rows(pred), dtype=np.int64)
+
+    # Kept predictions: TP or ignored when matched (with the pair's IoU), else FP.
+    pred_local = p_rows - first_pred_row[pred.image[p_rows]]
+    matched = np.flatnonzero(matched_t)
+    matched_gt, matched_iou = m.of(t, matched)
+    iou = best_pred.copy()
+    gt_local = np.full(n_pred, -1, dtype=np.int64)
+    if matched.size:
+        iou[matched] = matched_iou
+        matched_rows = g_rows[matched_gt]
+        gt_local[matched] = matched_rows - first_gt_row[gt.image[matched_rows]]
+    outcome = np.where(matched_t, np.where(ignored_t, 1, 0), 2)  # index into _PRED_OUTCOMES
+    # Predictions beyond max_dets, and missed ground truth.
+    dropped = np.flatnonzero(~kept if p_pass_all is None else ~kept & p_pass_all)
+    dropped_rows = p_rows_all[dropped]
+    dropped_local = dropped_rows - first_pred_row[pred.image[dropped_rows]]
+    missed = np.flatnonzero(~gt_matched & ~g_ignore)
+    missed_rows = g_rows[missed]
+    missed_local = missed_rows - first_gt_row[gt.image[missed_rows]]
+
+    shown = np.arange(n_pred) if p_pass is None else np.flatnonzero(p_pass)
+    # One sort puts every record in the reference's order: image, class, kind, file index.
+    image = np.concatenate([p_image[shown], p_image_all[dropped], g_image[missed]])
+    klass = np.concatenate([p_class[shown], p_class_all[dropped], g_class[missed]])
+    kind = np.repeat([0, 1, 2], [shown.size, dropped.size, missed.size])
+    local = np.concatenate([pred_local[shown], dropped_local, missed_local])
+    order = np.lexsort((local, kind, klass, image))
+    # Plain lists, read once per record below.
+    scores: list[float] = pred.scores.tolist()
+    rows: list[int] = np.concatenate([p_rows[shown], dropped_rows]).tolist()
+    entry: list[int] = np.concatenate([shown, dropped, missed]).tolist()
+    kinds: list[int] = kind.tolist()
+    classes: list[int] = klass.tolist()
+    locals_: list[int] = local.tolist()
+    outcomes: list[int] = outcome.tolist()
+    gt_locals: list[int] = gt_local.tolist()
+    pred_iou: list[float] = iou.tolist()
+    gt_iou: list[float] = best_gt.tolist()
+    records: list[Match] = []
+    for r in order.tolist():
+        name = class_names[classes[r]]
+        if kinds[r] == 2:  # missed ground truth
+            records.append(Match(name, "fn", locals_[r], None, gt_iou[entry[r]], None))
+            continue
+        raw = scores[rows[r]]
+        score = None if math.isnan(raw) else raw
+        if kinds[r] == 1:  # beyond max_dets
+            records.append(Match(name, "ignored", None, locals_[r], 0.0, score))
+            continue
+        q = entry[r]
+        what = _PRED_OUTCOMES[outcomes[q]]
+        gt_index = gt_locals[q] if what != "fp" else None
+        records.append(Match(name, what, gt_index, locals_[r], pred_iou[q], score))
+    bounds = np.searchsorted(image[order], np.arange(n_images + 1)).tolist()
+    return [tuple(records[bounds[i] : bounds[i + 1]]) for i in range(n_images)]
+
+
+#: A kept prediction's outcome by index: matched, matched to an ignored object, unmatched.
+_PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
+
+
+def _first_rows(columns: ColumnSet) -> list[int]:
+    """The first row of each image in a column set."""
+    starts: list[int] = _segment_starts(columns.image, len(columns.keys)).tolist()
+    return starts
