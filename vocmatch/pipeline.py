@@ -547,7 +547,11 @@ def prediction_suffixes(pred_format: PredFormat) -> tuple[str, ...] | None:
 
 
 def _check_class_tables(options: ReadOptions) -> None:
-    """The class tables go with their formats: COCO's ids, YOLO's indices."""
+    """The class tables go with their formats: COCO's ids, YOLO's indices; a class map whose
+    names fold into one class is refused before any file is read."""
+    chosen = options.class_choice
+    if chosen is not None and chosen.class_map is not None and _folds_case(options):
+        chosen.class_map.folded()
     if options.pred_format != "coco" and options.coco_gt is not None:
         raise RequestError("coco_gt", "a COCO ground truth names the ids of COCO results only")
     if options.pred_format != "yolo" and options.names is not None:
@@ -685,6 +689,8 @@ def read_inputs(
     Raises:
         RequestError: A class table given with the wrong format, or a missing one; a split
             that names no list.
+        AnnotationError: Class names are folded to lower case and two prediction names of
+            the class map fold to one with different ground-truth names.
         InputError: No annotation file, or not a single ground-truth image pairs with a
             prediction.
 
@@ -752,6 +758,8 @@ def chosen_columns(
 
     Raises:
         RequestError: No prediction class is a ground-truth class (field ``classes``).
+        AnnotationError: Class names are folded to lower case and two prediction names of
+            the class map fold to one with different ground-truth names.
 
     Example:
         >>> from vocmatch.evaluation.class_map import ClassChoice
@@ -845,10 +853,7 @@ def _chosen_classes(
     """
     from vocmatch.evaluation.class_map import choose_classes, no_shared_class
 
-    # Label sets compare lower-cased names (vocmatch.evaluation.labels): so does the check.
-    fold_case = isinstance(options, LabelsRequest) or (
-        isinstance(options, ScoreOptions) and options.fold_case
-    )
+    fold_case = _folds_case(options)
     if options.class_choice:
         gt, pred = choose_classes(gt, pred, options.class_choice, fold_case, whole=whole)
     # A shard's images may lack the classes its predictions share with the other shards'.
@@ -857,6 +862,14 @@ def _chosen_classes(
     if reason is not None:
         raise RequestError("classes", reason)
     return gt, pred
+
+
+def _folds_case(options: ReadOptions) -> bool:
+    """Class names are compared lower-cased: with ``fold_case``, and always for label sets
+    (:mod:`vocmatch.evaluation.labels`)."""
+    return isinstance(options, LabelsRequest) or (
+        isinstance(options, ScoreOptions) and options.fold_case
+    )
 
 
 def refuse_unpaired(gt: ColumnSet, pred: ColumnSet, pred_dir: PathLike) -> None:
