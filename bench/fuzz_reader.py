@@ -39,6 +39,10 @@ from vocmatch.errors import AnnotationError  # noqa: E402
 from vocmatch.readers import scan  # noqa: E402
 from vocmatch.readers.parse import parse_annotation  # noqa: E402
 
+#: The name under which vocmatch.readers.scan holds the compiled reader (None when it is not
+#: built); a private name of that module, so it is reached by name.
+COMPILED = "_compiled"
+
 
 def build(out: Path) -> None:
     """Build the extension into ``out`` with the environment's CC and CFLAGS."""
@@ -55,7 +59,7 @@ def load_extension(path: str) -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    scan._compiled = module  # type: ignore[assignment]
+    setattr(scan, COMPILED, module)
 
 
 def write_seeds(folder: Path) -> None:
@@ -128,7 +132,7 @@ def main() -> None:
 
     if options.extension:
         load_extension(glob.glob(options.extension)[0])
-    if scan._compiled is None:
+    if getattr(scan, COMPILED) is None:
         sys.exit("the compiled reader is not built")
     if options.seeds:
         options.seeds.mkdir(parents=True, exist_ok=True)

@@ -95,7 +95,8 @@ def run_hotcoco(data: list[Any], names: list[str]) -> float:
     """Seconds for hotcoco's COCOeval (evaluate, accumulate, summarize) on the same boxes."""
     from hotcoco import COCO, COCOeval
 
-    annotations, results = [], []
+    annotations: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for image_id, (_, gb, gl, pb, ps, pl) in enumerate(data, start=1):
         for box, label in zip(gb.tolist(), gl.tolist(), strict=True):
             w, h = box[2] - box[0], box[3] - box[1]

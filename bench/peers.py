@@ -39,8 +39,8 @@ def run_pycocotools(gt_json: Path, pred_json: Path) -> list[float]:
     Returns:
         The 12 ``COCOeval.stats`` numbers.
     """
-    from pycocotools.coco import COCO  # type: ignore[import-untyped]
-    from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
 
     # pycocotools prints progress and the summary table to stdout; keep only the numbers.
     with contextlib.redirect_stdout(io.StringIO()):
@@ -66,7 +66,7 @@ def run_faster_coco_eval(gt_json: Path, pred_json: Path) -> list[float]:
     Returns:
         The 12 ``COCOeval.stats`` numbers.
     """
-    from faster_coco_eval import COCO, COCOeval_faster  # type: ignore[import-untyped]
+    from faster_coco_eval import COCO, COCOeval_faster
 
     def quiet(*args: object, **kwargs: object) -> None:
         """Drop progress messages and the summary table."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import vocmatch
 from tests.test_detections import run, write_gt
 from vocmatch.cli import options
 from vocmatch.errors import AnnotationError, InputError
@@ -17,6 +18,7 @@ from vocmatch.evaluation.class_map import (
     BUILTIN_MAPS,
     COCO_TO_VOC,
     ClassChoice,
+    ClassMap,
     choose_classes,
     read_class_map,
 )
@@ -231,3 +233,159 @@ def test_choose_classes_keeps_shapes_on_their_rows(tmp_path: Path) -> None:
     assert out.image.tolist() == [0]
     assert [row for row, _ in out.shapes] == [0]
     assert out.shapes[0][1] == pred.shapes[0][1]
+
+
+#: Ground truth of animals and a cat; a model that calls the animals dogs, spelled three ways.
+FOLD_GT = {
+    "a": [("animal", 10, 10, 100, 100), ("animal", 200, 200, 300, 300)],
+    "b": [("cat", 0, 0, 50, 50), ("animal", 100, 100, 200, 200)],
+}
+FOLD_PRED = {
+    "a": [("DOG", 10, 10, 100, 100, 0.9), ("dog", 200, 200, 300, 300, 0.8)],
+    "b": [("Cat", 0, 0, 50, 50, 0.7), ("Dog", 100, 100, 200, 200, 0.6)],
+}
+
+
+@pytest.fixture
+def dogs(tmp_path: Path) -> tuple[str, str]:
+    write_gt(tmp_path / "gt", FOLD_GT)
+    write_pred(tmp_path / "pred", FOLD_PRED)
+    return str(tmp_path / "gt"), str(tmp_path / "pred")
+
+
+def scored(
+    mode: str, gt: str, pred: str, choice: ClassChoice
+) -> tuple[list[tuple[str, int, int, int]], tuple[str, ...]]:
+    """Each class's (name, TP, FP, FN) and the notes: box mode with fold_case, or label
+    sets (which always fold case)."""
+    if mode == "boxes":
+        evaluation = vocmatch.evaluate(gt, pred, fold_case=True, class_choice=choice).evaluation
+        return [(c.name, c.tp, c.fp, c.fn) for c in evaluation.classes], evaluation.notes
+    labels = vocmatch.evaluate_labels(gt, pred, class_choice=choice)
+    return [(c.name, c.tp, c.fp, c.fn) for c in labels.classes], labels.notes
+
+
+MODES = [pytest.param("boxes", id="boxes"), pytest.param("labels", id="labels")]
+
+#: Every dog renamed, whatever its case: each mode then finds every object.
+ALL_FOUND = {
+    "boxes": [("animal", 3, 0, 0), ("cat", 1, 0, 0)],
+    "labels": [("animal", 2, 0, 0), ("cat", 1, 0, 0)],
+}
+RENAMED = "renamed 3 predictions of 3 classes (DOG -> {0} 1, Dog -> {0} 1, dog -> {0} 1)"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("text", "selected", "renamed"),
+    [
+        pytest.param("Dog,Animal\n", (), RENAMED.format("Animal"), id="key-in-title-case"),
+        pytest.param("DOG,animal\n", (), RENAMED.format("animal"), id="key-in-upper-case"),
+        pytest.param(
+            "dog,ANIMAL\nDog,animal\n", (), RENAMED.format("ANIMAL"), id="keys-agreeing-in-case"
+        ),
+        pytest.param("Dog,Animal\n", ("ANIMAL", "CAT"), RENAMED.format("Animal"), id="classes"),
+    ],
+)  # fmt: skip
+def test_fold_case_folds_the_class_maps_names(
+    tmp_path: Path,
+    dogs: tuple[str, str],
+    mode: str,
+    text: str,
+    selected: tuple[str, ...],
+    renamed: str,
+) -> None:
+    """With names folded (box mode's fold_case, label sets always), a map's prediction names
+    match in any case, its ground-truth names are folded as the files' are, and the
+    selected classes may be named in any case."""
+    path = tmp_path / "map.csv"
+    path.write_text(text, encoding="utf-8")
+    choice = ClassChoice(read_class_map(path), classes=selected)
+    classes, notes = scored(mode, *dogs, choice)
+    assert classes == ALL_FOUND[mode]
+    assert [n for n in notes if n.startswith("class map")] == [f"class map {path}: {renamed}"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("Dog,a\n# the same class\ndog,b\n", "3: classes 'dog' and 'Dog' (line 1) are one class when names are folded to lower case, but are mapped to 'b' and 'a': map the class once", id="two-classes"),
+        pytest.param("DOG,\ncat,cat\ndog,animal\n", "3: classes 'dog' and 'DOG' (line 1) are one class when names are folded to lower case, but are mapped to 'animal' and nothing (dropped): map the class once", id="dropped-and-kept"),
+    ],
+)  # fmt: skip
+def test_keys_that_fold_to_one_with_two_targets_are_refused(
+    tmp_path: Path, dogs: tuple[str, str], mode: str, text: str, message: str
+) -> None:
+    """Which of two targets a folded name means cannot be told: the map is refused, naming
+    its file, its line and both names."""
+    path = tmp_path / "map.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(AnnotationError) as caught:
+        scored(mode, *dogs, ClassChoice(read_class_map(path)))
+    assert str(caught.value) == f"{path}:{message}"
+
+
+def test_without_fold_case_the_map_matches_names_as_written(
+    tmp_path: Path, dogs: tuple[str, str]
+) -> None:
+    """Box mode without fold_case keeps names apart: Dog and dog map to their own classes
+    (no refusal), and DOG, which the map does not name, stays DOG."""
+    path = tmp_path / "map.csv"
+    path.write_text("Dog,animal\ndog,cat\n", encoding="utf-8")
+    choice = ClassChoice(read_class_map(path))
+    evaluation = vocmatch.evaluate(*dogs, class_choice=choice).evaluation
+    assert [(c.name, c.tp, c.fp, c.fn) for c in evaluation.classes] == [
+        ("Cat", 0, 1, 0),
+        ("DOG", 0, 1, 0),
+        ("animal", 1, 0, 2),
+        ("cat", 0, 1, 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entries", "folded"),
+    [
+        pytest.param((("tv", "tvmonitor"),), {"tv": "tvmonitor"}, id="lower-case"),
+        pytest.param((("TV", "TVmonitor"), ("tv", "tvmonitor")), {"tv": "TVmonitor"}, id="first-spelling-kept"),
+        pytest.param((("Cup", None), ("CUP", None)), {"cup": None}, id="both-dropped"),
+    ],
+)  # fmt: skip
+def test_folded_map_entries(
+    entries: tuple[tuple[str, str | None], ...], folded: dict[str, str | None]
+) -> None:
+    assert ClassMap("m.csv", entries, tuple(range(1, len(entries) + 1))).folded() == folded
+
+
+def test_a_built_in_map_is_refused_without_a_line() -> None:
+    """A map with no file lines (built in) names its source alone."""
+    with pytest.raises(AnnotationError) as caught:
+        ClassMap("mine", (("A", "x"), ("a", "y"))).folded()
+    assert str(caught.value) == (
+        "mine: classes 'a' and 'A' are one class when names are folded to lower case, but "
+        "are mapped to 'y' and 'x': map the class once"
+    )
+
+
+def test_the_command_line_folds_the_map_and_refuses_a_clash(
+    tmp_path: Path, dogs: tuple[str, str]
+) -> None:
+    """eval --fold-case --class-map finds every dog; a map whose names clash once folded is
+    exit 2 with the file, line and both names on stderr, and nothing on stdout."""
+    path = tmp_path / "map.csv"
+    path.write_text("Dog,animal\n", encoding="utf-8")
+    code, out, err = run(*dogs, "--fold-case", "--class-map", str(path), "--format", "json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert [(c["name"], c["tp"], c["fp"], c["fn"]) for c in data["classes"]] == [
+        ("animal", 3, 0, 0),
+        ("cat", 1, 0, 0),
+    ]
+    assert data["summary"]["map"] == 1.0
+    path.write_text("Dog,animal\ndog,cat\n", encoding="utf-8")
+    code, out, err = run(*dogs, "--fold-case", "--class-map", str(path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vocmatch: error: {path}:2: classes 'dog' and 'Dog' (line 1) are one class when names "
+        "are folded to lower case, but are mapped to 'cat' and 'animal': map the class once\n"
+    )

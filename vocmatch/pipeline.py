@@ -557,7 +557,11 @@ def prediction_suffixes(pred_format: PredFormat) -> tuple[str, ...] | None:
 
 
 def _check_class_tables(options: ReadOptions) -> None:
-    """The class tables go with their formats: COCO's ids, YOLO's indices."""
+    """The class tables go with their formats: COCO's ids, YOLO's indices; a class map whose
+    names fold into one class is refused before any file is read."""
+    chosen = options.class_choice
+    if chosen is not None and chosen.class_map is not None and options.folds_case():
+        chosen.class_map.folded()
     if options.pred_format != "coco" and options.coco_gt is not None:
         raise RequestError("coco_gt", "a COCO ground truth names the ids of COCO results only")
     if options.pred_format != "yolo" and options.names is not None:
@@ -695,6 +699,8 @@ def read_inputs(
     Raises:
         RequestError: A class table given with the wrong format, or a missing one; a split
             that names no list.
+        AnnotationError: Class names are folded to lower case and two prediction names of
+            the class map fold to one with different ground-truth names.
         InputError: No annotation file, or not a single ground-truth image pairs with a
             prediction.
 
@@ -762,6 +768,8 @@ def chosen_columns(
 
     Raises:
         RequestError: No prediction class is a ground-truth class (field ``classes``).
+        AnnotationError: Class names are folded to lower case and two prediction names of
+            the class map fold to one with different ground-truth names.
 
     Example:
         >>> from vocmatch.evaluation.class_map import ClassChoice

@@ -9,6 +9,10 @@ A class map file is CSV, one ``pred,gt`` pair a line: the prediction class ``pre
 evaluated as the ground-truth class ``gt``; ``pred,`` (nothing after the comma) drops the
 prediction class. Blank lines and lines starting with ``#`` are skipped; a name with a comma
 is quoted (``"a, b",c``). A prediction class the map does not name is kept as it is.
+
+When class names are folded to lower case (box evaluation's ``fold_case``, and always for
+label sets), the map's prediction names are folded too: ``Dog,animal`` maps ``dog`` and
+``DOG``. Two names that fold to one (``Dog`` and ``dog``) must then map to one class.
 """
 
 from __future__ import annotations
@@ -95,14 +99,60 @@ class ClassMap:
     Attributes:
         source: Where the map comes from: a file's path or a built-in map's name.
         entries: ``(pred, gt)`` pairs in file order; ``gt`` None drops the prediction class.
+        lines: The file line of each entry (empty for a built-in map).
     """
 
     source: str
     entries: tuple[tuple[str, str | None], ...]
+    lines: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, str | None]:
         """The entries by prediction name."""
         return dict(self.entries)
+
+    def folded(self) -> dict[str, str | None]:
+        """The entries by lower-cased prediction name, for names folded to lower case.
+
+        Entries whose names fold to one are one entry when their ground-truth names fold to
+        one too (or both drop the class); the first spelling is kept.
+
+        Raises:
+            AnnotationError: ``source:line``: two prediction names fold to one and map to
+                different classes (which one was meant cannot be told).
+
+        >>> ClassMap("m.csv", (("Dog", "Animal"), ("dog", "animal"), ("cat", None))).folded()
+        {'dog': 'Animal', 'cat': None}
+        """
+        targets: dict[str, str | None] = {}
+        first: dict[str, int] = {}
+        for index, (pred, gt) in enumerate(self.entries):
+            key = pred.lower()
+            if key not in first:
+                first[key] = index
+                targets[key] = gt
+                continue
+            earlier, other = self.entries[first[key]]
+            if _folded(other) != _folded(gt):
+                raise AnnotationError(
+                    self.source,
+                    f"classes {pred!r} and {earlier!r}{self._line_of(first[key])} are one class "
+                    f"when names are folded to lower case, but are mapped to {_target(gt)} and "
+                    f"{_target(other)}: map the class once",
+                    self.lines[index] if self.lines else None,
+                )
+        return targets
+
+    def _line_of(self, index: int) -> str:
+        return f" (line {self.lines[index]})" if self.lines else ""
+
+
+def _folded(name: str | None) -> str | None:
+    return None if name is None else name.lower()
+
+
+def _target(name: str | None) -> str:
+    """A ground-truth name of a map as a message shows it."""
+    return repr(name) if name is not None else "nothing (dropped)"
 
 
 #: The maps a name gives without a file.
@@ -149,6 +199,7 @@ def read_class_map(path: str | os.PathLike[str]) -> ClassMap:
     import csv
 
     entries: list[tuple[str, str | None]] = []
+    lines: list[int] = []
     first: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -170,9 +221,10 @@ def read_class_map(path: str | os.PathLike[str]) -> ClassMap:
             )
         first[pred] = number
         entries.append((pred, gt or None))
+        lines.append(number)
     if not entries:
         raise InputError(f"{name}: maps no class (one pred,gt pair a line)")
-    return ClassMap(name, tuple(entries))
+    return ClassMap(name, tuple(entries), tuple(lines))
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,15 +259,18 @@ def choose_classes(
         gt: The ground truth.
         pred: The predictions.
         choice: What to change.
-        fold_case: Compare the names of ``choice.classes`` lower-cased, as matching will.
+        fold_case: Compare class names lower-cased, as matching will: the map's prediction
+            names and the names of ``choice.classes``.
         whole: The columns hold every image; False for a shard of them, where a class
             of ``choice.classes`` may be in other shards only (it is then not refused).
 
     Raises:
+        AnnotationError: With ``fold_case``, two prediction names of the map fold to one
+            and map to different classes (see :meth:`ClassMap.folded`).
         InputError: A class of ``choice.classes`` is in neither set (with ``whole``).
     """
     if choice.class_map is not None:
-        pred = _mapped(pred, choice.class_map)
+        pred = _mapped(pred, choice.class_map, fold_case)
     if choice.classes:
         gt, pred = _selected(gt, pred, choice.classes, fold_case, whole)
     if choice.agnostic:
@@ -287,25 +342,28 @@ def _changed(verb: str, pairs: Sequence[tuple[str, int]]) -> str:
     )
 
 
-def _mapped(pred: ColumnSet, chosen: ClassMap) -> ColumnSet:
-    """Prediction classes renamed or dropped by the map, with a note of what changed."""
-    targets = chosen.as_dict()
+def _mapped(pred: ColumnSet, chosen: ClassMap, fold_case: bool) -> ColumnSet:
+    """Prediction classes renamed or dropped by the map, with a note of what changed; with
+    ``fold_case`` the names are looked up lower-cased, and a class whose new name differs
+    from its own in case only is not renamed (matching folds both)."""
+
+    def key(name: str) -> str:
+        return name.lower() if fold_case else name
+
+    targets = chosen.folded() if fold_case else chosen.as_dict()
     counts = _counts(pred)
-    new_names = [targets.get(n, n) for n in pred.label_names]
+    found = {n: targets[key(n)] for n in pred.label_names if key(n) in targets}
+    new_names = [found.get(n, n) for n in pred.label_names]
     renamed = sorted(
         (
-            (f"{n} -> {targets[n]}", counts[n])
-            for n in pred.label_names
-            if n in targets and targets[n] is not None and targets[n] != n and counts[n]
+            (f"{n} -> {gt}", counts[n])
+            for n, gt in found.items()
+            if gt is not None and key(gt) != key(n) and counts[n]
         ),
         key=lambda entry: (-entry[1], entry[0]),
     )
     dropped = sorted(
-        (
-            (n, counts[n])
-            for n in pred.label_names
-            if n in targets and targets[n] is None and counts[n]
-        ),
+        ((n, counts[n]) for n, gt in found.items() if gt is None and counts[n]),
         key=lambda entry: (-entry[1], entry[0]),
     )
     parts = []
