@@ -119,17 +119,6 @@ def _cells(image: IntArray, klass: IntArray, n_classes: int) -> _Cells:
     return _Cells(cells % width, cells // width, counts.astype(np.int64))
 
 
-def _per_class(cells: _Cells, weights: IntArray, n_classes: int) -> IntArray:
-    """``(B, K)`` weighted counts: each cell's count times its image's weight, by class."""
-    out = np.zeros((weights.shape[0], n_classes), dtype=np.int64)
-    if cells.image.size == 0:
-        return out
-    values = weights[:, cells.image] * cells.count[None, :]
-    starts = np.flatnonzero(np.diff(cells.klass, prepend=-1))
-    out[:, cells.klass[starts]] = np.add.reduceat(values, starts, axis=1)
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class _Ranking:
     """A class's predictions that can count, in ranking order, and what each is at every
