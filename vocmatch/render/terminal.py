@@ -25,6 +25,7 @@ from vocmatch.core.protocol import sweep_label
 from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
+from vocmatch.render.measured import MeasuredTable
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -182,10 +183,7 @@ def operating_table(
         return None
     threshold = evaluation.conventions.iou_threshold
     name = f_name(beta)
-    table = Table(
-        title=f"Operating points (best {name}, IoU {threshold:g})",
-        title_justify="left",
-    )
+    table = MeasuredTable(f"Operating points (best {name}, IoU {threshold:g})")
     table.add_column("class", no_wrap=True)
     for column in ("score >=", "pred", "precision", "recall", name):
         table.add_column(column, justify="right", no_wrap=True)
@@ -224,10 +222,7 @@ def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
 def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequence[int]) -> Table:
     """The per-image table of ``shown``, without the sweep columns numbered ``left_out``."""
     threshold = evaluation.conventions.iou_threshold
-    table = Table(
-        title=f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)",
-        title_justify="left",
-    )
+    table = MeasuredTable(f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)")
     table.add_column("image", overflow="fold")
     for name in ("GT", "pred", "TP", "FP", "FN"):
         table.add_column(name, justify="right")
@@ -307,7 +302,7 @@ def class_table(evaluation: Evaluation) -> RenderableType:
 
 def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
     threshold = evaluation.conventions.iou_threshold
-    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left")
+    table = MeasuredTable(f"Classes (at IoU {threshold:g})")
     table.add_column("class", no_wrap=True)
     rates = ("P", "R") if compact else ("precision", "recall")
     aps = ("AP", "AP50", "AP75") if coco else ("AP",)
@@ -320,7 +315,7 @@ def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
 
 def _coco_class_aps(evaluation: Evaluation) -> Table:
     """Each class's COCO AP at IoU 0.50 and 0.75, beside the class table when it is narrow."""
-    table = Table(title="COCO AP50, AP75", title_justify="left")
+    table = MeasuredTable("COCO AP50, AP75")
     table.add_column("class", no_wrap=True)
     for name in ("AP50", "AP75"):
         table.add_column(name, justify="right", no_wrap=True)
