@@ -183,6 +183,7 @@ class MeasuredTable(Table):
         """This table with its columns at ``widths``: drawn and measured without its cells
         being measured."""
         pinned = copy(self)
+        pinned.__class__ = Table  # measured and drawn by rich alone, with nothing kept
         pinned.columns = [
             replace(column, width=width) for column, width in zip(self.columns, widths, strict=True)
         ]
