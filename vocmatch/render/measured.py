@@ -13,7 +13,6 @@ Only the table's work is saved: the text, colours and layout are rich's own, byt
 
 from __future__ import annotations
 
-from copy import copy
 from dataclasses import replace
 from typing import Any
 
@@ -64,10 +63,10 @@ class _Cell:
     """A padded text cell whose measurements and drawings are kept in its table's cache,
     shared by every cell with the same content."""
 
-    __slots__ = ("_cache", "_content", "_padded")
+    __slots__ = ("_cache", "_content", "_text")
 
     def __init__(self, text: Text, cache: _Cache) -> None:
-        self._padded = Padding(text, _PADDING)
+        self._text = text
         self._content = _content(text)
         self._cache = cache
 
@@ -76,7 +75,7 @@ class _Cell:
         key = (self._content, console, options.max_width)
         measured: Measurement | None = self._cache.get(key)
         if measured is None:
-            measured = Measurement.get(console, options, self._padded)
+            measured = Measurement.get(console, options, Padding(self._text, _PADDING))
             self._cache[key] = measured
         return measured
 
@@ -86,14 +85,15 @@ class _Cell:
         key = (self._content, console, *_layout(options))
         drawn: list[Segment] | None = self._cache.get(key)
         if drawn is None:
-            drawn = list(console.render(self._padded, options))
+            drawn = list(console.render(Padding(self._text, _PADDING), options))
             self._cache[key] = drawn
         return drawn
 
 
 class MeasuredTable(Table):
     """A rich ``Table`` with a title on the left, whose cells are text (a string is taken
-    as plain text, never markup), that prints as rich prints it, faster.
+    as plain text, never markup), that prints as rich prints it, faster. A text is not to
+    change once in the table: it is drawn as it was when added.
 
     Args:
         title: The line above the table.
@@ -182,8 +182,10 @@ class MeasuredTable(Table):
     def _pinned(self, widths: list[int]) -> Table:
         """This table with its columns at ``widths``: drawn and measured without its cells
         being measured."""
-        pinned = copy(self)
-        pinned.__class__ = Table  # measured and drawn by rich alone, with nothing kept
+        # A plain rich Table with this one's settings and rows: measured and drawn by rich
+        # alone, keeping nothing.
+        pinned = Table.__new__(Table)
+        pinned.__dict__.update(vars(self))
         pinned.columns = [
             replace(column, width=width) for column, width in zip(self.columns, widths, strict=True)
         ]

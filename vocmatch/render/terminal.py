@@ -219,8 +219,32 @@ def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
     return sorted(images, key=lambda i: (-i.errors, -i.fn, i.key))
 
 
-def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequence[int]) -> Table:
-    """The per-image table of ``shown``, without the sweep columns numbered ``left_out``."""
+def _image_cells(image: ImageResult) -> list[RenderableType]:
+    """One image's row: its name, counts and mean IoU, then a cell for each sweep threshold."""
+    label = _name(image.key)
+    if image.pred_path is None:
+        label.append(" †", style="yellow")
+    return [
+        label,
+        str(image.gt),
+        str(image.pred),
+        str(image.tp),
+        Text(str(image.fp), style="red" if image.fp else ""),
+        Text(str(image.fn), style="red" if image.fn else ""),
+        _number(image.mean_iou, 3),
+        *(_sweep(s) for s in image.sweep),
+    ]
+
+
+#: The cells of an image's row before its sweep (:func:`_image_cells`).
+_BEFORE_SWEEP = 7
+
+
+def _image_rows(
+    evaluation: Evaluation, rows: list[list[RenderableType]], left_out: Sequence[int]
+) -> Table:
+    """The per-image table of ``rows`` (:func:`_image_cells`), without the sweep columns
+    numbered ``left_out``."""
     threshold = evaluation.conventions.iou_threshold
     table = MeasuredTable(f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)")
     table.add_column("image", overflow="fold")
@@ -230,20 +254,9 @@ def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequ
     for n, sweep_threshold in enumerate(evaluation.conventions.sweep_thresholds):
         if n not in left_out:
             table.add_column(f"@{sweep_label(sweep_threshold)}", justify="right")
-    for image in shown:
-        label = _name(image.key)
-        if image.pred_path is None:
-            label.append(" †", style="yellow")
-        table.add_row(
-            label,
-            str(image.gt),
-            str(image.pred),
-            str(image.tp),
-            Text(str(image.fp), style="red" if image.fp else ""),
-            Text(str(image.fn), style="red" if image.fn else ""),
-            _number(image.mean_iou, 3),
-            *(_sweep(s) for n, s in enumerate(image.sweep) if n not in left_out),
-        )
+    for row in rows:
+        sweep = (cell for n, cell in enumerate(row[_BEFORE_SWEEP:]) if n not in left_out)
+        table.add_row(*row[:_BEFORE_SWEEP], *sweep)
     return table
 
 
@@ -260,9 +273,11 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     same = (
         [] if conv.strict_threshold else [n for n, t in enumerate(sweep) if t == conv.iou_threshold]
     )
-    table: RenderableType = _image_rows(evaluation, shown, ())
+    # Both forms share each row's cells: they are made once.
+    cells = [_image_cells(image) for image in shown]
+    table: RenderableType = _image_rows(evaluation, cells, ())
     if same:
-        table = Fitting(table, _image_rows(evaluation, shown, same))
+        table = Fitting(table, _image_rows(evaluation, cells, same))
     hidden = len(rows) - len(shown)
     parts = [table]
     if any(i.pred_path is None for i in shown):
