@@ -13,6 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from vocmatch.render.measured import MeasuredTable
 from vocmatch.render.terminal import _name
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> Renderable
         (i for i in analysis.images if i.counts.total), key=lambda i: (-i.counts.total, i.key)
     )
     shown = rows if max_rows == 0 else rows[:max_rows]
-    table = Table(title="Errors by image (most first)", title_justify="left")
+    table = MeasuredTable("Errors by image (most first)")
     table.add_column("image", overflow="fold")
     for kind in ERROR_TYPES:
         table.add_column(kind, justify="right", no_wrap=True)

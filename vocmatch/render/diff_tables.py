@@ -16,6 +16,7 @@ from rich.text import Text
 
 from vocmatch.errors import Option
 from vocmatch.escapes import printable
+from vocmatch.render.measured import MeasuredTable
 from vocmatch.render.terminal import _more_rows, _name, _note, _number, _signed
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def diff_report(
 
 def _changed_images_table(shown: list[ImageDiff]) -> Table:
     """The images that changed between two runs, one row each (worst first)."""
-    images = Table(title="Images that changed (worst first)", title_justify="left")
+    images = MeasuredTable("Images that changed (worst first)")
     images.add_column("image", overflow="fold")
     for name in ("new FN", "fixed FN", "new FP", "removed FP", "net"):
         images.add_column(name, justify="right", no_wrap=True)

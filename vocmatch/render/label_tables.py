@@ -15,6 +15,7 @@ from rich.text import Text
 
 from vocmatch.errors import Option
 from vocmatch.escapes import printable
+from vocmatch.render.measured import MeasuredTable
 from vocmatch.render.terminal import ReportOptions, _more_rows, _name, _note, _number
 from vocmatch.words import plural
 
@@ -65,7 +66,7 @@ def label_image_table(
 ) -> RenderableType:
     """Per-image label sets, what was missed and what was extra, lowest Jaccard first."""
     opts = options or ReportOptions()
-    table = Table(title="Images (lowest Jaccard first)", title_justify="left")
+    table = MeasuredTable("Images (lowest Jaccard first)")
     table.add_column("image", overflow="fold")
     for name in ("GT", "predicted", "difference"):
         table.add_column(name, overflow="ellipsis")
@@ -236,7 +237,7 @@ def seg_image_table(
 ) -> RenderableType:
     """Per-image pixel accuracy, mean IoU and classes present, lowest mean IoU first;
     ``max_rows`` 0 shows every image (``words``: :attr:`ReportOptions.words`)."""
-    table = Table(title="Images (lowest mIoU first)", title_justify="left")
+    table = MeasuredTable("Images (lowest mIoU first)")
     table.add_column("image", overflow="fold")
     table.add_column("pixel acc", justify="right", no_wrap=True)
     table.add_column("mIoU", justify="right", no_wrap=True)

@@ -25,6 +25,7 @@ from vocmatch.core.protocol import sweep_label
 from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
+from vocmatch.render.measured import MeasuredTable
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -182,10 +183,7 @@ def operating_table(
         return None
     threshold = evaluation.conventions.iou_threshold
     name = f_name(beta)
-    table = Table(
-        title=f"Operating points (best {name}, IoU {threshold:g})",
-        title_justify="left",
-    )
+    table = MeasuredTable(f"Operating points (best {name}, IoU {threshold:g})")
     table.add_column("class", no_wrap=True)
     for column in ("score >=", "pred", "precision", "recall", name):
         table.add_column(column, justify="right", no_wrap=True)
@@ -221,13 +219,34 @@ def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
     return sorted(images, key=lambda i: (-i.errors, -i.fn, i.key))
 
 
-def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequence[int]) -> Table:
-    """The per-image table of ``shown``, without the sweep columns numbered ``left_out``."""
+def _image_cells(image: ImageResult) -> list[RenderableType]:
+    """One image's row: its name, counts and mean IoU, then a cell for each sweep threshold."""
+    label = _name(image.key)
+    if image.pred_path is None:
+        label.append(" †", style="yellow")
+    return [
+        label,
+        str(image.gt),
+        str(image.pred),
+        str(image.tp),
+        Text(str(image.fp), style="red" if image.fp else ""),
+        Text(str(image.fn), style="red" if image.fn else ""),
+        _number(image.mean_iou, 3),
+        *(_sweep(s) for s in image.sweep),
+    ]
+
+
+#: The cells of an image's row before its sweep (:func:`_image_cells`).
+_BEFORE_SWEEP = 7
+
+
+def _image_rows(
+    evaluation: Evaluation, rows: list[list[RenderableType]], left_out: Sequence[int]
+) -> Table:
+    """The per-image table of ``rows`` (:func:`_image_cells`), without the sweep columns
+    numbered ``left_out``."""
     threshold = evaluation.conventions.iou_threshold
-    table = Table(
-        title=f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)",
-        title_justify="left",
-    )
+    table = MeasuredTable(f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)")
     table.add_column("image", overflow="fold")
     for name in ("GT", "pred", "TP", "FP", "FN"):
         table.add_column(name, justify="right")
@@ -235,20 +254,9 @@ def _image_rows(evaluation: Evaluation, shown: list[ImageResult], left_out: Sequ
     for n, sweep_threshold in enumerate(evaluation.conventions.sweep_thresholds):
         if n not in left_out:
             table.add_column(f"@{sweep_label(sweep_threshold)}", justify="right")
-    for image in shown:
-        label = _name(image.key)
-        if image.pred_path is None:
-            label.append(" †", style="yellow")
-        table.add_row(
-            label,
-            str(image.gt),
-            str(image.pred),
-            str(image.tp),
-            Text(str(image.fp), style="red" if image.fp else ""),
-            Text(str(image.fn), style="red" if image.fn else ""),
-            _number(image.mean_iou, 3),
-            *(_sweep(s) for n, s in enumerate(image.sweep) if n not in left_out),
-        )
+    for row in rows:
+        sweep = (cell for n, cell in enumerate(row[_BEFORE_SWEEP:]) if n not in left_out)
+        table.add_row(*row[:_BEFORE_SWEEP], *sweep)
     return table
 
 
@@ -265,9 +273,11 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     same = (
         [] if conv.strict_threshold else [n for n, t in enumerate(sweep) if t == conv.iou_threshold]
     )
-    table: RenderableType = _image_rows(evaluation, shown, ())
+    # Both forms share each row's cells: they are made once.
+    cells = [_image_cells(image) for image in shown]
+    table: RenderableType = _image_rows(evaluation, cells, ())
     if same:
-        table = Fitting(table, _image_rows(evaluation, shown, same))
+        table = Fitting(table, _image_rows(evaluation, cells, same))
     hidden = len(rows) - len(shown)
     parts = [table]
     if any(i.pred_path is None for i in shown):
@@ -307,7 +317,7 @@ def class_table(evaluation: Evaluation) -> RenderableType:
 
 def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
     threshold = evaluation.conventions.iou_threshold
-    table = Table(title=f"Classes (at IoU {threshold:g})", title_justify="left")
+    table = MeasuredTable(f"Classes (at IoU {threshold:g})")
     table.add_column("class", no_wrap=True)
     rates = ("P", "R") if compact else ("precision", "recall")
     aps = ("AP", "AP50", "AP75") if coco else ("AP",)
@@ -320,7 +330,7 @@ def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
 
 def _coco_class_aps(evaluation: Evaluation) -> Table:
     """Each class's COCO AP at IoU 0.50 and 0.75, beside the class table when it is narrow."""
-    table = Table(title="COCO AP50, AP75", title_justify="left")
+    table = MeasuredTable("COCO AP50, AP75")
     table.add_column("class", no_wrap=True)
     for name in ("AP50", "AP75"):
         table.add_column(name, justify="right", no_wrap=True)
