@@ -192,6 +192,8 @@ UNUSED_ON_EVAL = (
     "vocmatch.readers.pred_formats",
     "vocmatch.render.html",
     "vocmatch.render.diagram",
+    "vocmatch.render.analysis_tables",
+    "vocmatch.render.evidence_tables",
     "vocmatch.pipeline_diff",
     "vocmatch.pipeline_suspects",
     "vocmatch.cli.help",

@@ -183,7 +183,6 @@ def render_table(report: EvalReport, options: TableOptions | None = None) -> Ren
     from rich.console import Group
     from rich.text import Text
 
-    from vocmatch.render.analysis_tables import render_analysis
     from vocmatch.render.terminal import ReportOptions, render
 
     shown = options or TableOptions()
@@ -198,6 +197,8 @@ def render_table(report: EvalReport, options: TableOptions | None = None) -> Ren
     table = render(evaluation, table_options)
     threshold = evaluation.conventions.iou_threshold
     if report.analysis is not None and (shown.errors or shown.tightness):
+        from vocmatch.render.analysis_tables import render_analysis
+
         extra = render_analysis(
             report.analysis, threshold, shown.errors, shown.tightness, shown.max_rows
         )
@@ -209,13 +210,17 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
     """The terminal report's parts for the evidence, each after a blank line."""
     from rich.text import Text
 
-    from vocmatch.render.evidence_tables import bootstrap_table, slice_table
-
     parts: list[RenderableType] = []
     if evidence.bootstrap is not None:
+        from vocmatch.render.evidence_tables import bootstrap_table
+
         parts += [Text(), bootstrap_table(evidence.bootstrap)]
-    for found in evidence.slices:
-        parts += [Text(), slice_table(found, threshold)]
+    if evidence.slices:
+        from vocmatch.render.evidence_tables import slice_table
+
+        parts += [
+            part for found in evidence.slices for part in (Text(), slice_table(found, threshold))
+        ]
     if evidence.calibration is not None:
         from vocmatch.render.evidence_tables import calibration_table
 
