@@ -482,28 +482,35 @@ def _with_threshold_note(
     """The evaluation with the note of its score thresholds, refused when one names a class
     the evaluation does not know."""
     if thresholds:
-        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
+        _refuse_unknown_classes(thresholds, evaluation, request)
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
     return evaluation
 
 
 def _refuse_unknown_classes(
-    per_class: dict[str, float], evaluation: Evaluation, given: object
+    thresholds: ScoreThresholds, evaluation: Evaluation, request: EvalRequest
 ) -> None:
     """A threshold of a class in neither the ground truth nor the predictions is nearly
     always a typo, or the file of another data set."""
+    known = sorted(c.name for c in evaluation.classes)
+    unknown = [name for name, _ in thresholds.per_class if name not in known]
+    if not unknown:
+        return
     import difflib
 
-    known = sorted(c.name for c in evaluation.classes)
+    name = unknown[0]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    given = request.score_thresholds
     where = f"{os.fspath(given)}: " if isinstance(given, (str, os.PathLike)) else ""
-    for name in per_class:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(
-                f"{where}a threshold for class {name!r}, which is in neither the ground "
-                f"truth nor the predictions{hint}"
-            )
+    written = _class_thresholds(request)
+    if request.folds_case() and written is not None:
+        # Named as the user wrote it, not lower-cased.
+        name = written.spellings().get(name, name)
+    raise InputError(
+        f"{where}a threshold for class {name!r}, which is in neither the ground "
+        f"truth nor the predictions{hint}"
+    )
 
 
 def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
