@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.pipeline_diff import DiffReport as DiffReport
@@ -360,7 +360,10 @@ def evaluate(
     from vocmatch.evidence.gates import check_gates
 
     evaluation = scored.evaluation
-    report = check_gates(evaluation, gates, request.max_fp, request.max_fn, evidence.slices)
+    report = check_gates(
+        evaluation, gates, request.max_fp, request.max_fn, evidence.slices,
+        fold_case=request.folds_case(),
+    )  # fmt: skip
     analysis = None
     if request.analysis and scored.gt is not None and scored.pred is not None:
         from vocmatch.evidence.analysis import error_analysis
@@ -375,8 +378,13 @@ def evaluate(
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
     """The request's score thresholds: one for every class and the per-class ones.
 
+    With ``fold_case``, the per-class names are lower-cased as the files' class names are,
+    so that ``Animal`` names the class of ``animal`` and ``ANIMAL``.
+
     Raises:
-        AnnotationError: The per-class thresholds file cannot be read.
+        AnnotationError: The per-class thresholds file cannot be read, or (with
+            ``fold_case``) two of its names fold to one class with different thresholds.
+        RequestError: The same of a mapping (field ``score_thresholds``).
 
     Example:
         >>> score_thresholds_of(EvalRequest(gt="gt", pred="pred", score_threshold=0.5)).default
@@ -384,7 +392,11 @@ def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
     """
     from vocmatch.evaluation.thresholds import ScoreThresholds
 
-    per_class = _class_thresholds(request.score_thresholds)
+    given = _class_thresholds(request)
+    if given is None:
+        return ScoreThresholds.of(request.score_threshold, {})
+    # Matching sees lower-cased class names under fold_case: so do the thresholds.
+    per_class = given.folded() if request.folds_case() else given.as_dict()
     return ScoreThresholds.of(request.score_threshold, per_class)
 
 
@@ -410,14 +422,15 @@ def _slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
     return tuple(next(parsed) if isinstance(s, str) else s for s in slices)
 
 
-def _class_thresholds(given: PathLike | Mapping[str, float] | None) -> dict[str, float]:
+def _class_thresholds(request: EvalRequest) -> ClassThresholds | None:
+    given = request.score_thresholds
     if given is None:
-        return {}
-    if isinstance(given, Mapping):
-        return dict(given)
-    from vocmatch.evaluation.thresholds import read_score_thresholds
+        return None
+    from vocmatch.evaluation.thresholds import ClassThresholds, read_class_thresholds
 
-    return read_score_thresholds(given)
+    if isinstance(given, Mapping):
+        return ClassThresholds(None, tuple(given.items()))
+    return read_class_thresholds(given)
 
 
 def _score(
@@ -469,28 +482,35 @@ def _with_threshold_note(
     """The evaluation with the note of its score thresholds, refused when one names a class
     the evaluation does not know."""
     if thresholds:
-        _refuse_unknown_classes(dict(thresholds.per_class), evaluation, request.score_thresholds)
+        _refuse_unknown_classes(thresholds, evaluation, request)
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
     return evaluation
 
 
 def _refuse_unknown_classes(
-    per_class: dict[str, float], evaluation: Evaluation, given: object
+    thresholds: ScoreThresholds, evaluation: Evaluation, request: EvalRequest
 ) -> None:
     """A threshold of a class in neither the ground truth nor the predictions is nearly
     always a typo, or the file of another data set."""
+    known = sorted(c.name for c in evaluation.classes)
+    unknown = [name for name, _ in thresholds.per_class if name not in known]
+    if not unknown:
+        return
     import difflib
 
-    known = sorted(c.name for c in evaluation.classes)
+    name = unknown[0]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    given = request.score_thresholds
     where = f"{os.fspath(given)}: " if isinstance(given, (str, os.PathLike)) else ""
-    for name in per_class:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(
-                f"{where}a threshold for class {name!r}, which is in neither the ground "
-                f"truth nor the predictions{hint}"
-            )
+    written = _class_thresholds(request)
+    if request.folds_case() and written is not None:
+        # Named as the user wrote it, not lower-cased.
+        name = written.spellings().get(name, name)
+    raise InputError(
+        f"{where}a threshold for class {name!r}, which is in neither the ground "
+        f"truth nor the predictions{hint}"
+    )
 
 
 def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:

@@ -155,7 +155,9 @@ def compare(
         )  # fmt: skip
     names = (os.fspath(request.pred_a), os.fspath(request.pred_b))
     diff = evaluation_diff(a.evaluation, b.evaluation, a.pred, b.pred, *names)
-    results = check_regressions(diff, gates, evidence, request.alpha)
+    results = check_regressions(
+        diff, gates, evidence, request.alpha, fold_case=request.folds_case()
+    )
     skipped = {str(s): None for s in (*a.evaluation.skipped, *b.evaluation.skipped)}
     return DiffReport(diff, results, evidence, tuple(skipped))
 

@@ -282,6 +282,7 @@ def evaluate_columns(
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
     if fold_case:
         gt, pred = fold_columns(gt), fold_columns(pred)
+        score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
     selection = _select(gt, pred)
     if score_thresholds and not selection.scored and selection.pred_rows.size:
         raise InputError(

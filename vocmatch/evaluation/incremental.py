@@ -175,7 +175,9 @@ class Evaluator:
     ) -> None:
         self.conventions = protocol(conventions) if isinstance(conventions, str) else conventions
         self.fold_case = fold_case
-        self.score_thresholds = score_thresholds or None
+        # Class names are lower-cased under fold_case: so are the thresholds' names.
+        folded = score_thresholds.folded() if fold_case and score_thresholds else None
+        self.score_thresholds = folded or score_thresholds or None
         if class_names is None:
             self._table: dict[int, str] = {}
         elif isinstance(class_names, Mapping):

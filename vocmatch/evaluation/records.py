@@ -306,6 +306,7 @@ def match_records(
     used = {*gt.label_names, *pred.label_names}
     if fold_case:
         gt, pred = engine.fold_columns(gt), engine.fold_columns(pred)
+        score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
     selection = engine._select(gt, pred)
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
     scored = _reading(gt, pred, replace(selection, scored=True), conv, score_thresholds)

@@ -31,14 +31,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vocmatch.core.ap import Curve
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.readers.parse import number_problem, read_bytes
 
 __all__ = [
+    "ClassThresholds",
     "OperatingPoint",
     "ScoreThresholds",
     "operating_point",
     "point_threshold",
+    "read_class_thresholds",
     "read_score_thresholds",
     "thresholds_csv",
     "typed_threshold",
@@ -68,6 +70,21 @@ class ScoreThresholds:
 
     def __bool__(self) -> bool:
         return self.default is not None or bool(self.per_class)
+
+    def folded(self) -> ScoreThresholds:
+        """The thresholds by lower-cased class name, as matching sees the classes when names
+        are folded to lower case (see :meth:`ClassThresholds.folded`).
+
+        Raises:
+            RequestError: Two names fold to one class with different thresholds (field
+                ``score_thresholds``).
+
+        >>> ScoreThresholds(None, (("Car", 0.3), ("car", 0.3))).folded().per_class
+        (('car', 0.3),)
+        """
+        if all(name == name.lower() for name, _ in self.per_class):
+            return self
+        return ScoreThresholds.of(self.default, ClassThresholds(None, self.per_class).folded())
 
     def for_class(self, name: str) -> float | None:
         """The threshold of ``name``, or None when all its predictions count.
@@ -110,6 +127,74 @@ class ScoreThresholds:
             " left out); AP, the precision/recall curves and the COCO numbers use every"
             " prediction"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ClassThresholds:
+    """Per-class score thresholds as the user wrote them, and where.
+
+    Attributes:
+        source: The file they were read from, or None for a mapping given in code.
+        entries: ``(class, threshold)`` pairs in the order given.
+        lines: The file line of each entry (empty for a mapping).
+    """
+
+    source: str | None
+    entries: tuple[tuple[str, float], ...]
+    lines: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, float]:
+        """The thresholds by class name, as written."""
+        return dict(self.entries)
+
+    def folded(self) -> dict[str, float]:
+        """The thresholds by lower-cased class name, for class names folded to lower case.
+
+        Names that fold to one name (``Animal`` and ``ANIMAL``) are one class: equal
+        thresholds merge, different ones are refused, since which was meant cannot be told.
+
+        Raises:
+            AnnotationError: ``source:line``: two names of a file fold to one class with
+                different thresholds.
+            RequestError: The same, in a mapping (field ``score_thresholds``).
+
+        >>> ClassThresholds(None, (("Animal", 0.5), ("animal", 0.5), ("Car", 0.25))).folded()
+        {'animal': 0.5, 'car': 0.25}
+        """
+        found: dict[str, float] = {}
+        first: dict[str, int] = {}
+        for index, (name, value) in enumerate(self.entries):
+            key = name.lower()
+            if key not in first:
+                first[key] = index
+                found[key] = value
+                continue
+            other = self.entries[first[key]][1]
+            if other != value:
+                self._refuse(index, first[key], f"{value!r} and {other!r}")
+        return found
+
+    def spellings(self) -> dict[str, str]:
+        """The first spelling of each lower-cased name, to name a class as it was written.
+
+        >>> ClassThresholds(None, (("Animal", 0.5), ("ANIMAL", 0.5))).spellings()
+        {'animal': 'Animal'}
+        """
+        found: dict[str, str] = {}
+        for name, _ in self.entries:
+            found.setdefault(name.lower(), name)
+        return found
+
+    def _refuse(self, index: int, earlier: int, values: str) -> None:
+        name, first = self.entries[index][0], self.entries[earlier][0]
+        at = f" (line {self.lines[earlier]})" if self.lines else ""
+        message = (
+            f"classes {name!r} and {first!r}{at} are one class when names are folded to lower "
+            f"case, but have the thresholds {values}: give the class one threshold"
+        )
+        if self.source is None:
+            raise RequestError("score_thresholds", message)
+        raise AnnotationError(self.source, message, self.lines[index] if self.lines else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +318,18 @@ def _number(text: str, path: str, line: int) -> float:
 
 
 def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
+    """Read per-class thresholds: a CSV file of ``class,threshold`` lines (the threshold by
+    class name, in file order; see :func:`read_class_thresholds`).
+
+    Raises:
+        AnnotationError: A line is not ``class,threshold``, the threshold is not a finite
+            number, or a class is named twice (``path:line`` in the message).
+        InputError: The file cannot be read or is too large.
+    """
+    return read_class_thresholds(path).as_dict()
+
+
+def read_class_thresholds(path: str | os.PathLike[str]) -> ClassThresholds:
     """Read per-class thresholds: a CSV file of ``class,threshold`` lines.
 
     A first line ``class,threshold`` is a header; blank lines and lines starting with ``#``
@@ -243,7 +340,7 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
         path: The file.
 
     Returns:
-        Threshold by class name, in file order.
+        The thresholds in file order, with the line of each.
 
     Raises:
         AnnotationError: A line is not ``class,threshold``, the threshold is not a finite
@@ -295,7 +392,7 @@ def read_score_thresholds(path: str | os.PathLike[str]) -> dict[str, float]:
             )
         found[cls] = _number(value, name, number)
         lines[cls] = number
-    return found
+    return ClassThresholds(name, tuple(found.items()), tuple(lines.values()))
 
 
 # A class name a spreadsheet would read as a formula is written after a "'" (as spreadsheets

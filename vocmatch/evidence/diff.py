@@ -571,6 +571,8 @@ def check_regressions(
     gates: Iterable[RegressionGate],
     evidence: PairedBootstrap | None = None,
     alpha: float | None = None,
+    *,
+    fold_case: bool = False,
 ) -> tuple[RegressionResult, ...]:
     """Check regression gates against a diff.
 
@@ -581,6 +583,8 @@ def check_regressions(
             one-sided p-value, the share of resamples whose change is not below the gate.
         alpha: With ``evidence``, the significance level: a change below the gate fails
             only when its p-value is at most ``alpha``.
+        fold_case: The runs folded class names to lower case: a gate's class is looked up
+            lower-cased too (``Person:ap`` bounds the class ``person``).
 
     Returns:
         A result per gate, in the order given.
@@ -596,13 +600,15 @@ def check_regressions(
     classes = {c.name: c for c in diff.classes}
     results = []
     for gate in gates:
-        if gate.scope is None:
+        scope = gate.scope
+        if scope is None:
             change = _dataset_change(diff, gate.metric)
         else:
-            cls = classes.get(gate.scope)
+            scope = scope.lower() if fold_case else scope
+            cls = classes.get(scope)
             if cls is None:
                 message = f"gate {gate.label!r} names class {gate.scope!r}, found in neither run"
-                close = difflib.get_close_matches(gate.scope, sorted(classes), n=1)
+                close = difflib.get_close_matches(scope, sorted(classes), n=1)
                 if close:
                     message += f"; did you mean {close[0]!r}?"
                 raise InputError(message)
@@ -611,7 +617,7 @@ def check_regressions(
         if delta is None:
             results.append(RegressionResult(gate, change, False, _undefined(change)))
             continue
-        interval = _evidence(evidence, gate.scope, gate.metric)
+        interval = _evidence(evidence, scope, gate.metric)
         p_value = interval.share_not_below(gate.delta) if interval is not None else None
         passed = _meets(delta, gate.delta)
         if not passed and alpha is not None:

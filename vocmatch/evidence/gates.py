@@ -297,6 +297,8 @@ def check_gates(
     max_fp: int | None = None,
     max_fn: int | None = None,
     slices: Sequence[Slice] = (),
+    *,
+    fold_case: bool = False,
 ) -> GateReport:
     """Check gates and per-image limits against an evaluation.
 
@@ -309,6 +311,8 @@ def check_gates(
         max_fp: Most false positives an image may have, or None for no limit.
         max_fn: Most missed objects an image may have, or None for no limit.
         slices: The evaluated slices that slice gates are checked against.
+        fold_case: The evaluation folded class names to lower case: a gate's class is
+            looked up lower-cased too (``Car:ap`` bounds the class ``car``).
 
     Returns:
         A result per gate, in the order given, and a check per image.
@@ -337,7 +341,7 @@ def check_gates(
         if gate.scope is None:
             measured, reason = _dataset_metric(evaluation, gate.metric)
         else:
-            cls = classes.get(gate.scope)
+            cls = classes.get(gate.scope.lower() if fold_case else gate.scope)
             if cls is None and "=" in gate.scope:
                 measured, reason = _slice_metric(_slice_value(gate, slices), gate.metric)
             elif cls is None:
