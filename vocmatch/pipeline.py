@@ -707,10 +707,11 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
     Example:
         >>> import tempfile
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
-        >>> folder = Path(tempfile.mkdtemp())
-        >>> for k in (1, 2):
-        ...     shard_state(request, shard=(k, 2)).evaluator.save(folder / f"{k}.vms")
-        >>> merged = read_states([folder / "2.vms", folder / "1.vms"])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     paths = [Path(folder, f"{k}.vms") for k in (1, 2)]
+        ...     for k, path in enumerate(paths, 1):
+        ...         shard_state(request, shard=(k, 2)).evaluator.save(path)
+        ...     merged = read_states(paths[::-1])
         >>> merged.evaluation.summary.map == evaluate(request).evaluation.summary.map
         True
     """
