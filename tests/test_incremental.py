@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from tests.oracle import random_dataset, without_scores
 from tests.test_batch import VARIANTS, assert_identical
-from vocmatch.core.model import ImageAnnotation
+from vocmatch.core.model import ImageAnnotation, SkippedFile
 from vocmatch.core.protocol import protocol
-from vocmatch.errors import InputError, StateError
+from vocmatch.errors import InputError, Message, Option, StateError
 from vocmatch.evaluation import incremental
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.incremental import Evaluator
@@ -785,3 +785,126 @@ def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     broken = write_state(RawState({**raw.header, "numbered": [[3, 1]]}, raw.arrays))
     with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
         Evaluator.from_bytes(broken, "s.vms")
+
+
+# Files the reading skipped: saved with the state, united by merge --------------------------
+
+
+def skipped_pool() -> list[SkippedFile]:
+    """Skipped files as the readers make them: with a line and the image's key, of no image
+    (a second file of a key: no key), and one whose message names an option."""
+    return [
+        SkippedFile("gt/b.xml", "not well-formed XML: Start tag expected", 1, key="b"),
+        SkippedFile("gt/a.XML", "same image key 'a' as gt/a.xml"),
+        SkippedFile("pred/c.json", Message("image_id 7 is not among the images of ", Option("coco_gt")), 3, key="c"),
+        SkippedFile("gt/b.xml", "not well-formed XML: Start tag expected", 1, key="b"),
+    ]  # fmt: skip
+
+
+def test_skipped_files_travel_with_the_state() -> None:
+    """Recorded files are saved in the header's ``skipped`` list (sorted by path and line,
+    each once, a message's options kept), read back, and reported by ``result``."""
+    from vocmatch.evaluation.state import read_state
+
+    evaluator = Evaluator()
+    box = np.array([[0.0, 0, 10, 10]])
+    evaluator.add("a", box, ["cat"], box, [0.9], ["cat"])
+    evaluator.add_skipped(skipped_pool())
+    header = read_state(evaluator.to_bytes()).header
+    assert header["skipped"] == [
+        {"path": "gt/a.XML", "line": None, "key": None, "message": "same image key 'a' as gt/a.xml"},
+        {"path": "gt/b.xml", "line": 1, "key": "b", "message": "not well-formed XML: Start tag expected"},
+        {"path": "pred/c.json", "line": 3, "key": "c", "message": [
+            "image_id 7 is not among the images of ",
+            {"option": "coco_gt", "value": None, "placeholder": None},
+        ]},
+    ]  # fmt: skip
+    loaded = Evaluator.from_bytes(evaluator.to_bytes())
+    expected = tuple(skipped_pool()[i] for i in (1, 0, 2))
+    assert loaded.skipped == evaluator.skipped == expected
+    message = loaded.skipped[2].message
+    assert isinstance(message, Message)
+    assert message.worded(lambda o: "--" + o.field.replace("_", "-")) == (
+        "image_id 7 is not among the images of --coco-gt"
+    )
+    assert loaded.result().skipped == expected
+    assert loaded.to_bytes() == evaluator.to_bytes()
+
+
+def test_a_state_without_skipped_files_is_written_as_before() -> None:
+    """No ``skipped`` field without a skipped file: a state saved before the field existed
+    reads as one with none."""
+    from vocmatch.evaluation.state import read_state
+
+    plain = Evaluator()
+    plain.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    assert "skipped" not in read_state(plain.to_bytes()).header
+    assert Evaluator.from_bytes(plain.to_bytes()).skipped == ()
+    assert Evaluator.from_bytes(plain.to_bytes()).result().skipped == ()
+
+
+def test_result_reports_given_files_with_those_recorded() -> None:
+    evaluator = Evaluator()
+    evaluator.add_skipped(skipped_pool()[:2])
+    given = SkippedFile("gt/0.xml", "too large")
+    assert evaluator.result(skipped=[given, skipped_pool()[0]]).skipped == (
+        given,
+        skipped_pool()[1],
+        skipped_pool()[0],
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"path": "a"}, id="not-a-list"),
+        pytest.param([{"path": "a", "line": None, "key": None}], id="no-message"),
+        pytest.param([{"path": "a", "line": -1, "key": None, "message": "m"}], id="line"),
+        pytest.param([{"path": 1, "line": None, "key": None, "message": "m"}], id="path"),
+        pytest.param([{"path": "a", "line": None, "key": None, "message": [{"x": 1}]}], id="part"),
+        pytest.param([{"path": "a", "line": None, "key": 2, "message": "m"}], id="key"),
+    ],
+)
+def test_a_malformed_skipped_list_is_a_corrupted_header(value: object) -> None:
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    raw = read_state(Evaluator().to_bytes())
+    broken = write_state(RawState({**raw.header, "skipped": value}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(skipped\)$"):
+        Evaluator.from_bytes(broken, "s.vms")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shard_of=st.lists(st.integers(0, 2), min_size=6, max_size=6),
+    skipped_by=st.lists(st.sets(st.integers(0, 3)), min_size=3, max_size=3),
+    order=st.permutations([0, 1, 2]),
+)
+def test_merge_order_does_not_change_the_skipped_files(
+    shard_of: list[int], skipped_by: list[set[int]], order: list[int]
+) -> None:
+    """Three shards, each with skipped files (the same file in several shards, as a file
+    of no image is), saved and merged in any order: the same bytes, and the files reported
+    once each, sorted by path and line."""
+    pool = skipped_pool()
+    shards = [Evaluator() for _ in range(3)]
+    box = np.array([[0.0, 0, 10, 10]])
+    for i, shard in enumerate(shard_of):
+        shards[shard].add(f"img{i}", box, ["cat"], box + i, [0.5 + i / 10], ["cat"])
+    for shard, chosen in zip(shards, skipped_by, strict=True):
+        shard.add_skipped(pool[j] for j in sorted(chosen))
+    saved = [shard.to_bytes() for shard in shards]
+
+    def merged(sequence: list[int]) -> Evaluator:
+        first = Evaluator.from_bytes(saved[sequence[0]])
+        for k in sequence[1:]:
+            first.merge(Evaluator.from_bytes(saved[k]))
+        return first
+
+    expected = sorted(
+        {pool[j] for chosen in skipped_by for j in chosen}, key=lambda s: (s.path, s.line or 0)
+    )
+    reference, shuffled = merged([0, 1, 2]), merged(order)
+    assert shuffled.to_bytes() == reference.to_bytes()
+    assert list(shuffled.result().skipped) == expected
+    assert_identical(shuffled.result(), reference.result())

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURES, run_cli
 from tests.test_api import PRED_FORMATS, converted, inputs_of  # noqa: F401  (a fixture)
+from tests.test_batch import assert_identical
 from vocmatch.cli import EXIT_SKIPPED
 from vocmatch.errors import InputError
 from vocmatch.pipeline import EvalRequest, Inputs, read_inputs, shard_state
@@ -32,12 +33,11 @@ def shard_runs(tmp_path: Path, args: list[str], n: int) -> list[tuple[int, str]]
     return runs
 
 
-def merged_json(tmp_path: Path, n: int) -> str:
-    code, out, err = run_cli(
+def merged_json(tmp_path: Path, n: int) -> tuple[int, str, str]:
+    """``vocmatch merge`` of the ``n`` states, last first, as JSON: (exit code, stdout, stderr)."""
+    return run_cli(
         "merge", *(str(tmp_path / f"shard{k}.vms") for k in range(n, 0, -1)), "--format", "json"
     )
-    assert (code, err) == (0, "")
-    return out
 
 
 @pytest.mark.parametrize("n", [pytest.param(n, id=f"{n}-shards") for n in (1, 2, 3, 4, 6, 7)])
@@ -93,8 +93,9 @@ def test_shards_merge_to_the_single_run(demo: tuple[Path, Path], tmp_path: Path)
     gt, pred = map(str, demo)
     runs = shard_runs(tmp_path, [gt, pred, "--protocol", "coco"], 4)
     assert [code for code, _ in runs] == [0, 0, 0, 0]
-    code, single, _ = run_cli(gt, pred, "--protocol", "coco", "--format", "json")
-    assert code == 0
+    single = run_cli(gt, pred, "--protocol", "coco", "--format", "json")
+    assert single[0] == 0
+    # The same report, and the same warning on stderr (street_05 has no prediction file).
     assert merged_json(tmp_path, 4) == single
 
 
@@ -110,8 +111,8 @@ def test_shards_of_every_prediction_format_merge_to_the_single_run(
     runs = shard_runs(tmp_path, args, 4)
     assert [err.count("saved") for _, err in runs] == [1, 1, 1, 1]
     assert all(code == 0 for code, _ in runs), runs
-    code, single, _ = run_cli(*args, "--format", "json")
-    assert code == 0
+    single = run_cli(*args, "--format", "json")
+    assert single[0] == 0
     assert merged_json(tmp_path, 4) == single
 
 
@@ -160,10 +161,17 @@ def test_shards_of_a_split_merge_to_the_single_run(tmp_path: Path) -> None:
     assert shard_state(request, shard=(2, 2)).evaluator.keys == ["street_03", "street_06"]
     code, single, err = run_cli(*args, "--format", "json")
     assert (code, err.startswith(missing)) == (EXIT_SKIPPED, True)
-    merged = merged_json(tmp_path, 2)
-    # The states keep the images, not the files skipped: the skipped list is the run's alone.
-    head = merged.replace('"skipped": 0', '"skipped": 1').split('"skipped": [')[0]
-    assert head == single.split('"skipped": [')[0]
+    merged_code, merged, merged_err = merged_json(tmp_path, 2)
+    # Shard 1's state carries the listed image without a file: merged, it is reported as the
+    # single run reports it. The split's note is the reading's, which a state does not keep.
+    assert (merged_code, merged_err) == (EXIT_SKIPPED, err)
+    merged_report, whole = json.loads(merged), json.loads(single)
+    assert (merged_report.pop("notes"), whole.pop("notes")[0]) == (
+        ["classes only in predictions (all FP, not averaged into mAP): dog, truck"],
+        f"split {root}/ImageSets/Main/val.txt: 5 images listed; 1 image of other splits in "
+        "the predictions, not evaluated",
+    )
+    assert merged_report == whole
 
 
 def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
@@ -174,10 +182,12 @@ def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
     args = [*map(str, demo), "--classes", "bus"]
     runs = shard_runs(tmp_path, args, 3)
     assert [code for code, _ in runs] == [0, 0, 0]
-    code, single, _ = run_cli(*args, "--format", "json")
+    code, single, err = run_cli(*args, "--format", "json")
     assert code == 0
+    merged_code, merged_out, merged_err = merged_json(tmp_path, 3)
+    assert (merged_code, merged_err) == (0, err)
     # A state keeps the images, not the reading's notes (here the class choice's).
-    merged, whole = json.loads(merged_json(tmp_path, 3)), json.loads(single)
+    merged, whole = json.loads(merged_out), json.loads(single)
     assert (merged.pop("notes"), len(whole.pop("notes"))) == ([], 1)
     assert merged == whole
 
@@ -219,3 +229,37 @@ def test_columns_already_read_split_into_the_same_shards(tmp_path: Path) -> None
         "street_03",
         "street_06",
     ]
+
+
+def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path) -> None:
+    """The library's merge: shard states saved and read back in another order give the
+    single run's evaluation, the files each shard skipped and the threshold's note
+    included."""
+    from vocmatch.pipeline import evaluate, read_states
+
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    (data / "pred" / "street_04.xml").write_text("<annotation><object>")
+    request = EvalRequest(gt=data / "gt", pred=data / "pred", score_threshold=0.3)
+    paths = []
+    for k in (1, 2, 3):
+        state = shard_state(request, shard=(k, 3))
+        assert state.evaluator.skipped == state.skipped
+        paths.append(tmp_path / f"shard{k}.vms")
+        state.evaluator.save(paths[-1])
+    merged = read_states([paths[2], paths[0], paths[1]])
+    single = evaluate(request).evaluation
+    assert [(s.path, s.line, s.key) for s in merged.evaluation.skipped] == [
+        (f"{data}/gt/street_02.xml", 1, "street_02"),
+        (f"{data}/pred/street_04.xml", 1, "street_04"),
+    ]
+    assert_identical(merged.evaluation, single)
+    assert merged.evaluator.keys == ["street_01", "street_03", "street_05", "street_06"]
+
+
+def test_read_states_needs_a_state() -> None:
+    from vocmatch.pipeline import read_states
+
+    with pytest.raises(InputError, match=r"^no evaluator state to merge$"):
+        read_states([])

@@ -36,6 +36,7 @@ _WHERE = {
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
     "evaluator_for": "vocmatch.pipeline",
+    "read_states": "vocmatch.pipeline",
     # outputs
     "render_text": "vocmatch.render.report",
     "render_html": "vocmatch.render.report",
@@ -91,6 +92,7 @@ __all__ = [
     "iou_matrix",
     "operating_thresholds",
     "protocol",
+    "read_states",
     "render_html",
     "render_labels_text",
     "render_text",
@@ -117,6 +119,7 @@ if TYPE_CHECKING:
         evaluate,
         evaluator_for,
         operating_thresholds,
+        read_states,
     )
     from vocmatch.pipeline_diff import DiffReport, DiffRequest, compare
     from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels

@@ -61,6 +61,7 @@ __all__ = [
     "Evidence",
     "Inputs",
     "LabelsRequest",
+    "MergedStates",
     "Progress",
     "ReadOptions",
     "ScoreOptions",
@@ -76,6 +77,7 @@ __all__ = [
     "operating_thresholds",
     "prediction_suffixes",
     "read_inputs",
+    "read_states",
     "refuse_unpaired",
     "refuse_unpaired_keys",
     "score_thresholds_of",
@@ -647,7 +649,9 @@ class ShardState:
     """The evaluator of a shard's images, and what its reading skipped.
 
     Attributes:
-        evaluator: The images of the shard, matched.
+        evaluator: The images of the shard, matched, with the files skipped recorded
+            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`): its saved state
+            carries them to the merge.
         skipped: The files of the shard's images that could not be read (those images are
             left out), and files of no image (a duplicate), sorted by path and line.
     """
@@ -663,8 +667,9 @@ def shard_state(
     progress: Progress | None = None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> ShardState:
-    """As :func:`evaluator_for`, with the files the reading skipped. Without ``columns``,
-    only the shard's files are read (:func:`read_inputs`).
+    """As :func:`evaluator_for`, with the files the reading skipped (recorded in the
+    evaluator too). Without ``columns``, only the shard's files are read
+    (:func:`read_inputs`).
 
     Example:
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
@@ -691,7 +696,58 @@ def shard_state(
     if part is not None:
         chosen = shard_keys(column_keys(gt), part)
         skipped = [s for s in skipped if s.key is None or s.key in chosen]
+    evaluator.add_skipped(skipped)
     return ShardState(evaluator, tuple(skipped))
+
+
+@dataclass(frozen=True, slots=True)
+class MergedStates:
+    """Evaluator states merged, and their evaluation.
+
+    Attributes:
+        evaluator: Every state's images, merged.
+        evaluation: Their evaluation as one run on all the files reports it: the files the
+            shards skipped, and the note of the score thresholds.
+    """
+
+    evaluator: Evaluator
+    evaluation: Evaluation
+
+
+def read_states(paths: Sequence[PathLike]) -> MergedStates:
+    """Read evaluator states (saved by shards: :func:`shard_state`, then
+    :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
+    ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
+
+    Raises:
+        InputError: ``paths`` is empty.
+        StateError: A state cannot be read, or the states cannot be merged (other options,
+            an image in two of them).
+
+    Example:
+        >>> import tempfile
+        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     paths = [Path(folder, f"{k}.vms") for k in (1, 2)]
+        ...     for k, path in enumerate(paths, 1):
+        ...         shard_state(request, shard=(k, 2)).evaluator.save(path)
+        ...     merged = read_states(paths[::-1])
+        >>> merged.evaluation.summary.map == evaluate(request).evaluation.summary.map
+        True
+    """
+    from vocmatch.evaluation.incremental import Evaluator
+
+    if not paths:
+        raise InputError("no evaluator state to merge")
+    evaluator = Evaluator.load(paths[0])
+    for path in paths[1:]:
+        evaluator.merge(Evaluator.load(path))
+    evaluation = evaluator.result()
+    thresholds = evaluator.score_thresholds
+    if thresholds:
+        # The note a single run adds (evaluate); the records' own notes are worded already.
+        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
+    return MergedStates(evaluator, evaluation)
 
 
 def read_inputs(

@@ -22,6 +22,7 @@ from vocmatch.cli.console import (
     progress_display,
     reader_may_leave,
     report_text,
+    report_warnings,
     stdout_console,
     write_text,
 )
@@ -30,6 +31,8 @@ from vocmatch.cli.options import format_option, max_rows_option, output_option
 from vocmatch.cli.params import InputPath, OutputPath
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.result import Evaluation
+    from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
 
@@ -106,17 +109,31 @@ def merge_command(
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
 
     Any split of the images into shards, merged in any order, gives the numbers of one run
-    on all of them. States made under other options, or sharing an image, are refused.
+    on all of them. States made under other options, or sharing an image, are refused. The
+    files the shards could not read are reported as one run reports them (exit 3).
     """
-    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.pipeline import read_states
 
     check_outputs([output], files=list(states))
     with library_errors():
-        evaluator = Evaluator.load(states[0])
-        for path in states[1:]:
-            evaluator.merge(Evaluator.load(path))
-        evaluation = evaluation_in_cli_words(evaluator.result())
-    thresholds = evaluator.score_thresholds
+        merged = read_states(states)
+    evaluation = evaluation_in_cli_words(merged.evaluation)
+    report_warnings(evaluation)
+    show_merged_report(
+        evaluation, merged.evaluator.score_thresholds, output_format, output, max_rows
+    )
+    if evaluation.skipped:
+        raise click.exceptions.Exit(EXIT_SKIPPED)
+
+
+def show_merged_report(
+    evaluation: Evaluation,
+    thresholds: ScoreThresholds | None,
+    output_format: str,
+    output: Path | None,
+    max_rows: int,
+) -> None:
+    """The merged report on stdout, or in ``output`` with the summary on the terminal."""
     if output_format == "table":
         from vocmatch.render.terminal import ReportOptions, render, summary_table
 

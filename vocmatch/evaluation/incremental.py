@@ -14,7 +14,9 @@ merged or evaluated), their boxes then let go, and only their match records
 travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and match flags;
 per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
 of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
-records, each column in the narrowest dtype that holds it exactly.
+records, each column in the narrowest dtype that holds it exactly, and the files the reading
+of the images could not read (:meth:`Evaluator.add_skipped`): merged, the shards report
+every file one run on all of them would have skipped.
 
 >>> import numpy as np
 >>> ev = Evaluator("voc12")
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -42,7 +44,13 @@ from vocmatch.evaluation.engine import _select
 from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.state import RawState, read_state, write_state
-from vocmatch.evaluation.state_records import records_of_state, state_of_records
+from vocmatch.evaluation.state_records import (
+    records_of_state,
+    skipped_in_order,
+    skipped_of_header,
+    skipped_to_header,
+    state_of_records,
+)
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
@@ -197,6 +205,7 @@ class Evaluator:
         # The images add_batch numbered itself, as [start, stop) ranges of numbers, so that a
         # merge refused for a shared key can say where the key came from.
         self._numbered: list[tuple[int, int]] = []
+        self._skipped: frozenset[SkippedFile] = frozenset()
 
     def __len__(self) -> int:
         """The images added."""
@@ -206,6 +215,12 @@ class Evaluator:
     def keys(self) -> list[str]:
         """The keys of the images added or merged, sorted."""
         return sorted(self._keys)
+
+    @property
+    def skipped(self) -> tuple[SkippedFile, ...]:
+        """The files recorded as skipped (:meth:`add_skipped`), each once, sorted by path and
+        line."""
+        return skipped_in_order(self._skipped)
 
     @property
     def class_names(self) -> dict[int, str]:
@@ -332,6 +347,17 @@ class Evaluator:
                 )
             )
 
+    def add_skipped(self, files: Iterable[SkippedFile]) -> None:
+        """Record files that could not be read: their images are not in the evaluator, and
+        the report says so. They are saved with the state, united when states merge (a file
+        two evaluators recorded, such as one of no image that every shard lists, counts
+        once), and reported by :meth:`result`.
+
+        Args:
+            files: The files, as the readers give them (``ColumnSet.skipped``).
+        """
+        self._skipped = self._skipped | frozenset(files)
+
     def result(
         self,
         *,
@@ -344,17 +370,20 @@ class Evaluator:
         ``keep_matches=False``.
 
         Args:
-            skipped: Files the reading skipped, reported as a single run reports them.
+            skipped: Files the reading skipped, reported as a single run reports them, with
+                those recorded (:meth:`add_skipped`).
             orphan_pred: Prediction files without ground truth (not evaluated).
             reader_notes: The reader's notes, first among the notes.
 
         Raises:
             InputError: A score threshold is set and no prediction has a score.
         """
+        given = set(skipped)
+        files = (*skipped, *(s for s in self.skipped if s not in given))
         return evaluation_of(
             self._matched(), self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
-            findings=Findings(tuple(skipped), tuple(orphan_pred), tuple(reader_notes)),
+            findings=Findings(files, tuple(orphan_pred), tuple(reader_notes)),
         )  # fmt: skip
 
     def _matched(self) -> MatchRecords:
@@ -436,7 +465,7 @@ class Evaluator:
         self._boxes_added = 0
 
     def merge(self, other: Evaluator) -> None:
-        """Take in another evaluator's images (``other`` is left as it is).
+        """Take in another evaluator's images and skipped files (``other`` is left as it is).
 
         Raises:
             StateError: The two were made with other options, give one class id two names,
@@ -472,13 +501,16 @@ class Evaluator:
         self._keys |= other._keys
         for numbers in other._numbered:
             self._numbered = _with_range(self._numbered, numbers)
+        self._skipped = self._skipped | other._skipped
 
     def to_bytes(self) -> bytes:
         """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
         records (matched now, if they were not yet). A state holding images that
         :meth:`add_batch` numbered lists their numbers as ``[start, stop)`` ranges
         (``numbered`` in the header, absent otherwise; a reader that knows nothing of it
-        loses only the reason a merge gives)."""
+        loses only the reason a merge gives). The files recorded as skipped are the header's
+        ``skipped`` list (absent when there is none: a state saved before the field existed
+        reads as one with no skipped file; see :mod:`vocmatch.evaluation.state_records`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -488,6 +520,8 @@ class Evaluator:
         }
         if self._numbered:
             header["numbered"] = [list(numbers) for numbers in self._numbered]
+        if self._skipped:
+            header["skipped"] = skipped_to_header(self._skipped)
         return write_state(RawState(header, arrays))
 
     @classmethod
@@ -532,6 +566,7 @@ class Evaluator:
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
         evaluator._numbered = _numbered_of_header(header.get("numbered", []), source)
+        evaluator._skipped = frozenset(skipped_of_header(header.get("skipped", []), source))
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -25,19 +25,26 @@ name                      shape         holds
 ========================  ============  ==================================================
 
 No box is stored: a state is what the evaluation needs of each image, not the image's data.
+
+The files the reading could not read travel in the header's ``skipped`` list, one object a
+file (``path``, ``line``, ``key`` and ``message``: a string, or a list of strings and
+``{"option": ..., "value": ..., "placeholder": ...}`` objects when the message names an
+option), sorted and each once; the field is absent when no file was skipped, so a state
+without it (every state saved before it existed) holds none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
-from vocmatch.errors import StateError
+from vocmatch.errors import Message, Option, StateError
 from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
@@ -50,7 +57,13 @@ from vocmatch.evaluation.records import (
 )
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
 
-__all__ = ["records_of_state", "state_of_records"]
+__all__ = [
+    "records_of_state",
+    "skipped_in_order",
+    "skipped_of_header",
+    "skipped_to_header",
+    "state_of_records",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -381,3 +394,93 @@ def _narrowest_float(values: npt.NDArray[np.floating[Any]]) -> npt.NDArray[Any]:
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def skipped_in_order(files: Iterable[SkippedFile]) -> tuple[SkippedFile, ...]:
+    """The files, each once, sorted by path and line (as a run reports them), then by
+    message and key: the same order whatever order they come in.
+
+    >>> a, b = SkippedFile("b.xml", "bad", 3), SkippedFile("a.xml", "bad")
+    >>> [s.path for s in skipped_in_order([a, b, a])]
+    ['a.xml', 'b.xml']
+    """
+    return tuple(
+        sorted(
+            set(files),
+            key=lambda s: (s.path, s.line or 0, s.line is not None, str(s.message), s.key or ""),
+        )
+    )
+
+
+def skipped_to_header(files: Iterable[SkippedFile]) -> list[dict[str, Any]]:
+    """The header's ``skipped`` list: the files in :func:`skipped_in_order`, as JSON values."""
+    return [
+        {"path": s.path, "line": s.line, "key": s.key, "message": _message_to_header(s.message)}
+        for s in skipped_in_order(files)
+    ]
+
+
+def skipped_of_header(value: object, source: str) -> tuple[SkippedFile, ...]:
+    """The files a state's header lists as skipped (:func:`skipped_to_header`).
+
+    Raises:
+        StateError: The list is not one of skipped files (one line naming ``source``).
+    """
+    if not isinstance(value, list):
+        raise StateError(f"{source}: corrupted header (skipped)")
+    files = []
+    for entry in value:
+        if not (
+            isinstance(entry, dict)
+            and set(entry) == {"path", "line", "key", "message"}
+            and isinstance(entry["path"], str)
+            and (entry["line"] is None or (type(entry["line"]) is int and entry["line"] >= 0))
+            and (entry["key"] is None or isinstance(entry["key"], str))
+        ):
+            raise StateError(f"{source}: corrupted header (skipped)")
+        message = _message_of_header(entry["message"], source)
+        files.append(SkippedFile(entry["path"], message, entry["line"], key=entry["key"]))
+    return skipped_in_order(files)
+
+
+#: The values an option named in a message keeps through a state (JSON's own).
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _message_to_header(message: str) -> str | list[str | dict[str, Any]]:
+    """A message as JSON: its text, or its parts when it names options (so that a report
+    of the merged states names them as the run that skipped the file would)."""
+    if not isinstance(message, Message):
+        return str(message)
+    parts: list[str | dict[str, Any]] = []
+    for part in message.parts:
+        value = part.value if isinstance(part, Option) else None
+        kept = isinstance(value, _JSON_SCALARS) or (
+            isinstance(value, list) and all(isinstance(v, _JSON_SCALARS) for v in value)
+        )
+        if isinstance(part, Option) and kept:
+            parts.append({"option": part.field, "value": value, "placeholder": part.placeholder})
+        else:
+            parts.append(str(part))
+    return parts
+
+
+def _message_of_header(value: object, source: str) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise StateError(f"{source}: corrupted header (skipped)")
+    parts: list[str | Option] = []
+    for part in value:
+        if isinstance(part, str):
+            parts.append(part)
+        elif (
+            isinstance(part, dict)
+            and set(part) == {"option", "value", "placeholder"}
+            and isinstance(part["option"], str)
+            and (part["placeholder"] is None or isinstance(part["placeholder"], str))
+        ):
+            parts.append(Option(part["option"], part["value"], part["placeholder"]))
+        else:
+            raise StateError(f"{source}: corrupted header (skipped)")
+    return Message(*parts)
