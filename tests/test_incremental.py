@@ -511,7 +511,7 @@ def test_a_version_1_state_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(StateError) as caught:
         Evaluator.load(path)
     assert str(caught.value) == (
-        f"{path}: state format version 1; this vocmatch reads version {FORMAT_VERSION}"
+        f"{path}: state format version 1; this vocmatch reads versions 2 and 3"
     )
 
 
@@ -587,8 +587,7 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
         pytest.param(lambda d: b"PK\x03\x04" + d[4:], "no VMSTATE signature", id="magic"),
         pytest.param(
             lambda d: MAGIC + (FORMAT_VERSION + 1).to_bytes(4, "little") + d[12:],
-            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads version "
-            f"{FORMAT_VERSION}",
+            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads versions 2 and 3",
             id="version",
         ),
         pytest.param(lambda d: d[:-100], "checksum does not match", id="truncated"),
@@ -841,6 +840,32 @@ def test_a_state_without_skipped_files_is_written_as_before() -> None:
     assert "skipped" not in read_state(plain.to_bytes()).header
     assert Evaluator.from_bytes(plain.to_bytes()).skipped == ()
     assert Evaluator.from_bytes(plain.to_bytes()).result().skipped == ()
+
+
+@pytest.mark.parametrize(
+    ("skipped", "version"),
+    [pytest.param(0, 2, id="none-skipped"), pytest.param(2, 3, id="files-skipped")],
+)
+def test_a_state_with_skipped_files_is_refused_by_a_reader_of_version_2(
+    skipped: int, version: int
+) -> None:
+    """A state with skipped files is format version 3: a reader of version 2 only (vocmatch
+    before the field) refuses it in one line instead of merging it as if nothing had been
+    skipped; a state without any stays version 2, readable by both."""
+    from vocmatch.evaluation.state import read_state
+
+    evaluator = Evaluator()
+    evaluator.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    evaluator.add_skipped(skipped_pool()[:skipped])
+    data = evaluator.to_bytes()
+    assert int.from_bytes(data[8:12], "little") == version
+    assert len(Evaluator.from_bytes(data).skipped) == skipped
+    if version == 2:
+        assert read_state(data, version=2).header["keys"] == ["a"]
+    else:
+        with pytest.raises(StateError) as caught:
+            read_state(data, "s.vms", version=2)
+        assert str(caught.value) == "s.vms: state format version 3; this vocmatch reads version 2"
 
 
 def test_result_reports_given_files_with_those_recorded() -> None:

@@ -509,8 +509,8 @@ class Evaluator:
         :meth:`add_batch` numbered lists their numbers as ``[start, stop)`` ranges
         (``numbered`` in the header, absent otherwise; a reader that knows nothing of it
         loses only the reason a merge gives). The files recorded as skipped are the header's
-        ``skipped`` list (absent when there is none: a state saved before the field existed
-        reads as one with no skipped file; see :mod:`vocmatch.evaluation.state_records`)."""
+        ``skipped`` list, in format version 3; a state without one is version 2, as before the
+        field existed (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -520,9 +520,10 @@ class Evaluator:
         }
         if self._numbered:
             header["numbered"] = [list(numbers) for numbers in self._numbered]
-        if self._skipped:
-            header["skipped"] = skipped_to_header(self._skipped)
-        return write_state(RawState(header, arrays))
+        if not self._skipped:
+            return write_state(RawState(header, arrays), version=2)
+        header["skipped"] = skipped_to_header(self._skipped)
+        return write_state(RawState(header, arrays), version=3)
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "state") -> Evaluator:

@@ -16,8 +16,9 @@ only, no pickle) nor allocates more than the file's size justifies.
 
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
-match flags, per image and per class counts, and no boxes. Version 1, which held each image's
-boxes, is refused with one line naming its version.
+match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
+could not read (:data:`FORMAT_VERSION`). Version 1, which held each image's boxes, is refused
+with one line naming its version.
 """
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ import numpy.typing as npt
 
 from vocmatch.errors import StateError
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "RawState", "read_state", "write_state"]
+__all__ = ["FORMAT_VERSION", "MAGIC", "READ_VERSIONS", "RawState", "read_state", "write_state"]
 
 MAGIC = b"VMSTATE\0"
-FORMAT_VERSION = 2
+#: The newest format version. Version 3 is version 2 with the header's ``skipped`` list (the
+#: files a shard could not read): a state without one is written as version 2, which earlier
+#: vocmatch reads too; a state with one as version 3, which earlier vocmatch refuses instead
+#: of merging it as if nothing had been skipped.
+FORMAT_VERSION = 3
+#: The format versions this vocmatch reads.
+READ_VERSIONS = (2, 3)
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.
@@ -84,8 +91,18 @@ def write_state(state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VER
     return body + _CRC.pack(zlib.crc32(body))
 
 
+def _versions_read(versions: tuple[int, ...]) -> str:
+    """``version 2``, ``versions 2 and 3``."""
+    if len(versions) == 1:
+        return f"version {versions[0]}"
+    return f"versions {', '.join(map(str, versions[:-1]))} and {versions[-1]}"
+
+
 def read_state(
-    data: bytes, source: str = "state", magic: bytes = MAGIC, version: int = FORMAT_VERSION
+    data: bytes,
+    source: str = "state",
+    magic: bytes = MAGIC,
+    version: int | tuple[int, ...] = READ_VERSIONS,
 ) -> RawState:
     """A state from the bytes of a state file, every declaration checked.
 
@@ -93,7 +110,7 @@ def read_state(
         data: The file's bytes.
         source: What to call the file in errors (its path).
         magic: The signature expected.
-        version: The format version expected.
+        version: The format version expected, or the versions.
 
     Returns:
         The header fields and the arrays (read-only views of ``data``).
@@ -108,9 +125,11 @@ def read_state(
     if found_magic != magic:
         signature = magic.rstrip(b"\0").decode()
         raise StateError(f"{source}: not a vocmatch state (no {signature} signature)")
-    if found_version != version:
+    versions = (version,) if isinstance(version, int) else version
+    if found_version not in versions:
         raise StateError(
-            f"{source}: state format version {found_version}; this vocmatch reads version {version}"
+            f"{source}: state format version {found_version}; this vocmatch reads "
+            + _versions_read(versions)
         )
     end = len(data) - _CRC.size
     (stored_crc,) = _CRC.unpack_from(data, end)
