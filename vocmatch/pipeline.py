@@ -650,10 +650,14 @@ class ShardState:
 
     Attributes:
         evaluator: The images of the shard, matched, with the files skipped recorded
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`): its saved state
+            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`), and for the
+            first shard (or a whole run) the prediction files without ground truth
+            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_orphans`): its saved state
             carries them to the merge.
         skipped: The files of the shard's images that could not be read (those images are
-            left out), and files of no image (a duplicate), sorted by path and line.
+            left out), files of no image (a duplicate), and for the first shard the
+            prediction files of no ground-truth image that could not be read, sorted by path
+            and line.
     """
 
     evaluator: Evaluator

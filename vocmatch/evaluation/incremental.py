@@ -15,8 +15,9 @@ travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and 
 per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
 of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
 records, each column in the narrowest dtype that holds it exactly, and the files the reading
-of the images could not read (:meth:`Evaluator.add_skipped`): merged, the shards report
-every file one run on all of them would have skipped.
+of the images could not read (:meth:`Evaluator.add_skipped`) and the prediction files
+without ground truth (:meth:`Evaluator.add_orphans`): merged, the shards report every file
+one run on all of them would have skipped or not evaluated.
 
 >>> import numpy as np
 >>> ev = Evaluator("voc12")
