@@ -174,6 +174,42 @@ def test_shards_of_a_split_merge_to_the_single_run(tmp_path: Path) -> None:
     assert merged_report == whole
 
 
+def test_a_damaged_prediction_file_of_a_split_image_without_annotation_is_reported(
+    tmp_path: Path,
+) -> None:
+    """street_09 is listed by the split, has no annotation file, and a damaged prediction
+    file: the first shard reads that file and reports it, as the single run does; a
+    prediction file outside the split (zz.xml) is neither read nor an orphan."""
+    root = voc_year(tmp_path)
+    pred = tmp_path / "pred"
+    shutil.copytree(DEMO / "pred", pred)
+    (pred / "street_09.xml").write_text("garbage")
+    shutil.copy(pred / "street_01.xml", pred / "zz.xml")
+    args = [str(root), str(pred), "--split", "val"]
+    runs = shard_runs(tmp_path, args, 2)
+    missing = (
+        f"vocmatch: skipped {root}/ImageSets/Main/val.txt:5: no annotation file for "
+        f"'street_09' in {root}/Annotations\n"
+    )
+    damaged = (
+        f"vocmatch: skipped {pred}/street_09.xml:1: not well-formed XML: Start tag expected, "
+        "'<' not found\n"
+    )
+    assert runs == [
+        (EXIT_SKIPPED, missing + damaged + f"saved 2 images to {tmp_path / 'shard1.vms'}\n"),
+        (0, f"saved 2 images to {tmp_path / 'shard2.vms'}\n"),
+    ]
+    code, single, err = run_cli(*args, "--format", "json")
+    assert (code, err) == (EXIT_SKIPPED, missing + damaged)
+    merged_code, merged, merged_err = merged_json(tmp_path, 2)
+    assert (merged_code, merged_err) == (EXIT_SKIPPED, err)
+    merged_report, whole = json.loads(merged), json.loads(single)
+    assert merged_report["orphan_pred"] == whole["orphan_pred"] == []
+    merged_report.pop("notes")
+    whole.pop("notes")
+    assert merged_report == whole
+
+
 def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:
