@@ -112,3 +112,40 @@ def test_merged_shards_report_the_files_skipped_as_the_single_run(
         ]  # fmt: skip
         assert report["summary"]["skipped"] == 2
         assert report["notes"][-1].startswith("counts use predictions with score >= 0.3")
+
+
+@pytest.mark.parametrize(
+    "output_format", [pytest.param(f, id=f) for f in ("json", "table", "csv", "markdown")]
+)
+def test_merged_shards_report_the_prediction_files_without_ground_truth(
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """A prediction file of no ground-truth image (extra.xml) and a damaged one (broken.xml):
+    the first of three shards reads them, and merged in another order the shards report
+    them on stderr and in the report, and exit 3, as the run on the whole folder does."""
+    data = tmp_path / "data"
+    shutil.copytree(demo[0].parent, data)
+    gt, pred = data / "gt", data / "pred"
+    shutil.copy(pred / "street_01.xml", pred / "extra.xml")
+    (pred / "broken.xml").write_text("garbage")
+    damaged = f"vocmatch: skipped {pred}/broken.xml:1: not well-formed XML: Start tag expected, '<' not found\n"
+    states = [str(tmp_path / f"shard{k}.vms") for k in (1, 2, 3)]
+    runs = [
+        run_cli("eval", str(gt), str(pred), "--shard", f"{k}/3", "--save-state", states[k - 1])
+        for k in (1, 2, 3)
+    ]
+    assert runs == [
+        (EXIT_SKIPPED, "", damaged + f"saved 2 images to {states[0]}\n"),
+        (0, "", f"saved 2 images to {states[1]}\n"),
+        (0, "", f"saved 2 images to {states[2]}\n"),
+    ]
+    merged = run_cli("merge", states[2], states[0], states[1], "--format", output_format)
+    single = run_cli("eval", str(gt), str(pred), "--format", output_format)
+    missing = "vocmatch: warning: no prediction file for 'street_05': its objects count as missed\n"
+    orphan = f"vocmatch: warning: {pred}/extra.xml has no ground-truth file: not evaluated\n"
+    assert (single[0], single[2]) == (EXIT_SKIPPED, damaged + missing + orphan)
+    assert merged == single
+    if output_format == "json":
+        report = json.loads(merged[1])
+        assert report["orphan_pred"] == [f"{pred}/extra.xml"]
+        assert report["summary"]["orphan_pred"] == 1

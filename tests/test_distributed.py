@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -216,6 +217,23 @@ def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(
     args = [str(data / "gt"), str(data / "pred"), "--format", "json"]
     single = run("eval", *args)
     assert single[0] == 3 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("output_format", ["json", "table"])
+def test_orphan_prediction_files_on_a_cluster_are_reported_as_in_one_process(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """A prediction file of no ground-truth image and a damaged one: the same report, the
+    same warnings and exit 3."""
+    data = tmp_path / "data"
+    shutil.copytree(demo[0].parent, data)
+    shutil.copy(data / "pred" / "street_01.xml", data / "pred" / "extra.xml")
+    (data / "pred" / "broken.xml").write_text("garbage")
+    args = [str(data / "gt"), str(data / "pred"), "--format", output_format]
+    single = run("eval", *args)
+    orphan = f"vocmatch: warning: {data}/pred/extra.xml has no ground-truth file: not evaluated\n"
+    assert (single[0], single[2].endswith(orphan)) == (3, True)
     assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 

@@ -843,29 +843,90 @@ def test_a_state_without_skipped_files_is_written_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("skipped", "version"),
-    [pytest.param(0, 2, id="none-skipped"), pytest.param(2, 3, id="files-skipped")],
+    ("skipped", "orphans", "version"),
+    [
+        pytest.param(0, 0, 2, id="none-skipped"),
+        pytest.param(2, 0, 3, id="files-skipped"),
+        pytest.param(0, 1, 3, id="orphan-pred"),
+        pytest.param(2, 1, 3, id="both"),
+    ],
 )
 def test_a_state_with_skipped_files_is_refused_by_a_reader_of_version_2(
-    skipped: int, version: int
+    skipped: int, orphans: int, version: int
 ) -> None:
-    """A state with skipped files is format version 3: a reader of version 2 only (vocmatch
-    before the field) refuses it in one line instead of merging it as if nothing had been
-    skipped; a state without any stays version 2, readable by both."""
+    """A state with skipped files or prediction files without ground truth is format
+    version 3: a reader of version 2 only (vocmatch before those fields) refuses it in one
+    line instead of merging it as if there were none; a state with neither stays version 2,
+    readable by both."""
     from vocmatch.evaluation.state import read_state
 
     evaluator = Evaluator()
     evaluator.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
     evaluator.add_skipped(skipped_pool()[:skipped])
+    evaluator.add_orphans([("x", "pred/x.xml")][:orphans])
     data = evaluator.to_bytes()
     assert int.from_bytes(data[8:12], "little") == version
     assert len(Evaluator.from_bytes(data).skipped) == skipped
+    assert len(Evaluator.from_bytes(data).orphan_pred) == orphans
     if version == 2:
         assert read_state(data, version=2).header["keys"] == ["a"]
     else:
         with pytest.raises(StateError) as caught:
             read_state(data, "s.vms", version=2)
         assert str(caught.value) == "s.vms: state format version 3; this vocmatch reads version 2"
+
+
+def test_prediction_files_without_ground_truth_travel_with_the_state() -> None:
+    """Recorded orphan prediction files are saved in the header's ``orphan_pred`` list of
+    ``[key, path]`` (sorted by key, each once), read back, merged with another state's in
+    any order, and reported by ``result`` in key order; absent when there are none."""
+    from vocmatch.evaluation.state import read_state
+
+    box = np.array([[0.0, 0, 10, 10]])
+    first, second = Evaluator(), Evaluator()
+    first.add("a", box, ["cat"], box, [0.9], ["cat"])
+    second.add("b", box, ["cat"], box, [0.8], ["cat"])
+    first.add_orphans([("z-1", "pred/z-1.xml"), ("z", "pred/z.xml"), ("z", "pred/z.xml")])
+    assert "orphan_pred" not in read_state(second.to_bytes()).header
+    header = read_state(first.to_bytes()).header
+    assert header["orphan_pred"] == [["z", "pred/z.xml"], ["z-1", "pred/z-1.xml"]]
+    assert "skipped" not in header
+    loaded = Evaluator.from_bytes(first.to_bytes())
+    assert loaded.orphan_pred == ("pred/z.xml", "pred/z-1.xml")
+    assert loaded.to_bytes() == first.to_bytes()
+    second.add_orphans([("y", "pred/y.xml"), ("z", "pred/z.xml")])
+    one = Evaluator.from_bytes(first.to_bytes())
+    one.merge(Evaluator.from_bytes(second.to_bytes()))
+    other = Evaluator.from_bytes(second.to_bytes())
+    other.merge(Evaluator.from_bytes(first.to_bytes()))
+    expected = ("pred/y.xml", "pred/z.xml", "pred/z-1.xml")
+    assert one.result().orphan_pred == other.result().orphan_pred == expected
+    assert one.result().summary.orphan_pred == 3
+    assert one.to_bytes() == other.to_bytes()
+    assert one.result(orphan_pred=["pred/q.xml", "pred/y.xml"]).orphan_pred == (
+        "pred/q.xml",
+        "pred/y.xml",
+        "pred/z.xml",
+        "pred/z-1.xml",
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"z": "pred/z.xml"}, id="not-a-list"),
+        pytest.param([["z"]], id="no-path"),
+        pytest.param([["z", 1]], id="path"),
+        pytest.param(["pred/z.xml"], id="not-a-pair"),
+    ],
+)
+def test_a_malformed_orphan_list_is_a_corrupted_header(value: object) -> None:
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    raw = read_state(Evaluator().to_bytes())
+    broken = write_state(RawState({**raw.header, "orphan_pred": value}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(orphan_pred\)$"):
+        Evaluator.from_bytes(broken, "s.vms")
 
 
 def test_result_reports_given_files_with_those_recorded() -> None:

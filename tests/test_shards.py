@@ -174,6 +174,42 @@ def test_shards_of_a_split_merge_to_the_single_run(tmp_path: Path) -> None:
     assert merged_report == whole
 
 
+def test_a_damaged_prediction_file_of_a_split_image_without_annotation_is_reported(
+    tmp_path: Path,
+) -> None:
+    """street_09 is listed by the split, has no annotation file, and a damaged prediction
+    file: the first shard reads that file and reports it, as the single run does; a
+    prediction file outside the split (zz.xml) is neither read nor an orphan."""
+    root = voc_year(tmp_path)
+    pred = tmp_path / "pred"
+    shutil.copytree(DEMO / "pred", pred)
+    (pred / "street_09.xml").write_text("garbage")
+    shutil.copy(pred / "street_01.xml", pred / "zz.xml")
+    args = [str(root), str(pred), "--split", "val"]
+    runs = shard_runs(tmp_path, args, 2)
+    missing = (
+        f"vocmatch: skipped {root}/ImageSets/Main/val.txt:5: no annotation file for "
+        f"'street_09' in {root}/Annotations\n"
+    )
+    damaged = (
+        f"vocmatch: skipped {pred}/street_09.xml:1: not well-formed XML: Start tag expected, "
+        "'<' not found\n"
+    )
+    assert runs == [
+        (EXIT_SKIPPED, missing + damaged + f"saved 2 images to {tmp_path / 'shard1.vms'}\n"),
+        (0, f"saved 2 images to {tmp_path / 'shard2.vms'}\n"),
+    ]
+    code, single, err = run_cli(*args, "--format", "json")
+    assert (code, err) == (EXIT_SKIPPED, missing + damaged)
+    merged_code, merged, merged_err = merged_json(tmp_path, 2)
+    assert (merged_code, merged_err) == (EXIT_SKIPPED, err)
+    merged_report, whole = json.loads(merged), json.loads(single)
+    assert merged_report["orphan_pred"] == whole["orphan_pred"] == []
+    merged_report.pop("notes")
+    whole.pop("notes")
+    assert merged_report == whole
+
+
 def test_a_class_chosen_that_only_another_shard_holds_is_not_refused(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -263,3 +299,64 @@ def test_read_states_needs_a_state() -> None:
 
     with pytest.raises(InputError, match=r"^no evaluator state to merge$"):
         read_states([])
+
+
+def test_read_states_gives_the_prediction_files_without_ground_truth(tmp_path: Path) -> None:
+    """A prediction file of no ground-truth image and a damaged one: the first shard alone
+    reads them, whether it reads its own files or is given columns read whole, and the
+    merged states report them as the single run does."""
+    from vocmatch.pipeline import evaluate, read_states
+
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    shutil.copy(data / "pred" / "street_01.xml", data / "pred" / "extra.xml")
+    (data / "pred" / "broken.xml").write_text("garbage")
+    request = EvalRequest(gt=data / "gt", pred=data / "pred")
+    columns = read_column_pair(data / "gt", data / "pred")
+    broken = (f"{data}/pred/broken.xml", 1, "broken")
+    paths = []
+    for k in (1, 2, 3):
+        own = shard_state(request, shard=(k, 3))
+        given = shard_state(request, shard=(k, 3), columns=columns)
+        expected = ((f"{data}/pred/extra.xml",), [broken]) if k == 1 else ((), [])
+        for state in (own, given):
+            assert state.evaluator.orphan_pred == expected[0]
+            assert [(s.path, s.line, s.key) for s in state.skipped] == expected[1]
+        paths.append(tmp_path / f"shard{k}.vms")
+        own.evaluator.save(paths[-1])
+    merged = read_states([paths[1], paths[2], paths[0]])
+    single = evaluate(request).evaluation
+    assert merged.evaluation.orphan_pred == single.orphan_pred == (f"{data}/pred/extra.xml",)
+    assert_identical(merged.evaluation, single)
+
+
+@pytest.mark.parametrize("pred_format", ["yolo", "coco"])
+def test_orphan_predictions_of_a_file_read_by_every_shard_are_reported_once(
+    converted: Path,  # noqa: F811
+    tmp_path: Path,
+    pred_format: str,
+) -> None:
+    """A YOLO file, or COCO detections on an image of the COCO ground truth, with no
+    ground-truth XML: every shard sees them, the first records them, and the merge reports
+    them once, as the single run does."""
+    formats = tmp_path / "formats"
+    shutil.copytree(converted, formats)
+    if pred_format == "yolo":
+        shutil.copy(formats / "yolo" / "street_01.txt", formats / "yolo" / "extra.txt")
+        orphan = f"{formats}/yolo/extra.txt"
+    else:
+        gt_json, results = formats / "coco" / "gt.json", formats / "coco" / "results.json"
+        images = json.loads(gt_json.read_text())
+        images["images"].append({"id": 7, "file_name": "extra.jpg"})
+        gt_json.write_text(json.dumps(images))
+        records = json.loads(results.read_text())
+        records.append({"image_id": 7, "category_id": 5, "bbox": [1, 2, 3, 4], "score": 0.5})
+        results.write_text(json.dumps(records))
+        orphan = f"{results} (image 7)"
+    args = [str(DEMO / "gt"), *inputs_of(pred_format, formats)[0]]
+    runs = shard_runs(tmp_path, args, 3)
+    assert [code for code, _ in runs] == [0, 0, 0]
+    single = run_cli(*args, "--format", "json")
+    assert (single[0], json.loads(single[1])["orphan_pred"]) == (0, [orphan])
+    assert f"vocmatch: warning: {orphan} has no ground-truth file: not evaluated\n" in single[2]
+    assert merged_json(tmp_path, 3) == single

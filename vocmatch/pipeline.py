@@ -650,10 +650,14 @@ class ShardState:
 
     Attributes:
         evaluator: The images of the shard, matched, with the files skipped recorded
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`): its saved state
+            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`), and for the
+            first shard (or a whole run) the prediction files without ground truth
+            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_orphans`): its saved state
             carries them to the merge.
         skipped: The files of the shard's images that could not be read (those images are
-            left out), and files of no image (a duplicate), sorted by path and line.
+            left out), files of no image (a duplicate), and for the first shard the
+            prediction files of no ground-truth image that could not be read, sorted by path
+            and line.
     """
 
     evaluator: Evaluator
@@ -677,6 +681,7 @@ def shard_state(
         >>> state.evaluator.keys, state.skipped
         (['street_02', 'street_05'], ())
     """
+    from vocmatch.evaluation.engine import orphan_files
     from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.readers.shards import column_keys, shard_keys
 
@@ -694,8 +699,20 @@ def shard_state(
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
     if part is not None:
-        chosen = shard_keys(column_keys(gt), part)
-        skipped = [s for s in skipped if s.key is None or s.key in chosen]
+        gt_keys = column_keys(gt)
+        chosen = shard_keys(gt_keys, part)
+        # A file of no ground-truth image is the first shard's to report.
+        first = part[0] == 1
+        listed = set(gt_keys)
+        skipped = [
+            s
+            for s in skipped
+            if s.key is None or s.key in chosen or (first and s.key not in listed)
+        ]
+    # The first shard reports the prediction files without ground truth, once for the run
+    # (all shards read them from a COCO or YOLO file, only the first from a folder of XML).
+    if shard is None or shard[0] == 1:
+        evaluator.add_orphans(orphan_files(gt, pred))
     evaluator.add_skipped(skipped)
     return ShardState(evaluator, tuple(skipped))
 
@@ -909,7 +926,15 @@ def _read_shard(
     jobs, max_bytes = options.workers(), options.max_file_size
     if options.pred_format == "voc":
         pred_listing = list_directory(inputs.pred)
-        refuse_unpaired_keys(every, listed_keys(pred_listing), inputs.pred)
+        pred_keys = listed_keys(pred_listing)
+        refuse_unpaired_keys(every, pred_keys, inputs.pred)
+        # The prediction files of no listed ground-truth image (orphans, or files that
+        # cannot be read): the first shard reads them, to report them once for the run.
+        if shard[0] == 1:
+            found = set(present)
+            chosen = chosen | {
+                k for k in pred_keys if k not in found and (wanted is None or k in wanted)
+            }
         gt, pred = read_listings(
             [gt_listing, shard_listing(pred_listing, chosen)], jobs, max_bytes, progress
         )

@@ -110,7 +110,8 @@ def merge_command(
 
     Any split of the images into shards, merged in any order, gives the numbers of one run
     on all of them. States made under other options, or sharing an image, are refused. The
-    files the shards could not read are reported as one run reports them (exit 3).
+    files the shards could not read (exit 3) and the prediction files without a ground-truth
+    file are reported as one run reports them.
     """
     from vocmatch.pipeline import read_states
 

@@ -35,6 +35,7 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import DistributedError, InputError, VocmatchError, no_annotation_files
 from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
+from vocmatch.evaluation.engine import orphan_files
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
@@ -173,14 +174,7 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
         state = evaluator.to_bytes()  # matched here, on the worker
     else:
         state = part_bytes(gt, pred)
-    unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
-    gt_keys = set(gt.keys)
-    orphans = tuple(
-        (key, path)
-        for key, path in zip(pred.keys, pred.paths, strict=True)
-        if key not in gt_keys and key not in unreadable
-    )
-    return PartResult(state, gt.skipped, pred.skipped, orphans)
+    return PartResult(state, gt.skipped, pred.skipped, orphan_files(gt, pred))
 
 
 @contextmanager

@@ -73,7 +73,13 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["MatchedColumns", "evaluate_columns", "evaluate_matched", "fold_columns"]
+__all__ = [
+    "MatchedColumns",
+    "evaluate_columns",
+    "evaluate_matched",
+    "fold_columns",
+    "orphan_files",
+]
 
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
@@ -355,17 +361,27 @@ class _Stages:
             self._progress("done", self._total, self._total)
 
 
+def orphan_files(gt: ColumnSet, pred: ColumnSet) -> tuple[tuple[str, str], ...]:
+    """``(key, path)`` of the prediction files read whose image has no ground-truth file, in
+    the predictions' order: a run reports them as not evaluated (``orphan_pred``). An image
+    with a file on either side that could not be read is not among them (its file is
+    reported as skipped).
+    """
+    unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
+    gt_keys = set(gt.keys)
+    return tuple(
+        (key, path)
+        for key, path in zip(pred.keys, pred.paths, strict=True)
+        if key not in gt_keys and key not in unreadable
+    )
+
+
 def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
     """Stage *select*: every image whose ground truth was read, paired with its predictions
     by key; files skipped on either side, predictions without ground truth apart."""
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in skipped if s.key is not None}
-    gt_key_set = set(gt.keys)
-    orphan = tuple(
-        path
-        for key, path in zip(pred.keys, pred.paths, strict=True)
-        if key not in gt_key_set and key not in unreadable
-    )
+    orphan = tuple(path for _, path in orphan_files(gt, pred))
     pred_index = {key: i for i, key in enumerate(pred.keys)}
     images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
     gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)

@@ -15,8 +15,9 @@ travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and 
 per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
 of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
 records, each column in the narrowest dtype that holds it exactly, and the files the reading
-of the images could not read (:meth:`Evaluator.add_skipped`): merged, the shards report
-every file one run on all of them would have skipped.
+of the images could not read (:meth:`Evaluator.add_skipped`) and the prediction files
+without ground truth (:meth:`Evaluator.add_orphans`): merged, the shards report every file
+one run on all of them would have skipped or not evaluated.
 
 >>> import numpy as np
 >>> ev = Evaluator("voc12")
@@ -206,6 +207,8 @@ class Evaluator:
         # merge refused for a shared key can say where the key came from.
         self._numbered: list[tuple[int, int]] = []
         self._skipped: frozenset[SkippedFile] = frozenset()
+        # (key, path) of the prediction files recorded as having no ground-truth file.
+        self._orphans: frozenset[tuple[str, str]] = frozenset()
 
     def __len__(self) -> int:
         """The images added."""
@@ -221,6 +224,12 @@ class Evaluator:
         """The files recorded as skipped (:meth:`add_skipped`), each once, sorted by path and
         line."""
         return skipped_in_order(self._skipped)
+
+    @property
+    def orphan_pred(self) -> tuple[str, ...]:
+        """The prediction files recorded as having no ground-truth file
+        (:meth:`add_orphans`), each once, in the order of their image keys."""
+        return tuple(path for _, path in sorted(self._orphans))
 
     @property
     def class_names(self) -> dict[int, str]:
@@ -358,6 +367,18 @@ class Evaluator:
         """
         self._skipped = self._skipped | frozenset(files)
 
+    def add_orphans(self, files: Iterable[tuple[str, str]]) -> None:
+        """Record prediction files that have no ground-truth file, which a single run reports
+        as not evaluated: its result lists them (``orphan_pred``), its saved state carries
+        them, and a merge keeps those of both evaluators (one shard of a run records them,
+        :func:`~vocmatch.pipeline.shard_state`).
+
+        Args:
+            files: ``(key, path)`` of each file, as
+                :func:`~vocmatch.evaluation.engine.orphan_files` gives them.
+        """
+        self._orphans = self._orphans | frozenset(files)
+
     def result(
         self,
         *,
@@ -372,7 +393,8 @@ class Evaluator:
         Args:
             skipped: Files the reading skipped, reported as a single run reports them, with
                 those recorded (:meth:`add_skipped`).
-            orphan_pred: Prediction files without ground truth (not evaluated).
+            orphan_pred: Prediction files without ground truth (not evaluated), with those
+                recorded (:meth:`add_orphans`).
             reader_notes: The reader's notes, first among the notes.
 
         Raises:
@@ -380,10 +402,12 @@ class Evaluator:
         """
         given = set(skipped)
         files = (*skipped, *(s for s in self.skipped if s not in given))
+        given_orphans = set(orphan_pred)
+        orphans = (*orphan_pred, *(p for p in self.orphan_pred if p not in given_orphans))
         return evaluation_of(
             self._matched(), self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
-            findings=Findings(files, tuple(orphan_pred), tuple(reader_notes)),
+            findings=Findings(files, orphans, tuple(reader_notes)),
         )  # fmt: skip
 
     def _matched(self) -> MatchRecords:
@@ -465,7 +489,8 @@ class Evaluator:
         self._boxes_added = 0
 
     def merge(self, other: Evaluator) -> None:
-        """Take in another evaluator's images and skipped files (``other`` is left as it is).
+        """Take in another evaluator's images, skipped files and prediction files without
+        ground truth (``other`` is left as it is).
 
         Raises:
             StateError: The two were made with other options, give one class id two names,
@@ -502,6 +527,7 @@ class Evaluator:
         for numbers in other._numbered:
             self._numbered = _with_range(self._numbered, numbers)
         self._skipped = self._skipped | other._skipped
+        self._orphans = self._orphans | other._orphans
 
     def to_bytes(self) -> bytes:
         """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
@@ -509,8 +535,9 @@ class Evaluator:
         :meth:`add_batch` numbered lists their numbers as ``[start, stop)`` ranges
         (``numbered`` in the header, absent otherwise; a reader that knows nothing of it
         loses only the reason a merge gives). The files recorded as skipped are the header's
-        ``skipped`` list, in format version 3; a state without one is version 2, as before the
-        field existed (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
+        ``skipped`` list, the prediction files without ground truth its ``orphan_pred`` list of
+        ``[key, path]``, in format version 3; a state with neither is version 2, as before
+        those fields existed (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -520,9 +547,12 @@ class Evaluator:
         }
         if self._numbered:
             header["numbered"] = [list(numbers) for numbers in self._numbered]
-        if not self._skipped:
+        if not (self._skipped or self._orphans):
             return write_state(RawState(header, arrays), version=2)
-        header["skipped"] = skipped_to_header(self._skipped)
+        if self._skipped:
+            header["skipped"] = skipped_to_header(self._skipped)
+        if self._orphans:
+            header["orphan_pred"] = [[key, path] for key, path in sorted(self._orphans)]
         return write_state(RawState(header, arrays), version=3)
 
     @classmethod
@@ -568,6 +598,7 @@ class Evaluator:
         evaluator._keys = set(records.keys)
         evaluator._numbered = _numbered_of_header(header.get("numbered", []), source)
         evaluator._skipped = frozenset(skipped_of_header(header.get("skipped", []), source))
+        evaluator._orphans = _orphans_of_header(header.get("orphan_pred", []), source)
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -816,6 +847,19 @@ def _numbered_of_header(value: object, source: str) -> list[tuple[int, int]]:
             raise StateError(f"{source}: corrupted header (numbered)")
         ranges = _with_range(ranges, (entry[0], entry[1]))
     return ranges
+
+
+def _orphans_of_header(value: object, source: str) -> frozenset[tuple[str, str]]:
+    """The header's ``orphan_pred`` list of ``[key, path]``.
+
+    Raises:
+        StateError: It is not such a list.
+    """
+    if not isinstance(value, list) or not all(
+        _is_str_list(entry) and len(entry) == 2 for entry in value
+    ):
+        raise StateError(f"{source}: corrupted header (orphan_pred)")
+    return frozenset((key, path) for key, path in value)
 
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:

@@ -17,8 +17,8 @@ only, no pickle) nor allocates more than the file's size justifies.
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
-could not read (:data:`FORMAT_VERSION`). Version 1, which held each image's boxes, is refused
-with one line naming its version.
+could not read and the prediction files without ground truth (:data:`FORMAT_VERSION`).
+Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ __all__ = ["FORMAT_VERSION", "MAGIC", "READ_VERSIONS", "RawState", "read_state",
 
 MAGIC = b"VMSTATE\0"
 #: The newest format version. Version 3 is version 2 with the header's ``skipped`` list (the
-#: files a shard could not read): a state without one is written as version 2, which earlier
-#: vocmatch reads too; a state with one as version 3, which earlier vocmatch refuses instead
-#: of merging it as if nothing had been skipped.
+#: files a shard could not read) or its ``orphan_pred`` list (the prediction files without
+#: ground truth): a state with neither is written as version 2, which earlier vocmatch reads
+#: too; a state with either as version 3, which earlier vocmatch refuses instead of merging
+#: it as if there were none.
 FORMAT_VERSION = 3
 #: The format versions this vocmatch reads.
 READ_VERSIONS = (2, 3)
