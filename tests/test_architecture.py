@@ -29,6 +29,7 @@ TOP_LEVEL = {
     "pipeline": "pipeline",
     "pipeline_diff": "pipeline",
     "pipeline_labels": "pipeline",
+    "pipeline_shards": "pipeline",
     "pipeline_suspects": "pipeline",
 }
 

@@ -35,8 +35,8 @@ _WHERE = {
     "LabelEvaluation": "vocmatch.evaluation.labels",
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
-    "evaluator_for": "vocmatch.pipeline",
-    "read_states": "vocmatch.pipeline",
+    "evaluator_for": "vocmatch.pipeline_shards",
+    "read_states": "vocmatch.pipeline_shards",
     # outputs
     "render_text": "vocmatch.render.report",
     "render_html": "vocmatch.render.report",

@@ -32,12 +32,10 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
-    from vocmatch.core.model import SkippedFile
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.evaluate import Evaluation
-    from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -46,6 +44,11 @@ if TYPE_CHECKING:
     from vocmatch.pipeline_diff import compare as compare
     from vocmatch.pipeline_labels import LabelsRequest as LabelsRequest
     from vocmatch.pipeline_labels import evaluate_labels as evaluate_labels
+    from vocmatch.pipeline_shards import MergedStates as MergedStates
+    from vocmatch.pipeline_shards import ShardState as ShardState
+    from vocmatch.pipeline_shards import evaluator_for as evaluator_for
+    from vocmatch.pipeline_shards import read_states as read_states
+    from vocmatch.pipeline_shards import shard_state as shard_state
     from vocmatch.pipeline_suspects import SuspectsFound as SuspectsFound
     from vocmatch.pipeline_suspects import SuspectsRequest as SuspectsRequest
     from vocmatch.pipeline_suspects import find_suspects as find_suspects
@@ -614,159 +617,6 @@ def _check_pred_path(options: ReadOptions, pred: PathLike) -> None:
     raise InputError(f"{where}: not a directory")
 
 
-def evaluator_for(
-    request: EvalRequest,
-    *,
-    shard: tuple[int, int] | None = None,
-    progress: Progress | None = None,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-) -> Evaluator:
-    """An :class:`~vocmatch.evaluation.incremental.Evaluator` holding the request's images
-    (or the ``shard``-th part of them), to be saved and merged with the other shards.
-
-    Args:
-        request: What to read and how to score it (its extras are not computed here; the
-            merged report computes them).
-        shard: ``(k, n)``: only the k-th of n deterministic parts of the images (1-based).
-        progress: Told how many files are read, of how many.
-        columns: The ground truth and predictions already read (as :func:`evaluate` takes).
-
-    Returns:
-        The evaluator, ready to save.
-
-    Example:
-        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
-        >>> halves = [evaluator_for(request, shard=(k, 2)) for k in (1, 2)]
-        >>> halves[0].merge(halves[1])
-        >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
-        True
-    """
-    return shard_state(request, shard=shard, progress=progress, columns=columns).evaluator
-
-
-@dataclass(frozen=True, slots=True)
-class ShardState:
-    """The evaluator of a shard's images, and what its reading skipped.
-
-    Attributes:
-        evaluator: The images of the shard, matched, with the files skipped recorded
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`), and for the
-            first shard (or a whole run) the prediction files without ground truth
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_orphans`): its saved state
-            carries them to the merge.
-        skipped: The files of the shard's images that could not be read (those images are
-            left out), files of no image (a duplicate), and for the first shard the
-            prediction files of no ground-truth image that could not be read, sorted by path
-            and line.
-    """
-
-    evaluator: Evaluator
-    skipped: tuple[SkippedFile, ...]
-
-
-def shard_state(
-    request: EvalRequest,
-    *,
-    shard: tuple[int, int] | None = None,
-    progress: Progress | None = None,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-) -> ShardState:
-    """As :func:`evaluator_for`, with the files the reading skipped (recorded in the
-    evaluator too). Without ``columns``, only the shard's files are read
-    (:func:`read_inputs`).
-
-    Example:
-        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
-        >>> state = shard_state(request, shard=(2, 3))
-        >>> state.evaluator.keys, state.skipped
-        (['street_02', 'street_05'], ())
-    """
-    from vocmatch.evaluation.engine import orphan_files
-    from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.readers.shards import column_keys, shard_keys
-
-    thresholds = score_thresholds_of(request)
-    files = progress.files if progress is not None else None
-    # Read here, the columns hold the shard's images only; given, they hold every image.
-    part = shard if columns is not None else None
-    if columns is not None:
-        gt, pred = chosen_columns(*columns, request)
-    else:
-        gt, pred = read_inputs(request.inputs(), files, shard=shard)
-    evaluator = Evaluator(
-        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
-    )
-    evaluator.add_columns(gt, pred, shard=part)
-    skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
-    if part is not None:
-        gt_keys = column_keys(gt)
-        chosen = shard_keys(gt_keys, part)
-        # A file of no ground-truth image is the first shard's to report.
-        first = part[0] == 1
-        listed = set(gt_keys)
-        skipped = [
-            s
-            for s in skipped
-            if s.key is None or s.key in chosen or (first and s.key not in listed)
-        ]
-    # The first shard reports the prediction files without ground truth, once for the run
-    # (all shards read them from a COCO or YOLO file, only the first from a folder of XML).
-    if shard is None or shard[0] == 1:
-        evaluator.add_orphans(orphan_files(gt, pred))
-    evaluator.add_skipped(skipped)
-    return ShardState(evaluator, tuple(skipped))
-
-
-@dataclass(frozen=True, slots=True)
-class MergedStates:
-    """Evaluator states merged, and their evaluation.
-
-    Attributes:
-        evaluator: Every state's images, merged.
-        evaluation: Their evaluation as one run on all the files reports it: the files the
-            shards skipped, and the note of the score thresholds.
-    """
-
-    evaluator: Evaluator
-    evaluation: Evaluation
-
-
-def read_states(paths: Sequence[PathLike]) -> MergedStates:
-    """Read evaluator states (saved by shards: :func:`shard_state`, then
-    :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
-    ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
-
-    Raises:
-        InputError: ``paths`` is empty.
-        StateError: A state cannot be read, or the states cannot be merged (other options,
-            an image in two of them).
-
-    Example:
-        >>> import tempfile
-        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     paths = [Path(folder, f"{k}.vms") for k in (1, 2)]
-        ...     for k, path in enumerate(paths, 1):
-        ...         shard_state(request, shard=(k, 2)).evaluator.save(path)
-        ...     merged = read_states(paths[::-1])
-        >>> merged.evaluation.summary.map == evaluate(request).evaluation.summary.map
-        True
-    """
-    from vocmatch.evaluation.incremental import Evaluator
-
-    if not paths:
-        raise InputError("no evaluator state to merge")
-    evaluator = Evaluator.load(paths[0])
-    for path in paths[1:]:
-        evaluator.merge(Evaluator.load(path))
-    evaluation = evaluator.result()
-    thresholds = evaluator.score_thresholds
-    if thresholds:
-        # The note a single run adds (evaluate); the records' own notes are worded already.
-        evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
-    return MergedStates(evaluator, evaluation)
-
-
 def read_inputs(
     inputs: Inputs,
     progress: Callable[[int, int], None] | None = None,
@@ -1019,6 +869,11 @@ _ELSEWHERE = {
     "find_suspects": "vocmatch.pipeline_suspects",
     "LabelsRequest": "vocmatch.pipeline_labels",
     "evaluate_labels": "vocmatch.pipeline_labels",
+    "MergedStates": "vocmatch.pipeline_shards",
+    "ShardState": "vocmatch.pipeline_shards",
+    "evaluator_for": "vocmatch.pipeline_shards",
+    "read_states": "vocmatch.pipeline_shards",
+    "shard_state": "vocmatch.pipeline_shards",
 }
 
 

@@ -83,7 +83,7 @@ def save_shard(
     """Save the evaluator state of a shard's images (``eval --save-state``); the files of
     those images that could not be read are reported, one line each, and exit 3 as a run
     reports them (the state holds the images that were read)."""
-    from vocmatch.pipeline import shard_state
+    from vocmatch.pipeline_shards import shard_state
 
     with library_errors(), progress_display(quiet) as progress:
         state = shard_state(request, shard=shard, progress=progress, columns=columns)
@@ -113,7 +113,7 @@ def merge_command(
     files the shards could not read (exit 3) and the prediction files without a ground-truth
     file are reported as one run reports them.
     """
-    from vocmatch.pipeline import read_states
+    from vocmatch.pipeline_shards import read_states
 
     check_outputs([output], files=list(states))
     with library_errors():
