@@ -261,3 +261,28 @@ def test_every_option_the_library_names_is_a_flag_of_the_command_line() -> None:
     for field in sorted(fields):
         word = option_words(Option(field)).split()[0]
         assert word in flags or word == "PRED", f"{field} is worded as {word}"
+
+
+#: The largest module and the longest function the house keeps: past these, a module holds
+#: more than one concern, a function more than one stage (split them by what they do).
+MOST_MODULE_LINES = 1_000
+MOST_FUNCTION_LINES = 120
+
+
+def test_modules_and_functions_stay_readable() -> None:
+    """No module of the package over 1,000 lines, no function over 120."""
+    long_modules = []
+    long_functions = []
+    for path in MODULES:
+        name = str(path.relative_to(PACKAGE))
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MOST_MODULE_LINES:
+            long_modules.append(f"{name}: {lines} lines")
+        for node in ast.walk(tree_of(path)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                length = node.end_lineno - node.lineno + 1
+                if length > MOST_FUNCTION_LINES:
+                    long_functions.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    assert long_modules == []
+    assert long_functions == []
