@@ -397,18 +397,42 @@ def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFla
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
     thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    own = _ap_places(prepared)
     for a in range(n_areas):
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
-        found = match_all(
-            paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
-            conv.strict_threshold, prepared.scored,
-        )  # fmt: skip
-        hit_ignored = ignore[found.hit_gt]
-        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred, n_ap)
-        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred, n_ap)
+        found = paired.matching
+        if own is not None and np.array_equal(ignore, gt.ignore):
+            # The range ignores what the evaluation's own matching ignores (area "all",
+            # no box beyond it): at the AP thresholds the two are one matching, each
+            # threshold being matched on its own.
+            hit_t = own[found.hit_t]
+            kept = hit_t >= 0
+            hit_pred, hit_t, hit_gt = found.hit_pred[kept], hit_t[kept], found.hit_gt[kept]
+        else:
+            found = match_all(
+                paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
+                conv.strict_threshold, prepared.scored,
+            )  # fmt: skip
+            hit_pred, hit_t, hit_gt = found.hit_pred, found.hit_t, found.hit_gt
+        hit_ignored = ignore[hit_gt]
+        matched[:, a] = _bits(hit_pred, hit_t, n_pred, n_ap)
+        ignored[:, a] = _bits(hit_pred[hit_ignored], hit_t[hit_ignored], n_pred, n_ap)
     return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _ap_places(prepared: _Prepared) -> IntArray | None:
+    """``(L,)`` the place among the AP thresholds of each threshold the evaluation matched
+    at (-1 for none), when its matching of ranked predictions can stand for a range's."""
+    conv = prepared.conventions
+    levels = prepared.levels
+    if not prepared.scored or len(set(conv.ap_thresholds)) != len(conv.ap_thresholds):
+        return None
+    places = np.full(levels.thresholds.size, -1, dtype=np.int64)
+    for t, threshold in enumerate(conv.ap_thresholds):
+        places[levels.index[threshold]] = t
+    return places
 
 
 def _pred_records(
