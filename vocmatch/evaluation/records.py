@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
+from vocmatch.core.match import Hits
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
@@ -43,7 +44,7 @@ from vocmatch.evaluation.accumulate import (
     class_members,
     class_results,
 )
-from vocmatch.evaluation.candidates import match_all
+from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_class import _class_counts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
@@ -396,30 +397,75 @@ def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFla
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     own = _ap_places(prepared)
     for a in range(n_areas):
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
-        found = paired.matching
-        if own is not None and np.array_equal(ignore, gt.ignore):
-            # The range ignores what the evaluation's own matching ignores (area "all",
-            # no box beyond it): at the AP thresholds the two are one matching, each
-            # threshold being matched on its own.
-            hit_t = own[found.hit_t]
-            kept = hit_t >= 0
-            hit_pred, hit_t, hit_gt = found.hit_pred[kept], hit_t[kept], found.hit_gt[kept]
-        else:
-            found = match_all(
-                paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
-                conv.strict_threshold, prepared.scored,
-            )  # fmt: skip
-            hit_pred, hit_t, hit_gt = found.hit_pred, found.hit_t, found.hit_gt
+        found = _range_hits(prepared, paired, ignore, own)
+        hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
         hit_ignored = ignore[hit_gt]
         matched[:, a] = _bits(hit_pred, hit_t, n_pred, n_ap)
         ignored[:, a] = _bits(hit_pred[hit_ignored], hit_t[hit_ignored], n_pred, n_ap)
     return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _range_hits(
+    prepared: _Prepared, paired: _Paired, ignore: BoolArray, own: IntArray | None
+) -> Hits:
+    """The matching of one area range at the AP thresholds (``ignore``: the ground truth
+    it ignores), as :func:`match_all` gives it.
+
+    The evaluation's own matching (``own``: see :func:`_ap_places`) stands for it in every
+    image-class where the range ignores the same ground truth. Under the unmatched rule it
+    also stands where each of the two ignores all or none of the image-class's ground truth:
+    a prediction prefers ground truth that counts only over ignored ground truth of its
+    image-class. Only the other image-classes are matched again.
+    """
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    unmatched = conv.match_rule == "unmatched"
+    again = None
+    if own is not None:
+        cell = gt.image.astype(np.int64) * len(prepared.class_names) + gt.label
+        again = _cells_again(cell, ignore, gt.ignore, uniform_alike=unmatched)
+    if own is None or again is None or (again.any() and not unmatched):
+        found = match_all(
+            paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
+        )  # fmt: skip
+        return Hits(found.hit_t, found.hit_pred, found.hit_gt, found.hit_iou)
+    m = paired.matching
+    hit_t = own[m.hit_t]
+    kept = (hit_t >= 0) & ~again[m.hit_gt]
+    reused = Hits(hit_t[kept], m.hit_pred[kept], m.hit_gt[kept], m.hit_iou[kept])
+    if not again.any():
+        return reused
+    matched = match_cells(
+        paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.strict_threshold, again
+    )
+    return Hits.join([reused, matched])
+
+
+def _cells_again(
+    cell: IntArray, ignore: BoolArray, own_ignore: BoolArray, *, uniform_alike: bool
+) -> BoolArray:
+    """``(G,)`` the ground truth of the image-classes (``cell``) where ``ignore`` and
+    ``own_ignore`` differ; with ``uniform_alike``, not where each is all or none of the
+    image-class."""
+    differs: BoolArray = np.not_equal(ignore, own_ignore)
+    if not differs.any():
+        return differs
+    _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    again = np.bincount(inverse, differs, minlength=size.size) > 0
+    if uniform_alike:
+        in_range = np.bincount(inverse, ignore, minlength=size.size)
+        in_own = np.bincount(inverse, own_ignore, minlength=size.size)
+        uniform = ((in_range == 0) | (in_range == size)) & ((in_own == 0) | (in_own == size))
+        again &= ~uniform
+    flags: BoolArray = again[inverse]
+    return flags
 
 
 def _ap_places(prepared: _Prepared) -> IntArray | None:
