@@ -24,6 +24,7 @@ Two facts of a run are global and are settled when records are accumulated:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -46,6 +47,7 @@ from vocmatch.evaluation.accumulate import (
 )
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_class import _class_counts
+from vocmatch.evaluation.per_image import _ImageCounts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     CocoStats,
@@ -354,10 +356,9 @@ def _reading(
     counted = engine._counted(prepared, paired.matching, scores)
     n_images = len(selection.images)
     image_counts = per_image._image_counts(prepared, paired.matching, counted, n_images)
-    images = per_image._image_results(prepared, selection, image_counts, None)
     counts = ImageCounts(
-        _image_values(images, len(conv.sweep_thresholds)),
-        np.array([math.nan if i.mean_iou is None else i.mean_iou for i in images]),
+        _image_values(prepared, image_counts, n_images),
+        _mean_iou(image_counts),
         _class_counts(prepared, paired.ranking, counted),
     )
     flags = _area_flags(prepared, paired, areas)
@@ -522,16 +523,32 @@ def flag_dtype(n_bits: int) -> np.dtype[Any]:
     return np.dtype(np.int64)
 
 
-def _image_values(images: Sequence[ImageResult], n_sweep: int) -> IntArray:
-    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts."""
-    rows = [
+def _image_values(prepared: _Prepared, counts: _ImageCounts, n_images: int) -> IntArray:
+    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts (what its
+    :class:`~vocmatch.evaluation.result.ImageResult` holds), from the stage's counts."""
+    t, levels = prepared.levels.evaluation, prepared.levels.index
+    columns = [
+        counts.gt, counts.gt_ignored, counts.pred, counts.tp[t], counts.fp[t], counts.fn[t],
+        counts.pred_ignored,
+    ]  # fmt: skip
+    for threshold in prepared.conventions.sweep_thresholds:
+        level = levels[threshold]
+        columns += [counts.tp[level], counts.fp[level], counts.fn[level]]
+    values = np.array(columns, dtype=np.int64).reshape(len(columns), n_images)
+    return np.ascontiguousarray(values.T)
+
+
+def _mean_iou(counts: _ImageCounts) -> FloatArray:
+    """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
+    it), NaN without any."""
+    ious, bounds = counts.tp_iou, counts.tp_bounds
+    return np.array(
         [
-            *(getattr(i, name) for name in IMAGE_FIELDS),
-            *(c for s in i.sweep for c in (s.tp, s.fp, s.fn)),
-        ]
-        for i in images
-    ]
-    return np.array(rows, dtype=np.int64).reshape(len(images), len(IMAGE_FIELDS) + 3 * n_sweep)
+            math.fsum(ious[start:stop]) / (stop - start) if stop > start else math.nan
+            for start, stop in itertools.pairwise(bounds)
+        ],
+        dtype=np.float64,
+    )
 
 
 def _note_counts(
