@@ -509,9 +509,11 @@ def _pred_records(
 def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
     """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
     ``n_bits``), in :func:`flag_dtype`."""
-    bits = np.zeros(n_pred, dtype=np.int64)
-    np.bitwise_or.at(bits, pred.astype(np.int64), np.left_shift(1, level.astype(np.int64)))
-    return bits.astype(flag_dtype(n_bits))
+    bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
+    # One threshold at a time (a prediction twice there sets the same bit).
+    for t in np.unique(level).tolist():
+        bits[pred[level == t]] |= bits.dtype.type(1 << t)
+    return bits
 
 
 def flag_dtype(n_bits: int) -> np.dtype[Any]:
@@ -731,12 +733,17 @@ def _image_results(
     mean_iou: list[float] = counts.mean_iou.tolist()
     n = len(IMAGE_FIELDS)
     results = []
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
     for j, key in enumerate(records.keys):
         row = values[j]
-        sweep = tuple(
-            SweepResult(threshold, *row[n + 3 * s : n + 3 * s + 3])
-            for s, threshold in enumerate(conv.sweep_thresholds)
-        )
+        counted = tuple(row[n:])
+        sweep = sweeps.get(counted)
+        if sweep is None:
+            sweep = sweeps[counted] = tuple(
+                SweepResult(threshold, *counted[3 * s : 3 * s + 3])
+                for s, threshold in enumerate(conv.sweep_thresholds)
+            )
         results.append(
             ImageResult(
                 key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
