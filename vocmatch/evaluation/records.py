@@ -266,7 +266,8 @@ class MatchRecords:
         p = self.preds
         preds = PredRecords(
             p.count[order], p.label[rows], p.score[rows], p.matched[rows], p.ignored[rows],
-            p.area[rows], p.coco_matched[rows], p.coco_ignored[rows],
+            p.area[rows], np.take(p.coco_matched, rows, axis=0),
+            np.take(p.coco_ignored, rows, axis=0),
         )  # fmt: skip
         return replace(
             self,
@@ -710,9 +711,11 @@ def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) ->
     score[np.isnan(score)] = -math.inf
     by_score = np.argsort(-score, kind="stable")
     ranked = members[by_score]
+    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
     return ClassBits(
         score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
-        preds.area[ranked], preds.coco_matched[ranked], preds.coco_ignored[ranked],
+        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
+        np.take(preds.coco_ignored, ranked, axis=0),
     )  # fmt: skip
 
 
