@@ -758,13 +758,14 @@ def _columns(images: _Images, names: tuple[str, ...]) -> tuple[ColumnSet, Column
     pred_rows = _rows(images.pred_count, with_pred)
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
-        images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
-        names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
+        images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
+        images.gt_labels[gt_rows], names, images.gt_difficult[gt_rows],
+        np.full(gt_rows.size, np.nan),
     )  # fmt: skip
     pred = _column_set(
         tuple(images.keys[i] for i in with_pred),
         tuple(str(images.pred_paths[i]) for i in with_pred),
-        images.pred_count[with_pred], images.pred_boxes[pred_rows],
+        images.pred_count[with_pred], np.take(images.pred_boxes, pred_rows, axis=0),
         images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
         images.pred_scores[pred_rows],
     )  # fmt: skip
