@@ -994,3 +994,59 @@ def test_merge_order_does_not_change_the_skipped_files(
     assert shuffled.to_bytes() == reference.to_bytes()
     assert list(shuffled.result().skipped) == expected
     assert_identical(shuffled.result(), reference.result())
+
+
+def _batch_images(seed: int, n: int) -> list[tuple[str, Any, Any, Any, Any, Any]]:
+    rng = np.random.default_rng(seed)
+    images = []
+    for i in range(n):
+        n_gt, n_pred = int(rng.integers(0, 4)), int(rng.integers(0, 6))
+        gt = np.sort(rng.uniform(0, 50, (n_gt, 4)).astype(np.float32).reshape(n_gt, 2, 2), 1)
+        pred = np.sort(rng.uniform(0, 50, (n_pred, 4)).reshape(n_pred, 2, 2), 1)
+        images.append(
+            (
+                f"img{i}", gt.transpose(0, 2, 1).reshape(n_gt, 4), rng.integers(0, 3, n_gt),
+                pred.transpose(0, 2, 1).reshape(n_pred, 4), rng.random(n_pred).astype(np.float32),
+                rng.integers(0, 3, n_pred),
+            )
+        )  # fmt: skip
+    return images
+
+
+@pytest.mark.parametrize(
+    "known", [pytest.param(True, id="labels-known"), pytest.param(False, id="labels-new")]
+)
+def test_add_batch_gives_the_records_of_add(known: bool) -> None:
+    """A batch of plain images, its labels seen before or not, leaves the state that adding
+    its images one by one leaves, byte for byte."""
+    images = _batch_images(7, 12)
+    one_by_one, batched = Evaluator("coco"), Evaluator("coco")
+    if known:
+        for evaluator in (one_by_one, batched):
+            evaluator.add("seen", np.tile([0.0, 0, 10, 10], (3, 1)), np.arange(3), [], [], [])
+    for key, gb, gl, pb, ps, pl in images:
+        one_by_one.add(key, gb, gl, pb, ps, pl)
+    batched.add_batch(
+        [{"boxes": pb, "scores": ps, "labels": pl} for _, _, _, pb, ps, pl in images],
+        [{"boxes": gb, "labels": gl} for _, gb, gl, _, _, _ in images],
+        image_ids=[key for key, *_ in images],
+    )
+    assert batched.to_bytes() == one_by_one.to_bytes()
+
+
+def test_add_batch_keeps_the_images_before_a_refused_one() -> None:
+    """A batch whose third image has infinite boxes is refused at that image, with the
+    message of add: the two before it are added, as add would have added them."""
+    images = _batch_images(3, 4)
+    bad = images[2]
+    images[2] = (bad[0], bad[1], bad[2], np.full((1, 4), np.inf), [0.5], [0])
+    evaluator = Evaluator("coco")
+    # Labels 0, 1 and 2 seen before: the batch is checked as a whole first.
+    evaluator.add("warm", np.tile([0.0, 0, 10, 10], (3, 1)), np.arange(3), [], [], [])
+    with pytest.raises(InputError, match=r"^Expected `pred_boxes` to be finite$"):
+        evaluator.add_batch(
+            [{"boxes": pb, "scores": ps, "labels": pl} for _, _, _, pb, ps, pl in images],
+            [{"boxes": gb, "labels": gl} for _, gb, gl, _, _, _ in images],
+            image_ids=[key for key, *_ in images],
+        )
+    assert evaluator.keys == ["img0", "img1", "warm"]

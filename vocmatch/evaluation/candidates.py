@@ -31,7 +31,7 @@ from vocmatch.core.match import (
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
 
-__all__ = ["CANDIDATE_BUDGET", "Candidates", "Matching", "PairScan", "match_all"]
+__all__ = ["CANDIDATE_BUDGET", "Candidates", "Matching", "PairScan", "match_all", "match_cells"]
 
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
@@ -395,3 +395,33 @@ def match_all(
     if scored:
         parts.append(matcher.hits())
     return Matching(Hits.join(parts), gt_ignore, shape)
+
+
+def match_cells(
+    scan: PairScan,
+    rank: IntArray,
+    gt_ignore: BoolArray,
+    gt_crowd: BoolArray,
+    thresholds: FloatArray,
+    strict: bool,
+    cells: BoolArray,
+) -> Hits:
+    """The ``"unmatched"`` rule of ranked predictions, as :func:`match_all` matches it, in
+    the image-classes of the ground truth in ``cells`` alone (``(G,)``, alike for every
+    ground truth of an image-class)."""
+    space = scan.space
+    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
+    for piece in scan.pieces(whole=False):
+        if isinstance(piece, Candidates):
+            keep = cells[piece.gt]
+            matcher.add(piece.gt[keep], piece.pred[keep], piece.iou[keep], rank)
+            continue
+        g0, g1, _, _ = piece
+        if g1 <= g0 or not cells[g0]:
+            continue
+        for block in space.blocks(piece, scan.sparse):
+            if isinstance(block, Tile):
+                matcher.add(block.gt, block.pred, block.iou, rank)
+            else:
+                matcher.add_block(block.iou, block.gt_start, block.pred_start)
+    return matcher.hits()

@@ -303,6 +303,11 @@ class Evaluator:
             raise InputError(
                 f"Expected one image id per image, got {len(image_ids)} for {len(preds)}"
             )
+        if image_ids is not None:
+            batch = self._batch(preds, targets, [str(key) for key in image_ids])
+            if batch is not None:
+                self._append(batch)
+                return
         for i, (pred, gt) in enumerate(zip(preds, targets, strict=True)):
             key = image_ids[i] if image_ids is not None else self._next_number()
             self.add(
@@ -311,6 +316,65 @@ class Evaluator:
             )  # fmt: skip
             if image_ids is None:
                 self._numbered = _with_range(self._numbered, (int(key), int(key) + 1))
+
+    def _batch(
+        self,
+        preds: Sequence[Mapping[str, Any]],
+        targets: Sequence[Mapping[str, Any]],
+        keys: list[str],
+    ) -> _Images | None:
+        """The images of a batch checked at once, when they are plain: new keys, numeric
+        boxes and scores, integer labels all seen before, no flags. None for any other
+        batch, which :meth:`add` then takes image by image (with its messages)."""
+        if not keys or len(set(keys)) != len(keys) or not self._keys.isdisjoint(keys):
+            return None
+        columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ARRAYS[2:]}
+        for pred, gt in zip(preds, targets, strict=True):
+            if "difficult" in gt or "iscrowd" in gt or pred.get("scores") is None:
+                return None
+            g_boxes, p_boxes = _plain_boxes(gt["boxes"]), _plain_boxes(pred["boxes"])
+            if g_boxes is None or p_boxes is None:
+                return None
+            n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
+            parts = (
+                ("gt_labels", gt["labels"], n_gt, "iu"),
+                ("pred_labels", pred["labels"], n_pred, "iu"),
+                ("pred_scores", pred["scores"], n_pred, "biuf"),
+            )
+            for name, given, n, kinds in parts:
+                values = _to_numpy(given)
+                if values.ndim != 1 or values.shape[0] != n:
+                    return None
+                if n:  # the values of no box are not looked at
+                    if values.dtype.kind not in kinds:
+                        return None
+                    columns[name].append(values)
+            columns["gt_boxes"].append(g_boxes)
+            columns["pred_boxes"].append(p_boxes)
+        gt_boxes = np.concatenate(columns["gt_boxes"], dtype=np.float64)
+        pred_boxes = np.concatenate(columns["pred_boxes"], dtype=np.float64)
+        scores = np.concatenate([np.zeros(0), *columns["pred_scores"]], dtype=np.float64)
+        if not (np.isfinite(gt_boxes).all() and np.isfinite(pred_boxes).all()):
+            return None
+        if np.isinf(scores).any():
+            return None
+        labels = []
+        for name in ("gt_labels", "pred_labels"):
+            if not columns[name]:
+                labels.append(np.zeros(0, dtype=np.int64))
+                continue
+            values = np.concatenate(columns[name])
+            known = self._known_ids(values) if values.dtype.kind in "iu" else None
+            if known is None:
+                return None
+            labels.append(known)
+        return _Images(
+            tuple(keys), tuple(keys), tuple(keys),
+            np.array([b.shape[0] for b in columns["gt_boxes"]], dtype=np.int64),
+            np.array([b.shape[0] for b in columns["pred_boxes"]], dtype=np.int64),
+            gt_boxes, labels[0], np.zeros(gt_boxes.shape[0], dtype=bool),
+            pred_boxes, scores, labels[1],
+        )  # fmt: skip
 
     def add_columns(
         self, gt: ColumnSet, pred: ColumnSet, *, shard: tuple[int, int] | None = None
@@ -733,6 +797,17 @@ def _boxes(value: Any, what: str) -> FloatArray:
     return result
 
 
+def _plain_boxes(value: Any) -> npt.NDArray[Any] | None:
+    """``(N, 4)`` numeric boxes as given, ``(0, 4)`` for none; None for anything
+    :func:`_boxes` would refuse (or look at further)."""
+    boxes = _to_numpy(value)
+    if boxes.size == 0 and boxes.ndim <= 2:
+        return np.zeros((0, 4))
+    if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
+        return None
+    return boxes
+
+
 def _vector(value: Any, n: int, what: str) -> npt.NDArray[Any]:
     values = _to_numpy(value)
     if values.ndim != 1 or values.shape[0] != n:
@@ -752,13 +827,14 @@ def _columns(images: _Images, names: tuple[str, ...]) -> tuple[ColumnSet, Column
     pred_rows = _rows(images.pred_count, with_pred)
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
-        images.gt_count[order], images.gt_boxes[gt_rows], images.gt_labels[gt_rows],
-        names, images.gt_difficult[gt_rows], np.full(gt_rows.size, np.nan),
+        images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
+        images.gt_labels[gt_rows], names, images.gt_difficult[gt_rows],
+        np.full(gt_rows.size, np.nan),
     )  # fmt: skip
     pred = _column_set(
         tuple(images.keys[i] for i in with_pred),
         tuple(str(images.pred_paths[i]) for i in with_pred),
-        images.pred_count[with_pred], images.pred_boxes[pred_rows],
+        images.pred_count[with_pred], np.take(images.pred_boxes, pred_rows, axis=0),
         images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
         images.pred_scores[pred_rows],
     )  # fmt: skip

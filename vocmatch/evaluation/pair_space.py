@@ -179,10 +179,13 @@ class PairSpace:
 
     def pred_boxes(self, index: RowArray | slice) -> FloatArray:
         """The boxes of predictions ``index`` (in the space's order)."""
-        if self._pred_rows is None:
-            boxes: FloatArray = self._pred_column[index]
+        rows = index if self._pred_rows is None else self._pred_rows[index]
+        if isinstance(rows, slice):
+            boxes: FloatArray = self._pred_column[rows]
             return boxes
-        return self._pred_column[self._pred_rows[index]]
+        # np.take: rows of an (N, 4) array, several times faster than indexing with an array.
+        taken: FloatArray = np.take(self._pred_column, rows, axis=0)
+        return taken
 
     @property
     def has_shapes(self) -> bool:
@@ -219,7 +222,7 @@ class PairSpace:
     def _iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
         pred_boxes = self.pred_boxes(pred)
         out = iou_from_intersection(
-            pair_intersection(self.gt_boxes[gt], pred_boxes, self.pixel_inclusive),
+            pair_intersection(np.take(self.gt_boxes, gt, axis=0), pred_boxes, self.pixel_inclusive),
             self.gt_area[gt],
             box_area(pred_boxes, self.pixel_inclusive),
             self.gt_crowd[gt],

@@ -24,6 +24,7 @@ Two facts of a run are global and are settled when records are accumulated:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
+from vocmatch.core.match import Hits
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
@@ -43,8 +45,9 @@ from vocmatch.evaluation.accumulate import (
     class_members,
     class_results,
 )
-from vocmatch.evaluation.candidates import match_all
+from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_class import _class_counts
+from vocmatch.evaluation.per_image import _ImageCounts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     CocoStats,
@@ -263,7 +266,8 @@ class MatchRecords:
         p = self.preds
         preds = PredRecords(
             p.count[order], p.label[rows], p.score[rows], p.matched[rows], p.ignored[rows],
-            p.area[rows], p.coco_matched[rows], p.coco_ignored[rows],
+            p.area[rows], np.take(p.coco_matched, rows, axis=0),
+            np.take(p.coco_ignored, rows, axis=0),
         )  # fmt: skip
         return replace(
             self,
@@ -354,10 +358,9 @@ def _reading(
     counted = engine._counted(prepared, paired.matching, scores)
     n_images = len(selection.images)
     image_counts = per_image._image_counts(prepared, paired.matching, counted, n_images)
-    images = per_image._image_results(prepared, selection, image_counts, None)
     counts = ImageCounts(
-        _image_values(images, len(conv.sweep_thresholds)),
-        np.array([math.nan if i.mean_iou is None else i.mean_iou for i in images]),
+        _image_values(prepared, image_counts, n_images),
+        _mean_iou(image_counts),
         _class_counts(prepared, paired.ranking, counted),
     )
     flags = _area_flags(prepared, paired, areas)
@@ -397,19 +400,88 @@ def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFla
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    own = _ap_places(prepared)
     for a in range(n_areas):
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
+        found = _range_hits(prepared, paired, ignore, own)
+        hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
+        hit_ignored = ignore[hit_gt]
+        matched[:, a] = _bits(hit_pred, hit_t, n_pred, n_ap)
+        ignored[:, a] = _bits(hit_pred[hit_ignored], hit_t[hit_ignored], n_pred, n_ap)
+    return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _range_hits(
+    prepared: _Prepared, paired: _Paired, ignore: BoolArray, own: IntArray | None
+) -> Hits:
+    """The matching of one area range at the AP thresholds (``ignore``: the ground truth
+    it ignores), as :func:`match_all` gives it.
+
+    The evaluation's own matching (``own``: see :func:`_ap_places`) stands for it in every
+    image-class where the range ignores the same ground truth. Under the unmatched rule it
+    also stands where each of the two ignores all or none of the image-class's ground truth:
+    a prediction prefers ground truth that counts only over ignored ground truth of its
+    image-class. Only the other image-classes are matched again.
+    """
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    unmatched = conv.match_rule == "unmatched"
+    again = None
+    if own is not None:
+        cell = gt.image.astype(np.int64) * len(prepared.class_names) + gt.label
+        again = _cells_again(cell, ignore, gt.ignore, uniform_alike=unmatched)
+    if own is None or again is None or (again.any() and not unmatched):
         found = match_all(
             paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
-        hit_ignored = ignore[found.hit_gt]
-        matched[:, a] = _bits(found.hit_pred, found.hit_t, n_pred, n_ap)
-        ignored[:, a] = _bits(found.hit_pred[hit_ignored], found.hit_t[hit_ignored], n_pred, n_ap)
-    return _AreaFlags(inside, matched, ignored, gt_counting)
+        return Hits(found.hit_t, found.hit_pred, found.hit_gt, found.hit_iou)
+    m = paired.matching
+    hit_t = own[m.hit_t]
+    kept = (hit_t >= 0) & ~again[m.hit_gt]
+    reused = Hits(hit_t[kept], m.hit_pred[kept], m.hit_gt[kept], m.hit_iou[kept])
+    if not again.any():
+        return reused
+    matched = match_cells(
+        paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.strict_threshold, again
+    )
+    return Hits.join([reused, matched])
+
+
+def _cells_again(
+    cell: IntArray, ignore: BoolArray, own_ignore: BoolArray, *, uniform_alike: bool
+) -> BoolArray:
+    """``(G,)`` the ground truth of the image-classes (``cell``) where ``ignore`` and
+    ``own_ignore`` differ; with ``uniform_alike``, not where each is all or none of the
+    image-class."""
+    differs: BoolArray = np.not_equal(ignore, own_ignore)
+    if not differs.any():
+        return differs
+    _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    again = np.bincount(inverse, differs, minlength=size.size) > 0
+    if uniform_alike:
+        in_range = np.bincount(inverse, ignore, minlength=size.size)
+        in_own = np.bincount(inverse, own_ignore, minlength=size.size)
+        uniform = ((in_range == 0) | (in_range == size)) & ((in_own == 0) | (in_own == size))
+        again &= ~uniform
+    flags: BoolArray = again[inverse]
+    return flags
+
+
+def _ap_places(prepared: _Prepared) -> IntArray | None:
+    """``(L,)`` the place among the AP thresholds of each threshold the evaluation matched
+    at (-1 for none), when its matching of ranked predictions can stand for a range's."""
+    conv = prepared.conventions
+    levels = prepared.levels
+    if not prepared.scored or len(set(conv.ap_thresholds)) != len(conv.ap_thresholds):
+        return None
+    places = np.full(levels.thresholds.size, -1, dtype=np.int64)
+    for t, threshold in enumerate(conv.ap_thresholds):
+        places[levels.index[threshold]] = t
+    return places
 
 
 def _pred_records(
@@ -439,9 +511,11 @@ def _pred_records(
 def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
     """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
     ``n_bits``), in :func:`flag_dtype`."""
-    bits = np.zeros(n_pred, dtype=np.int64)
-    np.bitwise_or.at(bits, pred.astype(np.int64), np.left_shift(1, level.astype(np.int64)))
-    return bits.astype(flag_dtype(n_bits))
+    bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
+    # One threshold at a time (a prediction twice there sets the same bit).
+    for t in np.unique(level).tolist():
+        bits[pred[level == t]] |= bits.dtype.type(1 << t)
+    return bits
 
 
 def flag_dtype(n_bits: int) -> np.dtype[Any]:
@@ -453,16 +527,32 @@ def flag_dtype(n_bits: int) -> np.dtype[Any]:
     return np.dtype(np.int64)
 
 
-def _image_values(images: Sequence[ImageResult], n_sweep: int) -> IntArray:
-    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts."""
-    rows = [
+def _image_values(prepared: _Prepared, counts: _ImageCounts, n_images: int) -> IntArray:
+    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts (what its
+    :class:`~vocmatch.evaluation.result.ImageResult` holds), from the stage's counts."""
+    t, levels = prepared.levels.evaluation, prepared.levels.index
+    columns = [
+        counts.gt, counts.gt_ignored, counts.pred, counts.tp[t], counts.fp[t], counts.fn[t],
+        counts.pred_ignored,
+    ]  # fmt: skip
+    for threshold in prepared.conventions.sweep_thresholds:
+        level = levels[threshold]
+        columns += [counts.tp[level], counts.fp[level], counts.fn[level]]
+    values = np.array(columns, dtype=np.int64).reshape(len(columns), n_images)
+    return np.ascontiguousarray(values.T)
+
+
+def _mean_iou(counts: _ImageCounts) -> FloatArray:
+    """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
+    it), NaN without any."""
+    ious, bounds = counts.tp_iou, counts.tp_bounds
+    return np.array(
         [
-            *(getattr(i, name) for name in IMAGE_FIELDS),
-            *(c for s in i.sweep for c in (s.tp, s.fp, s.fn)),
-        ]
-        for i in images
-    ]
-    return np.array(rows, dtype=np.int64).reshape(len(images), len(IMAGE_FIELDS) + 3 * n_sweep)
+            math.fsum(ious[start:stop]) / (stop - start) if stop > start else math.nan
+            for start, stop in itertools.pairwise(bounds)
+        ],
+        dtype=np.float64,
+    )
 
 
 def _note_counts(
@@ -622,9 +712,11 @@ def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) ->
     score[np.isnan(score)] = -math.inf
     by_score = np.argsort(-score, kind="stable")
     ranked = members[by_score]
+    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
     return ClassBits(
         score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
-        preds.area[ranked], preds.coco_matched[ranked], preds.coco_ignored[ranked],
+        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
+        np.take(preds.coco_ignored, ranked, axis=0),
     )  # fmt: skip
 
 
@@ -645,12 +737,17 @@ def _image_results(
     mean_iou: list[float] = counts.mean_iou.tolist()
     n = len(IMAGE_FIELDS)
     results = []
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
     for j, key in enumerate(records.keys):
         row = values[j]
-        sweep = tuple(
-            SweepResult(threshold, *row[n + 3 * s : n + 3 * s + 3])
-            for s, threshold in enumerate(conv.sweep_thresholds)
-        )
+        counted = tuple(row[n:])
+        sweep = sweeps.get(counted)
+        if sweep is None:
+            sweep = sweeps[counted] = tuple(
+                SweepResult(threshold, *counted[3 * s : 3 * s + 3])
+                for s, threshold in enumerate(conv.sweep_thresholds)
+            )
         results.append(
             ImageResult(
                 key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
