@@ -16,7 +16,14 @@ from rich.text import Text
 from vocmatch.errors import Option
 from vocmatch.escapes import printable
 from vocmatch.render.measured import MeasuredTable
-from vocmatch.render.terminal import ReportOptions, _more_rows, _name, _note, _number
+from vocmatch.render.terminal import (
+    ReportOptions,
+    _images_left_out,
+    _more_rows,
+    _name,
+    _note,
+    _number,
+)
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -104,15 +111,7 @@ def label_image_table(
             Text("(class): all its objects are difficult: ignored in this image", style="dim")
         )
     hidden = len(rows) - len(shown)
-    if hidden:
-        parts.append(
-            Text(
-                _more_rows(f"{hidden:,} more images not shown", opts.words, failing=True),
-                style="dim",
-            )
-        )
-    elif not rows:
-        parts.append(Text("no images to show", style="dim"))
+    parts += _images_left_out(hidden, bool(rows), opts.words)
     return Group(*parts)
 
 

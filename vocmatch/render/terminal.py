@@ -61,6 +61,15 @@ def _more_rows(what: str, words: Callable[[Option], str], failing: bool = False)
     return Message(f"{what} (", *hint, ")").worded(words)
 
 
+def _images_left_out(hidden: int, any_rows: bool, words: Callable[[Option], str]) -> list[Text]:
+    """The line under a per-image table: how many images it leaves out and how to show them,
+    or that there is no image to show."""
+    if hidden:
+        line = _more_rows(f"{hidden:,} more images not shown", words, failing=True)
+        return [Text(line, style="dim")]
+    return [] if any_rows else [Text("no images to show", style="dim")]
+
+
 @dataclass(frozen=True, slots=True)
 class ReportOptions:
     """What the terminal report shows.
@@ -282,15 +291,7 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     parts = [table]
     if any(i.pred_path is None for i in shown):
         parts.append(Text("† no prediction file: every object counts as missed", style="dim"))
-    if hidden:
-        parts.append(
-            Text(
-                _more_rows(f"{hidden:,} more images not shown", opts.words, failing=True),
-                style="dim",
-            )
-        )
-    elif not rows:
-        parts.append(Text("no images to show", style="dim"))
+    parts += _images_left_out(hidden, bool(rows), opts.words)
     return Group(*parts)
 
 
