@@ -135,11 +135,30 @@ class _Ranking:
     order: IntArray  # member index at each ranked position
 
 
+@dataclass(frozen=True, slots=True)
+class _Hits:
+    """A class's matched predictions in one area range, every threshold's laid end to end.
+
+    Attributes:
+        places: ``(H,)`` ranked place of each match, ascending within a threshold.
+        threshold: ``(H,)`` its threshold's index, ascending.
+        ignored: ``(H,)`` it matched an ignored object.
+        out: ``(H,)`` the prediction lies outside the area range.
+        n_thresholds: The AP thresholds.
+    """
+
+    places: IntArray
+    threshold: IntArray
+    ignored: BoolArray
+    out: BoolArray
+    n_thresholds: int
+
+
 def _coco_accumulate_sparse(
     n_gt: int,
     rank_sorted: IntArray,
     ranked_out: BoolArray,
-    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
+    hits: _Hits,
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
 
@@ -154,20 +173,19 @@ def _coco_accumulate_sparse(
         rank_sorted: Each of the class's predictions' rank within its image-class, in
             ranked order (pycocotools' maxDets keep those below the limit).
         ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
-        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
-            each matched an ignored object, and whether it lies outside the area range.
+        hits: The matches of every threshold, laid end to end.
 
     Returns:
         ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
     """
-    n_t = len(hits)
+    n_t = hits.n_thresholds
     precision = np.zeros((n_t, 101, len(_MAX_DETS)))
     recall = np.zeros((n_t, len(_MAX_DETS)))
     eps = float(np.spacing(1))
-    all_places = np.concatenate([h[0] for h in hits])
-    all_ignored = np.concatenate([h[1] for h in hits])
-    all_out = np.concatenate([h[2] for h in hits])
-    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
+    all_places, all_threshold = hits.places, hits.threshold
+    all_ignored, all_out = hits.ignored, hits.out
+    # maxDets above every rank keep every prediction: the same counts as the limit before.
+    top = int(rank_sorted.max()) + 1 if rank_sorted.size else 0
     # Recall after k true positives is k / n_gt whatever the threshold: the place where each
     # of the 101 recall levels is first reached is the same for every threshold, and the
     # interpolated precision is the best precision from there on (a suffix maximum, taken
@@ -180,6 +198,10 @@ def _coco_accumulate_sparse(
     block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
     block_of_level = np.searchsorted(block_starts, reach)
     for m, max_det in enumerate(_MAX_DETS):
+        if m > 0 and _MAX_DETS[m - 1] >= top:
+            precision[:, :, m] = precision[:, :, m - 1]
+            recall[:, m] = recall[:, m - 1]
+            continue
         selected = rank_sorted < max_det
         base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
         n_base = int(base[-1]) if base.size else 0
@@ -440,13 +462,13 @@ def coco_area(
     hit_ignored = matches.hit_ignored[sort]
     hit_out = matches.pred_out[matches.hit_pred[sort]]
     n_k = matches.gt_counting.size
-    starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
+    starts = np.searchsorted(hit_class, np.arange(n_k + 1))
     for k in range(n_k):
         if matches.gt_counting[k] == 0:
             continue
         ranked = order.ranking.ranked(k)
-        runs = [slice(starts[k * n_t + t], starts[k * n_t + t + 1]) for t in range(n_t)]
-        hits = [(hit_position[run], hit_ignored[run], hit_out[run]) for run in runs]
+        run = slice(starts[k], starts[k + 1])
+        hits = _Hits(hit_position[run], hit_t[run], hit_ignored[run], hit_out[run], n_t)
         precision, recall = _coco_accumulate_sparse(
             int(matches.gt_counting[k]), order.rank[ranked], matches.pred_out[ranked], hits
         )
@@ -491,11 +513,14 @@ class ClassBits:
         gives it): ``(T, 101, 3)`` precision and ``(T, 3)`` recall."""
         out = ((self.area >> area) & 1) == 0
         matched, ignored = self.coco_matched[:, area], self.coco_ignored[:, area]
-        hits = []
-        for t in range(n_t):
-            places = np.flatnonzero((matched >> t) & 1)
-            hit_ignored = ((ignored[places] >> t) & 1).astype(bool)
-            hits.append((places, hit_ignored, out[places]))
+        # The matched ones (at any threshold), then their bits threshold by threshold: the
+        # nonzero entries of that (T, H) table come by threshold, then by place.
+        rows = np.flatnonzero(matched)
+        levels = np.arange(n_t, dtype=matched.dtype)[:, None]
+        threshold, column = np.nonzero((matched[rows] >> levels) & 1)
+        places = rows[column]
+        hit_ignored = ((ignored[places] >> threshold.astype(ignored.dtype)) & 1).astype(bool)
+        hits = _Hits(places, threshold, hit_ignored, out[places], n_t)
         return _coco_accumulate_sparse(n_gt, self.rank, out, hits)
 
 
