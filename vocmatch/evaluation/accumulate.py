@@ -195,33 +195,45 @@ def _coco_accumulate_sparse(
         COCO_RECALL_THRESHOLDS,
         side="left",
     )
-    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
+    # Its distinct places (``reach`` is sorted); they start with 0: recall level 0 is reached
+    # at once.
+    block_starts = reach[np.append(True, reach[1:] != reach[:-1])]
     block_of_level = np.searchsorted(block_starts, reach)
+    inside = ~ranked_out
+    # Counts up to each place: int32 below 2**31 places (numpy sums bool into int64 many
+    # times slower than into int32; the integers are the same).
+    count_type = np.int32 if inside.size < 2**31 else np.int64
+    all_true = ~all_ignored
+    # Counted as matched minus counted as unmatched, at each matched place.
+    all_change = all_true.astype(np.int64) - (~all_out).astype(np.int64)
     for m, max_det in enumerate(_MAX_DETS):
         if m > 0 and _MAX_DETS[m - 1] >= top:
             precision[:, :, m] = precision[:, :, m - 1]
             recall[:, m] = recall[:, m - 1]
             continue
-        selected = rank_sorted < max_det
-        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
+        if max_det >= top:  # every prediction kept
+            base = np.cumsum(inside, dtype=count_type)  # unmatched-rule count up to each place
+            places, threshold, true = all_places, all_threshold, all_true
+            running = np.cumsum(all_change)
+        else:
+            selected = rank_sorted < max_det
+            base = np.cumsum(selected & inside, dtype=count_type)
+            keep = selected[all_places]
+            places, threshold = all_places[keep], all_threshold[keep]
+            true = all_true[keep]
+            running = np.cumsum(all_change[keep])  # running within each threshold's run
         n_base = int(base[-1]) if base.size else 0
-        keep = selected[all_places]
-        places, threshold = all_places[keep], all_threshold[keep]
-        true = ~all_ignored[keep]
-        # Counted as matched minus counted as unmatched, at each matched place, running
-        # within each threshold's run.
-        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
         # The running total at the end of each threshold's run, and before it.
         run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
         run_total = np.concatenate([[0], running])[run_end]
         before = np.concatenate([[0], run_total[:-1]])
         delta = running - before[threshold]
-        n_tp = np.bincount(threshold[true], minlength=n_t)
+        tp_threshold = threshold[true]
+        n_tp = np.bincount(tp_threshold, minlength=n_t)
         n_counted = n_base + (run_total - before)
         # No ranked prediction at all leaves recall 0 (and then there is no TP either).
         recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
         # Precision at each true positive, k counted from 1 within its threshold.
-        tp_threshold = threshold[true]
         tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
         k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
         counted_upto = base[places[true]] + delta[true]
