@@ -135,11 +135,30 @@ class _Ranking:
     order: IntArray  # member index at each ranked position
 
 
+@dataclass(frozen=True, slots=True)
+class _Hits:
+    """A class's matched predictions in one area range, every threshold's laid end to end.
+
+    Attributes:
+        places: ``(H,)`` ranked place of each match, ascending within a threshold.
+        threshold: ``(H,)`` its threshold's index, ascending.
+        ignored: ``(H,)`` it matched an ignored object.
+        out: ``(H,)`` the prediction lies outside the area range.
+        n_thresholds: The AP thresholds.
+    """
+
+    places: IntArray
+    threshold: IntArray
+    ignored: BoolArray
+    out: BoolArray
+    n_thresholds: int
+
+
 def _coco_accumulate_sparse(
     n_gt: int,
     rank_sorted: IntArray,
     ranked_out: BoolArray,
-    hits: Sequence[tuple[IntArray, BoolArray, BoolArray]],
+    hits: _Hits,
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
 
@@ -154,20 +173,19 @@ def _coco_accumulate_sparse(
         rank_sorted: Each of the class's predictions' rank within its image-class, in
             ranked order (pycocotools' maxDets keep those below the limit).
         ranked_out: ``(P,)`` in ranked order, the prediction lies outside the area range.
-        hits: Per threshold: the ranked places of the matched predictions (sorted), whether
-            each matched an ignored object, and whether it lies outside the area range.
+        hits: The matches of every threshold, laid end to end.
 
     Returns:
         ``(T, 101, 3)`` interpolated precision and ``(T, 3)`` recall for maxDets 1, 10, 100.
     """
-    n_t = len(hits)
+    n_t = hits.n_thresholds
     precision = np.zeros((n_t, 101, len(_MAX_DETS)))
     recall = np.zeros((n_t, len(_MAX_DETS)))
     eps = float(np.spacing(1))
-    all_places = np.concatenate([h[0] for h in hits])
-    all_ignored = np.concatenate([h[1] for h in hits])
-    all_out = np.concatenate([h[2] for h in hits])
-    all_threshold = np.repeat(np.arange(n_t), [h[0].size for h in hits])
+    all_places, all_threshold = hits.places, hits.threshold
+    all_ignored, all_out = hits.ignored, hits.out
+    # maxDets above every rank keep every prediction: the same counts as the limit before.
+    top = int(rank_sorted.max()) + 1 if rank_sorted.size else 0
     # Recall after k true positives is k / n_gt whatever the threshold: the place where each
     # of the 101 recall levels is first reached is the same for every threshold, and the
     # interpolated precision is the best precision from there on (a suffix maximum, taken
@@ -177,29 +195,45 @@ def _coco_accumulate_sparse(
         COCO_RECALL_THRESHOLDS,
         side="left",
     )
-    block_starts = np.unique(reach)  # starts with 0: recall level 0 is reached at once
+    # Its distinct places (``reach`` is sorted); they start with 0: recall level 0 is reached
+    # at once.
+    block_starts = reach[np.append(True, reach[1:] != reach[:-1])]
     block_of_level = np.searchsorted(block_starts, reach)
+    inside = ~ranked_out
+    # Counts up to each place: int32 below 2**31 places (numpy sums bool into int64 many
+    # times slower than into int32; the integers are the same).
+    count_type = np.int32 if inside.size < 2**31 else np.int64
+    all_true = ~all_ignored
+    # Counted as matched minus counted as unmatched, at each matched place.
+    all_change = all_true.astype(np.int64) - (~all_out).astype(np.int64)
     for m, max_det in enumerate(_MAX_DETS):
-        selected = rank_sorted < max_det
-        base = np.cumsum(selected & ~ranked_out)  # unmatched-rule count up to each place
+        if m > 0 and _MAX_DETS[m - 1] >= top:
+            precision[:, :, m] = precision[:, :, m - 1]
+            recall[:, m] = recall[:, m - 1]
+            continue
+        if max_det >= top:  # every prediction kept
+            base = np.cumsum(inside, dtype=count_type)  # unmatched-rule count up to each place
+            places, threshold, true = all_places, all_threshold, all_true
+            running = np.cumsum(all_change)
+        else:
+            selected = rank_sorted < max_det
+            base = np.cumsum(selected & inside, dtype=count_type)
+            keep = selected[all_places]
+            places, threshold = all_places[keep], all_threshold[keep]
+            true = all_true[keep]
+            running = np.cumsum(all_change[keep])  # running within each threshold's run
         n_base = int(base[-1]) if base.size else 0
-        keep = selected[all_places]
-        places, threshold = all_places[keep], all_threshold[keep]
-        true = ~all_ignored[keep]
-        # Counted as matched minus counted as unmatched, at each matched place, running
-        # within each threshold's run.
-        running = np.cumsum(true.astype(np.int64) - (~all_out[keep]).astype(np.int64))
         # The running total at the end of each threshold's run, and before it.
         run_end = np.searchsorted(threshold, np.arange(n_t), side="right")
         run_total = np.concatenate([[0], running])[run_end]
         before = np.concatenate([[0], run_total[:-1]])
         delta = running - before[threshold]
-        n_tp = np.bincount(threshold[true], minlength=n_t)
+        tp_threshold = threshold[true]
+        n_tp = np.bincount(tp_threshold, minlength=n_t)
         n_counted = n_base + (run_total - before)
         # No ranked prediction at all leaves recall 0 (and then there is no TP either).
         recall[:, m] = np.where(n_counted > 0, n_tp.astype(np.float64) / n_gt, 0.0)
         # Precision at each true positive, k counted from 1 within its threshold.
-        tp_threshold = threshold[true]
         tp_first = np.concatenate([[0], np.cumsum(n_tp)[:-1]])
         k = np.arange(1, tp_threshold.size + 1) - tp_first[tp_threshold]
         counted_upto = base[places[true]] + delta[true]
@@ -440,13 +474,13 @@ def coco_area(
     hit_ignored = matches.hit_ignored[sort]
     hit_out = matches.pred_out[matches.hit_pred[sort]]
     n_k = matches.gt_counting.size
-    starts = np.searchsorted(hit_class * n_t + hit_t, np.arange(n_k * n_t + 1))
+    starts = np.searchsorted(hit_class, np.arange(n_k + 1))
     for k in range(n_k):
         if matches.gt_counting[k] == 0:
             continue
         ranked = order.ranking.ranked(k)
-        runs = [slice(starts[k * n_t + t], starts[k * n_t + t + 1]) for t in range(n_t)]
-        hits = [(hit_position[run], hit_ignored[run], hit_out[run]) for run in runs]
+        run = slice(starts[k], starts[k + 1])
+        hits = _Hits(hit_position[run], hit_t[run], hit_ignored[run], hit_out[run], n_t)
         precision, recall = _coco_accumulate_sparse(
             int(matches.gt_counting[k]), order.rank[ranked], matches.pred_out[ranked], hits
         )
@@ -491,11 +525,14 @@ class ClassBits:
         gives it): ``(T, 101, 3)`` precision and ``(T, 3)`` recall."""
         out = ((self.area >> area) & 1) == 0
         matched, ignored = self.coco_matched[:, area], self.coco_ignored[:, area]
-        hits = []
-        for t in range(n_t):
-            places = np.flatnonzero((matched >> t) & 1)
-            hit_ignored = ((ignored[places] >> t) & 1).astype(bool)
-            hits.append((places, hit_ignored, out[places]))
+        # The matched ones (at any threshold), then their bits threshold by threshold: the
+        # nonzero entries of that (T, H) table come by threshold, then by place.
+        rows = np.flatnonzero(matched)
+        levels = np.arange(n_t, dtype=matched.dtype)[:, None]
+        threshold, column = np.nonzero((matched[rows] >> levels) & 1)
+        places = rows[column]
+        hit_ignored = ((ignored[places] >> threshold.astype(ignored.dtype)) & 1).astype(bool)
+        hits = _Hits(places, threshold, hit_ignored, out[places], n_t)
         return _coco_accumulate_sparse(n_gt, self.rank, out, hits)
 
 
