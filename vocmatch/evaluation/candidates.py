@@ -170,16 +170,9 @@ class PairScan:
             return
         if self._first is not None and self._rank is not None:
             self._first.add(tile.gt, tile.pred, tile.iou, self._rank)
-        # Pairs run prediction by prediction, each over its image-class's ground truth in
-        # order: the best of a prediction is a maximum over its run, the first on ties.
-        starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
-        preds = tile.pred[starts]
-        best = np.maximum.reduceat(tile.iou, starts)
-        runs = np.diff(np.append(starts, tile.iou.size))
-        at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
-        first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+        preds, best, best_gt = _best_of_each_prediction(tile)
         self.pred_best_iou[preds] = best
-        self.pred_best_gt[preds] = tile.gt[first]
+        self.pred_best_gt[preds] = best_gt
         np.maximum.at(self.gt_best_iou, tile.gt, tile.iou)
         keep = self._passing(tile.iou)
         candidates = Candidates(
@@ -249,15 +242,10 @@ class PairScan:
         # With no IoU above 0, the first ground truth of the cell is the first maximum.
         self.pred_best_gt[tile.pred_start : tile.pred_stop] = g0
         if tile.gt.size:
-            starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
-            preds = tile.pred[starts]
-            best = np.maximum.reduceat(tile.iou, starts)
-            runs = np.diff(np.append(starts, tile.iou.size))
-            at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
-            first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+            preds, best, best_gt = _best_of_each_prediction(tile)
             positive = best > 0
             self.pred_best_iou[preds] = best
-            self.pred_best_gt[preds[positive]] = tile.gt[first][positive]
+            self.pred_best_gt[preds[positive]] = best_gt[positive]
         row_best = np.zeros(g1 - g0)
         row_pred = np.zeros(g1 - g0, dtype=np.int64)
         if tile.gt.size:
@@ -425,3 +413,17 @@ def match_cells(
             else:
                 matcher.add_block(block.iou, block.gt_start, block.pred_start)
     return matcher.hits()
+
+
+def _best_of_each_prediction(tile: Tile) -> tuple[IntArray, FloatArray, IntArray]:
+    """Each prediction of a non-empty ``tile``, its best IoU and the ground truth giving it.
+
+    Pairs run prediction by prediction, each over its image-class's ground truth in order:
+    the best of a prediction is a maximum over its run, the first ground truth on ties.
+    """
+    starts = np.flatnonzero(np.append(True, tile.pred[1:] != tile.pred[:-1]))
+    best = np.maximum.reduceat(tile.iou, starts)
+    runs = np.diff(np.append(starts, tile.iou.size))
+    at_best = np.flatnonzero(tile.iou == np.repeat(best, runs))
+    first = at_best[np.append(True, tile.pred[at_best][1:] != tile.pred[at_best][:-1])]
+    return tile.pred[starts], best, tile.gt[first]
