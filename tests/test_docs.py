@@ -64,6 +64,24 @@ def test_readme_links_resolve() -> None:
     assert [t for t in targets if not (ROOT / t).exists()] == []
 
 
+EXIT_ORDER = re.compile(r"first in this order wins: ([0-9/, ]+?)\.?\s*(?:\(|A failed|$)", re.M)
+
+
+def test_exit_code_precedence_is_stated_one_way() -> None:
+    """The README and the gates page give the same order of exit codes, the one the command
+    line applies (lost output, 4, is checked before the command's own code, so it wins over
+    5, 1 and 3), and no other page states an order of its own."""
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    stated = {
+        page.name: [" ".join(m.split()) for m in EXIT_ORDER.findall(page.read_text("utf-8"))]
+        for page in pages
+    }
+    assert stated.pop("README.md") == stated.pop("gates.md") == ["129/130/143, 2, 4, 5, 1, 3, 0"]
+    assert not any(stated.values())
+    others = [p.name for p in pages if re.search(r"first of [0-9]+", p.read_text("utf-8"))]
+    assert others == []
+
+
 def test_license_is_the_projects() -> None:
     """LICENSE is the MIT text pyproject.toml declares."""
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
