@@ -324,7 +324,10 @@ def test_without_dask_the_option_says_what_to_install(
     monkeypatch.setitem(sys.modules, "distributed", None)
     code, out, err = run("eval", *map(str, demo), "--dask", "local:2")
     assert (code, out) == (EXIT_USAGE, "")
-    assert err == "vocmatch: error: --dask needs dask.distributed: pip install 'vocmatch[dask]'\n"
+    assert err == (
+        "vocmatch: error: --dask needs dask.distributed (the dask extra):"
+        " pip install 'dask[distributed]'\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,14 @@
 """Inputs given as fsspec URLs: the demo set in a local S3 (moto's server on 127.0.0.1) gives
-the report of the same files read from the folder, in this process and on Dask workers."""
+the report of the same files read from the folder, in this process and on Dask workers.
+
+The S3 tests need the ``test-s3`` extra (s3fs, moto, boto3; ``.ci/run`` installs it). Without
+it they skip, except where the ``CI`` environment variable is set, where they fail.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +24,8 @@ from vocmatch.readers.remote import is_url, list_location, location_reader, read
 from vocmatch.readers.scan import read_column_pair
 
 BUCKET = "vocmatch-test"
+# What the S3 tests import beyond the test extra.
+S3_STACK = ("s3fs", "moto", "boto3")
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -34,6 +42,12 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[str]:
     """A local S3 server (moto) for this module's tests; its endpoint URL."""
+    missing = [name for name in S3_STACK if importlib.util.find_spec(name) is None]
+    if missing:
+        reason = f"the test-s3 extra is not installed (no {', '.join(missing)})"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {reason}")
+        pytest.skip(reason)
     from moto.server import ThreadedMotoServer
 
     port = free_port()

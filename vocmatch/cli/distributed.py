@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The message when dask.distributed is missing.
-MISSING_DASK = "--dask needs dask.distributed: pip install 'vocmatch[dask]'"
+MISSING_DASK = "--dask needs dask.distributed (the dask extra): pip install 'dask[distributed]'"
 #: eval options that need what a Dask run does not bring back (``<size>``, ``<pose>``,
 #: the other flags, the split files next to the data), or a reader of another format.
 _NOT_ON_DASK = ("slice_specs", "images_dir", "split", "pred_format", "coco_gt", "names_file")
@@ -83,8 +83,8 @@ def dask_option(function: F) -> F:
         "local:N for N local worker processes started for the run. Workers read and match "
         "shards of the images and send back their match records (their boxes when the report "
         "draws or re-reads them: --errors, --html, --bootstrap...), merged here; the report is "
-        "that of one process. Needs `pip install 'vocmatch[dask]'`; URLs (s3://...) need "
-        "'vocmatch[remote]'.",
+        "that of one process. Needs the dask extra (dask.distributed); URLs (s3://...) need "
+        "the remote extra (fsspec, s3fs).",
     )(function)
 
 

@@ -2,7 +2,7 @@
 ``gs://...``, ``file:///data/gt``).
 
 A URL is listed and read through `fsspec <https://filesystem-spec.readthedocs.io>`_ (the
-``remote`` extra: ``pip install 'vocmatch[remote]'``), imported only when a URL is given.
+``remote`` extra: ``pip install '.[remote]'`` in a clone), imported only when a URL is given.
 Listing gives the same keys as :func:`vocmatch.readers.parse.list_directory` gives for a
 folder (the path below the root without ``.xml``, in any case; one file per key, also when
 case is ignored); reading checks each file's size against the same limit before reading it
@@ -165,7 +165,7 @@ def _file_system(url: str, storage_options: StorageOptions | None) -> tuple[Any,
         import fsspec
     except ImportError:
         raise InputError(
-            f"{url}: reading URLs needs fsspec: pip install 'vocmatch[remote]'"
+            f"{url}: reading URLs needs fsspec (the remote extra): pip install fsspec"
         ) from None
     try:
         fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
