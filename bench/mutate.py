@@ -171,12 +171,18 @@ def mutated(source: str, mutant: Mutant) -> str:
 
 
 def _copy_checkout(target: Path) -> None:
-    for name in ("vocmatch", "tests", "fixtures"):
+    """Copy what the tests read: the package, the tests and their data, and the scripts and
+    pages some tests load (bench/ without the data sets it generates, docs/)."""
+    for name, ignore in (
+        ("vocmatch", ("__pycache__",)),
+        ("tests", ("__pycache__", "artifacts")),
+        ("fixtures", ("__pycache__",)),
+        ("bench", ("__pycache__", "data")),
+        ("docs", ("__pycache__",)),
+    ):
         if (ROOT / name).exists():
-            shutil.copytree(
-                ROOT / name, target / name, ignore=shutil.ignore_patterns("__pycache__")
-            )
-    for name in ("pyproject.toml", "README.md"):
+            shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns(*ignore))
+    for name in ("pyproject.toml", "README.md", "mkdocs.yml", "setup.py", "LICENSE"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, target / name)
 
