@@ -195,6 +195,13 @@ def test_every_shard_of_a_run_has_one_digest_and_another_run_another(tmp_path: P
     # A file of no prediction format (not read) does not make another run.
     (data / "pred" / "notes.txt").write_text("not a prediction file")
     assert run_digest(request) == added
+    # The split's list is part of the run.
+    ids = tmp_path / "ids.txt"
+    ids.write_text("street_01\nstreet_02\n")
+    listed = dataclasses.replace(request, split=str(ids))
+    first = run_digest(listed)
+    ids.write_text("street_01\n")
+    assert len({added, first, run_digest(listed)}) == 3
 
 
 def save(request: EvalRequest, folder: Path, shards: list[int], n: int, **kw: str) -> list[Path]:

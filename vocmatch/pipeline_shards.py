@@ -182,7 +182,8 @@ def shard_state(
 def run_digest(request: EvalRequest) -> str:
     """What every shard of one run shares and another run's differ in: a SHA-256 over the
     options the numbers depend on and the listings of the ground truth and the predictions
-    (each file's path below its folder and its size; the class tables' files too).
+    (each file's path below its folder and its size; the class tables' and the split's
+    files too).
 
     Files are listed, not read: two runs whose files have the same names and sizes (a
     model's predictions rewritten in place) are told apart by their run ids only.
@@ -198,7 +199,7 @@ def run_digest(request: EvalRequest) -> str:
         False
     """
     from vocmatch.readers.remote import file_sizes
-    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.readers.voc_layout import annotation_folder, split_file
 
     thresholds = score_thresholds_of(request)
     choice = request.class_choice
@@ -213,12 +214,13 @@ def run_digest(request: EvalRequest) -> str:
         "class_choice": None if choice is None else repr(choice),
     }
     digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode())
-    annotations = annotation_folder(request.gt)[0]
+    annotations, root = annotation_folder(request.gt)
     listed = [
         ("gt", file_sizes(annotations, (".xml",))),
         ("pred", file_sizes(request.pred, prediction_suffixes(request.pred_format))),
     ]
-    for name, path in (("coco_gt", request.coco_gt), ("names", request.names)):
+    split = split_file(request.split, root) if request.split is not None else None
+    for name, path in (("coco_gt", request.coco_gt), ("names", request.names), ("split", split)):
         if path is not None:
             listed.append((name, file_sizes(os.fspath(path))))
     for name, files in listed:
