@@ -3,14 +3,18 @@ shards report the numbers of one run on every image."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
-from vocmatch.cli import EXIT_SKIPPED, EXIT_USAGE
+from vocmatch.cli import EXIT_GATE, EXIT_SKIPPED, EXIT_USAGE
+from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.render.junit import NO_BOXES
 
 
 @pytest.mark.parametrize("name", ["voc12", "coco"])
@@ -35,10 +39,19 @@ def test_merged_shards_report_the_single_run(
 
 
 def test_merge_refuses_overlapping_shards(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """A shard of two and the whole run (shard 1 of 1) are of different splits; merged
+    anyway (--partial), their shared images are refused."""
     gt, pred = map(str, demo)
-    run_cli("eval", gt, pred, "--shard", "1/2", "--save-state", str(tmp_path / "a.vms"))
-    run_cli("eval", gt, pred, "--save-state", str(tmp_path / "all.vms"))
-    code, out, err = run_cli("merge", str(tmp_path / "a.vms"), str(tmp_path / "all.vms"))
+    a, whole = str(tmp_path / "a.vms"), str(tmp_path / "all.vms")
+    run_cli("eval", gt, pred, "--shard", "1/2", "--save-state", a)
+    run_cli("eval", gt, pred, "--save-state", whole)
+    code, out, err = run_cli("merge", a, whole)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: cannot merge states of different runs: {a} is shard 1/2, "
+        f"{whole} shard 1/1\n"
+    )
+    code, out, err = run_cli("merge", a, whole, "--partial")
     assert (code, out) == (EXIT_USAGE, "")
     assert err == (
         "vocmatch: error: cannot merge states that share images: 'street_01', 'street_03', 'street_05'\n"
@@ -149,3 +162,299 @@ def test_merged_shards_report_the_prediction_files_without_ground_truth(
         report = json.loads(merged[1])
         assert report["orphan_pred"] == [f"{pred}/extra.xml"]
         assert report["summary"]["orphan_pred"] == 1
+
+
+FORMATS = ("table", "json", "csv", "markdown", "junit")
+MISSING = "vocmatch: warning: no prediction file for 'street_05': its objects count as missed\n"
+
+
+def save_shards(
+    gt: Path | str, pred: Path | str, folder: Path, n: int = 3, *extra: str
+) -> list[str]:
+    """Save the n shards of a run in ``folder`` (each exit 0, saying only where it saved)."""
+    states = []
+    for k in range(1, n + 1):
+        state = str(folder / f"shard{k}.vms")
+        code, out, err = run_cli(
+            "eval", str(gt), str(pred), "--shard", f"{k}/{n}", "--save-state", state, *extra
+        )
+        assert (code, out) == (0, ""), err
+        states.append(state)
+    return states
+
+
+@pytest.mark.parametrize("output_format", [pytest.param(f, id=f) for f in FORMATS])
+def test_three_shards_in_any_order_render_as_one_eval_run(
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """Every order of three shards gives eval's exit code, stdout and stderr byte for byte,
+    and the same report file with -o."""
+    states = save_shards(*demo, tmp_path)
+    single = run_cli("eval", *map(str, demo), "--format", output_format)
+    assert single[0] == 0 and single[2] == MISSING
+    for order in itertools.permutations(states):
+        assert run_cli("merge", *order, "--format", output_format) == single
+    merged_file, single_file = tmp_path / "merged.out", tmp_path / "single.out"
+    run_cli("merge", *states, "--format", output_format, "-o", str(merged_file))
+    run_cli("eval", *map(str, demo), "--format", output_format, "-o", str(single_file))
+    assert merged_file.read_bytes() == single_file.read_bytes()
+
+
+def test_merge_writes_the_class_and_threshold_files_as_eval(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    states = save_shards(*demo, tmp_path)
+    files = {}
+    for name, command in (("merged", ["merge", *states]), ("single", ["eval", *map(str, demo)])):
+        classes, thresholds = tmp_path / f"{name}.csv", tmp_path / f"{name}.thr"
+        code, _, _ = run_cli(
+            *command, "--classes-csv", str(classes), "--write-thresholds", str(thresholds),
+            "--beta", "2",
+        )  # fmt: skip
+        assert code == 0
+        files[name] = (classes.read_bytes(), thresholds.read_bytes())
+    assert files["merged"] == files["single"]
+
+
+def other_predictions(demo: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A copy of the demo predictions with one file changed (another model's output)."""
+    pred = tmp_path / "other_pred"
+    shutil.copytree(demo[1], pred)
+    path = pred / "street_03.xml"
+    path.write_text(path.read_text().replace("</annotation>", "\n</annotation>"))
+    return pred
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        pytest.param(
+            "missing",
+            "cannot merge: shard 3 of 3 is missing ({0} is shard 1/3, {1} is shard 2/3); give "
+            "every shard, or ask for a partial merge (--partial)",
+            id="two-of-three",
+        ),
+        pytest.param(
+            "repeated",
+            "cannot merge: shard 1 of 3 is given more than once ({0} and {3})",
+            id="repeated",
+        ),
+        pytest.param(
+            "run-id",
+            "cannot merge states of different runs: {0} is of run (no run id), {3} of run "
+            "'model-b'",
+            id="other-run-id",
+        ),
+        pytest.param(
+            "predictions",
+            "cannot merge states of different runs: {0} and {3} were made from other ground "
+            "truth, predictions or options",
+            id="other-predictions",
+        ),
+        pytest.param(
+            "options",
+            "cannot merge states of different runs: {0} and {3} were made from other ground "
+            "truth, predictions or options",
+            id="other-class-choice",
+        ),
+    ],
+)
+def test_merge_refuses_states_that_are_not_one_whole_run(
+    demo: tuple[Path, Path], tmp_path: Path, case: str, message: str
+) -> None:
+    """Two of three shards, a shard twice, or a shard of another run (another --run-id,
+    other predictions, another class choice; no image shared): exit 2 and one line naming
+    the states and the shards; --partial merges them."""
+    states = save_shards(*demo, tmp_path)
+    other = str(tmp_path / "other.vms")
+    gt, pred = map(str, demo)
+    if case == "missing":
+        given = states[:2]
+    elif case == "repeated":
+        shutil.copy(states[0], other)
+        given = [states[0], states[1], other, states[2]]
+    else:
+        extra = {
+            "run-id": [gt, pred, "--run-id", "model-b"],
+            "predictions": [gt, str(other_predictions(demo, tmp_path))],
+            "options": [gt, pred, "--classes", "car,cat,dog,person,bicycle"],
+        }[case]
+        assert run_cli("eval", *extra, "--shard", "3/3", "--save-state", other)[0] == 0
+        given = [states[0], states[1], other]
+    code, out, err = run_cli("merge", *given)
+    assert (code, out) == (EXIT_USAGE, "")
+    names = [*states, other]
+    assert err == f"vocmatch: error: {message.format(*names)}\n"
+    if case != "repeated":  # a shard given twice shares its images: refused anyway
+        assert run_cli("merge", *given, "--partial")[0] == 0
+
+
+def test_a_partial_merge_says_so(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """Two of three shards with --partial: exit 0, a warning, a note in the table and the
+    Markdown, and the merge object in JSON."""
+    states = save_shards(*demo, tmp_path)
+    note = "partial merge: shard 3 of 3 missing: the numbers are not those of the whole run"
+    code, out, err = run_cli("merge", *states[:2], "--partial")
+    assert (code, err) == (0, MISSING + f"vocmatch: warning: {note}\n")
+    assert note in " ".join(out.split())
+    assert (
+        f"- note: {note}\n" in run_cli("merge", *states[:2], "--partial", "--format", "markdown")[1]
+    )
+    report = json.loads(run_cli("merge", *states[:2], "--partial", "--format", "json")[1])
+    assert report["notes"][-1] == note
+    assert report["merge"] == {
+        "complete": False, "partial": True, "shards": 3, "present": [1, 2], "missing": [3],
+        "repeated": [], "runs": 1, "unchecked": [],
+    }  # fmt: skip
+    assert report["summary"]["images"] == 4
+    # Every shard, with --partial: complete, nothing to say.
+    assert run_cli("merge", *states, "--partial") == run_cli("eval", *map(str, demo))
+
+
+def test_states_that_record_no_shard_merge_with_a_note(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """States saved without their shard (an evaluator fed arrays, an earlier vocmatch: format
+    version 2 or 3) merge as before, the report saying completeness was not checked."""
+    states = save_shards(*demo, tmp_path)
+    old = []
+    for state in states:
+        evaluator = Evaluator.load(state)
+        evaluator.origin = None
+        evaluator.save(state + ".old")
+        old.append(state + ".old")
+    note = (
+        f"completeness of the merge not checked: {old[0]}, {old[1]} and {old[2]} record no "
+        "shard of a run (made from arrays, or saved by an earlier vocmatch)"
+    )
+    code, out, err = run_cli("merge", *old, "--format", "json")
+    assert (code, err) == (0, MISSING + f"vocmatch: warning: {note}\n")
+    report = json.loads(out)
+    assert report["notes"][-1] == note
+    assert report["merge"]["unchecked"] == old
+    single = json.loads(run_cli("eval", *map(str, demo), "--format", "json")[1])
+    assert report["summary"] == single["summary"]
+
+
+@pytest.mark.parametrize("output_format", [pytest.param(f, id=f) for f in FORMATS])
+def test_a_dataset_gate_at_merge_fails_as_in_eval(
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """--fail-under at merge: exit 1, the same gate lines and report as one eval run."""
+    states = save_shards(*demo, tmp_path)
+    gates = ["--fail-under", "map=0.9", "--fail-under", "car:recall=0.5"]
+    merged = run_cli("merge", *states, *gates, "--format", output_format)
+    single = run_cli("eval", *map(str, demo), *gates, "--format", output_format)
+    assert merged[0] == EXIT_GATE
+    assert merged[2] == MISSING + "vocmatch: gate failed: map 0.6250 < 0.9000\n"
+    assert merged == single
+
+
+@pytest.mark.parametrize("output_format", [pytest.param(f, id=f) for f in FORMATS])
+def test_a_per_image_limit_at_merge_fails_as_in_eval(
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """--max-fp at merge: exit 1 and the same lines as eval; the same report, but JUnit's
+    failed images say their boxes are not listed (states keep counts) instead of listing
+    each FP and FN."""
+    states = save_shards(*demo, tmp_path)
+    merged = run_cli("merge", *states, "--max-fp", "0", "--format", output_format)
+    single = run_cli("eval", *map(str, demo), "--max-fp", "0", "--format", output_format)
+    assert merged[0] == EXIT_GATE
+    assert (merged[0], merged[2]) == (single[0], single[2])
+    if output_format != "junit":
+        assert merged[1] == single[1]
+        return
+    box_lines = re.compile(r"\n(?:fp|fn): [^\n<]*")
+    assert merged[1].count(NO_BOXES) == 4
+    assert merged[1].replace("\n" + NO_BOXES, "") == box_lines.sub("", single[1])
+
+
+def test_save_state_says_where_the_dataset_gate_and_the_report_apply(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--fail-under, -o and --format given to a shard are not dropped unsaid: one warning
+    each, and the state is saved (exit 0)."""
+    state = tmp_path / "s.vms"
+    args = ["--fail-under", "map=0.99", "-o", str(tmp_path / "r.json"), "--format", "json"]
+    code, out, err = run_cli(
+        "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state), *args
+    )
+    assert (code, out) == (0, "")
+    assert err == (
+        "vocmatch: warning: --fail-under is a gate on the whole set: a shard does not apply it; "
+        "give it to `vocmatch merge`\n"
+        "vocmatch: warning: --format applies to the report, which a shard does not write: give "
+        "it to `vocmatch merge`\n"
+        "vocmatch: warning: --output/-o applies to the report, which a shard does not write: "
+        "give it to `vocmatch merge`\n"
+        f"saved 3 images to {state}\n"
+    )
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--save-state", "s.vms", "--html", "r.html"],
+            "Error: --html needs every box, which a saved state does not keep: evaluate "
+            "without --save-state for it",
+            id="eval-html",
+        ),
+        pytest.param(
+            ["--save-state", "s.vms", "--bootstrap", "10"],
+            "Error: --bootstrap needs every box, which a saved state does not keep: evaluate "
+            "without --save-state for it",
+            id="eval-bootstrap",
+        ),
+        pytest.param(
+            ["--run-id", "model-a"],
+            "Error: --run-id names a saved run: give --save-state FILE too",
+            id="run-id-without-state",
+        ),
+    ],
+)
+def test_eval_refuses_what_a_state_cannot_serve(
+    demo: tuple[Path, Path], tmp_path: Path, args: list[str], message: str
+) -> None:
+    args = [str(tmp_path / a) if a.endswith((".vms", ".html")) else a for a in args]
+    message = message.replace("s.vms", str(tmp_path / "s.vms"))
+    code, out, err = run_cli("eval", *map(str, demo), *args)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err.endswith(message + "\n")
+    assert not (tmp_path / "s.vms").exists()
+
+
+def test_merge_refuses_html_in_one_line(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    states = save_shards(*demo, tmp_path)
+    code, out, err = run_cli("merge", *states, "--html", str(tmp_path / "r.html"))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err.endswith(
+        "Error: --html draws every image's boxes, which saved states do not keep: run "
+        "`vocmatch eval` on the whole set for it\n"
+    )
+
+
+def test_a_shard_applies_the_per_image_limits_to_its_images(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--max-fp with --save-state: the shard's images over the limit are named, the state is
+    saved, exit 1; the shard without such an image passes."""
+    runs = [
+        run_cli(
+            "eval", *map(str, demo), "--shard", f"{k}/3", "--max-fp", "0",
+            "--save-state", str(tmp_path / f"s{k}.vms"),
+        )
+        for k in (1, 2, 3)
+    ]  # fmt: skip
+    single = run_cli("eval", *map(str, demo), "--max-fp", "0")
+    failed = sorted(line for line in single[2].splitlines() if "gate failed" in line)
+    shard_lines = sorted(line for _, _, err in runs for line in err.splitlines() if "gate" in line)
+    assert shard_lines == failed
+    assert [code for code, _, _ in runs] == [
+        EXIT_GATE if any("gate failed" in line for line in err.splitlines()) else 0
+        for _, _, err in runs
+    ]
+    assert {code for code, _, _ in runs} == {0, EXIT_GATE}
+    assert all((tmp_path / f"s{k}.vms").exists() for k in (1, 2, 3))

@@ -6,15 +6,22 @@ what ``vocmatch eval --shard K/N --save-state FILE`` and ``vocmatch merge`` do, 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from vocmatch.errors import InputError
+from vocmatch.errors import InputError, RequestError
+from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
+from vocmatch.evidence.report import EvalReport
 from vocmatch.pipeline import (
     EvalRequest,
     PathLike,
     Progress,
     chosen_columns,
+    prediction_suffixes,
     read_inputs,
     score_thresholds_of,
 )
@@ -25,9 +32,18 @@ if TYPE_CHECKING:
     from vocmatch.core.model import SkippedFile
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.evidence.gates import Gate, GateReport
     from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["MergedStates", "ShardState", "evaluator_for", "read_states", "shard_state"]
+__all__ = [
+    "MergedStates",
+    "ShardState",
+    "evaluator_for",
+    "read_states",
+    "run_digest",
+    "shard_state",
+]
 
 
 def evaluator_for(
@@ -36,6 +52,7 @@ def evaluator_for(
     shard: tuple[int, int] | None = None,
     progress: Progress | None = None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    run_id: str | None = None,
 ) -> Evaluator:
     """An :class:`~vocmatch.evaluation.incremental.Evaluator` holding the request's images
     (or the ``shard``-th part of them), to be saved and merged with the other shards.
@@ -46,9 +63,12 @@ def evaluator_for(
         shard: ``(k, n)``: only the k-th of n deterministic parts of the images (1-based).
         progress: Told how many files are read, of how many.
         columns: The ground truth and predictions already read (as :func:`evaluate` takes).
+        run_id: A name of the run (a model's name), recorded with the shard: states of runs
+            named otherwise are not merged (:func:`read_states`).
 
     Returns:
-        The evaluator, ready to save.
+        The evaluator, ready to save, its :attr:`~vocmatch.evaluation.incremental.Evaluator.origin`
+        the shard (``(1, 1)`` for the whole run) and the run (:func:`run_digest`).
 
     Example:
         >>> from vocmatch.pipeline import evaluate
@@ -58,7 +78,8 @@ def evaluator_for(
         >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
         True
     """
-    return shard_state(request, shard=shard, progress=progress, columns=columns).evaluator
+    found = shard_state(request, shard=shard, progress=progress, columns=columns, run_id=run_id)
+    return found.evaluator
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +101,24 @@ class ShardState:
     evaluator: Evaluator
     skipped: tuple[SkippedFile, ...]
 
+    def image_gates(self, max_fp: int | None, max_fn: int | None) -> GateReport | None:
+        """The per-image limits checked on the shard's images (they hold image by image,
+        so every shard checks its own), or None when no limit is given. The gates on the
+        whole set's numbers are checked on the merged states
+        (:meth:`MergedStates.report`).
+
+        Example:
+            >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+            >>> shard_state(request, shard=(1, 2)).image_gates(0, None).passed
+            False
+        """
+        if max_fp is None and max_fn is None:
+            return None
+        from vocmatch.evidence.gates import check_gates
+
+        fold_case = self.evaluator.fold_case
+        return check_gates(self.evaluator.result(), (), max_fp, max_fn, fold_case=fold_case)
+
 
 def shard_state(
     request: EvalRequest,
@@ -87,6 +126,7 @@ def shard_state(
     shard: tuple[int, int] | None = None,
     progress: Progress | None = None,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
+    run_id: str | None = None,
 ) -> ShardState:
     """As :func:`evaluator_for`, with the files the reading skipped (recorded in the
     evaluator too). Without ``columns``, only the shard's files are read
@@ -94,9 +134,12 @@ def shard_state(
 
     Example:
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
-        >>> state = shard_state(request, shard=(2, 3))
+        >>> state = shard_state(request, shard=(2, 3), run_id="model-a")
         >>> state.evaluator.keys, state.skipped
         (['street_02', 'street_05'], ())
+        >>> origin = state.evaluator.origin
+        >>> str(origin), origin.run_id, origin.run == run_digest(request)
+        ('2/3', 'model-a', True)
     """
     from vocmatch.evaluation.engine import orphan_files
     from vocmatch.evaluation.incremental import Evaluator
@@ -131,7 +174,58 @@ def shard_state(
     if shard is None or shard[0] == 1:
         evaluator.add_orphans(orphan_files(gt, pred))
     evaluator.add_skipped(skipped)
+    k, n = shard if shard is not None else (1, 1)
+    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
     return ShardState(evaluator, tuple(skipped))
+
+
+def run_digest(request: EvalRequest) -> str:
+    """What every shard of one run shares and another run's differ in: a SHA-256 over the
+    options the numbers depend on and the listings of the ground truth and the predictions
+    (each file's path below its folder and its size; the class tables' and the split's
+    files too).
+
+    Files are listed, not read: two runs whose files have the same names and sizes (a
+    model's predictions rewritten in place) are told apart by their run ids only.
+
+    Returns:
+        The digest, in hexadecimal.
+
+    Example:
+        >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> run_digest(request) == run_digest(replace(request, jobs=1))
+        True
+        >>> run_digest(request) == run_digest(replace(request, iou=0.7))
+        False
+    """
+    from vocmatch.readers.remote import file_sizes
+    from vocmatch.readers.voc_layout import annotation_folder, split_file
+
+    thresholds = score_thresholds_of(request)
+    choice = request.class_choice
+    options = {
+        "conventions": dataclasses.asdict(request.conventions()),
+        "fold_case": request.fold_case,
+        "score_thresholds": [thresholds.default, [list(p) for p in thresholds.per_class]],
+        "pred_format": request.pred_format,
+        "geometry": request.geometry,
+        "split": request.split,
+        "max_file_size": request.max_file_size,
+        "class_choice": None if choice is None else repr(choice),
+    }
+    digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode())
+    annotations, root = annotation_folder(request.gt)
+    listed = [
+        ("gt", file_sizes(annotations, (".xml",))),
+        ("pred", file_sizes(request.pred, prediction_suffixes(request.pred_format))),
+    ]
+    split = split_file(request.split, root) if request.split is not None else None
+    for name, path in (("coco_gt", request.coco_gt), ("names", request.names), ("split", split)):
+        if path is not None:
+            listed.append((name, file_sizes(os.fspath(path))))
+    for name, files in listed:
+        digest.update(json.dumps([name, files]).encode())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,22 +235,70 @@ class MergedStates:
     Attributes:
         evaluator: Every state's images, merged.
         evaluation: Their evaluation as one run on all the files reports it: the files the
-            shards skipped, and the note of the score thresholds.
+            shards skipped, and the note of the score thresholds; and, when the states were
+            not checked to be one whole run or a partial merge was asked for and they are
+            not, a note saying so.
+        check: What the check that the states are every shard of one run found.
     """
 
     evaluator: Evaluator
     evaluation: Evaluation
+    check: ShardCheck
+
+    def report(
+        self,
+        gates: Sequence[Gate | str] = (),
+        max_fp: int | None = None,
+        max_fn: int | None = None,
+        beta: float = 1.0,
+    ) -> EvalReport:
+        """The report of the merged states, its gates checked: what :func:`evaluate` gives
+        for one run on every image with the same gates (no boxes, analysis or evidence:
+        states keep none), for every renderer of :mod:`vocmatch.render.report`.
+
+        Args:
+            gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
+            max_fp: Most false positives an image may have (None: no limit).
+            max_fn: Most missed objects an image may have (None: no limit).
+            beta: The F-beta each class's operating point maximises.
+
+        Raises:
+            RequestError: A gate that cannot be read (field ``gates``).
+        """
+        from vocmatch.evidence.gates import check_gates, parse_gate
+
+        try:
+            parsed = [parse_gate(g) if isinstance(g, str) else g for g in gates]
+        except ValueError as error:
+            raise RequestError("gates", str(error)) from None
+        checked = check_gates(
+            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case
+        )
+        thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
+        merge = None if self.check.complete else self.check
+        return EvalReport(self.evaluation, checked, thresholds=thresholds, beta=beta, merge=merge)
 
 
-def read_states(paths: Sequence[PathLike]) -> MergedStates:
+def read_states(paths: Sequence[PathLike], *, partial: bool = False) -> MergedStates:
     """Read evaluator states (saved by shards: :func:`shard_state`, then
     :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
     ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
 
+    The states must be every shard of one run, each once (the shard and the run each state
+    records: :class:`~vocmatch.evaluation.shard_origin.ShardOrigin`); states that record no
+    shard (saved from an evaluator fed arrays, or by an earlier vocmatch) merge unchecked,
+    and the evaluation's notes say so.
+
+    Args:
+        paths: The state files.
+        partial: Merge states that are not every shard of one run (a shard missing or
+            repeated, states of other runs); the evaluation's notes say what was found.
+
     Raises:
         InputError: ``paths`` is empty.
         StateError: A state cannot be read, or the states cannot be merged (other options,
-            an image in two of them).
+            an image in two of them; without ``partial``: a shard missing or given twice,
+            states of different runs).
 
     Example:
         >>> import tempfile
@@ -168,19 +310,31 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
         ...     for k, path in enumerate(paths, 1):
         ...         shard_state(request, shard=(k, 2)).evaluator.save(path)
         ...     merged = read_states(paths[::-1])
+        ...     half = read_states(paths[:1], partial=True)
         >>> merged.evaluation.summary.map == evaluate(request).evaluation.summary.map
         True
+        >>> half.check.missing, half.evaluation.notes[-1]
+        ((2,), 'partial merge: shard 2 of 2 missing: the numbers are not those of the whole run')
     """
     from vocmatch.evaluation.incremental import Evaluator
 
     if not paths:
         raise InputError("no evaluator state to merge")
-    evaluator = Evaluator.load(paths[0])
-    for path in paths[1:]:
-        evaluator.merge(Evaluator.load(path))
+    states = [Evaluator.load(path) for path in paths]
+    check = check_shards(
+        [(os.fspath(path), state.origin) for path, state in zip(paths, states, strict=True)],
+        partial=partial,
+    )
+    evaluator = states[0]
+    for state in states[1:]:
+        evaluator.merge(state)
+    evaluator.origin = None  # the merge of the shards is no shard
     evaluation = evaluator.result()
     thresholds = evaluator.score_thresholds
     if thresholds:
         # The note a single run adds (evaluate); the records' own notes are worded already.
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
-    return MergedStates(evaluator, evaluation)
+    notes = check.notes()
+    if notes:
+        evaluation = replace(evaluation, notes=(*evaluation.notes, *notes))
+    return MergedStates(evaluator, evaluation, check)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,14 +16,12 @@ from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
     class_map_file,
-    echo_err,
     evaluation_in_cli_words,
     library_errors,
     option_words,
     print_report,
     progress_display,
     reader_may_leave,
-    report_gates,
     report_text,
     report_warnings,
     stdout_console,
@@ -38,45 +35,36 @@ from vocmatch.cli.distributed import (
     read_remote_inputs,
     uses_remote_reading,
 )
-from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
+from vocmatch.cli.eval_report import ReportFiles, finish_report
+from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs
-from vocmatch.cli.merge_cmd import save_shard, shard_options
+from vocmatch.cli.merge_cmd import SavedShard, check_shard_options, save_shard, shard_options
 from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
     FOLD_CASE_HELP,
     HTML_PICTURE_MAX_SIDE,
+    REPORT_FORMAT_HELP,
     class_options,
     convention_extras,
     convention_options,
     evidence_options,
     fold_case_option,
     format_option,
-    gate_option,
+    gate_options,
     jobs_option,
     max_file_size_option,
     max_rows_option,
     output_option,
     pred_format_options,
     quiet_option,
+    report_file_options,
     score_threshold_option,
     slice_options,
 )
-from vocmatch.cli.params import (
-    FiniteFloatRange,
-    InputPath,
-    OutputPath,
-    WholeNumberRange,
-)
-from vocmatch.errors import VocmatchWarning
-from vocmatch.pipeline import (
-    EvalRequest,
-    Geometry,
-    PredFormat,
-    evaluate,
-    operating_thresholds,
-)
+from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.pipeline import EvalRequest, Geometry, PredFormat, evaluate
 from vocmatch.render.files import InputFolder
-from vocmatch.render.report import TableOptions
+from vocmatch.render.report import FORMATS, TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -88,7 +76,6 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
     from vocmatch.evidence.gates import Gate
-    from vocmatch.evidence.report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.readers.scan import ColumnSet
 
@@ -109,31 +96,10 @@ if TYPE_CHECKING:
 @pred_format_options
 @class_options
 @convention_options
-@format_option(
-    ["table", "json", "csv", "markdown", "junit"],
-    "table: the rich report; json: every number, for scripts; csv: one row per image; "
-    "markdown: summary, classes and gates, for a pull request or a CI job summary; junit: a "
-    "test case per image and per gate, for CI test reports.",
-)
+@format_option(list(FORMATS), REPORT_FORMAT_HELP)
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
-@click.option("--only-failing", is_flag=True, help="List only images with an FP or an FN.")
-@click.option(
-    "--classes-csv",
-    type=OutputPath(),
-    default=None,
-    metavar="FILE",
-    help="Also write one CSV row per class to FILE (with any --format).",
-)
-@click.option(
-    "--html",
-    "html_file",
-    type=OutputPath(),
-    default=None,
-    metavar="FILE",
-    help="Also write a self-contained HTML report to FILE: summary, curves, confusion matrix "
-    "and every image's boxes drawn (with any --format).",
-)
+@report_file_options
 @click.option(
     "--images",
     "images_dir",
@@ -143,29 +109,7 @@ if TYPE_CHECKING:
     help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
     f"name; JPEG or PNG, embedded scaled to {HTML_PICTURE_MAX_SIDE} px).",
 )
-@click.option(
-    "--fail-under",
-    multiple=True,
-    callback=gate_option,
-    metavar="[CLASS:]METRIC=VALUE",
-    help="Exit 1 unless METRIC (map, precision, recall or f1; ap50 or ap75 under --protocol "
-    "coco) is at least VALUE, a fraction in [0, 1]; CLASS:METRIC for one class (ap = map). "
-    "Repeatable.",
-)
-@click.option(
-    "--max-fp",
-    type=WholeNumberRange(min=0),
-    default=None,
-    metavar="N",
-    help="Exit 1 if any image has more than N false positives.",
-)
-@click.option(
-    "--max-fn",
-    type=WholeNumberRange(min=0),
-    default=None,
-    metavar="N",
-    help="Exit 1 if any image has more than N missed objects.",
-)
+@gate_options
 @score_threshold_option(
     "Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
     "gates, confusion, errors and HTML overlays. AP uses every prediction. A prediction "
@@ -179,23 +123,6 @@ if TYPE_CHECKING:
     metavar="FILE",
     help="Per-class score thresholds: CSV lines class,threshold (as --write-thresholds "
     "writes them); other classes use --score-threshold, or count every prediction.",
-)
-@click.option(
-    "--beta",
-    type=FiniteFloatRange(min=0.0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Each class's operating point maximises F-beta on its precision/recall curve: 1 is "
-    "F1, 2 weighs recall twice as much as precision, 0.5 precision twice.",
-)
-@click.option(
-    "--write-thresholds",
-    "write_thresholds_file",
-    type=OutputPath(),
-    default=None,
-    metavar="FILE",
-    help="Write each class's operating-point threshold to FILE as class,threshold CSV, for "
-    "--score-thresholds in a later run.",
 )
 @click.option(
     "--errors/--no-errors",
@@ -268,6 +195,7 @@ def eval_command(
     calibration_bins: int | None,
     shard: tuple[int, int] | None,
     save_state: Path | None,
+    run_id: str | None,
     dask_scheduler: str | None,
     quiet: bool,
 ) -> None:
@@ -285,8 +213,11 @@ def eval_command(
         return
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
-    if shard is not None and save_state is None:
-        raise click.UsageError("--shard evaluates part of the images: give --save-state FILE too")
+    if save_state is not None:
+        check_shard_options(click.get_current_context())
+    elif shard is not None or run_id is not None:
+        flag = "--shard evaluates part of the images" if shard else "--run-id names a saved run"
+        raise click.UsageError(f"{flag}: give --save-state FILE too")
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
         files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
@@ -310,7 +241,7 @@ def eval_command(
     )  # fmt: skip
     columns, cluster_evaluation = _read_elsewhere(request, dask_scheduler, save_state is None)
     if save_state is not None:
-        save_shard(request, shard, save_state, quiet, columns)
+        save_shard(request, SavedShard(save_state, shard, run_id), quiet, columns)
         return
     with library_errors(), progress_display(quiet) as progress:
 
@@ -324,47 +255,8 @@ def eval_command(
         )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
-    show_eval_report(report, output_format, output, table)
-    if classes_csv is not None:
-        from vocmatch.render.csv_report import to_csv_classes
-
-        write_text(classes_csv, to_csv_classes(report.evaluation))
-    if write_thresholds_file is not None:
-        write_text(write_thresholds_file, operating_thresholds(report))
-    if html_file is not None:
-        write_text(html_file, html_text(report, images_dir))
-    report_gates(report.gates)
-    if not report.passed:
-        raise click.exceptions.Exit(EXIT_GATE)
-    if report.skipped:
-        raise click.exceptions.Exit(EXIT_SKIPPED)
-
-
-def show_eval_report(
-    report: EvalReport, output_format: str, output: Path | None, table: TableOptions
-) -> None:
-    """The report on stdout, or in ``output`` with the summary on the terminal."""
-    # The table's modules (rich, vocmatch.render.terminal) are imported only for the outputs
-    # that need them: JSON on stdout starts a tenth of a second sooner without them.
-    from vocmatch.render.report import render_table, render_text
-
-    if output_format != "table":
-        text = render_text(report, output_format)  # type: ignore[arg-type]  # click's choices
-        if output is None:
-            with reader_may_leave():
-                click.echo(text, nl=False)
-            return
-        write_text(output, text)
-    elif output is None:
-        with reader_may_leave():
-            print_report(stdout_console(), render_table(report, table))
-        return
-    else:
-        write_text(output, report_text(render_table(report, table)))
-    from vocmatch.render.terminal import summary_table
-
-    with reader_may_leave():
-        print_report(stdout_console(), summary_table(report.evaluation))
+    files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
+    finish_report(report, output_format, table, files)
 
 
 #: The eval options that apply with --mode labels; any other given there is a usage error,
@@ -516,23 +408,3 @@ def _read_elsewhere(
         return None, None
     with library_errors():
         return read_remote_inputs(request, scheduler), None
-
-
-def html_text(report: EvalReport, images_dir: Path | None) -> str:
-    """The HTML report, on the pictures in ``images_dir`` if given; a picture that cannot be
-    read is named on stderr and its overlay drawn blank."""
-    # Imported here: the HTML report needs Jinja2 and Pillow, which other runs never load.
-    from vocmatch.render.html import read_pictures
-    from vocmatch.render.report import render_html
-
-    pictures = None
-    if images_dir is not None and report.gt is not None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", VocmatchWarning)
-            with library_errors():
-                keys = [image.key for image in report.evaluation.images]
-                pictures = read_pictures(images_dir, report.gt, keys)
-        for warning in caught:
-            echo_err(f"vocmatch: warning: {warning.message}")
-    with library_errors():
-        return render_html(report, pictures)

@@ -94,7 +94,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         },
         {
             "name": "Shards and clusters",
-            "options": ["--shard", "--save-state", "--dask"],
+            "options": ["--shard", "--save-state", "--run-id", "--dask"],
         },
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
@@ -119,7 +119,23 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch merge": [
-        {"name": "Output", "options": ["--format", "--output", "--max-rows", "--help"]},
+        {"name": "States", "options": ["--partial"]},
+        {
+            "name": "Output",
+            "options": [
+                "--format",
+                "--output",
+                "--max-rows",
+                "--only-failing",
+                "--classes-csv",
+                "--html",
+            ],
+        },
+        {
+            "name": "Gates (exit 1 when one fails)",
+            "options": ["--fail-under", "--max-fp", "--max-fn"],
+        },
+        {"name": "Score thresholds", "options": ["--beta", "--write-thresholds", "--help"]},
     ],
     "vocmatch lint": [
         {

@@ -5,10 +5,12 @@ options ``eval`` takes."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from vocmatch.cli.app import main
 from vocmatch.cli.console import (
@@ -18,21 +20,25 @@ from vocmatch.cli.console import (
     in_cli_words,
     library_errors,
     option_words,
-    print_report,
     progress_display,
-    reader_may_leave,
-    report_text,
+    report_gates,
     report_warnings,
-    stdout_console,
-    write_text,
 )
-from vocmatch.cli.exits import EXIT_SKIPPED
-from vocmatch.cli.options import format_option, max_rows_option, output_option
+from vocmatch.cli.eval_report import ReportFiles, finish_report
+from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
+from vocmatch.cli.options import (
+    REPORT_FORMAT_HELP,
+    format_option,
+    gate_options,
+    max_rows_option,
+    output_option,
+    report_file_options,
+)
 from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.render.report import FORMATS, TableOptions
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.evidence.gates import Gate
     from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
 
@@ -56,13 +62,23 @@ class ShardParam(click.ParamType):  # type: ignore[type-arg]
 
 
 def shard_options(function: F) -> F:
-    """``--shard K/N`` and ``--save-state FILE`` of ``eval``."""
+    """``--shard K/N``, ``--save-state FILE`` and ``--run-id TEXT`` of ``eval``."""
+    function = click.option(
+        "--run-id",
+        default=None,
+        metavar="TEXT",
+        help="With --save-state: a name of the run (a model's name) recorded in the state; "
+        "`vocmatch merge` refuses states of runs named otherwise, which tells two models' "
+        "shards apart when their files are named alike.",
+    )(function)
     function = click.option(
         "--save-state",
         type=OutputPath(),
         default=None,
-        help="Save the evaluator state of the images evaluated (with --shard, of that shard) "
-        "to FILE instead of reporting; `vocmatch merge` reports the states of every shard.",
+        help="Save the evaluator state of the images evaluated (with --shard, of that shard, "
+        "and which shard of which run it is) to FILE instead of reporting; `vocmatch merge` "
+        "reports the states of every shard. --max-fp and --max-fn apply to the shard; "
+        "--fail-under and the report's options apply at `vocmatch merge`.",
     )(function)
     return click.option(
         "--shard",
@@ -73,25 +89,91 @@ def shard_options(function: F) -> F:
     )(function)
 
 
+#: The eval options a shard does not apply and ``vocmatch merge`` does: given with
+#: --save-state, a warning says where to give them (they are not dropped unsaid).
+AT_MERGE = (
+    "output_format", "output", "max_rows", "only_failing", "classes_csv",
+    "write_thresholds_file", "beta",
+)  # fmt: skip
+#: The eval options that need every box or the matching's arrays, which a state does not
+#: keep: given with --save-state, a usage error.
+NOT_WITH_STATES = (
+    "html_file", "images_dir", "errors", "background_iou", "tightness",
+    "bootstrap_resamples", "seed", "slice_specs", "calibration_bins",
+)  # fmt: skip
+
+
+def check_shard_options(ctx: click.Context) -> None:
+    """With ``eval --save-state``: a usage error for an option no state can serve, and a
+    warning on stderr for each one ``vocmatch merge`` applies instead of the shard."""
+    given = {
+        param.name: "/".join(param.opts)
+        for param in ctx.command.params
+        if param.name is not None
+        and ctx.get_parameter_source(param.name) not in (ParameterSource.DEFAULT, None)
+    }
+    for name in NOT_WITH_STATES:
+        if name in given:
+            raise click.UsageError(
+                f"{given[name]} needs every box, which a saved state does not keep: "
+                "evaluate without --save-state for it",
+                ctx=ctx,
+            )
+    if "fail_under" in given:
+        echo_err(
+            "vocmatch: warning: --fail-under is a gate on the whole set: a shard does not "
+            "apply it; give it to `vocmatch merge`"
+        )
+    for name in AT_MERGE:
+        if name in given:
+            echo_err(
+                f"vocmatch: warning: {given[name]} applies to the report, which a shard does "
+                "not write: give it to `vocmatch merge`"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class SavedShard:
+    """Where ``eval --save-state`` saves, and what.
+
+    Attributes:
+        path: The state file.
+        shard: ``(k, n)``, or None for every image (shard 1 of 1).
+        run_id: The run's name, recorded in the state.
+    """
+
+    path: Path
+    shard: tuple[int, int] | None = None
+    run_id: str | None = None
+
+
 def save_shard(
     request: EvalRequest,
-    shard: tuple[int, int] | None,
-    path: Path,
+    saved: SavedShard,
     quiet: bool,
     columns: tuple[ColumnSet, ColumnSet] | None = None,
 ) -> None:
     """Save the evaluator state of a shard's images (``eval --save-state``); the files of
     those images that could not be read are reported, one line each, and exit 3 as a run
-    reports them (the state holds the images that were read)."""
+    reports them (the state holds the images that were read). The per-image limits
+    (``--max-fp``, ``--max-fn``) are checked on the shard's images: exit 1 when one is
+    over, once the state is saved."""
     from vocmatch.pipeline_shards import shard_state
 
     with library_errors(), progress_display(quiet) as progress:
-        state = shard_state(request, shard=shard, progress=progress, columns=columns)
+        state = shard_state(
+            request, shard=saved.shard, progress=progress, columns=columns, run_id=saved.run_id
+        )
         progress.close()  # the warnings go below the finished bar, not through it
         for skipped in state.skipped:
             echo_err(f"vocmatch: skipped {in_cli_words(str(skipped))}")
-        state.evaluator.save(path)
-    echo_err(f"saved {len(state.evaluator)} images to {path}")
+        limits = state.image_gates(request.max_fp, request.max_fn)
+        state.evaluator.save(saved.path)
+    echo_err(f"saved {len(state.evaluator)} images to {saved.path}")
+    if limits is not None:
+        report_gates(limits)
+        if not limits.passed:
+            raise click.exceptions.Exit(EXIT_GATE)
     if state.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
 
@@ -100,67 +182,57 @@ def save_shard(
 @click.argument(
     "states", nargs=-1, required=True, type=InputPath(exists=True, dir_okay=False, path_type=Path)
 )
-@format_option(["table", "json", "csv", "markdown"], "Report format.")
-@output_option("Write the report to FILE (the summary still goes to the terminal).")
-@max_rows_option(20, "Rows of the per-image table; 0 shows every image.")
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Merge states that are not every shard of one run (a shard missing or given twice, "
+    "shards of other runs); the report says so (a note, and `merge` in JSON).",
+)
+@format_option(list(FORMATS), REPORT_FORMAT_HELP)
+@output_option("Write the report to FILE; the terminal still shows the summary.")
+@max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
+@report_file_options
+@gate_options
 def merge_command(
-    states: tuple[Path, ...], output_format: str, output: Path | None, max_rows: int
-) -> None:
-    """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
-
-    Any split of the images into shards, merged in any order, gives the numbers of one run
-    on all of them. States made under other options, or sharing an image, are refused. The
-    files the shards could not read (exit 3) and the prediction files without a ground-truth
-    file are reported as one run reports them.
-    """
-    from vocmatch.pipeline_shards import read_states
-
-    check_outputs([output], files=list(states))
-    with library_errors():
-        merged = read_states(states)
-    evaluation = evaluation_in_cli_words(merged.evaluation)
-    report_warnings(evaluation)
-    show_merged_report(
-        evaluation, merged.evaluator.score_thresholds, output_format, output, max_rows
-    )
-    if evaluation.skipped:
-        raise click.exceptions.Exit(EXIT_SKIPPED)
-
-
-def show_merged_report(
-    evaluation: Evaluation,
-    thresholds: ScoreThresholds | None,
+    states: tuple[Path, ...],
+    partial: bool,
     output_format: str,
     output: Path | None,
     max_rows: int,
+    only_failing: bool,
+    classes_csv: Path | None,
+    html_file: Path | None,
+    beta: float,
+    write_thresholds_file: Path | None,
+    fail_under: tuple[Gate, ...],
+    max_fp: int | None,
+    max_fn: int | None,
 ) -> None:
-    """The merged report on stdout, or in ``output`` with the summary on the terminal."""
-    if output_format == "table":
-        from vocmatch.render.terminal import ReportOptions, render, summary_table
+    """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
 
-        shown = ReportOptions(max_rows=max_rows, score_thresholds=thresholds, words=option_words)
-        report = render(evaluation, shown)
-        if output is None:
-            with reader_may_leave():
-                print_report(stdout_console(), report)
-            return
-        text = report_text(report)
-    else:
-        from vocmatch.render.csv_report import to_csv_images
-        from vocmatch.render.json_report import to_json
-        from vocmatch.render.markdown import to_markdown
-        from vocmatch.render.terminal import summary_table
+    The states must be every shard of one run, each once: a shard missing or given twice,
+    or shards of another run (other files, options or --run-id), are refused (exit 2)
+    unless --partial. Any split of the images into shards, merged in any order, gives the
+    report of one run on all of them, in every format, with the same gates and exit codes.
+    States made under other options, or sharing an image, are refused. The files the shards
+    could not read (exit 3) and the prediction files without a ground-truth file are
+    reported as one run reports them.
+    """
+    from vocmatch.pipeline_shards import read_states
 
-        if output_format == "json":
-            text = to_json(evaluation, thresholds=thresholds)
-        elif output_format == "csv":
-            text = to_csv_images(evaluation)
-        else:
-            text = to_markdown(evaluation)
-        if output is None:
-            with reader_may_leave():
-                click.echo(text, nl=False)
-            return
-    write_text(output, text)
-    with reader_may_leave():
-        print_report(stdout_console(), summary_table(evaluation))
+    if html_file is not None:
+        raise click.UsageError(
+            "--html draws every image's boxes, which saved states do not keep: run "
+            "`vocmatch eval` on the whole set for it"
+        )
+    check_outputs([output, classes_csv, write_thresholds_file], files=list(states))
+    with library_errors():
+        merged = read_states(states, partial=partial)
+        report = merged.report(fail_under, max_fp, max_fn, beta)
+    report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
+    report_warnings(report.evaluation)
+    for note in merged.check.notes():
+        echo_err(f"vocmatch: warning: {note}")
+    table = TableOptions(max_rows, only_failing, words=option_words)
+    files = ReportFiles(output, classes_csv, thresholds=write_thresholds_file)
+    finish_report(report, output_format, table, files)

@@ -353,6 +353,84 @@ def gate_option(
     return _gates(parse_gate)(ctx, param, values)
 
 
+#: The help of ``--format`` for a report of boxes (``eval``, ``merge``).
+REPORT_FORMAT_HELP = (
+    "table: the rich report; json: every number, for scripts; csv: one row per image; "
+    "markdown: summary, classes and gates, for a pull request or a CI job summary; junit: a "
+    "test case per image and per gate, for CI test reports."
+)
+
+
+def gate_options(function: F) -> F:
+    """``--fail-under`` (dataset, class and slice gates), ``--max-fp`` and ``--max-fn``
+    (per-image limits): the gates of ``eval`` and ``merge``, exit 1 when one fails."""
+    function = click.option(
+        "--max-fn",
+        type=WholeNumberRange(min=0),
+        default=None,
+        metavar="N",
+        help="Exit 1 if any image has more than N missed objects.",
+    )(function)
+    function = click.option(
+        "--max-fp",
+        type=WholeNumberRange(min=0),
+        default=None,
+        metavar="N",
+        help="Exit 1 if any image has more than N false positives.",
+    )(function)
+    return click.option(
+        "--fail-under",
+        multiple=True,
+        callback=gate_option,
+        metavar="[CLASS:]METRIC=VALUE",
+        help="Exit 1 unless METRIC (map, precision, recall or f1; ap50 or ap75 under "
+        "--protocol coco) is at least VALUE, a fraction in [0, 1]; CLASS:METRIC for one class "
+        "(ap = map). Repeatable.",
+    )(function)
+
+
+def report_file_options(function: F) -> F:
+    """``--only-failing``, ``--classes-csv``, ``--html``, ``--beta`` and
+    ``--write-thresholds``: what ``eval`` and ``merge`` add to a report of boxes."""
+    function = click.option(
+        "--write-thresholds",
+        "write_thresholds_file",
+        type=OutputPath(),
+        default=None,
+        metavar="FILE",
+        help="Write each class's operating-point threshold to FILE as class,threshold CSV, "
+        "for --score-thresholds in a later run.",
+    )(function)
+    function = click.option(
+        "--beta",
+        type=FiniteFloatRange(min=0.0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Each class's operating point maximises F-beta on its precision/recall curve: 1 "
+        "is F1, 2 weighs recall twice as much as precision, 0.5 precision twice.",
+    )(function)
+    function = click.option(
+        "--html",
+        "html_file",
+        type=OutputPath(),
+        default=None,
+        metavar="FILE",
+        help="Also write a self-contained HTML report to FILE: summary, curves, confusion "
+        "matrix and every image's boxes drawn (with any --format; not from saved states, "
+        "which keep no boxes).",
+    )(function)
+    function = click.option(
+        "--classes-csv",
+        type=OutputPath(),
+        default=None,
+        metavar="FILE",
+        help="Also write one CSV row per class to FILE (with any --format).",
+    )(function)
+    return click.option(
+        "--only-failing", is_flag=True, help="List only images with an FP or an FN."
+    )(function)
+
+
 def slice_option(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> tuple[SliceSpec, ...]:

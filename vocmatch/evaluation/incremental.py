@@ -44,6 +44,7 @@ from vocmatch.errors import InputError, StateError
 from vocmatch.evaluation.engine import _select
 from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.shard_origin import ShardOrigin
 from vocmatch.evaluation.state import RawState, read_state, write_state
 from vocmatch.evaluation.state_records import (
     records_of_state,
@@ -209,6 +210,8 @@ class Evaluator:
         self._skipped: frozenset[SkippedFile] = frozenset()
         # (key, path) of the prediction files recorded as having no ground-truth file.
         self._orphans: frozenset[tuple[str, str]] = frozenset()
+        #: The shard of a run the images are (saved with the state; None once merged).
+        self.origin: ShardOrigin | None = None
 
     def __len__(self) -> int:
         """The images added."""
@@ -592,6 +595,7 @@ class Evaluator:
             self._numbered = _with_range(self._numbered, numbers)
         self._skipped = self._skipped | other._skipped
         self._orphans = self._orphans | other._orphans
+        self.origin = None  # the images of two shards are no longer one shard
 
     def to_bytes(self) -> bytes:
         """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
@@ -601,7 +605,9 @@ class Evaluator:
         loses only the reason a merge gives). The files recorded as skipped are the header's
         ``skipped`` list, the prediction files without ground truth its ``orphan_pred`` list of
         ``[key, path]``, in format version 3; a state with neither is version 2, as before
-        those fields existed (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
+        those fields existed. A state whose :attr:`origin` is set records it in the header's
+        ``shard`` object, in format version 4
+        (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -611,13 +617,15 @@ class Evaluator:
         }
         if self._numbered:
             header["numbered"] = [list(numbers) for numbers in self._numbered]
-        if not (self._skipped or self._orphans):
-            return write_state(RawState(header, arrays), version=2)
         if self._skipped:
             header["skipped"] = skipped_to_header(self._skipped)
         if self._orphans:
             header["orphan_pred"] = [[key, path] for key, path in sorted(self._orphans)]
-        return write_state(RawState(header, arrays), version=3)
+        if self.origin is not None:
+            header["shard"] = self.origin.to_header()
+            return write_state(RawState(header, arrays), version=4)
+        version = 3 if self._skipped or self._orphans else 2
+        return write_state(RawState(header, arrays), version=version)
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "state") -> Evaluator:
@@ -663,6 +671,8 @@ class Evaluator:
         evaluator._numbered = _numbered_of_header(header.get("numbered", []), source)
         evaluator._skipped = frozenset(skipped_of_header(header.get("skipped", []), source))
         evaluator._orphans = _orphans_of_header(header.get("orphan_pred", []), source)
+        if "shard" in header:
+            evaluator.origin = ShardOrigin.of_header(header["shard"], source)
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:

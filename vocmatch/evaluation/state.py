@@ -17,7 +17,8 @@ only, no pickle) nor allocates more than the file's size justifies.
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
-could not read and the prediction files without ground truth (:data:`FORMAT_VERSION`).
+could not read and the prediction files without ground truth; version 4 which shard of
+which run the state holds (:data:`FORMAT_VERSION`).
 Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
@@ -42,10 +43,12 @@ MAGIC = b"VMSTATE\0"
 #: files a shard could not read) or its ``orphan_pred`` list (the prediction files without
 #: ground truth): a state with neither is written as version 2, which earlier vocmatch reads
 #: too; a state with either as version 3, which earlier vocmatch refuses instead of merging
-#: it as if there were none.
-FORMAT_VERSION = 3
+#: it as if there were none. Version 4 adds the header's ``shard`` object (which shard of
+#: which run the state holds: :class:`~vocmatch.evaluation.shard_origin.ShardOrigin`), so
+#: that a merge can check it has every shard of one run; earlier vocmatch refuses it.
+FORMAT_VERSION = 4
 #: The format versions this vocmatch reads.
-READ_VERSIONS = (2, 3)
+READ_VERSIONS = (2, 3, 4)
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from vocmatch.core.model import SkippedFile
     from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.shard_origin import ShardCheck
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap
@@ -57,6 +58,9 @@ class EvalReport:
         beta: The F-beta each class's operating point maximises.
         gt: The ground truth box by box, kept when an output draws boxes (else None).
         pred: The predictions box by box, kept with ``gt``.
+        merge: For saved states merged (:func:`vocmatch.read_states`) that are not known
+            to be every shard of one run (a partial merge, states recording no shard):
+            what the check found. None for a run, and for a complete merge.
 
     Example:
         >>> import vocmatch
@@ -73,6 +77,7 @@ class EvalReport:
     beta: float = 1.0
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
+    merge: ShardCheck | None = None
 
     @property
     def passed(self) -> bool:

@@ -28,6 +28,7 @@ from vocmatch.readers.scan import ColumnSet, read_listed_columns
 
 __all__ = [
     "StorageOptions",
+    "file_sizes",
     "is_url",
     "list_location",
     "location_reader",
@@ -116,6 +117,76 @@ def list_location(
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         notes=(),
     )
+
+
+def file_sizes(
+    location: str | os.PathLike[str],
+    suffixes: tuple[str, ...] | None = None,
+    storage_options: StorageOptions | None = None,
+) -> tuple[tuple[str, int], ...]:
+    """The files below a folder or a URL (or the file itself) and their sizes: what tells
+    one run's inputs from another's without reading them.
+
+    Args:
+        location: A local folder or file, or an fsspec URL.
+        suffixes: Only files whose lower-cased name ends in one of these (None: every file).
+        storage_options: Options of the URL's file system.
+
+    Returns:
+        ``(path below the location, size in bytes)`` of each file, sorted; the path of the
+        location itself is ``""``, the size of a file that cannot be examined -1. Nothing
+        for a local path that does not exist here (a cluster's own disk).
+
+    Raises:
+        InputError: A URL cannot be listed.
+
+    Example:
+        >>> name, size = file_sizes("fixtures/demo/gt", (".xml",))[0]
+        >>> name, size > 0
+        ('street_01.xml', True)
+    """
+    if is_url(location):
+        url = os.fspath(location)
+        fs, root = _file_system(url, storage_options)
+        try:
+            found = fs.find(root, detail=True)
+        except (OSError, ValueError) as error:
+            raise InputError(f"{url}: cannot list: {_reason(error)}") from None
+        prefix = root.rstrip("/") + "/"
+        entries = [
+            ("" if path == root else path[len(prefix) :], int(info.get("size") or 0))
+            for path, info in found.items()
+            if info.get("type") == "file" and (path == root or path.startswith(prefix))
+        ]
+    else:
+        entries = _local_sizes(os.fspath(location))
+    return tuple(
+        sorted(
+            (name, size)
+            for name, size in entries
+            if not name or suffixes is None or name.lower().endswith(suffixes)
+        )
+    )
+
+
+def _local_sizes(top: str) -> list[tuple[str, int]]:
+    """:func:`file_sizes` of a local path, every file below it."""
+
+    def size(path: str) -> int:
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return -1
+
+    if os.path.isfile(top):
+        return [("", size(top))]
+    entries: list[tuple[str, int]] = []
+    for folder, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, top).replace(os.sep, "/")
+            entries.append((relative, size(path)))
+    return entries
 
 
 def location_reader(

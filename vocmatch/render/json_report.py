@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
     from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+    from vocmatch.evaluation.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.calibration import Calibration, ClassCalibration
@@ -36,6 +37,7 @@ __all__ = [
     "CONFUSION_ROWS_MAX",
     "bootstrap_json",
     "calibration_json",
+    "merge_json",
     "slices_json",
     "to_json",
     "to_json_dict",
@@ -298,26 +300,45 @@ def to_json(
     beta: float = 1.0,
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
+    merge: ShardCheck | None = None,
 ) -> str:
-    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline.
+    """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline;
+    with ``merge``, the ``merge`` object of states merged that are not known to be one whole
+    run.
 
     Lists of plain numbers (the precision/recall curves, histograms) and each image's record
     are written on one line each: a large result reads as a table, one image per line (for
     ``grep``), and the C encoder writes the bulk of it.
     """
-    return dumps_indented(
-        _json_data(
-            evaluation,
-            analysis,
-            # The error analysis adds to each image's record: records, then.
-            _ImageLines() if analysis is None else _image,
-            bootstrap=bootstrap,
-            thresholds=thresholds,
-            beta=beta,
-            slices=slices,
-            calibration=calibration,
-        )
+    data = _json_data(
+        evaluation,
+        analysis,
+        # The error analysis adds to each image's record: records, then.
+        _ImageLines() if analysis is None else _image,
+        bootstrap=bootstrap,
+        thresholds=thresholds,
+        beta=beta,
+        slices=slices,
+        calibration=calibration,
     )
+    if merge is not None:
+        data["merge"] = merge_json(merge)
+    return dumps_indented(data)
+
+
+def merge_json(check: ShardCheck) -> dict[str, Any]:
+    """The ``merge`` object: whether the states merged are known to be every shard of one
+    run, each once, and what was found instead."""
+    return {
+        "complete": check.complete,
+        "partial": check.partial,
+        "shards": check.shards,
+        "present": list(check.present),
+        "missing": list(check.missing),
+        "repeated": list(check.repeated),
+        "runs": check.runs,
+        "unchecked": list(check.unchecked),
+    }
 
 
 class NumberList(list[float | None]):

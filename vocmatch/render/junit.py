@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.gates import GateReport
 
 __all__ = [
+    "NO_BOXES",
     "to_junit",
 ]
 
@@ -42,7 +43,14 @@ def _junit_image_detail(image: ImageResult) -> str:
     for m in sorted(image.matches, key=lambda m: m.gt_index or 0):
         if m.outcome == "fn" and m.gt_index is not None:
             lines.append(f"fn: {_xml(m.name)}#{m.gt_index}, best IoU {m.iou:.3f}")
+    if (image.fp or image.fn) and not image.matches:
+        lines.append(NO_BOXES)
     return "\n".join(lines)
+
+
+#: The line in place of an image's FP and FN when the evaluation kept no box by box matches
+#: (merged shard states keep each image's counts only).
+NO_BOXES = "fp and fn boxes: not listed (this evaluation kept counts, not boxes)"
 
 
 def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
@@ -53,8 +61,9 @@ def to_junit(evaluation: Evaluation, gates: GateReport | None = None) -> str:
     a test case per image (``classname="vocmatch.images"``, named by key), which fails when
     the image is over ``max_fp`` or ``max_fn``; without limits every image passes. A
     failure's ``message`` is the failed condition, its text the counts, the files and each
-    FP and FN (``class#n``: objects numbered from 0 in file order, as in every output). The
-    conventions are ``<properties>``.
+    FP and FN (``class#n``: objects numbered from 0 in file order, as in every output; or,
+    for an evaluation that kept no matches, :data:`NO_BOXES`). The conventions are
+    ``<properties>``.
 
     Args:
         evaluation: The evaluation.

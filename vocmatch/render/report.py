@@ -115,6 +115,7 @@ def render_text(
             beta=report.beta,
             slices=evidence.slices,
             calibration=evidence.calibration,
+            merge=report.merge,
         )
     if output_format == "csv":
         from vocmatch.render.csv_report import to_csv_images
