@@ -372,7 +372,9 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_row("images", f"{s.images:,}")
-    table.add_row("GT objects", f"{s.gt:,}")
+    # As in the class table: the objects that count, then the difficult ones ignored.
+    ignored = sum(c.gt_ignored for c in evaluation.classes)
+    table.add_row("GT objects", f"{s.gt:,}" + (f" (+{ignored:,})" if ignored else ""))
     table.add_row("predictions", f"{s.pred:,}")
     table.add_row("TP / FP / FN", f"{s.tp:,} / {s.fp:,} / {s.fn:,}")
     if s.pred_ignored:
