@@ -99,11 +99,11 @@ def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
 @contextmanager
 def library_errors() -> Iterator[None]:
     """Turn the library's typed errors into one line on stderr and exit code 2
-    (``vocmatch: cannot write PATH: reason`` for a report file)."""
+    (``vocmatch: error: cannot write PATH: reason`` for a report file)."""
     try:
         yield
     except OutputError as error:
-        echo_err(f"vocmatch: {error}")
+        echo_err(f"vocmatch: error: {error}")
         raise click.exceptions.Exit(EXIT_USAGE) from None
     except RequestError as error:
         raise request_error(error) from None
@@ -394,7 +394,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 
 def write_text(path: Path, text: str) -> None:
     """Write a report file atomically (:mod:`vocmatch.render.files`): a failure is one line,
-    ``vocmatch: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
+    ``vocmatch: error: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
     with library_errors():
         write_file(path, text)
 
