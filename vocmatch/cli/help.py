@@ -142,7 +142,10 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch iou": [
-        {"name": "What A and B are", "options": ["--labels", "--xywh", "--polygon"]},
+        {
+            "name": "What A and B are",
+            "options": ["--labels", "--xywh", "--polygon", "--pixel-inclusive"],
+        },
         {"name": "Verdict and output", "options": ["--threshold", "--format", "--help"]},
     ],
 }
