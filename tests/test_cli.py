@@ -121,7 +121,10 @@ def test_a_dash_for_a_report_file_is_refused(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(str(demo[0]), str(demo[1]), option, "-")
     assert (code, out) == (EXIT_USAGE, "")
-    assert err == "vocmatch: error: cannot write -: standard output holds the report; give a file name\n"
+    assert (
+        err
+        == "vocmatch: error: cannot write -: standard output holds the report; give a file name\n"
+    )
     assert not (tmp_path / "-").exists()
 
 

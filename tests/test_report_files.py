@@ -106,7 +106,9 @@ def test_a_full_disk_is_one_line_and_exit_2(command: list[str]) -> None:
     says so, exit 2, no traceback."""
     code, _, err = run([*command, "/dev/full"])
     assert code == EXIT_USAGE
-    assert err.splitlines()[-1] == "vocmatch: error: cannot write /dev/full: No space left on device"
+    assert (
+        err.splitlines()[-1] == "vocmatch: error: cannot write /dev/full: No space left on device"
+    )
     assert "Traceback" not in err
 
 
@@ -309,7 +311,9 @@ def test_a_full_stdout_is_exit_4_and_one_line(command: list[str]) -> None:
         result = vocmatch(command, stdout=full)
     err = result.stderr.decode()
     assert result.returncode == EXIT_OUTPUT, err
-    assert err.splitlines()[-1] == "vocmatch: error: cannot write to stdout: No space left on device"
+    assert (
+        err.splitlines()[-1] == "vocmatch: error: cannot write to stdout: No space left on device"
+    )
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
@@ -410,7 +414,9 @@ def test_a_file_size_limit_on_the_report(tmp_path: Path) -> None:
         preexec_fn=file_size_limit(2000),
     )  # fmt: skip
     assert result.returncode == EXIT_USAGE
-    assert result.stderr.splitlines()[-1] == f"vocmatch: error: cannot write {target}: File too large"
+    assert (
+        result.stderr.splitlines()[-1] == f"vocmatch: error: cannot write {target}: File too large"
+    )
     assert target.read_text(encoding="utf-8") == "earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
 
@@ -428,5 +434,7 @@ def test_a_file_size_limit_on_stdout(tmp_path: Path, unbuffered: str) -> None:
             preexec_fn=file_size_limit(2000), env=env,
         )  # fmt: skip
     assert result.returncode == EXIT_OUTPUT
-    assert result.stderr.splitlines()[-1] == "vocmatch: error: cannot write to stdout: File too large"
+    assert (
+        result.stderr.splitlines()[-1] == "vocmatch: error: cannot write to stdout: File too large"
+    )
     assert "Traceback" not in result.stderr

@@ -114,6 +114,7 @@ def library_errors() -> Iterator[None]:
 #: The option that sets each field of a library request, for the messages about it.
 OPTION_OF_FIELD = {
     "split": "--split",
+    "class_map": "--class-map",
     "gates": "--fail-under",
     "slices": "--slice",
     "names": "--names",
@@ -407,15 +408,29 @@ def show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """Show the library's warnings as ``vocmatch: warning: ...`` lines, others as Python
-    would."""
+    """Show the library's warnings as ``vocmatch: warning: ...`` lines, the options they
+    name spelled as flags (``--class-map coco-to-voc``); others as Python would."""
     if issubclass(category, VocmatchWarning):
-        echo_err(f"vocmatch: warning: {message}")
+        text = message_of(message) if isinstance(message, Warning) else message
+        echo_err(f"vocmatch: warning: {in_cli_words(text)}")
     else:
         _python_showwarning(message, category, filename, lineno, file, line)
 
 
 _python_showwarning = warnings.showwarning
+
+
+@contextmanager
+def library_warnings() -> Iterator[None]:
+    """The library's warnings raised in the block, each shown once the block ends as one
+    line in the command line's words (:func:`show_warning`): after the progress bar, never
+    through it. Other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VocmatchWarning)
+        yield
+    for found in caught:
+        show = show_warning if issubclass(found.category, VocmatchWarning) else _python_showwarning
+        show(found.message, found.category, found.filename, found.lineno, found.file, found.line)
 
 
 def show_usage_error(error: click.ClickException) -> None:

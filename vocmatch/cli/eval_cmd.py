@@ -20,6 +20,7 @@ from vocmatch.cli.console import (
     echo_err,
     evaluation_in_cli_words,
     library_errors,
+    library_warnings,
     option_words,
     print_report,
     progress_display,
@@ -312,7 +313,7 @@ def eval_command(
     if save_state is not None:
         save_shard(request, shard, save_state, quiet, columns)
         return
-    with library_errors(), progress_display(quiet) as progress:
+    with library_errors(), library_warnings(), progress_display(quiet) as progress:
 
         def evaluated(evaluation: Evaluation) -> None:
             progress.close()  # the warnings go below the finished bar, not through it
