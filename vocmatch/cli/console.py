@@ -55,13 +55,15 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     """Print a report on stdout at a width that suits where it goes.
 
     On a terminal, the terminal's width (or ``COLUMNS``); elsewhere (a CI log, a pipe, a
-    file) ``COLUMNS`` when set, else the content's own width, so tables are not wrapped at
-    rich's 80-column default. Never narrower than the content's narrowest form: a class name
-    is not broken inside a word, a line is longer than the terminal instead.
+    file) ``COLUMNS`` when set to a number, else the content's own width, so tables are not
+    wrapped at rich's 80-column default. Never narrower than the content's narrowest form: a
+    class name is not broken inside a word, a line is longer than the terminal instead.
     """
     from vocmatch.render.report import content_width, widest_width
 
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    # As rich reads it: COLUMNS that is empty or no number is not set.
+    columns_set = os.environ.get("COLUMNS", "").strip().isdigit()
+    if not console.is_terminal and not columns_set:
         console.width = widest_width(console, renderable)
     else:
         console.width = max(console.width, content_width(console, renderable)[0])
