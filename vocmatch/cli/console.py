@@ -322,7 +322,12 @@ def report_gates(report: GateReport) -> None:
 
 class ProgressDisplay:
     """A progress bar on stderr for long runs: shown only on a terminal, only once a run
-    has taken more than a moment, and never with --quiet."""
+    has taken more than a moment, and never with --quiet.
+
+    Two phases, each a line: ``reading files`` (files read, of all), then ``evaluating``,
+    shown as soon as the last file is read (so a full reading bar never stands alone while
+    the evaluation runs) and moved on by the evaluation's stages as the library tells them.
+    """
 
     delay = 0.5  # seconds before a bar appears
 
@@ -366,6 +371,10 @@ class ProgressDisplay:
         if self.task is None:
             self.task = bar.add_task("reading files", total=total)
         bar.update(self.task, completed=done, total=total)
+        if done >= total and self.stage_task is None:
+            # The evaluation starts once the files are read; its first stage follows.
+            self.stage_task = bar.add_task("evaluating", total=None)
+            bar.refresh()
 
     def stages(self, stage: str, done: int, total: int) -> None:
         """The evaluation's stages, each over every image at once."""
@@ -374,8 +383,10 @@ class ProgressDisplay:
             return
         if self.stage_task is None:
             self.stage_task = bar.add_task("", total=total)
-        description = "matching images" if stage == "done" else f"matching images: {stage}"
+        description = "evaluating" if stage == "done" else f"evaluating: {stage}"
         bar.update(self.stage_task, description=description, completed=done, total=total)
+        # Drawn now: a stage may last longer than the bar's own refresh takes to come.
+        bar.refresh()
 
     def close(self) -> None:
         """Stop the bar and show no other; closing again does nothing."""
