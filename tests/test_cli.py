@@ -291,7 +291,7 @@ def test_evaluating_phase_follows_the_last_file_at_once(monkeypatch: pytest.Monk
 def test_a_terminal_run_shows_the_evaluating_phase(demo: tuple[Path, Path]) -> None:
     """On a terminal (a pseudo-terminal as stderr) the progress display shows reading, then
     evaluating, driven by the library's callbacks; stdout holds the report alone."""
-    pty = pytest.importorskip("pty")
+    pty = pytest.importorskip("pty", reason="pseudo-terminals are a POSIX module")
     import os
     import subprocess
     import sys
