@@ -223,7 +223,7 @@ def test_diff_reads_yolo_with_a_score_threshold(converted: Path) -> None:
     assert summary["tp"]["a"] == report.evaluation.summary.tp
 
 
-@pytest.mark.parametrize("command", ["diff", "suspects"])
+@pytest.mark.parametrize("command", ["eval", "diff", "suspects"])
 def test_a_results_file_where_a_folder_is_read_names_the_format(
     converted: Path, command: str
 ) -> None:

@@ -319,10 +319,12 @@ def test_a_path_longer_than_the_system_allows_is_one_error(args: list[str], wher
 
 
 def test_a_report_path_longer_than_the_system_allows(tmp_path: Path) -> None:
-    """-o: ``vocmatch: cannot write PATH: File name too long``, before the run."""
+    """-o: ``vocmatch: error: cannot write PATH: File name too long``, before the run."""
     result = vocmatch(DEMO / "gt", DEMO / "pred", "-o", LONG)
     assert result.code == 2
-    assert result.stderr == f"vocmatch: cannot write {LONG.rstrip('/')}: File name too long\n"
+    assert (
+        result.stderr == f"vocmatch: error: cannot write {LONG.rstrip('/')}: File name too long\n"
+    )
 
 
 #: ``python -m vocmatch`` in which a named pipe passes for a regular file, as /proc/kmsg

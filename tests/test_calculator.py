@@ -298,7 +298,7 @@ def test_box_json_has_every_number() -> None:
     assert list(data) == [
         "vocmatch", "mode", "box_a", "box_b", "intersection_box", "intersection", "union",
         "enclosing", "iou", "iou_percent", "giou", "dice", "dice_from_iou", "dice_agree",
-        "relation", "threshold", "inclusive", "match", "sweep",
+        "relation", "threshold", "inclusive", "pixel_inclusive", "match", "sweep",
     ]  # fmt: skip
     assert data["mode"] == "boxes"
     assert data["box_a"] == {

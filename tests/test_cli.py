@@ -121,7 +121,10 @@ def test_a_dash_for_a_report_file_is_refused(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(str(demo[0]), str(demo[1]), option, "-")
     assert (code, out) == (EXIT_USAGE, "")
-    assert err == "vocmatch: cannot write -: standard output holds the report; give a file name\n"
+    assert (
+        err
+        == "vocmatch: error: cannot write -: standard output holds the report; give a file name\n"
+    )
     assert not (tmp_path / "-").exists()
 
 
@@ -255,9 +258,75 @@ def test_progress_bar_waits_and_can_be_silenced(monkeypatch: pytest.MonkeyPatch)
     late.stages("COCO area small", 3, 8)
     assert [(t.description, t.completed, t.total) for t in late.bar.tasks] == [
         ("reading files", 4, 10),
-        ("matching images: COCO area small", 3, 8),
+        ("evaluating: COCO area small", 3, 8),
     ]
     late.close()
+
+
+def test_evaluating_phase_follows_the_last_file_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once every file is read the display shows the evaluation, before its first stage is
+    told: the full reading bar never stands alone while the evaluation runs."""
+    from vocmatch.cli.console import ProgressDisplay
+
+    monkeypatch.setattr(ProgressDisplay, "delay", 0.0)
+    display = ProgressDisplay(enabled=True)
+    display.files(9, 10)
+    assert display.bar is not None
+    assert [t.description for t in display.bar.tasks] == ["reading files"]
+    display.files(10, 10)
+    assert [(t.description, t.total) for t in display.bar.tasks] == [
+        ("reading files", 10),
+        ("evaluating", None),
+    ]
+    display.stages("selecting boxes", 0, 6)
+    display.stages("done", 6, 6)
+    assert [(t.description, t.completed, t.total) for t in display.bar.tasks][1] == (
+        "evaluating",
+        6,
+        6,
+    )
+    display.close()
+
+
+def test_a_terminal_run_shows_the_evaluating_phase(demo: tuple[Path, Path]) -> None:
+    """On a terminal (a pseudo-terminal as stderr) the progress display shows reading, then
+    evaluating, driven by the library's callbacks; stdout holds the report alone."""
+    pty = pytest.importorskip("pty", reason="pseudo-terminals are a POSIX module")
+    import os
+    import subprocess
+    import sys
+
+    primary, secondary = pty.openpty()
+    # The bar waits half a second before it shows: no wait here, on a set read in less.
+    script = (
+        "import sys; from vocmatch.cli.console import ProgressDisplay; "
+        "ProgressDisplay.delay = 0.0; from vocmatch.cli.app import run; "
+        "sys.argv = ['vocmatch', *sys.argv[1:]]; run()"
+    )
+    env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(Path(__file__).parents[1])}
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(demo[0]), str(demo[1]), "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env=env,
+    )
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed: the run is over
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out, _ = process.communicate(timeout=60)
+    os.close(primary)
+    assert process.returncode == 0
+    text = shown.decode("utf-8", "replace")
+    assert "reading files" in text
+    assert "evaluating: pairing boxes" in text
+    assert out.startswith(b"{")
 
 
 def test_evaluation_reports_each_stage_in_order(demo: tuple[Path, Path]) -> None:
@@ -265,13 +334,15 @@ def test_evaluation_reports_each_stage_in_order(demo: tuple[Path, Path]) -> None
     gt, pred = read_columns(demo[0]), read_columns(demo[1])
     seen: list[tuple[str, int, int]] = []
     evaluate_columns(gt, pred, protocol("coco"), progress=lambda *a: seen.append(a))
-    names = ["pairing boxes", "matching", "COCO area all", "COCO area small"]
-    names += ["COCO area medium", "COCO area large", "per-image results", "AP per class"]
-    assert seen == [(name, i, 8) for i, name in enumerate(names)] + [("done", 8, 8)]
+    names = ["selecting boxes", "sorting boxes", "pairing boxes", "matching", "COCO area all"]
+    names += ["COCO area small", "COCO area medium", "COCO area large", "per-image results"]
+    names += ["AP per class"]
+    assert seen == [(name, i, 10) for i, name in enumerate(names)] + [("done", 10, 10)]
     seen.clear()
     evaluate_columns(gt, pred, protocol("voc12"), progress=lambda *a: seen.append(a))
     assert [s[0] for s in seen] == [
-        "pairing boxes", "matching", "per-image results", "AP per class", "done",
+        "selecting boxes", "sorting boxes", "pairing boxes", "matching", "per-image results",
+        "AP per class", "done",
     ]  # fmt: skip
 
 

@@ -76,3 +76,38 @@ def test_default_command_still_runs_eval(demo: tuple[Path, Path]) -> None:
     named = CliRunner().invoke(main, ["eval", gt, pred, "--format", "json"], env=ENV)
     assert bare.exit_code == named.exit_code == 0
     assert bare.stdout == named.stdout
+
+
+@pytest.mark.parametrize("args", [[], *[[name] for name in sorted(main.commands)]])
+def test_help_writes_every_default_one_way(args: list[str]) -> None:
+    """A default reads ``[default: ...]`` in every command's help, whether rich-click shows
+    it or the help text states it; never ``(Default: ...)``."""
+    text = " ".join(help_of(*args).split())  # a default wrapped over two lines reads as one
+    assert "(Default" not in text
+    assert "default=" not in text
+    if args:
+        assert "[default: " in text
+
+
+#: The commands that score or check a set: each help ends with examples to copy.
+EXAMPLE_COMMANDS = ["eval", "diff", "merge", "lint", "suspects", "seg"]
+
+
+@pytest.mark.parametrize("name", EXAMPLE_COMMANDS)
+def test_help_ends_with_examples_that_use_real_options(name: str) -> None:
+    """The help of each command that reads a set ends with example command lines, and every
+    option an example gives is an option of the command it runs."""
+    text = help_of(name).rstrip()
+    heading = max(text.rfind("\n Examples:\n"), text.rfind("\n Example:\n"))
+    assert heading > 0, f"{name} --help has no examples"
+    examples = " ".join(text[heading:].split("\n")[2:]).replace("\\", " ").split("vocmatch ")
+    commands = [e.split() for e in examples if e.strip()]
+    assert commands
+    for words in commands:
+        command = main.commands[words[0] if words[0] in main.commands else "eval"]
+        known = {
+            opt for p in command.params for opt in (*p.opts, *getattr(p, "secondary_opts", []))
+        }
+        given = [w for w in words if w.startswith("-")]
+        assert set(given) <= known | {"--help", "-h"}, (words, known)
+    assert any(words[0] == name for words in commands) or name == "eval"

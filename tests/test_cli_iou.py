@@ -552,3 +552,52 @@ def test_docs_polygon_excerpt_is_the_current_output() -> None:
     golden = lines_of((GOLDEN / "iou_polygon.txt").read_text(encoding="utf-8"))
     start = golden.index(shown[0])
     assert golden[start : start + len(shown)] == shown
+
+
+@pytest.mark.parametrize(
+    ("flags", "iou", "union"),
+    [
+        # 10 x 10 pixels each (0..9 and 5..14 inclusive), 5 x 5 shared: 25 / 175.
+        pytest.param(["--pixel-inclusive"], 25 / 175, 175.0, id="voc-plus-one"),
+        # Continuous: 9 x 9 each, 4 x 4 shared: 16 / 146.
+        pytest.param([], 16 / 146, 146.0, id="continuous-default"),
+        pytest.param(["--continuous"], 16 / 146, 146.0, id="continuous"),
+    ],
+)
+def test_pixel_inclusive_gives_the_voc_devkits_iou(
+    flags: list[str], iou: float, union: float
+) -> None:
+    """--pixel-inclusive counts areas with the VOC devkit's +1 pixel, as eval's voc07 and
+    voc12 protocols do; the JSON says which areas were used."""
+    code, out, err = run(*flags, "0,0,9,9", "5,5,14,14", "--format", "json")
+    assert (code, err) == (EXIT_OK, "")
+    data = json.loads(out)
+    assert (data["iou"], data["union"]) == (iou, union)
+    assert data["pixel_inclusive"] is (flags == ["--pixel-inclusive"])
+
+
+def test_pixel_inclusive_table_counts_both_edge_pixels() -> None:
+    """The widths, heights and areas count both edge pixels, and the IoU row says so."""
+    code, out, _ = run("--pixel-inclusive", "0,0,9,9", "5,5,14,14")
+    assert code == EXIT_OK
+    assert "I / U = 25 / 175; +1 pixel areas (VOC devkit)" in out
+    assert block(out, "│ A ", 3) == [
+        "│ A     │  0 │  0 │  9 │  9 │    10 │     10 │  100 │",
+        "│ B     │  5 │  5 │ 14 │ 14 │    10 │     10 │  100 │",
+        "│ A ∩ B │  5 │  5 │  9 │  9 │     5 │      5 │   25 │",
+    ]
+    assert "0.1429 (14.29%)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--labels", "a", "b"], "--labels", id="labels"),
+        pytest.param(["--polygon", "0,0 1,0 1,1", "0,0,1,1"], "--polygon", id="polygon"),
+    ],
+)
+def test_pixel_inclusive_applies_to_boxes_only(args: list[str], message: str) -> None:
+    """With label sets or polygons --pixel-inclusive is a usage error, not ignored."""
+    code, out, err = run("--pixel-inclusive", *args)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == f"vocmatch: error: --pixel-inclusive applies to boxes, not to {message}\n"

@@ -227,13 +227,39 @@ def test_stages_tell_progress_in_order() -> None:
     gt, pred = columns()
     engine.evaluate_columns(gt, pred, protocol("coco"), progress=lambda *a: told.append(a))
     assert told == [
-        ("pairing boxes", 0, 8),
-        ("matching", 1, 8),
-        ("COCO area all", 2, 8),
-        ("COCO area small", 3, 8),
-        ("COCO area medium", 4, 8),
-        ("COCO area large", 5, 8),
-        ("per-image results", 6, 8),
-        ("AP per class", 7, 8),
-        ("done", 8, 8),
+        ("selecting boxes", 0, 10),
+        ("sorting boxes", 1, 10),
+        ("pairing boxes", 2, 10),
+        ("matching", 3, 10),
+        ("COCO area all", 4, 10),
+        ("COCO area small", 5, 10),
+        ("COCO area medium", 6, 10),
+        ("COCO area large", 7, 10),
+        ("per-image results", 8, 10),
+        ("AP per class", 9, 10),
+        ("done", 10, 10),
     ]
+
+
+def test_evaluate_tells_the_files_read_then_each_stage() -> None:
+    """vocmatch.evaluate tells a progress object the files read, up to all of them, then
+    every stage of the evaluation, the first before any box is selected."""
+    import vocmatch
+    from tests.conftest import FIXTURES
+
+    told: list[tuple[str, int, int]] = []
+
+    class Told:
+        def files(self, done: int, total: int) -> None:
+            told.append(("files", done, total))
+
+        def stages(self, stage: str, done: int, total: int) -> None:
+            told.append((stage, done, total))
+
+    vocmatch.evaluate(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred", progress=Told())
+    files = [t for t in told if t[0] == "files"]
+    assert files[-1] == ("files", 11, 11)
+    stages = told[len(files) :]
+    assert stages[0] == ("selecting boxes", 0, 6)
+    assert stages[-1] == ("done", 6, 6)
+    assert [s[1] for s in stages] == list(range(7))

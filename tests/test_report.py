@@ -11,7 +11,7 @@ from rich.console import Console
 from vocmatch.cli.console import option_words
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.evaluate import evaluate_directories
-from vocmatch.render.terminal import ReportOptions, render, worst_first
+from vocmatch.render.terminal import ReportOptions, render, summary_table, worst_first
 
 
 def text_of(renderable: object, width: int = 100) -> str:
@@ -33,6 +33,17 @@ def test_demo_report_coco(demo: tuple[Path, Path], golden: Callable[[str, str], 
     """Under coco the header says so and the 12 COCO numbers are shown."""
     evaluation = evaluate_directories(*demo, protocol("coco"))
     golden("demo_report_coco.txt", text_of(render(evaluation, CLI)))
+
+
+def test_summary_shows_ignored_gt_as_the_class_table_does(demo: tuple[Path, Path]) -> None:
+    """The summary's GT objects add the ignored ``difficult`` ones as ``(+n)``, as the class
+    table's rows do; the Markdown summary likewise."""
+    from vocmatch.render.markdown import to_markdown
+
+    evaluation = evaluate_directories(*demo)
+    summary = text_of(summary_table(evaluation)).splitlines()
+    assert "GT objects       14 (+1)" in summary
+    assert "| 6 | 14 (+1) | 16 |" in to_markdown(evaluation)
 
 
 def test_hints_name_the_library_options_or_the_flags(demo: tuple[Path, Path]) -> None:

@@ -90,12 +90,12 @@ def unwritable(tmp_path: Path) -> dict[str, tuple[str, str]]:
 def test_a_path_that_cannot_be_written_is_refused_before_the_run(
     tmp_path: Path, command: list[str], case: str
 ) -> None:
-    """One line, ``vocmatch: cannot write PATH: reason``, exit 2, before anything is read
+    """One line, ``vocmatch: error: cannot write PATH: reason``, exit 2, before anything is read
     (so no warning about the data comes first) and no traceback."""
     path, reason = unwritable(tmp_path)[case]
     code, out, err = run([*command, path])
     assert code == EXIT_USAGE
-    assert err == f"vocmatch: cannot write {path or repr(path)}: {reason}\n"
+    assert err == f"vocmatch: error: cannot write {path or repr(path)}: {reason}\n"
     assert out == ""
 
 
@@ -106,7 +106,9 @@ def test_a_full_disk_is_one_line_and_exit_2(command: list[str]) -> None:
     says so, exit 2, no traceback."""
     code, _, err = run([*command, "/dev/full"])
     assert code == EXIT_USAGE
-    assert err.splitlines()[-1] == "vocmatch: cannot write /dev/full: No space left on device"
+    assert (
+        err.splitlines()[-1] == "vocmatch: error: cannot write /dev/full: No space left on device"
+    )
     assert "Traceback" not in err
 
 
@@ -116,8 +118,8 @@ def test_a_read_only_folder_is_refused() -> None:
     code, _, err = run([*EVAL, "-o", "/sys/vocmatch-report.txt"])
     assert code == EXIT_USAGE
     assert err in (
-        "vocmatch: cannot write /sys/vocmatch-report.txt: Permission denied\n",
-        "vocmatch: cannot write /sys/vocmatch-report.txt: Read-only file system\n",
+        "vocmatch: error: cannot write /sys/vocmatch-report.txt: Permission denied\n",
+        "vocmatch: error: cannot write /sys/vocmatch-report.txt: Read-only file system\n",
     )
 
 
@@ -156,7 +158,7 @@ def test_a_read_only_folder_as_an_ordinary_user() -> None:
             pytest.skip(f"the other user cannot run vocmatch here: {result.stderr[-300:]}")
         assert result.returncode == EXIT_USAGE, result.stderr
         assert result.stderr == (
-            f"vocmatch: cannot write {folder / 'report.txt'}: Permission denied\n"
+            f"vocmatch: error: cannot write {folder / 'report.txt'}: Permission denied\n"
         )
         assert (folder / "report.txt").read_text(encoding="utf-8") == "earlier\n"
     finally:
@@ -210,7 +212,7 @@ def test_a_report_that_would_overwrite_an_input_is_refused(
     assert out == ""
     assert code == EXIT_USAGE
     path = args[args.index("--classes-csv") + 1] if "--classes-csv" in args else args[-1]
-    assert err == f"vocmatch: cannot write {path}: {message.format(d=folder)}\n"
+    assert err == f"vocmatch: error: cannot write {path}: {message.format(d=folder)}\n"
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
 
 
@@ -223,7 +225,7 @@ def test_seg_refuses_its_class_list_or_a_mask_as_the_report(tmp_path: Path) -> N
     code, _, err = run([*base, str(classes)])
     assert (code, err) == (
         EXIT_USAGE,
-        f"vocmatch: cannot write {classes}: it is the input file {classes}\n",
+        f"vocmatch: error: cannot write {classes}: it is the input file {classes}\n",
     )
     code, _, err = run([*base, str(seg / "pred" / "hand.png")])
     assert code == EXIT_USAGE and "would be read as input" in err
@@ -245,7 +247,7 @@ def test_eval_refuses_its_class_map_file_as_the_report(tmp_path: Path, mode: lis
     assert (code, out, err) == (
         EXIT_USAGE,
         "",
-        f"vocmatch: cannot write {mapping}: it is the input file {mapping}\n",
+        f"vocmatch: error: cannot write {mapping}: it is the input file {mapping}\n",
     )
     assert mapping.read_bytes() == before
     report = tmp_path / "coco-to-voc"
@@ -309,17 +311,19 @@ def test_a_full_stdout_is_exit_4_and_one_line(command: list[str]) -> None:
         result = vocmatch(command, stdout=full)
     err = result.stderr.decode()
     assert result.returncode == EXIT_OUTPUT, err
-    assert err.splitlines()[-1] == "vocmatch: cannot write to stdout: No space left on device"
+    assert (
+        err.splitlines()[-1] == "vocmatch: error: cannot write to stdout: No space left on device"
+    )
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
 @pytest.mark.parametrize("command", PRINTERS)
 def test_a_closed_stdout_is_exit_4_and_one_line(command: list[str]) -> None:
-    """``>&-``: exit 4 and ``vocmatch: cannot write to stdout: it is closed``."""
+    """``>&-``: exit 4 and ``vocmatch: error: cannot write to stdout: it is closed``."""
     result = vocmatch(command, close=(1,), stdout=subprocess.DEVNULL)
     err = result.stderr.decode()
     assert result.returncode == EXIT_OUTPUT, err
-    assert err.splitlines()[-1] == "vocmatch: cannot write to stdout: it is closed"
+    assert err.splitlines()[-1] == "vocmatch: error: cannot write to stdout: it is closed"
     assert "Traceback" not in err
 
 
@@ -410,7 +414,9 @@ def test_a_file_size_limit_on_the_report(tmp_path: Path) -> None:
         preexec_fn=file_size_limit(2000),
     )  # fmt: skip
     assert result.returncode == EXIT_USAGE
-    assert result.stderr.splitlines()[-1] == f"vocmatch: cannot write {target}: File too large"
+    assert (
+        result.stderr.splitlines()[-1] == f"vocmatch: error: cannot write {target}: File too large"
+    )
     assert target.read_text(encoding="utf-8") == "earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
 
@@ -428,5 +434,7 @@ def test_a_file_size_limit_on_stdout(tmp_path: Path, unbuffered: str) -> None:
             preexec_fn=file_size_limit(2000), env=env,
         )  # fmt: skip
     assert result.returncode == EXIT_OUTPUT
-    assert result.stderr.splitlines()[-1] == "vocmatch: cannot write to stdout: File too large"
+    assert (
+        result.stderr.splitlines()[-1] == "vocmatch: error: cannot write to stdout: File too large"
+    )
     assert "Traceback" not in result.stderr

@@ -109,7 +109,7 @@ def test_version_to_a_full_disk_fails_as_any_output() -> None:
             cwd=str(ROOT),
         )
     assert process.returncode == 4
-    assert process.stderr == "vocmatch: cannot write to stdout: No space left on device\n"
+    assert process.stderr == "vocmatch: error: cannot write to stdout: No space left on device\n"
 
 
 @pytest.mark.parametrize(

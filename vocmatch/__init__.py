@@ -58,12 +58,15 @@ _WHERE = {
     "StateError": "vocmatch.errors",
     "AnnotationError": "vocmatch.errors",
     "VocmatchWarning": "vocmatch.errors",
+    "ClassMapWarning": "vocmatch.errors",
+    "SwappedInputsWarning": "vocmatch.errors",
 }
 
 __all__ = [
     "AnnotationError",
     "AnnotationSet",
     "Box",
+    "ClassMapWarning",
     "Conventions",
     "DiffReport",
     "DiffRequest",
@@ -79,6 +82,7 @@ __all__ = [
     "RequestError",
     "StateError",
     "SuspectsRequest",
+    "SwappedInputsWarning",
     "TableOptions",
     "VocmatchError",
     "VocmatchWarning",
@@ -104,9 +108,11 @@ if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions, protocol
     from vocmatch.errors import (
         AnnotationError,
+        ClassMapWarning,
         InputError,
         RequestError,
         StateError,
+        SwappedInputsWarning,
         VocmatchError,
         VocmatchWarning,
     )

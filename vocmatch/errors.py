@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "AnnotationError",
+    "ClassMapWarning",
     "DistributedError",
     "InputError",
     "Message",
     "Option",
     "RequestError",
     "StateError",
+    "SwappedInputsWarning",
     "VocmatchError",
     "VocmatchWarning",
     "message_of",
@@ -210,6 +212,33 @@ class VocmatchWarning(UserWarning):
         ...     warnings.warn("a.jpg: not a picture", VocmatchWarning)
         >>> caught[0].category.__name__
         'VocmatchWarning'
+    """
+
+
+class ClassMapWarning(VocmatchWarning):
+    """Classes found only in the predictions are ground-truth classes under another name, as
+    a built-in class map renames them (a COCO model's ``motorcycle`` for VOC's
+    ``motorbike``): they were scored as false positives and their objects as missed. The
+    message is a :class:`Message` naming the map to give (``class_map='coco-to-voc'``).
+
+    Example:
+        >>> from vocmatch.evaluation.class_map import MapHint
+        >>> warning = ClassMapWarning(MapHint("coco-to-voc", (("tv", "tvmonitor"),)).message())
+        >>> str(warning).endswith("rename them with class_map='coco-to-voc'")
+        True
+        >>> worded = message_of(warning).worded(lambda option: f"--class-map {option.value}")
+        >>> worded.endswith("rename them with --class-map coco-to-voc")
+        True
+    """
+
+
+class SwappedInputsWarning(VocmatchWarning):
+    """The ground truth and the predictions look given in the wrong order: every
+    ground-truth object has a score, and no prediction has one.
+
+    Example:
+        >>> issubclass(SwappedInputsWarning, VocmatchWarning)  # shown as the others are
+        True
     """
 
 

@@ -20,12 +20,21 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from vocmatch.errors import InputError, Message, RequestError, no_annotation_files
+from vocmatch.errors import (
+    ClassMapWarning,
+    InputError,
+    Message,
+    RequestError,
+    SwappedInputsWarning,
+    VocmatchWarning,
+    no_annotation_files,
+)
 from vocmatch.evidence.report import EvalReport, Evidence
 from vocmatch.words import plural
 
@@ -120,6 +129,9 @@ class ReadOptions:
         jobs: Processes that read files in parallel; 0 uses every core.
         class_choice: Prediction classes renamed to ground-truth names (a class map), only
             some classes kept, or every class made one (class-agnostic matching).
+        class_map: Prediction classes renamed to ground-truth names by a built-in map
+            (``coco-to-voc``: a COCO model's names on VOC ground truth) or a map file; the
+            same as a ``class_choice`` holding that map.
     """
 
     pred_format: PredFormat = "voc"
@@ -130,6 +142,23 @@ class ReadOptions:
     max_file_size: int = 32 * 1024 * 1024
     jobs: int = 0
     class_choice: ClassChoice | None = None
+    class_map: PathLike | None = None
+
+    def class_selection(self) -> ClassChoice | None:
+        """``class_choice`` with ``class_map``'s map in it, when one is given.
+
+        Raises:
+            RequestError: A map in both (field ``class_map``).
+            InputError: The map file cannot be read.
+        """
+        if self.class_map is None:
+            return self.class_choice
+        from vocmatch.evaluation.class_map import ClassChoice, class_map
+
+        choice = self.class_choice or ClassChoice()
+        if choice.class_map is not None:
+            raise RequestError("class_map", "a class map is given twice (also in class_choice)")
+        return replace(choice, class_map=class_map(self.class_map))
 
     def workers(self) -> int:
         """The processes to read with: ``jobs``, or every core for 0."""
@@ -287,6 +316,7 @@ class EvalRequest(ScoreOptions):
             or bool(self.slices)
             or self.calibration_bins is not None
             or self.class_choice is not None
+            or self.class_map is not None
         )
 
 
@@ -299,6 +329,7 @@ class _Scored:
     matched: MatchedColumns | None
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
+    warnings: tuple[VocmatchWarning, ...] = ()
 
 
 def evaluate(
@@ -362,6 +393,8 @@ def evaluate(
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
+    for warning in scored.warnings:
+        warnings.warn(warning, stacklevel=2)
     from vocmatch.evidence.gates import check_gates
 
     evaluation = scored.evaluation
@@ -452,7 +485,8 @@ def _score(
     from vocmatch.evaluation.evaluate import fold_names
 
     if evaluated is not None:
-        return _Scored(_with_threshold_note(evaluated, thresholds, request), None)
+        found = input_warnings(request, evaluated)
+        return _Scored(_with_threshold_note(evaluated, thresholds, request), None, warnings=found)
     if columns is not None:
         gt_columns, pred_columns = chosen_columns(*columns, request)
     else:
@@ -471,14 +505,57 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
     )
+    found = input_warnings(request, evaluation, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(evaluation, thresholds, request)
     if not keep:
-        return _Scored(evaluation, matched)
+        return _Scored(evaluation, matched, warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, matched, gt, pred)
+    return _Scored(evaluation, matched, gt, pred, found)
+
+
+def input_warnings(
+    request: EvalRequest,
+    evaluation: Evaluation,
+    columns: tuple[ColumnSet, ColumnSet] | None = None,
+) -> tuple[VocmatchWarning, ...]:
+    """What the inputs suggest was meant otherwise: prediction-only classes that a built-in
+    class map gives ground-truth names (when no map was given), and, from the columns read,
+    a ground truth and predictions given in the wrong order."""
+    found: list[VocmatchWarning] = []
+    choice = request.class_choice
+    if request.class_map is None and (
+        choice is None or (not choice.class_map and not choice.agnostic)
+    ):
+        from vocmatch.evaluation.class_map import builtin_map_hint
+
+        hint = builtin_map_hint(
+            [c.name for c in evaluation.classes if c.in_map],
+            [c.name for c in evaluation.classes if not c.in_map],
+        )
+        if hint is not None:
+            found.append(ClassMapWarning(hint.message()))
+    if columns is not None and _swapped(*columns):
+        gt, pred = os.fspath(request.gt), os.fspath(request.pred)
+        found.append(
+            SwappedInputsWarning(
+                f"every object of the ground truth {gt} has a score and no prediction of "
+                f"{pred} has one: were the ground truth and the predictions given in the "
+                "wrong order?"
+            )
+        )
+    return tuple(found)
+
+
+def _swapped(gt: ColumnSet, pred: ColumnSet) -> bool:
+    """Every ground-truth object scored and every prediction not: the order of the two."""
+    import numpy as np
+
+    if not gt.scores.size or not pred.scores.size:
+        return False
+    return not bool(np.isnan(gt.scores).any()) and bool(np.isnan(pred.scores).all())
 
 
 def _with_threshold_note(
@@ -584,7 +661,7 @@ def prediction_suffixes(pred_format: PredFormat) -> tuple[str, ...] | None:
 def _check_class_tables(options: ReadOptions) -> None:
     """The class tables go with their formats: COCO's ids, YOLO's indices; a class map whose
     names fold into one class is refused before any file is read."""
-    chosen = options.class_choice
+    chosen = options.class_selection()
     if chosen is not None and chosen.class_map is not None and options.folds_case():
         chosen.class_map.folded()
     if options.pred_format != "coco" and options.coco_gt is not None:
@@ -641,7 +718,8 @@ def read_inputs(
 
     Raises:
         RequestError: A class table given with the wrong format, or a missing one; a split
-            that names no list.
+            that names no list; a file of predictions where the format reads a folder
+            (field ``pred``).
         AnnotationError: Class names are folded to lower case and two prediction names of
             the class map fold to one with different ground-truth names.
         InputError: No annotation file, or not a single ground-truth image pairs with a
@@ -657,6 +735,7 @@ def read_inputs(
 
     options = inputs.options
     _check_class_tables(options)
+    _check_pred_path(options, inputs.pred)
     annotations, root = annotation_folder(inputs.gt)
     split = options.split
     listed = read_split(split_file(split, root)) if split is not None else None
@@ -816,8 +895,9 @@ def _chosen_classes(
 
     # Label sets compare lower-cased names (vocmatch.evaluation.labels): so does the check.
     fold_case = options.folds_case()
-    if options.class_choice:
-        gt, pred = choose_classes(gt, pred, options.class_choice, fold_case, whole=whole)
+    chosen = options.class_selection()
+    if chosen:
+        gt, pred = choose_classes(gt, pred, chosen, fold_case, whole=whole)
     # A shard's images may lack the classes its predictions share with the other shards'.
     judged = whole and options.pred_format != "voc"
     reason = no_shared_class(gt, pred, fold_case) if judged else None

@@ -18,7 +18,6 @@ from vocmatch.pipeline import (
     PathLike,
     Progress,
     ScoreOptions,
-    _check_pred_path,
     read_inputs,
 )
 
@@ -177,7 +176,6 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
     from vocmatch.evaluation.evaluate import fold_names
     from vocmatch.evaluation.thresholds import ScoreThresholds
 
-    _check_pred_path(request, pred)
     thresholds = ScoreThresholds.of(request.score_threshold, {})
     gt_columns, pred_columns = read_inputs(
         Inputs(request.gt, pred, request), progress.files if progress is not None else None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import RequestError
-from vocmatch.pipeline import Inputs, PathLike, Progress, ReadOptions, _check_pred_path, read_inputs
+from vocmatch.pipeline import Inputs, PathLike, Progress, ReadOptions, read_inputs
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectOptions, SuspectReport
@@ -93,7 +93,6 @@ def find_suspects(request: SuspectsRequest, *, progress: Progress | None = None)
         options = request.options()
     except ValueError as error:
         raise RequestError("thresholds", str(error)) from None
-    _check_pred_path(request, request.pred)
     gt_columns, pred_columns = read_inputs(
         Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
     )

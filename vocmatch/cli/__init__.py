@@ -6,7 +6,7 @@ Exit codes:
     0: evaluated, every file read.
     1: a quality gate or a lint check failed.
     2: bad usage, input that could not be evaluated at all, or a report file that cannot
-        be written (``vocmatch: cannot write PATH: reason``).
+        be written (``vocmatch: error: cannot write PATH: reason``).
     3: evaluated, but some files were skipped (each named on stderr).
     4: something meant for stdout or stderr could not be written (a full disk, a closed
         descriptor); report files given with ``--output`` and the like are complete.

@@ -172,7 +172,7 @@ def run(handle_interrupt: bool | None = None) -> None:
     code = code if isinstance(code, int) else EXIT_OK
     out.flush()
     if out.lost and out.error is not None:
-        echo_err(f"vocmatch: cannot write to stdout: {out.error.strerror or out.error}")
+        echo_err(f"vocmatch: error: cannot write to stdout: {out.error.strerror or out.error}")
     err.flush()
     if (out.lost or err.lost) and code not in (EXIT_USAGE, EXIT_INTERRUPTED) and code < 128:
         code = EXIT_OUTPUT

@@ -55,13 +55,15 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     """Print a report on stdout at a width that suits where it goes.
 
     On a terminal, the terminal's width (or ``COLUMNS``); elsewhere (a CI log, a pipe, a
-    file) ``COLUMNS`` when set, else the content's own width, so tables are not wrapped at
-    rich's 80-column default. Never narrower than the content's narrowest form: a class name
-    is not broken inside a word, a line is longer than the terminal instead.
+    file) ``COLUMNS`` when set to a number, else the content's own width, so tables are not
+    wrapped at rich's 80-column default. Never narrower than the content's narrowest form: a
+    class name is not broken inside a word, a line is longer than the terminal instead.
     """
     from vocmatch.render.report import content_width, widest_width
 
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    # As rich reads it: COLUMNS that is empty or no number is not set.
+    columns_set = os.environ.get("COLUMNS", "").strip().isdigit()
+    if not console.is_terminal and not columns_set:
         console.width = widest_width(console, renderable)
     else:
         console.width = max(console.width, content_width(console, renderable)[0])
@@ -99,11 +101,11 @@ def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
 @contextmanager
 def library_errors() -> Iterator[None]:
     """Turn the library's typed errors into one line on stderr and exit code 2
-    (``vocmatch: cannot write PATH: reason`` for a report file)."""
+    (``vocmatch: error: cannot write PATH: reason`` for a report file)."""
     try:
         yield
     except OutputError as error:
-        echo_err(f"vocmatch: {error}")
+        echo_err(f"vocmatch: error: {error}")
         raise click.exceptions.Exit(EXIT_USAGE) from None
     except RequestError as error:
         raise request_error(error) from None
@@ -114,6 +116,7 @@ def library_errors() -> Iterator[None]:
 #: The option that sets each field of a library request, for the messages about it.
 OPTION_OF_FIELD = {
     "split": "--split",
+    "class_map": "--class-map",
     "gates": "--fail-under",
     "slices": "--slice",
     "names": "--names",
@@ -319,7 +322,12 @@ def report_gates(report: GateReport) -> None:
 
 class ProgressDisplay:
     """A progress bar on stderr for long runs: shown only on a terminal, only once a run
-    has taken more than a moment, and never with --quiet."""
+    has taken more than a moment, and never with --quiet.
+
+    Two phases, each a line: ``reading files`` (files read, of all), then ``evaluating``,
+    shown as soon as the last file is read (so a full reading bar never stands alone while
+    the evaluation runs) and moved on by the evaluation's stages as the library tells them.
+    """
 
     delay = 0.5  # seconds before a bar appears
 
@@ -363,6 +371,10 @@ class ProgressDisplay:
         if self.task is None:
             self.task = bar.add_task("reading files", total=total)
         bar.update(self.task, completed=done, total=total)
+        if done >= total and self.stage_task is None:
+            # The evaluation starts once the files are read; its first stage follows.
+            self.stage_task = bar.add_task("evaluating", total=None)
+            bar.refresh()
 
     def stages(self, stage: str, done: int, total: int) -> None:
         """The evaluation's stages, each over every image at once."""
@@ -371,8 +383,10 @@ class ProgressDisplay:
             return
         if self.stage_task is None:
             self.stage_task = bar.add_task("", total=total)
-        description = "matching images" if stage == "done" else f"matching images: {stage}"
+        description = "evaluating" if stage == "done" else f"evaluating: {stage}"
         bar.update(self.stage_task, description=description, completed=done, total=total)
+        # Drawn now: a stage may last longer than the bar's own refresh takes to come.
+        bar.refresh()
 
     def close(self) -> None:
         """Stop the bar and show no other; closing again does nothing."""
@@ -394,7 +408,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 
 def write_text(path: Path, text: str) -> None:
     """Write a report file atomically (:mod:`vocmatch.render.files`): a failure is one line,
-    ``vocmatch: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
+    ``vocmatch: error: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
     with library_errors():
         write_file(path, text)
 
@@ -407,15 +421,29 @@ def show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """Show the library's warnings as ``vocmatch: warning: ...`` lines, others as Python
-    would."""
+    """Show the library's warnings as ``vocmatch: warning: ...`` lines, the options they
+    name spelled as flags (``--class-map coco-to-voc``); others as Python would."""
     if issubclass(category, VocmatchWarning):
-        echo_err(f"vocmatch: warning: {message}")
+        text = message_of(message) if isinstance(message, Warning) else message
+        echo_err(f"vocmatch: warning: {in_cli_words(text)}")
     else:
         _python_showwarning(message, category, filename, lineno, file, line)
 
 
 _python_showwarning = warnings.showwarning
+
+
+@contextmanager
+def library_warnings() -> Iterator[None]:
+    """The library's warnings raised in the block, each shown once the block ends as one
+    line in the command line's words (:func:`show_warning`): after the progress bar, never
+    through it. Other warnings are shown as Python shows them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VocmatchWarning)
+        yield
+    for found in caught:
+        show = show_warning if issubclass(found.category, VocmatchWarning) else _python_showwarning
+        show(found.message, found.category, found.filename, found.lineno, found.file, found.line)
 
 
 def show_usage_error(error: click.ClickException) -> None:

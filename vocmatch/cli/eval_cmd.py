@@ -18,6 +18,7 @@ from vocmatch.cli.console import (
     class_map_file,
     evaluation_in_cli_words,
     library_errors,
+    library_warnings,
     option_words,
     print_report,
     progress_display,
@@ -243,7 +244,7 @@ def eval_command(
     if save_state is not None:
         save_shard(request, SavedShard(save_state, shard, run_id), quiet, columns)
         return
-    with library_errors(), progress_display(quiet) as progress:
+    with library_errors(), library_warnings(), progress_display(quiet) as progress:
 
         def evaluated(evaluation: Evaluation) -> None:
             progress.close()  # the warnings go below the finished bar, not through it

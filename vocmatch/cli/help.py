@@ -158,7 +158,10 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch iou": [
-        {"name": "What A and B are", "options": ["--labels", "--xywh", "--polygon"]},
+        {
+            "name": "What A and B are",
+            "options": ["--labels", "--xywh", "--polygon", "--pixel-inclusive"],
+        },
         {"name": "Verdict and output", "options": ["--threshold", "--format", "--help"]},
     ],
 }
@@ -185,6 +188,30 @@ EPILOGS: dict[str, str] = {
         "  vocmatch diff gt/ run1/ run2/ --bootstrap 1000 \\\n"
         "      --fail-on-regression map=-0.01 --significant 0.05"
     ),
+    "vocmatch merge": (
+        "Examples:\n"
+        "  vocmatch eval gt/ pred/ --shard 1/2 --save-state part1.vms\n"
+        "  vocmatch eval gt/ pred/ --shard 2/2 --save-state part2.vms\n"
+        "  vocmatch merge part1.vms part2.vms\n"
+        "  vocmatch merge part*.vms --format json -o result.json"
+    ),
+    "vocmatch lint": (
+        "Examples:\n"
+        "  vocmatch lint gt/\n"
+        "  vocmatch lint gt/ --classes classes.txt --ignore V006 --format github\n"
+        "  vocmatch lint --list-rules"
+    ),
+    "vocmatch suspects": (
+        "Examples:\n"
+        "  vocmatch suspects gt/ pred/\n"
+        "  vocmatch suspects gt/ pred/ --confidence 0.8 -o suspects/\n"
+        "  vocmatch suspects gt/ detections.json --pred-format coco --coco-gt gt.json"
+    ),
+    "vocmatch seg": (
+        "Examples:\n"
+        "  vocmatch seg VOC2012/SegmentationClass masks/\n"
+        "  vocmatch seg gt_masks/ pred_masks/ --classes classes.txt --format json -o seg.json"
+    ),
 }
 
 
@@ -200,6 +227,9 @@ def help_config(width: int | None = None, color: bool = True) -> RichHelpConfigu
     return RichHelpConfiguration(
         # Compact: option names beside their help, metavar and default after it.
         theme="default-nu",
+        # One form for a default, as the help texts write the defaults rich-click cannot show
+        # ("[default: 100 under coco, else all]"); the theme's own is "(Default: ...)".
+        default_string="\\[default: {}]",
         # So a flag pair wraps between its two names, not inside one.
         delimiter_slash=" / ",
         option_groups=OPTION_GROUPS,

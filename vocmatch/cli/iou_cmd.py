@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     "argument of four numbers stays a box. Areas and overlap are exact.",
 )
 @click.option(
+    "--pixel-inclusive/--continuous",
+    "pixel_inclusive",
+    default=False,
+    help="Box areas with the VOC devkit's +1 pixel, (x2 - x1 + 1) * (y2 - y1 + 1), as eval's "
+    "--protocol voc07 and voc12 match boxes, or continuous (x2 - x1). [default: continuous]",
+)
+@click.option(
     "--threshold",
     type=FiniteFloatRange(0.0, 1.0),
     default=0.5,
@@ -45,6 +52,7 @@ def iou_command(
     labels: bool,
     xywh: bool,
     polygon: bool,
+    pixel_inclusive: bool,
     threshold: float,
     output_format: str,
 ) -> None:
@@ -57,6 +65,7 @@ def iou_command(
     \b
     vocmatch iou 50,50,150,150 80,80,180,180
     vocmatch iou --xywh "-5 3 10 20" 0,0,8,8
+    vocmatch iou --pixel-inclusive 0,0,9,9 5,5,14,14
     vocmatch iou --polygon "200,100 300,100 200,200" 200,100,300,200
     vocmatch iou --labels "cat, dog, bird" "dog,bird,fish"
     """
@@ -68,6 +77,10 @@ def iou_command(
         # followed by anything but a digit or a point was meant as an option.
         if value.startswith("-") and len(value) > 1 and value[1] not in "0123456789.":
             raise fail(f"no such option: {value} (see vocmatch iou --help)")
+    if pixel_inclusive and (labels or polygon):
+        raise fail(
+            f"--pixel-inclusive applies to boxes, not to {'--labels' if labels else '--polygon'}"
+        )
     comparison: BoxComparison | LabelComparison
     try:
         if labels:
@@ -87,7 +100,7 @@ def iou_command(
             comparison = calculator.compare_regions(region_a, region_b, threshold)
         else:
             box_a, box_b = calculator.parse_box_pair(values, xywh)
-            comparison = calculator.compare_boxes(box_a, box_b, threshold)
+            comparison = calculator.compare_boxes(box_a, box_b, threshold, pixel_inclusive)
     except ValueError as error:
         raise fail(str(error)) from None
     if isinstance(comparison, calculator.BoxComparison) and not comparison.dice_agree:

@@ -93,17 +93,17 @@ class InputPath(click.Path):
 
 class CannotWrite(click.ClickException):
     """A report path refused while the command line is read: shown as the one line
-    ``vocmatch: cannot write PATH: reason``, like every other report path refused."""
+    ``vocmatch: error: cannot write PATH: reason``, like every other report path refused."""
 
     exit_code = EXIT_USAGE
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(printable(f"vocmatch: {self.message}"), file=file, err=file is None)
+        click.echo(printable(f"vocmatch: error: {self.message}"), file=file, err=file is None)
 
 
 class OutputPath(click.Path):
     """A report file: any path, checked by :func:`check_outputs` before the run (so that
-    every refusal reads ``vocmatch: cannot write PATH: reason``). An empty string is refused
+    every refusal reads ``vocmatch: error: cannot write PATH: reason``). An empty string is refused
     here, before click would turn it into ``.``."""
 
     def __init__(self, dash_is_stdout: bool = False) -> None:

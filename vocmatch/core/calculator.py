@@ -391,6 +391,8 @@ class BoxComparison:
         dice_from_iou: ``2 IoU / (1 + IoU)``; the same number as ``dice``.
         threshold: The match threshold (inclusive).
         polygons: The polygons, when either side is one; None for two boxes.
+        pixel_inclusive: Areas (and widths and heights) counted with the VOC devkit's +1
+            pixel, ``(x2 - x1 + 1) * (y2 - y1 + 1)``, as its protocols match boxes.
     """
 
     box_a: BoxCorners
@@ -406,6 +408,7 @@ class BoxComparison:
     dice_from_iou: float
     threshold: float = 0.5
     polygons: PolygonSides | None = None
+    pixel_inclusive: bool = False
 
     @property
     def matched(self) -> bool:
@@ -453,7 +456,10 @@ class BoxComparison:
 
 
 def compare_boxes(
-    box_a: Sequence[float], box_b: Sequence[float], threshold: float = 0.5
+    box_a: Sequence[float],
+    box_b: Sequence[float],
+    threshold: float = 0.5,
+    pixel_inclusive: bool = False,
 ) -> BoxComparison:
     """Compare two corner boxes with the IoU core.
 
@@ -461,6 +467,8 @@ def compare_boxes(
         box_a: ``(x1, y1, x2, y2)``.
         box_b: ``(x1, y1, x2, y2)``.
         threshold: IoU threshold for the verdict (inclusive), in [0, 1].
+        pixel_inclusive: Count areas with the VOC devkit's +1 pixel (``voc07``, ``voc12``):
+            integer corners name pixels, both edges included.
 
     Returns:
         IoU, GIoU, both Dice formulas and the areas behind them.
@@ -473,6 +481,9 @@ def compare_boxes(
     >>> result = compare_boxes((50, 50, 150, 150), (80, 80, 180, 180))
     >>> round(result.iou, 4), result.intersection, result.union, result.matched
     (0.3245, 4900.0, 15100.0, False)
+    >>> result = compare_boxes((0, 0, 9, 9), (5, 5, 14, 14), pixel_inclusive=True)
+    >>> result.area_a, result.intersection, result.union, result.iou == 25 / 175
+    (100.0, 25.0, 175.0, True)
     """
     _check_threshold(threshold)
     boxes: list[BoxCorners] = []
@@ -492,23 +503,28 @@ def compare_boxes(
         max(boxes[0][2], boxes[1][2]),
         max(boxes[0][3], boxes[1][3]),
     )
-    enclosing = (ex2 - ex1) * (ey2 - ey1)
+    extra = 1.0 if pixel_inclusive else 0.0  # the VOC devkit's +1 pixel
+    enclosing = (ex2 - ex1 + extra) * (ey2 - ey1 + extra)
     if not math.isfinite(2.0 * enclosing):
         raise ValueError("coordinates too large: the box areas overflow")
-    iou = float(iou_matrix(a, b)[0, 0])
+    iou = float(iou_matrix(a, b, pixel_inclusive)[0, 0])
+    union = float(union_matrix(a, b, pixel_inclusive)[0, 0])
+    # giou_matrix knows continuous areas only; with +1 pixel C is at least 1.
+    giou = iou - (enclosing - union) / enclosing if pixel_inclusive else giou_matrix(a, b)[0, 0]
     return BoxComparison(
         box_a=boxes[0],
         box_b=boxes[1],
-        area_a=float(box_area(a)[0]),
-        area_b=float(box_area(b)[0]),
-        intersection=float(intersection_matrix(a, b)[0, 0]),
-        union=float(union_matrix(a, b)[0, 0]),
+        area_a=float(box_area(a, pixel_inclusive)[0]),
+        area_b=float(box_area(b, pixel_inclusive)[0]),
+        intersection=float(intersection_matrix(a, b, pixel_inclusive)[0, 0]),
+        union=union,
         enclosing=enclosing,
         iou=iou,
-        giou=float(giou_matrix(a, b)[0, 0]),
-        dice=float(dice_matrix(a, b)[0, 0]),
+        giou=float(giou),
+        dice=float(dice_matrix(a, b, pixel_inclusive)[0, 0]),
         dice_from_iou=float(dice_from_iou(iou)),
         threshold=threshold,
+        pixel_inclusive=pixel_inclusive,
     )
 
 
@@ -707,6 +723,7 @@ def to_json_dict(comparison: BoxComparison | LabelComparison) -> dict[str, Any]:
         "relation": comparison.relation,
         "threshold": comparison.threshold,
         "inclusive": True,
+        "pixel_inclusive": comparison.pixel_inclusive,
         "match": comparison.matched,
         "sweep": [
             {

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.errors import AnnotationError, InputError
+from vocmatch.errors import AnnotationError, InputError, Message, Option
 from vocmatch.readers.parse import read_bytes
 from vocmatch.readers.scan import ColumnSet
 
@@ -35,6 +35,8 @@ __all__ = [
     "COCO_TO_VOC",
     "ClassChoice",
     "ClassMap",
+    "MapHint",
+    "builtin_map_hint",
     "choose_classes",
     "class_map",
     "no_shared_class",
@@ -425,6 +427,63 @@ def _agnostic(gt: ColumnSet, pred: ColumnSet) -> tuple[ColumnSet, ColumnSet]:
 
 
 _SHOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class MapHint:
+    """A built-in class map that would give prediction-only classes ground-truth names.
+
+    Attributes:
+        name: The built-in map's name (``coco-to-voc``).
+        renamed: ``(prediction name, ground-truth name)`` for each class it would rename.
+    """
+
+    name: str
+    renamed: tuple[tuple[str, str], ...]
+
+    def message(self) -> Message:
+        """What to do, naming the option that gives the map.
+
+        >>> message = MapHint("coco-to-voc", (("motorcycle", "motorbike"),)).message()
+        >>> print(message.split(": ")[0][-47:])
+        under other names ('motorcycle' is 'motorbike')
+        >>> print(message.split("; ")[-1])
+        rename them with class_map='coco-to-voc'
+        """
+        pairs = ", ".join(f"{pred!r} is {gt!r}" for pred, gt in self.renamed[:_SHOWN])
+        more = len(self.renamed) - _SHOWN
+        pairs += f", and {more:,} more" if more > 0 else ""
+        return Message(
+            f"classes only in predictions are ground-truth classes under other names ({pairs}):"
+            " scored as false positives, their objects as missed; rename them with ",
+            Option("class_map", self.name),
+        )
+
+
+def builtin_map_hint(gt_names: Sequence[str], pred_only: Sequence[str]) -> MapHint | None:
+    """The first built-in map that renames a prediction-only class to a ground-truth class,
+    or None.
+
+    Args:
+        gt_names: The classes with ground truth.
+        pred_only: The classes found only in the predictions, in the order to name them.
+
+    >>> builtin_map_hint(["motorbike", "person"], ["motorcycle", "hair drier"])
+    MapHint(name='coco-to-voc', renamed=(('motorcycle', 'motorbike'),))
+    >>> builtin_map_hint(["person"], ["truck"]) is None
+    True
+    """
+    known = set(gt_names)
+    for name, chosen in BUILTIN_MAPS.items():
+        entries = chosen.as_dict()
+        renamed = tuple(
+            (pred, gt)
+            for pred in pred_only
+            if (gt := entries.get(pred)) is not None and gt != pred and gt in known
+        )
+        if renamed:
+            return MapHint(name, renamed)
+    return None
 
 
 def no_shared_class(gt: ColumnSet, pred: ColumnSet, fold_case: bool = False) -> str | None:

@@ -268,9 +268,10 @@ def evaluate_columns(
         keep_matches: Build the per-box :class:`~vocmatch.evaluation.evaluate.Match` records of
             every image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
-        progress: Told each stage as it starts (pairing, matching, each COCO area range,
-            per-image results, AP per class) with the number of stages done and in all,
-            and ``("done", n, n)`` at the end. Every image goes through a stage at once.
+        progress: Told each stage as it starts (selecting and sorting the boxes, pairing,
+            matching, each COCO area range, per-image results, AP per class) with the number
+            of stages done and in all, and ``("done", n, n)`` at the end; the first as soon
+            as the evaluation starts. Every image goes through a stage at once.
         matched: Given the :class:`MatchedColumns` once every image is matched; see
             :func:`evaluate_matched`.
         score_thresholds: Count only the predictions at or above their class's score
@@ -285,6 +286,7 @@ def evaluate_columns(
     """
     conv = conventions or protocol("default")
     stage = _Stages(progress, conv.coco_stats)
+    stage("selecting boxes")
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
     if fold_case:
         gt, pred = fold_columns(gt), fold_columns(pred)
@@ -297,6 +299,7 @@ def evaluate_columns(
         )
     notes = [*_notes(gt, pred, selection, conv), *names_note]
     notes += shape_notes(_shapes_evaluated(gt, pred, selection), conv)
+    stage("sorting boxes")
     prepared, by_score = _prepare(gt, pred, selection, conv, score_thresholds)
     # The sorted predictions hold rows and images from here on (as int32): the selection's
     # int64 copies, the size of the predictions, are let go.
@@ -348,7 +351,7 @@ class _Stages:
 
     def __init__(self, progress: StageProgress | None, coco_stats: bool) -> None:
         self._progress = progress
-        self._total = 4 + (len(_AREA_NAMES) if coco_stats else 0)
+        self._total = 6 + (len(_AREA_NAMES) if coco_stats else 0)
         self._done = 0
 
     def __call__(self, name: str) -> None:

@@ -102,6 +102,8 @@ def boxes_table(comparison: BoxComparison) -> Table:
     A polygon's row holds its bounding box and its own area; its points follow the table.
     """
     sides = comparison.polygons
+    # With the VOC devkit's +1 pixel, a box's width and height count both edge pixels.
+    extra = 1.0 if comparison.pixel_inclusive else 0.0
     if sides is None:
         table = Table(title="Boxes (x1, y1, x2, y2; y grows downward)", title_justify="left")
     else:
@@ -131,7 +133,7 @@ def boxes_table(comparison: BoxComparison) -> Table:
         x1, y1, x2, y2 = box
         table.add_row(
             name,
-            *(format_number(v) for v in (x1, y1, x2, y2, x2 - x1, y2 - y1, area)),
+            *(format_number(v) for v in (x1, y1, x2, y2, x2 - x1 + extra, y2 - y1 + extra, area)),
         )
     return table
 
@@ -143,7 +145,11 @@ def box_metrics(comparison: BoxComparison) -> RenderableType:
     grid.add_row(
         "IoU",
         f"{_score(c.iou, c.threshold)} ({c.iou * 100:.2f}%)",
-        Text(f"I / U = {format_number(c.intersection)} / {format_number(c.union)}", "dim"),
+        Text(
+            f"I / U = {format_number(c.intersection)} / {format_number(c.union)}"
+            + ("; +1 pixel areas (VOC devkit)" if c.pixel_inclusive else ""),
+            "dim",
+        ),
     )
     grid.add_row(
         "Verdict",

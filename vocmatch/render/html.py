@@ -586,6 +586,7 @@ def html_report(
         version=__version__,
         evaluation=evaluation,
         summary=evaluation.summary,
+        gt_ignored=sum(c.gt_ignored for c in evaluation.classes),
         conventions=evaluation.conventions.describe(),
         gt_root=gt.root,
         pred_root=pred.root,

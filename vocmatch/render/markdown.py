@@ -94,8 +94,10 @@ def to_markdown(
     conventions = " · ".join(f"{name} {value}" for name, value in evaluation.conventions.describe())
     map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
     names = ["images", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", map_name]
+    ignored = sum(c.gt_ignored for c in evaluation.classes)
+    gt = str(s.gt) if not ignored else f"{s.gt} (+{ignored})"  # as in the class table
     values = [
-        str(s.images), str(s.gt), str(s.pred), str(s.tp), str(s.fp), str(s.fn),
+        str(s.images), gt, str(s.pred), str(s.tp), str(s.fp), str(s.fn),
         _md_number(s.precision), _md_number(s.recall), _md_number(s.f1), _md_number(s.map),
     ]  # fmt: skip
     if evaluation.coco is not None:

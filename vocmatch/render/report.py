@@ -283,6 +283,7 @@ def content_width(console: Console, renderable: RenderableType) -> tuple[int, in
     from rich.console import Group
     from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     options = console.options.update_width(_UNBOUNDED_WIDTH)
 
@@ -297,7 +298,10 @@ def content_width(console: Console, renderable: RenderableType) -> tuple[int, in
                 return narrowest, Measurement.get(console, options, part).maximum
             return narrowest, max((w for _, w in sizes), default=0)
         measured = Measurement.get(console, options, part)
-        # Text may wrap between words; a table is kept whole.
+        # Text may wrap between words, and text that folds (a note naming a long path)
+        # inside them; a table is kept whole.
+        if isinstance(part, Text) and part.overflow == "fold":
+            return 1, measured.maximum
         kept = measured.maximum if isinstance(part, Table) else measured.minimum
         return kept, measured.maximum
 

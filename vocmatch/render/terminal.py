@@ -50,7 +50,8 @@ def _name(name: str, style: str = "") -> Text:
 
 
 def _note(note: str) -> Text:
-    return Text(f"note: {printable(note)}", style="yellow")
+    # A note may name a long path: folded at the terminal's width rather than widen the report.
+    return Text(f"note: {printable(note)}", style="yellow", overflow="fold")
 
 
 def _more_rows(what: str, words: Callable[[Option], str], failing: bool = False) -> str:
@@ -190,11 +191,29 @@ def operating_table(
     ``words`` names the options in the hint under it (:attr:`ReportOptions.words`)."""
     if not any(c.curve is not None for c in evaluation.classes):
         return None
+    note = Text(
+        Message(
+            "pin them: ",
+            Option("operating_thresholds", placeholder="FILE"),
+            ", then ",
+            Option("score_thresholds", placeholder="FILE"),
+            "; —: no true positive at any threshold, or no ground truth",
+        ).worded(words),
+        style="dim",
+    )
+    forms = (_operating_form(evaluation, beta, compact) for compact in (False, True))
+    return Group(Fitting(*forms), note)
+
+
+def _operating_form(evaluation: Evaluation, beta: float, compact: bool) -> Table:
+    """The operating points, with P and R and three places when ``compact``."""
     threshold = evaluation.conventions.iou_threshold
     name = f_name(beta)
+    digits = 3 if compact else 4
     table = MeasuredTable(f"Operating points (best {name}, IoU {threshold:g})")
     table.add_column("class", no_wrap=True)
-    for column in ("score >=", "pred", "precision", "recall", name):
+    rates = ("P", "R") if compact else ("precision", "recall")
+    for column in ("score >=", "pred", *rates, name):
         table.add_column(column, justify="right", no_wrap=True)
     for cls in evaluation.classes:
         point = operating_point(cls.curve, cls.gt, beta)
@@ -206,21 +225,11 @@ def operating_table(
             # Rounded down: the printed value typed back keeps exactly this row's predictions.
             point_threshold(cls.curve, point),
             str(point.predictions),
-            _number(point.precision),
-            _number(point.recall),
-            _number(point.f),
+            _number(point.precision, digits),
+            _number(point.recall, digits),
+            _number(point.f, digits),
         )
-    note = Text(
-        Message(
-            "pin them: ",
-            Option("operating_thresholds", placeholder="FILE"),
-            ", then ",
-            Option("score_thresholds", placeholder="FILE"),
-            "; —: no true positive at any threshold, or no ground truth",
-        ).worded(words),
-        style="dim",
-    )
-    return Group(table, note)
+    return table
 
 
 def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
@@ -255,12 +264,14 @@ def _image_rows(
     """The per-image table of ``rows`` (:func:`_image_cells`), without the sweep columns
     numbered ``left_out``."""
     threshold = evaluation.conventions.iou_threshold
-    table = MeasuredTable(f"Images (worst first, TP/FP/FN at IoU {threshold:g} and the sweep)")
+    thresholds = evaluation.conventions.sweep_thresholds
+    shown = "" if all(n in left_out for n in range(len(thresholds))) else " and the sweep"
+    table = MeasuredTable(f"Images (worst first, TP/FP/FN at IoU {threshold:g}{shown})")
     table.add_column("image", overflow="fold")
     for name in ("GT", "pred", "TP", "FP", "FN"):
         table.add_column(name, justify="right")
     table.add_column("mIoU", justify="right")
-    for n, sweep_threshold in enumerate(evaluation.conventions.sweep_thresholds):
+    for n, sweep_threshold in enumerate(thresholds):
         if n not in left_out:
             table.add_column(f"@{sweep_label(sweep_threshold)}", justify="right")
     for row in rows:
@@ -282,11 +293,15 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     same = (
         [] if conv.strict_threshold else [n for n, t in enumerate(sweep) if t == conv.iou_threshold]
     )
-    # Both forms share each row's cells: they are made once.
+    # The forms share each row's cells: they are made once. The narrowest leaves out every
+    # sweep column (TP/FP/FN at the match threshold stay).
     cells = [_image_cells(image) for image in shown]
-    table: RenderableType = _image_rows(evaluation, cells, ())
+    forms = [_image_rows(evaluation, cells, ())]
     if same:
-        table = Fitting(table, _image_rows(evaluation, cells, same))
+        forms.append(_image_rows(evaluation, cells, same))
+    if sweep:
+        forms.append(_image_rows(evaluation, cells, range(len(sweep))))
+    table: RenderableType = Fitting(*forms) if len(forms) > 1 else forms[0]
     hidden = len(rows) - len(shown)
     parts = [table]
     if any(i.pred_path is None for i in shown):
@@ -299,13 +314,16 @@ def class_table(evaluation: Evaluation) -> RenderableType:
     """Per-class counts, precision, recall, F1 and AP (under coco AP50 and AP75 too).
 
     In its full form when that fits the width; else with P and R for precision and recall
-    and three places; under coco, else with AP50 and AP75 in a table of their own.
+    and three places; under coco, else with AP50 and AP75 in a table of their own; else
+    (an 80-column terminal and long class names or large counts) the counts in one table
+    and the rates in another.
     """
     coco = evaluation.conventions.coco_stats
     forms: list[RenderableType] = [
         _class_form(evaluation, coco, compact=False),
         _class_form(evaluation, coco, compact=True),
     ]
+    split: list[RenderableType] = [_class_counts(evaluation), _class_rates(evaluation)]
     if coco:
         forms.append(
             Group(
@@ -313,7 +331,33 @@ def class_table(evaluation: Evaluation) -> RenderableType:
                 _coco_class_aps(evaluation),
             )
         )
+        split.append(_coco_class_aps(evaluation))
+    forms.append(Group(*split))
     return Fitting(*forms)
+
+
+def _class_counts(evaluation: Evaluation) -> Table:
+    """The class table's counts alone, for the narrowest form."""
+    threshold = evaluation.conventions.iou_threshold
+    table = MeasuredTable(f"Classes (at IoU {threshold:g})")
+    table.add_column("class", no_wrap=True)
+    for name in ("GT", "pred", "TP", "FP", "FN"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for cls in evaluation.classes:
+        table.add_row(*_class_cells(cls, digits=3)[:6])
+    return table
+
+
+def _class_rates(evaluation: Evaluation) -> Table:
+    """The class table's precision, recall, F1 and AP alone, for the narrowest form."""
+    table = MeasuredTable("Classes: precision, recall, F1, AP")
+    table.add_column("class", no_wrap=True)
+    for name in ("P", "R", "F1", "AP"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for cls in evaluation.classes:
+        cells = _class_cells(cls, digits=3)
+        table.add_row(cells[0], *cells[6:10])
+    return table
 
 
 def _class_form(evaluation: Evaluation, coco: bool, compact: bool) -> Table:
@@ -372,7 +416,9 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_row("images", f"{s.images:,}")
-    table.add_row("GT objects", f"{s.gt:,}")
+    # As in the class table: the objects that count, then the difficult ones ignored.
+    ignored = sum(c.gt_ignored for c in evaluation.classes)
+    table.add_row("GT objects", f"{s.gt:,}" + (f" (+{ignored:,})" if ignored else ""))
     table.add_row("predictions", f"{s.pred:,}")
     table.add_row("TP / FP / FN", f"{s.tp:,} / {s.fp:,} / {s.fn:,}")
     if s.pred_ignored:
