@@ -24,6 +24,7 @@ TOP_LEVEL = {
     "errors": "shared",
     "escapes": "shared",
     "words": "shared",
+    "files": "shared",
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",

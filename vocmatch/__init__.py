@@ -55,6 +55,7 @@ _WHERE = {
     "VocmatchError": "vocmatch.errors",
     "InputError": "vocmatch.errors",
     "RequestError": "vocmatch.errors",
+    "OutputError": "vocmatch.errors",
     "StateError": "vocmatch.errors",
     "AnnotationError": "vocmatch.errors",
     "VocmatchWarning": "vocmatch.errors",
@@ -76,6 +77,7 @@ __all__ = [
     "InputError",
     "LabelEvaluation",
     "LabelsRequest",
+    "OutputError",
     "RequestError",
     "StateError",
     "SuspectsRequest",
@@ -105,6 +107,7 @@ if TYPE_CHECKING:
     from vocmatch.errors import (
         AnnotationError,
         InputError,
+        OutputError,
         RequestError,
         StateError,
         VocmatchError,

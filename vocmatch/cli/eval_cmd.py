@@ -68,6 +68,7 @@ from vocmatch.cli.params import (
     WholeNumberRange,
 )
 from vocmatch.errors import VocmatchWarning
+from vocmatch.files import InputFolder
 from vocmatch.pipeline import (
     EvalRequest,
     Geometry,
@@ -75,7 +76,6 @@ from vocmatch.pipeline import (
     evaluate,
     operating_thresholds,
 )
-from vocmatch.render.files import InputFolder
 from vocmatch.render.report import TableOptions
 
 if TYPE_CHECKING:

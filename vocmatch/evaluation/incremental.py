@@ -53,6 +53,7 @@ from vocmatch.evaluation.state_records import (
     state_of_records,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.files import write_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
 
@@ -666,11 +667,16 @@ class Evaluator:
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the state to ``path`` (whole or not at all: a temporary file, renamed)."""
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_bytes(self.to_bytes())
-        os.replace(partial, target)
+        """Write the state to ``path``, whole or not at all, by :mod:`vocmatch.files`: a
+        temporary file in its folder, renamed over it (a symbolic link keeps pointing at its
+        file; a device or named pipe is written in place, never replaced).
+
+        Raises:
+            OutputError: The file cannot be written (a missing folder, a full disk); an
+                earlier file at ``path`` is left as it was and nothing else is left behind.
+        """
+        write_bytes(path, self.to_bytes())
+
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Evaluator:
