@@ -6,6 +6,7 @@ what ``vocmatch eval --shard K/N --save-state FILE`` and ``vocmatch merge`` do, 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -148,13 +149,18 @@ class MergedStates:
     evaluation: Evaluation
 
 
-def read_states(paths: Sequence[PathLike]) -> MergedStates:
+def read_states(paths: Sequence[PathLike], *, max_bytes: int | None = None) -> MergedStates:
     """Read evaluator states (saved by shards: :func:`shard_state`, then
     :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
     ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
 
+    Each file is read as :meth:`~vocmatch.evaluation.incremental.Evaluator.load` reads it:
+    a regular file only (a named pipe or a device is refused without blocking), of at most
+    ``max_bytes`` (:data:`~vocmatch.evaluation.state.MAX_STATE_BYTES` by default), its
+    signature checked before the rest is read.
+
     Raises:
-        InputError: ``paths`` is empty.
+        InputError: ``paths`` is empty, or is one path rather than a sequence of them.
         StateError: A state cannot be read, or the states cannot be merged (other options,
             an image in two of them).
 
@@ -172,12 +178,21 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
         True
     """
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.state import MAX_STATE_BYTES
 
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        # A string is a sequence too: its letters would be read as paths.
+        raise InputError(
+            f"Expected `paths` to be a sequence of paths, got the one path {os.fsdecode(paths)!r}"
+            " (give [path] for one state)"
+        )
+    paths = list(paths)
     if not paths:
         raise InputError("no evaluator state to merge")
-    evaluator = Evaluator.load(paths[0])
+    limit = MAX_STATE_BYTES if max_bytes is None else max_bytes
+    evaluator = Evaluator.load(paths[0], max_bytes=limit)
     for path in paths[1:]:
-        evaluator.merge(Evaluator.load(path))
+        evaluator.merge(Evaluator.load(path, max_bytes=limit))
     evaluation = evaluator.result()
     thresholds = evaluator.score_thresholds
     if thresholds:
