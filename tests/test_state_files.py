@@ -629,3 +629,19 @@ def test_read_states_refuses_one_path_for_a_sequence(paths: Any) -> None:
         "Expected `paths` to be a sequence of paths, got the one path 's1.vms' "
         "(give [path] for one state)"
     )
+
+
+def test_merge_takes_another_size_limit(tmp_path: Path) -> None:
+    """``merge --max-file-size``: a state over it is one line and exit 2."""
+    from tests.conftest import run_cli
+
+    path = tmp_path / "s.vms"
+    evaluator("a").save(path)
+    size = path.stat().st_size
+    code, stdout, stderr = run_cli("merge", str(path), "--max-file-size", "100")
+    assert (code, stdout) == (EXIT_USAGE, "")
+    assert stderr == (
+        f"vocmatch: error: {path}: larger than the 100-byte limit of a state ({size:,} bytes)\n"
+    )
+    code, _, stderr = run_cli("merge", str(path), "--max-file-size", str(size), "--format", "json")
+    assert (code, stderr) == (0, "")

@@ -119,6 +119,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch merge": [
+        {"name": "Inputs", "options": ["--max-file-size"]},
         {"name": "Output", "options": ["--format", "--output", "--max-rows", "--help"]},
     ],
     "vocmatch lint": [

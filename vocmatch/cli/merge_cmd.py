@@ -28,7 +28,8 @@ from vocmatch.cli.console import (
 )
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import format_option, max_rows_option, output_option
-from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.cli.params import InputPath, OutputPath, byte_size
+from vocmatch.limits import MAX_STATE_BYTES
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.result import Evaluation
@@ -103,8 +104,20 @@ def save_shard(
 @format_option(["table", "json", "csv", "markdown"], "Report format.")
 @output_option("Write the report to FILE (the summary still goes to the terminal).")
 @max_rows_option(20, "Rows of the per-image table; 0 shows every image.")
+@click.option(
+    "--max-file-size",
+    callback=byte_size,
+    default=f"{MAX_STATE_BYTES // 1024**3}G",
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse larger state files unread (5000, 64K, 32M, 1G; powers of 1024).",
+)
 def merge_command(
-    states: tuple[Path, ...], output_format: str, output: Path | None, max_rows: int
+    states: tuple[Path, ...],
+    output_format: str,
+    output: Path | None,
+    max_rows: int,
+    max_file_size: int,
 ) -> None:
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
 
@@ -117,7 +130,7 @@ def merge_command(
 
     check_outputs([output], files=list(states))
     with library_errors():
-        merged = read_states(states)
+        merged = read_states(states, max_bytes=max_file_size)
     evaluation = evaluation_in_cli_words(merged.evaluation)
     report_warnings(evaluation)
     show_merged_report(

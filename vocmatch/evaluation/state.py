@@ -12,7 +12,11 @@ Reading checks the magic, the version, the checksum, then that every declared dt
 of a few plain numeric ones and that the declared sizes add up to the file's size exactly,
 before any array is made: a truncated, corrupted or crafted file is refused with one
 :class:`~vocmatch.errors.StateError`, and reading never runs code (JSON and raw numbers
-only, no pickle) nor allocates more than the file's size justifies.
+only, no pickle) nor allocates more than the file's size justifies. A file is read by
+:func:`read_state_file`: a regular file only (never a pipe or a device, never blocking), of
+at most :data:`~vocmatch.limits.MAX_STATE_BYTES`, its first 16 bytes checked before the rest
+is read. The header's options are checked field by field by
+:mod:`vocmatch.evaluation.state_options`.
 
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
@@ -35,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, StateError
+from vocmatch.limits import MAX_STATE_BYTES
 
 __all__ = [
     "FORMAT_VERSION",
@@ -56,10 +61,6 @@ MAGIC = b"VMSTATE\0"
 FORMAT_VERSION = 3
 #: The format versions this vocmatch reads.
 READ_VERSIONS = (2, 3)
-#: State files larger than this are refused unread (a state takes about 25 bytes a
-#: prediction: this is some 170 million predictions); :meth:`Evaluator.load` and
-#: :func:`vocmatch.read_states` take another limit.
-MAX_STATE_BYTES = 4 * 1024**3
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.
