@@ -644,16 +644,16 @@ class Evaluator:
             header.get("class_table"),
             header.get("names"),
         )
+        if not _is_str_list(names):
+            raise StateError(f"{source}: corrupted header (names)")
         if not (
-            isinstance(options, dict)
-            and _is_str_list(names)
-            and isinstance(table, list)
+            isinstance(table, list)
             and all(
                 isinstance(e, list) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str)
                 for e in table
             )
         ):
-            raise StateError(f"{source}: corrupted header (options or classes)")
+            raise StateError(f"{source}: corrupted header (class_table)")
         if len(set(names)) != len(names):
             raise StateError(f"{source}: corrupted header (a class repeats)")
         if len({label for label, _ in table}) != len(table):

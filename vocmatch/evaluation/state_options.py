@@ -172,7 +172,7 @@ def options_of_header(
     vocmatch.errors.StateError: s.vms: corrupted header (options: conventions.match_rule ...)
     """
     if not isinstance(options, dict):
-        raise _corrupted(source, "options", options, "not an object")
+        raise StateError(f"{source}: corrupted header (options is not an object)")
     for name in ("conventions", "fold_case", "score_thresholds"):
         if name not in options:
             raise StateError(f"{source}: corrupted header (options: {name} is missing)")
