@@ -24,6 +24,8 @@ TOP_LEVEL = {
     "errors": "shared",
     "escapes": "shared",
     "words": "shared",
+    "files": "shared",
+    "limits": "shared",
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",
@@ -286,3 +288,20 @@ def test_modules_and_functions_stay_readable() -> None:
                     long_functions.append(f"{name}:{node.lineno} {node.name}: {length} lines")
     assert long_modules == []
     assert long_functions == []
+
+
+def test_file_size_limits_live_in_one_module() -> None:
+    """Every limit on the size of a file read (``*_BYTES``) is defined in vocmatch/limits.py
+    and imported from there, so the limits can be read and changed in one place."""
+    defined = []
+    for path in MODULES:
+        if path.name == "limits.py":
+            continue
+        for node in tree_of(path).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and re.fullmatch(r"\w*MAX\w*_BYTES", target.id):
+                    defined.append(f"{path.relative_to(PACKAGE)}: {target.id}")
+    assert defined == []

@@ -683,7 +683,7 @@ def test_load_refuses_damaged_states(damage: Any, message: str, tmp_path: Path) 
 
 
 def test_load_names_a_file_that_cannot_be_read(tmp_path: Path) -> None:
-    with pytest.raises(StateError, match=r"missing.vms: cannot read \(No such file"):
+    with pytest.raises(StateError, match=r"missing.vms: cannot read state: No such file"):
         Evaluator.load(tmp_path / "missing.vms")
 
 

@@ -16,8 +16,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from vocmatch.render import files as output
-from vocmatch.render.files import InputFolder, OutputError, check_output, write_bytes, write_text
+from vocmatch import files as output
+from vocmatch.errors import OutputError
+from vocmatch.files import (
+    InputFolder,
+    check_output,
+    remove_temporary_files,
+    temporary_files,
+    write_bytes,
+    write_text,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file system")
 
@@ -218,7 +226,7 @@ def test_a_file_size_limit_leaves_the_earlier_file(tmp_path: Path) -> None:
     target.write_text("earlier\n", encoding="utf-8")
     script = (
         "import sys\n"
-        "from vocmatch.render.files import OutputError, write_text\n"
+        "from vocmatch.errors import OutputError\nfrom vocmatch.files import write_text\n"
         "try:\n"
         "    write_text(sys.argv[1], 'x' * 1_000_000)\n"
         "except OutputError as error:\n"
@@ -268,6 +276,48 @@ def test_two_writers_of_one_path_never_mix(tmp_path: Path) -> None:
     assert seen <= set(contents)
     assert target.read_bytes() in contents
     assert leftovers(tmp_path) == []
+
+
+def test_a_leftover_temporary_name_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link (or any file) already at the temporary name the writer draws is left alone:
+    the name is created with ``O_EXCL``, and another is drawn."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    taken = tmp_path / ".vocmatch-000000000000.tmp"
+    taken.symlink_to(victim)
+    draws = iter([bytes(6), bytes([1] * 6)])
+    monkeypatch.setattr(output.os, "urandom", lambda n: next(draws))
+    target = tmp_path / "report.txt"
+    write_text(target, "new\n")
+    assert target.read_text(encoding="utf-8") == "new\n"
+    assert victim.read_text(encoding="utf-8") == "keep me\n"
+    assert taken.is_symlink()
+    assert leftovers(tmp_path) == [taken.name]
+
+
+def test_the_files_being_written_are_listed_for_a_signal_handler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a file is written its temporary file is listed, and
+    :func:`remove_temporary_files` (what the command line's signal handlers call) removes
+    it; once written, nothing is listed."""
+    listed: list[tuple[str, ...]] = []
+    write_all = output._write_all
+
+    def watched(descriptor: int, data: bytes) -> None:
+        listed.append(temporary_files())
+        remove_temporary_files()
+        write_all(descriptor, data)
+
+    monkeypatch.setattr(output, "_write_all", watched)
+    with pytest.raises(OutputError, match="No such file or directory"):
+        write_text(tmp_path / "r.txt", "x\n")  # its temporary file is gone: no rename
+    assert len(listed) == 1 and len(listed[0]) == 1
+    assert Path(listed[0][0]).parent == tmp_path
+    assert temporary_files() == ()
+    assert os.listdir(tmp_path) == []
 
 
 def test_the_report_may_not_be_an_input(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def test_a_signal_to_the_main_process_ends_the_workers_at_once(
 
 SLOW_WRITER = """
 import sys, time
-import vocmatch.render.files as output
+import vocmatch.files as output
 def slow(descriptor, data):
     view = memoryview(data)
     sys.stderr.write("writing\\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -219,6 +220,21 @@ def test_cli_rerun_replaces_its_own_output(tmp_path: Path) -> None:
     assert (code, stdout) == (EXIT_USAGE, "")
     assert "it holds other files" in stderr
     assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_cli_copies_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    """A previous run's folder whose ``annotations`` became a file: one line, exit 2, no
+    traceback."""
+    out = tmp_path / "review"
+    assert run("suspects", GT, PRED, "--output", str(out))[0] == EXIT_OK
+    shutil.rmtree(out / "annotations")
+    (out / "annotations").write_text("", encoding="utf-8")
+    code, _, stderr = run("suspects", GT, PRED, "--output", str(out))
+    assert code == EXIT_USAGE
+    assert stderr == (
+        f"vocmatch: error: cannot write {out / 'annotations' / 'hall.xml'}: "
+        f"{out / 'annotations'} is not a folder\n"
+    )
 
 
 @pytest.mark.usefixtures("at_root")

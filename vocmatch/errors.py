@@ -16,6 +16,7 @@ __all__ = [
     "InputError",
     "Message",
     "Option",
+    "OutputError",
     "RequestError",
     "StateError",
     "SwappedInputsWarning",
@@ -162,6 +163,33 @@ class StateError(VocmatchError):
         ...     print(type(error).__name__)
         StateError
     """
+
+
+class OutputError(VocmatchError):
+    """A file cannot be written: a report, an evaluator state (:meth:`vocmatch.Evaluator.save`)
+    or any other file vocmatch writes (:mod:`vocmatch.files`).
+
+    Prints as ``cannot write PATH: reason``.
+
+    Args:
+        path: The file that was to be written, as given.
+        reason: Why, in a few words (the system's reason where there is one).
+
+    Example:
+        >>> print(OutputError("out/r.json", "the folder out does not exist"))
+        cannot write out/r.json: the folder out does not exist
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path or repr(self.path)}: {self.reason}"
+
+    def __reduce__(self) -> tuple[type[OutputError], tuple[str, str]]:
+        return (type(self), (self.path, self.reason))
 
 
 class DistributedError(VocmatchError):

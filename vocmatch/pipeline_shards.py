@@ -279,7 +279,9 @@ class MergedStates:
         return EvalReport(self.evaluation, checked, thresholds=thresholds, beta=beta, merge=merge)
 
 
-def read_states(paths: Sequence[PathLike], *, partial: bool = False) -> MergedStates:
+def read_states(
+    paths: Sequence[PathLike], *, partial: bool = False, max_bytes: int | None = None
+) -> MergedStates:
     """Read evaluator states (saved by shards: :func:`shard_state`, then
     :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
     ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
@@ -289,13 +291,19 @@ def read_states(paths: Sequence[PathLike], *, partial: bool = False) -> MergedSt
     shard (saved from an evaluator fed arrays, or by an earlier vocmatch) merge unchecked,
     and the evaluation's notes say so.
 
+    Each file is read as :meth:`~vocmatch.evaluation.incremental.Evaluator.load` reads it:
+    a regular file only (a named pipe or a device is refused without blocking), of at most
+    ``max_bytes`` (:data:`~vocmatch.limits.MAX_STATE_BYTES` by default), its
+    signature checked before the rest is read.
+
     Args:
         paths: The state files.
         partial: Merge states that are not every shard of one run (a shard missing or
             repeated, states of other runs); the evaluation's notes say what was found.
+        max_bytes: The largest state file read.
 
     Raises:
-        InputError: ``paths`` is empty.
+        InputError: ``paths`` is empty, or is one path rather than a sequence of them.
         StateError: A state cannot be read, or the states cannot be merged (other options,
             an image in two of them; without ``partial``: a shard missing or given twice,
             states of different runs).
@@ -317,10 +325,19 @@ def read_states(paths: Sequence[PathLike], *, partial: bool = False) -> MergedSt
         ((2,), 'partial merge: shard 2 of 2 missing: the numbers are not those of the whole run')
     """
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.state import MAX_STATE_BYTES
 
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        # A string is a sequence too: its letters would be read as paths.
+        raise InputError(
+            f"Expected `paths` to be a sequence of paths, got the one path {os.fsdecode(paths)!r}"
+            " (give [path] for one state)"
+        )
+    paths = list(paths)
     if not paths:
         raise InputError("no evaluator state to merge")
-    states = [Evaluator.load(path) for path in paths]
+    limit = MAX_STATE_BYTES if max_bytes is None else max_bytes
+    states = [Evaluator.load(path, max_bytes=limit) for path in paths]
     check = check_shards(
         [(os.fspath(path), state.origin) for path, state in zip(paths, states, strict=True)],
         partial=partial,

@@ -19,14 +19,15 @@ from vocmatch.cli.exits import EXIT_USAGE
 from vocmatch.errors import (
     Message,
     Option,
+    OutputError,
     RequestError,
     VocmatchError,
     VocmatchWarning,
     message_of,
 )
 from vocmatch.escapes import printable
-from vocmatch.render.files import InputFolder, OutputError, check_output
-from vocmatch.render.files import write_text as write_file
+from vocmatch.files import InputFolder, check_output
+from vocmatch.files import write_text as write_file
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -221,7 +222,7 @@ def check_outputs(
     folders: Sequence[InputFolder] = (),
 ) -> None:
     """Refuse, before any work, report paths that cannot be written, that are inputs, or
-    that are given for two outputs (one line and exit 2; see :mod:`vocmatch.render.files`)."""
+    that are given for two outputs (one line and exit 2; see :mod:`vocmatch.files`)."""
     given = [path for path in outputs if path is not None]
     inputs = [path for path in files if path is not None]
     seen: dict[str, Path] = {}
@@ -407,7 +408,7 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a report file atomically (:mod:`vocmatch.render.files`): a failure is one line,
+    """Write a report file atomically (:mod:`vocmatch.files`): a failure is one line,
     ``vocmatch: error: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
     with library_errors():
         write_file(path, text)

@@ -62,9 +62,21 @@ from vocmatch.cli.options import (
     score_threshold_option,
     slice_options,
 )
-from vocmatch.cli.params import FiniteFloatRange, InputPath
-from vocmatch.pipeline import EvalRequest, Geometry, PredFormat, evaluate
-from vocmatch.render.files import InputFolder
+from vocmatch.cli.params import (
+    FiniteFloatRange,
+    InputPath,
+    OutputPath,
+    WholeNumberRange,
+)
+from vocmatch.errors import VocmatchWarning
+from vocmatch.files import InputFolder
+from vocmatch.pipeline import (
+    EvalRequest,
+    Geometry,
+    PredFormat,
+    evaluate,
+    operating_thresholds,
+)
 from vocmatch.render.report import FORMATS, TableOptions
 
 if TYPE_CHECKING:

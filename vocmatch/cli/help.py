@@ -119,7 +119,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch merge": [
-        {"name": "States", "options": ["--partial"]},
+        {"name": "States", "options": ["--partial", "--max-file-size"]},
         {
             "name": "Output",
             "options": [

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from vocmatch.cli.console import xml_folders
+from vocmatch.files import InputFolder
 from vocmatch.pipeline import PredFormat, prediction_suffixes
-from vocmatch.render.files import InputFolder
 
 
 def prediction_inputs(pred_dir: Path, pred_format: PredFormat) -> list[InputFolder]:

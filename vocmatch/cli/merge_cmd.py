@@ -34,7 +34,8 @@ from vocmatch.cli.options import (
     output_option,
     report_file_options,
 )
-from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.cli.params import InputPath, OutputPath, byte_size
+from vocmatch.limits import MAX_STATE_BYTES
 from vocmatch.render.report import FORMATS, TableOptions
 
 if TYPE_CHECKING:
@@ -193,6 +194,14 @@ def save_shard(
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
 @gate_options
+@click.option(
+    "--max-file-size",
+    callback=byte_size,
+    default=f"{MAX_STATE_BYTES // 1024**3}G",
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse larger state files unread (5000, 64K, 32M, 1G; powers of 1024).",
+)
 def merge_command(
     states: tuple[Path, ...],
     partial: bool,
@@ -207,6 +216,7 @@ def merge_command(
     fail_under: tuple[Gate, ...],
     max_fp: int | None,
     max_fn: int | None,
+    max_file_size: int,
 ) -> None:
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
 
@@ -227,7 +237,7 @@ def merge_command(
         )
     check_outputs([output, classes_csv, write_thresholds_file], files=list(states))
     with library_errors():
-        merged = read_states(states, partial=partial)
+        merged = read_states(states, partial=partial, max_bytes=max_file_size)
         report = merged.report(fail_under, max_fp, max_fn, beta)
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)

@@ -17,6 +17,7 @@ from vocmatch.cli.params import (
     byte_size,
     finite_option,
 )
+from vocmatch.limits import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -31,10 +32,9 @@ HTML_PICTURE_MAX_SIDE = 640
 
 #: Defaults shown in the options' help, kept equal to the library's by a test (so the help
 #: needs none of the library's modules): vocmatch.core.protocol.PROTOCOLS,
-#: vocmatch.readers.parse.DEFAULT_MAX_BYTES, vocmatch.evidence.error_types.DEFAULT_BACKGROUND_IOU,
-#: vocmatch.render.diff_tables.DIFF_MAX_ROWS and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU.
+#: vocmatch.evidence.error_types.DEFAULT_BACKGROUND_IOU, vocmatch.render.diff_tables.DIFF_MAX_ROWS
+#: and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU. The size limits are vocmatch.limits's.
 PROTOCOL_NAMES = ("coco", "default", "voc07", "voc12")
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_BACKGROUND_IOU = 0.1
 DIFF_MAX_ROWS = 20
 DEFAULT_DUPLICATE_IOU = 0.9

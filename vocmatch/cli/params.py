@@ -11,8 +11,8 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from vocmatch.cli.exits import EXIT_USAGE
+from vocmatch.errors import OutputError
 from vocmatch.escapes import printable
-from vocmatch.render.files import OutputError
 
 if TYPE_CHECKING:
     pass

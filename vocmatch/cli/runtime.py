@@ -10,6 +10,8 @@ import sys
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from vocmatch.files import remove_temporary_files
+
 if TYPE_CHECKING:
     pass
 
@@ -47,14 +49,17 @@ def _ignore_further_signals() -> None:
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
-    """The SIGINT handler :func:`run` installs."""
+    """The SIGINT handler :func:`run` installs: the files being written are left as they
+    were (their temporary files removed, :func:`vocmatch.files.remove_temporary_files`)."""
     _ignore_further_signals()
+    remove_temporary_files()
     raise Interrupted
 
 
 def stop(signum: int, frame: FrameType | None) -> None:
-    """The SIGTERM and SIGHUP handler :func:`run` installs."""
+    """The SIGTERM and SIGHUP handler :func:`run` installs; as :func:`interrupt`."""
     _ignore_further_signals()
+    remove_temporary_files()
     raise Stopped(signum)
 
 

@@ -14,7 +14,7 @@ from vocmatch.cli.eval_cmd import show_report
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import format_option, max_rows_option, output_option
 from vocmatch.cli.params import InputPath, WholeNumberRange
-from vocmatch.render.files import InputFolder
+from vocmatch.files import InputFolder
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.seg import PredVoid

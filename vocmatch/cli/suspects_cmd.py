@@ -32,8 +32,9 @@ from vocmatch.cli.options import (
     quiet_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.errors import OutputError
+from vocmatch.files import check_output
 from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
-from vocmatch.render.files import OutputError, check_output
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectReport
@@ -226,8 +227,8 @@ def write_copies(
         suspects_csv,
         suspects_json,
     )
+    from vocmatch.files import write_bytes
     from vocmatch.readers.parse import read_bytes
-    from vocmatch.render.files import write_bytes
 
     by_image: dict[str, list[Any]] = {}
     for suspect in report.suspects:
@@ -238,7 +239,12 @@ def write_copies(
         for key in sorted(by_image):
             relative = f"{COPIES_FOLDER}/{key}.xml"
             target = output_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise OutputError(os.fspath(target), f"{target.parent} is not a folder") from None
+            except OSError as error:
+                raise OutputError(os.fspath(target), error.strerror or str(error)) from None
             try:
                 copy = suspect_copy(read_bytes(paths[key]), by_image[key])
             except ValueError as error:

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, InputError, Message, Option
+from vocmatch.limits import MAX_MAP_BYTES
 from vocmatch.readers.parse import read_bytes
 from vocmatch.readers.scan import ColumnSet
 
@@ -43,8 +44,6 @@ __all__ = [
     "read_class_map",
 ]
 
-#: The largest class map file read.
-MAX_MAP_BYTES = 16 * 1024 * 1024
 
 #: The one class of class-agnostic matching.
 AGNOSTIC_CLASS = "object"

@@ -32,7 +32,6 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -45,7 +44,14 @@ from vocmatch.evaluation.engine import _select
 from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shard_origin import ShardOrigin
-from vocmatch.evaluation.state import RawState, read_state, write_state
+from vocmatch.evaluation.state import (
+    MAX_STATE_BYTES,
+    RawState,
+    read_state,
+    read_state_file,
+    write_state,
+)
+from vocmatch.evaluation.state_options import options_of_header
 from vocmatch.evaluation.state_records import (
     records_of_state,
     skipped_in_order,
@@ -54,6 +60,7 @@ from vocmatch.evaluation.state_records import (
     state_of_records,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.files import write_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
 
@@ -578,7 +585,7 @@ class Evaluator:
         shared = sorted(self._keys & other._keys)
         if shared:
             more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
-            listed = ", ".join(repr(k) for k in shared[:3]) + more
+            listed = ", ".join(_shown_key(k) for k in shared[:3]) + more
             ranges = [*self._numbered, *other._numbered]
             if any(_numbered(key, ranges) for key in shared):
                 raise StateError(
@@ -645,19 +652,21 @@ class Evaluator:
             header.get("class_table"),
             header.get("names"),
         )
+        if not _is_str_list(names):
+            raise StateError(f"{source}: corrupted header (names)")
         if not (
-            isinstance(options, dict)
-            and _is_str_list(names)
-            and isinstance(table, list)
+            isinstance(table, list)
             and all(
                 isinstance(e, list) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str)
                 for e in table
             )
         ):
-            raise StateError(f"{source}: corrupted header (options or classes)")
+            raise StateError(f"{source}: corrupted header (class_table)")
         if len(set(names)) != len(names):
             raise StateError(f"{source}: corrupted header (a class repeats)")
-        conventions, fold_case, score_thresholds = _from_options(options, source)
+        if len({label for label, _ in table}) != len(table):
+            raise StateError(f"{source}: corrupted header (class_table: an id repeats)")
+        conventions, fold_case, score_thresholds = options_of_header(options, source)
         evaluator = cls(
             conventions,
             fold_case=fold_case,
@@ -676,23 +685,29 @@ class Evaluator:
         return evaluator
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the state to ``path`` (whole or not at all: a temporary file, renamed)."""
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_bytes(self.to_bytes())
-        os.replace(partial, target)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Evaluator:
-        """An evaluator holding the state saved at ``path``.
+        """Write the state to ``path``, whole or not at all, by :mod:`vocmatch.files`: a
+        temporary file in its folder, renamed over it (a symbolic link keeps pointing at its
+        file; a device or named pipe is written in place, never replaced).
 
         Raises:
-            StateError: The file cannot be read or is not a readable state.
+            OutputError: The file cannot be written (a missing folder, a full disk); an
+                earlier file at ``path`` is left as it was and nothing else is left behind.
         """
-        try:
-            data = Path(path).read_bytes()
-        except OSError as error:
-            raise StateError(f"{os.fspath(path)}: cannot read ({error.strerror})") from None
+        write_bytes(path, self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_STATE_BYTES) -> Evaluator:
+        """An evaluator holding the state saved at ``path``.
+
+        Only a regular file is read (a named pipe or a device such as ``/dev/zero`` is
+        refused without blocking), and only once its size (at most ``max_bytes``) and its
+        first bytes say it is a state (:func:`~vocmatch.evaluation.state.read_state_file`).
+
+        Raises:
+            StateError: The file cannot be read or is not a readable state (one line naming
+                the path, and the header's field at fault).
+        """
+        data = read_state_file(path, max_bytes=max_bytes)
         return cls.from_bytes(data, os.fspath(path))
 
     def _options(self) -> dict[str, Any]:
@@ -910,9 +925,18 @@ def _with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[t
     return joined
 
 
+def _shown_key(key: str) -> str:
+    """A key in a message: its first characters when it is long."""
+    return repr(key) if len(key) <= 60 else f"{key[:50]!r}... ({len(key):,} characters)"
+
+
 def _numbered(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
     """Whether ``key`` is a number add_batch gave, in one of the ``[start, stop)`` ranges."""
-    if not (key.isdecimal() and key.isascii() and str(int(key)) == key):
+    if not (key.isdecimal() and key.isascii()) or (key.startswith("0") and key != "0"):
+        return False
+    # A key longer than every stop is no number in the ranges; this also keeps int() within
+    # the digits Python converts (a 5,000-digit key would raise ValueError).
+    if all(len(key) > len(str(stop)) for _, stop in ranges):
         return False
     number = int(key)
     return any(start <= number < stop for start, stop in ranges)
@@ -963,30 +987,3 @@ def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
         if x != y:
             return f"{name} {x!r} != {y!r}"
     return "options differ"
-
-
-def _from_options(
-    options: dict[str, Any], source: str
-) -> tuple[Conventions, bool, ScoreThresholds | None]:
-    """The conventions and options recorded in a state's header."""
-    try:
-        fields = dict(options["conventions"])
-        for name, value in fields.items():
-            if isinstance(value, list):  # the thresholds: AP's and the sweep's
-                fields[name] = tuple(float(v) for v in value)
-        conventions = Conventions(**fields)
-        thresholds = options["score_thresholds"]
-        score_thresholds = (
-            None
-            if thresholds is None
-            else ScoreThresholds(
-                thresholds["default"],
-                tuple((str(name), float(value)) for name, value in thresholds["per_class"]),
-            )
-        )
-        fold_case = options["fold_case"]
-    except (KeyError, TypeError, ValueError) as error:
-        raise StateError(f"{source}: corrupted header (options: {error})") from None
-    if not isinstance(fold_case, bool):
-        raise StateError(f"{source}: corrupted header (options: fold_case)")
-    return conventions, fold_case, score_thresholds

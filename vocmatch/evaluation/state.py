@@ -12,7 +12,11 @@ Reading checks the magic, the version, the checksum, then that every declared dt
 of a few plain numeric ones and that the declared sizes add up to the file's size exactly,
 before any array is made: a truncated, corrupted or crafted file is refused with one
 :class:`~vocmatch.errors.StateError`, and reading never runs code (JSON and raw numbers
-only, no pickle) nor allocates more than the file's size justifies.
+only, no pickle) nor allocates more than the file's size justifies. A file is read by
+:func:`read_state_file`: a regular file only (never a pipe or a device, never blocking), of
+at most :data:`~vocmatch.limits.MAX_STATE_BYTES`, its first 16 bytes checked before the rest
+is read. The header's options are checked field by field by
+:mod:`vocmatch.evaluation.state_options`.
 
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
@@ -25,6 +29,7 @@ Version 1, which held each image's boxes, is refused with one line naming its ve
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zlib
 from collections.abc import Mapping
@@ -34,9 +39,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.errors import StateError
+from vocmatch.errors import AnnotationError, StateError
+from vocmatch.limits import MAX_STATE_BYTES
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "READ_VERSIONS", "RawState", "read_state", "write_state"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAGIC",
+    "MAX_STATE_BYTES",
+    "READ_VERSIONS",
+    "RawState",
+    "read_state",
+    "read_state_file",
+    "write_state",
+]
 
 MAGIC = b"VMSTATE\0"
 #: The newest format version. Version 3 is version 2 with the header's ``skipped`` list (the
@@ -123,29 +138,20 @@ def read_state(
         StateError: The bytes are not a state file of this version, or are truncated,
             corrupted or inconsistent.
     """
-    if len(data) < _PREFIX.size + _CRC.size:
-        raise StateError(f"{source}: not a vocmatch state (only {len(data)} bytes)")
-    found_magic, found_version, header_size = _PREFIX.unpack_from(data)
-    if found_magic != magic:
-        signature = magic.rstrip(b"\0").decode()
-        raise StateError(f"{source}: not a vocmatch state (no {signature} signature)")
-    versions = (version,) if isinstance(version, int) else version
-    if found_version not in versions:
-        raise StateError(
-            f"{source}: state format version {found_version}; this vocmatch reads "
-            + _versions_read(versions)
-        )
+    header_size = _header_size(data, len(data), source, magic, version)
     end = len(data) - _CRC.size
     (stored_crc,) = _CRC.unpack_from(data, end)
     if zlib.crc32(memoryview(data)[:end]) != stored_crc:
         raise StateError(f"{source}: truncated or corrupted (checksum does not match)")
     body = _PREFIX.size + header_size
-    if body > end:
-        raise StateError(f"{source}: truncated (header of {header_size} bytes runs past the end)")
     try:
         header = json.loads(bytes(data[_PREFIX.size : body]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
+        if "integer string conversion" in str(error):  # Python's 4,300-digit limit
+            raise StateError(f"{source}: corrupted header (a number too long to read)") from None
         raise StateError(f"{source}: corrupted header ({error})") from None
+    except RecursionError:
+        raise StateError(f"{source}: corrupted header (nested too deeply)") from None
     if not isinstance(header, dict):
         raise StateError(f"{source}: corrupted header (not a JSON object)")
     table = _array_table(header.pop("arrays", None), source)
@@ -163,6 +169,81 @@ def read_state(
         arrays[name] = flat.reshape(shape)
         offset += size
     return RawState(header, arrays)
+
+
+def _header_size(
+    head: bytes, size: int, source: str, magic: bytes, version: int | tuple[int, ...]
+) -> int:
+    """The header's length, from the first bytes of a state file of ``size`` bytes, once
+    its signature and version are checked.
+
+    Raises:
+        StateError: The file is too short to be a state, has another signature or format
+            version, or declares a header longer than itself.
+    """
+    if size < _PREFIX.size + _CRC.size or len(head) < _PREFIX.size:
+        raise StateError(f"{source}: not a vocmatch state (only {size} bytes)")
+    found_magic, found_version, header_size = _PREFIX.unpack_from(head)
+    if found_magic != magic:
+        signature = magic.rstrip(b"\0").decode()
+        raise StateError(f"{source}: not a vocmatch state (no {signature} signature)")
+    versions = (version,) if isinstance(version, int) else version
+    if found_version not in versions:
+        raise StateError(
+            f"{source}: state format version {found_version}; this vocmatch reads "
+            + _versions_read(versions)
+        )
+    if _PREFIX.size + header_size > size - _CRC.size:
+        raise StateError(f"{source}: truncated (header of {header_size} bytes runs past the end)")
+    return int(header_size)
+
+
+def read_state_file(
+    path: str | os.PathLike[str],
+    magic: bytes = MAGIC,
+    version: int | tuple[int, ...] = READ_VERSIONS,
+    max_bytes: int = MAX_STATE_BYTES,
+) -> bytes:
+    """The bytes of a state file, read only once they can be a state's.
+
+    Only a regular file is read (also behind a symbolic link): a named pipe, socket or
+    device (``/dev/zero``) is refused without blocking and without a byte read. A file
+    larger than ``max_bytes`` is refused from its size, and the signature, the format
+    version and the header's length are checked on the first 16 bytes before the rest is
+    read; at most ``max_bytes + 1`` bytes are ever read, even from a file that grows.
+    :func:`read_state` checks the rest.
+
+    Args:
+        path: The file.
+        magic: The signature expected.
+        version: The format version expected, or the versions.
+        max_bytes: Larger files are refused unread.
+
+    Raises:
+        StateError: The file cannot be read (the system's reason), is not a regular file,
+            is larger than ``max_bytes``, or does not start as a state of this version
+            does (one line naming the path).
+    """
+    from vocmatch.readers.parse import open_regular
+
+    name = os.fspath(path)
+    try:
+        with open_regular(name, "state") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if size > max_bytes:
+                raise StateError(
+                    f"{name}: larger than the {max_bytes:,}-byte limit of a state ({size:,} bytes)"
+                )
+            _header_size(stream.read(_PREFIX.size), size, name, magic, version)
+            stream.seek(0)
+            data = stream.read(min(size, max_bytes) + 1)
+    except AnnotationError as error:  # not a regular file, or cannot be opened
+        raise StateError(str(error)) from None
+    except OSError as error:
+        raise StateError(f"{name}: cannot read state: {error.strerror or error}") from None
+    if len(data) > max_bytes:
+        raise StateError(f"{name}: larger than the {max_bytes:,}-byte limit of a state")
+    return data
 
 
 def _array_table(table: object, source: str) -> list[tuple[str, str, tuple[int, ...]]]:

@@ -32,6 +32,7 @@ import numpy as np
 
 from vocmatch.core.ap import Curve
 from vocmatch.errors import AnnotationError, InputError, RequestError
+from vocmatch.limits import MAX_THRESHOLD_FILE_BYTES
 from vocmatch.readers.parse import number_problem, read_bytes
 
 __all__ = [
@@ -45,9 +46,6 @@ __all__ = [
     "thresholds_csv",
     "typed_threshold",
 ]
-
-#: The largest file of thresholds read (one line per class).
-MAX_THRESHOLD_FILE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from vocmatch.errors import AnnotationError, InputError
+from vocmatch.limits import MAX_NAMES_BYTES
 from vocmatch.readers.parse import read_bytes
 from vocmatch.readers.pred_formats import read_class_list
 
@@ -27,8 +28,6 @@ __all__ = ["YAML_SUFFIXES", "read_class_names"]
 #: File suffixes always read as YAML.
 YAML_SUFFIXES = (".yaml", ".yml")
 
-#: The largest names file read (COCO's data.yaml with its download script is 3 kB).
-MAX_NAMES_BYTES = 16 * 1024 * 1024
 
 _NAMES_KEY = re.compile(r"^names\s*:")
 #: Lines of a one-name-a-line file that are YAML or JSON structure, not a class name:

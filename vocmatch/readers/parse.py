@@ -46,6 +46,7 @@ from vocmatch.core.model import (
 )
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
+from vocmatch.limits import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -70,9 +71,6 @@ __all__ = [
     "walk_directory",
 ]
 
-#: Files larger than this are refused unread (VOC files are a few kilobytes; a 32 MiB file
-#: of nothing but objects takes about 7 s and 0.7 GB to parse).
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
 #: The largest coordinate magnitude accepted: 2**53, the last float64 below which every
 #: whole pixel is exact. Larger values would make box areas overflow to infinity.

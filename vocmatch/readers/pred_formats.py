@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, SkippedFile
 from vocmatch.errors import AnnotationError, InputError, Message, Option, RequestError, message_of
+from vocmatch.limits import MAX_JSON_BYTES
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -55,9 +56,6 @@ PredFormat = Literal["voc", "coco", "yolo", "voc-results"]
 #: The prediction formats, XML first (the default).
 PRED_FORMATS: tuple[PredFormat, ...] = ("voc", "coco", "yolo", "voc-results")
 
-#: The largest JSON file read (a COCO results list for 5,000 images of 100 detections is
-#: about 50 MB; the file is parsed in memory).
-MAX_JSON_BYTES = 1024**3
 
 # The devkit's result files: comp<N>_det_<set>_<class>.txt; the set has no underscore.
 _VOC_RESULT_NAME = re.compile(r"comp[0-9]+_det_([^_/]+)_(.+)\.txt\Z")

@@ -12,13 +12,11 @@ from dataclasses import dataclass, replace
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.errors import AnnotationError, InputError, RequestError
+from vocmatch.limits import MAX_SPLIT_BYTES
 from vocmatch.readers.parse import AnnotationSet, read_bytes
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
 __all__ = ["Split", "annotation_folder", "only_split", "read_split", "split_file"]
-
-#: The largest image list read (VOC's are a few hundred kilobytes).
-MAX_SPLIT_BYTES = 64 * 1024 * 1024
 
 
 def annotation_folder(gt_dir: str | os.PathLike[str]) -> tuple[str, str | None]:

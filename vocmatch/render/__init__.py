@@ -1,2 +1,2 @@
-"""Every output: terminal tables, JSON/CSV/Markdown/JUnit, HTML, diagrams and atomic report
-files."""
+"""Every output: terminal tables, JSON/CSV/Markdown/JUnit, HTML and diagrams (the files are
+written by :mod:`vocmatch.files`)."""

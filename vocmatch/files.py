@@ -1,20 +1,33 @@
-"""Writing report files so that a reader never sees half of one.
+"""The one writer of vocmatch: every file it writes is whole or not written at all.
 
-Every file vocmatch writes (``--output``, ``--html``, ``--classes-csv``, the outputs of
-``diff`` and ``seg``) goes through :func:`write_text` or :func:`write_bytes`: the content is
-written to a new temporary file in the target's folder (a unique name, created with
-``O_EXCL``), flushed to disk, given the permissions the target has (or ``0666`` less the
-umask for a new file, as ``open(path, "w")`` would), and renamed over the target with
-:func:`os.replace`, which is atomic. A full disk, a file size limit, a crash, Ctrl-C or a
-signal therefore leave the earlier report as it was and no partial file; the temporary file
-is removed on every failure (only SIGKILL or a power cut can leave one, named
-``.vocmatch-*.tmp``). Two runs writing the same path each rename a complete file of their
-own, so the last one wins and the file is never a mix of the two.
+Every file vocmatch writes goes through :func:`write_text` or :func:`write_bytes`: reports
+(``--output``, ``--html``, ``--classes-csv``, ``--write-thresholds``, the outputs of ``diff``,
+``seg`` and ``suspects``), evaluator states (:meth:`vocmatch.Evaluator.save`, so
+``--save-state``) and the annotation copies of ``suspects``. The content is written to a new
+temporary file in the target's folder (a unique name, ``.vocmatch-*.tmp``, created with
+``O_EXCL``, so a leftover file or link of that name is never written through), flushed to
+disk, given the permissions the target has (or ``0666`` less the umask for a new file, as
+``open(path, "w")`` would), and renamed over the target with :func:`os.replace`, which is
+atomic. A full disk, a file size limit, a crash, Ctrl-C or a signal therefore leave the
+earlier file as it was and no partial file; the temporary file is removed on every failure.
+Two runs writing the same path each rename a complete file of their own, so the last one
+wins and the file is never a mix of the two.
 
-A target that exists and is not a regular file -- ``/dev/stdout``, a named pipe such as a
-shell's ``>(gzip > r.gz)``, a terminal, ``/dev/full`` -- cannot be replaced and is written
-directly; a named pipe nobody reads is refused at once instead of blocking. A symbolic link
-to a file keeps pointing at it: the file it names is replaced.
+A target that exists and is not a regular file -- ``/dev/stdout``, ``/dev/null``, a named
+pipe such as a shell's ``>(gzip > r.gz)``, a terminal, ``/dev/full`` -- is never replaced: it
+is written directly, and a named pipe nobody reads is refused at once instead of blocking. A
+symbolic link keeps pointing where it did: the file it names is replaced (or created).
+
+Every failure is one :class:`~vocmatch.errors.OutputError`, ``cannot write PATH: reason``.
+
+Signals: the temporary files being written are listed (:func:`remove_temporary_files`
+removes those of this process). The command line's signal handlers remove them, then end
+the run. A library caller without such a handler gets the same from Python's own Ctrl-C
+(:class:`KeyboardInterrupt` is raised inside the write, which removes its temporary file)
+and from any handler that raises an exception; a signal that kills the process outright
+(SIGTERM's default action, SIGKILL) or a power cut can leave one ``.vocmatch-*.tmp`` file
+beside the target, never a damaged target. A program that handles such a signal without
+raising calls :func:`remove_temporary_files` in its handler.
 
 :func:`check_output` runs before any work, so that a path that cannot be written (empty, a
 folder, a missing or read-only folder) or that is one of the run's inputs is refused in one
@@ -33,34 +46,43 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vocmatch.errors import VocmatchError
+from vocmatch.errors import OutputError
 
-__all__ = ["InputFolder", "OutputError", "check_output", "write_bytes", "write_text"]
+__all__ = [
+    "InputFolder",
+    "check_output",
+    "remove_temporary_files",
+    "temporary_files",
+    "write_bytes",
+    "write_text",
+]
 
 _TEMPORARY_PREFIX = ".vocmatch-"
 _TEMPORARY_SUFFIX = ".tmp"
 
+#: The temporary files being written, each with the process that creates it: a name is
+#: listed before its file is created and dropped once the file is renamed or removed, so a
+#: signal handler that removes the listed files misses none (a forked child inherits the
+#: list, and removes only its own).
+_LIVE: dict[str, int] = {}
 
-class OutputError(VocmatchError):
-    """A report file cannot be written.
 
-    Prints as ``cannot write PATH: reason``.
+def temporary_files() -> tuple[str, ...]:
+    """The temporary files this process is writing now (see :func:`remove_temporary_files`)."""
+    pid = os.getpid()
+    return tuple(path for path, owner in list(_LIVE.items()) if owner == pid)
 
-    Args:
-        path: The file that was to be written, as given.
-        reason: Why, in a few words (the system's reason where there is one).
+
+def remove_temporary_files() -> None:
+    """Remove the temporary files this process is writing, for a signal handler that ends the
+    process: the targets keep their earlier content, and nothing is left beside them.
+
+    Safe to call at any moment: a name whose file was already renamed into place or not yet
+    created is skipped.
     """
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        return f"cannot write {self.path or repr(self.path)}: {self.reason}"
-
-    def __reduce__(self) -> tuple[type[OutputError], tuple[str, str]]:
-        return (type(self), (self.path, self.reason))
+    for path in temporary_files():
+        _remove(path)
+        _LIVE.pop(path, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +105,7 @@ def _reason(error: OSError) -> str:
 
 def _error(shown: str, folder: str, error: OSError) -> OutputError:
     """The :class:`OutputError` for a system error met while writing into ``folder``."""
-    if isinstance(error, FileNotFoundError):
+    if isinstance(error, FileNotFoundError) and not os.path.isdir(folder):
         return OutputError(shown, f"the folder {folder} does not exist")
     if isinstance(error, NotADirectoryError):
         return OutputError(shown, f"{folder} is not a folder")
@@ -155,16 +177,20 @@ def check_output(
 def _probe(folder: str, shown: str) -> None:
     """Create and remove a temporary file in ``folder``: the one sure test that it can be
     written (permissions, a read-only file system, a path under a file)."""
+    claimed: list[str] = []
     try:
-        descriptor, temporary = _create_temporary(folder)
+        os.close(_create_temporary(folder, claimed))
     except OSError as error:
         raise _error(shown, folder, error) from None
-    os.close(descriptor)
-    _remove(temporary)
+    finally:
+        # Also on KeyboardInterrupt, SystemExit and the command line's signal exceptions.
+        _discard(claimed)
 
 
-def _create_temporary(folder: str) -> tuple[int, str]:
-    """A new, empty file of a unique name in ``folder``, open for writing.
+def _create_temporary(folder: str, claimed: list[str]) -> int:
+    """A new, empty file of a unique name in ``folder``, open for writing; its name is
+    appended to ``claimed`` (and listed in :data:`_LIVE`) before the file is created, so the
+    caller can remove it however the creation ends.
 
     ``0666`` less the umask, as ``open(path, "w")`` gives a new file.
     """
@@ -173,10 +199,21 @@ def _create_temporary(folder: str) -> tuple[int, str]:
     while True:
         name = f"{_TEMPORARY_PREFIX}{os.urandom(6).hex()}{_TEMPORARY_SUFFIX}"
         temporary = os.path.join(folder, name)
+        _LIVE[temporary] = os.getpid()
+        claimed.append(temporary)
         try:
-            return os.open(temporary, flags, 0o666), temporary
+            return os.open(temporary, flags, 0o666)
         except FileExistsError:
-            continue  # another run's temporary file: draw another name
+            # Another run's file (48 random bits: all but never): not ours to remove.
+            claimed.pop()
+            _LIVE.pop(temporary, None)
+
+
+def _discard(claimed: list[str]) -> None:
+    """Remove the temporary files named in ``claimed`` and forget them."""
+    for temporary in claimed:
+        _remove(temporary)
+        _LIVE.pop(temporary, None)
 
 
 def _remove(path: str) -> None:
@@ -207,8 +244,9 @@ def _sync_folder(folder: str) -> None:
 
 def _replace(target: str, data: bytes, status: os.stat_result | None) -> None:
     folder = _folder_of(target)
-    descriptor, temporary = _create_temporary(folder)
+    claimed: list[str] = []
     try:
+        descriptor = _create_temporary(folder, claimed)
         try:
             _write_all(descriptor, data)
             if status is not None:
@@ -219,11 +257,13 @@ def _replace(target: str, data: bytes, status: os.stat_result | None) -> None:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
-        os.replace(temporary, target)
+        os.replace(claimed[-1], target)
     except BaseException:
-        # Also on KeyboardInterrupt, SystemExit and the CLI's signal exceptions.
-        _remove(temporary)
+        # Also on KeyboardInterrupt, SystemExit and the command line's signal exceptions.
+        _discard(claimed)
         raise
+    for temporary in claimed:  # renamed into place: nothing left to remove
+        _LIVE.pop(temporary, None)
     _sync_folder(folder)
 
 
@@ -244,7 +284,7 @@ def _write_special(name: str, data: bytes) -> None:
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write a report file atomically (see the module docstring).
+    """Write a file atomically (see the module docstring).
 
     Args:
         path: The file to write; a symbolic link keeps its target, which is replaced.
@@ -272,7 +312,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write a text report atomically as UTF-8 (see :func:`write_bytes`).
+    """Write a text file atomically as UTF-8 (see :func:`write_bytes`).
 
     Text that cannot be encoded (a lone surrogate that escaped :mod:`vocmatch.escapes`) is
     written as a backslash escape rather than failing the write.

@@ -1,0 +1,183 @@
+"""The options of a state file's header, read back with every field checked.
+
+A state's header records the options its numbers depend on (``options``: the conventions,
+``fold_case``, the score thresholds). Each field is checked for its type and its range
+before anything is made of it, so a damaged or crafted header is refused with one
+:class:`~vocmatch.errors.StateError` naming the file and the field
+(``s.vms: corrupted header (options: conventions.match_rule is 'zzz', not one of
+'unmatched', 'devkit')``), never evaluated under a convention that does not exist nor turned
+into a ``TypeError`` later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, get_args
+
+from vocmatch.core.ap import Interpolation
+from vocmatch.core.match import MatchRule
+from vocmatch.core.protocol import Conventions, DifficultRule
+from vocmatch.errors import StateError
+from vocmatch.evaluation.thresholds import ScoreThresholds
+
+__all__ = ["CONVENTION_CHECKS", "options_of_header"]
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+
+
+def _is_iou(value: object) -> bool:
+    return _is_number(value) and 0.0 <= value <= 1.0  # type: ignore[operator]
+
+
+def _text(value: object) -> str | None:
+    return None if isinstance(value, str) else "not a string"
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else "not true or false"
+
+
+def _iou(value: object) -> str | None:
+    return None if _is_iou(value) else "not a number in [0, 1]"
+
+
+def _ious(value: object) -> str | None:
+    if not isinstance(value, list) or not value or not all(_is_iou(v) for v in value):
+        return "not a list of numbers in [0, 1]"
+    return None
+
+
+def _ascending_ious(value: object) -> str | None:
+    problem = _ious(value)
+    if problem is None and isinstance(value, list) and value != sorted(value):
+        return "not in ascending order"
+    return problem
+
+
+def _max_dets(value: object) -> str | None:
+    if value is None or (type(value) is int and value >= 1):
+        return None
+    return "not a whole number above 0 or null"
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        if isinstance(value, str) and value in choices:
+            return None
+        return "not one of " + ", ".join(repr(c) for c in choices)
+
+    return check
+
+
+#: How each field of :class:`~vocmatch.core.protocol.Conventions` is checked in a header:
+#: a function of the JSON value giving what is wrong with it, or None.
+CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
+    "protocol": _text,
+    "iou_threshold": _iou,
+    "strict_threshold": _flag,
+    "pixel_inclusive": _flag,
+    "match_rule": _choice(get_args(MatchRule)),
+    "difficult": _choice(get_args(DifficultRule)),
+    "interpolation": _choice(get_args(Interpolation)),
+    "ap_thresholds": _ious,
+    "max_dets": _max_dets,
+    "coco_stats": _flag,
+    "sweep_thresholds": _ascending_ious,
+}
+
+
+def _corrupted(source: str, field: str, value: object, problem: str) -> StateError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return StateError(f"{source}: corrupted header (options: {field} is {shown}, {problem})")
+
+
+def _conventions(value: object, source: str) -> Conventions:
+    if not isinstance(value, dict):
+        raise _corrupted(source, "conventions", value, "not an object")
+    known = {f.name for f in dataclasses.fields(Conventions)}
+    unknown = sorted(str(name) for name in value if name not in known)
+    if unknown:
+        raise StateError(
+            f"{source}: corrupted header (options: conventions.{unknown[0]} is unknown)"
+        )
+    if "protocol" not in value:
+        raise StateError(f"{source}: corrupted header (options: conventions.protocol is missing)")
+    fields: dict[str, Any] = {}
+    for name, field in value.items():
+        problem = CONVENTION_CHECKS[name](field)
+        if problem is not None:
+            raise _corrupted(source, f"conventions.{name}", field, problem)
+        if isinstance(field, list):  # the thresholds: AP's and the sweep's
+            fields[name] = tuple(float(v) for v in field)
+        elif type(field) is int and name == "iou_threshold":
+            fields[name] = float(field)
+        else:
+            fields[name] = field
+    return Conventions(**fields)
+
+
+def _score_thresholds(value: object, source: str) -> ScoreThresholds | None:
+    if value is None:
+        return None
+    field = "score_thresholds"
+    if not isinstance(value, dict) or set(value) != {"default", "per_class"}:
+        raise _corrupted(source, field, value, "not an object of default and per_class")
+    default, per_class = value["default"], value["per_class"]
+    if default is not None and not _is_number(default):
+        raise _corrupted(source, f"{field}.default", default, "not a number or null")
+    if not isinstance(per_class, list) or not all(
+        isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], str)
+        and _is_number(entry[1])
+        for entry in per_class
+    ):
+        raise _corrupted(
+            source, f"{field}.per_class", per_class, "not a list of [class, number] pairs"
+        )
+    return ScoreThresholds(
+        None if default is None else float(default),
+        tuple((name, float(threshold)) for name, threshold in per_class),
+    )
+
+
+def options_of_header(
+    options: object, source: str
+) -> tuple[Conventions, bool, ScoreThresholds | None]:
+    """The conventions, ``fold_case`` and score thresholds a state's header records.
+
+    A conventions field left out takes its default (a state saved before the field
+    existed); every field given is checked.
+
+    Args:
+        options: The header's ``options`` value.
+        source: What to call the file in errors (its path).
+
+    Raises:
+        StateError: A field is missing, unknown, or of the wrong type or range (naming it).
+
+    >>> options_of_header({"conventions": {"protocol": "mine"}, "fold_case": False,
+    ...                    "score_thresholds": None}, "s.vms")[0].iou_threshold
+    0.5
+    >>> options = {"conventions": {"protocol": "x", "match_rule": "zzz"}, "fold_case": False,
+    ...            "score_thresholds": None}
+    >>> options_of_header(options, "s.vms")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    vocmatch.errors.StateError: s.vms: corrupted header (options: conventions.match_rule ...)
+    """
+    if not isinstance(options, dict):
+        raise StateError(f"{source}: corrupted header (options is not an object)")
+    for name in ("conventions", "fold_case", "score_thresholds"):
+        if name not in options:
+            raise StateError(f"{source}: corrupted header (options: {name} is missing)")
+    conventions = _conventions(options["conventions"], source)
+    fold_case = options["fold_case"]
+    if not isinstance(fold_case, bool):
+        raise _corrupted(source, "fold_case", fold_case, "not true or false")
+    return conventions, fold_case, _score_thresholds(options["score_thresholds"], source)
