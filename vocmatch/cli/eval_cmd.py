@@ -65,17 +65,13 @@ from vocmatch.cli.options import (
 from vocmatch.cli.params import (
     FiniteFloatRange,
     InputPath,
-    OutputPath,
-    WholeNumberRange,
 )
-from vocmatch.errors import VocmatchWarning
 from vocmatch.files import InputFolder
 from vocmatch.pipeline import (
     EvalRequest,
     Geometry,
     PredFormat,
     evaluate,
-    operating_thresholds,
 )
 from vocmatch.render.report import FORMATS, TableOptions
 

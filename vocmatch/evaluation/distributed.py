@@ -17,7 +17,8 @@ A task whose worker is lost (killed, out of memory) is run again by Dask on anot
 worker; a task that raises is run again up to ``retries`` times. A task that fails every
 time fails the run with :class:`~vocmatch.errors.DistributedError`, naming the part.
 
-Dask (the ``dask`` extra: ``pip install '.[dask]'`` in a clone) is imported only by the functions that need it.
+Dask (the ``dask`` extra: ``pip install '.[dask]'`` in a clone) is imported only by the
+functions that need it.
 """
 
 from __future__ import annotations
