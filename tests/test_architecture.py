@@ -22,11 +22,13 @@ LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "pipe
 #: Modules at the top of the package and the layer they belong to.
 TOP_LEVEL = {
     "errors": "shared",
+    "checks": "shared",
     "escapes": "shared",
     "words": "shared",
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",
+    "pipeline_checks": "pipeline",
     "pipeline_diff": "pipeline",
     "pipeline_labels": "pipeline",
     "pipeline_shards": "pipeline",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vocmatch.errors import InputError, Message, RequestError, no_annotation_files
 from vocmatch.evidence.report import EvalReport, Evidence
+from vocmatch.pipeline_checks import check_request, unknown_keywords
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -131,6 +132,11 @@ class ReadOptions:
     jobs: int = 0
     class_choice: ClassChoice | None = None
 
+    def __post_init__(self) -> None:
+        """Check every field when the request is made (:mod:`vocmatch.pipeline_checks`), for
+        every request type: a value no run can use is refused here, never computed with."""
+        check_request(self)
+
     def workers(self) -> int:
         """The processes to read with: ``jobs``, or every core for 0."""
         return self.jobs or os.cpu_count() or 1
@@ -180,15 +186,9 @@ class ScoreOptions(ReadOptions):
         >>> ScoreOptions(protocol="voc07", iou=0.7).conventions().iou_threshold
         0.7
         """
-        from vocmatch.core.protocol import PROTOCOLS
+        from vocmatch.core.protocol import conventions_of
 
-        if isinstance(self.protocol, str):
-            if self.protocol not in PROTOCOLS:
-                known = ", ".join(sorted(PROTOCOLS))
-                raise RequestError("protocol", f"no such protocol (known: {known})", self.protocol)
-            conventions = PROTOCOLS[self.protocol]
-        else:
-            conventions = self.protocol
+        conventions = conventions_of(self.protocol)
         if self.iou is not None:
             conventions = conventions.with_threshold(self.iou)
         names = (
@@ -348,6 +348,9 @@ def evaluate(
     if not isinstance(request, EvalRequest):
         if pred is None:
             raise TypeError("evaluate() needs the predictions' path after the ground truth's")
+        unknown = unknown_keywords(options, EvalRequest)
+        if unknown is not None:
+            raise TypeError(f"evaluate() got an unexpected keyword argument {unknown}")
         request = EvalRequest(gt=request, pred=pred, **options)
     elif pred is not None or options:
         raise TypeError("evaluate() takes a request or paths and keywords, not both")

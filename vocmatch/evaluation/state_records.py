@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
-from vocmatch.errors import Message, Option, StateError
+from vocmatch.errors import Message, Option, RequestError, StateError
 from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
@@ -56,13 +56,19 @@ from vocmatch.evaluation.records import (
     flag_dtype,
 )
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
+from vocmatch.evaluation.thresholds import ScoreThresholds
 
 __all__ = [
+    "is_str_list",
+    "numbered_of_header",
+    "options_of_header",
+    "orphans_of_header",
     "records_of_state",
     "skipped_in_order",
     "skipped_of_header",
     "skipped_to_header",
     "state_of_records",
+    "with_range",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -484,3 +490,78 @@ def _message_of_header(value: object, source: str) -> str:
         else:
             raise StateError(f"{source}: corrupted header (skipped)")
     return Message(*parts)
+
+
+def numbered_of_header(value: object, source: str) -> list[tuple[int, int]]:
+    """The ranges of numbered images a state's header lists (none in most states)."""
+    ranges: list[tuple[int, int]] = []
+    if not isinstance(value, list):
+        raise StateError(f"{source}: corrupted header (numbered)")
+    for entry in value:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and all(type(n) is int for n in entry)
+            and 0 <= entry[0] < entry[1]
+        ):
+            raise StateError(f"{source}: corrupted header (numbered)")
+        ranges = with_range(ranges, (entry[0], entry[1]))
+    return ranges
+
+
+def orphans_of_header(value: object, source: str) -> frozenset[tuple[str, str]]:
+    """The header's ``orphan_pred`` list of ``[key, path]``.
+
+    Raises:
+        StateError: It is not such a list.
+    """
+    if not isinstance(value, list) or not all(
+        is_str_list(entry) and len(entry) == 2 for entry in value
+    ):
+        raise StateError(f"{source}: corrupted header (orphan_pred)")
+    return frozenset((key, path) for key, path in value)
+
+
+def is_str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def options_of_header(
+    options: dict[str, Any], source: str
+) -> tuple[Conventions, bool, ScoreThresholds | None]:
+    """The conventions and options recorded in a state's header."""
+    try:
+        fields = dict(options["conventions"])
+        for name, value in fields.items():
+            if isinstance(value, list):  # the thresholds: AP's and the sweep's
+                fields[name] = tuple(float(v) for v in value)
+        conventions = Conventions(**fields)
+        thresholds = options["score_thresholds"]
+        score_thresholds = (
+            None
+            if thresholds is None
+            else ScoreThresholds(
+                thresholds["default"],
+                tuple((str(name), float(value)) for name, value in thresholds["per_class"]),
+            )
+        )
+        fold_case = options["fold_case"]
+    except (KeyError, TypeError, ValueError, RequestError) as error:
+        raise StateError(f"{source}: corrupted header (options: {error})") from None
+    if not isinstance(fold_case, bool):
+        raise StateError(f"{source}: corrupted header (options: fold_case)")
+    return conventions, fold_case, score_thresholds
+
+
+def with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of numbers with one more, sorted and joined where they touch
+    (add_batch numbers images one after another: a run of them is one range)."""
+    if ranges and ranges[-1][1] == added[0]:
+        return [*ranges[:-1], (ranges[-1][0], added[1])]
+    joined: list[tuple[int, int]] = []
+    for start, stop in sorted([*ranges, added]):
+        if joined and joined[-1][1] >= start:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], stop))
+        else:
+            joined.append((start, stop))
+    return joined
