@@ -68,10 +68,10 @@ def checked_boxes(value: Any, what: str) -> FloatArray:
     Raises:
         InputError: Another shape, not numbers, or a row the XML reader would refuse.
 
-    >>> checked_boxes([[10, 0, 4, 5]], "`gt_boxes`")
+    >>> checked_boxes([[10, 0, 4, 5]], "`gt_boxes`")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    vocmatch.errors.InputError: Expected `gt_boxes` to be x1, y1, x2, y2 with x1 <= x2 and y1 <= y2: row 0: x2 4 is less than x1 10
+    vocmatch.errors.InputError: Expected `gt_boxes` to be ...: row 0: x2 4 is less than x1 10
     """
     boxes = to_numpy(value)
     if boxes.size == 0 and boxes.ndim <= 2:
