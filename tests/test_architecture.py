@@ -31,6 +31,7 @@ TOP_LEVEL = {
     "pipeline_checks": "pipeline",
     "pipeline_diff": "pipeline",
     "pipeline_labels": "pipeline",
+    "pipeline_remote": "pipeline",
     "pipeline_shards": "pipeline",
     "pipeline_suspects": "pipeline",
 }

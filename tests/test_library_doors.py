@@ -5,7 +5,9 @@ refuses, leaving itself as it was."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vocmatch
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, run_cli
 from vocmatch.cli.console import request_error
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.evaluation.incremental import Evaluator
@@ -375,3 +377,93 @@ def test_a_refused_batch_leaves_the_evaluator_exactly_as_it_was(
 def test_the_demo_paths_still_evaluate(tmp_path: Path) -> None:
     """The checks refuse nothing a real run gives: the demo's mAP is unchanged."""
     assert vocmatch.evaluate(DEMO_GT, DEMO_PRED).evaluation.summary.map == 0.625
+
+
+# Inputs given as URLs, or read on a cluster -------------------------------------------------
+
+
+@pytest.fixture
+def spaced_demo(tmp_path: Path) -> tuple[Path, Path]:
+    """The demo set in a folder whose name holds a space (``%20`` in its URL)."""
+    import shutil
+
+    root = tmp_path / "my data"
+    shutil.copytree(DEMO_GT, root / "gt")
+    shutil.copytree(DEMO_PRED, root / "pred")
+    return root / "gt", root / "pred"
+
+
+def _numbers(report: vocmatch.EvalReport) -> tuple[object, ...]:
+    evaluation = report.evaluation
+    classes = [(c.name, c.tp, c.fp, c.fn, c.ap) for c in evaluation.classes]
+    return evaluation.summary, classes, [i.key for i in evaluation.images]
+
+
+@pytest.mark.parametrize(
+    "as_url",
+    [
+        pytest.param(lambda p: p.as_uri(), id="as-uri-escaped"),
+        pytest.param(lambda p: "file://localhost" + p.as_uri()[len("file://") :], id="localhost"),
+    ],
+)
+def test_file_urls_evaluate_as_their_folders(spaced_demo: tuple[Path, Path], as_url: Any) -> None:
+    """vocmatch.evaluate reads URLs as `vocmatch eval` does: the folder's numbers."""
+    gt, pred = spaced_demo
+    assert "%20" in gt.as_uri()
+    local = vocmatch.evaluate(gt, pred)
+    remote = vocmatch.evaluate(as_url(gt), as_url(pred))
+    assert _numbers(remote) == _numbers(local)
+
+
+def test_the_command_line_reads_an_escaped_file_url(spaced_demo: tuple[Path, Path]) -> None:
+    gt, pred = spaced_demo
+    code, out, err = run_cli(gt.as_uri(), pred.as_uri(), "--format", "json")
+    local = run_cli(str(gt), str(pred), "--format", "json")
+    assert (code, err) == (local[0], local[2])
+    assert json.loads(out)["summary"] == json.loads(local[1])["summary"]
+
+
+def test_a_missing_file_url_says_so(tmp_path: Path) -> None:
+    url = (tmp_path / "nothing").as_uri()
+    with pytest.raises(InputError, match=f"^{re.escape(url)}: no such folder$"):
+        vocmatch.evaluate(url, (tmp_path / "pred").as_uri())
+
+
+def test_a_file_url_of_another_host_is_refused() -> None:
+    with pytest.raises(InputError, match=r"^file://host/gt: a file URL of the host 'host'"):
+        vocmatch.evaluate("file://host/gt", "file://host/pred")
+
+
+@pytest.mark.parametrize(
+    ("keywords", "field"),
+    [
+        pytest.param({"split": "test"}, "split", id="split"),
+        pytest.param({"pred_format": "coco"}, "pred_format", id="pred-format"),
+    ],
+)
+def test_options_urls_cannot_honour_are_refused(
+    spaced_demo: tuple[Path, Path], keywords: dict[str, Any], field: str
+) -> None:
+    gt, pred = spaced_demo
+    with pytest.raises(RequestError, match="is not available for inputs given as URLs") as caught:
+        vocmatch.evaluate(gt.as_uri(), pred.as_uri(), **keywords)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize("dask", ["local:0", "nowhere", ""])
+def test_a_bad_scheduler_is_named(dask: str) -> None:
+    with pytest.raises(RequestError, match="is neither local:N") as caught:
+        vocmatch.evaluate(DEMO_GT, DEMO_PRED, dask=dask)
+    assert caught.value.field == "dask"
+
+
+@pytest.mark.parametrize(
+    "boxes", [pytest.param(False, id="records"), pytest.param(True, id="boxes")]
+)
+def test_dask_gives_the_local_numbers(boxes: bool) -> None:
+    """dask='local:1' evaluates on a cluster of one worker, as `vocmatch eval --dask`:
+    from match records, or from the boxes when the report needs them."""
+    pytest.importorskip("distributed")
+    local = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes)
+    remote = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes, dask="local:1")
+    assert _numbers(remote) == _numbers(local)

@@ -243,6 +243,11 @@ class EvalRequest(ScoreOptions):
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
         calibration_bins: Equal score bins for each class's calibration (None: none).
         beta: The F-beta each class's operating point maximises.
+        dask: Read the files on a Dask cluster: ``local:N`` starts N local worker
+            processes for the run, anything else is a scheduler's address
+            (``tcp://host:8786``); needs ``pip install 'vocmatch[dask]'``. Workers read and
+            match parts of the images and send back their match records (their boxes when
+            the report needs them); the report is that of one process. None reads here.
 
     Example:
         >>> EvalRequest(gt="gt", pred="pred", protocol="coco").conventions().interpolation
@@ -265,6 +270,7 @@ class EvalRequest(ScoreOptions):
     slices: Sequence[SliceSpec | str] = ()
     calibration_bins: int | None = None
     beta: float = 1.0
+    dask: str | None = None
 
     def inputs(self) -> Inputs:
         """The ground truth, the predictions and how to read them."""
@@ -327,6 +333,9 @@ def evaluate(
         evaluation: The evaluation already made (merged from match records on a cluster:
             :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
+            Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
+            ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
+            reads them (:mod:`vocmatch.pipeline_remote`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -361,6 +370,11 @@ def evaluate(
     thresholds = score_thresholds_of(request)
     if evaluation is not None and request.needs_boxes():
         raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
+    if columns is None and evaluation is None:
+        # Inputs given as URLs, or read on a cluster: as the command line reads them.
+        from vocmatch.pipeline_remote import read_elsewhere
+
+        columns, evaluation = read_elsewhere(request)
     scored = _score(request, conventions, thresholds, progress, columns, evaluation)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:

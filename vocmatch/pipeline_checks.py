@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,12 +32,15 @@ from vocmatch.checks import (
 )
 from vocmatch.errors import RequestError
 
-__all__ = ["PRED_FORMATS", "check_request", "unknown_keywords"]
+__all__ = ["PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
 
 #: The prediction formats a request reads (vocmatch.readers.pred_formats.PRED_FORMATS; a
 #: test keeps the two equal, so that a request is checked without importing the readers).
 PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
 GEOMETRIES = ("shape", "box")
+#: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
+#: ``tls://...``), or ``host:port`` (but not ``local:0``).
+SCHEDULER = re.compile(r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+")
 
 Check = Callable[[str, Any], Any]
 
@@ -102,6 +106,16 @@ def _score_thresholds(field: str, value: Any) -> Any:
     return _path(field, value)
 
 
+def _scheduler(field: str, value: Any) -> Any:
+    if value is not None and not (isinstance(value, str) and SCHEDULER.fullmatch(value)):
+        raise RequestError(
+            field,
+            "is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
+            str(value),
+        )
+    return value
+
+
 def _class_choice(field: str, value: Any) -> Any:
     if value is None:
         return None
@@ -126,6 +140,7 @@ _CHECKS: dict[str, Check] = {
     "max_file_size": _whole(0),
     "jobs": _whole(0),
     "class_choice": _class_choice,
+    "dask": _scheduler,
     "protocol": _protocol,
     "iou": _number(0.0, 1.0),
     "strict_threshold": _flag,

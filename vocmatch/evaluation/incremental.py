@@ -339,7 +339,7 @@ class Evaluator:
         keys = (
             [str(k) for k in image_ids] if image_ids is not None else self._next_numbers(len(preds))
         )
-        images = []
+        images: list[_Images] = []
         # Every image is checked before any is kept: a batch refused leaves the evaluator
         # as it was.
         with self._unchanged_if_refused():
