@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vocmatch
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli, street_05_unpredicted
 from vocmatch.cli.console import request_error
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.evaluation.incremental import Evaluator
@@ -374,9 +374,11 @@ def test_a_refused_batch_leaves_the_evaluator_exactly_as_it_was(
     assert evaluator.to_bytes() == reference.to_bytes()
 
 
-def test_the_demo_paths_still_evaluate(tmp_path: Path) -> None:
-    """The checks refuse nothing a real run gives: the demo's mAP is unchanged."""
-    assert vocmatch.evaluate(DEMO_GT, DEMO_PRED).evaluation.summary.map == 0.625
+def test_the_demo_paths_still_evaluate() -> None:
+    """The checks refuse nothing a real run gives: the demo's mAP is unchanged; its image
+    without a prediction file is warned of, as the command line notes it."""
+    with street_05_unpredicted():
+        assert vocmatch.evaluate(DEMO_GT, DEMO_PRED).evaluation.summary.map == 0.625
 
 
 # Inputs given as URLs, or read on a cluster -------------------------------------------------
@@ -410,8 +412,10 @@ def test_file_urls_evaluate_as_their_folders(spaced_demo: tuple[Path, Path], as_
     """vocmatch.evaluate reads URLs as `vocmatch eval` does: the folder's numbers."""
     gt, pred = spaced_demo
     assert "%20" in gt.as_uri()
-    local = vocmatch.evaluate(gt, pred)
-    remote = vocmatch.evaluate(as_url(gt), as_url(pred))
+    with street_05_unpredicted():
+        local = vocmatch.evaluate(gt, pred)
+    with street_05_unpredicted():
+        remote = vocmatch.evaluate(as_url(gt), as_url(pred))
     assert _numbers(remote) == _numbers(local)
 
 
@@ -464,6 +468,8 @@ def test_dask_gives_the_local_numbers(boxes: bool) -> None:
     """dask='local:1' evaluates on a cluster of one worker, as `vocmatch eval --dask`:
     from match records, or from the boxes when the report needs them."""
     pytest.importorskip("distributed")
-    local = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes)
-    remote = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes, dask="local:1")
+    with street_05_unpredicted():
+        local = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes)
+    with street_05_unpredicted():
+        remote = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes, dask="local:1")
     assert _numbers(remote) == _numbers(local)

@@ -12,7 +12,12 @@ The modules a run needs are imported when it needs them: reading a request loads
 
 Example:
     >>> import vocmatch
-    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc12")
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc12")
+    >>> print(caught[0].message)  # the demo's street_05 has no prediction file
+    no prediction file for 'street_05': its objects count as missed (missing_pred lists it)
     >>> report.evaluation.summary.map
     0.625
 """
@@ -86,6 +91,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "warn_missing_predictions",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -349,6 +355,9 @@ def evaluate(
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> demo = ("fixtures/demo/gt", "fixtures/demo/pred")
         >>> report = vocmatch.evaluate(*demo, gates=["map=0.9"])
         >>> report.passed, str(report.gates.gates[0])
@@ -376,6 +385,7 @@ def evaluate(
 
         columns, evaluation = read_elsewhere(request)
     scored = _score(request, conventions, thresholds, progress, columns, evaluation)
+    warn_missing_predictions(scored.evaluation.missing_pred)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -395,6 +405,41 @@ def evaluate(
         evaluation, report, analysis, evidence, thresholds or None, request.beta,
         scored.gt, scored.pred,
     )  # fmt: skip
+
+
+#: Images a missing-prediction warning names before counting the rest.
+SHOWN_MISSING = 3
+
+
+def warn_missing_predictions(missing: Sequence[str]) -> None:
+    """Warn (:class:`~vocmatch.errors.MissingPredictionWarning`) that ground-truth images
+    have no prediction file, as the command line's note does: one warning for the run,
+    naming the first few.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_missing_predictions(["street_03"])
+    >>> print(caught[0].message)
+    no prediction file for 'street_03': its objects count as missed (missing_pred lists it)
+    """
+    if not missing:
+        return
+    import warnings
+
+    from vocmatch.errors import MissingPredictionWarning
+
+    if len(missing) == 1:
+        text = f"no prediction file for {missing[0]!r}: its objects count as missed"
+        text += " (missing_pred lists it)"
+    else:
+        shown = ", ".join(repr(key) for key in missing[:SHOWN_MISSING])
+        more = ", ..." if len(missing) > SHOWN_MISSING else ""
+        text = (
+            f"{len(missing):,} images have no prediction file ({shown}{more}): their objects "
+            "count as missed (missing_pred lists them all)"
+        )
+    warnings.warn(MissingPredictionWarning(text), stacklevel=3)
 
 
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
@@ -571,6 +616,9 @@ def operating_thresholds(report: EvalReport) -> str:
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> text = operating_thresholds(vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred"))
         >>> text.splitlines()[0]
         'class,threshold'

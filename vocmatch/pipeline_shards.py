@@ -53,6 +53,9 @@ def evaluator_for(
     Example:
         >>> from vocmatch.pipeline import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> halves = [evaluator_for(request, shard=(k, 2)) for k in (1, 2)]
         >>> halves[0].merge(halves[1])
         >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
@@ -163,6 +166,9 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
         >>> from pathlib import Path
         >>> from vocmatch.pipeline import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     paths = [Path(folder, f"{k}.vms") for k in (1, 2)]
         ...     for k, path in enumerate(paths, 1):

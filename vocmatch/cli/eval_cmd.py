@@ -67,7 +67,7 @@ from vocmatch.cli.params import (
     OutputPath,
     WholeNumberRange,
 )
-from vocmatch.errors import VocmatchWarning
+from vocmatch.errors import MissingPredictionWarning, VocmatchWarning
 from vocmatch.pipeline import (
     EvalRequest,
     Geometry,
@@ -318,10 +318,13 @@ def eval_command(
             progress.close()  # the warnings go below the finished bar, not through it
             report_warnings(evaluation)
 
-        report = evaluate(
-            request, progress=progress, on_evaluated=evaluated, columns=columns,
-            evaluation=cluster_evaluation,
-        )  # fmt: skip
+        with warnings.catch_warnings():
+            # The library's warning of missing prediction files: report_warnings words it.
+            warnings.simplefilter("ignore", MissingPredictionWarning)
+            report = evaluate(
+                request, progress=progress, on_evaluated=evaluated, columns=columns,
+                evaluation=cluster_evaluation,
+            )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     show_eval_report(report, output_format, output, table)
