@@ -473,3 +473,13 @@ def test_dask_gives_the_local_numbers(boxes: bool) -> None:
     with street_05_unpredicted():
         remote = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes, dask="local:1")
     assert _numbers(remote) == _numbers(local)
+
+
+@pytest.mark.parametrize("command", ["eval", "diff", "suspects"])
+def test_the_command_line_runs_the_librarys_check(command: str) -> None:
+    """A value only the library's check refuses reaches the user as one line naming the
+    flag, exit 2, from every command that builds a request: never a traceback."""
+    preds = [str(DEMO_PRED)] * (2 if command == "diff" else 1)
+    code, out, err = run_cli(command, str(DEMO_GT), *preds, "--split", " ")
+    assert (code, out) == (2, "")
+    assert err == "vocmatch: error: --split ' ': expected a split name or a file of image ids\n"

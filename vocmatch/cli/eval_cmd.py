@@ -295,19 +295,20 @@ def eval_command(
         + prediction_inputs(pred_dir, pred_format)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
     )  # fmt: skip
-    request = EvalRequest(
-        gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
-        split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
-        protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
-        pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
-        interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
-        score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
-        max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
-        boxes=html_file is not None or output_format == "junit",
-        reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
-        slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
-        class_choice=class_choice or None, **convention_extras(),
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = EvalRequest(
+            gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+            split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
+            protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
+            pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
+            interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
+            score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
+            max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
+            boxes=html_file is not None or output_format == "junit",
+            reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
+            slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
+            class_choice=class_choice or None, **convention_extras(),
+        )  # fmt: skip
     columns, cluster_evaluation = _read_elsewhere(request, dask_scheduler, save_state is None)
     if save_state is not None:
         save_shard(request, shard, save_state, quiet, columns)
@@ -485,11 +486,12 @@ def labels_eval(
         ],
         folders=xml_folders(gt_dir) + prediction_inputs(pred_dir, pred_format),
     )
-    request = LabelsRequest(
-        gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
-        coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
-        class_choice=class_choice or None,
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = LabelsRequest(
+            gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
+            coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
+            class_choice=class_choice or None,
+        )  # fmt: skip
     with library_errors():
         evaluation = evaluation_in_cli_words(evaluate_labels(request))
     report_label_warnings(evaluation)
