@@ -61,6 +61,8 @@ NAN = math.nan
         pytest.param({"score_thresholds": ""}, "score_thresholds", "the path is empty", id="score-thresholds-path"),
         pytest.param({"gates": "map=0.5"}, "gates", "expected a sequence", id="gates-text"),
         pytest.param({"slices": "size"}, "slices", "expected a sequence", id="slices-text"),
+        pytest.param({"gates": [0.5]}, "gates", "expected texts or Gate records, got float", id="gates-item"),
+        pytest.param({"slices": [None]}, "slices", "expected texts or SliceSpec records, got NoneType", id="slices-item"),
         pytest.param({"max_fp": -1}, "max_fp", "at least 0", id="max-fp"),
         pytest.param({"max_fn": 1.0}, "max_fn", "got float", id="max-fn"),
         pytest.param({"analysis": "yes"}, "analysis", "expected True or False", id="analysis"),
@@ -467,7 +469,7 @@ def test_a_bad_scheduler_is_named(dask: str) -> None:
 def test_dask_gives_the_local_numbers(boxes: bool) -> None:
     """dask='local:1' evaluates on a cluster of one worker, as `vocmatch eval --dask`:
     from match records, or from the boxes when the report needs them."""
-    pytest.importorskip("distributed")
+    pytest.importorskip("distributed", reason="dask= needs the dask extra")
     with street_05_unpredicted():
         local = vocmatch.evaluate(DEMO_GT, DEMO_PRED, analysis=boxes)
     with street_05_unpredicted():

@@ -79,6 +79,40 @@ def _sequence(field: str, value: Any) -> Any:
     return value
 
 
+def _items(field: str, value: Any, kind: type[Any]) -> Any:
+    """A sequence of texts (read by the field's grammar later) or ``kind`` records."""
+    _sequence(field, value)
+    for item in value:
+        if not isinstance(item, (str, kind)):
+            raise RequestError(
+                field, f"expected texts or {kind.__name__} records, got {type(item).__name__}",
+                str(item),
+            )  # fmt: skip
+    return value
+
+
+def _gates(field: str, value: Any, request: Any) -> Any:
+    _sequence(field, value)
+    if all(isinstance(item, str) for item in value):
+        return value  # the gates' modules stay unimported
+    if type(request).__name__ == "DiffRequest":
+        from vocmatch.evidence.diff import RegressionGate
+
+        return _items(field, value, RegressionGate)
+    from vocmatch.evidence.gates import Gate
+
+    return _items(field, value, Gate)
+
+
+def _slices(field: str, value: Any) -> Any:
+    _sequence(field, value)
+    if all(isinstance(item, str) for item in value):
+        return value  # the slices' module stays unimported (a run without slices)
+    from vocmatch.evidence.slices import SliceSpec
+
+    return _items(field, value, SliceSpec)
+
+
 def _protocol(field: str, value: Any) -> Any:
     from vocmatch.core.protocol import conventions_of
 
@@ -150,8 +184,7 @@ _CHECKS: dict[str, Check] = {
     "max_dets": _whole(1),
     "score_threshold": _number(),
     "score_thresholds": _score_thresholds,
-    "gates": _sequence,
-    "slices": _sequence,
+    "slices": _slices,
     "max_fp": _whole(0),
     "max_fn": _whole(0),
     "analysis": _flag,
@@ -192,6 +225,9 @@ def check_request(request: Any) -> None:
         check = _CHECKS.get(name)
         if name == "difficult" and type(request).__name__ == "LabelsRequest":
             continue  # checked where label sets are read, in their words
+        if name == "gates":
+            _gates(name, value, request)
+            continue
         if name == "difficult":
             from vocmatch.core.protocol import DIFFICULT_RULES
 
