@@ -326,6 +326,15 @@ def test_add_batch_wants_lists(preds: Any, targets: Any, message: str) -> None:
         Evaluator().add_batch(preds, targets)
 
 
+def test_add_batch_with_ids_names_an_image_that_is_not_a_mapping() -> None:
+    """With image ids (the batch first tried whole), a list for an image is named too."""
+    preds, targets = _batch(2)
+    evaluator = Evaluator()
+    with pytest.raises(InputError, match=r"^Expected `targets\[1\]` to be a mapping"):
+        evaluator.add_batch(preds, [targets[0], [BOX]], image_ids=["a", "b"])
+    assert len(evaluator) == 0
+
+
 def test_add_batch_refuses_a_key_given_twice() -> None:
     preds, targets = _batch(2)
     evaluator = Evaluator()

@@ -395,9 +395,9 @@ class Evaluator:
             return None
         columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ARRAYS[2:]}
         for pred, gt in zip(preds, targets, strict=True):
-            if "difficult" in gt or "iscrowd" in gt or pred.get("scores") is None:
-                return None
             if not (isinstance(pred, Mapping) and isinstance(gt, Mapping)):
+                return None
+            if "difficult" in gt or "iscrowd" in gt or pred.get("scores") is None:
                 return None
             if not {"boxes", "labels"} <= gt.keys() or not {"boxes", "labels"} <= pred.keys():
                 return None
