@@ -494,3 +494,12 @@ def test_the_command_line_runs_the_librarys_check(command: str) -> None:
     code, out, err = run_cli(command, str(DEMO_GT), *preds, "--split", " ")
     assert (code, out) == (2, "")
     assert err == "vocmatch: error: --split ' ': expected a split name or a file of image ids\n"
+
+
+def test_a_shard_of_file_urls_is_the_shard_of_the_folders(spaced_demo: tuple[Path, Path]) -> None:
+    """vocmatch.evaluator_for reads URLs too: a shard's state equals the folders' one."""
+    gt, pred = spaced_demo
+    local = vocmatch.evaluator_for(EvalRequest(gt=gt, pred=pred), shard=(1, 2))
+    remote = vocmatch.evaluator_for(EvalRequest(gt=gt.as_uri(), pred=pred.as_uri()), shard=(1, 2))
+    assert remote.keys == local.keys
+    assert snapshot(remote)[3:] == snapshot(local)[3:]

@@ -93,7 +93,8 @@ def shard_state(
 ) -> ShardState:
     """As :func:`evaluator_for`, with the files the reading skipped (recorded in the
     evaluator too). Without ``columns``, only the shard's files are read
-    (:func:`read_inputs`).
+    (:func:`read_inputs`); inputs given as URLs, or a request's ``dask`` cluster, are read
+    whole as :func:`vocmatch.evaluate` reads them.
 
     Example:
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
@@ -107,6 +108,12 @@ def shard_state(
 
     thresholds = score_thresholds_of(request)
     files = progress.files if progress is not None else None
+    if columns is None:
+        # Inputs given as URLs, or read on the request's cluster: read whole, as
+        # vocmatch.evaluate reads them, and the shard's images chosen below.
+        from vocmatch.pipeline_remote import read_elsewhere
+
+        columns = read_elsewhere(request, records_may_do=False)[0]
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
     if columns is not None:
