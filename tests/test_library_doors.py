@@ -503,3 +503,34 @@ def test_a_shard_of_file_urls_is_the_shard_of_the_folders(spaced_demo: tuple[Pat
     remote = vocmatch.evaluator_for(EvalRequest(gt=gt.as_uri(), pred=pred.as_uri()), shard=(1, 2))
     assert remote.keys == local.keys
     assert snapshot(remote)[3:] == snapshot(local)[3:]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        pytest.param({"iou_threshold": NAN}, "iou_threshold", r"'nan': expected a finite number in \[0, 1\]", id="iou-nan"),
+        pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, unmatched\)", id="match-rule"),
+        pytest.param({"max_dets": 0}, "max_dets", "at least 1", id="max-dets"),
+        pytest.param({"ap_thresholds": ()}, "ap_thresholds", "no threshold given", id="ap-none"),
+        pytest.param({"coco_stats": "yes"}, "coco_stats", "expected True or False", id="coco-stats"),
+    ],
+)  # fmt: skip
+def test_conventions_made_by_hand_are_checked(
+    fields: dict[str, Any], field: str, message: str
+) -> None:
+    """Conventions are checked when made, however made: a preset, a request, or by hand."""
+    with pytest.raises(RequestError, match=message) as caught:
+        vocmatch.Conventions("mine", **fields)
+    assert caught.value.field == field
+
+
+def test_conventions_keep_the_sweep_ascending() -> None:
+    assert vocmatch.Conventions("mine", sweep_thresholds=(0.75, 0.5, 0.75)).sweep_thresholds == (
+        0.5,
+        0.75,
+    )
+
+
+def test_per_class_thresholds_are_named_as_the_classes() -> None:
+    """A threshold for 'car ' is the threshold of the class 'car'."""
+    assert ScoreThresholds(None, (("car ", 0.3),)).for_class("car") == 0.3
