@@ -534,3 +534,30 @@ def test_conventions_keep_the_sweep_ascending() -> None:
 def test_per_class_thresholds_are_named_as_the_classes() -> None:
     """A threshold for 'car ' is the threshold of the class 'car'."""
     assert ScoreThresholds(None, (("car ", 0.3),)).for_class("car") == 0.3
+
+
+def test_the_command_lines_choices_are_the_librarys_names() -> None:
+    """Each option of `vocmatch eval` that names a choice offers exactly the names the
+    library's check knows: a value one door takes, the other takes too."""
+    import click
+
+    from vocmatch.cli.eval_cmd import eval_command
+    from vocmatch.core.protocol import DIFFICULT_RULES, INTERPOLATIONS, MATCH_RULES, PROTOCOLS
+    from vocmatch.pipeline_checks import GEOMETRIES, PRED_FORMATS
+    from vocmatch.readers import pred_formats
+
+    known = {
+        "protocol_name": set(PROTOCOLS),
+        "match_rule": set(MATCH_RULES),
+        "difficult": set(DIFFICULT_RULES),
+        "interpolation": set(INTERPOLATIONS),
+        "pred_format": set(PRED_FORMATS),
+        "geometry": set(GEOMETRIES),
+    }
+    choices = {
+        p.name: set(p.type.choices)
+        for p in eval_command.params
+        if p.name in known and isinstance(p.type, click.Choice)
+    }
+    assert choices == known
+    assert PRED_FORMATS == pred_formats.PRED_FORMATS

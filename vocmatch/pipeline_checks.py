@@ -34,8 +34,9 @@ from vocmatch.errors import RequestError
 
 __all__ = ["PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
 
-#: The prediction formats a request reads (vocmatch.readers.pred_formats.PRED_FORMATS; a
-#: test keeps the two equal, so that a request is checked without importing the readers).
+#: The prediction formats a request reads, the choices of ``--pred-format``
+#: (vocmatch.readers.pred_formats.PRED_FORMATS; a test keeps the two equal, so that a
+#: request is checked, and --help drawn, without importing the readers).
 PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
 GEOMETRIES = ("shape", "box")
 #: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
