@@ -561,3 +561,19 @@ def test_the_command_lines_choices_are_the_librarys_names() -> None:
     }
     assert choices == known
     assert PRED_FORMATS == pred_formats.PRED_FORMATS
+
+
+def test_every_field_of_every_request_is_checked() -> None:
+    """A field added to a request record is checked with the others, or this test names it."""
+    import dataclasses
+
+    from vocmatch.pipeline_checks import CHECKED_FIELDS
+
+    requests = [
+        vocmatch.EvalRequest,
+        vocmatch.DiffRequest,
+        vocmatch.SuspectsRequest,
+        vocmatch.LabelsRequest,
+    ]
+    fields = {f.name for request in requests for f in dataclasses.fields(request)}
+    assert sorted(fields - CHECKED_FIELDS) == []

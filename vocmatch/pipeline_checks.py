@@ -32,7 +32,7 @@ from vocmatch.checks import (
 )
 from vocmatch.errors import RequestError
 
-__all__ = ["PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
+__all__ = ["CHECKED_FIELDS", "PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
 
 #: The prediction formats a request reads, the choices of ``--pred-format``
 #: (vocmatch.readers.pred_formats.PRED_FORMATS; a test keeps the two equal, so that a
@@ -201,6 +201,10 @@ _CHECKS: dict[str, Check] = {
     "match_iou": _number(0.0, 1.0),
     "duplicate_iou": _number(0.0, 1.0),
 }
+
+#: Every field :func:`check_request` checks: a test holds each request record's fields to it,
+#: so that a field added to a request is checked too.
+CHECKED_FIELDS = frozenset((*_CHECKS, "gates", "difficult", "match_rule", "interpolation"))
 
 #: Fields whose value must be given (None is the option left out for the others).
 _REQUIRED = frozenset(
