@@ -22,6 +22,7 @@ LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "pipe
 #: Modules at the top of the package and the layer they belong to.
 TOP_LEVEL = {
     "errors": "shared",
+    "checks": "shared",
     "escapes": "shared",
     "words": "shared",
     "files": "shared",
@@ -29,8 +30,10 @@ TOP_LEVEL = {
     "__init__": "shared",
     "__main__": "cli",
     "pipeline": "pipeline",
+    "pipeline_checks": "pipeline",
     "pipeline_diff": "pipeline",
     "pipeline_labels": "pipeline",
+    "pipeline_remote": "pipeline",
     "pipeline_shards": "pipeline",
     "pipeline_suspects": "pipeline",
 }

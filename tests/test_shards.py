@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, run_cli, street_05_unpredicted
 from tests.test_api import PRED_FORMATS, converted, inputs_of  # noqa: F401  (a fixture)
 from tests.test_batch import assert_identical
 from vocmatch.cli import EXIT_SKIPPED
@@ -285,7 +285,8 @@ def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path)
         paths.append(tmp_path / f"shard{k}.vms")
         state.evaluator.save(paths[-1])
     merged = read_states([paths[2], paths[0], paths[1]])
-    single = evaluate(request).evaluation
+    with street_05_unpredicted():
+        single = evaluate(request).evaluation
     assert [(s.path, s.line, s.key) for s in merged.evaluation.skipped] == [
         (f"{data}/gt/street_02.xml", 1, "street_02"),
         (f"{data}/pred/street_04.xml", 1, "street_04"),
@@ -325,7 +326,8 @@ def test_read_states_gives_the_prediction_files_without_ground_truth(tmp_path: P
         paths.append(tmp_path / f"shard{k}.vms")
         own.evaluator.save(paths[-1])
     merged = read_states([paths[1], paths[2], paths[0]])
-    single = evaluate(request).evaluation
+    with street_05_unpredicted():
+        single = evaluate(request).evaluation
     assert merged.evaluation.orphan_pred == single.orphan_pred == (f"{data}/pred/extra.xml",)
     assert_identical(merged.evaluation, single)
 

@@ -5,7 +5,12 @@ The public API is listed in ``__all__``. Each name is imported when first used (
 
 Example:
     >>> import vocmatch
-    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc07")
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc07")
+    >>> print(caught[0].message)  # the demo's street_05 has no prediction file
+    no prediction file for 'street_05': its objects count as missed (missing_pred lists it)
     >>> print(vocmatch.render_text(report, "markdown").splitlines()[0])
     ## vocmatch evaluation
 """
@@ -61,6 +66,7 @@ _WHERE = {
     "VocmatchWarning": "vocmatch.errors",
     "ClassMapWarning": "vocmatch.errors",
     "SwappedInputsWarning": "vocmatch.errors",
+    "MissingPredictionWarning": "vocmatch.errors",
 }
 
 __all__ = [
@@ -80,6 +86,7 @@ __all__ = [
     "InputError",
     "LabelEvaluation",
     "LabelsRequest",
+    "MissingPredictionWarning",
     "OutputError",
     "RequestError",
     "StateError",
@@ -112,6 +119,7 @@ if TYPE_CHECKING:
         AnnotationError,
         ClassMapWarning,
         InputError,
+        MissingPredictionWarning,
         OutputError,
         RequestError,
         StateError,

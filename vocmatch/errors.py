@@ -15,6 +15,7 @@ __all__ = [
     "DistributedError",
     "InputError",
     "Message",
+    "MissingPredictionWarning",
     "Option",
     "OutputError",
     "RequestError",
@@ -267,6 +268,24 @@ class SwappedInputsWarning(VocmatchWarning):
     Example:
         >>> issubclass(SwappedInputsWarning, VocmatchWarning)  # shown as the others are
         True
+    """
+
+
+class MissingPredictionWarning(VocmatchWarning):
+    """Ground-truth images without a prediction file were evaluated with no predictions:
+    their objects count as missed (``missing_pred`` of the evaluation lists them). A wrong
+    folder or naming shows here first.
+
+    Filter it out when images without predictions are expected:
+    ``warnings.simplefilter("ignore", vocmatch.MissingPredictionWarning)``.
+
+    Example:
+        >>> import vocmatch, warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
+        >>> caught[0].category.__name__, report.missing_pred
+        ('MissingPredictionWarning', ('street_05',))
     """
 
 

@@ -12,7 +12,12 @@ The modules a run needs are imported when it needs them: reading a request loads
 
 Example:
     >>> import vocmatch
-    >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc12")
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", protocol="voc12")
+    >>> print(caught[0].message)  # the demo's street_05 has no prediction file
+    no prediction file for 'street_05': its objects count as missed (missing_pred lists it)
     >>> report.evaluation.summary.map
     0.625
 """
@@ -36,6 +41,7 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evidence.report import EvalReport, Evidence
+from vocmatch.pipeline_checks import check_request, unknown_keywords
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -94,6 +100,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "warn_missing_predictions",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -160,6 +167,11 @@ class ReadOptions:
             raise RequestError("class_map", "a class map is given twice (also in class_choice)")
         return replace(choice, class_map=class_map(self.class_map))
 
+    def __post_init__(self) -> None:
+        """Check every field when the request is made (:mod:`vocmatch.pipeline_checks`), for
+        every request type: a value no run can use is refused here, never computed with."""
+        check_request(self)
+
     def workers(self) -> int:
         """The processes to read with: ``jobs``, or every core for 0."""
         return self.jobs or os.cpu_count() or 1
@@ -209,15 +221,9 @@ class ScoreOptions(ReadOptions):
         >>> ScoreOptions(protocol="voc07", iou=0.7).conventions().iou_threshold
         0.7
         """
-        from vocmatch.core.protocol import PROTOCOLS
+        from vocmatch.core.protocol import conventions_of
 
-        if isinstance(self.protocol, str):
-            if self.protocol not in PROTOCOLS:
-                known = ", ".join(sorted(PROTOCOLS))
-                raise RequestError("protocol", f"no such protocol (known: {known})", self.protocol)
-            conventions = PROTOCOLS[self.protocol]
-        else:
-            conventions = self.protocol
+        conventions = conventions_of(self.protocol)
         if self.iou is not None:
             conventions = conventions.with_threshold(self.iou)
         names = (
@@ -272,6 +278,11 @@ class EvalRequest(ScoreOptions):
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
         calibration_bins: Equal score bins for each class's calibration (None: none).
         beta: The F-beta each class's operating point maximises.
+        dask: Read the files on a Dask cluster: ``local:N`` starts N local worker
+            processes for the run, anything else is a scheduler's address
+            (``tcp://host:8786``); needs ``pip install 'vocmatch[dask]'``. Workers read and
+            match parts of the images and send back their match records (their boxes when
+            the report needs them); the report is that of one process. None reads here.
 
     Example:
         >>> EvalRequest(gt="gt", pred="pred", protocol="coco").conventions().interpolation
@@ -294,6 +305,7 @@ class EvalRequest(ScoreOptions):
     slices: Sequence[SliceSpec | str] = ()
     calibration_bins: int | None = None
     beta: float = 1.0
+    dask: str | None = None
 
     def inputs(self) -> Inputs:
         """The ground truth, the predictions and how to read them."""
@@ -358,6 +370,9 @@ def evaluate(
         evaluation: The evaluation already made (merged from match records on a cluster:
             :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
+            Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
+            ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
+            reads them (:mod:`vocmatch.pipeline_remote`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -371,6 +386,9 @@ def evaluate(
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> demo = ("fixtures/demo/gt", "fixtures/demo/pred")
         >>> report = vocmatch.evaluate(*demo, gates=["map=0.9"])
         >>> report.passed, str(report.gates.gates[0])
@@ -379,6 +397,9 @@ def evaluate(
     if not isinstance(request, EvalRequest):
         if pred is None:
             raise TypeError("evaluate() needs the predictions' path after the ground truth's")
+        unknown = unknown_keywords(options, EvalRequest)
+        if unknown is not None:
+            raise TypeError(f"evaluate() got an unexpected keyword argument {unknown}")
         request = EvalRequest(gt=request, pred=pred, **options)
     elif pred is not None or options:
         raise TypeError("evaluate() takes a request or paths and keywords, not both")
@@ -389,7 +410,13 @@ def evaluate(
     thresholds = score_thresholds_of(request)
     if evaluation is not None and request.needs_boxes():
         raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
+    if columns is None and evaluation is None:
+        # Inputs given as URLs, or read on a cluster: as the command line reads them.
+        from vocmatch.pipeline_remote import read_elsewhere
+
+        columns, evaluation = read_elsewhere(request)
     scored = _score(request, conventions, thresholds, progress, columns, evaluation)
+    warn_missing_predictions(scored.evaluation.missing_pred)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -411,6 +438,41 @@ def evaluate(
         evaluation, report, analysis, evidence, thresholds or None, request.beta,
         scored.gt, scored.pred,
     )  # fmt: skip
+
+
+#: Images a missing-prediction warning names before counting the rest.
+SHOWN_MISSING = 3
+
+
+def warn_missing_predictions(missing: Sequence[str]) -> None:
+    """Warn (:class:`~vocmatch.errors.MissingPredictionWarning`) that ground-truth images
+    have no prediction file, as the command line's note does: one warning for the run,
+    naming the first few.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_missing_predictions(["street_03"])
+    >>> print(caught[0].message)
+    no prediction file for 'street_03': its objects count as missed (missing_pred lists it)
+    """
+    if not missing:
+        return
+    import warnings
+
+    from vocmatch.errors import MissingPredictionWarning
+
+    if len(missing) == 1:
+        text = f"no prediction file for {missing[0]!r}: its objects count as missed"
+        text += " (missing_pred lists it)"
+    else:
+        shown = ", ".join(repr(key) for key in missing[:SHOWN_MISSING])
+        more = ", ..." if len(missing) > SHOWN_MISSING else ""
+        text = (
+            f"{len(missing):,} images have no prediction file ({shown}{more}): their objects "
+            "count as missed (missing_pred lists them all)"
+        )
+    warnings.warn(MissingPredictionWarning(text), stacklevel=3)
 
 
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
@@ -631,6 +693,9 @@ def operating_thresholds(report: EvalReport) -> str:
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> text = operating_thresholds(vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred"))
         >>> text.splitlines()[0]
         'class,threshold'

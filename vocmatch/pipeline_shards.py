@@ -73,6 +73,9 @@ def evaluator_for(
     Example:
         >>> from vocmatch.pipeline import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> halves = [evaluator_for(request, shard=(k, 2)) for k in (1, 2)]
         >>> halves[0].merge(halves[1])
         >>> halves[0].result().summary.map == evaluate(request).evaluation.summary.map
@@ -130,7 +133,8 @@ def shard_state(
 ) -> ShardState:
     """As :func:`evaluator_for`, with the files the reading skipped (recorded in the
     evaluator too). Without ``columns``, only the shard's files are read
-    (:func:`read_inputs`).
+    (:func:`read_inputs`); inputs given as URLs, or a request's ``dask`` cluster, are read
+    whole as :func:`vocmatch.evaluate` reads them.
 
     Example:
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
@@ -147,6 +151,12 @@ def shard_state(
 
     thresholds = score_thresholds_of(request)
     files = progress.files if progress is not None else None
+    if columns is None:
+        # Inputs given as URLs, or read on the request's cluster: read whole, as
+        # vocmatch.evaluate reads them, and the shard's images chosen below.
+        from vocmatch.pipeline_remote import read_elsewhere
+
+        columns = read_elsewhere(request, records_may_do=False)[0]
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
     if columns is not None:
@@ -313,6 +323,9 @@ def read_states(
         >>> from pathlib import Path
         >>> from vocmatch.pipeline import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     paths = [Path(folder, f"{k}.vms") for k in (1, 2)]
         ...     for k, path in enumerate(paths, 1):

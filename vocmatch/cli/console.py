@@ -130,6 +130,9 @@ OPTION_OF_FIELD = {
     "geometry": "--geometry",
     "classes": "--classes",
     "pred": "PRED",
+    "gt": "GT_DIR",
+    "sweep_thresholds": "--sweep",
+    "analysis": "--errors",
     "operating_thresholds": "--write-thresholds",
 }
 

@@ -144,15 +144,16 @@ def diff_command(
         + prediction_inputs(pred_a_dir, pred_format)
         + prediction_inputs(pred_b_dir, pred_format),
     )
-    request = DiffRequest(
-        gt=gt_dir, pred_a=pred_a_dir, pred_b=pred_b_dir, pred_format=pred_format,
-        coco_gt=coco_gt, names=names_file, split=split, geometry=geometry,
-        max_file_size=max_file_size, jobs=jobs, protocol=protocol_name, iou=iou,
-        strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,
-        match_rule=match_rule, difficult=difficult, interpolation=interpolation,
-        fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
-        bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, **convention_extras(),
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = DiffRequest(
+            gt=gt_dir, pred_a=pred_a_dir, pred_b=pred_b_dir, pred_format=pred_format,
+            coco_gt=coco_gt, names=names_file, split=split, geometry=geometry,
+            max_file_size=max_file_size, jobs=jobs, protocol=protocol_name, iou=iou,
+            strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,
+            match_rule=match_rule, difficult=difficult, interpolation=interpolation,
+            fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
+            bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, **convention_extras(),
+        )  # fmt: skip
     with library_errors(), progress_display(quiet) as progress:
         found = compare(request, progress=progress)
     for line in found.skipped:

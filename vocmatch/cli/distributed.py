@@ -4,10 +4,9 @@ through fsspec, before the evaluation goes on as in any run."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -17,11 +16,9 @@ from vocmatch.cli.console import fail
 from vocmatch.cli.exits import EXIT_DISTRIBUTED
 from vocmatch.cli.params import InputPath
 from vocmatch.errors import DistributedError
+from vocmatch.pipeline_checks import SCHEDULER
 
 if TYPE_CHECKING:
-    from distributed import Client
-
-    from vocmatch.evaluation.distributed import DaskOptions
     from vocmatch.evaluation.result import Evaluation
     from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
@@ -49,12 +46,6 @@ class InputLocation(InputPath):
         return super().convert(value, param, ctx)
 
 
-# local:N, a URL (tcp://host:8786, tls://...), or host:port (but not local:0).
-_SCHEDULER = re.compile(
-    r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+"
-)
-
-
 class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
     """``local:N`` (N >= 1), or a scheduler's address: ``tcp://host:8786``, ``host:8786``."""
 
@@ -62,7 +53,7 @@ class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
-        if _SCHEDULER.fullmatch(text):
+        if SCHEDULER.fullmatch(text):
             return text
         self.fail(
             f"{text!r} is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
@@ -99,74 +90,41 @@ def uses_remote_reading(
 
 def read_remote_inputs(request: EvalRequest, scheduler: str | None) -> tuple[ColumnSet, ColumnSet]:
     """The request's ground truth and predictions, read on the cluster ``scheduler`` names,
-    or read here through fsspec without one. Call inside :func:`library_errors`: exit 2 for
-    bad input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
+    or read here through fsspec without one (the library's
+    :func:`~vocmatch.pipeline_remote.read_elsewhere`). Call inside :func:`library_errors`:
+    exit 2 for bad input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
     _refuse_options(_NOT_ON_DASK if scheduler is not None else _NOT_WITH_URLS, scheduler)
-    if scheduler is None:
-        from vocmatch.readers.remote import read_location_pair
+    from vocmatch.pipeline_remote import read_elsewhere
 
-        gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
-    else:
-        from vocmatch.evaluation.distributed import columns_on_dask
-
-        with _cluster(scheduler) as client:
-            gt, pred = columns_on_dask(
-                _annotations(request.gt), request.pred, _options(request), client=client
-            )
-    from vocmatch.pipeline import refuse_unpaired
-
-    refuse_unpaired(gt, pred, request.pred)
-    return gt, pred
+    with _cluster_errors(scheduler):
+        columns, _ = read_elsewhere(replace(request, dask=scheduler), records_may_do=False)
+    assert columns is not None  # URLs or a cluster: read_elsewhere reads them
+    return columns
 
 
 def evaluate_on_cluster(request: EvalRequest, scheduler: str) -> Evaluation:
     """The evaluation made on the cluster ``scheduler`` names from its tasks' match records
     (no boxes travel), for a report that needs none. Call inside :func:`library_errors`."""
     _refuse_options(_NOT_ON_DASK, scheduler)
-    from vocmatch.evaluation.distributed import records_on_dask
-    from vocmatch.pipeline import refuse_unpaired_keys
+    from vocmatch.pipeline_remote import read_elsewhere
 
-    with _cluster(scheduler) as client:
-        found = records_on_dask(
-            _annotations(request.gt), request.pred, _options(request), client=client
-        )
-    refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
-    return found.evaluation
-
-
-def _annotations(gt_dir: str | os.PathLike[str]) -> str | os.PathLike[str]:
-    """A local VOC folder's ``Annotations``; a URL as given."""
-    from vocmatch.readers.voc_layout import annotation_folder
-
-    return annotation_folder(gt_dir)[0] if isinstance(gt_dir, Path) else gt_dir
-
-
-def _options(request: EvalRequest) -> DaskOptions:
-    """What the workers need of the request: its conventions, case folding, score
-    thresholds and file size limit."""
-    from vocmatch.evaluation.distributed import DaskOptions
-    from vocmatch.pipeline import score_thresholds_of
-
-    return DaskOptions(
-        request.conventions(),
-        request.fold_case,
-        score_thresholds_of(request) or None,
-        request.max_file_size,
-    )
+    with _cluster_errors(scheduler):
+        _, evaluation = read_elsewhere(replace(request, dask=scheduler))
+    assert evaluation is not None  # a report that needs no box: the workers' records
+    return evaluation
 
 
 @contextmanager
-def _cluster(scheduler: str) -> Iterator[Client]:
-    """A client of the cluster; a run on it that fails is one line and exit 5."""
+def _cluster_errors(scheduler: str | None) -> Iterator[None]:
+    """A missing dask.distributed in the command line's words; a cluster run that fails is
+    one line and exit 5."""
+    if scheduler is not None:
+        try:
+            import distributed  # noqa: F401  (only to say what is missing)
+        except ImportError:
+            raise fail(MISSING_DASK) from None
     try:
-        import distributed  # noqa: F401  (only to say what is missing)
-    except ImportError:
-        raise fail(MISSING_DASK) from None
-    from vocmatch.evaluation.distributed import dask_client
-
-    try:
-        with dask_client(scheduler) as client:
-            yield client
+        yield
     except DistributedError as error:
         raise fail(str(error), EXIT_DISTRIBUTED) from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -66,6 +67,7 @@ from vocmatch.cli.params import (
     FiniteFloatRange,
     InputPath,
 )
+from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
 from vocmatch.pipeline import (
     EvalRequest,
@@ -235,19 +237,20 @@ def eval_command(
         + prediction_inputs(pred_dir, pred_format)
         + ([InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else []),
     )  # fmt: skip
-    request = EvalRequest(
-        gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
-        split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
-        protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
-        pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
-        interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
-        score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
-        max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
-        boxes=html_file is not None or output_format == "junit",
-        reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
-        slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
-        class_choice=class_choice or None, **convention_extras(),
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = EvalRequest(
+            gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+            split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
+            protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
+            pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
+            interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
+            score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
+            max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
+            boxes=html_file is not None or output_format == "junit",
+            reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
+            slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
+            class_choice=class_choice or None, **convention_extras(),
+        )  # fmt: skip
     columns, cluster_evaluation = _read_elsewhere(request, dask_scheduler, save_state is None)
     if save_state is not None:
         save_shard(request, SavedShard(save_state, shard, run_id), quiet, columns)
@@ -258,10 +261,13 @@ def eval_command(
             progress.close()  # the warnings go below the finished bar, not through it
             report_warnings(evaluation)
 
-        report = evaluate(
-            request, progress=progress, on_evaluated=evaluated, columns=columns,
-            evaluation=cluster_evaluation,
-        )  # fmt: skip
+        with warnings.catch_warnings():
+            # The library's warning of missing prediction files: report_warnings words it.
+            warnings.simplefilter("ignore", MissingPredictionWarning)
+            report = evaluate(
+                request, progress=progress, on_evaluated=evaluated, columns=columns,
+                evaluation=cluster_evaluation,
+            )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
@@ -383,11 +389,12 @@ def labels_eval(
         ],
         folders=xml_folders(gt_dir) + prediction_inputs(pred_dir, pred_format),
     )
-    request = LabelsRequest(
-        gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
-        coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
-        class_choice=class_choice or None,
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = LabelsRequest(
+            gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
+            coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
+            class_choice=class_choice or None,
+        )  # fmt: skip
     with library_errors():
         evaluation = evaluation_in_cli_words(evaluate_labels(request))
     report_label_warnings(evaluation)

@@ -18,6 +18,7 @@ from vocmatch.cli.params import (
     finite_option,
 )
 from vocmatch.limits import DEFAULT_MAX_BYTES
+from vocmatch.pipeline_checks import PRED_FORMATS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -216,10 +217,6 @@ def convention_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return function
-
-
-#: vocmatch.readers.pred_formats.PRED_FORMATS (a test keeps the two equal: --help imports neither).
-PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
 
 
 def pred_format_options(function: F) -> F:

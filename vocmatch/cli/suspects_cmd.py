@@ -179,12 +179,13 @@ def suspects_command(
     between --background-iou and --match-iou) and duplicate (two objects of one class at
     --duplicate-iou), most confident first. Exit 0, or 3 when files were skipped.
     """
-    request = SuspectsRequest(
-        gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
-        split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
-        confidence=confidence, background_iou=background_iou, match_iou=match_iou,
-        duplicate_iou=duplicate_iou,
-    )  # fmt: skip
+    with library_errors():  # the library's one check of the request
+        request = SuspectsRequest(
+            gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+            split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
+            confidence=confidence, background_iou=background_iou, match_iou=match_iou,
+            duplicate_iou=duplicate_iou,
+        )  # fmt: skip
     try:
         request.options()
     except ValueError as error:

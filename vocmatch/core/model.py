@@ -15,7 +15,74 @@ from dataclasses import dataclass
 
 from vocmatch.errors import Message
 
-__all__ = ["Box", "ImageAnnotation", "ImageSize", "Point", "Polygon", "RotatedBox", "SkippedFile"]
+__all__ = [
+    "MAX_COORDINATE",
+    "Box",
+    "ImageAnnotation",
+    "ImageSize",
+    "Point",
+    "Polygon",
+    "RotatedBox",
+    "SkippedFile",
+    "class_name_problem",
+    "coordinate_problem",
+    "corner_problem",
+]
+
+#: The largest coordinate magnitude accepted: 2**53, the last float64 below which every
+#: whole pixel is exact. Larger values would make box areas overflow to infinity (a perfect
+#: prediction of a box at 1e155 would score IoU NaN: one FP and one FN).
+MAX_COORDINATE = float(2**53)
+
+
+def coordinate_problem(value: float) -> str | None:
+    """What is wrong with a box coordinate, or None: every door (the XML reader, the other
+    formats' readers, :class:`~vocmatch.evaluation.incremental.Evaluator`) refuses the same
+    values with these words.
+
+    >>> coordinate_problem(1e155)
+    'is out of range (the limit is ±2^53)'
+    >>> coordinate_problem(float("nan")), coordinate_problem(3.0)
+    ('is not a finite number', None)
+    """
+    if not math.isfinite(value):
+        return "is not a finite number"
+    if abs(value) > MAX_COORDINATE:
+        return "is out of range (the limit is ±2^53)"
+    return None
+
+
+def corner_problem(
+    x1: float, y1: float, x2: float, y2: float, names: tuple[str, str, str, str]
+) -> str | None:
+    """What is wrong with a box's corners, or None: its far corner must not lie left of or
+    above its near one (a zero width or height is a legal, empty box).
+
+    Args:
+        x1: The near corner's x.
+        y1: The near corner's y.
+        x2: The far corner's x.
+        y2: The far corner's y.
+        names: How the message names the four (``<xmin>``... for XML, ``x1``... for arrays).
+
+    >>> corner_problem(10, 0, 4, 5, ("x1", "y1", "x2", "y2"))
+    'x2 4 is less than x1 10'
+    """
+    if x2 < x1:
+        return f"{names[2]} {x2:g} is less than {names[0]} {x1:g}"
+    if y2 < y1:
+        return f"{names[3]} {y2:g} is less than {names[1]} {y1:g}"
+    return None
+
+
+def class_name_problem(name: str) -> str | None:
+    """What is wrong with a class name once stripped as the readers strip it, or None.
+
+    >>> class_name_problem(""), class_name_problem("car")
+    ('is empty', None)
+    """
+    return "is empty" if not name.strip() else None
+
 
 #: A point ``(x, y)``.
 Point = tuple[float, float]

@@ -9,21 +9,39 @@ from typing import Literal
 
 import numpy as np
 
+from vocmatch.checks import (
+    checked_flag,
+    checked_name,
+    checked_number,
+    checked_whole,
+    known_list,
+)
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
+from vocmatch.errors import RequestError
 
 __all__ = [
     "COCO_IOU_THRESHOLDS",
+    "DIFFICULT_RULES",
+    "INTERPOLATIONS",
+    "MATCH_RULES",
     "PROTOCOLS",
     "SWEEP_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "conventions_of",
     "iou_thresholds",
     "protocol",
     "sweep_label",
+    "threshold_list",
 ]
 
 DifficultRule = Literal["ignore", "count", "crowd"]
+
+#: The names each convention takes (the Literal types' values, for the checks of a request).
+MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit")
+DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd")
+INTERPOLATIONS: tuple[Interpolation, ...] = ("all-point", "11-point", "101-point")
 
 #: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way so values are identical.
 COCO_IOU_THRESHOLDS: tuple[float, ...] = tuple(
@@ -33,6 +51,27 @@ COCO_IOU_THRESHOLDS: tuple[float, ...] = tuple(
 #: The thresholds every per-image report shows: PASCAL VOC / COCO AP50, COCO AP75, and
 #: near-exact.
 SWEEP_THRESHOLDS: tuple[float, ...] = (0.5, 0.75, 0.95)
+
+
+def threshold_list(field: str, values: object, *, keep_order: bool = False) -> tuple[float, ...]:
+    """IoU thresholds given as a sequence of numbers: each finite and in [0, 1], at least
+    one; ascending and each once (as :func:`iou_thresholds` reads them) unless
+    ``keep_order``.
+
+    Raises:
+        RequestError: A threshold is not a number in [0, 1], or none is given.
+
+    >>> threshold_list("sweep_thresholds", [0.75, 0.5, 0.5])
+    (0.5, 0.75)
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list)):
+        raise RequestError(
+            field, f"expected a sequence of IoU thresholds, got {type(values).__name__}"
+        )
+    if not values:
+        raise RequestError(field, "no threshold given")
+    numbers = [checked_number(field, value, low=0.0, high=1.0) for value in values]
+    return tuple(numbers) if keep_order else tuple(sorted(set(numbers)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +111,25 @@ class Conventions:
     max_dets: int | None = None
     coco_stats: bool = False
     sweep_thresholds: tuple[float, ...] = SWEEP_THRESHOLDS
+
+    def __post_init__(self) -> None:
+        """Refuse a value no evaluation can use (NaN, out of range, an unknown name), naming
+        its field: every convention, from a preset, a request or by hand, is checked here;
+        the sweep's thresholds are kept ascending, each once."""
+        if not isinstance(self.protocol, str):
+            raise RequestError("protocol", "expected a name", str(self.protocol))
+        checked_number("iou_threshold", self.iou_threshold, low=0.0, high=1.0)
+        checked_flag("strict_threshold", self.strict_threshold)
+        checked_flag("pixel_inclusive", self.pixel_inclusive)
+        checked_flag("coco_stats", self.coco_stats)
+        checked_name("match_rule", self.match_rule, MATCH_RULES, what="match rule")
+        checked_name("difficult", self.difficult, DIFFICULT_RULES, what="difficult rule")
+        checked_name("interpolation", self.interpolation, INTERPOLATIONS, what="interpolation")
+        checked_whole("max_dets", self.max_dets, low=1, optional=True)
+        threshold_list("ap_thresholds", self.ap_thresholds, keep_order=True)
+        sweep = threshold_list("sweep_thresholds", self.sweep_thresholds)
+        if sweep != self.sweep_thresholds:
+            object.__setattr__(self, "sweep_thresholds", sweep)
 
     def describe(self) -> tuple[tuple[str, str], ...]:
         """The conventions in force as ``(name, value)`` pairs for a report header."""
@@ -189,9 +247,37 @@ def protocol(name: str) -> Conventions:
     """The preset conventions of a named protocol.
 
     Raises:
-        KeyError: No protocol has that name.
+        RequestError: No protocol has that name (field ``protocol``); the message lists
+            the known ones.
 
     >>> protocol("voc07").interpolation
     '11-point'
+    >>> protocol("voc2012")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vocmatch.errors.RequestError: protocol 'voc2012': no such protocol (known: coco, ...)
     """
-    return PROTOCOLS[name]
+    return conventions_of(name)
+
+
+def conventions_of(given: object, field: str = "protocol") -> Conventions:
+    """The conventions a protocol name or a :class:`Conventions` stands for.
+
+    Args:
+        given: A protocol name (``"voc07"``) or conventions.
+        field: The keyword the value was given as, named by the error.
+
+    Raises:
+        RequestError: No protocol has that name, or the value is neither.
+    """
+    if isinstance(given, Conventions):
+        return given
+    if isinstance(given, str) and given in PROTOCOLS:
+        return PROTOCOLS[given]
+    known = known_list(PROTOCOLS)
+    if isinstance(given, str):
+        raise RequestError(field, f"no such protocol (known: {known})", given)
+    raise RequestError(
+        field,
+        f"expected a protocol name ({known}) or Conventions, got {type(given).__name__}",
+    )

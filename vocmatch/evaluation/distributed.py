@@ -55,6 +55,7 @@ __all__ = [
     "PartResult",
     "columns_on_dask",
     "dask_client",
+    "dask_installed",
     "evaluate_on_dask",
     "part_state",
     "records_on_dask",
@@ -176,6 +177,15 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
     else:
         state = part_bytes(gt, pred)
     return PartResult(state, gt.skipped, pred.skipped, orphan_files(gt, pred))
+
+
+def dask_installed() -> bool:
+    """Whether dask.distributed can be imported (the ``dask`` extra)."""
+    try:
+        import distributed  # noqa: F401  (only to know it is there)
+    except ImportError:
+        return False
+    return True
 
 
 @contextmanager

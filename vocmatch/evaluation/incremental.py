@@ -28,19 +28,30 @@ one run on all of them would have skipped or not evaluated.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.checks import checked_flag
 from vocmatch.core.model import SkippedFile
-from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.errors import InputError, StateError
+from vocmatch.core.protocol import Conventions, conventions_of
+from vocmatch.errors import InputError, RequestError, StateError
 from vocmatch.evaluation.engine import _select
+from vocmatch.evaluation.given_arrays import (
+    batch_entry,
+    checked_boxes,
+    checked_names,
+    checked_vector,
+    class_table,
+    plain_boxes,
+    to_numpy,
+)
 from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shard_origin import ShardOrigin
@@ -53,11 +64,15 @@ from vocmatch.evaluation.state import (
 )
 from vocmatch.evaluation.state_options import options_of_header
 from vocmatch.evaluation.state_records import (
+    is_str_list,
+    numbered_of_header,
+    orphans_of_header,
     records_of_state,
     skipped_in_order,
     skipped_of_header,
     skipped_to_header,
     state_of_records,
+    with_range,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.files import write_bytes
@@ -166,8 +181,14 @@ class Evaluator:
     ``image_ids``. Give each image its dataset id (a file name, a COCO image id): then any
     partition of the images merges to the single run's numbers, ties of score included.
 
+    Arrays are checked as the XML reader checks a file: coordinates finite and within
+    ±2^53, ``x1 <= x2`` and ``y1 <= y2``; class names are stripped and must not be empty
+    (with ``fold_case`` they are also lower-cased before matching). A call refused leaves the
+    evaluator as it was.
+
     Raises:
-        KeyError: No protocol has that name.
+        RequestError: No protocol has that name, or an option has a value of the wrong
+            type (``field`` names it).
 
     Example:
         Two shards of a set, evaluated apart and merged, give the single run's numbers:
@@ -190,17 +211,17 @@ class Evaluator:
         score_thresholds: ScoreThresholds | None = None,
         class_names: ClassTable | None = None,
     ) -> None:
-        self.conventions = protocol(conventions) if isinstance(conventions, str) else conventions
-        self.fold_case = fold_case
+        self.conventions = conventions_of(conventions, "conventions")
+        self.fold_case = bool(checked_flag("fold_case", fold_case))
+        if score_thresholds is not None and not isinstance(score_thresholds, ScoreThresholds):
+            raise RequestError(
+                "score_thresholds",
+                f"expected ScoreThresholds, got {type(score_thresholds).__name__}",
+            )
         # Class names are lower-cased under fold_case: so are the thresholds' names.
         folded = score_thresholds.folded() if fold_case and score_thresholds else None
         self.score_thresholds = folded or score_thresholds or None
-        if class_names is None:
-            self._table: dict[int, str] = {}
-        elif isinstance(class_names, Mapping):
-            self._table = {int(k): str(v) for k, v in class_names.items()}
-        else:
-            self._table = {i: str(name) for i, name in enumerate(class_names)}
+        self._table = class_table(class_names)
         self._names: dict[str, int] = {}
         # Integer label -> class index, for the labels seen so far (-1: not yet seen): most
         # images name no new class, and a lookup spares them the sort of ``np.unique``.
@@ -277,12 +298,12 @@ class Evaluator:
             InputError: An array has the wrong shape or values, a label has no name, or the
                 image was added already.
         """
-        self._append(
-            self._image(
+        with self._unchanged_if_refused():
+            image = self._image(
                 str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
                 _Flags(difficult, crowd),
-            )
-        )  # fmt: skip
+            )  # fmt: skip
+        self._append(image)
 
     def add_batch(
         self,
@@ -305,6 +326,12 @@ class Evaluator:
         Raises:
             InputError: The lists differ in length, or an image's arrays are wrong.
         """
+        for name, given in (("preds", preds), ("targets", targets)):
+            if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Sequence):
+                raise InputError(
+                    f"Expected `{name}` to be a list of mappings, one per image, got "
+                    f"{type(given).__name__}"
+                )
         if len(preds) != len(targets):
             raise InputError(
                 f"Expected as many `preds` as `targets`, got {len(preds)} and {len(targets)}"
@@ -318,14 +345,51 @@ class Evaluator:
             if batch is not None:
                 self._append(batch)
                 return
-        for i, (pred, gt) in enumerate(zip(preds, targets, strict=True)):
-            key = image_ids[i] if image_ids is not None else self._next_number()
-            self.add(
-                key, gt["boxes"], gt["labels"], pred["boxes"], pred.get("scores"),
-                pred["labels"], difficult=gt.get("difficult"), crowd=gt.get("iscrowd"),
-            )  # fmt: skip
-            if image_ids is None:
-                self._numbered = _with_range(self._numbered, (int(key), int(key) + 1))
+        keys = (
+            [str(k) for k in image_ids] if image_ids is not None else self._next_numbers(len(preds))
+        )
+        images: list[_Images] = []
+        # Every image is checked before any is kept: a batch refused leaves the evaluator
+        # as it was.
+        with self._unchanged_if_refused():
+            for i, (pred, gt, key) in enumerate(zip(preds, targets, keys, strict=True)):
+                if any(key in image.keys for image in images):
+                    raise InputError(f"image {key!r} is given twice in the batch")
+                images.append(self._batch_image(i, key, pred, gt))
+        for image in images:
+            self._append(image)
+        if image_ids is None:
+            for key in keys:
+                self._numbered = with_range(self._numbered, (int(key), int(key) + 1))
+
+    def _batch_image(self, i: int, key: str, pred: object, gt: object) -> _Images:
+        """Image ``i`` of a batch, checked; messages name it by its place in the lists."""
+        where = f" of image {i}"
+        p, g = f"`preds[{i}]`", f"`targets[{i}]`"
+        return self._image(
+            key,
+            batch_entry(gt, "boxes", g),
+            batch_entry(gt, "labels", g),
+            batch_entry(pred, "boxes", p),
+            batch_entry(pred, "scores", p, optional=True),
+            batch_entry(pred, "labels", p),
+            _Flags(
+                batch_entry(gt, "difficult", g, optional=True),
+                batch_entry(gt, "iscrowd", g, optional=True),
+            ),
+            where,
+        )
+
+    @contextlib.contextmanager
+    def _unchanged_if_refused(self) -> Iterator[None]:
+        """The class names and label ids learnt while checking images, forgotten if one is
+        refused: the evaluator is then exactly as it was."""
+        names, id_index = dict(self._names), self._id_index.copy()
+        try:
+            yield
+        except BaseException:
+            self._names, self._id_index = names, id_index
+            raise
 
     def _batch(
         self,
@@ -340,9 +404,13 @@ class Evaluator:
             return None
         columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ARRAYS[2:]}
         for pred, gt in zip(preds, targets, strict=True):
+            if not (isinstance(pred, Mapping) and isinstance(gt, Mapping)):
+                return None
             if "difficult" in gt or "iscrowd" in gt or pred.get("scores") is None:
                 return None
-            g_boxes, p_boxes = _plain_boxes(gt["boxes"]), _plain_boxes(pred["boxes"])
+            if not {"boxes", "labels"} <= gt.keys() or not {"boxes", "labels"} <= pred.keys():
+                return None
+            g_boxes, p_boxes = plain_boxes(gt["boxes"]), plain_boxes(pred["boxes"])
             if g_boxes is None or p_boxes is None:
                 return None
             n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
@@ -352,7 +420,7 @@ class Evaluator:
                 ("pred_scores", pred["scores"], n_pred, "biuf"),
             )
             for name, given, n, kinds in parts:
-                values = _to_numpy(given)
+                values = to_numpy(given)
                 if values.ndim != 1 or values.shape[0] != n:
                     return None
                 if n:  # the values of no box are not looked at
@@ -502,25 +570,30 @@ class Evaluator:
         pred_scores: Any,
         pred_labels: Any,
         flags: _Flags,
+        where: str = "",
     ) -> _Images:
-        """One image's arrays, checked (see :meth:`add`), its paths its key."""
+        """One image's arrays, checked (see :meth:`add`), its paths its key; ``where`` names
+        the image in messages (`` of image 3``)."""
         if key in self._keys:
             raise InputError(f"image {key!r} was added already")
-        g_boxes = _boxes(gt_boxes, "gt_boxes")
-        p_boxes = _boxes(pred_boxes, "pred_boxes")
+        g_boxes = checked_boxes(gt_boxes, f"`gt_boxes`{where}")
+        p_boxes = checked_boxes(pred_boxes, f"`pred_boxes`{where}")
         n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
-        g_labels = self._labels(gt_labels, n_gt, "gt_labels")
-        p_labels = self._labels(pred_labels, n_pred, "pred_labels")
+        g_labels = self._labels(gt_labels, n_gt, f"`gt_labels`{where}")
+        p_labels = self._labels(pred_labels, n_pred, f"`pred_labels`{where}")
         if pred_scores is None:
             scores = np.full(n_pred, np.nan)
         else:
-            scores = _vector(pred_scores, n_pred, "pred_scores").astype(np.float64)
+            scores = checked_vector(pred_scores, n_pred, f"`pred_scores`{where}")
+            scores = scores.astype(np.float64)
             if np.isinf(scores).any():
-                raise InputError("Expected `pred_scores` to be finite (or NaN for no score)")
+                raise InputError(
+                    f"Expected `pred_scores`{where} to be finite (or NaN for no score)"
+                )
         flag = np.zeros(n_gt, dtype=bool)
         for given, name in ((flags.difficult, "difficult"), (flags.crowd, "crowd")):
             if given is not None:
-                flag |= _vector(given, n_gt, name).astype(bool)
+                flag |= checked_vector(given, n_gt, f"`{name}`{where}").astype(bool)
         return _Images(
             (key,),
             (key,),
@@ -599,7 +672,7 @@ class Evaluator:
         self._table = table
         self._keys |= other._keys
         for numbers in other._numbered:
-            self._numbered = _with_range(self._numbered, numbers)
+            self._numbered = with_range(self._numbered, numbers)
         self._skipped = self._skipped | other._skipped
         self._orphans = self._orphans | other._orphans
         self.origin = None  # the images of two shards are no longer one shard
@@ -652,7 +725,7 @@ class Evaluator:
             header.get("class_table"),
             header.get("names"),
         )
-        if not _is_str_list(names):
+        if not is_str_list(names):
             raise StateError(f"{source}: corrupted header (names)")
         if not (
             isinstance(table, list)
@@ -677,9 +750,9 @@ class Evaluator:
         evaluator._names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
-        evaluator._numbered = _numbered_of_header(header.get("numbered", []), source)
+        evaluator._numbered = numbered_of_header(header.get("numbered", []), source)
         evaluator._skipped = frozenset(skipped_of_header(header.get("skipped", []), source))
-        evaluator._orphans = _orphans_of_header(header.get("orphan_pred", []), source)
+        evaluator._orphans = orphans_of_header(header.get("orphan_pred", []), source)
         if "shard" in header:
             evaluator.origin = ShardOrigin.of_header(header["shard"], source)
         return evaluator
@@ -729,22 +802,25 @@ class Evaluator:
             },
         }
 
-    def _next_number(self) -> int:
-        """The key add_batch gives the next image: the first number from the count of
-        images that is no key yet."""
+    def _next_numbers(self, count: int) -> list[str]:
+        """The keys add_batch gives the next ``count`` images: the first numbers from the
+        count of images that are no keys yet."""
+        numbers: list[str] = []
         number = len(self._keys)
-        while str(number) in self._keys:
+        while len(numbers) < count:
+            if str(number) not in self._keys:
+                numbers.append(str(number))
             number += 1
-        return number
+        return numbers
 
     def _intern(self, name: str) -> int:
         return self._names.setdefault(name, len(self._names))
 
     def _labels(self, labels: Any, n: int, what: str) -> IntArray:
         """Class indices of ``labels`` (names, or ids named by the class table)."""
-        values = _to_numpy(labels)
+        values = to_numpy(labels)
         if values.ndim != 1 or values.shape[0] != n:
-            raise InputError(f"Expected `{what}` to have shape ({n},), got {values.shape}")
+            raise InputError(f"Expected {what} to have shape ({n},), got {values.shape}")
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         if values.dtype.kind in "iu":
@@ -756,18 +832,18 @@ class Evaluator:
             for label in distinct.tolist():
                 if self._table:
                     if label not in self._table:
-                        raise InputError(f"`{what}` holds {label}, which has no class name")
+                        raise InputError(f"{what} holds {label}, which has no class name")
                     names.append(self._table[label])
                 else:
                     names.append(str(label))
         elif values.dtype.kind in "UO":
             if values.dtype.kind == "O" and not all(isinstance(v, str) for v in values):
-                raise InputError(f"Expected `{what}` to hold class names or integer ids")
+                raise InputError(f"Expected {what} to hold class names or integer ids")
             distinct, inverse = np.unique(values.astype(str), return_inverse=True)
-            names = distinct.tolist()
+            names = checked_names(distinct.tolist(), what)
         else:
             raise InputError(
-                f"Expected `{what}` to hold class names or integer ids, got dtype {values.dtype}"
+                f"Expected {what} to hold class names or integer ids, got dtype {values.dtype}"
             )
         index = np.array([self._intern(name) for name in names], dtype=np.int64)
         if values.dtype.kind in "iu":
@@ -798,48 +874,6 @@ class Evaluator:
 
 #: Integer label ids below this are looked up in an array (at most 8 bytes each).
 _ID_INDEX_LIMIT = 1 << 16
-
-
-def _to_numpy(value: Any) -> npt.NDArray[Any]:
-    """``value`` as a numpy array; a tensor (anything with ``detach`` and ``cpu``) is moved
-    to the host first, with no import of its library."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):
-        value = value.detach().cpu()
-    return np.asarray(value)
-
-
-def _boxes(value: Any, what: str) -> FloatArray:
-    boxes = _to_numpy(value)
-    if boxes.size == 0 and boxes.ndim <= 2:
-        return np.zeros((0, 4))
-    if boxes.ndim != 2 or boxes.shape[1] != 4:
-        raise InputError(f"Expected `{what}` to have shape (N, 4), got {boxes.shape}")
-    if boxes.dtype.kind not in "iuf":
-        raise InputError(f"Expected `{what}` to hold numbers, got dtype {boxes.dtype}")
-    result = boxes.astype(np.float64)
-    if not np.isfinite(result).all():
-        raise InputError(f"Expected `{what}` to be finite")
-    return result
-
-
-def _plain_boxes(value: Any) -> npt.NDArray[Any] | None:
-    """``(N, 4)`` numeric boxes as given, ``(0, 4)`` for none; None for anything
-    :func:`_boxes` would refuse (or look at further)."""
-    boxes = _to_numpy(value)
-    if boxes.size == 0 and boxes.ndim <= 2:
-        return np.zeros((0, 4))
-    if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
-        return None
-    return boxes
-
-
-def _vector(value: Any, n: int, what: str) -> npt.NDArray[Any]:
-    values = _to_numpy(value)
-    if values.ndim != 1 or values.shape[0] != n:
-        raise InputError(f"Expected `{what}` to have shape ({n},), got {values.shape}")
-    if values.dtype.kind not in "biuf":
-        raise InputError(f"Expected `{what}` to hold numbers, got dtype {values.dtype}")
-    return values
 
 
 def _columns(images: _Images, names: tuple[str, ...]) -> tuple[ColumnSet, ColumnSet]:
@@ -911,20 +945,6 @@ def _column_set(
     )
 
 
-def _with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[tuple[int, int]]:
-    """``[start, stop)`` ranges of numbers with one more, sorted and joined where they touch
-    (add_batch numbers images one after another: a run of them is one range)."""
-    if ranges and ranges[-1][1] == added[0]:
-        return [*ranges[:-1], (ranges[-1][0], added[1])]
-    joined: list[tuple[int, int]] = []
-    for start, stop in sorted([*ranges, added]):
-        if joined and joined[-1][1] >= start:
-            joined[-1] = (joined[-1][0], max(joined[-1][1], stop))
-        else:
-            joined.append((start, stop))
-    return joined
-
-
 def _shown_key(key: str) -> str:
     """A key in a message: its first characters when it is long."""
     return repr(key) if len(key) <= 60 else f"{key[:50]!r}... ({len(key):,} characters)"
@@ -940,40 +960,6 @@ def _numbered(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
         return False
     number = int(key)
     return any(start <= number < stop for start, stop in ranges)
-
-
-def _numbered_of_header(value: object, source: str) -> list[tuple[int, int]]:
-    """The ranges of numbered images a state's header lists (none in most states)."""
-    ranges: list[tuple[int, int]] = []
-    if not isinstance(value, list):
-        raise StateError(f"{source}: corrupted header (numbered)")
-    for entry in value:
-        if not (
-            isinstance(entry, list)
-            and len(entry) == 2
-            and all(type(n) is int for n in entry)
-            and 0 <= entry[0] < entry[1]
-        ):
-            raise StateError(f"{source}: corrupted header (numbered)")
-        ranges = _with_range(ranges, (entry[0], entry[1]))
-    return ranges
-
-
-def _orphans_of_header(value: object, source: str) -> frozenset[tuple[str, str]]:
-    """The header's ``orphan_pred`` list of ``[key, path]``.
-
-    Raises:
-        StateError: It is not such a list.
-    """
-    if not isinstance(value, list) or not all(
-        _is_str_list(entry) and len(entry) == 2 for entry in value
-    ):
-        raise StateError(f"{source}: corrupted header (orphan_pred)")
-    return frozenset((key, path) for key, path in value)
-
-
-def _is_str_list(value: object) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from typing import Any, get_args
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
 from vocmatch.core.protocol import Conventions, DifficultRule
-from vocmatch.errors import StateError
+from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 __all__ = ["CONVENTION_CHECKS", "options_of_header"]
@@ -119,7 +119,13 @@ def _conventions(value: object, source: str) -> Conventions:
             fields[name] = float(field)
         else:
             fields[name] = field
-    return Conventions(**fields)
+    try:
+        return Conventions(**fields)
+    except RequestError as error:
+        # The checks every door runs, past the header's own (a combination of fields).
+        raise StateError(
+            f"{source}: corrupted header (options: conventions.{error.field}: {error})"
+        ) from None
 
 
 def _score_thresholds(value: object, source: str) -> ScoreThresholds | None:

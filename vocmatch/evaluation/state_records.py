@@ -58,11 +58,15 @@ from vocmatch.evaluation.records import (
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
 
 __all__ = [
+    "is_str_list",
+    "numbered_of_header",
+    "orphans_of_header",
     "records_of_state",
     "skipped_in_order",
     "skipped_of_header",
     "skipped_to_header",
     "state_of_records",
+    "with_range",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -484,3 +488,51 @@ def _message_of_header(value: object, source: str) -> str:
         else:
             raise StateError(f"{source}: corrupted header (skipped)")
     return Message(*parts)
+
+
+def numbered_of_header(value: object, source: str) -> list[tuple[int, int]]:
+    """The ranges of numbered images a state's header lists (none in most states)."""
+    ranges: list[tuple[int, int]] = []
+    if not isinstance(value, list):
+        raise StateError(f"{source}: corrupted header (numbered)")
+    for entry in value:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and all(type(n) is int for n in entry)
+            and 0 <= entry[0] < entry[1]
+        ):
+            raise StateError(f"{source}: corrupted header (numbered)")
+        ranges = with_range(ranges, (entry[0], entry[1]))
+    return ranges
+
+
+def orphans_of_header(value: object, source: str) -> frozenset[tuple[str, str]]:
+    """The header's ``orphan_pred`` list of ``[key, path]``.
+
+    Raises:
+        StateError: It is not such a list.
+    """
+    if not isinstance(value, list) or not all(
+        is_str_list(entry) and len(entry) == 2 for entry in value
+    ):
+        raise StateError(f"{source}: corrupted header (orphan_pred)")
+    return frozenset((key, path) for key, path in value)
+
+
+def is_str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of numbers with one more, sorted and joined where they touch
+    (add_batch numbers images one after another: a run of them is one range)."""
+    if ranges and ranges[-1][1] == added[0]:
+        return [*ranges[:-1], (ranges[-1][0], added[1])]
+    joined: list[tuple[int, int]] = []
+    for start, stop in sorted([*ranges, added]):
+        if joined and joined[-1][1] >= start:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], stop))
+        else:
+            joined.append((start, stop))
+    return joined

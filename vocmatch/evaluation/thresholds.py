@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vocmatch.checks import checked_number, checked_optional_number
 from vocmatch.core.ap import Curve
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.limits import MAX_THRESHOLD_FILE_BYTES
@@ -60,6 +61,23 @@ class ScoreThresholds:
 
     default: float | None = None
     per_class: tuple[tuple[str, float], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        """Refuse a threshold that is not a finite number (NaN would pass no prediction,
+        silently), or a class name that is empty once stripped, as the readers strip them."""
+        checked_optional_number("score_threshold", self.default)
+        if not isinstance(self.per_class, tuple):
+            raise RequestError("score_thresholds", "expected (class, threshold) pairs")
+        pairs = []
+        for pair in self.per_class:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise RequestError("score_thresholds", "expected (class, threshold) pairs")
+            name = pair[0].strip()
+            if not name:
+                raise RequestError("score_thresholds", "a class name is empty")
+            pairs.append((name, checked_number("score_thresholds", pair[1])))
+        if any(name != given for (name, _), (given, _) in zip(pairs, self.per_class, strict=True)):
+            object.__setattr__(self, "per_class", tuple(sorted(pairs)))
 
     @classmethod
     def of(cls, default: float | None, per_class: Mapping[str, float]) -> ScoreThresholds:

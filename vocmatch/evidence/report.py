@@ -64,6 +64,9 @@ class EvalReport:
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
         >>> report.passed, len(report.skipped), report.missing_pred
         (True, 0, ('street_05',))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from vocmatch.core.geometry import polygon_problem
 from vocmatch.core.model import (
+    MAX_COORDINATE,
     Box,
     ImageAnnotation,
     ImageSize,
@@ -43,6 +44,8 @@ from vocmatch.core.model import (
     Polygon,
     RotatedBox,
     SkippedFile,
+    coordinate_problem,
+    corner_problem,
 )
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
@@ -72,11 +75,8 @@ __all__ = [
 ]
 
 
-#: The largest coordinate magnitude accepted: 2**53, the last float64 below which every
-#: whole pixel is exact. Larger values would make box areas overflow to infinity.
-MAX_COORDINATE = float(2**53)
-
 _COORDINATES = ("xmin", "ymin", "xmax", "ymax")
+_CORNER_NAMES = ("<xmin>", "<ymin>", "<xmax>", "<ymax>")
 _ROTATED = ("cx", "cy", "w", "h")
 # <x1> <y1> <x2> <y2> ...: a polygon's coordinates numbered by point.
 _NUMBERED = re.compile(r"([xy])([0-9]+)")
@@ -264,12 +264,11 @@ def _number(parent: etree._Element, name: str, path: str) -> float:
 
 def _coordinate(bndbox: etree._Element, name: str, path: str) -> float:
     value = _number(bndbox, name, path)
-    if abs(value) > MAX_COORDINATE:
+    problem = coordinate_problem(value)
+    if problem is not None:
         element = _child(bndbox, name)
         line = _line(element) if element is not None else None
-        raise AnnotationError(
-            path, f"<{name}> {value:g} is out of range (the limit is ±2^53)", line
-        )
+        raise AnnotationError(path, f"<{name}> {value:g} {problem}", line)
     return value
 
 
@@ -416,10 +415,9 @@ def _box(obj: etree._Element, path: str) -> Box:
                 path, f"<object> {name!r} has no <bndbox>, <robndbox> or <polygon>", _line(obj)
             )
         x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
-        if x2 < x1:
-            raise AnnotationError(path, f"<xmax> {x2:g} is less than <xmin> {x1:g}", _line(bndbox))
-        if y2 < y1:
-            raise AnnotationError(path, f"<ymax> {y2:g} is less than <ymin> {y1:g}", _line(bndbox))
+        problem = corner_problem(x1, y1, x2, y2, _CORNER_NAMES)
+        if problem is not None:
+            raise AnnotationError(path, problem, _line(bndbox))
     return Box(
         name=name,
         x1=x1,
@@ -447,7 +445,7 @@ def _given_bndbox(obj: etree._Element, path: str) -> tuple[float, float, float, 
         x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
     except AnnotationError:
         return None
-    if x2 < x1 or y2 < y1:
+    if corner_problem(x1, y1, x2, y2, _CORNER_NAMES) is not None:
         return None
     return (x1, y1, x2, y2)
 

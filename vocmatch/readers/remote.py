@@ -31,6 +31,7 @@ __all__ = [
     "file_sizes",
     "is_url",
     "list_location",
+    "local_file_url",
     "location_reader",
     "read_location_columns",
     "read_location_pair",
@@ -79,6 +80,8 @@ def list_location(
         found = fs.find(root, detail=True)
     except (OSError, ValueError) as error:
         raise InputError(f"{url}: cannot list: {_reason(error)}") from None
+    if not found and local_file_url(url).startswith("file://") and not fs.isdir(root):
+        raise InputError(f"{url}: no such folder")
     prefix = root.rstrip("/") + "/"
     entries: list[tuple[str, str]] = []
     for path, info in found.items():
@@ -230,8 +233,30 @@ def location_reader(
     return read
 
 
+def local_file_url(url: str) -> str:
+    """A ``file:`` URL as fsspec reads it: the form :meth:`pathlib.Path.as_uri` writes
+    (``%20`` for a space) and ``file://localhost/...`` (RFC 8089) name the local path;
+    other URLs are returned as given.
+
+    Raises:
+        InputError: A ``file:`` URL naming another host (not a local file).
+
+    >>> local_file_url("file:///data/my%20gt"), local_file_url("file://localhost/data/gt")
+    ('file:///data/my gt', 'file:///data/gt')
+    """
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "file":
+        return url
+    if parts.netloc.lower() not in ("", "localhost"):
+        raise InputError(f"{url}: a file URL of the host {parts.netloc!r}, not of this one")
+    return "file://" + unquote(parts.path)
+
+
 def _file_system(url: str, storage_options: StorageOptions | None) -> tuple[Any, str]:
     """The fsspec file system of a URL and the URL's path on it."""
+    url = local_file_url(url)
     try:
         import fsspec
     except ImportError:

@@ -7,6 +7,9 @@ loads Jinja2.
 Example:
     >>> import vocmatch
     >>> from vocmatch.render.report import render_text
+    >>> import warnings
+    >>> from vocmatch.errors import MissingPredictionWarning
+    >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
     >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
     >>> render_text(report, "csv").splitlines()[0].split(",")[:3]
     ['image', 'gt_path', 'pred_path']
@@ -62,6 +65,9 @@ class TableOptions:
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", analysis=True)
         >>> text = render_text(report, "table", TableOptions(max_rows=3, errors=True))
         >>> "Errors (TIDE types at IoU 0.5, background IoU 0.1)" in text
@@ -95,6 +101,9 @@ def render_text(
 
     Example:
         >>> import json, vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred")
         >>> json.loads(render_text(report, "json"))["summary"]["map"]
         0.625
@@ -247,6 +256,9 @@ def render_html(report: EvalReport, pictures: Pictures | None = None) -> str:
 
     Example:
         >>> import vocmatch
+        >>> import warnings
+        >>> from vocmatch.errors import MissingPredictionWarning
+        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
         >>> report = vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred", boxes=True)
         >>> render_html(report).startswith("<!DOCTYPE html>")
         True

@@ -1,0 +1,132 @@
+"""Inputs read elsewhere: ground truth and predictions given as URLs (``s3://bucket/gt``,
+``file:///data/gt``), read through fsspec, or files read on a Dask cluster (the request's
+``dask``). What ``vocmatch eval`` does with URLs and ``--dask``, for every caller of
+:func:`vocmatch.evaluate`.
+
+A URL run reads the files whole, in this process; a cluster run reads them on the workers
+and sends back their match records (their boxes when the report needs them). Either way the
+evaluation goes on as for folders read here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vocmatch.errors import RequestError
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.distributed import DaskOptions
+    from vocmatch.evaluation.result import Evaluation
+    from vocmatch.pipeline import EvalRequest
+    from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "MISSING_DASK",
+    "NOT_ON_DASK",
+    "NOT_WITH_URLS",
+    "read_elsewhere",
+    "reads_elsewhere",
+]
+
+#: What a cluster run needs installed.
+MISSING_DASK = "needs dask.distributed: pip install 'vocmatch[dask]'"
+
+#: Request fields a cluster run cannot honour: the slices read ``<size>``, ``<pose>`` and
+#: the other flags, which the workers do not send back; a split's list lies next to the
+#: data; the other formats' readers run here only.
+NOT_ON_DASK = ("slices", "split", "pred_format", "coco_gt", "names")
+#: The same for inputs given as URLs (read whole, in this process).
+NOT_WITH_URLS = ("split", "pred_format", "coco_gt", "names")
+
+
+def reads_elsewhere(request: EvalRequest) -> bool:
+    """Whether the request's inputs are read through :func:`read_elsewhere`: a cluster is
+    named, or an input is a URL."""
+    from vocmatch.readers.remote import is_url
+
+    return request.dask is not None or is_url(request.gt) or is_url(request.pred)
+
+
+def read_elsewhere(
+    request: EvalRequest, *, records_may_do: bool = True
+) -> tuple[tuple[ColumnSet, ColumnSet] | None, Evaluation | None]:
+    """The request's inputs read from URLs or on its cluster: the evaluation made from the
+    workers' match records, when ``records_may_do`` and the report needs no box, else the
+    columns; neither for folders read here without a cluster.
+
+    Raises:
+        RequestError: A field the run cannot honour is set (field named), or dask is not
+            installed (field ``dask``).
+        InputError: A location cannot be listed or holds no annotation file, or nothing
+            pairs.
+        DistributedError: The cluster cannot be reached, or a task failed on every try.
+    """
+    if not reads_elsewhere(request):
+        return None, None
+    scheduler = request.dask
+    _refuse_fields(request, NOT_ON_DASK if scheduler is not None else NOT_WITH_URLS)
+    from vocmatch.pipeline import refuse_unpaired, refuse_unpaired_keys
+
+    if scheduler is None:
+        from vocmatch.readers.remote import read_location_pair
+
+        gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
+        refuse_unpaired(gt, pred, request.pred)
+        return (gt, pred), None
+    from vocmatch.evaluation.distributed import (
+        columns_on_dask,
+        dask_client,
+        dask_installed,
+        records_on_dask,
+    )
+
+    if not dask_installed():
+        raise RequestError("dask", MISSING_DASK, scheduler)
+
+    with dask_client(scheduler) as client:
+        if records_may_do and not request.needs_boxes():
+            # The report needs no box: the workers send match records, not boxes.
+            found = records_on_dask(
+                _annotations(request.gt), request.pred, _options(request), client=client
+            )
+            refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
+            return None, found.evaluation
+        gt, pred = columns_on_dask(
+            _annotations(request.gt), request.pred, _options(request), client=client
+        )
+    refuse_unpaired(gt, pred, request.pred)
+    return (gt, pred), None
+
+
+def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:
+    """A field set that this kind of run cannot honour (its default is fine)."""
+    why = "on a Dask cluster" if request.dask is not None else "for inputs given as URLs"
+    for name in names:
+        value = getattr(request, name)
+        if value in (None, (), "voc"):
+            continue
+        raise RequestError(name, f"is not available {why}", str(value))
+
+
+def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A local VOC folder's ``Annotations``; a URL as given."""
+    from vocmatch.readers.remote import is_url
+    from vocmatch.readers.voc_layout import annotation_folder
+
+    return gt if is_url(gt) else annotation_folder(Path(gt))[0]
+
+
+def _options(request: EvalRequest) -> DaskOptions:
+    """What the workers need of the request: its conventions, case folding, score
+    thresholds and file size limit."""
+    from vocmatch.evaluation.distributed import DaskOptions
+    from vocmatch.pipeline import score_thresholds_of
+
+    return DaskOptions(
+        request.conventions(),
+        request.fold_case,
+        score_thresholds_of(request) or None,
+        request.max_file_size,
+    )
