@@ -34,6 +34,7 @@ TOP_LEVEL = {
     "pipeline_diff": "pipeline",
     "pipeline_labels": "pipeline",
     "pipeline_remote": "pipeline",
+    "pipeline_hints": "pipeline",
     "pipeline_shards": "pipeline",
     "pipeline_suspects": "pipeline",
 }

@@ -245,7 +245,7 @@ def test_evaluate_tells_the_files_read_then_each_stage() -> None:
     """vocmatch.evaluate tells a progress object the files read, up to all of them, then
     every stage of the evaluation, the first before any box is selected."""
     import vocmatch
-    from tests.conftest import FIXTURES
+    from tests.conftest import FIXTURES, street_05_unpredicted
 
     told: list[tuple[str, int, int]] = []
 
@@ -256,7 +256,8 @@ def test_evaluate_tells_the_files_read_then_each_stage() -> None:
         def stages(self, stage: str, done: int, total: int) -> None:
             told.append((stage, done, total))
 
-    vocmatch.evaluate(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred", progress=Told())
+    with street_05_unpredicted():
+        vocmatch.evaluate(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred", progress=Told())
     files = [t for t in told if t[0] == "files"]
     assert files[-1] == ("files", 11, 11)
     stages = told[len(files) :]

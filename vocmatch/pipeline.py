@@ -32,16 +32,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vocmatch.errors import (
-    ClassMapWarning,
     InputError,
     Message,
     RequestError,
-    SwappedInputsWarning,
     VocmatchWarning,
     no_annotation_files,
 )
 from vocmatch.evidence.report import EvalReport, Evidence
 from vocmatch.pipeline_checks import check_request, unknown_keywords
+from vocmatch.pipeline_hints import input_warnings, warn_missing_predictions
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -100,7 +99,6 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
-    "warn_missing_predictions",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -440,41 +438,6 @@ def evaluate(
     )  # fmt: skip
 
 
-#: Images a missing-prediction warning names before counting the rest.
-SHOWN_MISSING = 3
-
-
-def warn_missing_predictions(missing: Sequence[str]) -> None:
-    """Warn (:class:`~vocmatch.errors.MissingPredictionWarning`) that ground-truth images
-    have no prediction file, as the command line's note does: one warning for the run,
-    naming the first few.
-
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warn_missing_predictions(["street_03"])
-    >>> print(caught[0].message)
-    no prediction file for 'street_03': its objects count as missed (missing_pred lists it)
-    """
-    if not missing:
-        return
-    import warnings
-
-    from vocmatch.errors import MissingPredictionWarning
-
-    if len(missing) == 1:
-        text = f"no prediction file for {missing[0]!r}: its objects count as missed"
-        text += " (missing_pred lists it)"
-    else:
-        shown = ", ".join(repr(key) for key in missing[:SHOWN_MISSING])
-        more = ", ..." if len(missing) > SHOWN_MISSING else ""
-        text = (
-            f"{len(missing):,} images have no prediction file ({shown}{more}): their objects "
-            "count as missed (missing_pred lists them all)"
-        )
-    warnings.warn(MissingPredictionWarning(text), stacklevel=3)
-
-
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
     """The request's score thresholds: one for every class and the per-class ones.
 
@@ -576,48 +539,6 @@ def _score(
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
     return _Scored(evaluation, matched, gt, pred, found)
-
-
-def input_warnings(
-    request: EvalRequest,
-    evaluation: Evaluation,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-) -> tuple[VocmatchWarning, ...]:
-    """What the inputs suggest was meant otherwise: prediction-only classes that a built-in
-    class map gives ground-truth names (when no map was given), and, from the columns read,
-    a ground truth and predictions given in the wrong order."""
-    found: list[VocmatchWarning] = []
-    choice = request.class_choice
-    if request.class_map is None and (
-        choice is None or (not choice.class_map and not choice.agnostic)
-    ):
-        from vocmatch.evaluation.class_map import builtin_map_hint
-
-        hint = builtin_map_hint(
-            [c.name for c in evaluation.classes if c.in_map],
-            [c.name for c in evaluation.classes if not c.in_map],
-        )
-        if hint is not None:
-            found.append(ClassMapWarning(hint.message()))
-    if columns is not None and _swapped(*columns):
-        gt, pred = os.fspath(request.gt), os.fspath(request.pred)
-        found.append(
-            SwappedInputsWarning(
-                f"every object of the ground truth {gt} has a score and no prediction of "
-                f"{pred} has one: were the ground truth and the predictions given in the "
-                "wrong order?"
-            )
-        )
-    return tuple(found)
-
-
-def _swapped(gt: ColumnSet, pred: ColumnSet) -> bool:
-    """Every ground-truth object scored and every prediction not: the order of the two."""
-    import numpy as np
-
-    if not gt.scores.size or not pred.scores.size:
-        return False
-    return not bool(np.isnan(gt.scores).any()) and bool(np.isnan(pred.scores).all())
 
 
 def _with_threshold_note(

@@ -175,6 +175,7 @@ _CHECKS: dict[str, Check] = {
     "max_file_size": _whole(0),
     "jobs": _whole(0),
     "class_choice": _class_choice,
+    "class_map": _path,
     "dask": _scheduler,
     "protocol": _protocol,
     "iou": _number(0.0, 1.0),
