@@ -15,7 +15,7 @@ from click.core import ParameterSource
 
 from vocmatch.cli.console import fail
 from vocmatch.cli.exits import EXIT_DISTRIBUTED
-from vocmatch.cli.params import InputPath
+from vocmatch.cli.params import CountError, InputPath, read_count, shown_value
 from vocmatch.errors import DistributedError
 
 if TYPE_CHECKING:
@@ -49,23 +49,30 @@ class InputLocation(InputPath):
         return super().convert(value, param, ctx)
 
 
-# local:N, a URL (tcp://host:8786, tls://...), or host:port (but not local:0).
-_SCHEDULER = re.compile(
-    r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+"
-)
+# A URL (tcp://host:8786, tls://...), or host:port.
+_ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|[^\s:/]+:[0-9]{1,5}")
 
 
 class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
-    """``local:N`` (N >= 1), or a scheduler's address: ``tcp://host:8786``, ``host:8786``."""
+    """``local:N`` (N >= 1, a count in ASCII digits), or a scheduler's address:
+    ``tcp://host:8786``, ``host:8786``."""
 
     name = "SCHEDULER"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
-        if _SCHEDULER.fullmatch(text):
+        workers, local, count = text.partition("local:")
+        if local and not workers:
+            try:
+                if read_count(count) >= 1:
+                    return f"local:{int(count)}"
+            except CountError:
+                pass
+        elif _ADDRESS.fullmatch(text):
             return text
         self.fail(
-            f"{text!r} is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
+            f"{shown_value(text)} is neither local:N (N >= 1) nor a scheduler address such as "
+            "tcp://host:8786",
             param,
             ctx,
         )

@@ -28,7 +28,7 @@ from vocmatch.cli.console import (
 )
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import format_option, max_rows_option, output_option
-from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.cli.params import CountError, InputPath, OutputPath, read_count, shown_value
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.result import Evaluation
@@ -40,7 +40,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ShardParam(click.ParamType):  # type: ignore[type-arg]
-    """``K/N``: the K-th of N shards, 1 <= K <= N."""
+    """``K/N``: the K-th of N shards, 1 <= K <= N, each a count in ASCII digits
+    (:func:`~vocmatch.cli.params.read_count`)."""
 
     name = "K/N"
 
@@ -49,10 +50,21 @@ class ShardParam(click.ParamType):  # type: ignore[type-arg]
     ) -> tuple[int, int]:
         if isinstance(value, tuple):
             return value
-        k, slash, n = str(value).partition("/")
-        if slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
-            return int(k), int(n)
-        self.fail(f"{value!r} is not K/N with 1 <= K <= N (for example 2/8)", param, ctx)
+        text = str(value)
+        k, slash, n = text.partition("/")
+        try:
+            shard, shards = read_count(k), read_count(n)
+        except CountError as error:
+            reason = f": {error}" if slash and k and n else ""
+        else:
+            if slash and 1 <= shard <= shards:
+                return shard, shards
+            reason = ""
+        self.fail(
+            f"{shown_value(text)} is not K/N with 1 <= K <= N (for example 2/8){reason}",
+            param,
+            ctx,
+        )
 
 
 def shard_options(function: F) -> F:
