@@ -3,6 +3,7 @@ through fsspec, before the evaluation goes on as in any run."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -172,10 +173,40 @@ def _cluster(scheduler: str) -> Iterator[Client]:
     from vocmatch.evaluation.distributed import dask_client
 
     try:
-        with dask_client(scheduler) as client:
+        with _dask_logs_silenced(), dask_client(scheduler) as client:
             yield client
     except DistributedError as error:
         raise fail(str(error), EXIT_DISTRIBUTED) from None
+
+
+#: Loggers whose lines a run on a cluster keeps off stderr: Dask's, and those of the event
+#: loop its client runs on ("Task exception was never retrieved" after a lost scheduler).
+_DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
+
+
+@contextmanager
+def _dask_logs_silenced() -> Iterator[None]:
+    """Dask's log lines (a lost scheduler, the client closing, their tracebacks) kept off
+    stderr for the run: its outcome is the one line vocmatch prints. Dask's loggers write
+    through handlers of their own, which their children (``distributed.client``, at a
+    level of its own) reach too: those handlers, and the loggers, are set above CRITICAL,
+    and set back after the run."""
+    silent = logging.CRITICAL + 1
+    loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
+    handlers = [handler for logger in loggers for handler in logger.handlers]
+    logger_levels = [logger.level for logger in loggers]
+    handler_levels = [handler.level for handler in handlers]
+    for logger in loggers:
+        logger.setLevel(silent)
+    for handler in handlers:
+        handler.setLevel(silent)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, logger_levels, strict=True):
+            logger.setLevel(level)
+        for handler, level in zip(handlers, handler_levels, strict=True):
+            handler.setLevel(level)
 
 
 def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:

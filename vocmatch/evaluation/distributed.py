@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +34,13 @@ from typing import TYPE_CHECKING
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.errors import DistributedError, InputError, VocmatchError, no_annotation_files
+from vocmatch.errors import (
+    DistributedError,
+    InputError,
+    RequestError,
+    VocmatchError,
+    no_annotation_files,
+)
 from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
 from vocmatch.evaluation.engine import orphan_files
 from vocmatch.evaluation.incremental import Evaluator
@@ -65,10 +72,16 @@ DEFAULT_RETRIES = 2
 #: Parts per worker thread by default: small enough to even out slow workers and to lose
 #: little when one is lost, large enough that a part's state costs little to send.
 PARTS_PER_THREAD = 4
-_LOCAL = re.compile(r"local:([1-9][0-9]*)")
+#: ``local:N``: N a count of ASCII digits (a str pattern's [0-9] is ASCII only).
+_LOCAL = re.compile(r"local:([1-9][0-9]{0,17})")
 #: Seconds a scheduler's address is given to answer before the run fails (dask's own
 #: default; a scheduler starting on a busy machine may take this long).
 DEFAULT_CONNECT_TIMEOUT = 30.0
+#: A share of the connect timeout given on top of it, so that Dask's own timeout (which
+#: says what it waited for) fires first when it can.
+_CONNECT_GRACE = 0.1
+#: How a Dask future's cancellation names a client that lost its scheduler.
+_SCHEDULER_LOST = "scheduler-connection-lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +203,18 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
 
     Raises:
         ImportError: dask.distributed is not installed.
-        DistributedError: The scheduler cannot be reached within ``connect_timeout``.
+        RequestError: ``scheduler`` starts with ``local:`` but is not ``local:N``.
+        DistributedError: The scheduler cannot be reached within ``connect_timeout`` (also
+            when it accepts the connection and never answers).
     """
     from distributed import Client, LocalCluster
 
     local = _LOCAL.fullmatch(scheduler)
+    if local is None and scheduler.startswith("local:"):
+        raise RequestError(
+            "scheduler", "is not local:N with N a whole number from 1 (at most 18 digits)",
+            value=scheduler if len(scheduler) <= 40 else scheduler[:40] + "...",
+        )  # fmt: skip
     if local is not None:
         with (
             LocalCluster(
@@ -213,14 +233,54 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
         ):
             yield client
         return
-    try:
-        wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
-        client = Client(scheduler, timeout=wait)
-    except (OSError, TimeoutError, ValueError) as error:
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
-    with client:
+    wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+    with _connected_client(scheduler, wait) as client:
         yield client
+
+
+def _connected_client(scheduler: str, wait: float) -> Client:
+    """A client of the scheduler at ``scheduler``, connected within about ``wait`` seconds.
+
+    Dask bounds the TCP connection by its ``timeout``, not the handshake after it: a server
+    that accepts and never answers would hold the client forever. So the client is made in a
+    thread of its own, waited for ``wait`` seconds and a tenth more; one that connects later
+    is closed at once.
+
+    Raises:
+        DistributedError: The scheduler did not answer in time, or refused the client.
+    """
+    from distributed import Client
+
+    made: list[Client | Exception] = []
+    lock = threading.Lock()
+    given_up = threading.Event()
+
+    def connect() -> None:
+        try:
+            outcome: Client | Exception = Client(scheduler, timeout=wait)
+        except Exception as error:  # handed to the waiting thread below
+            outcome = error
+        with lock:
+            if not given_up.is_set():
+                made.append(outcome)
+                return
+        if isinstance(outcome, Client):
+            outcome.close()
+
+    thread = threading.Thread(target=connect, name="vocmatch-dask-connect", daemon=True)
+    thread.start()
+    thread.join(wait * (1 + _CONNECT_GRACE))
+    with lock:
+        if not made:
+            given_up.set()
+            raise DistributedError(
+                f"cannot reach the Dask scheduler {scheduler}: no answer within {wait:g} s"
+            )
+    outcome = made[0]
+    if isinstance(outcome, Client):
+        return outcome
+    reason = " ".join(str(outcome).split()) or type(outcome).__name__
+    raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
 
 
 def columns_on_dask(
@@ -324,13 +384,44 @@ def _on_cluster(
 ) -> list[PartResult]:
     """Every part's result: the keys split into ``parts`` parts (by default four per
     worker thread), each read by a task."""
-    if parts is None:
-        threads = sum(client.nthreads().values()) or 1
-        parts = PARTS_PER_THREAD * threads
-    gt, pred = listing.gt.files, listing.pred.files
-    keys = len({k for k, _ in gt} | {k for k, _ in pred})
-    shares = split_parts(gt, pred, max(1, min(parts, keys)))
-    return _run_parts(client, shares, options, retries)
+    if client.status != "running":
+        raise DistributedError(f"the Dask client is {client.status}, not running; nothing reported")
+    address = _address_of(client)
+    try:
+        if parts is None:
+            threads = sum(client.nthreads().values()) or 1
+            parts = PARTS_PER_THREAD * threads
+        gt, pred = listing.gt.files, listing.pred.files
+        keys = len({k for k, _ in gt} | {k for k, _ in pred})
+        shares = split_parts(gt, pred, max(1, min(parts, keys)))
+        return _run_parts(client, shares, options, retries)
+    except VocmatchError:
+        raise  # the data's fault, or a failure already in the run's words
+    except Exception as error:
+        # Dask's own exceptions (a closed client, a lost connection) never reach the caller.
+        if _scheduler_lost(client, error):
+            raise DistributedError(f"lost the Dask scheduler {address}; nothing reported") from None
+        raise DistributedError(
+            f"the run on the Dask scheduler {address} failed: {_reason(error)}"
+        ) from None
+
+
+def _address_of(client: Client) -> str:
+    """The scheduler's address, as the client knows it."""
+    scheduler = getattr(client, "scheduler", None)
+    return str(getattr(scheduler, "address", None) or "(no address)")
+
+
+def _scheduler_lost(client: Client, error: BaseException) -> bool:
+    """Whether ``error`` comes of the client having lost its scheduler (killed, its
+    machine gone): Dask cancels every future, and the client is no longer running."""
+    return getattr(error, "reason", None) == _SCHEDULER_LOST or client.status != "running"
+
+
+def _reason(error: BaseException) -> str:
+    """An exception's type and message on one line."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
@@ -463,6 +554,7 @@ def _run_parts(
     """Every part's result, or the first failure (the other tasks are then cancelled)."""
     from distributed import as_completed
 
+    address = _address_of(client)
     futures = client.map(part_state, shares, options=options, retries=retries, pure=False)
     part_of = {future.key: part for future, part in zip(futures, shares, strict=True)}
     results: list[PartResult] = []
@@ -474,14 +566,19 @@ def _run_parts(
             except VocmatchError:
                 raise  # the data's fault, not the cluster's: the same on every try
             except Exception as error:
-                reason = " ".join(str(error).split())
+                if _scheduler_lost(client, error):
+                    raise DistributedError(
+                        f"lost the Dask scheduler {address} with {len(results)} of "
+                        f"{len(shares)} parts done; nothing reported"
+                    ) from None
                 raise DistributedError(
                     f"part {part.index} of {part.count} failed on every try "
                     f"({1 + retries}; a lost worker's tasks are retried by Dask): "
-                    f"{type(error).__name__}: {reason}"
+                    f"{_reason(error)}"
                 ) from None
     finally:
-        client.cancel(futures)
+        if client.status == "running":
+            client.cancel(futures)
     return results
 
 
