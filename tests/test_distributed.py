@@ -616,3 +616,28 @@ def test_dask_s_logging_is_set_back_after_a_run(client: Any, demo: tuple[Path, P
     before = [(x.level, [h.level for h in x.handlers]) for x in loggers]
     assert run("eval", *map(str, demo), "-q", "--dask", client.scheduler.address)[0] == 0
     assert [(x.level, [h.level for h in x.handlers]) for x in loggers] == before
+
+
+def test_a_local_cluster_that_cannot_start_is_a_distributed_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The library's door: Dask's or the system's exception while a local cluster starts
+    (no process, no port) becomes DistributedError in one line."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("[Errno 24] Too many open files")
+
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+    with pytest.raises(DistributedError) as caught, dask_client("local:3"):
+        pass
+    assert str(caught.value) == (
+        "cannot start a local Dask cluster of 3 workers: OSError: [Errno 24] Too many open files"
+    )
+
+
+def test_the_package_names_the_cluster_s_error() -> None:
+    """`vocmatch.DistributedError` is the one type a Dask run fails with."""
+    import vocmatch
+
+    assert vocmatch.DistributedError is DistributedError
+    assert issubclass(DistributedError, vocmatch.VocmatchError)

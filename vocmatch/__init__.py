@@ -56,6 +56,7 @@ _WHERE = {
     "InputError": "vocmatch.errors",
     "RequestError": "vocmatch.errors",
     "StateError": "vocmatch.errors",
+    "DistributedError": "vocmatch.errors",
     "AnnotationError": "vocmatch.errors",
     "VocmatchWarning": "vocmatch.errors",
 }
@@ -67,6 +68,7 @@ __all__ = [
     "Conventions",
     "DiffReport",
     "DiffRequest",
+    "DistributedError",
     "EvalReport",
     "EvalRequest",
     "Evaluation",
@@ -104,6 +106,7 @@ if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions, protocol
     from vocmatch.errors import (
         AnnotationError,
+        DistributedError,
         InputError,
         RequestError,
         StateError,

@@ -28,7 +28,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -205,7 +205,8 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
         ImportError: dask.distributed is not installed.
         RequestError: ``scheduler`` starts with ``local:`` but is not ``local:N``.
         DistributedError: The scheduler cannot be reached within ``connect_timeout`` (also
-            when it accepts the connection and never answers).
+            when it accepts the connection and never answers), or a local cluster cannot
+            start.
     """
     from distributed import Client, LocalCluster
 
@@ -216,21 +217,29 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
             value=scheduler if len(scheduler) <= 40 else scheduler[:40] + "...",
         )  # fmt: skip
     if local is not None:
-        with (
-            LocalCluster(
-                n_workers=int(local.group(1)),
-                threads_per_worker=1,
-                processes=True,
-                # The scheduler serves HTTP even without a dashboard, on 8787 unless told:
-                # a port of the system's choosing on loopback, so that a busy 8787 (another
-                # cluster) costs no warning and nothing listens beyond this host.
-                dashboard_address="127.0.0.1:0",
-                # Lost workers and failed tasks are the run's to report (retried, or one
-                # error): the cluster's log lines and tracebacks would bury that.
-                silence_logs=logging.CRITICAL,
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+        workers = int(local.group(1))
+        with ExitStack() as stack:
+            try:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        # The scheduler serves HTTP even without a dashboard, on 8787 unless
+                        # told: a port of the system's choosing on loopback, so that a busy
+                        # 8787 (another cluster) costs no warning and nothing listens beyond
+                        # this host.
+                        dashboard_address="127.0.0.1:0",
+                        # Lost workers and failed tasks are the run's to report (retried, or
+                        # one error): the cluster's log lines and tracebacks would bury that.
+                        silence_logs=logging.CRITICAL,
+                    )
+                )
+                client = stack.enter_context(Client(cluster))
+            except Exception as error:  # Dask's, or the system's (no process, no port)
+                raise DistributedError(
+                    f"cannot start a local Dask cluster of {workers} workers: {_reason(error)}"
+                ) from None
             yield client
         return
     wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
