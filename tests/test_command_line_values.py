@@ -398,28 +398,29 @@ def test_every_count_option_of_every_command_is_listed() -> None:
             if isinstance(param.type, click.types.IntParamType):
                 assert isinstance(param.type, WholeNumberRange), (name, param.opts)
                 found.add((name, param.opts[0]))
-    listed = {(p.values[0][0] if p.values[0][0] in ("lint", "merge", "seg", "suspects",
-              "diff") else "eval", p.values[0][-1]) for p in COUNTS}  # fmt: skip
+    # Each id is the command and the option: eval-max-rows is eval's --max-rows.
+    listed = {(p.id.split("-", 1)[0], "--" + p.id.split("-", 1)[1]) for p in COUNTS if p.id}
     assert found == listed
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("value", "expected"),
     [
-        pytest.param(["--max-file-size", "007K"], 7 * 1024, id="leading-zeros"),
-        pytest.param(["--max-file-size", "2kib"], 2 * 1024, id="kib"),
-        pytest.param(["--max-file-size", "5000"], 5000, id="bytes"),
+        pytest.param("007K", 7 * 1024, id="leading-zeros"),
+        pytest.param("2kib", 2 * 1024, id="kib"),
+        pytest.param("5000", 5000, id="bytes"),
+        pytest.param("1G", 1024**3, id="gib"),
     ],
 )
-def test_a_size_reads_its_ascii_digits(args: list[str], expected: int) -> None:
+def test_a_size_reads_its_ascii_digits(value: str, expected: int) -> None:
     """A size's number is a count of ASCII digits, its unit one of K, M and G (the Kelvin
-    sign, which an ignore-case match would take for K, is refused above)."""
+    sign, which an ignore-case match would take for K, is refused below)."""
     import click
 
     from vocmatch.cli.params import byte_size
 
-    command = click.Command("x")
-    assert byte_size(click.Context(command), click.Option(["--x"]), args[1]) == expected
+    context = click.Context(click.Command("x"))
+    assert byte_size(context, click.Option(["--max-file-size"]), value) == expected
 
 
 def test_a_kelvin_sign_is_no_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
