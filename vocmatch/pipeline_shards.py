@@ -6,6 +6,7 @@ what ``vocmatch eval --shard K/N --save-state FILE`` and ``vocmatch merge`` do, 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -154,7 +155,8 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
     ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
 
     Raises:
-        InputError: ``paths`` is empty.
+        InputError: ``paths`` is empty, is one path rather than a list, or holds something
+            other than a path.
         StateError: A state cannot be read, or the states cannot be merged (other options,
             an image in two of them).
 
@@ -173,8 +175,15 @@ def read_states(paths: Sequence[PathLike]) -> MergedStates:
     """
     from vocmatch.evaluation.incremental import Evaluator
 
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        # A string is a sequence too: its characters would be read as file names.
+        shown = os.fsdecode(paths)
+        raise InputError(f"expected a list of state files, got one path: {shown!r}")
     if not paths:
         raise InputError("no evaluator state to merge")
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"expected a state file's path, got {type(path).__name__}")
     evaluator = Evaluator.load(paths[0])
     for path in paths[1:]:
         evaluator.merge(Evaluator.load(path))
