@@ -641,3 +641,16 @@ def test_the_package_names_the_cluster_s_error() -> None:
 
     assert vocmatch.DistributedError is DistributedError
     assert issubclass(DistributedError, vocmatch.VocmatchError)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_connect_timeout_that_is_no_duration_is_a_request_error(timeout: float) -> None:
+    """The library's door: a wait of no time, or for ever, is refused before connecting."""
+    from vocmatch.errors import RequestError
+
+    with (
+        pytest.raises(RequestError, match="is not a number of seconds above 0") as caught,
+        dask_client("tcp://127.0.0.1:1", connect_timeout=timeout),
+    ):
+        pass
+    assert caught.value.field == "connect_timeout"

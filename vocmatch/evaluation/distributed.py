@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 import threading
@@ -203,7 +204,8 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
 
     Raises:
         ImportError: dask.distributed is not installed.
-        RequestError: ``scheduler`` starts with ``local:`` but is not ``local:N``.
+        RequestError: ``scheduler`` starts with ``local:`` but is not ``local:N``, or
+            ``connect_timeout`` is not a finite number of seconds above 0.
         DistributedError: The scheduler cannot be reached within ``connect_timeout`` (also
             when it accepts the connection and never answers), or a local cluster cannot
             start.
@@ -243,6 +245,10 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
             yield client
         return
     wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+    if not 0 < wait < math.inf:  # NaN too
+        raise RequestError(
+            "connect_timeout", "is not a number of seconds above 0", value=str(connect_timeout)
+        )
     with _connected_client(scheduler, wait) as client:
         yield client
 
