@@ -5,11 +5,14 @@ out of range, and an empty path, are usage errors (exit 2, no traceback) before 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES, ROOT, run_cli
 from vocmatch.cli import EXIT_OK, EXIT_USAGE
@@ -234,3 +237,192 @@ def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> 
     count, started, cores = json.loads(result.stdout)
     assert count == 400
     assert started == ([min(cores, 400)] if cores > 1 else [])
+
+
+#: Every option that takes a count, with a command it belongs to (a test below checks that
+#: the list holds every count option of every command).
+COUNTS = [
+    pytest.param([*EVAL, "--max-rows"], id="eval-max-rows"),
+    pytest.param([*EVAL, "--max-fp"], id="eval-max-fp"),
+    pytest.param([*EVAL, "--max-fn"], id="eval-max-fn"),
+    pytest.param([*EVAL, "--jobs"], id="eval-jobs"),
+    pytest.param([*EVAL, "--bootstrap"], id="eval-bootstrap"),
+    pytest.param([*EVAL, "--seed"], id="eval-seed"),
+    pytest.param([*EVAL, "--calibration-bins"], id="eval-calibration-bins"),
+    pytest.param([*DIFF_RUN, "--max-rows"], id="diff-max-rows"),
+    pytest.param([*DIFF_RUN, "--bootstrap"], id="diff-bootstrap"),
+    pytest.param([*DIFF_RUN, "--seed"], id="diff-seed"),
+    pytest.param([*DIFF_RUN, "--jobs"], id="diff-jobs"),
+    pytest.param(["lint", str(DEMO / "gt"), "--jobs"], id="lint-jobs"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--max-rows"], id="merge-max-rows"),
+    pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--jobs"], id="seg-jobs"),
+    pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--max-rows"], id="seg-max-rows"),
+    pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),
+    pytest.param(["suspects", *EVAL, "--jobs"], id="suspects-jobs"),
+]
+#: Options whose value holds counts in a form of its own: the value is ``{}`` filled.
+COUNTS_INSIDE = [
+    pytest.param([*EVAL, "--shard", "{}/2", "--save-state", "x.vms"], id="shard-k"),
+    pytest.param([*EVAL, "--shard", "1/{}", "--save-state", "x.vms"], id="shard-n"),
+    pytest.param([*EVAL, "--max-dets", "{}"], id="eval-max-dets"),
+    pytest.param([*EVAL, "--max-dets", "1,10,{}"], id="eval-max-dets-triple"),
+    pytest.param([*DIFF_RUN, "--max-dets", "{}"], id="diff-max-dets"),
+    pytest.param([*EVAL, "--max-file-size", "{}"], id="eval-max-file-size"),
+    pytest.param([*EVAL, "--max-file-size", "{}K"], id="eval-max-file-size-unit"),
+    pytest.param([*DIFF_RUN, "--max-file-size", "{}"], id="diff-max-file-size"),
+    pytest.param(["suspects", *EVAL, "--max-file-size", "{}"], id="suspects-max-file-size"),
+    pytest.param([*EVAL, "--dask", "local:{}"], id="dask-local"),
+]
+#: Counts that are not ASCII digits, each of which int() or a str method would read.
+NOT_COUNTS = [
+    pytest.param("+1", id="plus"),
+    pytest.param("-0", id="minus-zero"),
+    pytest.param(" 1", id="leading-space"),
+    pytest.param("1 ", id="trailing-space"),
+    pytest.param("1\n", id="trailing-newline"),
+    pytest.param("1_0", id="underscore"),
+    pytest.param("\u0663", id="arabic-indic"),
+    pytest.param("\u06f3", id="extended-arabic-indic"),
+    pytest.param("\u0969", id="devanagari"),
+    pytest.param("\uff13", id="fullwidth"),
+    pytest.param("\u00b3", id="superscript"),
+    pytest.param("", id="empty"),
+    pytest.param("9" * 5000, id="5000-digits"),
+    pytest.param("1" + "0" * 18, id="19-digits"),
+]
+
+
+def _refused(command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The command's stderr, checked to be a usage error of a few lines and no traceback."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(command)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err.splitlines()[-1].startswith("Error: Invalid value for '")
+    assert "Traceback" not in err and len(err) < 600
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    return err
+
+
+@pytest.mark.parametrize("value", NOT_COUNTS)
+@pytest.mark.parametrize("command", COUNTS)
+def test_a_count_takes_ascii_digits_only(
+    command: list[str], value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No sign, no space, no ``_``, no other script's digits, at most 18 digits: anything
+    else is a usage error (exit 2) repeating the value, shortened when long."""
+    err = _refused([*command, value], tmp_path, monkeypatch)
+    shown = repr(value) if len(value) <= 40 else repr(value[:40] + "...")
+    assert shown in err
+
+
+@pytest.mark.parametrize("value", NOT_COUNTS)
+@pytest.mark.parametrize("command", COUNTS_INSIDE)
+def test_a_count_inside_a_value_takes_ascii_digits_only(
+    command: list[str], value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--shard K/N, --max-dets 1,10,N, --max-file-size NK and --dask local:N read their
+    numbers as counts: a usage error, never a traceback, never a number int() made up."""
+    _refused([arg.replace("{}", value) for arg in command], tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("0/0", id="zero-of-zero"),
+        pytest.param("0/2", id="zero"),
+        pytest.param("3/2", id="beyond"),
+        pytest.param("1/", id="no-n"),
+        pytest.param("/2", id="no-k"),
+        pytest.param("/", id="slash"),
+        pytest.param("1/2/3", id="two-slashes"),
+        pytest.param("12", id="no-slash"),
+        pytest.param("1 /2", id="space"),
+        pytest.param("\u0661/\u0662", id="arabic-indic"),
+        pytest.param("\uff11/\uff12", id="fullwidth"),
+        pytest.param("\u00b9/\u00b2", id="superscript"),
+        pytest.param("1/" + "9" * 5000, id="5000-digits"),
+    ],
+)
+def test_a_shard_that_is_not_k_of_n_is_a_usage_error(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = _refused([*EVAL, "--shard", value, "--save-state", "x.vms"], tmp_path, monkeypatch)
+    assert "is not K/N with 1 <= K <= N (for example 2/8)" in err
+
+
+_K_OF_N = re.compile(r"([0-9]{1,18})/([0-9]{1,18})")
+#: Digits of any script (which str.isdigit() and int() take), mixed with ASCII ones.
+_DIGITS = st.text(
+    alphabet=st.one_of(st.sampled_from("0123456789"), st.characters(categories=("Nd", "No"))),
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.text(alphabet="0123456789/+-_ \u0661\uff12\u00b2", max_size=8),
+        st.builds("{}/{}".format, st.integers(-3, 40), st.integers(-3, 40)),
+        st.builds("{}/{}".format, _DIGITS, _DIGITS),
+    )
+)
+def test_any_shard_text_is_k_of_n_or_a_usage_error(text: str) -> None:
+    """Whatever the text, --shard reads K/N of ASCII digits with 1 <= K <= N, or refuses
+    it in one usage error; never a traceback. (The state's folder does not exist, so that a
+    shard taken ends in the one line that says so, before any file is read.)"""
+    state = "/nonexistent-vocmatch-folder/x.vms"
+    code, out, err = run([*EVAL, f"--shard={text}", "--save-state", state])
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "Traceback" not in err
+    found = _K_OF_N.fullmatch(text)
+    if found is not None and 1 <= int(found[1]) <= int(found[2]):
+        assert err.startswith("vocmatch: cannot write /nonexistent-vocmatch-folder/x.vms: ")
+    else:
+        assert err.splitlines()[-1].startswith("Error: Invalid value for '--shard': ")
+
+
+def test_every_count_option_of_every_command_is_listed() -> None:
+    """Every option click would read with int() is a WholeNumberRange (ASCII digits only),
+    and each of them is in COUNTS, so that the tests above reach every count option."""
+    import click
+
+    from vocmatch.cli import main
+    from vocmatch.cli.params import WholeNumberRange
+
+    ctx = click.Context(main)
+    found = set()
+    for name in main.list_commands(ctx):  # type: ignore[attr-defined]
+        command = main.get_command(ctx, name)  # type: ignore[attr-defined]
+        for param in command.params:
+            if isinstance(param.type, click.types.IntParamType):
+                assert isinstance(param.type, WholeNumberRange), (name, param.opts)
+                found.add((name, param.opts[0]))
+    # Each id is the command and the option: eval-max-rows is eval's --max-rows.
+    listed = {(p.id.split("-", 1)[0], "--" + p.id.split("-", 1)[1]) for p in COUNTS if p.id}
+    assert found == listed
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("007K", 7 * 1024, id="leading-zeros"),
+        pytest.param("2kib", 2 * 1024, id="kib"),
+        pytest.param("5000", 5000, id="bytes"),
+        pytest.param("1G", 1024**3, id="gib"),
+    ],
+)
+def test_a_size_reads_its_ascii_digits(value: str, expected: int) -> None:
+    """A size's number is a count of ASCII digits, its unit one of K, M and G (the Kelvin
+    sign, which an ignore-case match would take for K, is refused below)."""
+    import click
+
+    from vocmatch.cli.params import byte_size
+
+    context = click.Context(click.Command("x"))
+    assert byte_size(context, click.Option(["--max-file-size"]), value) == expected
+
+
+def test_a_kelvin_sign_is_no_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    err = _refused([*EVAL, "--max-file-size", "5\u212a"], tmp_path, monkeypatch)
+    assert "is not a size such as 5000, 64K, 32M or 1G" in err

@@ -4,6 +4,7 @@ mid-run, and a run that cannot finish says so in one line instead of reporting p
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -424,3 +425,235 @@ def test_a_plain_run_never_imports_dask_nor_fsspec(demo: tuple[Path, Path]) -> N
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.fixture
+def silent_scheduler() -> Iterator[str]:
+    """A loopback address that accepts connections and never answers (a scheduler hung, or
+    something else on its port): each connection is held open until the test ends."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():  # bounded by the test: the fixture sets done
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(connection)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+def test_a_scheduler_that_never_answers_fails_within_the_connect_timeout(
+    silent_scheduler: str,
+) -> None:
+    """The connection is accepted and the handshake never comes: DistributedError after
+    about the timeout (Dask's client alone would wait for ever)."""
+    address = f"tcp://{silent_scheduler}"
+    start = time.monotonic()
+    with pytest.raises(DistributedError) as caught, dask_client(address, connect_timeout=1.0):
+        pass
+    assert time.monotonic() - start < 10
+    assert str(caught.value) == f"cannot reach the Dask scheduler {address}: no answer within 1 s"
+
+
+@pytest.mark.parametrize(
+    "form", [pytest.param("tcp://", id="url"), pytest.param("", id="host-port")]
+)
+def test_a_scheduler_that_never_answers_is_one_line_and_exit_5(
+    demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, silent_scheduler: str, form: str
+) -> None:
+    """`--dask ADDRESS` of a silent server: one line naming the address, exit 5, within the
+    connect timeout (the run's setting, made short here)."""
+    import vocmatch.evaluation.distributed as module
+
+    monkeypatch.setattr(module, "DEFAULT_CONNECT_TIMEOUT", 1.0)
+    start = time.monotonic()
+    code, out, err = run("eval", *map(str, demo), "--dask", f"{form}{silent_scheduler}")
+    assert time.monotonic() - start < 10
+    assert (code, out) == (EXIT_DISTRIBUTED, "")
+    assert err == (
+        f"vocmatch: error: cannot reach the Dask scheduler {form}{silent_scheduler}: "
+        "no answer within 1 s\n"
+    )
+
+
+def test_the_connect_timeout_is_30_s_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented default: a scheduler's address is given 30 s to answer."""
+    import vocmatch.evaluation.distributed as module
+
+    waits: list[float] = []
+
+    def record(scheduler: str, wait: float) -> Any:
+        waits.append(wait)
+        raise DistributedError("not connected")
+
+    monkeypatch.setattr(module, "_connected_client", record)
+    for timeout in (None, 2.5):
+        with (
+            pytest.raises(DistributedError),
+            dask_client("tcp://127.0.0.1:1", connect_timeout=timeout),
+        ):
+            pass
+    assert module.DEFAULT_CONNECT_TIMEOUT == 30.0
+    assert waits == [30.0, 2.5]
+
+
+_KILLED_RUN = """
+import sys
+from vocmatch.cli import main
+main(["eval", sys.argv[1], sys.argv[2], "--format", "json", "-q", "--dask", sys.argv[3]])
+"""
+
+
+def test_a_scheduler_killed_mid_run_is_one_line_naming_it_and_exit_5(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A scheduler (without workers, so that the run waits on it) killed while the run's
+    tasks are on it: exit 5 and vocmatch's one line naming the scheduler lost, without
+    Dask's log lines nor tracebacks."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--dashboard-address", "127.0.0.1:0",
+         "--scheduler-file", str(scheduler_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    try:
+        for _ in range(300):  # up to 30 s for the scheduler to start
+            if scheduler_file.exists() and scheduler_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        evaluation = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_RUN, *map(str, demo), address],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        try:
+            with distributed.Client(address, timeout=10) as watcher:
+                for _ in range(300):  # until the run's tasks are on the scheduler
+                    if watcher.run_on_scheduler(_task_count):
+                        break
+                    time.sleep(0.1)
+                else:
+                    pytest.fail("the run's tasks never reached the scheduler")
+            scheduler.kill()
+            out, err = evaluation.communicate(timeout=60)
+        finally:
+            evaluation.kill()
+    finally:
+        scheduler.kill()
+        scheduler.wait(10)
+    assert (evaluation.returncode, out) == (EXIT_DISTRIBUTED, "")
+    assert re.fullmatch(
+        f"vocmatch: error: lost the Dask scheduler {re.escape(address)} with 0 of [0-9]+ "
+        r"parts done; nothing reported\n",
+        err,
+    ), err
+
+
+def _task_count(dask_scheduler: Any) -> int:
+    return len(dask_scheduler.tasks)
+
+
+def test_a_closed_client_is_a_distributed_error(demo: tuple[Path, Path]) -> None:
+    """The library's door: a client closed before the run gives DistributedError, not one
+    of Dask's exceptions."""
+    with distributed.LocalCluster(
+        n_workers=1, processes=False, threads_per_worker=1, dashboard_address="127.0.0.1:0"
+    ) as cluster:
+        closed = distributed.Client(cluster)
+        closed.close()
+        with pytest.raises(DistributedError) as caught:
+            evaluate_on_dask(*demo, client=closed)
+    assert str(caught.value) == "the Dask client is closed, not running; nothing reported"
+
+
+@pytest.mark.parametrize(
+    "scheduler",
+    [
+        pytest.param("local:0", id="zero"),
+        pytest.param("local:", id="empty"),
+        pytest.param("local:+2", id="sign"),
+        pytest.param("local:\u0662", id="arabic-indic"),
+        pytest.param("local:" + "9" * 5000, id="5000-digits"),
+    ],
+)
+def test_a_local_scheduler_that_is_not_local_n_is_a_request_error(scheduler: str) -> None:
+    """The library's door: ``local:`` and something other than a count is refused before
+    any cluster starts (int() took other scripts' digits, and raised ValueError past 4,300
+    digits)."""
+    from vocmatch.errors import RequestError
+
+    with pytest.raises(RequestError, match="is not local:N") as caught, dask_client(scheduler):
+        pass
+    assert caught.value.field == "scheduler"
+    assert len(str(caught.value)) < 200
+
+
+def test_dask_s_logging_is_set_back_after_a_run(client: Any, demo: tuple[Path, Path]) -> None:
+    """The run silences Dask's log lines while it lasts, and only then."""
+    import logging
+
+    names = ("distributed", "distributed.client", "dask", "tornado", "asyncio")
+    loggers = [logging.getLogger(name) for name in names]
+    before = [(x.level, [h.level for h in x.handlers]) for x in loggers]
+    assert run("eval", *map(str, demo), "-q", "--dask", client.scheduler.address)[0] == 0
+    assert [(x.level, [h.level for h in x.handlers]) for x in loggers] == before
+
+
+def test_a_local_cluster_that_cannot_start_is_a_distributed_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The library's door: Dask's or the system's exception while a local cluster starts
+    (no process, no port) becomes DistributedError in one line."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("[Errno 24] Too many open files")
+
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+    with pytest.raises(DistributedError) as caught, dask_client("local:3"):
+        pass
+    assert str(caught.value) == (
+        "cannot start a local Dask cluster of 3 workers: OSError: [Errno 24] Too many open files"
+    )
+
+
+def test_the_package_names_the_cluster_s_error() -> None:
+    """`vocmatch.DistributedError` is the one type a Dask run fails with."""
+    import vocmatch
+
+    assert vocmatch.DistributedError is DistributedError
+    assert issubclass(DistributedError, vocmatch.VocmatchError)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_connect_timeout_that_is_no_duration_is_a_request_error(timeout: float) -> None:
+    """The library's door: a wait of no time, or for ever, is refused before connecting."""
+    from vocmatch.errors import RequestError
+
+    with (
+        pytest.raises(RequestError, match="is not a number of seconds above 0") as caught,
+        dask_client("tcp://127.0.0.1:1", connect_timeout=timeout),
+    ):
+        pass
+    assert caught.value.field == "connect_timeout"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -300,6 +301,23 @@ def test_read_states_needs_a_state() -> None:
 
     with pytest.raises(InputError, match=r"^no evaluator state to merge$"):
         read_states([])
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        pytest.param([None], "expected a state file's path, got NoneType", id="none"),
+        pytest.param([b"a.vms"], "expected a state file's path, got bytes", id="bytes"),
+    ],
+)  # fmt: skip
+def test_read_states_takes_a_list_of_paths(paths: Any, message: str) -> None:
+    """An item of the list that is not a path is an InputError, not a TypeError (one path
+    given for the list: tests/test_state_files.py)."""
+    from vocmatch.pipeline import read_states
+
+    with pytest.raises(InputError) as caught:
+        read_states(paths)
+    assert str(caught.value) == message
 
 
 def test_read_states_gives_the_prediction_files_without_ground_truth(tmp_path: Path) -> None:

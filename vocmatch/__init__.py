@@ -62,6 +62,7 @@ _WHERE = {
     "RequestError": "vocmatch.errors",
     "OutputError": "vocmatch.errors",
     "StateError": "vocmatch.errors",
+    "DistributedError": "vocmatch.errors",
     "AnnotationError": "vocmatch.errors",
     "VocmatchWarning": "vocmatch.errors",
     "ClassMapWarning": "vocmatch.errors",
@@ -77,6 +78,7 @@ __all__ = [
     "Conventions",
     "DiffReport",
     "DiffRequest",
+    "DistributedError",
     "EvalReport",
     "EvalRequest",
     "Evaluation",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from vocmatch.errors import (
         AnnotationError,
         ClassMapWarning,
+        DistributedError,
         InputError,
         MissingPredictionWarning,
         OutputError,

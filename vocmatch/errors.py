@@ -194,8 +194,15 @@ class OutputError(VocmatchError):
 
 
 class DistributedError(VocmatchError):
-    """A run on a cluster failed: the scheduler could not be reached, or a task failed on
-    every try (raised, or lost its worker), or the merged images are not those listed."""
+    """A run on a cluster failed: the scheduler could not be reached (or never answered),
+    was lost mid-run, or a task failed on every try (raised, or lost its worker), or the
+    merged images are not those listed. Dask's own exceptions never leave the library's
+    Dask functions: they become this error, in one line naming the scheduler or the part.
+
+    Example:
+        >>> issubclass(DistributedError, VocmatchError)
+        True
+    """
 
 
 class AnnotationError(VocmatchError):

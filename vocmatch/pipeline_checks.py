@@ -41,7 +41,9 @@ PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
 GEOMETRIES = ("shape", "box")
 #: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
 #: ``tls://...``), or ``host:port`` (but not ``local:0``).
-SCHEDULER = re.compile(r"local:[1-9][0-9]*|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]+")
+SCHEDULER = re.compile(
+    r"local:[1-9][0-9]{0,17}|[A-Za-z][A-Za-z0-9+.-]*://\S+|(?!local:)[^\s:/]+:[0-9]{1,5}"
+)
 
 Check = Callable[[str, Any], Any]
 

@@ -313,7 +313,8 @@ def read_states(
         max_bytes: The largest state file read.
 
     Raises:
-        InputError: ``paths`` is empty, or is one path rather than a sequence of them.
+        InputError: ``paths`` is empty, is one path rather than a list, or holds something
+            other than a path.
         StateError: A state cannot be read, or the states cannot be merged (other options,
             an image in two of them; without ``partial``: a shard missing or given twice,
             states of different runs).
@@ -349,6 +350,9 @@ def read_states(
     paths = list(paths)
     if not paths:
         raise InputError("no evaluator state to merge")
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"expected a state file's path, got {type(path).__name__}")
     limit = MAX_STATE_BYTES if max_bytes is None else max_bytes
     states = [Evaluator.load(path, max_bytes=limit) for path in paths]
     check = check_shards(

@@ -11,8 +11,8 @@ Exit codes:
     4: something meant for stdout or stderr could not be written (a full disk, a closed
         descriptor); report files given with ``--output`` and the like are complete.
     5: a run on a Dask cluster (``eval --dask``) failed: a task failed on every try, the
-        scheduler could not be reached, or the merged images were not the listed ones; no
-        report is printed.
+        scheduler could not be reached (or never answered) or was lost mid-run, or the
+        merged images were not the listed ones; no report is printed.
     129, 130, 143: ended by SIGHUP, Ctrl-C (SIGINT) or SIGTERM (128 + the signal number).
 
 When several apply, the first in this order wins: 129/130/143, 2, 5, 4, 1, 3, 0. A failed

@@ -3,6 +3,7 @@ through fsspec, before the evaluation goes on as in any run."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from click.core import ParameterSource
 
 from vocmatch.cli.console import fail
 from vocmatch.cli.exits import EXIT_DISTRIBUTED
-from vocmatch.cli.params import InputPath
+from vocmatch.cli.params import InputPath, shown_value
 from vocmatch.errors import DistributedError
 from vocmatch.pipeline_checks import SCHEDULER
 
@@ -47,7 +48,8 @@ class InputLocation(InputPath):
 
 
 class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
-    """``local:N`` (N >= 1), or a scheduler's address: ``tcp://host:8786``, ``host:8786``."""
+    """``local:N`` (N >= 1, a count in ASCII digits), or a scheduler's address:
+    ``tcp://host:8786``, ``host:8786``."""
 
     name = "SCHEDULER"
 
@@ -56,7 +58,8 @@ class SchedulerParam(click.ParamType):  # type: ignore[type-arg]
         if SCHEDULER.fullmatch(text):
             return text
         self.fail(
-            f"{text!r} is neither local:N (N >= 1) nor a scheduler address such as tcp://host:8786",
+            f"{shown_value(text)} is neither local:N (N >= 1) nor a scheduler address such as "
+            "tcp://host:8786",
             param,
             ctx,
         )
@@ -124,9 +127,40 @@ def _cluster_errors(scheduler: str | None) -> Iterator[None]:
         except ImportError:
             raise fail(MISSING_DASK) from None
     try:
-        yield
+        with _dask_logs_silenced():
+            yield
     except DistributedError as error:
         raise fail(str(error), EXIT_DISTRIBUTED) from None
+
+
+#: Loggers whose lines a run on a cluster keeps off stderr: Dask's, and those of the event
+#: loop its client runs on ("Task exception was never retrieved" after a lost scheduler).
+_DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
+
+
+@contextmanager
+def _dask_logs_silenced() -> Iterator[None]:
+    """Dask's log lines (a lost scheduler, the client closing, their tracebacks) kept off
+    stderr for the run: its outcome is the one line vocmatch prints. Dask's loggers write
+    through handlers of their own, which their children (``distributed.client``, at a
+    level of its own) reach too: those handlers, and the loggers, are set above CRITICAL,
+    and set back after the run."""
+    silent = logging.CRITICAL + 1
+    loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
+    handlers = [handler for logger in loggers for handler in logger.handlers]
+    logger_levels = [logger.level for logger in loggers]
+    handler_levels = [handler.level for handler in handlers]
+    for logger in loggers:
+        logger.setLevel(silent)
+    for handler in handlers:
+        handler.setLevel(silent)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, logger_levels, strict=True):
+            logger.setLevel(level)
+        for handler, level in zip(handlers, handler_levels, strict=True):
+            handler.setLevel(level)
 
 
 def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:

@@ -34,7 +34,14 @@ from vocmatch.cli.options import (
     output_option,
     report_file_options,
 )
-from vocmatch.cli.params import InputPath, OutputPath, byte_size
+from vocmatch.cli.params import (
+    CountError,
+    InputPath,
+    OutputPath,
+    byte_size,
+    read_count,
+    shown_value,
+)
 from vocmatch.limits import MAX_STATE_BYTES
 from vocmatch.render.report import FORMATS, TableOptions
 
@@ -47,7 +54,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ShardParam(click.ParamType):  # type: ignore[type-arg]
-    """``K/N``: the K-th of N shards, 1 <= K <= N."""
+    """``K/N``: the K-th of N shards, 1 <= K <= N, each a count in ASCII digits
+    (:func:`~vocmatch.cli.params.read_count`)."""
 
     name = "K/N"
 
@@ -56,10 +64,21 @@ class ShardParam(click.ParamType):  # type: ignore[type-arg]
     ) -> tuple[int, int]:
         if isinstance(value, tuple):
             return value
-        k, slash, n = str(value).partition("/")
-        if slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
-            return int(k), int(n)
-        self.fail(f"{value!r} is not K/N with 1 <= K <= N (for example 2/8)", param, ctx)
+        text = str(value)
+        k, slash, n = text.partition("/")
+        try:
+            shard, shards = read_count(k), read_count(n)
+        except CountError as error:
+            reason = f": {error}" if slash and k and n else ""
+        else:
+            if slash and 1 <= shard <= shards:
+                return shard, shards
+            reason = ""
+        self.fail(
+            f"{shown_value(text)} is not K/N with 1 <= K <= N (for example 2/8){reason}",
+            param,
+            ctx,
+        )
 
 
 def shard_options(function: F) -> F:

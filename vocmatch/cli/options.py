@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from vocmatch.cli.params import (
+    CountError,
     FiniteFloatRange,
     GrammarFloat,
     InputPath,
@@ -16,6 +17,8 @@ from vocmatch.cli.params import (
     WholeNumberRange,
     byte_size,
     finite_option,
+    read_count,
+    shown_value,
 )
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.pipeline_checks import PRED_FORMATS
@@ -120,18 +123,21 @@ def _sweep_option(ctx: click.Context, param: click.Parameter, value: str | None)
 def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is None:
         return
-    parts = [part.strip() for part in value.split(",")]
-    if not all(part.isdecimal() and int(part) > 0 for part in parts):
+    try:
+        numbers = [read_count(part) for part in value.split(",")]
+    except CountError:
+        numbers = [0]
+    if not all(number > 0 for number in numbers):
         raise click.BadParameter(
-            f"{value!r}: give a whole number above 0 (100), or COCO's triple 1,10,N",
+            f"{shown_value(value)}: give a whole number above 0 (100), or COCO's triple 1,10,N",
             ctx=ctx,
             param=param,
         )
-    numbers = [int(part) for part in parts]
     if len(numbers) > 1 and numbers[:-1] != [1, 10]:
         # pycocotools' maxDets=[1, 10, 100]: AR1 and AR10 are fixed; the last is the AP's.
         raise click.BadParameter(
-            f"{value!r}: the COCO summary's AR1 and AR10 keep 1 and 10: give N or 1,10,N",
+            f"{shown_value(value)}: the COCO summary's AR1 and AR10 keep 1 and 10: "
+            "give N or 1,10,N",
             ctx=ctx,
             param=param,
         )

@@ -53,22 +53,68 @@ class GrammarFloat(click.types.FloatParamType):
         return super().convert(value, param, ctx)
 
 
+#: Digits a count may have: every count fits a 64-bit integer (a seed, an array's length),
+#: and a value of thousands of digits is refused before ``int()`` (which refuses more than
+#: 4,300 digits with a ValueError) or a message would have to repeat it.
+MAX_COUNT_DIGITS = 18
+_ASCII_DIGITS = re.compile(r"[0-9]+")  # a str pattern's [0-9] is ASCII only, unlike \d
+_SIGNED = re.compile(r"[+-][0-9]+")
+#: Characters of a refused value a message repeats; the rest is counted, not shown.
+_SHOWN_CHARACTERS = 40
+
+
+class CountError(ValueError):
+    """A count option's value that is not ASCII digits, or has too many of them."""
+
+
+def shown_value(text: str) -> str:
+    """``text`` quoted as a message repeats a refused value: its first characters and how
+    many there are when it is long (a value of 5,000 digits would fill the screen).
+
+    >>> shown_value("1_0")
+    "'1_0'"
+    >>> shown_value("9" * 5000)
+    "'9999999999999999999999999999999999999999...' (5,000 characters)"
+    """
+    if len(text) <= _SHOWN_CHARACTERS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARACTERS] + '...'!r} ({len(text):,} characters)"
+
+
+def read_count(text: str) -> int:
+    """A count written in ASCII digits only: no sign, no space, no ``_``, no other script's
+    digits (``int()`` reads ``1_0`` as 10, ``' 7'`` as 7 and ``'\u0663'`` as 3), at most
+    :data:`MAX_COUNT_DIGITS` of them. Every count option of every command reads its value,
+    or each number in it (``--shard K/N``, ``--max-dets 1,10,N``, ``--dask local:N``), here.
+
+    >>> read_count("0042")
+    42
+
+    Raises:
+        CountError: The value is not such a count; the message names it.
+    """
+    shown = shown_value(text)
+    if _ASCII_DIGITS.fullmatch(text) is None:
+        if _SIGNED.fullmatch(text):
+            raise CountError(f"{shown} is not a whole number: a count takes no sign")
+        raise CountError(f"{shown} is not a whole number (ASCII digits 0-9 only)")
+    if len(text) > MAX_COUNT_DIGITS:
+        raise CountError(f"{shown} is too large: a count has at most {MAX_COUNT_DIGITS} digits")
+    return int(text)
+
+
 class WholeNumberRange(click.IntRange):
-    """``click.IntRange`` that takes ASCII digits only (with a sign): ``int()`` reads
-    ``1_0`` as 10 and other scripts' digits, so ``--max-fp 1_0`` would gate at 10."""
+    """``click.IntRange`` that takes a count in ASCII digits only (:func:`read_count`):
+    ``int()`` reads ``1_0`` as 10 and other scripts' digits, so ``--max-fp 1_0`` would gate
+    at 10. Every option that takes a count uses this type (a test walks the commands)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
+        if isinstance(value, str):
             try:
-                int(value)
-            except ValueError:
-                pass  # not a number to int() either: click's own message
-            else:
-                self.fail(f"{value!r} is not a whole number", param, ctx)
+                value = read_count(value)
+            except CountError as error:
+                self.fail(str(error), param, ctx)
         return super().convert(value, param, ctx)
-
-
-_WHOLE_NUMBER = re.compile(r"[ \t\r\n]*[+-]?[0-9]+[ \t\r\n]*")
 
 
 class InputPath(click.Path):
@@ -121,19 +167,23 @@ class OutputPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-_SIZE = re.compile(r"(\d+)\s*([KMG]?)(?:I?B)?", re.IGNORECASE)
+# ASCII only: under re.IGNORECASE alone, K would also match the Kelvin sign (U+212A).
+_SIZE = re.compile(r"([0-9]+)([KMG]?)(?:I?B)?", re.IGNORECASE | re.ASCII)
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
 def byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     """A size in bytes: ``5000``, ``64K``, ``32M`` or ``1G`` (powers of 1024; ``KiB``, ``MB``
-    and the like are read the same way); anything else is a usage error (exit 2)."""
-    match = _SIZE.fullmatch(value.strip())
-    if match is None:
-        raise click.BadParameter(
-            f"{value!r} is not a size such as 5000, 64K, 32M or 1G", ctx=ctx, param=param
-        )
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+    and the like are read the same way), its number a count (:func:`read_count`); anything
+    else is a usage error (exit 2)."""
+    match = _SIZE.fullmatch(value)
+    try:
+        if match is None:
+            raise CountError(f"{shown_value(value)} is not a size such as 5000, 64K, 32M or 1G")
+        count = read_count(match.group(1))
+    except CountError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    return count * _SIZE_UNITS[match.group(2).upper()]
 
 
 def finite_option(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

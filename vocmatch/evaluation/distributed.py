@@ -25,16 +25,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.errors import DistributedError, InputError, VocmatchError, no_annotation_files
+from vocmatch.errors import (
+    DistributedError,
+    InputError,
+    RequestError,
+    VocmatchError,
+    no_annotation_files,
+)
 from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
 from vocmatch.evaluation.engine import orphan_files
 from vocmatch.evaluation.incremental import Evaluator
@@ -67,10 +75,16 @@ DEFAULT_RETRIES = 2
 #: Parts per worker thread by default: small enough to even out slow workers and to lose
 #: little when one is lost, large enough that a part's state costs little to send.
 PARTS_PER_THREAD = 4
-_LOCAL = re.compile(r"local:([1-9][0-9]*)")
+#: ``local:N``: N a count of ASCII digits (a str pattern's [0-9] is ASCII only).
+_LOCAL = re.compile(r"local:([1-9][0-9]{0,17})")
 #: Seconds a scheduler's address is given to answer before the run fails (dask's own
 #: default; a scheduler starting on a busy machine may take this long).
 DEFAULT_CONNECT_TIMEOUT = 30.0
+#: A share of the connect timeout given on top of it, so that Dask's own timeout (which
+#: says what it waited for) fires first when it can.
+_CONNECT_GRACE = 0.1
+#: How a Dask future's cancellation names a client that lost its scheduler.
+_SCHEDULER_LOST = "scheduler-connection-lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,37 +215,98 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
 
     Raises:
         ImportError: dask.distributed is not installed.
-        DistributedError: The scheduler cannot be reached within ``connect_timeout``.
+        RequestError: ``scheduler`` starts with ``local:`` but is not ``local:N``, or
+            ``connect_timeout`` is not a finite number of seconds above 0.
+        DistributedError: The scheduler cannot be reached within ``connect_timeout`` (also
+            when it accepts the connection and never answers), or a local cluster cannot
+            start.
     """
     from distributed import Client, LocalCluster
 
     local = _LOCAL.fullmatch(scheduler)
+    if local is None and scheduler.startswith("local:"):
+        raise RequestError(
+            "scheduler", "is not local:N with N a whole number from 1 (at most 18 digits)",
+            value=scheduler if len(scheduler) <= 40 else scheduler[:40] + "...",
+        )  # fmt: skip
     if local is not None:
-        with (
-            LocalCluster(
-                n_workers=int(local.group(1)),
-                threads_per_worker=1,
-                processes=True,
-                # The scheduler serves HTTP even without a dashboard, on 8787 unless told:
-                # a port of the system's choosing on loopback, so that a busy 8787 (another
-                # cluster) costs no warning and nothing listens beyond this host.
-                dashboard_address="127.0.0.1:0",
-                # Lost workers and failed tasks are the run's to report (retried, or one
-                # error): the cluster's log lines and tracebacks would bury that.
-                silence_logs=logging.CRITICAL,
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+        workers = int(local.group(1))
+        with ExitStack() as stack:
+            try:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        # The scheduler serves HTTP even without a dashboard, on 8787 unless
+                        # told: a port of the system's choosing on loopback, so that a busy
+                        # 8787 (another cluster) costs no warning and nothing listens beyond
+                        # this host.
+                        dashboard_address="127.0.0.1:0",
+                        # Lost workers and failed tasks are the run's to report (retried, or
+                        # one error): the cluster's log lines and tracebacks would bury that.
+                        silence_logs=logging.CRITICAL,
+                    )
+                )
+                client = stack.enter_context(Client(cluster))
+            except Exception as error:  # Dask's, or the system's (no process, no port)
+                raise DistributedError(
+                    f"cannot start a local Dask cluster of {workers} workers: {_reason(error)}"
+                ) from None
             yield client
         return
-    try:
-        wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
-        client = Client(scheduler, timeout=wait)
-    except (OSError, TimeoutError, ValueError) as error:
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
-    with client:
+    wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+    if not 0 < wait < math.inf:  # NaN too
+        raise RequestError(
+            "connect_timeout", "is not a number of seconds above 0", value=str(connect_timeout)
+        )
+    with _connected_client(scheduler, wait) as client:
         yield client
+
+
+def _connected_client(scheduler: str, wait: float) -> Client:
+    """A client of the scheduler at ``scheduler``, connected within about ``wait`` seconds.
+
+    Dask bounds the TCP connection by its ``timeout``, not the handshake after it: a server
+    that accepts and never answers would hold the client forever. So the client is made in a
+    thread of its own, waited for ``wait`` seconds and a tenth more; one that connects later
+    is closed at once.
+
+    Raises:
+        DistributedError: The scheduler did not answer in time, or refused the client.
+    """
+    from distributed import Client
+
+    made: list[Client | Exception] = []
+    lock = threading.Lock()
+    given_up = threading.Event()
+
+    def connect() -> None:
+        try:
+            outcome: Client | Exception = Client(scheduler, timeout=wait)
+        except Exception as error:  # handed to the waiting thread below
+            outcome = error
+        with lock:
+            if not given_up.is_set():
+                made.append(outcome)
+                return
+        if isinstance(outcome, Client):
+            outcome.close()
+
+    thread = threading.Thread(target=connect, name="vocmatch-dask-connect", daemon=True)
+    thread.start()
+    thread.join(wait * (1 + _CONNECT_GRACE))
+    with lock:
+        if not made:
+            given_up.set()
+            raise DistributedError(
+                f"cannot reach the Dask scheduler {scheduler}: no answer within {wait:g} s"
+            )
+    outcome = made[0]
+    if isinstance(outcome, Client):
+        return outcome
+    reason = " ".join(str(outcome).split()) or type(outcome).__name__
+    raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
 
 
 def columns_on_dask(
@@ -335,13 +410,44 @@ def _on_cluster(
 ) -> list[PartResult]:
     """Every part's result: the keys split into ``parts`` parts (by default four per
     worker thread), each read by a task."""
-    if parts is None:
-        threads = sum(client.nthreads().values()) or 1
-        parts = PARTS_PER_THREAD * threads
-    gt, pred = listing.gt.files, listing.pred.files
-    keys = len({k for k, _ in gt} | {k for k, _ in pred})
-    shares = split_parts(gt, pred, max(1, min(parts, keys)))
-    return _run_parts(client, shares, options, retries)
+    if client.status != "running":
+        raise DistributedError(f"the Dask client is {client.status}, not running; nothing reported")
+    address = _address_of(client)
+    try:
+        if parts is None:
+            threads = sum(client.nthreads().values()) or 1
+            parts = PARTS_PER_THREAD * threads
+        gt, pred = listing.gt.files, listing.pred.files
+        keys = len({k for k, _ in gt} | {k for k, _ in pred})
+        shares = split_parts(gt, pred, max(1, min(parts, keys)))
+        return _run_parts(client, shares, options, retries)
+    except VocmatchError:
+        raise  # the data's fault, or a failure already in the run's words
+    except Exception as error:
+        # Dask's own exceptions (a closed client, a lost connection) never reach the caller.
+        if _scheduler_lost(client, error):
+            raise DistributedError(f"lost the Dask scheduler {address}; nothing reported") from None
+        raise DistributedError(
+            f"the run on the Dask scheduler {address} failed: {_reason(error)}"
+        ) from None
+
+
+def _address_of(client: Client) -> str:
+    """The scheduler's address, as the client knows it."""
+    scheduler = getattr(client, "scheduler", None)
+    return str(getattr(scheduler, "address", None) or "(no address)")
+
+
+def _scheduler_lost(client: Client, error: BaseException) -> bool:
+    """Whether ``error`` comes of the client having lost its scheduler (killed, its
+    machine gone): Dask cancels every future, and the client is no longer running."""
+    return getattr(error, "reason", None) == _SCHEDULER_LOST or client.status != "running"
+
+
+def _reason(error: BaseException) -> str:
+    """An exception's type and message on one line."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
@@ -474,6 +580,7 @@ def _run_parts(
     """Every part's result, or the first failure (the other tasks are then cancelled)."""
     from distributed import as_completed
 
+    address = _address_of(client)
     futures = client.map(part_state, shares, options=options, retries=retries, pure=False)
     part_of = {future.key: part for future, part in zip(futures, shares, strict=True)}
     results: list[PartResult] = []
@@ -485,14 +592,19 @@ def _run_parts(
             except VocmatchError:
                 raise  # the data's fault, not the cluster's: the same on every try
             except Exception as error:
-                reason = " ".join(str(error).split())
+                if _scheduler_lost(client, error):
+                    raise DistributedError(
+                        f"lost the Dask scheduler {address} with {len(results)} of "
+                        f"{len(shares)} parts done; nothing reported"
+                    ) from None
                 raise DistributedError(
                     f"part {part.index} of {part.count} failed on every try "
                     f"({1 + retries}; a lost worker's tasks are retried by Dask): "
-                    f"{type(error).__name__}: {reason}"
+                    f"{_reason(error)}"
                 ) from None
     finally:
-        client.cancel(futures)
+        if client.status == "running":
+            client.cancel(futures)
     return results
 
 
