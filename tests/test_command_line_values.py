@@ -255,6 +255,8 @@ COUNTS = [
     pytest.param([*DIFF_RUN, "--jobs"], id="diff-jobs"),
     pytest.param(["lint", str(DEMO / "gt"), "--jobs"], id="lint-jobs"),
     pytest.param(["merge", str(ROOT / "README.md"), "--max-rows"], id="merge-max-rows"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--max-fp"], id="merge-max-fp"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--max-fn"], id="merge-max-fn"),
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--jobs"], id="seg-jobs"),
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--max-rows"], id="seg-max-rows"),
     pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),
@@ -377,7 +379,7 @@ def test_any_shard_text_is_k_of_n_or_a_usage_error(text: str) -> None:
     assert "Traceback" not in err
     found = _K_OF_N.fullmatch(text)
     if found is not None and 1 <= int(found[1]) <= int(found[2]):
-        assert err.startswith("vocmatch: cannot write /nonexistent-vocmatch-folder/x.vms: ")
+        assert err.startswith("vocmatch: error: cannot write /nonexistent-vocmatch-folder/x.vms: ")
     else:
         assert err.splitlines()[-1].startswith("Error: Invalid value for '--shard': ")
 
