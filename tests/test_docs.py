@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,23 @@ def test_exit_code_precedence_is_stated_one_way() -> None:
     assert not any(stated.values())
     others = [p.name for p in pages if re.search(r"first of [0-9]+", p.read_text("utf-8"))]
     assert others == []
+
+
+def test_library_page_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``>>>`` example of docs/library.md gives the output written under it, through
+    the public names only (the page says a test runs them)."""
+    monkeypatch.chdir(ROOT)
+    text = (DOCS / "library.md").read_text(encoding="utf-8")
+    assert "```python" not in text  # every example is a doctest, so that it is run
+    assert not re.search(r"^(from|import) vocmatch\.", text, re.M)
+    # A fence ends an example's expected output as a blank line would.
+    examples = re.sub(r"^```.*$", "", text, flags=re.M)
+    test = doctest.DocTestParser().get_doctest(examples, {}, "library.md", str(DOCS), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    with warnings.catch_warnings():
+        runner.run(test)
+    failed, attempted = runner.summarize(verbose=False)
+    assert failed == 0 and attempted >= 15
 
 
 def test_license_is_the_projects() -> None:
