@@ -27,17 +27,52 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.geometry import BoxTree, Regions, pair_region_intersection
+from vocmatch.core.geometry import (
+    BoxTree,
+    Regions,
+    pair_iou_bound,
+    pair_region_intersection,
+    pairs_meeting,
+)
 from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_from_intersection, pair_intersection
 from vocmatch.core.model import Polygon, RotatedBox
 
-__all__ = ["TILE_PAIRS", "Block", "PairSpace", "Tile"]
+__all__ = ["BOUND_MARGIN", "TILE_PAIRS", "Block", "PairSpace", "Tile", "iou_floor"]
 
 #: Pairs scored at once: a tile of small cells holds at most about twice this many, a block
 #: of a large cell about this many. Each pair costs some 100 bytes while it is scored.
 TILE_PAIRS = 1 << 21
 # Pairs scored at once within a tile (the memory of scoring them, not of keeping them).
 _IOU_PAIRS = 1 << 18
+
+#: A pair of regions is clipped unless its IoU bound is below the floor by this share of
+#: the floor: a pair whose IoU equals a threshold is always clipped, whatever the rounding
+#: of its bound.
+BOUND_MARGIN = 1e-9
+
+
+def iou_floor(thresholds: npt.ArrayLike, best_ious: bool) -> float:
+    """The lowest IoU any output reads of a pair of regions, below which its exact overlap
+    need not be computed.
+
+    Matching at any threshold (inclusive or strict) reads only pairs at or above the lowest
+    one: every match, its IoU (mean IoU of matched pairs, tightness) and every count, AP and
+    curve come from those. Each box's best IoU with the other side, whatever its value
+    (the per-box records of false positives and misses, which the error analysis reads),
+    needs every pair: the floor is then 0 and no pair is left out.
+
+    Args:
+        thresholds: Every IoU threshold matched at (the evaluation's, the sweep, AP's).
+        best_ious: Each box's best IoU is reported.
+
+    Returns:
+        The floor; 0.0 leaves out nothing.
+    """
+    values = np.asarray(thresholds, dtype=np.float64)
+    if best_ious or values.size == 0:
+        return 0.0
+    return max(0.0, float(values.min()))
+
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -104,6 +139,12 @@ class PairSpace:
         pred_rows: With it, ``pred_boxes`` is a column of boxes of which prediction ``i`` is
             row ``pred_rows[i]`` (gathered pair by pair: a large set's predictions are not
             copied, 160 MB for 5 million).
+        iou_floor: A pair with a rotated box or a polygon whose IoU is provably below this
+            (:func:`vocmatch.core.geometry.pair_iou_bound`) is not clipped and scores 0.0;
+            see :func:`iou_floor`. 0.0 clips every pair whose bounding boxes meet.
+
+    Attributes:
+        exact_overlaps: Pairs clipped so far (exact region overlaps computed).
     """
 
     def __init__(
@@ -117,8 +158,11 @@ class PairSpace:
         gt_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_rows: RowArray | None = None,
+        iou_floor: float = 0.0,
     ) -> None:
         self.gt_boxes = gt_boxes
+        self.iou_floor = iou_floor
+        self.exact_overlaps = 0
         self._pred_column = pred_boxes
         self._pred_rows = pred_rows
         # The predictions of the last run given to rows(): a large image-class's run is
@@ -231,14 +275,27 @@ class PairSpace:
             shaped = np.flatnonzero(self.gt_shaped[gt] | self.pred_shaped[pred])
             if shaped.size:
                 g, p = self._gt_region[gt[shaped]], self._pred_region[pred[shaped]]
-                inter = pair_region_intersection(self._gt_regions, g, self._pred_regions, p)
+                crowd = self.gt_crowd[gt[shaped]]
+                inter = self._region_intersection(self._gt_regions, g, self._pred_regions, p, crowd)
                 out[shaped] = iou_from_intersection(
-                    inter,
-                    self._gt_regions.areas[g],
-                    self._pred_regions.areas[p],
-                    self.gt_crowd[gt[shaped]],
+                    inter, self._gt_regions.areas[g], self._pred_regions.areas[p], crowd
                 )
         return out
+
+    def _region_intersection(
+        self, gt: Regions, g: IntArray, pred: Regions, p: IntArray, crowd: BoolArray
+    ) -> FloatArray:
+        """Exact intersections of regions ``gt[g[i]]`` and ``pred[p[i]]``; 0.0 for a pair
+        that does not meet and for one whose IoU bound is below the floor (it can change no
+        output)."""
+        clip = np.flatnonzero(pairs_meeting(gt, g, pred, p))
+        if self.iou_floor > 0 and clip.size:
+            bound = pair_iou_bound(gt, g[clip], pred, p[clip], crowd[clip])
+            clip = clip[bound >= self.iou_floor * (1.0 - BOUND_MARGIN)]
+        self.exact_overlaps += int(clip.size)
+        inter = np.zeros(g.size)
+        inter[clip] = pair_region_intersection(gt, g[clip], pred, p[clip])
+        return inter
 
     def tiles(self) -> Iterator[Tile | tuple[int, int, int, int]]:
         """Every pair, piece by piece, predictions in order: a :class:`Tile` of small cells,
