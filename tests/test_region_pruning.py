@@ -44,15 +44,19 @@ write_triangles = _bench_module("shape_pruning").write_triangles
 
 
 def evaluated(
-    gt: AnnotationSet, pred: AnnotationSet, conventions: Conventions, pruned: bool = True
+    gt: AnnotationSet,
+    pred: AnnotationSet,
+    conventions: Conventions,
+    pruned: bool = True,
+    records: bool = True,
 ) -> tuple[Evaluation, MatchedColumns]:
-    """The evaluation without per-box records (the floor is the lowest threshold), or with
-    every pair clipped."""
+    """The evaluation (with per-box records, or without), pairs left out below the lowest
+    threshold, or every pair clipped."""
     with pytest.MonkeyPatch.context() as patch:
         if not pruned:
-            patch.setattr(engine, "iou_floor", lambda thresholds, best_ious: 0.0)
+            patch.setattr(engine, "iou_floor", lambda thresholds: 0.0)
         evaluation, matched = evaluate_matched(
-            columns_from_annotations(gt), columns_from_annotations(pred), conventions, False
+            columns_from_annotations(gt), columns_from_annotations(pred), conventions, records
         )
     assert matched is not None
     return evaluation, matched
@@ -70,6 +74,16 @@ def assert_unchanged(gt: AnnotationSet, pred: AnnotationSet, conventions: Conven
     pruned, pruned_matched = evaluated(gt, pred, conventions)
     every, every_matched = evaluated(gt, pred, conventions, pruned=False)
     assert_identical(every, pruned)
+    # The per-box records' best IoUs, with score thresholds too (another pass over pairs).
+    best = every_matched.pairs.exact_gt_best_iou(), every_matched.pairs.exact_pred_best_iou()
+    assert_identical(
+        [pruned_matched.pairs.exact_gt_best_iou(), pruned_matched.pairs.exact_pred_best_iou()],
+        list(best),
+    )
+    half = np.arange(every_matched.pred_rows.size) % 2 == 0
+    assert_identical(
+        pruned_matched.pairs.gt_best_iou_among(half), every_matched.pairs.gt_best_iou_among(half)
+    )
     assert_identical(hits(every_matched), hits(pruned_matched))
     # Matched again with other ground truth ignored, as slices and the bootstrap do.
     ignore = np.arange(every_matched.gt_rows.size) % 3 == 0
@@ -81,17 +95,17 @@ def assert_unchanged(gt: AnnotationSet, pred: AnnotationSet, conventions: Conven
 
 
 @pytest.mark.parametrize(
-    ("thresholds", "best_ious", "floor"),
+    ("thresholds", "floor"),
     [
-        pytest.param([0.5, 0.75, 0.95], False, 0.5, id="lowest-threshold"),
-        pytest.param([0.3, 0.5], True, 0.0, id="best-ious-need-every-pair"),
-        pytest.param([0.0, 0.5], False, 0.0, id="threshold-zero"),
-        pytest.param([], False, 0.0, id="no-threshold"),
+        pytest.param([0.5, 0.75, 0.95], 0.5, id="lowest-threshold"),
+        pytest.param([0.95, 0.3], 0.3, id="unsorted"),
+        pytest.param([0.0, 0.5], 0.0, id="threshold-zero"),
+        pytest.param([], 0.0, id="no-threshold"),
     ],
 )
-def test_iou_floor(thresholds: list[float], best_ious: bool, floor: float) -> None:
-    """The floor is the lowest threshold, or 0 when each box's best IoU is reported."""
-    assert iou_floor(thresholds, best_ious) == floor
+def test_iou_floor(thresholds: list[float], floor: float) -> None:
+    """The floor is the lowest threshold matched at."""
+    assert iou_floor(thresholds) == floor
 
 
 def triangle_sets(tmp_path: Path, n: int) -> tuple[AnnotationSet, AnnotationSet]:
@@ -108,8 +122,8 @@ def test_dense_triangles_clip_far_fewer_pairs_than_meet(tmp_path: Path, name: st
     of them when only matching reads the IoU, and the results are the same."""
     gt, pred = triangle_sets(tmp_path, 200)
     conventions = VARIANTS[name]
-    pruned, pruned_matched = evaluated(gt, pred, conventions)
-    every, every_matched = evaluated(gt, pred, conventions, pruned=False)
+    pruned, pruned_matched = evaluated(gt, pred, conventions, records=False)
+    every, every_matched = evaluated(gt, pred, conventions, pruned=False, records=False)
     meeting = 200 * every_matched.pred_rows.size
     assert every_matched.pairs.space.exact_overlaps == meeting
     assert pruned_matched.pairs.space.exact_overlaps < meeting // 3
@@ -118,15 +132,20 @@ def test_dense_triangles_clip_far_fewer_pairs_than_meet(tmp_path: Path, name: st
     assert_identical(hits(every_matched), hits(pruned_matched))
 
 
-def test_per_box_records_clip_every_pair(tmp_path: Path) -> None:
-    """With per-box records, which report each box's best IoU however low, every pair that
-    meets is clipped: no record changes."""
-    gt, pred = triangle_sets(tmp_path, 60)
-    _, matched = evaluate_matched(
-        columns_from_annotations(gt), columns_from_annotations(pred), protocol("default")
-    )
-    assert matched is not None
-    assert matched.pairs.space.exact_overlaps == 60 * 60
+@pytest.mark.parametrize("name", ["default", "voc12-strict"])
+def test_per_box_records_are_exact_with_fewer_pairs(tmp_path: Path, name: str) -> None:
+    """Per-box records give each false positive's and missed object's best IoU however low:
+    the pairs left out that could hold more are clipped afterwards, still far fewer than
+    every pair, and every record is the same."""
+    gt, pred = triangle_sets(tmp_path, 150)
+    pruned, matched = evaluated(gt, pred, VARIANTS[name])
+    every, every_matched = evaluated(gt, pred, VARIANTS[name], pruned=False)
+    assert every_matched.pairs.space.exact_overlaps == 150 * 150
+    assert matched.pairs.space.exact_overlaps < 150 * 150 // 2
+    records = [m for image in pruned.images for m in image.matches]
+    low = [m for m in records if m.outcome in ("fp", "fn") and 0 < m.iou < 0.5]
+    assert len(low) > 20
+    assert_identical(every, pruned)
 
 
 def half_box(x1: float, y1: float, x2: float, y2: float, score: float | None = None) -> Box:
@@ -162,16 +181,22 @@ def test_pair_at_the_threshold_is_clipped(gt: Box, pred: Box, threshold: float, 
     conventions = replace(conventions, sweep_thresholds=(threshold,))
     evaluation, matched = evaluated(*one_image([gt], [pred]), conventions)
     assert evaluation.summary.tp == tp
+    # Clipped once: the records' best IoUs do not clip it again.
     assert matched.pairs.space.exact_overlaps == 1
 
 
-def test_pair_below_the_floor_is_not_clipped() -> None:
-    """A triangle far smaller than the box it lies in is left unclipped: its IoU cannot reach
-    0.5, it is a false positive all the same."""
+def test_pair_below_the_floor_is_clipped_only_for_the_records() -> None:
+    """A triangle far smaller than the box it lies in (bound 4 / 100) cannot reach 0.5: left
+    unclipped, a false positive all the same; the per-box records clip it for the boxes'
+    best IoU, 2 / 100."""
     gt, pred = one_image([Box("a", 0, 0, 10, 10)], [half_box(0, 0, 2, 2, 0.9)])
-    evaluation, matched = evaluated(gt, pred, protocol("default"))
+    evaluation, matched = evaluated(gt, pred, protocol("default"), records=False)
     assert (evaluation.summary.tp, evaluation.summary.fp) == (0, 1)
     assert matched.pairs.space.exact_overlaps == 0
+    evaluation, matched = evaluated(gt, pred, protocol("default"))
+    fp, fn = evaluation.images[0].matches
+    assert (fp.outcome, fp.iou, fn.outcome, fn.iou) == ("fp", 0.02, "fn", 0.02)
+    assert matched.pairs.space.exact_overlaps > 0
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
@@ -242,6 +267,11 @@ def test_random_regions_evaluate_alike_pruned_or_not(
             ["--bootstrap", "50", "--slice", "size", "--calibration-bins", "4"],
             id="bootstrap-slices-calibration",
         ),
+        # The error analysis reads each false positive's and missed object's best IoU.
+        pytest.param(["--errors"], id="errors"),
+        pytest.param(
+            ["--errors", "--protocol", "coco", "--background-iou", "0.05"], id="coco-errors"
+        ),
     ],
 )
 def test_json_report_is_the_same_byte_for_byte(
@@ -253,7 +283,7 @@ def test_json_report_is_the_same_byte_for_byte(
     write_triangles(tmp_path, 120)
     command = [str(tmp_path / "gt"), str(tmp_path / "pred"), "--format", "json", *options]
     pruned = run_cli(*command)
-    monkeypatch.setattr(engine, "iou_floor", lambda thresholds, best_ious: 0.0)
+    monkeypatch.setattr(engine, "iou_floor", lambda thresholds: 0.0)
     every = run_cli(*command)
     assert pruned[0] == every[0] == 0, pruned[2]
     assert json.loads(pruned[1])["summary"]["tp"] > 50

@@ -307,8 +307,7 @@ def evaluate_columns(
         pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
     )
     stage("pairing boxes")
-    # Per-box records report each box's best IoU, whatever it is: every pair is needed.
-    paired = _pair_and_match(prepared, by_score, stage, best_ious=keep_matches)
+    paired = _pair_and_match(prepared, by_score, stage)
     del by_score
     # Continuous areas (a shape's own region's), as COCO's area ranges read them.
     areas = _Areas(*paired.scan.space.region_areas())
@@ -561,20 +560,17 @@ def _sort_predictions(
 
 
 def _pair_and_match(
-    prepared: _Prepared,
-    by_score: IntArray,
-    stage: Callable[[str], None],
-    best_ious: bool = True,
+    prepared: _Prepared, by_score: IntArray, stage: Callable[[str], None]
 ) -> _Paired:
     """Stage *pair and match*: every pair of the same image-class scored once (each box's
     best IoU on the other side, and the pairs that can match), then matched under the
     protocol's rule at every threshold; each class's ranking from ``by_score`` (see
     :func:`_prepare`).
 
-    Without ``best_ious`` (no per-box record reports each box's best IoU), a pair of
-    regions whose IoU is provably below every threshold is not clipped
-    (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are then
-    exact only where they reach the lowest threshold, which is all the matching reads."""
+    A pair of regions whose IoU is provably below every threshold is not clipped
+    (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are exact
+    where they reach the lowest threshold, which is all the matching reads; the per-box
+    records read the exact ones (:meth:`PairScan.exact_pred_best_iou`)."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_k = len(prepared.class_names)
     thresholds = prepared.levels.thresholds
@@ -588,7 +584,7 @@ def _pair_and_match(
         _sorted_shapes(prepared.gt_columns.shapes, gt.rows),
         _sorted_shapes(prepared.pred_columns.shapes, pred.rows),
         pred_rows=pred.rows,
-        iou_floor=iou_floor(thresholds, best_ious),
+        iou_floor=iou_floor(thresholds),
     )
     # The unmatched rule's matching is made as the pairs are scored (in ranking order).
     first = None

@@ -351,8 +351,7 @@ def _reading(
 ) -> _Reading:
     """The engine's stages under one reading of scores (``selection.scored``)."""
     prepared, by_score = engine._prepare(gt, pred, selection, conv, score_thresholds)
-    # Records hold matches, not each box's best IoU.
-    paired = engine._pair_and_match(prepared, by_score, lambda _: None, best_ious=False)
+    paired = engine._pair_and_match(prepared, by_score, lambda _: None)
     del by_score
     areas = _Areas(*paired.scan.space.region_areas())
     scores = _Scores.of(prepared)
