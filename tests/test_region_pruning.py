@@ -289,3 +289,23 @@ def test_json_report_is_the_same_byte_for_byte(
     assert json.loads(pruned[1])["summary"]["tp"] > 50
     assert pruned[1] == every[1]
     assert pruned[2] == every[2] == ""
+
+
+def test_three_thousand_triangles_leave_most_pairs_unclipped(tmp_path: Path) -> None:
+    """On the benchmark's image (3,000 + 3,000 triangles, every pair's bounding boxes
+    meeting), fewer than a third of the 9 million pairs have a bound that reaches 0.5: the
+    pairs the evaluation clips (bounds alone, no clipping here)."""
+    from vocmatch.core.geometry import Regions, pair_iou_bound, pairs_meeting
+    from vocmatch.evaluation.pair_space import BOUND_MARGIN
+
+    gt, pred = triangle_sets(tmp_path, 3000)
+    gt_regions = Regions.of_regions([b.shape or b for b in gt.annotations[0].boxes])
+    pred_regions = Regions.of_regions([b.shape or b for b in pred.annotations[0].boxes])
+    meeting = clipped = 0
+    for rows in np.array_split(np.arange(3000), 30):
+        g, p = np.repeat(rows, 3000), np.tile(np.arange(3000), rows.size)
+        meeting += int(np.count_nonzero(pairs_meeting(gt_regions, g, pred_regions, p)))
+        bound = pair_iou_bound(gt_regions, g, pred_regions, p)
+        clipped += int(np.count_nonzero(bound >= 0.5 * (1 - BOUND_MARGIN)))
+    assert meeting == 9_000_000
+    assert 0 < clipped < 9_000_000 // 3

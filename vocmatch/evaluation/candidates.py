@@ -111,8 +111,12 @@ _LargeCell = tuple[int, int, int, int]
 
 class PairScan:
     """One pass over every pair: each box's best IoU on the other side of its image-class
-    (the per-box records and the devkit rule read them), and the pairs that can match,
-    kept for the matchings while they fit in :data:`CANDIDATE_BUDGET`.
+    (the devkit rule reads them), and the pairs that can match, kept for the matchings while
+    they fit in :data:`CANDIDATE_BUDGET`.
+
+    The best IoUs (``pred_best_iou``, ``gt_best_iou``) are exact where they reach the space's
+    IoU floor, which is all matching reads; the per-box records read
+    :meth:`exact_pred_best_iou` and :meth:`exact_gt_best_iou`, exact whatever their value.
 
     Args:
         space: The boxes and how to score them.
