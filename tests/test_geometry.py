@@ -12,15 +12,17 @@ from hypothesis import strategies as st
 from vocmatch.core.geometry import (
     Regions,
     overlapping_pairs,
+    pair_iou_bound,
     pair_overlap,
     pair_region_intersection,
+    pairs_meeting,
     points_inside,
     polygon_problem,
     shape_areas,
     shape_iou_matrix,
     to_polygon,
 )
-from vocmatch.core.iou import iou_matrix
+from vocmatch.core.iou import iou_from_intersection, iou_matrix
 from vocmatch.core.model import Box, Polygon, RotatedBox
 
 TRIANGLE = Polygon(((0.0, 0.0), (4.0, 0.0), (0.0, 4.0)))
@@ -321,3 +323,68 @@ def test_shape_iou_is_symmetric_and_bounded(
 def test_rotated_box_area_is_w_times_h(rotated: RotatedBox) -> None:
     """Turning a box keeps its area."""
     assert shape_areas([rotated])[0] == pytest.approx(rotated.w * rotated.h, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("gt", "pred", "crowd", "bound"),
+    [
+        # Boxes meet in 2 x 2 = 4: at most 4 / (8 + 8 - 4), the triangles' IoU being 0.
+        pytest.param(TRIANGLE, Polygon(((2, 2), (6, 2), (2, 6))), False, 4 / 12, id="corner"),
+        # Inside its bounding box: min(A, B) / max(A, B) = 8 / 16, which is the IoU.
+        pytest.param(box(0, 0, 4, 4), TRIANGLE, False, 8 / 16, id="area-ratio"),
+        # A crowd region: intersection over the prediction's area, at most 1.
+        pytest.param(box(0, 0, 4, 4), TRIANGLE, True, 1.0, id="crowd"),
+        pytest.param(TRIANGLE, box(10, 10, 12, 12), False, 0.0, id="disjoint"),
+        # Touching: 0 but for the slack kept against rounding.
+        pytest.param(TRIANGLE, box(4, 0, 6, 2), False, 0.0, id="touching"),
+        pytest.param(TRIANGLE, RotatedBox(1, 1, 2, 0, 0.3), False, 0.0, id="zero-area"),
+    ],
+)
+def test_pair_iou_bound(
+    gt: Box | Polygon | RotatedBox, pred: Box | Polygon | RotatedBox, crowd: bool, bound: float
+) -> None:
+    """min(I, A, B) / (A + B - min(I, A, B)), I the bounding boxes' intersection."""
+    found = pair_iou_bound(Regions.of_regions([gt]), [0], Regions.of_regions([pred]), [0], [crowd])
+    assert found[0] == pytest.approx(bound, rel=1e-6, abs=1e-8)
+
+
+def test_pairs_meeting_are_the_pairs_clipped() -> None:
+    """Positive areas and bounding boxes that meet, touching included."""
+    gt = Regions.of_regions([TRIANGLE, RotatedBox(1, 1, 2, 0, 0.3)])
+    pred = Regions.of_regions([box(4, 0, 6, 2), box(5, 0, 6, 2), box(0, 0, 1, 1)])
+    g, p = np.divmod(np.arange(6), 3)
+    assert pairs_meeting(gt, g, pred, p).tolist() == [True, False, True, False, False, False]
+
+
+far = st.floats(-1e6, 1e6, allow_nan=False) | st.integers(-1000, 1000).map(float)
+coordinates = st.tuples(far, far, st.floats(1e-3, 1e4), st.floats(1e-3, 1e4))
+shapes = st.tuples(coordinates, st.sampled_from(["box", "rotated", "half"]), st.floats(0, 7))
+
+
+def region_of(
+    drawn: tuple[tuple[float, float, float, float], str, float],
+) -> Box | Polygon | RotatedBox:
+    (x, y, w, h), kind, angle = drawn
+    if kind == "box":
+        return box(x, y, x + w, y + h)
+    if kind == "rotated":
+        return RotatedBox(x, y, w, h, angle)
+    return Polygon(((x, y), (x + w, y), (x, y + h)))
+
+
+@given(st.lists(shapes, min_size=1, max_size=4), st.lists(shapes, min_size=1, max_size=4))
+def test_iou_never_exceeds_its_bound(
+    gt_drawn: list[tuple[tuple[float, float, float, float], str, float]],
+    pred_drawn: list[tuple[tuple[float, float, float, float], str, float]],
+) -> None:
+    """The IoU computed from the clipped intersection, plain and crowd, is at most the bound,
+    with no margin, at any scale and offset."""
+    gt = Regions.of_regions([region_of(d) for d in gt_drawn])
+    pred = Regions.of_regions([region_of(d) for d in pred_drawn])
+    g, p = np.divmod(np.arange(len(gt_drawn) * len(pred_drawn)), len(pred_drawn))
+    inter = pair_region_intersection(gt, g, pred, p)
+    for crowd in (np.zeros(g.size, dtype=bool), np.ones(g.size, dtype=bool)):
+        iou = iou_from_intersection(inter, gt.areas[g], pred.areas[p], crowd)
+        bound = pair_iou_bound(gt, g, pred, p, crowd)
+        assert (iou <= bound).all()
+        assert ((bound >= 0) & (bound <= 1)).all()

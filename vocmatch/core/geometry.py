@@ -35,8 +35,10 @@ __all__ = [
     "Region",
     "Regions",
     "overlapping_pairs",
+    "pair_iou_bound",
     "pair_overlap",
     "pair_region_intersection",
+    "pairs_meeting",
     "points_inside",
     "polygon_problem",
     "shape_areas",
@@ -216,16 +218,7 @@ def pair_region_intersection(
     g = np.asarray(gt_index, dtype=np.int64).reshape(-1)
     p = np.asarray(pred_index, dtype=np.int64).reshape(-1)
     gt_area, pred_area = gt.areas[g], pred.areas[p]
-    gb, pb = gt.bounds[g], pred.bounds[p]
-    # Bounding boxes that meet (touching included, as an STR tree's query finds them).
-    live = np.flatnonzero(
-        (gt_area > 0)
-        & (pred_area > 0)
-        & (gb[:, 0] <= pb[:, 2])
-        & (pb[:, 0] <= gb[:, 2])
-        & (gb[:, 1] <= pb[:, 3])
-        & (pb[:, 1] <= gb[:, 3])
-    )
+    live = np.flatnonzero(pairs_meeting(gt, g, pred, p))
     inter = np.zeros(g.size, dtype=np.float64)
 
     def clip(start: int) -> None:
@@ -247,6 +240,91 @@ def pair_region_intersection(
         for start in starts:
             clip(start)
     return np.minimum(inter, np.minimum(gt_area, pred_area))
+
+
+def pairs_meeting(
+    gt: Regions, gt_index: npt.ArrayLike, pred: Regions, pred_index: npt.ArrayLike
+) -> BoolArray:
+    """Which pairs ``(gt[gt_index[i]], pred[pred_index[i]])`` :func:`pair_region_intersection`
+    clips: both areas positive and the bounding boxes meet (touching included, as an STR
+    tree's query finds them). Every other pair has intersection 0.
+
+    Returns:
+        ``(P,)`` booleans.
+
+    >>> square = Regions.of([[0, 0, 2, 2]])
+    >>> pairs_meeting(square, [0, 0], Regions.of([[2, 0, 3, 1], [3, 0, 4, 1]]), [0, 1]).tolist()
+    [True, False]
+    """
+    g = np.asarray(gt_index, dtype=np.int64).reshape(-1)
+    p = np.asarray(pred_index, dtype=np.int64).reshape(-1)
+    gb, pb = gt.bounds[g], pred.bounds[p]
+    return np.asarray(
+        (gt.areas[g] > 0)
+        & (pred.areas[p] > 0)
+        & (gb[:, 0] <= pb[:, 2])
+        & (pb[:, 0] <= gb[:, 2])
+        & (gb[:, 1] <= pb[:, 3])
+        & (pb[:, 1] <= gb[:, 3]),
+        dtype=bool,
+    )
+
+
+#: Slack added to the width and height of two bounding boxes' intersection, relative to the
+#: largest coordinate of the pair: GEOS places the vertices of an intersection within a few
+#: units in the last place of the coordinates, which could take its area a hair beyond the
+#: boxes' intersection. Some million times more than that, and still nothing next to any
+#: shape's size on an image.
+_BOUND_SLACK = 1e-9
+
+
+def pair_iou_bound(
+    gt: Regions,
+    gt_index: npt.ArrayLike,
+    pred: Regions,
+    pred_index: npt.ArrayLike,
+    gt_crowd: npt.ArrayLike | None = None,
+) -> FloatArray:
+    """An upper bound of each pair's IoU, from the regions' areas and bounding boxes alone
+    (no clipping).
+
+    The two regions' intersection lies inside their bounding boxes' intersection (area
+    ``I``) and inside each region, so its area is at most ``min(I, A, B)``; the bound is the
+    IoU that intersection would give, ``min(I, A, B) / (A + B - min(I, A, B))``, through
+    :func:`vocmatch.core.iou.iou_from_intersection`, the expression every IoU is computed
+    with. It is at most ``I / (A + B - I)`` and at most ``min(A, B) / max(A, B)``. ``I`` is
+    taken with a slack far beyond GEOS's rounding of the clipped vertices, and the same
+    expression is monotone in the intersection under rounding, so the IoU
+    :func:`pair_region_intersection` and ``iou_from_intersection`` give a pair is never above
+    its bound.
+
+    Args:
+        gt: The ground-truth regions.
+        gt_index: ``(P,)`` index into ``gt`` of each pair.
+        pred: The predicted regions.
+        pred_index: ``(P,)`` index into ``pred`` of each pair.
+        gt_crowd: ``(P,)`` the pair's ground truth is a crowd region (IoU is then the
+            intersection over the prediction's area); None for none.
+
+    Returns:
+        ``(P,)`` bounds in [0, 1]; 0.0 where the IoU is 0 (a region of zero area).
+
+    >>> square = Regions.of([[0, 0, 4, 4]])
+    >>> small = Regions.of([[3, 3, 5, 5], [0, 0, 1, 1]])
+    >>> pair_iou_bound(square, [0, 0], small, [0, 1]).round(6).tolist()
+    [0.052632, 0.0625]
+    """
+    g = np.asarray(gt_index, dtype=np.int64).reshape(-1)
+    p = np.asarray(pred_index, dtype=np.int64).reshape(-1)
+    gt_area, pred_area = gt.areas[g], pred.areas[p]
+    gb, pb = gt.bounds[g], pred.bounds[p]
+    slack = _BOUND_SLACK * np.maximum(np.abs(gb).max(axis=1), np.abs(pb).max(axis=1))
+    width = np.minimum(gb[:, 2], pb[:, 2]) - np.maximum(gb[:, 0], pb[:, 0]) + slack
+    height = np.minimum(gb[:, 3], pb[:, 3]) - np.maximum(gb[:, 1], pb[:, 1]) + slack
+    boxes = np.maximum(width, 0.0) * np.maximum(height, 0.0)
+    most = np.minimum(boxes, np.minimum(gt_area, pred_area))
+    crowd = None if gt_crowd is None else np.asarray(gt_crowd, dtype=bool).reshape(-1)
+    return iou_from_intersection(most, gt_area, pred_area, crowd)
 
 
 class BoxTree:

@@ -111,8 +111,12 @@ _LargeCell = tuple[int, int, int, int]
 
 class PairScan:
     """One pass over every pair: each box's best IoU on the other side of its image-class
-    (the per-box records and the devkit rule read them), and the pairs that can match,
-    kept for the matchings while they fit in :data:`CANDIDATE_BUDGET`.
+    (the devkit rule reads them), and the pairs that can match, kept for the matchings while
+    they fit in :data:`CANDIDATE_BUDGET`.
+
+    The best IoUs (``pred_best_iou``, ``gt_best_iou``) are exact where they reach the space's
+    IoU floor, which is all matching reads; the per-box records read
+    :meth:`exact_pred_best_iou` and :meth:`exact_gt_best_iou`, exact whatever their value.
 
     Args:
         space: The boxes and how to score them.
@@ -256,9 +260,42 @@ class PairScan:
             row_pred[tile.gt[lead] - g0] = tile.pred[lead]
         return row_best, row_pred
 
+    def exact_pred_best_iou(self) -> FloatArray:
+        """``(P,)`` each prediction's highest IoU with the ground truth of its image-class
+        (0.0 without any), exact whatever its value.
+
+        :attr:`pred_best_iou` is exact where it reaches the space's IoU floor (every pair that
+        can reach it was clipped); below, pairs left out by their bound may hold more. Of
+        those, each one whose bound reaches the prediction's best so far is clipped now: a
+        pair still left out cannot hold more.
+        """
+        return self._exact_best(self.pred_best_iou, gt=False, among=None)
+
+    def exact_gt_best_iou(self) -> FloatArray:
+        """``(G,)`` each ground truth's highest IoU with the predictions of its image-class,
+        exact whatever its value (see :meth:`exact_pred_best_iou`)."""
+        return self._exact_best(self.gt_best_iou, gt=True, among=None)
+
+    def _exact_best(self, best: FloatArray, gt: bool, among: BoolArray | None) -> FloatArray:
+        space = self.space
+        if space.iou_floor <= 0:
+            return best
+        unsure = np.flatnonzero((best < space.iou_floor) & space.region_rows(gt))
+        if unsure.size == 0:
+            return best
+        out = best.copy()
+        for g, p, which in space.cell_pairs(unsure, gt):
+            if among is not None:
+                counting = among[p]
+                g, p, which = g[counting], p[counting], which[counting]
+            owner = unsure[which]
+            # The pairs scored in the scan are in ``best`` already.
+            np.maximum.at(out, owner, space.left_out_iou(g, p, best[owner]))
+        return out
+
     def gt_best_iou_among(self, preds: BoolArray) -> FloatArray:
         """Each ground truth's highest IoU with the predictions flagged in ``preds`` (0.0
-        without any): one more pass over every pair."""
+        without any), exact whatever its value: one more pass over every pair."""
         best = np.zeros(self.space.n_gt)
         for piece in self.space.tiles():
             if isinstance(piece, Tile):
@@ -274,7 +311,7 @@ class PairScan:
                 columns = preds[block.pred_start : block.pred_start + block.iou.shape[1]]
                 if columns.any():
                     np.maximum(best[g0:g1], block.iou[:, columns].max(axis=1), out=best[g0:g1])
-        return best
+        return self._exact_best(best, gt=True, among=preds)
 
     def pieces(self, whole: bool) -> Iterator[Candidates | _LargeCell]:
         """The pairs that can match, piece by piece: kept ones joined a few million at a

@@ -45,7 +45,7 @@ from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
-from vocmatch.evaluation.pair_space import PairSpace
+from vocmatch.evaluation.pair_space import PairSpace, iou_floor
 from vocmatch.evaluation.per_class import _AREA_NAMES, _class_ap, _class_results, _coco
 from vocmatch.evaluation.per_image import _image_counts, _image_results, _matches
 from vocmatch.evaluation.result import (
@@ -568,7 +568,12 @@ def _pair_and_match(
     """Stage *pair and match*: every pair of the same image-class scored once (each box's
     best IoU on the other side, and the pairs that can match), then matched under the
     protocol's rule at every threshold; each class's ranking from ``by_score`` (see
-    :func:`_prepare`)."""
+    :func:`_prepare`).
+
+    A pair of regions whose IoU is provably below every threshold is not clipped
+    (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are exact
+    where they reach the lowest threshold, which is all the matching reads; the per-box
+    records read the exact ones (:meth:`PairScan.exact_pred_best_iou`)."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_k = len(prepared.class_names)
     thresholds = prepared.levels.thresholds
@@ -582,6 +587,7 @@ def _pair_and_match(
         _sorted_shapes(prepared.gt_columns.shapes, gt.rows),
         _sorted_shapes(prepared.pred_columns.shapes, pred.rows),
         pred_rows=pred.rows,
+        iou_floor=iou_floor(thresholds),
     )
     # The unmatched rule's matching is made as the pairs are scored (in ranking order).
     first = None

@@ -27,17 +27,49 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.geometry import BoxTree, Regions, pair_region_intersection
+from vocmatch.core.geometry import (
+    BoxTree,
+    Regions,
+    pair_iou_bound,
+    pair_region_intersection,
+    pairs_meeting,
+)
 from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_from_intersection, pair_intersection
 from vocmatch.core.model import Polygon, RotatedBox
 
-__all__ = ["TILE_PAIRS", "Block", "PairSpace", "Tile"]
+__all__ = ["BOUND_MARGIN", "TILE_PAIRS", "Block", "PairSpace", "Tile", "iou_floor"]
 
 #: Pairs scored at once: a tile of small cells holds at most about twice this many, a block
 #: of a large cell about this many. Each pair costs some 100 bytes while it is scored.
 TILE_PAIRS = 1 << 21
 # Pairs scored at once within a tile (the memory of scoring them, not of keeping them).
 _IOU_PAIRS = 1 << 18
+
+#: A pair of regions is clipped unless its IoU bound is below the floor by this share of
+#: the floor: a pair whose IoU equals a threshold is always clipped, whatever the rounding
+#: of its bound.
+BOUND_MARGIN = 1e-9
+
+
+def iou_floor(thresholds: npt.ArrayLike) -> float:
+    """The lowest IoU matching reads of a pair of regions, below which its exact overlap
+    need not be computed while pairs are scanned.
+
+    Matching at any threshold (inclusive or strict) reads only pairs at or above the lowest
+    one: every match, its IoU (mean IoU of matched pairs, tightness) and every count, AP and
+    curve come from those. Each box's best IoU with the other side, whatever its value (the
+    per-box records of false positives and misses), is made exact afterwards from the pairs
+    left out (:meth:`PairSpace.left_out_iou`).
+
+    Args:
+        thresholds: Every IoU threshold matched at (the evaluation's, the sweep, AP's).
+
+    Returns:
+        The floor; 0.0 leaves out nothing.
+    """
+    values = np.asarray(thresholds, dtype=np.float64)
+    return max(0.0, float(values.min())) if values.size else 0.0
+
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -104,6 +136,12 @@ class PairSpace:
         pred_rows: With it, ``pred_boxes`` is a column of boxes of which prediction ``i`` is
             row ``pred_rows[i]`` (gathered pair by pair: a large set's predictions are not
             copied, 160 MB for 5 million).
+        iou_floor: A pair with a rotated box or a polygon whose IoU is provably below this
+            (:func:`vocmatch.core.geometry.pair_iou_bound`) is not clipped and scores 0.0;
+            see :func:`iou_floor`. 0.0 clips every pair whose bounding boxes meet.
+
+    Attributes:
+        exact_overlaps: Pairs clipped so far (exact region overlaps computed).
     """
 
     def __init__(
@@ -117,8 +155,11 @@ class PairSpace:
         gt_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_rows: RowArray | None = None,
+        iou_floor: float = 0.0,
     ) -> None:
         self.gt_boxes = gt_boxes
+        self.iou_floor = iou_floor
+        self.exact_overlaps = 0
         self._pred_column = pred_boxes
         self._pred_rows = pred_rows
         # The predictions of the last run given to rows(): a large image-class's run is
@@ -219,6 +260,74 @@ class PairSpace:
             out[start:stop] = self._iou(gt[start:stop], pred[start:stop])
         return out
 
+    def region_rows(self, gt: bool) -> BoolArray:
+        """``(G,)`` or ``(P,)``: the ground truth (or predictions) of cells scored as regions,
+        whose pairs may have been left out by their IoU bound."""
+        index = self._gt_region if gt else self._pred_region
+        if index.size == 0:
+            return np.zeros(self.n_gt if gt else self.n_pred, dtype=bool)
+        return np.asarray(index >= 0)
+
+    def cell_pairs(self, rows: IntArray, gt: bool) -> Iterator[tuple[IntArray, IntArray, IntArray]]:
+        """Every pair of each of ``rows`` (ground truth, or predictions) with the other side
+        of its cell, in pieces of about :data:`TILE_PAIRS` pairs (more for a row with more).
+
+        Yields:
+            ``(gt, pred, which)``: the pairs, and the place in ``rows`` of the row of each.
+        """
+        cells = self._cells
+        own, other = (0, 2) if gt else (2, 0)
+        if rows.size == 0 or cells.shape[0] == 0:
+            return
+        k = np.maximum(np.searchsorted(cells[:, own], rows, side="right") - 1, 0)
+        inside = (rows >= cells[k, own]) & (rows < cells[k, own + 1])
+        first = cells[k, other]
+        counts = np.where(inside, cells[k, other + 1] - first, 0)
+        piece = (np.cumsum(counts) - 1) // TILE_PAIRS
+        starts = [0, *(np.flatnonzero(np.diff(piece)) + 1).tolist()]
+        for a, b in zip(starts, [*starts[1:], rows.size], strict=True):
+            n = counts[a:b]
+            which = np.repeat(np.arange(a, b, dtype=np.int64), n)
+            before = np.cumsum(n) - n
+            others = np.arange(which.size, dtype=np.int64) + np.repeat(first[a:b] - before, n)
+            own_rows = rows[which].astype(np.int64)
+            yield (own_rows, others, which) if gt else (others, own_rows, which)
+
+    def left_out_iou(self, gt: IntArray, pred: IntArray, floor: FloatArray) -> FloatArray:
+        """IoU of each pair ``(gt[i], pred[i])`` that :meth:`iou` left out (a pair of regions
+        whose bound is below :attr:`iou_floor`) and whose bound reaches ``floor[i]``; 0.0 for
+        every other pair, which :meth:`iou` scores itself or which holds less than
+        ``floor[i]``.
+
+        Args:
+            gt: ``(K,)`` ground truth of each pair (of the same cell as its prediction).
+            pred: ``(K,)`` prediction of each pair.
+            floor: ``(K,)`` the least IoU of interest of each pair.
+        """
+        out = np.zeros(gt.size)
+        if self._gt_regions is None or self._pred_regions is None or self.iou_floor <= 0:
+            return out
+        regions_gt, regions_pred = self._gt_regions, self._pred_regions
+        for start in range(0, gt.size, _IOU_PAIRS):
+            part = slice(start, start + _IOU_PAIRS)
+            shaped = start + np.flatnonzero(self.gt_shaped[gt[part]] | self.pred_shaped[pred[part]])
+            g, p = self._gt_region[gt[shaped]], self._pred_region[pred[shaped]]
+            crowd = self.gt_crowd[gt[shaped]]
+            meet = pairs_meeting(regions_gt, g, regions_pred, p)
+            bound = pair_iou_bound(regions_gt, g, regions_pred, p, crowd)
+            clip = np.flatnonzero(
+                meet
+                & (bound >= floor[shaped] * (1.0 - BOUND_MARGIN))
+                & (bound < self.iou_floor * (1.0 - BOUND_MARGIN))
+            )
+            self.exact_overlaps += int(clip.size)
+            g, p, crowd = g[clip], p[clip], crowd[clip]
+            inter = pair_region_intersection(regions_gt, g, regions_pred, p)
+            out[shaped[clip]] = iou_from_intersection(
+                inter, regions_gt.areas[g], regions_pred.areas[p], crowd
+            )
+        return out
+
     def _iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
         pred_boxes = self.pred_boxes(pred)
         out = iou_from_intersection(
@@ -231,14 +340,27 @@ class PairSpace:
             shaped = np.flatnonzero(self.gt_shaped[gt] | self.pred_shaped[pred])
             if shaped.size:
                 g, p = self._gt_region[gt[shaped]], self._pred_region[pred[shaped]]
-                inter = pair_region_intersection(self._gt_regions, g, self._pred_regions, p)
+                crowd = self.gt_crowd[gt[shaped]]
+                inter = self._region_intersection(self._gt_regions, g, self._pred_regions, p, crowd)
                 out[shaped] = iou_from_intersection(
-                    inter,
-                    self._gt_regions.areas[g],
-                    self._pred_regions.areas[p],
-                    self.gt_crowd[gt[shaped]],
+                    inter, self._gt_regions.areas[g], self._pred_regions.areas[p], crowd
                 )
         return out
+
+    def _region_intersection(
+        self, gt: Regions, g: IntArray, pred: Regions, p: IntArray, crowd: BoolArray
+    ) -> FloatArray:
+        """Exact intersections of regions ``gt[g[i]]`` and ``pred[p[i]]``; 0.0 for a pair
+        that does not meet and for one whose IoU bound is below the floor (it can change no
+        output)."""
+        clip = np.flatnonzero(pairs_meeting(gt, g, pred, p))
+        if self.iou_floor > 0 and clip.size:
+            bound = pair_iou_bound(gt, g[clip], pred, p[clip], crowd[clip])
+            clip = clip[bound >= self.iou_floor * (1.0 - BOUND_MARGIN)]
+        self.exact_overlaps += int(clip.size)
+        inter = np.zeros(g.size)
+        inter[clip] = pair_region_intersection(gt, g[clip], pred, p[clip])
+        return inter
 
     def tiles(self) -> Iterator[Tile | tuple[int, int, int, int]]:
         """Every pair, piece by piece, predictions in order: a :class:`Tile` of small cells,

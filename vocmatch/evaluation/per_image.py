@@ -188,9 +188,9 @@ def _matches(
     p_pass, p_pass_all = counted.passing, counted.passing_all
     matched_t, ignored_t = counted.matched, counted.ignored
     # Highest IoU of each box with the other side of its image-class (0.0 without any).
-    best_pred = scan.pred_best_iou
+    best_pred = scan.exact_pred_best_iou()
     if p_pass is None:
-        best_gt = scan.gt_best_iou
+        best_gt = scan.exact_gt_best_iou()
         gt_matched = m.gt_matched[t]
     else:
         best_gt = scan.gt_best_iou_among(p_pass)
