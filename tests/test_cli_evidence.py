@@ -83,8 +83,16 @@ def test_without_bootstrap_nothing_changes() -> None:
     ("args", "message"),
     [
         pytest.param(("--bootstrap", "0"), "0 is not in the range x>=1", id="zero"),
-        pytest.param(("--bootstrap", "many"), "'many' is not a valid integer", id="word"),
-        pytest.param(("--seed", "-1"), "-1 is not in the range x>=0", id="negative-seed"),
+        pytest.param(
+            ("--bootstrap", "many"),
+            "'many' is not a whole number (ASCII digits 0-9 only)",
+            id="word",
+        ),
+        pytest.param(
+            ("--seed", "-1"),
+            "'-1' is not a whole number: a count takes no sign",
+            id="negative-seed",
+        ),
     ],
 )
 def test_bootstrap_options_are_checked(args: tuple[str, ...], message: str) -> None:

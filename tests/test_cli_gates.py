@@ -99,7 +99,7 @@ def test_every_failed_gate_is_a_line_in_order() -> None:
         ),
         pytest.param(
             ("--max-fp", "-1"),
-            "Error: Invalid value for '--max-fp': -1 is not in the range x>=0.",
+            "Error: Invalid value for '--max-fp': '-1' is not a whole number: a count takes no sign",
             id="negative-max-fp",
         ),
         pytest.param(
