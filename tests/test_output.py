@@ -22,9 +22,9 @@ from vocmatch.files import (
     InputFolder,
     check_output,
     remove_temporary_files,
+    save_bytes,
+    save_text,
     temporary_files,
-    write_bytes,
-    write_text,
 )
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file system")
@@ -44,7 +44,7 @@ def current_umask() -> int:
 def test_a_new_file_gets_the_permissions_open_would_give(tmp_path: Path) -> None:
     """A new report is 0666 less the umask, as ``open(path, "w")`` makes it."""
     target = tmp_path / "report.json"
-    write_text(target, "{}\n")
+    save_text(target, "{}\n")
     assert target.read_text(encoding="utf-8") == "{}\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~current_umask()
     assert leftovers(tmp_path) == []
@@ -55,7 +55,7 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path: Path) -> None:
     target = tmp_path / "report.csv"
     target.write_text("old\n", encoding="utf-8")
     target.chmod(0o640)
-    write_text(target, "new\n")
+    save_text(target, "new\n")
     assert target.read_text(encoding="utf-8") == "new\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
@@ -66,7 +66,7 @@ def test_a_symbolic_link_keeps_pointing_at_its_file(tmp_path: Path) -> None:
     real.write_text("old\n", encoding="utf-8")
     link = tmp_path / "link.md"
     link.symlink_to(real)
-    write_text(link, "new\n")
+    save_text(link, "new\n")
     assert link.is_symlink()
     assert real.read_text(encoding="utf-8") == "new\n"
 
@@ -74,7 +74,7 @@ def test_a_symbolic_link_keeps_pointing_at_its_file(tmp_path: Path) -> None:
 def test_lone_surrogates_are_written_as_escapes(tmp_path: Path) -> None:
     """Text holding a non-UTF-8 file name byte never fails the write."""
     target = tmp_path / "r.txt"
-    write_text(target, "caf\udce9\n")
+    save_text(target, "caf\udce9\n")
     assert target.read_bytes() == b"caf\\udce9\n"
 
 
@@ -107,7 +107,7 @@ def test_a_failure_while_writing_leaves_the_earlier_file_and_no_other(
     monkeypatch.setattr(output.os, "write", failing_write)
     expected = OutputError if isinstance(failure, OSError) else type(failure)
     with pytest.raises(expected):
-        write_text(target, "x" * 10_000)
+        save_text(target, "x" * 10_000)
     monkeypatch.undo()
     assert target.read_text(encoding="utf-8") == "earlier\n"
     assert leftovers(tmp_path) == []
@@ -123,7 +123,7 @@ def test_a_failed_rename_leaves_no_temporary_file(
 
     monkeypatch.setattr(output.os, "replace", refuse)
     with pytest.raises(OutputError, match="Invalid cross-device link"):
-        write_text(tmp_path / "r.txt", "text")
+        save_text(tmp_path / "r.txt", "text")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -152,7 +152,7 @@ def test_paths_that_cannot_be_written_are_one_error(
     with pytest.raises(OutputError, match=message):
         check_output(name)
     with pytest.raises(OutputError, match=message):
-        write_text(name, "text")
+        save_text(name, "text")
 
 
 def test_dev_full_is_a_full_disk() -> None:
@@ -161,13 +161,13 @@ def test_dev_full_is_a_full_disk() -> None:
         pytest.skip("no /dev/full")
     check_output("/dev/full")
     with pytest.raises(OutputError, match=r"cannot write /dev/full: No space left on device"):
-        write_text("/dev/full", "report\n")
+        save_text("/dev/full", "report\n")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # still the device
 
 
 def test_dev_null_and_a_pipe_are_written_in_place(tmp_path: Path) -> None:
     """``-o /dev/stdout`` and a shell's ``>(...)`` are streams: written, never replaced."""
-    write_text(os.devnull, "nothing\n")
+    save_text(os.devnull, "nothing\n")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     received: list[bytes] = []
@@ -181,7 +181,7 @@ def test_dev_null_and_a_pipe_are_written_in_place(tmp_path: Path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            write_text(fifo, "through the pipe\n")
+            save_text(fifo, "through the pipe\n")
             break
         except OutputError:  # the reader has not opened its end yet
             time.sleep(0.01)
@@ -196,7 +196,7 @@ def test_a_pipe_nobody_reads_is_refused_without_blocking(tmp_path: Path) -> None
     os.mkfifo(fifo)
     start = time.monotonic()
     with pytest.raises(OutputError, match="no process is reading the named pipe"):
-        write_text(fifo, "text")
+        save_text(fifo, "text")
     assert time.monotonic() - start < 5
 
 
@@ -215,7 +215,7 @@ def test_a_read_only_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match=reason):
         check_output(folder / "vocmatch-report.json")
     with pytest.raises(OutputError, match=reason):
-        write_text(folder / "vocmatch-report.json", "text")
+        save_text(folder / "vocmatch-report.json", "text")
 
 
 @pytest.mark.skipif(not hasattr(resource, "RLIMIT_FSIZE"), reason="no file size limit")
@@ -226,9 +226,9 @@ def test_a_file_size_limit_leaves_the_earlier_file(tmp_path: Path) -> None:
     target.write_text("earlier\n", encoding="utf-8")
     script = (
         "import sys\n"
-        "from vocmatch.errors import OutputError\nfrom vocmatch.files import write_text\n"
+        "from vocmatch.errors import OutputError\nfrom vocmatch.files import save_text\n"
         "try:\n"
-        "    write_text(sys.argv[1], 'x' * 1_000_000)\n"
+        "    save_text(sys.argv[1], 'x' * 1_000_000)\n"
         "except OutputError as error:\n"
         "    print(error)\n"
     )
@@ -262,7 +262,7 @@ def test_two_writers_of_one_path_never_mix(tmp_path: Path) -> None:
     def write(data: bytes) -> None:
         try:
             for _ in range(25):
-                write_bytes(target, data)
+                save_bytes(target, data)
                 seen.add(target.read_bytes())
         except BaseException as error:  # pragma: no cover - reported below
             errors.append(error)
@@ -290,7 +290,7 @@ def test_a_leftover_temporary_name_is_never_written_through(
     draws = iter([bytes(6), bytes([1] * 6)])
     monkeypatch.setattr(output.os, "urandom", lambda n: next(draws))
     target = tmp_path / "report.txt"
-    write_text(target, "new\n")
+    save_text(target, "new\n")
     assert target.read_text(encoding="utf-8") == "new\n"
     assert victim.read_text(encoding="utf-8") == "keep me\n"
     assert taken.is_symlink()
@@ -313,7 +313,7 @@ def test_the_files_being_written_are_listed_for_a_signal_handler(
 
     monkeypatch.setattr(output, "_write_all", watched)
     with pytest.raises(OutputError, match="No such file or directory"):
-        write_text(tmp_path / "r.txt", "x\n")  # its temporary file is gone: no rename
+        save_text(tmp_path / "r.txt", "x\n")  # its temporary file is gone: no rename
     assert len(listed) == 1 and len(listed[0]) == 1
     assert Path(listed[0][0]).parent == tmp_path
     assert temporary_files() == ()

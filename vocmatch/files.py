@@ -1,6 +1,6 @@
 """The one writer of vocmatch: every file it writes is whole or not written at all.
 
-Every file vocmatch writes goes through :func:`write_text` or :func:`write_bytes`: reports
+Every file vocmatch writes goes through :func:`save_text` or :func:`save_bytes`: reports
 (``--output``, ``--html``, ``--classes-csv``, ``--write-thresholds``, the outputs of ``diff``,
 ``seg`` and ``suspects``), evaluator states (:meth:`vocmatch.Evaluator.save`, so
 ``--save-state``) and the annotation copies of ``suspects``. The content is written to a new
@@ -33,7 +33,7 @@ raising calls :func:`remove_temporary_files` in its handler.
 folder, a missing or read-only folder) or that is one of the run's inputs is refused in one
 line before a long evaluation rather than after it.
 
-A new output writes through :func:`write_text` or :func:`write_bytes` and is checked with
+A new output writes through :func:`save_text` or :func:`save_bytes` and is checked with
 :func:`check_output` before the run; its text escapes names with :mod:`vocmatch.escapes`.
 """
 
@@ -52,9 +52,9 @@ __all__ = [
     "InputFolder",
     "check_output",
     "remove_temporary_files",
+    "save_bytes",
+    "save_text",
     "temporary_files",
-    "write_bytes",
-    "write_text",
 ]
 
 _TEMPORARY_PREFIX = ".vocmatch-"
@@ -283,7 +283,7 @@ def _write_special(name: str, data: bytes) -> None:
         os.close(descriptor)
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def save_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write a file atomically (see the module docstring).
 
     Args:
@@ -311,8 +311,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise _error(name, _folder_of(name), error) from None
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write a text file atomically as UTF-8 (see :func:`write_bytes`).
+def save_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a text file atomically as UTF-8 (see :func:`save_bytes`).
 
     Text that cannot be encoded (a lone surrogate that escaped :mod:`vocmatch.escapes`) is
     written as a backslash escape rather than failing the write.
@@ -320,4 +320,4 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     Raises:
         OutputError: The file cannot be written.
     """
-    write_bytes(path, text.encode("utf-8", "backslashreplace"))
+    save_bytes(path, text.encode("utf-8", "backslashreplace"))

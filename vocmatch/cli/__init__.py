@@ -25,7 +25,7 @@ so the exit code stays the verdict.
 Rules for a new option or output:
     - a threshold or measure: ``FiniteFloatRange`` (click's ``FloatRange`` lets NaN in);
     - a path read: ``InputPath`` (refuses ""); a report file: ``OutputPath``, checked with
-      :func:`check_outputs` before any work and written with :func:`write_text`;
+      :func:`check_outputs` before any work and written with :func:`save_text`;
     - names in any text: :mod:`vocmatch.escapes`; stderr lines through :func:`echo_err`.
 """
 

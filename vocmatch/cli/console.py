@@ -27,7 +27,7 @@ from vocmatch.errors import (
 )
 from vocmatch.escapes import printable
 from vocmatch.files import InputFolder, check_output
-from vocmatch.files import write_text as write_file
+from vocmatch.files import save_text as save_file_text
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -410,11 +410,11 @@ def progress_display(quiet: bool) -> Iterator[ProgressDisplay]:
         display.close()
 
 
-def write_text(path: Path, text: str) -> None:
+def save_text(path: Path, text: str) -> None:
     """Write a report file atomically (:mod:`vocmatch.files`): a failure is one line,
     ``vocmatch: error: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
     with library_errors():
-        write_file(path, text)
+        save_file_text(path, text)
 
 
 def show_warning(

@@ -19,8 +19,8 @@ from vocmatch.cli.console import (
     progress_display,
     reader_may_leave,
     report_text,
+    save_text,
     stdout_console,
-    write_text,
     xml_folders,
 )
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
@@ -185,7 +185,7 @@ def show_diff_report(
         if output is None:
             click.echo(text, nl=False)
         else:
-            write_text(output, text)
+            save_text(output, text)
     elif output is None:
         with reader_may_leave():
             print_report(
@@ -193,4 +193,4 @@ def show_diff_report(
             )
     else:
         shown = diff_report(diff, results, max_rows, evidence, option_words)
-        write_text(output, report_text(shown))
+        save_text(output, report_text(shown))

@@ -26,8 +26,8 @@ from vocmatch.cli.console import (
     reader_may_leave,
     report_text,
     report_warnings,
+    save_text,
     stdout_console,
-    write_text,
     xml_folders,
 )
 from vocmatch.cli.distributed import (
@@ -320,7 +320,7 @@ def report_label_warnings(evaluation: LabelEvaluation) -> None:
 
 def write_report(path: Path, report: RenderableType) -> None:
     """Write a terminal report to a file at the content's width, without colour."""
-    write_text(path, report_text(report))
+    save_text(path, report_text(report))
 
 
 def show_report(
@@ -335,7 +335,7 @@ def show_report(
     console = stdout_console()
     if output is not None:
         if output_format == "json":
-            write_text(output, text())
+            save_text(output, text())
         else:
             write_report(output, report())
         with reader_may_leave():

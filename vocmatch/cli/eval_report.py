@@ -18,8 +18,8 @@ from vocmatch.cli.console import (
     reader_may_leave,
     report_gates,
     report_text,
+    save_text,
     stdout_console,
-    write_text,
 )
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.errors import VocmatchWarning
@@ -57,13 +57,13 @@ def finish_report(
     if files.classes_csv is not None:
         from vocmatch.render.csv_report import to_csv_classes
 
-        write_text(files.classes_csv, to_csv_classes(report.evaluation))
+        save_text(files.classes_csv, to_csv_classes(report.evaluation))
     if files.thresholds is not None:
         from vocmatch.pipeline import operating_thresholds
 
-        write_text(files.thresholds, operating_thresholds(report))
+        save_text(files.thresholds, operating_thresholds(report))
     if files.html is not None:
-        write_text(files.html, html_text(report, files.images_dir))
+        save_text(files.html, html_text(report, files.images_dir))
     report_gates(report.gates)
     if not report.passed:
         raise click.exceptions.Exit(EXIT_GATE)
@@ -85,13 +85,13 @@ def show_eval_report(
             with reader_may_leave():
                 click.echo(text, nl=False)
             return
-        write_text(output, text)
+        save_text(output, text)
     elif output is None:
         with reader_may_leave():
             print_report(stdout_console(), render_table(report, table))
         return
     else:
-        write_text(output, report_text(render_table(report, table)))
+        save_text(output, report_text(render_table(report, table)))
     from vocmatch.render.terminal import summary_table
 
     with reader_may_leave():

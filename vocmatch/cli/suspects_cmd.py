@@ -19,8 +19,8 @@ from vocmatch.cli.console import (
     print_report,
     progress_display,
     reader_may_leave,
+    save_text,
     stdout_console,
-    write_text,
 )
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.options import (
@@ -228,7 +228,7 @@ def write_copies(
         suspects_csv,
         suspects_json,
     )
-    from vocmatch.files import write_bytes
+    from vocmatch.files import save_bytes
     from vocmatch.readers.parse import read_bytes
 
     by_image: dict[str, list[Any]] = {}
@@ -251,11 +251,11 @@ def write_copies(
             except ValueError as error:
                 echo_err(f"vocmatch: warning: {paths[key]}: no copy written: {error}")
                 continue
-            write_bytes(target, copy)
+            save_bytes(target, copy)
             written.append(relative)
         for old in previous:
             if os.fspath(old.relative_to(output_dir)).replace(os.sep, "/") not in written:
                 with contextlib.suppress(FileNotFoundError):
                     old.unlink()
-    write_text(output_dir / "suspects.json", suspects_json(report, written))
-    write_text(output_dir / "suspects.csv", suspects_csv(report))
+    save_text(output_dir / "suspects.json", suspects_json(report, written))
+    save_text(output_dir / "suspects.csv", suspects_csv(report))

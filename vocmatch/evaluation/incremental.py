@@ -75,7 +75,7 @@ from vocmatch.evaluation.state_records import (
     with_range,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.files import write_bytes
+from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
 
@@ -766,7 +766,7 @@ class Evaluator:
             OutputError: The file cannot be written (a missing folder, a full disk); an
                 earlier file at ``path`` is left as it was and nothing else is left behind.
         """
-        write_bytes(path, self.to_bytes())
+        save_bytes(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_STATE_BYTES) -> Evaluator:
