@@ -657,3 +657,32 @@ def test_a_connect_timeout_that_is_no_duration_is_a_request_error(timeout: float
     ):
         pass
     assert caught.value.field == "connect_timeout"
+
+
+@pytest.mark.parametrize(
+    ("asked", "cores", "started"),
+    [
+        pytest.param(100_000, 2, 2, id="capped-at-the-cores"),
+        pytest.param(1, 2, 1, id="fewer-than-the-cores"),
+        pytest.param(3, 3, 3, id="as-many-as-the-cores"),
+    ],
+)
+def test_a_local_cluster_has_at_most_one_worker_a_core(
+    monkeypatch: pytest.MonkeyPatch, asked: int, cores: int, started: int
+) -> None:
+    """local:N starts N workers but never more than the cores this process may use, as
+    --jobs: local:100000 would otherwise start a hundred thousand processes."""
+    import vocmatch.evaluation.distributed as module
+
+    asked_for: list[int] = []
+
+    def refuse(*args: Any, n_workers: int, **kwargs: Any) -> Any:
+        asked_for.append(n_workers)
+        raise OSError("not started in this test")
+
+    monkeypatch.setattr(module, "available_cores", lambda: cores)
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+    with pytest.raises(DistributedError) as caught, dask_client(f"local:{asked}"):
+        pass
+    assert asked_for == [started]
+    assert str(caught.value).startswith(f"cannot start a local Dask cluster of {started} workers")

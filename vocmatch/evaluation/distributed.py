@@ -50,6 +50,7 @@ from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
 from vocmatch.readers.remote import StorageOptions, list_location, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
+from vocmatch.readers.workers import available_cores
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -205,8 +206,9 @@ def dask_installed() -> bool:
 @contextmanager
 def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iterator[Client]:
     """A client of a scheduler, closed on leaving: ``local:N`` starts a local cluster of N
-    worker processes of one thread each (stopped on leaving, its log silenced), anything
-    else is a scheduler's address (``tcp://host:8786``).
+    worker processes of one thread each, at most one a core this process may use (stopped
+    on leaving, its log silenced), anything else is a scheduler's address
+    (``tcp://host:8786``).
 
     Args:
         scheduler: ``local:N`` or a scheduler's address.
@@ -230,7 +232,9 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
             value=scheduler if len(scheduler) <= 40 else scheduler[:40] + "...",
         )  # fmt: skip
     if local is not None:
-        workers = int(local.group(1))
+        # At most one worker a core this process may use, as --jobs: a worker of one thread
+        # more than the cores only waits its turn, and local:100000 would start that many.
+        workers = min(int(local.group(1)), available_cores())
         with ExitStack() as stack:
             try:
                 cluster = stack.enter_context(
