@@ -630,6 +630,9 @@ def test_a_local_cluster_that_cannot_start_is_a_distributed_error(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise OSError("[Errno 24] Too many open files")
 
+    import vocmatch.evaluation.distributed as module
+
+    monkeypatch.setattr(module, "available_cores", lambda: 4)
     monkeypatch.setattr(distributed, "LocalCluster", refuse)
     with pytest.raises(DistributedError) as caught, dask_client("local:3"):
         pass

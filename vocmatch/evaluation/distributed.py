@@ -51,6 +51,7 @@ from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
 from vocmatch.readers.remote import StorageOptions, list_location, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
 from vocmatch.readers.workers import available_cores
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -255,7 +256,7 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
                 client = stack.enter_context(Client(cluster))
             except Exception as error:  # Dask's, or the system's (no process, no port)
                 raise DistributedError(
-                    f"cannot start a local Dask cluster of {workers} workers: {_reason(error)}"
+                    f"cannot start a local Dask cluster of {plural(workers, 'worker')}: {_reason(error)}"
                 ) from None
             yield client
         return
