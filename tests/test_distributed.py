@@ -688,4 +688,5 @@ def test_a_local_cluster_has_at_most_one_worker_a_core(
     with pytest.raises(DistributedError) as caught, dask_client(f"local:{asked}"):
         pass
     assert asked_for == [started]
-    assert str(caught.value).startswith(f"cannot start a local Dask cluster of {started} workers")
+    workers = "1 worker" if started == 1 else f"{started} workers"
+    assert str(caught.value).startswith(f"cannot start a local Dask cluster of {workers}:")

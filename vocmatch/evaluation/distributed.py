@@ -255,8 +255,9 @@ def dask_client(scheduler: str, *, connect_timeout: float | None = None) -> Iter
                 )
                 client = stack.enter_context(Client(cluster))
             except Exception as error:  # Dask's, or the system's (no process, no port)
+                started = plural(workers, "worker")
                 raise DistributedError(
-                    f"cannot start a local Dask cluster of {plural(workers, 'worker')}: {_reason(error)}"
+                    f"cannot start a local Dask cluster of {started}: {_reason(error)}"
                 ) from None
             yield client
         return
