@@ -26,9 +26,11 @@ __all__ = [
     "INTERPOLATIONS",
     "MATCH_RULES",
     "PROTOCOLS",
+    "SUMMARY_KINDS",
     "SWEEP_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "SummaryKind",
     "conventions_of",
     "iou_thresholds",
     "protocol",
@@ -38,10 +40,16 @@ __all__ = [
 
 DifficultRule = Literal["ignore", "count", "crowd"]
 
+#: Which summary a protocol reports: ``"voc"``, AP and mAP at the match threshold (the
+#: PASCAL VOC devkit's); ``"coco"``, AP averaged over ``ap_thresholds`` with pycocotools'
+#: 12 summary numbers (AP50, AP75, by area, recall at 1, 10 and 100 detections).
+SummaryKind = Literal["voc", "coco"]
+
 #: The names each convention takes (the Literal types' values, for the checks of a request).
 MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit")
 DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd")
 INTERPOLATIONS: tuple[Interpolation, ...] = ("all-point", "11-point", "101-point")
+SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco")
 
 #: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way so values are identical.
 COCO_IOU_THRESHOLDS: tuple[float, ...] = tuple(
@@ -91,7 +99,8 @@ class Conventions:
         interpolation: How AP is read off the precision/recall curve.
         ap_thresholds: The IoU thresholds AP is averaged over.
         max_dets: Highest-scored predictions kept per image and class (COCO's 100).
-        coco_stats: Compute pycocotools' 12 summary numbers.
+        summary: The summary reported (:data:`SummaryKind`): ``"voc"`` or ``"coco"``
+            (pycocotools' 12 numbers, AP averaged over ``ap_thresholds``).
         sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep, ascending.
 
     Example:
@@ -109,7 +118,7 @@ class Conventions:
     interpolation: Interpolation = "all-point"
     ap_thresholds: tuple[float, ...] = (0.5,)
     max_dets: int | None = None
-    coco_stats: bool = False
+    summary: SummaryKind = "voc"
     sweep_thresholds: tuple[float, ...] = SWEEP_THRESHOLDS
 
     def __post_init__(self) -> None:
@@ -121,10 +130,10 @@ class Conventions:
         checked_number("iou_threshold", self.iou_threshold, low=0.0, high=1.0)
         checked_flag("strict_threshold", self.strict_threshold)
         checked_flag("pixel_inclusive", self.pixel_inclusive)
-        checked_flag("coco_stats", self.coco_stats)
         checked_name("match_rule", self.match_rule, MATCH_RULES, what="match rule")
         checked_name("difficult", self.difficult, DIFFICULT_RULES, what="difficult rule")
         checked_name("interpolation", self.interpolation, INTERPOLATIONS, what="interpolation")
+        checked_name("summary", self.summary, SUMMARY_KINDS, what="summary kind")
         checked_whole("max_dets", self.max_dets, low=1, optional=True)
         threshold_list("ap_thresholds", self.ap_thresholds, keep_order=True)
         sweep = threshold_list("sweep_thresholds", self.sweep_thresholds)
@@ -134,7 +143,7 @@ class Conventions:
     def describe(self) -> tuple[tuple[str, str], ...]:
         """The conventions in force as ``(name, value)`` pairs for a report header."""
         comparison = ">" if self.strict_threshold else ">="
-        if self.coco_stats:
+        if self.summary == "coco":
             ap = "mean over IoU 0.50:0.05:0.95"
         else:
             ap = f"at IoU {comparison} {self.iou_threshold:g}"
@@ -157,7 +166,7 @@ class Conventions:
         """A copy with another IoU threshold (and, outside COCO, AP at that threshold)."""
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"IoU threshold must be within [0, 1], got {threshold}")
-        ap = self.ap_thresholds if self.coco_stats else (threshold,)
+        ap = self.ap_thresholds if self.summary == "coco" else (threshold,)
         return replace(self, iou_threshold=threshold, ap_thresholds=ap)
 
 
@@ -187,7 +196,7 @@ PROTOCOLS: dict[str, Conventions] = {
         interpolation="101-point",
         ap_thresholds=COCO_IOU_THRESHOLDS,
         max_dets=100,
-        coco_stats=True,
+        summary="coco",
     ),
 }
 
