@@ -75,6 +75,7 @@ from vocmatch.pipeline import (
     PredFormat,
     evaluate,
 )
+from vocmatch.readers.formats import prediction_format
 from vocmatch.render.report import FORMATS, TableOptions
 
 if TYPE_CHECKING:
@@ -231,7 +232,7 @@ def eval_command(
         raise click.UsageError(f"{flag}: give --save-state FILE too")
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
-        files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
+        files=[pred_dir if prediction_format(pred_format).one_file else None, coco_gt, names_file,
                score_thresholds_file, class_map_file(class_choice)],
         folders=xml_folders(gt_dir)
         + prediction_inputs(pred_dir, pred_format)
@@ -382,7 +383,7 @@ def labels_eval(
     check_outputs(
         [output],
         files=[
-            pred_dir if pred_format == "coco" else None,
+            pred_dir if prediction_format(pred_format).one_file else None,
             coco_gt,
             names_file,
             class_map_file(class_choice),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from vocmatch.cli.console import in_cli_words
 from vocmatch.cli.params import (
     CountError,
     FiniteFloatRange,
@@ -21,7 +22,7 @@ from vocmatch.cli.params import (
     shown_value,
 )
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.pipeline_checks import PRED_FORMATS
+from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -225,6 +226,21 @@ def convention_options(function: F) -> F:
     return function
 
 
+def pred_format_help() -> str:
+    """``--pred-format``'s help: each format's description, in the command line's words
+    (a format read from one file is given as PRED_DIR).
+
+    >>> pred_format_help().split("; ")[0]
+    'voc: a folder of XML files'
+    """
+    described = (
+        f"{record.name}: {in_cli_words(record.description)}"
+        + (" given as PRED_DIR" if record.one_file else "")
+        for record in PREDICTION_FORMATS.values()
+    )
+    return "; ".join(described) + "."
+
+
 def pred_format_options(function: F) -> F:
     """``--pred-format``, ``--coco-gt`` and ``--names``: predictions from any detector."""
     options = [
@@ -233,10 +249,7 @@ def pred_format_options(function: F) -> F:
             type=click.Choice(PRED_FORMATS),
             default="voc",
             show_default=True,
-            help="voc: a folder of XML files; coco: a COCO results JSON file (image_id, "
-            "category_id, bbox [x, y, w, h], score) given as PRED_DIR; yolo: a folder of txt "
-            "files (class cx cy w h [conf], normalised; needs --names); voc-results: a "
-            "folder of the VOC devkit's comp4_det_<set>_<class>.txt files.",
+            help=pred_format_help(),
         ),
         click.option(
             "--coco-gt",

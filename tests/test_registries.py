@@ -1,0 +1,95 @@
+"""Each kind of name is registered once and every door reads the registry: the prediction
+formats (choices, checks, hints), the protocols and the output formats."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import click
+import pytest
+
+import vocmatch
+from vocmatch.cli.app import main
+from vocmatch.errors import Message, Option
+from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS, PredFormat
+from vocmatch.readers.unpaired import no_pairs_reason
+
+#: A file each format writes, as the unpaired-files hint is expected to recognise it.
+EXAMPLE_FILES = {
+    "coco": "results.json",
+    "yolo": "img1.txt",
+    "voc-results": "comp4_det_test_car.txt",
+}
+
+
+def command_choices(command: str, param: str) -> set[str]:
+    """The choices a command's option offers."""
+    found = main.get_command(click.Context(main), command)
+    assert found is not None
+    (option,) = (p for p in found.params if p.name == param)
+    assert isinstance(option.type, click.Choice)
+    return set(option.type.choices)
+
+
+def test_the_prediction_formats_type_names_every_record() -> None:
+    assert get_args(PredFormat) == PRED_FORMATS
+    assert all(name == record.name for name, record in PREDICTION_FORMATS.items())
+
+
+@pytest.mark.parametrize("command", ["eval", "diff", "suspects"])
+def test_every_prediction_format_is_offered_by_the_command_line(command: str) -> None:
+    assert command_choices(command, "pred_format") == set(PRED_FORMATS)
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in PRED_FORMATS])
+def test_every_prediction_format_is_accepted_by_the_library(name: str) -> None:
+    request = vocmatch.EvalRequest(gt="gt", pred="pred", pred_format=name)  # type: ignore[arg-type]
+    assert request.pred_format == name
+
+
+def test_an_unregistered_prediction_format_is_refused_by_the_library() -> None:
+    with pytest.raises(vocmatch.RequestError) as caught:
+        vocmatch.EvalRequest(gt="gt", pred="pred", pred_format="kitti")  # type: ignore[arg-type]
+    assert caught.value.field == "pred_format"
+    assert ", ".join(sorted(PRED_FORMATS)) in str(caught.value)
+
+
+def test_every_format_but_xml_is_known_to_the_unpaired_files_hint() -> None:
+    assert set(EXAMPLE_FILES) == set(PRED_FORMATS) - {"voc"}
+
+
+@pytest.mark.parametrize(
+    ("name", "file"), [pytest.param(name, file, id=name) for name, file in EXAMPLE_FILES.items()]
+)
+def test_a_folder_of_a_formats_files_names_the_format(name: str, file: str) -> None:
+    """A prediction folder holding a format's files, read as XML, names that format."""
+    reason = no_pairs_reason(["a"], [], "pred", [file])
+    assert isinstance(reason, Message)
+    assert Option("pred_format", name) in reason.parts
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            ["comp4_det_test_car.txt"],
+            "pred holds VOC devkit result files ('comp4_det_test_car.txt'), not XML: use "
+            "pred_format='voc-results'",
+            id="voc-results",
+        ),
+        pytest.param(
+            ["a.TXT", "b.txt"],
+            "pred holds .txt files ('a.TXT', 'b.txt'), not XML: YOLO predictions? use "
+            "pred_format='yolo' names",
+            id="yolo",
+        ),
+        pytest.param(
+            ["r.json"],
+            "pred holds JSON ('r.json'), not XML: COCO results? use pred_format='coco' with "
+            "the file as pred",
+            id="coco",
+        ),
+    ],
+)
+def test_the_unpaired_files_hint_reads_as_before(files: list[str], expected: str) -> None:
+    assert no_pairs_reason(["a"], [], "pred", files) == expected
