@@ -10,6 +10,7 @@ import pytest
 
 import vocmatch
 from vocmatch.cli.app import main
+from vocmatch.core.protocol import COCO_IOU_THRESHOLDS, PRESETS, PROTOCOL_NAMES, iou_thresholds
 from vocmatch.errors import Message, Option
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS, PredFormat
 from vocmatch.readers.unpaired import no_pairs_reason
@@ -93,3 +94,69 @@ def test_a_folder_of_a_formats_files_names_the_format(name: str, file: str) -> N
 )
 def test_the_unpaired_files_hint_reads_as_before(files: list[str], expected: str) -> None:
     assert no_pairs_reason(["a"], [], "pred", files) == expected
+
+
+def test_the_protocol_names_are_the_presets() -> None:
+    assert tuple(sorted(preset.name for preset in PRESETS)) == PROTOCOL_NAMES
+    assert len(set(PROTOCOL_NAMES)) == len(PRESETS)
+    assert all(vocmatch.protocol(preset.name) == preset.conventions for preset in PRESETS)
+
+
+@pytest.mark.parametrize("command", ["eval", "diff"])
+def test_every_protocol_is_offered_by_the_command_line(command: str) -> None:
+    assert command_choices(command, "protocol_name") == set(PROTOCOL_NAMES)
+
+
+def test_the_protocol_help_names_every_preset() -> None:
+    from vocmatch.cli.options import protocol_help
+
+    assert all(f" {preset.name}" in protocol_help() for preset in PRESETS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("0.5:0.95:0.05", id="coco"),
+        pytest.param("0.1:0.9:0.1", id="tenths"),
+        pytest.param("0.3:0.3:0.1", id="one"),
+        pytest.param("0.05:1:0.05", id="twentieths"),
+        pytest.param("0.5:0.95:0.15", id="fourth"),
+    ],
+)
+def test_threshold_ranges_are_numpys_linspace_bit_for_bit(text: str) -> None:
+    """Ranges are built without numpy, to the same values as pycocotools' np.linspace."""
+    import numpy as np
+
+    start, stop, step = (float(part) for part in text.split(":"))
+    count = int(np.round((stop - start) / step)) + 1
+    assert iou_thresholds(text) == tuple(float(v) for v in np.linspace(start, stop, count))
+    coco = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1)
+    assert tuple(float(v) for v in coco) == COCO_IOU_THRESHOLDS
+
+
+def test_the_output_formats_type_names_every_renderer() -> None:
+    from vocmatch.render.report import FORMATS, RENDERERS, OutputFormat
+
+    assert get_args(OutputFormat) == FORMATS
+    assert all(name == renderer.name for name, renderer in RENDERERS.items())
+
+
+def test_merge_offers_every_format_eval_offers() -> None:
+    from vocmatch.render.report import FORMATS
+
+    assert command_choices("eval", "output_format") == set(FORMATS)
+    assert command_choices("merge", "output_format") == command_choices("eval", "output_format")
+
+
+def test_the_report_format_help_names_every_renderer() -> None:
+    from vocmatch.cli.options import REPORT_FORMAT_HELP
+    from vocmatch.render.report import RENDERERS
+
+    assert all(f"{name}: " in REPORT_FORMAT_HELP for name in RENDERERS)
+
+
+def test_an_unknown_output_format_is_refused_with_the_known_ones() -> None:
+    from vocmatch.render.report import render_text
+
+    with pytest.raises(ValueError, match="expected one of table, json, csv, markdown, junit"):
+        render_text(None, "html")  # type: ignore[arg-type]

@@ -5,9 +5,7 @@ another's, gathered in one record so that each can be chosen and stated in the r
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from vocmatch.checks import (
     checked_flag,
@@ -16,20 +14,26 @@ from vocmatch.checks import (
     checked_whole,
     known_list,
 )
-from vocmatch.core.ap import Interpolation
-from vocmatch.core.match import MatchRule
 from vocmatch.errors import RequestError
+
+if TYPE_CHECKING:
+    # Types only: this module is imported to draw the command line's help, without numpy.
+    from vocmatch.core.ap import Interpolation
+    from vocmatch.core.match import MatchRule
 
 __all__ = [
     "COCO_IOU_THRESHOLDS",
     "DIFFICULT_RULES",
     "INTERPOLATIONS",
     "MATCH_RULES",
+    "PRESETS",
     "PROTOCOLS",
+    "PROTOCOL_NAMES",
     "SUMMARY_KINDS",
     "SWEEP_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "Preset",
     "SummaryKind",
     "conventions_of",
     "iou_thresholds",
@@ -51,10 +55,23 @@ DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd")
 INTERPOLATIONS: tuple[Interpolation, ...] = ("all-point", "11-point", "101-point")
 SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco")
 
-#: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way so values are identical.
-COCO_IOU_THRESHOLDS: tuple[float, ...] = tuple(
-    float(v) for v in np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1)
-)
+
+def _evenly_spaced(start: float, stop: float, count: int) -> tuple[float, ...]:
+    """``count`` numbers from ``start`` to ``stop`` included, each ``start + i * step`` and
+    the last ``stop``: ``numpy.linspace``'s values, bit for bit, without numpy.
+
+    >>> _evenly_spaced(0.5, 0.95, 10)[8]
+    0.8999999999999999
+    """
+    if count == 1:
+        return (float(start),)
+    step = (stop - start) / (count - 1)
+    return (*(i * step + start for i in range(count - 1)), float(stop))
+
+
+#: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way (``np.linspace``) so
+#: values are identical.
+COCO_IOU_THRESHOLDS: tuple[float, ...] = _evenly_spaced(0.5, 0.95, round((0.95 - 0.5) / 0.05) + 1)
 
 #: The thresholds every per-image report shows: PASCAL VOC / COCO AP50, COCO AP75, and
 #: near-exact.
@@ -170,35 +187,71 @@ class Conventions:
         return replace(self, iou_threshold=threshold, ap_thresholds=ap)
 
 
-PROTOCOLS: dict[str, Conventions] = {
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A named protocol: its conventions (named by ``conventions.protocol``) and the
+    evaluator they reproduce.
+
+    Attributes:
+        conventions: The conventions the name stands for.
+        source: The evaluator they reproduce, for the help (empty for vocmatch's own).
+    """
+
+    conventions: Conventions
+    source: str = ""
+
+    @property
+    def name(self) -> str:
+        """The protocol's name (``voc07``)."""
+        return self.conventions.protocol
+
+
+#: Every named protocol, each written once: the names, the command line's choices and help,
+#: and :func:`protocol` read these.
+PRESETS: tuple[Preset, ...] = (
     # vocmatch's default: VOC all-point AP on continuous coordinates, with the
     # one-to-one "best unmatched ground truth" rule of pycocotools.
-    "default": Conventions(protocol="default"),
+    Preset(Conventions(protocol="default")),
+    # PASCAL VOC 2007: as voc12 with 11-point interpolated AP.
+    Preset(
+        Conventions(
+            protocol="voc07",
+            pixel_inclusive=True,
+            match_rule="devkit",
+            interpolation="11-point",
+        ),
+        "PASCAL VOC devkit",
+    ),
     # PASCAL VOC devkit 2010-2012 (VOCevaldet.m / voc_eval.py): all-point AP, +1 pixel
     # areas, the devkit's match rule, difficult objects ignored.
-    "voc12": Conventions(
-        protocol="voc12",
-        pixel_inclusive=True,
-        match_rule="devkit",
-        interpolation="all-point",
-    ),
-    # PASCAL VOC 2007: as voc12 with 11-point interpolated AP.
-    "voc07": Conventions(
-        protocol="voc07",
-        pixel_inclusive=True,
-        match_rule="devkit",
-        interpolation="11-point",
+    Preset(
+        Conventions(
+            protocol="voc12",
+            pixel_inclusive=True,
+            match_rule="devkit",
+            interpolation="all-point",
+        ),
+        "PASCAL VOC devkit",
     ),
     # pycocotools COCOeval, iouType="bbox".
-    "coco": Conventions(
-        protocol="coco",
-        difficult="crowd",
-        interpolation="101-point",
-        ap_thresholds=COCO_IOU_THRESHOLDS,
-        max_dets=100,
-        summary="coco",
+    Preset(
+        Conventions(
+            protocol="coco",
+            difficult="crowd",
+            interpolation="101-point",
+            ap_thresholds=COCO_IOU_THRESHOLDS,
+            max_dets=100,
+            summary="coco",
+        ),
+        "pycocotools COCOeval",
     ),
-}
+)
+
+#: The conventions of each named protocol.
+PROTOCOLS: dict[str, Conventions] = {preset.name: preset.conventions for preset in PRESETS}
+
+#: The protocols' names, sorted.
+PROTOCOL_NAMES: tuple[str, ...] = tuple(sorted(PROTOCOLS))
 
 
 def iou_thresholds(text: str) -> tuple[float, ...]:
@@ -238,7 +291,7 @@ def iou_thresholds(text: str) -> tuple[float, ...]:
         raise ValueError(
             f"{text!r}: the step must be above 0 and divide stop - start, as 0.5:0.95:0.05"
         )
-    return tuple(float(v) for v in np.linspace(start, stop, int(np.round(count)) + 1))
+    return _evenly_spaced(start, stop, round(count) + 1)
 
 
 def sweep_label(threshold: float) -> str:
