@@ -9,6 +9,7 @@ import click
 import pytest
 
 import vocmatch
+from tests.conftest import ROOT
 from vocmatch.cli.app import main
 from vocmatch.core.protocol import COCO_IOU_THRESHOLDS, PRESETS, PROTOCOL_NAMES, iou_thresholds
 from vocmatch.errors import Message, Option
@@ -160,3 +161,26 @@ def test_an_unknown_output_format_is_refused_with_the_known_ones() -> None:
 
     with pytest.raises(ValueError, match="expected one of table, json, csv, markdown, junit"):
         render_text(None, "html")  # type: ignore[arg-type]
+
+
+def table_names(page: str, header: str) -> list[str]:
+    """The first-column names (in backticks) of the table of ``docs/page`` whose header's
+    first cell is ``header``."""
+    lines = (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"| {header} |")))
+    names = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        names.append(line.split("|")[1].strip().split("`")[1])
+    return names
+
+
+def test_the_docs_tables_list_every_registered_name() -> None:
+    """The pages that describe each protocol, prediction format and output format have one
+    row for each, and none for a name that is not registered."""
+    from vocmatch.render.report import FORMATS
+
+    assert sorted(table_names("conventions.md", "preset")) == sorted(PROTOCOL_NAMES)
+    assert table_names("inputs.md", "`--pred-format`") == list(PRED_FORMATS)
+    assert table_names("outputs.md", "`--format`") == list(FORMATS)

@@ -22,7 +22,7 @@ from vocmatch.core.protocol import Conventions, DifficultRule, SummaryKind
 from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
-__all__ = ["CONVENTION_CHECKS", "conventions_header", "options_of_header"]
+__all__ = ["CONVENTION_CHECKS", "SUMMARY_FIELD", "conventions_header", "options_of_header"]
 
 
 def _is_number(value: object) -> bool:
