@@ -666,7 +666,7 @@ def evaluate(
         if scored:
             ap, curve, values = _class_ap(class_cells, n_gt, conv, levels)
         ap50 = ap75 = None
-        if conv.coco_stats and values:
+        if conv.summary == "coco" and values:
             at = list(conv.ap_thresholds)
             ap50 = values[at.index(0.5)] if 0.5 in at else None
             ap75 = values[at.index(0.75)] if 0.75 in at else None
@@ -677,5 +677,5 @@ def evaluate(
                 ap50=ap50, ap75=ap75,
             )
         )  # fmt: skip
-    coco = _coco_stats(cells, class_names, conv) if conv.coco_stats and scored else None
+    coco = _coco_stats(cells, class_names, conv) if conv.summary == "coco" and scored else None
     return finish(conv, images, classes, coco, skipped, missing, orphan, notes)

@@ -512,7 +512,7 @@ def test_a_shard_of_file_urls_is_the_shard_of_the_folders(spaced_demo: tuple[Pat
         pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, unmatched\)", id="match-rule"),
         pytest.param({"max_dets": 0}, "max_dets", "at least 1", id="max-dets"),
         pytest.param({"ap_thresholds": ()}, "ap_thresholds", "no threshold given", id="ap-none"),
-        pytest.param({"coco_stats": "yes"}, "coco_stats", "expected True or False", id="coco-stats"),
+        pytest.param({"summary": "yes"}, "summary", r"no such summary kind \(known: coco, voc\)", id="summary"),
     ],
 )  # fmt: skip
 def test_conventions_made_by_hand_are_checked(

@@ -548,6 +548,11 @@ CRAFTED = [
     pytest.param(option([*CONV, "sweep_thresholds"], [0.9, 0.5]),
                  "options: conventions.sweep_thresholds is [0.9, 0.5], not in ascending order",
                  id="sweep-unsorted"),
+    pytest.param(option([*CONV, "coco_stats"], "yes"),
+                 "options: conventions.coco_stats is 'yes', not true or false",
+                 id="coco-stats-string"),
+    pytest.param(option([*CONV, "summary"], "voc"),
+                 "options: conventions.summary is unknown", id="summary-not-a-header-field"),
     pytest.param(option([*CONV, "protocol"], 5),
                  "options: conventions.protocol is 5, not a string", id="protocol-number"),
     pytest.param(option([*CONV, "extra"], 1),
@@ -597,13 +602,48 @@ def test_a_crafted_header_with_a_valid_checksum_is_one_state_error(
 
 
 def test_every_convention_is_checked_in_a_header() -> None:
-    """A field added to Conventions gets its check in state files."""
+    """A field added to Conventions gets its check in state files (the header records the
+    summary kind as ``coco_stats``, every other field under its own name)."""
     import dataclasses
 
     from vocmatch.core.protocol import Conventions
-    from vocmatch.evaluation.state_options import CONVENTION_CHECKS
+    from vocmatch.evaluation.state_options import CONVENTION_CHECKS, conventions_header
 
-    assert sorted(CONVENTION_CHECKS) == sorted(f.name for f in dataclasses.fields(Conventions))
+    header = conventions_header(Conventions("mine"))
+    assert len(header) == len(dataclasses.fields(Conventions))
+    assert sorted(CONVENTION_CHECKS) == sorted(header)
+
+
+@pytest.mark.parametrize(
+    ("name", "coco_stats", "summary"),
+    [
+        pytest.param("voc12", False, "voc", id="voc12"),
+        pytest.param("default", False, "voc", id="default"),
+        pytest.param("coco", True, "coco", id="coco"),
+    ],
+)
+def test_a_states_header_records_the_summary_kind_as_coco_stats(
+    name: str, coco_stats: bool, summary: str
+) -> None:
+    """States of format versions 2-4 record the summary kind as ``coco_stats``; it is read
+    back as the kind, and a header without it (an older state) has the ``voc`` summary."""
+    ev = Evaluator(name)
+    box = np.array([[0.0, 0, 10, 10]])
+    ev.add("a", box, ["cat"], box, [0.9], ["cat"])
+    data = ev.to_bytes()
+    size = struct.unpack_from("<8sII", data)[2]
+    conventions = json.loads(data[16 : 16 + size])["options"]["conventions"]
+    assert conventions["coco_stats"] is coco_stats
+    assert "summary" not in conventions
+    assert Evaluator.from_bytes(data, "s.vms").conventions.summary == summary
+    if not coco_stats:
+
+        def without(header: dict[str, Any]) -> bytes:
+            del header["options"]["conventions"]["coco_stats"]
+            return json.dumps(header).encode()
+
+        older = Evaluator.from_bytes(with_header(data, without), "s.vms")
+        assert older.conventions == ev.conventions
 
 
 def test_states_sharing_a_5000_digit_key_are_refused_in_one_short_line(tmp_path: Path) -> None:

@@ -41,6 +41,8 @@ from vocmatch.errors import (
 from vocmatch.evidence.report import EvalReport, Evidence
 from vocmatch.pipeline_checks import check_request, unknown_keywords
 from vocmatch.pipeline_hints import input_warnings, warn_missing_predictions
+from vocmatch.readers.formats import PredFormat as PredFormat
+from vocmatch.readers.formats import prediction_format, prediction_suffixes
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -102,7 +104,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-PredFormat = Literal["voc", "coco", "yolo", "voc-results"]
 Geometry = Literal["shape", "box"]
 
 
@@ -630,34 +631,20 @@ def operating_thresholds(report: EvalReport) -> str:
 # Reading ----------------------------------------------------------------------------------
 
 
-def prediction_suffixes(pred_format: PredFormat) -> tuple[str, ...] | None:
-    """The suffixes of the files read from a prediction folder, or None when the
-    predictions are one file (COCO results): a report must not be written among them.
-
-    >>> prediction_suffixes("yolo")
-    ('.txt',)
-    """
-    if pred_format == "voc":
-        return (".xml",)
-    if pred_format == "coco":
-        return None
-    return (".txt",)
-
-
 def _check_class_tables(options: ReadOptions) -> None:
     """The class tables go with their formats: COCO's ids, YOLO's indices; a class map whose
     names fold into one class is refused before any file is read."""
     chosen = options.class_selection()
     if chosen is not None and chosen.class_map is not None and options.folds_case():
         chosen.class_map.folded()
-    if options.pred_format != "coco" and options.coco_gt is not None:
+    record = prediction_format(options.pred_format)
+    if record.table != "coco_gt" and options.coco_gt is not None:
         raise RequestError("coco_gt", "a COCO ground truth names the ids of COCO results only")
-    if options.pred_format != "yolo" and options.names is not None:
+    if record.table != "names" and options.names is not None:
         raise RequestError("names", "class names by index are read for YOLO predictions only")
-    if options.pred_format == "yolo" and options.names is None:
-        raise RequestError(
-            "pred_format", "YOLO predictions need the class names, one per line", "yolo"
-        )
+    tables = {"coco_gt": options.coco_gt, "names": options.names}
+    if record.table is not None and record.table_required and tables[record.table] is None:
+        raise RequestError("pred_format", record.missing, record.name)
 
 
 def _check_pred_path(options: ReadOptions, pred: PathLike) -> None:
@@ -671,7 +658,7 @@ def _check_pred_path(options: ReadOptions, pred: PathLike) -> None:
     where = os.fspath(pred)
     if not os.path.exists(where):
         raise InputError(f"{where}: no such file or folder")
-    if options.pred_format == "coco" or os.path.isdir(where):
+    if prediction_format(options.pred_format).one_file or os.path.isdir(where):
         return
     suffix = os.path.splitext(where)[1].lower()
     if os.path.isfile(where) and suffix in (".json", ".txt"):

@@ -31,13 +31,10 @@ from vocmatch.checks import (
     known_list,
 )
 from vocmatch.errors import RequestError
+from vocmatch.readers.formats import PRED_FORMATS
 
 __all__ = ["CHECKED_FIELDS", "PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
 
-#: The prediction formats a request reads, the choices of ``--pred-format``
-#: (vocmatch.readers.pred_formats.PRED_FORMATS; a test keeps the two equal, so that a
-#: request is checked, and --help drawn, without importing the readers).
-PRED_FORMATS = ("voc", "coco", "yolo", "voc-results")
 GEOMETRIES = ("shape", "box")
 #: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
 #: ``tls://...``), or ``host:port`` (but not ``local:0``).

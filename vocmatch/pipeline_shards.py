@@ -6,7 +6,6 @@ what ``vocmatch eval --shard K/N --save-state FILE`` and ``vocmatch merge`` do, 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -208,13 +207,14 @@ def run_digest(request: EvalRequest) -> str:
         >>> run_digest(request) == run_digest(replace(request, iou=0.7))
         False
     """
+    from vocmatch.evaluation.state_options import conventions_header
     from vocmatch.readers.remote import file_sizes
     from vocmatch.readers.voc_layout import annotation_folder, split_file
 
     thresholds = score_thresholds_of(request)
     choice = request.class_choice
     options = {
-        "conventions": dataclasses.asdict(request.conventions()),
+        "conventions": conventions_header(request.conventions()),
         "fold_case": request.fold_case,
         "score_thresholds": [thresholds.default, [list(p) for p in thresholds.per_class]],
         "pred_format": request.pred_format,

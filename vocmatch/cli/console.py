@@ -28,6 +28,7 @@ from vocmatch.errors import (
 from vocmatch.escapes import printable
 from vocmatch.files import InputFolder, check_output
 from vocmatch.files import save_text as save_file_text
+from vocmatch.readers.formats import PREDICTION_FORMATS
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -178,15 +179,21 @@ def request_error(error: RequestError) -> click.ClickException | click.exception
     A class table given with the wrong format is a usage error; a prediction file where a
     folder is read says which format reads it; anything else is ``--option: message``.
     """
-    if error.field in _USAGE_WORDING and error.value in (None, "yolo"):
+    if error.field in _USAGE_WORDING and (error.value is None or error.value in PREDICTION_FORMATS):
         return click.UsageError(_USAGE_WORDING[error.field])
     if error.field == "pred":
         path = error.value or ""
         if path.lower().endswith(".json"):
             return fail(f"{path}: a file, not a folder: give --pred-format coco for COCO results")
+        suffix = os.path.splitext(path)[1].lower()
+        readers = " or ".join(
+            record.name
+            for record in PREDICTION_FORMATS.values()
+            if suffix in (record.suffixes or ())
+        )
         return fail(
-            f"{path}: a file, not a folder: give the folder that holds it (--pred-format yolo "
-            "or voc-results read folders of .txt files)"
+            f"{path}: a file, not a folder: give the folder that holds it (--pred-format "
+            f"{readers} read folders of {suffix} files)"
         )
     if error.field == "classes":
         return fail(

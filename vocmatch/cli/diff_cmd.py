@@ -44,6 +44,7 @@ from vocmatch.cli.options import (
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
 from vocmatch.pipeline_diff import DiffRequest, compare
+from vocmatch.readers.formats import prediction_format
 
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
@@ -139,7 +140,11 @@ def diff_command(
         raise click.UsageError("--significant tests the paired bootstrap: give --bootstrap N too")
     check_outputs(
         [output],
-        files=[*([pred_a_dir, pred_b_dir] if pred_format == "coco" else []), coco_gt, names_file],
+        files=[
+            *([pred_a_dir, pred_b_dir] if prediction_format(pred_format).one_file else []),
+            coco_gt,
+            names_file,
+        ],
         folders=xml_folders(gt_dir)
         + prediction_inputs(pred_a_dir, pred_format)
         + prediction_inputs(pred_b_dir, pred_format),

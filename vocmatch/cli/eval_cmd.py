@@ -45,13 +45,11 @@ from vocmatch.cli.options import (
     DEFAULT_BACKGROUND_IOU,
     FOLD_CASE_HELP,
     HTML_PICTURE_MAX_SIDE,
-    REPORT_FORMAT_HELP,
     class_options,
     convention_extras,
     convention_options,
     evidence_options,
     fold_case_option,
-    format_option,
     gate_options,
     jobs_option,
     max_file_size_option,
@@ -60,6 +58,7 @@ from vocmatch.cli.options import (
     pred_format_options,
     quiet_option,
     report_file_options,
+    report_format_option,
     score_threshold_option,
     slice_options,
 )
@@ -75,7 +74,8 @@ from vocmatch.pipeline import (
     PredFormat,
     evaluate,
 )
-from vocmatch.render.report import FORMATS, TableOptions
+from vocmatch.readers.formats import prediction_format
+from vocmatch.render.report import RENDERERS, TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -107,7 +107,7 @@ if TYPE_CHECKING:
 @pred_format_options
 @class_options
 @convention_options
-@format_option(list(FORMATS), REPORT_FORMAT_HELP)
+@report_format_option
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
@@ -231,7 +231,7 @@ def eval_command(
         raise click.UsageError(f"{flag}: give --save-state FILE too")
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
-        files=[pred_dir if pred_format == "coco" else None, coco_gt, names_file,
+        files=[pred_dir if prediction_format(pred_format).one_file else None, coco_gt, names_file,
                score_thresholds_file, class_map_file(class_choice)],
         folders=xml_folders(gt_dir)
         + prediction_inputs(pred_dir, pred_format)
@@ -246,7 +246,7 @@ def eval_command(
             interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
             score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
             max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
-            boxes=html_file is not None or output_format == "junit",
+            boxes=html_file is not None or RENDERERS[output_format].boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
             slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
             class_choice=class_choice or None, **convention_extras(),
@@ -382,7 +382,7 @@ def labels_eval(
     check_outputs(
         [output],
         files=[
-            pred_dir if pred_format == "coco" else None,
+            pred_dir if prediction_format(pred_format).one_file else None,
             coco_gt,
             names_file,
             class_map_file(class_choice),

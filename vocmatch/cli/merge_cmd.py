@@ -27,12 +27,11 @@ from vocmatch.cli.console import (
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.options import (
-    REPORT_FORMAT_HELP,
-    format_option,
     gate_options,
     max_rows_option,
     output_option,
     report_file_options,
+    report_format_option,
 )
 from vocmatch.cli.params import (
     CountError,
@@ -43,7 +42,7 @@ from vocmatch.cli.params import (
     shown_value,
 )
 from vocmatch.limits import MAX_STATE_BYTES
-from vocmatch.render.report import FORMATS, TableOptions
+from vocmatch.render.report import TableOptions
 
 if TYPE_CHECKING:
     from vocmatch.evidence.gates import Gate
@@ -208,7 +207,7 @@ def save_shard(
     help="Merge states that are not every shard of one run (a shard missing or given twice, "
     "shards of other runs); the report says so (a note, and `merge` in JSON).",
 )
-@format_option(list(FORMATS), REPORT_FORMAT_HELP)
+@report_format_option
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from vocmatch.cli.console import in_cli_words
 from vocmatch.cli.params import (
     CountError,
     FiniteFloatRange,
@@ -20,8 +21,10 @@ from vocmatch.cli.params import (
     read_count,
     shown_value,
 )
+from vocmatch.core.protocol import PRESETS, PROTOCOL_NAMES
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.pipeline_checks import PRED_FORMATS
+from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
+from vocmatch.render.report import FORMATS, RENDERERS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -35,15 +38,20 @@ HTML_PICTURE_MAX_SIDE = 640
 
 
 #: Defaults shown in the options' help, kept equal to the library's by a test (so the help
-#: needs none of the library's modules): vocmatch.core.protocol.PROTOCOLS,
-#: vocmatch.evidence.error_types.DEFAULT_BACKGROUND_IOU, vocmatch.render.diff_tables.DIFF_MAX_ROWS
-#: and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU. The size limits are vocmatch.limits's.
-PROTOCOL_NAMES = ("coco", "default", "voc07", "voc12")
+#: needs none of the library's modules): vocmatch.evidence.error_types.DEFAULT_BACKGROUND_IOU,
+#: vocmatch.render.diff_tables.DIFF_MAX_ROWS and vocmatch.readers.lint.DEFAULT_DUPLICATE_IOU.
+#: The size limits are vocmatch.limits's; the protocols are vocmatch.core.protocol's.
 DEFAULT_BACKGROUND_IOU = 0.1
 DIFF_MAX_ROWS = 20
 DEFAULT_DUPLICATE_IOU = 0.9
 F = TypeVar("F", bound=Callable[..., Any])
 G = TypeVar("G")
+
+
+def report_format_option(function: F) -> F:
+    """``--format`` of a command that writes an evaluation's report: every text format
+    (:data:`vocmatch.render.report.RENDERERS`)."""
+    return format_option(list(FORMATS), REPORT_FORMAT_HELP)(function)
 
 
 def format_option(choices: list[str], help_text: str) -> Callable[[F], F]:
@@ -152,6 +160,23 @@ def convention_extras() -> dict[str, Any]:
     return dict(context.meta.get(_CONVENTION_EXTRAS, {})) if context is not None else {}
 
 
+def protocol_help() -> str:
+    """``--protocol``'s help: the presets, those reproducing one evaluator together.
+
+    >>> protocol_help()
+    'Preset conventions: default, voc07, voc12 (PASCAL VOC devkit) or coco (pycocotools COCOeval).'
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for preset in PRESETS:
+        if groups and groups[-1][0] == preset.source:
+            groups[-1][1].append(preset.name)
+        else:
+            groups.append((preset.source, [preset.name]))
+    named = [", ".join(names) + (f" ({source})" if source else "") for source, names in groups]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
+    return f"Preset conventions: {listed}."
+
+
 def convention_options(function: F) -> F:
     """The options that choose a protocol and override its conventions one by one."""
     options = [
@@ -161,8 +186,7 @@ def convention_options(function: F) -> F:
             type=click.Choice(PROTOCOL_NAMES),
             default="default",
             show_default=True,
-            help="Preset conventions: default, voc07, voc12 (PASCAL VOC devkit) or coco "
-            "(pycocotools COCOeval).",
+            help=protocol_help(),
         ),
         click.option(
             "--iou",
@@ -225,6 +249,21 @@ def convention_options(function: F) -> F:
     return function
 
 
+def pred_format_help() -> str:
+    """``--pred-format``'s help: each format's description, in the command line's words
+    (a format read from one file is given as PRED_DIR).
+
+    >>> pred_format_help().split("; ")[0]
+    'voc: a folder of XML files'
+    """
+    described = (
+        f"{record.name}: {in_cli_words(record.description)}"
+        + (" given as PRED_DIR" if record.one_file else "")
+        for record in PREDICTION_FORMATS.values()
+    )
+    return "; ".join(described) + "."
+
+
 def pred_format_options(function: F) -> F:
     """``--pred-format``, ``--coco-gt`` and ``--names``: predictions from any detector."""
     options = [
@@ -233,10 +272,7 @@ def pred_format_options(function: F) -> F:
             type=click.Choice(PRED_FORMATS),
             default="voc",
             show_default=True,
-            help="voc: a folder of XML files; coco: a COCO results JSON file (image_id, "
-            "category_id, bbox [x, y, w, h], score) given as PRED_DIR; yolo: a folder of txt "
-            "files (class cx cy w h [conf], normalised; needs --names); voc-results: a "
-            "folder of the VOC devkit's comp4_det_<set>_<class>.txt files.",
+            help=pred_format_help(),
         ),
         click.option(
             "--coco-gt",
@@ -357,11 +393,8 @@ def gate_option(
 
 
 #: The help of ``--format`` for a report of boxes (``eval``, ``merge``).
-REPORT_FORMAT_HELP = (
-    "table: the rich report; json: every number, for scripts; csv: one row per image; "
-    "markdown: summary, classes and gates, for a pull request or a CI job summary; junit: a "
-    "test case per image and per gate, for CI test reports."
-)
+#: The help of ``--format`` where it writes an evaluation's report (``eval``, ``merge``).
+REPORT_FORMAT_HELP = "; ".join(f"{r.name}: {r.description}" for r in RENDERERS.values()) + "."
 
 
 def gate_options(function: F) -> F:

@@ -5,9 +5,7 @@ another's, gathered in one record so that each can be chosen and stated in the r
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from vocmatch.checks import (
     checked_flag,
@@ -16,19 +14,27 @@ from vocmatch.checks import (
     checked_whole,
     known_list,
 )
-from vocmatch.core.ap import Interpolation
-from vocmatch.core.match import MatchRule
 from vocmatch.errors import RequestError
+
+if TYPE_CHECKING:
+    # Types only: this module is imported to draw the command line's help, without numpy.
+    from vocmatch.core.ap import Interpolation
+    from vocmatch.core.match import MatchRule
 
 __all__ = [
     "COCO_IOU_THRESHOLDS",
     "DIFFICULT_RULES",
     "INTERPOLATIONS",
     "MATCH_RULES",
+    "PRESETS",
     "PROTOCOLS",
+    "PROTOCOL_NAMES",
+    "SUMMARY_KINDS",
     "SWEEP_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "Preset",
+    "SummaryKind",
     "conventions_of",
     "iou_thresholds",
     "protocol",
@@ -38,15 +44,34 @@ __all__ = [
 
 DifficultRule = Literal["ignore", "count", "crowd"]
 
+#: Which summary a protocol reports: ``"voc"``, AP and mAP at the match threshold (the
+#: PASCAL VOC devkit's); ``"coco"``, AP averaged over ``ap_thresholds`` with pycocotools'
+#: 12 summary numbers (AP50, AP75, by area, recall at 1, 10 and 100 detections).
+SummaryKind = Literal["voc", "coco"]
+
 #: The names each convention takes (the Literal types' values, for the checks of a request).
 MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit")
 DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd")
 INTERPOLATIONS: tuple[Interpolation, ...] = ("all-point", "11-point", "101-point")
+SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco")
 
-#: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way so values are identical.
-COCO_IOU_THRESHOLDS: tuple[float, ...] = tuple(
-    float(v) for v in np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1)
-)
+
+def _evenly_spaced(start: float, stop: float, count: int) -> tuple[float, ...]:
+    """``count`` numbers from ``start`` to ``stop`` included, each ``start + i * step`` and
+    the last ``stop``: ``numpy.linspace``'s values, bit for bit, without numpy.
+
+    >>> _evenly_spaced(0.5, 0.95, 10)[8]
+    0.8999999999999999
+    """
+    if count == 1:
+        return (float(start),)
+    step = (stop - start) / (count - 1)
+    return (*(i * step + start for i in range(count - 1)), float(stop))
+
+
+#: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way (``np.linspace``) so
+#: values are identical.
+COCO_IOU_THRESHOLDS: tuple[float, ...] = _evenly_spaced(0.5, 0.95, round((0.95 - 0.5) / 0.05) + 1)
 
 #: The thresholds every per-image report shows: PASCAL VOC / COCO AP50, COCO AP75, and
 #: near-exact.
@@ -91,7 +116,8 @@ class Conventions:
         interpolation: How AP is read off the precision/recall curve.
         ap_thresholds: The IoU thresholds AP is averaged over.
         max_dets: Highest-scored predictions kept per image and class (COCO's 100).
-        coco_stats: Compute pycocotools' 12 summary numbers.
+        summary: The summary reported (:data:`SummaryKind`): ``"voc"`` or ``"coco"``
+            (pycocotools' 12 numbers, AP averaged over ``ap_thresholds``).
         sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep, ascending.
 
     Example:
@@ -109,7 +135,7 @@ class Conventions:
     interpolation: Interpolation = "all-point"
     ap_thresholds: tuple[float, ...] = (0.5,)
     max_dets: int | None = None
-    coco_stats: bool = False
+    summary: SummaryKind = "voc"
     sweep_thresholds: tuple[float, ...] = SWEEP_THRESHOLDS
 
     def __post_init__(self) -> None:
@@ -121,10 +147,10 @@ class Conventions:
         checked_number("iou_threshold", self.iou_threshold, low=0.0, high=1.0)
         checked_flag("strict_threshold", self.strict_threshold)
         checked_flag("pixel_inclusive", self.pixel_inclusive)
-        checked_flag("coco_stats", self.coco_stats)
         checked_name("match_rule", self.match_rule, MATCH_RULES, what="match rule")
         checked_name("difficult", self.difficult, DIFFICULT_RULES, what="difficult rule")
         checked_name("interpolation", self.interpolation, INTERPOLATIONS, what="interpolation")
+        checked_name("summary", self.summary, SUMMARY_KINDS, what="summary kind")
         checked_whole("max_dets", self.max_dets, low=1, optional=True)
         threshold_list("ap_thresholds", self.ap_thresholds, keep_order=True)
         sweep = threshold_list("sweep_thresholds", self.sweep_thresholds)
@@ -134,7 +160,7 @@ class Conventions:
     def describe(self) -> tuple[tuple[str, str], ...]:
         """The conventions in force as ``(name, value)`` pairs for a report header."""
         comparison = ">" if self.strict_threshold else ">="
-        if self.coco_stats:
+        if self.summary == "coco":
             ap = "mean over IoU 0.50:0.05:0.95"
         else:
             ap = f"at IoU {comparison} {self.iou_threshold:g}"
@@ -157,39 +183,75 @@ class Conventions:
         """A copy with another IoU threshold (and, outside COCO, AP at that threshold)."""
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"IoU threshold must be within [0, 1], got {threshold}")
-        ap = self.ap_thresholds if self.coco_stats else (threshold,)
+        ap = self.ap_thresholds if self.summary == "coco" else (threshold,)
         return replace(self, iou_threshold=threshold, ap_thresholds=ap)
 
 
-PROTOCOLS: dict[str, Conventions] = {
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A named protocol: its conventions (named by ``conventions.protocol``) and the
+    evaluator they reproduce.
+
+    Attributes:
+        conventions: The conventions the name stands for.
+        source: The evaluator they reproduce, for the help (empty for vocmatch's own).
+    """
+
+    conventions: Conventions
+    source: str = ""
+
+    @property
+    def name(self) -> str:
+        """The protocol's name (``voc07``)."""
+        return self.conventions.protocol
+
+
+#: Every named protocol, each written once: the names, the command line's choices and help,
+#: and :func:`protocol` read these.
+PRESETS: tuple[Preset, ...] = (
     # vocmatch's default: VOC all-point AP on continuous coordinates, with the
     # one-to-one "best unmatched ground truth" rule of pycocotools.
-    "default": Conventions(protocol="default"),
+    Preset(Conventions(protocol="default")),
+    # PASCAL VOC 2007: as voc12 with 11-point interpolated AP.
+    Preset(
+        Conventions(
+            protocol="voc07",
+            pixel_inclusive=True,
+            match_rule="devkit",
+            interpolation="11-point",
+        ),
+        "PASCAL VOC devkit",
+    ),
     # PASCAL VOC devkit 2010-2012 (VOCevaldet.m / voc_eval.py): all-point AP, +1 pixel
     # areas, the devkit's match rule, difficult objects ignored.
-    "voc12": Conventions(
-        protocol="voc12",
-        pixel_inclusive=True,
-        match_rule="devkit",
-        interpolation="all-point",
-    ),
-    # PASCAL VOC 2007: as voc12 with 11-point interpolated AP.
-    "voc07": Conventions(
-        protocol="voc07",
-        pixel_inclusive=True,
-        match_rule="devkit",
-        interpolation="11-point",
+    Preset(
+        Conventions(
+            protocol="voc12",
+            pixel_inclusive=True,
+            match_rule="devkit",
+            interpolation="all-point",
+        ),
+        "PASCAL VOC devkit",
     ),
     # pycocotools COCOeval, iouType="bbox".
-    "coco": Conventions(
-        protocol="coco",
-        difficult="crowd",
-        interpolation="101-point",
-        ap_thresholds=COCO_IOU_THRESHOLDS,
-        max_dets=100,
-        coco_stats=True,
+    Preset(
+        Conventions(
+            protocol="coco",
+            difficult="crowd",
+            interpolation="101-point",
+            ap_thresholds=COCO_IOU_THRESHOLDS,
+            max_dets=100,
+            summary="coco",
+        ),
+        "pycocotools COCOeval",
     ),
-}
+)
+
+#: The conventions of each named protocol.
+PROTOCOLS: dict[str, Conventions] = {preset.name: preset.conventions for preset in PRESETS}
+
+#: The protocols' names, sorted.
+PROTOCOL_NAMES: tuple[str, ...] = tuple(sorted(PROTOCOLS))
 
 
 def iou_thresholds(text: str) -> tuple[float, ...]:
@@ -229,7 +291,7 @@ def iou_thresholds(text: str) -> tuple[float, ...]:
         raise ValueError(
             f"{text!r}: the step must be above 0 and divide stop - start, as 0.5:0.95:0.05"
         )
-    return tuple(float(v) for v in np.linspace(start, stop, int(np.round(count)) + 1))
+    return _evenly_spaced(start, stop, round(count) + 1)
 
 
 def sweep_label(threshold: float) -> str:

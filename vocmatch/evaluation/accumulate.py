@@ -383,9 +383,15 @@ def class_results(
     """Each class's counts, its curve at the IoU threshold (see :func:`class_curves`), and
     its AP from ``ap_values`` (see :func:`class_ap_values`)."""
     # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
-    at50 = conv.ap_thresholds.index(0.5) if conv.coco_stats and 0.5 in conv.ap_thresholds else None
+    at50 = (
+        conv.ap_thresholds.index(0.5)
+        if conv.summary == "coco" and 0.5 in conv.ap_thresholds
+        else None
+    )
     at75 = (
-        conv.ap_thresholds.index(0.75) if conv.coco_stats and 0.75 in conv.ap_thresholds else None
+        conv.ap_thresholds.index(0.75)
+        if conv.summary == "coco" and 0.75 in conv.ap_thresholds
+        else None
     )
     n_class_gt: list[int] = counts.gt.tolist()
     classes = []

@@ -285,7 +285,7 @@ def evaluate_columns(
         The evaluation.
     """
     conv = conventions or protocol("default")
-    stage = _Stages(progress, conv.coco_stats)
+    stage = _Stages(progress, conv.summary == "coco")
     stage("selecting boxes")
     names_note = case_notes([*gt.label_names, *pred.label_names], fold_case)
     if fold_case:
@@ -315,11 +315,11 @@ def evaluate_columns(
     # Continuous areas (a shape's own region's), as COCO's area ranges read them.
     areas = _Areas(*paired.scan.space.region_areas())
     coco = coco_class_ap = None
-    if conv.coco_stats and prepared.scored:
+    if conv.summary == "coco" and prepared.scored:
         coco, coco_class_ap = _coco(prepared, paired, areas, stage)
         if not _coco_class_ap_reusable(conv, areas):
             coco_class_ap = None
-    elif conv.coco_stats:
+    elif conv.summary == "coco":
         for name in _AREA_NAMES:
             stage(f"COCO area {name}")
     # The scores are gathered again after pycocotools' numbers, which do not read them:
@@ -349,9 +349,9 @@ class _Stages:
 
     __slots__ = ("_done", "_progress", "_total")
 
-    def __init__(self, progress: StageProgress | None, coco_stats: bool) -> None:
+    def __init__(self, progress: StageProgress | None, coco_summary: bool) -> None:
         self._progress = progress
-        self._total = 6 + (len(_AREA_NAMES) if coco_stats else 0)
+        self._total = 6 + (len(_AREA_NAMES) if coco_summary else 0)
         self._done = 0
 
     def __call__(self, name: str) -> None:

@@ -62,7 +62,7 @@ from vocmatch.evaluation.state import (
     read_state_file,
     write_state,
 )
-from vocmatch.evaluation.state_options import options_of_header
+from vocmatch.evaluation.state_options import conventions_header, options_of_header
 from vocmatch.evaluation.state_records import (
     is_str_list,
     numbered_of_header,
@@ -785,11 +785,7 @@ class Evaluator:
 
     def _options(self) -> dict[str, Any]:
         """The options results depend on, as JSON values (compared when merging)."""
-        # Tuples of thresholds (AP's, the sweep's) as JSON lists; read back as tuples.
-        conventions = {
-            k: list(v) if isinstance(v, tuple) else v
-            for k, v in dataclasses.asdict(self.conventions).items()
-        }
+        conventions = conventions_header(self.conventions)
         thresholds = self.score_thresholds
         return {
             "conventions": conventions,

@@ -115,7 +115,7 @@ class PredRecords:
             engine's levels (ascending: the evaluation threshold, the sweep, AP's).
         ignored: ``(P,)`` bit ``t`` set: matched to ignored ground truth there.
         area: ``(P,)`` bit ``a`` set: the area lies in COCO's ``a``-th area range.
-        coco_matched: ``(P, A)`` per COCO area range (``A`` = 4 under ``coco_stats``, else
+        coco_matched: ``(P, A)`` per COCO area range (``A`` = 4 under the ``coco`` summary, else
             0), bit ``t`` set: matched at the ``t``-th AP threshold with the ground truth
             outside the range ignored.
         coco_ignored: ``(P, A)`` likewise, matched to ignored ground truth.
@@ -376,7 +376,7 @@ class _AreaFlags:
 
     Attributes:
         inside: ``(P,)`` bit ``a`` set: the area lies in range ``a``.
-        matched: ``(P, A)`` per range (none without ``coco_stats``), bit ``t`` set: matched
+        matched: ``(P, A)`` per range (none without the ``coco`` summary), bit ``t`` set: matched
             at the ``t``-th AP threshold, the ground truth outside the range ignored.
         ignored: ``(P, A)`` likewise, matched to ignored ground truth.
         gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
@@ -395,7 +395,7 @@ def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFla
     inside = np.zeros(n_pred, dtype=np.uint8)
     for a, (low, high) in enumerate(COCO_AREAS):
         inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.uint8) << a
-    n_areas = len(COCO_AREAS) if conv.coco_stats else 0
+    n_areas = len(COCO_AREAS) if conv.summary == "coco" else 0
     n_ap = len(conv.ap_thresholds)
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
@@ -651,8 +651,8 @@ def evaluation_of(
 
 @dataclass(frozen=True, slots=True)
 class _Accumulated:
-    """Each class's curve and AP values, and pycocotools' 12 numbers (None without
-    ``coco_stats``)."""
+    """Each class's curve and AP values, and pycocotools' 12 numbers (None outside
+    the ``coco`` summary)."""
 
     curves: list[Curve | None]
     ap_values: list[list[float]]
@@ -671,14 +671,14 @@ def _accumulated(
     levels = _Levels.of(conv)
     n_t = len(conv.ap_thresholds)
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
-    reusable = conv.coco_stats and _class_ap_reusable(conv, records.beyond)
+    reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
     order, starts = class_members(preds.label, len(records.class_names))
     image_ends = np.cumsum(preds.count)
     for k in range(len(records.class_names)):
         bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
         coco_ap = None
-        if conv.coco_stats:
+        if conv.summary == "coco":
             # pycocotools adds class by class to each area's numbers: class order is kept.
             for a in range(len(COCO_AREAS)):
                 n_gt = int(records.coco_gt[k, a])
@@ -698,7 +698,7 @@ def _accumulated(
                     ap = average_precision(c.recall, c.precision, conv.interpolation)
                     ap_values[k].append(ap)
         curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
-    return _Accumulated(curves, ap_values, summary.stats() if conv.coco_stats else None)
+    return _Accumulated(curves, ap_values, summary.stats() if conv.summary == "coco" else None)
 
 
 def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
@@ -849,7 +849,7 @@ def _empty(conv: Conventions) -> MatchRecords:
         gt_paths=(),
         pred_paths=(),
         class_names=(),
-        preds=_empty_preds(0, len(COCO_AREAS) if conv.coco_stats else 0),
+        preds=_empty_preds(0, len(COCO_AREAS) if conv.summary == "coco" else 0),
         counts=counts,
         unscored=counts,
         coco_gt=np.zeros((0, len(COCO_AREAS)), dtype=np.int64),

@@ -249,7 +249,7 @@ class Evaluation:
         skipped: Files that could not be read, each with its error.
         missing_pred: Keys of ground-truth images with no prediction file.
         orphan_pred: Prediction files with no ground-truth file.
-        coco: pycocotools' 12 numbers under ``coco_stats``.
+        coco: pycocotools' 12 numbers under the ``coco`` summary.
         notes: Things the user should know about the numbers.
 
     Example:

@@ -18,11 +18,11 @@ from typing import Any, get_args
 
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
-from vocmatch.core.protocol import Conventions, DifficultRule
+from vocmatch.core.protocol import Conventions, DifficultRule, SummaryKind
 from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
-__all__ = ["CONVENTION_CHECKS", "options_of_header"]
+__all__ = ["CONVENTION_CHECKS", "SUMMARY_FIELD", "conventions_header", "options_of_header"]
 
 
 def _is_number(value: object) -> bool:
@@ -74,7 +74,8 @@ def _choice(choices: tuple[str, ...]) -> Callable[[object], str | None]:
 
 
 #: How each field of :class:`~vocmatch.core.protocol.Conventions` is checked in a header:
-#: a function of the JSON value giving what is wrong with it, or None.
+#: a function of the JSON value giving what is wrong with it, or None. The summary kind is
+#: recorded as ``coco_stats`` (:data:`SUMMARY_FIELD`); every other field under its own name.
 CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "protocol": _text,
     "iou_threshold": _iou,
@@ -89,6 +90,37 @@ CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "sweep_thresholds": _ascending_ious,
 }
 
+#: The header field of :attr:`Conventions.summary <vocmatch.core.protocol.Conventions>`:
+#: states (format versions 2-4) record the kind as ``coco_stats``, true for ``"coco"`` and
+#: false for ``"voc"``.
+SUMMARY_FIELD = "coco_stats"
+
+
+def conventions_header(conventions: Conventions) -> dict[str, Any]:
+    """The conventions as a state's header records them: JSON values, field by field in
+    the dataclass's order, thresholds as lists, the summary kind as ``coco_stats``.
+
+    >>> from vocmatch.core.protocol import protocol
+    >>> header = conventions_header(protocol("coco"))
+    >>> header["coco_stats"], "summary" in header
+    (True, False)
+    >>> options_of_header({"conventions": header, "fold_case": False,
+    ...                    "score_thresholds": None}, "s.vms")[0] == protocol("coco")
+    True
+    """
+    header: dict[str, Any] = {}
+    for field in dataclasses.fields(Conventions):
+        value = getattr(conventions, field.name)
+        if field.name == "summary":
+            header[SUMMARY_FIELD] = value == "coco"
+        else:
+            header[field.name] = list(value) if isinstance(value, tuple) else value
+    return header
+
+
+def _summary_kind(coco_stats: bool) -> SummaryKind:
+    return "coco" if coco_stats else "voc"
+
 
 def _corrupted(source: str, field: str, value: object, problem: str) -> StateError:
     shown = repr(value)
@@ -100,7 +132,7 @@ def _corrupted(source: str, field: str, value: object, problem: str) -> StateErr
 def _conventions(value: object, source: str) -> Conventions:
     if not isinstance(value, dict):
         raise _corrupted(source, "conventions", value, "not an object")
-    known = {f.name for f in dataclasses.fields(Conventions)}
+    known = set(CONVENTION_CHECKS)
     unknown = sorted(str(name) for name in value if name not in known)
     if unknown:
         raise StateError(
@@ -117,6 +149,8 @@ def _conventions(value: object, source: str) -> Conventions:
             fields[name] = tuple(float(v) for v in field)
         elif type(field) is int and name == "iou_threshold":
             fields[name] = float(field)
+        elif name == SUMMARY_FIELD:
+            fields["summary"] = _summary_kind(field)
         else:
             fields[name] = field
     try:

@@ -172,9 +172,9 @@ def records_of_state(
     if len(set(keys)) != len(keys) or len(set(names)) != len(names) or names != sorted(names):
         raise StateError(f"{source}: corrupted header (an image key or class repeats)")
     notes = _note_counts(header.get("notes"), source)
-    n_areas = len(COCO_AREAS) if conv.coco_stats else 0
+    n_areas = len(COCO_AREAS) if conv.summary == "coco" else 0
     if from_main and not n_areas:
-        raise StateError(f"{source}: corrupted header (COCO area ranges without coco_stats)")
+        raise StateError(f"{source}: corrupted header (COCO area ranges without the coco summary)")
     n_stored = n_areas - 1 if from_main else n_areas
     width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
     layout = _Layout(len(keys), len(names), n_stored, width, unscored)

@@ -197,7 +197,7 @@ def _shortcut_applies(evaluation: Evaluation) -> bool:
     """
     conv = evaluation.conventions
     single = conv.ap_thresholds == (conv.iou_threshold,)
-    return single and not conv.coco_stats and conv.max_dets is None
+    return single and conv.summary != "coco" and conv.max_dets is None
 
 
 def map_cost(

@@ -328,7 +328,7 @@ def check_gates(
     classes = {c.name: c for c in evaluation.classes}
     results = []
     for gate in gates:
-        if gate.metric in ("ap50", "ap75") and not evaluation.conventions.coco_stats:
+        if gate.metric in ("ap50", "ap75") and evaluation.conventions.summary != "coco":
             raise InputError(
                 Message(
                     f"gate {gate.label!r}: {gate.metric} is measured under ",

@@ -629,7 +629,7 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         None,
     )
     map_curves = None
-    if conv.coco_stats:
+    if conv.summary == "coco":
         # pycocotools' area "all" (both ends inclusive, on the evaluator's continuous areas:
         # a shape's own region's) and maxDets 100.
         low, high = COCO_AREAS[0]
@@ -653,7 +653,7 @@ def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
         counts=counts,
         class_curves=class_curves,
         map_curves=map_curves,
-        coco_map=conv.coco_stats,
+        coco_map=conv.summary == "coco",
         n_levels=len(ap_levels),
     )
 

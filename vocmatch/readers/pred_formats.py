@@ -28,11 +28,12 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, SkippedFile
 from vocmatch.errors import AnnotationError, InputError, Message, Option, RequestError, message_of
 from vocmatch.limits import MAX_JSON_BYTES
+from vocmatch.readers.formats import PRED_FORMATS, PredFormat, prediction_format
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -46,15 +47,14 @@ from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 __all__ = [
     "MAX_JSON_BYTES",
     "PRED_FORMATS",
+    "DetectionRequest",
     "PredFormat",
     "read_class_list",
+    "read_coco_detections",
     "read_detections",
+    "read_voc_result_detections",
+    "read_yolo_detections",
 ]
-
-PredFormat = Literal["voc", "coco", "yolo", "voc-results"]
-
-#: The prediction formats, XML first (the default).
-PRED_FORMATS: tuple[PredFormat, ...] = ("voc", "coco", "yolo", "voc-results")
 
 
 # The devkit's result files: comp<N>_det_<set>_<class>.txt; the set has no underscore.
@@ -703,25 +703,59 @@ def read_detections(
             file that names no ground-truth image, numeric ids without ``coco_gt``).
         AnnotationError: A file is not valid JSON, or a COCO ground-truth file is malformed.
     """
-    where = os.fspath(path)
-    index = _GroundTruth.of(gt, images)
-    if pred_format == "coco":
-        if os.path.isdir(where):
-            raise InputError(
-                Message(
-                    f"{where}: a directory; ",
-                    Option("pred_format", "coco"),
-                    " reads a results JSON file",
-                )
-            )
-        annotations = _read_coco(where, index, os.fspath(coco_gt) if coco_gt else None)
-    elif pred_format == "yolo":
-        if names is None:
-            raise RequestError("names", "YOLO predictions need the class names, one per line")
-        names_file = os.fspath(names_path) if names_path is not None else None
-        annotations = _read_yolo(where, index, names, max_bytes, names_file)
-    elif pred_format == "voc-results":
-        annotations = _read_voc_results(where, index, max_bytes)
-    else:
+    record = prediction_format(pred_format)
+    if record.reader is None:
         raise InputError(f"{pred_format!r} is not a format read here")
+    request = DetectionRequest(
+        index=_GroundTruth.of(gt, images),
+        coco_gt=os.fspath(coco_gt) if coco_gt else None,
+        names=names,
+        names_path=os.fspath(names_path) if names_path is not None else None,
+        max_bytes=max_bytes,
+    )
+    annotations: AnnotationSet = record.read(os.fspath(path), request)
     return columns_from_annotations(annotations)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionRequest:
+    """What a format's reader is given besides the path (see :func:`read_detections`).
+
+    Attributes:
+        index: The ground truth's images, by key and by name.
+        coco_gt: A COCO ground-truth file naming image and category ids.
+        names: Class names in index order.
+        names_path: The file ``names`` were read from.
+        max_bytes: Per-file size limit of txt files.
+    """
+
+    index: _GroundTruth
+    coco_gt: str | None
+    names: Sequence[str] | None
+    names_path: str | None
+    max_bytes: int
+
+
+def read_coco_detections(where: str, request: DetectionRequest) -> AnnotationSet:
+    """A COCO results JSON file's detections (``pred_format="coco"``)."""
+    if os.path.isdir(where):
+        raise InputError(
+            Message(
+                f"{where}: a directory; ",
+                Option("pred_format", "coco"),
+                " reads a results JSON file",
+            )
+        )
+    return _read_coco(where, request.index, request.coco_gt)
+
+
+def read_yolo_detections(where: str, request: DetectionRequest) -> AnnotationSet:
+    """A folder of YOLO txt files' detections (``pred_format="yolo"``)."""
+    if request.names is None:
+        raise RequestError("names", prediction_format("yolo").missing)
+    return _read_yolo(where, request.index, request.names, request.max_bytes, request.names_path)
+
+
+def read_voc_result_detections(where: str, request: DetectionRequest) -> AnnotationSet:
+    """A folder of the VOC devkit's result files' detections (``pred_format="voc-results"``)."""
+    return _read_voc_results(where, request.index, request.max_bytes)

@@ -9,18 +9,15 @@ compares the two sets of names and guesses.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Collection, Sequence
 
 from vocmatch.errors import Message, Option
+from vocmatch.readers.formats import PREDICTION_FORMATS
 
 __all__ = ["IMAGE_SUFFIXES", "no_pairs_reason", "other_files", "paired"]
 
 #: Suffixes of picture files, left in an annotation's name by some exporters (``a.jpg.xml``).
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
-
-# The PASCAL VOC devkit's per-class result files: comp4_det_test_car.txt.
-_VOC_RESULTS = re.compile(r"comp\d+_det_[^_]+_.+\.txt\Z")
 
 _EXAMPLES = 3
 
@@ -61,27 +58,23 @@ def _formats_guess(pred_dir: str, others: Sequence[str]) -> str:
     """What a prediction folder without XML holds, and the option that reads it."""
     if not others:
         return f"{pred_dir} holds no files at all (an empty or wrong folder?)"
-    results = [n for n in others if _VOC_RESULTS.fullmatch(n.rsplit("/", 1)[-1])]
-    if results:
+    hints = sorted(
+        ((record.hint, record) for record in PREDICTION_FORMATS.values() if record.hint),
+        key=lambda pair: pair[0].rank,
+    )
+    for hint, record in hints:
+        found = [n for n in others if hint.matches(n)]
+        if not found:
+            continue
+        tail: list[str | Option] = []
+        if record.table_required and record.table is not None:
+            tail = [" ", Option(record.table, placeholder="FILE")]
+        elif record.one_file:
+            tail = [" with the file as ", Option("pred")]
         return Message(
-            f"{pred_dir} holds VOC devkit result files ({_quoted(results)}), not XML: use ",
-            Option("pred_format", "voc-results"),
-        )
-    texts = [n for n in others if n.lower().endswith(".txt")]
-    if texts:
-        return Message(
-            f"{pred_dir} holds .txt files ({_quoted(texts)}), not XML: YOLO predictions? use ",
-            Option("pred_format", "yolo"),
-            " ",
-            Option("names", placeholder="FILE"),
-        )
-    jsons = [n for n in others if n.lower().endswith(".json")]
-    if jsons:
-        return Message(
-            f"{pred_dir} holds JSON ({_quoted(jsons)}), not XML: COCO results? use ",
-            Option("pred_format", "coco"),
-            " with the file as ",
-            Option("pred"),
+            f"{pred_dir} holds {hint.holds} ({_quoted(found)}), not XML: {hint.guess}use ",
+            Option("pred_format", record.name),
+            *tail,
         )
     return f"{pred_dir} holds no .xml files ({len(others)} other files: {_quoted(others)})"
 

@@ -289,7 +289,7 @@ def diff_to_markdown(
     """
     s = diff.summary
     conventions = " · ".join(f"{name} {value}" for name, value in diff.conventions.describe())
-    map_name = "mAP@[.50:.95]" if diff.conventions.coco_stats else "mAP"
+    map_name = "mAP@[.50:.95]" if diff.conventions.summary == "coco" else "mAP"
     lines = [
         "## vocmatch diff",
         "",

@@ -113,7 +113,7 @@ def diff_report(
         summary.add_column(f"{coverage} interval", justify="right", no_wrap=True)
         summary.add_column("p", justify="right", no_wrap=True)
         extra = ["", ""]
-    map_name = "mAP@[.50:.95]" if diff.conventions.coco_stats else "mAP"
+    map_name = "mAP@[.50:.95]" if diff.conventions.summary == "coco" else "mAP"
     for name, change, field in (
         (map_name, s.map, "map"),
         ("precision", s.precision, "precision"),

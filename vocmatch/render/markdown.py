@@ -127,7 +127,7 @@ def to_markdown(
         lines += _md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
     threshold = evaluation.conventions.iou_threshold
     lines += ["", f"### Classes (at IoU {threshold:g})", ""]
-    coco = evaluation.conventions.coco_stats
+    coco = evaluation.conventions.summary == "coco"
     rows = []
     for c in evaluation.classes:
         name = _md(c.name) + ("" if c.in_map else " \\*")

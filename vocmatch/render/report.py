@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "RENDERERS",
+    "OutputFormat",
+    "Renderer",
     "TableOptions",
     "content_width",
     "evidence_parts",
@@ -45,10 +48,9 @@ __all__ = [
     "without_trailing_spaces",
 ]
 
+#: The names of the text formats of an evaluation; each has its record in :data:`RENDERERS`
+#: (a test keeps the two equal).
 OutputFormat = Literal["table", "json", "csv", "markdown", "junit"]
-
-#: Every text format of an evaluation.
-FORMATS: tuple[OutputFormat, ...] = ("table", "json", "csv", "markdown", "junit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,37 +110,94 @@ def render_text(
         >>> json.loads(render_text(report, "json"))["summary"]["map"]
         0.625
     """
+    renderer = RENDERERS.get(output_format) if isinstance(output_format, str) else None
+    if renderer is None:
+        raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
+    return renderer.render(report, options)
+
+
+def _evidence(report: EvalReport) -> Evidence:
     from vocmatch.evidence.report import Evidence
 
-    evidence = report.evidence or Evidence()
-    if output_format == "table":
-        return plain_text(render_table(report, options))
-    if output_format == "json":
-        from vocmatch.render.json_report import to_json
+    return report.evidence or Evidence()
 
-        return to_json(
-            report.evaluation,
-            report.analysis,
-            bootstrap=evidence.bootstrap,
-            thresholds=report.thresholds,
-            beta=report.beta,
-            slices=evidence.slices,
-            calibration=evidence.calibration,
-            merge=report.merge,
-        )
-    if output_format == "csv":
-        from vocmatch.render.csv_report import to_csv_images
 
-        return to_csv_images(report.evaluation)
-    if output_format == "markdown":
-        from vocmatch.render.markdown import to_markdown
+def _table(report: EvalReport, options: TableOptions | None) -> str:
+    return plain_text(render_table(report, options))
 
-        return to_markdown(report.evaluation, report.gates, evidence.bootstrap)
-    if output_format == "junit":
-        from vocmatch.render.junit import to_junit
 
-        return to_junit(report.evaluation, report.gates)
-    raise ValueError(f"unknown format {output_format!r}: expected one of {', '.join(FORMATS)}")
+def _json(report: EvalReport, options: TableOptions | None) -> str:
+    from vocmatch.render.json_report import to_json
+
+    evidence = _evidence(report)
+    return to_json(
+        report.evaluation,
+        report.analysis,
+        bootstrap=evidence.bootstrap,
+        thresholds=report.thresholds,
+        beta=report.beta,
+        slices=evidence.slices,
+        calibration=evidence.calibration,
+        merge=report.merge,
+    )
+
+
+def _csv(report: EvalReport, options: TableOptions | None) -> str:
+    from vocmatch.render.csv_report import to_csv_images
+
+    return to_csv_images(report.evaluation)
+
+
+def _markdown(report: EvalReport, options: TableOptions | None) -> str:
+    from vocmatch.render.markdown import to_markdown
+
+    return to_markdown(report.evaluation, report.gates, _evidence(report).bootstrap)
+
+
+def _junit(report: EvalReport, options: TableOptions | None) -> str:
+    from vocmatch.render.junit import to_junit
+
+    return to_junit(report.evaluation, report.gates)
+
+
+@dataclass(frozen=True, slots=True)
+class Renderer:
+    """One text format of an evaluation.
+
+    Attributes:
+        name: The format's name (``output_format``).
+        description: What it holds and what it is for, for the help.
+        render: The report as text in this format (``options`` are the table's).
+        boxes: The format shows each image's boxes, so the run keeps them.
+    """
+
+    name: OutputFormat
+    description: str
+    render: Callable[[EvalReport, TableOptions | None], str]
+    boxes: bool = False
+
+
+#: Every text format of an evaluation, each written once: :func:`render_text`, the choices
+#: and help of the commands that write a report (``eval``, ``merge``) read these.
+RENDERERS: dict[str, Renderer] = {
+    renderer.name: renderer
+    for renderer in (
+        Renderer("table", "the rich report", _table),
+        Renderer("json", "every number, for scripts", _json),
+        Renderer("csv", "one row per image", _csv),
+        Renderer(
+            "markdown",
+            "summary, classes and gates, for a pull request or a CI job summary",
+            _markdown,
+        ),
+        Renderer(
+            "junit", "a test case per image and per gate, for CI test reports", _junit, boxes=True
+        ),
+    )
+}
+
+#: Every text format of an evaluation, by name.
+FORMATS: tuple[OutputFormat, ...] = tuple(renderer.name for renderer in RENDERERS.values())
 
 
 def render_labels_text(

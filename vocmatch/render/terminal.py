@@ -318,7 +318,7 @@ def class_table(evaluation: Evaluation) -> RenderableType:
     (an 80-column terminal and long class names or large counts) the counts in one table
     and the rates in another.
     """
-    coco = evaluation.conventions.coco_stats
+    coco = evaluation.conventions.summary == "coco"
     forms: list[RenderableType] = [
         _class_form(evaluation, coco, compact=False),
         _class_form(evaluation, coco, compact=True),
