@@ -14,7 +14,6 @@ from typing import Any
 
 import click
 
-from vocmatch import __version__
 from vocmatch.cli.console import echo_err, show_usage_error, show_warning
 from vocmatch.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
 from vocmatch.cli.runtime import (
@@ -25,6 +24,7 @@ from vocmatch.cli.runtime import (
     guard_standard_streams,
     install_signal_handlers,
 )
+from vocmatch.version import __version__
 
 
 class RichHelpCommand(click.Command):

@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from vocmatch import __version__
 from vocmatch.render.json_report import _conventions
 from vocmatch.render.markdown import MARKDOWN_MAX_IMAGES, _md, _md_number, _md_table
+from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vocmatch import __version__
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
+from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
