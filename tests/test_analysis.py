@@ -21,7 +21,7 @@ from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.evaluation.scoring import Evaluation, evaluate, read_pair
 from vocmatch.evidence import confusion, error_types
 from vocmatch.evidence.analysis import (
     BACKGROUND,

@@ -20,7 +20,7 @@ from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shar
 from vocmatch.evaluation.state import read_state, write_state
 from vocmatch.pipeline import EvalRequest, evaluate, read_states, shard_state
 from vocmatch.pipeline_shards import run_digest
-from vocmatch.render.report import FORMATS, render_text
+from vocmatch.render.outputs import FORMATS, render_text
 
 DEMO = FIXTURES / "demo"
 RUN = "0" * 64

@@ -187,7 +187,7 @@ UNUSED_ON_EVAL = (
     "vocmatch.evaluation.seg",
     "vocmatch.evaluation.labels",
     "vocmatch.evaluation.incremental",
-    "vocmatch.evaluation.distributed",
+    "vocmatch.evaluation.on_dask",
     "vocmatch.readers.lint",
     "vocmatch.readers.pred_formats",
     "vocmatch.render.html",

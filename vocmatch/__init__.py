@@ -27,8 +27,8 @@ _WHERE = {
     # whole runs
     "evaluate": "vocmatch.pipeline",
     "EvalRequest": "vocmatch.pipeline",
-    "EvalReport": "vocmatch.evidence.report",
-    "Evidence": "vocmatch.evidence.report",
+    "EvalReport": "vocmatch.evidence.run_report",
+    "Evidence": "vocmatch.evidence.run_report",
     "compare": "vocmatch.pipeline_diff",
     "DiffRequest": "vocmatch.pipeline_diff",
     "DiffReport": "vocmatch.pipeline_diff",
@@ -43,13 +43,13 @@ _WHERE = {
     "evaluator_for": "vocmatch.pipeline_shards",
     "read_states": "vocmatch.pipeline_shards",
     # outputs
-    "render_text": "vocmatch.render.report",
-    "render_html": "vocmatch.render.report",
-    "render_labels_text": "vocmatch.render.report",
-    "TableOptions": "vocmatch.render.report",
+    "render_text": "vocmatch.render.outputs",
+    "render_html": "vocmatch.render.outputs",
+    "render_labels_text": "vocmatch.render.outputs",
+    "TableOptions": "vocmatch.render.outputs",
     # the parts
-    "evaluate_directories": "vocmatch.evaluation.evaluate",
-    "Evaluation": "vocmatch.evaluation.evaluate",
+    "evaluate_directories": "vocmatch.evaluation.scoring",
+    "Evaluation": "vocmatch.evaluation.scoring",
     "protocol": "vocmatch.core.protocol",
     "Conventions": "vocmatch.core.protocol",
     "iou_matrix": "vocmatch.core.iou",
@@ -130,10 +130,10 @@ if TYPE_CHECKING:
         VocmatchError,
         VocmatchWarning,
     )
-    from vocmatch.evaluation.evaluate import Evaluation, evaluate_directories
     from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evaluation.labels import LabelEvaluation
-    from vocmatch.evidence.report import EvalReport, Evidence
+    from vocmatch.evaluation.scoring import Evaluation, evaluate_directories
+    from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.pipeline import (
         EvalRequest,
         evaluate,
@@ -145,7 +145,7 @@ if TYPE_CHECKING:
     from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
     from vocmatch.readers.parse import AnnotationSet
-    from vocmatch.render.report import (
+    from vocmatch.render.outputs import (
         TableOptions,
         render_html,
         render_labels_text,

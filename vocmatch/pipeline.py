@@ -5,8 +5,8 @@ A request names the inputs (a folder of XML files, a VOC year folder and its spl
 predictions from a detector as COCO results, YOLO txt files or the VOC devkit's results
 files), the protocol and its overrides, and the extras (error analysis, bootstrap, slices,
 calibration, gates, score thresholds). :func:`evaluate` reads, evaluates and adds the extras,
-and returns an :class:`~vocmatch.evidence.report.EvalReport` that every renderer of
-:mod:`vocmatch.render.report` takes.
+and returns an :class:`~vocmatch.evidence.run_report.EvalReport` that every renderer of
+:mod:`vocmatch.render.outputs` takes.
 
 The modules a run needs are imported when it needs them: reading a request loads nothing.
 
@@ -38,7 +38,7 @@ from vocmatch.errors import (
     VocmatchWarning,
     no_annotation_files,
 )
-from vocmatch.evidence.report import EvalReport, Evidence
+from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.pipeline_checks import check_request, unknown_keywords
 from vocmatch.pipeline_hints import input_warnings, warn_missing_predictions
 from vocmatch.words import plural
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.engine import MatchedColumns
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -366,7 +366,7 @@ def evaluate(
             storage); the request's paths are then not read again, and its class choice
             and geometry apply to them (:func:`chosen_columns`).
         evaluation: The evaluation already made (merged from match records on a cluster:
-            :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
+            :func:`~vocmatch.evaluation.on_dask.records_on_dask`), for a request whose
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
             Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
             ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
@@ -507,7 +507,7 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made); the columns are
     dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
+    from vocmatch.evaluation.scoring import fold_names
 
     if evaluated is not None:
         found = input_warnings(request, evaluated)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarning
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
 

@@ -118,4 +118,4 @@ def evaluate_labels(
     )
     gt_set, pred_set = gt_columns.to_annotations(), pred_columns.to_annotations()
     del gt_columns, pred_columns
-    return labels.evaluate_labels(gt_set, pred_set, request.difficult)
+    return labels.evaluate_label_sets(gt_set, pred_set, request.difficult)

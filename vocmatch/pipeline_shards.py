@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evidence.report import EvalReport
+from vocmatch.evidence.run_report import EvalReport
 from vocmatch.pipeline import (
     EvalRequest,
     PathLike,
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from vocmatch.core.model import SkippedFile
-    from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate, GateReport
     from vocmatch.readers.scan import ColumnSet
@@ -264,7 +264,7 @@ class MergedStates:
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.report`.
+        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).

@@ -13,6 +13,13 @@ import click
 from click.core import ParameterSource
 
 from vocmatch.cli.app import main
+from vocmatch.cli.cluster import (
+    InputLocation,
+    dask_option,
+    evaluate_on_cluster,
+    read_remote_inputs,
+    uses_remote_reading,
+)
 from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
@@ -29,13 +36,6 @@ from vocmatch.cli.console import (
     save_text,
     stdout_console,
     xml_folders,
-)
-from vocmatch.cli.distributed import (
-    InputLocation,
-    dask_option,
-    evaluate_on_cluster,
-    read_remote_inputs,
-    uses_remote_reading,
 )
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
@@ -75,7 +75,7 @@ from vocmatch.pipeline import (
     PredFormat,
     evaluate,
 )
-from vocmatch.render.report import FORMATS, TableOptions
+from vocmatch.render.outputs import FORMATS, TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -84,8 +84,8 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.readers.scan import ColumnSet
@@ -368,7 +368,7 @@ def labels_eval(
     from vocmatch.evaluation.labels import LabelDifficult
     from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.render.label_tables import label_summary, render_labels
-    from vocmatch.render.report import render_labels_text
+    from vocmatch.render.outputs import render_labels_text
     from vocmatch.render.terminal import ReportOptions
 
     reject_box_options(click.get_current_context())

@@ -43,7 +43,7 @@ from vocmatch.cli.params import (
     shown_value,
 )
 from vocmatch.limits import MAX_STATE_BYTES
-from vocmatch.render.report import FORMATS, TableOptions
+from vocmatch.render.outputs import FORMATS, TableOptions
 
 if TYPE_CHECKING:
     from vocmatch.evidence.gates import Gate

@@ -58,7 +58,7 @@ def _segment_starts(keys: IntArray, n: int) -> IntArray:
 def _ranked(
     matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
 ) -> tuple[BoolArray, FloatArray]:
-    # As vocmatch.evaluation.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
+    # As vocmatch.evaluation.scoring._ranked: predictions in (image, rank) order, ignored ones out,
     # then a stable sort by descending score. ``order`` is that stable sort of all of them;
     # filtering it gives the stable sort of the kept ones.
     selected = order[~ignored[order]]
@@ -160,7 +160,7 @@ def _coco_accumulate_sparse(
     ranked_out: BoolArray,
     hits: _Hits,
 ) -> tuple[FloatArray, FloatArray]:
-    """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
+    """:func:`vocmatch.evaluation.scoring.coco_accumulate` from the matched predictions alone.
 
     An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
     whatever the threshold; so the counted predictions up to a place are those inside the

@@ -1,5 +1,5 @@
 """The columns of a part of the images as bytes: what a Dask task sends back when the client
-needs the boxes themselves (:func:`vocmatch.evaluation.distributed.columns_on_dask`, for
+needs the boxes themselves (:func:`vocmatch.evaluation.on_dask.columns_on_dask`, for
 reports that draw or re-read them), rather than match records.
 
 The file is the container of :mod:`vocmatch.evaluation.state` (JSON header, raw little-endian

@@ -1,8 +1,8 @@
 """The evaluator on columns: every image and class matched at once with numpy.
 
-:func:`vocmatch.evaluation.evaluate.evaluate` walks image by image and class by class, which
+:func:`vocmatch.evaluation.scoring.evaluate` walks image by image and class by class, which
 reads like the definitions and serves as the reference. This module computes the same
-:class:`~vocmatch.evaluation.evaluate.Evaluation` from :class:`~vocmatch.readers.scan.ColumnSet`
+:class:`~vocmatch.evaluation.scoring.Evaluation` from :class:`~vocmatch.readers.scan.ColumnSet`
 columns without a Python loop per image-class pair:
 
 * every ground-truth/prediction pair of the same image and class is listed once, and its IoU
@@ -207,7 +207,7 @@ def evaluate_matched(
 
 
 def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
-    """Boxes that :func:`vocmatch.evaluation.evaluate.input_notes` might remark on (a superset)."""
+    """Boxes that :func:`vocmatch.evaluation.scoring.input_notes` might remark on (a superset)."""
     odd = np.zeros(boxes.shape[0], dtype=bool)
     # Rows of the few odd values (faster than .any(axis=1) over every box).
     odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
@@ -251,7 +251,7 @@ def evaluate_columns(
     matched: Callable[[MatchedColumns], None] | None = None,
     score_thresholds: ScoreThresholds | None = None,
 ) -> Evaluation:
-    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.evaluate.evaluate` on
+    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.scoring.evaluate` on
     the same files, number for number.
 
     The evaluation runs in stages, each a function given and giving small records: select
@@ -265,7 +265,7 @@ def evaluate_columns(
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
         pred: Predictions read the same way.
         conventions: The protocol; defaults to ``protocol("default")``.
-        keep_matches: Build the per-box :class:`~vocmatch.evaluation.evaluate.Match` records of
+        keep_matches: Build the per-box :class:`~vocmatch.evaluation.scoring.Match` records of
             every image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
         progress: Told each stage as it starts (selecting and sorting the boxes, pairing,

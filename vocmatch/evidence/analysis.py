@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.confusion import BACKGROUND, ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.error_cost import ErrorCost, map_cost
 from vocmatch.evidence.error_types import (

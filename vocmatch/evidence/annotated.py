@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation, ImageResult, Match
+from vocmatch.evaluation.scoring import Evaluation, ImageResult, Match
 from vocmatch.readers.parse import AnnotationSet
 
 __all__: list[str] = []

@@ -59,7 +59,7 @@ import numpy.typing as npt
 from vocmatch.core.geometry import BoxTree
 from vocmatch.core.iou import iou_matrix, pair_iou
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.annotated import (
     _SCAN_PAIRS,
     _boxes,

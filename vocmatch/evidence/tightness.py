@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.model import Box
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.annotated import _boxes, _images
 from vocmatch.readers.parse import AnnotationSet
 

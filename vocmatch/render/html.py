@@ -51,7 +51,7 @@ from PIL import Image, UnidentifiedImageError
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import AnnotationError, InputError, VocmatchWarning
 from vocmatch.escapes import printable
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Match
+from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, Match
 from vocmatch.evidence.bootstrap import Bootstrap
 from vocmatch.evidence.calibration import Calibration, ClassCalibration
 from vocmatch.evidence.confusion import ConfusionMatrix, confusion_matrix

@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as JSON, with its error analysis,
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` as JSON, with its error analysis,
 bootstrap intervals, slices and calibration when given.
 
 Deterministic: images sorted by key, classes by name, keys in a fixed order. Written with
@@ -23,7 +23,7 @@ from vocmatch.version import __version__
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
-    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+    from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
     from vocmatch.evaluation.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap, Interval

@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as Markdown, for a pull-request
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` as Markdown, for a pull-request
 comment or a CI job summary.
 
 Names are data, never markup: every file and class name goes through
@@ -16,7 +16,7 @@ from vocmatch.words import plural
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.gates import GateReport
 

@@ -1,4 +1,4 @@
-"""Turn an :class:`~vocmatch.evaluation.evaluate.Evaluation` into rich renderables.
+"""Turn an :class:`~vocmatch.evaluation.scoring.Evaluation` into rich renderables.
 
 Nothing here prints: the caller owns the Console. The per-image table lists the worst images
 first (most FP + FN, then by name) and stops after ``max_rows`` rows, so that it reads the
@@ -31,7 +31,7 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
-    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
+    from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = [
     "ReportOptions",
