@@ -1,6 +1,6 @@
 """The package is built in layers, and imports run one way: a layer imports only the layers
-below it (shared < core < readers < evaluation < evidence < render < pipeline < cli). Only the command
-line knows click; each third-party library stays with the layer that needs it. The pipeline
+below it (shared < core < readers < evaluation < evidence < render < run < cli). Only the command
+line knows click; each third-party library stays with the layer that needs it. The run package
 (whole runs: request -> read -> evaluate -> evidence -> one result) sits right below the
 command line."""
 
@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 
 #: The layers from the bottom up. A module's layer is its sub-package; the modules at the top
 #: of the package (errors, escapes) are the shared basics everyone may import.
-LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "pipeline", "cli")
+LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "run", "cli")
 
 #: Modules at the top of the package and the layer they belong to.
 TOP_LEVEL = {
@@ -30,14 +30,6 @@ TOP_LEVEL = {
     "version": "shared",
     "__init__": "shared",
     "__main__": "cli",
-    "pipeline": "pipeline",
-    "pipeline_checks": "pipeline",
-    "pipeline_diff": "pipeline",
-    "pipeline_labels": "pipeline",
-    "pipeline_remote": "pipeline",
-    "pipeline_hints": "pipeline",
-    "pipeline_shards": "pipeline",
-    "pipeline_suspects": "pipeline",
 }
 
 #: Third-party packages and the layers that may import them: the library never knows click.

@@ -69,13 +69,13 @@ from vocmatch.cli.params import (
 )
 from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
-from vocmatch.pipeline import (
+from vocmatch.render.outputs import FORMATS, TableOptions
+from vocmatch.run.evaluate import (
     EvalRequest,
     Geometry,
     PredFormat,
     evaluate,
 )
-from vocmatch.render.outputs import FORMATS, TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -366,10 +366,10 @@ def labels_eval(
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
-    from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.outputs import render_labels_text
     from vocmatch.render.terminal import ReportOptions
+    from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
 
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):

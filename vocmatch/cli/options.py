@@ -21,7 +21,7 @@ from vocmatch.cli.params import (
     shown_value,
 )
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.pipeline_checks import PRED_FORMATS
+from vocmatch.run.request_checks import PRED_FORMATS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate

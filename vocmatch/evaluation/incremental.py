@@ -513,7 +513,7 @@ class Evaluator:
         """Record prediction files that have no ground-truth file, which a single run reports
         as not evaluated: its result lists them (``orphan_pred``), its saved state carries
         them, and a merge keeps those of both evaluators (one shard of a run records them,
-        :func:`~vocmatch.pipeline_shards.shard_state`).
+        :func:`~vocmatch.run.shard_states.shard_state`).
 
         Args:
             files: ``(key, path)`` of each file, as

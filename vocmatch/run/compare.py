@@ -1,7 +1,7 @@
 """Comparing two runs on one ground truth: what ``vocmatch diff`` does between reading its
 options and rendering, as a library (:func:`compare`, also ``vocmatch.compare``).
 
-Its records live apart from :mod:`vocmatch.pipeline` so that an evaluation, which never
+Its records live apart from :mod:`vocmatch.run.evaluate` so that an evaluation, which never
 compares, does not build them when it starts.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from vocmatch.errors import RequestError
-from vocmatch.pipeline import (
+from vocmatch.run.evaluate import (
     Inputs,
     PathLike,
     Progress,

@@ -39,8 +39,8 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evidence.run_report import EvalReport, Evidence
-from vocmatch.pipeline_checks import check_request, unknown_keywords
-from vocmatch.pipeline_hints import input_warnings, warn_missing_predictions
+from vocmatch.run.hints import input_warnings, warn_missing_predictions
+from vocmatch.run.request_checks import check_request, unknown_keywords
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -53,22 +53,22 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.pipeline_diff import DiffReport as DiffReport
-    from vocmatch.pipeline_diff import DiffRequest as DiffRequest
-    from vocmatch.pipeline_diff import compare as compare
-    from vocmatch.pipeline_labels import LabelsRequest as LabelsRequest
-    from vocmatch.pipeline_labels import evaluate_labels as evaluate_labels
-    from vocmatch.pipeline_shards import MergedStates as MergedStates
-    from vocmatch.pipeline_shards import ShardState as ShardState
-    from vocmatch.pipeline_shards import evaluator_for as evaluator_for
-    from vocmatch.pipeline_shards import read_states as read_states
-    from vocmatch.pipeline_shards import shard_state as shard_state
-    from vocmatch.pipeline_suspects import SuspectsFound as SuspectsFound
-    from vocmatch.pipeline_suspects import SuspectsRequest as SuspectsRequest
-    from vocmatch.pipeline_suspects import find_suspects as find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
+    from vocmatch.run.compare import DiffReport as DiffReport
+    from vocmatch.run.compare import DiffRequest as DiffRequest
+    from vocmatch.run.compare import compare as compare
+    from vocmatch.run.evaluate_labels import LabelsRequest as LabelsRequest
+    from vocmatch.run.evaluate_labels import evaluate_labels as evaluate_labels
+    from vocmatch.run.find_suspects import SuspectsFound as SuspectsFound
+    from vocmatch.run.find_suspects import SuspectsRequest as SuspectsRequest
+    from vocmatch.run.find_suspects import find_suspects as find_suspects
+    from vocmatch.run.shard_states import MergedStates as MergedStates
+    from vocmatch.run.shard_states import ShardState as ShardState
+    from vocmatch.run.shard_states import evaluator_for as evaluator_for
+    from vocmatch.run.shard_states import read_states as read_states
+    from vocmatch.run.shard_states import shard_state as shard_state
 
 __all__ = [
     "DiffReport",
@@ -166,7 +166,7 @@ class ReadOptions:
         return replace(choice, class_map=class_map(self.class_map))
 
     def __post_init__(self) -> None:
-        """Check every field when the request is made (:mod:`vocmatch.pipeline_checks`), for
+        """Check every field when the request is made (:mod:`vocmatch.run.request_checks`), for
         every request type: a value no run can use is refused here, never computed with."""
         check_request(self)
 
@@ -370,7 +370,7 @@ def evaluate(
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
             Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
             ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
-            reads them (:mod:`vocmatch.pipeline_remote`).
+            reads them (:mod:`vocmatch.run.remote_inputs`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -410,7 +410,7 @@ def evaluate(
         raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
     if columns is None and evaluation is None:
         # Inputs given as URLs, or read on a cluster: as the command line reads them.
-        from vocmatch.pipeline_remote import read_elsewhere
+        from vocmatch.run.remote_inputs import read_elsewhere
 
         columns, evaluation = read_elsewhere(request)
     scored = _score(request, conventions, thresholds, progress, columns, evaluation)
@@ -927,19 +927,19 @@ def refuse_unpaired_keys(
 #: 562): an evaluation of boxes builds no record of a comparison, of the suspects finder or
 #: of label sets.
 _ELSEWHERE = {
-    "DiffReport": "vocmatch.pipeline_diff",
-    "DiffRequest": "vocmatch.pipeline_diff",
-    "compare": "vocmatch.pipeline_diff",
-    "SuspectsFound": "vocmatch.pipeline_suspects",
-    "SuspectsRequest": "vocmatch.pipeline_suspects",
-    "find_suspects": "vocmatch.pipeline_suspects",
-    "LabelsRequest": "vocmatch.pipeline_labels",
-    "evaluate_labels": "vocmatch.pipeline_labels",
-    "MergedStates": "vocmatch.pipeline_shards",
-    "ShardState": "vocmatch.pipeline_shards",
-    "evaluator_for": "vocmatch.pipeline_shards",
-    "read_states": "vocmatch.pipeline_shards",
-    "shard_state": "vocmatch.pipeline_shards",
+    "DiffReport": "vocmatch.run.compare",
+    "DiffRequest": "vocmatch.run.compare",
+    "compare": "vocmatch.run.compare",
+    "SuspectsFound": "vocmatch.run.find_suspects",
+    "SuspectsRequest": "vocmatch.run.find_suspects",
+    "find_suspects": "vocmatch.run.find_suspects",
+    "LabelsRequest": "vocmatch.run.evaluate_labels",
+    "evaluate_labels": "vocmatch.run.evaluate_labels",
+    "MergedStates": "vocmatch.run.shard_states",
+    "ShardState": "vocmatch.run.shard_states",
+    "evaluator_for": "vocmatch.run.shard_states",
+    "read_states": "vocmatch.run.shard_states",
+    "shard_state": "vocmatch.run.shard_states",
 }
 
 

@@ -13,8 +13,8 @@ from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarni
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["SHOWN_MISSING", "input_warnings", "warn_missing_predictions"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evidence.run_report import EvalReport
-from vocmatch.pipeline import (
+from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
     Progress,
@@ -71,7 +71,7 @@ def evaluator_for(
         the shard (``(1, 1)`` for the whole run) and the run (:func:`run_digest`).
 
     Example:
-        >>> from vocmatch.pipeline import evaluate
+        >>> from vocmatch.run.evaluate import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
         >>> import warnings
         >>> from vocmatch.errors import MissingPredictionWarning
@@ -154,7 +154,7 @@ def shard_state(
     if columns is None:
         # Inputs given as URLs, or read on the request's cluster: read whole, as
         # vocmatch.evaluate reads them, and the shard's images chosen below.
-        from vocmatch.pipeline_remote import read_elsewhere
+        from vocmatch.run.remote_inputs import read_elsewhere
 
         columns = read_elsewhere(request, records_may_do=False)[0]
     # Read here, the columns hold the shard's images only; given, they hold every image.
@@ -322,7 +322,7 @@ def read_states(
     Example:
         >>> import tempfile
         >>> from pathlib import Path
-        >>> from vocmatch.pipeline import evaluate
+        >>> from vocmatch.run.evaluate import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
         >>> import warnings
         >>> from vocmatch.errors import MissingPredictionWarning
