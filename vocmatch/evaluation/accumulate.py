@@ -41,6 +41,7 @@ __all__ = [
     "class_ranking",
     "class_results",
     "coco_area",
+    "segment_starts",
 ]
 
 _MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
@@ -50,7 +51,7 @@ IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _segment_starts(keys: IntArray, n: int) -> IntArray:
+def segment_starts(keys: IntArray, n: int) -> IntArray:
     """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
 
@@ -95,7 +96,7 @@ def class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> ClassR
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
     # rank).
     order = np.argsort(label, kind="stable").astype(np.int32)
-    starts = _segment_starts(label[order], n_classes)
+    starts = segment_starts(label[order], n_classes)
     return ClassRanking(order, starts, _rankings(by_score, label, order, starts))
 
 

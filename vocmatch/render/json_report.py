@@ -37,6 +37,7 @@ __all__ = [
     "CONFUSION_ROWS_MAX",
     "bootstrap_json",
     "calibration_json",
+    "conventions_json",
     "merge_json",
     "slices_json",
     "to_json",
@@ -73,7 +74,7 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
     }
 
 
-def _conventions(conv: Conventions) -> dict[str, Any]:
+def conventions_json(conv: Conventions) -> dict[str, Any]:
     """The conventions in force, as every JSON output states them."""
     return {
         "protocol": conv.protocol,
@@ -241,7 +242,7 @@ def _json_data(
     """:func:`to_json_dict`, each image's record made by ``image_record``."""
     conv = evaluation.conventions
     s = evaluation.summary
-    conventions = _conventions(conv)
+    conventions = conventions_json(conv)
     conventions["score_thresholds"] = {
         "default": thresholds.default if thresholds else None,
         "classes": dict(thresholds.per_class) if thresholds else {},
