@@ -77,11 +77,11 @@ def rows(read: Any) -> list[tuple[Any, ...]]:
     out = []
     for k, raw in enumerate(read.names):
         pose = read.poses[k]
-        pose_text = None if pose is None else scan._text(pose).strip() or None
+        pose_text = None if pose is None else scan.decoded_text(pose).strip() or None
         score = float(read.scores[k])
         out.append(
             (
-                scan._text(raw).strip(),
+                scan.decoded_text(raw).strip(),
                 *map(float, read.coordinates[k]),
                 bool(read.difficult[k]),
                 bool(read.truncated[k]),

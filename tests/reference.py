@@ -2,7 +2,7 @@
 
 This is the evaluator vocmatch had before it evaluated every image at once, kept as the
 oracle of :mod:`vocmatch.evaluation.engine`: ``tests/test_batch.py`` checks that the product gives the
-same :class:`~vocmatch.evaluation.evaluate.Evaluation`, every number and every per-box record to the
+same :class:`~vocmatch.evaluation.scoring.Evaluation`, every number and every per-box record to the
 bit, under every convention, on random, real, unscored and shape sets. It matches one
 image-class at a time with plain loops (:func:`match_class`), so its logic can be read
 against pycocotools' ``evaluateImg`` and the devkit's ``voc_eval.py`` line by line.
@@ -23,7 +23,6 @@ from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_matrix
 from vocmatch.core.match import ClassMatch, MatchRule, pred_order
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.evaluation.evaluate import fold_names
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ClassResult,
@@ -41,6 +40,7 @@ from vocmatch.evaluation.result import (
     score_notes,
     shape_notes,
 )
+from vocmatch.evaluation.scoring import fold_names
 from vocmatch.readers.parse import AnnotationSet
 
 IntArray = npt.NDArray[np.int64]

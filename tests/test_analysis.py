@@ -21,7 +21,7 @@ from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.evaluation.scoring import Evaluation, evaluate, read_pair
 from vocmatch.evidence import confusion, error_types
 from vocmatch.evidence.analysis import (
     BACKGROUND,
@@ -35,7 +35,7 @@ from vocmatch.evidence.analysis import (
     offset_edges,
     tightness,
 )
-from vocmatch.evidence.annotated import _images
+from vocmatch.evidence.annotated import annotated_images
 from vocmatch.evidence.confusion import _cross_class_pairs
 from vocmatch.evidence.error_cost import _ranked_map, _rankings
 from vocmatch.readers.parse import AnnotationSet
@@ -656,10 +656,10 @@ def test_error_types_and_pairs_equal_the_full_scan(
     and tie, with difficult objects, flat boxes and thresholds down to 0; both where the
     analysis scans a small image's pairs and where an STR tree finds them (as on a large
     image; here forced)."""
-    limit = error_types._SCAN_PAIRS if scan_pairs is None else scan_pairs
+    limit = error_types.SCAN_PAIRS if scan_pairs is None else scan_pairs
     with (
-        mock.patch.object(error_types, "_SCAN_PAIRS", limit),
-        mock.patch.object(confusion, "_SCAN_PAIRS", limit),
+        mock.patch.object(error_types, "SCAN_PAIRS", limit),
+        mock.patch.object(confusion, "SCAN_PAIRS", limit),
     ):
         check_against_the_full_scan(conventions, background_iou, gt_raw, pred_raw)
 
@@ -693,7 +693,7 @@ def check_against_the_full_scan(
     assert found == scanned_errors(evaluation, gt, pred, background_iou)
     pairs = sorted(
         (image.result.key, p.gt_index, p.pred_index)
-        for image in _images(evaluation, gt, pred)
+        for image in annotated_images(evaluation, gt, pred)
         for p in _cross_class_pairs(
             image, conventions.iou_threshold, conventions.strict_threshold,
             conventions.pixel_inclusive,

@@ -20,8 +20,8 @@ from tests.test_detections import bench
 from vocmatch.cli.console import option_words
 from vocmatch.errors import RequestError
 from vocmatch.evaluation.class_map import ClassChoice, class_map
-from vocmatch.pipeline import EvalRequest, evaluate
-from vocmatch.render.report import TableOptions, render_table, render_text
+from vocmatch.render.outputs import TableOptions, render_table, render_text
+from vocmatch.run.evaluate import EvalRequest, evaluate
 
 DEMO_GT = FIXTURES / "demo" / "gt"
 DEMO_PRED = FIXTURES / "demo" / "pred"

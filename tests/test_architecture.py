@@ -1,6 +1,6 @@
 """The package is built in layers, and imports run one way: a layer imports only the layers
-below it (shared < core < readers < evaluation < evidence < render < pipeline < cli). Only the command
-line knows click; each third-party library stays with the layer that needs it. The pipeline
+below it (shared < core < readers < evaluation < evidence < render < run < cli). Only the command
+line knows click; each third-party library stays with the layer that needs it. The run package
 (whole runs: request -> read -> evaluate -> evidence -> one result) sits right below the
 command line."""
 
@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vocmatch"
 
 #: The layers from the bottom up. A module's layer is its sub-package; the modules at the top
 #: of the package (errors, escapes) are the shared basics everyone may import.
-LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "pipeline", "cli")
+LAYERS = ("shared", "core", "readers", "evaluation", "evidence", "render", "run", "cli")
 
 #: Modules at the top of the package and the layer they belong to.
 TOP_LEVEL = {
@@ -27,16 +27,9 @@ TOP_LEVEL = {
     "words": "shared",
     "files": "shared",
     "limits": "shared",
+    "version": "shared",
     "__init__": "shared",
     "__main__": "cli",
-    "pipeline": "pipeline",
-    "pipeline_checks": "pipeline",
-    "pipeline_diff": "pipeline",
-    "pipeline_labels": "pipeline",
-    "pipeline_remote": "pipeline",
-    "pipeline_hints": "pipeline",
-    "pipeline_shards": "pipeline",
-    "pipeline_suspects": "pipeline",
 }
 
 #: Third-party packages and the layers that may import them: the library never knows click.
@@ -309,3 +302,76 @@ def test_file_size_limits_live_in_one_module() -> None:
                 if isinstance(target, ast.Name) and re.fullmatch(r"\w*MAX\w*_BYTES", target.id):
                     defined.append(f"{path.relative_to(PACKAGE)}: {target.id}")
     assert defined == []
+
+
+#: Every module of the package by its dotted name (``vocmatch.core.iou``; the package itself
+#: is ``vocmatch``), the compiled reader (known by its stub) included.
+MODULE_NAMES = {
+    module_name(p).removesuffix(".__init__") for p in [*MODULES, *PACKAGE.rglob("*.pyi")]
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_used(tree: ast.Module, own: str) -> list[str]:
+    """Each ``line: module._name`` where a module whose dotted name is ``own`` takes an
+    underscore name of another module of the package: ``from X import _name``, or
+    ``X._name`` on a module it imported."""
+    found = []
+    bound: dict[str, str] = {}  # a local name -> the package module it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                if dotted in MODULE_NAMES:
+                    bound[alias.asname or alias.name] = dotted
+                elif node.module in MODULE_NAMES and node.module != own and _private(alias.name):
+                    found.append((node.lineno, dotted))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULE_NAMES and alias.asname:
+                    bound[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            value = ast.unparse(node.value)
+            target = bound.get(value, value if value in MODULE_NAMES else None)
+            if target is not None and target != own:
+                found.append((node.lineno, f"{target}.{node.attr}"))
+    return [f"{line}: {name}" for line, name in sorted(found)]
+
+
+def test_no_underscore_name_crosses_modules() -> None:
+    """A name another module needs is public in its own module (no underscore, in
+    ``__all__``): an underscore name is used only where it is defined."""
+    crossing = []
+    for path in MODULES:
+        own = module_name(path).removesuffix(".__init__")
+        for where in private_names_used(tree_of(path), own):
+            crossing.append(f"{path.relative_to(PACKAGE.parent)}:{where}")
+    assert crossing == []
+
+
+def test_the_underscore_rule_can_fail() -> None:
+    """Underscore names taken by import or by attribute are found; those of the module itself,
+    dunder names and a private attribute of an object are not."""
+    source = (
+        "import vocmatch.core.iou as iou_module\n"
+        "from vocmatch.core import iou\n"
+        "from vocmatch.core.ap import _points, average_precision\n"
+        "from vocmatch.core.match import _own\n"
+        "import vocmatch.core.model\n"
+        "iou._pairs\n"
+        "iou_module._boxes\n"
+        "vocmatch.core.model._check\n"
+        "iou.__name__\n"
+        "box._area\n"
+    )
+    found = private_names_used(ast.parse(source), "vocmatch.core.match")
+    assert found == [
+        "3: vocmatch.core.ap._points",
+        "6: vocmatch.core.iou._pairs",
+        "7: vocmatch.core.iou._boxes",
+        "8: vocmatch.core.model._check",
+    ]

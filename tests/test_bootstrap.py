@@ -18,7 +18,7 @@ from tests.oracle import random_dataset
 from tests.test_batch import VARIANTS, load_generator
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_matched
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evidence.bootstrap import (
     Interval,

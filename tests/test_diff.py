@@ -16,7 +16,7 @@ from tests.conftest import run_cli as run
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evaluation.scoring import evaluate, read_pair
 from vocmatch.evidence.diff import (
     Change,
     EvaluationDiff,

@@ -62,18 +62,18 @@ def columns() -> tuple[ColumnSet, ColumnSet]:
 
 def prepared(
     conv: Conventions,
-) -> tuple[stage_inputs._Prepared, stage_inputs._Selection, stage_inputs._Paired]:
+) -> tuple[stage_inputs.Prepared, stage_inputs.Selection, stage_inputs.Paired]:
     gt, pred = columns()
-    selection = engine._select(gt, pred)
-    prepared, by_score = engine._prepare(gt, pred, selection, conv)
-    paired = engine._pair_and_match(prepared, by_score, lambda name: None)
+    selection = engine.select_images(gt, pred)
+    prepared, by_score = engine.prepare_cells(gt, pred, selection, conv)
+    paired = engine.pair_and_match(prepared, by_score, lambda name: None)
     return prepared, selection, paired
 
 
 def test_select_pairs_images_by_key_and_sets_orphans_and_missing_apart() -> None:
     """Every image with ground truth is evaluated; prediction files without one are orphans."""
     gt, pred = columns()
-    selection = engine._select(gt, pred)
+    selection = engine.select_images(gt, pred)
     assert selection.images == (0, 1)
     assert selection.pred_of_image == (0, None)
     assert selection.missing == ("b",)
@@ -88,7 +88,9 @@ def test_select_pairs_images_by_key_and_sets_orphans_and_missing_apart() -> None
 def test_prepare_sorts_ground_truth_by_cell_and_predictions_by_descending_score() -> None:
     """Ground truth by (image, class, file order); predictions by (image, class, score)."""
     gt, pred = columns()
-    prepared, by_score = engine._prepare(gt, pred, engine._select(gt, pred), protocol("default"))
+    prepared, by_score = engine.prepare_cells(
+        gt, pred, engine.select_images(gt, pred), protocol("default")
+    )
     assert prepared.class_names == ("cat", "dog")
     assert prepared.gt.rows.tolist() == [0, 2, 1, 3]
     assert prepared.gt.image.tolist() == [0, 0, 0, 1]
@@ -108,7 +110,7 @@ def test_prepare_sets_predictions_beyond_max_dets_apart() -> None:
     """pycocotools' maxDets keeps the highest-scored of each image-class."""
     gt, pred = columns()
     conv = replace(protocol("coco"), max_dets=1)
-    prepared, by_score = engine._prepare(gt, pred, engine._select(gt, pred), conv)
+    prepared, by_score = engine.prepare_cells(gt, pred, engine.select_images(gt, pred), conv)
     assert prepared.pred.kept.tolist() == [True, False, False, True]
     assert prepared.pred.rows_all.tolist() == [3, 2, 0, 1]
     assert prepared.pred.rows.tolist() == [3, 1]
@@ -144,8 +146,8 @@ def test_pair_and_match_under_the_devkit_rule() -> None:
 def test_counted_flags_and_missed_ground_truth() -> None:
     """Two TPs, one FP, the dog ignored; b's cat is missed."""
     p, _, paired = prepared(protocol("default"))
-    scores = stage_inputs._Scores.of(p)
-    counted = engine._counted(p, paired.matching, scores)
+    scores = stage_inputs.RankingScores.of(p)
+    counted = engine.count_outcomes(p, paired.matching, scores)
     assert counted.counted.tolist() == [True, True, False, False]
     assert counted.ignored_counted.tolist() == [False, False, False, True]
     assert counted.missed[p.levels.evaluation].tolist() == [False, False, False, True]
@@ -156,8 +158,8 @@ def test_counted_flags_and_missed_ground_truth() -> None:
 def test_image_counts_at_every_threshold() -> None:
     """Per image: TP, FP, FN and the IoU of each TP in (class, file) order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine._counted(p, paired.matching, stage_inputs._Scores.of(p))
-    counts = per_image._image_counts(p, paired.matching, counted, len(selection.images))
+    counted = engine.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
+    counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
     t = p.levels.evaluation
     assert (counts.tp[t], counts.fp[t], counts.fn[t]) == ([2, 0], [1, 0], [0, 1])
     top = p.levels.index[max(SWEEP_THRESHOLDS)]  # only the exact cat passes 0.95
@@ -173,10 +175,10 @@ def test_image_counts_at_every_threshold() -> None:
 def test_image_results_with_records() -> None:
     """One result per image, the per-box records in the reference's order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine._counted(p, paired.matching, stage_inputs._Scores.of(p))
-    counts = per_image._image_counts(p, paired.matching, counted, len(selection.images))
-    records = per_image._matches(p, paired, counted, len(selection.images))
-    a, b = per_image._image_results(p, selection, counts, records)
+    counted = engine.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
+    counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
+    records = per_image.per_box_matches(p, paired, counted, len(selection.images))
+    a, b = per_image.build_image_results(p, selection, counts, records)
     assert (a.key, a.pred_path, a.tp, a.fp, a.fn) == ("a", "pred/a.xml", 2, 1, 0)
     assert a.mean_iou == pytest.approx(5 / 6)
     assert (b.key, b.pred_path, b.tp, b.fp, b.fn, b.mean_iou) == ("b", None, 0, 0, 1, None)
@@ -192,11 +194,11 @@ def test_image_results_with_records() -> None:
 def test_class_ap_and_results() -> None:
     """cat: 2 of 3 found at the top of the ranking, AP 2/3; dog: only ignored ground truth."""
     p, _, paired = prepared(protocol("default"))
-    scores = stage_inputs._Scores.of(p)
-    counted = engine._counted(p, paired.matching, scores)
-    ap_values = per_class._class_ap(p, paired, counted, scores.kept, None)
+    scores = stage_inputs.RankingScores.of(p)
+    counted = engine.count_outcomes(p, paired.matching, scores)
+    ap_values = per_class.per_class_ap(p, paired, counted, scores.kept, None)
     assert ap_values == [[pytest.approx(2 / 3)], []]
-    cat, dog = per_class._class_results(p, paired.ranking, counted, scores.kept, ap_values)
+    cat, dog = per_class.build_class_results(p, paired.ranking, counted, scores.kept, ap_values)
     assert (cat.name, cat.gt, cat.pred, cat.tp, cat.fp, cat.fn) == ("cat", 3, 3, 2, 1, 1)
     assert cat.ap == pytest.approx(2 / 3)
     assert (dog.name, dog.gt, dog.gt_ignored, dog.tp, dog.fp, dog.ap) == (
@@ -208,9 +210,9 @@ def test_coco_stage_gives_pycocotools_numbers_per_area_range() -> None:
     """Under COCO, cat's two TPs (IoU 1 and 2/3) give 67 of 101 recall points at IoU up to
     0.65; above, 0.9's TP comes second: precision 1/2 on 34 points."""
     p, _, paired = prepared(protocol("coco"))
-    areas = stage_inputs._Areas(*paired.scan.space.region_areas())
+    areas = stage_inputs.Areas(*paired.scan.space.region_areas())
     stages: list[str] = []
-    coco, class_ap = per_class._coco(p, paired, areas, stages.append)
+    coco, class_ap = per_class.coco_numbers(p, paired, areas, stages.append)
     assert stages == [f"COCO area {name}" for name in ("all", "small", "medium", "large")]
     high, low = 67 / (101 * (1 + np.spacing(1))), 34 * 0.5 / 101
     assert class_ap == {0: pytest.approx([high] * 4 + [low] * 6, rel=1e-12)}

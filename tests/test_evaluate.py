@@ -17,7 +17,7 @@ from tests.test_batch import assert_identical
 from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import evaluate, evaluate_directories
+from vocmatch.evaluation.scoring import evaluate, evaluate_directories
 from vocmatch.readers.parse import AnnotationSet
 
 

@@ -115,7 +115,7 @@ def hostile_files(draw: st.DrawFn) -> bytes:
     return data
 
 
-def _same_objects(a: scan._Objects, b: scan._Objects) -> None:
+def _same_objects(a: scan.PlainObjects, b: scan.PlainObjects) -> None:
     assert a.header == b.header
     assert list(a.names) == list(b.names) and list(a.poses) == list(b.poses)
     for x, y in [
@@ -187,7 +187,7 @@ def test_the_compiled_reader_reads_files_without_objects(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "a.xml").write_bytes(data)
         parsed = read_directory(folder).annotations[0]
-    assert fast.header == scan._Header(parsed.filename, parsed.size)
+    assert fast.header == scan.FileHeader(parsed.filename, parsed.size)
 
 
 @compiled

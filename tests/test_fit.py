@@ -15,7 +15,7 @@ from rich.console import Console
 from tests.conftest import datasets_or_skip
 from tests.test_detections import bench
 from vocmatch.cli import main
-from vocmatch.evaluation.evaluate import evaluate_directories
+from vocmatch.evaluation.scoring import evaluate_directories
 from vocmatch.render.terminal import image_table
 
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from tests.conftest import ROOT
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_directories
 from vocmatch.evaluation.result import ImageResult, SweepResult
+from vocmatch.evaluation.scoring import Evaluation, evaluate, evaluate_directories
 from vocmatch.evidence.gates import GateReport, check_gates, parse_gate
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.render.csv_report import to_csv_classes, to_csv_images
@@ -346,7 +346,7 @@ def test_json_confusion_lists_its_cells_and_rows_while_few(
 ) -> None:
     """With --errors the JSON's confusion matrix has every cell that is not zero as
     [row, column, count], and the full rows only up to CONFUSION_ROWS_MAX names."""
-    from vocmatch.evaluation.evaluate import read_pair
+    from vocmatch.evaluation.scoring import read_pair
     from vocmatch.evidence.analysis import error_analysis
     from vocmatch.render import json_report as formats
 

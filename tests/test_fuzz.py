@@ -25,7 +25,7 @@ from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, main
 from vocmatch.cli.console import evaluation_in_cli_words
 from vocmatch.core.protocol import PROTOCOLS, protocol
 from vocmatch.errors import AnnotationError
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.evaluation.scoring import Evaluation, evaluate, read_pair
 from vocmatch.readers.parse import MAX_COORDINATE, parse_annotation
 
 NAMES = ["cat", "Cat", "dog", " dog ", "ü", "a&b"]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.conftest import FIXTURES
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, evaluate_directories
+from vocmatch.evaluation.scoring import Evaluation, evaluate, evaluate_directories
 from vocmatch.evidence.gates import Gate, GateResult, ImageCheck, check_gates, parse_gate
 from vocmatch.readers.parse import AnnotationSet
 

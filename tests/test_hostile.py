@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, main
 from vocmatch.core.model import Box
 from vocmatch.errors import AnnotationError
-from vocmatch.evaluation.evaluate import evaluate, read_pair
+from vocmatch.evaluation.scoring import evaluate, read_pair
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     _read_to_end,
@@ -161,7 +161,7 @@ def test_hostile_folder_is_read_in_bounded_time_and_memory(tmp_path: Path) -> No
     gt_dir, pred_dir = hostile_folder(tmp_path)
     code = (
         "import json, resource, sys, time\n"
-        "from vocmatch.evaluation.evaluate import evaluate, read_pair\n"
+        "from vocmatch.evaluation.scoring import evaluate, read_pair\n"
         "start = time.perf_counter()\n"
         "evaluation = evaluate(*read_pair(sys.argv[1], sys.argv[2]))\n"
         "seconds = time.perf_counter() - start\n"

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import pytest
 
 from tests.conftest import ROOT
-from vocmatch.evaluation.evaluate import Evaluation, evaluate, read_pair
+from vocmatch.evaluation.scoring import Evaluation, evaluate, read_pair
 from vocmatch.render.html import html_report
 from vocmatch.render.terminal import worst_first
 

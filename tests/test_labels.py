@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from vocmatch.core.model import Box, ImageAnnotation, SkippedFile
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import read_pair
 from vocmatch.evaluation.labels import (
     LabelClassResult,
     LabelDifficult,
     LabelEvaluation,
-    evaluate_labels,
+    evaluate_label_sets,
     label_sets,
 )
+from vocmatch.evaluation.scoring import read_pair
 from vocmatch.readers.parse import AnnotationSet
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "labels"
@@ -40,7 +40,7 @@ def annotation_set(
 @pytest.fixture
 def known() -> LabelEvaluation:
     """The fixture: GT {A,B,C}, {A,C}, {B,C}, {A,B,C}; predictions {B}, {A,B,C} x 3."""
-    return evaluate_labels(*read_pair(FIXTURE / "gt", FIXTURE / "pred"))
+    return evaluate_label_sets(*read_pair(FIXTURE / "gt", FIXTURE / "pred"))
 
 
 def test_known_answer_per_class_iou(known: LabelEvaluation) -> None:
@@ -98,7 +98,7 @@ def test_per_image_scores_of_small_sets(
 ) -> None:
     """An image with nothing there and nothing predicted scores 1.0; an empty side against a
     non-empty one scores 0.0."""
-    result = evaluate_labels(
+    result = evaluate_label_sets(
         annotation_set(image("a", *gt_names)), annotation_set(image("a", *pred_names))
     )
     assert (result.images[0].jaccard, result.images[0].dice) == (jaccard, dice)
@@ -108,7 +108,7 @@ def test_both_empty_images_count_in_the_means_and_are_noted() -> None:
     """An empty image predicted empty adds 1.0 to the per-image means, nothing to any class."""
     gt = annotation_set(image("a", "cat"), image("b"))
     pred = annotation_set(image("a"), image("b"))
-    result = evaluate_labels(gt, pred)
+    result = evaluate_label_sets(gt, pred)
     assert result.mean_jaccard == 0.5
     assert result.exact_match == 0.5
     assert result.classes == (LabelClassResult("cat", tp=0, fp=0, fn=1, ignored=0, iou=0.0),)
@@ -119,7 +119,7 @@ def test_both_empty_images_count_in_the_means_and_are_noted() -> None:
 
 def test_all_images_empty_has_no_class_scores() -> None:
     """With no class anywhere, macro and micro IoU are undefined and every image scores 1.0."""
-    result = evaluate_labels(annotation_set(image("a")), annotation_set(image("a")))
+    result = evaluate_label_sets(annotation_set(image("a")), annotation_set(image("a")))
     assert result.classes == ()
     assert (result.macro_iou, result.micro_iou) == (None, None)
     assert (result.mean_jaccard, result.mean_dice, result.exact_match) == (1.0, 1.0, 1.0)
@@ -133,7 +133,7 @@ def test_missing_prediction_file_is_an_empty_set_and_listed(tmp_path: Path) -> N
     for name in ("sample_1", "sample_2"):
         (gt_dir / f"{name}.xml").write_bytes((FIXTURE / "gt" / f"{name}.xml").read_bytes())
     (pred_dir / "sample_2.xml").write_bytes((FIXTURE / "pred" / "sample_2.xml").read_bytes())
-    result = evaluate_labels(*read_pair(gt_dir, pred_dir))
+    result = evaluate_label_sets(*read_pair(gt_dir, pred_dir))
     assert result.missing_pred == ("sample_1",)
     first = result.images[0]
     assert (first.key, first.pred_path, first.pred) == ("sample_1", None, ())
@@ -149,7 +149,7 @@ def test_orphan_prediction_is_listed_and_not_evaluated() -> None:
     """A prediction file without ground truth adds no image and no false positive."""
     gt = annotation_set(image("a", "cat"))
     pred = annotation_set(image("a", "cat"), image("b", "dog"))
-    result = evaluate_labels(gt, pred)
+    result = evaluate_label_sets(gt, pred)
     assert result.orphan_pred == ("b.xml",)
     assert [i.key for i in result.images] == ["a"]
     assert [c.name for c in result.classes] == ["cat"]
@@ -161,7 +161,7 @@ def test_unreadable_file_leaves_its_image_out() -> None:
     broken = SkippedFile("pred/b.xml", "not well-formed XML", 3, key="b")
     gt = annotation_set(image("a", "cat"), image("b", "dog"))
     pred = annotation_set(image("a", "cat"), skipped=(broken,))
-    result = evaluate_labels(gt, pred)
+    result = evaluate_label_sets(gt, pred)
     assert [i.key for i in result.images] == ["a"]
     assert result.skipped == (broken,)
     assert result.missing_pred == ()
@@ -172,7 +172,7 @@ def test_names_differing_in_case_or_spaces_are_one_class() -> None:
     """Car, car and ' CAR ' are one class, named car; the merged spellings are noted."""
     gt = annotation_set(image("a", "Car", "dog"))
     pred = annotation_set(image("a", "car", " CAR "))
-    result = evaluate_labels(gt, pred)
+    result = evaluate_label_sets(gt, pred)
     assert result.images[0].gt == ("car", "dog")
     assert result.images[0].pred == ("car",)
     assert result.images[0].jaccard == 0.5
@@ -183,7 +183,7 @@ def test_class_only_predicted_counts_in_macro_iou() -> None:
     """A class never in the ground truth has IoU 0 and is averaged into the macro IoU."""
     gt = annotation_set(image("a", "cat"), image("b", "cat"))
     pred = annotation_set(image("a", "cat", "dog"), image("b", "cat"))
-    result = evaluate_labels(gt, pred)
+    result = evaluate_label_sets(gt, pred)
     assert [(c.name, c.gt, c.pred, c.iou) for c in result.classes] == [
         ("cat", 2, 2, 1.0),
         ("dog", 0, 1, 0.0),
@@ -224,7 +224,7 @@ def test_difficult_only_class_is_ignored_by_default(
     classification), unless difficult objects are counted."""
     gt = annotation_set(image("a", "cat", difficult=("dog",)))
     pred = annotation_set(image("a", "cat", "dog"))
-    result = evaluate_labels(gt, pred, difficult)
+    result = evaluate_label_sets(gt, pred, difficult)
     first = result.images[0]
     assert (first.gt, first.ignored, first.jaccard) == (gt_set, ignored, jaccard)
     assert first.extra == ()
@@ -235,7 +235,7 @@ def test_difficult_only_class_is_ignored_by_default(
 def test_difficult_only_class_not_predicted_is_not_missed() -> None:
     """Not predicting a class whose objects are all difficult costs nothing."""
     gt = annotation_set(image("a", "cat", difficult=("dog",)))
-    result = evaluate_labels(gt, annotation_set(image("a", "cat")))
+    result = evaluate_label_sets(gt, annotation_set(image("a", "cat")))
     assert result.images[0].missed == ()
     assert (result.fn, result.micro_iou) == (0, 1.0)
 
@@ -249,7 +249,7 @@ def test_scored_predictions_are_noted() -> None:
     """Scores do not filter predictions; a note says so."""
     gt = annotation_set(image("a", "cat"))
     scored = ImageAnnotation("a", "a.xml", (Box("cat", 0, 0, 1, 1, score=0.01),))
-    result = evaluate_labels(gt, annotation_set(scored))
+    result = evaluate_label_sets(gt, annotation_set(scored))
     assert result.micro_iou == 1.0
     assert result.notes == (
         "1 prediction carries a score; label sets count every prediction whatever its score",
@@ -259,7 +259,7 @@ def test_scored_predictions_are_noted() -> None:
 def test_unknown_difficult_convention_is_refused() -> None:
     """Only ignore and count are conventions for label sets."""
     with pytest.raises(InputError, match="difficult must be 'ignore' or 'count', got 'crowd'"):
-        evaluate_labels(annotation_set(), annotation_set(), "crowd")  # type: ignore[arg-type]
+        evaluate_label_sets(annotation_set(), annotation_set(), "crowd")  # type: ignore[arg-type]
 
 
 def test_results_are_frozen(known: LabelEvaluation) -> None:
@@ -290,8 +290,8 @@ def test_scores_are_bounded_and_symmetric(sets: tuple[AnnotationSet, AnnotationS
     """Every score lies in [0, 1], and swapping ground truth and predictions swaps FP and FN
     but changes no IoU, Jaccard or Dice."""
     gt, pred = sets
-    forward = evaluate_labels(gt, pred)
-    backward = evaluate_labels(pred, gt)
+    forward = evaluate_label_sets(gt, pred)
+    backward = evaluate_label_sets(pred, gt)
     for result in (forward, backward):
         for value in (result.macro_iou, result.micro_iou, result.mean_jaccard, result.mean_dice):
             assert value is None or 0.0 <= value <= 1.0
@@ -310,7 +310,7 @@ def test_scores_are_bounded_and_symmetric(sets: tuple[AnnotationSet, AnnotationS
 def test_predicting_the_ground_truth_scores_one(names: list[list[str]]) -> None:
     """Predictions equal to the ground truth give 1.0 everywhere (or no class score at all)."""
     gt = annotation_set(*(image(f"i{n}", *row) for n, row in enumerate(names)))
-    result = evaluate_labels(gt, gt)
+    result = evaluate_label_sets(gt, gt)
     assert result.mean_jaccard == result.mean_dice == result.exact_match == 1.0
     assert result.micro_iou in (1.0, None)
     assert result.macro_iou in (1.0, None)

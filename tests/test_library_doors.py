@@ -22,8 +22,8 @@ from vocmatch.cli.console import request_error
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.pipeline import EvalRequest
 from vocmatch.readers.parse import parse_annotation
+from vocmatch.run.evaluate import EvalRequest
 
 DEMO_GT = FIXTURES / "demo" / "gt"
 DEMO_PRED = FIXTURES / "demo" / "pred"
@@ -543,8 +543,8 @@ def test_the_command_lines_choices_are_the_librarys_names() -> None:
 
     from vocmatch.cli.eval_cmd import eval_command
     from vocmatch.core.protocol import DIFFICULT_RULES, INTERPOLATIONS, MATCH_RULES, PROTOCOLS
-    from vocmatch.pipeline_checks import GEOMETRIES, PRED_FORMATS
     from vocmatch.readers import pred_formats
+    from vocmatch.run.request_checks import GEOMETRIES, PRED_FORMATS
 
     known = {
         "protocol_name": set(PROTOCOLS),
@@ -567,7 +567,7 @@ def test_every_field_of_every_request_is_checked() -> None:
     """A field added to a request record is checked with the others, or this test names it."""
     import dataclasses
 
-    from vocmatch.pipeline_checks import CHECKED_FIELDS
+    from vocmatch.run.request_checks import CHECKED_FIELDS
 
     requests = [
         vocmatch.EvalRequest,

@@ -18,9 +18,9 @@ from tests.test_batch import assert_identical
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation import pair_space as pairs
-from vocmatch.evaluation.evaluate import evaluate
 from vocmatch.evaluation.pair_space import Block, PairSpace, Tile
 from vocmatch.evaluation.result import COCO_KEPT_VALUES
+from vocmatch.evaluation.scoring import evaluate
 from vocmatch.readers.parse import AnnotationSet
 
 
@@ -143,7 +143,7 @@ def test_dense_image_is_evaluated_in_bounded_memory(tmp_path: Path) -> None:
         "import json, sys, numpy as np\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from tests.test_pairs import one_image, overlapping\n"
-        "from vocmatch.evaluation.evaluate import evaluate\n"
+        "from vocmatch.evaluation.scoring import evaluate\n"
         "gt, pred = one_image(overlapping(6000, 1), overlapping(6000, 2), np.linspace(0, 1, 6000))\n"
         "scored = evaluate(gt, pred).summary\n"
         "from tests.oracle import without_scores\n"

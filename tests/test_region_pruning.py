@@ -24,8 +24,8 @@ from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation import engine
 from vocmatch.evaluation.engine import MatchedColumns, evaluate_matched
-from vocmatch.evaluation.evaluate import Evaluation
 from vocmatch.evaluation.pair_space import iou_floor
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
 

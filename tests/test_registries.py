@@ -136,14 +136,14 @@ def test_threshold_ranges_are_numpys_linspace_bit_for_bit(text: str) -> None:
 
 
 def test_the_output_formats_type_names_every_renderer() -> None:
-    from vocmatch.render.report import FORMATS, RENDERERS, OutputFormat
+    from vocmatch.render.outputs import FORMATS, RENDERERS, OutputFormat
 
     assert get_args(OutputFormat) == FORMATS
     assert all(name == renderer.name for name, renderer in RENDERERS.items())
 
 
 def test_merge_offers_every_format_eval_offers() -> None:
-    from vocmatch.render.report import FORMATS
+    from vocmatch.render.outputs import FORMATS
 
     assert command_choices("eval", "output_format") == set(FORMATS)
     assert command_choices("merge", "output_format") == command_choices("eval", "output_format")
@@ -151,13 +151,13 @@ def test_merge_offers_every_format_eval_offers() -> None:
 
 def test_the_report_format_help_names_every_renderer() -> None:
     from vocmatch.cli.options import REPORT_FORMAT_HELP
-    from vocmatch.render.report import RENDERERS
+    from vocmatch.render.outputs import RENDERERS
 
     assert all(f"{name}: " in REPORT_FORMAT_HELP for name in RENDERERS)
 
 
 def test_an_unknown_output_format_is_refused_with_the_known_ones() -> None:
-    from vocmatch.render.report import render_text
+    from vocmatch.render.outputs import render_text
 
     with pytest.raises(ValueError, match="expected one of table, json, csv, markdown, junit"):
         render_text(None, "html")  # type: ignore[arg-type]
@@ -179,7 +179,7 @@ def table_names(page: str, header: str) -> list[str]:
 def test_the_docs_tables_list_every_registered_name() -> None:
     """The pages that describe each protocol, prediction format and output format have one
     row for each, and none for a name that is not registered."""
-    from vocmatch.render.report import FORMATS
+    from vocmatch.render.outputs import FORMATS
 
     assert sorted(table_names("conventions.md", "preset")) == sorted(PROTOCOL_NAMES)
     assert table_names("inputs.md", "`--pred-format`") == list(PRED_FORMATS)

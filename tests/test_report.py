@@ -10,7 +10,7 @@ from rich.console import Console
 
 from vocmatch.cli.console import option_words
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.evaluate import evaluate_directories
+from vocmatch.evaluation.scoring import evaluate_directories
 from vocmatch.render.terminal import ReportOptions, render, summary_table, worst_first
 
 

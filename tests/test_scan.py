@@ -24,7 +24,7 @@ from tests.conftest import ROOT
 from tests.test_batch import assert_identical, assert_same_columns
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.evaluate import evaluate
+from vocmatch.evaluation.scoring import evaluate
 from vocmatch.readers import scan, scan_pure
 from vocmatch.readers.parse import parse_annotation, read_directory
 from vocmatch.readers.scan import columns_from_annotations, read_columns

@@ -18,9 +18,9 @@ from vocmatch.errors import StateError
 from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evaluation.state import read_state, write_state
-from vocmatch.pipeline import EvalRequest, evaluate, read_states, shard_state
-from vocmatch.pipeline_shards import run_digest
-from vocmatch.render.report import FORMATS, render_text
+from vocmatch.render.outputs import FORMATS, render_text
+from vocmatch.run.evaluate import EvalRequest, evaluate, read_states, shard_state
+from vocmatch.run.shard_states import run_digest
 
 DEMO = FIXTURES / "demo"
 RUN = "0" * 64

@@ -15,9 +15,9 @@ from tests.test_api import PRED_FORMATS, converted, inputs_of  # noqa: F401  (a 
 from tests.test_batch import assert_identical
 from vocmatch.cli import EXIT_SKIPPED
 from vocmatch.errors import InputError
-from vocmatch.pipeline import EvalRequest, Inputs, read_inputs, shard_state
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.readers.shards import shard_keys
+from vocmatch.run.evaluate import EvalRequest, Inputs, read_inputs, shard_state
 
 DEMO = FIXTURES / "demo"
 KEYS = [f"street_0{i}" for i in range(1, 7)]
@@ -272,7 +272,7 @@ def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path)
     """The library's merge: shard states saved and read back in another order give the
     single run's evaluation, the files each shard skipped and the threshold's note
     included."""
-    from vocmatch.pipeline import evaluate, read_states
+    from vocmatch.run.evaluate import evaluate, read_states
 
     data = tmp_path / "data"
     shutil.copytree(DEMO, data)
@@ -297,7 +297,7 @@ def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path)
 
 
 def test_read_states_needs_a_state() -> None:
-    from vocmatch.pipeline import read_states
+    from vocmatch.run.evaluate import read_states
 
     with pytest.raises(InputError, match=r"^no evaluator state to merge$"):
         read_states([])
@@ -313,7 +313,7 @@ def test_read_states_needs_a_state() -> None:
 def test_read_states_takes_a_list_of_paths(paths: Any, message: str) -> None:
     """An item of the list that is not a path is an InputError, not a TypeError (one path
     given for the list: tests/test_state_files.py)."""
-    from vocmatch.pipeline import read_states
+    from vocmatch.run.evaluate import read_states
 
     with pytest.raises(InputError) as caught:
         read_states(paths)
@@ -324,7 +324,7 @@ def test_read_states_gives_the_prediction_files_without_ground_truth(tmp_path: P
     """A prediction file of no ground-truth image and a damaged one: the first shard alone
     reads them, whether it reads its own files or is given columns read whole, and the
     merged states report them as the single run does."""
-    from vocmatch.pipeline import evaluate, read_states
+    from vocmatch.run.evaluate import evaluate, read_states
 
     data = tmp_path / "data"
     shutil.copytree(DEMO, data)

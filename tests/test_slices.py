@@ -15,7 +15,7 @@ from vocmatch.core.model import Box
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError
 from vocmatch.evaluation.engine import evaluate_matched
-from vocmatch.evaluation.evaluate import evaluate
+from vocmatch.evaluation.scoring import evaluate
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evidence.gates import check_gates, parse_gate
 from vocmatch.evidence.slices import (

@@ -15,7 +15,7 @@ from vocmatch.core.model import Box
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evaluation.thresholds import (
     ScoreThresholds,
     operating_point,

@@ -20,36 +20,36 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from vocmatch.version import __version__
 
 #: Each public name and the module that defines it.
 _WHERE = {
     # whole runs
-    "evaluate": "vocmatch.pipeline",
-    "EvalRequest": "vocmatch.pipeline",
-    "EvalReport": "vocmatch.evidence.report",
-    "Evidence": "vocmatch.evidence.report",
-    "compare": "vocmatch.pipeline_diff",
-    "DiffRequest": "vocmatch.pipeline_diff",
-    "DiffReport": "vocmatch.pipeline_diff",
-    "find_suspects": "vocmatch.pipeline_suspects",
-    "SuspectsRequest": "vocmatch.pipeline_suspects",
-    "operating_thresholds": "vocmatch.pipeline",
-    "evaluate_labels": "vocmatch.pipeline_labels",
-    "LabelsRequest": "vocmatch.pipeline_labels",
+    "evaluate": "vocmatch.run.evaluate",
+    "EvalRequest": "vocmatch.run.evaluate",
+    "EvalReport": "vocmatch.evidence.run_report",
+    "Evidence": "vocmatch.evidence.run_report",
+    "compare": "vocmatch.run.compare",
+    "DiffRequest": "vocmatch.run.compare",
+    "DiffReport": "vocmatch.run.compare",
+    "find_suspects": "vocmatch.run.find_suspects",
+    "SuspectsRequest": "vocmatch.run.find_suspects",
+    "operating_thresholds": "vocmatch.run.evaluate",
+    "evaluate_labels": "vocmatch.run.evaluate_labels",
+    "LabelsRequest": "vocmatch.run.evaluate_labels",
     "LabelEvaluation": "vocmatch.evaluation.labels",
     # evaluation state: arrays in, shards merged exactly
     "Evaluator": "vocmatch.evaluation.incremental",
-    "evaluator_for": "vocmatch.pipeline_shards",
-    "read_states": "vocmatch.pipeline_shards",
+    "evaluator_for": "vocmatch.run.shard_states",
+    "read_states": "vocmatch.run.shard_states",
     # outputs
-    "render_text": "vocmatch.render.report",
-    "render_html": "vocmatch.render.report",
-    "render_labels_text": "vocmatch.render.report",
-    "TableOptions": "vocmatch.render.report",
+    "render_text": "vocmatch.render.outputs",
+    "render_html": "vocmatch.render.outputs",
+    "render_labels_text": "vocmatch.render.outputs",
+    "TableOptions": "vocmatch.render.outputs",
     # the parts
-    "evaluate_directories": "vocmatch.evaluation.evaluate",
-    "Evaluation": "vocmatch.evaluation.evaluate",
+    "evaluate_directories": "vocmatch.evaluation.scoring",
+    "Evaluation": "vocmatch.evaluation.scoring",
     "protocol": "vocmatch.core.protocol",
     "Conventions": "vocmatch.core.protocol",
     "iou_matrix": "vocmatch.core.iou",
@@ -130,27 +130,27 @@ if TYPE_CHECKING:
         VocmatchError,
         VocmatchWarning,
     )
-    from vocmatch.evaluation.evaluate import Evaluation, evaluate_directories
     from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evaluation.labels import LabelEvaluation
-    from vocmatch.evidence.report import EvalReport, Evidence
-    from vocmatch.pipeline import (
+    from vocmatch.evaluation.scoring import Evaluation, evaluate_directories
+    from vocmatch.evidence.run_report import EvalReport, Evidence
+    from vocmatch.readers.parse import AnnotationSet
+    from vocmatch.render.outputs import (
+        TableOptions,
+        render_html,
+        render_labels_text,
+        render_text,
+    )
+    from vocmatch.run.compare import DiffReport, DiffRequest, compare
+    from vocmatch.run.evaluate import (
         EvalRequest,
         evaluate,
         evaluator_for,
         operating_thresholds,
         read_states,
     )
-    from vocmatch.pipeline_diff import DiffReport, DiffRequest, compare
-    from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
-    from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
-    from vocmatch.readers.parse import AnnotationSet
-    from vocmatch.render.report import (
-        TableOptions,
-        render_html,
-        render_labels_text,
-        render_text,
-    )
+    from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
+    from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 
 
 def __getattr__(name: str) -> Any:

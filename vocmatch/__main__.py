@@ -40,7 +40,7 @@ def _print_version() -> bool:
         Whether the whole line was written; when stdout is closed or cannot take it, the
         command line runs as usual and says so as it does for any output.
     """
-    from vocmatch import __version__
+    from vocmatch.version import __version__
 
     if sys.stdout is None or sys.stdout is not sys.__stdout__:
         return False  # closed, or redirected inside this process: click's path says so

@@ -14,17 +14,17 @@ from typing import Any
 
 import click
 
-from vocmatch import __version__
 from vocmatch.cli.console import echo_err, show_usage_error, show_warning
 from vocmatch.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
 from vocmatch.cli.runtime import (
-    _STOP_SIGNALS,
+    STOP_SIGNALS,
     Interrupted,
     Stopped,
-    _ignore_further_signals,
     guard_standard_streams,
+    ignore_further_signals,
     install_signal_handlers,
 )
+from vocmatch.version import __version__
 
 
 class RichHelpCommand(click.Command):
@@ -160,14 +160,14 @@ def run(handle_interrupt: bool | None = None) -> None:
             show_usage_error(error)
             code = EXIT_USAGE
     except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):
-        _ignore_further_signals()
+        ignore_further_signals()
         # On a terminal the echoed ^C has no newline after it.
         start = "\n" if err.isatty() else ""
         click.echo(f"{start}vocmatch: interrupted", err=True)
         code = EXIT_INTERRUPTED
     except Stopped as stopped:
         name = signal.Signals(stopped.signum).name
-        click.echo(f"vocmatch: {_STOP_SIGNALS.get(name, name)}", err=True)
+        click.echo(f"vocmatch: {STOP_SIGNALS.get(name, name)}", err=True)
         code = 128 + stopped.signum
     code = code if isinstance(code, int) else EXIT_OK
     out.flush()

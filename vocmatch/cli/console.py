@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import GateReport
 
 E = TypeVar("E", "Evaluation", "LabelEvaluation")
@@ -61,7 +61,7 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     wrapped at rich's 80-column default. Never narrower than the content's narrowest form: a
     class name is not broken inside a word, a line is longer than the terminal instead.
     """
-    from vocmatch.render.report import content_width, widest_width
+    from vocmatch.render.outputs import content_width, widest_width
 
     # As rich reads it: COLUMNS that is empty or no number is not set.
     columns_set = os.environ.get("COLUMNS", "").strip().isdigit()
@@ -75,7 +75,7 @@ def print_report(console: Console, renderable: RenderableType) -> None:
     # Piped or redirected: no line ends in the spaces rich pads titles and grids with.
     with console.capture() as captured:
         console.print(renderable)
-    from vocmatch.render.report import without_trailing_spaces
+    from vocmatch.render.outputs import without_trailing_spaces
 
     console.file.write(without_trailing_spaces(captured.get()))
     console.file.flush()
@@ -83,7 +83,7 @@ def print_report(console: Console, renderable: RenderableType) -> None:
 
 def report_text(renderable: RenderableType) -> str:
     """A report as plain text at the content's own width (for ``--output`` files)."""
-    from vocmatch.render.report import plain_text
+    from vocmatch.render.outputs import plain_text
 
     return plain_text(renderable)
 

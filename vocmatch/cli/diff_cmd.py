@@ -43,16 +43,16 @@ from vocmatch.cli.options import (
     score_threshold_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
-from vocmatch.pipeline_diff import DiffRequest, compare
 from vocmatch.readers.formats import prediction_format
+from vocmatch.run.compare import DiffRequest, compare
 
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
     from vocmatch.evidence.diff import RegressionGate
-    from vocmatch.pipeline import Geometry, PredFormat
-    from vocmatch.pipeline_diff import DiffReport
+    from vocmatch.run.compare import DiffReport
+    from vocmatch.run.evaluate import Geometry, PredFormat
 
 
 @main.command("diff")

@@ -13,6 +13,13 @@ import click
 from click.core import ParameterSource
 
 from vocmatch.cli.app import main
+from vocmatch.cli.cluster import (
+    InputLocation,
+    dask_option,
+    evaluate_on_cluster,
+    read_remote_inputs,
+    uses_remote_reading,
+)
 from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
     check_outputs,
@@ -29,13 +36,6 @@ from vocmatch.cli.console import (
     save_text,
     stdout_console,
     xml_folders,
-)
-from vocmatch.cli.distributed import (
-    InputLocation,
-    dask_option,
-    evaluate_on_cluster,
-    read_remote_inputs,
-    uses_remote_reading,
 )
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
@@ -68,14 +68,14 @@ from vocmatch.cli.params import (
 )
 from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
-from vocmatch.pipeline import (
+from vocmatch.readers.formats import prediction_format
+from vocmatch.render.outputs import RENDERERS, TableOptions
+from vocmatch.run.evaluate import (
     EvalRequest,
     Geometry,
     PredFormat,
     evaluate,
 )
-from vocmatch.readers.formats import prediction_format
-from vocmatch.render.report import RENDERERS, TableOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -84,8 +84,8 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.readers.scan import ColumnSet
@@ -366,10 +366,10 @@ def labels_eval(
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
-    from vocmatch.pipeline_labels import LabelsRequest, evaluate_labels
     from vocmatch.render.label_tables import label_summary, render_labels
-    from vocmatch.render.report import render_labels_text
+    from vocmatch.render.outputs import render_labels_text
     from vocmatch.render.terminal import ReportOptions
+    from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
 
     reject_box_options(click.get_current_context())
     if output_format not in ("table", "json"):

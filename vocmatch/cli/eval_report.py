@@ -25,8 +25,8 @@ from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.errors import VocmatchWarning
 
 if TYPE_CHECKING:
-    from vocmatch.evidence.report import EvalReport
-    from vocmatch.render.report import TableOptions
+    from vocmatch.evidence.run_report import EvalReport
+    from vocmatch.render.outputs import TableOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def finish_report(
 
         save_text(files.classes_csv, to_csv_classes(report.evaluation))
     if files.thresholds is not None:
-        from vocmatch.pipeline import operating_thresholds
+        from vocmatch.run.evaluate import operating_thresholds
 
         save_text(files.thresholds, operating_thresholds(report))
     if files.html is not None:
@@ -77,7 +77,7 @@ def show_eval_report(
     """The report on stdout, or in ``output`` with the summary on the terminal."""
     # The table's modules (rich, vocmatch.render.terminal) are imported only for the outputs
     # that need them: JSON on stdout starts a tenth of a second sooner without them.
-    from vocmatch.render.report import render_table, render_text
+    from vocmatch.render.outputs import render_table, render_text
 
     if output_format != "table":
         text = render_text(report, output_format)  # type: ignore[arg-type]  # click's choices
@@ -103,7 +103,7 @@ def html_text(report: EvalReport, images_dir: Path | None) -> str:
     read is named on stderr and its overlay drawn blank."""
     # Imported here: the HTML report needs Jinja2 and Pillow, which other runs never load.
     from vocmatch.render.html import read_pictures
-    from vocmatch.render.report import render_html
+    from vocmatch.render.outputs import render_html
 
     pictures = None
     if images_dir is not None and report.gt is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vocmatch.cli.console import xml_folders
 from vocmatch.files import InputFolder
-from vocmatch.pipeline import PredFormat, prediction_suffixes
+from vocmatch.run.evaluate import PredFormat, prediction_suffixes
 
 
 def prediction_inputs(pred_dir: Path, pred_format: PredFormat) -> list[InputFolder]:

@@ -42,12 +42,12 @@ from vocmatch.cli.params import (
     shown_value,
 )
 from vocmatch.limits import MAX_STATE_BYTES
-from vocmatch.render.report import TableOptions
+from vocmatch.render.outputs import TableOptions
 
 if TYPE_CHECKING:
     from vocmatch.evidence.gates import Gate
-    from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.evaluate import EvalRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,7 +177,7 @@ def save_shard(
     reports them (the state holds the images that were read). The per-image limits
     (``--max-fp``, ``--max-fn``) are checked on the shard's images: exit 1 when one is
     over, once the state is saved."""
-    from vocmatch.pipeline_shards import shard_state
+    from vocmatch.run.shard_states import shard_state
 
     with library_errors(), progress_display(quiet) as progress:
         state = shard_state(
@@ -246,7 +246,7 @@ def merge_command(
     could not read (exit 3) and the prediction files without a ground-truth file are
     reported as one run reports them.
     """
-    from vocmatch.pipeline_shards import read_states
+    from vocmatch.run.shard_states import read_states
 
     if html_file is not None:
         raise click.UsageError(

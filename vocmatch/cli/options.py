@@ -24,7 +24,7 @@ from vocmatch.cli.params import (
 from vocmatch.core.protocol import PRESETS, PROTOCOL_NAMES
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
-from vocmatch.render.report import FORMATS, RENDERERS
+from vocmatch.render.outputs import FORMATS, RENDERERS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -50,7 +50,7 @@ G = TypeVar("G")
 
 def report_format_option(function: F) -> F:
     """``--format`` of a command that writes an evaluation's report: every text format
-    (:data:`vocmatch.render.report.RENDERERS`)."""
+    (:data:`vocmatch.render.outputs.RENDERERS`)."""
     return format_option(list(FORMATS), REPORT_FORMAT_HELP)(function)
 
 

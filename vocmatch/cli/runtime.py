@@ -15,6 +15,18 @@ from vocmatch.files import remove_temporary_files
 if TYPE_CHECKING:
     pass
 
+__all__ = [
+    "STOP_SIGNALS",
+    "GuardedStream",
+    "Interrupted",
+    "Stopped",
+    "guard_standard_streams",
+    "ignore_further_signals",
+    "install_signal_handlers",
+    "interrupt",
+    "stop",
+]
+
 
 class Interrupted(BaseException):
     """Ctrl-C, raised instead of KeyboardInterrupt so that it passes click's own handler
@@ -36,13 +48,13 @@ class Stopped(BaseException):
 
 #: The signals that stop a run, each with its exit code (128 + the signal number, as a
 #: shell reports a process that a signal ended) and its line on stderr.
-_STOP_SIGNALS = {"SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
+STOP_SIGNALS = {"SIGTERM": "terminated (SIGTERM)", "SIGHUP": "hung up (SIGHUP)"}
 
 
-def _ignore_further_signals() -> None:
+def ignore_further_signals() -> None:
     """While the run cleans up after the first signal, a second one must not cut the
     clean-up short (workers left running, a temporary file left behind); it is bounded."""
-    for name in ("SIGINT", *_STOP_SIGNALS):
+    for name in ("SIGINT", *STOP_SIGNALS):
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) in (interrupt, stop):
             signal.signal(number, signal.SIG_IGN)
@@ -51,14 +63,14 @@ def _ignore_further_signals() -> None:
 def interrupt(signum: int, frame: FrameType | None) -> None:
     """The SIGINT handler :func:`run` installs: the files being written are left as they
     were (their temporary files removed, :func:`vocmatch.files.remove_temporary_files`)."""
-    _ignore_further_signals()
+    ignore_further_signals()
     remove_temporary_files()
     raise Interrupted
 
 
 def stop(signum: int, frame: FrameType | None) -> None:
     """The SIGTERM and SIGHUP handler :func:`run` installs; as :func:`interrupt`."""
-    _ignore_further_signals()
+    ignore_further_signals()
     remove_temporary_files()
     raise Stopped(signum)
 
@@ -203,7 +215,7 @@ def install_signal_handlers(handle_interrupt: bool) -> None:
     parent set to be ignored (``nohup``, a background job of a script) stays ignored."""
     if handle_interrupt:
         signal.signal(signal.SIGINT, interrupt)
-    for name in _STOP_SIGNALS:
+    for name in STOP_SIGNALS:
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) not in (signal.SIG_IGN, None):
             signal.signal(number, stop)

@@ -34,12 +34,12 @@ from vocmatch.cli.options import (
 from vocmatch.cli.params import FiniteFloatRange, InputPath
 from vocmatch.errors import OutputError
 from vocmatch.files import check_output
-from vocmatch.pipeline_suspects import SuspectsRequest, find_suspects
+from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectReport
-    from vocmatch.pipeline import Geometry, PredFormat
     from vocmatch.readers.parse import AnnotationSet
+    from vocmatch.run.evaluate import Geometry, PredFormat
 
 
 def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vocmatch import __version__
 from vocmatch.core.geometry import pair_overlap, polygon_problem
 from vocmatch.core.iou import (
     box_area,
@@ -39,6 +38,7 @@ from vocmatch.core.iou import (
 )
 from vocmatch.core.model import Box, Point, Polygon
 from vocmatch.core.numbers import read_number
+from vocmatch.version import __version__
 
 __all__ = [
     "SWEEP",

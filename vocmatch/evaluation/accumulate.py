@@ -41,6 +41,7 @@ __all__ = [
     "class_ranking",
     "class_results",
     "coco_area",
+    "segment_starts",
 ]
 
 _MAX_DETS = (1, 10, 100)  # pycocotools' maxDets
@@ -50,7 +51,7 @@ IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _segment_starts(keys: IntArray, n: int) -> IntArray:
+def segment_starts(keys: IntArray, n: int) -> IntArray:
     """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
 
@@ -58,7 +59,7 @@ def _segment_starts(keys: IntArray, n: int) -> IntArray:
 def _ranked(
     matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
 ) -> tuple[BoolArray, FloatArray]:
-    # As vocmatch.evaluation.evaluate._ranked: predictions in (image, rank) order, ignored ones out,
+    # As vocmatch.evaluation.scoring._ranked: predictions in (image, rank) order, ignored ones out,
     # then a stable sort by descending score. ``order`` is that stable sort of all of them;
     # filtering it gives the stable sort of the kept ones.
     selected = order[~ignored[order]]
@@ -95,7 +96,7 @@ def class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> ClassR
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
     # rank).
     order = np.argsort(label, kind="stable").astype(np.int32)
-    starts = _segment_starts(label[order], n_classes)
+    starts = segment_starts(label[order], n_classes)
     return ClassRanking(order, starts, _rankings(by_score, label, order, starts))
 
 
@@ -160,7 +161,7 @@ def _coco_accumulate_sparse(
     ranked_out: BoolArray,
     hits: _Hits,
 ) -> tuple[FloatArray, FloatArray]:
-    """:func:`vocmatch.evaluation.evaluate.coco_accumulate` from the matched predictions alone.
+    """:func:`vocmatch.evaluation.scoring.coco_accumulate` from the matched predictions alone.
 
     An unmatched prediction counts (as an FP) exactly when it lies inside the area range,
     whatever the threshold; so the counted predictions up to a place are those inside the

@@ -1,5 +1,5 @@
 """The columns of a part of the images as bytes: what a Dask task sends back when the client
-needs the boxes themselves (:func:`vocmatch.evaluation.distributed.columns_on_dask`, for
+needs the boxes themselves (:func:`vocmatch.evaluation.on_dask.columns_on_dask`, for
 reports that draw or re-read them), rather than match records.
 
 The file is the container of :mod:`vocmatch.evaluation.state` (JSON header, raw little-endian
@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import StateError
-from vocmatch.evaluation.incremental import _ARRAYS, Evaluator, _columns, _Images
+from vocmatch.evaluation.incremental import COLUMN_ARRAYS, Evaluator, ImageColumns, column_sets
 from vocmatch.evaluation.state import RawState, read_state, write_state
-from vocmatch.evaluation.state_records import _narrowest_float, _narrowest_int
+from vocmatch.evaluation.state_records import narrowest_float, narrowest_int
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["COLUMNS_MAGIC", "columns_of_parts", "part_bytes"]
@@ -40,16 +40,16 @@ def part_bytes(gt: ColumnSet, pred: ColumnSet) -> bytes:
     evaluator = Evaluator()
     evaluator._match_batch = sys.maxsize  # the columns themselves are sent: never matched
     evaluator.add_columns(gt, pred)
-    images = _Images.join(evaluator._parts)
+    images = ImageColumns.join(evaluator._parts)
     arrays: dict[str, npt.NDArray[Any]] = {
-        "gt_count": _narrowest_int(images.gt_count),
-        "pred_count": _narrowest_int(images.pred_count),
-        "gt_boxes": _narrowest_float(images.gt_boxes),
-        "gt_labels": _narrowest_int(images.gt_labels),
+        "gt_count": narrowest_int(images.gt_count),
+        "pred_count": narrowest_int(images.pred_count),
+        "gt_boxes": narrowest_float(images.gt_boxes),
+        "gt_labels": narrowest_int(images.gt_labels),
         "gt_difficult": images.gt_difficult.astype(np.uint8),
-        "pred_boxes": _narrowest_float(images.pred_boxes),
-        "pred_scores": _narrowest_float(images.pred_scores),
-        "pred_labels": _narrowest_int(images.pred_labels),
+        "pred_boxes": narrowest_float(images.pred_boxes),
+        "pred_scores": narrowest_float(images.pred_scores),
+        "pred_labels": narrowest_int(images.pred_labels),
     }
     header = {
         "names": list(evaluator._names),
@@ -76,13 +76,13 @@ def columns_of_parts(parts: Sequence[bytes], sources: Sequence[str]) -> tuple[Co
         part_names, images = _read_part(data, source)
         remap = np.array([names.setdefault(n, len(names)) for n in part_names], dtype=np.int64)
         found.append(_relabelled(images, remap))
-    images = _Images.join(found)
+    images = ImageColumns.join(found)
     if len(set(images.keys)) != len(images.keys):
         raise StateError("the parts share images")
-    return _columns(images, tuple(names))
+    return column_sets(images, tuple(names))
 
 
-def _relabelled(images: _Images, remap: npt.NDArray[np.int64]) -> _Images:
+def _relabelled(images: ImageColumns, remap: npt.NDArray[np.int64]) -> ImageColumns:
     from dataclasses import replace
 
     if not remap.size:
@@ -90,7 +90,7 @@ def _relabelled(images: _Images, remap: npt.NDArray[np.int64]) -> _Images:
     return replace(images, gt_labels=remap[images.gt_labels], pred_labels=remap[images.pred_labels])
 
 
-def _read_part(data: bytes, source: str) -> tuple[list[str], _Images]:
+def _read_part(data: bytes, source: str) -> tuple[list[str], ImageColumns]:
     raw = read_state(data, source, COLUMNS_MAGIC, COLUMNS_VERSION)
     header = raw.header
     names, keys = header.get("names"), header.get("keys")
@@ -107,8 +107,11 @@ def _read_part(data: bytes, source: str) -> tuple[list[str], _Images]:
     if len(set(keys)) != len(keys) or len(set(names)) != len(names):
         raise StateError(f"{source}: corrupted header (an image key or class repeats)")
     images = _checked_images(raw.arrays, tuple(keys), len(names), source)
-    return names, _Images(
-        tuple(keys), tuple(gt_paths), tuple(pred_paths), *(getattr(images, n) for n in _ARRAYS)
+    return names, ImageColumns(
+        tuple(keys),
+        tuple(gt_paths),
+        tuple(pred_paths),
+        *(getattr(images, n) for n in COLUMN_ARRAYS),
     )
 
 
@@ -118,10 +121,12 @@ def _is_str_list(value: object) -> TypeGuard[list[str]]:
 
 def _checked_images(
     arrays: Mapping[str, npt.NDArray[Any]], keys: tuple[str, ...], n_names: int, source: str
-) -> _Images:
+) -> ImageColumns:
     """The images of a part's arrays, each checked against the others and the header."""
-    if set(arrays) != set(_ARRAYS):
-        raise StateError(f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(_ARRAYS)})")
+    if set(arrays) != set(COLUMN_ARRAYS):
+        raise StateError(
+            f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(COLUMN_ARRAYS)})"
+        )
     kinds = {
         "gt_count": "u", "pred_count": "u", "gt_labels": "u", "pred_labels": "u",
         "gt_difficult": "u", "gt_boxes": "f", "pred_boxes": "f", "pred_scores": "f",
@@ -156,7 +161,7 @@ def _checked_images(
             raise StateError(f"{source}: array {name!r} holds values that are not finite")
     if np.isinf(arrays["pred_scores"]).any():
         raise StateError(f"{source}: array 'pred_scores' holds infinite values")
-    return _Images(
+    return ImageColumns(
         keys,
         keys,
         (None,) * len(keys),

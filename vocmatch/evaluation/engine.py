@@ -1,8 +1,8 @@
 """The evaluator on columns: every image and class matched at once with numpy.
 
-:func:`vocmatch.evaluation.evaluate.evaluate` walks image by image and class by class, which
+:func:`vocmatch.evaluation.scoring.evaluate` walks image by image and class by class, which
 reads like the definitions and serves as the reference. This module computes the same
-:class:`~vocmatch.evaluation.evaluate.Evaluation` from :class:`~vocmatch.readers.scan.ColumnSet`
+:class:`~vocmatch.evaluation.scoring.Evaluation` from :class:`~vocmatch.readers.scan.ColumnSet`
 columns without a Python loop per image-class pair:
 
 * every ground-truth/prediction pair of the same image and class is listed once, and its IoU
@@ -46,8 +46,13 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
 from vocmatch.evaluation.pair_space import PairSpace, iou_floor
-from vocmatch.evaluation.per_class import _AREA_NAMES, _class_ap, _class_results, _coco
-from vocmatch.evaluation.per_image import _image_counts, _image_results, _matches
+from vocmatch.evaluation.per_class import (
+    AREA_NAMES,
+    build_class_results,
+    coco_numbers,
+    per_class_ap,
+)
+from vocmatch.evaluation.per_image import build_image_results, per_box_matches, per_image_counts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
@@ -59,26 +64,32 @@ from vocmatch.evaluation.result import (
     shape_notes,
 )
 from vocmatch.evaluation.stage_inputs import (
-    _Areas,
-    _Counted,
-    _GroundTruth,
-    _Levels,
-    _Paired,
-    _Predictions,
-    _Prepared,
-    _Scores,
-    _scores,
-    _Selection,
+    Areas,
+    Counted,
+    IouLevels,
+    Paired,
+    Prepared,
+    RankingScores,
+    Selection,
+    SortedGroundTruth,
+    SortedPredictions,
+    ranking_scores,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
     "MatchedColumns",
+    "count_outcomes",
+    "distinct_count",
     "evaluate_columns",
     "evaluate_matched",
     "fold_columns",
     "orphan_files",
+    "pair_and_match",
+    "prepare_cells",
+    "select_images",
+    "suspicious_boxes",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -206,8 +217,8 @@ def evaluate_matched(
     return evaluation, (found[0] if found else None)
 
 
-def _suspicious(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
-    """Boxes that :func:`vocmatch.evaluation.evaluate.input_notes` might remark on (a superset)."""
+def suspicious_boxes(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
+    """Boxes that :func:`vocmatch.evaluation.scoring.input_notes` might remark on (a superset)."""
     odd = np.zeros(boxes.shape[0], dtype=bool)
     # Rows of the few odd values (faster than .any(axis=1) over every box).
     odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
@@ -229,7 +240,7 @@ def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) ->
     return np.argsort(key)
 
 
-def _distinct(values: IntArray) -> int:
+def distinct_count(values: IntArray) -> int:
     """How many distinct non-negative integers ``values`` holds (counted: ``np.unique``
     would import ``numpy.ma`` on every run, 10-15 ms)."""
     return int(np.count_nonzero(np.bincount(values))) if values.size else 0
@@ -251,21 +262,21 @@ def evaluate_columns(
     matched: Callable[[MatchedColumns], None] | None = None,
     score_thresholds: ScoreThresholds | None = None,
 ) -> Evaluation:
-    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.evaluate.evaluate` on
+    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.scoring.evaluate` on
     the same files, number for number.
 
     The evaluation runs in stages, each a function given and giving small records: select
-    the images and boxes (:func:`_select`), sort them into image-class cells
-    (:func:`_prepare`), pair and match (:func:`_pair_and_match`), pycocotools' numbers
+    the images and boxes (:func:`select_images`), sort them into image-class cells
+    (:func:`prepare_cells`), pair and match (:func:`pair_and_match`), pycocotools' numbers
     (:func:`~vocmatch.evaluation.per_class._coco`), the outcome at the IoU threshold
-    (:func:`_counted`), per-image results (:mod:`vocmatch.evaluation.per_image`) and per-class
+    (:func:`count_outcomes`), per-image results (:mod:`vocmatch.evaluation.per_image`) and per-class
     results (:mod:`vocmatch.evaluation.per_class`).
 
     Args:
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
         pred: Predictions read the same way.
         conventions: The protocol; defaults to ``protocol("default")``.
-        keep_matches: Build the per-box :class:`~vocmatch.evaluation.evaluate.Match` records of
+        keep_matches: Build the per-box :class:`~vocmatch.evaluation.scoring.Match` records of
             every image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
         progress: Told each stage as it starts (selecting and sorting the boxes, pairing,
@@ -291,7 +302,7 @@ def evaluate_columns(
     if fold_case:
         gt, pred = fold_columns(gt), fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
-    selection = _select(gt, pred)
+    selection = select_images(gt, pred)
     if score_thresholds and not selection.scored and selection.pred_rows.size:
         raise InputError(
             f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
@@ -300,7 +311,7 @@ def evaluate_columns(
     notes = [*_notes(gt, pred, selection, conv), *names_note]
     notes += shape_notes(_shapes_evaluated(gt, pred, selection), conv)
     stage("sorting boxes")
-    prepared, by_score = _prepare(gt, pred, selection, conv, score_thresholds)
+    prepared, by_score = prepare_cells(gt, pred, selection, conv, score_thresholds)
     # The sorted predictions hold rows and images from here on (as int32): the selection's
     # int64 copies, the size of the predictions, are let go.
     # (New empty arrays: an empty slice would be a view holding the whole buffer.)
@@ -310,33 +321,33 @@ def evaluate_columns(
         pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
     )
     stage("pairing boxes")
-    paired = _pair_and_match(prepared, by_score, stage)
+    paired = pair_and_match(prepared, by_score, stage)
     del by_score
     # Continuous areas (a shape's own region's), as COCO's area ranges read them.
-    areas = _Areas(*paired.scan.space.region_areas())
+    areas = Areas(*paired.scan.space.region_areas())
     coco = coco_class_ap = None
     if conv.summary == "coco" and prepared.scored:
-        coco, coco_class_ap = _coco(prepared, paired, areas, stage)
+        coco, coco_class_ap = coco_numbers(prepared, paired, areas, stage)
         if not _coco_class_ap_reusable(conv, areas):
             coco_class_ap = None
     elif conv.summary == "coco":
-        for name in _AREA_NAMES:
+        for name in AREA_NAMES:
             stage(f"COCO area {name}")
     # The scores are gathered again after pycocotools' numbers, which do not read them:
     # one array of every prediction less while those are computed.
-    scores = _Scores.of(prepared)
+    scores = RankingScores.of(prepared)
     if matched is not None:
         matched(_matched_columns(prepared, selection, paired, areas, scores))
     del areas
-    counted = _counted(prepared, paired.matching, scores)
+    counted = count_outcomes(prepared, paired.matching, scores)
     n_images = len(selection.images)
-    counts = _image_counts(prepared, paired.matching, counted, n_images)
+    counts = per_image_counts(prepared, paired.matching, counted, n_images)
     stage("per-image results")
-    records = _matches(prepared, paired, counted, n_images) if keep_matches else None
-    image_results = _image_results(prepared, selection, counts, records)
+    records = per_box_matches(prepared, paired, counted, n_images) if keep_matches else None
+    image_results = build_image_results(prepared, selection, counts, records)
     stage("AP per class")
-    ap_values = _class_ap(prepared, paired, counted, scores.kept, coco_class_ap)
-    classes = _class_results(prepared, paired.ranking, counted, scores.kept, ap_values)
+    ap_values = per_class_ap(prepared, paired, counted, scores.kept, coco_class_ap)
+    classes = build_class_results(prepared, paired.ranking, counted, scores.kept, ap_values)
     stage.done()
     return finish(
         conv, image_results, classes, coco, selection.skipped, selection.missing,
@@ -351,7 +362,7 @@ class _Stages:
 
     def __init__(self, progress: StageProgress | None, coco_summary: bool) -> None:
         self._progress = progress
-        self._total = 6 + (len(_AREA_NAMES) if coco_summary else 0)
+        self._total = 6 + (len(AREA_NAMES) if coco_summary else 0)
         self._done = 0
 
     def __call__(self, name: str) -> None:
@@ -379,7 +390,7 @@ def orphan_files(gt: ColumnSet, pred: ColumnSet) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
+def select_images(gt: ColumnSet, pred: ColumnSet) -> Selection:
     """Stage *select*: every image whose ground truth was read, paired with its predictions
     by key; files skipped on either side, predictions without ground truth apart."""
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
@@ -397,7 +408,7 @@ def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
     missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
     gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
     pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
-    return _Selection(
+    return Selection(
         images=tuple(images),
         pred_of_image=tuple(pred_of_image),
         gt_rows=gt_rows,
@@ -411,7 +422,7 @@ def _select(gt: ColumnSet, pred: ColumnSet) -> _Selection:
     )
 
 
-def _notes(gt: ColumnSet, pred: ColumnSet, selection: _Selection, conv: Conventions) -> list[str]:
+def _notes(gt: ColumnSet, pred: ColumnSet, selection: Selection, conv: Conventions) -> list[str]:
     """The notes of the reading, on scores and on odd values of the evaluated boxes."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
     unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
@@ -420,12 +431,12 @@ def _notes(gt: ColumnSet, pred: ColumnSet, selection: _Selection, conv: Conventi
         selection.scored,
         int(unscored_rows.size),
         pred_rows.size > 0,
-        files=_distinct(pred.image[unscored_rows]),
+        files=distinct_count(pred.image[unscored_rows]),
     )
     # Only boxes with a suspicious value can change the notes: hand over just those (usually
     # none), rather than copies of every box.
-    gt_odd = gt_rows[_suspicious(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[_suspicious(pred.boxes, pred.scores)[pred_rows]]
+    gt_odd = gt_rows[suspicious_boxes(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
     notes += input_notes(
         [*gt.paths, *pred.paths],
         np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
@@ -435,7 +446,7 @@ def _notes(gt: ColumnSet, pred: ColumnSet, selection: _Selection, conv: Conventi
     return notes
 
 
-def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: _Selection) -> int:
+def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
     """Rotated boxes and polygons among the evaluated boxes."""
     gt_evaluated = np.zeros(gt.image.size, dtype=bool)
     gt_evaluated[selection.gt_rows] = True
@@ -446,13 +457,13 @@ def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: _Selection) -> 
     )
 
 
-def _prepare(
+def prepare_cells(
     gt: ColumnSet,
     pred: ColumnSet,
-    selection: _Selection,
+    selection: Selection,
     conv: Conventions,
     score_thresholds: ScoreThresholds | None = None,
-) -> tuple[_Prepared, IntArray]:
+) -> tuple[Prepared, IntArray]:
     """Stage *prepare*: the class names, and both sides sorted by image-class cell.
 
     Returns:
@@ -473,7 +484,7 @@ def _prepare(
     g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
     g_order = np.lexsort((g_class, selection.gt_image))
     g_difficult = gt.difficult[gt_rows[g_order]]
-    sorted_gt = _GroundTruth(
+    sorted_gt = SortedGroundTruth(
         rows=gt_rows[g_order],
         image=selection.gt_image[g_order],
         label=g_class[g_order],
@@ -482,10 +493,10 @@ def _prepare(
     )
     p_class = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
     sorted_pred, by_score = _sort_predictions(
-        pred_rows, selection.pred_image, p_class, _scores(pred.scores, pred_rows),
+        pred_rows, selection.pred_image, p_class, ranking_scores(pred.scores, pred_rows),
         conv.max_dets if selection.scored else None, len(class_names),
     )  # fmt: skip
-    prepared = _Prepared(
+    prepared = Prepared(
         conventions=conv,
         gt_columns=gt,
         pred_columns=pred,
@@ -493,7 +504,7 @@ def _prepare(
         class_names=class_names,
         gt=sorted_gt,
         pred=sorted_pred,
-        levels=_Levels.of(conv),
+        levels=IouLevels.of(conv),
         scored=selection.scored,
     )
     return prepared, by_score
@@ -506,7 +517,7 @@ def _sort_predictions(
     score: FloatArray,
     max_dets: int | None,
     n_classes: int,
-) -> tuple[_Predictions, IntArray]:
+) -> tuple[SortedPredictions, IntArray]:
     """Predictions sorted by (image, class, descending score, file order), those beyond
     ``max_dets`` in their image-class set apart.
 
@@ -549,11 +560,11 @@ def _sort_predictions(
     kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
     if kept.all():
         # Nothing beyond max_dets: the same arrays, no copies (they are large).
-        found = _Predictions(
+        found = SortedPredictions(
             rows_all, image_all, label_all, kept, rows_all, image_all, label_all, rank_all
         )
         return found, by_score
-    found = _Predictions(
+    found = SortedPredictions(
         rows_all, image_all, label_all, kept,
         rows_all[kept], image_all[kept], label_all[kept], rank_all[kept],
     )  # fmt: skip
@@ -562,13 +573,11 @@ def _sort_predictions(
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
 
 
-def _pair_and_match(
-    prepared: _Prepared, by_score: IntArray, stage: Callable[[str], None]
-) -> _Paired:
+def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str], None]) -> Paired:
     """Stage *pair and match*: every pair of the same image-class scored once (each box's
     best IoU on the other side, and the pairs that can match), then matched under the
     protocol's rule at every threshold; each class's ranking from ``by_score`` (see
-    :func:`_prepare`).
+    :func:`prepare_cells`).
 
     A pair of regions whose IoU is provably below every threshold is not clipped
     (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are exact
@@ -603,10 +612,10 @@ def _pair_and_match(
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
-    return _Paired(scan, m, class_ranking(by_score, pred.label, n_k))
+    return Paired(scan, m, class_ranking(by_score, pred.label, n_k))
 
 
-def _coco_class_ap_reusable(conv: Conventions, areas: _Areas) -> bool:
+def _coco_class_ap_reusable(conv: Conventions, areas: Areas) -> bool:
     """A class's COCO AP (101 points, IoU 0.50:0.95) is pycocotools' area "all", maxDets 100
     entry whenever no box is large enough to leave that range: read it from there."""
     return (
@@ -617,7 +626,7 @@ def _coco_class_ap_reusable(conv: Conventions, areas: _Areas) -> bool:
     )
 
 
-def _score_floor(prepared: _Prepared) -> FloatArray | None:
+def _score_floor(prepared: Prepared) -> FloatArray | None:
     """``(K,)`` each class's score threshold, None without thresholds."""
     if not prepared.score_thresholds:
         return None
@@ -625,7 +634,7 @@ def _score_floor(prepared: _Prepared) -> FloatArray | None:
 
 
 def _matched_columns(
-    prepared: _Prepared, selection: _Selection, paired: _Paired, areas: _Areas, scores: _Scores
+    prepared: Prepared, selection: Selection, paired: Paired, areas: Areas, scores: RankingScores
 ) -> MatchedColumns:
     """The evaluation's arrays for the analyses that read the matching again."""
     gt, pred, m = prepared.gt, prepared.pred, paired.matching
@@ -664,7 +673,7 @@ def _matched_columns(
     )
 
 
-def _counted(prepared: _Prepared, m: Matching, scores: _Scores) -> _Counted:
+def count_outcomes(prepared: Prepared, m: Matching, scores: RankingScores) -> Counted:
     """Stage *count*: each kept prediction's outcome at the IoU threshold. With score
     thresholds, only the predictions that pass count (module doc of
     :mod:`vocmatch.evaluation.thresholds`: their matches are those the one matching of all
@@ -674,10 +683,10 @@ def _counted(prepared: _Prepared, m: Matching, scores: _Scores) -> _Counted:
     missed = ~m.gt_matched & ~prepared.gt.ignore[None, :]
     floor = _score_floor(prepared)
     if floor is None:
-        return _Counted(matched_t, ignored_t, counted_t, ignored_t, missed, None, None)
+        return Counted(matched_t, ignored_t, counted_t, ignored_t, missed, None, None)
     passing = scores.kept >= floor[prepared.pred.label]
     passing_all = scores.all >= floor[prepared.pred.label_all]
-    return _Counted(
+    return Counted(
         matched_t, ignored_t, counted_t & passing, ignored_t & passing, missed, passing,
         passing_all,
     )  # fmt: skip

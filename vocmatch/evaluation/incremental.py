@@ -42,7 +42,7 @@ from vocmatch.checks import checked_flag
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, conventions_of
 from vocmatch.errors import InputError, RequestError, StateError
-from vocmatch.evaluation.engine import _select
+from vocmatch.evaluation.engine import select_images
 from vocmatch.evaluation.given_arrays import (
     batch_entry,
     checked_boxes,
@@ -79,21 +79,22 @@ from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
 
-__all__ = ["ClassTable", "Evaluator"]
+__all__ = ["COLUMN_ARRAYS", "ClassTable", "Evaluator", "ImageColumns", "column_sets"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 #: Class names of integer labels: a sequence (label ``i`` is ``names[i]``) or a mapping.
 ClassTable = Sequence[str] | Mapping[int, str]
-_ARRAYS = (
+#: The arrays of :class:`ImageColumns`, each joined over the parts of a run.
+COLUMN_ARRAYS = (
     "gt_count", "pred_count", "gt_boxes", "gt_labels", "gt_difficult",
     "pred_boxes", "pred_scores", "pred_labels",
 )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
-class _Images:
+class ImageColumns:
     """Images and their boxes as columns, each image's rows together, in the order added.
 
     Attributes:
@@ -123,17 +124,17 @@ class _Images:
     pred_labels: IntArray
 
     @staticmethod
-    def join(parts: Sequence[_Images]) -> _Images:
+    def join(parts: Sequence[ImageColumns]) -> ImageColumns:
         """The images of every part, in part order."""
         if len(parts) == 1:
             return parts[0]
-        return _Images(
+        return ImageColumns(
             tuple(k for p in parts for k in p.keys),
             tuple(k for p in parts for k in p.gt_paths),
             tuple(k for p in parts for k in p.pred_paths),
             *(
                 np.concatenate([getattr(p, name) for p in parts]) if parts else _EMPTY_ARRAYS[name]
-                for name in _ARRAYS
+                for name in COLUMN_ARRAYS
             ),
         )
 
@@ -227,7 +228,7 @@ class Evaluator:
         # images name no new class, and a lookup spares them the sort of ``np.unique``.
         self._id_index = np.full(0, -1, dtype=np.int64)
         # Images added and not matched yet; the records of those matched (or merged).
-        self._parts: list[_Images] = []
+        self._parts: list[ImageColumns] = []
         self._records: list[MatchRecords] = []
         self._boxes_added = 0
         self._match_batch = MATCH_BATCH
@@ -348,7 +349,7 @@ class Evaluator:
         keys = (
             [str(k) for k in image_ids] if image_ids is not None else self._next_numbers(len(preds))
         )
-        images: list[_Images] = []
+        images: list[ImageColumns] = []
         # Every image is checked before any is kept: a batch refused leaves the evaluator
         # as it was.
         with self._unchanged_if_refused():
@@ -362,7 +363,7 @@ class Evaluator:
             for key in keys:
                 self._numbered = with_range(self._numbered, (int(key), int(key) + 1))
 
-    def _batch_image(self, i: int, key: str, pred: object, gt: object) -> _Images:
+    def _batch_image(self, i: int, key: str, pred: object, gt: object) -> ImageColumns:
         """Image ``i`` of a batch, checked; messages name it by its place in the lists."""
         where = f" of image {i}"
         p, g = f"`preds[{i}]`", f"`targets[{i}]`"
@@ -396,13 +397,13 @@ class Evaluator:
         preds: Sequence[Mapping[str, Any]],
         targets: Sequence[Mapping[str, Any]],
         keys: list[str],
-    ) -> _Images | None:
+    ) -> ImageColumns | None:
         """The images of a batch checked at once, when they are plain: new keys, numeric
         boxes and scores, integer labels all seen before, no flags. None for any other
         batch, which :meth:`add` then takes image by image (with its messages)."""
         if not keys or len(set(keys)) != len(keys) or not self._keys.isdisjoint(keys):
             return None
-        columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ARRAYS[2:]}
+        columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in COLUMN_ARRAYS[2:]}
         for pred, gt in zip(preds, targets, strict=True):
             if not (isinstance(pred, Mapping) and isinstance(gt, Mapping)):
                 return None
@@ -446,7 +447,7 @@ class Evaluator:
             if known is None:
                 return None
             labels.append(known)
-        return _Images(
+        return ImageColumns(
             tuple(keys), tuple(keys), tuple(keys),
             np.array([b.shape[0] for b in columns["gt_boxes"]], dtype=np.int64),
             np.array([b.shape[0] for b in columns["pred_boxes"]], dtype=np.int64),
@@ -475,7 +476,7 @@ class Evaluator:
         if gt.shapes or pred.shapes:
             raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
         chosen = shard_keys(column_keys(gt), shard) if shard is not None else None
-        selection = _select(gt, pred)
+        selection = select_images(gt, pred)
         gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
         pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
         gt_names, pred_names = np.array(gt.label_names), np.array(pred.label_names)
@@ -513,7 +514,7 @@ class Evaluator:
         """Record prediction files that have no ground-truth file, which a single run reports
         as not evaluated: its result lists them (``orphan_pred``), its saved state carries
         them, and a merge keeps those of both evaluators (one shard of a run records them,
-        :func:`~vocmatch.pipeline_shards.shard_state`).
+        :func:`~vocmatch.run.shard_states.shard_state`).
 
         Args:
             files: ``(key, path)`` of each file, as
@@ -571,7 +572,7 @@ class Evaluator:
         pred_labels: Any,
         flags: _Flags,
         where: str = "",
-    ) -> _Images:
+    ) -> ImageColumns:
         """One image's arrays, checked (see :meth:`add`), its paths its key; ``where`` names
         the image in messages (`` of image 3``)."""
         if key in self._keys:
@@ -594,7 +595,7 @@ class Evaluator:
         for given, name in ((flags.difficult, "difficult"), (flags.crowd, "crowd")):
             if given is not None:
                 flag |= checked_vector(given, n_gt, f"`{name}`{where}").astype(bool)
-        return _Images(
+        return ImageColumns(
             (key,),
             (key,),
             (key,),
@@ -608,7 +609,7 @@ class Evaluator:
             p_labels,
         )
 
-    def _append(self, image: _Images) -> None:
+    def _append(self, image: ImageColumns) -> None:
         """Keep an image added; past a batch of boxes, match those waiting (their records
         are kept instead of their boxes)."""
         self._parts.append(image)
@@ -622,7 +623,7 @@ class Evaluator:
         and keep their records instead of their boxes."""
         if not self._parts:
             return
-        gt, pred = _columns(_Images.join(self._parts), tuple(self._names))
+        gt, pred = column_sets(ImageColumns.join(self._parts), tuple(self._names))
         self._records.append(
             match_records(
                 gt,
@@ -872,7 +873,7 @@ class Evaluator:
 _ID_INDEX_LIMIT = 1 << 16
 
 
-def _columns(images: _Images, names: tuple[str, ...]) -> tuple[ColumnSet, ColumnSet]:
+def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet, ColumnSet]:
     """The ground truth and predictions of ``images``, as the column sets the readers give
     (images sorted by key; an image added as arrays has its key as its path)."""
     order = sorted(range(len(images.keys)), key=images.keys.__getitem__)

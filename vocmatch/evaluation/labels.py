@@ -54,7 +54,7 @@ __all__ = [
     "LabelDifficult",
     "LabelEvaluation",
     "LabelImageResult",
-    "evaluate_labels",
+    "evaluate_label_sets",
     "label_sets",
 ]
 
@@ -280,7 +280,7 @@ def _classes(images: Sequence[LabelImageResult]) -> tuple[LabelClassResult, ...]
     return tuple(results)
 
 
-def evaluate_labels(
+def evaluate_label_sets(
     gt: AnnotationSet, pred: AnnotationSet, difficult: LabelDifficult = "ignore"
 ) -> LabelEvaluation:
     """Compare the label set of each image with the label set predicted for it.
@@ -302,7 +302,7 @@ def evaluate_labels(
     ...     return ImageAnnotation(key, key + ".xml", tuple(Box(n, 0, 0, 1, 1) for n in names))
     >>> gt = AnnotationSet("gt", (image("a", "cat", "dog"),), ())
     >>> pred = AnnotationSet("pred", (image("a", "Cat"),), ())
-    >>> result = evaluate_labels(gt, pred)
+    >>> result = evaluate_label_sets(gt, pred)
     >>> result.images[0].jaccard, result.macro_iou, result.micro_iou
     (0.5, 0.5, 0.5)
     """

@@ -1,7 +1,7 @@
 """Stage *per class* of the column evaluator (:mod:`vocmatch.evaluation.engine`): each
-class's AP at every AP threshold (:func:`_class_ap`), its counts and curve
-(:func:`_class_results`), and pycocotools' numbers, each area range matched again
-(:func:`_coco`). The accumulation itself is :mod:`vocmatch.evaluation.accumulate`'s.
+class's AP at every AP threshold (:func:`per_class_ap`), its counts and curve
+(:func:`build_class_results`), and pycocotools' numbers, each area range matched again
+(:func:`coco_numbers`). The accumulation itself is :mod:`vocmatch.evaluation.accumulate`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +25,15 @@ from vocmatch.evaluation.accumulate import (
 )
 from vocmatch.evaluation.candidates import match_all
 from vocmatch.evaluation.result import COCO_AREAS, ClassResult, CocoStats, CocoSummary
-from vocmatch.evaluation.stage_inputs import _Areas, _Counted, _Paired, _Prepared
+from vocmatch.evaluation.stage_inputs import Areas, Counted, Paired, Prepared
+
+__all__ = [
+    "AREA_NAMES",
+    "build_class_results",
+    "class_counts",
+    "coco_numbers",
+    "per_class_ap",
+]
 
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
@@ -34,11 +42,12 @@ BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
 
 
-_AREA_NAMES = ("all", "small", "medium", "large")  # of COCO_AREAS, in order
+#: The names of COCO's area ranges (``COCO_AREAS``), in order.
+AREA_NAMES = ("all", "small", "medium", "large")
 
 
 def _ranked_flags(
-    prepared: _Prepared, paired: _Paired, counted: _Counted, pred_score: FloatArray
+    prepared: Prepared, paired: Paired, counted: Counted, pred_score: FloatArray
 ) -> RankedFlags:
     """The kept predictions as AP and the curves read them: the evaluation threshold's
     flags from ``counted``, any other's from the matching."""
@@ -52,10 +61,10 @@ def _ranked_flags(
     return RankedFlags(paired.ranking, pred_score, flags, levels.index, levels.evaluation)
 
 
-def _class_ap(
-    prepared: _Prepared,
-    paired: _Paired,
-    counted: _Counted,
+def per_class_ap(
+    prepared: Prepared,
+    paired: Paired,
+    counted: Counted,
     pred_score: FloatArray,
     coco_class_ap: dict[int, list[float]] | None,
 ) -> list[list[float]]:
@@ -66,7 +75,7 @@ def _class_ap(
     return class_ap_values(prepared.conventions, ranked, n_class_gt, prepared.scored, coco_class_ap)
 
 
-def _class_counts(prepared: _Prepared, ranking: ClassRanking, counted: _Counted) -> ClassCounts:
+def class_counts(prepared: Prepared, ranking: ClassRanking, counted: Counted) -> ClassCounts:
     """Each class's counts at the IoU threshold; with score thresholds, of the predictions
     that pass."""
     n_k = len(prepared.class_names)
@@ -87,30 +96,30 @@ def _class_counts(prepared: _Prepared, ranking: ClassRanking, counted: _Counted)
     return ClassCounts(n_counting, n_ignored, n_pred, tp, fp, fn, pred_ignored)
 
 
-def _class_results(
-    prepared: _Prepared,
+def build_class_results(
+    prepared: Prepared,
     ranking: ClassRanking,
-    counted: _Counted,
+    counted: Counted,
     pred_score: FloatArray,
     ap_values: list[list[float]],
 ) -> list[ClassResult]:
     """Each class's counts at the IoU threshold, its curve, and its AP from ``ap_values``
-    (see :func:`_class_ap`)."""
+    (see :func:`per_class_ap`)."""
     levels = prepared.levels
     # Only the evaluation threshold's flags are read: the curve's.
     ranked = RankedFlags(
         ranking, pred_score, lambda _: (counted.matched, counted.ignored), levels.index,
         levels.evaluation,
     )  # fmt: skip
-    counts = _class_counts(prepared, ranking, counted)
+    counts = class_counts(prepared, ranking, counted)
     curves = class_curves(ranked, counts.gt.tolist(), prepared.scored)
     return class_results(
         prepared.conventions, prepared.class_names, counts, curves, ap_values, prepared.scored
     )
 
 
-def _coco(
-    prepared: _Prepared, paired: _Paired, areas: _Areas, stage: Callable[[str], None]
+def coco_numbers(
+    prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None]
 ) -> tuple[CocoStats, dict[int, list[float]]]:
     """Stage *COCO*: pycocotools' 12 numbers, and for each class with ground truth its AP at
     each threshold as pycocotools' precision gives it (area all, maxDets 100). Each area
@@ -125,7 +134,7 @@ def _coco(
     class_ap: dict[int, list[float]] = {}
     order = CocoOrder.of(paired.ranking, pred.label, pred.rank, thresholds.size)
     for a, (low, high) in enumerate(COCO_AREAS):
-        stage(f"COCO area {_AREA_NAMES[a]}")
+        stage(f"COCO area {AREA_NAMES[a]}")
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         m = match_all(
             scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,

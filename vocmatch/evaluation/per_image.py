@@ -1,7 +1,7 @@
 """Stage *per image* of the column evaluator (:mod:`vocmatch.evaluation.engine`): every
-image's counts at each matched threshold (:func:`_image_counts`), its per-box records in the
-reference's order (:func:`_matches`), and its :class:`~vocmatch.evaluation.result.ImageResult`
-(:func:`_image_results`).
+image's counts at each matched threshold (:func:`per_image_counts`), its per-box records in
+the reference's order (:func:`per_box_matches`), and its
+:class:`~vocmatch.evaluation.result.ImageResult` (:func:`build_image_results`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.evaluation.accumulate import _segment_starts
+from vocmatch.evaluation.accumulate import segment_starts
 from vocmatch.evaluation.candidates import Matching
 from vocmatch.evaluation.result import ImageResult, Match, Outcome, SweepResult
-from vocmatch.evaluation.stage_inputs import _Counted, _Paired, _Prepared, _Selection
+from vocmatch.evaluation.stage_inputs import Counted, Paired, Prepared, Selection
 from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "PerImageCounts",
+    "build_image_results",
+    "per_box_matches",
+    "per_image_counts",
+]
 
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
@@ -27,7 +34,7 @@ Int32Array = npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, slots=True)
-class _ImageCounts:
+class PerImageCounts:
     """Per image (lists, read once per image), at each threshold of
     :class:`~vocmatch.evaluation.stage_inputs._Levels`.
 
@@ -55,9 +62,9 @@ class _ImageCounts:
     tp_bounds: list[int]
 
 
-def _image_counts(
-    prepared: _Prepared, m: Matching, counted: _Counted, n_images: int
-) -> _ImageCounts:
+def per_image_counts(
+    prepared: Prepared, m: Matching, counted: Counted, n_images: int
+) -> PerImageCounts:
     """Stage *per image*: the counts of every image, from the matched pairs: TP are matches
     to an object that counts, FP the kept predictions left unmatched."""
     gt, pred = prepared.gt, prepared.pred
@@ -102,7 +109,7 @@ def _image_counts(
     tp_pred = np.flatnonzero(counted.counted)
     _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
     tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
-    return _ImageCounts(
+    return PerImageCounts(
         tp=tp_image,
         fp=fp_image,
         fn=fn_image,
@@ -111,14 +118,14 @@ def _image_counts(
         pred=pred_per_image.tolist(),
         pred_ignored=np.bincount(pred.image[counted.ignored_counted], minlength=n_images).tolist(),
         tp_iou=tp_iou[tp_order].tolist(),
-        tp_bounds=_segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
+        tp_bounds=segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
     )
 
 
-def _image_results(
-    prepared: _Prepared,
-    selection: _Selection,
-    counts: _ImageCounts,
+def build_image_results(
+    prepared: Prepared,
+    selection: Selection,
+    counts: PerImageCounts,
     records: list[tuple[Match, ...]] | None,
 ) -> list[ImageResult]:
     """Each evaluated image's result, with its per-box ``records`` (none without)."""
@@ -165,8 +172,8 @@ def _image_results(
     return image_results
 
 
-def _matches(
-    prepared: _Prepared, paired: _Paired, counted: _Counted, n_images: int
+def per_box_matches(
+    prepared: Prepared, paired: Paired, counted: Counted, n_images: int
 ) -> list[tuple[Match, ...]]:
     """Stage *per image*: the per-box records of every image in the reference's order: per
     class, kept predictions in file order, then predictions beyond max_dets, then missed
@@ -262,5 +269,5 @@ _PRED_OUTCOMES: tuple[Outcome, Outcome, Outcome] = ("tp", "ignored", "fp")
 
 def _first_rows(columns: ColumnSet) -> list[int]:
     """The first row of each image in a column set."""
-    starts: list[int] = _segment_starts(columns.image, len(columns.keys)).tolist()
+    starts: list[int] = segment_starts(columns.image, len(columns.keys)).tolist()
     return starts

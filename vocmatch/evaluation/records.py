@@ -46,8 +46,8 @@ from vocmatch.evaluation.accumulate import (
     class_results,
 )
 from vocmatch.evaluation.candidates import match_all, match_cells
-from vocmatch.evaluation.per_class import _class_counts
-from vocmatch.evaluation.per_image import _ImageCounts
+from vocmatch.evaluation.per_class import class_counts
+from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     CocoStats,
@@ -62,12 +62,12 @@ from vocmatch.evaluation.result import (
     score_notes,
 )
 from vocmatch.evaluation.stage_inputs import (
-    _Areas,
-    _Levels,
-    _Paired,
-    _Prepared,
-    _Scores,
-    _Selection,
+    Areas,
+    IouLevels,
+    Paired,
+    Prepared,
+    RankingScores,
+    Selection,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
@@ -304,14 +304,14 @@ def match_records(
     Raises:
         InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds.
     """
-    levels = _Levels.of(conv)
+    levels = IouLevels.of(conv)
     if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
         raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
     used = {*gt.label_names, *pred.label_names}
     if fold_case:
         gt, pred = engine.fold_columns(gt), engine.fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
-    selection = engine._select(gt, pred)
+    selection = engine.select_images(gt, pred)
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
     scored = _reading(gt, pred, replace(selection, scored=True), conv, score_thresholds)
     unscored = None
@@ -345,23 +345,23 @@ class _Reading:
 def _reading(
     gt: ColumnSet,
     pred: ColumnSet,
-    selection: _Selection,
+    selection: Selection,
     conv: Conventions,
     score_thresholds: ScoreThresholds | None,
 ) -> _Reading:
     """The engine's stages under one reading of scores (``selection.scored``)."""
-    prepared, by_score = engine._prepare(gt, pred, selection, conv, score_thresholds)
-    paired = engine._pair_and_match(prepared, by_score, lambda _: None)
+    prepared, by_score = engine.prepare_cells(gt, pred, selection, conv, score_thresholds)
+    paired = engine.pair_and_match(prepared, by_score, lambda _: None)
     del by_score
-    areas = _Areas(*paired.scan.space.region_areas())
-    scores = _Scores.of(prepared)
-    counted = engine._counted(prepared, paired.matching, scores)
+    areas = Areas(*paired.scan.space.region_areas())
+    scores = RankingScores.of(prepared)
+    counted = engine.count_outcomes(prepared, paired.matching, scores)
     n_images = len(selection.images)
-    image_counts = per_image._image_counts(prepared, paired.matching, counted, n_images)
+    image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
     counts = ImageCounts(
         _image_values(prepared, image_counts, n_images),
         _mean_iou(image_counts),
-        _class_counts(prepared, paired.ranking, counted),
+        class_counts(prepared, paired.ranking, counted),
     )
     flags = _area_flags(prepared, paired, areas)
     preds = _pred_records(prepared, paired, scores, flags, n_images)
@@ -388,7 +388,7 @@ class _AreaFlags:
     gt_counting: IntArray
 
 
-def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFlags:
+def _area_flags(prepared: Prepared, paired: Paired, areas: Areas) -> _AreaFlags:
     """Each area range matched again, as the engine's pycocotools stage matches it."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
@@ -414,7 +414,7 @@ def _area_flags(prepared: _Prepared, paired: _Paired, areas: _Areas) -> _AreaFla
 
 
 def _range_hits(
-    prepared: _Prepared, paired: _Paired, ignore: BoolArray, own: IntArray | None
+    prepared: Prepared, paired: Paired, ignore: BoolArray, own: IntArray | None
 ) -> Hits:
     """The matching of one area range at the AP thresholds (``ignore``: the ground truth
     it ignores), as :func:`match_all` gives it.
@@ -471,7 +471,7 @@ def _cells_again(
     return flags
 
 
-def _ap_places(prepared: _Prepared) -> IntArray | None:
+def _ap_places(prepared: Prepared) -> IntArray | None:
     """``(L,)`` the place among the AP thresholds of each threshold the evaluation matched
     at (-1 for none), when its matching of ranked predictions can stand for a range's."""
     conv = prepared.conventions
@@ -485,16 +485,16 @@ def _ap_places(prepared: _Prepared) -> IntArray | None:
 
 
 def _pred_records(
-    prepared: _Prepared,
-    paired: _Paired,
-    scores: _Scores,
+    prepared: Prepared,
+    paired: Paired,
+    scores: RankingScores,
     flags: _AreaFlags,
     n_images: int,
 ) -> PredRecords:
     """The kept predictions' records."""
     gt, pred, m = prepared.gt, prepared.pred, paired.matching
     n_pred = pred.label.size
-    n_levels = _Levels.of(prepared.conventions).thresholds.size
+    n_levels = IouLevels.of(prepared.conventions).thresholds.size
     ignored_hit = gt.ignore[m.hit_gt]
     return PredRecords(
         count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
@@ -527,7 +527,7 @@ def flag_dtype(n_bits: int) -> np.dtype[Any]:
     return np.dtype(np.int64)
 
 
-def _image_values(prepared: _Prepared, counts: _ImageCounts, n_images: int) -> IntArray:
+def _image_values(prepared: Prepared, counts: PerImageCounts, n_images: int) -> IntArray:
     """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts (what its
     :class:`~vocmatch.evaluation.result.ImageResult` holds), from the stage's counts."""
     t, levels = prepared.levels.evaluation, prepared.levels.index
@@ -542,7 +542,7 @@ def _image_values(prepared: _Prepared, counts: _ImageCounts, n_images: int) -> I
     return np.ascontiguousarray(values.T)
 
 
-def _mean_iou(counts: _ImageCounts) -> FloatArray:
+def _mean_iou(counts: PerImageCounts) -> FloatArray:
     """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
     it), NaN without any."""
     ious, bounds = counts.tp_iou, counts.tp_bounds
@@ -556,13 +556,13 @@ def _mean_iou(counts: _ImageCounts) -> FloatArray:
 
 
 def _note_counts(
-    gt: ColumnSet, pred: ColumnSet, selection: _Selection, names: tuple[str, ...]
+    gt: ColumnSet, pred: ColumnSet, selection: Selection, names: tuple[str, ...]
 ) -> NoteCounts:
     """The notes' ingredients of the selected images (as :func:`engine._notes` reads them)."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
     unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
-    gt_odd = gt_rows[engine._suspicious(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[engine._suspicious(pred.boxes, pred.scores)[pred_rows]]
+    gt_odd = gt_rows[engine.suspicious_boxes(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[engine.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
     odd = odd_value_counts(
         [*gt.paths, *pred.paths],
         np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
@@ -574,7 +574,7 @@ def _note_counts(
         scored=selection.scored,
         preds=int(pred_rows.size),
         unscored=int(unscored_rows.size),
-        unscored_files=engine._distinct(pred.image[unscored_rows]),
+        unscored_files=engine.distinct_count(pred.image[unscored_rows]),
         odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
     )
 
@@ -668,7 +668,7 @@ def _accumulated(
     curves: list[Curve | None] = []
     ap_values: list[list[float]] = [[] for _ in n_class_gt]
     preds = records.preds
-    levels = _Levels.of(conv)
+    levels = IouLevels.of(conv)
     n_t = len(conv.ap_thresholds)
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
     reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)

@@ -1,7 +1,7 @@
 """What an evaluation finds: the records of :class:`Evaluation` and the helpers that build
 them (totals, per-class counts, pycocotools' summary, notes on the input).
 
-:mod:`vocmatch.evaluation.evaluate` re-exports every name here; this module only holds them
+:mod:`vocmatch.evaluation.scoring` re-exports every name here; this module only holds them
 below the evaluator, so that the evaluator (:mod:`vocmatch.evaluation.engine`) and the entry
 points that call it share one set of result types.
 """
@@ -253,7 +253,7 @@ class Evaluation:
         notes: Things the user should know about the numbers.
 
     Example:
-        >>> from vocmatch.evaluation.evaluate import evaluate_directories
+        >>> from vocmatch.evaluation.scoring import evaluate_directories
         >>> evaluation = evaluate_directories("fixtures/demo/gt", "fixtures/demo/pred")
         >>> evaluation.summary.tp, evaluation.summary.fp, evaluation.missing_pred
         (10, 5, ('street_05',))

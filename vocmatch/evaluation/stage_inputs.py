@@ -25,6 +25,19 @@ from vocmatch.evaluation.candidates import Matching, PairScan
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
+__all__ = [
+    "Areas",
+    "Counted",
+    "IouLevels",
+    "Paired",
+    "Prepared",
+    "RankingScores",
+    "Selection",
+    "SortedGroundTruth",
+    "SortedPredictions",
+    "ranking_scores",
+]
+
 FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
 IntArray = npt.NDArray[np.integer[Any]]
@@ -32,14 +45,14 @@ BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
 
 
-def _scores(scores: FloatArray, rows: IntArray) -> FloatArray:
+def ranking_scores(scores: FloatArray, rows: IntArray) -> FloatArray:
     """Scores of ``rows`` for ranking: NaN (no score) as -inf, ranked last."""
     taken = scores[rows]
     return np.where(np.isnan(taken), -math.inf, taken)
 
 
 @dataclass(frozen=True, slots=True)
-class _Selection:
+class Selection:
     """The images and boxes an evaluation reads (stage *select*).
 
     Attributes:
@@ -69,7 +82,7 @@ class _Selection:
 
 
 @dataclass(frozen=True, slots=True)
-class _GroundTruth:
+class SortedGroundTruth:
     """The evaluated ground truth sorted by (image, class, file order).
 
     Attributes:
@@ -93,7 +106,7 @@ class _GroundTruth:
 
 
 @dataclass(frozen=True, slots=True)
-class _Predictions:
+class SortedPredictions:
     """The evaluated predictions sorted by (image, class, descending score, file order).
 
     ``*_all`` arrays hold every one; the others only those kept (pycocotools' ``maxDets``
@@ -121,7 +134,7 @@ class _Predictions:
 
 
 @dataclass(frozen=True, slots=True)
-class _Levels:
+class IouLevels:
     """The IoU thresholds matched at: the evaluation threshold, the sweep and the AP
     thresholds, ascending.
 
@@ -136,7 +149,7 @@ class _Levels:
     evaluation: int
 
     @classmethod
-    def of(cls, conv: Conventions) -> _Levels:
+    def of(cls, conv: Conventions) -> IouLevels:
         """The thresholds a protocol matches at."""
         values = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
         index = {value: i for i, value in enumerate(values)}
@@ -144,7 +157,7 @@ class _Levels:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class Prepared:
     """The inputs sorted into image-class cells (stage *prepare*): what every later stage
     reads.
 
@@ -165,14 +178,14 @@ class _Prepared:
     pred_columns: ColumnSet
     score_thresholds: ScoreThresholds | None
     class_names: tuple[str, ...]
-    gt: _GroundTruth
-    pred: _Predictions
-    levels: _Levels
+    gt: SortedGroundTruth
+    pred: SortedPredictions
+    levels: IouLevels
     scored: bool
 
 
 @dataclass(frozen=True, slots=True)
-class _Paired:
+class Paired:
     """Every image-class paired and matched at every threshold (stage *pair and match*).
 
     Attributes:
@@ -187,7 +200,7 @@ class _Paired:
 
 
 @dataclass(frozen=True, slots=True)
-class _Areas:
+class Areas:
     """Continuous areas (a shape's own region's), as COCO's area ranges read them.
 
     Attributes:
@@ -200,7 +213,7 @@ class _Areas:
 
 
 @dataclass(frozen=True, slots=True)
-class _Scores:
+class RankingScores:
     """Scores for ranking (``-inf`` for none) of the sorted predictions.
 
     Attributes:
@@ -212,15 +225,15 @@ class _Scores:
     all: FloatArray
 
     @classmethod
-    def of(cls, prepared: _Prepared) -> _Scores:
+    def of(cls, prepared: Prepared) -> RankingScores:
         """The sorted predictions' scores."""
         pred = prepared.pred
-        every = _scores(prepared.pred_columns.scores, pred.rows_all)
+        every = ranking_scores(prepared.pred_columns.scores, pred.rows_all)
         return cls(every if pred.rows is pred.rows_all else every[pred.kept], every)
 
 
 @dataclass(frozen=True, slots=True)
-class _Counted:
+class Counted:
     """The outcome of the kept predictions at the evaluation's IoU threshold.
 
     Attributes:

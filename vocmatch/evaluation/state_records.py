@@ -59,6 +59,8 @@ from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
 
 __all__ = [
     "is_str_list",
+    "narrowest_float",
+    "narrowest_int",
     "numbered_of_header",
     "orphans_of_header",
     "records_of_state",
@@ -92,16 +94,16 @@ def state_of_records(
     ignored_pred = np.flatnonzero(preds.ignored)
     arrays: dict[str, npt.NDArray[Any]] = {
         **_counts_arrays(records.counts, ""),
-        "pred_count": _narrowest_int(preds.count),
-        "coco_gt": _narrowest_int(records.coco_gt),
-        "pred_label": _narrowest_int(preds.label),
-        "pred_score": _narrowest_float(preds.score),
-        "pred_matched": _narrowest_int(preds.matched),
+        "pred_count": narrowest_int(preds.count),
+        "coco_gt": narrowest_int(records.coco_gt),
+        "pred_label": narrowest_int(preds.label),
+        "pred_score": narrowest_float(preds.score),
+        "pred_matched": narrowest_int(preds.matched),
         "pred_area": preds.area.astype(np.uint8),
-        "pred_coco": _narrowest_int(coco_matched[:, 1:] if from_main else coco_matched),
-        "pred_coco_ignored": _narrowest_int(coco_ignored[:, 1:] if from_main else coco_ignored),
-        "ignored_pred": _narrowest_int(ignored_pred.astype(np.int64)),
-        "ignored_bits": _narrowest_int(preds.ignored[ignored_pred]),
+        "pred_coco": narrowest_int(coco_matched[:, 1:] if from_main else coco_matched),
+        "pred_coco_ignored": narrowest_int(coco_ignored[:, 1:] if from_main else coco_ignored),
+        "ignored_pred": narrowest_int(ignored_pred.astype(np.int64)),
+        "ignored_bits": narrowest_int(preds.ignored[ignored_pred]),
     }
     if records.unscored is not None:
         arrays.update(_counts_arrays(records.unscored, "unscored_"))
@@ -128,9 +130,9 @@ def state_of_records(
 
 def _counts_arrays(counts: ImageCounts, prefix: str) -> dict[str, npt.NDArray[Any]]:
     return {
-        f"{prefix}image_values": _narrowest_int(counts.values),
-        f"{prefix}image_mean_iou": _narrowest_float(counts.mean_iou),
-        f"{prefix}class_counts": _narrowest_int(counts.classes.stacked().astype(np.int64)),
+        f"{prefix}image_values": narrowest_int(counts.values),
+        f"{prefix}image_mean_iou": narrowest_float(counts.mean_iou),
+        f"{prefix}class_counts": narrowest_int(counts.classes.stacked().astype(np.int64)),
     }
 
 
@@ -380,7 +382,8 @@ def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: s
     )
 
 
-def _narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``values`` (none negative) in the smallest unsigned integer type that holds them."""
     top = int(values.max()) if values.size else 0
     for dtype in (np.uint8, np.uint16, np.uint32):
         if top <= np.iinfo(dtype).max:
@@ -388,7 +391,7 @@ def _narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return values.astype(np.uint64)
 
 
-def _narrowest_float(values: npt.NDArray[np.floating[Any]]) -> npt.NDArray[Any]:
+def narrowest_float(values: npt.NDArray[np.floating[Any]]) -> npt.NDArray[Any]:
     """float32 when every value survives the round trip exactly (NaN stays NaN)."""
     single = values.astype(np.float32)
     if np.array_equal(single.astype(np.float64), values, equal_nan=True):

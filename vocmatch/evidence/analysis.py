@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.confusion import BACKGROUND, ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.error_cost import ErrorCost, map_cost
 from vocmatch.evidence.error_types import (
@@ -29,7 +29,7 @@ from vocmatch.evidence.error_types import (
     ErrorCounts,
     ErrorType,
     ImageErrors,
-    _count,
+    count_errors,
     error_boxes,
 )
 from vocmatch.evidence.tightness import (
@@ -123,8 +123,8 @@ def error_analysis(
             by_class[box.name].append(box)
     return ErrorAnalysis(
         background_iou=background_iou,
-        summary=_count(b for image in images for b in image.boxes),
-        classes=tuple(ClassErrors(name, _count(by_class[name])) for name in sorted(by_class)),
+        summary=count_errors(b for image in images for b in image.boxes),
+        classes=tuple(ClassErrors(name, count_errors(by_class[name])) for name in sorted(by_class)),
         images=images,
         cost=map_cost(evaluation, gt, pred, images) if cost else None,
         confusion=confusion_matrix(evaluation, gt, pred),

@@ -36,15 +36,15 @@ import numpy.typing as npt
 
 from vocmatch.core.geometry import BoxTree
 from vocmatch.core.iou import iou_matrix, pair_iou
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.annotated import (
-    _SCAN_PAIRS,
-    _boxes,
-    _fn_indices,
-    _fp_indices,
-    _Image,
-    _images,
-    _passes,
+    SCAN_PAIRS,
+    AnnotatedImage,
+    annotated_images,
+    box_array,
+    fn_indices,
+    fp_indices,
+    passes_threshold,
 )
 from vocmatch.readers.parse import AnnotationSet
 
@@ -134,19 +134,19 @@ class _Confusion:
 
 
 def _cross_class_pairs(
-    image: _Image, threshold: float, strict: bool, pixel_inclusive: bool
+    image: AnnotatedImage, threshold: float, strict: bool, pixel_inclusive: bool
 ) -> list[_Confusion]:
     """Pair the image's FN with its FP of other classes, highest IoU first, one-to-one."""
     if image.pred is None:
         return []
-    fn = _fn_indices(image.result.matches)
-    fp = _fp_indices(image.result.matches)
+    fn = fn_indices(image.result.matches)
+    fp = fp_indices(image.result.matches)
     if not fn or not fp:
         return []
     gt_boxes = [image.gt.boxes[i] for i in fn]
     pred_boxes = [image.pred.boxes[j] for j in fp]
-    gt, pred = _boxes(gt_boxes), _boxes(pred_boxes)
-    if _passes(0.0, threshold, strict) or len(fn) * len(fp) <= _SCAN_PAIRS:
+    gt, pred = box_array(gt_boxes), box_array(pred_boxes)
+    if passes_threshold(0.0, threshold, strict) or len(fn) * len(fp) <= SCAN_PAIRS:
         # Every pair: at threshold 0 every pair passes, boxes that do not meet included; and a
         # few boxes are scanned sooner than arrays or a tree are built.
         iou = iou_matrix(gt, pred, pixel_inclusive).tolist()
@@ -154,7 +154,7 @@ def _cross_class_pairs(
             (-value, a, b)
             for a, row in enumerate(iou)
             for b, value in enumerate(row)
-            if gt_boxes[a].name != pred_boxes[b].name and _passes(value, threshold, strict)
+            if gt_boxes[a].name != pred_boxes[b].name and passes_threshold(value, threshold, strict)
         ]
     else:
         # Only boxes that meet can pass: an STR tree finds them, not an FN x FP scan.
@@ -209,7 +209,7 @@ def confusion_matrix(
     rows: list[int] = []
     columns: list[int] = []
     conv = evaluation.conventions
-    for image in _images(evaluation, gt, pred):
+    for image in annotated_images(evaluation, gt, pred):
         pairs = _cross_class_pairs(
             image, conv.iou_threshold, conv.strict_threshold, conv.pixel_inclusive
         )

@@ -41,7 +41,7 @@ from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Summary
+from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, Summary
 from vocmatch.evidence.gates import read_gate_text
 from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
 from vocmatch.readers.parse import AnnotationSet

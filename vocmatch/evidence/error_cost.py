@@ -3,7 +3,7 @@
 As TIDE does, the cost of a type is the mAP after fixing every error of that type, all
 others left as they are, minus the mAP measured: the mAP the type costs. Fixing is done on
 the boxes and the evaluation is run again, with the same conventions, by
-:func:`vocmatch.evaluation.evaluate.evaluate`:
+:func:`vocmatch.evaluation.scoring.evaluate`:
 
 * ``loc`` and ``cls``: among the errors of that type pointing at the same missed object, the
   highest-scored prediction (the first in ranking order on ties) takes the object's class
@@ -34,8 +34,8 @@ import numpy as np
 from vocmatch.core.ap import average_precision, precision_recall_curve
 from vocmatch.core.model import ImageAnnotation
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.evaluate import Evaluation
-from vocmatch.evidence.annotated import _fn_indices
+from vocmatch.evaluation.scoring import Evaluation
+from vocmatch.evidence.annotated import fn_indices
 from vocmatch.evidence.error_types import ERROR_TYPES, ErrorBox, ErrorType, ImageErrors
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
@@ -228,7 +228,7 @@ def map_cost(
     base = evaluation.summary.map
     if base is None:
         return None
-    fn_by_key = {image.key: set(_fn_indices(image.matches)) for image in evaluation.images}
+    fn_by_key = {image.key: set(fn_indices(image.matches)) for image in evaluation.images}
     entries = _rankings(evaluation)
     n_gt = {c.name: c.gt for c in evaluation.classes}
     shortcut = (

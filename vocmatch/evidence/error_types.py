@@ -59,15 +59,15 @@ import numpy.typing as npt
 from vocmatch.core.geometry import BoxTree
 from vocmatch.core.iou import iou_matrix, pair_iou
 from vocmatch.errors import InputError
-from vocmatch.evaluation.evaluate import Evaluation
+from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evidence.annotated import (
-    _SCAN_PAIRS,
-    _boxes,
-    _fn_indices,
-    _fp_indices,
-    _Image,
-    _images,
-    _passes,
+    SCAN_PAIRS,
+    AnnotatedImage,
+    annotated_images,
+    box_array,
+    fn_indices,
+    fp_indices,
+    passes_threshold,
 )
 from vocmatch.readers.parse import AnnotationSet
 
@@ -79,6 +79,7 @@ __all__ = [
     "ErrorCounts",
     "ErrorType",
     "ImageErrors",
+    "count_errors",
     "error_boxes",
 ]
 
@@ -287,7 +288,11 @@ def _scanned_overlaps(
 
 
 def _image_errors(
-    image: _Image, threshold: float, strict: bool, pixel_inclusive: bool, background_iou: float
+    image: AnnotatedImage,
+    threshold: float,
+    strict: bool,
+    pixel_inclusive: bool,
+    background_iou: float,
 ) -> ImageErrors:
     key = image.result.key
     matches = image.result.matches
@@ -295,8 +300,8 @@ def _image_errors(
         {m.gt_index for m in matches if m.outcome in ("tp", "fn") and m.gt_index is not None}
     )
     matched = {m.gt_index for m in matches if m.outcome == "tp" and m.gt_index is not None}
-    missed = _fn_indices(matches)
-    fp = _fp_indices(matches)
+    missed = fn_indices(matches)
+    fp = fp_indices(matches)
     boxes: list[ErrorBox] = []
     pointed_at: set[int] = set()
     if fp and image.pred is not None:
@@ -307,12 +312,14 @@ def _image_errors(
         number: dict[str, int] = {}
         gt_classes = [number.setdefault(b.name, len(number)) for b in counted_boxes]
         pred_classes = [number.setdefault(b.name, len(number)) for b in pred_boxes]
-        small = len(counted) * len(fp) <= _SCAN_PAIRS
+        small = len(counted) * len(fp) <= SCAN_PAIRS
         best_same, best_other, best_taken, best_any = (
             _scanned_overlaps if small else _best_overlaps
         )(
-            _Counted(counted, _boxes(counted_boxes), gt_classes, [g in matched for g in counted]),
-            _boxes(pred_boxes),
+            _Counted(
+                counted, box_array(counted_boxes), gt_classes, [g in matched for g in counted]
+            ),
+            box_array(pred_boxes),
             pred_classes,
             pixel_inclusive,
         )
@@ -335,11 +342,15 @@ def _image_errors(
             g_any, a = best_any.of(k, firsts[0] if firsts else None)
             if not counted:
                 kind, target, value = "bkg", None, 0.0
-            elif g_same is not None and s >= background_iou and not _passes(s, threshold, strict):
+            elif (
+                g_same is not None
+                and s >= background_iou
+                and not passes_threshold(s, threshold, strict)
+            ):
                 kind, target, value = "loc", g_same, s
-            elif g_other is not None and _passes(o, threshold, strict):
+            elif g_other is not None and passes_threshold(o, threshold, strict):
                 kind, target, value = "cls", g_other, o
-            elif g_taken is not None and _passes(d, threshold, strict):
+            elif g_taken is not None and passes_threshold(d, threshold, strict):
                 kind, target, value = "dupe", g_taken, d
             elif a <= background_iou:
                 kind, target, value = "bkg", None, a
@@ -353,10 +364,11 @@ def _image_errors(
             box = image.gt.boxes[g]
             best = next(m.iou for m in matches if m.outcome == "fn" and m.gt_index == g)
             boxes.append(ErrorBox(key, "miss", box.name, None, g, best, None))
-    return ImageErrors(key, _count(boxes), tuple(boxes))
+    return ImageErrors(key, count_errors(boxes), tuple(boxes))
 
 
-def _count(boxes: Iterable[ErrorBox]) -> ErrorCounts:
+def count_errors(boxes: Iterable[ErrorBox]) -> ErrorCounts:
+    """How many boxes of each error type ``boxes`` holds."""
     totals = dict.fromkeys(ERROR_TYPES, 0)
     for box in boxes:
         totals[box.kind] += 1
@@ -405,5 +417,5 @@ def error_boxes(
             conv.pixel_inclusive,
             background_iou,
         )
-        for image in _images(evaluation, gt, pred)
+        for image in annotated_images(evaluation, gt, pred)
     )

@@ -1,6 +1,6 @@
 """Quality gates: lower bounds on dataset and per-class metrics, and per-image limits on
 false positives and missed objects, checked against an
-:class:`~vocmatch.evaluation.evaluate.Evaluation`.
+:class:`~vocmatch.evaluation.scoring.Evaluation`.
 
 A gate reads ``METRIC=VALUE`` (the dataset) or ``CLASS:METRIC=VALUE`` (one class) and passes
 when the measured value is at least ``VALUE``. The metrics are ``map``, ``precision``,
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal
 
 from vocmatch.core.numbers import read_number
 from vocmatch.errors import InputError, Message, Option
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
 
 if TYPE_CHECKING:
     from vocmatch.evidence.slices import Slice, SliceValue

@@ -524,7 +524,7 @@ def _ratio(numerator: IntArray, denominator: IntArray) -> FloatArray:
 
 
 def _f1(precision: FloatArray, recall: FloatArray) -> FloatArray:
-    # As vocmatch.evaluation.evaluate: 2 p r / (p + r), 0 when both are 0, undefined when either is.
+    # As vocmatch.evaluation.scoring: 2 p r / (p + r), 0 when both are 0, undefined when either is.
     total = precision + recall
     out = np.full(precision.shape, np.nan)
     both = ~np.isnan(total)

@@ -51,11 +51,11 @@ from xml.sax.saxutils import escape
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch import __version__
 from vocmatch.core.iou import iou_matrix
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.escapes import csv_text, xml_text
 from vocmatch.readers.parse import AnnotationSet
+from vocmatch.version import __version__
 
 __all__ = [
     "COPIES_FOLDER",

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.model import Box
-from vocmatch.evaluation.evaluate import Evaluation
-from vocmatch.evidence.annotated import _boxes, _images
+from vocmatch.evaluation.scoring import Evaluation
+from vocmatch.evidence.annotated import annotated_images, box_array
 from vocmatch.readers.parse import AnnotationSet
 
 __all__ = [
@@ -193,8 +193,8 @@ def _tightness_of(
 ) -> Tightness:
     if not pairs:
         return Tightness(name, 0, None, None, None, None, None)
-    gt = _boxes([g for g, _, _ in pairs])
-    pred = _boxes([p for _, p, _ in pairs])
+    gt = box_array([g for g, _, _ in pairs])
+    pred = box_array([p for _, p, _ in pairs])
     iou = np.array([v for _, _, v in pairs], dtype=np.float64)
     offsets = {
         "left": gt[:, 0] - pred[:, 0],
@@ -234,7 +234,7 @@ def tightness(evaluation: Evaluation, gt: AnnotationSet, pred: AnnotationSet) ->
     """
     pairs: list[tuple[Box, Box, float]] = []
     by_class: dict[str, list[tuple[Box, Box, float]]] = {c.name: [] for c in evaluation.classes}
-    for image in _images(evaluation, gt, pred):
+    for image in annotated_images(evaluation, gt, pred):
         if image.pred is None:
             continue
         for m in image.result.matches:

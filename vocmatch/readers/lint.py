@@ -49,17 +49,17 @@ from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
     XML_SPACE,
-    _child,
-    _children,
-    _document,
-    _line,
-    _local,
-    _raw_text,
-    _refuse_dtd,
-    _shape,
-    _text,
+    children_named,
+    element_text,
+    first_child,
+    local_name,
     number_problem,
+    parse_document,
+    raw_text,
     read_bytes,
+    read_shape,
+    refuse_dtd,
+    source_line,
     walk_directory,
 )
 from vocmatch.readers.workers import worker_count, worker_results
@@ -345,7 +345,7 @@ def read_classes(path: str | os.PathLike[str]) -> frozenset[str]:
 
 
 def _at(element: etree._Element, default: int = 1) -> int:
-    line = _line(element)
+    line = source_line(element)
     return line if line is not None else default
 
 
@@ -353,7 +353,7 @@ def _parse_root(data: bytes, path: str) -> etree._Element:
     # The checks of vocmatch.readers.parse.parse_annotation up to the root element, with the same
     # parser settings, so lint refuses exactly the documents the evaluator refuses.
     try:
-        root = _document(data)
+        root = parse_document(data)
     except etree.XMLSyntaxError as error:
         line = int(error.position[0]) if error.position else None
         message = str(error.msg or error).splitlines()[0]
@@ -362,10 +362,12 @@ def _parse_root(data: bytes, path: str) -> etree._Element:
         raise AnnotationError(path, f"not well-formed XML: {message}", line) from None
     if root is None:
         raise AnnotationError(path, "empty document", 1)
-    _refuse_dtd(root.getroottree(), path)
-    if _local(root.tag) != "annotation":
+    refuse_dtd(root.getroottree(), path)
+    if local_name(root.tag) != "annotation":
         raise AnnotationError(
-            path, f"root element is <{_local(root.tag)}>, expected <annotation>", _line(root)
+            path,
+            f"root element is <{local_name(root.tag)}>, expected <annotation>",
+            source_line(root),
         )
     return root
 
@@ -373,8 +375,8 @@ def _parse_root(data: bytes, path: str) -> etree._Element:
 def _number(element: etree._Element, path: str, findings: list[Finding]) -> float | None:
     """The element's value, or None with a V003 / V004 finding."""
     # The evaluator's own grammar (vocmatch.readers.parse.read_number) and wording.
-    name = _local(element.tag)
-    text = _raw_text(element)
+    name = local_name(element.tag)
+    text = raw_text(element)
     value, problem = number_problem(text)
     if value is None:
         code = "V004" if problem == "is not finite" else "V003"
@@ -388,12 +390,12 @@ def _size_findings(
 ) -> tuple[tuple[float, float] | None, list[Finding]]:
     """The image's (width, height) when both are usable, and the V007 findings."""
     findings: list[Finding] = []
-    size = _child(root, "size")
+    size = first_child(root, "size")
     if size is None:
         return None, [Finding(path, _at(root), "V007", "no <size>")]
     values: list[float] = []
     for name in ("width", "height"):
-        element = _child(size, name)
+        element = first_child(size, name)
         if element is None:
             findings.append(Finding(path, _at(size), "V007", f"<size> has no <{name}>"))
             continue
@@ -402,12 +404,17 @@ def _size_findings(
             continue
         if value <= 0:
             findings.append(
-                Finding(path, _at(element), "V007", f"<{name}> is not positive: {_text(element)!r}")
+                Finding(
+                    path,
+                    _at(element),
+                    "V007",
+                    f"<{name}> is not positive: {element_text(element)!r}",
+                )
             )
             continue
         values.append(value)
-    depth = _child(size, "depth")
-    if depth is not None and _text(depth):
+    depth = first_child(size, "depth")
+    if depth is not None and element_text(depth):
         _number(depth, path, findings)
     # A bad size is one problem of the image's size, whatever form it takes.
     findings = [Finding(f.path, f.line, "V007", f.message) for f in findings]
@@ -417,10 +424,10 @@ def _size_findings(
 
 
 def _filename_findings(root: etree._Element, path: str) -> list[Finding]:
-    element = _child(root, "filename")
+    element = first_child(root, "filename")
     if element is None:
         return [Finding(path, _at(root), "V002", "<annotation> has no <filename>")]
-    text = _text(element)
+    text = element_text(element)
     if not text:
         return [Finding(path, _at(element), "V002", "<filename> is empty")]
     # LabelImg writes a bare name; other tools write a path, on Windows with backslashes.
@@ -439,12 +446,12 @@ def _filename_findings(root: etree._Element, path: str) -> list[Finding]:
 
 
 def _first_children(element: etree._Element) -> dict[str, etree._Element]:
-    """Each child element's local name -> the first child of that name (what ``_child``
+    """Each child element's local name -> the first child of that name (what ``first_child``
     finds), in one pass: an object is asked for a dozen names."""
     children: dict[str, etree._Element] = {}
     for child in element:
         if isinstance(child.tag, str):
-            children.setdefault(_local(child.tag), child)
+            children.setdefault(local_name(child.tag), child)
     return children
 
 
@@ -454,7 +461,7 @@ def _flag_findings(children: dict[str, etree._Element], path: str) -> list[Findi
         element = children.get(name)
         if element is None:
             continue
-        text = _text(element)
+        text = element_text(element)
         # An empty flag reads as 0, as the evaluator's parser reads it.
         if text not in ("", "0", "1"):
             findings.append(
@@ -475,7 +482,7 @@ def _object_findings(
     if name_element is None:
         findings.append(Finding(path, line, "V002", "<object> has no <name>"))
     else:
-        name = _text(name_element) or None
+        name = element_text(name_element) or None
         if name is None:
             findings.append(Finding(path, _at(name_element), "V002", "<name> is empty"))
         elif classes is not None and name not in classes:
@@ -521,7 +528,7 @@ def _object_findings(
             )
         elif value is not None:
             values.append(value)
-            texts.append(_text(element))
+            texts.append(element_text(element))
     if len(values) != 4:
         return None, findings
     x1, y1, x2, y2 = values
@@ -544,13 +551,13 @@ def _shape_box(
     """A rotated box or polygon read exactly as the evaluator reads it (its bounding box
     stands in for the box in the checks that follow), or None with the parser's refusal."""
     try:
-        shape = _shape(obj, name or "", path)
+        shape = read_shape(obj, name or "", path)
     except AnnotationError as error:
         code = next((c for text, c in _SHAPE_CODES if text in error.message), "V013")
         findings.append(Finding(path, error.line or _at(obj), code, error.message))
         return None
-    rotated = _child(obj, "robndbox")
-    element = rotated if rotated is not None else _child(obj, "polygon")
+    rotated = first_child(obj, "robndbox")
+    element = rotated if rotated is not None else first_child(obj, "polygon")
     if shape is None or element is None:
         return None  # not reached: the caller saw one of the two
     x1, y1, x2, y2 = shape.bounds
@@ -649,22 +656,22 @@ def _repeated_findings(root: etree._Element, path: str) -> list[Finding]:
     """A V014 finding at each second (third ...) field of an element that the evaluator
     reads once: the root, its first <size>, each object and its first <bndbox>."""
     holders = [root]
-    size = _child(root, "size")
+    size = first_child(root, "size")
     if size is not None:
         holders.append(size)
-    for obj in _children(root, "object"):
+    for obj in children_named(root, "object"):
         holders.append(obj)
-        bndbox = _child(obj, "bndbox")
+        bndbox = first_child(obj, "bndbox")
         if bndbox is not None:
             holders.append(bndbox)
     findings: list[Finding] = []
     for holder in holders:
-        fields = _READ_FIELDS[_local(holder.tag)]
+        fields = _READ_FIELDS[local_name(holder.tag)]
         first: dict[str, etree._Element] = {}
         for child in holder:
             if not isinstance(child.tag, str):
                 continue
-            name = _local(child.tag)
+            name = local_name(child.tag)
             if name not in fields:
                 continue
             if name not in first:
@@ -675,7 +682,7 @@ def _repeated_findings(root: etree._Element, path: str) -> list[Finding]:
                     path,
                     _at(child),
                     "V014",
-                    f"<{_local(holder.tag)}> has a second <{name}>: only the first "
+                    f"<{local_name(holder.tag)}> has a second <{name}>: only the first "
                     f"(line {_at(first[name])}) is read",
                 )
             )
@@ -686,7 +693,7 @@ def _document_findings(root: etree._Element, path: str, options: LintOptions) ->
     findings = _filename_findings(root, path) + _repeated_findings(root, path)
     size, size_findings = _size_findings(root, path)
     findings += size_findings
-    objects = _children(root, "object")
+    objects = children_named(root, "object")
     if not objects:
         findings.append(Finding(path, _at(root), "V011", "no <object>"))
     boxes: list[_Box] = []

@@ -62,15 +62,24 @@ __all__ = [
     "XML_SPACE",
     "AnnotationSet",
     "DirectoryListing",
+    "children_named",
+    "element_text",
     "find_annotation_files",
+    "first_child",
     "list_directory",
+    "local_name",
     "number_problem",
     "open_regular",
     "parse_annotation",
+    "parse_document",
+    "raw_text",
     "read_annotation",
     "read_bytes",
     "read_directory",
     "read_number",
+    "read_shape",
+    "refuse_dtd",
+    "source_line",
     "walk_directory",
 ]
 
@@ -143,7 +152,7 @@ def _as_utf8(data: bytes) -> bytes | None:
         return None
 
 
-def _document(data: bytes) -> etree._Element | None:
+def parse_document(data: bytes) -> etree._Element | None:
     """The root element of ``data``, parsed with the safe settings of :func:`_xml_parser`.
 
     Raises:
@@ -210,30 +219,36 @@ class _Walk:
     notes: list[str] = field(default_factory=list)
 
 
-def _local(tag: object) -> str:
+def local_name(tag: object) -> str:
+    """A tag without its namespace (``{uri}name`` is ``name``)."""
     text = str(tag)
     return text.rsplit("}", 1)[-1] if text.startswith("{") else text
 
 
-def _child(element: etree._Element, name: str) -> etree._Element | None:
+def first_child(element: etree._Element, name: str) -> etree._Element | None:
+    """The first child element named ``name`` (in any namespace or none), or None."""
     for child in element:
-        if isinstance(child.tag, str) and _local(child.tag) == name:
+        if isinstance(child.tag, str) and local_name(child.tag) == name:
             return child
     return None
 
 
-def _children(element: etree._Element, name: str) -> list[etree._Element]:
-    return [c for c in element if isinstance(c.tag, str) and _local(c.tag) == name]
+def children_named(element: etree._Element, name: str) -> list[etree._Element]:
+    """Every child element named ``name`` (in any namespace or none), in file order."""
+    return [c for c in element if isinstance(c.tag, str) and local_name(c.tag) == name]
 
 
-def _text(element: etree._Element) -> str:
+def element_text(element: etree._Element) -> str:
+    """The element's text with surrounding whitespace stripped, joined across comments and
+    processing instructions inside it."""
     if len(element) == 0:
         return (element.text or "").strip()  # a leaf: the common case, read directly
     # itertext joins text split by comments or processing instructions (children here).
     return "".join(str(part) for part in element.itertext()).strip()
 
 
-def _line(element: etree._Element) -> int | None:
+def source_line(element: etree._Element) -> int | None:
+    """The element's line in its file, or None where lxml does not know it."""
     line = element.sourceline
     return line if isinstance(line, int) else None
 
@@ -242,7 +257,7 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error)
 
 
-def _raw_text(element: etree._Element) -> str:
+def raw_text(element: etree._Element) -> str:
     """The element's text as written, surrounding whitespace kept (a number's grammar
     decides which whitespace may surround it)."""
     if len(element) == 0:
@@ -251,14 +266,16 @@ def _raw_text(element: etree._Element) -> str:
 
 
 def _number(parent: etree._Element, name: str, path: str) -> float:
-    element = _child(parent, name)
+    element = first_child(parent, name)
     if element is None:
-        raise AnnotationError(path, f"<{_local(parent.tag)}> has no <{name}>", _line(parent))
-    text = _raw_text(element)
+        raise AnnotationError(
+            path, f"<{local_name(parent.tag)}> has no <{name}>", source_line(parent)
+        )
+    text = raw_text(element)
     value, problem = number_problem(text)
     if value is None:
         shown = text.strip(XML_SPACE)
-        raise AnnotationError(path, f"<{name}> {problem}: {shown!r}", _line(element))
+        raise AnnotationError(path, f"<{name}> {problem}: {shown!r}", source_line(element))
     return value
 
 
@@ -266,25 +283,25 @@ def _coordinate(bndbox: etree._Element, name: str, path: str) -> float:
     value = _number(bndbox, name, path)
     problem = coordinate_problem(value)
     if problem is not None:
-        element = _child(bndbox, name)
-        line = _line(element) if element is not None else None
+        element = first_child(bndbox, name)
+        line = source_line(element) if element is not None else None
         raise AnnotationError(path, f"<{name}> {value:g} {problem}", line)
     return value
 
 
 def _flag(parent: etree._Element, name: str, path: str) -> bool:
-    element = _child(parent, name)
+    element = first_child(parent, name)
     if element is None:
         return False
-    text = _text(element)
+    text = element_text(element)
     if text in ("", "0"):
         return False
     if text == "1":
         return True
     # Another finite number in the one grammar (0.0, 2) is read as true unless zero.
-    value, _ = number_problem(_raw_text(element))
+    value, _ = number_problem(raw_text(element))
     if value is None:
-        raise AnnotationError(path, f"<{name}> must be 0 or 1, got {text!r}", _line(element))
+        raise AnnotationError(path, f"<{name}> must be 0 or 1, got {text!r}", source_line(element))
     return value != 0.0
 
 
@@ -294,23 +311,23 @@ _OCCLUDED_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 
 def _occluded(obj: etree._Element, path: str) -> bool:
     """``<occluded>``: a flag as ``<truncated>`` is, or ``true``/``false``/``yes``/``no``."""
-    element = _child(obj, "occluded")
+    element = first_child(obj, "occluded")
     if element is None:
         return False
-    word = _OCCLUDED_WORDS.get(_text(element).lower())
+    word = _OCCLUDED_WORDS.get(element_text(element).lower())
     return word if word is not None else _flag(obj, "occluded", path)
 
 
 def _pose(obj: etree._Element) -> str | None:
-    element = _child(obj, "pose")
+    element = first_child(obj, "pose")
     if element is None:
         return None
-    return _text(element) or None
+    return element_text(element) or None
 
 
 def _score(obj: etree._Element, path: str) -> float | None:
     for name in ("score", "confidence"):
-        if _child(obj, name) is not None:
+        if first_child(obj, name) is not None:
             return _number(obj, name, path)
     return None
 
@@ -319,8 +336,8 @@ def _rotated(element: etree._Element, path: str) -> RotatedBox:
     cx, cy, w, h = (_coordinate(element, tag, path) for tag in _ROTATED)
     for tag, value in (("w", w), ("h", h)):
         if value < 0:
-            child = _child(element, tag)
-            line = _line(child) if child is not None else _line(element)
+            child = first_child(element, tag)
+            line = source_line(child) if child is not None else source_line(element)
             raise AnnotationError(path, f"<{tag}> {value:g} is negative", line)
     return RotatedBox(cx, cy, w, h, _number(element, "angle", path))
 
@@ -332,13 +349,13 @@ def _numbered_points(element: etree._Element, path: str) -> list[Point]:
     for child in element:
         if not isinstance(child.tag, str):
             continue
-        numbered = _NUMBERED.fullmatch(_local(child.tag))
+        numbered = _NUMBERED.fullmatch(local_name(child.tag))
         if numbered is None:
             continue
         axis, number = numbered.group(1), int(numbered.group(2))
         if number in found[axis]:
             raise AnnotationError(
-                path, f"<polygon> has a second <{_local(child.tag)}>", _line(child)
+                path, f"<polygon> has a second <{local_name(child.tag)}>", source_line(child)
             )
         found[axis][number] = child
         if number not in found["y" if axis == "x" else "x"]:
@@ -349,43 +366,50 @@ def _numbered_points(element: etree._Element, path: str) -> list[Point]:
                 raise AnnotationError(
                     path,
                     f"<polygon> has <{axis}{number}> but no <{other}{number}>",
-                    _line(found[axis][number]),
+                    source_line(found[axis][number]),
                 )
     return [
         (
-            _coordinate(element, _local(found["x"][n].tag), path),
-            _coordinate(element, _local(found["y"][n].tag), path),
+            _coordinate(element, local_name(found["x"][n].tag), path),
+            _coordinate(element, local_name(found["y"][n].tag), path),
         )
         for n in order
     ]
 
 
 def _polygon(element: etree._Element, path: str) -> Polygon:
-    pts = _children(element, "pt")
+    pts = children_named(element, "pt")
     if pts:
-        if any(isinstance(c.tag, str) and _NUMBERED.fullmatch(_local(c.tag)) for c in element):
+        if any(isinstance(c.tag, str) and _NUMBERED.fullmatch(local_name(c.tag)) for c in element):
             raise AnnotationError(
-                path, "<polygon> mixes <pt> points with numbered <x1> <y1> ...", _line(element)
+                path,
+                "<polygon> mixes <pt> points with numbered <x1> <y1> ...",
+                source_line(element),
             )
         points = [(_coordinate(pt, "x", path), _coordinate(pt, "y", path)) for pt in pts]
     else:
         points = _numbered_points(element, path)
     problem = polygon_problem(points)
     if problem is not None:
-        raise AnnotationError(path, f"<polygon> {problem}", _line(element))
+        raise AnnotationError(path, f"<polygon> {problem}", source_line(element))
     return Polygon(tuple(points))
 
 
-def _shape(obj: etree._Element, name: str, path: str) -> Polygon | RotatedBox | None:
-    # One search in lxml ("{*}": any namespace or none, as _child does) keeps the common
+def read_shape(obj: etree._Element, name: str, path: str) -> Polygon | RotatedBox | None:
+    """The object's ``<robndbox>`` or ``<polygon>``, or None when it has neither.
+
+    Raises:
+        AnnotationError: It has both, or its shape cannot be read.
+    """
+    # One search in lxml ("{*}": any namespace or none, as first_child does) keeps the common
     # case, an object without a shape, nearly as fast as before.
     if next(obj.iterchildren("{*}robndbox", "{*}polygon"), None) is None:
         return None
-    rotated = _child(obj, "robndbox")
-    polygon = _child(obj, "polygon")
+    rotated = first_child(obj, "robndbox")
+    polygon = first_child(obj, "polygon")
     if rotated is not None and polygon is not None:
         raise AnnotationError(
-            path, f"<object> {name!r} has both <robndbox> and <polygon>; keep one", _line(obj)
+            path, f"<object> {name!r} has both <robndbox> and <polygon>; keep one", source_line(obj)
         )
     if rotated is not None:
         return _rotated(rotated, path)
@@ -395,13 +419,13 @@ def _shape(obj: etree._Element, name: str, path: str) -> Polygon | RotatedBox | 
 
 
 def _box(obj: etree._Element, path: str) -> Box:
-    name_element = _child(obj, "name")
+    name_element = first_child(obj, "name")
     if name_element is None:
-        raise AnnotationError(path, "<object> has no <name>", _line(obj))
-    name = _text(name_element)
+        raise AnnotationError(path, "<object> has no <name>", source_line(obj))
+    name = element_text(name_element)
     if not name:
-        raise AnnotationError(path, "<name> is empty", _line(name_element))
-    shape = _shape(obj, name, path)
+        raise AnnotationError(path, "<name> is empty", source_line(name_element))
+    shape = read_shape(obj, name, path)
     given: tuple[float, float, float, float] | None = None
     if shape is not None:
         # The shape is the annotation; its bounding box stands in for <bndbox>. A <bndbox>
@@ -409,15 +433,17 @@ def _box(obj: etree._Element, path: str) -> Box:
         x1, y1, x2, y2 = shape.bounds
         given = _given_bndbox(obj, path)
     else:
-        bndbox = _child(obj, "bndbox")
+        bndbox = first_child(obj, "bndbox")
         if bndbox is None:
             raise AnnotationError(
-                path, f"<object> {name!r} has no <bndbox>, <robndbox> or <polygon>", _line(obj)
+                path,
+                f"<object> {name!r} has no <bndbox>, <robndbox> or <polygon>",
+                source_line(obj),
             )
         x1, y1, x2, y2 = (_coordinate(bndbox, tag, path) for tag in _COORDINATES)
         problem = corner_problem(x1, y1, x2, y2, _CORNER_NAMES)
         if problem is not None:
-            raise AnnotationError(path, problem, _line(bndbox))
+            raise AnnotationError(path, problem, source_line(bndbox))
     return Box(
         name=name,
         x1=x1,
@@ -427,7 +453,7 @@ def _box(obj: etree._Element, path: str) -> Box:
         difficult=_flag(obj, "difficult", path),
         truncated=_flag(obj, "truncated", path),
         score=_score(obj, path),
-        line=_line(obj),
+        line=source_line(obj),
         shape=shape,
         occluded=_occluded(obj, path),
         pose=_pose(obj),
@@ -438,7 +464,7 @@ def _box(obj: etree._Element, path: str) -> Box:
 def _given_bndbox(obj: etree._Element, path: str) -> tuple[float, float, float, float] | None:
     """The ``<bndbox>`` of an object that has a shape, or None when it has none or one that
     does not read as a box (the shape is the annotation; the box is optional there)."""
-    bndbox = _child(obj, "bndbox")
+    bndbox = first_child(obj, "bndbox")
     if bndbox is None:
         return None
     try:
@@ -451,12 +477,12 @@ def _given_bndbox(obj: etree._Element, path: str) -> tuple[float, float, float, 
 
 
 def _size(root: etree._Element, path: str) -> ImageSize | None:
-    element = _child(root, "size")
+    element = first_child(root, "size")
     if element is None:
         return None
-    depth_element = _child(element, "depth")
+    depth_element = first_child(element, "depth")
     depth: int | None = None
-    if depth_element is not None and _text(depth_element):
+    if depth_element is not None and element_text(depth_element):
         depth = int(_number(element, "depth", path))
     return ImageSize(
         width=_number(element, "width", path),
@@ -468,7 +494,12 @@ def _size(root: etree._Element, path: str) -> ImageSize | None:
 _ENTITIES = "refusing a document that declares entities"
 
 
-def _refuse_dtd(tree: etree._ElementTree, path: str) -> None:
+def refuse_dtd(tree: etree._ElementTree, path: str) -> None:
+    """Refuse a document that references an external DTD or declares entities.
+
+    Raises:
+        AnnotationError: It does (at line 1 of ``path``).
+    """
     docinfo = tree.docinfo
     if getattr(docinfo, "system_url", None) or docinfo.public_id:
         raise AnnotationError(path, "refusing a document that references an external DTD", 1)
@@ -525,23 +556,25 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
     from lxml import etree
 
     try:
-        root = _document(data)
+        root = parse_document(data)
     except etree.LxmlError as error:
         raise _syntax_error(error, path, data) from None
     if root is None:
         raise AnnotationError(path, "empty document", 1)
-    _refuse_dtd(root.getroottree(), path)
-    if _local(root.tag) != "annotation":
+    refuse_dtd(root.getroottree(), path)
+    if local_name(root.tag) != "annotation":
         raise AnnotationError(
-            path, f"root element is <{_local(root.tag)}>, expected <annotation>", _line(root)
+            path,
+            f"root element is <{local_name(root.tag)}>, expected <annotation>",
+            source_line(root),
         )
-    filename_element = _child(root, "filename")
+    filename_element = first_child(root, "filename")
     return ImageAnnotation(
         key=key,
         path=path,
-        boxes=tuple(_box(obj, path) for obj in _children(root, "object")),
+        boxes=tuple(_box(obj, path) for obj in children_named(root, "object")),
         size=_size(root, path),
-        filename=_text(filename_element) if filename_element is not None else None,
+        filename=element_text(filename_element) if filename_element is not None else None,
     )
 
 

@@ -55,12 +55,16 @@ except ImportError:  # pragma: no cover - a build without a compiler
 __all__ = [
     "PURE_READER_VARIABLE",
     "ColumnSet",
+    "FileHeader",
+    "PlainObjects",
     "active_reader",
     "columns_from_annotations",
+    "decoded_text",
     "read_column_pair",
     "read_columns",
     "read_listed_columns",
     "read_listings",
+    "size_from_text",
 ]
 
 #: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
@@ -189,7 +193,7 @@ class _Chunk:
     bndboxes: list[tuple[int, tuple[float, float, float, float]]] = field(default_factory=list)
 
 
-def _text(raw: bytes) -> str:
+def decoded_text(raw: bytes) -> str:
     """Element text as the parser reads it: XML turns CR LF and a lone CR into LF."""
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -197,7 +201,9 @@ def _text(raw: bytes) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Header:
+class FileHeader:
+    """The ``<filename>`` and ``<size>`` of one file, as the parser reads them."""
+
     filename: str | None
     size: ImageSize | None
 
@@ -211,17 +217,17 @@ def _leaf_number(text: bytes) -> float | None:
     """The parser's reading of a number (the one grammar, finite), or None."""
     if text.isdigit() and len(text) < _DIGITS_FINITE:
         return float(text)  # ASCII digits only (bytes.isdigit): the common case
-    value, _ = number_problem(_text(text))
+    value, _ = number_problem(decoded_text(text))
     return value
 
 
-def _size(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
+def size_from_text(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
     """The parser's ``<size>`` from its children's text, or None where it would differ."""
     w, h = _leaf_number(width), _leaf_number(height)
     if w is None or h is None:
         return None
     number: int | None = None
-    if depth is not None and _text(depth).strip():
+    if depth is not None and decoded_text(depth).strip():
         value = _leaf_number(depth)
         if value is None:
             return None
@@ -230,10 +236,10 @@ def _size(width: bytes, height: bytes, depth: bytes | None) -> ImageSize | None:
 
 
 @dataclass(slots=True)
-class _Objects:
+class PlainObjects:
     """The objects of one plain file."""
 
-    header: _Header
+    header: FileHeader
     coordinates: FloatArray
     names: Sequence[bytes]  # as written; stripped and decoded once per chunk
     new_names: dict[bytes, str]  # names not in the chunk's vocabulary yet: as the parser reads them
@@ -259,7 +265,7 @@ def active_reader() -> str:
 PARSER_TEXT_LIMIT = 10_000_000
 
 
-def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
+def _fast(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects | None:
     """Extract a plain file's objects, or None to leave the file to the parser.
 
     ``names_seen`` holds names (as written) already known to be usable. The compiled
@@ -271,7 +277,7 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
     return _fast_pure(data, names_seen)
 
 
-def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None:
+def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> PlainObjects | None:
     """:func:`_fast` by the compiled reader (``_fastxml.c``): it proves the file plain and
     reads its columns; the header's values and new names are read here as by the pure one."""
     assert _compiled is not None
@@ -283,14 +289,14 @@ def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None
     filename, size_texts, names, coordinates, scores, difficult, truncated, occluded, poses = read
     size = None
     if size_texts is not None:
-        size = _size(*size_texts)
+        size = size_from_text(*size_texts)
         if size is None:
             return None
-    new_names = {raw: _text(raw).strip() for raw in set(names) if raw not in names_seen}
+    new_names = {raw: decoded_text(raw).strip() for raw in set(names) if raw not in names_seen}
     if not all(new_names.values()):
         return None  # an empty name: the parser's to refuse
-    return _Objects(
-        _Header(None if filename is None else _text(filename).strip(), size),
+    return PlainObjects(
+        FileHeader(None if filename is None else decoded_text(filename).strip(), size),
         np.frombuffer(coordinates, np.float64).reshape(-1, 4),
         names,
         new_names,
@@ -302,7 +308,7 @@ def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> _Objects | None
     )
 
 
-def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
+def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects | None:
     """:func:`_fast` by the pure-Python reader (:mod:`vocmatch.readers.scan_pure`, imported
     when first used: a run with the compiled reader never needs it)."""
     if len(data) > PARSER_TEXT_LIMIT:
@@ -415,7 +421,7 @@ def _add_raw_poses(chunk: _Chunk, raw_poses: Sequence[bytes | None]) -> None:
     # As the parser reads <pose>: stripped text, and empty as absent.
     codes = chunk.raw_poses
     for raw in set(raw_poses).difference(codes):
-        text = "" if raw is None else _text(raw).strip()
+        text = "" if raw is None else decoded_text(raw).strip()
         codes[raw] = _pose_code(chunk, text) if text else -1
     chunk.pose_codes.extend(map(codes.__getitem__, raw_poses))
 

@@ -31,11 +31,11 @@ import numpy as np
 from vocmatch.readers.parse import MAX_COORDINATE
 from vocmatch.readers.scan import (
     BoolArray,
+    FileHeader,
     FloatArray,
-    _Header,
-    _Objects,
-    _size,
-    _text,
+    PlainObjects,
+    decoded_text,
+    size_from_text,
 )
 
 # A plain start or end tag: no attributes, no namespace prefix. Every '<' of a file the fast
@@ -318,7 +318,7 @@ class _Recent:
 _RECENT = _Recent()
 
 
-def _header(data: bytes, start: int, stop: int) -> _Header | None:
+def _header(data: bytes, start: int, stop: int) -> FileHeader | None:
     """Read ``<filename>`` and ``<size>`` from the part of a plain file before its first
     object, or None where the parser would read it differently or refuse it."""
     # A plan's pattern matches exactly its run of tags with text between them, so when the
@@ -342,14 +342,14 @@ def _header(data: bytes, start: int, stop: int) -> _Header | None:
             return None  # text before the root element
         plan = _RECENT.header = found
     values = match.groups()
-    filename = None if plan.filename is None else _text(values[plan.filename]).strip()
+    filename = None if plan.filename is None else decoded_text(values[plan.filename]).strip()
     size = None
     if plan.size is not None:
         w, h, d = plan.size
-        size = _size(values[w], values[h], None if d is None else values[d])
+        size = size_from_text(values[w], values[h], None if d is None else values[d])
         if size is None:
             return None
-    return _Header(filename, size)
+    return FileHeader(filename, size)
 
 
 def _flags(raw: Sequence[bytes]) -> BoolArray | None:
@@ -378,7 +378,7 @@ def _occluded_flags(raw: Sequence[bytes]) -> BoolArray | None:
         return ones
     values = []
     for text in raw:
-        word = _OCCLUDED_WORDS.get(_text(text).strip().lower())
+        word = _OCCLUDED_WORDS.get(decoded_text(text).strip().lower())
         value = word if word is not None else _flag(text)
         if value is None:
             return None
@@ -514,7 +514,7 @@ def _mixed_fields(data: bytes, first: int, last: int) -> _Fields | None:
     )
 
 
-def fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None:
+def fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects | None:
     """A plain file's objects read by the pure-Python reader, or None to leave the file to
     the parser (:func:`vocmatch.readers.scan._fast`)."""
     if b"&" in data or (b"]" in data and b"]]>" in data):
@@ -579,7 +579,9 @@ def fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None
     if not (coordinates[:, 2:] >= coordinates[:, :2]).all():
         return None
     # Names stay raw here: decoded once per distinct name, per chunk.
-    new_names = {raw: _text(raw).strip() for raw in set(fields.names) if raw not in names_seen}
+    new_names = {
+        raw: decoded_text(raw).strip() for raw in set(fields.names) if raw not in names_seen
+    }
     if not all(new_names.values()):
         return None  # an empty name: the parser's to refuse
     difficult = _flags(fields.difficult)
@@ -587,7 +589,7 @@ def fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> _Objects | None
     occluded = _occluded_flags(fields.occluded)
     if difficult is None or truncated is None or occluded is None:
         return None
-    return _Objects(
+    return PlainObjects(
         header,
         coordinates,
         fields.names,

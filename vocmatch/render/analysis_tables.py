@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vocmatch.render.measured import MeasuredTable
-from vocmatch.render.terminal import _name
+from vocmatch.render.terminal import name_cell
 
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
@@ -84,7 +84,7 @@ def error_table(analysis: ErrorAnalysis, threshold: float) -> RenderableType:
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
     for cls in analysis.classes:
-        table.add_row(_name(cls.name), *_error_cells(cls.counts))
+        table.add_row(name_cell(cls.name), *_error_cells(cls.counts))
     table.add_section()
     table.add_row(Text("all", style="bold"), *_error_cells(analysis.summary))
     cost = analysis.cost
@@ -127,7 +127,7 @@ def error_image_table(analysis: ErrorAnalysis, max_rows: int = 20) -> Renderable
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
     for image in shown:
-        table.add_row(_name(image.key), *_error_cells(image.counts))
+        table.add_row(name_cell(image.key), *_error_cells(image.counts))
     parts: list[RenderableType] = [table]
     if len(rows) > len(shown):
         parts.append(Text(f"{len(rows) - len(shown):,} more images with errors", style="dim"))
@@ -147,7 +147,7 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
         table = Table(title=title, title_justify="left")
         table.add_column("GT \\ pred", no_wrap=True)
         for name in matrix.names:
-            table.add_column(_name(name), justify="right", no_wrap=True)
+            table.add_column(name_cell(name), justify="right", no_wrap=True)
         counts = matrix.counts  # a few classes: the full matrix is small
         for r, name in enumerate(matrix.names):
             cells: list[RenderableType] = []
@@ -155,7 +155,7 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
                 value = int(counts[r, c])
                 style = "dim" if value == 0 else ("green" if r == c else "red")
                 cells.append(Text(str(value), style=style))
-            table.add_row(_name(name), *cells)
+            table.add_row(name_cell(name), *cells)
         return table
     # Class-to-class cells: the confusions proper; background is summed in a footnote. Only
     # the cells that are not zero are read: there are (K + 1)^2 cells in all.
@@ -172,7 +172,7 @@ def confusion_table(matrix: ConfusionMatrix, threshold: float) -> RenderableType
     table.add_column("predicted", no_wrap=True)
     table.add_column("count", justify="right")
     for count, gt_name, pred_name in cells_list[:CONFUSION_MAX_CELLS]:
-        table.add_row(_name(gt_name), _name(pred_name), str(count))
+        table.add_row(name_cell(gt_name), name_cell(pred_name), str(count))
     parts: list[RenderableType] = [table]
     more = len(cells_list) - CONFUSION_MAX_CELLS
     if more > 0:

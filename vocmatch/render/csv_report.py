@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as CSV: one row per image or per
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` as CSV: one row per image or per
 class, sorted by key or name.
 
 Names are data: every file and class name goes through
@@ -17,7 +17,7 @@ from vocmatch.escapes import csv_text
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
 
 __all__ = [
     "to_csv_classes",

@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from vocmatch import __version__
-from vocmatch.render.json_report import _conventions
-from vocmatch.render.markdown import MARKDOWN_MAX_IMAGES, _md, _md_number, _md_table
+from vocmatch.render.json_report import conventions_json
+from vocmatch.render.markdown import MARKDOWN_MAX_IMAGES, md_number, md_table, md_text
+from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
@@ -160,7 +160,7 @@ def diff_to_json_dict(
         "vocmatch": __version__,
         "a": diff.a_name,
         "b": diff.b_name,
-        "conventions": _conventions(conv),
+        "conventions": conventions_json(conv),
         "summary": {
             **{key: _change(change) for key, change in _rates(s)},
             **{key: _count_change(change) for key, change in _counts(s)},
@@ -263,9 +263,10 @@ def _md_paired(evidence: PairedBootstrap, map_name: str) -> list[str]:
         for key, change in _rates(evidence)
     ]
     rows += [
-        [f"{_md(c.name)} AP", _md_signed(c.ap.delta), *_md_interval(c.ap)] for c in evidence.classes
+        [f"{md_text(c.name)} AP", _md_signed(c.ap.delta), *_md_interval(c.ap)]
+        for c in evidence.classes
     ]
-    lines += _md_table(("", "change", f"{coverage} interval", "p"), rows, "lrrr")
+    lines += md_table(("", "change", f"{coverage} interval", "p"), rows, "lrrr")
     lines += ["", "p: two-sided, of no change (the share of resamples on either side of 0)."]
     return lines
 
@@ -294,33 +295,33 @@ def diff_to_markdown(
         "## vocmatch diff",
         "",
         # Not in a code span, where backslash escapes do not work and a backtick ends it.
-        f"A {_md(diff.a_name)} · B {_md(diff.b_name)}",
+        f"A {md_text(diff.a_name)} · B {md_text(diff.b_name)}",
         "",
-        _md(conventions),
+        md_text(conventions),
         "",
         "### Summary (B - A)",
         "",
     ]
     rows = [
-        [_md_label(key, map_name), _md_number(c.a), _md_number(c.b), _md_signed(c.delta)]
+        [_md_label(key, map_name), md_number(c.a), md_number(c.b), _md_signed(c.delta)]
         for key, c in _rates(s)
     ]
     rows += [
         [_md_label(key, map_name), str(c.a), str(c.b), f"{c.delta:+d}"] for key, c in _counts(s)
     ]
-    lines += _md_table(("", "A", "B", "change"), rows, "lrrr")
+    lines += md_table(("", "A", "B", "change"), rows, "lrrr")
     if evidence is not None:
         lines += _md_paired(evidence, map_name)
     lines += ["", "### Classes (B - A)", ""]
     class_rows = [
         [
-            _md(c.name), str(c.gt), _md_number(c.ap.a), _md_number(c.ap.b), _md_signed(c.ap.delta),
-            _md_signed(c.precision.delta), _md_signed(c.recall.delta),
+            md_text(c.name), str(c.gt), md_number(c.ap.a), md_number(c.ap.b),
+            _md_signed(c.ap.delta), _md_signed(c.precision.delta), _md_signed(c.recall.delta),
             *(f"{change.delta:+d}" for _, change in _counts(c)),
         ]
         for c in diff.classes
     ]  # fmt: skip
-    lines += _md_table(
+    lines += md_table(
         ("class", "GT", "AP A", "AP B", "ΔAP", "Δprecision", "Δrecall", "ΔTP", "ΔFP", "ΔFN"),
         class_rows,
         "l" + "r" * 9,
@@ -331,8 +332,8 @@ def diff_to_markdown(
     if shown:
         image_rows = [
             [
-                _md(i.key), *(str(len(refs)) for _, refs in _objects(i)), f"{i.net:+d}",
-                _md(", ".join(
+                md_text(i.key), *(str(len(refs)) for _, refs in _objects(i)), f"{i.net:+d}",
+                md_text(", ".join(
                     f"{label} {' '.join(str(r) for r in refs)}"
                     for label, refs in (
                         ("missed", i.new_fn), ("new FP", i.new_fp), ("found", i.fixed_fn),
@@ -343,7 +344,7 @@ def diff_to_markdown(
             ]
             for i in shown
         ]  # fmt: skip
-        lines += _md_table(
+        lines += md_table(
             ("image", "new FN", "fixed FN", "new FP", "removed FP", "net", "objects"),
             image_rows,
             "lrrrrrl",
@@ -360,9 +361,12 @@ def diff_to_markdown(
     if results:
         verdict = "passed" if all(r.passed for r in results) else "failed"
         lines += ["", f"### Regression gates: {verdict}", ""]
-        lines += _md_table(
+        lines += md_table(
             ("gate", "result", ""),
-            [[_md(str(r.gate)), _md(str(r)), "pass" if r.passed else "**fail**"] for r in results],
+            [
+                [md_text(str(r.gate)), md_text(str(r)), "pass" if r.passed else "**fail**"]
+                for r in results
+            ],
             "lll",
         )
     return "\n".join(lines) + "\n"

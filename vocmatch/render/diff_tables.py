@@ -17,7 +17,7 @@ from rich.text import Text
 from vocmatch.errors import Option
 from vocmatch.escapes import printable
 from vocmatch.render.measured import MeasuredTable
-from vocmatch.render.terminal import _more_rows, _name, _note, _number, _signed
+from vocmatch.render.terminal import more_rows, name_cell, note_text, number_text, signed_cell
 
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
@@ -49,7 +49,7 @@ def _count_delta(value: int, better_up: bool, signed: bool = True) -> Text:
 
 
 def _change_row(name: str, change: Change) -> list[RenderableType]:
-    return [name, _number(change.a), _number(change.b), _signed(change.delta)]
+    return [name, number_text(change.a), number_text(change.b), signed_cell(change.delta)]
 
 
 def _count_row(name: str, change: CountChange, better_up: bool) -> list[RenderableType]:
@@ -97,8 +97,8 @@ def diff_report(
     conventions = Table.grid(padding=(0, 2))
     conventions.add_column(style="bold")
     conventions.add_column()
-    conventions.add_row("A", _name(diff.a_name))
-    conventions.add_row("B", _name(diff.b_name))
+    conventions.add_row("A", name_cell(diff.a_name))
+    conventions.add_row("B", name_cell(diff.b_name))
     for name, value in diff.conventions.describe():
         conventions.add_row(name, value)
 
@@ -139,13 +139,13 @@ def diff_report(
     for cls in diff.classes:
         cells = _delta_cells(class_evidence.get(cls.name)) if evidence is not None else []
         classes.add_row(
-            _name(cls.name),
+            name_cell(cls.name),
             str(cls.gt),
-            _number(cls.ap.a),
-            _number(cls.ap.b),
-            _signed(cls.ap.delta),
-            _signed(cls.precision.delta),
-            _signed(cls.recall.delta),
+            number_text(cls.ap.a),
+            number_text(cls.ap.b),
+            signed_cell(cls.ap.delta),
+            signed_cell(cls.precision.delta),
+            signed_cell(cls.recall.delta),
             _count_delta(cls.tp.delta, True),
             _count_delta(cls.fp.delta, False),
             _count_delta(cls.fn.delta, False),
@@ -169,7 +169,7 @@ def diff_report(
     if len(changed) > len(shown):
         parts.append(
             Text(
-                _more_rows(f"{len(changed) - len(shown):,} more changed images", words),
+                more_rows(f"{len(changed) - len(shown):,} more changed images", words),
                 style="dim",
             )
         )
@@ -183,9 +183,9 @@ def diff_report(
         )
     )
     for key in diff.only_a:
-        parts.append(_note(f"{key} evaluated in A only"))
+        parts.append(note_text(f"{key} evaluated in A only"))
     for key in diff.only_b:
-        parts.append(_note(f"{key} evaluated in B only"))
+        parts.append(note_text(f"{key} evaluated in B only"))
     if results:
         parts += [Text(), _regression_gates_table(results)]
     return Group(*parts)
@@ -200,7 +200,7 @@ def _changed_images_table(shown: list[ImageDiff]) -> Table:
     images.add_column("objects")
     for image in shown:
         images.add_row(
-            _name(image.key),
+            name_cell(image.key),
             _count_delta(len(image.new_fn), False, signed=False),
             _count_delta(len(image.fixed_fn), True, signed=False),
             _count_delta(len(image.new_fp), False, signed=False),
@@ -219,5 +219,5 @@ def _regression_gates_table(results: tuple[RegressionResult, ...]) -> Table:
     gates.add_column("", no_wrap=True)
     for result in results:
         verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
-        gates.add_row(_name(str(result.gate)), _name(str(result)), verdict)
+        gates.add_row(name_cell(str(result.gate)), name_cell(str(result)), verdict)
     return gates

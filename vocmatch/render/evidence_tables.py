@@ -16,7 +16,7 @@ from rich.text import Text
 
 from vocmatch.errors import Option
 from vocmatch.escapes import printable
-from vocmatch.render.terminal import _more_rows, _name, _number, _signed
+from vocmatch.render.terminal import more_rows, name_cell, number_text, signed_cell
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _interval(interval: Interval) -> Text:
     """``0.6250 [0.4167, 0.9334]``; a dash where the metric is undefined."""
     if interval.value is None and interval.low is None:
         return Text("—", style="dim")
-    text = Text(_number(interval.value))
+    text = Text(number_text(interval.value))
     if interval.low is not None and interval.high is not None:
         text.append(f" [{interval.low:.4f}, {interval.high:.4f}]", style="cyan")
     return text
@@ -94,16 +94,16 @@ def slice_table(found: Slice, threshold: float) -> RenderableType:
     for value in found.values:
         gt = str(value.gt) if not value.gt_ignored else f"{value.gt} (+{value.gt_ignored})"
         table.add_row(
-            _name(value.value),
+            name_cell(value.value),
             gt,
             str(value.pred),
             str(value.tp),
             Text(str(value.fp), style="red" if value.fp else ""),
             Text(str(value.fn), style="red" if value.fn else ""),
-            _number(value.precision),
-            _number(value.recall),
-            _number(value.f1),
-            _number(value.map),
+            number_text(value.precision),
+            number_text(value.recall),
+            number_text(value.f1),
+            number_text(value.map),
         )
     return Group(table, Text(found.rule, style="dim"))
 
@@ -145,19 +145,19 @@ def suspects_report(
     shown = suspects if max_rows == 0 else suspects[:max_rows]
     for rank, s in enumerate(shown, 1):
         if s.kind == "wrong-class":
-            where = _name(f"gt#{s.gt_index} {s.gt_name} by pred#{s.pred_index}")
+            where = name_cell(f"gt#{s.gt_index} {s.gt_name} by pred#{s.pred_index}")
         elif s.kind == "loose":
-            where = _name(f"gt#{s.gt_index} by pred#{s.pred_index}")
+            where = name_cell(f"gt#{s.gt_index} by pred#{s.pred_index}")
         elif s.kind == "duplicate":
-            where = _name(f"gt#{s.gt_index} on gt#{s.other_index}")
+            where = name_cell(f"gt#{s.gt_index} on gt#{s.other_index}")
         else:
-            where = _name(f"pred#{s.pred_index}")
+            where = name_cell(f"pred#{s.pred_index}")
         table.add_row(
             str(rank),
             s.kind,
-            _name(s.image),
-            _name(s.name),
-            _number(s.confidence, 3),
+            name_cell(s.image),
+            name_cell(s.name),
+            number_text(s.confidence, 3),
             f"{s.iou:.3f}",
             where,
             _box_text(s.box),
@@ -173,7 +173,7 @@ def suspects_report(
     if len(suspects) > len(shown):
         parts.append(
             Text(
-                _more_rows(f"{len(suspects) - len(shown):,} more", words),
+                more_rows(f"{len(suspects) - len(shown):,} more", words),
                 style="dim",
             )
         )
@@ -198,8 +198,10 @@ def calibration_table(result: Calibration) -> RenderableType:
     for name in ("predictions", "ECE", "MCE"):
         table.add_column(name, justify="right", no_wrap=True)
     for entry in (result.overall, *result.classes):
-        label = Text("all", style="bold") if entry is result.overall else _name(entry.name)
-        table.add_row(label, f"{entry.predictions:,}", _number(entry.ece), _number(entry.mce))
+        label = Text("all", style="bold") if entry is result.overall else name_cell(entry.name)
+        table.add_row(
+            label, f"{entry.predictions:,}", number_text(entry.ece), number_text(entry.mce)
+        )
         if entry is result.overall:
             table.add_section()
     bins = Table(title="Reliability (all classes)", title_justify="left")
@@ -213,9 +215,9 @@ def calibration_table(result: Calibration) -> RenderableType:
         bins.add_row(
             f"{b.low:.2f}-{b.high:.2f}",
             f"{b.count:,}",
-            _number(b.confidence, 3),
-            _number(b.accuracy, 3),
-            _signed(gap, digits=3) if gap is not None else Text("—", style="dim"),
+            number_text(b.confidence, 3),
+            number_text(b.accuracy, 3),
+            signed_cell(gap, digits=3) if gap is not None else Text("—", style="dim"),
         )
     parts: list[RenderableType] = [table, Text(), bins]
     remarks = [

@@ -48,16 +48,16 @@ import numpy.typing as npt
 from markupsafe import Markup
 from PIL import Image, UnidentifiedImageError
 
-from vocmatch import __version__
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import AnnotationError, InputError, VocmatchWarning
 from vocmatch.escapes import printable
-from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, Match
+from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, Match
 from vocmatch.evidence.bootstrap import Bootstrap
 from vocmatch.evidence.calibration import Calibration, ClassCalibration
 from vocmatch.evidence.confusion import ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.slices import Slice
 from vocmatch.readers.parse import AnnotationSet, open_regular
+from vocmatch.version import __version__
 
 __all__ = [
     "CURVE_MAX_POINTS",

@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as JSON, with its error analysis,
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` as JSON, with its error analysis,
 bootstrap intervals, slices and calibration when given.
 
 Deterministic: images sorted by key, classes by name, keys in a fixed order. Written with
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vocmatch import __version__
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
+from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
-    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult
+    from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
     from vocmatch.evaluation.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
@@ -37,6 +37,7 @@ __all__ = [
     "CONFUSION_ROWS_MAX",
     "bootstrap_json",
     "calibration_json",
+    "conventions_json",
     "merge_json",
     "slices_json",
     "to_json",
@@ -73,7 +74,7 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
     }
 
 
-def _conventions(conv: Conventions) -> dict[str, Any]:
+def conventions_json(conv: Conventions) -> dict[str, Any]:
     """The conventions in force, as every JSON output states them."""
     return {
         "protocol": conv.protocol,
@@ -241,7 +242,7 @@ def _json_data(
     """:func:`to_json_dict`, each image's record made by ``image_record``."""
     conv = evaluation.conventions
     s = evaluation.summary
-    conventions = _conventions(conv)
+    conventions = conventions_json(conv)
     conventions["score_thresholds"] = {
         "default": thresholds.default if thresholds else None,
         "classes": dict(thresholds.per_class) if thresholds else {},

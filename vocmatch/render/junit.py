@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` and its gates as JUnit XML, so
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` and its gates as JUnit XML, so
 that CI systems list the evaluation as tests.
 
 Names are data: every file and class name goes through
@@ -14,7 +14,7 @@ from vocmatch.escapes import xml_text
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evaluation.evaluate import Evaluation, ImageResult
+    from vocmatch.evaluation.scoring import Evaluation, ImageResult
     from vocmatch.evidence.gates import GateReport
 
 __all__ = [

@@ -18,11 +18,11 @@ from vocmatch.escapes import printable
 from vocmatch.render.measured import MeasuredTable
 from vocmatch.render.terminal import (
     ReportOptions,
-    _images_left_out,
-    _more_rows,
-    _name,
-    _note,
-    _number,
+    images_left_out,
+    more_rows,
+    name_cell,
+    note_text,
+    number_text,
 )
 from vocmatch.words import plural
 
@@ -45,7 +45,7 @@ __all__ = [
 
 
 def _names(names: tuple[str, ...], style: str = "") -> Text:
-    return _name(", ".join(names), style=style) if names else Text("—", style="dim")
+    return name_cell(", ".join(names), style=style) if names else Text("—", style="dim")
 
 
 def _label_header(evaluation: LabelEvaluation) -> Table:
@@ -65,7 +65,7 @@ def _label_header(evaluation: LabelEvaluation) -> Table:
 def _difference(image: LabelImageResult) -> Text:
     """``-airplane -car +boat``: missed classes, then extra ones."""
     words = [f"-{name}" for name in image.missed] + [f"+{name}" for name in image.extra]
-    return _name(" ".join(words), style="red") if words else Text("—", style="dim")
+    return name_cell(" ".join(words), style="red") if words else Text("—", style="dim")
 
 
 def label_image_table(
@@ -84,20 +84,20 @@ def label_image_table(
         rows = [r for r in rows if r.errors > 0]
     shown = rows if opts.max_rows == 0 else rows[: opts.max_rows]
     for image in shown:
-        label = _name(image.key)
+        label = name_cell(image.key)
         if image.pred_path is None:
             label.append(" †", style="yellow")
         gt = _names(image.gt)
         if image.ignored:
-            gt = _name(", ".join(image.gt) + ", " if image.gt else "")
+            gt = name_cell(", ".join(image.gt) + ", " if image.gt else "")
             gt.append(printable(f"({', '.join(image.ignored)})"), style="dim")
         table.add_row(
             label,
             gt,
             _names(image.pred),
             _difference(image),
-            _number(image.jaccard, 3),
-            _number(image.dice, 3),
+            number_text(image.jaccard, 3),
+            number_text(image.dice, 3),
         )
     parts: list[RenderableType] = [table]
     if shown:
@@ -111,7 +111,7 @@ def label_image_table(
             Text("(class): all its objects are difficult: ignored in this image", style="dim")
         )
     hidden = len(rows) - len(shown)
-    parts += _images_left_out(hidden, bool(rows), opts.words)
+    parts += images_left_out(hidden, bool(rows), opts.words)
     return Group(*parts)
 
 
@@ -122,7 +122,7 @@ def label_class_table(evaluation: LabelEvaluation) -> Table:
     for column in ("GT", "pred", "TP", "FP", "FN", "IoU"):
         table.add_column(column, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        name = _name(cls.name)
+        name = name_cell(cls.name)
         if cls.gt == 0:
             name.append(" *", style="yellow")
         gt = str(cls.gt) if not cls.ignored else f"{cls.gt} (+{cls.ignored})"
@@ -133,7 +133,7 @@ def label_class_table(evaluation: LabelEvaluation) -> Table:
             str(cls.tp),
             Text(str(cls.fp), style="red" if cls.fp else ""),
             Text(str(cls.fn), style="red" if cls.fn else ""),
-            _number(cls.iou),
+            number_text(cls.iou),
         )
     return table
 
@@ -145,11 +145,11 @@ def label_summary(evaluation: LabelEvaluation) -> RenderableType:
     table.add_column(justify="right")
     table.add_row("images", f"{len(evaluation.images):,}")
     table.add_row("TP / FP / FN", f"{evaluation.tp:,} / {evaluation.fp:,} / {evaluation.fn:,}")
-    table.add_row("macro IoU", _number(evaluation.macro_iou))
-    table.add_row("micro IoU", _number(evaluation.micro_iou))
-    table.add_row("mean Jaccard", _number(evaluation.mean_jaccard))
-    table.add_row("mean Dice", _number(evaluation.mean_dice))
-    table.add_row("exact match", _number(evaluation.exact_match))
+    table.add_row("macro IoU", number_text(evaluation.macro_iou))
+    table.add_row("micro IoU", number_text(evaluation.micro_iou))
+    table.add_row("mean Jaccard", number_text(evaluation.mean_jaccard))
+    table.add_row("mean Dice", number_text(evaluation.mean_dice))
+    table.add_row("exact match", number_text(evaluation.exact_match))
     parts: list[RenderableType] = [Text("Summary", style="bold italic"), table]
     problems = Table.grid(padding=(0, 2))
     problems.add_column(style="bold")
@@ -171,7 +171,7 @@ def label_summary(evaluation: LabelEvaluation) -> RenderableType:
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
-        parts.append(_note(note))
+        parts.append(note_text(note))
     parts.append(
         Text(
             "TP/FP/FN count images per class; macro IoU: mean over classes; "
@@ -246,16 +246,16 @@ def seg_image_table(
     shown = rows if max_rows == 0 else rows[:max_rows]
     for image in shown:
         table.add_row(
-            _name(image.key),
-            _number(image.pixel_accuracy, 3),
-            _number(image.miou, 3),
+            name_cell(image.key),
+            number_text(image.pixel_accuracy, 3),
+            number_text(image.miou, 3),
             _names(image.gt_classes),
             _names(image.pred_classes),
         )
     parts: list[RenderableType] = [table]
     hidden = len(rows) - len(shown)
     if hidden:
-        parts.append(Text(_more_rows(f"{hidden:,} more images not shown", words), style="dim"))
+        parts.append(Text(more_rows(f"{hidden:,} more images not shown", words), style="dim"))
     elif not rows:
         parts.append(Text("no images to show", style="dim"))
     return Group(*parts)
@@ -273,9 +273,9 @@ def seg_class_table(evaluation: SegEvaluation) -> RenderableType:
             absent += 1
             continue
         table.add_row(
-            _name(cls.name),
-            _number(cls.iou),
-            _number(cls.accuracy),
+            name_cell(cls.name),
+            number_text(cls.iou),
+            number_text(cls.accuracy),
             f"{cls.tp:,}",
             f"{cls.fp:,}",
             f"{cls.fn:,}",
@@ -298,9 +298,9 @@ def seg_summary(evaluation: SegEvaluation) -> RenderableType:
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_row("images", f"{len(evaluation.images):,}")
-    table.add_row("mIoU", _number(evaluation.miou))
-    table.add_row("pixel accuracy", _number(evaluation.pixel_accuracy))
-    table.add_row("mean accuracy", _number(evaluation.mean_accuracy))
+    table.add_row("mIoU", number_text(evaluation.miou))
+    table.add_row("pixel accuracy", number_text(evaluation.pixel_accuracy))
+    table.add_row("mean accuracy", number_text(evaluation.mean_accuracy))
     void_pixels = int(evaluation.pred_void_pixels.sum())
     if void_pixels:
         table.add_row("predicted void", f"{void_pixels:,} px")

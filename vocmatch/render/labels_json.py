@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from vocmatch import __version__
+from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.

@@ -1,4 +1,4 @@
-"""An :class:`~vocmatch.evaluation.evaluate.Evaluation` as Markdown, for a pull-request
+"""An :class:`~vocmatch.evaluation.scoring.Evaluation` as Markdown, for a pull-request
 comment or a CI job summary.
 
 Names are data, never markup: every file and class name goes through
@@ -16,28 +16,27 @@ from vocmatch.words import plural
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.gates import GateReport
 
-__all__ = [
-    "MARKDOWN_MAX_IMAGES",
-    "to_markdown",
-]
+__all__ = ["MARKDOWN_MAX_IMAGES", "md_number", "md_table", "md_text", "to_markdown"]
 
 #: Images named after the gate table of the Markdown report before it says "and N more".
 MARKDOWN_MAX_IMAGES = 20
 
 
-def _md(text: str) -> str:
+def md_text(text: str) -> str:
+    """Text from the data, escaped for Markdown (:func:`~vocmatch.escapes.markdown_text`)."""
     return markdown_text(text)
 
 
-def _md_number(value: float | None) -> str:
+def md_number(value: float | None) -> str:
+    """A number as a Markdown cell: four decimals, an em dash for none."""
     return "—" if value is None else f"{value:.4f}"
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
+def md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
     """A pipe table; ``align`` has an ``l`` or ``r`` per column."""
     rule = ["---:" if a == "r" else "---" for a in align]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
@@ -48,7 +47,7 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) 
 def _md_gates(report: GateReport, images: int) -> list[str]:
     verdict = "passed" if report.passed else "failed"
     rows = [
-        [_md(str(g.gate)), _md_number(g.measured), "pass" if g.passed else "**fail**"]
+        [md_text(str(g.gate)), md_number(g.measured), "pass" if g.passed else "**fail**"]
         for g in report.gates
     ]
     for flag, limit, over in (
@@ -61,10 +60,12 @@ def _md_gates(report: GateReport, images: int) -> list[str]:
                 [f"{flag} {limit} per image", f"{len(over)} of {images} images over", result]
             )
     lines = ["", f"### Quality gates: {verdict}", ""]
-    lines += _md_table(("gate", "measured", "result"), rows, "lrl")
+    lines += md_table(("gate", "measured", "result"), rows, "lrl")
     failed = report.failed_images
     if failed:
-        named = [f"{_md(i.key)} ({', '.join(i.failures())})" for i in failed[:MARKDOWN_MAX_IMAGES]]
+        named = [
+            f"{md_text(i.key)} ({', '.join(i.failures())})" for i in failed[:MARKDOWN_MAX_IMAGES]
+        ]
         more = len(failed) - len(named)
         tail = f", and {more} more" if more else ""
         lines += ["", f"Images over a limit: {'; '.join(named)}{tail}."]
@@ -98,14 +99,14 @@ def to_markdown(
     gt = str(s.gt) if not ignored else f"{s.gt} (+{ignored})"  # as in the class table
     values = [
         str(s.images), gt, str(s.pred), str(s.tp), str(s.fp), str(s.fn),
-        _md_number(s.precision), _md_number(s.recall), _md_number(s.f1), _md_number(s.map),
+        md_number(s.precision), md_number(s.recall), md_number(s.f1), md_number(s.map),
     ]  # fmt: skip
     if evaluation.coco is not None:
         # AP50 beside the mean over IoU 0.50:0.95, as Ultralytics reports both.
         names.append("mAP@.50")
-        values.append(_md_number(evaluation.coco.AP50 if evaluation.coco.AP50 >= 0 else None))
-    lines = ["## vocmatch evaluation", "", _md(conventions), "", "### Summary", ""]
-    lines += _md_table(names, [values], "r" * len(names))
+        values.append(md_number(evaluation.coco.AP50 if evaluation.coco.AP50 >= 0 else None))
+    lines = ["## vocmatch evaluation", "", md_text(conventions), "", "### Summary", ""]
+    lines += md_table(names, [values], "r" * len(names))
     remarks = []
     if s.skipped:
         remarks.append(f"skipped files: {s.skipped} (not evaluated)")
@@ -118,32 +119,32 @@ def to_markdown(
     remarks += [f"note: {note}" for note in evaluation.notes]
     if remarks:
         lines.append("")
-        lines += [f"- {_md(r)}" for r in remarks]
+        lines += [f"- {md_text(r)}" for r in remarks]
     if evaluation.coco is not None:
         lines += ["", "### COCO (pycocotools COCOeval.stats)", ""]
         values = [f"{v:.4f}" for v in evaluation.coco.as_list()]
-        lines += _md_table(COCO_NAMES[:6], [values[:6]], "r" * 6)
+        lines += md_table(COCO_NAMES[:6], [values[:6]], "r" * 6)
         lines.append("")
-        lines += _md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
+        lines += md_table(COCO_NAMES[6:], [values[6:]], "r" * 6)
     threshold = evaluation.conventions.iou_threshold
     lines += ["", f"### Classes (at IoU {threshold:g})", ""]
     coco = evaluation.conventions.summary == "coco"
     rows = []
     for c in evaluation.classes:
-        name = _md(c.name) + ("" if c.in_map else " \\*")
+        name = md_text(c.name) + ("" if c.in_map else " \\*")
         gt = str(c.gt) if not c.gt_ignored else f"{c.gt} (+{c.gt_ignored})"
         pred = (
             str(c.pred) if not c.pred_ignored else f"{c.pred - c.pred_ignored} (+{c.pred_ignored})"
         )
         row = [
-            name, gt, pred, str(c.tp), str(c.fp), str(c.fn), _md_number(c.precision),
-            _md_number(c.recall), _md_number(c.f1), _md_number(c.ap),
+            name, gt, pred, str(c.tp), str(c.fp), str(c.fn), md_number(c.precision),
+            md_number(c.recall), md_number(c.f1), md_number(c.ap),
         ]  # fmt: skip
         if coco:
-            row += [_md_number(c.ap50), _md_number(c.ap75)]
+            row += [md_number(c.ap50), md_number(c.ap75)]
         rows.append(row)
     aps = ("AP", "AP50", "AP75") if coco else ("AP",)
-    lines += _md_table(
+    lines += md_table(
         ("class", "GT", "pred", "TP", "FP", "FN", "precision", "recall", "F1", *aps),
         rows,
         "l" + "r" * (8 + len(aps)),
@@ -168,7 +169,7 @@ def to_markdown(
 def _md_value(interval: Interval) -> str:
     if interval.value is None and interval.low is None:
         return "—"
-    text = _md_number(interval.value)
+    text = md_number(interval.value)
     if interval.low is not None and interval.high is not None:
         text += f" [{interval.low:.4f}, {interval.high:.4f}]"
     return text
@@ -185,8 +186,8 @@ def _md_bootstrap(result: Bootstrap) -> list[str]:
     rows = [["all (mAP, micro)", *(_md_value(i) for i in (result.map, result.precision,
              result.recall, result.f1))]]  # fmt: skip
     rows += [
-        [_md(c.name), *(_md_value(i) for i in (c.ap, c.precision, c.recall, c.f1))]
+        [md_text(c.name), *(_md_value(i) for i in (c.ap, c.precision, c.recall, c.f1))]
         for c in result.classes
     ]
-    lines += _md_table(("class", "AP", "precision", "recall", "F1"), rows, "lrrrr")
+    lines += md_table(("class", "AP", "precision", "recall", "F1"), rows, "lrrrr")
     return lines

@@ -1,11 +1,11 @@
-"""Turn an :class:`~vocmatch.evaluation.evaluate.Evaluation` into rich renderables.
+"""Turn an :class:`~vocmatch.evaluation.scoring.Evaluation` into rich renderables.
 
 Nothing here prints: the caller owns the Console. The per-image table lists the worst images
 first (most FP + FN, then by name) and stops after ``max_rows`` rows, so that it reads the
 same for 5 images and for 5,000; a footer says how many rows were left out.
 
 Names are data, never markup: every file, class or folder name enters a renderable as
-``Text(printable(name))`` (:func:`_name`), never as a plain string, which rich would read
+``Text(printable(name))`` (:func:`name_cell`), never as a plain string, which rich would read
 as markup (``[link=...]``, ``[/]``) and emoji codes; :func:`vocmatch.escapes.printable`
 writes control characters and bidi overrides as escapes.
 """
@@ -31,30 +31,37 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
-    from vocmatch.evaluation.evaluate import ClassResult, Evaluation, ImageResult, SweepResult
+    from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = [
     "ReportOptions",
     "class_table",
     "header",
     "image_table",
+    "images_left_out",
+    "more_rows",
+    "name_cell",
+    "note_text",
+    "number_text",
     "printable",
     "render",
+    "signed_cell",
     "summary_table",
 ]
 
 
-def _name(name: str, style: str = "") -> Text:
+def name_cell(name: str, style: str = "") -> Text:
     """A name from the data as a cell: escaped, and never read as markup."""
     return Text(printable(name), style=style)
 
 
-def _note(note: str) -> Text:
+def note_text(note: str) -> Text:
+    """A note of the run as a line of the report: yellow, folded at the terminal's width."""
     # A note may name a long path: folded at the terminal's width rather than widen the report.
     return Text(f"note: {printable(note)}", style="yellow", overflow="fold")
 
 
-def _more_rows(what: str, words: Callable[[Option], str], failing: bool = False) -> str:
+def more_rows(what: str, words: Callable[[Option], str], failing: bool = False) -> str:
     """The hint under a cut table: how to show every row (and only the failing ones)."""
     hint: list[str | Option] = [Option("max_rows", 0), " shows all"]
     if failing:
@@ -62,11 +69,11 @@ def _more_rows(what: str, words: Callable[[Option], str], failing: bool = False)
     return Message(f"{what} (", *hint, ")").worded(words)
 
 
-def _images_left_out(hidden: int, any_rows: bool, words: Callable[[Option], str]) -> list[Text]:
+def images_left_out(hidden: int, any_rows: bool, words: Callable[[Option], str]) -> list[Text]:
     """The line under a per-image table: how many images it leaves out and how to show them,
     or that there is no image to show."""
     if hidden:
-        line = _more_rows(f"{hidden:,} more images not shown", words, failing=True)
+        line = more_rows(f"{hidden:,} more images not shown", words, failing=True)
         return [Text(line, style="dim")]
     return [] if any_rows else [Text("no images to show", style="dim")]
 
@@ -144,11 +151,14 @@ class Fitting:
         return Measurement(min(widths), widths[0])
 
 
-def _number(value: float | None, digits: int = 4) -> str:
+def number_text(value: float | None, digits: int = 4) -> str:
+    """A number as a table cell: ``digits`` decimals, an em dash for none."""
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _signed(value: float | None, better_up: bool = True, digits: int = 4) -> Text:
+def signed_cell(value: float | None, better_up: bool = True, digits: int = 4) -> Text:
+    """A change as a cell: signed, green when better (up when ``better_up``), red when
+    worse, dim when none or below the last digit shown."""
     if value is None:
         return Text("—", style="dim")
     if value == 0:
@@ -225,9 +235,9 @@ def _operating_form(evaluation: Evaluation, beta: float, compact: bool) -> Table
             # Rounded down: the printed value typed back keeps exactly this row's predictions.
             point_threshold(cls.curve, point),
             str(point.predictions),
-            _number(point.precision, digits),
-            _number(point.recall, digits),
-            _number(point.f, digits),
+            number_text(point.precision, digits),
+            number_text(point.recall, digits),
+            number_text(point.f, digits),
         )
     return table
 
@@ -239,7 +249,7 @@ def worst_first(images: tuple[ImageResult, ...]) -> list[ImageResult]:
 
 def _image_cells(image: ImageResult) -> list[RenderableType]:
     """One image's row: its name, counts and mean IoU, then a cell for each sweep threshold."""
-    label = _name(image.key)
+    label = name_cell(image.key)
     if image.pred_path is None:
         label.append(" †", style="yellow")
     return [
@@ -249,7 +259,7 @@ def _image_cells(image: ImageResult) -> list[RenderableType]:
         str(image.tp),
         Text(str(image.fp), style="red" if image.fp else ""),
         Text(str(image.fn), style="red" if image.fn else ""),
-        _number(image.mean_iou, 3),
+        number_text(image.mean_iou, 3),
         *(_sweep(s) for s in image.sweep),
     ]
 
@@ -306,7 +316,7 @@ def image_table(evaluation: Evaluation, options: ReportOptions | None = None) ->
     parts = [table]
     if any(i.pred_path is None for i in shown):
         parts.append(Text("† no prediction file: every object counts as missed", style="dim"))
-    parts += _images_left_out(hidden, bool(rows), opts.words)
+    parts += images_left_out(hidden, bool(rows), opts.words)
     return Group(*parts)
 
 
@@ -380,12 +390,12 @@ def _coco_class_aps(evaluation: Evaluation) -> Table:
     for name in ("AP50", "AP75"):
         table.add_column(name, justify="right", no_wrap=True)
     for cls in evaluation.classes:
-        table.add_row(_name(cls.name), _number(cls.ap50, 3), _number(cls.ap75, 3))
+        table.add_row(name_cell(cls.name), number_text(cls.ap50, 3), number_text(cls.ap75, 3))
     return table
 
 
 def _class_cells(cls: ClassResult, coco: bool = False, digits: int = 4) -> list[RenderableType]:
-    name = _name(cls.name)
+    name = name_cell(cls.name)
     if not cls.in_map:
         name.append(" *", style="yellow")
     gt = str(cls.gt) if not cls.gt_ignored else f"{cls.gt} (+{cls.gt_ignored})"
@@ -399,13 +409,13 @@ def _class_cells(cls: ClassResult, coco: bool = False, digits: int = 4) -> list[
         str(cls.tp),
         str(cls.fp),
         str(cls.fn),
-        _number(cls.precision, digits),
-        _number(cls.recall, digits),
-        _number(cls.f1, digits),
-        _number(cls.ap, digits),
+        number_text(cls.precision, digits),
+        number_text(cls.recall, digits),
+        number_text(cls.f1, digits),
+        number_text(cls.ap, digits),
     ]
     if coco:
-        cells += [_number(cls.ap50, digits), _number(cls.ap75, digits)]
+        cells += [number_text(cls.ap50, digits), number_text(cls.ap75, digits)]
     return cells
 
 
@@ -423,15 +433,15 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_row("TP / FP / FN", f"{s.tp:,} / {s.fp:,} / {s.fn:,}")
     if s.pred_ignored:
         table.add_row("on difficult", f"{s.pred_ignored:,} ignored")
-    table.add_row("precision", _number(s.precision))
-    table.add_row("recall", _number(s.recall))
-    table.add_row("F1", _number(s.f1))
+    table.add_row("precision", number_text(s.precision))
+    table.add_row("recall", number_text(s.recall))
+    table.add_row("F1", number_text(s.f1))
     map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
-    table.add_row(map_name, _number(s.map))
+    table.add_row(map_name, number_text(s.map))
     if evaluation.coco is not None:
         # pycocotools' AP50 beside the mean over IoU 0.50:0.95, as Ultralytics prints both.
         ap50 = evaluation.coco.AP50
-        table.add_row("mAP@.50", _number(ap50 if ap50 >= 0 else None))
+        table.add_row("mAP@.50", number_text(ap50 if ap50 >= 0 else None))
     parts: list[RenderableType] = [Text("Summary", style="bold italic"), table]
     if evaluation.coco is not None:
         coco = Table(title="COCO (pycocotools COCOeval.stats)", title_justify="left")
@@ -461,7 +471,7 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     if problems.row_count:
         parts.append(problems)
     for note in evaluation.notes:
-        parts.append(_note(note))
+        parts.append(note_text(note))
     if any(c.gt_ignored or c.pred_ignored for c in evaluation.classes):
         parts.append(
             Text(

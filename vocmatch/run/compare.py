@@ -1,7 +1,7 @@
 """Comparing two runs on one ground truth: what ``vocmatch diff`` does between reading its
 options and rendering, as a library (:func:`compare`, also ``vocmatch.compare``).
 
-Its records live apart from :mod:`vocmatch.pipeline` so that an evaluation, which never
+Its records live apart from :mod:`vocmatch.run.evaluate` so that an evaluation, which never
 compares, does not build them when it starts.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from vocmatch.errors import RequestError
-from vocmatch.pipeline import (
+from vocmatch.run.evaluate import (
     Inputs,
     PathLike,
     Progress,
@@ -23,7 +23,7 @@ from vocmatch.pipeline import (
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.engine import MatchedColumns
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
     from vocmatch.evidence.paired import PairedBootstrap
     from vocmatch.readers.parse import AnnotationSet
@@ -173,7 +173,7 @@ class _Run:
 def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Run:
     """One run of a comparison, evaluated with every match and its predictions box by box."""
     from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
+    from vocmatch.evaluation.scoring import fold_names
     from vocmatch.evaluation.thresholds import ScoreThresholds
 
     thresholds = ScoreThresholds.of(request.score_threshold, {})

@@ -2,7 +2,7 @@
 eval --mode labels`` does between reading its options and rendering, as a library
 (:func:`evaluate_labels`, also ``vocmatch.evaluate_labels``).
 
-Its records live apart from :mod:`vocmatch.pipeline` so that an evaluation of boxes, which
+Its records live apart from :mod:`vocmatch.run.evaluate` so that an evaluation of boxes, which
 compares no label sets, does not build them when it starts.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vocmatch.errors import RequestError
-from vocmatch.pipeline import Inputs, PathLike, Progress, ReadOptions, read_inputs
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.labels import LabelDifficult, LabelEvaluation
@@ -118,4 +118,4 @@ def evaluate_labels(
     )
     gt_set, pred_set = gt_columns.to_annotations(), pred_columns.to_annotations()
     del gt_columns, pred_columns
-    return labels.evaluate_labels(gt_set, pred_set, request.difficult)
+    return labels.evaluate_label_sets(gt_set, pred_set, request.difficult)

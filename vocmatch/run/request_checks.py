@@ -1,5 +1,5 @@
 """The one check of a request, whichever door it came through: built in Python
-(``vocmatch.evaluate(gt, pred, iou=0.7)``, :class:`~vocmatch.pipeline.EvalRequest`) or
+(``vocmatch.evaluate(gt, pred, iou=0.7)``, :class:`~vocmatch.run.evaluate.EvalRequest`) or
 from the command line's options, which builds the same request.
 
 Every field that changes what is computed is checked when the request is made: numbers are
@@ -8,7 +8,7 @@ lists the known ones), paths are not empty. A bad value raises
 :class:`~vocmatch.errors.RequestError` naming the field; the command line names its flag.
 
 Example:
-    >>> from vocmatch.pipeline import EvalRequest
+    >>> from vocmatch.run.evaluate import EvalRequest
     >>> EvalRequest(gt="gt", pred="pred", max_dets=-1)
     Traceback (most recent call last):
     ...
@@ -253,7 +253,7 @@ def unknown_keywords(given: Mapping[str, Any], request_type: type[Any]) -> str |
     """The first keyword no field of ``request_type`` has, with the known ones, or None:
     a misspelt ``protocl=`` says what could be meant.
 
-    >>> from vocmatch.pipeline import EvalRequest
+    >>> from vocmatch.run.evaluate import EvalRequest
     >>> unknown_keywords({"protocl": "coco"}, EvalRequest).split(" (")[0]
     "'protocl'"
     """

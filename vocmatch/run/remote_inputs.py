@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import RequestError
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.distributed import DaskOptions
+    from vocmatch.evaluation.on_dask import DaskOptions
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.evaluate import EvalRequest
 
 __all__ = [
     "MISSING_DASK",
@@ -67,7 +67,7 @@ def read_elsewhere(
         return None, None
     scheduler = request.dask
     _refuse_fields(request, NOT_ON_DASK if scheduler is not None else NOT_WITH_URLS)
-    from vocmatch.pipeline import refuse_unpaired, refuse_unpaired_keys
+    from vocmatch.run.evaluate import refuse_unpaired, refuse_unpaired_keys
 
     if scheduler is None:
         from vocmatch.readers.remote import read_location_pair
@@ -75,7 +75,7 @@ def read_elsewhere(
         gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
         refuse_unpaired(gt, pred, request.pred)
         return (gt, pred), None
-    from vocmatch.evaluation.distributed import (
+    from vocmatch.evaluation.on_dask import (
         columns_on_dask,
         dask_client,
         dask_installed,
@@ -121,8 +121,8 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 def _options(request: EvalRequest) -> DaskOptions:
     """What the workers need of the request: its conventions, case folding, score
     thresholds and file size limit."""
-    from vocmatch.evaluation.distributed import DaskOptions
-    from vocmatch.pipeline import score_thresholds_of
+    from vocmatch.evaluation.on_dask import DaskOptions
+    from vocmatch.run.evaluate import score_thresholds_of
 
     return DaskOptions(
         request.conventions(),

@@ -17,12 +17,12 @@ from vocmatch.cli.console import fail
 from vocmatch.cli.exits import EXIT_DISTRIBUTED
 from vocmatch.cli.params import InputPath, shown_value
 from vocmatch.errors import DistributedError
-from vocmatch.pipeline_checks import SCHEDULER
+from vocmatch.run.request_checks import SCHEDULER
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.pipeline import EvalRequest
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.evaluate import EvalRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,10 +94,10 @@ def uses_remote_reading(
 def read_remote_inputs(request: EvalRequest, scheduler: str | None) -> tuple[ColumnSet, ColumnSet]:
     """The request's ground truth and predictions, read on the cluster ``scheduler`` names,
     or read here through fsspec without one (the library's
-    :func:`~vocmatch.pipeline_remote.read_elsewhere`). Call inside :func:`library_errors`:
+    :func:`~vocmatch.run.remote_inputs.read_elsewhere`). Call inside :func:`library_errors`:
     exit 2 for bad input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
     _refuse_options(_NOT_ON_DASK if scheduler is not None else _NOT_WITH_URLS, scheduler)
-    from vocmatch.pipeline_remote import read_elsewhere
+    from vocmatch.run.remote_inputs import read_elsewhere
 
     with _cluster_errors(scheduler):
         columns, _ = read_elsewhere(replace(request, dask=scheduler), records_may_do=False)
@@ -109,7 +109,7 @@ def evaluate_on_cluster(request: EvalRequest, scheduler: str) -> Evaluation:
     """The evaluation made on the cluster ``scheduler`` names from its tasks' match records
     (no boxes travel), for a report that needs none. Call inside :func:`library_errors`."""
     _refuse_options(_NOT_ON_DASK, scheduler)
-    from vocmatch.pipeline_remote import read_elsewhere
+    from vocmatch.run.remote_inputs import read_elsewhere
 
     with _cluster_errors(scheduler):
         _, evaluation = read_elsewhere(replace(request, dask=scheduler))

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarning
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.evaluate import Evaluation
-    from vocmatch.pipeline import EvalRequest
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["SHOWN_MISSING", "input_warnings", "warn_missing_predictions"]
 

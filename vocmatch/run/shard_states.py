@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evidence.report import EvalReport
-from vocmatch.pipeline import (
+from vocmatch.evidence.run_report import EvalReport
+from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
     Progress,
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from vocmatch.core.model import SkippedFile
-    from vocmatch.evaluation.evaluate import Evaluation
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate, GateReport
     from vocmatch.readers.scan import ColumnSet
@@ -70,7 +70,7 @@ def evaluator_for(
         the shard (``(1, 1)`` for the whole run) and the run (:func:`run_digest`).
 
     Example:
-        >>> from vocmatch.pipeline import evaluate
+        >>> from vocmatch.run.evaluate import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
         >>> import warnings
         >>> from vocmatch.errors import MissingPredictionWarning
@@ -153,7 +153,7 @@ def shard_state(
     if columns is None:
         # Inputs given as URLs, or read on the request's cluster: read whole, as
         # vocmatch.evaluate reads them, and the shard's images chosen below.
-        from vocmatch.pipeline_remote import read_elsewhere
+        from vocmatch.run.remote_inputs import read_elsewhere
 
         columns = read_elsewhere(request, records_may_do=False)[0]
     # Read here, the columns hold the shard's images only; given, they hold every image.
@@ -264,7 +264,7 @@ class MergedStates:
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.report`.
+        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -322,7 +322,7 @@ def read_states(
     Example:
         >>> import tempfile
         >>> from pathlib import Path
-        >>> from vocmatch.pipeline import evaluate
+        >>> from vocmatch.run.evaluate import evaluate
         >>> request = EvalRequest(gt="fixtures/demo/gt", pred="fixtures/demo/pred")
         >>> import warnings
         >>> from vocmatch.errors import MissingPredictionWarning

@@ -1,4 +1,4 @@
-"""Every output of one evaluation run, from its :class:`~vocmatch.evidence.report.EvalReport`:
+"""Every output of one evaluation run, from its :class:`~vocmatch.evidence.run_report.EvalReport`:
 the terminal table, JSON, CSV, Markdown, JUnit XML and the HTML page.
 
 Each renderer imports its own modules when called: JSON never loads rich, the table never
@@ -6,7 +6,7 @@ loads Jinja2.
 
 Example:
     >>> import vocmatch
-    >>> from vocmatch.render.report import render_text
+    >>> from vocmatch.render.outputs import render_text
     >>> import warnings
     >>> from vocmatch.errors import MissingPredictionWarning
     >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from vocmatch.evaluation.labels import LabelEvaluation
-    from vocmatch.evidence.report import EvalReport, Evidence
+    from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.render.html import Pictures
 
 __all__ = [
@@ -117,7 +117,7 @@ def render_text(
 
 
 def _evidence(report: EvalReport) -> Evidence:
-    from vocmatch.evidence.report import Evidence
+    from vocmatch.evidence.run_report import Evidence
 
     return report.evidence or Evidence()
 

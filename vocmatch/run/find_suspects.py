@@ -2,7 +2,7 @@
 its options and rendering, as a library (:func:`find_suspects`, also
 ``vocmatch.find_suspects``).
 
-Its records live apart from :mod:`vocmatch.pipeline` so that an evaluation, which looks for
+Its records live apart from :mod:`vocmatch.run.evaluate` so that an evaluation, which looks for
 no suspects, does not build them when it starts.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import RequestError
-from vocmatch.pipeline import Inputs, PathLike, Progress, ReadOptions, read_inputs
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectOptions, SuspectReport

@@ -1,7 +1,7 @@
 """One result for one evaluation run: the evaluation and everything asked for beside it.
 
 :class:`EvalReport` is what :func:`vocmatch.evaluate` returns and what every renderer of
-:mod:`vocmatch.render.report` takes. Its parts are imported only for type checking, so that
+:mod:`vocmatch.render.outputs` takes. Its parts are imported only for type checking, so that
 holding a report loads none of the analyses that were not run.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vocmatch.core.model import SkippedFile
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.shard_origin import ShardCheck
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.analysis import ErrorAnalysis

@@ -5,8 +5,8 @@ A request names the inputs (a folder of XML files, a VOC year folder and its spl
 predictions from a detector as COCO results, YOLO txt files or the VOC devkit's results
 files), the protocol and its overrides, and the extras (error analysis, bootstrap, slices,
 calibration, gates, score thresholds). :func:`evaluate` reads, evaluates and adds the extras,
-and returns an :class:`~vocmatch.evidence.report.EvalReport` that every renderer of
-:mod:`vocmatch.render.report` takes.
+and returns an :class:`~vocmatch.evidence.run_report.EvalReport` that every renderer of
+:mod:`vocmatch.render.outputs` takes.
 
 The modules a run needs are imported when it needs them: reading a request loads nothing.
 
@@ -38,11 +38,11 @@ from vocmatch.errors import (
     VocmatchWarning,
     no_annotation_files,
 )
-from vocmatch.evidence.report import EvalReport, Evidence
-from vocmatch.pipeline_checks import check_request, unknown_keywords
-from vocmatch.pipeline_hints import input_warnings, warn_missing_predictions
+from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.readers.formats import PredFormat as PredFormat
 from vocmatch.readers.formats import prediction_format, prediction_suffixes
+from vocmatch.run.hints import input_warnings, warn_missing_predictions
+from vocmatch.run.request_checks import check_request, unknown_keywords
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -51,26 +51,26 @@ if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.engine import MatchedColumns
-    from vocmatch.evaluation.evaluate import Evaluation
+    from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.pipeline_diff import DiffReport as DiffReport
-    from vocmatch.pipeline_diff import DiffRequest as DiffRequest
-    from vocmatch.pipeline_diff import compare as compare
-    from vocmatch.pipeline_labels import LabelsRequest as LabelsRequest
-    from vocmatch.pipeline_labels import evaluate_labels as evaluate_labels
-    from vocmatch.pipeline_shards import MergedStates as MergedStates
-    from vocmatch.pipeline_shards import ShardState as ShardState
-    from vocmatch.pipeline_shards import evaluator_for as evaluator_for
-    from vocmatch.pipeline_shards import read_states as read_states
-    from vocmatch.pipeline_shards import shard_state as shard_state
-    from vocmatch.pipeline_suspects import SuspectsFound as SuspectsFound
-    from vocmatch.pipeline_suspects import SuspectsRequest as SuspectsRequest
-    from vocmatch.pipeline_suspects import find_suspects as find_suspects
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
+    from vocmatch.run.compare import DiffReport as DiffReport
+    from vocmatch.run.compare import DiffRequest as DiffRequest
+    from vocmatch.run.compare import compare as compare
+    from vocmatch.run.evaluate_labels import LabelsRequest as LabelsRequest
+    from vocmatch.run.evaluate_labels import evaluate_labels as evaluate_labels
+    from vocmatch.run.find_suspects import SuspectsFound as SuspectsFound
+    from vocmatch.run.find_suspects import SuspectsRequest as SuspectsRequest
+    from vocmatch.run.find_suspects import find_suspects as find_suspects
+    from vocmatch.run.shard_states import MergedStates as MergedStates
+    from vocmatch.run.shard_states import ShardState as ShardState
+    from vocmatch.run.shard_states import evaluator_for as evaluator_for
+    from vocmatch.run.shard_states import read_states as read_states
+    from vocmatch.run.shard_states import shard_state as shard_state
 
 __all__ = [
     "DiffReport",
@@ -167,7 +167,7 @@ class ReadOptions:
         return replace(choice, class_map=class_map(self.class_map))
 
     def __post_init__(self) -> None:
-        """Check every field when the request is made (:mod:`vocmatch.pipeline_checks`), for
+        """Check every field when the request is made (:mod:`vocmatch.run.request_checks`), for
         every request type: a value no run can use is refused here, never computed with."""
         check_request(self)
 
@@ -367,11 +367,11 @@ def evaluate(
             storage); the request's paths are then not read again, and its class choice
             and geometry apply to them (:func:`chosen_columns`).
         evaluation: The evaluation already made (merged from match records on a cluster:
-            :func:`~vocmatch.evaluation.distributed.records_on_dask`), for a request whose
+            :func:`~vocmatch.evaluation.on_dask.records_on_dask`), for a request whose
             report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
             Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
             ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
-            reads them (:mod:`vocmatch.pipeline_remote`).
+            reads them (:mod:`vocmatch.run.remote_inputs`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -411,7 +411,7 @@ def evaluate(
         raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
     if columns is None and evaluation is None:
         # Inputs given as URLs, or read on a cluster: as the command line reads them.
-        from vocmatch.pipeline_remote import read_elsewhere
+        from vocmatch.run.remote_inputs import read_elsewhere
 
         columns, evaluation = read_elsewhere(request)
     scored = _score(request, conventions, thresholds, progress, columns, evaluation)
@@ -508,7 +508,7 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made); the columns are
     dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
-    from vocmatch.evaluation.evaluate import fold_names
+    from vocmatch.evaluation.scoring import fold_names
 
     if evaluated is not None:
         found = input_warnings(request, evaluated)
@@ -914,19 +914,19 @@ def refuse_unpaired_keys(
 #: 562): an evaluation of boxes builds no record of a comparison, of the suspects finder or
 #: of label sets.
 _ELSEWHERE = {
-    "DiffReport": "vocmatch.pipeline_diff",
-    "DiffRequest": "vocmatch.pipeline_diff",
-    "compare": "vocmatch.pipeline_diff",
-    "SuspectsFound": "vocmatch.pipeline_suspects",
-    "SuspectsRequest": "vocmatch.pipeline_suspects",
-    "find_suspects": "vocmatch.pipeline_suspects",
-    "LabelsRequest": "vocmatch.pipeline_labels",
-    "evaluate_labels": "vocmatch.pipeline_labels",
-    "MergedStates": "vocmatch.pipeline_shards",
-    "ShardState": "vocmatch.pipeline_shards",
-    "evaluator_for": "vocmatch.pipeline_shards",
-    "read_states": "vocmatch.pipeline_shards",
-    "shard_state": "vocmatch.pipeline_shards",
+    "DiffReport": "vocmatch.run.compare",
+    "DiffRequest": "vocmatch.run.compare",
+    "compare": "vocmatch.run.compare",
+    "SuspectsFound": "vocmatch.run.find_suspects",
+    "SuspectsRequest": "vocmatch.run.find_suspects",
+    "find_suspects": "vocmatch.run.find_suspects",
+    "LabelsRequest": "vocmatch.run.evaluate_labels",
+    "evaluate_labels": "vocmatch.run.evaluate_labels",
+    "MergedStates": "vocmatch.run.shard_states",
+    "ShardState": "vocmatch.run.shard_states",
+    "evaluator_for": "vocmatch.run.shard_states",
+    "read_states": "vocmatch.run.shard_states",
+    "shard_state": "vocmatch.run.shard_states",
 }
 
 
