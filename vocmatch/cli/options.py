@@ -25,6 +25,7 @@ from vocmatch.core.protocol import PRESETS, PROTOCOL_NAMES
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
 from vocmatch.render.outputs import FORMATS, RENDERERS
+from vocmatch.run.request_checks import FIELD_BOUNDS
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -135,7 +136,8 @@ def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | No
         numbers = [read_count(part) for part in value.split(",")]
     except CountError:
         numbers = [0]
-    if not all(number > 0 for number in numbers):
+    least = FIELD_BOUNDS["max_dets"].low or 0  # the library's rule: at least 1
+    if not all(number >= least for number in numbers):
         raise click.BadParameter(
             f"{shown_value(value)}: give a whole number above 0 (100), or COCO's triple 1,10,N",
             ctx=ctx,
@@ -190,7 +192,7 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--iou",
-            type=IouThreshold(0.0, 1.0),
+            type=IouThreshold.of_field("iou"),
             default=None,
             help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
         ),
@@ -320,7 +322,7 @@ def jobs_option(what: str = "read files") -> Callable[[F], F]:
     return click.option(
         "--jobs",
         "-j",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("jobs"),
         default=0,
         help=f"Processes that {what} in parallel; 0 (the default) uses every core.",
     )
@@ -402,14 +404,14 @@ def gate_options(function: F) -> F:
     (per-image limits): the gates of ``eval`` and ``merge``, exit 1 when one fails."""
     function = click.option(
         "--max-fn",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("max_fn"),
         default=None,
         metavar="N",
         help="Exit 1 if any image has more than N missed objects.",
     )(function)
     function = click.option(
         "--max-fp",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("max_fp"),
         default=None,
         metavar="N",
         help="Exit 1 if any image has more than N false positives.",
@@ -439,7 +441,7 @@ def report_file_options(function: F) -> F:
     )(function)
     function = click.option(
         "--beta",
-        type=FiniteFloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange.of_field("beta"),
         default=1.0,
         show_default=True,
         help="Each class's operating point maximises F-beta on its precision/recall curve: 1 "
@@ -501,14 +503,14 @@ def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
         click.option(
             "--bootstrap",
             "bootstrap_resamples",
-            type=WholeNumberRange(min=1),
+            type=WholeNumberRange.of_field("bootstrap"),
             default=None,
             metavar="N",
             help=bootstrap_help,
         ),
         click.option(
             "--seed",
-            type=WholeNumberRange(min=0),
+            type=WholeNumberRange.of_field("seed"),
             default=0,
             show_default=True,
             help="Seed of the bootstrap's resamples: the same seed gives the same intervals.",
@@ -523,7 +525,7 @@ def slice_options(function: F) -> F:
     """--slice, repeatable, and --calibration-bins."""
     function = click.option(
         "--calibration-bins",
-        type=WholeNumberRange(min=1),
+        type=WholeNumberRange.of_field("calibration_bins"),
         default=None,
         metavar="N",
         help="Add each class's expected calibration error (ECE, and MCE) over N equal score "
