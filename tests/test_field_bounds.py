@@ -136,3 +136,35 @@ def test_alpha_one_is_refused_by_the_library_as_by_the_command_line() -> None:
     """A significance level of 1 calls every change significant: both doors refuse it."""
     with pytest.raises(RequestError, match=r"alpha '1': expected a finite number in \(0, 1\)"):
         DiffRequest(gt=GT, pred_a=PRED, pred_b=PRED, bootstrap=10, alpha=1.0)
+
+
+# One list of names per field ---------------------------------------------------------------
+
+CHOICES = [
+    pytest.param("match_rule", "--match-rule", id="match-rule"),
+    pytest.param("difficult", "--difficult", id="difficult"),
+    pytest.param("interpolation", "--interpolation", id="interpolation"),
+    pytest.param("geometry", "--geometry", id="geometry"),
+    pytest.param("pred_format", "--pred-format", id="pred-format"),
+    pytest.param("protocol", "--protocol", id="protocol"),
+]
+
+
+def _known(field: str) -> tuple[str, ...]:
+    """The names the library's rule of ``field`` takes, as its error lists them."""
+    with pytest.raises(RequestError) as caught:
+        EvalRequest(gt=GT, pred=PRED, **{field: "zzz"})
+    assert caught.value.field == field
+    listed = str(caught.value).split("(known: ")[1].rstrip(")")
+    return tuple(listed.split(", "))
+
+
+@pytest.mark.parametrize(("field", "flag"), CHOICES)
+def test_the_options_choices_are_the_librarys(field: str, flag: str) -> None:
+    """A name one door takes the other takes: the option's choices are the library's."""
+    kind: Any = _param("eval", flag).type
+    assert isinstance(kind, click.Choice)
+    assert sorted(kind.choices) == sorted(_known(field))
+    result = CliRunner().invoke(main, ["eval", GT, PRED, flag, "zzz"])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{flag}'" in result.stderr

@@ -21,11 +21,17 @@ from vocmatch.cli.params import (
     read_count,
     shown_value,
 )
-from vocmatch.core.protocol import PRESETS, PROTOCOL_NAMES
+from vocmatch.core.protocol import (
+    DIFFICULT_RULES,
+    INTERPOLATIONS,
+    MATCH_RULES,
+    PRESETS,
+    PROTOCOL_NAMES,
+)
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
 from vocmatch.render.outputs import FORMATS, RENDERERS
-from vocmatch.run.request_checks import FIELD_BOUNDS
+from vocmatch.run.request_checks import FIELD_BOUNDS, GEOMETRIES
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -228,20 +234,20 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--match-rule",
-            type=click.Choice(["unmatched", "devkit"]),
+            type=click.Choice(MATCH_RULES),
             default=None,
             help="unmatched: best still-unmatched GT (COCO); devkit: best GT even if taken, "
             "then FP.",
         ),
         click.option(
             "--difficult",
-            type=click.Choice(["ignore", "count", "crowd"]),
+            type=click.Choice(DIFFICULT_RULES),
             default=None,
             help="difficult objects: ignored, counted as ordinary objects, or COCO crowd regions.",
         ),
         click.option(
             "--interpolation",
-            type=click.Choice(["all-point", "11-point", "101-point"]),
+            type=click.Choice(INTERPOLATIONS),
             default=None,
             help="AP interpolation: VOC2010+ all-point, VOC2007 11-point, COCO 101-point.",
         ),
@@ -286,7 +292,7 @@ def pred_format_options(function: F) -> F:
         ),
         click.option(
             "--geometry",
-            type=click.Choice(["shape", "box"]),
+            type=click.Choice(GEOMETRIES),
             default="shape",
             show_default=True,
             help="An object with both a <bndbox> and a <polygon> or <robndbox>: shape scores it "

@@ -36,12 +36,14 @@ from vocmatch.readers.formats import PRED_FORMATS
 __all__ = [
     "CHECKED_FIELDS",
     "FIELD_BOUNDS",
+    "GEOMETRIES",
     "PRED_FORMATS",
     "SCHEDULER",
     "check_request",
     "unknown_keywords",
 ]
 
+#: How an object is scored: by its shape (polygon, rotated box) or its bounding box.
 GEOMETRIES = ("shape", "box")
 #: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
 #: ``tls://...``), or ``host:port`` (but not ``local:0``).
