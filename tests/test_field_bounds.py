@@ -1,5 +1,5 @@
 """Each number option of the command line takes its range from the library's rule of its
-field (vocmatch.run.request_checks.FIELD_BOUNDS), so that the two doors refuse the same
+field (vocmatch.checks.FIELD_BOUNDS), so that the two doors refuse the same
 values: a value just outside the range is refused by both."""
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from vocmatch.checks import Bounds
+from vocmatch.checks import FIELD_BOUNDS, Bounds
 from vocmatch.cli import main
 from vocmatch.errors import RequestError
 from vocmatch.run.compare import DiffRequest
 from vocmatch.run.evaluate import EvalRequest
 from vocmatch.run.find_suspects import SuspectsRequest
-from vocmatch.run.request_checks import FIELD_BOUNDS
 
 GT = "fixtures/demo/gt"
 PRED = "fixtures/demo/pred"
@@ -168,3 +167,16 @@ def test_the_options_choices_are_the_librarys(field: str, flag: str) -> None:
     result = CliRunner().invoke(main, ["eval", GT, PRED, flag, "zzz"])
     assert result.exit_code == 2
     assert f"Invalid value for '{flag}'" in result.stderr
+
+
+@pytest.mark.parametrize("value", _just_outside(FIELD_BOUNDS["iou"]))
+def test_the_conventions_take_the_iou_range_too(value: float) -> None:
+    """A protocol's IoU threshold and every threshold of a sweep follow ``iou``'s rule."""
+    from dataclasses import replace
+
+    from vocmatch.core.protocol import conventions_of, threshold_list
+
+    with pytest.raises(RequestError, match="iou_threshold"):
+        replace(conventions_of("default"), iou_threshold=value)
+    with pytest.raises(RequestError, match="sweep_thresholds"):
+        threshold_list("sweep_thresholds", [value])

@@ -21,6 +21,7 @@ from typing import TypeVar
 from vocmatch.errors import RequestError
 
 __all__ = [
+    "FIELD_BOUNDS",
     "Bounds",
     "checked_bounded",
     "checked_flag",
@@ -61,9 +62,37 @@ class Bounds:
     whole: bool = False
 
 
-def checked_bounded(field: str, value: object, bounds: Bounds) -> float | int | None:
-    """``value`` checked by its field's :class:`Bounds` (None kept as None: the option not
-    given).
+_FRACTION = Bounds(0.0, 1.0)
+
+#: The range of every number field of a request: the one rule of each, which a request's
+#: checks (:mod:`vocmatch.run.request_checks`) and the conventions apply and the command
+#: line's option types read (``--iou`` takes its bounds from ``iou``), so that no door takes
+#: a value another refuses.
+FIELD_BOUNDS: dict[str, Bounds] = {
+    "max_file_size": Bounds(0, whole=True),
+    "jobs": Bounds(0, whole=True),
+    "iou": _FRACTION,  # and each threshold of a sweep or of the AP's average
+    "max_dets": Bounds(1, whole=True),
+    "score_threshold": Bounds(),
+    "max_fp": Bounds(0, whole=True),
+    "max_fn": Bounds(0, whole=True),
+    "background_iou": _FRACTION,
+    "bootstrap": Bounds(1, whole=True),
+    "seed": Bounds(0, whole=True),
+    "calibration_bins": Bounds(1, whole=True),
+    "beta": Bounds(0.0, low_open=True),
+    "alpha": Bounds(0.0, 1.0, low_open=True, high_open=True),
+    "confidence": _FRACTION,
+    "match_iou": _FRACTION,
+    "duplicate_iou": _FRACTION,
+}
+
+
+def checked_bounded(
+    field: str, value: object, bounds: Bounds, *, optional: bool = False
+) -> float | int | None:
+    """``value`` checked by its field's :class:`Bounds` (None kept as None when
+    ``optional``: the option not given).
 
     Raises:
         RequestError: Not such a number (:func:`checked_number`, :func:`checked_whole`).
@@ -73,7 +102,7 @@ def checked_bounded(field: str, value: object, bounds: Bounds) -> float | int | 
     ...
     vocmatch.errors.RequestError: alpha '1': expected a finite number in (0, 1)
     """
-    if value is None:
+    if value is None and optional:
         return None
     if bounds.whole:
         return checked_whole(field, value, low=int(bounds.low or 0))

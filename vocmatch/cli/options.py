@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from vocmatch.checks import FIELD_BOUNDS
 from vocmatch.cli.console import in_cli_words
 from vocmatch.cli.params import (
     CountError,
@@ -31,7 +32,7 @@ from vocmatch.core.protocol import (
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
 from vocmatch.render.outputs import FORMATS, RENDERERS
-from vocmatch.run.request_checks import FIELD_BOUNDS, GEOMETRIES
+from vocmatch.run.request_checks import GEOMETRIES
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate

@@ -10,10 +10,10 @@ from typing import IO, TYPE_CHECKING, Any, Self
 
 import click
 
+from vocmatch.checks import FIELD_BOUNDS
 from vocmatch.cli.exits import EXIT_USAGE
 from vocmatch.errors import OutputError
 from vocmatch.escapes import printable
-from vocmatch.run.request_checks import FIELD_BOUNDS
 
 if TYPE_CHECKING:
     pass
@@ -28,7 +28,7 @@ class FiniteFloatRange(click.FloatRange):
     @classmethod
     def of_field(cls, field: str) -> Self:
         """The type of the option that sets the request field ``field``, its range that of
-        the library's rule (:data:`vocmatch.run.request_checks.FIELD_BOUNDS`)."""
+        the library's rule (:data:`vocmatch.checks.FIELD_BOUNDS`)."""
         bounds = FIELD_BOUNDS[field]
         if bounds.whole:
             raise ValueError(f"{field} is a count: use WholeNumberRange.of_field")
@@ -121,7 +121,7 @@ class WholeNumberRange(click.IntRange):
     @classmethod
     def of_field(cls, field: str) -> Self:
         """The type of the option that sets the count ``field`` of a request, its least value
-        that of the library's rule (:data:`vocmatch.run.request_checks.FIELD_BOUNDS`)."""
+        that of the library's rule (:data:`vocmatch.checks.FIELD_BOUNDS`)."""
         bounds = FIELD_BOUNDS[field]
         if not bounds.whole or bounds.low is None:
             raise ValueError(f"{field} is not a count: use FiniteFloatRange.of_field")

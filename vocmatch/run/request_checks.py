@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vocmatch.checks import (
+    FIELD_BOUNDS,
     Bounds,
     checked_bounded,
     checked_flag,
@@ -35,7 +36,6 @@ from vocmatch.readers.formats import PRED_FORMATS
 
 __all__ = [
     "CHECKED_FIELDS",
-    "FIELD_BOUNDS",
     "GEOMETRIES",
     "PRED_FORMATS",
     "SCHEDULER",
@@ -54,33 +54,8 @@ SCHEDULER = re.compile(
 Check = Callable[[str, Any], Any]
 
 
-_FRACTION = Bounds(0.0, 1.0)
-
-#: The range of every number field of a request: the one rule of each, which
-#: :func:`check_request` applies and the command line's option types read (``--iou`` takes
-#: its bounds from ``iou``), so that no door takes a value another refuses.
-FIELD_BOUNDS: dict[str, Bounds] = {
-    "max_file_size": Bounds(0, whole=True),
-    "jobs": Bounds(0, whole=True),
-    "iou": _FRACTION,
-    "max_dets": Bounds(1, whole=True),
-    "score_threshold": Bounds(),
-    "max_fp": Bounds(0, whole=True),
-    "max_fn": Bounds(0, whole=True),
-    "background_iou": _FRACTION,
-    "bootstrap": Bounds(1, whole=True),
-    "seed": Bounds(0, whole=True),
-    "calibration_bins": Bounds(1, whole=True),
-    "beta": Bounds(0.0, low_open=True),
-    "alpha": Bounds(0.0, 1.0, low_open=True, high_open=True),
-    "confidence": _FRACTION,
-    "match_iou": _FRACTION,
-    "duplicate_iou": _FRACTION,
-}
-
-
 def _bounded(bounds: Bounds) -> Check:
-    return lambda field, value: checked_bounded(field, value, bounds)
+    return lambda field, value: checked_bounded(field, value, bounds, optional=True)
 
 
 def _flag(field: str, value: Any) -> Any:
