@@ -15,11 +15,15 @@ import math
 import numbers
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from vocmatch.errors import RequestError
 
 __all__ = [
+    "FIELD_BOUNDS",
+    "Bounds",
+    "checked_bounded",
     "checked_flag",
     "checked_name",
     "checked_number",
@@ -38,13 +42,85 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _range_words(low: float | None, high: float | None, low_open: bool) -> str:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The values a number field takes: the one rule of its range, which the library's
+    checks and the command line's option types both read.
+
+    Attributes:
+        low: The lowest value allowed (or, with ``low_open``, the bound above which).
+        high: The highest value allowed (or, with ``high_open``, the bound below which).
+        low_open: ``low`` itself is refused.
+        high_open: ``high`` itself is refused.
+        whole: A whole number (a count); ``low`` is then its least value.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    whole: bool = False
+
+
+_FRACTION = Bounds(0.0, 1.0)
+
+#: The range of every number field of a request: the one rule of each, which a request's
+#: checks (:mod:`vocmatch.run.request_checks`) and the conventions apply and the command
+#: line's option types read (``--iou`` takes its bounds from ``iou``), so that no door takes
+#: a value another refuses.
+FIELD_BOUNDS: dict[str, Bounds] = {
+    "max_file_size": Bounds(0, whole=True),
+    "jobs": Bounds(0, whole=True),
+    "iou": _FRACTION,  # and each threshold of a sweep or of the AP's average
+    "max_dets": Bounds(1, whole=True),
+    "score_threshold": Bounds(),
+    "max_fp": Bounds(0, whole=True),
+    "max_fn": Bounds(0, whole=True),
+    "background_iou": _FRACTION,
+    "bootstrap": Bounds(1, whole=True),
+    "seed": Bounds(0, whole=True),
+    "calibration_bins": Bounds(1, whole=True),
+    "beta": Bounds(0.0, low_open=True),
+    "alpha": Bounds(0.0, 1.0, low_open=True, high_open=True),
+    "confidence": _FRACTION,
+    "match_iou": _FRACTION,
+    "duplicate_iou": _FRACTION,
+}
+
+
+def checked_bounded(
+    field: str, value: object, bounds: Bounds, *, optional: bool = False
+) -> float | int | None:
+    """``value`` checked by its field's :class:`Bounds` (None kept as None when
+    ``optional``: the option not given).
+
+    Raises:
+        RequestError: Not such a number (:func:`checked_number`, :func:`checked_whole`).
+
+    >>> checked_bounded("alpha", 1.0, Bounds(0.0, 1.0, low_open=True, high_open=True))
+    Traceback (most recent call last):
+    ...
+    vocmatch.errors.RequestError: alpha '1': expected a finite number in (0, 1)
+    """
+    if value is None and optional:
+        return None
+    if bounds.whole:
+        return checked_whole(field, value, low=int(bounds.low or 0))
+    return checked_number(
+        field, value, low=bounds.low, high=bounds.high, low_open=bounds.low_open,
+        high_open=bounds.high_open,
+    )  # fmt: skip
+
+
+def _range_words(
+    low: float | None, high: float | None, low_open: bool, high_open: bool = False
+) -> str:
     if low is not None and high is not None:
-        return f"in [{low:g}, {high:g}]"
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
     if low is not None:
         return f"above {low:g}" if low_open else f"at least {low:g}"
     if high is not None:
-        return f"at most {high:g}"
+        return f"below {high:g}" if high_open else f"at most {high:g}"
     return ""
 
 
@@ -55,6 +131,7 @@ def checked_number(
     low: float | None = None,
     high: float | None = None,
     low_open: bool = False,
+    high_open: bool = False,
 ) -> float:
     """``value`` as a finite float within the bounds given.
 
@@ -65,6 +142,7 @@ def checked_number(
         low: The lowest value allowed (or, with ``low_open``, the bound above which).
         high: The highest value allowed.
         low_open: ``low`` itself is refused.
+        high_open: ``high`` itself is refused.
 
     Raises:
         RequestError: Not a number, NaN or infinite, or out of range.
@@ -76,7 +154,9 @@ def checked_number(
     ...
     vocmatch.errors.RequestError: iou 'nan': expected a finite number in [0, 1]
     """
-    wanted = " ".join(filter(None, ("a finite number", _range_words(low, high, low_open))))
+    wanted = " ".join(
+        filter(None, ("a finite number", _range_words(low, high, low_open, high_open)))
+    )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise RequestError(field, f"expected {wanted}, got {type(value).__name__}", _shown(value))
     number = float(value)
@@ -84,7 +164,7 @@ def checked_number(
     if in_range and low is not None:
         in_range = number > low if low_open else number >= low
     if in_range and high is not None:
-        in_range = number <= high
+        in_range = number < high if high_open else number <= high
     if not in_range:
         raise RequestError(field, f"expected {wanted}", f"{number:g}")
     return number

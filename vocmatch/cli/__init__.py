@@ -23,7 +23,10 @@ one for whole; a reader that goes away (``vocmatch ... | head``) loses nothing i
 so the exit code stays the verdict.
 
 Rules for a new option or output:
-    - a threshold or measure: ``FiniteFloatRange`` (click's ``FloatRange`` lets NaN in);
+    - a threshold or measure: ``FiniteFloatRange`` (click's ``FloatRange`` lets NaN in), a
+      count ``WholeNumberRange``; for a request's field, ``.of_field(field)``, its range
+      that of the library's rule (``vocmatch.checks.FIELD_BOUNDS``), and a row in
+      :mod:`vocmatch.cli.keywords` for an ``eval`` option;
     - a path read: ``InputPath`` (refuses ""); a report file: ``OutputPath``, checked with
       :func:`check_outputs` before any work and written with :func:`save_text`;
     - names in any text: :mod:`vocmatch.escapes`; stderr lines through :func:`echo_err`.

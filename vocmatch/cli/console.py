@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 import click
 
 from vocmatch.cli.exits import EXIT_USAGE
+from vocmatch.cli.keywords import OPTION_OF_FIELD
 from vocmatch.errors import (
     Message,
     Option,
@@ -113,29 +114,6 @@ def library_errors() -> Iterator[None]:
         raise request_error(error) from None
     except VocmatchError as error:
         raise fail(in_cli_words(message_of(error))) from None
-
-
-#: The option that sets each field of a library request, for the messages about it.
-OPTION_OF_FIELD = {
-    "split": "--split",
-    "class_map": "--class-map",
-    "gates": "--fail-under",
-    "slices": "--slice",
-    "names": "--names",
-    "coco_gt": "--coco-gt",
-    "pred_format": "--pred-format",
-    "protocol": "--protocol",
-    "score_thresholds": "--score-thresholds",
-    "iou": "--iou",
-    "fold_case": "--fold-case",
-    "geometry": "--geometry",
-    "classes": "--classes",
-    "pred": "PRED",
-    "gt": "GT_DIR",
-    "sweep_thresholds": "--sweep",
-    "analysis": "--errors",
-    "operating_thresholds": "--write-thresholds",
-}
 
 
 def option_words(option: Option) -> str:

@@ -90,7 +90,7 @@ if TYPE_CHECKING:
 @click.option(
     "--significant",
     "alpha",
-    type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True),
+    type=FiniteFloatRange.of_field("alpha"),
     default=None,
     metavar="ALPHA",
     help="With --bootstrap: a regression gate fails only when the change is below its "

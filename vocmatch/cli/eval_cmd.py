@@ -144,7 +144,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--background-iou",
-    type=FiniteFloatRange(0.0, 1.0),
+    type=FiniteFloatRange.of_field("background_iou"),
     default=DEFAULT_BACKGROUND_IOU,
     show_default=True,
     help="A false positive overlapping no object by more than this is a background error; "

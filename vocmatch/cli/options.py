@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from vocmatch.checks import FIELD_BOUNDS
 from vocmatch.cli.console import in_cli_words
 from vocmatch.cli.params import (
     CountError,
@@ -21,10 +22,17 @@ from vocmatch.cli.params import (
     read_count,
     shown_value,
 )
-from vocmatch.core.protocol import PRESETS, PROTOCOL_NAMES
+from vocmatch.core.protocol import (
+    DIFFICULT_RULES,
+    INTERPOLATIONS,
+    MATCH_RULES,
+    PRESETS,
+    PROTOCOL_NAMES,
+)
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
 from vocmatch.render.outputs import FORMATS, RENDERERS
+from vocmatch.run.request_checks import GEOMETRIES
 
 if TYPE_CHECKING:
     from vocmatch.evidence.diff import RegressionGate
@@ -135,7 +143,8 @@ def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | No
         numbers = [read_count(part) for part in value.split(",")]
     except CountError:
         numbers = [0]
-    if not all(number > 0 for number in numbers):
+    least = FIELD_BOUNDS["max_dets"].low or 0  # the library's rule: at least 1
+    if not all(number >= least for number in numbers):
         raise click.BadParameter(
             f"{shown_value(value)}: give a whole number above 0 (100), or COCO's triple 1,10,N",
             ctx=ctx,
@@ -190,7 +199,7 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--iou",
-            type=IouThreshold(0.0, 1.0),
+            type=IouThreshold.of_field("iou"),
             default=None,
             help="IoU threshold for a match (inclusive, IoU >= t). [default: 0.5]",
         ),
@@ -226,20 +235,20 @@ def convention_options(function: F) -> F:
         ),
         click.option(
             "--match-rule",
-            type=click.Choice(["unmatched", "devkit"]),
+            type=click.Choice(MATCH_RULES),
             default=None,
             help="unmatched: best still-unmatched GT (COCO); devkit: best GT even if taken, "
             "then FP.",
         ),
         click.option(
             "--difficult",
-            type=click.Choice(["ignore", "count", "crowd"]),
+            type=click.Choice(DIFFICULT_RULES),
             default=None,
             help="difficult objects: ignored, counted as ordinary objects, or COCO crowd regions.",
         ),
         click.option(
             "--interpolation",
-            type=click.Choice(["all-point", "11-point", "101-point"]),
+            type=click.Choice(INTERPOLATIONS),
             default=None,
             help="AP interpolation: VOC2010+ all-point, VOC2007 11-point, COCO 101-point.",
         ),
@@ -284,7 +293,7 @@ def pred_format_options(function: F) -> F:
         ),
         click.option(
             "--geometry",
-            type=click.Choice(["shape", "box"]),
+            type=click.Choice(GEOMETRIES),
             default="shape",
             show_default=True,
             help="An object with both a <bndbox> and a <polygon> or <robndbox>: shape scores it "
@@ -320,7 +329,7 @@ def jobs_option(what: str = "read files") -> Callable[[F], F]:
     return click.option(
         "--jobs",
         "-j",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("jobs"),
         default=0,
         help=f"Processes that {what} in parallel; 0 (the default) uses every core.",
     )
@@ -402,14 +411,14 @@ def gate_options(function: F) -> F:
     (per-image limits): the gates of ``eval`` and ``merge``, exit 1 when one fails."""
     function = click.option(
         "--max-fn",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("max_fn"),
         default=None,
         metavar="N",
         help="Exit 1 if any image has more than N missed objects.",
     )(function)
     function = click.option(
         "--max-fp",
-        type=WholeNumberRange(min=0),
+        type=WholeNumberRange.of_field("max_fp"),
         default=None,
         metavar="N",
         help="Exit 1 if any image has more than N false positives.",
@@ -439,7 +448,7 @@ def report_file_options(function: F) -> F:
     )(function)
     function = click.option(
         "--beta",
-        type=FiniteFloatRange(min=0.0, min_open=True),
+        type=FiniteFloatRange.of_field("beta"),
         default=1.0,
         show_default=True,
         help="Each class's operating point maximises F-beta on its precision/recall curve: 1 "
@@ -501,14 +510,14 @@ def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
         click.option(
             "--bootstrap",
             "bootstrap_resamples",
-            type=WholeNumberRange(min=1),
+            type=WholeNumberRange.of_field("bootstrap"),
             default=None,
             metavar="N",
             help=bootstrap_help,
         ),
         click.option(
             "--seed",
-            type=WholeNumberRange(min=0),
+            type=WholeNumberRange.of_field("seed"),
             default=0,
             show_default=True,
             help="Seed of the bootstrap's resamples: the same seed gives the same intervals.",
@@ -523,7 +532,7 @@ def slice_options(function: F) -> F:
     """--slice, repeatable, and --calibration-bins."""
     function = click.option(
         "--calibration-bins",
-        type=WholeNumberRange(min=1),
+        type=WholeNumberRange.of_field("calibration_bins"),
         default=None,
         metavar="N",
         help="Add each class's expected calibration error (ECE, and MCE) over N equal score "

@@ -6,10 +6,11 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 import click
 
+from vocmatch.checks import FIELD_BOUNDS
 from vocmatch.cli.exits import EXIT_USAGE
 from vocmatch.errors import OutputError
 from vocmatch.escapes import printable
@@ -23,6 +24,15 @@ class FiniteFloatRange(click.FloatRange):
     is false, so click's range check lets ``--iou nan`` through; and refuses what is not a
     number in the one grammar of :mod:`vocmatch.core.numbers` (``0_5``, Arabic-Indic digits), which
     ``float()`` would read. Every option that takes a threshold or a measure uses this type."""
+
+    @classmethod
+    def of_field(cls, field: str) -> Self:
+        """The type of the option that sets the request field ``field``, its range that of
+        the library's rule (:data:`vocmatch.checks.FIELD_BOUNDS`)."""
+        bounds = FIELD_BOUNDS[field]
+        if bounds.whole:
+            raise ValueError(f"{field} is a count: use WholeNumberRange.of_field")
+        return cls(bounds.low, bounds.high, min_open=bounds.low_open, max_open=bounds.high_open)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         _refuse_outside_grammar(self, value, param, ctx)
@@ -107,6 +117,15 @@ class WholeNumberRange(click.IntRange):
     """``click.IntRange`` that takes a count in ASCII digits only (:func:`read_count`):
     ``int()`` reads ``1_0`` as 10 and other scripts' digits, so ``--max-fp 1_0`` would gate
     at 10. Every option that takes a count uses this type (a test walks the commands)."""
+
+    @classmethod
+    def of_field(cls, field: str) -> Self:
+        """The type of the option that sets the count ``field`` of a request, its least value
+        that of the library's rule (:data:`vocmatch.checks.FIELD_BOUNDS`)."""
+        bounds = FIELD_BOUNDS[field]
+        if not bounds.whole or bounds.low is None:
+            raise ValueError(f"{field} is not a count: use FiniteFloatRange.of_field")
+        return cls(min=int(bounds.low))
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str):

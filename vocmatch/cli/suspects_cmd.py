@@ -117,14 +117,14 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
 )
 @click.option(
     "--confidence",
-    type=FiniteFloatRange(0.0, 1.0),
+    type=FiniteFloatRange.of_field("confidence"),
     default=0.5,
     show_default=True,
     help="A prediction at or above this score is confident (one without a score always is).",
 )
 @click.option(
     "--background-iou",
-    type=FiniteFloatRange(0.0, 1.0),
+    type=FiniteFloatRange.of_field("background_iou"),
     default=0.1,
     show_default=True,
     help="At most this IoU with every object, a prediction overlaps nothing (missing box); "
@@ -132,7 +132,7 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
 )
 @click.option(
     "--match-iou",
-    type=FiniteFloatRange(0.0, 1.0),
+    type=FiniteFloatRange.of_field("match_iou"),
     default=0.5,
     show_default=True,
     help="At or above this IoU a prediction is on an object: its own class agrees, another "
@@ -140,7 +140,7 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
 )
 @click.option(
     "--duplicate-iou",
-    type=FiniteFloatRange(0.0, 1.0),
+    type=FiniteFloatRange.of_field("duplicate_iou"),
     default=0.9,
     show_default=True,
     help="Two objects of one class at or above this IoU are a duplicate.",

@@ -8,10 +8,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from vocmatch.checks import (
+    FIELD_BOUNDS,
+    checked_bounded,
     checked_flag,
     checked_name,
     checked_number,
-    checked_whole,
     known_list,
 )
 from vocmatch.errors import RequestError
@@ -95,7 +96,9 @@ def threshold_list(field: str, values: object, *, keep_order: bool = False) -> t
         )
     if not values:
         raise RequestError(field, "no threshold given")
-    numbers = [checked_number(field, value, low=0.0, high=1.0) for value in values]
+    iou = FIELD_BOUNDS["iou"]  # each is an IoU threshold
+    low, high = iou.low, iou.high
+    numbers = [checked_number(field, value, low=low, high=high) for value in values]
     return tuple(numbers) if keep_order else tuple(sorted(set(numbers)))
 
 
@@ -144,14 +147,14 @@ class Conventions:
         the sweep's thresholds are kept ascending, each once."""
         if not isinstance(self.protocol, str):
             raise RequestError("protocol", "expected a name", str(self.protocol))
-        checked_number("iou_threshold", self.iou_threshold, low=0.0, high=1.0)
+        checked_bounded("iou_threshold", self.iou_threshold, FIELD_BOUNDS["iou"])
         checked_flag("strict_threshold", self.strict_threshold)
         checked_flag("pixel_inclusive", self.pixel_inclusive)
         checked_name("match_rule", self.match_rule, MATCH_RULES, what="match rule")
         checked_name("difficult", self.difficult, DIFFICULT_RULES, what="difficult rule")
         checked_name("interpolation", self.interpolation, INTERPOLATIONS, what="interpolation")
         checked_name("summary", self.summary, SUMMARY_KINDS, what="summary kind")
-        checked_whole("max_dets", self.max_dets, low=1, optional=True)
+        checked_bounded("max_dets", self.max_dets, FIELD_BOUNDS["max_dets"], optional=True)
         threshold_list("ap_thresholds", self.ap_thresholds, keep_order=True)
         sweep = threshold_list("sweep_thresholds", self.sweep_thresholds)
         if sweep != self.sweep_thresholds:

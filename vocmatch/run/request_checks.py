@@ -23,18 +23,27 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vocmatch.checks import (
+    FIELD_BOUNDS,
+    Bounds,
+    checked_bounded,
     checked_flag,
     checked_name,
-    checked_optional_number,
     checked_path,
-    checked_whole,
     known_list,
 )
 from vocmatch.errors import RequestError
 from vocmatch.readers.formats import PRED_FORMATS
 
-__all__ = ["CHECKED_FIELDS", "PRED_FORMATS", "SCHEDULER", "check_request", "unknown_keywords"]
+__all__ = [
+    "CHECKED_FIELDS",
+    "GEOMETRIES",
+    "PRED_FORMATS",
+    "SCHEDULER",
+    "check_request",
+    "unknown_keywords",
+]
 
+#: How an object is scored: by its shape (polygon, rotated box) or its bounding box.
 GEOMETRIES = ("shape", "box")
 #: A Dask scheduler: ``local:N`` (N >= 1), a scheduler's URL (``tcp://host:8786``,
 #: ``tls://...``), or ``host:port`` (but not ``local:0``).
@@ -45,14 +54,8 @@ SCHEDULER = re.compile(
 Check = Callable[[str, Any], Any]
 
 
-def _number(low: float | None = None, high: float | None = None, low_open: bool = False) -> Check:
-    return lambda field, value: checked_optional_number(
-        field, value, low=low, high=high, low_open=low_open
-    )
-
-
-def _whole(low: int) -> Check:
-    return lambda field, value: checked_whole(field, value, low=low, optional=True)
+def _bounded(bounds: Bounds) -> Check:
+    return lambda field, value: checked_bounded(field, value, bounds, optional=True)
 
 
 def _flag(field: str, value: Any) -> Any:
@@ -162,6 +165,7 @@ def _class_choice(field: str, value: Any) -> Any:
 
 #: The check of each request field, by name: every request class shares the fields it has.
 _CHECKS: dict[str, Check] = {
+    **{field: _bounded(bounds) for field, bounds in FIELD_BOUNDS.items()},
     "gt": _path,
     "pred": _path,
     "pred_a": _path,
@@ -171,35 +175,19 @@ _CHECKS: dict[str, Check] = {
     "names": _path,
     "split": _text_or_none,
     "geometry": _name(GEOMETRIES, "geometry"),
-    "max_file_size": _whole(0),
-    "jobs": _whole(0),
     "class_choice": _class_choice,
     "class_map": _path,
     "dask": _scheduler,
     "protocol": _protocol,
-    "iou": _number(0.0, 1.0),
     "strict_threshold": _flag,
     "pixel_inclusive": _flag,
     "fold_case": _flag,
     "sweep_thresholds": _sweep,
-    "max_dets": _whole(1),
-    "score_threshold": _number(),
     "score_thresholds": _score_thresholds,
     "slices": _slices,
-    "max_fp": _whole(0),
-    "max_fn": _whole(0),
     "analysis": _flag,
-    "background_iou": _number(0.0, 1.0),
     "boxes": _flag,
     "reliability": _flag,
-    "bootstrap": _whole(1),
-    "seed": _whole(0),
-    "calibration_bins": _whole(1),
-    "beta": _number(0.0, low_open=True),
-    "alpha": _number(0.0, 1.0, low_open=True),
-    "confidence": _number(0.0, 1.0),
-    "match_iou": _number(0.0, 1.0),
-    "duplicate_iou": _number(0.0, 1.0),
 }
 
 #: Every field :func:`check_request` checks: a test holds each request record's fields to it,
