@@ -124,6 +124,7 @@ OPTION_OF_FIELD = {
     "names": "--names",
     "coco_gt": "--coco-gt",
     "pred_format": "--pred-format",
+    "box_format": "--box-format",
     "protocol": "--protocol",
     "score_thresholds": "--score-thresholds",
     "iou": "--iou",
