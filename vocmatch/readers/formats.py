@@ -180,7 +180,8 @@ PREDICTION_FORMATS: Mapping[PredFormat, PredictionFormat] = {
                 ".txt files",
                 "class-named boxes in pixels? ",
                 rank=1,
-                line=rf"\s*\S.*?(?:\s+{_NUMBER}){{5}}\s*",
+                # Not a YOLO line: an integer class and coordinates within 0 to 1.
+                line=rf"(?!\s*[0-9]+(?:\s+{_UNIT}){{4,5}}\s*$)\s*\S.*?(?:\s+{_NUMBER}){{5}}\s*",
             ),
         ),
     )
