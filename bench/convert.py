@@ -18,7 +18,8 @@ as ``bench/derive_predictions.py`` writes them), writes the same boxes as:
 Numbers are written with ``repr``, so the COCO and VOC files hold exactly the XML's values;
 YOLO's normalised centre form is exact up to float rounding (a box comes back within about
 1e-13 pixel). Then ``vocmatch GT_DIR OUT_DIR/coco/results.json --pred-format coco --coco-gt
-OUT_DIR/coco/gt.json`` (and the same for the others; ``--box-format xywh`` for ``txt-xywh``) gives the XML run's numbers.
+OUT_DIR/coco/gt.json`` (and the same for the others; ``--box-format xywh`` for
+``txt-xywh``) gives the XML run's numbers.
 """
 
 from __future__ import annotations
