@@ -250,3 +250,27 @@ def test_the_txt_hint_on_the_command_line(tmp_path: Path) -> None:
         "files ('street_01.txt', 'street_02.txt', 'street_03.txt', ...), not XML: class-named "
         "boxes in pixels? use --pred-format txt\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        pytest.param("dask", "is not available on a Dask cluster", id="dask"),
+        pytest.param("url", "is not available for inputs given as URLs", id="url"),
+    ],
+)
+def test_box_format_is_refused_where_predictions_are_read_as_xml_only(
+    where: str, message: str
+) -> None:
+    """A Dask run and URL inputs read XML only: a box form given there is refused, never
+    silently left unread."""
+    gt, pred = (DEMO_GT, DEMO_PRED) if where == "dask" else (DEMO_GT.as_uri(), DEMO_PRED.as_uri())
+    dask = {"dask": "local:1"} if where == "dask" else {}
+    with pytest.raises(RequestError, match=message) as caught:
+        vocmatch.evaluate(gt, pred, box_format="xywh", **dask)  # type: ignore[arg-type]
+    assert caught.value.field == "box_format"
+    extra = ["--dask", "local:1"] if where == "dask" else []
+    code, out, err = run(str(gt), str(pred), "--box-format", "xywh", *extra)
+    assert (code, out) == (2, "")
+    flag = "--dask" if where == "dask" else "inputs given as URLs"
+    assert err.endswith(f"Error: --box-format is not available with {flag}\n")
