@@ -11,12 +11,15 @@ as ``bench/derive_predictions.py`` writes them), writes the same boxes as:
   ``categories``: id from 1 in sorted name order);
 * ``OUT_DIR/yolo/<key>.txt``: ``class cx cy w h conf`` normalised by the ground truth's
   ``<size>``, and ``OUT_DIR/yolo/classes.txt``;
-* ``OUT_DIR/voc-results/comp4_det_test_<class>.txt``: ``image_id score x1 y1 x2 y2``.
+* ``OUT_DIR/voc-results/comp4_det_test_<class>.txt``: ``image_id score x1 y1 x2 y2``;
+* ``OUT_DIR/txt/<key>.txt``: ``class score x1 y1 x2 y2`` in pixels, one file per prediction
+  file, and ``OUT_DIR/txt-xywh/<key>.txt``: ``class score x y w h``.
 
 Numbers are written with ``repr``, so the COCO and VOC files hold exactly the XML's values;
 YOLO's normalised centre form is exact up to float rounding (a box comes back within about
 1e-13 pixel). Then ``vocmatch GT_DIR OUT_DIR/coco/results.json --pred-format coco --coco-gt
-OUT_DIR/coco/gt.json`` (and the same for the other two) gives the XML run's numbers.
+OUT_DIR/coco/gt.json`` (and the same for the others; ``--box-format xywh`` for
+``txt-xywh``) gives the XML run's numbers.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from vocmatch.readers.parse import read_directory
 
 
 def convert(gt_dir: Path, pred_dir: Path, out_dir: Path) -> dict[str, int]:
-    """Write the three formats; returns the number of predictions written to each."""
+    """Write the other formats; returns the number of predictions written to each."""
     gt = {a.key: a for a in read_directory(gt_dir).annotations}
     pred = {a.key: a for a in read_directory(pred_dir).annotations if a.key in gt}
     names = sorted({b.name for a in pred.values() for b in a.boxes})
@@ -89,7 +92,24 @@ def convert(gt_dir: Path, pred_dir: Path, out_dir: Path) -> dict[str, int]:
             by_class[b.name].append(f"{key} {b.score!r} {b.x1!r} {b.y1!r} {b.x2!r} {b.y2!r}\n")
     for name, lines in by_class.items():
         (results / f"comp4_det_test_{name}.txt").write_text("".join(lines), encoding="utf-8")
+    txt_boxes = 0
+    for folder, box_form in (
+        ("txt", "{x1!r} {y1!r} {x2!r} {y2!r}"),
+        ("txt-xywh", "{x1!r} {y1!r} {w!r} {h!r}"),
+    ):
+        for key in sorted(pred):
+            lines = [
+                f"{b.name} {b.score!r} "
+                + box_form.format(x1=b.x1, y1=b.y1, x2=b.x2, y2=b.y2, w=b.x2 - b.x1, h=b.y2 - b.y1)
+                + "\n"
+                for b in pred[key].boxes
+            ]
+            target = out_dir / folder / f"{key}.txt"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("".join(lines), encoding="utf-8")
+            txt_boxes += len(lines)
     return {
+        "txt": txt_boxes // 2,
         "coco": len(records),
         "yolo": yolo_boxes,
         "voc-results": sum(len(v) for v in by_class.values()),

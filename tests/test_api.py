@@ -26,7 +26,7 @@ from vocmatch.run.evaluate import EvalRequest, evaluate
 DEMO_GT = FIXTURES / "demo" / "gt"
 DEMO_PRED = FIXTURES / "demo" / "pred"
 PROTOCOLS = ["default", "voc07", "voc12", "coco"]
-PRED_FORMATS = ["voc", "coco", "yolo", "voc-results"]
+PRED_FORMATS = ["voc", "coco", "yolo", "voc-results", "txt"]
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,10 @@ def inputs_of(pred_format: str, out: Path) -> tuple[list[str], dict[str, object]
         names = out / "yolo" / "classes.txt"
         args = [str(out / "yolo"), "--pred-format", "yolo", "--names", str(names)]
         return args, {"pred": out / "yolo", "pred_format": "yolo", "names": names}
+    if pred_format == "txt":
+        args = [str(out / "txt-xywh"), "--pred-format", "txt", "--box-format", "xywh"]
+        return args, {"pred": out / "txt-xywh", "pred_format": "txt", "box_format": "xywh"}
+    assert pred_format == "voc-results", pred_format
     folder = out / "voc-results"
     return [str(folder), "--pred-format", "voc-results"], {
         "pred": folder,
@@ -60,9 +64,9 @@ def warned_if_files_missing(
     pred_format: str,
 ) -> contextlib.AbstractContextManager[object]:
     """The demo's street_05 has no prediction file in the formats of a file per image (XML,
-    YOLO): the library warns, as the command line notes; a COCO results file or the devkit's
+    YOLO, txt): the library warns, as the command line notes; a COCO results file or the devkit's
     class files leave no image without a file."""
-    if pred_format in ("voc", "yolo"):
+    if pred_format in ("voc", "yolo", "txt"):
         return street_05_unpredicted()
     return contextlib.nullcontext()
 

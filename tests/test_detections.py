@@ -407,6 +407,8 @@ def test_every_format_gives_the_xml_numbers_on_a_real_set(tmp_path: Path, name: 
         "yolo": [str(out / "yolo"), "--pred-format", "yolo", "--names",
                  str(out / "yolo" / "classes.txt")],
         "voc-results": [str(out / "voc-results"), "--pred-format", "voc-results"],
+        "txt": [str(out / "txt"), "--pred-format", "txt"],
+        "txt-xywh": [str(out / "txt-xywh"), "--pred-format", "txt", "--box-format", "xywh"],
     }  # fmt: skip
     for protocol_name in ("default", "coco"):
         results = {}
@@ -424,3 +426,5 @@ def test_every_format_gives_the_xml_numbers_on_a_real_set(tmp_path: Path, name: 
         assert results["coco"] == results["voc"]
         assert results["yolo"] == results["voc"]
         assert results["voc-results"] == results["voc"]
+        assert results["txt"] == results["voc"]
+        assert results["txt-xywh"] == results["voc"]

@@ -21,6 +21,7 @@ EXAMPLE_FILES = {
     "coco": "results.json",
     "yolo": "img1.txt",
     "voc-results": "comp4_det_test_car.txt",
+    "txt": "img1.txt",
 }
 
 
@@ -82,7 +83,7 @@ def test_a_folder_of_a_formats_files_names_the_format(name: str, file: str) -> N
         pytest.param(
             ["a.TXT", "b.txt"],
             "pred holds .txt files ('a.TXT', 'b.txt'), not XML: YOLO predictions? use "
-            "pred_format='yolo' names",
+            "pred_format='yolo' names; or class-named boxes in pixels? use pred_format='txt'",
             id="yolo",
         ),
         pytest.param(

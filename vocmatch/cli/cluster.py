@@ -30,9 +30,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 MISSING_DASK = "--dask needs dask.distributed (the dask extra): pip install 'dask[distributed]'"
 #: eval options that need what a Dask run does not bring back (``<size>``, ``<pose>``,
 #: the other flags, the split files next to the data), or a reader of another format.
-_NOT_ON_DASK = ("slice_specs", "images_dir", "split", "pred_format", "coco_gt", "names_file")
+_NOT_ON_DASK = (
+    "slice_specs",
+    "images_dir",
+    "split",
+    "pred_format",
+    "box_format",
+    "coco_gt",
+    "names_file",
+)
 #: The same for inputs given as URLs (read whole, in this process).
-_NOT_WITH_URLS = ("images_dir", "split", "pred_format", "coco_gt", "names_file")
+_NOT_WITH_URLS = ("images_dir", "split", "pred_format", "box_format", "coco_gt", "names_file")
 
 
 class InputLocation(InputPath):
@@ -172,6 +180,6 @@ def _refuse_options(names: tuple[str, ...], scheduler: str | None) -> None:
             continue
         if ctx.get_parameter_source(param.name) in (ParameterSource.DEFAULT, None):
             continue
-        if param.name == "pred_format" and ctx.params.get("pred_format") == "voc":
-            continue
+        if ctx.params.get(param.name) in ("voc", "xyxy"):
+            continue  # --pred-format voc, --box-format xyxy: what such a run reads
         raise click.UsageError(f"{'/'.join(param.opts)} is not available with {why}", ctx=ctx)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
     from vocmatch.evidence.diff import RegressionGate
+    from vocmatch.readers.formats import BoxFormat
     from vocmatch.run.compare import DiffReport
     from vocmatch.run.evaluate import Geometry, PredFormat
 
@@ -105,6 +106,7 @@ def diff_command(
     pred_a_dir: Path,
     pred_b_dir: Path,
     pred_format: PredFormat,
+    box_format: BoxFormat,
     coco_gt: Path | None,
     names_file: Path | None,
     split: str | None,
@@ -152,6 +154,7 @@ def diff_command(
     with library_errors():  # the library's one check of the request
         request = DiffRequest(
             gt=gt_dir, pred_a=pred_a_dir, pred_b=pred_b_dir, pred_format=pred_format,
+            box_format=box_format,
             coco_gt=coco_gt, names=names_file, split=split, geometry=geometry,
             max_file_size=max_file_size, jobs=jobs, protocol=protocol_name, iou=iou,
             strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,

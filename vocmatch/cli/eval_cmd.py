@@ -68,7 +68,7 @@ from vocmatch.cli.params import (
 )
 from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
-from vocmatch.readers.formats import prediction_format
+from vocmatch.readers.formats import BoxFormat, prediction_format
 from vocmatch.render.outputs import RENDERERS, TableOptions
 from vocmatch.run.evaluate import (
     EvalRequest,
@@ -168,6 +168,7 @@ def eval_command(
     pred_dir: Path,
     mode: str,
     pred_format: PredFormat,
+    box_format: BoxFormat,
     coco_gt: Path | None,
     names_file: Path | None,
     split: str | None,
@@ -220,6 +221,7 @@ def eval_command(
         labels_eval(
             gt_dir, pred_dir, difficult, output_format, output, max_rows, only_failing,
             max_file_size, jobs, pred_format, coco_gt, names_file, split, class_choice,
+            box_format=box_format,
         )  # fmt: skip
         return
     if images_dir is not None and html_file is None:
@@ -239,7 +241,8 @@ def eval_command(
     )  # fmt: skip
     with library_errors():  # the library's one check of the request
         request = EvalRequest(
-            gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+            gt=gt_dir, pred=pred_dir, pred_format=pred_format, box_format=box_format,
+            coco_gt=coco_gt, names=names_file,
             split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
             protocol=protocol_name, iou=iou, strict_threshold=strict_threshold,
             pixel_inclusive=pixel_inclusive, match_rule=match_rule, difficult=difficult,
@@ -292,6 +295,7 @@ LABEL_MODE_OPTIONS = frozenset(
         "max_file_size",
         "jobs",
         "pred_format",
+        "box_format",
         "coco_gt",
         "names_file",
         "split",
@@ -363,6 +367,7 @@ def labels_eval(
     names_file: Path | None = None,
     split: str | None = None,
     class_choice: ClassChoice | None = None,
+    box_format: BoxFormat = "xyxy",
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
     from vocmatch.evaluation.labels import LabelDifficult
@@ -392,6 +397,7 @@ def labels_eval(
     with library_errors():  # the library's one check of the request
         request = LabelsRequest(
             gt=gt_dir, pred=pred_dir, difficult=label_difficult, pred_format=pred_format,
+            box_format=box_format,
             coco_gt=coco_gt, names=names_file, split=split, max_file_size=max_file_size, jobs=jobs,
             class_choice=class_choice or None,
         )  # fmt: skip

@@ -36,7 +36,7 @@ _PROTOCOL = [
 ]
 
 #: How predictions and ground truth are read, for every command that reads both.
-_INPUTS = ["--pred-format", "--coco-gt", "--names", "--split", "--geometry"]
+_INPUTS = ["--pred-format", "--box-format", "--coco-gt", "--names", "--split", "--geometry"]
 
 #: The option panels of each command, in the order shown.
 OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
@@ -46,6 +46,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "options": [
                 "--mode",
                 "--pred-format",
+                "--box-format",
                 "--coco-gt",
                 "--names",
                 "--split",

@@ -46,6 +46,7 @@ EVAL_KEYWORDS: tuple[FlagUse, ...] = (
     FlagUse("GT_DIR", "gt"),
     FlagUse("PRED_DIR", "pred"),
     FlagUse("--pred-format", "pred_format"),
+    FlagUse("--box-format", "box_format"),
     FlagUse("--coco-gt", "coco_gt"),
     FlagUse("--geometry", "geometry"),
     FlagUse("--split", "split"),

@@ -30,7 +30,7 @@ from vocmatch.core.protocol import (
     PROTOCOL_NAMES,
 )
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.readers.formats import PRED_FORMATS, PREDICTION_FORMATS
+from vocmatch.readers.formats import BOX_FORMATS, PRED_FORMATS, PREDICTION_FORMATS
 from vocmatch.render.outputs import FORMATS, RENDERERS
 from vocmatch.run.request_checks import GEOMETRIES
 
@@ -274,7 +274,8 @@ def pred_format_help() -> str:
 
 
 def pred_format_options(function: F) -> F:
-    """``--pred-format``, ``--coco-gt`` and ``--names``: predictions from any detector."""
+    """``--pred-format``, ``--box-format``, ``--coco-gt`` and ``--names``: predictions from
+    any detector."""
     options = [
         click.option(
             "--pred-format",
@@ -282,6 +283,15 @@ def pred_format_options(function: F) -> F:
             default="voc",
             show_default=True,
             help=pred_format_help(),
+        ),
+        click.option(
+            "--box-format",
+            type=click.Choice(BOX_FORMATS),
+            default="xyxy",
+            show_default=True,
+            help="With --pred-format txt: how a line gives its box, after the class and "
+            "score: xyxy is x1 y1 x2 y2 (corners), xywh is x y w h (top-left corner, width, "
+            "height), in pixels.",
         ),
         click.option(
             "--coco-gt",

@@ -38,6 +38,7 @@ from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectReport
+    from vocmatch.readers.formats import BoxFormat
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.run.evaluate import Geometry, PredFormat
 
@@ -157,6 +158,7 @@ def suspects_command(
     gt_dir: Path,
     pred_dir: Path,
     pred_format: PredFormat,
+    box_format: BoxFormat,
     coco_gt: Path | None,
     names_file: Path | None,
     split: str | None,
@@ -181,7 +183,8 @@ def suspects_command(
     """
     with library_errors():  # the library's one check of the request
         request = SuspectsRequest(
-            gt=gt_dir, pred=pred_dir, pred_format=pred_format, coco_gt=coco_gt, names=names_file,
+            gt=gt_dir, pred=pred_dir, pred_format=pred_format, box_format=box_format,
+            coco_gt=coco_gt, names=names_file,
             split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
             confidence=confidence, background_iou=background_iou, match_iou=match_iou,
             duplicate_iou=duplicate_iou,

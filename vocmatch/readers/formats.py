@@ -22,8 +22,10 @@ from typing import Any, Literal
 from vocmatch.errors import Message, Option
 
 __all__ = [
+    "BOX_FORMATS",
     "PREDICTION_FORMATS",
     "PRED_FORMATS",
+    "BoxFormat",
     "ClassTable",
     "FolderHint",
     "PredFormat",
@@ -34,7 +36,12 @@ __all__ = [
 
 #: The names of the prediction formats (the type of a request's ``pred_format``); each has
 #: its record in :data:`PREDICTION_FORMATS` (a test keeps the two equal).
-PredFormat = Literal["voc", "coco", "yolo", "voc-results"]
+PredFormat = Literal["voc", "coco", "yolo", "voc-results", "txt"]
+
+#: How a line of ``txt`` predictions gives its box: corners ``x1 y1 x2 y2`` (``xyxy``) or
+#: the top-left corner and the size ``x y w h`` (``xywh``), in pixels.
+BoxFormat = Literal["xyxy", "xywh"]
+BOX_FORMATS: tuple[BoxFormat, ...] = ("xyxy", "xywh")
 
 #: A class table a format reads its class ids from: a COCO ground-truth file (``coco_gt``)
 #: or a list of names by index (``names``).
@@ -52,13 +59,18 @@ class FolderHint:
         holds: What such files are called in the line (``.txt files``).
         guess: The guess, before the option that reads them (``YOLO predictions? ``).
         rank: The hints are tried in ascending rank: a narrower pattern (the devkit's
-            ``comp4_det_*.txt``) before a wider one (any ``.txt``).
+            ``comp4_det_*.txt``) before a wider one (any ``.txt``). Formats whose hints share
+            a rank and a pattern are told apart by ``line``, or all suggested.
+        line: The shape of a line of the format, matched whole against the first non-blank
+            line of the first such file: of formats sharing a pattern, those whose shape it
+            has are suggested (all of them when it has none's, or cannot be read).
     """
 
     pattern: str
     holds: str
     guess: str = ""
     rank: int = 0
+    line: str = ""
 
     def matches(self, name: str) -> bool:
         """Whether a file's relative path names a file of the format."""
@@ -109,6 +121,9 @@ class PredictionFormat:
 
 
 _READERS = "vocmatch.readers.pred_formats"
+# A number of a txt line, and one between 0 and 1 (YOLO's normalised coordinates).
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_UNIT = r"(?:0?\.[0-9]+|[01](?:\.[0-9]*)?)(?:[eE][+-]?[0-9]+)?"
 
 #: Every prediction format, XML first (the default).
 PREDICTION_FORMATS: Mapping[PredFormat, PredictionFormat] = {
@@ -135,7 +150,13 @@ PREDICTION_FORMATS: Mapping[PredFormat, PredictionFormat] = {
             table_required=True,
             missing="YOLO predictions need the class names, one per line",
             reader=f"{_READERS}:read_yolo_detections",
-            hint=FolderHint(r"(?i).*\.txt", ".txt files", "YOLO predictions? ", rank=1),
+            hint=FolderHint(
+                r"(?i).*\.txt",
+                ".txt files",
+                "YOLO predictions? ",
+                rank=1,
+                line=rf"\s*[0-9]+(?:\s+{_UNIT}){{4,5}}\s*",
+            ),
         ),
         PredictionFormat(
             "voc-results",
@@ -144,6 +165,24 @@ PREDICTION_FORMATS: Mapping[PredFormat, PredictionFormat] = {
             reader=f"{_READERS}:read_voc_result_detections",
             # The devkit's per-class result files: comp4_det_test_car.txt.
             hint=FolderHint(r"comp\d+_det_[^_]+_.+\.txt", "VOC devkit result files", rank=0),
+        ),
+        PredictionFormat(
+            "txt",
+            Message(
+                "a folder of txt files, one per image (class score x1 y1 x2 y2 in pixels, or ",
+                Option("box_format", "xywh"),
+                ": class score x y w h)",
+            ),
+            (".txt",),
+            reader=f"{_READERS}:read_txt_detections",
+            hint=FolderHint(
+                r"(?i).*\.txt",
+                ".txt files",
+                "class-named boxes in pixels? ",
+                rank=1,
+                # Not a YOLO line: an integer class and coordinates within 0 to 1.
+                line=rf"(?!\s*[0-9]+(?:\s+{_UNIT}){{4,5}}\s*$)\s*\S.*?(?:\s+{_NUMBER}){{5}}\s*",
+            ),
         ),
     )
 }

@@ -11,6 +11,9 @@ per-class result files, read into the same columns as prediction XML
   ``<size>``.
 * ``voc-results``: ``comp4_det_<set>_<class>.txt`` files, ``image_id score x1 y1 x2 y2`` per
   line, in the annotations' own pixel coordinates.
+* ``txt``: one txt file per image, paired by name as XML is, ``class score x1 y1 x2 y2`` per
+  line (or ``class score x y w h``), in pixels; the class is everything before the last five
+  fields, so it may hold spaces.
 
 A results file covers the whole set: a ground-truth image without any detection had none,
 and is evaluated with no predictions (YOLO writes one file per image, so there a missing
@@ -27,13 +30,21 @@ import math
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from vocmatch.core.model import Box, ImageAnnotation, ImageSize, SkippedFile
+from vocmatch.core.model import (
+    Box,
+    ImageAnnotation,
+    ImageSize,
+    SkippedFile,
+    class_name_problem,
+    coordinate_problem,
+    corner_problem,
+)
 from vocmatch.errors import AnnotationError, InputError, Message, Option, RequestError, message_of
 from vocmatch.limits import MAX_JSON_BYTES
-from vocmatch.readers.formats import PRED_FORMATS, PredFormat, prediction_format
+from vocmatch.readers.formats import PRED_FORMATS, BoxFormat, PredFormat, prediction_format
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -52,6 +63,7 @@ __all__ = [
     "read_class_list",
     "read_coco_detections",
     "read_detections",
+    "read_txt_detections",
     "read_voc_result_detections",
     "read_yolo_detections",
 ]
@@ -663,6 +675,95 @@ def _read_voc_results(root: str, gt: _GroundTruth, max_bytes: int) -> Annotation
     return _annotations(root, collected, gt.keys)
 
 
+# Class-named boxes in pixels, one txt file per image ------------------------------------
+
+#: The fields of a txt line after its class, as each box form names them.
+_TXT_FIELDS: dict[BoxFormat, tuple[str, str, str, str]] = {
+    "xyxy": ("x1", "y1", "x2", "y2"),
+    "xywh": ("x", "y", "w", "h"),
+}
+
+
+def _txt_line(line: str, box_format: BoxFormat) -> Box:
+    """A line ``class score x1 y1 x2 y2`` (or ``class score x y w h``) as a box; ValueError
+    with the reason it cannot be read."""
+    names = _TXT_FIELDS[box_format]
+    layout = f"'class score {' '.join(names)}'"
+    fields = line.split()
+    if len(fields) < 6:
+        missing = " (a score is required)" if len(fields) == 5 else ""
+        raise ValueError(f"expected {layout}, got {len(fields)} fields{missing}")
+    name, *numbers = line.rsplit(None, 5)
+    name = name.strip()
+    problem = class_name_problem(name)
+    if problem is not None:
+        raise ValueError(f"class name {problem}")
+    if len(fields) > 6 and number_problem(name.split()[-1])[0] is not None:
+        # A class name of several words ending in a number is a line with too many fields
+        # (an extra column), not a class: it would count as a false positive of its own.
+        raise ValueError(f"expected {layout}, got {len(fields)} fields")
+    values = []
+    for text, what in zip(numbers, ("score", *names), strict=True):
+        value, problem = number_problem(text)
+        if value is None:
+            raise ValueError(f"{what} {problem}: {text!r}")
+        values.append(value)
+    score, a, b, c, d = values
+    if box_format == "xywh":
+        if c < 0 or d < 0:
+            raise ValueError(f"{'w' if c < 0 else 'h'} {min(c, d):g} is negative")
+        c, d = a + c, b + d
+    for value, what in zip((a, b, c, d), ("x1", "y1", "x2", "y2"), strict=True):
+        problem = coordinate_problem(value)
+        if problem is not None:
+            raise ValueError(f"{what} {value:g} {problem}")
+    problem = corner_problem(a, b, c, d, ("x1", "y1", "x2", "y2"))
+    if problem is not None:
+        raise ValueError(problem)
+    return Box(name, a, b, c, d, score=score)
+
+
+def _read_txt(root: str, gt: _GroundTruth, box_format: BoxFormat, max_bytes: int) -> AnnotationSet:
+    listing = list_directory(root, ".txt")
+    collected = _Collected({}, {}, list(listing.skipped))
+    unnamed = []
+    for key, path in listing.files:
+        if key in gt.elsewhere:
+            collected.elsewhere += 1
+            continue  # another shard's image: not opened
+        collected.paths[key] = path
+        collected.boxes[key] = []
+        if key not in gt.sizes:
+            unnamed.append(key)
+            continue  # no ground truth: an orphan, not read
+        collected.landed += 1
+        try:
+            text = _text(path, max_bytes)
+        except AnnotationError as error:
+            collected.skipped.append(SkippedFile(path, error.message, error.line, key=key))
+            continue
+        boxes: list[Box] = []
+        # Lines as an editor counts them: LF or CRLF ends one, nothing else does.
+        for number, line in enumerate(text.split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                boxes.append(replace(_txt_line(line, box_format), line=number))
+            except ValueError as error:
+                # The file's image is left out: a broken line is not a missed object.
+                collected.skipped.append(SkippedFile(path, message_of(error), number, key=key))
+                break
+        else:
+            collected.boxes[key] = boxes
+    if not (collected.landed or collected.elsewhere):
+        if not listing.files:
+            raise InputError(
+                f"no ground-truth image pairs with a prediction: {root} holds no .txt files"
+            )
+        raise _no_pairs(f"the .txt files of {root}", unnamed, gt)
+    return _annotations(root, collected, ())
+
+
 # The entry point ------------------------------------------------------------------------
 
 
@@ -674,6 +775,7 @@ def read_detections(
     coco_gt: str | os.PathLike[str] | None = None,
     names: Sequence[str] | None = None,
     names_path: str | os.PathLike[str] | None = None,
+    box_format: BoxFormat = "xyxy",
     max_bytes: int = DEFAULT_MAX_BYTES,
     images: Iterable[str] | None = None,
 ) -> ColumnSet:
@@ -689,6 +791,8 @@ def read_detections(
         names: Class names in index order (``yolo``; see :func:`read_class_list`).
         names_path: The file ``names`` were read from: not a label file if it lies among
             them (LabelImg writes ``classes.txt`` beside the labels).
+        box_format: How a ``txt`` line gives its box: ``xyxy`` (corners) or ``xywh``
+            (top-left corner, width, height).
         max_bytes: Per-file size limit of txt files.
         images: Every ground-truth key of the run, when ``gt`` holds one shard of them: the
             predictions of the other images are left out (neither read where they have
@@ -712,6 +816,7 @@ def read_detections(
         names=names,
         names_path=os.fspath(names_path) if names_path is not None else None,
         max_bytes=max_bytes,
+        box_format=box_format,
     )
     annotations: AnnotationSet = record.read(os.fspath(path), request)
     return columns_from_annotations(annotations)
@@ -727,6 +832,7 @@ class DetectionRequest:
         names: Class names in index order.
         names_path: The file ``names`` were read from.
         max_bytes: Per-file size limit of txt files.
+        box_format: How a ``txt`` line gives its box.
     """
 
     index: _GroundTruth
@@ -734,6 +840,7 @@ class DetectionRequest:
     names: Sequence[str] | None
     names_path: str | None
     max_bytes: int
+    box_format: BoxFormat = "xyxy"
 
 
 def read_coco_detections(where: str, request: DetectionRequest) -> AnnotationSet:
@@ -759,3 +866,9 @@ def read_yolo_detections(where: str, request: DetectionRequest) -> AnnotationSet
 def read_voc_result_detections(where: str, request: DetectionRequest) -> AnnotationSet:
     """A folder of the VOC devkit's result files' detections (``pred_format="voc-results"``)."""
     return _read_voc_results(where, request.index, request.max_bytes)
+
+
+def read_txt_detections(where: str, request: DetectionRequest) -> AnnotationSet:
+    """A folder of txt files' class-named boxes in pixels, one file per image
+    (``pred_format="txt"``)."""
+    return _read_txt(where, request.index, request.box_format, request.max_bytes)

@@ -9,10 +9,11 @@ compares the two sets of names and guesses.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Sequence
 
 from vocmatch.errors import Message, Option
-from vocmatch.readers.formats import PREDICTION_FORMATS
+from vocmatch.readers.formats import PREDICTION_FORMATS, PredictionFormat
 
 __all__ = ["IMAGE_SUFFIXES", "no_pairs_reason", "other_files", "paired"]
 
@@ -54,28 +55,66 @@ def _image_suffix(key: str) -> str | None:
     return next((s for s in IMAGE_SUFFIXES if lower.endswith(s)), None)
 
 
+def _first_line(path: str) -> str | None:
+    """The first non-blank line of a file's first 4 KiB, or None when it has none or cannot
+    be read."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return None
+    lines = head.decode("utf-8-sig", errors="replace").splitlines()
+    return next((line for line in lines if line.strip()), None)
+
+
+def _told_apart(
+    pred_dir: str, found: Sequence[str], records: Sequence[PredictionFormat]
+) -> list[PredictionFormat]:
+    """Of formats whose files look alike, those whose line shape the first file's first line
+    has; all of them when it has none's or cannot be read."""
+    if len(records) < 2:
+        return list(records)
+    line = _first_line(os.path.join(pred_dir, found[0]))
+    if line is None:
+        return list(records)
+    shaped = [r for r in records if r.hint is not None and re.fullmatch(r.hint.line, line)]
+    return shaped or list(records)
+
+
+def _suggestion(record: PredictionFormat) -> list[str | Option]:
+    """The option that reads a format's files, with what it needs."""
+    assert record.hint is not None
+    tail: list[str | Option] = []
+    if record.table_required and record.table is not None:
+        tail = [" ", Option(record.table, placeholder="FILE")]
+    elif record.one_file:
+        tail = [" with the file as ", Option("pred")]
+    return [f"{record.hint.guess}use ", Option("pred_format", record.name), *tail]
+
+
 def _formats_guess(pred_dir: str, others: Sequence[str]) -> str:
     """What a prediction folder without XML holds, and the option that reads it."""
     if not others:
         return f"{pred_dir} holds no files at all (an empty or wrong folder?)"
-    hints = sorted(
-        ((record.hint, record) for record in PREDICTION_FORMATS.values() if record.hint),
-        key=lambda pair: pair[0].rank,
-    )
-    for hint, record in hints:
-        found = [n for n in others if hint.matches(n)]
-        if not found:
-            continue
-        tail: list[str | Option] = []
-        if record.table_required and record.table is not None:
-            tail = [" ", Option(record.table, placeholder="FILE")]
-        elif record.one_file:
-            tail = [" with the file as ", Option("pred")]
-        return Message(
-            f"{pred_dir} holds {hint.holds} ({_quoted(found)}), not XML: {hint.guess}use ",
-            Option("pred_format", record.name),
-            *tail,
-        )
+    hinted = [record for record in PREDICTION_FORMATS.values() if record.hint]
+    for rank in sorted({record.hint.rank for record in hinted if record.hint}):
+        for pattern in dict.fromkeys(
+            r.hint.pattern for r in hinted if r.hint and r.hint.rank == rank
+        ):
+            records = [
+                r for r in hinted if r.hint and (r.hint.rank, r.hint.pattern) == (rank, pattern)
+            ]
+            hint = records[0].hint
+            assert hint is not None
+            found = [n for n in others if hint.matches(n)]
+            if not found:
+                continue
+            parts: list[str | Option] = [
+                f"{pred_dir} holds {hint.holds} ({_quoted(found)}), not XML: "
+            ]
+            for index, record in enumerate(_told_apart(pred_dir, found, records)):
+                parts += (["; or "] if index else []) + _suggestion(record)
+            return Message(*parts)
     return f"{pred_dir} holds no .xml files ({len(others)} other files: {_quoted(others)})"
 
 

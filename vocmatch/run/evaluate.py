@@ -39,8 +39,8 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evidence.run_report import EvalReport, Evidence
+from vocmatch.readers.formats import BoxFormat, prediction_format, prediction_suffixes
 from vocmatch.readers.formats import PredFormat as PredFormat
-from vocmatch.readers.formats import prediction_format, prediction_suffixes
 from vocmatch.run.hints import input_warnings, warn_missing_predictions
 from vocmatch.run.request_checks import check_request, unknown_keywords
 from vocmatch.words import plural
@@ -123,8 +123,11 @@ class ReadOptions:
 
     Attributes:
         pred_format: ``voc`` (a folder of XML files), ``coco`` (a COCO results JSON file),
-            ``yolo`` (a folder of txt files; needs ``names``) or ``voc-results`` (a folder of
-            the VOC devkit's ``comp4_det_<set>_<class>.txt`` files).
+            ``yolo`` (a folder of txt files; needs ``names``), ``voc-results`` (a folder of
+            the VOC devkit's ``comp4_det_<set>_<class>.txt`` files) or ``txt`` (a folder of
+            txt files, one per image, ``class score x1 y1 x2 y2`` in pixels).
+        box_format: With ``txt``: ``xyxy`` (``x1 y1 x2 y2``) or ``xywh`` (``x y w h``, the
+            top-left corner and the size).
         coco_gt: With ``coco``: a COCO ground-truth JSON file naming the numeric ids.
         names: With ``yolo``: a file of class names, one per line, in class-index order.
         split: Only the images of a list: a split name of a VOC folder given as ground
@@ -141,6 +144,7 @@ class ReadOptions:
     """
 
     pred_format: PredFormat = "voc"
+    box_format: BoxFormat = "xyxy"
     coco_gt: PathLike | None = None
     names: PathLike | None = None
     split: str | None = None
@@ -642,6 +646,10 @@ def _check_class_tables(options: ReadOptions) -> None:
         raise RequestError("coco_gt", "a COCO ground truth names the ids of COCO results only")
     if record.table != "names" and options.names is not None:
         raise RequestError("names", "class names by index are read for YOLO predictions only")
+    if options.box_format != "xyxy" and options.pred_format != "txt":
+        raise RequestError(
+            "box_format", "a box form is read for txt predictions only", options.box_format
+        )
     tables = {"coco_gt": options.coco_gt, "names": options.names}
     if record.table is not None and record.table_required and tables[record.table] is None:
         raise RequestError("pred_format", record.missing, record.name)
@@ -729,7 +737,7 @@ def read_inputs(
             gt = only_split(gt, gt, listed)[0]
         pred = read_detections(
             options.pred_format, inputs.pred, gt, coco_gt=options.coco_gt, names=names,
-            names_path=options.names, max_bytes=max_bytes,
+            names_path=options.names, box_format=options.box_format, max_bytes=max_bytes,
         )  # fmt: skip
     if listed is not None:
         gt, pred, left_out = only_split(gt, pred, listed)
@@ -848,7 +856,7 @@ def _read_shard(
     (gt,) = read_listings([gt_listing], jobs, max_bytes, progress)
     pred = read_detections(
         options.pred_format, inputs.pred, gt, coco_gt=options.coco_gt, names=names,
-        names_path=options.names, max_bytes=max_bytes, images=every,
+        names_path=options.names, box_format=options.box_format, max_bytes=max_bytes, images=every,
     )  # fmt: skip
     return (gt, pred), split
 

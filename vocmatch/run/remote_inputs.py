@@ -36,9 +36,9 @@ MISSING_DASK = "needs dask.distributed: pip install 'vocmatch[dask]'"
 #: Request fields a cluster run cannot honour: the slices read ``<size>``, ``<pose>`` and
 #: the other flags, which the workers do not send back; a split's list lies next to the
 #: data; the other formats' readers run here only.
-NOT_ON_DASK = ("slices", "split", "pred_format", "coco_gt", "names")
+NOT_ON_DASK = ("slices", "split", "pred_format", "box_format", "coco_gt", "names")
 #: The same for inputs given as URLs (read whole, in this process).
-NOT_WITH_URLS = ("split", "pred_format", "coco_gt", "names")
+NOT_WITH_URLS = ("split", "pred_format", "box_format", "coco_gt", "names")
 
 
 def reads_elsewhere(request: EvalRequest) -> bool:
@@ -105,7 +105,7 @@ def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:
     why = "on a Dask cluster" if request.dask is not None else "for inputs given as URLs"
     for name in names:
         value = getattr(request, name)
-        if value in (None, (), "voc"):
+        if value in (None, (), "voc", "xyxy"):
             continue
         raise RequestError(name, f"is not available {why}", str(value))
 

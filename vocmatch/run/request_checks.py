@@ -32,7 +32,7 @@ from vocmatch.checks import (
     known_list,
 )
 from vocmatch.errors import RequestError
-from vocmatch.readers.formats import PRED_FORMATS
+from vocmatch.readers.formats import BOX_FORMATS, PRED_FORMATS
 
 __all__ = [
     "CHECKED_FIELDS",
@@ -171,6 +171,7 @@ _CHECKS: dict[str, Check] = {
     "pred_a": _path,
     "pred_b": _path,
     "pred_format": _name(PRED_FORMATS, "prediction format"),
+    "box_format": _name(BOX_FORMATS, "box format"),
     "coco_gt": _path,
     "names": _path,
     "split": _text_or_none,
@@ -196,8 +197,8 @@ CHECKED_FIELDS = frozenset((*_CHECKS, "gates", "difficult", "match_rule", "inter
 
 #: Fields whose value must be given (None is the option left out for the others).
 _REQUIRED = frozenset(
-    ("gt", "pred", "pred_a", "pred_b", "pred_format", "geometry", "max_file_size", "jobs",
-     "protocol", "fold_case", "seed", "beta", "background_iou", "analysis", "boxes",
+    ("gt", "pred", "pred_a", "pred_b", "pred_format", "box_format", "geometry", "max_file_size",
+     "jobs", "protocol", "fold_case", "seed", "beta", "background_iou", "analysis", "boxes",
      "reliability", "confidence", "match_iou", "duplicate_iou")
 )  # fmt: skip
 
