@@ -656,3 +656,120 @@ def test_merge_takes_another_size_limit(tmp_path: Path) -> None:
         f"vocmatch: warning: completeness of the merge not checked: {path} records no shard"
         " of a run (made from arrays, or saved by an earlier vocmatch)\n",
     )
+
+
+# Reading: the format's own bounds -----------------------------------------------------------
+
+
+def framed(header: bytes, arrays: bytes = b"", version: int = 4) -> bytes:
+    """A state file's bytes around ``header`` and ``arrays``, with a valid checksum."""
+    body = struct.pack("<8sII", b"VMSTATE\0", version, len(header)) + header + arrays
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def declaring(*entries: object) -> bytes:
+    """A header whose array table is ``entries``."""
+    return json.dumps({"arrays": list(entries)}).encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(framed(b"")[:16], "not a vocmatch state (only 16 bytes)", id="16-bytes"),
+        pytest.param(framed(b"")[:19], "not a vocmatch state (only 19 bytes)", id="19-bytes"),
+        pytest.param(framed(b""), "corrupted header (Expecting value: line 1 column 1 (char 0))",
+                     id="20-bytes-empty-header"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [2**48]})),
+                     "array 'a' declares shape [281474976710656]", id="dimension-2**48"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [2**48 - 1]})),
+                     "arrays declare 281474976710655 bytes but the file holds 0",
+                     id="dimension-2**48-1"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [1, 1, 1]})),
+                     "array 'a' declares shape [1, 1, 1]", id="three-dimensions"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [-1]})),
+                     "array 'a' declares shape [-1]", id="dimension-negative"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [0]},
+                                      {"name": "a", "dtype": "|u1", "shape": [0]})),
+                     "corrupted header (array name 'a')", id="name-twice"),
+        pytest.param(framed(declaring({"name": 1, "dtype": "|u1", "shape": [0]})),
+                     "corrupted header (array name 1)", id="name-number"),
+    ],
+)  # fmt: skip
+def test_the_format_bounds_are_exact(data: bytes, message: str) -> None:
+    """Each bound of the frame and of the array table, on either side: the shortest file,
+    the largest dimension, a repeated or unnamed array."""
+    from vocmatch.evaluation.state import read_state
+
+    with pytest.raises(StateError) as caught:
+        read_state(data, "s.vms")
+    assert str(caught.value) == f"s.vms: {message}"
+
+
+def test_a_state_without_arrays_reads_back() -> None:
+    """A header alone, its last byte just before the checksum, is a whole state."""
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    state = read_state(write_state(RawState({"a": 1}, {})))
+    assert (dict(state.header), dict(state.arrays)) == ({"a": 1}, {})
+    empty = read_state(framed(declaring({"name": "a", "dtype": "<u4", "shape": [0, 3]})))
+    assert empty.arrays["a"].shape == (0, 3)
+
+
+def fstat_after_open(
+    monkeypatch: pytest.MonkeyPatch, change: Callable[[os.stat_result], os.stat_result]
+) -> None:
+    """``os.fstat`` as it is when a file is opened, then ``change`` of it once (the reader's
+    own look at the open file), then as it is: what a state reader sees of a file that
+    changes between its open and its read."""
+    real = os.fstat
+    calls = []
+
+    def fstat(descriptor: int) -> os.stat_result:
+        calls.append(descriptor)
+        found = real(descriptor)
+        return change(found) if len(calls) == 2 else found
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_a_state_that_grows_past_the_limit_while_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size taken is one byte short of the file (it grew): one byte past the limit is
+    read, and the state is refused by its size, not read in part."""
+    path = tmp_path / "s.vms"
+    evaluator("a").save(path)
+    size = path.stat().st_size
+
+    def shorter(found: os.stat_result) -> os.stat_result:
+        fields = list(found)
+        fields[stat.ST_SIZE] = size - 1
+        return os.stat_result(fields)
+
+    fstat_after_open(monkeypatch, shorter)
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path, max_bytes=size - 1)
+    assert str(caught.value) == f"{path}: larger than the {size - 1:,}-byte limit of a state"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        pytest.param(OSError(5, "Input/output error"), "Input/output error", id="strerror"),
+        pytest.param(OSError("device gone"), "device gone", id="no-strerror"),
+    ],
+)
+def test_a_state_that_fails_while_read_names_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, reason: str
+) -> None:
+    """The system's reason, once, after the path: never ``None`` nor ``[Errno 5]``."""
+    path = tmp_path / "s.vms"
+    evaluator("a").save(path)
+
+    def failing(found: os.stat_result) -> os.stat_result:
+        raise error
+
+    fstat_after_open(monkeypatch, failing)
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path)
+    assert str(caught.value) == f"{path}: cannot read state: {reason}"
