@@ -773,3 +773,130 @@ def test_a_state_that_fails_while_read_names_the_reason(
     with pytest.raises(StateError) as caught:
         Evaluator.load(path)
     assert str(caught.value) == f"{path}: cannot read state: {reason}"
+
+
+# Reading: the header's options, field by field ----------------------------------------------
+
+
+def options(conventions: dict[str, object] | None = None, **fields: object) -> dict[str, Any]:
+    """A header's ``options``: protocol ``p``, ``conventions`` and ``fields`` over the
+    defaults."""
+    found: dict[str, Any] = {"fold_case": False, "score_thresholds": None, **fields}
+    return {"conventions": {"protocol": "p", **(conventions or {})}, **found}
+
+
+def conventions(**fields: Any) -> Any:
+    from vocmatch.core.protocol import Conventions
+
+    return Conventions(protocol=fields.pop("protocol", "p"), **fields)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param(options({"iou_threshold": 0}), (conventions(iou_threshold=0.0), False, None),
+                     id="iou-0-made-float"),
+        pytest.param(options({"iou_threshold": 1}), (conventions(iou_threshold=1.0), False, None),
+                     id="iou-1-made-float"),
+        pytest.param(options({"max_dets": 1}), (conventions(max_dets=1), False, None),
+                     id="max-dets-1"),
+        pytest.param(options({"ap_thresholds": [0.5, 1]}),
+                     (conventions(ap_thresholds=(0.5, 1.0)), False, None), id="ap-thresholds"),
+        pytest.param(options({"sweep_thresholds": [0.5, 0.5]}),
+                     (conventions(sweep_thresholds=(0.5, 0.5)), False, None), id="sweep-equal"),
+        pytest.param(options({"match_rule": "devkit", "difficult": "crowd",
+                              "interpolation": "11-point", "strict_threshold": True,
+                              "pixel_inclusive": True, "coco_stats": True}, fold_case=True),
+                     (conventions(match_rule="devkit", difficult="crowd",
+                                  interpolation="11-point", strict_threshold=True,
+                                  pixel_inclusive=True, coco_stats=True), True, None),
+                     id="every-choice"),
+        pytest.param(options(score_thresholds={"default": 0, "per_class": [["cat", 1]]}),
+                     (conventions(), False, "ScoreThresholds(default=0.0, per_class=(('cat', 1.0),))"),
+                     id="score-thresholds-made-float"),
+    ],
+)  # fmt: skip
+def test_the_options_of_a_header_are_read_exactly(given: object, expected: Any) -> None:
+    """Every accepted field, at its bounds, read as the type the evaluator uses (a JSON
+    integer where a float is meant becomes a float)."""
+    from vocmatch.evaluation.state_options import options_of_header
+
+    found = options_of_header(given, "s.vms")
+    made, fold_case, thresholds = expected
+    assert (repr(found[0]), found[1]) == (repr(made), fold_case)
+    assert (thresholds if found[2] is None else repr(found[2])) == thresholds
+
+
+PER_CLASS = "not a list of [class, number] pairs"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        pytest.param([], "options is not an object", id="options-list"),
+        pytest.param({"conventions": {"protocol": "p"}, "fold_case": False},
+                     "options: score_thresholds is missing", id="score-thresholds-missing"),
+        pytest.param(options(fold_case=1), "options: fold_case is 1, not true or false",
+                     id="fold-case-number"),
+        pytest.param({**options(), "conventions": []},
+                     "options: conventions is [], not an object", id="conventions-list"),
+        pytest.param({**options(), "conventions": {"iou_threshold": 0.5}},
+                     "options: conventions.protocol is missing", id="protocol-missing"),
+        pytest.param(options({"iou_threshold": 1.0000001}),
+                     "options: conventions.iou_threshold is 1.0000001, not a number in [0, 1]",
+                     id="iou-above-1"),
+        pytest.param(options({"iou_threshold": -1e-7}),
+                     "options: conventions.iou_threshold is -1e-07, not a number in [0, 1]",
+                     id="iou-below-0"),
+        pytest.param(options({"iou_threshold": True}),
+                     "options: conventions.iou_threshold is True, not a number in [0, 1]",
+                     id="iou-bool"),
+        pytest.param(options({"max_dets": 0}),
+                     "options: conventions.max_dets is 0, not a whole number above 0 or null",
+                     id="max-dets-0"),
+        pytest.param(options({"max_dets": True}),
+                     "options: conventions.max_dets is True, not a whole number above 0 or null",
+                     id="max-dets-bool"),
+        pytest.param(options({"ap_thresholds": []}),
+                     "options: conventions.ap_thresholds is [], not a list of numbers in [0, 1]",
+                     id="ap-thresholds-empty"),
+        pytest.param(options({"sweep_thresholds": [0.5, "x"]}),
+                     "options: conventions.sweep_thresholds is [0.5, 'x'], not a list of numbers"
+                     " in [0, 1]", id="sweep-string"),
+        pytest.param(options({"match_rule": "z" * 58}),
+                     f"options: conventions.match_rule is '{'z' * 58}', not one of 'unmatched',"
+                     " 'devkit'", id="value-of-60-characters-whole"),
+        pytest.param(options({"match_rule": "z" * 59}),
+                     f"options: conventions.match_rule is '{'z' * 56}..., not one of 'unmatched',"
+                     " 'devkit'", id="value-of-61-characters-shortened"),
+        pytest.param(options(score_thresholds={"default": None}),
+                     "options: score_thresholds is {'default': None}, not an object of default"
+                     " and per_class", id="per-class-missing"),
+        pytest.param(options(score_thresholds=[]),
+                     "options: score_thresholds is [], not an object of default and per_class",
+                     id="score-thresholds-list"),
+        pytest.param(options(score_thresholds={"default": float("nan"), "per_class": []}),
+                     "options: score_thresholds.default is nan, not a number or null",
+                     id="default-nan"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat", 1, 2]]}),
+                     f"options: score_thresholds.per_class is [['cat', 1, 2]], {PER_CLASS}",
+                     id="per-class-triple"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat"]]}),
+                     f"options: score_thresholds.per_class is [['cat']], {PER_CLASS}",
+                     id="per-class-single"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat", np.inf]]}),
+                     f"options: score_thresholds.per_class is [['cat', inf]], {PER_CLASS}",
+                     id="per-class-infinite"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": "cat"}),
+                     f"options: score_thresholds.per_class is 'cat', {PER_CLASS}",
+                     id="per-class-string"),
+    ],
+)  # fmt: skip
+def test_each_bad_option_of_a_header_is_named(given: object, message: str) -> None:
+    """One StateError naming the file and the field, its value shortened past 60
+    characters."""
+    from vocmatch.evaluation.state_options import options_of_header
+
+    with pytest.raises(StateError) as caught:
+        options_of_header(given, "s.vms")
+    assert str(caught.value) == f"s.vms: corrupted header ({message})"
