@@ -824,7 +824,7 @@ def test_the_options_of_a_header_are_read_exactly(given: object, expected: Any) 
     found = options_of_header(given, "s.vms")
     made, fold_case, thresholds = expected
     assert (repr(found[0]), found[1]) == (repr(made), fold_case)
-    assert (thresholds if found[2] is None else repr(found[2])) == thresholds
+    assert (None if found[2] is None else repr(found[2])) == thresholds
 
 
 PER_CLASS = "not a list of [class, number] pairs"
@@ -840,6 +840,8 @@ PER_CLASS = "not a list of [class, number] pairs"
                      id="fold-case-number"),
         pytest.param({**options(), "conventions": []},
                      "options: conventions is [], not an object", id="conventions-list"),
+        pytest.param(options({"zz": 1, "aa": 2}),
+                     "options: conventions.aa is unknown", id="unknowns-first-named"),
         pytest.param({**options(), "conventions": {"iou_threshold": 0.5}},
                      "options: conventions.protocol is missing", id="protocol-missing"),
         pytest.param(options({"iou_threshold": 1.0000001}),
