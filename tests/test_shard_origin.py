@@ -71,6 +71,11 @@ def origins(*shards: tuple[int, int], run: str = RUN) -> list[tuple[str, ShardOr
             id="repeated-three-named",
         ),
         pytest.param(
+            [(f"{c}.vms", ShardOrigin(k, 2, RUN)) for c, k in zip("abcd", (1, 1, 2, 2))],
+            "cannot merge: shard 1 of 2 is given more than once (a.vms and b.vms)",
+            id="two-repeated-first-named",
+        ),
+        pytest.param(
             [(f"{c}.vms", ShardOrigin(1, 1, RUN)) for c in "abcd"],
             "cannot merge: shard 1 of 1 is given more than once (a.vms, b.vms, c.vms and 1 "
             "more state)",
@@ -348,3 +353,10 @@ def test_the_merged_report_renders_as_the_single_run(tmp_path: Path, output_form
 )  # fmt: skip
 def test_a_shard_header_reads_back(header: object, expected: ShardOrigin) -> None:
     assert ShardOrigin.of_header(header, "s.vms") == expected
+
+
+def test_a_check_of_no_states_found_no_run() -> None:
+    """The defaults: no state, no run, so not complete, and nothing to say."""
+    check = ShardCheck()
+    assert check == ShardCheck(False, None, (), (), (), 0, ())
+    assert (check.runs, check.complete, check.notes()) == (0, False, ())
