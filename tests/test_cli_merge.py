@@ -508,3 +508,25 @@ def test_merge_refuses_a_state_over_4_gib_by_default(tmp_path: Path) -> None:
         f"vocmatch: error: {path}: larger than the 4,294,967,296-byte limit of a state "
         "(5,368,709,120 bytes)\n"
     )
+
+
+def test_merge_shows_20_image_rows_by_default(tmp_path: Path) -> None:
+    """22 images, half of them missed: the default report is the one of ``--max-rows 20``,
+    neither 19 nor 21."""
+    import numpy as np
+
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for k in range(22):
+        evaluator.add(f"im{k:02d}", box, ["cat"], box * 2 if k % 2 else box, [0.9], ["cat"])
+    path = tmp_path / "s.vms"
+    evaluator.save(path)
+    reports = {
+        rows: run_cli("merge", str(path), "--format", "table", *rows)
+        for rows in ((), ("--max-rows", "19"), ("--max-rows", "20"), ("--max-rows", "21"))
+    }
+    default = reports[()]
+    assert default[0] == 0
+    assert default == reports[("--max-rows", "20")]
+    assert default != reports[("--max-rows", "19")]
+    assert default != reports[("--max-rows", "21")]
