@@ -268,6 +268,18 @@ def test_columns_already_read_split_into_the_same_shards(tmp_path: Path) -> None
     ]
 
 
+def test_columns_given_are_not_read_again(tmp_path: Path) -> None:
+    """Columns already read are the shard's input: a file damaged since is not read again
+    (the columns were read once, on a cluster or from URLs)."""
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    request = EvalRequest(gt=data / "gt", pred=data / "pred")
+    columns = read_column_pair(data / "gt", data / "pred")
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    given = shard_state(request, shard=(2, 3), columns=columns)
+    assert (given.evaluator.keys, given.skipped) == (["street_02", "street_05"], ())
+
+
 def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path) -> None:
     """The library's merge: shard states saved and read back in another order give the
     single run's evaluation, the files each shard skipped and the threshold's note
