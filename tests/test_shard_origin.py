@@ -71,7 +71,10 @@ def origins(*shards: tuple[int, int], run: str = RUN) -> list[tuple[str, ShardOr
             id="repeated-three-named",
         ),
         pytest.param(
-            [(f"{c}.vms", ShardOrigin(k, 2, RUN)) for c, k in zip("abcd", (1, 1, 2, 2))],
+            [
+                (f"{c}.vms", ShardOrigin(k, 2, RUN))
+                for c, k in zip("abcd", (1, 1, 2, 2), strict=True)
+            ],
             "cannot merge: shard 1 of 2 is given more than once (a.vms and b.vms)",
             id="two-repeated-first-named",
         ),
@@ -360,3 +363,15 @@ def test_a_check_of_no_states_found_no_run() -> None:
     check = ShardCheck()
     assert check == ShardCheck(False, None, (), (), (), 0, ())
     assert (check.runs, check.complete, check.notes()) == (0, False, ())
+
+
+def test_runs_choosing_other_classes_have_other_digests() -> None:
+    """The classes chosen are part of what a run is: each choice, and none, its digest."""
+    from vocmatch.evaluation.class_map import ClassChoice
+
+    request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred")
+    digests = {
+        run_digest(dataclasses.replace(request, class_choice=choice))
+        for choice in (None, ClassChoice(classes=("person",)), ClassChoice(classes=("car",)))
+    }
+    assert len(digests) == 3
