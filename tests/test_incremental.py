@@ -671,6 +671,16 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="counts-that-wrap",
         ),
         pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**48, 0, 0, 0], dtype="<u8")),
+            "array 'pred_count' holds counts no file could hold",
+            id="count-of-2**48",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**48 - 1, 0, 0, 0], dtype="<u8")),
+            r"array 'pred_label' has shape \(\d+,\), the counts say \(281474976710655,\)$",
+            id="count-of-2**48-1",
+        ),
+        pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),
             "arrays declare .* bytes but the file holds",
             id="trailing-bytes",
