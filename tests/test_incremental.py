@@ -681,6 +681,16 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="count-of-2**48-1",
         ),
         pytest.param(
+            lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 16)),
+            "array 'pred_area' holds flags of no area range",
+            id="area-flag-16",
+        ),
+        pytest.param(
+            lambda d: ignoring(d, array_predictions(d)),
+            "array 'ignored_pred' names a prediction that is not there",
+            id="ignored-past-the-last",
+        ),
+        pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),
             "arrays declare .* bytes but the file holds",
             id="trailing-bytes",
@@ -1068,3 +1078,30 @@ def test_add_batch_refused_adds_none_of_its_images() -> None:
             image_ids=[key for key, *_ in images],
         )
     assert evaluator.keys == ["warm"]
+
+
+def array_predictions(data: bytes) -> int:
+    """How many predictions a state holds."""
+    from vocmatch.evaluation.state import read_state
+
+    return int(read_state(data).arrays["pred_label"].size)
+
+
+def ignoring(data: bytes, index: int) -> bytes:
+    """The state with one prediction ignored, the one at ``index``."""
+    state = replaced_array(data, "ignored_pred", np.array([index], dtype="<u4"))
+    return replaced_array(state, "ignored_bits", np.array([1], dtype="|u1"))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 15)),
+                     id="area-flags-15"),
+        pytest.param(lambda d: ignoring(d, array_predictions(d) - 1), id="ignored-the-last"),
+    ],
+)  # fmt: skip
+def test_load_reads_states_at_the_bounds(change: Any) -> None:
+    """The largest values a state may hold are read, not refused."""
+    data = small_state()
+    assert Evaluator.from_bytes(change(data)).keys == Evaluator.from_bytes(data).keys
