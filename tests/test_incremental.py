@@ -1105,3 +1105,32 @@ def test_load_reads_states_at_the_bounds(change: Any) -> None:
     """The largest values a state may hold are read, not refused."""
     data = small_state()
     assert Evaluator.from_bytes(change(data)).keys == Evaluator.from_bytes(data).keys
+
+
+def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None:
+    """A COCO state whose area "all" matching is the protocol's own stores the other three
+    area ranges only, and says so in its header."""
+    from vocmatch.evaluation.state import read_state
+
+    state = read_state(small_state())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].shape == (array_predictions(small_state()), 3)
+
+
+@pytest.mark.parametrize(
+    ("ranges", "added", "expected"),
+    [
+        pytest.param([], (0, 4), [(0, 4)], id="first"),
+        pytest.param([(5, 7)], (7, 9), [(5, 9)], id="after-the-last"),
+        pytest.param([(0, 2), (5, 7)], (7, 9), [(0, 2), (5, 9)], id="after-the-last-of-two"),
+        pytest.param([(0, 2), (5, 7)], (2, 3), [(0, 3), (5, 7)], id="after-the-first-of-two"),
+        pytest.param([(5, 7)], (5, 6), [(5, 7)], id="inside-the-last"),
+        pytest.param([(5, 7)], (0, 2), [(0, 2), (5, 7)], id="before-the-first"),
+    ],
+)
+def test_numbered_ranges_stay_sorted_and_joined(
+    ranges: list[tuple[int, int]], added: tuple[int, int], expected: list[tuple[int, int]]
+) -> None:
+    from vocmatch.evaluation.state_records import with_range
+
+    assert with_range(ranges, added) == expected
