@@ -656,6 +656,11 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="mean-iou",
         ),
         pytest.param(
+            lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, -0.5)),
+            r"array 'image_mean_iou' holds values outside \[0, 1\]",
+            id="mean-iou-negative",
+        ),
+        pytest.param(
             lambda d: edited_array(d, "pred_score", lambda v: np.full_like(v, np.inf)),
             "array 'pred_score' holds infinite values",
             id="infinite-score",
@@ -1099,6 +1104,10 @@ def ignoring(data: bytes, index: int) -> bytes:
         pytest.param(lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 15)),
                      id="area-flags-15"),
         pytest.param(lambda d: ignoring(d, array_predictions(d) - 1), id="ignored-the-last"),
+        pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 0.0)),
+                     id="mean-iou-0"),
+        pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 1.0)),
+                     id="mean-iou-1"),
     ],
 )  # fmt: skip
 def test_load_reads_states_at_the_bounds(change: Any) -> None:
