@@ -571,6 +571,7 @@ CRAFTED = [
     pytest.param(option(["names"], [1]), "names", id="names-number"),
     pytest.param(option(["notes", "scored"], "x"), "notes", id="notes-scored-string"),
     pytest.param(option(["notes", "names"], "cat"), "notes", id="notes-names-string"),
+    pytest.param(option(["notes", "odd"], [[["x", 0]], [], []]), "notes", id="notes-odd-count-0"),
     pytest.param(option(["keys"], ["a", 1]), "image keys, paths or classes", id="keys-number"),
     pytest.param(option(["keys"], "a"), "image keys, paths or classes", id="keys-string"),
     pytest.param(option(["class_names"], ["cat", 1]), "image keys, paths or classes", id="class-names-number"),
