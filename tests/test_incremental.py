@@ -1135,8 +1135,12 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
         pytest.param([(0, 2), (5, 7)], (2, 3), [(0, 3), (5, 7)], id="after-the-first-of-two"),
         pytest.param([(5, 7)], (5, 6), [(5, 7)], id="inside-the-last"),
         pytest.param([(5, 7)], (0, 2), [(0, 2), (5, 7)], id="before-the-first"),
+        pytest.param([(0, 2), (5, 7)], (6, 9), [(0, 2), (5, 9)], id="over-the-end-of-the-second"),
+        pytest.param([(0, 2), (5, 7), (10, 12)], (7, 10), [(0, 2), (5, 12)],
+                     id="joining-the-second-and-third"),
+        pytest.param([(0, 2), (5, 9)], (6, 7), [(0, 2), (5, 9)], id="inside-the-second"),
     ],
-)
+)  # fmt: skip
 def test_numbered_ranges_stay_sorted_and_joined(
     ranges: list[tuple[int, int]], added: tuple[int, int], expected: list[tuple[int, int]]
 ) -> None:
