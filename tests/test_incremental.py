@@ -1147,3 +1147,36 @@ def test_numbered_ranges_stay_sorted_and_joined(
     from vocmatch.evaluation.state_records import with_range
 
     assert with_range(ranges, added) == expected
+
+
+PLAIN_XML = (
+    "<annotation><object><name>cup</name><bndbox><xmin>0</xmin><ymin>0</ymin><xmax>5</xmax>"
+    "<ymax>5</ymax></bndbox></object></annotation>"
+)
+ROTATED_XML = (
+    "<annotation><object><name>tv</name><robndbox><cx>50</cx><cy>50</cy><w>20</w><h>10</h>"
+    "<angle>0.5</angle></robndbox></object></annotation>"
+)
+
+
+@pytest.mark.parametrize(
+    ("gt_xml", "pred_xml"),
+    [
+        pytest.param(ROTATED_XML, PLAIN_XML, id="rotated-ground-truth"),
+        pytest.param(PLAIN_XML, ROTATED_XML, id="rotated-prediction"),
+    ],
+)
+def test_columns_with_rotated_boxes_on_either_side_are_refused(
+    tmp_path: Path, gt_xml: str, pred_xml: str
+) -> None:
+    """An evaluator keeps plain boxes: rotated ones among the ground truth or among the
+    predictions alone are refused, not dropped."""
+    from vocmatch.readers.scan import read_columns
+
+    for name, text in (("gt", gt_xml), ("pred", pred_xml)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.xml").write_text(text, encoding="utf-8")
+    gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
+    with pytest.raises(InputError) as caught:
+        Evaluator("voc12").add_columns(gt, pred)
+    assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
