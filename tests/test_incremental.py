@@ -1180,3 +1180,14 @@ def test_columns_with_rotated_boxes_on_either_side_are_refused(
     with pytest.raises(InputError) as caught:
         Evaluator("voc12").add_columns(gt, pred)
     assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
+
+
+def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
+    """Integer ids are remembered for the next images; a negative id is a class of its own
+    and never takes the place of another (here of 4, the largest seen)."""
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for key, label in (("a", 4), ("b", -1), ("c", 4)):
+        evaluator.add(key, box, np.array([label]), box, [0.9], np.array([label]))
+    found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
+    assert found == [("-1", 1, 0, 0), ("4", 2, 0, 0)]
