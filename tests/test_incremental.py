@@ -1191,3 +1191,28 @@ def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
         evaluator.add(key, box, np.array([label]), box, [0.9], np.array([label]))
     found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
     assert found == [("-1", 1, 0, 0), ("4", 2, 0, 0)]
+
+
+def test_labels_of_mixed_objects_are_refused() -> None:
+    """An object array of names and numbers is neither: refused, not read as text."""
+    box = np.array([[0.0, 0, 10, 10], [1, 1, 5, 5]])
+    labels = np.array([1, "cat"], dtype=object)
+    with pytest.raises(InputError) as caught:
+        Evaluator("voc12").add("a", box, labels, box, [0.9, 0.8], ["cat", "cat"])
+    assert str(caught.value) == "Expected `gt_labels` to hold class names or integer ids"
+
+
+def test_a_shared_key_just_past_the_numbered_images_gets_no_numbering_hint() -> None:
+    """Images 0 and 1 numbered by add_batch, then "2" given by its key in both: the shared
+    "2" is no numbered image, so the message gives no add_batch hint."""
+    box = np.array([[0.0, 0, 10, 10]])
+    first, second = Evaluator("voc12"), Evaluator("voc12")
+    first.add_batch(
+        [{"boxes": box, "scores": np.array([0.9]), "labels": np.array([1])}] * 2,
+        [{"boxes": box, "labels": np.array([1])}] * 2,
+    )
+    for evaluator in (first, second):
+        evaluator.add("2", box, ["cat"], box, [0.9], ["cat"])
+    with pytest.raises(StateError) as caught:
+        first.merge(second)
+    assert str(caught.value) == "cannot merge states that share images: '2'"
