@@ -26,6 +26,10 @@ deadline (a slow run under load is not a failure), no example database (what one
 is not replayed to the next) and derandomised examples, so a mutant's fate does not depend on
 the mutants before it or on the machine's load, and two runs give the same report.
 
+Each copy's package and tests, and each mutant, are compiled before any test runs there: a
+test that starts children under a memory limit or stops them with a signal would otherwise
+let one of them meet bytecode another is still writing, and fail whatever the mutant.
+
 ``--sample N --seed S`` tests N mutants drawn at random (the same N for the same seed and
 module) from the whole module or from ``--lines``, in the order of ``--list``: a view of a large
 module in bounded time. ``--timeout`` defaults to five times the unchanged module's run plus
