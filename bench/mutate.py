@@ -26,6 +26,10 @@ deadline (a slow run under load is not a failure), no example database (what one
 is not replayed to the next) and derandomised examples, so a mutant's fate does not depend on
 the mutants before it or on the machine's load, and two runs give the same report.
 
+Each copy's package and tests, and each mutant, are compiled before any test runs there: a
+test that starts children under a memory limit or stops them with a signal would otherwise
+let one of them meet bytecode another is still writing, and fail whatever the mutant.
+
 ``--sample N --seed S`` tests N mutants drawn at random (the same N for the same seed and
 module) from the whole module or from ``--lines``, in the order of ``--list``: a view of a large
 module in bounded time. ``--timeout`` defaults to five times the unchanged module's run plus
@@ -224,10 +228,27 @@ def _forget_bytecode(copy: Path, module: Path) -> None:
         pyc.unlink()
 
 
-def _run(copy: Path, tests: list[str], timeout: float) -> tuple[bool, bool]:
-    """Run the tests in a copy: (they failed, they timed out)."""
+def _environment(copy: Path) -> dict[str, str]:
+    """The environment of the runs in a copy: its code first, its own bytecode folder."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONPYCACHEPREFIX": str(_bytecode(copy))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _compile(copy: Path, *paths: Path) -> None:
+    """Compile ``paths`` of a copy before any test runs: otherwise the first processes to
+    import them race to write their bytecode, and a child the tests start under a memory
+    limit or stop with a signal can meet a half-written file (``marshal data too short``)
+    and fail whatever the mutant."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *map(str, paths)],
+        cwd=copy, env=_environment(copy), capture_output=True, check=False,
+    )  # fmt: skip
+
+
+def _run(copy: Path, tests: list[str], timeout: float) -> tuple[bool, bool]:
+    """Run the tests in a copy: (they failed, they timed out)."""
+    env = _environment(copy)
     command = [
         sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
         "-p", "no:benchmark", "-p", "no:randomly", *tests,
@@ -279,6 +300,9 @@ def main() -> None:
         copies = [Path(temp) / f"copy{j}" for j in range(max(args.jobs, 1))]
         for copy in copies:
             _copy_checkout(copy)
+            _compile(
+                copy, *(copy / name for name in ("vocmatch", "tests") if (copy / name).exists())
+            )
         start = time.perf_counter()
         baseline_failed, _ = _run(copies[0], tests, args.timeout or 3600.0)
         baseline = time.perf_counter() - start
@@ -297,6 +321,7 @@ def main() -> None:
             try:
                 _forget_bytecode(copy, relative)
                 (copy / relative).write_text(mutated(source, mutant))
+                _compile(copy, copy / relative)
                 start = time.perf_counter()
                 killed, timed_out = _run(copy, tests, timeout)
                 return Outcome(mutant, killed, time.perf_counter() - start, timed_out)

@@ -458,3 +458,75 @@ def test_a_shard_applies_the_per_image_limits_to_its_images(
     ]
     assert {code for code, _, _ in runs} == {0, EXIT_GATE}
     assert all((tmp_path / f"s{k}.vms").exists() for k in (1, 2, 3))
+
+
+K_OF_N = "is not K/N with 1 <= K <= N (for example 2/8)"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("1/1", (1, 1), id="whole-run"),
+        pytest.param("2/2", (2, 2), id="last"),
+        pytest.param("1/2", (1, 2), id="first"),
+        pytest.param((2, 3), (2, 3), id="already-read"),
+        pytest.param("12", f"'12' {K_OF_N}", id="no-slash"),
+        pytest.param("0/2", f"'0/2' {K_OF_N}", id="zero"),
+        pytest.param("3/2", f"'3/2' {K_OF_N}", id="beyond"),
+        pytest.param("1/", f"'1/' {K_OF_N}", id="no-n"),
+        pytest.param("/2", f"'/2' {K_OF_N}", id="no-k"),
+        pytest.param("1/x", f"'1/x' {K_OF_N}: 'x' is not a whole number (ASCII digits 0-9 only)",
+                     id="n-not-a-count"),
+        pytest.param("-1/2", f"'-1/2' {K_OF_N}: '-1' is not a whole number: a count takes no sign",
+                     id="k-signed"),
+    ],
+)  # fmt: skip
+def test_shard_values_read_exactly(value: object, expected: object) -> None:
+    """``--shard K/N``: 1 <= K <= N, each an ASCII count; a refusal repeats the value and,
+    when both numbers are there, says what is wrong with one."""
+    import click
+
+    from vocmatch.cli.merge_cmd import ShardParam
+
+    if isinstance(expected, tuple):
+        assert ShardParam().convert(value, None, None) == expected
+        return
+    with pytest.raises(click.BadParameter) as caught:
+        ShardParam().convert(value, None, None)
+    assert caught.value.format_message() == f"Invalid value: {expected}"
+
+
+def test_merge_refuses_a_state_over_4_gib_by_default(tmp_path: Path) -> None:
+    """``--max-file-size`` defaults to 4G: a 5 GiB file is refused from its size, unread."""
+    path = tmp_path / "big.vms"
+    with open(path, "wb") as stream:
+        stream.write(b"VMSTATE\0" + (4).to_bytes(4, "little") + (10).to_bytes(4, "little"))
+        stream.truncate(5 << 30)
+    code, out, err = run_cli("merge", str(path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: {path}: larger than the 4,294,967,296-byte limit of a state "
+        "(5,368,709,120 bytes)\n"
+    )
+
+
+def test_merge_shows_20_image_rows_by_default(tmp_path: Path) -> None:
+    """22 images, half of them missed: the default report is the one of ``--max-rows 20``,
+    neither 19 nor 21."""
+    import numpy as np
+
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for k in range(22):
+        evaluator.add(f"im{k:02d}", box, ["cat"], box * 2 if k % 2 else box, [0.9], ["cat"])
+    path = tmp_path / "s.vms"
+    evaluator.save(path)
+    reports = {
+        rows: run_cli("merge", str(path), "--format", "table", *rows)
+        for rows in ((), ("--max-rows", "19"), ("--max-rows", "20"), ("--max-rows", "21"))
+    }
+    default = reports[()]
+    assert default[0] == 0
+    assert default == reports[("--max-rows", "20")]
+    assert default != reports[("--max-rows", "19")]
+    assert default != reports[("--max-rows", "21")]

@@ -656,6 +656,11 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="mean-iou",
         ),
         pytest.param(
+            lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, -0.5)),
+            r"array 'image_mean_iou' holds values outside \[0, 1\]",
+            id="mean-iou-negative",
+        ),
+        pytest.param(
             lambda d: edited_array(d, "pred_score", lambda v: np.full_like(v, np.inf)),
             "array 'pred_score' holds infinite values",
             id="infinite-score",
@@ -669,6 +674,26 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             lambda d: replaced_array(d, "pred_count", np.array([2**63, 2**63, 68, 0], dtype="<u8")),
             "array 'pred_count' holds counts no file could hold",
             id="counts-that-wrap",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**48, 0, 0, 0], dtype="<u8")),
+            "array 'pred_count' holds counts no file could hold",
+            id="count-of-2**48",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "pred_count", np.array([2**48 - 1, 0, 0, 0], dtype="<u8")),
+            r"array 'pred_label' has shape \(\d+,\), the counts say \(281474976710655,\)$",
+            id="count-of-2**48-1",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 16)),
+            "array 'pred_area' holds flags of no area range",
+            id="area-flag-16",
+        ),
+        pytest.param(
+            lambda d: ignoring(d, array_predictions(d)),
+            "array 'ignored_pred' names a prediction that is not there",
+            id="ignored-past-the-last",
         ),
         pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),
@@ -1058,3 +1083,136 @@ def test_add_batch_refused_adds_none_of_its_images() -> None:
             image_ids=[key for key, *_ in images],
         )
     assert evaluator.keys == ["warm"]
+
+
+def array_predictions(data: bytes) -> int:
+    """How many predictions a state holds."""
+    from vocmatch.evaluation.state import read_state
+
+    return int(read_state(data).arrays["pred_label"].size)
+
+
+def ignoring(data: bytes, index: int) -> bytes:
+    """The state with one prediction ignored, the one at ``index``."""
+    state = replaced_array(data, "ignored_pred", np.array([index], dtype="<u4"))
+    return replaced_array(state, "ignored_bits", np.array([1], dtype="|u1"))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 15)),
+                     id="area-flags-15"),
+        pytest.param(lambda d: ignoring(d, array_predictions(d) - 1), id="ignored-the-last"),
+        pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 0.0)),
+                     id="mean-iou-0"),
+        pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 1.0)),
+                     id="mean-iou-1"),
+    ],
+)  # fmt: skip
+def test_load_reads_states_at_the_bounds(change: Any) -> None:
+    """The largest values a state may hold are read, not refused."""
+    data = small_state()
+    assert Evaluator.from_bytes(change(data)).keys == Evaluator.from_bytes(data).keys
+
+
+def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None:
+    """A COCO state whose area "all" matching is the protocol's own stores the other three
+    area ranges only, and says so in its header."""
+    from vocmatch.evaluation.state import read_state
+
+    state = read_state(small_state())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].shape == (array_predictions(small_state()), 3)
+
+
+@pytest.mark.parametrize(
+    ("ranges", "added", "expected"),
+    [
+        pytest.param([], (0, 4), [(0, 4)], id="first"),
+        pytest.param([(5, 7)], (7, 9), [(5, 9)], id="after-the-last"),
+        pytest.param([(0, 2), (5, 7)], (7, 9), [(0, 2), (5, 9)], id="after-the-last-of-two"),
+        pytest.param([(0, 2), (5, 7)], (2, 3), [(0, 3), (5, 7)], id="after-the-first-of-two"),
+        pytest.param([(5, 7)], (5, 6), [(5, 7)], id="inside-the-last"),
+        pytest.param([(5, 7)], (0, 2), [(0, 2), (5, 7)], id="before-the-first"),
+        pytest.param([(0, 2), (5, 7)], (6, 9), [(0, 2), (5, 9)], id="over-the-end-of-the-second"),
+        pytest.param([(0, 2), (5, 7), (10, 12)], (7, 10), [(0, 2), (5, 12)],
+                     id="joining-the-second-and-third"),
+        pytest.param([(0, 2), (5, 9)], (6, 7), [(0, 2), (5, 9)], id="inside-the-second"),
+    ],
+)  # fmt: skip
+def test_numbered_ranges_stay_sorted_and_joined(
+    ranges: list[tuple[int, int]], added: tuple[int, int], expected: list[tuple[int, int]]
+) -> None:
+    from vocmatch.evaluation.state_records import with_range
+
+    assert with_range(ranges, added) == expected
+
+
+PLAIN_XML = (
+    "<annotation><object><name>cup</name><bndbox><xmin>0</xmin><ymin>0</ymin><xmax>5</xmax>"
+    "<ymax>5</ymax></bndbox></object></annotation>"
+)
+ROTATED_XML = (
+    "<annotation><object><name>tv</name><robndbox><cx>50</cx><cy>50</cy><w>20</w><h>10</h>"
+    "<angle>0.5</angle></robndbox></object></annotation>"
+)
+
+
+@pytest.mark.parametrize(
+    ("gt_xml", "pred_xml"),
+    [
+        pytest.param(ROTATED_XML, PLAIN_XML, id="rotated-ground-truth"),
+        pytest.param(PLAIN_XML, ROTATED_XML, id="rotated-prediction"),
+    ],
+)
+def test_columns_with_rotated_boxes_on_either_side_are_refused(
+    tmp_path: Path, gt_xml: str, pred_xml: str
+) -> None:
+    """An evaluator keeps plain boxes: rotated ones among the ground truth or among the
+    predictions alone are refused, not dropped."""
+    from vocmatch.readers.scan import read_columns
+
+    for name, text in (("gt", gt_xml), ("pred", pred_xml)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.xml").write_text(text, encoding="utf-8")
+    gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
+    with pytest.raises(InputError) as caught:
+        Evaluator("voc12").add_columns(gt, pred)
+    assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
+
+
+def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
+    """Integer ids are remembered for the next images; a negative id is a class of its own
+    and never takes the place of another (here of 4, the largest seen)."""
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for key, label in (("a", 4), ("b", -1), ("c", 4)):
+        evaluator.add(key, box, np.array([label]), box, [0.9], np.array([label]))
+    found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
+    assert found == [("-1", 1, 0, 0), ("4", 2, 0, 0)]
+
+
+def test_labels_of_mixed_objects_are_refused() -> None:
+    """An object array of names and numbers is neither: refused, not read as text."""
+    box = np.array([[0.0, 0, 10, 10], [1, 1, 5, 5]])
+    labels = np.array([1, "cat"], dtype=object)
+    with pytest.raises(InputError) as caught:
+        Evaluator("voc12").add("a", box, labels, box, [0.9, 0.8], ["cat", "cat"])
+    assert str(caught.value) == "Expected `gt_labels` to hold class names or integer ids"
+
+
+def test_a_shared_key_just_past_the_numbered_images_gets_no_numbering_hint() -> None:
+    """Images 0 and 1 numbered by add_batch, then "2" given by its key in both: the shared
+    "2" is no numbered image, so the message gives no add_batch hint."""
+    box = np.array([[0.0, 0, 10, 10]])
+    first, second = Evaluator("voc12"), Evaluator("voc12")
+    first.add_batch(
+        [{"boxes": box, "scores": np.array([0.9]), "labels": np.array([1])}] * 2,
+        [{"boxes": box, "labels": np.array([1])}] * 2,
+    )
+    for evaluator in (first, second):
+        evaluator.add("2", box, ["cat"], box, [0.9], ["cat"])
+    with pytest.raises(StateError) as caught:
+        first.merge(second)
+    assert str(caught.value) == "cannot merge states that share images: '2'"

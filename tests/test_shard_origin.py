@@ -47,9 +47,48 @@ def origins(*shards: tuple[int, int], run: str = RUN) -> list[tuple[str, ShardOr
             id="many-missing",
         ),
         pytest.param(
+            origins((1, 6), (2, 6), (3, 6)),
+            "cannot merge: shards 4, 5 and 6 of 6 are missing (1.vms is shard 1/6, 2.vms is "
+            "shard 2/6, 3.vms is shard 3/6); give every shard, or ask for a partial merge "
+            "(partial)",
+            id="three-missing-three-named",
+        ),
+        pytest.param(
+            origins((1, 9), (2, 9), (3, 9), (4, 9)),
+            "cannot merge: shards 5, 6, 7 and 2 more of 9 are missing (1.vms is shard 1/9, "
+            "2.vms is shard 2/9, 3.vms is shard 3/9 and 1 more); give every shard, or ask for "
+            "a partial merge (partial)",
+            id="four-states-three-named",
+        ),
+        pytest.param(
             [*origins((1, 2), (2, 2)), ("again.vms", ShardOrigin(2, 2, RUN))],
             "cannot merge: shard 2 of 2 is given more than once (2.vms and again.vms)",
             id="repeated",
+        ),
+        pytest.param(
+            [(f"{c}.vms", ShardOrigin(1, 1, RUN)) for c in "abc"],
+            "cannot merge: shard 1 of 1 is given more than once (a.vms, b.vms and c.vms)",
+            id="repeated-three-named",
+        ),
+        pytest.param(
+            [
+                (f"{c}.vms", ShardOrigin(k, 2, RUN))
+                for c, k in zip("abcd", (1, 1, 2, 2), strict=True)
+            ],
+            "cannot merge: shard 1 of 2 is given more than once (a.vms and b.vms)",
+            id="two-repeated-first-named",
+        ),
+        pytest.param(
+            [(f"{c}.vms", ShardOrigin(1, 1, RUN)) for c in "abcd"],
+            "cannot merge: shard 1 of 1 is given more than once (a.vms, b.vms, c.vms and 1 "
+            "more state)",
+            id="repeated-four",
+        ),
+        pytest.param(
+            [(f"{c}.vms", ShardOrigin(1, 1, RUN)) for c in "abcde"],
+            "cannot merge: shard 1 of 1 is given more than once (a.vms, b.vms, c.vms and 2 "
+            "more states)",
+            id="repeated-five",
         ),
         pytest.param(
             [("a.vms", ShardOrigin(1, 2, RUN, "model-a")), ("b.vms", ShardOrigin(2, 2, RUN))],
@@ -122,6 +161,37 @@ def test_check_shards_refuses_what_is_not_one_whole_run(
             ),
             id="unchecked",
         ),
+        pytest.param(
+            [*origins((1, 2)), ("x.vms", None)],
+            True,
+            ShardCheck(True, 2, (1,), (2,), (), 1, ("x.vms",)),
+            (
+                "partial merge: shard 2 of 2 missing: the numbers are not those of the whole run",
+                "completeness of the merge not checked: x.vms records no shard of a run (made "
+                "from arrays, or saved by an earlier vocmatch)",
+            ),
+            id="partial-one-unchecked",
+        ),
+        pytest.param(
+            [(f"{c}.vms", None) for c in "abcd"],
+            True,
+            ShardCheck(True, None, (), (), (), 0, ("a.vms", "b.vms", "c.vms", "d.vms")),
+            (
+                "completeness of the merge not checked: a.vms, b.vms, c.vms and 1 more state "
+                "record no shard of a run (made from arrays, or saved by an earlier vocmatch)",
+            ),
+            id="partial-none-checked",
+        ),
+        pytest.param(
+            origins((1, 2), (1, 3)),
+            True,
+            ShardCheck(True, None, (1,), (), (1,), 2, ()),
+            (
+                "partial merge: shard 1 given more than once; states of 2 runs merged: the "
+                "numbers are not those of the whole run",
+            ),
+            id="partial-other-splits",
+        ),
     ],
 )
 def test_check_shards_finds_what_the_report_says(
@@ -159,6 +229,11 @@ def test_the_origin_travels_in_the_state(tmp_path: Path) -> None:
         pytest.param({"shard": 1, "shards": 2, "run": RUN, "run_id": 7}, id="run-id"),
         pytest.param({"shard": True, "shards": 2, "run": RUN, "run_id": None}, id="bool"),
         pytest.param([1, 2], id="not-an-object"),
+        pytest.param({"shard": 0, "shards": 2, "run": RUN, "run_id": None}, id="k-0"),
+        pytest.param({"shard": 1, "shards": True, "run": RUN, "run_id": None}, id="n-bool"),
+        pytest.param({"shard": 1, "shards": 2, "run": "0" * 65, "run_id": None}, id="run-65"),
+        pytest.param({"shard": 1, "shards": 2, "run": "A" * 64, "run_id": None}, id="run-upper"),
+        pytest.param({"shard": 1, "shards": 2, "run": 7, "run_id": None}, id="run-number"),
     ],
 )
 def test_a_corrupted_shard_header_is_refused(shard: object, tmp_path: Path) -> None:
@@ -268,3 +343,35 @@ def test_the_merged_report_renders_as_the_single_run(tmp_path: Path, output_form
     assert_identical(merged.evaluation, single.evaluation)
     assert report.passed is single.passed is False
     assert render_text(report, output_format) == render_text(single, output_format)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        pytest.param({"shard": 2, "shards": 2, "run": RUN, "run_id": "m"},
+                     ShardOrigin(2, 2, RUN, "m"), id="last-of-two-named"),
+        pytest.param({"shard": 1, "shards": 1, "run": OTHER}, ShardOrigin(1, 1, OTHER),
+                     id="whole-run-no-run-id"),
+    ],
+)  # fmt: skip
+def test_a_shard_header_reads_back(header: object, expected: ShardOrigin) -> None:
+    assert ShardOrigin.of_header(header, "s.vms") == expected
+
+
+def test_a_check_of_no_states_found_no_run() -> None:
+    """The defaults: no state, no run, so not complete, and nothing to say."""
+    check = ShardCheck()
+    assert check == ShardCheck(False, None, (), (), (), 0, ())
+    assert (check.runs, check.complete, check.notes()) == (0, False, ())
+
+
+def test_runs_choosing_other_classes_have_other_digests() -> None:
+    """The classes chosen are part of what a run is: each choice, and none, its digest."""
+    from vocmatch.evaluation.class_map import ClassChoice
+
+    request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred")
+    digests = {
+        run_digest(dataclasses.replace(request, class_choice=choice))
+        for choice in (None, ClassChoice(classes=("person",)), ClassChoice(classes=("car",)))
+    }
+    assert len(digests) == 3

@@ -268,6 +268,48 @@ def test_columns_already_read_split_into_the_same_shards(tmp_path: Path) -> None
     ]
 
 
+def test_columns_given_are_not_read_again(tmp_path: Path) -> None:
+    """Columns already read are the shard's input: a file damaged since is not read again
+    (the columns were read once, on a cluster or from URLs)."""
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    request = EvalRequest(gt=data / "gt", pred=data / "pred")
+    columns = read_column_pair(data / "gt", data / "pred")
+    (data / "gt" / "street_02.xml").write_text("garbage")
+    given = shard_state(request, shard=(2, 3), columns=columns)
+    assert (given.evaluator.keys, given.skipped) == (["street_02", "street_05"], ())
+
+
+def test_a_shard_of_file_urls_holds_the_images_of_its_folder() -> None:
+    """URLs are read whole, then split: the shard of ``file://`` folders is the folder's."""
+    gt, pred = (f"file://{(DEMO / name).resolve()}" for name in ("gt", "pred"))
+    state = shard_state(EvalRequest(gt=gt, pred=pred), shard=(2, 3))
+    assert (state.evaluator.keys, state.skipped) == (["street_02", "street_05"], ())
+
+
+@pytest.mark.parametrize(
+    ("max_fp", "max_fn"),
+    [
+        pytest.param(None, None, id="no-limit"),
+        pytest.param(None, 0, id="max-fn-only"),
+        pytest.param(0, None, id="max-fp-only"),
+    ],
+)
+def test_a_shard_checks_the_limits_given_on_its_images(
+    max_fp: int | None, max_fn: int | None
+) -> None:
+    """Shard 1 of 2 of the demo: each limit given alone is checked on the shard's three
+    images (each has an FP or an FN); none given, none is."""
+    state = shard_state(EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred"), shard=(1, 2))
+    gates = state.image_gates(max_fp, max_fn)
+    if max_fp is None and max_fn is None:
+        assert gates is None
+        return
+    assert gates is not None and not gates.passed
+    assert (gates.max_fp, gates.max_fn) == (max_fp, max_fn)
+    assert [image.key for image in gates.images] == ["street_01", "street_03", "street_05"]
+
+
 def test_read_states_gives_the_single_run_with_its_skipped_files(tmp_path: Path) -> None:
     """The library's merge: shard states saved and read back in another order give the
     single run's evaluation, the files each shard skipped and the threshold's note

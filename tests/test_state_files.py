@@ -574,6 +574,20 @@ CRAFTED = [
     pytest.param(option(["options"], {"conventions": {"protocol": "x"}}),
                  "options: fold_case is missing", id="options-field-missing"),
     pytest.param(option(["names"], [1]), "names", id="names-number"),
+    pytest.param(option(["notes", "scored"], "x"), "notes", id="notes-scored-string"),
+    pytest.param(option(["notes", "names"], "cat"), "notes", id="notes-names-string"),
+    pytest.param(option(["notes", "odd"], [[["x", 0]], [], []]), "notes", id="notes-odd-count-0"),
+    pytest.param(option(["notes", "preds"], -1), "notes", id="notes-count-negative"),
+    pytest.param(option(["notes", "preds"], 1.5), "notes", id="notes-count-fraction"),
+    pytest.param(option(["keys"], ["a", 1]), "image keys, paths or classes", id="keys-number"),
+    pytest.param(option(["keys"], "a"), "image keys, paths or classes", id="keys-string"),
+    pytest.param(option(["class_names"], ["cat", 1]), "image keys, paths or classes", id="class-names-number"),
+    pytest.param(option(["class_names"], "cat"), "image keys, paths or classes", id="class-names-string"),
+    pytest.param(option(["gt_paths"], "a"), "image keys, paths or classes", id="gt-paths-string"),
+    pytest.param(option(["pred_paths"], [1]), "image keys, paths or classes", id="pred-paths-number"),
+    pytest.param(option(["beyond"], "x"), "image keys, paths or classes", id="beyond-string"),
+    pytest.param(option(["unscored"], 1), "image keys, paths or classes", id="unscored-number"),
+    pytest.param(option(["coco_all_from_main"], None), "image keys, paths or classes", id="from-main-null"),
     pytest.param(option(["class_table"], [["1", "a"]]), "class_table", id="class-id-string"),
     pytest.param(option(["class_table"], [[1, "a"], [1, "b"]]),
                  "class_table: an id repeats", id="class-id-twice"),
@@ -696,3 +710,249 @@ def test_merge_takes_another_size_limit(tmp_path: Path) -> None:
         f"vocmatch: warning: completeness of the merge not checked: {path} records no shard"
         " of a run (made from arrays, or saved by an earlier vocmatch)\n",
     )
+
+
+# Reading: the format's own bounds -----------------------------------------------------------
+
+
+def framed(header: bytes, arrays: bytes = b"", version: int = 4) -> bytes:
+    """A state file's bytes around ``header`` and ``arrays``, with a valid checksum."""
+    body = struct.pack("<8sII", b"VMSTATE\0", version, len(header)) + header + arrays
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def declaring(*entries: object) -> bytes:
+    """A header whose array table is ``entries``."""
+    return json.dumps({"arrays": list(entries)}).encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(framed(b"")[:16], "not a vocmatch state (only 16 bytes)", id="16-bytes"),
+        pytest.param(framed(b"")[:19], "not a vocmatch state (only 19 bytes)", id="19-bytes"),
+        pytest.param(framed(b""), "corrupted header (Expecting value: line 1 column 1 (char 0))",
+                     id="20-bytes-empty-header"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [2**48]})),
+                     "array 'a' declares shape [281474976710656]", id="dimension-2**48"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [2**48 - 1]})),
+                     "arrays declare 281474976710655 bytes but the file holds 0",
+                     id="dimension-2**48-1"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [1, 1, 1]})),
+                     "array 'a' declares shape [1, 1, 1]", id="three-dimensions"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [-1]})),
+                     "array 'a' declares shape [-1]", id="dimension-negative"),
+        pytest.param(framed(declaring({"name": "a", "dtype": "|u1", "shape": [0]},
+                                      {"name": "a", "dtype": "|u1", "shape": [0]})),
+                     "corrupted header (array name 'a')", id="name-twice"),
+        pytest.param(framed(declaring({"name": 1, "dtype": "|u1", "shape": [0]})),
+                     "corrupted header (array name 1)", id="name-number"),
+    ],
+)  # fmt: skip
+def test_the_format_bounds_are_exact(data: bytes, message: str) -> None:
+    """Each bound of the frame and of the array table, on either side: the shortest file,
+    the largest dimension, a repeated or unnamed array."""
+    from vocmatch.evaluation.state import read_state
+
+    with pytest.raises(StateError) as caught:
+        read_state(data, "s.vms")
+    assert str(caught.value) == f"s.vms: {message}"
+
+
+def test_a_state_without_arrays_reads_back() -> None:
+    """A header alone, its last byte just before the checksum, is a whole state."""
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    state = read_state(write_state(RawState({"a": 1}, {})))
+    assert (dict(state.header), dict(state.arrays)) == ({"a": 1}, {})
+    empty = read_state(framed(declaring({"name": "a", "dtype": "<u4", "shape": [0, 3]})))
+    assert empty.arrays["a"].shape == (0, 3)
+
+
+def fstat_after_open(
+    monkeypatch: pytest.MonkeyPatch, change: Callable[[os.stat_result], os.stat_result]
+) -> None:
+    """``os.fstat`` as it is when a file is opened, then ``change`` of it once (the reader's
+    own look at the open file), then as it is: what a state reader sees of a file that
+    changes between its open and its read."""
+    real = os.fstat
+    calls = []
+
+    def fstat(descriptor: int) -> os.stat_result:
+        calls.append(descriptor)
+        found = real(descriptor)
+        return change(found) if len(calls) == 2 else found
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_a_state_that_grows_past_the_limit_while_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size taken is one byte short of the file (it grew): one byte past the limit is
+    read, and the state is refused by its size, not read in part."""
+    path = tmp_path / "s.vms"
+    evaluator("a").save(path)
+    size = path.stat().st_size
+
+    def shorter(found: os.stat_result) -> os.stat_result:
+        fields = list(found)
+        fields[stat.ST_SIZE] = size - 1
+        return os.stat_result(fields)
+
+    fstat_after_open(monkeypatch, shorter)
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path, max_bytes=size - 1)
+    assert str(caught.value) == f"{path}: larger than the {size - 1:,}-byte limit of a state"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        pytest.param(OSError(5, "Input/output error"), "Input/output error", id="strerror"),
+        pytest.param(OSError("device gone"), "device gone", id="no-strerror"),
+    ],
+)
+def test_a_state_that_fails_while_read_names_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, reason: str
+) -> None:
+    """The system's reason, once, after the path: never ``None`` nor ``[Errno 5]``."""
+    path = tmp_path / "s.vms"
+    evaluator("a").save(path)
+
+    def failing(found: os.stat_result) -> os.stat_result:
+        raise error
+
+    fstat_after_open(monkeypatch, failing)
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path)
+    assert str(caught.value) == f"{path}: cannot read state: {reason}"
+
+
+# Reading: the header's options, field by field ----------------------------------------------
+
+
+def options(conventions: dict[str, object] | None = None, **fields: object) -> dict[str, Any]:
+    """A header's ``options``: protocol ``p``, ``conventions`` and ``fields`` over the
+    defaults."""
+    found: dict[str, Any] = {"fold_case": False, "score_thresholds": None, **fields}
+    return {"conventions": {"protocol": "p", **(conventions or {})}, **found}
+
+
+def conventions(**fields: Any) -> Any:
+    from vocmatch.core.protocol import Conventions
+
+    return Conventions(protocol=fields.pop("protocol", "p"), **fields)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param(options({"iou_threshold": 0}), (conventions(iou_threshold=0.0), False, None),
+                     id="iou-0-made-float"),
+        pytest.param(options({"iou_threshold": 1}), (conventions(iou_threshold=1.0), False, None),
+                     id="iou-1-made-float"),
+        pytest.param(options({"max_dets": 1}), (conventions(max_dets=1), False, None),
+                     id="max-dets-1"),
+        pytest.param(options({"ap_thresholds": [0.5, 1]}),
+                     (conventions(ap_thresholds=(0.5, 1.0)), False, None), id="ap-thresholds"),
+        pytest.param(options({"sweep_thresholds": [0.5, 0.5]}),
+                     (conventions(sweep_thresholds=(0.5, 0.5)), False, None), id="sweep-equal"),
+        pytest.param(options({"match_rule": "devkit", "difficult": "crowd",
+                              "interpolation": "11-point", "strict_threshold": True,
+                              "pixel_inclusive": True, "coco_stats": True}, fold_case=True),
+                     (conventions(match_rule="devkit", difficult="crowd",
+                                  interpolation="11-point", strict_threshold=True,
+                                  pixel_inclusive=True, coco_stats=True), True, None),
+                     id="every-choice"),
+        pytest.param(options(score_thresholds={"default": 0, "per_class": [["cat", 1]]}),
+                     (conventions(), False, "ScoreThresholds(default=0.0, per_class=(('cat', 1.0),))"),
+                     id="score-thresholds-made-float"),
+    ],
+)  # fmt: skip
+def test_the_options_of_a_header_are_read_exactly(given: object, expected: Any) -> None:
+    """Every accepted field, at its bounds, read as the type the evaluator uses (a JSON
+    integer where a float is meant becomes a float)."""
+    from vocmatch.evaluation.state_options import options_of_header
+
+    found = options_of_header(given, "s.vms")
+    made, fold_case, thresholds = expected
+    assert (repr(found[0]), found[1]) == (repr(made), fold_case)
+    assert (None if found[2] is None else repr(found[2])) == thresholds
+
+
+PER_CLASS = "not a list of [class, number] pairs"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        pytest.param([], "options is not an object", id="options-list"),
+        pytest.param({"conventions": {"protocol": "p"}, "fold_case": False},
+                     "options: score_thresholds is missing", id="score-thresholds-missing"),
+        pytest.param(options(fold_case=1), "options: fold_case is 1, not true or false",
+                     id="fold-case-number"),
+        pytest.param({**options(), "conventions": []},
+                     "options: conventions is [], not an object", id="conventions-list"),
+        pytest.param(options({"zz": 1, "aa": 2}),
+                     "options: conventions.aa is unknown", id="unknowns-first-named"),
+        pytest.param({**options(), "conventions": {"iou_threshold": 0.5}},
+                     "options: conventions.protocol is missing", id="protocol-missing"),
+        pytest.param(options({"iou_threshold": 1.0000001}),
+                     "options: conventions.iou_threshold is 1.0000001, not a number in [0, 1]",
+                     id="iou-above-1"),
+        pytest.param(options({"iou_threshold": -1e-7}),
+                     "options: conventions.iou_threshold is -1e-07, not a number in [0, 1]",
+                     id="iou-below-0"),
+        pytest.param(options({"iou_threshold": True}),
+                     "options: conventions.iou_threshold is True, not a number in [0, 1]",
+                     id="iou-bool"),
+        pytest.param(options({"max_dets": 0}),
+                     "options: conventions.max_dets is 0, not a whole number above 0 or null",
+                     id="max-dets-0"),
+        pytest.param(options({"max_dets": True}),
+                     "options: conventions.max_dets is True, not a whole number above 0 or null",
+                     id="max-dets-bool"),
+        pytest.param(options({"ap_thresholds": []}),
+                     "options: conventions.ap_thresholds is [], not a list of numbers in [0, 1]",
+                     id="ap-thresholds-empty"),
+        pytest.param(options({"sweep_thresholds": [0.5, "x"]}),
+                     "options: conventions.sweep_thresholds is [0.5, 'x'], not a list of numbers"
+                     " in [0, 1]", id="sweep-string"),
+        pytest.param(options({"match_rule": "z" * 58}),
+                     f"options: conventions.match_rule is '{'z' * 58}', not one of 'unmatched',"
+                     " 'devkit'", id="value-of-60-characters-whole"),
+        pytest.param(options({"match_rule": "z" * 59}),
+                     f"options: conventions.match_rule is '{'z' * 56}..., not one of 'unmatched',"
+                     " 'devkit'", id="value-of-61-characters-shortened"),
+        pytest.param(options(score_thresholds={"default": None}),
+                     "options: score_thresholds is {'default': None}, not an object of default"
+                     " and per_class", id="per-class-missing"),
+        pytest.param(options(score_thresholds=[]),
+                     "options: score_thresholds is [], not an object of default and per_class",
+                     id="score-thresholds-list"),
+        pytest.param(options(score_thresholds={"default": float("nan"), "per_class": []}),
+                     "options: score_thresholds.default is nan, not a number or null",
+                     id="default-nan"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat", 1, 2]]}),
+                     f"options: score_thresholds.per_class is [['cat', 1, 2]], {PER_CLASS}",
+                     id="per-class-triple"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat"]]}),
+                     f"options: score_thresholds.per_class is [['cat']], {PER_CLASS}",
+                     id="per-class-single"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": [["cat", np.inf]]}),
+                     f"options: score_thresholds.per_class is [['cat', inf]], {PER_CLASS}",
+                     id="per-class-infinite"),
+        pytest.param(options(score_thresholds={"default": None, "per_class": "cat"}),
+                     f"options: score_thresholds.per_class is 'cat', {PER_CLASS}",
+                     id="per-class-string"),
+    ],
+)  # fmt: skip
+def test_each_bad_option_of_a_header_is_named(given: object, message: str) -> None:
+    """One StateError naming the file and the field, its value shortened past 60
+    characters."""
+    from vocmatch.evaluation.state_options import options_of_header
+
+    with pytest.raises(StateError) as caught:
+        options_of_header(given, "s.vms")
+    assert str(caught.value) == f"s.vms: corrupted header ({message})"
