@@ -863,7 +863,7 @@ def conventions(**fields: Any) -> Any:
                               "pixel_inclusive": True, "coco_stats": True}, fold_case=True),
                      (conventions(match_rule="devkit", difficult="crowd",
                                   interpolation="11-point", strict_threshold=True,
-                                  pixel_inclusive=True, coco_stats=True), True, None),
+                                  pixel_inclusive=True, summary="coco"), True, None),
                      id="every-choice"),
         pytest.param(options(score_thresholds={"default": 0, "per_class": [["cat", 1]]}),
                      (conventions(), False, "ScoreThresholds(default=0.0, per_class=(('cat', 1.0),))"),
