@@ -29,7 +29,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -539,16 +539,28 @@ def _yolo_line(
     )
 
 
-def _read_yolo(
-    root: str, gt: _GroundTruth, names: Sequence[str], max_bytes: int, names_path: str | None
+#: One line of a text prediction file as a box (``number`` counts from 1), or ValueError.
+LineReader = Callable[[str, int], Box | None]
+
+
+def _read_line_files(
+    root: str,
+    gt: _GroundTruth,
+    max_bytes: int,
+    reader_of: Callable[[str, str], LineReader | SkippedFile],
+    lines: Callable[[str], list[str]],
+    leave_out: str | None = None,
 ) -> AnnotationSet:
+    """The ``.txt`` files below ``root``, one an image, read line by line: YOLO's and
+    ``txt``'s. ``reader_of(key, path)`` gives the reader of one file's lines (or why the
+    file is skipped before it is read); a line it refuses skips the file at that line, since
+    a broken line is not a missed object. ``leave_out`` is a file of the folder that is no
+    prediction (YOLO's class names beside its labels)."""
     listing = list_directory(root, ".txt")
     collected = _Collected({}, {}, list(listing.skipped))
     unnamed = []
-    # The names file often sits among the labels (LabelImg writes classes.txt there).
-    names_real = os.path.realpath(names_path) if names_path is not None else None
     for key, path in listing.files:
-        if names_real is not None and os.path.realpath(path) == names_real:
+        if leave_out is not None and os.path.realpath(path) == leave_out:
             continue
         if key in gt.elsewhere:
             collected.elsewhere += 1
@@ -559,16 +571,9 @@ def _read_yolo(
             unnamed.append(key)
             continue  # no ground truth: an orphan, not read
         collected.landed += 1
-        size = gt.sizes[key]
-        if size is None or size.width <= 0 or size.height <= 0:
-            collected.skipped.append(
-                SkippedFile(
-                    path,
-                    "normalised YOLO coordinates need the image size, and the ground truth "
-                    f"{gt.paths[key]} has no usable <size>",
-                    key=key,
-                )
-            )
+        read_line = reader_of(key, path)
+        if isinstance(read_line, SkippedFile):
+            collected.skipped.append(read_line)
             continue
         try:
             text = _text(path, max_bytes)
@@ -576,17 +581,14 @@ def _read_yolo(
             collected.skipped.append(SkippedFile(path, error.message, error.line, key=key))
             continue
         boxes: list[Box] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            fields = line.split()
-            if not fields:
-                continue
+        for number, line in enumerate(lines(text), start=1):
             try:
-                name, x1, y1, x2, y2, score = _yolo_line(fields, names, size)
+                box = read_line(line, number)
             except ValueError as error:
-                # The file's image is left out: a broken line is not a missed object.
                 collected.skipped.append(SkippedFile(path, message_of(error), number, key=key))
                 break
-            boxes.append(Box(name, x1, y1, x2, y2, score=score))
+            if box is not None:
+                boxes.append(box)
         else:
             collected.boxes[key] = boxes
     if not (collected.landed or collected.elsewhere):
@@ -596,6 +598,33 @@ def _read_yolo(
             )
         raise _no_pairs(f"the .txt files of {root}", unnamed, gt)
     return _annotations(root, collected, ())
+
+
+def _read_yolo(
+    root: str, gt: _GroundTruth, names: Sequence[str], max_bytes: int, names_path: str | None
+) -> AnnotationSet:
+    def reader_of(key: str, path: str) -> LineReader | SkippedFile:
+        size = gt.sizes[key]
+        if size is None or size.width <= 0 or size.height <= 0:
+            return SkippedFile(
+                path,
+                "normalised YOLO coordinates need the image size, and the ground truth "
+                f"{gt.paths[key]} has no usable <size>",
+                key=key,
+            )
+
+        def read_line(line: str, number: int) -> Box | None:
+            fields = line.split()
+            if not fields:
+                return None
+            name, x1, y1, x2, y2, score = _yolo_line(fields, names, size)
+            return Box(name, x1, y1, x2, y2, score=score)
+
+        return read_line
+
+    # The names file often sits among the labels (LabelImg writes classes.txt there).
+    names_real = os.path.realpath(names_path) if names_path is not None else None
+    return _read_line_files(root, gt, max_bytes, reader_of, str.splitlines, names_real)
 
 
 # VOC devkit result files ----------------------------------------------------------------
@@ -724,44 +753,16 @@ def _txt_line(line: str, box_format: BoxFormat) -> Box:
 
 
 def _read_txt(root: str, gt: _GroundTruth, box_format: BoxFormat, max_bytes: int) -> AnnotationSet:
-    listing = list_directory(root, ".txt")
-    collected = _Collected({}, {}, list(listing.skipped))
-    unnamed = []
-    for key, path in listing.files:
-        if key in gt.elsewhere:
-            collected.elsewhere += 1
-            continue  # another shard's image: not opened
-        collected.paths[key] = path
-        collected.boxes[key] = []
-        if key not in gt.sizes:
-            unnamed.append(key)
-            continue  # no ground truth: an orphan, not read
-        collected.landed += 1
-        try:
-            text = _text(path, max_bytes)
-        except AnnotationError as error:
-            collected.skipped.append(SkippedFile(path, error.message, error.line, key=key))
-            continue
-        boxes: list[Box] = []
-        # Lines as an editor counts them: LF or CRLF ends one, nothing else does.
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                boxes.append(replace(_txt_line(line, box_format), line=number))
-            except ValueError as error:
-                # The file's image is left out: a broken line is not a missed object.
-                collected.skipped.append(SkippedFile(path, message_of(error), number, key=key))
-                break
-        else:
-            collected.boxes[key] = boxes
-    if not (collected.landed or collected.elsewhere):
-        if not listing.files:
-            raise InputError(
-                f"no ground-truth image pairs with a prediction: {root} holds no .txt files"
-            )
-        raise _no_pairs(f"the .txt files of {root}", unnamed, gt)
-    return _annotations(root, collected, ())
+    def read_line(line: str, number: int) -> Box | None:
+        if not line.strip():
+            return None
+        return replace(_txt_line(line, box_format), line=number)
+
+    def reader_of(key: str, path: str) -> LineReader:
+        return read_line
+
+    # Lines as an editor counts them: LF or CRLF ends one, nothing else does.
+    return _read_line_files(root, gt, max_bytes, reader_of, lambda text: text.split("\n"))
 
 
 # The entry point ------------------------------------------------------------------------
