@@ -35,6 +35,14 @@ _PROTOCOL = [
     "--interpolation",
 ]
 
+#: The report's outputs, alike for eval and merge (which renders through eval's renderer).
+_REPORT_OUTPUT = ["--format", "--output", "--max-rows", "--only-failing", "--classes-csv", "--html"]
+#: The gates of a report, alike for eval and merge.
+_GATES: OptionGroupDict = {
+    "name": "Gates (exit 1 when one fails)",
+    "options": ["--fail-under", "--max-fp", "--max-fn"],
+}
+
 #: How predictions and ground truth are read, for every command that reads both.
 _INPUTS = ["--pred-format", "--box-format", "--coco-gt", "--names", "--split", "--geometry"]
 
@@ -60,23 +68,8 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "options": ["--class-map", "--classes", "--agnostic"],
         },
         {"name": "Protocol", "options": _PROTOCOL},
-        {
-            "name": "Output",
-            "options": [
-                "--format",
-                "--output",
-                "--max-rows",
-                "--only-failing",
-                "--classes-csv",
-                "--html",
-                "--images",
-                "--quiet",
-            ],
-        },
-        {
-            "name": "Gates (exit 1 when one fails)",
-            "options": ["--fail-under", "--max-fp", "--max-fn"],
-        },
+        {"name": "Output", "options": [*_REPORT_OUTPUT, "--images", "--quiet"]},
+        _GATES,
         {
             "name": "Score thresholds",
             "options": ["--score-threshold", "--score-thresholds", "--beta", "--write-thresholds"],
@@ -121,21 +114,8 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
     ],
     "vocmatch merge": [
         {"name": "States", "options": ["--partial", "--max-file-size"]},
-        {
-            "name": "Output",
-            "options": [
-                "--format",
-                "--output",
-                "--max-rows",
-                "--only-failing",
-                "--classes-csv",
-                "--html",
-            ],
-        },
-        {
-            "name": "Gates (exit 1 when one fails)",
-            "options": ["--fail-under", "--max-fp", "--max-fn"],
-        },
+        {"name": "Output", "options": _REPORT_OUTPUT},
+        _GATES,
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds", "--help"]},
     ],
     "vocmatch lint": [
