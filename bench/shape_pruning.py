@@ -45,7 +45,7 @@ CENTRE = 2500.0
 #: file named by the first argument; with a second argument ``all``, every pair is clipped.
 CHILD = """
 import atexit, sys
-import vocmatch.evaluation.engine as engine
+import vocmatch.evaluation.stages as stages
 import vocmatch.evaluation.pair_space as pair_space
 COUNT_FILE, MODE = sys.argv[1], sys.argv[2]
 spaces = []
@@ -55,7 +55,7 @@ def init(self, *args, **kwargs):
     spaces.append(self)
 pair_space.PairSpace.__init__ = init
 if MODE == "all":
-    engine.iou_floor = lambda thresholds: 0.0
+    stages.iou_floor = lambda thresholds: 0.0
 def count():
     with open(COUNT_FILE, "w") as handle:
         handle.write(str(sum(space.exact_overlaps for space in spaces)))

@@ -34,7 +34,8 @@ from vocmatch.core.protocol import protocol
 from vocmatch.evaluation import candidates
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.accumulate import _rankings
-from vocmatch.evaluation.engine import _cell_score_order, evaluate_columns
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.evaluation.stages import _cell_score_order
 from vocmatch.readers import scan
 from vocmatch.readers.parse import parse_annotation, read_directory
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations, read_columns

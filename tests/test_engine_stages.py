@@ -18,7 +18,7 @@ import pytest
 
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.evaluation import engine, per_class, per_image, stage_inputs
+from vocmatch.evaluation import engine, per_class, per_image, stage_inputs, stages
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
@@ -64,16 +64,16 @@ def prepared(
     conv: Conventions,
 ) -> tuple[stage_inputs.Prepared, stage_inputs.Selection, stage_inputs.Paired]:
     gt, pred = columns()
-    selection = engine.select_images(gt, pred)
-    prepared, by_score = engine.prepare_cells(gt, pred, selection, conv)
-    paired = engine.pair_and_match(prepared, by_score, lambda name: None)
+    selection = stages.select_images(gt, pred)
+    prepared, by_score = stages.prepare_cells(gt, pred, selection, conv)
+    paired = stages.pair_and_match(prepared, by_score, lambda name: None)
     return prepared, selection, paired
 
 
 def test_select_pairs_images_by_key_and_sets_orphans_and_missing_apart() -> None:
     """Every image with ground truth is evaluated; prediction files without one are orphans."""
     gt, pred = columns()
-    selection = engine.select_images(gt, pred)
+    selection = stages.select_images(gt, pred)
     assert selection.images == (0, 1)
     assert selection.pred_of_image == (0, None)
     assert selection.missing == ("b",)
@@ -88,8 +88,8 @@ def test_select_pairs_images_by_key_and_sets_orphans_and_missing_apart() -> None
 def test_prepare_sorts_ground_truth_by_cell_and_predictions_by_descending_score() -> None:
     """Ground truth by (image, class, file order); predictions by (image, class, score)."""
     gt, pred = columns()
-    prepared, by_score = engine.prepare_cells(
-        gt, pred, engine.select_images(gt, pred), protocol("default")
+    prepared, by_score = stages.prepare_cells(
+        gt, pred, stages.select_images(gt, pred), protocol("default")
     )
     assert prepared.class_names == ("cat", "dog")
     assert prepared.gt.rows.tolist() == [0, 2, 1, 3]
@@ -110,7 +110,7 @@ def test_prepare_sets_predictions_beyond_max_dets_apart() -> None:
     """pycocotools' maxDets keeps the highest-scored of each image-class."""
     gt, pred = columns()
     conv = replace(protocol("coco"), max_dets=1)
-    prepared, by_score = engine.prepare_cells(gt, pred, engine.select_images(gt, pred), conv)
+    prepared, by_score = stages.prepare_cells(gt, pred, stages.select_images(gt, pred), conv)
     assert prepared.pred.kept.tolist() == [True, False, False, True]
     assert prepared.pred.rows_all.tolist() == [3, 2, 0, 1]
     assert prepared.pred.rows.tolist() == [3, 1]
@@ -147,7 +147,7 @@ def test_counted_flags_and_missed_ground_truth() -> None:
     """Two TPs, one FP, the dog ignored; b's cat is missed."""
     p, _, paired = prepared(protocol("default"))
     scores = stage_inputs.RankingScores.of(p)
-    counted = engine.count_outcomes(p, paired.matching, scores)
+    counted = stages.count_outcomes(p, paired.matching, scores)
     assert counted.counted.tolist() == [True, True, False, False]
     assert counted.ignored_counted.tolist() == [False, False, False, True]
     assert counted.missed[p.levels.evaluation].tolist() == [False, False, False, True]
@@ -158,7 +158,7 @@ def test_counted_flags_and_missed_ground_truth() -> None:
 def test_image_counts_at_every_threshold() -> None:
     """Per image: TP, FP, FN and the IoU of each TP in (class, file) order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
+    counted = stages.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
     counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
     t = p.levels.evaluation
     assert (counts.tp[t], counts.fp[t], counts.fn[t]) == ([2, 0], [1, 0], [0, 1])
@@ -175,7 +175,7 @@ def test_image_counts_at_every_threshold() -> None:
 def test_image_results_with_records() -> None:
     """One result per image, the per-box records in the reference's order."""
     p, selection, paired = prepared(protocol("default"))
-    counted = engine.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
+    counted = stages.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
     counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
     records = per_image.per_box_matches(p, paired, counted, len(selection.images))
     a, b = per_image.build_image_results(p, selection, counts, records)
@@ -195,7 +195,7 @@ def test_class_ap_and_results() -> None:
     """cat: 2 of 3 found at the top of the ranking, AP 2/3; dog: only ignored ground truth."""
     p, _, paired = prepared(protocol("default"))
     scores = stage_inputs.RankingScores.of(p)
-    counted = engine.count_outcomes(p, paired.matching, scores)
+    counted = stages.count_outcomes(p, paired.matching, scores)
     ap_values = per_class.per_class_ap(p, paired, counted, scores.kept, None)
     assert ap_values == [[pytest.approx(2 / 3)], []]
     cat, dog = per_class.build_class_results(p, paired.ranking, counted, scores.kept, ap_values)

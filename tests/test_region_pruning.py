@@ -22,10 +22,11 @@ from tests.oracle import dense_dataset, with_shapes, without_scores
 from tests.test_batch import VARIANTS, assert_identical
 from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.evaluation import engine
-from vocmatch.evaluation.engine import MatchedColumns, evaluate_matched
+from vocmatch.evaluation import stages
+from vocmatch.evaluation.engine import evaluate_matched
 from vocmatch.evaluation.pair_space import iou_floor
 from vocmatch.evaluation.scoring import Evaluation
+from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
 
@@ -54,7 +55,7 @@ def evaluated(
     threshold, or every pair clipped."""
     with pytest.MonkeyPatch.context() as patch:
         if not pruned:
-            patch.setattr(engine, "iou_floor", lambda thresholds: 0.0)
+            patch.setattr(stages, "iou_floor", lambda thresholds: 0.0)
         evaluation, matched = evaluate_matched(
             columns_from_annotations(gt), columns_from_annotations(pred), conventions, records
         )
@@ -283,7 +284,7 @@ def test_json_report_is_the_same_byte_for_byte(
     write_triangles(tmp_path, 120)
     command = [str(tmp_path / "gt"), str(tmp_path / "pred"), "--format", "json", *options]
     pruned = run_cli(*command)
-    monkeypatch.setattr(engine, "iou_floor", lambda thresholds: 0.0)
+    monkeypatch.setattr(stages, "iou_floor", lambda thresholds: 0.0)
     every = run_cli(*command)
     assert pruned[0] == every[0] == 0, pruned[2]
     assert json.loads(pruned[1])["summary"]["tp"] > 50

@@ -42,7 +42,6 @@ from vocmatch.checks import checked_flag
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, conventions_of
 from vocmatch.errors import InputError, RequestError, StateError
-from vocmatch.evaluation.engine import select_images
 from vocmatch.evaluation.given_arrays import (
     batch_entry,
     checked_boxes,
@@ -55,6 +54,7 @@ from vocmatch.evaluation.given_arrays import (
 from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shard_origin import ShardOrigin
+from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.state import (
     MAX_STATE_BYTES,
     RawState,
@@ -518,7 +518,7 @@ class Evaluator:
 
         Args:
             files: ``(key, path)`` of each file, as
-                :func:`~vocmatch.evaluation.engine.orphan_files` gives them.
+                :func:`~vocmatch.evaluation.stages.orphan_files` gives them.
         """
         self._orphans = self._orphans | frozenset(files)
 

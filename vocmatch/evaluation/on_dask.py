@@ -44,8 +44,8 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
-from vocmatch.evaluation.engine import orphan_files
 from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
 from vocmatch.readers.remote import StorageOptions, list_location, location_reader

@@ -38,7 +38,7 @@ from vocmatch.core.match import Hits
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
-from vocmatch.evaluation import engine, per_image
+from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.accumulate import (
     ClassBits,
     ClassCounts,
@@ -309,9 +309,9 @@ def match_records(
         raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
     used = {*gt.label_names, *pred.label_names}
     if fold_case:
-        gt, pred = engine.fold_columns(gt), engine.fold_columns(pred)
+        gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
-    selection = engine.select_images(gt, pred)
+    selection = stages.select_images(gt, pred)
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
     scored = _reading(gt, pred, replace(selection, scored=True), conv, score_thresholds)
     unscored = None
@@ -350,12 +350,12 @@ def _reading(
     score_thresholds: ScoreThresholds | None,
 ) -> _Reading:
     """The engine's stages under one reading of scores (``selection.scored``)."""
-    prepared, by_score = engine.prepare_cells(gt, pred, selection, conv, score_thresholds)
-    paired = engine.pair_and_match(prepared, by_score, lambda _: None)
+    prepared, by_score = stages.prepare_cells(gt, pred, selection, conv, score_thresholds)
+    paired = stages.pair_and_match(prepared, by_score, lambda _: None)
     del by_score
     areas = Areas(*paired.scan.space.region_areas())
     scores = RankingScores.of(prepared)
-    counted = engine.count_outcomes(prepared, paired.matching, scores)
+    counted = stages.count_outcomes(prepared, paired.matching, scores)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
     counts = ImageCounts(
@@ -561,8 +561,8 @@ def _note_counts(
     """The notes' ingredients of the selected images (as :func:`engine._notes` reads them)."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
     unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
-    gt_odd = gt_rows[engine.suspicious_boxes(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[engine.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
+    gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[stages.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
     odd = odd_value_counts(
         [*gt.paths, *pred.paths],
         np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
@@ -574,7 +574,7 @@ def _note_counts(
         scored=selection.scored,
         preds=int(pred_rows.size),
         unscored=int(unscored_rows.size),
-        unscored_files=engine.distinct_count(pred.image[unscored_rows]),
+        unscored_files=stages.distinct_count(pred.image[unscored_rows]),
         odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
     )
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.evaluation.engine import MatchedColumns
+from vocmatch.evaluation.stages import MatchedColumns
 
 __all__ = ["DEFAULT_BINS", "Calibration", "ClassCalibration", "ReliabilityBin", "calibration"]
 

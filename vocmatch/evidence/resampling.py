@@ -40,8 +40,8 @@ import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS, Interpolation
 from vocmatch.errors import InputError
-from vocmatch.evaluation.engine import MatchedColumns
 from vocmatch.evaluation.result import COCO_AREAS, Evaluation
+from vocmatch.evaluation.stages import MatchedColumns
 
 __all__ = [
     "CONFIDENCE",

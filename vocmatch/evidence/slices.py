@@ -43,8 +43,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import average_precision, precision_recall_curve
-from vocmatch.evaluation.engine import MatchedColumns
 from vocmatch.evaluation.result import COCO_AREAS, ClassResult, Evaluation, class_result
+from vocmatch.evaluation.stages import MatchedColumns
 
 __all__ = [
     "ATTRIBUTES",

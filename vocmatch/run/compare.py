@@ -22,8 +22,8 @@ from vocmatch.run.evaluate import (
 )
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.scoring import Evaluation
+    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
     from vocmatch.evidence.paired import PairedBootstrap
     from vocmatch.readers.parse import AnnotationSet

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.engine import MatchedColumns
     from vocmatch.evaluation.scoring import Evaluation
+    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec

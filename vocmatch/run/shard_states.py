@@ -144,8 +144,8 @@ def shard_state(
         >>> str(origin), origin.run_id, origin.run == run_digest(request)
         ('2/3', 'model-a', True)
     """
-    from vocmatch.evaluation.engine import orphan_files
     from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.stages import orphan_files
     from vocmatch.readers.shards import column_keys, shard_keys
 
     thresholds = score_thresholds_of(request)

@@ -1,0 +1,489 @@
+"""The stages of an evaluation on columns, every image and class at once with numpy.
+
+:func:`vocmatch.evaluation.scoring.evaluate` walks image by image and class by class, which
+reads like the definitions and serves as the reference. These stages compute the same
+matching from :class:`~vocmatch.readers.scan.ColumnSet` columns without a Python loop per
+image-class pair:
+
+* every ground-truth/prediction pair of the same image and class is listed once, and its IoU
+  computed by :func:`vocmatch.core.iou.pair_intersection` and
+  :func:`vocmatch.core.iou.iou_from_intersection`, the arithmetic of
+  :func:`vocmatch.core.iou.iou_matrix`;
+* greedy matching is sequential only within an image-class, so it runs rank by rank: step
+  ``r`` matches the ``r``-th highest-scored prediction of every image-class at every
+  threshold at once.
+
+The stages: select the images and boxes (:func:`select_images`), sort them into image-class
+cells (:func:`prepare_cells`), pair and match (:func:`pair_and_match`), the outcome at the IoU
+threshold (:func:`count_outcomes`); the records they hand on are in
+:mod:`vocmatch.evaluation.stage_inputs`, the per-image counts and per-box records in
+:mod:`vocmatch.evaluation.per_image`. :class:`MatchedColumns` holds the arrays of a matching
+for the analyses that read it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.match import Hits, RankedMatcher
+from vocmatch.core.model import Polygon, RotatedBox
+from vocmatch.core.protocol import Conventions
+from vocmatch.evaluation.accumulate import class_ranking
+from vocmatch.evaluation.candidates import Matching, PairScan, match_all
+from vocmatch.evaluation.pair_space import PairSpace, iou_floor
+from vocmatch.evaluation.result import ENORMOUS_COORDINATE
+from vocmatch.evaluation.stage_inputs import (
+    Areas,
+    Counted,
+    IouLevels,
+    Paired,
+    Prepared,
+    RankingScores,
+    Selection,
+    SortedGroundTruth,
+    SortedPredictions,
+    ranking_scores,
+)
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "MatchedColumns",
+    "count_outcomes",
+    "distinct_count",
+    "fold_columns",
+    "matched_columns",
+    "orphan_files",
+    "pair_and_match",
+    "prepare_cells",
+    "select_images",
+    "suspicious_boxes",
+]
+
+FloatArray = npt.NDArray[np.float64]
+# Indices: int32 where they come from the columns, int64 where computed.
+IntArray = npt.NDArray[np.integer[Any]]
+BoolArray = npt.NDArray[np.bool_]
+Int32Array = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchedColumns:
+    """The evaluator's arrays once every image is matched: what analyses that re-read the
+    matching (bootstrap intervals, slices, calibration) start from, so that they count
+    exactly what the evaluation counted.
+
+    Ground truth is sorted by (image, class, file order), kept predictions by (image, class,
+    descending score, file order); ``image`` indices run over the evaluated images
+    (``Evaluation.images``), ``class`` indices over ``class_names``.
+
+    Attributes:
+        conventions: The conventions of the evaluation.
+        gt: The ground-truth columns (class names folded when the evaluation folded them).
+        pred: The prediction columns.
+        image_rows: ``(I,)`` each evaluated image's index in ``gt.keys``.
+        class_names: The classes, sorted.
+        thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
+            threshold, the sweep and the AP thresholds).
+        pairs: The same-image, same-class pairs that can match, for :meth:`match` (kept or
+            scored again in bounded pieces).
+        scored: The predictions carry scores (else they were paired highest IoU first).
+        gt_rows: ``(G,)`` each ground truth's row in ``gt``.
+        gt_image: ``(G,)``.
+        gt_class: ``(G,)``.
+        gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
+        gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
+        gt_area: ``(G,)`` continuous area (a rotated box's or polygon's own region's), as
+            COCO's area ranges read it.
+        pred_rows: ``(P,)`` each kept prediction's row in ``pred``.
+        pred_image: ``(P,)``.
+        pred_class: ``(P,)``.
+        pred_score: ``(P,)`` scores, ``-inf`` where a prediction has none.
+        pred_rank: ``(P,)`` its place among its image-class's predictions by score.
+        pred_area: ``(P,)`` continuous area, as ``gt_area``.
+        ranked: Per class, its kept predictions (indices into the ``pred_*`` arrays) in the
+            ranking AP is computed on: stable, by descending score, ties in image then file
+            order.
+        hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
+        hit_pred: ``(H,)`` its prediction.
+        hit_gt: ``(H,)`` its ground truth.
+        hit_iou: ``(H,)`` the pair's IoU.
+        pred_counted: ``(P,)`` the prediction counts towards TP and FP (its score is at or
+            above its class's score threshold; every one without thresholds). AP keeps all.
+    """
+
+    conventions: Conventions
+    gt: ColumnSet
+    pred: ColumnSet
+    image_rows: IntArray
+    class_names: tuple[str, ...]
+    thresholds: FloatArray
+    pairs: PairScan
+    scored: bool
+    gt_rows: IntArray
+    gt_image: IntArray
+    gt_class: IntArray
+    gt_ignore: BoolArray
+    gt_crowd: BoolArray
+    gt_area: FloatArray
+    pred_rows: IntArray
+    pred_image: IntArray
+    pred_class: IntArray
+    pred_score: FloatArray
+    pred_rank: IntArray
+    pred_area: FloatArray
+    ranked: tuple[IntArray, ...]
+    hit_threshold: IntArray
+    hit_pred: IntArray
+    hit_gt: IntArray
+    hit_iou: FloatArray
+    pred_counted: BoolArray
+
+    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> Matching:
+        """The protocol's matching again, with other ground truth ignored (an area range, a
+        slice): as pycocotools does for its area ranges, a prediction prefers ground truth
+        that counts, and one matched to ignored ground truth is ignored."""
+        levels = self.thresholds if thresholds is None else thresholds
+        return match_all(
+            self.pairs, self.pred_rank, gt_ignore, self.gt_crowd, levels,
+            self.conventions.match_rule, self.conventions.strict_threshold, self.scored,
+        )  # fmt: skip
+
+    @property
+    def matching(self) -> Matching:
+        """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
+        return Matching(
+            Hits(self.hit_threshold, self.hit_pred, self.hit_gt, self.hit_iou),
+            self.gt_ignore,
+            (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
+        )
+
+
+def suspicious_boxes(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
+    """Boxes that :func:`vocmatch.evaluation.scoring.input_notes` might remark on (a superset)."""
+    odd = np.zeros(boxes.shape[0], dtype=bool)
+    # Rows of the few odd values (faster than .any(axis=1) over every box).
+    odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
+    if scores is not None:
+        odd |= (scores < 0) | (scores > 1)
+    return odd
+
+
+def _cell_score_order(cell: IntArray, scores: FloatArray, by_score: IntArray) -> IntArray:
+    """The order of ``np.lexsort((-scores, cell))`` (by cell, then descending score, ties in
+    array order), found faster from ``by_score``, the stable order by descending score: cell
+    and score rank packed into one integer key, unique, so any sort gives the same order."""
+    n = scores.size
+    if n == 0 or (int(cell.max()) + 1) * n >= 2**62:
+        return np.lexsort((-scores, cell))  # the key would not fit in 64 bits
+    key = np.empty(n, dtype=np.int64)
+    key[by_score] = np.arange(n)  # each score's rank
+    key += cell.astype(np.int64) * n
+    return np.argsort(key)
+
+
+def distinct_count(values: IntArray) -> int:
+    """How many distinct non-negative integers ``values`` holds (counted: ``np.unique``
+    would import ``numpy.ma`` on every run, 10-15 ms)."""
+    return int(np.count_nonzero(np.bincount(values))) if values.size else 0
+
+
+def _used(labels: IntArray, n_names: int) -> list[int]:
+    """The distinct label indices in ``labels`` (counted: faster than ``np.unique``)."""
+    return np.flatnonzero(np.bincount(labels, minlength=n_names)).tolist()
+
+
+def orphan_files(gt: ColumnSet, pred: ColumnSet) -> tuple[tuple[str, str], ...]:
+    """``(key, path)`` of the prediction files read whose image has no ground-truth file, in
+    the predictions' order: a run reports them as not evaluated (``orphan_pred``). An image
+    with a file on either side that could not be read is not among them (its file is
+    reported as skipped).
+    """
+    unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
+    gt_keys = set(gt.keys)
+    return tuple(
+        (key, path)
+        for key, path in zip(pred.keys, pred.paths, strict=True)
+        if key not in gt_keys and key not in unreadable
+    )
+
+
+def select_images(gt: ColumnSet, pred: ColumnSet) -> Selection:
+    """Stage *select*: every image whose ground truth was read, paired with its predictions
+    by key; files skipped on either side, predictions without ground truth apart."""
+    skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
+    unreadable = {s.key for s in skipped if s.key is not None}
+    orphan = tuple(path for _, path in orphan_files(gt, pred))
+    pred_index = {key: i for i, key in enumerate(pred.keys)}
+    images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
+    gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)
+    gt_image_map[images] = np.arange(len(images))
+    pred_of_image = [pred_index.get(gt.keys[i]) for i in images]
+    pred_image_map = np.full(len(pred.keys), -1, dtype=np.int64)
+    for j, p in enumerate(pred_of_image):
+        if p is not None:
+            pred_image_map[p] = j
+    missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
+    gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
+    pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
+    return Selection(
+        images=tuple(images),
+        pred_of_image=tuple(pred_of_image),
+        gt_rows=gt_rows,
+        gt_image=gt_image_map[gt.image[gt_rows]],
+        pred_rows=pred_rows,
+        pred_image=pred_image_map[pred.image[pred_rows]],
+        scored=bool((~np.isnan(pred.scores[pred_rows])).any()),
+        missing=missing,
+        orphan=orphan,
+        skipped=skipped,
+    )
+
+
+def prepare_cells(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    selection: Selection,
+    conv: Conventions,
+    score_thresholds: ScoreThresholds | None = None,
+) -> tuple[Prepared, IntArray]:
+    """Stage *prepare*: the class names, and both sides sorted by image-class cell.
+
+    Returns:
+        The sorted inputs, and the stable order of the kept predictions by descending score
+        (ties in file order), which every class's ranking is read from.
+    """
+    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
+    class_names = tuple(
+        sorted(
+            {gt.label_names[i] for i in _used(gt.labels[gt_rows], len(gt.label_names))}
+            | {pred.label_names[i] for i in _used(pred.labels[pred_rows], len(pred.label_names))}
+        )
+    )
+    index = {name: k for k, name in enumerate(class_names)}
+    gt_remap = np.array([index.get(n, -1) for n in gt.label_names], dtype=np.int64)
+    pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
+    # Ground truth sorted by (image, class, file order).
+    g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
+    g_order = np.lexsort((g_class, selection.gt_image))
+    g_difficult = gt.difficult[gt_rows[g_order]]
+    sorted_gt = SortedGroundTruth(
+        rows=gt_rows[g_order],
+        image=selection.gt_image[g_order],
+        label=g_class[g_order],
+        ignore=g_difficult if conv.difficult != "count" else np.zeros_like(g_difficult),
+        crowd=g_difficult if conv.difficult == "crowd" else np.zeros_like(g_difficult),
+    )
+    p_class = pred_remap[pred.labels[pred_rows]] if pred_rows.size else pred_rows
+    sorted_pred, by_score = _sort_predictions(
+        pred_rows, selection.pred_image, p_class, ranking_scores(pred.scores, pred_rows),
+        conv.max_dets if selection.scored else None, len(class_names),
+    )  # fmt: skip
+    prepared = Prepared(
+        conventions=conv,
+        gt_columns=gt,
+        pred_columns=pred,
+        score_thresholds=score_thresholds,
+        class_names=class_names,
+        gt=sorted_gt,
+        pred=sorted_pred,
+        levels=IouLevels.of(conv),
+        scored=selection.scored,
+    )
+    return prepared, by_score
+
+
+def _sort_predictions(
+    rows: IntArray,
+    image: IntArray,
+    label: IntArray,
+    score: FloatArray,
+    max_dets: int | None,
+    n_classes: int,
+) -> tuple[SortedPredictions, IntArray]:
+    """Predictions sorted by (image, class, descending score, file order), those beyond
+    ``max_dets`` in their image-class set apart.
+
+    Args:
+        rows: ``(P,)`` rows in the columns, in column order.
+        image: ``(P,)`` evaluated image of each.
+        label: ``(P,)`` class index of each.
+        score: ``(P,)`` score of each, ``-inf`` for none.
+        max_dets: Keep the highest-scored of each image-class, as pycocotools' maxDets
+            (None keeps all).
+        n_classes: Classes in all.
+
+    Returns:
+        The sorted predictions, and the stable order of the kept ones by descending score.
+    """
+    n_k = n_classes
+    # One stable sort by descending score (ties in file order) serves the order below and
+    # every class's ranking.
+    by_score: IntArray = np.argsort(-score, kind="stable")
+    p_order = _cell_score_order(image * n_k + label, score, by_score)
+    # Indices are held as int32 (half the memory of a large set); cells stay int64.
+    rows_all = rows[p_order].astype(np.int32)
+    # The score order in terms of the sorted arrays below.
+    sorted_place = np.empty(p_order.size, dtype=np.int32)
+    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
+    by_score = sorted_place[by_score]
+    del sorted_place
+    image_all = image[p_order].astype(np.int32)
+    label_all = label[p_order].astype(np.int32)
+    del p_order
+    cell_all = image_all.astype(np.int64) * n_k + label_all
+    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
+    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
+    run_starts = np.flatnonzero(np.append(True, cell_all[1:] != cell_all[:-1]))
+    run_lengths = np.diff(np.append(run_starts, cell_all.size))
+    rank_all = (np.arange(cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
+    del run_starts, run_lengths, cell_all
+    # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
+    # scores there is no ranking to cut, and every prediction is kept.
+    kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
+    if kept.all():
+        # Nothing beyond max_dets: the same arrays, no copies (they are large).
+        found = SortedPredictions(
+            rows_all, image_all, label_all, kept, rows_all, image_all, label_all, rank_all
+        )
+        return found, by_score
+    found = SortedPredictions(
+        rows_all, image_all, label_all, kept,
+        rows_all[kept], image_all[kept], label_all[kept], rank_all[kept],
+    )  # fmt: skip
+    # The score order of the kept predictions, as indices among them.
+    kept_place = np.cumsum(kept, dtype=np.int64) - 1
+    return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
+
+
+def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str], None]) -> Paired:
+    """Stage *pair and match*: every pair of the same image-class scored once (each box's
+    best IoU on the other side, and the pairs that can match), then matched under the
+    protocol's rule at every threshold; each class's ranking from ``by_score`` (see
+    :func:`prepare_cells`).
+
+    A pair of regions whose IoU is provably below every threshold is not clipped
+    (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are exact
+    where they reach the lowest threshold, which is all the matching reads; the per-box
+    records read the exact ones (:meth:`PairScan.exact_pred_best_iou`)."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    n_k = len(prepared.class_names)
+    thresholds = prepared.levels.thresholds
+    space = PairSpace(
+        prepared.gt_columns.boxes[gt.rows],
+        gt.image * n_k + gt.label,
+        gt.crowd,
+        prepared.pred_columns.boxes,
+        pred.image.astype(np.int64) * n_k + pred.label,
+        conv.pixel_inclusive,
+        _sorted_shapes(prepared.gt_columns.shapes, gt.rows),
+        _sorted_shapes(prepared.pred_columns.shapes, pred.rows),
+        pred_rows=pred.rows,
+        iou_floor=iou_floor(thresholds),
+    )
+    # The unmatched rule's matching is made as the pairs are scored (in ranking order).
+    first = None
+    if prepared.scored and conv.match_rule == "unmatched":
+        first = RankedMatcher(gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold)
+    scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
+    stage("matching")
+    if first is not None:
+        shape = (thresholds.size, gt.rows.size, pred.rows.size)
+        m = Matching(first.hits(), gt.ignore, shape)
+    else:
+        m = match_all(
+            scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
+        )  # fmt: skip
+    return Paired(scan, m, class_ranking(by_score, pred.label, n_k))
+
+
+def _score_floor(prepared: Prepared) -> FloatArray | None:
+    """``(K,)`` each class's score threshold, None without thresholds."""
+    if not prepared.score_thresholds:
+        return None
+    return np.array([prepared.score_thresholds.floor(n) for n in prepared.class_names])
+
+
+def matched_columns(
+    prepared: Prepared, selection: Selection, paired: Paired, areas: Areas, scores: RankingScores
+) -> MatchedColumns:
+    """The evaluation's arrays for the analyses that read the matching again."""
+    gt, pred, m = prepared.gt, prepared.pred, paired.matching
+    floor = _score_floor(prepared)
+    return MatchedColumns(
+        conventions=prepared.conventions,
+        gt=prepared.gt_columns,
+        pred=prepared.pred_columns,
+        image_rows=np.asarray(selection.images, dtype=np.int64),
+        class_names=prepared.class_names,
+        thresholds=prepared.levels.thresholds,
+        pairs=paired.scan,
+        scored=prepared.scored,
+        gt_rows=gt.rows,
+        gt_image=gt.image,
+        gt_class=gt.label,
+        gt_ignore=gt.ignore,
+        gt_crowd=gt.crowd,
+        gt_area=areas.gt,
+        pred_rows=pred.rows,
+        pred_image=pred.image,
+        pred_class=pred.label,
+        pred_score=scores.kept,
+        pred_rank=pred.rank,
+        pred_area=areas.pred,
+        ranked=tuple(paired.ranking.ranked(k) for k in range(len(prepared.class_names))),
+        hit_threshold=m.hit_t,
+        hit_pred=m.hit_pred,
+        hit_gt=m.hit_gt,
+        hit_iou=m.hit_iou,
+        pred_counted=(
+            scores.kept >= floor[pred.label]
+            if floor is not None
+            else np.ones(pred.label.size, dtype=bool)
+        ),
+    )
+
+
+def count_outcomes(prepared: Prepared, m: Matching, scores: RankingScores) -> Counted:
+    """Stage *count*: each kept prediction's outcome at the IoU threshold. With score
+    thresholds, only the predictions that pass count (module doc of
+    :mod:`vocmatch.evaluation.thresholds`: their matches are those the one matching of all
+    gave them)."""
+    matched_t, ignored_t = m.pred_flags(prepared.levels.evaluation)
+    counted_t = matched_t & ~ignored_t
+    missed = ~m.gt_matched & ~prepared.gt.ignore[None, :]
+    floor = _score_floor(prepared)
+    if floor is None:
+        return Counted(matched_t, ignored_t, counted_t, ignored_t, missed, None, None)
+    passing = scores.kept >= floor[prepared.pred.label]
+    passing_all = scores.all >= floor[prepared.pred.label_all]
+    return Counted(
+        matched_t, ignored_t, counted_t & passing, ignored_t & passing, missed, passing,
+        passing_all,
+    )  # fmt: skip
+
+
+def _sorted_shapes(
+    shapes: Sequence[tuple[int, Polygon | RotatedBox]], rows: IntArray
+) -> list[tuple[int, Polygon | RotatedBox]]:
+    """The shapes among ``rows`` (column rows in sorted order), by their sorted place."""
+    if not shapes:
+        return []
+    place = {row: k for k, row in enumerate(rows.tolist())}
+    found = [(place[row], shape) for row, shape in shapes if row in place]
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def fold_columns(columns: ColumnSet) -> ColumnSet:
+    """The same columns with every class name lower-cased (``Car`` and ``car`` merge)."""
+    lowered = sorted({name.lower() for name in columns.label_names})
+    index = {name: i for i, name in enumerate(lowered)}
+    remap = np.array([index[name.lower()] for name in columns.label_names], dtype=np.int32)
+    labels = remap[columns.labels] if columns.labels.size else columns.labels
+    return replace(columns, labels=labels, label_names=tuple(lowered))
