@@ -1,5 +1,5 @@
-"""Each stage of the column evaluator (vocmatch.evaluation.engine, and the per-image and
-per-class stages it runs), called alone on one small hand-made input whose every number can be
+"""Each stage of the column evaluator (vocmatch.evaluation.stages, the per-image stage, and
+the route's match records and their accumulation), called alone on one small hand-made input whose every number can be
 worked out by hand.
 
 The input: ground truth ``a`` holds cat ``(0, 0, 10, 10)``, a difficult dog ``(20, 20, 30,
@@ -18,7 +18,8 @@ import pytest
 
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.evaluation import engine, per_class, per_image, stage_inputs, stages
+from vocmatch.evaluation import engine, per_image, records, stage_inputs, stages
+from vocmatch.evaluation.result import Evaluation
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
@@ -172,13 +173,19 @@ def test_image_counts_at_every_threshold() -> None:
     assert counts.tp_bounds == [0, 2, 2]
 
 
+def whole_run(
+    conv: Conventions, *, detail: bool = False, told: list[str] | None = None
+) -> Evaluation:
+    """The columns evaluated by the route's two steps, match records then accumulation."""
+    gt, pred = columns()
+    stage = None if told is None else told.append
+    asked = records.Asked(whole_run=True, detail=detail, stage=stage)
+    return records.evaluation_of(records.match_records(gt, pred, conv, asked=asked), conv)
+
+
 def test_image_results_with_records() -> None:
     """One result per image, the per-box records in the reference's order."""
-    p, selection, paired = prepared(protocol("default"))
-    counted = stages.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
-    counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
-    records = per_image.per_box_matches(p, paired, counted, len(selection.images))
-    a, b = per_image.build_image_results(p, selection, counts, records)
+    a, b = whole_run(protocol("default"), detail=True).images
     assert (a.key, a.pred_path, a.tp, a.fp, a.fn) == ("a", "pred/a.xml", 2, 1, 0)
     assert a.mean_iou == pytest.approx(5 / 6)
     assert (b.key, b.pred_path, b.tp, b.fp, b.fn, b.mean_iou) == ("b", None, 0, 0, 1, None)
@@ -189,16 +196,12 @@ def test_image_results_with_records() -> None:
         ("dog", "ignored", 1, 1),
     ]
     assert [(m.name, m.outcome, m.gt_index, m.iou) for m in b.matches] == [("cat", "fn", 0, 0.0)]
+    assert all(not i.matches for i in whole_run(protocol("default")).images)
 
 
 def test_class_ap_and_results() -> None:
     """cat: 2 of 3 found at the top of the ranking, AP 2/3; dog: only ignored ground truth."""
-    p, _, paired = prepared(protocol("default"))
-    scores = stage_inputs.RankingScores.of(p)
-    counted = stages.count_outcomes(p, paired.matching, scores)
-    ap_values = per_class.per_class_ap(p, paired, counted, scores.kept, None)
-    assert ap_values == [[pytest.approx(2 / 3)], []]
-    cat, dog = per_class.build_class_results(p, paired.ranking, counted, scores.kept, ap_values)
+    cat, dog = whole_run(protocol("default")).classes
     assert (cat.name, cat.gt, cat.pred, cat.tp, cat.fp, cat.fn) == ("cat", 3, 3, 2, 1, 1)
     assert cat.ap == pytest.approx(2 / 3)
     assert (dog.name, dog.gt, dog.gt_ignored, dog.tp, dog.fp, dog.ap) == (
@@ -209,18 +212,20 @@ def test_class_ap_and_results() -> None:
 def test_coco_stage_gives_pycocotools_numbers_per_area_range() -> None:
     """Under COCO, cat's two TPs (IoU 1 and 2/3) give 67 of 101 recall points at IoU up to
     0.65; above, 0.9's TP comes second: precision 1/2 on 34 points."""
-    p, _, paired = prepared(protocol("coco"))
-    areas = stage_inputs.Areas(*paired.scan.space.region_areas())
-    stages: list[str] = []
-    coco, class_ap = per_class.coco_numbers(p, paired, areas, stages.append)
-    assert stages == [f"COCO area {name}" for name in ("all", "small", "medium", "large")]
+    told: list[str] = []
+    evaluation = whole_run(protocol("coco"), told=told)
+    assert [t for t in told if t.startswith("COCO")] == [
+        f"COCO area {name}" for name in ("all", "small", "medium", "large")
+    ]
     high, low = 67 / (101 * (1 + np.spacing(1))), 34 * 0.5 / 101
-    assert class_ap == {0: pytest.approx([high] * 4 + [low] * 6, rel=1e-12)}
-    stats = coco.as_list()
+    cat = evaluation.classes[0]
+    assert (cat.ap50, cat.ap75) == (pytest.approx(high, rel=1e-12), pytest.approx(low, rel=1e-12))
+    assert cat.ap == pytest.approx((4 * high + 6 * low) / 10, rel=1e-12)
+    assert evaluation.coco is not None
+    stats = evaluation.coco.as_list()
     assert stats[0] == pytest.approx((4 * high + 6 * low) / 10, rel=1e-12)
     assert stats[3] == stats[0]  # every box is small
     assert stats[4:6] == [-1.0, -1.0]  # no medium or large ground truth
-    assert engine._coco_class_ap_reusable(protocol("coco"), areas)
 
 
 def test_stages_tell_progress_in_order() -> None:

@@ -1,18 +1,16 @@
-"""The accumulation half of the evaluation: per-class rankings, AP and the precision/recall
-curve, pycocotools' accumulation, and per-class results, from each prediction's match flags.
+"""The accumulation half of the evaluation: per-class rankings, pycocotools' accumulation,
+and per-class results, from each prediction's match flags.
 
-Matching (:mod:`vocmatch.evaluation.engine`) is per image; everything here reads the kept
-predictions of every image at once, laid out by (image, class, rank): the ranking of a class
-is stable by descending score, ties in image then file order. Two callers share it: the
-engine on the matching it has just made, and
-:func:`vocmatch.evaluation.records.evaluation_of` on match records merged from shards, one
-class at a time from the flags' bits (:class:`ClassBits`, so that its arrays are one class
-long), so both give the same numbers to the bit.
+Matching (:mod:`vocmatch.evaluation.stages`) is per image; everything here reads the kept
+predictions of every image at once: the ranking of a class is stable by descending score,
+ties in image then file order. :func:`vocmatch.evaluation.records.evaluation_of` reads match
+records (of one run, or merged from shards) one class at a time from the flags' bits
+(:class:`ClassBits`, so that its arrays are one class long).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,25 +20,17 @@ import numpy.typing as npt
 from vocmatch.core.ap import (
     COCO_RECALL_THRESHOLDS,
     Curve,
-    average_precision,
-    precision_recall_curve,
 )
 from vocmatch.core.protocol import Conventions
-from vocmatch.evaluation.result import ClassResult, CocoSummary, class_result
+from vocmatch.evaluation.result import ClassResult, class_result
 
 __all__ = [
-    "AreaMatches",
     "ClassBits",
     "ClassCounts",
     "ClassRanking",
-    "CocoOrder",
-    "RankedFlags",
-    "class_ap_values",
-    "class_curves",
     "class_members",
     "class_ranking",
     "class_results",
-    "coco_area",
     "segment_starts",
 ]
 
@@ -54,16 +44,6 @@ BoolArray = npt.NDArray[np.bool_]
 def segment_starts(keys: IntArray, n: int) -> IntArray:
     """Start of each key's run in a sorted key array, for keys 0..n (n + 1 entries)."""
     return np.searchsorted(keys, np.arange(n + 1)).astype(np.int64)
-
-
-def _ranked(
-    matched: BoolArray, ignored: BoolArray, scores: FloatArray, order: IntArray
-) -> tuple[BoolArray, FloatArray]:
-    # As vocmatch.evaluation.scoring._ranked: predictions in (image, rank) order, ignored ones out,
-    # then a stable sort by descending score. ``order`` is that stable sort of all of them;
-    # filtering it gives the stable sort of the kept ones.
-    selected = order[~ignored[order]]
-    return matched[selected], scores[selected]
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,87 +272,6 @@ class ClassCounts:
         return cls(*(values[:, j] for j in range(7)))
 
 
-@dataclass(frozen=True, slots=True)
-class RankedFlags:
-    """The kept predictions as AP and the curves read them.
-
-    Attributes:
-        ranking: Each class's members and ranking.
-        score: ``(P,)`` scores for ranking, ``-inf`` for none.
-        flags: Given a threshold's index among the matched thresholds, ``(P,)`` matched (TP
-            or ignored) and ``(P,)`` matched to ignored ground truth.
-        level_index: Each matched threshold's index.
-        evaluation_level: The index of the evaluation's own threshold.
-    """
-
-    ranking: ClassRanking
-    score: FloatArray
-    flags: Callable[[int], tuple[BoolArray, BoolArray]]
-    level_index: dict[float, int]
-    evaluation_level: int
-
-
-def class_ap_values(
-    conv: Conventions,
-    ranked: RankedFlags,
-    n_class_gt: Sequence[int],
-    scored: bool,
-    coco_class_ap: dict[int, list[float]] | None,
-) -> list[list[float]]:
-    """Each class's AP at every AP threshold of the protocol (none for a class without
-    ground truth that counts, or without scores).
-
-    With pycocotools' numbers at hand (``coco_class_ap``, given only when the area "all"
-    entry is the class's COCO AP) they are read from there; otherwise one threshold at a
-    time, for every class.
-    """
-    n_k = len(n_class_gt)
-    ap_values: list[list[float]] = [[] for _ in range(n_k)]
-    if coco_class_ap is not None:
-        for k in range(n_k):
-            if n_class_gt[k] > 0:
-                ap_values[k] = coco_class_ap[k]
-        return ap_values
-    if not scored or not any(n > 0 for n in n_class_gt):
-        return ap_values
-    ranking = ranked.ranking
-    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-    for threshold in conv.ap_thresholds:
-        matched_l, ignored_l = ranked.flags(ranked.level_index[threshold])
-        for k in range(n_k):
-            if n_class_gt[k] == 0:
-                continue
-            members = ranking.members(k)
-            tp_level, ranked_scores = _ranked(
-                matched_l[members], ignored_l[members], ranked.score[members],
-                ranking.rankings[k].order,
-            )  # fmt: skip
-            c = precision_recall_curve(tp_level, ranked_scores, n_class_gt[k], eps=eps)
-            ap_values[k].append(average_precision(c.recall, c.precision, conv.interpolation))
-        del matched_l, ignored_l
-    return ap_values
-
-
-def class_curves(
-    ranked: RankedFlags, n_class_gt: Sequence[int], scored: bool
-) -> list[Curve | None]:
-    """Each class's precision/recall curve at the evaluation's IoU threshold (None without
-    scores: nothing is ranked)."""
-    n_k = ranked.ranking.starts.size - 1
-    if not scored:
-        return [None] * n_k
-    matched, ignored = ranked.flags(ranked.evaluation_level)
-    ranking = ranked.ranking
-    curves: list[Curve | None] = []
-    for k in range(n_k):
-        members = ranking.members(k)
-        tp_ranked, ranked_scores = _ranked(
-            matched[members], ignored[members], ranked.score[members], ranking.rankings[k].order
-        )
-        curves.append(precision_recall_curve(tp_ranked, ranked_scores, n_class_gt[k]))
-    return curves
-
-
 def class_results(
     conv: Conventions,
     class_names: Sequence[str],
@@ -381,8 +280,8 @@ def class_results(
     ap_values: list[list[float]],
     scored: bool,
 ) -> list[ClassResult]:
-    """Each class's counts, its curve at the IoU threshold (see :func:`class_curves`), and
-    its AP from ``ap_values`` (see :func:`class_ap_values`)."""
+    """Each class's counts, its curve at the IoU threshold, and its AP from ``ap_values``
+    (each class's AP at every AP threshold of the protocol)."""
     # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
     at50 = (
         conv.ap_thresholds.index(0.5)
@@ -409,91 +308,6 @@ def class_results(
             )
         )  # fmt: skip
     return classes
-
-
-@dataclass(frozen=True, slots=True)
-class CocoOrder:
-    """The kept predictions as pycocotools' accumulation reads them.
-
-    Attributes:
-        ranking: Each class's members and ranking.
-        label: ``(P,)`` class of each.
-        rank: ``(P,)`` its place in its image-class by score (maxDets keep those below).
-        position: ``(P,)`` its place in its class's ranking.
-        n_thresholds: The AP thresholds.
-    """
-
-    ranking: ClassRanking
-    label: IntArray
-    rank: IntArray
-    position: IntArray
-    n_thresholds: int
-
-    @classmethod
-    def of(cls, ranking: ClassRanking, label: IntArray, rank: IntArray, n_t: int) -> CocoOrder:
-        """The order of predictions of classes ranked by ``ranking``."""
-        position = np.zeros(label.size, dtype=np.int32)
-        for k in range(ranking.starts.size - 1):
-            ranked = ranking.ranked(k)
-            position[ranked] = np.arange(ranked.size)
-        return cls(ranking, label, rank, position, n_t)
-
-
-@dataclass(frozen=True, slots=True)
-class AreaMatches:
-    """One COCO area range's matching, as the matched pairs.
-
-    Attributes:
-        hit_pred: ``(H,)`` the prediction of each matched pair.
-        hit_t: ``(H,)`` its AP threshold's index.
-        hit_ignored: ``(H,)`` the ground truth is ignored (``difficult``, crowd, or out of
-            the area range).
-        pred_out: ``(P,)`` the prediction's area is outside the range.
-        gt_counting: ``(K,)`` each class's ground truth that counts in the range.
-    """
-
-    hit_pred: IntArray
-    hit_t: IntArray
-    hit_ignored: BoolArray
-    pred_out: BoolArray
-    gt_counting: IntArray
-
-
-def coco_area(
-    summary: CocoSummary,
-    area: int,
-    matches: AreaMatches,
-    order: CocoOrder,
-    class_ap: dict[int, list[float]],
-) -> None:
-    """pycocotools' accumulation of one area range, class by class into ``summary``; under
-    area "all" (``area`` 0) each class's AP at each threshold (maxDets 100) into
-    ``class_ap``."""
-    n_t, n_pred = order.n_thresholds, order.label.size
-    # Matched predictions are few: take them sparse, by class, threshold and place.
-    # int64 before the combined key below: class x threshold x place exceeds int32.
-    hit_class = order.label[matches.hit_pred].astype(np.int64)
-    hit_position = order.position[matches.hit_pred].astype(np.int64)
-    hit_t = matches.hit_t.astype(np.int64)
-    # (class, threshold, place) is unique per match: one integer key sorts them.
-    sort = np.argsort((hit_class * n_t + hit_t) * max(n_pred, 1) + hit_position)
-    hit_class, hit_t, hit_position = hit_class[sort], hit_t[sort], hit_position[sort]
-    hit_ignored = matches.hit_ignored[sort]
-    hit_out = matches.pred_out[matches.hit_pred[sort]]
-    n_k = matches.gt_counting.size
-    starts = np.searchsorted(hit_class, np.arange(n_k + 1))
-    for k in range(n_k):
-        if matches.gt_counting[k] == 0:
-            continue
-        ranked = order.ranking.ranked(k)
-        run = slice(starts[k], starts[k + 1])
-        hits = _Hits(hit_position[run], hit_t[run], hit_ignored[run], hit_out[run], n_t)
-        precision, recall = _coco_accumulate_sparse(
-            int(matches.gt_counting[k]), order.rank[ranked], matches.pred_out[ranked], hits
-        )
-        summary.add(area, precision, recall)
-        if area == 0:
-            class_ap[k] = [float(np.mean(precision[level, :, 2])) for level in range(n_t)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""Stage *per image* of the column evaluator (:mod:`vocmatch.evaluation.engine`): every
-image's counts at each matched threshold (:func:`per_image_counts`), its per-box records in
-the reference's order (:func:`per_box_matches`), and its
-:class:`~vocmatch.evaluation.result.ImageResult` (:func:`build_image_results`).
+"""Stage *per image* of the column evaluator (:mod:`vocmatch.evaluation.stages`): every
+image's counts at each matched threshold (:func:`per_image_counts`) and its per-box records
+in the reference's order (:func:`per_box_matches`), which the match records keep
+(:mod:`vocmatch.evaluation.records`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ import numpy.typing as npt
 
 from vocmatch.evaluation.accumulate import segment_starts
 from vocmatch.evaluation.candidates import Matching
-from vocmatch.evaluation.result import ImageResult, Match, Outcome, SweepResult
-from vocmatch.evaluation.stage_inputs import Counted, Paired, Prepared, Selection
+from vocmatch.evaluation.result import Match, Outcome
+from vocmatch.evaluation.stage_inputs import Counted, Paired, Prepared
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
     "PerImageCounts",
-    "build_image_results",
     "per_box_matches",
     "per_image_counts",
 ]
@@ -120,56 +119,6 @@ def per_image_counts(
         tp_iou=tp_iou[tp_order].tolist(),
         tp_bounds=segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
     )
-
-
-def build_image_results(
-    prepared: Prepared,
-    selection: Selection,
-    counts: PerImageCounts,
-    records: list[tuple[Match, ...]] | None,
-) -> list[ImageResult]:
-    """Each evaluated image's result, with its per-box ``records`` (none without)."""
-    gt, pred = prepared.gt_columns, prepared.pred_columns
-    t = prepared.levels.evaluation
-    swept = prepared.conventions.sweep_thresholds
-    sweep_levels = [(threshold, prepared.levels.index[threshold]) for threshold in swept]
-    tp_image, fp_image, fn_image = counts.tp, counts.fp, counts.fn
-    tp_iou, tp_bounds = counts.tp_iou, counts.tp_bounds
-    # Sweeps repeat (small counts): equal ones share one frozen record.
-    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
-    image_results = []
-    for j, i in enumerate(selection.images):
-        p = selection.pred_of_image[j]
-        ious = tp_iou[tp_bounds[j] : tp_bounds[j + 1]]
-        key = tuple(
-            c
-            for _, level in sweep_levels
-            for c in (tp_image[level][j], fp_image[level][j], fn_image[level][j])
-        )
-        sweep = sweeps.get(key)
-        if sweep is None:
-            sweep = sweeps[key] = tuple(
-                SweepResult(threshold, *key[3 * n : 3 * n + 3])
-                for n, (threshold, _) in enumerate(sweep_levels)
-            )
-        image_results.append(
-            ImageResult(
-                key=gt.keys[i],
-                gt_path=gt.paths[i],
-                pred_path=pred.paths[p] if p is not None else None,
-                gt=counts.gt[j],
-                gt_ignored=counts.gt_ignored[j],
-                pred=counts.pred[j],
-                tp=tp_image[t][j],
-                fp=fp_image[t][j],
-                fn=fn_image[t][j],
-                mean_iou=math.fsum(ious) / len(ious) if ious else None,
-                sweep=sweep,
-                matches=records[j] if records is not None else (),
-                pred_ignored=counts.pred_ignored[j],
-            )
-        )
-    return image_results
 
 
 def per_box_matches(

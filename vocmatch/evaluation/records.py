@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,20 +46,22 @@ from vocmatch.evaluation.accumulate import (
     class_results,
 )
 from vocmatch.evaluation.candidates import match_all, match_cells
-from vocmatch.evaluation.per_class import class_counts
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.result import (
+    AREA_NAMES,
     COCO_AREAS,
     CocoStats,
     CocoSummary,
     Evaluation,
     ImageResult,
+    Match,
     SweepResult,
     case_notes,
     finish,
     odd_value_counts,
     odd_value_notes,
     score_notes,
+    shape_notes,
 )
 from vocmatch.evaluation.stage_inputs import (
     Areas,
@@ -69,10 +71,21 @@ from vocmatch.evaluation.stage_inputs import (
     RankingScores,
     Selection,
 )
+from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["Findings", "ImageCounts", "MatchRecords", "NoteCounts", "PredRecords", "evaluation_of"]
+__all__ = [
+    "Asked",
+    "Findings",
+    "ImageCounts",
+    "MatchRecords",
+    "NoteCounts",
+    "PredRecords",
+    "check_thresholds",
+    "evaluation_of",
+    "match_records",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -143,6 +156,8 @@ class NoteCounts:
         unscored_files: Prediction files holding those.
         odd: Per kind of odd value (:data:`~vocmatch.evaluation.result.ODD_VALUES`), the
             count of each file having any, as ``(path, count)`` sorted by path.
+        shapes: Evaluated objects that are a rotated box or a polygon (none in a state file,
+            which holds records of plain boxes).
     """
 
     names: tuple[str, ...]
@@ -151,6 +166,7 @@ class NoteCounts:
     unscored: int
     unscored_files: int
     odd: tuple[tuple[tuple[str, int], ...], ...]
+    shapes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +185,8 @@ class MatchRecords:
         beyond: Some box's area lies beyond COCO's area "all" (class AP is then computed,
             not read from pycocotools' numbers).
         notes: The notes' ingredients.
+        detail: Each image's per-box records (the report's ``ImageResult.matches``), when
+            they were asked for; None otherwise (never in a state file).
     """
 
     keys: tuple[str, ...]
@@ -181,6 +199,7 @@ class MatchRecords:
     coco_gt: IntArray
     beyond: bool
     notes: NoteCounts
+    detail: tuple[tuple[Match, ...], ...] | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -208,6 +227,7 @@ class MatchRecords:
             coco_gt=_class_sum([p.coco_gt for p in parts], remaps, len(names)),
             beyond=any(p.beyond for p in parts),
             notes=_join_notes([p.notes for p in parts]),
+            detail=_join_detail([p.detail for p in parts]),
         )
 
     @staticmethod
@@ -277,7 +297,28 @@ class MatchRecords:
             preds=preds,
             counts=_counts_of_images(self.counts, order),
             unscored=None if self.unscored is None else _counts_of_images(self.unscored, order),
+            detail=None if self.detail is None else tuple(self.detail[i] for i in order),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What :func:`match_records` is asked for beyond the records themselves.
+
+    Attributes:
+        whole_run: The records are the whole run, never joined with others': only the run's
+            own reading of scores is kept (see the module doc), and a score threshold without
+            scored predictions is refused before matching.
+        detail: Keep each image's per-box records (:attr:`MatchRecords.detail`).
+        stage: Told each stage as it starts, by name.
+        matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
+            images' own reading of scores, once they are matched.
+    """
+
+    whole_run: bool = False
+    detail: bool = False
+    stage: Callable[[str], None] | None = None
+    matched: Callable[[MatchedColumns], None] | None = None
 
 
 def match_records(
@@ -287,23 +328,28 @@ def match_records(
     *,
     fold_case: bool = False,
     score_thresholds: ScoreThresholds | None = None,
+    asked: Asked = Asked(),
 ) -> MatchRecords:
-    """Match every image of the column sets and keep their records (the engine's stages up
-    to the per-image results; see the module doc).
+    """Match every image of the column sets and keep their records (the stages up to the
+    per-image results; see the module doc).
 
     Args:
-        gt: Ground-truth columns of plain boxes.
+        gt: Ground-truth columns.
         pred: Prediction columns of the same images.
         conv: The protocol.
         fold_case: Lower-case every class name before matching.
         score_thresholds: Count only predictions at or above their class's threshold.
+        asked: What is wanted beyond the records.
 
     Returns:
         The records, images in the order of ``gt``.
 
     Raises:
-        InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds.
+        InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds; a
+            score threshold is given for a whole run without scored predictions.
     """
+    stage = asked.stage or _no_stage
+    stage("selecting boxes")
     levels = IouLevels.of(conv)
     if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
         raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
@@ -312,23 +358,45 @@ def match_records(
         gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
     selection = stages.select_images(gt, pred)
+    if asked.whole_run:
+        check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
-    scored = _reading(gt, pred, replace(selection, scored=True), conv, score_thresholds)
-    unscored = None
-    if not selection.scored:
-        unscored = _reading(gt, pred, selection, conv, score_thresholds).counts
+    # Unscored images, unless they are the whole run, are read both ways: the scored
+    # reading's predictions are kept, and the unscored one's counts and asked-for parts.
+    both = not selection.scored and not asked.whole_run
+    first = _reading(gt, pred, replace(selection, scored=True) if both else selection, conv,
+                     score_thresholds, Asked() if both else asked)  # fmt: skip
+    second = _reading(gt, pred, selection, conv, score_thresholds, asked) if both else None
     return MatchRecords(
         keys=tuple(gt.keys[i] for i in selection.images),
         gt_paths=tuple(gt.paths[i] for i in selection.images),
         pred_paths=tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image),
-        class_names=scored.class_names,
-        preds=scored.preds,
-        counts=scored.counts,
-        unscored=unscored,
-        coco_gt=scored.coco_gt,
-        beyond=scored.beyond,
+        class_names=first.class_names,
+        preds=first.preds,
+        counts=first.counts,
+        unscored=None if second is None else second.counts,
+        coco_gt=first.coco_gt,
+        beyond=first.beyond,
         notes=notes,
+        detail=(second or first).detail,
     )
+
+
+def _no_stage(name: str) -> None:
+    """Told a stage's name when nobody asked to be."""
+
+
+def check_thresholds(thresholds: ScoreThresholds | None, scored: bool, n_pred: int) -> None:
+    """Refuse score thresholds over predictions none of which has a score.
+
+    Raises:
+        InputError: A threshold is set, there are predictions, and none has a score.
+    """
+    if thresholds and not scored and n_pred:
+        raise InputError(
+            f"a score threshold ({thresholds.describe()}) needs scored predictions, "
+            "and none of the predictions has a <score> or <confidence>"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +408,7 @@ class _Reading:
     counts: ImageCounts
     coco_gt: IntArray
     beyond: bool
+    detail: tuple[tuple[Match, ...], ...] | None
 
 
 def _reading(
@@ -348,26 +417,37 @@ def _reading(
     selection: Selection,
     conv: Conventions,
     score_thresholds: ScoreThresholds | None,
+    asked: Asked,
 ) -> _Reading:
-    """The engine's stages under one reading of scores (``selection.scored``)."""
+    """The stages under one reading of scores (``selection.scored``)."""
+    stage = asked.stage or _no_stage
+    stage("sorting boxes")
     prepared, by_score = stages.prepare_cells(gt, pred, selection, conv, score_thresholds)
-    paired = stages.pair_and_match(prepared, by_score, lambda _: None)
+    stage("pairing boxes")
+    paired = stages.pair_and_match(prepared, by_score, stage)
     del by_score
     areas = Areas(*paired.scan.space.region_areas())
+    # Without scores nothing is ranked: a whole run then reads no area range's matching.
+    flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
     scores = RankingScores.of(prepared)
+    if asked.matched is not None:
+        asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
+    stage("per-image results")
     counts = ImageCounts(
         _image_values(prepared, image_counts, n_images),
         _mean_iou(image_counts),
-        class_counts(prepared, paired.ranking, counted),
+        stages.class_counts(prepared, counted),
     )
-    flags = _area_flags(prepared, paired, areas)
+    detail = None
+    if asked.detail:
+        detail = tuple(per_image.per_box_matches(prepared, paired, counted, n_images))
     preds = _pred_records(prepared, paired, scores, flags, n_images)
     high = COCO_AREAS[0][1]
     beyond = bool((areas.gt > high).any() or (areas.pred > high).any())
-    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond)
+    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond, detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,8 +468,11 @@ class _AreaFlags:
     gt_counting: IntArray
 
 
-def _area_flags(prepared: Prepared, paired: Paired, areas: Areas) -> _AreaFlags:
-    """Each area range matched again, as the engine's pycocotools stage matches it."""
+def _area_flags(
+    prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None], match: bool
+) -> _AreaFlags:
+    """Each area range matched again (unless not ``match``: no prediction then has a flag),
+    as pycocotools matches it, with the ground truth outside the range ignored."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
     inside = np.zeros(n_pred, dtype=np.uint8)
@@ -402,9 +485,12 @@ def _area_flags(prepared: Prepared, paired: Paired, areas: Areas) -> _AreaFlags:
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
     own = _ap_places(prepared)
     for a in range(n_areas):
+        stage(f"COCO area {AREA_NAMES[a]}")
         low, high = COCO_AREAS[a]
         ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
+        if not match:
+            continue
         found = _range_hits(prepared, paired, ignore, own)
         hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
         hit_ignored = ignore[hit_gt]
@@ -558,7 +644,7 @@ def _mean_iou(counts: PerImageCounts) -> FloatArray:
 def _note_counts(
     gt: ColumnSet, pred: ColumnSet, selection: Selection, names: tuple[str, ...]
 ) -> NoteCounts:
-    """The notes' ingredients of the selected images (as :func:`engine._notes` reads them)."""
+    """The notes' ingredients of the selected images."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
     unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
     gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
@@ -576,6 +662,18 @@ def _note_counts(
         unscored=int(unscored_rows.size),
         unscored_files=stages.distinct_count(pred.image[unscored_rows]),
         odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+        shapes=_shapes_evaluated(gt, pred, selection),
+    )
+
+
+def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
+    """Rotated boxes and polygons among the evaluated boxes."""
+    gt_evaluated = np.zeros(gt.image.size, dtype=bool)
+    gt_evaluated[selection.gt_rows] = True
+    pred_evaluated = np.zeros(pred.image.size, dtype=bool)
+    pred_evaluated[selection.pred_rows] = True
+    return sum(1 for row, _ in gt.shapes if gt_evaluated[row]) + sum(
+        1 for row, _ in pred.shapes if pred_evaluated[row]
     )
 
 
@@ -619,11 +717,7 @@ def evaluation_of(
     records = records.in_key_order()
     notes_in = records.notes
     scored = notes_in.scored
-    if score_thresholds and not scored and notes_in.preds:
-        raise InputError(
-            f"a score threshold ({score_thresholds.describe()}) needs scored predictions, "
-            "and none of the predictions has a <score> or <confidence>"
-        )
+    check_thresholds(score_thresholds, scored, notes_in.preds)
     counts = records.counts if scored or records.unscored is None else records.unscored
     n_class_gt: list[int] = counts.classes.gt.tolist()
     # Without scores nothing is ranked: no curve, no AP.
@@ -640,6 +734,7 @@ def evaluation_of(
         *score_notes(scored, notes_in.unscored, notes_in.preds > 0, files=notes_in.unscored_files),
         *odd_value_notes([dict(kind) for kind in notes_in.odd]),
         *case_notes(notes_in.names, fold_case),
+        *shape_notes(notes_in.shapes, conv),
     ]
     missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
     skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
@@ -739,6 +834,7 @@ def _image_results(
     results = []
     # Sweeps repeat (small counts): equal ones share one frozen record.
     sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
+    detail = records.detail
     for j, key in enumerate(records.keys):
         row = values[j]
         counted = tuple(row[n:])
@@ -753,7 +849,7 @@ def _image_results(
                 key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
                 gt=row[0], gt_ignored=row[1], pred=row[2], tp=row[3], fp=row[4], fn=row[5],
                 mean_iou=None if math.isnan(mean_iou[j]) else mean_iou[j], sweep=sweep,
-                pred_ignored=row[6],
+                matches=() if detail is None else detail[j], pred_ignored=row[6],
             )
         )  # fmt: skip
     return results
@@ -826,7 +922,17 @@ def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
         unscored=sum(p.unscored for p in parts),
         unscored_files=sum(p.unscored_files for p in parts),
         odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+        shapes=sum(p.shapes for p in parts),
     )
+
+
+def _join_detail(
+    parts: Sequence[tuple[tuple[Match, ...], ...] | None],
+) -> tuple[tuple[Match, ...], ...] | None:
+    """Every part's per-box records in part order; None unless every part kept them."""
+    if any(p is None for p in parts):
+        return None
+    return tuple(d for p in parts if p is not None for d in p)
 
 
 def _empty_preds(n_images: int, n_areas: int) -> PredRecords:

@@ -22,6 +22,7 @@ from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option
 
 __all__ = [
+    "AREA_NAMES",
     "COCO_AREAS",
     "ENORMOUS_COORDINATE",
     "ODD_VALUES",
@@ -56,6 +57,8 @@ COCO_AREAS: tuple[tuple[float, float], ...] = (
     (32.0**2, 96.0**2),
     (96.0**2, 1e5**2),
 )
+#: The names of :data:`COCO_AREAS`, in order.
+AREA_NAMES = ("all", "small", "medium", "large")
 
 
 @dataclass(frozen=True, slots=True)

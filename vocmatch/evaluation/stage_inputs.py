@@ -1,12 +1,11 @@
-"""What the stages of the column evaluator (:mod:`vocmatch.evaluation.engine`) hand on: each
+"""What the stages of the column evaluator (:mod:`vocmatch.evaluation.stages`) hand on: each
 stage's result, read by the stages after it.
 
 The selection of images and boxes (stage *select*), the inputs sorted into image-class cells
 (*prepare*), the pairs and their matching (*pair and match*), the continuous areas COCO's
 area ranges read, the scores for ranking and each kept prediction's outcome at the IoU
-threshold (*count*). The per-image stage (:mod:`vocmatch.evaluation.per_image`), the
-per-class stage (:mod:`vocmatch.evaluation.per_class`), the engine and the match records
-(:mod:`vocmatch.evaluation.records`) all read them.
+threshold (*count*). The per-image stage (:mod:`vocmatch.evaluation.per_image`) and the
+match records (:mod:`vocmatch.evaluation.records`) read them.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from vocmatch.core.match import Hits, RankedMatcher
 from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
-from vocmatch.evaluation.accumulate import class_ranking
+from vocmatch.evaluation.accumulate import ClassCounts, class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
 from vocmatch.evaluation.pair_space import PairSpace, iou_floor
 from vocmatch.evaluation.result import ENORMOUS_COORDINATE
@@ -54,6 +54,7 @@ from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
     "MatchedColumns",
+    "class_counts",
     "count_outcomes",
     "distinct_count",
     "fold_columns",
@@ -467,6 +468,27 @@ def count_outcomes(prepared: Prepared, m: Matching, scores: RankingScores) -> Co
         matched_t, ignored_t, counted_t & passing, ignored_t & passing, missed, passing,
         passing_all,
     )  # fmt: skip
+
+
+def class_counts(prepared: Prepared, counted: Counted) -> ClassCounts:
+    """Each class's counts at the IoU threshold; with score thresholds, of the predictions
+    that pass."""
+    n_k = len(prepared.class_names)
+    n_counting, n_ignored = prepared.gt.per_class(n_k)
+    label = prepared.pred.label
+    passing = counted.passing
+    tp = np.bincount(label[counted.counted], minlength=n_k)
+    if passing is None:
+        fp = np.bincount(label[~counted.matched], minlength=n_k)
+        missed = counted.missed[prepared.levels.evaluation]
+        fn = np.bincount(prepared.gt.label[missed], minlength=n_k)
+        n_pred = np.bincount(label, minlength=n_k)
+    else:
+        fp = np.bincount(label[~counted.matched & passing], minlength=n_k)
+        fn = n_counting - tp
+        n_pred = np.bincount(label[passing], minlength=n_k)
+    pred_ignored = np.bincount(label[counted.ignored_counted], minlength=n_k)
+    return ClassCounts(n_counting, n_ignored, n_pred, tp, fp, fn, pred_ignored)
 
 
 def _sorted_shapes(
