@@ -18,7 +18,7 @@ import pytest
 
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
-from vocmatch.evaluation import engine, per_image, records, stage_inputs, stages
+from vocmatch.evaluation import engine, from_records, per_image, stage_inputs, stages, to_records
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
@@ -179,8 +179,8 @@ def whole_run(
     """The columns evaluated by the route's two steps, match records then accumulation."""
     gt, pred = columns()
     stage = None if told is None else told.append
-    asked = records.Asked(whole_run=True, detail=detail, stage=stage)
-    return records.evaluation_of(records.match_records(gt, pred, conv, asked=asked), conv)
+    asked = to_records.Asked(whole_run=True, detail=detail, stage=stage)
+    return from_records.evaluation_of(to_records.match_records(gt, pred, conv, asked=asked), conv)
 
 
 def test_image_results_with_records() -> None:

@@ -3,7 +3,7 @@ and per-class results, from each prediction's match flags.
 
 Matching (:mod:`vocmatch.evaluation.stages`) is per image; everything here reads the kept
 predictions of every image at once: the ranking of a class is stable by descending score,
-ties in image then file order. :func:`vocmatch.evaluation.records.evaluation_of` reads match
+ties in image then file order. :func:`vocmatch.evaluation.from_records.evaluation_of` reads match
 records (of one run, or merged from shards) one class at a time from the flags' bits
 (:class:`ClassBits`, so that its arrays are one class long).
 """

@@ -7,11 +7,11 @@ same :class:`~vocmatch.evaluation.scoring.Evaluation` from
 :class:`~vocmatch.readers.scan.ColumnSet` columns without a Python loop per image-class pair,
 by the route every evaluation takes:
 
-* :func:`~vocmatch.evaluation.records.match_records` runs the stages of
+* :func:`~vocmatch.evaluation.to_records.match_records` runs the stages of
   :mod:`vocmatch.evaluation.stages` (select, prepare, pair and match, count) and keeps, of
   each image, its match records (the per-image counts, and each prediction's match flags at
   every IoU threshold and COCO area range);
-* :func:`~vocmatch.evaluation.records.evaluation_of` accumulates records (each class's AP,
+* :func:`~vocmatch.evaluation.from_records.evaluation_of` accumulates records (each class's AP,
   curve and pycocotools' numbers, :mod:`vocmatch.evaluation.accumulate`), whether they come
   from one run, as here, from shards saved and merged, or from an
   :class:`~vocmatch.evaluation.incremental.Evaluator`.
@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.evaluation.records import Asked, Findings, evaluation_of, match_records
+from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
 from vocmatch.evaluation.stages import MatchedColumns, orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["StageProgress", "evaluate_columns", "evaluate_matched"]
@@ -78,9 +79,9 @@ def evaluate_columns(
     the same files, number for number.
 
     The run is one shard of the one route: every image matched into match records
-    (:func:`~vocmatch.evaluation.records.match_records`, the stages of
+    (:func:`~vocmatch.evaluation.to_records.match_records`, the stages of
     :mod:`vocmatch.evaluation.stages`), then accumulated
-    (:func:`~vocmatch.evaluation.records.evaluation_of`), as records saved by shards and
+    (:func:`~vocmatch.evaluation.from_records.evaluation_of`), as records saved by shards and
     merged are.
 
     Args:

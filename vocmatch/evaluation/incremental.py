@@ -42,6 +42,7 @@ from vocmatch.checks import checked_flag
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, conventions_of
 from vocmatch.errors import InputError, RequestError, StateError
+from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.given_arrays import (
     batch_entry,
     checked_boxes,
@@ -51,7 +52,7 @@ from vocmatch.evaluation.given_arrays import (
     plain_boxes,
     to_numpy,
 )
-from vocmatch.evaluation.records import Findings, MatchRecords, evaluation_of, match_records
+from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shard_origin import ShardOrigin
 from vocmatch.evaluation.stages import select_images
@@ -75,6 +76,7 @@ from vocmatch.evaluation.state_records import (
     with_range,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evaluation.to_records import match_records
 from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys

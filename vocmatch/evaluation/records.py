@@ -5,12 +5,16 @@ image alone, and so does each prediction's matching, at every IoU threshold and 
 COCO area range (pycocotools matches each image-class apart). What crosses images is the
 accumulation of each class (AP, the precision/recall curve, pycocotools' numbers), which
 reads, of each kept prediction, only its class, score, image and rank, and whether it matched
-ground truth that counts or that is ignored. :func:`match_records` matches a set of images
-(the engine's stages: select, prepare, pair and match, per-area-range matchings, per image)
-and keeps just that; :meth:`MatchRecords.join` puts records of disjoint images together;
-:func:`evaluation_of` accumulates them (:mod:`vocmatch.evaluation.accumulate`, the engine's
-own functions) into the :class:`~vocmatch.evaluation.result.Evaluation` that
-:func:`~vocmatch.evaluation.engine.evaluate_columns` gives on the same images, bit for bit.
+ground truth that counts or that is ignored.
+:func:`~vocmatch.evaluation.to_records.match_records` matches a set of images (the stages:
+select, prepare, pair and match, per-area-range matchings, per image) and keeps just that;
+:meth:`MatchRecords.join` puts records of disjoint images together;
+:func:`~vocmatch.evaluation.from_records.evaluation_of` accumulates them
+(:mod:`vocmatch.evaluation.accumulate`) into the
+:class:`~vocmatch.evaluation.result.Evaluation`. A local run is one set of images
+(:func:`~vocmatch.evaluation.engine.evaluate_columns`), shards and an
+:class:`~vocmatch.evaluation.incremental.Evaluator` several: the same records, the same
+numbers, bit for bit.
 
 Two facts of a run are global and are settled when records are accumulated:
 
@@ -24,67 +28,35 @@ Two facts of a run are global and are settled when records are accumulated:
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
-from vocmatch.core.match import Hits
-from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
-from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.accumulate import (
-    ClassBits,
     ClassCounts,
-    class_members,
-    class_results,
 )
-from vocmatch.evaluation.candidates import match_all, match_cells
-from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.result import (
-    AREA_NAMES,
     COCO_AREAS,
-    CocoStats,
-    CocoSummary,
-    Evaluation,
-    ImageResult,
     Match,
-    SweepResult,
-    case_notes,
-    finish,
-    odd_value_counts,
-    odd_value_notes,
-    score_notes,
-    shape_notes,
 )
-from vocmatch.evaluation.stage_inputs import (
-    Areas,
-    IouLevels,
-    Paired,
-    Prepared,
-    RankingScores,
-    Selection,
-)
-from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
-    "Asked",
-    "Findings",
+    "IMAGE_FIELDS",
+    "MAX_THRESHOLDS",
+    "FlagArray",
     "ImageCounts",
     "MatchRecords",
     "NoteCounts",
     "PredRecords",
+    "Ranked",
     "check_thresholds",
-    "evaluation_of",
-    "match_records",
+    "flag_dtype",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -170,6 +142,22 @@ class NoteCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class Ranked:
+    """Each class's ranking as the stages of a whole run found it, so that accumulating
+    the run's own records does not sort its predictions again.
+
+    Attributes:
+        classes: Per class, its kept predictions (rows of :class:`PredRecords`) in its
+            ranking: stable, by descending score, ties in image then file order; a
+            prediction without a score last.
+        rank: ``(P,)`` each prediction's place in its image-class's run.
+    """
+
+    classes: tuple[FlagArray, ...]
+    rank: FlagArray
+
+
+@dataclass(frozen=True, slots=True)
 class MatchRecords:
     """The match records of a set of images (see the module doc).
 
@@ -187,6 +175,8 @@ class MatchRecords:
         notes: The notes' ingredients.
         detail: Each image's per-box records (the report's ``ImageResult.matches``), when
             they were asked for; None otherwise (never in a state file).
+        ranked: The classes' rankings of a whole run's records as made (None once records
+            are joined or reordered, and in a state file).
     """
 
     keys: tuple[str, ...]
@@ -200,6 +190,7 @@ class MatchRecords:
     beyond: bool
     notes: NoteCounts
     detail: tuple[tuple[Match, ...], ...] | None = None
+    ranked: Ranked | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -298,92 +289,8 @@ class MatchRecords:
             counts=_counts_of_images(self.counts, order),
             unscored=None if self.unscored is None else _counts_of_images(self.unscored, order),
             detail=None if self.detail is None else tuple(self.detail[i] for i in order),
+            ranked=None,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Asked:
-    """What :func:`match_records` is asked for beyond the records themselves.
-
-    Attributes:
-        whole_run: The records are the whole run, never joined with others': only the run's
-            own reading of scores is kept (see the module doc), and a score threshold without
-            scored predictions is refused before matching.
-        detail: Keep each image's per-box records (:attr:`MatchRecords.detail`).
-        stage: Told each stage as it starts, by name.
-        matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
-            images' own reading of scores, once they are matched.
-    """
-
-    whole_run: bool = False
-    detail: bool = False
-    stage: Callable[[str], None] | None = None
-    matched: Callable[[MatchedColumns], None] | None = None
-
-
-def match_records(
-    gt: ColumnSet,
-    pred: ColumnSet,
-    conv: Conventions,
-    *,
-    fold_case: bool = False,
-    score_thresholds: ScoreThresholds | None = None,
-    asked: Asked = Asked(),
-) -> MatchRecords:
-    """Match every image of the column sets and keep their records (the stages up to the
-    per-image results; see the module doc).
-
-    Args:
-        gt: Ground-truth columns.
-        pred: Prediction columns of the same images.
-        conv: The protocol.
-        fold_case: Lower-case every class name before matching.
-        score_thresholds: Count only predictions at or above their class's threshold.
-        asked: What is wanted beyond the records.
-
-    Returns:
-        The records, images in the order of ``gt``.
-
-    Raises:
-        InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds; a
-            score threshold is given for a whole run without scored predictions.
-    """
-    stage = asked.stage or _no_stage
-    stage("selecting boxes")
-    levels = IouLevels.of(conv)
-    if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
-        raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
-    used = {*gt.label_names, *pred.label_names}
-    if fold_case:
-        gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
-        score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
-    selection = stages.select_images(gt, pred)
-    if asked.whole_run:
-        check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
-    notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
-    # Unscored images, unless they are the whole run, are read both ways: the scored
-    # reading's predictions are kept, and the unscored one's counts and asked-for parts.
-    both = not selection.scored and not asked.whole_run
-    first = _reading(gt, pred, replace(selection, scored=True) if both else selection, conv,
-                     score_thresholds, Asked() if both else asked)  # fmt: skip
-    second = _reading(gt, pred, selection, conv, score_thresholds, asked) if both else None
-    return MatchRecords(
-        keys=tuple(gt.keys[i] for i in selection.images),
-        gt_paths=tuple(gt.paths[i] for i in selection.images),
-        pred_paths=tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image),
-        class_names=first.class_names,
-        preds=first.preds,
-        counts=first.counts,
-        unscored=None if second is None else second.counts,
-        coco_gt=first.coco_gt,
-        beyond=first.beyond,
-        notes=notes,
-        detail=(second or first).detail,
-    )
-
-
-def _no_stage(name: str) -> None:
-    """Told a stage's name when nobody asked to be."""
 
 
 def check_thresholds(thresholds: ScoreThresholds | None, scored: bool, n_pred: int) -> None:
@@ -399,211 +306,6 @@ def check_thresholds(thresholds: ScoreThresholds | None, scored: bool, n_pred: i
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """The records of one reading of scores (see :func:`_reading`)."""
-
-    class_names: tuple[str, ...]
-    preds: PredRecords
-    counts: ImageCounts
-    coco_gt: IntArray
-    beyond: bool
-    detail: tuple[tuple[Match, ...], ...] | None
-
-
-def _reading(
-    gt: ColumnSet,
-    pred: ColumnSet,
-    selection: Selection,
-    conv: Conventions,
-    score_thresholds: ScoreThresholds | None,
-    asked: Asked,
-) -> _Reading:
-    """The stages under one reading of scores (``selection.scored``)."""
-    stage = asked.stage or _no_stage
-    stage("sorting boxes")
-    prepared, by_score = stages.prepare_cells(gt, pred, selection, conv, score_thresholds)
-    stage("pairing boxes")
-    paired = stages.pair_and_match(prepared, by_score, stage)
-    del by_score
-    areas = Areas(*paired.scan.space.region_areas())
-    # Without scores nothing is ranked: a whole run then reads no area range's matching.
-    flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
-    scores = RankingScores.of(prepared)
-    if asked.matched is not None:
-        asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
-    counted = stages.count_outcomes(prepared, paired.matching, scores)
-    n_images = len(selection.images)
-    image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
-    stage("per-image results")
-    counts = ImageCounts(
-        _image_values(prepared, image_counts, n_images),
-        _mean_iou(image_counts),
-        stages.class_counts(prepared, counted),
-    )
-    detail = None
-    if asked.detail:
-        detail = tuple(per_image.per_box_matches(prepared, paired, counted, n_images))
-    preds = _pred_records(prepared, paired, scores, flags, n_images)
-    high = COCO_AREAS[0][1]
-    beyond = bool((areas.gt > high).any() or (areas.pred > high).any())
-    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond, detail)
-
-
-@dataclass(frozen=True, slots=True)
-class _AreaFlags:
-    """The kept predictions in COCO's area ranges.
-
-    Attributes:
-        inside: ``(P,)`` bit ``a`` set: the area lies in range ``a``.
-        matched: ``(P, A)`` per range (none without the ``coco`` summary), bit ``t`` set: matched
-            at the ``t``-th AP threshold, the ground truth outside the range ignored.
-        ignored: ``(P, A)`` likewise, matched to ignored ground truth.
-        gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
-    """
-
-    inside: FlagArray
-    matched: FlagArray
-    ignored: FlagArray
-    gt_counting: IntArray
-
-
-def _area_flags(
-    prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None], match: bool
-) -> _AreaFlags:
-    """Each area range matched again (unless not ``match``: no prediction then has a flag),
-    as pycocotools matches it, with the ground truth outside the range ignored."""
-    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
-    n_pred = pred.label.size
-    inside = np.zeros(n_pred, dtype=np.uint8)
-    for a, (low, high) in enumerate(COCO_AREAS):
-        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.uint8) << a
-    n_areas = len(COCO_AREAS) if conv.summary == "coco" else 0
-    n_ap = len(conv.ap_thresholds)
-    matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
-    ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
-    gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    own = _ap_places(prepared)
-    for a in range(n_areas):
-        stage(f"COCO area {AREA_NAMES[a]}")
-        low, high = COCO_AREAS[a]
-        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
-        gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
-        if not match:
-            continue
-        found = _range_hits(prepared, paired, ignore, own)
-        hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
-        hit_ignored = ignore[hit_gt]
-        matched[:, a] = _bits(hit_pred, hit_t, n_pred, n_ap)
-        ignored[:, a] = _bits(hit_pred[hit_ignored], hit_t[hit_ignored], n_pred, n_ap)
-    return _AreaFlags(inside, matched, ignored, gt_counting)
-
-
-def _range_hits(
-    prepared: Prepared, paired: Paired, ignore: BoolArray, own: IntArray | None
-) -> Hits:
-    """The matching of one area range at the AP thresholds (``ignore``: the ground truth
-    it ignores), as :func:`match_all` gives it.
-
-    The evaluation's own matching (``own``: see :func:`_ap_places`) stands for it in every
-    image-class where the range ignores the same ground truth. Under the unmatched rule it
-    also stands where each of the two ignores all or none of the image-class's ground truth:
-    a prediction prefers ground truth that counts only over ignored ground truth of its
-    image-class. Only the other image-classes are matched again.
-    """
-    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
-    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
-    unmatched = conv.match_rule == "unmatched"
-    again = None
-    if own is not None:
-        cell = gt.image.astype(np.int64) * len(prepared.class_names) + gt.label
-        again = _cells_again(cell, ignore, gt.ignore, uniform_alike=unmatched)
-    if own is None or again is None or (again.any() and not unmatched):
-        found = match_all(
-            paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
-            conv.strict_threshold, prepared.scored,
-        )  # fmt: skip
-        return Hits(found.hit_t, found.hit_pred, found.hit_gt, found.hit_iou)
-    m = paired.matching
-    hit_t = own[m.hit_t]
-    kept = (hit_t >= 0) & ~again[m.hit_gt]
-    reused = Hits(hit_t[kept], m.hit_pred[kept], m.hit_gt[kept], m.hit_iou[kept])
-    if not again.any():
-        return reused
-    matched = match_cells(
-        paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.strict_threshold, again
-    )
-    return Hits.join([reused, matched])
-
-
-def _cells_again(
-    cell: IntArray, ignore: BoolArray, own_ignore: BoolArray, *, uniform_alike: bool
-) -> BoolArray:
-    """``(G,)`` the ground truth of the image-classes (``cell``) where ``ignore`` and
-    ``own_ignore`` differ; with ``uniform_alike``, not where each is all or none of the
-    image-class."""
-    differs: BoolArray = np.not_equal(ignore, own_ignore)
-    if not differs.any():
-        return differs
-    _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    again = np.bincount(inverse, differs, minlength=size.size) > 0
-    if uniform_alike:
-        in_range = np.bincount(inverse, ignore, minlength=size.size)
-        in_own = np.bincount(inverse, own_ignore, minlength=size.size)
-        uniform = ((in_range == 0) | (in_range == size)) & ((in_own == 0) | (in_own == size))
-        again &= ~uniform
-    flags: BoolArray = again[inverse]
-    return flags
-
-
-def _ap_places(prepared: Prepared) -> IntArray | None:
-    """``(L,)`` the place among the AP thresholds of each threshold the evaluation matched
-    at (-1 for none), when its matching of ranked predictions can stand for a range's."""
-    conv = prepared.conventions
-    levels = prepared.levels
-    if not prepared.scored or len(set(conv.ap_thresholds)) != len(conv.ap_thresholds):
-        return None
-    places = np.full(levels.thresholds.size, -1, dtype=np.int64)
-    for t, threshold in enumerate(conv.ap_thresholds):
-        places[levels.index[threshold]] = t
-    return places
-
-
-def _pred_records(
-    prepared: Prepared,
-    paired: Paired,
-    scores: RankingScores,
-    flags: _AreaFlags,
-    n_images: int,
-) -> PredRecords:
-    """The kept predictions' records."""
-    gt, pred, m = prepared.gt, prepared.pred, paired.matching
-    n_pred = pred.label.size
-    n_levels = IouLevels.of(prepared.conventions).thresholds.size
-    ignored_hit = gt.ignore[m.hit_gt]
-    return PredRecords(
-        count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
-        label=pred.label.astype(np.int32),
-        score=np.where(np.isneginf(scores.kept), math.nan, scores.kept),
-        matched=_bits(m.hit_pred, m.hit_t, n_pred, n_levels),
-        ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred, n_levels),
-        area=flags.inside,
-        coco_matched=flags.matched,
-        coco_ignored=flags.ignored,
-    )
-
-
-def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
-    """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
-    ``n_bits``), in :func:`flag_dtype`."""
-    bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
-    # One threshold at a time (a prediction twice there sets the same bit).
-    for t in np.unique(level).tolist():
-        bits[pred[level == t]] |= bits.dtype.type(1 << t)
-    return bits
-
-
 def flag_dtype(n_bits: int) -> np.dtype[Any]:
     """The dtype records keep ``n_bits`` flags in: the narrowest that holds them, the same
     for every part of a run (records are most of an evaluator's memory)."""
@@ -611,248 +313,6 @@ def flag_dtype(n_bits: int) -> np.dtype[Any]:
         if n_bits <= np.iinfo(dtype).bits:
             return np.dtype(dtype)
     return np.dtype(np.int64)
-
-
-def _image_values(prepared: Prepared, counts: PerImageCounts, n_images: int) -> IntArray:
-    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts (what its
-    :class:`~vocmatch.evaluation.result.ImageResult` holds), from the stage's counts."""
-    t, levels = prepared.levels.evaluation, prepared.levels.index
-    columns = [
-        counts.gt, counts.gt_ignored, counts.pred, counts.tp[t], counts.fp[t], counts.fn[t],
-        counts.pred_ignored,
-    ]  # fmt: skip
-    for threshold in prepared.conventions.sweep_thresholds:
-        level = levels[threshold]
-        columns += [counts.tp[level], counts.fp[level], counts.fn[level]]
-    values = np.array(columns, dtype=np.int64).reshape(len(columns), n_images)
-    return np.ascontiguousarray(values.T)
-
-
-def _mean_iou(counts: PerImageCounts) -> FloatArray:
-    """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
-    it), NaN without any."""
-    ious, bounds = counts.tp_iou, counts.tp_bounds
-    return np.array(
-        [
-            math.fsum(ious[start:stop]) / (stop - start) if stop > start else math.nan
-            for start, stop in itertools.pairwise(bounds)
-        ],
-        dtype=np.float64,
-    )
-
-
-def _note_counts(
-    gt: ColumnSet, pred: ColumnSet, selection: Selection, names: tuple[str, ...]
-) -> NoteCounts:
-    """The notes' ingredients of the selected images."""
-    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
-    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
-    gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[stages.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
-    odd = odd_value_counts(
-        [*gt.paths, *pred.paths],
-        np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
-        np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
-        np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
-    )
-    return NoteCounts(
-        names=names,
-        scored=selection.scored,
-        preds=int(pred_rows.size),
-        unscored=int(unscored_rows.size),
-        unscored_files=stages.distinct_count(pred.image[unscored_rows]),
-        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
-        shapes=_shapes_evaluated(gt, pred, selection),
-    )
-
-
-def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
-    """Rotated boxes and polygons among the evaluated boxes."""
-    gt_evaluated = np.zeros(gt.image.size, dtype=bool)
-    gt_evaluated[selection.gt_rows] = True
-    pred_evaluated = np.zeros(pred.image.size, dtype=bool)
-    pred_evaluated[selection.pred_rows] = True
-    return sum(1 for row, _ in gt.shapes if gt_evaluated[row]) + sum(
-        1 for row, _ in pred.shapes if pred_evaluated[row]
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Findings:
-    """What the reading of the files found, reported with the evaluation.
-
-    Attributes:
-        skipped: Files that could not be read.
-        orphan_pred: Prediction files without ground truth (not evaluated).
-        notes: The reader's notes, first among the notes.
-    """
-
-    skipped: tuple[SkippedFile, ...] = ()
-    orphan_pred: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-def evaluation_of(
-    records: MatchRecords,
-    conv: Conventions,
-    *,
-    fold_case: bool = False,
-    score_thresholds: ScoreThresholds | None = None,
-    findings: Findings | None = None,
-) -> Evaluation:
-    """The evaluation of the records' images: what
-    :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on them with
-    ``keep_matches=False``.
-
-    Args:
-        records: Match records (of one set of images, or joined).
-        conv: The protocol they were matched under.
-        fold_case: The class names were folded (for the notes).
-        score_thresholds: The score thresholds they were counted under.
-        findings: What the reading of the files found (none by default).
-
-    Raises:
-        InputError: A score threshold is set and no prediction has a score.
-    """
-    records = records.in_key_order()
-    notes_in = records.notes
-    scored = notes_in.scored
-    check_thresholds(score_thresholds, scored, notes_in.preds)
-    counts = records.counts if scored or records.unscored is None else records.unscored
-    n_class_gt: list[int] = counts.classes.gt.tolist()
-    # Without scores nothing is ranked: no curve, no AP.
-    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None)
-    if scored:
-        done = _accumulated(records, conv, n_class_gt)
-    classes = class_results(
-        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
-    )
-    coco = done.coco
-    findings = findings or Findings()
-    notes = [
-        *findings.notes,
-        *score_notes(scored, notes_in.unscored, notes_in.preds > 0, files=notes_in.unscored_files),
-        *odd_value_notes([dict(kind) for kind in notes_in.odd]),
-        *case_notes(notes_in.names, fold_case),
-        *shape_notes(notes_in.shapes, conv),
-    ]
-    missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
-    skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
-    return finish(
-        conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
-        findings.orphan_pred, notes,
-    )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _Accumulated:
-    """Each class's curve and AP values, and pycocotools' 12 numbers (None outside
-    the ``coco`` summary)."""
-
-    curves: list[Curve | None]
-    ap_values: list[list[float]]
-    coco: CocoStats | None
-
-
-def _accumulated(
-    records: MatchRecords, conv: Conventions, n_class_gt: Sequence[int]
-) -> _Accumulated:
-    """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
-    order of the predictions by class is as long as all of them, every other array is one
-    class's."""
-    curves: list[Curve | None] = []
-    ap_values: list[list[float]] = [[] for _ in n_class_gt]
-    preds = records.preds
-    levels = IouLevels.of(conv)
-    n_t = len(conv.ap_thresholds)
-    summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
-    reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)
-    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-    order, starts = class_members(preds.label, len(records.class_names))
-    image_ends = np.cumsum(preds.count)
-    for k in range(len(records.class_names)):
-        bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
-        coco_ap = None
-        if conv.summary == "coco":
-            # pycocotools adds class by class to each area's numbers: class order is kept.
-            for a in range(len(COCO_AREAS)):
-                n_gt = int(records.coco_gt[k, a])
-                if n_gt == 0:
-                    continue
-                precision, recall = bits.coco_area(a, n_gt, n_t)
-                summary.add(a, precision, recall)
-                if a == 0:
-                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
-        if n_class_gt[k] > 0:
-            if reusable and coco_ap is not None:
-                ap_values[k] = coco_ap
-            else:
-                for threshold in conv.ap_thresholds:
-                    tp, score = bits.curve_input(levels.index[threshold])
-                    c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
-                    ap = average_precision(c.recall, c.precision, conv.interpolation)
-                    ap_values[k].append(ap)
-        curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
-    return _Accumulated(curves, ap_values, summary.stats() if conv.summary == "coco" else None)
-
-
-def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
-    """A class's predictions (``members``, in (image, rank) order) in its ranking: stable,
-    by descending score, a prediction without a score last."""
-    image = np.searchsorted(image_ends, members, side="right")
-    # A prediction's rank: its place in its image-class's run.
-    run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
-    rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
-    score = np.asarray(preds.score[members], dtype=np.float64)  # a copy, float32 or not
-    score[np.isnan(score)] = -math.inf
-    by_score = np.argsort(-score, kind="stable")
-    ranked = members[by_score]
-    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
-    return ClassBits(
-        score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
-        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
-        np.take(preds.coco_ignored, ranked, axis=0),
-    )  # fmt: skip
-
-
-def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
-    """As the engine's ``_coco_class_ap_reusable``: class AP is pycocotools' area "all" entry
-    when no box leaves that range."""
-    return (
-        conv.interpolation == "101-point"
-        and (conv.max_dets is None or conv.max_dets <= 100)
-        and not beyond
-    )
-
-
-def _image_results(
-    records: MatchRecords, counts: ImageCounts, conv: Conventions
-) -> list[ImageResult]:
-    values: list[list[int]] = counts.values.tolist()
-    mean_iou: list[float] = counts.mean_iou.tolist()
-    n = len(IMAGE_FIELDS)
-    results = []
-    # Sweeps repeat (small counts): equal ones share one frozen record.
-    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
-    detail = records.detail
-    for j, key in enumerate(records.keys):
-        row = values[j]
-        counted = tuple(row[n:])
-        sweep = sweeps.get(counted)
-        if sweep is None:
-            sweep = sweeps[counted] = tuple(
-                SweepResult(threshold, *counted[3 * s : 3 * s + 3])
-                for s, threshold in enumerate(conv.sweep_thresholds)
-            )
-        results.append(
-            ImageResult(
-                key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
-                gt=row[0], gt_ignored=row[1], pred=row[2], tp=row[3], fp=row[4], fn=row[5],
-                mean_iou=None if math.isnan(mean_iou[j]) else mean_iou[j], sweep=sweep,
-                matches=() if detail is None else detail[j], pred_ignored=row[6],
-            )
-        )  # fmt: skip
-    return results
 
 
 def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:

@@ -1,0 +1,248 @@
+"""The evaluation of match records (:mod:`vocmatch.evaluation.records`), of one run or
+merged from shards: each class's AP, curve and pycocotools' numbers accumulated one class at
+a time (:mod:`vocmatch.evaluation.accumulate`), each image's result, and the notes worded
+once from the merged counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
+from vocmatch.core.model import SkippedFile
+from vocmatch.core.protocol import Conventions
+from vocmatch.evaluation.accumulate import (
+    ClassBits,
+    class_members,
+    class_results,
+)
+from vocmatch.evaluation.records import (
+    IMAGE_FIELDS,
+    FlagArray,
+    ImageCounts,
+    MatchRecords,
+    PredRecords,
+    check_thresholds,
+)
+from vocmatch.evaluation.result import (
+    COCO_AREAS,
+    CocoStats,
+    CocoSummary,
+    Evaluation,
+    ImageResult,
+    SweepResult,
+    case_notes,
+    finish,
+    odd_value_notes,
+    score_notes,
+    shape_notes,
+)
+from vocmatch.evaluation.stage_inputs import (
+    IouLevels,
+)
+from vocmatch.evaluation.thresholds import ScoreThresholds
+
+__all__ = ["Findings", "evaluation_of"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the reading of the files found, reported with the evaluation.
+
+    Attributes:
+        skipped: Files that could not be read.
+        orphan_pred: Prediction files without ground truth (not evaluated).
+        notes: The reader's notes, first among the notes.
+    """
+
+    skipped: tuple[SkippedFile, ...] = ()
+    orphan_pred: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def evaluation_of(
+    records: MatchRecords,
+    conv: Conventions,
+    *,
+    fold_case: bool = False,
+    score_thresholds: ScoreThresholds | None = None,
+    findings: Findings | None = None,
+) -> Evaluation:
+    """The evaluation of the records' images: what
+    :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on them with
+    ``keep_matches=False``.
+
+    Args:
+        records: Match records (of one set of images, or joined).
+        conv: The protocol they were matched under.
+        fold_case: The class names were folded (for the notes).
+        score_thresholds: The score thresholds they were counted under.
+        findings: What the reading of the files found (none by default).
+
+    Raises:
+        InputError: A score threshold is set and no prediction has a score.
+    """
+    records = records.in_key_order()
+    notes_in = records.notes
+    scored = notes_in.scored
+    check_thresholds(score_thresholds, scored, notes_in.preds)
+    counts = records.counts if scored or records.unscored is None else records.unscored
+    n_class_gt: list[int] = counts.classes.gt.tolist()
+    # Without scores nothing is ranked: no curve, no AP.
+    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None)
+    if scored:
+        done = _accumulated(records, conv, n_class_gt)
+    classes = class_results(
+        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
+    )
+    coco = done.coco
+    findings = findings or Findings()
+    notes = [
+        *findings.notes,
+        *score_notes(scored, notes_in.unscored, notes_in.preds > 0, files=notes_in.unscored_files),
+        *odd_value_notes([dict(kind) for kind in notes_in.odd]),
+        *case_notes(notes_in.names, fold_case),
+        *shape_notes(notes_in.shapes, conv),
+    ]
+    missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
+    skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
+    return finish(
+        conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
+        findings.orphan_pred, notes,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Accumulated:
+    """Each class's curve and AP values, and pycocotools' 12 numbers (None outside
+    the ``coco`` summary)."""
+
+    curves: list[Curve | None]
+    ap_values: list[list[float]]
+    coco: CocoStats | None
+
+
+def _accumulated(
+    records: MatchRecords, conv: Conventions, n_class_gt: Sequence[int]
+) -> _Accumulated:
+    """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
+    order of the predictions by class is as long as all of them, every other array is one
+    class's."""
+    curves: list[Curve | None] = []
+    ap_values: list[list[float]] = [[] for _ in n_class_gt]
+    preds = records.preds
+    levels = IouLevels.of(conv)
+    n_t = len(conv.ap_thresholds)
+    summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
+    reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    ranked = records.ranked
+    if ranked is None:
+        order, starts = class_members(preds.label, len(records.class_names))
+        image_ends = np.cumsum(preds.count)
+    for k in range(len(records.class_names)):
+        if ranked is not None:
+            bits = _ranked_bits(preds, ranked.classes[k], ranked.rank)
+        else:
+            bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
+        coco_ap = None
+        if conv.summary == "coco":
+            # pycocotools adds class by class to each area's numbers: class order is kept.
+            for a in range(len(COCO_AREAS)):
+                n_gt = int(records.coco_gt[k, a])
+                if n_gt == 0:
+                    continue
+                precision, recall = bits.coco_area(a, n_gt, n_t)
+                summary.add(a, precision, recall)
+                if a == 0:
+                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
+        if n_class_gt[k] > 0:
+            if reusable and coco_ap is not None:
+                ap_values[k] = coco_ap
+            else:
+                for threshold in conv.ap_thresholds:
+                    tp, score = bits.curve_input(levels.index[threshold])
+                    c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
+                    ap = average_precision(c.recall, c.precision, conv.interpolation)
+                    ap_values[k].append(ap)
+        curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
+    return _Accumulated(curves, ap_values, summary.stats() if conv.summary == "coco" else None)
+
+
+def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
+    """A class's predictions (``members``, in (image, rank) order) in its ranking: stable,
+    by descending score, a prediction without a score last."""
+    image = np.searchsorted(image_ends, members, side="right")
+    # A prediction's rank: its place in its image-class's run.
+    run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
+    rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
+    score = np.asarray(preds.score[members], dtype=np.float64)  # a copy, float32 or not
+    score[np.isnan(score)] = -math.inf
+    by_score = np.argsort(-score, kind="stable")
+    ranked = members[by_score]
+    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
+    return ClassBits(
+        score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
+        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
+        np.take(preds.coco_ignored, ranked, axis=0),
+    )  # fmt: skip
+
+
+def _ranked_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
+    """A class's predictions in its ranking as the stages found it (``ranked``), as
+    :func:`_class_bits` finds it again."""
+    score = np.asarray(preds.score[ranked], dtype=np.float64)
+    score[np.isnan(score)] = -math.inf
+    return ClassBits(
+        score, rank[ranked], preds.matched[ranked], preds.ignored[ranked], preds.area[ranked],
+        np.take(preds.coco_matched, ranked, axis=0), np.take(preds.coco_ignored, ranked, axis=0),
+    )  # fmt: skip
+
+
+def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
+    """As the engine's ``_coco_class_ap_reusable``: class AP is pycocotools' area "all" entry
+    when no box leaves that range."""
+    return (
+        conv.interpolation == "101-point"
+        and (conv.max_dets is None or conv.max_dets <= 100)
+        and not beyond
+    )
+
+
+def _image_results(
+    records: MatchRecords, counts: ImageCounts, conv: Conventions
+) -> list[ImageResult]:
+    values: list[list[int]] = counts.values.tolist()
+    mean_iou: list[float] = counts.mean_iou.tolist()
+    n = len(IMAGE_FIELDS)
+    results = []
+    # Sweeps repeat (small counts): equal ones share one frozen record.
+    sweeps: dict[tuple[int, ...], tuple[SweepResult, ...]] = {}
+    detail = records.detail
+    for j, key in enumerate(records.keys):
+        row = values[j]
+        counted = tuple(row[n:])
+        sweep = sweeps.get(counted)
+        if sweep is None:
+            sweep = sweeps[counted] = tuple(
+                SweepResult(threshold, *counted[3 * s : 3 * s + 3])
+                for s, threshold in enumerate(conv.sweep_thresholds)
+            )
+        results.append(
+            ImageResult(
+                key=key, gt_path=records.gt_paths[j], pred_path=records.pred_paths[j],
+                gt=row[0], gt_ignored=row[1], pred=row[2], tp=row[3], fp=row[4], fn=row[5],
+                mean_iou=None if math.isnan(mean_iou[j]) else mean_iou[j], sweep=sweep,
+                matches=() if detail is None else detail[j], pred_ignored=row[6],
+            )
+        )  # fmt: skip
+    return results

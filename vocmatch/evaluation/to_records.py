@@ -1,0 +1,438 @@
+"""Matching a set of images into match records (:mod:`vocmatch.evaluation.records`): the
+stages of :mod:`vocmatch.evaluation.stages` up to the per-image counts, then what records keep
+of them (each kept prediction's match flags at every IoU threshold and COCO area range, the
+per-image and per-class counts, the notes' ingredients, and what a request asks for beyond
+them: per-box records, the matching's arrays, progress).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.match import Hits
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import InputError
+from vocmatch.evaluation import per_image, stages
+from vocmatch.evaluation.candidates import match_all, match_cells
+from vocmatch.evaluation.per_image import PerImageCounts
+from vocmatch.evaluation.records import (
+    MAX_THRESHOLDS,
+    FlagArray,
+    ImageCounts,
+    MatchRecords,
+    NoteCounts,
+    PredRecords,
+    Ranked,
+    check_thresholds,
+    flag_dtype,
+)
+from vocmatch.evaluation.result import (
+    AREA_NAMES,
+    COCO_AREAS,
+    Match,
+    odd_value_counts,
+)
+from vocmatch.evaluation.stage_inputs import (
+    Areas,
+    IouLevels,
+    Paired,
+    Prepared,
+    RankingScores,
+    Selection,
+)
+from vocmatch.evaluation.stages import MatchedColumns
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.scan import ColumnSet
+
+__all__ = ["Asked", "match_records"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What :func:`match_records` is asked for beyond the records themselves.
+
+    Attributes:
+        whole_run: The records are the whole run, never joined with others': only the run's
+            own reading of scores is kept (see the module doc), and a score threshold without
+            scored predictions is refused before matching.
+        detail: Keep each image's per-box records (:attr:`MatchRecords.detail`).
+        stage: Told each stage as it starts, by name.
+        matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
+            images' own reading of scores, once they are matched.
+    """
+
+    whole_run: bool = False
+    detail: bool = False
+    stage: Callable[[str], None] | None = None
+    matched: Callable[[MatchedColumns], None] | None = None
+
+
+def match_records(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    conv: Conventions,
+    *,
+    fold_case: bool = False,
+    score_thresholds: ScoreThresholds | None = None,
+    asked: Asked = Asked(),
+) -> MatchRecords:
+    """Match every image of the column sets and keep their records (the stages up to the
+    per-image results; see the module doc).
+
+    Args:
+        gt: Ground-truth columns.
+        pred: Prediction columns of the same images.
+        conv: The protocol.
+        fold_case: Lower-case every class name before matching.
+        score_thresholds: Count only predictions at or above their class's threshold.
+        asked: What is wanted beyond the records.
+
+    Returns:
+        The records, images in the order of ``gt``.
+
+    Raises:
+        InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds; a
+            score threshold is given for a whole run without scored predictions.
+    """
+    stage = asked.stage or _no_stage
+    stage("selecting boxes")
+    levels = IouLevels.of(conv)
+    if levels.thresholds.size > MAX_THRESHOLDS or len(conv.ap_thresholds) > MAX_THRESHOLDS:
+        raise InputError(f"match records hold at most {MAX_THRESHOLDS} IoU thresholds")
+    used = {*gt.label_names, *pred.label_names}
+    if fold_case:
+        gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
+        score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
+    selection = stages.select_images(gt, pred)
+    if asked.whole_run:
+        check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
+    notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
+    # Unscored images, unless they are the whole run, are read both ways: the scored
+    # reading's predictions are kept, and the unscored one's counts and asked-for parts.
+    both = not selection.scored and not asked.whole_run
+    scored = selection.scored
+    keys = tuple(gt.keys[i] for i in selection.images)
+    gt_paths = tuple(gt.paths[i] for i in selection.images)
+    pred_paths = tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image)
+    second = None
+    if both:
+        first = _reading(gt, pred, [replace(selection, scored=True)], conv, score_thresholds,
+                         Asked())  # fmt: skip
+        second = _reading(gt, pred, [selection], conv, score_thresholds, asked)
+    else:
+        # Handed over: the reading lets the selection's row arrays go once they are sorted.
+        handed = [selection]
+        del selection
+        first = _reading(gt, pred, handed, conv, score_thresholds, asked)
+    return MatchRecords(
+        keys=keys,
+        gt_paths=gt_paths,
+        pred_paths=pred_paths,
+        class_names=first.class_names,
+        preds=first.preds,
+        counts=first.counts,
+        unscored=None if second is None else second.counts,
+        coco_gt=first.coco_gt,
+        beyond=first.beyond,
+        notes=notes,
+        detail=(second or first).detail,
+        ranked=first.ranked if asked.whole_run and scored else None,
+    )
+
+
+def _no_stage(name: str) -> None:
+    """Told a stage's name when nobody asked to be."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """The records of one reading of scores (see :func:`_reading`)."""
+
+    class_names: tuple[str, ...]
+    preds: PredRecords
+    counts: ImageCounts
+    coco_gt: IntArray
+    beyond: bool
+    detail: tuple[tuple[Match, ...], ...] | None
+    ranked: Ranked
+
+
+def _reading(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    handed: list[Selection],
+    conv: Conventions,
+    score_thresholds: ScoreThresholds | None,
+    asked: Asked,
+) -> _Reading:
+    """The stages under one reading of scores (the selection's ``scored``); ``handed``
+    holds the selection, which is taken out of it."""
+    stage = asked.stage or _no_stage
+    stage("sorting boxes")
+    selection = handed.pop()
+    prepared, by_score = stages.prepare_cells(gt, pred, selection, conv, score_thresholds)
+    # The sorted predictions hold rows and images from here on (as int32): the selection's
+    # int64 copies, the size of the predictions, are let go (new empty arrays: an empty
+    # slice would be a view holding the whole buffer).
+    selection = replace(
+        selection,
+        pred_rows=np.zeros(0, dtype=selection.pred_rows.dtype),
+        pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
+    )
+    stage("pairing boxes")
+    paired = stages.pair_and_match(prepared, by_score, stage)
+    del by_score
+    areas = Areas(*paired.scan.space.region_areas())
+    # Without scores nothing is ranked: a whole run then reads no area range's matching.
+    flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
+    scores = RankingScores.of(prepared)
+    if asked.matched is not None:
+        asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
+    counted = stages.count_outcomes(prepared, paired.matching, scores)
+    n_images = len(selection.images)
+    image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
+    stage("per-image results")
+    counts = ImageCounts(
+        _image_values(prepared, image_counts, n_images),
+        _mean_iou(image_counts),
+        stages.class_counts(prepared, counted),
+    )
+    detail = None
+    if asked.detail:
+        detail = tuple(per_image.per_box_matches(prepared, paired, counted, n_images))
+    preds = _pred_records(prepared, paired, scores, flags, n_images)
+    high = COCO_AREAS[0][1]
+    beyond = bool((areas.gt > high).any() or (areas.pred > high).any())
+    ranking = paired.ranking
+    ranked = Ranked(tuple(ranking.ranked(k) for k in range(len(prepared.class_names))),
+                    prepared.pred.rank)  # fmt: skip
+    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked)
+
+
+@dataclass(frozen=True, slots=True)
+class _AreaFlags:
+    """The kept predictions in COCO's area ranges.
+
+    Attributes:
+        inside: ``(P,)`` bit ``a`` set: the area lies in range ``a``.
+        matched: ``(P, A)`` per range (none without the ``coco`` summary), bit ``t`` set: matched
+            at the ``t``-th AP threshold, the ground truth outside the range ignored.
+        ignored: ``(P, A)`` likewise, matched to ignored ground truth.
+        gt_counting: ``(K, 4)`` each class's ground truth that counts in each range.
+    """
+
+    inside: FlagArray
+    matched: FlagArray
+    ignored: FlagArray
+    gt_counting: IntArray
+
+
+def _area_flags(
+    prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None], match: bool
+) -> _AreaFlags:
+    """Each area range matched again (unless not ``match``: no prediction then has a flag),
+    as pycocotools matches it, with the ground truth outside the range ignored."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    n_pred = pred.label.size
+    inside = np.zeros(n_pred, dtype=np.uint8)
+    for a, (low, high) in enumerate(COCO_AREAS):
+        inside |= ((areas.pred >= low) & (areas.pred <= high)).astype(np.uint8) << a
+    n_areas = len(COCO_AREAS) if conv.summary == "coco" else 0
+    n_ap = len(conv.ap_thresholds)
+    matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
+    ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
+    gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
+    own = _ap_places(prepared)
+    for a in range(n_areas):
+        stage(f"COCO area {AREA_NAMES[a]}")
+        low, high = COCO_AREAS[a]
+        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
+        gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
+        if not match:
+            continue
+        found = _range_hits(prepared, paired, ignore, own)
+        hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
+        hit_ignored = ignore[hit_gt]
+        matched[:, a] = _bits(hit_pred, hit_t, n_pred, n_ap)
+        ignored[:, a] = _bits(hit_pred[hit_ignored], hit_t[hit_ignored], n_pred, n_ap)
+    return _AreaFlags(inside, matched, ignored, gt_counting)
+
+
+def _range_hits(
+    prepared: Prepared, paired: Paired, ignore: BoolArray, own: IntArray | None
+) -> Hits:
+    """The matching of one area range at the AP thresholds (``ignore``: the ground truth
+    it ignores), as :func:`match_all` gives it.
+
+    The evaluation's own matching (``own``: see :func:`_ap_places`) stands for it in every
+    image-class where the range ignores the same ground truth. Under the unmatched rule it
+    also stands where each of the two ignores all or none of the image-class's ground truth:
+    a prediction prefers ground truth that counts only over ignored ground truth of its
+    image-class. Only the other image-classes are matched again.
+    """
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
+    unmatched = conv.match_rule == "unmatched"
+    again = None
+    if own is not None:
+        cell = gt.image.astype(np.int64) * len(prepared.class_names) + gt.label
+        again = _cells_again(cell, ignore, gt.ignore, uniform_alike=unmatched)
+    if own is None or again is None or (again.any() and not unmatched):
+        found = match_all(
+            paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.match_rule,
+            conv.strict_threshold, prepared.scored,
+        )  # fmt: skip
+        return Hits(found.hit_t, found.hit_pred, found.hit_gt, found.hit_iou)
+    m = paired.matching
+    hit_t = own[m.hit_t]
+    kept = (hit_t >= 0) & ~again[m.hit_gt]
+    reused = Hits(hit_t[kept], m.hit_pred[kept], m.hit_gt[kept], m.hit_iou[kept])
+    if not again.any():
+        return reused
+    matched = match_cells(
+        paired.scan, pred.rank, ignore, gt.crowd, thresholds, conv.strict_threshold, again
+    )
+    return Hits.join([reused, matched])
+
+
+def _cells_again(
+    cell: IntArray, ignore: BoolArray, own_ignore: BoolArray, *, uniform_alike: bool
+) -> BoolArray:
+    """``(G,)`` the ground truth of the image-classes (``cell``) where ``ignore`` and
+    ``own_ignore`` differ; with ``uniform_alike``, not where each is all or none of the
+    image-class."""
+    differs: BoolArray = np.not_equal(ignore, own_ignore)
+    if not differs.any():
+        return differs
+    _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    again = np.bincount(inverse, differs, minlength=size.size) > 0
+    if uniform_alike:
+        in_range = np.bincount(inverse, ignore, minlength=size.size)
+        in_own = np.bincount(inverse, own_ignore, minlength=size.size)
+        uniform = ((in_range == 0) | (in_range == size)) & ((in_own == 0) | (in_own == size))
+        again &= ~uniform
+    flags: BoolArray = again[inverse]
+    return flags
+
+
+def _ap_places(prepared: Prepared) -> IntArray | None:
+    """``(L,)`` the place among the AP thresholds of each threshold the evaluation matched
+    at (-1 for none), when its matching of ranked predictions can stand for a range's."""
+    conv = prepared.conventions
+    levels = prepared.levels
+    if not prepared.scored or len(set(conv.ap_thresholds)) != len(conv.ap_thresholds):
+        return None
+    places = np.full(levels.thresholds.size, -1, dtype=np.int64)
+    for t, threshold in enumerate(conv.ap_thresholds):
+        places[levels.index[threshold]] = t
+    return places
+
+
+def _pred_records(
+    prepared: Prepared,
+    paired: Paired,
+    scores: RankingScores,
+    flags: _AreaFlags,
+    n_images: int,
+) -> PredRecords:
+    """The kept predictions' records."""
+    gt, pred, m = prepared.gt, prepared.pred, paired.matching
+    n_pred = pred.label.size
+    n_levels = IouLevels.of(prepared.conventions).thresholds.size
+    ignored_hit = gt.ignore[m.hit_gt]
+    return PredRecords(
+        count=np.bincount(pred.image, minlength=n_images).astype(np.int64),
+        label=pred.label.astype(np.int32),
+        score=np.where(np.isneginf(scores.kept), math.nan, scores.kept),
+        matched=_bits(m.hit_pred, m.hit_t, n_pred, n_levels),
+        ignored=_bits(m.hit_pred[ignored_hit], m.hit_t[ignored_hit], n_pred, n_levels),
+        area=flags.inside,
+        coco_matched=flags.matched,
+        coco_ignored=flags.ignored,
+    )
+
+
+def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
+    """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
+    ``n_bits``), in :func:`flag_dtype`."""
+    bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
+    # One threshold at a time (a prediction twice there sets the same bit).
+    for t in np.unique(level).tolist():
+        bits[pred[level == t]] |= bits.dtype.type(1 << t)
+    return bits
+
+
+def _image_values(prepared: Prepared, counts: PerImageCounts, n_images: int) -> IntArray:
+    """``(I, 7 + 3 S)`` each image's :data:`IMAGE_FIELDS`, then its sweep's counts (what its
+    :class:`~vocmatch.evaluation.result.ImageResult` holds), from the stage's counts."""
+    t, levels = prepared.levels.evaluation, prepared.levels.index
+    columns = [
+        counts.gt, counts.gt_ignored, counts.pred, counts.tp[t], counts.fp[t], counts.fn[t],
+        counts.pred_ignored,
+    ]  # fmt: skip
+    for threshold in prepared.conventions.sweep_thresholds:
+        level = levels[threshold]
+        columns += [counts.tp[level], counts.fp[level], counts.fn[level]]
+    values = np.array(columns, dtype=np.int64).reshape(len(columns), n_images)
+    return np.ascontiguousarray(values.T)
+
+
+def _mean_iou(counts: PerImageCounts) -> FloatArray:
+    """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
+    it), NaN without any."""
+    ious, bounds = counts.tp_iou, counts.tp_bounds
+    return np.array(
+        [
+            math.fsum(ious[start:stop]) / (stop - start) if stop > start else math.nan
+            for start, stop in itertools.pairwise(bounds)
+        ],
+        dtype=np.float64,
+    )
+
+
+def _note_counts(
+    gt: ColumnSet, pred: ColumnSet, selection: Selection, names: tuple[str, ...]
+) -> NoteCounts:
+    """The notes' ingredients of the selected images."""
+    gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
+    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
+    gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
+    pred_odd = pred_rows[stages.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
+    odd = odd_value_counts(
+        [*gt.paths, *pred.paths],
+        np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
+        np.concatenate([gt.boxes[gt_odd], pred.boxes[pred_odd]]),
+        np.concatenate([np.full(gt_odd.size, np.nan), pred.scores[pred_odd]]),
+    )
+    return NoteCounts(
+        names=names,
+        scored=selection.scored,
+        preds=int(pred_rows.size),
+        unscored=int(unscored_rows.size),
+        unscored_files=stages.distinct_count(pred.image[unscored_rows]),
+        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+        shapes=_shapes_evaluated(gt, pred, selection),
+    )
+
+
+def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
+    """Rotated boxes and polygons among the evaluated boxes."""
+    gt_evaluated = np.zeros(gt.image.size, dtype=bool)
+    gt_evaluated[selection.gt_rows] = True
+    pred_evaluated = np.zeros(pred.image.size, dtype=bool)
+    pred_evaluated[selection.pred_rows] = True
+    return sum(1 for row, _ in gt.shapes if gt_evaluated[row]) + sum(
+        1 for row, _ in pred.shapes if pred_evaluated[row]
+    )
