@@ -87,8 +87,9 @@ def copied(columns: ColumnSet, weights: np.ndarray, keys: tuple[str, ...]) -> Co
 def check(gt: ColumnSet, pred: ColumnSet, name: str, draws: int) -> float:
     """Weighted metrics against copied datasets; returns seconds per copied evaluation."""
     conventions = protocol(name)
-    evaluation, matched = evaluate_matched(gt, pred, conventions, keep_matches=False)
-    sampler = resampler(evaluation, matched)
+    done = evaluate_matched(gt, pred, conventions, keep_matches=False)
+    evaluation = done.evaluation
+    sampler = resampler(evaluation, done.records, conventions)
     seconds = []
     for weights in next(image_weights(len(sampler.images), draws, seed=123)):
         got = sampler.metrics(weights[None, :])
@@ -137,12 +138,13 @@ def main() -> None:
     rows = []
     for name in args.protocols.split(","):
         per_copy = check(gt, pred, name, args.checks)
-        evaluation, matched = evaluate_matched(gt, pred, protocol(name), keep_matches=False)
+        done = evaluate_matched(gt, pred, protocol(name), keep_matches=False)
+        evaluation = done.evaluation
         times = []
         result = None
         for _ in range(args.runs):
             start = time.perf_counter()
-            sampler = resampler(evaluation, matched)
+            sampler = resampler(evaluation, done.records, protocol(name))
             result = bootstrap(evaluation, sampler, args.resamples, seed=0, jobs=args.jobs)
             times.append(time.perf_counter() - start)
         assert result is not None

@@ -58,7 +58,7 @@ def main() -> None:
     stage("import")
     gt, pred = read_column_pair(args.folder / "gt", args.folder / "pred", args.jobs)
     stage(f"read {len(gt.keys) + len(pred.keys):,} files ({args.jobs} processes)")
-    evaluation, _ = evaluate_matched(gt, pred, protocol("coco"), keep_matches=False)
+    evaluation = evaluate_matched(gt, pred, protocol("coco"), keep_matches=False).evaluation
     check_gates(evaluation, (), None, None)
     stage("evaluate (coco)")
     text = to_json(evaluation)

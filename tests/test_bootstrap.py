@@ -38,10 +38,11 @@ SHAPES = FIXTURES / "shapes"
 def evaluate_sets(
     gt: AnnotationSet, pred: AnnotationSet, name: str
 ) -> tuple[Evaluation, Resampler]:
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
-    return evaluation, resampler(evaluation, matched)
+    evaluation = done.evaluation
+    return evaluation, resampler(evaluation, done.records, VARIANTS[name])
 
 
 def copied(
@@ -139,7 +140,7 @@ def test_weights_equal_the_dataset_with_images_copied(name: str, seed: int) -> N
         copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
         expected = evaluate_matched(
             columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS[name]
-        )[0]
+        ).evaluation
         actual = row(sampler.metrics(weights[None, :]), sampler.class_names)
         assert_same(actual, measured(expected, sampler.class_names), 1e-12)
 
@@ -159,13 +160,14 @@ def test_score_thresholds_resample_the_counts_they_report(
     thresholded counts (bit for bit at weights 1, to 1e-12 against copied images), while AP
     keeps every prediction: the interval is drawn around the number the report shows."""
     gt, pred = random_dataset(3, images=15)
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt),
         columns_from_annotations(pred),
         VARIANTS[name],
         score_thresholds=thresholds,
     )
-    sampler = resampler(evaluation, matched)
+    evaluation = done.evaluation
+    sampler = resampler(evaluation, done.records, VARIANTS[name], thresholds)
     names = sampler.class_names
     assert {"cat", "dog"} <= set(names)
     ones = np.ones((1, len(sampler.images)), dtype=np.int64)
@@ -179,7 +181,7 @@ def test_score_thresholds_resample_the_counts_they_report(
         columns_from_annotations(copy_pred),
         VARIANTS[name],
         score_thresholds=thresholds,
-    )[0]
+    ).evaluation
     actual = row(sampler.metrics(weights[None, :]), names)
     assert_same(actual, measured(expected, names), 1e-12)
 
@@ -205,7 +207,7 @@ def test_predictions_without_scores_resample_counts(name: str) -> None:
     copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
     expected = evaluate_matched(
         columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS[name]
-    )[0]
+    ).evaluation
     assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 
 
@@ -223,7 +225,7 @@ def test_rotated_boxes_and_polygons_resample_like_boxes(name: str) -> None:
     copy_gt, copy_pred = copied(gt, pred, sampler.images, weights)
     expected = evaluate_matched(
         columns_from_annotations(copy_gt), columns_from_annotations(copy_pred), VARIANTS[name]
-    )[0]
+    ).evaluation
     assert_same(row(sampler.metrics(weights[None, :]), names), measured(expected, names), 1e-12)
 
 
@@ -231,8 +233,11 @@ def test_demo_intervals_with_a_fixed_seed() -> None:
     """The demo set, 200 resamples, seed 7: the intervals, exactly."""
     gt = read_columns(FIXTURES / "demo" / "gt")
     pred = read_columns(FIXTURES / "demo" / "pred")
-    evaluation, matched = evaluate_matched(gt, pred, protocol("default"))
-    result = bootstrap(evaluation, resampler(evaluation, matched), resamples=200, seed=7)
+    done = evaluate_matched(gt, pred, protocol("default"))
+    evaluation = done.evaluation
+    result = bootstrap(
+        evaluation, resampler(evaluation, done.records, protocol("default")), resamples=200, seed=7
+    )
     assert (result.resamples, result.seed, result.images) == (200, 7, 6)
     assert result.map == EXPECTED_DEMO["map"]
     assert result.recall == EXPECTED_DEMO["recall"]

@@ -33,11 +33,12 @@ def sets(scores: list[float | None], hits: list[bool]) -> tuple[AnnotationSet, A
 
 
 def calibrate(gt: AnnotationSet, pred: AnnotationSet, bins: int, name: str = "default") -> object:
-    _, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
+    matched = done.matched
     assert matched is not None
-    return calibration(matched, bins)
+    return calibration(done.records, VARIANTS[name], bins)
 
 
 def test_two_bins_by_hand() -> None:
@@ -74,10 +75,11 @@ def test_no_scores_no_calibration() -> None:
 
 def test_bins_are_checked() -> None:
     """Fewer than one bin is refused."""
-    _, matched = evaluate_matched(*(columns_from_annotations(s) for s in sets([0.5], [True])))
+    done = evaluate_matched(*(columns_from_annotations(s) for s in sets([0.5], [True])))
+    matched = done.matched
     assert matched is not None
     with pytest.raises(ValueError, match="bins must be at least 1, got 0"):
-        calibration(matched, 0)
+        calibration(done.records, protocol("default"), 0)
 
 
 @pytest.mark.parametrize("name", ["default", "voc07", "coco", "default-crowd-iou75"])
@@ -86,11 +88,12 @@ def test_ece_from_the_per_box_records(name: str, seed: int) -> None:
     """ECE per class and pooled equals the definition applied to the evaluation's own
     per-box records (TP and FP at the threshold, ignored ones left out)."""
     gt, pred = random_dataset(seed, images=15)
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None
-    result = calibration(matched, 7)
+    result = calibration(done.records, VARIANTS[name], 7)
     assert result is not None
     records = [
         (m.name, m.score, m.outcome == "tp")
@@ -123,26 +126,30 @@ def test_score_thresholds_do_not_apply() -> None:
     from vocmatch.evaluation.thresholds import ScoreThresholds
 
     gt, pred = random_dataset(2, images=10)
-    _, plain = evaluate_matched(columns_from_annotations(gt), columns_from_annotations(pred))
-    _, cut = evaluate_matched(
+    done = evaluate_matched(columns_from_annotations(gt), columns_from_annotations(pred))
+    plain = done.records
+    done = evaluate_matched(
         columns_from_annotations(gt),
         columns_from_annotations(pred),
         protocol("default"),
         score_thresholds=ScoreThresholds.of(0.7, {}),
     )
+    cut = done.records
     assert plain is not None and cut is not None
-    assert calibration(plain, 10) == calibration(cut, 10)
+    default = protocol("default")
+    assert calibration(plain, default, 10) == calibration(cut, default, 10)
 
 
 @pytest.mark.parametrize("name", ["default", "default-crowd-iou75"])
 def test_right_means_a_true_positive_at_the_evaluation_threshold(name: str) -> None:
     """The bins' true positives add up to the evaluation's TP at its own IoU threshold."""
     gt, pred = random_dataset(3, images=10)
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None
-    result = calibration(matched, 5)
+    result = calibration(done.records, VARIANTS[name], 5)
     assert result is not None
     hits = sum(round(b.accuracy * b.count) for b in result.overall.bins if b.accuracy is not None)
     assert result.threshold == evaluation.conventions.iou_threshold

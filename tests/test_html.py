@@ -17,6 +17,7 @@ from PIL import Image
 
 from vocmatch.cli import EXIT_USAGE, main
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize
+from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, VocmatchWarning
 from vocmatch.escapes import printable
 from vocmatch.evaluation.engine import evaluate_matched
@@ -34,11 +35,10 @@ EVIL = "<script>alert(1)</script>"
 def demo_html(demo: tuple[Path, Path]) -> str:
     """The demo's page as the CLI writes it: with the scores' reliability plot (10 bins)."""
     gt, pred = read_pair(*demo)
-    evaluation, matched = evaluate_matched(
-        columns_from_annotations(gt), columns_from_annotations(pred)
-    )
-    assert matched is not None
-    return html_report(evaluation, gt, pred, calibration=calibration(matched))
+    done = evaluate_matched(columns_from_annotations(gt), columns_from_annotations(pred))
+    evaluation = done.evaluation
+    calibrated = calibration(done.records, protocol("default"))
+    return html_report(evaluation, gt, pred, calibration=calibrated)
 
 
 def embedded_data(page: str) -> dict[str, object]:

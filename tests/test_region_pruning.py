@@ -56,9 +56,10 @@ def evaluated(
     with pytest.MonkeyPatch.context() as patch:
         if not pruned:
             patch.setattr(stages, "iou_floor", lambda thresholds: 0.0)
-        evaluation, matched = evaluate_matched(
+        done = evaluate_matched(
             columns_from_annotations(gt), columns_from_annotations(pred), conventions, records
         )
+        evaluation, matched = done.evaluation, done.matched
     assert matched is not None
     return evaluation, matched
 

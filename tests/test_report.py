@@ -85,13 +85,16 @@ def test_worst_images_come_first(demo: tuple[Path, Path]) -> None:
 def test_bootstrap_headers_print_as_written_on_a_default_console(demo: tuple[Path, Path]) -> None:
     """The intervals table's headers are text, not markup: a library user's Console (markup
     on) shows ``[interval]`` as the command line does."""
+    from vocmatch.core.protocol import protocol
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.bootstrap import bootstrap, resampler
     from vocmatch.readers.scan import read_columns
     from vocmatch.render.evidence_tables import bootstrap_table
 
-    evaluation, matched = evaluate_matched(read_columns(demo[0]), read_columns(demo[1]))
-    result = bootstrap(evaluation, resampler(evaluation, matched), resamples=20, seed=1)
+    done = evaluate_matched(read_columns(demo[0]), read_columns(demo[1]))
+    evaluation = done.evaluation
+    sampler = resampler(evaluation, done.records, protocol("default"))
+    result = bootstrap(evaluation, sampler, resamples=20, seed=1)
     shown = text_of(bootstrap_table(result), width=160)
     for name in ("AP", "precision", "recall", "F1"):
         assert f"{name} [interval]" in shown

@@ -67,9 +67,10 @@ def test_parse_slices_refuses(texts: list[str], message: str) -> None:
 
 
 def fixture_slices(*texts: str, **options: object) -> dict[tuple[str, str], tuple[object, ...]]:
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default"), **options
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None
     found = slice_evaluation(evaluation, matched, parse_slices(texts))
     return {
@@ -125,9 +126,10 @@ def test_score_thresholds_apply_to_slice_counts() -> None:
 def test_size_slices_under_coco_are_pycocotools_area_ranges(seed: int, name: str) -> None:
     """Under coco, small/medium/large mAP equal pycocotools' APs, APm and APl."""
     gt, pred = random_dataset(seed, images=20)
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None and evaluation.coco is not None
     (sizes,) = slice_evaluation(evaluation, matched, parse_slices(["size"]))
     coco = evaluation.coco
@@ -201,9 +203,10 @@ def test_slices_equal_the_reference_evaluator(name: str, seed: int) -> None:
             for a in gt.annotations
         ),
     )
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None
     truncated, sizes = slice_evaluation(evaluation, matched, parse_slices(["truncated", "size"]))
 
@@ -231,9 +234,10 @@ def test_slices_equal_the_reference_evaluator(name: str, seed: int) -> None:
 def test_gates_target_slice_values() -> None:
     """size=small:recall=0.6 bounds that value's recall; an unknown slice or value is an
     error naming what exists."""
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default")
     )
+    evaluation, matched = done.evaluation, done.matched
     assert matched is not None
     found = slice_evaluation(evaluation, matched, parse_slices(["size"]))
     report = check_gates(

@@ -25,19 +25,38 @@ arrays in the same order, so every number is bit-identical (a test checks it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
+from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
 from vocmatch.evaluation.stages import MatchedColumns, orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["StageProgress", "evaluate_columns", "evaluate_matched"]
+__all__ = ["Evaluated", "StageProgress", "evaluate_columns", "evaluate_matched"]
 
 #: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
 StageProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluated:
+    """An evaluation and what the analyses read of it.
+
+    Attributes:
+        evaluation: The evaluation.
+        records: Its match records (the bootstrap and calibration read them, as they read
+            records merged from shards).
+        matched: The arrays of its matching, of every prediction (slices match again with
+            other ground truth ignored); None only when no image was evaluated.
+    """
+
+    evaluation: Evaluation
+    records: MatchRecords
+    matched: MatchedColumns | None
 
 
 def evaluate_matched(
@@ -49,19 +68,15 @@ def evaluate_matched(
     fold_case: bool = False,
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
-) -> tuple[Evaluation, MatchedColumns | None]:
-    """:func:`evaluate_columns`, and the arrays of its matching (of every prediction).
-
-    Returns:
-        The evaluation, and its :class:`MatchedColumns` (None only when no image was
-        evaluated).
-    """
+) -> Evaluated:
+    """:func:`evaluate_columns`, its match records and the arrays of its matching."""
     found: list[MatchedColumns] = []
+    kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append, score_thresholds=score_thresholds,
+        matched=found.append, score_thresholds=score_thresholds, kept=kept.append,
     )  # fmt: skip
-    return evaluation, (found[0] if found else None)
+    return Evaluated(evaluation, kept[0], found[0] if found else None)
 
 
 def evaluate_columns(
@@ -74,6 +89,7 @@ def evaluate_columns(
     progress: StageProgress | None = None,
     matched: Callable[[MatchedColumns], None] | None = None,
     score_thresholds: ScoreThresholds | None = None,
+    kept: Callable[[MatchRecords], None] | None = None,
 ) -> Evaluation:
     """Evaluate column sets; the result equals :func:`vocmatch.evaluation.scoring.evaluate` on
     the same files, number for number.
@@ -100,6 +116,7 @@ def evaluate_columns(
         score_thresholds: Count only the predictions at or above their class's score
             threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
             the COCO numbers still use every prediction (see :mod:`vocmatch.evaluation.thresholds`).
+        kept: Given the match records once they are accumulated.
 
     Raises:
         InputError: A score threshold is given and no prediction has a score.
@@ -123,6 +140,8 @@ def evaluate_columns(
         records, conv, fold_case=fold_case, score_thresholds=score_thresholds, findings=findings
     )
     stage.done()
+    if kept is not None:
+        kept(records)
     return evaluation
 
 

@@ -7,7 +7,7 @@ once from the merged counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +47,7 @@ from vocmatch.evaluation.stage_inputs import (
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
-__all__ = ["Findings", "evaluation_of"]
+__all__ = ["Findings", "class_rankings", "evaluation_of", "ranking_score"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -145,15 +145,8 @@ def _accumulated(
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
     reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-    ranked = records.ranked
-    if ranked is None:
-        order, starts = class_members(preds.label, len(records.class_names))
-        image_ends = np.cumsum(preds.count)
-    for k in range(len(records.class_names)):
-        if ranked is not None:
-            bits = _ranked_bits(preds, ranked.classes[k], ranked.rank)
-        else:
-            bits = _class_bits(preds, order[starts[k] : starts[k + 1]], image_ends)
+    for k, (ranked, rank) in enumerate(class_rankings(records)):
+        bits = _class_bits(preds, ranked, rank)
         coco_ap = None
         if conv.summary == "coco":
             # pycocotools adds class by class to each area's numbers: class order is kept.
@@ -178,33 +171,46 @@ def _accumulated(
     return _Accumulated(curves, ap_values, summary.stats() if conv.summary == "coco" else None)
 
 
-def _class_bits(preds: PredRecords, members: FlagArray, image_ends: IntArray) -> ClassBits:
-    """A class's predictions (``members``, in (image, rank) order) in its ranking: stable,
-    by descending score, a prediction without a score last."""
-    image = np.searchsorted(image_ends, members, side="right")
-    # A prediction's rank: its place in its image-class's run.
-    run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
-    rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
-    score = np.asarray(preds.score[members], dtype=np.float64)  # a copy, float32 or not
+def class_rankings(records: MatchRecords) -> Iterator[tuple[FlagArray, FlagArray]]:
+    """Each class's ranking, one class at a time: its predictions (rows of the records'
+    :class:`~vocmatch.evaluation.records.PredRecords`) stable by descending score, ties in
+    image then file order, a prediction without a score last; and each one's place in its
+    image-class (pycocotools' maxDets keep those below the limit).
+
+    A whole run's records carry the rankings its stages made; other records (joined,
+    reordered, read from a state) are ranked here, the same way.
+    """
+    if records.ranked is not None:
+        for ranked in records.ranked.classes:
+            yield ranked, records.ranked.rank[ranked]
+        return
+    preds = records.preds
+    order, starts = class_members(preds.label, len(records.class_names))
+    image_ends = np.cumsum(preds.count)
+    for k in range(len(records.class_names)):
+        members = order[starts[k] : starts[k + 1]]  # in (image, rank) order
+        image = np.searchsorted(image_ends, members, side="right")
+        # A prediction's rank: its place in its image-class's run.
+        run = np.flatnonzero(np.append(True, image[1:] != image[:-1])) if image.size else image
+        rank = np.arange(image.size) - np.repeat(run, np.diff(np.append(run, image.size)))
+        by_score = np.argsort(-ranking_score(preds, members), kind="stable")
+        yield members[by_score], rank[by_score]
+
+
+def ranking_score(preds: PredRecords, rows: FlagArray) -> FloatArray:
+    """The scores of ``rows`` as rankings read them: float64, ``-inf`` for none."""
+    score = np.asarray(preds.score[rows], dtype=np.float64)  # a copy, float32 or not
     score[np.isnan(score)] = -math.inf
-    by_score = np.argsort(-score, kind="stable")
-    ranked = members[by_score]
+    return score
+
+
+def _class_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
+    """A class's predictions in its ranking (``ranked``, with their ``rank``)."""
     # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
     return ClassBits(
-        score[by_score], rank[by_score], preds.matched[ranked], preds.ignored[ranked],
+        ranking_score(preds, ranked), rank, preds.matched[ranked], preds.ignored[ranked],
         preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
         np.take(preds.coco_ignored, ranked, axis=0),
-    )  # fmt: skip
-
-
-def _ranked_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
-    """A class's predictions in its ranking as the stages found it (``ranked``), as
-    :func:`_class_bits` finds it again."""
-    score = np.asarray(preds.score[ranked], dtype=np.float64)
-    score[np.isnan(score)] = -math.inf
-    return ClassBits(
-        score, rank[ranked], preds.matched[ranked], preds.ignored[ranked], preds.area[ranked],
-        np.take(preds.coco_matched, ranked, axis=0), np.take(preds.coco_ignored, ranked, axis=0),
     )  # fmt: skip
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "IMAGE_FIELDS",
     "MAX_THRESHOLDS",
     "FlagArray",
+    "GtCells",
     "ImageCounts",
     "MatchRecords",
     "NoteCounts",
@@ -142,6 +143,29 @@ class NoteCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class GtCells:
+    """Each image-class's ground truth that counts, for every image-class with any: what a
+    resample of images (the bootstrap) weighs besides the predictions' records.
+
+    Attributes:
+        image: ``(C,)`` the image (its place among the records' images).
+        label: ``(C,)`` the class.
+        counting: ``(C,)`` ground truth that counts (not ignored).
+        counting_all: ``(C,)`` of those, the ones that count in COCO's area "all" (its
+            area at most :data:`~vocmatch.evaluation.result.COCO_AREAS`' bound).
+    """
+
+    image: IntArray
+    label: IntArray
+    counting: IntArray
+    counting_all: IntArray
+
+    def of_images(self, place: IntArray) -> GtCells:
+        """The cells with each image moved to ``place[image]``."""
+        return replace(self, image=place[self.image] if self.image.size else self.image)
+
+
+@dataclass(frozen=True, slots=True)
 class Ranked:
     """Each class's ranking as the stages of a whole run found it, so that accumulating
     the run's own records does not sort its predictions again.
@@ -177,6 +201,8 @@ class MatchRecords:
             they were asked for; None otherwise (never in a state file).
         ranked: The classes' rankings of a whole run's records as made (None once records
             are joined or reordered, and in a state file).
+        gt_cells: Each image-class's ground truth that counts (None in a state file of a
+            version before they were kept).
     """
 
     keys: tuple[str, ...]
@@ -191,6 +217,7 @@ class MatchRecords:
     notes: NoteCounts
     detail: tuple[tuple[Match, ...], ...] | None = None
     ranked: Ranked | None = None
+    gt_cells: GtCells | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -219,6 +246,7 @@ class MatchRecords:
             beyond=any(p.beyond for p in parts),
             notes=_join_notes([p.notes for p in parts]),
             detail=_join_detail([p.detail for p in parts]),
+            gt_cells=_join_cells(parts, remaps),
         )
 
     @staticmethod
@@ -290,6 +318,7 @@ class MatchRecords:
             unscored=None if self.unscored is None else _counts_of_images(self.unscored, order),
             detail=None if self.detail is None else tuple(self.detail[i] for i in order),
             ranked=None,
+            gt_cells=None if self.gt_cells is None else self.gt_cells.of_images(_places(order)),
         )
 
 
@@ -386,6 +415,33 @@ def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
     )
 
 
+def _join_cells(parts: Sequence[MatchRecords], remaps: Sequence[IntArray]) -> GtCells | None:
+    """Every part's cells, images numbered on from the part before, classes by name; None
+    unless every part kept them."""
+    cells = [p.gt_cells for p in parts]
+    if any(c is None for c in cells):
+        return None
+    offsets = np.cumsum([0, *(len(p.keys) for p in parts[:-1])]).tolist()
+    known = [
+        (c, remap, offset)
+        for c, remap, offset in zip(cells, remaps, offsets, strict=True)
+        if c is not None
+    ]
+    return GtCells(
+        np.concatenate([c.image + offset for c, _, offset in known]).astype(np.int64),
+        np.concatenate([remap[c.label] for c, remap, _ in known]).astype(np.int64),
+        np.concatenate([c.counting for c, _, _ in known]).astype(np.int64),
+        np.concatenate([c.counting_all for c, _, _ in known]).astype(np.int64),
+    )
+
+
+def _places(order: Sequence[int]) -> IntArray:
+    """``(I,)`` where each image goes when the images are taken in ``order``."""
+    place = np.empty(len(order), dtype=np.int64)
+    place[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+    return place
+
+
 def _join_detail(
     parts: Sequence[tuple[tuple[Match, ...], ...] | None],
 ) -> tuple[tuple[Match, ...], ...] | None:
@@ -421,4 +477,5 @@ def _empty(conv: Conventions) -> MatchRecords:
         coco_gt=np.zeros((0, len(COCO_AREAS)), dtype=np.int64),
         beyond=False,
         notes=NoteCounts((), False, 0, 0, 0, ((), (), ())),
+        gt_cells=GtCells(none, none, none, none),
     )

@@ -25,6 +25,7 @@ from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
+    GtCells,
     ImageCounts,
     MatchRecords,
     NoteCounts,
@@ -147,6 +148,7 @@ def match_records(
         beyond=first.beyond,
         notes=notes,
         detail=(second or first).detail,
+        gt_cells=first.gt_cells,
         ranked=first.ranked if asked.whole_run and scored else None,
     )
 
@@ -166,6 +168,7 @@ class _Reading:
     beyond: bool
     detail: tuple[tuple[Match, ...], ...] | None
     ranked: Ranked
+    gt_cells: GtCells
 
 
 def _reading(
@@ -217,7 +220,31 @@ def _reading(
     ranking = paired.ranking
     ranked = Ranked(tuple(ranking.ranked(k) for k in range(len(prepared.class_names))),
                     prepared.pred.rank)  # fmt: skip
-    return _Reading(prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked)
+    return _Reading(
+        prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked,
+        _gt_cells(prepared, areas),
+    )  # fmt: skip
+
+
+def _gt_cells(prepared: Prepared, areas: Areas) -> GtCells:
+    """Each image-class's ground truth that counts, and of it what counts in COCO's area
+    "all" (ground truth is sorted by image, then class)."""
+    gt = prepared.gt
+    if not gt.image.size:
+        none = np.zeros(0, dtype=np.int64)
+        return GtCells(none, none, none, none)
+    counting = ~gt.ignore
+    low, high = COCO_AREAS[0]
+    in_all = counting & (areas.gt >= low) & (areas.gt <= high)
+    cell = gt.image.astype(np.int64) * len(prepared.class_names) + gt.label
+    starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))
+    n_counting = np.add.reduceat(counting.astype(np.int64), starts)
+    n_all = np.add.reduceat(in_all.astype(np.int64), starts)
+    keep = n_counting > 0
+    return GtCells(
+        gt.image[starts][keep].astype(np.int64), gt.label[starts][keep].astype(np.int64),
+        n_counting[keep], n_all[keep],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.evaluation.stages import MatchedColumns
+from vocmatch.core.protocol import Conventions
+from vocmatch.evaluation.from_records import ranking_score
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.stage_inputs import IouLevels
 
 __all__ = ["DEFAULT_BINS", "Calibration", "ClassCalibration", "ReliabilityBin", "calibration"]
 
@@ -134,11 +137,14 @@ def _class_calibration(
     return ClassCalibration(name, total, ece, mce, tuple(records))
 
 
-def calibration(matched: MatchedColumns, bins: int = DEFAULT_BINS) -> Calibration | None:
+def calibration(
+    records: MatchRecords, conventions: Conventions, bins: int = DEFAULT_BINS
+) -> Calibration | None:
     """The reliability bins and calibration errors of an evaluation's scores.
 
     Args:
-        matched: The evaluation's arrays (:func:`vocmatch.evaluation.engine.evaluate_matched`).
+        records: The evaluation's match records (of one run, or merged from shards).
+        conventions: The protocol they were matched under.
         bins: Equal-width score bins over [0, 1]; at least 1.
 
     Returns:
@@ -149,17 +155,19 @@ def calibration(matched: MatchedColumns, bins: int = DEFAULT_BINS) -> Calibratio
     """
     if bins < 1:
         raise ValueError(f"bins must be at least 1, got {bins}")
-    if not matched.scored:
+    if not records.notes.scored:
         return None
-    conv = matched.conventions
-    level = {float(v): i for i, v in enumerate(matched.thresholds.tolist())}
-    hit, ignored = matched.matching.pred_flags(level[conv.iou_threshold])
-    scores = matched.pred_score
+    records = records.in_key_order()
+    preds = records.preds
+    level = IouLevels.of(conventions).evaluation
+    hit = ((preds.matched >> level) & 1).astype(bool)
+    ignored = ((preds.ignored >> level) & 1).astype(bool)
+    scores = ranking_score(preds, np.arange(preds.label.size))
     scored = np.isfinite(scores)
     keep = scored & ~ignored
     kept_scores = scores[keep]
     kept_hits = (hit & ~ignored)[keep]
-    kept_class = matched.pred_class[keep]
+    kept_class = preds.label[keep]
     clipped = int(np.count_nonzero((kept_scores < 0) | (kept_scores > 1)))
     # Clipped before scaling: a score may be any finite float, and 1e308 * bins overflows.
     index = np.clip(np.floor(np.clip(kept_scores, 0, 1) * bins), 0, bins - 1).astype(np.int64)
@@ -171,10 +179,10 @@ def calibration(matched: MatchedColumns, bins: int = DEFAULT_BINS) -> Calibratio
             kept_hits[kept_class == k],
             bins,
         )
-        for k, name in enumerate(matched.class_names)
+        for k, name in enumerate(records.class_names)
     )
     return Calibration(
-        threshold=conv.iou_threshold,
+        threshold=conventions.iou_threshold,
         bins=bins,
         overall=_class_calibration("all", index, kept_scores, kept_hits, bins),
         classes=classes,

@@ -39,9 +39,13 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS, Interpolation
+from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
-from vocmatch.evaluation.result import COCO_AREAS, Evaluation
-from vocmatch.evaluation.stages import MatchedColumns
+from vocmatch.evaluation.from_records import class_rankings, ranking_score
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.stage_inputs import IouLevels
+from vocmatch.evaluation.thresholds import ScoreThresholds
 
 __all__ = [
     "CONFIDENCE",
@@ -547,109 +551,130 @@ def _row_means(values: FloatArray) -> FloatArray:
     return out
 
 
-def _curves_from_matched(
-    matched: MatchedColumns,
-    flags: Sequence[tuple[BoolArray, BoolArray]],
-    gt_counting: BoolArray,
-    pred_out: BoolArray | None,
-    interpolation: Interpolation,
-    coco_eps: bool,
-    max_rank: int | None,
-) -> _Curves:
-    """Rankings of every class from one matching's per-level (matched, ignored) flags."""
-    k = len(matched.class_names)
-    gt = _cells(
-        matched.gt_image[gt_counting].astype(np.int64),
-        matched.gt_class[gt_counting].astype(np.int64),
-        k,
-    )
-    has_gt = np.bincount(matched.gt_class[gt_counting], minlength=k) > 0
+def _gt_cells(image: IntArray, label: IntArray, count: IntArray, n_images: int) -> _Cells:
+    """Ground-truth cells (those with a count) sorted by class, then image."""
+    keep = count > 0
+    image, label, count = image[keep], label[keep], count[keep]
+    order = np.argsort(label * max(n_images, 1) + image, kind="stable")
+    return _Cells(image[order], label[order], count[order])
+
+
+@dataclass(frozen=True, slots=True)
+class _Counting:
+    """One way of counting the predictions of a class ranking: the ground truth that counts,
+    each prediction's match flags per AP threshold, and which predictions are out."""
+
+    gt: _Cells
+    matched: Sequence[BoolArray]
+    ignored: Sequence[BoolArray]
+    out: BoolArray | None
+    interpolation: Interpolation
+    coco_eps: bool
+    max_rank: int | None
+
+
+def _curves(records: MatchRecords, counting: _Counting, pred_image: IntArray, k: int) -> _Curves:
+    """Rankings of every class under one way of counting."""
+    has_gt = np.zeros(k, dtype=bool)
+    has_gt[counting.gt.klass] = True
     rankings: list[_Ranking | None] = []
-    for c in range(k):
+    for c, (ranked, rank) in enumerate(class_rankings(records)):
         if not has_gt[c]:
             rankings.append(None)
             continue
-        ranked = matched.ranked[c]
-        if max_rank is not None:
-            ranked = ranked[matched.pred_rank[ranked] < max_rank]
+        if counting.max_rank is not None:
+            ranked = ranked[rank < counting.max_rank]
         tp = []
         excluded = []
-        for hit, ignored in flags:
+        for hit, ignored in zip(counting.matched, counting.ignored, strict=True):
             out = ignored[ranked]
-            if pred_out is not None:
-                out = out | (~hit[ranked] & pred_out[ranked])
+            if counting.out is not None:
+                out = out | (~hit[ranked] & counting.out[ranked])
             tp.append(hit[ranked] & ~ignored[ranked])
             excluded.append(out)
-        rankings.append(
-            _ranking(matched.pred_image[ranked], matched.pred_score[ranked], tp, excluded)
-        )
-    return _Curves(tuple(rankings), gt, interpolation, coco_eps)
+        score = ranking_score(records.preds, ranked)
+        rankings.append(_ranking(pred_image[ranked], score, tp, excluded))
+    return _Curves(tuple(rankings), counting.gt, counting.interpolation, counting.coco_eps)
 
 
-def _from_matched(evaluation: Evaluation, matched: MatchedColumns) -> Resampler:
-    conv = matched.conventions
-    k = len(matched.class_names)
-    level_of = {float(v): i for i, v in enumerate(matched.thresholds.tolist())}
-    t = level_of[conv.iou_threshold]
-    matching = matched.matching
-    hit_t, ignored_t = matching.pred_flags(t)
-    counting_gt = ~matched.gt_ignore
-    pred_image = matched.pred_image.astype(np.int64)
-    pred_class = matched.pred_class.astype(np.int64)
-    gt_image = matched.gt_image.astype(np.int64)
-    gt_class = matched.gt_class.astype(np.int64)
+def _bit(flags: npt.NDArray[np.integer[Any]], t: int) -> BoolArray:
+    """``(P,)`` bit ``t`` of each prediction's flags."""
+    found: BoolArray = ((flags >> t) & 1).astype(bool)
+    return found
+
+
+def _from_records(
+    evaluation: Evaluation,
+    records: MatchRecords,
+    conv: Conventions,
+    score_thresholds: ScoreThresholds | None,
+) -> Resampler:
+    preds = records.preds
+    k = len(records.class_names)
+    n_images = len(records.keys)
+    levels = IouLevels.of(conv)
+    hit_t, ignored_t = (
+        _bit(preds.matched, levels.evaluation),
+        _bit(preds.ignored, levels.evaluation),
+    )
+    pred_image = np.repeat(np.arange(n_images, dtype=np.int64), preds.count)
+    pred_class = preds.label.astype(np.int64)
     # Counts take the predictions at or above their score threshold; AP takes all.
-    counted = matched.pred_counted
+    counted = np.ones(pred_class.size, dtype=bool)
+    if score_thresholds:
+        floor = np.array([score_thresholds.floor(n) for n in records.class_names])
+        counted = ranking_score(preds, np.arange(pred_class.size)) >= floor[pred_class]
     tp_rows = hit_t & ~ignored_t & counted
+    cells = records.gt_cells
+    if cells is None:
+        raise InputError("these match records keep no per-image ground-truth counts")
+    gt = _gt_cells(cells.image, cells.label, cells.counting, n_images)
     counts = (
         _cells(pred_image[tp_rows], pred_class[tp_rows], k),
         _cells(pred_image[~hit_t & counted], pred_class[~hit_t & counted], k),
-        _cells(gt_image[counting_gt], gt_class[counting_gt], k),
+        gt,
     )
-    ap_levels = [level_of[float(v)] for v in conv.ap_thresholds]
-    if not matched.scored or not _scored(evaluation):
+    ap_levels = [levels.index[threshold] for threshold in conv.ap_thresholds]
+    if not records.notes.scored or not _scored(evaluation):
         # Predictions without scores: no ranking, no AP; counts only.
         return Resampler(
             images=tuple(evaluation_keys(evaluation)),
-            class_names=matched.class_names,
+            class_names=records.class_names,
             counts=counts,
             class_curves=None,
             map_curves=None,
             coco_map=False,
             n_levels=len(ap_levels),
         )
-    flags = [matching.pred_flags(level) for level in ap_levels]
-    class_curves = _curves_from_matched(
-        matched,
-        flags,
-        counting_gt,
-        None,
-        conv.interpolation,
-        conv.interpolation == "101-point",
-        None,
-    )
+    own = _Counting(
+        gt,
+        [_bit(preds.matched, level) for level in ap_levels],
+        [_bit(preds.ignored, level) for level in ap_levels],
+        None, conv.interpolation, conv.interpolation == "101-point", None,
+    )  # fmt: skip
+    class_curves = _curves(records, own, pred_image, k)
     map_curves = None
     if conv.summary == "coco":
         # pycocotools' area "all" (both ends inclusive, on the evaluator's continuous areas:
         # a shape's own region's) and maxDets 100.
-        low, high = COCO_AREAS[0]
-        gt_area, pred_area = matched.gt_area, matched.pred_area
-        ignore = matched.gt_ignore | (gt_area < low) | (gt_area > high)
-        pred_out = (pred_area < low) | (pred_area > high)
-        same = not (ignore != matched.gt_ignore).any() and not pred_out.any()
-        if same and conv.interpolation == "101-point" and (conv.max_dets or 101) <= 100:
+        reusable = conv.interpolation == "101-point" and (conv.max_dets or 101) <= 100
+        if reusable and not records.beyond:
             # No box leaves area "all" and no prediction beyond 100 is kept: pycocotools'
             # precision array is the one the class APs are read from (so the evaluator).
             map_curves = class_curves
         else:
-            rematched = matched.match(ignore) if not same else matching
-            map_flags = [rematched.pred_flags(level) for level in ap_levels]
-            map_curves = _curves_from_matched(
-                matched, map_flags, ~ignore, pred_out, "101-point", True, 100
-            )
+            # Matched in area "all" as pycocotools matches it (the records' first range).
+            n_ap = len(ap_levels)
+            area_all = _Counting(
+                _gt_cells(cells.image, cells.label, cells.counting_all, n_images),
+                [_bit(preds.coco_matched[:, 0], t) for t in range(n_ap)],
+                [_bit(preds.coco_ignored[:, 0], t) for t in range(n_ap)],
+                ~_bit(preds.area, 0), "101-point", True, 100,
+            )  # fmt: skip
+            map_curves = _curves(records, area_all, pred_image, k)
     return Resampler(
         images=tuple(evaluation_keys(evaluation)),
-        class_names=matched.class_names,
+        class_names=records.class_names,
         counts=counts,
         class_curves=class_curves,
         map_curves=map_curves,
@@ -668,23 +693,31 @@ def evaluation_keys(evaluation: Evaluation) -> list[str]:
     return [image.key for image in evaluation.images]
 
 
-def resampler(evaluation: Evaluation, matched: MatchedColumns | None) -> Resampler:
-    """The resampler of an evaluation.
+def resampler(
+    evaluation: Evaluation,
+    records: MatchRecords,
+    conventions: Conventions,
+    score_thresholds: ScoreThresholds | None = None,
+) -> Resampler:
+    """The resampler of an evaluation, from its match records.
 
     Args:
         evaluation: The evaluation.
-        matched: Its arrays, from :func:`vocmatch.evaluation.engine.evaluate_matched`.
+        records: Its match records (of one run, or merged from shards).
+        conventions: The protocol they were matched under.
+        score_thresholds: The score thresholds they were counted under.
 
     Returns:
         The resampler; :attr:`Resampler.has_ap` says whether it resamples AP (predictions
         with scores).
 
     Raises:
-        InputError: There are no arrays: no image was evaluated.
+        InputError: No image was evaluated, or the records keep no per-image ground-truth
+            counts.
     """
-    if matched is None:
+    if not records.keys:
         raise InputError("no image was evaluated: nothing to resample")
-    return _from_matched(evaluation, matched)
+    return _from_records(evaluation, records.in_key_order(), conventions, score_thresholds)
 
 
 def image_weights(n_images: int, resamples: int, seed: int) -> Iterator[IntArray]:

@@ -22,8 +22,8 @@ from vocmatch.run.evaluate import (
 )
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
     from vocmatch.evidence.paired import PairedBootstrap
     from vocmatch.readers.parse import AnnotationSet
@@ -132,6 +132,7 @@ def compare(
         request = DiffRequest(gt=request, pred_a=pred_a, pred_b=pred_b, **options)
     elif pred_a is not None or pred_b is not None or options:
         raise TypeError("compare() takes a request or paths and keywords, not both")
+    from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.diff import check_regressions, evaluation_diff, parse_regression_gate
 
     try:
@@ -140,6 +141,8 @@ def compare(
         raise RequestError("gates", str(error)) from None
     if request.alpha is not None and request.bootstrap is None:
         raise RequestError("alpha", "tests the paired bootstrap: ask for resamples too")
+    conventions = request.conventions()
+    thresholds = ScoreThresholds.of(request.score_threshold, {}) or None
     a = _run(request, request.pred_a, progress)
     b = _run(request, request.pred_b, progress)
     evidence = None
@@ -148,8 +151,8 @@ def compare(
         from vocmatch.evidence.resampling import resampler
 
         evidence = paired_bootstrap(
-            a.evaluation, resampler(a.evaluation, a.matched),
-            b.evaluation, resampler(b.evaluation, b.matched),
+            a.evaluation, resampler(a.evaluation, a.records, conventions, thresholds),
+            b.evaluation, resampler(b.evaluation, b.records, conventions, thresholds),
             request.bootstrap, request.seed, jobs=request.workers(),
         )  # fmt: skip
     names = (os.fspath(request.pred_a), os.fspath(request.pred_b))
@@ -163,10 +166,10 @@ def compare(
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """One run of a comparison: its evaluation, the matching's arrays, its predictions."""
+    """One run of a comparison: its evaluation, its match records, its predictions."""
 
     evaluation: Evaluation
-    matched: MatchedColumns | None
+    records: MatchRecords
     pred: AnnotationSet
 
 
@@ -180,7 +183,7 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
     gt_columns, pred_columns = read_inputs(
         Inputs(request.gt, pred, request), progress.files if progress is not None else None
     )
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         gt_columns,
         pred_columns,
         request.conventions(),
@@ -188,10 +191,11 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
     )
+    evaluation = done.evaluation
     if thresholds:
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
     predictions = pred_columns.to_annotations()
     if request.fold_case:
         # The image-by-image comparison sees the names that were matched.
         predictions = fold_names(predictions)
-    return _Run(evaluation, matched, predictions)
+    return _Run(evaluation, done.records, predictions)

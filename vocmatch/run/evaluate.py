@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import Conventions, DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
+    from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
@@ -337,10 +338,11 @@ class EvalRequest(ScoreOptions):
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
-    """An evaluation and what its extras read: the matching's arrays and, when kept, the
-    annotations box by box."""
+    """An evaluation and what its extras read: its match records, the matching's arrays
+    and, when kept, the annotations box by box."""
 
     evaluation: Evaluation
+    records: MatchRecords | None
     matched: MatchedColumns | None
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
@@ -516,7 +518,8 @@ def _score(
 
     if evaluated is not None:
         found = input_warnings(request, evaluated)
-        return _Scored(_with_threshold_note(evaluated, thresholds, request), None, warnings=found)
+        evaluated = _with_threshold_note(evaluated, thresholds, request)
+        return _Scored(evaluated, None, None, warnings=found)
     if columns is not None:
         gt_columns, pred_columns = chosen_columns(*columns, request)
     else:
@@ -526,7 +529,7 @@ def _score(
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()
-    evaluation, matched = evaluate_matched(
+    done = evaluate_matched(
         gt_columns,
         pred_columns,
         conventions,
@@ -535,15 +538,15 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
     )
-    found = input_warnings(request, evaluation, (gt_columns, pred_columns))
-    evaluation = _with_threshold_note(evaluation, thresholds, request)
+    found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
+    evaluation = _with_threshold_note(done.evaluation, thresholds, request)
     if not keep:
-        return _Scored(evaluation, matched, warnings=found)
+        return _Scored(evaluation, done.records, done.matched, warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, matched, gt, pred, found)
+    return _Scored(evaluation, done.records, done.matched, gt, pred, found)
 
 
 def _with_threshold_note(
@@ -586,13 +589,16 @@ def _refuse_unknown_classes(
 def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
     """The bootstrap, slices and calibration asked for; the HTML report's reliability plot
     uses the calibration's bins, or 10."""
-    evaluation, matched = scored.evaluation, scored.matched
+    evaluation, records, matched = scored.evaluation, scored.records, scored.matched
+    conventions = request.conventions()
     found = Evidence()
     if request.bootstrap is not None:
         from vocmatch.evidence.bootstrap import bootstrap
         from vocmatch.evidence.resampling import resampler
 
-        sampler = resampler(evaluation, matched)
+        if records is None:
+            raise RequestError("bootstrap", "no image was evaluated")
+        sampler = resampler(evaluation, records, conventions, score_thresholds_of(request) or None)
         found = replace(
             found, bootstrap=bootstrap(evaluation, sampler, request.bootstrap, request.seed)
         )
@@ -603,10 +609,10 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
             raise RequestError("slices", "no image was evaluated")
         found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
     bins = request.calibration_bins
-    if matched is not None and (bins is not None or request.reliability):
+    if records is not None and (bins is not None or request.reliability):
         from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
 
-        reliability = calibration(matched, bins or DEFAULT_BINS)
+        reliability = calibration(records, conventions, bins or DEFAULT_BINS)
         found = replace(
             found, calibration=reliability if bins is not None else None, reliability=reliability
         )
