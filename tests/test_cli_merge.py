@@ -200,6 +200,49 @@ def test_three_shards_in_any_order_render_as_one_eval_run(
     assert merged_file.read_bytes() == single_file.read_bytes()
 
 
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_calibration_after_merge_renders_as_one_eval_run(
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+) -> None:
+    """The scores' calibration is read from the states' match records: three shards merged
+    in any order give eval's calibration, byte for byte."""
+    states = save_shards(*demo, tmp_path)
+    args = ["--calibration-bins", "5", "--format", output_format]
+    single = run_cli("eval", *map(str, demo), *args)
+    assert single[0] == 0 and "ece" in single[1].lower()
+    for order in itertools.permutations(states):
+        assert run_cli("merge", *order, *args) == single
+
+
+def test_calibration_bins_at_save_state_say_merge_applies_them(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--calibration-bins given to a shard is not dropped unsaid: one warning, the state is
+    saved."""
+    state = tmp_path / "s.vms"
+    code, out, err = run_cli(
+        "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state),
+        "--calibration-bins", "5",
+    )  # fmt: skip
+    assert (code, out) == (0, "")
+    assert err == (
+        "vocmatch: warning: --calibration-bins applies to the report, which a shard does not "
+        f"write: give it to `vocmatch merge`\nsaved 3 images to {state}\n"
+    )
+
+
+@pytest.mark.parametrize("bins", [0, -1, 2.0, True, "5"])
+def test_merged_report_refuses_calibration_bins_out_of_range(
+    demo: tuple[Path, Path], tmp_path: Path, bins: object
+) -> None:
+    from vocmatch.errors import RequestError
+    from vocmatch.run.shard_states import read_states
+
+    merged = read_states(save_shards(*demo, tmp_path))
+    with pytest.raises(RequestError, match="calibration_bins"):
+        merged.report(calibration_bins=bins)  # type: ignore[arg-type]
+
+
 def test_merge_writes_the_class_and_threshold_files_as_eval(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -538,9 +538,9 @@ def evidence_options(function: F, bootstrap_help: str = BOOTSTRAP_HELP) -> F:
     return function
 
 
-def slice_options(function: F) -> F:
-    """--slice, repeatable, and --calibration-bins."""
-    function = click.option(
+def calibration_option(function: F) -> F:
+    """--calibration-bins."""
+    return click.option(
         "--calibration-bins",
         type=WholeNumberRange.of_field("calibration_bins"),
         default=None,
@@ -549,6 +549,11 @@ def slice_options(function: F) -> F:
         "bins, a prediction right when it is a TP at the IoU threshold. The HTML report always "
         "draws the reliability plot (10 bins unless N is given).",
     )(function)
+
+
+def slice_options(function: F) -> F:
+    """--slice, repeatable, and --calibration-bins."""
+    function = calibration_option(function)
     return click.option(
         "--slice",
         "slice_specs",

@@ -555,6 +555,11 @@ class Evaluator:
             findings=Findings(files, orphans, tuple(reader_notes)),
         )  # fmt: skip
 
+    def records(self) -> MatchRecords:
+        """The match records of every image added or merged, in key order (what
+        :meth:`result` accumulates; the calibration reads them too)."""
+        return self._matched()
+
     def _matched(self) -> MatchRecords:
         """The records of every image, in key order: those added since are matched now, and
         all kept joined, for the next call (each part let go once copied)."""

@@ -12,9 +12,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from vocmatch.checks import FIELD_BOUNDS, checked_bounded
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evidence.run_report import EvalReport
+from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
@@ -261,6 +262,7 @@ class MergedStates:
         max_fp: int | None = None,
         max_fn: int | None = None,
         beta: float = 1.0,
+        calibration_bins: int | None = None,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
@@ -271,9 +273,12 @@ class MergedStates:
             max_fp: Most false positives an image may have (None: no limit).
             max_fn: Most missed objects an image may have (None: no limit).
             beta: The F-beta each class's operating point maximises.
+            calibration_bins: Add the scores' calibration over this many bins (read from
+                the states' match records, as one run computes it).
 
         Raises:
-            RequestError: A gate that cannot be read (field ``gates``).
+            RequestError: A gate that cannot be read (field ``gates``), or a number of
+                calibration bins below 1 (field ``calibration_bins``).
         """
         from vocmatch.evidence.gates import check_gates, parse_gate
 
@@ -286,7 +291,19 @@ class MergedStates:
         )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        return EvalReport(self.evaluation, checked, thresholds=thresholds, beta=beta, merge=merge)
+        evidence = Evidence()
+        if calibration_bins is not None:
+            from vocmatch.evidence.calibration import calibration
+
+            bins = int(checked_bounded(
+                "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"]
+            ) or 1)  # fmt: skip
+            found = calibration(self.evaluator.records(), self.evaluator.conventions, bins)
+            evidence = Evidence(calibration=found)
+        return EvalReport(
+            self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
+            merge=merge,
+        )  # fmt: skip
 
 
 def read_states(
