@@ -214,20 +214,73 @@ def test_calibration_after_merge_renders_as_one_eval_run(
         assert run_cli("merge", *order, *args) == single
 
 
-def test_calibration_bins_at_save_state_say_merge_applies_them(
+@pytest.mark.parametrize("protocol", ["default", "coco", "voc07"])
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_bootstrap_after_merge_renders_as_one_eval_run(
+    demo: tuple[Path, Path], tmp_path: Path, protocol: str, output_format: str
+) -> None:
+    """The bootstrap resamples the states' match records (each image-class's ground truth
+    kept with them): three shards merged in any order give eval's intervals, byte for
+    byte, for the same seed."""
+    states = save_shards(*demo, tmp_path, 3, "--protocol", protocol)
+    args = ["--protocol", protocol, "--bootstrap", "50", "--seed", "3", "--format", output_format]
+    single = run_cli("eval", *map(str, demo), *args)
+    assert single[0] == 0 and ("interval" in single[1] or "bootstrap" in single[1])
+    for order in itertools.permutations(states):
+        assert run_cli("merge", *order, *args[2:]) == single
+
+
+def test_bootstrap_of_states_without_ground_truth_cells_is_refused_in_one_line(
     demo: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """--calibration-bins given to a shard is not dropped unsaid: one warning, the state is
-    saved."""
+    """A state saved before the ground-truth cells were kept (format 4) merges and is
+    calibrated as before; its bootstrap is refused in one line saying why."""
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    states = save_shards(*demo, tmp_path)
+    for state in states:
+        raw = read_state(Path(state).read_bytes())
+        arrays = {k: v for k, v in raw.arrays.items() if k != "gt_cells"}
+        header = {k: v for k, v in raw.header.items() if k != "gt_cells"}
+        Path(state).write_bytes(write_state(RawState(header, arrays), version=4))
+    code, out, err = run_cli("merge", *states, "--calibration-bins", "5", "--format", "json")
+    assert code == 0 and json.loads(out)["calibration"]["bins"] == 5
+    code, out, err = run_cli("merge", *states, "--bootstrap", "10")
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err.endswith(
+        "vocmatch: error: these match records keep no per-image ground-truth counts (states "
+        "saved by a vocmatch before state format version 5): save them again to resample "
+        "them\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "flags"),
+    [
+        pytest.param(["--calibration-bins", "5"], ["--calibration-bins"], id="calibration"),
+        pytest.param(
+            ["--bootstrap", "10", "--seed", "2"], ["--bootstrap", "--seed"], id="bootstrap"
+        ),
+    ],
+)
+def test_evidence_at_save_state_says_merge_applies_it(
+    demo: tuple[Path, Path], tmp_path: Path, args: list[str], flags: list[str]
+) -> None:
+    """The calibration and the bootstrap given to a shard are not dropped unsaid: one
+    warning each, the state is saved."""
     state = tmp_path / "s.vms"
     code, out, err = run_cli(
-        "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state),
-        "--calibration-bins", "5",
-    )  # fmt: skip
+        "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state), *args
+    )
     assert (code, out) == (0, "")
-    assert err == (
-        "vocmatch: warning: --calibration-bins applies to the report, which a shard does not "
-        f"write: give it to `vocmatch merge`\nsaved 3 images to {state}\n"
+    assert (
+        err
+        == "".join(
+            f"vocmatch: warning: {flag} applies to the report, which a shard does not write: give "
+            "it to `vocmatch merge`\n"
+            for flag in flags
+        )
+        + f"saved 3 images to {state}\n"
     )
 
 
@@ -446,10 +499,10 @@ def test_save_state_says_where_the_dataset_gate_and_the_report_apply(
             id="eval-html",
         ),
         pytest.param(
-            ["--save-state", "s.vms", "--bootstrap", "10"],
-            "Error: --bootstrap needs every box, which a saved state does not keep: evaluate "
+            ["--save-state", "s.vms", "--slice", "size"],
+            "Error: --slice needs every box, which a saved state does not keep: evaluate "
             "without --save-state for it",
-            id="eval-bootstrap",
+            id="eval-slice",
         ),
         pytest.param(
             ["--run-id", "model-a"],

@@ -257,6 +257,11 @@ COUNTS = [
     pytest.param(["merge", str(ROOT / "README.md"), "--max-rows"], id="merge-max-rows"),
     pytest.param(["merge", str(ROOT / "README.md"), "--max-fp"], id="merge-max-fp"),
     pytest.param(["merge", str(ROOT / "README.md"), "--max-fn"], id="merge-max-fn"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--bootstrap"], id="merge-bootstrap"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--seed"], id="merge-seed"),
+    pytest.param(
+        ["merge", str(ROOT / "README.md"), "--calibration-bins"], id="merge-calibration-bins"
+    ),
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--jobs"], id="seg-jobs"),
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--max-rows"], id="seg-max-rows"),
     pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),

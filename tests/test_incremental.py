@@ -470,7 +470,9 @@ def test_state_holds_match_records_and_no_boxes() -> None:
     gt, pred = random_dataset(4, images=6)
     table = array_table(fed(arrays_of(gt, pred), "coco").to_bytes())
     assert not any("box" in name for name in table)
-    assert not any(shape[-1:] == [4] and name != "coco_gt" for name, (_, shape) in table.items())
+    # Four per class (coco_gt) or per image-class (gt_cells): counts, not boxes.
+    counts = ("coco_gt", "gt_cells")
+    assert not any(shape[-1:] == [4] and name not in counts for name, (_, shape) in table.items())
     assert table["pred_score"][0] == "<f8"  # scores such as 0.3 are not float32
     assert table["pred_label"][0] == "|u1"
     assert table["pred_matched"][0] in ("|u1", "<u2")  # ten thresholds
@@ -516,7 +518,7 @@ def test_a_version_1_state_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(StateError) as caught:
         Evaluator.load(path)
     assert str(caught.value) == (
-        f"{path}: state format version 1; this vocmatch reads versions 2, 3 and 4"
+        f"{path}: state format version 1; this vocmatch reads versions 2, 3, 4 and 5"
     )
 
 
@@ -565,6 +567,18 @@ def edited_array(data: bytes, name: str, edit: Any) -> bytes:
     raise KeyError(name)
 
 
+def edited_cells(data: bytes, edit: Any) -> bytes:
+    """The state with its ``gt_cells`` rows (image, class, count, count in area "all")
+    changed in place by ``edit``."""
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        cells = values.reshape(-1, 4)
+        edit(cells)
+        return cells.reshape(-1)
+
+    return edited_array(data, "gt_cells", rows)
+
+
 def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
     """The state with one array replaced, dtype and shape included, its header's table,
     length and checksum made right again (a crafted file, consistent in every way a
@@ -592,7 +606,7 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
         pytest.param(lambda d: b"PK\x03\x04" + d[4:], "no VMSTATE signature", id="magic"),
         pytest.param(
             lambda d: MAGIC + (FORMAT_VERSION + 1).to_bytes(4, "little") + d[12:],
-            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads versions 2, 3 and 4",
+            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads versions 2, 3, 4 and 5",
             id="version",
         ),
         pytest.param(lambda d: d[:-100], "checksum does not match", id="truncated"),
@@ -699,6 +713,56 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             lambda d: with_crc(d[:-4] + b"\0" * 8),
             "arrays declare .* bytes but the file holds",
             id="trailing-bytes",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c[:, 0].fill(250)),
+            "array 'gt_cells' names an image or class that is not there",
+            id="cell-image-beyond",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c[:, 1].fill(250)),
+            "array 'gt_cells' names an image or class that is not there",
+            id="cell-class-beyond",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c.__setitem__(slice(None), c[::-1].copy())),
+            "array 'gt_cells' is not one sorted cell per image-class",
+            id="cells-out-of-order",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c[:1, 2:].fill(0)),
+            "array 'gt_cells' is not one sorted cell per image-class",
+            id="cell-of-no-ground-truth",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c.__setitem__((slice(None), 3), c[:, 2] + 1)),
+            "array 'gt_cells' is not one sorted cell per image-class",
+            id="cell-area-all-beyond-its-count",
+        ),
+        pytest.param(
+            lambda d: edited_cells(d, lambda c: c[:1, 2:].__iadd__(1)),
+            "array 'gt_cells' does not add up to the ground truth's counts",
+            id="cells-that-do-not-add-up",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "gt_cells", np.zeros((2, 3), dtype="|u1")),
+            r"array 'gt_cells' has shape \(2, 3\), the counts say \(2, 4\)",
+            id="cells-of-three-columns",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "gt_cells", np.full((1, 4), 2**48, dtype="<u8")),
+            "array 'gt_cells' holds counts no file could hold",
+            id="cell-count-of-2**48",
+        ),
+        pytest.param(
+            lambda d: crafted_header(d, b'"gt_cells":true', b'"gt_cells":1'),
+            r"corrupted header \(gt_cells\)",
+            id="cells-flag-not-a-bool",
+        ),
+        pytest.param(
+            lambda d: crafted_header(d, b'"name":"gt_cells"', b'"name":"gt_cellz"'),
+            r"corrupted \(arrays .*'gt_cellz'.*, expected",
+            id="cells-flag-without-cells",
         ),
     ],
 )
@@ -873,21 +937,18 @@ def test_a_state_without_skipped_files_is_written_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("skipped", "orphans", "version"),
+    ("skipped", "orphans"),
     [
-        pytest.param(0, 0, 2, id="none-skipped"),
-        pytest.param(2, 0, 3, id="files-skipped"),
-        pytest.param(0, 1, 3, id="orphan-pred"),
-        pytest.param(2, 1, 3, id="both"),
+        pytest.param(0, 0, id="none-skipped"),
+        pytest.param(2, 0, id="files-skipped"),
+        pytest.param(0, 1, id="orphan-pred"),
+        pytest.param(2, 1, id="both"),
     ],
 )
-def test_a_state_with_skipped_files_is_refused_by_a_reader_of_version_2(
-    skipped: int, orphans: int, version: int
-) -> None:
-    """A state with skipped files or prediction files without ground truth is format
-    version 3: a reader of version 2 only (vocmatch before those fields) refuses it in one
-    line instead of merging it as if there were none; a state with neither stays version 2,
-    readable by both."""
+def test_a_state_is_refused_by_a_reader_of_an_earlier_version(skipped: int, orphans: int) -> None:
+    """A state keeps each image-class's ground-truth counts (format version 5): a reader of
+    version 2 (before the skipped files and the prediction files without ground truth) or of
+    version 4 refuses it in one line instead of merging it without them."""
     from vocmatch.evaluation.state import read_state
 
     evaluator = Evaluator()
@@ -895,15 +956,15 @@ def test_a_state_with_skipped_files_is_refused_by_a_reader_of_version_2(
     evaluator.add_skipped(skipped_pool()[:skipped])
     evaluator.add_orphans([("x", "pred/x.xml")][:orphans])
     data = evaluator.to_bytes()
-    assert int.from_bytes(data[8:12], "little") == version
+    assert int.from_bytes(data[8:12], "little") == 5
     assert len(Evaluator.from_bytes(data).skipped) == skipped
     assert len(Evaluator.from_bytes(data).orphan_pred) == orphans
-    if version == 2:
-        assert read_state(data, version=2).header["keys"] == ["a"]
-    else:
+    for version in (2, 4):
         with pytest.raises(StateError) as caught:
-            read_state(data, "s.vms", version=2)
-        assert str(caught.value) == "s.vms: state format version 3; this vocmatch reads version 2"
+            read_state(data, "s.vms", version=version)
+        assert str(caught.value) == (
+            f"s.vms: state format version 5; this vocmatch reads version {version}"
+        )
 
 
 def test_prediction_files_without_ground_truth_travel_with_the_state() -> None:

@@ -207,12 +207,13 @@ def test_check_shards_finds_what_the_report_says(
 
 
 def test_the_origin_travels_in_the_state(tmp_path: Path) -> None:
-    """A shard's state is format version 4 with its shard, run and run id; read back, the
-    evaluator holds them."""
+    """A shard's state records its shard, run and run id (format version 4, and 5 with the
+    ground-truth cells every state of this vocmatch keeps); read back, the evaluator holds
+    them."""
     request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred")
     evaluator = shard_state(request, shard=(2, 3), run_id="model-a").evaluator
     data = evaluator.to_bytes()
-    assert int.from_bytes(data[8:12], "little") == 4
+    assert int.from_bytes(data[8:12], "little") == 5
     assert read_state(data).header["shard"] == {
         "shard": 2, "shards": 3, "run": run_digest(request), "run_id": "model-a",
     }  # fmt: skip
@@ -323,7 +324,7 @@ def test_states_of_arrays_merge_unchecked_with_a_note(tmp_path: Path) -> None:
         evaluator.add(key, box, ["cat"], box, [0.9], ["cat"])
         paths.append(tmp_path / f"{key}.vms")
         evaluator.save(paths[-1])
-        assert int.from_bytes(paths[-1].read_bytes()[8:12], "little") == 2
+        assert "shard" not in read_state(paths[-1].read_bytes()).header
     merged = read_states(paths)
     assert merged.evaluation.summary.map == 1.0
     assert merged.check.unchecked == tuple(str(p) for p in paths)

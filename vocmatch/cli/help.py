@@ -116,7 +116,8 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "States", "options": ["--partial", "--max-file-size"]},
         {"name": "Output", "options": _REPORT_OUTPUT},
         _GATES,
-        {"name": "Score thresholds", "options": ["--beta", "--write-thresholds", "--help"]},
+        {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
+        {"name": "Evidence", "options": ["--bootstrap", "--seed", "--calibration-bins", "--help"]},
     ],
     "vocmatch lint": [
         {

@@ -28,6 +28,7 @@ from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.options import (
     calibration_option,
+    evidence_options,
     gate_options,
     max_rows_option,
     output_option,
@@ -113,13 +114,13 @@ def shard_options(function: F) -> F:
 #: --save-state, a warning says where to give them (they are not dropped unsaid).
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
-    "write_thresholds_file", "beta", "calibration_bins",
+    "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
 )  # fmt: skip
 #: The eval options that need every box or the matching's arrays, which a state does not
 #: keep: given with --save-state, a usage error.
 NOT_WITH_STATES = (
     "html_file", "images_dir", "errors", "background_iou", "tightness",
-    "bootstrap_resamples", "seed", "slice_specs",
+    "slice_specs",
 )  # fmt: skip
 
 
@@ -213,6 +214,7 @@ def save_shard(
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
 @gate_options
+@evidence_options
 @calibration_option
 @click.option(
     "--max-file-size",
@@ -236,6 +238,8 @@ def merge_command(
     fail_under: tuple[Gate, ...],
     max_fp: int | None,
     max_fn: int | None,
+    bootstrap_resamples: int | None,
+    seed: int,
     calibration_bins: int | None,
     max_file_size: int,
 ) -> None:
@@ -259,7 +263,9 @@ def merge_command(
     check_outputs([output, classes_csv, write_thresholds_file], files=list(states))
     with library_errors():
         merged = read_states(states, partial=partial, max_bytes=max_file_size)
-        report = merged.report(fail_under, max_fp, max_fn, beta, calibration_bins)
+        report = merged.report(
+            fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed
+        )
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)
     for note in merged.check.notes():

@@ -694,8 +694,9 @@ class Evaluator:
         ``skipped`` list, the prediction files without ground truth its ``orphan_pred`` list of
         ``[key, path]``, in format version 3; a state with neither is version 2, as before
         those fields existed. A state whose :attr:`origin` is set records it in the header's
-        ``shard`` object, in format version 4
-        (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
+        ``shard`` object, in format version 4; records keeping each image-class's ground
+        truth that counts (every image matched by this vocmatch) its ``gt_cells`` array, in
+        format version 5 (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -709,10 +710,12 @@ class Evaluator:
             header["skipped"] = skipped_to_header(self._skipped)
         if self._orphans:
             header["orphan_pred"] = [[key, path] for key, path in sorted(self._orphans)]
+        version = 3 if self._skipped or self._orphans else 2
         if self.origin is not None:
             header["shard"] = self.origin.to_header()
-            return write_state(RawState(header, arrays), version=4)
-        version = 3 if self._skipped or self._orphans else 2
+            version = 4
+        if "gt_cells" in arrays:
+            version = 5
         return write_state(RawState(header, arrays), version=version)
 
     @classmethod

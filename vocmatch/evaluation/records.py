@@ -161,8 +161,13 @@ class GtCells:
     counting_all: IntArray
 
     def of_images(self, place: IntArray) -> GtCells:
-        """The cells with each image moved to ``place[image]``."""
-        return replace(self, image=place[self.image] if self.image.size else self.image)
+        """The cells with each image moved to ``place[image]``, in (image, class) order."""
+        if not self.image.size:
+            return self
+        image = place[self.image]
+        order = np.lexsort((self.label, image))
+        return GtCells(image[order], self.label[order], self.counting[order],
+                       self.counting_all[order])  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.reco
 out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
 could not read and the prediction files without ground truth; version 4 which shard of
-which run the state holds (:data:`FORMAT_VERSION`).
+which run the state holds; version 5 each image-class's ground truth that counts
+(:data:`FORMAT_VERSION`).
 Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
@@ -61,9 +62,11 @@ MAGIC = b"VMSTATE\0"
 #: it as if there were none. Version 4 adds the header's ``shard`` object (which shard of
 #: which run the state holds: :class:`~vocmatch.evaluation.shard_origin.ShardOrigin`), so
 #: that a merge can check it has every shard of one run; earlier vocmatch refuses it.
-FORMAT_VERSION = 4
+#: Version 5 adds the ``gt_cells`` array (each image-class's ground truth that counts, which
+#: a resample of images weighs: the bootstrap after a merge); earlier vocmatch refuses it.
+FORMAT_VERSION = 5
 #: The format versions this vocmatch reads.
-READ_VERSIONS = (2, 3, 4)
+READ_VERSIONS = (2, 3, 4, 5)
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.

@@ -19,6 +19,10 @@ name                      shape         holds
 ``ignored_pred``          ``(N,)``      the few predictions matched to ignored ground truth,
 ``ignored_slot``          ``(N,)``      in which matching (0 the protocol's, 1 + ``a``
 ``ignored_bits``          ``(N,)``      area range ``a``'s), at which thresholds
+``gt_cells``              ``(C, 4)``    each image-class with ground truth that counts:
+                                        image, class, that count, and of it the count in
+                                        COCO's area "all" (format version 5; the header's
+                                        ``gt_cells`` is true when it is there)
 ``unscored_*``                          with no score at all: ``image_values``,
                                         ``image_mean_iou`` and ``class_counts`` as paired
                                         highest IoU first
@@ -49,6 +53,7 @@ from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
     FlagArray,
+    GtCells,
     ImageCounts,
     MatchRecords,
     NoteCounts,
@@ -107,6 +112,12 @@ def state_of_records(
     }
     if records.unscored is not None:
         arrays.update(_counts_arrays(records.unscored, "unscored_"))
+    cells = records.gt_cells
+    if cells is not None:
+        arrays["gt_cells"] = narrowest_int(
+            np.stack([cells.image, cells.label, cells.counting, cells.counting_all], axis=1)
+            .astype(np.int64).reshape(-1, 4)
+        )  # fmt: skip
     notes = records.notes
     header = {
         "keys": list(records.keys),
@@ -116,6 +127,7 @@ def state_of_records(
         "beyond": records.beyond,
         "unscored": records.unscored is not None,
         "coco_all_from_main": bool(from_main),
+        "gt_cells": cells is not None,
         "notes": {
             "names": list(notes.names),
             "scored": notes.scored,
@@ -159,6 +171,10 @@ def records_of_state(
         header.get("unscored"),
     )
     from_main = header.get("coco_all_from_main")
+    # Absent before format version 5: the records then keep no ground-truth cells.
+    has_cells = header.get("gt_cells", False)
+    if not isinstance(has_cells, bool):
+        raise StateError(f"{source}: corrupted header (gt_cells)")
     if not (
         _is_str_list(keys)
         and _is_str_list(gt_paths)
@@ -179,22 +195,60 @@ def records_of_state(
         raise StateError(f"{source}: corrupted header (COCO area ranges without the coco summary)")
     n_stored = n_areas - 1 if from_main else n_areas
     width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
-    layout = _Layout(len(keys), len(names), n_stored, width, unscored)
+    layout = _Layout(len(keys), len(names), n_stored, width, unscored, has_cells)
     shapes = _expected_shapes(arrays, layout, source)
     _check_arrays(arrays, shapes, source)
     preds = _pred_records(arrays, len(names), from_main, conv, source)
+    counts = _image_counts(arrays, "", source)
+    coco_gt = arrays["coco_gt"].astype(np.int64)
+    cells = None
+    if has_cells:
+        cells = _gt_cells(arrays["gt_cells"], counts, coco_gt, conv, source)
     return MatchRecords(
         keys=tuple(keys),
         gt_paths=tuple(gt_paths),
         pred_paths=tuple(pred_paths),
         class_names=tuple(names),
         preds=preds,
-        counts=_image_counts(arrays, "", source),
+        counts=counts,
         unscored=_image_counts(arrays, "unscored_", source) if unscored else None,
-        coco_gt=arrays["coco_gt"].astype(np.int64),
+        coco_gt=coco_gt,
         beyond=beyond,
         notes=notes,
+        gt_cells=cells,
     )
+
+
+def _gt_cells(
+    stored: npt.NDArray[Any],
+    counts: ImageCounts,
+    coco_gt: IntArray,
+    conv: Conventions,
+    source: str,
+) -> GtCells:
+    """The ground-truth cells, checked against the counts they break down: each image and
+    class there, each image-class once and in order, each count at least 1, the area "all"
+    count at most it; their sums each image's and each class's ground truth that counts
+    (and, under the ``coco`` summary, each class's in area "all")."""
+    n_images, n_classes = counts.values.shape[0], counts.classes.gt.size
+    if stored.size and int(stored.max()) >= _MAX_COUNT:
+        raise StateError(f"{source}: array 'gt_cells' holds counts no file could hold")
+    image, label, counting, counting_all = (stored[:, j].astype(np.int64) for j in range(4))
+    if image.size and (int(image.max()) >= n_images or int(label.max()) >= n_classes):
+        raise StateError(f"{source}: array 'gt_cells' names an image or class that is not there")
+    cell = image * n_classes + label
+    if (np.diff(cell) <= 0).any() or (counting < 1).any() or (counting_all > counting).any():
+        raise StateError(f"{source}: array 'gt_cells' is not one sorted cell per image-class")
+    sums_agree = np.array_equal(
+        np.bincount(image, counting, minlength=n_images), counts.values[:, 0]
+    ) and np.array_equal(np.bincount(label, counting, minlength=n_classes), counts.classes.gt)
+    if sums_agree and conv.summary == "coco":
+        sums_agree = np.array_equal(
+            np.bincount(label, counting_all, minlength=n_classes), coco_gt[:, 0]
+        )
+    if not sums_agree:
+        raise StateError(f"{source}: array 'gt_cells' does not add up to the ground truth's counts")
+    return GtCells(image, label, counting, counting_all)
 
 
 def _note_counts(notes: object, source: str) -> NoteCounts:
@@ -245,6 +299,7 @@ class _Layout:
         areas: COCO area ranges stored per prediction.
         width: Integers per image.
         unscored: The counts of the unscored reading are stored too.
+        cells: The ground-truth cells are stored.
     """
 
     images: int
@@ -252,6 +307,7 @@ class _Layout:
     areas: int
     width: int
     unscored: bool
+    cells: bool
 
 
 def _expected_shapes(
@@ -279,6 +335,10 @@ def _expected_shapes(
         "ignored_pred": ((n_ignored,), "u"),
         "ignored_bits": ((n_ignored,), "u"),
     }
+    if layout.cells:
+        cells = arrays.get("gt_cells")
+        n_cells = cells.shape[0] if cells is not None and cells.ndim == 2 else -1
+        shapes["gt_cells"] = ((n_cells, 4), "u")
     for prefix in ("", "unscored_") if layout.unscored else ("",):
         shapes[f"{prefix}image_values"] = ((n_images, layout.width), "u")
         shapes[f"{prefix}image_mean_iou"] = ((n_images,), "f")

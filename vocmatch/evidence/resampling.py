@@ -627,7 +627,10 @@ def _from_records(
     tp_rows = hit_t & ~ignored_t & counted
     cells = records.gt_cells
     if cells is None:
-        raise InputError("these match records keep no per-image ground-truth counts")
+        raise InputError(
+            "these match records keep no per-image ground-truth counts (states saved by a "
+            "vocmatch before state format version 5): save them again to resample them"
+        )
     gt = _gt_cells(cells.image, cells.label, cells.counting, n_images)
     counts = (
         _cells(pred_image[tp_rows], pred_class[tp_rows], k),

@@ -263,6 +263,8 @@ class MergedStates:
         max_fn: int | None = None,
         beta: float = 1.0,
         calibration_bins: int | None = None,
+        bootstrap: int | None = None,
+        seed: int = 0,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
@@ -275,10 +277,15 @@ class MergedStates:
             beta: The F-beta each class's operating point maximises.
             calibration_bins: Add the scores' calibration over this many bins (read from
                 the states' match records, as one run computes it).
+            bootstrap: Add bootstrap intervals from this many resamples of the images (read
+                from the states' match records: the intervals one run gives).
+            seed: Seed of the bootstrap's resamples.
 
         Raises:
-            RequestError: A gate that cannot be read (field ``gates``), or a number of
-                calibration bins below 1 (field ``calibration_bins``).
+            RequestError: A gate that cannot be read (field ``gates``), or a value out of
+                its range (field ``calibration_bins``, ``bootstrap`` or ``seed``).
+            InputError: The bootstrap is asked of states that keep no per-image ground-truth
+                counts (saved by a vocmatch before state format version 5).
         """
         from vocmatch.evidence.gates import check_gates, parse_gate
 
@@ -291,19 +298,37 @@ class MergedStates:
         )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        evidence = Evidence()
-        if calibration_bins is not None:
-            from vocmatch.evidence.calibration import calibration
-
-            bins = int(checked_bounded(
-                "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"]
-            ) or 1)  # fmt: skip
-            found = calibration(self.evaluator.records(), self.evaluator.conventions, bins)
-            evidence = Evidence(calibration=found)
+        evidence = self._evidence(calibration_bins, bootstrap, seed)
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
             merge=merge,
         )  # fmt: skip
+
+    def _evidence(self, calibration_bins: int | None, resamples: int | None, seed: int) -> Evidence:
+        """The calibration and the bootstrap asked for, from the merged match records."""
+        evidence = Evidence()
+        evaluator = self.evaluator
+        bins = checked_bounded(
+            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
+        )
+        count = checked_bounded("bootstrap", resamples, FIELD_BOUNDS["bootstrap"], optional=True)
+        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
+        if bins is not None:
+            from vocmatch.evidence.calibration import calibration
+
+            found = calibration(evaluator.records(), evaluator.conventions, int(bins))
+            evidence = replace(evidence, calibration=found)
+        if count is not None:
+            from vocmatch.evidence.bootstrap import bootstrap
+            from vocmatch.evidence.resampling import resampler
+
+            sampler = resampler(
+                self.evaluation, evaluator.records(), evaluator.conventions,
+                evaluator.score_thresholds,
+            )  # fmt: skip
+            intervals = bootstrap(self.evaluation, sampler, int(count), drawn)
+            evidence = replace(evidence, bootstrap=intervals)
+        return evidence
 
 
 def read_states(
