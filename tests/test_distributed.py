@@ -135,13 +135,19 @@ def _never(*args: Any, **kwargs: Any) -> Any:
         pytest.param(["--score-threshold", "0.5", "--format", "json"], id="score-threshold"),
         pytest.param(["--fail-under", "map=0.9", "--max-fn", "0"], id="gates"),
         pytest.param(["--format", "csv", "--fold-case"], id="csv"),
+        pytest.param(["--bootstrap", "20", "--seed", "4", "--format", "json"], id="bootstrap"),
+        pytest.param(
+            ["--protocol", "coco", "--bootstrap", "20", "--format", "json"], id="bootstrap-coco"
+        ),
+        pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
     ],
 )
 def test_a_report_without_boxes_travels_as_match_records(
     client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     """No option draws or re-reads boxes: the workers send match records (the columns route
-    is never taken), and the report, warnings and exit code are one process's."""
+    is never taken), and the report, warnings and exit code are one process's; the
+    bootstrap and the calibration read the merged records."""
     import vocmatch.evaluation.on_dask as module
 
     gt, pred = map(str, demo)
@@ -156,8 +162,6 @@ def test_a_report_without_boxes_travels_as_match_records(
     [
         pytest.param(["--errors", "--format", "json"], id="errors"),
         pytest.param(["--format", "junit"], id="junit"),
-        pytest.param(["--bootstrap", "20", "--format", "json"], id="bootstrap"),
-        pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
     ],
 )
 def test_a_report_that_needs_boxes_gets_the_columns(

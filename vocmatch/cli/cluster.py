@@ -4,10 +4,8 @@ through fsspec, before the evaluation goes on as in any run."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -20,8 +18,6 @@ from vocmatch.errors import DistributedError
 from vocmatch.run.request_checks import SCHEDULER
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.result import Evaluation
-    from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,45 +80,28 @@ def dask_option(function: F) -> F:
         help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
         "local:N for N local worker processes started for the run. Workers read and match "
         "shards of the images and send back their match records (their boxes when the report "
-        "draws or re-reads them: --errors, --html, --bootstrap...), merged here; the report is "
-        "that of one process. Needs the dask extra (dask.distributed); URLs (s3://...) need "
-        "the remote extra (fsspec, s3fs).",
+        "draws or re-reads them: --errors, --html, --format junit...), merged here; the "
+        "report, its bootstrap and calibration included, is that of one process. Needs the "
+        "dask extra (dask.distributed); URLs (s3://...) need the remote extra (fsspec, s3fs).",
     )(function)
 
 
-def uses_remote_reading(
-    scheduler: str | None, gt_dir: str | os.PathLike[str], pred_dir: str | os.PathLike[str]
-) -> bool:
-    """Whether the run reads through :func:`read_remote_inputs` (``--dask`` or a URL)."""
+@contextmanager
+def remote_run(request: EvalRequest) -> Iterator[None]:
+    """Around a run whose inputs are read on a Dask cluster or from URLs (the library reads
+    them: :mod:`vocmatch.run.remote_inputs`): the options such a run cannot honour refused
+    in the command line's words (exit 2), a missing dask.distributed said as a flag's
+    error, a failed cluster run one line and exit 5, Dask's log lines kept off stderr.
+    Nothing for folders read here."""
     from vocmatch.readers.remote import is_url
 
-    return scheduler is not None or is_url(gt_dir) or is_url(pred_dir)
-
-
-def read_remote_inputs(request: EvalRequest, scheduler: str | None) -> tuple[ColumnSet, ColumnSet]:
-    """The request's ground truth and predictions, read on the cluster ``scheduler`` names,
-    or read here through fsspec without one (the library's
-    :func:`~vocmatch.run.remote_inputs.read_elsewhere`). Call inside :func:`library_errors`:
-    exit 2 for bad input, :data:`EXIT_DISTRIBUTED` when the cluster run fails."""
+    scheduler = request.dask
+    if scheduler is None and not is_url(request.gt) and not is_url(request.pred):
+        yield
+        return
     _refuse_options(_NOT_ON_DASK if scheduler is not None else _NOT_WITH_URLS, scheduler)
-    from vocmatch.run.remote_inputs import read_elsewhere
-
     with _cluster_errors(scheduler):
-        columns, _ = read_elsewhere(replace(request, dask=scheduler), records_may_do=False)
-    assert columns is not None  # URLs or a cluster: read_elsewhere reads them
-    return columns
-
-
-def evaluate_on_cluster(request: EvalRequest, scheduler: str) -> Evaluation:
-    """The evaluation made on the cluster ``scheduler`` names from its tasks' match records
-    (no boxes travel), for a report that needs none. Call inside :func:`library_errors`."""
-    _refuse_options(_NOT_ON_DASK, scheduler)
-    from vocmatch.run.remote_inputs import read_elsewhere
-
-    with _cluster_errors(scheduler):
-        _, evaluation = read_elsewhere(replace(request, dask=scheduler))
-    assert evaluation is not None  # a report that needs no box: the workers' records
-    return evaluation
+        yield
 
 
 @contextmanager

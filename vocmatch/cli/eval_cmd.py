@@ -16,9 +16,7 @@ from vocmatch.cli.app import main
 from vocmatch.cli.cluster import (
     InputLocation,
     dask_option,
-    evaluate_on_cluster,
-    read_remote_inputs,
-    uses_remote_reading,
+    remote_run,
 )
 from vocmatch.cli.console import (
     PICTURE_SUFFIXES,
@@ -88,7 +86,6 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.readers.scan import ColumnSet
 
 
 @main.command("eval")
@@ -252,13 +249,17 @@ def eval_command(
             boxes=html_file is not None or RENDERERS[output_format].boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
             slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
-            class_choice=class_choice or None, **convention_extras(),
+            class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),
         )  # fmt: skip
-    columns, cluster_evaluation = _read_elsewhere(request, dask_scheduler, save_state is None)
     if save_state is not None:
-        save_shard(request, SavedShard(save_state, shard, run_id), quiet, columns)
+        save_shard(request, SavedShard(save_state, shard, run_id), quiet)
         return
-    with library_errors(), library_warnings(), progress_display(quiet) as progress:
+    with (
+        library_errors(),
+        library_warnings(),
+        remote_run(request),
+        progress_display(quiet) as progress,
+    ):
 
         def evaluated(evaluation: Evaluation) -> None:
             progress.close()  # the warnings go below the finished bar, not through it
@@ -267,10 +268,7 @@ def eval_command(
         with warnings.catch_warnings():
             # The library's warning of missing prediction files: report_warnings words it.
             warnings.simplefilter("ignore", MissingPredictionWarning)
-            report = evaluate(
-                request, progress=progress, on_evaluated=evaluated, columns=columns,
-                evaluation=cluster_evaluation,
-            )  # fmt: skip
+            report = evaluate(request, progress=progress, on_evaluated=evaluated)
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
@@ -414,19 +412,3 @@ def labels_eval(
     )
     if evaluation.skipped:
         raise click.exceptions.Exit(EXIT_SKIPPED)
-
-
-def _read_elsewhere(
-    request: EvalRequest, scheduler: str | None, records_may_do: bool
-) -> tuple[tuple[ColumnSet, ColumnSet] | None, Evaluation | None]:
-    """The inputs read on a Dask cluster or from URLs: the evaluation made from the workers'
-    match records, when ``records_may_do`` and the report needs no box, else the columns;
-    neither for folders read here."""
-    if scheduler is not None and records_may_do and not request.needs_boxes():
-        # The report needs no box: the workers send match records, not boxes.
-        with library_errors():
-            return None, evaluate_on_cluster(request, scheduler)
-    if not uses_remote_reading(scheduler, request.gt, request.pred):
-        return None, None
-    with library_errors():
-        return read_remote_inputs(request, scheduler), None

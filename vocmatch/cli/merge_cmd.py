@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from vocmatch.cli.app import main
+from vocmatch.cli.cluster import remote_run
 from vocmatch.cli.console import (
     check_outputs,
     echo_err,
@@ -48,7 +49,6 @@ from vocmatch.render.outputs import TableOptions
 
 if TYPE_CHECKING:
     from vocmatch.evidence.gates import Gate
-    from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -168,12 +168,7 @@ class SavedShard:
     run_id: str | None = None
 
 
-def save_shard(
-    request: EvalRequest,
-    saved: SavedShard,
-    quiet: bool,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-) -> None:
+def save_shard(request: EvalRequest, saved: SavedShard, quiet: bool) -> None:
     """Save the evaluator state of a shard's images (``eval --save-state``); the files of
     those images that could not be read are reported, one line each, and exit 3 as a run
     reports them (the state holds the images that were read). The per-image limits
@@ -181,10 +176,8 @@ def save_shard(
     over, once the state is saved."""
     from vocmatch.run.shard_states import shard_state
 
-    with library_errors(), progress_display(quiet) as progress:
-        state = shard_state(
-            request, shard=saved.shard, progress=progress, columns=columns, run_id=saved.run_id
-        )
+    with library_errors(), remote_run(request), progress_display(quiet) as progress:
+        state = shard_state(request, shard=saved.shard, progress=progress, run_id=saved.run_id)
         progress.close()  # the warnings go below the finished bar, not through it
         for skipped in state.skipped:
             echo_err(f"vocmatch: skipped {in_cli_words(str(skipped))}")

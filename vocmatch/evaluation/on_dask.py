@@ -56,6 +56,7 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     from distributed import Client
 
+    from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
 
 __all__ = [
@@ -518,11 +519,14 @@ class DaskEvaluation:
         evaluation: The evaluation.
         gt_keys: The keys of the ground-truth files read, in key order.
         pred_keys: The keys of every prediction file listed, read or not, sorted.
+        records: The tasks' match records, merged (the bootstrap and the calibration read
+            them as a run's).
     """
 
     evaluation: Evaluation
     gt_keys: tuple[str, ...]
     pred_keys: tuple[str, ...]
+    records: MatchRecords
 
 
 def records_on_dask(
@@ -577,6 +581,7 @@ def records_on_dask(
         evaluation,
         tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
         tuple(sorted(pred_keys)),
+        merged.records(),
     )
 
 

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from vocmatch.run.find_suspects import SuspectsFound as SuspectsFound
     from vocmatch.run.find_suspects import SuspectsRequest as SuspectsRequest
     from vocmatch.run.find_suspects import find_suspects as find_suspects
+    from vocmatch.run.remote_inputs import Elsewhere
     from vocmatch.run.shard_states import MergedStates as MergedStates
     from vocmatch.run.shard_states import ShardState as ShardState
     from vocmatch.run.shard_states import evaluator_for as evaluator_for
@@ -320,17 +321,14 @@ class EvalRequest(ScoreOptions):
         return self.boxes or self.analysis
 
     def needs_boxes(self) -> bool:
-        """The report needs more than the evaluation (what match records give, as
-        :meth:`~vocmatch.evaluation.incremental.Evaluator.result` does): boxes, the
-        matching's arrays (bootstrap, slices, calibration), or a class choice or geometry
-        applied to the boxes read."""
+        """The report needs more than match records give (the evaluation, the bootstrap and
+        the calibration read them): boxes, the matching's arrays (slices), or a class
+        choice or geometry applied to the boxes read."""
         return (
             self.geometry != "shape"
             or self.keeps_boxes()
             or self.reliability
-            or self.bootstrap is not None
             or bool(self.slices)
-            or self.calibration_bins is not None
             or self.class_choice is not None
             or self.class_map is not None
         )
@@ -355,8 +353,6 @@ def evaluate(
     *,
     progress: Progress | None = None,
     on_evaluated: Callable[[Evaluation], None] | None = None,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-    evaluation: Evaluation | None = None,
     **options: Any,
 ) -> EvalReport:
     """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
@@ -369,15 +365,10 @@ def evaluate(
         progress: Told how far the reading and the matching are.
         on_evaluated: Called with the evaluation before the gates and the analysis run
             (the command line shows its warnings there, before any gate's error).
-        columns: The ground truth and predictions already read (on a cluster, from object
-            storage); the request's paths are then not read again, and its class choice
-            and geometry apply to them (:func:`chosen_columns`).
-        evaluation: The evaluation already made (merged from match records on a cluster:
-            :func:`~vocmatch.evaluation.on_dask.records_on_dask`), for a request whose
-            report needs no boxes (:meth:`EvalRequest.needs_boxes`); nothing is read.
-            Without ``columns`` or ``evaluation``, inputs given as URLs (``s3://...``,
-            ``file:///...``) or a request's ``dask`` cluster are read as ``vocmatch eval``
-            reads them (:mod:`vocmatch.run.remote_inputs`).
+            Inputs given as URLs (``s3://...``, ``file:///...``) and a request's ``dask``
+            cluster are read as ``vocmatch eval`` reads them
+            (:mod:`vocmatch.run.remote_inputs`): on a cluster, the workers send their match
+            records unless the report needs the boxes (:meth:`EvalRequest.needs_boxes`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -413,14 +404,10 @@ def evaluate(
     gates = _gates(request.gates)
     specs = _slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
-    if evaluation is not None and request.needs_boxes():
-        raise RequestError("evaluation", "the report needs the boxes, not only an evaluation")
-    if columns is None and evaluation is None:
-        # Inputs given as URLs, or read on a cluster: as the command line reads them.
-        from vocmatch.run.remote_inputs import read_elsewhere
+    # Inputs given as URLs, or read on a cluster: as the command line reads them.
+    from vocmatch.run.remote_inputs import read_elsewhere
 
-        columns, evaluation = read_elsewhere(request)
-    scored = _score(request, conventions, thresholds, progress, columns, evaluation)
+    scored = _score(request, conventions, thresholds, progress, read_elsewhere(request))
     warn_missing_predictions(scored.evaluation.missing_pred)
     evidence = _evidence(request, scored, specs)
     if on_evaluated is not None:
@@ -508,20 +495,19 @@ def _score(
     conventions: Conventions,
     thresholds: ScoreThresholds,
     progress: Progress | None,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
-    evaluated: Evaluation | None = None,
+    elsewhere: Elsewhere | None = None,
 ) -> _Scored:
-    """Read the inputs and evaluate them (or take the evaluation made); the columns are
-    dropped on return (they are the largest thing a run holds)."""
+    """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
+    columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evaluation.scoring import fold_names
 
-    if evaluated is not None:
-        found = input_warnings(request, evaluated)
-        evaluated = _with_threshold_note(evaluated, thresholds, request)
-        return _Scored(evaluated, None, None, warnings=found)
-    if columns is not None:
-        gt_columns, pred_columns = chosen_columns(*columns, request)
+    if elsewhere is not None and elsewhere.evaluation is not None:
+        found = input_warnings(request, elsewhere.evaluation)
+        evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
+        return _Scored(evaluated, elsewhere.records, None, warnings=found)
+    if elsewhere is not None and elsewhere.columns is not None:
+        gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
         gt_columns, pred_columns = read_inputs(
             request.inputs(), progress.files if progress is not None else None

@@ -11,6 +11,7 @@ evaluation goes on as for folders read here.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from vocmatch.errors import RequestError
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.on_dask import DaskOptions
+    from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
@@ -26,6 +28,7 @@ __all__ = [
     "MISSING_DASK",
     "NOT_ON_DASK",
     "NOT_WITH_URLS",
+    "Elsewhere",
     "read_elsewhere",
     "reads_elsewhere",
 ]
@@ -49,12 +52,26 @@ def reads_elsewhere(request: EvalRequest) -> bool:
     return request.dask is not None or is_url(request.gt) or is_url(request.pred)
 
 
-def read_elsewhere(
-    request: EvalRequest, *, records_may_do: bool = True
-) -> tuple[tuple[ColumnSet, ColumnSet] | None, Evaluation | None]:
+@dataclass(frozen=True, slots=True)
+class Elsewhere:
+    """What was read elsewhere: the columns, or the evaluation made on a cluster from its
+    tasks' match records, with those records (merged).
+
+    Attributes:
+        columns: The ground truth and predictions read, when the report needs the boxes.
+        evaluation: The evaluation made from the workers' match records.
+        records: Those records, merged (the bootstrap and calibration read them).
+    """
+
+    columns: tuple[ColumnSet, ColumnSet] | None = None
+    evaluation: Evaluation | None = None
+    records: MatchRecords | None = None
+
+
+def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Elsewhere | None:
     """The request's inputs read from URLs or on its cluster: the evaluation made from the
     workers' match records, when ``records_may_do`` and the report needs no box, else the
-    columns; neither for folders read here without a cluster.
+    columns; None for folders read here without a cluster.
 
     Raises:
         RequestError: A field the run cannot honour is set (field named), or dask is not
@@ -64,7 +81,7 @@ def read_elsewhere(
         DistributedError: The cluster cannot be reached, or a task failed on every try.
     """
     if not reads_elsewhere(request):
-        return None, None
+        return None
     scheduler = request.dask
     _refuse_fields(request, NOT_ON_DASK if scheduler is not None else NOT_WITH_URLS)
     from vocmatch.run.evaluate import refuse_unpaired, refuse_unpaired_keys
@@ -74,7 +91,7 @@ def read_elsewhere(
 
         gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
         refuse_unpaired(gt, pred, request.pred)
-        return (gt, pred), None
+        return Elsewhere(columns=(gt, pred))
     from vocmatch.evaluation.on_dask import (
         columns_on_dask,
         dask_client,
@@ -92,12 +109,12 @@ def read_elsewhere(
                 _annotations(request.gt), request.pred, _options(request), client=client
             )
             refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
-            return None, found.evaluation
+            return Elsewhere(evaluation=found.evaluation, records=found.records)
         gt, pred = columns_on_dask(
             _annotations(request.gt), request.pred, _options(request), client=client
         )
     refuse_unpaired(gt, pred, request.pred)
-    return (gt, pred), None
+    return Elsewhere(columns=(gt, pred))
 
 
 def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:

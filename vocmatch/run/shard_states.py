@@ -156,7 +156,8 @@ def shard_state(
         # vocmatch.evaluate reads them, and the shard's images chosen below.
         from vocmatch.run.remote_inputs import read_elsewhere
 
-        columns = read_elsewhere(request, records_may_do=False)[0]
+        elsewhere = read_elsewhere(request, records_may_do=False)
+        columns = elsewhere.columns if elsewhere is not None else None
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
     if columns is not None:
