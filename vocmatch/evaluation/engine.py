@@ -51,7 +51,7 @@ class Evaluated:
         records: Its match records (the bootstrap and calibration read them, as they read
             records merged from shards).
         matched: The arrays of its matching, of every prediction (slices match again with
-            other ground truth ignored); None only when no image was evaluated.
+            other ground truth ignored); None when not asked for or no image was evaluated.
     """
 
     evaluation: Evaluation
@@ -68,13 +68,16 @@ def evaluate_matched(
     fold_case: bool = False,
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
+    matching: bool = True,
 ) -> Evaluated:
-    """:func:`evaluate_columns`, its match records and the arrays of its matching."""
+    """:func:`evaluate_columns`, its match records and (with ``matching``) the arrays of
+    its matching, which hold every pair that can match: kept only when asked for."""
     found: list[MatchedColumns] = []
     kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append, score_thresholds=score_thresholds, kept=kept.append,
+        matched=found.append if matching else None, score_thresholds=score_thresholds,
+        kept=kept.append,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)
 

@@ -190,6 +190,7 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
+        matching=False,  # the paired bootstrap reads the match records
     )
     evaluation = done.evaluation
     if thresholds:

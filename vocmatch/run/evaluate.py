@@ -523,6 +523,7 @@ def _score(
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
+        matching=bool(request.slices),  # the slices match again; nothing else reads it
     )
     found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(done.evaluation, thresholds, request)
