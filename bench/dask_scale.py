@@ -1,5 +1,5 @@
 """A million images on a Dask LocalCluster: synthetic boxes made on the workers (no XML),
-each chunk fed to an :class:`~vocmatch.evaluation.incremental.Evaluator` where it is made,
+each chunk fed to an :class:`~vocmatch.evaluation.shards.incremental.Evaluator` where it is made,
 only the chunk's saved state sent to the client, merged there and evaluated (coco).
 
     python bench/dask_scale.py                                    # 1,000,000 images x 100
@@ -30,7 +30,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from vocmatch.evaluation.incremental import Evaluator  # noqa: E402
+from vocmatch.evaluation.shards.incremental import Evaluator  # noqa: E402
 
 
 def _synthetic() -> Callable[..., list[Any]]:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from incremental_bench import synthetic
 
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.incremental import Evaluator
 
 Image = tuple[str, Any, Any, Any, Any, Any]
 Batches = list[list[Image]]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.incremental import Evaluator
 
 
 def synthetic(

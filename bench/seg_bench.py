@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from vocmatch.evaluation.seg import (
+from vocmatch.evaluation.labels_and_masks.seg import (
     VOC_CLASSES,
     VOID,
     class_iou,

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import run_cli
 from vocmatch.cli import EXIT_GATE, EXIT_SKIPPED, EXIT_USAGE
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.render.junit import NO_BOXES
 
 
@@ -235,7 +235,7 @@ def test_bootstrap_of_states_without_ground_truth_cells_is_refused_in_one_line(
 ) -> None:
     """A state saved before the ground-truth cells were kept (format 4) merges and is
     calibrated as before; its bootstrap is refused in one line saying why."""
-    from vocmatch.evaluation.state import RawState, read_state, write_state
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     states = save_shards(*demo, tmp_path)
     for state in states:

@@ -24,7 +24,7 @@ from vocmatch.cli import EXIT_DISTRIBUTED, EXIT_USAGE, main
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import DistributedError
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.on_dask import dask_client, evaluate_on_dask, split_parts
+from vocmatch.evaluation.shards.on_dask import dask_client, evaluate_on_dask, split_parts
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.render.json_report import to_json
 
@@ -53,7 +53,7 @@ def client() -> Iterator[Any]:
 # The tasks' function is looked up by name when a worker unpickles a task, so replacing it
 # in the workers' module changes what the next tasks run. These run on the workers.
 def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     original = getattr(module, "_original_part_state", module.part_state)
     module._original_part_state = original  # type: ignore[attr-defined]
@@ -61,7 +61,7 @@ def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
 
 
 def _restore_task() -> None:
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     module.part_state = getattr(module, "_original_part_state", module.part_state)
 
@@ -148,7 +148,7 @@ def test_a_report_without_boxes_travels_as_match_records(
     """No option draws or re-reads boxes: the workers send match records (the columns route
     is never taken), and the report, warnings and exit code are one process's; the
     bootstrap and the calibration read the merged records."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     gt, pred = map(str, demo)
     single = run("eval", gt, pred, *args)
@@ -169,7 +169,7 @@ def test_a_report_that_needs_boxes_gets_the_columns(
 ) -> None:
     """An output that draws or re-reads boxes: the workers send their columns, and the report
     is one process's."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     gt, pred = map(str, demo)
     single = run("eval", gt, pred, *args)
@@ -389,7 +389,7 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_5(
     demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:
     """`--dask ADDRESS` where nothing listens: one line on stderr, no report, exit 5."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     monkeypatch.setattr(module, "DEFAULT_CONNECT_TIMEOUT", 1.0)
     port = closed_port()
@@ -487,7 +487,7 @@ def test_a_scheduler_that_never_answers_is_one_line_and_exit_5(
 ) -> None:
     """`--dask ADDRESS` of a silent server: one line naming the address, exit 5, within the
     connect timeout (the run's setting, made short here)."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     monkeypatch.setattr(module, "DEFAULT_CONNECT_TIMEOUT", 1.0)
     start = time.monotonic()
@@ -502,7 +502,7 @@ def test_a_scheduler_that_never_answers_is_one_line_and_exit_5(
 
 def test_the_connect_timeout_is_30_s_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
     """The documented default: a scheduler's address is given 30 s to answer."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     waits: list[float] = []
 
@@ -634,7 +634,7 @@ def test_a_local_cluster_that_cannot_start_is_a_distributed_error(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise OSError("[Errno 24] Too many open files")
 
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     monkeypatch.setattr(module, "available_cores", lambda: 4)
     monkeypatch.setattr(distributed, "LocalCluster", refuse)
@@ -679,7 +679,7 @@ def test_a_local_cluster_has_at_most_one_worker_a_core(
 ) -> None:
     """local:N starts N workers but never more than the cores this process may use, as
     --jobs: local:100000 would otherwise start a hundred thousand processes."""
-    import vocmatch.evaluation.on_dask as module
+    import vocmatch.evaluation.shards.on_dask as module
 
     asked_for: list[int] = []
 

@@ -22,11 +22,11 @@ from tests.test_batch import VARIANTS, assert_identical
 from vocmatch.core.model import ImageAnnotation, SkippedFile
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, Message, Option, StateError
-from vocmatch.evaluation import incremental
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.incremental import Evaluator
 from vocmatch.evaluation.result import Evaluation
-from vocmatch.evaluation.state import FORMAT_VERSION, MAGIC
+from vocmatch.evaluation.shards import incremental
+from vocmatch.evaluation.shards.incremental import Evaluator
+from vocmatch.evaluation.shards.state import FORMAT_VERSION, MAGIC
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
@@ -865,7 +865,7 @@ def test_only_a_numbered_key_asks_for_image_ids() -> None:
 def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     """A state records add_batch's numbers as ranges; a state without numbered images is
     written as before, and a malformed list of ranges is a corrupted header."""
-    from vocmatch.evaluation.state import RawState, read_state, write_state
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     plain = Evaluator()
     plain.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
@@ -897,7 +897,7 @@ def skipped_pool() -> list[SkippedFile]:
 def test_skipped_files_travel_with_the_state() -> None:
     """Recorded files are saved in the header's ``skipped`` list (sorted by path and line,
     each once, a message's options kept), read back, and reported by ``result``."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     evaluator = Evaluator()
     box = np.array([[0.0, 0, 10, 10]])
@@ -927,7 +927,7 @@ def test_skipped_files_travel_with_the_state() -> None:
 def test_a_state_without_skipped_files_is_written_as_before() -> None:
     """No ``skipped`` field without a skipped file: a state saved before the field existed
     reads as one with none."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     plain = Evaluator()
     plain.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
@@ -949,7 +949,7 @@ def test_a_state_is_refused_by_a_reader_of_an_earlier_version(skipped: int, orph
     """A state keeps each image-class's ground-truth counts (format version 5): a reader of
     version 2 (before the skipped files and the prediction files without ground truth) or of
     version 4 refuses it in one line instead of merging it without them."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     evaluator = Evaluator()
     evaluator.add("a", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
@@ -971,7 +971,7 @@ def test_prediction_files_without_ground_truth_travel_with_the_state() -> None:
     """Recorded orphan prediction files are saved in the header's ``orphan_pred`` list of
     ``[key, path]`` (sorted by key, each once), read back, merged with another state's in
     any order, and reported by ``result`` in key order; absent when there are none."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     box = np.array([[0.0, 0, 10, 10]])
     first, second = Evaluator(), Evaluator()
@@ -1012,7 +1012,7 @@ def test_prediction_files_without_ground_truth_travel_with_the_state() -> None:
     ],
 )
 def test_a_malformed_orphan_list_is_a_corrupted_header(value: object) -> None:
-    from vocmatch.evaluation.state import RawState, read_state, write_state
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     raw = read_state(Evaluator().to_bytes())
     broken = write_state(RawState({**raw.header, "orphan_pred": value}, raw.arrays))
@@ -1043,7 +1043,7 @@ def test_result_reports_given_files_with_those_recorded() -> None:
     ],
 )
 def test_a_malformed_skipped_list_is_a_corrupted_header(value: object) -> None:
-    from vocmatch.evaluation.state import RawState, read_state, write_state
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     raw = read_state(Evaluator().to_bytes())
     broken = write_state(RawState({**raw.header, "skipped": value}, raw.arrays))
@@ -1148,7 +1148,7 @@ def test_add_batch_refused_adds_none_of_its_images() -> None:
 
 def array_predictions(data: bytes) -> int:
     """How many predictions a state holds."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     return int(read_state(data).arrays["pred_label"].size)
 
@@ -1180,7 +1180,7 @@ def test_load_reads_states_at_the_bounds(change: Any) -> None:
 def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None:
     """A COCO state whose area "all" matching is the protocol's own stores the other three
     area ranges only, and says so in its header."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     state = read_state(small_state())
     assert state.header["coco_all_from_main"] is True
@@ -1205,7 +1205,7 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
 def test_numbered_ranges_stay_sorted_and_joined(
     ranges: list[tuple[int, int]], added: tuple[int, int], expected: list[tuple[int, int]]
 ) -> None:
-    from vocmatch.evaluation.state_records import with_range
+    from vocmatch.evaluation.shards.state_records import with_range
 
     assert with_range(ranges, added) == expected
 

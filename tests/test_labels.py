@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vocmatch.core.model import Box, ImageAnnotation, SkippedFile
 from vocmatch.errors import InputError
-from vocmatch.evaluation.labels import (
+from vocmatch.evaluation.labels_and_masks.labels import (
     LabelClassResult,
     LabelDifficult,
     LabelEvaluation,

@@ -20,7 +20,7 @@ import vocmatch
 from tests.conftest import FIXTURES, run_cli, street_05_unpredicted
 from vocmatch.cli.console import request_error
 from vocmatch.errors import AnnotationError, InputError, RequestError
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import parse_annotation
 from vocmatch.run.evaluate import EvalRequest

@@ -1,4 +1,4 @@
-"""Tests of vocmatch.evaluation.seg: confusion matrices, IoU and mask-directory evaluation."""
+"""Tests of vocmatch.evaluation.labels_and_masks.seg: confusion matrices, IoU and mask-directory evaluation."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.evaluation.seg import (
+from vocmatch.evaluation.labels_and_masks.seg import (
     MAX_MASK_PIXELS,
     VOC_CLASSES,
     SegClassResult,

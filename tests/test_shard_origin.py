@@ -15,9 +15,9 @@ import pytest
 from tests.conftest import FIXTURES, street_05_unpredicted
 from tests.test_batch import assert_identical
 from vocmatch.errors import StateError
-from vocmatch.evaluation.incremental import Evaluator
-from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evaluation.state import read_state, write_state
+from vocmatch.evaluation.shards.incremental import Evaluator
+from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
+from vocmatch.evaluation.shards.state import read_state, write_state
 from vocmatch.render.outputs import FORMATS, render_text
 from vocmatch.run.evaluate import EvalRequest, evaluate, read_states, shard_state
 from vocmatch.run.shard_states import run_digest

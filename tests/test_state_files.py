@@ -621,7 +621,7 @@ def test_every_convention_is_checked_in_a_header() -> None:
     import dataclasses
 
     from vocmatch.core.protocol import Conventions
-    from vocmatch.evaluation.state_options import CONVENTION_CHECKS, conventions_header
+    from vocmatch.evaluation.shards.state_options import CONVENTION_CHECKS, conventions_header
 
     header = conventions_header(Conventions("mine"))
     assert len(header) == len(dataclasses.fields(Conventions))
@@ -752,7 +752,7 @@ def declaring(*entries: object) -> bytes:
 def test_the_format_bounds_are_exact(data: bytes, message: str) -> None:
     """Each bound of the frame and of the array table, on either side: the shortest file,
     the largest dimension, a repeated or unnamed array."""
-    from vocmatch.evaluation.state import read_state
+    from vocmatch.evaluation.shards.state import read_state
 
     with pytest.raises(StateError) as caught:
         read_state(data, "s.vms")
@@ -761,7 +761,7 @@ def test_the_format_bounds_are_exact(data: bytes, message: str) -> None:
 
 def test_a_state_without_arrays_reads_back() -> None:
     """A header alone, its last byte just before the checksum, is a whole state."""
-    from vocmatch.evaluation.state import RawState, read_state, write_state
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     state = read_state(write_state(RawState({"a": 1}, {})))
     assert (dict(state.header), dict(state.arrays)) == ({"a": 1}, {})
@@ -873,7 +873,7 @@ def conventions(**fields: Any) -> Any:
 def test_the_options_of_a_header_are_read_exactly(given: object, expected: Any) -> None:
     """Every accepted field, at its bounds, read as the type the evaluator uses (a JSON
     integer where a float is meant becomes a float)."""
-    from vocmatch.evaluation.state_options import options_of_header
+    from vocmatch.evaluation.shards.state_options import options_of_header
 
     found = options_of_header(given, "s.vms")
     made, fold_case, thresholds = expected
@@ -951,7 +951,7 @@ PER_CLASS = "not a list of [class, number] pairs"
 def test_each_bad_option_of_a_header_is_named(given: object, message: str) -> None:
     """One StateError naming the file and the field, its value shortened past 60
     characters."""
-    from vocmatch.evaluation.state_options import options_of_header
+    from vocmatch.evaluation.shards.state_options import options_of_header
 
     with pytest.raises(StateError) as caught:
         options_of_header(given, "s.vms")

@@ -16,7 +16,7 @@ from tests.conftest import run_cli
 from tests.test_class_map import write_pred
 from tests.test_detections import write_gt
 from vocmatch.errors import AnnotationError, InputError, RequestError
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.thresholds import (
     ClassThresholds,
     ScoreThresholds,

@@ -37,9 +37,9 @@ _WHERE = {
     "operating_thresholds": "vocmatch.run.evaluate",
     "evaluate_labels": "vocmatch.run.evaluate_labels",
     "LabelsRequest": "vocmatch.run.evaluate_labels",
-    "LabelEvaluation": "vocmatch.evaluation.labels",
+    "LabelEvaluation": "vocmatch.evaluation.labels_and_masks.labels",
     # evaluation state: arrays in, shards merged exactly
-    "Evaluator": "vocmatch.evaluation.incremental",
+    "Evaluator": "vocmatch.evaluation.shards.incremental",
     "evaluator_for": "vocmatch.run.shard_states",
     "read_states": "vocmatch.run.shard_states",
     # outputs
@@ -130,9 +130,9 @@ if TYPE_CHECKING:
         VocmatchError,
         VocmatchWarning,
     )
-    from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation, evaluate_directories
+    from vocmatch.evaluation.shards.incremental import Evaluator
     from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.outputs import (

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import GateReport
 

@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
     from vocmatch.evaluation.class_map import ClassChoice
-    from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -368,7 +368,7 @@ def labels_eval(
     box_format: BoxFormat = "xyxy",
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
-    from vocmatch.evaluation.labels import LabelDifficult
+    from vocmatch.evaluation.labels_and_masks.labels import LabelDifficult
     from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.outputs import render_labels_text
     from vocmatch.render.terminal import ReportOptions

@@ -17,7 +17,7 @@ from vocmatch.cli.params import InputPath, WholeNumberRange
 from vocmatch.files import InputFolder
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.seg import PredVoid
+    from vocmatch.evaluation.labels_and_masks.seg import PredVoid
 
 
 @main.command("seg")
@@ -71,7 +71,11 @@ def seg_command(
     (sizes that differ, an unreadable file, a value out of range, no partner) is named on
     stderr, the rest still count, and the exit code is 3.
     """
-    from vocmatch.evaluation.seg import VOC_CLASSES, evaluate_masks, read_class_names
+    from vocmatch.evaluation.labels_and_masks.seg import (
+        VOC_CLASSES,
+        evaluate_masks,
+        read_class_names,
+    )
     from vocmatch.render.label_tables import render_seg, seg_summary
     from vocmatch.render.labels_json import seg_to_json
 

@@ -37,7 +37,7 @@ MAX_COORDINATE = float(2**53)
 
 def coordinate_problem(value: float) -> str | None:
     """What is wrong with a box coordinate, or None: every door (the XML reader, the other
-    formats' readers, :class:`~vocmatch.evaluation.incremental.Evaluator`) refuses the same
+    formats' readers, :class:`~vocmatch.evaluation.shards.incremental.Evaluator`) refuses the same
     values with these words.
 
     >>> coordinate_problem(1e155)

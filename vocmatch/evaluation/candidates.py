@@ -7,7 +7,7 @@ match while they fit in :data:`CANDIDATE_BUDGET`; :func:`match_all` matches ever
 at every threshold from them, under the protocol's rule, into a :class:`Matching` (the
 matched pairs). The evaluator (:mod:`vocmatch.evaluation.engine`) runs them once for the
 evaluation and once more for each of pycocotools' area ranges; the match records of an
-:class:`~vocmatch.evaluation.incremental.Evaluator` (:mod:`vocmatch.evaluation.records`)
+:class:`~vocmatch.evaluation.shards.incremental.Evaluator` (:mod:`vocmatch.evaluation.records`)
 run them for their area ranges.
 """
 

@@ -14,7 +14,7 @@ by the route every evaluation takes:
 * :func:`~vocmatch.evaluation.from_records.evaluation_of` accumulates records (each class's AP,
   curve and pycocotools' numbers, :mod:`vocmatch.evaluation.accumulate`), whether they come
   from one run, as here, from shards saved and merged, or from an
-  :class:`~vocmatch.evaluation.incremental.Evaluator`.
+  :class:`~vocmatch.evaluation.shards.incremental.Evaluator`.
 
 A local run is one shard: the records are the whole run's, so only its own reading of scores
 is kept, and the per-box records (the HTML report's, the error analysis') are kept when asked

@@ -13,7 +13,7 @@ select, prepare, pair and match, per-area-range matchings, per image) and keeps 
 (:mod:`vocmatch.evaluation.accumulate`) into the
 :class:`~vocmatch.evaluation.result.Evaluation`. A local run is one set of images
 (:func:`~vocmatch.evaluation.engine.evaluate_columns`), shards and an
-:class:`~vocmatch.evaluation.incremental.Evaluator` several: the same records, the same
+:class:`~vocmatch.evaluation.shards.incremental.Evaluator` several: the same records, the same
 numbers, bit for bit.
 
 Two facts of a run are global and are settled when records are accumulated:

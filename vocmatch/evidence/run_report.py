@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from vocmatch.core.model import SkippedFile
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.shard_origin import ShardCheck
+    from vocmatch.evaluation.shards.shard_origin import ShardCheck
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
     from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
-    from vocmatch.evaluation.shard_origin import ShardCheck
+    from vocmatch.evaluation.shards.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.calibration import Calibration, ClassCalibration

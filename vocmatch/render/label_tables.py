@@ -29,8 +29,8 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
-    from vocmatch.evaluation.labels import LabelEvaluation, LabelImageResult
-    from vocmatch.evaluation.seg import SegEvaluation, SegImageResult
+    from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation, LabelImageResult
+    from vocmatch.evaluation.labels_and_masks.seg import SegEvaluation, SegImageResult
 
 __all__ = [
     "label_class_table",
@@ -200,7 +200,7 @@ def render_labels(
 
 
 def _seg_header(evaluation: SegEvaluation) -> Table:
-    from vocmatch.evaluation.seg import VOC_CLASSES, VOID
+    from vocmatch.evaluation.labels_and_masks.seg import VOC_CLASSES, VOID
 
     names = tuple(c.name for c in evaluation.classes)
     source = ", PASCAL VOC" if names == VOC_CLASSES else ""

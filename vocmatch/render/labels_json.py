@@ -9,8 +9,12 @@ from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
-    from vocmatch.evaluation.labels import LabelClassResult, LabelEvaluation, LabelImageResult
-    from vocmatch.evaluation.seg import SegEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import (
+        LabelClassResult,
+        LabelEvaluation,
+        LabelImageResult,
+    )
+    from vocmatch.evaluation.labels_and_masks.seg import SegEvaluation
 
 __all__ = [
     "labels_to_json",
@@ -89,8 +93,9 @@ def labels_to_json(evaluation: LabelEvaluation) -> str:
 
 def seg_to_json_dict(evaluation: SegEvaluation) -> dict[str, Any]:
     """A segmentation evaluation as plain JSON-ready data: the version, the ``pred_void``
-    convention, then :meth:`~vocmatch.evaluation.seg.SegEvaluation.to_json_dict` (``summary.miou``,
-    ``classes[].iou``, ``images``, ``skipped``)."""
+    convention, then
+    :meth:`~vocmatch.evaluation.labels_and_masks.seg.SegEvaluation.to_json_dict`
+    (``summary.miou``, ``classes[].iou``, ``images``, ``skipped``)."""
     return {
         "vocmatch": __version__,
         "mode": "seg",

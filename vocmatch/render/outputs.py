@@ -27,7 +27,7 @@ from vocmatch.errors import Option
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from vocmatch.evaluation.labels import LabelEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.render.html import Pictures
 

@@ -867,7 +867,8 @@ def _chosen_classes(
     """
     from vocmatch.evaluation.class_map import choose_classes, no_shared_class
 
-    # Label sets compare lower-cased names (vocmatch.evaluation.labels): so does the check.
+    # Label sets compare lower-cased names (vocmatch.evaluation.labels_and_masks.labels): so
+    # does the check.
     fold_case = options.folds_case()
     chosen = options.class_selection()
     if chosen:

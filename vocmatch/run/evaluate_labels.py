@@ -15,7 +15,7 @@ from vocmatch.errors import RequestError
 from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.labels import LabelDifficult, LabelEvaluation
+    from vocmatch.evaluation.labels_and_masks.labels import LabelDifficult, LabelEvaluation
 
 __all__ = ["LabelsRequest", "evaluate_labels"]
 
@@ -28,7 +28,7 @@ class LabelsRequest(ReadOptions):
     The inputs are read as :class:`ReadOptions` says (a folder of XML files, a VOC folder and
     its split, COCO results, YOLO or devkit files); boxes, positions and scores play no part.
     Names are always stripped and lower-cased (there is no ``fold_case``: ``Car`` and ``car``
-    are one tag); see :mod:`vocmatch.evaluation.labels` for every convention. A
+    are one tag); see :mod:`vocmatch.evaluation.labels_and_masks.labels` for every convention. A
     ``class_choice`` may rename and select classes, but not make them one
     (``agnostic``): every image's set would be that one class or nothing.
 
@@ -54,7 +54,8 @@ class LabelsRequest(ReadOptions):
         return Inputs(self.gt, self.pred, self)
 
     def folds_case(self) -> bool:
-        """Always: label sets compare lower-cased names (:mod:`vocmatch.evaluation.labels`)."""
+        """Always: label sets compare lower-cased names
+        (:mod:`vocmatch.evaluation.labels_and_masks.labels`)."""
         return True
 
 
@@ -111,7 +112,7 @@ def evaluate_labels(
             "label sets are compared class by class, not class-agnostically (every image's set "
             "would be one class or nothing)",
         )
-    from vocmatch.evaluation import labels
+    from vocmatch.evaluation.labels_and_masks import labels
 
     gt_columns, pred_columns = read_inputs(
         request.inputs(), progress.files if progress is not None else None

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import RequestError
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.on_dask import DaskOptions
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
+    from vocmatch.evaluation.shards.on_dask import DaskOptions
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
 
@@ -92,7 +92,7 @@ def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Else
         gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
         refuse_unpaired(gt, pred, request.pred)
         return Elsewhere(columns=(gt, pred))
-    from vocmatch.evaluation.on_dask import (
+    from vocmatch.evaluation.shards.on_dask import (
         columns_on_dask,
         dask_client,
         dask_installed,
@@ -138,7 +138,7 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 def _options(request: EvalRequest) -> DaskOptions:
     """What the workers need of the request: its conventions, case folding, score
     thresholds and file size limit."""
-    from vocmatch.evaluation.on_dask import DaskOptions
+    from vocmatch.evaluation.shards.on_dask import DaskOptions
     from vocmatch.run.evaluate import score_thresholds_of
 
     return DaskOptions(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
 from vocmatch.errors import InputError, RequestError
-from vocmatch.evaluation.shard_origin import ShardCheck, ShardOrigin, check_shards
+from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.run.evaluate import (
     EvalRequest,
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from vocmatch.core.model import SkippedFile
-    from vocmatch.evaluation.incremental import Evaluator
     from vocmatch.evaluation.scoring import Evaluation
+    from vocmatch.evaluation.shards.incremental import Evaluator
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate, GateReport
     from vocmatch.readers.scan import ColumnSet
@@ -54,7 +54,7 @@ def evaluator_for(
     columns: tuple[ColumnSet, ColumnSet] | None = None,
     run_id: str | None = None,
 ) -> Evaluator:
-    """An :class:`~vocmatch.evaluation.incremental.Evaluator` holding the request's images
+    """An :class:`~vocmatch.evaluation.shards.incremental.Evaluator` holding the request's images
     (or the ``shard``-th part of them), to be saved and merged with the other shards.
 
     Args:
@@ -67,8 +67,9 @@ def evaluator_for(
             named otherwise are not merged (:func:`read_states`).
 
     Returns:
-        The evaluator, ready to save, its :attr:`~vocmatch.evaluation.incremental.Evaluator.origin`
-        the shard (``(1, 1)`` for the whole run) and the run (:func:`run_digest`).
+        The evaluator, ready to save, its
+        :attr:`~vocmatch.evaluation.shards.incremental.Evaluator.origin` the shard
+        (``(1, 1)`` for the whole run) and the run (:func:`run_digest`).
 
     Example:
         >>> from vocmatch.run.evaluate import evaluate
@@ -91,9 +92,9 @@ class ShardState:
 
     Attributes:
         evaluator: The images of the shard, matched, with the files skipped recorded
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_skipped`), and for the
+            (:meth:`~vocmatch.evaluation.shards.incremental.Evaluator.add_skipped`), and for the
             first shard (or a whole run) the prediction files without ground truth
-            (:meth:`~vocmatch.evaluation.incremental.Evaluator.add_orphans`): its saved state
+            (:meth:`~vocmatch.evaluation.shards.incremental.Evaluator.add_orphans`): its saved state
             carries them to the merge.
         skipped: The files of the shard's images that could not be read (those images are
             left out), files of no image (a duplicate), and for the first shard the
@@ -145,7 +146,7 @@ def shard_state(
         >>> str(origin), origin.run_id, origin.run == run_digest(request)
         ('2/3', 'model-a', True)
     """
-    from vocmatch.evaluation.incremental import Evaluator
+    from vocmatch.evaluation.shards.incremental import Evaluator
     from vocmatch.evaluation.stages import orphan_files
     from vocmatch.readers.shards import column_keys, shard_keys
 
@@ -209,7 +210,7 @@ def run_digest(request: EvalRequest) -> str:
         >>> run_digest(request) == run_digest(replace(request, iou=0.7))
         False
     """
-    from vocmatch.evaluation.state_options import conventions_header
+    from vocmatch.evaluation.shards.state_options import conventions_header
     from vocmatch.readers.remote import file_sizes
     from vocmatch.readers.voc_layout import annotation_folder, split_file
 
@@ -336,15 +337,15 @@ def read_states(
     paths: Sequence[PathLike], *, partial: bool = False, max_bytes: int | None = None
 ) -> MergedStates:
     """Read evaluator states (saved by shards: :func:`shard_state`, then
-    :meth:`~vocmatch.evaluation.incremental.Evaluator.save`) and merge them: all of
+    :meth:`~vocmatch.evaluation.shards.incremental.Evaluator.save`) and merge them: all of
     ``vocmatch merge`` but the output. The order of ``paths`` does not change the result.
 
     The states must be every shard of one run, each once (the shard and the run each state
-    records: :class:`~vocmatch.evaluation.shard_origin.ShardOrigin`); states that record no
+    records: :class:`~vocmatch.evaluation.shards.shard_origin.ShardOrigin`); states that record no
     shard (saved from an evaluator fed arrays, or by an earlier vocmatch) merge unchecked,
     and the evaluation's notes say so.
 
-    Each file is read as :meth:`~vocmatch.evaluation.incremental.Evaluator.load` reads it:
+    Each file is read as :meth:`~vocmatch.evaluation.shards.incremental.Evaluator.load` reads it:
     a regular file only (a named pipe or a device is refused without blocking), of at most
     ``max_bytes`` (:data:`~vocmatch.limits.MAX_STATE_BYTES` by default), its
     signature checked before the rest is read.
@@ -381,8 +382,8 @@ def read_states(
         >>> half.check.missing, half.evaluation.notes[-1]
         ((2,), 'partial merge: shard 2 of 2 missing: the numbers are not those of the whole run')
     """
-    from vocmatch.evaluation.incremental import Evaluator
-    from vocmatch.evaluation.state import MAX_STATE_BYTES
+    from vocmatch.evaluation.shards.incremental import Evaluator
+    from vocmatch.evaluation.shards.state import MAX_STATE_BYTES
 
     if isinstance(paths, (str, bytes, os.PathLike)):
         # A string is a sequence too: its letters would be read as paths.

@@ -1,8 +1,8 @@
 """The columns of a part of the images as bytes: what a Dask task sends back when the client
-needs the boxes themselves (:func:`vocmatch.evaluation.on_dask.columns_on_dask`, for
+needs the boxes themselves (:func:`vocmatch.evaluation.shards.on_dask.columns_on_dask`, for
 reports that draw or re-read them), rather than match records.
 
-The file is the container of :mod:`vocmatch.evaluation.state` (JSON header, raw little-endian
+The file is the container of :mod:`vocmatch.evaluation.shards.state` (JSON header, raw little-endian
 arrays, CRC-32; data only, checked before any array is made) under its own signature
 ``VMCOLS``: the images' keys and paths in the header, and per image its ground-truth boxes,
 classes and ``difficult`` flags and its predictions' boxes, classes and scores, each in the
@@ -19,9 +19,14 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import StateError
-from vocmatch.evaluation.incremental import COLUMN_ARRAYS, Evaluator, ImageColumns, column_sets
-from vocmatch.evaluation.state import RawState, read_state, write_state
-from vocmatch.evaluation.state_records import narrowest_float, narrowest_int
+from vocmatch.evaluation.shards.incremental import (
+    COLUMN_ARRAYS,
+    Evaluator,
+    ImageColumns,
+    column_sets,
+)
+from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+from vocmatch.evaluation.shards.state_records import narrowest_float, narrowest_int
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["COLUMNS_MAGIC", "columns_of_parts", "part_bytes"]

@@ -16,10 +16,10 @@ only, no pickle) nor allocates more than the file's size justifies. A file is re
 :func:`read_state_file`: a regular file only (never a pipe or a device, never blocking), of
 at most :data:`~vocmatch.limits.MAX_STATE_BYTES`, its first 16 bytes checked before the rest
 is read. The header's options are checked field by field by
-:mod:`vocmatch.evaluation.state_options`.
+:mod:`vocmatch.evaluation.shards.state_options`.
 
 Version 2 holds the match records of every image (:mod:`vocmatch.evaluation.records`, laid
-out by :mod:`vocmatch.evaluation.state_records`): per kept prediction its class, score and
+out by :mod:`vocmatch.evaluation.shards.state_records`): per kept prediction its class, score and
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
 could not read and the prediction files without ground truth; version 4 which shard of
 which run the state holds; version 5 each image-class's ground truth that counts
@@ -60,7 +60,7 @@ MAGIC = b"VMSTATE\0"
 #: ground truth): a state with neither is written as version 2, which earlier vocmatch reads
 #: too; a state with either as version 3, which earlier vocmatch refuses instead of merging
 #: it as if there were none. Version 4 adds the header's ``shard`` object (which shard of
-#: which run the state holds: :class:`~vocmatch.evaluation.shard_origin.ShardOrigin`), so
+#: which run the state holds: :class:`~vocmatch.evaluation.shards.shard_origin.ShardOrigin`), so
 #: that a merge can check it has every shard of one run; earlier vocmatch refuses it.
 #: Version 5 adds the ``gt_cells`` array (each image-class's ground truth that counts, which
 #: a resample of images weighs: the bootstrap after a merge); earlier vocmatch refuses it.

@@ -6,10 +6,10 @@ deterministic parts: the ``k``-th part holds the keys whose place in key order i
 modulo ``parts``, as ``--shard`` splits them. Each task reads its part's files with the
 same reader as a local run and sends back bytes of a versioned format (never pickle) with the
 files it could not read. :func:`evaluate_on_dask` has each task match its images
-(:class:`~vocmatch.evaluation.incremental.Evaluator`) and send its state: match records, no
+(:class:`~vocmatch.evaluation.shards.incremental.Evaluator`) and send its state: match records, no
 boxes; the client merges the states and accumulates them. :func:`columns_on_dask`, for
 reports that need the boxes themselves, has each task send its part's columns
-(:mod:`vocmatch.evaluation.column_parts`). Either way the client checks that the merged
+(:mod:`vocmatch.evaluation.shards.column_parts`). Either way the client checks that the merged
 images are exactly the listed ones before anything is evaluated: a run never reports on part
 of the images.
 
@@ -43,8 +43,8 @@ from vocmatch.errors import (
     VocmatchError,
     no_annotation_files,
 )
-from vocmatch.evaluation.column_parts import columns_of_parts, part_bytes
-from vocmatch.evaluation.incremental import Evaluator
+from vocmatch.evaluation.shards.column_parts import columns_of_parts, part_bytes
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
@@ -135,7 +135,8 @@ class PartResult:
 
     Attributes:
         state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`) with
-            ``records``, else their columns (:func:`~vocmatch.evaluation.column_parts.part_bytes`).
+            ``records``, else their columns
+            (:func:`~vocmatch.evaluation.shards.column_parts.part_bytes`).
         gt_skipped: Ground-truth files that could not be read.
         pred_skipped: Prediction files that could not be read.
         orphans: ``(key, path)`` of prediction files without ground truth.

@@ -13,7 +13,7 @@ a batch at a time (once :data:`MATCH_BATCH` boxes wait, or when the state is nee
 merged or evaluated), their boxes then let go, and only their match records
 travel (:mod:`vocmatch.evaluation.records`: per prediction its class, score and match flags;
 per image and per class counts; no boxes); :meth:`Evaluator.result` accumulates the records
-of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.state`) holds those
+of every shard. Version 2 of the state (:mod:`vocmatch.evaluation.shards.state`) holds those
 records, each column in the narrowest dtype that holds it exactly, and the files the reading
 of the images could not read (:meth:`Evaluator.add_skipped`) and the prediction files
 without ground truth (:meth:`Evaluator.add_orphans`): merged, the shards report every file
@@ -43,7 +43,9 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, conventions_of
 from vocmatch.errors import InputError, RequestError, StateError
 from vocmatch.evaluation.from_records import Findings, evaluation_of
-from vocmatch.evaluation.given_arrays import (
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.shards.given_arrays import (
     batch_entry,
     checked_boxes,
     checked_names,
@@ -52,19 +54,16 @@ from vocmatch.evaluation.given_arrays import (
     plain_boxes,
     to_numpy,
 )
-from vocmatch.evaluation.records import MatchRecords
-from vocmatch.evaluation.result import Evaluation
-from vocmatch.evaluation.shard_origin import ShardOrigin
-from vocmatch.evaluation.stages import select_images
-from vocmatch.evaluation.state import (
+from vocmatch.evaluation.shards.shard_origin import ShardOrigin
+from vocmatch.evaluation.shards.state import (
     MAX_STATE_BYTES,
     RawState,
     read_state,
     read_state_file,
     write_state,
 )
-from vocmatch.evaluation.state_options import conventions_header, options_of_header
-from vocmatch.evaluation.state_records import (
+from vocmatch.evaluation.shards.state_options import conventions_header, options_of_header
+from vocmatch.evaluation.shards.state_records import (
     is_str_list,
     numbered_of_header,
     orphans_of_header,
@@ -75,6 +74,7 @@ from vocmatch.evaluation.state_records import (
     state_of_records,
     with_range,
 )
+from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import match_records
 from vocmatch.files import save_bytes
@@ -686,7 +686,7 @@ class Evaluator:
         self.origin = None  # the images of two shards are no longer one shard
 
     def to_bytes(self) -> bytes:
-        """The state, in the format of :mod:`vocmatch.evaluation.state`: the images' match
+        """The state, in the format of :mod:`vocmatch.evaluation.shards.state`: the images' match
         records (matched now, if they were not yet). A state holding images that
         :meth:`add_batch` numbered lists their numbers as ``[start, stop)`` ranges
         (``numbered`` in the header, absent otherwise; a reader that knows nothing of it
@@ -696,7 +696,7 @@ class Evaluator:
         those fields existed. A state whose :attr:`origin` is set records it in the header's
         ``shard`` object, in format version 4; records keeping each image-class's ground
         truth that counts (every image matched by this vocmatch) its ``gt_cells`` array, in
-        format version 5 (:data:`vocmatch.evaluation.state.FORMAT_VERSION`)."""
+        format version 5 (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -785,7 +785,7 @@ class Evaluator:
 
         Only a regular file is read (a named pipe or a device such as ``/dev/zero`` is
         refused without blocking), and only once its size (at most ``max_bytes``) and its
-        first bytes say it is a state (:func:`~vocmatch.evaluation.state.read_state_file`).
+        first bytes say it is a state (:func:`~vocmatch.evaluation.shards.state.read_state_file`).
 
         Raises:
             StateError: The file cannot be read or is not a readable state (one line naming

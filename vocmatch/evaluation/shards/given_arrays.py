@@ -1,4 +1,4 @@
-"""The arrays a caller gives :class:`~vocmatch.evaluation.incremental.Evaluator`, checked
+"""The arrays a caller gives :class:`~vocmatch.evaluation.shards.incremental.Evaluator`, checked
 as the XML reader checks a file's boxes and names.
 
 The same rules as :mod:`vocmatch.readers.parse` (:func:`~vocmatch.core.model.coordinate_problem`,
@@ -146,8 +146,9 @@ def checked_names(names: list[str], what: str) -> list[str]:
 
 
 def batch_entry(item: object, key: str, what: str, *, optional: bool = False) -> Any:
-    """``item[key]`` of an image of :meth:`~vocmatch.evaluation.incremental.Evaluator.add_batch`
-    (torchmetrics' layout: one mapping per image).
+    """``item[key]`` of an image of
+    :meth:`~vocmatch.evaluation.shards.incremental.Evaluator.add_batch` (torchmetrics'
+    layout: one mapping per image).
 
     Args:
         item: The image's mapping.

@@ -154,7 +154,7 @@ def records_of_state(
     conv: Conventions,
     source: str,
 ) -> MatchRecords:
-    """The records of a state read by :func:`vocmatch.evaluation.state.read_state`.
+    """The records of a state read by :func:`vocmatch.evaluation.shards.state.read_state`.
 
     Raises:
         StateError: A header field or an array does not fit the others (one line naming
