@@ -746,8 +746,18 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
         ),
         pytest.param(
             lambda d: replaced_array(d, "gt_cells", np.zeros((2, 3), dtype="|u1")),
-            r"array 'gt_cells' has shape \(2, 3\), the counts say \(2, 4\)",
+            "array 'gt_cells' is not four counts per image-class",
             id="cells-of-three-columns",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "gt_cells", np.zeros(8, dtype="|u1")),
+            "array 'gt_cells' is not four counts per image-class",
+            id="cells-of-one-dimension",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "gt_cells", np.zeros((2, 4), dtype="<i8")),
+            "array 'gt_cells' has dtype <i8",
+            id="cells-signed",
         ),
         pytest.param(
             lambda d: replaced_array(d, "gt_cells", np.full((1, 4), 2**48, dtype="<u8")),
@@ -761,7 +771,7 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
         ),
         pytest.param(
             lambda d: crafted_header(d, b'"name":"gt_cells"', b'"name":"gt_cellz"'),
-            r"corrupted \(arrays .*'gt_cellz'.*, expected",
+            "array 'gt_cells' is not four counts per image-class",
             id="cells-flag-without-cells",
         ),
     ],
@@ -774,6 +784,51 @@ def test_load_refuses_damaged_states(damage: Any, message: str, tmp_path: Path) 
         Evaluator.load(path)
     assert str(caught.value).startswith(f"{path}: ")
     assert "\n" not in str(caught.value)
+
+
+def state_with_cells(name: str, edit: Any) -> bytes:
+    """The small state under protocol ``name`` with its ground-truth cells (rows of image,
+    class, count, count in area "all") replaced by ``edit`` of them."""
+    from vocmatch.evaluation.shards.state import read_state
+
+    gt, pred = random_dataset(3, images=4)
+    data = fed(arrays_of(gt, pred), name).to_bytes()
+    cells = read_state(data).arrays["gt_cells"].astype(np.int64)
+    return replaced_array(data, "gt_cells", np.asarray(edit(cells), dtype="<u8"))
+
+
+@pytest.mark.parametrize("name", ["coco", "default"])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        pytest.param(
+            lambda c: np.vstack([c[:-1], [[4, *c[-1, 1:]]]]),
+            "array 'gt_cells' names an image or class that is not there",
+            id="image-one-past-the-last",
+        ),
+        pytest.param(
+            lambda c: np.vstack([c[:-1], [[c[-1, 0], 4, *c[-1, 2:]]]]),
+            "array 'gt_cells' names an image or class that is not there",
+            id="class-one-past-the-last",
+        ),
+        pytest.param(
+            lambda c: np.vstack([c[:1], [[1, 0, 1, 1], [1, 0, 1, 1]], c[2:]]),
+            "array 'gt_cells' is not one sorted cell per image-class",
+            id="cell-split-in-two",
+        ),
+        pytest.param(
+            lambda c: np.vstack([c[:3], [[2, 0, 10, 10], [2, 1, 17, 17]], c[5:]]),
+            "array 'gt_cells' does not add up to the ground truth's counts",
+            id="counts-swapped-within-an-image",
+        ),
+    ],
+)
+def test_ground_truth_cells_are_checked_at_their_edges(name: str, edit: Any, message: str) -> None:
+    """A cell one past the last image or class, an image-class in two cells whose counts
+    add up, counts moved between the classes of one image (the images' sums unchanged):
+    each refused in one line, under either summary."""
+    with pytest.raises(StateError, match=message):
+        Evaluator.from_bytes(state_with_cells(name, edit))
 
 
 def test_load_names_a_file_that_cannot_be_read(tmp_path: Path) -> None:
@@ -965,6 +1020,46 @@ def test_a_state_is_refused_by_a_reader_of_an_earlier_version(skipped: int, orph
         assert str(caught.value) == (
             f"s.vms: state format version 5; this vocmatch reads version {version}"
         )
+
+
+def without_cells(data: bytes) -> bytes:
+    """A state as a vocmatch before the ground-truth cells saved it: no ``gt_cells``."""
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    raw = read_state(data)
+    header = {k: v for k, v in raw.header.items() if k != "gt_cells"}
+    arrays = {k: v for k, v in raw.arrays.items() if k != "gt_cells"}
+    return write_state(RawState(header, arrays), version=4)
+
+
+@pytest.mark.parametrize(
+    ("skipped", "orphans", "shard", "version"),
+    [
+        pytest.param(0, 0, False, 2, id="plain"),
+        pytest.param(2, 0, False, 3, id="files-skipped"),
+        pytest.param(0, 1, False, 3, id="orphan-pred"),
+        pytest.param(0, 0, True, 4, id="shard"),
+    ],
+)
+def test_a_state_without_cells_is_saved_in_the_earliest_version_that_holds_it(
+    skipped: int, orphans: int, shard: bool, version: int
+) -> None:
+    """Records loaded from a state that keeps no ground-truth cells (saved before they were
+    kept) are saved again without them, in the earliest format that holds what they have:
+    version 2, 3 with skipped or orphan files, 4 with a shard."""
+    from vocmatch.evaluation.shards.shard_origin import ShardOrigin
+
+    evaluator = Evaluator()
+    box = np.array([[0.0, 0, 10, 10]])
+    evaluator.add("a", box, ["cat"], box, [0.9], ["cat"])
+    loaded = Evaluator.from_bytes(without_cells(evaluator.to_bytes()))
+    loaded.add_skipped(skipped_pool()[:skipped])
+    loaded.add_orphans([("x", "pred/x.xml")][:orphans])
+    if shard:
+        loaded.origin = ShardOrigin(1, 1, "0" * 64, None)
+    data = loaded.to_bytes()
+    assert int.from_bytes(data[8:12], "little") == version
+    assert Evaluator.from_bytes(data).result().summary.map == 1.0
 
 
 def test_prediction_files_without_ground_truth_travel_with_the_state() -> None:

@@ -116,7 +116,7 @@ def state_of_records(
     if cells is not None:
         arrays["gt_cells"] = narrowest_int(
             np.stack([cells.image, cells.label, cells.counting, cells.counting_all], axis=1)
-            .astype(np.int64).reshape(-1, 4)
+            .astype(np.int64)
         )  # fmt: skip
     notes = records.notes
     header = {
@@ -337,8 +337,9 @@ def _expected_shapes(
     }
     if layout.cells:
         cells = arrays.get("gt_cells")
-        n_cells = cells.shape[0] if cells is not None and cells.ndim == 2 else -1
-        shapes["gt_cells"] = ((n_cells, 4), "u")
+        if cells is None or cells.ndim != 2 or cells.shape[1] != 4:
+            raise StateError(f"{source}: array 'gt_cells' is not four counts per image-class")
+        shapes["gt_cells"] = (cells.shape, "u")
     for prefix in ("", "unscored_") if layout.unscored else ("",):
         shapes[f"{prefix}image_values"] = ((n_images, layout.width), "u")
         shapes[f"{prefix}image_mean_iou"] = ((n_images,), "f")
