@@ -1,9 +1,9 @@
 """The one route of an evaluation on columns: match every image into match records, then
 accumulate them.
 
-:func:`vocmatch.evaluation.scoring.evaluate` walks image by image and class by class, which
-reads like the definitions and serves as the reference. :func:`evaluate_columns` computes the
-same :class:`~vocmatch.evaluation.scoring.Evaluation` from
+The test suite's reference evaluator (``tests/reference.py``) walks image by image and class
+by class, as the definitions read. :func:`evaluate_columns` computes the same
+:class:`~vocmatch.evaluation.scoring.Evaluation` from
 :class:`~vocmatch.readers.scan.ColumnSet` columns without a Python loop per image-class pair,
 by the route every evaluation takes:
 
@@ -94,8 +94,8 @@ def evaluate_columns(
     score_thresholds: ScoreThresholds | None = None,
     kept: Callable[[MatchRecords], None] | None = None,
 ) -> Evaluation:
-    """Evaluate column sets; the result equals :func:`vocmatch.evaluation.scoring.evaluate` on
-    the same files, number for number.
+    """Evaluate column sets (what :func:`vocmatch.evaluation.scoring.evaluate` does with
+    annotations read box by box).
 
     The run is one shard of the one route: every image matched into match records
     (:func:`~vocmatch.evaluation.to_records.match_records`, the stages of

@@ -1,9 +1,9 @@
 """The stages of an evaluation on columns, every image and class at once with numpy.
 
-:func:`vocmatch.evaluation.scoring.evaluate` walks image by image and class by class, which
-reads like the definitions and serves as the reference. These stages compute the same
-matching from :class:`~vocmatch.readers.scan.ColumnSet` columns without a Python loop per
-image-class pair:
+The test suite's reference evaluator (``tests/reference.py``) walks image by image and class
+by class, as the definitions read. These stages compute the same matching from
+:class:`~vocmatch.readers.scan.ColumnSet` columns without a Python loop per image-class
+pair:
 
 * every ground-truth/prediction pair of the same image and class is listed once, and its IoU
   computed by :func:`vocmatch.core.iou.pair_intersection` and
