@@ -976,12 +976,17 @@ def test_result_reports_given_files_with_those_recorded() -> None:
         pytest.param({"path": "a"}, id="not-a-list"),
         pytest.param([{"path": "a", "line": None, "key": None}], id="no-message"),
         pytest.param([{"path": "a", "line": -1, "key": None, "message": "m"}], id="line"),
+        pytest.param([{"path": "a", "line": 0, "key": None, "message": "m"}], id="line-0"),
+        pytest.param([{"path": "a", "line": 1.0, "key": None, "message": "m"}], id="line-float"),
+        pytest.param([{"path": "a", "line": True, "key": None, "message": "m"}], id="line-true"),
         pytest.param([{"path": 1, "line": None, "key": None, "message": "m"}], id="path"),
         pytest.param([{"path": "a", "line": None, "key": None, "message": [{"x": 1}]}], id="part"),
         pytest.param([{"path": "a", "line": None, "key": 2, "message": "m"}], id="key"),
     ],
 )
 def test_a_malformed_skipped_list_is_a_corrupted_header(value: object) -> None:
+    """Each entry is checked; a line is a whole number from 1 (as every reader counts
+    lines) or null, so a line 0 is a crafted state, refused."""
     from vocmatch.evaluation.state import RawState, read_state, write_state
 
     raw = read_state(Evaluator().to_bytes())

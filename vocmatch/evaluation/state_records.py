@@ -428,7 +428,8 @@ def skipped_to_header(files: Iterable[SkippedFile]) -> list[dict[str, Any]]:
 
 
 def skipped_of_header(value: object, source: str) -> tuple[SkippedFile, ...]:
-    """The files a state's header lists as skipped (:func:`skipped_to_header`).
+    """The files a state's header lists as skipped (:func:`skipped_to_header`); a line,
+    where there is one, counts from 1 as every reader counts it.
 
     Raises:
         StateError: The list is not one of skipped files (one line naming ``source``).
@@ -441,7 +442,7 @@ def skipped_of_header(value: object, source: str) -> tuple[SkippedFile, ...]:
             isinstance(entry, dict)
             and set(entry) == {"path", "line", "key", "message"}
             and isinstance(entry["path"], str)
-            and (entry["line"] is None or (type(entry["line"]) is int and entry["line"] >= 0))
+            and (entry["line"] is None or (type(entry["line"]) is int and entry["line"] >= 1))
             and (entry["key"] is None or isinstance(entry["key"], str))
         ):
             raise StateError(f"{source}: corrupted header (skipped)")
