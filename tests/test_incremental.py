@@ -696,6 +696,16 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="ignored-past-the-last",
         ),
         pytest.param(
+            lambda d: replaced_array(d, "ignored_pred", np.zeros((1, 1), dtype="|u1")),
+            r"array 'ignored_pred' has shape \(1, 1\), not one dimension of prediction indices$",
+            id="ignored-in-two-dimensions",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "ignored_pred", np.zeros((), dtype="|u1")),
+            r"array 'ignored_pred' has shape \(\), not one dimension of prediction indices$",
+            id="ignored-in-no-dimension",
+        ),
+        pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),
             "arrays declare .* bytes but the file holds",
             id="trailing-bytes",

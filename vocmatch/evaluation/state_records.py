@@ -266,7 +266,13 @@ def _expected_shapes(
         raise StateError(f"{source}: array 'pred_count' holds counts no file could hold")
     n_pred = int(count.astype(np.int64).sum()) if n_images else 0
     ignored = arrays.get("ignored_pred")
-    n_ignored = ignored.shape[0] if ignored is not None and ignored.ndim == 1 else -1
+    if ignored is not None and ignored.ndim != 1:
+        raise StateError(
+            f"{source}: array 'ignored_pred' has shape {ignored.shape}, not one dimension of"
+            " prediction indices"
+        )
+    # Without the array, its count is never compared: the set of arrays is refused first.
+    n_ignored = 0 if ignored is None else len(ignored)
     shapes: dict[str, tuple[tuple[int, ...], str]] = {
         "pred_count": ((n_images,), "u"),
         "coco_gt": ((n_classes, len(COCO_AREAS)), "u"),
