@@ -641,6 +641,11 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="class-beyond",
         ),
         pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: np.full_like(v, 4)),
+            "array 'pred_label' names a class beyond the 4 listed",
+            id="class-just-beyond",
+        ),
+        pytest.param(
             lambda d: edited_array(d, "pred_label", lambda v: v[::-1]),
             "array 'pred_label' is not sorted within each image",
             id="records-out-of-order",
@@ -649,6 +654,18 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 12)),
             "array 'pred_matched' holds flags of thresholds that do not exist",
             id="flags-beyond-thresholds",
+        ),
+        pytest.param(
+            lambda d: replaced_array(
+                d, "pred_matched", np.full(array_predictions(d), 2**63, dtype="<u8")
+            ),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flags-of-2**63",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 10)),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flag-of-an-11th-threshold",
         ),
         pytest.param(
             lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 2.0)),
@@ -1119,6 +1136,8 @@ def ignoring(data: bytes, index: int) -> bytes:
         pytest.param(lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 15)),
                      id="area-flags-15"),
         pytest.param(lambda d: ignoring(d, array_predictions(d) - 1), id="ignored-the-last"),
+        pytest.param(lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1023)),
+                     id="flags-of-all-10-thresholds"),
         pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 0.0)),
                      id="mean-iou-0"),
         pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 1.0)),

@@ -1009,3 +1009,23 @@ def test_a_states_integers_are_stored_in_the_narrowest_type(values: list[int], d
     stored = narrowest_int(given)
     assert stored.dtype == np.dtype(dtype)
     assert stored.tolist() == values
+
+
+def test_a_state_matched_at_63_thresholds_keeps_every_flag() -> None:
+    """63 IoU thresholds (the most records hold): a prediction matched at all of them has
+    flags 2**63 - 1, stored as uint64 and read back exactly."""
+    import dataclasses
+
+    from vocmatch.core.protocol import protocol
+    from vocmatch.evaluation.state import read_state
+
+    sweep = tuple(k / 100 for k in range(1, 64))
+    ev = Evaluator(dataclasses.replace(protocol("default"), sweep_thresholds=sweep))
+    box = np.array([[0.0, 0, 10, 10]])
+    ev.add("a", box, ["cat"], box, [0.9], ["cat"])
+    data = ev.to_bytes()
+    flags = read_state(data).arrays["pred_matched"]
+    assert (flags.dtype, flags.tolist()) == (np.dtype(np.uint64), [2**63 - 1])
+    loaded = Evaluator.from_bytes(data, "s.vms")
+    assert loaded.to_bytes() == data
+    assert loaded.result().summary.map == ev.result().summary.map == 1.0
