@@ -843,6 +843,27 @@ def test_numbered_ranges_travel_only_when_there_are_some() -> None:
         Evaluator.from_bytes(broken, "s.vms")
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param([[3, 1]], id="backwards"),
+        pytest.param([[3, 3]], id="empty"),
+        pytest.param([[-1, 2]], id="negative"),
+        pytest.param([[0, 2, 4]], id="triple"),
+        pytest.param([[0, 2.0]], id="float"),
+        pytest.param([5], id="not-a-pair"),
+    ],
+)
+def test_a_malformed_numbered_list_is_a_corrupted_header(value: object) -> None:
+    """Each range is ``[start, stop]`` of whole numbers from 0, ``start < stop``."""
+    from vocmatch.evaluation.state import RawState, read_state, write_state
+
+    raw = read_state(Evaluator().to_bytes())
+    broken = write_state(RawState({**raw.header, "numbered": value}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
+        Evaluator.from_bytes(broken, "s.vms")
+
+
 # Files the reading skipped: saved with the state, united by merge --------------------------
 
 
@@ -984,6 +1005,21 @@ def test_a_malformed_orphan_list_is_a_corrupted_header(value: object) -> None:
     broken = write_state(RawState({**raw.header, "orphan_pred": value}, raw.arrays))
     with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(orphan_pred\)$"):
         Evaluator.from_bytes(broken, "s.vms")
+
+
+def test_the_lines_of_one_skipped_file_are_in_line_order() -> None:
+    """A file skipped at several lines (a text file's bad lines) is listed in line order,
+    the file itself (no line) first, whatever the messages and the order recorded; so is
+    it read back from a state."""
+    files = [
+        SkippedFile("pred/a.txt", "a: bad line", 10, key="a"),
+        SkippedFile("pred/a.txt", "z: bad line", 9, key="a"),
+        SkippedFile("pred/a.txt", "not UTF-8 text", key="a"),
+    ]
+    evaluator = Evaluator()
+    evaluator.add_skipped(files)
+    assert evaluator.skipped == (files[2], files[1], files[0])
+    assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
 
 
 def test_result_reports_given_files_with_those_recorded() -> None:

@@ -1029,3 +1029,17 @@ def test_a_state_matched_at_63_thresholds_keeps_every_flag() -> None:
     loaded = Evaluator.from_bytes(data, "s.vms")
     assert loaded.to_bytes() == data
     assert loaded.result().summary.map == ev.result().summary.map == 1.0
+
+
+def test_predictions_out_of_class_order_in_an_image_are_refused() -> None:
+    """An image's predictions are stored class by class: two whose classes are one apart
+    and out of order are a corrupted state, as any others are."""
+    from tests.test_incremental import edited_array
+
+    ev = Evaluator("voc12")
+    boxes = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    ev.add("a", boxes, ["cat", "dog"], boxes, [0.9, 0.8], ["cat", "dog"])
+    data = edited_array(ev.to_bytes(), "pred_label", lambda v: v[::-1])
+    with pytest.raises(StateError) as caught:
+        Evaluator.from_bytes(data, "s.vms")
+    assert str(caught.value) == "s.vms: array 'pred_label' is not sorted within each image"
