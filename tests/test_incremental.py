@@ -1022,6 +1022,33 @@ def test_the_lines_of_one_skipped_file_are_in_line_order() -> None:
     assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
 
 
+@pytest.mark.parametrize(
+    "file",
+    [
+        pytest.param(SkippedFile("a.txt", "m", 0), id="line-0"),
+        pytest.param(SkippedFile("a.txt", "m", -1), id="line-negative"),
+        pytest.param(SkippedFile("a.txt", "m", True), id="line-true"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", "m", "3"), id="line-string"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile(Path("a.txt"), "m"), id="path"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", "m", key=2), id="key"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", None), id="message"),  # type: ignore[arg-type]
+        pytest.param("a.txt", id="not-a-skipped-file"),
+    ],
+)
+def test_add_skipped_refuses_a_file_no_state_could_hold(file: Any) -> None:
+    """A skipped file made by hand is checked as a state's header is read (a line counts
+    from 1), so every state saved reads back; the evaluator is left as it was."""
+    evaluator = Evaluator()
+    evaluator.add_skipped([SkippedFile("b.xml", "bad", 1)])
+    with pytest.raises(InputError) as caught:
+        evaluator.add_skipped([SkippedFile("c.xml", "bad"), file])
+    assert str(caught.value) == (
+        "Expected `files` to hold skipped files (a path, a message, a line from 1 or None,"
+        f" a key or None), got {file!r}"
+    )
+    assert evaluator.skipped == (SkippedFile("b.xml", "bad", 1),)
+
+
 def test_result_reports_given_files_with_those_recorded() -> None:
     evaluator = Evaluator()
     evaluator.add_skipped(skipped_pool()[:2])

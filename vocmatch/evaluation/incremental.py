@@ -507,8 +507,19 @@ class Evaluator:
 
         Args:
             files: The files, as the readers give them (``ColumnSet.skipped``).
+
+        Raises:
+            InputError: A file is not one a state can hold: its path, key or message not
+                text, or its line not a whole number from 1 (or None). None is recorded.
         """
-        self._skipped = self._skipped | frozenset(files)
+        given = list(files)
+        for file in given:
+            if not _holdable(file):
+                raise InputError(
+                    "Expected `files` to hold skipped files (a path, a message, a line from 1"
+                    f" or None, a key or None), got {file!r}"
+                )
+        self._skipped = self._skipped | frozenset(given)
 
     def add_orphans(self, files: Iterable[tuple[str, str]]) -> None:
         """Record prediction files that have no ground-truth file, which a single run reports
@@ -939,6 +950,18 @@ def _column_set(
         pose_names=(),
         scores=scores,
         skipped=(),
+    )
+
+
+def _holdable(file: object) -> bool:
+    """Whether a skipped file is one a state's header holds and reads back
+    (:func:`~vocmatch.evaluation.state_records.skipped_of_header`)."""
+    return (
+        isinstance(file, SkippedFile)
+        and isinstance(file.path, str)
+        and isinstance(file.message, str)
+        and (file.line is None or (type(file.line) is int and file.line >= 1))
+        and (file.key is None or isinstance(file.key, str))
     )
 
 
