@@ -1027,7 +1027,7 @@ def test_the_lines_of_one_skipped_file_are_in_line_order() -> None:
     [
         pytest.param(SkippedFile("a.txt", "m", 0), id="line-0"),
         pytest.param(SkippedFile("a.txt", "m", -1), id="line-negative"),
-        pytest.param(SkippedFile("a.txt", "m", True), id="line-true"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", "m", True), id="line-true"),
         pytest.param(SkippedFile("a.txt", "m", "3"), id="line-string"),  # type: ignore[arg-type]
         pytest.param(SkippedFile(Path("a.txt"), "m"), id="path"),  # type: ignore[arg-type]
         pytest.param(SkippedFile("a.txt", "m", key=2), id="key"),  # type: ignore[arg-type]
