@@ -825,6 +825,40 @@ def test_only_a_numbered_key_asks_for_image_ids() -> None:
         c.merge(d)
 
 
+HINT = " (add_batch numbers images from 0 in each evaluator: give each image its key in image_ids)"
+
+
+@pytest.mark.parametrize(
+    ("numbered", "keys", "message"),
+    [
+        pytest.param((1, 1), [], "'0'" + HINT, id="only-image-0-numbered-on-both-sides"),
+        pytest.param((2, 0), ["01"], "'01'", id="a-leading-zero-is-no-number-given"),
+        pytest.param((2, 0), ["x"], "'x'", id="a-key-that-is-no-number"),
+        pytest.param((2, 0), ["١"], "'١'", id="a-non-ascii-digit"),
+        pytest.param((0, 0), ["a", "b", "c"], "'a', 'b', 'c'", id="three-named-whole"),
+        pytest.param((0, 0), ["a", "b", "c", "d", "e"], "'a', 'b', 'c' and 2 more",
+                     id="five-three-named"),
+        pytest.param((0, 0), ["k" * 60], repr("k" * 60), id="key-of-60-characters-whole"),
+        pytest.param((0, 0), ["k" * 61], f"{'k' * 50!r}... (61 characters)",
+                     id="key-of-61-characters-shortened"),
+    ],
+)  # fmt: skip
+def test_a_merge_refused_for_shared_keys_names_them_exactly(
+    numbered: tuple[int, int], keys: list[str], message: str
+) -> None:
+    """The shared keys, the first three named (a long key by its first 50 characters),
+    and the add_batch hint exactly when a shared key is a number add_batch gave."""
+    first, second = Evaluator(), Evaluator()
+    for evaluator, count in zip((first, second), numbered, strict=True):
+        if count:
+            evaluator.add_batch(*cats(count))
+        for key in keys:
+            evaluator.add(key, np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    with pytest.raises(StateError) as caught:
+        first.merge(second)
+    assert str(caught.value) == f"cannot merge states that share images: {message}"
+
+
 def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     """A state records add_batch's numbers as ranges; a state without numbered images is
     written as before, and a malformed list of ranges is a corrupted header."""
