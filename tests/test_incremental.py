@@ -834,7 +834,7 @@ HINT = " (add_batch numbers images from 0 in each evaluator: give each image its
         pytest.param((1, 1), [], "'0'" + HINT, id="only-image-0-numbered-on-both-sides"),
         pytest.param((2, 0), ["01"], "'01'", id="a-leading-zero-is-no-number-given"),
         pytest.param((2, 0), ["x"], "'x'", id="a-key-that-is-no-number"),
-        pytest.param((2, 0), ["١"], "'١'", id="a-non-ascii-digit"),
+        pytest.param((2, 0), ["\u0661"], "'\u0661'", id="a-non-ascii-digit"),
         pytest.param((0, 0), ["a", "b", "c"], "'a', 'b', 'c'", id="three-named-whole"),
         pytest.param((0, 0), ["a", "b", "c", "d", "e"], "'a', 'b', 'c' and 2 more",
                      id="five-three-named"),
