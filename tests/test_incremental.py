@@ -327,6 +327,23 @@ def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -
     assert expected.notes[0].endswith("have no score; they rank last for AP")
 
 
+def test_joining_no_part_gives_columns_of_no_image() -> None:
+    """The columns of no part (a shard of no image, as ``part_bytes`` sends it) hold no
+    image: every column empty, boxes four wide, each in the dtype of a joined column."""
+    from vocmatch.evaluation.incremental import COLUMN_ARRAYS, ImageColumns
+
+    empty = ImageColumns.join([])
+    assert (empty.keys, empty.gt_paths, empty.pred_paths) == ((), (), ())
+    found = {
+        name: (getattr(empty, name).shape, getattr(empty, name).dtype.str) for name in COLUMN_ARRAYS
+    }
+    assert found == {
+        "gt_count": ((0,), "<i8"), "pred_count": ((0,), "<i8"), "gt_boxes": ((0, 4), "<f8"),
+        "gt_labels": ((0,), "<i8"), "gt_difficult": ((0,), "|b1"), "pred_boxes": ((0, 4), "<f8"),
+        "pred_scores": ((0,), "<f8"), "pred_labels": ((0,), "<i8"),
+    }  # fmt: skip
+
+
 def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past a batch of boxes the images added are matched and their boxes let go; the
     result is the same as matching them all at once."""
