@@ -1341,6 +1341,32 @@ def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
     assert found == [("-1", 1, 0, 0), ("4", 2, 0, 0)]
 
 
+@pytest.mark.parametrize("door", ["add", "add_batch"])
+def test_an_id_first_seen_below_one_seen_before_is_a_class_of_its_own(door: str) -> None:
+    """Ids 5, then 3 (never seen, below 5), then 5 again: 3 is its own class, not the
+    class of whichever id the remembered ids put before it."""
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for key, label in (("a", 5), ("b", 3), ("c", 5)):
+        labels = np.array([label])
+        if door == "add":
+            evaluator.add(key, box, labels, box, [0.9], labels)
+        else:
+            pred = {"boxes": box, "scores": np.array([0.9]), "labels": labels}
+            evaluator.add_batch([pred], [{"boxes": box, "labels": labels}], image_ids=[key])
+    found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
+    assert found == [("3", 1, 0, 0), ("5", 2, 0, 0)]
+
+
+def test_names_in_an_object_array_are_read_as_names() -> None:
+    """Class names given as an object array (a pandas column of strings) are names."""
+    box = np.array([[0.0, 0, 10, 10]])
+    names = np.array(["cat"], dtype=object)
+    evaluator = Evaluator("voc12")
+    evaluator.add("a", box, names, box, [0.9], names)
+    assert [(c.name, c.tp) for c in evaluator.result().classes] == [("cat", 1)]
+
+
 def test_labels_of_mixed_objects_are_refused() -> None:
     """An object array of names and numbers is neither: refused, not read as text."""
     box = np.array([[0.0, 0, 10, 10], [1, 1, 5, 5]])
