@@ -959,6 +959,29 @@ def test_skipped_files_travel_with_the_state() -> None:
     assert loaded.to_bytes() == evaluator.to_bytes()
 
 
+@pytest.mark.parametrize(
+    ("value", "part"),
+    [
+        pytest.param(("a", "b"), "classes=('a', 'b')", id="tuple"),
+        pytest.param(Path("gt.json"), "classes=PosixPath('gt.json')", id="path"),
+        pytest.param({"a": 1}, "classes={'a': 1}", id="mapping"),
+    ],
+)
+def test_an_option_whose_value_is_no_json_travels_as_its_text(value: object, part: str) -> None:
+    """An option named in a skipped file's message keeps its name and value through a
+    state when the value is JSON's own (a string, number, boolean, null or list of them);
+    any other value travels as the text the message shows."""
+    from vocmatch.evaluation.state import read_state
+
+    skipped = SkippedFile("gt/a.xml", Message("bad under ", Option("classes", value)), 1)
+    evaluator = Evaluator()
+    evaluator.add_skipped([skipped])
+    header = read_state(evaluator.to_bytes()).header
+    assert header["skipped"][0]["message"] == ["bad under ", part]
+    loaded = Evaluator.from_bytes(evaluator.to_bytes()).skipped
+    assert [str(s) for s in loaded] == [str(skipped)] == [f"gt/a.xml:1: bad under {part}"]
+
+
 def test_a_state_without_skipped_files_is_written_as_before() -> None:
     """No ``skipped`` field without a skipped file: a state saved before the field existed
     reads as one with none."""
@@ -1275,6 +1298,29 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
 
 
 @pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param(10.0, id="small"),
+        pytest.param(50.0, id="medium"),
+        pytest.param(200.0, id="large"),
+    ],
+)
+def test_area_all_is_read_from_the_protocol_s_matching_for_a_box_of_any_size(size: float) -> None:
+    """A box of one area range is out of the others (there its match is ignored): only the
+    area "all" matching is the protocol's, and only it is left out of the state."""
+    from vocmatch.evaluation.state import read_state
+
+    evaluator = Evaluator("coco")
+    box = np.array([[0.0, 0, size, size]])
+    evaluator.add("a", box, ["cat"], box, [0.9], ["cat"])
+    state = read_state(evaluator.to_bytes())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].shape == (1, 3)
+    loaded = Evaluator.from_bytes(evaluator.to_bytes())
+    assert loaded.result().coco.as_list() == evaluator.result().coco.as_list()
+
+
+@pytest.mark.parametrize(
     ("ranges", "added", "expected"),
     [
         pytest.param([], (0, 4), [(0, 4)], id="first"),
@@ -1287,6 +1333,7 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
         pytest.param([(0, 2), (5, 7), (10, 12)], (7, 10), [(0, 2), (5, 12)],
                      id="joining-the-second-and-third"),
         pytest.param([(0, 2), (5, 9)], (6, 7), [(0, 2), (5, 9)], id="inside-the-second"),
+        pytest.param([(5, 7)], (0, 7), [(0, 7)], id="ending-where-the-last-ends"),
     ],
 )  # fmt: skip
 def test_numbered_ranges_stay_sorted_and_joined(
