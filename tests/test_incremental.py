@@ -1320,6 +1320,23 @@ def test_area_all_is_read_from_the_protocol_s_matching_for_a_box_of_any_size(siz
     assert loaded.result().coco.as_list() == evaluator.result().coco.as_list()
 
 
+def test_area_all_is_read_from_the_protocol_s_matching_when_a_range_matches_otherwise() -> None:
+    """A medium box inside a large one, each predicted: in the large range the medium one
+    is ignored, so the lower prediction matches it there and nowhere else. The large
+    range's matching is stored, and area "all" is still the protocol's own."""
+    from vocmatch.evaluation.state import read_state
+
+    evaluator = Evaluator("coco")
+    gt = np.array([[0.0, 0, 90, 90], [0, 0, 100, 100]])
+    pred = np.array([[0.0, 0, 92, 92], [0, 0, 65, 65]])
+    evaluator.add("a", gt, ["cat", "cat"], pred, [0.9, 0.8], ["cat", "cat"])
+    state = read_state(evaluator.to_bytes())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].tolist() == [[1023, 1023, 1023], [0, 0, 1]]
+    loaded = Evaluator.from_bytes(evaluator.to_bytes())
+    assert loaded.result().coco.as_list() == evaluator.result().coco.as_list()
+
+
 @pytest.mark.parametrize(
     ("ranges", "added", "expected"),
     [
