@@ -889,6 +889,11 @@ def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     numbered.add_batch(*cats(2))
     raw = read_state(numbered.to_bytes())
     assert raw.header["numbered"] == [[0, 5]]
+    numbered.add("5", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    numbered.add_batch(*cats(2))
+    assert read_state(numbered.to_bytes()).header["numbered"] == [[0, 5], [6, 8]]
+    loaded = Evaluator.from_bytes(numbered.to_bytes())
+    assert loaded.to_bytes() == numbered.to_bytes()
     broken = write_state(RawState({**raw.header, "numbered": [[3, 1]]}, raw.arrays))
     with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
         Evaluator.from_bytes(broken, "s.vms")
@@ -1093,6 +1098,20 @@ def test_the_lines_of_one_skipped_file_are_in_line_order() -> None:
     evaluator = Evaluator()
     evaluator.add_skipped(files)
     assert evaluator.skipped == (files[2], files[1], files[0])
+    assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
+
+
+def test_one_skipped_line_of_several_images_is_in_key_order() -> None:
+    """Skipped files alike but for their image key are listed by key, no key first, so the
+    order never depends on the order recorded."""
+    files = [
+        SkippedFile("pred/r.json", "bad record", 3, key="b"),
+        SkippedFile("pred/r.json", "bad record", 3),
+        SkippedFile("pred/r.json", "bad record", 3, key="a"),
+    ]
+    evaluator = Evaluator()
+    evaluator.add_skipped(files)
+    assert evaluator.skipped == (files[1], files[2], files[0])
     assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
 
 
