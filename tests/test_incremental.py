@@ -351,8 +351,16 @@ def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -
     pred = unscored_images(pred, 8)
     whole = fed(arrays_of(gt, pred), "coco").result()
     monkeypatch.setattr(incremental, "MATCH_BATCH", 40)
-    batched = fed(arrays_of(gt, pred), "coco")
-    assert len(batched._parts) < 12 and len(batched._records) > 1
+    images = arrays_of(gt, pred)
+    batched = fed(images, "coco")
+    # Matched each time 40 boxes or more wait, not image by image: count those times.
+    waiting, matched, last = 0, 0, 0
+    for i, (_, target, detections) in enumerate(images):
+        waiting += len(target["boxes"]) + len(detections["boxes"])
+        if waiting >= 40:
+            waiting, matched, last = 0, matched + 1, i + 1
+    assert 1 < matched < 12
+    assert (len(batched._records), len(batched._parts)) == (matched, 12 - last)
     assert_identical(batched.result(), whole)
     assert_identical(batched.result(), single_run(gt, pred, protocol("coco")))
 
@@ -1271,6 +1279,40 @@ def test_add_batch_refused_adds_none_of_its_images() -> None:
             image_ids=[key for key, *_ in images],
         )
     assert evaluator.keys == ["warm"]
+
+
+PLAIN_BOX = np.array([[0.0, 0, 10, 10]])
+
+
+@pytest.mark.parametrize(
+    ("image_ids", "scores", "message"),
+    [
+        pytest.param(["b", "b"], [0.9], "image 'b' is given twice in the batch", id="key-twice"),
+        pytest.param(["warm"], [0.9], "image 'warm' was added already", id="key-added-before"),
+        pytest.param(["b"], [np.inf], "Expected `pred_scores` of image 0 to be finite (or NaN for"
+                     " no score)", id="infinite-score"),
+        pytest.param([], [0.9], None, id="no-image"),
+    ],
+)  # fmt: skip
+def test_a_plain_batch_is_checked_as_add_checks_it(
+    image_ids: list[str], scores: list[float], message: str | None
+) -> None:
+    """A batch of numeric arrays whose integer labels were all seen before is taken at
+    once, and still refused as add refuses its images: nothing of it is added."""
+    evaluator = Evaluator("voc12")
+    evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    before = evaluator.to_bytes()
+    pred = {"boxes": PLAIN_BOX, "scores": np.array(scores), "labels": np.array([1])}
+    gt = {"boxes": PLAIN_BOX, "labels": np.array([1])}
+    n = len(image_ids)
+    if message is None:
+        evaluator.add_batch([pred] * n, [gt] * n, image_ids=image_ids)
+    else:
+        with pytest.raises(InputError) as caught:
+            evaluator.add_batch([pred] * n, [gt] * n, image_ids=image_ids)
+        assert str(caught.value) == message
+    assert evaluator.keys == ["warm"]
+    assert evaluator.to_bytes() == before
 
 
 def array_predictions(data: bytes) -> int:
