@@ -1315,6 +1315,35 @@ def test_a_plain_batch_is_checked_as_add_checks_it(
     assert evaluator.to_bytes() == before
 
 
+PLAIN_PRED = {"boxes": PLAIN_BOX, "scores": np.array([0.9]), "labels": np.array([1])}
+PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
+
+
+@pytest.mark.parametrize(
+    ("pred", "gt", "message"),
+    [
+        pytest.param([PLAIN_BOX], PLAIN_GT, "Expected `preds[0]` to be a mapping such as"
+                     " {'boxes': ..., 'labels': ...}, got list", id="pred-not-a-mapping"),
+        pytest.param(PLAIN_PRED, {"boxes": PLAIN_BOX}, "Expected `targets[0]` to have a"
+                     " 'labels' entry, got ['boxes']", id="gt-without-labels"),
+        pytest.param({**PLAIN_PRED, "boxes": np.array([[10.0, 0, 0, 10]])}, PLAIN_GT,
+                     "Expected `pred_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
+                     " y1 <= y2: row 0: x2 0 is less than x1 10", id="pred-box-backwards"),
+    ],
+)  # fmt: skip
+def test_the_first_image_of_a_batch_is_refused_as_add_refuses_it(
+    pred: Any, gt: Any, message: str
+) -> None:
+    """Labels seen before, the batch could be taken at once: its first image's fault is
+    still told as add tells it, never met as a KeyError or AttributeError."""
+    evaluator = Evaluator("voc12")
+    evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    with pytest.raises(InputError) as caught:
+        evaluator.add_batch([pred, PLAIN_PRED], [gt, PLAIN_GT], image_ids=["b", "c"])
+    assert str(caught.value) == message
+    assert evaluator.keys == ["warm"]
+
+
 def array_predictions(data: bytes) -> int:
     """How many predictions a state holds."""
     from vocmatch.evaluation.state import read_state
