@@ -1326,6 +1326,8 @@ PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
                      " {'boxes': ..., 'labels': ...}, got list", id="pred-not-a-mapping"),
         pytest.param(PLAIN_PRED, {"boxes": PLAIN_BOX}, "Expected `targets[0]` to have a"
                      " 'labels' entry, got ['boxes']", id="gt-without-labels"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array([1, 1])}, "Expected `gt_labels`"
+                     " of image 0 to have shape (1,), got (2,)", id="gt-labels-too-many"),
         pytest.param({**PLAIN_PRED, "boxes": np.array([[10.0, 0, 0, 10]])}, PLAIN_GT,
                      "Expected `pred_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
                      " y1 <= y2: row 0: x2 0 is less than x1 10", id="pred-box-backwards"),
@@ -1342,6 +1344,24 @@ def test_the_first_image_of_a_batch_is_refused_as_add_refuses_it(
         evaluator.add_batch([pred, PLAIN_PRED], [gt, PLAIN_GT], image_ids=["b", "c"])
     assert str(caught.value) == message
     assert evaluator.keys == ["warm"]
+
+
+@pytest.mark.parametrize(
+    ("preds", "name"),
+    [
+        pytest.param("ab", "str", id="a-string"),
+        pytest.param(b"ab", "bytes", id="bytes"),
+        pytest.param((p for p in [PLAIN_PRED]), "generator", id="a-generator"),
+        pytest.param(3, "int", id="a-number"),
+    ],
+)
+def test_add_batch_takes_only_a_list_of_mappings(preds: Any, name: str) -> None:
+    """Text is no list of images (though a sequence), nor is a one-pass iterable."""
+    with pytest.raises(InputError) as caught:
+        Evaluator().add_batch(preds, [PLAIN_GT, PLAIN_GT])
+    assert (
+        str(caught.value) == f"Expected `preds` to be a list of mappings, one per image, got {name}"
+    )
 
 
 def array_predictions(data: bytes) -> int:
