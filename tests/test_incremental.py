@@ -1326,22 +1326,26 @@ PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
                      " {'boxes': ..., 'labels': ...}, got list", id="pred-not-a-mapping"),
         pytest.param(PLAIN_PRED, {"boxes": PLAIN_BOX}, "Expected `targets[0]` to have a"
                      " 'labels' entry, got ['boxes']", id="gt-without-labels"),
-        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array([1, 1])}, "Expected `gt_labels`"
-                     " of image 0 to have shape (1,), got (2,)", id="gt-labels-too-many"),
+        pytest.param({**PLAIN_PRED, "scores": np.array([0.9, 0.9]), "labels": np.array([1, 1])},
+                     {**PLAIN_GT, "labels": np.array([1, 1])}, "Expected `gt_labels` of image 0 to"
+                     " have shape (1,), got (2,)", id="every-column-too-long"),
+        pytest.param({**PLAIN_PRED, "scores": np.array([[0.9]]), "labels": np.array([[1]])},
+                     {**PLAIN_GT, "labels": np.array([[1]])}, "Expected `gt_labels` of image 0 to"
+                     " have shape (1,), got (1, 1)", id="every-column-two-dimensional"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array(1)}, "Expected `gt_labels` of"
+                     " image 0 to have shape (1,), got ()", id="gt-label-a-scalar"),
         pytest.param({**PLAIN_PRED, "boxes": np.array([[10.0, 0, 0, 10]])}, PLAIN_GT,
                      "Expected `pred_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
                      " y1 <= y2: row 0: x2 0 is less than x1 10", id="pred-box-backwards"),
     ],
 )  # fmt: skip
-def test_the_first_image_of_a_batch_is_refused_as_add_refuses_it(
-    pred: Any, gt: Any, message: str
-) -> None:
-    """Labels seen before, the batch could be taken at once: its first image's fault is
-    still told as add tells it, never met as a KeyError or AttributeError."""
+def test_an_image_of_a_batch_is_refused_as_add_refuses_it(pred: Any, gt: Any, message: str) -> None:
+    """Labels seen before, the batch could be taken at once: its image's fault is still
+    told as add tells it, never met as a KeyError or AttributeError, never let through."""
     evaluator = Evaluator("voc12")
     evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
     with pytest.raises(InputError) as caught:
-        evaluator.add_batch([pred, PLAIN_PRED], [gt, PLAIN_GT], image_ids=["b", "c"])
+        evaluator.add_batch([pred], [gt], image_ids=["b"])
     assert str(caught.value) == message
     assert evaluator.keys == ["warm"]
 
