@@ -1334,6 +1334,13 @@ PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
                      " have shape (1,), got (1, 1)", id="every-column-two-dimensional"),
         pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array(1)}, "Expected `gt_labels` of"
                      " image 0 to have shape (1,), got ()", id="gt-label-a-scalar"),
+        pytest.param({**PLAIN_PRED, "scores": np.array(["x"]), "labels": np.array([1.0])},
+                     {**PLAIN_GT, "labels": np.array([1.0])}, "Expected `gt_labels` of image 0 to"
+                     " hold class names or integer ids, got dtype float64",
+                     id="every-column-of-another-kind"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "boxes": np.array([[10.0, 0, 0, 10]])},
+                     "Expected `gt_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
+                     " y1 <= y2: row 0: x2 0 is less than x1 10", id="gt-box-backwards"),
         pytest.param({**PLAIN_PRED, "boxes": np.array([[10.0, 0, 0, 10]])}, PLAIN_GT,
                      "Expected `pred_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
                      " y1 <= y2: row 0: x2 0 is less than x1 10", id="pred-box-backwards"),
@@ -1366,6 +1373,29 @@ def test_add_batch_takes_only_a_list_of_mappings(preds: Any, name: str) -> None:
     assert (
         str(caught.value) == f"Expected `preds` to be a list of mappings, one per image, got {name}"
     )
+
+
+@pytest.mark.parametrize("entry", ["difficult", "iscrowd", "no-scores"])
+def test_a_batch_with_flags_or_without_scores_gives_the_records_of_add(entry: str) -> None:
+    """Labels seen before: a batch whose ground truth has flags, or whose predictions have
+    no scores, is read with them, as add reads the same image."""
+    boxes = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    labels = np.array([1, 1])
+    gt: dict[str, Any] = {"boxes": boxes, "labels": labels}
+    pred: dict[str, Any] = {"boxes": boxes, "scores": np.array([0.9, 0.8]), "labels": labels}
+    flags: dict[str, Any] = {}
+    if entry == "difficult":
+        gt["difficult"] = flags["difficult"] = np.array([True, False])
+    elif entry == "iscrowd":
+        gt["iscrowd"] = flags["crowd"] = np.array([1, 0])
+    else:
+        del pred["scores"]
+    batched, one_by_one = Evaluator("coco"), Evaluator("coco")
+    for evaluator in (batched, one_by_one):
+        evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    batched.add_batch([pred], [gt], image_ids=["b"])
+    one_by_one.add("b", boxes, labels, boxes, pred.get("scores"), labels, **flags)
+    assert batched.to_bytes() == one_by_one.to_bytes()
 
 
 def array_predictions(data: bytes) -> int:
@@ -1506,6 +1536,30 @@ def test_columns_with_rotated_boxes_on_either_side_are_refused(
     with pytest.raises(InputError) as caught:
         Evaluator("voc12").add_columns(gt, pred)
     assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
+
+
+@pytest.mark.parametrize(
+    ("shard", "keys"),
+    [
+        pytest.param(None, ["a", "b", "c", "d"], id="whole"),
+        pytest.param((1, 2), ["a", "c"], id="first-of-two"),
+        pytest.param((2, 2), ["b", "d"], id="second-of-two"),
+    ],
+)
+def test_add_columns_takes_the_images_of_its_shard(
+    tmp_path: Path, shard: tuple[int, int] | None, keys: list[str]
+) -> None:
+    """Shard k of n: the images whose place among the ground-truth keys is k - 1 modulo n."""
+    from vocmatch.readers.scan import read_columns
+
+    for name in ("gt", "pred"):
+        (tmp_path / name).mkdir()
+        for key in "abcd":
+            (tmp_path / name / f"{key}.xml").write_text(PLAIN_XML, encoding="utf-8")
+    gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
+    evaluator = Evaluator("voc12")
+    evaluator.add_columns(gt, pred, shard=shard)
+    assert evaluator.keys == keys
 
 
 def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
