@@ -1338,6 +1338,12 @@ PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
                      {**PLAIN_GT, "labels": np.array([1.0])}, "Expected `gt_labels` of image 0 to"
                      " hold class names or integer ids, got dtype float64",
                      id="every-column-of-another-kind"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array([1, 1, 1, 1])}, "Expected"
+                     " `gt_labels` of image 0 to have shape (1,), got (4,)",
+                     id="four-labels-of-one-box"),
+        pytest.param({**PLAIN_PRED, "scores": np.full(4, 0.9), "labels": np.array([1, 1, 1, 1])},
+                     PLAIN_GT, "Expected `pred_labels` of image 0 to have shape (1,), got (4,)",
+                     id="four-labels-and-scores-of-one-prediction"),
         pytest.param(PLAIN_PRED, {**PLAIN_GT, "boxes": np.array([[10.0, 0, 0, 10]])},
                      "Expected `gt_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
                      " y1 <= y2: row 0: x2 0 is less than x1 10", id="gt-box-backwards"),
