@@ -1404,6 +1404,24 @@ def test_a_batch_with_flags_or_without_scores_gives_the_records_of_add(entry: st
     assert batched.to_bytes() == one_by_one.to_bytes()
 
 
+@pytest.mark.parametrize("side", ["ground-truth", "predictions"])
+def test_a_batch_without_boxes_on_one_side_gives_the_records_of_add(side: str) -> None:
+    """A batch of images without ground truth (or without predictions), between images
+    added one by one: each image keeps its own classes, as add gives them."""
+    none = {"boxes": np.zeros((0, 4)), "labels": np.zeros(0, dtype=np.int64)}
+    gt = none if side == "ground-truth" else PLAIN_GT
+    pred = {**none, "scores": np.zeros(0)} if side == "predictions" else PLAIN_PRED
+    batched, one_by_one = Evaluator("voc12"), Evaluator("voc12")
+    for evaluator in (batched, one_by_one):
+        evaluator.add("a", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    batched.add_batch([pred], [gt], image_ids=["b"])
+    one_by_one.add("b", gt["boxes"], gt["labels"], pred["boxes"], pred["scores"], pred["labels"])
+    for evaluator in (batched, one_by_one):
+        evaluator.add("c", PLAIN_BOX, np.array([2]), PLAIN_BOX, [0.8], np.array([2]))
+    assert batched.to_bytes() == one_by_one.to_bytes()
+    assert [(c.name, c.tp, c.fn) for c in batched.result().classes][-1] == ("2", 1, 0)
+
+
 def array_predictions(data: bytes) -> int:
     """How many predictions a state holds."""
     from vocmatch.evaluation.state import read_state
