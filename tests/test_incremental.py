@@ -327,6 +327,23 @@ def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -
     assert expected.notes[0].endswith("have no score; they rank last for AP")
 
 
+def test_joining_no_part_gives_columns_of_no_image() -> None:
+    """The columns of no part (a shard of no image, as ``part_bytes`` sends it) hold no
+    image: every column empty, boxes four wide, each in the dtype of a joined column."""
+    from vocmatch.evaluation.shards.image_columns import COLUMN_ARRAYS, ImageColumns
+
+    empty = ImageColumns.join([])
+    assert (empty.keys, empty.gt_paths, empty.pred_paths) == ((), (), ())
+    found = {
+        name: (getattr(empty, name).shape, getattr(empty, name).dtype.str) for name in COLUMN_ARRAYS
+    }
+    assert found == {
+        "gt_count": ((0,), "<i8"), "pred_count": ((0,), "<i8"), "gt_boxes": ((0, 4), "<f8"),
+        "gt_labels": ((0,), "<i8"), "gt_difficult": ((0,), "|b1"), "pred_boxes": ((0, 4), "<f8"),
+        "pred_scores": ((0,), "<f8"), "pred_labels": ((0,), "<i8"),
+    }  # fmt: skip
+
+
 def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past a batch of boxes the images added are matched and their boxes let go; the
     result is the same as matching them all at once."""
@@ -334,8 +351,16 @@ def test_images_are_matched_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -
     pred = unscored_images(pred, 8)
     whole = fed(arrays_of(gt, pred), "coco").result()
     monkeypatch.setattr(incremental, "MATCH_BATCH", 40)
-    batched = fed(arrays_of(gt, pred), "coco")
-    assert len(batched._parts) < 12 and len(batched._records) > 1
+    images = arrays_of(gt, pred)
+    batched = fed(images, "coco")
+    # Matched each time 40 boxes or more wait, not image by image: count those times.
+    waiting, matched, last = 0, 0, 0
+    for i, (_, target, detections) in enumerate(images):
+        waiting += len(target["boxes"]) + len(detections["boxes"])
+        if waiting >= 40:
+            waiting, matched, last = 0, matched + 1, i + 1
+    assert 1 < matched < 12
+    assert (len(batched._records), len(batched._parts)) == (matched, 12 - last)
     assert_identical(batched.result(), whole)
     assert_identical(batched.result(), single_run(gt, pred, protocol("coco")))
 
@@ -655,6 +680,11 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             id="class-beyond",
         ),
         pytest.param(
+            lambda d: edited_array(d, "pred_label", lambda v: np.full_like(v, 4)),
+            "array 'pred_label' names a class beyond the 4 listed",
+            id="class-just-beyond",
+        ),
+        pytest.param(
             lambda d: edited_array(d, "pred_label", lambda v: v[::-1]),
             "array 'pred_label' is not sorted within each image",
             id="records-out-of-order",
@@ -663,6 +693,18 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 12)),
             "array 'pred_matched' holds flags of thresholds that do not exist",
             id="flags-beyond-thresholds",
+        ),
+        pytest.param(
+            lambda d: replaced_array(
+                d, "pred_matched", np.full(array_predictions(d), 2**63, dtype="<u8")
+            ),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flags-of-2**63",
+        ),
+        pytest.param(
+            lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1 << 10)),
+            "array 'pred_matched' holds flags of thresholds that do not exist",
+            id="flag-of-an-11th-threshold",
         ),
         pytest.param(
             lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 2.0)),
@@ -708,6 +750,16 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
             lambda d: ignoring(d, array_predictions(d)),
             "array 'ignored_pred' names a prediction that is not there",
             id="ignored-past-the-last",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "ignored_pred", np.zeros((1, 1), dtype="|u1")),
+            r"array 'ignored_pred' has shape \(1, 1\), not one dimension of prediction indices$",
+            id="ignored-in-two-dimensions",
+        ),
+        pytest.param(
+            lambda d: replaced_array(d, "ignored_pred", np.zeros((), dtype="|u1")),
+            r"array 'ignored_pred' has shape \(\), not one dimension of prediction indices$",
+            id="ignored-in-no-dimension",
         ),
         pytest.param(
             lambda d: with_crc(d[:-4] + b"\0" * 8),
@@ -917,6 +969,40 @@ def test_only_a_numbered_key_asks_for_image_ids() -> None:
         c.merge(d)
 
 
+HINT = " (add_batch numbers images from 0 in each evaluator: give each image its key in image_ids)"
+
+
+@pytest.mark.parametrize(
+    ("numbered", "keys", "message"),
+    [
+        pytest.param((1, 1), [], "'0'" + HINT, id="only-image-0-numbered-on-both-sides"),
+        pytest.param((2, 0), ["01"], "'01'", id="a-leading-zero-is-no-number-given"),
+        pytest.param((2, 0), ["x"], "'x'", id="a-key-that-is-no-number"),
+        pytest.param((2, 0), ["\u0661"], "'\u0661'", id="a-non-ascii-digit"),
+        pytest.param((0, 0), ["a", "b", "c"], "'a', 'b', 'c'", id="three-named-whole"),
+        pytest.param((0, 0), ["a", "b", "c", "d", "e"], "'a', 'b', 'c' and 2 more",
+                     id="five-three-named"),
+        pytest.param((0, 0), ["k" * 60], repr("k" * 60), id="key-of-60-characters-whole"),
+        pytest.param((0, 0), ["k" * 61], f"{'k' * 50!r}... (61 characters)",
+                     id="key-of-61-characters-shortened"),
+    ],
+)  # fmt: skip
+def test_a_merge_refused_for_shared_keys_names_them_exactly(
+    numbered: tuple[int, int], keys: list[str], message: str
+) -> None:
+    """The shared keys, the first three named (a long key by its first 50 characters),
+    and the add_batch hint exactly when a shared key is a number add_batch gave."""
+    first, second = Evaluator(), Evaluator()
+    for evaluator, count in zip((first, second), numbered, strict=True):
+        if count:
+            evaluator.add_batch(*cats(count))
+        for key in keys:
+            evaluator.add(key, np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    with pytest.raises(StateError) as caught:
+        first.merge(second)
+    assert str(caught.value) == f"cannot merge states that share images: {message}"
+
+
 def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     """A state records add_batch's numbers as ranges; a state without numbered images is
     written as before, and a malformed list of ranges is a corrupted header."""
@@ -930,7 +1016,33 @@ def test_numbered_ranges_travel_only_when_there_are_some() -> None:
     numbered.add_batch(*cats(2))
     raw = read_state(numbered.to_bytes())
     assert raw.header["numbered"] == [[0, 5]]
+    numbered.add("5", np.zeros((0, 4)), [], np.zeros((0, 4)), [], [])
+    numbered.add_batch(*cats(2))
+    assert read_state(numbered.to_bytes()).header["numbered"] == [[0, 5], [6, 8]]
+    loaded = Evaluator.from_bytes(numbered.to_bytes())
+    assert loaded.to_bytes() == numbered.to_bytes()
     broken = write_state(RawState({**raw.header, "numbered": [[3, 1]]}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
+        Evaluator.from_bytes(broken, "s.vms")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param([[3, 1]], id="backwards"),
+        pytest.param([[3, 3]], id="empty"),
+        pytest.param([[-1, 2]], id="negative"),
+        pytest.param([[0, 2, 4]], id="triple"),
+        pytest.param([[0, 2.0]], id="float"),
+        pytest.param([5], id="not-a-pair"),
+    ],
+)
+def test_a_malformed_numbered_list_is_a_corrupted_header(value: object) -> None:
+    """Each range is ``[start, stop]`` of whole numbers from 0, ``start < stop``."""
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    raw = read_state(Evaluator().to_bytes())
+    broken = write_state(RawState({**raw.header, "numbered": value}, raw.arrays))
     with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(numbered\)$"):
         Evaluator.from_bytes(broken, "s.vms")
 
@@ -977,6 +1089,29 @@ def test_skipped_files_travel_with_the_state() -> None:
     )
     assert loaded.result().skipped == expected
     assert loaded.to_bytes() == evaluator.to_bytes()
+
+
+@pytest.mark.parametrize(
+    ("value", "part"),
+    [
+        pytest.param(("a", "b"), "classes=('a', 'b')", id="tuple"),
+        pytest.param(Path("gt.json"), "classes=PosixPath('gt.json')", id="path"),
+        pytest.param({"a": 1}, "classes={'a': 1}", id="mapping"),
+    ],
+)
+def test_an_option_whose_value_is_no_json_travels_as_its_text(value: object, part: str) -> None:
+    """An option named in a skipped file's message keeps its name and value through a
+    state when the value is JSON's own (a string, number, boolean, null or list of them);
+    any other value travels as the text the message shows."""
+    from vocmatch.evaluation.shards.state import read_state
+
+    skipped = SkippedFile("gt/a.xml", Message("bad under ", Option("classes", value)), 1)
+    evaluator = Evaluator()
+    evaluator.add_skipped([skipped])
+    header = read_state(evaluator.to_bytes()).header
+    assert header["skipped"][0]["message"] == ["bad under ", part]
+    loaded = Evaluator.from_bytes(evaluator.to_bytes()).skipped
+    assert [str(s) for s in loaded] == [str(skipped)] == [f"gt/a.xml:1: bad under {part}"]
 
 
 def test_a_state_without_skipped_files_is_written_as_before() -> None:
@@ -1115,6 +1250,62 @@ def test_a_malformed_orphan_list_is_a_corrupted_header(value: object) -> None:
         Evaluator.from_bytes(broken, "s.vms")
 
 
+def test_the_lines_of_one_skipped_file_are_in_line_order() -> None:
+    """A file skipped at several lines (a text file's bad lines) is listed in line order,
+    the file itself (no line) first, whatever the messages and the order recorded; so is
+    it read back from a state."""
+    files = [
+        SkippedFile("pred/a.txt", "a: bad line", 10, key="a"),
+        SkippedFile("pred/a.txt", "z: bad line", 9, key="a"),
+        SkippedFile("pred/a.txt", "not UTF-8 text", key="a"),
+    ]
+    evaluator = Evaluator()
+    evaluator.add_skipped(files)
+    assert evaluator.skipped == (files[2], files[1], files[0])
+    assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
+
+
+def test_one_skipped_line_of_several_images_is_in_key_order() -> None:
+    """Skipped files alike but for their image key are listed by key, no key first, so the
+    order never depends on the order recorded."""
+    files = [
+        SkippedFile("pred/r.json", "bad record", 3, key="b"),
+        SkippedFile("pred/r.json", "bad record", 3),
+        SkippedFile("pred/r.json", "bad record", 3, key="a"),
+    ]
+    evaluator = Evaluator()
+    evaluator.add_skipped(files)
+    assert evaluator.skipped == (files[1], files[2], files[0])
+    assert Evaluator.from_bytes(evaluator.to_bytes()).skipped == evaluator.skipped
+
+
+@pytest.mark.parametrize(
+    "file",
+    [
+        pytest.param(SkippedFile("a.txt", "m", 0), id="line-0"),
+        pytest.param(SkippedFile("a.txt", "m", -1), id="line-negative"),
+        pytest.param(SkippedFile("a.txt", "m", True), id="line-true"),
+        pytest.param(SkippedFile("a.txt", "m", "3"), id="line-string"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile(Path("a.txt"), "m"), id="path"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", "m", key=2), id="key"),  # type: ignore[arg-type]
+        pytest.param(SkippedFile("a.txt", None), id="message"),  # type: ignore[arg-type]
+        pytest.param("a.txt", id="not-a-skipped-file"),
+    ],
+)
+def test_add_skipped_refuses_a_file_no_state_could_hold(file: Any) -> None:
+    """A skipped file made by hand is checked as a state's header is read (a line counts
+    from 1), so every state saved reads back; the evaluator is left as it was."""
+    evaluator = Evaluator()
+    evaluator.add_skipped([SkippedFile("b.xml", "bad", 1)])
+    with pytest.raises(InputError) as caught:
+        evaluator.add_skipped([SkippedFile("c.xml", "bad"), file])
+    assert str(caught.value) == (
+        "Expected `files` to hold skipped files (a path, a message, a line from 1 or None,"
+        f" a key or None), got {file!r}"
+    )
+    assert evaluator.skipped == (SkippedFile("b.xml", "bad", 1),)
+
+
 def test_result_reports_given_files_with_those_recorded() -> None:
     evaluator = Evaluator()
     evaluator.add_skipped(skipped_pool()[:2])
@@ -1132,12 +1323,17 @@ def test_result_reports_given_files_with_those_recorded() -> None:
         pytest.param({"path": "a"}, id="not-a-list"),
         pytest.param([{"path": "a", "line": None, "key": None}], id="no-message"),
         pytest.param([{"path": "a", "line": -1, "key": None, "message": "m"}], id="line"),
+        pytest.param([{"path": "a", "line": 0, "key": None, "message": "m"}], id="line-0"),
+        pytest.param([{"path": "a", "line": 1.0, "key": None, "message": "m"}], id="line-float"),
+        pytest.param([{"path": "a", "line": True, "key": None, "message": "m"}], id="line-true"),
         pytest.param([{"path": 1, "line": None, "key": None, "message": "m"}], id="path"),
         pytest.param([{"path": "a", "line": None, "key": None, "message": [{"x": 1}]}], id="part"),
         pytest.param([{"path": "a", "line": None, "key": 2, "message": "m"}], id="key"),
     ],
 )
 def test_a_malformed_skipped_list_is_a_corrupted_header(value: object) -> None:
+    """Each entry is checked; a line is a whole number from 1 (as every reader counts
+    lines) or null, so a line 0 is a crafted state, refused."""
     from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
     raw = read_state(Evaluator().to_bytes())
@@ -1241,6 +1437,147 @@ def test_add_batch_refused_adds_none_of_its_images() -> None:
     assert evaluator.keys == ["warm"]
 
 
+PLAIN_BOX = np.array([[0.0, 0, 10, 10]])
+
+
+@pytest.mark.parametrize(
+    ("image_ids", "scores", "message"),
+    [
+        pytest.param(["b", "b"], [0.9], "image 'b' is given twice in the batch", id="key-twice"),
+        pytest.param(["warm"], [0.9], "image 'warm' was added already", id="key-added-before"),
+        pytest.param(["b"], [np.inf], "Expected `pred_scores` of image 0 to be finite (or NaN for"
+                     " no score)", id="infinite-score"),
+        pytest.param([], [0.9], None, id="no-image"),
+    ],
+)  # fmt: skip
+def test_a_plain_batch_is_checked_as_add_checks_it(
+    image_ids: list[str], scores: list[float], message: str | None
+) -> None:
+    """A batch of numeric arrays whose integer labels were all seen before is taken at
+    once, and still refused as add refuses its images: nothing of it is added."""
+    evaluator = Evaluator("voc12")
+    evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    before = evaluator.to_bytes()
+    pred = {"boxes": PLAIN_BOX, "scores": np.array(scores), "labels": np.array([1])}
+    gt = {"boxes": PLAIN_BOX, "labels": np.array([1])}
+    n = len(image_ids)
+    if message is None:
+        evaluator.add_batch([pred] * n, [gt] * n, image_ids=image_ids)
+    else:
+        with pytest.raises(InputError) as caught:
+            evaluator.add_batch([pred] * n, [gt] * n, image_ids=image_ids)
+        assert str(caught.value) == message
+    assert evaluator.keys == ["warm"]
+    assert evaluator.to_bytes() == before
+
+
+PLAIN_PRED = {"boxes": PLAIN_BOX, "scores": np.array([0.9]), "labels": np.array([1])}
+PLAIN_GT = {"boxes": PLAIN_BOX, "labels": np.array([1])}
+
+
+@pytest.mark.parametrize(
+    ("pred", "gt", "message"),
+    [
+        pytest.param([PLAIN_BOX], PLAIN_GT, "Expected `preds[0]` to be a mapping such as"
+                     " {'boxes': ..., 'labels': ...}, got list", id="pred-not-a-mapping"),
+        pytest.param(PLAIN_PRED, {"boxes": PLAIN_BOX}, "Expected `targets[0]` to have a"
+                     " 'labels' entry, got ['boxes']", id="gt-without-labels"),
+        pytest.param({**PLAIN_PRED, "scores": np.array([0.9, 0.9]), "labels": np.array([1, 1])},
+                     {**PLAIN_GT, "labels": np.array([1, 1])}, "Expected `gt_labels` of image 0 to"
+                     " have shape (1,), got (2,)", id="every-column-too-long"),
+        pytest.param({**PLAIN_PRED, "scores": np.array([[0.9]]), "labels": np.array([[1]])},
+                     {**PLAIN_GT, "labels": np.array([[1]])}, "Expected `gt_labels` of image 0 to"
+                     " have shape (1,), got (1, 1)", id="every-column-two-dimensional"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array(1)}, "Expected `gt_labels` of"
+                     " image 0 to have shape (1,), got ()", id="gt-label-a-scalar"),
+        pytest.param({**PLAIN_PRED, "scores": np.array(["x"]), "labels": np.array([1.0])},
+                     {**PLAIN_GT, "labels": np.array([1.0])}, "Expected `gt_labels` of image 0 to"
+                     " hold class names or integer ids, got dtype float64",
+                     id="every-column-of-another-kind"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "labels": np.array([1, 1, 1, 1])}, "Expected"
+                     " `gt_labels` of image 0 to have shape (1,), got (4,)",
+                     id="four-labels-of-one-box"),
+        pytest.param({**PLAIN_PRED, "scores": np.full(4, 0.9), "labels": np.array([1, 1, 1, 1])},
+                     PLAIN_GT, "Expected `pred_labels` of image 0 to have shape (1,), got (4,)",
+                     id="four-labels-and-scores-of-one-prediction"),
+        pytest.param(PLAIN_PRED, {**PLAIN_GT, "boxes": np.array([[10.0, 0, 0, 10]])},
+                     "Expected `gt_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
+                     " y1 <= y2: row 0: x2 0 is less than x1 10", id="gt-box-backwards"),
+        pytest.param({**PLAIN_PRED, "boxes": np.array([[10.0, 0, 0, 10]])}, PLAIN_GT,
+                     "Expected `pred_boxes` of image 0 to be x1, y1, x2, y2 with x1 <= x2 and"
+                     " y1 <= y2: row 0: x2 0 is less than x1 10", id="pred-box-backwards"),
+    ],
+)  # fmt: skip
+def test_an_image_of_a_batch_is_refused_as_add_refuses_it(pred: Any, gt: Any, message: str) -> None:
+    """Labels seen before, the batch could be taken at once: its image's fault is still
+    told as add tells it, never met as a KeyError or AttributeError, never let through."""
+    evaluator = Evaluator("voc12")
+    evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    with pytest.raises(InputError) as caught:
+        evaluator.add_batch([pred], [gt], image_ids=["b"])
+    assert str(caught.value) == message
+    assert evaluator.keys == ["warm"]
+
+
+@pytest.mark.parametrize(
+    ("preds", "name"),
+    [
+        pytest.param("ab", "str", id="a-string"),
+        pytest.param(b"ab", "bytes", id="bytes"),
+        pytest.param((p for p in [PLAIN_PRED]), "generator", id="a-generator"),
+        pytest.param(3, "int", id="a-number"),
+    ],
+)
+def test_add_batch_takes_only_a_list_of_mappings(preds: Any, name: str) -> None:
+    """Text is no list of images (though a sequence), nor is a one-pass iterable."""
+    with pytest.raises(InputError) as caught:
+        Evaluator().add_batch(preds, [PLAIN_GT, PLAIN_GT])
+    assert (
+        str(caught.value) == f"Expected `preds` to be a list of mappings, one per image, got {name}"
+    )
+
+
+@pytest.mark.parametrize("entry", ["difficult", "iscrowd", "no-scores"])
+def test_a_batch_with_flags_or_without_scores_gives_the_records_of_add(entry: str) -> None:
+    """Labels seen before: a batch whose ground truth has flags, or whose predictions have
+    no scores, is read with them, as add reads the same image."""
+    boxes = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    labels = np.array([1, 1])
+    gt: dict[str, Any] = {"boxes": boxes, "labels": labels}
+    pred: dict[str, Any] = {"boxes": boxes, "scores": np.array([0.9, 0.8]), "labels": labels}
+    flags: dict[str, Any] = {}
+    if entry == "difficult":
+        gt["difficult"] = flags["difficult"] = np.array([True, False])
+    elif entry == "iscrowd":
+        gt["iscrowd"] = flags["crowd"] = np.array([1, 0])
+    else:
+        del pred["scores"]
+    batched, one_by_one = Evaluator("coco"), Evaluator("coco")
+    for evaluator in (batched, one_by_one):
+        evaluator.add("warm", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    batched.add_batch([pred], [gt], image_ids=["b"])
+    one_by_one.add("b", boxes, labels, boxes, pred.get("scores"), labels, **flags)
+    assert batched.to_bytes() == one_by_one.to_bytes()
+
+
+@pytest.mark.parametrize("side", ["ground-truth", "predictions"])
+def test_a_batch_without_boxes_on_one_side_gives_the_records_of_add(side: str) -> None:
+    """A batch of images without ground truth (or without predictions), between images
+    added one by one: each image keeps its own classes, as add gives them."""
+    none = {"boxes": np.zeros((0, 4)), "labels": np.zeros(0, dtype=np.int64)}
+    gt = none if side == "ground-truth" else PLAIN_GT
+    pred = {**none, "scores": np.zeros(0)} if side == "predictions" else PLAIN_PRED
+    batched, one_by_one = Evaluator("voc12"), Evaluator("voc12")
+    for evaluator in (batched, one_by_one):
+        evaluator.add("a", PLAIN_BOX, np.array([1]), PLAIN_BOX, [0.9], np.array([1]))
+    batched.add_batch([pred], [gt], image_ids=["b"])
+    one_by_one.add("b", gt["boxes"], gt["labels"], pred["boxes"], pred["scores"], pred["labels"])
+    for evaluator in (batched, one_by_one):
+        evaluator.add("c", PLAIN_BOX, np.array([2]), PLAIN_BOX, [0.8], np.array([2]))
+    assert batched.to_bytes() == one_by_one.to_bytes()
+    assert [(c.name, c.tp, c.fn) for c in batched.result().classes][-1] == ("2", 1, 0)
+
+
 def array_predictions(data: bytes) -> int:
     """How many predictions a state holds."""
     from vocmatch.evaluation.shards.state import read_state
@@ -1260,6 +1597,8 @@ def ignoring(data: bytes, index: int) -> bytes:
         pytest.param(lambda d: edited_array(d, "pred_area", lambda v: np.full_like(v, 15)),
                      id="area-flags-15"),
         pytest.param(lambda d: ignoring(d, array_predictions(d) - 1), id="ignored-the-last"),
+        pytest.param(lambda d: edited_array(d, "pred_matched", lambda v: np.full_like(v, 1023)),
+                     id="flags-of-all-10-thresholds"),
         pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 0.0)),
                      id="mean-iou-0"),
         pytest.param(lambda d: edited_array(d, "image_mean_iou", lambda v: np.full_like(v, 1.0)),
@@ -1283,6 +1622,46 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
 
 
 @pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param(10.0, id="small"),
+        pytest.param(50.0, id="medium"),
+        pytest.param(200.0, id="large"),
+    ],
+)
+def test_area_all_is_read_from_the_protocol_s_matching_for_a_box_of_any_size(size: float) -> None:
+    """A box of one area range is out of the others (there its match is ignored): only the
+    area "all" matching is the protocol's, and only it is left out of the state."""
+    from vocmatch.evaluation.shards.state import read_state
+
+    evaluator = Evaluator("coco")
+    box = np.array([[0.0, 0, size, size]])
+    evaluator.add("a", box, ["cat"], box, [0.9], ["cat"])
+    state = read_state(evaluator.to_bytes())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].shape == (1, 3)
+    loaded = Evaluator.from_bytes(evaluator.to_bytes())
+    assert loaded.result().coco.as_list() == evaluator.result().coco.as_list()
+
+
+def test_area_all_is_read_from_the_protocol_s_matching_when_a_range_matches_otherwise() -> None:
+    """A medium box inside a large one, each predicted: in the large range the medium one
+    is ignored, so the lower prediction matches it there and nowhere else. The large
+    range's matching is stored, and area "all" is still the protocol's own."""
+    from vocmatch.evaluation.shards.state import read_state
+
+    evaluator = Evaluator("coco")
+    gt = np.array([[0.0, 0, 90, 90], [0, 0, 100, 100]])
+    pred = np.array([[0.0, 0, 92, 92], [0, 0, 65, 65]])
+    evaluator.add("a", gt, ["cat", "cat"], pred, [0.9, 0.8], ["cat", "cat"])
+    state = read_state(evaluator.to_bytes())
+    assert state.header["coco_all_from_main"] is True
+    assert state.arrays["pred_coco"].tolist() == [[1023, 1023, 1023], [0, 0, 1]]
+    loaded = Evaluator.from_bytes(evaluator.to_bytes())
+    assert loaded.result().coco.as_list() == evaluator.result().coco.as_list()
+
+
+@pytest.mark.parametrize(
     ("ranges", "added", "expected"),
     [
         pytest.param([], (0, 4), [(0, 4)], id="first"),
@@ -1295,6 +1674,7 @@ def test_area_all_is_read_from_the_protocol_s_matching_when_it_is_that() -> None
         pytest.param([(0, 2), (5, 7), (10, 12)], (7, 10), [(0, 2), (5, 12)],
                      id="joining-the-second-and-third"),
         pytest.param([(0, 2), (5, 9)], (6, 7), [(0, 2), (5, 9)], id="inside-the-second"),
+        pytest.param([(5, 7)], (0, 7), [(0, 7)], id="ending-where-the-last-ends"),
     ],
 )  # fmt: skip
 def test_numbered_ranges_stay_sorted_and_joined(
@@ -1338,6 +1718,30 @@ def test_columns_with_rotated_boxes_on_either_side_are_refused(
     assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
 
 
+@pytest.mark.parametrize(
+    ("shard", "keys"),
+    [
+        pytest.param(None, ["a", "b", "c", "d"], id="whole"),
+        pytest.param((1, 2), ["a", "c"], id="first-of-two"),
+        pytest.param((2, 2), ["b", "d"], id="second-of-two"),
+    ],
+)
+def test_add_columns_takes_the_images_of_its_shard(
+    tmp_path: Path, shard: tuple[int, int] | None, keys: list[str]
+) -> None:
+    """Shard k of n: the images whose place among the ground-truth keys is k - 1 modulo n."""
+    from vocmatch.readers.scan import read_columns
+
+    for name in ("gt", "pred"):
+        (tmp_path / name).mkdir()
+        for key in "abcd":
+            (tmp_path / name / f"{key}.xml").write_text(PLAIN_XML, encoding="utf-8")
+    gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
+    evaluator = Evaluator("voc12")
+    evaluator.add_columns(gt, pred, shard=shard)
+    assert evaluator.keys == keys
+
+
 def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
     """Integer ids are remembered for the next images; a negative id is a class of its own
     and never takes the place of another (here of 4, the largest seen)."""
@@ -1347,6 +1751,32 @@ def test_a_negative_label_id_leaves_the_other_ids_classes_alone() -> None:
         evaluator.add(key, box, np.array([label]), box, [0.9], np.array([label]))
     found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
     assert found == [("-1", 1, 0, 0), ("4", 2, 0, 0)]
+
+
+@pytest.mark.parametrize("door", ["add", "add_batch"])
+def test_an_id_first_seen_below_one_seen_before_is_a_class_of_its_own(door: str) -> None:
+    """Ids 5, then 3 (never seen, below 5), then 5 again: 3 is its own class, not the
+    class of whichever id the remembered ids put before it."""
+    evaluator = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for key, label in (("a", 5), ("b", 3), ("c", 5)):
+        labels = np.array([label])
+        if door == "add":
+            evaluator.add(key, box, labels, box, [0.9], labels)
+        else:
+            pred = {"boxes": box, "scores": np.array([0.9]), "labels": labels}
+            evaluator.add_batch([pred], [{"boxes": box, "labels": labels}], image_ids=[key])
+    found = [(c.name, c.tp, c.fp, c.fn) for c in evaluator.result().classes]
+    assert found == [("3", 1, 0, 0), ("5", 2, 0, 0)]
+
+
+def test_names_in_an_object_array_are_read_as_names() -> None:
+    """Class names given as an object array (a pandas column of strings) are names."""
+    box = np.array([[0.0, 0, 10, 10]])
+    names = np.array(["cat"], dtype=object)
+    evaluator = Evaluator("voc12")
+    evaluator.add("a", box, names, box, [0.9], names)
+    assert [(c.name, c.tp) for c in evaluator.result().classes] == [("cat", 1)]
 
 
 def test_labels_of_mixed_objects_are_refused() -> None:

@@ -956,3 +956,90 @@ def test_each_bad_option_of_a_header_is_named(given: object, message: str) -> No
     with pytest.raises(StateError) as caught:
         options_of_header(given, "s.vms")
     assert str(caught.value) == f"s.vms: corrupted header ({message})"
+
+
+# Reading: the records, every field checked against the others --------------------------------
+
+
+def two_classes() -> bytes:
+    """A state of two images, ``a`` with a cat and ``b`` with a dog, each matched."""
+    ev = Evaluator("voc12")
+    box = np.array([[0.0, 0, 10, 10]])
+    for key, name in (("a", "cat"), ("b", "dog")):
+        ev.add(key, box, [name], box, [0.9], [name])
+    return ev.to_bytes()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param("keys", ["a", "a"], id="image-key-twice"),
+        pytest.param("class_names", ["cat", "cat"], id="class-twice"),
+        pytest.param("class_names", ["dog", "cat"], id="classes-unsorted"),
+    ],
+)
+def test_a_header_whose_keys_or_classes_repeat_is_refused(field: str, value: list[str]) -> None:
+    """Image keys and class names are each listed once, class names sorted: a header
+    breaking either alone (its arrays fitting it) is a corrupted header."""
+    data = with_header(two_classes(), option([field], value))
+    with pytest.raises(StateError) as caught:
+        Evaluator.from_bytes(data, "s.vms")
+    assert str(caught.value) == "s.vms: corrupted header (an image key or class repeats)"
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype"),
+    [
+        pytest.param([], "uint8", id="empty"),
+        pytest.param([0, 255], "uint8", id="255"),
+        pytest.param([256], "uint16", id="256"),
+        pytest.param([2**16 - 1], "uint16", id="2**16-1"),
+        pytest.param([2**16], "uint32", id="2**16"),
+        pytest.param([2**32 - 1], "uint32", id="2**32-1"),
+        pytest.param([2**32], "uint64", id="2**32"),
+        pytest.param([2**64 - 1], "uint64", id="2**64-1"),
+    ],
+)
+def test_a_states_integers_are_stored_in_the_narrowest_type(values: list[int], dtype: str) -> None:
+    """Each integer array of a state takes the smallest unsigned type that holds its
+    values exactly (the bytes a state takes, and what a reader of the format meets)."""
+    from vocmatch.evaluation.shards.state_records import narrowest_int
+
+    given = np.array(values, dtype=np.uint64)
+    stored = narrowest_int(given)
+    assert stored.dtype == np.dtype(dtype)
+    assert stored.tolist() == values
+
+
+def test_a_state_matched_at_63_thresholds_keeps_every_flag() -> None:
+    """63 IoU thresholds (the most records hold): a prediction matched at all of them has
+    flags 2**63 - 1, stored as uint64 and read back exactly."""
+    import dataclasses
+
+    from vocmatch.core.protocol import protocol
+    from vocmatch.evaluation.shards.state import read_state
+
+    sweep = tuple(k / 100 for k in range(1, 64))
+    ev = Evaluator(dataclasses.replace(protocol("default"), sweep_thresholds=sweep))
+    box = np.array([[0.0, 0, 10, 10]])
+    ev.add("a", box, ["cat"], box, [0.9], ["cat"])
+    data = ev.to_bytes()
+    flags = read_state(data).arrays["pred_matched"]
+    assert (flags.dtype, flags.tolist()) == (np.dtype(np.uint64), [2**63 - 1])
+    loaded = Evaluator.from_bytes(data, "s.vms")
+    assert loaded.to_bytes() == data
+    assert loaded.result().summary.map == ev.result().summary.map == 1.0
+
+
+def test_predictions_out_of_class_order_in_an_image_are_refused() -> None:
+    """An image's predictions are stored class by class: two whose classes are one apart
+    and out of order are a corrupted state, as any others are."""
+    from tests.test_incremental import edited_array
+
+    ev = Evaluator("voc12")
+    boxes = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    ev.add("a", boxes, ["cat", "dog"], boxes, [0.9, 0.8], ["cat", "dog"])
+    data = edited_array(ev.to_bytes(), "pred_label", lambda v: v[::-1])
+    with pytest.raises(StateError) as caught:
+        Evaluator.from_bytes(data, "s.vms")
+    assert str(caught.value) == "s.vms: array 'pred_label' is not sorted within each image"

@@ -19,12 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import StateError
-from vocmatch.evaluation.shards.incremental import (
-    COLUMN_ARRAYS,
-    Evaluator,
-    ImageColumns,
-    column_sets,
-)
+from vocmatch.evaluation.shards.image_columns import COLUMN_ARRAYS, ImageColumns, column_sets
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_records import narrowest_float, narrowest_int
 from vocmatch.readers.scan import ColumnSet

@@ -54,6 +54,11 @@ from vocmatch.evaluation.shards.given_arrays import (
     plain_boxes,
     to_numpy,
 )
+from vocmatch.evaluation.shards.image_columns import (
+    COLUMN_ARRAYS,
+    ImageColumns,
+    column_sets,
+)
 from vocmatch.evaluation.shards.shard_origin import ShardOrigin
 from vocmatch.evaluation.shards.state import (
     MAX_STATE_BYTES,
@@ -81,66 +86,13 @@ from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
 
-__all__ = ["COLUMN_ARRAYS", "ClassTable", "Evaluator", "ImageColumns", "column_sets"]
+__all__ = ["ClassTable", "Evaluator"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 #: Class names of integer labels: a sequence (label ``i`` is ``names[i]``) or a mapping.
 ClassTable = Sequence[str] | Mapping[int, str]
-#: The arrays of :class:`ImageColumns`, each joined over the parts of a run.
-COLUMN_ARRAYS = (
-    "gt_count", "pred_count", "gt_boxes", "gt_labels", "gt_difficult",
-    "pred_boxes", "pred_scores", "pred_labels",
-)  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class ImageColumns:
-    """Images and their boxes as columns, each image's rows together, in the order added.
-
-    Attributes:
-        keys: The image keys.
-        gt_paths: Each image's ground-truth file (its key when added as arrays).
-        pred_paths: Each image's prediction file, None without one.
-        gt_count: ``(I,)`` ground-truth boxes of each image.
-        pred_count: ``(I,)`` predictions of each image.
-        gt_boxes: ``(G, 4)`` ``x1, y1, x2, y2``.
-        gt_labels: ``(G,)`` index into the evaluator's class names.
-        gt_difficult: ``(G,)`` the ``difficult`` (or crowd) flag.
-        pred_boxes: ``(P, 4)``.
-        pred_scores: ``(P,)`` NaN where a prediction has no score.
-        pred_labels: ``(P,)``.
-    """
-
-    keys: tuple[str, ...]
-    gt_paths: tuple[str, ...]
-    pred_paths: tuple[str | None, ...]
-    gt_count: IntArray
-    pred_count: IntArray
-    gt_boxes: FloatArray
-    gt_labels: IntArray
-    gt_difficult: BoolArray
-    pred_boxes: FloatArray
-    pred_scores: FloatArray
-    pred_labels: IntArray
-
-    @staticmethod
-    def join(parts: Sequence[ImageColumns]) -> ImageColumns:
-        """The images of every part, in part order."""
-        if len(parts) == 1:
-            return parts[0]
-        return ImageColumns(
-            tuple(k for p in parts for k in p.keys),
-            tuple(k for p in parts for k in p.gt_paths),
-            tuple(k for p in parts for k in p.pred_paths),
-            *(
-                np.concatenate([getattr(p, name) for p in parts]) if parts else _EMPTY_ARRAYS[name]
-                for name in COLUMN_ARRAYS
-            ),
-        )
-
-
 #: Boxes added (ground truth and predictions) that are matched at once: the images added
 #: wait, boxes and all, until this many have come or the state is needed.
 MATCH_BATCH = 1 << 20
@@ -152,18 +104,6 @@ class _Flags:
 
     difficult: Any
     crowd: Any
-
-
-_EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
-    "gt_count": np.zeros(0, dtype=np.int64),
-    "pred_count": np.zeros(0, dtype=np.int64),
-    "gt_boxes": np.zeros((0, 4)),
-    "gt_labels": np.zeros(0, dtype=np.int64),
-    "gt_difficult": np.zeros(0, dtype=bool),
-    "pred_boxes": np.zeros((0, 4)),
-    "pred_scores": np.zeros(0),
-    "pred_labels": np.zeros(0, dtype=np.int64),
-}
 
 
 class Evaluator:
@@ -509,8 +449,19 @@ class Evaluator:
 
         Args:
             files: The files, as the readers give them (``ColumnSet.skipped``).
+
+        Raises:
+            InputError: A file is not one a state can hold: its path, key or message not
+                text, or its line not a whole number from 1 (or None). None is recorded.
         """
-        self._skipped = self._skipped | frozenset(files)
+        given = list(files)
+        for file in given:
+            if not _holdable(file):
+                raise InputError(
+                    "Expected `files` to hold skipped files (a path, a message, a line from 1"
+                    f" or None, a key or None), got {file!r}"
+                )
+        self._skipped = self._skipped | frozenset(given)
 
     def add_orphans(self, files: Iterable[tuple[str, str]]) -> None:
         """Record prediction files that have no ground-truth file, which a single run reports
@@ -883,72 +834,15 @@ class Evaluator:
 _ID_INDEX_LIMIT = 1 << 16
 
 
-def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet, ColumnSet]:
-    """The ground truth and predictions of ``images``, as the column sets the readers give
-    (images sorted by key; an image added as arrays has its key as its path)."""
-    order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
-    # Images without a prediction file hold no predictions; they are not in ``pred``.
-    with_pred = [i for i in order if images.pred_paths[i] is not None]
-    gt_rows = _rows(images.gt_count, order)
-    pred_rows = _rows(images.pred_count, with_pred)
-    gt = _column_set(
-        tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
-        images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
-        images.gt_labels[gt_rows], names, images.gt_difficult[gt_rows],
-        np.full(gt_rows.size, np.nan),
-    )  # fmt: skip
-    pred = _column_set(
-        tuple(images.keys[i] for i in with_pred),
-        tuple(str(images.pred_paths[i]) for i in with_pred),
-        images.pred_count[with_pred], np.take(images.pred_boxes, pred_rows, axis=0),
-        images.pred_labels[pred_rows], names, np.zeros(pred_rows.size, dtype=bool),
-        images.pred_scores[pred_rows],
-    )  # fmt: skip
-    return gt, pred
-
-
-def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
-    """The rows of the images in ``order``, each image's together (rows in file order)."""
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    taken = counts[list(order)]
-    total = int(taken.sum())
-    shift = np.repeat(starts[list(order)] - (np.cumsum(taken) - taken), taken)
-    rows: IntArray = np.arange(total, dtype=np.int64) + shift
-    return rows
-
-
-def _column_set(
-    keys: tuple[str, ...],
-    paths: tuple[str, ...],
-    counts: IntArray,
-    boxes: FloatArray,
-    labels: IntArray,
-    names: tuple[str, ...],
-    difficult: BoolArray,
-    scores: FloatArray,
-) -> ColumnSet:
-    """A column set as the readers make it: class names those used, sorted."""
-    used = sorted({names[k] for k in np.unique(labels).tolist()})
-    index = {name: i for i, name in enumerate(used)}
-    remap = np.array([index.get(name, -1) for name in names], dtype=np.int32)
-    n = boxes.shape[0]
-    return ColumnSet(
-        root="",
-        keys=keys,
-        paths=paths,
-        sizes=(None,) * len(keys),
-        filenames=(None,) * len(keys),
-        image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
-        labels=remap[labels] if n else np.zeros(0, dtype=np.int32),
-        label_names=tuple(used),
-        boxes=np.ascontiguousarray(boxes, dtype=np.float64).reshape(n, 4),
-        difficult=difficult,
-        truncated=np.zeros(n, dtype=bool),
-        occluded=np.zeros(n, dtype=bool),
-        pose=np.full(n, -1, dtype=np.int32),
-        pose_names=(),
-        scores=scores,
-        skipped=(),
+def _holdable(file: object) -> bool:
+    """Whether a skipped file is one a state's header holds and reads back
+    (:func:`~vocmatch.evaluation.shards.state_records.skipped_of_header`)."""
+    return (
+        isinstance(file, SkippedFile)
+        and isinstance(file.path, str)
+        and isinstance(file.message, str)
+        and (file.line is None or (type(file.line) is int and file.line >= 1))
+        and (file.key is None or isinstance(file.key, str))
     )
 
 

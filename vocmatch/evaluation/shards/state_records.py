@@ -322,7 +322,13 @@ def _expected_shapes(
         raise StateError(f"{source}: array 'pred_count' holds counts no file could hold")
     n_pred = int(count.astype(np.int64).sum()) if n_images else 0
     ignored = arrays.get("ignored_pred")
-    n_ignored = ignored.shape[0] if ignored is not None and ignored.ndim == 1 else -1
+    if ignored is not None and ignored.ndim != 1:
+        raise StateError(
+            f"{source}: array 'ignored_pred' has shape {ignored.shape}, not one dimension of"
+            " prediction indices"
+        )
+    # Without the array, its count is never compared: the set of arrays is refused first.
+    n_ignored = 0 if ignored is None else len(ignored)
     shapes: dict[str, tuple[tuple[int, ...], str]] = {
         "pred_count": ((n_images,), "u"),
         "coco_gt": ((n_classes, len(COCO_AREAS)), "u"),
@@ -489,7 +495,8 @@ def skipped_to_header(files: Iterable[SkippedFile]) -> list[dict[str, Any]]:
 
 
 def skipped_of_header(value: object, source: str) -> tuple[SkippedFile, ...]:
-    """The files a state's header lists as skipped (:func:`skipped_to_header`).
+    """The files a state's header lists as skipped (:func:`skipped_to_header`); a line,
+    where there is one, counts from 1 as every reader counts it.
 
     Raises:
         StateError: The list is not one of skipped files (one line naming ``source``).
@@ -502,7 +509,7 @@ def skipped_of_header(value: object, source: str) -> tuple[SkippedFile, ...]:
             isinstance(entry, dict)
             and set(entry) == {"path", "line", "key", "message"}
             and isinstance(entry["path"], str)
-            and (entry["line"] is None or (type(entry["line"]) is int and entry["line"] >= 0))
+            and (entry["line"] is None or (type(entry["line"]) is int and entry["line"] >= 1))
             and (entry["key"] is None or isinstance(entry["key"], str))
         ):
             raise StateError(f"{source}: corrupted header (skipped)")
