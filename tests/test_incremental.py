@@ -1670,3 +1670,30 @@ def test_images_are_matched_once_the_batch_is_full_to_the_box(
     assert found == [(1, 0), (1, 1), (2, 0), (2, 1)]
     assert len(whole._records) == 0
     assert_identical(evaluator.result(), whole.result())
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pytest.param([0], id="an-id-seen-before"),
+        pytest.param([0, 1], id="with-an-id-not-seen"),
+    ],
+)
+def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_table(
+    labels: list[int],
+) -> None:
+    """Id 0 added without a class table is the class "0"; merged with an evaluator whose
+    table names 0 "dog", the evaluator names id 0 "dog" from then on, whatever other ids an
+    image holds, as the same state saved and read back does."""
+    box = np.array([[0.0, 0, 10, 10]])
+    evaluator, tabled = Evaluator("voc12"), Evaluator("voc12", class_names=["dog", "cat"])
+    evaluator.add("a", box, np.array([0]), box, [0.9], np.array([0]))
+    tabled.add("b", box, np.array([0]), box, [0.9], np.array([0]))
+    evaluator.merge(tabled)
+    read_back = Evaluator.from_bytes(evaluator.to_bytes())
+    boxes = np.tile(box, (len(labels), 1)) + np.arange(len(labels))[:, None] * 20
+    for ev in (evaluator, read_back):
+        ev.add("c", boxes, np.array(labels), boxes, [0.9] * len(labels), np.array(labels))
+    expected = [("0", 1), ("dog", 2)] + [("cat", 1)] * (len(labels) > 1)
+    assert sorted((c.name, c.gt) for c in read_back.result().classes) == sorted(expected)
+    assert_identical(evaluator.result(), read_back.result())
