@@ -1654,20 +1654,21 @@ def test_a_shared_key_just_past_the_numbered_images_gets_no_numbering_hint() -> 
 def test_images_are_matched_once_the_batch_is_full_to_the_box(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A batch of 4 boxes: an image of 4 fills it at once, the count starts again from 0
-    after each match (3 then 1 fill the next, 3 alone does not); after each image, the
-    batches matched and the images still waiting."""
+    """A batch of 4 boxes: 3 do not fill it, 3 then 1 do, 4 at once do, and the count
+    starts again from 0 after each match; after each image, the batches matched and the
+    images still waiting, and the result that of the images matched at once."""
     whole = Evaluator("voc12")
     monkeypatch.setattr(incremental, "MATCH_BATCH", 4)
     evaluator = Evaluator("voc12")
     found = []
-    for i, (n_gt, n_pred) in enumerate(((2, 2), (2, 1), (1, 0), (2, 1))):
-        gt_boxes = np.arange(n_gt * 4, dtype=np.float64).reshape(n_gt, 4) * [1, 1, 2, 2]
-        pred_boxes = gt_boxes[:n_pred]
+    for i, (n_gt, n_pred) in enumerate(((2, 1), (1, 0), (2, 2), (2, 1), (0, 1))):
+        gt_boxes, pred_boxes = (
+            np.arange(n * 4, dtype=np.float64).reshape(n, 4) * [1, 1, 2, 2] for n in (n_gt, n_pred)
+        )
         for ev in (whole, evaluator):
             ev.add(str(i), gt_boxes, ["cat"] * n_gt, pred_boxes, [0.9] * n_pred, ["cat"] * n_pred)
         found.append((len(evaluator._records), len(evaluator._parts)))
-    assert found == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert found == [(0, 1), (1, 0), (2, 0), (2, 1), (3, 0)]
     assert len(whole._records) == 0
     assert_identical(evaluator.result(), whole.result())
 
