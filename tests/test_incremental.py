@@ -1673,6 +1673,7 @@ def test_images_are_matched_once_the_batch_is_full_to_the_box(
     assert_identical(evaluator.result(), whole.result())
 
 
+@pytest.mark.parametrize("door", ["add", "add_batch"])
 @pytest.mark.parametrize(
     "labels",
     [
@@ -1681,7 +1682,7 @@ def test_images_are_matched_once_the_batch_is_full_to_the_box(
     ],
 )
 def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_table(
-    labels: list[int],
+    labels: list[int], door: str
 ) -> None:
     """Id 0 added without a class table is the class "0"; merged with an evaluator whose
     table names 0 "dog", the evaluator names id 0 "dog" from then on, whatever other ids an
@@ -1693,8 +1694,13 @@ def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_tab
     evaluator.merge(tabled)
     read_back = Evaluator.from_bytes(evaluator.to_bytes())
     boxes = np.tile(box, (len(labels), 1)) + np.arange(len(labels))[:, None] * 20
+    scores, ids = np.full(len(labels), 0.9), np.array(labels)
     for ev in (evaluator, read_back):
-        ev.add("c", boxes, np.array(labels), boxes, [0.9] * len(labels), np.array(labels))
+        if door == "add":
+            ev.add("c", boxes, ids, boxes, scores, ids)
+        else:
+            pred = {"boxes": boxes, "scores": scores, "labels": ids}
+            ev.add_batch([pred], [{"boxes": boxes, "labels": ids}], image_ids=["c"])
     expected = [("0", 1), ("dog", 2)] + [("cat", 1)] * (len(labels) > 1)
     assert sorted((c.name, c.gt) for c in read_back.result().classes) == sorted(expected)
     assert_identical(evaluator.result(), read_back.result())
