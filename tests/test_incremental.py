@@ -1802,3 +1802,61 @@ def test_a_shared_key_just_past_the_numbered_images_gets_no_numbering_hint() -> 
     with pytest.raises(StateError) as caught:
         first.merge(second)
     assert str(caught.value) == "cannot merge states that share images: '2'"
+
+
+# The lines of incremental.py from 600 on, under bench/mutate.py.
+
+
+def test_images_are_matched_once_the_batch_is_full_to_the_box(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch of 4 boxes: 3 do not fill it, 3 then 1 do, 4 at once do, and the count
+    starts again from 0 after each match; after each image, the batches matched and the
+    images still waiting, and the result that of the images matched at once."""
+    whole = Evaluator("voc12")
+    monkeypatch.setattr(incremental, "MATCH_BATCH", 4)
+    evaluator = Evaluator("voc12")
+    found = []
+    for i, (n_gt, n_pred) in enumerate(((2, 1), (1, 0), (2, 2), (2, 1), (0, 1))):
+        gt_boxes, pred_boxes = (
+            np.arange(n * 4, dtype=np.float64).reshape(n, 4) * [1, 1, 2, 2] for n in (n_gt, n_pred)
+        )
+        for ev in (whole, evaluator):
+            ev.add(str(i), gt_boxes, ["cat"] * n_gt, pred_boxes, [0.9] * n_pred, ["cat"] * n_pred)
+        found.append((len(evaluator._records), len(evaluator._parts)))
+    assert found == [(0, 1), (1, 0), (2, 0), (2, 1), (3, 0)]
+    assert len(whole._records) == 0
+    assert_identical(evaluator.result(), whole.result())
+
+
+@pytest.mark.parametrize("door", ["add", "add_batch"])
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pytest.param([0], id="an-id-seen-before"),
+        pytest.param([0, 1], id="with-an-id-not-seen"),
+    ],
+)
+def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_table(
+    labels: list[int], door: str
+) -> None:
+    """Id 0 added without a class table is the class "0"; merged with an evaluator whose
+    table names 0 "dog", the evaluator names id 0 "dog" from then on, whatever other ids an
+    image holds, as the same state saved and read back does."""
+    box = np.array([[0.0, 0, 10, 10]])
+    evaluator, tabled = Evaluator("voc12"), Evaluator("voc12", class_names=["dog", "cat"])
+    evaluator.add("a", box, np.array([0]), box, [0.9], np.array([0]))
+    tabled.add("b", box, np.array([0]), box, [0.9], np.array([0]))
+    evaluator.merge(tabled)
+    read_back = Evaluator.from_bytes(evaluator.to_bytes())
+    boxes = np.tile(box, (len(labels), 1)) + np.arange(len(labels))[:, None] * 20
+    scores, ids = np.full(len(labels), 0.9), np.array(labels)
+    for ev in (evaluator, read_back):
+        if door == "add":
+            ev.add("c", boxes, ids, boxes, scores, ids)
+        else:
+            pred = {"boxes": boxes, "scores": scores, "labels": ids}
+            ev.add_batch([pred], [{"boxes": boxes, "labels": ids}], image_ids=["c"])
+    expected = [("0", 1), ("dog", 2)] + [("cat", 1)] * (len(labels) > 1)
+    assert sorted((c.name, c.gt) for c in read_back.result().classes) == sorted(expected)
+    assert_identical(evaluator.result(), read_back.result())

@@ -596,7 +596,8 @@ class Evaluator:
 
     def merge(self, other: Evaluator) -> None:
         """Take in another evaluator's images, skipped files and prediction files without
-        ground truth (``other`` is left as it is).
+        ground truth (``other`` is left as it is). Integer labels added after it are named by
+        the joined class tables, as in the merged state read back (even an id seen before).
 
         Raises:
             StateError: The two were made with other options, give one class id two names,
@@ -628,6 +629,8 @@ class Evaluator:
         for name in other._names:
             self._intern(name)
         self._records.append(other._matched())
+        if table != self._table:  # ids named by their text for want of a table: forgotten
+            self._id_index = np.full(0, -1, dtype=np.int64)
         self._table = table
         self._keys |= other._keys
         for numbers in other._numbered:
