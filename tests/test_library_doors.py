@@ -315,6 +315,32 @@ def test_add_batch_says_what_layout_it_expects(change: Any, message: str) -> Non
 
 
 @pytest.mark.parametrize(
+    ("side", "boxes", "message"),
+    [
+        pytest.param("targets", np.zeros((1, 3)), r"^Expected `gt_boxes` of image 3 to have shape \(N, 4\), got \(1, 3\)$", id="gt-shape"),
+        pytest.param("preds", np.zeros((1, 3)), r"^Expected `pred_boxes` of image 3 to have shape \(N, 4\), got \(1, 3\)$", id="pred-shape"),
+        pytest.param("targets", np.array([["a", "b", "c", "d"]]), r"^Expected `gt_boxes` of image 3 to hold numbers, got dtype <U1$", id="gt-text"),
+        pytest.param("preds", [[5.0, 0, 1, 1]], r"^Expected `pred_boxes` of image 3 to be x1, y1, x2, y2 .*: row 0: x2 1 is less than x1 5$", id="pred-inverted"),
+    ],
+)  # fmt: skip
+def test_a_batch_of_class_ids_with_one_bad_side_is_refused_as_add_refuses_it(
+    side: str, boxes: Any, message: str
+) -> None:
+    """A batch of integer labels with image ids (taken at once when it is plain) with one
+    image's boxes of one side refused: the same message as image by image, the evaluator
+    unchanged."""
+    evaluator = Evaluator(class_names=["car", "dog"])
+    evaluator.add("before", BOX, [1], BOX, [0.7], [1])
+    before = snapshot(evaluator)
+    preds = [{"boxes": BOX + i, "scores": [0.5], "labels": [0]} for i in range(5)]
+    targets = [{"boxes": BOX + i, "labels": [0]} for i in range(5)]
+    (preds if side == "preds" else targets)[3]["boxes"] = boxes
+    with pytest.raises(InputError, match=message):
+        evaluator.add_batch(preds, targets, image_ids=[f"img{i}" for i in range(5)])
+    assert snapshot(evaluator) == before
+
+
+@pytest.mark.parametrize(
     ("preds", "targets", "message"),
     [
         pytest.param({"boxes": BOX}, [], r"^Expected `preds` to be a list of mappings, one per image, got dict$", id="one-mapping"),

@@ -26,12 +26,13 @@ from vocmatch.core.model import (
 from vocmatch.errors import InputError, RequestError
 
 __all__ = [
+    "bad_rows",
     "batch_entry",
+    "box_array",
     "checked_boxes",
     "checked_names",
     "checked_vector",
     "class_table",
-    "plain_boxes",
     "to_numpy",
 ]
 
@@ -51,8 +52,9 @@ def to_numpy(value: Any) -> npt.NDArray[Any]:
         return np.asarray(value, dtype=object)
 
 
-def _bad_rows(boxes: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
-    """The rows :func:`checked_boxes` refuses (NaN fails every comparison)."""
+def bad_rows(boxes: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """``(N,)`` the rows of ``(N, 4)`` float boxes that :func:`checked_boxes` refuses (NaN
+    fails every comparison)."""
     in_range = (np.abs(boxes) <= MAX_COORDINATE).all(axis=1)
     ordered = (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
     return ~(in_range & ordered)  # type: ignore[no-any-return]
@@ -81,7 +83,7 @@ def checked_boxes(value: Any, what: str) -> FloatArray:
     if boxes.dtype.kind not in "iuf":
         raise InputError(f"Expected {what} to hold numbers, got dtype {boxes.dtype}")
     result = boxes.astype(np.float64)
-    bad = np.flatnonzero(_bad_rows(result))
+    bad = np.flatnonzero(bad_rows(result))
     if bad.size:
         row = int(bad[0])
         x1, y1, x2, y2 = (float(v) for v in result[row])
@@ -101,15 +103,14 @@ def checked_boxes(value: Any, what: str) -> FloatArray:
     return result
 
 
-def plain_boxes(value: Any) -> npt.NDArray[Any] | None:
-    """``(N, 4)`` numeric boxes as given, ``(0, 4)`` for none; None for anything
-    :func:`checked_boxes` would refuse (it then says why)."""
+def box_array(value: Any) -> npt.NDArray[Any] | None:
+    """``(N, 4)`` numeric boxes as given, ``(0, 4)`` for none; None for another shape or
+    type (:func:`checked_boxes` then says why). The values are not looked at: a batch's are
+    checked at once (:func:`bad_rows`)."""
     boxes = to_numpy(value)
     if boxes.size == 0 and boxes.ndim <= 2:
         return np.zeros((0, 4))
     if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
-        return None
-    if _bad_rows(boxes.astype(np.float64)).any():
         return None
     return boxes
 

@@ -46,12 +46,13 @@ from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shards.given_arrays import (
+    bad_rows,
     batch_entry,
+    box_array,
     checked_boxes,
     checked_names,
     checked_vector,
     class_table,
-    plain_boxes,
     to_numpy,
 )
 from vocmatch.evaluation.shards.image_columns import (
@@ -353,7 +354,7 @@ class Evaluator:
                 return None
             if not {"boxes", "labels"} <= gt.keys() or not {"boxes", "labels"} <= pred.keys():
                 return None
-            g_boxes, p_boxes = plain_boxes(gt["boxes"]), plain_boxes(pred["boxes"])
+            g_boxes, p_boxes = box_array(gt["boxes"]), box_array(pred["boxes"])
             if g_boxes is None or p_boxes is None:
                 return None
             n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
@@ -375,7 +376,9 @@ class Evaluator:
         gt_boxes = np.concatenate(columns["gt_boxes"], dtype=np.float64)
         pred_boxes = np.concatenate(columns["pred_boxes"], dtype=np.float64)
         scores = np.concatenate([np.zeros(0), *columns["pred_scores"]], dtype=np.float64)
-        if not (np.isfinite(gt_boxes).all() and np.isfinite(pred_boxes).all()):
+        # Every box's values at once: a batch with one the XML reader would refuse is left to
+        # add, which says which and why.
+        if bad_rows(gt_boxes).any() or bad_rows(pred_boxes).any():
             return None
         if np.isinf(scores).any():
             return None
