@@ -58,6 +58,7 @@ __all__ = [
     "Ranked",
     "check_thresholds",
     "flag_dtype",
+    "image_rows",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -306,7 +307,7 @@ class MatchRecords:
         order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
         if order == list(range(len(self.keys))):
             return self
-        rows = _rows(self.preds.count, order)
+        rows = image_rows(self.preds.count, order)
         p = self.preds
         preds = PredRecords(
             p.count[order], p.label[rows], p.score[rows], p.matched[rows], p.ignored[rows],
@@ -349,8 +350,9 @@ def flag_dtype(n_bits: int) -> np.dtype[Any]:
     return np.dtype(np.int64)
 
 
-def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
-    """The rows of the images in ``order``, each image's together."""
+def image_rows(counts: IntArray, order: Sequence[int]) -> IntArray:
+    """The rows of the images in ``order`` (``counts``: the rows of each image, laid out
+    image after image), each image's together, in their order."""
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     taken = counts[list(order)]
     shift = np.repeat(starts[list(order)] - (np.cumsum(taken) - taken), taken)

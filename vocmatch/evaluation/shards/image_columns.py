@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.evaluation.records import image_rows
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = ["COLUMN_ARRAYS", "EMPTY_ARRAYS", "ImageColumns", "column_sets"]
@@ -92,8 +93,8 @@ def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet
     order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
     # Images without a prediction file hold no predictions; they are not in ``pred``.
     with_pred = [i for i in order if images.pred_paths[i] is not None]
-    gt_rows = _rows(images.gt_count, order)
-    pred_rows = _rows(images.pred_count, with_pred)
+    gt_rows = image_rows(images.gt_count, order)
+    pred_rows = image_rows(images.pred_count, with_pred)
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
         images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
@@ -108,16 +109,6 @@ def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet
         images.pred_scores[pred_rows],
     )  # fmt: skip
     return gt, pred
-
-
-def _rows(counts: IntArray, order: Sequence[int]) -> IntArray:
-    """The rows of the images in ``order``, each image's together (rows in file order)."""
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    taken = counts[list(order)]
-    total = int(taken.sum())
-    shift = np.repeat(starts[list(order)] - (np.cumsum(taken) - taken), taken)
-    rows: IntArray = np.arange(total, dtype=np.int64) + shift
-    return rows
 
 
 def _column_set(
