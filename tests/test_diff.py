@@ -21,9 +21,11 @@ from vocmatch.evidence.diff import (
     Change,
     EvaluationDiff,
     ObjectRef,
+    evaluation_diff,
+)
+from vocmatch.evidence.regression_gates import (
     RegressionGate,
     check_regressions,
-    evaluation_diff,
     parse_regression_gate,
 )
 from vocmatch.readers.parse import AnnotationSet, read_directory

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
-    from vocmatch.evidence.diff import RegressionGate
+    from vocmatch.evidence.regression_gates import RegressionGate
     from vocmatch.readers.formats import BoxFormat
     from vocmatch.run.compare import DiffReport
     from vocmatch.run.evaluate import Geometry, PredFormat

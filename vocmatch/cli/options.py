@@ -35,8 +35,8 @@ from vocmatch.render.outputs import FORMATS, RENDERERS
 from vocmatch.run.request_checks import GEOMETRIES
 
 if TYPE_CHECKING:
-    from vocmatch.evidence.diff import RegressionGate
     from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.regression_gates import RegressionGate
     from vocmatch.evidence.slices import SliceSpec
 
 
@@ -573,7 +573,7 @@ def regression_gate_option(
     """Parse each ``--fail-on-regression`` value; a bad one is a usage error (exit 2)."""
     if not values:
         return ()
-    from vocmatch.evidence.diff import parse_regression_gate
+    from vocmatch.evidence.regression_gates import parse_regression_gate
 
     return _gates(parse_regression_gate)(ctx, param, values)
 

@@ -221,7 +221,7 @@ def read_gate_text(
 ) -> GateText:
     """Read the one grammar of every gate, ``METRIC=NUMBER`` or ``CLASS:METRIC=NUMBER``:
     quality gates (:func:`parse_gate`) and regression gates
-    (:func:`vocmatch.evidence.diff.parse_regression_gate`) alike.
+    (:func:`vocmatch.evidence.regression_gates.parse_regression_gate`) alike.
 
     The metric is case-insensitive, ``ap`` is read as ``map``, and the class name is
     everything before the last ``:`` (names holding a colon still work).

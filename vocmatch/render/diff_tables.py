@@ -28,9 +28,9 @@ if TYPE_CHECKING:
         EvaluationDiff,
         ImageDiff,
         ObjectRef,
-        RegressionResult,
     )
     from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
+    from vocmatch.evidence.regression_gates import RegressionResult
 
 __all__ = ["DIFF_MAX_ROWS", "diff_report"]
 

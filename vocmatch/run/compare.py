@@ -24,8 +24,9 @@ from vocmatch.run.evaluate import (
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evidence.diff import EvaluationDiff, RegressionGate, RegressionResult
+    from vocmatch.evidence.diff import EvaluationDiff
     from vocmatch.evidence.paired import PairedBootstrap
+    from vocmatch.evidence.regression_gates import RegressionGate, RegressionResult
     from vocmatch.readers.parse import AnnotationSet
 
 __all__ = ["DiffReport", "DiffRequest", "compare"]
@@ -133,7 +134,8 @@ def compare(
     elif pred_a is not None or pred_b is not None or options:
         raise TypeError("compare() takes a request or paths and keywords, not both")
     from vocmatch.evaluation.thresholds import ScoreThresholds
-    from vocmatch.evidence.diff import check_regressions, evaluation_diff, parse_regression_gate
+    from vocmatch.evidence.diff import evaluation_diff
+    from vocmatch.evidence.regression_gates import check_regressions, parse_regression_gate
 
     try:
         gates = [parse_regression_gate(g) if isinstance(g, str) else g for g in request.gates]

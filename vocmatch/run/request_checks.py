@@ -99,7 +99,7 @@ def _gates(field: str, value: Any, request: Any) -> Any:
     if all(isinstance(item, str) for item in value):
         return value  # the gates' modules stay unimported
     if type(request).__name__ == "DiffRequest":
-        from vocmatch.evidence.diff import RegressionGate
+        from vocmatch.evidence.regression_gates import RegressionGate
 
         return _items(field, value, RegressionGate)
     from vocmatch.evidence.gates import Gate
