@@ -43,6 +43,7 @@ from vocmatch.cli.options import (
     score_threshold_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.evidence.multiple_testing import CORRECTIONS
 from vocmatch.readers.formats import prediction_format
 from vocmatch.run.compare import DiffRequest, compare
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
     from vocmatch.core.protocol import DifficultRule
+    from vocmatch.evidence.multiple_testing import Correction
     from vocmatch.evidence.regression_gates import RegressionGate
     from vocmatch.readers.formats import BoxFormat
     from vocmatch.run.compare import DiffReport
@@ -98,6 +100,14 @@ if TYPE_CHECKING:
     "DELTA and significantly so, its one-sided p-value (the share of resamples whose change "
     "is not below DELTA) at most ALPHA, such as 0.05.",
 )
+@click.option(
+    "--correction",
+    type=click.Choice(CORRECTIONS),
+    default=None,
+    help="With --significant: adjust the gates' p-values for their number, holm (the chance "
+    "of any false failure at ALPHA) or bh (Benjamini-Hochberg: the share of false failures "
+    "at ALPHA). A gate on every class, '*:ap=-0.01', is one test per class.",
+)
 @max_file_size_option
 @jobs_option()
 @quiet_option
@@ -127,6 +137,7 @@ def diff_command(
     bootstrap_resamples: int | None,
     seed: int,
     alpha: float | None,
+    correction: Correction | None,
     max_file_size: int,
     jobs: int,
     quiet: bool,
@@ -160,13 +171,16 @@ def diff_command(
             strict_threshold=strict_threshold, pixel_inclusive=pixel_inclusive,
             match_rule=match_rule, difficult=difficult, interpolation=interpolation,
             fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
-            bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, **convention_extras(),
+            bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, correction=correction,
+            **convention_extras(),
         )  # fmt: skip
     with library_errors(), progress_display(quiet) as progress:
         found = compare(request, progress=progress)
     for line in found.skipped:
         echo_err(f"vocmatch: skipped {in_cli_words(line)}")
     show_diff_report(found, output_format, output, max_rows)
+    for note in found.notes:
+        echo_err(f"vocmatch: warning: {note}")
     for result in found.results:
         if not result.passed:
             echo_err(f"vocmatch: regression: {result}")

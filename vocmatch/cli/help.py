@@ -100,7 +100,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "name": "Gates (exit 1 when one fails)",
             "options": ["--fail-on-regression", "--score-threshold"],
         },
-        {"name": "Evidence", "options": ["--bootstrap", "--seed", "--significant"]},
+        {"name": "Evidence", "options": ["--bootstrap", "--seed", "--significant", "--correction"]},
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
     "vocmatch suspects": [

@@ -119,6 +119,7 @@ _OTHER_SPELLINGS = {
     "classes": "--classes",
     "operating_thresholds": "--write-thresholds",
     "alpha": "--significant",
+    "correction": "--correction",
 }
 
 

@@ -8,27 +8,42 @@ p-value, the share of resamples in which the change is not below ``DELTA``, is a
 ``alpha``. As for quality gates, a change equal to the bound up to float rounding passes, a
 metric undefined in either run fails its gate with the reason, and a class found in neither
 run is an :class:`~vocmatch.errors.InputError`.
+
+``*:METRIC=DELTA`` is a gate on every class: one test per class whose metric is defined in
+either run, in name order (a class defined in one run only fails, as a named class would). A
+family of tests at one level fails some class by chance alone as classes grow, so a
+``correction`` (:mod:`vocmatch.evidence.multiple_testing`: ``holm`` or ``bh``) adjusts every
+gate's p-value for the family of all gates checked with a p-value, and a gate below its
+DELTA fails only when its *adjusted* p-value is at most ``alpha``.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from vocmatch.errors import InputError
 from vocmatch.evidence.diff import Change, ClassDiff, EvaluationDiff
 from vocmatch.evidence.gates import read_gate_text
+from vocmatch.evidence.multiple_testing import (
+    Correction,
+    adjusted_p_values,
+    describe,
+    resolution_note,
+)
 from vocmatch.evidence.paired import DeltaInterval, PairedBootstrap
 
 __all__ = [
+    "EVERY_CLASS",
     "REGRESSION_METRICS",
     "RegressionGate",
     "RegressionMetric",
     "RegressionResult",
     "check_regressions",
+    "correction_lines",
     "parse_regression_gate",
 ]
 
@@ -43,6 +58,9 @@ _METRIC_NAMES: dict[str, RegressionMetric] = {
     "ap": "map",
 }
 
+#: The class of a gate on every class (``*:ap=-0.01``).
+EVERY_CLASS = "*"
+
 # Changes this close (relative to the larger magnitude) to the bound count as equal to it.
 _REL_TOLERANCE = 1e-9
 _ABS_TOLERANCE = 1e-12
@@ -53,7 +71,8 @@ class RegressionGate:
     """A lower bound on the change of one metric from A to B.
 
     Attributes:
-        scope: None for the dataset, or the class the gate applies to.
+        scope: None for the dataset, the class the gate applies to, or
+            :data:`EVERY_CLASS` for each class.
         metric: ``"map"``, ``"precision"``, ``"recall"`` or ``"f1"``; for a class,
             ``"map"`` is the class's AP.
         delta: The gate passes when ``B - A >= delta`` (negative: a tolerated fall).
@@ -88,6 +107,11 @@ class RegressionResult:
         change: The metric in both runs.
         passed: The change is defined and at least the gate's delta.
         reason: Why the change is undefined, when it is.
+        p_value: With a bootstrap, the one-sided p-value of "the change is below the gate".
+        alpha: The significance level, when one is given.
+        p_adjusted: With a correction, ``p_value`` adjusted for the family of every gate
+            checked with a p-value; the verdict reads it.
+        correction: The correction, when one is given.
     """
 
     gate: RegressionGate
@@ -96,6 +120,8 @@ class RegressionResult:
     reason: str | None = None
     p_value: float | None = None
     alpha: float | None = None
+    p_adjusted: float | None = None
+    correction: Correction | None = None
 
     @property
     def below(self) -> bool:
@@ -117,13 +143,14 @@ class RegressionResult:
         )
         if self.p_value is None:
             return text + ")"
-        if self.alpha is None:
-            return f"{text}, p = {self.p_value:.4f})"
-        if not self.below:
-            return f"{text}, p = {self.p_value:.4f})"
+        text += f", p = {self.p_value:.4f}"
+        if self.p_adjusted is not None and self.correction is not None:
+            text += f", {self.correction}-adjusted {self.p_adjusted:.4f}"
+        if self.alpha is None or not self.below:
+            return text + ")"
         if self.passed:
-            return f"{text}, p = {self.p_value:.4f} > {self.alpha:g}: not significant)"
-        return f"{text}, p = {self.p_value:.4f} <= {self.alpha:g}: significant)"
+            return f"{text} > {self.alpha:g}: not significant)"
+        return f"{text} <= {self.alpha:g}: significant)"
 
 
 def parse_regression_gate(text: str) -> RegressionGate:
@@ -194,55 +221,143 @@ def check_regressions(
     alpha: float | None = None,
     *,
     fold_case: bool = False,
+    correction: Correction | None = None,
 ) -> tuple[RegressionResult, ...]:
     """Check regression gates against a diff.
 
     Args:
         diff: Run B against run A.
-        gates: The gates, dataset or class.
+        gates: The gates, dataset or class; a gate on :data:`EVERY_CLASS` gives a result per
+            class whose metric is defined in either run (one result, failed, when none is).
         evidence: The paired bootstrap of the two runs: each result then carries its
             one-sided p-value, the share of resamples whose change is not below the gate.
         alpha: With ``evidence``, the significance level: a change below the gate fails
-            only when its p-value is at most ``alpha``.
+            only when its p-value (adjusted, with a correction) is at most ``alpha``.
         fold_case: The runs folded class names to lower case: a gate's class is looked up
             lower-cased too (``Person:ap`` bounds the class ``person``).
+        correction: With ``alpha``, ``"holm"`` or ``"bh"``: adjust the p-values for the
+            family of every result that has one
+            (:func:`~vocmatch.evidence.multiple_testing.adjusted_p_values`).
 
     Returns:
-        A result per gate, in the order given.
+        A result per gate (per class for a gate on every class), in the order given.
 
     Raises:
         InputError: A gate names a class found in neither run.
-        ValueError: ``alpha`` without ``evidence``, or outside (0, 1).
+        ValueError: ``alpha`` without ``evidence``, or outside (0, 1); a correction without
+            ``alpha``.
     """
     if alpha is not None and evidence is None:
         raise ValueError("a significance level needs the paired bootstrap")
     if alpha is not None and not 0.0 < alpha < 1.0:
         raise ValueError(f"the significance level must be within (0, 1), got {alpha}")
+    if correction is not None and alpha is None:
+        raise ValueError("a correction for many gates needs a significance level")
     classes = {c.name: c for c in diff.classes}
-    results = []
+    measured: list[tuple[RegressionGate, Change]] = []
     for gate in gates:
-        scope = gate.scope
-        if scope is None:
-            change = _dataset_change(diff, gate.metric)
+        if gate.scope == EVERY_CLASS:
+            measured += _every_class(diff, gate)
+        elif gate.scope is None:
+            measured.append((gate, _dataset_change(diff, gate.metric)))
         else:
-            scope = scope.lower() if fold_case else scope
-            cls = classes.get(scope)
-            if cls is None:
-                message = f"gate {gate.label!r} names class {gate.scope!r}, found in neither run"
-                close = difflib.get_close_matches(scope, sorted(classes), n=1)
-                if close:
-                    message += f"; did you mean {close[0]!r}?"
-                raise InputError(message)
-            change = _class_change(cls, gate.metric)
-        delta = change.delta
-        if delta is None:
-            results.append(RegressionResult(gate, change, False, _undefined(change)))
-            continue
-        interval = _evidence(evidence, scope, gate.metric)
-        p_value = interval.share_not_below(gate.delta) if interval is not None else None
-        passed = _meets(delta, gate.delta)
-        if not passed and alpha is not None:
-            # Below the gate, but only a significant fall fails it.
-            passed = p_value is None or p_value > alpha
-        results.append(RegressionResult(gate, change, passed, None, p_value, alpha))
-    return tuple(results)
+            cls = _named_class(classes, gate, fold_case)
+            measured.append((gate, _class_change(cls, gate.metric)))
+    results = [_result(gate, change, evidence, alpha, fold_case) for gate, change in measured]
+    if correction is None:
+        return tuple(results)
+    return _corrected(results, correction)
+
+
+def _named_class(classes: dict[str, ClassDiff], gate: RegressionGate, fold_case: bool) -> ClassDiff:
+    scope = gate.scope or ""
+    scope = scope.lower() if fold_case else scope
+    cls = classes.get(scope)
+    if cls is None:
+        message = f"gate {gate.label!r} names class {gate.scope!r}, found in neither run"
+        close = difflib.get_close_matches(scope, sorted(classes), n=1)
+        if close:
+            message += f"; did you mean {close[0]!r}?"
+        raise InputError(message)
+    return cls
+
+
+def _every_class(diff: EvaluationDiff, gate: RegressionGate) -> list[tuple[RegressionGate, Change]]:
+    """A gate per class whose metric is defined in either run, or the gate on every class
+    itself, undefined, when no class has the metric (it fails, never passes unchecked)."""
+    found = [
+        (RegressionGate(cls.name, gate.metric, gate.delta), change)
+        for cls in sorted(diff.classes, key=lambda c: c.name)
+        for change in [_class_change(cls, gate.metric)]
+        if change.a is not None or change.b is not None
+    ]
+    return found or [(gate, Change(None, None))]
+
+
+def _result(
+    gate: RegressionGate,
+    change: Change,
+    evidence: PairedBootstrap | None,
+    alpha: float | None,
+    fold_case: bool,
+) -> RegressionResult:
+    delta = change.delta
+    if delta is None:
+        reason = _undefined(change)
+        if gate.scope == EVERY_CLASS:
+            reason = f"{gate.metric if gate.metric != 'map' else 'ap'} undefined for every class"
+        return RegressionResult(gate, change, False, reason)
+    scope = gate.scope.lower() if fold_case and gate.scope is not None else gate.scope
+    interval = _evidence(evidence, scope, gate.metric)
+    p_value = interval.share_not_below(gate.delta) if interval is not None else None
+    passed = _meets(delta, gate.delta)
+    if not passed and alpha is not None:
+        # Below the gate, but only a significant fall fails it.
+        passed = p_value is None or p_value > alpha
+    return RegressionResult(gate, change, passed, None, p_value, alpha)
+
+
+def _corrected(
+    results: list[RegressionResult], correction: Correction
+) -> tuple[RegressionResult, ...]:
+    """The results with their p-values adjusted for the family of those that have one, and
+    the verdicts of the gates below their DELTA read from the adjusted values."""
+    tested = [k for k, r in enumerate(results) if r.p_value is not None]
+    adjusted = adjusted_p_values([results[k].p_value or 0.0 for k in tested], correction)
+    out = list(results)
+    for k, p in zip(tested, adjusted, strict=True):
+        r = results[k]
+        passed = r.passed
+        if r.below and r.alpha is not None:
+            passed = p > r.alpha
+        out[k] = RegressionResult(
+            r.gate, r.change, passed, r.reason, r.p_value, r.alpha, p, correction
+        )
+    return tuple(out)
+
+
+def correction_lines(results: Sequence[RegressionResult], resamples: int | None) -> tuple[str, ...]:
+    """What a report says of the correction the results were checked under: the method, the
+    family and the level; and, given the bootstrap's ``resamples``, a warning when they are
+    too few for the corrected level. Nothing without a correction.
+
+    >>> import vocmatch
+    >>> found = vocmatch.compare(
+    ...     "fixtures/diff/gt", "fixtures/diff/pred_a", "fixtures/diff/pred_b",
+    ...     gates=["*:ap=0"], bootstrap=100, alpha=0.05, correction="holm",
+    ... )
+    >>> correction_lines(found.results, 100)[0]
+    "p-values adjusted by Holm's method over 2 tests (family-wise error rate at 0.05)"
+    """
+    corrected = [r for r in results if r.correction is not None and r.alpha is not None]
+    if not corrected:
+        return ()
+    correction, alpha = corrected[0].correction, corrected[0].alpha
+    if correction is None or alpha is None:
+        return ()
+    lines = [describe(correction, len(corrected), alpha)]
+    if resamples is not None:
+        note = resolution_note(correction, len(corrected), alpha, resamples)
+        if note is not None:
+            lines.append(note)
+    return tuple(lines)

@@ -194,11 +194,34 @@ def diff_to_json_dict(
                     if evidence is not None
                     else {}
                 ),
+                **({"p_adjusted": r.p_adjusted} if r.correction is not None else {}),
             }
             for r in results
         ],
+        **_correction_json(results, evidence),
         "passed": all(r.passed for r in results),
         **({"bootstrap": paired_json(evidence)} if evidence is not None else {}),
+    }
+
+
+def _correction_json(
+    results: Sequence[RegressionResult], evidence: PairedBootstrap | None
+) -> dict[str, Any]:
+    """``{"correction": {"method", "alpha", "tests", "notes"}}`` when the gates were
+    corrected for their number, else nothing."""
+    from vocmatch.evidence.regression_gates import correction_lines
+
+    corrected = [r for r in results if r.correction is not None]
+    if not corrected:
+        return {}
+    lines = correction_lines(results, evidence.resamples if evidence is not None else None)
+    return {
+        "correction": {
+            "method": corrected[0].correction,
+            "alpha": corrected[0].alpha,
+            "tests": len(corrected),
+            "notes": list(lines[1:]),
+        }
     }
 
 
@@ -369,4 +392,9 @@ def diff_to_markdown(
             ],
             "lll",
         )
+        from vocmatch.evidence.regression_gates import correction_lines
+
+        said = correction_lines(results, evidence.resamples if evidence is not None else None)
+        for k, line in enumerate(said):
+            lines += ["", f"{'' if k == 0 else 'Warning: '}{md_text(line)}."]
     return "\n".join(lines) + "\n"

@@ -188,6 +188,10 @@ def diff_report(
         parts.append(note_text(f"{key} evaluated in B only"))
     if results:
         parts += [Text(), _regression_gates_table(results)]
+        from vocmatch.evidence.regression_gates import correction_lines
+
+        said = correction_lines(results, evidence.resamples if evidence is not None else None)
+        parts += [note_text(line) for line in said[:1]]
     return Group(*parts)
 
 

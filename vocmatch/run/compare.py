@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.diff import EvaluationDiff
+    from vocmatch.evidence.multiple_testing import Correction
     from vocmatch.evidence.paired import PairedBootstrap
     from vocmatch.evidence.regression_gates import RegressionGate, RegressionResult
     from vocmatch.readers.parse import AnnotationSet
@@ -49,6 +50,9 @@ class DiffRequest(ScoreOptions):
         bootstrap: Resamples of the images shared by both runs (None: no bootstrap).
         seed: The bootstrap's seed.
         alpha: With a bootstrap, a gate fails only when its fall is significant at this level.
+        correction: With ``alpha``, ``"holm"`` or ``"bh"``: the gates' p-values are adjusted
+            for the family of every gate checked (a gate on every class, ``*:ap=-0.01``,
+            is one test per class); see :mod:`vocmatch.evidence.multiple_testing`.
 
     Example:
         >>> request = DiffRequest(gt="gt", pred_a="a", pred_b="b", gates=["map=-0.01"])
@@ -64,6 +68,7 @@ class DiffRequest(ScoreOptions):
     bootstrap: int | None = None
     seed: int = 0
     alpha: float | None = None
+    correction: Correction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,7 @@ class DiffReport:
         results: Every regression gate checked, in the order given.
         evidence: The paired bootstrap, when asked for.
         skipped: Files that could not be read in either run, each once.
+        notes: Warnings on the verdicts: resamples too few for the corrected level.
 
     Example:
         >>> import vocmatch
@@ -90,6 +96,7 @@ class DiffReport:
     results: tuple[RegressionResult, ...]
     evidence: PairedBootstrap | None = None
     skipped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -135,7 +142,11 @@ def compare(
         raise TypeError("compare() takes a request or paths and keywords, not both")
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.diff import evaluation_diff
-    from vocmatch.evidence.regression_gates import check_regressions, parse_regression_gate
+    from vocmatch.evidence.regression_gates import (
+        check_regressions,
+        correction_lines,
+        parse_regression_gate,
+    )
 
     try:
         gates = [parse_regression_gate(g) if isinstance(g, str) else g for g in request.gates]
@@ -143,6 +154,10 @@ def compare(
         raise RequestError("gates", str(error)) from None
     if request.alpha is not None and request.bootstrap is None:
         raise RequestError("alpha", "tests the paired bootstrap: ask for resamples too")
+    if request.correction is not None and request.alpha is None:
+        raise RequestError(
+            "correction", "adjusts the significance of many gates: give a significance level too"
+        )
     conventions = request.conventions()
     thresholds = ScoreThresholds.of(request.score_threshold, {}) or None
     a = _run(request, request.pred_a, progress)
@@ -160,10 +175,12 @@ def compare(
     names = (os.fspath(request.pred_a), os.fspath(request.pred_b))
     diff = evaluation_diff(a.evaluation, b.evaluation, a.pred, b.pred, *names)
     results = check_regressions(
-        diff, gates, evidence, request.alpha, fold_case=request.folds_case()
-    )
+        diff, gates, evidence, request.alpha, fold_case=request.folds_case(),
+        correction=request.correction,
+    )  # fmt: skip
     skipped = {str(s): None for s in (*a.evaluation.skipped, *b.evaluation.skipped)}
-    return DiffReport(diff, results, evidence, tuple(skipped))
+    notes = correction_lines(results, request.bootstrap)[1:]
+    return DiffReport(diff, results, evidence, tuple(skipped), notes)
 
 
 @dataclass(frozen=True, slots=True)

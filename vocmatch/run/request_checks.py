@@ -32,6 +32,7 @@ from vocmatch.checks import (
     known_list,
 )
 from vocmatch.errors import RequestError
+from vocmatch.evidence.multiple_testing import CORRECTIONS
 from vocmatch.readers.formats import BOX_FORMATS, PRED_FORMATS
 
 __all__ = [
@@ -176,6 +177,7 @@ _CHECKS: dict[str, Check] = {
     "names": _path,
     "split": _text_or_none,
     "geometry": _name(GEOMETRIES, "geometry"),
+    "correction": _name(CORRECTIONS, "correction"),
     "class_choice": _class_choice,
     "class_map": _path,
     "dask": _scheduler,
