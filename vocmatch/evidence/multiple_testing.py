@@ -29,8 +29,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-import numpy as np
-
 __all__ = [
     "CORRECTIONS",
     "Correction",
@@ -76,6 +74,8 @@ def adjusted_p_values(p_values: Sequence[float], correction: Correction) -> tupl
     >>> adjusted_p_values([0.01, 0.04, 0.03], "bh")
     (0.03, 0.04, 0.04)
     """
+    import numpy as np  # not at import: the command line's help reads CORRECTIONS
+
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
     p = np.asarray(p_values, dtype=np.float64)
