@@ -46,6 +46,7 @@ from vocmatch.cli.options import (
     class_options,
     convention_extras,
     convention_options,
+    count_option,
     evidence_options,
     fold_case_option,
     gate_options,
@@ -157,6 +158,7 @@ if TYPE_CHECKING:
 @jobs_option()
 @evidence_options
 @slice_options
+@count_option
 @shard_options
 @dask_option
 @quiet_option
@@ -202,6 +204,7 @@ def eval_command(
     seed: int,
     slice_specs: tuple[SliceSpec, ...],
     calibration_bins: int | None,
+    count: bool,
     shard: tuple[int, int] | None,
     save_state: Path | None,
     run_id: str | None,
@@ -248,7 +251,7 @@ def eval_command(
             max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
             boxes=html_file is not None or RENDERERS[output_format].boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
-            slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
+            slices=slice_specs, calibration_bins=calibration_bins, count=count, beta=beta,
             class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),
         )  # fmt: skip
     if save_state is not None:

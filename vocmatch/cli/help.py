@@ -84,6 +84,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
                 "--seed",
                 "--slice",
                 "--calibration-bins",
+                "--count",
             ],
         },
         {
@@ -117,7 +118,10 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Output", "options": _REPORT_OUTPUT},
         _GATES,
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
-        {"name": "Evidence", "options": ["--bootstrap", "--seed", "--calibration-bins", "--help"]},
+        {
+            "name": "Evidence",
+            "options": ["--bootstrap", "--seed", "--calibration-bins", "--count", "--help"],
+        },
     ],
     "vocmatch lint": [
         {

@@ -79,6 +79,7 @@ EVAL_KEYWORDS: tuple[FlagUse, ...] = (
     FlagUse("--seed", "seed"),
     FlagUse("--slice", "slices", "one text or `SliceSpec` per slice"),
     FlagUse("--calibration-bins", "calibration_bins"),
+    FlagUse("--count", "count"),
     FlagUse("--dask", "dask"),
 )
 

@@ -29,6 +29,7 @@ from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.options import (
     calibration_option,
+    count_option,
     evidence_options,
     gate_options,
     max_rows_option,
@@ -115,6 +116,7 @@ def shard_options(function: F) -> F:
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
     "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
+    "count",
 )  # fmt: skip
 #: The eval options that need every box or the matching's arrays, which a state does not
 #: keep: given with --save-state, a usage error.
@@ -209,6 +211,7 @@ def save_shard(request: EvalRequest, saved: SavedShard, quiet: bool) -> None:
 @gate_options
 @evidence_options
 @calibration_option
+@count_option
 @click.option(
     "--max-file-size",
     callback=byte_size,
@@ -234,6 +237,7 @@ def merge_command(
     bootstrap_resamples: int | None,
     seed: int,
     calibration_bins: int | None,
+    count: bool,
     max_file_size: int,
 ) -> None:
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
@@ -257,8 +261,9 @@ def merge_command(
     with library_errors():
         merged = read_states(states, partial=partial, max_bytes=max_file_size)
         report = merged.report(
-            fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed
-        )
+            fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed,
+            count=count,
+        )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)
     for note in merged.check.notes():

@@ -551,6 +551,19 @@ def calibration_option(function: F) -> F:
     )(function)
 
 
+def count_option(function: F) -> F:
+    """--count."""
+    return click.option(
+        "--count",
+        is_flag=True,
+        default=False,
+        help="Add each class's per-image count error at the score thresholds applied (MAE, "
+        "RMSE, bias: predicted minus true), over classes and over all objects, and whether "
+        "each class is found in the images that hold it (presence recall, false alarms); "
+        "intervals with --bootstrap.",
+    )(function)
+
+
 def slice_options(function: F) -> F:
     """--slice, repeatable, and --calibration-bins."""
     function = calibration_option(function)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap
     from vocmatch.evidence.calibration import Calibration
+    from vocmatch.evidence.counting import Counting
     from vocmatch.evidence.gates import GateReport
     from vocmatch.evidence.slices import Slice
     from vocmatch.readers.parse import AnnotationSet
@@ -34,6 +35,7 @@ class Evidence:
         slices: AP and counts per value of each slice asked for.
         calibration: Each class's calibration, when bins were asked for.
         reliability: The calibration the HTML report draws (always computed for it).
+        counting: The per-image count errors and presence of each class, when asked for.
 
     >>> Evidence().slices
     ()
@@ -43,6 +45,7 @@ class Evidence:
     slices: tuple[Slice, ...] = ()
     calibration: Calibration | None = None
     reliability: Calibration | None = None
+    counting: Counting | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,17 @@ if TYPE_CHECKING:
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.calibration import Calibration
+    from vocmatch.evidence.counting import CountErrors, Counting
     from vocmatch.evidence.slices import Slice
     from vocmatch.evidence.suspects import SuspectReport
 
-__all__ = ["bootstrap_table", "calibration_table", "slice_table", "suspects_report"]
+__all__ = [
+    "bootstrap_table",
+    "calibration_table",
+    "counting_table",
+    "slice_table",
+    "suspects_report",
+]
 
 
 def _interval(interval: Interval) -> Text:
@@ -229,4 +236,53 @@ def calibration_table(result: Calibration) -> RenderableType:
     if result.unscored:
         remarks.append(f"{result.unscored:,} predictions without a score left out")
     parts.append(Text("; ".join(remarks), style="dim"))
+    return Group(*parts)
+
+
+def _errors_row(errors: CountErrors) -> list[Text]:
+    return [_interval(errors.mae), _interval(errors.rmse), _interval(errors.bias)]
+
+
+def counting_table(result: Counting) -> RenderableType:
+    """Each class's per-image count errors and presence, then the mean over classes and the
+    errors of all objects' counts."""
+    at = (
+        f"at score thresholds {printable(result.thresholds)}"
+        if result.thresholds is not None
+        else "every prediction counts (no score threshold)"
+    )
+    table = Table(
+        title=f"Counts per image over {result.images:,} images: predicted minus true, {at}",
+        title_justify="left",
+    )
+    table.add_column("class", overflow="fold")
+    for name in ("GT", "pred", "MAE", "RMSE", "bias", "found in", "false alarms"):
+        table.add_column(name, justify="right")
+    for cls in result.classes:
+        found = cls.presence
+        table.add_row(
+            name_cell(cls.name), f"{cls.gt:,}", f"{cls.pred:,}", *_errors_row(cls.errors),
+            _interval(found.recall), _interval(found.false_alarm),
+        )  # fmt: skip
+    table.add_section()
+    dash = Text("—", style="dim")
+    table.add_row(Text("mean over classes", style="bold"), dash, dash,
+                  *_errors_row(result.class_mean), dash, dash)  # fmt: skip
+    table.add_row(
+        Text("all objects", style="bold"),
+        f"{sum(c.gt for c in result.classes):,}", f"{sum(c.pred for c in result.classes):,}",
+        *_errors_row(result.objects), dash, dash,
+    )  # fmt: skip
+    parts: list[RenderableType] = [table]
+    line = (
+        "found in: share of the images holding the class where it is predicted; false "
+        "alarms: share of the others where it is"
+    )
+    if result.resamples is not None:
+        coverage = f"{result.confidence * 100:g} %"
+        line += (
+            f"; [{coverage} intervals over {result.resamples:,} resamples of the images, "
+            f"seed {result.seed}]"
+        )
+    parts.append(Text(line, style="dim"))
     return Group(*parts)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.analysis import ErrorAnalysis
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.calibration import Calibration, ClassCalibration
+    from vocmatch.evidence.counting import CountErrors, Counting
     from vocmatch.evidence.error_types import ErrorCounts
     from vocmatch.evidence.slices import Slice
     from vocmatch.evidence.tightness import Distribution, Tightness
@@ -38,6 +39,7 @@ __all__ = [
     "bootstrap_json",
     "calibration_json",
     "conventions_json",
+    "counting_json",
     "merge_json",
     "slices_json",
     "to_json",
@@ -211,6 +213,7 @@ def to_json_dict(
     beta: float = 1.0,
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
+    counting: Counting | None = None,
 ) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in docs/outputs.md); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
@@ -225,6 +228,7 @@ def to_json_dict(
         beta=beta,
         slices=slices,
         calibration=calibration,
+        counting=counting,
     )
 
 
@@ -238,6 +242,7 @@ def _json_data(
     beta: float,
     slices: Sequence[Slice],
     calibration: Calibration | None,
+    counting: Counting | None = None,
 ) -> dict[str, Any]:
     """:func:`to_json_dict`, each image's record made by ``image_record``."""
     conv = evaluation.conventions
@@ -289,6 +294,8 @@ def _json_data(
         data["slices"] = slices_json(slices)
     if calibration is not None:
         data["calibration"] = calibration_json(calibration)
+    if counting is not None:
+        data["counts"] = counting_json(counting)
     return data
 
 
@@ -301,6 +308,7 @@ def to_json(
     beta: float = 1.0,
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
+    counting: Counting | None = None,
     merge: ShardCheck | None = None,
 ) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline;
@@ -321,6 +329,7 @@ def to_json(
         beta=beta,
         slices=slices,
         calibration=calibration,
+        counting=counting,
     )
     if merge is not None:
         data["merge"] = merge_json(merge)
@@ -624,4 +633,39 @@ def calibration_json(result: Calibration) -> dict[str, Any]:
         "unscored": result.unscored,
         "all": _calibration_entry(result.overall),
         "classes": [_calibration_entry(c) for c in result.classes],
+    }
+
+
+def _count_errors(errors: CountErrors) -> dict[str, Any]:
+    return {
+        "mae": _interval(errors.mae),
+        "rmse": _interval(errors.rmse),
+        "bias": _interval(errors.bias),
+    }
+
+
+def counting_json(result: Counting) -> dict[str, Any]:
+    """The counts as JSON-ready data: each number as ``{"value", "low", "high",
+    "defined"}`` (``low`` and ``high`` null without resamples)."""
+    return {
+        "images": result.images,
+        "score_thresholds": result.thresholds,
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "confidence": result.confidence,
+        "classes": [
+            {
+                "name": c.name,
+                "gt": c.gt,
+                "pred": c.pred,
+                **_count_errors(c.errors),
+                "presence_recall": _interval(c.presence.recall),
+                "false_alarm_rate": _interval(c.presence.false_alarm),
+                "images_with": c.presence.images_with,
+                "images_without": c.presence.images_without,
+            }
+            for c in result.classes
+        ],
+        "class_mean": _count_errors(result.class_mean),
+        "objects": _count_errors(result.objects),
     }

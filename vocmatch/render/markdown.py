@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes.
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
+    from vocmatch.evidence.counting import Counting
     from vocmatch.evidence.gates import GateReport
 
 __all__ = ["MARKDOWN_MAX_IMAGES", "md_number", "md_table", "md_text", "to_markdown"]
@@ -76,13 +77,14 @@ def to_markdown(
     evaluation: Evaluation,
     gates: GateReport | None = None,
     bootstrap: Bootstrap | None = None,
+    counting: Counting | None = None,
 ) -> str:
     """A Markdown report for a pull-request comment or a CI job summary.
 
     The conventions, a summary table, the COCO numbers when computed, a table per class,
-    with ``bootstrap`` the intervals, and, when ``gates`` holds any gate or limit, a table
-    of the gates and the images over a limit (the first :data:`MARKDOWN_MAX_IMAGES` of them
-    by key).
+    with ``bootstrap`` the intervals, with ``counting`` the count errors, and, when ``gates``
+    holds any gate or limit, a table of the gates and the images over a limit (the first
+    :data:`MARKDOWN_MAX_IMAGES` of them by key).
 
     Args:
         evaluation: The evaluation.
@@ -161,6 +163,8 @@ def to_markdown(
         lines += ["", "; ".join(notes) + "."]
     if bootstrap is not None:
         lines += _md_bootstrap(bootstrap)
+    if counting is not None:
+        lines += _md_counting(counting)
     if gates is not None and gates.has_checks:
         lines += _md_gates(gates, len(evaluation.images))
     return "\n".join(lines) + "\n"
@@ -190,4 +194,45 @@ def _md_bootstrap(result: Bootstrap) -> list[str]:
         for c in result.classes
     ]
     lines += md_table(("class", "AP", "precision", "recall", "F1"), rows, "lrrrr")
+    return lines
+
+
+def _md_counting(result: Counting) -> list[str]:
+    at = (
+        f"at score thresholds {md_text(result.thresholds)}"
+        if result.thresholds is not None
+        else "every prediction counts"
+    )
+    lines = ["", f"### Counts per image ({result.images:,} images, {at})", ""]
+    rows = [
+        [
+            md_text(c.name),
+            str(c.gt),
+            str(c.pred),
+            *(
+                _md_value(i)
+                for i in (
+                    c.errors.mae,
+                    c.errors.rmse,
+                    c.errors.bias,
+                    c.presence.recall,
+                    c.presence.false_alarm,
+                )
+            ),
+        ]
+        for c in result.classes
+    ]
+    for name, errors in (("mean over classes", result.class_mean), ("all objects", result.objects)):
+        rows.append([f"**{name}**", "", "", *(_md_value(i) for i in (errors.mae, errors.rmse,
+                     errors.bias)), "", ""])  # fmt: skip
+    lines += md_table(
+        ("class", "GT", "pred", "MAE", "RMSE", "bias", "found in", "false alarms"),
+        rows,
+        "lrrrrrrr",
+    )
+    lines += [
+        "",
+        "Count error: predicted minus true, per image. Found in: share of the images holding "
+        "the class where it is predicted; false alarms: share of the others where it is.",
+    ]
     return lines

@@ -138,6 +138,7 @@ def _json(report: EvalReport, options: TableOptions | None) -> str:
         beta=report.beta,
         slices=evidence.slices,
         calibration=evidence.calibration,
+        counting=evidence.counting,
         merge=report.merge,
     )
 
@@ -151,7 +152,8 @@ def _csv(report: EvalReport, options: TableOptions | None) -> str:
 def _markdown(report: EvalReport, options: TableOptions | None) -> str:
     from vocmatch.render.markdown import to_markdown
 
-    return to_markdown(report.evaluation, report.gates, _evidence(report).bootstrap)
+    evidence = _evidence(report)
+    return to_markdown(report.evaluation, report.gates, evidence.bootstrap, evidence.counting)
 
 
 def _junit(report: EvalReport, options: TableOptions | None) -> str:
@@ -294,6 +296,10 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
         from vocmatch.render.evidence_tables import calibration_table
 
         parts += [Text(), calibration_table(evidence.calibration)]
+    if evidence.counting is not None:
+        from vocmatch.render.evidence_tables import counting_table
+
+        parts += [Text(), counting_table(evidence.counting)]
     return parts
 
 

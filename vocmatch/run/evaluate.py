@@ -282,6 +282,8 @@ class EvalRequest(ScoreOptions):
         seed: The bootstrap's seed.
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
         calibration_bins: Equal score bins for each class's calibration (None: none).
+        count: Add the per-image count errors and presence of each class
+            (:mod:`vocmatch.evidence.counting`), with intervals when ``bootstrap`` is given.
         beta: The F-beta each class's operating point maximises.
         dask: Read the files on a Dask cluster: ``local:N`` starts N local worker
             processes for the run, anything else is a scheduler's address
@@ -309,6 +311,7 @@ class EvalRequest(ScoreOptions):
     seed: int = 0
     slices: Sequence[SliceSpec | str] = ()
     calibration_bins: int | None = None
+    count: bool = False
     beta: float = 1.0
     dask: str | None = None
 
@@ -595,6 +598,18 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
         if matched is None:
             raise RequestError("slices", "no image was evaluated")
         found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
+    if request.count:
+        from vocmatch.evidence.counting import counting
+
+        if records is None:
+            raise RequestError("count", "no image was evaluated")
+        found = replace(
+            found,
+            counting=counting(
+                records, conventions, score_thresholds_of(request) or None,
+                resamples=request.bootstrap, seed=request.seed,
+            ),
+        )  # fmt: skip
     bins = request.calibration_bins
     if records is not None and (bins is not None or request.reliability):
         from vocmatch.evidence.calibration import DEFAULT_BINS, calibration

@@ -191,6 +191,7 @@ _CHECKS: dict[str, Check] = {
     "analysis": _flag,
     "boxes": _flag,
     "reliability": _flag,
+    "count": _flag,
 }
 
 #: Every field :func:`check_request` checks: a test holds each request record's fields to it,
@@ -201,7 +202,7 @@ CHECKED_FIELDS = frozenset((*_CHECKS, "gates", "difficult", "match_rule", "inter
 _REQUIRED = frozenset(
     ("gt", "pred", "pred_a", "pred_b", "pred_format", "box_format", "geometry", "max_file_size",
      "jobs", "protocol", "fold_case", "seed", "beta", "background_iou", "analysis", "boxes",
-     "reliability", "confidence", "match_iou", "duplicate_iou")
+     "reliability", "count", "confidence", "match_iou", "duplicate_iou")
 )  # fmt: skip
 
 

@@ -267,6 +267,8 @@ class MergedStates:
         calibration_bins: int | None = None,
         bootstrap: int | None = None,
         seed: int = 0,
+        *,
+        count: bool = False,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
@@ -282,6 +284,8 @@ class MergedStates:
             bootstrap: Add bootstrap intervals from this many resamples of the images (read
                 from the states' match records: the intervals one run gives).
             seed: Seed of the bootstrap's resamples.
+            count: Add the per-image count errors and presence of each class (with
+                intervals when ``bootstrap`` is given), as one run computes them.
 
         Raises:
             RequestError: A gate that cannot be read (field ``gates``), or a value out of
@@ -301,6 +305,15 @@ class MergedStates:
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
         evidence = self._evidence(calibration_bins, bootstrap, seed)
+        if count:
+            from vocmatch.evidence.counting import counting
+
+            evaluator = self.evaluator
+            found = counting(
+                evaluator.records(), evaluator.conventions, evaluator.score_thresholds,
+                resamples=int(bootstrap) if bootstrap is not None else None, seed=seed,
+            )  # fmt: skip
+            evidence = replace(evidence, counting=found)
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
             merge=merge,
