@@ -140,6 +140,7 @@ def _never(*args: Any, **kwargs: Any) -> Any:
             ["--protocol", "coco", "--bootstrap", "20", "--format", "json"], id="bootstrap-coco"
         ),
         pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
+        pytest.param(["--count", "--bootstrap", "20", "--format", "json"], id="count"),
     ],
 )
 def test_a_report_without_boxes_travels_as_match_records(
