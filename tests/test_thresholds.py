@@ -286,6 +286,25 @@ def test_thresholds_file_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("#1 car", id="hash"),
+        pytest.param("  #car", id="spaces-then-hash"),
+        pytest.param("=SUM(A1)", id="formula"),
+        pytest.param("'quoted", id="apostrophe"),
+        pytest.param("'#x", id="apostrophe-hash"),
+    ],
+)
+def test_every_class_name_reads_back(tmp_path: Path, name: str) -> None:
+    """A name the reader would take for a comment (``#...``) or a formula is written so that
+    it reads back as itself: never a class silently left without its threshold."""
+    point = operating_point(precision_recall_curve([True], [0.5], 1), 1)
+    path = tmp_path / "t.csv"
+    path.write_text(thresholds_csv([(name, point), ("dog", point)]))
+    assert read_score_thresholds(path) == {name: 0.5, "dog": 0.5}
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         pytest.param(

@@ -412,16 +412,25 @@ def read_class_thresholds(path: str | os.PathLike[str]) -> ClassThresholds:
 
 
 # A class name a spreadsheet would read as a formula is written after a "'" (as spreadsheets
-# expect, OWASP's "CSV injection"), and read back without it.
+# expect, OWASP's "CSV injection"), and read back without it; so is a name the reader would
+# take for a comment line ("#..."), and a name that starts with "'" before either.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _needs_mark(text: str) -> bool:
+    return (
+        text.startswith(_FORMULA_START)
+        or text.lstrip().startswith("#")
+        or (text.startswith("'") and _needs_mark(text[1:]))
+    )
+
+
 def _quoted(name: str) -> str:
-    return f"'{name}" if name.startswith(_FORMULA_START) else name
+    return f"'{name}" if _needs_mark(name) else name
 
 
 def _unquoted(cell: str) -> str:
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_FORMULA_START) else cell
+    return cell[1:] if cell.startswith("'") and _needs_mark(cell[1:]) else cell
 
 
 def thresholds_csv(points: Sequence[tuple[str, OperatingPoint | None]]) -> str:
@@ -430,7 +439,8 @@ def thresholds_csv(points: Sequence[tuple[str, OperatingPoint | None]]) -> str:
 
     Thresholds are written in full (``repr``), so reading the file back counts exactly the
     predictions of the operating point. A class name starting with ``= + - @`` is written
-    after a ``'``, so that a spreadsheet never runs it as a formula; the reader removes it.
+    after a ``'``, so that a spreadsheet never runs it as a formula, and so is one the reader
+    would skip as a comment (``#...``); the reader removes it.
 
     >>> point = OperatingPoint(0.7, 0.5, 1.0, 0.6667, 1.0, 4)
     >>> print(thresholds_csv([("car", point), ("dog", None)]), end="")
