@@ -39,6 +39,9 @@ NUMBER_OPTIONS = [
     pytest.param("max_dets", EvalRequest, "eval", "--max-dets", id="max-dets"),
     pytest.param("max_file_size", EvalRequest, "eval", "--max-file-size", id="max-file-size"),
     pytest.param("score_threshold", EvalRequest, "eval", "--score-threshold", id="score-threshold"),
+    pytest.param("target_precision", EvalRequest, "eval", "--target-precision", id="target-precision"),
+    pytest.param("target_recall", EvalRequest, "eval", "--target-recall", id="target-recall"),
+    pytest.param("confidence_level", EvalRequest, "eval", "--confidence-level", id="confidence-level"),
 ]  # fmt: skip
 
 

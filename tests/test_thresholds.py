@@ -280,7 +280,10 @@ def test_thresholds_file_round_trip(tmp_path: Path) -> None:
     c = precision_recall_curve([True, False], [0.123456789012345, 0.1], 1)
     point = operating_point(c, 1)
     path = tmp_path / "t.csv"
-    path.write_text(thresholds_csv([("a,b", point), ("car", point), ("dog", None)]))
+    assert point is not None
+    path.write_text(
+        thresholds_csv([("a,b", point.threshold), ("car", point.threshold), ("dog", None)])
+    )
     assert path.read_text() == 'class,threshold\n"a,b",0.123456789012345\ncar,0.123456789012345\n'
     assert read_score_thresholds(path) == {"a,b": 0.123456789012345, "car": 0.123456789012345}
 
@@ -300,7 +303,8 @@ def test_every_class_name_reads_back(tmp_path: Path, name: str) -> None:
     it reads back as itself: never a class silently left without its threshold."""
     point = operating_point(precision_recall_curve([True], [0.5], 1), 1)
     path = tmp_path / "t.csv"
-    path.write_text(thresholds_csv([(name, point), ("dog", point)]))
+    assert point is not None
+    path.write_text(thresholds_csv([(name, point.threshold), ("dog", point.threshold)]))
     assert read_score_thresholds(path) == {name: 0.5, "dog": 0.5}
 
 

@@ -85,6 +85,9 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
                 "--slice",
                 "--calibration-bins",
                 "--count",
+                "--target-precision",
+                "--target-recall",
+                "--confidence-level",
             ],
         },
         {
@@ -120,7 +123,16 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
         {
             "name": "Evidence",
-            "options": ["--bootstrap", "--seed", "--calibration-bins", "--count", "--help"],
+            "options": [
+                "--bootstrap",
+                "--seed",
+                "--calibration-bins",
+                "--count",
+                "--target-precision",
+                "--target-recall",
+                "--confidence-level",
+                "--help",
+            ],
         },
     ],
     "vocmatch lint": [

@@ -36,6 +36,7 @@ from vocmatch.cli.options import (
     output_option,
     report_file_options,
     report_format_option,
+    target_options,
 )
 from vocmatch.cli.params import (
     CountError,
@@ -116,7 +117,7 @@ def shard_options(function: F) -> F:
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
     "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
-    "count",
+    "count", "target_precision", "target_recall", "confidence_level",
 )  # fmt: skip
 #: The eval options that need every box or the matching's arrays, which a state does not
 #: keep: given with --save-state, a usage error.
@@ -212,6 +213,7 @@ def save_shard(request: EvalRequest, saved: SavedShard, quiet: bool) -> None:
 @evidence_options
 @calibration_option
 @count_option
+@target_options
 @click.option(
     "--max-file-size",
     callback=byte_size,
@@ -238,6 +240,9 @@ def merge_command(
     seed: int,
     calibration_bins: int | None,
     count: bool,
+    target_precision: float | None,
+    target_recall: float | None,
+    confidence_level: float,
     max_file_size: int,
 ) -> None:
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
@@ -262,7 +267,8 @@ def merge_command(
         merged = read_states(states, partial=partial, max_bytes=max_file_size)
         report = merged.report(
             fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed,
-            count=count,
+            count=count, target_precision=target_precision, target_recall=target_recall,
+            confidence_level=confidence_level,
         )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)

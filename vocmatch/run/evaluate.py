@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
+    from vocmatch.evidence.target_thresholds import Target, TargetMetric
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
@@ -103,6 +104,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "target_of",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -282,6 +284,11 @@ class EvalRequest(ScoreOptions):
         seed: The bootstrap's seed.
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
         calibration_bins: Equal score bins for each class's calibration (None: none).
+        target_precision: Give each class the score threshold whose precision holds this
+            target at the bootstrap's lower bound (:mod:`vocmatch.evidence.target_thresholds`),
+            over ``bootstrap`` resamples (1,000 when not given).
+        target_recall: The same for recall (one target at a time).
+        confidence_level: The lower bound's confidence for the targets.
         count: Add the per-image count errors and presence of each class
             (:mod:`vocmatch.evidence.counting`), with intervals when ``bootstrap`` is given.
         beta: The F-beta each class's operating point maximises.
@@ -312,12 +319,26 @@ class EvalRequest(ScoreOptions):
     slices: Sequence[SliceSpec | str] = ()
     calibration_bins: int | None = None
     count: bool = False
+    target_precision: float | None = None
+    target_recall: float | None = None
+    confidence_level: float = 0.95
     beta: float = 1.0
     dask: str | None = None
 
     def inputs(self) -> Inputs:
         """The ground truth, the predictions and how to read them."""
         return Inputs(self.gt, self.pred, self)
+
+    def target(self) -> Target | None:
+        """The target the score thresholds must hold, if one is given.
+
+        Raises:
+            RequestError: Both targets are given (field ``target_recall``).
+        """
+        return target_of(
+            self.target_precision, self.target_recall, self.confidence_level,
+            self.bootstrap, self.seed,
+        )  # fmt: skip
 
     def keeps_boxes(self) -> bool:
         """Every box and match is kept: an output draws them, or the analysis reads them."""
@@ -422,7 +443,7 @@ def evaluate(
     evaluation = scored.evaluation
     report = check_gates(
         evaluation, gates, request.max_fp, request.max_fn, evidence.slices,
-        fold_case=request.folds_case(),
+        fold_case=request.folds_case(), targets=evidence.targets,
     )  # fmt: skip
     analysis = None
     if request.analysis and scored.gt is not None and scored.pred is not None:
@@ -433,6 +454,33 @@ def evaluate(
         evaluation, report, analysis, evidence, thresholds or None, request.beta,
         scored.gt, scored.pred,
     )  # fmt: skip
+
+
+def target_of(
+    precision: float | None,
+    recall: float | None,
+    confidence: float,
+    resamples: int | None,
+    seed: int,
+) -> Target | None:
+    """The target of ``target_precision`` or ``target_recall``, resampled ``resamples``
+    times (1,000 when None), or None when neither is given.
+
+    Raises:
+        RequestError: Both are given (field ``target_recall``).
+    """
+    if precision is not None and recall is not None:
+        raise RequestError(
+            "target_recall", "one target at a time: give a target precision or a target recall"
+        )
+    if precision is None and recall is None:
+        return None
+    from vocmatch.evidence.resampling import DEFAULT_RESAMPLES
+    from vocmatch.evidence.target_thresholds import Target
+
+    metric: TargetMetric = "precision" if precision is not None else "recall"
+    value = precision if precision is not None else recall
+    return Target(metric, float(value or 0.0), confidence, resamples or DEFAULT_RESAMPLES, seed)
 
 
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
@@ -598,6 +646,13 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
         if matched is None:
             raise RequestError("slices", "no image was evaluated")
         found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
+    target = request.target()
+    if target is not None:
+        from vocmatch.evidence.target_thresholds import target_thresholds
+
+        if records is None:
+            raise RequestError(f"target_{target.metric}", "no image was evaluated")
+        found = replace(found, targets=target_thresholds(records, conventions, target))
     if request.count:
         from vocmatch.evidence.counting import counting
 
@@ -622,8 +677,10 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
 
 
 def operating_thresholds(report: EvalReport) -> str:
-    """Each class's operating point (maximising the report's F-beta) as ``class,threshold``
-    CSV lines, to read back as ``score_thresholds``.
+    """Each class's threshold as ``class,threshold`` CSV lines, to read back as
+    ``score_thresholds``: the threshold holding the report's target when it has one (a
+    ``#`` line names each class without one, and why: applying the file keeps every
+    prediction of such a class), else the operating point maximising the report's F-beta.
 
     Example:
         >>> import vocmatch
@@ -636,8 +693,21 @@ def operating_thresholds(report: EvalReport) -> str:
     """
     from vocmatch.evaluation.thresholds import operating_point, thresholds_csv
 
+    targets = report.evidence.targets
+    if targets is not None:
+        notes = [
+            f"thresholds holding {targets.target.describe()} over "
+            f"{targets.target.resamples:,} resamples (seed {targets.target.seed})",
+            *(
+                f"{c.name!r}: no threshold ({c.reason}); every prediction of it counts"
+                for c in targets.classes
+                if c.threshold is None
+            ),
+        ]
+        return thresholds_csv([(c.name, c.threshold) for c in targets.classes], notes)
     classes = report.evaluation.classes
-    return thresholds_csv([(c.name, operating_point(c.curve, c.gt, report.beta)) for c in classes])
+    points = [(c.name, operating_point(c.curve, c.gt, report.beta)) for c in classes]
+    return thresholds_csv([(name, None if p is None else p.threshold) for name, p in points])
 
 
 # Reading ----------------------------------------------------------------------------------

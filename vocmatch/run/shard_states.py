@@ -24,6 +24,7 @@ from vocmatch.run.evaluate import (
     prediction_suffixes,
     read_inputs,
     score_thresholds_of,
+    target_of,
 )
 
 if TYPE_CHECKING:
@@ -269,6 +270,9 @@ class MergedStates:
         seed: int = 0,
         *,
         count: bool = False,
+        target_precision: float | None = None,
+        target_recall: float | None = None,
+        confidence_level: float = 0.95,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
         for one run on every image with the same gates (no boxes, analysis or evidence:
@@ -286,6 +290,10 @@ class MergedStates:
             seed: Seed of the bootstrap's resamples.
             count: Add the per-image count errors and presence of each class (with
                 intervals when ``bootstrap`` is given), as one run computes them.
+            target_precision: Give each class the threshold holding this precision at the
+                bootstrap's lower bound (over ``bootstrap`` resamples, 1,000 when None).
+            target_recall: The same for recall.
+            confidence_level: The lower bound's confidence.
 
         Raises:
             RequestError: A gate that cannot be read (field ``gates``), or a value out of
@@ -299,12 +307,26 @@ class MergedStates:
             parsed = [parse_gate(g) if isinstance(g, str) else g for g in gates]
         except ValueError as error:
             raise RequestError("gates", str(error)) from None
-        checked = check_gates(
-            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case
-        )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
         evidence = self._evidence(calibration_bins, bootstrap, seed)
+        for field, value in (
+            ("target_precision", target_precision), ("target_recall", target_recall),
+            ("confidence_level", confidence_level),
+        ):  # fmt: skip
+            checked_bounded(field, value, FIELD_BOUNDS[field], optional=True)
+        target = target_of(target_precision, target_recall, confidence_level, bootstrap, seed)
+        if target is not None:
+            from vocmatch.evidence.target_thresholds import target_thresholds
+
+            targets = target_thresholds(
+                self.evaluator.records(), self.evaluator.conventions, target
+            )
+            evidence = replace(evidence, targets=targets)
+        checked = check_gates(
+            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case,
+            targets=evidence.targets,
+        )  # fmt: skip
         if count:
             from vocmatch.evidence.counting import counting
 
