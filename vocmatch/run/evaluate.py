@@ -41,6 +41,7 @@ from vocmatch.errors import (
 from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.readers.formats import BoxFormat, prediction_format, prediction_suffixes
 from vocmatch.readers.formats import PredFormat as PredFormat
+from vocmatch.run.extras import Extras, evidence_of
 from vocmatch.run.hints import input_warnings, warn_missing_predictions
 from vocmatch.run.request_checks import check_request, unknown_keywords
 from vocmatch.words import plural
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
-    from vocmatch.evidence.target_thresholds import Target, TargetMetric
+    from vocmatch.evidence.target_thresholds import Target
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
@@ -96,7 +97,6 @@ __all__ = [
     "evaluate_labels",
     "evaluator_for",
     "find_suspects",
-    "operating_thresholds",
     "prediction_suffixes",
     "read_inputs",
     "read_states",
@@ -104,7 +104,6 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
-    "target_of",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -335,6 +334,8 @@ class EvalRequest(ScoreOptions):
         Raises:
             RequestError: Both targets are given (field ``target_recall``).
         """
+        from vocmatch.run.extras import target_of
+
         return target_of(
             self.target_precision, self.target_recall, self.confidence_level,
             self.bootstrap, self.seed,
@@ -433,7 +434,15 @@ def evaluate(
 
     scored = _score(request, conventions, thresholds, progress, read_elsewhere(request))
     warn_missing_predictions(scored.evaluation.missing_pred)
-    evidence = _evidence(request, scored, specs)
+    evidence = evidence_of(
+        scored.evaluation, scored.records, conventions, thresholds or None,
+        Extras(
+            bootstrap=request.bootstrap, seed=request.seed, slices=specs,
+            calibration_bins=request.calibration_bins, reliability=request.reliability,
+            count=request.count, target=request.target(),
+        ),
+        scored.matched,
+    )  # fmt: skip
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
     for warning in scored.warnings:
@@ -454,33 +463,6 @@ def evaluate(
         evaluation, report, analysis, evidence, thresholds or None, request.beta,
         scored.gt, scored.pred,
     )  # fmt: skip
-
-
-def target_of(
-    precision: float | None,
-    recall: float | None,
-    confidence: float,
-    resamples: int | None,
-    seed: int,
-) -> Target | None:
-    """The target of ``target_precision`` or ``target_recall``, resampled ``resamples``
-    times (1,000 when None), or None when neither is given.
-
-    Raises:
-        RequestError: Both are given (field ``target_recall``).
-    """
-    if precision is not None and recall is not None:
-        raise RequestError(
-            "target_recall", "one target at a time: give a target precision or a target recall"
-        )
-    if precision is None and recall is None:
-        return None
-    from vocmatch.evidence.resampling import DEFAULT_RESAMPLES
-    from vocmatch.evidence.target_thresholds import Target
-
-    metric: TargetMetric = "precision" if precision is not None else "recall"
-    value = precision if precision is not None else recall
-    return Target(metric, float(value or 0.0), confidence, resamples or DEFAULT_RESAMPLES, seed)
 
 
 def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
@@ -622,92 +604,6 @@ def _refuse_unknown_classes(
         f"{where}a threshold for class {name!r}, which is in neither the ground "
         f"truth nor the predictions{hint}"
     )
-
-
-def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
-    """The bootstrap, slices and calibration asked for; the HTML report's reliability plot
-    uses the calibration's bins, or 10."""
-    evaluation, records, matched = scored.evaluation, scored.records, scored.matched
-    conventions = request.conventions()
-    found = Evidence()
-    if request.bootstrap is not None:
-        from vocmatch.evidence.bootstrap import bootstrap
-        from vocmatch.evidence.resampling import resampler
-
-        if records is None:
-            raise RequestError("bootstrap", "no image was evaluated")
-        sampler = resampler(evaluation, records, conventions, score_thresholds_of(request) or None)
-        found = replace(
-            found, bootstrap=bootstrap(evaluation, sampler, request.bootstrap, request.seed)
-        )
-    if specs:
-        from vocmatch.evidence.slices import slice_evaluation
-
-        if matched is None:
-            raise RequestError("slices", "no image was evaluated")
-        found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
-    target = request.target()
-    if target is not None:
-        from vocmatch.evidence.target_thresholds import target_thresholds
-
-        if records is None:
-            raise RequestError(f"target_{target.metric}", "no image was evaluated")
-        found = replace(found, targets=target_thresholds(records, conventions, target))
-    if request.count:
-        from vocmatch.evidence.counting import counting
-
-        if records is None:
-            raise RequestError("count", "no image was evaluated")
-        found = replace(
-            found,
-            counting=counting(
-                records, conventions, score_thresholds_of(request) or None,
-                resamples=request.bootstrap, seed=request.seed,
-            ),
-        )  # fmt: skip
-    bins = request.calibration_bins
-    if records is not None and (bins is not None or request.reliability):
-        from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
-
-        reliability = calibration(records, conventions, bins or DEFAULT_BINS)
-        found = replace(
-            found, calibration=reliability if bins is not None else None, reliability=reliability
-        )
-    return found
-
-
-def operating_thresholds(report: EvalReport) -> str:
-    """Each class's threshold as ``class,threshold`` CSV lines, to read back as
-    ``score_thresholds``: the threshold holding the report's target when it has one (a
-    ``#`` line names each class without one, and why: applying the file keeps every
-    prediction of such a class), else the operating point maximising the report's F-beta.
-
-    Example:
-        >>> import vocmatch
-        >>> import warnings
-        >>> from vocmatch.errors import MissingPredictionWarning
-        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
-        >>> text = operating_thresholds(vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred"))
-        >>> text.splitlines()[0]
-        'class,threshold'
-    """
-    from vocmatch.evaluation.thresholds import operating_point, thresholds_csv
-
-    targets = report.evidence.targets
-    if targets is not None:
-        notes = [
-            f"thresholds holding {targets.target.describe()} over "
-            f"{targets.target.resamples:,} resamples (seed {targets.target.seed})",
-            *(
-                f"{c.name!r}: no threshold ({c.reason}); every prediction of it counts"
-                for c in targets.classes
-                if c.threshold is None
-            ),
-        ]
-        return thresholds_csv([(c.name, c.threshold) for c in targets.classes], notes)
-    classes = report.evaluation.classes
-    points = [(c.name, operating_point(c.curve, c.gt, report.beta)) for c in classes]
-    return thresholds_csv([(name, None if p is None else p.threshold) for name, p in points])
 
 
 # Reading ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evidence.run_report import EvalReport, Evidence
+from vocmatch.evidence.run_report import EvalReport
 from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
@@ -24,8 +24,8 @@ from vocmatch.run.evaluate import (
     prediction_suffixes,
     read_inputs,
     score_thresholds_of,
-    target_of,
 )
+from vocmatch.run.extras import Extras, evidence_of, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -309,63 +309,36 @@ class MergedStates:
             raise RequestError("gates", str(error)) from None
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        evidence = self._evidence(calibration_bins, bootstrap, seed)
+        bins = checked_bounded(
+            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
+        )
+        resamples = checked_bounded(
+            "bootstrap", bootstrap, FIELD_BOUNDS["bootstrap"], optional=True
+        )
+        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
         for field, value in (
             ("target_precision", target_precision), ("target_recall", target_recall),
             ("confidence_level", confidence_level),
         ):  # fmt: skip
             checked_bounded(field, value, FIELD_BOUNDS[field], optional=True)
-        target = target_of(target_precision, target_recall, confidence_level, bootstrap, seed)
-        if target is not None:
-            from vocmatch.evidence.target_thresholds import target_thresholds
-
-            targets = target_thresholds(
-                self.evaluator.records(), self.evaluator.conventions, target
-            )
-            evidence = replace(evidence, targets=targets)
+        resampled = None if resamples is None else int(resamples)
+        evaluator = self.evaluator
+        extras = Extras(
+            bootstrap=resampled, seed=drawn,
+            calibration_bins=None if bins is None else int(bins), count=count,
+            target=target_of(target_precision, target_recall, confidence_level, resampled, drawn),
+        )  # fmt: skip
+        evidence = evidence_of(
+            self.evaluation, evaluator.records(), evaluator.conventions, thresholds, extras
+        )
         checked = check_gates(
             self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case,
             targets=evidence.targets,
         )  # fmt: skip
-        if count:
-            from vocmatch.evidence.counting import counting
-
-            evaluator = self.evaluator
-            found = counting(
-                evaluator.records(), evaluator.conventions, evaluator.score_thresholds,
-                resamples=int(bootstrap) if bootstrap is not None else None, seed=seed,
-            )  # fmt: skip
-            evidence = replace(evidence, counting=found)
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
             merge=merge,
         )  # fmt: skip
-
-    def _evidence(self, calibration_bins: int | None, resamples: int | None, seed: int) -> Evidence:
-        """The calibration and the bootstrap asked for, from the merged match records."""
-        evidence = Evidence()
-        evaluator = self.evaluator
-        bins = checked_bounded(
-            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
-        )
-        count = checked_bounded("bootstrap", resamples, FIELD_BOUNDS["bootstrap"], optional=True)
-        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
-        if bins is not None:
-            from vocmatch.evidence.calibration import calibration
-
-            found = calibration(evaluator.records(), evaluator.conventions, int(bins))
-            evidence = replace(evidence, calibration=found)
-        if count is not None:
-            from vocmatch.evidence.bootstrap import bootstrap
-            from vocmatch.evidence.resampling import resampler
-
-            sampler = resampler(
-                self.evaluation, evaluator.records(), evaluator.conventions,
-                evaluator.score_thresholds,
-            )  # fmt: skip
-            intervals = bootstrap(self.evaluation, sampler, int(count), drawn)
-            evidence = replace(evidence, bootstrap=intervals)
-        return evidence
 
 
 def read_states(
