@@ -7,7 +7,7 @@ and renders it, so the commands themselves stay plain click commands.
 
 The groups are rich-click's ``OPTION_GROUPS`` and ``COMMAND_GROUPS``, keyed by command path
 ("vocmatch eval"). An option left out of every group still shows, under "Options";
-``tests/test_cli_help.py`` checks that every option is in exactly one group.
+``tests/cli/test_cli_help.py`` checks that every option is in exactly one group.
 """
 
 from __future__ import annotations
