@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -336,12 +335,11 @@ class EvalRequest(ScoreOptions):
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
-    """An evaluation and what its extras read: its match records, the matching's arrays
+    """An evaluation and what its extras read: its match records (the slices' among them)
     and, when kept, the annotations box by box."""
 
     evaluation: Evaluation
     records: MatchRecords | None
-    matched: MatchedColumns | None
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
     warnings: tuple[VocmatchWarning, ...] = ()
@@ -505,7 +503,7 @@ def _score(
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
-        return _Scored(evaluated, elsewhere.records, None, warnings=found)
+        return _Scored(evaluated, elsewhere.records, warnings=found)
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
@@ -523,17 +521,18 @@ def _score(
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
-        matching=bool(request.slices),  # the slices match again; nothing else reads it
+        matching=False,
+        slices=_slice_specs(request.slices),
     )
     found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(done.evaluation, thresholds, request)
     if not keep:
-        return _Scored(evaluation, done.records, done.matched, warnings=found)
+        return _Scored(evaluation, done.records, warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, done.records, done.matched, gt, pred, found)
+    return _Scored(evaluation, done.records, gt, pred, found)
 
 
 def _with_threshold_note(
@@ -576,7 +575,7 @@ def _refuse_unknown_classes(
 def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
     """The bootstrap, slices and calibration asked for; the HTML report's reliability plot
     uses the calibration's bins, or 10."""
-    evaluation, records, matched = scored.evaluation, scored.records, scored.matched
+    evaluation, records = scored.evaluation, scored.records
     conventions = request.conventions()
     found = Evidence()
     if request.bootstrap is not None:
@@ -592,9 +591,9 @@ def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...
     if specs:
         from vocmatch.evidence.slices import slice_evaluation
 
-        if matched is None:
+        if records is None or records.slices is None:
             raise RequestError("slices", "no image was evaluated")
-        found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
+        found = replace(found, slices=slice_evaluation(evaluation, records, specs))
     bins = request.calibration_bins
     if records is not None and (bins is not None or request.reliability):
         from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
