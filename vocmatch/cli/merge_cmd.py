@@ -116,12 +116,9 @@ AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
     "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
 )  # fmt: skip
-#: The eval options that need every box or the matching's arrays, which a state does not
-#: keep: given with --save-state, a usage error.
-NOT_WITH_STATES = (
-    "html_file", "images_dir", "errors", "background_iou", "tightness",
-    "slice_specs",
-)  # fmt: skip
+#: The eval options that need every box, which a state does not keep: given with
+#: --save-state, a usage error. (The slices are matched in the shard: its state keeps them.)
+NOT_WITH_STATES = ("html_file", "images_dir", "errors", "background_iou", "tightness")
 
 
 def check_shard_options(ctx: click.Context) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "memberships",
     "parse_slices",
     "slice_rule",
+    "values_fit",
 ]
 
 BoolArray = npt.NDArray[np.bool_]
@@ -256,6 +257,27 @@ def memberships(spec: SliceSpec, found: SliceInputs) -> list[Membership]:
     other = ~np.logical_or.reduce(matches) if matches else np.ones(len(found.keys), dtype=bool)
     values.append(Membership("(other)", other[found.gt_image], ~other[found.pred_image]))
     return values
+
+
+def values_fit(spec: SliceSpec, values: Sequence[str]) -> bool:
+    """Whether ``values`` can be the values of the slice in match records: a ``pose``
+    slice's distinct poses, sorted, then ``(none)`` if any, then :data:`NO_VALUE`; any
+    other slice's own values, in report order."""
+    if spec.name == "pose":
+        named = [v for v in values[:-1] if v != "(none)"]
+        none = list(values[len(named) : -1])
+        return (
+            bool(values)
+            and values[-1] == NO_VALUE
+            and named == sorted(set(named))
+            and none in ([], ["(none)"])
+            and NO_VALUE not in named
+        )
+    if spec.name in ("difficult", "truncated", "occluded"):
+        return list(values) == ["no", "yes"]
+    if spec.name == "size":
+        return list(values) == [name for name, _, _ in _size_names(spec.edges)]
+    return list(values) == [*sorted(spec.globs), "(other)"]
 
 
 @dataclass(frozen=True, slots=True)

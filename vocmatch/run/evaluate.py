@@ -102,6 +102,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "slice_specs",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -400,7 +401,7 @@ def evaluate(
 
     conventions = request.conventions()
     gates = _gates(request.gates)
-    specs = _slice_specs(request.slices)
+    specs = slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
     # Inputs given as URLs, or read on a cluster: as the command line reads them.
     from vocmatch.run.remote_inputs import read_elsewhere
@@ -464,7 +465,12 @@ def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
         raise RequestError("gates", str(error)) from None
 
 
-def _slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+def slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+    """The slices of a request's field, texts parsed.
+
+    Raises:
+        RequestError: A text is not a slice (field ``slices``).
+    """
     texts = [s for s in slices if isinstance(s, str)]
     if not texts:
         return tuple(s for s in slices if not isinstance(s, str))
@@ -522,7 +528,7 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
         matching=False,
-        slices=_slice_specs(request.slices),
+        slices=slice_specs(request.slices),
     )
     found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(done.evaluation, thresholds, request)

@@ -24,6 +24,7 @@ from vocmatch.run.evaluate import (
     prediction_suffixes,
     read_inputs,
     score_thresholds_of,
+    slice_specs,
 )
 
 if TYPE_CHECKING:
@@ -166,8 +167,9 @@ def shard_state(
     else:
         gt, pred = read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
-        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
-    )
+        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
+        slices=slice_specs(request.slices),
+    )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
     if part is not None:
@@ -269,8 +271,10 @@ class MergedStates:
         seed: int = 0,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
-        for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
+        for one run on every image with the same gates (no boxes nor analysis: states keep
+        none), for every renderer of :mod:`vocmatch.render.outputs`. The slices are those
+        the states were made with (:attr:`Evaluator.slices
+        <vocmatch.evaluation.shards.incremental.Evaluator>`), computed in each shard.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -295,12 +299,13 @@ class MergedStates:
             parsed = [parse_gate(g) if isinstance(g, str) else g for g in gates]
         except ValueError as error:
             raise RequestError("gates", str(error)) from None
-        checked = check_gates(
-            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case
-        )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
         evidence = self._evidence(calibration_bins, bootstrap, seed)
+        checked = check_gates(
+            self.evaluation, parsed, max_fp, max_fn, evidence.slices,
+            fold_case=self.evaluator.fold_case,
+        )  # fmt: skip
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
             merge=merge,
@@ -315,6 +320,11 @@ class MergedStates:
         )
         count = checked_bounded("bootstrap", resamples, FIELD_BOUNDS["bootstrap"], optional=True)
         drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
+        if evaluator.slices:
+            from vocmatch.evidence.slices import slice_evaluation
+
+            found_slices = slice_evaluation(self.evaluation, evaluator.records(), evaluator.slices)
+            evidence = replace(evidence, slices=found_slices)
         if bins is not None:
             from vocmatch.evidence.calibration import calibration
 
