@@ -140,6 +140,11 @@ def _never(*args: Any, **kwargs: Any) -> Any:
             ["--protocol", "coco", "--bootstrap", "20", "--format", "json"], id="bootstrap-coco"
         ),
         pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
+        pytest.param(["--slice", "size", "--slice", "street_0[12]"], id="slices"),
+        pytest.param(
+            ["--protocol", "coco", "--slice", "size", "--format", "json"], id="slices-coco"
+        ),
+        pytest.param(["--slice", "size", "--fail-under", "size=small:map=0.9"], id="slice-gate"),
     ],
 )
 def test_a_report_without_boxes_travels_as_match_records(
@@ -176,6 +181,28 @@ def test_a_report_that_needs_boxes_gets_the_columns(
     assert single[0] == 0 and single[1]
     monkeypatch.setattr(module, "records_on_dask", _never)
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("output_format", ["table", "json", "markdown", "csv"])
+@pytest.mark.parametrize("name", ["default", "coco", "voc07"])
+def test_slices_on_a_cluster_are_matched_by_the_workers(
+    client: Any, monkeypatch: pytest.MonkeyPatch, name: str, output_format: str
+) -> None:
+    """Every kind of slice, on images whose poses differ from part to part: the workers
+    match the slices and send match records, and the report is one process's, byte for
+    byte."""
+    import vocmatch.evaluation.shards.on_dask as module
+
+    slices = ROOT / "fixtures" / "slices"
+    args = [
+        str(slices / "gt"), str(slices / "pred"), "--protocol", name, "--format",
+        output_format, "--slice", "size", "--slice", "pose", "--slice", "occluded",
+        "--slice", "truncated", "--slice", "night_*",
+    ]  # fmt: skip
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    monkeypatch.setattr(module, "columns_on_dask", _never)
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
 #: Options that change the classes or the boxes evaluated, each with a report that shows
@@ -338,7 +365,6 @@ def test_without_dask_the_option_says_what_to_install(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--slice", "pose"], "--slice is not available with --dask", id="slice"),
         pytest.param(["--split", "val"], "--split is not available with --dask", id="split"),
     ],
 )

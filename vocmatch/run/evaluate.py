@@ -321,14 +321,13 @@ class EvalRequest(ScoreOptions):
         return self.boxes or self.analysis
 
     def needs_boxes(self) -> bool:
-        """The report needs more than match records give (the evaluation, the bootstrap and
-        the calibration read them): boxes, the matching's arrays (slices), or a class
-        choice or geometry applied to the boxes read."""
+        """The report needs more than match records give (the evaluation, the bootstrap,
+        the calibration and the slices read them): boxes, or a class choice or geometry
+        applied to the boxes read."""
         return (
             self.geometry != "shape"
             or self.keeps_boxes()
             or self.reliability
-            or bool(self.slices)
             or self.class_choice is not None
             or self.class_map is not None
         )

@@ -36,10 +36,10 @@ __all__ = [
 #: What a cluster run needs installed.
 MISSING_DASK = "needs dask.distributed: pip install 'vocmatch[dask]'"
 
-#: Request fields a cluster run cannot honour: the slices read ``<size>``, ``<pose>`` and
-#: the other flags, which the workers do not send back; a split's list lies next to the
-#: data; the other formats' readers run here only.
-NOT_ON_DASK = ("slices", "split", "pred_format", "box_format", "coco_gt", "names")
+#: Request fields a cluster run cannot honour: a split's list lies next to the data; the
+#: other formats' readers run here only. (The slices are matched by the workers, with their
+#: images: their states keep them.)
+NOT_ON_DASK = ("split", "pred_format", "box_format", "coco_gt", "names")
 #: The same for inputs given as URLs (read whole, in this process).
 NOT_WITH_URLS = ("split", "pred_format", "box_format", "coco_gt", "names")
 
@@ -137,13 +137,14 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 
 def _options(request: EvalRequest) -> DaskOptions:
     """What the workers need of the request: its conventions, case folding, score
-    thresholds and file size limit."""
+    thresholds, file size limit and slices."""
     from vocmatch.evaluation.shards.on_dask import DaskOptions
-    from vocmatch.run.evaluate import score_thresholds_of
+    from vocmatch.run.evaluate import score_thresholds_of, slice_specs
 
     return DaskOptions(
         request.conventions(),
         request.fold_case,
         score_thresholds_of(request) or None,
         request.max_file_size,
+        slices=slice_specs(request.slices),
     )
