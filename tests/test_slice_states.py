@@ -3,7 +3,9 @@ slices of one run on every image, and a damaged state's slices refused in one li
 
 from __future__ import annotations
 
+import random
 import struct
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +13,18 @@ import numpy as np
 import pytest
 
 from tests.conftest import FIXTURES, run_cli
+from tests.oracle import random_dataset, without_scores
 from vocmatch.cli import EXIT_USAGE
+from vocmatch.core.protocol import protocol
 from vocmatch.errors import StateError
+from vocmatch.evaluation.engine import evaluate_columns
+from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
-from vocmatch.evidence.slices import parse_slices
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evidence.slices import parse_slices, slice_evaluation
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import columns_from_annotations
 from vocmatch.run.evaluate import EvalRequest, evaluate
 from vocmatch.run.shard_states import read_states, shard_state
 
@@ -222,3 +231,84 @@ def test_a_truncated_slice_state_is_refused() -> None:
     data = write_state(_sliced_state(), version=6)
     with pytest.raises(StateError, match=r"^s\.vms: truncated or corrupted"):
         Evaluator.from_bytes(data[:-40], "s.vms")
+
+
+def _with_attributes(gt: AnnotationSet, seed: int) -> AnnotationSet:
+    """The set with each object's truncated, occluded and pose drawn at random (some
+    poses only in some images, some objects without one)."""
+    rng = random.Random(seed)
+    poses = (None, "Frontal", "Left", "Rear", "Unspecified")
+    return replace(
+        gt,
+        annotations=tuple(
+            replace(
+                a,
+                boxes=tuple(
+                    replace(
+                        b, truncated=rng.random() < 0.3, occluded=rng.random() < 0.4,
+                        pose=rng.choice(poses[: 2 + i % 4]),
+                    )
+                    for b in a.boxes
+                ),
+            )
+            for i, a in enumerate(gt.annotations)
+        ),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "scores", "options"),
+    [
+        pytest.param("default", 1.0, {}, id="default"),
+        pytest.param("coco", 1.0, {}, id="coco"),
+        pytest.param("voc07", 1.0, {}, id="voc07"),
+        pytest.param("coco", 0.5, {}, id="coco-a-shard-unscored"),
+        pytest.param("default", 0.5, {}, id="default-a-shard-unscored"),
+        pytest.param("default", 0.0, {}, id="default-unscored"),
+        pytest.param(
+            "default", 1.0, {"score_thresholds": ScoreThresholds.of(0.5, {})}, id="threshold"
+        ),
+        pytest.param("voc12", 1.0, {"fold_case": True}, id="fold-case"),
+    ],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_slices_of_any_partition_equal_one_run(
+    seed: int, name: str, scores: float, options: dict[str, Any]
+) -> None:
+    """Random sets with attributes, split into 3 evaluators (images in a scored shard and
+    images without any score in another among them), saved, read back and merged in
+    another order: every slice value's numbers equal one run's, bit for bit."""
+    gt, pred = random_dataset(seed, images=18)
+    gt = _with_attributes(gt, seed)
+    if scores < 1.0:
+        # Shard 3's images (every third key) without any score: that shard reads its
+        # predictions both ways; with no score at all, every shard does.
+        bare = without_scores(pred, share=1.0, seed=seed).annotations
+        third = {a.key for a in gt.annotations[2::3]}
+        pred = replace(
+            pred,
+            annotations=tuple(
+                b if scores == 0.0 or a.key in third else a
+                for a, b in zip(pred.annotations, bare, strict=True)
+            ),
+        )
+    specs = parse_slices(["size", "pose", "truncated", "occluded", "img00*", "img01[0-4]"])
+    gt_columns, pred_columns = columns_from_annotations(gt), columns_from_annotations(pred)
+    conv = protocol(name)
+    kept_records: list[MatchRecords] = []
+    single = evaluate_columns(
+        gt_columns, pred_columns, conv, keep_matches=False, kept=kept_records.append,
+        slices=specs, **options,
+    )  # fmt: skip
+    expected = slice_evaluation(single, kept_records[0], specs)
+    shards = []
+    for k in (1, 2, 3):
+        evaluator = Evaluator(conv, slices=specs, **options)
+        evaluator.add_columns(gt_columns, pred_columns, shard=(k, 3))
+        shards.append(Evaluator.from_bytes(evaluator.to_bytes()))
+    merged = shards[2]
+    merged.merge(shards[0])
+    merged.merge(shards[1])
+    result = merged.result()
+    assert result.summary == single.summary
+    assert slice_evaluation(result, merged.records(), specs) == expected
