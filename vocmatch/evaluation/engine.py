@@ -51,8 +51,8 @@ class Evaluated:
         evaluation: The evaluation.
         records: Its match records (the bootstrap and calibration read them, as they read
             records merged from shards).
-        matched: The arrays of its matching, of every prediction (slices match again with
-            other ground truth ignored); None when not asked for or no image was evaluated.
+        matched: The arrays of its matching, of every prediction (for what inspects the
+            stages); None when no image was evaluated.
     """
 
     evaluation: Evaluation
@@ -69,16 +69,16 @@ def evaluate_matched(
     fold_case: bool = False,
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
-    matching: bool = True,
     slices: tuple[SliceSpec, ...] = (),
 ) -> Evaluated:
-    """:func:`evaluate_columns`, its match records and (with ``matching``) the arrays of
-    its matching, which hold every pair that can match: kept only when asked for."""
+    """:func:`evaluate_columns`, its match records and the arrays of its matching, which
+    hold every pair that can match (a run keeps only the records:
+    :func:`evaluate_columns`'s ``kept``)."""
     found: list[MatchedColumns] = []
     kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append if matching else None, score_thresholds=score_thresholds,
+        matched=found.append, score_thresholds=score_thresholds,
         kept=kept.append, slices=slices,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)

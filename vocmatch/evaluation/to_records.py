@@ -221,7 +221,7 @@ def _reading(
     flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
     scores = RankingScores.of(prepared)
     if asked.matched is not None:
-        asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
+        asked.matched(stages.matched_columns(prepared, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)

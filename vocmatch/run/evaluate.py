@@ -502,7 +502,7 @@ def _score(
 ) -> _Scored:
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
 
     if elsewhere is not None and elsewhere.evaluation is not None:
@@ -518,7 +518,8 @@ def _score(
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()
-    done = evaluate_matched(
+    kept: list[MatchRecords] = []
+    evaluated = evaluate_columns(
         gt_columns,
         pred_columns,
         conventions,
@@ -526,18 +527,18 @@ def _score(
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
-        matching=False,
+        kept=kept.append,
         slices=slice_specs(request.slices),
     )
-    found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
-    evaluation = _with_threshold_note(done.evaluation, thresholds, request)
+    found = input_warnings(request, evaluated, (gt_columns, pred_columns))
+    evaluation = _with_threshold_note(evaluated, thresholds, request)
     if not keep:
-        return _Scored(evaluation, done.records, warnings=found)
+        return _Scored(evaluation, kept[0], warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, done.records, gt, pred, found)
+    return _Scored(evaluation, kept[0], gt, pred, found)
 
 
 def _with_threshold_note(
