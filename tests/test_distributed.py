@@ -205,6 +205,49 @@ def test_slices_on_a_cluster_are_matched_by_the_workers(
     assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
+def test_size_and_file_slices_ride_with_the_columns(client: Any) -> None:
+    """A report that needs the boxes gets the workers' columns: slices by size, by file and
+    by difficult (all in the columns) are one process's."""
+    slices = ROOT / "fixtures" / "slices"
+    args = [
+        str(slices / "gt"), str(slices / "pred"), "--errors", "--format", "json", "--slice",
+        "size", "--slice", "difficult", "--slice", "night*",
+    ]  # fmt: skip
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("attribute", ["pose", "truncated", "occluded"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--errors"], id="errors"),
+        pytest.param(["--shard", "1/2", "--save-state", "STATE"], id="save-state"),
+    ],
+)
+def test_attribute_slices_that_would_need_the_columns_are_refused(
+    client: Any, tmp_path: Path, attribute: str, args: list[str]
+) -> None:
+    """The workers' columns carry no truncated, occluded or pose: such a slice with a
+    report that needs the columns is refused in one line, never reported from attributes
+    left behind."""
+    slices = ROOT / "fixtures" / "slices"
+    state = tmp_path / "s.vms"
+    args = [str(state) if a == "STATE" else a for a in args]
+    code, out, err = run(
+        "eval", str(slices / "gt"), str(slices / "pred"), "--slice", attribute, *args,
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: --slice {attribute!r}: a {attribute} slice on a Dask cluster is "
+        "matched by the workers, and this report needs their boxes instead of their match "
+        "records\n"
+    )
+    assert not state.exists()
+
+
 #: Options that change the classes or the boxes evaluated, each with a report that shows
 #: the change (the client applies them to the columns, as one process does after reading).
 CHOSEN = [

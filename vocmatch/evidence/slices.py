@@ -141,6 +141,8 @@ def slice_evaluation(
     """
     records = records.in_key_order()
     found = records.slices
+    if not records.keys:
+        raise RequestError("slices", "no image was evaluated")
     if found is None or found.specs != tuple(specs):
         raise RequestError("slices", "the match records were not made with these slices")
     scored = evaluation.summary.map is not None or any(c.ap is not None for c in evaluation.classes)

@@ -110,11 +110,33 @@ def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Else
             )
             refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
             return Elsewhere(evaluation=found.evaluation, records=found.records)
+        _refuse_attribute_slices(request)
         gt, pred = columns_on_dask(
             _annotations(request.gt), request.pred, _options(request), client=client
         )
     refuse_unpaired(gt, pred, request.pred)
     return Elsewhere(columns=(gt, pred))
+
+
+#: Object attributes a slice reads that a part's columns do not carry back (its boxes,
+#: classes, scores and ``difficult`` flags): only match records made on the workers hold
+#: slices of them.
+_ATTRIBUTES_NOT_IN_COLUMNS = ("truncated", "occluded", "pose")
+
+
+def _refuse_attribute_slices(request: EvalRequest) -> None:
+    """A slice by an attribute the workers' columns leave behind, when the report needs the
+    columns (it draws or re-reads boxes, chooses classes, or saves a shard's state)."""
+    from vocmatch.run.evaluate import slice_specs
+
+    for spec in slice_specs(request.slices):
+        if spec.name in _ATTRIBUTES_NOT_IN_COLUMNS:
+            raise RequestError(
+                "slices",
+                f"a {spec.name} slice on a Dask cluster is matched by the workers, and this "
+                "report needs their boxes instead of their match records",
+                spec.name,
+            )
 
 
 def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:
