@@ -118,8 +118,8 @@ def _fields(request: EvalRequest) -> dict[str, Any]:
     return {name: getattr(request, name) for name in request.__slots__}
 
 
-def _sliced_state() -> RawState:
-    request = EvalRequest(gt=SLICES / "gt", pred=SLICES / "pred", slices=["size", "pose"])
+def _sliced_state(slices: tuple[str, ...] = ("size", "pose")) -> RawState:
+    request = EvalRequest(gt=SLICES / "gt", pred=SLICES / "pred", slices=slices)
     return read_state(shard_state(request).evaluator.to_bytes())
 
 
@@ -163,9 +163,26 @@ def _options(raw: RawState, slices: Any) -> RawState:
             id="poses-unsorted",
         ),
         pytest.param(
-            lambda raw: _with_array(raw, "slice_out", lambda a: _set(a, 2)),
-            "s.vms: array 'slice_out' holds values other than 0 and 1",
-            id="out-not-a-flag",
+            lambda raw: _with_array(
+                _sliced_state(("size", "occluded")), "slice_out", lambda a: _set(a, 255)
+            ),
+            "s.vms: array 'slice_out' holds flags of values that do not exist",
+            id="out-beyond-values",
+        ),
+        pytest.param(
+            lambda raw: _with_array(raw, "slice_out", lambda a: a.astype(np.uint16)),
+            "s.vms: array 'slice_out' has dtype <u2",
+            id="out-wide",
+        ),
+        pytest.param(
+            lambda raw: _with_array(raw, "slice_ignored_pred", lambda a: a[::-1]),
+            "s.vms: array 'slice_ignored_pred' names predictions that are not there",
+            id="ignored-out-of-order",
+        ),
+        pytest.param(
+            lambda raw: _with_array(raw, "slice_ignored_pred", lambda a: a + 100),
+            "s.vms: array 'slice_ignored_pred' names predictions that are not there",
+            id="ignored-beyond",
         ),
         pytest.param(
             lambda raw: _with_array(raw, "slice_matched", lambda a: _set(a, 255)),
@@ -183,8 +200,8 @@ def _options(raw: RawState, slices: Any) -> RawState:
             id="counts-truncated",
         ),
         pytest.param(
-            lambda raw: _with_array(raw, "slice_ignored", lambda a: a.astype(np.float64)),
-            "s.vms: array 'slice_ignored' has dtype <f8",
+            lambda raw: _with_array(raw, "slice_matched", lambda a: a.astype(np.float64)),
+            "s.vms: array 'slice_matched' has dtype <f8",
             id="flags-as-floats",
         ),
         pytest.param(

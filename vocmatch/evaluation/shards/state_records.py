@@ -27,10 +27,14 @@ name                      shape         holds
                                         ``image_mean_iou`` and ``class_counts`` as paired
                                         highest IoU first (and ``slice_counts``)
 ``slice_matched``         ``(P, V)``    bit flags per slice value (format version 6, with
-``slice_ignored``         ``(P, V)``    the options' ``slices``): matched, matched to
-                                        ignored ground truth, per IoU threshold, with the
-                                        ground truth outside the value ignored
-``slice_out``             ``(P, V)``    1: unmatched, the prediction is outside the value
+                                        the options' ``slices``): matched per IoU
+                                        threshold, the ground truth outside the value
+                                        ignored
+``slice_ignored_pred``    ``(N,)``      the few predictions matched to ignored ground
+``slice_ignored``         ``(N, V)``    truth in some value, and at which thresholds
+``slice_out``             ``(P, B)``    bit ``v`` (``B`` = V / 8 bytes, little-endian bit
+                                        order): unmatched, the prediction is outside value
+                                        ``v``
 ``slice_counts``          ``(K, 4 V)``  per class and value: ground truth that counts and
                                         ignored, TP and FP at the IoU threshold
 ========================  ============  ==================================================
@@ -168,10 +172,13 @@ def state_of_records(
 def _slice_arrays(sliced: SliceRecords, n_classes: int) -> dict[str, npt.NDArray[Any]]:
     """The slices' arrays (see the module doc)."""
     width = sliced.counts.shape[1] * len(SLICE_COUNTS)
+    rows = np.flatnonzero(sliced.ignored.any(axis=1))
     arrays = {
         "slice_matched": narrowest_int(sliced.matched),
-        "slice_ignored": narrowest_int(sliced.ignored),
-        "slice_out": sliced.out.astype(np.uint8),
+        # Few predictions match ignored ground truth: only theirs are kept.
+        "slice_ignored_pred": narrowest_int(rows.astype(np.int64)),
+        "slice_ignored": narrowest_int(sliced.ignored[rows]),
+        "slice_out": np.packbits(sliced.out, axis=1, bitorder="little"),
         "slice_counts": narrowest_int(sliced.counts.reshape(n_classes, width)),
     }
     if sliced.unscored is not None:
@@ -242,10 +249,18 @@ def records_of_state(
     n_values = sum(len(v) for v in values)
     if slices:
         (n_pred,) = shapes["pred_label"][0]
+        ignored_rows = arrays.get("slice_ignored_pred")
+        if ignored_rows is not None and ignored_rows.ndim != 1:
+            raise StateError(
+                f"{source}: array 'slice_ignored_pred' has shape {ignored_rows.shape}, not one "
+                "dimension of prediction indices"
+            )
+        n_ignored = 0 if ignored_rows is None else len(ignored_rows)
         shapes.update({
             "slice_matched": ((n_pred, n_values), "u"),
-            "slice_ignored": ((n_pred, n_values), "u"),
-            "slice_out": ((n_pred, n_values), "u"),
+            "slice_ignored_pred": ((n_ignored,), "u"),
+            "slice_ignored": ((n_ignored, n_values), "u"),
+            "slice_out": ((n_pred, (n_values + 7) // 8), "u"),
             "slice_counts": ((len(names), n_values * len(SLICE_COUNTS)), "u"),
         })  # fmt: skip
         if unscored:
@@ -304,16 +319,28 @@ def _slice_records(
     conv: Conventions,
     source: str,
 ) -> SliceRecords:
-    """The slices' records, checked: flags of thresholds that exist, ``slice_out`` 0 or 1,
-    and each value's counts within its class's under the same reading of scores (its
+    """The slices' records, checked: flags of thresholds and values that exist, predictions
+    that exist, and each value's counts within its class's under the same reading of scores (its
     ground truth within the class's, its true positives within that, its true and false
     positives within the class's predictions that count)."""
     n_levels = len({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     matched = _flags(arrays["slice_matched"], n_levels, "slice_matched", source)
-    ignored = _flags(arrays["slice_ignored"], n_levels, "slice_ignored", source)
-    out = arrays["slice_out"]
-    if out.size and int(out.max()) > 1:
-        raise StateError(f"{source}: array 'slice_out' holds values other than 0 and 1")
+    n_pred, n_values = matched.shape
+    where = arrays["slice_ignored_pred"].astype(np.int64)
+    if where.size and (int(where.max()) >= n_pred or (np.diff(where) <= 0).any()):
+        raise StateError(
+            f"{source}: array 'slice_ignored_pred' names predictions that are not there, or "
+            "not each once in order"
+        )
+    ignored = np.zeros((n_pred, n_values), dtype=matched.dtype)
+    ignored[where] = _flags(arrays["slice_ignored"], n_levels, "slice_ignored", source)
+    packed = arrays["slice_out"]
+    if packed.dtype.itemsize != 1:
+        raise StateError(f"{source}: array 'slice_out' has dtype {packed.dtype.str}")
+    bits = np.unpackbits(packed, axis=1, bitorder="little")
+    if bits[:, n_values:].any():
+        raise StateError(f"{source}: array 'slice_out' holds flags of values that do not exist")
+    out = bits[:, :n_values].astype(bool)
     n_classes = readings[0].classes.gt.size
     found: list[IntArray | None] = []
     for name, counts in zip(("slice_counts", "unscored_slice_counts"), readings, strict=True):
@@ -335,9 +362,7 @@ def _slice_records(
     scored_counts, unscored_counts = found
     if scored_counts is None:  # checked present with the arrays' names
         raise StateError(f"{source}: array 'slice_counts' is missing")
-    return SliceRecords(
-        slices, values, matched, ignored, out.astype(bool), scored_counts, unscored_counts
-    )
+    return SliceRecords(slices, values, matched, ignored, out, scored_counts, unscored_counts)
 
 
 def _gt_cells(
