@@ -239,9 +239,11 @@ def merge_command(
     or shards of another run (other files, options or --run-id), are refused (exit 2)
     unless --partial. Any split of the images into shards, merged in any order, gives the
     report of one run on all of them, in every format, with the same gates and exit codes.
-    States made under other options, or sharing an image, are refused. The files the shards
-    could not read (exit 3) and the prediction files without a ground-truth file are
-    reported as one run reports them.
+    States made under other options (other --slice among them), or sharing an image, are
+    refused. The files the shards could not read (exit 3) and the prediction files without
+    a ground-truth file are reported as one run reports them. The slices are those the
+    shards were saved with (eval --slice ... --save-state), matched in each shard; gates on
+    their values apply.
     """
     from vocmatch.run.shard_states import read_states
 
