@@ -168,7 +168,8 @@ def _slice_aps(
     """Per value (column) and class with ground truth in it, its AP at each AP threshold:
     the class's ranking of the records, less the predictions matched to ignored ground
     truth and the unmatched ones outside the value."""
-    levels = IouLevels.of(conv)
+    index = IouLevels.of(conv).index
+    levels = np.array([index[t] for t in conv.ap_thresholds], dtype=np.int64)
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
     n_k, n_v = counts.shape[0], counts.shape[1]
     aps: list[list[list[float]]] = [[[] for _ in range(n_k)] for _ in range(n_v)]
@@ -178,14 +179,16 @@ def _slice_aps(
         if not columns:
             continue
         score = ranking_score(records.preds, ranked)
-        matched = np.take(found.matched, ranked, axis=0).astype(np.int64)
-        ignored = np.take(found.ignored, ranked, axis=0).astype(np.int64)
+        matched = np.take(found.matched, ranked, axis=0)
+        ignored = np.take(found.ignored, ranked, axis=0)
         inside = ~np.take(found.out, ranked, axis=0)
         for c in columns:
-            for threshold in conv.ap_thresholds:
-                level = levels.index[threshold]
-                hit = ((matched[:, c] >> level) & 1).astype(bool)
-                keep = (((ignored[:, c] >> level) & 1) == 0) & (hit | inside[:, c])
+            # Every AP threshold's flags of the value at once: (T, n).
+            hits = ((matched[:, c].astype(np.int64)[None, :] >> levels[:, None]) & 1) == 1
+            kept = (((ignored[:, c].astype(np.int64)[None, :] >> levels[:, None]) & 1) == 0) & (
+                hits | inside[None, :, c]
+            )
+            for hit, keep in zip(hits, kept, strict=True):
                 curve = precision_recall_curve(hit[keep], score[keep], int(n_gt[c]), eps=eps)
                 aps[c][k].append(
                     average_precision(curve.recall, curve.precision, conv.interpolation)
