@@ -4,6 +4,7 @@ slices of one run on every image, and a damaged state's slices refused in one li
 from __future__ import annotations
 
 import random
+import re
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from tests.conftest import FIXTURES, run_cli
 from tests.oracle import random_dataset, without_scores
 from vocmatch.cli import EXIT_USAGE
 from vocmatch.core.protocol import protocol
-from vocmatch.errors import StateError
+from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.shards.incremental import Evaluator
@@ -329,3 +330,22 @@ def test_slices_of_any_partition_equal_one_run(
     result = merged.result()
     assert result.summary == single.summary
     assert slice_evaluation(result, merged.records(), specs) == expected
+
+
+@pytest.mark.parametrize(
+    ("slices", "message"),
+    [
+        pytest.param("size", "slices: expected a sequence of slices", id="one-text"),
+        pytest.param([3], "slices: expected a sequence of slices", id="not-a-slice"),
+        pytest.param(["size", "16,32"], "slices: slice '16,32': the size slice is given twice",
+                     id="twice"),
+        pytest.param(["32,16"], "slices: slice '32,16': size edges must be", id="edges"),
+    ],
+)  # fmt: skip
+def test_an_evaluator_refuses_what_is_no_slice(slices: Any, message: str) -> None:
+    with pytest.raises(RequestError, match=f"^{re.escape(message)}"):
+        Evaluator(slices=slices)
+
+
+def test_an_evaluator_takes_slices_as_text() -> None:
+    assert Evaluator(slices=["size", "night_*"]).slices == parse_slices(["size", "night_*"])

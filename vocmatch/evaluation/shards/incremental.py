@@ -86,7 +86,7 @@ from vocmatch.evaluation.shards.state_records import (
     state_of_records,
     with_range,
 )
-from vocmatch.evaluation.slice_records import SliceSpec
+from vocmatch.evaluation.slice_records import SliceSpec, parse_slices
 from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
@@ -124,7 +124,8 @@ class Evaluator:
         score_thresholds: Count only predictions at or above their class's score threshold.
         class_names: The names of integer labels (label ``i`` is ``class_names[i]``, or a
             mapping of ids to names); without, an integer label ``3`` is the class ``"3"``.
-        slices: Match each value of these slices too, where the images are matched (their
+        slices: Match each value of these slices too (specs, or texts such as ``"size"``,
+            ``"pose"``, ``"night_*"``), where the images are matched (their
             records travel with the state): :func:`vocmatch.evidence.slices.slice_evaluation`
             reads them from :meth:`records`. The values come from the files' attributes
             (:meth:`add_columns`); images added as arrays have none (no ``truncated``,
@@ -166,13 +167,11 @@ class Evaluator:
         fold_case: bool = False,
         score_thresholds: ScoreThresholds | None = None,
         class_names: ClassTable | None = None,
-        slices: Sequence[SliceSpec] = (),
+        slices: Sequence[SliceSpec | str] = (),
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
-        if isinstance(slices, str) or not all(isinstance(s, SliceSpec) for s in slices):
-            raise RequestError("slices", "expected a sequence of SliceSpec")
         #: The slices matched with the images (saved with the state, compared on merge).
-        self.slices: tuple[SliceSpec, ...] = tuple(slices)
+        self.slices = _slice_specs(slices)
         self.fold_case = bool(checked_flag("fold_case", fold_case))
         if score_thresholds is not None and not isinstance(score_thresholds, ScoreThresholds):
             raise RequestError(
@@ -885,6 +884,24 @@ class Evaluator:
 
 #: Integer label ids below this are looked up in an array (at most 8 bytes each).
 _ID_INDEX_LIMIT = 1 << 16
+
+
+def _slice_specs(slices: object) -> tuple[SliceSpec, ...]:
+    """The slices given, texts parsed.
+
+    Raises:
+        RequestError: They are not a sequence of specs and texts, or a text is no slice.
+    """
+    if isinstance(slices, (str, bytes)) or not isinstance(slices, Sequence):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    if not all(isinstance(s, (SliceSpec, str)) for s in slices):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    texts = [s for s in slices if isinstance(s, str)]
+    try:
+        parsed = iter(parse_slices(texts))
+    except ValueError as error:
+        raise RequestError("slices", str(error)) from None
+    return tuple(next(parsed) if isinstance(s, str) else s for s in slices)
 
 
 def _holdable(file: object) -> bool:
