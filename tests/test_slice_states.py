@@ -349,3 +349,26 @@ def test_an_evaluator_refuses_what_is_no_slice(slices: Any, message: str) -> Non
 
 def test_an_evaluator_takes_slices_as_text() -> None:
     assert Evaluator(slices=["size", "night_*"]).slices == parse_slices(["size", "night_*"])
+
+
+def test_a_pose_written_none_is_the_value_of_objects_without_one(tmp_path: Path) -> None:
+    """An object whose <pose> reads "(none)" and one without <pose> are one value
+    "(none)", in one run and in merged shards alike (never two values of one name)."""
+    for side in ("gt", "pred"):
+        (tmp_path / side).mkdir()
+    for key, pose in (("a", "<pose>(none)</pose>"), ("b", "")):
+        box = "<bndbox><xmin>0</xmin><ymin>0</ymin><xmax>10</xmax><ymax>10</ymax></bndbox>"
+        (tmp_path / "gt" / f"{key}.xml").write_text(
+            f"<annotation><object><name>car</name>{pose}{box}</object></annotation>"
+        )
+        (tmp_path / "pred" / f"{key}.xml").write_text(
+            f"<annotation><object><name>car</name><score>0.9</score>{box}</object></annotation>"
+        )
+    request = EvalRequest(gt=tmp_path / "gt", pred=tmp_path / "pred", slices=["pose"])
+    (pose,) = evaluate(request).evidence.slices
+    assert [(v.value, v.gt, v.tp) for v in pose.values] == [("(none)", 2, 2)]
+    paths = []
+    for k in (1, 2):
+        paths.append(tmp_path / f"{k}.vms")
+        shard_state(request, shard=(k, 2)).evaluator.save(paths[-1])
+    assert read_states(paths).report().evidence.slices == (pose,)

@@ -228,12 +228,14 @@ def memberships(spec: SliceSpec, found: SliceInputs) -> list[Membership]:
     if spec.name == "pose":
         codes = found.gt.pose[found.gt_rows]
         names = found.gt.pose_names
+        # A pose written "(none)" is the value of objects without one: one value a name.
+        none = (codes == -1) | np.isin(codes, [k for k, n in enumerate(names) if n == "(none)"])
         values = [
             Membership(names[k], codes == k, nowhere)
-            for k in sorted(set(codes.tolist()) - {-1}, key=lambda k: names[k])
+            for k in sorted(set(codes[~none].tolist()), key=lambda k: names[k])
         ]
-        if (codes == -1).any():
-            values.append(Membership("(none)", codes == -1, nowhere))
+        if none.any():
+            values.append(Membership("(none)", none, nowhere))
         values.append(Membership(NO_VALUE, np.zeros(codes.size, dtype=bool), nowhere))
         return values
     if spec.name == "size":
