@@ -372,3 +372,14 @@ def test_a_pose_written_none_is_the_value_of_objects_without_one(tmp_path: Path)
         paths.append(tmp_path / f"{k}.vms")
         shard_state(request, shard=(k, 2)).evaluator.save(paths[-1])
     assert read_states(paths).report().evidence.slices == (pose,)
+
+
+def test_a_pattern_named_like_the_rest_merges_as_one_run(tmp_path: Path) -> None:
+    """A file pattern written "(other)" is a value beside the rest's "(other)": merged
+    shards take each by its place, as one run reports them."""
+    args = ("--slice", "night_01", "--slice", "(other)", "--format", "json")
+    states = save_shards(tmp_path, *args[:4])
+    merged = run_cli("merge", states[1], states[2], states[0], "--format", "json")
+    single = run_cli("eval", str(SLICES / "gt"), str(SLICES / "pred"), *args)
+    assert single[0] == 0 and single[1].count('"value": "(other)"') == 2
+    assert merged == single

@@ -377,8 +377,11 @@ def _columns_of(part: SliceRecords, values: Sequence[tuple[str, ...]]) -> IntArr
     value it lacks)."""
     picked: list[int] = []
     for s, names in enumerate(values):
+        if part.specs[s].name != "pose":
+            picked += list(part.columns(s))  # the same values in every part, in order
+            continue
         own = dict(zip(part.values[s], part.columns(s), strict=True))
-        picked += [own.get(name, own.get(NO_VALUE, -1)) for name in names]
+        picked += [own.get(name, own[NO_VALUE]) for name in names]
     return np.array(picked, dtype=np.int64)
 
 
