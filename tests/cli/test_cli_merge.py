@@ -499,12 +499,6 @@ def test_save_state_says_where_the_dataset_gate_and_the_report_apply(
             id="eval-html",
         ),
         pytest.param(
-            ["--save-state", "s.vms", "--slice", "size"],
-            "Error: --slice needs every box, which a saved state does not keep: evaluate "
-            "without --save-state for it",
-            id="eval-slice",
-        ),
-        pytest.param(
             ["--run-id", "model-a"],
             "Error: --run-id names a saved run: give --save-state FILE too",
             id="run-id-without-state",

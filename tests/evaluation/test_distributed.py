@@ -141,6 +141,11 @@ def _never(*args: Any, **kwargs: Any) -> Any:
         ),
         pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
         pytest.param(["--count", "--bootstrap", "20", "--format", "json"], id="count"),
+        pytest.param(["--slice", "size", "--slice", "street_0[12]"], id="slices"),
+        pytest.param(
+            ["--protocol", "coco", "--slice", "size", "--format", "json"], id="slices-coco"
+        ),
+        pytest.param(["--slice", "size", "--fail-under", "size=small:map=0.9"], id="slice-gate"),
     ],
 )
 def test_a_report_without_boxes_travels_as_match_records(
@@ -177,6 +182,71 @@ def test_a_report_that_needs_boxes_gets_the_columns(
     assert single[0] == 0 and single[1]
     monkeypatch.setattr(module, "records_on_dask", _never)
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("output_format", ["table", "json", "markdown", "csv"])
+@pytest.mark.parametrize("name", ["default", "coco", "voc07"])
+def test_slices_on_a_cluster_are_matched_by_the_workers(
+    client: Any, monkeypatch: pytest.MonkeyPatch, name: str, output_format: str
+) -> None:
+    """Every kind of slice, on images whose poses differ from part to part: the workers
+    match the slices and send match records, and the report is one process's, byte for
+    byte."""
+    import vocmatch.evaluation.shards.on_dask as module
+
+    slices = ROOT / "fixtures" / "slices"
+    args = [
+        str(slices / "gt"), str(slices / "pred"), "--protocol", name, "--format",
+        output_format, "--slice", "size", "--slice", "pose", "--slice", "occluded",
+        "--slice", "truncated", "--slice", "night_*",
+    ]  # fmt: skip
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    monkeypatch.setattr(module, "columns_on_dask", _never)
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+def test_size_and_file_slices_ride_with_the_columns(client: Any) -> None:
+    """A report that needs the boxes gets the workers' columns: slices by size, by file and
+    by difficult (all in the columns) are one process's."""
+    slices = ROOT / "fixtures" / "slices"
+    args = [
+        str(slices / "gt"), str(slices / "pred"), "--errors", "--format", "json", "--slice",
+        "size", "--slice", "difficult", "--slice", "night*",
+    ]  # fmt: skip
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("attribute", ["pose", "truncated", "occluded"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--errors"], id="errors"),
+        pytest.param(["--shard", "1/2", "--save-state", "STATE"], id="save-state"),
+    ],
+)
+def test_attribute_slices_that_would_need_the_columns_are_refused(
+    client: Any, tmp_path: Path, attribute: str, args: list[str]
+) -> None:
+    """The workers' columns carry no truncated, occluded or pose: such a slice with a
+    report that needs the columns is refused in one line, never reported from attributes
+    left behind."""
+    slices = ROOT / "fixtures" / "slices"
+    state = tmp_path / "s.vms"
+    args = [str(state) if a == "STATE" else a for a in args]
+    code, out, err = run(
+        "eval", str(slices / "gt"), str(slices / "pred"), "--slice", attribute, *args,
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: --slice {attribute!r}: a {attribute} slice on a Dask cluster is "
+        "matched by the workers, and this report needs their boxes instead of their match "
+        "records\n"
+    )
+    assert not state.exists()
 
 
 #: Options that change the classes or the boxes evaluated, each with a report that shows
@@ -339,7 +409,6 @@ def test_without_dask_the_option_says_what_to_install(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--slice", "pose"], "--slice is not available with --dask", id="slice"),
         pytest.param(["--split", "val"], "--split is not available with --dask", id="split"),
     ],
 )

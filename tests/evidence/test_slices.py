@@ -68,11 +68,11 @@ def test_parse_slices_refuses(texts: list[str], message: str) -> None:
 
 def fixture_slices(*texts: str, **options: object) -> dict[tuple[str, str], tuple[object, ...]]:
     done = evaluate_matched(
-        read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default"), **options
-    )
-    evaluation, matched = done.evaluation, done.matched
-    assert matched is not None
-    found = slice_evaluation(evaluation, matched, parse_slices(texts))
+        read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default"),
+        slices=parse_slices(texts), **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+    evaluation, records = done.evaluation, done.records
+    found = slice_evaluation(evaluation, records, parse_slices(texts))
     return {
         (s.name, v.value): (v.gt, v.tp, v.fp, v.fn, v.precision, v.recall, v.map)
         for s in found
@@ -127,11 +127,12 @@ def test_size_slices_under_coco_are_pycocotools_area_ranges(seed: int, name: str
     """Under coco, small/medium/large mAP equal pycocotools' APs, APm and APl."""
     gt, pred = random_dataset(seed, images=20)
     done = evaluate_matched(
-        columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
-    )
-    evaluation, matched = done.evaluation, done.matched
-    assert matched is not None and evaluation.coco is not None
-    (sizes,) = slice_evaluation(evaluation, matched, parse_slices(["size"]))
+        columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name],
+        slices=parse_slices(["size"]),
+    )  # fmt: skip
+    evaluation, records = done.evaluation, done.records
+    assert evaluation.coco is not None
+    (sizes,) = slice_evaluation(evaluation, records, parse_slices(["size"]))
     coco = evaluation.coco
     expected = {"small": coco.APs, "medium": coco.APm, "large": coco.APl}
     for value in sizes.values:
@@ -204,11 +205,11 @@ def test_slices_equal_the_reference_evaluator(name: str, seed: int) -> None:
         ),
     )
     done = evaluate_matched(
-        columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name]
-    )
-    evaluation, matched = done.evaluation, done.matched
-    assert matched is not None
-    truncated, sizes = slice_evaluation(evaluation, matched, parse_slices(["truncated", "size"]))
+        columns_from_annotations(gt), columns_from_annotations(pred), VARIANTS[name],
+        slices=parse_slices(["truncated", "size"]),
+    )  # fmt: skip
+    evaluation, records = done.evaluation, done.records
+    truncated, sizes = slice_evaluation(evaluation, records, parse_slices(["truncated", "size"]))
 
     def area(b: Box) -> float:
         return (b.x2 - b.x1) * (b.y2 - b.y1)
@@ -235,11 +236,11 @@ def test_gates_target_slice_values() -> None:
     """size=small:recall=0.6 bounds that value's recall; an unknown slice or value is an
     error naming what exists."""
     done = evaluate_matched(
-        read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default")
-    )
-    evaluation, matched = done.evaluation, done.matched
-    assert matched is not None
-    found = slice_evaluation(evaluation, matched, parse_slices(["size"]))
+        read_columns(SLICES / "gt"), read_columns(SLICES / "pred"), protocol("default"),
+        slices=parse_slices(["size"]),
+    )  # fmt: skip
+    evaluation, records = done.evaluation, done.records
+    found = slice_evaluation(evaluation, records, parse_slices(["size"]))
     report = check_gates(
         evaluation,
         [parse_gate("size=small:recall=0.6"), parse_gate("size=medium:map=0.9")],

@@ -119,12 +119,9 @@ AT_MERGE = (
     "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
     "count", "target_precision", "target_recall", "confidence_level",
 )  # fmt: skip
-#: The eval options that need every box or the matching's arrays, which a state does not
-#: keep: given with --save-state, a usage error.
-NOT_WITH_STATES = (
-    "html_file", "images_dir", "errors", "background_iou", "tightness",
-    "slice_specs",
-)  # fmt: skip
+#: The eval options that need every box, which a state does not keep: given with
+#: --save-state, a usage error. (The slices are matched in the shard: its state keeps them.)
+NOT_WITH_STATES = ("html_file", "images_dir", "errors", "background_iou", "tightness")
 
 
 def check_shard_options(ctx: click.Context) -> None:
@@ -251,9 +248,11 @@ def merge_command(
     or shards of another run (other files, options or --run-id), are refused (exit 2)
     unless --partial. Any split of the images into shards, merged in any order, gives the
     report of one run on all of them, in every format, with the same gates and exit codes.
-    States made under other options, or sharing an image, are refused. The files the shards
-    could not read (exit 3) and the prediction files without a ground-truth file are
-    reported as one run reports them.
+    States made under other options (other --slice among them), or sharing an image, are
+    refused. The files the shards could not read (exit 3) and the prediction files without
+    a ground-truth file are reported as one run reports them. The slices are those the
+    shards were saved with (eval --slice ... --save-state), matched in each shard; gates on
+    their values apply.
     """
     from vocmatch.run.shard_states import read_states
 

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
@@ -104,6 +103,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "slice_specs",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -346,14 +346,13 @@ class EvalRequest(ScoreOptions):
         return self.boxes or self.analysis
 
     def needs_boxes(self) -> bool:
-        """The report needs more than match records give (the evaluation, the bootstrap and
-        the calibration read them): boxes, the matching's arrays (slices), or a class
-        choice or geometry applied to the boxes read."""
+        """The report needs more than match records give (the evaluation, the bootstrap,
+        the calibration and the slices read them): boxes, or a class choice or geometry
+        applied to the boxes read."""
         return (
             self.geometry != "shape"
             or self.keeps_boxes()
             or self.reliability
-            or bool(self.slices)
             or self.class_choice is not None
             or self.class_map is not None
         )
@@ -361,12 +360,11 @@ class EvalRequest(ScoreOptions):
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
-    """An evaluation and what its extras read: its match records, the matching's arrays
+    """An evaluation and what its extras read: its match records (the slices' among them)
     and, when kept, the annotations box by box."""
 
     evaluation: Evaluation
     records: MatchRecords | None
-    matched: MatchedColumns | None
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
     warnings: tuple[VocmatchWarning, ...] = ()
@@ -427,7 +425,7 @@ def evaluate(
 
     conventions = request.conventions()
     gates = _gates(request.gates)
-    specs = _slice_specs(request.slices)
+    specs = slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
     # Inputs given as URLs, or read on a cluster: as the command line reads them.
     from vocmatch.run.remote_inputs import read_elsewhere
@@ -441,7 +439,6 @@ def evaluate(
             calibration_bins=request.calibration_bins, reliability=request.reliability,
             count=request.count, target=request.target(),
         ),
-        scored.matched,
     )  # fmt: skip
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
@@ -499,7 +496,12 @@ def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
         raise RequestError("gates", str(error)) from None
 
 
-def _slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+def slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+    """The slices of a request's field, texts parsed.
+
+    Raises:
+        RequestError: A text is not a slice (field ``slices``).
+    """
     texts = [s for s in slices if isinstance(s, str)]
     if not texts:
         return tuple(s for s in slices if not isinstance(s, str))
@@ -532,13 +534,13 @@ def _score(
 ) -> _Scored:
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
-        return _Scored(evaluated, elsewhere.records, None, warnings=found)
+        return _Scored(evaluated, elsewhere.records, warnings=found)
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
@@ -548,7 +550,8 @@ def _score(
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()
-    done = evaluate_matched(
+    kept: list[MatchRecords] = []
+    evaluated = evaluate_columns(
         gt_columns,
         pred_columns,
         conventions,
@@ -556,17 +559,18 @@ def _score(
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
-        matching=bool(request.slices),  # the slices match again; nothing else reads it
+        kept=kept.append,
+        slices=slice_specs(request.slices),
     )
-    found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
-    evaluation = _with_threshold_note(done.evaluation, thresholds, request)
+    found = input_warnings(request, evaluated, (gt_columns, pred_columns))
+    evaluation = _with_threshold_note(evaluated, thresholds, request)
     if not keep:
-        return _Scored(evaluation, done.records, done.matched, warnings=found)
+        return _Scored(evaluation, kept[0], warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, done.records, done.matched, gt, pred, found)
+    return _Scored(evaluation, kept[0], gt, pred, found)
 
 
 def _with_threshold_note(

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.evidence.target_thresholds import Target, TargetMetric
@@ -34,7 +33,7 @@ class Extras:
     Attributes:
         bootstrap: Resamples of the images for intervals (None: none).
         seed: The resamples' seed.
-        slices: Slices to evaluate (they read the matching's arrays).
+        slices: Slices to evaluate (the records must hold their matchings).
         calibration_bins: Score bins of each class's calibration (None: none).
         reliability: Compute the calibration the HTML report draws (10 bins by default).
         count: The per-image count errors.
@@ -56,16 +55,14 @@ def evidence_of(
     conventions: Conventions,
     thresholds: ScoreThresholds | None,
     extras: Extras,
-    matched: MatchedColumns | None = None,
 ) -> Evidence:
-    """The extras asked for, from the evaluation's match records (the slices from the
-    matching's arrays); the HTML report's reliability plot uses the calibration's bins, or
-    10.
+    """The extras asked for, from the evaluation's match records; the HTML report's
+    reliability plot uses the calibration's bins, or 10.
 
     Raises:
-        RequestError: An extra that reads match records (or, for slices, the matching's
-            arrays) is asked of an evaluation without them: no image was evaluated (the
-            field names the extra).
+        RequestError: An extra that reads match records is asked of an evaluation without
+            them (no image was evaluated), or slices of records that hold none: the field
+            names the extra.
     """
 
     def needed(field: str) -> MatchRecords:
@@ -85,9 +82,10 @@ def evidence_of(
     if extras.slices:
         from vocmatch.evidence.slices import slice_evaluation
 
-        if matched is None:
+        sliced = needed("slices")
+        if sliced.slices is None:
             raise RequestError("slices", "no image was evaluated")
-        found = replace(found, slices=slice_evaluation(evaluation, matched, extras.slices))
+        found = replace(found, slices=slice_evaluation(evaluation, sliced, extras.slices))
     if extras.target is not None:
         from vocmatch.evidence.target_thresholds import target_thresholds
 

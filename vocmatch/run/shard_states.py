@@ -24,6 +24,7 @@ from vocmatch.run.evaluate import (
     prediction_suffixes,
     read_inputs,
     score_thresholds_of,
+    slice_specs,
 )
 from vocmatch.run.extras import Extras, evidence_of, target_of
 
@@ -167,8 +168,9 @@ def shard_state(
     else:
         gt, pred = read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
-        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
-    )
+        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
+        slices=slice_specs(request.slices),
+    )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
     if part is not None:
@@ -275,8 +277,10 @@ class MergedStates:
         confidence_level: float = 0.95,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
-        for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
+        for one run on every image with the same gates (no boxes nor analysis: states keep
+        none), for every renderer of :mod:`vocmatch.render.outputs`. The slices are those
+        the states were made with (:attr:`Evaluator.slices
+        <vocmatch.evaluation.shards.incremental.Evaluator>`), computed in each shard.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -324,7 +328,7 @@ class MergedStates:
         resampled = None if resamples is None else int(resamples)
         evaluator = self.evaluator
         extras = Extras(
-            bootstrap=resampled, seed=drawn,
+            bootstrap=resampled, seed=drawn, slices=evaluator.slices,
             calibration_bins=None if bins is None else int(bins), count=count,
             target=target_of(target_precision, target_recall, confidence_level, resampled, drawn),
         )  # fmt: skip
@@ -332,8 +336,8 @@ class MergedStates:
             self.evaluation, evaluator.records(), evaluator.conventions, thresholds, extras
         )
         checked = check_gates(
-            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case,
-            targets=evidence.targets,
+            self.evaluation, parsed, max_fp, max_fn, evidence.slices,
+            fold_case=self.evaluator.fold_case, targets=evidence.targets,
         )  # fmt: skip
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
