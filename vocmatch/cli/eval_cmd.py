@@ -38,17 +38,23 @@ from vocmatch.cli.console import (
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs
-from vocmatch.cli.merge_cmd import SavedShard, check_shard_options, save_shard, shard_options
+from vocmatch.cli.merge_cmd import (
+    SavedShard,
+    check_keep_boxes,
+    check_shard_options,
+    save_shard,
+    shard_options,
+)
 from vocmatch.cli.options import (
-    DEFAULT_BACKGROUND_IOU,
     FOLD_CASE_HELP,
-    HTML_PICTURE_MAX_SIDE,
+    analysis_options,
     class_options,
     convention_extras,
     convention_options,
     evidence_options,
     fold_case_option,
     gate_options,
+    images_option,
     jobs_option,
     max_file_size_option,
     max_rows_option,
@@ -61,7 +67,6 @@ from vocmatch.cli.options import (
     slice_options,
 )
 from vocmatch.cli.params import (
-    FiniteFloatRange,
     InputPath,
 )
 from vocmatch.errors import MissingPredictionWarning
@@ -108,15 +113,7 @@ if TYPE_CHECKING:
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
-@click.option(
-    "--images",
-    "images_dir",
-    type=InputPath(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    metavar="DIR",
-    help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
-    f"name; JPEG or PNG, embedded scaled to {HTML_PICTURE_MAX_SIDE} px).",
-)
+@images_option
 @gate_options
 @score_threshold_option(
     "Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
@@ -132,26 +129,7 @@ if TYPE_CHECKING:
     help="Per-class score thresholds: CSV lines class,threshold (as --write-thresholds "
     "writes them); other classes use --score-threshold, or count every prediction.",
 )
-@click.option(
-    "--errors/--no-errors",
-    default=False,
-    show_default=True,
-    help="Add the error breakdown (TIDE types and their mAP cost) and the confusion matrix "
-    "to the table report. JSON always has them.",
-)
-@click.option(
-    "--background-iou",
-    type=FiniteFloatRange.of_field("background_iou"),
-    default=DEFAULT_BACKGROUND_IOU,
-    show_default=True,
-    help="A false positive overlapping no object by more than this is a background error; "
-    "one at least this close to an object of its class, a localisation error.",
-)
-@click.option(
-    "--tightness",
-    is_flag=True,
-    help="Add IoU and edge-offset histograms of the matched boxes to the table report.",
-)
+@analysis_options
 @fold_case_option(FOLD_CASE_HELP)
 @max_file_size_option
 @jobs_option()
@@ -205,6 +183,7 @@ def eval_command(
     shard: tuple[int, int] | None,
     save_state: Path | None,
     run_id: str | None,
+    keep_boxes: bool,
     dask_scheduler: str | None,
     quiet: bool,
 ) -> None:
@@ -223,6 +202,7 @@ def eval_command(
         return
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
+    check_keep_boxes(click.get_current_context())
     if save_state is not None:
         check_shard_options(click.get_current_context())
     elif shard is not None or run_id is not None:
@@ -246,7 +226,7 @@ def eval_command(
             interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
             score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
             max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
-            boxes=html_file is not None or RENDERERS[output_format].boxes,
+            boxes=html_file is not None or RENDERERS[output_format].boxes or keep_boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
             slices=slice_specs, calibration_bins=calibration_bins, beta=beta,
             class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),

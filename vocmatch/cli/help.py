@@ -88,7 +88,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         },
         {
             "name": "Shards and clusters",
-            "options": ["--shard", "--save-state", "--run-id", "--dask"],
+            "options": ["--shard", "--save-state", "--run-id", "--keep-boxes", "--dask"],
         },
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
@@ -114,10 +114,21 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
     ],
     "vocmatch merge": [
         {"name": "States", "options": ["--partial", "--max-file-size"]},
-        {"name": "Output", "options": _REPORT_OUTPUT},
+        {"name": "Output", "options": [*_REPORT_OUTPUT, "--images"]},
         _GATES,
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
-        {"name": "Evidence", "options": ["--bootstrap", "--seed", "--calibration-bins", "--help"]},
+        {
+            "name": "Evidence",
+            "options": [
+                "--errors",
+                "--background-iou",
+                "--tightness",
+                "--bootstrap",
+                "--seed",
+                "--calibration-bins",
+                "--help",
+            ],
+        },
     ],
     "vocmatch lint": [
         {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
-from vocmatch.errors import InputError, RequestError
+from vocmatch.errors import InputError, Message, Option, RequestError
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.run.evaluate import (
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.shards.incremental import Evaluator
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate, GateReport
+    from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
@@ -253,11 +254,14 @@ class MergedStates:
             not checked to be one whole run or a partial merge was asked for and they are
             not, a note saying so.
         check: What the check that the states are every shard of one run found.
+        without_boxes: The states that keep no boxes (saved without ``boxes=True``), in the
+            order given: the merged states then keep none.
     """
 
     evaluator: Evaluator
     evaluation: Evaluation
     check: ShardCheck
+    without_boxes: tuple[str, ...] = ()
 
     def report(
         self,
@@ -268,10 +272,17 @@ class MergedStates:
         calibration_bins: int | None = None,
         bootstrap: int | None = None,
         seed: int = 0,
+        *,
+        boxes: bool = False,
+        analysis: bool = False,
+        background_iou: float = 0.1,
+        reliability: bool = False,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
-        for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
+        for one run on every image with the same gates and extras, for every renderer of
+        :mod:`vocmatch.render.outputs`. Each image's matches are listed when every state
+        keeps boxes (saved from a request with ``boxes=True``); the boxes themselves and the
+        error analysis need them.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -283,12 +294,19 @@ class MergedStates:
             bootstrap: Add bootstrap intervals from this many resamples of the images (read
                 from the states' match records: the intervals one run gives).
             seed: Seed of the bootstrap's resamples.
+            boxes: Keep every box in the report (an HTML report draws them).
+            analysis: Add the error analysis (TIDE types, confusion, tightness).
+            background_iou: The error analysis's background threshold.
+            reliability: Add the calibration an HTML report draws (over
+                ``calibration_bins`` bins, or 10).
 
         Raises:
             RequestError: A gate that cannot be read (field ``gates``), or a value out of
-                its range (field ``calibration_bins``, ``bootstrap`` or ``seed``).
+                its range (field ``calibration_bins``, ``bootstrap``, ``seed`` or
+                ``background_iou``).
             InputError: The bootstrap is asked of states that keep no per-image ground-truth
-                counts (saved by a vocmatch before state format version 5).
+                counts (saved by a vocmatch before state format version 5); ``boxes`` or
+                ``analysis`` of states that keep no boxes (naming them).
         """
         from vocmatch.evidence.gates import check_gates, parse_gate
 
@@ -301,14 +319,61 @@ class MergedStates:
         )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        evidence = self._evidence(calibration_bins, bootstrap, seed)
+        evidence = self._evidence(calibration_bins, bootstrap, seed, reliability=reliability)
+        if not (boxes or analysis):
+            return EvalReport(
+                self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
+                merge=merge,
+            )  # fmt: skip
+        gt, pred = self._annotations()
+        found = None
+        if analysis:
+            from vocmatch.evidence.analysis import error_analysis
+
+            iou = checked_bounded("background_iou", background_iou, FIELD_BOUNDS["background_iou"])
+            found = error_analysis(self.evaluation, gt, pred, float(iou or 0.0))
         return EvalReport(
-            self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
-            merge=merge,
+            self.evaluation, checked, found, evidence=evidence, thresholds=thresholds,
+            beta=beta, gt=gt, pred=pred, merge=merge,
         )  # fmt: skip
 
-    def _evidence(self, calibration_bins: int | None, resamples: int | None, seed: int) -> Evidence:
-        """The calibration and the bootstrap asked for, from the merged match records."""
+    def _annotations(self) -> tuple[AnnotationSet, AnnotationSet]:
+        """The kept boxes as annotations (names lower-cased under ``fold_case``, as the
+        matching saw them).
+
+        Raises:
+            InputError: A state keeps no boxes (the states that keep none named).
+        """
+        kept = self.evaluator.boxes()
+        if kept is None:
+            states = self.without_boxes or ("the states",)
+            listed = ", ".join(states[:3]) + (
+                f" and {len(states) - 3} more" if len(states) > 3 else ""
+            )
+            raise InputError(
+                Message(
+                    f"{listed} {'keeps' if len(states) == 1 else 'keep'} no boxes, which the "
+                    "report asked for lists or draws: save the state of every shard with ",
+                    Option("keep_boxes", True),
+                )
+            )
+        from vocmatch.evaluation.scoring import fold_names
+
+        gt, pred = (columns.to_annotations() for columns in kept)
+        if self.evaluator.fold_case:
+            gt, pred = fold_names(gt), fold_names(pred)
+        return gt, pred
+
+    def _evidence(
+        self,
+        calibration_bins: int | None,
+        resamples: int | None,
+        seed: int,
+        *,
+        reliability: bool = False,
+    ) -> Evidence:
+        """The calibration and the bootstrap asked for, from the merged match records; the
+        HTML report's reliability plot uses the calibration's bins, or 10 (as a run's)."""
         evidence = Evidence()
         evaluator = self.evaluator
         bins = checked_bounded(
@@ -316,11 +381,15 @@ class MergedStates:
         )
         count = checked_bounded("bootstrap", resamples, FIELD_BOUNDS["bootstrap"], optional=True)
         drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
-        if bins is not None:
-            from vocmatch.evidence.calibration import calibration
+        if bins is not None or reliability:
+            from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
 
-            found = calibration(evaluator.records(), evaluator.conventions, int(bins))
-            evidence = replace(evidence, calibration=found)
+            found = calibration(
+                evaluator.records(), evaluator.conventions, int(bins or DEFAULT_BINS)
+            )
+            evidence = replace(
+                evidence, calibration=found if bins is not None else None, reliability=found
+            )
         if count is not None:
             from vocmatch.evidence.bootstrap import bootstrap
             from vocmatch.evidence.resampling import resampler
@@ -407,6 +476,9 @@ def read_states(
     evaluator = states[0]
     for state in states[1:]:
         evaluator.merge(state)
+    without_boxes = tuple(
+        os.fspath(path) for path, state in zip(paths, states, strict=True) if not state.keep_boxes
+    )
     evaluator.origin = None  # the merge of the shards is no shard
     evaluation = evaluator.result()
     thresholds = evaluator.score_thresholds
@@ -416,4 +488,4 @@ def read_states(
     notes = check.notes()
     if notes:
         evaluation = replace(evaluation, notes=(*evaluation.notes, *notes))
-    return MergedStates(evaluator, evaluation, check)
+    return MergedStates(evaluator, evaluation, check, without_boxes)
