@@ -145,15 +145,12 @@ def _never(*args: Any, **kwargs: Any) -> Any:
 def test_a_report_without_boxes_travels_as_match_records(
     client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
-    """No option draws or re-reads boxes: the workers send match records (the columns route
-    is never taken), and the report, warnings and exit code are one process's; the
-    bootstrap and the calibration read the merged records."""
-    import vocmatch.evaluation.shards.on_dask as module
-
+    """No option draws or re-reads boxes: the workers send match records, and the report,
+    warnings and exit code are one process's; the bootstrap and the calibration read the
+    merged records."""
     gt, pred = map(str, demo)
     single = run("eval", gt, pred, *args)
     assert single[0] in (0, 1) and single[1]
-    monkeypatch.setattr(module, "columns_on_dask", _never)
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
 
 
@@ -161,21 +158,48 @@ def test_a_report_without_boxes_travels_as_match_records(
     "args",
     [
         pytest.param(["--errors", "--format", "json"], id="errors"),
-        pytest.param(["--format", "junit"], id="junit"),
+        pytest.param(["--format", "junit", "--max-fp", "0", "--max-fn", "0"], id="junit"),
+        pytest.param(["--html", "HTML", "--format", "junit", "--errors"], id="html-junit-errors"),
+        pytest.param(["--tightness", "--errors", "--protocol", "coco"], id="tightness-coco"),
+        pytest.param(["--html", "HTML", "--protocol", "voc07", "--fold-case"], id="html-voc07"),
     ],
 )
-def test_a_report_that_needs_boxes_gets_the_columns(
-    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+def test_a_report_of_boxes_travels_in_the_states(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, args: list[str]
 ) -> None:
-    """An output that draws or re-reads boxes: the workers send their columns, and the report
-    is one process's."""
-    import vocmatch.evaluation.shards.on_dask as module
-
+    """An output that lists, draws or re-reads boxes: the workers' states carry each image's
+    per-box records and boxes, and the report (and the HTML file) is one process's, byte
+    for byte."""
     gt, pred = map(str, demo)
-    single = run("eval", gt, pred, *args)
-    assert single[0] == 0 and single[1]
-    monkeypatch.setattr(module, "records_on_dask", _never)
-    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+    single = run("eval", gt, pred, *(str(tmp_path / "a.html") if a == "HTML" else a for a in args))
+    assert single[0] in (0, 1) and single[1]
+    on_dask = run(
+        "eval", gt, pred, *(str(tmp_path / "b.html") if a == "HTML" else a for a in args),
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert on_dask == single
+    if "HTML" in args:
+        assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_a_shard_saved_from_a_cluster_merges_as_one_process_s(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--dask with --shard and --save-state: the shard's files are read on the cluster, its
+    state (boxes kept) merges with shards saved here into the report of one run."""
+    gt, pred = map(str, demo)
+    states = [str(tmp_path / f"s{k}.vms") for k in (1, 2, 3)]
+    for k, state in enumerate(states, 1):
+        where = ["--dask", client.scheduler.address] if k != 2 else []
+        code, out, err = run(
+            "eval", gt, pred, "--shard", f"{k}/3", "--save-state", state, "--keep-boxes", *where
+        )
+        assert (code, out) == (0, ""), err
+    args = ["--format", "junit", "--max-fp", "0", "--html", "HTML"]
+    single = run("eval", gt, pred, *(str(tmp_path / "a.html") if a == "HTML" else a for a in args))
+    merged = run("merge", *states, *(str(tmp_path / "b.html") if a == "HTML" else a for a in args))
+    assert merged == single
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
 
 
 #: Options that change the classes or the boxes evaluated, each with a report that shows

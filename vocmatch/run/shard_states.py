@@ -153,12 +153,14 @@ def shard_state(
 
     thresholds = score_thresholds_of(request)
     files = progress.files if progress is not None else None
+    if columns is None and request.dask is not None:
+        return _shard_on_dask(request, shard, run_id)
     if columns is None:
-        # Inputs given as URLs, or read on the request's cluster: read whole, as
-        # vocmatch.evaluate reads them, and the shard's images chosen below.
+        # Inputs given as URLs: read whole, as vocmatch.evaluate reads them, and the
+        # shard's images chosen below.
         from vocmatch.run.remote_inputs import read_elsewhere
 
-        elsewhere = read_elsewhere(request, records_may_do=False)
+        elsewhere = read_elsewhere(request)
         columns = elsewhere.columns if elsewhere is not None else None
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
@@ -191,6 +193,25 @@ def shard_state(
     k, n = shard if shard is not None else (1, 1)
     evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
     return ShardState(evaluator, tuple(skipped))
+
+
+def _shard_on_dask(
+    request: EvalRequest, shard: tuple[int, int] | None, run_id: str | None
+) -> ShardState:
+    """:func:`shard_state` of a request read on its cluster: the shard's files read and
+    matched by the workers, their states merged."""
+    from vocmatch.run.evaluate import refuse_unpaired_keys
+    from vocmatch.run.remote_inputs import shard_on_dask
+
+    found = shard_on_dask(request, shard)
+    refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
+    evaluator = found.evaluator
+    if shard is None or shard[0] == 1:
+        evaluator.add_orphans(found.orphans)
+    evaluator.add_skipped(found.skipped)
+    k, n = shard if shard is not None else (1, 1)
+    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
+    return ShardState(evaluator, tuple(sorted(found.skipped, key=lambda s: (s.path, s.line or 0))))
 
 
 def run_digest(request: EvalRequest) -> str:

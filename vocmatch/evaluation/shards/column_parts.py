@@ -1,8 +1,16 @@
 """Columns of images kept in a state: :func:`columns_to_state` lays a column set out as a
 state's header object and arrays, :func:`columns_of_state` reads it back, every field and
-array checked (an evaluator that keeps boxes saves its images' boxes so). Also the columns
-of a part of the images as bytes: what a Dask task sends back when the client needs the
-boxes themselves (:func:`vocmatch.evaluation.shards.on_dask.columns_on_dask`).
+array checked (an evaluator that keeps boxes saves its images' boxes so: a saved shard, a
+Dask task's state); :func:`columns_of_images` and :func:`join_columns` take the columns of
+some images and put those of disjoint images together.
+
+A side's header object holds its root, each image's key, file, ``<size>`` (``[width,
+height, depth]`` or null) and ``<filename>``, and the class and ``<pose>`` names; its arrays
+(after the prefix, ``boxes_gt_`` or ``boxes_pred_``) are ``count`` (boxes of each image),
+``boxes`` (``x1, y1, x2, y2``), ``labels``, ``flags`` (bit 0 ``difficult``, 1 ``truncated``,
+2 ``occluded``), ``pose`` (plus 1; 0 for none) and ``scores`` (NaN for none), each in the
+narrowest dtype that holds it exactly. Rotated boxes and polygons are not kept (an evaluator
+matches plain boxes).
 
 The file is the container of :mod:`vocmatch.evaluation.shards.state` (JSON header, raw little-endian
 arrays, CRC-32; data only, checked before any array is made) under its own signature
@@ -14,9 +22,8 @@ narrowest dtype that holds it exactly.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Container, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,173 +31,16 @@ import numpy.typing as npt
 from vocmatch.core.model import ImageSize
 from vocmatch.errors import StateError
 from vocmatch.evaluation.records import image_rows
-from vocmatch.evaluation.shards.image_columns import COLUMN_ARRAYS, ImageColumns, column_sets
-from vocmatch.evaluation.shards.state import RawState, read_state, write_state
-from vocmatch.evaluation.shards.state_records import narrowest_float, narrowest_int
+from vocmatch.evaluation.shards.state_records import is_str_list, narrowest_float, narrowest_int
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
-    "COLUMNS_MAGIC",
     "SIDE_ARRAYS",
     "columns_of_images",
-    "columns_of_parts",
     "columns_of_state",
     "columns_to_state",
     "join_columns",
-    "part_bytes",
 ]
-
-COLUMNS_MAGIC = b"VMCOLS\0\0"
-COLUMNS_VERSION = 1
-
-
-def part_bytes(gt: ColumnSet, pred: ColumnSet) -> bytes:
-    """The bytes of the images of ``gt`` (every ground-truth file read, with the
-    predictions of the same key).
-
-    Raises:
-        InputError: The columns hold rotated boxes or polygons.
-    """
-    from vocmatch.evaluation.shards.incremental import Evaluator
-
-    evaluator = Evaluator()
-    evaluator._match_batch = sys.maxsize  # the columns themselves are sent: never matched
-    evaluator.add_columns(gt, pred)
-    images = ImageColumns.join(evaluator._parts)
-    arrays: dict[str, npt.NDArray[Any]] = {
-        "gt_count": narrowest_int(images.gt_count),
-        "pred_count": narrowest_int(images.pred_count),
-        "gt_boxes": narrowest_float(images.gt_boxes),
-        "gt_labels": narrowest_int(images.gt_labels),
-        "gt_difficult": images.gt_difficult.astype(np.uint8),
-        "pred_boxes": narrowest_float(images.pred_boxes),
-        "pred_scores": narrowest_float(images.pred_scores),
-        "pred_labels": narrowest_int(images.pred_labels),
-    }
-    header = {
-        "names": list(evaluator._names),
-        "keys": list(images.keys),
-        "gt_paths": list(images.gt_paths),
-        "pred_paths": list(images.pred_paths),
-    }
-    return write_state(RawState(header, arrays), COLUMNS_MAGIC, COLUMNS_VERSION)
-
-
-def columns_of_parts(parts: Sequence[bytes], sources: Sequence[str]) -> tuple[ColumnSet, ColumnSet]:
-    """The columns of every part, images sorted by key.
-
-    Args:
-        parts: Bytes made by :func:`part_bytes`.
-        sources: What to call each in errors.
-
-    Raises:
-        StateError: A part is not readable, or two parts share an image.
-    """
-    names: dict[str, int] = {}
-    found = []
-    for data, source in zip(parts, sources, strict=True):
-        part_names, images = _read_part(data, source)
-        remap = np.array([names.setdefault(n, len(names)) for n in part_names], dtype=np.int64)
-        found.append(_relabelled(images, remap))
-    images = ImageColumns.join(found)
-    if len(set(images.keys)) != len(images.keys):
-        raise StateError("the parts share images")
-    return column_sets(images, tuple(names))
-
-
-def _relabelled(images: ImageColumns, remap: npt.NDArray[np.int64]) -> ImageColumns:
-    from dataclasses import replace
-
-    if not remap.size:
-        return images
-    return replace(images, gt_labels=remap[images.gt_labels], pred_labels=remap[images.pred_labels])
-
-
-def _read_part(data: bytes, source: str) -> tuple[list[str], ImageColumns]:
-    raw = read_state(data, source, COLUMNS_MAGIC, COLUMNS_VERSION)
-    header = raw.header
-    names, keys = header.get("names"), header.get("keys")
-    gt_paths, pred_paths = header.get("gt_paths"), header.get("pred_paths")
-    if not (
-        _is_str_list(names)
-        and _is_str_list(keys)
-        and _is_str_list(gt_paths)
-        and isinstance(pred_paths, list)
-        and all(p is None or isinstance(p, str) for p in pred_paths)
-        and len(gt_paths) == len(pred_paths) == len(keys)
-    ):
-        raise StateError(f"{source}: corrupted header (classes or image keys)")
-    if len(set(keys)) != len(keys) or len(set(names)) != len(names):
-        raise StateError(f"{source}: corrupted header (an image key or class repeats)")
-    images = _checked_images(raw.arrays, tuple(keys), len(names), source)
-    return names, ImageColumns(
-        tuple(keys),
-        tuple(gt_paths),
-        tuple(pred_paths),
-        *(getattr(images, n) for n in COLUMN_ARRAYS),
-    )
-
-
-def _is_str_list(value: object) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _checked_images(
-    arrays: Mapping[str, npt.NDArray[Any]], keys: tuple[str, ...], n_names: int, source: str
-) -> ImageColumns:
-    """The images of a part's arrays, each checked against the others and the header."""
-    if set(arrays) != set(COLUMN_ARRAYS):
-        raise StateError(
-            f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(COLUMN_ARRAYS)})"
-        )
-    kinds = {
-        "gt_count": "u", "pred_count": "u", "gt_labels": "u", "pred_labels": "u",
-        "gt_difficult": "u", "gt_boxes": "f", "pred_boxes": "f", "pred_scores": "f",
-    }  # fmt: skip
-    for name, kind in kinds.items():
-        if arrays[name].dtype.kind != kind:
-            raise StateError(f"{source}: array {name!r} has dtype {arrays[name].dtype.str}")
-    n_images = len(keys)
-    for name in ("gt_count", "pred_count"):
-        if arrays[name].shape != (n_images,):
-            raise StateError(f"{source}: array {name!r} is not one count per image")
-        if arrays[name].size and int(arrays[name].max()) >= 1 << 48:  # sums fit an int64
-            raise StateError(f"{source}: array {name!r} holds counts no file could hold")
-    n_gt = int(arrays["gt_count"].astype(np.int64).sum()) if n_images else 0
-    n_pred = int(arrays["pred_count"].astype(np.int64).sum()) if n_images else 0
-    shapes = {
-        "gt_boxes": (n_gt, 4), "gt_labels": (n_gt,), "gt_difficult": (n_gt,),
-        "pred_boxes": (n_pred, 4), "pred_scores": (n_pred,), "pred_labels": (n_pred,),
-    }  # fmt: skip
-    for name, shape in shapes.items():
-        if arrays[name].shape != shape:
-            raise StateError(
-                f"{source}: array {name!r} has shape {arrays[name].shape}, the counts say {shape}"
-            )
-    for name in ("gt_labels", "pred_labels"):
-        if arrays[name].size and int(arrays[name].max()) >= n_names:
-            raise StateError(f"{source}: array {name!r} names a class beyond the {n_names} listed")
-    if arrays["gt_difficult"].size and int(arrays["gt_difficult"].max()) > 1:
-        raise StateError(f"{source}: array 'gt_difficult' holds values other than 0 and 1")
-    for name in ("gt_boxes", "pred_boxes"):
-        if not np.isfinite(arrays[name]).all():
-            raise StateError(f"{source}: array {name!r} holds values that are not finite")
-    if np.isinf(arrays["pred_scores"]).any():
-        raise StateError(f"{source}: array 'pred_scores' holds infinite values")
-    return ImageColumns(
-        keys,
-        keys,
-        (None,) * len(keys),
-        arrays["gt_count"].astype(np.int64),
-        arrays["pred_count"].astype(np.int64),
-        arrays["gt_boxes"].astype(np.float64),
-        arrays["gt_labels"].astype(np.int64),
-        arrays["gt_difficult"].astype(bool),
-        arrays["pred_boxes"].astype(np.float64),
-        arrays["pred_scores"].astype(np.float64),
-        arrays["pred_labels"].astype(np.int64),
-    )
-
 
 #: The arrays of one side's columns in a state, after its prefix.
 SIDE_ARRAYS = ("count", "boxes", "labels", "flags", "pose", "scores")
@@ -250,10 +100,10 @@ def columns_of_state(
     sizes, filenames = header.get("sizes"), header.get("filenames")
     if not (
         isinstance(root, str)
-        and _is_str_list(keys)
-        and _is_str_list(paths)
-        and _is_str_list(names)
-        and _is_str_list(poses)
+        and is_str_list(keys)
+        and is_str_list(paths)
+        and is_str_list(names)
+        and is_str_list(poses)
         and isinstance(sizes, list)
         and isinstance(filenames, list)
         and all(f is None or isinstance(f, str) for f in filenames)
