@@ -182,6 +182,27 @@ def test_a_report_of_boxes_travels_in_the_states(
         assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
 
 
+def test_html_on_pictures_from_a_cluster_is_one_process_s(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--images draws the boxes the workers kept on the pictures found by <filename> or
+    key, as one process does."""
+    from PIL import Image
+
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    for key in ("street_01", "street_03"):
+        Image.new("RGB", (80, 60), (10, 120, 10)).save(pictures / f"{key}.png")
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, "--html", str(tmp_path / "a.html"), "--images", str(pictures))
+    on_dask = run(
+        "eval", gt, pred, "--html", str(tmp_path / "b.html"), "--images", str(pictures),
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert on_dask == single
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
 def test_a_shard_saved_from_a_cluster_merges_as_one_process_s(
     client: Any, demo: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -96,7 +96,7 @@ def shard_options(function: F) -> F:
         help="With --save-state: keep every box and its match in the state, so that "
         "`vocmatch merge` can list each image's false positives and missed objects (--format "
         "junit) and take --html, --images, --errors, --tightness and --background-iou. Implied "
-        "by those options given with --save-state. The state grows by about 30 bytes a box.",
+        "by those options given with --save-state. The state grows by about 50 bytes a box.",
     )(function)
     function = click.option(
         "--run-id",
