@@ -216,3 +216,52 @@ def test_a_truncated_state_with_boxes_is_one_state_error() -> None:
     data = _kept_state()
     with pytest.raises(StateError, match=r"^s\.vms: truncated or corrupted"):
         Evaluator.from_bytes(data[:-9] + data[-4:], "s.vms")
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        pytest.param({"boxes": True}, id="boxes"),
+        pytest.param({"analysis": True}, id="analysis"),
+    ],
+)
+def test_a_report_of_boxes_of_states_without_them_names_them(
+    demo: tuple[Path, Path], tmp_path: Path, asked: dict[str, bool]
+) -> None:
+    """read_states(...).report(boxes=True) (or analysis=True) of states of which some keep no
+    boxes: one InputError naming those states and the option that keeps them."""
+    from vocmatch import read_states
+    from vocmatch.errors import InputError
+
+    shards = _shards(_request(demo, boxes=True), 3)
+    shards[1] = _shards(_request(demo), 3)[1]
+    paths = [tmp_path / f"s{k}.vms" for k in (1, 2, 3)]
+    for path, shard in zip(paths, shards, strict=True):
+        shard.save(path)
+    merged = read_states(paths)
+    assert merged.without_boxes == (str(paths[1]),)
+    with pytest.raises(InputError) as caught:
+        merged.report(**asked)
+    assert str(caught.value) == (
+        f"{paths[1]} keeps no boxes, which the report asked for lists or draws: save the state "
+        "of every shard with keep_boxes=True"
+    )
+
+
+def test_a_report_of_kept_boxes_is_the_run_s(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """report(boxes=True, analysis=True, reliability=True) of states that keep boxes: the
+    boxes, the error analysis and the reliability of one run on the whole set."""
+    from vocmatch import read_states
+
+    request = _request(demo, boxes=True, analysis=True, reliability=True)
+    paths = [tmp_path / f"s{k}.vms" for k in (1, 2)]
+    for path, shard in zip(paths, _shards(request, 2), strict=True):
+        shard.save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = evaluate(request)
+    report = read_states(paths[::-1]).report(boxes=True, analysis=True, reliability=True)
+    assert report.gt is not None and whole.gt is not None
+    assert report.gt.annotations == whole.gt.annotations
+    assert repr(report.analysis) == repr(whole.analysis)  # its arrays compare by value
+    assert report.evidence.reliability == whole.evidence.reliability

@@ -494,12 +494,13 @@ def read_states(
         [(os.fspath(path), state.origin) for path, state in zip(paths, states, strict=True)],
         partial=partial,
     )
-    evaluator = states[0]
-    for state in states[1:]:
-        evaluator.merge(state)
+    # Before the merge, which keeps boxes only when every state has them.
     without_boxes = tuple(
         os.fspath(path) for path, state in zip(paths, states, strict=True) if not state.keep_boxes
     )
+    evaluator = states[0]
+    for state in states[1:]:
+        evaluator.merge(state)
     evaluator.origin = None  # the merge of the shards is no shard
     evaluation = evaluator.result()
     thresholds = evaluator.score_thresholds
