@@ -253,6 +253,16 @@ def test_classes_chosen_on_a_cluster_are_one_process_s(
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
 
 
+def test_shapes_scored_as_boxes_on_a_cluster_are_one_process_s(client: Any) -> None:
+    """--geometry box: the workers score polygons and rotated boxes as boxes, and the note
+    of how many changed counts every part's, as one process words it."""
+    shapes = ROOT / "fixtures" / "shapes"
+    args = [str(shapes / "gt"), str(shapes / "pred"), "--geometry", "box", "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 0 and "geometry" in single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
 def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(
     client: Any, demo: tuple[Path, Path], tmp_path: Path
 ) -> None:
