@@ -78,15 +78,22 @@ def test_shards_keeping_boxes_render_every_report_as_one_eval_run(
     _same_reports(*demo, tmp_path, protocol, args)
 
 
-@pytest.mark.parametrize("protocol", ["default", "coco"])
-@pytest.mark.parametrize("args", REPORTS[:3])
-def test_shards_of_a_real_set_keeping_boxes_render_as_one_eval_run(
-    tmp_path: Path, protocol: str, args: list[str]
-) -> None:
-    """The same on a real set (BCCD's 364 files, predictions derived from them)."""
+@pytest.fixture(scope="module")
+def bccd(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """BCCD's 364 ground-truth files and predictions derived from them (seed 0)."""
     gt = datasets_or_skip("bccd")
-    _bench("derive_predictions").derive(gt, tmp_path / "pred", seed=0)
-    _same_reports(gt, tmp_path / "pred", tmp_path, protocol, args)
+    pred = tmp_path_factory.mktemp("bccd") / "pred"
+    _bench("derive_predictions").derive(gt, pred, seed=0)
+    return gt, pred
+
+
+@pytest.mark.parametrize("protocol", ["default", "coco", "voc07"])
+@pytest.mark.parametrize("args", REPORTS)
+def test_shards_of_a_real_set_keeping_boxes_render_as_one_eval_run(
+    bccd: tuple[Path, Path], tmp_path: Path, protocol: str, args: list[str]
+) -> None:
+    """The same on a real set (BCCD: dense images, two zero-area boxes)."""
+    _same_reports(*bccd, tmp_path, protocol, args)
 
 
 def test_html_with_pictures_from_shards_is_eval_s(tmp_path: Path) -> None:
