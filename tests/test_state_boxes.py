@@ -108,6 +108,29 @@ def test_images_added_as_arrays_keep_their_boxes() -> None:
     ]  # fmt: skip
 
 
+def test_an_evaluator_of_no_image_keeping_boxes_reads_back() -> None:
+    """A state of no image (a shard of none) keeps its boxes, none, and merges with others."""
+    empty = Evaluator.from_bytes(Evaluator(keep_boxes=True).to_bytes())
+    assert empty.keep_boxes
+    boxes = empty.boxes()
+    assert boxes is not None and boxes[0].keys == boxes[1].keys == ()
+    other = Evaluator(keep_boxes=True)
+    box = np.array([[0.0, 0, 10, 10]])
+    other.add("a", box, ["cat"], box, [0.5], ["cat"])
+    empty.merge(Evaluator.from_bytes(other.to_bytes()))
+    assert empty.boxes() is not None
+    assert [m.outcome for m in empty.result().images[0].matches] == ["tp"]
+
+
+def test_a_shard_of_no_image_keeping_boxes_merges(demo: tuple[Path, Path]) -> None:
+    """More shards than images: the empty ones keep boxes too, and the merge has them."""
+    shards = [Evaluator.from_bytes(e.to_bytes()) for e in _shards(_request(demo, boxes=True), 8)]
+    merged = shards[0]
+    for shard in shards[1:]:
+        merged.merge(shard)
+    assert merged.keep_boxes and len(merged) == 6
+
+
 def _kept_state() -> bytes:
     evaluator = Evaluator(keep_boxes=True)
     box = np.array([[0.0, 0, 10, 10], [20.0, 20, 30, 30]])

@@ -706,7 +706,10 @@ class Evaluator:
         and its boxes (the header's ``boxes`` object and the ``boxes_gt_*`` and
         ``boxes_pred_*`` arrays), in format version 6
         (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
-        header, arrays = state_of_records(self._matched(), self.conventions)
+        records = self._matched()
+        if self.keep_boxes and not records.keys:  # the records of no image: no box either
+            records = dataclasses.replace(records, detail=())
+        header, arrays = state_of_records(records, self.conventions)
         header = {
             "options": self._options(),
             "class_table": [[label, name] for label, name in sorted(self._table.items())],
