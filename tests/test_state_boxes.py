@@ -182,6 +182,16 @@ def _header(path: list[str], value: Any) -> Callable[[dict[str, Any], dict[str, 
     return change
 
 
+def _extra_image(header: dict[str, Any], arrays: dict[str, Any]) -> None:
+    """The ground truth's boxes of one more image, of no box (consistent in themselves)."""
+    side = header["boxes"]["gt"]
+    for name, value in (("keys", "c"), ("paths", "c"), ("sizes", None), ("filenames", None)):
+        side[name] = [*side[name], value]
+    arrays["boxes_gt_count"] = np.append(arrays["boxes_gt_count"], 0).astype(
+        arrays["boxes_gt_count"].dtype
+    )
+
+
 CRAFTED = [
     pytest.param(_set("detail_count", [3]), "'detail_count' is not one count per image",
                  id="detail-count-short"),
@@ -217,6 +227,8 @@ CRAFTED = [
                  id="box-keys-unsorted"),
     pytest.param(_header(["boxes", "gt", "keys"], ["a", "c"]),
                  "the boxes kept are not those of the state's images", id="box-keys-other"),
+    pytest.param(_extra_image, "the boxes kept are not those of the state's images",
+                 id="box-image-extra"),
     pytest.param(_header(["boxes", "gt", "sizes"], [[1, "x", None], None]), "an image size",
                  id="box-size-text"),
     pytest.param(_header(["boxes"], []), "boxes without per-box records", id="boxes-a-list"),

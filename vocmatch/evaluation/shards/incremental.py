@@ -912,8 +912,9 @@ _ID_INDEX_LIMIT = 1 << 16
 def _boxes_of_header(
     header: object, arrays: Mapping[str, npt.NDArray[Any]], records: MatchRecords, source: str
 ) -> tuple[ColumnSet, ColumnSet]:
-    """The boxes a state keeps, checked against its records: every image's ground truth
-    there, each per-box record's indices among its image's boxes.
+    """The boxes a state keeps, checked against its records: the ground truth of exactly
+    the state's images, predictions of none other, each per-box record's indices among its
+    image's boxes.
 
     Raises:
         StateError: They do not fit (one line naming ``source``).
@@ -927,7 +928,9 @@ def _boxes_of_header(
         raise StateError(f"{source}: corrupted (arrays of boxes other than a state's)")
     gt_place = {key: i for i, key in enumerate(gt.keys)}
     pred_place = {key: i for i, key in enumerate(pred.keys)}
-    if not set(pred_place) <= set(gt_place) or not set(records.keys) <= set(gt_place):
+    # Exactly the state's images: an image of boxes only would change what the error
+    # analysis evaluates again.
+    if not set(pred_place) <= set(gt_place) or set(records.keys) != set(gt_place):
         raise StateError(f"{source}: the boxes kept are not those of the state's images")
     gt_count = np.bincount(gt.image, minlength=len(gt.keys))
     pred_count = np.bincount(pred.image, minlength=len(pred.keys))
