@@ -493,12 +493,6 @@ def test_save_state_says_where_the_dataset_gate_and_the_report_apply(
     ("args", "message"),
     [
         pytest.param(
-            ["--save-state", "s.vms", "--html", "r.html"],
-            "Error: --html needs every box, which a saved state does not keep: evaluate "
-            "without --save-state for it",
-            id="eval-html",
-        ),
-        pytest.param(
             ["--run-id", "model-a"],
             "Error: --run-id names a saved run: give --save-state FILE too",
             id="run-id-without-state",
@@ -517,12 +511,13 @@ def test_eval_refuses_what_a_state_cannot_serve(
 
 
 def test_merge_refuses_html_in_one_line(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """States saved without boxes: --html is refused in one line naming them."""
     states = save_shards(*demo, tmp_path)
     code, out, err = run_cli("merge", *states, "--html", str(tmp_path / "r.html"))
     assert (code, out) == (EXIT_USAGE, "")
-    assert err.endswith(
-        "Error: --html draws every image's boxes, which saved states do not keep: run "
-        "`vocmatch eval` on the whole set for it\n"
+    assert err == (
+        f"vocmatch: error: {states[0]}, {states[1]}, {states[2]} keep no boxes, which the report "
+        "asked for lists or draws: save the state of every shard with --keep-boxes\n"
     )
 
 

@@ -32,6 +32,7 @@ def run(args: list[str]) -> tuple[int, str, str]:
 THRESHOLDS = [
     pytest.param([*EVAL, "--iou"], id="eval-iou"),
     pytest.param([*EVAL, "--background-iou"], id="background-iou"),
+    pytest.param(["merge", str(ROOT / "README.md"), "--background-iou"], id="merge-background-iou"),
     pytest.param([*EVAL, "--beta"], id="beta"),
     pytest.param([*EVAL, "--score-threshold"], id="score-threshold"),
     pytest.param([*EVAL, "--fail-under", "map="], id="fail-under"),

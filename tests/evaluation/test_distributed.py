@@ -151,15 +151,12 @@ def _never(*args: Any, **kwargs: Any) -> Any:
 def test_a_report_without_boxes_travels_as_match_records(
     client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
-    """No option draws or re-reads boxes: the workers send match records (the columns route
-    is never taken), and the report, warnings and exit code are one process's; the
-    bootstrap and the calibration read the merged records."""
-    import vocmatch.evaluation.shards.on_dask as module
-
+    """No option draws or re-reads boxes: the workers send match records, and the report,
+    warnings and exit code are one process's; the bootstrap and the calibration read the
+    merged records."""
     gt, pred = map(str, demo)
     single = run("eval", gt, pred, *args)
     assert single[0] in (0, 1) and single[1]
-    monkeypatch.setattr(module, "columns_on_dask", _never)
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
 
 
@@ -167,33 +164,79 @@ def test_a_report_without_boxes_travels_as_match_records(
     "args",
     [
         pytest.param(["--errors", "--format", "json"], id="errors"),
-        pytest.param(["--format", "junit"], id="junit"),
+        pytest.param(["--format", "junit", "--max-fp", "0", "--max-fn", "0"], id="junit"),
+        pytest.param(["--html", "HTML", "--format", "junit", "--errors"], id="html-junit-errors"),
+        pytest.param(["--tightness", "--errors", "--protocol", "coco"], id="tightness-coco"),
+        pytest.param(["--html", "HTML", "--protocol", "voc07", "--fold-case"], id="html-voc07"),
     ],
 )
-def test_a_report_that_needs_boxes_gets_the_columns(
-    client: Any, demo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, args: list[str]
+def test_a_report_of_boxes_travels_in_the_states(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, args: list[str]
 ) -> None:
-    """An output that draws or re-reads boxes: the workers send their columns, and the report
-    is one process's."""
-    import vocmatch.evaluation.shards.on_dask as module
-
+    """An output that lists, draws or re-reads boxes: the workers' states carry each image's
+    per-box records and boxes, and the report (and the HTML file) is one process's, byte
+    for byte."""
     gt, pred = map(str, demo)
-    single = run("eval", gt, pred, *args)
-    assert single[0] == 0 and single[1]
-    monkeypatch.setattr(module, "records_on_dask", _never)
-    assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+    single = run("eval", gt, pred, *(str(tmp_path / "a.html") if a == "HTML" else a for a in args))
+    assert single[0] in (0, 1) and single[1]
+    on_dask = run(
+        "eval", gt, pred, *(str(tmp_path / "b.html") if a == "HTML" else a for a in args),
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert on_dask == single
+    if "HTML" in args:
+        assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_html_on_pictures_from_a_cluster_is_one_process_s(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--images draws the boxes the workers kept on the pictures found by <filename> or
+    key, as one process does."""
+    from PIL import Image
+
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    for key in ("street_01", "street_03"):
+        Image.new("RGB", (80, 60), (10, 120, 10)).save(pictures / f"{key}.png")
+    gt, pred = map(str, demo)
+    single = run("eval", gt, pred, "--html", str(tmp_path / "a.html"), "--images", str(pictures))
+    on_dask = run(
+        "eval", gt, pred, "--html", str(tmp_path / "b.html"), "--images", str(pictures),
+        "--dask", client.scheduler.address,
+    )  # fmt: skip
+    assert on_dask == single
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_a_shard_saved_from_a_cluster_merges_as_one_process_s(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--dask with --shard and --save-state: the shard's files are read on the cluster, its
+    state (boxes kept) merges with shards saved here into the report of one run."""
+    gt, pred = map(str, demo)
+    states = [str(tmp_path / f"s{k}.vms") for k in (1, 2, 3)]
+    for k, state in enumerate(states, 1):
+        where = ["--dask", client.scheduler.address] if k != 2 else []
+        code, out, err = run(
+            "eval", gt, pred, "--shard", f"{k}/3", "--save-state", state, "--keep-boxes", *where
+        )
+        assert (code, out) == (0, ""), err
+    args = ["--format", "junit", "--max-fp", "0", "--html", "HTML"]
+    single = run("eval", gt, pred, *(str(tmp_path / "a.html") if a == "HTML" else a for a in args))
+    merged = run("merge", *states, *(str(tmp_path / "b.html") if a == "HTML" else a for a in args))
+    assert merged == single
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
 
 
 @pytest.mark.parametrize("output_format", ["table", "json", "markdown", "csv"])
 @pytest.mark.parametrize("name", ["default", "coco", "voc07"])
 def test_slices_on_a_cluster_are_matched_by_the_workers(
-    client: Any, monkeypatch: pytest.MonkeyPatch, name: str, output_format: str
+    client: Any, name: str, output_format: str
 ) -> None:
     """Every kind of slice, on images whose poses differ from part to part: the workers
     match the slices and send match records, and the report is one process's, byte for
     byte."""
-    import vocmatch.evaluation.shards.on_dask as module
-
     slices = ROOT / "fixtures" / "slices"
     args = [
         str(slices / "gt"), str(slices / "pred"), "--protocol", name, "--format",
@@ -202,13 +245,12 @@ def test_slices_on_a_cluster_are_matched_by_the_workers(
     ]  # fmt: skip
     single = run("eval", *args)
     assert single[0] == 0 and single[1]
-    monkeypatch.setattr(module, "columns_on_dask", _never)
     assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
-def test_size_and_file_slices_ride_with_the_columns(client: Any) -> None:
-    """A report that needs the boxes gets the workers' columns: slices by size, by file and
-    by difficult (all in the columns) are one process's."""
+def test_size_and_file_slices_with_a_report_of_boxes(client: Any) -> None:
+    """A report that lists boxes: the workers keep their boxes in their states, and slices
+    by size, by file and by difficult are one process's."""
     slices = ROOT / "fixtures" / "slices"
     args = [
         str(slices / "gt"), str(slices / "pred"), "--errors", "--format", "json", "--slice",
@@ -220,33 +262,30 @@ def test_size_and_file_slices_ride_with_the_columns(client: Any) -> None:
 
 
 @pytest.mark.parametrize("attribute", ["pose", "truncated", "occluded"])
-@pytest.mark.parametrize(
-    "args",
-    [
-        pytest.param(["--errors"], id="errors"),
-        pytest.param(["--shard", "1/2", "--save-state", "STATE"], id="save-state"),
-    ],
-)
-def test_attribute_slices_that_would_need_the_columns_are_refused(
-    client: Any, tmp_path: Path, attribute: str, args: list[str]
-) -> None:
-    """The workers' columns carry no truncated, occluded or pose: such a slice with a
-    report that needs the columns is refused in one line, never reported from attributes
-    left behind."""
+def test_attribute_slices_with_a_report_of_boxes(client: Any, attribute: str) -> None:
+    """The workers match a truncated, occluded or pose slice from the files they read, also
+    when the report lists boxes: one process's report, byte for byte."""
     slices = ROOT / "fixtures" / "slices"
-    state = tmp_path / "s.vms"
-    args = [str(state) if a == "STATE" else a for a in args]
-    code, out, err = run(
-        "eval", str(slices / "gt"), str(slices / "pred"), "--slice", attribute, *args,
-        "--dask", client.scheduler.address,
-    )  # fmt: skip
-    assert (code, out) == (EXIT_USAGE, "")
-    assert err == (
-        f"vocmatch: error: --slice {attribute!r}: a {attribute} slice on a Dask cluster is "
-        "matched by the workers, and this report needs their boxes instead of their match "
-        "records\n"
-    )
-    assert not state.exists()
+    args = [str(slices / "gt"), str(slices / "pred"), "--slice", attribute, "--errors"]
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("attribute", ["pose", "truncated", "occluded"])
+def test_attribute_slices_of_a_shard_saved_on_a_cluster(
+    client: Any, tmp_path: Path, attribute: str
+) -> None:
+    """A shard saved from a cluster keeps the slices its workers matched: merged with a
+    shard saved here, the report is one run's."""
+    slices = ROOT / "fixtures" / "slices"
+    inputs = [str(slices / "gt"), str(slices / "pred"), "--slice", attribute]
+    states = [str(tmp_path / "s1.vms"), str(tmp_path / "s2.vms")]
+    where = ["--dask", client.scheduler.address]
+    assert run("eval", *inputs, "--shard", "1/2", "--save-state", states[0], *where)[0] == 0
+    assert run("eval", *inputs, "--shard", "2/2", "--save-state", states[1])[0] == 0
+    single = run("eval", *inputs, "--format", "json")
+    assert run("merge", *states, "--format", "json")[1] == single[1]
 
 
 #: Options that change the classes or the boxes evaluated, each with a report that shows
@@ -277,6 +316,16 @@ def test_classes_chosen_on_a_cluster_are_one_process_s(
     single = run("eval", gt, pred, *args)
     assert single[0] == 0 and single[1] != run("eval", gt, pred, "--format", "json")[1]
     assert run("eval", gt, pred, *args, "--dask", client.scheduler.address) == single
+
+
+def test_shapes_scored_as_boxes_on_a_cluster_are_one_process_s(client: Any) -> None:
+    """--geometry box: the workers score polygons and rotated boxes as boxes, and the note
+    of how many changed counts every part's, as one process words it."""
+    shapes = ROOT / "fixtures" / "shapes"
+    args = [str(shapes / "gt"), str(shapes / "pred"), "--geometry", "box", "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 0 and "geometry" in single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
 def test_unreadable_files_read_on_a_cluster_are_reported_as_in_one_process(

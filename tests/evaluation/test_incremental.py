@@ -328,7 +328,7 @@ def test_a_shard_without_scores_merged_with_a_scored_one_ranks_last(name: str) -
 
 
 def test_joining_no_part_gives_columns_of_no_image() -> None:
-    """The columns of no part (a shard of no image, as ``part_bytes`` sends it) hold no
+    """The columns of no part (a shard of no image) hold no
     image: every column empty, boxes four wide, each in the dtype of a joined column."""
     from vocmatch.evaluation.shards.image_columns import COLUMN_ARRAYS, ImageColumns
 

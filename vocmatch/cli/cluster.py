@@ -24,11 +24,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The message when dask.distributed is missing.
 MISSING_DASK = "--dask needs dask.distributed (the dask extra): pip install 'dask[distributed]'"
-#: eval options that need what a Dask run does not bring back (the pictures, the split
-#: files next to the data), or a reader of another format. (Slices are matched by the
-#: workers.)
+#: eval options that need what a Dask run does not bring back (the split files next to the
+#: data), or a reader of another format. (Slices are matched by the workers; pictures are
+#: read here.)
 _NOT_ON_DASK = (
-    "images_dir",
     "split",
     "pred_format",
     "box_format",
@@ -79,8 +78,8 @@ def dask_option(function: F) -> F:
         default=None,
         help="Read the files on a Dask cluster: a scheduler's address (tcp://host:8786), or "
         "local:N for N local worker processes started for the run. Workers read and match "
-        "shards of the images and send back their match records (their boxes when the report "
-        "draws or re-reads them: --errors, --html, --format junit...), merged here; the "
+        "shards of the images and send back their match records (with their boxes when the "
+        "report lists or draws them: --errors, --html, --format junit...), merged here; the "
         "report, its bootstrap and calibration included, is that of one process. Needs the "
         "dask extra (dask.distributed); URLs (s3://...) need the remote extra (fsspec, s3fs).",
     )(function)

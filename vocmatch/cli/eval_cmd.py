@@ -38,11 +38,16 @@ from vocmatch.cli.console import (
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs
-from vocmatch.cli.merge_cmd import SavedShard, check_shard_options, save_shard, shard_options
+from vocmatch.cli.merge_cmd import (
+    SavedShard,
+    check_keep_boxes,
+    check_shard_options,
+    save_shard,
+    shard_options,
+)
 from vocmatch.cli.options import (
-    DEFAULT_BACKGROUND_IOU,
     FOLD_CASE_HELP,
-    HTML_PICTURE_MAX_SIDE,
+    analysis_options,
     class_options,
     convention_extras,
     convention_options,
@@ -50,6 +55,7 @@ from vocmatch.cli.options import (
     evidence_options,
     fold_case_option,
     gate_options,
+    images_option,
     jobs_option,
     max_file_size_option,
     max_rows_option,
@@ -63,7 +69,6 @@ from vocmatch.cli.options import (
     target_options,
 )
 from vocmatch.cli.params import (
-    FiniteFloatRange,
     InputPath,
 )
 from vocmatch.errors import MissingPredictionWarning
@@ -87,6 +92,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.run_report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
 
 
@@ -110,15 +116,7 @@ if TYPE_CHECKING:
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
-@click.option(
-    "--images",
-    "images_dir",
-    type=InputPath(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    metavar="DIR",
-    help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
-    f"name; JPEG or PNG, embedded scaled to {HTML_PICTURE_MAX_SIDE} px).",
-)
+@images_option
 @gate_options
 @score_threshold_option(
     "Count only predictions with score >= T: TP, FP, FN, precision, recall, the tables, "
@@ -134,26 +132,7 @@ if TYPE_CHECKING:
     help="Per-class score thresholds: CSV lines class,threshold (as --write-thresholds "
     "writes them); other classes use --score-threshold, or count every prediction.",
 )
-@click.option(
-    "--errors/--no-errors",
-    default=False,
-    show_default=True,
-    help="Add the error breakdown (TIDE types and their mAP cost) and the confusion matrix "
-    "to the table report. JSON always has them.",
-)
-@click.option(
-    "--background-iou",
-    type=FiniteFloatRange.of_field("background_iou"),
-    default=DEFAULT_BACKGROUND_IOU,
-    show_default=True,
-    help="A false positive overlapping no object by more than this is a background error; "
-    "one at least this close to an object of its class, a localisation error.",
-)
-@click.option(
-    "--tightness",
-    is_flag=True,
-    help="Add IoU and edge-offset histograms of the matched boxes to the table report.",
-)
+@analysis_options
 @fold_case_option(FOLD_CASE_HELP)
 @max_file_size_option
 @jobs_option()
@@ -213,6 +192,7 @@ def eval_command(
     shard: tuple[int, int] | None,
     save_state: Path | None,
     run_id: str | None,
+    keep_boxes: bool,
     dask_scheduler: str | None,
     quiet: bool,
 ) -> None:
@@ -231,6 +211,7 @@ def eval_command(
         return
     if images_dir is not None and html_file is None:
         raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
+    check_keep_boxes(click.get_current_context())
     if save_state is not None:
         check_shard_options(click.get_current_context())
     elif shard is not None or run_id is not None:
@@ -254,7 +235,7 @@ def eval_command(
             interpolation=interpolation, fold_case=fold_case, score_threshold=score_threshold,
             score_thresholds=score_thresholds_file, gates=fail_under, max_fp=max_fp,
             max_fn=max_fn, analysis=errors or tightness, background_iou=background_iou,
-            boxes=html_file is not None or RENDERERS[output_format].boxes,
+            boxes=html_file is not None or RENDERERS[output_format].boxes or keep_boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
             slices=slice_specs, calibration_bins=calibration_bins, count=count, beta=beta,
             target_precision=target_precision, target_recall=target_recall,
@@ -264,6 +245,15 @@ def eval_command(
     if save_state is not None:
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)
         return
+    report = _evaluated(request, quiet)
+    table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
+    files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
+    finish_report(report, output_format, table, files)
+
+
+def _evaluated(request: EvalRequest, quiet: bool) -> EvalReport:
+    """The report of ``vocmatch.evaluate``, its warnings and errors worded for the command
+    line, under a progress display (none with ``quiet``)."""
     with (
         library_errors(),
         library_warnings(),
@@ -279,10 +269,7 @@ def eval_command(
             # The library's warning of missing prediction files: report_warnings words it.
             warnings.simplefilter("ignore", MissingPredictionWarning)
             report = evaluate(request, progress=progress, on_evaluated=evaluated)
-    report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
-    table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
-    files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
-    finish_report(report, output_format, table, files)
+    return replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
 
 
 #: The eval options that apply with --mode labels; any other given there is a usage error,

@@ -92,7 +92,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         },
         {
             "name": "Shards and clusters",
-            "options": ["--shard", "--save-state", "--run-id", "--dask"],
+            "options": ["--shard", "--save-state", "--run-id", "--keep-boxes", "--dask"],
         },
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
@@ -118,12 +118,15 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
     ],
     "vocmatch merge": [
         {"name": "States", "options": ["--partial", "--max-file-size"]},
-        {"name": "Output", "options": _REPORT_OUTPUT},
+        {"name": "Output", "options": [*_REPORT_OUTPUT, "--images"]},
         _GATES,
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
         {
             "name": "Evidence",
             "options": [
+                "--errors",
+                "--background-iou",
+                "--tightness",
                 "--bootstrap",
                 "--seed",
                 "--calibration-bins",

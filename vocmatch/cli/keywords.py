@@ -93,6 +93,7 @@ EVAL_CALLS: tuple[FlagUse, ...] = (
     FlagUse("--save-state", "`shard_state(request, ...)`, then `.evaluator.save(path)`"),
     FlagUse("--shard", "`shard_state(request, shard=(k, n))`"),
     FlagUse("--run-id", "`shard_state(request, run_id=...)`"),
+    FlagUse("--keep-boxes", "`shard_state(request, ...)` of a request with `boxes=True`"),
 )
 
 #: The options of ``vocmatch eval`` that change only what is shown or written, each with

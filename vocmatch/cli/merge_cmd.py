@@ -4,6 +4,7 @@ options ``eval`` takes."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from click.core import ParameterSource
 from vocmatch.cli.app import main
 from vocmatch.cli.cluster import remote_run
 from vocmatch.cli.console import (
+    PICTURE_SUFFIXES,
     check_outputs,
     echo_err,
     evaluation_in_cli_words,
@@ -28,10 +30,12 @@ from vocmatch.cli.console import (
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_GATE, EXIT_SKIPPED
 from vocmatch.cli.options import (
+    analysis_options,
     calibration_option,
     count_option,
     evidence_options,
     gate_options,
+    images_option,
     max_rows_option,
     output_option,
     report_file_options,
@@ -46,6 +50,7 @@ from vocmatch.cli.params import (
     read_count,
     shown_value,
 )
+from vocmatch.files import InputFolder
 from vocmatch.limits import MAX_STATE_BYTES
 from vocmatch.render.outputs import TableOptions
 
@@ -85,7 +90,16 @@ class ShardParam(click.ParamType):  # type: ignore[type-arg]
 
 
 def shard_options(function: F) -> F:
-    """``--shard K/N``, ``--save-state FILE`` and ``--run-id TEXT`` of ``eval``."""
+    """``--shard K/N``, ``--save-state FILE``, ``--run-id TEXT`` and ``--keep-boxes`` of
+    ``eval``."""
+    function = click.option(
+        "--keep-boxes",
+        is_flag=True,
+        help="With --save-state: keep every box and its match in the state, so that "
+        "`vocmatch merge` can list each image's false positives and missed objects (--format "
+        "junit) and take --html, --images, --errors, --tightness and --background-iou. Implied "
+        "by those options given with --save-state. The state grows by about 50 bytes a box.",
+    )(function)
     function = click.option(
         "--run-id",
         default=None,
@@ -117,40 +131,46 @@ def shard_options(function: F) -> F:
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
     "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
-    "count", "target_precision", "target_recall", "confidence_level",
+    "count", "target_precision", "target_recall", "confidence_level", "background_iou",
 )  # fmt: skip
-#: The eval options that need every box, which a state does not keep: given with
-#: --save-state, a usage error. (The slices are matched in the shard: its state keeps them.)
-NOT_WITH_STATES = ("html_file", "images_dir", "errors", "background_iou", "tightness")
+#: The eval options ``vocmatch merge`` applies that read every box: given with
+#: --save-state, the state keeps the boxes (as with --keep-boxes) and a warning says where
+#: to give them. (The slices are matched in the shard: its state keeps them.)
+BOXES_AT_MERGE = ("html_file", "images_dir", "errors", "tightness")
 
 
 def check_shard_options(ctx: click.Context) -> None:
-    """With ``eval --save-state``: a usage error for an option no state can serve, and a
-    warning on stderr for each one ``vocmatch merge`` applies instead of the shard."""
+    """With ``eval --save-state``: a warning on stderr for each option ``vocmatch merge``
+    applies instead of the shard."""
     given = {
         param.name: "/".join(param.opts)
         for param in ctx.command.params
         if param.name is not None
         and ctx.get_parameter_source(param.name) not in (ParameterSource.DEFAULT, None)
     }
-    for name in NOT_WITH_STATES:
-        if name in given:
-            raise click.UsageError(
-                f"{given[name]} needs every box, which a saved state does not keep: "
-                "evaluate without --save-state for it",
-                ctx=ctx,
-            )
     if "fail_under" in given:
         echo_err(
             "vocmatch: warning: --fail-under is a gate on the whole set: a shard does not "
             "apply it; give it to `vocmatch merge`"
         )
-    for name in AT_MERGE:
+    boxes = [name for name in BOXES_AT_MERGE if name in given]
+    if ctx.params.get("output_format") == "junit":
+        boxes.append("output_format")
+    for name in (*AT_MERGE, *BOXES_AT_MERGE):
         if name in given:
+            kept = " (the state keeps the boxes it reads)" if name in boxes else ""
             echo_err(
                 f"vocmatch: warning: {given[name]} applies to the report, which a shard does "
-                "not write: give it to `vocmatch merge`"
+                f"not write: give it to `vocmatch merge`{kept}"
             )
+
+
+def check_keep_boxes(ctx: click.Context) -> None:
+    """``--keep-boxes`` is for a saved state: without ``--save-state``, a usage error."""
+    if ctx.params.get("keep_boxes") and ctx.params.get("save_state") is None:
+        raise click.UsageError(
+            "--keep-boxes keeps a saved state's boxes: give --save-state FILE too"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +226,8 @@ def save_shard(request: EvalRequest, saved: SavedShard, quiet: bool) -> None:
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
 @report_file_options
+@images_option
+@analysis_options
 @gate_options
 @evidence_options
 @calibration_option
@@ -228,6 +250,10 @@ def merge_command(
     only_failing: bool,
     classes_csv: Path | None,
     html_file: Path | None,
+    images_dir: Path | None,
+    errors: bool,
+    background_iou: float,
+    tightness: bool,
     beta: float,
     write_thresholds_file: Path | None,
     fail_under: tuple[Gate, ...],
@@ -252,27 +278,33 @@ def merge_command(
     refused. The files the shards could not read (exit 3) and the prediction files without
     a ground-truth file are reported as one run reports them. The slices are those the
     shards were saved with (eval --slice ... --save-state), matched in each shard; gates on
-    their values apply.
+    their values apply. States saved with --keep-boxes (by every shard) also give each
+    image's false positives and missed objects in --format junit, and take --html,
+    --images, --errors, --tightness and --background-iou, byte for byte as `vocmatch eval`
+    on the whole set.
     """
     from vocmatch.run.shard_states import read_states
 
-    if html_file is not None:
-        raise click.UsageError(
-            "--html draws every image's boxes, which saved states do not keep: run "
-            "`vocmatch eval` on the whole set for it"
-        )
-    check_outputs([output, classes_csv, write_thresholds_file], files=list(states))
+    if images_dir is not None and html_file is None:
+        raise click.UsageError("--images draws the HTML report's overlays: give --html FILE too")
+    check_outputs(
+        [output, classes_csv, html_file, write_thresholds_file],
+        files=list(states),
+        folders=[InputFolder(os.fspath(images_dir), PICTURE_SUFFIXES)] if images_dir else [],
+    )
+    analysis = errors or tightness
     with library_errors():
         merged = read_states(states, partial=partial, max_bytes=max_file_size)
         report = merged.report(
             fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed,
             count=count, target_precision=target_precision, target_recall=target_recall,
-            confidence_level=confidence_level,
+            confidence_level=confidence_level, boxes=html_file is not None, analysis=analysis,
+            background_iou=background_iou, reliability=html_file is not None,
         )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)
     for note in merged.check.notes():
         echo_err(f"vocmatch: warning: {note}")
-    table = TableOptions(max_rows, only_failing, words=option_words)
-    files = ReportFiles(output, classes_csv, thresholds=write_thresholds_file)
+    table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
+    files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
     finish_report(report, output_format, table, files)

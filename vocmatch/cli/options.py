@@ -471,8 +471,8 @@ def report_file_options(function: F) -> F:
         default=None,
         metavar="FILE",
         help="Also write a self-contained HTML report to FILE: summary, curves, confusion "
-        "matrix and every image's boxes drawn (with any --format; not from saved states, "
-        "which keep no boxes).",
+        "matrix and every image's boxes drawn (with any --format; from saved states, those "
+        "saved with --keep-boxes).",
     )(function)
     function = click.option(
         "--classes-csv",
@@ -483,6 +483,44 @@ def report_file_options(function: F) -> F:
     )(function)
     return click.option(
         "--only-failing", is_flag=True, help="List only images with an FP or an FN."
+    )(function)
+
+
+def images_option(function: F) -> F:
+    """``--images DIR``: the pictures the HTML report draws the boxes on."""
+    return click.option(
+        "--images",
+        "images_dir",
+        type=InputPath(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        metavar="DIR",
+        help="With --html: draw the boxes on the pictures in DIR (found by <filename> or by "
+        f"name; JPEG or PNG, embedded scaled to {HTML_PICTURE_MAX_SIDE} px).",
+    )(function)
+
+
+def analysis_options(function: F) -> F:
+    """``--errors``, ``--background-iou`` and ``--tightness``: the error analysis of the
+    boxes, for ``eval`` and ``merge``."""
+    function = click.option(
+        "--tightness",
+        is_flag=True,
+        help="Add IoU and edge-offset histograms of the matched boxes to the table report.",
+    )(function)
+    function = click.option(
+        "--background-iou",
+        type=FiniteFloatRange.of_field("background_iou"),
+        default=DEFAULT_BACKGROUND_IOU,
+        show_default=True,
+        help="A false positive overlapping no object by more than this is a background error; "
+        "one at least this close to an object of its class, a localisation error.",
+    )(function)
+    return click.option(
+        "--errors/--no-errors",
+        default=False,
+        show_default=True,
+        help="Add the error breakdown (TIDE types and their mAP cost) and the confusion matrix "
+        "to the table report. JSON always has them.",
     )(function)
 
 

@@ -38,7 +38,9 @@ __all__ = [
     "ClassMap",
     "MapHint",
     "builtin_map_hint",
+    "choice_notes",
     "choose_classes",
+    "class_counts",
     "class_map",
     "no_shared_class",
     "read_class_map",
@@ -270,18 +272,82 @@ def choose_classes(
             and map to different classes (see :meth:`ClassMap.folded`).
         InputError: A class of ``choice.classes`` is in neither set (with ``whole``).
     """
+    gt_notes, pred_notes = choice_notes(
+        class_counts(gt), class_counts(pred), choice, fold_case, whole=whole
+    )
     if choice.class_map is not None:
-        pred = _mapped(pred, choice.class_map, fold_case)
+        pred = _relabel(pred, _mapped_names(pred.label_names, choice.class_map, fold_case))
     if choice.classes:
-        gt, pred = _selected(gt, pred, choice.classes, fold_case, whole)
+        wanted = {_key(n, fold_case) for n in choice.classes}
+        gt = _relabel(gt, [n if _key(n, fold_case) in wanted else None for n in gt.label_names])
+        pred = _relabel(
+            pred, [n if _key(n, fold_case) in wanted else None for n in pred.label_names]
+        )
     if choice.agnostic:
-        gt, pred = _agnostic(gt, pred)
-    return gt, pred
+        gt = _relabel(gt, [AGNOSTIC_CLASS] * len(gt.label_names))
+        pred = _relabel(pred, [AGNOSTIC_CLASS] * len(pred.label_names))
+    return replace(gt, notes=(*gt.notes, *gt_notes)), replace(
+        pred, notes=(*pred.notes, *pred_notes)
+    )
+
+
+def class_counts(columns: ColumnSet) -> dict[str, int]:
+    """Each class name of ``columns`` and its count of objects (0 for a name no row uses):
+    what :func:`choice_notes` reads, added up over the parts of a run read apart."""
+    counts = np.bincount(columns.labels, minlength=len(columns.label_names)).tolist()
+    return dict(zip(columns.label_names, counts, strict=True))
+
+
+def choice_notes(
+    gt: Mapping[str, int],
+    pred: Mapping[str, int],
+    choice: ClassChoice,
+    fold_case: bool = False,
+    *,
+    whole: bool = True,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The notes :func:`choose_classes` adds to the ground truth and to the predictions, from
+    each side's :func:`class_counts` (of every image: counts of parts read apart add up).
+
+    Raises:
+        AnnotationError: With ``fold_case``, two prediction names of the map fold to one
+            and map to different classes.
+        InputError: A class of ``choice.classes`` is in neither set (with ``whole``).
+    """
+    gt_notes: list[str] = []
+    pred_notes: list[str] = []
+    if choice.class_map is not None:
+        names = sorted(pred)
+        new_names = _mapped_names(names, choice.class_map, fold_case)
+        pred_notes.append(_map_note(pred, names, new_names, choice.class_map, fold_case))
+        mapped: dict[str, int] = {}
+        for name, new in zip(names, new_names, strict=True):
+            if new is not None:
+                mapped[new] = mapped.get(new, 0) + pred[name]
+        pred = mapped
+    if choice.classes:
+        gt_notes.append(_selected_note(gt, pred, choice.classes, fold_case, whole))
+        wanted = {_key(n, fold_case) for n in choice.classes}
+        gt = {n: c for n, c in gt.items() if _key(n, fold_case) in wanted}
+        pred = {n: c for n, c in pred.items() if _key(n, fold_case) in wanted}
+    if choice.agnostic:
+        gt_classes = sum(1 for c in gt.values() if c)
+        pred_classes = sum(1 for c in pred.values() if c)
+        gt_notes.append(
+            f"class-agnostic: {_plural(gt_classes, 'ground-truth class')} and "
+            f"{_plural(pred_classes, 'prediction class')} evaluated as one class "
+            f"{AGNOSTIC_CLASS!r}"
+        )
+    return tuple(gt_notes), tuple(pred_notes)
 
 
 def _counts(columns: ColumnSet) -> Counter[str]:
     counts = np.bincount(columns.labels, minlength=len(columns.label_names)).tolist()
     return Counter({n: c for n, c in zip(columns.label_names, counts, strict=True) if c})
+
+
+def _key(name: str, fold_case: bool) -> str:
+    return name.lower() if fold_case else name
 
 
 def _plural(count: int, word: str) -> str:
@@ -343,23 +409,31 @@ def _changed(verb: str, pairs: Sequence[tuple[str, int]]) -> str:
     )
 
 
-def _mapped(pred: ColumnSet, chosen: ClassMap, fold_case: bool) -> ColumnSet:
-    """Prediction classes renamed or dropped by the map, with a note of what changed; with
-    ``fold_case`` the names are looked up lower-cased, and a class whose new name differs
-    from its own in case only is not renamed (matching folds both)."""
-
-    def key(name: str) -> str:
-        return name.lower() if fold_case else name
-
+def _mapped_names(names: Sequence[str], chosen: ClassMap, fold_case: bool) -> list[str | None]:
+    """Each prediction class's name under the map (None: dropped); with ``fold_case`` the
+    names are looked up lower-cased."""
     targets = chosen.folded() if fold_case else chosen.as_dict()
-    counts = _counts(pred)
-    found = {n: targets[key(n)] for n in pred.label_names if key(n) in targets}
-    new_names = [found.get(n, n) for n in pred.label_names]
+    return [targets.get(_key(n, fold_case), n) for n in names]
+
+
+def _map_note(
+    counts: Mapping[str, int],
+    names: Sequence[str],
+    new_names: Sequence[str | None],
+    chosen: ClassMap,
+    fold_case: bool,
+) -> str:
+    """What the map changed; a class whose new name differs from its own in case only is
+    not counted as renamed under ``fold_case`` (matching folds both)."""
+    targets = chosen.folded() if fold_case else chosen.as_dict()
+    found = {
+        n: new for n, new in zip(names, new_names, strict=True) if _key(n, fold_case) in targets
+    }
     renamed = sorted(
         (
             (f"{n} -> {gt}", counts[n])
             for n, gt in found.items()
-            if gt is not None and key(gt) != key(n) and counts[n]
+            if gt is not None and _key(gt, fold_case) != _key(n, fold_case) and counts[n]
         ),
         key=lambda entry: (-entry[1], entry[0]),
     )
@@ -372,23 +446,25 @@ def _mapped(pred: ColumnSet, chosen: ClassMap, fold_case: bool) -> ColumnSet:
         parts.append(_changed("renamed", renamed))
     if dropped:
         parts.append(_changed("dropped", dropped))
-    note = f"class map {chosen.source}: " + ("; ".join(parts) if parts else "no class changed")
-    out = _relabel(pred, new_names)
-    return replace(out, notes=(*out.notes, note))
+    return f"class map {chosen.source}: " + ("; ".join(parts) if parts else "no class changed")
 
 
-def _selected(
-    gt: ColumnSet, pred: ColumnSet, classes: Sequence[str], fold_case: bool, whole: bool
-) -> tuple[ColumnSet, ColumnSet]:
-    """Only the rows of ``classes``, with a note of what was left out."""
+def _selected_note(
+    gt: Mapping[str, int],
+    pred: Mapping[str, int],
+    classes: Sequence[str],
+    fold_case: bool,
+    whole: bool,
+) -> str:
+    """What keeping only ``classes`` leaves out.
 
-    def key(name: str) -> str:
-        return name.lower() if fold_case else name
-
-    known = sorted({*gt.label_names, *pred.label_names})
-    known_keys = {key(n) for n in known}
+    Raises:
+        InputError: A class of ``classes`` is in neither set (with ``whole``).
+    """
+    known = sorted({*gt, *pred})
+    known_keys = {_key(n, fold_case) for n in known}
     for name in classes if whole else ():
-        if key(name) not in known_keys:
+        if _key(name, fold_case) not in known_keys:
             import difflib  # only for the hint
 
             close = difflib.get_close_matches(name, known, n=1)
@@ -396,33 +472,19 @@ def _selected(
             raise InputError(
                 f"class {name!r} is in neither the ground truth nor the predictions{hint}"
             )
-    wanted = {key(n) for n in classes}
-    gt_counts, pred_counts = _counts(gt), _counts(pred)
-    others = sorted({n for n in [*gt_counts, *pred_counts] if key(n) not in wanted})
-    gt_out = sum(gt_counts[n] for n in others)
-    pred_out = sum(pred_counts[n] for n in others)
-    gt = _relabel(gt, [n if key(n) in wanted else None for n in gt.label_names])
-    pred = _relabel(pred, [n if key(n) in wanted else None for n in pred.label_names])
+    wanted = {_key(n, fold_case) for n in classes}
+    others = sorted(
+        {n for n, c in [*gt.items(), *pred.items()] if c and _key(n, fold_case) not in wanted}
+    )
+    gt_out = sum(gt.get(n, 0) for n in others)
+    pred_out = sum(pred.get(n, 0) for n in others)
     note = f"classes: evaluating only {', '.join(classes)}"
     if others:
         note += (
             f"; left out {_plural(gt_out, 'ground-truth object')} and "
             f"{_plural(pred_out, 'prediction')} of {_plural(len(others), 'other class')}"
         )
-    return replace(gt, notes=(*gt.notes, note)), pred
-
-
-def _agnostic(gt: ColumnSet, pred: ColumnSet) -> tuple[ColumnSet, ColumnSet]:
-    """Every class renamed :data:`AGNOSTIC_CLASS`, with a note of how many were merged."""
-    gt_classes, pred_classes = len(_counts(gt)), len(_counts(pred))
-    note = (
-        f"class-agnostic: {_plural(gt_classes, 'ground-truth class')} and "
-        f"{_plural(pred_classes, 'prediction class')} evaluated as one class "
-        f"{AGNOSTIC_CLASS!r}"
-    )
-    gt = _relabel(gt, [AGNOSTIC_CLASS] * len(gt.label_names))
-    pred = _relabel(pred, [AGNOSTIC_CLASS] * len(pred.label_names))
-    return replace(gt, notes=(*gt.notes, note)), pred
+    return note
 
 
 _SHOWN = 3

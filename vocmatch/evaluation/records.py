@@ -205,7 +205,8 @@ class MatchRecords:
             not read from pycocotools' numbers).
         notes: The notes' ingredients.
         detail: Each image's per-box records (the report's ``ImageResult.matches``), when
-            they were asked for; None otherwise (never in a state file).
+            they were asked for; None otherwise (in a state file, only one saved by an
+            evaluator that keeps boxes).
         ranked: The classes' rankings of a whole run's records as made (None once records
             are joined or reordered, and in a state file).
         gt_cells: Each image-class's ground truth that counts (None in a state file of a

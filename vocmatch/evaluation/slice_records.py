@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.errors import RequestError
 from vocmatch.evaluation.result import COCO_AREAS
 from vocmatch.readers.scan import ColumnSet
 
@@ -40,6 +41,7 @@ __all__ = [
     "SliceInputs",
     "SliceRecords",
     "SliceSpec",
+    "checked_slices",
     "memberships",
     "parse_slices",
     "slice_rule",
@@ -393,3 +395,21 @@ def _class_sum(
     for values, remap in zip(parts, remaps, strict=True):
         np.add.at(total, remap, values)
     return total
+
+
+def checked_slices(slices: object) -> tuple[SliceSpec, ...]:
+    """The slices given (specs, or texts such as ``"size"``), texts parsed.
+
+    Raises:
+        RequestError: They are not a sequence of specs and texts, or a text is no slice.
+    """
+    if isinstance(slices, (str, bytes)) or not isinstance(slices, Sequence):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    if not all(isinstance(s, (SliceSpec, str)) for s in slices):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    texts = [s for s in slices if isinstance(s, str)]
+    try:
+        parsed = iter(parse_slices(texts))
+    except ValueError as error:
+        raise RequestError("slices", str(error)) from None
+    return tuple(next(parsed) if isinstance(s, str) else s for s in slices)

@@ -347,7 +347,7 @@ def correction_lines(results: Sequence[RegressionResult], resamples: int | None)
     ...     gates=["*:ap=0"], bootstrap=100, alpha=0.05, correction="holm",
     ... )
     >>> correction_lines(found.results, 100)[0]
-    "p-values adjusted by Holm's method over 2 tests (family-wise error rate at 0.05)"
+    "p-values adjusted by Holm's method over 6 tests (family-wise error rate at 0.05)"
     """
     corrected = [r for r in results if r.correction is not None and r.alpha is not None]
     if not corrected:

@@ -293,7 +293,7 @@ def target_thresholds(
         ...     "fixtures/demo/gt", "fixtures/demo/pred", target_precision=0.8
         ... ).evidence.targets
         >>> [(c.name, c.threshold) for c in found.reached]
-        [('bus', 0.66), ('person', 0.9)]
+        [('bicycle', 0.81), ('bus', 0.99), ('car', 0.77), ('dog', 0.84), ('person', 0.62)]
     """
     if not records.keys:
         raise InputError("no image was evaluated: nothing to resample")

@@ -16,7 +16,7 @@ import numpy as np
 from vocmatch.errors import Message, Option
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["GEOMETRIES", "Geometry", "with_geometry"]
+__all__ = ["GEOMETRIES", "Geometry", "geometry_note", "shape_counts", "with_geometry"]
 
 Geometry = Literal["shape", "box"]
 
@@ -42,27 +42,42 @@ def with_geometry(columns: ColumnSet, geometry: Geometry, side: str) -> ColumnSe
         a shape given alone), no shapes left, noting how many objects changed.
     """
     both = len(columns.bndboxes)
+    note = geometry_note(geometry, side, both, len(columns.shapes) - both)
+    if note is None:
+        return columns
+    if geometry == "shape":
+        return replace(columns, notes=(*columns.notes, note))
+    boxes = columns.boxes.copy()
+    for row, corners in columns.bndboxes:
+        boxes[row] = np.asarray(corners, dtype=np.float64)
+    return replace(columns, boxes=boxes, shapes=(), bndboxes=(), notes=(*columns.notes, note))
+
+
+def shape_counts(columns: ColumnSet) -> tuple[int, int]:
+    """The objects that are a shape and also have a ``<bndbox>``, and those that are a shape
+    alone: what :func:`geometry_note` reads (counts of parts read apart add up)."""
+    both = len(columns.bndboxes)
+    return both, len(columns.shapes) - both
+
+
+def geometry_note(geometry: Geometry, side: str, both: int, alone: int) -> Message | None:
+    """The note :func:`with_geometry` adds to one side, from its :func:`shape_counts`; None
+    when it adds none."""
     if geometry == "shape":
         if not both:
-            return columns
+            return None
         verb = "has" if both == 1 else "have"
-        note = Message(
+        return Message(
             f"{_objects(both)} of the {side} {verb} both a <bndbox> and a polygon or rotated "
             "box: scored by the shape only (",
             Option("geometry", "box"),
             " scores the <bndbox>)",
         )
-        return replace(columns, notes=(*columns.notes, note))
-    if not columns.shapes:
-        return columns
-    boxes = columns.boxes.copy()
-    for row, corners in columns.bndboxes:
-        boxes[row] = np.asarray(corners, dtype=np.float64)
-    alone = len(columns.shapes) - both
+    if not both and not alone:
+        return None
     parts = []
     if both:
         parts.append(f"{_objects(both)} with both a <bndbox> and a shape scored by the <bndbox>")
     if alone:
         parts.append(f"{_objects(alone)} with only a shape scored by its bounding box")
-    note = Message(Option("geometry", "box"), f": of the {side}, " + "; ".join(parts))
-    return replace(columns, boxes=boxes, shapes=(), bndboxes=(), notes=(*columns.notes, note))
+    return Message(Option("geometry", "box"), f": of the {side}, " + "; ".join(parts))

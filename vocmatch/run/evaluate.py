@@ -294,8 +294,9 @@ class EvalRequest(ScoreOptions):
         dask: Read the files on a Dask cluster: ``local:N`` starts N local worker
             processes for the run, anything else is a scheduler's address
             (``tcp://host:8786``); needs ``pip install 'vocmatch[dask]'``. Workers read and
-            match parts of the images and send back their match records (their boxes when
-            the report needs them); the report is that of one process. None reads here.
+            match parts of the images and send back their match records (with each image's
+            per-box records and boxes when the report lists or draws boxes); the report is
+            that of one process. None reads here.
 
     Example:
         >>> EvalRequest(gt="gt", pred="pred", protocol="coco").conventions().interpolation
@@ -345,18 +346,6 @@ class EvalRequest(ScoreOptions):
         """Every box and match is kept: an output draws them, or the analysis reads them."""
         return self.boxes or self.analysis
 
-    def needs_boxes(self) -> bool:
-        """The report needs more than match records give (the evaluation, the bootstrap,
-        the calibration and the slices read them): boxes, or a class choice or geometry
-        applied to the boxes read."""
-        return (
-            self.geometry != "shape"
-            or self.keeps_boxes()
-            or self.reliability
-            or self.class_choice is not None
-            or self.class_map is not None
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
@@ -391,7 +380,8 @@ def evaluate(
             Inputs given as URLs (``s3://...``, ``file:///...``) and a request's ``dask``
             cluster are read as ``vocmatch eval`` reads them
             (:mod:`vocmatch.run.remote_inputs`): on a cluster, the workers send their match
-            records unless the report needs the boxes (:meth:`EvalRequest.needs_boxes`).
+            records, with each image's boxes when the report keeps them
+            (:meth:`EvalRequest.keeps_boxes`).
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -540,7 +530,12 @@ def _score(
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
-        return _Scored(evaluated, elsewhere.records, warnings=found)
+        if elsewhere.boxes is None or not request.keeps_boxes():
+            return _Scored(evaluated, elsewhere.records, warnings=found)
+        gt, pred = (columns.to_annotations() for columns in elsewhere.boxes)
+        if request.fold_case:
+            gt, pred = fold_names(gt), fold_names(pred)
+        return _Scored(evaluated, elsewhere.records, gt, pred, found)
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:

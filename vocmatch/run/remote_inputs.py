@@ -3,9 +3,9 @@
 ``dask``). What ``vocmatch eval`` does with URLs and ``--dask``, for every caller of
 :func:`vocmatch.evaluate`.
 
-A URL run reads the files whole, in this process; a cluster run reads them on the workers
-and sends back their match records (their boxes when the report needs them). Either way the
-evaluation goes on as for folders read here.
+A URL run reads the files whole, in this process; a cluster run reads them on the workers,
+which send back their match records (with each image's per-box records and boxes when the
+report lists or draws boxes). Either way the report is that of folders read here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from vocmatch.errors import RequestError
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.shards.on_dask import DaskOptions
+    from vocmatch.evaluation.shards.on_dask import DaskEvaluation, DaskOptions
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
 
@@ -31,6 +31,7 @@ __all__ = [
     "Elsewhere",
     "read_elsewhere",
     "reads_elsewhere",
+    "shard_on_dask",
 ]
 
 #: What a cluster run needs installed.
@@ -54,24 +55,27 @@ def reads_elsewhere(request: EvalRequest) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Elsewhere:
-    """What was read elsewhere: the columns, or the evaluation made on a cluster from its
-    tasks' match records, with those records (merged).
+    """What was read elsewhere: the columns read from URLs, or the evaluation made on a
+    cluster from its tasks' match records, with those records (merged) and the boxes.
 
     Attributes:
-        columns: The ground truth and predictions read, when the report needs the boxes.
+        columns: The ground truth and predictions read from URLs.
         evaluation: The evaluation made from the workers' match records.
         records: Those records, merged (the bootstrap and calibration read them).
+        boxes: The boxes of the images evaluated on the cluster (ground truth, predictions),
+            when the request keeps boxes.
     """
 
     columns: tuple[ColumnSet, ColumnSet] | None = None
     evaluation: Evaluation | None = None
     records: MatchRecords | None = None
+    boxes: tuple[ColumnSet, ColumnSet] | None = None
 
 
-def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Elsewhere | None:
-    """The request's inputs read from URLs or on its cluster: the evaluation made from the
-    workers' match records, when ``records_may_do`` and the report needs no box, else the
-    columns; None for folders read here without a cluster.
+def read_elsewhere(request: EvalRequest) -> Elsewhere | None:
+    """The request's inputs read from URLs (the columns) or on its cluster (the evaluation
+    made from the workers' match records, with the boxes when the request keeps them); None
+    for folders read here without a cluster.
 
     Raises:
         RequestError: A field the run cannot honour is set (field named), or dask is not
@@ -82,61 +86,43 @@ def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Else
     """
     if not reads_elsewhere(request):
         return None
-    scheduler = request.dask
-    _refuse_fields(request, NOT_ON_DASK if scheduler is not None else NOT_WITH_URLS)
     from vocmatch.run.evaluate import refuse_unpaired, refuse_unpaired_keys
 
-    if scheduler is None:
+    if request.dask is None:
+        _refuse_fields(request, NOT_WITH_URLS)
         from vocmatch.readers.remote import read_location_pair
 
         gt, pred = read_location_pair(request.gt, request.pred, request.max_file_size)
         refuse_unpaired(gt, pred, request.pred)
         return Elsewhere(columns=(gt, pred))
-    from vocmatch.evaluation.shards.on_dask import (
-        columns_on_dask,
-        dask_client,
-        dask_installed,
-        records_on_dask,
-    )
+    found = shard_on_dask(request)
+    refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
+    return Elsewhere(evaluation=found.evaluation, records=found.records, boxes=found.boxes)
+
+
+def shard_on_dask(request: EvalRequest, shard: tuple[int, int] | None = None) -> DaskEvaluation:
+    """The request's images (or the ``shard``-th part of them) read and matched on its
+    cluster, the workers' states merged
+    (:func:`~vocmatch.evaluation.shards.on_dask.records_on_dask`).
+
+    Raises:
+        RequestError: A field a cluster run cannot honour is set (field named), or dask is
+            not installed (field ``dask``).
+        InputError: A location cannot be listed or holds no annotation file.
+        DistributedError: The cluster cannot be reached, or a task failed on every try.
+    """
+    scheduler = request.dask
+    if scheduler is None:
+        raise RequestError("dask", "no cluster named")
+    _refuse_fields(request, NOT_ON_DASK)
+    from vocmatch.evaluation.shards.on_dask import dask_client, dask_installed, records_on_dask
 
     if not dask_installed():
         raise RequestError("dask", MISSING_DASK, scheduler)
-
     with dask_client(scheduler) as client:
-        if records_may_do and not request.needs_boxes():
-            # The report needs no box: the workers send match records, not boxes.
-            found = records_on_dask(
-                _annotations(request.gt), request.pred, _options(request), client=client
-            )
-            refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
-            return Elsewhere(evaluation=found.evaluation, records=found.records)
-        _refuse_attribute_slices(request)
-        gt, pred = columns_on_dask(
-            _annotations(request.gt), request.pred, _options(request), client=client
+        return records_on_dask(
+            _annotations(request.gt), request.pred, _options(request), client=client, shard=shard
         )
-    refuse_unpaired(gt, pred, request.pred)
-    return Elsewhere(columns=(gt, pred))
-
-
-#: Object attributes a slice reads that a part's columns do not carry back (its boxes,
-#: classes, scores and ``difficult`` flags): only match records made on the workers hold
-#: slices of them.
-_ATTRIBUTES_NOT_IN_COLUMNS = ("truncated", "occluded", "pose")
-
-
-def _refuse_attribute_slices(request: EvalRequest) -> None:
-    """A slice by an attribute the workers' columns leave behind, when the report needs the
-    columns (it draws or re-reads boxes, chooses classes, or saves a shard's state)."""
-    from vocmatch.run.evaluate import slice_specs
-
-    for spec in slice_specs(request.slices):
-        if spec.name in _ATTRIBUTES_NOT_IN_COLUMNS:
-            raise RequestError(
-                "slices",
-                f"a {spec.name} slice on a Dask cluster is matched by the workers, and this "
-                "report needs their boxes instead of their match records",
-                spec.name,
-            )
 
 
 def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:
@@ -159,7 +145,7 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 
 def _options(request: EvalRequest) -> DaskOptions:
     """What the workers need of the request: its conventions, case folding, score
-    thresholds, file size limit and slices."""
+    thresholds, file size limit, slices, whether to keep boxes, class choice and geometry."""
     from vocmatch.evaluation.shards.on_dask import DaskOptions
     from vocmatch.run.evaluate import score_thresholds_of, slice_specs
 
@@ -169,4 +155,7 @@ def _options(request: EvalRequest) -> DaskOptions:
         score_thresholds_of(request) or None,
         request.max_file_size,
         slices=slice_specs(request.slices),
+        keep_boxes=request.keeps_boxes(),
+        class_choice=request.class_selection(),
+        geometry=request.geometry,
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
-from vocmatch.errors import InputError, RequestError
+from vocmatch.errors import InputError, Message, Option, RequestError
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evidence.run_report import EvalReport
 from vocmatch.run.evaluate import (
@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from vocmatch.core.model import SkippedFile
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.shards.incremental import Evaluator
+    from vocmatch.evaluation.slice_records import SliceSpec
     from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gates import Gate, GateReport
+    from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
@@ -154,12 +156,14 @@ def shard_state(
 
     thresholds = score_thresholds_of(request)
     files = progress.files if progress is not None else None
+    if columns is None and request.dask is not None:
+        return _shard_on_dask(request, shard, run_id)
     if columns is None:
-        # Inputs given as URLs, or read on the request's cluster: read whole, as
-        # vocmatch.evaluate reads them, and the shard's images chosen below.
+        # Inputs given as URLs: read whole, as vocmatch.evaluate reads them, and the
+        # shard's images chosen below.
         from vocmatch.run.remote_inputs import read_elsewhere
 
-        elsewhere = read_elsewhere(request, records_may_do=False)
+        elsewhere = read_elsewhere(request)
         columns = elsewhere.columns if elsewhere is not None else None
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
@@ -170,6 +174,7 @@ def shard_state(
     evaluator = Evaluator(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
         slices=slice_specs(request.slices),
+        keep_boxes=request.keeps_boxes(),
     )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
@@ -192,6 +197,25 @@ def shard_state(
     k, n = shard if shard is not None else (1, 1)
     evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
     return ShardState(evaluator, tuple(skipped))
+
+
+def _shard_on_dask(
+    request: EvalRequest, shard: tuple[int, int] | None, run_id: str | None
+) -> ShardState:
+    """:func:`shard_state` of a request read on its cluster: the shard's files read and
+    matched by the workers, their states merged."""
+    from vocmatch.run.evaluate import refuse_unpaired_keys
+    from vocmatch.run.remote_inputs import shard_on_dask
+
+    found = shard_on_dask(request, shard)
+    refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
+    evaluator = found.evaluator
+    if shard is None or shard[0] == 1:
+        evaluator.add_orphans(found.orphans)
+    evaluator.add_skipped(found.skipped)
+    k, n = shard if shard is not None else (1, 1)
+    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
+    return ShardState(evaluator, tuple(sorted(found.skipped, key=lambda s: (s.path, s.line or 0))))
 
 
 def run_digest(request: EvalRequest) -> str:
@@ -255,11 +279,14 @@ class MergedStates:
             not checked to be one whole run or a partial merge was asked for and they are
             not, a note saying so.
         check: What the check that the states are every shard of one run found.
+        without_boxes: The states that keep no boxes (saved without ``boxes=True``), in the
+            order given: the merged states then keep none.
     """
 
     evaluator: Evaluator
     evaluation: Evaluation
     check: ShardCheck
+    without_boxes: tuple[str, ...] = ()
 
     def report(
         self,
@@ -275,12 +302,18 @@ class MergedStates:
         target_precision: float | None = None,
         target_recall: float | None = None,
         confidence_level: float = 0.95,
+        boxes: bool = False,
+        analysis: bool = False,
+        background_iou: float = 0.1,
+        reliability: bool = False,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
-        for one run on every image with the same gates (no boxes nor analysis: states keep
-        none), for every renderer of :mod:`vocmatch.render.outputs`. The slices are those
-        the states were made with (:attr:`Evaluator.slices
-        <vocmatch.evaluation.shards.incremental.Evaluator>`), computed in each shard.
+        for one run on every image with the same gates and extras, for every renderer of
+        :mod:`vocmatch.render.outputs`. The slices are those the states were made with
+        (:attr:`Evaluator.slices <vocmatch.evaluation.shards.incremental.Evaluator>`),
+        computed in each shard. Each image's matches are listed when every state keeps boxes
+        (saved from a request with ``boxes=True``); the boxes themselves and the error
+        analysis need them.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -298,12 +331,19 @@ class MergedStates:
                 bootstrap's lower bound (over ``bootstrap`` resamples, 1,000 when None).
             target_recall: The same for recall.
             confidence_level: The lower bound's confidence.
+            boxes: Keep every box in the report (an HTML report draws them).
+            analysis: Add the error analysis (TIDE types, confusion, tightness).
+            background_iou: The error analysis's background threshold.
+            reliability: Add the calibration an HTML report draws (over
+                ``calibration_bins`` bins, or 10).
 
         Raises:
             RequestError: A gate that cannot be read (field ``gates``), or a value out of
-                its range (field ``calibration_bins``, ``bootstrap`` or ``seed``).
+                its range (field ``calibration_bins``, ``bootstrap``, ``seed`` or
+                ``background_iou``).
             InputError: The bootstrap is asked of states that keep no per-image ground-truth
-                counts (saved by a vocmatch before state format version 5).
+                counts (saved by a vocmatch before state format version 5); ``boxes`` or
+                ``analysis`` of states that keep no boxes (naming them).
         """
         from vocmatch.evidence.gates import check_gates, parse_gate
 
@@ -313,25 +353,11 @@ class MergedStates:
             raise RequestError("gates", str(error)) from None
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        bins = checked_bounded(
-            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
-        )
-        resamples = checked_bounded(
-            "bootstrap", bootstrap, FIELD_BOUNDS["bootstrap"], optional=True
-        )
-        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
-        for field, value in (
-            ("target_precision", target_precision), ("target_recall", target_recall),
-            ("confidence_level", confidence_level),
-        ):  # fmt: skip
-            checked_bounded(field, value, FIELD_BOUNDS[field], optional=True)
-        resampled = None if resamples is None else int(resamples)
-        evaluator = self.evaluator
-        extras = Extras(
-            bootstrap=resampled, seed=drawn, slices=evaluator.slices,
-            calibration_bins=None if bins is None else int(bins), count=count,
-            target=target_of(target_precision, target_recall, confidence_level, resampled, drawn),
+        extras = _extras(
+            self.evaluator.slices, calibration_bins, bootstrap, seed, count,
+            (target_precision, target_recall, confidence_level), reliability,
         )  # fmt: skip
+        evaluator = self.evaluator
         evidence = evidence_of(
             self.evaluation, evaluator.records(), evaluator.conventions, thresholds, extras
         )
@@ -339,10 +365,79 @@ class MergedStates:
             self.evaluation, parsed, max_fp, max_fn, evidence.slices,
             fold_case=self.evaluator.fold_case, targets=evidence.targets,
         )  # fmt: skip
+        if not (boxes or analysis):
+            return EvalReport(
+                self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
+                merge=merge,
+            )  # fmt: skip
+        gt, pred = self._annotations()
+        found = None
+        if analysis:
+            from vocmatch.evidence.analysis import error_analysis
+
+            iou = checked_bounded("background_iou", background_iou, FIELD_BOUNDS["background_iou"])
+            found = error_analysis(self.evaluation, gt, pred, float(iou or 0.0))
         return EvalReport(
-            self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
-            merge=merge,
+            self.evaluation, checked, found, evidence=evidence, thresholds=thresholds,
+            beta=beta, gt=gt, pred=pred, merge=merge,
         )  # fmt: skip
+
+    def _annotations(self) -> tuple[AnnotationSet, AnnotationSet]:
+        """The kept boxes as annotations (names lower-cased under ``fold_case``, as the
+        matching saw them).
+
+        Raises:
+            InputError: A state keeps no boxes (the states that keep none named).
+        """
+        kept = self.evaluator.boxes()
+        if kept is None:
+            states = self.without_boxes or ("the states",)
+            listed = ", ".join(states[:3]) + (
+                f" and {len(states) - 3} more" if len(states) > 3 else ""
+            )
+            raise InputError(
+                Message(
+                    f"{listed} {'keeps' if len(states) == 1 else 'keep'} no boxes, which the "
+                    "report asked for lists or draws: save the state of every shard with ",
+                    Option("keep_boxes", True),
+                )
+            )
+        from vocmatch.evaluation.scoring import fold_names
+
+        gt, pred = (columns.to_annotations() for columns in kept)
+        if self.evaluator.fold_case:
+            gt, pred = fold_names(gt), fold_names(pred)
+        return gt, pred
+
+
+def _extras(
+    slices: tuple[SliceSpec, ...],
+    calibration_bins: int | None,
+    bootstrap: int | None,
+    seed: int,
+    count: bool,
+    target: tuple[float | None, float | None, float],
+    reliability: bool,
+) -> Extras:
+    """The extras a merge report asks for, each number checked by its field's range.
+
+    Raises:
+        RequestError: A number out of its range, or two targets (its field named).
+    """
+    bins = checked_bounded(
+        "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
+    )
+    resamples = checked_bounded("bootstrap", bootstrap, FIELD_BOUNDS["bootstrap"], optional=True)
+    drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
+    names = ("target_precision", "target_recall", "confidence_level")
+    for field, value in zip(names, target, strict=True):
+        checked_bounded(field, value, FIELD_BOUNDS[field], optional=True)
+    resampled = None if resamples is None else int(resamples)
+    return Extras(
+        bootstrap=resampled, seed=drawn, slices=slices,
+        calibration_bins=None if bins is None else int(bins), reliability=reliability,
+        count=count, target=target_of(*target, resampled, drawn),
+    )  # fmt: skip
 
 
 def read_states(
@@ -415,6 +510,10 @@ def read_states(
         [(os.fspath(path), state.origin) for path, state in zip(paths, states, strict=True)],
         partial=partial,
     )
+    # Before the merge, which keeps boxes only when every state has them.
+    without_boxes = tuple(
+        os.fspath(path) for path, state in zip(paths, states, strict=True) if not state.keep_boxes
+    )
     evaluator = states[0]
     for state in states[1:]:
         evaluator.merge(state)
@@ -427,4 +526,4 @@ def read_states(
     notes = check.notes()
     if notes:
         evaluation = replace(evaluation, notes=(*evaluation.notes, *notes))
-    return MergedStates(evaluator, evaluation, check)
+    return MergedStates(evaluator, evaluation, check, without_boxes)

@@ -45,6 +45,12 @@ from vocmatch.errors import InputError, RequestError, StateError
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.shards.column_parts import (
+    boxes_of_state,
+    columns_of_images,
+    columns_to_state,
+    join_columns,
+)
 from vocmatch.evaluation.shards.given_arrays import (
     bad_rows,
     batch_entry,
@@ -86,7 +92,7 @@ from vocmatch.evaluation.shards.state_records import (
     state_of_records,
     with_range,
 )
-from vocmatch.evaluation.slice_records import SliceSpec, parse_slices
+from vocmatch.evaluation.slice_records import SliceSpec, checked_slices
 from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
@@ -130,6 +136,9 @@ class Evaluator:
             reads them from :meth:`records`. The values come from the files' attributes
             (:meth:`add_columns`); images added as arrays have none (no ``truncated``,
             ``occluded`` or ``pose``).
+        keep_boxes: Keep each image's boxes and per-box records too (saved with the state,
+            kept by a merge when both evaluators keep them): what a report that lists or
+            draws boxes reads (:meth:`boxes`, and the matches of :meth:`result`'s images).
 
     Image keys must be distinct across the evaluators merged. :meth:`add_batch` without
     ``image_ids`` numbers images ``0, 1, 2, ...`` in each evaluator (continuing across its
@@ -168,11 +177,18 @@ class Evaluator:
         score_thresholds: ScoreThresholds | None = None,
         class_names: ClassTable | None = None,
         slices: Sequence[SliceSpec | str] = (),
+        keep_boxes: bool = False,
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
         #: The slices matched with the images (saved with the state, compared on merge).
-        self.slices = _slice_specs(slices)
+        self.slices = checked_slices(slices)
         self.fold_case = bool(checked_flag("fold_case", fold_case))
+        #: Each image's boxes and per-box records are kept (see the class doc).
+        self.keep_boxes = bool(checked_flag("keep_boxes", keep_boxes))
+        # With keep_boxes: the boxes of the images added from files (one pair of column
+        # sets a call) and of those added as arrays (their columns).
+        self._box_sets: list[tuple[ColumnSet, ColumnSet]] = []
+        self._box_images: list[ImageColumns] = []
         if score_thresholds is not None and not isinstance(score_thresholds, ScoreThresholds):
             raise RequestError(
                 "score_thresholds",
@@ -444,6 +460,7 @@ class Evaluator:
         gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
         pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
         gt_names, pred_names = np.array(gt.label_names), np.array(pred.label_names)
+        added: set[str] = set()
         for j, i in enumerate(selection.images):
             if chosen is not None and gt.keys[i] not in chosen:
                 continue
@@ -455,13 +472,17 @@ class Evaluator:
             )  # fmt: skip
             # The files the image was read from, as the report of a single run names them.
             q = selection.pred_of_image[j]
+            added.add(gt.keys[i])
             self._append(
                 dataclasses.replace(
                     image,
                     gt_paths=(gt.paths[i],),
                     pred_paths=(pred.paths[q] if q is not None else None,),
-                )
+                ),
+                from_arrays=False,
             )
+        if self.keep_boxes and added:
+            self._box_sets.append((columns_of_images(gt, added), columns_of_images(pred, added)))
 
     def _add_sliced(self, gt: ColumnSet, pred: ColumnSet, chosen: frozenset[str] | None) -> None:
         """Match the images of column sets (those of ``chosen``) at once, slices and all:
@@ -477,10 +498,14 @@ class Evaluator:
             self._intern(name)
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
-            score_thresholds=self.score_thresholds, asked=Asked(slices=self.slices),
+            score_thresholds=self.score_thresholds,
+            asked=Asked(slices=self.slices, detail=self.keep_boxes),
         )  # fmt: skip
         self._records.append(records)
         self._keys.update(records.keys)
+        if self.keep_boxes and records.keys:
+            added = set(records.keys)
+            self._box_sets.append((columns_of_images(gt, added), columns_of_images(pred, added)))
 
     def add_skipped(self, files: Iterable[SkippedFile]) -> None:
         """Record files that could not be read: their images are not in the evaluator, and
@@ -608,9 +633,11 @@ class Evaluator:
             p_labels,
         )
 
-    def _append(self, image: ImageColumns) -> None:
+    def _append(self, image: ImageColumns, *, from_arrays: bool = True) -> None:
         """Keep an image added; past a batch of boxes, match those waiting (their records
-        are kept instead of their boxes)."""
+        are kept instead of their boxes, unless :attr:`keep_boxes`)."""
+        if self.keep_boxes and from_arrays:
+            self._box_images.append(image)
         self._parts.append(image)
         self._keys.update(image.keys)
         self._boxes_added += int(image.gt_count.sum() + image.pred_count.sum())
@@ -630,7 +657,7 @@ class Evaluator:
                 self.conventions,
                 fold_case=self.fold_case,
                 score_thresholds=self.score_thresholds,
-                asked=Asked(slices=self.slices),
+                asked=Asked(slices=self.slices, detail=self.keep_boxes),
             )
         )
         self._parts = []
@@ -671,6 +698,11 @@ class Evaluator:
         for name in other._names:
             self._intern(name)
         self._records.append(other._matched())
+        if self.keep_boxes and other.keep_boxes:
+            self._box_sets.extend(other._boxes_added_sets())
+        else:  # the merged images' boxes are not all there: none is kept
+            self.keep_boxes = False
+            self._box_sets, self._box_images = [], []
         if table != self._table:  # ids named by their text for want of a table: forgotten
             self._id_index = np.full(0, -1, dtype=np.int64)
         self._table = table
@@ -680,6 +712,25 @@ class Evaluator:
         self._skipped = self._skipped | other._skipped
         self._orphans = self._orphans | other._orphans
         self.origin = None  # the images of two shards are no longer one shard
+
+    def boxes(self) -> tuple[ColumnSet, ColumnSet] | None:
+        """The boxes of every image added or merged, as the ground-truth and prediction
+        columns (images sorted by key; the files each was read from), or None unless
+        :attr:`keep_boxes`."""
+        if not self.keep_boxes:
+            return None
+        sets = self._boxes_added_sets()
+        self._box_sets, self._box_images = sets, []
+        if not sets:
+            return column_sets(ImageColumns.join([]), ())
+        return join_columns([g for g, _ in sets]), join_columns([p for _, p in sets])
+
+    def _boxes_added_sets(self) -> list[tuple[ColumnSet, ColumnSet]]:
+        """The kept boxes as column sets, those added as arrays made into one pair."""
+        sets = list(self._box_sets)
+        if self._box_images:
+            sets.append(column_sets(ImageColumns.join(self._box_images), tuple(self._names)))
+        return sets
 
     def to_bytes(self) -> bytes:
         """The state, in the format of :mod:`vocmatch.evaluation.shards.state`: the images' match
@@ -692,8 +743,14 @@ class Evaluator:
         those fields existed. A state whose :attr:`origin` is set records it in the header's
         ``shard`` object, in format version 4; records keeping each image-class's ground
         truth that counts (every image matched by this vocmatch) its ``gt_cells`` array, in
-        format version 5 (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
-        header, arrays = state_of_records(self._matched(), self.conventions, self.slices)
+        format version 5; slices and, for an evaluator that keeps boxes, its per-box records
+        (``detail_*``) and its boxes (the header's ``boxes`` object and the ``boxes_gt_*``
+        and ``boxes_pred_*`` arrays), in format version 6
+        (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
+        records = self._matched()
+        if self.keep_boxes and not records.keys:  # the records of no image: no box either
+            records = dataclasses.replace(records, detail=())
+        header, arrays = state_of_records(records, self.conventions, self.slices)
         header = {
             "options": self._options(),
             "class_table": [[label, name] for label, name in sorted(self._table.items())],
@@ -712,6 +769,14 @@ class Evaluator:
             version = 4
         if "gt_cells" in arrays:
             version = 5
+        boxes = self.boxes()
+        if boxes is not None:
+            sides = {}
+            for side, columns in zip(("gt", "pred"), boxes, strict=True):
+                sides[side], side_arrays = columns_to_state(columns, f"boxes_{side}_")
+                arrays.update(side_arrays)
+            header["boxes"] = sides
+            version = 6
         if self.slices:
             version = 6
         return write_state(RawState(header, arrays), version=version)
@@ -757,7 +822,13 @@ class Evaluator:
             class_names={label: name for label, name in table},
             slices=slices,
         )
-        records = records_of_state(header, raw.arrays, conventions, source, slices)
+        stored = {n: a for n, a in raw.arrays.items() if not n.startswith("boxes_")}
+        records = records_of_state(header, stored, conventions, source, slices)
+        if "boxes" in header:
+            evaluator._box_sets = [boxes_of_state(header["boxes"], raw.arrays, records, source)]
+            evaluator.keep_boxes = True
+        elif records.detail is not None:
+            raise StateError(f"{source}: corrupted header (per-box records without boxes)")
         evaluator._names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
@@ -884,24 +955,6 @@ class Evaluator:
 
 #: Integer label ids below this are looked up in an array (at most 8 bytes each).
 _ID_INDEX_LIMIT = 1 << 16
-
-
-def _slice_specs(slices: object) -> tuple[SliceSpec, ...]:
-    """The slices given, texts parsed.
-
-    Raises:
-        RequestError: They are not a sequence of specs and texts, or a text is no slice.
-    """
-    if isinstance(slices, (str, bytes)) or not isinstance(slices, Sequence):
-        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
-    if not all(isinstance(s, (SliceSpec, str)) for s in slices):
-        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
-    texts = [s for s in slices if isinstance(s, str)]
-    try:
-        parsed = iter(parse_slices(texts))
-    except ValueError as error:
-        raise RequestError("slices", str(error)) from None
-    return tuple(next(parsed) if isinstance(s, str) else s for s in slices)
 
 
 def _holdable(file: object) -> bool:

@@ -4,14 +4,14 @@ The client lists the ground-truth and prediction files (local folders the worker
 or fsspec URLs: :mod:`vocmatch.readers.remote`) and splits the image keys into ``parts``
 deterministic parts: the ``k``-th part holds the keys whose place in key order is ``k``
 modulo ``parts``, as ``--shard`` splits them. Each task reads its part's files with the
-same reader as a local run and sends back bytes of a versioned format (never pickle) with the
-files it could not read. :func:`evaluate_on_dask` has each task match its images
-(:class:`~vocmatch.evaluation.shards.incremental.Evaluator`) and send its state: match records, no
-boxes; the client merges the states and accumulates them. :func:`columns_on_dask`, for
-reports that need the boxes themselves, has each task send its part's columns
-(:mod:`vocmatch.evaluation.shards.column_parts`). Either way the client checks that the merged
-images are exactly the listed ones before anything is evaluated: a run never reports on part
-of the images.
+same reader as a local run, applies the class choice and the geometry, matches its images
+(:class:`~vocmatch.evaluation.shards.incremental.Evaluator`) and sends back their state (a
+versioned format, never pickle) with the files it could not read and the counts the notes
+of the class choice and the geometry are worded from: match records, and, when the report
+lists or draws boxes, each image's per-box records and boxes. The client merges the states
+and accumulates them (:func:`records_on_dask`, :func:`evaluate_on_dask`), after checking
+that the merged images are exactly the listed ones: a run never reports on part of the
+images.
 
 A task whose worker is lost (killed, out of memory) is run again by Dask on another
 worker; a task that raises is run again up to ``retries`` times. A task that fails every
@@ -43,7 +43,7 @@ from vocmatch.errors import (
     VocmatchError,
     no_annotation_files,
 )
-from vocmatch.evaluation.shards.column_parts import columns_of_parts, part_bytes
+from vocmatch.evaluation.class_map import ClassChoice, choice_notes, choose_classes, class_counts
 from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import orphan_files
@@ -51,6 +51,8 @@ from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
 from vocmatch.readers.remote import StorageOptions, list_location, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
+from vocmatch.readers.shapes import Geometry, geometry_note, shape_counts, with_geometry
+from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
 from vocmatch.readers.workers import available_cores
 from vocmatch.words import plural
 
@@ -65,7 +67,7 @@ __all__ = [
     "DaskOptions",
     "Part",
     "PartResult",
-    "columns_on_dask",
+    "ReadCounts",
     "dask_client",
     "dask_installed",
     "evaluate_on_dask",
@@ -101,9 +103,13 @@ class DaskOptions:
         score_thresholds: Per-class score thresholds, or None.
         max_bytes: Per-file size limit; larger files are skipped unread.
         storage_options: Options of the URLs' fsspec file systems.
-        records: Tasks send the evaluator state of their images (match records) rather
-            than their columns.
         slices: Slices the tasks match with their images (their states keep them).
+        keep_boxes: Tasks keep each image's per-box records and boxes in their states
+            (for a report that lists or draws boxes).
+        class_choice: Classes renamed, selected or merged before matching, or None.
+        geometry: ``shape`` or ``box`` (:func:`~vocmatch.readers.shapes.with_geometry`).
+        roots: The folders (or URLs) of the ground truth and the predictions as the client
+            listed them: the kept boxes name them, as one process's do.
     """
 
     conventions: Conventions
@@ -111,8 +117,11 @@ class DaskOptions:
     score_thresholds: ScoreThresholds | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     storage_options: StorageOptions | None = None
-    records: bool = False
     slices: tuple[SliceSpec, ...] = ()
+    keep_boxes: bool = False
+    class_choice: ClassChoice | None = None
+    geometry: Geometry = "shape"
+    roots: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,22 +142,96 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadCounts:
+    """What the notes of the class choice and of the geometry are worded from, of the files
+    as read: counts that add up over the parts of a run.
+
+    Attributes:
+        gt_classes: Each ground-truth class name and its count of objects, sorted by name.
+        pred_classes: The same of the predictions.
+        gt_shapes: Ground-truth objects that are a shape with a ``<bndbox>``, and alone.
+        pred_shapes: The same of the predictions.
+    """
+
+    gt_classes: tuple[tuple[str, int], ...] = ()
+    pred_classes: tuple[tuple[str, int], ...] = ()
+    gt_shapes: tuple[int, int] = (0, 0)
+    pred_shapes: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ReadCounts:
+        """The counts of columns as read."""
+        return cls(
+            tuple(sorted(class_counts(gt).items())),
+            tuple(sorted(class_counts(pred).items())),
+            shape_counts(gt),
+            shape_counts(pred),
+        )
+
+    def plus(self, other: ReadCounts) -> ReadCounts:
+        """The counts of both parts."""
+
+        def added(
+            a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
+        ) -> tuple[tuple[str, int], ...]:
+            total = dict(a)
+            for name, count in b:
+                total[name] = total.get(name, 0) + count
+            return tuple(sorted(total.items()))
+
+        return ReadCounts(
+            added(self.gt_classes, other.gt_classes),
+            added(self.pred_classes, other.pred_classes),
+            _pair_sum(self.gt_shapes, other.gt_shapes),
+            _pair_sum(self.pred_shapes, other.pred_shapes),
+        )
+
+    def notes(self, options: DaskOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The notes one process adds to the ground truth and to the predictions it read
+        (the class choice's, then the geometry's).
+
+        Raises:
+            InputError: A class chosen is in neither set.
+            AnnotationError: With ``fold_case``, two names of the class map fold to one
+                and map to different classes.
+        """
+        gt_notes: tuple[str, ...] = ()
+        pred_notes: tuple[str, ...] = ()
+        if options.class_choice:
+            gt_notes, pred_notes = choice_notes(
+                dict(self.gt_classes), dict(self.pred_classes), options.class_choice,
+                options.fold_case,
+            )  # fmt: skip
+        sides = (("ground truth", self.gt_shapes), ("predictions", self.pred_shapes))
+        found = [geometry_note(options.geometry, side, *counts) for side, counts in sides]
+        return (
+            (*gt_notes, *([found[0]] if found[0] is not None else [])),
+            (*pred_notes, *([found[1]] if found[1] is not None else [])),
+        )
+
+
+def _pair_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+@dataclass(frozen=True, slots=True)
 class PartResult:
     """What a task sends back.
 
     Attributes:
-        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`) with
-            ``records``, else their columns
-            (:func:`~vocmatch.evaluation.shards.column_parts.part_bytes`).
+        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`), their
+            per-box records and boxes in it with ``keep_boxes``.
         gt_skipped: Ground-truth files that could not be read.
         pred_skipped: Prediction files that could not be read.
         orphans: ``(key, path)`` of prediction files without ground truth.
+        counts: The counts the notes of the class choice and the geometry are worded from.
     """
 
     state: bytes
     gt_skipped: tuple[SkippedFile, ...]
     pred_skipped: tuple[SkippedFile, ...]
     orphans: tuple[tuple[str, str], ...]
+    counts: ReadCounts = ReadCounts()
 
 
 def split_parts(
@@ -179,25 +262,31 @@ def split_parts(
 
 
 def part_state(part: Part, options: DaskOptions) -> PartResult:
-    """Read a part's files and give its evaluator state, or its columns (the task run on a
-    worker).
+    """Read a part's files, apply the class choice and the geometry, and give the evaluator
+    state of its images (the task run on a worker).
 
     Raises:
-        InputError: A file holds rotated boxes or polygons.
+        InputError: A file holds rotated boxes or polygons scored as shapes.
     """
     read = location_reader(options.storage_options)
     gt = read_listed_columns(part.gt_files, options.max_bytes, read)
     pred = read_listed_columns(part.pred_files, options.max_bytes, read)
-    if options.records:
-        evaluator = Evaluator(
-            options.conventions, fold_case=options.fold_case,
-            score_thresholds=options.score_thresholds, slices=options.slices,
-        )  # fmt: skip
-        evaluator.add_columns(gt, pred)
-        state = evaluator.to_bytes()  # matched here, on the worker
-    else:
-        state = part_bytes(gt, pred)
-    return PartResult(state, gt.skipped, pred.skipped, orphan_files(gt, pred))
+    counts = ReadCounts.of(gt, pred)
+    gt = dataclasses.replace(gt, root=options.roots[0])
+    pred = dataclasses.replace(pred, root=options.roots[1])
+    if options.class_choice:
+        # A chosen class may be in other parts only: the client checks the whole run's.
+        gt, pred = choose_classes(gt, pred, options.class_choice, options.fold_case, whole=False)
+    gt = with_geometry(gt, options.geometry, "ground truth")
+    pred = with_geometry(pred, options.geometry, "predictions")
+    evaluator = Evaluator(
+        options.conventions, fold_case=options.fold_case,
+        score_thresholds=options.score_thresholds, slices=options.slices,
+        keep_boxes=options.keep_boxes,
+    )  # fmt: skip
+    evaluator.add_columns(gt, pred)
+    state = evaluator.to_bytes()  # matched here, on the worker
+    return PartResult(state, gt.skipped, pred.skipped, orphan_files(gt, pred), counts)
 
 
 def dask_installed() -> bool:
@@ -320,49 +409,6 @@ def _connected_client(scheduler: str, wait: float) -> Client:
     raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
 
 
-def columns_on_dask(
-    gt: str | os.PathLike[str],
-    pred: str | os.PathLike[str],
-    options: DaskOptions,
-    *,
-    client: Client,
-    parts: int | None = None,
-    retries: int = DEFAULT_RETRIES,
-) -> tuple[ColumnSet, ColumnSet]:
-    """Read the files below ``gt`` and ``pred`` on a cluster and merge them on the client,
-    as the columns :func:`~vocmatch.evaluation.engine.evaluate_columns` takes.
-
-    The columns hold what an evaluation needs: the boxes, classes, scores and
-    ``difficult`` flags of every image, the files skipped and the predictions without
-    ground truth; not ``<size>``, ``<filename>``, ``<pose>`` nor the other flags.
-
-    Args:
-        gt: Ground-truth folder or URL (searched recursively).
-        pred: Prediction folder or URL.
-        options: The protocol, options and limits every task uses.
-        client: A client of the cluster (:func:`dask_client`).
-        parts: Tasks to split the images into; by default four per worker thread.
-        retries: Tries of a task that raises, after the first.
-
-    Returns:
-        The ground-truth and prediction columns.
-
-    Raises:
-        InputError: A location cannot be listed, or holds no annotation file.
-        DistributedError: A task failed on every try, or the merged images are not the
-            listed ones.
-    """
-    listing = _Listing.of(gt, pred, options)
-    results = _on_cluster(
-        listing, dataclasses.replace(options, records=False), client, parts, retries
-    )
-    gt_columns, pred_columns = columns_of_parts(
-        [r.state for r in results], [f"the columns of task {k + 1}" for k in range(len(results))]
-    )
-    _check_images(gt_columns.keys, listing.expected(results))
-    return listing.columns(gt_columns, pred_columns, results)
-
-
 @dataclass(frozen=True, slots=True)
 class _Listing:
     """The files of both sides, as the client listed them."""
@@ -397,23 +443,17 @@ class _Listing:
         unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
         return [k for k, _ in self.gt.files if k not in unreadable]
 
-    def columns(
-        self, gt: ColumnSet, pred: ColumnSet, results: Sequence[PartResult]
-    ) -> tuple[ColumnSet, ColumnSet]:
-        """The merged columns with what the reading found: skipped files, prediction files
-        without ground truth, the listing's notes."""
-        gt_skipped, pred_skipped = self.skipped(results)
-        orphans = sorted(o for r in results for o in r.orphans)
-        gt = dataclasses.replace(
-            gt, root=self.gt.root, skipped=_by_path(gt_skipped), notes=self.gt.notes
-        )
-        pred = dataclasses.replace(
-            _with_images(pred, orphans),
-            root=self.pred.root,
-            skipped=_by_path(pred_skipped),
-            notes=self.pred.notes,
-        )
-        return gt, pred
+    def of_shard(self, shard: tuple[int, int]) -> _Listing:
+        """The files of the ``shard[0]``-th of ``shard[1]`` shards of the images (as a local
+        shard reads them: by place among the listed ground-truth keys); the first shard
+        also holds the prediction files of no ground-truth image, to report them once."""
+        keys = listed_keys(self.gt)
+        chosen = shard_keys(keys, shard)
+        pred_chosen: frozenset[str] | set[str] = chosen
+        if shard[0] == 1:
+            listed = set(keys)
+            pred_chosen = chosen | {k for k in listed_keys(self.pred) if k not in listed}
+        return _Listing(shard_listing(self.gt, chosen), shard_listing(self.pred, pred_chosen))
 
 
 def _on_cluster(
@@ -487,7 +527,7 @@ def evaluate_on_dask(
 ) -> Evaluation:
     """Evaluate the files below ``gt`` and ``pred`` on a Dask cluster: the numbers of
     :func:`~vocmatch.evaluation.engine.evaluate_columns` on the same files, read in one
-    process (see :func:`columns_on_dask`).
+    process (see :func:`records_on_dask`).
 
     Args:
         gt: Ground-truth folder (one every worker can read) or fsspec URL.
@@ -525,12 +565,22 @@ class DaskEvaluation:
         pred_keys: The keys of every prediction file listed, read or not, sorted.
         records: The tasks' match records, merged (the bootstrap and the calibration read
             them as a run's).
+        evaluator: The tasks' states merged (no file recorded as skipped in it).
+        boxes: With ``keep_boxes``, the boxes of every image (ground truth, predictions),
+            the roots those listed; else None.
+        skipped: The files skipped, by the listing and by the tasks, by path: ground truth,
+            then predictions.
+        orphans: ``(key, path)`` of the prediction files without ground truth, by key.
     """
 
     evaluation: Evaluation
     gt_keys: tuple[str, ...]
     pred_keys: tuple[str, ...]
     records: MatchRecords
+    evaluator: Evaluator
+    boxes: tuple[ColumnSet, ColumnSet] | None = None
+    skipped: tuple[SkippedFile, ...] = ()
+    orphans: tuple[tuple[str, str], ...] = ()
 
 
 def records_on_dask(
@@ -541,51 +591,71 @@ def records_on_dask(
     client: Client,
     parts: int | None = None,
     retries: int = DEFAULT_RETRIES,
+    shard: tuple[int, int] | None = None,
 ) -> DaskEvaluation:
     """Evaluate the files below ``gt`` and ``pred`` on a cluster: each task reads and matches
     its part's images and sends their evaluator state (match records, about 21 bytes a
-    prediction; no boxes), the client merges the states and accumulates them.
+    prediction; with ``options.keep_boxes`` each image's per-box records and boxes too), the
+    client merges the states and accumulates them.
 
     Args:
         gt: Ground-truth folder or URL (searched recursively).
         pred: Prediction folder or URL.
-        options: The protocol, options and limits every task uses (``records`` is implied).
+        options: The protocol, options and limits every task uses.
         client: A client of the cluster (:func:`dask_client`).
         parts: Tasks to split the images into; by default four per worker thread.
         retries: Tries of a task that raises, after the first.
+        shard: ``(k, n)``: only the images of the k-th of n shards (1-based, as
+            :func:`~vocmatch.readers.shards.shard_keys` chooses them among the listed
+            ground-truth keys); the first also reads the prediction files of no
+            ground-truth image. The keys of both sides are still every listed one's.
 
     Returns:
-        The evaluation (:func:`evaluate_on_dask`'s) and the keys of both sides.
+        The evaluation (:func:`evaluate_on_dask`'s), the keys of both sides, and the merged
+        states.
 
     Raises:
-        InputError: A location cannot be listed, or holds no annotation file.
+        InputError: A location cannot be listed, or holds no annotation file; a class
+            chosen is in neither set.
         DistributedError: A task failed on every try, or the merged images are not the
             listed ones.
     """
-    options = dataclasses.replace(options, records=True)
-    listing = _Listing.of(gt, pred, options)
+    whole = _Listing.of(gt, pred, options)
+    listing = whole.of_shard(shard) if shard is not None else whole
+    options = dataclasses.replace(options, roots=(listing.gt.root, listing.pred.root))
     results = _on_cluster(listing, options, client, parts, retries)
     merged = Evaluator(
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
+        keep_boxes=options.keep_boxes,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
     _check_images(merged.keys, listing.expected(results))
     gt_skipped, pred_skipped = listing.skipped(results)
     orphans = sorted(o for r in results for o in r.orphans)
+    counts = ReadCounts()
+    for result in results:
+        counts = counts.plus(result.counts)
+    gt_notes, pred_notes = counts.notes(options)
+    skipped = (*_by_path(gt_skipped), *_by_path(pred_skipped))
     evaluation = merged.result(
-        skipped=[*_by_path(gt_skipped), *_by_path(pred_skipped)],
+        skipped=skipped,
         orphan_pred=[path for _, path in orphans],
-        reader_notes=[*listing.gt.notes, *listing.pred.notes],
+        reader_notes=[*listing.gt.notes, *gt_notes, *listing.pred.notes, *pred_notes],
     )
     unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
-    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    pred_keys = {k for k, _ in whole.pred.files} | {s.key for s in pred_skipped if s.key}
+    boxes = merged.boxes()
     return DaskEvaluation(
         evaluation,
-        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
+        tuple(k for k, _ in whole.gt.files if k not in unreadable_gt),
         tuple(sorted(pred_keys)),
         merged.records(),
+        merged,
+        boxes,
+        skipped,
+        tuple(orphans),
     )
 
 
@@ -625,28 +695,3 @@ def _run_parts(
 
 def _by_path(skipped: Sequence[SkippedFile]) -> tuple[SkippedFile, ...]:
     return tuple(sorted(skipped, key=lambda s: s.path))
-
-
-def _with_images(columns: ColumnSet, images: Sequence[tuple[str, str]]) -> ColumnSet:
-    """The columns with more images of no boxes (prediction files without ground truth:
-    the report lists them), keys kept in order."""
-    if not images:
-        return columns
-    import numpy as np
-
-    entries = sorted(
-        [*((k, p, i) for i, (k, p) in enumerate(zip(columns.keys, columns.paths, strict=True))),
-         *((k, p, None) for k, p in images)]
-    )  # fmt: skip
-    new_index = np.zeros(max(len(columns.keys), 1), dtype=np.int32)
-    for j, (_, _, i) in enumerate(entries):
-        if i is not None:
-            new_index[i] = j
-    return dataclasses.replace(
-        columns,
-        keys=tuple(k for k, _, _ in entries),
-        paths=tuple(p for _, p, _ in entries),
-        sizes=(None,) * len(entries),
-        filenames=(None,) * len(entries),
-        image=new_index[columns.image] if columns.image.size else columns.image,
-    )

@@ -37,11 +37,22 @@ name                      shape         holds
                                         ``v``
 ``slice_counts``          ``(K, 4 V)``  per class and value: ground truth that counts and
                                         ignored, TP and FP at the IoU threshold
+``detail_count``          ``(I,)``      per-box records of each image (format version 6,
+                                        only when asked for; the header's ``detail`` is
+                                        true and ``detail_names`` lists their classes)
+``detail_outcome``        ``(D,)``      each record's outcome: tp, fp, fn, ignored
+``detail_name``           ``(D,)``      its class, in ``detail_names``
+``detail_gt``             ``(D,)``      its ground truth's index in its file, plus 1 (0:
+``detail_pred``           ``(D,)``      none); its prediction's, likewise
+``detail_iou``            ``(D,)``      its IoU (an FP's or FN's best with its class)
+``detail_score``          ``(D,)``      its score, NaN without
 ========================  ============  ==================================================
 
 The values of each slice are the header's ``slice_values`` (a list of names per slice).
 
-No box is stored: a state is what the evaluation needs of each image, not the image's data.
+A state keeps no box unless asked: it is then what the evaluation needs of each image, not
+the image's data. Asked (an evaluator that keeps boxes), it keeps the per-box records above
+and the boxes themselves (:mod:`vocmatch.evaluation.shards.column_parts`).
 
 The files the reading could not read travel in the header's ``skipped`` list, one object a
 file (``path``, ``line``, ``key`` and ``message``: a string, or a list of strings and
@@ -73,7 +84,7 @@ from vocmatch.evaluation.records import (
     PredRecords,
     flag_dtype,
 )
-from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
+from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES, Match, Outcome
 from vocmatch.evaluation.slice_records import (
     SLICE_COUNTS,
     SliceRecords,
@@ -82,6 +93,9 @@ from vocmatch.evaluation.slice_records import (
 )
 
 __all__ = [
+    "DETAIL_ARRAYS",
+    "detail_of_state",
+    "detail_to_state",
     "is_str_list",
     "narrowest_float",
     "narrowest_int",
@@ -147,7 +161,10 @@ def state_of_records(
             .astype(np.int64)
         )  # fmt: skip
     notes = records.notes
-    header = {
+    if records.detail is not None:
+        detail_names, detail_arrays = detail_to_state(records.detail)
+        arrays.update(detail_arrays)
+    header: dict[str, Any] = {
         "keys": list(records.keys),
         "gt_paths": list(records.gt_paths),
         "pred_paths": list(records.pred_paths),
@@ -166,6 +183,9 @@ def state_of_records(
             "odd": [[[path, count] for path, count in kind] for kind in notes.odd],
         },
     }
+    if records.detail is not None:
+        header["detail"] = True
+        header["detail_names"] = detail_names
     return header, arrays
 
 
@@ -238,6 +258,14 @@ def records_of_state(
     if len(set(keys)) != len(keys) or len(set(names)) != len(names) or names != sorted(names):
         raise StateError(f"{source}: corrupted header (an image key or class repeats)")
     notes = _note_counts(header.get("notes"), source)
+    # Absent before format version 6: the records then keep no per-box detail.
+    has_detail = header.get("detail", False)
+    if not isinstance(has_detail, bool):
+        raise StateError(f"{source}: corrupted header (detail)")
+    detail = None
+    if has_detail:
+        detail = detail_of_state(header.get("detail_names"), arrays, len(keys), source)
+    arrays = {name: a for name, a in arrays.items() if name not in DETAIL_ARRAYS}
     n_areas = len(COCO_AREAS) if conv.summary == "coco" else 0
     if from_main and not n_areas:
         raise StateError(f"{source}: corrupted header (COCO area ranges without the coco summary)")
@@ -288,6 +316,7 @@ def records_of_state(
         coco_gt=coco_gt,
         beyond=beyond,
         notes=notes,
+        detail=detail,
         gt_cells=cells,
         slices=sliced,
     )
@@ -363,6 +392,119 @@ def _slice_records(
     if scored_counts is None:  # checked present with the arrays' names
         raise StateError(f"{source}: array 'slice_counts' is missing")
     return SliceRecords(slices, values, matched, ignored, out, scored_counts, unscored_counts)
+
+
+#: The arrays of the per-box records (format version 6).
+DETAIL_ARRAYS = (
+    "detail_count", "detail_outcome", "detail_name", "detail_gt", "detail_pred",
+    "detail_iou", "detail_score",
+)  # fmt: skip
+#: A box's outcome as stored: its place here.
+_OUTCOMES: tuple[Outcome, ...] = ("tp", "fp", "fn", "ignored")
+
+
+def detail_to_state(
+    detail: Sequence[Sequence[Match]],
+) -> tuple[list[str], dict[str, npt.NDArray[Any]]]:
+    """Each image's per-box records as the header's ``detail_names`` (the class names they
+    use, sorted) and the :data:`DETAIL_ARRAYS`: per image its count of records; per record
+    its outcome, class, ground-truth and prediction index (plus 1; 0 for none), IoU and
+    score (NaN for none)."""
+    boxes = [m for image in detail for m in image]
+    names = sorted({m.name for m in boxes})
+    index = {name: k for k, name in enumerate(names)}
+    code = {outcome: k for k, outcome in enumerate(_OUTCOMES)}
+    arrays = {
+        "detail_count": narrowest_int(np.array([len(i) for i in detail], dtype=np.int64)),
+        "detail_outcome": np.array([code[m.outcome] for m in boxes], dtype=np.uint8),
+        "detail_name": narrowest_int(np.array([index[m.name] for m in boxes], dtype=np.int64)),
+        "detail_gt": narrowest_int(
+            np.array([0 if m.gt_index is None else m.gt_index + 1 for m in boxes], dtype=np.int64)
+        ),
+        "detail_pred": narrowest_int(
+            np.array(
+                [0 if m.pred_index is None else m.pred_index + 1 for m in boxes], dtype=np.int64
+            )
+        ),
+        "detail_iou": narrowest_float(np.array([m.iou for m in boxes], dtype=np.float64)),
+        "detail_score": narrowest_float(
+            np.array([np.nan if m.score is None else m.score for m in boxes], dtype=np.float64)
+        ),
+    }
+    return names, arrays
+
+
+def detail_of_state(
+    names: object, arrays: Mapping[str, npt.NDArray[Any]], n_images: int, source: str
+) -> tuple[tuple[Match, ...], ...]:
+    """The per-box records :func:`detail_to_state` stored, checked: one count per image,
+    one entry per record in every array, outcomes and classes that exist, a true positive
+    with both indices, a false positive with a prediction only, a missed object with ground
+    truth only, IoUs in [0, 1] and no infinite score.
+
+    Raises:
+        StateError: The names or an array do not fit (one line naming ``source``).
+    """
+    if not _is_str_list(names) or names != sorted(set(names)):
+        raise StateError(f"{source}: corrupted header (detail_names)")
+    kinds = {name: "f" if name in ("detail_iou", "detail_score") else "u" for name in DETAIL_ARRAYS}
+    for name, kind in kinds.items():
+        if name not in arrays or arrays[name].dtype.kind != kind:
+            raise StateError(f"{source}: array {name!r} is missing or not of its kind")
+    count = arrays["detail_count"]
+    if count.shape != (n_images,):
+        raise StateError(f"{source}: array 'detail_count' is not one count per image")
+    if count.size and int(count.max()) >= _MAX_COUNT:
+        raise StateError(f"{source}: array 'detail_count' holds counts no file could hold")
+    n_boxes = int(count.astype(np.int64).sum()) if n_images else 0
+    for name in DETAIL_ARRAYS[1:]:
+        if arrays[name].shape != (n_boxes,):
+            raise StateError(f"{source}: array {name!r} is not one entry per record")
+    outcome = arrays["detail_outcome"].astype(np.int64)
+    label = arrays["detail_name"].astype(np.int64)
+    gt, pred = (arrays[n].astype(np.uint64) for n in ("detail_gt", "detail_pred"))
+    iou, score = (arrays[n].astype(np.float64) for n in ("detail_iou", "detail_score"))
+    if n_boxes and (int(outcome.max()) >= len(_OUTCOMES) or int(label.max()) >= len(names)):
+        raise StateError(
+            f"{source}: array 'detail_outcome' or 'detail_name' names what is not listed"
+        )
+    if n_boxes and max(int(gt.max()), int(pred.max())) >= _MAX_COUNT:
+        raise StateError(
+            f"{source}: array 'detail_gt' or 'detail_pred' holds indices no file could hold"
+        )
+    has_gt, has_pred = gt > 0, pred > 0
+    tp, fp, fn = outcome == 0, outcome == 1, outcome == 2
+    if (
+        (tp & ~(has_gt & has_pred)).any()
+        or (fp & (has_gt | ~has_pred)).any()
+        or (fn & (~has_gt | has_pred)).any()
+    ):
+        raise StateError(f"{source}: array 'detail_outcome' does not fit the records' indices")
+    if not ((iou >= 0) & (iou <= 1)).all() or np.isinf(score).any():
+        raise StateError(
+            f"{source}: array 'detail_iou' or 'detail_score' holds values out of range"
+        )
+    records = [
+        Match(
+            names[k],
+            _OUTCOMES[o],
+            g - 1 if g else None,
+            p - 1 if p else None,
+            i,
+            None if s != s else s,  # NaN: no score
+        )
+        for o, k, g, p, i, s in zip(
+            outcome.tolist(),
+            label.tolist(),
+            gt.tolist(),
+            pred.tolist(),
+            iou.tolist(),
+            score.tolist(),
+            strict=True,
+        )
+    ]
+    starts = np.concatenate([[0], np.cumsum(count.astype(np.int64))]).tolist()
+    return tuple(tuple(records[starts[i] : starts[i + 1]]) for i in range(n_images))
 
 
 def _gt_cells(
