@@ -69,15 +69,18 @@ def evaluate_matched(
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
     matching: bool = True,
+    calibration: bool = False,
 ) -> Evaluated:
     """:func:`evaluate_columns`, its match records and (with ``matching``) the arrays of
-    its matching, which hold every pair that can match: kept only when asked for."""
+    its matching, which hold every pair that can match: kept only when asked for. With
+    ``calibration`` the records keep what OCE and D-ECE read
+    (:class:`~vocmatch.evaluation.calibration_inputs.CalibrationInputs`)."""
     found: list[MatchedColumns] = []
     kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
         matched=found.append if matching else None, score_thresholds=score_thresholds,
-        kept=kept.append,
+        kept=kept.append, calibration=calibration,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)
 
@@ -93,6 +96,7 @@ def evaluate_columns(
     matched: Callable[[MatchedColumns], None] | None = None,
     score_thresholds: ScoreThresholds | None = None,
     kept: Callable[[MatchRecords], None] | None = None,
+    calibration: bool = False,
 ) -> Evaluation:
     """Evaluate column sets (what :func:`vocmatch.evaluation.scoring.evaluate` does with
     annotations read box by box).
@@ -120,6 +124,7 @@ def evaluate_columns(
             threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
             the COCO numbers still use every prediction (see :mod:`vocmatch.evaluation.thresholds`).
         kept: Given the match records once they are accumulated.
+        calibration: Keep in the records what OCE and D-ECE read.
 
     Raises:
         InputError: A score threshold is given and no prediction has a score.
@@ -129,7 +134,9 @@ def evaluate_columns(
     """
     conv = conventions or protocol("default")
     stage = _Stages(progress, conv.summary == "coco")
-    asked = Asked(whole_run=True, detail=keep_matches, stage=stage, matched=matched)
+    asked = Asked(
+        whole_run=True, detail=keep_matches, stage=stage, matched=matched, calibration=calibration
+    )
     records = match_records(
         gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked
     )

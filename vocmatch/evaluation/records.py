@@ -40,6 +40,7 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
+from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     Match,
@@ -209,6 +210,8 @@ class MatchRecords:
             are joined or reordered, and in a state file).
         gt_cells: Each image-class's ground truth that counts (None in a state file of a
             version before they were kept).
+        calibration: What OCE and D-ECE read of the images, when it was asked for (None
+            otherwise, and once joined with records that lack it).
     """
 
     keys: tuple[str, ...]
@@ -224,6 +227,7 @@ class MatchRecords:
     detail: tuple[tuple[Match, ...], ...] | None = None
     ranked: Ranked | None = None
     gt_cells: GtCells | None = None
+    calibration: CalibrationInputs | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -253,6 +257,7 @@ class MatchRecords:
             notes=_join_notes([p.notes for p in parts]),
             detail=_join_detail([p.detail for p in parts]),
             gt_cells=_join_cells(parts, remaps),
+            calibration=CalibrationInputs.join([p.calibration for p in parts], remaps),
         )
 
     @staticmethod
@@ -265,11 +270,21 @@ class MatchRecords:
             return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
         # Every per-image and per-class field, in part order (no predictions).
         images = MatchRecords.join(
-            [replace(p, preds=_empty_preds(p.preds.count.size, 0)) for p in parts], conv
+            [
+                replace(p, preds=_empty_preds(p.preds.count.size, 0), calibration=None)
+                for p in parts
+            ],
+            conv,
         )
         index = {name: k for k, name in enumerate(images.class_names)}
         order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
         counts = np.concatenate([p.preds.count for p in parts])
+        calibration = CalibrationInputs.join(
+            [p.calibration for p in parts],
+            [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts],
+        )
+        if calibration is not None:
+            calibration = calibration.of_rows(image_rows(counts, order))
         # Where each image's predictions go: images in key order, each one's together.
         place = np.empty(len(order), dtype=np.int64)
         place[order] = np.arange(len(order))
@@ -300,7 +315,7 @@ class MatchRecords:
                 out[rows] = column
             start += n_images
             del part, p, rows
-        return replace(images.in_key_order(), preds=preds)
+        return replace(images.in_key_order(), preds=preds, calibration=calibration)
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
@@ -325,6 +340,7 @@ class MatchRecords:
             detail=None if self.detail is None else tuple(self.detail[i] for i in order),
             ranked=None,
             gt_cells=None if self.gt_cells is None else self.gt_cells.of_images(_places(order)),
+            calibration=None if self.calibration is None else self.calibration.of_rows(rows),
         )
 
 
@@ -485,4 +501,5 @@ def _empty(conv: Conventions) -> MatchRecords:
         beyond=False,
         notes=NoteCounts((), False, 0, 0, 0, ((), (), ())),
         gt_cells=GtCells(none, none, none, none),
+        calibration=CalibrationInputs(none, np.zeros((0, len(OCE_THRESHOLDS))), np.zeros((0, 4))),
     )

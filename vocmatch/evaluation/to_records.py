@@ -20,6 +20,7 @@ from vocmatch.core.match import Hits
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
+from vocmatch.evaluation.calibration_inputs import CalibrationInputs, calibration_inputs
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.records import (
@@ -71,12 +72,15 @@ class Asked:
         stage: Told each stage as it starts, by name.
         matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
             images' own reading of scores, once they are matched.
+        calibration: Keep what OCE and D-ECE read (:attr:`MatchRecords.calibration`): each
+            object's IoU with the predictions of every class of its image, which costs.
     """
 
     whole_run: bool = False
     detail: bool = False
     stage: Callable[[str], None] | None = None
     matched: Callable[[MatchedColumns], None] | None = None
+    calibration: bool = False
 
 
 def match_records(
@@ -129,7 +133,7 @@ def match_records(
     second = None
     if both:
         first = _reading(gt, pred, [replace(selection, scored=True)], conv, score_thresholds,
-                         Asked())  # fmt: skip
+                         Asked(calibration=asked.calibration))  # fmt: skip
         second = _reading(gt, pred, [selection], conv, score_thresholds, asked)
     else:
         # Handed over: the reading lets the selection's row arrays go once they are sorted.
@@ -150,6 +154,7 @@ def match_records(
         detail=(second or first).detail,
         gt_cells=first.gt_cells,
         ranked=first.ranked if asked.whole_run and scored else None,
+        calibration=first.calibration,
     )
 
 
@@ -169,6 +174,7 @@ class _Reading:
     detail: tuple[tuple[Match, ...], ...] | None
     ranked: Ranked
     gt_cells: GtCells
+    calibration: CalibrationInputs | None
 
 
 def _reading(
@@ -203,6 +209,9 @@ def _reading(
     if asked.matched is not None:
         asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
+    inputs = None
+    if asked.calibration:
+        inputs = calibration_inputs(prepared, selection, scores, counted.passing)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
     stage("per-image results")
@@ -222,7 +231,7 @@ def _reading(
                     prepared.pred.rank)  # fmt: skip
     return _Reading(
         prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked,
-        _gt_cells(prepared, areas),
+        _gt_cells(prepared, areas), inputs,
     )  # fmt: skip
 
 

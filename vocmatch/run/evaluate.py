@@ -527,6 +527,7 @@ def _score(
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
         matching=bool(request.slices),  # the slices match again; nothing else reads it
+        calibration=request.calibration_bins is not None,
     )
     found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(done.evaluation, thresholds, request)

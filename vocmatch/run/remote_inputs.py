@@ -146,4 +146,5 @@ def _options(request: EvalRequest) -> DaskOptions:
         request.fold_case,
         score_thresholds_of(request) or None,
         request.max_file_size,
+        calibration=request.calibration_bins is not None,
     )

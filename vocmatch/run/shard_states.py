@@ -166,7 +166,10 @@ def shard_state(
     else:
         gt, pred = read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
-        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None
+        request.conventions(),
+        fold_case=request.fold_case,
+        score_thresholds=thresholds or None,
+        calibration=request.calibration_bins is not None,
     )
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))

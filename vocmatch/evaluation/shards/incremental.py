@@ -82,7 +82,7 @@ from vocmatch.evaluation.shards.state_records import (
 )
 from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.evaluation.to_records import match_records
+from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
@@ -117,6 +117,11 @@ class Evaluator:
         score_thresholds: Count only predictions at or above their class's score threshold.
         class_names: The names of integer labels (label ``i`` is ``class_names[i]``, or a
             mapping of ids to names); without, an integer label ``3`` is the class ``"3"``.
+        calibration: Keep what OCE and D-ECE read of each image (each object's IoU with the
+            predictions of every class of its image: it costs) in the records, so that a
+            merge of states saved this way reports them (see
+            :mod:`vocmatch.evaluation.calibration_inputs`). An evaluator read from a state
+            keeps them when the state holds them.
 
     Image keys must be distinct across the evaluators merged. :meth:`add_batch` without
     ``image_ids`` numbers images ``0, 1, 2, ...`` in each evaluator (continuing across its
@@ -154,8 +159,10 @@ class Evaluator:
         fold_case: bool = False,
         score_thresholds: ScoreThresholds | None = None,
         class_names: ClassTable | None = None,
+        calibration: bool = False,
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
+        self.calibration = bool(checked_flag("calibration", calibration))
         self.fold_case = bool(checked_flag("fold_case", fold_case))
         if score_thresholds is not None and not isinstance(score_thresholds, ScoreThresholds):
             raise RequestError(
@@ -592,6 +599,7 @@ class Evaluator:
                 self.conventions,
                 fold_case=self.fold_case,
                 score_thresholds=self.score_thresholds,
+                asked=Asked(calibration=self.calibration),
             )
         )
         self._parts = []
@@ -632,6 +640,8 @@ class Evaluator:
         for name in other._names:
             self._intern(name)
         self._records.append(other._matched())
+        # The calibration inputs of a merge are those of every part, or none.
+        self.calibration = self.calibration and other.calibration
         if table != self._table:  # ids named by their text for want of a table: forgotten
             self._id_index = np.full(0, -1, dtype=np.int64)
         self._table = table
@@ -653,7 +663,9 @@ class Evaluator:
         those fields existed. A state whose :attr:`origin` is set records it in the header's
         ``shard`` object, in format version 4; records keeping each image-class's ground
         truth that counts (every image matched by this vocmatch) its ``gt_cells`` array, in
-        format version 5 (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
+        format version 5; records keeping the calibration inputs (:attr:`calibration`) their
+        ``calibration_*`` arrays, in format version 6
+        (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
         header, arrays = state_of_records(self._matched(), self.conventions)
         header = {
             "options": self._options(),
@@ -673,6 +685,8 @@ class Evaluator:
             version = 4
         if "gt_cells" in arrays:
             version = 5
+        if "calibration" in header:
+            version = 6
         return write_state(RawState(header, arrays), version=version)
 
     @classmethod
@@ -715,6 +729,7 @@ class Evaluator:
             class_names={label: name for label, name in table},
         )
         records = records_of_state(header, raw.arrays, conventions, source)
+        evaluator.calibration = records.calibration is not None
         evaluator._names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
         evaluator._keys = set(records.keys)

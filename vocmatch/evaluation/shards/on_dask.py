@@ -102,6 +102,7 @@ class DaskOptions:
         storage_options: Options of the URLs' fsspec file systems.
         records: Tasks send the evaluator state of their images (match records) rather
             than their columns.
+        calibration: Those records keep what OCE and D-ECE read.
     """
 
     conventions: Conventions
@@ -110,6 +111,7 @@ class DaskOptions:
     max_bytes: int = DEFAULT_MAX_BYTES
     storage_options: StorageOptions | None = None
     records: bool = False
+    calibration: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,7 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
     if options.records:
         evaluator = Evaluator(
             options.conventions, fold_case=options.fold_case,
-            score_thresholds=options.score_thresholds,
+            score_thresholds=options.score_thresholds, calibration=options.calibration,
         )  # fmt: skip
         evaluator.add_columns(gt, pred)
         state = evaluator.to_bytes()  # matched here, on the worker
@@ -564,7 +566,7 @@ def records_on_dask(
     results = _on_cluster(listing, options, client, parts, retries)
     merged = Evaluator(
         options.conventions, fold_case=options.fold_case,
-        score_thresholds=options.score_thresholds,
+        score_thresholds=options.score_thresholds, calibration=options.calibration,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
