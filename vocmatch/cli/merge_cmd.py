@@ -115,8 +115,7 @@ def shard_options(function: F) -> F:
 #: --save-state, a warning says where to give them (they are not dropped unsaid).
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
-    "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
-    "count",
+    "write_thresholds_file", "beta", "bootstrap_resamples", "seed", "count",
 )  # fmt: skip
 #: The eval options that need every box or the matching's arrays, which a state does not
 #: keep: given with --save-state, a usage error.
@@ -153,6 +152,13 @@ def check_shard_options(ctx: click.Context) -> None:
                 f"vocmatch: warning: {given[name]} applies to the report, which a shard does "
                 "not write: give it to `vocmatch merge`"
             )
+    if "calibration_bins" in given:
+        # The bins are the report's, but OCE and D-ECE read what only matching sees.
+        echo_err(
+            f"vocmatch: warning: {given['calibration_bins']}: the state keeps what OCE and "
+            "D-ECE read; the calibration is reported by `vocmatch merge "
+            f"{given['calibration_bins']} N`"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,13 @@ takes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import ImageSize
 from vocmatch.evaluation.records import image_rows
 from vocmatch.readers.scan import ColumnSet
 
@@ -45,6 +46,8 @@ class ImageColumns:
         pred_boxes: ``(P, 4)``.
         pred_scores: ``(P,)`` NaN where a prediction has no score.
         pred_labels: ``(P,)``.
+        sizes: Each image's ``(width, height)`` from its files' ``<size>``, None where
+            unknown; None for every image (added as arrays). D-ECE reads them.
     """
 
     keys: tuple[str, ...]
@@ -58,6 +61,7 @@ class ImageColumns:
     pred_boxes: FloatArray
     pred_scores: FloatArray
     pred_labels: IntArray
+    sizes: tuple[tuple[float, float] | None, ...] | None = None
 
     @staticmethod
     def join(parts: Sequence[ImageColumns]) -> ImageColumns:
@@ -71,6 +75,15 @@ class ImageColumns:
             *(
                 np.concatenate([getattr(p, name) for p in parts]) if parts else EMPTY_ARRAYS[name]
                 for name in COLUMN_ARRAYS
+            ),
+            sizes=(
+                None
+                if all(p.sizes is None for p in parts)
+                else tuple(
+                    size
+                    for p in parts
+                    for size in (p.sizes if p.sizes is not None else (None,) * len(p.keys))
+                )
             ),
         )
 
@@ -95,12 +108,17 @@ def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet
     with_pred = [i for i in order if images.pred_paths[i] is not None]
     gt_rows = image_rows(images.gt_count, order)
     pred_rows = image_rows(images.pred_count, with_pred)
+    sizes = tuple(
+        None if images.sizes is None or images.sizes[i] is None else ImageSize(*images.sizes[i])
+        for i in order
+    )
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
         images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
         images.gt_labels[gt_rows], names, images.gt_difficult[gt_rows],
         np.full(gt_rows.size, np.nan),
     )  # fmt: skip
+    gt = replace(gt, sizes=sizes)
     pred = _column_set(
         tuple(images.keys[i] for i in with_pred),
         tuple(str(images.pred_paths[i]) for i in with_pred),

@@ -443,11 +443,16 @@ class Evaluator:
             )  # fmt: skip
             # The files the image was read from, as the report of a single run names them.
             q = selection.pred_of_image[j]
+            # The ground truth's size, else the predictions' (as a single run reads them).
+            size = gt.sizes[i]
+            if size is None or not (size.width > 0 and size.height > 0):
+                size = pred.sizes[q] if q is not None else None
             self._append(
                 dataclasses.replace(
                     image,
                     gt_paths=(gt.paths[i],),
                     pred_paths=(pred.paths[q] if q is not None else None,),
+                    sizes=(None if size is None else (size.width, size.height),),
                 )
             )
 
