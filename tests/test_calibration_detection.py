@@ -3,6 +3,7 @@ bundled fixtures and on random sets, and the same after shards are saved and mer
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import run_cli
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evidence.calibration import Calibration, calibration
@@ -75,7 +77,7 @@ def _uq_detr_oce(gt: ColumnSet, pred: ColumnSet, names: list[str], only: str | N
 def test_oce_equals_uq_detr_on_fixtures(name: str) -> None:
     """Each class's OCE and the overall one are uq-detr's ``oce()`` with its defaults, fed
     the objects that count and the scored predictions of each image."""
-    pytest.importorskip("uq_detr")
+    pytest.importorskip("uq_detr", reason="uq-detr (the test extra) is not installed")
     gt_dir, pred_dir = SETS[name]
     found = _calibrated(gt_dir, pred_dir)
     gt, pred = read_columns(FIXTURES / gt_dir), read_columns(FIXTURES / pred_dir)
@@ -124,7 +126,7 @@ def test_oce_equals_uq_detr_on_random_sets(
     """Random small boxes on a grid (IoU ties at 0.5 and 0.75, boxes of other classes over
     an object, majority votes of two classes, misses): OCE is uq-detr's, per class and
     overall."""
-    pytest.importorskip("uq_detr")
+    pytest.importorskip("uq_detr", reason="uq-detr (the test extra) is not installed")
     from uq_detr import Detections, GroundTruth
     from uq_detr.metrics import oce
 
@@ -270,7 +272,7 @@ def test_d_ece_equals_recorded_netcal(case: str) -> None:
 @pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in SETS])
 def test_d_ece_equals_netcal_on_fixtures(name: str) -> None:
     """With netcal installed: its D-ECE of the fixtures, at 10 and 4 bins, is vocmatch's."""
-    pytest.importorskip("netcal")
+    pytest.importorskip("netcal", reason="netcal pulls torch: it is not a test dependency")
     rows = _netcal_inputs(*SETS[name])
     for bins in (10, 4):
         found = _calibrated(*SETS[name], bins=bins)
@@ -295,7 +297,7 @@ def test_d_ece_equals_netcal_on_random_features(
     rows: list[tuple[list[float], bool]], bins: int
 ) -> None:
     """With netcal installed: values on bin edges and at 0 and 1 land in netcal's bins."""
-    pytest.importorskip("netcal")
+    pytest.importorskip("netcal", reason="netcal pulls torch: it is not a test dependency")
     from netcal.metrics import ECE
 
     from vocmatch.evidence.calibration import detection_calibration_error
@@ -306,3 +308,123 @@ def test_d_ece_equals_netcal_on_random_features(
     ours = detection_calibration_error(np.clip(features, eps, 1 - eps), hits, bins)
     theirs = float(ECE(bins, detection=True).measure(features, hits.astype(np.int64)))
     assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-15)
+
+
+def test_html_reliability_plots_show_oce_and_d_ece(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    """With --calibration-bins, each reliability plot of the HTML report names its OCE and
+    D-ECE beside ECE and MCE; without, the plots name ECE and MCE only."""
+    page = tmp_path / "report.html"
+    code, _, _ = run_cli("eval", *map(str, demo), "--calibration-bins", "10", "--html", str(page))
+    assert code == 0
+    text = page.read_text(encoding="utf-8")
+    assert "ECE 0.1587 · MCE 0.4500 · 15 predictions · OCE 0.3987 · D-ECE 0.2520" in text
+    assert "OCE 1.0000 · D-ECE —" in text  # cat: one object missed, no prediction
+    code, _, _ = run_cli("eval", *map(str, demo), "--html", str(page))
+    assert code == 0 and "OCE" not in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param([], "0.3987", id="every-prediction"),
+        # A threshold drops doubtful predictions: ECE may gain, OCE sees the objects missed.
+        pytest.param(["--score-threshold", "0.9"], "0.6451", id="score-threshold"),
+    ],
+)
+def test_oce_reads_the_predictions_at_the_score_thresholds(
+    demo: tuple[Path, Path], args: list[str], expected: str
+) -> None:
+    """OCE aggregates the predictions a detector would output: those at or above the score
+    thresholds applied."""
+    code, out, _ = run_cli(
+        "eval", *map(str, demo), "--calibration-bins", "10", "--format", "json", *args
+    )
+    assert code == 0
+    assert f"{json.loads(out)['calibration']['all']['oce']:.4f}" == expected
+
+
+def _calibrated_state() -> bytes:
+    evaluator = Evaluator("coco", calibration=True)
+    box = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    evaluator.add("a", box, ["cat", "dog"], box + 1, [0.8, 0.4], ["cat", "cat"])
+    evaluator.add("b", box[:1], ["dog"], box[:1], [0.9], ["dog"])
+    return evaluator.to_bytes()
+
+
+def _broken(name: str, value: Any) -> bytes:
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    raw = read_state(_calibrated_state())
+    if name == "header":
+        return write_state(RawState({**raw.header, "calibration": value}, raw.arrays))
+    return write_state(RawState(raw.header, {**raw.arrays, name: value}))
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        pytest.param(
+            "calibration_label", np.array([0, 0, 1], dtype=np.uint8),
+            "array 'calibration_label' does not hold each class's ground truth that counts",
+            id="label-counts",
+        ),
+        pytest.param(
+            "calibration_label", np.array([0, 5, 1], dtype=np.uint8),
+            "array 'calibration_label' names a class that is not there", id="label-beyond",
+        ),
+        pytest.param(
+            "calibration_brier", np.full((3, 2), 2.5),
+            "array 'calibration_brier' holds values outside [0, 2]", id="brier-range",
+        ),
+        pytest.param(
+            "calibration_brier", np.full((3, 2), np.nan),
+            "array 'calibration_brier' holds values outside [0, 2]", id="brier-nan",
+        ),
+        pytest.param(
+            "calibration_brier", np.ones((3, 3)),
+            "array 'calibration_brier' has shape (3, 3), the counts say (3, 2)", id="brier-shape",
+        ),
+        pytest.param(
+            "calibration_box", np.array([[0.1, 0.1, np.nan, 0.1]] * 3),
+            "array 'calibration_box' holds a box neither finite nor all NaN", id="box-half-nan",
+        ),
+        pytest.param(
+            "calibration_box", np.ones((2, 4)),
+            "array 'calibration_box' has shape (2, 4), the counts say (3, 4)", id="box-shape",
+        ),
+        pytest.param(
+            "header", {"oce_iou_thresholds": [0.5]},
+            "holds OCE terms at IoU thresholds [0.5]; this vocmatch reads them at [0.5, 0.75]",
+            id="other-thresholds",
+        ),
+        pytest.param("header", [0.5, 0.75], "corrupted header (calibration)", id="header-type"),
+    ],
+)  # fmt: skip
+def test_a_state_with_bad_calibration_inputs_is_refused_in_one_line(
+    name: str, value: Any, message: str
+) -> None:
+    """Calibration inputs that do not fit the records (a count, a class, a range, a shape,
+    other IoU thresholds) are refused naming the state and the array."""
+    from vocmatch.errors import StateError
+
+    with pytest.raises(StateError) as caught:
+        Evaluator.from_bytes(_broken(name, value), "s.vms")
+    assert str(caught.value) == f"s.vms: {message}"
+
+
+def test_calibration_inputs_survive_a_state_and_a_merge() -> None:
+    """A state keeps the inputs (format version 6) and reads back to the same calibration;
+    an evaluator read from it goes on keeping them, and a merge with a state without them
+    keeps none."""
+    state = _calibrated_state()
+    assert int.from_bytes(state[8:12], "little") == 6
+    read = Evaluator.from_bytes(state)
+    assert read.calibration
+    first = calibration(read.records(), read.conventions, 10)
+    assert first is not None and first.detection and first.overall.objects == 3
+    plain = Evaluator("coco")
+    plain.add("c", np.array([[0.0, 0, 5, 5]]), ["cat"], np.zeros((0, 4)), [], [])
+    read.merge(Evaluator.from_bytes(plain.to_bytes()))
+    merged = calibration(read.records(), read.conventions, 10)
+    assert merged is not None and not merged.detection and merged.overall.oce is None
+    assert not read.calibration

@@ -92,9 +92,9 @@ class CalibrationInputs:
 def image_sizes(gt_sizes: FloatArray, pred_sizes: FloatArray) -> FloatArray:
     """``(I, 2)`` each image's width and height: the ground truth's, else the predictions'
     (NaN where neither gives a positive finite one)."""
-    usable = np.isfinite(gt_sizes).all(axis=1) & (gt_sizes > 0).all(axis=1)
-    sizes = np.where(usable[:, None], gt_sizes, pred_sizes)
-    usable = np.isfinite(sizes).all(axis=1) & (sizes > 0).all(axis=1)
+    given: BoolArray = np.all(np.isfinite(gt_sizes) & (gt_sizes > 0), axis=1)
+    sizes = np.where(given[:, None], gt_sizes, pred_sizes)
+    usable: BoolArray = np.all(np.isfinite(sizes) & (sizes > 0), axis=1)
     out: FloatArray = np.where(usable[:, None], sizes, np.nan)
     return out
 

@@ -211,7 +211,10 @@ def calibration_table(result: Calibration) -> RenderableType:
     for entry in (result.overall, *result.classes):
         label = Text("all", style="bold") if entry is result.overall else name_cell(entry.name)
         cells: list[str | Text] = [
-            label, f"{entry.predictions:,}", number_text(entry.ece), number_text(entry.mce)
+            label,
+            f"{entry.predictions:,}",
+            number_text(entry.ece),
+            number_text(entry.mce),
         ]
         if result.detection:
             cells += [f"{entry.objects:,}", number_text(entry.oce), number_text(entry.d_ece)]

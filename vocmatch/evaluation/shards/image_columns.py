@@ -7,7 +7,7 @@ takes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -61,14 +61,21 @@ class ImageColumns:
     pred_boxes: FloatArray
     pred_scores: FloatArray
     pred_labels: IntArray
-    sizes: tuple[tuple[float, float] | None, ...] | None = None
+    sizes: tuple[tuple[float, float] | None, ...] | None = field(default=None, kw_only=True)
 
     @staticmethod
     def join(parts: Sequence[ImageColumns]) -> ImageColumns:
         """The images of every part, in part order."""
         if len(parts) == 1:
             return parts[0]
-        return ImageColumns(
+        sizes = None
+        if any(p.sizes is not None for p in parts):
+            sizes = tuple(
+                size
+                for p in parts
+                for size in (p.sizes if p.sizes is not None else (None,) * len(p.keys))
+            )
+        joined = ImageColumns(
             tuple(k for p in parts for k in p.keys),
             tuple(k for p in parts for k in p.gt_paths),
             tuple(k for p in parts for k in p.pred_paths),
@@ -76,16 +83,8 @@ class ImageColumns:
                 np.concatenate([getattr(p, name) for p in parts]) if parts else EMPTY_ARRAYS[name]
                 for name in COLUMN_ARRAYS
             ),
-            sizes=(
-                None
-                if all(p.sizes is None for p in parts)
-                else tuple(
-                    size
-                    for p in parts
-                    for size in (p.sizes if p.sizes is not None else (None,) * len(p.keys))
-                )
-            ),
         )
+        return replace(joined, sizes=sizes)
 
 
 EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
@@ -108,10 +107,9 @@ def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet
     with_pred = [i for i in order if images.pred_paths[i] is not None]
     gt_rows = image_rows(images.gt_count, order)
     pred_rows = image_rows(images.pred_count, with_pred)
-    sizes = tuple(
-        None if images.sizes is None or images.sizes[i] is None else ImageSize(*images.sizes[i])
-        for i in order
-    )
+    given = images.sizes if images.sizes is not None else (None,) * len(images.keys)
+    taken = [given[i] for i in order]
+    sizes = tuple(None if size is None else ImageSize(size[0], size[1]) for size in taken)
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
         images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
