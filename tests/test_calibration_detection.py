@@ -428,3 +428,45 @@ def test_calibration_inputs_survive_a_state_and_a_merge() -> None:
     merged = calibration(read.records(), read.conventions, 10)
     assert merged is not None and not merged.detection and merged.overall.oce is None
     assert not read.calibration
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        pytest.param(
+            (640.0, -1.0), "array 'image_size' holds sizes no image has",
+            id="negative",
+        ),
+        pytest.param(
+            (640.0, np.inf), "array 'image_size' holds sizes no image has",
+            id="infinite",
+        ),
+        pytest.param(
+            None, "array 'image_size' is not a width and height per image",
+            id="shape",
+        ),
+    ],
+)  # fmt: skip
+def test_column_parts_carry_image_sizes_checked(
+    demo: tuple[Path, Path], size: Any, message: str
+) -> None:
+    """The columns a Dask task sends carry each image's <size> (D-ECE reads it), read back as
+    sent; a size no image has is refused naming the array."""
+    from vocmatch.errors import StateError
+    from vocmatch.evaluation.shards.column_parts import columns_of_parts, part_bytes
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    gt, pred = read_columns(demo[0]), read_columns(demo[1])
+    data = part_bytes(gt, pred)
+    gt_back, _ = columns_of_parts([data], ["part 1"])
+    assert [(s.width, s.height) if s else None for s in gt_back.sizes] == [
+        (s.width, s.height) if s else None for s in gt.sizes
+    ]
+    raw = read_state(data, magic=b"VMCOLS\0\0", version=1)
+    n_images = raw.arrays["image_size"].shape[0]
+    # None: one row short.
+    size = np.ones((n_images - 1, 2)) if size is None else np.tile(size, (n_images, 1))
+    broken = write_state(RawState(raw.header, {**raw.arrays, "image_size": size}), b"VMCOLS\0\0", 1)
+    with pytest.raises(StateError) as caught:
+        columns_of_parts([broken], ["part 1"])
+    assert str(caught.value) == f"part 1: {message}"

@@ -178,6 +178,10 @@ def test_a_report_without_boxes_travels_as_match_records(
     [
         pytest.param(["--errors", "--format", "json"], id="errors"),
         pytest.param(["--format", "junit"], id="junit"),
+        # D-ECE reads each image's <size>, which the columns carry.
+        pytest.param(
+            ["--errors", "--calibration-bins", "10", "--format", "json"], id="errors-calibration"
+        ),
     ],
 )
 def test_a_report_that_needs_boxes_gets_the_columns(

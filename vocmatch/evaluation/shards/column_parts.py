@@ -6,13 +6,16 @@ The file is the container of :mod:`vocmatch.evaluation.shards.state` (JSON heade
 arrays, CRC-32; data only, checked before any array is made) under its own signature
 ``VMCOLS``: the images' keys and paths in the header, and per image its ground-truth boxes,
 classes and ``difficult`` flags and its predictions' boxes, classes and scores, each in the
-narrowest dtype that holds it exactly.
+narrowest dtype that holds it exactly; and each image's width and height from its files'
+``<size>`` (``image_size``, NaN where unknown), which D-ECE reads.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -51,6 +54,10 @@ def part_bytes(gt: ColumnSet, pred: ColumnSet) -> bytes:
         "pred_boxes": narrowest_float(images.pred_boxes),
         "pred_scores": narrowest_float(images.pred_scores),
         "pred_labels": narrowest_int(images.pred_labels),
+        "image_size": np.array(
+            [(math.nan, math.nan) if size is None else size for size in _sizes(images)],
+            dtype=np.float64,
+        ).reshape(-1, 2),
     }
     header = {
         "names": list(evaluator._names),
@@ -59,6 +66,10 @@ def part_bytes(gt: ColumnSet, pred: ColumnSet) -> bytes:
         "pred_paths": list(images.pred_paths),
     }
     return write_state(RawState(header, arrays), COLUMNS_MAGIC, COLUMNS_VERSION)
+
+
+def _sizes(images: ImageColumns) -> tuple[tuple[float, float] | None, ...]:
+    return images.sizes if images.sizes is not None else (None,) * len(images.keys)
 
 
 def columns_of_parts(parts: Sequence[bytes], sources: Sequence[str]) -> tuple[ColumnSet, ColumnSet]:
@@ -84,8 +95,6 @@ def columns_of_parts(parts: Sequence[bytes], sources: Sequence[str]) -> tuple[Co
 
 
 def _relabelled(images: ImageColumns, remap: npt.NDArray[np.int64]) -> ImageColumns:
-    from dataclasses import replace
-
     if not remap.size:
         return images
     return replace(images, gt_labels=remap[images.gt_labels], pred_labels=remap[images.pred_labels])
@@ -108,12 +117,7 @@ def _read_part(data: bytes, source: str) -> tuple[list[str], ImageColumns]:
     if len(set(keys)) != len(keys) or len(set(names)) != len(names):
         raise StateError(f"{source}: corrupted header (an image key or class repeats)")
     images = _checked_images(raw.arrays, tuple(keys), len(names), source)
-    return names, ImageColumns(
-        tuple(keys),
-        tuple(gt_paths),
-        tuple(pred_paths),
-        *(getattr(images, n) for n in COLUMN_ARRAYS),
-    )
+    return names, replace(images, gt_paths=tuple(gt_paths), pred_paths=tuple(pred_paths))
 
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
@@ -124,10 +128,9 @@ def _checked_images(
     arrays: Mapping[str, npt.NDArray[Any]], keys: tuple[str, ...], n_names: int, source: str
 ) -> ImageColumns:
     """The images of a part's arrays, each checked against the others and the header."""
-    if set(arrays) != set(COLUMN_ARRAYS):
-        raise StateError(
-            f"{source}: corrupted (arrays {sorted(arrays)}, expected {list(COLUMN_ARRAYS)})"
-        )
+    expected = [*COLUMN_ARRAYS, "image_size"]
+    if set(arrays) != set(expected):
+        raise StateError(f"{source}: corrupted (arrays {sorted(arrays)}, expected {expected})")
     kinds = {
         "gt_count": "u", "pred_count": "u", "gt_labels": "u", "pred_labels": "u",
         "gt_difficult": "u", "gt_boxes": "f", "pred_boxes": "f", "pred_scores": "f",
@@ -162,7 +165,13 @@ def _checked_images(
             raise StateError(f"{source}: array {name!r} holds values that are not finite")
     if np.isinf(arrays["pred_scores"]).any():
         raise StateError(f"{source}: array 'pred_scores' holds infinite values")
-    return ImageColumns(
+    size = arrays["image_size"]
+    if size.dtype.kind != "f" or size.shape != (n_images, 2):
+        raise StateError(f"{source}: array 'image_size' is not a width and height per image")
+    if not (np.isnan(size) | (np.isfinite(size) & (size > 0))).all():
+        raise StateError(f"{source}: array 'image_size' holds sizes no image has")
+    sizes = tuple(None if math.isnan(w) or math.isnan(h) else (w, h) for w, h in size.tolist())
+    columns = ImageColumns(
         keys,
         keys,
         (None,) * len(keys),
@@ -175,3 +184,4 @@ def _checked_images(
         arrays["pred_scores"].astype(np.float64),
         arrays["pred_labels"].astype(np.int64),
     )
+    return replace(columns, sizes=sizes)

@@ -645,7 +645,7 @@ def _with_images(columns: ColumnSet, images: Sequence[tuple[str, str]]) -> Colum
         columns,
         keys=tuple(k for k, _, _ in entries),
         paths=tuple(p for _, p, _ in entries),
-        sizes=(None,) * len(entries),
+        sizes=tuple(None if i is None else columns.sizes[i] for _, _, i in entries),
         filenames=(None,) * len(entries),
         image=new_index[columns.image] if columns.image.size else columns.image,
     )
