@@ -281,7 +281,9 @@ class EvalRequest(ScoreOptions):
         bootstrap: Resamples of the images for 95 % intervals (None: no bootstrap).
         seed: The bootstrap's seed.
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
-        calibration_bins: Equal score bins for each class's calibration (None: none).
+        calibration_bins: Equal score bins for each class's calibration (None: none): ECE,
+            MCE, and OCE and D-ECE, whose inputs the matching then keeps
+            (:mod:`vocmatch.evidence.calibration`).
         count: Add the per-image count errors and presence of each class
             (:mod:`vocmatch.evidence.counting`), with intervals when ``bootstrap`` is given.
         beta: The F-beta each class's operating point maximises.

@@ -283,7 +283,8 @@ class MergedStates:
             max_fn: Most missed objects an image may have (None: no limit).
             beta: The F-beta each class's operating point maximises.
             calibration_bins: Add the scores' calibration over this many bins (read from
-                the states' match records, as one run computes it).
+                the states' match records, as one run computes it; OCE and D-ECE only from
+                states saved with calibration inputs, else left out).
             bootstrap: Add bootstrap intervals from this many resamples of the images (read
                 from the states' match records: the intervals one run gives).
             seed: Seed of the bootstrap's resamples.
