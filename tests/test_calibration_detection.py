@@ -470,3 +470,24 @@ def test_column_parts_carry_image_sizes_checked(
     with pytest.raises(StateError) as caught:
         columns_of_parts([broken], ["part 1"])
     assert str(caught.value) == f"part 1: {message}"
+
+
+@pytest.mark.parametrize("pairs", [pytest.param(1, id="one-pair"), pytest.param(7, id="seven")])
+def test_oce_terms_do_not_depend_on_the_pair_batches(
+    monkeypatch: pytest.MonkeyPatch, pairs: int
+) -> None:
+    """Objects are scored in batches of pairs (memory stays bounded on dense images): any
+    batch size gives the same terms, bit for bit."""
+    import vocmatch.evaluation.calibration_inputs as module
+    from vocmatch.evaluation.engine import evaluate_matched
+
+    gt, pred = read_columns(FIXTURES / "demo/gt"), read_columns(FIXTURES / "demo/pred")
+
+    def terms() -> Any:
+        found = evaluate_matched(gt, pred, calibration=True, matching=False).records.calibration
+        assert found is not None
+        return found.object_brier
+
+    whole = terms()
+    monkeypatch.setattr(module, "_PAIRS", pairs)
+    assert np.array_equal(terms(), whole)

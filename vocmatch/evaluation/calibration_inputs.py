@@ -194,11 +194,13 @@ def _object_brier(
     label = pred.label[preds].astype(np.int64)
     object_label = gt.label[objects].astype(np.int64)
     n_classes = max(len(prepared.class_names), 1)
+    # Pairs up to and including each object: a batch is the objects whose pairs fit in
+    # _PAIRS (at least one object).
+    total = np.cumsum(per_object)
     first = 0
     while first < objects.size:
-        # Objects whose pairs fit in one batch (at least one object).
-        total = np.cumsum(per_object[first:])
-        last = first + max(1, int(np.searchsorted(total, _PAIRS, side="right")))
+        done = int(total[first - 1]) if first else 0
+        last = max(first + 1, int(np.searchsorted(total, done + _PAIRS, side="right")))
         counts = per_object[first:last]
         n_pairs = int(counts.sum())
         if n_pairs:
