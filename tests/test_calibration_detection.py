@@ -491,3 +491,50 @@ def test_oce_terms_do_not_depend_on_the_pair_batches(
     whole = terms()
     monkeypatch.setattr(module, "_PAIRS", pairs)
     assert np.array_equal(terms(), whole)
+
+
+def test_evaluator_fed_arrays_with_image_sizes_calibrates_as_eval(demo: tuple[Path, Path]) -> None:
+    """The demo added image by image with each image's size gives eval's calibration, OCE
+    and D-ECE included; without sizes D-ECE leaves every prediction out and says so."""
+    gt, pred = read_columns(demo[0]), read_columns(demo[1])
+    with_size, without = (Evaluator("default", calibration=True) for _ in range(2))
+    for i, key in enumerate(gt.keys):
+        g = np.flatnonzero(gt.image == i)
+        j = pred.keys.index(key) if key in pred.keys else -1
+        p = np.flatnonzero(pred.image == j)
+        arrays = (
+            gt.boxes[g], [gt.label_names[k] for k in gt.labels[g]], pred.boxes[p],
+            pred.scores[p], [pred.label_names[k] for k in pred.labels[p]],
+        )  # fmt: skip
+        size = gt.sizes[i]
+        assert size is not None
+        with_size.add(key, *arrays, difficult=gt.difficult[g], image_size=(size.width, size.height))
+        without.add(key, *arrays, difficult=gt.difficult[g])
+    expected = _calibrated("demo/gt", "demo/pred")
+    found = calibration(with_size.records(), with_size.conventions, 10)
+    assert found == expected
+    unsized = calibration(without.records(), without.conventions, 10)
+    assert unsized is not None and unsized.overall.oce == expected.overall.oce
+    assert (unsized.overall.d_ece, unsized.unsized) == (None, expected.overall.predictions)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param((0, 480), id="zero"),
+        pytest.param((640, float("nan")), id="nan"),
+        pytest.param((640,), id="one-number"),
+        pytest.param("640x480", id="text"),
+        pytest.param((640, 480, 3), id="three-numbers"),
+    ],
+)
+def test_an_image_size_that_is_no_size_is_refused(size: Any) -> None:
+    """A size that is not two positive finite numbers is refused naming the argument, and
+    the image is not added."""
+    from vocmatch.errors import InputError
+
+    evaluator = Evaluator(calibration=True)
+    box = np.array([[0.0, 0, 10, 10]])
+    with pytest.raises(InputError, match=r"^Expected `image_size` to be \(width, height\), two"):
+        evaluator.add("a", box, ["cat"], box, [0.5], ["cat"], image_size=size)
+    assert len(evaluator) == 0

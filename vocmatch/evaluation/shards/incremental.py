@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,28 @@ class _Flags:
 
     difficult: Any
     crowd: Any
+
+
+def _image_size(value: Any) -> tuple[float, float] | None:
+    """``(width, height)`` as floats, checked: two positive finite numbers, or None.
+
+    Raises:
+        InputError: Anything else.
+    """
+    if value is None:
+        return None
+    try:
+        width, height = (float(v) for v in value)
+    except (TypeError, ValueError):
+        width = height = math.nan
+    if isinstance(value, (str, bytes)) or not (
+        math.isfinite(width) and math.isfinite(height) and width > 0 and height > 0
+    ):
+        raise InputError(
+            f"Expected `image_size` to be (width, height), two positive finite numbers, "
+            f"got {value!r:.60}"
+        )
+    return width, height
 
 
 class Evaluator:
@@ -229,6 +252,7 @@ class Evaluator:
         *,
         difficult: Any = None,
         crowd: Any = None,
+        image_size: Any = None,
     ) -> None:
         """Add one image's ground truth and predictions.
 
@@ -244,17 +268,21 @@ class Evaluator:
             crowd: ``(N,)`` flags, or None. vocmatch has one flag per object, read under the
                 protocol's ``difficult`` rule (``coco``: a crowd region; ``voc``: ignored),
                 so ``difficult`` and ``crowd`` are joined.
+            image_size: ``(width, height)`` of the image, or None; D-ECE (with
+                ``calibration``) places each box relative to it, and leaves out the
+                predictions of images without one.
 
         Raises:
-            InputError: An array has the wrong shape or values, a label has no name, or the
-                image was added already.
+            InputError: An array has the wrong shape or values, a label has no name, the
+                size is not two positive finite numbers, or the image was added already.
         """
+        size = _image_size(image_size)
         with self._unchanged_if_refused():
             image = self._image(
                 str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
                 _Flags(difficult, crowd),
             )  # fmt: skip
-        self._append(image)
+        self._append(image if size is None else dataclasses.replace(image, sizes=(size,)))
 
     def add_batch(
         self,
