@@ -1,9 +1,9 @@
 """Mutation testing, small: do the tests notice when a module's code is changed?
 
-    python bench/mutate.py vocmatch/core/match.py --tests tests/test_match.py
-    python bench/mutate.py vocmatch/core/ap.py --tests tests/test_calculator.py --lines 40-90
-    python bench/mutate.py vocmatch/core/iou.py --tests tests/test_iou.py --list
-    python bench/mutate.py vocmatch/core/match.py --tests "tests/test_match.py -k strict" \
+    python bench/mutate.py vocmatch/core/match.py --tests tests/core/test_match.py
+    python bench/mutate.py vocmatch/core/ap.py --tests tests/core/test_calculator.py --lines 40-90
+    python bench/mutate.py vocmatch/core/iou.py --tests tests/core/test_iou.py --list
+    python bench/mutate.py vocmatch/core/match.py --tests "tests/core/test_match.py -k strict" \
         --sample 40 --seed 1
 
 parses the module with ``ast`` and makes one mutant per change: a comparison operator swapped
@@ -15,7 +15,7 @@ original is never touched) and the chosen tests are run against it with pytest, 
 the first failure. A failing run (or one that times out) kills the mutant; a passing one lets
 it survive. The report lists every survivor with its line, and the counts.
 
-Each value of ``--tests`` is split as a shell would (``--tests "tests/test_match.py -n 0"`` is
+Each value of ``--tests`` is split as a shell would (``--tests "tests/core/test_match.py -n 0"`` is
 two arguments), so options that start with a dash can be given inside the quotes. Every run
 is one process: ``-n 0`` comes before the given arguments (the project's ``addopts`` asks for
 ``-n auto``), and ``--jobs`` tests several mutants at once instead; an ``-n`` among the given
@@ -194,8 +194,8 @@ def _copy_checkout(target: Path) -> None:
 def pytest_arguments(values: list[str]) -> list[str]:
     """The pytest arguments of ``--tests``, each value split as a shell would.
 
-    >>> pytest_arguments(["tests/test_match.py -n 0", "-k strict"])
-    ['-n', '0', '--hypothesis-profile=mutation', 'tests/test_match.py', '-n', '0', '-k', 'strict']
+    >>> pytest_arguments(["tests/core/test_match.py -n 0", "-k strict"])  # doctest: +ELLIPSIS
+    ['-n', '0', '--hypothesis-profile=mutation', 'tests/core/test_match.py', '-n', '0', ...]
     """
     given = [word for value in values for word in shlex.split(value)]
     return ["-n", "0", "--hypothesis-profile=mutation", *given]
@@ -269,7 +269,7 @@ def main() -> None:
         "--tests",
         nargs="+",
         required=True,
-        help='pytest arguments, each split as a shell would: "tests/test_match.py -n 0"',
+        help='pytest arguments, each split as a shell would: "tests/core/test_match.py -n 0"',
     )
     parser.add_argument("--lines", help="only mutants on these lines, e.g. 120-180")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once")

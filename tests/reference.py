@@ -1,7 +1,7 @@
 """The reference evaluator: image by image and class by class, as the definitions read.
 
 This is the evaluator vocmatch had before it evaluated every image at once, kept as the
-oracle of :mod:`vocmatch.evaluation.engine`: ``tests/test_batch.py`` checks that the product gives the
+oracle of :mod:`vocmatch.evaluation.engine`: ``tests/evaluation/test_batch.py`` checks that the product gives the
 same :class:`~vocmatch.evaluation.scoring.Evaluation`, every number and every per-box record to the
 bit, under every convention, on random, real, unscored and shape sets. It matches one
 image-class at a time with plain loops (:func:`match_class`), so its logic can be read

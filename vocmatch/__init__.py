@@ -34,7 +34,7 @@ _WHERE = {
     "DiffReport": "vocmatch.run.compare",
     "find_suspects": "vocmatch.run.find_suspects",
     "SuspectsRequest": "vocmatch.run.find_suspects",
-    "operating_thresholds": "vocmatch.run.evaluate",
+    "operating_thresholds": "vocmatch.run.extras",
     "evaluate_labels": "vocmatch.run.evaluate_labels",
     "LabelsRequest": "vocmatch.run.evaluate_labels",
     "LabelEvaluation": "vocmatch.evaluation.labels_and_masks.labels",
@@ -146,10 +146,10 @@ if TYPE_CHECKING:
         EvalRequest,
         evaluate,
         evaluator_for,
-        operating_thresholds,
         read_states,
     )
     from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
+    from vocmatch.run.extras import operating_thresholds
     from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 
 

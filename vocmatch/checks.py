@@ -83,6 +83,9 @@ FIELD_BOUNDS: dict[str, Bounds] = {
     "beta": Bounds(0.0, low_open=True),
     "alpha": Bounds(0.0, 1.0, low_open=True, high_open=True),
     "confidence": _FRACTION,
+    "target_precision": Bounds(0.0, 1.0, low_open=True),
+    "target_recall": Bounds(0.0, 1.0, low_open=True),
+    "confidence_level": Bounds(0.0, 1.0, low_open=True, high_open=True),
     "match_iou": _FRACTION,
     "duplicate_iou": _FRACTION,
 }

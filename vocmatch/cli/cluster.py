@@ -24,10 +24,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The message when dask.distributed is missing.
 MISSING_DASK = "--dask needs dask.distributed (the dask extra): pip install 'dask[distributed]'"
-#: eval options that need what a Dask run does not bring back (``<size>``, ``<pose>``,
-#: the other flags, the split files next to the data), or a reader of another format.
+#: eval options that need what a Dask run does not bring back (the pictures, the split
+#: files next to the data), or a reader of another format. (Slices are matched by the
+#: workers.)
 _NOT_ON_DASK = (
-    "slice_specs",
     "images_dir",
     "split",
     "pred_format",

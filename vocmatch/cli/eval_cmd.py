@@ -60,6 +60,7 @@ from vocmatch.cli.options import (
     report_format_option,
     score_threshold_option,
     slice_options,
+    target_options,
 )
 from vocmatch.cli.params import (
     FiniteFloatRange,
@@ -159,6 +160,7 @@ if TYPE_CHECKING:
 @evidence_options
 @slice_options
 @count_option
+@target_options
 @shard_options
 @dask_option
 @quiet_option
@@ -205,6 +207,9 @@ def eval_command(
     slice_specs: tuple[SliceSpec, ...],
     calibration_bins: int | None,
     count: bool,
+    target_precision: float | None,
+    target_recall: float | None,
+    confidence_level: float,
     shard: tuple[int, int] | None,
     save_state: Path | None,
     run_id: str | None,
@@ -252,6 +257,8 @@ def eval_command(
             boxes=html_file is not None or RENDERERS[output_format].boxes,
             reliability=html_file is not None, bootstrap=bootstrap_resamples, seed=seed,
             slices=slice_specs, calibration_bins=calibration_bins, count=count, beta=beta,
+            target_precision=target_precision, target_recall=target_recall,
+            confidence_level=confidence_level,
             class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),
         )  # fmt: skip
     if save_state is not None:

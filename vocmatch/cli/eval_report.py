@@ -59,7 +59,7 @@ def finish_report(
 
         save_text(files.classes_csv, to_csv_classes(report.evaluation))
     if files.thresholds is not None:
-        from vocmatch.run.evaluate import operating_thresholds
+        from vocmatch.run.extras import operating_thresholds
 
         save_text(files.thresholds, operating_thresholds(report))
     if files.html is not None:

@@ -7,7 +7,7 @@ and renders it, so the commands themselves stay plain click commands.
 
 The groups are rich-click's ``OPTION_GROUPS`` and ``COMMAND_GROUPS``, keyed by command path
 ("vocmatch eval"). An option left out of every group still shows, under "Options";
-``tests/test_cli_help.py`` checks that every option is in exactly one group.
+``tests/cli/test_cli_help.py`` checks that every option is in exactly one group.
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
                 "--slice",
                 "--calibration-bins",
                 "--count",
+                "--target-precision",
+                "--target-recall",
+                "--confidence-level",
             ],
         },
         {
@@ -120,7 +123,16 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Score thresholds", "options": ["--beta", "--write-thresholds"]},
         {
             "name": "Evidence",
-            "options": ["--bootstrap", "--seed", "--calibration-bins", "--count", "--help"],
+            "options": [
+                "--bootstrap",
+                "--seed",
+                "--calibration-bins",
+                "--count",
+                "--target-precision",
+                "--target-recall",
+                "--confidence-level",
+                "--help",
+            ],
         },
     ],
     "vocmatch lint": [

@@ -80,6 +80,9 @@ EVAL_KEYWORDS: tuple[FlagUse, ...] = (
     FlagUse("--slice", "slices", "one text or `SliceSpec` per slice"),
     FlagUse("--calibration-bins", "calibration_bins"),
     FlagUse("--count", "count"),
+    FlagUse("--target-precision", "target_precision"),
+    FlagUse("--target-recall", "target_recall"),
+    FlagUse("--confidence-level", "confidence_level"),
     FlagUse("--dask", "dask"),
 )
 

@@ -36,6 +36,7 @@ from vocmatch.cli.options import (
     output_option,
     report_file_options,
     report_format_option,
+    target_options,
 )
 from vocmatch.cli.params import (
     CountError,
@@ -116,13 +117,11 @@ def shard_options(function: F) -> F:
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
     "write_thresholds_file", "beta", "bootstrap_resamples", "seed", "count",
+    "target_precision", "target_recall", "confidence_level",
 )  # fmt: skip
-#: The eval options that need every box or the matching's arrays, which a state does not
-#: keep: given with --save-state, a usage error.
-NOT_WITH_STATES = (
-    "html_file", "images_dir", "errors", "background_iou", "tightness",
-    "slice_specs",
-)  # fmt: skip
+#: The eval options that need every box, which a state does not keep: given with
+#: --save-state, a usage error. (The slices are matched in the shard: its state keeps them.)
+NOT_WITH_STATES = ("html_file", "images_dir", "errors", "background_iou", "tightness")
 
 
 def check_shard_options(ctx: click.Context) -> None:
@@ -218,6 +217,7 @@ def save_shard(request: EvalRequest, saved: SavedShard, quiet: bool) -> None:
 @evidence_options
 @calibration_option
 @count_option
+@target_options
 @click.option(
     "--max-file-size",
     callback=byte_size,
@@ -244,6 +244,9 @@ def merge_command(
     seed: int,
     calibration_bins: int | None,
     count: bool,
+    target_precision: float | None,
+    target_recall: float | None,
+    confidence_level: float,
     max_file_size: int,
 ) -> None:
     """Report the evaluator states in STATES (saved by `vocmatch eval --save-state`) merged.
@@ -252,9 +255,11 @@ def merge_command(
     or shards of another run (other files, options or --run-id), are refused (exit 2)
     unless --partial. Any split of the images into shards, merged in any order, gives the
     report of one run on all of them, in every format, with the same gates and exit codes.
-    States made under other options, or sharing an image, are refused. The files the shards
-    could not read (exit 3) and the prediction files without a ground-truth file are
-    reported as one run reports them.
+    States made under other options (other --slice among them), or sharing an image, are
+    refused. The files the shards could not read (exit 3) and the prediction files without
+    a ground-truth file are reported as one run reports them. The slices are those the
+    shards were saved with (eval --slice ... --save-state), matched in each shard; gates on
+    their values apply.
     """
     from vocmatch.run.shard_states import read_states
 
@@ -268,7 +273,8 @@ def merge_command(
         merged = read_states(states, partial=partial, max_bytes=max_file_size)
         report = merged.report(
             fail_under, max_fp, max_fn, beta, calibration_bins, bootstrap_resamples, seed,
-            count=count,
+            count=count, target_precision=target_precision, target_recall=target_recall,
+            confidence_level=confidence_level,
         )  # fmt: skip
     report = replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
     report_warnings(report.evaluation)

@@ -554,6 +554,38 @@ def calibration_option(function: F) -> F:
     )(function)
 
 
+def target_options(function: F) -> F:
+    """--target-precision, --target-recall and --confidence-level."""
+    function = click.option(
+        "--confidence-level",
+        type=FiniteFloatRange.of_field("confidence_level"),
+        default=0.95,
+        show_default=True,
+        metavar="C",
+        help="The confidence of the lower bound a target is held at (0.95: the 5th "
+        "percentile over the resamples).",
+    )(function)
+    function = click.option(
+        "--target-recall",
+        type=FiniteFloatRange.of_field("target_recall"),
+        default=None,
+        metavar="R",
+        help="Give each class the highest score threshold whose recall holds R at the "
+        "bootstrap's lower bound (--bootstrap resamples, 1000 if not given); --write-thresholds "
+        "writes them.",
+    )(function)
+    return click.option(
+        "--target-precision",
+        type=FiniteFloatRange.of_field("target_precision"),
+        default=None,
+        metavar="P",
+        help="Give each class a score threshold whose precision holds P at the bootstrap's "
+        "lower bound, tried from the highest score down until one fails (--bootstrap "
+        "resamples, 1000 if not given); classes that cannot reach it are listed with why. "
+        "--write-thresholds writes them; --fail-under reached=1 fails when a class has none.",
+    )(function)
+
+
 def count_option(function: F) -> F:
     """--count."""
     return click.option(

@@ -31,6 +31,7 @@ from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
+from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import MatchedColumns, orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
@@ -50,8 +51,8 @@ class Evaluated:
         evaluation: The evaluation.
         records: Its match records (the bootstrap and calibration read them, as they read
             records merged from shards).
-        matched: The arrays of its matching, of every prediction (slices match again with
-            other ground truth ignored); None when not asked for or no image was evaluated.
+        matched: The arrays of its matching, of every prediction (for what inspects the
+            stages); None when no image was evaluated.
     """
 
     evaluation: Evaluation
@@ -68,19 +69,19 @@ def evaluate_matched(
     fold_case: bool = False,
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
-    matching: bool = True,
+    slices: tuple[SliceSpec, ...] = (),
     calibration: bool = False,
 ) -> Evaluated:
-    """:func:`evaluate_columns`, its match records and (with ``matching``) the arrays of
-    its matching, which hold every pair that can match: kept only when asked for. With
-    ``calibration`` the records keep what OCE and D-ECE read
-    (:class:`~vocmatch.evaluation.calibration_inputs.CalibrationInputs`)."""
+    """:func:`evaluate_columns`, its match records and the arrays of its matching, which
+    hold every pair that can match (a run keeps only the records:
+    :func:`evaluate_columns`'s ``kept``). With ``calibration`` the records keep what OCE
+    and D-ECE read (:class:`~vocmatch.evaluation.calibration_inputs.CalibrationInputs`)."""
     found: list[MatchedColumns] = []
     kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append if matching else None, score_thresholds=score_thresholds,
-        kept=kept.append, calibration=calibration,
+        matched=found.append, score_thresholds=score_thresholds,
+        kept=kept.append, slices=slices, calibration=calibration,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)
 
@@ -96,6 +97,7 @@ def evaluate_columns(
     matched: Callable[[MatchedColumns], None] | None = None,
     score_thresholds: ScoreThresholds | None = None,
     kept: Callable[[MatchRecords], None] | None = None,
+    slices: tuple[SliceSpec, ...] = (),
     calibration: bool = False,
 ) -> Evaluation:
     """Evaluate column sets (what :func:`vocmatch.evaluation.scoring.evaluate` does with
@@ -124,6 +126,8 @@ def evaluate_columns(
             threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
             the COCO numbers still use every prediction (see :mod:`vocmatch.evaluation.thresholds`).
         kept: Given the match records once they are accumulated.
+        slices: Match each value of these slices too (the records'
+            :attr:`~vocmatch.evaluation.records.MatchRecords.slices`).
         calibration: Keep in the records what OCE and D-ECE read.
 
     Raises:
@@ -133,10 +137,11 @@ def evaluate_columns(
         The evaluation.
     """
     conv = conventions or protocol("default")
-    stage = _Stages(progress, conv.summary == "coco")
+    stage = _Stages(progress, conv.summary == "coco", bool(slices))
     asked = Asked(
-        whole_run=True, detail=keep_matches, stage=stage, matched=matched, calibration=calibration
-    )
+        whole_run=True, detail=keep_matches, stage=stage, matched=matched, slices=slices,
+        calibration=calibration,
+    )  # fmt: skip
     records = match_records(
         gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked
     )
@@ -160,9 +165,9 @@ class _Stages:
 
     __slots__ = ("_done", "_progress", "_total")
 
-    def __init__(self, progress: StageProgress | None, coco_summary: bool) -> None:
+    def __init__(self, progress: StageProgress | None, coco_summary: bool, slices: bool) -> None:
         self._progress = progress
-        self._total = 6 + (len(AREA_NAMES) if coco_summary else 0)
+        self._total = 6 + (len(AREA_NAMES) if coco_summary else 0) + int(slices)
         self._done = 0
 
     def __call__(self, name: str) -> None:

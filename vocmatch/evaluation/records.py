@@ -45,6 +45,7 @@ from vocmatch.evaluation.result import (
     COCO_AREAS,
     Match,
 )
+from vocmatch.evaluation.slice_records import SliceRecords
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 __all__ = [
@@ -210,6 +211,8 @@ class MatchRecords:
             are joined or reordered, and in a state file).
         gt_cells: Each image-class's ground truth that counts (None in a state file of a
             version before they were kept).
+        slices: Each slice value's matching and counts, when slices were asked for
+            (:mod:`vocmatch.evaluation.slice_records`).
         calibration: What OCE and D-ECE read of the images, when it was asked for (None
             otherwise, and once joined with records that lack it).
     """
@@ -227,6 +230,7 @@ class MatchRecords:
     detail: tuple[tuple[Match, ...], ...] | None = None
     ranked: Ranked | None = None
     gt_cells: GtCells | None = None
+    slices: SliceRecords | None = None
     calibration: CalibrationInputs | None = None
 
     @staticmethod
@@ -257,6 +261,7 @@ class MatchRecords:
             notes=_join_notes([p.notes for p in parts]),
             detail=_join_detail([p.detail for p in parts]),
             gt_cells=_join_cells(parts, remaps),
+            slices=_join_slices(parts, remaps, len(names)),
             calibration=CalibrationInputs.join([p.calibration for p in parts], remaps),
         )
 
@@ -268,14 +273,18 @@ class MatchRecords:
         """
         if len(parts) <= 1:
             return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
-        # Every per-image and per-class field, in part order (no predictions).
+        # Every per-image and per-class field, in part order (no predictions); the slices'
+        # records joined whole, then taken in key order.
         images = MatchRecords.join(
             [
-                replace(p, preds=_empty_preds(p.preds.count.size, 0), calibration=None)
+                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None, calibration=None)
                 for p in parts
             ],
             conv,
         )
+        slices = _join_slices(parts, [np.array([images.class_names.index(n) for n in
+                                                p.class_names], dtype=np.int64) for p in parts],
+                              len(images.class_names))  # fmt: skip
         index = {name: k for k, name in enumerate(images.class_names)}
         order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
         counts = np.concatenate([p.preds.count for p in parts])
@@ -315,7 +324,10 @@ class MatchRecords:
                 out[rows] = column
             start += n_images
             del part, p, rows
-        return replace(images.in_key_order(), preds=preds, calibration=calibration)
+        sliced = None
+        if slices is not None:
+            sliced = slices.rows(image_rows(counts, order))
+        return replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
@@ -340,6 +352,7 @@ class MatchRecords:
             detail=None if self.detail is None else tuple(self.detail[i] for i in order),
             ranked=None,
             gt_cells=None if self.gt_cells is None else self.gt_cells.of_images(_places(order)),
+            slices=None if self.slices is None else self.slices.rows(rows),
             calibration=None if self.calibration is None else self.calibration.of_rows(rows),
         )
 
@@ -456,6 +469,16 @@ def _join_cells(parts: Sequence[MatchRecords], remaps: Sequence[IntArray]) -> Gt
         np.concatenate([c.counting for c, _, _ in known]).astype(np.int64),
         np.concatenate([c.counting_all for c, _, _ in known]).astype(np.int64),
     )
+
+
+def _join_slices(
+    parts: Sequence[MatchRecords], remaps: Sequence[IntArray], n_classes: int
+) -> SliceRecords | None:
+    """Every part's slice records joined; None unless every part kept them."""
+    found = [p.slices for p in parts]
+    if any(f is None for f in found):
+        return None
+    return SliceRecords.join([f for f in found if f is not None], remaps, n_classes)
 
 
 def _places(order: Sequence[int]) -> IntArray:

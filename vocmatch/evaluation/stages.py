@@ -17,8 +17,8 @@ The stages: select the images and boxes (:func:`select_images`), sort them into 
 cells (:func:`prepare_cells`), pair and match (:func:`pair_and_match`), the outcome at the IoU
 threshold (:func:`count_outcomes`); the records they hand on are in
 :mod:`vocmatch.evaluation.stage_inputs`, the per-image counts and per-box records in
-:mod:`vocmatch.evaluation.per_image`. :class:`MatchedColumns` holds the arrays of a matching
-for the analyses that read it again.
+:mod:`vocmatch.evaluation.per_image`. :class:`MatchedColumns` holds the arrays of a matching,
+for what inspects the stages.
 """
 
 from __future__ import annotations
@@ -76,41 +76,28 @@ Int32Array = npt.NDArray[np.int32]
 
 @dataclass(frozen=True, slots=True)
 class MatchedColumns:
-    """The evaluator's arrays once every image is matched: what analyses that re-read the
-    matching (bootstrap intervals, slices, calibration) start from, so that they count
-    exactly what the evaluation counted.
+    """The evaluator's arrays once every image is matched: the pairs that can match and
+    the matching at every threshold, for what inspects the stages (every analysis reads the
+    match records instead).
 
     Ground truth is sorted by (image, class, file order), kept predictions by (image, class,
-    descending score, file order); ``image`` indices run over the evaluated images
-    (``Evaluation.images``), ``class`` indices over ``class_names``.
+    descending score, file order).
 
     Attributes:
         conventions: The conventions of the evaluation.
-        gt: The ground-truth columns (class names folded when the evaluation folded them).
-        pred: The prediction columns.
-        image_rows: ``(I,)`` each evaluated image's index in ``gt.keys``.
-        class_names: The classes, sorted.
         thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
             threshold, the sweep and the AP thresholds).
-        pairs: The same-image, same-class pairs that can match, for :meth:`match` (kept or
-            scored again in bounded pieces).
+        pairs: The same-image, same-class pairs that can match (kept or scored again in
+            bounded pieces).
         scored: The predictions carry scores (else they were paired highest IoU first).
-        gt_rows: ``(G,)`` each ground truth's row in ``gt``.
-        gt_image: ``(G,)``.
-        gt_class: ``(G,)``.
+        gt_rows: ``(G,)`` each ground truth's row in the ground-truth columns.
         gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
         gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
         gt_area: ``(G,)`` continuous area (a rotated box's or polygon's own region's), as
             COCO's area ranges read it.
-        pred_rows: ``(P,)`` each kept prediction's row in ``pred``.
-        pred_image: ``(P,)``.
-        pred_class: ``(P,)``.
-        pred_score: ``(P,)`` scores, ``-inf`` where a prediction has none.
+        pred_rows: ``(P,)`` each kept prediction's row in the prediction columns.
         pred_rank: ``(P,)`` its place among its image-class's predictions by score.
         pred_area: ``(P,)`` continuous area, as ``gt_area``.
-        ranked: Per class, its kept predictions (indices into the ``pred_*`` arrays) in the
-            ranking AP is computed on: stable, by descending score, ties in image then file
-            order.
         hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
         hit_pred: ``(H,)`` its prediction.
         hit_gt: ``(H,)`` its ground truth.
@@ -120,41 +107,21 @@ class MatchedColumns:
     """
 
     conventions: Conventions
-    gt: ColumnSet
-    pred: ColumnSet
-    image_rows: IntArray
-    class_names: tuple[str, ...]
     thresholds: FloatArray
     pairs: PairScan
     scored: bool
     gt_rows: IntArray
-    gt_image: IntArray
-    gt_class: IntArray
     gt_ignore: BoolArray
     gt_crowd: BoolArray
     gt_area: FloatArray
     pred_rows: IntArray
-    pred_image: IntArray
-    pred_class: IntArray
-    pred_score: FloatArray
     pred_rank: IntArray
     pred_area: FloatArray
-    ranked: tuple[IntArray, ...]
     hit_threshold: IntArray
     hit_pred: IntArray
     hit_gt: IntArray
     hit_iou: FloatArray
     pred_counted: BoolArray
-
-    def match(self, gt_ignore: BoolArray, thresholds: FloatArray | None = None) -> Matching:
-        """The protocol's matching again, with other ground truth ignored (an area range, a
-        slice): as pycocotools does for its area ranges, a prediction prefers ground truth
-        that counts, and one matched to ignored ground truth is ignored."""
-        levels = self.thresholds if thresholds is None else thresholds
-        return match_all(
-            self.pairs, self.pred_rank, gt_ignore, self.gt_crowd, levels,
-            self.conventions.match_rule, self.conventions.strict_threshold, self.scored,
-        )  # fmt: skip
 
     @property
     def matching(self) -> Matching:
@@ -413,33 +380,23 @@ def _score_floor(prepared: Prepared) -> FloatArray | None:
 
 
 def matched_columns(
-    prepared: Prepared, selection: Selection, paired: Paired, areas: Areas, scores: RankingScores
+    prepared: Prepared, paired: Paired, areas: Areas, scores: RankingScores
 ) -> MatchedColumns:
-    """The evaluation's arrays for the analyses that read the matching again."""
+    """The evaluation's arrays, for what inspects the stages."""
     gt, pred, m = prepared.gt, prepared.pred, paired.matching
     floor = _score_floor(prepared)
     return MatchedColumns(
         conventions=prepared.conventions,
-        gt=prepared.gt_columns,
-        pred=prepared.pred_columns,
-        image_rows=np.asarray(selection.images, dtype=np.int64),
-        class_names=prepared.class_names,
         thresholds=prepared.levels.thresholds,
         pairs=paired.scan,
         scored=prepared.scored,
         gt_rows=gt.rows,
-        gt_image=gt.image,
-        gt_class=gt.label,
         gt_ignore=gt.ignore,
         gt_crowd=gt.crowd,
         gt_area=areas.gt,
         pred_rows=pred.rows,
-        pred_image=pred.image,
-        pred_class=pred.label,
-        pred_score=scores.kept,
         pred_rank=pred.rank,
         pred_area=areas.pred,
-        ranked=tuple(paired.ranking.ranked(k) for k in range(len(prepared.class_names))),
         hit_threshold=m.hit_t,
         hit_pred=m.hit_pred,
         hit_gt=m.hit_gt,

@@ -33,6 +33,7 @@ import numpy as np
 from vocmatch.checks import checked_number, checked_optional_number
 from vocmatch.core.ap import Curve
 from vocmatch.errors import AnnotationError, InputError, RequestError
+from vocmatch.escapes import printable
 from vocmatch.limits import MAX_THRESHOLD_FILE_BYTES
 from vocmatch.readers.parse import number_problem, read_bytes
 
@@ -412,35 +413,48 @@ def read_class_thresholds(path: str | os.PathLike[str]) -> ClassThresholds:
 
 
 # A class name a spreadsheet would read as a formula is written after a "'" (as spreadsheets
-# expect, OWASP's "CSV injection"), and read back without it.
+# expect, OWASP's "CSV injection"), and read back without it; so is a name the reader would
+# take for a comment line ("#..."), and a name that starts with "'" before either.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _needs_mark(text: str) -> bool:
+    return (
+        text.startswith(_FORMULA_START)
+        or text.lstrip().startswith("#")
+        or (text.startswith("'") and _needs_mark(text[1:]))
+    )
+
+
 def _quoted(name: str) -> str:
-    return f"'{name}" if name.startswith(_FORMULA_START) else name
+    return f"'{name}" if _needs_mark(name) else name
 
 
 def _unquoted(cell: str) -> str:
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_FORMULA_START) else cell
+    return cell[1:] if cell.startswith("'") and _needs_mark(cell[1:]) else cell
 
 
-def thresholds_csv(points: Sequence[tuple[str, OperatingPoint | None]]) -> str:
-    """The operating points as a ``class,threshold`` CSV (what
-    :func:`read_score_thresholds` reads), one line per class that has one.
+def thresholds_csv(
+    thresholds: Sequence[tuple[str, float | None]], notes: Sequence[str] = ()
+) -> str:
+    """Per-class thresholds as a ``class,threshold`` CSV (what :func:`read_score_thresholds`
+    reads), one line per class that has one, after ``notes`` as ``#`` comment lines.
 
     Thresholds are written in full (``repr``), so reading the file back counts exactly the
     predictions of the operating point. A class name starting with ``= + - @`` is written
-    after a ``'``, so that a spreadsheet never runs it as a formula; the reader removes it.
+    after a ``'``, so that a spreadsheet never runs it as a formula, and so is one the reader
+    would skip as a comment (``#...``); the reader removes it. A note is one line, its
+    control characters shown as escapes.
 
-    >>> point = OperatingPoint(0.7, 0.5, 1.0, 0.6667, 1.0, 4)
-    >>> print(thresholds_csv([("car", point), ("dog", None)]), end="")
+    >>> print(thresholds_csv([("car", 0.7), ("dog", None)], ["dog: no threshold"]), end="")
     class,threshold
+    # dog: no threshold
     car,0.7
     """
-    lines = ["class,threshold"]
-    for name, point in points:
-        if point is not None:
-            lines.append(f"{_field(_quoted(name))},{point.threshold!r}")
+    lines = ["class,threshold", *(f"# {printable(note)}" for note in notes)]
+    for name, threshold in thresholds:
+        if threshold is not None:
+            lines.append(f"{_field(_quoted(name))},{threshold!r}")
     return "\n".join(lines) + "\n"
 
 

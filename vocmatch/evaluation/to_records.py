@@ -41,8 +41,16 @@ from vocmatch.evaluation.result import (
     Match,
     odd_value_counts,
 )
+from vocmatch.evaluation.slice_records import (
+    SLICE_COUNTS,
+    SliceInputs,
+    SliceRecords,
+    SliceSpec,
+    memberships,
+)
 from vocmatch.evaluation.stage_inputs import (
     Areas,
+    Counted,
     IouLevels,
     Paired,
     Prepared,
@@ -72,6 +80,8 @@ class Asked:
         stage: Told each stage as it starts, by name.
         matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
             images' own reading of scores, once they are matched.
+        slices: Match each value of these slices too
+            (:class:`~vocmatch.evaluation.slice_records.SliceRecords`).
         calibration: Keep what OCE and D-ECE read (:attr:`MatchRecords.calibration`): each
             object's IoU with the predictions of every class of its image, which costs.
     """
@@ -80,6 +90,7 @@ class Asked:
     detail: bool = False
     stage: Callable[[str], None] | None = None
     matched: Callable[[MatchedColumns], None] | None = None
+    slices: tuple[SliceSpec, ...] = ()
     calibration: bool = False
 
 
@@ -133,7 +144,7 @@ def match_records(
     second = None
     if both:
         first = _reading(gt, pred, [replace(selection, scored=True)], conv, score_thresholds,
-                         Asked(calibration=asked.calibration))  # fmt: skip
+                         Asked(slices=asked.slices, calibration=asked.calibration))  # fmt: skip
         second = _reading(gt, pred, [selection], conv, score_thresholds, asked)
     else:
         # Handed over: the reading lets the selection's row arrays go once they are sorted.
@@ -154,8 +165,16 @@ def match_records(
         detail=(second or first).detail,
         gt_cells=first.gt_cells,
         ranked=first.ranked if asked.whole_run and scored else None,
+        slices=_with_unscored(first.slices, None if second is None else second.slices),
         calibration=first.calibration,
     )
+
+
+def _with_unscored(first: SliceRecords | None, second: SliceRecords | None) -> SliceRecords | None:
+    """The slices' records of the scored reading, with the unscored reading's counts."""
+    if first is None or second is None:
+        return first
+    return replace(first, unscored=second.counts)
 
 
 def _no_stage(name: str) -> None:
@@ -174,6 +193,7 @@ class _Reading:
     detail: tuple[tuple[Match, ...], ...] | None
     ranked: Ranked
     gt_cells: GtCells
+    slices: SliceRecords | None
     calibration: CalibrationInputs | None
 
 
@@ -207,7 +227,7 @@ def _reading(
     flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
     scores = RankingScores.of(prepared)
     if asked.matched is not None:
-        asked.matched(stages.matched_columns(prepared, selection, paired, areas, scores))
+        asked.matched(stages.matched_columns(prepared, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     inputs = None
     if asked.calibration:
@@ -229,10 +249,72 @@ def _reading(
     ranking = paired.ranking
     ranked = Ranked(tuple(ranking.ranked(k) for k in range(len(prepared.class_names))),
                     prepared.pred.rank)  # fmt: skip
+    slices = None
+    if asked.slices:
+        stage("slices")
+        keys = tuple(gt.keys[i] for i in selection.images)
+        slices = _slice_records(prepared, paired, areas, keys, counted, asked.slices)
     return _Reading(
         prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked,
-        _gt_cells(prepared, areas), inputs,
+        _gt_cells(prepared, areas), slices, inputs,
     )  # fmt: skip
+
+
+def _slice_records(
+    prepared: Prepared,
+    paired: Paired,
+    areas: Areas,
+    keys: tuple[str, ...],
+    counted: Counted,
+    specs: tuple[SliceSpec, ...],
+) -> SliceRecords:
+    """Each value of each slice matched as COCO's area ranges are (the ground truth outside
+    it ignored), at every IoU threshold the protocol matches at, and counted."""
+    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
+    levels = prepared.levels
+    n_pred, n_k, n_t = pred.label.size, len(prepared.class_names), levels.thresholds.size
+    found = SliceInputs(keys, prepared.gt_columns, gt.rows, gt.image, areas.gt, pred.image,
+                        areas.pred)  # fmt: skip
+    passing = counted.passing if counted.passing is not None else np.ones(n_pred, dtype=bool)
+    values: list[tuple[str, ...]] = []
+    matched, ignored, out, counts = [], [], [], []
+    for spec in specs:
+        members = memberships(spec, found)
+        values.append(tuple(m.value for m in members))
+        for member in members:
+            ignore = gt.ignore | ~member.gt_in
+            m = match_all(
+                paired.scan, pred.rank, ignore, gt.crowd, levels.thresholds, conv.match_rule,
+                conv.strict_threshold, prepared.scored,
+            )  # fmt: skip
+            hit_ignored = ignore[m.hit_gt]
+            matched.append(_bits(m.hit_pred, m.hit_t, n_pred, n_t))
+            ignored.append(_bits(m.hit_pred[hit_ignored], m.hit_t[hit_ignored], n_pred, n_t))
+            out.append(member.pred_out)
+            hit, hit_ignore = m.pred_flags(levels.evaluation)
+            counts.append(
+                np.stack([
+                    np.bincount(gt.label[~ignore], minlength=n_k),
+                    np.bincount(gt.label[gt.ignore & member.gt_in], minlength=n_k),
+                    np.bincount(pred.label[hit & ~hit_ignore & passing], minlength=n_k),
+                    np.bincount(pred.label[~hit & ~member.pred_out & passing], minlength=n_k),
+                ], axis=1)
+            )  # fmt: skip
+    dtype = flag_dtype(n_t)
+    n_v = len(out)
+    return SliceRecords(
+        specs=specs,
+        values=tuple(values),
+        matched=np.stack(matched, axis=1) if n_v else np.zeros((n_pred, 0), dtype=dtype),
+        ignored=np.stack(ignored, axis=1) if n_v else np.zeros((n_pred, 0), dtype=dtype),
+        out=np.stack(out, axis=1) if n_v else np.zeros((n_pred, 0), dtype=bool),
+        counts=(
+            np.stack(counts, axis=1).astype(np.int64)
+            if n_v
+            else np.zeros((n_k, 0, len(SLICE_COUNTS)), dtype=np.int64)
+        ),
+        unscored=None,
+    )
 
 
 def _gt_cells(prepared: Prepared, areas: Areas) -> GtCells:

@@ -32,6 +32,7 @@ from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
 
 if TYPE_CHECKING:
     from vocmatch.evidence.slices import Slice, SliceValue
+    from vocmatch.evidence.target_thresholds import TargetThresholds
 
 __all__ = [
     "METRICS",
@@ -46,10 +47,13 @@ __all__ = [
     "read_gate_text",
 ]
 
-Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75"]
+Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75", "reached"]
 
-#: The metrics a gate can bound, in the order messages list them.
-METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1", "ap50", "ap75")
+#: The metrics a gate can bound, in the order messages list them. ``reached`` reads the
+#: thresholds holding a target (:mod:`vocmatch.evidence.target_thresholds`): for the
+#: dataset, the share of the classes with ground truth that got one; for a class, 1 when it
+#: got one (undefined, with the reason, when not).
+METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1", "ap50", "ap75", "reached")
 
 # "ap" is accepted for "map": one class's AP and the dataset's mean AP are the same gate
 # in spirit, and both spellings come naturally.
@@ -299,6 +303,7 @@ def check_gates(
     slices: Sequence[Slice] = (),
     *,
     fold_case: bool = False,
+    targets: TargetThresholds | None = None,
 ) -> GateReport:
     """Check gates and per-image limits against an evaluation.
 
@@ -313,13 +318,15 @@ def check_gates(
         slices: The evaluated slices that slice gates are checked against.
         fold_case: The evaluation folded class names to lower case: a gate's class is
             looked up lower-cased too (``Car:ap`` bounds the class ``car``).
+        targets: The thresholds holding a target, which ``reached`` gates read.
 
     Returns:
         A result per gate, in the order given, and a check per image.
 
     Raises:
         InputError: A gate names a class found in neither the ground truth nor the
-            predictions, or a slice not evaluated, or a value the slice does not have.
+            predictions, or a slice not evaluated, or a value the slice does not have; a
+            ``reached`` gate without ``targets``.
         ValueError: ``max_fp`` or ``max_fn`` is negative.
     """
     for name, limit in (("max_fp", max_fp), ("max_fn", max_fn)):
@@ -338,7 +345,23 @@ def check_gates(
                     Option("iou"),
                 )
             )
-        if gate.scope is None:
+        if gate.metric == "reached" and targets is None:
+            raise InputError(
+                Message(
+                    f"gate {gate.label!r} reads the thresholds holding a target: give ",
+                    Option("target_precision"),
+                    " or ",
+                    Option("target_recall"),
+                )
+            )
+        if gate.metric == "reached" and targets is not None and "=" not in (gate.scope or ""):
+            if (
+                gate.scope is not None
+                and classes.get(gate.scope.lower() if fold_case else gate.scope) is None
+            ):
+                raise InputError(_unknown_class(gate, sorted(classes)))
+            measured, reason = _reached(targets, gate.scope, fold_case)
+        elif gate.scope is None:
             measured, reason = _dataset_metric(evaluation, gate.metric)
         else:
             cls = classes.get(gate.scope.lower() if fold_case else gate.scope)
@@ -351,6 +374,22 @@ def check_gates(
         results.append(GateResult(gate, measured, _meets(measured, gate.value), reason))
     images = tuple(_image_check(image, max_fp, max_fn) for image in evaluation.images)
     return GateReport(tuple(results), images, max_fp, max_fn)
+
+
+def _reached(
+    targets: TargetThresholds, scope: str | None, fold_case: bool
+) -> tuple[float | None, str | None]:
+    """The share of the classes with ground truth that got a threshold, or one class's 1."""
+    if scope is None:
+        counted = [c for c in targets.classes if c.reason != "no ground truth"]
+        if not counted:
+            return None, "no ground truth"
+        return sum(c.threshold is not None for c in counted) / len(counted), None
+    name = scope.lower() if fold_case else scope
+    for cls in targets.classes:
+        if cls.name == name:
+            return (1.0, None) if cls.threshold is not None else (None, cls.reason)
+    return None, "no ground truth of this class"
 
 
 def _meets(measured: float | None, bound: float) -> bool:

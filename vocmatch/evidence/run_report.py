@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.counting import Counting
     from vocmatch.evidence.gates import GateReport
     from vocmatch.evidence.slices import Slice
+    from vocmatch.evidence.target_thresholds import TargetThresholds
     from vocmatch.readers.parse import AnnotationSet
 
 __all__ = ["EvalReport", "Evidence"]
@@ -36,6 +37,8 @@ class Evidence:
         calibration: Each class's calibration, when bins were asked for.
         reliability: The calibration the HTML report draws (always computed for it).
         counting: The per-image count errors and presence of each class, when asked for.
+        targets: Each class's score threshold holding a target precision or recall, when
+            one is asked for.
 
     >>> Evidence().slices
     ()
@@ -46,6 +49,7 @@ class Evidence:
     calibration: Calibration | None = None
     reliability: Calibration | None = None
     counting: Counting | None = None
+    targets: TargetThresholds | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,6 @@ mAP over the classes with ground truth in the value.
 
 from __future__ import annotations
 
-import fnmatch
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,8 +40,21 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import average_precision, precision_recall_curve
-from vocmatch.evaluation.result import COCO_AREAS, ClassResult, Evaluation, class_result
-from vocmatch.evaluation.stages import MatchedColumns
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import RequestError
+from vocmatch.evaluation.from_records import class_rankings, ranking_score
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.result import ClassResult, Evaluation, class_result
+from vocmatch.evaluation.slice_records import (
+    ATTRIBUTES,
+    COCO_SIZE_EDGES,
+    NO_VALUE,
+    SliceRecords,
+    SliceSpec,
+    parse_slices,
+    slice_rule,
+)
+from vocmatch.evaluation.stage_inputs import IouLevels
 
 __all__ = [
     "ATTRIBUTES",
@@ -56,31 +66,7 @@ __all__ = [
     "slice_evaluation",
 ]
 
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
-
-#: Object attributes a slice can be by.
-ATTRIBUTES: tuple[str, ...] = ("difficult", "truncated", "occluded", "pose")
-
-#: pycocotools' area range edges, as box sides in pixels (areas 32², 96²).
-COCO_SIZE_EDGES: tuple[float, ...] = (32.0, 96.0)
-
-_EDGES = re.compile(r"\s*(?:size\s*[:=]\s*)?(\d+(?:\.\d*)?(?:\s*,\s*\d+(?:\.\d*)?)*)\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class SliceSpec:
-    """What one slice is by.
-
-    Attributes:
-        name: ``difficult``, ``truncated``, ``occluded``, ``pose``, ``size`` or ``file``.
-        edges: For ``size``, the bucket edges as box sides in pixels, ascending.
-        globs: For ``file``, the file-name patterns, each a value.
-    """
-
-    name: str
-    edges: tuple[float, ...] = ()
-    globs: tuple[str, ...] = ()
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,195 +119,98 @@ class Slice:
     values: tuple[SliceValue, ...]
 
 
-def _size_names(edges: tuple[float, ...]) -> list[tuple[str, float, float]]:
-    """Each bucket's name and area range (both ends inclusive)."""
-    if edges == COCO_SIZE_EDGES:
-        names = ["small", "medium", "large"]
-    else:
-        names = [f"{_side(lo)}-{_side(hi)}" for lo, hi in zip((0.0, *edges), edges, strict=False)]
-        names.append(f"{_side(edges[-1])}+")
-    # COCO's own upper bound for its buckets (1e5² px), so that they are its area ranges.
-    top = COCO_AREAS[3][1] if edges == COCO_SIZE_EDGES else math.inf
-    bounds = [0.0, *(e * e for e in edges), top]
-    return [(name, bounds[i], bounds[i + 1]) for i, name in enumerate(names)]
+def slice_evaluation(
+    evaluation: Evaluation, records: MatchRecords, specs: Sequence[SliceSpec]
+) -> tuple[Slice, ...]:
+    """Evaluate each value of each slice from the match records of the evaluation's
+    images, which matched each value where they were matched (one run, shards merged, a
+    Dask run's parts): each class's AP by the functions every AP is computed with, over the
+    class's ranking of the records.
 
-
-def _side(value: float) -> str:
-    return f"{value:g}"
-
-
-def parse_slices(texts: Sequence[str]) -> tuple[SliceSpec, ...]:
-    """Read slice specs, as text (the values of the command line's ``--slice``).
-
-    Each is a keyword (``difficult``, ``truncated``, ``occluded``, ``pose``, ``size``), size
-    edges as box sides in pixels (``16,32,96`` or ``size:16,32,96``), or else a file-name
-    pattern (``night_*``, ``cam2/*``): every pattern given is a value of one ``file`` slice.
+    Args:
+        evaluation: The evaluation (its conventions, and whether predictions carry scores).
+        records: Its match records, made with ``specs``
+            (:attr:`~vocmatch.evaluation.records.MatchRecords.slices`).
+        specs: The slices (:func:`parse_slices`).
 
     Returns:
-        One spec per slice, in the order first given.
+        Each slice with its values, in the order of ``specs``.
 
     Raises:
-        ValueError: A slice is given twice, size edges are not increasing and positive, or a
-            pattern is empty.
-
-    >>> [s.name for s in parse_slices(["size", "pose", "night_*", "day_*"])]
-    ['size', 'pose', 'file']
-    >>> parse_slices(["16,32"])[0].edges
-    (16.0, 32.0)
+        RequestError: The records hold no slices, or other ones (field ``slices``).
     """
-    specs: list[SliceSpec] = []
-    globs: list[str] = []
-    seen: set[str] = set()
-
-    def add(spec: SliceSpec, text: str) -> None:
-        if spec.name in seen:
-            raise ValueError(f"slice {text!r}: the {spec.name} slice is given twice")
-        seen.add(spec.name)
-        specs.append(spec)
-
-    for text in texts:
-        word = text.strip().lower()
-        edges = _EDGES.fullmatch(text)
-        if word in ATTRIBUTES:
-            add(SliceSpec(word), text)
-        elif word == "size":
-            add(SliceSpec("size", COCO_SIZE_EDGES), text)
-        elif edges is not None:
-            values = tuple(float(v) for v in edges.group(1).split(","))
-            if any(v <= 0 for v in values) or list(values) != sorted(set(values)):
-                raise ValueError(
-                    f"slice {text!r}: size edges must be box sides in pixels, positive and "
-                    "increasing, such as 16,32,96"
-                )
-            add(SliceSpec("size", values), text)
-        elif not text.strip():
-            raise ValueError("a slice needs a value: an attribute, size, edges or a pattern")
-        else:
-            if text in globs:
-                raise ValueError(f"slice {text!r}: the pattern is given twice")
-            if "file" not in seen:
-                add(SliceSpec("file"), text)
-            globs.append(text)
-    return tuple(
-        SliceSpec("file", globs=tuple(globs)) if spec.name == "file" else spec for spec in specs
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Membership:
-    """One value's ground truth and the predictions outside it (internal)."""
-
-    value: str
-    gt_in: BoolArray
-    pred_out: BoolArray
-
-
-def _memberships(spec: SliceSpec, matched: MatchedColumns) -> tuple[str, list[_Membership]]:
-    gt_rows = matched.gt_rows
-    n_pred = matched.pred_rows.size
-    nowhere = np.zeros(n_pred, dtype=bool)
-    if spec.name in ("difficult", "truncated", "occluded"):
-        flag = np.asarray(getattr(matched.gt, spec.name)[gt_rows], dtype=bool)
-        rule = (
-            f"ground truth by its <{spec.name}>; an unmatched prediction is a false positive "
-            "in both values"
+    records = records.in_key_order()
+    found = records.slices
+    if not records.keys:
+        raise RequestError("slices", "no image was evaluated")
+    if found is None or found.specs != tuple(specs):
+        raise RequestError("slices", "the match records were not made with these slices")
+    scored = evaluation.summary.map is not None or any(c.ap is not None for c in evaluation.classes)
+    # Without any score, the counts of the reading that pairs highest IoU first.
+    counts = found.counts
+    if not records.notes.scored and found.unscored is not None:
+        counts = found.unscored
+    aps = _slice_aps(records, found, counts, evaluation.conventions) if scored else None
+    out = []
+    for s, spec in enumerate(found.specs):
+        values = tuple(
+            _value(records.class_names, name, counts[:, c], None if aps is None else aps[c])
+            for name, c in zip(found.values[s], found.columns(s), strict=True)
+            if name != NO_VALUE
         )
-        return rule, [_Membership("no", ~flag, nowhere), _Membership("yes", flag, nowhere)]
-    if spec.name == "pose":
-        codes = matched.gt.pose[gt_rows]
-        names = matched.gt.pose_names
-        values = [
-            _Membership(names[k], codes == k, nowhere)
-            for k in sorted(set(codes.tolist()) - {-1}, key=lambda k: names[k])
-        ]
-        if (codes == -1).any():
-            values.append(_Membership("(none)", codes == -1, nowhere))
-        rule = (
-            "ground truth by its <pose>; an unmatched prediction is a false positive in every value"
-        )
-        return rule, values
-    if spec.name == "size":
-        gt_area, pred_area = matched.gt_area, matched.pred_area
-        values = [
-            _Membership(
-                name,
-                (gt_area >= low) & (gt_area <= high),
-                (pred_area < low) | (pred_area > high),
+        out.append(Slice(spec.name, slice_rule(spec), values))
+    return tuple(out)
+
+
+def _slice_aps(
+    records: MatchRecords, found: SliceRecords, counts: IntArray, conv: Conventions
+) -> list[list[list[float]]]:
+    """Per value (column) and class with ground truth in it, its AP at each AP threshold:
+    the class's ranking of the records, less the predictions matched to ignored ground
+    truth and the unmatched ones outside the value."""
+    index = IouLevels.of(conv).index
+    levels = np.array([index[t] for t in conv.ap_thresholds], dtype=np.int64)
+    eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    n_k, n_v = counts.shape[0], counts.shape[1]
+    aps: list[list[list[float]]] = [[[] for _ in range(n_k)] for _ in range(n_v)]
+    for k, (ranked, _) in enumerate(class_rankings(records)):
+        n_gt = counts[k, :, 0]
+        columns = np.flatnonzero(n_gt > 0).tolist()
+        if not columns:
+            continue
+        score = ranking_score(records.preds, ranked)
+        matched = np.take(found.matched, ranked, axis=0)
+        ignored = np.take(found.ignored, ranked, axis=0)
+        inside = ~np.take(found.out, ranked, axis=0)
+        for c in columns:
+            # Every AP threshold's flags of the value at once: (T, n).
+            hits = ((matched[:, c].astype(np.int64)[None, :] >> levels[:, None]) & 1) == 1
+            kept = (((ignored[:, c].astype(np.int64)[None, :] >> levels[:, None]) & 1) == 0) & (
+                hits | inside[None, :, c]
             )
-            for name, low, high in _size_names(spec.edges)
-        ]
-        rule = (
-            "objects by box area, both ends inclusive (pycocotools' area ranges); an "
-            "unmatched prediction by its own area"
-        )
-        return rule, values
-    keys = [matched.gt.keys[i] for i in matched.image_rows.tolist()]
-    gt_image = matched.gt_image
-    pred_image = matched.pred_image
-    matches = [
-        np.array([fnmatch.fnmatchcase(key, glob) for key in keys], dtype=bool)
-        for glob in spec.globs
-    ]
-    values = [
-        _Membership(glob, hit[gt_image], ~hit[pred_image])
-        for glob, hit in sorted(zip(spec.globs, matches, strict=True))
-    ]
-    other = ~np.logical_or.reduce(matches) if matches else np.ones(len(keys), dtype=bool)
-    values.append(_Membership("(other)", other[gt_image], ~other[pred_image]))
-    rule = (
-        "images by their key (the path without extension) against each pattern; a "
-        "prediction by its image"
-    )
-    return rule, values
+            for hit, keep in zip(hits, kept, strict=True):
+                curve = precision_recall_curve(hit[keep], score[keep], int(n_gt[c]), eps=eps)
+                aps[c][k].append(
+                    average_precision(curve.recall, curve.precision, conv.interpolation)
+                )
+    return aps
 
 
-def _value(matched: MatchedColumns, member: _Membership, scored: bool) -> SliceValue:
-    conv = matched.conventions
-    k = len(matched.class_names)
-    level_of = {float(v): i for i, v in enumerate(matched.thresholds.tolist())}
-    ignore = matched.gt_ignore | ~member.gt_in
-    matching = matched.match(ignore)
-    hit, ignored = matching.pred_flags(level_of[conv.iou_threshold])
-    # Counts take the predictions at or above their score threshold; AP takes all.
-    counts_tp = hit & ~ignored & matched.pred_counted
-    counts_fp = ~hit & ~member.pred_out & matched.pred_counted
-    gt_class = matched.gt_class
-    pred_class = matched.pred_class
-    n_gt = np.bincount(gt_class[~ignore], minlength=k)
-    n_ignored = np.bincount(gt_class[matched.gt_ignore & member.gt_in], minlength=k)
-    tp = np.bincount(pred_class[counts_tp], minlength=k)
-    fp = np.bincount(pred_class[counts_fp], minlength=k)
+def _value(
+    class_names: Sequence[str], value: str, counts: IntArray, aps: list[list[float]] | None
+) -> SliceValue:
+    """One value's numbers from its per-class counts (``(K, 4)``: ground truth that counts
+    and ignored, TP, FP) and AP values."""
+    n_gt, n_ignored, tp, fp = (counts[:, j] for j in range(4))
     # Each object that counts is matched at most once: the missed are the rest.
     fn = n_gt - tp
-    aps: list[list[float]] = [[] for _ in range(k)]
-    if scored:
-        eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
-        for threshold in conv.ap_thresholds:
-            level_hit, level_ignored = matching.pred_flags(level_of[float(threshold)])
-            for c in range(k):
-                if n_gt[c] == 0:
-                    continue
-                ranked = matched.ranked[c]
-                keep = ~level_ignored[ranked] & (level_hit[ranked] | ~member.pred_out[ranked])
-                kept = ranked[keep]
-                curve = precision_recall_curve(
-                    level_hit[kept], matched.pred_score[kept], int(n_gt[c]), eps=eps
-                )
-                aps[c].append(average_precision(curve.recall, curve.precision, conv.interpolation))
     classes = tuple(
         class_result(
-            name,
-            int(n_gt[c]),
-            int(n_ignored[c]),
-            int(tp[c] + fp[c]),
-            int(tp[c]),
-            int(fp[c]),
-            int(fn[c]),
-            float(np.mean(aps[c])) if aps[c] else None,
-            None,
+            name, int(n_gt[c]), int(n_ignored[c]), int(tp[c] + fp[c]), int(tp[c]), int(fp[c]),
+            int(fn[c]), float(np.mean(aps[c])) if aps is not None and aps[c] else None, None,
         )
-        for c, name in enumerate(matched.class_names)
-    )
+        for c, name in enumerate(class_names)
+    )  # fmt: skip
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
     total_tp, total_fp, total_gt = int(tp.sum()), int(fp.sum()), int(n_gt.sum())
     precision = total_tp / (total_tp + total_fp) if total_tp + total_fp else None
@@ -330,7 +219,7 @@ def _value(matched: MatchedColumns, member: _Membership, scored: bool) -> SliceV
     if precision is not None and recall is not None:
         f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     return SliceValue(
-        value=member.value,
+        value=value,
         gt=total_gt,
         gt_ignored=int(n_ignored.sum()),
         pred=total_tp + total_fp,
@@ -343,25 +232,3 @@ def _value(matched: MatchedColumns, member: _Membership, scored: bool) -> SliceV
         map=float(np.mean(averaged)) if averaged else None,
         classes=classes,
     )
-
-
-def slice_evaluation(
-    evaluation: Evaluation, matched: MatchedColumns, specs: Sequence[SliceSpec]
-) -> tuple[Slice, ...]:
-    """Evaluate each value of each slice.
-
-    Args:
-        evaluation: The evaluation (for whether predictions carry scores).
-        matched: Its arrays (:func:`vocmatch.evaluation.engine.evaluate_matched`).
-        specs: The slices (:func:`parse_slices`).
-
-    Returns:
-        Each slice with its values, in the order of ``specs``.
-    """
-    scored = evaluation.summary.map is not None or any(c.ap is not None for c in evaluation.classes)
-    out = []
-    for spec in specs:
-        rule, members = _memberships(spec, matched)
-        values = tuple(_value(matched, m, scored) for m in members)
-        out.append(Slice(spec.name, rule, values))
-    return tuple(out)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.counting import CountErrors, Counting
     from vocmatch.evidence.slices import Slice
     from vocmatch.evidence.suspects import SuspectReport
+    from vocmatch.evidence.target_thresholds import TargetThresholds
 
 __all__ = [
     "bootstrap_table",
@@ -34,6 +35,7 @@ __all__ = [
     "counting_table",
     "slice_table",
     "suspects_report",
+    "targets_table",
 ]
 
 
@@ -308,4 +310,45 @@ def counting_table(result: Counting) -> RenderableType:
             f"seed {result.seed}]"
         )
     parts.append(Text(line, style="dim"))
+    return Group(*parts)
+
+
+def targets_table(result: TargetThresholds) -> RenderableType:
+    """Each class's threshold holding the target, its precision, recall and lower bound;
+    or why it has none."""
+    target = result.target
+    table = Table(
+        title=f"Score thresholds holding {target.describe()} ({target.resamples:,} resamples "
+        f"of the {result.images:,} images, seed {target.seed})",
+        title_justify="left",
+    )
+    table.add_column("class", overflow="fold")
+    table.add_column("threshold", justify="right", no_wrap=True)
+    for name in ("precision", "recall", f"{target.metric} bound"):
+        table.add_column(name, justify="right", no_wrap=True)
+    missed = []
+    for cls in result.classes:
+        if cls.threshold is None:
+            missed.append(cls)
+            continue
+        table.add_row(
+            name_cell(cls.name), f"{cls.threshold:.6g}", number_text(cls.precision),
+            number_text(cls.recall), number_text(cls.bound),
+        )  # fmt: skip
+    parts: list[RenderableType] = [table]
+    for cls in missed:
+        parts.append(
+            Text(
+                f"{printable(cls.name)}: no threshold: {cls.reason}",
+                style="yellow",
+                overflow="fold",
+            )
+        )
+    parts.append(
+        Text(
+            "bound: the lower bound over resamples of the images drawn with replacement; "
+            "precision is tried from the highest score down and the first failure stops",
+            style="dim",
+        )
+    )
     return Group(*parts)

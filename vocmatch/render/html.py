@@ -55,7 +55,9 @@ from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, Ma
 from vocmatch.evidence.bootstrap import Bootstrap
 from vocmatch.evidence.calibration import Calibration, ClassCalibration
 from vocmatch.evidence.confusion import ConfusionMatrix, confusion_matrix
+from vocmatch.evidence.counting import Counting
 from vocmatch.evidence.slices import Slice
+from vocmatch.evidence.target_thresholds import TargetThresholds
 from vocmatch.readers.parse import AnnotationSet, open_regular
 from vocmatch.version import __version__
 
@@ -544,6 +546,8 @@ def html_report(
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
     score_start: float = 0.0,
+    targets: TargetThresholds | None = None,
+    counting: Counting | None = None,
 ) -> str:
     """The evaluation as one self-contained HTML page.
 
@@ -556,6 +560,8 @@ def html_report(
         bootstrap: Bootstrap intervals to show beside the numbers.
         slices: Slices to show, each value's counts and mAP.
         calibration: The scores' calibration, drawn as reliability plots.
+        targets: Each class's threshold holding a target, shown as a table.
+        counting: The per-image count errors, shown as a table.
         score_start: Where the overlays' score slider starts: the score threshold the
             counts use (clamped to [0, 1]), so predictions below it start hidden.
 
@@ -623,6 +629,8 @@ def html_report(
             ]
         ),
         score_start=f"{min(max(score_start, 0.0), 1.0):.2f}",
+        targets=targets,
+        counting=counting,
     )
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.counting import CountErrors, Counting
     from vocmatch.evidence.error_types import ErrorCounts
     from vocmatch.evidence.slices import Slice
+    from vocmatch.evidence.target_thresholds import TargetThresholds
     from vocmatch.evidence.tightness import Distribution, Tightness
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "counting_json",
     "merge_json",
     "slices_json",
+    "targets_json",
     "to_json",
     "to_json_dict",
 ]
@@ -214,6 +216,7 @@ def to_json_dict(
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
     counting: Counting | None = None,
+    targets: TargetThresholds | None = None,
 ) -> dict[str, Any]:
     """The evaluation as plain JSON-ready data (documented in docs/outputs.md); with
     ``analysis``, also the error types, confusion matrix and tightness; with ``bootstrap``,
@@ -229,6 +232,7 @@ def to_json_dict(
         slices=slices,
         calibration=calibration,
         counting=counting,
+        targets=targets,
     )
 
 
@@ -243,6 +247,7 @@ def _json_data(
     slices: Sequence[Slice],
     calibration: Calibration | None,
     counting: Counting | None = None,
+    targets: TargetThresholds | None = None,
 ) -> dict[str, Any]:
     """:func:`to_json_dict`, each image's record made by ``image_record``."""
     conv = evaluation.conventions
@@ -296,6 +301,8 @@ def _json_data(
         data["calibration"] = calibration_json(calibration)
     if counting is not None:
         data["counts"] = counting_json(counting)
+    if targets is not None:
+        data["target_thresholds"] = targets_json(targets)
     return data
 
 
@@ -309,6 +316,7 @@ def to_json(
     slices: Sequence[Slice] = (),
     calibration: Calibration | None = None,
     counting: Counting | None = None,
+    targets: TargetThresholds | None = None,
     merge: ShardCheck | None = None,
 ) -> str:
     """The evaluation (and its error analysis, if given) as indented JSON, ending in a newline;
@@ -330,6 +338,7 @@ def to_json(
         slices=slices,
         calibration=calibration,
         counting=counting,
+        targets=targets,
     )
     if merge is not None:
         data["merge"] = merge_json(merge)
@@ -678,4 +687,33 @@ def counting_json(result: Counting) -> dict[str, Any]:
         ],
         "class_mean": _count_errors(result.class_mean),
         "objects": _count_errors(result.objects),
+    }
+
+
+def targets_json(result: TargetThresholds) -> dict[str, Any]:
+    """The thresholds holding a target as JSON-ready data: per class ``threshold`` (null
+    without one, then ``reason`` says why), ``precision``, ``recall``, ``bound`` and
+    ``tried``."""
+    target = result.target
+    return {
+        "metric": target.metric,
+        "target": target.value,
+        "confidence": target.confidence,
+        "resamples": target.resamples,
+        "seed": target.seed,
+        "images": result.images,
+        "classes": [
+            Record(
+                {
+                    "name": c.name,
+                    "threshold": c.threshold,
+                    "precision": c.precision,
+                    "recall": c.recall,
+                    "bound": c.bound,
+                    "tried": c.tried,
+                    "reason": c.reason,
+                }
+            )
+            for c in result.classes
+        ],
     }

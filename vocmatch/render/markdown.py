@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.bootstrap import Bootstrap, Interval
     from vocmatch.evidence.counting import Counting
     from vocmatch.evidence.gates import GateReport
+    from vocmatch.evidence.target_thresholds import TargetThresholds
 
 __all__ = ["MARKDOWN_MAX_IMAGES", "md_number", "md_table", "md_text", "to_markdown"]
 
@@ -78,11 +79,13 @@ def to_markdown(
     gates: GateReport | None = None,
     bootstrap: Bootstrap | None = None,
     counting: Counting | None = None,
+    targets: TargetThresholds | None = None,
 ) -> str:
     """A Markdown report for a pull-request comment or a CI job summary.
 
     The conventions, a summary table, the COCO numbers when computed, a table per class,
-    with ``bootstrap`` the intervals, with ``counting`` the count errors, and, when ``gates``
+    with ``bootstrap`` the intervals, with ``targets`` the thresholds holding a target, with
+    ``counting`` the count errors, and, when ``gates``
     holds any gate or limit, a table of the gates and the images over a limit (the first
     :data:`MARKDOWN_MAX_IMAGES` of them by key).
 
@@ -163,6 +166,8 @@ def to_markdown(
         lines += ["", "; ".join(notes) + "."]
     if bootstrap is not None:
         lines += _md_bootstrap(bootstrap)
+    if targets is not None:
+        lines += _md_targets(targets)
     if counting is not None:
         lines += _md_counting(counting)
     if gates is not None and gates.has_checks:
@@ -235,4 +240,31 @@ def _md_counting(result: Counting) -> list[str]:
         "Count error: predicted minus true, per image. Found in: share of the images holding "
         "the class where it is predicted; false alarms: share of the others where it is.",
     ]
+    return lines
+
+
+def _md_targets(result: TargetThresholds) -> list[str]:
+    target = result.target
+    lines = [
+        "",
+        f"### Score thresholds holding {md_text(target.describe())} "
+        f"({target.resamples:,} resamples, seed {target.seed})",
+        "",
+    ]
+    rows = [
+        [
+            md_text(c.name),
+            "—" if c.threshold is None else f"{c.threshold:.6g}",
+            md_number(c.precision),
+            md_number(c.recall),
+            md_number(c.bound),
+            md_text(c.reason or ""),
+        ]
+        for c in result.classes
+    ]
+    lines += md_table(
+        ("class", "threshold", "precision", "recall", f"{target.metric} bound", "why none"),
+        rows,
+        "lrrrrl",
+    )
     return lines

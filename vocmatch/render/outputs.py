@@ -139,6 +139,7 @@ def _json(report: EvalReport, options: TableOptions | None) -> str:
         slices=evidence.slices,
         calibration=evidence.calibration,
         counting=evidence.counting,
+        targets=evidence.targets,
         merge=report.merge,
     )
 
@@ -153,7 +154,9 @@ def _markdown(report: EvalReport, options: TableOptions | None) -> str:
     from vocmatch.render.markdown import to_markdown
 
     evidence = _evidence(report)
-    return to_markdown(report.evaluation, report.gates, evidence.bootstrap, evidence.counting)
+    return to_markdown(
+        report.evaluation, report.gates, evidence.bootstrap, evidence.counting, evidence.targets
+    )
 
 
 def _junit(report: EvalReport, options: TableOptions | None) -> str:
@@ -296,6 +299,10 @@ def evidence_parts(evidence: Evidence, threshold: float) -> list[RenderableType]
         from vocmatch.render.evidence_tables import calibration_table
 
         parts += [Text(), calibration_table(evidence.calibration)]
+    if evidence.targets is not None:
+        from vocmatch.render.evidence_tables import targets_table
+
+        parts += [Text(), targets_table(evidence.targets)]
     if evidence.counting is not None:
         from vocmatch.render.evidence_tables import counting_table
 
@@ -347,6 +354,8 @@ def render_html(report: EvalReport, pictures: Pictures | None = None) -> str:
         score_start=start,
         slices=evidence.slices,
         calibration=evidence.reliability,
+        targets=evidence.targets,
+        counting=evidence.counting,
     )
 
 

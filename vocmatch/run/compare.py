@@ -194,7 +194,7 @@ class _Run:
 
 def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Run:
     """One run of a comparison, evaluated with every match and its predictions box by box."""
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
     from vocmatch.evaluation.thresholds import ScoreThresholds
 
@@ -202,20 +202,20 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
     gt_columns, pred_columns = read_inputs(
         Inputs(request.gt, pred, request), progress.files if progress is not None else None
     )
-    done = evaluate_matched(
+    kept: list[MatchRecords] = []
+    evaluation = evaluate_columns(
         gt_columns,
         pred_columns,
         request.conventions(),
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
-        matching=False,  # the paired bootstrap reads the match records
+        kept=kept.append,  # the paired bootstrap reads the match records
     )
-    evaluation = done.evaluation
     if thresholds:
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
     predictions = pred_columns.to_annotations()
     if request.fold_case:
         # The image-by-image comparison sees the names that were matched.
         predictions = fold_names(predictions)
-    return _Run(evaluation, done.records, predictions)
+    return _Run(evaluation, kept[0], predictions)

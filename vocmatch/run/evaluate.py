@@ -41,6 +41,7 @@ from vocmatch.errors import (
 from vocmatch.evidence.run_report import EvalReport, Evidence
 from vocmatch.readers.formats import BoxFormat, prediction_format, prediction_suffixes
 from vocmatch.readers.formats import PredFormat as PredFormat
+from vocmatch.run.extras import Extras, evidence_of
 from vocmatch.run.hints import input_warnings, warn_missing_predictions
 from vocmatch.run.request_checks import check_request, unknown_keywords
 from vocmatch.words import plural
@@ -52,10 +53,10 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.stages import MatchedColumns
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
     from vocmatch.evidence.gates import Gate
     from vocmatch.evidence.slices import SliceSpec
+    from vocmatch.evidence.target_thresholds import Target
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
@@ -95,7 +96,6 @@ __all__ = [
     "evaluate_labels",
     "evaluator_for",
     "find_suspects",
-    "operating_thresholds",
     "prediction_suffixes",
     "read_inputs",
     "read_states",
@@ -103,6 +103,7 @@ __all__ = [
     "refuse_unpaired_keys",
     "score_thresholds_of",
     "shard_state",
+    "slice_specs",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -284,6 +285,11 @@ class EvalRequest(ScoreOptions):
         calibration_bins: Equal score bins for each class's calibration (None: none): ECE,
             MCE, and OCE and D-ECE, whose inputs the matching then keeps
             (:mod:`vocmatch.evidence.calibration`).
+        target_precision: Give each class the score threshold whose precision holds this
+            target at the bootstrap's lower bound (:mod:`vocmatch.evidence.target_thresholds`),
+            over ``bootstrap`` resamples (1,000 when not given).
+        target_recall: The same for recall (one target at a time).
+        confidence_level: The lower bound's confidence for the targets.
         count: Add the per-image count errors and presence of each class
             (:mod:`vocmatch.evidence.counting`), with intervals when ``bootstrap`` is given.
         beta: The F-beta each class's operating point maximises.
@@ -314,6 +320,9 @@ class EvalRequest(ScoreOptions):
     slices: Sequence[SliceSpec | str] = ()
     calibration_bins: int | None = None
     count: bool = False
+    target_precision: float | None = None
+    target_recall: float | None = None
+    confidence_level: float = 0.95
     beta: float = 1.0
     dask: str | None = None
 
@@ -321,19 +330,31 @@ class EvalRequest(ScoreOptions):
         """The ground truth, the predictions and how to read them."""
         return Inputs(self.gt, self.pred, self)
 
+    def target(self) -> Target | None:
+        """The target the score thresholds must hold, if one is given.
+
+        Raises:
+            RequestError: Both targets are given (field ``target_recall``).
+        """
+        from vocmatch.run.extras import target_of
+
+        return target_of(
+            self.target_precision, self.target_recall, self.confidence_level,
+            self.bootstrap, self.seed,
+        )  # fmt: skip
+
     def keeps_boxes(self) -> bool:
         """Every box and match is kept: an output draws them, or the analysis reads them."""
         return self.boxes or self.analysis
 
     def needs_boxes(self) -> bool:
-        """The report needs more than match records give (the evaluation, the bootstrap and
-        the calibration read them): boxes, the matching's arrays (slices), or a class
-        choice or geometry applied to the boxes read."""
+        """The report needs more than match records give (the evaluation, the bootstrap,
+        the calibration and the slices read them): boxes, or a class choice or geometry
+        applied to the boxes read."""
         return (
             self.geometry != "shape"
             or self.keeps_boxes()
             or self.reliability
-            or bool(self.slices)
             or self.class_choice is not None
             or self.class_map is not None
         )
@@ -341,12 +362,11 @@ class EvalRequest(ScoreOptions):
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
-    """An evaluation and what its extras read: its match records, the matching's arrays
+    """An evaluation and what its extras read: its match records (the slices' among them)
     and, when kept, the annotations box by box."""
 
     evaluation: Evaluation
     records: MatchRecords | None
-    matched: MatchedColumns | None
     gt: AnnotationSet | None = None
     pred: AnnotationSet | None = None
     warnings: tuple[VocmatchWarning, ...] = ()
@@ -407,14 +427,21 @@ def evaluate(
 
     conventions = request.conventions()
     gates = _gates(request.gates)
-    specs = _slice_specs(request.slices)
+    specs = slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
     # Inputs given as URLs, or read on a cluster: as the command line reads them.
     from vocmatch.run.remote_inputs import read_elsewhere
 
     scored = _score(request, conventions, thresholds, progress, read_elsewhere(request))
     warn_missing_predictions(scored.evaluation.missing_pred)
-    evidence = _evidence(request, scored, specs)
+    evidence = evidence_of(
+        scored.evaluation, scored.records, conventions, thresholds or None,
+        Extras(
+            bootstrap=request.bootstrap, seed=request.seed, slices=specs,
+            calibration_bins=request.calibration_bins, reliability=request.reliability,
+            count=request.count, target=request.target(),
+        ),
+    )  # fmt: skip
     if on_evaluated is not None:
         on_evaluated(scored.evaluation)
     for warning in scored.warnings:
@@ -424,7 +451,7 @@ def evaluate(
     evaluation = scored.evaluation
     report = check_gates(
         evaluation, gates, request.max_fp, request.max_fn, evidence.slices,
-        fold_case=request.folds_case(),
+        fold_case=request.folds_case(), targets=evidence.targets,
     )  # fmt: skip
     analysis = None
     if request.analysis and scored.gt is not None and scored.pred is not None:
@@ -471,7 +498,12 @@ def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
         raise RequestError("gates", str(error)) from None
 
 
-def _slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+def slice_specs(slices: Sequence[SliceSpec | str]) -> tuple[SliceSpec, ...]:
+    """The slices of a request's field, texts parsed.
+
+    Raises:
+        RequestError: A text is not a slice (field ``slices``).
+    """
     texts = [s for s in slices if isinstance(s, str)]
     if not texts:
         return tuple(s for s in slices if not isinstance(s, str))
@@ -504,13 +536,13 @@ def _score(
 ) -> _Scored:
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
-        return _Scored(evaluated, elsewhere.records, None, warnings=found)
+        return _Scored(evaluated, elsewhere.records, warnings=found)
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
@@ -520,7 +552,8 @@ def _score(
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()
-    done = evaluate_matched(
+    kept: list[MatchRecords] = []
+    evaluated = evaluate_columns(
         gt_columns,
         pred_columns,
         conventions,
@@ -528,18 +561,19 @@ def _score(
         fold_case=request.fold_case,
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
-        matching=bool(request.slices),  # the slices match again; nothing else reads it
+        kept=kept.append,
+        slices=slice_specs(request.slices),
         calibration=request.calibration_bins is not None,
     )
-    found = input_warnings(request, done.evaluation, (gt_columns, pred_columns))
-    evaluation = _with_threshold_note(done.evaluation, thresholds, request)
+    found = input_warnings(request, evaluated, (gt_columns, pred_columns))
+    evaluation = _with_threshold_note(evaluated, thresholds, request)
     if not keep:
-        return _Scored(evaluation, done.records, done.matched, warnings=found)
+        return _Scored(evaluation, kept[0], warnings=found)
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     if request.fold_case:
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
-    return _Scored(evaluation, done.records, done.matched, gt, pred, found)
+    return _Scored(evaluation, kept[0], gt, pred, found)
 
 
 def _with_threshold_note(
@@ -577,70 +611,6 @@ def _refuse_unknown_classes(
         f"{where}a threshold for class {name!r}, which is in neither the ground "
         f"truth nor the predictions{hint}"
     )
-
-
-def _evidence(request: EvalRequest, scored: _Scored, specs: tuple[SliceSpec, ...]) -> Evidence:
-    """The bootstrap, slices and calibration asked for; the HTML report's reliability plot
-    uses the calibration's bins, or 10."""
-    evaluation, records, matched = scored.evaluation, scored.records, scored.matched
-    conventions = request.conventions()
-    found = Evidence()
-    if request.bootstrap is not None:
-        from vocmatch.evidence.bootstrap import bootstrap
-        from vocmatch.evidence.resampling import resampler
-
-        if records is None:
-            raise RequestError("bootstrap", "no image was evaluated")
-        sampler = resampler(evaluation, records, conventions, score_thresholds_of(request) or None)
-        found = replace(
-            found, bootstrap=bootstrap(evaluation, sampler, request.bootstrap, request.seed)
-        )
-    if specs:
-        from vocmatch.evidence.slices import slice_evaluation
-
-        if matched is None:
-            raise RequestError("slices", "no image was evaluated")
-        found = replace(found, slices=slice_evaluation(evaluation, matched, specs))
-    if request.count:
-        from vocmatch.evidence.counting import counting
-
-        if records is None:
-            raise RequestError("count", "no image was evaluated")
-        found = replace(
-            found,
-            counting=counting(
-                records, conventions, score_thresholds_of(request) or None,
-                resamples=request.bootstrap, seed=request.seed,
-            ),
-        )  # fmt: skip
-    bins = request.calibration_bins
-    if records is not None and (bins is not None or request.reliability):
-        from vocmatch.evidence.calibration import DEFAULT_BINS, calibration
-
-        reliability = calibration(records, conventions, bins or DEFAULT_BINS)
-        found = replace(
-            found, calibration=reliability if bins is not None else None, reliability=reliability
-        )
-    return found
-
-
-def operating_thresholds(report: EvalReport) -> str:
-    """Each class's operating point (maximising the report's F-beta) as ``class,threshold``
-    CSV lines, to read back as ``score_thresholds``.
-
-    Example:
-        >>> import vocmatch
-        >>> import warnings
-        >>> from vocmatch.errors import MissingPredictionWarning
-        >>> warnings.simplefilter("ignore", MissingPredictionWarning)  # street_05: no predictions
-        >>> text = operating_thresholds(vocmatch.evaluate("fixtures/demo/gt", "fixtures/demo/pred"))
-        >>> text.splitlines()[0]
-        'class,threshold'
-    """
-    from vocmatch.evaluation.thresholds import operating_point, thresholds_csv
-
-    classes = report.evaluation.classes
-    return thresholds_csv([(c.name, operating_point(c.curve, c.gt, report.beta)) for c in classes])
 
 
 # Reading ----------------------------------------------------------------------------------

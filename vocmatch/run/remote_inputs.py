@@ -36,10 +36,10 @@ __all__ = [
 #: What a cluster run needs installed.
 MISSING_DASK = "needs dask.distributed: pip install 'vocmatch[dask]'"
 
-#: Request fields a cluster run cannot honour: the slices read ``<size>``, ``<pose>`` and
-#: the other flags, which the workers do not send back; a split's list lies next to the
-#: data; the other formats' readers run here only.
-NOT_ON_DASK = ("slices", "split", "pred_format", "box_format", "coco_gt", "names")
+#: Request fields a cluster run cannot honour: a split's list lies next to the data; the
+#: other formats' readers run here only. (The slices are matched by the workers, with their
+#: images: their states keep them.)
+NOT_ON_DASK = ("split", "pred_format", "box_format", "coco_gt", "names")
 #: The same for inputs given as URLs (read whole, in this process).
 NOT_WITH_URLS = ("split", "pred_format", "box_format", "coco_gt", "names")
 
@@ -110,11 +110,33 @@ def read_elsewhere(request: EvalRequest, *, records_may_do: bool = True) -> Else
             )
             refuse_unpaired_keys(found.gt_keys, found.pred_keys, request.pred)
             return Elsewhere(evaluation=found.evaluation, records=found.records)
+        _refuse_attribute_slices(request)
         gt, pred = columns_on_dask(
             _annotations(request.gt), request.pred, _options(request), client=client
         )
     refuse_unpaired(gt, pred, request.pred)
     return Elsewhere(columns=(gt, pred))
+
+
+#: Object attributes a slice reads that a part's columns do not carry back (its boxes,
+#: classes, scores and ``difficult`` flags): only match records made on the workers hold
+#: slices of them.
+_ATTRIBUTES_NOT_IN_COLUMNS = ("truncated", "occluded", "pose")
+
+
+def _refuse_attribute_slices(request: EvalRequest) -> None:
+    """A slice by an attribute the workers' columns leave behind, when the report needs the
+    columns (it draws or re-reads boxes, chooses classes, or saves a shard's state)."""
+    from vocmatch.run.evaluate import slice_specs
+
+    for spec in slice_specs(request.slices):
+        if spec.name in _ATTRIBUTES_NOT_IN_COLUMNS:
+            raise RequestError(
+                "slices",
+                f"a {spec.name} slice on a Dask cluster is matched by the workers, and this "
+                "report needs their boxes instead of their match records",
+                spec.name,
+            )
 
 
 def _refuse_fields(request: EvalRequest, names: tuple[str, ...]) -> None:
@@ -137,14 +159,15 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 
 def _options(request: EvalRequest) -> DaskOptions:
     """What the workers need of the request: its conventions, case folding, score
-    thresholds and file size limit."""
+    thresholds, file size limit and slices."""
     from vocmatch.evaluation.shards.on_dask import DaskOptions
-    from vocmatch.run.evaluate import score_thresholds_of
+    from vocmatch.run.evaluate import score_thresholds_of, slice_specs
 
     return DaskOptions(
         request.conventions(),
         request.fold_case,
         score_thresholds_of(request) or None,
         request.max_file_size,
+        slices=slice_specs(request.slices),
         calibration=request.calibration_bins is not None,
     )

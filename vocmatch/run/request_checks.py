@@ -202,7 +202,7 @@ CHECKED_FIELDS = frozenset((*_CHECKS, "gates", "difficult", "match_rule", "inter
 _REQUIRED = frozenset(
     ("gt", "pred", "pred_a", "pred_b", "pred_format", "box_format", "geometry", "max_file_size",
      "jobs", "protocol", "fold_case", "seed", "beta", "background_iou", "analysis", "boxes",
-     "reliability", "count", "confidence", "match_iou", "duplicate_iou")
+     "reliability", "count", "confidence", "confidence_level", "match_iou", "duplicate_iou")
 )  # fmt: skip
 
 
@@ -239,6 +239,12 @@ def check_request(request: Any) -> None:
         checked = check(name, value)
         if name == "sweep_thresholds" and checked != value:
             object.__setattr__(request, name, checked)
+    if getattr(request, "target_precision", None) is not None and (
+        getattr(request, "target_recall", None) is not None
+    ):
+        raise RequestError(
+            "target_recall", "one target at a time: give a target precision or a target recall"
+        )
 
 
 def unknown_keywords(given: Mapping[str, Any], request_type: type[Any]) -> str | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
 from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
-from vocmatch.evidence.run_report import EvalReport, Evidence
+from vocmatch.evidence.run_report import EvalReport
 from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
@@ -24,7 +24,9 @@ from vocmatch.run.evaluate import (
     prediction_suffixes,
     read_inputs,
     score_thresholds_of,
+    slice_specs,
 )
+from vocmatch.run.extras import Extras, evidence_of, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -166,11 +168,9 @@ def shard_state(
     else:
         gt, pred = read_inputs(request.inputs(), files, shard=shard)
     evaluator = Evaluator(
-        request.conventions(),
-        fold_case=request.fold_case,
-        score_thresholds=thresholds or None,
-        calibration=request.calibration_bins is not None,
-    )
+        request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
+        slices=slice_specs(request.slices), calibration=request.calibration_bins is not None,
+    )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
     if part is not None:
@@ -272,10 +272,15 @@ class MergedStates:
         seed: int = 0,
         *,
         count: bool = False,
+        target_precision: float | None = None,
+        target_recall: float | None = None,
+        confidence_level: float = 0.95,
     ) -> EvalReport:
         """The report of the merged states, its gates checked: what :func:`evaluate` gives
-        for one run on every image with the same gates (no boxes, analysis or evidence:
-        states keep none), for every renderer of :mod:`vocmatch.render.outputs`.
+        for one run on every image with the same gates (no boxes nor analysis: states keep
+        none), for every renderer of :mod:`vocmatch.render.outputs`. The slices are those
+        the states were made with (:attr:`Evaluator.slices
+        <vocmatch.evaluation.shards.incremental.Evaluator>`), computed in each shard.
 
         Args:
             gates: Lower bounds on the dataset's or a class's metrics (``map=0.5``).
@@ -290,6 +295,10 @@ class MergedStates:
             seed: Seed of the bootstrap's resamples.
             count: Add the per-image count errors and presence of each class (with
                 intervals when ``bootstrap`` is given), as one run computes them.
+            target_precision: Give each class the threshold holding this precision at the
+                bootstrap's lower bound (over ``bootstrap`` resamples, 1,000 when None).
+            target_recall: The same for recall.
+            confidence_level: The lower bound's confidence.
 
         Raises:
             RequestError: A gate that cannot be read (field ``gates``), or a value out of
@@ -303,51 +312,38 @@ class MergedStates:
             parsed = [parse_gate(g) if isinstance(g, str) else g for g in gates]
         except ValueError as error:
             raise RequestError("gates", str(error)) from None
-        checked = check_gates(
-            self.evaluation, parsed, max_fp, max_fn, fold_case=self.evaluator.fold_case
-        )
         thresholds: ScoreThresholds | None = self.evaluator.score_thresholds
         merge = None if self.check.complete else self.check
-        evidence = self._evidence(calibration_bins, bootstrap, seed)
-        if count:
-            from vocmatch.evidence.counting import counting
-
-            evaluator = self.evaluator
-            found = counting(
-                evaluator.records(), evaluator.conventions, evaluator.score_thresholds,
-                resamples=int(bootstrap) if bootstrap is not None else None, seed=seed,
-            )  # fmt: skip
-            evidence = replace(evidence, counting=found)
+        bins = checked_bounded(
+            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
+        )
+        resamples = checked_bounded(
+            "bootstrap", bootstrap, FIELD_BOUNDS["bootstrap"], optional=True
+        )
+        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
+        for field, value in (
+            ("target_precision", target_precision), ("target_recall", target_recall),
+            ("confidence_level", confidence_level),
+        ):  # fmt: skip
+            checked_bounded(field, value, FIELD_BOUNDS[field], optional=True)
+        resampled = None if resamples is None else int(resamples)
+        evaluator = self.evaluator
+        extras = Extras(
+            bootstrap=resampled, seed=drawn, slices=evaluator.slices,
+            calibration_bins=None if bins is None else int(bins), count=count,
+            target=target_of(target_precision, target_recall, confidence_level, resampled, drawn),
+        )  # fmt: skip
+        evidence = evidence_of(
+            self.evaluation, evaluator.records(), evaluator.conventions, thresholds, extras
+        )
+        checked = check_gates(
+            self.evaluation, parsed, max_fp, max_fn, evidence.slices,
+            fold_case=self.evaluator.fold_case, targets=evidence.targets,
+        )  # fmt: skip
         return EvalReport(
             self.evaluation, checked, evidence=evidence, thresholds=thresholds, beta=beta,
             merge=merge,
         )  # fmt: skip
-
-    def _evidence(self, calibration_bins: int | None, resamples: int | None, seed: int) -> Evidence:
-        """The calibration and the bootstrap asked for, from the merged match records."""
-        evidence = Evidence()
-        evaluator = self.evaluator
-        bins = checked_bounded(
-            "calibration_bins", calibration_bins, FIELD_BOUNDS["calibration_bins"], optional=True
-        )
-        count = checked_bounded("bootstrap", resamples, FIELD_BOUNDS["bootstrap"], optional=True)
-        drawn = int(checked_bounded("seed", seed, FIELD_BOUNDS["seed"]) or 0)
-        if bins is not None:
-            from vocmatch.evidence.calibration import calibration
-
-            found = calibration(evaluator.records(), evaluator.conventions, int(bins))
-            evidence = replace(evidence, calibration=found)
-        if count is not None:
-            from vocmatch.evidence.bootstrap import bootstrap
-            from vocmatch.evidence.resampling import resampler
-
-            sampler = resampler(
-                self.evaluation, evaluator.records(), evaluator.conventions,
-                evaluator.score_thresholds,
-            )  # fmt: skip
-            intervals = bootstrap(self.evaluation, sampler, int(count), drawn)
-            evidence = replace(evidence, bootstrap=intervals)
-        return evidence
 
 
 def read_states(

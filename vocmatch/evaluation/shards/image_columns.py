@@ -17,7 +17,7 @@ from vocmatch.core.model import ImageSize
 from vocmatch.evaluation.records import image_rows
 from vocmatch.readers.scan import ColumnSet
 
-__all__ = ["COLUMN_ARRAYS", "EMPTY_ARRAYS", "ImageColumns", "column_sets"]
+__all__ = ["COLUMN_ARRAYS", "EMPTY_ARRAYS", "ImageColumns", "column_sets", "columns_of_keys"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -159,4 +159,36 @@ def _column_set(
         pose_names=(),
         scores=scores,
         skipped=(),
+    )
+
+
+def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
+    """The images of ``columns`` whose key is in ``keys``, as the readers would give them
+    had they read those files alone: class names those used, sorted; no file skipped."""
+    images = [i for i, key in enumerate(columns.keys) if key in keys]
+    place = np.full(len(columns.keys), -1, dtype=np.int64)
+    place[images] = np.arange(len(images))
+    rows = np.flatnonzero(place[columns.image] >= 0) if columns.image.size else columns.image
+    used = np.unique(columns.labels[rows]) if rows.size else np.zeros(0, dtype=np.int32)
+    remap = np.full(len(columns.label_names), -1, dtype=np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
+    return replace(
+        columns,
+        keys=tuple(columns.keys[i] for i in images),
+        paths=tuple(columns.paths[i] for i in images),
+        sizes=tuple(columns.sizes[i] for i in images),
+        filenames=tuple(columns.filenames[i] for i in images),
+        image=place[columns.image[rows]].astype(np.int32),
+        labels=remap[columns.labels[rows]],
+        label_names=tuple(columns.label_names[k] for k in used.tolist()),
+        boxes=columns.boxes[rows],
+        difficult=columns.difficult[rows],
+        truncated=columns.truncated[rows],
+        occluded=columns.occluded[rows],
+        pose=columns.pose[rows],
+        scores=columns.scores[rows],
+        skipped=(),
+        notes=(),
+        shapes=(),
+        bndboxes=(),
     )

@@ -60,6 +60,7 @@ from vocmatch.evaluation.shards.image_columns import (
     COLUMN_ARRAYS,
     ImageColumns,
     column_sets,
+    columns_of_keys,
 )
 from vocmatch.evaluation.shards.shard_origin import ShardOrigin
 from vocmatch.evaluation.shards.state import (
@@ -69,7 +70,12 @@ from vocmatch.evaluation.shards.state import (
     read_state_file,
     write_state,
 )
-from vocmatch.evaluation.shards.state_options import conventions_header, options_of_header
+from vocmatch.evaluation.shards.state_options import (
+    conventions_header,
+    options_of_header,
+    slices_header,
+    slices_of_header,
+)
 from vocmatch.evaluation.shards.state_records import (
     is_str_list,
     numbered_of_header,
@@ -81,6 +87,7 @@ from vocmatch.evaluation.shards.state_records import (
     state_of_records,
     with_range,
 )
+from vocmatch.evaluation.slice_records import SliceSpec, parse_slices
 from vocmatch.evaluation.stages import select_images
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
@@ -140,6 +147,12 @@ class Evaluator:
         score_thresholds: Count only predictions at or above their class's score threshold.
         class_names: The names of integer labels (label ``i`` is ``class_names[i]``, or a
             mapping of ids to names); without, an integer label ``3`` is the class ``"3"``.
+        slices: Match each value of these slices too (specs, or texts such as ``"size"``,
+            ``"pose"``, ``"night_*"``), where the images are matched (their
+            records travel with the state): :func:`vocmatch.evidence.slices.slice_evaluation`
+            reads them from :meth:`records`. The values come from the files' attributes
+            (:meth:`add_columns`); images added as arrays have none (no ``truncated``,
+            ``occluded`` or ``pose``).
         calibration: Keep what OCE and D-ECE read of each image (each object's IoU with the
             predictions of every class of its image: it costs) in the records, so that a
             merge of states saved this way reports them (see
@@ -182,9 +195,12 @@ class Evaluator:
         fold_case: bool = False,
         score_thresholds: ScoreThresholds | None = None,
         class_names: ClassTable | None = None,
+        slices: Sequence[SliceSpec | str] = (),
         calibration: bool = False,
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
+        #: The slices matched with the images (saved with the state, compared on merge).
+        self.slices = _slice_specs(slices)
         self.calibration = bool(checked_flag("calibration", calibration))
         self.fold_case = bool(checked_flag("fold_case", fold_case))
         if score_thresholds is not None and not isinstance(score_thresholds, ScoreThresholds):
@@ -456,6 +472,9 @@ class Evaluator:
         if gt.shapes or pred.shapes:
             raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
         chosen = shard_keys(column_keys(gt), shard) if shard is not None else None
+        if self.slices:
+            self._add_sliced(gt, pred, chosen)
+            return
         selection = select_images(gt, pred)
         gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
         pred_bounds = np.searchsorted(selection.pred_image, np.arange(len(selection.images) + 1))
@@ -483,6 +502,26 @@ class Evaluator:
                     sizes=(None if size is None else (size.width, size.height),),
                 )
             )
+
+    def _add_sliced(self, gt: ColumnSet, pred: ColumnSet, chosen: frozenset[str] | None) -> None:
+        """Match the images of column sets (those of ``chosen``) at once, slices and all:
+        the slices read the files' attributes, which images waiting as arrays do not keep."""
+        self._match_added()
+        unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
+        keys = [k for k in gt.keys if k not in unreadable and (chosen is None or k in chosen)]
+        shared = sorted(self._keys.intersection(keys))
+        if shared:
+            raise InputError(f"image {shared[0]!r} was added already")
+        gt, pred = columns_of_keys(gt, frozenset(keys)), columns_of_keys(pred, frozenset(keys))
+        for name in sorted({*gt.label_names, *pred.label_names}):
+            self._intern(name)
+        records = match_records(
+            gt, pred, self.conventions, fold_case=self.fold_case,
+            score_thresholds=self.score_thresholds,
+            asked=Asked(slices=self.slices, calibration=self.calibration),
+        )  # fmt: skip
+        self._records.append(records)
+        self._keys.update(records.keys)
 
     def add_skipped(self, files: Iterable[SkippedFile]) -> None:
         """Record files that could not be read: their images are not in the evaluator, and
@@ -632,7 +671,7 @@ class Evaluator:
                 self.conventions,
                 fold_case=self.fold_case,
                 score_thresholds=self.score_thresholds,
-                asked=Asked(calibration=self.calibration),
+                asked=Asked(slices=self.slices, calibration=self.calibration),
             )
         )
         self._parts = []
@@ -699,7 +738,7 @@ class Evaluator:
         format version 5; records keeping the calibration inputs (:attr:`calibration`) their
         ``calibration_*`` arrays, in format version 6
         (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
-        header, arrays = state_of_records(self._matched(), self.conventions)
+        header, arrays = state_of_records(self._matched(), self.conventions, self.slices)
         header = {
             "options": self._options(),
             "class_table": [[label, name] for label, name in sorted(self._table.items())],
@@ -718,7 +757,7 @@ class Evaluator:
             version = 4
         if "gt_cells" in arrays:
             version = 5
-        if "calibration" in header:
+        if self.slices or "calibration" in header:
             version = 6
         return write_state(RawState(header, arrays), version=version)
 
@@ -755,13 +794,15 @@ class Evaluator:
         if len({label for label, _ in table}) != len(table):
             raise StateError(f"{source}: corrupted header (class_table: an id repeats)")
         conventions, fold_case, score_thresholds = options_of_header(options, source)
+        slices = slices_of_header(options, source)
         evaluator = cls(
             conventions,
             fold_case=fold_case,
             score_thresholds=score_thresholds,
             class_names={label: name for label, name in table},
+            slices=slices,
         )
-        records = records_of_state(header, raw.arrays, conventions, source)
+        records = records_of_state(header, raw.arrays, conventions, source, slices)
         evaluator.calibration = records.calibration is not None
         evaluator._names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
@@ -803,7 +844,7 @@ class Evaluator:
         """The options results depend on, as JSON values (compared when merging)."""
         conventions = conventions_header(self.conventions)
         thresholds = self.score_thresholds
-        return {
+        options: dict[str, Any] = {
             "conventions": conventions,
             "fold_case": self.fold_case,
             "score_thresholds": None
@@ -813,6 +854,9 @@ class Evaluator:
                 "per_class": [list(p) for p in thresholds.per_class],
             },
         }
+        if self.slices:  # absent without: such a state reads in an earlier vocmatch
+            options["slices"] = slices_header(self.slices)
+        return options
 
     def _next_numbers(self, count: int) -> list[str]:
         """The keys add_batch gives the next ``count`` images: the first numbers from the
@@ -888,6 +932,24 @@ class Evaluator:
 _ID_INDEX_LIMIT = 1 << 16
 
 
+def _slice_specs(slices: object) -> tuple[SliceSpec, ...]:
+    """The slices given, texts parsed.
+
+    Raises:
+        RequestError: They are not a sequence of specs and texts, or a text is no slice.
+    """
+    if isinstance(slices, (str, bytes)) or not isinstance(slices, Sequence):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    if not all(isinstance(s, (SliceSpec, str)) for s in slices):
+        raise RequestError("slices", "expected a sequence of slices (SliceSpec or text)")
+    texts = [s for s in slices if isinstance(s, str)]
+    try:
+        parsed = iter(parse_slices(texts))
+    except ValueError as error:
+        raise RequestError("slices", str(error)) from None
+    return tuple(next(parsed) if isinstance(s, str) else s for s in slices)
+
+
 def _holdable(file: object) -> bool:
     """Whether a skipped file is one a state's header holds and reads back
     (:func:`~vocmatch.evaluation.shards.state_records.skipped_of_header`)."""
@@ -919,7 +981,7 @@ def _numbered(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
 
 def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     """The first option that differs, as ``name a != b``."""
-    for name in ("conventions", "fold_case", "score_thresholds"):
+    for name in ("conventions", "fold_case", "score_thresholds", "slices"):
         x, y = a.get(name), b.get(name)
         if isinstance(x, dict) and isinstance(y, dict):
             for field in [*x, *(f for f in y if f not in x)]:

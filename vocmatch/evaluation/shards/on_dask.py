@@ -45,6 +45,7 @@ from vocmatch.errors import (
 )
 from vocmatch.evaluation.shards.column_parts import columns_of_parts, part_bytes
 from vocmatch.evaluation.shards.incremental import Evaluator
+from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
@@ -102,6 +103,7 @@ class DaskOptions:
         storage_options: Options of the URLs' fsspec file systems.
         records: Tasks send the evaluator state of their images (match records) rather
             than their columns.
+        slices: Slices the tasks match with their images (their states keep them).
         calibration: Those records keep what OCE and D-ECE read.
     """
 
@@ -111,6 +113,7 @@ class DaskOptions:
     max_bytes: int = DEFAULT_MAX_BYTES
     storage_options: StorageOptions | None = None
     records: bool = False
+    slices: tuple[SliceSpec, ...] = ()
     calibration: bool = False
 
 
@@ -190,7 +193,8 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
     if options.records:
         evaluator = Evaluator(
             options.conventions, fold_case=options.fold_case,
-            score_thresholds=options.score_thresholds, calibration=options.calibration,
+            score_thresholds=options.score_thresholds, slices=options.slices,
+            calibration=options.calibration,
         )  # fmt: skip
         evaluator.add_columns(gt, pred)
         state = evaluator.to_bytes()  # matched here, on the worker
@@ -566,7 +570,8 @@ def records_on_dask(
     results = _on_cluster(listing, options, client, parts, retries)
     merged = Evaluator(
         options.conventions, fold_case=options.fold_case,
-        score_thresholds=options.score_thresholds, calibration=options.calibration,
+        score_thresholds=options.score_thresholds, slices=options.slices,
+        calibration=options.calibration,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))

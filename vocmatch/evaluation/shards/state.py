@@ -23,7 +23,8 @@ out by :mod:`vocmatch.evaluation.shards.state_records`): per kept prediction its
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
 could not read and the prediction files without ground truth; version 4 which shard of
 which run the state holds; version 5 each image-class's ground truth that counts; version 6
-what the detection calibration errors read, when asked for (:data:`FORMAT_VERSION`).
+each slice value's match records, or what the detection calibration errors read, when asked
+for (:data:`FORMAT_VERSION`).
 Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
@@ -64,9 +65,11 @@ MAGIC = b"VMSTATE\0"
 #: that a merge can check it has every shard of one run; earlier vocmatch refuses it.
 #: Version 5 adds the ``gt_cells`` array (each image-class's ground truth that counts, which
 #: a resample of images weighs: the bootstrap after a merge); earlier vocmatch refuses it.
-#: Version 6 adds the optional ``calibration_*`` arrays (what OCE and D-ECE read: each
-#: object's OCE terms, each prediction's place and size in its image), written only by an
-#: evaluator asked for them; earlier vocmatch refuses it rather than merge it without them.
+#: Version 6 adds the slices (the options' ``slices``, the header's ``slice_values`` and the
+#: ``slice_*`` arrays: each slice value matched in the shard), and the optional
+#: ``calibration_*`` arrays (what OCE and D-ECE read: each object's OCE terms, each
+#: prediction's place and size in its image, written only by an evaluator asked for them);
+#: a state with neither stays version 5, which earlier vocmatch reads.
 FORMAT_VERSION = 6
 #: The format versions this vocmatch reads.
 READ_VERSIONS = (2, 3, 4, 5, 6)

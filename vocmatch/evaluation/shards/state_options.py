@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, get_args
 
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
 from vocmatch.core.protocol import Conventions, DifficultRule, SummaryKind
 from vocmatch.errors import RequestError, StateError
+from vocmatch.evaluation.slice_records import ATTRIBUTES, SliceSpec
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
-__all__ = ["CONVENTION_CHECKS", "SUMMARY_FIELD", "conventions_header", "options_of_header"]
+__all__ = [
+    "CONVENTION_CHECKS",
+    "SUMMARY_FIELD",
+    "conventions_header",
+    "options_of_header",
+    "slices_header",
+    "slices_of_header",
+]
 
 
 def _is_number(value: object) -> bool:
@@ -221,3 +229,70 @@ def options_of_header(
     if not isinstance(fold_case, bool):
         raise _corrupted(source, "fold_case", fold_case, "not true or false")
     return conventions, fold_case, _score_thresholds(options["score_thresholds"], source)
+
+
+def slices_header(specs: Sequence[SliceSpec]) -> list[dict[str, Any]]:
+    """The slices as a state's options record them (``options.slices``, format version 6):
+    one object a slice, its ``name``, ``edges`` and ``globs``.
+
+    >>> slices_header([SliceSpec("size", (32.0, 96.0))])
+    [{'name': 'size', 'edges': [32.0, 96.0], 'globs': []}]
+    """
+    return [{"name": s.name, "edges": list(s.edges), "globs": list(s.globs)} for s in specs]
+
+
+def slices_of_header(options: object, source: str) -> tuple[SliceSpec, ...]:
+    """The slices a state's options record (none when ``slices`` is absent), each checked:
+    a known name, size edges positive and increasing, file patterns distinct and not empty.
+
+    Raises:
+        StateError: The field is not such a list (naming it).
+
+    >>> slices_of_header({"slices": [{"name": "pose", "edges": [], "globs": []}]}, "s.vms")
+    (SliceSpec(name='pose', edges=(), globs=()),)
+    >>> slices_of_header({"slices": [{"name": "size", "edges": [9, 3], "globs": []}]}, "s.vms")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    vocmatch.errors.StateError: s.vms: corrupted header (options: slices[0].edges is [9, 3], ...)
+    """
+    value = options.get("slices", []) if isinstance(options, dict) else []
+    if not isinstance(value, list):
+        raise _corrupted(source, "slices", value, "not a list")
+    specs: list[SliceSpec] = []
+    for i, entry in enumerate(value):
+        field = f"slices[{i}]"
+        if not isinstance(entry, dict) or set(entry) != {"name", "edges", "globs"}:
+            raise _corrupted(source, field, entry, "not an object of name, edges and globs")
+        name, edges, globs = entry["name"], entry["edges"], entry["globs"]
+        if name not in (*ATTRIBUTES, "size", "file"):
+            raise _corrupted(source, f"{field}.name", name, "not a slice")
+        if (
+            not isinstance(edges, list)
+            or not all(_is_number(e) and e > 0 for e in edges)
+            or (edges != sorted(set(edges)) or bool(edges) != (name == "size"))
+        ):
+            raise _corrupted(source, f"{field}.edges", edges, "not positive increasing numbers")
+        if (
+            not isinstance(globs, list)
+            or not all(isinstance(g, str) and g.strip() for g in globs)
+            or (len(set(globs)) != len(globs) or bool(globs) != (name == "file"))
+        ):
+            raise _corrupted(source, f"{field}.globs", globs, "not distinct file patterns")
+        specs.append(SliceSpec(name, tuple(float(e) for e in edges), tuple(globs)))
+    if len({s.name for s in specs}) != len(specs):
+        raise _corrupted(source, "slices", value, "a slice is given twice")
+    return tuple(specs)
+
+
+def _edges_fit(edges: object, size: bool) -> bool:
+    """Size edges (of a ``size`` slice only): positive numbers, increasing."""
+    if not isinstance(edges, list) or bool(edges) != size:
+        return False
+    return all(_is_number(e) and e > 0 for e in edges) and edges == sorted(set(edges))
+
+
+def _globs_fit(globs: object, file: bool) -> bool:
+    """File patterns (of a ``file`` slice only): distinct texts, not blank."""
+    if not isinstance(globs, list) or bool(globs) != file:
+        return False
+    return all(isinstance(g, str) and g.strip() for g in globs) and len(set(globs)) == len(globs)

@@ -31,8 +31,21 @@ name                      shape         holds
                                         ``oce_iou_thresholds``, says they are there)
 ``unscored_*``                          with no score at all: ``image_values``,
                                         ``image_mean_iou`` and ``class_counts`` as paired
-                                        highest IoU first
+                                        highest IoU first (and ``slice_counts``)
+``slice_matched``         ``(P, V)``    bit flags per slice value (format version 6, with
+                                        the options' ``slices``): matched per IoU
+                                        threshold, the ground truth outside the value
+                                        ignored
+``slice_ignored_pred``    ``(N,)``      the few predictions matched to ignored ground
+``slice_ignored``         ``(N, V)``    truth in some value, and at which thresholds
+``slice_out``             ``(P, B)``    bit ``v`` (``B`` = V / 8 bytes, little-endian bit
+                                        order): unmatched, the prediction is outside value
+                                        ``v``
+``slice_counts``          ``(K, 4 V)``  per class and value: ground truth that counts and
+                                        ignored, TP and FP at the IoU threshold
 ========================  ============  ==================================================
+
+The values of each slice are the header's ``slice_values`` (a list of names per slice).
 
 No box is stored: a state is what the evaluation needs of each image, not the image's data.
 
@@ -45,7 +58,7 @@ without it (every state saved before it existed) holds none.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -68,6 +81,12 @@ from vocmatch.evaluation.records import (
     flag_dtype,
 )
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
+from vocmatch.evaluation.slice_records import (
+    SLICE_COUNTS,
+    SliceRecords,
+    SliceSpec,
+    values_fit,
+)
 
 __all__ = [
     "is_str_list",
@@ -90,10 +109,14 @@ _MAX_COUNT = 1 << 48
 
 
 def state_of_records(
-    records: MatchRecords, conv: Conventions
+    records: MatchRecords, conv: Conventions, slices: Sequence[SliceSpec] = ()
 ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
     """The header fields (JSON values) and the arrays of a state holding ``records``,
-    matched under ``conv``."""
+    matched under ``conv`` (with ``slices``: their records too, which must be there).
+
+    Raises:
+        ValueError: ``slices`` are given and the records do not hold them.
+    """
     preds = records.preds
     coco_matched, coco_ignored = preds.coco_matched, preds.coco_ignored
     # Area "all" is matched as the protocol's own matching wherever no ground truth leaves
@@ -119,6 +142,11 @@ def state_of_records(
     }
     if records.unscored is not None:
         arrays.update(_counts_arrays(records.unscored, "unscored_"))
+    sliced = records.slices
+    if slices and (sliced is None or sliced.specs != tuple(slices)):
+        raise ValueError("the match records do not hold the slices asked for")
+    if slices and sliced is not None:
+        arrays.update(_slice_arrays(sliced, len(records.class_names)))
     cells = records.gt_cells
     if cells is not None:
         arrays["gt_cells"] = narrowest_int(
@@ -140,6 +168,7 @@ def state_of_records(
         "unscored": records.unscored is not None,
         "coco_all_from_main": bool(from_main),
         "gt_cells": cells is not None,
+        **({"slice_values": [list(v) for v in sliced.values]} if slices and sliced else {}),
         "notes": {
             "names": list(notes.names),
             "scored": notes.scored,
@@ -152,6 +181,23 @@ def state_of_records(
     if calibration is not None:
         header["calibration"] = {"oce_iou_thresholds": list(OCE_THRESHOLDS)}
     return header, arrays
+
+
+def _slice_arrays(sliced: SliceRecords, n_classes: int) -> dict[str, npt.NDArray[Any]]:
+    """The slices' arrays (see the module doc)."""
+    width = sliced.counts.shape[1] * len(SLICE_COUNTS)
+    rows = np.flatnonzero(sliced.ignored.any(axis=1))
+    arrays = {
+        "slice_matched": narrowest_int(sliced.matched),
+        # Few predictions match ignored ground truth: only theirs are kept.
+        "slice_ignored_pred": narrowest_int(rows.astype(np.int64)),
+        "slice_ignored": narrowest_int(sliced.ignored[rows]),
+        "slice_out": np.packbits(sliced.out, axis=1, bitorder="little"),
+        "slice_counts": narrowest_int(sliced.counts.reshape(n_classes, width)),
+    }
+    if sliced.unscored is not None:
+        arrays["unscored_slice_counts"] = narrowest_int(sliced.unscored.reshape(n_classes, width))
+    return arrays
 
 
 def _counts_arrays(counts: ImageCounts, prefix: str) -> dict[str, npt.NDArray[Any]]:
@@ -167,8 +213,10 @@ def records_of_state(
     arrays: Mapping[str, npt.NDArray[Any]],
     conv: Conventions,
     source: str,
+    slices: tuple[SliceSpec, ...] = (),
 ) -> MatchRecords:
-    """The records of a state read by :func:`vocmatch.evaluation.shards.state.read_state`.
+    """The records of a state read by :func:`vocmatch.evaluation.shards.state.read_state`
+    (made with ``slices``, the options' own: their arrays are then there).
 
     Raises:
         StateError: A header field or an array does not fit the others (one line naming
@@ -212,6 +260,26 @@ def records_of_state(
     width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
     layout = _Layout(len(keys), len(names), n_stored, width, unscored, has_cells, has_calibration)
     shapes = _expected_shapes(arrays, layout, source)
+    values = _slice_values(header.get("slice_values"), slices, source) if slices else ()
+    n_values = sum(len(v) for v in values)
+    if slices:
+        (n_pred,) = shapes["pred_label"][0]
+        ignored_rows = arrays.get("slice_ignored_pred")
+        if ignored_rows is not None and ignored_rows.ndim != 1:
+            raise StateError(
+                f"{source}: array 'slice_ignored_pred' has shape {ignored_rows.shape}, not one "
+                "dimension of prediction indices"
+            )
+        n_ignored = 0 if ignored_rows is None else len(ignored_rows)
+        shapes.update({
+            "slice_matched": ((n_pred, n_values), "u"),
+            "slice_ignored_pred": ((n_ignored,), "u"),
+            "slice_ignored": ((n_ignored, n_values), "u"),
+            "slice_out": ((n_pred, (n_values + 7) // 8), "u"),
+            "slice_counts": ((len(names), n_values * len(SLICE_COUNTS)), "u"),
+        })  # fmt: skip
+        if unscored:
+            shapes["unscored_slice_counts"] = shapes["slice_counts"]
     _check_arrays(arrays, shapes, source)
     preds = _pred_records(arrays, len(names), from_main, conv, source)
     counts = _image_counts(arrays, "", source)
@@ -219,6 +287,11 @@ def records_of_state(
     cells = None
     if has_cells:
         cells = _gt_cells(arrays["gt_cells"], counts, coco_gt, conv, source)
+    unscored_counts = _image_counts(arrays, "unscored_", source) if unscored else None
+    sliced = None
+    if slices:
+        readings = (counts, unscored_counts)
+        sliced = _slice_records(arrays, slices, values, readings, conv, source)
     calibration = None
     if has_calibration:
         calibration = _calibration(arrays, counts, source)
@@ -229,11 +302,12 @@ def records_of_state(
         class_names=tuple(names),
         preds=preds,
         counts=counts,
-        unscored=_image_counts(arrays, "unscored_", source) if unscored else None,
+        unscored=unscored_counts,
         coco_gt=coco_gt,
         beyond=beyond,
         notes=notes,
         gt_cells=cells,
+        slices=sliced,
         calibration=calibration,
     )
 
@@ -279,6 +353,78 @@ def _calibration(
             f"{source}: array 'calibration_box' holds a box neither finite nor all NaN"
         )
     return CalibrationInputs(label, brier, box)
+
+
+def _slice_values(
+    value: object, slices: tuple[SliceSpec, ...], source: str
+) -> tuple[tuple[str, ...], ...]:
+    """The header's ``slice_values``, checked against the slices: each slice's own values
+    (a pose slice's, distinct, sorted, ``(none)`` and its column of no value last)."""
+    if not (
+        isinstance(value, list)
+        and len(value) == len(slices)
+        and all(_is_str_list(v) for v in value)
+    ):
+        raise StateError(f"{source}: corrupted header (slice_values)")
+    found = tuple(tuple(v) for v in value)
+    for spec, names in zip(slices, found, strict=True):
+        if not values_fit(spec, names):
+            raise StateError(f"{source}: corrupted header (slice_values of the {spec.name} slice)")
+    return found
+
+
+def _slice_records(
+    arrays: Mapping[str, npt.NDArray[Any]],
+    slices: tuple[SliceSpec, ...],
+    values: tuple[tuple[str, ...], ...],
+    readings: tuple[ImageCounts, ImageCounts | None],
+    conv: Conventions,
+    source: str,
+) -> SliceRecords:
+    """The slices' records, checked: flags of thresholds and values that exist, predictions
+    that exist, and each value's counts within its class's under the same reading of scores (its
+    ground truth within the class's, its true positives within that, its true and false
+    positives within the class's predictions that count)."""
+    n_levels = len({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
+    matched = _flags(arrays["slice_matched"], n_levels, "slice_matched", source)
+    n_pred, n_values = matched.shape
+    where = arrays["slice_ignored_pred"].astype(np.int64)
+    if where.size and (int(where.max()) >= n_pred or (np.diff(where) <= 0).any()):
+        raise StateError(
+            f"{source}: array 'slice_ignored_pred' names predictions that are not there, or "
+            "not each once in order"
+        )
+    ignored = np.zeros((n_pred, n_values), dtype=matched.dtype)
+    ignored[where] = _flags(arrays["slice_ignored"], n_levels, "slice_ignored", source)
+    packed = arrays["slice_out"]
+    if packed.dtype.itemsize != 1:
+        raise StateError(f"{source}: array 'slice_out' has dtype {packed.dtype.str}")
+    bits = np.unpackbits(packed, axis=1, bitorder="little")
+    if bits[:, n_values:].any():
+        raise StateError(f"{source}: array 'slice_out' holds flags of values that do not exist")
+    out = bits[:, :n_values].astype(bool)
+    n_classes = readings[0].classes.gt.size
+    found: list[IntArray | None] = []
+    for name, counts in zip(("slice_counts", "unscored_slice_counts"), readings, strict=True):
+        if counts is None:
+            found.append(None)
+            continue
+        if arrays[name].size and int(arrays[name].max()) >= _MAX_COUNT:
+            raise StateError(f"{source}: array {name!r} holds counts no file could hold")
+        stored = arrays[name].astype(np.int64).reshape(n_classes, -1, len(SLICE_COUNTS))
+        gt, gt_ignored, tp, fp = (stored[:, :, j] for j in range(len(SLICE_COUNTS)))
+        if (
+            (gt > counts.classes.gt[:, None]).any()
+            or (gt_ignored > counts.classes.gt_ignored[:, None]).any()
+            or (tp > gt).any()
+            or (tp + fp > counts.classes.pred[:, None]).any()
+        ):
+            raise StateError(f"{source}: array {name!r} does not fit the classes' counts")
+        found.append(stored)
+    scored_counts, unscored_counts = found
+    if scored_counts is None:  # checked present with the arrays' names
+        raise StateError(f"{source}: array 'slice_counts' is missing")
+    return SliceRecords(slices, values, matched, ignored, out, scored_counts, unscored_counts)
 
 
 def _gt_cells(
