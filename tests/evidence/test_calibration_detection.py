@@ -28,23 +28,30 @@ SETS = {
 }
 
 
-def _calibrated(gt_dir: str, pred_dir: str, bins: int = 10) -> Calibration:
+def _calibrated(
+    gt_dir: str, pred_dir: str, bins: int = 10, protocol_name: str = "default"
+) -> Calibration:
     import vocmatch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = vocmatch.evaluate(FIXTURES / gt_dir, FIXTURES / pred_dir, calibration_bins=bins)
+        report = vocmatch.evaluate(
+            FIXTURES / gt_dir, FIXTURES / pred_dir, calibration_bins=bins, protocol=protocol_name
+        )
     found = report.evidence.calibration
     assert found is not None
     return found
 
 
 def _uq_detr_inputs(
-    gt: ColumnSet, pred: ColumnSet, names: list[str], only: str | None = None
+    gt: ColumnSet, pred: ColumnSet, names: list[str], only: str | None = None, shift: float = 0.0
 ) -> tuple[list[Any], list[Any]]:
     """uq-detr's detections and ground truths of each image (objects that count, of class
-    ``only`` when given; scored predictions), classes numbered by name."""
+    ``only`` when given; scored predictions), classes numbered by name; ``x2, y2`` moved by
+    ``shift`` (1 gives the VOC devkit's pixel-inclusive IoU with uq-detr's arithmetic)."""
     from uq_detr import Detections, GroundTruth
+
+    moved = np.array([0.0, 0.0, shift, shift])
 
     index = {name: k for k, name in enumerate(names)}
     dets, gts = [], []
@@ -53,39 +60,47 @@ def _uq_detr_inputs(
         g_label = np.array([index[gt.label_names[k]] for k in gt.labels[g]], dtype=np.int64)
         if only is not None:
             g, g_label = g[g_label == index[only]], g_label[g_label == index[only]]
-        gts.append(GroundTruth(boxes=gt.boxes[g].reshape(-1, 4), labels=g_label))
+        gts.append(GroundTruth(boxes=gt.boxes[g].reshape(-1, 4) + moved, labels=g_label))
         j = pred.keys.index(key) if key in pred.keys else -1
         p = np.flatnonzero((pred.image == j) & np.isfinite(pred.scores))
         p_label = np.array([index[pred.label_names[k]] for k in pred.labels[p]], dtype=np.int64)
         dets.append(
-            Detections(boxes=pred.boxes[p].reshape(-1, 4), scores=pred.scores[p], labels=p_label)
+            Detections(
+                boxes=pred.boxes[p].reshape(-1, 4) + moved, scores=pred.scores[p], labels=p_label
+            )
         )
     return dets, gts
 
 
-def _uq_detr_oce(gt: ColumnSet, pred: ColumnSet, names: list[str], only: str | None) -> float:
+def _uq_detr_oce(
+    gt: ColumnSet, pred: ColumnSet, names: list[str], only: str | None, shift: float = 0.0
+) -> float:
     from uq_detr.metrics import oce
 
-    dets, gts = _uq_detr_inputs(gt, pred, names, only)
+    dets, gts = _uq_detr_inputs(gt, pred, names, only, shift)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its note that scores are one per prediction
         return float(oce(dets, gts).score)
 
 
+@pytest.mark.parametrize("protocol_name", ["default", "voc07"])
 @pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in SETS])
-def test_oce_equals_uq_detr_on_fixtures(name: str) -> None:
+def test_oce_equals_uq_detr_on_fixtures(name: str, protocol_name: str) -> None:
     """Each class's OCE and the overall one are uq-detr's ``oce()`` with its defaults, fed
-    the objects that count and the scored predictions of each image."""
+    the objects that count and the scored predictions of each image (under ``voc07``, the
+    boxes given uq-detr one pixel wider and taller: the devkit's IoU)."""
     pytest.importorskip("uq_detr", reason="uq-detr (the test extra) is not installed")
     gt_dir, pred_dir = SETS[name]
-    found = _calibrated(gt_dir, pred_dir)
+    found = _calibrated(gt_dir, pred_dir, protocol_name=protocol_name)
+    shift = 1.0 if protocol(protocol_name).pixel_inclusive else 0.0
     gt, pred = read_columns(FIXTURES / gt_dir), read_columns(FIXTURES / pred_dir)
     names = [c.name for c in found.classes]
     assert found.detection
-    assert found.overall.oce == pytest.approx(_uq_detr_oce(gt, pred, names, None), rel=1e-12)
+    expected = _uq_detr_oce(gt, pred, names, None, shift)
+    assert found.overall.oce == pytest.approx(expected, rel=1e-12)
     for entry in found.classes:
         if entry.objects:
-            expected = _uq_detr_oce(gt, pred, names, entry.name)
+            expected = _uq_detr_oce(gt, pred, names, entry.name, shift)
             assert entry.oce == pytest.approx(expected, rel=1e-12), entry.name
         else:
             assert entry.oce is None
@@ -537,3 +552,12 @@ def test_an_image_size_that_is_no_size_is_refused(size: Any) -> None:
     with pytest.raises(InputError, match=r"^Expected `image_size` to be \(width, height\), two"):
         evaluator.add("a", box, ["cat"], box, [0.5], ["cat"], image_size=size)
     assert len(evaluator) == 0
+
+
+def test_oce_scores_rotated_boxes_and_polygons_by_their_regions() -> None:
+    """fixtures/shapes: the diamond car (gt 3) meets its prediction at IoU 1/3 by region (0.5
+    by the bounding box it also carries), so it is missed at 0.5 and 0.75 and scores 1; the
+    other car, found at IoU 1 with score 0.9, scores 2 * 0.1^2."""
+    found = _calibrated("shapes/gt", "shapes/pred")
+    car = next(c for c in found.classes if c.name == "car")
+    assert (car.objects, car.oce) == (2, pytest.approx((2 * 0.1**2 + 1.0) / 2))
