@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+__all__ = ["plural", "shown_key"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -18,3 +18,12 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     ('1 image', '2 images', '1,000 classes')
     """
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def shown_key(key: str) -> str:
+    """A key in a message: its first characters when it is long.
+
+    >>> shown_key("street_01")
+    "'street_01'"
+    """
+    return repr(key) if len(key) <= 60 else f"{key[:50]!r}... ({len(key):,} characters)"

@@ -200,18 +200,79 @@ def test_three_shards_in_any_order_render_as_one_eval_run(
     assert merged_file.read_bytes() == single_file.read_bytes()
 
 
+@pytest.mark.parametrize("protocol", ["default", "coco", "voc07"])
 @pytest.mark.parametrize("output_format", ["table", "json"])
 def test_calibration_after_merge_renders_as_one_eval_run(
-    demo: tuple[Path, Path], tmp_path: Path, output_format: str
+    demo: tuple[Path, Path], tmp_path: Path, output_format: str, protocol: str
 ) -> None:
-    """The scores' calibration is read from the states' match records: three shards merged
-    in any order give eval's calibration, byte for byte."""
-    states = save_shards(*demo, tmp_path)
-    args = ["--calibration-bins", "5", "--format", output_format]
-    single = run_cli("eval", *map(str, demo), *args)
-    assert single[0] == 0 and "ece" in single[1].lower()
+    """The scores' calibration, OCE and D-ECE included, is read from the states' match
+    records (shards saved with --calibration-bins keep what OCE and D-ECE read): three
+    shards merged in any order give eval's calibration, byte for byte."""
+    states = save_shards(*demo, tmp_path, 3, "--protocol", protocol, "--calibration-bins", "10")
+    args = ["--calibration-bins", "10", "--format", output_format]
+    single = run_cli("eval", *map(str, demo), "--protocol", protocol, *args)
+    assert single[0] == 0
+    if output_format == "json":
+        assert json.loads(single[1])["calibration"]["all"]["d_ece"] is not None
+    else:
+        assert "D-ECE" in single[1]
     for order in itertools.permutations(states):
         assert run_cli("merge", *order, *args) == single
+
+
+def test_calibration_and_slices_saved_together_merge_as_one_eval_run(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A state keeps the slices and the calibration inputs side by side (format 6): three
+    shards merged in any order report eval's slices and calibration, byte for byte."""
+    extra = ["--slice", "size", "--calibration-bins", "10"]
+    states = save_shards(*demo, tmp_path, 3, *extra)
+    single = run_cli("eval", *map(str, demo), *extra, "--format", "json")
+    found = json.loads(single[1])
+    assert single[0] == 0 and found["calibration"]["all"]["oce"] is not None
+    for order in itertools.permutations(states):
+        assert run_cli("merge", *order, "--calibration-bins", "10", "--format", "json") == single
+
+
+def test_calibration_of_states_saved_without_its_inputs_leaves_oce_out(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """States saved without --calibration-bins merge and report ECE and MCE; OCE and D-ECE,
+    which read what only the matching sees, are left out and the report says so."""
+    states = save_shards(*demo, tmp_path)
+    code, out, err = run_cli("merge", *states, "--calibration-bins", "10", "--format", "json")
+    assert (code, err) == (0, MISSING)
+    found = json.loads(out)["calibration"]
+    assert (found["detection"], found["all"]["oce"], found["all"]["d_ece"]) == (False, None, None)
+    assert found["all"]["ece"] is not None
+    code, out, err = run_cli("merge", *states, "--calibration-bins", "10", columns=400)
+    assert (code, err) == (0, MISSING)
+    assert "OCE and D-ECE left out: the match records hold no calibration inputs" in out
+    assert "D-ECE │" not in out
+
+
+def test_calibration_bins_at_save_state_keeps_the_inputs_and_says_merge_reports(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--calibration-bins given to a shard is not dropped unsaid: the state keeps what OCE
+    and D-ECE read (format version 6), and one warning says merge reports them."""
+    from vocmatch.evaluation.shards.state import read_state
+
+    state = tmp_path / "s.vms"
+    code, out, err = run_cli(
+        "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state),
+        "--calibration-bins", "5",
+    )  # fmt: skip
+    assert (code, out) == (0, "")
+    assert err == (
+        "vocmatch: warning: --calibration-bins: the state keeps what OCE and D-ECE read; the "
+        "calibration is reported by `vocmatch merge --calibration-bins N`\n"
+        f"saved 3 images to {state}\n"
+    )
+    raw = read_state(state.read_bytes())
+    assert int.from_bytes(state.read_bytes()[8:12], "little") == 6
+    assert raw.header["calibration"] == {"oce_iou_thresholds": [0.5, 0.75]}
+    assert {"calibration_label", "calibration_brier", "calibration_box"} <= set(raw.arrays)
 
 
 @pytest.mark.parametrize("protocol", ["default", "coco", "voc07"])
@@ -257,7 +318,6 @@ def test_bootstrap_of_states_without_ground_truth_cells_is_refused_in_one_line(
 @pytest.mark.parametrize(
     ("args", "flags"),
     [
-        pytest.param(["--calibration-bins", "5"], ["--calibration-bins"], id="calibration"),
         pytest.param(
             ["--bootstrap", "10", "--seed", "2"], ["--bootstrap", "--seed"], id="bootstrap"
         ),
@@ -266,8 +326,8 @@ def test_bootstrap_of_states_without_ground_truth_cells_is_refused_in_one_line(
 def test_evidence_at_save_state_says_merge_applies_it(
     demo: tuple[Path, Path], tmp_path: Path, args: list[str], flags: list[str]
 ) -> None:
-    """The calibration and the bootstrap given to a shard are not dropped unsaid: one
-    warning each, the state is saved."""
+    """The bootstrap given to a shard is not dropped unsaid: one warning each, the state is
+    saved."""
     state = tmp_path / "s.vms"
     code, out, err = run_cli(
         "eval", *map(str, demo), "--shard", "1/2", "--save-state", str(state), *args

@@ -123,6 +123,16 @@ def test_a_local_cluster_reports_as_one_process(demo: tuple[Path, Path], name: s
     assert on_dask == single
 
 
+def test_a_local_cluster_reports_oce_and_d_ece_as_one_process(demo: tuple[Path, Path]) -> None:
+    """`--dask local:2 --calibration-bins 10`: the workers' records keep what OCE and D-ECE
+    read (image sizes too), and the report is one process's, byte for byte."""
+    gt, pred = map(str, demo)
+    args = ["--calibration-bins", "10", "--format", "json"]
+    single = run("eval", gt, pred, *args)
+    assert json.loads(single[1])["calibration"]["all"]["d_ece"] is not None
+    assert run("eval", gt, pred, *args, "--dask", "local:2") == single
+
+
 def _never(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("this route was not to be taken")
 
@@ -140,6 +150,11 @@ def _never(*args: Any, **kwargs: Any) -> Any:
             ["--protocol", "coco", "--bootstrap", "20", "--format", "json"], id="bootstrap-coco"
         ),
         pytest.param(["--calibration-bins", "5", "--format", "json"], id="calibration"),
+        pytest.param(["--calibration-bins", "10"], id="calibration-oce-d-ece-table"),
+        pytest.param(
+            ["--calibration-bins", "10", "--protocol", "voc07", "--score-threshold", "0.5"],
+            id="calibration-voc07-thresholds",
+        ),
         pytest.param(["--count", "--bootstrap", "20", "--format", "json"], id="count"),
         pytest.param(["--slice", "size", "--slice", "street_0[12]"], id="slices"),
         pytest.param(
@@ -168,6 +183,10 @@ def test_a_report_without_boxes_travels_as_match_records(
         pytest.param(["--html", "HTML", "--format", "junit", "--errors"], id="html-junit-errors"),
         pytest.param(["--tightness", "--errors", "--protocol", "coco"], id="tightness-coco"),
         pytest.param(["--html", "HTML", "--protocol", "voc07", "--fold-case"], id="html-voc07"),
+        # D-ECE reads each image's <size>, which the states' boxes carry too.
+        pytest.param(
+            ["--errors", "--calibration-bins", "10", "--format", "json"], id="errors-calibration"
+        ),
     ],
 )
 def test_a_report_of_boxes_travels_in_the_states(

@@ -130,8 +130,8 @@ def shard_options(function: F) -> F:
 #: --save-state, a warning says where to give them (they are not dropped unsaid).
 AT_MERGE = (
     "output_format", "output", "max_rows", "only_failing", "classes_csv",
-    "write_thresholds_file", "beta", "calibration_bins", "bootstrap_resamples", "seed",
-    "count", "target_precision", "target_recall", "confidence_level", "background_iou",
+    "write_thresholds_file", "beta", "bootstrap_resamples", "seed", "count",
+    "target_precision", "target_recall", "confidence_level", "background_iou",
 )  # fmt: skip
 #: The eval options ``vocmatch merge`` applies that read every box: given with
 #: --save-state, the state keeps the boxes (as with --keep-boxes) and a warning says where
@@ -163,6 +163,13 @@ def check_shard_options(ctx: click.Context) -> None:
                 f"vocmatch: warning: {given[name]} applies to the report, which a shard does "
                 f"not write: give it to `vocmatch merge`{kept}"
             )
+    if "calibration_bins" in given:
+        # The bins are the report's, but OCE and D-ECE read what only matching sees.
+        echo_err(
+            f"vocmatch: warning: {given['calibration_bins']}: the state keeps what OCE and "
+            "D-ECE read; the calibration is reported by `vocmatch merge "
+            f"{given['calibration_bins']} N`"
+        )
 
 
 def check_keep_boxes(ctx: click.Context) -> None:

@@ -584,8 +584,11 @@ def calibration_option(function: F) -> F:
         default=None,
         metavar="N",
         help="Add each class's expected calibration error (ECE, and MCE) over N equal score "
-        "bins, a prediction right when it is a TP at the IoU threshold. The HTML report always "
-        "draws the reliability plot (10 bins unless N is given).",
+        "bins, a prediction right when it is a TP at the IoU threshold; its object-level "
+        "calibration error (OCE: each object's Brier score of the predictions of any class "
+        "over it, a miss scoring 1) and its D-ECE (ECE over N bins each of score and box "
+        "position and size); OCE and D-ECE of merged states need states saved with it. The "
+        "HTML report always draws the reliability plot (10 bins unless N is given).",
     )(function)
 
 

@@ -70,16 +70,18 @@ def evaluate_matched(
     progress: StageProgress | None = None,
     score_thresholds: ScoreThresholds | None = None,
     slices: tuple[SliceSpec, ...] = (),
+    calibration: bool = False,
 ) -> Evaluated:
     """:func:`evaluate_columns`, its match records and the arrays of its matching, which
     hold every pair that can match (a run keeps only the records:
-    :func:`evaluate_columns`'s ``kept``)."""
+    :func:`evaluate_columns`'s ``kept``). With ``calibration`` the records keep what OCE
+    and D-ECE read (:class:`~vocmatch.evaluation.calibration_inputs.CalibrationInputs`)."""
     found: list[MatchedColumns] = []
     kept: list[MatchRecords] = []
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
         matched=found.append, score_thresholds=score_thresholds,
-        kept=kept.append, slices=slices,
+        kept=kept.append, slices=slices, calibration=calibration,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)
 
@@ -96,6 +98,7 @@ def evaluate_columns(
     score_thresholds: ScoreThresholds | None = None,
     kept: Callable[[MatchRecords], None] | None = None,
     slices: tuple[SliceSpec, ...] = (),
+    calibration: bool = False,
 ) -> Evaluation:
     """Evaluate column sets (what :func:`vocmatch.evaluation.scoring.evaluate` does with
     annotations read box by box).
@@ -125,6 +128,7 @@ def evaluate_columns(
         kept: Given the match records once they are accumulated.
         slices: Match each value of these slices too (the records'
             :attr:`~vocmatch.evaluation.records.MatchRecords.slices`).
+        calibration: Keep in the records what OCE and D-ECE read.
 
     Raises:
         InputError: A score threshold is given and no prediction has a score.
@@ -134,7 +138,10 @@ def evaluate_columns(
     """
     conv = conventions or protocol("default")
     stage = _Stages(progress, conv.summary == "coco", bool(slices))
-    asked = Asked(whole_run=True, detail=keep_matches, stage=stage, matched=matched, slices=slices)
+    asked = Asked(
+        whole_run=True, detail=keep_matches, stage=stage, matched=matched, slices=slices,
+        calibration=calibration,
+    )  # fmt: skip
     records = match_records(
         gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked
     )

@@ -40,6 +40,7 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
+from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     Match,
@@ -213,6 +214,8 @@ class MatchRecords:
             version before they were kept).
         slices: Each slice value's matching and counts, when slices were asked for
             (:mod:`vocmatch.evaluation.slice_records`).
+        calibration: What OCE and D-ECE read of the images, when it was asked for (None
+            otherwise, and once joined with records that lack it).
     """
 
     keys: tuple[str, ...]
@@ -229,6 +232,7 @@ class MatchRecords:
     ranked: Ranked | None = None
     gt_cells: GtCells | None = None
     slices: SliceRecords | None = None
+    calibration: CalibrationInputs | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -259,6 +263,7 @@ class MatchRecords:
             detail=_join_detail([p.detail for p in parts]),
             gt_cells=_join_cells(parts, remaps),
             slices=_join_slices(parts, remaps, len(names)),
+            calibration=CalibrationInputs.join([p.calibration for p in parts], remaps),
         )
 
     @staticmethod
@@ -272,7 +277,10 @@ class MatchRecords:
         # Every per-image and per-class field, in part order (no predictions); the slices'
         # records joined whole, then taken in key order.
         images = MatchRecords.join(
-            [replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None) for p in parts],
+            [
+                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None, calibration=None)
+                for p in parts
+            ],
             conv,
         )
         slices = _join_slices(parts, [np.array([images.class_names.index(n) for n in
@@ -281,6 +289,12 @@ class MatchRecords:
         index = {name: k for k, name in enumerate(images.class_names)}
         order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
         counts = np.concatenate([p.preds.count for p in parts])
+        calibration = CalibrationInputs.join(
+            [p.calibration for p in parts],
+            [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts],
+        )
+        if calibration is not None:
+            calibration = calibration.of_rows(image_rows(counts, order))
         # Where each image's predictions go: images in key order, each one's together.
         place = np.empty(len(order), dtype=np.int64)
         place[order] = np.arange(len(order))
@@ -314,7 +328,7 @@ class MatchRecords:
         sliced = None
         if slices is not None:
             sliced = slices.rows(image_rows(counts, order))
-        return replace(images.in_key_order(), preds=preds, slices=sliced)
+        return replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
@@ -340,6 +354,7 @@ class MatchRecords:
             ranked=None,
             gt_cells=None if self.gt_cells is None else self.gt_cells.of_images(_places(order)),
             slices=None if self.slices is None else self.slices.rows(rows),
+            calibration=None if self.calibration is None else self.calibration.of_rows(rows),
         )
 
 
@@ -510,4 +525,5 @@ def _empty(conv: Conventions) -> MatchRecords:
         beyond=False,
         notes=NoteCounts((), False, 0, 0, 0, ((), (), ())),
         gt_cells=GtCells(none, none, none, none),
+        calibration=CalibrationInputs(none, np.zeros((0, len(OCE_THRESHOLDS))), np.zeros((0, 4))),
     )

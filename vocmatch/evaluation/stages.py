@@ -63,6 +63,7 @@ __all__ = [
     "pair_and_match",
     "prepare_cells",
     "select_images",
+    "sorted_shapes",
     "suspicious_boxes",
 ]
 
@@ -349,8 +350,8 @@ def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str]
         prepared.pred_columns.boxes,
         pred.image.astype(np.int64) * n_k + pred.label,
         conv.pixel_inclusive,
-        _sorted_shapes(prepared.gt_columns.shapes, gt.rows),
-        _sorted_shapes(prepared.pred_columns.shapes, pred.rows),
+        sorted_shapes(prepared.gt_columns.shapes, gt.rows),
+        sorted_shapes(prepared.pred_columns.shapes, pred.rows),
         pred_rows=pred.rows,
         iou_floor=iou_floor(thresholds),
     )
@@ -448,7 +449,7 @@ def class_counts(prepared: Prepared, counted: Counted) -> ClassCounts:
     return ClassCounts(n_counting, n_ignored, n_pred, tp, fp, fn, pred_ignored)
 
 
-def _sorted_shapes(
+def sorted_shapes(
     shapes: Sequence[tuple[int, Polygon | RotatedBox]], rows: IntArray
 ) -> list[tuple[int, Polygon | RotatedBox]]:
     """The shapes among ``rows`` (column rows in sorted order), by their sorted place."""

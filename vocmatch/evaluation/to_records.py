@@ -20,6 +20,7 @@ from vocmatch.core.match import Hits
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
+from vocmatch.evaluation.calibration_inputs import CalibrationInputs, calibration_inputs
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.records import (
@@ -81,6 +82,8 @@ class Asked:
             images' own reading of scores, once they are matched.
         slices: Match each value of these slices too
             (:class:`~vocmatch.evaluation.slice_records.SliceRecords`).
+        calibration: Keep what OCE and D-ECE read (:attr:`MatchRecords.calibration`): each
+            object's IoU with the predictions of every class of its image, which costs.
     """
 
     whole_run: bool = False
@@ -88,6 +91,7 @@ class Asked:
     stage: Callable[[str], None] | None = None
     matched: Callable[[MatchedColumns], None] | None = None
     slices: tuple[SliceSpec, ...] = ()
+    calibration: bool = False
 
 
 def match_records(
@@ -140,7 +144,7 @@ def match_records(
     second = None
     if both:
         first = _reading(gt, pred, [replace(selection, scored=True)], conv, score_thresholds,
-                         Asked(slices=asked.slices))  # fmt: skip
+                         Asked(slices=asked.slices, calibration=asked.calibration))  # fmt: skip
         second = _reading(gt, pred, [selection], conv, score_thresholds, asked)
     else:
         # Handed over: the reading lets the selection's row arrays go once they are sorted.
@@ -162,6 +166,7 @@ def match_records(
         gt_cells=first.gt_cells,
         ranked=first.ranked if asked.whole_run and scored else None,
         slices=_with_unscored(first.slices, None if second is None else second.slices),
+        calibration=first.calibration,
     )
 
 
@@ -189,6 +194,7 @@ class _Reading:
     ranked: Ranked
     gt_cells: GtCells
     slices: SliceRecords | None
+    calibration: CalibrationInputs | None
 
 
 def _reading(
@@ -223,6 +229,9 @@ def _reading(
     if asked.matched is not None:
         asked.matched(stages.matched_columns(prepared, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
+    inputs = None
+    if asked.calibration:
+        inputs = calibration_inputs(prepared, selection, scores, counted.passing)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
     stage("per-image results")
@@ -247,7 +256,7 @@ def _reading(
         slices = _slice_records(prepared, paired, areas, keys, counted, asked.slices)
     return _Reading(
         prepared.class_names, preds, counts, flags.gt_counting, beyond, detail, ranked,
-        _gt_cells(prepared, areas), slices,
+        _gt_cells(prepared, areas), slices, inputs,
     )  # fmt: skip
 
 

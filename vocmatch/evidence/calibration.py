@@ -19,16 +19,34 @@ truth (``difficult``, or a crowd region) and one beyond ``max_dets`` are left ou
 leaves them out; score thresholds do not apply (calibration is about every score). A
 prediction without a score has no confidence and is left out. Per class, and for all
 predictions pooled (``all``).
+
+Beside them, when the records keep what they read
+(:mod:`vocmatch.evaluation.calibration_inputs`), two errors made for detection:
+
+* OCE, the object-level calibration error (uq-detr's ``oce()``): the mean over ground-truth
+  objects of a Brier score of the predictions, of any class, that reach the object at an IoU
+  threshold, averaged over the thresholds 0.5 and 0.75; a missed object scores 1.0, so a
+  detector cannot improve it by dropping its doubtful predictions. Per class, over that
+  class's objects.
+* D-ECE, the detection expected calibration error (netcal's ``ECE(bins, detection=True)``):
+  ECE over joint bins of the score and the box's relative centre ``cx, cy`` and size ``w,
+  h``, ``bins`` equal bins over [0, 1] in each of the five (values clipped to ``[eps, 1 -
+  eps]`` as netcal clips them), so a score calibrated on average but not across the image is
+  seen. The predictions are ECE's, less those of images without a ``<size>`` (counted as
+  ``unsized``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.protocol import Conventions
+from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.from_records import ranking_score
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.stage_inputs import IouLevels
@@ -71,6 +89,11 @@ class ClassCalibration:
         ece: Expected calibration error; None without predictions.
         mce: Maximum calibration error; None without predictions.
         bins: The reliability bins, lowest score first.
+        objects: Ground-truth objects that count (OCE's), when OCE was computed.
+        oce: Object-level calibration error; None without objects or inputs.
+        d_ece_predictions: The predictions D-ECE bins (ECE's, in images with a size).
+        d_ece: Detection expected calibration error; None without such predictions or
+            inputs.
     """
 
     name: str
@@ -78,6 +101,10 @@ class ClassCalibration:
     ece: float | None
     mce: float | None
     bins: tuple[ReliabilityBin, ...]
+    objects: int = 0
+    oce: float | None = None
+    d_ece_predictions: int = 0
+    d_ece: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +118,9 @@ class Calibration:
         classes: Per class, sorted by name.
         clipped: Scores outside [0, 1], put in the nearest end bin.
         unscored: Predictions without a score, left out.
+        detection: OCE and D-ECE were computed (the records kept their inputs).
+        oce_thresholds: The IoU thresholds OCE averages over.
+        unsized: Predictions D-ECE leaves out: their image has no ``<size>``.
     """
 
     threshold: float
@@ -99,6 +129,9 @@ class Calibration:
     classes: tuple[ClassCalibration, ...]
     clipped: int
     unscored: int
+    detection: bool = False
+    oce_thresholds: tuple[float, ...] = OCE_THRESHOLDS
+    unsized: int = 0
 
 
 def _class_calibration(
@@ -168,24 +201,151 @@ def calibration(
     kept_scores = scores[keep]
     kept_hits = (hit & ~ignored)[keep]
     kept_class = preds.label[keep]
+    inputs = records.calibration
+    detection = _Detection.of(inputs, keep, kept_scores, kept_hits, kept_class, bins)
     clipped = int(np.count_nonzero((kept_scores < 0) | (kept_scores > 1)))
     # Clipped before scaling: a score may be any finite float, and 1e308 * bins overflows.
     index = np.clip(np.floor(np.clip(kept_scores, 0, 1) * bins), 0, bins - 1).astype(np.int64)
     classes = tuple(
-        _class_calibration(
-            name,
-            index[kept_class == k],
-            kept_scores[kept_class == k],
-            kept_hits[kept_class == k],
-            bins,
+        detection.added(
+            _class_calibration(
+                name,
+                index[kept_class == k],
+                kept_scores[kept_class == k],
+                kept_hits[kept_class == k],
+                bins,
+            ),
+            k,
         )
         for k, name in enumerate(records.class_names)
     )
+    overall = _class_calibration("all", index, kept_scores, kept_hits, bins)
     return Calibration(
         threshold=conventions.iou_threshold,
         bins=bins,
-        overall=_class_calibration("all", index, kept_scores, kept_hits, bins),
+        overall=detection.added(overall, None),
         classes=classes,
         clipped=clipped,
         unscored=int(np.count_nonzero(~scored & ~ignored)),
+        detection=inputs is not None,
+        unsized=detection.unsized,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Detection:
+    """What OCE and D-ECE read, of the predictions ECE counts (None without inputs).
+
+    Attributes:
+        inputs: The records' calibration inputs.
+        features: ``(N, 5)`` the clipped score and relative box of the counted predictions
+            whose image has a size, as netcal bins them.
+        hits: ``(N,)`` true positives.
+        label: ``(N,)`` their class.
+        bins: Bins per feature.
+        unsized: Counted predictions of images without a size.
+    """
+
+    inputs: CalibrationInputs | None
+    features: FloatArray
+    hits: npt.NDArray[np.bool_]
+    label: IntArray
+    bins: int
+    unsized: int
+
+    @classmethod
+    def of(
+        cls,
+        inputs: CalibrationInputs | None,
+        keep: npt.NDArray[np.bool_],
+        scores: FloatArray,
+        hits: npt.NDArray[np.bool_],
+        label: npt.NDArray[Any],
+        bins: int,
+    ) -> _Detection:
+        if inputs is None:
+            return cls(None, np.zeros((0, 5)), hits[:0], np.zeros(0, dtype=np.int64), bins, 0)
+        box = inputs.pred_box[keep]
+        sized = np.isfinite(box).all(axis=1)
+        # netcal clips every feature into (0, 1) so that each lands in a bin.
+        eps = float(np.finfo(np.float64).eps)
+        features = np.clip(np.column_stack([scores[sized], box[sized]]), eps, 1.0 - eps)
+        return cls(
+            inputs, features, hits[sized], np.asarray(label, dtype=np.int64)[sized], bins,
+            int(np.count_nonzero(~sized)),
+        )  # fmt: skip
+
+    def added(self, entry: ClassCalibration, k: int | None) -> ClassCalibration:
+        """``entry`` with the OCE and D-ECE of class ``k`` (None: every class)."""
+        if self.inputs is None:
+            return entry
+        labels = self.inputs.object_label
+        terms = self.inputs.object_brier if k is None else self.inputs.object_brier[labels == k]
+        of_class = np.ones(self.label.size, dtype=bool) if k is None else self.label == k
+        return replace(
+            entry,
+            objects=int(terms.shape[0]),
+            oce=object_calibration_error(terms),
+            d_ece_predictions=int(np.count_nonzero(of_class)),
+            d_ece=detection_calibration_error(
+                self.features[of_class], self.hits[of_class], self.bins
+            ),
+        )
+
+
+def object_calibration_error(terms: FloatArray) -> float | None:
+    """OCE from each object's terms: their mean at each IoU threshold, averaged over the
+    thresholds (uq-detr's order of means); None without objects.
+
+    Args:
+        terms: ``(G, T)`` each object's Brier term at each threshold.
+
+    >>> object_calibration_error(np.array([[0.0, 1.0], [0.5, 1.0]]))
+    0.625
+    """
+    if not terms.shape[0]:
+        return None
+    # fsum: the same number whatever the order the objects come in (a merge's or a run's).
+    means = [math.fsum(terms[:, t].tolist()) / terms.shape[0] for t in range(terms.shape[1])]
+    return math.fsum(means) / len(means)
+
+
+def detection_calibration_error(
+    features: FloatArray, hits: npt.NDArray[np.bool_], bins: int
+) -> float | None:
+    """D-ECE: ECE over joint equal-width bins of every feature (netcal's binning: the
+    edges ``linspace(0, 1, bins + 1)``, a value on an edge in the bin above it).
+
+    Args:
+        features: ``(N, F)`` the score first, then the box's features, each in (0, 1).
+        hits: ``(N,)`` true positives.
+        bins: Bins per feature.
+
+    Returns:
+        The sum over joint bins of ``n_bin / N * |accuracy - confidence|``; None for
+        ``N = 0``.
+
+    Two of three predictions share a bin (accuracy 0.5, mean score 0.7), one is alone (1
+    and 0.9): 2/3 x 0.2 + 1/3 x 0.1.
+
+    >>> found = detection_calibration_error(
+    ...     np.array([[0.8, 0.2], [0.6, 0.2], [0.9, 0.9]]), np.array([True, False, True]), 2
+    ... )
+    >>> round(found, 4)
+    0.1667
+    """
+    total = features.shape[0]
+    if not total:
+        return None
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    cell = np.clip(np.searchsorted(edges, features, side="right") - 1, 0, bins - 1)
+    # Each bin's predictions together, scores ascending within it: each sum is then taken in
+    # one order, whichever order the predictions came in.
+    order = np.lexsort((features[:, 0], *cell.T[::-1]))
+    cell, score, hit = cell[order], features[order, 0], hits[order]
+    starts = np.flatnonzero(np.append(True, (cell[1:] != cell[:-1]).any(axis=1)))
+    counts = np.diff(np.append(starts, total))
+    confidence = np.add.reduceat(score, starts) / counts
+    accuracy = np.add.reduceat(hit.astype(np.float64), starts) / counts
+    gaps = counts / total * np.abs(accuracy - confidence)
+    return math.fsum(gaps.tolist())

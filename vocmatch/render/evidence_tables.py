@@ -198,19 +198,29 @@ def suspects_report(
 
 
 def calibration_table(result: Calibration) -> RenderableType:
-    """Each class's expected and maximum calibration error, and the pooled reliability bins."""
+    """Each class's expected and maximum calibration error, its OCE and D-ECE when they were
+    computed, and the pooled reliability bins."""
     table = Table(
         title=f"Calibration (TP at IoU {result.threshold:g}, {result.bins} score bins)",
         title_justify="left",
     )
     table.add_column("class", no_wrap=True)
-    for name in ("predictions", "ECE", "MCE"):
+    names = ["predictions", "ECE", "MCE"]
+    if result.detection:
+        names += ["objects", "OCE", "D-ECE"]
+    for name in names:
         table.add_column(name, justify="right", no_wrap=True)
     for entry in (result.overall, *result.classes):
         label = Text("all", style="bold") if entry is result.overall else name_cell(entry.name)
-        table.add_row(
-            label, f"{entry.predictions:,}", number_text(entry.ece), number_text(entry.mce)
-        )
+        cells: list[str | Text] = [
+            label,
+            f"{entry.predictions:,}",
+            number_text(entry.ece),
+            number_text(entry.mce),
+        ]
+        if result.detection:
+            cells += [f"{entry.objects:,}", number_text(entry.oce), number_text(entry.d_ece)]
+        table.add_row(*cells)
         if entry is result.overall:
             table.add_section()
     bins = Table(title="Reliability (all classes)", title_justify="left")
@@ -233,10 +243,23 @@ def calibration_table(result: Calibration) -> RenderableType:
         "ECE: the mean gap between a bin's TP share and its mean score, weighted by its "
         "predictions; MCE: the largest gap"
     ]
+    if result.detection:
+        thresholds = " and ".join(f"{t:g}" for t in result.oce_thresholds)
+        remarks.append(
+            "OCE: each object's Brier score of the predictions of any class over it at IoU "
+            f"{thresholds} (a miss scores 1), averaged; D-ECE: ECE over bins of score and box "
+            "position and size"
+        )
+    else:
+        remarks.append("OCE and D-ECE left out: the match records hold no calibration inputs")
     if result.clipped:
         remarks.append(f"{result.clipped:,} scores outside [0, 1] put in the end bins")
     if result.unscored:
         remarks.append(f"{result.unscored:,} predictions without a score left out")
+    if result.unsized:
+        remarks.append(
+            f"{result.unsized:,} predictions of images without a <size> left out of D-ECE"
+        )
     parts.append(Text("; ".join(remarks), style="dim"))
     return Group(*parts)
 

@@ -432,6 +432,9 @@ def _reliability_plot(entry: ClassCalibration, colour: str) -> _ReliabilityPlot:
     label = (
         f"ECE {_number(entry.ece)} · MCE {_number(entry.mce)} · {entry.predictions:,} predictions"
     )
+    if entry.oce is not None or entry.d_ece is not None:
+        # Computed only when the run kept their inputs (calibration bins were asked for).
+        label += f" · OCE {_number(entry.oce)} · D-ECE {_number(entry.d_ece)}"
     return _ReliabilityPlot(entry.name, colour, tuple(bars), label)
 
 

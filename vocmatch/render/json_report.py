@@ -616,6 +616,10 @@ def _calibration_entry(entry: ClassCalibration) -> dict[str, Any]:
         "predictions": entry.predictions,
         "ece": entry.ece,
         "mce": entry.mce,
+        "objects": entry.objects,
+        "oce": entry.oce,
+        "d_ece_predictions": entry.d_ece_predictions,
+        "d_ece": entry.d_ece,
         "bins": [
             Record(
                 {
@@ -633,13 +637,19 @@ def _calibration_entry(entry: ClassCalibration) -> dict[str, Any]:
 
 def calibration_json(result: Calibration) -> dict[str, Any]:
     """The calibration as JSON-ready data: ``iou_threshold``, ``bins``, ``clipped``,
-    ``unscored``, ``all`` and ``classes``, each with ``predictions``, ``ece``, ``mce`` and
-    its ``bins`` (``low``, ``high``, ``count``, ``confidence``, ``accuracy``)."""
+    ``unscored``, ``detection`` (OCE and D-ECE were computed), ``oce_iou_thresholds``,
+    ``unsized`` (predictions D-ECE leaves out), ``all`` and ``classes``, each with
+    ``predictions``, ``ece``, ``mce``, ``objects``, ``oce``, ``d_ece_predictions``,
+    ``d_ece`` and its ``bins`` (``low``, ``high``, ``count``, ``confidence``,
+    ``accuracy``)."""
     return {
         "iou_threshold": result.threshold,
         "bins": result.bins,
         "clipped": result.clipped,
         "unscored": result.unscored,
+        "detection": result.detection,
+        "oce_iou_thresholds": list(result.oce_thresholds),
+        "unsized": result.unsized,
         "all": _calibration_entry(result.overall),
         "classes": [_calibration_entry(c) for c in result.classes],
     }

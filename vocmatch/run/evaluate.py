@@ -282,7 +282,9 @@ class EvalRequest(ScoreOptions):
         bootstrap: Resamples of the images for 95 % intervals (None: no bootstrap).
         seed: The bootstrap's seed.
         slices: Slices to report, as specs or text (``size``, ``occluded``, ``night_*``).
-        calibration_bins: Equal score bins for each class's calibration (None: none).
+        calibration_bins: Equal score bins for each class's calibration (None: none): ECE,
+            MCE, and OCE and D-ECE, whose inputs the matching then keeps
+            (:mod:`vocmatch.evidence.calibration`).
         target_precision: Give each class the score threshold whose precision holds this
             target at the bootstrap's lower bound (:mod:`vocmatch.evidence.target_thresholds`),
             over ``bootstrap`` resamples (1,000 when not given).
@@ -556,6 +558,7 @@ def _score(
         score_thresholds=thresholds or None,
         kept=kept.append,
         slices=slice_specs(request.slices),
+        calibration=request.calibration_bins is not None,
     )
     found = input_warnings(request, evaluated, (gt_columns, pred_columns))
     evaluation = _with_threshold_note(evaluated, thresholds, request)

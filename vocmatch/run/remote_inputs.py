@@ -158,4 +158,5 @@ def _options(request: EvalRequest) -> DaskOptions:
         keep_boxes=request.keeps_boxes(),
         class_choice=request.class_selection(),
         geometry=request.geometry,
+        calibration=request.calibration_bins is not None,
     )

@@ -175,6 +175,7 @@ def shard_state(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
         slices=slice_specs(request.slices),
         keep_boxes=request.keeps_boxes(),
+        calibration=request.calibration_bins is not None,
     )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
@@ -321,7 +322,8 @@ class MergedStates:
             max_fn: Most missed objects an image may have (None: no limit).
             beta: The F-beta each class's operating point maximises.
             calibration_bins: Add the scores' calibration over this many bins (read from
-                the states' match records, as one run computes it).
+                the states' match records, as one run computes it; OCE and D-ECE only from
+                states saved with calibration inputs, else left out).
             bootstrap: Add bootstrap intervals from this many resamples of the images (read
                 from the states' match records: the intervals one run gives).
             seed: Seed of the bootstrap's resamples.

@@ -11,6 +11,7 @@ false positives; a coordinate of 1e155 overflows the area).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,9 +31,11 @@ __all__ = [
     "batch_entry",
     "box_array",
     "checked_boxes",
+    "checked_image_size",
     "checked_names",
     "checked_vector",
     "class_table",
+    "numbered_key",
     "to_numpy",
 ]
 
@@ -197,3 +200,37 @@ def class_table(class_names: object) -> dict[int, str]:
             raise RequestError("class_names", f"the name of id {label} is empty", str(name))
         table[int(label)] = name.strip()
     return table
+
+
+def checked_image_size(value: Any) -> tuple[float, float] | None:
+    """``(width, height)`` as floats, checked: two positive finite numbers, or None.
+
+    Raises:
+        InputError: Anything else.
+    """
+    if value is None:
+        return None
+    try:
+        width, height = (float(v) for v in value)
+    except (TypeError, ValueError):
+        width = height = math.nan
+    if isinstance(value, (str, bytes)) or not (
+        math.isfinite(width) and math.isfinite(height) and width > 0 and height > 0
+    ):
+        raise InputError(
+            f"Expected `image_size` to be (width, height), two positive finite numbers, "
+            f"got {value!r:.60}"
+        )
+    return width, height
+
+
+def numbered_key(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``key`` is a number add_batch gave, in one of the ``[start, stop)`` ranges."""
+    if not (key.isdecimal() and key.isascii()) or (key.startswith("0") and key != "0"):
+        return False
+    # A key longer than every stop is no number in the ranges; this also keeps int() within
+    # the digits Python converts (a 5,000-digit key would raise ValueError).
+    if all(len(key) > len(str(stop)) for _, stop in ranges):
+        return False
+    number = int(key)
+    return any(start <= number < stop for start, stop in ranges)

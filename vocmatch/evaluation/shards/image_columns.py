@@ -7,12 +7,13 @@ takes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import ImageSize
 from vocmatch.evaluation.records import image_rows
 from vocmatch.readers.scan import ColumnSet
 
@@ -45,6 +46,8 @@ class ImageColumns:
         pred_boxes: ``(P, 4)``.
         pred_scores: ``(P,)`` NaN where a prediction has no score.
         pred_labels: ``(P,)``.
+        sizes: Each image's ``(width, height)`` from its files' ``<size>``, None where
+            unknown; None for every image (added as arrays). D-ECE reads them.
     """
 
     keys: tuple[str, ...]
@@ -58,13 +61,21 @@ class ImageColumns:
     pred_boxes: FloatArray
     pred_scores: FloatArray
     pred_labels: IntArray
+    sizes: tuple[tuple[float, float] | None, ...] | None = field(default=None, kw_only=True)
 
     @staticmethod
     def join(parts: Sequence[ImageColumns]) -> ImageColumns:
         """The images of every part, in part order."""
         if len(parts) == 1:
             return parts[0]
-        return ImageColumns(
+        sizes = None
+        if any(p.sizes is not None for p in parts):
+            sizes = tuple(
+                size
+                for p in parts
+                for size in (p.sizes if p.sizes is not None else (None,) * len(p.keys))
+            )
+        joined = ImageColumns(
             tuple(k for p in parts for k in p.keys),
             tuple(k for p in parts for k in p.gt_paths),
             tuple(k for p in parts for k in p.pred_paths),
@@ -73,6 +84,7 @@ class ImageColumns:
                 for name in COLUMN_ARRAYS
             ),
         )
+        return replace(joined, sizes=sizes)
 
 
 EMPTY_ARRAYS: dict[str, npt.NDArray[Any]] = {
@@ -95,12 +107,16 @@ def column_sets(images: ImageColumns, names: tuple[str, ...]) -> tuple[ColumnSet
     with_pred = [i for i in order if images.pred_paths[i] is not None]
     gt_rows = image_rows(images.gt_count, order)
     pred_rows = image_rows(images.pred_count, with_pred)
+    given = images.sizes if images.sizes is not None else (None,) * len(images.keys)
+    taken = [given[i] for i in order]
+    sizes = tuple(None if size is None else ImageSize(size[0], size[1]) for size in taken)
     gt = _column_set(
         tuple(images.keys[i] for i in order), tuple(images.gt_paths[i] for i in order),
         images.gt_count[order], np.take(images.gt_boxes, gt_rows, axis=0),
         images.gt_labels[gt_rows], names, images.gt_difficult[gt_rows],
         np.full(gt_rows.size, np.nan),
     )  # fmt: skip
+    gt = replace(gt, sizes=sizes)
     pred = _column_set(
         tuple(images.keys[i] for i in with_pred),
         tuple(str(images.pred_paths[i]) for i in with_pred),

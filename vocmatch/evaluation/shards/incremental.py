@@ -56,9 +56,11 @@ from vocmatch.evaluation.shards.given_arrays import (
     batch_entry,
     box_array,
     checked_boxes,
+    checked_image_size,
     checked_names,
     checked_vector,
     class_table,
+    numbered_key,
     to_numpy,
 )
 from vocmatch.evaluation.shards.image_columns import (
@@ -82,6 +84,7 @@ from vocmatch.evaluation.shards.state_options import (
     slices_of_header,
 )
 from vocmatch.evaluation.shards.state_records import (
+    holdable_skipped,
     is_str_list,
     numbered_of_header,
     orphans_of_header,
@@ -99,6 +102,7 @@ from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.files import save_bytes
 from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shards import column_keys, shard_keys
+from vocmatch.words import shown_key
 
 __all__ = ["ClassTable", "Evaluator"]
 
@@ -139,6 +143,11 @@ class Evaluator:
         keep_boxes: Keep each image's boxes and per-box records too (saved with the state,
             kept by a merge when both evaluators keep them): what a report that lists or
             draws boxes reads (:meth:`boxes`, and the matches of :meth:`result`'s images).
+        calibration: Keep what OCE and D-ECE read of each image (each object's IoU with the
+            predictions of every class of its image: it costs) in the records, so that a
+            merge of states saved this way reports them (see
+            :mod:`vocmatch.evaluation.calibration_inputs`). An evaluator read from a state
+            keeps them when the state holds them.
 
     Image keys must be distinct across the evaluators merged. :meth:`add_batch` without
     ``image_ids`` numbers images ``0, 1, 2, ...`` in each evaluator (continuing across its
@@ -178,10 +187,12 @@ class Evaluator:
         class_names: ClassTable | None = None,
         slices: Sequence[SliceSpec | str] = (),
         keep_boxes: bool = False,
+        calibration: bool = False,
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
         #: The slices matched with the images (saved with the state, compared on merge).
         self.slices = checked_slices(slices)
+        self.calibration = bool(checked_flag("calibration", calibration))
         self.fold_case = bool(checked_flag("fold_case", fold_case))
         #: Each image's boxes and per-box records are kept (see the class doc).
         self.keep_boxes = bool(checked_flag("keep_boxes", keep_boxes))
@@ -254,6 +265,7 @@ class Evaluator:
         *,
         difficult: Any = None,
         crowd: Any = None,
+        image_size: Any = None,
     ) -> None:
         """Add one image's ground truth and predictions.
 
@@ -269,17 +281,21 @@ class Evaluator:
             crowd: ``(N,)`` flags, or None. vocmatch has one flag per object, read under the
                 protocol's ``difficult`` rule (``coco``: a crowd region; ``voc``: ignored),
                 so ``difficult`` and ``crowd`` are joined.
+            image_size: ``(width, height)`` of the image, or None; D-ECE (with
+                ``calibration``) places each box relative to it, and leaves out the
+                predictions of images without one.
 
         Raises:
-            InputError: An array has the wrong shape or values, a label has no name, or the
-                image was added already.
+            InputError: An array has the wrong shape or values, a label has no name, the
+                size is not two positive finite numbers, or the image was added already.
         """
+        size = checked_image_size(image_size)
         with self._unchanged_if_refused():
             image = self._image(
                 str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
                 _Flags(difficult, crowd),
             )  # fmt: skip
-        self._append(image)
+        self._append(image if size is None else dataclasses.replace(image, sizes=(size,)))
 
     def add_batch(
         self,
@@ -473,11 +489,16 @@ class Evaluator:
             # The files the image was read from, as the report of a single run names them.
             q = selection.pred_of_image[j]
             added.add(gt.keys[i])
+            # The ground truth's size, else the predictions' (as a single run reads them).
+            size = gt.sizes[i]
+            if size is None or not (size.width > 0 and size.height > 0):
+                size = pred.sizes[q] if q is not None else None
             self._append(
                 dataclasses.replace(
                     image,
                     gt_paths=(gt.paths[i],),
                     pred_paths=(pred.paths[q] if q is not None else None,),
+                    sizes=(None if size is None else (size.width, size.height),),
                 ),
                 from_arrays=False,
             )
@@ -499,7 +520,7 @@ class Evaluator:
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
-            asked=Asked(slices=self.slices, detail=self.keep_boxes),
+            asked=Asked(slices=self.slices, detail=self.keep_boxes, calibration=self.calibration),
         )  # fmt: skip
         self._records.append(records)
         self._keys.update(records.keys)
@@ -522,7 +543,7 @@ class Evaluator:
         """
         given = list(files)
         for file in given:
-            if not _holdable(file):
+            if not holdable_skipped(file):
                 raise InputError(
                     "Expected `files` to hold skipped files (a path, a message, a line from 1"
                     f" or None, a key or None), got {file!r}"
@@ -657,7 +678,9 @@ class Evaluator:
                 self.conventions,
                 fold_case=self.fold_case,
                 score_thresholds=self.score_thresholds,
-                asked=Asked(slices=self.slices, detail=self.keep_boxes),
+                asked=Asked(
+                    slices=self.slices, detail=self.keep_boxes, calibration=self.calibration
+                ),
             )
         )
         self._parts = []
@@ -687,9 +710,9 @@ class Evaluator:
         shared = sorted(self._keys & other._keys)
         if shared:
             more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
-            listed = ", ".join(_shown_key(k) for k in shared[:3]) + more
+            listed = ", ".join(shown_key(k) for k in shared[:3]) + more
             ranges = [*self._numbered, *other._numbered]
-            if any(_numbered(key, ranges) for key in shared):
+            if any(numbered_key(key, ranges) for key in shared):
                 raise StateError(
                     f"cannot merge states that share images: {listed} (add_batch numbers "
                     "images from 0 in each evaluator: give each image its key in image_ids)"
@@ -703,6 +726,8 @@ class Evaluator:
         else:  # the merged images' boxes are not all there: none is kept
             self.keep_boxes = False
             self._box_sets, self._box_images = [], []
+        # The calibration inputs of a merge are those of every part, or none.
+        self.calibration = self.calibration and other.calibration
         if table != self._table:  # ids named by their text for want of a table: forgotten
             self._id_index = np.full(0, -1, dtype=np.int64)
         self._table = table
@@ -743,9 +768,10 @@ class Evaluator:
         those fields existed. A state whose :attr:`origin` is set records it in the header's
         ``shard`` object, in format version 4; records keeping each image-class's ground
         truth that counts (every image matched by this vocmatch) its ``gt_cells`` array, in
-        format version 5; slices and, for an evaluator that keeps boxes, its per-box records
-        (``detail_*``) and its boxes (the header's ``boxes`` object and the ``boxes_gt_*``
-        and ``boxes_pred_*`` arrays), in format version 6
+        format version 5; slices, records keeping the calibration inputs
+        (:attr:`calibration`: their ``calibration_*`` arrays) and, for an evaluator that keeps
+        boxes, its per-box records (``detail_*``) and its boxes (the header's ``boxes`` object
+        and the ``boxes_gt_*`` and ``boxes_pred_*`` arrays), in format version 6
         (:data:`vocmatch.evaluation.shards.state.FORMAT_VERSION`)."""
         records = self._matched()
         if self.keep_boxes and not records.keys:  # the records of no image: no box either
@@ -777,7 +803,7 @@ class Evaluator:
                 arrays.update(side_arrays)
             header["boxes"] = sides
             version = 6
-        if self.slices:
+        if self.slices or "calibration" in header:
             version = 6
         return write_state(RawState(header, arrays), version=version)
 
@@ -824,6 +850,7 @@ class Evaluator:
         )
         stored = {n: a for n, a in raw.arrays.items() if not n.startswith("boxes_")}
         records = records_of_state(header, stored, conventions, source, slices)
+        evaluator.calibration = records.calibration is not None
         if "boxes" in header:
             evaluator._box_sets = [boxes_of_state(header["boxes"], raw.arrays, records, source)]
             evaluator.keep_boxes = True
@@ -955,35 +982,6 @@ class Evaluator:
 
 #: Integer label ids below this are looked up in an array (at most 8 bytes each).
 _ID_INDEX_LIMIT = 1 << 16
-
-
-def _holdable(file: object) -> bool:
-    """Whether a skipped file is one a state's header holds and reads back
-    (:func:`~vocmatch.evaluation.shards.state_records.skipped_of_header`)."""
-    return (
-        isinstance(file, SkippedFile)
-        and isinstance(file.path, str)
-        and isinstance(file.message, str)
-        and (file.line is None or (type(file.line) is int and file.line >= 1))
-        and (file.key is None or isinstance(file.key, str))
-    )
-
-
-def _shown_key(key: str) -> str:
-    """A key in a message: its first characters when it is long."""
-    return repr(key) if len(key) <= 60 else f"{key[:50]!r}... ({len(key):,} characters)"
-
-
-def _numbered(key: str, ranges: Sequence[tuple[int, int]]) -> bool:
-    """Whether ``key`` is a number add_batch gave, in one of the ``[start, stop)`` ranges."""
-    if not (key.isdecimal() and key.isascii()) or (key.startswith("0") and key != "0"):
-        return False
-    # A key longer than every stop is no number in the ranges; this also keeps int() within
-    # the digits Python converts (a 5,000-digit key would raise ValueError).
-    if all(len(key) > len(str(stop)) for _, stop in ranges):
-        return False
-    number = int(key)
-    return any(start <= number < stop for start, stop in ranges)
 
 
 def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:

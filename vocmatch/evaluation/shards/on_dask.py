@@ -110,6 +110,7 @@ class DaskOptions:
         geometry: ``shape`` or ``box`` (:func:`~vocmatch.readers.shapes.with_geometry`).
         roots: The folders (or URLs) of the ground truth and the predictions as the client
             listed them: the kept boxes name them, as one process's do.
+        calibration: Those records keep what OCE and D-ECE read.
     """
 
     conventions: Conventions
@@ -122,6 +123,7 @@ class DaskOptions:
     class_choice: ClassChoice | None = None
     geometry: Geometry = "shape"
     roots: tuple[str, str] = ("", "")
+    calibration: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +284,7 @@ def part_state(part: Part, options: DaskOptions) -> PartResult:
     evaluator = Evaluator(
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
-        keep_boxes=options.keep_boxes,
+        keep_boxes=options.keep_boxes, calibration=options.calibration,
     )  # fmt: skip
     evaluator.add_columns(gt, pred)
     state = evaluator.to_bytes()  # matched here, on the worker
@@ -628,6 +630,7 @@ def records_on_dask(
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
         keep_boxes=options.keep_boxes,
+        calibration=options.calibration,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))

@@ -23,8 +23,9 @@ out by :mod:`vocmatch.evaluation.shards.state_records`): per kept prediction its
 match flags, per image and per class counts, and no boxes. Version 3 adds the files a shard
 could not read and the prediction files without ground truth; version 4 which shard of
 which run the state holds; version 5 each image-class's ground truth that counts; version 6
-each slice value's match records and, when the state was asked to keep them, each image's
-per-box records and its boxes (:data:`FORMAT_VERSION`).
+each slice value's match records, what the detection calibration errors read, and, when the
+state was asked to keep them, each image's per-box records and its boxes
+(:data:`FORMAT_VERSION`).
 Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
@@ -66,11 +67,14 @@ MAGIC = b"VMSTATE\0"
 #: Version 5 adds the ``gt_cells`` array (each image-class's ground truth that counts, which
 #: a resample of images weighs: the bootstrap after a merge); earlier vocmatch refuses it.
 #: Version 6 adds the slices (the options' ``slices``, the header's ``slice_values`` and the
-#: ``slice_*`` arrays: each slice value matched in the shard) and, to a state asked to keep
-#: them, each image's per-box records (the ``detail_*`` arrays) and the boxes of its images
-#: (the ``boxes`` header object and the ``boxes_gt_*`` and ``boxes_pred_*`` arrays): what a
-#: report that lists or draws boxes reads. A state with neither is written in the version
-#: its other fields need (5 or earlier), which earlier vocmatch reads.
+#: ``slice_*`` arrays: each slice value matched in the shard), the optional
+#: ``calibration_*`` arrays (what OCE and D-ECE read: each object's OCE terms, each
+#: prediction's place and size in its image, written only by an evaluator asked for them)
+#: and, to a state asked to keep them, each image's per-box records (the ``detail_*``
+#: arrays) and the boxes of its images (the ``boxes`` header object and the ``boxes_gt_*``
+#: and ``boxes_pred_*`` arrays): what a report that lists or draws boxes reads. A state
+#: with none of these is written in the version its other fields need (5 or earlier), which
+#: earlier vocmatch reads.
 FORMAT_VERSION = 6
 #: The format versions this vocmatch reads.
 READ_VERSIONS = (2, 3, 4, 5, 6)

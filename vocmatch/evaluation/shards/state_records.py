@@ -23,6 +23,12 @@ name                      shape         holds
                                         image, class, that count, and of it the count in
                                         COCO's area "all" (format version 5; the header's
                                         ``gt_cells`` is true when it is there)
+``calibration_label``     ``(G,)``      each ground-truth object that counts: its class,
+``calibration_brier``     ``(G, T)``    its OCE term at each OCE IoU threshold
+``calibration_box``       ``(P, 4)``    each kept prediction's ``cx, cy, w, h`` relative to
+                                        its image, NaN without a size (format version 6;
+                                        the header's ``calibration`` object, holding the
+                                        ``oce_iou_thresholds``, says they are there)
 ``unscored_*``                          with no score at all: ``image_values``,
                                         ``image_mean_iou`` and ``class_counts`` as paired
                                         highest IoU first (and ``slice_counts``)
@@ -74,6 +80,7 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option, StateError
 from vocmatch.evaluation.accumulate import ClassCounts
+from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
     FlagArray,
@@ -96,6 +103,7 @@ __all__ = [
     "DETAIL_ARRAYS",
     "detail_of_state",
     "detail_to_state",
+    "holdable_skipped",
     "is_str_list",
     "narrowest_float",
     "narrowest_int",
@@ -160,6 +168,11 @@ def state_of_records(
             np.stack([cells.image, cells.label, cells.counting, cells.counting_all], axis=1)
             .astype(np.int64)
         )  # fmt: skip
+    calibration = records.calibration
+    if calibration is not None:
+        arrays["calibration_label"] = narrowest_int(calibration.object_label)
+        arrays["calibration_brier"] = narrowest_float(calibration.object_brier)
+        arrays["calibration_box"] = narrowest_float(calibration.pred_box)
     notes = records.notes
     if records.detail is not None:
         detail_names, detail_arrays = detail_to_state(records.detail)
@@ -186,6 +199,8 @@ def state_of_records(
     if records.detail is not None:
         header["detail"] = True
         header["detail_names"] = detail_names
+    if calibration is not None:
+        header["calibration"] = {"oce_iou_thresholds": list(OCE_THRESHOLDS)}
     return header, arrays
 
 
@@ -243,6 +258,7 @@ def records_of_state(
     has_cells = header.get("gt_cells", False)
     if not isinstance(has_cells, bool):
         raise StateError(f"{source}: corrupted header (gt_cells)")
+    has_calibration = _has_calibration(header.get("calibration"), source)
     if not (
         _is_str_list(keys)
         and _is_str_list(gt_paths)
@@ -271,7 +287,7 @@ def records_of_state(
         raise StateError(f"{source}: corrupted header (COCO area ranges without the coco summary)")
     n_stored = n_areas - 1 if from_main else n_areas
     width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
-    layout = _Layout(len(keys), len(names), n_stored, width, unscored, has_cells)
+    layout = _Layout(len(keys), len(names), n_stored, width, unscored, has_cells, has_calibration)
     shapes = _expected_shapes(arrays, layout, source)
     values = _slice_values(header.get("slice_values"), slices, source) if slices else ()
     n_values = sum(len(v) for v in values)
@@ -305,6 +321,9 @@ def records_of_state(
     if slices:
         readings = (counts, unscored_counts)
         sliced = _slice_records(arrays, slices, values, readings, conv, source)
+    calibration = None
+    if has_calibration:
+        calibration = _calibration(arrays, counts, source)
     return MatchRecords(
         keys=tuple(keys),
         gt_paths=tuple(gt_paths),
@@ -319,7 +338,51 @@ def records_of_state(
         detail=detail,
         gt_cells=cells,
         slices=sliced,
+        calibration=calibration,
     )
+
+
+def _has_calibration(value: object, source: str) -> bool:
+    """Whether the header says the calibration inputs are stored (absent before format
+    version 6), refusing OCE terms taken at other IoU thresholds than this vocmatch's."""
+    if value is None:
+        return False
+    if not isinstance(value, dict) or not isinstance(value.get("oce_iou_thresholds"), list):
+        raise StateError(f"{source}: corrupted header (calibration)")
+    stored = value["oce_iou_thresholds"]
+    if stored != list(OCE_THRESHOLDS):
+        raise StateError(
+            f"{source}: holds OCE terms at IoU thresholds {stored}; this vocmatch reads them "
+            f"at {list(OCE_THRESHOLDS)}"
+        )
+    return True
+
+
+def _calibration(
+    arrays: Mapping[str, npt.NDArray[Any]], counts: ImageCounts, source: str
+) -> CalibrationInputs:
+    """The calibration inputs, checked: one object per ground truth that counts, of each
+    class; each term a Brier score in [0, 2]; each box's four numbers all finite or all NaN
+    (an image without a size)."""
+    label = arrays["calibration_label"].astype(np.int64)
+    n_classes = counts.classes.gt.size
+    if label.size and int(label.max()) >= n_classes:
+        raise StateError(f"{source}: array 'calibration_label' names a class that is not there")
+    if not np.array_equal(np.bincount(label, minlength=n_classes), counts.classes.gt):
+        raise StateError(
+            f"{source}: array 'calibration_label' does not hold each class's ground truth that "
+            "counts"
+        )
+    brier = arrays["calibration_brier"].astype(np.float64)
+    if not ((brier >= 0) & (brier <= 2)).all():
+        raise StateError(f"{source}: array 'calibration_brier' holds values outside [0, 2]")
+    box = arrays["calibration_box"].astype(np.float64)
+    finite = np.isfinite(box)
+    if not (finite.all(axis=1) | np.isnan(box).all(axis=1)).all():
+        raise StateError(
+            f"{source}: array 'calibration_box' holds a box neither finite nor all NaN"
+        )
+    return CalibrationInputs(label, brier, box)
 
 
 def _slice_values(
@@ -588,6 +651,7 @@ class _Layout:
         width: Integers per image.
         unscored: The counts of the unscored reading are stored too.
         cells: The ground-truth cells are stored.
+        calibration: The calibration inputs are stored.
     """
 
     images: int
@@ -596,6 +660,7 @@ class _Layout:
     width: int
     unscored: bool
     cells: bool
+    calibration: bool = False
 
 
 def _expected_shapes(
@@ -634,6 +699,13 @@ def _expected_shapes(
         if cells is None or cells.ndim != 2 or cells.shape[1] != 4:
             raise StateError(f"{source}: array 'gt_cells' is not four counts per image-class")
         shapes["gt_cells"] = (cells.shape, "u")
+    if layout.calibration:
+        label = arrays.get("calibration_label")
+        if label is None or label.ndim != 1:
+            raise StateError(f"{source}: array 'calibration_label' is not one class per object")
+        shapes["calibration_label"] = ((label.size,), "u")
+        shapes["calibration_brier"] = ((label.size, len(OCE_THRESHOLDS)), "f")
+        shapes["calibration_box"] = ((n_pred, 4), "f")
     for prefix in ("", "unscored_") if layout.unscored else ("",):
         shapes[f"{prefix}image_values"] = ((n_images, layout.width), "u")
         shapes[f"{prefix}image_mean_iou"] = ((n_images,), "f")
@@ -895,3 +967,15 @@ def with_range(ranges: list[tuple[int, int]], added: tuple[int, int]) -> list[tu
         else:
             joined.append((start, stop))
     return joined
+
+
+def holdable_skipped(file: object) -> bool:
+    """Whether a skipped file is one a state's header holds and reads back
+    (:func:`~vocmatch.evaluation.shards.state_records.skipped_of_header`)."""
+    return (
+        isinstance(file, SkippedFile)
+        and isinstance(file.path, str)
+        and isinstance(file.message, str)
+        and (file.line is None or (type(file.line) is int and file.line >= 1))
+        and (file.key is None or isinstance(file.key, str))
+    )
