@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "vocmatch.readers._fastxml",
-            sources=["vocmatch/readers/_fastxml.c"],
+            "vocmatch.readers.fastxml",
+            sources=["vocmatch/readers/fastxml.c"],
             optional=True,
         )
     ]

@@ -1,6 +1,6 @@
 """Coverage-guided differential fuzzing of the compiled reader against the parser (lxml).
 
-Every input the compiled reader (``vocmatch/readers/_fastxml.c``) reads itself must be read
+Every input the compiled reader (``vocmatch/readers/fastxml.c``) reads itself must be read
 by the parser to exactly the same objects, and by the pure-Python fast reader too where
 that one reads it; an input it leaves to the parser is always fine. Built with
 AddressSanitizer and libFuzzer's coverage instrumentation, any out-of-bounds access also
@@ -12,7 +12,7 @@ stops the run with a report. atheris (``pip install atheris``) drives it::
     # the run: seeds from every layout of bench/zoo.py, then mutations for 30 minutes
     LD_PRELOAD=$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so) \\
     ASAN_OPTIONS=detect_leaks=0 python bench/fuzz_reader.py \\
-        --extension /tmp/asan/vocmatch/readers/_fastxml*.so --seeds /tmp/corpus-seeds \\
+        --extension /tmp/asan/vocmatch/readers/fastxml*.so --seeds /tmp/corpus-seeds \\
         /tmp/corpus -max_total_time=1800
 
 Arguments after the options go to libFuzzer (``-max_total_time``, ``-jobs``, ...).
@@ -55,7 +55,7 @@ def build(out: Path) -> None:
 
 def load_extension(path: str) -> None:
     """Use the extension at ``path`` (an instrumented build) as the compiled reader."""
-    spec = importlib.util.spec_from_file_location("vocmatch.readers._fastxml", path)
+    spec = importlib.util.spec_from_file_location("vocmatch.readers.fastxml", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -90,7 +90,7 @@ def test_the_sdist_installs_with_and_without_a_compiler(
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     if compiler != "default":
         assert (
-            'building extension "vocmatch.readers._fastxml" failed'
+            'building extension "vocmatch.readers.fastxml" failed'
             in install.stdout + install.stderr
         )
     (tmp_path / "data").mkdir()

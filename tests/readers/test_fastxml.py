@@ -1,4 +1,4 @@
-"""The compiled reader (``vocmatch/readers/_fastxml.c``) against the pure-Python fast reader
+"""The compiled reader (``vocmatch/readers/fastxml.c``) against the pure-Python fast reader
 and the parser: on generated files, hostile ones included (truncated, control characters,
 NUL, a byte-order mark, references, comments, CDATA, deep nesting, invalid UTF-8, huge
 numbers), the three give the same columns and the same errors; and its numbers are the

@@ -2,7 +2,7 @@
 on the fast path and gives the same columns and the same evaluation; and on any file, laid
 out any way and holding any numbers and names, the fast reader and the parser agree (the
 same columns, or the same error with its message and line). Every test runs once with the
-compiled reader (``_fastxml.c``) and once with the pure-Python one."""
+compiled reader (``fastxml.c``) and once with the pure-Python one."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ so results and error messages are always the parser's own. Tests check that both
 give identical columns on every layout of ``bench/zoo.py``, on the real sets, and on
 generated files of any layout and content.
 
-Where the package was built with a C compiler, a compiled reader (``_fastxml.c``) reads
+Where the package was built with a C compiler, a compiled reader (``fastxml.c``) reads
 them; the pure-Python one (:mod:`vocmatch.readers.scan_pure`: a regular expression per
 layout of the writer's) reads the same subset of files to the same columns without it, or
 with ``VOCMATCH_PURE_READER=1`` (docs/compiled-reader.md).
@@ -48,7 +48,7 @@ from vocmatch.readers.parse import (
 from vocmatch.readers.workers import worker_count, worker_results
 
 try:  # the compiled reader, built with the package where a C compiler was found
-    from vocmatch.readers import _fastxml as _compiled
+    from vocmatch.readers import fastxml as _compiled
 except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
@@ -278,7 +278,7 @@ def _fast(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects | None
 
 
 def _fast_compiled(data: bytes, names_seen: Container[bytes]) -> PlainObjects | None:
-    """:func:`_fast` by the compiled reader (``_fastxml.c``): it proves the file plain and
+    """:func:`_fast` by the compiled reader (``fastxml.c``): it proves the file plain and
     reads its columns; the header's values and new names are read here as by the pure one."""
     assert _compiled is not None
     if len(data) > PARSER_TEXT_LIMIT:

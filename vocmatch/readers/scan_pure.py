@@ -1,4 +1,4 @@
-"""The pure-Python fast reader, used where the compiled one (``_fastxml.c``) is not built or
+"""The pure-Python fast reader, used where the compiled one (``fastxml.c``) is not built or
 with ``VOCMATCH_PURE_READER=1``: the objects of a plain file, read with one regular
 expression over its bytes, the fields converted in bulk (:mod:`vocmatch.readers.scan`
 describes the subset of files both fast readers take).

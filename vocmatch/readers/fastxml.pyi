@@ -1,4 +1,4 @@
-"""The compiled fast reader (``_fastxml.c``), used by :mod:`vocmatch.readers.scan`."""
+"""The compiled fast reader (``fastxml.c``), used by :mod:`vocmatch.readers.scan`."""
 
 Size = tuple[bytes, bytes, bytes | None]
 Read = tuple[

@@ -910,11 +910,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_definition = {
-    PyModuleDef_HEAD_INIT, "_fastxml", "The compiled fast reader of vocmatch.readers.scan.", -1,
+    PyModuleDef_HEAD_INIT, "fastxml", "The compiled fast reader of vocmatch.readers.scan.", -1,
     methods,
 };
 
-PyMODINIT_FUNC PyInit__fastxml(void)
+PyMODINIT_FUNC PyInit_fastxml(void)
 {
     init_byte_class();
     return PyModule_Create(&module_definition);
