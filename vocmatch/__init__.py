@@ -53,6 +53,7 @@ _WHERE = {
     "protocol": "vocmatch.core.protocol",
     "Conventions": "vocmatch.core.protocol",
     "iou_matrix": "vocmatch.core.iou",
+    "nms": "vocmatch.core.nms",
     "Box": "vocmatch.core.model",
     "ImageAnnotation": "vocmatch.core.model",
     "AnnotationSet": "vocmatch.readers.parse",
@@ -105,6 +106,7 @@ __all__ = [
     "evaluator_for",
     "find_suspects",
     "iou_matrix",
+    "nms",
     "operating_thresholds",
     "protocol",
     "read_states",
@@ -116,6 +118,7 @@ __all__ = [
 if TYPE_CHECKING:
     from vocmatch.core.iou import iou_matrix
     from vocmatch.core.model import Box, ImageAnnotation
+    from vocmatch.core.nms import nms
     from vocmatch.core.protocol import Conventions, protocol
     from vocmatch.errors import (
         AnnotationError,
