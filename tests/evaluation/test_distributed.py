@@ -53,7 +53,7 @@ def client() -> Iterator[Any]:
 # The tasks' function is looked up by name when a worker unpickles a task, so replacing it
 # in the workers' module changes what the next tasks run. These run on the workers.
 def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
-    import vocmatch.evaluation.shards.on_dask as module
+    import vocmatch.evaluation.shards.parts as module
 
     original = getattr(module, "_original_part_state", module.part_state)
     module._original_part_state = original  # type: ignore[attr-defined]
@@ -61,7 +61,7 @@ def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
 
 
 def _restore_task() -> None:
-    import vocmatch.evaluation.shards.on_dask as module
+    import vocmatch.evaluation.shards.parts as module
 
     module.part_state = getattr(module, "_original_part_state", module.part_state)
 
