@@ -381,6 +381,22 @@ def test_orphan_prediction_files_on_a_cluster_are_reported_as_in_one_process(
     assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 
+@pytest.mark.parametrize("taken", ["STREET_01.xml", "street_01.XML"], ids=["upper", "suffix"])
+def test_a_prediction_whose_key_the_listing_skipped_is_no_orphan_on_a_cluster(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, taken: str
+) -> None:
+    """A ground-truth file whose name differs from another's only in case is skipped when
+    listed; the prediction of that key is then neither evaluated nor an orphan, as in one
+    process."""
+    data = tmp_path / "data"
+    shutil.copytree(demo[0].parent, data)
+    shutil.copy(data / "gt" / "street_01.xml", data / "gt" / taken)
+    args = [str(data / "gt"), str(data / "pred"), "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 3 and '"orphan_pred": []' in single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
 def test_a_busy_dashboard_port_costs_a_local_cluster_nothing(demo: tuple[Path, Path]) -> None:
     """Another cluster on 8787 (the scheduler's default HTTP port): `local:N` serves its
     HTTP on a port of its own on loopback, with no warning (warnings are errors here)."""
