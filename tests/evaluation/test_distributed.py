@@ -53,7 +53,7 @@ def client() -> Iterator[Any]:
 # The tasks' function is looked up by name when a worker unpickles a task, so replacing it
 # in the workers' module changes what the next tasks run. These run on the workers.
 def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
-    import vocmatch.evaluation.shards.on_dask as module
+    import vocmatch.evaluation.shards.parts as module
 
     original = getattr(module, "_original_part_state", module.part_state)
     module._original_part_state = original  # type: ignore[attr-defined]
@@ -61,7 +61,7 @@ def _replace_task(make: Callable[[Any], Any], marker: str) -> None:
 
 
 def _restore_task() -> None:
-    import vocmatch.evaluation.shards.on_dask as module
+    import vocmatch.evaluation.shards.parts as module
 
     module.part_state = getattr(module, "_original_part_state", module.part_state)
 
@@ -378,6 +378,22 @@ def test_orphan_prediction_files_on_a_cluster_are_reported_as_in_one_process(
     single = run("eval", *args)
     orphan = f"vocmatch: warning: {data}/pred/extra.xml has no ground-truth file: not evaluated\n"
     assert (single[0], single[2].endswith(orphan)) == (3, True)
+    assert run("eval", *args, "--dask", client.scheduler.address) == single
+
+
+@pytest.mark.parametrize("taken", ["STREET_01.xml", "street_01.XML"], ids=["upper", "suffix"])
+def test_a_prediction_whose_key_the_listing_skipped_is_no_orphan_on_a_cluster(
+    client: Any, demo: tuple[Path, Path], tmp_path: Path, taken: str
+) -> None:
+    """A ground-truth file whose name differs from another's only in case is skipped when
+    listed; the prediction of that key is then neither evaluated nor an orphan, as in one
+    process."""
+    data = tmp_path / "data"
+    shutil.copytree(demo[0].parent, data)
+    shutil.copy(data / "gt" / "street_01.xml", data / "gt" / taken)
+    args = [str(data / "gt"), str(data / "pred"), "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 3 and '"orphan_pred": []' in single[1]
     assert run("eval", *args, "--dask", client.scheduler.address) == single
 
 

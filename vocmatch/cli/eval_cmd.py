@@ -46,6 +46,7 @@ from vocmatch.cli.merge_cmd import (
     shard_options,
 )
 from vocmatch.cli.options import (
+    EVAL_JOBS_HELP,
     FOLD_CASE_HELP,
     analysis_options,
     class_options,
@@ -135,7 +136,7 @@ if TYPE_CHECKING:
 @analysis_options
 @fold_case_option(FOLD_CASE_HELP)
 @max_file_size_option
-@jobs_option()
+@jobs_option(help_text=EVAL_JOBS_HELP)
 @evidence_options
 @slice_options
 @count_option

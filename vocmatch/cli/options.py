@@ -334,15 +334,26 @@ def pred_format_options(function: F) -> F:
     return function
 
 
-def jobs_option(what: str = "read files") -> Callable[[F], F]:
-    """``--jobs N`` / ``-j N``: processes that do ``what`` in parallel; 0 uses every core."""
+def jobs_option(what: str = "read files", help_text: str | None = None) -> Callable[[F], F]:
+    """``--jobs N`` / ``-j N``: processes that do ``what`` in parallel; 0 uses every core
+    (``help_text``, when given, is the whole help)."""
     return click.option(
         "--jobs",
         "-j",
         type=WholeNumberRange.of_field("jobs"),
         default=0,
-        help=f"Processes that {what} in parallel; 0 (the default) uses every core.",
+        help=help_text or f"Processes that {what} in parallel; 0 (the default) uses every core.",
     )
+
+
+#: What ``eval --jobs N`` does (:mod:`vocmatch.run.in_parts`).
+EVAL_JOBS_HELP = (
+    "Worker processes; 0 (the default) uses every core. Above 1, each reads and matches a "
+    "part of the images and the main process joins their match records (the report is "
+    "that of one process); a report that lists or draws boxes (--errors, --html, --format "
+    "junit), --split and non-XML predictions read the files in parallel and match them in "
+    "the main process."
+)
 
 
 def fold_case_option(help_text: str) -> Callable[[F], F]:

@@ -307,6 +307,10 @@ class MatchRecords:
             *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
         )
         start = 0
+        # The parts' rankings, when every part kept its own: merged rather than made again.
+        rankings: list[tuple[Ranked, IntArray, IntArray]] | None = (
+            [] if all(p.ranked is not None for p in parts) else None
+        )
         while parts:
             part = parts.pop(0)
             p = part.preds
@@ -323,12 +327,18 @@ class MatchRecords:
             preds.label[rows] = remap[p.label]
             for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
                 out[rows] = column
+            if rankings is not None and part.ranked is not None:
+                where = np.arange(n_pred, dtype=np.int64)[rows]
+                rankings.append((part.ranked, where, remap.astype(np.int64)))
             start += n_images
             del part, p, rows
         sliced = None
         if slices is not None:
             sliced = slices.rows(image_rows(counts, order))
-        return replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
+        joined = replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
+        if rankings is None:
+            return joined
+        return replace(joined, ranked=_merged_rankings(rankings, preds, len(joined.class_names)))
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
@@ -496,6 +506,44 @@ def _join_detail(
     if any(p is None for p in parts):
         return None
     return tuple(d for p in parts if p is not None for d in p)
+
+
+def _merged_rankings(
+    rankings: Sequence[tuple[Ranked, IntArray, IntArray]], preds: PredRecords, n_k: int
+) -> Ranked:
+    """The rankings of joined records, from each part's: ``(ranked, rows, remap)``, its
+    ranking, where its predictions went and where its classes did.
+
+    A class's ranking is stable by descending score, ties in row order (image then file
+    order): each part's is that order restricted to its rows, so the parts' rankings,
+    put end to end, are sorted runs that a stable sort by score merges (in far less than a
+    sort of unsorted scores takes); predictions of equal scores from several parts are
+    then put in row order.
+    """
+    from vocmatch.evaluation.from_records import ranking_score
+
+    rank = np.empty(preds.label.size, dtype=np.int64)
+    per_class: list[list[IntArray]] = [[] for _ in range(n_k)]
+    for ranked, rows, remap in rankings:
+        rank[rows] = ranked.rank
+        for k, members in enumerate(ranked.classes):
+            per_class[int(remap[k])].append(rows[members])
+    classes = []
+    for runs in per_class:
+        members = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+        score = -ranking_score(preds, members)
+        by_score = np.argsort(score, kind="stable")
+        members, score = members[by_score], score[by_score]
+        tied = score[1:] == score[:-1]  # -inf too: predictions without a score
+        if len(runs) > 1 and tied.any():
+            in_tie = np.zeros(score.size, dtype=bool)
+            in_tie[1:] |= tied
+            in_tie[:-1] |= tied
+            group = np.cumsum(np.append(True, ~tied))
+            place = np.flatnonzero(in_tie)
+            members[place] = members[place][np.lexsort((members[place], group[place]))]
+        classes.append(members)
+    return Ranked(tuple(classes), rank)
 
 
 def _empty_preds(n_images: int, n_areas: int) -> PredRecords:

@@ -84,6 +84,10 @@ class Asked:
             (:class:`~vocmatch.evaluation.slice_records.SliceRecords`).
         calibration: Keep what OCE and D-ECE read (:attr:`MatchRecords.calibration`): each
             object's IoU with the predictions of every class of its image, which costs.
+        ranked: Keep the classes' rankings (:attr:`MatchRecords.ranked`) of images with a
+            score although the records are to be joined: records that all keep theirs
+            are joined with their rankings merged, not ranked again
+            (:meth:`MatchRecords.taken_in_key_order`).
     """
 
     whole_run: bool = False
@@ -92,6 +96,7 @@ class Asked:
     matched: Callable[[MatchedColumns], None] | None = None
     slices: tuple[SliceSpec, ...] = ()
     calibration: bool = False
+    ranked: bool = False
 
 
 def match_records(
@@ -164,7 +169,7 @@ def match_records(
         notes=notes,
         detail=(second or first).detail,
         gt_cells=first.gt_cells,
-        ranked=first.ranked if asked.whole_run and scored else None,
+        ranked=first.ranked if (asked.whole_run or asked.ranked) and scored else None,
         slices=_with_unscored(first.slices, None if second is None else second.slices),
         calibration=first.calibration,
     )

@@ -138,7 +138,9 @@ class ReadOptions:
         geometry: ``shape`` scores an object by its polygon or rotated box when it has one;
             ``box`` scores every object as its bounding box.
         max_file_size: Larger annotation files are skipped unread (bytes).
-        jobs: Processes that read files in parallel; 0 uses every core.
+        jobs: Worker processes; 0 uses every core. Above one, each reads and matches a
+            part of the images when the report lists or draws no box
+            (:mod:`vocmatch.run.in_parts`), else they read files in parallel.
         class_choice: Prediction classes renamed to ground-truth names (a class map), only
             some classes kept, or every class made one (class-agnostic matching).
         class_map: Prediction classes renamed to ground-truth names by a built-in map
@@ -528,6 +530,7 @@ def _score(
     columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
+    from vocmatch.evaluation.shards.parts import ScoreCounts
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
@@ -538,6 +541,10 @@ def _score(
         if request.fold_case:
             gt, pred = fold_names(gt), fold_names(pred)
         return _Scored(evaluated, elsewhere.records, gt, pred, found)
+    if elsewhere is None:
+        in_parts = _scored_in_parts(request, thresholds, progress)
+        if in_parts is not None:
+            return in_parts
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
@@ -560,7 +567,7 @@ def _score(
         slices=slice_specs(request.slices),
         calibration=request.calibration_bins is not None,
     )
-    found = input_warnings(request, evaluated, (gt_columns, pred_columns))
+    found = input_warnings(request, evaluated, ScoreCounts.of(gt_columns, pred_columns))
     evaluation = _with_threshold_note(evaluated, thresholds, request)
     if not keep:
         return _Scored(evaluation, kept[0], warnings=found)
@@ -569,6 +576,27 @@ def _score(
         # The error analysis and the HTML report see the names that were matched.
         gt, pred = fold_names(gt), fold_names(pred)
     return _Scored(evaluation, kept[0], gt, pred, found)
+
+
+def _scored_in_parts(
+    request: EvalRequest, thresholds: ScoreThresholds, progress: Progress | None
+) -> _Scored | None:
+    """The run read and matched in parts by worker processes (:mod:`vocmatch.run.in_parts`),
+    or None when it is read here."""
+    from vocmatch.run.in_parts import evaluated_in_parts, runs_in_parts
+
+    if not runs_in_parts(request):
+        return None
+    _check_class_tables(request)
+    _check_pred_path(request, request.pred)
+    found = evaluated_in_parts(request, progress.files if progress is not None else None)
+    if found is None:
+        return None
+    if progress is not None:
+        progress.stages("done", 1, 1)
+    hints = input_warnings(request, found.evaluation, found.scores)
+    evaluation = _with_threshold_note(found.evaluation, thresholds, request)
+    return _Scored(evaluation, found.records, warnings=hints)
 
 
 def _with_threshold_note(

@@ -13,7 +13,7 @@ from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarni
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.readers.scan import ColumnSet
+    from vocmatch.evaluation.shards.parts import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["SHOWN_MISSING", "input_warnings", "warn_missing_predictions"]
@@ -57,11 +57,11 @@ def warn_missing_predictions(missing: Sequence[str]) -> None:
 def input_warnings(
     request: EvalRequest,
     evaluation: Evaluation,
-    columns: tuple[ColumnSet, ColumnSet] | None = None,
+    scores: ScoreCounts | None = None,
 ) -> tuple[VocmatchWarning, ...]:
     """What the inputs suggest was meant otherwise: prediction-only classes that a built-in
-    class map gives ground-truth names (when no map was given), and, from the columns read,
-    a ground truth and predictions given in the wrong order."""
+    class map gives ground-truth names (when no map was given), and, from how many boxes of
+    each side read have a score, a ground truth and predictions given in the wrong order."""
     found: list[VocmatchWarning] = []
     choice = request.class_choice
     if request.class_map is None and (
@@ -75,7 +75,7 @@ def input_warnings(
         )
         if hint is not None:
             found.append(ClassMapWarning(hint.message()))
-    if columns is not None and _swapped(*columns):
+    if scores is not None and scores.swapped():
         gt, pred = os.fspath(request.gt), os.fspath(request.pred)
         found.append(
             SwappedInputsWarning(
@@ -85,12 +85,3 @@ def input_warnings(
             )
         )
     return tuple(found)
-
-
-def _swapped(gt: ColumnSet, pred: ColumnSet) -> bool:
-    """Every ground-truth object scored and every prediction not: the order of the two."""
-    import numpy as np
-
-    if not gt.scores.size or not pred.scores.size:
-        return False
-    return not bool(np.isnan(gt.scores).any()) and bool(np.isnan(pred.scores).all())

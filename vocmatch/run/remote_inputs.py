@@ -20,7 +20,8 @@ from vocmatch.errors import RequestError
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.shards.on_dask import DaskEvaluation, DaskOptions
+    from vocmatch.evaluation.shards.on_dask import DaskEvaluation
+    from vocmatch.evaluation.shards.parts import PartOptions
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.evaluate import EvalRequest
 
@@ -29,6 +30,7 @@ __all__ = [
     "NOT_ON_DASK",
     "NOT_WITH_URLS",
     "Elsewhere",
+    "part_options",
     "read_elsewhere",
     "reads_elsewhere",
     "shard_on_dask",
@@ -121,7 +123,11 @@ def shard_on_dask(request: EvalRequest, shard: tuple[int, int] | None = None) ->
         raise RequestError("dask", MISSING_DASK, scheduler)
     with dask_client(scheduler) as client:
         return records_on_dask(
-            _annotations(request.gt), request.pred, _options(request), client=client, shard=shard
+            _annotations(request.gt),
+            request.pred,
+            part_options(request),
+            client=client,
+            shard=shard,
         )
 
 
@@ -143,13 +149,19 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
     return gt if is_url(gt) else annotation_folder(Path(gt))[0]
 
 
-def _options(request: EvalRequest) -> DaskOptions:
-    """What the workers need of the request: its conventions, case folding, score
-    thresholds, file size limit, slices, whether to keep boxes, class choice and geometry."""
-    from vocmatch.evaluation.shards.on_dask import DaskOptions
+def part_options(request: EvalRequest, roots: tuple[str, str] = ("", "")) -> PartOptions:
+    """What the tasks of a run in parts (on a cluster or in local worker processes) need of
+    the request: its conventions, case folding, score thresholds, file size limit, slices,
+    whether to keep boxes, class choice, geometry and calibration inputs.
+
+    Args:
+        request: The request.
+        roots: The folders of both sides as listed (a cluster run sets them itself).
+    """
+    from vocmatch.evaluation.shards.parts import PartOptions
     from vocmatch.run.evaluate import score_thresholds_of, slice_specs
 
-    return DaskOptions(
+    return PartOptions(
         request.conventions(),
         request.fold_case,
         score_thresholds_of(request) or None,
@@ -158,5 +170,6 @@ def _options(request: EvalRequest) -> DaskOptions:
         keep_boxes=request.keeps_boxes(),
         class_choice=request.class_selection(),
         geometry=request.geometry,
+        roots=roots,
         calibration=request.calibration_bins is not None,
     )

@@ -13,6 +13,11 @@ and accumulates them (:func:`records_on_dask`, :func:`evaluate_on_dask`), after 
 that the merged images are exactly the listed ones: a run never reports on part of the
 images.
 
+The split, the task and the checks are those of every run in parts
+(:mod:`vocmatch.evaluation.shards.parts`, shared with a local run's worker processes):
+the cluster is one :class:`~vocmatch.evaluation.shards.parts.PartRunner`,
+:class:`DaskParts`.
+
 A task whose worker is lost (killed, out of memory) is run again by Dask on another
 worker; a task that raises is run again up to ``retries`` times. A task that fails every
 time fails the run with :class:`~vocmatch.errors.DistributedError`, naming the part.
@@ -29,42 +34,45 @@ import math
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions, protocol
-from vocmatch.errors import (
-    DistributedError,
-    InputError,
-    RequestError,
-    VocmatchError,
-    no_annotation_files,
-)
-from vocmatch.evaluation.class_map import ClassChoice, choice_notes, choose_classes, class_counts
+from vocmatch.errors import DistributedError, RequestError, VocmatchError
 from vocmatch.evaluation.shards.incremental import Evaluator
-from vocmatch.evaluation.slice_records import SliceSpec
-from vocmatch.evaluation.stages import orphan_files
+from vocmatch.evaluation.shards.parts import (
+    Part,
+    PartListing,
+    PartOptions,
+    PartResult,
+    ReadCounts,
+    check_images,
+    part_state,
+    read_counts,
+    run_parts,
+    skipped_by_path,
+    split_parts,
+)
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
-from vocmatch.readers.remote import StorageOptions, list_location, location_reader
-from vocmatch.readers.scan import ColumnSet, read_listed_columns
-from vocmatch.readers.shapes import Geometry, geometry_note, shape_counts, with_geometry
-from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
+from vocmatch.readers.parse import DEFAULT_MAX_BYTES
+from vocmatch.readers.remote import StorageOptions
+from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.workers import available_cores
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
     from distributed import Client
 
+    from vocmatch.core.model import SkippedFile
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
 
 __all__ = [
     "DaskEvaluation",
     "DaskOptions",
+    "DaskParts",
     "Part",
     "PartResult",
     "ReadCounts",
@@ -78,9 +86,8 @@ __all__ = [
 
 #: Tries of a task that raises, after the first (a lost worker's tasks are rerun by Dask).
 DEFAULT_RETRIES = 2
-#: Parts per worker thread by default: small enough to even out slow workers and to lose
-#: little when one is lost, large enough that a part's state costs little to send.
-PARTS_PER_THREAD = 4
+R = TypeVar("R")
+
 #: ``local:N``: N a count of ASCII digits (a str pattern's [0-9] is ASCII only).
 _LOCAL = re.compile(r"local:([1-9][0-9]{0,17})")
 #: Seconds a scheduler's address is given to answer before the run fails (dask's own
@@ -93,202 +100,8 @@ _CONNECT_GRACE = 0.1
 _SCHEDULER_LOST = "scheduler-connection-lost"
 
 
-@dataclass(frozen=True, slots=True)
-class DaskOptions:
-    """What every task needs besides its files.
-
-    Attributes:
-        conventions: The protocol.
-        fold_case: Lower-case class names before matching.
-        score_thresholds: Per-class score thresholds, or None.
-        max_bytes: Per-file size limit; larger files are skipped unread.
-        storage_options: Options of the URLs' fsspec file systems.
-        slices: Slices the tasks match with their images (their states keep them).
-        keep_boxes: Tasks keep each image's per-box records and boxes in their states
-            (for a report that lists or draws boxes).
-        class_choice: Classes renamed, selected or merged before matching, or None.
-        geometry: ``shape`` or ``box`` (:func:`~vocmatch.readers.shapes.with_geometry`).
-        roots: The folders (or URLs) of the ground truth and the predictions as the client
-            listed them: the kept boxes name them, as one process's do.
-        calibration: Those records keep what OCE and D-ECE read.
-    """
-
-    conventions: Conventions
-    fold_case: bool = False
-    score_thresholds: ScoreThresholds | None = None
-    max_bytes: int = DEFAULT_MAX_BYTES
-    storage_options: StorageOptions | None = None
-    slices: tuple[SliceSpec, ...] = ()
-    keep_boxes: bool = False
-    class_choice: ClassChoice | None = None
-    geometry: Geometry = "shape"
-    roots: tuple[str, str] = ("", "")
-    calibration: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """One task's files: ``(key, path)`` pairs, sorted by key.
-
-    Attributes:
-        index: The part's number, from 1.
-        count: How many parts the images were split into.
-        gt_files: Ground-truth files.
-        pred_files: Prediction files of the same keys (and of keys without ground truth).
-    """
-
-    index: int
-    count: int
-    gt_files: tuple[tuple[str, str], ...]
-    pred_files: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ReadCounts:
-    """What the notes of the class choice and of the geometry are worded from, of the files
-    as read: counts that add up over the parts of a run.
-
-    Attributes:
-        gt_classes: Each ground-truth class name and its count of objects, sorted by name.
-        pred_classes: The same of the predictions.
-        gt_shapes: Ground-truth objects that are a shape with a ``<bndbox>``, and alone.
-        pred_shapes: The same of the predictions.
-    """
-
-    gt_classes: tuple[tuple[str, int], ...] = ()
-    pred_classes: tuple[tuple[str, int], ...] = ()
-    gt_shapes: tuple[int, int] = (0, 0)
-    pred_shapes: tuple[int, int] = (0, 0)
-
-    @classmethod
-    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ReadCounts:
-        """The counts of columns as read."""
-        return cls(
-            tuple(sorted(class_counts(gt).items())),
-            tuple(sorted(class_counts(pred).items())),
-            shape_counts(gt),
-            shape_counts(pred),
-        )
-
-    def plus(self, other: ReadCounts) -> ReadCounts:
-        """The counts of both parts."""
-
-        def added(
-            a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
-        ) -> tuple[tuple[str, int], ...]:
-            total = dict(a)
-            for name, count in b:
-                total[name] = total.get(name, 0) + count
-            return tuple(sorted(total.items()))
-
-        return ReadCounts(
-            added(self.gt_classes, other.gt_classes),
-            added(self.pred_classes, other.pred_classes),
-            _pair_sum(self.gt_shapes, other.gt_shapes),
-            _pair_sum(self.pred_shapes, other.pred_shapes),
-        )
-
-    def notes(self, options: DaskOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The notes one process adds to the ground truth and to the predictions it read
-        (the class choice's, then the geometry's).
-
-        Raises:
-            InputError: A class chosen is in neither set.
-            AnnotationError: With ``fold_case``, two names of the class map fold to one
-                and map to different classes.
-        """
-        gt_notes: tuple[str, ...] = ()
-        pred_notes: tuple[str, ...] = ()
-        if options.class_choice:
-            gt_notes, pred_notes = choice_notes(
-                dict(self.gt_classes), dict(self.pred_classes), options.class_choice,
-                options.fold_case,
-            )  # fmt: skip
-        sides = (("ground truth", self.gt_shapes), ("predictions", self.pred_shapes))
-        found = [geometry_note(options.geometry, side, *counts) for side, counts in sides]
-        return (
-            (*gt_notes, *([found[0]] if found[0] is not None else [])),
-            (*pred_notes, *([found[1]] if found[1] is not None else [])),
-        )
-
-
-def _pair_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return a[0] + b[0], a[1] + b[1]
-
-
-@dataclass(frozen=True, slots=True)
-class PartResult:
-    """What a task sends back.
-
-    Attributes:
-        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`), their
-            per-box records and boxes in it with ``keep_boxes``.
-        gt_skipped: Ground-truth files that could not be read.
-        pred_skipped: Prediction files that could not be read.
-        orphans: ``(key, path)`` of prediction files without ground truth.
-        counts: The counts the notes of the class choice and the geometry are worded from.
-    """
-
-    state: bytes
-    gt_skipped: tuple[SkippedFile, ...]
-    pred_skipped: tuple[SkippedFile, ...]
-    orphans: tuple[tuple[str, str], ...]
-    counts: ReadCounts = ReadCounts()
-
-
-def split_parts(
-    gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
-) -> tuple[Part, ...]:
-    """Split the files by key into ``parts`` parts: key ``j`` of the sorted keys of both
-    sides goes to part ``j % parts + 1``, with its ground truth and its predictions.
-
-    >>> [p.gt_files for p in split_parts([("a", "g/a"), ("b", "g/b"), ("c", "g/c")], [], 2)]
-    [(('a', 'g/a'), ('c', 'g/c')), (('b', 'g/b'),)]
-
-    Raises:
-        InputError: ``parts`` is below 1.
-    """
-    if parts < 1:
-        raise InputError(f"Expected at least one part, got {parts}")
-    keys = sorted({k for k, _ in gt_files} | {k for k, _ in pred_files})
-    place = {key: j % parts for j, key in enumerate(keys)}
-    gt: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
-    pred: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
-    for key, path in gt_files:
-        gt[place[key]].append((key, path))
-    for key, path in pred_files:
-        pred[place[key]].append((key, path))
-    return tuple(
-        Part(k + 1, parts, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(parts)
-    )
-
-
-def part_state(part: Part, options: DaskOptions) -> PartResult:
-    """Read a part's files, apply the class choice and the geometry, and give the evaluator
-    state of its images (the task run on a worker).
-
-    Raises:
-        InputError: A file holds rotated boxes or polygons scored as shapes.
-    """
-    read = location_reader(options.storage_options)
-    gt = read_listed_columns(part.gt_files, options.max_bytes, read)
-    pred = read_listed_columns(part.pred_files, options.max_bytes, read)
-    counts = ReadCounts.of(gt, pred)
-    gt = dataclasses.replace(gt, root=options.roots[0])
-    pred = dataclasses.replace(pred, root=options.roots[1])
-    if options.class_choice:
-        # A chosen class may be in other parts only: the client checks the whole run's.
-        gt, pred = choose_classes(gt, pred, options.class_choice, options.fold_case, whole=False)
-    gt = with_geometry(gt, options.geometry, "ground truth")
-    pred = with_geometry(pred, options.geometry, "predictions")
-    evaluator = Evaluator(
-        options.conventions, fold_case=options.fold_case,
-        score_thresholds=options.score_thresholds, slices=options.slices,
-        keep_boxes=options.keep_boxes, calibration=options.calibration,
-    )  # fmt: skip
-    evaluator.add_columns(gt, pred)
-    state = evaluator.to_bytes()  # matched here, on the worker
-    return PartResult(state, gt.skipped, pred.skipped, orphan_files(gt, pred), counts)
+#: What every task needs besides its files (the options of any run in parts).
+DaskOptions = PartOptions
 
 
 def dask_installed() -> bool:
@@ -411,69 +224,21 @@ def _connected_client(scheduler: str, wait: float) -> Client:
     raise DistributedError(f"cannot reach the Dask scheduler {scheduler}: {reason}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Listing:
-    """The files of both sides, as the client listed them."""
-
-    gt: DirectoryListing
-    pred: DirectoryListing
-
-    @classmethod
-    def of(
-        cls, gt: str | os.PathLike[str], pred: str | os.PathLike[str], options: DaskOptions
-    ) -> _Listing:
-        """The files below ``gt`` and ``pred``.
-
-        Raises:
-            InputError: A location cannot be listed, or holds no annotation file.
-        """
-        gt_listing = list_location(gt, options.storage_options)
-        pred_listing = list_location(pred, options.storage_options)
-        if not gt_listing.files:
-            raise no_annotation_files(os.fspath(gt), gt_listing.skipped)
-        return cls(gt_listing, pred_listing)
-
-    def skipped(self, results: Sequence[PartResult]) -> tuple[list[SkippedFile], list[SkippedFile]]:
-        """The files skipped, by the listing and by the tasks: ground truth, predictions."""
-        gt = [*self.gt.skipped, *(s for r in results for s in r.gt_skipped)]
-        pred = [*self.pred.skipped, *(s for r in results for s in r.pred_skipped)]
-        return gt, pred
-
-    def expected(self, results: Sequence[PartResult]) -> list[str]:
-        """The keys the merged images must be: every ground-truth file read."""
-        gt_skipped, pred_skipped = self.skipped(results)
-        unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
-        return [k for k, _ in self.gt.files if k not in unreadable]
-
-    def of_shard(self, shard: tuple[int, int]) -> _Listing:
-        """The files of the ``shard[0]``-th of ``shard[1]`` shards of the images (as a local
-        shard reads them: by place among the listed ground-truth keys); the first shard
-        also holds the prediction files of no ground-truth image, to report them once."""
-        keys = listed_keys(self.gt)
-        chosen = shard_keys(keys, shard)
-        pred_chosen: frozenset[str] | set[str] = chosen
-        if shard[0] == 1:
-            listed = set(keys)
-            pred_chosen = chosen | {k for k in listed_keys(self.pred) if k not in listed}
-        return _Listing(shard_listing(self.gt, chosen), shard_listing(self.pred, pred_chosen))
-
-
 def _on_cluster(
-    listing: _Listing, options: DaskOptions, client: Client, parts: int | None, retries: int
+    listing: PartListing,
+    options: PartOptions,
+    client: Client,
+    parts: int | None,
+    retries: int,
 ) -> list[PartResult]:
-    """Every part's result: the keys split into ``parts`` parts (by default four per
-    worker thread), each read by a task."""
+    """Every part's result: the keys split into ``parts`` parts (by default
+    :data:`~vocmatch.evaluation.shards.parts.PARTS_PER_WORKER` per worker thread), each
+    read by a task (:func:`~vocmatch.evaluation.shards.parts.part_state`)."""
     if client.status != "running":
         raise DistributedError(f"the Dask client is {client.status}, not running; nothing reported")
     address = _address_of(client)
     try:
-        if parts is None:
-            threads = sum(client.nthreads().values()) or 1
-            parts = PARTS_PER_THREAD * threads
-        gt, pred = listing.gt.files, listing.pred.files
-        keys = len({k for k, _ in gt} | {k for k, _ in pred})
-        shares = split_parts(gt, pred, max(1, min(parts, keys)))
-        return _run_parts(client, shares, options, retries)
+        return run_parts(listing, DaskParts(client, retries), part_state, options, parts=parts)
     except VocmatchError:
         raise  # the data's fault, or a failure already in the run's words
     except Exception as error:
@@ -501,17 +266,6 @@ def _reason(error: BaseException) -> str:
     """An exception's type and message on one line."""
     message = " ".join(str(error).split())
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
-    """Refuse merged images that are not exactly the listed ones."""
-    if list(merged) != list(expected):
-        lost = sorted(set(expected) - set(merged))
-        extra = sorted(set(merged) - set(expected))
-        raise DistributedError(
-            f"the merged states hold {len(merged):,} images, not the {len(expected):,} "
-            f"listed ({len(lost):,} missing, {len(extra):,} not listed); nothing reported"
-        )
 
 
 def evaluate_on_dask(
@@ -622,7 +376,7 @@ def records_on_dask(
         DistributedError: A task failed on every try, or the merged images are not the
             listed ones.
     """
-    whole = _Listing.of(gt, pred, options)
+    whole = PartListing.of(gt, pred, options.storage_options)
     listing = whole.of_shard(shard) if shard is not None else whole
     options = dataclasses.replace(options, roots=(listing.gt.root, listing.pred.root))
     results = _on_cluster(listing, options, client, parts, retries)
@@ -634,14 +388,11 @@ def records_on_dask(
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
-    _check_images(merged.keys, listing.expected(results))
+    check_images(merged.keys, listing.expected(results))
     gt_skipped, pred_skipped = listing.skipped(results)
-    orphans = sorted(o for r in results for o in r.orphans)
-    counts = ReadCounts()
-    for result in results:
-        counts = counts.plus(result.counts)
-    gt_notes, pred_notes = counts.notes(options)
-    skipped = (*_by_path(gt_skipped), *_by_path(pred_skipped))
+    orphans = listing.orphans(results)
+    gt_notes, pred_notes = read_counts(results).notes(options)
+    skipped = (*skipped_by_path(gt_skipped), *skipped_by_path(pred_skipped))
     evaluation = merged.result(
         skipped=skipped,
         orphan_pred=[path for _, path in orphans],
@@ -662,39 +413,61 @@ def records_on_dask(
     )
 
 
-def _run_parts(
-    client: Client, shares: Sequence[Part], options: DaskOptions, retries: int
-) -> list[PartResult]:
-    """Every part's result, or the first failure (the other tasks are then cancelled)."""
-    from distributed import as_completed
+@dataclass(frozen=True)
+class DaskParts:
+    """Tasks run by a Dask cluster's workers
+    (:class:`~vocmatch.evaluation.shards.parts.PartRunner`).
 
-    address = _address_of(client)
-    futures = client.map(part_state, shares, options=options, retries=retries, pure=False)
-    part_of = {future.key: part for future, part in zip(futures, shares, strict=True)}
-    results: list[PartResult] = []
-    try:
-        for future in as_completed(futures):
-            part = part_of[future.key]
-            try:
-                results.append(future.result())
-            except VocmatchError:
-                raise  # the data's fault, not the cluster's: the same on every try
-            except Exception as error:
-                if _scheduler_lost(client, error):
+    Attributes:
+        client: A client of the cluster.
+        retries: Tries of a task that raises, after the first (a lost worker's tasks are
+            rerun by Dask).
+    """
+
+    client: Client
+    retries: int = DEFAULT_RETRIES
+
+    def workers(self) -> int:
+        """The cluster's worker threads."""
+        return sum(self.client.nthreads().values()) or 1
+
+    def results(
+        self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
+    ) -> Iterator[tuple[Part, R]]:
+        """Every part's result as it comes back, or the first failure (the other tasks are
+        then cancelled).
+
+        Raises:
+            VocmatchError: A task raised one (the data's fault: the same on every try).
+            DistributedError: A task failed on every try, or the scheduler was lost.
+        """
+        from distributed import as_completed
+
+        client, retries = self.client, self.retries
+        address = _address_of(client)
+        futures = client.map(task, parts, options=options, retries=retries, pure=False)
+        part_of = {future.key: part for future, part in zip(futures, parts, strict=True)}
+        done = 0
+        try:
+            for future in as_completed(futures):
+                part = part_of[future.key]
+                try:
+                    result = future.result()
+                except VocmatchError:
+                    raise  # the data's fault, not the cluster's: the same on every try
+                except Exception as error:
+                    if _scheduler_lost(client, error):
+                        raise DistributedError(
+                            f"lost the Dask scheduler {address} with {done} of "
+                            f"{len(parts)} parts done; nothing reported"
+                        ) from None
                     raise DistributedError(
-                        f"lost the Dask scheduler {address} with {len(results)} of "
-                        f"{len(shares)} parts done; nothing reported"
+                        f"part {part.index} of {part.count} failed on every try "
+                        f"({1 + retries}; a lost worker's tasks are retried by Dask): "
+                        f"{_reason(error)}"
                     ) from None
-                raise DistributedError(
-                    f"part {part.index} of {part.count} failed on every try "
-                    f"({1 + retries}; a lost worker's tasks are retried by Dask): "
-                    f"{_reason(error)}"
-                ) from None
-    finally:
-        if client.status == "running":
-            client.cancel(futures)
-    return results
-
-
-def _by_path(skipped: Sequence[SkippedFile]) -> tuple[SkippedFile, ...]:
-    return tuple(sorted(skipped, key=lambda s: s.path))
+                done += 1
+                yield part, result
+        finally:
+            if client.status == "running":
+                client.cancel(futures)

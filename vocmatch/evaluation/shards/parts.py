@@ -1,0 +1,673 @@
+"""A run in parts: the image keys split into parts, each part's files read and matched apart,
+the parts' results put together once.
+
+The one route of an evaluation (read -> class choice and geometry -> match into match
+records -> join -> accumulate) has its images split here: :func:`split_parts` gives each
+part its keys (the ``k``-th part holds the keys whose place in key order is ``k`` modulo the
+parts, as ``--shard`` splits them), with their ground-truth and prediction files. A task
+reads a part's files with the same reader as a run in one process, applies the class choice
+and the geometry (:func:`read_part`) and matches its images; who runs the tasks is a
+:class:`PartRunner`:
+
+- :class:`LocalParts`, worker processes of this machine (a local run's ``jobs``): each task
+  gives back its :class:`PartRecords` (:func:`part_records`: the match records themselves,
+  pickled by the process pool, as the workers are this process's own children running
+  this code);
+- a Dask cluster (:mod:`vocmatch.evaluation.shards.on_dask`), whose workers need not be
+  trusted: each task gives back a :class:`PartResult` (:func:`part_state`) holding its
+  evaluator state as bytes of the versioned state format (never pickle).
+
+Either way the joined images are checked to be exactly the listed ones (a run never
+reports on part of its images), and the notes of the class choice and the geometry are
+worded from the counts of every part (:class:`ReadCounts`): the numbers and the notes of
+one process on the same files, because the records are the same and the accumulation is
+the same code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import numpy as np
+
+from vocmatch.core.model import SkippedFile
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import DistributedError, InputError, no_annotation_files
+from vocmatch.evaluation.class_map import ClassChoice, choice_notes, choose_classes, class_counts
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.slice_records import SliceSpec
+from vocmatch.evaluation.stages import orphan_files
+from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
+from vocmatch.readers.remote import StorageOptions, list_location, location_reader
+from vocmatch.readers.scan import ColumnSet, read_listed_columns
+from vocmatch.readers.shapes import Geometry, geometry_note, shape_counts, with_geometry
+from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.result import Evaluation
+
+__all__ = [
+    "PARTS_PER_WORKER",
+    "GatheredParts",
+    "LocalParts",
+    "Part",
+    "PartListing",
+    "PartOptions",
+    "PartRecords",
+    "PartResult",
+    "PartRunner",
+    "ReadCounts",
+    "ScoreCounts",
+    "check_images",
+    "gathered_parts",
+    "part_records",
+    "part_state",
+    "read_part",
+    "run_parts",
+    "split_parts",
+]
+
+R = TypeVar("R")
+
+#: Parts per worker by default: small enough to even out slow workers (and, on a cluster,
+#: to lose little when one is lost), large enough that a part costs little to send back.
+PARTS_PER_WORKER = 4
+
+
+@dataclass(frozen=True, slots=True)
+class PartOptions:
+    """What every task needs besides its files.
+
+    Attributes:
+        conventions: The protocol.
+        fold_case: Lower-case class names before matching.
+        score_thresholds: Per-class score thresholds, or None.
+        max_bytes: Per-file size limit; larger files are skipped unread.
+        storage_options: Options of the URLs' fsspec file systems.
+        slices: Slices the tasks match with their images (their records keep them).
+        keep_boxes: Tasks keep each image's per-box records and boxes in their states
+            (for a report that lists or draws boxes).
+        class_choice: Classes renamed, selected or merged before matching, or None.
+        geometry: ``shape`` or ``box`` (:func:`~vocmatch.readers.shapes.with_geometry`).
+        roots: The folders (or URLs) of the ground truth and the predictions as listed:
+            the kept boxes name them, as one process's do.
+        calibration: Those records keep what OCE and D-ECE read.
+    """
+
+    conventions: Conventions
+    fold_case: bool = False
+    score_thresholds: ScoreThresholds | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    storage_options: StorageOptions | None = None
+    slices: tuple[SliceSpec, ...] = ()
+    keep_boxes: bool = False
+    class_choice: ClassChoice | None = None
+    geometry: Geometry = "shape"
+    roots: tuple[str, str] = ("", "")
+    calibration: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One task's files: ``(key, path)`` pairs, sorted by key.
+
+    Attributes:
+        index: The part's number, from 1.
+        count: How many parts the images were split into.
+        gt_files: Ground-truth files.
+        pred_files: Prediction files of the same keys (and of keys without ground truth).
+    """
+
+    index: int
+    count: int
+    gt_files: tuple[tuple[str, str], ...]
+    pred_files: tuple[tuple[str, str], ...]
+
+    def file_count(self) -> int:
+        """The files of both sides."""
+        return len(self.gt_files) + len(self.pred_files)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCounts:
+    """What the notes of the class choice and of the geometry are worded from, of the files
+    as read: counts that add up over the parts of a run.
+
+    Attributes:
+        gt_classes: Each ground-truth class name and its count of objects, sorted by name.
+        pred_classes: The same of the predictions.
+        gt_shapes: Ground-truth objects that are a shape with a ``<bndbox>``, and alone.
+        pred_shapes: The same of the predictions.
+    """
+
+    gt_classes: tuple[tuple[str, int], ...] = ()
+    pred_classes: tuple[tuple[str, int], ...] = ()
+    gt_shapes: tuple[int, int] = (0, 0)
+    pred_shapes: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ReadCounts:
+        """The counts of columns as read."""
+        return cls(
+            tuple(sorted(class_counts(gt).items())),
+            tuple(sorted(class_counts(pred).items())),
+            shape_counts(gt),
+            shape_counts(pred),
+        )
+
+    def plus(self, other: ReadCounts) -> ReadCounts:
+        """The counts of both parts."""
+
+        def added(
+            a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
+        ) -> tuple[tuple[str, int], ...]:
+            total = dict(a)
+            for name, count in b:
+                total[name] = total.get(name, 0) + count
+            return tuple(sorted(total.items()))
+
+        return ReadCounts(
+            added(self.gt_classes, other.gt_classes),
+            added(self.pred_classes, other.pred_classes),
+            _pair_sum(self.gt_shapes, other.gt_shapes),
+            _pair_sum(self.pred_shapes, other.pred_shapes),
+        )
+
+    def notes(self, options: PartOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The notes one process adds to the ground truth and to the predictions it read
+        (the class choice's, then the geometry's).
+
+        Raises:
+            InputError: A class chosen is in neither set.
+            AnnotationError: With ``fold_case``, two names of the class map fold to one
+                and map to different classes.
+        """
+        gt_notes: tuple[str, ...] = ()
+        pred_notes: tuple[str, ...] = ()
+        if options.class_choice:
+            gt_notes, pred_notes = choice_notes(
+                dict(self.gt_classes), dict(self.pred_classes), options.class_choice,
+                options.fold_case,
+            )  # fmt: skip
+        sides = (("ground truth", self.gt_shapes), ("predictions", self.pred_shapes))
+        found = [geometry_note(options.geometry, side, *counts) for side, counts in sides]
+        return (
+            (*gt_notes, *([found[0]] if found[0] is not None else [])),
+            (*pred_notes, *([found[1]] if found[1] is not None else [])),
+        )
+
+
+def _pair_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCounts:
+    """How many boxes of each side have a score: enough to tell, over every part, whether
+    the ground truth and the predictions were given the wrong way round.
+
+    Attributes:
+        gt: Ground-truth objects.
+        gt_scored: Those with a score.
+        pred: Predictions.
+        pred_scored: Those with a score.
+    """
+
+    gt: int = 0
+    gt_scored: int = 0
+    pred: int = 0
+    pred_scored: int = 0
+
+    @classmethod
+    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ScoreCounts:
+        """The counts of two column sets."""
+        return cls(
+            int(gt.scores.size), int(np.count_nonzero(~np.isnan(gt.scores))),
+            int(pred.scores.size), int(np.count_nonzero(~np.isnan(pred.scores))),
+        )  # fmt: skip
+
+    def __add__(self, other: ScoreCounts) -> ScoreCounts:
+        return ScoreCounts(
+            self.gt + other.gt, self.gt_scored + other.gt_scored,
+            self.pred + other.pred, self.pred_scored + other.pred_scored,
+        )  # fmt: skip
+
+    def swapped(self) -> bool:
+        """Every ground-truth object has a score and no prediction has one (both sides
+        holding boxes): the order of the two inputs, most likely.
+
+        >>> ScoreCounts(gt=3, gt_scored=3, pred=5, pred_scored=0).swapped()
+        True
+        """
+        return bool(self.gt and self.pred) and self.gt_scored == self.gt and not self.pred_scored
+
+
+@dataclass(frozen=True, slots=True)
+class PartResult:
+    """What a task on a cluster sends back.
+
+    Attributes:
+        state: The evaluator state of the part's images (:meth:`Evaluator.to_bytes`), their
+            per-box records and boxes in it with ``keep_boxes``.
+        gt_skipped: Ground-truth files that could not be read.
+        pred_skipped: Prediction files that could not be read.
+        orphans: ``(key, path)`` of prediction files without ground truth.
+        counts: The counts the notes of the class choice and the geometry are worded from.
+    """
+
+    state: bytes
+    gt_skipped: tuple[SkippedFile, ...]
+    pred_skipped: tuple[SkippedFile, ...]
+    orphans: tuple[tuple[str, str], ...]
+    counts: ReadCounts = ReadCounts()
+
+
+@dataclass(frozen=True, slots=True)
+class PartRecords:
+    """What a task of a local run gives back: its images matched, and what the reading found.
+
+    Attributes:
+        records: The match records of the part's images; None when a file holds rotated
+            boxes or polygons scored as shapes (the run then reads its files in one
+            process).
+        gt_skipped: Ground-truth files that could not be read.
+        pred_skipped: Prediction files that could not be read.
+        orphans: ``(key, path)`` of prediction files without ground truth.
+        counts: The counts the notes of the class choice and the geometry are worded from.
+        scores: How many boxes of each side have a score, after the class choice.
+    """
+
+    records: MatchRecords | None
+    gt_skipped: tuple[SkippedFile, ...]
+    pred_skipped: tuple[SkippedFile, ...]
+    orphans: tuple[tuple[str, str], ...]
+    counts: ReadCounts = ReadCounts()
+    scores: ScoreCounts = ScoreCounts()
+
+
+def split_parts(
+    gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
+) -> tuple[Part, ...]:
+    """Split the files by key into ``parts`` parts: key ``j`` of the sorted keys of both
+    sides goes to part ``j % parts + 1``, with its ground truth and its predictions.
+
+    >>> [p.gt_files for p in split_parts([("a", "g/a"), ("b", "g/b"), ("c", "g/c")], [], 2)]
+    [(('a', 'g/a'), ('c', 'g/c')), (('b', 'g/b'),)]
+
+    Raises:
+        InputError: ``parts`` is below 1.
+    """
+    if parts < 1:
+        raise InputError(f"Expected at least one part, got {parts}")
+    keys = sorted({k for k, _ in gt_files} | {k for k, _ in pred_files})
+    place = {key: j % parts for j, key in enumerate(keys)}
+    gt: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
+    pred: list[list[tuple[str, str]]] = [[] for _ in range(parts)]
+    for key, path in gt_files:
+        gt[place[key]].append((key, path))
+    for key, path in pred_files:
+        pred[place[key]].append((key, path))
+    return tuple(
+        Part(k + 1, parts, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(parts)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPart:
+    """A part's files as read, after the class choice and the geometry.
+
+    Attributes:
+        gt: Ground-truth columns.
+        pred: Prediction columns.
+        counts: The counts of the files as read (before the class choice).
+        orphans: ``(key, path)`` of prediction files without ground truth.
+    """
+
+    gt: ColumnSet
+    pred: ColumnSet
+    counts: ReadCounts
+    orphans: tuple[tuple[str, str], ...]
+
+
+def read_part(part: Part, options: PartOptions) -> ReadPart:
+    """Read a part's files and apply the class choice and the geometry, as one process
+    does to every file (the first half of every task)."""
+    read = location_reader(options.storage_options)
+    gt = read_listed_columns(part.gt_files, options.max_bytes, read)
+    pred = read_listed_columns(part.pred_files, options.max_bytes, read)
+    counts = ReadCounts.of(gt, pred)
+    gt = dataclasses.replace(gt, root=options.roots[0])
+    pred = dataclasses.replace(pred, root=options.roots[1])
+    if options.class_choice:
+        # A chosen class may be in other parts only: the whole run's are checked once, from
+        # every part's counts (ReadCounts.notes).
+        gt, pred = choose_classes(gt, pred, options.class_choice, options.fold_case, whole=False)
+    gt = with_geometry(gt, options.geometry, "ground truth")
+    pred = with_geometry(pred, options.geometry, "predictions")
+    return ReadPart(gt, pred, counts, orphan_files(gt, pred))
+
+
+def part_state(part: Part, options: PartOptions) -> PartResult:
+    """Read a part's files and give the evaluator state of its images (the task run on a
+    cluster's worker).
+
+    Raises:
+        InputError: A file holds rotated boxes or polygons scored as shapes.
+    """
+    from vocmatch.evaluation.shards.incremental import Evaluator
+
+    found = read_part(part, options)
+    evaluator = Evaluator(
+        options.conventions, fold_case=options.fold_case,
+        score_thresholds=options.score_thresholds, slices=options.slices,
+        keep_boxes=options.keep_boxes, calibration=options.calibration,
+    )  # fmt: skip
+    evaluator.add_columns(found.gt, found.pred)
+    state = evaluator.to_bytes()  # matched here, on the worker
+    return PartResult(state, found.gt.skipped, found.pred.skipped, found.orphans, found.counts)
+
+
+def part_records(part: Part, options: PartOptions) -> PartRecords:
+    """Read a part's files and match its images (the task run by a local worker process):
+    the records of the engine's stages on the part's columns, as a run in one process makes
+    them of every image, with the slices and the calibration inputs asked for and the
+    classes' rankings (merged when joined); no records when a file holds rotated boxes or
+    polygons scored as shapes."""
+    from vocmatch.evaluation.to_records import Asked, match_records
+
+    found = read_part(part, options)
+    gt, pred = found.gt, found.pred
+    skipped = (gt.skipped, pred.skipped)
+    if gt.shapes or pred.shapes:
+        # Matched by their shapes, which the records of plain boxes cannot stand for: the
+        # run reads them in one process.
+        return PartRecords(None, *skipped, found.orphans, found.counts)
+    asked = Asked(ranked=True, slices=options.slices, calibration=options.calibration)
+    records = match_records(
+        gt, pred, options.conventions, fold_case=options.fold_case,
+        score_thresholds=options.score_thresholds, asked=asked,
+    )  # fmt: skip
+    return PartRecords(records, *skipped, found.orphans, found.counts, ScoreCounts.of(gt, pred))
+
+
+class PartRunner(Protocol):
+    """Who runs the tasks of a run in parts: worker processes here, or a Dask cluster."""
+
+    def workers(self) -> int:
+        """How many tasks run at once (parts are made a few times as many)."""
+
+    def results(
+        self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
+    ) -> Iterator[tuple[Part, R]]:
+        """``task(part, options)`` of every part, with its part, in any order.
+
+        Raises:
+            VocmatchError: A task raised one (the data's fault: the same on every try).
+            DistributedError: The runner failed (a task that fails every time).
+        """
+
+
+@dataclass(frozen=True, slots=True)
+class LocalParts:
+    """Tasks run by worker processes of this machine
+    (:func:`~vocmatch.readers.workers.worker_results`: at most one a core, stopped at once
+    when the run ends by an error or an interruption).
+
+    Attributes:
+        jobs: Worker processes wanted (0: every core).
+    """
+
+    jobs: int
+
+    def workers(self) -> int:
+        """The workers started for many tasks."""
+        from vocmatch.readers.workers import worker_count
+
+        return worker_count(self.jobs, sys.maxsize)
+
+    def results(
+        self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
+    ) -> Iterator[tuple[Part, R]]:
+        """Every part's result, in part order."""
+        from vocmatch.readers.workers import worker_results
+
+        with worker_results(task, [(part, options) for part in parts], self.jobs) as results:
+            yield from zip(parts, results, strict=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PartListing:
+    """The files of both sides, as listed before any task reads them."""
+
+    gt: DirectoryListing
+    pred: DirectoryListing
+
+    @classmethod
+    def of(
+        cls,
+        gt: str | os.PathLike[str],
+        pred: str | os.PathLike[str],
+        storage_options: StorageOptions | None = None,
+    ) -> PartListing:
+        """The files below ``gt`` and ``pred`` (folders or fsspec URLs).
+
+        Raises:
+            InputError: A location cannot be listed, or holds no annotation file.
+        """
+        gt_listing = list_location(gt, storage_options)
+        pred_listing = list_location(pred, storage_options)
+        if not gt_listing.files:
+            raise no_annotation_files(os.fspath(gt), gt_listing.skipped)
+        return cls(gt_listing, pred_listing)
+
+    def file_count(self) -> int:
+        """The files to read, of both sides."""
+        return len(self.gt.files) + len(self.pred.files)
+
+    def skipped(
+        self, results: Sequence[PartResult | PartRecords]
+    ) -> tuple[list[SkippedFile], list[SkippedFile]]:
+        """The files skipped, by the listing and by the tasks: ground truth, predictions."""
+        gt = [*self.gt.skipped, *(s for r in results for s in r.gt_skipped)]
+        pred = [*self.pred.skipped, *(s for r in results for s in r.pred_skipped)]
+        return gt, pred
+
+    def expected(self, results: Sequence[PartResult | PartRecords]) -> list[str]:
+        """The keys the merged images must be: every ground-truth file read."""
+        gt_skipped, pred_skipped = self.skipped(results)
+        unreadable = {s.key for s in (*gt_skipped, *pred_skipped) if s.key is not None}
+        return [k for k, _ in self.gt.files if k not in unreadable]
+
+    def orphans(self, results: Sequence[PartResult | PartRecords]) -> list[tuple[str, str]]:
+        """The prediction files without ground truth that the tasks found, by key, but those
+        whose key names a file the listing left out (reported as skipped, as in one
+        process)."""
+        unreadable = {s.key for s in (*self.gt.skipped, *self.pred.skipped) if s.key is not None}
+        return sorted(o for r in results for o in r.orphans if o[0] not in unreadable)
+
+    def of_shard(self, shard: tuple[int, int]) -> PartListing:
+        """The files of the ``shard[0]``-th of ``shard[1]`` shards of the images (as a local
+        shard reads them: by place among the listed ground-truth keys); the first shard
+        also holds the prediction files of no ground-truth image, to report them once."""
+        keys = listed_keys(self.gt)
+        chosen = shard_keys(keys, shard)
+        pred_chosen: frozenset[str] | set[str] = chosen
+        if shard[0] == 1:
+            listed = set(keys)
+            pred_chosen = chosen | {k for k in listed_keys(self.pred) if k not in listed}
+        return PartListing(shard_listing(self.gt, chosen), shard_listing(self.pred, pred_chosen))
+
+
+def run_parts(
+    listing: PartListing,
+    runner: PartRunner,
+    task: Callable[[Part, PartOptions], R],
+    options: PartOptions,
+    *,
+    parts: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[R]:
+    """Every part's result: the keys split into ``parts`` parts (by default
+    :data:`PARTS_PER_WORKER` per worker, at most one a key), each read by a task.
+
+    Args:
+        listing: The files of both sides.
+        runner: Who runs the tasks.
+        task: What each task runs: :func:`part_records` or :func:`part_state`.
+        options: What every task needs besides its files.
+        parts: How many parts.
+        progress: Told how many files are read, of how many, as parts come back.
+
+    Returns:
+        The results, in the order the parts came back.
+    """
+    if parts is None:
+        parts = PARTS_PER_WORKER * max(1, runner.workers())
+    gt, pred = listing.gt.files, listing.pred.files
+    keys = len({k for k, _ in gt} | {k for k, _ in pred})
+    shares = split_parts(gt, pred, max(1, min(parts, keys)))
+    total, done = listing.file_count(), 0
+    results: list[R] = []
+    for part, result in runner.results(task, shares, options):
+        results.append(result)
+        done += part.file_count()
+        if progress is not None:
+            progress(done, total)
+    return results
+
+
+def check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
+    """Refuse merged images that are not exactly the listed ones.
+
+    Raises:
+        DistributedError: They are not.
+    """
+    if list(merged) != list(expected):
+        lost = sorted(set(expected) - set(merged))
+        extra = sorted(set(merged) - set(expected))
+        raise DistributedError(
+            f"the merged states hold {len(merged):,} images, not the {len(expected):,} "
+            f"listed ({len(lost):,} missing, {len(extra):,} not listed); nothing reported"
+        )
+
+
+def read_counts(results: Sequence[PartResult | PartRecords]) -> ReadCounts:
+    """The counts of every part, added up."""
+    counts = ReadCounts()
+    for result in results:
+        counts = counts.plus(result.counts)
+    return counts
+
+
+def skipped_by_path(skipped: Sequence[SkippedFile]) -> tuple[SkippedFile, ...]:
+    """Skipped files sorted by path, as one process reports them."""
+    return tuple(sorted(skipped, key=lambda s: s.path))
+
+
+@dataclass(frozen=True, slots=True)
+class GatheredParts:
+    """The parts of a local run put together, before their records are accumulated.
+
+    Attributes:
+        records: Every part's match records, joined in key order.
+        options: The options the tasks used.
+        gt_skipped: Ground-truth files skipped (by the listing or a task), by path.
+        pred_skipped: Prediction files skipped, by path.
+        orphans: Prediction files without ground truth, by key.
+        counts: The counts of every part's files as read (the notes of the class choice
+            and the geometry).
+        gt_keys: The keys of the ground-truth files read, in key order.
+        pred_keys: The keys of every prediction file listed, read or not, sorted.
+        scores: How many boxes of each side have a score.
+    """
+
+    records: MatchRecords
+    options: PartOptions
+    gt_skipped: tuple[SkippedFile, ...]
+    pred_skipped: tuple[SkippedFile, ...]
+    orphans: tuple[tuple[str, str], ...]
+    listing: PartListing
+    counts: ReadCounts
+    gt_keys: tuple[str, ...]
+    pred_keys: tuple[str, ...]
+    scores: ScoreCounts
+
+    def evaluation(self) -> Evaluation:
+        """The records accumulated, with what the reading found: the evaluation of one
+        process on the same files.
+
+        Raises:
+            InputError: A class chosen is in neither set; a score threshold is set and no
+                prediction has a score.
+            AnnotationError: With ``fold_case``, two names of the class map fold to one
+                and map to different classes.
+        """
+        from vocmatch.evaluation.from_records import Findings, evaluation_of
+
+        options = self.options
+        gt_notes, pred_notes = self.counts.notes(options)
+        findings = Findings(
+            skipped=(*self.gt_skipped, *self.pred_skipped),
+            orphan_pred=tuple(path for _, path in self.orphans),
+            notes=(*self.listing.gt.notes, *gt_notes, *self.listing.pred.notes, *pred_notes),
+        )
+        return evaluation_of(
+            self.records, options.conventions, fold_case=options.fold_case,
+            score_thresholds=options.score_thresholds, findings=findings,
+        )  # fmt: skip
+
+    def refuse_no_ground_truth(self, where: str | os.PathLike[str]) -> None:
+        """Refuse a run none of whose ground-truth files could be read, as one process does.
+
+        Raises:
+            InputError: No ground-truth file was read.
+        """
+        if not self.gt_keys:
+            raise no_annotation_files(os.fspath(where), self.gt_skipped)
+
+
+def gathered_parts(
+    listing: PartListing, results: list[PartRecords], options: PartOptions
+) -> GatheredParts:
+    """The parts' records joined in key order, checked to be the listed images' and none
+    other's. ``results`` is emptied: each part's records are let go once copied, so that
+    the run holds them about once.
+
+    Raises:
+        InputError: A part holds rotated boxes or polygons (no records: the caller reads
+            such runs in one process).
+        DistributedError: The joined images are not the listed ones.
+    """
+    expected = listing.expected(results)
+    gt_skipped, pred_skipped = listing.skipped(results)
+    orphans = listing.orphans(results)
+    counts = read_counts(results)
+    scores = ScoreCounts()
+    for result in results:
+        scores = scores + result.scores
+    taken = [r.records for r in results if r.records is not None]
+    if len(taken) < len(results):
+        raise InputError("rotated boxes and polygons are not matched in parts")
+    results.clear()
+    records = MatchRecords.taken_in_key_order(taken, options.conventions)
+    check_images(records.keys, expected)
+    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
+    return GatheredParts(
+        records,
+        options,
+        skipped_by_path(gt_skipped),
+        skipped_by_path(pred_skipped),
+        tuple(orphans),
+        listing,
+        counts,
+        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
+        tuple(sorted(pred_keys)),
+        scores,
+    )

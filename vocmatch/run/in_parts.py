@@ -1,0 +1,110 @@
+"""A local run in parts: with ``jobs`` above one, worker processes each read and match a part
+of the images, and this process joins their match records and accumulates them once.
+
+This is the route of a Dask run (:mod:`vocmatch.evaluation.shards.parts`: the same split into
+parts, the same reading, class choice and geometry, the same join and accumulation), with
+this machine's worker processes as the runner: the report is that of one process, bit for
+bit. The parts' records carry what the extras read (the slices' matching, the calibration's
+inputs, the classes' rankings), so slices, the calibration, the counting, the bootstrap and
+the target thresholds run in parts too. The runs that need more than records read the
+files here instead (in parallel, ``jobs`` processes), then match them here:
+
+- an output or an extra that lists or draws boxes (HTML and JUnit reports, the error
+  analysis: :meth:`~vocmatch.run.evaluate.EvalRequest.keeps_boxes`);
+- a split, and predictions in a format other than XML files (a COCO results file is one
+  file for every image; YOLO's boxes are scaled by the ground truth's sizes): the
+  predictions are read here, with the ground truth;
+- files holding rotated boxes or polygons scored as shapes (found by the parts, which then
+  leave the run to this process: their files are read twice);
+- fewer than :data:`FEW_FILES` files, read faster here than by starting processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.records import MatchRecords
+    from vocmatch.evaluation.result import Evaluation
+    from vocmatch.evaluation.shards.parts import ScoreCounts
+    from vocmatch.run.evaluate import EvalRequest
+
+__all__ = ["FEW_FILES", "EvaluatedInParts", "evaluated_in_parts", "runs_in_parts"]
+
+#: Fewer files than this are read and matched in this process (as the column reader reads
+#: them): starting worker processes would cost more than it saves.
+FEW_FILES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatedInParts:
+    """The evaluation of a run in parts and what its extras and warnings read.
+
+    Attributes:
+        evaluation: The evaluation.
+        records: Every part's match records, joined (the extras read them).
+        scores: How many boxes of each side have a score (the swapped-inputs warning).
+    """
+
+    evaluation: Evaluation
+    records: MatchRecords
+    scores: ScoreCounts
+
+
+def runs_in_parts(request: EvalRequest) -> bool:
+    """Whether the request may run in parts (see the module doc): more than one worker
+    process, XML predictions, no split, and a report that lists or draws no box."""
+    from vocmatch.evaluation.shards.parts import LocalParts
+
+    return (
+        request.pred_format == "voc"
+        and request.split is None
+        and not request.keeps_boxes()
+        and LocalParts(request.jobs).workers() > 1
+    )
+
+
+def evaluated_in_parts(
+    request: EvalRequest, progress: Callable[[int, int], None] | None = None
+) -> EvaluatedInParts | None:
+    """The request's files read and matched in parts by worker processes, joined and
+    accumulated here; None when the run is to be read in this process after all (few
+    files, or rotated boxes and polygons found).
+
+    Args:
+        request: The request (:func:`runs_in_parts` says it may run in parts).
+        progress: Told how many files are read, of how many, as parts come back.
+
+    Raises:
+        InputError: No annotation file, none that could be read, or not a single
+            ground-truth image pairs with a prediction; a class chosen is in neither set;
+            a score threshold and no prediction with a score.
+        AnnotationError: With ``fold_case``, two names of the class map fold to one and
+            map to different classes.
+    """
+    from vocmatch.evaluation.shards.parts import (
+        LocalParts,
+        PartListing,
+        gathered_parts,
+        part_records,
+        run_parts,
+    )
+    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.run.evaluate import refuse_unpaired_keys
+    from vocmatch.run.remote_inputs import part_options
+
+    annotations, _ = annotation_folder(request.gt)
+    listing = PartListing.of(annotations, request.pred)
+    if listing.file_count() < FEW_FILES:
+        return None
+    options = part_options(request, (listing.gt.root, listing.pred.root))
+    runner = LocalParts(request.jobs)
+    results = run_parts(listing, runner, part_records, options, progress=progress)
+    if any(r.records is None for r in results):
+        return None
+    gathered = gathered_parts(listing, results, options)  # results emptied
+    gathered.refuse_no_ground_truth(annotations)
+    refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
+    return EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
