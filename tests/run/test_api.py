@@ -524,3 +524,20 @@ def test_labels_table_is_the_command_lines(
         ValueError, match=r"^unknown format 'csv' for label sets: expected table or json$"
     ):
         vocmatch.render_labels_text(found, "csv")  # type: ignore[arg-type]
+
+
+@pytest.mark.filterwarnings("ignore::vocmatch.errors.MissingPredictionWarning")
+@pytest.mark.parametrize(
+    "where", [pytest.param({"jobs": 2}, id="jobs-2"), pytest.param({"dask": "local:2"}, id="dask")]
+)
+def test_the_library_renders_what_the_command_line_prints(where: dict[str, object]) -> None:
+    """`vocmatch.evaluate(gt, pred, protocol="coco", jobs=2)` (or on a local Dask cluster),
+    rendered as JSON, is `vocmatch eval --protocol coco --format json`, byte for byte."""
+    pytest.importorskip("distributed")
+    from tests.conftest import run_cli
+    from vocmatch.render.outputs import render_text
+
+    gt, pred = "fixtures/demo/gt", "fixtures/demo/pred"
+    _, printed, _ = run_cli("eval", gt, pred, "--protocol", "coco", "--format", "json")
+    report = vocmatch.evaluate(gt, pred, protocol="coco", **where)
+    assert render_text(report, "json") == printed
