@@ -1,8 +1,9 @@
 """Columns of images kept in a state: :func:`columns_to_state` lays a column set out as a
 state's header object and arrays, :func:`columns_of_state` reads it back, every field and
 array checked (an evaluator that keeps boxes saves its images' boxes so: a saved shard, a
-Dask task's state); :func:`columns_of_images` and :func:`join_columns` take the columns of
-some images and put those of disjoint images together.
+Dask task's state); :func:`join_columns` puts those of disjoint images together (the
+columns of some images are
+:func:`~vocmatch.evaluation.shards.image_columns.columns_of_keys`).
 
 A side's header object holds its root, each image's key, file, ``<size>`` (``[width,
 height, depth]`` or null) and ``<filename>``, and the class and ``<pose>`` names; its arrays
@@ -21,8 +22,7 @@ narrowest dtype that holds it exactly.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,6 @@ from vocmatch.readers.scan import ColumnSet
 __all__ = [
     "SIDE_ARRAYS",
     "boxes_of_state",
-    "columns_of_images",
     "columns_of_state",
     "columns_to_state",
     "join_columns",
@@ -189,33 +188,6 @@ def _checked_side(
     if np.isinf(values["scores"]).any():
         raise StateError(f"{source}: array {prefix + 'scores'!r} holds infinite values")
     return tuple(values[name] for name in SIDE_ARRAYS)
-
-
-def columns_of_images(columns: ColumnSet, keys: Container[str]) -> ColumnSet:
-    """The columns of the images whose keys are in ``keys`` (in their order), without the
-    files skipped nor the notes (a part of a run's images)."""
-    chosen = [i for i, key in enumerate(columns.keys) if key in keys]
-    counts = np.bincount(columns.image, minlength=len(columns.keys)).astype(np.int64)
-    rows = image_rows(counts, chosen)
-    return dataclasses.replace(
-        columns,
-        keys=tuple(columns.keys[i] for i in chosen),
-        paths=tuple(columns.paths[i] for i in chosen),
-        sizes=tuple(columns.sizes[i] for i in chosen),
-        filenames=tuple(columns.filenames[i] for i in chosen),
-        image=np.repeat(np.arange(len(chosen), dtype=np.int32), counts[chosen]),
-        labels=columns.labels[rows],
-        boxes=columns.boxes[rows].reshape(rows.size, 4),
-        difficult=columns.difficult[rows],
-        truncated=columns.truncated[rows],
-        occluded=columns.occluded[rows],
-        pose=columns.pose[rows],
-        scores=columns.scores[rows],
-        skipped=(),
-        notes=(),
-        shapes=(),
-        bndboxes=(),
-    )
 
 
 def join_columns(parts: Sequence[ColumnSet]) -> ColumnSet:

@@ -47,7 +47,6 @@ from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shards.column_parts import (
     boxes_of_state,
-    columns_of_images,
     columns_to_state,
     join_columns,
 )
@@ -503,7 +502,8 @@ class Evaluator:
                 from_arrays=False,
             )
         if self.keep_boxes and added:
-            self._box_sets.append((columns_of_images(gt, added), columns_of_images(pred, added)))
+            kept = frozenset(added)
+            self._box_sets.append((columns_of_keys(gt, kept), columns_of_keys(pred, kept)))
 
     def _add_sliced(self, gt: ColumnSet, pred: ColumnSet, chosen: frozenset[str] | None) -> None:
         """Match the images of column sets (those of ``chosen``) at once, slices and all:
@@ -525,8 +525,8 @@ class Evaluator:
         self._records.append(records)
         self._keys.update(records.keys)
         if self.keep_boxes and records.keys:
-            added = set(records.keys)
-            self._box_sets.append((columns_of_images(gt, added), columns_of_images(pred, added)))
+            kept = frozenset(records.keys)
+            self._box_sets.append((columns_of_keys(gt, kept), columns_of_keys(pred, kept)))
 
     def add_skipped(self, files: Iterable[SkippedFile]) -> None:
         """Record files that could not be read: their images are not in the evaluator, and
