@@ -848,3 +848,13 @@ def test_a_local_cluster_has_at_most_one_worker_a_core(
     assert asked_for == [started]
     workers = "1 worker" if started == 1 else f"{started} workers"
     assert str(caught.value).startswith(f"cannot start a local Dask cluster of {workers}:")
+
+
+@pytest.mark.parametrize("name", ["default", "coco"])
+def test_rotated_boxes_and_polygons_on_a_cluster(client: Any, name: str) -> None:
+    """The workers match rotated boxes and polygons by their regions: one process's report."""
+    shapes = ROOT / "fixtures" / "shapes"
+    args = [str(shapes / "gt"), str(shapes / "pred"), "--protocol", name, "--format", "json"]
+    single = run("eval", *args)
+    assert single[0] == 0 and single[1]
+    assert run("eval", *args, "--dask", client.scheduler.address) == single

@@ -1702,20 +1702,28 @@ ROTATED_XML = (
         pytest.param(PLAIN_XML, ROTATED_XML, id="rotated-prediction"),
     ],
 )
-def test_columns_with_rotated_boxes_on_either_side_are_refused(
+def test_columns_with_rotated_boxes_on_either_side_are_matched_by_region(
     tmp_path: Path, gt_xml: str, pred_xml: str
 ) -> None:
-    """An evaluator keeps plain boxes: rotated ones among the ground truth or among the
-    predictions alone are refused, not dropped."""
+    """Rotated boxes among the ground truth or the predictions are matched by their regions,
+    as one run matches them; saved and read back the state reports the same (its note on
+    shapes included); an evaluator that keeps boxes refuses them (a state keeps plain
+    boxes), not drops them."""
     from vocmatch.readers.scan import read_columns
 
     for name, text in (("gt", gt_xml), ("pred", pred_xml)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "a.xml").write_text(text, encoding="utf-8")
     gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
+    single = evaluate_columns(gt, pred, protocol("voc12"), keep_matches=False)
+    evaluator = Evaluator("voc12")
+    evaluator.add_columns(gt, pred)
+    assert_identical(evaluator.result(), single)
+    assert any("rotated" in note or "polygon" in note for note in single.notes)
+    assert_identical(Evaluator.from_bytes(evaluator.to_bytes()).result(), single)
     with pytest.raises(InputError) as caught:
-        Evaluator("voc12").add_columns(gt, pred)
-    assert str(caught.value) == "rotated boxes and polygons cannot be kept in an evaluator state"
+        Evaluator("voc12", keep_boxes=True).add_columns(gt, pred)
+    assert str(caught.value).startswith("rotated boxes and polygons cannot be kept as boxes")
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,6 @@ files here instead (in parallel, ``jobs`` processes), then match them here:
 - a split, and predictions in a format other than XML files (a COCO results file is one
   file for every image; YOLO's boxes are scaled by the ground truth's sizes): the
   predictions are read here, with the ground truth;
-- files holding rotated boxes or polygons scored as shapes (found by the parts, which then
-  leave the run to this process: their files are read twice);
 - fewer than :data:`FEW_FILES` files, read faster here than by starting processes.
 """
 
@@ -102,8 +100,6 @@ def evaluated_in_parts(
     options = part_options(request, (listing.gt.root, listing.pred.root))
     runner = LocalParts(request.jobs)
     results = run_parts(listing, runner, part_records, options, progress=progress)
-    if any(r.records is None for r in results):
-        return None
     gathered = gathered_parts(listing, results, options)  # results emptied
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)

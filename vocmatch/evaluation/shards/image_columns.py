@@ -164,7 +164,8 @@ def _column_set(
 
 def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
     """The images of ``columns`` whose key is in ``keys``, as the readers would give them
-    had they read those files alone: class names those used, sorted; no file skipped."""
+    had they read those files alone: class names those used, sorted; rotated boxes and
+    polygons kept at their new rows; no file skipped."""
     images = [i for i, key in enumerate(columns.keys) if key in keys]
     place = np.full(len(columns.keys), -1, dtype=np.int64)
     place[images] = np.arange(len(images))
@@ -172,6 +173,9 @@ def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
     used = np.unique(columns.labels[rows]) if rows.size else np.zeros(0, dtype=np.int32)
     remap = np.full(len(columns.label_names), -1, dtype=np.int32)
     remap[used] = np.arange(used.size, dtype=np.int32)
+    # Each kept object's new row, for the rotated boxes and polygons listed by row.
+    row_of = np.full(columns.labels.size, -1, dtype=np.int64)
+    row_of[rows] = np.arange(rows.size)
     return replace(
         columns,
         keys=tuple(columns.keys[i] for i in images),
@@ -189,6 +193,6 @@ def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
         scores=columns.scores[rows],
         skipped=(),
         notes=(),
-        shapes=(),
-        bndboxes=(),
+        shapes=tuple((int(row_of[r]), shape) for r, shape in columns.shapes if row_of[r] >= 0),
+        bndboxes=tuple((int(row_of[r]), box) for r, box in columns.bndboxes if row_of[r] >= 0),
     )

@@ -78,6 +78,7 @@ from vocmatch.evaluation.shards.state import (
 )
 from vocmatch.evaluation.shards.state_options import (
     conventions_header,
+    options_difference,
     options_of_header,
     slices_header,
     slices_of_header,
@@ -461,15 +462,22 @@ class Evaluator:
                 keys of files that could not be read (:mod:`vocmatch.readers.shards`: the
                 shards ``vocmatch eval --shard`` reads).
 
+        Rotated boxes and polygons are matched by their regions, as one run matches them
+        (their images are matched at once, with the slices asked for).
+
         Raises:
-            InputError: The columns hold rotated boxes or polygons (an evaluator matches plain
-                boxes), ``shard`` is out of range, or an image was added already.
+            InputError: ``shard`` is out of range, an image was added already, or rotated
+                boxes or polygons for an evaluator that keeps boxes (a state keeps plain
+                boxes).
         """
-        if gt.shapes or pred.shapes:
-            raise InputError("rotated boxes and polygons cannot be kept in an evaluator state")
+        if (gt.shapes or pred.shapes) and self.keep_boxes:
+            raise InputError(
+                "rotated boxes and polygons cannot be kept as boxes in an evaluator state: "
+                "evaluate them in one run for a report that lists or draws boxes"
+            )
         chosen = shard_keys(column_keys(gt), shard) if shard is not None else None
-        if self.slices:
-            self._add_sliced(gt, pred, chosen)
+        if self.slices or gt.shapes or pred.shapes:
+            self._add_matched(gt, pred, chosen)
             return
         selection = select_images(gt, pred)
         gt_bounds = np.searchsorted(selection.gt_image, np.arange(len(selection.images) + 1))
@@ -505,9 +513,10 @@ class Evaluator:
             kept = frozenset(added)
             self._box_sets.append((columns_of_keys(gt, kept), columns_of_keys(pred, kept)))
 
-    def _add_sliced(self, gt: ColumnSet, pred: ColumnSet, chosen: frozenset[str] | None) -> None:
-        """Match the images of column sets (those of ``chosen``) at once, slices and all:
-        the slices read the files' attributes, which images waiting as arrays do not keep."""
+    def _add_matched(self, gt: ColumnSet, pred: ColumnSet, chosen: frozenset[str] | None) -> None:
+        """Match the images of column sets (those of ``chosen``) at once, slices and shapes
+        and all: the slices read the files' attributes and shapes are matched by their
+        regions, which images waiting as arrays do not keep."""
         self._match_added()
         unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
         keys = [k for k in gt.keys if k not in unreadable and (chosen is None or k in chosen)]
@@ -698,7 +707,7 @@ class Evaluator:
         if self._options() != other._options():
             raise StateError(
                 "cannot merge states made with other options: "
-                f"{_options_difference(self._options(), other._options())}"
+                f"{options_difference(self._options(), other._options())}"
             )
         table = dict(self._table)
         for label, name in other._table.items():
@@ -803,7 +812,7 @@ class Evaluator:
                 arrays.update(side_arrays)
             header["boxes"] = sides
             version = 6
-        if self.slices or "calibration" in header:
+        if self.slices or "calibration" in header or "shapes" in header["notes"]:
             version = 6
         return write_state(RawState(header, arrays), version=version)
 
@@ -982,16 +991,3 @@ class Evaluator:
 
 #: Integer label ids below this are looked up in an array (at most 8 bytes each).
 _ID_INDEX_LIMIT = 1 << 16
-
-
-def _options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
-    """The first option that differs, as ``name a != b``."""
-    for name in ("conventions", "fold_case", "score_thresholds", "slices"):
-        x, y = a.get(name), b.get(name)
-        if isinstance(x, dict) and isinstance(y, dict):
-            for field in [*x, *(f for f in y if f not in x)]:
-                if x.get(field) != y.get(field):
-                    return f"{field} {x.get(field)!r} != {y.get(field)!r}"
-        if x != y:
-            return f"{name} {x!r} != {y!r}"
-    return "options differ"

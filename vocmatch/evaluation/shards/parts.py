@@ -273,9 +273,7 @@ class PartRecords:
     """What a task of a local run gives back: its images matched, and what the reading found.
 
     Attributes:
-        records: The match records of the part's images; None when a file holds rotated
-            boxes or polygons scored as shapes (the run then reads its files in one
-            process).
+        records: The match records of the part's images.
         gt_skipped: Ground-truth files that could not be read.
         pred_skipped: Prediction files that could not be read.
         orphans: ``(key, path)`` of prediction files without ground truth.
@@ -283,7 +281,7 @@ class PartRecords:
         scores: How many boxes of each side have a score, after the class choice.
     """
 
-    records: MatchRecords | None
+    records: MatchRecords
     gt_skipped: tuple[SkippedFile, ...]
     pred_skipped: tuple[SkippedFile, ...]
     orphans: tuple[tuple[str, str], ...]
@@ -358,7 +356,7 @@ def part_state(part: Part, options: PartOptions) -> PartResult:
     cluster's worker).
 
     Raises:
-        InputError: A file holds rotated boxes or polygons scored as shapes.
+        InputError: A file holds rotated boxes or polygons, and the state is to keep boxes.
     """
     from vocmatch.evaluation.shards.incremental import Evaluator
 
@@ -376,18 +374,14 @@ def part_state(part: Part, options: PartOptions) -> PartResult:
 def part_records(part: Part, options: PartOptions) -> PartRecords:
     """Read a part's files and match its images (the task run by a local worker process):
     the records of the engine's stages on the part's columns, as a run in one process makes
-    them of every image, with the slices and the calibration inputs asked for and the
-    classes' rankings (merged when joined); no records when a file holds rotated boxes or
-    polygons scored as shapes."""
+    them of every image (rotated boxes and polygons matched by their regions), with the
+    slices and the calibration inputs asked for and the classes' rankings (merged when
+    joined)."""
     from vocmatch.evaluation.to_records import Asked, match_records
 
     found = read_part(part, options)
     gt, pred = found.gt, found.pred
     skipped = (gt.skipped, pred.skipped)
-    if gt.shapes or pred.shapes:
-        # Matched by their shapes, which the records of plain boxes cannot stand for: the
-        # run reads them in one process.
-        return PartRecords(None, *skipped, found.orphans, found.counts)
     asked = Asked(ranked=True, slices=options.slices, calibration=options.calibration)
     records = match_records(
         gt, pred, options.conventions, fold_case=options.fold_case,
@@ -651,9 +645,7 @@ def gathered_parts(
     scores = ScoreCounts()
     for result in results:
         scores = scores + result.scores
-    taken = [r.records for r in results if r.records is not None]
-    if len(taken) < len(results):
-        raise InputError("rotated boxes and polygons are not matched in parts")
+    taken = [r.records for r in results]
     results.clear()
     records = MatchRecords.taken_in_key_order(taken, options.conventions)
     check_images(records.keys, expected)

@@ -27,6 +27,7 @@ __all__ = [
     "CONVENTION_CHECKS",
     "SUMMARY_FIELD",
     "conventions_header",
+    "options_difference",
     "options_of_header",
     "slices_header",
     "slices_of_header",
@@ -296,3 +297,16 @@ def _globs_fit(globs: object, file: bool) -> bool:
     if not isinstance(globs, list) or bool(globs) != file:
         return False
     return all(isinstance(g, str) and g.strip() for g in globs) and len(set(globs)) == len(globs)
+
+
+def options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """The first option that differs, as ``name a != b``."""
+    for name in ("conventions", "fold_case", "score_thresholds", "slices"):
+        x, y = a.get(name), b.get(name)
+        if isinstance(x, dict) and isinstance(y, dict):
+            for field in [*x, *(f for f in y if f not in x)]:
+                if x.get(field) != y.get(field):
+                    return f"{field} {x.get(field)!r} != {y.get(field)!r}"
+        if x != y:
+            return f"{name} {x!r} != {y!r}"
+    return "options differ"

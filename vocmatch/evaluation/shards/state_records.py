@@ -194,6 +194,8 @@ def state_of_records(
             "unscored": notes.unscored,
             "unscored_files": notes.unscored_files,
             "odd": [[[path, count] for path, count in kind] for kind in notes.odd],
+            # Only when some object was a rotated box or a polygon (format version 6).
+            **({"shapes": notes.shapes} if notes.shapes else {}),
         },
     }
     if records.detail is not None:
@@ -607,6 +609,7 @@ def _note_counts(notes: object, source: str) -> NoteCounts:
         raise StateError(f"{source}: corrupted header (notes)")
     names, odd = notes.get("names"), notes.get("odd")
     counts = [notes.get(name) for name in ("preds", "unscored", "unscored_files")]
+    counts.append(notes.get("shapes", 0))
     if not (
         _is_str_list(names)
         and isinstance(notes.get("scored"), bool)
@@ -637,6 +640,7 @@ def _note_counts(notes: object, source: str) -> NoteCounts:
         unscored=unscored,
         unscored_files=unscored_files,
         odd=tuple(tuple((str(p), int(c)) for p, c in kind) for kind in odd),
+        shapes=int(notes.get("shapes", 0)),
     )
 
 
