@@ -214,9 +214,13 @@ def test_the_origin_travels_in_the_state(tmp_path: Path) -> None:
     evaluator = shard_state(request, shard=(2, 3), run_id="model-a").evaluator
     data = evaluator.to_bytes()
     assert int.from_bytes(data[8:12], "little") == 5
-    assert read_state(data).header["shard"] == {
+    header = read_state(data).header["shard"]
+    reading = header.pop("reading")
+    assert header == {
         "shard": 2, "shards": 3, "run": run_digest(request), "run_id": "model-a",
     }  # fmt: skip
+    # What the reading's notes are worded from: the shard's own counts, as read.
+    assert reading["gt_classes"] == [["cat", 1], ["dog", 2], ["person", 2]]
     assert Evaluator.from_bytes(data).origin == evaluator.origin
     whole = shard_state(request).evaluator.origin
     assert whole is not None and (whole.shard, whole.shards) == (1, 1)
@@ -245,6 +249,71 @@ def test_a_corrupted_shard_header_is_refused(shard: object, tmp_path: Path) -> N
     with pytest.raises(StateError) as caught:
         Evaluator.load(path)
     assert str(caught.value) == f"{path}: corrupted header (shard)"
+
+
+def _reading(**changed: object) -> dict[str, object]:
+    """A shard header's ``reading`` object of the demo's first shard, with fields changed."""
+    request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred", class_map="coco-to-voc")
+    raw = read_state(shard_state(request, shard=(1, 2)).evaluator.to_bytes())
+    return {**raw.header["shard"]["reading"], **changed}
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param({"gt_classes": [["car", -1]]}, id="negative-count"),
+        pytest.param({"gt_classes": [["car", 1], ["car", 2]]}, id="name-twice"),
+        pytest.param({"gt_classes": [["car", True]]}, id="bool-count"),
+        pytest.param({"pred_classes": {"car": 1}}, id="classes-object"),
+        pytest.param({"gt_shapes": [1]}, id="shapes-one"),
+        pytest.param({"pred_shapes": [1, 2.0]}, id="shapes-float"),
+        pytest.param({"fold_case": 1}, id="fold-case-int"),
+        pytest.param({"geometry": "polygon"}, id="geometry"),
+        pytest.param({"gt_listing": "a note"}, id="listing-text"),
+        pytest.param({"pred_listing": [7]}, id="listing-number"),
+        pytest.param({"split": ["val.txt", 3]}, id="split-short"),
+        pytest.param({"split": ["val.txt", 3, -1]}, id="split-negative"),
+        pytest.param({"class_choice": []}, id="choice-list"),
+        pytest.param({"class_choice": {"classes": [], "agnostic": 0}}, id="agnostic-int"),
+        pytest.param(
+            {"class_choice": {"classes": [1], "agnostic": False, "class_map": None}},
+            id="classes-number",
+        ),
+        pytest.param(
+            {"class_choice": {"classes": [], "agnostic": False, "class_map": {"source": "m"}}},
+            id="map-without-entries",
+        ),
+        pytest.param(
+            {
+                "class_choice": {
+                    "classes": [],
+                    "agnostic": False,
+                    "class_map": {"source": "m", "entries": [["a", 3]], "lines": []},
+                }
+            },
+            id="map-entry-number",
+        ),
+    ],
+)
+def test_a_corrupted_shard_reading_is_refused(changed: dict[str, object], tmp_path: Path) -> None:
+    """What the notes of a shard's reading are worded from is checked field by field: a
+    state made otherwise is refused in one line, never worded into a report."""
+    request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred")
+    raw = read_state(shard_state(request, shard=(1, 2)).evaluator.to_bytes())
+    shard = {**raw.header["shard"], "reading": _reading(**changed)}
+    path = tmp_path / "bad.vms"
+    path.write_bytes(write_state(dataclasses.replace(raw, header={**raw.header, "shard": shard})))
+    with pytest.raises(StateError) as caught:
+        Evaluator.load(path)
+    assert str(caught.value) == f"{path}: corrupted header (shard reading)"
+
+
+def test_a_shard_reading_reads_back_with_its_class_map() -> None:
+    request = EvalRequest(gt=DEMO / "gt", pred=DEMO / "pred", class_map="coco-to-voc")
+    origin = shard_state(request, shard=(1, 2)).evaluator.origin
+    assert origin is not None and origin.reading is not None
+    assert origin.reading.class_choice == request.class_selection()
+    assert ShardOrigin.of_header(origin.to_header(), "s.vms") == origin
 
 
 def test_every_shard_of_a_run_has_one_digest_and_another_run_another(tmp_path: Path) -> None:

@@ -7,24 +7,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import InputError, Message, RequestError, no_annotation_files
 from vocmatch.readers.formats import prediction_format
-from vocmatch.words import plural
 
 if TYPE_CHECKING:
+    # Types only: the command line's help imports this module, without numpy.
+    from vocmatch.evaluation.shards.reading_notes import ReadingNotes, SplitCount
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
     from vocmatch.run.evaluate import Inputs, PathLike, ReadOptions
 
 __all__ = [
+    "ListedColumns",
     "check_class_tables",
     "check_pred_path",
     "chosen_columns",
     "read_inputs",
+    "read_listed",
     "refuse_unpaired",
     "refuse_unpaired_keys",
 ]
@@ -102,14 +105,66 @@ def read_inputs(
             prediction.
 
     Example:
+        >>> from vocmatch.run.evaluate import Inputs
         >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
         >>> len(gt.keys), len(pred.keys)
         (6, 5)
+    """
+    listed = read_listed(inputs, progress, shard=shard)
+    return listed.chosen(inputs.options, whole=shard is None)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedColumns:
+    """The ground truth and the predictions as read, before the class choice and the
+    geometry: what the reading's notes are counted on.
+
+    Attributes:
+        gt: The ground truth (the notes of its folder's walk).
+        pred: The predictions.
+        split: The split's counts, when a split is read (its note not yet added).
+    """
+
+    gt: ColumnSet
+    pred: ColumnSet
+    split: SplitCount | None = None
+
+    def chosen(self, options: ReadOptions, *, whole: bool = True) -> tuple[ColumnSet, ColumnSet]:
+        """The columns of the run: the split's note added, then the class choice and the
+        geometry (:func:`chosen_columns`)."""
+        gt = self.gt
+        if self.split is not None:
+            gt = replace(gt, notes=(*gt.notes, self.split.note()))
+        return chosen_columns(gt, self.pred, options, whole=whole)
+
+    def reading(self, options: ReadOptions) -> ReadingNotes:
+        """What the notes of this reading are worded from, under ``options``' choices: a
+        shard's, which the merge of the run adds up."""
+        from vocmatch.evaluation.shards.reading_notes import ReadCounts, ReadingNotes
+
+        return ReadingNotes(
+            ReadCounts.of(self.gt, self.pred), options.class_selection(), options.folds_case(),
+            options.geometry, tuple(self.gt.notes), tuple(self.pred.notes), self.split,
+        )  # fmt: skip
+
+
+def read_listed(
+    inputs: Inputs,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    shard: tuple[int, int] | None = None,
+) -> ListedColumns:
+    """:func:`read_inputs` before the class choice and the geometry.
+
+    Raises:
+        RequestError: As :func:`read_inputs`.
+        InputError: As :func:`read_inputs`.
     """
     from vocmatch.readers.scan import read_column_pair, read_columns
     from vocmatch.readers.voc_layout import annotation_folder, only_split, read_split, split_file
 
     options = inputs.options
+    split_count: SplitCount | None = None
     check_class_tables(options)
     check_pred_path(options, inputs.pred)
     annotations, root = annotation_folder(inputs.gt)
@@ -135,20 +190,17 @@ def read_inputs(
             names_path=options.names, box_format=options.box_format, max_bytes=max_bytes,
         )  # fmt: skip
     if listed is not None:
+        from vocmatch.evaluation.shards.reading_notes import SplitCount
+
         gt, pred, left_out = only_split(gt, pred, listed)
-        note = f"split {listed.path}: {plural(len(listed.ids), 'image')} listed"
-        if left_out:
-            note += (
-                f"; {plural(left_out, 'image')} of other splits in the predictions, not evaluated"
-            )
-        gt = replace(gt, notes=(*gt.notes, note))
+        split_count = SplitCount(str(listed.path), len(listed.ids), left_out)
         if not gt.keys and shard is None:
             raise InputError(
                 f"{listed.path}: none of its images has an annotation file in {annotations}"
             )
     if options.pred_format == "voc" and shard is None:
         refuse_unpaired(gt, pred, inputs.pred)
-    return chosen_columns(gt, pred, options, whole=shard is None)
+    return ListedColumns(gt, pred, split_count)
 
 
 def chosen_columns(
@@ -171,6 +223,7 @@ def chosen_columns(
 
     Example:
         >>> from vocmatch.evaluation.class_map import ClassChoice
+        >>> from vocmatch.run.evaluate import Inputs, ReadOptions
         >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
         >>> options = ReadOptions(class_choice=ClassChoice(classes=("cat",)))
         >>> chosen, _ = chosen_columns(gt, pred, options)
@@ -234,12 +287,13 @@ def _read_shard(
         pred_keys = listed_keys(pred_listing)
         refuse_unpaired_keys(every, pred_keys, inputs.pred)
         # The prediction files of no listed ground-truth image (orphans, or files that
-        # cannot be read): the first shard reads them, to report them once for the run.
+        # cannot be read), and those of other splits: the first shard reads them, to report
+        # (or count, as left out of the split) them once for the run.
         if shard[0] == 1:
             found = set(present)
-            chosen = chosen | {
-                k for k in pred_keys if k not in found and (wanted is None or k in wanted)
-            }
+            orphans = {k for k in pred_keys if k not in found and (wanted is None or k in wanted)}
+            others = {k for k in pred_keys if wanted is not None and k not in wanted}
+            chosen = chosen | orphans | others
         gt, pred = read_listings(
             [gt_listing, shard_listing(pred_listing, chosen)], jobs, max_bytes, progress
         )

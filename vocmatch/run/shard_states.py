@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from vocmatch.checks import FIELD_BOUNDS, checked_bounded
 from vocmatch.errors import InputError, Message, Option, RequestError
+from vocmatch.evaluation.shards.reading_notes import ReadingNotes
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
 from vocmatch.evidence.run_report import EvalReport
 from vocmatch.run.evaluate import (
@@ -25,7 +26,7 @@ from vocmatch.run.evaluate import (
     slice_specs,
 )
 from vocmatch.run.extras import Extras, evidence_of, target_of
-from vocmatch.run.read_stage import chosen_columns, read_inputs
+from vocmatch.run.read_stage import ListedColumns, chosen_columns, read_listed
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -167,9 +168,12 @@ def shard_state(
     # Read here, the columns hold the shard's images only; given, they hold every image.
     part = shard if columns is not None else None
     if columns is not None:
+        reading = _reading_of_part(*columns, request, part)
         gt, pred = chosen_columns(*columns, request)
     else:
-        gt, pred = read_inputs(request.inputs(), files, shard=shard)
+        read = read_listed(request.inputs(), files, shard=shard)
+        reading = read.reading(request)
+        gt, pred = read.chosen(request, whole=shard is None)
     evaluator = Evaluator(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
         slices=slice_specs(request.slices),
@@ -195,8 +199,27 @@ def shard_state(
         evaluator.add_orphans(orphan_files(gt, pred))
     evaluator.add_skipped(skipped)
     k, n = shard if shard is not None else (1, 1)
-    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
+    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id, reading)
     return ShardState(evaluator, tuple(skipped))
+
+
+def _reading_of_part(
+    gt: ColumnSet, pred: ColumnSet, request: EvalRequest, part: tuple[int, int] | None
+) -> ReadingNotes:
+    """What the reading's notes are worded from, of the images of a shard of columns that
+    hold every image: its ground-truth images, and on the first shard the predictions
+    without ground truth (which it reports)."""
+    from vocmatch.evaluation.shards.image_columns import columns_of_keys
+    from vocmatch.readers.shards import column_keys, shard_keys
+
+    if part is not None:
+        keys = shard_keys(column_keys(gt), part)
+        if part[0] == 1:
+            keys = keys | (set(pred.keys) - set(gt.keys))
+        chosen = frozenset(keys)
+        gt = replace(columns_of_keys(gt, chosen), notes=gt.notes)
+        pred = replace(columns_of_keys(pred, chosen), notes=pred.notes)
+    return ListedColumns(gt, pred).reading(request)
 
 
 def _shard_on_dask(
@@ -214,7 +237,7 @@ def _shard_on_dask(
         evaluator.add_orphans(found.orphans)
     evaluator.add_skipped(found.skipped)
     k, n = shard if shard is not None else (1, 1)
-    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id)
+    evaluator.origin = ShardOrigin(k, n, run_digest(request), run_id, found.reading)
     return ShardState(evaluator, tuple(sorted(found.skipped, key=lambda s: (s.path, s.line or 0))))
 
 
@@ -466,7 +489,8 @@ def read_states(
 
     Raises:
         InputError: ``paths`` is empty, is one path rather than a list, or holds something
-            other than a path.
+            other than a path; the states are every shard of a run that chose a class none
+            of them found (as one run of it refuses that class).
         StateError: A state cannot be read, or the states cannot be merged (other options,
             an image in two of them; without ``partial``: a shard missing or given twice,
             states of different runs).
@@ -515,11 +539,17 @@ def read_states(
     without_boxes = tuple(
         os.fspath(path) for path, state in zip(paths, states, strict=True) if not state.keep_boxes
     )
+    reading = ReadingNotes.total(
+        [state.origin.reading if state.origin is not None else None for state in states]
+    )
     evaluator = states[0]
     for state in states[1:]:
         evaluator.merge(state)
     evaluator.origin = None  # the merge of the shards is no shard
-    evaluation = evaluator.result()
+    # The notes of the reading, worded from every shard's counts as one run words them (a
+    # class chosen that none found refused as one run refuses it).
+    notes_read = reading.notes(whole=check.complete) if reading is not None else ()
+    evaluation = evaluator.result(reader_notes=notes_read)
     thresholds = evaluator.score_thresholds
     if thresholds:
         # The note a single run adds (evaluate); the records' own notes are worded already.

@@ -54,6 +54,7 @@ from vocmatch.evaluation.shards.parts import (
     skipped_by_path,
     split_parts,
 )
+from vocmatch.evaluation.shards.reading_notes import ReadingNotes
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES
 from vocmatch.readers.remote import StorageOptions
@@ -325,6 +326,7 @@ class DaskEvaluation:
         skipped: The files skipped, by the listing and by the tasks, by path: ground truth,
             then predictions.
         orphans: ``(key, path)`` of the prediction files without ground truth, by key.
+        reading: What the notes of the reading were worded from (a saved shard keeps it).
     """
 
     evaluation: Evaluation
@@ -335,6 +337,7 @@ class DaskEvaluation:
     boxes: tuple[ColumnSet, ColumnSet] | None = None
     skipped: tuple[SkippedFile, ...] = ()
     orphans: tuple[tuple[str, str], ...] = ()
+    reading: ReadingNotes | None = None
 
 
 def records_on_dask(
@@ -389,14 +392,16 @@ def records_on_dask(
     check_images(merged.keys, listing.expected(results))
     gt_skipped, pred_skipped = listing.skipped(results)
     orphans = listing.orphans(results)
-    gt_notes, pred_notes = read_counts(results).notes(
-        options.class_choice, options.fold_case, options.geometry
-    )
+    reading = ReadingNotes(
+        read_counts(results), options.class_choice, options.fold_case, options.geometry,
+        tuple(listing.gt.notes), tuple(listing.pred.notes),
+    )  # fmt: skip
     skipped = (*skipped_by_path(gt_skipped), *skipped_by_path(pred_skipped))
     evaluation = merged.result(
         skipped=skipped,
         orphan_pred=[path for _, path in orphans],
-        reader_notes=[*listing.gt.notes, *gt_notes, *listing.pred.notes, *pred_notes],
+        # A shard's classes may be in the other shards only: not refused here.
+        reader_notes=reading.notes(whole=shard is None),
     )
     unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
     pred_keys = {k for k, _ in whole.pred.files} | {s.key for s in pred_skipped if s.key}
@@ -410,6 +415,7 @@ def records_on_dask(
         boxes,
         skipped,
         tuple(orphans),
+        reading,
     )
 
 

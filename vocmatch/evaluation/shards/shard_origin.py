@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vocmatch.errors import Message, Option, StateError
+from vocmatch.evaluation.shards.reading_notes import ReadingNotes
 from vocmatch.words import plural
 
 __all__ = ["ShardCheck", "ShardOrigin", "check_shards"]
@@ -46,19 +47,28 @@ class ShardOrigin:
         run: The run's digest (SHA-256, hexadecimal) over its options and the listings of
             its ground truth and predictions: every shard of one run has the same.
         run_id: The name the user gave the run (a model's name), or None.
+        reading: What the notes of the shard's reading are worded from (the merge of a
+            run's shards words them from their sum, as one run does); None when the state
+            was not read from files by a run (an evaluator fed arrays).
     """
 
     shard: int
     shards: int
     run: str
     run_id: str | None = None
+    reading: ReadingNotes | None = None
 
     def __str__(self) -> str:
         return f"{self.shard}/{self.shards}"
 
     def to_header(self) -> dict[str, Any]:
         """The header's ``shard`` object."""
-        return {"shard": self.shard, "shards": self.shards, "run": self.run, "run_id": self.run_id}
+        header: dict[str, Any] = {
+            "shard": self.shard, "shards": self.shards, "run": self.run, "run_id": self.run_id
+        }  # fmt: skip
+        if self.reading is not None:
+            header["reading"] = self.reading.to_header()
+        return header
 
     @classmethod
     def of_header(cls, value: object, source: str) -> ShardOrigin:
@@ -80,7 +90,10 @@ class ShardOrigin:
             and (run_id is None or isinstance(run_id, str))
         ):
             raise StateError(f"{source}: corrupted header (shard)")
-        return cls(shard, shards, run, run_id)
+        reading = value.get("reading")
+        if reading is not None:
+            reading = ReadingNotes.of_header(reading, source)
+        return cls(shard, shards, run, run_id, reading)
 
 
 @dataclass(frozen=True, slots=True)
