@@ -175,7 +175,7 @@ def shard_state(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
         slices=slice_specs(request.slices),
         keep_boxes=request.keeps_boxes(),
-        calibration=request.calibration_bins is not None,
+        calibration=request.calibration_bins is not None, preparation=request.preparation(),
     )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))

@@ -384,7 +384,7 @@ def records_on_dask(
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
         keep_boxes=options.keep_boxes,
-        calibration=options.calibration,
+        calibration=options.calibration, preparation=options.preparation,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))
