@@ -510,10 +510,10 @@ def render(evaluation: Evaluation, options: ReportOptions | None = None) -> Rend
 
 def preparation_table(removed: Removed) -> RenderableType:
     """What the preparation removed before matching, per class and in all."""
-    table = Table(title=preparation_title(removed), title_justify="left")
+    table = Table()
     table.add_column("class")
     for title in (*STEP_TITLES, "removed"):
         table.add_column(title, justify="right")
     for row in preparation_rows(removed):
         table.add_row(*row)
-    return table
+    return Group(Text(preparation_title(removed), style="bold italic"), table)
