@@ -160,6 +160,21 @@ def test_unscored_predictions_are_refused_in_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_suspects_are_found_among_the_prepared_predictions(raw: Path) -> None:
+    """`suspects --nms 0.7` reads the predictions torchvision's NMS keeps: the report of
+    the files holding only those, byte for byte (the folders' names aside)."""
+    gt, pred, kept = str(raw / "gt"), str(raw / "pred"), str(raw / "kept" / "pred")
+    prepared = run_cli(
+        "suspects", gt, pred, "--nms", "0.7", "--confidence", "0.3", "--format", "json"
+    )
+    plain = run_cli("suspects", gt, kept, "--confidence", "0.3", "--format", "json")
+    assert prepared[0] == plain[0] == 0
+    assert prepared[1].replace(pred, kept) == plain[1]
+    assert json.loads(plain[1])["confident_predictions"] > 0
+    raw_run = run_cli("suspects", gt, pred, "--confidence", "0.3", "--format", "json")
+    assert raw_run[1].replace(pred, kept) != plain[1]
+
+
 def test_diff_prepares_both_prediction_sets(raw: Path) -> None:
     """Raw output and the boxes torchvision kept, both prepared with --nms 0.7: the same
     predictions, so no number changes."""

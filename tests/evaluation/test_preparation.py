@@ -29,6 +29,7 @@ from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations, read_columns
 from vocmatch.render.json_report import to_json_dict
 from vocmatch.run.evaluate import EvalRequest
+from vocmatch.run.find_suspects import SuspectsRequest
 
 CASES = ROOT / "fixtures" / "reference" / "torchvision-nms"
 
@@ -72,7 +73,12 @@ def test_bad_values_are_refused_naming_the_field(
     fields: dict[str, Any], field: str, message: str
 ) -> None:
     """The dataclass and a request refuse the same values, naming the field."""
-    for make in (Preparation, lambda **f: EvalRequest(gt="gt", pred="pred", **f)):
+    makers = (
+        Preparation,
+        lambda **f: EvalRequest(gt="gt", pred="pred", **f),
+        lambda **f: SuspectsRequest(gt="gt", pred="pred", **f),
+    )
+    for make in makers:
         with pytest.raises(RequestError, match=re.escape(message)) as caught:
             make(**fields)
         assert caught.value.field == field

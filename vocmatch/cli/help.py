@@ -121,6 +121,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "name": "Thresholds",
             "options": ["--confidence", "--background-iou", "--match-iou", "--duplicate-iou"],
         },
+        _PREPARATION,
         {"name": "Output", "options": ["--output", "--format", "--max-rows", "--quiet"]},
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
