@@ -39,18 +39,19 @@ class Removed:
     Attributes:
         preparation: The preparation applied.
         class_names: The classes, sorted.
-        counts: ``(K, 3)`` predictions of each class removed by the score pre-filter, by NMS
-            and by the cap per image (:data:`~vocmatch.core.preparation.PREPARATION_STEPS`).
+        counts: Each class's predictions removed by the score pre-filter, by NMS and by the
+            cap per image (:data:`~vocmatch.core.preparation.PREPARATION_STEPS`): plain
+            integers, so that reports holding them compare equal by value.
     """
 
     preparation: Preparation
     class_names: tuple[str, ...]
-    counts: IntArray
+    counts: tuple[tuple[int, int, int], ...]
 
     @staticmethod
     def nothing(preparation: Preparation) -> Removed:
         """The counts of a preparation that met no prediction."""
-        return Removed(preparation, (), np.zeros((0, len(PREPARATION_STEPS)), dtype=np.int64))
+        return Removed(preparation, (), ())
 
     @staticmethod
     def join(parts: Sequence[Removed]) -> Removed:
@@ -58,23 +59,24 @@ class Removed:
         one preparation (the first part's is kept)."""
         names = tuple(sorted({name for p in parts for name in p.class_names}))
         index = {name: k for k, name in enumerate(names)}
-        counts = np.zeros((len(names), len(PREPARATION_STEPS)), dtype=np.int64)
+        counts = [[0, 0, 0] for _ in names]
         for part in parts:
-            rows = np.array([index[n] for n in part.class_names], dtype=np.int64)
-            if rows.size:
-                np.add.at(counts, rows, part.counts)
-        return Removed(parts[0].preparation, names, counts)
+            for name, row in zip(part.class_names, part.counts, strict=True):
+                total = counts[index[name]]
+                for step, n in enumerate(row):
+                    total[step] += n
+        return Removed(parts[0].preparation, names, _rows(counts))
 
     def by_step(self) -> dict[str, int]:
         """Each step's count in all."""
-        totals = self.counts.sum(axis=0).tolist() if self.counts.size else [0, 0, 0]
+        totals = [sum(row[step] for row in self.counts) for step in range(3)]
         return {step: int(n) for step, n in zip(PREPARATION_STEPS, totals, strict=True)}
 
     def per_class(self) -> dict[str, dict[str, int]]:
         """Each class's counts by step, classes with something removed only."""
         return {
             name: {step: int(n) for step, n in zip(PREPARATION_STEPS, row, strict=True)}
-            for name, row in zip(self.class_names, self.counts.tolist(), strict=True)
+            for name, row in zip(self.class_names, self.counts, strict=True)
             if any(row)
         }
 
@@ -89,7 +91,7 @@ def prepare_columns(pred: ColumnSet, preparation: Preparation) -> tuple[ColumnSe
     n_names = len(pred.label_names)
     counts = np.zeros((n_names, len(PREPARATION_STEPS)), dtype=np.int64)
     if not preparation.active or not pred.scores.size:
-        return pred, Removed(preparation, pred.label_names, counts)
+        return pred, Removed(preparation, pred.label_names, _rows(counts.tolist()))
     unscored = np.flatnonzero(np.isnan(pred.scores))
     if unscored.size:
         raise InputError(
@@ -104,10 +106,15 @@ def prepare_columns(pred: ColumnSet, preparation: Preparation) -> tuple[ColumnSe
     if preparation.max_per_image is not None:
         capped = _capped(pred, keep, preparation.max_per_image)
         keep = _step(keep, capped, pred.labels, counts, 2)
-    removed = Removed(preparation, pred.label_names, counts)
+    removed = Removed(preparation, pred.label_names, _rows(counts.tolist()))
     if keep.all():
         return pred, removed
     return rows_of(pred, np.flatnonzero(keep)), removed
+
+
+def _rows(counts: list[list[int]]) -> tuple[tuple[int, int, int], ...]:
+    """Counts as :attr:`Removed.counts` holds them."""
+    return tuple((int(a), int(b), int(c)) for a, b, c in counts)
 
 
 def _step(keep: BoolArray, kept: BoolArray, labels: Any, counts: IntArray, step: int) -> BoolArray:

@@ -40,7 +40,7 @@ def preparation_json(removed: Removed) -> dict[str, Any]:
 
 def preparation_title(removed: Removed) -> str:
     """``Preparation (score > 0.001, NMS 0.7 by class, 300 per image): 12 removed``."""
-    total = int(removed.counts.sum()) if removed.counts.size else 0
+    total = sum(removed.by_step().values())
     return f"Preparation ({removed.preparation.describe()}): {total:,} removed"
 
 

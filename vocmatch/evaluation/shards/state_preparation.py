@@ -14,8 +14,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from vocmatch.core.preparation import PREPARATION_STEPS, Preparation
 from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.preparation import Removed
@@ -81,9 +79,7 @@ def preparation_of_header(options: object, source: str) -> Preparation | None:
 def removed_header(removed: Removed) -> list[list[Any]]:
     """What a preparation removed, as a state's header records it: ``[class, min_score,
     nms, max_per_image]`` per class."""
-    return [
-        [name, *row] for name, row in zip(removed.class_names, removed.counts.tolist(), strict=True)
-    ]
+    return [[name, *row] for name, row in zip(removed.class_names, removed.counts, strict=True)]
 
 
 def removed_of_header(value: object, preparation: Preparation, source: str) -> Removed:
@@ -107,7 +103,7 @@ def removed_of_header(value: object, preparation: Preparation, source: str) -> R
     names = [entry[0] for entry in value]
     if names != sorted(set(names)):
         raise StateError(f"{source}: corrupted header (removed: classes repeat or are not sorted)")
-    counts = np.array([entry[1:] for entry in value], dtype=np.int64).reshape(-1, width - 1)
+    counts = tuple((entry[1], entry[2], entry[3]) for entry in value)
     return Removed(preparation, tuple(names), counts)
 
 
