@@ -142,6 +142,51 @@ def test_nms_equals_torchvision_live(tmp_path: Path) -> None:
         ]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.tuples(
+                    st.integers(0, 30), st.integers(0, 30), st.integers(0, 15), st.integers(0, 15)
+                ),
+                st.sampled_from([0.1, 0.5, 0.9, 0.3]),
+                st.sampled_from("abc"),
+            ),
+            max_size=20,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0]),
+    st.booleans(),
+)
+def test_every_image_at_once_keeps_what_nms_keeps_image_by_image(
+    images: list[list[Any]], iou: float, agnostic: bool
+) -> None:
+    """The preparation suppresses in every image-class cell at once: the boxes
+    vocmatch.nms (torchvision's, class by class) keeps of each image alone."""
+    from vocmatch.core.nms import nms
+
+    annotations = tuple(
+        ImageAnnotation(
+            f"i{k}",
+            f"pred/i{k}.xml",
+            tuple(Box(c, x, y, x + w, y + h, score=s) for (x, y, w, h), s, c in boxes),
+        )
+        for k, boxes in enumerate(images)
+    )
+    columns = columns_from_annotations(AnnotationSet("pred", annotations, ()))
+    prepared, _ = prepare_columns(columns, Preparation(nms=iou, nms_agnostic=agnostic))
+    expected = []
+    for image in annotations:
+        labels = None if agnostic else [b.name for b in image.boxes]
+        found = nms(np.array([corners(b) for b in image.boxes]).reshape(-1, 4),
+                    [b.score for b in image.boxes], labels, iou)  # fmt: skip
+        expected += [corners(image.boxes[i]) for i in sorted(found.tolist())]
+    assert prepared.boxes.tolist() == expected
+
+
 def _removed_counts(preparation: Preparation) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     boxes = (
         Box("car", 0, 0, 10, 10, score=0.9),

@@ -13,7 +13,6 @@ refused (its bounding box would suppress what its region does not overlap), nami
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +20,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.nms import nms
 from vocmatch.core.preparation import PREPARATION_STEPS, Preparation
 from vocmatch.errors import InputError
 from vocmatch.readers.scan import ColumnSet
@@ -124,29 +122,55 @@ def _step(keep: BoolArray, kept: BoolArray, labels: Any, counts: IntArray, step:
     return keep & kept
 
 
-def _image_starts(pred: ColumnSet) -> list[int]:
-    """Each image's first row, and the number of rows (``image`` is non-decreasing)."""
-    found: list[int] = np.searchsorted(pred.image, np.arange(len(pred.keys) + 1)).tolist()
-    return found
-
-
 def _nms_kept(pred: ColumnSet, keep: BoolArray, preparation: Preparation) -> BoolArray:
-    """The predictions NMS keeps among ``keep``, image by image."""
+    """The predictions NMS keeps among ``keep``, in every image-class cell (every image,
+    across classes) at once: what :func:`vocmatch.core.nms.nms` keeps of each image.
+
+    Greedy suppression is sequential only within a cell, so it runs rank by rank: step ``r``
+    lets the ``r``-th highest-scored box of every cell, when no box above it removed it,
+    remove the boxes below it whose IoU with it is above the threshold. The IoU is computed
+    as :func:`~vocmatch.core.nms.nms` computes it, operation for operation (the same bits).
+    """
     shaped = [row for row, _ in pred.shapes if keep[row]]
     if shaped:
         raise InputError(
             f"{pred.paths[int(pred.image[shaped[0]])]}: NMS suppresses axis-aligned boxes, "
             "and this file holds a rotated box or a polygon"
         )
+    threshold = float(preparation.nms) if preparation.nms is not None else 1.0
+    rows = np.flatnonzero(keep)
+    cell = pred.image[rows].astype(np.int64)
+    if not preparation.nms_agnostic:
+        cell = cell * max(len(pred.label_names), 1) + pred.labels[rows]
+    # By cell, then descending score, equal scores in file order (nms's stable sort).
+    order = np.lexsort((rows, -pred.scores[rows], cell))
+    rows, cell = rows[order], cell[order]
+    n = rows.size
+    starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1])) if n else rows
+    lengths = np.diff(np.append(starts, n))
+    rank = np.arange(n) - np.repeat(starts, lengths)
+    size = np.repeat(lengths, lengths)
+    x1, y1, x2, y2 = (pred.boxes[rows, k] for k in range(4))
+    area = (x2 - x1) * (y2 - y1)
+    alive = np.ones(n, dtype=bool)
+    # The places of the cells with a box below rank r, from rank r down.
+    active = np.flatnonzero(size > 1)
+    r = 0
+    while active.size:
+        below = active[rank[active] > r]
+        head = below - (rank[below] - r)  # the r-th box of each one's cell
+        use = alive[head]
+        below, head = below[use], head[use]
+        w = np.maximum(np.minimum(x2[head], x2[below]) - np.maximum(x1[head], x1[below]), 0)
+        h = np.maximum(np.minimum(y2[head], y2[below]) - np.maximum(y1[head], y1[below]), 0)
+        inter = w * h
+        with np.errstate(invalid="ignore", divide="ignore"):
+            overlap = inter / (area[head] + area[below] - inter)
+        alive[below[overlap > threshold]] = False
+        r += 1
+        active = active[(size[active] > r + 1) & (rank[active] >= r)]
     kept = np.zeros(keep.size, dtype=bool)
-    iou = float(preparation.nms) if preparation.nms is not None else 1.0
-    starts = _image_starts(pred)
-    for start, end in itertools.pairwise(starts):
-        rows = np.flatnonzero(keep[start:end]) + start
-        if not rows.size:
-            continue
-        labels = None if preparation.nms_agnostic else pred.labels[rows]
-        kept[rows[nms(pred.boxes[rows], pred.scores[rows], labels, iou)]] = True
+    kept[rows[alive]] = True
     return kept
 
 
