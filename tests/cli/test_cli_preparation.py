@@ -105,6 +105,13 @@ def test_states_of_another_preparation_refuse_to_merge(raw: Path, tmp_path: Path
     run_cli("eval", gt, pred, "--nms", "0.5", "--shard", "2/2", "--save-state", str(second))
     code, out, err = run_cli("merge", str(first), str(second))
     assert (code, out) == (EXIT_USAGE, "")
+    assert err == (
+        f"vocmatch: error: cannot merge states of different runs: {first} and {second} were "
+        "made from other ground truth, predictions or options\n"
+    )
+    # Taken as parts of no one run, they are still of other options.
+    code, out, err = run_cli("merge", str(first), str(second), "--partial")
+    assert (code, out) == (EXIT_USAGE, "")
     assert err == "vocmatch: error: cannot merge states made with other options: nms 0.7 != 0.5\n"
 
 
