@@ -39,6 +39,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from vocmatch.core.preparation import Preparation, checked_preparation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import DistributedError, RequestError, VocmatchError
 from vocmatch.evaluation.shards.incremental import Evaluator
@@ -280,6 +281,7 @@ def evaluate_on_dask(
     max_bytes: int = DEFAULT_MAX_BYTES,
     storage_options: StorageOptions | None = None,
     retries: int = DEFAULT_RETRIES,
+    preparation: Preparation | None = None,
 ) -> Evaluation:
     """Evaluate the files below ``gt`` and ``pred`` on a Dask cluster: the numbers of
     :func:`~vocmatch.evaluation.engine.evaluate_columns` on the same files, read in one
@@ -296,6 +298,7 @@ def evaluate_on_dask(
         max_bytes: Per-file size limit.
         storage_options: Options of the URLs' fsspec file systems.
         retries: Tries of a task that raises, after the first.
+        preparation: Prepare each image's predictions before matching (in the tasks).
 
     Returns:
         The evaluation.
@@ -305,7 +308,10 @@ def evaluate_on_dask(
         DistributedError: A task failed on every try.
     """
     conv = protocol(conventions) if isinstance(conventions, str) else conventions
-    options = DaskOptions(conv, fold_case, score_thresholds, max_bytes, storage_options)
+    options = DaskOptions(
+        conv, fold_case, score_thresholds, max_bytes, storage_options,
+        preparation=checked_preparation(preparation),
+    )  # fmt: skip
     found = records_on_dask(gt, pred, options, client=client, parts=parts, retries=retries)
     return found.evaluation
 
