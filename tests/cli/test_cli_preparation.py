@@ -135,6 +135,31 @@ def test_reports_say_what_was_removed_only_when_asked(demo: tuple[Path, Path]) -
         assert "reparation" not in run_cli("eval", gt, pred, "--format", output_format)[1]
 
 
+def test_the_html_and_json_reports_say_what_was_removed(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    gt, pred = map(str, demo)
+    html = tmp_path / "r.html"
+    code, out, err = run_cli("eval", gt, pred, "--nms", "0.3", "--html", str(html))
+    assert (code, err) == (0, MISSING)
+    text = html.read_text(encoding="utf-8")
+    assert "<h3>Preparation (NMS 0.3 by class): 2 removed</h3>" in text
+    assert "<tr><td>all</td><td>—</td><td>2</td><td>—</td><td>2</td></tr>" in text
+    run_cli("eval", gt, pred, "--html", str(html))
+    assert "Preparation" not in html.read_text(encoding="utf-8")
+    code, out, _ = run_cli("eval", gt, pred, "--nms", "0.3", "--nms-agnostic", "--format", "json")
+    assert json.loads(out)["preparation"] == {
+        "min_score": None, "nms": 0.3, "nms_agnostic": True, "max_per_image": None,
+        "removed": {"min_score": 0, "nms": 3, "max_per_image": 0, "total": 3},
+        "classes": {
+            # street_06: the person (0.97) overlaps both bicycles by IoU 0.354 and 0.339.
+            "bicycle": {"min_score": 0, "nms": 2, "max_per_image": 0, "total": 2},
+            # street_01: the person at 0.45 overlaps the one at 0.91 by IoU 0.875.
+            "person": {"min_score": 0, "nms": 1, "max_per_image": 0, "total": 1},
+        },
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
