@@ -54,6 +54,8 @@ _WHERE = {
     "Conventions": "vocmatch.core.protocol",
     "iou_matrix": "vocmatch.core.iou",
     "nms": "vocmatch.core.nms",
+    "Preparation": "vocmatch.core.preparation",
+    "ULTRALYTICS_PREPARATION": "vocmatch.core.preparation",
     "Box": "vocmatch.core.model",
     "ImageAnnotation": "vocmatch.core.model",
     "AnnotationSet": "vocmatch.readers.parse",
@@ -72,6 +74,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "ULTRALYTICS_PREPARATION",
     "AnnotationError",
     "AnnotationSet",
     "Box",
@@ -91,6 +94,7 @@ __all__ = [
     "LabelsRequest",
     "MissingPredictionWarning",
     "OutputError",
+    "Preparation",
     "RequestError",
     "StateError",
     "SuspectsRequest",
@@ -119,6 +123,7 @@ if TYPE_CHECKING:
     from vocmatch.core.iou import iou_matrix
     from vocmatch.core.model import Box, ImageAnnotation
     from vocmatch.core.nms import nms
+    from vocmatch.core.preparation import ULTRALYTICS_PREPARATION, Preparation
     from vocmatch.core.protocol import Conventions, protocol
     from vocmatch.errors import (
         AnnotationError,

@@ -88,6 +88,9 @@ FIELD_BOUNDS: dict[str, Bounds] = {
     "confidence_level": Bounds(0.0, 1.0, low_open=True, high_open=True),
     "match_iou": _FRACTION,
     "duplicate_iou": _FRACTION,
+    "min_score": Bounds(),
+    "nms": _FRACTION,
+    "max_per_image": Bounds(1, whole=True),
 }
 
 

@@ -250,10 +250,12 @@ COUNTS = [
     pytest.param([*EVAL, "--bootstrap"], id="eval-bootstrap"),
     pytest.param([*EVAL, "--seed"], id="eval-seed"),
     pytest.param([*EVAL, "--calibration-bins"], id="eval-calibration-bins"),
+    pytest.param([*EVAL, "--max-per-image"], id="eval-max-per-image"),
     pytest.param([*DIFF_RUN, "--max-rows"], id="diff-max-rows"),
     pytest.param([*DIFF_RUN, "--bootstrap"], id="diff-bootstrap"),
     pytest.param([*DIFF_RUN, "--seed"], id="diff-seed"),
     pytest.param([*DIFF_RUN, "--jobs"], id="diff-jobs"),
+    pytest.param([*DIFF_RUN, "--max-per-image"], id="diff-max-per-image"),
     pytest.param(["lint", str(DEMO / "gt"), "--jobs"], id="lint-jobs"),
     pytest.param(["merge", str(ROOT / "README.md"), "--max-rows"], id="merge-max-rows"),
     pytest.param(["merge", str(ROOT / "README.md"), "--max-fp"], id="merge-max-fp"),
@@ -267,6 +269,7 @@ COUNTS = [
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--max-rows"], id="seg-max-rows"),
     pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),
     pytest.param(["suspects", *EVAL, "--jobs"], id="suspects-jobs"),
+    pytest.param(["suspects", *EVAL, "--max-per-image"], id="suspects-max-per-image"),
 ]
 #: Options whose value holds counts in a form of its own: the value is ``{}`` filled.
 COUNTS_INSIDE = [

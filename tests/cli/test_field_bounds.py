@@ -42,6 +42,9 @@ NUMBER_OPTIONS = [
     pytest.param("target_precision", EvalRequest, "eval", "--target-precision", id="target-precision"),
     pytest.param("target_recall", EvalRequest, "eval", "--target-recall", id="target-recall"),
     pytest.param("confidence_level", EvalRequest, "eval", "--confidence-level", id="confidence-level"),
+    pytest.param("min_score", EvalRequest, "eval", "--min-score", id="min-score"),
+    pytest.param("nms", EvalRequest, "eval", "--nms", id="nms"),
+    pytest.param("max_per_image", EvalRequest, "eval", "--max-per-image", id="max-per-image"),
 ]  # fmt: skip
 
 

@@ -423,6 +423,22 @@ def test_any_number_of_parts_gives_the_single_evaluation(
     assert to_json(evaluation) == to_json(single)
 
 
+def test_a_prepared_evaluation_on_dask_is_the_single_one(
+    client: Any, demo: tuple[Path, Path]
+) -> None:
+    """The tasks prepare their images' predictions: the one run's numbers and counts."""
+    from vocmatch.core.preparation import Preparation
+
+    preparation = Preparation(min_score=0.5, nms=0.3, max_per_image=2)
+    gt_columns, pred_columns = read_column_pair(*demo)
+    single = evaluate_columns(gt_columns, pred_columns, protocol("coco"), keep_matches=False,
+                              preparation=preparation)  # fmt: skip
+    evaluation = evaluate_on_dask(*demo, "coco", client=client, parts=3, preparation=preparation)
+    assert to_json(evaluation) == to_json(single)
+    assert evaluation.removed == single.removed
+    assert single.removed is not None and sum(single.removed.by_step().values()) == 8
+
+
 def test_parts_take_every_key_once_in_key_order() -> None:
     gt = [("a", "g/a"), ("b", "g/b"), ("c", "g/c"), ("e", "g/e")]
     pred = [("a", "p/a"), ("d", "p/d"), ("e", "p/e")]

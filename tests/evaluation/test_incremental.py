@@ -543,7 +543,7 @@ def test_a_version_1_state_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(StateError) as caught:
         Evaluator.load(path)
     assert str(caught.value) == (
-        f"{path}: state format version 1; this vocmatch reads versions 2, 3, 4, 5 and 6"
+        f"{path}: state format version 1; this vocmatch reads versions 2, 3, 4, 5, 6 and 7"
     )
 
 
@@ -631,7 +631,7 @@ def replaced_array(data: bytes, name: str, values: np.ndarray) -> bytes:
         pytest.param(lambda d: b"PK\x03\x04" + d[4:], "no VMSTATE signature", id="magic"),
         pytest.param(
             lambda d: MAGIC + (FORMAT_VERSION + 1).to_bytes(4, "little") + d[12:],
-            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads versions 2, 3, 4, 5 and 6",
+            f"state format version {FORMAT_VERSION + 1}; this vocmatch reads versions 2, 3, 4, 5, 6 and 7",
             id="version",
         ),
         pytest.param(lambda d: d[:-100], "checksum does not match", id="truncated"),

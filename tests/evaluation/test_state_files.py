@@ -457,7 +457,7 @@ def sparse_file(path: Path, size: int, head: bytes) -> Path:
         ),
         pytest.param(
             3 << 30, struct.pack("<8sII", b"VMSTATE\0", 1, 10),
-            "state format version 1; this vocmatch reads versions 2, 3, 4, 5 and 6", id="3GiB-version-1",
+            "state format version 1; this vocmatch reads versions 2, 3, 4, 5, 6 and 7", id="3GiB-version-1",
         ),
         pytest.param(
             3 << 30, struct.pack("<8sII", b"VMSTATE\0", 2, 0xFFFFFFF0),

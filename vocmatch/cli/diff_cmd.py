@@ -43,6 +43,7 @@ from vocmatch.cli.options import (
     score_threshold_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.cli.prepare_options import preparation_extras, preparation_options
 from vocmatch.evidence.multiple_testing import CORRECTIONS
 from vocmatch.readers.formats import prediction_format
 from vocmatch.run.compare import DiffRequest, compare
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 @click.argument("pred_b_dir", type=InputPath(path_type=Path))
 @pred_format_options
 @convention_options
+@preparation_options
 @format_option(
     ["table", "json", "markdown"],
     "table: the rich report; json: every change, for scripts; markdown: summary, classes, "
@@ -173,6 +175,7 @@ def diff_command(
             fold_case=fold_case, score_threshold=score_threshold, gates=fail_on_regression,
             bootstrap=bootstrap_resamples, seed=seed, alpha=alpha, correction=correction,
             **convention_extras(),
+            **preparation_extras(),
         )  # fmt: skip
     with library_errors(), progress_display(quiet) as progress:
         found = compare(request, progress=progress)

@@ -72,6 +72,7 @@ from vocmatch.cli.options import (
 from vocmatch.cli.params import (
     InputPath,
 )
+from vocmatch.cli.prepare_options import preparation_extras, preparation_options
 from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
 from vocmatch.readers.formats import BoxFormat, prediction_format
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
 @pred_format_options
 @class_options
 @convention_options
+@preparation_options
 @report_format_option
 @output_option("Write the report to FILE; the terminal still shows the summary.")
 @max_rows_option(20, "Rows of the per-image table (worst first); 0 shows every image.")
@@ -242,6 +244,7 @@ def eval_command(
             target_precision=target_precision, target_recall=target_recall,
             confidence_level=confidence_level,
             class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),
+            **preparation_extras(),
         )  # fmt: skip
     if save_state is not None:
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)

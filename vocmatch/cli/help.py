@@ -43,6 +43,12 @@ _GATES: OptionGroupDict = {
     "options": ["--fail-under", "--max-fp", "--max-fn"],
 }
 
+#: The preparation of the predictions before matching, for every command that scores them.
+_PREPARATION: OptionGroupDict = {
+    "name": "Preparation (before matching)",
+    "options": ["--min-score", "--nms", "--nms-agnostic", "--max-per-image"],
+}
+
 #: How predictions and ground truth are read, for every command that reads both.
 _INPUTS = ["--pred-format", "--box-format", "--coco-gt", "--names", "--split", "--geometry"]
 
@@ -68,6 +74,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "options": ["--class-map", "--classes", "--agnostic"],
         },
         {"name": "Protocol", "options": _PROTOCOL},
+        _PREPARATION,
         {"name": "Output", "options": [*_REPORT_OUTPUT, "--images", "--quiet"]},
         _GATES,
         {
@@ -99,6 +106,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
     "vocmatch diff": [
         {"name": "Inputs", "options": [*_INPUTS, "--fold-case", "--max-file-size"]},
         {"name": "Protocol", "options": _PROTOCOL},
+        _PREPARATION,
         {"name": "Output", "options": ["--format", "--output", "--max-rows", "--quiet"]},
         {
             "name": "Gates (exit 1 when one fails)",
@@ -113,6 +121,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "name": "Thresholds",
             "options": ["--confidence", "--background-iou", "--match-iou", "--duplicate-iou"],
         },
+        _PREPARATION,
         {"name": "Output", "options": ["--output", "--format", "--max-rows", "--quiet"]},
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],

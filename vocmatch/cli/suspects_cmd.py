@@ -32,6 +32,7 @@ from vocmatch.cli.options import (
     quiet_option,
 )
 from vocmatch.cli.params import FiniteFloatRange, InputPath
+from vocmatch.cli.prepare_options import preparation_extras, preparation_options
 from vocmatch.errors import OutputError
 from vocmatch.files import check_output
 from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
@@ -146,6 +147,7 @@ def prepare_output_folder(folder: Path, inputs: Sequence[Path]) -> list[Path]:
     show_default=True,
     help="Two objects of one class at or above this IoU are a duplicate.",
 )
+@preparation_options
 @format_option(
     ["table", "json", "csv"],
     "table: the ranked suspects; json and csv: every suspect, as written to --output.",
@@ -187,7 +189,7 @@ def suspects_command(
             coco_gt=coco_gt, names=names_file,
             split=split, geometry=geometry, max_file_size=max_file_size, jobs=jobs,
             confidence=confidence, background_iou=background_iou, match_iou=match_iou,
-            duplicate_iou=duplicate_iou,
+            duplicate_iou=duplicate_iou, **preparation_extras(),
         )  # fmt: skip
     try:
         request.options()

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
@@ -71,6 +72,7 @@ def evaluate_matched(
     score_thresholds: ScoreThresholds | None = None,
     slices: tuple[SliceSpec, ...] = (),
     calibration: bool = False,
+    preparation: Preparation | None = None,
 ) -> Evaluated:
     """:func:`evaluate_columns`, its match records and the arrays of its matching, which
     hold every pair that can match (a run keeps only the records:
@@ -81,7 +83,7 @@ def evaluate_matched(
     evaluation = evaluate_columns(
         gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
         matched=found.append, score_thresholds=score_thresholds,
-        kept=kept.append, slices=slices, calibration=calibration,
+        kept=kept.append, slices=slices, calibration=calibration, preparation=preparation,
     )  # fmt: skip
     return Evaluated(evaluation, kept[0], found[0] if found else None)
 
@@ -99,6 +101,7 @@ def evaluate_columns(
     kept: Callable[[MatchRecords], None] | None = None,
     slices: tuple[SliceSpec, ...] = (),
     calibration: bool = False,
+    preparation: Preparation | None = None,
 ) -> Evaluation:
     """Evaluate column sets (what :func:`vocmatch.evaluation.scoring.evaluate` does with
     annotations read box by box).
@@ -129,9 +132,12 @@ def evaluate_columns(
         slices: Match each value of these slices too (the records'
             :attr:`~vocmatch.evaluation.records.MatchRecords.slices`).
         calibration: Keep in the records what OCE and D-ECE read.
+        preparation: Prepare each image's predictions before matching (the score
+            pre-filter, NMS, the cap per image); the evaluation counts what it removed.
 
     Raises:
-        InputError: A score threshold is given and no prediction has a score.
+        InputError: A score threshold is given and no prediction has a score; the
+            preparation meets a prediction without a score, or NMS a rotated box or polygon.
 
     Returns:
         The evaluation.
@@ -143,8 +149,9 @@ def evaluate_columns(
         calibration=calibration,
     )  # fmt: skip
     records = match_records(
-        gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked
-    )
+        gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked,
+        preparation=preparation,
+    )  # fmt: skip
     stage("AP per class")
     findings = Findings(
         skipped=(*gt.skipped, *pred.skipped),

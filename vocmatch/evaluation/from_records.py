@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -115,10 +115,11 @@ def evaluation_of(
     ]
     missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
     skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
-    return finish(
+    evaluation = finish(
         conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
         findings.orphan_pred, notes,
     )  # fmt: skip
+    return evaluation if records.removed is None else replace(evaluation, removed=records.removed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
 from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
+from vocmatch.evaluation.preparation import Removed
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     Match,
@@ -216,6 +217,8 @@ class MatchRecords:
             (:mod:`vocmatch.evaluation.slice_records`).
         calibration: What OCE and D-ECE read of the images, when it was asked for (None
             otherwise, and once joined with records that lack it).
+        removed: The predictions a preparation removed before matching, per class and step
+            (None when no preparation was asked for).
     """
 
     keys: tuple[str, ...]
@@ -233,6 +236,7 @@ class MatchRecords:
     gt_cells: GtCells | None = None
     slices: SliceRecords | None = None
     calibration: CalibrationInputs | None = None
+    removed: Removed | None = None
 
     @staticmethod
     def join(parts: Sequence[MatchRecords], conv: Conventions) -> MatchRecords:
@@ -264,6 +268,7 @@ class MatchRecords:
             gt_cells=_join_cells(parts, remaps),
             slices=_join_slices(parts, remaps, len(names)),
             calibration=CalibrationInputs.join([p.calibration for p in parts], remaps),
+            removed=_join_removed(parts),
         )
 
     @staticmethod
@@ -552,6 +557,12 @@ def _empty_preds(n_images: int, n_areas: int) -> PredRecords:
         np.zeros(n_images, dtype=np.int64), none, np.zeros(0), none, none, none,
         np.zeros((0, n_areas), dtype=np.int64), np.zeros((0, n_areas), dtype=np.int64),
     )  # fmt: skip
+
+
+def _join_removed(parts: Sequence[MatchRecords]) -> Removed | None:
+    """The parts' counts of what their preparation removed, added up (None without)."""
+    found = [p.removed for p in parts if p.removed is not None]
+    return Removed.join(found) if found else None
 
 
 def _empty(conv: Conventions) -> MatchRecords:

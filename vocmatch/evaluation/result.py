@@ -20,6 +20,7 @@ from vocmatch.core.ap import Curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option
+from vocmatch.evaluation.preparation import Removed
 
 __all__ = [
     "AREA_NAMES",
@@ -254,6 +255,8 @@ class Evaluation:
         orphan_pred: Prediction files with no ground-truth file.
         coco: pycocotools' 12 numbers under the ``coco`` summary.
         notes: Things the user should know about the numbers.
+        removed: What a preparation of the predictions removed before matching, per class
+            and step (None when none was asked for).
 
     Example:
         >>> from vocmatch.evaluation.scoring import evaluate_directories
@@ -271,6 +274,7 @@ class Evaluation:
     orphan_pred: tuple[str, ...] = ()
     coco: CocoStats | None = None
     notes: tuple[str, ...] = ()
+    removed: Removed | None = None
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:

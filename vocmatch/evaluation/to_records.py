@@ -17,12 +17,14 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.match import Hits
+from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.calibration_inputs import CalibrationInputs, calibration_inputs
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
+from vocmatch.evaluation.preparation import prepare_columns
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -107,6 +109,7 @@ def match_records(
     fold_case: bool = False,
     score_thresholds: ScoreThresholds | None = None,
     asked: Asked = Asked(),
+    preparation: Preparation | None = None,
 ) -> MatchRecords:
     """Match every image of the column sets and keep their records (the stages up to the
     per-image results; see the module doc).
@@ -118,13 +121,17 @@ def match_records(
         fold_case: Lower-case every class name before matching.
         score_thresholds: Count only predictions at or above their class's threshold.
         asked: What is wanted beyond the records.
+        preparation: Prepare each image's predictions first (the score pre-filter, NMS, the
+            cap per image; :mod:`vocmatch.evaluation.preparation`), the records counting
+            what it removed.
 
     Returns:
         The records, images in the order of ``gt``.
 
     Raises:
         InputError: The protocol matches at more than :data:`MAX_THRESHOLDS` thresholds; a
-            score threshold is given for a whole run without scored predictions.
+            score threshold is given for a whole run without scored predictions; the
+            preparation meets a prediction without a score, or NMS a rotated box or polygon.
     """
     stage = asked.stage or _no_stage
     stage("selecting boxes")
@@ -135,6 +142,9 @@ def match_records(
     if fold_case:
         gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
+    removed = None
+    if preparation is not None and preparation.active:
+        pred, removed = prepare_columns(pred, preparation)
     selection = stages.select_images(gt, pred)
     if asked.whole_run:
         check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
@@ -172,6 +182,7 @@ def match_records(
         ranked=first.ranked if (asked.whole_run or asked.ranked) and scored else None,
         slices=_with_unscored(first.slices, None if second is None else second.slices),
         calibration=first.calibration,
+        removed=removed,
     )
 
 

@@ -59,6 +59,7 @@ from vocmatch.evidence.counting import Counting
 from vocmatch.evidence.slices import Slice
 from vocmatch.evidence.target_thresholds import TargetThresholds
 from vocmatch.readers.parse import AnnotationSet, open_regular
+from vocmatch.render.preparation_report import STEP_TITLES, preparation_rows, preparation_title
 from vocmatch.version import __version__
 
 __all__ = [
@@ -631,6 +632,15 @@ def html_report(
         score_start=f"{min(max(score_start, 0.0), 1.0):.2f}",
         targets=targets,
         counting=counting,
+        preparation=(
+            None
+            if evaluation.removed is None
+            else (
+                preparation_title(evaluation.removed),
+                ["class", *STEP_TITLES, "removed"],
+                preparation_rows(evaluation.removed),
+            )
+        ),
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
+from vocmatch.render.preparation_report import preparation_json
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
@@ -291,6 +292,8 @@ def _json_data(
     data["missing_pred"] = list(evaluation.missing_pred)
     data["orphan_pred"] = list(evaluation.orphan_pred)
     data["notes"] = list(evaluation.notes)
+    if evaluation.removed is not None:
+        data["preparation"] = preparation_json(evaluation.removed)
     if analysis is not None:
         _add_analysis(data, analysis)
     if bootstrap is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from vocmatch.escapes import markdown_text
 from vocmatch.render.json_report import COCO_NAMES
+from vocmatch.render.preparation_report import STEP_TITLES, preparation_rows, preparation_title
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -125,6 +126,10 @@ def to_markdown(
     if remarks:
         lines.append("")
         lines += [f"- {md_text(r)}" for r in remarks]
+    if evaluation.removed is not None:
+        lines += ["", f"### {md_text(preparation_title(evaluation.removed))}", ""]
+        rows = [[md_text(r[0]), *r[1:]] for r in preparation_rows(evaluation.removed)]
+        lines += md_table(["class", *STEP_TITLES, "removed"], rows, "lrrrr")
     if evaluation.coco is not None:
         lines += ["", "### COCO (pycocotools COCOeval.stats)", ""]
         values = [f"{v:.4f}" for v in evaluation.coco.as_list()]

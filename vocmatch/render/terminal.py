@@ -24,8 +24,10 @@ from rich.text import Text
 from vocmatch.core.protocol import sweep_label
 from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
+from vocmatch.evaluation.preparation import Removed
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
 from vocmatch.render.measured import MeasuredTable
+from vocmatch.render.preparation_report import STEP_TITLES, preparation_rows, preparation_title
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -500,5 +502,18 @@ def render(evaluation: Evaluation, options: ReportOptions | None = None) -> Rend
     points = operating_table(evaluation, opts.beta, opts.words)
     if points is not None:
         parts += [points, Text()]
+    if evaluation.removed is not None:
+        parts += [preparation_table(evaluation.removed), Text()]
     parts.append(summary_table(evaluation))
     return Group(*parts)
+
+
+def preparation_table(removed: Removed) -> RenderableType:
+    """What the preparation removed before matching, per class and in all."""
+    table = Table()
+    table.add_column("class")
+    for title in (*STEP_TITLES, "removed"):
+        table.add_column(title, justify="right")
+    for row in preparation_rows(removed):
+        table.add_row(*row)
+    return Group(Text(preparation_title(removed), style="bold italic"), table)

@@ -197,6 +197,7 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
     from vocmatch.evaluation.engine import evaluate_columns
     from vocmatch.evaluation.scoring import fold_names
     from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.run.prepared_inputs import prepared_columns
 
     thresholds = ScoreThresholds.of(request.score_threshold, {})
     gt_columns, pred_columns = read_inputs(
@@ -211,10 +212,11 @@ def _run(request: DiffRequest, pred: PathLike, progress: Progress | None) -> _Ru
         progress=progress.stages if progress is not None else None,
         score_thresholds=thresholds or None,
         kept=kept.append,  # the paired bootstrap reads the match records
+        preparation=request.preparation(),
     )
     if thresholds:
         evaluation = replace(evaluation, notes=(*evaluation.notes, thresholds.note()))
-    predictions = pred_columns.to_annotations()
+    predictions = prepared_columns(pred_columns, request).to_annotations()
     if request.fold_case:
         # The image-by-image comparison sees the names that were matched.
         predictions = fold_names(predictions)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from vocmatch.core.preparation import Preparation
 from vocmatch.errors import (
     InputError,
     RequestError,
@@ -203,6 +204,13 @@ class ScoreOptions(ReadOptions):
             0.50, 0.75, 0.95).
         max_dets: The highest-scored predictions kept per image and class, as pycocotools'
             maxDets (None keeps the protocol's).
+        min_score: Remove every prediction scored at or below this before anything else
+            (:mod:`vocmatch.core.preparation`; None: none).
+        nms: Non-maximum suppression of each image's predictions at this IoU, class by
+            class, before matching (None: none).
+        nms_agnostic: The suppression runs across classes.
+        max_per_image: Keep the highest-scored predictions of each image, across classes,
+            before matching (None: all).
     """
 
     protocol: str | Conventions = "default"
@@ -215,6 +223,19 @@ class ScoreOptions(ReadOptions):
     fold_case: bool = False
     sweep_thresholds: tuple[float, ...] | None = None
     max_dets: int | None = None
+    min_score: float | None = None
+    nms: float | None = None
+    nms_agnostic: bool = False
+    max_per_image: int | None = None
+
+    def preparation(self) -> Preparation | None:
+        """The preparation of the predictions asked for, or None.
+
+        Raises:
+            RequestError: ``nms_agnostic`` without ``nms`` (field ``nms_agnostic``).
+        """
+        found = Preparation(self.min_score, self.nms, self.nms_agnostic, self.max_per_image)
+        return found if found.active else None
 
     def conventions(self) -> Conventions:
         """The protocol's conventions with every override given laid over them.
@@ -525,7 +546,6 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_columns
-    from vocmatch.evaluation.scoring import fold_names
     from vocmatch.evaluation.shards.parts import ScoreCounts
 
     if elsewhere is not None and elsewhere.evaluation is not None:
@@ -533,9 +553,7 @@ def _score(
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
         if elsewhere.boxes is None or not request.keeps_boxes():
             return _Scored(evaluated, elsewhere.records, warnings=found)
-        gt, pred = (columns.to_annotations() for columns in elsewhere.boxes)
-        if request.fold_case:
-            gt, pred = fold_names(gt), fold_names(pred)
+        gt, pred = _annotations_matched(*elsewhere.boxes, request)
         return _Scored(evaluated, elsewhere.records, gt, pred, found)
     if elsewhere is None:
         in_parts = _scored_in_parts(request, thresholds, progress)
@@ -562,16 +580,28 @@ def _score(
         kept=kept.append,
         slices=slice_specs(request.slices),
         calibration=request.calibration_bins is not None,
+        preparation=request.preparation(),
     )
     found = input_warnings(request, evaluated, ScoreCounts.of(gt_columns, pred_columns))
     evaluation = _with_threshold_note(evaluated, thresholds, request)
     if not keep:
         return _Scored(evaluation, kept[0], warnings=found)
-    gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
-    if request.fold_case:
-        # The error analysis and the HTML report see the names that were matched.
-        gt, pred = fold_names(gt), fold_names(pred)
+    gt, pred = _annotations_matched(gt_columns, pred_columns, request)
     return _Scored(evaluation, kept[0], gt, pred, found)
+
+
+def _annotations_matched(
+    gt: ColumnSet, pred: ColumnSet, request: EvalRequest
+) -> tuple[AnnotationSet, AnnotationSet]:
+    """The annotations as matched, for the error analysis and the HTML report: the names
+    folded when the run folds them, the predictions prepared."""
+    from vocmatch.evaluation.scoring import fold_names
+    from vocmatch.run.prepared_inputs import prepared_columns
+
+    gt_set, pred_set = gt.to_annotations(), prepared_columns(pred, request).to_annotations()
+    if request.fold_case:
+        gt_set, pred_set = fold_names(gt_set), fold_names(pred_set)
+    return gt_set, pred_set
 
 
 def _scored_in_parts(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vocmatch.core.preparation import Preparation
 from vocmatch.errors import RequestError
 from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions
 from vocmatch.run.read_stage import read_inputs
@@ -33,6 +34,12 @@ class SuspectsRequest(ReadOptions):
         background_iou: At most this IoU with every object, a prediction overlaps nothing.
         match_iou: At or above this IoU a prediction is on an object.
         duplicate_iou: At or above this IoU two objects of one class are one object twice.
+        min_score: Remove every prediction scored at or below this first
+            (:mod:`vocmatch.core.preparation`; None: none).
+        nms: Non-maximum suppression of each image's predictions at this IoU, class by class
+            (None: none).
+        nms_agnostic: The suppression runs across classes.
+        max_per_image: Keep the highest-scored predictions of each image (None: all).
 
     Example:
         >>> request = SuspectsRequest(gt="gt", pred="results.json", pred_format="coco")
@@ -46,6 +53,15 @@ class SuspectsRequest(ReadOptions):
     background_iou: float = 0.1
     match_iou: float = 0.5
     duplicate_iou: float = 0.9
+    min_score: float | None = None
+    nms: float | None = None
+    nms_agnostic: bool = False
+    max_per_image: int | None = None
+
+    def preparation(self) -> Preparation | None:
+        """The preparation of the predictions asked for, or None."""
+        found = Preparation(self.min_score, self.nms, self.nms_agnostic, self.max_per_image)
+        return found if found.active else None
 
     def options(self) -> SuspectOptions:
         """The thresholds as the suspects finder takes them.
@@ -97,6 +113,11 @@ def find_suspects(request: SuspectsRequest, *, progress: Progress | None = None)
     gt_columns, pred_columns = read_inputs(
         Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
     )
+    preparation = request.preparation()
+    if preparation is not None:  # the predictions a prepared evaluation would match
+        from vocmatch.evaluation.preparation import prepare_columns
+
+        pred_columns = prepare_columns(pred_columns, preparation)[0]
     gt, pred = gt_columns.to_annotations(), pred_columns.to_annotations()
     del gt_columns, pred_columns
     report = suspects.find_suspects(gt, pred, options)

@@ -152,7 +152,7 @@ def _annotations(gt: str | os.PathLike[str]) -> str | os.PathLike[str]:
 def part_options(request: EvalRequest, roots: tuple[str, str] = ("", "")) -> PartOptions:
     """What the tasks of a run in parts (on a cluster or in local worker processes) need of
     the request: its conventions, case folding, score thresholds, file size limit, slices,
-    whether to keep boxes, class choice, geometry and calibration inputs.
+    whether to keep boxes, class choice, geometry, calibration inputs and preparation.
 
     Args:
         request: The request.
@@ -172,4 +172,5 @@ def part_options(request: EvalRequest, roots: tuple[str, str] = ("", "")) -> Par
         geometry=request.geometry,
         roots=roots,
         calibration=request.calibration_bins is not None,
+        preparation=request.preparation(),
     )

@@ -192,6 +192,7 @@ _CHECKS: dict[str, Check] = {
     "boxes": _flag,
     "reliability": _flag,
     "count": _flag,
+    "nms_agnostic": _flag,
 }
 
 #: Every field :func:`check_request` checks: a test holds each request record's fields to it,
@@ -239,6 +240,8 @@ def check_request(request: Any) -> None:
         checked = check(name, value)
         if name == "sweep_thresholds" and checked != value:
             object.__setattr__(request, name, checked)
+    if getattr(request, "nms_agnostic", False) and getattr(request, "nms", None) is None:
+        raise RequestError("nms_agnostic", "suppresses with an NMS IoU: give one too")
     if getattr(request, "target_precision", None) is not None and (
         getattr(request, "target_recall", None) is not None
     ):

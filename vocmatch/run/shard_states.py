@@ -178,7 +178,7 @@ def shard_state(
         request.conventions(), fold_case=request.fold_case, score_thresholds=thresholds or None,
         slices=slice_specs(request.slices),
         keep_boxes=request.keeps_boxes(),
-        calibration=request.calibration_bins is not None,
+        calibration=request.calibration_bins is not None, preparation=request.preparation(),
     )  # fmt: skip
     evaluator.add_columns(gt, pred, shard=part)
     skipped = sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0))
@@ -259,8 +259,11 @@ def run_digest(request: EvalRequest) -> str:
         True
         >>> run_digest(request) == run_digest(replace(request, iou=0.7))
         False
+        >>> run_digest(request) == run_digest(replace(request, nms=0.7))
+        False
     """
     from vocmatch.evaluation.shards.state_options import conventions_header
+    from vocmatch.evaluation.shards.state_preparation import preparation_header
     from vocmatch.readers.remote import file_sizes
     from vocmatch.readers.voc_layout import annotation_folder, split_file
 
@@ -276,6 +279,9 @@ def run_digest(request: EvalRequest) -> str:
         "max_file_size": request.max_file_size,
         "class_choice": None if choice is None else repr(choice),
     }
+    preparation = request.preparation()
+    if preparation is not None:  # absent without: the digests of earlier runs stay as they were
+        options["preparation"] = preparation_header(preparation)
     digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode())
     annotations, root = annotation_folder(request.gt)
     listed = [

@@ -40,11 +40,13 @@ import numpy.typing as npt
 
 from vocmatch.checks import checked_flag
 from vocmatch.core.model import SkippedFile
+from vocmatch.core.preparation import Preparation, checked_preparation
 from vocmatch.core.protocol import Conventions, conventions_of
 from vocmatch.errors import InputError, RequestError, StateError
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.shards import state_preparation as prepared_state
 from vocmatch.evaluation.shards.column_parts import (
     boxes_of_state,
     columns_to_state,
@@ -148,6 +150,8 @@ class Evaluator:
             merge of states saved this way reports them (see
             :mod:`vocmatch.evaluation.calibration_inputs`). An evaluator read from a state
             keeps them when the state holds them.
+        preparation: Prepare each image's predictions before matching (saved with the state:
+            states of other preparations refuse to merge; :mod:`vocmatch.core.preparation`).
 
     Image keys must be distinct across the evaluators merged. :meth:`add_batch` without
     ``image_ids`` numbers images ``0, 1, 2, ...`` in each evaluator (continuing across its
@@ -188,8 +192,11 @@ class Evaluator:
         slices: Sequence[SliceSpec | str] = (),
         keep_boxes: bool = False,
         calibration: bool = False,
+        preparation: Preparation | None = None,
     ) -> None:
         self.conventions = conventions_of(conventions, "conventions")
+        #: The preparation of each image's predictions (None: none; saved with the state).
+        self.preparation = checked_preparation(preparation)
         #: The slices matched with the images (saved with the state, compared on merge).
         self.slices = checked_slices(slices)
         self.calibration = bool(checked_flag("calibration", calibration))
@@ -530,6 +537,7 @@ class Evaluator:
             gt, pred, self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
             asked=Asked(slices=self.slices, detail=self.keep_boxes, calibration=self.calibration),
+            preparation=self.preparation,
         )  # fmt: skip
         self._records.append(records)
         self._keys.update(records.keys)
@@ -680,18 +688,12 @@ class Evaluator:
         if not self._parts:
             return
         gt, pred = column_sets(ImageColumns.join(self._parts), tuple(self._names))
-        self._records.append(
-            match_records(
-                gt,
-                pred,
-                self.conventions,
-                fold_case=self.fold_case,
-                score_thresholds=self.score_thresholds,
-                asked=Asked(
-                    slices=self.slices, detail=self.keep_boxes, calibration=self.calibration
-                ),
-            )
-        )
+        asked = Asked(slices=self.slices, detail=self.keep_boxes, calibration=self.calibration)
+        records = match_records(
+            gt, pred, self.conventions, fold_case=self.fold_case,
+            score_thresholds=self.score_thresholds, asked=asked, preparation=self.preparation,
+        )  # fmt: skip
+        self._records.append(records)
         self._parts = []
         self._boxes_added = 0
 
@@ -814,6 +816,7 @@ class Evaluator:
             version = 6
         if self.slices or "calibration" in header or "shapes" in header["notes"]:
             version = 6
+        version = max(version, prepared_state.removed_to_header(header, self.preparation, records))
         return write_state(RawState(header, arrays), version=version)
 
     @classmethod
@@ -850,15 +853,14 @@ class Evaluator:
             raise StateError(f"{source}: corrupted header (class_table: an id repeats)")
         conventions, fold_case, score_thresholds = options_of_header(options, source)
         slices = slices_of_header(options, source)
+        preparation = prepared_state.preparation_of_header(options, source)
         evaluator = cls(
-            conventions,
-            fold_case=fold_case,
-            score_thresholds=score_thresholds,
-            class_names={label: name for label, name in table},
-            slices=slices,
-        )
+            conventions, fold_case=fold_case, score_thresholds=score_thresholds,
+            class_names=dict(table), slices=slices, preparation=preparation,
+        )  # fmt: skip
         stored = {n: a for n, a in raw.arrays.items() if not n.startswith("boxes_")}
         records = records_of_state(header, stored, conventions, source, slices)
+        records = prepared_state.records_with_removed(records, header, preparation, source)
         evaluator.calibration = records.calibration is not None
         if "boxes" in header:
             evaluator._box_sets = [boxes_of_state(header["boxes"], raw.arrays, records, source)]
@@ -917,7 +919,7 @@ class Evaluator:
         }
         if self.slices:  # absent without: such a state reads in an earlier vocmatch
             options["slices"] = slices_header(self.slices)
-        return options
+        return prepared_state.with_preparation(options, self.preparation)
 
     def _next_numbers(self, count: int) -> list[str]:
         """The keys add_batch gives the next ``count`` images: the first numbers from the

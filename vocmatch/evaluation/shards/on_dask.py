@@ -39,6 +39,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from vocmatch.core.preparation import Preparation, checked_preparation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.errors import DistributedError, RequestError, VocmatchError
 from vocmatch.evaluation.shards.incremental import Evaluator
@@ -279,6 +280,7 @@ def evaluate_on_dask(
     max_bytes: int = DEFAULT_MAX_BYTES,
     storage_options: StorageOptions | None = None,
     retries: int = DEFAULT_RETRIES,
+    preparation: Preparation | None = None,
 ) -> Evaluation:
     """Evaluate the files below ``gt`` and ``pred`` on a Dask cluster: the numbers of
     :func:`~vocmatch.evaluation.engine.evaluate_columns` on the same files, read in one
@@ -295,6 +297,7 @@ def evaluate_on_dask(
         max_bytes: Per-file size limit.
         storage_options: Options of the URLs' fsspec file systems.
         retries: Tries of a task that raises, after the first.
+        preparation: Prepare each image's predictions before matching (in the tasks).
 
     Returns:
         The evaluation.
@@ -304,7 +307,10 @@ def evaluate_on_dask(
         DistributedError: A task failed on every try.
     """
     conv = protocol(conventions) if isinstance(conventions, str) else conventions
-    options = DaskOptions(conv, fold_case, score_thresholds, max_bytes, storage_options)
+    options = DaskOptions(
+        conv, fold_case, score_thresholds, max_bytes, storage_options,
+        preparation=checked_preparation(preparation),
+    )  # fmt: skip
     found = records_on_dask(gt, pred, options, client=client, parts=parts, retries=retries)
     return found.evaluation
 
@@ -385,7 +391,7 @@ def records_on_dask(
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
         keep_boxes=options.keep_boxes,
-        calibration=options.calibration,
+        calibration=options.calibration, preparation=options.preparation,
     )  # fmt: skip
     for k, result in enumerate(results):
         merged.merge(Evaluator.from_bytes(result.state, f"the state of task {k + 1}"))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from vocmatch.core.model import SkippedFile
+from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import DistributedError, InputError, no_annotation_files
 from vocmatch.evaluation.class_map import ClassChoice, choose_classes
@@ -99,6 +100,7 @@ class PartOptions:
         roots: The folders (or URLs) of the ground truth and the predictions as listed:
             the kept boxes name them, as one process's do.
         calibration: Those records keep what OCE and D-ECE read.
+        preparation: Each image's predictions prepared before matching, or None.
     """
 
     conventions: Conventions
@@ -112,6 +114,7 @@ class PartOptions:
     geometry: Geometry = "shape"
     roots: tuple[str, str] = ("", "")
     calibration: bool = False
+    preparation: Preparation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +296,7 @@ def part_state(part: Part, options: PartOptions) -> PartResult:
         options.conventions, fold_case=options.fold_case,
         score_thresholds=options.score_thresholds, slices=options.slices,
         keep_boxes=options.keep_boxes, calibration=options.calibration,
+        preparation=options.preparation,
     )  # fmt: skip
     evaluator.add_columns(found.gt, found.pred)
     state = evaluator.to_bytes()  # matched here, on the worker
@@ -313,7 +317,7 @@ def part_records(part: Part, options: PartOptions) -> PartRecords:
     asked = Asked(ranked=True, slices=options.slices, calibration=options.calibration)
     records = match_records(
         gt, pred, options.conventions, fold_case=options.fold_case,
-        score_thresholds=options.score_thresholds, asked=asked,
+        score_thresholds=options.score_thresholds, asked=asked, preparation=options.preparation,
     )  # fmt: skip
     return PartRecords(records, *skipped, found.orphans, found.counts, ScoreCounts.of(gt, pred))
 

@@ -24,8 +24,8 @@ match flags, per image and per class counts, and no boxes. Version 3 adds the fi
 could not read and the prediction files without ground truth; version 4 which shard of
 which run the state holds; version 5 each image-class's ground truth that counts; version 6
 each slice value's match records, what the detection calibration errors read, and, when the
-state was asked to keep them, each image's per-box records and its boxes
-(:data:`FORMAT_VERSION`).
+state was asked to keep them, each image's per-box records and its boxes; version 7 the
+preparation of the predictions and what it removed (:data:`FORMAT_VERSION`).
 Version 1, which held each image's boxes, is refused with one line naming its version.
 """
 
@@ -74,10 +74,13 @@ MAGIC = b"VMSTATE\0"
 #: arrays) and the boxes of its images (the ``boxes`` header object and the ``boxes_gt_*``
 #: and ``boxes_pred_*`` arrays): what a report that lists or draws boxes reads. A state
 #: with none of these is written in the version its other fields need (5 or earlier), which
-#: earlier vocmatch reads.
-FORMAT_VERSION = 6
+#: earlier vocmatch reads. Version 7 adds the preparation of the predictions (the options'
+#: ``preparation`` and the header's ``removed`` list:
+#: :mod:`vocmatch.evaluation.shards.state_preparation`), written only by an evaluator that
+#: prepares them; earlier vocmatch refuses it rather than merge it with unprepared states.
+FORMAT_VERSION = 7
 #: The format versions this vocmatch reads.
-READ_VERSIONS = (2, 3, 4, 5, 6)
+READ_VERSIONS = (2, 3, 4, 5, 6, 7)
 _PREFIX = struct.Struct("<8sII")  # magic, version, header length
 _CRC = struct.Struct("<I")
 #: The dtypes an array may be declared with: plain little-endian numbers, never objects.

@@ -301,7 +301,7 @@ def _globs_fit(globs: object, file: bool) -> bool:
 
 def options_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     """The first option that differs, as ``name a != b``."""
-    for name in ("conventions", "fold_case", "score_thresholds", "slices"):
+    for name in ("conventions", "fold_case", "score_thresholds", "slices", "preparation"):
         x, y = a.get(name), b.get(name)
         if isinstance(x, dict) and isinstance(y, dict):
             for field in [*x, *(f for f in y if f not in x)]:
