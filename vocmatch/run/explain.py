@@ -1,0 +1,582 @@
+"""Why two protocols' mAP differ: what ``vocmatch explain`` does between reading its options
+and rendering, as a library (:func:`explain`, also ``vocmatch.explain``).
+
+The inputs are read once and paired by image; every setting is then evaluated on the same
+columns, so an explanation costs one reading and one evaluation per setting.
+
+* **Steps** (the default attribution): from the first setting, the conventions are changed
+  one at a time to the second's values, in the fixed order of :data:`CONVENTION_ORDER`; each
+  step reports the mAP after it and its delta, the difference of two consecutive mAPs, so the
+  steps add up to the whole difference. The mAP compared is the summary mAP that ``vocmatch
+  eval`` reports (``summary.map``: AP at the AP thresholds, averaged over classes; under the
+  ``coco`` summary, the "all" area range over IoU 0.50:0.95).
+* **Shapley**: each differing convention's Shapley value, its delta averaged over every
+  order of the changes (2^k evaluations for k differing conventions, at most
+  :data:`MAX_SHAPLEY_CONVENTIONS`).
+* **Target**: the presets and their one- and two-convention variants whose mAP rounds to a
+  number reported elsewhere, or the closest when none does.
+
+Example:
+    >>> import vocmatch
+    >>> import warnings
+    >>> warnings.simplefilter("ignore")  # the demo's street_05 has no prediction file
+    >>> found = vocmatch.explain("fixtures/demo/gt", "fixtures/demo/pred", "voc07", "coco")
+    >>> [step.convention for step in found.steps][:2]
+    ['+1 pixel areas', 'match rule']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
+from itertools import combinations
+from typing import TYPE_CHECKING, Literal
+
+from vocmatch.core.protocol import (
+    COCO_IOU_THRESHOLDS,
+    DIFFICULT_RULES,
+    INTERPOLATIONS,
+    MATCH_RULES,
+    PRESETS,
+    SUMMARY_KINDS,
+    Conventions,
+    conventions_of,
+    sweep_label,
+)
+from vocmatch.errors import RequestError
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
+
+if TYPE_CHECKING:
+    from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "ATTRIBUTIONS",
+    "CONVENTION_ORDER",
+    "MAX_SHAPLEY_CONVENTIONS",
+    "Candidate",
+    "ConventionRow",
+    "ExplainRequest",
+    "ExplainStep",
+    "Explanation",
+    "Setting",
+    "Target",
+    "explain",
+    "parse_target",
+]
+
+Attribution = Literal["steps", "shapley"]
+#: The attributions :func:`explain` offers.
+ATTRIBUTIONS: tuple[Attribution, ...] = ("steps", "shapley")
+#: Shapley values evaluate every subset of the differing conventions: 2^k settings.
+MAX_SHAPLEY_CONVENTIONS = 8
+#: Settings listed as the closest when none reproduces a target.
+CLOSEST = 5
+
+Value = object
+
+
+def _thresholds_words(values: Value) -> str:
+    assert isinstance(values, tuple)
+    if values == COCO_IOU_THRESHOLDS:
+        return "0.50:0.95"
+    return ",".join(sweep_label(float(v)) for v in values)
+
+
+def _word(kind: str) -> Callable[[Value], str]:
+    """How a convention's value is written in a report."""
+    words: dict[str, Callable[[Value], str]] = {
+        "pixels": lambda v: "+1 pixel" if v else "continuous",
+        "strict": lambda v: "IoU > t" if v else "IoU >= t",
+        "iou": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
+        "name": str,
+        "dets": lambda v: "all" if v is None else str(v),
+        "summary": lambda v: "coco: area 'all' of pycocotools' ranges" if v == "coco" else "none",
+        "thresholds": _thresholds_words,
+    }
+    return words[kind]
+
+
+@dataclass(frozen=True, slots=True)
+class ConventionRow:
+    """One convention of the canonical order.
+
+    Attributes:
+        label: The convention as a report names it.
+        field: The :class:`~vocmatch.core.protocol.Conventions` field it sets.
+        word: How its value is written.
+        values: The values the target search tries (none: not searched, as a threshold
+            that changes the counts but not the mAP).
+    """
+
+    label: str
+    field: str
+    word: Callable[[Value], str]
+    values: tuple[Value, ...] = ()
+
+
+#: The canonical order in which :func:`explain` changes conventions, one row each: geometry
+#: first (areas, the threshold's comparison and value), then which predictions and objects
+#: count (match rule, difficult objects, detections kept), then the summary's area ranges,
+#: the IoU thresholds AP averages over and AP's integration. A convention added to
+#: :class:`~vocmatch.core.protocol.Conventions` is one row here; a field with no row that
+#: differs is changed in a last step named after it.
+CONVENTION_ORDER: tuple[ConventionRow, ...] = (
+    ConventionRow("+1 pixel areas", "pixel_inclusive", _word("pixels"), (False, True)),
+    ConventionRow("threshold comparison", "strict_threshold", _word("strict"), (False, True)),
+    ConventionRow("match IoU threshold", "iou_threshold", _word("iou")),
+    ConventionRow("match rule", "match_rule", _word("name"), MATCH_RULES),
+    ConventionRow("difficult and crowd", "difficult", _word("name"), DIFFICULT_RULES),
+    ConventionRow("maximum detections", "max_dets", _word("dets"), (None, 100)),
+    ConventionRow("area ranges", "summary", _word("summary"), SUMMARY_KINDS),
+    ConventionRow(
+        "AP IoU thresholds", "ap_thresholds", _word("thresholds"), ((0.5,), COCO_IOU_THRESHOLDS)
+    ),
+    ConventionRow("AP integration", "interpolation", _word("name"), INTERPOLATIONS),
+)
+
+#: Fields that change neither the summary mAP nor the matching: carried to the second
+#: setting's values with the last step, never a step of their own.
+_UNCOMPARED = ("protocol", "sweep_thresholds")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting evaluated: its conventions, its mAP and each class's AP.
+
+    Attributes:
+        name: The setting as given (a protocol's name, with its overrides).
+        conventions: Its conventions.
+        map: Its summary mAP, as ``vocmatch eval`` reports it.
+        classes: Each class's AP (None for a class with no object counted).
+    """
+
+    name: str
+    conventions: Conventions
+    map: float
+    classes: tuple[tuple[str, float | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainStep:
+    """One convention changed (steps), or one convention's share (Shapley).
+
+    Attributes:
+        convention: The convention's label (:data:`CONVENTION_ORDER`).
+        from_value: Its value in the first setting, worded.
+        to_value: Its value in the second, worded.
+        map: The mAP once it is changed (steps); None for a Shapley value.
+        delta: The change it accounts for.
+        classes: Each class's AP after the step (None for a Shapley value or a class with
+            no object) and its delta (None when either side has none).
+    """
+
+    convention: str
+    from_value: str
+    to_value: str
+    map: float | None
+    delta: float
+    classes: tuple[tuple[str, float | None, float | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A setting tried by the target search.
+
+    Attributes:
+        protocol: The preset it starts from.
+        options: The conventions changed from the preset, as ``(field, value)`` worded.
+        map: Its summary mAP.
+    """
+
+    protocol: str
+    options: tuple[tuple[str, str], ...]
+    map: float
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A number reported elsewhere, to be reproduced to the digits it gives.
+
+    Attributes:
+        text: As given.
+        value: As a fraction in [0, 1].
+        decimals: The decimal places it gives (as a fraction).
+        note: How it was read, when not as written (a percentage).
+    """
+
+    text: str
+    value: float
+    decimals: int
+    note: str = ""
+
+    def matches(self, value: float) -> bool:
+        """``value`` rounds to the target at its decimals (half-way rounds either way)."""
+        half = 0.5 * 10.0**-self.decimals
+        return abs(value - self.value) <= half * (1 + 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What :func:`explain` found.
+
+    Attributes:
+        from_setting: The first setting (None for a target search).
+        to_setting: The second setting (None for a target search).
+        attribution: ``"steps"`` or ``"shapley"``.
+        steps: The conventions that differ, in :data:`CONVENTION_ORDER`, with what each
+            accounts for; their deltas add up to the difference of the two mAPs.
+        target: The number searched for.
+        candidates: Settings that reproduce the target, or the closest when none does.
+        reproduced: Some candidate reproduces the target.
+        tried: Distinct settings evaluated by the target search.
+        evaluations: Settings evaluated in all.
+        notes: How the target was read; what the inputs' reading noted.
+    """
+
+    from_setting: Setting | None
+    to_setting: Setting | None
+    attribution: Attribution = "steps"
+    steps: tuple[ExplainStep, ...] = ()
+    target: Target | None = None
+    candidates: tuple[Candidate, ...] = ()
+    reproduced: bool = False
+    tried: int = 0
+    evaluations: int = 0
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExplainRequest(ReadOptions):
+    """Two settings to compare, or a target to reproduce, on one set of inputs.
+
+    Attributes:
+        gt: The ground truth (a folder of XML files, or a VOC folder).
+        pred: The predictions.
+        from_protocol: The first setting: a protocol's name or conventions.
+        to_protocol: The second setting.
+        target: A reported mAP to reproduce, as text (``"0.6123"``, ``"61.23"`` for a
+            percentage) or a number; with it, no settings are compared.
+        attribution: ``steps`` (one convention at a time, :data:`CONVENTION_ORDER`) or
+            ``shapley``.
+        fold_case: Lower-case class names before matching.
+        names_of: Names to give the two settings in the report (their protocols' otherwise).
+    """
+
+    gt: PathLike
+    pred: PathLike
+    from_protocol: str | Conventions | None = None
+    to_protocol: str | Conventions | None = None
+    target: str | float | None = None
+    attribution: Attribution = "steps"
+    fold_case: bool = False
+    names_of: tuple[str, str] | None = None
+
+    def folds_case(self) -> bool:
+        """Class names are lower-cased before matching when ``fold_case`` says so."""
+        return self.fold_case
+
+
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+|[0-9]+\.")
+
+
+def parse_target(given: str | float) -> Target:
+    """A reported mAP as a fraction and its digits: ``61.23`` (above 1 with a decimal point)
+    is a percentage.
+
+    Raises:
+        RequestError: Not a number written with digits, or outside [0, 1] (field
+            ``target``).
+
+    >>> parse_target("0.6123").decimals, parse_target("61.23").value
+    (4, 0.6123)
+    """
+    text = repr(given) if isinstance(given, float) else given
+    if isinstance(given, bool) or not isinstance(text, str):
+        raise RequestError("target", "expected a number such as 0.6123", str(given))
+    written = text.strip()
+    if not _NUMBER.fullmatch(written):
+        raise RequestError("target", "expected a number written with digits, such as 0.6123", text)
+    try:
+        number = Decimal(written)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
+        raise RequestError("target", "expected a number such as 0.6123", text) from None
+    decimals = len(written.split(".")[1]) if "." in written else 0
+    note = ""
+    if number > 1 and "." in written and number <= 100:
+        number /= 100
+        decimals += 2
+        note = f"target {written} read as a percentage: {number}"
+    if not 0 <= number <= 1:
+        raise RequestError("target", "expected an mAP in [0, 1] (or a percentage such as 61.23)", text)
+    return Target(text, float(number), decimals, note)
+
+
+class _Evaluator:
+    """Settings evaluated on inputs read once, each distinct setting once."""
+
+    def __init__(self, gt: ColumnSet, pred: ColumnSet, fold_case: bool) -> None:
+        self.gt, self.pred, self.fold_case = gt, pred, fold_case
+        self.found: dict[Conventions, tuple[float, dict[str, float | None]]] = {}
+        self.evaluations = 0
+
+    def __call__(self, conventions: Conventions) -> tuple[float, dict[str, float | None]]:
+        key = replace(conventions, protocol="")
+        known = self.found.get(key)
+        if known is not None:
+            return known
+        from vocmatch.evaluation.engine import evaluate_columns
+
+        evaluation = evaluate_columns(
+            self.gt, self.pred, conventions, keep_matches=False, fold_case=self.fold_case
+        )
+        self.evaluations += 1
+        classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
+        found = (evaluation.summary.map, classes)
+        self.found[key] = found
+        return found
+
+    def setting(self, name: str, conventions: Conventions) -> Setting:
+        value, classes = self(conventions)
+        return Setting(name, conventions, value, tuple(classes.items()))
+
+
+def explain(
+    request: ExplainRequest | PathLike,
+    pred: PathLike | None = None,
+    from_protocol: str | Conventions | None = None,
+    to_protocol: str | Conventions | None = None,
+    *,
+    progress: Progress | None = None,
+    **options: object,
+) -> Explanation:
+    """Explain why two settings' mAP differ, or find the settings that give a reported mAP.
+
+    Args:
+        request: The request, or the ground truth's path.
+        pred: The predictions' path, when ``request`` is a path.
+        from_protocol: The first setting, when ``request`` is a path.
+        to_protocol: The second setting, when ``request`` is a path.
+        progress: Told how many files are read.
+        **options: The other fields of :class:`ExplainRequest`, when ``request`` is a path.
+
+    Returns:
+        The two settings and the steps between them, or the target's candidates.
+
+    Raises:
+        RequestError: No protocol of that name (the known ones listed), a target that is not
+            an mAP, Shapley values over too many conventions, neither two settings nor a
+            target (each names its field).
+        InputError: The inputs cannot be read, or nothing pairs.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.explain("fixtures/demo/gt", "fixtures/demo/pred", target="0.625")
+        >>> found.reproduced, found.candidates[0].protocol
+        (True, 'default')
+    """
+    if not isinstance(request, ExplainRequest):
+        if pred is None:
+            raise TypeError("explain() needs the predictions' path after the ground truth's")
+        request = ExplainRequest(
+            gt=request, pred=pred, from_protocol=from_protocol, to_protocol=to_protocol,
+            **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+    elif pred is not None or from_protocol is not None or to_protocol is not None or options:
+        raise TypeError("explain() takes a request or paths and keywords, not both")
+    if request.attribution not in ATTRIBUTIONS:
+        known = ", ".join(ATTRIBUTIONS)
+        raise RequestError("attribution", f"no such attribution (known: {known})", str(request.attribution))
+    target = parse_target(request.target) if request.target is not None else None
+    ends = _ends(request, target)
+    gt, pred_columns = read_inputs(
+        Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
+    )
+    evaluate = _Evaluator(gt, pred_columns, request.fold_case)
+    notes = tuple(str(note) for note in (*gt.notes, *pred_columns.notes))
+    if target is not None:
+        return _search(evaluate, target, notes)
+    assert ends is not None
+    (a_name, a), (b_name, b) = ends
+    start, end = evaluate.setting(a_name, a), evaluate.setting(b_name, b)
+    if request.attribution == "shapley":
+        steps = _shapley(evaluate, a, b)
+    else:
+        steps = _steps(evaluate, a, b)
+    return Explanation(
+        start, end, request.attribution, steps, evaluations=evaluate.evaluations, notes=notes
+    )
+
+
+def _ends(
+    request: ExplainRequest, target: Target | None
+) -> tuple[tuple[str, Conventions], tuple[str, Conventions]] | None:
+    """The two settings' names and conventions, checked before any file is read."""
+    if target is not None:
+        if request.from_protocol is not None or request.to_protocol is not None:
+            raise RequestError("target", "is searched for alone: give no settings to compare")
+        return None
+    if request.from_protocol is None or request.to_protocol is None:
+        missing = "from_protocol" if request.from_protocol is None else "to_protocol"
+        raise RequestError(missing, "give two settings to compare, or a target")
+    a = conventions_of(request.from_protocol, "from_protocol")
+    b = conventions_of(request.to_protocol, "to_protocol")
+    names = request.names_of or (a.protocol, b.protocol)
+    differing = len(_differing(a, b))
+    if request.attribution == "shapley" and differing > MAX_SHAPLEY_CONVENTIONS:
+        raise RequestError(
+            "attribution",
+            f"Shapley values over {differing} differing conventions need 2^{differing} "
+            f"evaluations; at most {MAX_SHAPLEY_CONVENTIONS} conventions are attributed so",
+            "shapley",
+        )
+    return (names[0], a), (names[1], b)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """A convention that differs between two settings: its label, fields and values."""
+
+    label: str
+    fields: tuple[str, ...]
+    from_value: str
+    to_value: str
+
+
+def _differing(a: Conventions, b: Conventions) -> list[_Change]:
+    """The conventions that differ, in the canonical order; fields without a row last."""
+    changes = [
+        _Change(row.label, (row.field,), row.word(getattr(a, row.field)), row.word(getattr(b, row.field)))
+        for row in CONVENTION_ORDER
+        if getattr(a, row.field) != getattr(b, row.field)
+    ]
+    ordered = {row.field for row in CONVENTION_ORDER}
+    others = [
+        f.name
+        for f in fields(Conventions)
+        if f.name not in ordered
+        and f.name not in _UNCOMPARED
+        and getattr(a, f.name) != getattr(b, f.name)
+    ]
+    for name in others:
+        changes.append(_Change(name.replace("_", " "), (name,), str(getattr(a, name)), str(getattr(b, name))))
+    return changes
+
+
+def _with(a: Conventions, b: Conventions, changes: Sequence[_Change], everything: bool) -> Conventions:
+    """``a`` with the fields of ``changes`` taken from ``b`` (``b`` itself for every change)."""
+    if everything:
+        return b
+    return replace(a, **{f: getattr(b, f) for change in changes for f in change.fields})
+
+
+def _class_steps(
+    before: dict[str, float | None], after: dict[str, float | None], names: Sequence[str]
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    rows = []
+    for name in names:
+        was, now = before.get(name), after.get(name)
+        rows.append((name, now, None if was is None or now is None else now - was))
+    return tuple(rows)
+
+
+def _class_names(*found: dict[str, float | None]) -> list[str]:
+    return sorted({name for classes in found for name in classes})
+
+
+def _steps(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+    """One convention at a time, in the canonical order; each delta the difference of two
+    consecutive mAPs, so that they telescope to the whole difference."""
+    changes = _differing(a, b)
+    before_map, before = evaluate(a)
+    names = _class_names(before, evaluate(b)[1])
+    steps = []
+    for i, change in enumerate(changes):
+        last = i == len(changes) - 1
+        after_map, after = evaluate(_with(a, b, changes[: i + 1], last))
+        steps.append(
+            ExplainStep(
+                change.label, change.from_value, change.to_value, after_map,
+                after_map - before_map, _class_steps(before, after, names),
+            )
+        )  # fmt: skip
+        before_map, before = after_map, after
+    return tuple(steps)
+
+
+def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+    """Each differing convention's Shapley value: its delta averaged over every order in
+    which the conventions can be changed (every subset evaluated once)."""
+    changes = _differing(a, b)
+    k = len(changes)
+    value: dict[frozenset[int], tuple[float, dict[str, float | None]]] = {}
+    for size in range(k + 1):
+        for subset in combinations(range(k), size):
+            chosen = [changes[i] for i in subset]
+            value[frozenset(subset)] = evaluate(_with(a, b, chosen, size == k))
+    names = _class_names(value[frozenset()][1], value[frozenset(range(k))][1])
+    steps = []
+    for i, change in enumerate(changes):
+        total = 0.0
+        per_class: dict[str, float | None] = dict.fromkeys(names, 0.0)
+        for subset, (without_map, without) in value.items():
+            if i in subset:
+                continue
+            weight = math.factorial(len(subset)) * math.factorial(k - len(subset) - 1) / math.factorial(k)
+            with_map, with_ = value[subset | {i}]
+            total += weight * (with_map - without_map)
+            for name in names:
+                was, now, sum_ = without.get(name), with_.get(name), per_class[name]
+                per_class[name] = (
+                    None if was is None or now is None or sum_ is None else sum_ + weight * (now - was)
+                )
+        classes = tuple((name, None, per_class[name]) for name in names)
+        steps.append(ExplainStep(change.label, change.from_value, change.to_value, None, total, classes))
+    return tuple(steps)
+
+
+def _variants(preset: Conventions) -> list[tuple[tuple[tuple[str, Value], ...], Conventions]]:
+    """A preset, its one-convention and its two-convention variants (values of the rows that
+    are searched), each with the changes that make it."""
+    singles = [
+        (row.field, value)
+        for row in CONVENTION_ORDER
+        for value in row.values
+        if value != getattr(preset, row.field)
+    ]
+    found: list[tuple[tuple[tuple[str, Value], ...], Conventions]] = [((), preset)]
+    for size in (1, 2):
+        for chosen in combinations(singles, size):
+            if len({name for name, _ in chosen}) < size:
+                continue
+            found.append((chosen, replace(preset, **dict(chosen))))
+    return found
+
+
+def _search(evaluate: _Evaluator, target: Target, notes: tuple[str, ...]) -> Explanation:
+    """Every preset and its one- and two-convention variants: those that reproduce the
+    target, or the closest."""
+    words = {row.field: row.word for row in CONVENTION_ORDER}
+    candidates: list[Candidate] = []
+    seen: set[Conventions] = set()
+    for preset in PRESETS:
+        for chosen, conventions in _variants(preset.conventions):
+            key = replace(conventions, protocol="")
+            if key in seen:
+                continue
+            seen.add(key)
+            value, _ = evaluate(conventions)
+            options = tuple((name, words[name](v)) for name, v in chosen)
+            candidates.append(Candidate(preset.name, options, value))
+    hits = [c for c in candidates if target.matches(c.map)]
+    if hits:
+        shown = sorted(hits, key=lambda c: len(c.options))
+    else:
+        shown = sorted(candidates, key=lambda c: (abs(c.map - target.value), len(c.options)))[:CLOSEST]
+    return Explanation(
+        None, None, target=target, candidates=tuple(shown), reproduced=bool(hits),
+        tried=len(candidates), evaluations=evaluate.evaluations,
+        notes=(*((target.note,) if target.note else ()), *notes),
+    )  # fmt: skip
