@@ -30,6 +30,9 @@ _WHERE = {
     "EvalReport": "vocmatch.evidence.run_report",
     "Evidence": "vocmatch.evidence.run_report",
     "compare": "vocmatch.run.compare",
+    "explain": "vocmatch.run.explain",
+    "ExplainRequest": "vocmatch.run.explain",
+    "Explanation": "vocmatch.run.explain",
     "DiffRequest": "vocmatch.run.compare",
     "DiffReport": "vocmatch.run.compare",
     "find_suspects": "vocmatch.run.find_suspects",
@@ -85,6 +88,8 @@ __all__ = [
     "Evaluation",
     "Evaluator",
     "Evidence",
+    "ExplainRequest",
+    "Explanation",
     "ImageAnnotation",
     "InputError",
     "LabelEvaluation",
@@ -104,6 +109,7 @@ __all__ = [
     "evaluate_directories",
     "evaluate_labels",
     "evaluator_for",
+    "explain",
     "find_suspects",
     "iou_matrix",
     "nms",
@@ -152,6 +158,7 @@ if TYPE_CHECKING:
         read_states,
     )
     from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
+    from vocmatch.run.explain import ExplainRequest, Explanation, explain
     from vocmatch.run.extras import operating_thresholds
     from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 

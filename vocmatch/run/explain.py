@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal, InvalidOperation
 from itertools import combinations
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 from vocmatch.core.protocol import (
     COCO_IOU_THRESHOLDS,
@@ -47,6 +47,14 @@ from vocmatch.core.protocol import (
     sweep_label,
 )
 from vocmatch.errors import RequestError
+from vocmatch.evidence.explanation import (
+    Attribution,
+    Candidate,
+    ExplainStep,
+    Explanation,
+    Setting,
+    Target,
+)
 from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
 
 if TYPE_CHECKING:
@@ -67,7 +75,6 @@ __all__ = [
     "parse_target",
 ]
 
-Attribution = Literal["steps", "shapley"]
 #: The attributions :func:`explain` offers.
 ATTRIBUTIONS: tuple[Attribution, ...] = ("steps", "shapley")
 #: Shapley values evaluate every subset of the differing conventions: 2^k settings.
@@ -75,7 +82,8 @@ MAX_SHAPLEY_CONVENTIONS = 8
 #: Settings listed as the closest when none reproduces a target.
 CLOSEST = 5
 
-Value = object
+#: A convention's value (each field has its own type).
+Value = Any
 
 
 def _thresholds_words(values: Value) -> str:
@@ -93,7 +101,9 @@ def _word(kind: str) -> Callable[[Value], str]:
         "iou": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
         "name": str,
         "dets": lambda v: "all" if v is None else str(v),
-        "summary": lambda v: "coco: area 'all' of pycocotools' ranges" if v == "coco" else "none",
+        "summary": lambda v: (
+            "pycocotools' AP, area 'all', 101 recall points" if v == "coco" else "mean class AP"
+        ),
         "thresholds": _thresholds_words,
     }
     return words[kind]
@@ -119,10 +129,12 @@ class ConventionRow:
 
 #: The canonical order in which :func:`explain` changes conventions, one row each: geometry
 #: first (areas, the threshold's comparison and value), then which predictions and objects
-#: count (match rule, difficult objects, detections kept), then the summary's area ranges,
-#: the IoU thresholds AP averages over and AP's integration. A convention added to
-#: :class:`~vocmatch.core.protocol.Conventions` is one row here; a field with no row that
-#: differs is changed in a last step named after it.
+#: count (match rule, difficult objects, detections kept), then the IoU thresholds AP
+#: averages over, AP's integration, and last the summary: under ``coco`` the mAP is
+#: pycocotools' AP of the area range "all" (every object: the ranges only split AP_small,
+#: AP_medium and AP_large), read at 101 recall points whatever the integration. A convention
+#: added to :class:`~vocmatch.core.protocol.Conventions` is one row here; a field with no row
+#: that differs is changed in a last step named after it.
 CONVENTION_ORDER: tuple[ConventionRow, ...] = (
     ConventionRow("+1 pixel areas", "pixel_inclusive", _word("pixels"), (False, True)),
     ConventionRow("threshold comparison", "strict_threshold", _word("strict"), (False, True)),
@@ -130,122 +142,16 @@ CONVENTION_ORDER: tuple[ConventionRow, ...] = (
     ConventionRow("match rule", "match_rule", _word("name"), MATCH_RULES),
     ConventionRow("difficult and crowd", "difficult", _word("name"), DIFFICULT_RULES),
     ConventionRow("maximum detections", "max_dets", _word("dets"), (None, 100)),
-    ConventionRow("area ranges", "summary", _word("summary"), SUMMARY_KINDS),
     ConventionRow(
         "AP IoU thresholds", "ap_thresholds", _word("thresholds"), ((0.5,), COCO_IOU_THRESHOLDS)
     ),
     ConventionRow("AP integration", "interpolation", _word("name"), INTERPOLATIONS),
+    ConventionRow("summary and area ranges", "summary", _word("summary"), SUMMARY_KINDS),
 )
 
 #: Fields that change neither the summary mAP nor the matching: carried to the second
 #: setting's values with the last step, never a step of their own.
 _UNCOMPARED = ("protocol", "sweep_thresholds")
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    """One setting evaluated: its conventions, its mAP and each class's AP.
-
-    Attributes:
-        name: The setting as given (a protocol's name, with its overrides).
-        conventions: Its conventions.
-        map: Its summary mAP, as ``vocmatch eval`` reports it.
-        classes: Each class's AP (None for a class with no object counted).
-    """
-
-    name: str
-    conventions: Conventions
-    map: float
-    classes: tuple[tuple[str, float | None], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ExplainStep:
-    """One convention changed (steps), or one convention's share (Shapley).
-
-    Attributes:
-        convention: The convention's label (:data:`CONVENTION_ORDER`).
-        from_value: Its value in the first setting, worded.
-        to_value: Its value in the second, worded.
-        map: The mAP once it is changed (steps); None for a Shapley value.
-        delta: The change it accounts for.
-        classes: Each class's AP after the step (None for a Shapley value or a class with
-            no object) and its delta (None when either side has none).
-    """
-
-    convention: str
-    from_value: str
-    to_value: str
-    map: float | None
-    delta: float
-    classes: tuple[tuple[str, float | None, float | None], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A setting tried by the target search.
-
-    Attributes:
-        protocol: The preset it starts from.
-        options: The conventions changed from the preset, as ``(field, value)`` worded.
-        map: Its summary mAP.
-    """
-
-    protocol: str
-    options: tuple[tuple[str, str], ...]
-    map: float
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A number reported elsewhere, to be reproduced to the digits it gives.
-
-    Attributes:
-        text: As given.
-        value: As a fraction in [0, 1].
-        decimals: The decimal places it gives (as a fraction).
-        note: How it was read, when not as written (a percentage).
-    """
-
-    text: str
-    value: float
-    decimals: int
-    note: str = ""
-
-    def matches(self, value: float) -> bool:
-        """``value`` rounds to the target at its decimals (half-way rounds either way)."""
-        half = 0.5 * 10.0**-self.decimals
-        return abs(value - self.value) <= half * (1 + 1e-9)
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """What :func:`explain` found.
-
-    Attributes:
-        from_setting: The first setting (None for a target search).
-        to_setting: The second setting (None for a target search).
-        attribution: ``"steps"`` or ``"shapley"``.
-        steps: The conventions that differ, in :data:`CONVENTION_ORDER`, with what each
-            accounts for; their deltas add up to the difference of the two mAPs.
-        target: The number searched for.
-        candidates: Settings that reproduce the target, or the closest when none does.
-        reproduced: Some candidate reproduces the target.
-        tried: Distinct settings evaluated by the target search.
-        evaluations: Settings evaluated in all.
-        notes: How the target was read; what the inputs' reading noted.
-    """
-
-    from_setting: Setting | None
-    to_setting: Setting | None
-    attribution: Attribution = "steps"
-    steps: tuple[ExplainStep, ...] = ()
-    target: Target | None = None
-    candidates: tuple[Candidate, ...] = ()
-    reproduced: bool = False
-    tried: int = 0
-    evaluations: int = 0
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,7 +216,9 @@ def parse_target(given: str | float) -> Target:
         decimals += 2
         note = f"target {written} read as a percentage: {number}"
     if not 0 <= number <= 1:
-        raise RequestError("target", "expected an mAP in [0, 1] (or a percentage such as 61.23)", text)
+        raise RequestError(
+            "target", "expected an mAP in [0, 1] (or a percentage such as 61.23)", text
+        )
     return Target(text, float(number), decimals, note)
 
 
@@ -334,7 +242,8 @@ class _Evaluator:
         )
         self.evaluations += 1
         classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
-        found = (evaluation.summary.map, classes)
+        value = evaluation.summary.map
+        found = (math.nan if value is None else value, classes)
         self.found[key] = found
         return found
 
@@ -388,7 +297,9 @@ def explain(
         raise TypeError("explain() takes a request or paths and keywords, not both")
     if request.attribution not in ATTRIBUTIONS:
         known = ", ".join(ATTRIBUTIONS)
-        raise RequestError("attribution", f"no such attribution (known: {known})", str(request.attribution))
+        raise RequestError(
+            "attribution", f"no such attribution (known: {known})", str(request.attribution)
+        )
     target = parse_target(request.target) if request.target is not None else None
     ends = _ends(request, target)
     gt, pred_columns = read_inputs(
@@ -401,10 +312,8 @@ def explain(
     assert ends is not None
     (a_name, a), (b_name, b) = ends
     start, end = evaluate.setting(a_name, a), evaluate.setting(b_name, b)
-    if request.attribution == "shapley":
-        steps = _shapley(evaluate, a, b)
-    else:
-        steps = _steps(evaluate, a, b)
+    attribute = _shapley if request.attribution == "shapley" else _steps
+    steps = attribute(evaluate, a, b)
     return Explanation(
         start, end, request.attribution, steps, evaluations=evaluate.evaluations, notes=notes
     )
@@ -448,7 +357,12 @@ class _Change:
 def _differing(a: Conventions, b: Conventions) -> list[_Change]:
     """The conventions that differ, in the canonical order; fields without a row last."""
     changes = [
-        _Change(row.label, (row.field,), row.word(getattr(a, row.field)), row.word(getattr(b, row.field)))
+        _Change(
+            row.label,
+            (row.field,),
+            row.word(getattr(a, row.field)),
+            row.word(getattr(b, row.field)),
+        )
         for row in CONVENTION_ORDER
         if getattr(a, row.field) != getattr(b, row.field)
     ]
@@ -461,11 +375,15 @@ def _differing(a: Conventions, b: Conventions) -> list[_Change]:
         and getattr(a, f.name) != getattr(b, f.name)
     ]
     for name in others:
-        changes.append(_Change(name.replace("_", " "), (name,), str(getattr(a, name)), str(getattr(b, name))))
+        changes.append(
+            _Change(name.replace("_", " "), (name,), str(getattr(a, name)), str(getattr(b, name)))
+        )
     return changes
 
 
-def _with(a: Conventions, b: Conventions, changes: Sequence[_Change], everything: bool) -> Conventions:
+def _with(
+    a: Conventions, b: Conventions, changes: Sequence[_Change], everything: bool
+) -> Conventions:
     """``a`` with the fields of ``changes`` taken from ``b`` (``b`` itself for every change)."""
     if everything:
         return b
@@ -513,9 +431,9 @@ def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[Expl
     k = len(changes)
     value: dict[frozenset[int], tuple[float, dict[str, float | None]]] = {}
     for size in range(k + 1):
-        for subset in combinations(range(k), size):
-            chosen = [changes[i] for i in subset]
-            value[frozenset(subset)] = evaluate(_with(a, b, chosen, size == k))
+        for members in combinations(range(k), size):
+            chosen = [changes[i] for i in members]
+            value[frozenset(members)] = evaluate(_with(a, b, chosen, size == k))
     names = _class_names(value[frozenset()][1], value[frozenset(range(k))][1])
     steps = []
     for i, change in enumerate(changes):
@@ -524,16 +442,24 @@ def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[Expl
         for subset, (without_map, without) in value.items():
             if i in subset:
                 continue
-            weight = math.factorial(len(subset)) * math.factorial(k - len(subset) - 1) / math.factorial(k)
+            weight = (
+                math.factorial(len(subset))
+                * math.factorial(k - len(subset) - 1)
+                / math.factorial(k)
+            )
             with_map, with_ = value[subset | {i}]
             total += weight * (with_map - without_map)
             for name in names:
                 was, now, sum_ = without.get(name), with_.get(name), per_class[name]
                 per_class[name] = (
-                    None if was is None or now is None or sum_ is None else sum_ + weight * (now - was)
+                    None
+                    if was is None or now is None or sum_ is None
+                    else sum_ + weight * (now - was)
                 )
         classes = tuple((name, None, per_class[name]) for name in names)
-        steps.append(ExplainStep(change.label, change.from_value, change.to_value, None, total, classes))
+        steps.append(
+            ExplainStep(change.label, change.from_value, change.to_value, None, total, classes)
+        )
     return tuple(steps)
 
 
@@ -555,6 +481,10 @@ def _variants(preset: Conventions) -> list[tuple[tuple[tuple[str, Value], ...], 
     return found
 
 
+def _distance(value: float, target: Target) -> float:
+    return abs(value - target.value) if math.isfinite(value) else math.inf
+
+
 def _search(evaluate: _Evaluator, target: Target, notes: tuple[str, ...]) -> Explanation:
     """Every preset and its one- and two-convention variants: those that reproduce the
     target, or the closest."""
@@ -574,7 +504,8 @@ def _search(evaluate: _Evaluator, target: Target, notes: tuple[str, ...]) -> Exp
     if hits:
         shown = sorted(hits, key=lambda c: len(c.options))
     else:
-        shown = sorted(candidates, key=lambda c: (abs(c.map - target.value), len(c.options)))[:CLOSEST]
+        shown = sorted(candidates, key=lambda c: (_distance(c.map, target), len(c.options)))
+        shown = shown[:CLOSEST]
     return Explanation(
         None, None, target=target, candidates=tuple(shown), reproduced=bool(hits),
         tried=len(candidates), evaluations=evaluate.evaluations,
