@@ -109,6 +109,13 @@ class Explanation:
         tried: Distinct settings evaluated by the target search.
         evaluations: Settings evaluated in all.
         notes: How the target was read; what the inputs' reading noted.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.explain("fixtures/demo/gt", "fixtures/demo/pred", "voc07", "coco")
+        >>> total = sum(step.delta for step in found.steps)
+        >>> abs(found.from_setting.map + total - found.to_setting.map) < 1e-12
+        True
     """
 
     from_setting: Setting | None

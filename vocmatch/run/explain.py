@@ -72,6 +72,7 @@ __all__ = [
     "Setting",
     "Target",
     "explain",
+    "explain_columns",
     "parse_target",
 ]
 
@@ -169,6 +170,11 @@ class ExplainRequest(ReadOptions):
             ``shapley``.
         fold_case: Lower-case class names before matching.
         names_of: Names to give the two settings in the report (their protocols' otherwise).
+
+    Example:
+        >>> request = ExplainRequest(gt="g", pred="p", from_protocol="voc07", to_protocol="coco")
+        >>> request.attribution, request.pred_format
+        ('steps', 'voc')
     """
 
     gt: PathLike
@@ -295,53 +301,104 @@ def explain(
         )  # fmt: skip
     elif pred is not None or from_protocol is not None or to_protocol is not None or options:
         raise TypeError("explain() takes a request or paths and keywords, not both")
-    if request.attribution not in ATTRIBUTIONS:
-        known = ", ".join(ATTRIBUTIONS)
-        raise RequestError(
-            "attribution", f"no such attribution (known: {known})", str(request.attribution)
-        )
-    target = parse_target(request.target) if request.target is not None else None
-    ends = _ends(request, target)
+    _plan(request.from_protocol, request.to_protocol, request.target, request.attribution)
     gt, pred_columns = read_inputs(
         Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
     )
-    evaluate = _Evaluator(gt, pred_columns, request.fold_case)
-    notes = tuple(str(note) for note in (*gt.notes, *pred_columns.notes))
-    if target is not None:
-        return _search(evaluate, target, notes)
+    return explain_columns(
+        gt, pred_columns, request.from_protocol, request.to_protocol, target=request.target,
+        attribution=request.attribution, fold_case=request.fold_case, names_of=request.names_of,
+    )  # fmt: skip
+
+
+def explain_columns(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    from_protocol: str | Conventions | None = None,
+    to_protocol: str | Conventions | None = None,
+    *,
+    target: str | float | None = None,
+    attribution: Attribution = "steps",
+    fold_case: bool = False,
+    names_of: tuple[str, str] | None = None,
+) -> Explanation:
+    """:func:`explain` on columns already read (:func:`~vocmatch.run.evaluate.read_inputs`):
+    every setting is evaluated on the same columns.
+
+    Args:
+        gt: The ground truth's columns.
+        pred: The predictions' columns.
+        from_protocol: The first setting.
+        to_protocol: The second setting.
+        target: A reported mAP to reproduce, instead of two settings.
+        attribution: ``steps`` or ``shapley``.
+        fold_case: Lower-case class names before matching.
+        names_of: Names of the two settings in the report.
+
+    Raises:
+        RequestError: As :func:`explain`.
+
+    Example:
+        >>> from vocmatch.run.evaluate import Inputs, read_inputs
+        >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
+        >>> found = explain_columns(gt, pred, "default", "voc12")
+        >>> [(step.convention, step.delta) for step in found.steps]
+        [('+1 pixel areas', 0.0), ('match rule', 0.0)]
+    """
+    parsed, ends = _plan(from_protocol, to_protocol, target, attribution, names_of)
+    evaluate = _Evaluator(gt, pred, fold_case)
+    notes = tuple(str(note) for note in (*gt.notes, *pred.notes))
+    if parsed is not None:
+        return _search(evaluate, parsed, notes)
     assert ends is not None
     (a_name, a), (b_name, b) = ends
     start, end = evaluate.setting(a_name, a), evaluate.setting(b_name, b)
-    attribute = _shapley if request.attribution == "shapley" else _steps
+    attribute = _shapley if attribution == "shapley" else _steps
     steps = attribute(evaluate, a, b)
     return Explanation(
-        start, end, request.attribution, steps, evaluations=evaluate.evaluations, notes=notes
+        start, end, attribution, steps, evaluations=evaluate.evaluations, notes=notes
     )
 
 
-def _ends(
-    request: ExplainRequest, target: Target | None
-) -> tuple[tuple[str, Conventions], tuple[str, Conventions]] | None:
-    """The two settings' names and conventions, checked before any file is read."""
+_Ends = tuple[tuple[str, Conventions], tuple[str, Conventions]]
+
+
+def _plan(
+    from_protocol: str | Conventions | None,
+    to_protocol: str | Conventions | None,
+    target: str | float | None,
+    attribution: str,
+    names_of: tuple[str, str] | None = None,
+) -> tuple[Target | None, _Ends | None]:
+    """The target, or the two settings' names and conventions: checked before any file is
+    read.
+
+    Raises:
+        RequestError: An unknown attribution or protocol, a target that is no mAP, both a
+            target and settings or neither, Shapley values over too many conventions.
+    """
+    if attribution not in ATTRIBUTIONS:
+        known = ", ".join(ATTRIBUTIONS)
+        raise RequestError("attribution", f"no such attribution (known: {known})", attribution)
     if target is not None:
-        if request.from_protocol is not None or request.to_protocol is not None:
+        if from_protocol is not None or to_protocol is not None:
             raise RequestError("target", "is searched for alone: give no settings to compare")
-        return None
-    if request.from_protocol is None or request.to_protocol is None:
-        missing = "from_protocol" if request.from_protocol is None else "to_protocol"
+        return parse_target(target), None
+    if from_protocol is None or to_protocol is None:
+        missing = "from_protocol" if from_protocol is None else "to_protocol"
         raise RequestError(missing, "give two settings to compare, or a target")
-    a = conventions_of(request.from_protocol, "from_protocol")
-    b = conventions_of(request.to_protocol, "to_protocol")
-    names = request.names_of or (a.protocol, b.protocol)
+    a = conventions_of(from_protocol, "from_protocol")
+    b = conventions_of(to_protocol, "to_protocol")
+    names = names_of or (a.protocol, b.protocol)
     differing = len(_differing(a, b))
-    if request.attribution == "shapley" and differing > MAX_SHAPLEY_CONVENTIONS:
+    if attribution == "shapley" and differing > MAX_SHAPLEY_CONVENTIONS:
         raise RequestError(
             "attribution",
             f"Shapley values over {differing} differing conventions need 2^{differing} "
             f"evaluations; at most {MAX_SHAPLEY_CONVENTIONS} conventions are attributed so",
             "shapley",
         )
-    return (names[0], a), (names[1], b)
+    return None, ((names[0], a), (names[1], b))
 
 
 @dataclass(frozen=True, slots=True)
