@@ -33,6 +33,7 @@ from vocmatch.cli.options import (
     quiet_option,
 )
 from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.core.protocol import PROTOCOL_NAMES
 from vocmatch.errors import RequestError
 from vocmatch.readers.formats import prediction_format
 from vocmatch.run.explain import (
@@ -74,7 +75,10 @@ def setting_conventions(flag: str, text: str) -> Conventions:
             f"{flag} {text!r}: begin with a protocol's name, as 'coco --max-dets 300'"
         )
     known = sorted(
-        name for param in _setting_options.params for name in param.opts if name != "--protocol"
+        name
+        for param in _setting_options.params
+        for name in (*param.opts, *param.secondary_opts)
+        if name != "--protocol"
     )
     try:
         ctx = _setting_options.make_context(flag, ["--protocol", *words])
@@ -82,6 +86,13 @@ def setting_conventions(flag: str, text: str) -> Conventions:
         raise click.UsageError(
             f"{flag} {text!r}: no such option {error.option_name} (known: {', '.join(known)})"
         ) from None
+    except click.BadParameter as error:
+        if error.param is not None and error.param.name == "protocol_name":
+            raise click.UsageError(
+                f"{flag} {text!r}: no such protocol {words[0]!r} "
+                f"(known: {', '.join(PROTOCOL_NAMES)})"
+            ) from None
+        raise click.UsageError(f"{flag} {text!r}: {error.format_message()}") from None
     except click.ClickException as error:
         raise click.UsageError(f"{flag} {text!r}: {error.format_message()}") from None
     with ctx.scope(cleanup=False):
@@ -175,9 +186,9 @@ def explain_command(
 
     With --from and --to, the conventions that differ are changed one at a time in a fixed
     order (+1 pixel areas, threshold comparison, match IoU threshold, match rule, difficult
-    and crowd, maximum detections, area ranges, AP IoU thresholds, AP integration); each
-    step shows the mAP after it and its delta, and the deltas add up to the difference of
-    the two settings' mAP, each as vocmatch eval reports it.
+    and crowd, maximum detections, AP IoU thresholds, AP integration, summary and area
+    ranges); each step shows the mAP after it and its delta, and the deltas add up to the
+    difference of the two settings' mAP, each as vocmatch eval reports it.
     """
     if target is not None and (from_text is not None or to_text is not None):
         raise click.UsageError("--target is searched for alone: give no --from or --to")

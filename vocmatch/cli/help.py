@@ -206,7 +206,7 @@ EPILOGS: dict[str, str] = {
     "vocmatch explain": (
         "Examples:\n"
         "  vocmatch explain gt/ pred/ --from voc07 --to coco\n"
-        "  vocmatch explain gt/ pred/ --from coco --to 'coco --max-dets 300' --format json\n"
+        "  vocmatch explain gt/ pred/ --from coco --to 'coco --max-dets 300'\n"
         "  vocmatch explain gt/ pred/ --target 0.6123"
     ),
     "vocmatch lint": (
