@@ -119,7 +119,7 @@ def test_steps_follow_the_canonical_order() -> None:
         (
             "summary and area ranges",
             "mean class AP",
-            "pycocotools' AP, area 'all', 101 recall points",
+            "COCOeval, area all",
         ),
     ]
 

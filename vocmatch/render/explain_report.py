@@ -11,6 +11,7 @@ import dataclasses
 import html
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -92,15 +93,43 @@ def explain_json(found: Explanation) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _bar(delta: float, scale: float, width: int = 12) -> Text:
-    """A delta as a bar of the waterfall: right for a gain (green), left for a loss (red)."""
-    cells = 0 if scale == 0 else round(abs(delta) / scale * width)
-    if delta != 0 and cells == 0:
-        cells = 1
-    half = " " * width
-    if delta >= 0:
-        return Text(half + "│") + Text("█" * cells, style="green") + Text(" " * (width - cells))
-    return Text(" " * (width - cells)) + Text("█" * cells, style="red") + Text("│" + half)
+#: Characters of the terminal waterfall's bars.
+WATERFALL_WIDTH = 30
+
+
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """Where the waterfall's column starts and how wide an mAP unit is."""
+
+    low: float
+    per_unit: float
+
+    @classmethod
+    def of(cls, levels: list[float], width: int) -> _Scale:
+        finite = [v for v in levels if math.isfinite(v)] or [0.0]
+        low, high = min(finite), max(finite)
+        # The ends' bars start at the column's left: a little below the lowest level.
+        low = max(0.0, low - 0.25 * (high - low)) if high > low else max(0.0, low - 0.1)
+        return cls(low, width / (high - low) if high > low else width / max(high, 1e-12))
+
+    def cell(self, value: float) -> int:
+        return round((value - self.low) * self.per_unit)
+
+
+def _bar(before: float | None, after: float, scale: _Scale, width: int) -> Text:
+    """One row of the waterfall: an end's bar from the left (blue), or a step's bar from the
+    mAP before it to the mAP after it (green up, red down; a dim tick for no change)."""
+    if not math.isfinite(after) or (before is not None and not math.isfinite(before)):
+        return Text("")
+    if before is None:
+        cells = max(scale.cell(after), 0)
+        return Text("█" * cells, style="blue") + Text(" " * (width - cells))
+    left, right = sorted((scale.cell(before), scale.cell(after)))
+    if round(after - before, 4) == 0:
+        return Text(" " * left) + Text("│", style="dim") + Text(" " * (width - left - 1))
+    style = "green" if after > before else "red"
+    cells = max(right - left, 1)
+    return Text(" " * left) + Text("█" * cells, style=style) + Text(" " * (width - left - cells))
 
 
 def _waterfall(found: Explanation) -> Table:
@@ -118,18 +147,26 @@ def _waterfall(found: Explanation) -> Table:
     table.add_column("to")
     table.add_column("mAP", justify="right")
     table.add_column("delta", justify="right")
-    table.add_column("", no_wrap=True)
-    scale = max((abs(s.delta) for s in found.steps if math.isfinite(s.delta)), default=0.0)
-    table.add_row(name_cell(start.name), "", "", number_text(_number(start.map)), "", "")
+    table.add_column("", no_wrap=True, min_width=WATERFALL_WIDTH + 1)
+    # Each step floats from the level before it; Shapley values are stacked in order.
+    levels = [start.map]
     for step in found.steps:
+        levels.append(levels[-1] + step.delta if step.map is None else step.map)
+    scale = _Scale.of([*levels, end.map], WATERFALL_WIDTH)
+    width = WATERFALL_WIDTH + 1
+    table.add_row(
+        name_cell(start.name), "", "", number_text(_number(start.map)), "",
+        _bar(None, start.map, scale, width),
+    )  # fmt: skip
+    for step, before, after in zip(found.steps, levels[:-1], levels[1:], strict=True):
         table.add_row(
             step.convention, name_cell(step.from_value), name_cell(step.to_value),
             number_text(_number(step.map)), signed_cell(_number(step.delta)),
-            _bar(step.delta, scale) if math.isfinite(step.delta) else "",
+            _bar(before, after, scale, width),
         )  # fmt: skip
     table.add_row(
         name_cell(end.name), "", "", number_text(_number(end.map)),
-        signed_cell(_number(end.map - start.map)), "",
+        signed_cell(_number(end.map - start.map)), _bar(None, end.map, scale, width),
     )  # fmt: skip
     return table
 

@@ -102,9 +102,7 @@ def _word(kind: str) -> Callable[[Value], str]:
         "iou": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
         "name": str,
         "dets": lambda v: "all" if v is None else str(v),
-        "summary": lambda v: (
-            "pycocotools' AP, area 'all', 101 recall points" if v == "coco" else "mean class AP"
-        ),
+        "summary": lambda v: "COCOeval, area all" if v == "coco" else "mean class AP",
         "thresholds": _thresholds_words,
     }
     return words[kind]
