@@ -32,7 +32,7 @@ _WHERE = {
     "compare": "vocmatch.run.compare",
     "explain": "vocmatch.run.explain",
     "ExplainRequest": "vocmatch.run.explain",
-    "Explanation": "vocmatch.run.explain",
+    "Explanation": "vocmatch.evidence.explanation",
     "DiffRequest": "vocmatch.run.compare",
     "DiffReport": "vocmatch.run.compare",
     "find_suspects": "vocmatch.run.find_suspects",
@@ -142,6 +142,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation, evaluate_directories
     from vocmatch.evaluation.shards.incremental import Evaluator
+    from vocmatch.evidence.explanation import Explanation
     from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.outputs import (
@@ -158,7 +159,7 @@ if TYPE_CHECKING:
         read_states,
     )
     from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
-    from vocmatch.run.explain import ExplainRequest, Explanation, explain
+    from vocmatch.run.explain import ExplainRequest, explain
     from vocmatch.run.extras import operating_thresholds
     from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 
