@@ -146,6 +146,11 @@ def test_target_json() -> None:
         pytest.param(
             ["--from", "coco --iou 2", "--to", "voc07"], "--iou", id="out-of-range-option"
         ),
+        pytest.param(
+            ["--from", "coco --max-dets 1_0", "--to", "voc07"],
+            "--from 'coco --max-dets 1_0': Invalid value for '--max-dets': '1_0'",
+            id="count-inside-a-setting",
+        ),
         pytest.param(["--from", "coco"], "give --from and --to, or --target", id="one-end"),
         pytest.param(["--target", "61"], "--target '61': expected an mAP in [0, 1]", id="61"),
         pytest.param(["--target", "-0.1"], "--target '-0.1'", id="negative-target"),

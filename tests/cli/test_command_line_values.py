@@ -267,6 +267,9 @@ COUNTS = [
     pytest.param(["seg", str(SEG / "gt"), str(SEG / "pred"), "--max-rows"], id="seg-max-rows"),
     pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),
     pytest.param(["suspects", *EVAL, "--jobs"], id="suspects-jobs"),
+    pytest.param(
+        ["explain", *EVAL, "--from", "voc07", "--to", "coco", "--jobs"], id="explain-jobs"
+    ),
 ]
 #: Options whose value holds counts in a form of its own: the value is ``{}`` filled.
 COUNTS_INSIDE = [

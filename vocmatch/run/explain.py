@@ -56,6 +56,7 @@ from vocmatch.evidence.explanation import (
     Target,
 )
 from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
+from vocmatch.words import plural
 
 if TYPE_CHECKING:
     from vocmatch.readers.scan import ColumnSet
@@ -228,6 +229,7 @@ class _Evaluator:
         self.gt, self.pred, self.fold_case = gt, pred, fold_case
         self.found: dict[Conventions, tuple[float, dict[str, float | None]]] = {}
         self.evaluations = 0
+        self.missing_pred: tuple[str, ...] = ()
 
     def __call__(self, conventions: Conventions) -> tuple[float, dict[str, float | None]]:
         key = replace(conventions, protocol="")
@@ -240,11 +242,22 @@ class _Evaluator:
             self.gt, self.pred, conventions, keep_matches=False, fold_case=self.fold_case
         )
         self.evaluations += 1
+        self.missing_pred = evaluation.missing_pred
         classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
         value = evaluation.summary.map
         found = (math.nan if value is None else value, classes)
         self.found[key] = found
         return found
+
+    def notes(self) -> tuple[str, ...]:
+        """What every setting shares and a reader should know: images without predictions."""
+        missing = self.missing_pred
+        if not missing:
+            return ()
+        return (
+            f"{plural(len(missing), 'image')} with no prediction file: their objects count as "
+            f"missed in every setting (first: {missing[0]})",
+        )
 
     def setting(self, name: str, conventions: Conventions) -> Setting:
         value, classes = self(conventions)
@@ -342,15 +355,17 @@ def explain_columns(
     evaluate = _Evaluator(gt, pred, fold_case)
     notes = tuple(str(note) for note in (*gt.notes, *pred.notes))
     if parsed is not None:
-        return _search(evaluate, parsed, notes)
+        found = _search(evaluate, parsed, notes)
+        return replace(found, notes=(*found.notes, *evaluate.notes()))
     assert ends is not None
     (a_name, a), (b_name, b) = ends
     start, end = evaluate.setting(a_name, a), evaluate.setting(b_name, b)
     attribute = _shapley if attribution == "shapley" else _steps
     steps = attribute(evaluate, a, b)
     return Explanation(
-        start, end, attribution, steps, evaluations=evaluate.evaluations, notes=notes
-    )
+        start, end, attribution, steps, evaluations=evaluate.evaluations,
+        notes=(*notes, *evaluate.notes()),
+    )  # fmt: skip
 
 
 _Ends = tuple[tuple[str, Conventions], tuple[str, Conventions]]
