@@ -59,6 +59,7 @@ from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.records import MatchRecords
     from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
@@ -230,17 +231,28 @@ class _Evaluator:
         self.found: dict[Conventions, tuple[float, dict[str, float | None]]] = {}
         self.evaluations = 0
         self.missing_pred: tuple[str, ...] = ()
+        # Match records by conventions but the AP integration, which only their
+        # accumulation reads: the variants of a search share their pairing and matching.
+        self.records: dict[Conventions, MatchRecords] = {}
 
     def __call__(self, conventions: Conventions) -> tuple[float, dict[str, float | None]]:
         key = replace(conventions, protocol="")
         known = self.found.get(key)
         if known is not None:
             return known
-        from vocmatch.evaluation.engine import evaluate_columns
+        from vocmatch.evaluation.from_records import evaluation_of
+        from vocmatch.evaluation.to_records import Asked, match_records
 
-        evaluation = evaluate_columns(
-            self.gt, self.pred, conventions, keep_matches=False, fold_case=self.fold_case
-        )
+        matched = replace(key, interpolation=INTERPOLATIONS[0])
+        records = self.records.get(matched)
+        if records is None:
+            # What evaluate_columns matches for a run that keeps no per-box records.
+            asked = Asked(whole_run=True)
+            records = match_records(
+                self.gt, self.pred, conventions, fold_case=self.fold_case, asked=asked
+            )
+            self.records[matched] = records
+        evaluation = evaluation_of(records, conventions, fold_case=self.fold_case)
         self.evaluations += 1
         self.missing_pred = evaluation.missing_pred
         classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
