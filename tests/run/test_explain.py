@@ -225,6 +225,7 @@ def test_target_none_reproduces_lists_the_closest() -> None:
         pytest.param("1", 1.0, 0, id="one"),
         pytest.param(".5", 0.5, 1, id="no-leading-zero"),
         pytest.param(0.25, 0.25, 2, id="float"),
+        pytest.param(1e-05, 1e-05, 5, id="float-with-exponent"),
     ],
 )
 def test_parse_target(given: str | float, value: float, decimals: int) -> None:
@@ -264,6 +265,18 @@ def test_parse_target_refuses(given: str) -> None:
         ),
         pytest.param({"from_protocol": "coco"}, "to_protocol", "two settings", id="one-end"),
         pytest.param(
+            {"from_protocol": "coco", "to_protocol": "voc07", "names_of": ("a",)},
+            "names_of",
+            "two names",
+            id="names-of-one",
+        ),
+        pytest.param(
+            {"from_protocol": 7, "to_protocol": "voc07"},
+            "from_protocol",
+            "expected a protocol name",
+            id="protocol-not-a-name",
+        ),
+        pytest.param(
             {"from_protocol": "coco", "to_protocol": "voc07", "target": "0.5"},
             "target",
             "alone",
@@ -277,7 +290,7 @@ def test_parse_target_refuses(given: str) -> None:
         ),
     ],
 )
-def test_bad_requests_name_their_field(kwargs: dict[str, str], field: str, words: str) -> None:
+def test_bad_requests_name_their_field(kwargs: dict[str, object], field: str, words: str) -> None:
     with pytest.raises(RequestError) as caught:
         explain(*DEMO, **kwargs)  # type: ignore[arg-type]
     assert caught.value.field == field

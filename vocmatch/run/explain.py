@@ -200,7 +200,9 @@ def parse_target(given: str | float) -> Target:
     >>> parse_target("0.6123").decimals, parse_target("61.23").value
     (4, 0.6123)
     """
-    text = repr(given) if isinstance(given, float) else given
+    # A number is read as its shortest repr, written out without an exponent (1e-05 is
+    # 0.00001): its digits are the digits given.
+    text = format(Decimal(repr(given)), "f") if isinstance(given, float) else given
     if isinstance(given, bool) or not isinstance(text, str):
         raise RequestError("target", "expected a number such as 0.6123", str(given))
     written = text.strip()
@@ -407,6 +409,12 @@ def _plan(
     if from_protocol is None or to_protocol is None:
         missing = "from_protocol" if from_protocol is None else "to_protocol"
         raise RequestError(missing, "give two settings to compare, or a target")
+    if names_of is not None and (
+        not isinstance(names_of, tuple)
+        or len(names_of) != 2
+        or not all(isinstance(name, str) for name in names_of)
+    ):
+        raise RequestError("names_of", "expected two names, one for each setting")
     a = conventions_of(from_protocol, "from_protocol")
     b = conventions_of(to_protocol, "to_protocol")
     names = names_of or (a.protocol, b.protocol)
