@@ -246,9 +246,9 @@ def explain_table(found: Explanation) -> RenderableType:
     return Group(*parts)
 
 
-_BAR_WIDTH = 560
+_BAR_WIDTH = 480
 _ROW = 28
-_LABEL = 220
+_LABEL = 400
 
 
 def _svg_waterfall(found: Explanation) -> str:
