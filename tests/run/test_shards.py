@@ -17,7 +17,8 @@ from vocmatch.cli import EXIT_SKIPPED
 from vocmatch.errors import InputError
 from vocmatch.readers.scan import read_column_pair
 from vocmatch.readers.shards import shard_keys
-from vocmatch.run.evaluate import EvalRequest, Inputs, read_inputs, shard_state
+from vocmatch.run.evaluate import EvalRequest, Inputs, shard_state
+from vocmatch.run.read_stage import read_inputs
 
 DEMO = FIXTURES / "demo"
 KEYS = [f"street_0{i}" for i in range(1, 7)]

@@ -18,8 +18,8 @@ from vocmatch.run.evaluate import (
     PathLike,
     Progress,
     ScoreOptions,
-    read_inputs,
 )
+from vocmatch.run.read_stage import read_inputs
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords

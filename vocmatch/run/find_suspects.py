@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import RequestError
-from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions
+from vocmatch.run.read_stage import read_inputs
 
 if TYPE_CHECKING:
     from vocmatch.evidence.suspects import SuspectOptions, SuspectReport

@@ -90,7 +90,7 @@ def evaluated_in_parts(
         run_parts,
     )
     from vocmatch.readers.voc_layout import annotation_folder
-    from vocmatch.run.evaluate import refuse_unpaired_keys
+    from vocmatch.run.read_stage import refuse_unpaired_keys
     from vocmatch.run.remote_inputs import part_options
 
     annotations, _ = annotation_folder(request.gt)

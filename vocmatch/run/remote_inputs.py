@@ -88,7 +88,7 @@ def read_elsewhere(request: EvalRequest) -> Elsewhere | None:
     """
     if not reads_elsewhere(request):
         return None
-    from vocmatch.run.evaluate import refuse_unpaired, refuse_unpaired_keys
+    from vocmatch.run.read_stage import refuse_unpaired, refuse_unpaired_keys
 
     if request.dask is None:
         _refuse_fields(request, NOT_WITH_URLS)

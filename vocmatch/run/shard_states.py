@@ -20,13 +20,12 @@ from vocmatch.run.evaluate import (
     EvalRequest,
     PathLike,
     Progress,
-    chosen_columns,
     prediction_suffixes,
-    read_inputs,
     score_thresholds_of,
     slice_specs,
 )
 from vocmatch.run.extras import Extras, evidence_of, target_of
+from vocmatch.run.read_stage import chosen_columns, read_inputs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -205,7 +204,7 @@ def _shard_on_dask(
 ) -> ShardState:
     """:func:`shard_state` of a request read on its cluster: the shard's files read and
     matched by the workers, their states merged."""
-    from vocmatch.run.evaluate import refuse_unpaired_keys
+    from vocmatch.run.read_stage import refuse_unpaired_keys
     from vocmatch.run.remote_inputs import shard_on_dask
 
     found = shard_on_dask(request, shard)

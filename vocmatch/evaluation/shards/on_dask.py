@@ -47,7 +47,6 @@ from vocmatch.evaluation.shards.parts import (
     PartListing,
     PartOptions,
     PartResult,
-    ReadCounts,
     check_images,
     part_state,
     read_counts,
@@ -75,7 +74,6 @@ __all__ = [
     "DaskParts",
     "Part",
     "PartResult",
-    "ReadCounts",
     "dask_client",
     "dask_installed",
     "evaluate_on_dask",
@@ -391,7 +389,9 @@ def records_on_dask(
     check_images(merged.keys, listing.expected(results))
     gt_skipped, pred_skipped = listing.skipped(results)
     orphans = listing.orphans(results)
-    gt_notes, pred_notes = read_counts(results).notes(options)
+    gt_notes, pred_notes = read_counts(results).notes(
+        options.class_choice, options.fold_case, options.geometry
+    )
     skipped = (*skipped_by_path(gt_skipped), *skipped_by_path(pred_skipped))
     evaluation = merged.result(
         skipped=skipped,

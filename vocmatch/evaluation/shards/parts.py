@@ -19,8 +19,9 @@ and the geometry (:func:`read_part`) and matches its images; who runs the tasks 
 
 Either way the joined images are checked to be exactly the listed ones (a run never
 reports on part of its images), and the notes of the class choice and the geometry are
-worded from the counts of every part (:class:`ReadCounts`): the numbers and the notes of
-one process on the same files, because the records are the same and the accumulation is
+worded from the counts of every part
+(:class:`~vocmatch.evaluation.shards.reading_notes.ReadCounts`): the numbers and the notes
+of one process on the same files, because the records are the same and the accumulation is
 the same code.
 """
 
@@ -38,15 +39,16 @@ import numpy as np
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import DistributedError, InputError, no_annotation_files
-from vocmatch.evaluation.class_map import ClassChoice, choice_notes, choose_classes, class_counts
+from vocmatch.evaluation.class_map import ClassChoice, choose_classes
 from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.shards.reading_notes import ReadCounts
 from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing
 from vocmatch.readers.remote import StorageOptions, list_location, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
-from vocmatch.readers.shapes import Geometry, geometry_note, shape_counts, with_geometry
+from vocmatch.readers.shapes import Geometry, with_geometry
 from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
 
 if TYPE_CHECKING:
@@ -62,7 +64,6 @@ __all__ = [
     "PartRecords",
     "PartResult",
     "PartRunner",
-    "ReadCounts",
     "ScoreCounts",
     "check_images",
     "gathered_parts",
@@ -135,79 +136,6 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadCounts:
-    """What the notes of the class choice and of the geometry are worded from, of the files
-    as read: counts that add up over the parts of a run.
-
-    Attributes:
-        gt_classes: Each ground-truth class name and its count of objects, sorted by name.
-        pred_classes: The same of the predictions.
-        gt_shapes: Ground-truth objects that are a shape with a ``<bndbox>``, and alone.
-        pred_shapes: The same of the predictions.
-    """
-
-    gt_classes: tuple[tuple[str, int], ...] = ()
-    pred_classes: tuple[tuple[str, int], ...] = ()
-    gt_shapes: tuple[int, int] = (0, 0)
-    pred_shapes: tuple[int, int] = (0, 0)
-
-    @classmethod
-    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ReadCounts:
-        """The counts of columns as read."""
-        return cls(
-            tuple(sorted(class_counts(gt).items())),
-            tuple(sorted(class_counts(pred).items())),
-            shape_counts(gt),
-            shape_counts(pred),
-        )
-
-    def plus(self, other: ReadCounts) -> ReadCounts:
-        """The counts of both parts."""
-
-        def added(
-            a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
-        ) -> tuple[tuple[str, int], ...]:
-            total = dict(a)
-            for name, count in b:
-                total[name] = total.get(name, 0) + count
-            return tuple(sorted(total.items()))
-
-        return ReadCounts(
-            added(self.gt_classes, other.gt_classes),
-            added(self.pred_classes, other.pred_classes),
-            _pair_sum(self.gt_shapes, other.gt_shapes),
-            _pair_sum(self.pred_shapes, other.pred_shapes),
-        )
-
-    def notes(self, options: PartOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The notes one process adds to the ground truth and to the predictions it read
-        (the class choice's, then the geometry's).
-
-        Raises:
-            InputError: A class chosen is in neither set.
-            AnnotationError: With ``fold_case``, two names of the class map fold to one
-                and map to different classes.
-        """
-        gt_notes: tuple[str, ...] = ()
-        pred_notes: tuple[str, ...] = ()
-        if options.class_choice:
-            gt_notes, pred_notes = choice_notes(
-                dict(self.gt_classes), dict(self.pred_classes), options.class_choice,
-                options.fold_case,
-            )  # fmt: skip
-        sides = (("ground truth", self.gt_shapes), ("predictions", self.pred_shapes))
-        found = [geometry_note(options.geometry, side, *counts) for side, counts in sides]
-        return (
-            (*gt_notes, *([found[0]] if found[0] is not None else [])),
-            (*pred_notes, *([found[1]] if found[1] is not None else [])),
-        )
-
-
-def _pair_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return a[0] + b[0], a[1] + b[1]
-
-
-@dataclass(frozen=True, slots=True)
 class ScoreCounts:
     """How many boxes of each side have a score: enough to tell, over every part, whether
     the ground truth and the predictions were given the wrong way round.
@@ -265,7 +193,7 @@ class PartResult:
     gt_skipped: tuple[SkippedFile, ...]
     pred_skipped: tuple[SkippedFile, ...]
     orphans: tuple[tuple[str, str], ...]
-    counts: ReadCounts = ReadCounts()
+    counts: ReadCounts = dataclasses.field(default_factory=ReadCounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +213,7 @@ class PartRecords:
     gt_skipped: tuple[SkippedFile, ...]
     pred_skipped: tuple[SkippedFile, ...]
     orphans: tuple[tuple[str, str], ...]
-    counts: ReadCounts = ReadCounts()
+    counts: ReadCounts = dataclasses.field(default_factory=ReadCounts)
     scores: ScoreCounts = ScoreCounts()
 
 
@@ -605,7 +533,9 @@ class GatheredParts:
         from vocmatch.evaluation.from_records import Findings, evaluation_of
 
         options = self.options
-        gt_notes, pred_notes = self.counts.notes(options)
+        gt_notes, pred_notes = self.counts.notes(
+            options.class_choice, options.fold_case, options.geometry
+        )
         findings = Findings(
             skipped=(*self.gt_skipped, *self.pred_skipped),
             orphan_pred=tuple(path for _, path in self.orphans),
