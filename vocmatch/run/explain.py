@@ -55,7 +55,8 @@ from vocmatch.evidence.explanation import (
     Setting,
     Target,
 )
-from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions, read_inputs
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions
+from vocmatch.run.read_stage import read_inputs
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
@@ -359,7 +360,8 @@ def explain_columns(
         RequestError: As :func:`explain`.
 
     Example:
-        >>> from vocmatch.run.evaluate import Inputs, read_inputs
+        >>> from vocmatch.run.evaluate import Inputs
+        >>> from vocmatch.run.read_stage import read_inputs
         >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
         >>> found = explain_columns(gt, pred, "default", "voc12")
         >>> tuple((step.convention, step.delta) for step in found.steps)
