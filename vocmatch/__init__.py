@@ -30,6 +30,9 @@ _WHERE = {
     "EvalReport": "vocmatch.evidence.run_report",
     "Evidence": "vocmatch.evidence.run_report",
     "compare": "vocmatch.run.compare",
+    "explain": "vocmatch.run.explain",
+    "ExplainRequest": "vocmatch.run.explain",
+    "Explanation": "vocmatch.evidence.explanation",
     "DiffRequest": "vocmatch.run.compare",
     "DiffReport": "vocmatch.run.compare",
     "find_suspects": "vocmatch.run.find_suspects",
@@ -88,6 +91,8 @@ __all__ = [
     "Evaluation",
     "Evaluator",
     "Evidence",
+    "ExplainRequest",
+    "Explanation",
     "ImageAnnotation",
     "InputError",
     "LabelEvaluation",
@@ -108,6 +113,7 @@ __all__ = [
     "evaluate_directories",
     "evaluate_labels",
     "evaluator_for",
+    "explain",
     "find_suspects",
     "iou_matrix",
     "nms",
@@ -141,6 +147,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation, evaluate_directories
     from vocmatch.evaluation.shards.incremental import Evaluator
+    from vocmatch.evidence.explanation import Explanation
     from vocmatch.evidence.run_report import EvalReport, Evidence
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.render.outputs import (
@@ -157,6 +164,7 @@ if TYPE_CHECKING:
         read_states,
     )
     from vocmatch.run.evaluate_labels import LabelsRequest, evaluate_labels
+    from vocmatch.run.explain import ExplainRequest, explain
     from vocmatch.run.extras import operating_thresholds
     from vocmatch.run.find_suspects import SuspectsRequest, find_suspects
 

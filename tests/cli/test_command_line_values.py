@@ -270,6 +270,9 @@ COUNTS = [
     pytest.param(["suspects", *EVAL, "--max-rows"], id="suspects-max-rows"),
     pytest.param(["suspects", *EVAL, "--jobs"], id="suspects-jobs"),
     pytest.param(["suspects", *EVAL, "--max-per-image"], id="suspects-max-per-image"),
+    pytest.param(
+        ["explain", *EVAL, "--from", "voc07", "--to", "coco", "--jobs"], id="explain-jobs"
+    ),
 ]
 #: Options whose value holds counts in a form of its own: the value is ``{}`` filled.
 COUNTS_INSIDE = [

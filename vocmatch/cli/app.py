@@ -41,6 +41,7 @@ class RichHelpCommand(click.Command):
 COMMAND_MODULES = {
     "diff": "vocmatch.cli.diff_cmd",
     "eval": "vocmatch.cli.eval_cmd",
+    "explain": "vocmatch.cli.explain_cmd",
     "iou": "vocmatch.cli.iou_cmd",
     "lint": "vocmatch.cli.lint_cmd",
     "merge": "vocmatch.cli.merge_cmd",

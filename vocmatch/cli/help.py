@@ -115,6 +115,12 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
         {"name": "Evidence", "options": ["--bootstrap", "--seed", "--significant", "--correction"]},
         {"name": "Performance", "options": ["--jobs", "--help"]},
     ],
+    "vocmatch explain": [
+        {"name": "Settings", "options": ["--from", "--to", "--target", "--attribution"]},
+        {"name": "Inputs", "options": [*_INPUTS, "--fold-case", "--max-file-size"]},
+        {"name": "Output", "options": ["--format", "--output", "--html", "--quiet"]},
+        {"name": "Performance", "options": ["--jobs", "--help"]},
+    ],
     "vocmatch suspects": [
         {"name": "Inputs", "options": [*_INPUTS, "--max-file-size"]},
         {
@@ -180,6 +186,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
 COMMAND_GROUPS: dict[str, list[CommandGroupDict]] = {
     "vocmatch": [
         {"name": "Score predictions", "commands": ["eval", "diff", "merge", "seg"]},
+        {"name": "Compare protocols", "commands": ["explain"]},
         {"name": "Check annotations", "commands": ["lint", "suspects"]},
         {"name": "One pair", "commands": ["iou"]},
     ],
@@ -204,6 +211,12 @@ EPILOGS: dict[str, str] = {
         "  vocmatch eval gt/ pred/ --shard 2/2 --save-state part2.vms\n"
         "  vocmatch merge part1.vms part2.vms\n"
         "  vocmatch merge part*.vms --format json -o result.json"
+    ),
+    "vocmatch explain": (
+        "Examples:\n"
+        "  vocmatch explain gt/ pred/ --from voc07 --to coco\n"
+        "  vocmatch explain gt/ pred/ --from coco --to 'coco --max-dets 300'\n"
+        "  vocmatch explain gt/ pred/ --target 0.6123"
     ),
     "vocmatch lint": (
         "Examples:\n"

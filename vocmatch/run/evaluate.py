@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.evidence.target_thresholds import Target
     from vocmatch.readers.parse import AnnotationSet
+    from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.compare import DiffReport as DiffReport
     from vocmatch.run.compare import DiffRequest as DiffRequest
     from vocmatch.run.compare import compare as compare

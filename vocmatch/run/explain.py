@@ -1,0 +1,600 @@
+"""Why two protocols' mAP differ: what ``vocmatch explain`` does between reading its options
+and rendering, as a library (:func:`explain`, also ``vocmatch.explain``).
+
+The inputs are read once and paired by image; every setting is then evaluated on the same
+columns, so an explanation costs one reading and one evaluation per setting.
+
+* **Steps** (the default attribution): from the first setting, the conventions are changed
+  one at a time to the second's values, in the fixed order of :data:`CONVENTION_ORDER`; each
+  step reports the mAP after it and its delta, the difference of two consecutive mAPs, so the
+  steps add up to the whole difference. The mAP compared is the summary mAP that ``vocmatch
+  eval`` reports (``summary.map``: AP at the AP thresholds, averaged over classes; under the
+  ``coco`` summary, the "all" area range over IoU 0.50:0.95).
+* **Shapley**: each differing convention's Shapley value, its delta averaged over every
+  order of the changes (2^k evaluations for k differing conventions, at most
+  :data:`MAX_SHAPLEY_CONVENTIONS`).
+* **Target**: the presets and their one- and two-convention variants whose mAP rounds to a
+  number reported elsewhere, or the closest when none does.
+
+Example:
+    >>> import vocmatch
+    >>> import warnings
+    >>> warnings.simplefilter("ignore")  # the demo's street_05 has no prediction file
+    >>> found = vocmatch.explain("fixtures/demo/gt", "fixtures/demo/pred", "voc07", "coco")
+    >>> found.steps[0].convention, found.steps[0].delta
+    ('+1 pixel areas', 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+from vocmatch.core.protocol import (
+    COCO_IOU_THRESHOLDS,
+    DIFFICULT_RULES,
+    INTERPOLATIONS,
+    MATCH_RULES,
+    PRESETS,
+    SUMMARY_KINDS,
+    Conventions,
+    conventions_of,
+    sweep_label,
+)
+from vocmatch.errors import RequestError
+from vocmatch.evidence.explanation import (
+    Attribution,
+    Candidate,
+    ExplainStep,
+    Explanation,
+    Setting,
+    Target,
+)
+from vocmatch.run.evaluate import Inputs, PathLike, Progress, ReadOptions
+from vocmatch.run.read_stage import read_inputs
+from vocmatch.words import plural
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.records import MatchRecords
+    from vocmatch.readers.scan import ColumnSet
+
+__all__ = [
+    "ATTRIBUTIONS",
+    "CONVENTION_ORDER",
+    "MAX_SHAPLEY_CONVENTIONS",
+    "ConventionRow",
+    "ExplainRequest",
+    "explain",
+    "explain_columns",
+    "parse_target",
+]
+
+#: The attributions :func:`explain` offers.
+ATTRIBUTIONS: tuple[Attribution, ...] = ("steps", "shapley")
+#: Shapley values evaluate every subset of the differing conventions: 2^k settings.
+MAX_SHAPLEY_CONVENTIONS = 8
+#: Settings listed as the closest when none reproduces a target.
+CLOSEST = 5
+
+#: A convention's value (each field has its own type).
+Value = Any
+
+
+def _thresholds_words(values: Value) -> str:
+    assert isinstance(values, tuple)
+    if values == COCO_IOU_THRESHOLDS:
+        return "0.50:0.95"
+    return ",".join(sweep_label(float(v)) for v in values)
+
+
+def _word(kind: str) -> Callable[[Value], str]:
+    """How a convention's value is written in a report."""
+    words: dict[str, Callable[[Value], str]] = {
+        "pixels": lambda v: "+1 pixel" if v else "continuous",
+        "strict": lambda v: "IoU > t" if v else "IoU >= t",
+        "iou": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
+        "name": str,
+        "dets": lambda v: "all" if v is None else str(v),
+        "summary": lambda v: "COCOeval, area all" if v == "coco" else "mean class AP",
+        "thresholds": _thresholds_words,
+    }
+    return words[kind]
+
+
+@dataclass(frozen=True, slots=True)
+class ConventionRow:
+    """One convention of the canonical order.
+
+    Attributes:
+        label: The convention as a report names it.
+        field: The :class:`~vocmatch.core.protocol.Conventions` field it sets.
+        word: How its value is written.
+        values: The values the target search tries (none: not searched, as a threshold
+            that changes the counts but not the mAP).
+    """
+
+    label: str
+    field: str
+    word: Callable[[Value], str]
+    values: tuple[Value, ...] = ()
+
+
+#: The canonical order in which :func:`explain` changes conventions, one row each: geometry
+#: first (areas, the threshold's comparison and value), then which predictions and objects
+#: count (match rule, difficult objects, detections kept), then the IoU thresholds AP
+#: averages over, AP's integration, and last the summary: under ``coco`` the mAP is
+#: pycocotools' AP of the area range "all" (every object: the ranges only split AP_small,
+#: AP_medium and AP_large), read at 101 recall points whatever the integration. A convention
+#: added to :class:`~vocmatch.core.protocol.Conventions` is one row here; a field with no row
+#: that differs is changed in a last step named after it.
+CONVENTION_ORDER: tuple[ConventionRow, ...] = (
+    ConventionRow("+1 pixel areas", "pixel_inclusive", _word("pixels"), (False, True)),
+    ConventionRow("threshold comparison", "strict_threshold", _word("strict"), (False, True)),
+    ConventionRow("match IoU threshold", "iou_threshold", _word("iou")),
+    ConventionRow("match rule", "match_rule", _word("name"), MATCH_RULES),
+    ConventionRow("difficult and crowd", "difficult", _word("name"), DIFFICULT_RULES),
+    ConventionRow("maximum detections", "max_dets", _word("dets"), (None, 100)),
+    ConventionRow(
+        "AP IoU thresholds", "ap_thresholds", _word("thresholds"), ((0.5,), COCO_IOU_THRESHOLDS)
+    ),
+    ConventionRow("AP integration", "interpolation", _word("name"), INTERPOLATIONS),
+    ConventionRow("summary and area ranges", "summary", _word("summary"), SUMMARY_KINDS),
+)
+
+#: Fields that change neither the summary mAP nor the matching: carried to the second
+#: setting's values with the last step, never a step of their own.
+_UNCOMPARED = ("protocol", "sweep_thresholds")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExplainRequest(ReadOptions):
+    """Two settings to compare, or a target to reproduce, on one set of inputs.
+
+    Attributes:
+        gt: The ground truth (a folder of XML files, or a VOC folder).
+        pred: The predictions.
+        from_protocol: The first setting: a protocol's name or conventions.
+        to_protocol: The second setting.
+        target: A reported mAP to reproduce, as text (``"0.6123"``, ``"61.23"`` for a
+            percentage) or a number; with it, no settings are compared.
+        attribution: ``steps`` (one convention at a time, :data:`CONVENTION_ORDER`) or
+            ``shapley``.
+        fold_case: Lower-case class names before matching.
+        names_of: Names to give the two settings in the report (their protocols' otherwise).
+
+    Example:
+        >>> request = ExplainRequest(gt="g", pred="p", from_protocol="voc07", to_protocol="coco")
+        >>> request.attribution, request.pred_format
+        ('steps', 'voc')
+    """
+
+    gt: PathLike
+    pred: PathLike
+    from_protocol: str | Conventions | None = None
+    to_protocol: str | Conventions | None = None
+    target: str | float | None = None
+    attribution: Attribution = "steps"
+    fold_case: bool = False
+    names_of: tuple[str, str] | None = None
+
+    def folds_case(self) -> bool:
+        """Class names are lower-cased before matching when ``fold_case`` says so."""
+        return self.fold_case
+
+
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+|[0-9]+\.")
+
+
+def parse_target(given: str | float) -> Target:
+    """A reported mAP as a fraction and its digits: ``61.23`` (above 1 with a decimal point)
+    is a percentage.
+
+    Raises:
+        RequestError: Not a number written with digits, or outside [0, 1] (field
+            ``target``).
+
+    >>> parse_target("0.6123").decimals, parse_target("61.23").value
+    (4, 0.6123)
+    """
+    # A number is read as its shortest repr, written out without an exponent (1e-05 is
+    # 0.00001): its digits are the digits given.
+    text = format(Decimal(repr(given)), "f") if isinstance(given, float) else given
+    if isinstance(given, bool) or not isinstance(text, str):
+        raise RequestError("target", "expected a number such as 0.6123", str(given))
+    written = text.strip()
+    if not _NUMBER.fullmatch(written):
+        raise RequestError("target", "expected a number written with digits, such as 0.6123", text)
+    try:
+        number = Decimal(written)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
+        raise RequestError("target", "expected a number such as 0.6123", text) from None
+    decimals = len(written.split(".")[1]) if "." in written else 0
+    note = ""
+    if number > 1 and "." in written and number <= 100:
+        number /= 100
+        decimals += 2
+        note = f"target {written} read as a percentage: {number}"
+    if not 0 <= number <= 1:
+        raise RequestError(
+            "target", "expected an mAP in [0, 1] (or a percentage such as 61.23)", text
+        )
+    return Target(text, float(number), decimals, note)
+
+
+class _Evaluator:
+    """Settings evaluated on inputs read once, each distinct setting once."""
+
+    def __init__(self, gt: ColumnSet, pred: ColumnSet, fold_case: bool) -> None:
+        self.gt, self.pred, self.fold_case = gt, pred, fold_case
+        self.found: dict[Conventions, tuple[float, dict[str, float | None]]] = {}
+        self.evaluations = 0
+        self.missing_pred: tuple[str, ...] = ()
+        # Match records by conventions but the AP integration, which only their
+        # accumulation reads: the variants of a search share their pairing and matching.
+        self.records: dict[Conventions, MatchRecords] = {}
+
+    def __call__(self, conventions: Conventions) -> tuple[float, dict[str, float | None]]:
+        key = replace(conventions, protocol="")
+        known = self.found.get(key)
+        if known is not None:
+            return known
+        from vocmatch.evaluation.from_records import evaluation_of
+        from vocmatch.evaluation.to_records import Asked, match_records
+
+        matched = replace(key, interpolation=INTERPOLATIONS[0])
+        records = self.records.get(matched)
+        if records is None:
+            # What evaluate_columns matches for a run that keeps no per-box records.
+            asked = Asked(whole_run=True)
+            records = match_records(
+                self.gt, self.pred, conventions, fold_case=self.fold_case, asked=asked
+            )
+            self.records[matched] = records
+        evaluation = evaluation_of(records, conventions, fold_case=self.fold_case)
+        self.evaluations += 1
+        self.missing_pred = evaluation.missing_pred
+        classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
+        value = evaluation.summary.map
+        found = (math.nan if value is None else value, classes)
+        self.found[key] = found
+        return found
+
+    def notes(self) -> tuple[str, ...]:
+        """What every setting shares and a reader should know: images without predictions."""
+        missing = self.missing_pred
+        if not missing:
+            return ()
+        return (
+            f"{plural(len(missing), 'image')} with no prediction file: their objects count as "
+            f"missed in every setting (first: {missing[0]})",
+        )
+
+    def setting(self, name: str, conventions: Conventions) -> Setting:
+        value, classes = self(conventions)
+        return Setting(name, conventions, value, tuple(classes.items()))
+
+
+def explain(
+    request: ExplainRequest | PathLike,
+    pred: PathLike | None = None,
+    from_protocol: str | Conventions | None = None,
+    to_protocol: str | Conventions | None = None,
+    *,
+    progress: Progress | None = None,
+    **options: object,
+) -> Explanation:
+    """Explain why two settings' mAP differ, or find the settings that give a reported mAP.
+
+    Args:
+        request: The request, or the ground truth's path.
+        pred: The predictions' path, when ``request`` is a path.
+        from_protocol: The first setting, when ``request`` is a path.
+        to_protocol: The second setting, when ``request`` is a path.
+        progress: Told how many files are read.
+        **options: The other fields of :class:`ExplainRequest`, when ``request`` is a path.
+
+    Returns:
+        The two settings and the steps between them, or the target's candidates.
+
+    Raises:
+        RequestError: No protocol of that name (the known ones listed), a target that is not
+            an mAP, Shapley values over too many conventions, neither two settings nor a
+            target (each names its field).
+        InputError: The inputs cannot be read, or nothing pairs.
+
+    Example:
+        >>> import vocmatch
+        >>> found = vocmatch.explain("fixtures/demo/gt", "fixtures/demo/pred", target="0.625")
+        >>> found.reproduced, found.candidates[0].protocol
+        (True, 'default')
+    """
+    if not isinstance(request, ExplainRequest):
+        if pred is None:
+            raise TypeError("explain() needs the predictions' path after the ground truth's")
+        request = ExplainRequest(
+            gt=request, pred=pred, from_protocol=from_protocol, to_protocol=to_protocol,
+            **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+    elif pred is not None or from_protocol is not None or to_protocol is not None or options:
+        raise TypeError("explain() takes a request or paths and keywords, not both")
+    _plan(request.from_protocol, request.to_protocol, request.target, request.attribution)
+    gt, pred_columns = read_inputs(
+        Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
+    )
+    return explain_columns(
+        gt, pred_columns, request.from_protocol, request.to_protocol, target=request.target,
+        attribution=request.attribution, fold_case=request.fold_case, names_of=request.names_of,
+    )  # fmt: skip
+
+
+def explain_columns(
+    gt: ColumnSet,
+    pred: ColumnSet,
+    from_protocol: str | Conventions | None = None,
+    to_protocol: str | Conventions | None = None,
+    *,
+    target: str | float | None = None,
+    attribution: Attribution = "steps",
+    fold_case: bool = False,
+    names_of: tuple[str, str] | None = None,
+) -> Explanation:
+    """:func:`explain` on columns already read (:func:`~vocmatch.run.evaluate.read_inputs`):
+    every setting is evaluated on the same columns.
+
+    Args:
+        gt: The ground truth's columns.
+        pred: The predictions' columns.
+        from_protocol: The first setting.
+        to_protocol: The second setting.
+        target: A reported mAP to reproduce, instead of two settings.
+        attribution: ``steps`` or ``shapley``.
+        fold_case: Lower-case class names before matching.
+        names_of: Names of the two settings in the report.
+
+    Raises:
+        RequestError: As :func:`explain`.
+
+    Example:
+        >>> from vocmatch.run.evaluate import Inputs
+        >>> from vocmatch.run.read_stage import read_inputs
+        >>> gt, pred = read_inputs(Inputs("fixtures/demo/gt", "fixtures/demo/pred"))
+        >>> found = explain_columns(gt, pred, "default", "voc12")
+        >>> tuple((step.convention, step.delta) for step in found.steps)
+        (('+1 pixel areas', 0.0), ('match rule', 0.0))
+    """
+    parsed, ends = _plan(from_protocol, to_protocol, target, attribution, names_of)
+    evaluate = _Evaluator(gt, pred, fold_case)
+    notes = tuple(str(note) for note in (*gt.notes, *pred.notes))
+    if parsed is not None:
+        found = _search(evaluate, parsed, notes)
+        return replace(found, notes=(*found.notes, *evaluate.notes()))
+    assert ends is not None
+    (a_name, a), (b_name, b) = ends
+    start, end = evaluate.setting(a_name, a), evaluate.setting(b_name, b)
+    attribute = _shapley if attribution == "shapley" else _steps
+    steps = attribute(evaluate, a, b)
+    return Explanation(
+        start, end, attribution, steps, evaluations=evaluate.evaluations,
+        notes=(*notes, *evaluate.notes()),
+    )  # fmt: skip
+
+
+_Ends = tuple[tuple[str, Conventions], tuple[str, Conventions]]
+
+
+def _plan(
+    from_protocol: str | Conventions | None,
+    to_protocol: str | Conventions | None,
+    target: str | float | None,
+    attribution: str,
+    names_of: tuple[str, str] | None = None,
+) -> tuple[Target | None, _Ends | None]:
+    """The target, or the two settings' names and conventions: checked before any file is
+    read.
+
+    Raises:
+        RequestError: An unknown attribution or protocol, a target that is no mAP, both a
+            target and settings or neither, Shapley values over too many conventions.
+    """
+    if attribution not in ATTRIBUTIONS:
+        known = ", ".join(ATTRIBUTIONS)
+        raise RequestError("attribution", f"no such attribution (known: {known})", attribution)
+    if target is not None:
+        if from_protocol is not None or to_protocol is not None:
+            raise RequestError("target", "is searched for alone: give no settings to compare")
+        return parse_target(target), None
+    if from_protocol is None or to_protocol is None:
+        missing = "from_protocol" if from_protocol is None else "to_protocol"
+        raise RequestError(missing, "give two settings to compare, or a target")
+    if names_of is not None and (
+        not isinstance(names_of, tuple)
+        or len(names_of) != 2
+        or not all(isinstance(name, str) for name in names_of)
+    ):
+        raise RequestError("names_of", "expected two names, one for each setting")
+    a = conventions_of(from_protocol, "from_protocol")
+    b = conventions_of(to_protocol, "to_protocol")
+    names = names_of or (a.protocol, b.protocol)
+    differing = len(_differing(a, b))
+    if attribution == "shapley" and differing > MAX_SHAPLEY_CONVENTIONS:
+        raise RequestError(
+            "attribution",
+            f"Shapley values over {differing} differing conventions need 2^{differing} "
+            f"evaluations; at most {MAX_SHAPLEY_CONVENTIONS} conventions are attributed so",
+            "shapley",
+        )
+    return None, ((names[0], a), (names[1], b))
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """A convention that differs between two settings: its label, fields and values."""
+
+    label: str
+    fields: tuple[str, ...]
+    from_value: str
+    to_value: str
+
+
+def _differing(a: Conventions, b: Conventions) -> list[_Change]:
+    """The conventions that differ, in the canonical order; fields without a row last."""
+    changes = [
+        _Change(
+            row.label,
+            (row.field,),
+            row.word(getattr(a, row.field)),
+            row.word(getattr(b, row.field)),
+        )
+        for row in CONVENTION_ORDER
+        if getattr(a, row.field) != getattr(b, row.field)
+    ]
+    ordered = {row.field for row in CONVENTION_ORDER}
+    others = [
+        f.name
+        for f in fields(Conventions)
+        if f.name not in ordered
+        and f.name not in _UNCOMPARED
+        and getattr(a, f.name) != getattr(b, f.name)
+    ]
+    for name in others:
+        changes.append(
+            _Change(name.replace("_", " "), (name,), str(getattr(a, name)), str(getattr(b, name)))
+        )
+    return changes
+
+
+def _with(
+    a: Conventions, b: Conventions, changes: Sequence[_Change], everything: bool
+) -> Conventions:
+    """``a`` with the fields of ``changes`` taken from ``b`` (``b`` itself for every change)."""
+    if everything:
+        return b
+    return replace(a, **{f: getattr(b, f) for change in changes for f in change.fields})
+
+
+def _class_steps(
+    before: dict[str, float | None], after: dict[str, float | None], names: Sequence[str]
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    rows = []
+    for name in names:
+        was, now = before.get(name), after.get(name)
+        rows.append((name, now, None if was is None or now is None else now - was))
+    return tuple(rows)
+
+
+def _class_names(*found: dict[str, float | None]) -> list[str]:
+    return sorted({name for classes in found for name in classes})
+
+
+def _steps(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+    """One convention at a time, in the canonical order; each delta the difference of two
+    consecutive mAPs, so that they telescope to the whole difference."""
+    changes = _differing(a, b)
+    before_map, before = evaluate(a)
+    names = _class_names(before, evaluate(b)[1])
+    steps = []
+    for i, change in enumerate(changes):
+        last = i == len(changes) - 1
+        after_map, after = evaluate(_with(a, b, changes[: i + 1], last))
+        steps.append(
+            ExplainStep(
+                change.label, change.from_value, change.to_value, after_map,
+                after_map - before_map, _class_steps(before, after, names),
+            )
+        )  # fmt: skip
+        before_map, before = after_map, after
+    return tuple(steps)
+
+
+def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+    """Each differing convention's Shapley value: its delta averaged over every order in
+    which the conventions can be changed (every subset evaluated once)."""
+    changes = _differing(a, b)
+    k = len(changes)
+    value: dict[frozenset[int], tuple[float, dict[str, float | None]]] = {}
+    for size in range(k + 1):
+        for members in combinations(range(k), size):
+            chosen = [changes[i] for i in members]
+            value[frozenset(members)] = evaluate(_with(a, b, chosen, size == k))
+    names = _class_names(value[frozenset()][1], value[frozenset(range(k))][1])
+    steps = []
+    for i, change in enumerate(changes):
+        total = 0.0
+        per_class: dict[str, float | None] = dict.fromkeys(names, 0.0)
+        for subset, (without_map, without) in value.items():
+            if i in subset:
+                continue
+            weight = (
+                math.factorial(len(subset))
+                * math.factorial(k - len(subset) - 1)
+                / math.factorial(k)
+            )
+            with_map, with_ = value[subset | {i}]
+            total += weight * (with_map - without_map)
+            for name in names:
+                was, now, sum_ = without.get(name), with_.get(name), per_class[name]
+                per_class[name] = (
+                    None
+                    if was is None or now is None or sum_ is None
+                    else sum_ + weight * (now - was)
+                )
+        classes = tuple((name, None, per_class[name]) for name in names)
+        steps.append(
+            ExplainStep(change.label, change.from_value, change.to_value, None, total, classes)
+        )
+    return tuple(steps)
+
+
+def _variants(preset: Conventions) -> list[tuple[tuple[tuple[str, Value], ...], Conventions]]:
+    """A preset, its one-convention and its two-convention variants (values of the rows that
+    are searched), each with the changes that make it."""
+    singles = [
+        (row.field, value)
+        for row in CONVENTION_ORDER
+        for value in row.values
+        if value != getattr(preset, row.field)
+    ]
+    found: list[tuple[tuple[tuple[str, Value], ...], Conventions]] = [((), preset)]
+    for size in (1, 2):
+        for chosen in combinations(singles, size):
+            if len({name for name, _ in chosen}) < size:
+                continue
+            found.append((chosen, replace(preset, **dict(chosen))))
+    return found
+
+
+def _distance(value: float, target: Target) -> float:
+    return abs(value - target.value) if math.isfinite(value) else math.inf
+
+
+def _search(evaluate: _Evaluator, target: Target, notes: tuple[str, ...]) -> Explanation:
+    """Every preset and its one- and two-convention variants: those that reproduce the
+    target, or the closest."""
+    words = {row.field: row.word for row in CONVENTION_ORDER}
+    candidates: list[Candidate] = []
+    seen: set[Conventions] = set()
+    for preset in PRESETS:
+        for chosen, conventions in _variants(preset.conventions):
+            key = replace(conventions, protocol="")
+            if key in seen:
+                continue
+            seen.add(key)
+            value, _ = evaluate(conventions)
+            options = tuple((name, words[name](v)) for name, v in chosen)
+            candidates.append(Candidate(preset.name, options, value))
+    hits = [c for c in candidates if target.matches(c.map)]
+    if hits:
+        shown = sorted(hits, key=lambda c: len(c.options))
+    else:
+        shown = sorted(candidates, key=lambda c: (_distance(c.map, target), len(c.options)))
+        shown = shown[:CLOSEST]
+    return Explanation(
+        None, None, target=target, candidates=tuple(shown), reproduced=bool(hits),
+        tried=len(candidates), evaluations=evaluate.evaluations,
+        notes=(*((target.note,) if target.note else ()), *notes),
+    )  # fmt: skip
