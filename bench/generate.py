@@ -553,9 +553,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         images=images,
         classes=shape.classes if args.classes is None else args.classes,
         gt_per_image=shape.gt_per_image if args.gt_per_image is None else args.gt_per_image,
-        pred_per_image=shape.pred_per_image
-        if args.pred_per_image is None
-        else args.pred_per_image,
+        pred_per_image=shape.pred_per_image if args.pred_per_image is None else args.pred_per_image,
         seed=args.seed,
     )
     seconds = time.perf_counter() - start
