@@ -20,6 +20,12 @@ Usage::
 
     python bench/generate.py OUT_DIR --images 5000 --classes 20 --gt-per-image 7 \\
         --pred-per-image 100 --seed 0
+    python bench/generate.py OUT_DIR --shape objects365     # 80,000 images, 365 classes
+
+A shape (``SHAPES``) names a preset of the four counts; a flag given beside it overrides
+its count. ``default`` is the set above (its images default to 5,000); ``objects365`` has
+the proportions of Objects365's validation set: 80,000 images, 365 classes, about 15
+ground-truth boxes and exactly 14 predictions per image (1.12 M predictions).
 """
 
 from __future__ import annotations
@@ -63,6 +69,31 @@ WRONG_CLASS_RATE = 0.1
 WRONG_CLASS_SCORE_FACTOR = 0.7
 SCORE_NOISE = 0.08  # standard deviation added to the score of a hit or duplicate
 SCORE_DECIMALS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The counts of a generated set: a preset of ``generate``'s arguments.
+
+    Attributes:
+        images: Number of images.
+        classes: Number of classes.
+        gt_per_image: Mean number of ground-truth boxes per image (Poisson).
+        pred_per_image: Exact number of predictions per image.
+    """
+
+    images: int
+    classes: int
+    gt_per_image: float
+    pred_per_image: int
+
+
+#: The named presets of ``--shape``. ``default`` is the benchmark's set; ``objects365``
+#: is shaped like Objects365's validation set (80,000 images, 365 classes, ~15 objects).
+SHAPES: dict[str, Shape] = {
+    "default": Shape(images=5000, classes=20, gt_per_image=7, pred_per_image=100),
+    "objects365": Shape(images=80_000, classes=365, gt_per_image=15, pred_per_image=14),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,23 +538,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point: generate a dataset and report how long it took."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
-    parser.add_argument("--images", type=int, required=True)
-    parser.add_argument("--classes", type=int, default=20)
-    parser.add_argument("--gt-per-image", type=float, default=7)
-    parser.add_argument("--pred-per-image", type=int, default=100)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="default")
+    parser.add_argument("--images", type=int, help="default: the shape's")
+    parser.add_argument("--classes", type=int, help="default: the shape's")
+    parser.add_argument("--gt-per-image", type=float, help="default: the shape's")
+    parser.add_argument("--pred-per-image", type=int, help="default: the shape's")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    shape = SHAPES[args.shape]
+    images = shape.images if args.images is None else args.images
     start = time.perf_counter()
     generate(
         args.out_dir,
-        images=args.images,
-        classes=args.classes,
-        gt_per_image=args.gt_per_image,
-        pred_per_image=args.pred_per_image,
+        images=images,
+        classes=shape.classes if args.classes is None else args.classes,
+        gt_per_image=shape.gt_per_image if args.gt_per_image is None else args.gt_per_image,
+        pred_per_image=shape.pred_per_image if args.pred_per_image is None else args.pred_per_image,
         seed=args.seed,
     )
     seconds = time.perf_counter() - start
-    print(f"wrote {args.images} images to {args.out_dir} in {seconds:.2f} s")
+    print(f"wrote {images} images to {args.out_dir} in {seconds:.2f} s")
 
 
 if __name__ == "__main__":

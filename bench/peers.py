@@ -9,6 +9,7 @@ and read its peak memory from the parent (``resource.getrusage(RUSAGE_CHILDREN)`
     python bench/peers.py faster-coco-eval bench/data/5000
     python bench/peers.py hotcoco bench/data/5000
     python bench/peers.py vernier bench/data/5000
+    python bench/peers.py ultrafast-pycocotools bench/data/5000
 
 prints one JSON object: ``{"peer": ..., "stats": [12 floats], "seconds": ..., "max_rss_kib": ...}``
 where ``seconds`` covers loading both JSON files and evaluating, without interpreter start-up.
@@ -126,11 +127,40 @@ def run_vernier(gt_json: Path, pred_json: Path) -> list[float]:
     return [float(value) for value in summary.stats]
 
 
+def run_ultrafast_pycocotools(gt_json: Path, pred_json: Path) -> list[float]:
+    """Score predictions with ultrafast-pycocotools (a Rust core behind pycocotools' interface).
+
+    It reads a box-only COCO file into native columns and reproduces pycocotools bit for bit;
+    ``verbose=False`` and ``print_function`` silence its progress lines and summary table.
+
+    Args:
+        gt_json: COCO ground-truth file.
+        pred_json: COCO results file.
+
+    Returns:
+        The 12 ``COCOeval.stats`` numbers.
+    """
+    from ultrafast_pycocotools import COCO, COCOeval
+
+    def quiet(*args: object, **kwargs: object) -> None:
+        """Drop the summary table."""
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO(str(gt_json), verbose=False)
+        coco_pred = coco_gt.loadRes(str(pred_json))
+        evaluation = COCOeval(coco_gt, coco_pred, "bbox", print_function=quiet)
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return [float(value) for value in evaluation.stats]
+
+
 PEERS: dict[str, Callable[[Path, Path], list[float]]] = {
     "pycocotools": run_pycocotools,
     "faster-coco-eval": run_faster_coco_eval,
     "hotcoco": run_hotcoco,
     "vernier": run_vernier,
+    "ultrafast-pycocotools": run_ultrafast_pycocotools,
 }
 
 

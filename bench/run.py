@@ -1,17 +1,26 @@
-"""Time vocmatch against pycocotools, faster-coco-eval, hotcoco and vernier on the same data.
+"""Time vocmatch against pycocotools, faster-coco-eval, hotcoco, vernier and ultrafast-pycocotools.
 
-    python bench/run.py                      # the medium set: 5,000 images, 3 runs each
-    python bench/run.py --images 500 --runs 5
+    python bench/run.py                      # the medium set: 5,000 images, 5 rounds
+    python bench/run.py --set objects365     # 80,000 images, 365 classes, 1.12 M predictions
+    python bench/run.py --images 500 --runs 7
     python bench/run.py --peers hotcoco,vernier --layouts labelimg,cvat
     python bench/run.py --scaling 500,5000,50000 --runs 1
 
 Every tool runs as its own process, in turns (one run of each, then the next round), so
-machine load falls on all of them alike. Wall time covers the whole process: start-up,
-reading the files (XML for vocmatch, in every writer's layout of ``bench/zoo.py``; COCO JSON
-for the peers), evaluating and printing. Peak memory is the process's maximum resident set
-size. Before any time is printed, the 12 COCO numbers of vocmatch on every layout and of
-every peer are compared: every peer must agree with vocmatch to 1e-12, and the layouts
-with each other exactly.
+machine load falls on all of them alike; the figures are medians over the rounds (at least
+5 by default). The 1-minute load average is read before each round: at ``--max-load`` (1.5)
+or above the race is refused, unless ``--noisy`` lets it run with a warning line for each
+such round (and one above the table). Beside each wall time stands the processor time of
+the tool's process and its children (user + system, from ``os.wait4``), which a busy
+machine disturbs less. The ratio columns divide by the fastest peer from JSON (the one with
+the smallest median wall time): wall time, processor time and peak memory.
+
+Wall time covers the whole process: start-up, reading the files (XML for vocmatch, in
+every writer's layout of ``bench/zoo.py``; COCO JSON for the peers), evaluating and
+printing. Peak memory is the process's maximum resident set size. Before any time is
+printed, the 12 COCO numbers of vocmatch on every layout and of every peer are compared:
+every peer must agree with vocmatch to 1e-12 (the report says whether they are equal to the
+bit), and the layouts with each other exactly.
 
 The floor is lxml parsing the same XML files into trees with the same number of processes
 and doing nothing else: what any XML-reading evaluator built on lxml would pay. Below it,
@@ -39,7 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import generate  # noqa: E402
+from generate import SHAPES, generate  # noqa: E402
 from peers import PEERS, lxml_parse_floor  # noqa: E402
 from zoo import LAYOUTS, write_layout  # noqa: E402
 
@@ -57,8 +66,10 @@ COCO_NAMES = (
     "ARm",
     "ARl",
 )
-#: The peers, in the order of the ratio columns (fastest first).
-PEER_ORDER = ("hotcoco", "vernier", "faster-coco-eval", "pycocotools")
+#: The peers, in the order of the summary lines (fastest first, as last measured).
+PEER_ORDER = ("hotcoco", "ultrafast-pycocotools", "vernier", "faster-coco-eval", "pycocotools")
+#: The sets ``--set`` names: bench/generate.py's shapes.
+SETS = tuple(SHAPES)
 VOCMATCH = "vocmatch coco"
 PURE = "vocmatch pure reader: labelimg"
 
@@ -68,17 +79,20 @@ class Measure:
     """One run of one tool."""
 
     seconds: float
+    cpu_seconds: float
     peak_mib: float
     stdout: str
 
 
 def wrapped(command: list[str]) -> list[str]:
-    """Run ``command`` under a tiny Python wrapper that prints the child's own peak RSS."""
+    """Run ``command`` under a tiny Python wrapper that prints the child's own peak RSS and
+    processor time (user + system of the child and the children it waited for)."""
     code = (
         "import os,subprocess,sys\n"
         "p=subprocess.Popen(sys.argv[1:])\n"
         "_,status,usage=os.wait4(p.pid,0)\n"
         "sys.stderr.write('\\nPEAK_KIB %d\\n' % usage.ru_maxrss)\n"
+        "sys.stderr.write('CPU_S %r\\n' % (usage.ru_utime+usage.ru_stime))\n"
         "sys.exit(os.waitstatus_to_exitcode(status))\n"
     )
     return [sys.executable, "-c", code, *command]
@@ -94,21 +108,30 @@ def run_tool(command: list[str]) -> Measure:
             f"{' '.join(command)} failed ({process.returncode}):\n{process.stderr.decode()}"
         )
     peak_kib = 0
+    cpu_seconds = 0.0
     for line in process.stderr.decode().splitlines():
         if line.startswith("PEAK_KIB "):
             peak_kib = int(line.split()[1])
-    return Measure(elapsed, peak_kib / 1024, process.stdout.decode())
+        elif line.startswith("CPU_S "):
+            cpu_seconds = float(line.split()[1])
+    return Measure(elapsed, cpu_seconds, peak_kib / 1024, process.stdout.decode())
 
 
-def ensure_dataset(root: Path, images: int) -> Path:
-    folder = root / str(images)
+def dataset_folder(root: Path, images: int, set_name: str = "default") -> Path:
+    """Where a set of ``images`` images of shape ``set_name`` lives under ``root``."""
+    return root / (str(images) if set_name == "default" else f"{set_name}-{images}")
+
+
+def ensure_dataset(root: Path, images: int, set_name: str = "default") -> Path:
+    folder = dataset_folder(root, images, set_name)
     if not (folder / "coco" / "pred.json").exists():
-        print(f"generating {images:,} images in {folder} ...", flush=True)
-        generate(folder, images)
+        print(f"generating {images:,} images ({set_name}) in {folder} ...", flush=True)
+        shape = SHAPES[set_name]
+        generate(folder, images, shape.classes, shape.gt_per_image, shape.pred_per_image)
     return folder
 
 
-def layout_folder(folder: Path, layout: str, images: int) -> Path:
+def layout_folder(folder: Path, layout: str, images: int, set_name: str = "default") -> Path:
     """The dataset's files in one layout (LabelImg's are the generated set itself)."""
     if layout == "labelimg":
         return folder
@@ -116,7 +139,10 @@ def layout_folder(folder: Path, layout: str, images: int) -> Path:
     done = target / ".complete"
     if not done.exists():
         print(f"writing the {layout} layout of {images:,} images ...", flush=True)
-        write_layout(target, layout, images)
+        shape = SHAPES[set_name]
+        write_layout(
+            target, layout, images, shape.classes, shape.gt_per_image, shape.pred_per_image
+        )
         done.write_text("")
     return target
 
@@ -129,11 +155,11 @@ def vocmatch_command(folder: Path, protocol: str, jobs: int) -> list[str]:
 
 
 def commands(
-    folder: Path, images: int, jobs: int, layouts: list[str], peers: list[str]
+    folder: Path, images: int, jobs: int, layouts: list[str], peers: list[str], set_name: str
 ) -> dict[str, list[str]]:
     tools = {}
     for layout in layouts:
-        files = layout_folder(folder, layout, images)
+        files = layout_folder(folder, layout, images, set_name)
         tools[f"{VOCMATCH}: {layout}"] = vocmatch_command(files, "coco", jobs)
     tools["vocmatch voc12: labelimg"] = vocmatch_command(folder, "voc12", jobs)
     tools[PURE] = ["env", "VOCMATCH_PURE_READER=1", *vocmatch_command(folder, "coco", jobs)]
@@ -172,8 +198,30 @@ def check_numbers(results: dict[str, list[Measure]], peers: list[str]) -> list[f
         worst = max(abs(a - b) for a, b in zip(reference, numbers, strict=True))
         if worst > 1e-12:
             raise SystemExit(f"COCO numbers differ from {peer} by {worst:g}: no timing reported")
-        print(f"12 COCO numbers equal to {peer}'s (largest difference {worst:.1e})")
+        if numbers == reference:
+            print(f"12 COCO numbers equal to {peer}'s to the bit")
+        else:
+            differing = sum(a != b for a, b in zip(reference, numbers, strict=True))
+            print(
+                f"12 COCO numbers equal to {peer}'s within 1e-12: {differing} differ in their "
+                f"last bits (largest difference {worst:.1e})"
+            )
     return reference
+
+
+def load_check(max_load: float, noisy: bool, where: str) -> float:
+    """Read the 1-minute load average; refuse at ``max_load`` or above unless ``noisy``, in
+    which case print a warning line. Returns the load average."""
+    load = os.getloadavg()[0]
+    if load >= max_load:
+        message = (
+            f"load average {load:.2f} >= {max_load} {where}: other processes share the "
+            "processors and the figures are noise"
+        )
+        if not noisy:
+            raise SystemExit(f"refused: {message} (--noisy runs anyway, with a warning)")
+        print(f"WARNING: {message}", file=sys.stderr, flush=True)
+    return load
 
 
 def _read_all(paths: list[Path]) -> int:
@@ -210,38 +258,78 @@ def startup(runs: int) -> None:
         print(f"{name:<24} {statistics.median(kept):>9.3f} {min(kept):>7.3f}")
 
 
+@dataclass(frozen=True)
+class RaceSettings:
+    """How a race is run: rounds, processes and the load it accepts."""
+
+    runs: int
+    jobs: int
+    max_load: float
+    noisy: bool
+
+
 def compare(
-    folder: Path, images: int, jobs: int, runs: int, layouts: list[str], peers: list[str]
+    folder: Path,
+    images: int,
+    settings: RaceSettings,
+    layouts: list[str],
+    peers: list[str],
+    set_name: str = "default",
 ) -> None:
-    tools = commands(folder, images, jobs, layouts, peers)
-    load_before = os.getloadavg()
+    runs, jobs = settings.runs, settings.jobs
+    tools = commands(folder, images, jobs, layouts, peers, set_name)
     results: dict[str, list[Measure]] = {name: [] for name in tools}
     names = list(tools)
+    loads = []
     for round_ in range(runs):
+        loads.append(load_check(settings.max_load, settings.noisy, f"before round {round_ + 1}"))
         # Each round starts one tool later, so no tool always runs right after the same one
         # (a slot after a large run was measurably slower on this machine).
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
             results[name].append(run_tool(tools[name]))
-        print(f"round {round_ + 1}/{runs} done", file=sys.stderr, flush=True)
-    load_after = os.getloadavg()
+        print(
+            f"round {round_ + 1}/{runs} done (load average {loads[-1]:.2f} before it)",
+            file=sys.stderr,
+            flush=True,
+        )
+    load_after = os.getloadavg()[0]
     reference = check_numbers(results, peers)
     print(f"AP {reference[0]:.4f}  AP50 {reference[1]:.4f}  AP75 {reference[2]:.4f}")
+    if max(loads) >= settings.max_load:
+        print(
+            f"\nWARNING: noisy figures: load average up to {max(loads):.2f} before a round "
+            f"(>= {settings.max_load})"
+        )
     print(
-        f"\n{images:,} images, {runs} runs each, interleaved; jobs = {jobs}; "
-        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
+        f"\n{set_name} set, {images:,} images, medians of {runs} interleaved rounds; "
+        f"jobs = {jobs}; load average before each round "
+        f"{', '.join(f'{load:.2f}' for load in loads)}; {load_after:.2f} after\n"
     )
     medians = {name: statistics.median(m.seconds for m in ms) for name, ms in results.items()}
+    cpu = {name: statistics.median(m.cpu_seconds for m in ms) for name, ms in results.items()}
+    peaks = {name: max(m.peak_mib for m in ms) for name, ms in results.items()}
     ratio_peers = [p for p in PEER_ORDER if p in peers]
-    header = f"{'tool':<36} {'median s':>9} {'min s':>7} {'peak MiB':>9}"
-    header += "".join(f" {'/ ' + p:>19}" for p in ratio_peers)
+    fastest_peer = min(peers, key=medians.__getitem__) if peers else None
+    header = f"{'tool':<36} {'wall s':>7} {'cpu s':>7} {'min s':>7} {'peak MiB':>9}"
+    if fastest_peer is not None:
+        header += f" {'wall /':>7} {'cpu /':>7} {'peak /':>7}"
     print(header)
-    for name, measures in results.items():
-        fastest = min(m.seconds for m in measures)
-        peak = max(m.peak_mib for m in measures)
-        line = f"{name:<36} {medians[name]:>9.2f} {fastest:>7.2f} {peak:>9.0f}"
-        line += "".join(f" {medians[name] / medians[p]:>18.2f}x" for p in ratio_peers)
+    for name in results:
+        fastest = min(m.seconds for m in results[name])
+        line = (
+            f"{name:<36} {medians[name]:>7.2f} {cpu[name]:>7.2f} {fastest:>7.2f} "
+            f"{peaks[name]:>9.0f}"
+        )
+        if fastest_peer is not None:
+            line += (
+                f" {medians[name] / medians[fastest_peer]:>6.2f}x"
+                f" {cpu[name] / cpu[fastest_peer]:>6.2f}x"
+                f" {peaks[name] / peaks[fastest_peer]:>6.2f}x"
+            )
         print(line)
+    if fastest_peer is not None:
+        print(f"(ratios: to {fastest_peer}, the fastest peer from JSON)")
     layout_times = {n: t for n, t in medians.items() if n.startswith(VOCMATCH)}
     slowest = max(layout_times, key=layout_times.__getitem__)
     fastest_layout = min(layout_times, key=layout_times.__getitem__)
@@ -257,16 +345,22 @@ def compare(
 
 
 def scaling(root: Path, sizes: list[int], jobs: int, runs: int) -> None:
-    print(f"{'images':>8} {'protocol':<8} {'median s':>9} {'peak MiB':>9} {'ms / 1k images':>15}")
+    print(
+        f"{'images':>8} {'protocol':<8} {'median s':>9} {'cpu s':>7} {'peak MiB':>9} "
+        f"{'ms / 1k images':>15}"
+    )
     for images in sizes:
         folder = ensure_dataset(root, images)
         for protocol in ("coco", "voc12"):
             command = vocmatch_command(folder, protocol, jobs)
             measures = [run_tool(command) for _ in range(runs)]
             median = statistics.median(m.seconds for m in measures)
+            cpu = statistics.median(m.cpu_seconds for m in measures)
             peak = max(m.peak_mib for m in measures)
             per_k = median / images * 1000 * 1000
-            print(f"{images:>8,} {protocol:<8} {median:>9.2f} {peak:>9.0f} {per_k:>15.1f}")
+            print(
+                f"{images:>8,} {protocol:<8} {median:>9.2f} {cpu:>7.2f} {peak:>9.0f} {per_k:>15.1f}"
+            )
 
 
 def byte_compile_vocmatch() -> None:
@@ -285,8 +379,13 @@ def byte_compile_vocmatch() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=HERE / "data")
-    parser.add_argument("--images", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--set", choices=SETS, default="default", dest="set_name")
+    parser.add_argument("--images", type=int, help="default: the set's (5,000; 80,000)")
+    parser.add_argument("--runs", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--max-load", type=float, default=1.5, help="refuse a round at or above")
+    parser.add_argument(
+        "--noisy", action="store_true", help="run above --max-load, with a warning line"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated")
     parser.add_argument("--peers", default=",".join(PEER_ORDER), help="comma-separated")
@@ -320,8 +419,10 @@ def main() -> None:
         if name not in PEERS:
             parser.error(f"unknown peer {name!r} (known: {', '.join(PEERS)})")
     byte_compile_vocmatch()
-    folder = ensure_dataset(args.data, args.images)
-    compare(folder, args.images, args.jobs, args.runs, layouts, peers)
+    images = SHAPES[args.set_name].images if args.images is None else args.images
+    folder = ensure_dataset(args.data, images, args.set_name)
+    settings = RaceSettings(args.runs, args.jobs, args.max_load, args.noisy)
+    compare(folder, images, settings, layouts, peers, args.set_name)
     if args.startup:
         startup(args.startup)
 

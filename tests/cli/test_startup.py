@@ -206,6 +206,8 @@ UNUSED_ON_EVAL = (
     "urllib.request",
     "multiprocessing",
     "concurrent.futures",
+    # Only a run on a Dask cluster quiets loggers.
+    "logging",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -230,10 +231,12 @@ def test_generation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
     assert _all_files(tmp_path / "other") != first
 
 
-@pytest.mark.parametrize("peer", ["faster-coco-eval", "hotcoco", "vernier"])
+@pytest.mark.parametrize(
+    "peer", ["faster-coco-eval", "hotcoco", "vernier", "ultrafast-pycocotools"]
+)
 def test_peers_agree_with_each_other(dataset: Path, peer: str) -> None:
-    """faster-coco-eval, hotcoco and vernier give pycocotools' 12 numbers on the generated
-    set."""
+    """faster-coco-eval, hotcoco, vernier and ultrafast-pycocotools give pycocotools' 12
+    numbers on the generated set."""
     gt_json, pred_json = dataset / "coco" / "gt.json", dataset / "coco" / "pred.json"
     reference = peers.run_pycocotools(gt_json, pred_json)
     assert len(reference) == 12
@@ -247,3 +250,38 @@ def test_lxml_parse_floor_parses_every_object(dataset: Path, jobs: int) -> None:
     gt_data = json.loads((dataset / "coco" / "gt.json").read_text("utf-8"))
     expected = len(gt_data["annotations"]) + IMAGES * PRED_PER_IMAGE
     assert peers.lxml_parse_floor(paths, jobs) == expected
+
+
+def _digest(directory: Path) -> str:
+    """SHA-256 over the relative names and bytes of every file under ``directory``."""
+    digest = hashlib.sha256()
+    for name, content in _all_files(directory).items():
+        digest.update(name.encode() + b"\0" + content)
+    return digest.hexdigest()
+
+
+def test_default_set_keeps_its_bytes(tmp_path: Path) -> None:
+    """The default set of 30 images, seed 0, has the bytes it had before shapes existed, from
+    the library and from ``--shape default``."""
+    expected = "e06f8e3d6682bbaaf592dd77bf4b005e2ca37a08ffab6c317dae03c10d4db45a"
+    generate.generate(tmp_path / "library", images=30, seed=0)
+    generate.main([str(tmp_path / "cli"), "--shape", "default", "--images", "30"])
+    assert _digest(tmp_path / "library") == expected
+    assert _digest(tmp_path / "cli") == expected
+
+
+def test_objects365_shape_is_deterministic_and_shaped(tmp_path: Path) -> None:
+    """``--shape objects365`` writes 365 classes, 14 predictions an image and about 15
+    ground-truth boxes, byte-identical for the same seed."""
+    for name in ("first", "second"):
+        generate.main([str(tmp_path / name), "--shape", "objects365", "--images", "40"])
+    assert _digest(tmp_path / "first") == _digest(tmp_path / "second")
+    gt_data = json.loads((tmp_path / "first" / "coco" / "gt.json").read_text("utf-8"))
+    pred_data = json.loads((tmp_path / "first" / "coco" / "pred.json").read_text("utf-8"))
+    assert generate.SHAPES["objects365"] == generate.Shape(
+        images=80_000, classes=365, gt_per_image=15, pred_per_image=14
+    )
+    assert len(pred_data) == 40 * 14
+    assert 12 <= len(gt_data["annotations"]) / 40 <= 18
+    assert all(len(c["name"]) == len("class364") for c in gt_data["categories"])
+    _assert_coco_matches_xml(tmp_path / "first")

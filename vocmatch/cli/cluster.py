@@ -3,7 +3,6 @@ through fsspec, before the evaluation goes on as in any run."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -131,6 +130,10 @@ def _dask_logs_silenced() -> Iterator[None]:
     through handlers of their own, which their children (``distributed.client``, at a
     level of its own) reach too: those handlers, and the loggers, are set above CRITICAL,
     and set back after the run."""
+    # Only a run on a cluster needs logging (and the string module it imports): a local
+    # run, the demo report in a pre-commit hook, starts without them.
+    import logging
+
     silent = logging.CRITICAL + 1
     loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
     handlers = [handler for logger in loggers for handler in logger.handlers]
