@@ -190,3 +190,33 @@ def test_nothing_pairs_is_said_as_eval_says(tmp_path: Path) -> None:
     assert (code, out) == (eval_code, "")
     assert err == eval_err
     assert "no ground-truth image pairs" in err
+
+
+@pytest.mark.parametrize(
+    ("from_text", "to_text"),
+    [
+        pytest.param("voc07", "coco --nms 0.7 --min-score 0.001", id="voc07-coco-nms"),
+        pytest.param("coco --max-per-image 5", "voc12 --nms 0.5", id="cap-to-nms"),
+        pytest.param("default --nms 0.7 --nms-agnostic", "default", id="agnostic-to-none"),
+    ],
+)
+def test_the_preparation_of_predictions_is_a_step(raw: Path, from_text: str, to_text: str) -> None:
+    """A setting's --min-score, --nms, --nms-agnostic and --max-per-image are the step
+    "prediction pre-processing", first in the order; the ends are the two eval runs with
+    those options, and the steps add up to their difference."""
+    gt, pred = str(raw / "gt"), str(raw / "pred")
+    code, out, err = run_cli(
+        "explain", gt, pred, "--from", from_text, "--to", to_text, "--format", "json"
+    )
+    assert (code, err) == (0, ""), err
+    found = json.loads(out)
+    ends = []
+    for text in (from_text, to_text):
+        words = text.split()
+        single = run_cli("eval", gt, pred, "--protocol", words[0], *words[1:], "--format", "json")
+        ends.append(json.loads(single[1])["summary"]["map"])
+    assert [found["from"]["map"], found["to"]["map"]] == ends
+    assert found["steps"][0]["convention"] == "prediction pre-processing"
+    assert abs(found["from"]["map"] + sum(s["delta"] for s in found["steps"]) - ends[1]) <= 1e-12
+    prepared = found["to"]["settings"]["preparation"]
+    assert (prepared is None) == ("--" not in to_text.replace("--max-dets", ""))

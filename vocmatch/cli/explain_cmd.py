@@ -33,6 +33,7 @@ from vocmatch.cli.options import (
     quiet_option,
 )
 from vocmatch.cli.params import InputPath, OutputPath
+from vocmatch.cli.prepare_options import preparation_extras, preparation_options
 from vocmatch.core.protocol import PROTOCOL_NAMES
 from vocmatch.errors import RequestError
 from vocmatch.readers.formats import prediction_format
@@ -45,6 +46,7 @@ from vocmatch.run.explain import (
 )
 
 if TYPE_CHECKING:
+    from vocmatch.core.preparation import Preparation
     from vocmatch.core.protocol import Conventions
     from vocmatch.evidence.explanation import Attribution, Explanation
     from vocmatch.readers.formats import BoxFormat
@@ -53,13 +55,15 @@ if TYPE_CHECKING:
 
 @click.command("setting", add_help_option=False)
 @convention_options
+@preparation_options
 def _setting_options(**given: Any) -> None:
     """The options of a setting given to --from or --to: those of ``vocmatch eval``."""
 
 
-def setting_conventions(flag: str, text: str) -> Conventions:
-    """The conventions a setting written as on the command line stands for: a protocol's
-    name, then any of ``eval``'s convention options (``coco --max-dets 300``).
+def setting_conventions(flag: str, text: str) -> tuple[Conventions, Preparation | None]:
+    """The conventions a setting written as on the command line stands for, and its
+    preparation of the predictions: a protocol's name, then any of ``eval``'s convention
+    and preparation options (``coco --max-dets 300``, ``ultralytics --nms 0.7``).
 
     Raises:
         click.UsageError: Not a protocol and options (the known ones listed).
@@ -96,7 +100,7 @@ def setting_conventions(flag: str, text: str) -> Conventions:
     except click.ClickException as error:
         raise click.UsageError(f"{flag} {text!r}: {error.format_message()}") from None
     with ctx.scope(cleanup=False):
-        extras = convention_extras()
+        extras = {**convention_extras(), **preparation_extras()}
     values = ctx.params
     try:
         options = ScoreOptions(
@@ -105,7 +109,7 @@ def setting_conventions(flag: str, text: str) -> Conventions:
             pixel_inclusive=values["pixel_inclusive"], match_rule=values["match_rule"],
             difficult=values["difficult"], interpolation=values["interpolation"], **extras,
         )  # fmt: skip
-        return options.conventions()
+        return options.conventions(), options.preparation()
     except RequestError as error:
         raise click.UsageError(f"{flag} {text!r}: {error}") from None
 
@@ -201,7 +205,7 @@ def explain_command(
             parse_target(target)
         except RequestError as error:
             raise click.UsageError(f"--target {target!r}: {error.message}") from None
-    ends: tuple[Conventions | None, Conventions | None] = (None, None)
+    ends: tuple[tuple[Conventions | None, Preparation | None], ...] = ((None, None), (None, None))
     if from_text is not None and to_text is not None:
         ends = (setting_conventions("--from", from_text), setting_conventions("--to", to_text))
     check_outputs(
@@ -218,7 +222,8 @@ def explain_command(
             gt=gt_dir, pred=pred_dir, pred_format=pred_format, box_format=box_format,
             coco_gt=coco_gt, names=names_file, split=split, geometry=geometry,
             max_file_size=max_file_size, jobs=jobs, fold_case=fold_case,
-            from_protocol=ends[0], to_protocol=ends[1], target=target, attribution=attribution,
+            from_protocol=ends[0][0], to_protocol=ends[1][0], from_preparation=ends[0][1],
+            to_preparation=ends[1][1], target=target, attribution=attribution,
             names_of=None if from_text is None or to_text is None else (from_text, to_text),
         )  # fmt: skip
     with library_errors(), progress_display(quiet) as progress:

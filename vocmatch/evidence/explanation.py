@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 
 __all__ = ["Attribution", "Candidate", "ExplainStep", "Explanation", "Setting", "Target"]
@@ -26,12 +27,14 @@ class Setting:
         map: Its summary mAP, as ``vocmatch eval`` reports it (NaN where it reports none:
             no object counted).
         classes: Each class's AP (None for a class with no object counted).
+        preparation: What was done to the predictions before matching (None: nothing).
     """
 
     name: str
     conventions: Conventions
     map: float
     classes: tuple[tuple[str, float | None], ...]
+    preparation: Preparation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,10 +40,14 @@ def _settings(conv: Conventions) -> dict[str, Any]:
 
 
 def _setting(setting: Setting) -> dict[str, Any]:
+    prepared = setting.preparation
     return {
         "name": setting.name,
         "map": _number(setting.map),
-        "settings": _settings(setting.conventions),
+        "settings": {
+            **_settings(setting.conventions),
+            "preparation": None if prepared is None else dataclasses.asdict(prepared),
+        },
         "classes": {name: _number(ap) for name, ap in setting.classes},
     }
 

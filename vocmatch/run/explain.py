@@ -35,6 +35,7 @@ from decimal import Decimal, InvalidOperation
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from vocmatch.core.preparation import ULTRALYTICS_PREPARATION, Preparation
 from vocmatch.core.protocol import (
     COCO_IOU_THRESHOLDS,
     DIFFICULT_RULES,
@@ -46,7 +47,7 @@ from vocmatch.core.protocol import (
     conventions_of,
     sweep_label,
 )
-from vocmatch.errors import RequestError
+from vocmatch.errors import InputError, RequestError
 from vocmatch.evidence.explanation import (
     Attribution,
     Candidate,
@@ -102,8 +103,24 @@ def _word(kind: str) -> Callable[[Value], str]:
         "dets": lambda v: "all" if v is None else str(v),
         "summary": lambda v: "COCOeval, area all" if v == "coco" else "mean class AP",
         "thresholds": _thresholds_words,
+        "preparation": _preparation_words,
     }
     return words[kind]
+
+
+def _preparation_words(value: Value) -> str:
+    """A preparation as the command line would give it (``none``: predictions as given)."""
+    if value is None:
+        return "none"
+    assert isinstance(value, Preparation)
+    parts = []
+    if value.min_score is not None:
+        parts.append(f"score > {value.min_score:g}")
+    if value.nms is not None:
+        parts.append(f"NMS {value.nms:g}{' agnostic' if value.nms_agnostic else ''}")
+    if value.max_per_image is not None:
+        parts.append(f"{value.max_per_image} per image")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +129,9 @@ class ConventionRow:
 
     Attributes:
         label: The convention as a report names it.
-        field: The :class:`~vocmatch.core.protocol.Conventions` field it sets.
+        field: The :class:`~vocmatch.core.protocol.Conventions` field it sets, or
+            ``preparation``: how the predictions are prepared before matching
+            (:class:`~vocmatch.core.preparation.Preparation`, None for none).
         word: How its value is written.
         values: The values the target search tries (none: not searched, as a threshold
             that changes the counts but not the mAP).
@@ -124,8 +143,9 @@ class ConventionRow:
     values: tuple[Value, ...] = ()
 
 
-#: The canonical order in which :func:`explain` changes conventions, one row each: geometry
-#: first (areas, the threshold's comparison and value), then which predictions and objects
+#: The canonical order in which :func:`explain` changes conventions, one row each: the
+#: predictions' preparation first (which predictions there are to match), then geometry
+#: (areas, the threshold's comparison and value), then which predictions and objects
 #: count (match rule, difficult objects, detections kept), then the IoU thresholds AP
 #: averages over, AP's integration, and last the summary: under ``coco`` the mAP is
 #: pycocotools' AP of the area range "all" (every object: the ranges only split AP_small,
@@ -133,6 +153,12 @@ class ConventionRow:
 #: added to :class:`~vocmatch.core.protocol.Conventions` is one row here; a field with no row
 #: that differs is changed in a last step named after it.
 CONVENTION_ORDER: tuple[ConventionRow, ...] = (
+    ConventionRow(
+        "prediction pre-processing",
+        "preparation",
+        _word("preparation"),
+        (None, ULTRALYTICS_PREPARATION),
+    ),
     ConventionRow("+1 pixel areas", "pixel_inclusive", _word("pixels"), (False, True)),
     ConventionRow("threshold comparison", "strict_threshold", _word("strict"), (False, True)),
     ConventionRow("match IoU threshold", "iou_threshold", _word("iou")),
@@ -151,6 +177,36 @@ CONVENTION_ORDER: tuple[ConventionRow, ...] = (
 _UNCOMPARED = ("protocol", "sweep_thresholds")
 
 
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """A setting as evaluated: its conventions and its predictions' preparation.
+
+    Attributes:
+        conventions: The conventions.
+        preparation: What is done to the predictions before matching (None: nothing).
+    """
+
+    conventions: Conventions
+    preparation: Preparation | None = None
+
+    def value(self, field: str) -> Value:
+        """A convention's value (``preparation``, or a field of the conventions)."""
+        if field == "preparation":
+            return self.preparation
+        return getattr(self.conventions, field)
+
+    def with_values(self, values: dict[str, Value]) -> Configuration:
+        """A copy with the values given (by field)."""
+        changed = dict(values)
+        preparation = changed.pop("preparation", self.preparation)
+        conventions = replace(self.conventions, **changed) if changed else self.conventions
+        return Configuration(conventions, preparation)
+
+    def key(self) -> Configuration:
+        """What its evaluation depends on (the protocol's name does not)."""
+        return Configuration(replace(self.conventions, protocol=""), self.preparation)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExplainRequest(ReadOptions):
     """Two settings to compare, or a target to reproduce, on one set of inputs.
@@ -160,6 +216,9 @@ class ExplainRequest(ReadOptions):
         pred: The predictions.
         from_protocol: The first setting: a protocol's name or conventions.
         to_protocol: The second setting.
+        from_preparation: The first setting's preparation of the predictions (None: as
+            given).
+        to_preparation: The second setting's.
         target: A reported mAP to reproduce, as text (``"0.6123"``, ``"61.23"`` for a
             percentage) or a number; with it, no settings are compared.
         attribution: ``steps`` (one convention at a time, :data:`CONVENTION_ORDER`) or
@@ -177,6 +236,8 @@ class ExplainRequest(ReadOptions):
     pred: PathLike
     from_protocol: str | Conventions | None = None
     to_protocol: str | Conventions | None = None
+    from_preparation: Preparation | None = None
+    to_preparation: Preparation | None = None
     target: str | float | None = None
     attribution: Attribution = "steps"
     fold_case: bool = False
@@ -231,29 +292,33 @@ class _Evaluator:
 
     def __init__(self, gt: ColumnSet, pred: ColumnSet, fold_case: bool) -> None:
         self.gt, self.pred, self.fold_case = gt, pred, fold_case
-        self.found: dict[Conventions, tuple[float, dict[str, float | None]]] = {}
+        self.found: dict[Configuration, tuple[float, dict[str, float | None]]] = {}
         self.evaluations = 0
         self.missing_pred: tuple[str, ...] = ()
-        # Match records by conventions but the AP integration, which only their
-        # accumulation reads: the variants of a search share their pairing and matching.
-        self.records: dict[Conventions, MatchRecords] = {}
+        # Match records by setting but the AP integration, which only their accumulation
+        # reads: the variants of a search share their pairing and matching.
+        self.records: dict[Configuration, MatchRecords] = {}
+        # The predictions under each preparation (None: as given).
+        self.prepared: dict[Preparation | None, ColumnSet] = {None: pred}
 
-    def __call__(self, conventions: Conventions) -> tuple[float, dict[str, float | None]]:
-        key = replace(conventions, protocol="")
+    def __call__(self, setting: Configuration) -> tuple[float, dict[str, float | None]]:
+        key = setting.key()
         known = self.found.get(key)
         if known is not None:
             return known
         from vocmatch.evaluation.from_records import evaluation_of
         from vocmatch.evaluation.to_records import Asked, match_records
 
-        matched = replace(key, interpolation=INTERPOLATIONS[0])
+        conventions = setting.conventions
+        matched = key.with_values({"interpolation": INTERPOLATIONS[0]})
         records = self.records.get(matched)
         if records is None:
             # What evaluate_columns matches for a run that keeps no per-box records.
             asked = Asked(whole_run=True)
             records = match_records(
-                self.gt, self.pred, conventions, fold_case=self.fold_case, asked=asked
-            )
+                self.gt, self._predictions(setting.preparation), conventions,
+                fold_case=self.fold_case, asked=asked,
+            )  # fmt: skip
             self.records[matched] = records
         evaluation = evaluation_of(records, conventions, fold_case=self.fold_case)
         self.evaluations += 1
@@ -262,6 +327,20 @@ class _Evaluator:
         value = evaluation.summary.map
         found = (math.nan if value is None else value, classes)
         self.found[key] = found
+        return found
+
+    def _predictions(self, preparation: Preparation | None) -> ColumnSet:
+        """The predictions prepared as a setting says (each preparation once).
+
+        Raises:
+            InputError: A preparation of predictions without a score.
+        """
+        found = self.prepared.get(preparation)
+        if found is None:
+            from vocmatch.evaluation.preparation import prepare_columns
+
+            found = prepare_columns(self.pred, preparation)[0] if preparation else self.pred
+            self.prepared[preparation] = found
         return found
 
     def notes(self) -> tuple[str, ...]:
@@ -274,9 +353,11 @@ class _Evaluator:
             f"missed in every setting (first: {missing[0]})",
         )
 
-    def setting(self, name: str, conventions: Conventions) -> Setting:
-        value, classes = self(conventions)
-        return Setting(name, conventions, value, tuple(classes.items()))
+    def setting(self, name: str, setting: Configuration) -> Setting:
+        value, classes = self(setting)
+        return Setting(
+            name, setting.conventions, value, tuple(classes.items()), setting.preparation
+        )
 
 
 def explain(
@@ -322,13 +403,17 @@ def explain(
         )  # fmt: skip
     elif pred is not None or from_protocol is not None or to_protocol is not None or options:
         raise TypeError("explain() takes a request or paths and keywords, not both")
-    _plan(request.from_protocol, request.to_protocol, request.target, request.attribution)
+    _plan(
+        request.from_protocol, request.to_protocol, request.target, request.attribution,
+        preparations=(request.from_preparation, request.to_preparation),
+    )  # fmt: skip
     gt, pred_columns = read_inputs(
         Inputs(request.gt, request.pred, request), progress.files if progress is not None else None
     )
     return explain_columns(
         gt, pred_columns, request.from_protocol, request.to_protocol, target=request.target,
         attribution=request.attribution, fold_case=request.fold_case, names_of=request.names_of,
+        preparations=(request.from_preparation, request.to_preparation),
     )  # fmt: skip
 
 
@@ -342,6 +427,7 @@ def explain_columns(
     attribution: Attribution = "steps",
     fold_case: bool = False,
     names_of: tuple[str, str] | None = None,
+    preparations: tuple[Preparation | None, Preparation | None] = (None, None),
 ) -> Explanation:
     """:func:`explain` on columns already read (:func:`~vocmatch.run.evaluate.read_inputs`):
     every setting is evaluated on the same columns.
@@ -355,9 +441,11 @@ def explain_columns(
         attribution: ``steps`` or ``shapley``.
         fold_case: Lower-case class names before matching.
         names_of: Names of the two settings in the report.
+        preparations: The two settings' preparations of the predictions (None: as given).
 
     Raises:
         RequestError: As :func:`explain`.
+        InputError: A preparation of predictions without a score.
 
     Example:
         >>> from vocmatch.run.evaluate import Inputs
@@ -367,7 +455,9 @@ def explain_columns(
         >>> tuple((step.convention, step.delta) for step in found.steps)
         (('+1 pixel areas', 0.0), ('match rule', 0.0))
     """
-    parsed, ends = _plan(from_protocol, to_protocol, target, attribution, names_of)
+    parsed, ends = _plan(
+        from_protocol, to_protocol, target, attribution, names_of, preparations=preparations
+    )
     evaluate = _Evaluator(gt, pred, fold_case)
     notes = tuple(str(note) for note in (*gt.notes, *pred.notes))
     if parsed is not None:
@@ -384,7 +474,7 @@ def explain_columns(
     )  # fmt: skip
 
 
-_Ends = tuple[tuple[str, Conventions], tuple[str, Conventions]]
+_Ends = tuple[tuple[str, Configuration], tuple[str, Configuration]]
 
 
 def _plan(
@@ -393,6 +483,8 @@ def _plan(
     target: str | float | None,
     attribution: str,
     names_of: tuple[str, str] | None = None,
+    *,
+    preparations: tuple[Preparation | None, Preparation | None] = (None, None),
 ) -> tuple[Target | None, _Ends | None]:
     """The target, or the two settings' names and conventions: checked before any file is
     read.
@@ -404,8 +496,15 @@ def _plan(
     if attribution not in ATTRIBUTIONS:
         known = ", ".join(ATTRIBUTIONS)
         raise RequestError("attribution", f"no such attribution (known: {known})", attribution)
+    for field, preparation in zip(
+        ("from_preparation", "to_preparation"), preparations, strict=True
+    ):
+        if preparation is not None and not isinstance(preparation, Preparation):
+            raise RequestError(
+                field, f"expected a Preparation or None, got {type(preparation).__name__}"
+            )
     if target is not None:
-        if from_protocol is not None or to_protocol is not None:
+        if from_protocol is not None or to_protocol is not None or any(preparations):
             raise RequestError("target", "is searched for alone: give no settings to compare")
         return parse_target(target), None
     if from_protocol is None or to_protocol is None:
@@ -417,9 +516,9 @@ def _plan(
         or not all(isinstance(name, str) for name in names_of)
     ):
         raise RequestError("names_of", "expected two names, one for each setting")
-    a = conventions_of(from_protocol, "from_protocol")
-    b = conventions_of(to_protocol, "to_protocol")
-    names = names_of or (a.protocol, b.protocol)
+    a = Configuration(conventions_of(from_protocol, "from_protocol"), preparations[0] or None)
+    b = Configuration(conventions_of(to_protocol, "to_protocol"), preparations[1] or None)
+    names = names_of or (a.conventions.protocol, b.conventions.protocol)
     differing = len(_differing(a, b))
     if attribution == "shapley" and differing > MAX_SHAPLEY_CONVENTIONS:
         raise RequestError(
@@ -441,17 +540,12 @@ class _Change:
     to_value: str
 
 
-def _differing(a: Conventions, b: Conventions) -> list[_Change]:
+def _differing(a: Configuration, b: Configuration) -> list[_Change]:
     """The conventions that differ, in the canonical order; fields without a row last."""
     changes = [
-        _Change(
-            row.label,
-            (row.field,),
-            row.word(getattr(a, row.field)),
-            row.word(getattr(b, row.field)),
-        )
+        _Change(row.label, (row.field,), row.word(a.value(row.field)), row.word(b.value(row.field)))
         for row in CONVENTION_ORDER
-        if getattr(a, row.field) != getattr(b, row.field)
+        if a.value(row.field) != b.value(row.field)
     ]
     ordered = {row.field for row in CONVENTION_ORDER}
     others = [
@@ -459,22 +553,22 @@ def _differing(a: Conventions, b: Conventions) -> list[_Change]:
         for f in fields(Conventions)
         if f.name not in ordered
         and f.name not in _UNCOMPARED
-        and getattr(a, f.name) != getattr(b, f.name)
+        and a.value(f.name) != b.value(f.name)
     ]
     for name in others:
         changes.append(
-            _Change(name.replace("_", " "), (name,), str(getattr(a, name)), str(getattr(b, name)))
+            _Change(name.replace("_", " "), (name,), str(a.value(name)), str(b.value(name)))
         )
     return changes
 
 
 def _with(
-    a: Conventions, b: Conventions, changes: Sequence[_Change], everything: bool
-) -> Conventions:
+    a: Configuration, b: Configuration, changes: Sequence[_Change], everything: bool
+) -> Configuration:
     """``a`` with the fields of ``changes`` taken from ``b`` (``b`` itself for every change)."""
     if everything:
         return b
-    return replace(a, **{f: getattr(b, f) for change in changes for f in change.fields})
+    return a.with_values({f: b.value(f) for change in changes for f in change.fields})
 
 
 def _class_steps(
@@ -491,7 +585,7 @@ def _class_names(*found: dict[str, float | None]) -> list[str]:
     return sorted({name for classes in found for name in classes})
 
 
-def _steps(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+def _steps(evaluate: _Evaluator, a: Configuration, b: Configuration) -> tuple[ExplainStep, ...]:
     """One convention at a time, in the canonical order; each delta the difference of two
     consecutive mAPs, so that they telescope to the whole difference."""
     changes = _differing(a, b)
@@ -511,7 +605,7 @@ def _steps(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[Explai
     return tuple(steps)
 
 
-def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[ExplainStep, ...]:
+def _shapley(evaluate: _Evaluator, a: Configuration, b: Configuration) -> tuple[ExplainStep, ...]:
     """Each differing convention's Shapley value: its delta averaged over every order in
     which the conventions can be changed (every subset evaluated once)."""
     changes = _differing(a, b)
@@ -550,21 +644,21 @@ def _shapley(evaluate: _Evaluator, a: Conventions, b: Conventions) -> tuple[Expl
     return tuple(steps)
 
 
-def _variants(preset: Conventions) -> list[tuple[tuple[tuple[str, Value], ...], Conventions]]:
+def _variants(preset: Configuration) -> list[tuple[tuple[tuple[str, Value], ...], Configuration]]:
     """A preset, its one-convention and its two-convention variants (values of the rows that
     are searched), each with the changes that make it."""
     singles = [
         (row.field, value)
         for row in CONVENTION_ORDER
         for value in row.values
-        if value != getattr(preset, row.field)
+        if value != preset.value(row.field)
     ]
-    found: list[tuple[tuple[tuple[str, Value], ...], Conventions]] = [((), preset)]
+    found: list[tuple[tuple[tuple[str, Value], ...], Configuration]] = [((), preset)]
     for size in (1, 2):
         for chosen in combinations(singles, size):
             if len({name for name, _ in chosen}) < size:
                 continue
-            found.append((chosen, replace(preset, **dict(chosen))))
+            found.append((chosen, preset.with_values(dict(chosen))))
     return found
 
 
@@ -577,14 +671,18 @@ def _search(evaluate: _Evaluator, target: Target, notes: tuple[str, ...]) -> Exp
     target, or the closest."""
     words = {row.field: row.word for row in CONVENTION_ORDER}
     candidates: list[Candidate] = []
-    seen: set[Conventions] = set()
+    seen: set[Configuration] = set()
     for preset in PRESETS:
-        for chosen, conventions in _variants(preset.conventions):
-            key = replace(conventions, protocol="")
+        for chosen, setting in _variants(Configuration(preset.conventions)):
+            key = setting.key()
             if key in seen:
                 continue
             seen.add(key)
-            value, _ = evaluate(conventions)
+            try:
+                value, _ = evaluate(setting)
+            except InputError:
+                # A preparation of predictions without a score: not a setting of these.
+                continue
             options = tuple((name, words[name](v)) for name, v in chosen)
             candidates.append(Candidate(preset.name, options, value))
     hits = [c for c in candidates if target.matches(c.map)]
