@@ -381,7 +381,8 @@ def match_all(
         )
         return Matching(hits, gt_ignore, shape)
     parts: list[Hits] = []
-    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
+    first = rule == "unmatched-first"
+    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict, first)
     for piece in scan.pieces(whole=not scored):
         if isinstance(piece, Candidates):
             if scored:

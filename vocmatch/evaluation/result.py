@@ -35,6 +35,7 @@ __all__ = [
     "Outcome",
     "Summary",
     "SweepResult",
+    "UltralyticsStats",
     "case_notes",
     "class_result",
     "coco_summarize",
@@ -241,6 +242,35 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class UltralyticsStats:
+    """The ``ultralytics`` package's four detection numbers.
+
+    Attributes:
+        precision: ``P``: the mean over the classes with ground truth of each one's
+            precision at the confidence of the highest smoothed mean F1.
+        recall: ``R``: likewise, recall.
+        map50: ``mAP50``: mean AP at IoU 0.5 over the classes with ground truth.
+        map50_95: ``mAP50-95``: mean AP over the ten thresholds and those classes.
+        confidence: The confidence P and R are read at.
+    """
+
+    precision: float
+    recall: float
+    map50: float
+    map50_95: float
+    confidence: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The numbers under the package's names (``P``, ``R``, ``mAP50``, ``mAP50-95``)."""
+        return {
+            "P": self.precision,
+            "R": self.recall,
+            "mAP50": self.map50,
+            "mAP50-95": self.map50_95,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """Everything an evaluation found.
 
@@ -253,6 +283,8 @@ class Evaluation:
         missing_pred: Keys of ground-truth images with no prediction file.
         orphan_pred: Prediction files with no ground-truth file.
         coco: pycocotools' 12 numbers under the ``coco`` summary.
+        ultralytics: The ``ultralytics`` package's P, R, mAP50 and mAP50-95 under the
+            ``ultralytics`` summary (``summary.map`` is its mAP50-95).
         notes: Things the user should know about the numbers.
 
     Example:
@@ -271,6 +303,7 @@ class Evaluation:
     orphan_pred: tuple[str, ...] = ()
     coco: CocoStats | None = None
     notes: tuple[str, ...] = ()
+    ultralytics: UltralyticsStats | None = None
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
@@ -617,6 +650,7 @@ def finish(
     missing: tuple[str, ...],
     orphan: tuple[str, ...],
     notes: Sequence[str],
+    ultralytics: UltralyticsStats | None = None,
 ) -> Evaluation:
     """Totals, mAP and the remaining notes around per-image and per-class results."""
     all_notes = list(notes)
@@ -627,8 +661,10 @@ def finish(
             + ", ".join(not_averaged)
         )
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
-    if coco is not None:
-        map_value: float | None = coco.AP if coco.AP > -1 else None
+    if ultralytics is not None:
+        map_value: float | None = ultralytics.map50_95
+    elif coco is not None:
+        map_value = coco.AP if coco.AP > -1 else None
     else:
         map_value = float(np.mean(averaged)) if averaged else None
     tp = sum(i.tp for i in images)
@@ -663,4 +699,5 @@ def finish(
         orphan_pred=orphan,
         coco=coco,
         notes=tuple(all_notes),
+        ultralytics=ultralytics,
     )

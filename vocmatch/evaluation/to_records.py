@@ -135,7 +135,7 @@ def match_records(
     if fold_case:
         gt, pred = stages.fold_columns(gt), stages.fold_columns(pred)
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
-    selection = stages.select_images(gt, pred)
+    selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
     if asked.whole_run:
         check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
