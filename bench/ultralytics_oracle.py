@@ -69,8 +69,10 @@ def _read(path: Path) -> list[tuple[str, tuple[float, ...], bool, float | None]]
 
 
 def _predictions(
-    rng: random.Random, gt: list[tuple[str, tuple[float, ...], bool, float | None]],
-    names: list[str], decimals: int,
+    rng: random.Random,
+    gt: list[tuple[str, tuple[float, ...], bool, float | None]],
+    names: list[str],
+    decimals: int,
 ) -> list[str]:
     out = []
     for name, (x1, y1, x2, y2), _, _ in gt:
@@ -90,8 +92,15 @@ def _predictions(
             out.append(_object_xml(label, box, False, score))
     for _ in range(rng.randint(0, 3)):  # background false positives
         x, y = rng.uniform(0, 560), rng.uniform(0, 400)
-        box = (round(x, 1), round(y, 1), round(x + rng.uniform(5, 80), 1), round(y + rng.uniform(5, 80), 1))
-        out.append(_object_xml(rng.choice(names), box, False, round(rng.uniform(0.01, 0.6), decimals)))
+        box = (
+            round(x, 1),
+            round(y, 1),
+            round(x + rng.uniform(5, 80), 1),
+            round(y + rng.uniform(5, 80), 1),
+        )
+        out.append(
+            _object_xml(rng.choice(names), box, False, round(rng.uniform(0.01, 0.6), decimals))
+        )
     return out
 
 
@@ -109,7 +118,12 @@ def make_sets() -> None:
                 gt_objects, gt = [], []
                 for _ in range(rng.randint(0, 30)):
                     x, y = rng.uniform(0, 600), rng.uniform(0, 440)
-                    box = (round(x), round(y), round(x + rng.uniform(8, 120)), round(y + rng.uniform(8, 120)))
+                    box = (
+                        round(x),
+                        round(y),
+                        round(x + rng.uniform(8, 120)),
+                        round(y + rng.uniform(8, 120)),
+                    )
                     label = rng.choice(names[:3])  # zebra only ever predicted
                     difficult = rng.random() < 0.1
                     gt.append((label, tuple(float(v) for v in box), difficult, None))
@@ -143,6 +157,16 @@ def _image_inputs(set_dir: Path) -> tuple[list[str], list[Any]]:
 
 def oracle() -> None:
     """The package's numbers on every set, written to ``expected.json``."""
+    import ultralytics
+
+    results: dict[str, Any] = {"ultralytics": ultralytics.__version__}
+    for name in SETS:
+        results[name] = oracle_numbers(OUT / name)
+    (OUT / "expected.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def oracle_numbers(set_dir: Path) -> dict[str, Any]:
+    """The package's numbers on one set (``gt/`` and ``pred/`` folders of VOC XML)."""
     import numpy as np
     import torch
     from ultralytics.engine.validator import BaseValidator
@@ -151,45 +175,40 @@ def oracle() -> None:
     class _Matcher:
         iouv = torch.linspace(0.5, 0.95, 10)
 
-    results: dict[str, Any] = {"ultralytics": __import__("ultralytics").__version__}
-    for name in SETS:
-        names, images = _image_inputs(OUT / name)
-        index = {n: i for i, n in enumerate(names)}
-        tps, confs, pred_cls, target_cls = [], [], [], []
-        for gt, pred in images:
-            conf = np.array([p[3] for p in pred], dtype=np.float32)
-            label = [index[p[0]] for p in pred]
-            order = sorted(range(len(pred)), key=lambda j: (-conf[j], label[j], j))
-            pred = [pred[j] for j in order]
-            p_cls = torch.tensor([index[p[0]] for p in pred], dtype=torch.float32)
-            t_cls = torch.tensor([index[g[0]] for g in gt], dtype=torch.float32)
-            if pred and gt:
-                iou = box_iou(
-                    torch.tensor([g[1] for g in gt], dtype=torch.float64),
-                    torch.tensor([p[1] for p in pred], dtype=torch.float64),
-                )
-                tp = BaseValidator.match_predictions(_Matcher(), p_cls, t_cls, iou).numpy()  # type: ignore[arg-type]
-            else:
-                tp = np.zeros((len(pred), 10), dtype=bool)
-            tps.append(tp)
-            confs.append(np.array([p[3] for p in pred], dtype=np.float32))
-            pred_cls.append(p_cls.numpy())
-            target_cls.append(t_cls.numpy())
-        out = ap_per_class(
-            np.concatenate(tps, 0), np.concatenate(confs), np.concatenate(pred_cls),
-            np.concatenate(target_cls),
-        )  # fmt: skip
-        p, r, ap, classes = out[2], out[3], out[5], out[6]
-        results[name] = {
-            "P": float(p.mean()) if len(p) else 0.0,
-            "R": float(r.mean()) if len(r) else 0.0,
-            "mAP50": float(ap[:, 0].mean()) if len(ap) else 0.0,
-            "mAP50-95": float(ap.mean()) if len(ap) else 0.0,
-            "classes": {
-                names[int(c)]: [float(v) for v in ap[i]] for i, c in enumerate(classes)
-            },
-        }
-    (OUT / "expected.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    names, images = _image_inputs(set_dir)
+    index = {n: i for i, n in enumerate(names)}
+    tps, confs, pred_cls, target_cls = [], [], [], []
+    for gt, pred in images:
+        conf = np.array([p[3] for p in pred], dtype=np.float32)
+        label = [index[p[0]] for p in pred]
+        order = sorted(range(len(pred)), key=lambda j: (-conf[j], label[j], j))
+        pred = [pred[j] for j in order]
+        p_cls = torch.tensor([index[p[0]] for p in pred], dtype=torch.float32)
+        t_cls = torch.tensor([index[g[0]] for g in gt], dtype=torch.float32)
+        if pred and gt:
+            iou = box_iou(
+                torch.tensor([g[1] for g in gt], dtype=torch.float64),
+                torch.tensor([p[1] for p in pred], dtype=torch.float64),
+            )
+            tp = BaseValidator.match_predictions(_Matcher(), p_cls, t_cls, iou).numpy()  # type: ignore[arg-type]
+        else:
+            tp = np.zeros((len(pred), 10), dtype=bool)
+        tps.append(tp)
+        confs.append(np.array([p[3] for p in pred], dtype=np.float32))
+        pred_cls.append(p_cls.numpy())
+        target_cls.append(t_cls.numpy())
+    out = ap_per_class(
+        np.concatenate(tps, 0), np.concatenate(confs), np.concatenate(pred_cls),
+        np.concatenate(target_cls),
+    )  # fmt: skip
+    p, r, ap, classes = out[2], out[3], out[5], out[6]
+    return {
+        "P": float(p.mean()) if len(p) else 0.0,
+        "R": float(r.mean()) if len(r) else 0.0,
+        "mAP50": float(ap[:, 0].mean()) if len(ap) else 0.0,
+        "mAP50-95": float(ap.mean()) if len(ap) else 0.0,
+        "classes": {names[int(c)]: [float(v) for v in ap[i]] for i, c in enumerate(classes)},
+    }
 
 
 if __name__ == "__main__":

@@ -101,7 +101,6 @@ def _evenly_spaced(start: float, stop: float, count: int) -> tuple[float, ...]:
 COCO_IOU_THRESHOLDS: tuple[float, ...] = _evenly_spaced(0.5, 0.95, round((0.95 - 0.5) / 0.05) + 1)
 
 
-
 def _float32(value: float) -> float:
     """``value`` rounded to the nearest float32, as a Python float (exactly that float32)."""
     rounded: float = struct.unpack("f", struct.pack("f", value))[0]

@@ -101,7 +101,8 @@ def evaluation_of(
     n_class_gt: list[int] = counts.classes.gt.tolist()
     # Without scores nothing is ranked: no curve, no AP.
     done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None, None)
-    if scored:
+    if scored or (conv.summary == "ultralytics" and notes_in.preds == 0):
+        # The ultralytics summary of no prediction at all: every class's AP, P and R 0.
         done = _accumulated(records, conv, n_class_gt)
     classes = class_results(
         conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
