@@ -18,7 +18,13 @@ from typing import Any, get_args
 
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
-from vocmatch.core.protocol import Conventions, DifficultRule, SummaryKind
+from vocmatch.core.protocol import (
+    Conventions,
+    DifficultRule,
+    IouArithmetic,
+    OperatingPoint,
+    SummaryKind,
+)
 from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.slice_records import ATTRIBUTES, SliceSpec
 from vocmatch.evaluation.thresholds import ScoreThresholds
@@ -97,7 +103,14 @@ CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "max_dets": _max_dets,
     "coco_stats": _flag,
     "sweep_thresholds": _ascending_ious,
+    "iou_arithmetic": _choice(get_args(IouArithmetic)),
+    "operating_point": _choice(get_args(OperatingPoint)),
+    "summary": _choice(("ultralytics",)),
 }
+
+#: Fields a header holds only where they differ from these values (states before them hold
+#: none, and read as these).
+_WRITTEN_IF_SET: Mapping[str, object] = {"iou_arithmetic": "float64", "operating_point": "all"}
 
 #: The header field of :attr:`Conventions.summary <vocmatch.core.protocol.Conventions>`:
 #: states (format versions 2-4) record the kind as ``coco_stats``, true for ``"coco"`` and
@@ -122,6 +135,10 @@ def conventions_header(conventions: Conventions) -> dict[str, Any]:
         value = getattr(conventions, field.name)
         if field.name == "summary":
             header[SUMMARY_FIELD] = value == "coco"
+            if value == "ultralytics":
+                header["summary"] = value
+        elif _WRITTEN_IF_SET.get(field.name, None) == value:
+            continue
         else:
             header[field.name] = list(value) if isinstance(value, tuple) else value
     return header
@@ -159,7 +176,9 @@ def _conventions(value: object, source: str) -> Conventions:
         elif type(field) is int and name == "iou_threshold":
             fields[name] = float(field)
         elif name == SUMMARY_FIELD:
-            fields["summary"] = _summary_kind(field)
+            fields.setdefault("summary", _summary_kind(field))
+        elif name == "summary":
+            fields["summary"] = field
         else:
             fields[name] = field
     try:
