@@ -30,6 +30,9 @@ OUT = ROOT / "fixtures" / "reference" / "ultralytics"
 DATASETS = ROOT.parent / "shared" / "datasets"
 SETS = ("bccd", "cards", "dense")
 
+#: An object read from a file: class, corners, difficult, score (None in ground truth).
+Entry = tuple[str, tuple[float, ...], bool, float | None]
+
 
 def _object_xml(name: str, box: tuple[float, ...], difficult: bool, score: float | None) -> str:
     score_line = "" if score is None else f"\t\t<score>{score}</score>\n"
@@ -50,8 +53,8 @@ def _write(path: Path, key: str, objects: list[str]) -> None:
     )
 
 
-def _read(path: Path) -> list[tuple[str, tuple[float, ...], bool, float | None]]:
-    found = []
+def _read(path: Path) -> list[Entry]:
+    found: list[Entry] = []
     for obj in ET.parse(path).getroot().iter("object"):
         box = obj.find("bndbox")
         assert box is not None
@@ -70,7 +73,7 @@ def _read(path: Path) -> list[tuple[str, tuple[float, ...], bool, float | None]]
 
 def _predictions(
     rng: random.Random,
-    gt: list[tuple[str, tuple[float, ...], bool, float | None]],
+    gt: list[Entry],
     names: list[str],
     decimals: int,
 ) -> list[str]:
@@ -115,7 +118,8 @@ def make_sets() -> None:
             names = ["car", "dog", "person", "zebra"]
             for i in range(40):
                 key = f"img_{i:03d}"
-                gt_objects, gt = [], []
+                gt_objects: list[str] = []
+                gt: list[Entry] = []
                 for _ in range(rng.randint(0, 30)):
                     x, y = rng.uniform(0, 600), rng.uniform(0, 440)
                     box = (
@@ -190,7 +194,7 @@ def oracle_numbers(set_dir: Path) -> dict[str, Any]:
                 torch.tensor([g[1] for g in gt], dtype=torch.float64),
                 torch.tensor([p[1] for p in pred], dtype=torch.float64),
             )
-            tp = BaseValidator.match_predictions(_Matcher(), p_cls, t_cls, iou).numpy()  # type: ignore[arg-type]
+            tp = BaseValidator.match_predictions(_Matcher(), p_cls, t_cls, iou).numpy()
         else:
             tp = np.zeros((len(pred), 10), dtype=bool)
         tps.append(tp)

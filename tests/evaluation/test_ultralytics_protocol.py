@@ -75,8 +75,9 @@ def test_difficult_rules(tmp_path: Path, difficult: str, gt_count: int) -> None:
 
 def test_thresholds_are_float32() -> None:
     assert ULTRALYTICS_IOU_THRESHOLDS[1] == float(np.float32(0.55))
-    assert ULTRALYTICS_IOU_THRESHOLDS == tuple(
-        float(v) for v in np.linspace(0.5, 0.95, 10).astype(np.float32)
+    assert (
+        tuple(float(v) for v in np.linspace(0.5, 0.95, 10).astype(np.float32))
+        == ULTRALYTICS_IOU_THRESHOLDS
     )
     assert protocol("ultralytics").ap_thresholds == ULTRALYTICS_IOU_THRESHOLDS
 

@@ -152,7 +152,9 @@ def _accumulated(
     ultralytics = None
     if conv.summary == "ultralytics":
         places = [levels.index[threshold] for threshold in conv.ap_thresholds]
-        ap_values, ultralytics = ultralytics_summary(records, places, list(n_class_gt))
+        ap_values, ultralytics = ultralytics_summary(
+            records, places, list(n_class_gt), conv.operating_point
+        )
     for k, (ranked, rank) in enumerate(class_rankings(records)):
         bits = _class_bits(preds, ranked, rank)
         coco_ap = None

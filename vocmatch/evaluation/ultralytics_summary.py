@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import trapezoid_ap
+from vocmatch.core.protocol import OperatingPoint
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import UltralyticsStats
 
@@ -51,7 +52,10 @@ def _smooth(values: FloatArray, share: float) -> FloatArray:
 
 
 def ultralytics_summary(
-    records: MatchRecords, levels: list[int], n_class_gt: list[int]
+    records: MatchRecords,
+    levels: list[int],
+    n_class_gt: list[int],
+    operating_point: OperatingPoint = "max-f1",
 ) -> tuple[list[list[float]], UltralyticsStats]:
     """Each class's AP at the AP thresholds, and the four numbers.
 
@@ -60,6 +64,8 @@ def ultralytics_summary(
         levels: The place among the records' matched thresholds of each AP threshold (the
             first is IoU 0.5, where P and R are read).
         n_class_gt: Ground truth that counts, per class.
+        operating_point: ``"max-f1"`` (the package's) or ``"all"``: each class's precision
+            and recall over all its predictions (0 for a class without any).
 
     Returns:
         Each class's AP values (empty for a class without ground truth), and the numbers.
@@ -86,6 +92,9 @@ def ultralytics_summary(
     ap = np.zeros((len(with_gt), n_t))
     p_curve = np.zeros((len(with_gt), _GRID_POINTS))
     r_curve = np.zeros((len(with_gt), _GRID_POINTS))
+    # Each class's precision and recall over all its predictions, and the lowest confidence.
+    p_all = np.zeros(len(with_gt))
+    r_all = np.zeros(len(with_gt))
     for row, k in enumerate(with_gt):
         mine = label == k
         if not mine.any():
@@ -97,6 +106,7 @@ def ultralytics_summary(
         precision = tp_sum / (tp_sum + fp_sum)
         r_curve[row] = np.interp(-grid, -conf[mine], recall[:, 0], left=0)
         p_curve[row] = np.interp(-grid, -conf[mine], precision[:, 0], left=1)
+        p_all[row], r_all[row] = precision[-1, 0], recall[-1, 0]
         for t in range(n_t):
             ap[row, t] = trapezoid_ap(recall[:, t], precision[:, t])
     ap_values: list[list[float]] = [[] for _ in range(n_classes)]
@@ -104,6 +114,12 @@ def ultralytics_summary(
         ap_values[k] = ap[row].tolist()
     if not with_gt:
         return ap_values, UltralyticsStats(0.0, 0.0, 0.0, 0.0, 0.0)
+    if operating_point == "all":
+        lowest = float(conf.min()) if conf.size else 0.0
+        return ap_values, UltralyticsStats(
+            _float(p_all.mean()), _float(r_all.mean()), _float(ap[:, 0].mean()),
+            _float(ap.mean()), lowest,
+        )  # fmt: skip
     f1_curve = 2 * p_curve * r_curve / (p_curve + r_curve + _EPS)
     best = int(_smooth(f1_curve.mean(0), _SMOOTH_SHARE).argmax())
     stats = UltralyticsStats(

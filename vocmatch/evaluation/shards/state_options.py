@@ -90,7 +90,10 @@ def _choice(choices: tuple[str, ...]) -> Callable[[object], str | None]:
 
 #: How each field of :class:`~vocmatch.core.protocol.Conventions` is checked in a header:
 #: a function of the JSON value giving what is wrong with it, or None. The summary kind is
-#: recorded as ``coco_stats`` (:data:`SUMMARY_FIELD`); every other field under its own name.
+#: recorded as ``coco_stats`` (:data:`SUMMARY_FIELD`), with ``summary`` beside it for the
+#: ``ultralytics`` summary (which ``coco_stats`` cannot name); every other field under its
+#: own name. A header without ``iou_arithmetic`` or ``operating_point`` (a state written
+#: before them) reads as vocmatch's own (``float64``, ``all``).
 CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "protocol": _text,
     "iou_threshold": _iou,
@@ -108,19 +111,16 @@ CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "summary": _choice(("ultralytics",)),
 }
 
-#: Fields a header holds only where they differ from these values (states before them hold
-#: none, and read as these).
-_WRITTEN_IF_SET: Mapping[str, object] = {"iou_arithmetic": "float64", "operating_point": "all"}
-
 #: The header field of :attr:`Conventions.summary <vocmatch.core.protocol.Conventions>`:
 #: states (format versions 2-4) record the kind as ``coco_stats``, true for ``"coco"`` and
-#: false for ``"voc"``.
+#: false for ``"voc"`` (and ``"ultralytics"``, which ``summary`` names beside it).
 SUMMARY_FIELD = "coco_stats"
 
 
 def conventions_header(conventions: Conventions) -> dict[str, Any]:
     """The conventions as a state's header records them: JSON values, field by field in
-    the dataclass's order, thresholds as lists, the summary kind as ``coco_stats``.
+    the dataclass's order, thresholds as lists, the summary kind as ``coco_stats`` (and
+    ``summary``, for the ``ultralytics`` summary only).
 
     >>> from vocmatch.core.protocol import protocol
     >>> header = conventions_header(protocol("coco"))
@@ -137,8 +137,6 @@ def conventions_header(conventions: Conventions) -> dict[str, Any]:
             header[SUMMARY_FIELD] = value == "coco"
             if value == "ultralytics":
                 header["summary"] = value
-        elif _WRITTEN_IF_SET.get(field.name, None) == value:
-            continue
         else:
             header[field.name] = list(value) if isinstance(value, tuple) else value
     return header
