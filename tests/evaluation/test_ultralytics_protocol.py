@@ -130,3 +130,114 @@ def test_live_against_the_package(tmp_path_factory: pytest.TempPathFactory, imag
     got = got_eval.ultralytics.as_dict()
     for key in ("P", "R", "mAP50", "mAP50-95"):
         assert got[key] == pytest.approx(expected[key], abs=1e-9), key
+
+
+@pytest.mark.parametrize(
+    ("arithmetic", "tp"),
+    [
+        pytest.param("float64", 1, id="float64-matches-at-0.5000000000000001"),
+        pytest.param("float32", 0, id="float32-falls-below-0.5"),
+    ],
+)
+def test_iou_arithmetic_decides_a_match_at_the_threshold(
+    tmp_path: Path, arithmetic: str, tp: int
+) -> None:
+    """A pair whose IoU is 0.5000000000000001 in float64 and 0.49999991 in float32."""
+    obj = (
+        "<object><name>cat</name>{s}<bndbox><xmin>{0}</xmin><ymin>{1}</ymin><xmax>{2}</xmax>"
+        "<ymax>{3}</ymax></bndbox></object>"
+    )
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "pred").mkdir()
+    (tmp_path / "gt" / "a.xml").write_text(
+        f"<annotation>{obj.format(10.7, 15.4, 18.0, 35.5, s='')}</annotation>"
+    )
+    (tmp_path / "pred" / "a.xml").write_text(
+        f"<annotation>{obj.format(10.1, 21.6, 17.6, 40.4, s='<score>0.9</score>')}</annotation>"
+    )
+    conventions = vocmatch.Conventions("mine", iou_arithmetic=arithmetic)  # type: ignore[arg-type]
+    evaluation = _evaluation(tmp_path / "gt", tmp_path / "pred", conventions)
+    assert (evaluation.summary.tp, evaluation.summary.fp) == (tp, 1 - tp)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        pytest.param(
+            {"iou_arithmetic": "float16"},
+            "iou_arithmetic 'float16': no such arithmetic (known: float32, float64)",
+            id="arithmetic-unknown",
+        ),
+        pytest.param(
+            {"operating_point": "best"},
+            "operating_point 'best': no such operating point (known: all, max-f1)",
+            id="operating-point-unknown",
+        ),
+        pytest.param(
+            {"operating_point": "max-f1"},
+            "operating_point 'max-f1': 'max-f1' is read by the ultralytics summary only",
+            id="max-f1-outside-its-summary",
+        ),
+    ],
+)
+def test_a_bad_convention_is_one_request_error(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(vocmatch.RequestError) as caught:
+        vocmatch.Conventions("mine", **fields)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+def _images(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each image of a reference set as ``Evaluator.add`` takes it."""
+    import xml.etree.ElementTree as ET
+
+    def boxes(path: Path) -> tuple[list[list[float]], list[str], list[bool], list[float]]:
+        found: tuple[list[list[float]], list[str], list[bool], list[float]] = ([], [], [], [])
+        if not path.exists():
+            return found
+        for obj in ET.parse(path).getroot().iter("object"):
+            box = obj.find("bndbox")
+            assert box is not None
+            found[0].append([float(box.findtext(k) or 0) for k in ("xmin", "ymin", "xmax", "ymax")])
+            found[1].append(obj.findtext("name") or "")
+            found[2].append(obj.findtext("difficult") == "1")
+            found[3].append(float(obj.findtext("score") or "nan"))
+        return found
+
+    images = []
+    for path in sorted((root / "gt").glob("*.xml")):
+        gt_boxes, gt_labels, difficult, _ = boxes(path)
+        pred_boxes, pred_labels, _, scores = boxes(root / "pred" / path.name)
+        images.append(
+            (
+                path.stem,
+                {
+                    "gt_boxes": np.array(gt_boxes).reshape(-1, 4),
+                    "gt_labels": gt_labels,
+                    "pred_boxes": np.array(pred_boxes).reshape(-1, 4),
+                    "pred_scores": np.array(scores),
+                    "pred_labels": pred_labels,
+                    "difficult": np.array(difficult, dtype=bool),
+                },
+            )
+        )
+    return images
+
+
+def test_the_evaluator_merges_and_saves_the_protocol(tmp_path: Path) -> None:
+    """Two evaluators fed half the images each, saved, loaded and merged, give the
+    package's numbers, as one run does."""
+    images = _images(REFERENCE / "dense")
+    parts = []
+    for k in (0, 1):
+        evaluator = vocmatch.Evaluator("ultralytics")
+        for key, arrays in images[k::2]:
+            evaluator.add(key, **arrays)
+        evaluator.save(tmp_path / f"s{k}.vms")
+        parts.append(vocmatch.Evaluator.load(tmp_path / f"s{k}.vms"))
+    parts[0].merge(parts[1])
+    merged = parts[0].result()
+    assert merged.conventions == protocol("ultralytics")
+    assert merged.ultralytics is not None
+    got = merged.ultralytics.as_dict()
+    for key in ("P", "R", "mAP50", "mAP50-95"):
+        assert got[key] == pytest.approx(EXPECTED["dense"][key], abs=1e-9), key
