@@ -6,7 +6,8 @@ beside them) and a dense generated set (difficult objects, tied scores), each wi
 predictions made from the ground truth by seeded jitter, drops and extra boxes.
 
 ``python bench/ultralytics_oracle.py oracle`` (where ``ultralytics`` and torch are installed)
-computes, with the package's own ``box_iou``, ``BaseValidator.match_predictions`` and
+computes, on those and on the VOC sets of fixtures/ (:data:`FIXTURE_SETS`), with the
+package's own ``box_iou``, ``BaseValidator.match_predictions`` and
 ``ap_per_class``, P, R, mAP50, mAP50-95 and each class's AP on every set, and writes them to
 ``fixtures/reference/ultralytics/expected.json``, which tests/evaluation read.
 
@@ -29,6 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "reference" / "ultralytics"
 DATASETS = ROOT.parent / "shared" / "datasets"
 SETS = ("bccd", "cards", "dense")
+#: Sets already in fixtures/ (VOC XML with scored predictions), checked as they are.
+FIXTURE_SETS = {
+    "demo": ROOT / "fixtures" / "demo",
+    "object-detection-metrics": ROOT / "fixtures" / "reference" / "object-detection-metrics",
+    "tensorflow-object-detection": ROOT / "fixtures" / "reference" / "tensorflow-object-detection",
+    "chainercv": ROOT / "fixtures" / "reference" / "chainercv",
+}
 
 #: An object read from a file: class, corners, difficult, score (None in ground truth).
 Entry = tuple[str, tuple[float, ...], bool, float | None]
@@ -166,6 +174,8 @@ def oracle() -> None:
     results: dict[str, Any] = {"ultralytics": ultralytics.__version__}
     for name in SETS:
         results[name] = oracle_numbers(OUT / name)
+    for name, path in FIXTURE_SETS.items():
+        results[name] = oracle_numbers(path)
     (OUT / "expected.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 

@@ -20,6 +20,15 @@ from vocmatch.evaluation.result import Evaluation
 
 REFERENCE = Path(__file__).resolve().parents[2] / "fixtures" / "reference" / "ultralytics"
 EXPECTED: dict[str, Any] = json.loads((REFERENCE / "expected.json").read_text(encoding="utf-8"))
+#: Each set the package's numbers were recorded on (bench/ultralytics_oracle.py).
+SETS = {
+    **{name: REFERENCE / name for name in ("bccd", "cards", "dense")},
+    "demo": REFERENCE.parents[1] / "demo",
+    **{
+        name: REFERENCE.parent / name
+        for name in ("object-detection-metrics", "tensorflow-object-detection", "chainercv")
+    },
+}
 
 
 def _evaluation(gt: Path, pred: Path, conventions: object = "ultralytics") -> Evaluation:
@@ -28,12 +37,10 @@ def _evaluation(gt: Path, pred: Path, conventions: object = "ultralytics") -> Ev
         return vocmatch.evaluate(str(gt), str(pred), protocol=conventions).evaluation
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, id=name) for name in ("bccd", "cards", "dense")]
-)
+@pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in SETS])
 def test_recorded_numbers(name: str) -> None:
     expected = EXPECTED[name]
-    evaluation = _evaluation(REFERENCE / name / "gt", REFERENCE / name / "pred")
+    evaluation = _evaluation(SETS[name] / "gt", SETS[name] / "pred")
     assert evaluation.ultralytics is not None
     got = evaluation.ultralytics.as_dict()
     for key in ("P", "R", "mAP50", "mAP50-95"):
