@@ -143,3 +143,8 @@ def test_shards_merged_give_the_whole_runs_numbers(tmp_path: Path) -> None:
     assert merged["ultralytics"] == whole["ultralytics"]
     assert merged["conventions"] == whole["conventions"]
     assert merged["classes"] == whole["classes"]
+
+
+def test_jobs_give_the_one_process_report() -> None:
+    single = run(*DENSE, "--protocol", "ultralytics", "--format", "json")
+    assert run(*DENSE, "--protocol", "ultralytics", "--format", "json", "--jobs", "2") == single
