@@ -147,4 +147,6 @@ def test_shards_merged_give_the_whole_runs_numbers(tmp_path: Path) -> None:
 
 def test_jobs_give_the_one_process_report() -> None:
     single = run(*DENSE, "--protocol", "ultralytics", "--format", "json")
+    assert single[0] == EXIT_OK
+    assert "ultralytics" in json.loads(single[1])
     assert run(*DENSE, "--protocol", "ultralytics", "--format", "json", "--jobs", "2") == single
