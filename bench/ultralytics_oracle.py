@@ -9,7 +9,10 @@ predictions made from the ground truth by seeded jitter, drops and extra boxes.
 computes, on those and on the VOC sets of fixtures/ (:data:`FIXTURE_SETS`), with the
 package's own ``box_iou``, ``BaseValidator.match_predictions`` and
 ``ap_per_class``, P, R, mAP50, mAP50-95 and each class's AP on every set, and writes them to
-``fixtures/reference/ultralytics/expected.json``, which tests/evaluation read.
+``fixtures/reference/ultralytics/expected.json``, which tests/evaluation read;
+``oracle expected-8.4.175.json`` with release 8.4.175 first on ``PYTHONPATH`` (``pip install
+--no-deps --target DIR ultralytics==8.4.175``) records that release's numbers, and likewise
+8.4.36.
 
 Images are taken in key order; an image's detections in descending float32 confidence,
 ties in class-name order then file order; classes are numbered in name order; difficult
@@ -29,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "reference" / "ultralytics"
 DATASETS = ROOT.parent / "shared" / "datasets"
-SETS = ("bccd", "cards", "dense")
+SETS = ("bccd", "cards", "dense", "crowded")
 #: Sets already in fixtures/ (VOC XML with scored predictions), checked as they are.
 FIXTURE_SETS = {
     "demo": ROOT / "fixtures" / "demo",
@@ -122,6 +125,9 @@ def make_sets() -> None:
         (OUT / name / "gt").mkdir(parents=True)
         (OUT / name / "pred").mkdir(parents=True)
         rng = random.Random(f"ultralytics-{name}")
+        if name == "crowded":
+            _crowded(rng, OUT / name)
+            continue
         if name == "dense":
             names = ["car", "dog", "person", "zebra"]
             for i in range(40):
@@ -154,6 +160,28 @@ def make_sets() -> None:
             _write(OUT / name / "pred" / f.name, f.stem, _predictions(rng, gt, names, 2))
 
 
+def _crowded(rng: random.Random, root: Path) -> None:
+    """Clusters of overlapping objects of one class, where a detection's best object is
+    often taken: the match rules of the releases part there."""
+    names = ["bird", "cell"]
+    for i in range(30):
+        key = f"crowd_{i:03d}"
+        gt_objects: list[str] = []
+        gt: list[Entry] = []
+        for _ in range(rng.randint(1, 4)):
+            label = rng.choice(names)
+            x, y = rng.uniform(0, 500), rng.uniform(0, 340)
+            w, h = rng.uniform(30, 90), rng.uniform(30, 90)
+            for _ in range(rng.randint(1, 4)):
+                dx, dy = rng.uniform(-0.3, 0.3) * w, rng.uniform(-0.3, 0.3) * h
+                box = (round(x + dx), round(y + dy), round(x + dx + w), round(y + dy + h))
+                difficult = rng.random() < 0.05
+                gt.append((label, tuple(float(v) for v in box), difficult, None))
+                gt_objects.append(_object_xml(label, box, difficult, None))
+        _write(root / "gt" / f"{key}.xml", key, gt_objects)
+        _write(root / "pred" / f"{key}.xml", key, _predictions(rng, gt, names, 2))
+
+
 def _image_inputs(set_dir: Path) -> tuple[list[str], list[Any]]:
     gt_files = sorted((set_dir / "gt").glob("*.xml"), key=lambda p: p.stem)
     names = set()
@@ -167,8 +195,9 @@ def _image_inputs(set_dir: Path) -> tuple[list[str], list[Any]]:
     return sorted(names), images
 
 
-def oracle() -> None:
-    """The package's numbers on every set, written to ``expected.json``."""
+def oracle(output: str = "expected.json") -> None:
+    """The package's numbers on every set, written to ``output`` beside the sets (another
+    release of the package is put first on ``PYTHONPATH``)."""
     import ultralytics
 
     results: dict[str, Any] = {"ultralytics": ultralytics.__version__}
@@ -176,7 +205,7 @@ def oracle() -> None:
         results[name] = oracle_numbers(OUT / name)
     for name, path in FIXTURE_SETS.items():
         results[name] = oracle_numbers(path)
-    (OUT / "expected.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (OUT / output).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 def oracle_numbers(set_dir: Path) -> dict[str, Any]:
@@ -226,4 +255,7 @@ def oracle_numbers(set_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    {"sets": make_sets, "oracle": oracle}[sys.argv[1]]()
+    if sys.argv[1] == "sets":
+        make_sets()
+    else:
+        oracle(*sys.argv[2:3])

@@ -529,13 +529,14 @@ CRAFTED = [
                  id="iou-threshold-out-of-range"),
     pytest.param(option([*CONV, "match_rule"], "zzz"),
                  "options: conventions.match_rule is 'zzz', not one of 'unmatched', 'devkit', "
-                 "'unmatched-first'", id="match-rule-unknown"),
+                 "'unmatched-first', 'iou-order'", id="match-rule-unknown"),
     pytest.param(option([*CONV, "difficult"], 3),
                  "options: conventions.difficult is 3, not one of 'ignore', 'count', 'crowd', "
                  "'drop'", id="difficult-number"),
     pytest.param(option([*CONV, "interpolation"], "q"),
                  "options: conventions.interpolation is 'q', not one of 'all-point', "
-                 "'11-point', '101-point', '101-point-trapezoid'", id="interpolation-unknown"),
+                 "'11-point', '101-point', '101-point-trapezoid', '101-point-trapezoid-to-1'",
+                 id="interpolation-unknown"),
     pytest.param(option([*CONV, "pixel_inclusive"], 1),
                  "options: conventions.pixel_inclusive is 1, not true or false",
                  id="flag-number"),
@@ -924,10 +925,10 @@ PER_CLASS = "not a list of [class, number] pairs"
                      " in [0, 1]", id="sweep-string"),
         pytest.param(options({"match_rule": "z" * 58}),
                      f"options: conventions.match_rule is '{'z' * 58}', not one of 'unmatched',"
-                     " 'devkit', 'unmatched-first'", id="value-of-60-characters-whole"),
+                     " 'devkit', 'unmatched-first', 'iou-order'", id="value-of-60-characters-whole"),
         pytest.param(options({"match_rule": "z" * 59}),
                      f"options: conventions.match_rule is '{'z' * 56}..., not one of 'unmatched',"
-                     " 'devkit', 'unmatched-first'", id="value-of-61-characters-shortened"),
+                     " 'devkit', 'unmatched-first', 'iou-order'", id="value-of-61-characters-shortened"),
         pytest.param(options(score_thresholds={"default": None}),
                      "options: score_thresholds is {'default': None}, not an object of default"
                      " and per_class", id="per-class-missing"),

@@ -22,7 +22,7 @@ REFERENCE = Path(__file__).resolve().parents[2] / "fixtures" / "reference" / "ul
 EXPECTED: dict[str, Any] = json.loads((REFERENCE / "expected.json").read_text(encoding="utf-8"))
 #: Each set the package's numbers were recorded on (bench/ultralytics_oracle.py).
 SETS = {
-    **{name: REFERENCE / name for name in ("bccd", "cards", "dense")},
+    **{name: REFERENCE / name for name in ("bccd", "cards", "dense", "crowded")},
     "demo": REFERENCE.parents[1] / "demo",
     **{
         name: REFERENCE.parent / name
@@ -37,10 +37,27 @@ def _evaluation(gt: Path, pred: Path, conventions: object = "ultralytics") -> Ev
         return vocmatch.evaluate(str(gt), str(pred), protocol=conventions).evaluation
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in SETS])
-def test_recorded_numbers(name: str) -> None:
-    expected = EXPECTED[name]
-    evaluation = _evaluation(SETS[name] / "gt", SETS[name] / "pred")
+#: Each preset and the file of the numbers its releases give (the release named in it).
+RELEASES = {
+    "ultralytics": "expected.json",
+    "ultralytics-8.4.175": "expected-8.4.175.json",
+    "ultralytics-8.4.36": "expected-8.4.36.json",
+}
+
+
+def _expected(preset: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((REFERENCE / RELEASES[preset]).read_text(encoding="utf-8"))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("preset", "name"),
+    [pytest.param(preset, name, id=f"{preset}-{name}") for preset in RELEASES for name in SETS],
+)
+def test_recorded_numbers(preset: str, name: str) -> None:
+    """P, R, mAP50, mAP50-95 and each class's AP as the package's release computed them."""
+    expected = _expected(preset)[name]
+    evaluation = _evaluation(SETS[name] / "gt", SETS[name] / "pred", preset)
     assert evaluation.ultralytics is not None
     got = evaluation.ultralytics.as_dict()
     for key in ("P", "R", "mAP50", "mAP50-95"):
@@ -51,6 +68,13 @@ def test_recorded_numbers(name: str) -> None:
     for name_, values in expected["classes"].items():
         assert averaged[name_].ap == pytest.approx(float(np.mean(values)), abs=1e-9)
         assert averaged[name_].ap50 == pytest.approx(values[0], abs=1e-9)
+
+
+def test_the_releases_give_other_numbers() -> None:
+    """The three presets are three sets of numbers on the crowded set: each release's rule
+    changes them."""
+    maps = {preset: _expected(preset)["crowded"]["mAP50-95"] for preset in RELEASES}
+    assert len(set(maps.values())) == 3
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,11 @@ Two match rules exist, each a named option:
   threshold. A ground truth that is not ignored is preferred over an ignored one; among
   equal IoUs the later ground truth (in file order) wins, as in pycocotools. A crowd region
   may absorb any number of predictions.
-* ``"unmatched-first"`` (the ``ultralytics`` package's ``match_predictions``, 8.4.x): the
-  same, except that among equal IoUs the earlier ground truth wins (``argmax``).
+* ``"unmatched-first"`` (the ``ultralytics`` package's ``match_predictions``, 8.4.176 on):
+  the same, except that among equal IoUs the earlier ground truth wins (``argmax``).
+* ``"iou-order"`` (that package up to 8.4.175): the devkit's rule, IoU ties broken as the
+  package's sort breaks them (:mod:`vocmatch.evaluation.iou_order`, which matches the
+  images holding such ties); :func:`match_class` breaks them as the devkit.
 * ``"devkit"`` (PASCAL VOC devkit, ``voc_eval.py``): each prediction goes to the ground truth
   with the highest IoU (the first one on ties) even if that one is already taken; a taken
   one makes the prediction a false positive.
@@ -56,7 +59,7 @@ __all__ = [
     "pred_order",
 ]
 
-MatchRule = Literal["unmatched", "devkit", "unmatched-first"]
+MatchRule = Literal["unmatched", "devkit", "unmatched-first", "iou-order"]
 
 IntArray = npt.NDArray[np.int64]
 IndexArray = npt.NDArray[np.integer[Any]]
@@ -609,7 +612,7 @@ def match_class(
     else:
         rank = np.empty(n_pred, dtype=np.int64)
         rank[order] = np.arange(n_pred)
-        if rule == "devkit":
+        if rule in ("devkit", "iou-order"):
             hits = Hits.join([])  # no ground truth: nothing to match
             if n_gt:
                 best_gt = np.argmax(matrix, axis=0)  # the first maximum, as voc_eval.py

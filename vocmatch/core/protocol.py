@@ -70,13 +70,14 @@ IouArithmetic = Literal["float64", "float32"]
 OperatingPoint = Literal["all", "max-f1"]
 
 #: The names each convention takes (the Literal types' values, for the checks of a request).
-MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit", "unmatched-first")
+MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit", "unmatched-first", "iou-order")
 DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd", "drop")
 INTERPOLATIONS: tuple[Interpolation, ...] = (
     "all-point",
     "11-point",
     "101-point",
     "101-point-trapezoid",
+    "101-point-trapezoid-to-1",
 )
 SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco", "ultralytics")
 IOU_ARITHMETICS: tuple[IouArithmetic, ...] = ("float64", "float32")
@@ -154,7 +155,9 @@ class Conventions:
         pixel_inclusive: The devkit's ``+ 1`` widths and heights; otherwise continuous.
         match_rule: ``"unmatched"`` (best still-unmatched GT, the later one on IoU ties),
             ``"unmatched-first"`` (the same, the earlier one on ties, no preference of
-            counting GT over ignored GT: the ``ultralytics`` package's) or ``"devkit"``.
+            counting GT over ignored GT: the ``ultralytics`` package's), ``"devkit"`` or
+            ``"iou-order"`` (the devkit's, IoU ties as the ``ultralytics`` package up to
+            8.4.175 breaks them).
         difficult: ``"ignore"`` (neither TP, FP nor FN), ``"count"`` (ordinary objects),
             ``"crowd"`` (pycocotools ``iscrowd``: intersection over prediction area, absorbs
             any number of predictions, which are ignored) or ``"drop"`` (removed before
@@ -228,6 +231,7 @@ class Conventions:
             "devkit": "best GT even if taken (VOC devkit)",
             "unmatched": "best unmatched GT",
             "unmatched-first": "best unmatched GT, the first on ties",
+            "iou-order": "best GT even if taken, ties as ultralytics <= 8.4.175 sorts them",
         }
         extra: tuple[tuple[str, str], ...] = ()
         if self.summary == "ultralytics":
@@ -281,6 +285,18 @@ class Preset:
         return self.conventions.protocol
 
 
+#: The ``ultralytics`` preset's conventions, which its earlier releases' presets vary.
+_ULTRALYTICS = Conventions(
+    protocol="ultralytics",
+    match_rule="unmatched-first",
+    difficult="drop",
+    interpolation="101-point-trapezoid",
+    ap_thresholds=ULTRALYTICS_IOU_THRESHOLDS,
+    summary="ultralytics",
+    iou_arithmetic="float32",
+    operating_point="max-f1",
+)
+
 #: Every named protocol, each written once: the names, the command line's choices and help,
 #: and :func:`protocol` read these.
 PRESETS: tuple[Preset, ...] = (
@@ -320,22 +336,26 @@ PRESETS: tuple[Preset, ...] = (
         ),
         "pycocotools COCOeval",
     ),
-    # The ultralytics package's detection validation metrics (releases 8.4.x): float32 IoU,
-    # best unclaimed GT first on ties, AP by np.interp at 101 recall points and the
+    # The ultralytics package's detection validation metrics (releases 8.4.176 on): float32
+    # IoU, best unclaimed GT first on ties, AP by np.interp at 101 recall points and the
     # trapezoid rule, P and R at the highest smoothed mean F1; its VOC converter drops
     # difficult objects.
+    Preset(_ULTRALYTICS, "ultralytics detection val"),
+    # Its releases 8.4.37 to 8.4.175: each detection goes to the GT of highest IoU even if
+    # taken (the highest-confidence detection keeps it), as the VOC devkit.
     Preset(
-        Conventions(
-            protocol="ultralytics",
-            match_rule="unmatched-first",
-            difficult="drop",
-            interpolation="101-point-trapezoid",
-            ap_thresholds=ULTRALYTICS_IOU_THRESHOLDS,
-            summary="ultralytics",
-            iou_arithmetic="float32",
-            operating_point="max-f1",
+        replace(_ULTRALYTICS, protocol="ultralytics-8.4.175", match_rule="iou-order"),
+        "ultralytics detection val",
+    ),
+    # Its releases up to 8.4.36: as 8.4.175, the envelope falling to 0 at recall 1.
+    Preset(
+        replace(
+            _ULTRALYTICS,
+            protocol="ultralytics-8.4.36",
+            match_rule="iou-order",
+            interpolation="101-point-trapezoid-to-1",
         ),
-        "ultralytics 8.4 detection val",
+        "ultralytics detection val",
     ),
 )
 

@@ -375,7 +375,9 @@ def match_all(
     """Every image-class matched at every threshold, under the rule of the protocol."""
     space = scan.space
     shape = (thresholds.size, space.n_gt, space.n_pred)
-    if scored and rule == "devkit":
+    # "iou-order" differs from the devkit's rule only in ties of IoU, which it breaks with
+    # the image's own sort (vocmatch.evaluation.iou_order): matched here, the devkit's way.
+    if scored and rule in ("devkit", "iou-order"):
         hits = match_devkit(
             scan.pred_best_gt, scan.pred_best_iou, rank, gt_ignore, thresholds, strict
         )

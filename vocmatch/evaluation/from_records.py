@@ -153,7 +153,7 @@ def _accumulated(
     if conv.summary == "ultralytics":
         places = [levels.index[threshold] for threshold in conv.ap_thresholds]
         ap_values, ultralytics = ultralytics_summary(
-            records, places, list(n_class_gt), conv.operating_point
+            records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
     for k, (ranked, rank) in enumerate(class_rankings(records)):
         bits = _class_bits(preds, ranked, rank)

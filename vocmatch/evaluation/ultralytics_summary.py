@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.core.ap import trapezoid_ap
+from vocmatch.core.ap import Interpolation, average_precision
 from vocmatch.core.protocol import OperatingPoint
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import UltralyticsStats
@@ -56,6 +56,7 @@ def ultralytics_summary(
     levels: list[int],
     n_class_gt: list[int],
     operating_point: OperatingPoint = "max-f1",
+    interpolation: Interpolation = "101-point-trapezoid",
 ) -> tuple[list[list[float]], UltralyticsStats]:
     """Each class's AP at the AP thresholds, and the four numbers.
 
@@ -66,6 +67,8 @@ def ultralytics_summary(
         n_class_gt: Ground truth that counts, per class.
         operating_point: ``"max-f1"`` (the package's) or ``"all"``: each class's precision
             and recall over all its predictions (0 for a class without any).
+        interpolation: How each AP is read off its curve
+            (:func:`vocmatch.core.ap.average_precision`).
 
     Returns:
         Each class's AP values (empty for a class without ground truth), and the numbers.
@@ -108,7 +111,7 @@ def ultralytics_summary(
         p_curve[row] = np.interp(-grid, -conf[mine], precision[:, 0], left=1)
         p_all[row], r_all[row] = precision[-1, 0], recall[-1, 0]
         for t in range(n_t):
-            ap[row, t] = trapezoid_ap(recall[:, t], precision[:, t])
+            ap[row, t] = average_precision(recall[:, t], precision[:, t], interpolation)
     ap_values: list[list[float]] = [[] for _ in range(n_classes)]
     for row, k in enumerate(with_gt):
         ap_values[k] = ap[row].tolist()
