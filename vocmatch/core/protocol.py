@@ -347,7 +347,7 @@ PRESETS: tuple[Preset, ...] = (
         replace(_ULTRALYTICS, protocol="ultralytics-8.4.175", match_rule="iou-order"),
         "ultralytics detection val",
     ),
-    # Its releases up to 8.4.36: as 8.4.175, the envelope falling to 0 at recall 1.
+    # Its releases 8.3.0 to 8.4.36: as 8.4.175, the envelope falling to 0 at recall 1.
     Preset(
         replace(
             _ULTRALYTICS,
