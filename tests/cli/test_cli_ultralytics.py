@@ -126,10 +126,19 @@ def test_its_options_elsewhere_are_one_line(args: tuple[str, ...], err: str) -> 
     assert "Traceback" not in stderr
 
 
-def test_shards_merged_give_the_whole_runs_numbers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("preset", "name"),
+    [
+        pytest.param("ultralytics", "dense", id="ultralytics-dense"),
+        pytest.param("ultralytics-8.4.175", "crowded", id="ultralytics-8.4.175-crowded"),
+        pytest.param("ultralytics-8.4.36", "crowded", id="ultralytics-8.4.36-crowded"),
+    ],
+)
+def test_shards_merged_give_the_whole_runs_numbers(tmp_path: Path, preset: str, name: str) -> None:
+    inputs = (str(REFERENCE / name / "gt"), str(REFERENCE / name / "pred"))
     for k in (1, 2, 3):
         code, _, _ = run(
-            *DENSE, "--protocol", "ultralytics", "--shard", f"{k}/3",
+            *inputs, "--protocol", preset, "--shard", f"{k}/3",
             "--save-state", str(tmp_path / f"s{k}.vms"),
         )  # fmt: skip
         assert code == EXIT_OK
@@ -138,7 +147,7 @@ def test_shards_merged_give_the_whole_runs_numbers(tmp_path: Path) -> None:
     )
     assert code == EXIT_OK
     merged = json.loads(out)
-    _, whole_out, _ = run(*DENSE, "--protocol", "ultralytics", "--format", "json")
+    _, whole_out, _ = run(*inputs, "--protocol", preset, "--format", "json")
     whole = json.loads(whole_out)
     assert merged["ultralytics"] == whole["ultralytics"]
     assert merged["conventions"] == whole["conventions"]
