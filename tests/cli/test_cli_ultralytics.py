@@ -159,3 +159,23 @@ def test_jobs_give_the_one_process_report() -> None:
     assert single[0] == EXIT_OK
     assert "ultralytics" in json.loads(single[1])
     assert run(*DENSE, "--protocol", "ultralytics", "--format", "json", "--jobs", "2") == single
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param((*DENSE, "--bootstrap", "20"), id="eval"),
+        pytest.param((*DENSE, "--count", "--bootstrap", "20"), id="eval-count"),
+        pytest.param(("diff", DENSE[0], DENSE[1], DENSE[1], "--bootstrap", "20"), id="diff"),
+    ],
+)
+def test_the_bootstrap_is_refused_in_one_line(args: tuple[str, ...]) -> None:
+    """The bootstrap does not resample AP by the package's interpolation: one line, exit 2,
+    no traceback."""
+    code, out, err = run(*args, "--protocol", "ultralytics")
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        "vocmatch: error: --bootstrap: intervals are not computed for AP by "
+        "101-point-trapezoid (the ultralytics package's): evaluate without them"
+    )
