@@ -254,21 +254,32 @@ def _images(root: Path) -> list[tuple[str, dict[str, Any]]]:
     return images
 
 
-def test_the_evaluator_merges_and_saves_the_protocol(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("preset", "name"),
+    [
+        pytest.param("ultralytics", "dense", id="ultralytics-dense"),
+        pytest.param("ultralytics", "crowded", id="ultralytics-crowded"),
+        pytest.param("ultralytics-8.4.175", "crowded", id="ultralytics-8.4.175-crowded"),
+        pytest.param("ultralytics-8.4.36", "crowded", id="ultralytics-8.4.36-crowded"),
+    ],
+)
+def test_the_evaluator_merges_and_saves_the_protocol(
+    tmp_path: Path, preset: str, name: str
+) -> None:
     """Two evaluators fed half the images each, saved, loaded and merged, give the
     package's numbers, as one run does."""
-    images = _images(REFERENCE / "dense")
+    images = _images(REFERENCE / name)
     parts = []
     for k in (0, 1):
-        evaluator = vocmatch.Evaluator("ultralytics")
+        evaluator = vocmatch.Evaluator(preset)
         for key, arrays in images[k::2]:
             evaluator.add(key, **arrays)
         evaluator.save(tmp_path / f"s{k}.vms")
         parts.append(vocmatch.Evaluator.load(tmp_path / f"s{k}.vms"))
     parts[0].merge(parts[1])
     merged = parts[0].result()
-    assert merged.conventions == protocol("ultralytics")
+    assert merged.conventions == protocol(preset)
     assert merged.ultralytics is not None
     got = merged.ultralytics.as_dict()
     for key in ("P", "R", "mAP50", "mAP50-95"):
-        assert got[key] == pytest.approx(EXPECTED["dense"][key], abs=1e-9), key
+        assert got[key] == pytest.approx(_expected(preset)[name][key], abs=1e-9), key
