@@ -9,8 +9,8 @@ predictions made from the ground truth by seeded jitter, drops and extra boxes.
 computes, on those and on the VOC sets of fixtures/ (:data:`FIXTURE_SETS`), with the
 package's own ``box_iou``, ``BaseValidator.match_predictions`` and
 ``ap_per_class``, P, R, mAP50, mAP50-95 and each class's AP on every set, and writes them to
-``fixtures/reference/ultralytics/expected.json``, which tests/evaluation read;
-``oracle expected-8.4.175.json`` with release 8.4.175 first on ``PYTHONPATH`` (``pip install
+``fixtures/reference/ultralytics/numbers-8.4.190.json`` (named by the release), which tests read;
+``oracle numbers-8.4.175.json`` with release 8.4.175 first on ``PYTHONPATH`` (``pip install
 --no-deps --target DIR ultralytics==8.4.175``) records that release's numbers, and likewise
 8.4.36.
 
@@ -195,7 +195,7 @@ def _image_inputs(set_dir: Path) -> tuple[list[str], list[Any]]:
     return sorted(names), images
 
 
-def oracle(output: str = "expected.json") -> None:
+def oracle(output: str = "numbers-8.4.190.json") -> None:
     """The package's numbers on every set, written to ``output`` beside the sets (another
     release of the package is put first on ``PYTHONPATH``)."""
     import ultralytics

@@ -16,7 +16,9 @@ from vocmatch.cli import EXIT_GATE, EXIT_OK, EXIT_USAGE
 
 REFERENCE = ROOT / "fixtures" / "reference" / "ultralytics"
 DENSE = (str(REFERENCE / "dense" / "gt"), str(REFERENCE / "dense" / "pred"))
-EXPECTED: dict[str, Any] = json.loads((REFERENCE / "expected.json").read_text(encoding="utf-8"))
+EXPECTED: dict[str, Any] = json.loads(
+    (REFERENCE / "numbers-8.4.190.json").read_text(encoding="utf-8")
+)
 MISSING = "".join(
     f"vocmatch: warning: no prediction file for '{key}': its objects count as missed\n"
     for key in ("img_005", "img_018", "img_031")

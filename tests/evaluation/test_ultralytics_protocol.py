@@ -19,7 +19,9 @@ from vocmatch.core.protocol import ULTRALYTICS_IOU_THRESHOLDS, protocol
 from vocmatch.evaluation.result import Evaluation
 
 REFERENCE = Path(__file__).resolve().parents[2] / "fixtures" / "reference" / "ultralytics"
-EXPECTED: dict[str, Any] = json.loads((REFERENCE / "expected.json").read_text(encoding="utf-8"))
+EXPECTED: dict[str, Any] = json.loads(
+    (REFERENCE / "numbers-8.4.190.json").read_text(encoding="utf-8")
+)
 #: Each set the package's numbers were recorded on (bench/ultralytics_oracle.py).
 SETS = {
     **{name: REFERENCE / name for name in ("bccd", "cards", "dense", "crowded")},
@@ -39,9 +41,9 @@ def _evaluation(gt: Path, pred: Path, conventions: object = "ultralytics") -> Ev
 
 #: Each preset and the file of the numbers its releases give (the release named in it).
 RELEASES = {
-    "ultralytics": "expected.json",
-    "ultralytics-8.4.175": "expected-8.4.175.json",
-    "ultralytics-8.4.36": "expected-8.4.36.json",
+    "ultralytics": "numbers-8.4.190.json",
+    "ultralytics-8.4.175": "numbers-8.4.175.json",
+    "ultralytics-8.4.36": "numbers-8.4.36.json",
 }
 
 
