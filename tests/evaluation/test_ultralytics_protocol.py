@@ -285,3 +285,33 @@ def test_the_evaluator_merges_and_saves_the_protocol(
     got = merged.ultralytics.as_dict()
     for key in ("P", "R", "mAP50", "mAP50-95"):
         assert got[key] == pytest.approx(_expected(preset)[name][key], abs=1e-9), key
+
+
+@pytest.mark.parametrize(
+    ("gt_objects", "pred_objects", "map_value"),
+    [
+        pytest.param("", "", None, id="nothing-map-undefined"),
+        pytest.param("", "<score>0.9</score>", None, id="no-ground-truth-map-undefined"),
+        pytest.param("<difficult>1</difficult>", "", None, id="only-dropped-ground-truth"),
+        pytest.param("<difficult>0</difficult>", "", 0.0, id="no-prediction-map-0"),
+    ],
+)
+def test_without_ground_truth_map_is_undefined(
+    tmp_path: Path, gt_objects: str, pred_objects: str, map_value: float | None
+) -> None:
+    """The package's numbers are 0 where it has nothing to average; vocmatch's mAP is
+    undefined without ground truth, as under every protocol, and 0 when no object is found."""
+    obj = (
+        "<object><name>cat</name>{}<bndbox><xmin>0</xmin><ymin>0</ymin><xmax>10</xmax>"
+        "<ymax>10</ymax></bndbox></object>"
+    )
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "pred").mkdir()
+    gt_xml = obj.format(gt_objects) if gt_objects else ""
+    pred_xml = obj.format(pred_objects) if pred_objects else ""
+    (tmp_path / "gt" / "a.xml").write_text(f"<annotation>{gt_xml}</annotation>")
+    (tmp_path / "pred" / "a.xml").write_text(f"<annotation>{pred_xml}</annotation>")
+    evaluation = _evaluation(tmp_path / "gt", tmp_path / "pred")
+    assert evaluation.summary.map == map_value
+    assert evaluation.ultralytics is not None
+    assert evaluation.ultralytics.as_dict() == {"P": 0.0, "R": 0.0, "mAP50": 0.0, "mAP50-95": 0.0}

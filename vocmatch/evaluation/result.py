@@ -662,7 +662,9 @@ def finish(
         )
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
     if ultralytics is not None:
-        map_value: float | None = ultralytics.map50_95
+        # Without ground truth mAP is undefined, whatever the package's 0.
+        has_gt = any(c.gt > 0 for c in classes)
+        map_value: float | None = ultralytics.map50_95 if has_gt else None
     elif coco is not None:
         map_value = coco.AP if coco.AP > -1 else None
     else:
