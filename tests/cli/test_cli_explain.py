@@ -33,6 +33,14 @@ def _eval_map(*protocol: str) -> float:
             ["coco", "--max-dets", "1", "--iou", "0.6"],
             id="overrides",
         ),
+        pytest.param("coco", "ultralytics", ["coco"], ["ultralytics"], id="coco-ultralytics"),
+        pytest.param(
+            "ultralytics-8.4.36",
+            "ultralytics --difficult ignore",
+            ["ultralytics-8.4.36"],
+            ["ultralytics", "--difficult", "ignore"],
+            id="ultralytics-releases",
+        ),
     ],
 )
 def test_json_steps_add_up_to_the_eval_runs(
@@ -127,7 +135,8 @@ def test_target_json() -> None:
     [
         pytest.param(
             ["--from", "voc2012", "--to", "coco"],
-            "--from 'voc2012': no such protocol 'voc2012' (known: coco, default, voc07, voc12)",
+            "--from 'voc2012': no such protocol 'voc2012' (known: coco, default, ultralytics, "
+            "ultralytics-8.4.175, ultralytics-8.4.36, voc07, voc12)",
             id="unknown-protocol",
         ),
         pytest.param(

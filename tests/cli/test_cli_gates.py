@@ -77,7 +77,7 @@ def test_every_failed_gate_is_a_line_in_order() -> None:
         pytest.param(
             ("--fail-under", "iou=0.5"),
             "Error: Invalid value for '--fail-under': unknown metric 'iou' in 'iou=0.5': "
-            "expected one of map, precision, recall, f1, ap50, ap75, reached",
+            "expected one of map, precision, recall, f1, ap50, ap75, reached, map50-95, p, r",
             id="unknown-metric",
         ),
         pytest.param(

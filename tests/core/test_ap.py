@@ -28,6 +28,14 @@ DIP = ([0.25, 0.5, 0.75], [0.5, 1.0, 0.75])
         pytest.param(DIP, "101-point", (26 + 25 + 25 * 0.75) / 101, id="dip-101-point"),
         pytest.param(([0.5], [1.0]), "11-point", 6 / 11, id="half-recall-11-point"),
         pytest.param(([0.5], [1.0]), "101-point", 51 / 101, id="half-recall-101-point"),
+        # np.interp at recall 0, 0.01, ..., 1 and the trapezoid rule: precision 1 to recall
+        # 0.5, falling linearly to 0.51 at 0.99, then to 0 at recall 1 (the curve's drop).
+        pytest.param(
+            HALF,
+            "101-point-trapezoid",
+            0.5 + 0.49 * (1 + 0.51) / 2 + 0.01 * 0.51 / 2,
+            id="101-point-trapezoid",
+        ),
     ],
 )
 def test_average_precision_worked_by_hand(

@@ -18,9 +18,11 @@ from vocmatch.core.iou import (
     intersection_matrix,
     iou_from_intersection,
     iou_matrix,
+    iou_matrix_float32,
     label_overlap,
     pair_intersection,
     pair_iou,
+    pair_iou_float32,
     union_matrix,
     xywh_to_xyxy,
 )
@@ -258,3 +260,25 @@ def test_large_inputs_are_not_copied_or_modified() -> None:
     box_area(boxes, pixel_inclusive=True)
     pair_iou(boxes, boxes[::-1])
     assert np.array_equal(boxes, before)
+
+
+@pytest.mark.parametrize(
+    ("gt", "pred", "expected"),
+    [
+        # 2 / (4 + 4 - 2 + 1e-7) in float32: 6 + 1e-7 rounds to 6.
+        pytest.param([0, 0, 2, 2], [1, 0, 3, 2], float(np.float32(2) / np.float32(6)), id="third"),
+        # float64 gives 0.5000000000000001; the float32 arithmetic falls below 0.5.
+        pytest.param(
+            [10.7, 15.4, 18.0, 35.5],
+            [10.1, 21.6, 17.6, 40.4],
+            0.49999991059303284,
+            id="below-half-in-float32",
+        ),
+        pytest.param([0, 0, 1, 1], [2, 2, 3, 3], 0.0, id="apart"),
+    ],
+)
+def test_float32_iou_is_the_ultralytics_arithmetic(
+    gt: list[float], pred: list[float], expected: float
+) -> None:
+    assert pair_iou_float32([gt], [pred]).tolist() == [expected]
+    assert iou_matrix_float32([gt], [pred]).tolist() == [[expected]]

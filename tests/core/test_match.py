@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 from tests.reference import match_class as reference_match_class
 from vocmatch.core import match
 from vocmatch.core.iou import iou_matrix
-from vocmatch.core.match import RankedMatcher, match_class, match_unscored_rows, pred_order
+from vocmatch.core.match import (
+    MatchRule,
+    RankedMatcher,
+    match_class,
+    match_unscored_rows,
+    pred_order,
+)
 
 
 def test_two_predictions_on_one_object_give_one_tp_and_one_fp() -> None:
@@ -266,3 +272,27 @@ def test_match_class_refuses_flags_of_the_wrong_length(
     """One flag per ground truth, or a ValueError naming the argument and both lengths."""
     with pytest.raises(ValueError, match=message):
         match_class(np.zeros((3, 2)), [0.5, 0.4], [0.5], **flags)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        pytest.param("unmatched", 1, id="unmatched-takes-the-later"),
+        pytest.param("unmatched-first", 0, id="unmatched-first-takes-the-earlier"),
+    ],
+)
+def test_equal_iou_goes_by_the_rule(rule: MatchRule, expected: int) -> None:
+    """Among objects of equal IoU: the later under pycocotools' rule, the earlier under the
+    ultralytics package's (``argmax``), as pairs and as a large image-class's block."""
+    m = match_class(np.array([[0.7], [0.7]]), [0.9], [0.5], rule=rule)
+    assert m.pred_gt[0].tolist() == [expected]
+    no = np.zeros(2, dtype=bool)
+    matcher = RankedMatcher(
+        2, no, no, np.array([0.5]), False, first_on_ties=rule == "unmatched-first"
+    )
+    matcher.add_block(np.array([[0.7, 0.7], [0.7, 0.6]]), gt_start=0, pred_start=0)
+    hits = matcher.hits()
+    assert sorted(zip(hits.pred.tolist(), hits.gt.tolist(), strict=True)) == [
+        (0, expected),
+        (1, 1 - expected),
+    ]

@@ -114,7 +114,7 @@ def patched(client: Any) -> Iterator[Callable[[Callable[[Any, str], Any], str], 
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-@pytest.mark.parametrize("name", ["coco", "voc12"])
+@pytest.mark.parametrize("name", ["coco", "voc12", "ultralytics"])
 def test_a_local_cluster_reports_as_one_process(demo: tuple[Path, Path], name: str) -> None:
     """`--dask local:2` starts two worker processes, stops them, and prints the same bytes."""
     gt, pred = map(str, demo)

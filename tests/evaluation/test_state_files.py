@@ -528,14 +528,15 @@ CRAFTED = [
                  "options: conventions.iou_threshold is 1.5, not a number in [0, 1]",
                  id="iou-threshold-out-of-range"),
     pytest.param(option([*CONV, "match_rule"], "zzz"),
-                 "options: conventions.match_rule is 'zzz', not one of 'unmatched', 'devkit'",
-                 id="match-rule-unknown"),
+                 "options: conventions.match_rule is 'zzz', not one of 'unmatched', 'devkit', "
+                 "'unmatched-first', 'iou-order'", id="match-rule-unknown"),
     pytest.param(option([*CONV, "difficult"], 3),
-                 "options: conventions.difficult is 3, not one of 'ignore', 'count', 'crowd'",
-                 id="difficult-number"),
+                 "options: conventions.difficult is 3, not one of 'ignore', 'count', 'crowd', "
+                 "'drop'", id="difficult-number"),
     pytest.param(option([*CONV, "interpolation"], "q"),
                  "options: conventions.interpolation is 'q', not one of 'all-point', "
-                 "'11-point', '101-point'", id="interpolation-unknown"),
+                 "'11-point', '101-point', '101-point-trapezoid', '101-point-trapezoid-to-1'",
+                 id="interpolation-unknown"),
     pytest.param(option([*CONV, "pixel_inclusive"], 1),
                  "options: conventions.pixel_inclusive is 1, not true or false",
                  id="flag-number"),
@@ -552,7 +553,8 @@ CRAFTED = [
                  "options: conventions.coco_stats is 'yes', not true or false",
                  id="coco-stats-string"),
     pytest.param(option([*CONV, "summary"], "voc"),
-                 "options: conventions.summary is unknown", id="summary-not-a-header-field"),
+                 "options: conventions.summary is 'voc', not one of 'ultralytics'",
+                 id="summary-names-only-ultralytics"),
     pytest.param(option([*CONV, "protocol"], 5),
                  "options: conventions.protocol is 5, not a string", id="protocol-number"),
     pytest.param(option([*CONV, "extra"], 1),
@@ -617,15 +619,17 @@ def test_a_crafted_header_with_a_valid_checksum_is_one_state_error(
 
 def test_every_convention_is_checked_in_a_header() -> None:
     """A field added to Conventions gets its check in state files (the header records the
-    summary kind as ``coco_stats``, every other field under its own name)."""
+    summary kind as ``coco_stats``, with ``summary`` beside it for the ``ultralytics``
+    summary only, every other field under its own name)."""
     import dataclasses
 
-    from vocmatch.core.protocol import Conventions
+    from vocmatch.core.protocol import Conventions, protocol
     from vocmatch.evaluation.shards.state_options import CONVENTION_CHECKS, conventions_header
 
     header = conventions_header(Conventions("mine"))
     assert len(header) == len(dataclasses.fields(Conventions))
-    assert sorted(CONVENTION_CHECKS) == sorted(header)
+    assert sorted(CONVENTION_CHECKS) == sorted([*header, "summary"])
+    assert sorted(conventions_header(protocol("ultralytics"))) == sorted(CONVENTION_CHECKS)
 
 
 @pytest.mark.parametrize(
@@ -921,10 +925,10 @@ PER_CLASS = "not a list of [class, number] pairs"
                      " in [0, 1]", id="sweep-string"),
         pytest.param(options({"match_rule": "z" * 58}),
                      f"options: conventions.match_rule is '{'z' * 58}', not one of 'unmatched',"
-                     " 'devkit'", id="value-of-60-characters-whole"),
+                     " 'devkit', 'unmatched-first', 'iou-order'", id="value-of-60-characters-whole"),
         pytest.param(options({"match_rule": "z" * 59}),
                      f"options: conventions.match_rule is '{'z' * 56}..., not one of 'unmatched',"
-                     " 'devkit'", id="value-of-61-characters-shortened"),
+                     " 'devkit', 'unmatched-first', 'iou-order'", id="value-of-61-characters-shortened"),
         pytest.param(options(score_thresholds={"default": None}),
                      "options: score_thresholds is {'default': None}, not an object of default"
                      " and per_class", id="per-class-missing"),

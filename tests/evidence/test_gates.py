@@ -64,13 +64,13 @@ def test_parse_gate(text: str, expected: Gate) -> None:
         pytest.param(":recall=0.5", "empty class name in ':recall=0.5'", id="empty-class"),
         pytest.param(
             "iou=0.5",
-            "unknown metric 'iou' in 'iou=0.5': expected one of map, precision, recall, f1, ap50, ap75, reached",
+            "unknown metric 'iou' in 'iou=0.5': expected one of map, precision, recall, f1, ap50, ap75, reached, map50-95, p, r",
             id="unknown-metric",
         ),
         pytest.param(
             "person:recall>=0.9",
             "unknown metric 'recall>' in 'person:recall>=0.9': "
-            "expected one of map, precision, recall, f1, ap50, ap75, reached",
+            "expected one of map, precision, recall, f1, ap50, ap75, reached, map50-95, p, r",
             id="comparison-sign",
         ),
         pytest.param("map=high", "value 'high' in 'map=high' is not a number", id="not-a-number"),

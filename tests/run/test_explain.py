@@ -36,6 +36,9 @@ PAIRS = [
     pytest.param("voc12", "coco", id="voc12-coco"),
     pytest.param("default", "coco", id="default-coco"),
     pytest.param("coco", "coco", id="coco-coco"),
+    pytest.param("coco", "ultralytics", id="coco-ultralytics"),
+    pytest.param("ultralytics", "voc07", id="ultralytics-voc07"),
+    pytest.param("ultralytics", "ultralytics-8.4.36", id="ultralytics-releases"),
 ]
 
 
@@ -125,10 +128,12 @@ def test_steps_follow_the_canonical_order() -> None:
 
 
 def test_every_convention_that_changes_map_has_a_row() -> None:
-    """Every field of Conventions but the name and the sweep (which change no mAP) is a row
-    of the canonical order: a field added later is one row there."""
+    """Every field of Conventions but the name, the sweep and the P/R operating point (which
+    change no mAP) is a row of the canonical order: a field added later is one row there."""
     rows = {row.field for row in CONVENTION_ORDER}
-    assert {f.name for f in fields(Conventions)} - rows == {"protocol", "sweep_thresholds"}
+    assert {f.name for f in fields(Conventions)} - rows == {
+        "protocol", "sweep_thresholds", "operating_point",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -178,6 +183,10 @@ def test_generated_sets_add_up(
             value is None and math.isnan(setting.map)
         )
     _assert_adds_up(found)
+    if len(found.steps) > MAX_SHAPLEY_CONVENTIONS:  # refused, as documented
+        with pytest.raises(RequestError, match="Shapley values over"):
+            explain_columns(gt, pred, a, to, attribution="shapley")
+        return
     shapley = explain_columns(gt, pred, a, to, attribution="shapley")
     _assert_adds_up(shapley)
 
@@ -263,7 +272,7 @@ def test_parse_target_refuses(given: str) -> None:
         pytest.param(
             {"from_protocol": "voc2012", "to_protocol": "coco"},
             "from_protocol",
-            "known: coco, default, voc07, voc12",
+            "known: coco, default, ultralytics, ultralytics-8.4.175, ultralytics-8.4.36, voc07, voc12",
             id="unknown-protocol",
         ),
         pytest.param({"from_protocol": "coco"}, "to_protocol", "two settings", id="one-end"),

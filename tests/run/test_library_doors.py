@@ -33,7 +33,7 @@ NAN = math.nan
 @pytest.mark.parametrize(
     ("keywords", "field", "message"),
     [
-        pytest.param({"protocol": "voc2012"}, "protocol", r"protocol 'voc2012': no such protocol \(known: coco, default, voc07, voc12\)", id="protocol-unknown"),
+        pytest.param({"protocol": "voc2012"}, "protocol", r"protocol 'voc2012': no such protocol \(known: coco, default, ultralytics, ultralytics-8.4.175, ultralytics-8.4.36, voc07, voc12\)", id="protocol-unknown"),
         pytest.param({"protocol": None}, "protocol", "a value is needed", id="protocol-none"),
         pytest.param({"protocol": 7}, "protocol", "expected a protocol name", id="protocol-type"),
         pytest.param({"iou": NAN}, "iou", r"iou 'nan': expected a finite number in \[0, 1\]", id="iou-nan"),
@@ -42,9 +42,9 @@ NAN = math.nan
         pytest.param({"iou": True}, "iou", "got bool", id="iou-bool"),
         pytest.param({"strict_threshold": "yes"}, "strict_threshold", "expected True or False", id="strict"),
         pytest.param({"pixel_inclusive": 1}, "pixel_inclusive", "expected True or False", id="pixel"),
-        pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, unmatched\)", id="match-rule"),
-        pytest.param({"difficult": "ignored"}, "difficult", r"no such difficult rule \(known: count, crowd, ignore\)", id="difficult"),
-        pytest.param({"interpolation": "11pt"}, "interpolation", r"no such interpolation \(known: 101-point, 11-point, all-point\)", id="interpolation"),
+        pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, iou-order, unmatched, unmatched-first\)", id="match-rule"),
+        pytest.param({"difficult": "ignored"}, "difficult", r"no such difficult rule \(known: count, crowd, drop, ignore\)", id="difficult"),
+        pytest.param({"interpolation": "11pt"}, "interpolation", r"no such interpolation \(known: 101-point, 101-point-trapezoid, 101-point-trapezoid-to-1, 11-point, all-point\)", id="interpolation"),
         pytest.param({"fold_case": "no"}, "fold_case", "expected True or False", id="fold-case"),
         pytest.param({"sweep_thresholds": (NAN,)}, "sweep_thresholds", r"sweep_thresholds 'nan': expected a finite number in \[0, 1\]", id="sweep-nan"),
         pytest.param({"sweep_thresholds": ()}, "sweep_thresholds", "no threshold given", id="sweep-empty"),
@@ -163,7 +163,7 @@ BOX = np.array([[0.0, 0, 10, 10]])
 @pytest.mark.parametrize(
     ("args", "keywords", "field", "message"),
     [
-        pytest.param(("voc2012",), {}, "conventions", r"conventions 'voc2012': no such protocol \(known: coco, default, voc07, voc12\)", id="unknown-protocol"),
+        pytest.param(("voc2012",), {}, "conventions", r"conventions 'voc2012': no such protocol \(known: coco, default, ultralytics, ultralytics-8.4.175, ultralytics-8.4.36, voc07, voc12\)", id="unknown-protocol"),
         pytest.param((None,), {}, "conventions", "expected a protocol name .* or Conventions, got NoneType", id="none"),
         pytest.param((), {"fold_case": "yes"}, "fold_case", "expected True or False", id="fold-case"),
         pytest.param((), {"score_thresholds": 0.5}, "score_thresholds", "expected ScoreThresholds, got float", id="thresholds-type"),
@@ -535,10 +535,10 @@ def test_a_shard_of_file_urls_is_the_shard_of_the_folders(spaced_demo: tuple[Pat
     ("fields", "field", "message"),
     [
         pytest.param({"iou_threshold": NAN}, "iou_threshold", r"'nan': expected a finite number in \[0, 1\]", id="iou-nan"),
-        pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, unmatched\)", id="match-rule"),
+        pytest.param({"match_rule": "greedy"}, "match_rule", r"no such match rule \(known: devkit, iou-order, unmatched, unmatched-first\)", id="match-rule"),
         pytest.param({"max_dets": 0}, "max_dets", "at least 1", id="max-dets"),
         pytest.param({"ap_thresholds": ()}, "ap_thresholds", "no threshold given", id="ap-none"),
-        pytest.param({"summary": "yes"}, "summary", r"no such summary kind \(known: coco, voc\)", id="summary"),
+        pytest.param({"summary": "yes"}, "summary", r"no such summary kind \(known: coco, ultralytics, voc\)", id="summary"),
     ],
 )  # fmt: skip
 def test_conventions_made_by_hand_are_checked(

@@ -33,6 +33,8 @@ _PROTOCOL = [
     "--match-rule",
     "--difficult",
     "--interpolation",
+    "--iou-arithmetic",
+    "--operating-point",
 ]
 
 #: The report's outputs, alike for eval and merge (which renders through eval's renderer).

@@ -67,6 +67,8 @@ EVAL_KEYWORDS: tuple[FlagUse, ...] = (
     FlagUse("--match-rule", "match_rule"),
     FlagUse("--difficult", "difficult"),
     FlagUse("--interpolation", "interpolation"),
+    FlagUse("--iou-arithmetic", "iou_arithmetic"),
+    FlagUse("--operating-point", "operating_point"),
     FlagUse("--beta", "beta"),
     FlagUse("--fail-under", "gates", "one text or `Gate` per gate"),
     FlagUse("--max-fp", "max_fp"),

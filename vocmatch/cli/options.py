@@ -25,7 +25,9 @@ from vocmatch.cli.params import (
 from vocmatch.core.protocol import (
     DIFFICULT_RULES,
     INTERPOLATIONS,
+    IOU_ARITHMETICS,
     MATCH_RULES,
+    OPERATING_POINTS,
     PRESETS,
     PROTOCOL_NAMES,
 )
@@ -119,9 +121,16 @@ class IouThreshold(FiniteFloatRange):
         return super().convert(value, param, ctx)
 
 
-#: Where --sweep and --max-dets leave their values for :func:`convention_extras` (they are not
-#: passed to the commands: every command with the convention options applies them there).
+#: Where --sweep, --max-dets, --iou-arithmetic and --operating-point leave their values for
+#: :func:`convention_extras` (they are not passed to the commands: every command with the
+#: convention options applies them there).
 _CONVENTION_EXTRAS = "vocmatch.convention_extras"
+
+
+def _extra_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Keep a convention option's value, under its parameter's name, for the request."""
+    if value is not None and param.name is not None:
+        ctx.meta.setdefault(_CONVENTION_EXTRAS, {})[param.name] = value
 
 
 def _sweep_option(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -162,9 +171,10 @@ def _max_dets_option(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 def convention_extras() -> dict[str, Any]:
-    """What --sweep and --max-dets set (``sweep_thresholds``, ``max_dets``), as request
-    fields: they are not passed to the commands, every command with the convention options
-    reads them here."""
+    """What --sweep, --max-dets, --iou-arithmetic and --operating-point set
+    (``sweep_thresholds``, ``max_dets``, ``iou_arithmetic``, ``operating_point``), as
+    request fields: they are not passed to the commands, every command with the convention
+    options reads them here."""
     context = click.get_current_context(silent=True)
     return dict(context.meta.get(_CONVENTION_EXTRAS, {})) if context is not None else {}
 
@@ -238,19 +248,42 @@ def convention_options(function: F) -> F:
             type=click.Choice(MATCH_RULES),
             default=None,
             help="unmatched: best still-unmatched GT (COCO); devkit: best GT even if taken, "
-            "then FP.",
+            "then FP; unmatched-first: best still-unmatched GT, the first on IoU ties "
+            "(ultralytics).",
         ),
         click.option(
             "--difficult",
             type=click.Choice(DIFFICULT_RULES),
             default=None,
-            help="difficult objects: ignored, counted as ordinary objects, or COCO crowd regions.",
+            help="difficult objects: ignored, counted as ordinary objects, COCO crowd regions, "
+            "or dropped (never annotated: a prediction on one is an FP, as ultralytics' VOC "
+            "converter leaves them out).",
         ),
         click.option(
             "--interpolation",
             type=click.Choice(INTERPOLATIONS),
             default=None,
-            help="AP interpolation: VOC2010+ all-point, VOC2007 11-point, COCO 101-point.",
+            help="AP interpolation: VOC2010+ all-point, VOC2007 11-point, COCO 101-point, "
+            "ultralytics' 101-point-trapezoid (np.interp and the trapezoid rule).",
+        ),
+        click.option(
+            "--iou-arithmetic",
+            type=click.Choice(IOU_ARITHMETICS),
+            default=None,
+            expose_value=False,
+            callback=_extra_option,
+            help="IoU in float64, or in float32 as ultralytics' box_iou (1e-7 in the union). "
+            "[default: float32 under ultralytics, else float64]",
+        ),
+        click.option(
+            "--operating-point",
+            type=click.Choice(OPERATING_POINTS),
+            default=None,
+            expose_value=False,
+            callback=_extra_option,
+            help="Where the ultralytics summary reads P and R: max-f1 (the confidence of the "
+            "highest smoothed mean F1) or all predictions. [default: max-f1 under ultralytics, "
+            "else all]",
         ),
     ]
     for option in reversed(options):

@@ -6,6 +6,12 @@
   r in 0, 0.1, ..., 1.
 * ``"101-point"``: pycocotools ``COCOeval.accumulate``: the precision envelope read at
   recall 0, 0.01, ..., 1 (``searchsorted``, left), 0 past the last recall reached.
+* ``"101-point-trapezoid"``: the ``ultralytics`` package's ``compute_ap`` (releases 8.4.37
+  on): the precision envelope of the curve opened at (0, 1) and closed by a drop to 0 at the
+  last recall reached, read by linear interpolation at recall 0, 0.01, ..., 1 and
+  integrated by the trapezoid rule.
+* ``"101-point-trapezoid-to-1"``: the same package's up to 8.4.36: the envelope closed by
+  precision 0 at recall 1, so that it falls linearly from the last recall reached to 1.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ import numpy.typing as npt
 
 __all__ = [
     "COCO_RECALL_THRESHOLDS",
+    "TRAPEZOID_RECALL_POINTS",
     "Curve",
     "Interpolation",
     "average_precision",
     "precision_recall_curve",
+    "trapezoid_ap",
 ]
 
-Interpolation = Literal["all-point", "11-point", "101-point"]
+Interpolation = Literal[
+    "all-point", "11-point", "101-point", "101-point-trapezoid", "101-point-trapezoid-to-1"
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -124,7 +134,46 @@ def average_precision(
         return total / 11.0
     if interpolation == "101-point":
         return float(np.mean(precision_at_recall(rec, prec)))
+    if interpolation == "101-point-trapezoid":
+        return trapezoid_ap(rec, prec)
+    if interpolation == "101-point-trapezoid-to-1":
+        return trapezoid_ap(rec, prec, drop_after_last=False)
     raise ValueError(f"unknown interpolation {interpolation!r}")
+
+
+#: The recall points of ``"101-point-trapezoid"``: 0, 0.01, ..., 1 as ``np.linspace`` makes them.
+TRAPEZOID_RECALL_POINTS: FloatArray = np.linspace(0.0, 1.0, 101)
+
+
+def trapezoid_ap(
+    recall: FloatArray, precision: FloatArray, *, drop_after_last: bool = True
+) -> float:
+    """AP under ``"101-point-trapezoid"``: the envelope of the curve with (0, 1) before it and
+    precision 0 at its last recall and at recall 1, interpolated linearly at 101 recall
+    points and integrated by the trapezoid rule; ``"101-point-trapezoid-to-1"`` without the
+    point at the last recall (``drop_after_last=False``).
+
+    Args:
+        recall: ``(K,)`` non-decreasing recall.
+        precision: ``(K,)`` precision.
+        drop_after_last: Precision drops to 0 at the last recall reached; else it falls
+            linearly from there to 0 at recall 1.
+
+    Returns:
+        AP in [0, 1].
+
+    >>> round(trapezoid_ap(np.array([0.5, 1.0]), np.array([1.0, 0.5])), 4)
+    0.8725
+    """
+    if drop_after_last:
+        last = recall[-1] if recall.size else 1.0
+        mrec = np.concatenate(([0.0], recall, [last], [1.0]))
+        mpre = _envelope(np.concatenate(([1.0], precision, [0.0], [0.0])))
+    else:
+        mrec = np.concatenate(([0.0], recall, [1.0]))
+        mpre = _envelope(np.concatenate(([1.0], precision, [0.0])))
+    values = np.interp(TRAPEZOID_RECALL_POINTS, mrec, mpre)
+    return float(np.trapezoid(values, TRAPEZOID_RECALL_POINTS))
 
 
 def precision_at_recall(recall: FloatArray, precision: FloatArray) -> FloatArray:

@@ -12,6 +12,11 @@ exact area from :mod:`vocmatch.core.geometry`) become an IoU in :func:`iou_from_
 pair therefore gets the same IoU, to the bit, in a matrix, in a list of pairs, or as a
 region.
 
+Two arithmetics exist: float64 (every function here but two), and the ``ultralytics``
+package's float32 ``box_iou`` (:func:`pair_iou_float32`, :func:`iou_matrix_float32`):
+coordinates, widths, areas and the ratio in float32, ``1e-7`` (as float32) added to the
+union, the areas of the ground truth and of the prediction summed first.
+
 Two area conventions exist and both are named options:
 
 * continuous (default, pycocotools): a box's width is ``x2 - x1``;
@@ -40,10 +45,12 @@ __all__ = [
     "intersection_matrix",
     "iou_from_intersection",
     "iou_matrix",
+    "iou_matrix_float32",
     "label_overlap",
     "normalise_labels",
     "pair_intersection",
     "pair_iou",
+    "pair_iou_float32",
     "union_matrix",
     "xywh_to_xyxy",
 ]
@@ -313,6 +320,46 @@ def pair_iou(
     return iou_from_intersection(
         inter, box_area(gt_boxes, pixel_inclusive), box_area(pred_boxes, pixel_inclusive), crowd
     )
+
+
+#: The ``ultralytics`` package's ``box_iou`` epsilon, added to the union in float32.
+_UNION_EPS = np.float32(1e-7)
+
+
+def _float32_iou(gt: npt.NDArray[np.float32], pred: npt.NDArray[np.float32]) -> FloatArray:
+    """IoU of broadcasting float32 corner boxes (``(..., 4)``) in float32, as float64."""
+    inter_w = np.maximum(
+        np.minimum(gt[..., 2], pred[..., 2]) - np.maximum(gt[..., 0], pred[..., 0]), np.float32(0)
+    )
+    inter_h = np.maximum(
+        np.minimum(gt[..., 3], pred[..., 3]) - np.maximum(gt[..., 1], pred[..., 1]), np.float32(0)
+    )
+    inter = inter_w * inter_h
+    gt_area = (gt[..., 2] - gt[..., 0]) * (gt[..., 3] - gt[..., 1])
+    pred_area = (pred[..., 2] - pred[..., 0]) * (pred[..., 3] - pred[..., 1])
+    union = gt_area + pred_area - inter + _UNION_EPS
+    return np.asarray(inter / union, dtype=np.float64)
+
+
+def pair_iou_float32(gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike) -> FloatArray:
+    """IoU of row ``i`` of ``gt_boxes`` against row ``i`` of ``pred_boxes`` in the
+    ``ultralytics`` package's float32 arithmetic (continuous areas), each result exactly the
+    float32 it computes.
+
+    >>> pair_iou_float32([[0, 0, 2, 2]], [[1, 0, 3, 2]]).tolist()
+    [0.3333333432674408]
+    """
+    gt = as_boxes(gt_boxes, "gt_boxes").astype(np.float32)
+    pred = as_boxes(pred_boxes, "pred_boxes").astype(np.float32)
+    return _float32_iou(gt, pred)
+
+
+def iou_matrix_float32(gt_boxes: npt.ArrayLike, pred_boxes: npt.ArrayLike) -> FloatArray:
+    """``(N, M)`` IoU in the ``ultralytics`` package's float32 arithmetic (see
+    :func:`pair_iou_float32`)."""
+    gt = as_boxes(gt_boxes, "gt_boxes").astype(np.float32)
+    pred = as_boxes(pred_boxes, "pred_boxes").astype(np.float32)
+    return _float32_iou(gt[:, None, :], pred[None, :, :])
 
 
 def crowd_iou_matrix(

@@ -7,6 +7,11 @@ Two match rules exist, each a named option:
   threshold. A ground truth that is not ignored is preferred over an ignored one; among
   equal IoUs the later ground truth (in file order) wins, as in pycocotools. A crowd region
   may absorb any number of predictions.
+* ``"unmatched-first"`` (the ``ultralytics`` package's ``match_predictions``, 8.4.176 on):
+  the same, except that among equal IoUs the earlier ground truth wins (``argmax``).
+* ``"iou-order"`` (that package up to 8.4.175): the devkit's rule, IoU ties broken as the
+  package's sort breaks them (:mod:`vocmatch.evaluation.iou_order`, which matches the
+  images holding such ties); :func:`match_class` breaks them as the devkit.
 * ``"devkit"`` (PASCAL VOC devkit, ``voc_eval.py``): each prediction goes to the ground truth
   with the highest IoU (the first one on ties) even if that one is already taken; a taken
   one makes the prediction a false positive.
@@ -54,7 +59,7 @@ __all__ = [
     "pred_order",
 ]
 
-MatchRule = Literal["unmatched", "devkit"]
+MatchRule = Literal["unmatched", "devkit", "unmatched-first", "iou-order"]
 
 IntArray = npt.NDArray[np.int64]
 IndexArray = npt.NDArray[np.integer[Any]]
@@ -109,6 +114,8 @@ class RankedMatcher:
         gt_crowd: ``(G,)`` crowd regions, which absorb any number of predictions.
         thresholds: ``(T,)`` IoU thresholds.
         strict: Match at ``IoU > t`` instead of ``IoU >= t``.
+        first_on_ties: Among equal IoUs the earlier ground truth wins (``"unmatched-first"``)
+            instead of the later one.
     """
 
     def __init__(
@@ -118,7 +125,9 @@ class RankedMatcher:
         gt_crowd: BoolArray,
         thresholds: FloatArray,
         strict: bool,
+        first_on_ties: bool = False,
     ) -> None:
+        self._first = first_on_ties
         self._ignore = gt_ignore
         self._crowd = gt_crowd
         self._thresholds = thresholds
@@ -140,8 +149,10 @@ class RankedMatcher:
         g_all, p_all, v_all = gt[lowest], pred[lowest], iou[lowest]
         r_all = rank[p_all]
         # Within one prediction, candidates sorted so that the last valid one is the one the
-        # rule picks: counting ground truth over ignored, then higher IoU, then later.
-        order = np.lexsort((g_all, v_all, ~self._ignore[g_all], p_all, r_all))
+        # rule picks: counting ground truth over ignored, then higher IoU, then later (or
+        # earlier, first on ties).
+        tie = -g_all if self._first else g_all
+        order = np.lexsort((tie, v_all, ~self._ignore[g_all], p_all, r_all))
         g_all, p_all, v_all, r_all = g_all[order], p_all[order], v_all[order], r_all[order]
         # The runs of one rank each (ranks without a pair that passes have no run).
         starts = np.flatnonzero(np.append(True, r_all[1:] != r_all[:-1]))
@@ -199,9 +210,12 @@ class RankedMatcher:
                 continue
             score = np.where(usable, column[None, :], -np.inf)
             best = score.max(axis=1)
-            # The highest IoU, the later ground truth on ties.
+            # The highest IoU, the later (or earlier) ground truth on ties.
             at_best = score == best[:, None]
-            position = n - 1 - np.argmax(at_best[:, ::-1], axis=1)
+            if self._first:
+                position = np.argmax(at_best, axis=1)
+            else:
+                position = n - 1 - np.argmax(at_best[:, ::-1], axis=1)
             t_win = levels[found]
             g_win = position[found]
             taken[t_win, g_win] = True
@@ -598,14 +612,16 @@ def match_class(
     else:
         rank = np.empty(n_pred, dtype=np.int64)
         rank[order] = np.arange(n_pred)
-        if rule == "devkit":
+        if rule in ("devkit", "iou-order"):
             hits = Hits.join([])  # no ground truth: nothing to match
             if n_gt:
                 best_gt = np.argmax(matrix, axis=0)  # the first maximum, as voc_eval.py
                 best_iou = matrix[best_gt, np.arange(n_pred)]
                 hits = match_devkit(best_gt, best_iou, rank, ignore, levels, strict)
         else:
-            matcher = RankedMatcher(n_gt, ignore, crowd, levels, strict)
+            matcher = RankedMatcher(
+                n_gt, ignore, crowd, levels, strict, first_on_ties=rule == "unmatched-first"
+            )
             matcher.add(gt, pred, values, rank)
             hits = matcher.hits()
     pred_matched = np.zeros((levels.size, n_pred), dtype=bool)

@@ -4,6 +4,7 @@ another's, gathered in one record so that each can be chosen and stated in the r
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -26,14 +27,19 @@ __all__ = [
     "COCO_IOU_THRESHOLDS",
     "DIFFICULT_RULES",
     "INTERPOLATIONS",
+    "IOU_ARITHMETICS",
     "MATCH_RULES",
+    "OPERATING_POINTS",
     "PRESETS",
     "PROTOCOLS",
     "PROTOCOL_NAMES",
     "SUMMARY_KINDS",
     "SWEEP_THRESHOLDS",
+    "ULTRALYTICS_IOU_THRESHOLDS",
     "Conventions",
     "DifficultRule",
+    "IouArithmetic",
+    "OperatingPoint",
     "Preset",
     "SummaryKind",
     "conventions_of",
@@ -43,18 +49,39 @@ __all__ = [
     "threshold_list",
 ]
 
-DifficultRule = Literal["ignore", "count", "crowd"]
+#: What a ``difficult`` object is: ``"ignore"`` (neither TP, FP nor FN), ``"count"`` (an
+#: ordinary object), ``"crowd"`` (pycocotools' ``iscrowd``) or ``"drop"`` (removed before
+#: matching, as if never annotated: a prediction on it is a false positive).
+DifficultRule = Literal["ignore", "count", "crowd", "drop"]
 
 #: Which summary a protocol reports: ``"voc"``, AP and mAP at the match threshold (the
 #: PASCAL VOC devkit's); ``"coco"``, AP averaged over ``ap_thresholds`` with pycocotools'
-#: 12 summary numbers (AP50, AP75, by area, recall at 1, 10 and 100 detections).
-SummaryKind = Literal["voc", "coco"]
+#: 12 summary numbers (AP50, AP75, by area, recall at 1, 10 and 100 detections);
+#: ``"ultralytics"``, the ``ultralytics`` package's P, R, mAP50 and mAP50-95.
+SummaryKind = Literal["voc", "coco", "ultralytics"]
+
+#: The arithmetic of an IoU: ``"float64"`` (vocmatch's), or ``"float32"`` (the
+#: ``ultralytics`` package's ``box_iou``: float32 throughout, ``1e-7`` added to the union).
+IouArithmetic = Literal["float64", "float32"]
+
+#: Where the summary's precision and recall are read: ``"all"`` (every prediction kept
+#: counts) or ``"max-f1"`` (the ``ultralytics`` package's: each class's precision and recall
+#: at the one confidence that maximises the smoothed mean F1 on a 1,000-point grid).
+OperatingPoint = Literal["all", "max-f1"]
 
 #: The names each convention takes (the Literal types' values, for the checks of a request).
-MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit")
-DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd")
-INTERPOLATIONS: tuple[Interpolation, ...] = ("all-point", "11-point", "101-point")
-SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco")
+MATCH_RULES: tuple[MatchRule, ...] = ("unmatched", "devkit", "unmatched-first", "iou-order")
+DIFFICULT_RULES: tuple[DifficultRule, ...] = ("ignore", "count", "crowd", "drop")
+INTERPOLATIONS: tuple[Interpolation, ...] = (
+    "all-point",
+    "11-point",
+    "101-point",
+    "101-point-trapezoid",
+    "101-point-trapezoid-to-1",
+)
+SUMMARY_KINDS: tuple[SummaryKind, ...] = ("voc", "coco", "ultralytics")
+IOU_ARITHMETICS: tuple[IouArithmetic, ...] = ("float64", "float32")
+OPERATING_POINTS: tuple[OperatingPoint, ...] = ("all", "max-f1")
 
 
 def _evenly_spaced(start: float, stop: float, count: int) -> tuple[float, ...]:
@@ -73,6 +100,20 @@ def _evenly_spaced(start: float, stop: float, count: int) -> tuple[float, ...]:
 #: pycocotools' ``iouThrs`` (0.50:0.05:0.95), built the same way (``np.linspace``) so
 #: values are identical.
 COCO_IOU_THRESHOLDS: tuple[float, ...] = _evenly_spaced(0.5, 0.95, round((0.95 - 0.5) / 0.05) + 1)
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to the nearest float32, as a Python float (exactly that float32)."""
+    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded
+
+
+#: The ``ultralytics`` package's ``iouv``: the COCO ten as float32 (``torch.linspace``'s
+#: float32 values, which are numpy's rounded to float32), held here as the float64 numbers
+#: equal to them, so that a float32 IoU compares with them as the package's does.
+ULTRALYTICS_IOU_THRESHOLDS: tuple[float, ...] = tuple(
+    _float32(value) for value in _evenly_spaced(0.5, 0.95, 10)
+)
 
 #: The thresholds every per-image report shows: PASCAL VOC / COCO AP50, COCO AP75, and
 #: near-exact.
@@ -112,15 +153,24 @@ class Conventions:
         strict_threshold: Match at ``IoU > t`` (the Python ``voc_eval.py`` of py-faster-rcnn and
             Detectron) instead of ``IoU >= t`` (the MATLAB devkit's ``VOCevaldet.m``, pycocotools).
         pixel_inclusive: The devkit's ``+ 1`` widths and heights; otherwise continuous.
-        match_rule: ``"unmatched"`` (best still-unmatched GT) or ``"devkit"``.
-        difficult: ``"ignore"`` (neither TP, FP nor FN), ``"count"`` (ordinary objects) or
+        match_rule: ``"unmatched"`` (best still-unmatched GT, the later one on IoU ties),
+            ``"unmatched-first"`` (the same, the earlier one on ties, no preference of
+            counting GT over ignored GT: the ``ultralytics`` package's), ``"devkit"`` or
+            ``"iou-order"`` (the devkit's, IoU ties as the ``ultralytics`` package up to
+            8.4.175 breaks them).
+        difficult: ``"ignore"`` (neither TP, FP nor FN), ``"count"`` (ordinary objects),
             ``"crowd"`` (pycocotools ``iscrowd``: intersection over prediction area, absorbs
-            any number of predictions, which are ignored).
+            any number of predictions, which are ignored) or ``"drop"`` (removed before
+            matching: a prediction on one is a false positive).
+        iou_arithmetic: ``"float64"`` or ``"float32"`` (:data:`IouArithmetic`).
         interpolation: How AP is read off the precision/recall curve.
         ap_thresholds: The IoU thresholds AP is averaged over.
         max_dets: Highest-scored predictions kept per image and class (COCO's 100).
-        summary: The summary reported (:data:`SummaryKind`): ``"voc"`` or ``"coco"``
-            (pycocotools' 12 numbers, AP averaged over ``ap_thresholds``).
+        summary: The summary reported (:data:`SummaryKind`): ``"voc"``, ``"coco"``
+            (pycocotools' 12 numbers, AP averaged over ``ap_thresholds``) or
+            ``"ultralytics"`` (the package's P, R, mAP50 and mAP50-95).
+        operating_point: Where the summary's precision and recall are read
+            (:data:`OperatingPoint`).
         sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep, ascending.
 
     Example:
@@ -140,6 +190,8 @@ class Conventions:
     max_dets: int | None = None
     summary: SummaryKind = "voc"
     sweep_thresholds: tuple[float, ...] = SWEEP_THRESHOLDS
+    iou_arithmetic: IouArithmetic = "float64"
+    operating_point: OperatingPoint = "all"
 
     def __post_init__(self) -> None:
         """Refuse a value no evaluation can use (NaN, out of range, an unknown name), naming
@@ -154,6 +206,14 @@ class Conventions:
         checked_name("difficult", self.difficult, DIFFICULT_RULES, what="difficult rule")
         checked_name("interpolation", self.interpolation, INTERPOLATIONS, what="interpolation")
         checked_name("summary", self.summary, SUMMARY_KINDS, what="summary kind")
+        checked_name("iou_arithmetic", self.iou_arithmetic, IOU_ARITHMETICS, what="arithmetic")
+        checked_name(
+            "operating_point", self.operating_point, OPERATING_POINTS, what="operating point"
+        )
+        if self.operating_point == "max-f1" and self.summary != "ultralytics":
+            raise RequestError(
+                "operating_point", "'max-f1' is read by the ultralytics summary only", "max-f1"
+            )
         checked_bounded("max_dets", self.max_dets, FIELD_BOUNDS["max_dets"], optional=True)
         threshold_list("ap_thresholds", self.ap_thresholds, keep_order=True)
         sweep = threshold_list("sweep_thresholds", self.sweep_thresholds)
@@ -163,30 +223,46 @@ class Conventions:
     def describe(self) -> tuple[tuple[str, str], ...]:
         """The conventions in force as ``(name, value)`` pairs for a report header."""
         comparison = ">" if self.strict_threshold else ">="
-        if self.summary == "coco":
+        if self.summary in ("coco", "ultralytics"):
             ap = "mean over IoU 0.50:0.05:0.95"
         else:
             ap = f"at IoU {comparison} {self.iou_threshold:g}"
+        rules = {
+            "devkit": "best GT even if taken (VOC devkit)",
+            "unmatched": "best unmatched GT",
+            "unmatched-first": "best unmatched GT, the first on ties",
+            "iou-order": "best GT even if taken, ties as ultralytics <= 8.4.175 sorts them",
+        }
+        extra: tuple[tuple[str, str], ...] = ()
+        if self.summary == "ultralytics":
+            extra = (
+                ("IoU arithmetic", self.iou_arithmetic),
+                ("classes averaged", "those with ground truth"),
+                (
+                    "P/R",
+                    "at the confidence of the highest smoothed mean F1"
+                    if self.operating_point == "max-f1"
+                    else "all predictions",
+                ),
+            )
+        elif self.iou_arithmetic != "float64":
+            extra = (("IoU arithmetic", self.iou_arithmetic),)
         return (
             ("protocol", self.protocol),
             ("match", f"IoU {comparison} {self.iou_threshold:g}"),
             ("areas", "pixel-inclusive (+1)" if self.pixel_inclusive else "continuous"),
-            (
-                "match rule",
-                "best GT even if taken (VOC devkit)"
-                if self.match_rule == "devkit"
-                else "best unmatched GT",
-            ),
+            ("match rule", rules[self.match_rule]),
             ("difficult", self.difficult),
             ("AP", f"{self.interpolation}, {ap}"),
             ("max dets", "all" if self.max_dets is None else f"{self.max_dets} per image-class"),
+            *extra,
         )
 
     def with_threshold(self, threshold: float) -> Conventions:
         """A copy with another IoU threshold (and, outside COCO, AP at that threshold)."""
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"IoU threshold must be within [0, 1], got {threshold}")
-        ap = self.ap_thresholds if self.summary == "coco" else (threshold,)
+        ap = self.ap_thresholds if self.summary in ("coco", "ultralytics") else (threshold,)
         return replace(self, iou_threshold=threshold, ap_thresholds=ap)
 
 
@@ -208,6 +284,18 @@ class Preset:
         """The protocol's name (``voc07``)."""
         return self.conventions.protocol
 
+
+#: The ``ultralytics`` preset's conventions, which its earlier releases' presets vary.
+_ULTRALYTICS = Conventions(
+    protocol="ultralytics",
+    match_rule="unmatched-first",
+    difficult="drop",
+    interpolation="101-point-trapezoid",
+    ap_thresholds=ULTRALYTICS_IOU_THRESHOLDS,
+    summary="ultralytics",
+    iou_arithmetic="float32",
+    operating_point="max-f1",
+)
 
 #: Every named protocol, each written once: the names, the command line's choices and help,
 #: and :func:`protocol` read these.
@@ -247,6 +335,27 @@ PRESETS: tuple[Preset, ...] = (
             summary="coco",
         ),
         "pycocotools COCOeval",
+    ),
+    # The ultralytics package's detection validation metrics (releases 8.4.176 on): float32
+    # IoU, best unclaimed GT first on ties, AP by np.interp at 101 recall points and the
+    # trapezoid rule, P and R at the highest smoothed mean F1; its VOC converter drops
+    # difficult objects.
+    Preset(_ULTRALYTICS, "ultralytics detection val"),
+    # Its releases 8.4.37 to 8.4.175: each detection goes to the GT of highest IoU even if
+    # taken (the highest-confidence detection keeps it), as the VOC devkit.
+    Preset(
+        replace(_ULTRALYTICS, protocol="ultralytics-8.4.175", match_rule="iou-order"),
+        "ultralytics detection val",
+    ),
+    # Its releases 8.3.0 to 8.4.36: as 8.4.175, the envelope falling to 0 at recall 1.
+    Preset(
+        replace(
+            _ULTRALYTICS,
+            protocol="ultralytics-8.4.36",
+            match_rule="iou-order",
+            interpolation="101-point-trapezoid-to-1",
+        ),
+        "ultralytics detection val",
     ),
 )
 

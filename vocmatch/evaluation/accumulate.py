@@ -285,12 +285,12 @@ def class_results(
     # AP at 0.50 and 0.75 of a class, where the protocol averages over IoU thresholds.
     at50 = (
         conv.ap_thresholds.index(0.5)
-        if conv.summary == "coco" and 0.5 in conv.ap_thresholds
+        if conv.summary in ("coco", "ultralytics") and 0.5 in conv.ap_thresholds
         else None
     )
     at75 = (
         conv.ap_thresholds.index(0.75)
-        if conv.summary == "coco" and 0.75 in conv.ap_thresholds
+        if conv.summary in ("coco", "ultralytics") and 0.75 in conv.ap_thresholds
         else None
     )
     n_class_gt: list[int] = counts.gt.tolist()

@@ -375,13 +375,16 @@ def match_all(
     """Every image-class matched at every threshold, under the rule of the protocol."""
     space = scan.space
     shape = (thresholds.size, space.n_gt, space.n_pred)
-    if scored and rule == "devkit":
+    # "iou-order" differs from the devkit's rule only in ties of IoU, which it breaks with
+    # the image's own sort (vocmatch.evaluation.iou_order): matched here, the devkit's way.
+    if scored and rule in ("devkit", "iou-order"):
         hits = match_devkit(
             scan.pred_best_gt, scan.pred_best_iou, rank, gt_ignore, thresholds, strict
         )
         return Matching(hits, gt_ignore, shape)
     parts: list[Hits] = []
-    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict)
+    first = rule == "unmatched-first"
+    matcher = RankedMatcher(space.n_gt, gt_ignore, gt_crowd, thresholds, strict, first)
     for piece in scan.pieces(whole=not scored):
         if isinstance(piece, Candidates):
             if scored:

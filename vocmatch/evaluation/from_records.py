@@ -36,6 +36,7 @@ from vocmatch.evaluation.result import (
     Evaluation,
     ImageResult,
     SweepResult,
+    UltralyticsStats,
     case_notes,
     finish,
     odd_value_notes,
@@ -46,6 +47,7 @@ from vocmatch.evaluation.stage_inputs import (
     IouLevels,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
+from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
 __all__ = ["Findings", "class_rankings", "evaluation_of", "ranking_score"]
 
@@ -98,8 +100,9 @@ def evaluation_of(
     counts = records.counts if scored or records.unscored is None else records.unscored
     n_class_gt: list[int] = counts.classes.gt.tolist()
     # Without scores nothing is ranked: no curve, no AP.
-    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None)
-    if scored:
+    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None, None)
+    if scored or (conv.summary == "ultralytics" and notes_in.preds == 0):
+        # The ultralytics summary of no prediction at all: every class's AP, P and R 0.
         done = _accumulated(records, conv, n_class_gt)
     classes = class_results(
         conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
@@ -117,19 +120,20 @@ def evaluation_of(
     skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
     evaluation = finish(
         conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
-        findings.orphan_pred, notes,
+        findings.orphan_pred, notes, ultralytics=done.ultralytics,
     )  # fmt: skip
     return evaluation if records.removed is None else replace(evaluation, removed=records.removed)
 
 
 @dataclass(frozen=True, slots=True)
 class _Accumulated:
-    """Each class's curve and AP values, and pycocotools' 12 numbers (None outside
-    the ``coco`` summary)."""
+    """Each class's curve and AP values, pycocotools' 12 numbers (None outside the ``coco``
+    summary) and the ``ultralytics`` package's four (None outside its summary)."""
 
     curves: list[Curve | None]
     ap_values: list[list[float]]
     coco: CocoStats | None
+    ultralytics: UltralyticsStats | None
 
 
 def _accumulated(
@@ -146,6 +150,12 @@ def _accumulated(
     summary = CocoSummary(np.asarray(conv.ap_thresholds, dtype=np.float64))
     reusable = conv.summary == "coco" and _class_ap_reusable(conv, records.beyond)
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
+    ultralytics = None
+    if conv.summary == "ultralytics":
+        places = [levels.index[threshold] for threshold in conv.ap_thresholds]
+        ap_values, ultralytics = ultralytics_summary(
+            records, places, list(n_class_gt), conv.operating_point, conv.interpolation
+        )
     for k, (ranked, rank) in enumerate(class_rankings(records)):
         bits = _class_bits(preds, ranked, rank)
         coco_ap = None
@@ -159,7 +169,7 @@ def _accumulated(
                 summary.add(a, precision, recall)
                 if a == 0:
                     coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
-        if n_class_gt[k] > 0:
+        if n_class_gt[k] > 0 and ultralytics is None:
             if reusable and coco_ap is not None:
                 ap_values[k] = coco_ap
             else:
@@ -169,7 +179,8 @@ def _accumulated(
                     ap = average_precision(c.recall, c.precision, conv.interpolation)
                     ap_values[k].append(ap)
         curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
-    return _Accumulated(curves, ap_values, summary.stats() if conv.summary == "coco" else None)
+    coco = summary.stats() if conv.summary == "coco" else None
+    return _Accumulated(curves, ap_values, coco, ultralytics)
 
 
 def class_rankings(records: MatchRecords) -> Iterator[tuple[FlagArray, FlagArray]]:

@@ -34,7 +34,14 @@ from vocmatch.core.geometry import (
     pair_region_intersection,
     pairs_meeting,
 )
-from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_from_intersection, pair_intersection
+from vocmatch.core.iou import (
+    box_area,
+    crowd_iou_matrix,
+    iou_from_intersection,
+    iou_matrix_float32,
+    pair_intersection,
+    pair_iou_float32,
+)
 from vocmatch.core.model import Polygon, RotatedBox
 
 __all__ = ["BOUND_MARGIN", "TILE_PAIRS", "Block", "PairSpace", "Tile", "iou_floor"]
@@ -139,6 +146,8 @@ class PairSpace:
         iou_floor: A pair with a rotated box or a polygon whose IoU is provably below this
             (:func:`vocmatch.core.geometry.pair_iou_bound`) is not clipped and scores 0.0;
             see :func:`iou_floor`. 0.0 clips every pair whose bounding boxes meet.
+        float32: Plain boxes' IoU in the ``ultralytics`` package's float32 arithmetic
+            (:func:`vocmatch.core.iou.pair_iou_float32`; not for crowd regions or shapes).
 
     Attributes:
         exact_overlaps: Pairs clipped so far (exact region overlaps computed).
@@ -156,8 +165,10 @@ class PairSpace:
         pred_shapes: Sequence[tuple[int, Polygon | RotatedBox]] = (),
         pred_rows: RowArray | None = None,
         iou_floor: float = 0.0,
+        float32: bool = False,
     ) -> None:
         self.gt_boxes = gt_boxes
+        self.float32 = float32
         self.iou_floor = iou_floor
         self.exact_overlaps = 0
         self._pred_column = pred_boxes
@@ -336,6 +347,11 @@ class PairSpace:
             box_area(pred_boxes, self.pixel_inclusive),
             self.gt_crowd[gt],
         )
+        if self.float32:
+            plain = np.flatnonzero(~self.gt_crowd[gt])
+            out[plain] = pair_iou_float32(
+                np.take(self.gt_boxes, gt[plain], axis=0), pred_boxes[plain]
+            )
         if self._gt_regions is not None and self._pred_regions is not None:
             shaped = np.flatnonzero(self.gt_shaped[gt] | self.pred_shaped[pred])
             if shaped.size:
@@ -466,6 +482,9 @@ class PairSpace:
             self.gt_crowd[gt],
             self.pixel_inclusive,
         )
+        if self.float32:
+            plain = np.flatnonzero(~self.gt_crowd[gt])
+            out[plain] = iou_matrix_float32(self.gt_boxes[gt[plain]], run[2])
         if self._gt_regions is not None and self._pred_regions is not None:
             shaped = self.gt_shaped[gt][:, None] | self.pred_shaped[None, pred_start:pred_stop]
             r, c = np.nonzero(shaped)

@@ -36,6 +36,7 @@ __all__ = [
     "Outcome",
     "Summary",
     "SweepResult",
+    "UltralyticsStats",
     "case_notes",
     "class_result",
     "coco_summarize",
@@ -242,6 +243,35 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class UltralyticsStats:
+    """The ``ultralytics`` package's four detection numbers.
+
+    Attributes:
+        precision: ``P``: the mean over the classes with ground truth of each one's
+            precision at the confidence of the highest smoothed mean F1.
+        recall: ``R``: likewise, recall.
+        map50: ``mAP50``: mean AP at IoU 0.5 over the classes with ground truth.
+        map50_95: ``mAP50-95``: mean AP over the ten thresholds and those classes.
+        confidence: The confidence P and R are read at.
+    """
+
+    precision: float
+    recall: float
+    map50: float
+    map50_95: float
+    confidence: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The numbers under the package's names (``P``, ``R``, ``mAP50``, ``mAP50-95``)."""
+        return {
+            "P": self.precision,
+            "R": self.recall,
+            "mAP50": self.map50,
+            "mAP50-95": self.map50_95,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """Everything an evaluation found.
 
@@ -254,6 +284,8 @@ class Evaluation:
         missing_pred: Keys of ground-truth images with no prediction file.
         orphan_pred: Prediction files with no ground-truth file.
         coco: pycocotools' 12 numbers under the ``coco`` summary.
+        ultralytics: The ``ultralytics`` package's P, R, mAP50 and mAP50-95 under the
+            ``ultralytics`` summary (``summary.map`` is its mAP50-95).
         notes: Things the user should know about the numbers.
         removed: What a preparation of the predictions removed before matching, per class
             and step (None when none was asked for).
@@ -275,6 +307,7 @@ class Evaluation:
     coco: CocoStats | None = None
     notes: tuple[str, ...] = ()
     removed: Removed | None = None
+    ultralytics: UltralyticsStats | None = None
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
@@ -621,6 +654,7 @@ def finish(
     missing: tuple[str, ...],
     orphan: tuple[str, ...],
     notes: Sequence[str],
+    ultralytics: UltralyticsStats | None = None,
 ) -> Evaluation:
     """Totals, mAP and the remaining notes around per-image and per-class results."""
     all_notes = list(notes)
@@ -631,8 +665,12 @@ def finish(
             + ", ".join(not_averaged)
         )
     averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
-    if coco is not None:
-        map_value: float | None = coco.AP if coco.AP > -1 else None
+    if ultralytics is not None:
+        # Without ground truth mAP is undefined, whatever the package's 0.
+        has_gt = any(c.gt > 0 for c in classes)
+        map_value: float | None = ultralytics.map50_95 if has_gt else None
+    elif coco is not None:
+        map_value = coco.AP if coco.AP > -1 else None
     else:
         map_value = float(np.mean(averaged)) if averaged else None
     tp = sum(i.tp for i in images)
@@ -667,4 +705,5 @@ def finish(
         orphan_pred=orphan,
         coco=coco,
         notes=tuple(all_notes),
+        ultralytics=ultralytics,
     )

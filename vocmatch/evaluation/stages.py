@@ -35,6 +35,7 @@ from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import ClassCounts, class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
+from vocmatch.evaluation.iou_order import match_iou_order
 from vocmatch.evaluation.pair_space import PairSpace, iou_floor
 from vocmatch.evaluation.result import ENORMOUS_COORDINATE
 from vocmatch.evaluation.stage_inputs import (
@@ -182,9 +183,11 @@ def orphan_files(gt: ColumnSet, pred: ColumnSet) -> tuple[tuple[str, str], ...]:
     )
 
 
-def select_images(gt: ColumnSet, pred: ColumnSet) -> Selection:
+def select_images(gt: ColumnSet, pred: ColumnSet, drop_difficult: bool = False) -> Selection:
     """Stage *select*: every image whose ground truth was read, paired with its predictions
-    by key; files skipped on either side, predictions without ground truth apart."""
+    by key; files skipped on either side, predictions without ground truth apart; with
+    ``drop_difficult`` (the ``"drop"`` rule), difficult ground truth left out, as if never
+    annotated."""
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in skipped if s.key is not None}
     orphan = tuple(path for _, path in orphan_files(gt, pred))
@@ -199,6 +202,8 @@ def select_images(gt: ColumnSet, pred: ColumnSet) -> Selection:
             pred_image_map[p] = j
     missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
     gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
+    if drop_difficult and gt_rows.size:
+        gt_rows = gt_rows[~gt.difficult[gt_rows]]
     pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
     return Selection(
         images=tuple(images),
@@ -354,16 +359,23 @@ def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str]
         sorted_shapes(prepared.pred_columns.shapes, pred.rows),
         pred_rows=pred.rows,
         iou_floor=iou_floor(thresholds),
+        float32=conv.iou_arithmetic == "float32",
     )
     # The unmatched rule's matching is made as the pairs are scored (in ranking order).
     first = None
-    if prepared.scored and conv.match_rule == "unmatched":
-        first = RankedMatcher(gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold)
+    if prepared.scored and conv.match_rule in ("unmatched", "unmatched-first"):
+        first = RankedMatcher(
+            gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold,
+            first_on_ties=conv.match_rule == "unmatched-first",
+        )  # fmt: skip
     scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
     stage("matching")
     if first is not None:
         shape = (thresholds.size, gt.rows.size, pred.rows.size)
         m = Matching(first.hits(), gt.ignore, shape)
+    elif prepared.scored and conv.match_rule == "iou-order":
+        scores = ranking_scores(prepared.pred_columns.scores, pred.rows)
+        m = match_iou_order(prepared, scan, pred.rank, scores)
     else:
         m = match_all(
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,

@@ -145,7 +145,7 @@ def match_records(
     removed = None
     if preparation is not None and preparation.active:
         pred, removed = prepare_columns(pred, preparation)
-    selection = stages.select_images(gt, pred)
+    selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
     if asked.whole_run:
         check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))

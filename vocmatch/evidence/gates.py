@@ -47,17 +47,28 @@ __all__ = [
     "read_gate_text",
 ]
 
-Metric = Literal["map", "precision", "recall", "f1", "ap50", "ap75", "reached"]
+Metric = Literal[
+    "map", "precision", "recall", "f1", "ap50", "ap75", "reached", "map50-95", "p", "r"
+]
 
 #: The metrics a gate can bound, in the order messages list them. ``reached`` reads the
 #: thresholds holding a target (:mod:`vocmatch.evidence.target_thresholds`): for the
 #: dataset, the share of the classes with ground truth that got one; for a class, 1 when it
-#: got one (undefined, with the reason, when not).
-METRICS: tuple[Metric, ...] = ("map", "precision", "recall", "f1", "ap50", "ap75", "reached")
+#: got one (undefined, with the reason, when not). ``map50-95`` is the mean AP over IoU
+#: 0.50:0.95 (``coco`` and ``ultralytics`` summaries: their ``map``), ``p`` and ``r`` the
+#: ``ultralytics`` summary's P and R (the dataset's only), ``ap50`` (also spelt ``mAP50``)
+#: and ``ap75`` the AP at IoU 0.50 and 0.75 of those summaries.
+METRICS: tuple[Metric, ...] = (
+    "map", "precision", "recall", "f1", "ap50", "ap75", "reached", "map50-95", "p", "r"
+)  # fmt: skip
 
 # "ap" is accepted for "map": one class's AP and the dataset's mean AP are the same gate
-# in spirit, and both spellings come naturally.
-_ALIASES: dict[str, Metric] = {"ap": "map"}
+# in spirit, and both spellings come naturally; "map50" is the ultralytics package's name.
+_ALIASES: dict[str, Metric] = {"ap": "map", "map50": "ap50"}
+
+#: The summaries that average AP over IoU thresholds (the ``ap50``, ``ap75`` and
+#: ``map50-95`` gates read them).
+_AVERAGED_SUMMARIES = ("coco", "ultralytics")
 
 # Measured values this close (relative) to the bound count as equal to it.
 _REL_TOLERANCE = 1e-9
@@ -335,7 +346,27 @@ def check_gates(
     classes = {c.name: c for c in evaluation.classes}
     results = []
     for gate in gates:
-        if gate.metric in ("ap50", "ap75") and evaluation.conventions.summary != "coco":
+        summary = evaluation.conventions.summary
+        if gate.metric in ("p", "r") and (summary != "ultralytics" or gate.scope is not None):
+            raise InputError(
+                Message(
+                    f"gate {gate.label!r}: {gate.metric.upper()} is the dataset's, measured under ",
+                    Option("protocol", "ultralytics"),
+                    "; elsewhere, and for a class, gate precision or recall",
+                )
+            )
+        if gate.metric == "map50-95" and summary not in _AVERAGED_SUMMARIES:
+            raise InputError(
+                Message(
+                    f"gate {gate.label!r}: map50-95 is measured under ",
+                    Option("protocol", "coco"),
+                    " or ",
+                    Option("protocol", "ultralytics"),
+                    "; elsewhere gate map at ",
+                    Option("iou"),
+                )
+            )
+        if gate.metric in ("ap50", "ap75") and summary not in _AVERAGED_SUMMARIES:
             raise InputError(
                 Message(
                     f"gate {gate.label!r}: {gate.metric} is measured under ",
@@ -412,12 +443,14 @@ def _dataset_metric(evaluation: Evaluation, metric: Metric) -> tuple[float | Non
     s = evaluation.summary
     no_gt = "no ground truth"
     no_pred = "no predictions"
-    if metric == "map":
+    if metric in ("map", "map50-95"):
         if s.map is None:
             return None, no_gt if s.gt == 0 else _no_map_reason(evaluation)
         return s.map, None
     if metric == "precision":
         return s.precision, no_pred if s.precision is None else None
+    if metric in ("p", "r", "ap50", "ap75") and evaluation.ultralytics is not None:
+        return _ultralytics_metric(evaluation, metric)
     if metric == "recall":
         return s.recall, no_gt if s.recall is None else None
     if metric in ("ap50", "ap75"):
@@ -431,12 +464,23 @@ def _dataset_metric(evaluation: Evaluation, metric: Metric) -> tuple[float | Non
     return s.f1, None
 
 
+def _ultralytics_metric(evaluation: Evaluation, metric: Metric) -> tuple[float | None, str | None]:
+    """P, R, mAP50 of the ultralytics summary, and the mean AP at IoU 0.75 of its classes."""
+    found = evaluation.ultralytics
+    if evaluation.summary.gt == 0 or found is None:
+        return None, "no ground truth"
+    if metric == "ap75":
+        values = [c.ap75 for c in evaluation.classes if c.in_map and c.ap75 is not None]
+        return (sum(values) / len(values), None) if values else (None, "no ground truth")
+    return {"p": found.precision, "r": found.recall, "ap50": found.map50}[metric], None
+
+
 def _class_metric(
     evaluation: Evaluation, cls: ClassResult, metric: Metric
 ) -> tuple[float | None, str | None]:
     no_gt = "no ground truth of this class"
     no_pred = "no predictions of this class"
-    if metric == "map":
+    if metric in ("map", "map50-95"):
         if cls.ap is None:
             return None, no_gt if cls.gt == 0 else _no_map_reason(evaluation)
         return cls.ap, None

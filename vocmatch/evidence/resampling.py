@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS, Interpolation
 from vocmatch.core.protocol import Conventions
-from vocmatch.errors import InputError
+from vocmatch.errors import InputError, RequestError
 from vocmatch.evaluation.from_records import class_rankings, ranking_score
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
@@ -696,6 +696,10 @@ def evaluation_keys(evaluation: Evaluation) -> list[str]:
     return [image.key for image in evaluation.images]
 
 
+#: The interpolations whose AP is not resampled (the ``ultralytics`` package's).
+_NOT_RESAMPLED = ("101-point-trapezoid", "101-point-trapezoid-to-1")
+
+
 def resampler(
     evaluation: Evaluation,
     records: MatchRecords,
@@ -717,7 +721,15 @@ def resampler(
     Raises:
         InputError: No image was evaluated, or the records keep no per-image ground-truth
             counts.
+        RequestError: AP is read by an interpolation it does not resample (field
+            ``bootstrap``).
     """
+    if conventions.interpolation in _NOT_RESAMPLED:
+        raise RequestError(
+            "bootstrap",
+            f"intervals are not computed for AP by {conventions.interpolation} (the "
+            "ultralytics package's): evaluate without them",
+        )
     if not records.keys:
         raise InputError("no image was evaluated: nothing to resample")
     return _from_records(evaluation, records.in_key_order(), conventions, score_thresholds)

@@ -91,6 +91,9 @@ def conventions_json(conv: Conventions) -> dict[str, Any]:
         "interpolation": conv.interpolation,
         "ap_thresholds": list(conv.ap_thresholds),
         "max_dets": conv.max_dets,
+        # Stated where they differ from vocmatch's own (the outputs before them unchanged).
+        **({"iou_arithmetic": conv.iou_arithmetic} if conv.iou_arithmetic != "float64" else {}),
+        **({"operating_point": conv.operating_point} if conv.operating_point != "all" else {}),
     }
 
 
@@ -286,6 +289,8 @@ def _json_data(
     }
     if evaluation.coco is not None:
         data["coco"] = dict(zip(COCO_NAMES, evaluation.coco.as_list(), strict=True))
+    if evaluation.ultralytics is not None:
+        data["ultralytics"] = evaluation.ultralytics.as_dict()
     data["skipped"] = [
         {"path": f.path, "line": f.line, "error": f.message} for f in evaluation.skipped
     ]

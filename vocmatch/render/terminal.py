@@ -438,7 +438,8 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
     table.add_row("precision", number_text(s.precision))
     table.add_row("recall", number_text(s.recall))
     table.add_row("F1", number_text(s.f1))
-    map_name = "mAP@[.50:.95]" if evaluation.coco is not None else "mAP"
+    averaged = evaluation.coco is not None or evaluation.ultralytics is not None
+    map_name = "mAP@[.50:.95]" if averaged else "mAP"
     table.add_row(map_name, number_text(s.map))
     if evaluation.coco is not None:
         # pycocotools' AP50 beside the mean over IoU 0.50:0.95, as Ultralytics prints both.
@@ -456,6 +457,13 @@ def summary_table(evaluation: Evaluation) -> RenderableType:
         coco.add_row(*(Text(n, style="bold") for n in recall_names))
         coco.add_row(*(f"{v:.4f}" for v in values[6:]))
         parts.append(coco)
+    if evaluation.ultralytics is not None:
+        found = Table(title="ultralytics (detection val metrics)", title_justify="left")
+        numbers = evaluation.ultralytics.as_dict()
+        for name in numbers:
+            found.add_column(name, justify="right")
+        found.add_row(*(f"{v:.4f}" for v in numbers.values()))
+        parts.append(found)
     problems = Table.grid(padding=(0, 2))
     problems.add_column(style="bold")
     problems.add_column()

@@ -52,7 +52,12 @@ from vocmatch.run.request_checks import check_request, unknown_keywords
 if TYPE_CHECKING:
     from vocmatch.core.ap import Interpolation
     from vocmatch.core.match import MatchRule
-    from vocmatch.core.protocol import Conventions, DifficultRule
+    from vocmatch.core.protocol import (
+        Conventions,
+        DifficultRule,
+        IouArithmetic,
+        OperatingPoint,
+    )
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
@@ -192,19 +197,24 @@ class ScoreOptions(ReadOptions):
     """How predictions are scored: a protocol and the conventions laid over it.
 
     Attributes:
-        protocol: ``default``, ``voc07``, ``voc12`` or ``coco``, or a
+        protocol: ``default``, ``voc07``, ``voc12``, ``coco`` or ``ultralytics``, or a
             :class:`~vocmatch.core.protocol.Conventions`.
         iou: The IoU threshold of a match (None keeps the protocol's).
         strict_threshold: Match at ``IoU > t`` instead of ``IoU >= t`` (None keeps it).
         pixel_inclusive: The devkit's ``+ 1`` pixel areas (None keeps the protocol's).
-        match_rule: ``unmatched`` or ``devkit`` (None keeps the protocol's).
-        difficult: ``ignore``, ``count`` or ``crowd`` (None keeps the protocol's).
-        interpolation: ``all-point``, ``11-point`` or ``101-point`` (None keeps it).
+        match_rule: ``unmatched``, ``devkit`` or ``unmatched-first`` (None keeps the
+            protocol's).
+        difficult: ``ignore``, ``count``, ``crowd`` or ``drop`` (None keeps the protocol's).
+        interpolation: ``all-point``, ``11-point``, ``101-point`` or
+            ``101-point-trapezoid`` (None keeps it).
         fold_case: Lower-case class names before matching (Car and car are one class).
         sweep_thresholds: The IoU thresholds of each image's TP/FP/FN sweep (None keeps
             0.50, 0.75, 0.95).
         max_dets: The highest-scored predictions kept per image and class, as pycocotools'
             maxDets (None keeps the protocol's).
+        iou_arithmetic: ``float64`` or ``float32`` (None keeps the protocol's).
+        operating_point: Where the ``ultralytics`` summary reads P and R: ``max-f1`` or
+            ``all`` (None keeps the protocol's).
         min_score: Remove every prediction scored at or below this before anything else
             (:mod:`vocmatch.core.preparation`; None: none).
         nms: Non-maximum suppression of each image's predictions at this IoU, class by
@@ -224,6 +234,8 @@ class ScoreOptions(ReadOptions):
     fold_case: bool = False
     sweep_thresholds: tuple[float, ...] | None = None
     max_dets: int | None = None
+    iou_arithmetic: IouArithmetic | None = None
+    operating_point: OperatingPoint | None = None
     min_score: float | None = None
     nms: float | None = None
     nms_agnostic: bool = False
@@ -254,7 +266,7 @@ class ScoreOptions(ReadOptions):
             conventions = conventions.with_threshold(self.iou)
         names = (
             "strict_threshold", "pixel_inclusive", "match_rule", "difficult", "interpolation",
-            "sweep_thresholds", "max_dets",
+            "sweep_thresholds", "max_dets", "iou_arithmetic", "operating_point",
         )  # fmt: skip
         changes = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         return replace(conventions, **changes) if changes else conventions

@@ -40,9 +40,11 @@ from vocmatch.core.protocol import (
     COCO_IOU_THRESHOLDS,
     DIFFICULT_RULES,
     INTERPOLATIONS,
+    IOU_ARITHMETICS,
     MATCH_RULES,
     PRESETS,
     SUMMARY_KINDS,
+    ULTRALYTICS_IOU_THRESHOLDS,
     Conventions,
     conventions_of,
     sweep_label,
@@ -90,6 +92,8 @@ def _thresholds_words(values: Value) -> str:
     assert isinstance(values, tuple)
     if values == COCO_IOU_THRESHOLDS:
         return "0.50:0.95"
+    if values == ULTRALYTICS_IOU_THRESHOLDS:
+        return "0.50:0.95 (float32)"
     return ",".join(sweep_label(float(v)) for v in values)
 
 
@@ -101,11 +105,19 @@ def _word(kind: str) -> Callable[[Value], str]:
         "iou": lambda v: f"{v:g}" if isinstance(v, float) else str(v),
         "name": str,
         "dets": lambda v: "all" if v is None else str(v),
-        "summary": lambda v: "COCOeval, area all" if v == "coco" else "mean class AP",
+        "summary": lambda v: _SUMMARY_WORDS.get(v, str(v)),
         "thresholds": _thresholds_words,
         "preparation": _preparation_words,
     }
     return words[kind]
+
+
+#: How each summary's mAP is read (:data:`~vocmatch.core.protocol.SummaryKind`).
+_SUMMARY_WORDS = {
+    "voc": "mean class AP",
+    "coco": "COCOeval, area all",
+    "ultralytics": "Ultralytics mAP50-95, classes with ground truth",
+}
 
 
 def _preparation_words(value: Value) -> str:
@@ -160,6 +172,7 @@ CONVENTION_ORDER: tuple[ConventionRow, ...] = (
         (None, ULTRALYTICS_PREPARATION),
     ),
     ConventionRow("+1 pixel areas", "pixel_inclusive", _word("pixels"), (False, True)),
+    ConventionRow("IoU arithmetic", "iou_arithmetic", _word("name"), IOU_ARITHMETICS),
     ConventionRow("threshold comparison", "strict_threshold", _word("strict"), (False, True)),
     ConventionRow("match IoU threshold", "iou_threshold", _word("iou")),
     ConventionRow("match rule", "match_rule", _word("name"), MATCH_RULES),
@@ -174,7 +187,8 @@ CONVENTION_ORDER: tuple[ConventionRow, ...] = (
 
 #: Fields that change neither the summary mAP nor the matching: carried to the second
 #: setting's values with the last step, never a step of their own.
-_UNCOMPARED = ("protocol", "sweep_thresholds")
+#: The operating point moves P and R, not the mAP (and is set with the summary that reads it).
+_UNCOMPARED = ("protocol", "sweep_thresholds", "operating_point")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +210,14 @@ class Configuration:
         return getattr(self.conventions, field)
 
     def with_values(self, values: dict[str, Value]) -> Configuration:
-        """A copy with the values given (by field)."""
+        """A copy with the values given (by field); the P/R operating point of the
+        ``ultralytics`` summary goes back to ``all`` with another summary (it moves no
+        mAP, and no other summary reads it)."""
         changed = dict(values)
         preparation = changed.pop("preparation", self.preparation)
+        summary = changed.get("summary", self.conventions.summary)
+        if summary != "ultralytics" and self.conventions.operating_point != "all":
+            changed.setdefault("operating_point", "all")
         conventions = replace(self.conventions, **changed) if changed else self.conventions
         return Configuration(conventions, preparation)
 

@@ -197,7 +197,10 @@ _CHECKS: dict[str, Check] = {
 
 #: Every field :func:`check_request` checks: a test holds each request record's fields to it,
 #: so that a field added to a request is checked too.
-CHECKED_FIELDS = frozenset((*_CHECKS, "gates", "difficult", "match_rule", "interpolation"))
+CHECKED_FIELDS = frozenset(
+    (*_CHECKS, "gates", "difficult", "match_rule", "interpolation", "iou_arithmetic",
+     "operating_point")
+)  # fmt: skip
 
 #: Fields whose value must be given (None is the option left out for the others).
 _REQUIRED = frozenset(
@@ -235,6 +238,13 @@ def check_request(request: Any) -> None:
 
             known = MATCH_RULES if name == "match_rule" else INTERPOLATIONS
             check = _name(known, name.replace("_", " "))
+        elif name in ("iou_arithmetic", "operating_point"):
+            from vocmatch.core.protocol import IOU_ARITHMETICS, OPERATING_POINTS
+
+            names: tuple[str, ...] = (
+                IOU_ARITHMETICS if name == "iou_arithmetic" else OPERATING_POINTS
+            )
+            check = _name(names, name.replace("_", " "))
         if check is None:
             continue
         checked = check(name, value)

@@ -18,7 +18,13 @@ from typing import Any, get_args
 
 from vocmatch.core.ap import Interpolation
 from vocmatch.core.match import MatchRule
-from vocmatch.core.protocol import Conventions, DifficultRule, SummaryKind
+from vocmatch.core.protocol import (
+    Conventions,
+    DifficultRule,
+    IouArithmetic,
+    OperatingPoint,
+    SummaryKind,
+)
 from vocmatch.errors import RequestError, StateError
 from vocmatch.evaluation.slice_records import ATTRIBUTES, SliceSpec
 from vocmatch.evaluation.thresholds import ScoreThresholds
@@ -84,7 +90,10 @@ def _choice(choices: tuple[str, ...]) -> Callable[[object], str | None]:
 
 #: How each field of :class:`~vocmatch.core.protocol.Conventions` is checked in a header:
 #: a function of the JSON value giving what is wrong with it, or None. The summary kind is
-#: recorded as ``coco_stats`` (:data:`SUMMARY_FIELD`); every other field under its own name.
+#: recorded as ``coco_stats`` (:data:`SUMMARY_FIELD`), with ``summary`` beside it for the
+#: ``ultralytics`` summary (which ``coco_stats`` cannot name); every other field under its
+#: own name. A header without ``iou_arithmetic`` or ``operating_point`` (a state written
+#: before them) reads as vocmatch's own (``float64``, ``all``).
 CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "protocol": _text,
     "iou_threshold": _iou,
@@ -97,17 +106,21 @@ CONVENTION_CHECKS: Mapping[str, Callable[[object], str | None]] = {
     "max_dets": _max_dets,
     "coco_stats": _flag,
     "sweep_thresholds": _ascending_ious,
+    "iou_arithmetic": _choice(get_args(IouArithmetic)),
+    "operating_point": _choice(get_args(OperatingPoint)),
+    "summary": _choice(("ultralytics",)),
 }
 
 #: The header field of :attr:`Conventions.summary <vocmatch.core.protocol.Conventions>`:
 #: states (format versions 2-4) record the kind as ``coco_stats``, true for ``"coco"`` and
-#: false for ``"voc"``.
+#: false for ``"voc"`` (and ``"ultralytics"``, which ``summary`` names beside it).
 SUMMARY_FIELD = "coco_stats"
 
 
 def conventions_header(conventions: Conventions) -> dict[str, Any]:
     """The conventions as a state's header records them: JSON values, field by field in
-    the dataclass's order, thresholds as lists, the summary kind as ``coco_stats``.
+    the dataclass's order, thresholds as lists, the summary kind as ``coco_stats`` (and
+    ``summary``, for the ``ultralytics`` summary only).
 
     >>> from vocmatch.core.protocol import protocol
     >>> header = conventions_header(protocol("coco"))
@@ -122,6 +135,8 @@ def conventions_header(conventions: Conventions) -> dict[str, Any]:
         value = getattr(conventions, field.name)
         if field.name == "summary":
             header[SUMMARY_FIELD] = value == "coco"
+            if value == "ultralytics":
+                header["summary"] = value
         else:
             header[field.name] = list(value) if isinstance(value, tuple) else value
     return header
@@ -159,7 +174,9 @@ def _conventions(value: object, source: str) -> Conventions:
         elif type(field) is int and name == "iou_threshold":
             fields[name] = float(field)
         elif name == SUMMARY_FIELD:
-            fields["summary"] = _summary_kind(field)
+            fields.setdefault("summary", _summary_kind(field))
+        elif name == "summary":
+            fields["summary"] = field
         else:
             fields[name] = field
     try:

@@ -1,0 +1,139 @@
+"""The ``ultralytics`` summary: the ``ultralytics`` package's detection validation metrics
+(8.4.x ``ap_per_class``) from match records.
+
+The package concatenates each image's detections (in descending confidence) image after
+image, ranks them all with one ``np.argsort(-conf)`` (numpy's default sort, which is not
+stable: detections of equal confidence are ranked as that sort leaves them) and, for each
+class with ground truth:
+
+* AP at each of the ten thresholds: the precision envelope of the curve, opened at (0, 1)
+  and closed by a drop to 0 after the last recall, read by ``np.interp`` at recall 0, 0.01,
+  ..., 1 and integrated by the trapezoid rule (:func:`vocmatch.core.ap.trapezoid_ap`);
+* precision and recall at IoU 0.5 as functions of the confidence, read at 1,000 evenly
+  spaced confidences; P and R are their class means at the one confidence that maximises
+  the mean F1 smoothed by a box filter.
+
+mAP50 and mAP50-95 are means over the classes with ground truth (a class without
+predictions counts 0). Here the detections of one image are taken in descending float32
+confidence, those of equal confidence in class-name order, then in file order: the order
+the records hold them in, and the order the recorded reference numbers were computed in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.ap import Interpolation, average_precision
+from vocmatch.core.protocol import OperatingPoint
+from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.result import UltralyticsStats
+
+__all__ = ["ultralytics_summary"]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Points of the confidence grid P, R and F1 are read on.
+_GRID_POINTS = 1000
+#: The package's epsilons: in the recall denominator and in F1's.
+_EPS = 1e-16
+#: The width of the F1 box filter, as a share of the grid.
+_SMOOTH_SHARE = 0.1
+
+
+def _smooth(values: FloatArray, share: float) -> FloatArray:
+    """A box filter ``share`` of the length wide (odd), the ends padded with their values."""
+    width = round(len(values) * share * 2) // 2 + 1
+    pad = np.ones(width // 2)
+    padded = np.concatenate((pad * values[0], values, pad * values[-1]), 0)
+    return np.asarray(np.convolve(padded, np.ones(width) / width, mode="valid"))
+
+
+def ultralytics_summary(
+    records: MatchRecords,
+    levels: list[int],
+    n_class_gt: list[int],
+    operating_point: OperatingPoint = "max-f1",
+    interpolation: Interpolation = "101-point-trapezoid",
+) -> tuple[list[list[float]], UltralyticsStats]:
+    """Each class's AP at the AP thresholds, and the four numbers.
+
+    Args:
+        records: Match records in key order.
+        levels: The place among the records' matched thresholds of each AP threshold (the
+            first is IoU 0.5, where P and R are read).
+        n_class_gt: Ground truth that counts, per class.
+        operating_point: ``"max-f1"`` (the package's) or ``"all"``: each class's precision
+            and recall over all its predictions (0 for a class without any).
+        interpolation: How each AP is read off its curve
+            (:func:`vocmatch.core.ap.average_precision`).
+
+    Returns:
+        Each class's AP values (empty for a class without ground truth), and the numbers.
+    """
+    preds = records.preds
+    n_classes = len(n_class_gt)
+    image = np.repeat(np.arange(preds.count.size), preds.count)
+    score = np.asarray(preds.score, dtype=np.float64)
+    conf = np.where(np.isnan(score), -np.inf, score).astype(np.float32)
+    # Image after image, each in descending confidence (records: class, then rank, order).
+    within = np.lexsort((-conf, image))
+    conf = conf[within]
+    label = np.asarray(preds.label)[within].astype(np.int64)
+    matched = np.asarray(preds.matched)[within]
+    ignored = np.asarray(preds.ignored)[within]
+    shifts = np.asarray(levels, dtype=matched.dtype)[None, :]
+    tp = (((matched[:, None] >> shifts) & 1) == 1) & (((ignored[:, None] >> shifts) & 1) == 0)
+    # The package's one ranking of all detections (its default, unstable sort).
+    ranked = np.argsort(-conf)
+    tp, conf, label = tp[ranked], conf[ranked], label[ranked]
+    with_gt = [k for k in range(n_classes) if n_class_gt[k] > 0]
+    grid = np.linspace(0, 1, _GRID_POINTS)
+    n_t = len(levels)
+    ap = np.zeros((len(with_gt), n_t))
+    p_curve = np.zeros((len(with_gt), _GRID_POINTS))
+    r_curve = np.zeros((len(with_gt), _GRID_POINTS))
+    # Each class's precision and recall over all its predictions, and the lowest confidence.
+    p_all = np.zeros(len(with_gt))
+    r_all = np.zeros(len(with_gt))
+    for row, k in enumerate(with_gt):
+        mine = label == k
+        if not mine.any():
+            continue
+        hits = tp[mine]
+        tp_sum = hits.cumsum(0)
+        fp_sum = (1 - hits).cumsum(0)
+        recall = tp_sum / (n_class_gt[k] + _EPS)
+        precision = tp_sum / (tp_sum + fp_sum)
+        r_curve[row] = np.interp(-grid, -conf[mine], recall[:, 0], left=0)
+        p_curve[row] = np.interp(-grid, -conf[mine], precision[:, 0], left=1)
+        p_all[row], r_all[row] = precision[-1, 0], recall[-1, 0]
+        for t in range(n_t):
+            ap[row, t] = average_precision(recall[:, t], precision[:, t], interpolation)
+    ap_values: list[list[float]] = [[] for _ in range(n_classes)]
+    for row, k in enumerate(with_gt):
+        ap_values[k] = ap[row].tolist()
+    if not with_gt:
+        return ap_values, UltralyticsStats(0.0, 0.0, 0.0, 0.0, 0.0)
+    if operating_point == "all":
+        lowest = float(conf.min()) if conf.size else 0.0
+        return ap_values, UltralyticsStats(
+            _float(p_all.mean()), _float(r_all.mean()), _float(ap[:, 0].mean()),
+            _float(ap.mean()), lowest,
+        )  # fmt: skip
+    f1_curve = 2 * p_curve * r_curve / (p_curve + r_curve + _EPS)
+    best = int(_smooth(f1_curve.mean(0), _SMOOTH_SHARE).argmax())
+    stats = UltralyticsStats(
+        precision=_float(p_curve[:, best].mean()),
+        recall=_float(r_curve[:, best].mean()),
+        map50=_float(ap[:, 0].mean()),
+        map50_95=_float(ap.mean()),
+        confidence=_float(grid[best]),
+    )
+    return ap_values, stats
+
+
+def _float(value: Any) -> float:
+    return float(value)
