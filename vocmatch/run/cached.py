@@ -355,7 +355,8 @@ def _matched(
 def _write(
     request: EvalRequest, content: CacheContent, options: PartOptions, warned: list[CacheWarning]
 ) -> None:
-    """Replace the cache file whole; a warning when it cannot be written."""
+    """Replace the cache file whole; a warning when it cannot be written (unless reading it
+    gave one already: one warning a run)."""
     from vocmatch.evaluation.shards.cache_file import cache_bytes
     from vocmatch.files import save_bytes
 
@@ -364,8 +365,12 @@ def _write(
         os.makedirs(folder, exist_ok=True)
         save_bytes(_cache_path(request), cache_bytes(content, options.conventions, options.slices))
     except OutputError as error:
-        warned.append(CacheWarning(f"{error}; this run's records are not kept in the cache"))
+        failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
     except OSError as error:
         reason = error.strerror or str(error)
         shown = f"cannot write the cache {folder}: {reason}"
-        warned.append(CacheWarning(f"{shown}; this run's records are not kept"))
+        failed = CacheWarning(f"{shown}; this run's records are not kept")
+    else:
+        return
+    if not warned:
+        warned.append(failed)
