@@ -8,7 +8,7 @@ sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`
 key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
 format and every option of the matching: protocol and its overrides, case folding, score
 thresholds, file size limit, slices, class choice, geometry, calibration, the folders as
-given and the working folder) and of its files' keys, paths and contents.
+given and, for relative ones, the working folder) and of its files' keys, paths and contents.
 
 A file is hashed again only when its size, mtime, ctime or inode differ from the stat
 index's (``verify`` hashes every file: an edit within one mtime tick, or times restored by
@@ -150,10 +150,10 @@ def _run_key(request: EvalRequest, options: PartOptions) -> str:
     from vocmatch.evaluation.shards.cache_file import CACHE_VERSION
     from vocmatch.evaluation.shards.state import FORMAT_VERSION
 
-    given = [
-        __version__, FORMAT_VERSION, CACHE_VERSION, repr(options), os.fspath(request.gt),
-        os.fspath(request.pred), os.getcwd(),
-    ]  # fmt: skip
+    gt, pred = os.fspath(request.gt), os.fspath(request.pred)
+    # Relative paths name other files from another folder (the records hold the paths).
+    here = "" if os.path.isabs(gt) and os.path.isabs(pred) else os.getcwd()
+    given = [__version__, FORMAT_VERSION, CACHE_VERSION, repr(options), gt, pred, here]
     return hashlib.blake2b(json.dumps(given).encode(), digest_size=16).hexdigest()
 
 
@@ -176,7 +176,8 @@ def _stat(path: str) -> FileStat | None:
 
 
 def _digest(path: str) -> bytes | None:
-    """The file's BLAKE2b digest; None when it cannot be read (its reader says why)."""
+    """The file's BLAKE2b digest; None when it cannot be read (its reader says why): for a
+    file whose stat changed, to tell whether its content did."""
     hasher = hashlib.blake2b(digest_size=16)
     try:
         with open(path, "rb") as stream:
@@ -189,24 +190,44 @@ def _digest(path: str) -> bytes | None:
 
 @dataclass(frozen=True, slots=True)
 class _Hashed:
-    """A changed chunk's files hashed (stat taken before) and its records."""
+    """A changed chunk read and matched, with its files' stats (taken before each was
+    read) and the digests of the bytes read."""
 
     stats: tuple[tuple[str, FileStat, bytes], ...]
     records: PartRecords
     unreadable: bool
 
 
+class _HashingReader:
+    """Reads files as a run does, keeping each one's stat and the digest of its bytes."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, tuple[FileStat, bytes]] = {}
+
+    def __call__(self, path: str, max_bytes: int) -> bytes:
+        from vocmatch.readers.parse import read_bytes
+
+        stat = _stat(path)
+        data = read_bytes(path, max_bytes)
+        if stat is not None:
+            self.found[path] = (stat, hashlib.blake2b(data, digest_size=16).digest())
+        return data
+
+
 def hashed_part_records(part: Part, options: PartOptions) -> _Hashed:
-    """Hash a chunk's files, then read and match them (the task of a changed chunk)."""
-    stats = []
-    unreadable = False
-    for _, path in (*part.gt_files, *part.pred_files):
-        stat, digest = _stat(path), _digest(path)
-        if stat is None or digest is None:
-            unreadable = True  # read as the reader reads it; the chunk is not kept
-            continue
-        stats.append((path, stat, digest))
-    return _Hashed(tuple(stats), part_records(part, options), unreadable)
+    """Read and match a changed chunk, hashing the bytes its reader reads."""
+    reader = _HashingReader()
+    records = part_records(part, options, reader)
+    paths = [path for _, path in (*part.gt_files, *part.pred_files)]
+    # A file that could not be read: the chunk is read again next time.
+    unreadable = any(path not in reader.found for path in paths)
+    stats = tuple((path, *reader.found[path]) for path in paths if path in reader.found)
+    return _Hashed(stats, records, unreadable)
+
+
+def hashed_chunks(parts: Sequence[Part], options: PartOptions) -> list[_Hashed]:
+    """:func:`hashed_part_records` of each chunk (one task of worker processes)."""
+    return [hashed_part_records(part, options) for part in parts]
 
 
 def _cache_path(request: EvalRequest) -> str:
@@ -334,21 +355,27 @@ def _matched(
     progress: Callable[[int, int], None] | None,
     total: int,
 ) -> dict[int, _Hashed]:
-    """The changed chunks hashed, read and matched: by worker processes when they hold
-    many files and more than one may run, else here."""
-    from vocmatch.evaluation.shards.parts import LocalParts
+    """The changed chunks read and matched: by worker processes when they hold many files
+    and more than one may run (a few batches of chunks a worker), else here."""
+    from vocmatch.evaluation.shards.parts import PARTS_PER_WORKER, LocalParts
+    from vocmatch.readers.workers import worker_results
 
     files = sum(p.file_count() for p in changed)
-    runner = LocalParts(jobs)
+    workers = LocalParts(jobs).workers()
     done: dict[int, _Hashed] = {}
-    if files >= FEW_CHANGED and runner.workers() > 1:
-        for part, hashed in runner.results(hashed_part_records, changed, options):
-            done[part.index] = hashed
-            if progress is not None:
-                progress(sum(p.file_count() for p in changed if p.index in done), total)
+    if files < FEW_CHANGED or workers <= 1:
+        for part in changed:
+            done[part.index] = hashed_part_records(part, options)
         return done
-    for part in changed:
-        done[part.index] = hashed_part_records(part, options)
+    count = min(len(changed), PARTS_PER_WORKER * workers)
+    batches = [tuple(changed[k::count]) for k in range(count)]
+    read = 0
+    with worker_results(hashed_chunks, [(b, options) for b in batches], jobs) as results:
+        for batch, hashed in zip(batches, results, strict=True):
+            done.update((part.index, h) for part, h in zip(batch, hashed, strict=True))
+            read += sum(p.file_count() for p in batch)
+            if progress is not None:
+                progress(read, total)
     return done
 
 
