@@ -158,12 +158,15 @@ def _run_key(request: EvalRequest, options: PartOptions) -> str:
 
 
 def _chunk_key(run: str, part: Part, digests: dict[str, bytes]) -> str:
+    # No key or path holds a NUL: the fields cannot run into each other.
+    names = "\0".join(
+        f"{side}\0{key}\0{path}" for side, files in (("g", part.gt_files), ("p", part.pred_files))
+        for key, path in files
+    )  # fmt: skip
+    files = (*part.gt_files, *part.pred_files)
     hasher = hashlib.blake2b(run.encode(), digest_size=16)
-    for side, files in ((b"g", part.gt_files), (b"p", part.pred_files)):
-        for key, path in files:
-            # No key or path holds a NUL: the fields cannot run into each other.
-            hasher.update(side + f"\0{key}\0{path}\0".encode("utf-8", "surrogateescape"))
-            hasher.update(digests[path])
+    hasher.update(names.encode("utf-8", "surrogateescape"))
+    hasher.update(b"\0" + b"".join(digests[path] for _, path in files))
     return hasher.hexdigest()
 
 
