@@ -304,7 +304,8 @@ def evaluated_with_cache(
     if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
         from vocmatch.evaluation.shards.cache_file import CacheContent
 
-        _write(request, CacheContent(run, stats, every), options, warned)
+        stored = cached.stored if cached is not None else {}
+        _write(request, CacheContent(run, stats, every, stored), options, warned)
     matched = sum(len({k for k, _ in (*p.gt_files, *p.pred_files)}) for p in changed)
     total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
     gathered = gathered_parts(listing, results, options)  # results emptied

@@ -24,7 +24,7 @@ truncated, corrupted or crafted file is refused with one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -74,11 +74,16 @@ class CacheContent:
         run: The key of the run's options (see the module doc).
         stats: Per path, its stat when it was hashed and its digest.
         chunks: Per chunk key, the chunk's records and findings.
+        stored: Per chunk key, its header entry and arrays as a cache file held them (read
+            and checked): written again as they are.
     """
 
     run: str
     stats: Mapping[str, tuple[FileStat, bytes]]
     chunks: Mapping[str, PartRecords]
+    stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = field(
+        default_factory=dict
+    )
 
 
 def cache_bytes(content: CacheContent, conv: Conventions, slices: Sequence[SliceSpec]) -> bytes:
@@ -91,8 +96,13 @@ def cache_bytes(content: CacheContent, conv: Conventions, slices: Sequence[Slice
         "file_stat": stat,
         "file_hash": digest.reshape(-1, HASH_BYTES),
     }
-    chunks = []
+    chunks: list[Mapping[str, Any]] = []
     for n, (key, part) in enumerate(sorted(content.chunks.items())):
+        stored = content.stored.get(key)
+        if stored is not None:
+            chunks.append(stored[0])
+            arrays.update({f"{n}.{name}": array for name, array in stored[1].items()})
+            continue
         header, chunk_arrays = state_of_records(part.records, conv, slices)
         arrays.update({f"{n}.{name}": array for name, array in chunk_arrays.items()})
         ranked = part.records.ranked
@@ -154,14 +164,16 @@ def read_cache(
         if dot:
             by_chunk.setdefault(number, {})[rest] = array
     found: dict[str, PartRecords] = {}
+    stored: dict[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = {}
     for n, chunk in enumerate(chunks):
         if not isinstance(chunk, dict) or not isinstance(chunk.get("key"), str):
             raise StateError(f"{source}: corrupted header (chunk {n})")
         arrays = by_chunk.pop(str(n), {})
+        stored[chunk["key"]] = (chunk, dict(arrays))
         found[chunk["key"]] = _chunk(chunk, arrays, conv, slices, f"{source} (chunk {n})")
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
-    return CacheContent(run, stats, found)
+    return CacheContent(run, stats, found, stored)
 
 
 def _stat_of(row: list[int]) -> FileStat:
