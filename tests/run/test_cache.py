@@ -461,3 +461,16 @@ def test_the_library_takes_a_cache(generated: Path, tmp_path: Path) -> None:
     with pytest.raises(RequestError, match="a cache is kept for XML predictions, not coco"):
         evaluate(gt, generated / "coco" / "pred.json", pred_format="coco", cache=folder,
                  coco_gt=generated / "coco" / "gt.json")  # fmt: skip
+
+
+def test_a_refused_run_leaves_the_cache_as_it_was(tmp_path: Path) -> None:
+    """Nothing pairs: the one line of a run without a cache, and no cache written."""
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    shutil.copy(DEMO / "pred" / "street_01.xml", pred / "other_01.xml")
+    args = [str(DEMO / "gt"), str(pred)]
+    fresh = run_cli(*args)
+    assert fresh[0] == 2
+    folder = tmp_path / "cache"
+    assert run_cli(*args, "--cache", str(folder)) == fresh
+    assert not _cache_file(folder).exists()

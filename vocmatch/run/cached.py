@@ -301,17 +301,18 @@ def evaluated_with_cache(
         results.append(records)
     if progress is not None:
         progress(listing.file_count(), listing.file_count())
-    if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
-        from vocmatch.evaluation.shards.cache_file import CacheContent
-
-        stored = cached.stored if cached is not None else {}
-        _write(request, CacheContent(run, stats, every, stored), options, warned)
     matched = sum(len({k for k, _ in (*p.gt_files, *p.pred_files)}) for p in changed)
     total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
     gathered = gathered_parts(listing, results, options)  # results emptied
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
     found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+    # Written once the run is evaluated: a refused run leaves the cache as it was.
+    if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+
+        stored = cached.stored if cached is not None else {}
+        _write(request, CacheContent(run, stats, every, stored), options, warned)
     return CachedRun(found, tuple(warned), matched, total - matched)
 
 
