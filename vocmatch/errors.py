@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AnnotationError",
+    "CacheWarning",
     "ClassMapWarning",
     "DistributedError",
     "InputError",
@@ -274,6 +275,17 @@ class SwappedInputsWarning(VocmatchWarning):
 
     Example:
         >>> issubclass(SwappedInputsWarning, VocmatchWarning)  # shown as the others are
+        True
+    """
+
+
+class CacheWarning(VocmatchWarning):
+    """A run's cache could not be read (damaged, of another format or vocmatch version) or
+    written (a read-only folder): the run went on without it, its numbers those of a run
+    without a cache.
+
+    Example:
+        >>> issubclass(CacheWarning, VocmatchWarning)  # shown as the others are
         True
     """
 

@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from vocmatch.cli.app import main
+from vocmatch.cli.cache_option import cache_options
 from vocmatch.cli.cluster import (
     InputLocation,
     dask_option,
@@ -145,6 +146,7 @@ if TYPE_CHECKING:
 @target_options
 @shard_options
 @dask_option
+@cache_options
 @quiet_option
 def eval_command(
     gt_dir: Path,
@@ -197,6 +199,8 @@ def eval_command(
     run_id: str | None,
     keep_boxes: bool,
     dask_scheduler: str | None,
+    cache_dir: Path | None,
+    cache_verify: bool,
     quiet: bool,
 ) -> None:
     """Evaluate the predictions in PRED_DIR against the ground truth in GT_DIR.
@@ -243,8 +247,8 @@ def eval_command(
             slices=slice_specs, calibration_bins=calibration_bins, count=count, beta=beta,
             target_precision=target_precision, target_recall=target_recall,
             confidence_level=confidence_level,
-            class_choice=class_choice or None, dask=dask_scheduler, **convention_extras(),
-            **preparation_extras(),
+            class_choice=class_choice or None, dask=dask_scheduler, cache=cache_dir,
+            cache_verify=cache_verify, **convention_extras(), **preparation_extras(),
         )  # fmt: skip
     if save_state is not None:
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)

@@ -103,7 +103,7 @@ OPTION_GROUPS: dict[str, list[OptionGroupDict]] = {
             "name": "Shards and clusters",
             "options": ["--shard", "--save-state", "--run-id", "--keep-boxes", "--dask"],
         },
-        {"name": "Performance", "options": ["--jobs", "--help"]},
+        {"name": "Performance", "options": ["--jobs", "--cache", "--cache-verify", "--help"]},
     ],
     "vocmatch diff": [
         {"name": "Inputs", "options": [*_INPUTS, "--fold-case", "--max-file-size"]},

@@ -90,6 +90,8 @@ EVAL_KEYWORDS: tuple[FlagUse, ...] = (
     FlagUse("--target-recall", "target_recall"),
     FlagUse("--confidence-level", "confidence_level"),
     FlagUse("--dask", "dask"),
+    FlagUse("--cache", "cache"),
+    FlagUse("--cache-verify", "cache_verify"),
 )
 
 #: The options of ``vocmatch eval`` that call another part of the library than

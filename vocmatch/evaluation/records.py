@@ -333,7 +333,11 @@ class MatchRecords:
             for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
                 out[rows] = column
             if rankings is not None and part.ranked is not None:
-                where = np.arange(n_pred, dtype=np.int64)[rows]
+                where = (
+                    np.arange(rows.start, rows.stop, dtype=np.int64)
+                    if isinstance(rows, slice)
+                    else rows
+                )
                 rankings.append((part.ranked, where, remap.astype(np.int64)))
             start += n_images
             del part, p, rows

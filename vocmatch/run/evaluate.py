@@ -331,6 +331,13 @@ class EvalRequest(ScoreOptions):
             match parts of the images and send back their match records (with each image's
             per-box records and boxes when the report lists or draws boxes); the report is
             that of one process. None reads here.
+        cache: A folder where the run keeps its images' match records, keyed by the
+            content of their files and by the options: a run again matches only the images
+            whose files changed, and reports what a run without it reports
+            (:mod:`vocmatch.run.cached`). For XML predictions in folders read here, the
+            whole set, a report that lists or draws no box; None keeps no cache.
+        cache_verify: Hash every file, not only those whose size or times changed (files
+            edited within one mtime tick, or whose times were restored).
 
     Example:
         >>> EvalRequest(gt="gt", pred="pred", protocol="coco").conventions().interpolation
@@ -358,6 +365,8 @@ class EvalRequest(ScoreOptions):
     confidence_level: float = 0.95
     beta: float = 1.0
     dask: str | None = None
+    cache: PathLike | None = None
+    cache_verify: bool = False
 
     def inputs(self) -> Inputs:
         """The ground truth, the predictions and how to read them."""
@@ -447,6 +456,9 @@ def evaluate(
     elif pred is not None or options:
         raise TypeError("evaluate() takes a request or paths and keywords, not both")
 
+    from vocmatch.run.cached import check_cached
+
+    check_cached(request)
     conventions = request.conventions()
     gates = _gates(request.gates)
     specs = slice_specs(request.slices)
@@ -568,6 +580,8 @@ def _score(
             return _Scored(evaluated, elsewhere.records, warnings=found)
         gt, pred = _annotations_matched(*elsewhere.boxes, request)
         return _Scored(evaluated, elsewhere.records, gt, pred, found)
+    if request.cache is not None:
+        return _scored_with_cache(request, thresholds, progress)
     if elsewhere is None:
         in_parts = _scored_in_parts(request, thresholds, progress)
         if in_parts is not None:
@@ -636,6 +650,24 @@ def _scored_in_parts(
     hints = input_warnings(request, found.evaluation, found.scores)
     evaluation = _with_threshold_note(found.evaluation, thresholds, request)
     return _Scored(evaluation, found.records, warnings=hints)
+
+
+def _scored_with_cache(
+    request: EvalRequest, thresholds: ScoreThresholds, progress: Progress | None
+) -> _Scored:
+    """The run read and matched where its cache does not hold the images' records
+    (:mod:`vocmatch.run.cached`)."""
+    from vocmatch.run.cached import evaluated_with_cache
+
+    check_class_tables(request)
+    check_pred_path(request, request.pred)
+    cached = evaluated_with_cache(request, progress.files if progress is not None else None)
+    if progress is not None:
+        progress.stages("done", 1, 1)
+    found = cached.found
+    hints = input_warnings(request, found.evaluation, found.scores)
+    evaluation = _with_threshold_note(found.evaluation, thresholds, request)
+    return _Scored(evaluation, found.records, warnings=(*cached.warnings, *hints))
 
 
 def _with_threshold_note(

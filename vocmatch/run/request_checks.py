@@ -181,6 +181,8 @@ _CHECKS: dict[str, Check] = {
     "class_choice": _class_choice,
     "class_map": _path,
     "dask": _scheduler,
+    "cache": _path,
+    "cache_verify": _flag,
     "protocol": _protocol,
     "strict_threshold": _flag,
     "pixel_inclusive": _flag,

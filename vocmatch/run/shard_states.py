@@ -154,6 +154,13 @@ def shard_state(
     from vocmatch.evaluation.stages import orphan_files
     from vocmatch.readers.shards import column_keys, shard_keys
 
+    if request.cache is not None:
+        # A saved state is merged with other shards' elsewhere: no cache is kept for it.
+        raise RequestError(
+            "cache",
+            "a cache is kept by a whole run, not by a shard's state",
+            os.fspath(request.cache),
+        )
     thresholds = score_thresholds_of(request)
     files = progress.files if progress is not None else None
     if columns is None and request.dask is not None:

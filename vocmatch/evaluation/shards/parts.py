@@ -264,10 +264,14 @@ class ReadPart:
     orphans: tuple[tuple[str, str], ...]
 
 
-def read_part(part: Part, options: PartOptions) -> ReadPart:
+def read_part(
+    part: Part, options: PartOptions, read: Callable[[str, int], bytes] | None = None
+) -> ReadPart:
     """Read a part's files and apply the class choice and the geometry, as one process
-    does to every file (the first half of every task)."""
-    read = location_reader(options.storage_options)
+    does to every file (the first half of every task); ``read(path, max_bytes)`` gives
+    each file's bytes (by default :func:`~vocmatch.readers.remote.location_reader`'s)."""
+    if read is None:
+        read = location_reader(options.storage_options)
     gt = read_listed_columns(part.gt_files, options.max_bytes, read)
     pred = read_listed_columns(part.pred_files, options.max_bytes, read)
     counts = ReadCounts.of(gt, pred)
@@ -303,15 +307,17 @@ def part_state(part: Part, options: PartOptions) -> PartResult:
     return PartResult(state, found.gt.skipped, found.pred.skipped, found.orphans, found.counts)
 
 
-def part_records(part: Part, options: PartOptions) -> PartRecords:
+def part_records(
+    part: Part, options: PartOptions, read: Callable[[str, int], bytes] | None = None
+) -> PartRecords:
     """Read a part's files and match its images (the task run by a local worker process):
     the records of the engine's stages on the part's columns, as a run in one process makes
     them of every image (rotated boxes and polygons matched by their regions), with the
     slices and the calibration inputs asked for and the classes' rankings (merged when
-    joined)."""
+    joined); ``read`` gives each file's bytes, as :func:`read_part` takes it."""
     from vocmatch.evaluation.to_records import Asked, match_records
 
-    found = read_part(part, options)
+    found = read_part(part, options, read)
     gt, pred = found.gt, found.pred
     skipped = (gt.skipped, pred.skipped)
     asked = Asked(ranked=True, slices=options.slices, calibration=options.calibration)

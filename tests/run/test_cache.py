@@ -1,0 +1,491 @@
+"""``vocmatch eval --cache DIR`` (and ``vocmatch.evaluate(..., cache=DIR)``): a run keeps
+its images' match records by chunks, keyed by the content of their files and by the
+options, and a run again matches only the chunks whose files changed; what it prints is
+byte for byte what a run without a cache prints. A cache that cannot be read or written
+gives one warning and a correct result."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vocmatch.run.cached as cached
+from tests.conftest import ROOT, run_cli
+from tests.run.test_jobs import CHANGES, OPTIONS, bench
+from vocmatch import render_text
+from vocmatch.errors import CacheWarning, RequestError
+from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
+from vocmatch.evaluation.shards.parts import PartListing
+from vocmatch.run.evaluate import evaluate
+
+DEMO = ROOT / "fixtures" / "demo"
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """About eight images a chunk, so that a test set has many."""
+    monkeypatch.setattr(cached, "CHUNK_SPREAD", 8)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """150 generated images, ten predictions each."""
+    folder = tmp_path_factory.mktemp("generated")
+    bench("generate").generate(folder, 150, pred_per_image=10)
+    return folder
+
+
+def _copy(source: Path, target: Path) -> tuple[Path, Path]:
+    shutil.copytree(source / "gt", target / "gt")
+    shutil.copytree(source / "pred", target / "pred")
+    return target / "gt", target / "pred"
+
+
+def _chunks(gt: Path, pred: Path) -> int:
+    return len(cached.chunks_of(PartListing.of(gt, pred)))
+
+
+class Spy:
+    """Counts the chunks read and matched, and the files hashed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.chunks = 0
+        self.hashed = 0
+        task, digest = cached.hashed_part_records, cached._digest
+
+        def counted_task(*args: Any) -> Any:
+            self.chunks += 1
+            return task(*args)
+
+        def counted_digest(path: str) -> bytes | None:
+            self.hashed += 1
+            return digest(path)
+
+        monkeypatch.setattr(cached, "hashed_part_records", counted_task)
+        monkeypatch.setattr(cached, "_digest", counted_digest)
+
+    def reset(self) -> None:
+        self.chunks = self.hashed = 0
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_cached_run_prints_what_a_run_without_it_prints(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Path, Path], None] | None,
+) -> None:
+    """Cold and warm, the exit code, stdout and stderr of a run without a cache; the warm
+    run reads and hashes no file."""
+    gt, pred = _copy(generated, tmp_path)
+    if change is not None:
+        change(gt, pred)
+    args = [str(gt), str(pred), "--format", "json"]
+    fresh = run_cli(*args)
+    cache = str(tmp_path / "cache")
+    assert run_cli(*args, "--cache", cache) == fresh
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, "--cache", cache) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 0)
+
+
+#: Options of a run the cache keeps more than records for: what a preparation removed, the
+#: ultralytics summary.
+PREPARED = [
+    pytest.param(["--nms", "0.5", "--format", "json"], id="nms-json"),
+    pytest.param(
+        ["--min-score", "0.3", "--nms", "0.6", "--nms-agnostic", "--max-per-image", "20"],
+        id="preparation-table",
+    ),
+    pytest.param(["--protocol", "ultralytics", "--nms", "0.7", "--format", "json"], id="ultra"),
+]
+
+
+@pytest.mark.parametrize("args", [*OPTIONS, *PREPARED])
+def test_every_option_of_a_cached_run_prints_as_without_it(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("class03,class01\nCLASS04,class02\n")
+    args = [str(mapping) if a == "MAP" else a for a in args]
+    gt, pred = str(generated / "gt"), str(generated / "pred")
+    fresh = run_cli(gt, pred, *args)
+    cache = str(tmp_path / "cache")
+    assert run_cli(gt, pred, *args, "--cache", cache) == fresh
+    spy = Spy(monkeypatch)
+    assert run_cli(gt, pred, *args, "--cache", cache) == fresh
+    assert spy.chunks == 0
+
+
+def _edit(path: Path) -> None:
+    """A prediction's score changed, the file's size kept."""
+    text = path.read_text()
+    start = text.index("<score>") + len("<score>")
+    digit = text[start + 2]
+    swapped = "1" if digit != "1" else "2"
+    path.write_text(text[: start + 2] + swapped + text[start + 3 :])
+
+
+def _edits(gt: Path, pred: Path) -> None:
+    for path in sorted(pred.glob("*.xml"))[5:150:15]:
+        _edit(path)
+
+
+def _added(gt: Path, pred: Path) -> None:
+    first_gt, first_pred = sorted(gt.glob("*.xml"))[0], sorted(pred.glob("*.xml"))[0]
+    shutil.copy(first_gt, gt / "zz_new.xml")
+    shutil.copy(first_pred, pred / "zz_new.xml")
+    shutil.copy(first_pred, pred / "aa_orphan.xml")
+
+
+def _deleted(gt: Path, pred: Path) -> None:
+    for side in (gt, pred):
+        sorted(side.glob("*.xml"))[40].unlink()
+    sorted(pred.glob("*.xml"))[90].unlink()
+
+
+def _damaged(gt: Path, pred: Path) -> None:
+    sorted(gt.glob("*.xml"))[3].write_text("garbage")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(_edits, id="ten-edits"),
+        pytest.param(_added, id="added-files"),
+        pytest.param(_deleted, id="deleted-files"),
+        pytest.param(_damaged, id="file-damaged"),
+    ],
+)
+def test_a_rerun_matches_only_the_chunks_that_changed(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Path, Path], None],
+) -> None:
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json"]
+    cache = str(tmp_path / "cache")
+    run_cli(*args, "--cache", cache)
+    change(gt, pred)
+    fresh = run_cli(*args)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, "--cache", cache) == fresh
+    chunks = _chunks(gt, pred)
+    assert 0 < spy.chunks <= 10 < chunks
+    spy.reset()
+    assert run_cli(*args, "--cache", cache) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 0)
+
+
+def test_a_touched_file_is_hashed_not_matched(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Times changed, content the same: hashed once, no chunk matched, and the stat index
+    kept for the next run."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache")]
+    fresh = run_cli(*args)
+    for path in sorted(pred.glob("*.xml"))[:3]:
+        os.utime(path, ns=(1, 1))
+    spy = Spy(monkeypatch)
+    assert run_cli(*args) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 3)
+    spy.reset()
+    assert run_cli(*args) == fresh
+    assert spy.hashed == 0
+
+
+def test_cache_verify_hashes_every_file(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit the stat index cannot see (a clock too coarse, times restored): every file
+    hashed, the edit found."""
+    gt, pred = _copy(generated, tmp_path)
+    monkeypatch.setattr(cached, "_stat", lambda path: (1, 2, 3, 4))  # no stat ever changes
+    args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache")]
+    run_cli(*args)
+    _edit(sorted(pred.glob("*.xml"))[7])
+    fresh = run_cli(str(gt), str(pred), "--format", "json")
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, "--cache-verify") == fresh
+    files = len(list(gt.glob("*.xml"))) + len(list(pred.glob("*.xml")))
+    assert spy.chunks == 1
+    assert spy.hashed == files
+
+
+def _cache_file(folder: Path) -> Path:
+    return folder / cached.CACHE_NAME
+
+
+def _truncated(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b"garbage" * 100)
+
+
+def _flipped(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _other_format(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:8] + (CACHE_VERSION + 1).to_bytes(4, "little") + data[12:])
+
+
+def _a_state_file(path: Path) -> None:
+    path.write_bytes(b"VMSTATE\0" + path.read_bytes()[8:])
+
+
+def _a_folder(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+DAMAGES = [
+    pytest.param(_truncated, "checksum does not match", id="truncated"),
+    pytest.param(_garbage, "not a vocmatch state", id="garbage"),
+    pytest.param(_flipped, "checksum does not match", id="one-byte-flipped"),
+    pytest.param(_other_format, "format version 2; this vocmatch reads version 1", id="format"),
+    pytest.param(_a_state_file, "no VMCACHE signature", id="state-file"),
+    pytest.param(_a_folder, "not a regular file", id="a-folder"),
+]
+
+
+@pytest.mark.parametrize(("damage", "reason"), DAMAGES)
+def test_a_damaged_cache_gives_one_warning_and_the_right_numbers(
+    generated: Path, tmp_path: Path, damage: Callable[[Path], None], reason: str
+) -> None:
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    code, stdout, stderr = run_cli(*args)
+    folder = tmp_path / "cache"
+    run_cli(*args, "--cache", str(folder))
+    damage(_cache_file(folder))
+    again = run_cli(*args, "--cache", str(folder))
+    assert again[:2] == (code, stdout)
+    added = again[2].replace(stderr, "", 1)
+    assert added.count("\n") == 1
+    assert added.startswith(f"vocmatch: warning: cache {_cache_file(folder)}: ")
+    assert reason in added
+    assert added.endswith("; every image was matched again\n")
+
+
+def test_a_cache_of_another_vocmatch_version_is_not_read(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vocmatch.evaluation.shards.cache_file as cache_file
+
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    fresh = run_cli(*args)
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(cache_file, "__version__", "0.0.1")
+    run_cli(*args, "--cache", str(folder))
+    monkeypatch.undo()
+    code, stdout, stderr = run_cli(*args, "--cache", str(folder))
+    assert (code, stdout) == fresh[:2]
+    assert stderr == (
+        f"vocmatch: warning: cache {_cache_file(folder)}: made by vocmatch 0.0.1, not this "
+        "0.1.0; every image was matched again\n"
+    )
+
+
+def test_a_cache_that_cannot_be_written_gives_one_warning(generated: Path, tmp_path: Path) -> None:
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    fresh = run_cli(*args)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    code, stdout, stderr = run_cli(*args, "--cache", str(blocked / "cache"))
+    assert (code, stdout) == fresh[:2]
+    assert stderr.startswith(f"vocmatch: warning: cannot write the cache {blocked / 'cache'}: ")
+    assert stderr.endswith("; this run's records are not kept\n")
+    assert stderr.count("\n") == 1
+
+
+def test_a_read_only_cache_folder_gives_one_warning(generated: Path, tmp_path: Path) -> None:
+    """The records of a folder nobody may write to are read, never rewritten."""
+    if os.geteuid() == 0:
+        folder = Path("/sys")  # read-only even for root, who ignores permission bits
+        if not folder.is_dir():  # pragma: no cover - root without /sys
+            pytest.skip("no folder root cannot write to")
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    fresh = run_cli(*args)
+    code, stdout, stderr = run_cli(*args, "--cache", str(folder))
+    assert (code, stdout) == fresh[:2]
+    assert stderr.startswith("vocmatch: warning: cannot write ")
+    assert stderr.count("\n") == 1
+    assert not _cache_file(folder).exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param(["--iou", "0.5"], ["--iou", "0.7"], id="iou"),
+        pytest.param([], ["--protocol", "coco"], id="protocol"),
+        pytest.param([], ["--fold-case"], id="fold-case"),
+        pytest.param([], ["--classes", "class01"], id="classes"),
+        pytest.param([], ["--geometry", "box"], id="geometry"),
+        pytest.param([], ["--slice", "size"], id="slice"),
+        pytest.param([], ["--score-threshold", "0.4"], id="score-threshold"),
+        pytest.param([], ["--max-file-size", "2000"], id="max-file-size"),
+        pytest.param([], ["--calibration-bins", "3"], id="calibration"),
+        pytest.param(["--nms", "0.5"], ["--nms", "0.7"], id="nms"),
+        pytest.param([], ["--max-per-image", "10"], id="max-per-image"),
+        pytest.param([], ["--iou-arithmetic", "float32"], id="iou-arithmetic"),
+    ],
+)
+def test_other_options_match_every_image_again(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first: list[str],
+    second: list[str],
+) -> None:
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    cache = ["--cache", str(tmp_path / "cache")]
+    run_cli(*args, *first, *cache)
+    fresh = run_cli(*args, *second)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, *second, *cache) == fresh
+    assert spy.chunks == _chunks(generated / "gt", generated / "pred")
+
+
+def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path) -> None:
+    """One generation: the records and stats of deleted files are dropped when the cache is
+    rewritten."""
+    gt, pred = _copy(generated, tmp_path)
+    folder = tmp_path / "cache"
+    run_cli(str(gt), str(pred), "--cache", str(folder))
+    gone = sorted(gt.glob("*.xml"))[:30]
+    for path in gone:
+        path.unlink()
+        (pred / path.name).unlink()
+    run_cli(str(gt), str(pred), "--cache", str(folder))
+    from vocmatch.evaluation.shards.state import read_state
+
+    raw = read_state(_cache_file(folder).read_bytes(), "cache", CACHE_MAGIC, CACHE_VERSION)
+    assert not {str(p) for p in gone} & set(raw.header["files"])
+    assert len(raw.header["files"]) == 2 * 120
+    kept = {k for chunk in raw.header["chunks"] for k in chunk["records"]["keys"]}
+    assert kept == {p.stem for p in gt.glob("*.xml")}
+
+
+def test_changed_chunks_are_matched_by_worker_processes(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many changed files: matched in parts, as ``--jobs`` does."""
+    import vocmatch.readers.workers as workers
+
+    monkeypatch.setattr(workers, "available_cores", lambda: 4)
+    monkeypatch.setattr(cached, "FEW_CHANGED", 0)
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    fresh = run_cli(*args)
+    assert run_cli(*args, "--jobs", "2", "--cache", str(tmp_path / "cache")) == fresh
+    assert run_cli(*args, "--jobs", "2", "--cache", str(tmp_path / "cache")) == fresh
+
+
+def test_the_terminal_report_is_the_same(generated: Path, tmp_path: Path) -> None:
+    args = [str(generated / "gt"), str(generated / "pred"), "--protocol", "coco"]
+    fresh = run_cli(*args)
+    assert run_cli(*args, "--cache", str(tmp_path / "c")) == fresh
+    assert run_cli(*args, "--cache", str(tmp_path / "c")) == fresh
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--shard", "1/2", "--save-state", "S"],
+            "--cache 'C': a cache is kept by a whole run, not by a shard's state",
+            id="shard",
+        ),
+        pytest.param(
+            ["--save-state", "S"],
+            "--cache 'C': a cache is kept by a whole run, not by a shard's state",
+            id="save-state",
+        ),
+        pytest.param(
+            ["--dask", "local:1"],
+            "--cache 'C': a Dask cluster's workers keep no cache; the cache is kept by a run here",
+            id="dask",
+        ),
+        pytest.param(
+            ["--errors"],
+            "--cache 'C': a cache keeps match records, not the boxes a report that lists them "
+            "reads",
+            id="errors",
+        ),
+        pytest.param(
+            ["--split", "IDS"],
+            "--cache 'C': a cache is kept for every image of the folders, not a split",
+            id="split",
+        ),
+    ],
+)
+def test_a_cache_is_refused_where_it_does_not_apply(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text("street_01\n")
+    cache = tmp_path / "c"
+    given = [{"S": str(tmp_path / "s.vms"), "IDS": str(ids)}.get(a, a) for a in args]
+    code, stdout, stderr = run_cli(str(DEMO / "gt"), str(DEMO / "pred"), "--cache", str(cache),
+                                   *given)  # fmt: skip
+    assert (code, stdout) == (2, "")
+    assert stderr == f"vocmatch: error: {message.replace('C', str(cache), 1)}\n"
+    assert not cache.exists()
+
+
+def test_cache_verify_needs_a_cache() -> None:
+    code, stdout, stderr = run_cli(str(DEMO / "gt"), str(DEMO / "pred"), "--cache-verify")
+    assert (code, stdout) == (2, "")
+    assert stderr == "vocmatch: error: --cache-verify: verifies a cache: give a cache folder too\n"
+
+
+def test_the_library_takes_a_cache(generated: Path, tmp_path: Path) -> None:
+    """``evaluate(..., cache=DIR)``: the evaluation of a run without it; a damaged cache is
+    one :class:`CacheWarning`."""
+    gt, pred = generated / "gt", generated / "pred"
+    fresh = evaluate(gt, pred, protocol="coco", jobs=1)
+    folder = tmp_path / "cache"
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = evaluate(gt, pred, protocol="coco", cache=folder)
+        assert render_text(report, "json") == render_text(fresh, "json")
+        assert not [w for w in caught if issubclass(w.category, CacheWarning)]
+    _garbage(_cache_file(folder))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = evaluate(gt, pred, protocol="coco", cache=folder)
+    assert render_text(report, "json") == render_text(fresh, "json")
+    assert [w.category for w in caught] == [CacheWarning]
+    with pytest.raises(RequestError, match="a cache is kept for XML predictions, not coco"):
+        evaluate(gt, generated / "coco" / "pred.json", pred_format="coco", cache=folder,
+                 coco_gt=generated / "coco" / "gt.json")  # fmt: skip
+
+
+def test_a_refused_run_leaves_the_cache_as_it_was(tmp_path: Path) -> None:
+    """Nothing pairs: the one line of a run without a cache, and no cache written."""
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    shutil.copy(DEMO / "pred" / "street_01.xml", pred / "other_01.xml")
+    args = [str(DEMO / "gt"), str(pred)]
+    fresh = run_cli(*args)
+    assert fresh[0] == 2
+    folder = tmp_path / "cache"
+    assert run_cli(*args, "--cache", str(folder)) == fresh
+    assert not _cache_file(folder).exists()

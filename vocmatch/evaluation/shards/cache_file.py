@@ -1,0 +1,289 @@
+"""The file of a run's cache: each chunk's match records and what its reading found, and
+the stat index of the files they were read from (:mod:`vocmatch.run.cached` keeps it).
+
+The file is a state file (:mod:`vocmatch.evaluation.shards.state`: a header of JSON, raw
+little-endian arrays, a CRC-32 over everything) under its own signature ``VMCACHE`` and
+format version :data:`CACHE_VERSION`, so it is read with the same checks as a state: a
+truncated, corrupted or crafted file is refused with one
+:class:`~vocmatch.errors.StateError`, and reading never runs code. Its header holds:
+
+* ``vocmatch``: the version that wrote it (a file of another is not read further);
+* ``run``: the key of everything besides the files that the records depend on (the
+  vocmatch version, the state format, the options of the matching): a file made under
+  another key is not read further;
+* ``files``: the paths of the stat index, whose ``file_stat`` array holds each one's size,
+  mtime and ctime in nanoseconds and inode, and ``file_hash`` its content's BLAKE2b digest
+  (16 bytes);
+* ``chunks``: per chunk, its key (the digest of its files' keys, paths and contents), the
+  header of its match records (:func:`~vocmatch.evaluation.shards.state_records.state_of_records`),
+  the files its reading skipped, its prediction files without ground truth and the counts
+  the notes are worded from; its arrays are named ``<n>.<name>``, with its classes'
+  rankings (``<n>.ranked_*``) so that joining the chunks does not sort them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.core.preparation import Preparation
+from vocmatch.core.protocol import Conventions
+from vocmatch.errors import StateError
+from vocmatch.evaluation.records import Ranked
+from vocmatch.evaluation.shards.parts import PartRecords, ScoreCounts
+from vocmatch.evaluation.shards.reading_notes import ReadCounts
+from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
+from vocmatch.evaluation.shards.state_records import (
+    is_str_list,
+    orphans_of_header,
+    records_of_state,
+    skipped_of_header,
+    skipped_to_header,
+    state_of_records,
+)
+from vocmatch.evaluation.slice_records import SliceSpec
+from vocmatch.version import __version__
+
+__all__ = [
+    "CACHE_MAGIC",
+    "CACHE_VERSION",
+    "HASH_BYTES",
+    "CacheContent",
+    "FileStat",
+    "cache_bytes",
+    "read_cache",
+]
+
+CACHE_MAGIC = b"VMCACHE\0"
+#: The cache's format version; a file of another is read as no cache.
+CACHE_VERSION = 1
+#: Bytes of each file's BLAKE2b digest.
+HASH_BYTES = 16
+
+#: ``(size, mtime_ns, ctime_ns, inode)`` of a file, as :func:`os.stat` gives them.
+FileStat = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheContent:
+    """What a cache holds.
+
+    Attributes:
+        run: The key of the run's options (see the module doc).
+        stats: Per path, its stat when it was hashed and its digest.
+        chunks: Per chunk key, the chunk's records and findings.
+        stored: Per chunk key, its header entry and arrays as a cache file held them (read
+            and checked): written again as they are.
+    """
+
+    run: str
+    stats: Mapping[str, tuple[FileStat, bytes]]
+    chunks: Mapping[str, PartRecords]
+    stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = field(
+        default_factory=dict
+    )
+
+
+def cache_bytes(
+    content: CacheContent,
+    conv: Conventions,
+    slices: Sequence[SliceSpec],
+    preparation: Preparation | None = None,
+) -> bytes:
+    """The bytes of a cache file holding ``content`` (records matched under ``conv``, with
+    ``slices``, of predictions prepared by ``preparation``: each chunk keeps what it
+    removed)."""
+    paths = sorted(content.stats)
+    stat = np.array([content.stats[p][0] for p in paths], dtype=np.int64).reshape(-1, 4)
+    digest = np.frombuffer(b"".join(content.stats[p][1] for p in paths), dtype=np.uint8)
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "file_stat": stat,
+        "file_hash": digest.reshape(-1, HASH_BYTES),
+    }
+    chunks: list[Mapping[str, Any]] = []
+    for n, (key, part) in enumerate(sorted(content.chunks.items())):
+        stored = content.stored.get(key)
+        if stored is not None:
+            chunks.append(stored[0])
+            arrays.update({f"{n}.{name}": array for name, array in stored[1].items()})
+            continue
+        header, chunk_arrays = state_of_records(part.records, conv, slices)
+        arrays.update({f"{n}.{name}": array for name, array in chunk_arrays.items()})
+        ranked = part.records.ranked
+        if ranked is not None:
+            arrays[f"{n}.ranked_rows"] = np.concatenate(
+                [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
+            )
+            arrays[f"{n}.ranked_sizes"] = np.array([c.size for c in ranked.classes], np.int64)
+            arrays[f"{n}.ranked_rank"] = np.asarray(ranked.rank, dtype=np.int64)
+        removed_to_header(header, preparation, part.records)
+        counts = part.counts
+        chunks.append({
+            "key": key,
+            "records": header,
+            "ranked": ranked is not None,
+            "gt_skipped": skipped_to_header(part.gt_skipped),
+            "pred_skipped": skipped_to_header(part.pred_skipped),
+            "orphans": [list(o) for o in part.orphans],
+            "gt_classes": [list(c) for c in counts.gt_classes],
+            "pred_classes": [list(c) for c in counts.pred_classes],
+            "shapes": [*counts.gt_shapes, *counts.pred_shapes],
+            "scores": [part.scores.gt, part.scores.gt_scored, part.scores.pred,
+                       part.scores.pred_scored],
+        })  # fmt: skip
+    header = {"vocmatch": __version__, "run": content.run, "files": paths, "chunks": chunks}
+    return write_state(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
+
+
+def read_cache(
+    data: bytes,
+    source: str,
+    run: str,
+    conv: Conventions,
+    slices: tuple[SliceSpec, ...],
+    preparation: Preparation | None = None,
+) -> CacheContent | None:
+    """The content of a cache file's bytes; None when it was made under another run key
+    (other options, other folders).
+
+    Raises:
+        StateError: The bytes are not a cache file of this format, were made by another
+            vocmatch version, or are damaged.
+    """
+    raw = read_state(data, source, CACHE_MAGIC, CACHE_VERSION)
+    made_by = raw.header.get("vocmatch")
+    if made_by != __version__:
+        shown = repr(made_by) if not isinstance(made_by, str) else made_by
+        raise StateError(f"{source}: made by vocmatch {shown}, not this {__version__}")
+    if raw.header.get("run") != run:
+        return None
+    paths, chunks = raw.header.get("files"), raw.header.get("chunks")
+    stat, digest = raw.arrays.get("file_stat"), raw.arrays.get("file_hash")
+    if not is_str_list(paths) or not isinstance(chunks, list) or stat is None or digest is None:
+        raise StateError(f"{source}: corrupted header (files or chunks)")
+    if stat.shape != (len(paths), 4) or digest.shape != (len(paths), HASH_BYTES):
+        raise StateError(f"{source}: corrupted stat index")
+    hashes = digest.tobytes()
+    digests = [hashes[i : i + HASH_BYTES] for i in range(0, len(hashes), HASH_BYTES)]
+    stats: dict[str, tuple[FileStat, bytes]] = dict(
+        zip(paths, zip(map(_stat_of, stat.tolist()), digests, strict=True), strict=True)
+    )
+    by_chunk: dict[str, dict[str, npt.NDArray[Any]]] = {}
+    for name, array in raw.arrays.items():
+        number, dot, rest = name.partition(".")
+        if dot:
+            by_chunk.setdefault(number, {})[rest] = array
+    found: dict[str, PartRecords] = {}
+    stored: dict[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = {}
+    for n, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("key"), str):
+            raise StateError(f"{source}: corrupted header (chunk {n})")
+        arrays = by_chunk.pop(str(n), {})
+        stored[chunk["key"]] = (chunk, dict(arrays))
+        found[chunk["key"]] = _chunk(
+            chunk, arrays, conv, slices, preparation, f"{source} (chunk {n})"
+        )
+    if by_chunk:
+        raise StateError(f"{source}: corrupted header (arrays of no chunk)")
+    return CacheContent(run, stats, found, stored)
+
+
+def _stat_of(row: list[int]) -> FileStat:
+    return row[0], row[1], row[2], row[3]
+
+
+def _chunk(
+    chunk: Mapping[str, Any],
+    arrays: dict[str, npt.NDArray[Any]],
+    conv: Conventions,
+    slices: tuple[SliceSpec, ...],
+    preparation: Preparation | None,
+    source: str,
+) -> PartRecords:
+    """A chunk's records and findings, every field checked."""
+    header = chunk.get("records")
+    if not isinstance(header, dict):
+        raise StateError(f"{source}: corrupted header (records)")
+    ranked_arrays = {
+        name: arrays.pop(name, None) for name in ("ranked_rows", "ranked_sizes", "ranked_rank")
+    }
+    records = records_of_state(header, arrays, conv, source, slices)
+    records = records_with_removed(records, header, preparation, source)
+    # Scores as a run makes them (a state may hold them as float32, the same values).
+    records = replace(records, preds=replace(records.preds, score=records.preds.score.astype(
+        np.float64)))  # fmt: skip
+    if chunk.get("ranked") is True:
+        ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
+        records = replace(records, ranked=ranked)
+    counts = ReadCounts(
+        _named_counts(chunk.get("gt_classes"), source),
+        _named_counts(chunk.get("pred_classes"), source),
+        *_shape_counts(chunk.get("shapes"), source),
+    )
+    scores = chunk.get("scores")
+    if not (isinstance(scores, list) and len(scores) == 4 and all(type(s) is int for s in scores)):
+        raise StateError(f"{source}: corrupted header (scores)")
+    return PartRecords(
+        records,
+        skipped_of_header(chunk.get("gt_skipped"), source),
+        skipped_of_header(chunk.get("pred_skipped"), source),
+        tuple(sorted(orphans_of_header(chunk.get("orphans"), source))),
+        counts,
+        ScoreCounts(*scores),
+    )
+
+
+def _ranked(
+    arrays: Mapping[str, npt.NDArray[Any] | None],
+    label: npt.NDArray[Any],
+    n_classes: int,
+    source: str,
+) -> Ranked:
+    """A chunk's rankings, checked: every prediction once, in its own class's ranking."""
+    rows, sizes, rank = (arrays[n] for n in ("ranked_rows", "ranked_sizes", "ranked_rank"))
+    n_pred = label.size
+    if (
+        rows is None
+        or sizes is None
+        or rank is None
+        or rows.shape != (n_pred,)
+        or sizes.shape != (n_classes,)
+        or rank.shape != (n_pred,)
+        or rows.dtype.kind != "i"
+        or sizes.dtype.kind != "i"
+        or rank.dtype.kind != "i"
+    ):
+        raise StateError(f"{source}: corrupted rankings")
+    rows, sizes, rank = rows.astype(np.int64), sizes.astype(np.int64), rank.astype(np.int64)
+    if (
+        int(sizes.sum()) != n_pred
+        or bool((sizes < 0).any())
+        or bool((rank < 0).any())
+        or bool((rank >= max(n_pred, 1)).any())
+        or not np.array_equal(np.sort(rows), np.arange(n_pred))
+        or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
+    ):
+        raise StateError(f"{source}: corrupted rankings")
+    ends = np.cumsum(sizes)
+    classes = tuple(rows[end - size : end] for end, size in zip(ends, sizes, strict=True))
+    return Ranked(classes, rank)
+
+
+def _named_counts(value: object, source: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and type(e[1]) is int
+        for e in value
+    ):
+        raise StateError(f"{source}: corrupted header (class counts)")
+    return tuple((name, count) for name, count in value)
+
+
+def _shape_counts(value: object, source: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    if not (isinstance(value, list) and len(value) == 4 and all(type(v) is int for v in value)):
+        raise StateError(f"{source}: corrupted header (shapes)")
+    return (value[0], value[1]), (value[2], value[3])

@@ -1,0 +1,411 @@
+"""A run with a cache: only the images whose files changed are read and matched again.
+
+A request's ``cache`` names a folder (the caller's choice) where the run keeps, in one file
+(:data:`CACHE_NAME`, :mod:`vocmatch.evaluation.shards.cache_file`), the match records of its
+images by chunks, and a stat index of its files. The images are the keys of both sides,
+sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`
+(so about that many images a chunk, and a file added or removed changes the chunk of its
+key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
+format and every option of the matching: protocol and its overrides, case folding, score
+thresholds, file size limit, slices, class choice, geometry, calibration, the folders as
+given and, for relative ones, the working folder) and of its files' keys, paths and contents.
+
+A file is hashed again only when its size, mtime, ctime or inode differ from the stat
+index's (``verify`` hashes every file: an edit within one mtime tick, or times restored by
+``git checkout`` or ``rsync -t``). A chunk whose key the cache holds is taken from it; the
+others are read and matched (by worker processes when they are many, as a run in parts:
+:mod:`vocmatch.run.in_parts`), and every chunk's records are joined in key order and
+accumulated once, as a run in parts does: the report is that of a run without a cache, bit
+for bit.
+
+The file is rewritten (through :func:`vocmatch.files.save_bytes`: whole or not at all)
+when anything changed, holding the present files and chunks only. A cache that cannot be
+read (damaged, of another format or vocmatch version) or written (a read-only folder) gives
+one :class:`~vocmatch.errors.CacheWarning` and the run goes on without it. Two runs writing
+the same cache each replace the file whole; the last one's is kept.
+
+A cache covers XML predictions read from folders here, the whole set, with a report that
+lists or draws no box; any other run with a cache is refused in one line (field ``cache``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vocmatch.errors import CacheWarning, OutputError, RequestError, StateError
+from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
+from vocmatch.version import __version__
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat
+    from vocmatch.evaluation.shards.parts import PartListing
+    from vocmatch.run.evaluate import EvalRequest
+    from vocmatch.run.in_parts import EvaluatedInParts
+
+__all__ = [
+    "CACHE_NAME",
+    "CHUNK_SPREAD",
+    "CachedRun",
+    "check_cached",
+    "chunks_of",
+    "evaluated_with_cache",
+]
+
+#: The cache's file in the folder given.
+CACHE_NAME = "vocmatch-cache.vmc"
+#: About this many images a chunk.
+CHUNK_SPREAD = 256
+#: Fewer changed files than this are read and matched in this process.
+FEW_CHANGED = 2048
+_READ_SIZE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRun:
+    """A run evaluated with a cache, and what the cache did.
+
+    Attributes:
+        found: The evaluation, as a run in parts gives it.
+        warnings: The cache's warnings (it could not be read or written).
+        matched: Images read and matched in this run.
+        reused: Images taken from the cache.
+    """
+
+    found: EvaluatedInParts
+    warnings: tuple[CacheWarning, ...]
+    matched: int
+    reused: int
+
+
+def check_cached(request: EvalRequest) -> None:
+    """Refuse a cache with a run it does not cover (see the module doc).
+
+    Raises:
+        RequestError: The request asks for a cache and something it does not cover (field
+            ``cache``), or for ``cache_verify`` without a cache.
+    """
+    if request.cache is None:
+        if request.cache_verify:
+            raise RequestError("cache_verify", "verifies a cache: give a cache folder too")
+        return
+    from vocmatch.run.remote_inputs import reads_elsewhere
+
+    reason = None
+    if request.dask is not None:
+        reason = "a Dask cluster's workers keep no cache; the cache is kept by a run here"
+    elif reads_elsewhere(request):
+        reason = "a cache is kept for folders read here, not URLs"
+    elif request.pred_format != "voc":
+        reason = f"a cache is kept for XML predictions, not {request.pred_format}"
+    elif request.split is not None:
+        reason = "a cache is kept for every image of the folders, not a split"
+    elif request.keeps_boxes():
+        reason = "a cache keeps match records, not the boxes a report that lists them reads"
+    if reason is not None:
+        raise RequestError("cache", reason, os.fspath(request.cache))
+
+
+def chunks_of(listing: PartListing) -> tuple[Part, ...]:
+    """The chunks of the listed files: the sorted keys of both sides cut before each key
+    whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`.
+
+    >>> from vocmatch.evaluation.shards.parts import PartListing
+    >>> from vocmatch.readers.parse import DirectoryListing
+    >>> files = tuple((f"{n:05}", f"g/{n:05}.xml") for n in range(2000))
+    >>> listing = PartListing(DirectoryListing("g", files, ()), DirectoryListing("p", (), ()))
+    >>> chunks = chunks_of(listing)
+    >>> sum(len(c.gt_files) for c in chunks), 2 < len(chunks) < 30
+    (2000, True)
+    """
+    keys = sorted({k for k, _ in listing.gt.files} | {k for k, _ in listing.pred.files})
+    place: dict[str, int] = {}
+    n = -1
+    for key in keys:
+        if n < 0 or _starts_chunk(key):
+            n += 1
+        place[key] = n
+    gt: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
+    pred: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
+    for key, path in listing.gt.files:
+        gt[place[key]].append((key, path))
+    for key, path in listing.pred.files:
+        pred[place[key]].append((key, path))
+    return tuple(
+        Part(k + 1, n + 1, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(n + 1)
+    )
+
+
+def _starts_chunk(key: str) -> bool:
+    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % CHUNK_SPREAD == 0
+
+
+def _run_key(request: EvalRequest, options: PartOptions) -> str:
+    """The key of everything but the files that a chunk's records depend on."""
+    from vocmatch.evaluation.shards.cache_file import CACHE_VERSION
+    from vocmatch.evaluation.shards.state import FORMAT_VERSION
+
+    gt, pred = os.fspath(request.gt), os.fspath(request.pred)
+    # Relative paths name other files from another folder (the records hold the paths).
+    here = "" if os.path.isabs(gt) and os.path.isabs(pred) else os.getcwd()
+    given = [__version__, FORMAT_VERSION, CACHE_VERSION, repr(options), gt, pred, here]
+    return hashlib.blake2b(json.dumps(given).encode(), digest_size=16).hexdigest()
+
+
+def _chunk_key(run: str, part: Part, digests: dict[str, bytes]) -> str:
+    # No key or path holds a NUL: the fields cannot run into each other.
+    names = "\0".join(
+        f"{side}\0{key}\0{path}" for side, files in (("g", part.gt_files), ("p", part.pred_files))
+        for key, path in files
+    )  # fmt: skip
+    files = (*part.gt_files, *part.pred_files)
+    hasher = hashlib.blake2b(run.encode(), digest_size=16)
+    hasher.update(names.encode("utf-8", "surrogateescape"))
+    hasher.update(b"\0" + b"".join(digests[path] for _, path in files))
+    return hasher.hexdigest()
+
+
+def _stat(path: str) -> FileStat | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+
+
+def _digest(path: str) -> bytes | None:
+    """The file's BLAKE2b digest; None when it cannot be read (its reader says why): for a
+    file whose stat changed, to tell whether its content did."""
+    hasher = hashlib.blake2b(digest_size=16)
+    try:
+        with open(path, "rb") as stream:
+            while block := stream.read(_READ_SIZE):
+                hasher.update(block)
+    except OSError:
+        return None
+    return hasher.digest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Hashed:
+    """A changed chunk read and matched, with its files' stats (taken before each was
+    read) and the digests of the bytes read."""
+
+    stats: tuple[tuple[str, FileStat, bytes], ...]
+    records: PartRecords
+    unreadable: bool
+
+
+class _HashingReader:
+    """Reads files as a run does, keeping each one's stat and the digest of its bytes."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, tuple[FileStat, bytes]] = {}
+
+    def __call__(self, path: str, max_bytes: int) -> bytes:
+        from vocmatch.readers.parse import read_bytes
+
+        stat = _stat(path)
+        data = read_bytes(path, max_bytes)
+        if stat is not None:
+            self.found[path] = (stat, hashlib.blake2b(data, digest_size=16).digest())
+        return data
+
+
+def hashed_part_records(part: Part, options: PartOptions) -> _Hashed:
+    """Read and match a changed chunk, hashing the bytes its reader reads."""
+    reader = _HashingReader()
+    records = part_records(part, options, reader)
+    paths = [path for _, path in (*part.gt_files, *part.pred_files)]
+    # A file that could not be read: the chunk is read again next time.
+    unreadable = any(path not in reader.found for path in paths)
+    stats = tuple((path, *reader.found[path]) for path in paths if path in reader.found)
+    return _Hashed(stats, records, unreadable)
+
+
+def hashed_chunks(parts: Sequence[Part], options: PartOptions) -> list[_Hashed]:
+    """:func:`hashed_part_records` of each chunk (one task of worker processes)."""
+    return [hashed_part_records(part, options) for part in parts]
+
+
+def _cache_path(request: EvalRequest) -> str:
+    assert request.cache is not None
+    return os.path.join(os.fspath(request.cache), CACHE_NAME)
+
+
+def _loaded(
+    request: EvalRequest, run: str, options: PartOptions, warned: list[CacheWarning]
+) -> CacheContent | None:
+    """The cache's content, or None (no cache file, another run's, or one that cannot be
+    read: then with a warning)."""
+    from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION, read_cache
+    from vocmatch.evaluation.shards.state import read_state_file
+
+    path = _cache_path(request)
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = read_state_file(path, CACHE_MAGIC, CACHE_VERSION)
+        return read_cache(data, path, run, options.conventions, options.slices, options.preparation)
+    except StateError as error:
+        warned.append(CacheWarning(f"cache {error}; every image was matched again"))
+        return None
+
+
+def evaluated_with_cache(
+    request: EvalRequest, progress: Callable[[int, int], None] | None = None
+) -> CachedRun:
+    """The request's files evaluated with its cache (see the module doc).
+
+    Raises:
+        InputError: No annotation file, none that could be read, or not a single
+            ground-truth image pairs with a prediction; a class chosen is in neither set.
+        AnnotationError: With ``fold_case``, two names of the class map fold to one and
+            map to different classes.
+    """
+    from vocmatch.evaluation.shards.parts import PartListing, gathered_parts
+    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.run.in_parts import EvaluatedInParts
+    from vocmatch.run.read_stage import refuse_unpaired_keys
+    from vocmatch.run.remote_inputs import part_options
+
+    annotations, _ = annotation_folder(request.gt)
+    listing = PartListing.of(annotations, request.pred)
+    options = part_options(request, (listing.gt.root, listing.pred.root))
+    run = _run_key(request, options)
+    warned: list[CacheWarning] = []
+    cached = _loaded(request, run, options, warned)
+    chunks = chunks_of(listing)
+    kept, changed, stats = _reused(chunks, run, cached, request.cache_verify)
+    fresh = _matched(changed, options, request.jobs, progress, listing.file_count())
+    every: dict[str, PartRecords] = {}
+    results: list[PartRecords] = []
+    for part in chunks:
+        if part.index in kept:
+            key, records = kept[part.index]
+        else:
+            hashed = fresh[part.index]
+            records = hashed.records
+            key = ""
+            if not hashed.unreadable:
+                digests = {path: digest for path, stat, digest in hashed.stats}
+                stats.update({path: (stat, digest) for path, stat, digest in hashed.stats})
+                key = _chunk_key(run, part, digests)
+        if key:
+            every[key] = records
+        results.append(records)
+    if progress is not None:
+        progress(listing.file_count(), listing.file_count())
+    matched = sum(len({k for k, _ in (*p.gt_files, *p.pred_files)}) for p in changed)
+    total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
+    gathered = gathered_parts(listing, results, options)  # results emptied
+    gathered.refuse_no_ground_truth(annotations)
+    refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
+    found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+    # Written once the run is evaluated: a refused run leaves the cache as it was.
+    if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+
+        stored = cached.stored if cached is not None else {}
+        _write(request, CacheContent(run, stats, every, stored), options, warned)
+    return CachedRun(found, tuple(warned), matched, total - matched)
+
+
+def _reused(
+    chunks: Sequence[Part], run: str, cached: CacheContent | None, verify: bool
+) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], dict[str, tuple[FileStat, bytes]]]:
+    """The chunks the cache holds (by index: their key and records), the others, and the
+    stat index of the files of those held."""
+    kept: dict[int, tuple[str, PartRecords]] = {}
+    changed: list[Part] = []
+    stats: dict[str, tuple[FileStat, bytes]] = {}
+    if cached is None:
+        return kept, list(chunks), stats
+    for part in chunks:
+        digests: dict[str, bytes] = {}
+        found: dict[str, tuple[FileStat, bytes]] = {}
+        for _, path in (*part.gt_files, *part.pred_files):
+            stat = _stat(path)
+            known = cached.stats.get(path)
+            if stat is None:
+                break
+            if known is not None and known[0] == stat and not verify:
+                digest: bytes | None = known[1]
+            else:
+                digest = _digest(path)
+            if digest is None:
+                break
+            digests[path] = digest
+            found[path] = (stat, digest)
+        else:
+            key = _chunk_key(run, part, digests)
+            records = cached.chunks.get(key)
+            if records is not None:
+                kept[part.index] = (key, records)
+                stats.update(found)
+                continue
+        changed.append(part)
+    return kept, changed, stats
+
+
+def _matched(
+    changed: Sequence[Part],
+    options: PartOptions,
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+    total: int,
+) -> dict[int, _Hashed]:
+    """The changed chunks read and matched: by worker processes when they hold many files
+    and more than one may run (a few batches of chunks a worker), else here."""
+    from vocmatch.evaluation.shards.parts import PARTS_PER_WORKER, LocalParts
+    from vocmatch.readers.workers import worker_results
+
+    files = sum(p.file_count() for p in changed)
+    workers = LocalParts(jobs).workers()
+    done: dict[int, _Hashed] = {}
+    if files < FEW_CHANGED or workers <= 1:
+        for part in changed:
+            done[part.index] = hashed_part_records(part, options)
+        return done
+    count = min(len(changed), PARTS_PER_WORKER * workers)
+    batches = [tuple(changed[k::count]) for k in range(count)]
+    read = 0
+    with worker_results(hashed_chunks, [(b, options) for b in batches], jobs) as results:
+        for batch, hashed in zip(batches, results, strict=True):
+            done.update((part.index, h) for part, h in zip(batch, hashed, strict=True))
+            read += sum(p.file_count() for p in batch)
+            if progress is not None:
+                progress(read, total)
+    return done
+
+
+def _write(
+    request: EvalRequest, content: CacheContent, options: PartOptions, warned: list[CacheWarning]
+) -> None:
+    """Replace the cache file whole; a warning when it cannot be written (unless reading it
+    gave one already: one warning a run)."""
+    from vocmatch.evaluation.shards.cache_file import cache_bytes
+    from vocmatch.files import save_bytes
+
+    folder = os.fspath(request.cache or "")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        save_bytes(
+            _cache_path(request),
+            cache_bytes(content, options.conventions, options.slices, options.preparation),
+        )
+    except OutputError as error:
+        failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
+    except OSError as error:
+        reason = error.strerror or str(error)
+        shown = f"cannot write the cache {folder}: {reason}"
+        failed = CacheWarning(f"{shown}; this run's records are not kept")
+    else:
+        return
+    if not warned:
+        warned.append(failed)
