@@ -31,6 +31,7 @@ from vocmatch.evaluation.records import (
 )
 from vocmatch.evaluation.result import (
     COCO_AREAS,
+    ClassResult,
     CocoStats,
     CocoSummary,
     Evaluation,
@@ -42,6 +43,7 @@ from vocmatch.evaluation.result import (
     odd_value_notes,
     score_notes,
     shape_notes,
+    summary_map,
 )
 from vocmatch.evaluation.stage_inputs import (
     IouLevels,
@@ -49,7 +51,7 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
-__all__ = ["Findings", "class_rankings", "evaluation_of", "ranking_score"]
+__all__ = ["Findings", "class_rankings", "evaluation_of", "map_of", "ranking_score"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -98,15 +100,7 @@ def evaluation_of(
     scored = notes_in.scored
     check_thresholds(score_thresholds, scored, notes_in.preds)
     counts = records.counts if scored or records.unscored is None else records.unscored
-    n_class_gt: list[int] = counts.classes.gt.tolist()
-    # Without scores nothing is ranked: no curve, no AP.
-    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None, None)
-    if scored or (conv.summary == "ultralytics" and notes_in.preds == 0):
-        # The ultralytics summary of no prediction at all: every class's AP, P and R 0.
-        done = _accumulated(records, conv, n_class_gt)
-    classes = class_results(
-        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
-    )
+    classes, done = _classes(records, conv, counts)
     coco = done.coco
     findings = findings or Findings()
     notes = [
@@ -123,6 +117,35 @@ def evaluation_of(
         findings.orphan_pred, notes, ultralytics=done.ultralytics,
     )  # fmt: skip
     return evaluation if records.removed is None else replace(evaluation, removed=records.removed)
+
+
+def map_of(
+    records: MatchRecords, conv: Conventions
+) -> tuple[float | None, tuple[ClassResult, ...]]:
+    """The summary's mAP and each class's result, as :func:`evaluation_of` gives them,
+    without the per-image results (for a caller that compares many settings' mAP)."""
+    counts = (
+        records.counts if records.notes.scored or records.unscored is None else records.unscored
+    )
+    classes, done = _classes(records, conv, counts)
+    return summary_map(classes, done.coco, done.ultralytics), tuple(classes)
+
+
+def _classes(
+    records: MatchRecords, conv: Conventions, counts: ImageCounts
+) -> tuple[list[ClassResult], _Accumulated]:
+    """Each class's result and what the accumulation gave."""
+    scored = records.notes.scored
+    n_class_gt: list[int] = counts.classes.gt.tolist()
+    # Without scores nothing is ranked: no curve, no AP.
+    done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None, None)
+    if scored or (conv.summary == "ultralytics" and records.notes.preds == 0):
+        # The ultralytics summary of no prediction at all: every class's AP, P and R 0.
+        done = _accumulated(records, conv, n_class_gt)
+    classes = class_results(
+        conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
+    )
+    return list(classes), done
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ __all__ = [
     "odd_value_notes",
     "score_notes",
     "shape_notes",
+    "summary_map",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -645,6 +646,23 @@ def class_result(
     )
 
 
+def summary_map(
+    classes: Sequence[ClassResult],
+    coco: CocoStats | None,
+    ultralytics: UltralyticsStats | None = None,
+) -> float | None:
+    """The summary's mAP: the ``ultralytics`` package's mAP50-95, pycocotools' AP, or the
+    mean AP of the classes averaged (None where it is undefined: no ground truth)."""
+    if ultralytics is not None:
+        # Without ground truth mAP is undefined, whatever the package's 0.
+        has_gt = any(c.gt > 0 for c in classes)
+        return ultralytics.map50_95 if has_gt else None
+    if coco is not None:
+        return coco.AP if coco.AP > -1 else None
+    averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
+    return float(np.mean(averaged)) if averaged else None
+
+
 def finish(
     conv: Conventions,
     images: Sequence[ImageResult],
@@ -664,15 +682,7 @@ def finish(
             "classes only in predictions (all FP, not averaged into mAP): "
             + ", ".join(not_averaged)
         )
-    averaged = [c.ap for c in classes if c.in_map and c.ap is not None]
-    if ultralytics is not None:
-        # Without ground truth mAP is undefined, whatever the package's 0.
-        has_gt = any(c.gt > 0 for c in classes)
-        map_value: float | None = ultralytics.map50_95 if has_gt else None
-    elif coco is not None:
-        map_value = coco.AP if coco.AP > -1 else None
-    else:
-        map_value = float(np.mean(averaged)) if averaged else None
+    map_value = summary_map(classes, coco, ultralytics)
     tp = sum(i.tp for i in images)
     fp = sum(i.fp for i in images)
     fn = sum(i.fn for i in images)

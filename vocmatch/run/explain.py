@@ -325,11 +325,17 @@ class _Evaluator:
         known = self.found.get(key)
         if known is not None:
             return known
-        from vocmatch.evaluation.from_records import evaluation_of
+        from vocmatch.evaluation.from_records import map_of
         from vocmatch.evaluation.to_records import Asked, match_records
 
         conventions = setting.conventions
-        matched = key.with_values({"interpolation": INTERPOLATIONS[0]})
+        # What the matching reads: the summary only as to whether it is COCO's (its area
+        # ranges); neither the AP integration nor the operating point.
+        matched = key.with_values({
+            "interpolation": INTERPOLATIONS[0],
+            "summary": "coco" if conventions.summary == "coco" else "voc",
+            "operating_point": "all",
+        })  # fmt: skip
         records = self.records.get(matched)
         if records is None:
             # What evaluate_columns matches for a run that keeps no per-box records.
@@ -339,11 +345,12 @@ class _Evaluator:
                 fold_case=self.fold_case, asked=asked,
             )  # fmt: skip
             self.records[matched] = records
-        evaluation = evaluation_of(records, conventions, fold_case=self.fold_case)
+            self.missing_pred = tuple(
+                k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None
+            )
+        value, results = map_of(records, conventions)
         self.evaluations += 1
-        self.missing_pred = evaluation.missing_pred
-        classes = {c.name: (c.ap if c.in_map else None) for c in evaluation.classes}
-        value = evaluation.summary.map
+        classes = {c.name: (c.ap if c.in_map else None) for c in results}
         found = (math.nan if value is None else value, classes)
         self.found[key] = found
         return found
