@@ -182,8 +182,11 @@ def convention_extras() -> dict[str, Any]:
 def protocol_help() -> str:
     """``--protocol``'s help: the presets, those reproducing one evaluator together.
 
-    >>> protocol_help()
-    'Preset conventions: default, voc07, voc12 (PASCAL VOC devkit) or coco (pycocotools COCOeval).'
+    >>> import textwrap
+    >>> print(textwrap.fill(protocol_help(), 80))
+    Preset conventions: default, voc07, voc12 (PASCAL VOC devkit), coco (pycocotools
+    COCOeval) or ultralytics, ultralytics-8.4.175, ultralytics-8.4.36 (ultralytics
+    detection val).
     """
     groups: list[tuple[str, list[str]]] = []
     for preset in PRESETS:
