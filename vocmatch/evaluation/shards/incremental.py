@@ -47,11 +47,7 @@ from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shards import state_preparation as prepared_state
-from vocmatch.evaluation.shards.column_parts import (
-    boxes_of_state,
-    columns_to_state,
-    join_columns,
-)
+from vocmatch.evaluation.shards.column_parts import boxes_of_state, columns_to_state, join_columns
 from vocmatch.evaluation.shards.given_arrays import (
     bad_rows,
     batch_entry,
@@ -536,7 +532,7 @@ class Evaluator:
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
-            asked=Asked(slices=self.slices, detail=self.keep_boxes, calibration=self.calibration),
+            asked=self._asked(),
             preparation=self.preparation,
         )  # fmt: skip
         self._records.append(records)
@@ -682,13 +678,19 @@ class Evaluator:
         if self._boxes_added >= self._match_batch:
             self._match_added()
 
+    def _asked(self) -> Asked:
+        """What the matching keeps: the classes' rankings too, which the accumulation reads
+        (joined with other records' rankings, not ranked again)."""
+        keep = self.keep_boxes
+        return Asked(slices=self.slices, detail=keep, calibration=self.calibration, ranked=True)
+
     def _match_added(self) -> None:
         """Match the images added since the last time (in one run of the engine's stages)
         and keep their records instead of their boxes."""
         if not self._parts:
             return
         gt, pred = column_sets(ImageColumns.join(self._parts), tuple(self._names))
-        asked = Asked(slices=self.slices, detail=self.keep_boxes, calibration=self.calibration)
+        asked = self._asked()
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds, asked=asked, preparation=self.preparation,
