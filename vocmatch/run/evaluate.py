@@ -456,9 +456,12 @@ def evaluate(
     elif pred is not None or options:
         raise TypeError("evaluate() takes a request or paths and keywords, not both")
 
-    from vocmatch.run.cached import check_cached
+    if request.cache is not None or request.cache_verify:
+        # Imported only then: the cache's machinery (the parts of a run) costs a run that
+        # keeps none 40 ms of imports.
+        from vocmatch.run.cached import check_cached
 
-    check_cached(request)
+        check_cached(request)
     conventions = request.conventions()
     gates = _gates(request.gates)
     specs = slice_specs(request.slices)
@@ -571,7 +574,7 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_columns
-    from vocmatch.evaluation.shards.parts import ScoreCounts
+    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)

@@ -13,7 +13,7 @@ from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarni
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.shards.parts import ScoreCounts
+    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["SHOWN_MISSING", "input_warnings", "warn_missing_predictions"]

@@ -19,6 +19,7 @@ files here instead (in parallel, ``jobs`` processes), then match them here:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.shards.parts import ScoreCounts
+    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["FEW_FILES", "EvaluatedInParts", "evaluated_in_parts", "runs_in_parts"]
@@ -54,13 +55,15 @@ class EvaluatedInParts:
 def runs_in_parts(request: EvalRequest) -> bool:
     """Whether the request may run in parts (see the module doc): more than one worker
     process, XML predictions, no split, and a report that lists or draws no box."""
-    from vocmatch.evaluation.shards.parts import LocalParts
+    # The workers LocalParts starts for many tasks, without importing the parts' machinery
+    # for a run that needs none.
+    from vocmatch.readers.workers import worker_count
 
     return (
         request.pred_format == "voc"
         and request.split is None
         and not request.keeps_boxes()
-        and LocalParts(request.jobs).workers() > 1
+        and worker_count(request.jobs, sys.maxsize) > 1
     )
 
 

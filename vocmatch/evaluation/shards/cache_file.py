@@ -34,8 +34,8 @@ from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
 from vocmatch.evaluation.records import Ranked
-from vocmatch.evaluation.shards.parts import PartRecords, ScoreCounts
-from vocmatch.evaluation.shards.reading_notes import ReadCounts
+from vocmatch.evaluation.shards.parts import PartRecords
+from vocmatch.evaluation.shards.reading_notes import ReadCounts, ScoreCounts
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (

@@ -34,15 +34,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import numpy as np
-
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import DistributedError, InputError, no_annotation_files
 from vocmatch.evaluation.class_map import ClassChoice, choose_classes
 from vocmatch.evaluation.records import MatchRecords
-from vocmatch.evaluation.shards.reading_notes import ReadCounts
+from vocmatch.evaluation.shards.reading_notes import ReadCounts, ScoreCounts
 from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
@@ -65,7 +63,6 @@ __all__ = [
     "PartRecords",
     "PartResult",
     "PartRunner",
-    "ScoreCounts",
     "check_images",
     "gathered_parts",
     "part_records",
@@ -139,47 +136,6 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
-class ScoreCounts:
-    """How many boxes of each side have a score: enough to tell, over every part, whether
-    the ground truth and the predictions were given the wrong way round.
-
-    Attributes:
-        gt: Ground-truth objects.
-        gt_scored: Those with a score.
-        pred: Predictions.
-        pred_scored: Those with a score.
-    """
-
-    gt: int = 0
-    gt_scored: int = 0
-    pred: int = 0
-    pred_scored: int = 0
-
-    @classmethod
-    def of(cls, gt: ColumnSet, pred: ColumnSet) -> ScoreCounts:
-        """The counts of two column sets."""
-        return cls(
-            int(gt.scores.size), int(np.count_nonzero(~np.isnan(gt.scores))),
-            int(pred.scores.size), int(np.count_nonzero(~np.isnan(pred.scores))),
-        )  # fmt: skip
-
-    def __add__(self, other: ScoreCounts) -> ScoreCounts:
-        return ScoreCounts(
-            self.gt + other.gt, self.gt_scored + other.gt_scored,
-            self.pred + other.pred, self.pred_scored + other.pred_scored,
-        )  # fmt: skip
-
-    def swapped(self) -> bool:
-        """Every ground-truth object has a score and no prediction has one (both sides
-        holding boxes): the order of the two inputs, most likely.
-
-        >>> ScoreCounts(gt=3, gt_scored=3, pred=5, pred_scored=0).swapped()
-        True
-        """
-        return bool(self.gt and self.pred) and self.gt_scored == self.gt and not self.pred_scored
-
-
-@dataclass(frozen=True, slots=True)
 class PartResult:
     """What a task on a cluster sends back.
 
@@ -217,7 +173,7 @@ class PartRecords:
     pred_skipped: tuple[SkippedFile, ...]
     orphans: tuple[tuple[str, str], ...]
     counts: ReadCounts = dataclasses.field(default_factory=ReadCounts)
-    scores: ScoreCounts = ScoreCounts()
+    scores: ScoreCounts = dataclasses.field(default_factory=ScoreCounts)
 
 
 def split_parts(
