@@ -22,6 +22,7 @@ from vocmatch import render_text
 from vocmatch.errors import CacheWarning, RequestError
 from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
 from vocmatch.evaluation.shards.parts import PartListing
+from vocmatch.evaluation.shards.state import read_state, write_state
 from vocmatch.run.evaluate import evaluate
 
 DEMO = ROOT / "fixtures" / "demo"
@@ -252,6 +253,29 @@ def _a_folder(path: Path) -> None:
     path.mkdir()
 
 
+def _crafted(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+    """A damage that rewrites the first chunk's header with a valid checksum."""
+
+    def damage(path: Path) -> None:
+        raw = read_state(path.read_bytes(), str(path), CACHE_MAGIC, CACHE_VERSION)
+        change(raw.header["chunks"][0])
+        path.write_bytes(write_state(raw, CACHE_MAGIC, CACHE_VERSION))
+
+    return damage
+
+
+def _negative_count(chunk: dict[str, Any]) -> None:
+    chunk["gt_classes"][0][1] = -3
+
+
+def _class_twice(chunk: dict[str, Any]) -> None:
+    chunk["pred_classes"].append(list(chunk["pred_classes"][0]))
+
+
+def _negative_shapes(chunk: dict[str, Any]) -> None:
+    chunk["shapes"] = [0, -1, 0, 0]
+
+
 DAMAGES = [
     pytest.param(_truncated, "checksum does not match", id="truncated"),
     pytest.param(_garbage, "not a vocmatch state", id="garbage"),
@@ -260,6 +284,33 @@ DAMAGES = [
     pytest.param(_a_state_file, "no VMCACHE signature", id="state-file"),
     pytest.param(_a_folder, "not a regular file", id="a-folder"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        pytest.param(_negative_count, "corrupted header (class counts)", id="negative"),
+        pytest.param(_class_twice, "corrupted header (class counts)", id="class-twice"),
+        pytest.param(_negative_shapes, "corrupted header (shapes)", id="shapes"),
+    ],
+)
+def test_a_crafted_chunk_gives_one_warning_and_the_right_numbers(
+    generated: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None], reason: str
+) -> None:
+    """A chunk whose counts no reading gives (negative, a class twice), under a valid
+    checksum, is refused as the states' reading counts are: one warning, a cold run."""
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    code, stdout, stderr = run_cli(*args)
+    folder = tmp_path / "cache"
+    run_cli(*args, "--cache", str(folder))
+    _crafted(change)(_cache_file(folder))
+    again = run_cli(*args, "--cache", str(folder))
+    assert again[:2] == (code, stdout)
+    added = again[2].replace(stderr, "", 1)
+    assert added == (
+        f"vocmatch: warning: cache {_cache_file(folder)} (chunk 0): {reason}; every image "
+        "was matched again\n"
+    )
 
 
 @pytest.mark.parametrize(("damage", "reason"), DAMAGES)

@@ -35,7 +35,12 @@ from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
 from vocmatch.evaluation.records import Ranked
 from vocmatch.evaluation.shards.parts import PartRecords
-from vocmatch.evaluation.shards.reading_notes import ReadCounts, ScoreCounts
+from vocmatch.evaluation.shards.reading_notes import (
+    ReadCounts,
+    ScoreCounts,
+    count_pair_of,
+    name_counts_of,
+)
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (
@@ -275,15 +280,11 @@ def _ranked(
 
 
 def _named_counts(value: object, source: str) -> tuple[tuple[str, int], ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and type(e[1]) is int
-        for e in value
-    ):
-        raise StateError(f"{source}: corrupted header (class counts)")
-    return tuple((name, count) for name, count in value)
+    return name_counts_of(value, StateError(f"{source}: corrupted header (class counts)"))
 
 
 def _shape_counts(value: object, source: str) -> tuple[tuple[int, int], tuple[int, int]]:
-    if not (isinstance(value, list) and len(value) == 4 and all(type(v) is int for v in value)):
-        raise StateError(f"{source}: corrupted header (shapes)")
-    return (value[0], value[1]), (value[2], value[3])
+    bad = StateError(f"{source}: corrupted header (shapes)")
+    if not (isinstance(value, list) and len(value) == 4):
+        raise bad
+    return count_pair_of(value[:2], bad), count_pair_of(value[2:], bad)

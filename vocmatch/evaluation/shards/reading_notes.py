@@ -22,7 +22,14 @@ from vocmatch.readers.scan import ColumnSet
 from vocmatch.readers.shapes import GEOMETRIES, Geometry, geometry_note, shape_counts
 from vocmatch.words import plural
 
-__all__ = ["ReadCounts", "ReadingNotes", "ScoreCounts", "SplitCount"]
+__all__ = [
+    "ReadCounts",
+    "ReadingNotes",
+    "ScoreCounts",
+    "SplitCount",
+    "count_pair_of",
+    "name_counts_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +254,10 @@ class ReadingNotes:
         if type(fold_case) is not bool or geometry not in GEOMETRIES:
             raise bad
         counts = ReadCounts(
-            _name_counts(value.get("gt_classes"), bad),
-            _name_counts(value.get("pred_classes"), bad),
-            _pair(value.get("gt_shapes"), bad),
-            _pair(value.get("pred_shapes"), bad),
+            name_counts_of(value.get("gt_classes"), bad),
+            name_counts_of(value.get("pred_classes"), bad),
+            count_pair_of(value.get("gt_shapes"), bad),
+            count_pair_of(value.get("pred_shapes"), bad),
         )
         split = value.get("split")
         if split is not None:
@@ -329,13 +336,24 @@ def _strings(value: object, bad: StateError) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _pair(value: object, bad: StateError) -> tuple[int, int]:
+def count_pair_of(value: object, bad: StateError) -> tuple[int, int]:
+    """Two counts as a header lists them (``[n, m]``), each a whole number >= 0.
+
+    Raises:
+        StateError: ``bad``, for anything else.
+    """
     if not (isinstance(value, list) and len(value) == 2 and all(_count(n) for n in value)):
         raise bad
     return value[0], value[1]
 
 
-def _name_counts(value: object, bad: StateError) -> tuple[tuple[str, int], ...]:
+def name_counts_of(value: object, bad: StateError) -> tuple[tuple[str, int], ...]:
+    """Class names and their counts as a header lists them (``[[name, count], ...]``): each
+    name once, each count a whole number >= 0; sorted by name.
+
+    Raises:
+        StateError: ``bad``, for anything else.
+    """
     if not (
         isinstance(value, list)
         and all(
