@@ -27,6 +27,7 @@ TOP_LEVEL = {
     "words": "shared",
     "files": "shared",
     "limits": "shared",
+    "compiled": "shared",
     "version": "shared",
     "__init__": "shared",
     "__main__": "cli",
