@@ -318,6 +318,23 @@ def test_image_lines_are_the_text_of_the_records(
     assert dumps_indented([_ImageLines()(image)]) == dumps_indented([_image(image)])
 
 
+def test_image_lines_keep_a_template_per_sweep() -> None:
+    """One writer over images of different sweeps (and a mean IoU that is not a plain float)
+    writes each as the encoder writes its record."""
+    lines = _ImageLines()
+    images = [
+        ImageResult("a", "gt/a.xml", None, 3, 0, 2, 1, 1, 2, 0.5, (SweepResult(0.5, 1, 1, 2),)),
+        ImageResult("b", "gt/b.xml", "p/b.xml", 1, 1, 1, 1, 0, 0, None, ()),
+        ImageResult("c", "gt/c.xml", "p/c.xml", 2, 0, 2, 2, 0, 0, 0.75,
+                    (SweepResult(0.5, 2, 0, 0), SweepResult(0.75, 1, 1, 1))),
+        ImageResult("d", "gt/d.xml", None, 3, 0, 2, 1, 1, 2, 0.5, (SweepResult(0.5, 1, 1, 2),)),
+        ImageResult("e", "gt/e.xml", None, 3, 0, 2, True, 1, 2, 0.5, (SweepResult(0.5, 1, 1, 2),)),
+    ]  # fmt: skip
+    assert [dumps_indented([lines(i)]) for i in images] == [
+        dumps_indented([_image(i)]) for i in images
+    ]
+
+
 @pytest.mark.parametrize("name", ["default", "coco", "voc07"])
 def test_json_is_the_indented_json_of_its_data(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """to_json writes image lines directly: the text is still that of to_json_dict's data."""

@@ -149,53 +149,62 @@ class Encoded(str):
 class _ImageLines:
     """Each image's record as one line of JSON, written directly: the same text as
     ``json.dumps`` gives :func:`_image`'s record (``", "`` and ``": "`` between items,
-    ``ensure_ascii`` strings, ``float.__repr__`` numbers, no NaN), without building the
-    record and its sweep mapping first. A large set's JSON is mostly these lines."""
+    ``ensure_ascii`` strings, ``int.__repr__`` and ``float.__repr__`` numbers, no NaN),
+    without building the record and its sweep mapping first. A large set's JSON is mostly
+    these lines: each is one ``%`` formatting of a template made once per sweep.
+
+    A record whose values are not plain ints and finite floats (or None), or whose sweep
+    names two thresholds alike, is left to the encoder as :func:`_image`'s mapping.
+    """
 
     def __init__(self) -> None:
-        self._labels: dict[float, str] = {}
+        self._templates: dict[tuple[float, ...], str | None] = {}
 
     def __call__(self, image: ImageResult) -> Encoded | dict[str, Any]:
-        labels = [self._label(s.threshold) for s in image.sweep]
-        if len(set(labels)) != len(labels):
-            return _image(image)  # two thresholds of one name: the mapping keeps the last
+        sweep = image.sweep
+        thresholds = tuple(s.threshold for s in sweep)
+        template = self._templates.get(thresholds, "")
+        if template == "":
+            template = self._templates[thresholds] = _image_template(thresholds)
+        values = (
+            image.gt, image.gt_ignored, image.pred, image.pred_ignored, image.tp, image.fp,
+            image.fn, *[n for s in sweep for n in (s.tp, s.fp, s.fn)],
+        )  # fmt: skip
+        mean = image.mean_iou
+        if (
+            template is None
+            or not all(type(v) is int for v in values)
+            or not (mean is None or (type(mean) is float and math.isfinite(mean)))
+        ):
+            return _image(image)
         text = _STRING
-        sweep = ", ".join(
-            f'{text(label)}: {{"tp": {s.tp}, "fp": {s.fp}, "fn": {s.fn}}}'
-            for label, s in zip(labels, image.sweep, strict=True)
-        )
         pred_path = "null" if image.pred_path is None else text(image.pred_path)
+        mean_text = "null" if mean is None else float.__repr__(mean)
         return Encoded(
-            f'{{"image": {text(image.key)}, "gt_path": {text(image.gt_path)}, '
-            f'"pred_path": {pred_path}, "gt": {_int(image.gt)}, '
-            f'"gt_ignored": {_int(image.gt_ignored)}, "pred": {_int(image.pred)}, '
-            f'"pred_ignored": {_int(image.pred_ignored)}, "tp": {_int(image.tp)}, '
-            f'"fp": {_int(image.fp)}, "fn": {_int(image.fn)}, '
-            f'"mean_iou": {_float(image.mean_iou)}, "sweep": {{{sweep}}}}}'
-        )
+            template
+            % (text(image.key), text(image.gt_path), pred_path, *values[:7], mean_text,
+               *values[7:])
+        )  # fmt: skip
 
-    def _label(self, threshold: float) -> str:
-        label = self._labels.get(threshold)
-        if label is None:
-            label = self._labels[threshold] = sweep_label(threshold)
-        return label
+
+def _image_template(thresholds: tuple[float, ...]) -> str | None:
+    """The ``%`` template of :class:`_ImageLines` for a sweep at ``thresholds``, or None
+    where two of them have one name (the mapping keeps the last)."""
+    labels = [sweep_label(t) for t in thresholds]
+    if len(set(labels)) != len(labels):
+        return None
+    sweep = ", ".join(
+        _STRING(label).replace("%", "%%") + ': {"tp": %d, "fp": %d, "fn": %d}' for label in labels
+    )
+    return (
+        '{"image": %s, "gt_path": %s, "pred_path": %s, "gt": %d, "gt_ignored": %d, '
+        '"pred": %d, "pred_ignored": %d, "tp": %d, "fp": %d, "fn": %d, "mean_iou": %s, '
+        '"sweep": {' + sweep + "}}"
+    )
 
 
 #: json's own string encoder (``ensure_ascii``), as the C encoder calls it.
 _STRING = json.encoder.encode_basestring_ascii
-
-
-def _int(value: int) -> str:
-    # The encoder writes any int, and only ints, with int.__repr__ (never a bool here).
-    if type(value) is not int:
-        return _ONE_LINE.encode(value)
-    return int.__repr__(value)
-
-
-def _float(value: float | None) -> str:
-    if value is None or type(value) is not float or not math.isfinite(value):
-        return _ONE_LINE.encode(value)  # null, another type, or NaN refused as json does
-    return float.__repr__(value)
 
 
 def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
