@@ -47,6 +47,7 @@ from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shards import state_preparation as prepared_state
+from vocmatch.evaluation.shards.class_labels import ClassLabels
 from vocmatch.evaluation.shards.column_parts import boxes_of_state, columns_to_state, join_columns
 from vocmatch.evaluation.shards.given_arrays import (
     bad_rows,
@@ -54,7 +55,6 @@ from vocmatch.evaluation.shards.given_arrays import (
     box_array,
     checked_boxes,
     checked_image_size,
-    checked_names,
     checked_vector,
     class_table,
     numbered_key,
@@ -211,11 +211,7 @@ class Evaluator:
         # Class names are lower-cased under fold_case: so are the thresholds' names.
         folded = score_thresholds.folded() if fold_case and score_thresholds else None
         self.score_thresholds = folded or score_thresholds or None
-        self._table = class_table(class_names)
-        self._names: dict[str, int] = {}
-        # Integer label -> class index, for the labels seen so far (-1: not yet seen): most
-        # images name no new class, and a lookup spares them the sort of ``np.unique``.
-        self._id_index = np.full(0, -1, dtype=np.int64)
+        self._classes = ClassLabels(class_table(class_names))
         # Images added and not matched yet; the records of those matched (or merged).
         self._parts: list[ImageColumns] = []
         self._records: list[MatchRecords] = []
@@ -255,7 +251,7 @@ class Evaluator:
     @property
     def class_names(self) -> dict[int, str]:
         """The table of integer labels' names."""
-        return dict(self._table)
+        return dict(self._classes.table)
 
     def add(
         self,
@@ -379,11 +375,11 @@ class Evaluator:
     def _unchanged_if_refused(self) -> Iterator[None]:
         """The class names and label ids learnt while checking images, forgotten if one is
         refused: the evaluator is then exactly as it was."""
-        names, id_index = dict(self._names), self._id_index.copy()
+        classes = self._classes.copy()
         try:
             yield
         except BaseException:
-            self._names, self._id_index = names, id_index
+            self._classes = classes
             raise
 
     def _batch(
@@ -439,7 +435,7 @@ class Evaluator:
                 labels.append(np.zeros(0, dtype=np.int64))
                 continue
             values = np.concatenate(columns[name])
-            known = self._known_ids(values) if values.dtype.kind in "iu" else None
+            known = self._classes.known_ids(values) if values.dtype.kind in "iu" else None
             if known is None:
                 return None
             labels.append(known)
@@ -528,7 +524,7 @@ class Evaluator:
             raise InputError(f"image {shared[0]!r} was added already")
         gt, pred = columns_of_keys(gt, frozenset(keys)), columns_of_keys(pred, frozenset(keys))
         for name in sorted({*gt.label_names, *pred.label_names}):
-            self._intern(name)
+            self._classes.intern(name)
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
             score_thresholds=self.score_thresholds,
@@ -638,8 +634,8 @@ class Evaluator:
         g_boxes = checked_boxes(gt_boxes, f"`gt_boxes`{where}")
         p_boxes = checked_boxes(pred_boxes, f"`pred_boxes`{where}")
         n_gt, n_pred = g_boxes.shape[0], p_boxes.shape[0]
-        g_labels = self._labels(gt_labels, n_gt, f"`gt_labels`{where}")
-        p_labels = self._labels(pred_labels, n_pred, f"`pred_labels`{where}")
+        g_labels = self._classes.indices(gt_labels, n_gt, f"`gt_labels`{where}")
+        p_labels = self._classes.indices(pred_labels, n_pred, f"`pred_labels`{where}")
         if pred_scores is None:
             scores = np.full(n_pred, np.nan)
         else:
@@ -689,7 +685,7 @@ class Evaluator:
         and keep their records instead of their boxes."""
         if not self._parts:
             return
-        gt, pred = column_sets(ImageColumns.join(self._parts), tuple(self._names))
+        gt, pred = column_sets(ImageColumns.join(self._parts), tuple(self._classes.names))
         asked = self._asked()
         records = match_records(
             gt, pred, self.conventions, fold_case=self.fold_case,
@@ -713,13 +709,8 @@ class Evaluator:
                 "cannot merge states made with other options: "
                 f"{options_difference(self._options(), other._options())}"
             )
-        table = dict(self._table)
-        for label, name in other._table.items():
-            if table.setdefault(label, name) != name:
-                raise StateError(
-                    f"cannot merge states whose class tables disagree: id {label} is "
-                    f"{table[label]!r} in one and {name!r} in the other"
-                )
+        merged = self._classes.copy()
+        merged.merge(other._classes)
         shared = sorted(self._keys & other._keys)
         if shared:
             more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
@@ -731,8 +722,7 @@ class Evaluator:
                     "images from 0 in each evaluator: give each image its key in image_ids)"
                 )
             raise StateError(f"cannot merge states that share images: {listed}")
-        for name in other._names:
-            self._intern(name)
+        self._classes = merged
         self._records.append(other._matched())
         if self.keep_boxes and other.keep_boxes:
             self._box_sets.extend(other._boxes_added_sets())
@@ -741,9 +731,6 @@ class Evaluator:
             self._box_sets, self._box_images = [], []
         # The calibration inputs of a merge are those of every part, or none.
         self.calibration = self.calibration and other.calibration
-        if table != self._table:  # ids named by their text for want of a table: forgotten
-            self._id_index = np.full(0, -1, dtype=np.int64)
-        self._table = table
         self._keys |= other._keys
         for numbers in other._numbered:
             self._numbered = with_range(self._numbered, numbers)
@@ -767,7 +754,8 @@ class Evaluator:
         """The kept boxes as column sets, those added as arrays made into one pair."""
         sets = list(self._box_sets)
         if self._box_images:
-            sets.append(column_sets(ImageColumns.join(self._box_images), tuple(self._names)))
+            names = tuple(self._classes.names)
+            sets.append(column_sets(ImageColumns.join(self._box_images), names))
         return sets
 
     def to_bytes(self) -> bytes:
@@ -792,8 +780,8 @@ class Evaluator:
         header, arrays = state_of_records(records, self.conventions, self.slices)
         header = {
             "options": self._options(),
-            "class_table": [[label, name] for label, name in sorted(self._table.items())],
-            "names": list(self._names),
+            "class_table": [[label, name] for label, name in sorted(self._classes.table.items())],
+            "names": list(self._classes.names),
             **header,
         }
         if self._numbered:
@@ -869,7 +857,7 @@ class Evaluator:
             evaluator.keep_boxes = True
         elif records.detail is not None:
             raise StateError(f"{source}: corrupted header (per-box records without boxes)")
-        evaluator._names = {name: k for k, name in enumerate(names)}
+        evaluator._classes.names = {name: k for k, name in enumerate(names)}
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
         evaluator._numbered = numbered_of_header(header.get("numbered", []), source)
@@ -933,65 +921,3 @@ class Evaluator:
                 numbers.append(str(number))
             number += 1
         return numbers
-
-    def _intern(self, name: str) -> int:
-        return self._names.setdefault(name, len(self._names))
-
-    def _labels(self, labels: Any, n: int, what: str) -> IntArray:
-        """Class indices of ``labels`` (names, or ids named by the class table)."""
-        values = to_numpy(labels)
-        if values.ndim != 1 or values.shape[0] != n:
-            raise InputError(f"Expected {what} to have shape ({n},), got {values.shape}")
-        if n == 0:
-            return np.zeros(0, dtype=np.int64)
-        if values.dtype.kind in "iu":
-            known = self._known_ids(values)
-            if known is not None:
-                return known
-            distinct, inverse = np.unique(values, return_inverse=True)
-            names = []
-            for label in distinct.tolist():
-                if self._table:
-                    if label not in self._table:
-                        raise InputError(f"{what} holds {label}, which has no class name")
-                    names.append(self._table[label])
-                else:
-                    names.append(str(label))
-        elif values.dtype.kind in "UO":
-            if values.dtype.kind == "O" and not all(isinstance(v, str) for v in values):
-                raise InputError(f"Expected {what} to hold class names or integer ids")
-            distinct, inverse = np.unique(values.astype(str), return_inverse=True)
-            names = checked_names(distinct.tolist(), what)
-        else:
-            raise InputError(
-                f"Expected {what} to hold class names or integer ids, got dtype {values.dtype}"
-            )
-        index = np.array([self._intern(name) for name in names], dtype=np.int64)
-        if values.dtype.kind in "iu":
-            self._remember_ids(distinct, index)
-        return index[inverse.reshape(-1)]
-
-    def _known_ids(self, values: npt.NDArray[Any]) -> IntArray | None:
-        """The class indices of integer labels that were all seen before, else None."""
-        lowest, highest = int(values.min()), int(values.max())
-        if lowest < 0 or highest >= self._id_index.size:
-            return None
-        index = self._id_index[values]
-        return None if (index < 0).any() else index
-
-    def _remember_ids(self, distinct: npt.NDArray[Any], index: IntArray) -> None:
-        """Keep the class index of each small non-negative label id for :meth:`_known_ids`."""
-        small = (distinct >= 0) & (distinct < _ID_INDEX_LIMIT)
-        if not small.any():
-            return
-        ids = distinct[small].astype(np.int64)
-        size = int(ids.max()) + 1
-        if size > self._id_index.size:
-            grown = np.full(size, -1, dtype=np.int64)
-            grown[: self._id_index.size] = self._id_index
-            self._id_index = grown
-        self._id_index[ids] = index[small]
-
-
-#: Integer label ids below this are looked up in an array (at most 8 bytes each).
-_ID_INDEX_LIMIT = 1 << 16
