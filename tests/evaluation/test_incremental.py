@@ -1849,10 +1849,11 @@ def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_tab
     labels: list[int], door: str
 ) -> None:
     """Id 0 added without a class table is the class "0"; merged with an evaluator whose
-    table names 0 "dog", the evaluator names id 0 "dog" from then on, whatever other ids an
-    image holds, as the same state saved and read back does."""
+    table names 0 "0" too and 1 "cat", the evaluator names the ids by the joined table from
+    then on, whatever other ids an image holds, as the same state saved and read back does.
+    (A table naming 0 otherwise is refused: test_merge_refuses_an_id_named_by_its_text_...)"""
     box = np.array([[0.0, 0, 10, 10]])
-    evaluator, tabled = Evaluator("voc12"), Evaluator("voc12", class_names=["dog", "cat"])
+    evaluator, tabled = Evaluator("voc12"), Evaluator("voc12", class_names=["0", "cat"])
     evaluator.add("a", box, np.array([0]), box, [0.9], np.array([0]))
     tabled.add("b", box, np.array([0]), box, [0.9], np.array([0]))
     evaluator.merge(tabled)
@@ -1865,6 +1866,105 @@ def test_an_id_seen_before_a_merge_that_brings_a_class_table_is_named_by_the_tab
         else:
             pred = {"boxes": boxes, "scores": scores, "labels": ids}
             ev.add_batch([pred], [{"boxes": boxes, "labels": ids}], image_ids=["c"])
-    expected = [("0", 1), ("dog", 2)] + [("cat", 1)] * (len(labels) > 1)
+    expected = [("0", 3)] + [("cat", 1)] * (len(labels) > 1)
     assert sorted((c.name, c.gt) for c in read_back.result().classes) == sorted(expected)
     assert_identical(evaluator.result(), read_back.result())
+
+
+def _named(table: dict[int, str] | None, label: object, key: str) -> Evaluator:
+    """An evaluator with one image: one object and one prediction of ``label``."""
+    evaluator = Evaluator(class_names=table)
+    box = np.ones((1, 4)) * [0, 0, 5, 5]
+    evaluator.add(key, box, [label], box, [0.9], [label])
+    return evaluator
+
+
+def _read_back(evaluator: Evaluator) -> Evaluator:
+    return Evaluator.from_bytes(evaluator.to_bytes())
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["in-memory", "read-back"])
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        pytest.param(
+            {0: "car"}, r"id 0 is '0' \(named by its text, without a class table\) in one and "
+            r"'car' in the other", id="other-name",
+        ),
+        pytest.param(
+            {1: "car"}, r"id 0 is '0' \(named by its text, without a class table\) in one and "
+            r"has no name in the other", id="no-name",
+        ),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("first", ["text", "table"])
+def test_merge_refuses_an_id_named_by_its_text_that_a_table_names_otherwise(
+    table: dict[int, str], message: str, first: str, saved: bool
+) -> None:
+    """An id named by its text (no class table) and the same id named otherwise, or not at
+    all, by the other evaluator's table: two classes, or a class the table does not know,
+    would be counted where the ids may mean one. Refused, in memory and read back."""
+    text, named = _named(None, 0, "a"), _named(table, min(table), "b")
+    if saved:
+        text, named = _read_back(text), _read_back(named)
+    one, other = (text, named) if first == "text" else (named, text)
+    with pytest.raises(StateError, match=message):
+        one.merge(other)
+    assert len(one) == 1  # left as it was
+
+
+@pytest.mark.parametrize(
+    ("text_label", "table"),
+    [
+        pytest.param(0, {0: "0"}, id="the-table-names-it-by-its-text"),
+        pytest.param("0", {0: "car"}, id="a-class-named-0-is-a-name"),
+    ],
+)
+def test_merge_takes_ids_whose_names_agree(text_label: object, table: dict[int, str]) -> None:
+    """A table naming the id by its text agrees; a label given as the name "0" is a class
+    name, not an id."""
+    a, b = _named(None, text_label, "a"), _named(table, 0, "b")
+    a.merge(b)
+    assert len(a) == 2
+
+
+def test_ids_named_by_their_text_are_kept_in_the_state() -> None:
+    """Two evaluators without tables merge (their ids named alike) and the state read back
+    still knows which ids were named by their text."""
+    a, b = _named(None, 0, "a"), _named(None, 7, "b")
+    a.merge(b)
+    merged = _read_back(a)
+    assert sorted(c.name for c in merged.result().classes) == ["0", "7"]
+    with pytest.raises(StateError, match=r"id 7 is '7' \(named by its text"):
+        merged.merge(_named({0: "0", 7: "car"}, 7, "c"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(0, id="not-a-list"),
+        pytest.param([0, 0], id="twice"),
+        pytest.param([1], id="not-a-class"),
+        pytest.param([True], id="a-bool"),
+        pytest.param(["0"], id="a-string"),
+        pytest.param([0.0], id="a-float"),
+    ],
+)
+def test_a_malformed_text_ids_list_is_a_corrupted_header(value: object) -> None:
+    """``text_ids`` lists distinct integer ids, each a class of the state (named by its text)."""
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    raw = read_state(_named(None, 0, "a").to_bytes())
+    assert raw.header["text_ids"] == [0]
+    broken = write_state(RawState({**raw.header, "text_ids": value}, raw.arrays))
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(text_ids\)$"):
+        Evaluator.from_bytes(broken, "s.vms")
+
+
+def test_text_ids_a_table_names_otherwise_are_a_corrupted_header() -> None:
+    from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+
+    raw = read_state(_named({0: "0"}, 0, "a").to_bytes())
+    header = {**raw.header, "class_table": [[0, "car"]], "text_ids": [0]}
+    with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(text_ids\)$"):
+        Evaluator.from_bytes(write_state(RawState(header, raw.arrays)), "s.vms")

@@ -47,7 +47,7 @@ from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.shards import state_preparation as prepared_state
-from vocmatch.evaluation.shards.class_labels import ClassLabels
+from vocmatch.evaluation.shards.class_labels import ClassLabels, text_ids_of_header
 from vocmatch.evaluation.shards.column_parts import boxes_of_state, columns_to_state, join_columns
 from vocmatch.evaluation.shards.given_arrays import (
     bad_rows,
@@ -784,6 +784,8 @@ class Evaluator:
             "names": list(self._classes.names),
             **header,
         }
+        if self._classes.text_ids:
+            header["text_ids"] = sorted(self._classes.text_ids)
         if self._numbered:
             header["numbered"] = [list(numbers) for numbers in self._numbered]
         if self._skipped:
@@ -858,6 +860,9 @@ class Evaluator:
         elif records.detail is not None:
             raise StateError(f"{source}: corrupted header (per-box records without boxes)")
         evaluator._classes.names = {name: k for k, name in enumerate(names)}
+        evaluator._classes.text_ids = text_ids_of_header(
+            header.get("text_ids", []), names, dict(table), source
+        )
         evaluator._records = [records]
         evaluator._keys = set(records.keys)
         evaluator._numbered = numbered_of_header(header.get("numbered", []), source)
