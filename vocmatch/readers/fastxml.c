@@ -967,6 +967,14 @@ static int32_t table_find(const Table *table, Span t, uint32_t hash)
  * vocmatch.readers.scan.decoded_text and str.strip). NULL with an error set. */
 static PyObject *stripped_text(Span t)
 {
+    /* ASCII without CR inside: str.strip removes only what trim removes (the other ASCII
+     * whitespace is control characters, which plain_bytes refuses). */
+    Span trimmed = trim(t);
+    int ascii = trimmed.n == 0 || memchr(trimmed.p, '\r', (size_t)trimmed.n) == NULL;
+    for (Py_ssize_t i = 0; ascii && i < trimmed.n; i++)
+        ascii = trimmed.p[i] < 0x80;
+    if (ascii)
+        return PyUnicode_DecodeASCII((const char *)trimmed.p, trimmed.n, "strict");
     PyObject *decoded;
     if (t.n > 0 && memchr(t.p, '\r', (size_t)t.n) != NULL) {
         char *copy = PyMem_Malloc((size_t)t.n);
