@@ -326,3 +326,18 @@ def test_a_chunk_with_many_names_reads_as_file_by_file(many_names: list[tuple[st
     chunk = read_listed_columns(many_names, 1 << 20)
     assert len(chunk.label_names) == 1200
     assert_same_columns(chunk, _per_file(many_names, 1 << 20))
+
+
+@pytest.mark.parametrize(
+    "max_bytes",
+    [
+        pytest.param(10**30, id="beyond-any-file-size"),
+        pytest.param(0, id="zero"),
+        pytest.param(-1, id="negative"),
+    ],
+)
+def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) -> None:
+    """A limit larger than any file, or one no file meets, gives the per-file route's
+    columns and messages (a library caller may pass any integer)."""
+    files = [("a", _write(tmp_path, "a.xml", PLAIN)), ("b", _write(tmp_path, "b.xml", b""))]
+    assert_same_columns(read_listed_columns(files, max_bytes), _per_file(files, max_bytes))

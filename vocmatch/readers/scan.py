@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 from array import array
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -410,7 +411,10 @@ def _read_compiled_chunk(
         return None
     (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts, names,
      poses, filenames, sizes, left) = read_chunk(
-        [path for _, path in files], max_bytes, MAX_COORDINATE, PARSER_TEXT_LIMIT
+        # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
+        # for read_bytes.
+        [path for _, path in files], min(max_bytes, sys.maxsize), MAX_COORDINATE,
+        PARSER_TEXT_LIMIT,
     )  # fmt: skip
     return _CompiledColumns(
         np.frombuffer(coordinates, np.float64).reshape(-1, 4),
