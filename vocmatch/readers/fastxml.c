@@ -496,10 +496,12 @@ static void cache_clear(Cache *cache)
         Py_CLEAR(cache->slot[i]);
 }
 
+/* The columns read: a file's (scan) or a chunk's (read_chunk). Each object's <name> and
+ * <pose> are kept as spans into the bytes read (a pose's n is -1 where absent) until the
+ * file is known to be plain. */
 typedef struct {
     Column coordinates, scores, difficult, truncated, occluded;
-    PyObject *names, *poses;
-    Cache cache;
+    Column names, poses; /* Span each */
     double max_coordinate;
 } Output;
 
@@ -650,24 +652,13 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
         !column_add(&out->difficult, &difficult, 1) ||
         !column_add(&out->truncated, &truncated, 1) || !column_add(&out->occluded, &occluded, 1))
         return -1;
-    PyObject *name = cached_bytes(&out->cache, fields[F_NAME].text);
-    if (name == NULL)
+    Span pose = {NULL, -1};
+    if (fields[F_POSE].state == LEAF)
+        pose = fields[F_POSE].text;
+    if (!column_add(&out->names, &fields[F_NAME].text, sizeof(Span)) ||
+        !column_add(&out->poses, &pose, sizeof pose))
         return -1;
-    int failed = PyList_Append(out->names, name);
-    Py_DECREF(name);
-    if (failed)
-        return -1;
-    PyObject *pose = Py_None;
-    Py_INCREF(pose);
-    if (fields[F_POSE].state == LEAF) {
-        Py_DECREF(pose);
-        pose = cached_bytes(&out->cache, fields[F_POSE].text);
-        if (pose == NULL)
-            return -1;
-    }
-    failed = PyList_Append(out->poses, pose);
-    Py_DECREF(pose);
-    return failed ? -1 : 1;
+    return 1;
 }
 
 /* --- the header ------------------------------------------------------------------- */
@@ -793,6 +784,25 @@ static PyObject *header_tuple(const Header *h, PyObject **size)
     return h->filename.state == LEAF ? span_bytes(h->filename.text) : Py_NewRef(Py_None);
 }
 
+/* The texts of a column of spans as a list of bytes (None for an absent one). */
+static PyObject *span_list(const Column *spans, Cache *cache)
+{
+    Py_ssize_t count = (Py_ssize_t)(spans->len / sizeof(Span));
+    PyObject *list = PyList_New(count);
+    if (list == NULL)
+        return NULL;
+    const Span *span = (const Span *)spans->p;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *text = span[i].n < 0 ? Py_NewRef(Py_None) : cached_bytes(cache, span[i]);
+        if (text == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, text);
+    }
+    return list;
+}
+
 /* --- the module ------------------------------------------------------------------- */
 
 static void output_free(Output *out)
@@ -802,9 +812,8 @@ static void output_free(Output *out)
     PyMem_Free(out->difficult.p);
     PyMem_Free(out->truncated.p);
     PyMem_Free(out->occluded.p);
-    Py_XDECREF(out->names);
-    Py_XDECREF(out->poses);
-    cache_clear(&out->cache);
+    PyMem_Free(out->names.p);
+    PyMem_Free(out->poses.p);
 }
 
 /* 1 read, 0 the parser's, -1 an error (set). */
@@ -846,12 +855,10 @@ static PyObject *scan(PyObject *module, PyObject *args)
     Output out;
     memset(&out, 0, sizeof out);
     out.max_coordinate = max_coordinate;
-    out.names = PyList_New(0);
-    out.poses = PyList_New(0);
-    PyObject *result = NULL;
+    Cache cache;
+    memset(&cache, 0, sizeof cache);
+    PyObject *result = NULL, *names = NULL, *poses = NULL;
     Header header;
-    if (out.names == NULL || out.poses == NULL)
-        goto done;
     int read = read_file(view.buf, view.len, &out, &header);
     if (read < 0)
         goto done;
@@ -859,6 +866,10 @@ static PyObject *scan(PyObject *module, PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
+    names = span_list(&out.names, &cache);
+    poses = span_list(&out.poses, &cache);
+    if (names == NULL || poses == NULL)
+        goto done;
     PyObject *size = NULL;
     PyObject *filename = header_tuple(&header, &size);
     PyObject *coordinates = column_bytes(&out.coordinates);
@@ -867,8 +878,8 @@ static PyObject *scan(PyObject *module, PyObject *args)
     PyObject *truncated = column_bytes(&out.truncated);
     PyObject *occluded = column_bytes(&out.occluded);
     if (filename && size && coordinates && scores && difficult && truncated && occluded)
-        result = PyTuple_Pack(9, filename, size, out.names, coordinates, scores, difficult,
-                              truncated, occluded, out.poses);
+        result = PyTuple_Pack(9, filename, size, names, coordinates, scores, difficult,
+                              truncated, occluded, poses);
     Py_XDECREF(filename);
     Py_XDECREF(size);
     Py_XDECREF(coordinates);
@@ -877,8 +888,496 @@ static PyObject *scan(PyObject *module, PyObject *args)
     Py_XDECREF(truncated);
     Py_XDECREF(occluded);
 done:
+    Py_XDECREF(names);
+    Py_XDECREF(poses);
+    cache_clear(&cache);
     output_free(&out);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* --- a chunk of files ------------------------------------------------------------- */
+
+/* read_chunk reads a list of files into one set of columns: each file is opened as
+ * vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a regular
+ * file only, its size checked before reading, at most max_bytes + 1 bytes read), scanned,
+ * and its objects appended to the chunk's columns. A file it cannot read that way -- any
+ * error, a file scan would leave to the parser, a <size> or name only Python reads the
+ * same way -- is left out, and its index returned: the caller reads it file by file, so
+ * its messages and its reading stay exactly those of the per-file route. */
+
+#ifdef _WIN32
+#define CHUNK_READER 0
+#else
+#define CHUNK_READER 1
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0
+#endif
+#endif
+
+/* Fewer digits than this make an integer below 2**53: float() of them is exact. */
+#define EXACT_DIGITS 16
+
+/* The texts the chunk has met (names or poses), each given a code in order of first
+ * appearance: the raw bytes, and the text as the parser reads it (stripped, CR LF as LF). */
+typedef struct {
+    PyObject *raw; /* bytes; NULL for an empty slot */
+    uint32_t hash;
+    int32_t code;
+} Entry;
+
+typedef struct {
+    Entry *slots;
+    size_t capacity, count; /* capacity: a power of two */
+    PyObject *texts;        /* list of (raw, text), by code */
+} Table;
+
+static uint32_t span_hash(Span t)
+{
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < t.n; i++)
+        h = (h ^ t.p[i]) * 16777619u;
+    return h;
+}
+
+/* The code of a text, or -1 if the table does not hold it. */
+static int32_t table_find(const Table *table, Span t, uint32_t hash)
+{
+    if (table->capacity == 0)
+        return -1;
+    size_t mask = table->capacity - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const Entry *e = &table->slots[i];
+        if (e->raw == NULL)
+            return -1;
+        if (e->hash == hash && PyBytes_GET_SIZE(e->raw) == t.n &&
+            memcmp(PyBytes_AS_STRING(e->raw), t.p, (size_t)t.n) == 0)
+            return e->code;
+    }
+}
+
+/* Element text as the parser reads it: CR LF and a lone CR as LF, decoded, stripped (as
+ * vocmatch.readers.scan.decoded_text and str.strip). NULL with an error set. */
+static PyObject *stripped_text(Span t)
+{
+    /* ASCII without CR inside: str.strip removes only what trim removes (the other ASCII
+     * whitespace is control characters, which plain_bytes refuses). */
+    Span trimmed = trim(t);
+    int ascii = trimmed.n == 0 || memchr(trimmed.p, '\r', (size_t)trimmed.n) == NULL;
+    for (Py_ssize_t i = 0; ascii && i < trimmed.n; i++)
+        ascii = trimmed.p[i] < 0x80;
+    if (ascii)
+        return PyUnicode_DecodeASCII((const char *)trimmed.p, trimmed.n, "strict");
+    PyObject *decoded;
+    if (t.n > 0 && memchr(t.p, '\r', (size_t)t.n) != NULL) {
+        char *copy = PyMem_Malloc((size_t)t.n);
+        if (copy == NULL)
+            return PyErr_NoMemory();
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < t.n; i++) {
+            if (t.p[i] == '\r') {
+                copy[k++] = '\n';
+                if (i + 1 < t.n && t.p[i + 1] == '\n')
+                    i++;
+            } else {
+                copy[k++] = (char)t.p[i];
+            }
+        }
+        decoded = PyUnicode_DecodeUTF8(copy, k, "strict");
+        PyMem_Free(copy);
+    } else {
+        decoded = PyUnicode_DecodeUTF8((const char *)t.p, t.n, "strict");
+    }
+    if (decoded == NULL)
+        return NULL;
+    PyObject *stripped = PyObject_CallMethod(decoded, "strip", NULL);
+    Py_DECREF(decoded);
+    return stripped;
+}
+
+static int table_grow(Table *table)
+{
+    size_t capacity = table->capacity ? table->capacity * 2 : 64;
+    Entry *slots = PyMem_Calloc(capacity, sizeof(Entry));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (size_t i = 0; i < table->capacity; i++) {
+        Entry e = table->slots[i];
+        if (e.raw == NULL)
+            continue;
+        size_t j = e.hash & (capacity - 1);
+        while (slots[j].raw != NULL)
+            j = (j + 1) & (capacity - 1);
+        slots[j] = e;
+    }
+    PyMem_Free(table->slots);
+    table->slots = slots;
+    table->capacity = capacity;
+    return 1;
+}
+
+/* Add a text the table does not hold, with its parser's reading: its code, or -1 (error). */
+static int32_t table_add(Table *table, Span t, uint32_t hash, PyObject *text)
+{
+    if ((table->count + 1) * 2 > table->capacity && !table_grow(table))
+        return -1;
+    PyObject *raw = span_bytes(t);
+    if (raw == NULL)
+        return -1;
+    PyObject *pair = PyTuple_Pack(2, raw, text);
+    if (pair == NULL || PyList_Append(table->texts, pair) < 0) {
+        Py_XDECREF(pair);
+        Py_DECREF(raw);
+        return -1;
+    }
+    Py_DECREF(pair);
+    size_t mask = table->capacity - 1, i = hash & mask;
+    while (table->slots[i].raw != NULL)
+        i = (i + 1) & mask;
+    table->slots[i].raw = raw; /* the table's reference */
+    table->slots[i].hash = hash;
+    table->slots[i].code = (int32_t)table->count++;
+    return table->slots[i].code;
+}
+
+static void table_free(Table *table)
+{
+    for (size_t i = 0; i < table->capacity; i++)
+        Py_XDECREF(table->slots[i].raw);
+    PyMem_Free(table->slots);
+    Py_XDECREF(table->texts);
+}
+
+typedef struct {
+    Output out;            /* the chunk's columns */
+    Column name_codes;     /* int32 by object */
+    Column pose_codes;     /* int32 by object, -1 where absent */
+    Column counts;         /* int64 objects by file read */
+    Table names, poses;    /* the texts met */
+    PyObject *filenames;   /* str or None by file read */
+    PyObject *sizes;       /* (width, height, depth) or None by file read */
+    PyObject *left;        /* indices of the files left to the caller */
+    u8 *buffer;            /* the bytes of the file being read */
+    size_t buffer_capacity;
+} Chunk;
+
+/* 1 if a text is 1 to EXACT_DIGITS - 1 ASCII digits, its value in *value. */
+static int plain_digits(Span t, int64_t *value)
+{
+    if (t.n < 1 || t.n >= EXACT_DIGITS)
+        return 0;
+    int64_t v = 0;
+    for (Py_ssize_t i = 0; i < t.n; i++) {
+        if (!is_digit(t.p[i]))
+            return 0;
+        v = v * 10 + (t.p[i] - '0');
+    }
+    *value = v;
+    return 1;
+}
+
+/* The header's <size> as (width, height, depth) where it is plain digits (read as
+ * vocmatch.readers.scan.size_from_text reads them), None without <size>; 0 (*size NULL,
+ * no error) where only Python reads it the same way; -1 an error. */
+static int plain_size(const Header *h, PyObject **size)
+{
+    *size = NULL;
+    if (!h->size_seen) {
+        *size = Py_NewRef(Py_None);
+        return 1;
+    }
+    int64_t width, height, depth_value = 0;
+    if (!plain_digits(h->width.text, &width) || !plain_digits(h->height.text, &height))
+        return 0;
+    int has_depth = 0;
+    if (h->depth.state == LEAF) {
+        Span depth = trim(h->depth.text);
+        if (depth.n > 0) {
+            if (depth.n != h->depth.text.n || !plain_digits(depth, &depth_value))
+                return 0; /* whitespace around digits, or more than digits: Python's */
+            has_depth = 1;
+        } else {
+            for (Py_ssize_t i = 0; i < h->depth.text.n; i++)
+                if (!is_space(h->depth.text.p[i]))
+                    return 0;
+        }
+    }
+    PyObject *w = PyFloat_FromDouble((double)width), *hh = PyFloat_FromDouble((double)height);
+    PyObject *d = has_depth ? PyLong_FromLongLong(depth_value) : Py_NewRef(Py_None);
+    if (w && hh && d)
+        *size = PyTuple_Pack(3, w, hh, d);
+    Py_XDECREF(w);
+    Py_XDECREF(hh);
+    Py_XDECREF(d);
+    return *size == NULL ? -1 : 1;
+}
+
+/* The names of a file's objects (spans from `first`): 1 if each is one the chunk holds or
+ * one whose stripped text is not empty (an empty name is the parser's to refuse), 0 if
+ * not, -1 an error. Nothing is added to the table. */
+static int names_usable(Chunk *chunk, size_t first)
+{
+    const Span *names = (const Span *)chunk->out.names.p;
+    size_t count = chunk->out.names.len / sizeof(Span);
+    for (size_t i = first; i < count; i++) {
+        if (table_find(&chunk->names, names[i], span_hash(names[i])) >= 0)
+            continue;
+        PyObject *text = stripped_text(names[i]);
+        if (text == NULL)
+            return -1;
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+        Py_DECREF(text);
+        if (length == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The code of each span from `first` (adding new texts), appended to `codes`: 1 or -1. */
+static int add_codes(Table *table, const Column *spans, size_t first, Column *codes)
+{
+    const Span *span = (const Span *)spans->p;
+    size_t count = spans->len / sizeof(Span);
+    for (size_t i = first; i < count; i++) {
+        int32_t code = -1;
+        if (span[i].n >= 0) {
+            uint32_t hash = span_hash(span[i]);
+            code = table_find(table, span[i], hash);
+            if (code < 0) {
+                PyObject *text = stripped_text(span[i]);
+                if (text == NULL)
+                    return -1;
+                code = table_add(table, span[i], hash, text);
+                Py_DECREF(text);
+                if (code < 0)
+                    return -1;
+            }
+        }
+        if (!column_add(codes, &code, sizeof code))
+            return -1;
+    }
+    return 1;
+}
+
+#if CHUNK_READER
+/* Read a file's bytes into chunk->buffer as read_bytes reads them: 1 read (*length set),
+ * 0 left to the caller (any refusal or failure: the caller's reading says why), -1 an
+ * error (a signal's exception). */
+static int read_path(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssize_t text_limit,
+                     Py_ssize_t *length)
+{
+    PyObject *encoded = NULL;
+    if (!PyUnicode_FSConverter(path, &encoded)) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *name = PyBytes_AS_STRING(encoded);
+    if ((Py_ssize_t)strlen(name) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        return 0; /* a NUL in the path */
+    }
+    int fd;
+    Py_BEGIN_ALLOW_THREADS
+    fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(encoded);
+    if (fd < 0)
+        return 0;
+    struct stat mode;
+    int status, result = 0;
+    Py_BEGIN_ALLOW_THREADS
+    status = fstat(fd, &mode);
+    Py_END_ALLOW_THREADS
+    if (status != 0 || !S_ISREG(mode.st_mode) || mode.st_size > (off_t)max_bytes ||
+        mode.st_size > (off_t)text_limit)
+        goto done;
+    size_t total = 0;
+    size_t want = (size_t)mode.st_size + 1;
+    while (total <= (size_t)max_bytes) {
+        if (total + want > chunk->buffer_capacity) {
+            size_t capacity = chunk->buffer_capacity ? chunk->buffer_capacity : 1 << 16;
+            while (capacity < total + want)
+                capacity *= 2;
+            u8 *grown = PyMem_Realloc(chunk->buffer, capacity);
+            if (grown == NULL)
+                goto done; /* the caller's reading has its own limits */
+            chunk->buffer = grown;
+            chunk->buffer_capacity = capacity;
+        }
+        ssize_t got;
+        Py_BEGIN_ALLOW_THREADS
+        got = read(fd, chunk->buffer + total, want);
+        Py_END_ALLOW_THREADS
+        if (got < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) {
+                    result = -1;
+                    goto done;
+                }
+                continue;
+            }
+            goto done;
+        }
+        if (got == 0)
+            break;
+        total += (size_t)got;
+        size_t room = (size_t)max_bytes + 1 - (total <= (size_t)max_bytes ? total : (size_t)max_bytes + 1);
+        want = room < (1 << 16) ? room : (1 << 16);
+    }
+    if (total > (size_t)max_bytes || total > (size_t)text_limit)
+        goto done;
+    *length = (Py_ssize_t)total;
+    result = 1;
+done:
+    close(fd);
+    return result;
+}
+#endif
+
+/* Read one file into the chunk: 1 read, 0 left to the caller (the chunk's columns as
+ * before), -1 an error. */
+static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssize_t text_limit)
+{
+#if CHUNK_READER
+    Py_ssize_t length = 0;
+    int read = read_path(chunk, path, max_bytes, text_limit, &length);
+    if (read <= 0)
+        return read;
+    Output *out = &chunk->out;
+    size_t marks[7] = {out->coordinates.len, out->scores.len, out->difficult.len,
+                       out->truncated.len, out->occluded.len, out->names.len, out->poses.len};
+    Header header;
+    size_t first = out->names.len / sizeof(Span);
+    read = read_file(chunk->buffer, length, out, &header);
+    PyObject *size = NULL, *filename = NULL;
+    if (read > 0)
+        read = plain_size(&header, &size);
+    if (read > 0)
+        read = names_usable(chunk, first);
+    if (read > 0 && header.filename.state == LEAF) {
+        filename = stripped_text(header.filename.text);
+        read = filename == NULL ? -1 : 1;
+    }
+    if (read > 0) {
+        int64_t count = (int64_t)(out->names.len / sizeof(Span) - first);
+        if (filename == NULL)
+            filename = Py_NewRef(Py_None);
+        if (add_codes(&chunk->names, &out->names, first, &chunk->name_codes) < 0 ||
+            add_codes(&chunk->poses, &out->poses, first, &chunk->pose_codes) < 0 ||
+            !column_add(&chunk->counts, &count, sizeof count) ||
+            PyList_Append(chunk->filenames, filename) < 0 ||
+            PyList_Append(chunk->sizes, size) < 0)
+            read = -1;
+    }
+    Py_XDECREF(size);
+    Py_XDECREF(filename);
+    /* The spans point into the buffer, which the next file overwrites. */
+    out->names.len = first * sizeof(Span);
+    out->poses.len = first * sizeof(Span);
+    if (read == 0) {
+        out->coordinates.len = marks[0];
+        out->scores.len = marks[1];
+        out->difficult.len = marks[2];
+        out->truncated.len = marks[3];
+        out->occluded.len = marks[4];
+        out->names.len = marks[5];
+        out->poses.len = marks[6];
+    }
+    return read;
+#else
+    (void)chunk;
+    (void)path;
+    (void)max_bytes;
+    (void)text_limit;
+    return 0;
+#endif
+}
+
+static void chunk_free(Chunk *chunk)
+{
+    output_free(&chunk->out);
+    PyMem_Free(chunk->name_codes.p);
+    PyMem_Free(chunk->pose_codes.p);
+    PyMem_Free(chunk->counts.p);
+    table_free(&chunk->names);
+    table_free(&chunk->poses);
+    Py_XDECREF(chunk->filenames);
+    Py_XDECREF(chunk->sizes);
+    Py_XDECREF(chunk->left);
+    PyMem_Free(chunk->buffer);
+}
+
+static PyObject *chunk_result(Chunk *chunk)
+{
+    Output *out = &chunk->out;
+    PyObject *items[10] = {
+        column_bytes(&out->coordinates), column_bytes(&out->scores),
+        column_bytes(&out->difficult),   column_bytes(&out->truncated),
+        column_bytes(&out->occluded),    column_bytes(&chunk->name_codes),
+        column_bytes(&chunk->pose_codes), column_bytes(&chunk->counts),
+        NULL, NULL};
+    PyObject *result = NULL;
+    int ok = 1;
+    for (int i = 0; i < 8; i++)
+        ok = ok && items[i] != NULL;
+    if (ok)
+        result = PyTuple_Pack(13, items[0], items[1], items[2], items[3], items[4], items[5],
+                              items[6], items[7], chunk->names.texts, chunk->poses.texts,
+                              chunk->filenames, chunk->sizes, chunk->left);
+    for (int i = 0; i < 8; i++)
+        Py_XDECREF(items[i]);
+    return result;
+}
+
+static PyObject *read_chunk(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *paths;
+    Py_ssize_t max_bytes, text_limit;
+    double max_coordinate;
+    if (!PyArg_ParseTuple(args, "O!ndn:read_chunk", &PyList_Type, &paths, &max_bytes,
+                          &max_coordinate, &text_limit))
+        return NULL;
+    Chunk chunk;
+    memset(&chunk, 0, sizeof chunk);
+    chunk.out.max_coordinate = max_coordinate;
+    chunk.names.texts = PyList_New(0);
+    chunk.poses.texts = PyList_New(0);
+    chunk.filenames = PyList_New(0);
+    chunk.sizes = PyList_New(0);
+    chunk.left = PyList_New(0);
+    PyObject *result = NULL;
+    if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.sizes ||
+        !chunk.left)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(paths); i++) {
+        PyObject *path = PyList_GET_ITEM(paths, i);
+        Py_INCREF(path);
+        int read = chunk_file(&chunk, path, max_bytes, text_limit);
+        Py_DECREF(path);
+        if (read < 0)
+            goto done;
+        if (read == 0) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(chunk.left, index) < 0) {
+                Py_XDECREF(index);
+                goto done;
+            }
+            Py_DECREF(index);
+        }
+    }
+    result = chunk_result(&chunk);
+done:
+    chunk_free(&chunk);
     return result;
 }
 
@@ -903,6 +1402,10 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, max_coordinate, /)\n--\n\n"
      "A plain file's header and object columns, or None to leave the file to the parser."},
+    {"read_chunk", read_chunk, METH_VARARGS,
+     "read_chunk(paths, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
+     "The plain files of a list read into one set of columns, and the indices of the files\n"
+     "left to the caller."},
     {"read_number", number, METH_VARARGS,
      "read_number(text, /)\n--\n\n"
      "A number's value by the annotation grammar, or None outside it."},

@@ -15,3 +15,23 @@ Read = tuple[
 
 def scan(data: bytes, max_coordinate: float, /) -> Read | None: ...
 def read_number(text: bytes, /) -> float | None: ...
+
+ChunkRead = tuple[
+    bytes,  # (B, 4) float64 x1, y1, x2, y2 of the objects of the files read, in file order
+    bytes,  # (B,) float64 scores, NaN where absent
+    bytes,  # (B,) bool difficult
+    bytes,  # (B,) bool truncated
+    bytes,  # (B,) bool occluded
+    bytes,  # (B,) int32 index of each object's name in the name texts
+    bytes,  # (B,) int32 index of each object's pose in the pose texts, -1 where absent
+    bytes,  # (F,) int64 objects of each file read
+    list[tuple[bytes, str]],  # name texts: as written, as the parser reads them
+    list[tuple[bytes, str]],  # pose texts, likewise
+    list[str | None],  # <filename> of each file read, as the parser reads it
+    list[tuple[float, float, int | None] | None],  # <size> of each file read
+    list[int],  # indices of the files left to the caller
+]
+
+def read_chunk(
+    paths: list[str], max_bytes: int, max_coordinate: float, text_limit: int, /
+) -> ChunkRead: ...

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 from array import array
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -330,28 +331,160 @@ def _read_chunk(
     chunk = _new_chunk()
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
-    for key, path in files:
-        try:
-            # The parser's own reading: regular files only, size checked first.
-            data = read(path, max_bytes)
-            fast = scan_file(data, chunk.raw_codes)
-            if fast is None:
-                _add_annotation(chunk, parse_annotation(data, path, key))
-                continue
-        except AnnotationError as error:
-            chunk.skipped.append(SkippedFile(error.path, error.message, error.line, key=key))
-            continue
-        _add_header(chunk, key, path, fast.header.size, fast.header.filename)
-        chunk.counts.append(len(fast.names))
-        _add_raw_names(chunk, fast.names, fast.new_names)
-        chunk.boxes.append(fast.coordinates)
-        chunk.difficult.append(fast.difficult)
-        chunk.truncated.append(fast.truncated)
-        chunk.occluded.append(fast.occluded)
-        _add_raw_poses(chunk, fast.poses)
-        chunk.scores.append(fast.scores)
+    whole = None
+    if scan_file is _fast_compiled and read is read_bytes:
+        whole = _read_compiled_chunk(files, max_bytes)
+    if whole is None:
+        for key, path in files:
+            _read_file(chunk, key, path, max_bytes, read, scan_file)
+    else:
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file)
     _consolidate(chunk)
     return chunk
+
+
+def _read_file(
+    chunk: _Chunk,
+    key: str,
+    path: str,
+    max_bytes: int,
+    read: Callable[[str, int], bytes],
+    scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
+) -> None:
+    """Read one file into the chunk: by the fast reader if it is plain, else by the parser;
+    a file that cannot be read is added to the chunk's skipped files."""
+    try:
+        # The parser's own reading: regular files only, size checked first.
+        data = read(path, max_bytes)
+        fast = scan_file(data, chunk.raw_codes)
+        if fast is None:
+            _add_annotation(chunk, parse_annotation(data, path, key))
+            return
+    except AnnotationError as error:
+        chunk.skipped.append(SkippedFile(error.path, error.message, error.line, key=key))
+        return
+    _add_header(chunk, key, path, fast.header.size, fast.header.filename)
+    chunk.counts.append(len(fast.names))
+    _add_raw_names(chunk, fast.names, fast.new_names)
+    chunk.boxes.append(fast.coordinates)
+    chunk.difficult.append(fast.difficult)
+    chunk.truncated.append(fast.truncated)
+    chunk.occluded.append(fast.occluded)
+    _add_raw_poses(chunk, fast.poses)
+    chunk.scores.append(fast.scores)
+
+
+@dataclass(frozen=True, slots=True)
+class _CompiledColumns:
+    """The files of a chunk the compiled reader read whole (``fastxml.read_chunk``).
+
+    Object columns are by row, in file order; ``name_codes`` and ``pose_codes`` index
+    ``names`` and ``poses`` (the texts in order of first appearance, as written and as the
+    parser reads them; a pose code is -1 where absent). Header columns are by file read;
+    ``left`` holds the indices (into the chunk's files) of the files it left to
+    :func:`_read_file`.
+    """
+
+    boxes: FloatArray  # (B, 4)
+    scores: FloatArray
+    difficult: BoolArray
+    truncated: BoolArray
+    occluded: BoolArray
+    name_codes: Int32Array
+    pose_codes: Int32Array
+    counts: IntArray  # (F,) objects by file read
+    names: list[tuple[bytes, str]]
+    poses: list[tuple[bytes, str]]
+    filenames: list[str | None]
+    sizes: list[tuple[float, float, int | None] | None]
+    left: list[int]
+
+
+def _read_compiled_chunk(
+    files: Sequence[tuple[str, str]], max_bytes: int
+) -> _CompiledColumns | None:
+    """Read a chunk's plain files in one call of the compiled reader, opened and read as
+    :func:`~vocmatch.readers.parse.read_bytes` reads them; None where the compiled reader
+    has no such call (a platform without POSIX files)."""
+    read_chunk = getattr(_compiled, "read_chunk", None)
+    if read_chunk is None or os.name != "posix":
+        return None
+    (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts, names,
+     poses, filenames, sizes, left) = read_chunk(
+        # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
+        # for read_bytes.
+        [path for _, path in files], min(max_bytes, sys.maxsize), MAX_COORDINATE,
+        PARSER_TEXT_LIMIT,
+    )  # fmt: skip
+    return _CompiledColumns(
+        np.frombuffer(coordinates, np.float64).reshape(-1, 4),
+        np.frombuffer(scores, np.float64),
+        np.frombuffer(difficult, np.bool_),
+        np.frombuffer(truncated, np.bool_),
+        np.frombuffer(occluded, np.bool_),
+        np.frombuffer(name_codes, np.int32),
+        np.frombuffer(pose_codes, np.int32),
+        np.frombuffer(counts, np.int64),
+        names,
+        poses,
+        filenames,
+        sizes,
+        left,
+    )
+
+
+def _add_compiled_chunk(
+    chunk: _Chunk,
+    files: Sequence[tuple[str, str]],
+    read: _CompiledColumns,
+    max_bytes: int,
+    scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
+) -> None:
+    """Add a chunk's files in order: runs of files the compiled reader read as slices of
+    its columns, each file it left by :func:`_read_file` (the per-file route)."""
+    remap = np.empty(len(read.names), dtype=np.intc)
+    for code, (raw, name) in enumerate(read.names):
+        label = chunk.vocabulary.get(name)
+        if label is None:
+            label = chunk.vocabulary[name] = len(chunk.vocabulary)
+        chunk.raw_codes[raw] = remap[code] = label
+    # Shifted by one so that -1 (absent) maps to -1; an empty <pose> reads as absent.
+    pose_remap = np.full(len(read.poses) + 1, -1, dtype=np.intc)
+    for code, (raw, text) in enumerate(read.poses):
+        chunk.raw_poses[raw] = pose_remap[code + 1] = _pose_code(chunk, text) if text else -1
+    codes = remap[read.name_codes]
+    pose_codes = pose_remap[read.pose_codes + 1]
+    known: dict[tuple[float, float, int | None], ImageSize] = {}
+    sizes = [
+        None if s is None else known.get(s) or known.setdefault(s, ImageSize(*s))
+        for s in read.sizes
+    ]
+    counts: list[int] = read.counts.tolist()
+    offsets: list[int] = np.concatenate(([0], np.cumsum(read.counts))).tolist()
+    first = 0  # the first file of the run, and its index among the files read
+    done = 0
+    for stop in (*read.left, len(files)):
+        if stop > first:
+            run = files[first:stop]
+            last = done + len(run)
+            rows = slice(offsets[done], offsets[last])
+            chunk.keys.extend(key for key, _ in run)
+            chunk.paths.extend(path for _, path in run)
+            chunk.sizes.extend(sizes[done:last])
+            chunk.filenames.extend(read.filenames[done:last])
+            chunk.counts.extend(counts[done:last])
+            chunk.codes.frombytes(codes[rows].tobytes())
+            chunk.pose_codes.frombytes(pose_codes[rows].tobytes())
+            chunk.boxes.append(read.boxes[rows])
+            chunk.difficult.append(read.difficult[rows])
+            chunk.truncated.append(read.truncated[rows])
+            chunk.occluded.append(read.occluded[rows])
+            chunk.scores.append(read.scores[rows])
+            done = last
+        if stop < len(files):
+            key, path = files[stop]
+            _read_file(chunk, key, path, max_bytes, read_bytes, scan_file)
+        first = stop + 1
 
 
 def _consolidate(chunk: _Chunk) -> None:

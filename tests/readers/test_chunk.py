@@ -1,0 +1,343 @@
+"""The compiled reader reads a chunk of files in one call (``fastxml.read_chunk``): each file
+opened as :func:`vocmatch.readers.parse.read_bytes` opens it, its objects appended to the
+chunk's columns; every file it refuses, or reads otherwise than Python would, is left to the
+per-file route. The chunk's columns are those of the per-file route, bit for bit, on plain,
+hostile and mixed chunks; and its safety rules are read_bytes' own."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.evaluation.test_batch import assert_same_columns
+from tests.readers.test_scan import annotation_files
+from vocmatch.readers import scan
+from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.scan import ColumnSet, read_listed_columns
+
+pytestmark = pytest.mark.skipif(
+    scan._compiled is None or os.name != "posix",
+    reason="the compiled chunk reader is built on POSIX systems with a C compiler",
+)
+
+MAX_BYTES = 4096
+
+
+@pytest.fixture(autouse=True)
+def compiled_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(scan.PURE_READER_VARIABLE, raising=False)
+
+
+def obj(name: str = "cat", box: str = "<xmin>1</xmin><ymin>2</ymin><xmax>30</xmax><ymax>40</ymax>",
+        extra: str = "") -> str:  # fmt: skip
+    return f"<object><name>{name}</name>{extra}<bndbox>{box}</bndbox></object>"
+
+
+def voc(*objects: str, size: str = "<size><width>640</width><height>480</height></size>",
+        filename: str = "<filename>a.jpg</filename>") -> bytes:  # fmt: skip
+    return f"<annotation>{filename}{size}{''.join(objects)}</annotation>".encode()
+
+
+PLAIN = voc(obj("dog", extra="<pose>Left</pose><difficult>1</difficult>"), obj("cat"))
+
+POLYGON = voc(
+    obj("cat"),
+    "<object><name>zebra</name><polygon><x1>1</x1><y1>1</y1><x2>9</x2><y2>1</y2>"
+    "<x3>9</x3><y3>9</y3></polygon></object>",
+)
+
+
+def _write(folder: Path, name: str, data: bytes) -> str:
+    path = folder / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def _fifo(folder: Path) -> str:
+    path = folder / "pipe.xml"
+    os.mkfifo(path)
+    return str(path)
+
+
+def _link_to_fifo(folder: Path) -> str:
+    target = _fifo(folder)
+    link = folder / "link-pipe.xml"
+    link.symlink_to(target)
+    return str(link)
+
+
+def _link_to_plain(folder: Path) -> str:
+    link = folder / "link.xml"
+    link.symlink_to(_write(folder, "target.xml", PLAIN))
+    return str(link)
+
+
+def _broken_link(folder: Path) -> str:
+    link = folder / "broken.xml"
+    link.symlink_to(folder / "nowhere.xml")
+    return str(link)
+
+
+def _directory(folder: Path) -> str:
+    path = folder / "dir.xml"
+    path.mkdir()
+    return str(path)
+
+
+def _unreadable(folder: Path) -> str:
+    path = _write(folder, "secret.xml", PLAIN)
+    os.chmod(path, 0)
+    return path
+
+
+def _written(data: bytes) -> Callable[[Path], str]:
+    return lambda folder: _write(folder, "odd.xml", data)
+
+
+# Each entry is made in a folder of its own, read in a chunk between two plain files;
+# `left`: whether the chunk reader leaves it to the per-file route.
+ENTRIES = [
+    pytest.param(_written(PLAIN), False, id="plain"),
+    pytest.param(_written(PLAIN.replace(b"><", b">\r\n<")), False, id="crlf"),
+    pytest.param(_written(voc(obj("caf\xe9 \u00e9t\u00e9"))), False, id="utf-8-name"),
+    pytest.param(_written(voc(obj("a\r\nb"), obj(" a\rb "))), False, id="cr-in-names"),
+    pytest.param(_written(voc(obj(" cat "), obj("cat"))), False, id="names-alike-stripped"),
+    pytest.param(_written(voc(obj(extra="<pose> </pose>"))), False, id="blank-pose"),
+    pytest.param(
+        _written(voc(obj(), filename="<filename> b\r\n.jpg </filename>")),
+        False,
+        id="filename-with-crlf",
+    ),
+    pytest.param(_written(voc(obj(), size="")), False, id="no-size"),
+    pytest.param(
+        _written(
+            voc(obj(), size="<size><width>0012</width><height>7</height><depth> \n</depth></size>")
+        ),
+        False,
+        id="size-leading-zeros-blank-depth",
+    ),
+    pytest.param(
+        _written(voc(size="<size><width>5</width><height>7</height><depth>1</depth></size>")),
+        False,
+        id="no-objects",
+    ),
+    pytest.param(_link_to_plain, False, id="symlink-to-plain"),
+    pytest.param(_written(voc(obj(""))), True, id="empty-name"),
+    pytest.param(_written(voc(obj("\u00a0"))), True, id="unicode-blank-name"),
+    pytest.param(
+        _written(voc(obj(), size="<size><width> 5 </width><height>7</height></size>")),
+        True,
+        id="size-with-spaces",
+    ),
+    pytest.param(
+        _written(voc(obj(), size="<size><width>5.5</width><height>7</height></size>")),
+        True,
+        id="size-not-digits",
+    ),
+    pytest.param(
+        _written(voc(obj(), size=f"<size><width>{'9' * 16}</width><height>7</height></size>")),
+        True,
+        id="size-16-digits",
+    ),
+    pytest.param(
+        _written(
+            voc(obj(), size="<size><width>5</width><height>7</height><depth>\u00a0</depth></size>")
+        ),
+        True,
+        id="depth-unicode-blank",
+    ),
+    pytest.param(
+        _written(
+            voc(obj(), size="<size><width>5</width><height>7</height><depth> 3</depth></size>")
+        ),
+        True,
+        id="depth-with-space",
+    ),
+    pytest.param(
+        _written(
+            voc(obj(), size="<size><width>5</width><height>7</height><depth>3.5</depth></size>")
+        ),
+        True,
+        id="depth-not-integer",
+    ),
+    pytest.param(
+        _written(voc(obj(), size="<size><width>x</width><height>7</height></size>")),
+        True,
+        id="size-not-a-number",
+    ),
+    pytest.param(
+        _written(voc(obj(), size="<size><width>5</width></size>")), True, id="size-without-height"
+    ),
+    pytest.param(_written(PLAIN.replace(b"dog", b"d\xffg")), True, id="not-utf-8"),
+    pytest.param(_written(PLAIN.replace(b"dog", b"d&amp;g")), True, id="entity"),
+    pytest.param(_written(PLAIN[:-5]), True, id="truncated"),
+    pytest.param(_written(b""), True, id="empty-file"),
+    pytest.param(
+        _written(b"<annotation>" + b"<a>" * 80 + b"</a>" * 80 + b"</annotation>"), True, id="deep"
+    ),
+    pytest.param(
+        _written(voc(obj(box="<xmin>9</xmin><ymin>2</ymin><xmax>3</xmax><ymax>4</ymax>"))),
+        True,
+        id="reversed-box",
+    ),
+    pytest.param(
+        _written(
+            voc(
+                obj("first", "<xmin>5</xmin><ymin>6</ymin><xmax>7</xmax><ymax>8</ymax>"),
+                obj("cat", box="<xmin>9</xmin><ymin>2</ymin><xmax>3</xmax><ymax>4</ymax>"),
+            )
+        ),
+        True,
+        id="plain-object-then-reversed-box",
+    ),
+    pytest.param(
+        _written(
+            voc(
+                obj("only-here", "<xmin>5</xmin><ymin>6</ymin><xmax>7</xmax><ymax>8</ymax>"),
+                obj(""),
+            )
+        ),
+        True,
+        id="new-name-then-empty-name",
+    ),
+    pytest.param(_written(POLYGON), True, id="polygon"),
+    pytest.param(_written(PLAIN + b" " * MAX_BYTES), True, id="oversized"),
+    pytest.param(_fifo, True, id="fifo"),
+    pytest.param(_link_to_fifo, True, id="symlink-to-fifo"),
+    pytest.param(_broken_link, True, id="broken-symlink"),
+    pytest.param(_directory, True, id="directory-named-xml"),
+    pytest.param(lambda folder: str(folder / "missing.xml"), True, id="missing"),
+    pytest.param(_unreadable, os.geteuid() != 0, id="unreadable"),
+]
+
+
+def _per_file(files: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> ColumnSet:
+    """The per-file route: any reading function other than read_bytes itself takes it."""
+
+    def read(path: str, limit: int) -> bytes:
+        return read_bytes(path, limit)
+
+    return read_listed_columns(files, max_bytes, read)
+
+
+def _chunk(paths: list[tuple[str, str]]) -> list[int]:
+    """The indices of the files read_chunk leaves to the per-file route."""
+    assert scan._compiled is not None
+    read = scan._compiled.read_chunk(
+        [p for _, p in paths], MAX_BYTES, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
+    )
+    return read[-1]
+
+
+@pytest.mark.parametrize(("make", "left"), ENTRIES)
+def test_a_chunk_reads_as_file_by_file(
+    tmp_path: Path, make: Callable[[Path], str], left: bool
+) -> None:
+    """Between two plain files, each entry gives the per-file route's columns, skipped files
+    and messages; the chunk reader leaves to that route exactly what it does not read."""
+    files = [
+        ("a", _write(tmp_path, "a.xml", PLAIN)),
+        ("b", make(tmp_path)),
+        ("c", _write(tmp_path, "c.xml", voc(obj("cat", extra="<pose>Left</pose>")))),
+    ]
+    assert _chunk(files) == ([1] if left else [])
+    assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
+
+
+def test_plain_files_take_no_python_call_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the files left over go through the per-file scan: none of a plain chunk."""
+    scanned: list[int] = []
+    fast_compiled = scan._fast_compiled
+
+    def counted(data: bytes, names_seen: Any) -> Any:
+        scanned.append(len(data))
+        return fast_compiled(data, names_seen)
+
+    monkeypatch.setattr(scan, "_fast_compiled", counted)
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(20)]
+    plain = read_listed_columns(files, MAX_BYTES)
+    assert (len(plain.keys), len(plain.labels), scanned) == (20, 40, [])
+    files[7] = ("k7", _write(tmp_path, "k7.xml", PLAIN.replace(b"dog", b"d&amp;g")))
+    read_listed_columns(files, MAX_BYTES)
+    assert scanned == [len(PLAIN) + 4]
+
+
+def test_plain_and_left_files_interleave_in_file_order(tmp_path: Path) -> None:
+    """Left files at the start, in the middle, in a row and at the end, shapes among them:
+    rows, shapes' rows, names and poses come out in file order, as file by file."""
+    kinds = [POLYGON, PLAIN, PLAIN.replace(b"dog", b"d&amp;g"), POLYGON, PLAIN,
+             voc(obj("owl", extra="<pose>Up</pose>")), voc(obj("")), PLAIN, POLYGON]  # fmt: skip
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", data)) for i, data in enumerate(kinds)]
+    assert _chunk(files) == [0, 2, 3, 6, 8]
+    chunk = read_listed_columns(files, MAX_BYTES)
+    assert_same_columns(chunk, _per_file(files))
+    assert [row for row, _ in chunk.shapes] == [1, 7, 14]
+    assert len(chunk.skipped) == 1
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        pytest.param(len(PLAIN) - 1, id="one-byte-under"),
+        pytest.param(len(PLAIN), id="exactly"),
+    ],
+)
+def test_the_parser_text_limit_is_the_per_file_route_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    """A file longer than the parser's longest text is left to the per-file route."""
+    monkeypatch.setattr(scan, "PARSER_TEXT_LIMIT", limit)
+    files = [("a", _write(tmp_path, "a.xml", PLAIN))]
+    assert _chunk(files) == ([0] if limit < len(PLAIN) else [])
+    assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(annotation_files(), min_size=1, max_size=6))
+def test_any_chunk_reads_as_file_by_file(contents: list[bytes]) -> None:
+    """Chunks of generated files of any layout and content: the same columns as file by
+    file."""
+    with tempfile.TemporaryDirectory() as folder:
+        files = [
+            (f"k{i}", _write(Path(folder), f"k{i}.xml", data)) for i, data in enumerate(contents)
+        ]
+        assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
+
+
+@pytest.fixture
+def many_names(tmp_path: Path) -> Iterator[list[tuple[str, str]]]:
+    yield [
+        (f"k{i}", _write(tmp_path, f"k{i}.xml", voc(*(obj(f"n{i}-{j}") for j in range(40)))))
+        for i in range(30)
+    ]
+
+
+def test_a_chunk_with_many_names_reads_as_file_by_file(many_names: list[tuple[str, str]]) -> None:
+    """1,200 distinct names (the chunk's table of names grows many times)."""
+    chunk = read_listed_columns(many_names, 1 << 20)
+    assert len(chunk.label_names) == 1200
+    assert_same_columns(chunk, _per_file(many_names, 1 << 20))
+
+
+@pytest.mark.parametrize(
+    "max_bytes",
+    [
+        pytest.param(10**30, id="beyond-any-file-size"),
+        pytest.param(0, id="zero"),
+        pytest.param(-1, id="negative"),
+    ],
+)
+def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) -> None:
+    """A limit larger than any file, or one no file meets, gives the per-file route's
+    columns and messages (a library caller may pass any integer)."""
+    files = [("a", _write(tmp_path, "a.xml", PLAIN)), ("b", _write(tmp_path, "b.xml", b""))]
+    assert_same_columns(read_listed_columns(files, max_bytes), _per_file(files, max_bytes))
