@@ -574,7 +574,7 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_columns
-    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
+    from vocmatch.evaluation.score_counts import ScoreCounts
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
