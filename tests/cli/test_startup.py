@@ -200,6 +200,8 @@ UNUSED_ON_EVAL = (
     "vocmatch.render.evidence_tables",
     "vocmatch.run.compare",
     "vocmatch.run.find_suspects",
+    # Folders read here: neither URLs nor a cluster.
+    "vocmatch.run.remote_inputs",
     "vocmatch.cli.merge_cmd",
     "vocmatch.cli.help",
     "rich_click",
