@@ -631,7 +631,7 @@ def test_shard_values_read_exactly(value: object, expected: object) -> None:
     when both numbers are there, says what is wrong with one."""
     import click
 
-    from vocmatch.cli.merge_cmd import ShardParam
+    from vocmatch.cli.shard_options import ShardParam
 
     if isinstance(expected, tuple):
         assert ShardParam().convert(value, None, None) == expected

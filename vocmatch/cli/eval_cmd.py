@@ -39,13 +39,6 @@ from vocmatch.cli.console import (
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
 from vocmatch.cli.inputs import prediction_inputs
-from vocmatch.cli.merge_cmd import (
-    SavedShard,
-    check_keep_boxes,
-    check_shard_options,
-    save_shard,
-    shard_options,
-)
 from vocmatch.cli.options import (
     EVAL_JOBS_HELP,
     FOLD_CASE_HELP,
@@ -74,6 +67,13 @@ from vocmatch.cli.params import (
     InputPath,
 )
 from vocmatch.cli.prepare_options import preparation_extras, preparation_options
+from vocmatch.cli.shard_options import (
+    SavedShard,
+    check_keep_boxes,
+    check_shard_options,
+    save_shard,
+    shard_options,
+)
 from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
 from vocmatch.readers.formats import BoxFormat, prediction_format

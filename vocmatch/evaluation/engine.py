@@ -26,17 +26,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
-from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import MatchedColumns, orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.scan import ColumnSet
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.slice_records import SliceSpec
 
 __all__ = ["Evaluated", "StageProgress", "evaluate_columns", "evaluate_matched"]
 

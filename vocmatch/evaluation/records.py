@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,14 +40,18 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
-from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.preparation import Removed
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     Match,
 )
-from vocmatch.evaluation.slice_records import SliceRecords
 from vocmatch.evaluation.thresholds import ScoreThresholds
+
+if TYPE_CHECKING:
+    # Imported where records that hold them are joined or made: a run that keeps no slice
+    # and no calibration needs neither module.
+    from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.slice_records import SliceRecords
 
 __all__ = [
     "IMAGE_FIELDS",
@@ -249,6 +253,8 @@ class MatchRecords:
         index = {name: k for k, name in enumerate(names)}
         remaps = [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts]
         unscored = [p.unscored for p in parts]
+        from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+
         return MatchRecords(
             keys=tuple(k for p in parts for k in p.keys),
             gt_paths=tuple(k for p in parts for k in p.gt_paths),
@@ -294,6 +300,8 @@ class MatchRecords:
         index = {name: k for k, name in enumerate(images.class_names)}
         order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
         counts = np.concatenate([p.preds.count for p in parts])
+        from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+
         calibration = CalibrationInputs.join(
             [p.calibration for p in parts],
             [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts],
@@ -498,6 +506,8 @@ def _join_slices(
     found = [p.slices for p in parts]
     if any(f is None for f in found):
         return None
+    from vocmatch.evaluation.slice_records import SliceRecords
+
     return SliceRecords.join([f for f in found if f is not None], remaps, n_classes)
 
 
@@ -571,6 +581,8 @@ def _join_removed(parts: Sequence[MatchRecords]) -> Removed | None:
 
 def _empty(conv: Conventions) -> MatchRecords:
     """The records of no image."""
+    from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
+
     width = len(IMAGE_FIELDS) + 3 * len(conv.sweep_thresholds)
     none = np.zeros(0, dtype=np.int64)
     counts = ImageCounts(

@@ -46,6 +46,7 @@ from vocmatch.run.read_stage import (
     check_pred_path,
     chosen_columns,
     read_inputs,
+    reads_elsewhere,
 )
 from vocmatch.run.request_checks import check_request, unknown_keywords
 
@@ -467,9 +468,12 @@ def evaluate(
     specs = slice_specs(request.slices)
     thresholds = score_thresholds_of(request)
     # Inputs given as URLs, or read on a cluster: as the command line reads them.
-    from vocmatch.run.remote_inputs import read_elsewhere
+    elsewhere = None
+    if reads_elsewhere(request):
+        from vocmatch.run.remote_inputs import read_elsewhere
 
-    scored = _score(request, conventions, thresholds, progress, read_elsewhere(request))
+        elsewhere = read_elsewhere(request)
+    scored = _score(request, conventions, thresholds, progress, elsewhere)
     warn_missing_predictions(scored.evaluation.missing_pred)
     evidence = evidence_of(
         scored.evaluation, scored.records, conventions, thresholds or None,
@@ -574,7 +578,7 @@ def _score(
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
     columns are dropped on return (they are the largest thing a run holds)."""
     from vocmatch.evaluation.engine import evaluate_columns
-    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
+    from vocmatch.evaluation.score_counts import ScoreCounts
 
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)

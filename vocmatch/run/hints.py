@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from vocmatch.errors import ClassMapWarning, SwappedInputsWarning, VocmatchWarning
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.score_counts import ScoreCounts
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["SHOWN_MISSING", "input_warnings", "warn_missing_predictions"]

@@ -19,15 +19,18 @@ files here instead (in parallel, ``jobs`` processes), then match them here:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vocmatch.errors import no_annotation_files
+
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.shards.reading_notes import ScoreCounts
+    from vocmatch.evaluation.score_counts import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
 
 __all__ = ["FEW_FILES", "EvaluatedInParts", "evaluated_in_parts", "runs_in_parts"]
@@ -85,6 +88,18 @@ def evaluated_in_parts(
         AnnotationError: With ``fold_case``, two names of the class map fold to one and
             map to different classes.
     """
+    from vocmatch.readers.remote import list_location
+    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.run.read_stage import refuse_unpaired_keys
+
+    annotations, _ = annotation_folder(request.gt)
+    # Listed as PartListing.of lists them, and counted before the parts' machinery is
+    # imported: a run of few files reads them here and needs none of it.
+    gt_listing, pred_listing = list_location(annotations), list_location(request.pred)
+    if not gt_listing.files:
+        raise no_annotation_files(os.fspath(annotations), gt_listing.skipped)
+    if len(gt_listing.files) + len(pred_listing.files) < FEW_FILES:
+        return None
     from vocmatch.evaluation.shards.parts import (
         LocalParts,
         PartListing,
@@ -92,14 +107,9 @@ def evaluated_in_parts(
         part_records,
         run_parts,
     )
-    from vocmatch.readers.voc_layout import annotation_folder
-    from vocmatch.run.read_stage import refuse_unpaired_keys
     from vocmatch.run.remote_inputs import part_options
 
-    annotations, _ = annotation_folder(request.gt)
-    listing = PartListing.of(annotations, request.pred)
-    if listing.file_count() < FEW_FILES:
-        return None
+    listing = PartListing(gt_listing, pred_listing)
     options = part_options(request, (listing.gt.root, listing.pred.root))
     runner = LocalParts(request.jobs)
     results = run_parts(listing, runner, part_records, options, progress=progress)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.shards.reading_notes import ReadingNotes, SplitCount
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.readers.voc_layout import Split
-    from vocmatch.run.evaluate import Inputs, PathLike, ReadOptions
+    from vocmatch.run.evaluate import EvalRequest, Inputs, PathLike, ReadOptions
 
 __all__ = [
     "ListedColumns",
@@ -28,9 +28,19 @@ __all__ = [
     "chosen_columns",
     "read_inputs",
     "read_listed",
+    "reads_elsewhere",
     "refuse_unpaired",
     "refuse_unpaired_keys",
 ]
+
+
+def reads_elsewhere(request: EvalRequest) -> bool:
+    """Whether the request's inputs are read through
+    :func:`~vocmatch.run.remote_inputs.read_elsewhere`: a cluster is named, or an input is a
+    URL (told without importing that module)."""
+    from vocmatch.readers.remote import is_url
+
+    return request.dask is not None or is_url(request.gt) or is_url(request.pred)
 
 
 def check_class_tables(options: ReadOptions) -> None:

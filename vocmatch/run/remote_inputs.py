@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import RequestError
+from vocmatch.run.read_stage import reads_elsewhere
 
 if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
@@ -45,14 +46,6 @@ MISSING_DASK = "needs dask.distributed: pip install 'vocmatch[dask]'"
 NOT_ON_DASK = ("split", "pred_format", "box_format", "coco_gt", "names")
 #: The same for inputs given as URLs (read whole, in this process).
 NOT_WITH_URLS = ("split", "pred_format", "box_format", "coco_gt", "names")
-
-
-def reads_elsewhere(request: EvalRequest) -> bool:
-    """Whether the request's inputs are read through :func:`read_elsewhere`: a cluster is
-    named, or an input is a URL."""
-    from vocmatch.readers.remote import is_url
-
-    return request.dask is not None or is_url(request.gt) or is_url(request.pred)
 
 
 @dataclass(frozen=True, slots=True)

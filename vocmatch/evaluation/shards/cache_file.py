@@ -34,10 +34,10 @@ from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
 from vocmatch.evaluation.records import Ranked
+from vocmatch.evaluation.score_counts import ScoreCounts
 from vocmatch.evaluation.shards.parts import PartRecords
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
-    ScoreCounts,
     count_pair_of,
     name_counts_of,
 )

@@ -40,7 +40,8 @@ from vocmatch.core.protocol import Conventions
 from vocmatch.errors import DistributedError, InputError, no_annotation_files
 from vocmatch.evaluation.class_map import ClassChoice, choose_classes
 from vocmatch.evaluation.records import MatchRecords
-from vocmatch.evaluation.shards.reading_notes import ReadCounts, ScoreCounts
+from vocmatch.evaluation.score_counts import ScoreCounts
+from vocmatch.evaluation.shards.reading_notes import ReadCounts
 from vocmatch.evaluation.slice_records import SliceSpec
 from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
