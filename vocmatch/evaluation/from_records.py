@@ -7,17 +7,19 @@ once from the merged counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
 from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
     ClassBits,
+    CocoTables,
     class_members,
     class_results,
 )
@@ -179,8 +181,15 @@ def _accumulated(
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
-    for k, (ranked, rank) in enumerate(class_rankings(records)):
-        bits = _class_bits(preds, ranked, rank)
+    rankings: Iterable[tuple[FlagArray, FlagArray]] = class_rankings(records)
+    kernel = kernels("vocmatch.evaluation.fastaccumulate")
+    tables = None
+    if conv.summary == "coco" and kernel is not None:
+        rankings = list(rankings)
+        flags = (preds.area, preds.coco_matched, preds.coco_ignored)
+        tables = CocoTables.of(kernel, rankings, flags, records.coco_gt, n_t)
+    for k, (ranked, rank) in enumerate(rankings):
+        bits = _class_bits(preds, ranked, rank, coco=tables is None)
         coco_ap = None
         if conv.summary == "coco":
             # pycocotools adds class by class to each area's numbers: class order is kept.
@@ -188,7 +197,10 @@ def _accumulated(
                 n_gt = int(records.coco_gt[k, a])
                 if n_gt == 0:
                     continue
-                precision, recall = bits.coco_area(a, n_gt, n_t)
+                if tables is None:
+                    precision, recall = bits.coco_area(a, n_gt, n_t)
+                else:
+                    precision, recall = tables.precision[k, a], tables.recall[k, a]
                 summary.add(a, precision, recall)
                 if a == 0:
                     coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
@@ -239,13 +251,20 @@ def ranking_score(preds: PredRecords, rows: FlagArray) -> FloatArray:
     return score
 
 
-def _class_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
-    """A class's predictions in its ranking (``ranked``, with their ``rank``)."""
-    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
+def _class_bits(
+    preds: PredRecords, ranked: FlagArray, rank: FlagArray, *, coco: bool = True
+) -> ClassBits:
+    """A class's predictions in its ranking (``ranked``, with their ``rank``); without
+    ``coco``, no COCO flags (zero area ranges: the compiled kernel read them)."""
+    if coco:
+        # np.take: rows of the (P, A) flags, many times faster than indexing with an array.
+        coco_matched = np.take(preds.coco_matched, ranked, axis=0)
+        coco_ignored = np.take(preds.coco_ignored, ranked, axis=0)
+    else:
+        coco_matched = coco_ignored = np.zeros((ranked.size, 0), dtype=preds.coco_matched.dtype)
     return ClassBits(
         ranking_score(preds, ranked), rank, preds.matched[ranked], preds.ignored[ranked],
-        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
-        np.take(preds.coco_ignored, ranked, axis=0),
+        preds.area[ranked], coco_matched, coco_ignored,
     )  # fmt: skip
 
 
