@@ -77,6 +77,9 @@ def flag_sets(draw: st.DrawFn) -> dict[str, Any]:
         rng.random((n_pred, n_a)) < density, rng.integers(0, full + 1, (n_pred, n_a)), 0
     )
     ignored = matched & np.where(rng.random((n_pred, n_a)) < 0.2, rng.integers(0, full + 1), 0)
+    if draw(st.booleans()) and n_t < 8:
+        # Bits past the thresholds' are not read.
+        matched |= np.where(rng.random((n_pred, n_a)) < 0.5, 1 << n_t, 0)
     area = rng.integers(0, 1 << n_a, n_pred)
     rows = rng.permutation(n_pred)
     rankings = []

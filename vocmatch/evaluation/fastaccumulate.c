@@ -15,8 +15,9 @@
  * prediction counts, else 0.
  *
  * Safety: every length and index is checked before the computation (ValueError), which then
- * runs without the GIL over the caller's buffers; the only allocations are three small
- * scratch arrays (thresholds x recall levels).
+ * runs without the GIL over the caller's buffers; the only allocations are scratch arrays:
+ * the largest class's flags (17 bytes per prediction and area range), and a few of
+ * thresholds x recall levels.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -83,6 +84,21 @@ static inline uint64_t flag_at(const char *base, Py_ssize_t size, Py_ssize_t i)
     }
 }
 
+/* The index of the lowest set bit of a nonzero word. */
+static inline int lowest_bit(uint64_t word)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(word);
+#else
+    int bit = 0;
+    while ((word & 1) == 0) {
+        word >>= 1;
+        bit++;
+    }
+    return bit;
+#endif
+}
+
 /* --- the accumulation --------------------------------------------------------------- */
 
 typedef struct {
@@ -103,11 +119,45 @@ typedef struct {
 } Job;
 
 typedef struct {
+    /* The class's flags in its ranking, area range by area range (read once per class,
+     * then walked contiguously): */
+    uint64_t *matched, *ignored; /* (A, n) */
+    uint8_t *inside;             /* (A, n) */
     Py_ssize_t *reach;  /* (R,) true positives before each recall level is reached */
-    double *best;       /* (T, R) best precision among the true positives of each level */
+    /* (T, R) the true positive of best precision among those of each level: its true
+     * positives and its counted predictions (0 for none) */
+    int64_t *best_tp, *best_counted;
     int64_t *tp, *delta; /* (T,) true positives; counted minus the unmatched rule's count */
     Py_ssize_t *level;  /* (T,) the last level reached (-1 before the first) */
 } Scratch;
+
+/* Precision at a true positive: tp / (tp + fp + eps) in float64, as numpy computes it. */
+static inline double precision_of(int64_t n_tp, int64_t counted, double eps)
+{
+    const double tp_sum = (double)n_tp;
+    const double fp_sum = (double)(counted - n_tp);
+    return tp_sum / (tp_sum + fp_sum + eps);
+}
+
+/* Whether the precision at a true positive (tp, counted) is above that at another (0 counted
+ * for none), without dividing where it can: the rounding of the division is monotonic, so
+ * the true positive of the highest exact ratio tp / (counted + eps) has the highest rounded
+ * precision, and the block's maximum is the precision of that one. With counted >= 2, the
+ * denominator counted + eps rounds to counted (eps is at most half its spacing), and the
+ * exact ratios compare as products of integers (below 2**62 where `exact`, every count
+ * being below 2**31); with counted 1 (1 + eps is a double of its own) the two precisions
+ * are computed and compared. */
+static inline int better(int64_t n_tp, int64_t counted, int64_t best_tp, int64_t best_counted,
+                         double eps, int exact)
+{
+    if (best_counted == 0) {
+        return 1;
+    }
+    if (exact && counted >= 2 && best_counted >= 2) {
+        return n_tp * best_counted > best_tp * counted;
+    }
+    return precision_of(n_tp, counted, eps) > precision_of(best_tp, best_counted, eps);
+}
 
 /* pycocotools' accumulation of class k in area range a at maxDets limit m. */
 static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t a,
@@ -122,26 +172,30 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
         s->delta[t] = 0;
         s->level[t] = -1;
         for (Py_ssize_t r = 0; r < n_r; r++) {
-            s->best[t * n_r + r] = -1.0;
+            s->best_counted[t * n_r + r] = 0;
         }
     }
+    const int64_t n = high - low;
+    const int exact = n < ((int64_t)1 << 31);
+    /* The bits of the thresholds (a flag's other bits are not read). */
+    const uint64_t mask = n_t >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_t) - 1);
+    const int64_t *rank = job->rank + low;
+    const uint64_t *matched = s->matched + a * n, *ignored_of = s->ignored + a * n;
+    const uint8_t *inside_of = s->inside + a * n;
     int64_t base = 0; /* predictions kept inside the area range */
-    for (int64_t i = low; i < high; i++) {
-        if (job->rank[i] >= max_det) {
+    for (int64_t i = 0; i < n; i++) {
+        if (rank[i] >= max_det) {
             continue;
         }
-        const int64_t row = job->rows[i];
-        const int inside = (int)((flag_at(job->area, job->area_size, row) >> a) & 1);
+        const int inside = inside_of[i];
         base += inside;
-        uint64_t hit = flag_at(job->matched, job->flag_size, row * n_a + a);
+        uint64_t hit = matched[i] & mask;
         if (hit == 0) {
             continue;
         }
-        const uint64_t ignored = flag_at(job->ignored, job->flag_size, row * n_a + a);
-        for (Py_ssize_t t = 0; hit != 0 && t < n_t; t++, hit >>= 1) {
-            if ((hit & 1) == 0) {
-                continue;
-            }
+        const uint64_t ignored = ignored_of[i];
+        for (; hit != 0; hit &= hit - 1) {
+            const int t = lowest_bit(hit);
             if ((ignored >> t) & 1) {
                 s->delta[t] -= inside; /* matched to an ignored object: not counted */
                 continue;
@@ -149,16 +203,19 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
             s->delta[t] += 1 - inside; /* a true positive counts, inside or not */
             const int64_t n_tp = ++s->tp[t];
             const int64_t counted = base + s->delta[t];
-            const double tp_sum = (double)n_tp;
-            const double fp_sum = (double)(counted - n_tp);
-            const double pr = tp_sum / (tp_sum + fp_sum + job->eps);
             Py_ssize_t level = s->level[t];
             while (level + 1 < n_r && s->reach[level + 1] <= n_tp - 1) {
                 level++;
             }
             s->level[t] = level;
-            if (level >= 0 && pr > s->best[t * n_r + level]) {
-                s->best[t * n_r + level] = pr;
+            if (level < 0) {
+                continue;
+            }
+            int64_t *best_tp = &s->best_tp[t * n_r + level];
+            int64_t *best_counted = &s->best_counted[t * n_r + level];
+            if (better(n_tp, counted, *best_tp, *best_counted, job->eps, exact)) {
+                *best_tp = n_tp;
+                *best_counted = counted;
             }
         }
     }
@@ -170,7 +227,10 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
         double *out = &job->precision[(cell * n_t + t) * n_r * n_m + m];
         double envelope = -1.0;
         for (Py_ssize_t r = n_r - 1; r >= 0; r--) {
-            const double b = s->best[t * n_r + r];
+            const int64_t best_counted = s->best_counted[t * n_r + r];
+            const double b =
+                best_counted ? precision_of(s->best_tp[t * n_r + r], best_counted, job->eps)
+                             : -1.0;
             if (b > envelope) {
                 envelope = b;
             }
@@ -191,8 +251,19 @@ static void accumulate_all(const Job *job, Scratch *s)
                 top = job->rank[i] + 1;
             }
         }
-        for (Py_ssize_t a = 0; a < job->n_areas; a++) {
-            const int64_t n_gt = job->n_gt[k * job->n_areas + a];
+        const Py_ssize_t n_a = job->n_areas;
+        for (int64_t i = low; i < high; i++) {
+            const int64_t row = job->rows[i];
+            const uint64_t area = flag_at(job->area, job->area_size, row);
+            for (Py_ssize_t a = 0; a < n_a; a++) {
+                const Py_ssize_t at = a * (high - low) + (i - low);
+                s->inside[at] = (uint8_t)((area >> a) & 1);
+                s->matched[at] = flag_at(job->matched, job->flag_size, row * n_a + a);
+                s->ignored[at] = flag_at(job->ignored, job->flag_size, row * n_a + a);
+            }
+        }
+        for (Py_ssize_t a = 0; a < n_a; a++) {
+            const int64_t n_gt = job->n_gt[k * n_a + a];
             if (n_gt <= 0) {
                 continue;
             }
@@ -318,13 +389,24 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
             goto done;
         }
     }
+    int64_t largest = 0; /* the largest class */
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        if (job.starts[k + 1] - job.starts[k] > largest) {
+            largest = job.starts[k + 1] - job.starts[k];
+        }
+    }
+    const size_t cells = (size_t)largest * (size_t)n_a + 1;
     Scratch s;
+    s.matched = PyMem_Malloc(sizeof(uint64_t) * cells);
+    s.ignored = PyMem_Malloc(sizeof(uint64_t) * cells);
+    s.inside = PyMem_Malloc(cells);
     s.reach = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n_r + 1));
-    s.best = PyMem_Malloc(sizeof(double) * (size_t)(n_t * n_r + 1));
+    s.best_tp = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t * n_r + 1));
+    s.best_counted = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t * n_r + 1));
     s.tp = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t + 1));
     s.delta = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t + 1));
     s.level = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n_t + 1));
-    if (s.reach && s.best && s.tp && s.delta && s.level) {
+    if (s.matched && s.ignored && s.inside && s.reach && s.best_tp && s.best_counted && s.tp && s.delta && s.level) {
         Py_BEGIN_ALLOW_THREADS
         accumulate_all(&job, &s);
         Py_END_ALLOW_THREADS
@@ -333,8 +415,12 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
     } else {
         PyErr_NoMemory();
     }
+    PyMem_Free(s.matched);
+    PyMem_Free(s.ignored);
+    PyMem_Free(s.inside);
     PyMem_Free(s.reach);
-    PyMem_Free(s.best);
+    PyMem_Free(s.best_tp);
+    PyMem_Free(s.best_counted);
     PyMem_Free(s.tp);
     PyMem_Free(s.delta);
     PyMem_Free(s.level);
