@@ -19,7 +19,7 @@ from vocmatch.compiled import PURE_ENGINE_VARIABLE, kernels
 from vocmatch.core.protocol import PROTOCOL_NAMES, Conventions, protocol
 from vocmatch.evaluation.accumulate import ClassBits, CocoTables
 from vocmatch.evaluation.engine import evaluate_columns
-from vocmatch.evaluation.result import Evaluation
+from vocmatch.evaluation.result import Evaluation, ImageResult
 from vocmatch.readers.scan import columns_from_annotations
 
 
@@ -200,20 +200,24 @@ VARIANTS: dict[str, Conventions] = {
 
 
 def both_engines(
-    monkeypatch: pytest.MonkeyPatch, gt: Any, pred: Any, conventions: Conventions
+    monkeypatch: pytest.MonkeyPatch,
+    gt: Any,
+    pred: Any,
+    conventions: Conventions,
+    keep_matches: bool = True,
 ) -> tuple[Evaluation, Evaluation]:
     gt_columns, pred_columns = columns_from_annotations(gt), columns_from_annotations(pred)
     with monkeypatch.context() as patch:
         patch.setenv(PURE_ENGINE_VARIABLE, "1")
-        reference = evaluate_columns(gt_columns, pred_columns, conventions)
+        reference = evaluate_columns(gt_columns, pred_columns, conventions, keep_matches)
     with monkeypatch.context() as patch:
         patch.delenv(PURE_ENGINE_VARIABLE, raising=False)
-        compiled = evaluate_columns(gt_columns, pred_columns, conventions)
+        compiled = evaluate_columns(gt_columns, pred_columns, conventions, keep_matches)
     return reference, compiled
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     name=st.sampled_from(sorted(VARIANTS)),
@@ -221,6 +225,7 @@ def both_engines(
     images=st.integers(0, 12),
     unscored=st.sampled_from([0.0, 0.2, 1.0]),
     classes=st.sampled_from([("cat", "dog", "bird", "fish"), ("cat", "dog"), tuple("abcdefgh")]),
+    keep_matches=st.booleans(),
 )
 def test_evaluations_are_the_same_bits_with_and_without_the_kernels(
     kernel: ModuleType,
@@ -230,6 +235,7 @@ def test_evaluations_are_the_same_bits_with_and_without_the_kernels(
     images: int,
     unscored: float,
     classes: tuple[str, ...],
+    keep_matches: bool,
 ) -> None:
     """Every class's AP, curve and counts, the summary's numbers and each image's result,
     under every protocol: tied scores, crowd and difficult objects, predictions without a
@@ -238,7 +244,7 @@ def test_evaluations_are_the_same_bits_with_and_without_the_kernels(
     gt, pred = random_dataset(seed, images=images, classes=classes)
     if unscored:
         pred = without_scores(pred, share=unscored, seed=seed)
-    reference, compiled = both_engines(monkeypatch, gt, pred, VARIANTS[name])
+    reference, compiled = both_engines(monkeypatch, gt, pred, VARIANTS[name], keep_matches)
     assert_same_bits(reference, compiled)
 
 
@@ -249,3 +255,48 @@ def test_every_protocol_is_the_same_bits_with_and_without_the_kernels(
     gt, pred = random_dataset(7, images=25)
     reference, compiled = both_engines(monkeypatch, gt, pred, VARIANTS[name])
     assert_same_bits(reference, compiled)
+
+
+def image_arguments(n_images: int = 2) -> list[Any]:
+    """Valid arguments of ``image_results``: ``n_images`` images, one sweep threshold."""
+    return [
+        ImageResult, tuple(f.name for f in dataclasses.fields(ImageResult)),
+        np.zeros((n_images, 10), np.int64), np.full(n_images, np.nan),
+        [f"k{j}" for j in range(n_images)], [f"g{j}" for j in range(n_images)],
+        [None] * n_images, None, {}, lambda counted: counted,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("place", "value", "message"),
+    [
+        pytest.param(1, ("key",), "names: not the 13", id="names-short"),
+        pytest.param(2, np.zeros((2, 9), np.int64), "values: not", id="values-sweep-cut"),
+        pytest.param(2, np.zeros((2, 10), np.int32), "values: unexpected", id="values-int32"),
+        pytest.param(3, np.zeros(3), "values: not", id="mean-iou-long"),
+        pytest.param(4, ["k0"], "not one per image", id="keys-short"),
+        pytest.param(6, [None] * 3, "not one per image", id="pred-paths-long"),
+        pytest.param(7, [()], "not one per image", id="detail-short"),
+        pytest.param(7, 5, "detail: not a sequence", id="detail-not-sequence"),
+    ],
+)
+def test_image_results_refuses_arguments_it_would_read_past(
+    kernel: ModuleType, place: int, value: Any, message: str
+) -> None:
+    arguments = image_arguments()
+    arguments[place] = value
+    with pytest.raises((ValueError, TypeError), match=message):
+        kernel.image_results(*arguments)
+
+
+def test_image_results_are_made_as_the_dataclass_makes_them(kernel: ModuleType) -> None:
+    """Fields from the rows, NaN mean IoU as None, equal sweeps shared through the dict."""
+    arguments = image_arguments()
+    arguments[2] = np.array([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]] * 2, np.int64)
+    arguments[3] = np.array([0.5, np.nan])
+    first, second = kernel.image_results(*arguments)
+    assert first == ImageResult(
+        "k0", "g0", None, 1, 2, 3, 4, 5, 6, 0.5, (8, 9, 10), matches=(), pred_ignored=7
+    )
+    assert second.mean_iou is None and second.sweep is first.sweep
+    assert arguments[8] == {(8, 9, 10): (8, 9, 10)}

@@ -431,8 +431,167 @@ done:
     return result;
 }
 
+/* --- per-image results ----------------------------------------------------------------- */
+
+/* The fields image_results sets, in this order (ImageResult's, which the caller checks). */
+enum { F_KEY, F_GT_PATH, F_PRED_PATH, F_GT, F_GT_IGNORED, F_PRED, F_TP, F_FP, F_FN, F_MEAN_IOU,
+       F_SWEEP, F_MATCHES, F_PRED_IGNORED, N_FIELDS };
+/* Where each count field is in a row of the image counts (IMAGE_FIELDS' order). */
+static const int count_column[N_FIELDS] = {-1, -1, -1, 0, 1, 2, 3, 4, 5, -1, -1, -1, 6};
+#define N_COUNTS 7
+
+/* One image's result: a new instance of `cls` (object.__new__) with every field set as the
+ * dataclass's __init__ sets it (object.__setattr__), or NULL with an exception. */
+static PyObject *image_result(PyTypeObject *cls, PyObject *empty, PyObject *const *names,
+                              PyObject *const *values)
+{
+    PyObject *obj = PyBaseObject_Type.tp_new(cls, empty, NULL);
+    if (obj == NULL) {
+        return NULL;
+    }
+    for (int f = 0; f < N_FIELDS; f++) {
+        if (PyObject_GenericSetAttr(obj, names[f], values[f]) != 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+    }
+    return obj;
+}
+
+PyDoc_STRVAR(image_results_doc,
+"image_results(cls, names, values, mean_iou, keys, gt_paths, pred_paths, detail, sweeps,\n"
+"              make_sweep, /)\n"
+"--\n\n"
+"Each image's result as a list of `cls` instances: counts from the (I, 7 + 3 S) int64 rows\n"
+"of `values`, mean IoU from `mean_iou` (None for NaN), matches from `detail` (None: ()),\n"
+"and the sweep of a row's last 3 S counts from the dict `sweeps` (else `make_sweep` of\n"
+"their tuple, then kept there).");
+
+static PyObject *image_results(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cls, *names_obj, *values_obj, *iou_obj, *key_obj, *gt_obj, *pred_obj, *detail_obj;
+    PyObject *sweeps, *make_sweep;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOOO!O:image_results", &PyType_Type, &cls,
+                          &PyTuple_Type, &names_obj, &values_obj, &iou_obj, &key_obj, &gt_obj,
+                          &pred_obj, &detail_obj, &PyDict_Type, &sweeps, &make_sweep)) {
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(names_obj) != N_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "names: not the 13 fields");
+        return NULL;
+    }
+    PyObject *const *names = &PyTuple_GET_ITEM(names_obj, 0);
+    Py_buffer values_view, iou_view;
+    if (get_buffer(values_obj, &values_view, "values", 0, 8, 0) != 0) {
+        return NULL;
+    }
+    if (get_buffer(iou_obj, &iou_view, "mean_iou", 1, 0, 0) != 0) {
+        PyBuffer_Release(&values_view);
+        return NULL;
+    }
+    PyObject *result = NULL, *keys = NULL, *gt_paths = NULL, *pred_paths = NULL;
+    PyObject *detail = NULL, *empty = NULL;
+    const Py_ssize_t n = iou_view.len / 8;
+    keys = PySequence_Fast(key_obj, "keys: not a sequence");
+    gt_paths = keys ? PySequence_Fast(gt_obj, "gt_paths: not a sequence") : NULL;
+    pred_paths = gt_paths ? PySequence_Fast(pred_obj, "pred_paths: not a sequence") : NULL;
+    if (pred_paths == NULL) {
+        goto done;
+    }
+    if (detail_obj != Py_None) {
+        detail = PySequence_Fast(detail_obj, "detail: not a sequence");
+        if (detail == NULL) {
+            goto done;
+        }
+    }
+    const Py_ssize_t n_cols = n > 0 ? values_view.len / 8 / n : 0;
+    if (!check(values_view.len == n * n_cols * 8 &&
+                   (n == 0 || (n_cols >= N_COUNTS && (n_cols - N_COUNTS) % 3 == 0)),
+               "values: not (I, 7 + 3 S)") ||
+        !check(PySequence_Fast_GET_SIZE(keys) == n && PySequence_Fast_GET_SIZE(gt_paths) == n &&
+                   PySequence_Fast_GET_SIZE(pred_paths) == n &&
+                   (detail == NULL || PySequence_Fast_GET_SIZE(detail) == n),
+               "keys, gt_paths, pred_paths, detail: not one per image")) {
+        goto done;
+    }
+    empty = PyTuple_New(0);
+    result = empty ? PyList_New(n) : NULL;
+    if (result == NULL) {
+        goto done;
+    }
+    const int64_t *rows = values_view.buf;
+    const double *iou = iou_view.buf;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const int64_t *row = rows + j * n_cols;
+        PyObject *fields[N_FIELDS] = {NULL};
+        PyObject *counted = PyTuple_New(n_cols - N_COUNTS);
+        int failed = counted == NULL;
+        for (Py_ssize_t c = N_COUNTS; !failed && c < n_cols; c++) {
+            PyObject *count = PyLong_FromLongLong(row[c]);
+            failed = count == NULL;
+            if (!failed) {
+                PyTuple_SET_ITEM(counted, c - N_COUNTS, count);
+            }
+        }
+        if (!failed) {
+            PyObject *sweep = PyDict_GetItemWithError(sweeps, counted); /* borrowed */
+            if (sweep != NULL) {
+                Py_INCREF(sweep);
+            } else if (!PyErr_Occurred()) {
+                sweep = PyObject_CallOneArg(make_sweep, counted);
+                if (sweep != NULL && PyDict_SetItem(sweeps, counted, sweep) != 0) {
+                    Py_CLEAR(sweep);
+                }
+            }
+            fields[F_SWEEP] = sweep;
+            failed = sweep == NULL;
+        }
+        Py_XDECREF(counted);
+        for (int f = 0; !failed && f < N_FIELDS; f++) {
+            PyObject *value = NULL;
+            if (count_column[f] >= 0) {
+                value = PyLong_FromLongLong(row[count_column[f]]);
+            } else if (f == F_KEY) {
+                value = Py_NewRef(PySequence_Fast_GET_ITEM(keys, j));
+            } else if (f == F_GT_PATH) {
+                value = Py_NewRef(PySequence_Fast_GET_ITEM(gt_paths, j));
+            } else if (f == F_PRED_PATH) {
+                value = Py_NewRef(PySequence_Fast_GET_ITEM(pred_paths, j));
+            } else if (f == F_MEAN_IOU) {
+                value = iou[j] != iou[j] ? Py_NewRef(Py_None) : PyFloat_FromDouble(iou[j]);
+            } else if (f == F_MATCHES) {
+                value = Py_NewRef(detail ? PySequence_Fast_GET_ITEM(detail, j) : empty);
+            } else {
+                continue; /* the sweep, made above */
+            }
+            fields[f] = value;
+            failed = value == NULL;
+        }
+        PyObject *obj = failed ? NULL : image_result((PyTypeObject *)cls, empty, names, fields);
+        for (int f = 0; f < N_FIELDS; f++) {
+            Py_XDECREF(fields[f]);
+        }
+        if (obj == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, j, obj);
+    }
+done:
+    Py_XDECREF(empty);
+    Py_XDECREF(keys);
+    Py_XDECREF(gt_paths);
+    Py_XDECREF(pred_paths);
+    Py_XDECREF(detail);
+    PyBuffer_Release(&values_view);
+    PyBuffer_Release(&iou_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"coco_accumulate", coco_accumulate, METH_VARARGS, coco_accumulate_doc},
+    {"image_results", image_results, METH_VARARGS, image_results_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,7 +1,8 @@
 """The compiled accumulation (``fastaccumulate.c``), used by
 :mod:`vocmatch.evaluation.accumulate`."""
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,3 +24,20 @@ def coco_accumulate(
     recall: npt.NDArray[np.float64],
     /,
 ) -> None: ...
+
+_Result = TypeVar("_Result")
+_Sweep = TypeVar("_Sweep")
+
+def image_results(
+    cls: type[_Result],
+    names: tuple[str, ...],
+    values: npt.NDArray[np.int64],
+    mean_iou: npt.NDArray[np.float64],
+    keys: Sequence[str],
+    gt_paths: Sequence[str],
+    pred_paths: Sequence[str | None],
+    detail: Sequence[Any] | None,
+    sweeps: dict[tuple[int, ...], _Sweep],
+    make_sweep: Callable[[tuple[int, ...]], _Sweep],
+    /,
+) -> list[_Result]: ...

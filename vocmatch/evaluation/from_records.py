@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -278,7 +278,34 @@ def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
     )
 
 
+#: The fields the compiled kernel sets, in its order: ImageResult's (else numpy makes them).
+_IMAGE_RESULT_FIELDS = ("key", "gt_path", "pred_path", "gt", "gt_ignored", "pred", "tp", "fp",
+                        "fn", "mean_iou", "sweep", "matches", "pred_ignored")  # fmt: skip
+
+
 def _image_results(
+    records: MatchRecords, counts: ImageCounts, conv: Conventions
+) -> list[ImageResult]:
+    """Each image's result: in compiled code where it was built (the same objects)."""
+    kernel = kernels("vocmatch.evaluation.fastaccumulate")
+    if kernel is None or tuple(f.name for f in fields(ImageResult)) != _IMAGE_RESULT_FIELDS:
+        return _image_results_numpy(records, counts, conv)
+
+    def sweep_of(counted: tuple[int, ...]) -> tuple[SweepResult, ...]:
+        return tuple(
+            SweepResult(threshold, *counted[3 * s : 3 * s + 3])
+            for s, threshold in enumerate(conv.sweep_thresholds)
+        )
+
+    results: list[ImageResult] = kernel.image_results(
+        ImageResult, _IMAGE_RESULT_FIELDS, np.ascontiguousarray(counts.values, dtype=np.int64),
+        np.ascontiguousarray(counts.mean_iou, dtype=np.float64), records.keys,
+        records.gt_paths, records.pred_paths, records.detail, {}, sweep_of,
+    )  # fmt: skip
+    return results
+
+
+def _image_results_numpy(
     records: MatchRecords, counts: ImageCounts, conv: Conventions
 ) -> list[ImageResult]:
     values: list[list[int]] = counts.values.tolist()
