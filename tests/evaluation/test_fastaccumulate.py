@@ -5,6 +5,8 @@ under every protocol with and without ``VOCMATCH_PURE_ENGINE``."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
@@ -15,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.oracle import random_dataset, without_scores
-from vocmatch.compiled import PURE_ENGINE_VARIABLE, kernels
+from vocmatch.compiled import PURE_ENGINE_VARIABLE, active_engine, kernels
 from vocmatch.core.protocol import PROTOCOL_NAMES, Conventions, protocol
 from vocmatch.evaluation.accumulate import ClassBits, CocoTables
 from vocmatch.evaluation.engine import evaluate_columns
@@ -29,6 +31,21 @@ def kernel() -> ModuleType:
     if module is None:
         pytest.skip("the compiled accumulation is not built (or VOCMATCH_PURE_ENGINE is set)")
     return module
+
+
+def test_the_compiled_accumulation_is_built_where_a_compiler_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Installed where a C compiler works, the package has its compiled accumulation;
+    VOCMATCH_PURE_ENGINE=1 leaves it to numpy, unset or 0 selects it."""
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    name = "vocmatch.evaluation.fastaccumulate"
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "0")
+    assert active_engine(name) == "compiled"
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
+    assert active_engine(name) == "numpy"
+    assert kernels(name) is None
 
 
 def assert_same_bits(a: Any, b: Any, path: str = "evaluation") -> None:
