@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tests.oracle import random_dataset, without_scores
 from vocmatch.compiled import PURE_ENGINE_VARIABLE, active_engine, kernels
 from vocmatch.core.protocol import PROTOCOL_NAMES, Conventions, protocol
+from vocmatch.evaluation import from_records
 from vocmatch.evaluation.accumulate import ClassBits, CocoTables
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.result import Evaluation, ImageResult
@@ -265,10 +266,13 @@ def test_evaluations_are_the_same_bits_with_and_without_the_kernels(
     assert_same_bits(reference, compiled)
 
 
+@pytest.mark.parametrize("chunk", [1 << 21, 1], ids=["all-classes", "class-by-class"])
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_protocol_is_the_same_bits_with_and_without_the_kernels(
-    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch, name: str
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch, name: str, chunk: int
 ) -> None:
+    """Classes accumulated in one call, or in chunks of one class."""
+    monkeypatch.setattr(from_records, "COCO_TABLE_VALUES", chunk)
     gt, pred = random_dataset(7, images=25)
     reference, compiled = both_engines(monkeypatch, gt, pred, VARIANTS[name])
     assert_same_bits(reference, compiled)

@@ -7,7 +7,7 @@ once from the merged counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -53,7 +53,14 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
-__all__ = ["Findings", "class_rankings", "evaluation_of", "map_of", "ranking_score"]
+__all__ = [
+    "COCO_TABLE_VALUES",
+    "Findings",
+    "class_rankings",
+    "evaluation_of",
+    "map_of",
+    "ranking_score",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -150,6 +157,11 @@ def _classes(
     return list(classes), done
 
 
+#: Entries of the compiled accumulation's tables made at once (8 bytes each): classes are
+#: accumulated in chunks of at most this many precision values (one class at least).
+COCO_TABLE_VALUES = 1 << 21
+
+
 @dataclass(frozen=True, slots=True)
 class _Accumulated:
     """Each class's curve and AP values, pycocotools' 12 numbers (None outside the ``coco``
@@ -181,14 +193,25 @@ def _accumulated(
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
-    rankings: Iterable[tuple[FlagArray, FlagArray]] = class_rankings(records)
+    rankings = class_rankings(records)
     kernel = kernels("vocmatch.evaluation.fastaccumulate")
-    tables = None
-    if conv.summary == "coco" and kernel is not None:
-        rankings = list(rankings)
+    if conv.summary != "coco":
+        kernel = None
+    tables, chunk, first = None, 1, 0
+    every: list[tuple[FlagArray, FlagArray]] = []  # each class's ranking, for the kernel
+    if kernel is not None:
+        every = list(rankings)
+        rankings = iter(every)
         flags = (preds.area, preds.coco_matched, preds.coco_ignored)
-        tables = CocoTables.of(kernel, rankings, flags, records.coco_gt, n_t)
+        # Classes a chunk at a time, so that the tables stay small whatever the classes.
+        per_class = len(COCO_AREAS) * n_t * 101 * 3
+        chunk = max(1, COCO_TABLE_VALUES // per_class)
     for k, (ranked, rank) in enumerate(rankings):
+        if kernel is not None and k % chunk == 0:
+            first = k
+            tables = CocoTables.of(
+                kernel, every[k : k + chunk], flags, records.coco_gt[k : k + chunk], n_t
+            )
         bits = _class_bits(preds, ranked, rank, coco=tables is None)
         coco_ap = None
         if conv.summary == "coco":
@@ -200,7 +223,7 @@ def _accumulated(
                 if tables is None:
                     precision, recall = bits.coco_area(a, n_gt, n_t)
                 else:
-                    precision, recall = tables.precision[k, a], tables.recall[k, a]
+                    precision, recall = tables.precision[k - first, a], tables.recall[k - first, a]
                 summary.add(a, precision, recall)
                 if a == 0:
                     coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
