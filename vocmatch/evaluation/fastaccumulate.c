@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -143,7 +144,8 @@ static inline double precision_of(int64_t n_tp, int64_t counted, double eps)
  * for none), without dividing where it can: the rounding of the division is monotonic, so
  * the true positive of the highest exact ratio tp / (counted + eps) has the highest rounded
  * precision, and the block's maximum is the precision of that one. With counted >= 2, the
- * denominator counted + eps rounds to counted (eps is at most half its spacing), and the
+ * denominator counted + eps rounds to counted (eps, np.spacing(1) = 2**-52, is at most half
+ * its spacing, and a tie rounds to the even integer), and the
  * exact ratios compare as products of integers (below 2**62 where `exact`, every count
  * being below 2**31); with counted 1 (1 + eps is a double of its own) the two precisions
  * are computed and compared. */
@@ -176,7 +178,8 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
         }
     }
     const int64_t n = high - low;
-    const int exact = n < ((int64_t)1 << 31);
+    /* Integer comparisons of the ratios (see better()) hold for eps up to 2**-52. */
+    const int exact = n < ((int64_t)1 << 31) && job->eps >= 0.0 && job->eps <= DBL_EPSILON;
     /* The bits of the thresholds (a flag's other bits are not read). */
     const uint64_t mask = n_t >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_t) - 1);
     const int64_t *rank = job->rank + low;
