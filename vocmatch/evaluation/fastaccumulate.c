@@ -14,6 +14,9 @@
  * right: maxima are exact), 0 where r is never reached. Recall is n_tp / n_gt where some
  * prediction counts, else 0.
  *
+ * image_results makes each image's result (vocmatch.evaluation.result.ImageResult) from
+ * the count rows, as vocmatch/evaluation/from_records.py does in Python.
+ *
  * Safety: every length and index is checked before the computation (ValueError), which then
  * runs without the GIL over the caller's buffers; the only allocations are scratch arrays:
  * the largest class's flags (17 bytes per prediction and area range), and a few of
