@@ -1,7 +1,8 @@
-"""Build configuration for the compiled reader (everything else is in pyproject.toml).
+"""Build configuration for the compiled extensions (everything else is in pyproject.toml).
 
-The extension is optional: where no C compiler works, the build warns and the package
-installs without it, reading with the pure-Python fast reader (docs/compiled-reader.md).
+The extensions are optional: where no C compiler works, the build warns and the package
+installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md)
+and accumulating with numpy (docs/compiled-accumulation.md).
 """
 
 from setuptools import Extension, setup
@@ -12,6 +13,11 @@ setup(
             "vocmatch.readers.fastxml",
             sources=["vocmatch/readers/fastxml.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "vocmatch.evaluation.fastaccumulate",
+            sources=["vocmatch/evaluation/fastaccumulate.c"],
+            optional=True,
+        ),
     ]
 )

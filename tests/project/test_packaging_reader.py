@@ -24,9 +24,11 @@ FILE = (
 READ = (
     "import json, sys, vocmatch\n"
     "from vocmatch.readers import scan\n"
+    "from vocmatch.compiled import active_engine\n"
     "columns = scan.read_columns(sys.argv[1])\n"
     "print(json.dumps([vocmatch.__file__, scan.active_reader(), columns.boxes.tolist(),\n"
-    "    columns.scores.tolist(), columns.difficult.tolist(), list(columns.label_names)]))\n"
+    "    columns.scores.tolist(), columns.difficult.tolist(), list(columns.label_names),\n"
+    "    active_engine('vocmatch.evaluation.fastaccumulate')]))\n"
 )
 
 
@@ -79,7 +81,8 @@ def test_the_sdist_installs_with_and_without_a_compiler(
         if which(os.environ.get("CC", "cc")) is None:
             pytest.skip("no C compiler here")
     python = _fresh_venv(tmp_path / "venv")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VOCMATCH_PURE_READER")}
+    unset = ("PYTHONPATH", "VOCMATCH_PURE_READER", "VOCMATCH_PURE_ENGINE")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     if compiler != "default":
         env["CC"] = compiler
     install = subprocess.run(
@@ -89,17 +92,17 @@ def test_the_sdist_installs_with_and_without_a_compiler(
     )  # fmt: skip
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     if compiler != "default":
-        assert (
-            'building extension "vocmatch.readers.fastxml" failed'
-            in install.stdout + install.stderr
-        )
+        for extension in ("vocmatch.readers.fastxml", "vocmatch.evaluation.fastaccumulate"):
+            assert f'building extension "{extension}" failed' in install.stdout + install.stderr
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "a.xml").write_bytes(FILE)
     read = subprocess.run(
         [python, "-c", READ, str(tmp_path / "data")],
         capture_output=True, text=True, env=env, cwd=tmp_path, check=True,
     )  # fmt: skip
-    where, active, boxes, scores, difficult, names = json.loads(read.stdout)
+    where, active, boxes, scores, difficult, names, engine = json.loads(read.stdout)
     assert Path(where).is_relative_to(tmp_path / "venv")
     assert active == reader
+    # The compiled accumulation is built, or left to numpy, with the reader.
+    assert engine == ("compiled" if reader == "compiled" else "numpy")
     assert (boxes, scores, difficult, names) == ([[1.5, 2.0, 30.0, 40.0]], [0.25], [True], ["car"])

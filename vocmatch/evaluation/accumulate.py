@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "ClassBits",
     "ClassCounts",
     "ClassRanking",
+    "CocoTables",
     "class_members",
     "class_ranking",
     "class_results",
@@ -355,6 +357,59 @@ class ClassBits:
         hit_ignored = ((ignored[places] >> threshold.astype(ignored.dtype)) & 1).astype(bool)
         hits = _Hits(places, threshold, hit_ignored, out[places], n_t)
         return _coco_accumulate_sparse(n_gt, self.rank, out, hits)
+
+
+@dataclass(frozen=True, slots=True)
+class CocoTables:
+    """pycocotools' accumulation of every class in every area range, made in one call of
+    the compiled kernel (``fastaccumulate.c``): what :meth:`ClassBits.coco_area` gives for
+    each class and area range with ground truth, the same bits.
+
+    Attributes:
+        precision: ``(K, A, T, 101, 3)`` interpolated precision (cells of a class and area
+            range without ground truth are not set).
+        recall: ``(K, A, T, 3)`` recall.
+    """
+
+    precision: FloatArray
+    recall: FloatArray
+
+    @classmethod
+    def of(
+        cls,
+        kernel: ModuleType,
+        rankings: Sequence[tuple[IntArray, IntArray]],
+        flags: tuple[IntArray, IntArray, IntArray],
+        coco_gt: IntArray,
+        n_t: int,
+    ) -> CocoTables:
+        """The tables of every class.
+
+        Args:
+            kernel: The compiled module ``vocmatch.evaluation.fastaccumulate``.
+            rankings: Each class's predictions (rows of the flags) in its ranking, and each
+                one's rank in its image-class.
+            flags: ``(P,)`` area bits, ``(P, A)`` COCO matched and ignored bits (see
+                :class:`ClassBits`).
+            coco_gt: ``(K, A)`` ground truth that counts in each area range.
+            n_t: The AP thresholds.
+        """
+        area, matched, ignored = (np.ascontiguousarray(flag) for flag in flags)
+        n_k, n_a = len(rankings), matched.shape[1]
+        sizes = [rows.size for rows, _ in rankings]
+        starts = np.zeros(n_k + 1, dtype=np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        rows = np.concatenate([np.zeros(0, np.int64), *(rows for rows, _ in rankings)])
+        rank = np.concatenate([np.zeros(0, np.int64), *(rank for _, rank in rankings)])
+        precision = np.zeros((n_k, n_a, n_t, COCO_RECALL_THRESHOLDS.size, len(_MAX_DETS)))
+        recall = np.zeros((n_k, n_a, n_t, len(_MAX_DETS)))
+        kernel.coco_accumulate(
+            rows.astype(np.int64, copy=False), rank.astype(np.int64, copy=False), starts,
+            np.ascontiguousarray(coco_gt, dtype=np.int64).reshape(n_k, n_a),
+            COCO_RECALL_THRESHOLDS, np.asarray(_MAX_DETS, dtype=np.int64), area, matched,
+            ignored, n_t, n_a, float(np.spacing(1)), precision, recall,
+        )  # fmt: skip
+        return cls(precision, recall)
 
 
 #: Predictions a class-sorting pass takes at once (its temporaries are this long).

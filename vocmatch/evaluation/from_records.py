@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
 from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
     ClassBits,
+    CocoTables,
     class_members,
     class_results,
 )
@@ -51,7 +53,14 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
-__all__ = ["Findings", "class_rankings", "evaluation_of", "map_of", "ranking_score"]
+__all__ = [
+    "COCO_TABLE_VALUES",
+    "Findings",
+    "class_rankings",
+    "evaluation_of",
+    "map_of",
+    "ranking_score",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -148,6 +157,11 @@ def _classes(
     return list(classes), done
 
 
+#: Entries of the compiled accumulation's tables made at once (8 bytes each): classes are
+#: accumulated in chunks of at most this many precision values (one class at least).
+COCO_TABLE_VALUES = 1 << 21
+
+
 @dataclass(frozen=True, slots=True)
 class _Accumulated:
     """Each class's curve and AP values, pycocotools' 12 numbers (None outside the ``coco``
@@ -179,8 +193,26 @@ def _accumulated(
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
-    for k, (ranked, rank) in enumerate(class_rankings(records)):
-        bits = _class_bits(preds, ranked, rank)
+    rankings = class_rankings(records)
+    kernel = kernels("vocmatch.evaluation.fastaccumulate")
+    if conv.summary != "coco":
+        kernel = None
+    tables, chunk, first = None, 1, 0
+    every: list[tuple[FlagArray, FlagArray]] = []  # each class's ranking, for the kernel
+    if kernel is not None:
+        every = list(rankings)
+        rankings = iter(every)
+        flags = (preds.area, preds.coco_matched, preds.coco_ignored)
+        # Classes a chunk at a time, so that the tables stay small whatever the classes.
+        per_class = len(COCO_AREAS) * n_t * 101 * 3
+        chunk = max(1, COCO_TABLE_VALUES // per_class)
+    for k, (ranked, rank) in enumerate(rankings):
+        if kernel is not None and k % chunk == 0:
+            first = k
+            tables = CocoTables.of(
+                kernel, every[k : k + chunk], flags, records.coco_gt[k : k + chunk], n_t
+            )
+        bits = _class_bits(preds, ranked, rank, coco=tables is None)
         coco_ap = None
         if conv.summary == "coco":
             # pycocotools adds class by class to each area's numbers: class order is kept.
@@ -188,7 +220,10 @@ def _accumulated(
                 n_gt = int(records.coco_gt[k, a])
                 if n_gt == 0:
                     continue
-                precision, recall = bits.coco_area(a, n_gt, n_t)
+                if tables is None:
+                    precision, recall = bits.coco_area(a, n_gt, n_t)
+                else:
+                    precision, recall = tables.precision[k - first, a], tables.recall[k - first, a]
                 summary.add(a, precision, recall)
                 if a == 0:
                     coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
@@ -239,13 +274,20 @@ def ranking_score(preds: PredRecords, rows: FlagArray) -> FloatArray:
     return score
 
 
-def _class_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
-    """A class's predictions in its ranking (``ranked``, with their ``rank``)."""
-    # np.take: rows of the (P, A) flags, many times faster than indexing them with an array.
+def _class_bits(
+    preds: PredRecords, ranked: FlagArray, rank: FlagArray, *, coco: bool = True
+) -> ClassBits:
+    """A class's predictions in its ranking (``ranked``, with their ``rank``); without
+    ``coco``, no COCO flags (zero area ranges: the compiled kernel read them)."""
+    if coco:
+        # np.take: rows of the (P, A) flags, many times faster than indexing with an array.
+        coco_matched = np.take(preds.coco_matched, ranked, axis=0)
+        coco_ignored = np.take(preds.coco_ignored, ranked, axis=0)
+    else:
+        coco_matched = coco_ignored = np.zeros((ranked.size, 0), dtype=preds.coco_matched.dtype)
     return ClassBits(
         ranking_score(preds, ranked), rank, preds.matched[ranked], preds.ignored[ranked],
-        preds.area[ranked], np.take(preds.coco_matched, ranked, axis=0),
-        np.take(preds.coco_ignored, ranked, axis=0),
+        preds.area[ranked], coco_matched, coco_ignored,
     )  # fmt: skip
 
 
@@ -259,7 +301,34 @@ def _class_ap_reusable(conv: Conventions, beyond: bool) -> bool:
     )
 
 
+#: The fields the compiled kernel sets, in its order: ImageResult's (else numpy makes them).
+_IMAGE_RESULT_FIELDS = ("key", "gt_path", "pred_path", "gt", "gt_ignored", "pred", "tp", "fp",
+                        "fn", "mean_iou", "sweep", "matches", "pred_ignored")  # fmt: skip
+
+
 def _image_results(
+    records: MatchRecords, counts: ImageCounts, conv: Conventions
+) -> list[ImageResult]:
+    """Each image's result: in compiled code where it was built (the same objects)."""
+    kernel = kernels("vocmatch.evaluation.fastaccumulate")
+    if kernel is None or tuple(f.name for f in fields(ImageResult)) != _IMAGE_RESULT_FIELDS:
+        return _image_results_numpy(records, counts, conv)
+
+    def sweep_of(counted: tuple[int, ...]) -> tuple[SweepResult, ...]:
+        return tuple(
+            SweepResult(threshold, *counted[3 * s : 3 * s + 3])
+            for s, threshold in enumerate(conv.sweep_thresholds)
+        )
+
+    results: list[ImageResult] = kernel.image_results(
+        ImageResult, _IMAGE_RESULT_FIELDS, np.ascontiguousarray(counts.values, dtype=np.int64),
+        np.ascontiguousarray(counts.mean_iou, dtype=np.float64), records.keys,
+        records.gt_paths, records.pred_paths, records.detail, {}, sweep_of,
+    )  # fmt: skip
+    return results
+
+
+def _image_results_numpy(
     records: MatchRecords, counts: ImageCounts, conv: Conventions
 ) -> list[ImageResult]:
     values: list[list[int]] = counts.values.tolist()

@@ -98,9 +98,13 @@ def ultralytics_summary(
     # Each class's precision and recall over all its predictions, and the lowest confidence.
     p_all = np.zeros(len(with_gt))
     r_all = np.zeros(len(with_gt))
+    # Each class's detections in ranking order: a stable sort by class keeps that order (the
+    # same rows, in the same order, as a mask of the class would give).
+    by_class = np.argsort(label, kind="stable")
+    class_starts = np.searchsorted(label[by_class], np.arange(n_classes + 1))
     for row, k in enumerate(with_gt):
-        mine = label == k
-        if not mine.any():
+        mine = by_class[class_starts[k] : class_starts[k + 1]]
+        if mine.size == 0:
             continue
         hits = tp[mine]
         tp_sum = hits.cumsum(0)
