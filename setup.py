@@ -1,7 +1,9 @@
-"""Build configuration for the compiled reader (everything else is in pyproject.toml).
+"""Build configuration for the compiled reader and matching kernels (everything else is in
+pyproject.toml).
 
-The extension is optional: where no C compiler works, the build warns and the package
-installs without it, reading with the pure-Python fast reader (docs/compiled-reader.md).
+The extensions are optional: where no C compiler works, the build warns and the package
+installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md)
+and matching with numpy (docs/compiled-engine.md).
 """
 
 from setuptools import Extension, setup
@@ -12,6 +14,11 @@ setup(
             "vocmatch.readers.fastxml",
             sources=["vocmatch/readers/fastxml.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "vocmatch.core.fastmatch",
+            sources=["vocmatch/core/fastmatch.c"],
+            optional=True,
+        ),
     ]
 )

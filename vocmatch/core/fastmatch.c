@@ -1,0 +1,410 @@
+/* The compiled matching kernels: the same bits as the numpy matchers of vocmatch.core.match,
+ * used through vocmatch.core.match_kernels (which checks the arrays' dtypes and shapes).
+ *
+ *   - set_bits: each prediction's flag bits from matched pairs (threshold, prediction);
+ *   - ranked_flags: the "unmatched" (or "unmatched-first") rule of ranked predictions, with
+ *     one matching state per (ground-truth set, threshold): each set ignores its own ground
+ *     truth (COCO's area ranges), every set and threshold matched in one pass over the pairs;
+ *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), likewise;
+ *
+ * Safety: every index read from an array is checked against the length of what it indexes
+ * (ValueError otherwise) before any is used; the GIL is released around the loops.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef unsigned char u8;
+
+/* --- buffers ------------------------------------------------------------------------ */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static void release(Buf *b)
+{
+    if (b->held) {
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+    }
+}
+
+/* A C-contiguous buffer; `kind` 'i' a signed integer of 4 or 8 bytes, 'u' an integer of 1,
+ * 2, 4 or 8 bytes (flags), 'f' a float64, 'b' one byte a value (bool or uint8). */
+static int get(PyObject *obj, Buf *b, char kind, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
+        return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    Py_ssize_t s = b->view.itemsize;
+    int ok = 0;
+    switch (kind) {
+    case 'i':
+        ok = strchr("ilq", *f) && (s == 4 || s == 8);
+        break;
+    case 'u':
+        ok = strchr("bBhHiIlLqQ", *f) && (s == 1 || s == 2 || s == 4 || s == 8);
+        break;
+    case 'f':
+        ok = *f == 'd' && s == 8;
+        break;
+    case 'b':
+        ok = strchr("?bB", *f) && s == 1;
+        break;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: unexpected array type '%s' (itemsize %zd)", name,
+                     b->view.format ? b->view.format : "B", s);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static inline Py_ssize_t count(const Buf *b) { return b->view.len / b->view.itemsize; }
+
+static inline int64_t index_at(const Buf *b, Py_ssize_t i)
+{
+    if (b->view.itemsize == 4)
+        return ((const int32_t *)b->view.buf)[i];
+    return ((const int64_t *)b->view.buf)[i];
+}
+
+/* Every index of `b` lies in [0, n). */
+static int check_indices(const Buf *b, int64_t n, const char *name)
+{
+    Py_ssize_t k = count(b);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t v = index_at(b, i);
+        if (v < 0 || v >= n) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] = %lld is out of range [0, %lld)", name,
+                         i, (long long)v, (long long)n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline void or_bit(void *flags, Py_ssize_t size, Py_ssize_t at, int bit)
+{
+    uint64_t one = (uint64_t)1 << bit;
+    switch (size) {
+    case 1:
+        ((uint8_t *)flags)[at] |= (uint8_t)one;
+        break;
+    case 2:
+        ((uint16_t *)flags)[at] |= (uint16_t)one;
+        break;
+    case 4:
+        ((uint32_t *)flags)[at] |= (uint32_t)one;
+        break;
+    default:
+        ((uint64_t *)flags)[at] |= one;
+        break;
+    }
+}
+
+static inline int passes(double v, double t, int strict) { return strict ? v > t : v >= t; }
+
+/* --- set_bits ------------------------------------------------------------------------ */
+
+static PyObject *set_bits(PyObject *self, PyObject *args)
+{
+    PyObject *o_flags, *o_pred, *o_level;
+    if (!PyArg_ParseTuple(args, "OOO:set_bits", &o_flags, &o_pred, &o_level))
+        return NULL;
+    Buf flags = {0}, pred = {0}, level = {0};
+    PyObject *result = NULL;
+    if (get(o_flags, &flags, 'u', 1, "flags") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_level, &level, 'i', 0, "level") < 0)
+        goto done;
+    Py_ssize_t n = count(&pred);
+    if (count(&level) != n) {
+        PyErr_SetString(PyExc_ValueError, "pred and level differ in length");
+        goto done;
+    }
+    if (check_indices(&pred, count(&flags), "pred") < 0 ||
+        check_indices(&level, 8 * flags.view.itemsize, "level") < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        or_bit(flags.view.buf, flags.view.itemsize, (Py_ssize_t)index_at(&pred, i),
+               (int)index_at(&level, i));
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&flags);
+    release(&pred);
+    release(&level);
+    return result;
+}
+
+/* --- ranked_flags ---------------------------------------------------------------------- */
+
+/* The pairs of predictions [p_low, p_high), grouped by prediction (stable): `start` holds
+ * p_high - p_low + 1 offsets into `order`. */
+static int group_by_pred(const Buf *pred, int64_t p_low, int64_t p_high, Py_ssize_t **start,
+                         Py_ssize_t **order)
+{
+    Py_ssize_t k = count(pred), span = (Py_ssize_t)(p_high - p_low);
+    *start = PyMem_Calloc((size_t)span + 1, sizeof(Py_ssize_t));
+    *order = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
+    if (!*start || !*order) {
+        PyMem_Free(*start);
+        PyMem_Free(*order);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t *s = *start, *o = *order;
+    for (Py_ssize_t i = 0; i < k; i++)
+        s[index_at(pred, i) - p_low + 1]++;
+    for (Py_ssize_t j = 0; j < span; j++)
+        s[j + 1] += s[j];
+    /* Place each pair, then shift the offsets back. */
+    for (Py_ssize_t i = 0; i < k; i++)
+        o[s[index_at(pred, i) - p_low]++] = i;
+    for (Py_ssize_t j = span; j > 0; j--)
+        s[j] = s[j - 1];
+    s[0] = 0;
+    return 0;
+}
+
+static PyObject *ranked_flags(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt, *o_pred, *o_iou, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_matched,
+        *o_ignored;
+    int strict, first;
+    if (!PyArg_ParseTuple(args, "OOOOOOppOOO:ranked_flags", &o_gt, &o_pred, &o_iou, &o_ignore,
+                          &o_crowd, &o_thr, &strict, &first, &o_taken, &o_matched, &o_ignored))
+        return NULL;
+    Buf gt = {0}, pred = {0}, iou = {0}, ignore = {0}, crowd = {0}, thr = {0}, taken = {0},
+        matched = {0}, ignored = {0};
+    Py_ssize_t *start = NULL, *order = NULL;
+    PyObject *result = NULL;
+    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_taken, &taken, 'b', 1, "taken") < 0 ||
+        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
+        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
+        goto done;
+    Py_ssize_t k = count(&gt), n_gt = count(&crowd), n_t = count(&thr);
+    Py_ssize_t size = matched.view.itemsize;
+    if (count(&pred) != k || count(&iou) != k) {
+        PyErr_SetString(PyExc_ValueError, "gt, pred and iou differ in length");
+        goto done;
+    }
+    if (n_gt == 0 ? count(&ignore) != 0 : count(&ignore) % n_gt != 0) {
+        PyErr_SetString(PyExc_ValueError, "ignore is not (S, G)");
+        goto done;
+    }
+    Py_ssize_t n_sets = n_gt ? count(&ignore) / n_gt : 0;
+    if (n_t > 8 * size || ignored.view.itemsize != size || ignored.view.len != matched.view.len ||
+        count(&taken) != n_sets * n_t * n_gt || (n_sets && count(&matched) % n_sets != 0)) {
+        PyErr_SetString(PyExc_ValueError, "taken, matched or ignored do not fit");
+        goto done;
+    }
+    if (k == 0) {
+        Py_INCREF(Py_None);
+    result = Py_None;
+        goto done;
+    }
+    Py_ssize_t n_pred = n_sets ? count(&matched) / n_sets : 0;
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, n_pred, "pred") < 0)
+        goto done;
+    int64_t p_low = index_at(&pred, 0), p_high = p_low + 1;
+    for (Py_ssize_t i = 1; i < k; i++) {
+        int64_t p = index_at(&pred, i);
+        p_low = p < p_low ? p : p_low;
+        p_high = p >= p_high ? p + 1 : p_high;
+    }
+    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
+        goto done;
+    const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
+    const double *v_all = iou.view.buf, *th = thr.view.buf;
+    u8 *tk = taken.view.buf; /* (G, S, T) */
+    Py_ssize_t per_gt = n_sets * n_t;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t p = p_low; p < p_high; p++) {
+        Py_ssize_t a = start[p - p_low], b = start[p - p_low + 1];
+        if (a == b)
+            continue;
+        for (Py_ssize_t s = 0; s < n_sets; s++) {
+            const u8 *ign_s = ign + s * n_gt;
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                /* Counting ground truth over ignored, then higher IoU, then the later (or,
+                 * first on ties, the earlier) ground truth. */
+                int64_t best = -1;
+                int best_counts = 0;
+                double best_v = 0.0;
+                for (Py_ssize_t j = a; j < b; j++) {
+                    Py_ssize_t i = order[j];
+                    double v = v_all[i];
+                    if (!passes(v, th[t], strict))
+                        continue;
+                    int64_t g = index_at(&gt, i);
+                    if (tk[g * per_gt + s * n_t + t] && !cr[g])
+                        continue;
+                    int counts = !ign_s[g];
+                    if (best >= 0) {
+                        if (counts != best_counts) {
+                            if (counts < best_counts)
+                                continue;
+                        } else if (v != best_v) {
+                            if (v < best_v)
+                                continue;
+                        } else if (first ? g > best : g < best) {
+                            continue;
+                        }
+                    }
+                    best = g;
+                    best_counts = counts;
+                    best_v = v;
+                }
+                if (best < 0)
+                    continue;
+                tk[best * per_gt + s * n_t + t] = 1;
+                or_bit(matched.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
+                if (!best_counts)
+                    or_bit(ignored.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(start);
+    PyMem_Free(order);
+    release(&gt);
+    release(&pred);
+    release(&iou);
+    release(&ignore);
+    release(&crowd);
+    release(&thr);
+    release(&taken);
+    release(&matched);
+    release(&ignored);
+    return result;
+}
+
+/* --- devkit_flags ---------------------------------------------------------------------- */
+
+static PyObject *devkit_flags(PyObject *self, PyObject *args)
+{
+    PyObject *o_best_gt, *o_best_iou, *o_ignore, *o_thr, *o_matched, *o_ignored;
+    int strict;
+    if (!PyArg_ParseTuple(args, "OOOOpOO:devkit_flags", &o_best_gt, &o_best_iou, &o_ignore,
+                          &o_thr, &strict, &o_matched, &o_ignored))
+        return NULL;
+    Buf best_gt = {0}, best_iou = {0}, ignore = {0}, thr = {0}, matched = {0}, ignored = {0};
+    u8 *taken = NULL;
+    PyObject *result = NULL;
+    if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
+        get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
+        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
+        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
+        goto done;
+    Py_ssize_t n_pred = count(&best_gt), n_t = count(&thr), size = matched.view.itemsize;
+    Py_ssize_t n_sets = n_pred ? count(&matched) / n_pred : 0;
+    if (count(&best_iou) != n_pred || n_t > 8 * size || ignored.view.itemsize != size ||
+        ignored.view.len != matched.view.len || count(&matched) != n_sets * n_pred) {
+        PyErr_SetString(PyExc_ValueError, "best_gt, best_iou, matched or ignored do not fit");
+        goto done;
+    }
+    if (n_pred == 0 || n_sets == 0) {
+        Py_INCREF(Py_None);
+    result = Py_None;
+        goto done;
+    }
+    if (count(&ignore) % n_sets != 0) {
+        PyErr_SetString(PyExc_ValueError, "ignore is not (S, G)");
+        goto done;
+    }
+    Py_ssize_t n_gt = count(&ignore) / n_sets;
+    for (Py_ssize_t p = 0; p < n_pred; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < -1 || g >= n_gt) {
+            PyErr_Format(PyExc_ValueError, "best_gt[%zd] = %lld is out of range", p,
+                         (long long)g);
+            goto done;
+        }
+    }
+    taken = PyMem_Calloc((size_t)(n_gt * n_sets * n_t) + 1, 1);
+    if (!taken) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const u8 *ign = ignore.view.buf;
+    const double *v_all = best_iou.view.buf, *th = thr.view.buf;
+    Py_ssize_t per_gt = n_sets * n_t;
+    Py_BEGIN_ALLOW_THREADS
+    /* Predictions in index order: within an image-class, their ranking order. */
+    for (Py_ssize_t p = 0; p < n_pred; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < 0)
+            continue;
+        double v = v_all[p];
+        for (Py_ssize_t s = 0; s < n_sets; s++) {
+            int on_ignored = ign[s * n_gt + g];
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                if (!passes(v, th[t], strict))
+                    continue;
+                if (on_ignored) {
+                    or_bit(matched.view.buf, size, p * n_sets + s, (int)t);
+                    or_bit(ignored.view.buf, size, p * n_sets + s, (int)t);
+                    continue;
+                }
+                u8 *at = taken + g * per_gt + s * n_t + t;
+                if (*at)
+                    continue;
+                *at = 1;
+                or_bit(matched.view.buf, size, p * n_sets + s, (int)t);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(taken);
+    release(&best_gt);
+    release(&best_iou);
+    release(&ignore);
+    release(&thr);
+    release(&matched);
+    release(&ignored);
+    return result;
+}
+
+/* --- module ---------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"set_bits", set_bits, METH_VARARGS,
+     "set_bits(flags, pred, level): flags[pred[i]] |= 1 << level[i], for each i."},
+    {"ranked_flags", ranked_flags, METH_VARARGS,
+     "ranked_flags(gt, pred, iou, ignore, crowd, thresholds, strict, first, taken, matched, "
+     "ignored): the unmatched rule's matching of ranked pairs, one state per set and "
+     "threshold."},
+    {"devkit_flags", devkit_flags, METH_VARARGS,
+     "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
+     "devkit rule's matching, one state per set and threshold."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "fastmatch", "The compiled matching kernels (fastmatch.c).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit_fastmatch(void) { return PyModule_Create(&module); }
