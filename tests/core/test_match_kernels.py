@@ -161,3 +161,39 @@ def test_ranked_flags_refuses_float32_iou() -> None:
             np.zeros((1, 1, 4), dtype=bool), np.zeros((1, 1), dtype=np.uint8),
             np.zeros((1, 1), dtype=np.uint8),
         )  # fmt: skip
+
+
+_SCORES = st.sampled_from([0.0, -0.0, 0.3, 0.5, 0.9, 1e-300, -1e-300, 5e-324, -np.inf, np.inf])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_SCORES, st.integers(0, 5)), max_size=60),
+    st.sampled_from([1, 70_000, 1 << 40]),
+)
+def test_score_cell_order_equals_numpy_stable_sorts(
+    pairs: list[tuple[float, int]], spread: int
+) -> None:
+    """The orders of numpy's stable sort by descending score, and by cell then descending
+    score, ties (-0.0 and 0.0 among them) in index order."""
+    score = np.array([s for s, _ in pairs], dtype=np.float64)
+    cell = np.array([c * spread for _, c in pairs], dtype=np.int64)
+    by_score, order = match_kernels.score_cell_order(_kernels(), score, cell)
+    assert by_score.tolist() == np.argsort(-score, kind="stable").tolist()
+    assert order.tolist() == np.lexsort((-score, cell)).tolist()
+
+
+@pytest.mark.parametrize(
+    ("score", "cell", "message"),
+    [
+        pytest.param([0.5, np.nan], [0, 0], r"score\[1\] is NaN", id="nan-score"),
+        pytest.param([0.5], [-1], r"cell\[0\] = -1 is negative", id="negative-cell"),
+        pytest.param([0.5, 0.4], [0], "do not fit", id="lengths-differ"),
+    ],
+)
+def test_score_cell_order_refuses_what_it_cannot_order(
+    score: list[float], cell: list[int], message: str
+) -> None:
+    """A NaN score or a negative cell is a ValueError (the caller sorts those with numpy)."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.score_cell_order(_kernels(), np.array(score), np.array(cell))

@@ -6,6 +6,8 @@
  *     one matching state per (ground-truth set, threshold): each set ignores its own ground
  *     truth (COCO's area ranges), every set and threshold matched in one pass over the pairs;
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), likewise;
+ *   - score_cell_order: predictions in the stable order by descending score, and by cell,
+ *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
@@ -387,6 +389,128 @@ done:
     return result;
 }
 
+/* --- score_cell_order ------------------------------------------------------------------ */
+
+/* Stable LSD radix sort of (key, value) pairs on the key's low `bits` bits, 16 at a time;
+ * a pass where every key has the same digit is skipped. Returns the buffers holding the
+ * result (either the inputs or the spare ones). */
+static void radix_pairs(uint64_t **key, int64_t **value, uint64_t **key2, int64_t **value2,
+                        Py_ssize_t n, int bits, Py_ssize_t *hist)
+{
+    for (int shift = 0; shift < bits; shift += 16) {
+        memset(hist, 0, sizeof(Py_ssize_t) * 65537);
+        uint64_t *k = *key, *k2 = *key2;
+        int64_t *v = *value, *v2 = *value2;
+        for (Py_ssize_t i = 0; i < n; i++)
+            hist[((k[i] >> shift) & 0xFFFF) + 1]++;
+        int single = 0;
+        for (int d = 1; d <= 65536; d++) {
+            if (hist[d] == n)
+                single = 1;
+            hist[d] += hist[d - 1];
+        }
+        if (single)
+            continue;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t at = hist[(k[i] >> shift) & 0xFFFF]++;
+            k2[at] = k[i];
+            v2[at] = v[i];
+        }
+        *key = k2;
+        *key2 = k;
+        *value = v2;
+        *value2 = v;
+    }
+}
+
+/* A float64's bits as an unsigned key in the same order (no NaN; -0.0 as 0.0). */
+static inline uint64_t float_key(double x)
+{
+    uint64_t u;
+    if (x == 0.0)
+        x = 0.0;
+    memcpy(&u, &x, sizeof u);
+    return (u >> 63) ? ~u : (u | ((uint64_t)1 << 63));
+}
+
+static PyObject *score_cell_order(PyObject *self, PyObject *args)
+{
+    PyObject *o_score, *o_cell, *o_by_score, *o_order;
+    if (!PyArg_ParseTuple(args, "OOOO:score_cell_order", &o_score, &o_cell, &o_by_score,
+                          &o_order))
+        return NULL;
+    Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
+    uint64_t *k = NULL, *k2 = NULL;
+    int64_t *v = NULL, *v2 = NULL;
+    Py_ssize_t *hist = NULL;
+    PyObject *result = NULL;
+    if (get(o_score, &score, 'f', 0, "score") < 0 || get(o_cell, &cell, 'i', 0, "cell") < 0 ||
+        get(o_by_score, &by_score, 'i', 1, "by_score") < 0 ||
+        get(o_order, &order, 'i', 1, "order") < 0)
+        goto done;
+    Py_ssize_t n = count(&score);
+    if (count(&cell) != n || count(&by_score) != n || count(&order) != n ||
+        by_score.view.itemsize != 8 || order.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "score, cell, by_score and order do not fit");
+        goto done;
+    }
+    const double *sc = score.view.buf;
+    uint64_t cell_max = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (sc[i] != sc[i]) {
+            PyErr_Format(PyExc_ValueError, "score[%zd] is NaN", i);
+            goto done;
+        }
+        int64_t c = index_at(&cell, i);
+        if (c < 0) {
+            PyErr_Format(PyExc_ValueError, "cell[%zd] = %lld is negative", i, (long long)c);
+            goto done;
+        }
+        cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
+    }
+    size_t m = (size_t)(n ? n : 1);
+    k = PyMem_Malloc(m * sizeof *k);
+    k2 = PyMem_Malloc(m * sizeof *k2);
+    v = PyMem_Malloc(m * sizeof *v);
+    v2 = PyMem_Malloc(m * sizeof *v2);
+    hist = PyMem_Malloc(65537 * sizeof *hist);
+    if (!k || !k2 || !v || !v2 || !hist) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int cell_bits = 0;
+    while (cell_bits < 64 && (cell_max >> cell_bits))
+        cell_bits++;
+    int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Descending score, ties in index order. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        k[i] = ~float_key(sc[i]);
+        v[i] = i;
+    }
+    radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
+    memcpy(out_score, v, (size_t)n * sizeof *v);
+    /* Then by cell, stable: cell, descending score, index. */
+    for (Py_ssize_t i = 0; i < n; i++)
+        k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
+    radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
+    memcpy(out_order, v, (size_t)n * sizeof *v);
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(k);
+    PyMem_Free(k2);
+    PyMem_Free(v);
+    PyMem_Free(v2);
+    PyMem_Free(hist);
+    release(&score);
+    release(&cell);
+    release(&by_score);
+    release(&order);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -399,6 +523,9 @@ static PyMethodDef methods[] = {
     {"devkit_flags", devkit_flags, METH_VARARGS,
      "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
      "devkit rule's matching, one state per set and threshold."},
+    {"score_cell_order", score_cell_order, METH_VARARGS,
+     "score_cell_order(score, cell, by_score, order): by_score, the stable order by "
+     "descending score; order, by cell, then descending score, then index."},
     {NULL, NULL, 0, NULL},
 };
 

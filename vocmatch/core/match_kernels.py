@@ -12,6 +12,8 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
   and kept between calls, as :class:`~vocmatch.core.match.RankedMatcher` keeps its state.
 * :func:`devkit_set_flags`: the VOC devkit's rule (:func:`~vocmatch.core.match.match_devkit`)
   likewise.
+* :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
+  numpy's stable sorts give them.
 
 Ranked matching takes each prediction's pairs in the order of the predictions' indices:
 within an image-class, indices must follow the ranking (as the evaluation sorts them: by
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MODULE", "RangeMatcher", "devkit_set_flags", "flag_bits"]
+__all__ = ["MODULE", "RangeMatcher", "devkit_set_flags", "flag_bits", "score_cell_order"]
 
 #: The compiled module's full name, for :func:`vocmatch.compiled.kernels`.
 MODULE = "vocmatch.core.fastmatch"
@@ -144,3 +146,25 @@ def devkit_set_flags(
         ignored,
     )
     return matched, ignored
+
+
+def score_cell_order(
+    kernels: ModuleType, score: FloatArray, cell: IndexArray
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The orders of ``np.argsort(-score, kind="stable")`` and ``np.lexsort((-score, cell))``
+    (by cell, then descending score, ties in index order), by two stable radix sorts.
+
+    Args:
+        kernels: The compiled module.
+        score: ``(P,)`` scores, without NaN (-inf ranks last).
+        cell: ``(P,)`` non-negative cells.
+
+    Raises:
+        ValueError: A score is NaN, a cell negative, or the arrays differ in length.
+    """
+    by_score = np.empty(score.size, dtype=np.int64)
+    order = np.empty(score.size, dtype=np.int64)
+    kernels.score_cell_order(
+        np.ascontiguousarray(score, dtype=np.float64), _indices(cell), by_score, order
+    )
+    return by_score, order
