@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 from types import ModuleType
 
 import numpy as np
@@ -197,3 +198,40 @@ def test_score_cell_order_refuses_what_it_cannot_order(
     """A NaN score or a negative cell is a ValueError (the caller sorts those with numpy)."""
     with pytest.raises(ValueError, match=message):
         match_kernels.score_cell_order(_kernels(), np.array(score), np.array(cell))
+
+
+@st.composite
+def _shuffled_cells(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """:func:`_cells` with each image-class's ranking a random permutation and the pairs in
+    random order."""
+    gt, pred, iou, ignore, crowd, rank = draw(_cells())
+    rank = rank.copy()
+    starts = np.flatnonzero(rank == 0).tolist()  # each image-class's first prediction
+    for start, stop in itertools.pairwise([*starts, rank.size]):
+        rank[start:stop] = draw(st.permutations(list(range(stop - start))))
+    order = np.array(draw(st.permutations(list(range(gt.size)))), dtype=np.int64)
+    return gt[order], pred[order], iou[order], ignore, crowd, rank
+
+
+@settings(max_examples=300, deadline=None)
+@given(_shuffled_cells(), st.booleans(), st.booleans(), st.integers(1, 3))
+def test_compiled_ranked_matcher_gives_numpy_hits_in_order(
+    cells: tuple[np.ndarray, ...], strict: bool, first: bool, calls: int
+) -> None:
+    """:meth:`RankedMatcher.add` by the kernel gives the numpy code's matched pairs, in the
+    same order, over calls cut anywhere between whole predictions."""
+    gt, pred, iou, ignore, crowd, rank = cells
+    found = []
+    for pure in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", pure)
+            matcher = RankedMatcher(ignore.size, ignore, crowd, _THRESHOLDS, strict, first)
+        by_pred = np.argsort(pred, kind="stable")
+        cuts = np.searchsorted(pred[by_pred], np.linspace(0, rank.size, calls + 1)[1:-1])
+        for part in np.split(by_pred, cuts):
+            matcher.add(gt[part], pred[part].astype(np.int32), iou[part], rank)
+        found.append(matcher.hits())
+    numpy_hits, compiled_hits = found
+    for name in ("level", "pred", "gt", "iou"):
+        expected, actual = getattr(numpy_hits, name), getattr(compiled_hits, name)
+        assert (expected.dtype, expected.tolist()) == (actual.dtype, actual.tolist()), name

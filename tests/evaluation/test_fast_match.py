@@ -20,6 +20,7 @@ from vocmatch.core.protocol import PROTOCOLS, Conventions, protocol
 from vocmatch.evaluation import candidates
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
@@ -117,12 +118,17 @@ def assert_same(a: Any, b: Any, path: str = "records") -> None:
 def _both(
     gt: AnnotationSet, pred: AnnotationSet, conv: Conventions, asked: Asked
 ) -> tuple[MatchRecords, MatchRecords]:
+    """The records of both implementations; their matchings' pairs are the same, in order."""
     gt_columns, pred_columns = columns_from_annotations(gt), columns_from_annotations(pred)
     found = []
+    matched: list[MatchedColumns] = []
     for pure in ("1", "0"):
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(PURE_ENGINE_VARIABLE, pure)
-            found.append(match_records(gt_columns, pred_columns, conv, asked=asked))
+            taken = replace(asked, matched=matched.append)
+            found.append(match_records(gt_columns, pred_columns, conv, asked=taken))
+    for name in ("hit_threshold", "hit_pred", "hit_gt", "hit_iou", "pred_rank", "pred_rows"):
+        assert_same(getattr(matched[0], name), getattr(matched[1], name), name)
     return found[0], found[1]
 
 

@@ -5,6 +5,7 @@
  *   - ranked_flags: the "unmatched" (or "unmatched-first") rule of ranked predictions, with
  *     one matching state per (ground-truth set, threshold): each set ignores its own ground
  *     truth (COCO's area ranges), every set and threshold matched in one pass over the pairs;
+ *   - ranked_hits: that rule's matched pairs under one set, as RankedMatcher.add gives them;
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), likewise;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
  *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
@@ -298,6 +299,203 @@ done:
     return result;
 }
 
+/* --- ranked_hits ----------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t *level, *pred, *gt;
+    double *iou;
+    Py_ssize_t n, cap;
+} HitList;
+
+static int hit_push(HitList *h, int64_t t, int64_t p, int64_t g, double v)
+{
+    if (h->n == h->cap) {
+        Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
+        int64_t *a = PyMem_Realloc(h->level, (size_t)cap * sizeof(int64_t));
+        if (a)
+            h->level = a;
+        int64_t *b = a ? PyMem_Realloc(h->pred, (size_t)cap * sizeof(int64_t)) : NULL;
+        if (b)
+            h->pred = b;
+        int64_t *c = b ? PyMem_Realloc(h->gt, (size_t)cap * sizeof(int64_t)) : NULL;
+        if (c)
+            h->gt = c;
+        double *d = c ? PyMem_Realloc(h->iou, (size_t)cap * sizeof(double)) : NULL;
+        if (!d)
+            return -1;
+        h->iou = d;
+        h->cap = cap;
+    }
+    h->level[h->n] = t;
+    h->pred[h->n] = p;
+    h->gt[h->n] = g;
+    h->iou[h->n] = v;
+    h->n++;
+    return 0;
+}
+
+static void hit_free(HitList *h)
+{
+    PyMem_Free(h->level);
+    PyMem_Free(h->pred);
+    PyMem_Free(h->gt);
+    PyMem_Free(h->iou);
+}
+
+/* The "unmatched" rule's matched pairs, in the order RankedMatcher.add gives them: rank by
+ * rank (predictions of one rank in index order), each rank's pairs by threshold, then by
+ * prediction. */
+static PyObject *ranked_hits(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken;
+    int strict, first;
+    if (!PyArg_ParseTuple(args, "OOOOOOOppO:ranked_hits", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken))
+        return NULL;
+    Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
+        taken = {0};
+    Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
+    HitList out = {0}, run = {0};
+    PyObject *result = NULL;
+    int failed = 0;
+    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_rank, &rank, 'i', 0, "rank") < 0 ||
+        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_taken, &taken, 'b', 1, "taken") < 0)
+        goto done;
+    Py_ssize_t k = count(&gt), n_gt = count(&ignore), n_t = count(&thr);
+    if (count(&pred) != k || count(&iou) != k || count(&crowd) != n_gt ||
+        count(&taken) != n_t * n_gt) {
+        PyErr_SetString(PyExc_ValueError, "the pairs, ignore, crowd or taken do not fit");
+        goto done;
+    }
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, count(&rank), "pred") < 0)
+        goto done;
+    int64_t p_low = 0, p_high = 0;
+    if (k) {
+        p_low = index_at(&pred, 0);
+        p_high = p_low + 1;
+    }
+    for (Py_ssize_t i = 1; i < k; i++) {
+        int64_t p = index_at(&pred, i);
+        p_low = p < p_low ? p : p_low;
+        p_high = p >= p_high ? p + 1 : p_high;
+    }
+    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
+        goto done;
+    /* The predictions with pairs, by rank (stable: index order within a rank). */
+    Py_ssize_t span = (Py_ssize_t)(p_high - p_low), n_present = 0;
+    int64_t max_rank = 0;
+    for (Py_ssize_t j = 0; j < span; j++) {
+        if (start[j + 1] == start[j])
+            continue;
+        int64_t r = index_at(&rank, (Py_ssize_t)(j + p_low));
+        if (r < 0 || r >= PY_SSIZE_T_MAX / 2) {
+            PyErr_Format(PyExc_ValueError, "rank[%lld] = %lld is out of range",
+                         (long long)(j + p_low), (long long)r);
+            goto done;
+        }
+        max_rank = r > max_rank ? r : max_rank;
+        n_present++;
+    }
+    by_rank = PyMem_Malloc((size_t)(n_present ? n_present : 1) * sizeof(Py_ssize_t));
+    rank_count = PyMem_Calloc((size_t)max_rank + 2, sizeof(Py_ssize_t));
+    if (!by_rank || !rank_count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < span; j++)
+        if (start[j + 1] > start[j])
+            rank_count[index_at(&rank, (Py_ssize_t)(j + p_low)) + 1]++;
+    for (int64_t r = 0; r <= max_rank; r++)
+        rank_count[r + 1] += rank_count[r];
+    for (Py_ssize_t j = 0; j < span; j++)
+        if (start[j + 1] > start[j])
+            by_rank[rank_count[index_at(&rank, (Py_ssize_t)(j + p_low))]++] = j;
+    const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
+    const double *v_all = iou.view.buf, *th = thr.view.buf;
+    u8 *tk = taken.view.buf; /* (T, G) */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = 0; q < n_present && !failed;) {
+        int64_t r = index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low));
+        run.n = 0;
+        for (; q < n_present && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r; q++) {
+            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                int64_t best = -1;
+                int best_counts = 0;
+                double best_v = 0.0;
+                for (Py_ssize_t m = a; m < b; m++) {
+                    Py_ssize_t i = order[m];
+                    double v = v_all[i];
+                    if (!passes(v, th[t], strict))
+                        continue;
+                    int64_t g = index_at(&gt, i);
+                    if (tk[t * n_gt + g] && !cr[g])
+                        continue;
+                    int counts = !ign[g];
+                    if (best >= 0) {
+                        if (counts != best_counts) {
+                            if (counts < best_counts)
+                                continue;
+                        } else if (v != best_v) {
+                            if (v < best_v)
+                                continue;
+                        } else if (first ? g > best : g < best) {
+                            continue;
+                        }
+                    }
+                    best = g;
+                    best_counts = counts;
+                    best_v = v;
+                }
+                if (best < 0)
+                    continue;
+                tk[t * n_gt + best] = 1;
+                if (hit_push(&run, t, j + p_low, best, best_v) < 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+        }
+        /* The rank's pairs by threshold, then prediction (recorded by prediction). */
+        for (Py_ssize_t t = 0; t < n_t && !failed; t++)
+            for (Py_ssize_t h = 0; h < run.n; h++)
+                if (run.level[h] == t &&
+                    hit_push(&out, t, run.pred[h], run.gt[h], run.iou[h]) < 0) {
+                    failed = 1;
+                    break;
+                }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue(
+        "(y#y#y#y#)", (const char *)out.level, out.n * (Py_ssize_t)sizeof(int64_t),
+        (const char *)out.pred, out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.gt,
+        out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.iou,
+        out.n * (Py_ssize_t)sizeof(double));
+done:
+    hit_free(&out);
+    hit_free(&run);
+    PyMem_Free(start);
+    PyMem_Free(order);
+    PyMem_Free(by_rank);
+    PyMem_Free(rank_count);
+    release(&gt);
+    release(&pred);
+    release(&iou);
+    release(&rank);
+    release(&ignore);
+    release(&crowd);
+    release(&thr);
+    release(&taken);
+    return result;
+}
+
 /* --- devkit_flags ---------------------------------------------------------------------- */
 
 static PyObject *devkit_flags(PyObject *self, PyObject *args)
@@ -520,6 +718,10 @@ static PyMethodDef methods[] = {
      "ranked_flags(gt, pred, iou, ignore, crowd, thresholds, strict, first, taken, matched, "
      "ignored): the unmatched rule's matching of ranked pairs, one state per set and "
      "threshold."},
+    {"ranked_hits", ranked_hits, METH_VARARGS,
+     "ranked_hits(gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken): the "
+     "unmatched rule's matched pairs (level, pred, gt, iou as bytes), in RankedMatcher.add's "
+     "order."},
     {"devkit_flags", devkit_flags, METH_VARARGS,
      "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
      "devkit rule's matching, one state per set and threshold."},

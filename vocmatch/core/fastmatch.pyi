@@ -29,3 +29,16 @@ def devkit_flags(
     /,
 ) -> None: ...
 def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def ranked_hits(
+    gt: Any,
+    pred: Any,
+    iou: Any,
+    rank: Any,
+    ignore: Any,
+    crowd: Any,
+    thresholds: Any,
+    strict: bool,
+    first: bool,
+    taken: Any,
+    /,
+) -> tuple[bytes, bytes, bytes, bytes]: ...

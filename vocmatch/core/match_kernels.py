@@ -10,6 +10,8 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
   predictions, with one matching state per ground-truth set (each ignoring ground truth of
   its own: COCO's area ranges) and threshold, every state matched in one pass over the pairs
   and kept between calls, as :class:`~vocmatch.core.match.RankedMatcher` keeps its state.
+* :class:`~vocmatch.core.match.RankedMatcher` calls ``ranked_hits`` itself: the same rule
+  under the matcher's one set, its matched pairs in the order its numpy code gives them.
 * :func:`devkit_set_flags`: the VOC devkit's rule (:func:`~vocmatch.core.match.match_devkit`)
   likewise.
 * :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
@@ -28,7 +30,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MODULE", "RangeMatcher", "devkit_set_flags", "flag_bits", "score_cell_order"]
+__all__ = [
+    "MODULE",
+    "RangeMatcher",
+    "devkit_set_flags",
+    "flag_bits",
+    "index_array",
+    "score_cell_order",
+]
 
 #: The compiled module's full name, for :func:`vocmatch.compiled.kernels`.
 MODULE = "vocmatch.core.fastmatch"
@@ -39,7 +48,7 @@ BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
 
 
-def _indices(values: IndexArray) -> IndexArray:
+def index_array(values: IndexArray) -> IndexArray:
     """``values`` as a contiguous int32 or int64 array (no copy where it is one)."""
     if values.dtype in (np.int32, np.int64):
         return np.ascontiguousarray(values)
@@ -55,7 +64,7 @@ def flag_bits(
         ValueError: A prediction or level is out of range.
     """
     bits = np.zeros(n_pred, dtype=dtype)
-    kernels.set_bits(bits, _indices(pred), _indices(level))
+    kernels.set_bits(bits, index_array(pred), index_array(level))
     return bits
 
 
@@ -109,7 +118,7 @@ class RangeMatcher:
             ValueError: An index is out of range, or the arrays differ in length.
         """
         self._kernels.ranked_flags(
-            _indices(gt), _indices(pred), np.ascontiguousarray(iou, dtype=np.float64),
+            index_array(gt), index_array(pred), np.ascontiguousarray(iou, dtype=np.float64),
             self._ignore, self._crowd, self._thresholds, self._strict, self._first,
             self._taken, self.matched, self.ignored,
         )  # fmt: skip
@@ -137,7 +146,7 @@ def devkit_set_flags(
     matched = np.zeros((n_pred, n_sets), dtype=dtype)
     ignored = np.zeros((n_pred, n_sets), dtype=dtype)
     kernels.devkit_flags(
-        _indices(best_gt),
+        index_array(best_gt),
         np.ascontiguousarray(best_iou, dtype=np.float64),
         np.ascontiguousarray(ignore, dtype=bool),
         np.ascontiguousarray(thresholds, dtype=np.float64),
@@ -165,6 +174,6 @@ def score_cell_order(
     by_score = np.empty(score.size, dtype=np.int64)
     order = np.empty(score.size, dtype=np.int64)
     kernels.score_cell_order(
-        np.ascontiguousarray(score, dtype=np.float64), _indices(cell), by_score, order
+        np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order
     )
     return by_score, order

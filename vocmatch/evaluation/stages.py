@@ -302,6 +302,7 @@ def _sort_predictions(
     # every class's ranking: two radix sorts where the kernels are built, else numpy's.
     fast = kernels(match_kernels.MODULE)
     by_score: IntArray
+    p_order: IntArray
     if fast is not None and not np.isnan(score).any():
         by_score, p_order = match_kernels.score_cell_order(fast, score, image * n_k + label)
     else:
