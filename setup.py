@@ -1,8 +1,9 @@
 """Build configuration for the compiled extensions (everything else is in pyproject.toml).
 
 The extensions are optional: where no C compiler works, the build warns and the package
-installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md)
-and accumulating with numpy (docs/compiled-accumulation.md).
+installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md),
+matching with numpy (docs/compiled-matching.md) and accumulating with numpy
+(docs/compiled-accumulation.md). The results are the same bits either way.
 """
 
 from setuptools import Extension, setup
@@ -12,6 +13,11 @@ setup(
         Extension(
             "vocmatch.readers.fastxml",
             sources=["vocmatch/readers/fastxml.c"],
+            optional=True,
+        ),
+        Extension(
+            "vocmatch.core.fastmatch",
+            sources=["vocmatch/core/fastmatch.c"],
             optional=True,
         ),
         Extension(

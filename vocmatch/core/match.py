@@ -42,10 +42,14 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 
 __all__ = [
     "ClassMatch",
@@ -107,6 +111,8 @@ class RankedMatcher:
     Pairs can be given in several calls (:meth:`add`, :meth:`add_block`): each call holds
     every pair of its predictions, and a prediction comes after the higher-ranked ones of its
     image-class. Which ground truth is taken at each threshold is kept between calls.
+    Where the compiled kernels are built (:mod:`vocmatch.core.match_kernels`), :meth:`add`
+    runs in C and gives the same pairs in the same order; :meth:`add_block` stays numpy.
 
     Args:
         n_gt: Ground truth in all.
@@ -135,6 +141,8 @@ class RankedMatcher:
         self._strict = strict
         self._taken = np.zeros((thresholds.size, n_gt), dtype=bool)
         self._hits: list[Hits] = []
+        # The compiled kernel of :meth:`add`, where built (vocmatch.core.match_kernels).
+        self._kernels = kernels(match_kernels.MODULE)
 
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray, rank: IndexArray) -> None:
         """Match predictions given as pairs.
@@ -145,6 +153,9 @@ class RankedMatcher:
             iou: ``(K,)`` IoU of each pair.
             rank: Each prediction's place in its image-class's ranking, indexed by ``pred``.
         """
+        if self._kernels is not None:
+            self._add_compiled(self._kernels, gt, pred, iou, rank)
+            return
         lowest = _passes(iou, self._lowest, self._strict)  # none without thresholds
         g_all, p_all, v_all = gt[lowest], pred[lowest], iou[lowest]
         r_all = rank[p_all]
@@ -172,6 +183,34 @@ class RankedMatcher:
             t_win, pos_win = t_index[last], position[last]
             taken[t_win, g[pos_win]] = True
             self._hits.append(Hits(t_win, p[pos_win], g[pos_win], v[pos_win]))
+
+    def _add_compiled(
+        self,
+        fast: ModuleType,
+        gt: IndexArray,
+        pred: IndexArray,
+        iou: FloatArray,
+        rank: IndexArray,
+    ) -> None:
+        """:meth:`add` by the compiled kernel ``fast``: the same pairs, in the same order."""
+        index = match_kernels.index_array
+        found = fast.ranked_hits(
+            index(gt), index(pred), np.ascontiguousarray(iou, dtype=np.float64), index(rank),
+            np.ascontiguousarray(self._ignore, dtype=bool),
+            np.ascontiguousarray(self._crowd, dtype=bool),
+            np.ascontiguousarray(self._thresholds, dtype=np.float64), self._strict,
+            self._first, self._taken,
+        )  # fmt: skip
+        level, preds, gts, ious = found
+        if level:
+            self._hits.append(
+                Hits(
+                    np.frombuffer(level, dtype=np.int64),
+                    np.frombuffer(preds, dtype=np.int64),
+                    np.frombuffer(gts, dtype=np.int64),
+                    np.frombuffer(ious, dtype=np.float64),
+                )
+            )
 
     def add_block(self, iou: FloatArray, gt_start: int, pred_start: int) -> None:
         """Match a run of one image-class's predictions against all of its ground truth.

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.match import Hits, RankedMatcher
 from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
@@ -297,9 +299,15 @@ def _sort_predictions(
     """
     n_k = n_classes
     # One stable sort by descending score (ties in file order) serves the order below and
-    # every class's ranking.
-    by_score: IntArray = np.argsort(-score, kind="stable")
-    p_order = _cell_score_order(image * n_k + label, score, by_score)
+    # every class's ranking: two radix sorts where the kernels are built, else numpy's.
+    fast = kernels(match_kernels.MODULE)
+    by_score: IntArray
+    p_order: IntArray
+    if fast is not None and not np.isnan(score).any():
+        by_score, p_order = match_kernels.score_cell_order(fast, score, image * n_k + label)
+    else:
+        by_score = np.argsort(-score, kind="stable")
+        p_order = _cell_score_order(image * n_k + label, score, by_score)
     # Indices are held as int32 (half the memory of a large set); cells stay int64.
     rows_all = rows[p_order].astype(np.int32)
     # The score order in terms of the sorted arrays below.

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.match import Hits
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
@@ -25,6 +27,7 @@ from vocmatch.evaluation.calibration_inputs import CalibrationInputs, calibratio
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.preparation import prepare_columns
+from vocmatch.evaluation.range_flags import range_flags
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -376,7 +379,9 @@ def _area_flags(
     prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None], match: bool
 ) -> _AreaFlags:
     """Each area range matched again (unless not ``match``: no prediction then has a flag),
-    as pycocotools matches it, with the ground truth outside the range ignored."""
+    as pycocotools matches it, with the ground truth outside the range ignored: every range
+    in one pass by the compiled kernels (:mod:`vocmatch.evaluation.range_flags`) where they
+    are built and match the protocol, else range by range with numpy."""
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     n_pred = pred.label.size
     inside = np.zeros(n_pred, dtype=np.uint8)
@@ -387,14 +392,27 @@ def _area_flags(
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    own = _ap_places(prepared)
-    for a in range(n_areas):
-        stage(f"COCO area {AREA_NAMES[a]}")
-        low, high = COCO_AREAS[a]
-        ignore = gt.ignore | (areas.gt < low) | (areas.gt > high)
+    ignores = [gt.ignore | (areas.gt < low) | (areas.gt > high) for low, high in COCO_AREAS]
+    for a, ignore in enumerate(ignores[:n_areas]):
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
-        if not match:
-            continue
+    if not match or not n_areas:
+        for name in AREA_NAMES[:n_areas]:
+            stage(f"COCO area {name}")
+        return _AreaFlags(inside, matched, ignored, gt_counting)
+    # Every range in one pass, where the compiled kernels match this protocol.
+    fast = kernels(match_kernels.MODULE)
+    stage(f"COCO area {AREA_NAMES[0]}")
+    flags = None
+    if fast is not None:
+        flags = range_flags(fast, prepared, paired, np.stack(ignores[:n_areas]), matched.dtype)
+    if flags is not None:
+        for name in AREA_NAMES[1:n_areas]:
+            stage(f"COCO area {name}")
+        return _AreaFlags(inside, flags[0], flags[1], gt_counting)
+    own = _ap_places(prepared)
+    for a, ignore in enumerate(ignores[:n_areas]):
+        if a:
+            stage(f"COCO area {AREA_NAMES[a]}")
         found = _range_hits(prepared, paired, ignore, own)
         hit_pred, hit_t, hit_gt = found.pred, found.level, found.gt
         hit_ignored = ignore[hit_gt]
@@ -501,6 +519,9 @@ def _pred_records(
 def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: int) -> FlagArray:
     """``(P,)`` bit ``t`` set where a prediction has a pair at threshold ``t`` (of
     ``n_bits``), in :func:`flag_dtype`."""
+    fast = kernels(match_kernels.MODULE)
+    if fast is not None:
+        return match_kernels.flag_bits(fast, pred, level, n_pred, flag_dtype(n_bits))
     bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
     # One threshold at a time (a prediction twice there sets the same bit).
     for t in np.unique(level).tolist():

@@ -1,0 +1,739 @@
+/* The compiled matching kernels: the same bits as the numpy matchers of vocmatch.core.match,
+ * used through vocmatch.core.match_kernels (which checks the arrays' dtypes and shapes).
+ *
+ *   - set_bits: each prediction's flag bits from matched pairs (threshold, prediction);
+ *   - ranked_flags: the "unmatched" (or "unmatched-first") rule of ranked predictions, with
+ *     one matching state per (ground-truth set, threshold): each set ignores its own ground
+ *     truth (COCO's area ranges), every set and threshold matched in one pass over the pairs;
+ *   - ranked_hits: that rule's matched pairs under one set, as RankedMatcher.add gives them;
+ *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), likewise;
+ *   - score_cell_order: predictions in the stable order by descending score, and by cell,
+ *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
+ *
+ * Safety: every index read from an array is checked against the length of what it indexes
+ * (ValueError otherwise) before any is used; the GIL is released around the loops.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef unsigned char u8;
+
+/* --- buffers ------------------------------------------------------------------------ */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static void release(Buf *b)
+{
+    if (b->held) {
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+    }
+}
+
+/* A C-contiguous buffer; `kind` 'i' a signed integer of 4 or 8 bytes, 'u' an integer of 1,
+ * 2, 4 or 8 bytes (flags), 'f' a float64, 'b' one byte a value (bool or uint8). */
+static int get(PyObject *obj, Buf *b, char kind, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
+        return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    Py_ssize_t s = b->view.itemsize;
+    int ok = 0;
+    switch (kind) {
+    case 'i':
+        ok = strchr("ilq", *f) && (s == 4 || s == 8);
+        break;
+    case 'u':
+        ok = strchr("bBhHiIlLqQ", *f) && (s == 1 || s == 2 || s == 4 || s == 8);
+        break;
+    case 'f':
+        ok = *f == 'd' && s == 8;
+        break;
+    case 'b':
+        ok = strchr("?bB", *f) && s == 1;
+        break;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: unexpected array type '%s' (itemsize %zd)", name,
+                     b->view.format ? b->view.format : "B", s);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static inline Py_ssize_t count(const Buf *b) { return b->view.len / b->view.itemsize; }
+
+static inline int64_t index_at(const Buf *b, Py_ssize_t i)
+{
+    if (b->view.itemsize == 4)
+        return ((const int32_t *)b->view.buf)[i];
+    return ((const int64_t *)b->view.buf)[i];
+}
+
+/* Every index of `b` lies in [0, n). */
+static int check_indices(const Buf *b, int64_t n, const char *name)
+{
+    Py_ssize_t k = count(b);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t v = index_at(b, i);
+        if (v < 0 || v >= n) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] = %lld is out of range [0, %lld)", name,
+                         i, (long long)v, (long long)n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline void or_bit(void *flags, Py_ssize_t size, Py_ssize_t at, int bit)
+{
+    uint64_t one = (uint64_t)1 << bit;
+    switch (size) {
+    case 1:
+        ((uint8_t *)flags)[at] |= (uint8_t)one;
+        break;
+    case 2:
+        ((uint16_t *)flags)[at] |= (uint16_t)one;
+        break;
+    case 4:
+        ((uint32_t *)flags)[at] |= (uint32_t)one;
+        break;
+    default:
+        ((uint64_t *)flags)[at] |= one;
+        break;
+    }
+}
+
+static inline int passes(double v, double t, int strict) { return strict ? v > t : v >= t; }
+
+/* --- set_bits ------------------------------------------------------------------------ */
+
+static PyObject *set_bits(PyObject *self, PyObject *args)
+{
+    PyObject *o_flags, *o_pred, *o_level;
+    if (!PyArg_ParseTuple(args, "OOO:set_bits", &o_flags, &o_pred, &o_level))
+        return NULL;
+    Buf flags = {0}, pred = {0}, level = {0};
+    PyObject *result = NULL;
+    if (get(o_flags, &flags, 'u', 1, "flags") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_level, &level, 'i', 0, "level") < 0)
+        goto done;
+    Py_ssize_t n = count(&pred);
+    if (count(&level) != n) {
+        PyErr_SetString(PyExc_ValueError, "pred and level differ in length");
+        goto done;
+    }
+    if (check_indices(&pred, count(&flags), "pred") < 0 ||
+        check_indices(&level, 8 * flags.view.itemsize, "level") < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        or_bit(flags.view.buf, flags.view.itemsize, (Py_ssize_t)index_at(&pred, i),
+               (int)index_at(&level, i));
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&flags);
+    release(&pred);
+    release(&level);
+    return result;
+}
+
+/* --- ranked_flags ---------------------------------------------------------------------- */
+
+/* The pairs of predictions [p_low, p_high), grouped by prediction (stable): `start` holds
+ * p_high - p_low + 1 offsets into `order`. */
+static int group_by_pred(const Buf *pred, int64_t p_low, int64_t p_high, Py_ssize_t **start,
+                         Py_ssize_t **order)
+{
+    Py_ssize_t k = count(pred), span = (Py_ssize_t)(p_high - p_low);
+    *start = PyMem_Calloc((size_t)span + 1, sizeof(Py_ssize_t));
+    *order = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
+    if (!*start || !*order) {
+        PyMem_Free(*start);
+        PyMem_Free(*order);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t *s = *start, *o = *order;
+    for (Py_ssize_t i = 0; i < k; i++)
+        s[index_at(pred, i) - p_low + 1]++;
+    for (Py_ssize_t j = 0; j < span; j++)
+        s[j + 1] += s[j];
+    /* Place each pair, then shift the offsets back. */
+    for (Py_ssize_t i = 0; i < k; i++)
+        o[s[index_at(pred, i) - p_low]++] = i;
+    for (Py_ssize_t j = span; j > 0; j--)
+        s[j] = s[j - 1];
+    s[0] = 0;
+    return 0;
+}
+
+static PyObject *ranked_flags(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt, *o_pred, *o_iou, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_matched,
+        *o_ignored;
+    int strict, first;
+    if (!PyArg_ParseTuple(args, "OOOOOOppOOO:ranked_flags", &o_gt, &o_pred, &o_iou, &o_ignore,
+                          &o_crowd, &o_thr, &strict, &first, &o_taken, &o_matched, &o_ignored))
+        return NULL;
+    Buf gt = {0}, pred = {0}, iou = {0}, ignore = {0}, crowd = {0}, thr = {0}, taken = {0},
+        matched = {0}, ignored = {0};
+    Py_ssize_t *start = NULL, *order = NULL;
+    PyObject *result = NULL;
+    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_taken, &taken, 'b', 1, "taken") < 0 ||
+        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
+        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
+        goto done;
+    Py_ssize_t k = count(&gt), n_gt = count(&crowd), n_t = count(&thr);
+    Py_ssize_t size = matched.view.itemsize;
+    if (count(&pred) != k || count(&iou) != k) {
+        PyErr_SetString(PyExc_ValueError, "gt, pred and iou differ in length");
+        goto done;
+    }
+    if (n_gt == 0 ? count(&ignore) != 0 : count(&ignore) % n_gt != 0) {
+        PyErr_SetString(PyExc_ValueError, "ignore is not (S, G)");
+        goto done;
+    }
+    Py_ssize_t n_sets = n_gt ? count(&ignore) / n_gt : 0;
+    if (n_t > 8 * size || ignored.view.itemsize != size || ignored.view.len != matched.view.len ||
+        count(&taken) != n_sets * n_t * n_gt || (n_sets && count(&matched) % n_sets != 0)) {
+        PyErr_SetString(PyExc_ValueError, "taken, matched or ignored do not fit");
+        goto done;
+    }
+    if (k == 0) {
+        Py_INCREF(Py_None);
+    result = Py_None;
+        goto done;
+    }
+    Py_ssize_t n_pred = n_sets ? count(&matched) / n_sets : 0;
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, n_pred, "pred") < 0)
+        goto done;
+    int64_t p_low = index_at(&pred, 0), p_high = p_low + 1;
+    for (Py_ssize_t i = 1; i < k; i++) {
+        int64_t p = index_at(&pred, i);
+        p_low = p < p_low ? p : p_low;
+        p_high = p >= p_high ? p + 1 : p_high;
+    }
+    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
+        goto done;
+    const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
+    const double *v_all = iou.view.buf, *th = thr.view.buf;
+    u8 *tk = taken.view.buf; /* (G, S, T) */
+    Py_ssize_t per_gt = n_sets * n_t;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t p = p_low; p < p_high; p++) {
+        Py_ssize_t a = start[p - p_low], b = start[p - p_low + 1];
+        if (a == b)
+            continue;
+        for (Py_ssize_t s = 0; s < n_sets; s++) {
+            const u8 *ign_s = ign + s * n_gt;
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                /* Counting ground truth over ignored, then higher IoU, then the later (or,
+                 * first on ties, the earlier) ground truth. */
+                int64_t best = -1;
+                int best_counts = 0;
+                double best_v = 0.0;
+                for (Py_ssize_t j = a; j < b; j++) {
+                    Py_ssize_t i = order[j];
+                    double v = v_all[i];
+                    if (!passes(v, th[t], strict))
+                        continue;
+                    int64_t g = index_at(&gt, i);
+                    if (tk[g * per_gt + s * n_t + t] && !cr[g])
+                        continue;
+                    int counts = !ign_s[g];
+                    if (best >= 0) {
+                        if (counts != best_counts) {
+                            if (counts < best_counts)
+                                continue;
+                        } else if (v != best_v) {
+                            if (v < best_v)
+                                continue;
+                        } else if (first ? g > best : g < best) {
+                            continue;
+                        }
+                    }
+                    best = g;
+                    best_counts = counts;
+                    best_v = v;
+                }
+                if (best < 0)
+                    continue;
+                tk[best * per_gt + s * n_t + t] = 1;
+                or_bit(matched.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
+                if (!best_counts)
+                    or_bit(ignored.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(start);
+    PyMem_Free(order);
+    release(&gt);
+    release(&pred);
+    release(&iou);
+    release(&ignore);
+    release(&crowd);
+    release(&thr);
+    release(&taken);
+    release(&matched);
+    release(&ignored);
+    return result;
+}
+
+/* --- ranked_hits ----------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t *level, *pred, *gt;
+    double *iou;
+    Py_ssize_t n, cap;
+} HitList;
+
+static int hit_push(HitList *h, int64_t t, int64_t p, int64_t g, double v)
+{
+    if (h->n == h->cap) {
+        Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
+        int64_t *a = PyMem_Realloc(h->level, (size_t)cap * sizeof(int64_t));
+        if (a)
+            h->level = a;
+        int64_t *b = a ? PyMem_Realloc(h->pred, (size_t)cap * sizeof(int64_t)) : NULL;
+        if (b)
+            h->pred = b;
+        int64_t *c = b ? PyMem_Realloc(h->gt, (size_t)cap * sizeof(int64_t)) : NULL;
+        if (c)
+            h->gt = c;
+        double *d = c ? PyMem_Realloc(h->iou, (size_t)cap * sizeof(double)) : NULL;
+        if (!d)
+            return -1;
+        h->iou = d;
+        h->cap = cap;
+    }
+    h->level[h->n] = t;
+    h->pred[h->n] = p;
+    h->gt[h->n] = g;
+    h->iou[h->n] = v;
+    h->n++;
+    return 0;
+}
+
+static void hit_free(HitList *h)
+{
+    PyMem_Free(h->level);
+    PyMem_Free(h->pred);
+    PyMem_Free(h->gt);
+    PyMem_Free(h->iou);
+}
+
+/* The "unmatched" rule's matched pairs, in the order RankedMatcher.add gives them: rank by
+ * rank (predictions of one rank in index order), each rank's pairs by threshold, then by
+ * prediction. */
+static PyObject *ranked_hits(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken;
+    int strict, first;
+    if (!PyArg_ParseTuple(args, "OOOOOOOppO:ranked_hits", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken))
+        return NULL;
+    Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
+        taken = {0};
+    Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
+    HitList out = {0}, run = {0};
+    PyObject *result = NULL;
+    int failed = 0;
+    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
+        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_rank, &rank, 'i', 0, "rank") < 0 ||
+        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_taken, &taken, 'b', 1, "taken") < 0)
+        goto done;
+    Py_ssize_t k = count(&gt), n_gt = count(&ignore), n_t = count(&thr);
+    if (count(&pred) != k || count(&iou) != k || count(&crowd) != n_gt ||
+        count(&taken) != n_t * n_gt) {
+        PyErr_SetString(PyExc_ValueError, "the pairs, ignore, crowd or taken do not fit");
+        goto done;
+    }
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, count(&rank), "pred") < 0)
+        goto done;
+    int64_t p_low = 0, p_high = 0;
+    if (k) {
+        p_low = index_at(&pred, 0);
+        p_high = p_low + 1;
+    }
+    for (Py_ssize_t i = 1; i < k; i++) {
+        int64_t p = index_at(&pred, i);
+        p_low = p < p_low ? p : p_low;
+        p_high = p >= p_high ? p + 1 : p_high;
+    }
+    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
+        goto done;
+    /* The predictions with pairs, by rank (stable: index order within a rank). */
+    Py_ssize_t span = (Py_ssize_t)(p_high - p_low), n_present = 0;
+    int64_t max_rank = 0;
+    for (Py_ssize_t j = 0; j < span; j++) {
+        if (start[j + 1] == start[j])
+            continue;
+        int64_t r = index_at(&rank, (Py_ssize_t)(j + p_low));
+        if (r < 0 || r >= PY_SSIZE_T_MAX / 2) {
+            PyErr_Format(PyExc_ValueError, "rank[%lld] = %lld is out of range",
+                         (long long)(j + p_low), (long long)r);
+            goto done;
+        }
+        max_rank = r > max_rank ? r : max_rank;
+        n_present++;
+    }
+    by_rank = PyMem_Malloc((size_t)(n_present ? n_present : 1) * sizeof(Py_ssize_t));
+    rank_count = PyMem_Calloc((size_t)max_rank + 2, sizeof(Py_ssize_t));
+    if (!by_rank || !rank_count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < span; j++)
+        if (start[j + 1] > start[j])
+            rank_count[index_at(&rank, (Py_ssize_t)(j + p_low)) + 1]++;
+    for (int64_t r = 0; r <= max_rank; r++)
+        rank_count[r + 1] += rank_count[r];
+    for (Py_ssize_t j = 0; j < span; j++)
+        if (start[j + 1] > start[j])
+            by_rank[rank_count[index_at(&rank, (Py_ssize_t)(j + p_low))]++] = j;
+    const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
+    const double *v_all = iou.view.buf, *th = thr.view.buf;
+    u8 *tk = taken.view.buf; /* (T, G) */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = 0; q < n_present && !failed;) {
+        int64_t r = index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low));
+        run.n = 0;
+        for (; q < n_present && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r; q++) {
+            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                int64_t best = -1;
+                int best_counts = 0;
+                double best_v = 0.0;
+                for (Py_ssize_t m = a; m < b; m++) {
+                    Py_ssize_t i = order[m];
+                    double v = v_all[i];
+                    if (!passes(v, th[t], strict))
+                        continue;
+                    int64_t g = index_at(&gt, i);
+                    if (tk[t * n_gt + g] && !cr[g])
+                        continue;
+                    int counts = !ign[g];
+                    if (best >= 0) {
+                        if (counts != best_counts) {
+                            if (counts < best_counts)
+                                continue;
+                        } else if (v != best_v) {
+                            if (v < best_v)
+                                continue;
+                        } else if (first ? g > best : g < best) {
+                            continue;
+                        }
+                    }
+                    best = g;
+                    best_counts = counts;
+                    best_v = v;
+                }
+                if (best < 0)
+                    continue;
+                tk[t * n_gt + best] = 1;
+                if (hit_push(&run, t, j + p_low, best, best_v) < 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+        }
+        /* The rank's pairs by threshold, then prediction (recorded by prediction). */
+        for (Py_ssize_t t = 0; t < n_t && !failed; t++)
+            for (Py_ssize_t h = 0; h < run.n; h++)
+                if (run.level[h] == t &&
+                    hit_push(&out, t, run.pred[h], run.gt[h], run.iou[h]) < 0) {
+                    failed = 1;
+                    break;
+                }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue(
+        "(y#y#y#y#)", (const char *)out.level, out.n * (Py_ssize_t)sizeof(int64_t),
+        (const char *)out.pred, out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.gt,
+        out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.iou,
+        out.n * (Py_ssize_t)sizeof(double));
+done:
+    hit_free(&out);
+    hit_free(&run);
+    PyMem_Free(start);
+    PyMem_Free(order);
+    PyMem_Free(by_rank);
+    PyMem_Free(rank_count);
+    release(&gt);
+    release(&pred);
+    release(&iou);
+    release(&rank);
+    release(&ignore);
+    release(&crowd);
+    release(&thr);
+    release(&taken);
+    return result;
+}
+
+/* --- devkit_flags ---------------------------------------------------------------------- */
+
+static PyObject *devkit_flags(PyObject *self, PyObject *args)
+{
+    PyObject *o_best_gt, *o_best_iou, *o_ignore, *o_thr, *o_matched, *o_ignored;
+    int strict;
+    if (!PyArg_ParseTuple(args, "OOOOpOO:devkit_flags", &o_best_gt, &o_best_iou, &o_ignore,
+                          &o_thr, &strict, &o_matched, &o_ignored))
+        return NULL;
+    Buf best_gt = {0}, best_iou = {0}, ignore = {0}, thr = {0}, matched = {0}, ignored = {0};
+    u8 *taken = NULL;
+    PyObject *result = NULL;
+    if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
+        get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
+        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
+        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
+        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
+        goto done;
+    Py_ssize_t n_pred = count(&best_gt), n_t = count(&thr), size = matched.view.itemsize;
+    Py_ssize_t n_sets = n_pred ? count(&matched) / n_pred : 0;
+    if (count(&best_iou) != n_pred || n_t > 8 * size || ignored.view.itemsize != size ||
+        ignored.view.len != matched.view.len || count(&matched) != n_sets * n_pred) {
+        PyErr_SetString(PyExc_ValueError, "best_gt, best_iou, matched or ignored do not fit");
+        goto done;
+    }
+    if (n_pred == 0 || n_sets == 0) {
+        Py_INCREF(Py_None);
+    result = Py_None;
+        goto done;
+    }
+    if (count(&ignore) % n_sets != 0) {
+        PyErr_SetString(PyExc_ValueError, "ignore is not (S, G)");
+        goto done;
+    }
+    Py_ssize_t n_gt = count(&ignore) / n_sets;
+    for (Py_ssize_t p = 0; p < n_pred; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < -1 || g >= n_gt) {
+            PyErr_Format(PyExc_ValueError, "best_gt[%zd] = %lld is out of range", p,
+                         (long long)g);
+            goto done;
+        }
+    }
+    taken = PyMem_Calloc((size_t)(n_gt * n_sets * n_t) + 1, 1);
+    if (!taken) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const u8 *ign = ignore.view.buf;
+    const double *v_all = best_iou.view.buf, *th = thr.view.buf;
+    Py_ssize_t per_gt = n_sets * n_t;
+    Py_BEGIN_ALLOW_THREADS
+    /* Predictions in index order: within an image-class, their ranking order. */
+    for (Py_ssize_t p = 0; p < n_pred; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < 0)
+            continue;
+        double v = v_all[p];
+        for (Py_ssize_t s = 0; s < n_sets; s++) {
+            int on_ignored = ign[s * n_gt + g];
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                if (!passes(v, th[t], strict))
+                    continue;
+                if (on_ignored) {
+                    or_bit(matched.view.buf, size, p * n_sets + s, (int)t);
+                    or_bit(ignored.view.buf, size, p * n_sets + s, (int)t);
+                    continue;
+                }
+                u8 *at = taken + g * per_gt + s * n_t + t;
+                if (*at)
+                    continue;
+                *at = 1;
+                or_bit(matched.view.buf, size, p * n_sets + s, (int)t);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(taken);
+    release(&best_gt);
+    release(&best_iou);
+    release(&ignore);
+    release(&thr);
+    release(&matched);
+    release(&ignored);
+    return result;
+}
+
+/* --- score_cell_order ------------------------------------------------------------------ */
+
+/* Stable LSD radix sort of (key, value) pairs on the key's low `bits` bits, 16 at a time;
+ * a pass where every key has the same digit is skipped. Returns the buffers holding the
+ * result (either the inputs or the spare ones). */
+static void radix_pairs(uint64_t **key, int64_t **value, uint64_t **key2, int64_t **value2,
+                        Py_ssize_t n, int bits, Py_ssize_t *hist)
+{
+    for (int shift = 0; shift < bits; shift += 16) {
+        memset(hist, 0, sizeof(Py_ssize_t) * 65537);
+        uint64_t *k = *key, *k2 = *key2;
+        int64_t *v = *value, *v2 = *value2;
+        for (Py_ssize_t i = 0; i < n; i++)
+            hist[((k[i] >> shift) & 0xFFFF) + 1]++;
+        int single = 0;
+        for (int d = 1; d <= 65536; d++) {
+            if (hist[d] == n)
+                single = 1;
+            hist[d] += hist[d - 1];
+        }
+        if (single)
+            continue;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t at = hist[(k[i] >> shift) & 0xFFFF]++;
+            k2[at] = k[i];
+            v2[at] = v[i];
+        }
+        *key = k2;
+        *key2 = k;
+        *value = v2;
+        *value2 = v;
+    }
+}
+
+/* A float64's bits as an unsigned key in the same order (no NaN; -0.0 as 0.0). */
+static inline uint64_t float_key(double x)
+{
+    uint64_t u;
+    if (x == 0.0)
+        x = 0.0;
+    memcpy(&u, &x, sizeof u);
+    return (u >> 63) ? ~u : (u | ((uint64_t)1 << 63));
+}
+
+static PyObject *score_cell_order(PyObject *self, PyObject *args)
+{
+    PyObject *o_score, *o_cell, *o_by_score, *o_order;
+    if (!PyArg_ParseTuple(args, "OOOO:score_cell_order", &o_score, &o_cell, &o_by_score,
+                          &o_order))
+        return NULL;
+    Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
+    uint64_t *k = NULL, *k2 = NULL;
+    int64_t *v = NULL, *v2 = NULL;
+    Py_ssize_t *hist = NULL;
+    PyObject *result = NULL;
+    if (get(o_score, &score, 'f', 0, "score") < 0 || get(o_cell, &cell, 'i', 0, "cell") < 0 ||
+        get(o_by_score, &by_score, 'i', 1, "by_score") < 0 ||
+        get(o_order, &order, 'i', 1, "order") < 0)
+        goto done;
+    Py_ssize_t n = count(&score);
+    if (count(&cell) != n || count(&by_score) != n || count(&order) != n ||
+        by_score.view.itemsize != 8 || order.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "score, cell, by_score and order do not fit");
+        goto done;
+    }
+    const double *sc = score.view.buf;
+    uint64_t cell_max = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (sc[i] != sc[i]) {
+            PyErr_Format(PyExc_ValueError, "score[%zd] is NaN", i);
+            goto done;
+        }
+        int64_t c = index_at(&cell, i);
+        if (c < 0) {
+            PyErr_Format(PyExc_ValueError, "cell[%zd] = %lld is negative", i, (long long)c);
+            goto done;
+        }
+        cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
+    }
+    size_t m = (size_t)(n ? n : 1);
+    k = PyMem_Malloc(m * sizeof *k);
+    k2 = PyMem_Malloc(m * sizeof *k2);
+    v = PyMem_Malloc(m * sizeof *v);
+    v2 = PyMem_Malloc(m * sizeof *v2);
+    hist = PyMem_Malloc(65537 * sizeof *hist);
+    if (!k || !k2 || !v || !v2 || !hist) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int cell_bits = 0;
+    while (cell_bits < 64 && (cell_max >> cell_bits))
+        cell_bits++;
+    int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Descending score, ties in index order. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        k[i] = ~float_key(sc[i]);
+        v[i] = i;
+    }
+    radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
+    memcpy(out_score, v, (size_t)n * sizeof *v);
+    /* Then by cell, stable: cell, descending score, index. */
+    for (Py_ssize_t i = 0; i < n; i++)
+        k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
+    radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
+    memcpy(out_order, v, (size_t)n * sizeof *v);
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(k);
+    PyMem_Free(k2);
+    PyMem_Free(v);
+    PyMem_Free(v2);
+    PyMem_Free(hist);
+    release(&score);
+    release(&cell);
+    release(&by_score);
+    release(&order);
+    return result;
+}
+
+/* --- module ---------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"set_bits", set_bits, METH_VARARGS,
+     "set_bits(flags, pred, level): flags[pred[i]] |= 1 << level[i], for each i."},
+    {"ranked_flags", ranked_flags, METH_VARARGS,
+     "ranked_flags(gt, pred, iou, ignore, crowd, thresholds, strict, first, taken, matched, "
+     "ignored): the unmatched rule's matching of ranked pairs, one state per set and "
+     "threshold."},
+    {"ranked_hits", ranked_hits, METH_VARARGS,
+     "ranked_hits(gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken): the "
+     "unmatched rule's matched pairs (level, pred, gt, iou as bytes), in RankedMatcher.add's "
+     "order."},
+    {"devkit_flags", devkit_flags, METH_VARARGS,
+     "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
+     "devkit rule's matching, one state per set and threshold."},
+    {"score_cell_order", score_cell_order, METH_VARARGS,
+     "score_cell_order(score, cell, by_score, order): by_score, the stable order by "
+     "descending score; order, by cell, then descending score, then index."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "fastmatch", "The compiled matching kernels (fastmatch.c).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit_fastmatch(void) { return PyModule_Create(&module); }

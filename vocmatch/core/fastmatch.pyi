@@ -1,0 +1,44 @@
+"""The compiled matching kernels (``fastmatch.c``), used through
+:mod:`vocmatch.core.match_kernels`."""
+
+from typing import Any
+
+def set_bits(flags: Any, pred: Any, level: Any, /) -> None: ...
+def ranked_flags(
+    gt: Any,
+    pred: Any,
+    iou: Any,
+    ignore: Any,
+    crowd: Any,
+    thresholds: Any,
+    strict: bool,
+    first: bool,
+    taken: Any,
+    matched: Any,
+    ignored: Any,
+    /,
+) -> None: ...
+def devkit_flags(
+    best_gt: Any,
+    best_iou: Any,
+    ignore: Any,
+    thresholds: Any,
+    strict: bool,
+    matched: Any,
+    ignored: Any,
+    /,
+) -> None: ...
+def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def ranked_hits(
+    gt: Any,
+    pred: Any,
+    iou: Any,
+    rank: Any,
+    ignore: Any,
+    crowd: Any,
+    thresholds: Any,
+    strict: bool,
+    first: bool,
+    taken: Any,
+    /,
+) -> tuple[bytes, bytes, bytes, bytes]: ...

@@ -1,0 +1,179 @@
+"""The compiled matching kernels (``vocmatch/core/fastmatch.c``) behind checked calls.
+
+Each function here takes the compiled module as :func:`vocmatch.compiled.kernels` gives it
+(``kernels("vocmatch.core.fastmatch")``, loaded once per stage by the caller), converts the
+arrays to the dtypes the kernel reads, checks their shapes, and calls it. The numpy matchers
+of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
+
+* :func:`flag_bits`: each prediction's flags from matched pairs (what ``Hits`` hold).
+* :func:`RangeMatcher`: the ``"unmatched"`` (or ``"unmatched-first"``) rule of ranked
+  predictions, with one matching state per ground-truth set (each ignoring ground truth of
+  its own: COCO's area ranges) and threshold, every state matched in one pass over the pairs
+  and kept between calls, as :class:`~vocmatch.core.match.RankedMatcher` keeps its state.
+* :class:`~vocmatch.core.match.RankedMatcher` calls ``ranked_hits`` itself: the same rule
+  under the matcher's one set, its matched pairs in the order its numpy code gives them.
+* :func:`devkit_set_flags`: the VOC devkit's rule (:func:`~vocmatch.core.match.match_devkit`)
+  likewise.
+* :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
+  numpy's stable sorts give them.
+
+Ranked matching takes each prediction's pairs in the order of the predictions' indices:
+within an image-class, indices must follow the ranking (as the evaluation sorts them: by
+image-class, then descending score, then file order).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "MODULE",
+    "RangeMatcher",
+    "devkit_set_flags",
+    "flag_bits",
+    "index_array",
+    "score_cell_order",
+]
+
+#: The compiled module's full name, for :func:`vocmatch.compiled.kernels`.
+MODULE = "vocmatch.core.fastmatch"
+
+IndexArray = npt.NDArray[np.integer[Any]]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+FlagArray = npt.NDArray[np.integer[Any]]
+
+
+def index_array(values: IndexArray) -> IndexArray:
+    """``values`` as a contiguous int32 or int64 array (no copy where it is one)."""
+    if values.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(values)
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def flag_bits(
+    kernels: ModuleType, pred: IndexArray, level: IndexArray, n_pred: int, dtype: np.dtype[Any]
+) -> FlagArray:
+    """``(P,)`` in ``dtype``: bit ``level[i]`` set in ``pred[i]``'s flags, for each ``i``.
+
+    Raises:
+        ValueError: A prediction or level is out of range.
+    """
+    bits = np.zeros(n_pred, dtype=dtype)
+    kernels.set_bits(bits, index_array(pred), index_array(level))
+    return bits
+
+
+class RangeMatcher:
+    """The ``"unmatched"`` rule of ranked predictions under several ground-truth sets at
+    once, fed their pairs in calls (each call holding every pair of its predictions, a
+    prediction after the higher-ranked ones of its image-class); it keeps only each
+    prediction's flags.
+
+    Args:
+        kernels: The compiled module.
+        ignore: ``(S, G)`` the ground truth each set ignores.
+        crowd: ``(G,)`` crowd regions, which absorb any number of predictions.
+        thresholds: ``(T,)`` IoU thresholds.
+        strict: Match at ``IoU > t``.
+        first_on_ties: The earlier ground truth wins ties of IoU (``"unmatched-first"``).
+        n_pred: Predictions in all.
+        dtype: The flags' dtype (at least ``T`` bits).
+    """
+
+    def __init__(
+        self,
+        kernels: ModuleType,
+        ignore: BoolArray,
+        crowd: BoolArray,
+        thresholds: FloatArray,
+        strict: bool,
+        first_on_ties: bool,
+        n_pred: int,
+        dtype: np.dtype[Any],
+    ) -> None:
+        n_sets, n_gt = ignore.shape
+        if crowd.shape != (n_gt,) or thresholds.size > 8 * dtype.itemsize:
+            raise ValueError("crowd or thresholds do not fit the ground-truth sets")
+        self._kernels = kernels
+        self._ignore = np.ascontiguousarray(ignore, dtype=bool)
+        self._crowd = np.ascontiguousarray(crowd, dtype=bool)
+        self._thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        self._strict = strict
+        self._first = first_on_ties
+        self._taken = np.zeros((n_gt, n_sets, thresholds.size), dtype=bool)
+        #: ``(P, S)`` bit ``t``: matched at threshold ``t`` under set ``s``.
+        self.matched = np.zeros((n_pred, n_sets), dtype=dtype)
+        #: ``(P, S)`` likewise, matched to ground truth the set ignores.
+        self.ignored = np.zeros((n_pred, n_sets), dtype=dtype)
+
+    def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray) -> None:
+        """Match predictions given as pairs (``(K,)`` each).
+
+        Raises:
+            ValueError: An index is out of range, or the arrays differ in length.
+        """
+        self._kernels.ranked_flags(
+            index_array(gt), index_array(pred), np.ascontiguousarray(iou, dtype=np.float64),
+            self._ignore, self._crowd, self._thresholds, self._strict, self._first,
+            self._taken, self.matched, self.ignored,
+        )  # fmt: skip
+
+
+def devkit_set_flags(
+    kernels: ModuleType,
+    best_gt: IndexArray,
+    best_iou: FloatArray,
+    ignore: BoolArray,
+    thresholds: FloatArray,
+    strict: bool,
+    dtype: np.dtype[Any],
+) -> tuple[FlagArray, FlagArray]:
+    """The devkit rule (:func:`~vocmatch.core.match.match_devkit`) under each of ``(S, G)``
+    ground-truth sets ``ignore``: ``(P, S)`` flags matched and matched to ignored ground
+    truth, bit ``t`` for threshold ``t``.
+
+    Raises:
+        ValueError: A ground truth is out of range, or the arrays do not fit.
+    """
+    n_pred, n_sets = best_gt.size, ignore.shape[0]
+    if thresholds.size > 8 * dtype.itemsize or best_iou.shape != (n_pred,):
+        raise ValueError("best_iou or thresholds do not fit the predictions")
+    matched = np.zeros((n_pred, n_sets), dtype=dtype)
+    ignored = np.zeros((n_pred, n_sets), dtype=dtype)
+    kernels.devkit_flags(
+        index_array(best_gt),
+        np.ascontiguousarray(best_iou, dtype=np.float64),
+        np.ascontiguousarray(ignore, dtype=bool),
+        np.ascontiguousarray(thresholds, dtype=np.float64),
+        strict,
+        matched,
+        ignored,
+    )
+    return matched, ignored
+
+
+def score_cell_order(
+    kernels: ModuleType, score: FloatArray, cell: IndexArray
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The orders of ``np.argsort(-score, kind="stable")`` and ``np.lexsort((-score, cell))``
+    (by cell, then descending score, ties in index order), by two stable radix sorts.
+
+    Args:
+        kernels: The compiled module.
+        score: ``(P,)`` scores, without NaN (-inf ranks last).
+        cell: ``(P,)`` non-negative cells.
+
+    Raises:
+        ValueError: A score is NaN, a cell negative, or the arrays differ in length.
+    """
+    by_score = np.empty(score.size, dtype=np.int64)
+    order = np.empty(score.size, dtype=np.int64)
+    kernels.score_cell_order(
+        np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order
+    )
+    return by_score, order
