@@ -524,9 +524,14 @@ def test_the_library_takes_a_cache(generated: Path, tmp_path: Path) -> None:
         report = evaluate(gt, pred, protocol="coco", cache=folder)
     assert render_text(report, "json") == render_text(fresh, "json")
     assert [w.category for w in caught] == [CacheWarning]
-    with pytest.raises(RequestError, match="a cache is kept for XML predictions, not coco"):
-        evaluate(gt, generated / "coco" / "pred.json", pred_format="coco", cache=folder,
-                 coco_gt=generated / "coco" / "gt.json")  # fmt: skip
+    coco = {"pred_format": "coco", "coco_gt": generated / "coco" / "gt.json"}
+    coco_pred = generated / "coco" / "pred.json"
+    fresh = evaluate(gt, coco_pred, **coco)
+    for _ in range(2):
+        report = evaluate(gt, coco_pred, cache=tmp_path / "coco-cache", **coco)
+        assert render_text(report, "json") == render_text(fresh, "json")
+    with pytest.raises(RequestError, match="kept for XML predictions or COCO results, not yolo"):
+        evaluate(gt, coco_pred, pred_format="yolo", cache=folder)
 
 
 def test_a_refused_run_leaves_the_cache_as_it_was(tmp_path: Path) -> None:

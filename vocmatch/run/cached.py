@@ -275,6 +275,25 @@ def _loaded(
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """A run's cache as read before the run, and what the run is keyed by."""
+
+    options: PartOptions
+    run: str
+    cached: CacheContent | None
+    warned: list[CacheWarning]
+
+
+def _opened(request: EvalRequest, roots: tuple[str, str]) -> _Opened:
+    from vocmatch.run.remote_inputs import part_options
+
+    options = part_options(request, roots)
+    run = _run_key(request, options)
+    warned: list[CacheWarning] = []
+    return _Opened(options, run, _loaded(request, run, options, warned), warned)
+
+
 def evaluated_with_cache(
     request: EvalRequest, progress: Callable[[int, int], None] | None = None
 ) -> CachedRun:
@@ -293,25 +312,34 @@ def evaluated_with_cache(
     annotations, _ = annotation_folder(request.gt)
     if request.pred_format != "coco":
         listing = PartListing.of(annotations, request.pred)
-        return _cached_run(request, listing, annotations, None, progress)[0]
+        opened = _opened(request, (listing.gt.root, listing.pred.root))
+        found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
+        return _written(request, found, content, opened)
     from vocmatch.readers.remote import list_location
 
     gt_listing = list_location(annotations)
     if not gt_listing.files:
         raise no_annotation_files(annotations, gt_listing.skipped)
-    # Read against the listed images first; if some cannot be read, the file is read again
-    # against those read, as a run without a cache reads it (it names images by the
-    # ground truth read).
-    readable = gt_listing.files
+    opened = _opened(request, (gt_listing.root, os.fspath(request.pred)))
+    # The results name images by the ground-truth files read: they are read against those
+    # the cache found readable, and again if the guess was wrong.
+    unreadable = {
+        s.key
+        for chunk in (opened.cached.chunks.values() if opened.cached is not None else ())
+        for s in chunk.gt_skipped
+    }
+    readable = tuple(f for f in gt_listing.files if f[0] not in unreadable)
     for _ in range(2):
         coco = _coco_predictions(request, gt_listing.root, readable)
         listing = PartListing(gt_listing, coco.listing())
-        done, read_keys = _cached_run(request, listing, annotations, coco, progress)
+        found, read_keys, content = _cached_run(
+            request, listing, annotations, coco, opened, progress
+        )
         if set(read_keys) == {k for k, _ in readable}:
             break
         keys = set(read_keys)
         readable = tuple(f for f in gt_listing.files if f[0] in keys)
-    return done
+    return _written(request, found, content, opened)
 
 
 def _coco_predictions(
@@ -324,22 +352,29 @@ def _coco_predictions(
     return read_coco_predictions(pred, gt_root, gt_files, coco_gt, request.max_file_size)
 
 
+def _written(
+    request: EvalRequest, found: CachedRun, content: CacheContent | None, opened: _Opened
+) -> CachedRun:
+    """The run, its cache written (when ``content`` is not None: something changed)."""
+    if content is not None:
+        _write(request, content, opened.options, opened.warned)
+    return replace(found, warnings=tuple(opened.warned))
+
+
 def _cached_run(
     request: EvalRequest,
     listing: PartListing,
     annotations: str,
     coco: CocoPredictions | None,
+    opened: _Opened,
     progress: Callable[[int, int], None] | None,
-) -> tuple[CachedRun, tuple[str, ...]]:
-    """The run evaluated with its cache, and the keys of the ground-truth files read."""
+) -> tuple[CachedRun, tuple[str, ...], CacheContent | None]:
+    """The run evaluated with its cache, the keys of the ground-truth files read, and the
+    cache's new content (None when nothing changed)."""
     from vocmatch.evaluation.shards.parts import gathered_parts
     from vocmatch.run.in_parts import EvaluatedInParts
-    from vocmatch.run.remote_inputs import part_options
 
-    options = part_options(request, (listing.gt.root, listing.pred.root))
-    run = _run_key(request, options)
-    warned: list[CacheWarning] = []
-    cached = _loaded(request, run, options, warned)
+    options, run, cached = opened.options, opened.run, opened.cached
     chunks = chunks_of(listing)
     pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
     if coco is not None:
@@ -379,12 +414,14 @@ def _cached_run(
         gathered = _with_coco_findings(gathered, coco, request.fold_case)
     found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
     # Written once the run is evaluated: a refused run leaves the cache as it was.
+    content = None
     if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
         from vocmatch.evaluation.shards.cache_file import CacheContent
 
         stored = cached.stored if cached is not None else {}
-        _write(request, CacheContent(run, stats, every, stored), options, warned)
-    return CachedRun(found, tuple(warned), matched, total - matched), gathered.gt_keys
+        content = CacheContent(run, stats, every, stored)
+    done = CachedRun(found, (), matched, total - matched)
+    return done, gathered.gt_keys, content
 
 
 def _given_pred(
