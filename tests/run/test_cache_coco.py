@@ -144,7 +144,9 @@ def test_a_rerun_after_an_edit_of_coco_results_prints_what_a_fresh_run_prints(
         pytest.param(["--protocol", "coco", "--format", "json"], id="coco"),
         pytest.param(["--fold-case", "--format", "csv"], id="fold-case"),
         pytest.param(["--min-score", "0.3", "--nms", "0.5", "--format", "json"], id="prepared"),
-        pytest.param(["--slice", "size", "--calibration-bins", "4", "--format", "json"], id="slice"),
+        pytest.param(
+            ["--slice", "size", "--calibration-bins", "4", "--format", "json"], id="slice"
+        ),
         pytest.param(["--protocol", "coco"], id="table"),
     ],
 )
@@ -221,7 +223,11 @@ def test_a_cache_of_other_predictions_is_refused(
     cache = tmp_path / "c"
     given = [str(generated / "coco" / "gt.json") if a == "G" else a for a in args]
     code, stdout, stderr = run_cli(
-        str(ROOT / "fixtures" / "demo" / "gt"), str(generated / "coco" / "pred.json"), "--cache", str(cache), *given
+        str(ROOT / "fixtures" / "demo" / "gt"),
+        str(generated / "coco" / "pred.json"),
+        "--cache",
+        str(cache),
+        *given,
     )
     assert (code, stdout) == (2, "")
     assert stderr == f"vocmatch: error: {message.replace('C', str(cache), 1)}\n"

@@ -575,7 +575,7 @@ def no_shared_name(
     if {key(n) for n in gt_names} & {key(n) for n in pred_names}:
         return None
 
-    def some(names: list[str]) -> str:
+    def some(names: Sequence[str]) -> str:
         shown = ", ".join(repr(n) for n in names[:_SHOWN])
         more = len(names) - _SHOWN
         return shown + (f" and {more:,} more" if more > 0 else "")
