@@ -38,6 +38,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from vocmatch.errors import (
     CacheWarning,
     OutputError,
@@ -49,7 +52,7 @@ from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, par
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat
+    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.cached_coco import CocoPredictions
@@ -169,16 +172,16 @@ def _run_key(request: EvalRequest, options: PartOptions) -> str:
     return hashlib.blake2b(json.dumps(given).encode(), digest_size=16).hexdigest()
 
 
-def _chunk_key(run: str, part: Part, digests: dict[str, bytes], extra: bytes = b"") -> str:
+def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
+    """The key of a chunk whose files' digests, in its files' order, are ``digests``."""
     # No key or path holds a NUL: the fields cannot run into each other.
     names = "\0".join(
         f"{side}\0{key}\0{path}" for side, files in (("g", part.gt_files), ("p", part.pred_files))
         for key, path in files
     )  # fmt: skip
-    files = (*part.gt_files, *part.pred_files)
     hasher = hashlib.blake2b(run.encode(), digest_size=16)
     hasher.update(names.encode("utf-8", "surrogateescape"))
-    hasher.update(b"\0" + b"".join(digests[path] for _, path in files))
+    hasher.update(b"\0" + digests)
     if extra:
         # What the chunk's key holds of predictions read already (a COCO results file's).
         hasher.update(b"\0given\0" + extra)
@@ -381,7 +384,7 @@ def _cached_run(
         # The predictions are read already: a chunk's key holds their digests, not a file's.
         chunks = tuple(replace(p, pred_files=()) for p in chunks)
     extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, stats = _reused(chunks, run, cached, request.cache_verify, extra)
+    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     every: dict[str, PartRecords] = {}
@@ -394,8 +397,8 @@ def _cached_run(
             records = hashed.records
             key = ""
             if not hashed.unreadable:
-                digests = {path: digest for path, stat, digest in hashed.stats}
-                stats.update({path: (stat, digest) for path, stat, digest in hashed.stats})
+                index.extend(hashed.stats)
+                digests = b"".join(digest for _, _, digest in hashed.stats)
                 key = _chunk_key(run, part, digests, extra[part.index])
         if key:
             every[key] = records
@@ -415,7 +418,8 @@ def _cached_run(
     found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
     # Written once the run is evaluated: a refused run leaves the cache as it was.
     content = None
-    if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
+    stats = index.done()
+    if cached is None or fresh or set(every) != set(cached.chunks) or not stats.same(cached.stats):
         from vocmatch.evaluation.shards.cache_file import CacheContent
 
         stored = cached.stored if cached is not None else {}
@@ -460,45 +464,90 @@ def _with_coco_findings(
     return replace(gathered, gt_skipped=(), pred_skipped=by_line)
 
 
+class _NewIndex:
+    """The stat index a run writes: the rows of the files of the chunks it took from the
+    cache, and those of the chunks it read."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
+        self.read: list[tuple[str, FileStat, bytes]] = []
+
+    def extend(self, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
+        """Add the files of a chunk read: path, stat and digest each."""
+        self.read.extend(found)
+
+    def done(self) -> StatIndex:
+        """The index, sorted by path."""
+        from vocmatch.evaluation.shards.cache_file import HASH_BYTES, StatIndex
+
+        paths = [p for taken, _, _ in self.taken for p in taken]
+        paths += [path for path, _, _ in self.read]
+        stat = np.concatenate([
+            *(s for _, s, _ in self.taken),
+            np.array([s for _, s, _ in self.read], dtype=np.int64).reshape(-1, 4),
+        ])  # fmt: skip
+        read = b"".join(d for _, _, d in self.read)
+        digest = np.concatenate([
+            *(d for _, _, d in self.taken),
+            np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES),
+        ])  # fmt: skip
+        return StatIndex.of(paths, stat, digest)
+
+
 def _reused(
     chunks: Sequence[Part],
     run: str,
     cached: CacheContent | None,
     verify: bool,
     extra: Mapping[int, bytes],
-) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], dict[str, tuple[FileStat, bytes]]]:
+) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
-    stat index of the files of those held."""
+    stat index of the files of those held.
+
+    Every file is stat'ed, and the stats compared with the index's at once; a file whose
+    stat differs (or every file, with ``verify``) is hashed."""
+    from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+
     kept: dict[int, tuple[str, PartRecords]] = {}
-    changed: list[Part] = []
-    stats: dict[str, tuple[FileStat, bytes]] = {}
+    index = _NewIndex()
     if cached is None:
-        return kept, list(chunks), stats
-    for part in chunks:
-        digests: dict[str, bytes] = {}
-        found: dict[str, tuple[FileStat, bytes]] = {}
-        for _, path in (*part.gt_files, *part.pred_files):
-            stat = _stat(path)
-            known = cached.stats.get(path)
-            if stat is None:
-                break
-            if known is not None and known[0] == stat and not verify:
-                digest: bytes | None = known[1]
-            else:
-                digest = _digest(path)
-            if digest is None:
-                break
-            digests[path] = digest
-            found[path] = (stat, digest)
+        return kept, list(chunks), index
+    paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
+    ends = np.cumsum([part.file_count() for part in chunks]).tolist()
+    found = [_stat(path) for path in paths]
+    missing = np.array([s is None for s in found], dtype=bool)
+    now = np.array([s or (-1, -1, -1, -1) for s in found], dtype=np.int64).reshape(-1, 4)
+    known = cached.stats.rows()
+    row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
+    digest = np.zeros((len(paths), HASH_BYTES), dtype=np.uint8)
+    same = (row >= 0) & ~missing
+    if len(cached.stats.paths):
+        same &= (cached.stats.stat[np.maximum(row, 0)] == now).all(axis=1)
+        digest[same] = cached.stats.digest[row[same]]
+    else:
+        same[:] = False
+    if verify:
+        same[:] = False
+    for i in np.flatnonzero(~same & ~missing).tolist():
+        hashed = _digest(paths[i])
+        if hashed is None:
+            missing[i] = True
         else:
-            key = _chunk_key(run, part, digests, extra[part.index])
+            digest[i] = np.frombuffer(hashed, dtype=np.uint8)
+    changed: list[Part] = []
+    start = 0
+    for part, end in zip(chunks, ends, strict=True):
+        if not missing[start:end].any():
+            key = _chunk_key(run, part, digest[start:end].tobytes(), extra[part.index])
             records = cached.chunks.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
-                stats.update(found)
+                index.taken.append((paths[start:end], now[start:end], digest[start:end]))
+                start = end
                 continue
         changed.append(part)
-    return kept, changed, stats
+        start = end
+    return kept, changed, index
 
 
 def _matched(
