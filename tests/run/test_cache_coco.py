@@ -17,6 +17,10 @@ import vocmatch.run.cached as cached
 from tests.conftest import ROOT, run_cli
 from tests.run.test_cache import Spy
 from tests.run.test_jobs import bench
+from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.scan import ColumnSet, columns_from_annotations
+from vocmatch.run.cached_coco import image_digests
 
 Records = list[dict[str, Any]]
 
@@ -232,3 +236,34 @@ def test_a_cache_of_other_predictions_is_refused(
     assert (code, stdout) == (2, "")
     assert stderr == f"vocmatch: error: {message.replace('C', str(cache), 1)}\n"
     assert not cache.exists()
+
+
+def _columns(*images: tuple[str, tuple[Box, ...]]) -> ColumnSet:
+    found = tuple(ImageAnnotation(key, "r.json", boxes) for key, boxes in images)
+    return columns_from_annotations(AnnotationSet("r.json", found, (), ()))
+
+
+CAT = Box("cat", 0, 0, 4, 3, score=0.5)
+DOG = Box("dog", 1, 1, 2, 2, score=0.25)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "same"),
+    [
+        pytest.param((CAT,), (CAT,), True, id="unchanged"),
+        pytest.param((CAT, DOG), (DOG, CAT), False, id="reordered"),
+        pytest.param((CAT,), (Box("cat", 0, 0, 4, 3, score=0.75),), False, id="score"),
+        pytest.param((CAT,), (Box("cat", 0, 0, 4, 3.5, score=0.5),), False, id="corner"),
+        pytest.param((CAT,), (Box("Cat", 0, 0, 4, 3, score=0.5),), False, id="class"),
+        pytest.param((CAT,), (), False, id="removed"),
+    ],
+)
+def test_an_images_digest_is_its_predictions_and_no_others(
+    before: tuple[Box, ...], after: tuple[Box, ...], same: bool
+) -> None:
+    """The digest of image ``a`` follows its own boxes (in order), and not those of image
+    ``b``, which gains a class of its own."""
+    first = image_digests(_columns(("a", before), ("b", (DOG,))))
+    second = image_digests(_columns(("a", after), ("b", (DOG, Box("zebra", 0, 0, 1, 1)))))
+    assert (first["a"] == second["a"]) is same
+    assert first["b"] != second["b"]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from vocmatch.core.model import ImageAnnotation
 from vocmatch.readers.parse import AnnotationSet, DirectoryListing
@@ -93,8 +94,25 @@ def _image(pred: ColumnSet, i: int, start: int, end: int) -> ImageAnnotation:
     return one.to_annotations().annotations[0]
 
 
+def _name_digests(names: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """``(len(names) + 1, 16)``: each name's digest, the last row that of no name (-1)."""
+    rows = [hashlib.blake2b(n.encode("utf-8", "surrogateescape"), digest_size=16).digest()
+            for n in (*names, "\0none")]  # fmt: skip
+    return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(-1, 16)
+
+
+#: One prediction as its image's digest reads it.
+_ROW = np.dtype([
+    ("box", "<f8", (4,)), ("score", "<f8"), ("flags", "u1", (3,)), ("name", "u1", (16,)),
+    ("pose", "u1", (16,)),
+])  # fmt: skip
+
+
 def image_digests(pred: ColumnSet) -> dict[str, bytes]:
-    """Per key, the BLAKE2b digest of that image's predictions as read (see the module doc).
+    """Per key, the BLAKE2b digest of that image's predictions as read (see the module doc):
+    of its key, path, size and file name, whether a record of it could not be read, and its
+    rows in order (corners, score, flags, and the digests of its class and pose names, so
+    that a class added elsewhere changes no other image's digest).
 
     >>> from vocmatch.core.model import Box
     >>> boxes = (Box("cat", 0, 0, 4, 3, score=0.5), Box("dog", 1, 1, 2, 2, score=0.5))
@@ -107,30 +125,29 @@ def image_digests(pred: ColumnSet) -> dict[str, bytes]:
     """
     starts: list[int] = np.searchsorted(pred.image, np.arange(len(pred.keys) + 1)).tolist()
     unreadable = {s.key for s in pred.skipped if s.key is not None}
-    names = [n.encode("utf-8", "surrogateescape") for n in pred.label_names]
-    labels: list[int] = pred.labels.tolist()
-    boxes = np.ascontiguousarray(pred.boxes, dtype=np.float64)
-    scores = np.ascontiguousarray(pred.scores, dtype=np.float64)
-    flags = np.stack([pred.difficult, pred.truncated, pred.occluded]).T.astype(np.uint8)
-    pose = np.ascontiguousarray(pred.pose, dtype=np.int32)
-    shaped = dict(pred.shapes)
-    given = dict(pred.bndboxes)
+    rows = np.zeros(len(pred.labels), dtype=_ROW)
+    rows["box"] = pred.boxes
+    rows["score"] = pred.scores
+    rows["flags"] = np.stack([pred.difficult, pred.truncated, pred.occluded], axis=-1)
+    rows["name"] = _name_digests(pred.label_names)[pred.labels]
+    rows["pose"] = _name_digests(pred.pose_names)[pred.pose]
+    data = rows.tobytes()
+    size = _ROW.itemsize
+    shaped: dict[int, tuple[object, object]] = {row: (s, None) for row, s in pred.shapes}
+    for row, given in pred.bndboxes:
+        shaped[row] = (shaped.get(row, (None, None))[0], given)
     found: dict[str, bytes] = {}
     for i, key in enumerate(pred.keys):
         start, end = starts[i], starts[i + 1]
-        hasher = hashlib.blake2b(digest_size=16)
         head = (key, pred.paths[i], repr(pred.sizes[i]), repr(pred.filenames[i]))
-        hasher.update("\0".join(head).encode("utf-8", "surrogateescape"))
-        hasher.update(b"\0skipped" if key in unreadable else b"\0read")
-        hasher.update(b"\0".join(names[k] for k in labels[start:end]) + b"\0")
-        hasher.update(boxes[start:end].tobytes())
-        hasher.update(scores[start:end].tobytes())
-        hasher.update(flags[start:end].tobytes())
-        poses = [pred.pose_names[k] if k >= 0 else "" for k in pose[start:end].tolist()]
-        hasher.update("\0".join(poses).encode("utf-8", "surrogateescape"))
-        extra = [(r - start, shaped.get(r), given.get(r)) for r in range(start, end)]
-        if any(s is not None or b is not None for _, s, b in extra):
-            hasher.update(repr(extra).encode("utf-8", "surrogateescape"))
+        hasher = hashlib.blake2b("\0".join(head).encode("utf-8", "surrogateescape"),
+                                 digest_size=16)  # fmt: skip
+        hasher.update(b"\0skipped\0" if key in unreadable else b"\0read\0")
+        hasher.update(data[start * size : end * size])
+        if shaped:
+            extra = [(r - start, shaped[r]) for r in range(start, end) if r in shaped]
+            if extra:
+                hasher.update(repr(extra).encode("utf-8", "surrogateescape"))
         found[key] = hasher.digest()
     return found
 
@@ -151,7 +168,30 @@ def read_coco_predictions(
     """
     from vocmatch.readers.pred_formats import read_detections
 
-    images = tuple(ImageAnnotation(key, where, (), None, None) for key, where in gt_files)
-    gt = columns_from_annotations(AnnotationSet(gt_root, images, (), ()))
+    gt = _gt_index(gt_root, gt_files)
     pred = read_detections("coco", path, gt, coco_gt=coco_gt, max_bytes=max_bytes)
     return CocoPredictions(pred, image_digests(pred))
+
+
+def _gt_index(root: str, gt_files: Sequence[tuple[str, str]]) -> ColumnSet:
+    """The ground-truth images ``gt_files`` (sorted by key) as columns of no object: what
+    the results file is read against (their keys and paths)."""
+    n = len(gt_files)
+    return ColumnSet(
+        root,
+        tuple(key for key, _ in gt_files),
+        tuple(path for _, path in gt_files),
+        (None,) * n,
+        (None,) * n,
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int32),
+        (),
+        np.zeros((0, 4), dtype=np.float64),
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=np.int32),
+        (),
+        np.zeros(0, dtype=np.float64),
+        (),
+    )
