@@ -24,8 +24,11 @@ read (damaged, of another format or vocmatch version) or written (a read-only fo
 one :class:`~vocmatch.errors.CacheWarning` and the run goes on without it. Two runs writing
 the same cache each replace the file whole; the last one's is kept.
 
-A cache covers XML predictions read from folders here, the whole set, with a report that
-lists or draws no box; any other run with a cache is refused in one line (field ``cache``).
+A cache covers XML predictions read from folders here and COCO results files (without a
+class choice), the whole set, with a report that lists or draws no box; any other run with
+a cache is refused in one line (field ``cache``). A COCO results file is read whole on
+every run, and each chunk's key holds its images' predictions' digests in place of
+prediction files' (:mod:`vocmatch.run.cached_coco`).
 """
 
 from __future__ import annotations
