@@ -9,15 +9,17 @@ Usage::
 Generates the set (``bench/generate.py``, 20 predictions an image) under the folder unless
 it is there, then for each of ``--runs`` rounds: a run without a cache, a cold run with an
 empty cache folder, a warm run, and a run after ``--edits`` prediction files each had one
-score digit changed (their size kept). Prints the median wall time of each, in seconds,
-and the cache's size. Every run is ``python -m vocmatch eval GT PRED --format json`` in a
-new process, as a user runs it.
+score digit changed (their size kept). Prints the median wall and processor time (user +
+system, of the run and its worker processes) of each, in seconds, and the cache's size.
+Every run is ``python -m vocmatch eval GT PRED --format json`` in a new process, as a user
+runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,14 +39,19 @@ def _generate(folder: Path, images: int) -> None:
     module.generate(folder, images, pred_per_image=20)
 
 
-def _run(gt: Path, pred: Path, *extra: str) -> tuple[float, bytes]:
-    start = time.perf_counter()
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run(gt: Path, pred: Path, *extra: str) -> tuple[tuple[float, float], bytes]:
+    start, cpu = time.perf_counter(), _cpu()
     done = subprocess.run(
         [sys.executable, "-m", "vocmatch", "eval", str(gt), str(pred), "--format", "json", *extra],
         capture_output=True,
         check=False,
     )
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, _cpu() - cpu
     if done.returncode not in (0, 3):
         raise SystemExit(done.stderr.decode())
     return took, done.stdout
@@ -71,7 +78,9 @@ def main() -> None:
     gt, pred = data / "gt", data / "pred"
     cache = args.folder / "cache"
     files = sorted(pred.glob("*.xml"))
-    times: dict[str, list[float]] = {"no cache": [], "cold": [], "warm": [], "edited": []}
+    times: dict[str, list[tuple[float, float]]] = {
+        "no cache": [], "cold": [], "warm": [], "edited": []
+    }  # fmt: skip
     for round_ in range(args.runs):
         shutil.rmtree(cache, ignore_errors=True)
         took, expected = _run(gt, pred)
@@ -89,11 +98,16 @@ def main() -> None:
         times["edited"].append(took)
     size = sum(p.stat().st_size for p in cache.iterdir())
     print(f"{args.images:,} images, {args.edits} edited files, medians of {args.runs} runs")
+    print(f"  {'':9} {'wall':>8} {'CPU':>8}")
     for name, found in times.items():
-        each = ", ".join(f"{t:.2f}" for t in found)
-        print(f"  {name:9} {statistics.median(found):6.2f} s  ({each})")
-    cold = statistics.median(times["no cache"])
-    print(f"  edited / no cache: {statistics.median(times['edited']) / cold:.3f}")
+        wall = statistics.median(t for t, _ in found)
+        cpu = statistics.median(c for _, c in found)
+        each = ", ".join(f"{t:.2f}/{c:.2f}" for t, c in found)
+        print(f"  {name:9} {wall:6.2f} s {cpu:6.2f} s  ({each})")
+    for at in (0, 1):
+        cold = statistics.median(t[at] for t in times["no cache"])
+        edited = statistics.median(t[at] for t in times["edited"])
+        print(f"  edited / no cache ({('wall', 'CPU')[at]}): {edited / cold:.3f}")
     print(f"  cache: {size / 1e6:.1f} MB")
 
 

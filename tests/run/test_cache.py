@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import vocmatch.run.cached as cached
@@ -22,7 +23,7 @@ from vocmatch import render_text
 from vocmatch.errors import CacheWarning, RequestError
 from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
 from vocmatch.evaluation.shards.parts import PartListing
-from vocmatch.evaluation.shards.state import read_state, write_state
+from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.run.evaluate import evaluate
 
 DEMO = ROOT / "fixtures" / "demo"
@@ -313,6 +314,55 @@ def test_a_crafted_chunk_gives_one_warning_and_the_right_numbers(
     )
 
 
+def _crafted_index(change: Callable[[RawState], None]) -> Callable[[Path], None]:
+    """A damage that rewrites the stat index with a valid checksum."""
+
+    def damage(path: Path) -> None:
+        raw = read_state(path.read_bytes(), str(path), CACHE_MAGIC, CACHE_VERSION)
+        change(raw)
+        path.write_bytes(write_state(raw, CACHE_MAGIC, CACHE_VERSION))
+
+    return damage
+
+
+def _path_twice(raw: RawState) -> None:
+    raw.header["files"][1] = raw.header["files"][0]
+
+
+def _float_stats(raw: RawState) -> None:
+    raw.arrays["file_stat"] = raw.arrays["file_stat"].astype(np.float64)
+
+
+def _short_hashes(raw: RawState) -> None:
+    raw.arrays["file_hash"] = raw.arrays["file_hash"][:, :8].copy()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(_path_twice, id="a-path-twice"),
+        pytest.param(_float_stats, id="float-stats"),
+        pytest.param(_short_hashes, id="short-hashes"),
+    ],
+)
+def test_a_crafted_stat_index_gives_one_warning_and_the_right_numbers(
+    generated: Path, tmp_path: Path, change: Callable[[RawState], None]
+) -> None:
+    """A stat index no run writes (a path twice, stats that are not integers, digests of
+    another length), under a valid checksum: one warning, a cold run."""
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    code, stdout, stderr = run_cli(*args)
+    folder = tmp_path / "cache"
+    run_cli(*args, "--cache", str(folder))
+    _crafted_index(change)(_cache_file(folder))
+    again = run_cli(*args, "--cache", str(folder))
+    assert again[:2] == (code, stdout)
+    assert again[2].replace(stderr, "", 1) == (
+        f"vocmatch: warning: cache {_cache_file(folder)}: corrupted stat index; every image "
+        "was matched again\n"
+    )
+
+
 @pytest.mark.parametrize(("damage", "reason"), DAMAGES)
 def test_a_damaged_cache_gives_one_warning_and_the_right_numbers(
     generated: Path, tmp_path: Path, damage: Callable[[Path], None], reason: str
@@ -524,9 +574,14 @@ def test_the_library_takes_a_cache(generated: Path, tmp_path: Path) -> None:
         report = evaluate(gt, pred, protocol="coco", cache=folder)
     assert render_text(report, "json") == render_text(fresh, "json")
     assert [w.category for w in caught] == [CacheWarning]
-    with pytest.raises(RequestError, match="a cache is kept for XML predictions, not coco"):
-        evaluate(gt, generated / "coco" / "pred.json", pred_format="coco", cache=folder,
-                 coco_gt=generated / "coco" / "gt.json")  # fmt: skip
+    coco = {"pred_format": "coco", "coco_gt": generated / "coco" / "gt.json"}
+    coco_pred = generated / "coco" / "pred.json"
+    fresh = evaluate(gt, coco_pred, **coco)
+    for _ in range(2):
+        report = evaluate(gt, coco_pred, cache=tmp_path / "coco-cache", **coco)
+        assert render_text(report, "json") == render_text(fresh, "json")
+    with pytest.raises(RequestError, match="kept for XML predictions or COCO results, not yolo"):
+        evaluate(gt, coco_pred, pred_format="yolo", cache=folder)
 
 
 def test_a_refused_run_leaves_the_cache_as_it_was(tmp_path: Path) -> None:

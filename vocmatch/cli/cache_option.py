@@ -17,7 +17,8 @@ CACHE_HELP = (
     "content of its files and by the options: a run again reads and matches only the "
     "images whose files changed, and prints what a run without --cache prints. Files "
     "whose size and times are unchanged are not read again. For XML predictions in "
-    "folders, the whole set, and a report that lists or draws no box; not with --dask, "
+    "folders or a COCO results file (each image keyed by its records), the whole set, "
+    "and a report that lists or draws no box; not with --dask, "
     "--shard or --save-state. A cache that cannot be read or written: one warning, and "
     "the run goes on without it."
 )

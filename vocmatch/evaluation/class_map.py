@@ -43,6 +43,7 @@ __all__ = [
     "class_counts",
     "class_map",
     "no_shared_class",
+    "no_shared_name",
     "read_class_map",
 ]
 
@@ -557,8 +558,14 @@ def no_shared_class(gt: ColumnSet, pred: ColumnSet, fold_case: bool = False) -> 
     Returns:
         One sentence naming a few classes of each side, or None.
     """
-    gt_names = list(_counts(gt))
-    pred_names = list(_counts(pred))
+    return no_shared_name(list(_counts(gt)), list(_counts(pred)), fold_case)
+
+
+def no_shared_name(
+    gt_names: Sequence[str], pred_names: Sequence[str], fold_case: bool = False
+) -> str | None:
+    """:func:`no_shared_class` of the class names each side holds a box of, in the
+    columns' order (sorted)."""
     if not gt_names or not pred_names:
         return None
 
@@ -568,7 +575,7 @@ def no_shared_class(gt: ColumnSet, pred: ColumnSet, fold_case: bool = False) -> 
     if {key(n) for n in gt_names} & {key(n) for n in pred_names}:
         return None
 
-    def some(names: list[str]) -> str:
+    def some(names: Sequence[str]) -> str:
         shown = ", ".join(repr(n) for n in names[:_SHOWN])
         more = len(names) - _SHOWN
         return shown + (f" and {more:,} more" if more > 0 else "")

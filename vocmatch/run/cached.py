@@ -24,8 +24,11 @@ read (damaged, of another format or vocmatch version) or written (a read-only fo
 one :class:`~vocmatch.errors.CacheWarning` and the run goes on without it. Two runs writing
 the same cache each replace the file whole; the last one's is kept.
 
-A cache covers XML predictions read from folders here, the whole set, with a report that
-lists or draws no box; any other run with a cache is refused in one line (field ``cache``).
+A cache covers XML predictions read from folders here and COCO results files (without a
+class choice), the whole set, with a report that lists or draws no box; any other run with
+a cache is refused in one line (field ``cache``). A COCO results file is read whole on
+every run, and each chunk's key holds its images' predictions' digests in place of
+prediction files' (:mod:`vocmatch.run.cached_coco`).
 """
 
 from __future__ import annotations
@@ -34,17 +37,28 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from vocmatch.errors import CacheWarning, OutputError, RequestError, StateError
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.errors import (
+    CacheWarning,
+    OutputError,
+    RequestError,
+    StateError,
+    no_annotation_files,
+)
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat
-    from vocmatch.evaluation.shards.parts import PartListing
+    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
+    from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
+    from vocmatch.readers.scan import ColumnSet
+    from vocmatch.run.cached_coco import CocoPredictions
     from vocmatch.run.evaluate import EvalRequest
     from vocmatch.run.in_parts import EvaluatedInParts
 
@@ -101,8 +115,10 @@ def check_cached(request: EvalRequest) -> None:
         reason = "a Dask cluster's workers keep no cache; the cache is kept by a run here"
     elif reads_elsewhere(request):
         reason = "a cache is kept for folders read here, not URLs"
-    elif request.pred_format != "voc":
-        reason = f"a cache is kept for XML predictions, not {request.pred_format}"
+    elif request.pred_format not in ("voc", "coco"):
+        reason = f"a cache is kept for XML predictions or COCO results, not {request.pred_format}"
+    elif request.pred_format == "coco" and request.class_selection() is not None:
+        reason = "a cache of COCO results is kept for their classes as named, not a class choice"
     elif request.split is not None:
         reason = "a cache is kept for every image of the folders, not a split"
     elif request.keeps_boxes():
@@ -154,19 +170,24 @@ def _run_key(request: EvalRequest, options: PartOptions) -> str:
     # Relative paths name other files from another folder (the records hold the paths).
     here = "" if os.path.isabs(gt) and os.path.isabs(pred) else os.getcwd()
     given = [__version__, FORMAT_VERSION, CACHE_VERSION, repr(options), gt, pred, here]
+    if request.pred_format != "voc":
+        given.append(request.pred_format)
     return hashlib.blake2b(json.dumps(given).encode(), digest_size=16).hexdigest()
 
 
-def _chunk_key(run: str, part: Part, digests: dict[str, bytes]) -> str:
+def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
+    """The key of a chunk whose files' digests, in its files' order, are ``digests``."""
     # No key or path holds a NUL: the fields cannot run into each other.
     names = "\0".join(
         f"{side}\0{key}\0{path}" for side, files in (("g", part.gt_files), ("p", part.pred_files))
         for key, path in files
     )  # fmt: skip
-    files = (*part.gt_files, *part.pred_files)
     hasher = hashlib.blake2b(run.encode(), digest_size=16)
     hasher.update(names.encode("utf-8", "surrogateescape"))
-    hasher.update(b"\0" + b"".join(digests[path] for _, path in files))
+    hasher.update(b"\0" + digests)
+    if extra:
+        # What the chunk's key holds of predictions read already (a COCO results file's).
+        hasher.update(b"\0given\0" + extra)
     return hasher.hexdigest()
 
 
@@ -217,10 +238,13 @@ class _HashingReader:
         return data
 
 
-def hashed_part_records(part: Part, options: PartOptions) -> _Hashed:
-    """Read and match a changed chunk, hashing the bytes its reader reads."""
+def hashed_part_records(
+    part: Part, options: PartOptions, given_pred: ColumnSet | None = None
+) -> _Hashed:
+    """Read and match a changed chunk, hashing the bytes its reader reads (its predictions
+    ``given`` when they are read already)."""
     reader = _HashingReader()
-    records = part_records(part, options, reader)
+    records = part_records(part, options, reader, given_pred)
     paths = [path for _, path in (*part.gt_files, *part.pred_files)]
     # A file that could not be read: the chunk is read again next time.
     unreadable = any(path not in reader.found for path in paths)
@@ -257,6 +281,25 @@ def _loaded(
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """A run's cache as read before the run, and what the run is keyed by."""
+
+    options: PartOptions
+    run: str
+    cached: CacheContent | None
+    warned: list[CacheWarning]
+
+
+def _opened(request: EvalRequest, roots: tuple[str, str]) -> _Opened:
+    from vocmatch.run.remote_inputs import part_options
+
+    options = part_options(request, roots)
+    run = _run_key(request, options)
+    warned: list[CacheWarning] = []
+    return _Opened(options, run, _loaded(request, run, options, warned), warned)
+
+
 def evaluated_with_cache(
     request: EvalRequest, progress: Callable[[int, int], None] | None = None
 ) -> CachedRun:
@@ -267,22 +310,86 @@ def evaluated_with_cache(
             ground-truth image pairs with a prediction; a class chosen is in neither set.
         AnnotationError: With ``fold_case``, two names of the class map fold to one and
             map to different classes.
+        RequestError: COCO results name no ground-truth class (field ``classes``).
     """
-    from vocmatch.evaluation.shards.parts import PartListing, gathered_parts
+    from vocmatch.evaluation.shards.parts import PartListing
     from vocmatch.readers.voc_layout import annotation_folder
-    from vocmatch.run.in_parts import EvaluatedInParts
-    from vocmatch.run.read_stage import refuse_unpaired_keys
-    from vocmatch.run.remote_inputs import part_options
 
     annotations, _ = annotation_folder(request.gt)
-    listing = PartListing.of(annotations, request.pred)
-    options = part_options(request, (listing.gt.root, listing.pred.root))
-    run = _run_key(request, options)
-    warned: list[CacheWarning] = []
-    cached = _loaded(request, run, options, warned)
+    if request.pred_format != "coco":
+        listing = PartListing.of(annotations, request.pred)
+        opened = _opened(request, (listing.gt.root, listing.pred.root))
+        found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
+        return _written(request, found, content, opened)
+    from vocmatch.readers.remote import list_location
+
+    gt_listing = list_location(annotations)
+    if not gt_listing.files:
+        raise no_annotation_files(annotations, gt_listing.skipped)
+    opened = _opened(request, (gt_listing.root, os.fspath(request.pred)))
+    # The results name images by the ground-truth files read: they are read against those
+    # the cache found readable, and again if the guess was wrong.
+    unreadable = {
+        s.key
+        for chunk in (opened.cached.chunks.values() if opened.cached is not None else ())
+        for s in chunk.gt_skipped
+    }
+    readable = tuple(f for f in gt_listing.files if f[0] not in unreadable)
+    for _ in range(2):
+        coco = _coco_predictions(request, gt_listing.root, readable)
+        listing = PartListing(gt_listing, coco.listing())
+        found, read_keys, content = _cached_run(
+            request, listing, annotations, coco, opened, progress
+        )
+        if set(read_keys) == {k for k, _ in readable}:
+            break
+        keys = set(read_keys)
+        readable = tuple(f for f in gt_listing.files if f[0] in keys)
+    return _written(request, found, content, opened)
+
+
+def _coco_predictions(
+    request: EvalRequest, gt_root: str, gt_files: Sequence[tuple[str, str]]
+) -> CocoPredictions:
+    from vocmatch.run.cached_coco import read_coco_predictions
+
+    coco_gt = os.fspath(request.coco_gt) if request.coco_gt is not None else None
+    pred = os.fspath(request.pred)
+    return read_coco_predictions(pred, gt_root, gt_files, coco_gt, request.max_file_size)
+
+
+def _written(
+    request: EvalRequest, found: CachedRun, content: CacheContent | None, opened: _Opened
+) -> CachedRun:
+    """The run, its cache written (when ``content`` is not None: something changed)."""
+    if content is not None:
+        _write(request, content, opened.options, opened.warned)
+    return replace(found, warnings=tuple(opened.warned))
+
+
+def _cached_run(
+    request: EvalRequest,
+    listing: PartListing,
+    annotations: str,
+    coco: CocoPredictions | None,
+    opened: _Opened,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[CachedRun, tuple[str, ...], CacheContent | None]:
+    """The run evaluated with its cache, the keys of the ground-truth files read, and the
+    cache's new content (None when nothing changed)."""
+    from vocmatch.evaluation.shards.parts import gathered_parts
+    from vocmatch.run.in_parts import EvaluatedInParts
+
+    options, run, cached = opened.options, opened.run, opened.cached
     chunks = chunks_of(listing)
-    kept, changed, stats = _reused(chunks, run, cached, request.cache_verify)
-    fresh = _matched(changed, options, request.jobs, progress, listing.file_count())
+    pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
+    if coco is not None:
+        # The predictions are read already: a chunk's key holds their digests, not a file's.
+        chunks = tuple(replace(p, pred_files=()) for p in chunks)
+    extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
+    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra)
+    given = _given_pred(changed, coco, pred_keys)
+    fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     every: dict[str, PartRecords] = {}
     results: list[PartRecords] = []
     for part in chunks:
@@ -293,64 +400,157 @@ def evaluated_with_cache(
             records = hashed.records
             key = ""
             if not hashed.unreadable:
-                digests = {path: digest for path, stat, digest in hashed.stats}
-                stats.update({path: (stat, digest) for path, stat, digest in hashed.stats})
-                key = _chunk_key(run, part, digests)
+                index.extend(hashed.stats)
+                digests = b"".join(digest for _, _, digest in hashed.stats)
+                key = _chunk_key(run, part, digests, extra[part.index])
         if key:
             every[key] = records
         results.append(records)
     if progress is not None:
         progress(listing.file_count(), listing.file_count())
-    matched = sum(len({k for k, _ in (*p.gt_files, *p.pred_files)}) for p in changed)
+    matched = len({k for p in changed for k in (*(k for k, _ in p.gt_files), *pred_keys[p.index])})
     total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
     gathered = gathered_parts(listing, results, options)  # results emptied
     gathered.refuse_no_ground_truth(annotations)
-    refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
+    if coco is None:
+        from vocmatch.run.read_stage import refuse_unpaired_keys
+
+        refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
+    else:
+        gathered = _with_coco_findings(gathered, coco, request.fold_case)
     found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
     # Written once the run is evaluated: a refused run leaves the cache as it was.
-    if cached is None or fresh or set(every) != set(cached.chunks) or stats != cached.stats:
+    content = None
+    stats = index.done()
+    if cached is None or fresh or set(every) != set(cached.chunks) or not stats.same(cached.stats):
         from vocmatch.evaluation.shards.cache_file import CacheContent
 
         stored = cached.stored if cached is not None else {}
-        _write(request, CacheContent(run, stats, every, stored), options, warned)
-    return CachedRun(found, tuple(warned), matched, total - matched)
+        content = CacheContent(run, stats, every, stored)
+    done = CachedRun(found, (), matched, total - matched)
+    return done, gathered.gt_keys, content
+
+
+def _given_pred(
+    changed: Sequence[Part], coco: CocoPredictions | None, pred_keys: Mapping[int, Sequence[str]]
+) -> dict[int, ColumnSet]:
+    """Per changed chunk, its predictions read already (from a COCO results file)."""
+    if coco is None:
+        return {}
+    return {
+        p.index: coco.of_keys([*(k for k, _ in p.gt_files), *pred_keys[p.index]]) for p in changed
+    }
+
+
+def _with_coco_findings(
+    gathered: GatheredParts, coco: CocoPredictions, fold_case: bool
+) -> GatheredParts:
+    """The joined chunks of COCO results with the records that could not be read in the
+    order a run without a cache reports them (by path and line, not by chunk), refused as
+    that run refuses results that name no ground-truth class.
+
+    Raises:
+        RequestError: No prediction class is a ground-truth class (field ``classes``).
+    """
+    from vocmatch.evaluation.class_map import no_shared_name
+
+    counts = gathered.counts
+    reason = no_shared_name(
+        [name for name, count in counts.gt_classes if count],
+        [name for name, count in counts.pred_classes if count],
+        fold_case,
+    )
+    if reason is not None:
+        raise RequestError("classes", reason)
+    skipped = (*gathered.gt_skipped, *gathered.listing.pred.skipped, *coco.pred.skipped)
+    by_line = tuple(sorted(skipped, key=lambda s: (s.path, s.line or 0)))
+    return replace(gathered, gt_skipped=(), pred_skipped=by_line)
+
+
+class _NewIndex:
+    """The stat index a run writes: the rows of the files of the chunks it took from the
+    cache, and those of the chunks it read."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
+        self.read: list[tuple[str, FileStat, bytes]] = []
+
+    def extend(self, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
+        """Add the files of a chunk read: path, stat and digest each."""
+        self.read.extend(found)
+
+    def done(self) -> StatIndex:
+        """The index, sorted by path."""
+        from vocmatch.evaluation.shards.cache_file import HASH_BYTES, StatIndex
+
+        paths = [p for taken, _, _ in self.taken for p in taken]
+        paths += [path for path, _, _ in self.read]
+        stat = np.concatenate([
+            *(s for _, s, _ in self.taken),
+            np.array([s for _, s, _ in self.read], dtype=np.int64).reshape(-1, 4),
+        ])  # fmt: skip
+        read = b"".join(d for _, _, d in self.read)
+        digest = np.concatenate([
+            *(d for _, _, d in self.taken),
+            np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES),
+        ])  # fmt: skip
+        return StatIndex.of(paths, stat, digest)
 
 
 def _reused(
-    chunks: Sequence[Part], run: str, cached: CacheContent | None, verify: bool
-) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], dict[str, tuple[FileStat, bytes]]]:
+    chunks: Sequence[Part],
+    run: str,
+    cached: CacheContent | None,
+    verify: bool,
+    extra: Mapping[int, bytes],
+) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
-    stat index of the files of those held."""
+    stat index of the files of those held.
+
+    Every file is stat'ed, and the stats compared with the index's at once; a file whose
+    stat differs (or every file, with ``verify``) is hashed."""
+    from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+
     kept: dict[int, tuple[str, PartRecords]] = {}
-    changed: list[Part] = []
-    stats: dict[str, tuple[FileStat, bytes]] = {}
+    index = _NewIndex()
     if cached is None:
-        return kept, list(chunks), stats
-    for part in chunks:
-        digests: dict[str, bytes] = {}
-        found: dict[str, tuple[FileStat, bytes]] = {}
-        for _, path in (*part.gt_files, *part.pred_files):
-            stat = _stat(path)
-            known = cached.stats.get(path)
-            if stat is None:
-                break
-            if known is not None and known[0] == stat and not verify:
-                digest: bytes | None = known[1]
-            else:
-                digest = _digest(path)
-            if digest is None:
-                break
-            digests[path] = digest
-            found[path] = (stat, digest)
+        return kept, list(chunks), index
+    paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
+    ends = np.cumsum([part.file_count() for part in chunks]).tolist()
+    found = [_stat(path) for path in paths]
+    missing = np.array([s is None for s in found], dtype=bool)
+    now = np.array([s or (-1, -1, -1, -1) for s in found], dtype=np.int64).reshape(-1, 4)
+    known = cached.stats.rows()
+    row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
+    digest = np.zeros((len(paths), HASH_BYTES), dtype=np.uint8)
+    same = (row >= 0) & ~missing
+    if len(cached.stats.paths):
+        same &= (cached.stats.stat[np.maximum(row, 0)] == now).all(axis=1)
+        digest[same] = cached.stats.digest[row[same]]
+    else:
+        same[:] = False
+    if verify:
+        same[:] = False
+    for i in np.flatnonzero(~same & ~missing).tolist():
+        hashed = _digest(paths[i])
+        if hashed is None:
+            missing[i] = True
         else:
-            key = _chunk_key(run, part, digests)
+            digest[i] = np.frombuffer(hashed, dtype=np.uint8)
+    changed: list[Part] = []
+    start = 0
+    for part, end in zip(chunks, ends, strict=True):
+        if not missing[start:end].any():
+            key = _chunk_key(run, part, digest[start:end].tobytes(), extra[part.index])
             records = cached.chunks.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
-                stats.update(found)
+                index.taken.append((paths[start:end], now[start:end], digest[start:end]))
+                start = end
                 continue
         changed.append(part)
-    return kept, changed, stats
+        start = end
+    return kept, changed, index
 
 
 def _matched(
@@ -359,18 +559,20 @@ def _matched(
     jobs: int,
     progress: Callable[[int, int], None] | None,
     total: int,
+    given: Mapping[int, ColumnSet],
 ) -> dict[int, _Hashed]:
     """The changed chunks read and matched: by worker processes when they hold many files
-    and more than one may run (a few batches of chunks a worker), else here."""
+    and more than one may run (a few batches of chunks a worker), else here (as are those
+    whose predictions are ``given``, read already)."""
     from vocmatch.evaluation.shards.parts import PARTS_PER_WORKER, LocalParts
     from vocmatch.readers.workers import worker_results
 
     files = sum(p.file_count() for p in changed)
     workers = LocalParts(jobs).workers()
     done: dict[int, _Hashed] = {}
-    if files < FEW_CHANGED or workers <= 1:
+    if files < FEW_CHANGED or workers <= 1 or given:
         for part in changed:
-            done[part.index] = hashed_part_records(part, options)
+            done[part.index] = hashed_part_records(part, options, given.get(part.index))
         return done
     count = min(len(changed), PARTS_PER_WORKER * workers)
     batches = [tuple(changed[k::count]) for k in range(count)]

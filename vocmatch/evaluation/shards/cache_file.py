@@ -60,6 +60,7 @@ __all__ = [
     "HASH_BYTES",
     "CacheContent",
     "FileStat",
+    "StatIndex",
     "cache_bytes",
     "read_cache",
 ]
@@ -74,20 +75,61 @@ HASH_BYTES = 16
 FileStat = tuple[int, int, int, int]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class StatIndex:
+    """The stat index: each file's stat when it was hashed, and its digest, as arrays (a
+    run compares a whole set's stats at once, and a cache file holds them as they are).
+
+    Attributes:
+        paths: The files, sorted.
+        stat: ``(N, 4)`` ``size, mtime_ns, ctime_ns, inode`` of each (int64).
+        digest: ``(N, HASH_BYTES)`` each one's content's BLAKE2b digest (uint8).
+    """
+
+    paths: tuple[str, ...] = ()
+    stat: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+    digest: npt.NDArray[np.uint8] = field(
+        default_factory=lambda: np.zeros((0, HASH_BYTES), np.uint8)
+    )
+
+    @classmethod
+    def of(
+        cls,
+        paths: Sequence[str],
+        stat: npt.NDArray[np.int64],
+        digest: npt.NDArray[np.uint8],
+    ) -> StatIndex:
+        """The index of rows given in any order (one a path), sorted by path."""
+        order = sorted(range(len(paths)), key=paths.__getitem__)
+        return cls(tuple(paths[i] for i in order), stat[order], digest[order])
+
+    def rows(self) -> dict[str, int]:
+        """Each path's row."""
+        return {path: row for row, path in enumerate(self.paths)}
+
+    def same(self, other: StatIndex) -> bool:
+        """Both hold the same files, stats and digests."""
+        return (
+            self.paths == other.paths
+            and np.array_equal(self.stat, other.stat)
+            and np.array_equal(self.digest, other.digest)
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class CacheContent:
     """What a cache holds.
 
     Attributes:
         run: The key of the run's options (see the module doc).
-        stats: Per path, its stat when it was hashed and its digest.
+        stats: The stat index.
         chunks: Per chunk key, the chunk's records and findings.
         stored: Per chunk key, its header entry and arrays as a cache file held them (read
             and checked): written again as they are.
     """
 
     run: str
-    stats: Mapping[str, tuple[FileStat, bytes]]
+    stats: StatIndex
     chunks: Mapping[str, PartRecords]
     stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = field(
         default_factory=dict
@@ -103,12 +145,11 @@ def cache_bytes(
     """The bytes of a cache file holding ``content`` (records matched under ``conv``, with
     ``slices``, of predictions prepared by ``preparation``: each chunk keeps what it
     removed)."""
-    paths = sorted(content.stats)
-    stat = np.array([content.stats[p][0] for p in paths], dtype=np.int64).reshape(-1, 4)
-    digest = np.frombuffer(b"".join(content.stats[p][1] for p in paths), dtype=np.uint8)
+    index = content.stats
+    paths = list(index.paths)
     arrays: dict[str, npt.NDArray[Any]] = {
-        "file_stat": stat,
-        "file_hash": digest.reshape(-1, HASH_BYTES),
+        "file_stat": np.ascontiguousarray(index.stat, dtype=np.int64).reshape(-1, 4),
+        "file_hash": np.ascontiguousarray(index.digest, dtype=np.uint8).reshape(-1, HASH_BYTES),
     }
     chunks: list[Mapping[str, Any]] = []
     for n, (key, part) in enumerate(sorted(content.chunks.items())):
@@ -171,13 +212,15 @@ def read_cache(
     stat, digest = raw.arrays.get("file_stat"), raw.arrays.get("file_hash")
     if not is_str_list(paths) or not isinstance(chunks, list) or stat is None or digest is None:
         raise StateError(f"{source}: corrupted header (files or chunks)")
-    if stat.shape != (len(paths), 4) or digest.shape != (len(paths), HASH_BYTES):
+    if (
+        stat.shape != (len(paths), 4)
+        or digest.shape != (len(paths), HASH_BYTES)
+        or stat.dtype.kind != "i"
+        or digest.dtype != np.uint8
+        or len(set(paths)) != len(paths)
+    ):
         raise StateError(f"{source}: corrupted stat index")
-    hashes = digest.tobytes()
-    digests = [hashes[i : i + HASH_BYTES] for i in range(0, len(hashes), HASH_BYTES)]
-    stats: dict[str, tuple[FileStat, bytes]] = dict(
-        zip(paths, zip(map(_stat_of, stat.tolist()), digests, strict=True), strict=True)
-    )
+    stats = StatIndex.of(paths, stat.astype(np.int64), digest)
     by_chunk: dict[str, dict[str, npt.NDArray[Any]]] = {}
     for name, array in raw.arrays.items():
         number, dot, rest = name.partition(".")
@@ -196,10 +239,6 @@ def read_cache(
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
     return CacheContent(run, stats, found, stored)
-
-
-def _stat_of(row: list[int]) -> FileStat:
-    return row[0], row[1], row[2], row[3]
 
 
 def _chunk(

@@ -222,15 +222,23 @@ class ReadPart:
 
 
 def read_part(
-    part: Part, options: PartOptions, read: Callable[[str, int], bytes] | None = None
+    part: Part,
+    options: PartOptions,
+    read: Callable[[str, int], bytes] | None = None,
+    given_pred: ColumnSet | None = None,
 ) -> ReadPart:
     """Read a part's files and apply the class choice and the geometry, as one process
     does to every file (the first half of every task); ``read(path, max_bytes)`` gives
-    each file's bytes (by default :func:`~vocmatch.readers.remote.location_reader`'s)."""
+    each file's bytes (by default :func:`~vocmatch.readers.remote.location_reader`'s).
+    ``given_pred``: the part's predictions as read already (of a file of every image's,
+    such as a COCO results file), in place of its prediction files."""
     if read is None:
         read = location_reader(options.storage_options)
     gt = read_listed_columns(part.gt_files, options.max_bytes, read)
-    pred = read_listed_columns(part.pred_files, options.max_bytes, read)
+    if given_pred is None:
+        pred = read_listed_columns(part.pred_files, options.max_bytes, read)
+    else:
+        pred = given_pred
     counts = ReadCounts.of(gt, pred)
     gt = dataclasses.replace(gt, root=options.roots[0])
     pred = dataclasses.replace(pred, root=options.roots[1])
@@ -265,16 +273,20 @@ def part_state(part: Part, options: PartOptions) -> PartResult:
 
 
 def part_records(
-    part: Part, options: PartOptions, read: Callable[[str, int], bytes] | None = None
+    part: Part,
+    options: PartOptions,
+    read: Callable[[str, int], bytes] | None = None,
+    given_pred: ColumnSet | None = None,
 ) -> PartRecords:
     """Read a part's files and match its images (the task run by a local worker process):
     the records of the engine's stages on the part's columns, as a run in one process makes
     them of every image (rotated boxes and polygons matched by their regions), with the
     slices and the calibration inputs asked for and the classes' rankings (merged when
-    joined); ``read`` gives each file's bytes, as :func:`read_part` takes it."""
+    joined); ``read`` gives each file's bytes and ``given_pred`` the predictions read
+    already, as :func:`read_part` takes them."""
     from vocmatch.evaluation.to_records import Asked, match_records
 
-    found = read_part(part, options, read)
+    found = read_part(part, options, read, given_pred)
     gt, pred = found.gt, found.pred
     skipped = (gt.skipped, pred.skipped)
     asked = Asked(ranked=True, slices=options.slices, calibration=options.calibration)
