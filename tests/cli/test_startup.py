@@ -202,6 +202,10 @@ UNUSED_ON_EVAL = (
     "vocmatch.run.find_suspects",
     # Folders read here: neither URLs nor a cluster.
     "vocmatch.run.remote_inputs",
+    # Neither slices nor calibration asked for; np.unique would bring numpy.ma.
+    "vocmatch.evaluation.slice_records",
+    "vocmatch.evaluation.calibration_inputs",
+    "numpy.ma",
     "vocmatch.cli.merge_cmd",
     "vocmatch.cli.help",
     "rich_click",

@@ -11,7 +11,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,6 @@ from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
-from vocmatch.evaluation.calibration_inputs import CalibrationInputs, calibration_inputs
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.preparation import prepare_columns
@@ -46,13 +45,6 @@ from vocmatch.evaluation.result import (
     Match,
     odd_value_counts,
 )
-from vocmatch.evaluation.slice_records import (
-    SLICE_COUNTS,
-    SliceInputs,
-    SliceRecords,
-    SliceSpec,
-    memberships,
-)
 from vocmatch.evaluation.stage_inputs import (
     Areas,
     Counted,
@@ -65,6 +57,10 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
+
+if TYPE_CHECKING:  # imported where slices or the calibration inputs are asked for
+    from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.slice_records import SliceRecords, SliceSpec
 
 __all__ = ["Asked", "match_records"]
 
@@ -250,6 +246,8 @@ def _reading(
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     inputs = None
     if asked.calibration:
+        from vocmatch.evaluation.calibration_inputs import calibration_inputs
+
         inputs = calibration_inputs(prepared, selection, scores, counted.passing)
     n_images = len(selection.images)
     image_counts = per_image.per_image_counts(prepared, paired.matching, counted, n_images)
@@ -289,6 +287,13 @@ def _slice_records(
 ) -> SliceRecords:
     """Each value of each slice matched as COCO's area ranges are (the ground truth outside
     it ignored), at every IoU threshold the protocol matches at, and counted."""
+    from vocmatch.evaluation.slice_records import (
+        SLICE_COUNTS,
+        SliceInputs,
+        SliceRecords,
+        memberships,
+    )
+
     conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
     levels = prepared.levels
     n_pred, n_k, n_t = pred.label.size, len(prepared.class_names), levels.thresholds.size
@@ -523,8 +528,9 @@ def _bits(pred: npt.NDArray[Any], level: npt.NDArray[Any], n_pred: int, n_bits: 
     if fast is not None:
         return match_kernels.flag_bits(fast, pred, level, n_pred, flag_dtype(n_bits))
     bits = np.zeros(n_pred, dtype=flag_dtype(n_bits))
-    # One threshold at a time (a prediction twice there sets the same bit).
-    for t in np.unique(level).tolist():
+    # One threshold at a time (a prediction twice there sets the same bit); the thresholds
+    # present, in order, by a count (np.unique would import numpy.ma on a small run).
+    for t in np.flatnonzero(np.bincount(level)).tolist():
         bits[pred[level == t]] |= bits.dtype.type(1 << t)
     return bits
 

@@ -63,7 +63,10 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
     every ranked prediction would make a large set's JSON mostly curve.
     """
     rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
-    points = np.union1d(rises, [curve.recall.size - 1]) if curve.recall.size else rises
+    last = curve.recall.size - 1
+    # The rises are in order: the last point joins them unless it is one (np.union1d would
+    # import numpy.ma on a small run).
+    points = rises if last < 0 or (rises.size and rises[-1] == last) else np.append(rises, last)
     scores = curve.scores[points]
     recall = curve.recall[points].tolist()
     return {
