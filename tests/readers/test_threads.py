@@ -25,7 +25,7 @@ from tests.evaluation.test_batch import assert_same_columns, load_generator
 from tests.readers.test_chunk import ENTRIES, PLAIN, POLYGON, obj, voc
 from tests.readers.test_workers import big_set
 from vocmatch.errors import VocmatchWarning
-from vocmatch.readers import scan, threads, workers
+from vocmatch.readers import scan, workers
 from vocmatch.readers.parse import DirectoryListing, list_directory
 from vocmatch.readers.scan import ColumnSet, read_listings
 from vocmatch.readers.threads import thread_results
@@ -229,7 +229,7 @@ def test_a_refused_thread_leaves_the_work_to_this_one(monkeypatch: pytest.Monkey
             raise RuntimeError("can't start new thread")
         return submit(self, *args, **kwargs)
 
-    monkeypatch.setattr(threads.ThreadPoolExecutor, "submit", refusing)
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", refusing)
     monkeypatch.setattr(workers, "available_cores", lambda: 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -24,18 +24,40 @@ order; the exceptions of later tasks, if any, are dropped with their results.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vocmatch.errors import VocmatchWarning
 from vocmatch.readers.workers import worker_count
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
 __all__ = ["thread_results"]
 
 R = TypeVar("R")
+
+
+def __getattr__(name: str) -> Any:
+    # concurrent.futures (and the logging it imports) is imported when a run first starts
+    # threads, not by every reader: a run of a few files needs neither.
+    if name == "ThreadPoolExecutor":
+        from concurrent.futures import ThreadPoolExecutor
+
+        globals()[name] = ThreadPoolExecutor
+        return ThreadPoolExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A pool of ``threads`` threads, of the class this module holds now (a test may have
+    put another in its place)."""
+    pool_class = sys.modules[__name__].ThreadPoolExecutor
+    pool: ThreadPoolExecutor = pool_class(max_workers=threads, thread_name_prefix="vocmatch-read")
+    return pool
 
 
 def _submitted(
@@ -100,7 +122,7 @@ def thread_results(
     if threads <= 1:
         yield (function(*task) for task in tasks)
         return
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vocmatch-read")
+    pool = _pool(threads)
     try:
         yield _results(pool, function, tasks)
     finally:
