@@ -47,7 +47,7 @@ def by_processes(
 ) -> list[ColumnSet]:
     """The worker processes' route, with the compiled reader in each."""
     with monkeypatch.context() as patch:
-        patch.setattr(scan, "_reads_in_threads", lambda: False)
+        patch.setattr(scan, "reads_in_threads", lambda: False)
         return read_listings(listings, jobs)
 
 
@@ -80,7 +80,16 @@ def hostile_listing(folder: Path) -> DirectoryListing:
             plain = place / "plain.xml"
             plain.write_bytes(voc(obj(f"name{number % 7}", extra="<pose>Left</pose>")))
             files += [(key + "-a", str(plain)), (key + "-b", make(place))]
+        # Numbers only Python converts exactly (the reader takes the GIL back for them).
+        for number, text in enumerate(LONG_NUMBERS):
+            long = folder / f"{copy}-long-{number}.xml"
+            box = f"<xmin>{text}</xmin><ymin>2</ymin><xmax>{text}</xmax><ymax>40</ymax>"
+            long.write_bytes(voc(obj("long", box, extra=f"<score>{text}</score>")))
+            files.append((f"{copy:02d}-long-{number}", str(long)))
     return DirectoryListing(str(folder), tuple(sorted(files)), ())
+
+
+LONG_NUMBERS = ["0.12345678901234567890123", "1" + "0" * 70 + "e-70", "0" * 66 + "3.25", "7e-5"]
 
 
 @compiled_only
@@ -107,7 +116,7 @@ def test_hostile_mixes_read_alike_by_threads_and_processes(
     assert len(threaded[0].skipped) > 9
     assert_same_sets(threaded, read_listings(listing, 1, max_bytes=4096))
     with monkeypatch.context() as patch:
-        patch.setattr(scan, "_reads_in_threads", lambda: False)
+        patch.setattr(scan, "reads_in_threads", lambda: False)
         assert_same_sets(threaded, read_listings(listing, 2, max_bytes=4096))
 
 

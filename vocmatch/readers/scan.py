@@ -66,6 +66,7 @@ __all__ = [
     "read_columns",
     "read_listed_columns",
     "read_listings",
+    "reads_in_threads",
     "size_from_text",
 ]
 
@@ -691,7 +692,7 @@ def read_listings(
     # A few files are read faster here than by starting processes.
     workers = 1 if total < 64 else jobs
     tasks = [(part, max_bytes) for _, part in parts]
-    pool = thread_results if _reads_in_threads() else worker_results
+    pool = thread_results if reads_in_threads() else worker_results
     with pool(_read_chunk, tasks, workers) as results:
         for (which, part), chunk in zip(parts, results, strict=True):
             chunks[which].append(chunk)
@@ -707,9 +708,10 @@ def read_listings(
     return sets
 
 
-def _reads_in_threads() -> bool:
-    """Whether chunks are read by threads: the compiled reader reads them whole, with the
-    GIL released (only the rare files it leaves to the per-file route hold it)."""
+def reads_in_threads() -> bool:
+    """Whether :func:`read_listings` reads with threads of this process (else worker
+    processes): the compiled reader reads whole chunks with the GIL released (only the rare
+    files it leaves to the per-file route hold it)."""
     return (
         active_reader() == "compiled"
         and getattr(_compiled, "read_chunk", None) is not None
