@@ -138,12 +138,13 @@ def vocmatch_stages(folder: Path, jobs: int) -> list[tuple[str, float, float, fl
     from vocmatch.core.protocol import protocol
     from vocmatch.evaluation.engine import evaluate_matched
     from vocmatch.evidence.gates import check_gates
-    from vocmatch.readers.scan import read_column_pair
+    from vocmatch.readers.scan import read_column_pair, reads_in_threads
     from vocmatch.render.json_report import to_json
 
     stage("import")
     gt, pred = read_column_pair(folder / "gt", folder / "pred", jobs)
-    stage(f"read {len(gt.keys) + len(pred.keys):,} files ({jobs} processes)")
+    workers = "threads" if reads_in_threads() else "processes"
+    stage(f"read {len(gt.keys) + len(pred.keys):,} files ({jobs} {workers})")
 
     def progress(name: str, done: int, total: int) -> None:
         # Accumulation starts at "AP per class"; every stage before it matches.

@@ -5,6 +5,7 @@ out of range, and an empty path, are usage errors (exit 2, no traceback) before 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES, ROOT, run_cli
 from vocmatch.cli import EXIT_OK, EXIT_USAGE
+from vocmatch.readers.scan import PURE_READER_VARIABLE, active_reader
 
 DEMO = FIXTURES / "demo"
 DIFF = FIXTURES / "diff"
@@ -204,8 +206,20 @@ def test_jobs_zero_means_every_core() -> None:
     assert code == EXIT_USAGE and "--jobs" in err
 
 
-def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> None:
-    """On 400 files, --jobs 10000 starts no more processes than there are cores."""
+@pytest.mark.parametrize(
+    ("pool", "reader"),
+    [
+        pytest.param("concurrent.futures.process.ProcessPoolExecutor", "1", id="processes"),
+        pytest.param("concurrent.futures.ThreadPoolExecutor", "", id="threads"),
+    ],
+)
+def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(
+    tmp_path: Path, pool: str, reader: str
+) -> None:
+    """On 400 files, --jobs 10000 starts no more workers than there are cores: processes
+    with the pure reader, threads with the compiled one."""
+    if not reader and active_reader() != "compiled":
+        pytest.skip("the compiled reader reads with threads")
     gt, pred = tmp_path / "gt", tmp_path / "pred"
     gt.mkdir()
     pred.mkdir()
@@ -213,15 +227,16 @@ def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> 
     for i in range(400):
         (gt / f"{i:04d}.xml").write_bytes(xml)
         (pred / f"{i:04d}.xml").write_bytes(xml)
+    module, name = pool.rsplit(".", 1)
     script = (
-        "import concurrent.futures.process as p, sys\n"
+        f"import {module} as p, sys\n"
         "from vocmatch.readers.workers import available_cores\n"
         "started = []\n"
-        "original = p.ProcessPoolExecutor.__init__\n"
+        f"original = p.{name}.__init__\n"
         "def init(self, max_workers=None, *a, **k):\n"
         "    started.append(max_workers)\n"
         "    original(self, max_workers, *a, **k)\n"
-        "p.ProcessPoolExecutor.__init__ = init\n"
+        f"p.{name}.__init__ = init\n"
         "from vocmatch.readers.scan import read_column_pair\n"
         "gt, pred = read_column_pair(sys.argv[1], sys.argv[2], jobs=10000)\n"
         "print(json.dumps([len(gt.keys), started, available_cores()]))\n"
@@ -233,6 +248,7 @@ def test_huge_jobs_on_a_large_set_starts_one_worker_per_core(tmp_path: Path) -> 
         text=True,
         timeout=120,
         check=False,
+        env={**os.environ, PURE_READER_VARIABLE: reader},
     )
     assert result.returncode == 0, result.stderr
     count, started, cores = json.loads(result.stdout)

@@ -1,7 +1,9 @@
 """Clean shutdown: SIGTERM, SIGHUP and Ctrl-C sent to the main process alone (``kill -TERM
 PID``, not the process group) end the run and its worker processes within a second on
 large inputs, with one line and exit 143, 129 or 130; a report being written is left as it
-was, never half-written.
+was, never half-written. Where the compiled reader reads with threads of the main process
+(``labels``, and ``eval`` whenever it reads here), the run ends as soon as the chunks being
+read are done.
 
 The bounds asserted (workers gone within 2 s, the run within 5 s) are generous for a loaded
 2-core machine; the code ends the workers at once (tens of milliseconds where measured)."""
@@ -22,6 +24,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.evaluation.test_batch import load_generator
 from vocmatch.cli import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
+from vocmatch.readers.scan import PURE_READER_VARIABLE, active_reader
 from vocmatch.readers.workers import available_cores
 
 pytestmark = [
@@ -135,6 +138,11 @@ def wait_for_workers(process: subprocess.Popen[bytes], count: int = 2) -> list[i
     pytest.fail(f"no worker processes appeared: {process.communicate()[1].decode()[-500:]}")
 
 
+#: The reading of ``labels`` goes through worker processes with the pure reader; the compiled
+#: one reads with threads (test_a_signal_while_threads_read).
+PURE_READER = {**os.environ, PURE_READER_VARIABLE: "1"}
+
+
 def commands(large: LargeSet, target: Path) -> dict[str, list[str | Path]]:
     return {
         "eval": [large.gt, large.pred, "--jobs", "2", "--format", "json", "-o", target],
@@ -153,7 +161,7 @@ def test_a_signal_to_the_main_process_ends_the_workers_at_once(
     """While the workers read: exit within seconds, every worker gone, one line, no report
     file and no temporary file."""
     target = tmp_path / "report.out"
-    process = start(commands(large, target)[command])
+    process = start(commands(large, target)[command], env=PURE_READER)
     workers = wait_for_workers(process)
     sent = time.monotonic()
     process.send_signal(signum)
@@ -168,6 +176,43 @@ def test_a_signal_to_the_main_process_ends_the_workers_at_once(
     # (lint) to 5.2 s (eval) on this set on two cores.
     assert workers_gone < 2.0, f"workers ended {workers_gone:.2f} s after the signal"
     assert elapsed < 5.0, f"the run ended {elapsed:.2f} s after the signal"
+    assert list(tmp_path.iterdir()) == []
+
+
+def wait_until_reading(process: subprocess.Popen[bytes], folder: Path) -> None:
+    """Wait until the process has a file of ``folder`` open (its threads are reading)."""
+    fds = Path(f"/proc/{process.pid}/fd")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if any(os.readlink(fd).startswith(str(folder)) for fd in fds.iterdir()):
+                time.sleep(0.1)  # at work on their first chunks
+                return
+        except OSError:
+            continue  # a descriptor closed while being listed
+        time.sleep(0.002)
+    process.kill()
+    pytest.fail(f"the files were never read: {process.communicate()[1].decode()[-500:]}")
+
+
+@pytest.mark.skipif(active_reader() != "compiled", reason="the compiled reader reads with threads")
+@pytest.mark.parametrize(("signum", "code", "line"), SIGNALS)
+def test_a_signal_while_threads_read(
+    large: LargeSet, tmp_path: Path, signum: int, code: int, line: str
+) -> None:
+    """While threads of the main process read: the queued chunks are dropped, the run ends
+    within seconds with one line, no report file and no temporary file."""
+    target = tmp_path / "report.out"
+    process = start(commands(large, target)["labels"])
+    wait_until_reading(process, large.gt.parent)
+    sent = time.monotonic()
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    elapsed = time.monotonic() - sent
+    assert process.returncode == code, stderr.decode()
+    assert stderr.decode() == f"{line}\n"
+    # The whole run takes 5 s and more on two loaded cores.
+    assert elapsed < 2.0, f"the run ended {elapsed:.2f} s after the signal"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import FIXTURES, ROOT
 from vocmatch.errors import VocmatchWarning
 from vocmatch.readers import workers
+from vocmatch.readers.scan import PURE_READER_VARIABLE
 from vocmatch.readers.workers import available_cores, worker_count, worker_results
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
@@ -215,16 +216,18 @@ def test_the_command_line_says_so_and_gives_the_same_output(
     tmp_path: Path, command: list[str]
 ) -> None:
     """A refused fork under the real command: one warning line, the same report, the same
-    exit code."""
+    exit code. (The pure reader reads with worker processes; the compiled one with threads:
+    tests/readers/test_threads.py.)"""
     gt, pred = big_set(tmp_path, 200)
     args = [part.format(gt=gt, pred=pred) for part in command]
+    env = {**os.environ, PURE_READER_VARIABLE: "1"}
     normal = subprocess.run(
         [sys.executable, "-m", "vocmatch", *args], cwd=ROOT, capture_output=True, timeout=300,
-        check=False,
+        check=False, env=env,
     )  # fmt: skip
     refused = subprocess.run(
         [sys.executable, "-c", REFUSED_FORK, *args], cwd=ROOT, capture_output=True, timeout=300,
-        check=False,
+        check=False, env=env,
     )  # fmt: skip
     assert refused.returncode == normal.returncode
     assert refused.stdout == normal.stdout

@@ -370,15 +370,20 @@ def pred_format_options(function: F) -> F:
     return function
 
 
-def jobs_option(what: str = "read files", help_text: str | None = None) -> Callable[[F], F]:
-    """``--jobs N`` / ``-j N``: processes that do ``what`` in parallel; 0 uses every core
-    (``help_text``, when given, is the whole help)."""
+def jobs_option(help_text: str | None = None) -> Callable[[F], F]:
+    """``--jobs N`` / ``-j N``: workers that read files in parallel (threads with the
+    compiled reader, else processes: :func:`vocmatch.readers.scan.read_listings`); 0 uses
+    every core (``help_text``, when given, is the whole help)."""
     return click.option(
         "--jobs",
         "-j",
         type=WholeNumberRange.of_field("jobs"),
         default=0,
-        help=help_text or f"Processes that {what} in parallel; 0 (the default) uses every core.",
+        help=help_text
+        or (
+            "Workers that read files in parallel (threads with the compiled reader, else "
+            "processes); 0 (the default) uses every core."
+        ),
     )
 
 
@@ -387,8 +392,8 @@ EVAL_JOBS_HELP = (
     "Worker processes; 0 (the default) uses every core. Above 1, each reads and matches a "
     "part of the images and the main process joins their match records (the report is "
     "that of one process); a report that lists or draws boxes (--errors, --html, --format "
-    "junit), --split and non-XML predictions read the files in parallel and match them in "
-    "the main process."
+    "junit), --split and non-XML predictions read the files in parallel (threads with the "
+    "compiled reader) and match them in the main process."
 )
 
 

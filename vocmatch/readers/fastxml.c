@@ -26,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -308,10 +309,12 @@ static const double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6, 
 
 /* A number's value by the one grammar (surrounding XML whitespace, an optional sign,
  * digits with at most one point and at least one digit, an optional exponent):
- * 1 read, 0 not in the grammar, -1 out of memory. The value is float()'s: exact when
- * the digits and the power of ten are both exact doubles (one correctly rounded
- * multiplication or division), else Python's own correctly rounded conversion. */
-static int read_number(Span text, double *out)
+ * 1 read, 0 not in the grammar, -1 out of memory (no exception set). The value is
+ * float()'s: exact when the digits and the power of ten are both exact doubles (one
+ * correctly rounded multiplication or division), else Python's own correctly rounded
+ * conversion. `released` is NULL when the caller holds the GIL, else the thread state
+ * the caller saved on releasing it: the GIL is then taken for Python's conversion only. */
+static int read_number(Span text, double *out, PyThreadState **released)
 {
     Span t = trim(text);
     const u8 *p = t.p;
@@ -377,18 +380,19 @@ static int read_number(Span text, double *out)
     (void)exponent_small;
     (void)fraction;
 #endif
-    /* The general case: Python's conversion on a NUL-terminated copy of the text. */
+    /* The general case: Python's conversion on a NUL-terminated copy of the text (malloc:
+     * the copy may be made without the GIL). */
     char small[SHORT_NUMBER];
     char *copy = small;
     if (n >= SHORT_NUMBER) {
-        copy = PyMem_Malloc((size_t)n + 1);
-        if (copy == NULL) {
-            PyErr_NoMemory();
+        copy = malloc((size_t)n + 1);
+        if (copy == NULL)
             return -1;
-        }
     }
     memcpy(copy, p, (size_t)n);
     copy[n] = '\0';
+    if (released != NULL)
+        PyEval_RestoreThread(*released);
     char *end = NULL;
     double value = PyOS_string_to_double(copy, &end, NULL);
     int ok = 1;
@@ -398,8 +402,10 @@ static int read_number(Span text, double *out)
     } else if (end != copy + n) {
         ok = 0;
     }
+    if (released != NULL)
+        *released = PyEval_SaveThread();
     if (copy != small)
-        PyMem_Free(copy);
+        free(copy);
     if (ok)
         *out = value;
     return ok;
@@ -442,17 +448,17 @@ typedef struct {
     size_t len, cap;
 } Column;
 
+/* Columns are grown with realloc, not PyMem_Realloc: a chunk's are filled without the
+ * GIL. 1 added, 0 out of memory (no exception set: the caller sets it, holding the GIL). */
 static int column_add(Column *c, const void *item, size_t size)
 {
     if (c->len + size > c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 256;
         while (cap < c->len + size)
             cap *= 2;
-        char *grown = PyMem_Realloc(c->p, cap);
-        if (grown == NULL) {
-            PyErr_NoMemory();
+        char *grown = realloc(c->p, cap);
+        if (grown == NULL)
             return 0;
-        }
         c->p = grown;
         c->cap = cap;
     }
@@ -503,6 +509,7 @@ typedef struct {
     Column coordinates, scores, difficult, truncated, occluded;
     Column names, poses; /* Span each */
     double max_coordinate;
+    PyThreadState **released; /* while the GIL is released: the saved thread state */
 } Output;
 
 /* --- objects ---------------------------------------------------------------------- */
@@ -625,7 +632,7 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
     for (int f = 0; f < 4; f++) {
         if (corners[f].state != LEAF)
             return 0;
-        int read = read_number(corners[f].text, &box[f]);
+        int read = read_number(corners[f].text, &box[f], out->released);
         if (read <= 0)
             return read;
         if (!(fabs(box[f]) <= out->max_coordinate))
@@ -635,7 +642,7 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
         return 0;
     double value = Py_NAN;
     if (score->state == LEAF) {
-        int read = read_number(score->text, &value);
+        int read = read_number(score->text, &value, out->released);
         if (read <= 0)
             return read;
         if (!isfinite(value))
@@ -807,16 +814,18 @@ static PyObject *span_list(const Column *spans, Cache *cache)
 
 static void output_free(Output *out)
 {
-    PyMem_Free(out->coordinates.p);
-    PyMem_Free(out->scores.p);
-    PyMem_Free(out->difficult.p);
-    PyMem_Free(out->truncated.p);
-    PyMem_Free(out->occluded.p);
-    PyMem_Free(out->names.p);
-    PyMem_Free(out->poses.p);
+    free(out->coordinates.p);
+    free(out->scores.p);
+    free(out->difficult.p);
+    free(out->truncated.p);
+    free(out->occluded.p);
+    free(out->names.p);
+    free(out->poses.p);
 }
 
-/* 1 read, 0 the parser's, -1 an error (set). */
+/* 1 read, 0 the parser's, -1 out of memory (no exception set). It touches no Python
+ * object and runs without the GIL in read_chunk (out->released set): the GIL is taken only
+ * for Python's conversion of a number the exact path cannot convert. */
 static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
 {
     if (!plain_bytes(s, n))
@@ -860,8 +869,10 @@ static PyObject *scan(PyObject *module, PyObject *args)
     PyObject *result = NULL, *names = NULL, *poses = NULL;
     Header header;
     int read = read_file(view.buf, view.len, &out, &header);
-    if (read < 0)
+    if (read < 0) {
+        PyErr_NoMemory();
         goto done;
+    }
     if (read == 0) {
         result = Py_NewRef(Py_None);
         goto done;
@@ -1162,42 +1173,28 @@ static int add_codes(Table *table, const Column *spans, size_t first, Column *co
                     return -1;
             }
         }
-        if (!column_add(codes, &code, sizeof code))
+        if (!column_add(codes, &code, sizeof code)) {
+            PyErr_NoMemory();
             return -1;
+        }
     }
     return 1;
 }
 
 #if CHUNK_READER
-/* Read a file's bytes into chunk->buffer as read_bytes reads them: 1 read (*length set),
- * 0 left to the caller (any refusal or failure: the caller's reading says why), -1 an
- * error (a signal's exception). */
-static int read_path(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssize_t text_limit,
-                     Py_ssize_t *length)
+/* Read a file's bytes into chunk->buffer as read_bytes reads them, without the GIL (the
+ * caller released it and saved its thread state in *released): 1 read (*length set), 0
+ * left to the caller (any refusal or failure: the caller's reading says why), -1 an error
+ * (a signal's exception, set while the GIL was taken back to run the handlers). */
+static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
+                     Py_ssize_t text_limit, Py_ssize_t *length, PyThreadState **released)
 {
-    PyObject *encoded = NULL;
-    if (!PyUnicode_FSConverter(path, &encoded)) {
-        PyErr_Clear();
-        return 0;
-    }
-    const char *name = PyBytes_AS_STRING(encoded);
-    if ((Py_ssize_t)strlen(name) != PyBytes_GET_SIZE(encoded)) {
-        Py_DECREF(encoded);
-        return 0; /* a NUL in the path */
-    }
-    int fd;
-    Py_BEGIN_ALLOW_THREADS
-    fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(encoded);
+    int fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return 0;
     struct stat mode;
-    int status, result = 0;
-    Py_BEGIN_ALLOW_THREADS
-    status = fstat(fd, &mode);
-    Py_END_ALLOW_THREADS
-    if (status != 0 || !S_ISREG(mode.st_mode) || mode.st_size > (off_t)max_bytes ||
+    int result = 0;
+    if (fstat(fd, &mode) != 0 || !S_ISREG(mode.st_mode) || mode.st_size > (off_t)max_bytes ||
         mode.st_size > (off_t)text_limit)
         goto done;
     size_t total = 0;
@@ -1207,19 +1204,21 @@ static int read_path(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssiz
             size_t capacity = chunk->buffer_capacity ? chunk->buffer_capacity : 1 << 16;
             while (capacity < total + want)
                 capacity *= 2;
-            u8 *grown = PyMem_Realloc(chunk->buffer, capacity);
+            /* realloc, not PyMem_Realloc: the GIL is not held here. */
+            u8 *grown = realloc(chunk->buffer, capacity);
             if (grown == NULL)
                 goto done; /* the caller's reading has its own limits */
             chunk->buffer = grown;
             chunk->buffer_capacity = capacity;
         }
-        ssize_t got;
-        Py_BEGIN_ALLOW_THREADS
-        got = read(fd, chunk->buffer + total, want);
-        Py_END_ALLOW_THREADS
+        ssize_t got = read(fd, chunk->buffer + total, want);
         if (got < 0) {
             if (errno == EINTR) {
-                if (PyErr_CheckSignals() < 0) {
+                /* Run the signal handlers (in the main thread) as read_bytes would. */
+                PyEval_RestoreThread(*released);
+                int failed = PyErr_CheckSignals() < 0;
+                *released = PyEval_SaveThread();
+                if (failed) {
                     result = -1;
                     goto done;
                 }
@@ -1241,6 +1240,27 @@ done:
     close(fd);
     return result;
 }
+
+/* Open, read and scan a file into the chunk's C columns with the GIL released (other
+ * threads read other chunks meanwhile): 1 read, 0 left to the caller, -1 an error (set,
+ * the GIL held again on return). Nothing here touches a Python object: `name` is the
+ * buffer of a bytes object the caller holds, and the columns and buffer grow with realloc. */
+static int read_released(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
+                         Py_ssize_t text_limit, Header *header)
+{
+    PyThreadState *released = PyEval_SaveThread();
+    Py_ssize_t length = 0;
+    int read = read_path(chunk, name, max_bytes, text_limit, &length, &released);
+    if (read > 0) {
+        chunk->out.released = &released;
+        read = read_file(chunk->buffer, length, &chunk->out, header);
+        chunk->out.released = NULL;
+    }
+    PyEval_RestoreThread(released);
+    if (read < 0 && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return read;
+}
 #endif
 
 /* Read one file into the chunk: 1 read, 0 left to the caller (the chunk's columns as
@@ -1248,19 +1268,36 @@ done:
 static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssize_t text_limit)
 {
 #if CHUNK_READER
-    Py_ssize_t length = 0;
-    int read = read_path(chunk, path, max_bytes, text_limit, &length);
-    if (read <= 0)
-        return read;
+    PyObject *encoded = NULL;
+    if (!PyUnicode_FSConverter(path, &encoded)) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *name = PyBytes_AS_STRING(encoded);
+    if ((Py_ssize_t)strlen(name) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        return 0; /* a NUL in the path */
+    }
     Output *out = &chunk->out;
     size_t marks[7] = {out->coordinates.len, out->scores.len, out->difficult.len,
                        out->truncated.len, out->occluded.len, out->names.len, out->poses.len};
     Header header;
     size_t first = out->names.len / sizeof(Span);
-    read = read_file(chunk->buffer, length, out, &header);
+    int read = read_released(chunk, name, max_bytes, text_limit, &header);
+    Py_DECREF(encoded);
+    if (read <= 0) {
+        /* Nothing read, or an error: the columns as before this file. */
+        out->coordinates.len = marks[0];
+        out->scores.len = marks[1];
+        out->difficult.len = marks[2];
+        out->truncated.len = marks[3];
+        out->occluded.len = marks[4];
+        out->names.len = marks[5];
+        out->poses.len = marks[6];
+        return read;
+    }
     PyObject *size = NULL, *filename = NULL;
-    if (read > 0)
-        read = plain_size(&header, &size);
+    read = plain_size(&header, &size);
     if (read > 0)
         read = names_usable(chunk, first);
     if (read > 0 && header.filename.state == LEAF) {
@@ -1272,10 +1309,13 @@ static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssi
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
         if (add_codes(&chunk->names, &out->names, first, &chunk->name_codes) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, &chunk->pose_codes) < 0 ||
-            !column_add(&chunk->counts, &count, sizeof count) ||
-            PyList_Append(chunk->filenames, filename) < 0 ||
-            PyList_Append(chunk->sizes, size) < 0)
+            add_codes(&chunk->poses, &out->poses, first, &chunk->pose_codes) < 0)
+            read = -1;
+        else if (!column_add(&chunk->counts, &count, sizeof count)) {
+            PyErr_NoMemory();
+            read = -1;
+        } else if (PyList_Append(chunk->filenames, filename) < 0 ||
+                   PyList_Append(chunk->sizes, size) < 0)
             read = -1;
     }
     Py_XDECREF(size);
@@ -1305,15 +1345,15 @@ static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssi
 static void chunk_free(Chunk *chunk)
 {
     output_free(&chunk->out);
-    PyMem_Free(chunk->name_codes.p);
-    PyMem_Free(chunk->pose_codes.p);
-    PyMem_Free(chunk->counts.p);
+    free(chunk->name_codes.p);
+    free(chunk->pose_codes.p);
+    free(chunk->counts.p);
     table_free(&chunk->names);
     table_free(&chunk->poses);
     Py_XDECREF(chunk->filenames);
     Py_XDECREF(chunk->sizes);
     Py_XDECREF(chunk->left);
-    PyMem_Free(chunk->buffer);
+    free(chunk->buffer);
 }
 
 static PyObject *chunk_result(Chunk *chunk)
@@ -1389,10 +1429,10 @@ static PyObject *number(PyObject *module, PyObject *args)
         return NULL;
     Span text = {view.buf, view.len};
     double value;
-    int read = read_number(text, &value);
+    int read = read_number(text, &value, NULL);
     PyBuffer_Release(&view);
     if (read < 0)
-        return NULL;
+        return PyErr_NoMemory();
     if (read == 0)
         Py_RETURN_NONE;
     return PyFloat_FromDouble(value);

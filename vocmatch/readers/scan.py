@@ -46,6 +46,7 @@ from vocmatch.readers.parse import (
     parse_annotation,
     read_bytes,
 )
+from vocmatch.readers.threads import thread_results
 from vocmatch.readers.workers import worker_count, worker_results
 
 try:  # the compiled reader, built with the package where a C compiler was found
@@ -65,6 +66,7 @@ __all__ = [
     "read_columns",
     "read_listed_columns",
     "read_listings",
+    "reads_in_threads",
     "size_from_text",
 ]
 
@@ -663,9 +665,13 @@ def read_listings(
     part of them: :mod:`vocmatch.readers.shards`) with one pool of workers, one column set
     per listing, as :func:`read_columns` reads a directory.
 
+    With the compiled reader's chunk call, the workers are threads of this process (it
+    reads with the GIL released: no process to start, nothing to send back); otherwise
+    they are worker processes. The column sets are the same either way.
+
     Args:
         listings: The files to read and those left out, one listing per column set.
-        jobs: Worker processes (capped at the cores and the files; 0: every core).
+        jobs: Workers (capped at the cores and the files; 0: every core).
         max_bytes: Per-file size limit.
         progress: Called as ``progress(files_read, files_total)`` over every listing.
 
@@ -686,7 +692,8 @@ def read_listings(
     # A few files are read faster here than by starting processes.
     workers = 1 if total < 64 else jobs
     tasks = [(part, max_bytes) for _, part in parts]
-    with worker_results(_read_chunk, tasks, workers) as results:
+    pool = thread_results if reads_in_threads() else worker_results
+    with pool(_read_chunk, tasks, workers) as results:
         for (which, part), chunk in zip(parts, results, strict=True):
             chunks[which].append(chunk)
             done += len(part)
@@ -699,6 +706,17 @@ def read_listings(
     del chunks
     _release_free_memory()
     return sets
+
+
+def reads_in_threads() -> bool:
+    """Whether :func:`read_listings` reads with threads of this process (else worker
+    processes): the compiled reader reads whole chunks with the GIL released (only the rare
+    files it leaves to the per-file route hold it)."""
+    return (
+        active_reader() == "compiled"
+        and getattr(_compiled, "read_chunk", None) is not None
+        and os.name == "posix"
+    )
 
 
 def _release_free_memory() -> None:
@@ -727,8 +745,8 @@ def read_columns(
 
     Args:
         root: The directory to read, recursively.
-        jobs: Worker processes (capped at the cores and the files; 0: every core); 1
-            reads in this process.
+        jobs: Workers (capped at the cores and the files; 0: every core; threads or
+            processes, as :func:`read_listings` says); 1 reads in this thread.
         max_bytes: Per-file size limit.
         progress: Called as ``progress(files_read, files_total)`` as reading goes on.
 
@@ -786,7 +804,8 @@ def read_column_pair(
     Args:
         gt_dir: Ground-truth XML files (searched recursively).
         pred_dir: Prediction XML files.
-        jobs: Worker processes (capped at the cores and the files; 0: every core).
+        jobs: Workers (capped at the cores and the files; 0: every core; threads or
+            processes, as :func:`read_listings` says).
         max_bytes: Per-file size limit.
         progress: Called as ``progress(files_read, files_total)`` over both directories.
 
