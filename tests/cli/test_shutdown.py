@@ -289,15 +289,25 @@ def test_a_signal_while_importing(signum: int, code: int, line: str) -> None:
     assert stderr.decode() == f"{line}\n"
 
 
-def test_a_hangup_ignored_by_the_parent_stays_ignored(large: LargeSet, tmp_path: Path) -> None:
-    """Under ``nohup`` (SIGHUP ignored) the run goes on to its end."""
+@pytest.mark.parametrize("route", ["processes", "threads"])
+def test_a_hangup_ignored_by_the_parent_stays_ignored(
+    large: LargeSet, tmp_path: Path, route: str
+) -> None:
+    """Under ``nohup`` (SIGHUP ignored) the run goes on to its end, whether worker processes
+    (the pure reader: the run in parts) or the compiled reader's threads read the files."""
+    if route == "threads" and active_reader() != "compiled":
+        pytest.skip("the compiled reader reads with threads")
     process = subprocess.Popen(
         [sys.executable, "-m", "vocmatch", str(large.gt), str(large.pred), "--jobs", "2",
          "--format", "json", "-o", str(tmp_path / "r.json")],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        env=PURE_READER if route == "processes" else None,
     )  # fmt: skip
-    wait_for_workers(process)
+    if route == "processes":
+        wait_for_workers(process)
+    else:
+        wait_until_reading(process, large.gt)
     process.send_signal(signal.SIGHUP)
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == EXIT_OK, stderr.decode()

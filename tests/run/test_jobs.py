@@ -34,6 +34,7 @@ from vocmatch.evaluation.shards.parts import (
     run_parts,
 )
 from vocmatch.evaluation.slice_records import SliceSpec
+from vocmatch.readers.scan import PURE_READER_VARIABLE, reads_in_threads
 from vocmatch.run.evaluate import slice_specs
 
 DEMO = ROOT / "fixtures" / "demo"
@@ -52,8 +53,11 @@ def bench(name: str) -> ModuleType:
 
 @pytest.fixture(autouse=True)
 def cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four cores, whatever the machine has: --jobs 2 and 3 start that many workers."""
+    """Four cores, whatever the machine has: --jobs 2 and 3 start that many workers; and
+    parts for every set of files here, however the files are read (the compiled reader's
+    threads read small sets in the main process: test_small_sets_read_by_threads_...)."""
     monkeypatch.setattr(workers, "available_cores", lambda: 4)
+    monkeypatch.setattr(in_parts, "THREADED_FILES", 0)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +72,34 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _never(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("this route was not to be taken")
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled-reader", "pure-reader"])
+def test_small_sets_read_by_threads_are_matched_here(
+    generated: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """With the compiled reader, a set of fewer than THREADED_FILES files is read by threads
+    and matched in this process; with the pure reader it goes in parts. The report is
+    --jobs 1's either way."""
+    if not pure and not reads_in_threads():
+        pytest.skip("the compiled reader is not built here")
+    if pure:
+        monkeypatch.setenv(PURE_READER_VARIABLE, "1")
+    monkeypatch.setattr(in_parts, "THREADED_FILES", 10**9)
+    args = [str(generated / "gt"), str(generated / "pred"), "--protocol", "coco", "--format",
+            "json"]  # fmt: skip
+    single = run_cli(*args, "--jobs", "1")
+    seen: list[object] = []
+    original = in_parts.evaluated_in_parts
+
+    def spy(*a: Any, **k: Any) -> Any:
+        seen.append(original(*a, **k))
+        return seen[-1]
+
+    monkeypatch.setattr(in_parts, "evaluated_in_parts", spy)
+    assert run_cli(*args, "--jobs", "2") == single
+    assert len(seen) == 1
+    assert (seen[0] is None) is not pure
 
 
 def _copy(source: Path, target: Path) -> tuple[Path, Path]:
