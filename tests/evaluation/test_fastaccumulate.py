@@ -164,6 +164,10 @@ def kernel_arguments(n_pred: int = 3) -> list[Any]:
         pytest.param(0, np.arange(3, dtype=np.int32), "rows: unexpected", id="rows-int32"),
         pytest.param(1, np.zeros(2, np.int64), "rank: not as long", id="rank-short"),
         pytest.param(1, np.array([0, -1, 0], np.int64), "rank: negative", id="rank-negative"),
+        # One more than a rank is the limit that keeps the prediction: it must not overflow.
+        pytest.param(
+            1, np.array([0, 2**63 - 1, 0], np.int64), "rank: 2\\*\\*63 - 1", id="rank-of-2**63-1"
+        ),
         pytest.param(2, np.array([0, 2], np.int64), "starts: not 0 to", id="starts-short"),
         pytest.param(2, np.array([0, 4, 3], np.int64), "n_gt: not", id="starts-two-classes"),
         pytest.param(3, np.array([[2, 2]], np.int64), "n_gt: not", id="n-gt-wide"),

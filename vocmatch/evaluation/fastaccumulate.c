@@ -391,7 +391,8 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!check(job.rows[i] >= 0 && job.rows[i] < n_pred, "rows: out of range") ||
-            !check(job.rank[i] >= 0, "rank: negative")) {
+            !check(job.rank[i] >= 0, "rank: negative") ||
+            !check(job.rank[i] < INT64_MAX, "rank: 2**63 - 1 (one more would overflow)")) {
             goto done;
         }
     }

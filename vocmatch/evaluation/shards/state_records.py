@@ -92,6 +92,11 @@ from vocmatch.evaluation.records import (
     flag_dtype,
 )
 from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES, Match, Outcome
+from vocmatch.evaluation.shards.state_bounds import (
+    MAX_COUNT,
+    check_bounded,
+    check_matches_fit,
+)
 from vocmatch.evaluation.slice_records import (
     SLICE_COUNTS,
     SliceRecords,
@@ -119,8 +124,6 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-#: Above any real count of an image's predictions; keeps the counts' sum within an int64.
-_MAX_COUNT = 1 << 48
 
 
 def state_of_records(
@@ -312,6 +315,7 @@ def records_of_state(
         if unscored:
             shapes["unscored_slice_counts"] = shapes["slice_counts"]
     _check_arrays(arrays, shapes, source)
+    check_bounded(arrays, source)
     preds = _pred_records(arrays, len(names), from_main, conv, source)
     counts = _image_counts(arrays, "", source)
     coco_gt = arrays["coco_gt"].astype(np.int64)
@@ -319,6 +323,8 @@ def records_of_state(
     if has_cells:
         cells = _gt_cells(arrays["gt_cells"], counts, coco_gt, conv, source)
     unscored_counts = _image_counts(arrays, "unscored_", source) if unscored else None
+    n_levels = len({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
+    check_matches_fit(preds, (counts, unscored_counts), coco_gt, n_levels, source)
     sliced = None
     if slices:
         readings = (counts, unscored_counts)
@@ -441,7 +447,7 @@ def _slice_records(
         if counts is None:
             found.append(None)
             continue
-        if arrays[name].size and int(arrays[name].max()) >= _MAX_COUNT:
+        if arrays[name].size and int(arrays[name].max()) >= MAX_COUNT:
             raise StateError(f"{source}: array {name!r} holds counts no file could hold")
         stored = arrays[name].astype(np.int64).reshape(n_classes, -1, len(SLICE_COUNTS))
         gt, gt_ignored, tp, fp = (stored[:, :, j] for j in range(len(SLICE_COUNTS)))
@@ -519,7 +525,7 @@ def detail_of_state(
     count = arrays["detail_count"]
     if count.shape != (n_images,):
         raise StateError(f"{source}: array 'detail_count' is not one count per image")
-    if count.size and int(count.max()) >= _MAX_COUNT:
+    if count.size and int(count.max()) >= MAX_COUNT:
         raise StateError(f"{source}: array 'detail_count' holds counts no file could hold")
     n_boxes = int(count.astype(np.int64).sum()) if n_images else 0
     for name in DETAIL_ARRAYS[1:]:
@@ -533,7 +539,7 @@ def detail_of_state(
         raise StateError(
             f"{source}: array 'detail_outcome' or 'detail_name' names what is not listed"
         )
-    if n_boxes and max(int(gt.max()), int(pred.max())) >= _MAX_COUNT:
+    if n_boxes and max(int(gt.max()), int(pred.max())) >= MAX_COUNT:
         raise StateError(
             f"{source}: array 'detail_gt' or 'detail_pred' holds indices no file could hold"
         )
@@ -584,7 +590,7 @@ def _gt_cells(
     count at most it; their sums each image's and each class's ground truth that counts
     (and, under the ``coco`` summary, each class's in area "all")."""
     n_images, n_classes = counts.values.shape[0], counts.classes.gt.size
-    if stored.size and int(stored.max()) >= _MAX_COUNT:
+    if stored.size and int(stored.max()) >= MAX_COUNT:
         raise StateError(f"{source}: array 'gt_cells' holds counts no file could hold")
     image, label, counting, counting_all = (stored[:, j].astype(np.int64) for j in range(4))
     if image.size and (int(image.max()) >= n_images or int(label.max()) >= n_classes):
@@ -675,7 +681,7 @@ def _expected_shapes(
     count = arrays.get("pred_count")
     if count is None or count.shape != (n_images,) or count.dtype.kind != "u":
         raise StateError(f"{source}: array 'pred_count' is not one count per image")
-    if count.size and int(count.max()) >= _MAX_COUNT:  # their sum would not fit an int64
+    if count.size and int(count.max()) >= MAX_COUNT:  # their sum would not fit an int64
         raise StateError(f"{source}: array 'pred_count' holds counts no file could hold")
     n_pred = int(count.astype(np.int64).sum()) if n_images else 0
     ignored = arrays.get("ignored_pred")
@@ -745,11 +751,12 @@ def _pred_records(
     """The kept predictions' records, checked: classes listed and sorted within each image,
     flags of thresholds that exist, finite scores."""
     count = arrays["pred_count"].astype(np.int64)
-    label = arrays["pred_label"].astype(np.int32)
-    if label.size and int(label.max()) >= n_classes:
+    # Checked as stored: a cast first would read 2**32 + k as class k.
+    if arrays["pred_label"].size and int(arrays["pred_label"].max()) >= n_classes:
         raise StateError(
             f"{source}: array 'pred_label' names a class beyond the {n_classes} listed"
         )
+    label = arrays["pred_label"].astype(np.int32)
     image = np.repeat(np.arange(count.size, dtype=np.int64), count)
     if label.size > 1 and (np.diff(image * n_classes + label) < 0).any():
         raise StateError(f"{source}: array 'pred_label' is not sorted within each image")
@@ -770,6 +777,10 @@ def _pred_records(
     where = arrays["ignored_pred"].astype(np.int64)
     if where.size and int(where.max()) >= label.size:
         raise StateError(f"{source}: array 'ignored_pred' names a prediction that is not there")
+    if (np.diff(where) <= 0).any():
+        raise StateError(
+            f"{source}: array 'ignored_pred' does not name predictions each once in order"
+        )
     ignored = np.zeros(label.size, dtype=flag_dtype(n_levels))
     ignored[where] = _flags(arrays["ignored_bits"], n_levels, "ignored_bits", source)
     if from_main:
