@@ -116,6 +116,19 @@ static inline void or_bit(void *flags, Py_ssize_t size, Py_ssize_t at, int bit)
 
 static inline int passes(double v, double t, int strict) { return strict ? v > t : v >= t; }
 
+/* The unmatched rule's choice among a prediction's candidates: whether ground truth g (of
+ * IoU v; counts: it is not ignored) beats the best so far. Ground truth that counts over
+ * ignored, then the higher IoU, then the later one (the earlier one with first). */
+static inline int beats(int counts, double v, int64_t g, int best_counts, double best_v,
+                        int64_t best, int first)
+{
+    if (counts != best_counts)
+        return counts > best_counts;
+    if (v != best_v)
+        return v > best_v;
+    return first ? g < best : g > best;
+}
+
 /* --- set_bits ------------------------------------------------------------------------ */
 
 static PyObject *set_bits(PyObject *self, PyObject *args)
@@ -257,17 +270,8 @@ static PyObject *ranked_flags(PyObject *self, PyObject *args)
                     if (tk[g * per_gt + s * n_t + t] && !cr[g])
                         continue;
                     int counts = !ign_s[g];
-                    if (best >= 0) {
-                        if (counts != best_counts) {
-                            if (counts < best_counts)
-                                continue;
-                        } else if (v != best_v) {
-                            if (v < best_v)
-                                continue;
-                        } else if (first ? g > best : g < best) {
-                            continue;
-                        }
-                    }
+                    if (best >= 0 && !beats(counts, v, g, best_counts, best_v, best, first))
+                        continue;
                     best = g;
                     best_counts = counts;
                     best_v = v;
@@ -435,17 +439,8 @@ static PyObject *ranked_hits(PyObject *self, PyObject *args)
                     if (tk[t * n_gt + g] && !cr[g])
                         continue;
                     int counts = !ign[g];
-                    if (best >= 0) {
-                        if (counts != best_counts) {
-                            if (counts < best_counts)
-                                continue;
-                        } else if (v != best_v) {
-                            if (v < best_v)
-                                continue;
-                        } else if (first ? g > best : g < best) {
-                            continue;
-                        }
-                    }
+                    if (best >= 0 && !beats(counts, v, g, best_counts, best_v, best, first))
+                        continue;
                     best = g;
                     best_counts = counts;
                     best_v = v;
