@@ -18,7 +18,7 @@ import pytest
 
 import vocmatch.run.cached as cached
 from tests.conftest import ROOT, run_cli
-from tests.run.test_jobs import CHANGES, OPTIONS, bench
+from tests.run.test_jobs import CHANGES, OPTIONS
 from vocmatch import render_text
 from vocmatch.errors import CacheWarning, RequestError
 from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
@@ -33,14 +33,6 @@ DEMO = ROOT / "fixtures" / "demo"
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """About eight images a chunk, so that a test set has many."""
     monkeypatch.setattr(cached, "CHUNK_SPREAD", 8)
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """150 generated images, ten predictions each."""
-    folder = tmp_path_factory.mktemp("generated")
-    bench("generate").generate(folder, 150, pred_per_image=10)
-    return folder
 
 
 def _copy(source: Path, target: Path) -> tuple[Path, Path]:

@@ -16,7 +16,6 @@ import pytest
 import vocmatch.run.cached as cached
 from tests.conftest import ROOT, run_cli
 from tests.run.test_cache import Spy
-from tests.run.test_jobs import bench
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
@@ -29,14 +28,6 @@ Records = list[dict[str, Any]]
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """About eight images a chunk, so that a test set has many."""
     monkeypatch.setattr(cached, "CHUNK_SPREAD", 8)
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """150 generated images, ten predictions each, with their COCO files (coco/)."""
-    folder = tmp_path_factory.mktemp("generated")
-    bench("generate").generate(folder, 150, pred_per_image=10)
-    return folder
 
 
 def _copy(source: Path, target: Path) -> tuple[Path, Path]:

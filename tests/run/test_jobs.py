@@ -8,13 +8,10 @@ the files in parallel and match them in the main process, as before."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import re
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -42,15 +39,6 @@ DEMO = ROOT / "fixtures" / "demo"
 BENCH_2000 = ROOT / "bench" / "data" / "2000"
 
 
-def bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(autouse=True)
 def cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """Four cores, whatever the machine has: --jobs 2 and 3 start that many workers; and
@@ -58,16 +46,6 @@ def cores(monkeypatch: pytest.MonkeyPatch) -> None:
     threads read small sets in the main process: test_small_sets_read_by_threads_...)."""
     monkeypatch.setattr(workers, "available_cores", lambda: 4)
     monkeypatch.setattr(in_parts, "THREADED_FILES", 0)
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """150 generated images (gt/, pred/, coco/), ten predictions each, with the other
-    prediction formats written by bench/convert.py (converted/)."""
-    folder = tmp_path_factory.mktemp("generated")
-    bench("generate").generate(folder, 150, pred_per_image=10)
-    bench("convert").convert(folder / "gt", folder / "pred", folder / "converted")
-    return folder
 
 
 def _never(*args: Any, **kwargs: Any) -> Any:
