@@ -334,6 +334,9 @@ def test_a_chunk_with_many_names_reads_as_file_by_file(many_names: list[tuple[st
         pytest.param(10**30, id="beyond-any-file-size"),
         pytest.param(0, id="zero"),
         pytest.param(-1, id="negative"),
+        pytest.param(-(2**63), id="smallest-c-size"),
+        pytest.param(-(2**63) - 1, id="below-any-c-size"),
+        pytest.param(-(10**30), id="far-below-any-c-size"),
     ],
 )
 def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) -> None:
