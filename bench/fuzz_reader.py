@@ -63,7 +63,6 @@ from vocmatch.core.model import SkippedFile  # noqa: E402
 from vocmatch.errors import AnnotationError  # noqa: E402
 from vocmatch.readers import scan  # noqa: E402
 from vocmatch.readers.parse import (  # noqa: E402
-    MAX_COORDINATE,
     AnnotationSet,
     parse_annotation,
     read_annotation,
@@ -223,6 +222,8 @@ class ChunkFiles:
             return rng.choice(["x", "n\u00e9", "\u540d"]) * rng.choice([100, 5000, 70000])
         if self.maybe(0.05):
             return rng.choice(ODD_NAMES)
+        if rng.random() < 0.1:
+            return f"c{rng.randrange(3000)}"  # many names: the chunk's table of names grows
         if rng.random() < 0.8:
             return rng.choice(self.names)
         return rng.choice(NAME_TEXTS)
@@ -383,27 +384,27 @@ class ChunkFiles:
 
     def mutated(self, data: bytes) -> bytes:
         rng = self.rng
-        data = bytearray(data)
+        out = bytearray(data)
         for _ in range(rng.choice([1, 1, 2, 3, 8])):
-            at = rng.randint(0, len(data))
+            at = rng.randint(0, len(out))
             operation = rng.choice(
                 ["delete", "duplicate", "overwrite", "insert", "insert", "truncate", "byte"]
             )
             span = rng.randint(1, 16)
             if operation == "delete":
-                del data[at : at + span]
+                del out[at : at + span]
             elif operation == "duplicate":
-                data[at:at] = data[at : at + span]
+                out[at:at] = out[at : at + span]
             elif operation == "overwrite":
                 snippet = rng.choice(CHUNK_SNIPPETS)
-                data[at : at + len(snippet)] = snippet
+                out[at : at + len(snippet)] = snippet
             elif operation == "insert":
-                data[at:at] = rng.choice(CHUNK_SNIPPETS)
+                out[at:at] = rng.choice(CHUNK_SNIPPETS)
             elif operation == "truncate":
-                del data[at:]
-            elif data:
-                data[min(at, len(data) - 1)] = rng.randrange(256)
-        return bytes(data)
+                del out[at:]
+            elif out:
+                out[min(at, len(out) - 1)] = rng.randrange(256)
+        return bytes(out)
 
     def content(self, seeds: list[bytes]) -> bytes:
         rng = self.rng
@@ -508,30 +509,25 @@ def parser_columns(files: list[tuple[str, str]], max_bytes: int) -> ColumnSet:
 def check_chunk(files: list[tuple[str, str]], max_bytes: int) -> tuple[int, int]:
     """Raise if the chunk reader reads the files otherwise than file by file, the pure reader
     or the parser; return the files it read and the objects of the chunk."""
-    compiled = getattr(scan, COMPILED)
-    paths = [path for _, path in files]
-    read = compiled.read_chunk(
-        paths, min(max_bytes, sys.maxsize), MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
-    )
-    left, counts = read[-1], np.frombuffer(read[7], np.int64)
-    rows = int(counts.sum()) if len(counts) else 0
+    # The chunk reader as the chunk route calls it (a private name of scan, reached by name).
+    read = scan._read_compiled_chunk(files, max_bytes)
+    assert read is not None
+    left, counts = read.left, read.counts
+    rows = int(counts.sum())
     problems = []
     if left != sorted(set(left)) or any(not 0 <= i < len(files) for i in left):
         problems.append(f"left indices out of order or range: {left}")
     if len(counts) != len(files) - len(left) or (counts < 0).any():
         problems.append(f"{len(counts)} counts for {len(files) - len(left)} files read")
-    # Bytes by row: boxes 32, scores 8, three flags 1 each, name and pose codes 4 each.
-    widths = (32, 8, 1, 1, 1, 4, 4)
-    lengths = [len(read[k]) // width for k, width in enumerate(widths)]
-    if lengths != [rows] * 7 or any(len(read[k]) % w for k, w in enumerate(widths)):
-        problems.append(f"columns of {lengths} rows for {rows} objects")
-    name_codes = np.frombuffer(read[5], np.int32)
-    pose_codes = np.frombuffer(read[6], np.int32)
-    if rows and (name_codes.min() < 0 or name_codes.max() >= len(read[8])):
+    columns = (read.boxes, read.scores, read.difficult, read.truncated, read.occluded,
+               read.name_codes, read.pose_codes)  # fmt: skip
+    if any(len(column) != rows for column in columns):
+        problems.append(f"columns of {[len(c) for c in columns]} rows for {rows} objects")
+    if rows and (read.name_codes.min() < 0 or read.name_codes.max() >= len(read.names)):
         problems.append("a name code outside the names")
-    if rows and (pose_codes.min() < -1 or pose_codes.max() >= len(read[9])):
+    if rows and (read.pose_codes.min() < -1 or read.pose_codes.max() >= len(read.poses)):
         problems.append("a pose code outside the poses")
-    if len(read[10]) != len(counts) or len(read[11]) != len(counts):
+    if len(read.filenames) != len(counts) or len(read.sizes) != len(counts):
         problems.append("headers not one per file read")
     for index, (_, path) in enumerate(files):
         if index in left:
@@ -567,7 +563,7 @@ def make_chunk(folder: Path, seed: str, seeds: list[bytes]) -> tuple[list[tuple[
     if choice < 0.1:
         max_bytes = rng.choice(sizes) + rng.choice([-1, 0, 1])
     elif choice < 0.13:
-        max_bytes = rng.choice([0, -1, 10**30, sys.maxsize, 1])
+        max_bytes = rng.choice([0, -1, 1, 10**30, sys.maxsize, -(2**63), -(2**63) - 1, -(10**30)])
     # Sometimes a parser text limit within the files' sizes (every reader reads it).
     scan.PARSER_TEXT_LIMIT = TEXT_LIMIT
     if rng.random() < 0.05:
@@ -581,10 +577,11 @@ TEXT_LIMIT = scan.PARSER_TEXT_LIMIT
 def run_chunk(seed: str, seeds: list[bytes], keep: Path) -> tuple[int, int, int]:
     """Generate and check one chunk; on a difference, write it to ``keep`` and raise."""
     with tempfile.TemporaryDirectory() as folder:
-        files, max_bytes = make_chunk(Path(folder), seed, seeds)
         try:
+            files, max_bytes = make_chunk(Path(folder), seed, seeds)
             read, rows = check_chunk(files, max_bytes)
-        except AssertionError as error:
+        except Exception as error:  # a difference, or any exception: a finding
+            readable(Path(folder))
             out = keep / seed.replace(":", "-")
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(
@@ -597,13 +594,19 @@ def run_chunk(seed: str, seeds: list[bytes], keep: Path) -> tuple[int, int, int]
             limit = scan.PARSER_TEXT_LIMIT
             raise AssertionError(
                 f"chunk {seed} (max_bytes {max_bytes}, text limit {limit}, files in {out}):"
-                f"\n{error}"
-            ) from None
+                f"\n{type(error).__name__}: {error}"
+            ) from error
         finally:
-            for path in Path(folder).iterdir():  # an unreadable file is removed all the same
-                if not path.is_symlink():
-                    os.chmod(path, 0o700)
+            readable(Path(folder))
+            scan.PARSER_TEXT_LIMIT = TEXT_LIMIT
     return len(files), read, rows
+
+
+def readable(folder: Path) -> None:
+    """Make the files made unreadable readable again, to copy or remove them."""
+    for path in folder.iterdir():
+        if not path.is_symlink():
+            os.chmod(path, 0o700)
 
 
 def fuzz_chunks(seconds: float, seed: int, keep: Path, replay: str | None) -> None:
