@@ -6,16 +6,20 @@ hostile and mixed chunks; and its safety rules are read_bytes' own."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import ROOT
 from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_scan import annotation_files
 from vocmatch.readers import scan
@@ -334,6 +338,9 @@ def test_a_chunk_with_many_names_reads_as_file_by_file(many_names: list[tuple[st
         pytest.param(10**30, id="beyond-any-file-size"),
         pytest.param(0, id="zero"),
         pytest.param(-1, id="negative"),
+        pytest.param(-(2**63), id="smallest-c-size"),
+        pytest.param(-(2**63) - 1, id="below-any-c-size"),
+        pytest.param(-(10**30), id="far-below-any-c-size"),
     ],
 )
 def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) -> None:
@@ -341,3 +348,29 @@ def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) ->
     columns and messages (a library caller may pass any integer)."""
     files = [("a", _write(tmp_path, "a.xml", PLAIN)), ("b", _write(tmp_path, "b.xml", b""))]
     assert_same_columns(read_listed_columns(files, max_bytes), _per_file(files, max_bytes))
+
+
+@pytest.fixture(scope="module")
+def fuzzer() -> ModuleType:
+    """``bench/fuzz_reader.py`` (a script, which puts its folders on the path)."""
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "bench_fuzz_reader", ROOT / "bench" / "fuzz_reader.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+    return module
+
+
+@pytest.mark.parametrize("seed", [pytest.param(f"0:{n}", id=f"chunk-{n}") for n in range(40)])
+def test_fuzzed_chunks_read_as_every_other_route(
+    fuzzer: ModuleType, seed: str, tmp_path: Path
+) -> None:
+    """A few chunks of ``bench/fuzz_reader.py --chunk`` (generated and mutated files, paths
+    that are not files, odd size limits): the chunk reader's columns and skipped files are
+    those of the per-file route, the pure reader and the parser, floats to the bit."""
+    fuzzer.run_chunk(seed, [], tmp_path / "kept")

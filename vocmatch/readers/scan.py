@@ -414,8 +414,9 @@ def _read_compiled_chunk(
     (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts, names,
      poses, filenames, sizes, left) = read_chunk(
         # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
-        # for read_bytes.
-        [path for _, path in files], min(max_bytes, sys.maxsize), MAX_COORDINATE,
+        # for read_bytes; and every file is larger than -1: any lower limit refuses every
+        # file as -1 does (the per-file route then says so with the limit given).
+        [path for _, path in files], max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE,
         PARSER_TEXT_LIMIT,
     )  # fmt: skip
     return _CompiledColumns(
