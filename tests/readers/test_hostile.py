@@ -28,6 +28,7 @@ from vocmatch.readers.parse import (
     list_directory,
     parse_annotation,
     read_annotation,
+    read_bytes,
     read_directory,
 )
 
@@ -932,3 +933,36 @@ def test_100000_files_in_one_folder(tmp_path: Path) -> None:
     evaluation = evaluate_columns(columns, columns)
     assert (evaluation.summary.images, evaluation.summary.tp) == (100_000, 100_000)
     assert math.isclose(evaluation.summary.recall or 0.0, 1.0)
+
+
+# A path holding a NUL byte, which no system call takes (only a library caller can give one):
+# a typed error naming it, never a bare ValueError.
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda: read_annotation("a\0b.xml"), id="read_annotation"),
+        pytest.param(lambda: read_bytes("a\0b.xml", 1000), id="read_bytes"),
+    ],
+)
+def test_a_file_path_with_a_nul_byte_is_an_annotation_error(read: object) -> None:
+    with pytest.raises(AnnotationError, match=r"cannot read file: the path holds a NUL byte$"):
+        read()  # type: ignore[operator]
+
+
+def test_a_listed_file_with_a_nul_byte_is_skipped() -> None:
+    from vocmatch.readers.scan import read_listed_columns
+
+    columns = read_listed_columns([("k", "a\0b.xml")])
+    assert [(f.path, f.message) for f in columns.skipped] == [
+        ("a\0b.xml", "cannot read file: the path holds a NUL byte")
+    ]
+
+
+def test_a_directory_path_with_a_nul_byte_is_an_input_error() -> None:
+    from vocmatch.errors import InputError
+    from vocmatch.readers.scan import read_columns
+
+    with pytest.raises(InputError, match=r"cannot read directory: the path holds a NUL byte$"):
+        read_columns("x\0y")

@@ -615,6 +615,10 @@ def _kind_of(name: str) -> str | None:
     return next((kind for test, kind in _KINDS if test(mode)), None)
 
 
+#: Why a path holding a NUL byte (which no system call takes) cannot be read.
+NUL_IN_PATH = "the path holds a NUL byte"
+
+
 def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
     """Open a regular file for reading without blocking: a named pipe, socket or device
     (also behind a symbolic link) is refused before anything waits on it."""
@@ -622,6 +626,8 @@ def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
     flags |= getattr(os, "O_CLOEXEC", 0)
     try:
         descriptor = os.open(name, flags)
+    except ValueError:  # a path no system call can take (a library caller's)
+        raise AnnotationError(name, f"cannot read {what}: {NUL_IN_PATH}") from None
     except OSError as error:
         # A socket cannot be opened at all (ENXIO): say what it is, as for a pipe.
         kind = _kind_of(name) if error.errno == errno.ENXIO else None
@@ -827,6 +833,8 @@ def _directory(root: str | os.PathLike[str]) -> str:
     except OSError as error:
         # A path too long for the system, a link loop, no permission: the system's words.
         raise InputError(f"{top}: cannot read directory: {_reason(error)}") from None
+    except ValueError:  # a path no system call can take
+        raise InputError(f"{top}: cannot read directory: {NUL_IN_PATH}") from None
     if not stat.S_ISDIR(status.st_mode):
         raise InputError(f"{top}: not a directory")
     return top
