@@ -2,8 +2,9 @@
 
 The extensions are optional: where no C compiler works, the build warns and the package
 installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md),
-matching with numpy (docs/compiled-matching.md) and accumulating with numpy
-(docs/compiled-accumulation.md). The results are the same bits either way.
+matching with numpy (docs/compiled-matching.md), accumulating with numpy
+(docs/compiled-accumulation.md) and writing JSON numbers with Python's json encoder
+(docs/compiled-json.md). The results are the same bits either way.
 """
 
 from setuptools import Extension, setup
@@ -23,6 +24,12 @@ setup(
         Extension(
             "vocmatch.evaluation.fastaccumulate",
             sources=["vocmatch/evaluation/fastaccumulate.c"],
+            optional=True,
+        ),
+        Extension(
+            "vocmatch.render.fastjson",
+            sources=["vocmatch/render/fastjson.c"],
+            depends=["vocmatch/render/fastjson_table.h"],
             optional=True,
         ),
     ]

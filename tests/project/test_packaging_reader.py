@@ -29,7 +29,8 @@ READ = (
     "print(json.dumps([vocmatch.__file__, scan.active_reader(), columns.boxes.tolist(),\n"
     "    columns.scores.tolist(), columns.difficult.tolist(), list(columns.label_names),\n"
     "    active_engine('vocmatch.evaluation.fastaccumulate'),\n"
-    "    active_engine('vocmatch.core.fastmatch')]))\n"
+    "    active_engine('vocmatch.core.fastmatch'),\n"
+    "    active_engine('vocmatch.render.fastjson')]))\n"
 )
 
 
@@ -97,6 +98,7 @@ def test_the_sdist_installs_with_and_without_a_compiler(
             "vocmatch.readers.fastxml",
             "vocmatch.evaluation.fastaccumulate",
             "vocmatch.core.fastmatch",
+            "vocmatch.render.fastjson",
         ):
             assert f'building extension "{extension}" failed' in install.stdout + install.stderr
     (tmp_path / "data").mkdir()
@@ -105,9 +107,11 @@ def test_the_sdist_installs_with_and_without_a_compiler(
         [python, "-c", READ, str(tmp_path / "data")],
         capture_output=True, text=True, env=env, cwd=tmp_path, check=True,
     )  # fmt: skip
-    where, active, boxes, scores, difficult, names, engine, matching = json.loads(read.stdout)
+    where, active, boxes, scores, difficult, names, engine, matching, writer = json.loads(
+        read.stdout
+    )
     assert Path(where).is_relative_to(tmp_path / "venv")
     assert active == reader
     # The compiled matching and accumulation are built, or left to numpy, with the reader.
-    assert engine == matching == ("compiled" if reader == "compiled" else "numpy")
+    assert engine == matching == writer == ("compiled" if reader == "compiled" else "numpy")
     assert (boxes, scores, difficult, names) == ([[1.5, 2.0, 30.0, 40.0]], [0.25], [True], ["car"])

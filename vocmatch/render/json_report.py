@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
+from vocmatch.compiled import kernels
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "COCO_NAMES",
     "CONFUSION_ROWS_MAX",
+    "FASTJSON",
+    "FloatList",
     "bootstrap_json",
     "calibration_json",
     "conventions_json",
@@ -67,19 +71,22 @@ def _curve_corners(curve: Curve) -> dict[str, NumberList]:
     # The rises are in order: the last point joins them unless it is one (np.union1d would
     # import numpy.ma on a small run).
     points = rises if last < 0 or (rises.size and rises[-1] == last) else np.append(rises, last)
-    scores = curve.scores[points]
-    recall = curve.recall[points].tolist()
     return {
         # A class without ground truth has no recall (NaN inside): null, as in its summary.
-        "recall": NumberList([v if math.isfinite(v) else None for v in recall]),
-        "precision": NumberList(curve.precision[points].tolist()),
+        "recall": _number_list(curve.recall[points], nulls=True),
+        "precision": _number_list(curve.precision[points], nulls=False),
         # An unscored prediction in a scored set ranks last (-inf inside): null here.
-        "scores": NumberList(
-            scores.tolist()
-            if np.isfinite(scores).all()
-            else [v if math.isfinite(v) else None for v in scores.tolist()]
-        ),
+        "scores": _number_list(curve.scores[points], nulls=True),
     }
+
+
+def _number_list(values: npt.NDArray[Any], *, nulls: bool) -> NumberList:
+    """``values`` as a :class:`NumberList`: a :class:`FloatList` where they are all finite
+    float64, else their list, with None for each value that is not finite if ``nulls``."""
+    if values.dtype == np.float64 and bool(np.isfinite(values).all()):
+        return FloatList(values)
+    items = values.tolist()
+    return NumberList([v if math.isfinite(v) else None for v in items] if nulls else items)
 
 
 def conventions_json(conv: Conventions) -> dict[str, Any]:
@@ -384,6 +391,26 @@ class NumberList(list[float | None]):
     """A list known to hold only numbers (or None): written on one line without a check."""
 
 
+class FloatList(NumberList):
+    """A :class:`NumberList` of finite floats that keeps their float64 array, which
+    :func:`dumps_indented` formats in C where the compiled writer
+    (``vocmatch.render.fastjson``) is loaded: the same text as ``json.dumps`` gives the list.
+
+    Attributes:
+        array: ``(K,)`` the values, finite float64, C-contiguous.
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: npt.NDArray[np.float64]) -> None:
+        super().__init__(array.tolist())
+        self.array = np.ascontiguousarray(array)
+
+
+#: The compiled writer of float lists (vocmatch/render/fastjson.c).
+FASTJSON = "vocmatch.render.fastjson"
+
+
 class Record(dict[str, Any]):
     """A mapping written on one line by :func:`dumps_indented` (one of many alike)."""
 
@@ -408,6 +435,7 @@ def dumps_indented(data: Any) -> str:
     # of thousands of classes) would hold several times the text's own size at once.
     chunks: list[str] = []
     encode = _ONE_LINE.encode
+    fast = kernels(FASTJSON)
 
     def write(value: Any, pad: str) -> None:
         if len(parts) >= _BATCH:
@@ -415,6 +443,8 @@ def dumps_indented(data: Any) -> str:
             parts.clear()
         if isinstance(value, Encoded):
             parts.append(value)
+        elif fast is not None and isinstance(value, FloatList):
+            parts.append(fast.float_list(value.array))
         elif isinstance(value, (Record, NumberList)):
             parts.append(encode(value))
         elif isinstance(value, dict):
