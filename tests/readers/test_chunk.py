@@ -389,7 +389,9 @@ def test_a_chunk_of_many_batches_reads_as_file_by_file(tmp_path: Path) -> None:
         POLYGON if i % 85 == 0 else unnamed if i % 85 == 40 else voc(obj(f"n{i % 7}"))
         for i in range(600)
     ]
-    files = [(f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)]
+    files = [
+        (f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)
+    ]
     left = [i for i, data in enumerate(contents) if data is POLYGON or data is unnamed]
     assert _chunk(files, 4 << 20) == left
     assert_same_columns(read_listed_columns(files, 4 << 20), _per_file(files, 4 << 20))
