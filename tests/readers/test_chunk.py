@@ -395,3 +395,17 @@ def test_a_chunk_of_many_batches_reads_as_file_by_file(tmp_path: Path) -> None:
     left = [i for i, data in enumerate(contents) if data is POLYGON or data is unnamed]
     assert _chunk(files, 4 << 20) == left
     assert_same_columns(read_listed_columns(files, 4 << 20), _per_file(files, 4 << 20))
+
+
+def test_a_chunk_of_plain_files_keeps_the_compiled_columns(tmp_path: Path) -> None:
+    """With no file left to the per-file route, a chunk's fields are the compiled reader's
+    columns themselves, not copies made while holding the GIL; with one left, one array
+    per field all the same."""
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(3)]
+    plain = scan._read_chunk(files, MAX_BYTES)
+    assert [len(field) for field in (plain.boxes, plain.scores, plain.difficult)] == [1, 1, 1]
+    assert not any(field[0].flags.owndata for field in (plain.boxes, plain.scores))
+    files[1] = ("k1", _write(tmp_path, "k1.xml", POLYGON))
+    mixed = scan._read_chunk(files, MAX_BYTES)
+    assert [len(field) for field in (mixed.boxes, mixed.scores, mixed.difficult)] == [1, 1, 1]
+    assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
