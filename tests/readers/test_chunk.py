@@ -231,11 +231,11 @@ def _per_file(files: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> Colum
     return read_listed_columns(files, max_bytes, read)
 
 
-def _chunk(paths: list[tuple[str, str]]) -> list[int]:
+def _chunk(paths: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> list[int]:
     """The indices of the files read_chunk leaves to the per-file route."""
     assert scan._compiled is not None
     read = scan._compiled.read_chunk(
-        [p for _, p in paths], MAX_BYTES, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
+        [p for _, p in paths], max_bytes, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
     )
     return read[-1]
 
@@ -374,3 +374,38 @@ def test_fuzzed_chunks_read_as_every_other_route(
     that are not files, odd size limits): the chunk reader's columns and skipped files are
     those of the per-file route, the pure reader and the parser, floats to the bit."""
     fuzzer.run_chunk(seed, [], tmp_path / "kept")
+
+
+def test_a_chunk_of_many_batches_reads_as_file_by_file(tmp_path: Path) -> None:
+    """Files read without the GIL batch by batch (at most 256 files or 1 MiB a batch, or
+    one larger file): a batch ended by its bytes, by its files, a file larger than a batch,
+    files left before or after reading among them (the rows of those read after one move
+    down): the per-file route's columns, in file order."""
+    padded = PLAIN + b"\n" * (300 << 10)  # a plain file of 300 KiB
+    large = PLAIN + b"\n" * (3 << 19)  # 1.5 MiB: larger than a batch
+    unnamed = voc(obj("dog"), obj(" "))  # read, then left for its empty name
+    contents = [padded] * 7 + [POLYGON, padded, large, unnamed, large, padded]
+    contents += [
+        POLYGON if i % 85 == 0 else unnamed if i % 85 == 40 else voc(obj(f"n{i % 7}"))
+        for i in range(600)
+    ]
+    files = [
+        (f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)
+    ]
+    left = [i for i, data in enumerate(contents) if data is POLYGON or data is unnamed]
+    assert _chunk(files, 4 << 20) == left
+    assert_same_columns(read_listed_columns(files, 4 << 20), _per_file(files, 4 << 20))
+
+
+def test_a_chunk_of_plain_files_keeps_the_compiled_columns(tmp_path: Path) -> None:
+    """With no file left to the per-file route, a chunk's fields are the compiled reader's
+    columns themselves, not copies made while holding the GIL; with one left, one array
+    per field all the same."""
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(3)]
+    plain = scan._read_chunk(files, MAX_BYTES)
+    assert [len(field) for field in (plain.boxes, plain.scores, plain.difficult)] == [1, 1, 1]
+    assert not any(field[0].flags.owndata for field in (plain.boxes, plain.scores))
+    files[1] = ("k1", _write(tmp_path, "k1.xml", POLYGON))
+    mixed = scan._read_chunk(files, MAX_BYTES)
+    assert [len(field) for field in (mixed.boxes, mixed.scores, mixed.difficult)] == [1, 1, 1]
+    assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))

@@ -34,6 +34,10 @@
 #define MAX_DEPTH 64
 #define NAME_CACHE 64 /* a power of two */
 #define SHORT_NUMBER 64
+/* A chunk's files are read in batches, the GIL released for a whole batch: at most
+ * BATCH_FILES files, whose bytes fill at most BATCH_BYTES (or one larger file). */
+#define BATCH_FILES 256
+#define BATCH_BYTES (1 << 20)
 
 typedef unsigned char u8;
 
@@ -1077,8 +1081,8 @@ typedef struct {
     PyObject *filenames;   /* str or None by file read */
     PyObject *sizes;       /* (width, height, depth) or None by file read */
     PyObject *left;        /* indices of the files left to the caller */
-    u8 *buffer;            /* the bytes of the file being read */
-    size_t buffer_capacity;
+    u8 *buffer;            /* the bytes of the batch's files being read */
+    size_t buffer_capacity, used;
 } Chunk;
 
 /* 1 if a text is 1 to EXACT_DIGITS - 1 ASCII digits, its value in *value. */
@@ -1132,13 +1136,12 @@ static int plain_size(const Header *h, PyObject **size)
     return *size == NULL ? -1 : 1;
 }
 
-/* The names of a file's objects (spans from `first`): 1 if each is one the chunk holds or
+/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the chunk holds or
  * one whose stripped text is not empty (an empty name is the parser's to refuse), 0 if
  * not, -1 an error. Nothing is added to the table. */
-static int names_usable(Chunk *chunk, size_t first)
+static int names_usable(Chunk *chunk, size_t first, size_t count)
 {
     const Span *names = (const Span *)chunk->out.names.p;
-    size_t count = chunk->out.names.len / sizeof(Span);
     for (size_t i = first; i < count; i++) {
         if (table_find(&chunk->names, names[i], span_hash(names[i])) >= 0)
             continue;
@@ -1153,11 +1156,12 @@ static int names_usable(Chunk *chunk, size_t first)
     return 1;
 }
 
-/* The code of each span from `first` (adding new texts), appended to `codes`: 1 or -1. */
-static int add_codes(Table *table, const Column *spans, size_t first, Column *codes)
+/* The code of each span from `first` to `count` (adding new texts), appended to `codes`:
+ * 1 or -1. */
+static int add_codes(Table *table, const Column *spans, size_t first, size_t count,
+                     Column *codes)
 {
     const Span *span = (const Span *)spans->p;
-    size_t count = spans->len / sizeof(Span);
     for (size_t i = first; i < count; i++) {
         int32_t code = -1;
         if (span[i].n >= 0) {
@@ -1182,10 +1186,12 @@ static int add_codes(Table *table, const Column *spans, size_t first, Column *co
 }
 
 #if CHUNK_READER
-/* Read a file's bytes into chunk->buffer as read_bytes reads them, without the GIL (the
- * caller released it and saved its thread state in *released): 1 read (*length set), 0
- * left to the caller (any refusal or failure: the caller's reading says why), -1 an error
- * (a signal's exception, set while the GIL was taken back to run the handlers). */
+/* Read a file's bytes into chunk->buffer after the bytes of the batch's files read before
+ * (chunk->used), as read_bytes reads them, without the GIL (the caller released it and
+ * saved its thread state in *released): 1 read (*length set), 2 no room left after the
+ * batch's files (the buffer grows only while it holds none of them: their spans point into
+ * it), 0 left to the caller (any refusal or failure: the caller's reading says why), -1 an
+ * error (a signal's exception, set while the GIL was taken back to run the handlers). */
 static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
                      Py_ssize_t text_limit, Py_ssize_t *length, PyThreadState **released)
 {
@@ -1197,11 +1203,16 @@ static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
     if (fstat(fd, &mode) != 0 || !S_ISREG(mode.st_mode) || mode.st_size > (off_t)max_bytes ||
         mode.st_size > (off_t)text_limit)
         goto done;
+    size_t base = chunk->used;
     size_t total = 0;
     size_t want = (size_t)mode.st_size + 1;
     while (total <= (size_t)max_bytes) {
-        if (total + want > chunk->buffer_capacity) {
-            size_t capacity = chunk->buffer_capacity ? chunk->buffer_capacity : 1 << 16;
+        if (base + total + want > chunk->buffer_capacity) {
+            if (base > 0) {
+                result = 2;
+                goto done;
+            }
+            size_t capacity = chunk->buffer_capacity ? chunk->buffer_capacity : BATCH_BYTES;
             while (capacity < total + want)
                 capacity *= 2;
             /* realloc, not PyMem_Realloc: the GIL is not held here. */
@@ -1211,7 +1222,7 @@ static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
             chunk->buffer = grown;
             chunk->buffer_capacity = capacity;
         }
-        ssize_t got = read(fd, chunk->buffer + total, want);
+        ssize_t got = read(fd, chunk->buffer + base + total, want);
         if (got < 0) {
             if (errno == EINTR) {
                 /* Run the signal handlers (in the main thread) as read_bytes would. */
@@ -1241,75 +1252,97 @@ done:
     return result;
 }
 
-/* Open, read and scan a file into the chunk's C columns with the GIL released (other
- * threads read other chunks meanwhile): 1 read, 0 left to the caller, -1 an error (set,
- * the GIL held again on return). Nothing here touches a Python object: `name` is the
- * buffer of a bytes object the caller holds, and the columns and buffer grow with realloc. */
-static int read_released(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
-                         Py_ssize_t text_limit, Header *header)
+/* A file of a batch: read and scanned without the GIL, then given its Python objects. */
+typedef struct {
+    const char *name;   /* the path's bytes (held by the caller), NULL: left unopened */
+    int read;           /* 1 read, 0 left to the caller */
+    size_t marks[7];    /* the columns' lengths before the file's rows */
+    Header header;
+} Pending;
+
+static void column_marks(const Output *out, size_t marks[7])
+{
+    const Column *columns[7] = {&out->coordinates, &out->scores, &out->difficult,
+                                &out->truncated, &out->occluded, &out->names, &out->poses};
+    for (int j = 0; j < 7; j++)
+        marks[j] = columns[j]->len;
+}
+
+static void column_restore(Output *out, const size_t marks[7])
+{
+    Column *columns[7] = {&out->coordinates, &out->scores, &out->difficult,
+                          &out->truncated, &out->occluded, &out->names, &out->poses};
+    for (int j = 0; j < 7; j++)
+        columns[j]->len = marks[j];
+}
+
+/* Open, read and scan files into the chunk's C columns with the GIL released (other
+ * threads read other chunks meanwhile), until `count` files are read or the buffer holds
+ * BATCH_BYTES: the number of files read (at least one), or -1 an error (set, the GIL held
+ * again on return). Nothing here touches a Python object: each name is the buffer of a
+ * bytes object the caller holds, and the columns and buffer grow with realloc. */
+static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
+                             Py_ssize_t max_bytes, Py_ssize_t text_limit)
 {
     PyThreadState *released = PyEval_SaveThread();
-    Py_ssize_t length = 0;
-    int read = read_path(chunk, name, max_bytes, text_limit, &length, &released);
-    if (read > 0) {
-        chunk->out.released = &released;
-        read = read_file(chunk->buffer, length, &chunk->out, header);
-        chunk->out.released = NULL;
+    Py_ssize_t done = 0;
+    int failed = 0;
+    chunk->used = 0;
+    for (; done < count; done++) {
+        Pending *p = &pending[done];
+        column_marks(&chunk->out, p->marks);
+        p->read = 0;
+        if (p->name == NULL)
+            continue;
+        size_t base = chunk->used;
+        Py_ssize_t length = 0;
+        int read = read_path(chunk, p->name, max_bytes, text_limit, &length, &released);
+        if (read == 2)
+            break; /* read again in the next batch, from the buffer's start */
+        if (read > 0) {
+            chunk->out.released = &released;
+            read = read_file(chunk->buffer + base, length, &chunk->out, &p->header);
+            chunk->out.released = NULL;
+        }
+        if (read < 0) {
+            failed = 1;
+            break;
+        }
+        if (read == 0)
+            column_restore(&chunk->out, p->marks); /* nothing of the file */
+        else
+            chunk->used = base + (size_t)length;
+        p->read = read;
     }
     PyEval_RestoreThread(released);
-    if (read < 0 && !PyErr_Occurred())
-        PyErr_NoMemory();
-    return read;
+    if (failed) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    return done;
 }
-#endif
 
-/* Read one file into the chunk: 1 read, 0 left to the caller (the chunk's columns as
- * before), -1 an error. */
-static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssize_t text_limit)
+/* The Python steps of a file read without the GIL: its size, filename, and the codes of
+ * its names and poses (rows `first` to `end` of the span columns): 1 added, 0 left to the
+ * caller (nothing added), -1 an error. */
+static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end)
 {
-#if CHUNK_READER
-    PyObject *encoded = NULL;
-    if (!PyUnicode_FSConverter(path, &encoded)) {
-        PyErr_Clear();
-        return 0;
-    }
-    const char *name = PyBytes_AS_STRING(encoded);
-    if ((Py_ssize_t)strlen(name) != PyBytes_GET_SIZE(encoded)) {
-        Py_DECREF(encoded);
-        return 0; /* a NUL in the path */
-    }
     Output *out = &chunk->out;
-    size_t marks[7] = {out->coordinates.len, out->scores.len, out->difficult.len,
-                       out->truncated.len, out->occluded.len, out->names.len, out->poses.len};
-    Header header;
-    size_t first = out->names.len / sizeof(Span);
-    int read = read_released(chunk, name, max_bytes, text_limit, &header);
-    Py_DECREF(encoded);
-    if (read <= 0) {
-        /* Nothing read, or an error: the columns as before this file. */
-        out->coordinates.len = marks[0];
-        out->scores.len = marks[1];
-        out->difficult.len = marks[2];
-        out->truncated.len = marks[3];
-        out->occluded.len = marks[4];
-        out->names.len = marks[5];
-        out->poses.len = marks[6];
-        return read;
-    }
     PyObject *size = NULL, *filename = NULL;
-    read = plain_size(&header, &size);
+    int read = plain_size(header, &size);
     if (read > 0)
-        read = names_usable(chunk, first);
-    if (read > 0 && header.filename.state == LEAF) {
-        filename = stripped_text(header.filename.text);
+        read = names_usable(chunk, first, end);
+    if (read > 0 && header->filename.state == LEAF) {
+        filename = stripped_text(header->filename.text);
         read = filename == NULL ? -1 : 1;
     }
     if (read > 0) {
-        int64_t count = (int64_t)(out->names.len / sizeof(Span) - first);
+        int64_t count = (int64_t)(end - first);
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
-        if (add_codes(&chunk->names, &out->names, first, &chunk->name_codes) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, &chunk->pose_codes) < 0)
+        if (add_codes(&chunk->names, &out->names, first, end, &chunk->name_codes) < 0 ||
+            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0)
             read = -1;
         else if (!column_add(&chunk->counts, &count, sizeof count)) {
             PyErr_NoMemory();
@@ -1320,27 +1353,112 @@ static int chunk_file(Chunk *chunk, PyObject *path, Py_ssize_t max_bytes, Py_ssi
     }
     Py_XDECREF(size);
     Py_XDECREF(filename);
-    /* The spans point into the buffer, which the next file overwrites. */
-    out->names.len = first * sizeof(Span);
-    out->poses.len = first * sizeof(Span);
-    if (read == 0) {
-        out->coordinates.len = marks[0];
-        out->scores.len = marks[1];
-        out->difficult.len = marks[2];
-        out->truncated.len = marks[3];
-        out->occluded.len = marks[4];
-        out->names.len = marks[5];
-        out->poses.len = marks[6];
-    }
     return read;
+}
+
+/* Add a batch's files in order, with the GIL: each file read keeps its rows (moved down
+ * over the rows of files left before it), each file left (its index, from `start`) goes to
+ * chunk->left. 1 or -1 (an error). */
+static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_ssize_t start)
+{
+    Output *out = &chunk->out;
+    Column *columns[5] = {&out->coordinates, &out->scores, &out->difficult, &out->truncated,
+                          &out->occluded};
+    size_t write[5], ends[7];
+    for (int j = 0; j < 5; j++)
+        write[j] = pending[0].marks[j];
+    for (Py_ssize_t k = 0; k < done; k++) {
+        const Pending *p = &pending[k];
+        if (k + 1 < done)
+            memcpy(ends, pending[k + 1].marks, sizeof ends);
+        else
+            column_marks(out, ends);
+        int read = p->read;
+        if (read > 0)
+            read = add_file(chunk, &p->header, p->marks[5] / sizeof(Span),
+                            ends[5] / sizeof(Span));
+        if (read < 0)
+            return -1;
+        if (read > 0) {
+            for (int j = 0; j < 5; j++) {
+                size_t n = ends[j] - p->marks[j];
+                if (write[j] != p->marks[j])
+                    memmove(columns[j]->p + write[j], columns[j]->p + p->marks[j], n);
+                write[j] += n;
+            }
+            continue;
+        }
+        PyObject *index = PyLong_FromSsize_t(start + k);
+        if (index == NULL || PyList_Append(chunk->left, index) < 0) {
+            Py_XDECREF(index);
+            return -1;
+        }
+        Py_DECREF(index);
+    }
+    for (int j = 0; j < 5; j++)
+        columns[j]->len = write[j];
+    /* The spans point into the buffer, which the next batch overwrites. */
+    out->names.len = 0;
+    out->poses.len = 0;
+    return 1;
+}
+
+/* Read the chunk's files batch by batch: 1, or -1 an error. */
+static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ssize_t text_limit)
+{
+    Py_ssize_t n = PyList_GET_SIZE(paths);
+    /* Every path encoded first, while the GIL is held (a thread may change the list later). */
+    PyObject **encoded = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(PyObject *));
+    Pending *pending = PyMem_Calloc(BATCH_FILES, sizeof(Pending));
+    int result = -1;
+    if (encoded == NULL || pending == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, i), &encoded[i])) {
+            PyErr_Clear(); /* left to the caller, whose reading says why */
+            encoded[i] = NULL;
+        } else if ((Py_ssize_t)strlen(PyBytes_AS_STRING(encoded[i])) !=
+                   PyBytes_GET_SIZE(encoded[i])) {
+            Py_CLEAR(encoded[i]); /* a NUL in the path */
+        }
+    }
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
+        for (Py_ssize_t k = 0; k < count; k++)
+            pending[k].name = encoded[i + k] ? PyBytes_AS_STRING(encoded[i + k]) : NULL;
+        Py_ssize_t done = read_batch(chunk, pending, count, max_bytes, text_limit);
+        if (done < 0 || add_batch(chunk, pending, done, i) < 0)
+            goto done;
+        i += done;
+    }
+    result = 1;
+done:
+    if (encoded != NULL)
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_XDECREF(encoded[i]);
+    PyMem_Free(encoded);
+    PyMem_Free(pending);
+    return result;
+}
 #else
-    (void)chunk;
-    (void)path;
+/* Without POSIX files, every file is left to the caller: 1, or -1 an error. */
+static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ssize_t text_limit)
+{
     (void)max_bytes;
     (void)text_limit;
-    return 0;
-#endif
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(paths); i++) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL || PyList_Append(chunk->left, index) < 0) {
+            Py_XDECREF(index);
+            return -1;
+        }
+        Py_DECREF(index);
+    }
+    return 1;
 }
+#endif
 
 static void chunk_free(Chunk *chunk)
 {
@@ -1399,22 +1517,8 @@ static PyObject *read_chunk(PyObject *module, PyObject *args)
     if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.sizes ||
         !chunk.left)
         goto done;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(paths); i++) {
-        PyObject *path = PyList_GET_ITEM(paths, i);
-        Py_INCREF(path);
-        int read = chunk_file(&chunk, path, max_bytes, text_limit);
-        Py_DECREF(path);
-        if (read < 0)
-            goto done;
-        if (read == 0) {
-            PyObject *index = PyLong_FromSsize_t(i);
-            if (index == NULL || PyList_Append(chunk.left, index) < 0) {
-                Py_XDECREF(index);
-                goto done;
-            }
-            Py_DECREF(index);
-        }
-    }
+    if (read_files(&chunk, paths, max_bytes, text_limit) < 0)
+        goto done;
     result = chunk_result(&chunk);
 done:
     chunk_free(&chunk);

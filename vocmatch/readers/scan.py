@@ -493,8 +493,10 @@ def _add_compiled_chunk(
 def _consolidate(chunk: _Chunk) -> None:
     """One array per field instead of one per file: sent once, and held in large blocks
     that are given back to the system when freed (many small ones would stay as
-    fragmented heap in the reading process)."""
-    if chunk.boxes:
+    fragmented heap in the reading process). A chunk whose fields are one array each (the
+    compiled reader's columns, with no file left to the per-file route) is kept as it is:
+    copying it would only hold the GIL longer."""
+    if len(chunk.boxes) > 1:
         chunk.boxes = [np.concatenate([b.reshape(-1, 4) for b in chunk.boxes])]
         chunk.difficult = [np.concatenate(chunk.difficult)]
         chunk.truncated = [np.concatenate(chunk.truncated)]
@@ -602,16 +604,17 @@ def _assemble(
         n = len(c.codes)
         stop = offset + n
         if n:
-            boxes[offset:stop] = np.concatenate([b.reshape(-1, 4) for b in c.boxes])
-            difficult[offset:stop] = np.concatenate(c.difficult)
-            truncated[offset:stop] = np.concatenate(c.truncated)
-            occluded[offset:stop] = np.concatenate(c.occluded)
+            # Joined straight into the columns, with no array in between.
+            np.concatenate([b.reshape(-1, 4) for b in c.boxes], out=boxes[offset:stop])
+            np.concatenate(c.difficult, out=difficult[offset:stop])
+            np.concatenate(c.truncated, out=truncated[offset:stop])
+            np.concatenate(c.occluded, out=occluded[offset:stop])
             # Codes shifted by one so that -1 (absent) maps to -1.
             pose_remap = np.full(len(c.pose_vocabulary) + 1, -1, dtype=np.int32)
             for text, code in c.pose_vocabulary.items():
                 pose_remap[code + 1] = pose_index[text]
             pose[offset:stop] = pose_remap[np.frombuffer(c.pose_codes, np.intc) + 1]
-            scores[offset:stop] = np.concatenate(c.scores)
+            np.concatenate(c.scores, out=scores[offset:stop])
             remap = np.zeros(len(c.vocabulary), dtype=np.int32)
             for name, code in c.vocabulary.items():
                 remap[code] = index[name]
