@@ -11,6 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+from vocmatch.files import save_bytes
+
 __all__ = ["E_MAX", "E_MIN", "table_text"]
 
 #: The decimal exponents the shortest-digits search of ``fastjson.c`` scales by.
@@ -46,4 +48,5 @@ def table_text() -> str:
 
 
 if __name__ == "__main__":
-    Path(__file__).with_name("fastjson_table.h").write_text(table_text(), encoding="ascii")
+    # Through the one writer: whole or not at all.
+    save_bytes(Path(__file__).with_name("fastjson_table.h"), table_text().encode("ascii"))
