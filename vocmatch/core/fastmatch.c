@@ -129,6 +129,34 @@ static inline int beats(int counts, double v, int64_t g, int best_counts, double
     return first ? g < best : g > best;
 }
 
+/* The ground truth a prediction takes at one threshold under the unmatched rule, among its
+ * candidate pairs order[a..b) (IoU v_all, ground truth gt), or -1: the IoU passes the
+ * threshold, the ground truth is not taken (taken[g * stride]) or is a crowd region, and
+ * it beats the others (beats). Its counting flag and IoU go to *best_counts and *best_v. */
+static int64_t pick(const Py_ssize_t *order, Py_ssize_t a, Py_ssize_t b, const double *v_all,
+                    const Buf *gt, double threshold, int strict, const u8 *taken,
+                    Py_ssize_t stride, const u8 *crowd, const u8 *ignore, int first,
+                    int *best_counts, double *best_v)
+{
+    int64_t best = -1;
+    for (Py_ssize_t j = a; j < b; j++) {
+        Py_ssize_t i = order[j];
+        double v = v_all[i];
+        if (!passes(v, threshold, strict))
+            continue;
+        int64_t g = index_at(gt, i);
+        if (taken[g * stride] && !crowd[g])
+            continue;
+        int counts = !ignore[g];
+        if (best >= 0 && !beats(counts, v, g, *best_counts, *best_v, best, first))
+            continue;
+        best = g;
+        *best_counts = counts;
+        *best_v = v;
+    }
+    return best;
+}
+
 /* --- set_bits ------------------------------------------------------------------------ */
 
 static PyObject *set_bits(PyObject *self, PyObject *args)
@@ -256,26 +284,10 @@ static PyObject *ranked_flags(PyObject *self, PyObject *args)
         for (Py_ssize_t s = 0; s < n_sets; s++) {
             const u8 *ign_s = ign + s * n_gt;
             for (Py_ssize_t t = 0; t < n_t; t++) {
-                /* Counting ground truth over ignored, then higher IoU, then the later (or,
-                 * first on ties, the earlier) ground truth. */
-                int64_t best = -1;
                 int best_counts = 0;
                 double best_v = 0.0;
-                for (Py_ssize_t j = a; j < b; j++) {
-                    Py_ssize_t i = order[j];
-                    double v = v_all[i];
-                    if (!passes(v, th[t], strict))
-                        continue;
-                    int64_t g = index_at(&gt, i);
-                    if (tk[g * per_gt + s * n_t + t] && !cr[g])
-                        continue;
-                    int counts = !ign_s[g];
-                    if (best >= 0 && !beats(counts, v, g, best_counts, best_v, best, first))
-                        continue;
-                    best = g;
-                    best_counts = counts;
-                    best_v = v;
-                }
+                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + s * n_t + t,
+                                    per_gt, cr, ign_s, first, &best_counts, &best_v);
                 if (best < 0)
                     continue;
                 tk[best * per_gt + s * n_t + t] = 1;
@@ -427,24 +439,10 @@ static PyObject *ranked_hits(PyObject *self, PyObject *args)
         for (; q < n_present && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r; q++) {
             Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
             for (Py_ssize_t t = 0; t < n_t; t++) {
-                int64_t best = -1;
                 int best_counts = 0;
                 double best_v = 0.0;
-                for (Py_ssize_t m = a; m < b; m++) {
-                    Py_ssize_t i = order[m];
-                    double v = v_all[i];
-                    if (!passes(v, th[t], strict))
-                        continue;
-                    int64_t g = index_at(&gt, i);
-                    if (tk[t * n_gt + g] && !cr[g])
-                        continue;
-                    int counts = !ign[g];
-                    if (best >= 0 && !beats(counts, v, g, best_counts, best_v, best, first))
-                        continue;
-                    best = g;
-                    best_counts = counts;
-                    best_v = v;
-                }
+                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t * n_gt, 1,
+                                    cr, ign, first, &best_counts, &best_v);
                 if (best < 0)
                     continue;
                 tk[t * n_gt + best] = 1;
