@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.model import ImageSize
+from vocmatch.evaluation.preparation import rows_of
 from vocmatch.evaluation.records import image_rows
 from vocmatch.readers.scan import ColumnSet
 
@@ -170,29 +171,13 @@ def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
     place = np.full(len(columns.keys), -1, dtype=np.int64)
     place[images] = np.arange(len(images))
     rows = np.flatnonzero(place[columns.image] >= 0) if columns.image.size else columns.image
-    used = np.unique(columns.labels[rows]) if rows.size else np.zeros(0, dtype=np.int32)
-    remap = np.full(len(columns.label_names), -1, dtype=np.int32)
-    remap[used] = np.arange(used.size, dtype=np.int32)
-    # Each kept object's new row, for the rotated boxes and polygons listed by row.
-    row_of = np.full(columns.labels.size, -1, dtype=np.int64)
-    row_of[rows] = np.arange(rows.size)
     return replace(
-        columns,
+        rows_of(columns, rows),
         keys=tuple(columns.keys[i] for i in images),
         paths=tuple(columns.paths[i] for i in images),
         sizes=tuple(columns.sizes[i] for i in images),
         filenames=tuple(columns.filenames[i] for i in images),
         image=place[columns.image[rows]].astype(np.int32),
-        labels=remap[columns.labels[rows]],
-        label_names=tuple(columns.label_names[k] for k in used.tolist()),
-        boxes=columns.boxes[rows],
-        difficult=columns.difficult[rows],
-        truncated=columns.truncated[rows],
-        occluded=columns.occluded[rows],
-        pose=columns.pose[rows],
-        scores=columns.scores[rows],
         skipped=(),
         notes=(),
-        shapes=tuple((int(row_of[r]), shape) for r, shape in columns.shapes if row_of[r] >= 0),
-        bndboxes=tuple((int(row_of[r]), box) for r, box in columns.bndboxes if row_of[r] >= 0),
     )
