@@ -212,6 +212,41 @@ def checked_whole(field: str, value: object, *, low: int, optional: bool = False
     return int(value)
 
 
+def checked_max_bytes(value: object) -> int:
+    """A file-size limit given to a reader of the library (``max_bytes``): a whole number
+    of bytes. Any integer is taken (one below a file's size refuses that file, so a
+    negative one refuses every file); a request's ``max_file_size`` is further bounded by
+    :data:`FIELD_BOUNDS`.
+
+    Raises:
+        RequestError: A float (even ``1e6``), a bool, a string or None.
+
+    >>> checked_max_bytes(1e6)
+    Traceback (most recent call last):
+    ...
+    vocmatch.errors.RequestError: max_bytes '1000000.0': expected a whole number, got float
+    """
+    return _checked_integer("max_bytes", value)
+
+
+def checked_jobs(value: object) -> int:
+    """The workers asked of a reader of the library (``jobs``): a whole number, 0 or less
+    meaning every core.
+
+    Raises:
+        RequestError: A float, a bool, a string or None.
+    """
+    return _checked_integer("jobs", value)
+
+
+def _checked_integer(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise RequestError(
+            field, f"expected a whole number, got {type(value).__name__}", _shown(value)
+        )
+    return int(value)
+
+
 def checked_flag(field: str, value: object, *, optional: bool = False) -> bool | None:
     """``value``, which must be True or False (or None when ``optional``: the protocol's).
 

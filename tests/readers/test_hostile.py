@@ -31,6 +31,7 @@ from vocmatch.readers.parse import (
     read_bytes,
     read_directory,
 )
+from vocmatch.readers.scan import read_column_pair, read_columns
 
 SECRET = "vocmatch-secret-7f3a9c"
 
@@ -966,3 +967,70 @@ def test_a_directory_path_with_a_nul_byte_is_an_input_error() -> None:
 
     with pytest.raises(InputError, match=r"cannot read directory: the path holds a NUL byte$"):
         read_columns("x\0y")
+
+
+# A size limit or a worker count that is not a whole number, given to a reader of the
+# library: one RequestError naming the field, never a bare TypeError from deep inside.
+
+_DEMO_GT = str(ROOT / "fixtures" / "demo" / "gt")
+_DEMO_PRED = str(ROOT / "fixtures" / "demo" / "pred")
+_DEMO_FILE = str(ROOT / "fixtures" / "demo" / "gt" / "street_01.xml")
+
+
+def _size_limit_doors() -> list[object]:
+    from vocmatch import Evaluator, read_states
+    from vocmatch.readers.parse import list_directory, read_directory
+    from vocmatch.readers.pred_formats import read_detections
+    from vocmatch.readers.scan import read_listed_columns, read_listings
+
+    def detections(limit: object) -> object:
+        gt = read_columns(_DEMO_GT)
+        return read_detections("yolo", _DEMO_PRED, gt, max_bytes=limit)  # type: ignore[arg-type]
+
+    return [
+        pytest.param(lambda v: read_bytes(_DEMO_FILE, v), id="read_bytes"),
+        pytest.param(lambda v: read_annotation(_DEMO_FILE, max_bytes=v), id="read_annotation"),
+        pytest.param(lambda v: read_directory(_DEMO_GT, v), id="read_directory"),
+        pytest.param(lambda v: read_columns(_DEMO_GT, max_bytes=v), id="read_columns"),
+        pytest.param(lambda v: read_column_pair(_DEMO_GT, _DEMO_PRED, max_bytes=v), id="pair"),
+        pytest.param(lambda v: read_listings([list_directory(_DEMO_GT)], 1, v), id="listings"),
+        pytest.param(lambda v: read_listed_columns([("a", _DEMO_FILE)], v), id="listed"),
+        pytest.param(detections, id="read_detections"),
+        pytest.param(lambda v: Evaluator.load("missing.vms", max_bytes=v), id="Evaluator.load"),
+        pytest.param(lambda v: read_states(["missing.vms"], max_bytes=v), id="read_states"),
+    ]
+
+
+@pytest.mark.parametrize("door", _size_limit_doors())
+@pytest.mark.parametrize(
+    ("limit", "shown"),
+    [
+        pytest.param(1e6, r"'1000000\.0'.*got float", id="float"),
+        pytest.param(True, r"'True'.*got bool", id="bool"),
+        pytest.param("4096", r"'4096'.*got str", id="text"),
+    ],
+)
+def test_a_size_limit_that_is_not_a_whole_number_is_a_request_error(
+    door: object, limit: object, shown: str
+) -> None:
+    from vocmatch.errors import RequestError
+
+    with pytest.raises(RequestError, match=rf"^max_bytes {shown}$"):
+        door(limit)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda v: read_columns(_DEMO_GT, jobs=v), id="read_columns"),
+        pytest.param(lambda v: read_column_pair(_DEMO_GT, _DEMO_PRED, v), id="pair"),
+    ],
+)
+@pytest.mark.parametrize("jobs", [2.5, "2", None, True])
+def test_a_worker_count_that_is_not_a_whole_number_is_a_request_error(
+    read: object, jobs: object
+) -> None:
+    from vocmatch.errors import RequestError
+
+    with pytest.raises(RequestError, match=r"^jobs '.*': expected a whole number, got \w+$"):
+        read(jobs)  # type: ignore[operator]

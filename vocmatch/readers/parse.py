@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from vocmatch.checks import checked_max_bytes
 from vocmatch.core.geometry import polygon_problem
 from vocmatch.core.model import (
     MAX_COORDINATE,
@@ -725,6 +726,7 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES)
             not a regular file, or is larger than ``max_bytes``.
     """
     name = os.fspath(path)
+    max_bytes = checked_max_bytes(max_bytes)
     descriptor, mode = _open_regular(name)
     try:
         if mode.st_size > max_bytes:
@@ -959,6 +961,7 @@ def read_directory(
     Raises:
         InputError: ``root`` is not a directory.
     """
+    max_bytes = checked_max_bytes(max_bytes)
     listing = list_directory(root)
     annotations: list[ImageAnnotation] = []
     skipped = list(listing.skipped)

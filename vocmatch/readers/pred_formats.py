@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vocmatch.checks import checked_max_bytes
 from vocmatch.core.model import (
     Box,
     ImageAnnotation,
@@ -811,6 +812,7 @@ def read_detections(
     record = prediction_format(pred_format)
     if record.reader is None:
         raise InputError(f"{pred_format!r} is not a format read here")
+    max_bytes = checked_max_bytes(max_bytes)
     request = DetectionRequest(
         index=_GroundTruth.of(gt, images),
         coco_gt=os.fspath(coco_gt) if coco_gt else None,

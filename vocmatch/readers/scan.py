@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
 from vocmatch.readers.parse import (
@@ -656,6 +657,7 @@ def _read_sets(
     progress: Callable[[int, int], None] | None,
 ) -> list[ColumnSet]:
     """Read several directories with one pool of workers (started once)."""
+    jobs, max_bytes = checked_jobs(jobs), checked_max_bytes(max_bytes)
     return read_listings([list_directory(root) for root in roots], jobs, max_bytes, progress)
 
 
@@ -682,6 +684,7 @@ def read_listings(
     Returns:
         The column sets, in the order of ``listings``.
     """
+    jobs, max_bytes = checked_jobs(jobs), checked_max_bytes(max_bytes)
     total = sum(len(listing.files) for listing in listings)
     # Chunks small enough to report progress and balance the workers, large enough that
     # sending them costs little.
@@ -785,6 +788,7 @@ def read_listed_columns(
     Returns:
         The columns, with the files that could not be read in ``skipped``.
     """
+    max_bytes = checked_max_bytes(max_bytes)
     return _assemble(root, [_read_chunk(files, max_bytes, read)], ())
 
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from vocmatch.checks import FIELD_BOUNDS, checked_bounded
+from vocmatch.checks import FIELD_BOUNDS, checked_bounded, checked_max_bytes
 from vocmatch.errors import InputError, Message, Option, RequestError
 from vocmatch.evaluation.shards.reading_notes import ReadingNotes
 from vocmatch.evaluation.shards.shard_origin import ShardCheck, ShardOrigin, check_shards
@@ -542,7 +542,7 @@ def read_states(
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
             raise InputError(f"expected a state file's path, got {type(path).__name__}")
-    limit = MAX_STATE_BYTES if max_bytes is None else max_bytes
+    limit = MAX_STATE_BYTES if max_bytes is None else checked_max_bytes(max_bytes)
     states = [Evaluator.load(path, max_bytes=limit) for path in paths]
     check = check_shards(
         [(os.fspath(path), state.origin) for path, state in zip(paths, states, strict=True)],

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.checks import checked_flag
+from vocmatch.checks import checked_flag, checked_max_bytes
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation, checked_preparation
 from vocmatch.core.protocol import Conventions, conventions_of
@@ -895,7 +895,7 @@ class Evaluator:
             StateError: The file cannot be read or is not a readable state (one line naming
                 the path, and the header's field at fault).
         """
-        data = read_state_file(path, max_bytes=max_bytes)
+        data = read_state_file(path, max_bytes=checked_max_bytes(max_bytes))
         return cls.from_bytes(data, os.fspath(path))
 
     def _options(self) -> dict[str, Any]:
