@@ -170,7 +170,7 @@ def columns_of_keys(columns: ColumnSet, keys: frozenset[str]) -> ColumnSet:
     images = [i for i, key in enumerate(columns.keys) if key in keys]
     place = np.full(len(columns.keys), -1, dtype=np.int64)
     place[images] = np.arange(len(images))
-    rows = np.flatnonzero(place[columns.image] >= 0) if columns.image.size else columns.image
+    rows = np.flatnonzero(place[columns.image] >= 0)
     return replace(
         rows_of(columns, rows),
         keys=tuple(columns.keys[i] for i in images),
