@@ -1970,3 +1970,72 @@ def test_text_ids_a_table_names_otherwise_are_a_corrupted_header() -> None:
     header = {**raw.header, "class_table": [[0, "car"]], "text_ids": [0]}
     with pytest.raises(StateError, match=r"^s\.vms: corrupted header \(text_ids\)$"):
         Evaluator.from_bytes(write_state(RawState(header, raw.arrays)), "s.vms")
+
+
+# An image's id: a string or a whole number, never text made by str() of anything else
+# (1.0, None, b"x", a tensor's repr), which would not pair with the same image's key given
+# by another shard, so that a merge counts one image twice.
+
+_ONE_BOX = ([[0.0, 0, 10, 10]], ["cat"], [[0.0, 0, 10, 10]], [0.9], ["cat"])
+
+
+@pytest.mark.parametrize(
+    ("image_id", "key"),
+    [
+        pytest.param("a", "a", id="text"),
+        pytest.param(7, "7", id="int"),
+        pytest.param(np.int64(7), "7", id="numpy-int"),
+        pytest.param(np.uint8(7), "7", id="numpy-uint8"),
+        pytest.param(np.array(7), "7", id="0-d-int-array"),
+        pytest.param(2**70, str(2**70), id="big-int"),
+        pytest.param(-1, "-1", id="negative-int"),
+    ],
+)
+def test_an_image_id_is_a_string_or_a_whole_number(image_id: object, key: str) -> None:
+    evaluator = Evaluator()
+    evaluator.add(image_id, *_ONE_BOX)  # type: ignore[arg-type]
+    batch = Evaluator()
+    batch.add_batch(
+        [{"boxes": _ONE_BOX[2], "scores": _ONE_BOX[3], "labels": _ONE_BOX[4]}],
+        [{"boxes": _ONE_BOX[0], "labels": _ONE_BOX[1]}],
+        image_ids=[image_id],  # type: ignore[list-item]
+    )
+    assert evaluator.keys == batch.keys == [key]
+
+
+@pytest.mark.parametrize(
+    "image_id",
+    [
+        pytest.param(1.0, id="float"),
+        pytest.param(np.float64(2.0), id="numpy-float"),
+        pytest.param(None, id="none"),
+        pytest.param(True, id="bool"),
+        pytest.param(b"x", id="bytes"),
+        pytest.param(np.array([3]), id="1-d-array"),
+        pytest.param(("a",), id="tuple"),
+    ],
+)
+def test_any_other_image_id_is_refused_and_nothing_is_added(image_id: object) -> None:
+    evaluator = Evaluator()
+    with pytest.raises(InputError, match=r"^Expected `image_id` to be a string or a whole number"):
+        evaluator.add(image_id, *_ONE_BOX)  # type: ignore[arg-type]
+    batch = Evaluator()
+    with pytest.raises(InputError, match=r"^Expected `image_ids\[1\]` to be a string or a whole"):
+        batch.add_batch(
+            [{"boxes": _ONE_BOX[2], "scores": _ONE_BOX[3], "labels": _ONE_BOX[4]}] * 2,
+            [{"boxes": _ONE_BOX[0], "labels": _ONE_BOX[1]}] * 2,
+            image_ids=["a", image_id],  # type: ignore[list-item]
+        )
+    assert evaluator.keys == batch.keys == []
+
+
+def test_one_image_given_as_1_and_1_0_by_two_shards_is_not_counted_twice() -> None:
+    """The float id is refused where it is given, so the merge never sees key '1.0' beside
+    '1' (before, the merge kept both and counted the image's objects twice)."""
+    rank0, rank1 = Evaluator(), Evaluator()
+    rank0.add(1, *_ONE_BOX)
+    with pytest.raises(InputError):
+        rank1.add(1.0, *_ONE_BOX)  # type: ignore[arg-type]
+    rank1.add(1, *_ONE_BOX)
+    with pytest.raises(StateError):
+        rank0.merge(rank1)

@@ -12,6 +12,7 @@ false positives; a coordinate of 1e155 overflows the area).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "checked_names",
     "checked_vector",
     "class_table",
+    "image_key",
     "numbered_key",
     "to_numpy",
 ]
@@ -222,6 +224,31 @@ def checked_image_size(value: Any) -> tuple[float, float] | None:
             f"got {value!r:.60}"
         )
     return width, height
+
+
+def image_key(value: Any, field: str = "image_id") -> str:
+    """An image's key from the id a caller gives: a string as it is, a whole number (an
+    ``int``, a numpy integer or 0-d integer array, a one-element integer tensor) as its
+    decimal text.
+
+    Anything else is refused rather than turned into text: ``str()`` would make ``1.0``,
+    ``None``, ``b"x"`` or a tensor's ``tensor(3)`` keys that never pair with the same image's
+    ``"1"`` or ``"x"`` given by another shard, so a merge would count one image twice.
+
+    Raises:
+        InputError: A bool, a float, None, bytes or any other object.
+    """
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, bool):
+        try:
+            return str(operator.index(value))
+        except TypeError:
+            pass
+    raise InputError(
+        f"Expected `{field}` to be a string or a whole number, got "
+        f"{type(value).__name__} {value!r:.60}"
+    )
 
 
 def numbered_key(key: str, ranges: Sequence[tuple[int, int]]) -> bool:

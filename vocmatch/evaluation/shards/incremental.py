@@ -57,6 +57,7 @@ from vocmatch.evaluation.shards.given_arrays import (
     checked_image_size,
     checked_vector,
     class_table,
+    image_key,
     numbered_key,
     to_numpy,
 )
@@ -291,7 +292,7 @@ class Evaluator:
         size = checked_image_size(image_size)
         with self._unchanged_if_refused():
             image = self._image(
-                str(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
+                image_key(image_id), gt_boxes, gt_labels, pred_boxes, pred_scores, pred_labels,
                 _Flags(difficult, crowd),
             )  # fmt: skip
         self._append(image if size is None else dataclasses.replace(image, sizes=(size,)))
@@ -331,14 +332,17 @@ class Evaluator:
             raise InputError(
                 f"Expected one image id per image, got {len(image_ids)} for {len(preds)}"
             )
-        if image_ids is not None:
-            batch = self._batch(preds, targets, [str(key) for key in image_ids])
+        given = (
+            [image_key(key, f"image_ids[{i}]") for i, key in enumerate(image_ids)]
+            if image_ids is not None
+            else None
+        )
+        if given is not None:
+            batch = self._batch(preds, targets, given)
             if batch is not None:
                 self._append(batch)
                 return
-        keys = (
-            [str(k) for k in image_ids] if image_ids is not None else self._next_numbers(len(preds))
-        )
+        keys = given if given is not None else self._next_numbers(len(preds))
         images: list[ImageColumns] = []
         # Every image is checked before any is kept: a batch refused leaves the evaluator
         # as it was.
