@@ -332,17 +332,17 @@ class Evaluator:
             raise InputError(
                 f"Expected one image id per image, got {len(image_ids)} for {len(preds)}"
             )
-        given = (
+        ids = (
             [image_key(key, f"image_ids[{i}]") for i, key in enumerate(image_ids)]
             if image_ids is not None
             else None
         )
-        if given is not None:
-            batch = self._batch(preds, targets, given)
+        if ids is not None:
+            batch = self._batch(preds, targets, ids)
             if batch is not None:
                 self._append(batch)
                 return
-        keys = given if given is not None else self._next_numbers(len(preds))
+        keys = ids if ids is not None else self._next_numbers(len(preds))
         images: list[ImageColumns] = []
         # Every image is checked before any is kept: a batch refused leaves the evaluator
         # as it was.
