@@ -1,5 +1,6 @@
-/* The compiled JSON number lists: a float64 array as the text json.dumps gives its list
- * (allow_nan=False): "[a, b, c]", ", " between numbers, each number float.__repr__'s text.
+/* The compiled JSON number lists and image rows. float_list: a float64 array as the text
+ * json.dumps gives its list (allow_nan=False): "[a, b, c]", ", " between numbers, each
+ * number float.__repr__'s text. image_rows (below): each image's row of the JSON report.
  *
  * float.__repr__ writes the shortest decimal that reads back as the double (the closest to
  * it where several are as short), positional for decimal exponents -4 to 15 and as
@@ -18,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #include "fastjson_table.h"
@@ -237,14 +239,455 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
     return result;
 }
 
+/* ---- Each image's row of the JSON report ----
+ *
+ * image_rows writes the text json.dumps gives each image's record (json_report._image's
+ * mapping, ensure_ascii, ", " and ": " between items), the rows joined by a separator, in
+ * one pass over the ImageResult objects: no record, sweep mapping or per-row string is
+ * made. A row whose values are not what it writes exactly (a str, None, an int in the int64
+ * range, a finite float, a tuple of sweep entries at the thresholds given) is written by the
+ * Python callable given (the encoder's text of the record), as is one whose attributes
+ * cannot be read: that call raises what the encoder raises.
+ */
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+} Buffer;
+
+/* Makes room for `more` bytes; -1 with MemoryError where it cannot. */
+static int reserve(Buffer *b, size_t more)
+{
+    if (b->cap - b->len >= more)
+        return 0;
+    size_t cap = b->cap ? b->cap : (size_t)1 << 16;
+    while (cap - b->len < more) {
+        if (cap > (size_t)PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int append(Buffer *b, const char *text, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, text, n);
+    b->len += n;
+    return 0;
+}
+
+#define APPEND_LITERAL(b, text) append((b), (text), sizeof(text) - 1)
+
+static char *hex4(char *p, Py_UCS4 c)
+{
+    static const char digits[] = "0123456789abcdef";
+    *p++ = 'u';
+    *p++ = digits[(c >> 12) & 0xf];
+    *p++ = digits[(c >> 8) & 0xf];
+    *p++ = digits[(c >> 4) & 0xf];
+    *p++ = digits[c & 0xf];
+    return p;
+}
+
+/* Writes `text` (a str) as json.encoder.encode_basestring_ascii does: printable ASCII but
+ * '"' and '\\' as it is, the short escapes \" \\ \b \f \n \r \t, every other code point
+ * below 0x10000 (lone surrogates too) as \uxxxx and each beyond as its UTF-16 surrogate
+ * pair, lower-case hex digits. */
+static int write_string(Buffer *b, PyObject *text)
+{
+    if (PyUnicode_READY(text) < 0)
+        return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* At most 12 characters a code point (a surrogate pair), and the quotes. */
+    if (n > (PY_SSIZE_T_MAX - 2) / 12) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (reserve(b, (size_t)n * 12 + 2) < 0)
+        return -1;
+    char *p = b->data + b->len;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    *p++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *p++ = (char)c;
+            continue;
+        }
+        *p++ = '\\';
+        switch (c) {
+        case '\\':
+        case '"':
+            *p++ = (char)c;
+            break;
+        case '\b':
+            *p++ = 'b';
+            break;
+        case '\f':
+            *p++ = 'f';
+            break;
+        case '\n':
+            *p++ = 'n';
+            break;
+        case '\r':
+            *p++ = 'r';
+            break;
+        case '\t':
+            *p++ = 't';
+            break;
+        default:
+            if (c >= 0x10000) {
+                p = hex4(p, 0xd800 | ((c - 0x10000) >> 10));
+                *p++ = '\\';
+                c = 0xdc00 | ((c - 0x10000) & 0x3ff);
+            }
+            p = hex4(p, c);
+        }
+    }
+    *p++ = '"';
+    b->len = (size_t)(p - b->data);
+    return 0;
+}
+
+/* Writes x as int.__repr__ does. */
+static int write_int(Buffer *b, long long x)
+{
+    char text[24];
+    int n = 0;
+    unsigned long long r = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        text[23 - n++] = (char)('0' + r % 10);
+        r /= 10;
+    } while (r);
+    if (x < 0)
+        text[23 - n++] = '-';
+    return append(b, text + 24 - n, (size_t)n);
+}
+
+/* The attribute names read, made once. */
+enum {
+    A_KEY, A_GT_PATH, A_PRED_PATH, A_GT, A_GT_IGNORED, A_PRED, A_PRED_IGNORED, A_TP, A_FP,
+    A_FN, A_MEAN_IOU, A_SWEEP, A_THRESHOLD, A_COUNT
+};
+static const char *const ATTRIBUTE_NAMES[A_COUNT] = {
+    "key", "gt_path", "pred_path", "gt", "gt_ignored", "pred", "pred_ignored", "tp", "fp",
+    "fn", "mean_iou", "sweep", "threshold",
+};
+static PyObject *attribute[A_COUNT];
+
+/* Written as it is: 1; not a value this writer writes exactly (or not readable): 0 (no
+ * exception set); an error while writing: -1. */
+#define WRITTEN 1
+#define NOT_WRITTEN 0
+
+static int write_int_attribute(Buffer *b, PyObject *obj, int name)
+{
+    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
+    if (value == NULL) {
+        PyErr_Clear();
+        return NOT_WRITTEN;
+    }
+    int result = NOT_WRITTEN;
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        else if (!overflow)
+            result = write_int(b, x) < 0 ? -1 : WRITTEN;
+    }
+    Py_DECREF(value);
+    return result;
+}
+
+/* A str attribute (or None, as null, where `nullable`). */
+static int write_string_attribute(Buffer *b, PyObject *obj, int name, int nullable)
+{
+    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
+    if (value == NULL) {
+        PyErr_Clear();
+        return NOT_WRITTEN;
+    }
+    int result = NOT_WRITTEN;
+    if (PyUnicode_CheckExact(value))
+        result = write_string(b, value) < 0 ? -1 : WRITTEN;
+    else if (nullable && value == Py_None)
+        result = APPEND_LITERAL(b, "null") < 0 ? -1 : WRITTEN;
+    Py_DECREF(value);
+    return result;
+}
+
+/* A finite float attribute, or None as null. */
+static int write_float_attribute(Buffer *b, PyObject *obj, int name)
+{
+    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
+    if (value == NULL) {
+        PyErr_Clear();
+        return NOT_WRITTEN;
+    }
+    int result = NOT_WRITTEN;
+    if (value == Py_None)
+        result = APPEND_LITERAL(b, "null") < 0 ? -1 : WRITTEN;
+    else if (PyFloat_CheckExact(value) && isfinite(PyFloat_AS_DOUBLE(value))) {
+        result = -1;
+        if (reserve(b, NUMBER_MAX) == 0) {
+            char *end = write_double(b->data + b->len, PyFloat_AS_DOUBLE(value));
+            if (end != NULL) {
+                b->len = (size_t)(end - b->data);
+                result = WRITTEN;
+            }
+        }
+    }
+    Py_DECREF(value);
+    return result;
+}
+
+/* The sweep's thresholds and their keys as written ("\"0.50\""), from image_rows' `sweep`. */
+typedef struct {
+    Py_ssize_t n;
+    uint64_t *bits;
+    const char **keys;
+    Py_ssize_t *key_lengths;
+} Sweep;
+
+/* One sweep entry: a float threshold of the bits expected, and its counts. */
+static int write_sweep_entry(Buffer *b, PyObject *entry, const Sweep *sweep, Py_ssize_t s)
+{
+    PyObject *threshold = PyObject_GetAttr(entry, attribute[A_THRESHOLD]);
+    if (threshold == NULL) {
+        PyErr_Clear();
+        return NOT_WRITTEN;
+    }
+    int same = 0;
+    if (PyFloat_CheckExact(threshold)) {
+        double t = PyFloat_AS_DOUBLE(threshold);
+        uint64_t bits;
+        memcpy(&bits, &t, 8);
+        same = bits == sweep->bits[s];
+    }
+    Py_DECREF(threshold);
+    if (!same)
+        return NOT_WRITTEN;
+    if (s && APPEND_LITERAL(b, ", ") < 0)
+        return -1;
+    if (append(b, sweep->keys[s], (size_t)sweep->key_lengths[s]) < 0)
+        return -1;
+    static const char *const labels[3] = {": {\"tp\": ", ", \"fp\": ", ", \"fn\": "};
+    static const int names[3] = {A_TP, A_FP, A_FN};
+    for (int k = 0; k < 3; k++) {
+        if (append(b, labels[k], strlen(labels[k])) < 0)
+            return -1;
+        int written = write_int_attribute(b, entry, names[k]);
+        if (written != WRITTEN)
+            return written;
+    }
+    return APPEND_LITERAL(b, "}") < 0 ? -1 : WRITTEN;
+}
+
+static int write_sweep(Buffer *b, PyObject *image, const Sweep *sweep)
+{
+    PyObject *entries = PyObject_GetAttr(image, attribute[A_SWEEP]);
+    if (entries == NULL) {
+        PyErr_Clear();
+        return NOT_WRITTEN;
+    }
+    int result = NOT_WRITTEN;
+    if (PyTuple_CheckExact(entries) && PyTuple_GET_SIZE(entries) == sweep->n) {
+        result = APPEND_LITERAL(b, "{") < 0 ? -1 : WRITTEN;
+        for (Py_ssize_t s = 0; s < sweep->n && result == WRITTEN; s++)
+            result = write_sweep_entry(b, PyTuple_GET_ITEM(entries, s), sweep, s);
+        if (result == WRITTEN && APPEND_LITERAL(b, "}}") < 0)
+            result = -1;
+    }
+    Py_DECREF(entries);
+    return result;
+}
+
+/* One image's row, in the order of json_report._image's record. */
+static int write_row(Buffer *b, PyObject *image, const Sweep *sweep)
+{
+    static const char *const counts[7] = {
+        ", \"gt\": ", ", \"gt_ignored\": ", ", \"pred\": ", ", \"pred_ignored\": ",
+        ", \"tp\": ", ", \"fp\": ", ", \"fn\": ",
+    };
+    static const int count_names[7] = {
+        A_GT, A_GT_IGNORED, A_PRED, A_PRED_IGNORED, A_TP, A_FP, A_FN,
+    };
+    int written;
+    if (APPEND_LITERAL(b, "{\"image\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, image, A_KEY, 0)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"gt_path\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, image, A_GT_PATH, 0)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"pred_path\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, image, A_PRED_PATH, 1)) != WRITTEN)
+        return written;
+    for (int k = 0; k < 7; k++) {
+        if (append(b, counts[k], strlen(counts[k])) < 0)
+            return -1;
+        if ((written = write_int_attribute(b, image, count_names[k])) != WRITTEN)
+            return written;
+    }
+    if (APPEND_LITERAL(b, ", \"mean_iou\": ") < 0)
+        return -1;
+    if ((written = write_float_attribute(b, image, A_MEAN_IOU)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"sweep\": ") < 0)
+        return -1;
+    return write_sweep(b, image, sweep);
+}
+
+/* An ASCII str's bytes, or NULL with an exception naming `what`. */
+static const char *ascii_text(PyObject *text, Py_ssize_t *length, const char *what)
+{
+    if (!PyUnicode_Check(text) || PyUnicode_READY(text) < 0 || !PyUnicode_IS_ASCII(text)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "image_rows: %s must be an ASCII str", what);
+        return NULL;
+    }
+    *length = PyUnicode_GET_LENGTH(text);
+    return (const char *)PyUnicode_DATA(text);
+}
+
+/* Reads image_rows' `sweep`: a tuple of (threshold, key text) pairs. */
+static int read_sweep(PyObject *spec, Sweep *sweep)
+{
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "image_rows: sweep must be a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(spec);
+    sweep->n = n;
+    sweep->bits = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    sweep->keys = PyMem_Malloc(sizeof(char *) * (size_t)(n + 1));
+    sweep->key_lengths = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    if (sweep->bits == NULL || sweep->keys == NULL || sweep->key_lengths == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *pair = PyTuple_GET_ITEM(spec, s);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyFloat_Check(PyTuple_GET_ITEM(pair, 0))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "image_rows: each sweep entry must be (float, str)");
+            return -1;
+        }
+        double t = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(pair, 0));
+        memcpy(&sweep->bits[s], &t, 8);
+        sweep->keys[s] =
+            ascii_text(PyTuple_GET_ITEM(pair, 1), &sweep->key_lengths[s], "a sweep key");
+        if (sweep->keys[s] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* The fallback's text of one image, appended. */
+static int append_fallback(Buffer *b, PyObject *fallback, PyObject *image)
+{
+    PyObject *text = PyObject_CallOneArg(fallback, image);
+    if (text == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *data = ascii_text(text, &n, "the fallback's row");
+    int result = data == NULL ? -1 : append(b, data, (size_t)n);
+    Py_DECREF(text);
+    return result;
+}
+
+/* image_rows(images, separator, sweep, fallback, /) -> str */
+static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "image_rows expects 4 arguments");
+        return NULL;
+    }
+    PyObject *fallback = args[3];
+    Py_ssize_t separator_length;
+    const char *separator = ascii_text(args[1], &separator_length, "separator");
+    if (separator == NULL)
+        return NULL;
+    PyObject *images = PySequence_Fast(args[0], "image_rows: images must be a sequence");
+    if (images == NULL)
+        return NULL;
+    Sweep sweep = {0, NULL, NULL, NULL};
+    Buffer b = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (read_sweep(args[2], &sweep) < 0)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(images);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* The list can change under a fallback's call: read it again each time. */
+        if (i >= PySequence_Fast_GET_SIZE(images))
+            break;
+        PyObject *image = PySequence_Fast_GET_ITEM(images, i);
+        Py_INCREF(image);
+        if (i && append(&b, separator, (size_t)separator_length) < 0) {
+            Py_DECREF(image);
+            goto done;
+        }
+        size_t start = b.len;
+        int written = write_row(&b, image, &sweep);
+        if (written == NOT_WRITTEN) {
+            b.len = start;
+            written = append_fallback(&b, fallback, image) < 0 ? -1 : WRITTEN;
+        }
+        Py_DECREF(image);
+        if (written < 0)
+            goto done;
+    }
+    result = PyUnicode_New((Py_ssize_t)b.len, 127);
+    if (result != NULL && b.len)
+        memcpy(PyUnicode_DATA(result), b.data, b.len);
+done:
+    PyMem_Free(b.data);
+    PyMem_Free(sweep.bits);
+    PyMem_Free(sweep.keys);
+    PyMem_Free(sweep.key_lengths);
+    Py_DECREF(images);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"float_list", float_list, METH_O,
      "float_list(values, /)\n--\n\nA float64 buffer as json.dumps(values.tolist()) writes it."},
+    {"image_rows", (PyCFunction)(void (*)(void))image_rows, METH_FASTCALL,
+     "image_rows(images, separator, sweep, fallback, /)\n--\n\n"
+     "Each image's JSON row, joined by separator."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "fastjson", "The compiled JSON number lists.", -1, methods,
+    PyModuleDef_HEAD_INIT, "fastjson", "The compiled JSON number lists and image rows.", -1,
+    methods,
 };
 
-PyMODINIT_FUNC PyInit_fastjson(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_fastjson(void)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        if (attribute[a] == NULL)
+            attribute[a] = PyUnicode_InternFromString(ATTRIBUTE_NAMES[a]);
+        if (attribute[a] == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -26,6 +26,7 @@ from vocmatch.version import __version__
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
+    from vocmatch.evaluation.result import SweepResult
     from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
     from vocmatch.evaluation.shards.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
@@ -42,6 +43,7 @@ __all__ = [
     "CONFUSION_ROWS_MAX",
     "FASTJSON",
     "FloatList",
+    "ImageRows",
     "bootstrap_json",
     "calibration_json",
     "conventions_json",
@@ -152,6 +154,10 @@ def _image(image: ImageResult) -> dict[str, Any]:
     )
 
 
+def _image_records(images: Sequence[ImageResult]) -> list[dict[str, Any]]:
+    return [_image(i) for i in images]
+
+
 class Encoded(str):
     """Text already encoded as JSON: written as it is by :func:`dumps_indented`."""
 
@@ -163,14 +169,23 @@ class _ImageLines:
     without building the record and its sweep mapping first. A large set's JSON is mostly
     these lines: each is one ``%`` formatting of a template made once per sweep.
 
-    A record whose values are not plain ints and finite floats (or None), or whose sweep
-    names two thresholds alike, is left to the encoder as :func:`_image`'s mapping.
+    A record whose values are not strs, plain ints and finite floats (or None), whose
+    sweep names two thresholds alike, or whose attributes cannot be read, is left to the
+    encoder as :func:`_image`'s mapping (which raises the encoder's error where it has one).
     """
 
     def __init__(self) -> None:
         self._templates: dict[tuple[float, ...], str | None] = {}
 
     def __call__(self, image: ImageResult) -> Encoded | dict[str, Any]:
+        try:
+            line = self._line(image)
+        except (AttributeError, TypeError, ValueError):
+            line = None
+        # Left to the encoder, which raises its own error where it cannot write the record.
+        return _image(image) if line is None else line
+
+    def _line(self, image: ImageResult) -> Encoded | None:
         sweep = image.sweep
         thresholds = tuple(s.threshold for s in sweep)
         template = self._templates.get(thresholds, "")
@@ -181,20 +196,22 @@ class _ImageLines:
             image.fn, *[n for s in sweep for n in (s.tp, s.fp, s.fn)],
         )  # fmt: skip
         mean = image.mean_iou
+        names = (image.key, image.gt_path, image.pred_path)
         if (
             template is None
             or not all(type(v) is int for v in values)
             or not (mean is None or (type(mean) is float and math.isfinite(mean)))
+            or not (type(names[0]) is str and type(names[1]) is str)
+            or not (names[2] is None or type(names[2]) is str)
         ):
-            return _image(image)
+            return None
         text = _STRING
-        pred_path = "null" if image.pred_path is None else text(image.pred_path)
+        pred_path = "null" if names[2] is None else text(names[2])
         mean_text = "null" if mean is None else float.__repr__(mean)
         return Encoded(
             template
-            % (text(image.key), text(image.gt_path), pred_path, *values[:7], mean_text,
-               *values[7:])
-        )  # fmt: skip
+            % (text(names[0]), text(names[1]), pred_path, *values[:7], mean_text, *values[7:])
+        )
 
 
 def _image_template(thresholds: tuple[float, ...]) -> str | None:
@@ -215,6 +232,57 @@ def _image_template(thresholds: tuple[float, ...]) -> str | None:
 
 #: json's own string encoder (``ensure_ascii``), as the C encoder calls it.
 _STRING = json.encoder.encode_basestring_ascii
+
+
+class ImageRows:
+    """The report's ``images`` list: :func:`dumps_indented` writes it one image a line,
+    each line the text the encoder gives :func:`_image`'s record.
+
+    The compiled writer (``vocmatch.render.fastjson``, where it is loaded) writes the lines
+    from the :class:`~vocmatch.evaluation.result.ImageResult` objects in one pass, each
+    name escaped as ``json.dumps`` escapes it (``ensure_ascii``); without it
+    :class:`_ImageLines` writes them. An image whose values are not plain ints, strs,
+    finite floats or None, or whose sweep is not the first image's, is written from its
+    record by the encoder either way.
+
+    Attributes:
+        images: The images, in the report's order.
+    """
+
+    __slots__ = ("images",)
+
+    def __init__(self, images: Sequence[ImageResult]) -> None:
+        self.images = images
+
+    def joined(self, separator: str) -> str:
+        """Each image's line, joined by ``separator``."""
+        fast = kernels(FASTJSON)
+        sweep = _sweep_keys(self.images[0].sweep) if self.images and fast is not None else None
+        if fast is not None and sweep is not None:
+            text: str = fast.image_rows(self.images, separator, sweep, _image_text)
+            return text
+        lines = _ImageLines()
+        return separator.join([_image_text(i, lines(i)) for i in self.images])
+
+
+def _sweep_keys(sweep: Sequence[SweepResult]) -> tuple[tuple[float, str], ...] | None:
+    """Each threshold of ``sweep`` with its key as the row writes it (``'"0.50"'``), or None
+    where a threshold is not a float or two have one name (the mapping keeps the last)."""
+    thresholds = [s.threshold for s in sweep]
+    if not all(type(t) is float for t in thresholds):
+        return None
+    labels = [sweep_label(t) for t in thresholds]
+    if len(set(labels)) != len(labels):
+        return None
+    return tuple((t, _STRING(label)) for t, label in zip(thresholds, labels, strict=True))
+
+
+def _image_text(image: ImageResult, line: Encoded | dict[str, Any] | None = None) -> str:
+    """``image``'s line: ``line`` where it is already text, else the encoder's text of its
+    record (``line``, or :func:`_image`'s)."""
+    if isinstance(line, Encoded):
+        return line
+    return _ONE_LINE.encode(_image(image) if line is None else line)
 
 
 def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
@@ -248,7 +316,7 @@ def to_json_dict(
     return _json_data(
         evaluation,
         analysis,
-        _image,
+        _image_records,
         bootstrap=bootstrap,
         thresholds=thresholds,
         beta=beta,
@@ -262,7 +330,7 @@ def to_json_dict(
 def _json_data(
     evaluation: Evaluation,
     analysis: ErrorAnalysis | None,
-    image_record: Callable[[ImageResult], Any],
+    images_json: Callable[[Sequence[ImageResult]], Any],
     *,
     bootstrap: Bootstrap | None,
     thresholds: ScoreThresholds | None,
@@ -272,7 +340,7 @@ def _json_data(
     counting: Counting | None = None,
     targets: TargetThresholds | None = None,
 ) -> dict[str, Any]:
-    """:func:`to_json_dict`, each image's record made by ``image_record``."""
+    """:func:`to_json_dict`, the ``images`` list made by ``images_json``."""
     conv = evaluation.conventions
     s = evaluation.summary
     conventions = conventions_json(conv)
@@ -304,7 +372,7 @@ def _json_data(
             {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
             for c in evaluation.classes
         ],
-        "images": [image_record(i) for i in evaluation.images],
+        "images": images_json(evaluation.images),
     }
     if evaluation.coco is not None:
         data["coco"] = dict(zip(COCO_NAMES, evaluation.coco.as_list(), strict=True))
@@ -358,7 +426,7 @@ def to_json(
         evaluation,
         analysis,
         # The error analysis adds to each image's record: records, then.
-        _ImageLines() if analysis is None else _image,
+        ImageRows if analysis is None else _image_records,
         bootstrap=bootstrap,
         thresholds=thresholds,
         beta=beta,
@@ -443,6 +511,12 @@ def dumps_indented(data: Any) -> str:
             parts.clear()
         if isinstance(value, Encoded):
             parts.append(value)
+        elif isinstance(value, ImageRows):
+            if not value.images:
+                parts.append("[]")
+                return
+            inner = pad + "  "
+            parts.extend(("[\n" + inner, value.joined(",\n" + inner), f"\n{pad}]"))
         elif fast is not None and isinstance(value, FloatList):
             parts.append(fast.float_list(value.array))
         elif isinstance(value, (Record, NumberList)):

@@ -1,0 +1,266 @@
+"""The JSON report's image rows (``ImageRows``): the compiled writer
+(``vocmatch.render.fastjson.image_rows``) and the Python one give, for every image, the text
+the encoder gives its record, names escaped as ``json.dumps`` escapes them
+(``ensure_ascii``), and rows they cannot write exactly are the encoder's, errors too."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vocmatch.compiled import PURE_ENGINE_VARIABLE, kernels
+from vocmatch.evaluation.result import ImageResult, SweepResult
+from vocmatch.render.json_report import FASTJSON, ImageRows, _image, dumps_indented
+
+#: The encoder of each row (as dumps_indented's, no NaN).
+ENCODE = json.JSONEncoder(allow_nan=False).encode
+SWEEP = (0.5, 0.75, 0.95)
+SEPARATOR = ",\n    "
+
+
+@pytest.fixture
+def fast() -> ModuleType:
+    module = kernels(FASTJSON)
+    if module is None:
+        pytest.skip("the compiled JSON writer is not built (or VOCMATCH_PURE_ENGINE is set)")
+    return module
+
+
+def _image_of(
+    key: Any = "a",
+    pred_path: Any = "pred/a.xml",
+    counts: tuple[Any, ...] = (3, 0, 2, 1, 1, 2, 0),
+    mean_iou: Any = 0.5,
+    sweep: Any = None,
+) -> ImageResult:
+    gt, gt_ignored, pred, tp, fp, fn, pred_ignored = counts
+    if sweep is None:
+        sweep = tuple(SweepResult(t, tp, fp, fn) for t in SWEEP)
+    return ImageResult(
+        key, f"gt/{key}.xml", pred_path, gt, gt_ignored, pred, tp, fp, fn, mean_iou, sweep,
+        pred_ignored=pred_ignored,
+    )  # fmt: skip
+
+
+def _expected(images: list[ImageResult], separator: str = SEPARATOR) -> str:
+    """The rows as the encoder writes the records."""
+    return separator.join(ENCODE(_image(i)) for i in images)
+
+
+def _both(images: list[ImageResult], monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """The rows as written with the compiled writer (where loaded) and without it."""
+    compiled = ImageRows(images).joined(SEPARATOR)
+    with monkeypatch.context() as patch:
+        patch.setenv(PURE_ENGINE_VARIABLE, "1")
+        python = ImageRows(images).joined(SEPARATOR)
+    return compiled, python
+
+
+NAMES = [
+    pytest.param("plain_01", '"plain_01"', id="printable-ascii"),
+    pytest.param('say "hi"', r'"say \"hi\""', id="quotes"),
+    pytest.param("a\\b", r'"a\\b"', id="backslash"),
+    pytest.param("\b\f\n\r\t", r'"\b\f\n\r\t"', id="short-escapes"),
+    pytest.param("\x00\x01\x1b\x1f", r'"\u0000\u0001\u001b\u001f"', id="other-controls"),
+    pytest.param("\x7f", r'"\u007f"', id="delete"),
+    pytest.param("caf\u00e9 \u009b \u202e", r'"caf\u00e9 \u009b \u202e"', id="latin1-c1-bidi"),
+    pytest.param("\u65e5\u672c", r'"\u65e5\u672c"', id="cjk"),
+    pytest.param("\U0001f600", r'"\ud83d\ude00"', id="astral-surrogate-pair"),
+    pytest.param("\U0010ffff", r'"\udbff\udfff"', id="last-code-point"),
+    pytest.param("bad\udcff", r'"bad\udcff"', id="lone-surrogate-from-bytes"),
+    pytest.param("", '""', id="empty"),
+]
+
+
+@pytest.mark.parametrize("name, text", NAMES)
+def test_names_are_escaped_as_json_dumps_escapes_them(
+    fast: ModuleType, name: str, text: str
+) -> None:
+    """Quotes, backslashes, controls, DEL, non-ASCII, astral and lone surrogates: the
+    compiled writer's text is json.dumps' (ensure_ascii)."""
+    assert json.dumps(name) == text
+    row = ImageRows([_image_of(key=name, pred_path=name)]).joined(SEPARATOR)
+    assert row == _expected([_image_of(key=name, pred_path=name)])
+    assert f'"image": {text}, "gt_path": ' in row
+    assert f'"pred_path": {text}, ' in row
+
+
+NUMBERS = [
+    pytest.param((0, 0, 0, 0, 0, 0, 0), None, id="zeros-no-mean"),
+    pytest.param((2**63 - 1, -(2**63), 1, 2, 3, 4, 5), 1.0, id="int64-extremes"),
+    pytest.param((2**63, 0, 0, 0, 0, 0, 0), 0.25, id="beyond-int64"),
+    pytest.param((-(2**63) - 1, 0, 0, 0, 0, 0, 0), 0.25, id="below-int64"),
+    pytest.param((10**30, 1, 1, 1, 1, 1, 1), 0.1, id="big-int"),
+    pytest.param((True, 1, 1, 1, 1, 1, 1), 0.1, id="bool-count"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), 5e-324, id="subnormal-mean"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), -0.0, id="negative-zero-mean"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), 1e16, id="exponent-mean"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), 1 / 3, id="third-mean"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), True, id="bool-mean"),
+    pytest.param((1, 1, 1, 1, 1, 1, 1), 1, id="int-mean"),
+]
+
+
+@pytest.mark.parametrize("counts, mean_iou", NUMBERS)
+def test_numbers_are_written_as_the_encoder_writes_them(
+    counts: tuple[Any, ...], mean_iou: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts at and beyond the int64 range, bools, and means of every layout: the
+    encoder's text, with and without the compiled writer."""
+    images = [_image_of(counts=counts, mean_iou=mean_iou), _image_of(key="b")]
+    compiled, python = _both(images, monkeypatch)
+    assert compiled == python == _expected(images)
+
+
+class _Float(float):
+    """A float subclass: the encoder writes it with float.__repr__."""
+
+
+SWEEPS = [
+    pytest.param((), id="no-sweep"),
+    pytest.param((SweepResult(0.5, 1, 1, 2),), id="shorter-sweep"),
+    pytest.param(tuple(SweepResult(t, 1, 1, 2) for t in (0.5, 0.75, 0.9)), id="other-threshold"),
+    pytest.param(tuple(SweepResult(t, 1, 1, 2) for t in (0.75, 0.5, 0.95)), id="other-order"),
+    pytest.param([SweepResult(t, 1, 1, 2) for t in SWEEP], id="a-list"),
+    pytest.param(tuple(SweepResult(t, True, 1, 2) for t in SWEEP), id="bool-count"),
+    pytest.param(tuple(SweepResult(_Float(t), 1, 1, 2) for t in SWEEP), id="float-subclass"),
+    pytest.param(tuple(SweepResult(t, 10**20, 1, 2) for t in SWEEP), id="big-count"),
+]
+
+
+@pytest.mark.parametrize("sweep", SWEEPS)
+def test_a_sweep_unlike_the_first_images_is_the_encoders(
+    sweep: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image whose sweep differs from the first image's (thresholds, their order, their
+    number, its type, its counts) is written from its record: the encoder's text."""
+    images = [_image_of(), _image_of(key="b", sweep=sweep), _image_of(key="c")]
+    compiled, python = _both(images, monkeypatch)
+    assert compiled == python == _expected(images)
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        pytest.param((0.5, 0.5000000001), id="two-thresholds-one-name"),
+        pytest.param((0.9000000000000001, 0.5555), id="linspace-and-long"),
+        pytest.param((), id="empty"),
+    ],
+)
+def test_the_first_images_sweep_sets_the_rows(
+    thresholds: tuple[float, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the first image's sweep (two thresholds of one name: the mapping keeps the
+    last), every row is the encoder's text."""
+    images = [
+        _image_of(key=k, sweep=tuple(SweepResult(t, i, 1, 2) for i, t in enumerate(thresholds)))
+        for k in "abc"
+    ]
+    compiled, python = _both(images, monkeypatch)
+    assert compiled == python == _expected(images)
+
+
+@pytest.mark.parametrize(
+    "image, error",
+    [
+        pytest.param(_image_of(mean_iou=math.nan), ValueError, id="nan-mean"),
+        pytest.param(_image_of(mean_iou=math.inf), ValueError, id="inf-mean"),
+        pytest.param(_image_of(counts=(np.int64(1), 0, 0, 0, 0, 0, 0)), TypeError, id="int64"),
+        pytest.param(_image_of(key=b"bytes"), TypeError, id="bytes-key"),
+        pytest.param(object(), AttributeError, id="not-an-image"),
+    ],
+)
+def test_what_the_encoder_refuses_is_refused_alike(
+    image: Any, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row the encoder cannot write raises the encoder's error, with and without the
+    compiled writer."""
+    with pytest.raises(error) as python:
+        ENCODE(_image(image))
+    rows = ImageRows([_image_of(), image])
+    with pytest.raises(error) as compiled:
+        rows.joined(SEPARATOR)
+    assert str(compiled.value) == str(python.value)
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
+    with pytest.raises(error) as pure:
+        rows.joined(SEPARATOR)
+    assert str(pure.value) == str(python.value)
+
+
+def test_image_rows_are_one_line_each_in_the_indented_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In dumps_indented the rows are a list of one image a line, indented at their place;
+    an empty one is ``[]``; the same text as the records'."""
+    images = [_image_of(), _image_of(key="b\n", pred_path=None, mean_iou=None)]
+    data = {"outer": {"images": ImageRows(images), "none": ImageRows([])}}
+    records = {"outer": {"images": [_image(i) for i in images], "none": []}}
+    from vocmatch.render.json_report import Record
+
+    expected = dumps_indented(
+        {"outer": {"images": [Record(r) for r in records["outer"]["images"]], "none": []}}
+    )
+    assert dumps_indented(data) == expected
+    assert json.loads(expected) == json.loads(json.dumps(records))
+    assert '    "images": [\n      {"image": "a", ' in expected
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
+    assert dumps_indented(data) == expected
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+_INT = st.integers(-(2**64), 2**64) | st.integers(0, 50)
+_MEAN = st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.floats(0, 1)
+
+
+@st.composite
+def _images(draw: st.DrawFn) -> ImageResult:
+    counts = tuple(draw(_INT) for _ in range(7))
+    sweep = tuple(SweepResult(t, draw(_INT), draw(_INT), draw(_INT)) for t in SWEEP)
+    return ImageResult(
+        draw(_TEXT), draw(_TEXT), draw(st.none() | _TEXT), *counts[:6], draw(_MEAN), sweep,
+        pred_ignored=counts[6],
+    )  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(st.lists(_images(), max_size=5), st.sampled_from([", ", SEPARATOR, ""]))
+def test_any_images_rows_are_the_encoders_text(images: list[ImageResult], separator: str) -> None:
+    """Random names (any code point, lone surrogates too), counts in and beyond the int64
+    range and any finite mean: each row is the encoder's text of the record, with and
+    without the compiled writer."""
+    expected = _expected(images, separator)
+    assert ImageRows(images).joined(separator) == expected
+    module = kernels(FASTJSON)
+    if module is not None and images:
+        # Called directly, so that no path around the compiled writer hides a difference.
+        sweep = tuple((t, json.dumps(f"{t:.2f}")) for t in SWEEP)
+        assert module.image_rows(images, separator, sweep, lambda i: ENCODE(_image(i))) == (
+            expected
+        )
+
+
+def test_image_rows_refuse_arguments_they_cannot_use(fast: ModuleType) -> None:
+    """Wrong arguments are a TypeError, not a crash or wrong text."""
+    sweep = ((0.5, '"0.50"'),)
+    with pytest.raises(TypeError):
+        fast.image_rows([_image_of()], ", ")
+    with pytest.raises(TypeError):
+        fast.image_rows(3, ", ", sweep, str)
+    with pytest.raises(TypeError):
+        fast.image_rows([_image_of()], "\u00e9", sweep, str)
+    with pytest.raises(TypeError):
+        fast.image_rows([_image_of()], ", ", [(0.5, '"0.50"')], str)
+    with pytest.raises(TypeError):
+        fast.image_rows([_image_of()], ", ", (("0.5", '"0.50"'),), str)
+    # A fallback's row must be ASCII text.
+    with pytest.raises(TypeError):
+        fast.image_rows([object()], ", ", sweep, lambda i: "\u00e9")
+    with pytest.raises(TypeError):
+        fast.image_rows([object()], ", ", sweep, lambda i: 3)
