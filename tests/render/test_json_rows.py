@@ -264,3 +264,39 @@ def test_image_rows_refuse_arguments_they_cannot_use(fast: ModuleType) -> None:
         fast.image_rows([object()], ", ", sweep, lambda i: "\u00e9")
     with pytest.raises(TypeError):
         fast.image_rows([object()], ", ", sweep, lambda i: 3)
+
+
+CURVES = [
+    pytest.param([True, False, True], [0.9, 0.8, 0.7], 4, [0, 2], id="rise-first"),
+    pytest.param([False, True, False, False], [0.9, 0.8, 0.7, 0.6], 2, [1, 3], id="fp-first"),
+    pytest.param([False, False], [0.9, 0.8], 2, [1], id="no-rise"),
+    pytest.param([True], [0.9], 1, [0], id="one-point"),
+    pytest.param([True, False], [0.9, 0.8], 0, [1], id="no-gt-nan-recall"),
+    pytest.param([True, True], [0.9, -math.inf], 2, [0, 1], id="unscored-last"),
+    pytest.param([], [], 3, [], id="empty"),
+]
+
+
+@pytest.mark.parametrize("hits, scores, n_gt, points", CURVES)
+def test_curve_corners_are_each_rise_and_the_last_point(
+    hits: list[bool], scores: list[float], n_gt: int, points: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The curve's corners: where recall rises (above 0 at the first point) and the last
+    point; written alike as arrays (to_json) and as lists (to_json_dict), with and without
+    the compiled writer."""
+    from vocmatch.core.ap import precision_recall_curve
+    from vocmatch.render.json_report import _curve_corners
+
+    curve = precision_recall_curve(hits, scores, n_gt=n_gt)
+    lists = _curve_corners(curve)
+    arrays = _curve_corners(curve, arrays=True)
+    expected = {
+        "recall": [None if math.isnan(v) else v for v in curve.recall[points].tolist()],
+        "precision": curve.precision[points].tolist(),
+        "scores": [v if math.isfinite(v) else None for v in curve.scores[points].tolist()],
+    }
+    assert json.loads(dumps_indented(lists)) == expected
+    assert dumps_indented(arrays) == dumps_indented(lists)
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
+    assert dumps_indented(arrays) == dumps_indented(lists)

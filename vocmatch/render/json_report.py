@@ -42,6 +42,7 @@ __all__ = [
     "COCO_NAMES",
     "CONFUSION_ROWS_MAX",
     "FASTJSON",
+    "FloatArray",
     "FloatList",
     "ImageRows",
     "bootstrap_json",
@@ -61,32 +62,41 @@ COCO_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _curve_corners(curve: Curve) -> dict[str, NumberList]:
+def _curve_corners(curve: Curve, *, arrays: bool = False) -> dict[str, NumberList | FloatArray]:
     """The precision/recall curve at its corners: each true positive and the last point.
 
     Between two true positives precision only falls, one false positive at a time, so these
     points hold the whole curve; AP under every interpolation depends on them alone. Writing
-    every ranked prediction would make a large set's JSON mostly curve.
+    every ranked prediction would make a large set's JSON mostly curve. With ``arrays``,
+    lists of finite floats are :class:`FloatArray` objects (written alike, no list made).
     """
-    rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
-    last = curve.recall.size - 1
+    recall = curve.recall
+    last = recall.size - 1
+    # Where recall rises above the point before it (above 0 at the first): np.diff's
+    # ``prepend=0.0`` would copy the whole curve first.
+    rises = np.flatnonzero(recall[1:] > recall[:-1]) + 1
+    if last >= 0 and recall[0] > 0:
+        rises = np.concatenate((np.zeros(1, dtype=rises.dtype), rises))
     # The rises are in order: the last point joins them unless it is one (np.union1d would
     # import numpy.ma on a small run).
     points = rises if last < 0 or (rises.size and rises[-1] == last) else np.append(rises, last)
     return {
         # A class without ground truth has no recall (NaN inside): null, as in its summary.
-        "recall": _number_list(curve.recall[points], nulls=True),
-        "precision": _number_list(curve.precision[points], nulls=False),
+        "recall": _number_list(recall[points], nulls=True, arrays=arrays),
+        "precision": _number_list(curve.precision[points], nulls=False, arrays=arrays),
         # An unscored prediction in a scored set ranks last (-inf inside): null here.
-        "scores": _number_list(curve.scores[points], nulls=True),
+        "scores": _number_list(curve.scores[points], nulls=True, arrays=arrays),
     }
 
 
-def _number_list(values: npt.NDArray[Any], *, nulls: bool) -> NumberList:
-    """``values`` as a :class:`NumberList`: a :class:`FloatList` where they are all finite
-    float64, else their list, with None for each value that is not finite if ``nulls``."""
+def _number_list(
+    values: npt.NDArray[Any], *, nulls: bool, arrays: bool = False
+) -> NumberList | FloatArray:
+    """``values`` as a :class:`NumberList`: a :class:`FloatList` (a :class:`FloatArray`
+    with ``arrays``) where they are all finite float64, else their list, with None for each
+    value that is not finite if ``nulls``."""
     if values.dtype == np.float64 and bool(np.isfinite(values).all()):
-        return FloatList(values)
+        return FloatArray(values) if arrays else FloatList(values)
     items = values.tolist()
     return NumberList([v if math.isfinite(v) else None for v in items] if nulls else items)
 
@@ -109,10 +119,10 @@ def conventions_json(conv: Conventions) -> dict[str, Any]:
     }
 
 
-def _class(cls: ClassResult) -> dict[str, Any]:
+def _class(cls: ClassResult, *, arrays: bool = False) -> dict[str, Any]:
     curve = None
     if cls.curve is not None:
-        curve = _curve_corners(cls.curve)
+        curve = _curve_corners(cls.curve, arrays=arrays)
     return {
         "name": cls.name,
         "gt": cls.gt,
@@ -339,8 +349,10 @@ def _json_data(
     calibration: Calibration | None,
     counting: Counting | None = None,
     targets: TargetThresholds | None = None,
+    arrays: bool = False,
 ) -> dict[str, Any]:
-    """:func:`to_json_dict`, the ``images`` list made by ``images_json``."""
+    """:func:`to_json_dict`, the ``images`` list made by ``images_json``; with ``arrays``,
+    the curves' lists of finite floats as :class:`FloatArray` objects."""
     conv = evaluation.conventions
     s = evaluation.summary
     conventions = conventions_json(conv)
@@ -369,7 +381,10 @@ def _json_data(
             "orphan_pred": s.orphan_pred,
         },
         "classes": [
-            {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
+            {
+                **_class(c, arrays=arrays),
+                "operating_point": _operating(operating_point(c.curve, c.gt, beta)),
+            }
             for c in evaluation.classes
         ],
         "images": images_json(evaluation.images),
@@ -434,6 +449,7 @@ def to_json(
         calibration=calibration,
         counting=counting,
         targets=targets,
+        arrays=True,
     )
     if merge is not None:
         data["merge"] = merge_json(merge)
@@ -472,6 +488,21 @@ class FloatList(NumberList):
 
     def __init__(self, array: npt.NDArray[np.float64]) -> None:
         super().__init__(array.tolist())
+        self.array = np.ascontiguousarray(array)
+
+
+class FloatArray:
+    """Finite float64 values that :func:`dumps_indented` writes as the text of their list
+    (in C where the compiled writer is loaded) without making the list: the curves of
+    :func:`to_json`, which gives only text.
+
+    Attributes:
+        array: ``(K,)`` the values, finite float64.
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: npt.NDArray[np.float64]) -> None:
         self.array = np.ascontiguousarray(array)
 
 
@@ -517,6 +548,8 @@ def dumps_indented(data: Any) -> str:
                 return
             inner = pad + "  "
             parts.extend(("[\n" + inner, value.joined(",\n" + inner), f"\n{pad}]"))
+        elif isinstance(value, FloatArray):
+            parts.append(fast.float_list(value.array) if fast else encode(value.array.tolist()))
         elif fast is not None and isinstance(value, FloatList):
             parts.append(fast.float_list(value.array))
         elif isinstance(value, (Record, NumberList)):
@@ -551,9 +584,12 @@ def dumps_indented(data: Any) -> str:
             parts.append(encode(value))
 
     write(data, "")
+    parts.append("\n")
+    if not chunks:
+        # One join, not two copies of the whole text.
+        return "".join(parts)
     chunks.append("".join(parts))
     parts.clear()
-    chunks.append("\n")
     return "".join(chunks)
 
 
