@@ -300,3 +300,68 @@ def test_curve_corners_are_each_rise_and_the_last_point(
     assert dumps_indented(arrays) == dumps_indented(lists)
     monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
     assert dumps_indented(arrays) == dumps_indented(lists)
+
+
+class _Subclass(ImageResult):
+    """A subclass (its own type, with a __dict__)."""
+
+
+class _Renamed(ImageResult):
+    """A subclass whose ``key`` is a property: read by name, not from the slot."""
+
+    @property  # type: ignore[misc]
+    def key(self) -> str:  # type: ignore[override]
+        return "renamed"
+
+
+class _Traced(ImageResult):
+    """A subclass that answers every attribute itself."""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        return value * 2 if name == "gt" else value
+
+
+class _Duck:
+    """No ImageResult at all: the same attributes, as a plain object."""
+
+    def __init__(self, image: ImageResult) -> None:
+        for name in ImageResult.__slots__:
+            setattr(self, name, getattr(image, name))
+
+
+def _copy(cls: type[ImageResult], key: str) -> ImageResult:
+    """An image of ``cls`` with its slots set (as a frozen dataclass sets them)."""
+    image = _image_of(key=key)
+    copy = object.__new__(cls)
+    for name in ImageResult.__slots__:
+        getattr(ImageResult, name).__set__(copy, getattr(image, name))
+    return copy
+
+
+def test_rows_of_any_image_type_are_read_as_python_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Subclasses, a property over a slot, a __getattribute__ of its own, plain objects
+    with the attributes, and more types than the writer keeps: each row has the values
+    Python reads, as the encoder writes them."""
+    images: list[Any] = [
+        _image_of(key="a"), _copy(_Subclass, "b"), _copy(_Renamed, "c"), _copy(_Traced, "d"),
+        _Duck(_image_of(key="e")), _image_of(key="f"),
+    ]  # fmt: skip
+    compiled, python = _both(images, monkeypatch)
+    assert compiled == python == _expected(images)
+    assert '"image": "renamed"' in compiled
+    assert '"image": "d", "gt_path": "gt/d.xml", "pred_path": "pred/a.xml", "gt": 6,' in compiled
+
+
+def test_an_image_with_a_slot_not_set_is_refused_as_the_encoder_refuses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slot without a value is the encoder's AttributeError, not a crash or a null."""
+    unset = object.__new__(ImageResult)
+    with pytest.raises(AttributeError, match="key"):
+        ImageRows([_image_of(), unset]).joined(SEPARATOR)
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
+    with pytest.raises(AttributeError, match="key"):
+        ImageRows([_image_of(), unset]).joined(SEPARATOR)

@@ -22,6 +22,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <structmember.h>
+
 #include "fastjson_table.h"
 
 typedef unsigned __int128 u128;
@@ -388,18 +390,78 @@ static const char *const ATTRIBUTE_NAMES[A_COUNT] = {
 };
 static PyObject *attribute[A_COUNT];
 
+/* Where the attributes of one type lie where they are plain __slots__ (the records are
+ * frozen dataclasses with slots): read there as its member descriptors read them, without
+ * a lookup by name each time. */
+typedef struct {
+    PyTypeObject *type; /* a strong reference, or NULL for a free entry */
+    Py_ssize_t offset[A_COUNT]; /* -1: read by name */
+} Slots;
+
+/* The types met: the images' and their sweep entries'. Others are read by name. */
+#define TYPES_KEPT 2
+typedef struct {
+    Slots slots[TYPES_KEPT];
+} Readers;
+
+static void find_slots(Slots *slots, PyTypeObject *type)
+{
+    Py_INCREF(type);
+    slots->type = type;
+    for (int a = 0; a < A_COUNT; a++) {
+        slots->offset[a] = -1;
+        /* Only where reading by name would find the same member descriptor. */
+        if (type->tp_getattro != PyObject_GenericGetAttr)
+            continue;
+        PyObject *found = _PyType_Lookup(type, attribute[a]); /* borrowed */
+        if (found == NULL || !Py_IS_TYPE(found, &PyMemberDescr_Type))
+            continue;
+        PyMemberDescrObject *member = (PyMemberDescrObject *)found;
+        if (member->d_member->type == T_OBJECT_EX && !(member->d_member->flags & READ_RESTRICTED) &&
+            PyType_IsSubtype(type, PyDescr_TYPE(member)))
+            slots->offset[a] = member->d_member->offset;
+    }
+}
+
+static void release_readers(Readers *readers)
+{
+    for (int t = 0; t < TYPES_KEPT; t++)
+        Py_CLEAR(readers->slots[t].type);
+}
+
+/* obj.<name> (a new reference), or NULL where it cannot be read (no exception set: the
+ * fallback reads it again and raises). */
+static PyObject *get_attribute(Readers *readers, PyObject *obj, int name)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    for (int t = 0; t < TYPES_KEPT; t++) {
+        Slots *slots = &readers->slots[t];
+        if (slots->type == NULL)
+            find_slots(slots, type);
+        if (slots->type == type) {
+            if (slots->offset[name] < 0)
+                break;
+            PyObject *value = *(PyObject **)((char *)obj + slots->offset[name]);
+            Py_XINCREF(value);
+            return value;
+        }
+    }
+    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
+    if (value == NULL)
+        PyErr_Clear();
+    return value;
+}
+
 /* Written as it is: 1; not a value this writer writes exactly (or not readable): 0 (no
  * exception set); an error while writing: -1. */
 #define WRITTEN 1
 #define NOT_WRITTEN 0
 
-static int write_int_attribute(Buffer *b, PyObject *obj, int name)
+static int write_int_attribute(Buffer *b, Readers *readers, PyObject *obj, int name)
 {
-    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
-    if (value == NULL) {
-        PyErr_Clear();
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
         return NOT_WRITTEN;
-    }
     int result = NOT_WRITTEN;
     if (PyLong_CheckExact(value)) {
         int overflow;
@@ -414,13 +476,12 @@ static int write_int_attribute(Buffer *b, PyObject *obj, int name)
 }
 
 /* A str attribute (or None, as null, where `nullable`). */
-static int write_string_attribute(Buffer *b, PyObject *obj, int name, int nullable)
+static int write_string_attribute(Buffer *b, Readers *readers, PyObject *obj, int name,
+                                  int nullable)
 {
-    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
-    if (value == NULL) {
-        PyErr_Clear();
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
         return NOT_WRITTEN;
-    }
     int result = NOT_WRITTEN;
     if (PyUnicode_CheckExact(value))
         result = write_string(b, value) < 0 ? -1 : WRITTEN;
@@ -431,13 +492,11 @@ static int write_string_attribute(Buffer *b, PyObject *obj, int name, int nullab
 }
 
 /* A finite float attribute, or None as null. */
-static int write_float_attribute(Buffer *b, PyObject *obj, int name)
+static int write_float_attribute(Buffer *b, Readers *readers, PyObject *obj, int name)
 {
-    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
-    if (value == NULL) {
-        PyErr_Clear();
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
         return NOT_WRITTEN;
-    }
     int result = NOT_WRITTEN;
     if (value == Py_None)
         result = APPEND_LITERAL(b, "null") < 0 ? -1 : WRITTEN;
@@ -464,13 +523,12 @@ typedef struct {
 } Sweep;
 
 /* One sweep entry: a float threshold of the bits expected, and its counts. */
-static int write_sweep_entry(Buffer *b, PyObject *entry, const Sweep *sweep, Py_ssize_t s)
+static int write_sweep_entry(Buffer *b, Readers *readers, PyObject *entry, const Sweep *sweep,
+                             Py_ssize_t s)
 {
-    PyObject *threshold = PyObject_GetAttr(entry, attribute[A_THRESHOLD]);
-    if (threshold == NULL) {
-        PyErr_Clear();
+    PyObject *threshold = get_attribute(readers, entry, A_THRESHOLD);
+    if (threshold == NULL)
         return NOT_WRITTEN;
-    }
     int same = 0;
     if (PyFloat_CheckExact(threshold)) {
         double t = PyFloat_AS_DOUBLE(threshold);
@@ -490,25 +548,23 @@ static int write_sweep_entry(Buffer *b, PyObject *entry, const Sweep *sweep, Py_
     for (int k = 0; k < 3; k++) {
         if (append(b, labels[k], strlen(labels[k])) < 0)
             return -1;
-        int written = write_int_attribute(b, entry, names[k]);
+        int written = write_int_attribute(b, readers, entry, names[k]);
         if (written != WRITTEN)
             return written;
     }
     return APPEND_LITERAL(b, "}") < 0 ? -1 : WRITTEN;
 }
 
-static int write_sweep(Buffer *b, PyObject *image, const Sweep *sweep)
+static int write_sweep(Buffer *b, Readers *readers, PyObject *image, const Sweep *sweep)
 {
-    PyObject *entries = PyObject_GetAttr(image, attribute[A_SWEEP]);
-    if (entries == NULL) {
-        PyErr_Clear();
+    PyObject *entries = get_attribute(readers, image, A_SWEEP);
+    if (entries == NULL)
         return NOT_WRITTEN;
-    }
     int result = NOT_WRITTEN;
     if (PyTuple_CheckExact(entries) && PyTuple_GET_SIZE(entries) == sweep->n) {
         result = APPEND_LITERAL(b, "{") < 0 ? -1 : WRITTEN;
         for (Py_ssize_t s = 0; s < sweep->n && result == WRITTEN; s++)
-            result = write_sweep_entry(b, PyTuple_GET_ITEM(entries, s), sweep, s);
+            result = write_sweep_entry(b, readers, PyTuple_GET_ITEM(entries, s), sweep, s);
         if (result == WRITTEN && APPEND_LITERAL(b, "}}") < 0)
             result = -1;
     }
@@ -517,7 +573,7 @@ static int write_sweep(Buffer *b, PyObject *image, const Sweep *sweep)
 }
 
 /* One image's row, in the order of json_report._image's record. */
-static int write_row(Buffer *b, PyObject *image, const Sweep *sweep)
+static int write_row(Buffer *b, Readers *readers, PyObject *image, const Sweep *sweep)
 {
     static const char *const counts[7] = {
         ", \"gt\": ", ", \"gt_ignored\": ", ", \"pred\": ", ", \"pred_ignored\": ",
@@ -529,29 +585,29 @@ static int write_row(Buffer *b, PyObject *image, const Sweep *sweep)
     int written;
     if (APPEND_LITERAL(b, "{\"image\": ") < 0)
         return -1;
-    if ((written = write_string_attribute(b, image, A_KEY, 0)) != WRITTEN)
+    if ((written = write_string_attribute(b, readers, image, A_KEY, 0)) != WRITTEN)
         return written;
     if (APPEND_LITERAL(b, ", \"gt_path\": ") < 0)
         return -1;
-    if ((written = write_string_attribute(b, image, A_GT_PATH, 0)) != WRITTEN)
+    if ((written = write_string_attribute(b, readers, image, A_GT_PATH, 0)) != WRITTEN)
         return written;
     if (APPEND_LITERAL(b, ", \"pred_path\": ") < 0)
         return -1;
-    if ((written = write_string_attribute(b, image, A_PRED_PATH, 1)) != WRITTEN)
+    if ((written = write_string_attribute(b, readers, image, A_PRED_PATH, 1)) != WRITTEN)
         return written;
     for (int k = 0; k < 7; k++) {
         if (append(b, counts[k], strlen(counts[k])) < 0)
             return -1;
-        if ((written = write_int_attribute(b, image, count_names[k])) != WRITTEN)
+        if ((written = write_int_attribute(b, readers, image, count_names[k])) != WRITTEN)
             return written;
     }
     if (APPEND_LITERAL(b, ", \"mean_iou\": ") < 0)
         return -1;
-    if ((written = write_float_attribute(b, image, A_MEAN_IOU)) != WRITTEN)
+    if ((written = write_float_attribute(b, readers, image, A_MEAN_IOU)) != WRITTEN)
         return written;
     if (APPEND_LITERAL(b, ", \"sweep\": ") < 0)
         return -1;
-    return write_sweep(b, image, sweep);
+    return write_sweep(b, readers, image, sweep);
 }
 
 /* An ASCII str's bytes, or NULL with an exception naming `what`. */
@@ -631,6 +687,8 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     Sweep sweep = {0, NULL, NULL, NULL};
     Buffer b = {NULL, 0, 0};
+    Readers readers;
+    memset(&readers, 0, sizeof readers);
     PyObject *result = NULL;
     if (read_sweep(args[2], &sweep) < 0)
         goto done;
@@ -646,7 +704,7 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto done;
         }
         size_t start = b.len;
-        int written = write_row(&b, image, &sweep);
+        int written = write_row(&b, &readers, image, &sweep);
         if (written == NOT_WRITTEN) {
             b.len = start;
             written = append_fallback(&b, fallback, image) < 0 ? -1 : WRITTEN;
@@ -659,6 +717,7 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (result != NULL && b.len)
         memcpy(PyUnicode_DATA(result), b.data, b.len);
 done:
+    release_readers(&readers);
     PyMem_Free(b.data);
     PyMem_Free(sweep.bits);
     PyMem_Free(sweep.keys);
