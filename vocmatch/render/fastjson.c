@@ -104,10 +104,25 @@ static char *layout(char *p, uint64_t d, int e)
         d /= 10;
         e++;
     }
+    /* The digits, two at a time from the right. */
+    static const char pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char text[20];
     int n = 0;
-    for (uint64_t r = d; r; r /= 10)
-        text[19 - n++] = (char)('0' + r % 10);
+    uint64_t r = d;
+    while (r >= 100) {
+        memcpy(text + 18 - n, pairs + 2 * (r % 100), 2);
+        r /= 100;
+        n += 2;
+    }
+    if (r >= 10) {
+        memcpy(text + 18 - n, pairs + 2 * r, 2);
+        n += 2;
+    }
+    else
+        text[19 - n++] = (char)('0' + r);
     const char *digits = text + 20 - n;
     int point = n + e; /* the value is 0.digits * 10**point */
     if (point > -4 && point <= 16) {
@@ -236,7 +251,10 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
     }
     *p++ = ']';
     PyBuffer_Release(&view);
-    PyObject *result = PyUnicode_DecodeASCII(out, p - out, NULL);
+    /* The text is ASCII by construction: copied, not decoded. */
+    PyObject *result = PyUnicode_New(p - out, 127);
+    if (result != NULL)
+        memcpy(PyUnicode_DATA(result), out, (size_t)(p - out));
     PyMem_Free(out);
     return result;
 }
