@@ -221,11 +221,13 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    char *out = PyMem_Malloc((size_t)n * NUMBER_MAX + 2);
-    if (out == NULL) {
+    /* Written into the str itself (ASCII by construction), then cut to its length. */
+    PyObject *result = PyUnicode_New(n * NUMBER_MAX + 2, 127);
+    if (result == NULL) {
         PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        return NULL;
     }
+    char *out = (char *)PyUnicode_DATA(result);
     char *p = out;
     *p++ = '[';
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -233,7 +235,7 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         uint64_t bits;
         memcpy(&bits, &x, 8);
         if (((bits >> 52) & 0x7ff) == 0x7ff) {
-            PyMem_Free(out);
+            Py_DECREF(result);
             PyBuffer_Release(&view);
             PyErr_Format(PyExc_ValueError, "float_list: item %zd is not finite", i);
             return NULL;
@@ -244,18 +246,17 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         }
         p = write_double(p, x);
         if (p == NULL) {
-            PyMem_Free(out);
+            Py_DECREF(result);
             PyBuffer_Release(&view);
             return NULL;
         }
     }
     *p++ = ']';
     PyBuffer_Release(&view);
-    /* The text is ASCII by construction: copied, not decoded. */
-    PyObject *result = PyUnicode_New(p - out, 127);
-    if (result != NULL)
-        memcpy(PyUnicode_DATA(result), out, (size_t)(p - out));
-    PyMem_Free(out);
+    if (PyUnicode_Resize(&result, p - out) < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
     return result;
 }
 
@@ -270,7 +271,10 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
  * cannot be read: that call raises what the encoder raises.
  */
 
+/* The text written so far: an ASCII str made for it (the result, no copy at the end), of
+ * `cap` characters of which the first `len` are written. */
 typedef struct {
+    PyObject *text;
     char *data;
     size_t len;
     size_t cap;
@@ -289,12 +293,13 @@ static int reserve(Buffer *b, size_t more)
         }
         cap *= 2;
     }
-    char *data = PyMem_Realloc(b->data, cap);
-    if (data == NULL) {
-        PyErr_NoMemory();
+    if (b->text == NULL)
+        b->text = PyUnicode_New((Py_ssize_t)cap, 127);
+    else if (PyUnicode_Resize(&b->text, (Py_ssize_t)cap) < 0)
         return -1;
-    }
-    b->data = data;
+    if (b->text == NULL)
+        return -1;
+    b->data = (char *)PyUnicode_DATA(b->text);
     b->cap = cap;
     return 0;
 }
@@ -704,7 +709,7 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (images == NULL)
         return NULL;
     Sweep sweep = {0, NULL, NULL, NULL};
-    Buffer b = {NULL, 0, 0};
+    Buffer b = {NULL, NULL, 0, 0};
     Readers readers;
     memset(&readers, 0, sizeof readers);
     PyObject *result = NULL;
@@ -731,12 +736,15 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (written < 0)
             goto done;
     }
-    result = PyUnicode_New((Py_ssize_t)b.len, 127);
-    if (result != NULL && b.len)
-        memcpy(PyUnicode_DATA(result), b.data, b.len);
+    if (b.text == NULL)
+        result = PyUnicode_New(0, 127);
+    else if (PyUnicode_Resize(&b.text, (Py_ssize_t)b.len) == 0) {
+        result = b.text;
+        b.text = NULL;
+    }
 done:
     release_readers(&readers);
-    PyMem_Free(b.data);
+    Py_XDECREF(b.text);
     PyMem_Free(sweep.bits);
     PyMem_Free(sweep.keys);
     PyMem_Free(sweep.key_lengths);
