@@ -5,6 +5,7 @@ the encoder gives its record, names escaped as ``json.dumps`` escapes them
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from types import ModuleType
@@ -365,3 +366,49 @@ def test_an_image_with_a_slot_not_set_is_refused_as_the_encoder_refuses_it(
     monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
     with pytest.raises(AttributeError, match="key"):
         ImageRows([_image_of(), unset]).joined(SEPARATOR)
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Name(str):
+    """A str subclass."""
+
+
+SCALARS = [
+    pytest.param(True, id="true"),
+    pytest.param(False, id="false"),
+    pytest.param(None, id="null"),
+    pytest.param(-(2**70), id="big-int"),
+    pytest.param(_Level.LOW, id="int-enum"),
+    pytest.param(0.1, id="float"),
+    pytest.param(-0.0, id="negative-zero"),
+    pytest.param(1e16, id="float-exponent"),
+    pytest.param(_Float(2.5), id="float-subclass"),
+    pytest.param('caf\u00e9\n"\\\U0001f600\udcff', id="str-to-escape"),
+    pytest.param(_Name("sub\u00e9"), id="str-subclass"),
+]
+
+
+@pytest.mark.parametrize("value", SCALARS)
+def test_scalars_and_keys_are_written_as_json_dumps_writes_them(value: Any) -> None:
+    """Each plain value (and a key of any str type) in the indented JSON: json.dumps' text."""
+    data = {"value": value, _Name("k\u00e9y"): [value, {"x": value}]}
+    assert dumps_indented(data) == json.dumps(data, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+def test_a_float_that_is_not_finite_is_the_encoders_error(value: float) -> None:
+    """A value JSON cannot hold is refused with the encoder's own error."""
+    with pytest.raises(ValueError) as encoder:
+        ENCODE(value)
+    with pytest.raises(ValueError) as written:
+        dumps_indented({"value": value})
+    assert str(written.value) == str(encoder.value)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.integers() | st.text(max_size=8))
+def test_any_scalar_is_json_dumps_text(value: Any) -> None:
+    """Any finite float, int or str value: json.dumps' text."""
+    assert dumps_indented({"v": value}) == json.dumps({"v": value}, indent=2) + "\n"

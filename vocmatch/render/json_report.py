@@ -519,6 +519,21 @@ def _is_number(value: Any) -> bool:
 
 
 _ONE_LINE = json.JSONEncoder(allow_nan=False)
+
+
+def _finite_float(value: float) -> str | None:
+    return float.__repr__(value) if math.isfinite(value) else None
+
+
+#: The text of a value of each plain type, as the encoder writes it (None: the encoder's
+#: own call, for its error on a float that is not finite).
+_SCALARS: dict[type, Callable[[Any], str | None]] = {
+    str: _STRING,
+    int: int.__repr__,
+    float: _finite_float,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
 _BATCH = 50_000  # fragments joined at once by dumps_indented
 
 
@@ -540,7 +555,10 @@ def dumps_indented(data: Any) -> str:
         if len(parts) >= _BATCH:
             chunks.append("".join(parts))
             parts.clear()
-        if isinstance(value, Encoded):
+        scalar = _SCALARS.get(type(value))
+        if scalar is not None and (text := scalar(value)) is not None:
+            parts.append(text)
+        elif isinstance(value, Encoded):
             parts.append(value)
         elif isinstance(value, ImageRows):
             if not value.images:
@@ -563,7 +581,7 @@ def dumps_indented(data: Any) -> str:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise TypeError(f"JSON keys must be strings, got {key!r}")
-                parts.append(f"{separator}{inner}{encode(key)}: ")
+                parts.append(f"{separator}{inner}{_STRING(key)}: ")
                 write(item, inner)
                 separator = ",\n"
             parts.append(f"\n{pad}}}")
