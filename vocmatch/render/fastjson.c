@@ -315,6 +315,13 @@ static int append(Buffer *b, const char *text, size_t n)
 
 #define APPEND_LITERAL(b, text) append((b), (text), sizeof(text) - 1)
 
+/* A string constant with its length. */
+typedef struct {
+    const char *text;
+    size_t length;
+} Literal;
+#define LITERAL(text) {(text), sizeof(text) - 1}
+
 static char *hex4(char *p, Py_UCS4 c)
 {
     static const char digits[] = "0123456789abcdef";
@@ -346,7 +353,17 @@ static int write_string(Buffer *b, PyObject *text)
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     *p++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t i = 0;
+    if (PyUnicode_IS_ASCII(text)) {
+        /* The printable run at the start (most names: all of it) copied at once. */
+        const unsigned char *ascii = (const unsigned char *)data;
+        while (i < n && ascii[i] >= ' ' && ascii[i] <= '~' && ascii[i] != '\\' &&
+               ascii[i] != '"')
+            i++;
+        memcpy(p, ascii, (size_t)i);
+        p += i;
+    }
+    for (; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
             *p++ = (char)c;
@@ -566,10 +583,12 @@ static int write_sweep_entry(Buffer *b, Readers *readers, PyObject *entry, const
         return -1;
     if (append(b, sweep->keys[s], (size_t)sweep->key_lengths[s]) < 0)
         return -1;
-    static const char *const labels[3] = {": {\"tp\": ", ", \"fp\": ", ", \"fn\": "};
+    static const Literal labels[3] = {
+        LITERAL(": {\"tp\": "), LITERAL(", \"fp\": "), LITERAL(", \"fn\": "),
+    };
     static const int names[3] = {A_TP, A_FP, A_FN};
     for (int k = 0; k < 3; k++) {
-        if (append(b, labels[k], strlen(labels[k])) < 0)
+        if (append(b, labels[k].text, labels[k].length) < 0)
             return -1;
         int written = write_int_attribute(b, readers, entry, names[k]);
         if (written != WRITTEN)
@@ -598,9 +617,10 @@ static int write_sweep(Buffer *b, Readers *readers, PyObject *image, const Sweep
 /* One image's row, in the order of json_report._image's record. */
 static int write_row(Buffer *b, Readers *readers, PyObject *image, const Sweep *sweep)
 {
-    static const char *const counts[7] = {
-        ", \"gt\": ", ", \"gt_ignored\": ", ", \"pred\": ", ", \"pred_ignored\": ",
-        ", \"tp\": ", ", \"fp\": ", ", \"fn\": ",
+    static const Literal counts[7] = {
+        LITERAL(", \"gt\": "), LITERAL(", \"gt_ignored\": "), LITERAL(", \"pred\": "),
+        LITERAL(", \"pred_ignored\": "), LITERAL(", \"tp\": "), LITERAL(", \"fp\": "),
+        LITERAL(", \"fn\": "),
     };
     static const int count_names[7] = {
         A_GT, A_GT_IGNORED, A_PRED, A_PRED_IGNORED, A_TP, A_FP, A_FN,
@@ -619,7 +639,7 @@ static int write_row(Buffer *b, Readers *readers, PyObject *image, const Sweep *
     if ((written = write_string_attribute(b, readers, image, A_PRED_PATH, 1)) != WRITTEN)
         return written;
     for (int k = 0; k < 7; k++) {
-        if (append(b, counts[k], strlen(counts[k])) < 0)
+        if (append(b, counts[k].text, counts[k].length) < 0)
             return -1;
         if ((written = write_int_attribute(b, readers, image, count_names[k])) != WRITTEN)
             return written;
