@@ -539,7 +539,8 @@ _BATCH = 50_000  # fragments joined at once by dumps_indented
 
 def dumps_indented(data: Any) -> str:
     """``json.dumps(data, indent=2)``, with every list of numbers and every
-    :class:`Record` kept on one line (written by the C encoder).
+    :class:`Record` kept on one line (written by the C encoder), each :class:`FloatArray`
+    as its list and each :class:`ImageRows` as a list of one image a line.
 
     Raises:
         TypeError: A mapping key is not a string.
