@@ -230,7 +230,7 @@ def _images(draw: st.DrawFn) -> ImageResult:
     )  # fmt: skip
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.lists(_images(), max_size=5), st.sampled_from([", ", SEPARATOR, ""]))
 def test_any_images_rows_are_the_encoders_text(images: list[ImageResult], separator: str) -> None:
     """Random names (any code point, lone surrogates too), counts in and beyond the int64
@@ -408,6 +408,7 @@ def test_a_float_that_is_not_finite_is_the_encoders_error(value: float) -> None:
     assert str(written.value) == str(encoder.value)
 
 
+@settings(deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False) | st.integers() | st.text(max_size=8))
 def test_any_scalar_is_json_dumps_text(value: Any) -> None:
     """Any finite float, int or str value: json.dumps' text."""
