@@ -182,17 +182,18 @@ def test_what_the_encoder_refuses_is_refused_alike(
     image: Any, error: type[Exception], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A row the encoder cannot write raises the encoder's error, with and without the
-    compiled writer."""
+    compiled writer, first or not."""
     with pytest.raises(error) as python:
         ENCODE(_image(image))
-    rows = ImageRows([_image_of(), image])
-    with pytest.raises(error) as compiled:
-        rows.joined(SEPARATOR)
-    assert str(compiled.value) == str(python.value)
-    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "1")
-    with pytest.raises(error) as pure:
-        rows.joined(SEPARATOR)
-    assert str(pure.value) == str(python.value)
+    for rows in (ImageRows([_image_of(), image]), ImageRows([image, _image_of()])):
+        with pytest.raises(error) as compiled:
+            rows.joined(SEPARATOR)
+        assert str(compiled.value) == str(python.value)
+        with monkeypatch.context() as patch:
+            patch.setenv(PURE_ENGINE_VARIABLE, "1")
+            with pytest.raises(error) as pure:
+                rows.joined(SEPARATOR)
+        assert str(pure.value) == str(python.value)
 
 
 def test_image_rows_are_one_line_each_in_the_indented_json(

@@ -26,7 +26,6 @@ from vocmatch.version import __version__
 if TYPE_CHECKING:
     # Only for the annotations: a report imports the modules of the parts it writes, so the
     # JSON of a plain evaluation loads no analysis, bootstrap, diff or suspects module.
-    from vocmatch.evaluation.result import SweepResult
     from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
     from vocmatch.evaluation.shards.shard_origin import ShardCheck
     from vocmatch.evidence.analysis import ErrorAnalysis
@@ -267,7 +266,7 @@ class ImageRows:
     def joined(self, separator: str) -> str:
         """Each image's line, joined by ``separator``."""
         fast = kernels(FASTJSON)
-        sweep = _sweep_keys(self.images[0].sweep) if self.images and fast is not None else None
+        sweep = _sweep_keys(self.images[0]) if self.images and fast is not None else None
         if fast is not None and sweep is not None:
             text: str = fast.image_rows(self.images, separator, sweep, _image_text)
             return text
@@ -275,10 +274,14 @@ class ImageRows:
         return separator.join([_image_text(i, lines(i)) for i in self.images])
 
 
-def _sweep_keys(sweep: Sequence[SweepResult]) -> tuple[tuple[float, str], ...] | None:
-    """Each threshold of ``sweep`` with its key as the row writes it (``'"0.50"'``), or None
-    where a threshold is not a float or two have one name (the mapping keeps the last)."""
-    thresholds = [s.threshold for s in sweep]
+def _sweep_keys(image: ImageResult) -> tuple[tuple[float, str], ...] | None:
+    """Each threshold of ``image``'s sweep with its key as the row writes it
+    (``'"0.50"'``), or None where a threshold is not a float, two have one name (the
+    mapping keeps the last) or the sweep cannot be read (the encoder says why)."""
+    try:
+        thresholds = [s.threshold for s in image.sweep]
+    except (AttributeError, TypeError):
+        return None
     if not all(type(t) is float for t in thresholds):
         return None
     labels = [sweep_label(t) for t in thresholds]
