@@ -1,5 +1,6 @@
-/* The compiled JSON number lists: a float64 array as the text json.dumps gives its list
- * (allow_nan=False): "[a, b, c]", ", " between numbers, each number float.__repr__'s text.
+/* The compiled JSON number lists and image rows. float_list: a float64 array as the text
+ * json.dumps gives its list (allow_nan=False): "[a, b, c]", ", " between numbers, each
+ * number float.__repr__'s text. image_rows (below): each image's row of the JSON report.
  *
  * float.__repr__ writes the shortest decimal that reads back as the double (the closest to
  * it where several are as short), positional for decimal exponents -4 to 15 and as
@@ -18,7 +19,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
+
+#include <structmember.h>
 
 #include "fastjson_table.h"
 
@@ -100,10 +104,25 @@ static char *layout(char *p, uint64_t d, int e)
         d /= 10;
         e++;
     }
+    /* The digits, two at a time from the right. */
+    static const char pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char text[20];
     int n = 0;
-    for (uint64_t r = d; r; r /= 10)
-        text[19 - n++] = (char)('0' + r % 10);
+    uint64_t r = d;
+    while (r >= 100) {
+        memcpy(text + 18 - n, pairs + 2 * (r % 100), 2);
+        r /= 100;
+        n += 2;
+    }
+    if (r >= 10) {
+        memcpy(text + 18 - n, pairs + 2 * r, 2);
+        n += 2;
+    }
+    else
+        text[19 - n++] = (char)('0' + r);
     const char *digits = text + 20 - n;
     int point = n + e; /* the value is 0.digits * 10**point */
     if (point > -4 && point <= 16) {
@@ -202,11 +221,13 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    char *out = PyMem_Malloc((size_t)n * NUMBER_MAX + 2);
-    if (out == NULL) {
+    /* Written into the str itself (ASCII by construction), then cut to its length. */
+    PyObject *result = PyUnicode_New(n * NUMBER_MAX + 2, 127);
+    if (result == NULL) {
         PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+        return NULL;
     }
+    char *out = (char *)PyUnicode_DATA(result);
     char *p = out;
     *p++ = '[';
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -214,7 +235,7 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         uint64_t bits;
         memcpy(&bits, &x, 8);
         if (((bits >> 52) & 0x7ff) == 0x7ff) {
-            PyMem_Free(out);
+            Py_DECREF(result);
             PyBuffer_Release(&view);
             PyErr_Format(PyExc_ValueError, "float_list: item %zd is not finite", i);
             return NULL;
@@ -225,26 +246,553 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         }
         p = write_double(p, x);
         if (p == NULL) {
-            PyMem_Free(out);
+            Py_DECREF(result);
             PyBuffer_Release(&view);
             return NULL;
         }
     }
     *p++ = ']';
     PyBuffer_Release(&view);
-    PyObject *result = PyUnicode_DecodeASCII(out, p - out, NULL);
-    PyMem_Free(out);
+    if (PyUnicode_Resize(&result, p - out) < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    return result;
+}
+
+/* ---- Each image's row of the JSON report ----
+ *
+ * image_rows writes the text json.dumps gives each image's record (json_report._image's
+ * mapping, ensure_ascii, ", " and ": " between items), the rows joined by a separator, in
+ * one pass over the ImageResult objects: no record, sweep mapping or per-row string is
+ * made. A row whose values are not what it writes exactly (a str, None, an int in the int64
+ * range, a finite float, a tuple of sweep entries at the thresholds given) is written by the
+ * Python callable given (the encoder's text of the record), as is one whose attributes
+ * cannot be read: that call raises what the encoder raises.
+ */
+
+/* The text written so far: an ASCII str made for it (the result, no copy at the end), of
+ * `cap` characters of which the first `len` are written. */
+typedef struct {
+    PyObject *text;
+    char *data;
+    size_t len;
+    size_t cap;
+} Buffer;
+
+/* Makes room for `more` bytes; -1 with MemoryError where it cannot. */
+static int reserve(Buffer *b, size_t more)
+{
+    if (b->cap - b->len >= more)
+        return 0;
+    size_t cap = b->cap ? b->cap : (size_t)1 << 16;
+    while (cap - b->len < more) {
+        if (cap > (size_t)PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    if (b->text == NULL)
+        b->text = PyUnicode_New((Py_ssize_t)cap, 127);
+    else if (PyUnicode_Resize(&b->text, (Py_ssize_t)cap) < 0)
+        return -1;
+    if (b->text == NULL)
+        return -1;
+    b->data = (char *)PyUnicode_DATA(b->text);
+    b->cap = cap;
+    return 0;
+}
+
+static int append(Buffer *b, const char *text, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, text, n);
+    b->len += n;
+    return 0;
+}
+
+#define APPEND_LITERAL(b, text) append((b), (text), sizeof(text) - 1)
+
+/* A string constant with its length. */
+typedef struct {
+    const char *text;
+    size_t length;
+} Literal;
+#define LITERAL(text) {(text), sizeof(text) - 1}
+
+static char *hex4(char *p, Py_UCS4 c)
+{
+    static const char digits[] = "0123456789abcdef";
+    *p++ = 'u';
+    *p++ = digits[(c >> 12) & 0xf];
+    *p++ = digits[(c >> 8) & 0xf];
+    *p++ = digits[(c >> 4) & 0xf];
+    *p++ = digits[c & 0xf];
+    return p;
+}
+
+/* Writes `text` (a str) as json.encoder.encode_basestring_ascii does: printable ASCII but
+ * '"' and '\\' as it is, the short escapes \" \\ \b \f \n \r \t, every other code point
+ * below 0x10000 (lone surrogates too) as \uxxxx and each beyond as its UTF-16 surrogate
+ * pair, lower-case hex digits. */
+static int write_string(Buffer *b, PyObject *text)
+{
+    if (PyUnicode_READY(text) < 0)
+        return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* At most 12 characters a code point (a surrogate pair), and the quotes. */
+    if (n > (PY_SSIZE_T_MAX - 2) / 12) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (reserve(b, (size_t)n * 12 + 2) < 0)
+        return -1;
+    char *p = b->data + b->len;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    *p++ = '"';
+    Py_ssize_t i = 0;
+    if (PyUnicode_IS_ASCII(text)) {
+        /* The printable run at the start (most names: all of it) copied at once. */
+        const unsigned char *ascii = (const unsigned char *)data;
+        while (i < n && ascii[i] >= ' ' && ascii[i] <= '~' && ascii[i] != '\\' &&
+               ascii[i] != '"')
+            i++;
+        memcpy(p, ascii, (size_t)i);
+        p += i;
+    }
+    for (; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *p++ = (char)c;
+            continue;
+        }
+        *p++ = '\\';
+        switch (c) {
+        case '\\':
+        case '"':
+            *p++ = (char)c;
+            break;
+        case '\b':
+            *p++ = 'b';
+            break;
+        case '\f':
+            *p++ = 'f';
+            break;
+        case '\n':
+            *p++ = 'n';
+            break;
+        case '\r':
+            *p++ = 'r';
+            break;
+        case '\t':
+            *p++ = 't';
+            break;
+        default:
+            if (c >= 0x10000) {
+                p = hex4(p, 0xd800 | ((c - 0x10000) >> 10));
+                *p++ = '\\';
+                c = 0xdc00 | ((c - 0x10000) & 0x3ff);
+            }
+            p = hex4(p, c);
+        }
+    }
+    *p++ = '"';
+    b->len = (size_t)(p - b->data);
+    return 0;
+}
+
+/* Writes x as int.__repr__ does. */
+static int write_int(Buffer *b, long long x)
+{
+    char text[24];
+    int n = 0;
+    unsigned long long r = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        text[23 - n++] = (char)('0' + r % 10);
+        r /= 10;
+    } while (r);
+    if (x < 0)
+        text[23 - n++] = '-';
+    return append(b, text + 24 - n, (size_t)n);
+}
+
+/* The attribute names read, made once. */
+enum {
+    A_KEY, A_GT_PATH, A_PRED_PATH, A_GT, A_GT_IGNORED, A_PRED, A_PRED_IGNORED, A_TP, A_FP,
+    A_FN, A_MEAN_IOU, A_SWEEP, A_THRESHOLD, A_COUNT
+};
+static const char *const ATTRIBUTE_NAMES[A_COUNT] = {
+    "key", "gt_path", "pred_path", "gt", "gt_ignored", "pred", "pred_ignored", "tp", "fp",
+    "fn", "mean_iou", "sweep", "threshold",
+};
+static PyObject *attribute[A_COUNT];
+
+/* Where the attributes of one type lie where they are plain __slots__ (the records are
+ * frozen dataclasses with slots): read there as its member descriptors read them, without
+ * a lookup by name each time. */
+typedef struct {
+    PyTypeObject *type; /* a strong reference, or NULL for a free entry */
+    Py_ssize_t offset[A_COUNT]; /* -1: read by name */
+} Slots;
+
+/* The types met: the images' and their sweep entries'. Others are read by name. */
+#define TYPES_KEPT 2
+typedef struct {
+    Slots slots[TYPES_KEPT];
+} Readers;
+
+static void find_slots(Slots *slots, PyTypeObject *type)
+{
+    Py_INCREF(type);
+    slots->type = type;
+    for (int a = 0; a < A_COUNT; a++) {
+        slots->offset[a] = -1;
+        /* Only where reading by name would find the same member descriptor. */
+        if (type->tp_getattro != PyObject_GenericGetAttr)
+            continue;
+        PyObject *found = _PyType_Lookup(type, attribute[a]); /* borrowed */
+        if (found == NULL || !Py_IS_TYPE(found, &PyMemberDescr_Type))
+            continue;
+        PyMemberDescrObject *member = (PyMemberDescrObject *)found;
+        if (member->d_member->type == T_OBJECT_EX && !(member->d_member->flags & READ_RESTRICTED) &&
+            PyType_IsSubtype(type, PyDescr_TYPE(member)))
+            slots->offset[a] = member->d_member->offset;
+    }
+}
+
+static void release_readers(Readers *readers)
+{
+    for (int t = 0; t < TYPES_KEPT; t++)
+        Py_CLEAR(readers->slots[t].type);
+}
+
+/* obj.<name> (a new reference), or NULL where it cannot be read (no exception set: the
+ * fallback reads it again and raises). */
+static PyObject *get_attribute(Readers *readers, PyObject *obj, int name)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    for (int t = 0; t < TYPES_KEPT; t++) {
+        Slots *slots = &readers->slots[t];
+        if (slots->type == NULL)
+            find_slots(slots, type);
+        if (slots->type == type) {
+            if (slots->offset[name] < 0)
+                break;
+            PyObject *value = *(PyObject **)((char *)obj + slots->offset[name]);
+            Py_XINCREF(value);
+            return value;
+        }
+    }
+    PyObject *value = PyObject_GetAttr(obj, attribute[name]);
+    if (value == NULL)
+        PyErr_Clear();
+    return value;
+}
+
+/* Written as it is: 1; not a value this writer writes exactly (or not readable): 0 (no
+ * exception set); an error while writing: -1. */
+#define WRITTEN 1
+#define NOT_WRITTEN 0
+
+static int write_int_attribute(Buffer *b, Readers *readers, PyObject *obj, int name)
+{
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
+        return NOT_WRITTEN;
+    int result = NOT_WRITTEN;
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        else if (!overflow)
+            result = write_int(b, x) < 0 ? -1 : WRITTEN;
+    }
+    Py_DECREF(value);
+    return result;
+}
+
+/* A str attribute (or None, as null, where `nullable`). */
+static int write_string_attribute(Buffer *b, Readers *readers, PyObject *obj, int name,
+                                  int nullable)
+{
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
+        return NOT_WRITTEN;
+    int result = NOT_WRITTEN;
+    if (PyUnicode_CheckExact(value))
+        result = write_string(b, value) < 0 ? -1 : WRITTEN;
+    else if (nullable && value == Py_None)
+        result = APPEND_LITERAL(b, "null") < 0 ? -1 : WRITTEN;
+    Py_DECREF(value);
+    return result;
+}
+
+/* A finite float attribute, or None as null. */
+static int write_float_attribute(Buffer *b, Readers *readers, PyObject *obj, int name)
+{
+    PyObject *value = get_attribute(readers, obj, name);
+    if (value == NULL)
+        return NOT_WRITTEN;
+    int result = NOT_WRITTEN;
+    if (value == Py_None)
+        result = APPEND_LITERAL(b, "null") < 0 ? -1 : WRITTEN;
+    else if (PyFloat_CheckExact(value) && isfinite(PyFloat_AS_DOUBLE(value))) {
+        result = -1;
+        if (reserve(b, NUMBER_MAX) == 0) {
+            char *end = write_double(b->data + b->len, PyFloat_AS_DOUBLE(value));
+            if (end != NULL) {
+                b->len = (size_t)(end - b->data);
+                result = WRITTEN;
+            }
+        }
+    }
+    Py_DECREF(value);
+    return result;
+}
+
+/* The sweep's thresholds and their keys as written ("\"0.50\""), from image_rows' `sweep`. */
+typedef struct {
+    Py_ssize_t n;
+    uint64_t *bits;
+    const char **keys;
+    Py_ssize_t *key_lengths;
+} Sweep;
+
+/* One sweep entry: a float threshold of the bits expected, and its counts. */
+static int write_sweep_entry(Buffer *b, Readers *readers, PyObject *entry, const Sweep *sweep,
+                             Py_ssize_t s)
+{
+    PyObject *threshold = get_attribute(readers, entry, A_THRESHOLD);
+    if (threshold == NULL)
+        return NOT_WRITTEN;
+    int same = 0;
+    if (PyFloat_CheckExact(threshold)) {
+        double t = PyFloat_AS_DOUBLE(threshold);
+        uint64_t bits;
+        memcpy(&bits, &t, 8);
+        same = bits == sweep->bits[s];
+    }
+    Py_DECREF(threshold);
+    if (!same)
+        return NOT_WRITTEN;
+    if (s && APPEND_LITERAL(b, ", ") < 0)
+        return -1;
+    if (append(b, sweep->keys[s], (size_t)sweep->key_lengths[s]) < 0)
+        return -1;
+    static const Literal labels[3] = {
+        LITERAL(": {\"tp\": "), LITERAL(", \"fp\": "), LITERAL(", \"fn\": "),
+    };
+    static const int names[3] = {A_TP, A_FP, A_FN};
+    for (int k = 0; k < 3; k++) {
+        if (append(b, labels[k].text, labels[k].length) < 0)
+            return -1;
+        int written = write_int_attribute(b, readers, entry, names[k]);
+        if (written != WRITTEN)
+            return written;
+    }
+    return APPEND_LITERAL(b, "}") < 0 ? -1 : WRITTEN;
+}
+
+static int write_sweep(Buffer *b, Readers *readers, PyObject *image, const Sweep *sweep)
+{
+    PyObject *entries = get_attribute(readers, image, A_SWEEP);
+    if (entries == NULL)
+        return NOT_WRITTEN;
+    int result = NOT_WRITTEN;
+    if (PyTuple_CheckExact(entries) && PyTuple_GET_SIZE(entries) == sweep->n) {
+        result = APPEND_LITERAL(b, "{") < 0 ? -1 : WRITTEN;
+        for (Py_ssize_t s = 0; s < sweep->n && result == WRITTEN; s++)
+            result = write_sweep_entry(b, readers, PyTuple_GET_ITEM(entries, s), sweep, s);
+        if (result == WRITTEN && APPEND_LITERAL(b, "}}") < 0)
+            result = -1;
+    }
+    Py_DECREF(entries);
+    return result;
+}
+
+/* One image's row, in the order of json_report._image's record. */
+static int write_row(Buffer *b, Readers *readers, PyObject *image, const Sweep *sweep)
+{
+    static const Literal counts[7] = {
+        LITERAL(", \"gt\": "), LITERAL(", \"gt_ignored\": "), LITERAL(", \"pred\": "),
+        LITERAL(", \"pred_ignored\": "), LITERAL(", \"tp\": "), LITERAL(", \"fp\": "),
+        LITERAL(", \"fn\": "),
+    };
+    static const int count_names[7] = {
+        A_GT, A_GT_IGNORED, A_PRED, A_PRED_IGNORED, A_TP, A_FP, A_FN,
+    };
+    int written;
+    if (APPEND_LITERAL(b, "{\"image\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, readers, image, A_KEY, 0)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"gt_path\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, readers, image, A_GT_PATH, 0)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"pred_path\": ") < 0)
+        return -1;
+    if ((written = write_string_attribute(b, readers, image, A_PRED_PATH, 1)) != WRITTEN)
+        return written;
+    for (int k = 0; k < 7; k++) {
+        if (append(b, counts[k].text, counts[k].length) < 0)
+            return -1;
+        if ((written = write_int_attribute(b, readers, image, count_names[k])) != WRITTEN)
+            return written;
+    }
+    if (APPEND_LITERAL(b, ", \"mean_iou\": ") < 0)
+        return -1;
+    if ((written = write_float_attribute(b, readers, image, A_MEAN_IOU)) != WRITTEN)
+        return written;
+    if (APPEND_LITERAL(b, ", \"sweep\": ") < 0)
+        return -1;
+    return write_sweep(b, readers, image, sweep);
+}
+
+/* An ASCII str's bytes, or NULL with an exception naming `what`. */
+static const char *ascii_text(PyObject *text, Py_ssize_t *length, const char *what)
+{
+    if (!PyUnicode_Check(text) || PyUnicode_READY(text) < 0 || !PyUnicode_IS_ASCII(text)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "image_rows: %s must be an ASCII str", what);
+        return NULL;
+    }
+    *length = PyUnicode_GET_LENGTH(text);
+    return (const char *)PyUnicode_DATA(text);
+}
+
+/* Reads image_rows' `sweep`: a tuple of (threshold, key text) pairs. */
+static int read_sweep(PyObject *spec, Sweep *sweep)
+{
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "image_rows: sweep must be a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(spec);
+    sweep->n = n;
+    sweep->bits = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    sweep->keys = PyMem_Malloc(sizeof(char *) * (size_t)(n + 1));
+    sweep->key_lengths = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    if (sweep->bits == NULL || sweep->keys == NULL || sweep->key_lengths == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *pair = PyTuple_GET_ITEM(spec, s);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyFloat_Check(PyTuple_GET_ITEM(pair, 0))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "image_rows: each sweep entry must be (float, str)");
+            return -1;
+        }
+        double t = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(pair, 0));
+        memcpy(&sweep->bits[s], &t, 8);
+        sweep->keys[s] =
+            ascii_text(PyTuple_GET_ITEM(pair, 1), &sweep->key_lengths[s], "a sweep key");
+        if (sweep->keys[s] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* The fallback's text of one image, appended. */
+static int append_fallback(Buffer *b, PyObject *fallback, PyObject *image)
+{
+    PyObject *text = PyObject_CallOneArg(fallback, image);
+    if (text == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *data = ascii_text(text, &n, "the fallback's row");
+    int result = data == NULL ? -1 : append(b, data, (size_t)n);
+    Py_DECREF(text);
+    return result;
+}
+
+/* image_rows(images, separator, sweep, fallback, /) -> str */
+static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "image_rows expects 4 arguments");
+        return NULL;
+    }
+    PyObject *fallback = args[3];
+    Py_ssize_t separator_length;
+    const char *separator = ascii_text(args[1], &separator_length, "separator");
+    if (separator == NULL)
+        return NULL;
+    PyObject *images = PySequence_Fast(args[0], "image_rows: images must be a sequence");
+    if (images == NULL)
+        return NULL;
+    Sweep sweep = {0, NULL, NULL, NULL};
+    Buffer b = {NULL, NULL, 0, 0};
+    Readers readers;
+    memset(&readers, 0, sizeof readers);
+    PyObject *result = NULL;
+    if (read_sweep(args[2], &sweep) < 0)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(images);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* The list can change under a fallback's call: read it again each time. */
+        if (i >= PySequence_Fast_GET_SIZE(images))
+            break;
+        PyObject *image = PySequence_Fast_GET_ITEM(images, i);
+        Py_INCREF(image);
+        if (i && append(&b, separator, (size_t)separator_length) < 0) {
+            Py_DECREF(image);
+            goto done;
+        }
+        size_t start = b.len;
+        int written = write_row(&b, &readers, image, &sweep);
+        if (written == NOT_WRITTEN) {
+            b.len = start;
+            written = append_fallback(&b, fallback, image) < 0 ? -1 : WRITTEN;
+        }
+        Py_DECREF(image);
+        if (written < 0)
+            goto done;
+    }
+    if (b.text == NULL)
+        result = PyUnicode_New(0, 127);
+    else if (PyUnicode_Resize(&b.text, (Py_ssize_t)b.len) == 0) {
+        result = b.text;
+        b.text = NULL;
+    }
+done:
+    release_readers(&readers);
+    Py_XDECREF(b.text);
+    PyMem_Free(sweep.bits);
+    PyMem_Free(sweep.keys);
+    PyMem_Free(sweep.key_lengths);
+    Py_DECREF(images);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"float_list", float_list, METH_O,
      "float_list(values, /)\n--\n\nA float64 buffer as json.dumps(values.tolist()) writes it."},
+    {"image_rows", (PyCFunction)(void (*)(void))image_rows, METH_FASTCALL,
+     "image_rows(images, separator, sweep, fallback, /)\n--\n\n"
+     "Each image's JSON row, joined by separator."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "fastjson", "The compiled JSON number lists.", -1, methods,
+    PyModuleDef_HEAD_INIT, "fastjson", "The compiled JSON number lists and image rows.", -1,
+    methods,
 };
 
-PyMODINIT_FUNC PyInit_fastjson(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_fastjson(void)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        if (attribute[a] == NULL)
+            attribute[a] = PyUnicode_InternFromString(ATTRIBUTE_NAMES[a]);
+        if (attribute[a] == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -41,7 +41,9 @@ __all__ = [
     "COCO_NAMES",
     "CONFUSION_ROWS_MAX",
     "FASTJSON",
+    "FloatArray",
     "FloatList",
+    "ImageRows",
     "bootstrap_json",
     "calibration_json",
     "conventions_json",
@@ -59,32 +61,41 @@ COCO_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _curve_corners(curve: Curve) -> dict[str, NumberList]:
+def _curve_corners(curve: Curve, *, arrays: bool = False) -> dict[str, NumberList | FloatArray]:
     """The precision/recall curve at its corners: each true positive and the last point.
 
     Between two true positives precision only falls, one false positive at a time, so these
     points hold the whole curve; AP under every interpolation depends on them alone. Writing
-    every ranked prediction would make a large set's JSON mostly curve.
+    every ranked prediction would make a large set's JSON mostly curve. With ``arrays``,
+    lists of finite floats are :class:`FloatArray` objects (written alike, no list made).
     """
-    rises = np.flatnonzero(np.diff(curve.recall, prepend=0.0) > 0)
-    last = curve.recall.size - 1
+    recall = curve.recall
+    last = recall.size - 1
+    # Where recall rises above the point before it (above 0 at the first): np.diff's
+    # ``prepend=0.0`` would copy the whole curve first.
+    rises = np.flatnonzero(recall[1:] > recall[:-1]) + 1
+    if last >= 0 and recall[0] > 0:
+        rises = np.concatenate((np.zeros(1, dtype=rises.dtype), rises))
     # The rises are in order: the last point joins them unless it is one (np.union1d would
     # import numpy.ma on a small run).
     points = rises if last < 0 or (rises.size and rises[-1] == last) else np.append(rises, last)
     return {
         # A class without ground truth has no recall (NaN inside): null, as in its summary.
-        "recall": _number_list(curve.recall[points], nulls=True),
-        "precision": _number_list(curve.precision[points], nulls=False),
+        "recall": _number_list(recall[points], nulls=True, arrays=arrays),
+        "precision": _number_list(curve.precision[points], nulls=False, arrays=arrays),
         # An unscored prediction in a scored set ranks last (-inf inside): null here.
-        "scores": _number_list(curve.scores[points], nulls=True),
+        "scores": _number_list(curve.scores[points], nulls=True, arrays=arrays),
     }
 
 
-def _number_list(values: npt.NDArray[Any], *, nulls: bool) -> NumberList:
-    """``values`` as a :class:`NumberList`: a :class:`FloatList` where they are all finite
-    float64, else their list, with None for each value that is not finite if ``nulls``."""
+def _number_list(
+    values: npt.NDArray[Any], *, nulls: bool, arrays: bool = False
+) -> NumberList | FloatArray:
+    """``values`` as a :class:`NumberList`: a :class:`FloatList` (a :class:`FloatArray`
+    with ``arrays``) where they are all finite float64, else their list, with None for each
+    value that is not finite if ``nulls``."""
     if values.dtype == np.float64 and bool(np.isfinite(values).all()):
-        return FloatList(values)
+        return FloatArray(values) if arrays else FloatList(values)
     items = values.tolist()
     return NumberList([v if math.isfinite(v) else None for v in items] if nulls else items)
 
@@ -107,10 +118,10 @@ def conventions_json(conv: Conventions) -> dict[str, Any]:
     }
 
 
-def _class(cls: ClassResult) -> dict[str, Any]:
+def _class(cls: ClassResult, *, arrays: bool = False) -> dict[str, Any]:
     curve = None
     if cls.curve is not None:
-        curve = _curve_corners(cls.curve)
+        curve = _curve_corners(cls.curve, arrays=arrays)
     return {
         "name": cls.name,
         "gt": cls.gt,
@@ -152,6 +163,10 @@ def _image(image: ImageResult) -> dict[str, Any]:
     )
 
 
+def _image_records(images: Sequence[ImageResult]) -> list[dict[str, Any]]:
+    return [_image(i) for i in images]
+
+
 class Encoded(str):
     """Text already encoded as JSON: written as it is by :func:`dumps_indented`."""
 
@@ -163,14 +178,23 @@ class _ImageLines:
     without building the record and its sweep mapping first. A large set's JSON is mostly
     these lines: each is one ``%`` formatting of a template made once per sweep.
 
-    A record whose values are not plain ints and finite floats (or None), or whose sweep
-    names two thresholds alike, is left to the encoder as :func:`_image`'s mapping.
+    A record whose values are not strs, plain ints and finite floats (or None), whose
+    sweep names two thresholds alike, or whose attributes cannot be read, is left to the
+    encoder as :func:`_image`'s mapping (which raises the encoder's error where it has one).
     """
 
     def __init__(self) -> None:
         self._templates: dict[tuple[float, ...], str | None] = {}
 
     def __call__(self, image: ImageResult) -> Encoded | dict[str, Any]:
+        try:
+            line = self._line(image)
+        except (AttributeError, TypeError, ValueError):
+            line = None
+        # Left to the encoder, which raises its own error where it cannot write the record.
+        return _image(image) if line is None else line
+
+    def _line(self, image: ImageResult) -> Encoded | None:
         sweep = image.sweep
         thresholds = tuple(s.threshold for s in sweep)
         template = self._templates.get(thresholds, "")
@@ -181,20 +205,22 @@ class _ImageLines:
             image.fn, *[n for s in sweep for n in (s.tp, s.fp, s.fn)],
         )  # fmt: skip
         mean = image.mean_iou
+        names = (image.key, image.gt_path, image.pred_path)
         if (
             template is None
             or not all(type(v) is int for v in values)
             or not (mean is None or (type(mean) is float and math.isfinite(mean)))
+            or not (type(names[0]) is str and type(names[1]) is str)
+            or not (names[2] is None or type(names[2]) is str)
         ):
-            return _image(image)
+            return None
         text = _STRING
-        pred_path = "null" if image.pred_path is None else text(image.pred_path)
+        pred_path = "null" if names[2] is None else text(names[2])
         mean_text = "null" if mean is None else float.__repr__(mean)
         return Encoded(
             template
-            % (text(image.key), text(image.gt_path), pred_path, *values[:7], mean_text,
-               *values[7:])
-        )  # fmt: skip
+            % (text(names[0]), text(names[1]), pred_path, *values[:7], mean_text, *values[7:])
+        )
 
 
 def _image_template(thresholds: tuple[float, ...]) -> str | None:
@@ -215,6 +241,61 @@ def _image_template(thresholds: tuple[float, ...]) -> str | None:
 
 #: json's own string encoder (``ensure_ascii``), as the C encoder calls it.
 _STRING = json.encoder.encode_basestring_ascii
+
+
+class ImageRows:
+    """The report's ``images`` list: :func:`dumps_indented` writes it one image a line,
+    each line the text the encoder gives :func:`_image`'s record.
+
+    The compiled writer (``vocmatch.render.fastjson``, where it is loaded) writes the lines
+    from the :class:`~vocmatch.evaluation.result.ImageResult` objects in one pass, each
+    name escaped as ``json.dumps`` escapes it (``ensure_ascii``); without it
+    :class:`_ImageLines` writes them. An image whose values are not plain ints, strs,
+    finite floats or None, or whose sweep is not the first image's, is written from its
+    record by the encoder either way.
+
+    Attributes:
+        images: The images, in the report's order.
+    """
+
+    __slots__ = ("images",)
+
+    def __init__(self, images: Sequence[ImageResult]) -> None:
+        self.images = images
+
+    def joined(self, separator: str) -> str:
+        """Each image's line, joined by ``separator``."""
+        fast = kernels(FASTJSON)
+        sweep = _sweep_keys(self.images[0]) if self.images and fast is not None else None
+        if fast is not None and sweep is not None:
+            text: str = fast.image_rows(self.images, separator, sweep, _image_text)
+            return text
+        lines = _ImageLines()
+        return separator.join([_image_text(i, lines(i)) for i in self.images])
+
+
+def _sweep_keys(image: ImageResult) -> tuple[tuple[float, str], ...] | None:
+    """Each threshold of ``image``'s sweep with its key as the row writes it
+    (``'"0.50"'``), or None where a threshold is not a float, two have one name (the
+    mapping keeps the last) or the sweep cannot be read (the encoder says why)."""
+    try:
+        thresholds = [s.threshold for s in image.sweep]
+    except (AttributeError, TypeError):
+        return None
+    if not all(type(t) is float for t in thresholds):
+        return None
+    labels = [sweep_label(t) for t in thresholds]
+    if len(set(labels)) != len(labels):
+        return None
+    return tuple((t, _STRING(label)) for t, label in zip(thresholds, labels, strict=True))
+
+
+def _image_text(image: ImageResult, line: Encoded | dict[str, Any] | None = None) -> str:
+    """``image``'s line: ``line`` where it is already text, else the encoder's text of its
+    record (``line``, or :func:`_image`'s)."""
+    if isinstance(line, Encoded):
+        return line
+    return _ONE_LINE.encode(_image(image) if line is None else line)
 
 
 def _operating(point: OperatingPoint | None) -> dict[str, Any] | None:
@@ -248,7 +329,7 @@ def to_json_dict(
     return _json_data(
         evaluation,
         analysis,
-        _image,
+        _image_records,
         bootstrap=bootstrap,
         thresholds=thresholds,
         beta=beta,
@@ -262,7 +343,7 @@ def to_json_dict(
 def _json_data(
     evaluation: Evaluation,
     analysis: ErrorAnalysis | None,
-    image_record: Callable[[ImageResult], Any],
+    images_json: Callable[[Sequence[ImageResult]], Any],
     *,
     bootstrap: Bootstrap | None,
     thresholds: ScoreThresholds | None,
@@ -271,8 +352,10 @@ def _json_data(
     calibration: Calibration | None,
     counting: Counting | None = None,
     targets: TargetThresholds | None = None,
+    arrays: bool = False,
 ) -> dict[str, Any]:
-    """:func:`to_json_dict`, each image's record made by ``image_record``."""
+    """:func:`to_json_dict`, the ``images`` list made by ``images_json``; with ``arrays``,
+    the curves' lists of finite floats as :class:`FloatArray` objects."""
     conv = evaluation.conventions
     s = evaluation.summary
     conventions = conventions_json(conv)
@@ -301,10 +384,13 @@ def _json_data(
             "orphan_pred": s.orphan_pred,
         },
         "classes": [
-            {**_class(c), "operating_point": _operating(operating_point(c.curve, c.gt, beta))}
+            {
+                **_class(c, arrays=arrays),
+                "operating_point": _operating(operating_point(c.curve, c.gt, beta)),
+            }
             for c in evaluation.classes
         ],
-        "images": [image_record(i) for i in evaluation.images],
+        "images": images_json(evaluation.images),
     }
     if evaluation.coco is not None:
         data["coco"] = dict(zip(COCO_NAMES, evaluation.coco.as_list(), strict=True))
@@ -358,7 +444,7 @@ def to_json(
         evaluation,
         analysis,
         # The error analysis adds to each image's record: records, then.
-        _ImageLines() if analysis is None else _image,
+        ImageRows if analysis is None else _image_records,
         bootstrap=bootstrap,
         thresholds=thresholds,
         beta=beta,
@@ -366,6 +452,7 @@ def to_json(
         calibration=calibration,
         counting=counting,
         targets=targets,
+        arrays=True,
     )
     if merge is not None:
         data["merge"] = merge_json(merge)
@@ -407,6 +494,21 @@ class FloatList(NumberList):
         self.array = np.ascontiguousarray(array)
 
 
+class FloatArray:
+    """Finite float64 values that :func:`dumps_indented` writes as the text of their list
+    (in C where the compiled writer is loaded) without making the list: the curves of
+    :func:`to_json`, which gives only text.
+
+    Attributes:
+        array: ``(K,)`` the values, finite float64.
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: npt.NDArray[np.float64]) -> None:
+        self.array = np.ascontiguousarray(array)
+
+
 #: The compiled writer of float lists (vocmatch/render/fastjson.c).
 FASTJSON = "vocmatch.render.fastjson"
 
@@ -420,12 +522,28 @@ def _is_number(value: Any) -> bool:
 
 
 _ONE_LINE = json.JSONEncoder(allow_nan=False)
+
+
+def _finite_float(value: float) -> str | None:
+    return float.__repr__(value) if math.isfinite(value) else None
+
+
+#: The text of a value of each plain type, as the encoder writes it (None: the encoder's
+#: own call, for its error on a float that is not finite).
+_SCALARS: dict[type, Callable[[Any], str | None]] = {
+    str: _STRING,
+    int: int.__repr__,
+    float: _finite_float,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
 _BATCH = 50_000  # fragments joined at once by dumps_indented
 
 
 def dumps_indented(data: Any) -> str:
     """``json.dumps(data, indent=2)``, with every list of numbers and every
-    :class:`Record` kept on one line (written by the C encoder).
+    :class:`Record` kept on one line (written by the C encoder), each :class:`FloatArray`
+    as its list and each :class:`ImageRows` as a list of one image a line.
 
     Raises:
         TypeError: A mapping key is not a string.
@@ -441,8 +559,19 @@ def dumps_indented(data: Any) -> str:
         if len(parts) >= _BATCH:
             chunks.append("".join(parts))
             parts.clear()
-        if isinstance(value, Encoded):
+        scalar = _SCALARS.get(type(value))
+        if scalar is not None and (text := scalar(value)) is not None:
+            parts.append(text)
+        elif isinstance(value, Encoded):
             parts.append(value)
+        elif isinstance(value, ImageRows):
+            if not value.images:
+                parts.append("[]")
+                return
+            inner = pad + "  "
+            parts.extend(("[\n" + inner, value.joined(",\n" + inner), f"\n{pad}]"))
+        elif isinstance(value, FloatArray):
+            parts.append(fast.float_list(value.array) if fast else encode(value.array.tolist()))
         elif fast is not None and isinstance(value, FloatList):
             parts.append(fast.float_list(value.array))
         elif isinstance(value, (Record, NumberList)):
@@ -456,7 +585,7 @@ def dumps_indented(data: Any) -> str:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise TypeError(f"JSON keys must be strings, got {key!r}")
-                parts.append(f"{separator}{inner}{encode(key)}: ")
+                parts.append(f"{separator}{inner}{_STRING(key)}: ")
                 write(item, inner)
                 separator = ",\n"
             parts.append(f"\n{pad}}}")
@@ -477,9 +606,12 @@ def dumps_indented(data: Any) -> str:
             parts.append(encode(value))
 
     write(data, "")
+    parts.append("\n")
+    if not chunks:
+        # One join, not two copies of the whole text.
+        return "".join(parts)
     chunks.append("".join(parts))
     parts.clear()
-    chunks.append("\n")
     return "".join(chunks)
 
 
