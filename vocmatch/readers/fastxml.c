@@ -31,6 +31,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* SSE2 (every x86-64 processor, and MSVC's x64 target) checks 16 bytes at once where the
+ * bytes are plain; VOCMATCH_NO_SIMD builds the byte-by-byte loop alone (to test it). */
+#if !defined(VOCMATCH_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64) || \
+                                   (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#include <emmintrin.h>
+#define VOCMATCH_SSE2 1
+#else
+#define VOCMATCH_SSE2 0
+#endif
+
 #define MAX_DEPTH 64
 #define NAME_CACHE 64 /* a power of two */
 #define SHORT_NUMBER 64
@@ -75,13 +85,54 @@ static void init_byte_class(void)
     }
 }
 
+/* The index of the lowest set bit of a nonzero mask. */
+static int lowest_bit(unsigned int mask)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(mask);
+#else
+    int k = 0;
+    while (!(mask & 1u)) {
+        mask >>= 1;
+        k++;
+    }
+    return k;
+#endif
+}
+
+/* The first byte at or after i that is not of class 0 (plain ASCII), or n. Where SSE2 is
+ * there (every x86-64 processor), 16 bytes are checked at once; the table decides the rest. */
+static Py_ssize_t skip_plain(const u8 *s, Py_ssize_t n, Py_ssize_t i)
+{
+#if VOCMATCH_SSE2
+    const __m128i space = _mm_set1_epi8(0x20), tab = _mm_set1_epi8('\t');
+    const __m128i newline = _mm_set1_epi8('\n'), carriage = _mm_set1_epi8('\r');
+    const __m128i amp = _mm_set1_epi8('&'), bracket = _mm_set1_epi8(']');
+    while (n - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        /* Signed: below 0x20, or 0x80 and above (negative). */
+        __m128i low = _mm_cmplt_epi8(v, space);
+        __m128i blank = _mm_or_si128(_mm_cmpeq_epi8(v, tab),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, newline),
+                                                  _mm_cmpeq_epi8(v, carriage)));
+        __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, bracket));
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(blank, low), other));
+        if (mask != 0)
+            return i + lowest_bit((unsigned int)mask);
+        i += 16;
+    }
+#endif
+    while (i < n && byte_class[s[i]] == 0)
+        i++;
+    return i;
+}
+
 /* 1 if the bytes are valid UTF-8 holding only XML 1.0 characters, no '&' and no "]]>". */
 static int plain_bytes(const u8 *s, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     while (i < n) {
-        while (i < n && byte_class[s[i]] == 0)
-            i++;
+        i = skip_plain(s, n, i);
         if (i >= n)
             break;
         u8 c = s[i];
@@ -133,9 +184,20 @@ static int plain_bytes(const u8 *s, Py_ssize_t n)
 
 static int is_space(u8 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 static int is_digit(u8 c) { return c >= '0' && c <= '9'; }
-static int is_alpha(u8 c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static int name_start(u8 c) { return is_alpha(c) || c == '_'; }
-static int name_char(u8 c) { return name_start(c) || is_digit(c) || c == '.' || c == '-'; }
+
+/* Tag-name bytes: NAME_START for a name's first byte (a letter or '_'), NAME_CHAR for any
+ * of its bytes (those and digits, '.', '-'). */
+enum { NAME_START = 1, NAME_CHAR = 2 };
+static u8 name_class[256];
+
+static void init_name_class(void)
+{
+    for (int c = 0; c < 256; c++) {
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        int other = (c >= '0' && c <= '9') || c == '.' || c == '-';
+        name_class[c] = (u8)(letter ? NAME_START | NAME_CHAR : other ? NAME_CHAR : 0);
+    }
+}
 
 static Span trim(Span t)
 {
@@ -148,13 +210,26 @@ static Span trim(Span t)
     return t;
 }
 
+/* 1 if n bytes are the same (names are short: a loop the compiler unrolls for a literal). */
+static int same_bytes(const u8 *a, const u8 *b, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+#define SPAN_IS(t, literal)                   \
+    ((t).n == (Py_ssize_t)sizeof(literal) - 1 && \
+     same_bytes((t).p, (const u8 *)(literal), (Py_ssize_t)sizeof(literal) - 1))
+
 static int span_is(Span t, const char *literal)
 {
     size_t n = strlen(literal);
     return (size_t)t.n == n && memcmp(t.p, literal, n) == 0;
 }
 
-static int span_equal(Span a, Span b) { return a.n == b.n && memcmp(a.p, b.p, (size_t)a.n) == 0; }
+static int span_equal(Span a, Span b) { return a.n == b.n && same_bytes(a.p, b.p, a.n); }
 
 /* ASCII case-insensitive comparison with a lower-case literal. */
 static int span_is_word(Span t, const char *literal)
@@ -190,10 +265,10 @@ static int read_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Tag *tag)
         tag->closing = 1;
         i++;
     }
-    if (i >= n || !name_start(s[i]))
+    if (i >= n || !(name_class[s[i]] & NAME_START))
         return 0;
     Py_ssize_t start = i++;
-    while (i < n && name_char(s[i]))
+    while (i < n && (name_class[s[i]] & NAME_CHAR))
         i++;
     if (i >= n || s[i] != '>')
         return 0;
@@ -203,34 +278,60 @@ static int read_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Tag *tag)
     return 1;
 }
 
+/* The index of the first '<' at or after pos, or -1. The text between tags is mostly a
+ * few bytes (indentation, a number): 16 bytes are looked at at once (SSE2) or one by one,
+ * and memchr takes over after them. */
+static Py_ssize_t find_open(const u8 *s, Py_ssize_t n, Py_ssize_t pos)
+{
+#if VOCMATCH_SSE2
+    if (n - pos >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + pos));
+        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
+        if (mask != 0)
+            return pos + lowest_bit((unsigned int)mask);
+        pos += 16;
+    }
+#else
+    for (Py_ssize_t stop = n - pos > 16 ? pos + 16 : n; pos < stop; pos++)
+        if (s[pos] == '<')
+            return pos;
+#endif
+    if (pos >= n)
+        return -1;
+    const u8 *lt = memchr(s + pos, '<', (size_t)(n - pos));
+    return lt == NULL ? -1 : lt - s;
+}
+
 /* The next plain tag at or after pos; 0 at the end of the bytes or at other markup. */
 static int next_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *at, Tag *tag)
 {
-    if (pos >= n)
+    Py_ssize_t lt = find_open(s, n, pos);
+    if (lt < 0)
         return 0;
-    const u8 *lt = memchr(s + pos, '<', (size_t)(n - pos));
-    if (lt == NULL)
-        return 0;
-    *at = lt - s;
-    return read_tag(s, n, *at, tag);
+    *at = lt;
+    return read_tag(s, n, lt, tag);
 }
 
 /* After an element's start tag: 1 and its text if the next tag is its end tag (a leaf),
  * 0 if the next tag opens a child, -1 for anything else (another end tag, other markup). */
 static int leaf_text(const u8 *s, Py_ssize_t n, const Tag *open, Span *text, Py_ssize_t *end)
 {
-    Py_ssize_t at;
+    Py_ssize_t at = find_open(s, n, open->end);
+    if (at < 0)
+        return -1;
+    /* "</" the same name ">": the end tag read_tag would read (the name is a valid one). */
+    Py_ssize_t len = open->name.n;
+    if (n - at > len + 2 && s[at + 1] == '/' && s[at + 2 + len] == '>' &&
+        same_bytes(s + at + 2, open->name.p, len)) {
+        text->p = s + open->end;
+        text->n = at - open->end;
+        *end = at + 3 + len;
+        return 1;
+    }
     Tag next;
-    if (!next_tag(s, n, open->end, &at, &next))
-        return -1;
-    if (!next.closing)
-        return 0;
-    if (!span_equal(next.name, open->name))
-        return -1;
-    text->p = s + open->end;
-    text->n = at - open->end;
-    *end = next.end;
-    return 1;
+    if (!read_tag(s, n, at, &next) || next.closing)
+        return -1; /* other markup, or another element's end tag */
+    return 0;
 }
 
 /* The first occurrence of a field: its text if a leaf; NESTED if it has children. */
@@ -521,8 +622,6 @@ typedef struct {
 enum { F_NAME, F_TRUNCATED, F_DIFFICULT, F_OCCLUDED, F_POSE, F_SCORE, F_CONFIDENCE, F_COUNT };
 enum { F_BNDBOX = F_COUNT, F_SHAPE, F_OTHER };
 
-#define SPAN_IS(t, literal) \
-    ((t).n == sizeof(literal) - 1 && memcmp((t).p, literal, sizeof(literal) - 1) == 0)
 
 /* Which of an object's children a tag name is (a switch on the length: this runs for
  * every child of every object). */
@@ -719,7 +818,7 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
                 /* The root's end before any object: a file without objects (an image with
                  * nothing in it), read here rather than by the parser, which would be
                  * imported for it alone. */
-                if (!span_is(tag.name, "annotation") || skip_space(s, n, tag.end) != n)
+                if (!SPAN_IS(tag.name, "annotation") || skip_space(s, n, tag.end) != n)
                     return 0;
                 h->first_object = -1;
                 break;
@@ -732,7 +831,7 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
             pos = tag.end;
             continue;
         }
-        if (span_is(tag.name, "object")) {
+        if (SPAN_IS(tag.name, "object")) {
             if (depth != 1)
                 return 0;
             h->first_object = at;
@@ -745,18 +844,18 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
         if (leaf < 0)
             return 0;
         if (depth == 1) {
-            if (span_is(tag.name, "filename"))
+            if (SPAN_IS(tag.name, "filename"))
                 first_field(&h->filename, leaf, text);
-            if (!h->size_seen && span_is(tag.name, "size")) {
+            if (!h->size_seen && SPAN_IS(tag.name, "size")) {
                 h->size_seen = 1;
                 in_size = !leaf;
             }
         } else if (depth == 2 && in_size) {
-            if (span_is(tag.name, "width"))
+            if (SPAN_IS(tag.name, "width"))
                 first_field(&h->width, leaf, text);
-            else if (span_is(tag.name, "height"))
+            else if (SPAN_IS(tag.name, "height"))
                 first_field(&h->height, leaf, text);
-            else if (span_is(tag.name, "depth"))
+            else if (SPAN_IS(tag.name, "depth"))
                 first_field(&h->depth, leaf, text);
         }
         if (leaf) {
@@ -847,9 +946,9 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
             return read;
         if (!next_tag(s, n, end, &at, &tag))
             return 0;
-        if (!tag.closing && span_is(tag.name, "object"))
+        if (!tag.closing && SPAN_IS(tag.name, "object"))
             continue;
-        if (!tag.closing || !span_is(tag.name, "annotation"))
+        if (!tag.closing || !SPAN_IS(tag.name, "annotation"))
             return 0;
         /* The root's end: whitespace only since the last object, and to the end. */
         if (skip_space(s, n, end) != at || skip_space(s, n, tag.end) != n)
@@ -1564,5 +1663,6 @@ static struct PyModuleDef module_definition = {
 PyMODINIT_FUNC PyInit_fastxml(void)
 {
     init_byte_class();
+    init_name_class();
     return PyModule_Create(&module_definition);
 }
