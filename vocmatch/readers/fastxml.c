@@ -662,67 +662,25 @@ static int corner(Span t)
     return -1;
 }
 
-/* Read one object from its start tag (at s[pos], read as `open`) to its end tag, append
- * its row to the output, and set *end after it. 1 read, 0 the parser's, -1 an error. */
-static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
-                       Py_ssize_t *end)
-{
-    Field fields[F_COUNT];
-    Field corners[4];
-    memset(fields, 0, sizeof fields);
-    memset(corners, 0, sizeof corners);
-    Span stack[MAX_DEPTH];
-    int depth = 1;
-    stack[0] = open->name;
-    int bndbox_seen = 0, in_bndbox = 0;
-    Py_ssize_t pos = open->end, at;
-    Tag tag;
-    for (;;) {
-        if (!next_tag(s, n, pos, &at, &tag))
-            return 0;
-        if (tag.closing) {
-            if (!span_equal(tag.name, stack[depth - 1]))
-                return 0;
-            if (depth == 2 && in_bndbox)
-                in_bndbox = 0;
-            pos = tag.end;
-            if (--depth == 0)
-                break;
-            continue;
-        }
-        if (SPAN_IS(tag.name, "object"))
-            return 0;
-        Span text = {NULL, 0};
-        Py_ssize_t after = 0;
-        int leaf = leaf_text(s, n, &tag, &text, &after);
-        if (leaf < 0)
-            return 0;
-        if (depth == 1) {
-            int child = object_child(tag.name);
-            if (child == F_SHAPE)
-                return 0; /* a shape: exact region overlap, the parser's */
-            if (child < F_COUNT)
-                first_field(&fields[child], leaf, text);
-            if (child == F_BNDBOX && !bndbox_seen) {
-                bndbox_seen = 1;
-                in_bndbox = !leaf;
-            }
-        } else if (depth == 2 && in_bndbox) {
-            int which = corner(tag.name);
-            if (which >= 0)
-                first_field(&corners[which], leaf, text);
-        }
-        if (leaf) {
-            pos = after;
-        } else {
-            if (depth >= MAX_DEPTH)
-                return 0;
-            stack[depth++] = tag.name;
-            pos = tag.end;
-        }
-    }
-    *end = pos;
+/* The bytes between the texts of an object's leaves (its tags and the text around them)
+ * and which field each text is: the layout of an object the full scan read, by which the
+ * file's next object is read. Every tag the full scan meets lies in these bytes, and it
+ * decides on the bytes of tags alone (a text is found as the bytes up to the next '<'):
+ * an object whose bytes are the same segments with other texts, none holding '<', is read
+ * by the full scan to the same fields, with its own texts. Each object of a file written
+ * by one tool is mostly its predecessor's layout with other texts. */
+#define LAYOUT_TEXTS 32
 
+typedef struct {
+    int texts;                        /* the texts, -1 without a layout */
+    Span segments[LAYOUT_TEXTS + 1];  /* before each text, and after the last one */
+    signed char role[LAYOUT_TEXTS];   /* each text's field: F_*, F_COUNT + corner, -1 none */
+    Field fields[F_COUNT], corners[4]; /* the fields' states */
+} Layout;
+
+/* Append an object's row from its fields: 1 read, 0 the parser's, -1 an error. */
+static int add_object(const Field *fields, const Field *corners, Output *out)
+{
     if (fields[F_NAME].state != LEAF)
         return 0;
     for (int f = F_TRUNCATED; f <= F_POSE; f++)
@@ -769,6 +727,129 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
         !column_add(&out->poses, &pose, sizeof pose))
         return -1;
     return 1;
+}
+
+/* Read one object from its start tag (`open`, whose '<' is at s[start]) to its end tag,
+ * append its row to the output, set *end after it and its layout in *layout (texts -1 if
+ * it has too many). 1 read, 0 the parser's, -1 an error. */
+static int read_object(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Tag *open,
+                       Output *out, Py_ssize_t *end, Layout *layout)
+{
+    Field fields[F_COUNT];
+    Field corners[4];
+    memset(fields, 0, sizeof fields);
+    memset(corners, 0, sizeof corners);
+    Span stack[MAX_DEPTH];
+    int depth = 1;
+    stack[0] = open->name;
+    int bndbox_seen = 0, in_bndbox = 0;
+    Py_ssize_t pos = open->end, at;
+    Py_ssize_t mark = start; /* where the layout's next segment starts */
+    int texts = 0;
+    Tag tag;
+    for (;;) {
+        if (!next_tag(s, n, pos, &at, &tag))
+            return 0;
+        if (tag.closing) {
+            if (!span_equal(tag.name, stack[depth - 1]))
+                return 0;
+            if (depth == 2 && in_bndbox)
+                in_bndbox = 0;
+            pos = tag.end;
+            if (--depth == 0)
+                break;
+            continue;
+        }
+        if (SPAN_IS(tag.name, "object"))
+            return 0;
+        Span text = {NULL, 0};
+        Py_ssize_t after = 0;
+        int leaf = leaf_text(s, n, &tag, &text, &after);
+        if (leaf < 0)
+            return 0;
+        Field *field = NULL;
+        int role = -1;
+        if (depth == 1) {
+            int child = object_child(tag.name);
+            if (child == F_SHAPE)
+                return 0; /* a shape: exact region overlap, the parser's */
+            if (child < F_COUNT) {
+                field = &fields[child];
+                role = child;
+            }
+            if (child == F_BNDBOX && !bndbox_seen) {
+                bndbox_seen = 1;
+                in_bndbox = !leaf;
+            }
+        } else if (depth == 2 && in_bndbox) {
+            int which = corner(tag.name);
+            if (which >= 0) {
+                field = &corners[which];
+                role = F_COUNT + which;
+            }
+        }
+        if (field != NULL && field->state != ABSENT)
+            role = -1; /* not the first: the field keeps its text */
+        if (field != NULL)
+            first_field(field, leaf, text);
+        if (leaf) {
+            if (texts < LAYOUT_TEXTS) {
+                layout->segments[texts].p = s + mark;
+                layout->segments[texts].n = (text.p - s) - mark;
+                layout->role[texts] = (signed char)role;
+            }
+            texts++;
+            mark = (text.p - s) + text.n;
+            pos = after;
+        } else {
+            if (depth >= MAX_DEPTH)
+                return 0;
+            stack[depth++] = tag.name;
+            pos = tag.end;
+        }
+    }
+    *end = pos;
+    layout->texts = texts <= LAYOUT_TEXTS ? texts : -1;
+    layout->segments[texts <= LAYOUT_TEXTS ? texts : 0].p = s + mark;
+    layout->segments[texts <= LAYOUT_TEXTS ? texts : 0].n = pos - mark;
+    memcpy(layout->fields, fields, sizeof fields);
+    memcpy(layout->corners, corners, sizeof corners);
+    return add_object(fields, corners, out);
+}
+
+/* Read the object whose '<' is at s[start] by the layout of the one before: 1 read (its
+ * row appended, *end after it), 0 if its bytes are not that layout's (the full scan reads
+ * it), or add_object's 0 or -1. */
+static int read_like(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Layout *layout,
+                     Output *out, Py_ssize_t *end, int *matched)
+{
+    Field fields[F_COUNT];
+    Field corners[4];
+    memcpy(fields, layout->fields, sizeof fields);
+    memcpy(corners, layout->corners, sizeof corners);
+    Py_ssize_t pos = start;
+    *matched = 0;
+    for (int i = 0; i < layout->texts; i++) {
+        Span segment = layout->segments[i];
+        if (n - pos < segment.n || memcmp(s + pos, segment.p, (size_t)segment.n) != 0)
+            return 0;
+        Py_ssize_t text = pos + segment.n;
+        pos = find_open(s, n, text);
+        if (pos < 0)
+            return 0;
+        int role = layout->role[i];
+        if (role >= 0) {
+            Field *field = role < F_COUNT ? &fields[role] : &corners[role - F_COUNT];
+            field->text.p = s + text;
+            field->text.n = pos - text;
+        }
+    }
+    Span last = layout->segments[layout->texts];
+    if (n - pos < last.n || memcmp(s + pos, last.p, (size_t)last.n) != 0)
+        return 0;
+    *end = pos + last.n;
+    *matched = 1;
+    return add_object(fields, corners, out);
 }
 
 /* --- the header ------------------------------------------------------------------- */
@@ -940,10 +1021,20 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
         return 1; /* no objects: the header is the whole file */
     Tag tag = header->object_tag;
     Py_ssize_t at = header->first_object, end;
+    Layout layout;
+    layout.texts = -1;
     for (;;) {
-        int read = read_object(s, n, &tag, out, &end);
-        if (read <= 0)
-            return read;
+        int read, matched = 0;
+        if (layout.texts >= 0) {
+            read = read_like(s, n, at, &layout, out, &end, &matched);
+            if (matched && read <= 0)
+                return read;
+        }
+        if (!matched) {
+            read = read_object(s, n, at, &tag, out, &end, &layout);
+            if (read <= 0)
+                return read;
+        }
         if (!next_tag(s, n, end, &at, &tag))
             return 0;
         if (!tag.closing && SPAN_IS(tag.name, "object"))
