@@ -1,10 +1,11 @@
 """The compiled reader's two shortcuts against the pure reader and the parser.
 
-An object whose bytes are its predecessor's tags and whitespace with other texts is read by
-that layout, and any other object tag by tag: whatever a later object changes (its order,
-its whitespace, a child more or less, a field twice, a shape, a broken tag), the columns and
-errors are those of the pure reader and the parser. And the bytes are checked 16 at a time:
-a refused byte is refused wherever it falls in a block.
+An object whose bytes are the tags and whitespace of one of the last two objects read tag
+by tag, with other texts, is read by that layout, and any other object tag by tag: whatever
+a later object changes (its order, its whitespace, a child more or less, a field twice, a
+shape, a broken tag), the columns and errors are those of the pure reader and the parser.
+And the bytes are checked 16 at a time: a refused byte is refused wherever it falls in a
+block.
 """
 
 from __future__ import annotations
@@ -134,6 +135,16 @@ MANY_LEAVES = "".join(f"<a{k}>{k}</a{k}>" for k in range(40))
         ),
         pytest.param(_file(FIRST, _object(score=None), FIRST), True, id="child-less"),
         pytest.param(
+            _file(*[FIRST, _object("dog", score=None), _object("cat", score="0.1")] * 3),
+            True,
+            id="two-layouts-take-turns",
+        ),
+        pytest.param(
+            _file(*[FIRST, _object(score=None), _object(space=" ")] * 3),
+            True,
+            id="three-layouts-take-turns",
+        ),
+        pytest.param(
             _file(FIRST, _object(extra="<name>second</name><score>0.9</score>")),
             True,
             id="fields-twice-the-first-counts",
@@ -209,12 +220,18 @@ def _layouts(draw: st.DrawFn) -> Layout:
 
 @st.composite
 def _files_of_repeated_layouts(draw: st.DrawFn) -> bytes:
-    """Objects that mostly repeat the layout before them with other texts."""
-    layout = draw(_layouts())
+    """Objects that mostly repeat a layout met before (the last one or an earlier one) with
+    other texts."""
+    layouts = [draw(_layouts())]
+    layout = layouts[0]
     objects = []
-    for _ in range(draw(st.integers(1, 6))):
-        if draw(st.integers(0, 3)) == 0:
+    for _ in range(draw(st.integers(1, 8))):
+        change = draw(st.integers(0, 5))
+        if change == 0:
             layout = draw(_layouts())
+            layouts.append(layout)
+        elif change == 1:
+            layout = draw(st.sampled_from(layouts))
         space, inner, children, extra = layout
         box = (draw(_TEXTS), draw(_TEXTS), draw(st.sampled_from(["50", "60"])), "70")
         objects.append(_object(draw(_TEXTS), box, draw(_TEXTS), space, inner, children, extra))

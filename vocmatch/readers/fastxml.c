@@ -668,7 +668,8 @@ static int corner(Span t)
  * decides on the bytes of tags alone (a text is found as the bytes up to the next '<'):
  * an object whose bytes are the same segments with other texts, none holding '<', is read
  * by the full scan to the same fields, with its own texts. Each object of a file written
- * by one tool is mostly its predecessor's layout with other texts. */
+ * by one tool is mostly its predecessor's layout with other texts (or, taking turns, the
+ * layout of the one before it). */
 #define LAYOUT_TEXTS 32
 
 typedef struct {
@@ -1021,17 +1022,26 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
         return 1; /* no objects: the header is the whole file */
     Tag tag = header->object_tag;
     Py_ssize_t at = header->first_object, end;
-    Layout layout;
-    layout.texts = -1;
+    /* The layouts of the last two objects read tag by tag, the one that read an object
+     * last first (files whose objects take turns between two layouts read by both). */
+    Layout layouts[2];
+    layouts[0].texts = layouts[1].texts = -1;
+    int recent = 0;
     for (;;) {
-        int read, matched = 0;
-        if (layout.texts >= 0) {
-            read = read_like(s, n, at, &layout, out, &end, &matched);
-            if (matched && read <= 0)
-                return read;
+        int read = 0, matched = 0;
+        for (int k = 0; k < 2 && !matched; k++) {
+            int which = k == 0 ? recent : 1 - recent;
+            if (layouts[which].texts < 0)
+                continue;
+            read = read_like(s, n, at, &layouts[which], out, &end, &matched);
+            if (matched)
+                recent = which;
         }
+        if (matched && read <= 0)
+            return read;
         if (!matched) {
-            read = read_object(s, n, at, &tag, out, &end, &layout);
+            recent = 1 - recent; /* the layout not used last gives way */
+            read = read_object(s, n, at, &tag, out, &end, &layouts[recent]);
             if (read <= 0)
                 return read;
         }
