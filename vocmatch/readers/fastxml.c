@@ -1,5 +1,7 @@
-/* The compiled fast reader: one pass over a file's bytes, the same columns out as the
- * pure-Python fast reader (vocmatch/readers/scan.py), for the same strict subset of XML.
+/* The compiled fast reader: a pass over a file's bytes to check them, one to read its
+ * elements (an object of the layout of one read before by that layout: see Layout), the
+ * same columns out as the pure-Python fast reader (vocmatch/readers/scan.py), for the same
+ * strict subset of XML.
  *
  * It reads only files it can prove the parser (lxml) reads the same way, and returns None
  * for any other, which vocmatch.readers.scan then hands to the parser:
