@@ -140,9 +140,17 @@ MANY_LEAVES = "".join(f"<a{k}>{k}</a{k}>" for k in range(40))
             id="two-layouts-take-turns",
         ),
         pytest.param(
-            _file(*[FIRST, _object(score=None), _object(space=" ")] * 3),
+            _file(*[FIRST, _object(score=None), _object(space=" ")] * 20),
             True,
             id="three-layouts-take-turns",
+        ),
+        pytest.param(
+            _file(
+                *[_object(str(k), space="\n" + " " * k) for k in range(12)],
+                *[_object(str(k), (str(k), "2", "30", "40")) for k in range(30)],
+            ),
+            True,
+            id="a-layout-after-many-objects-of-their-own",
         ),
         pytest.param(
             _file(FIRST, _object(extra="<name>second</name><score>0.9</score>")),

@@ -1029,9 +1029,13 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
     Layout layouts[2];
     layouts[0].texts = layouts[1].texts = -1;
     int recent = 0;
+    /* Objects in a row that neither layout read: after a few, the layouts are tried on one
+     * object in eight only (a file whose objects rarely repeat a layout is read tag by tag
+     * at nearly the cost of reading it so). */
+    unsigned int misses = 0;
     for (;;) {
         int read = 0, matched = 0;
-        for (int k = 0; k < 2 && !matched; k++) {
+        for (int k = misses < 4 || misses % 8 == 0 ? 0 : 2; k < 2 && !matched; k++) {
             int which = k == 0 ? recent : 1 - recent;
             if (layouts[which].texts < 0)
                 continue;
@@ -1039,6 +1043,7 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
             if (matched)
                 recent = which;
         }
+        misses = matched ? 0 : misses + 1;
         if (matched && read <= 0)
             return read;
         if (!matched) {
