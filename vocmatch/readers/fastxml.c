@@ -1,5 +1,7 @@
-/* The compiled fast reader: one pass over a file's bytes, the same columns out as the
- * pure-Python fast reader (vocmatch/readers/scan.py), for the same strict subset of XML.
+/* The compiled fast reader: a pass over a file's bytes to check them, one to read its
+ * elements (an object of the layout of one read before by that layout: see Layout), the
+ * same columns out as the pure-Python fast reader (vocmatch/readers/scan.py), for the same
+ * strict subset of XML.
  *
  * It reads only files it can prove the parser (lxml) reads the same way, and returns None
  * for any other, which vocmatch.readers.scan then hands to the parser:
@@ -30,6 +32,16 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* SSE2 (every x86-64 processor, and MSVC's x64 target) checks 16 bytes at once where the
+ * bytes are plain; VOCMATCH_NO_SIMD builds the byte-by-byte loop alone (to test it). */
+#if !defined(VOCMATCH_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64) || \
+                                   (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#include <emmintrin.h>
+#define VOCMATCH_SSE2 1
+#else
+#define VOCMATCH_SSE2 0
+#endif
 
 #define MAX_DEPTH 64
 #define NAME_CACHE 64 /* a power of two */
@@ -75,13 +87,54 @@ static void init_byte_class(void)
     }
 }
 
+/* The index of the lowest set bit of a nonzero mask. */
+static int lowest_bit(unsigned int mask)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(mask);
+#else
+    int k = 0;
+    while (!(mask & 1u)) {
+        mask >>= 1;
+        k++;
+    }
+    return k;
+#endif
+}
+
+/* The first byte at or after i that is not of class 0 (plain ASCII), or n. Where SSE2 is
+ * there (every x86-64 processor), 16 bytes are checked at once; the table decides the rest. */
+static Py_ssize_t skip_plain(const u8 *s, Py_ssize_t n, Py_ssize_t i)
+{
+#if VOCMATCH_SSE2
+    const __m128i space = _mm_set1_epi8(0x20), tab = _mm_set1_epi8('\t');
+    const __m128i newline = _mm_set1_epi8('\n'), carriage = _mm_set1_epi8('\r');
+    const __m128i amp = _mm_set1_epi8('&'), bracket = _mm_set1_epi8(']');
+    while (n - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        /* Signed: below 0x20, or 0x80 and above (negative). */
+        __m128i low = _mm_cmplt_epi8(v, space);
+        __m128i blank = _mm_or_si128(_mm_cmpeq_epi8(v, tab),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, newline),
+                                                  _mm_cmpeq_epi8(v, carriage)));
+        __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, bracket));
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(blank, low), other));
+        if (mask != 0)
+            return i + lowest_bit((unsigned int)mask);
+        i += 16;
+    }
+#endif
+    while (i < n && byte_class[s[i]] == 0)
+        i++;
+    return i;
+}
+
 /* 1 if the bytes are valid UTF-8 holding only XML 1.0 characters, no '&' and no "]]>". */
 static int plain_bytes(const u8 *s, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     while (i < n) {
-        while (i < n && byte_class[s[i]] == 0)
-            i++;
+        i = skip_plain(s, n, i);
         if (i >= n)
             break;
         u8 c = s[i];
@@ -133,9 +186,20 @@ static int plain_bytes(const u8 *s, Py_ssize_t n)
 
 static int is_space(u8 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 static int is_digit(u8 c) { return c >= '0' && c <= '9'; }
-static int is_alpha(u8 c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static int name_start(u8 c) { return is_alpha(c) || c == '_'; }
-static int name_char(u8 c) { return name_start(c) || is_digit(c) || c == '.' || c == '-'; }
+
+/* Tag-name bytes: NAME_START for a name's first byte (a letter or '_'), NAME_CHAR for any
+ * of its bytes (those and digits, '.', '-'). */
+enum { NAME_START = 1, NAME_CHAR = 2 };
+static u8 name_class[256];
+
+static void init_name_class(void)
+{
+    for (int c = 0; c < 256; c++) {
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        int other = (c >= '0' && c <= '9') || c == '.' || c == '-';
+        name_class[c] = (u8)(letter ? NAME_START | NAME_CHAR : other ? NAME_CHAR : 0);
+    }
+}
 
 static Span trim(Span t)
 {
@@ -148,13 +212,26 @@ static Span trim(Span t)
     return t;
 }
 
+/* 1 if n bytes are the same (names are short: a loop the compiler unrolls for a literal). */
+static int same_bytes(const u8 *a, const u8 *b, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+#define SPAN_IS(t, literal)                   \
+    ((t).n == (Py_ssize_t)sizeof(literal) - 1 && \
+     same_bytes((t).p, (const u8 *)(literal), (Py_ssize_t)sizeof(literal) - 1))
+
 static int span_is(Span t, const char *literal)
 {
     size_t n = strlen(literal);
     return (size_t)t.n == n && memcmp(t.p, literal, n) == 0;
 }
 
-static int span_equal(Span a, Span b) { return a.n == b.n && memcmp(a.p, b.p, (size_t)a.n) == 0; }
+static int span_equal(Span a, Span b) { return a.n == b.n && same_bytes(a.p, b.p, a.n); }
 
 /* ASCII case-insensitive comparison with a lower-case literal. */
 static int span_is_word(Span t, const char *literal)
@@ -190,10 +267,10 @@ static int read_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Tag *tag)
         tag->closing = 1;
         i++;
     }
-    if (i >= n || !name_start(s[i]))
+    if (i >= n || !(name_class[s[i]] & NAME_START))
         return 0;
     Py_ssize_t start = i++;
-    while (i < n && name_char(s[i]))
+    while (i < n && (name_class[s[i]] & NAME_CHAR))
         i++;
     if (i >= n || s[i] != '>')
         return 0;
@@ -203,34 +280,60 @@ static int read_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Tag *tag)
     return 1;
 }
 
+/* The index of the first '<' at or after pos, or -1. The text between tags is mostly a
+ * few bytes (indentation, a number): 16 bytes are looked at at once (SSE2) or one by one,
+ * and memchr takes over after them. */
+static Py_ssize_t find_open(const u8 *s, Py_ssize_t n, Py_ssize_t pos)
+{
+#if VOCMATCH_SSE2
+    if (n - pos >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + pos));
+        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
+        if (mask != 0)
+            return pos + lowest_bit((unsigned int)mask);
+        pos += 16;
+    }
+#else
+    for (Py_ssize_t stop = n - pos > 16 ? pos + 16 : n; pos < stop; pos++)
+        if (s[pos] == '<')
+            return pos;
+#endif
+    if (pos >= n)
+        return -1;
+    const u8 *lt = memchr(s + pos, '<', (size_t)(n - pos));
+    return lt == NULL ? -1 : lt - s;
+}
+
 /* The next plain tag at or after pos; 0 at the end of the bytes or at other markup. */
 static int next_tag(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *at, Tag *tag)
 {
-    if (pos >= n)
+    Py_ssize_t lt = find_open(s, n, pos);
+    if (lt < 0)
         return 0;
-    const u8 *lt = memchr(s + pos, '<', (size_t)(n - pos));
-    if (lt == NULL)
-        return 0;
-    *at = lt - s;
-    return read_tag(s, n, *at, tag);
+    *at = lt;
+    return read_tag(s, n, lt, tag);
 }
 
 /* After an element's start tag: 1 and its text if the next tag is its end tag (a leaf),
  * 0 if the next tag opens a child, -1 for anything else (another end tag, other markup). */
 static int leaf_text(const u8 *s, Py_ssize_t n, const Tag *open, Span *text, Py_ssize_t *end)
 {
-    Py_ssize_t at;
+    Py_ssize_t at = find_open(s, n, open->end);
+    if (at < 0)
+        return -1;
+    /* "</" the same name ">": the end tag read_tag would read (the name is a valid one). */
+    Py_ssize_t len = open->name.n;
+    if (n - at > len + 2 && s[at + 1] == '/' && s[at + 2 + len] == '>' &&
+        same_bytes(s + at + 2, open->name.p, len)) {
+        text->p = s + open->end;
+        text->n = at - open->end;
+        *end = at + 3 + len;
+        return 1;
+    }
     Tag next;
-    if (!next_tag(s, n, open->end, &at, &next))
-        return -1;
-    if (!next.closing)
-        return 0;
-    if (!span_equal(next.name, open->name))
-        return -1;
-    text->p = s + open->end;
-    text->n = at - open->end;
-    *end = next.end;
-    return 1;
+    if (!read_tag(s, n, at, &next) || next.closing)
+        return -1; /* other markup, or another element's end tag */
+    return 0;
 }
 
 /* The first occurrence of a field: its text if a leaf; NESTED if it has children. */
@@ -521,8 +624,6 @@ typedef struct {
 enum { F_NAME, F_TRUNCATED, F_DIFFICULT, F_OCCLUDED, F_POSE, F_SCORE, F_CONFIDENCE, F_COUNT };
 enum { F_BNDBOX = F_COUNT, F_SHAPE, F_OTHER };
 
-#define SPAN_IS(t, literal) \
-    ((t).n == sizeof(literal) - 1 && memcmp((t).p, literal, sizeof(literal) - 1) == 0)
 
 /* Which of an object's children a tag name is (a switch on the length: this runs for
  * every child of every object). */
@@ -563,67 +664,26 @@ static int corner(Span t)
     return -1;
 }
 
-/* Read one object from its start tag (at s[pos], read as `open`) to its end tag, append
- * its row to the output, and set *end after it. 1 read, 0 the parser's, -1 an error. */
-static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
-                       Py_ssize_t *end)
-{
-    Field fields[F_COUNT];
-    Field corners[4];
-    memset(fields, 0, sizeof fields);
-    memset(corners, 0, sizeof corners);
-    Span stack[MAX_DEPTH];
-    int depth = 1;
-    stack[0] = open->name;
-    int bndbox_seen = 0, in_bndbox = 0;
-    Py_ssize_t pos = open->end, at;
-    Tag tag;
-    for (;;) {
-        if (!next_tag(s, n, pos, &at, &tag))
-            return 0;
-        if (tag.closing) {
-            if (!span_equal(tag.name, stack[depth - 1]))
-                return 0;
-            if (depth == 2 && in_bndbox)
-                in_bndbox = 0;
-            pos = tag.end;
-            if (--depth == 0)
-                break;
-            continue;
-        }
-        if (SPAN_IS(tag.name, "object"))
-            return 0;
-        Span text = {NULL, 0};
-        Py_ssize_t after = 0;
-        int leaf = leaf_text(s, n, &tag, &text, &after);
-        if (leaf < 0)
-            return 0;
-        if (depth == 1) {
-            int child = object_child(tag.name);
-            if (child == F_SHAPE)
-                return 0; /* a shape: exact region overlap, the parser's */
-            if (child < F_COUNT)
-                first_field(&fields[child], leaf, text);
-            if (child == F_BNDBOX && !bndbox_seen) {
-                bndbox_seen = 1;
-                in_bndbox = !leaf;
-            }
-        } else if (depth == 2 && in_bndbox) {
-            int which = corner(tag.name);
-            if (which >= 0)
-                first_field(&corners[which], leaf, text);
-        }
-        if (leaf) {
-            pos = after;
-        } else {
-            if (depth >= MAX_DEPTH)
-                return 0;
-            stack[depth++] = tag.name;
-            pos = tag.end;
-        }
-    }
-    *end = pos;
+/* The bytes between the texts of an object's leaves (its tags and the text around them)
+ * and which field each text is: the layout of an object the full scan read, by which the
+ * file's next object is read. Every tag the full scan meets lies in these bytes, and it
+ * decides on the bytes of tags alone (a text is found as the bytes up to the next '<'):
+ * an object whose bytes are the same segments with other texts, none holding '<', is read
+ * by the full scan to the same fields, with its own texts. Each object of a file written
+ * by one tool is mostly its predecessor's layout with other texts (or, taking turns, the
+ * layout of the one before it). */
+#define LAYOUT_TEXTS 32
 
+typedef struct {
+    int texts;                        /* the texts, -1 without a layout */
+    Span segments[LAYOUT_TEXTS + 1];  /* before each text, and after the last one */
+    signed char role[LAYOUT_TEXTS];   /* each text's field: F_*, F_COUNT + corner, -1 none */
+    Field fields[F_COUNT], corners[4]; /* the fields' states */
+} Layout;
+
+/* Append an object's row from its fields: 1 read, 0 the parser's, -1 an error. */
+static int add_object(const Field *fields, const Field *corners, Output *out)
+{
     if (fields[F_NAME].state != LEAF)
         return 0;
     for (int f = F_TRUNCATED; f <= F_POSE; f++)
@@ -670,6 +730,129 @@ static int read_object(const u8 *s, Py_ssize_t n, const Tag *open, Output *out,
         !column_add(&out->poses, &pose, sizeof pose))
         return -1;
     return 1;
+}
+
+/* Read one object from its start tag (`open`, whose '<' is at s[start]) to its end tag,
+ * append its row to the output, set *end after it and its layout in *layout (texts -1 if
+ * it has too many). 1 read, 0 the parser's, -1 an error. */
+static int read_object(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Tag *open,
+                       Output *out, Py_ssize_t *end, Layout *layout)
+{
+    Field fields[F_COUNT];
+    Field corners[4];
+    memset(fields, 0, sizeof fields);
+    memset(corners, 0, sizeof corners);
+    Span stack[MAX_DEPTH];
+    int depth = 1;
+    stack[0] = open->name;
+    int bndbox_seen = 0, in_bndbox = 0;
+    Py_ssize_t pos = open->end, at;
+    Py_ssize_t mark = start; /* where the layout's next segment starts */
+    int texts = 0;
+    Tag tag;
+    for (;;) {
+        if (!next_tag(s, n, pos, &at, &tag))
+            return 0;
+        if (tag.closing) {
+            if (!span_equal(tag.name, stack[depth - 1]))
+                return 0;
+            if (depth == 2 && in_bndbox)
+                in_bndbox = 0;
+            pos = tag.end;
+            if (--depth == 0)
+                break;
+            continue;
+        }
+        if (SPAN_IS(tag.name, "object"))
+            return 0;
+        Span text = {NULL, 0};
+        Py_ssize_t after = 0;
+        int leaf = leaf_text(s, n, &tag, &text, &after);
+        if (leaf < 0)
+            return 0;
+        Field *field = NULL;
+        int role = -1;
+        if (depth == 1) {
+            int child = object_child(tag.name);
+            if (child == F_SHAPE)
+                return 0; /* a shape: exact region overlap, the parser's */
+            if (child < F_COUNT) {
+                field = &fields[child];
+                role = child;
+            }
+            if (child == F_BNDBOX && !bndbox_seen) {
+                bndbox_seen = 1;
+                in_bndbox = !leaf;
+            }
+        } else if (depth == 2 && in_bndbox) {
+            int which = corner(tag.name);
+            if (which >= 0) {
+                field = &corners[which];
+                role = F_COUNT + which;
+            }
+        }
+        if (field != NULL && field->state != ABSENT)
+            role = -1; /* not the first: the field keeps its text */
+        if (field != NULL)
+            first_field(field, leaf, text);
+        if (leaf) {
+            if (texts < LAYOUT_TEXTS) {
+                layout->segments[texts].p = s + mark;
+                layout->segments[texts].n = (text.p - s) - mark;
+                layout->role[texts] = (signed char)role;
+            }
+            texts++;
+            mark = (text.p - s) + text.n;
+            pos = after;
+        } else {
+            if (depth >= MAX_DEPTH)
+                return 0;
+            stack[depth++] = tag.name;
+            pos = tag.end;
+        }
+    }
+    *end = pos;
+    layout->texts = texts <= LAYOUT_TEXTS ? texts : -1;
+    layout->segments[texts <= LAYOUT_TEXTS ? texts : 0].p = s + mark;
+    layout->segments[texts <= LAYOUT_TEXTS ? texts : 0].n = pos - mark;
+    memcpy(layout->fields, fields, sizeof fields);
+    memcpy(layout->corners, corners, sizeof corners);
+    return add_object(fields, corners, out);
+}
+
+/* Read the object whose '<' is at s[start] by the layout of the one before: 1 read (its
+ * row appended, *end after it), 0 if its bytes are not that layout's (the full scan reads
+ * it), or add_object's 0 or -1. */
+static int read_like(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Layout *layout,
+                     Output *out, Py_ssize_t *end, int *matched)
+{
+    Field fields[F_COUNT];
+    Field corners[4];
+    memcpy(fields, layout->fields, sizeof fields);
+    memcpy(corners, layout->corners, sizeof corners);
+    Py_ssize_t pos = start;
+    *matched = 0;
+    for (int i = 0; i < layout->texts; i++) {
+        Span segment = layout->segments[i];
+        if (n - pos < segment.n || memcmp(s + pos, segment.p, (size_t)segment.n) != 0)
+            return 0;
+        Py_ssize_t text = pos + segment.n;
+        pos = find_open(s, n, text);
+        if (pos < 0)
+            return 0;
+        int role = layout->role[i];
+        if (role >= 0) {
+            Field *field = role < F_COUNT ? &fields[role] : &corners[role - F_COUNT];
+            field->text.p = s + text;
+            field->text.n = pos - text;
+        }
+    }
+    Span last = layout->segments[layout->texts];
+    if (n - pos < last.n || memcmp(s + pos, last.p, (size_t)last.n) != 0)
+        return 0;
+    *end = pos + last.n;
+    *matched = 1;
+    return add_object(fields, corners, out);
 }
 
 /* --- the header ------------------------------------------------------------------- */
@@ -719,7 +902,7 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
                 /* The root's end before any object: a file without objects (an image with
                  * nothing in it), read here rather than by the parser, which would be
                  * imported for it alone. */
-                if (!span_is(tag.name, "annotation") || skip_space(s, n, tag.end) != n)
+                if (!SPAN_IS(tag.name, "annotation") || skip_space(s, n, tag.end) != n)
                     return 0;
                 h->first_object = -1;
                 break;
@@ -732,7 +915,7 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
             pos = tag.end;
             continue;
         }
-        if (span_is(tag.name, "object")) {
+        if (SPAN_IS(tag.name, "object")) {
             if (depth != 1)
                 return 0;
             h->first_object = at;
@@ -745,18 +928,18 @@ static int read_header(const u8 *s, Py_ssize_t n, Py_ssize_t pos, Header *h)
         if (leaf < 0)
             return 0;
         if (depth == 1) {
-            if (span_is(tag.name, "filename"))
+            if (SPAN_IS(tag.name, "filename"))
                 first_field(&h->filename, leaf, text);
-            if (!h->size_seen && span_is(tag.name, "size")) {
+            if (!h->size_seen && SPAN_IS(tag.name, "size")) {
                 h->size_seen = 1;
                 in_size = !leaf;
             }
         } else if (depth == 2 && in_size) {
-            if (span_is(tag.name, "width"))
+            if (SPAN_IS(tag.name, "width"))
                 first_field(&h->width, leaf, text);
-            else if (span_is(tag.name, "height"))
+            else if (SPAN_IS(tag.name, "height"))
                 first_field(&h->height, leaf, text);
-            else if (span_is(tag.name, "depth"))
+            else if (SPAN_IS(tag.name, "depth"))
                 first_field(&h->depth, leaf, text);
         }
         if (leaf) {
@@ -841,15 +1024,39 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
         return 1; /* no objects: the header is the whole file */
     Tag tag = header->object_tag;
     Py_ssize_t at = header->first_object, end;
+    /* The layouts of the last two objects read tag by tag, the one that read an object
+     * last first (files whose objects take turns between two layouts read by both). */
+    Layout layouts[2];
+    layouts[0].texts = layouts[1].texts = -1;
+    int recent = 0;
+    /* Objects in a row that neither layout read: after a few, the layouts are tried on one
+     * object in eight only (a file whose objects rarely repeat a layout is read tag by tag
+     * at nearly the cost of reading it so). */
+    unsigned int misses = 0;
     for (;;) {
-        int read = read_object(s, n, &tag, out, &end);
-        if (read <= 0)
+        int read = 0, matched = 0;
+        for (int k = misses < 4 || misses % 8 == 0 ? 0 : 2; k < 2 && !matched; k++) {
+            int which = k == 0 ? recent : 1 - recent;
+            if (layouts[which].texts < 0)
+                continue;
+            read = read_like(s, n, at, &layouts[which], out, &end, &matched);
+            if (matched)
+                recent = which;
+        }
+        misses = matched ? 0 : misses + 1;
+        if (matched && read <= 0)
             return read;
+        if (!matched) {
+            recent = 1 - recent; /* the layout not used last gives way */
+            read = read_object(s, n, at, &tag, out, &end, &layouts[recent]);
+            if (read <= 0)
+                return read;
+        }
         if (!next_tag(s, n, end, &at, &tag))
             return 0;
-        if (!tag.closing && span_is(tag.name, "object"))
+        if (!tag.closing && SPAN_IS(tag.name, "object"))
             continue;
-        if (!tag.closing || !span_is(tag.name, "annotation"))
+        if (!tag.closing || !SPAN_IS(tag.name, "annotation"))
             return 0;
         /* The root's end: whitespace only since the last object, and to the end. */
         if (skip_space(s, n, end) != at || skip_space(s, n, tag.end) != n)
@@ -1564,5 +1771,6 @@ static struct PyModuleDef module_definition = {
 PyMODINIT_FUNC PyInit_fastxml(void)
 {
     init_byte_class();
+    init_name_class();
     return PyModule_Create(&module_definition);
 }
