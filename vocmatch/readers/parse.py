@@ -789,6 +789,8 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
     # Stacks of (directory, key prefix), popped in sorted order.
     real: list[tuple[str, str]] = [(top, "")]
     linked: list[tuple[str, str]] = []
+    keys: list[str] = []
+    paths: list[str] = []
     while real or linked:
         directory, prefix = real.pop() if real else linked.pop()
         try:
@@ -802,7 +804,7 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 continue
             visited[identity] = directory
             with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+                entries = list(listing)
         except OSError as error:
             walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
             continue
@@ -813,15 +815,36 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
+            name = entry.name
             if is_dir:
                 target = linked_dirs if _is_link(entry) else real_dirs
-                target.append((entry.path, f"{prefix}{entry.name}/"))
-            elif entry.name.lower().endswith(suffix):
-                walk.files.append((prefix + os.path.splitext(entry.name)[0], entry.path))
-        real.extend(reversed(real_dirs))
-        linked.extend(reversed(linked_dirs))
-    walk.files.sort()
+                target.append((entry.path, f"{prefix}{name}/"))
+            elif name.lower().endswith(suffix):
+                dot = name.rfind(".")
+                # os.path.splitext's stem, its slower rule only for a name with leading dots.
+                keys.append(prefix + (name[:dot] if name[0] != "." else os.path.splitext(name)[0]))
+                paths.append(entry.path)
+        real.extend(sorted(real_dirs, key=_dir_name, reverse=True))
+        linked.extend(sorted(linked_dirs, key=_dir_name, reverse=True))
+    walk.files = _by_key(keys, paths)
     return walk
+
+
+def _dir_name(found: tuple[str, str]) -> str:
+    """A folder's path, of its (path, key prefix): the walk visits a folder's folders in
+    order of their names, which is that of their paths (the folder's path and a separator,
+    then the name)."""
+    return found[0]
+
+
+def _by_key(keys: list[str], paths: list[str]) -> list[tuple[str, str]]:
+    """``(key, path)`` pairs sorted (by key, then path): the keys alone sorted when each
+    is one file's (strings sort faster than pairs)."""
+    path_of = dict(zip(keys, paths, strict=True))
+    if len(path_of) < len(keys):
+        return sorted(zip(keys, paths, strict=True))
+    keys.sort()
+    return [(key, path_of[key]) for key in keys]
 
 
 def _directory(root: str | os.PathLike[str]) -> str:
@@ -910,6 +933,14 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
     """
     top = _directory(root)
     walk = _walk(top, suffix)
+    if _distinct_folded([key for key, _ in walk.files]):
+        # Not a key twice, nor two that differ only in case: every file is listed.
+        return DirectoryListing(
+            root=top,
+            files=tuple(walk.files),
+            skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
+            notes=tuple(walk.notes),
+        )
     files: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     folded: dict[str, tuple[str, str]] = {}
@@ -938,6 +969,15 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
         skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
         notes=tuple(walk.notes),
     )
+
+
+def _distinct_folded(keys: list[str]) -> bool:
+    """No two keys are equal once case-folded."""
+    joined = "\0".join(keys)
+    if joined.isascii() and joined.lower() == joined:
+        # ASCII folds letter by letter: each key is its own folding, and none is twice.
+        return len(set(keys)) == len(keys)
+    return len({key.casefold() for key in keys}) == len(keys)
 
 
 def read_directory(
