@@ -33,6 +33,7 @@ prediction files' (:mod:`vocmatch.run.cached_coco`).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -139,22 +140,20 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     >>> sum(len(c.gt_files) for c in chunks), 2 < len(chunks) < 30
     (2000, True)
     """
-    keys = sorted({k for k, _ in listing.gt.files} | {k for k, _ in listing.pred.files})
-    place: dict[str, int] = {}
-    n = -1
-    for key in keys:
-        if n < 0 or _starts_chunk(key):
-            n += 1
-        place[key] = n
-    gt: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
-    pred: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
-    for key, path in listing.gt.files:
-        gt[place[key]].append((key, path))
-    for key, path in listing.pred.files:
-        pred[place[key]].append((key, path))
+    # Each side's files sorted by key (as listed: sorting them again costs a pass).
+    gt, pred = sorted(listing.gt.files), sorted(listing.pred.files)
+    gt_keys, pred_keys = [k for k, _ in gt], [k for k, _ in pred]
+    keys = gt_keys if gt_keys == pred_keys else sorted({*gt_keys, *pred_keys})
+    # The first key of each chunk but the first one's.
+    starts = [key for key in keys[1:] if _starts_chunk(key)]
+    gt_cuts = [0, *(bisect.bisect_left(gt_keys, key) for key in starts), len(gt)]
+    pred_cuts = [0, *(bisect.bisect_left(pred_keys, key) for key in starts), len(pred)]
+    n = len(starts) + 1 if keys else 0
     return tuple(
-        Part(k + 1, n + 1, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(n + 1)
-    )
+        Part(k + 1, n, tuple(gt[gt_cuts[k] : gt_cuts[k + 1]]),
+             tuple(pred[pred_cuts[k] : pred_cuts[k + 1]]))
+        for k in range(n)
+    )  # fmt: skip
 
 
 def _starts_chunk(key: str) -> bool:
@@ -192,11 +191,12 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
 
 
 def _stat(path: str) -> FileStat | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+    """The file's stat as :func:`~vocmatch.readers.file_stats.file_stats` gives it, or None
+    when it cannot be stat'ed."""
+    from vocmatch.readers.file_stats import file_stats
+
+    size, mtime, ctime, inode = file_stats([path])[0].tolist()
+    return None if size < 0 else (size, mtime, ctime, inode)
 
 
 def _digest(path: str) -> bytes | None:
@@ -387,7 +387,7 @@ def _cached_run(
         # The predictions are read already: a chunk's key holds their digests, not a file's.
         chunks = tuple(replace(p, pred_files=()) for p in chunks)
     extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra)
+    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra, request.jobs)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     every: dict[str, PartRecords] = {}
@@ -400,7 +400,7 @@ def _cached_run(
             records = hashed.records
             key = ""
             if not hashed.unreadable:
-                index.extend(hashed.stats)
+                index.extend(part.index, hashed.stats)
                 digests = b"".join(digest for _, _, digest in hashed.stats)
                 key = _chunk_key(run, part, digests, extra[part.index])
         if key:
@@ -469,32 +469,42 @@ def _with_coco_findings(
 
 class _NewIndex:
     """The stat index a run writes: the rows of the files of the chunks it took from the
-    cache, and those of the chunks it read."""
+    cache, and those of the chunks it read, in the order of the chunks (as the next run
+    lists them, unless files were added or removed: it then finds their rows by path)."""
 
     def __init__(self) -> None:
-        self.taken: list[tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
-        self.read: list[tuple[str, FileStat, bytes]] = []
+        self.chunks: dict[int, tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]]
+        self.chunks = {}
 
-    def extend(self, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
-        """Add the files of a chunk read: path, stat and digest each."""
-        self.read.extend(found)
+    def take(
+        self,
+        index: int,
+        paths: list[str],
+        stat: npt.NDArray[np.int64],
+        digest: npt.NDArray[np.uint8],
+    ) -> None:
+        """Add the files of chunk ``index``, taken from the cache: paths, stats, digests."""
+        self.chunks[index] = (paths, stat, digest)
+
+    def extend(self, index: int, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
+        """Add the files of chunk ``index``, read: path, stat and digest each."""
+        from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+
+        stat = np.array([s for _, s, _ in found], dtype=np.int64).reshape(-1, 4)
+        read = b"".join(d for _, _, d in found)
+        digest = np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES)
+        self.chunks[index] = ([path for path, _, _ in found], stat, digest)
 
     def done(self) -> StatIndex:
-        """The index, sorted by path."""
+        """The index, in the order of the chunks."""
         from vocmatch.evaluation.shards.cache_file import HASH_BYTES, StatIndex
 
-        paths = [p for taken, _, _ in self.taken for p in taken]
-        paths += [path for path, _, _ in self.read]
-        stat = np.concatenate([
-            *(s for _, s, _ in self.taken),
-            np.array([s for _, s, _ in self.read], dtype=np.int64).reshape(-1, 4),
-        ])  # fmt: skip
-        read = b"".join(d for _, _, d in self.read)
-        digest = np.concatenate([
-            *(d for _, _, d in self.taken),
-            np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES),
-        ])  # fmt: skip
-        return StatIndex.of(paths, stat, digest)
+        rows = [self.chunks[k] for k in sorted(self.chunks)]
+        return StatIndex(
+            tuple(p for paths, _, _ in rows for p in paths),
+            np.concatenate([np.zeros((0, 4), np.int64), *(s for _, s, _ in rows)]),
+            np.concatenate([np.zeros((0, HASH_BYTES), np.uint8), *(d for _, _, d in rows)]),
+        )
 
 
 def _reused(
@@ -503,6 +513,7 @@ def _reused(
     cached: CacheContent | None,
     verify: bool,
     extra: Mapping[int, bytes],
+    jobs: int = 1,
 ) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
     stat index of the files of those held.
@@ -510,6 +521,7 @@ def _reused(
     Every file is stat'ed, and the stats compared with the index's at once; a file whose
     stat differs (or every file, with ``verify``) is hashed."""
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+    from vocmatch.readers.file_stats import file_stats
 
     kept: dict[int, tuple[str, PartRecords]] = {}
     index = _NewIndex()
@@ -517,11 +529,13 @@ def _reused(
         return kept, list(chunks), index
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     ends = np.cumsum([part.file_count() for part in chunks]).tolist()
-    found = [_stat(path) for path in paths]
-    missing = np.array([s is None for s in found], dtype=bool)
-    now = np.array([s or (-1, -1, -1, -1) for s in found], dtype=np.int64).reshape(-1, 4)
-    known = cached.stats.rows()
-    row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
+    now = file_stats(paths, jobs)
+    missing = now[:, 0] < 0
+    if cached.stats.paths == tuple(paths):
+        row = np.arange(len(paths), dtype=np.int64)  # as the last run listed them
+    else:
+        known = cached.stats.rows()
+        row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
     digest = np.zeros((len(paths), HASH_BYTES), dtype=np.uint8)
     same = (row >= 0) & ~missing
     if len(cached.stats.paths):
@@ -545,7 +559,7 @@ def _reused(
             records = cached.chunks.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
-                index.taken.append((paths[start:end], now[start:end], digest[start:end]))
+                index.take(part.index, paths[start:end], now[start:end], digest[start:end])
                 start = end
                 continue
         changed.append(part)

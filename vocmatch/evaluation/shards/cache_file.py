@@ -11,9 +11,9 @@ truncated, corrupted or crafted file is refused with one
 * ``run``: the key of everything besides the files that the records depend on (the
   vocmatch version, the state format, the options of the matching): a file made under
   another key is not read further;
-* ``files``: the paths of the stat index, whose ``file_stat`` array holds each one's size,
-  mtime and ctime in nanoseconds and inode, and ``file_hash`` its content's BLAKE2b digest
-  (16 bytes);
+* ``files``: the paths of the stat index (in the order of the run's chunks), whose
+  ``file_stat`` array holds each one's size, mtime and ctime in nanoseconds and inode, and
+  ``file_hash`` its content's BLAKE2b digest (16 bytes);
 * ``chunks``: per chunk, its key (the digest of its files' keys, paths and contents), the
   header of its match records (:func:`~vocmatch.evaluation.shards.state_records.state_of_records`),
   the files its reading skipped, its prediction files without ground truth and the counts
@@ -81,7 +81,8 @@ class StatIndex:
     run compares a whole set's stats at once, and a cache file holds them as they are).
 
     Attributes:
-        paths: The files, sorted.
+        paths: The files, in the order of the chunks of the run that wrote the index (as
+            the next run lists them, unless files were added or removed).
         stat: ``(N, 4)`` ``size, mtime_ns, ctime_ns, inode`` of each (int64).
         digest: ``(N, HASH_BYTES)`` each one's content's BLAKE2b digest (uint8).
     """
@@ -91,17 +92,6 @@ class StatIndex:
     digest: npt.NDArray[np.uint8] = field(
         default_factory=lambda: np.zeros((0, HASH_BYTES), np.uint8)
     )
-
-    @classmethod
-    def of(
-        cls,
-        paths: Sequence[str],
-        stat: npt.NDArray[np.int64],
-        digest: npt.NDArray[np.uint8],
-    ) -> StatIndex:
-        """The index of rows given in any order (one a path), sorted by path."""
-        order = sorted(range(len(paths)), key=paths.__getitem__)
-        return cls(tuple(paths[i] for i in order), stat[order], digest[order])
 
     def rows(self) -> dict[str, int]:
         """Each path's row."""
@@ -220,7 +210,7 @@ def read_cache(
         or len(set(paths)) != len(paths)
     ):
         raise StateError(f"{source}: corrupted stat index")
-    stats = StatIndex.of(paths, stat.astype(np.int64), digest)
+    stats = StatIndex(tuple(paths), stat.astype(np.int64), digest)
     by_chunk: dict[str, dict[str, npt.NDArray[Any]]] = {}
     for name, array in raw.arrays.items():
         number, dot, rest = name.partition(".")
