@@ -50,6 +50,7 @@ from vocmatch.core.model import (
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import DEFAULT_MAX_BYTES
+from vocmatch.readers.key_order import by_key, distinct_folded
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -824,27 +825,12 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 # os.path.splitext's stem, its slower rule only for a name with leading dots.
                 keys.append(prefix + (name[:dot] if name[0] != "." else os.path.splitext(name)[0]))
                 paths.append(entry.path)
-        real.extend(sorted(real_dirs, key=_dir_name, reverse=True))
-        linked.extend(sorted(linked_dirs, key=_dir_name, reverse=True))
-    walk.files = _by_key(keys, paths)
+        # A folder's folders in order of their names: of their paths, which add the same
+        # folder and separator before each name.
+        real.extend(sorted(real_dirs, reverse=True))
+        linked.extend(sorted(linked_dirs, reverse=True))
+    walk.files = by_key(keys, paths)
     return walk
-
-
-def _dir_name(found: tuple[str, str]) -> str:
-    """A folder's path, of its (path, key prefix): the walk visits a folder's folders in
-    order of their names, which is that of their paths (the folder's path and a separator,
-    then the name)."""
-    return found[0]
-
-
-def _by_key(keys: list[str], paths: list[str]) -> list[tuple[str, str]]:
-    """``(key, path)`` pairs sorted (by key, then path): the keys alone sorted when each
-    is one file's (strings sort faster than pairs)."""
-    path_of = dict(zip(keys, paths, strict=True))
-    if len(path_of) < len(keys):
-        return sorted(zip(keys, paths, strict=True))
-    keys.sort()
-    return [(key, path_of[key]) for key in keys]
 
 
 def _directory(root: str | os.PathLike[str]) -> str:
@@ -933,7 +919,7 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
     """
     top = _directory(root)
     walk = _walk(top, suffix)
-    if _distinct_folded([key for key, _ in walk.files]):
+    if distinct_folded([key for key, _ in walk.files]):
         # Not a key twice, nor two that differ only in case: every file is listed.
         return DirectoryListing(
             root=top,
@@ -969,15 +955,6 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
         skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
         notes=tuple(walk.notes),
     )
-
-
-def _distinct_folded(keys: list[str]) -> bool:
-    """No two keys are equal once case-folded."""
-    joined = "\0".join(keys)
-    if joined.isascii() and joined.lower() == joined:
-        # ASCII folds letter by letter: each key is its own folding, and none is twice.
-        return len(set(keys)) == len(keys)
-    return len({key.casefold() for key in keys}) == len(keys)
 
 
 def read_directory(
