@@ -213,6 +213,42 @@ def test_paths_of_any_name_are_found_in_the_stat_index(
     assert (spy.chunks, spy.hashed) == (0, 0)
 
 
+def _no_thread(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("can't start new thread")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "refused"),
+    [
+        pytest.param([], False, id="a-thread"),
+        pytest.param([], True, id="thread-refused"),
+        pytest.param(["--jobs", "1"], False, id="one-job"),
+    ],
+)
+def test_the_stats_taken_while_the_cache_is_read_find_the_edit(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    jobs: list[str],
+    refused: bool,
+) -> None:
+    """The stats are the same taken by a thread while the cache is read, after it (one
+    job), or when the system refuses the thread: the edited chunk alone is matched, no
+    warning."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache"), *jobs]
+    run_cli(*args)
+    _edit(sorted(pred.glob("*.xml"))[5])
+    fresh = run_cli(str(gt), str(pred), "--format", "json")
+    if refused:
+        from concurrent.futures import ThreadPoolExecutor
+
+        monkeypatch.setattr(ThreadPoolExecutor, "submit", _no_thread)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args) == fresh
+    assert (spy.chunks, spy.hashed) == (1, 1)
+
+
 def test_cache_verify_hashes_every_file(
     generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -283,21 +283,41 @@ def _loaded(
 
 @dataclass(frozen=True, slots=True)
 class _Opened:
-    """A run's cache as read before the run, and what the run is keyed by."""
+    """A run's cache as read before the run, and what the run is keyed by; the chunks of
+    its files as listed and their stats, when they were taken while it was read."""
 
     options: PartOptions
     run: str
     cached: CacheContent | None
     warned: list[CacheWarning]
+    chunks: tuple[Part, ...] | None = None
+    stats: npt.NDArray[np.int64] | None = None
 
 
-def _opened(request: EvalRequest, roots: tuple[str, str]) -> _Opened:
+def _opened(
+    request: EvalRequest, roots: tuple[str, str], chunks: tuple[Part, ...] | None = None
+) -> _Opened:
+    """The run's cache read; the stats of the ``chunks``' files taken meanwhile, by a
+    thread (the system's calls run without Python's lock), when there is a cache to
+    compare them with and more than one thread may run."""
+    from vocmatch.readers.file_stats import file_stats
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
     run = _run_key(request, options)
     warned: list[CacheWarning] = []
-    return _Opened(options, run, _loaded(request, run, options, warned), warned)
+    if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
+        return _Opened(options, run, _loaded(request, run, options, warned), warned)
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
+    with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-stat") as pool:
+        try:
+            taken = pool.submit(file_stats, paths)
+        except RuntimeError:  # no thread: the stats are taken after the cache is read
+            return _Opened(options, run, _loaded(request, run, options, warned), warned, chunks)
+        cached = _loaded(request, run, options, warned)
+        return _Opened(options, run, cached, warned, chunks, taken.result())
 
 
 def evaluated_with_cache(
@@ -318,7 +338,7 @@ def evaluated_with_cache(
     annotations, _ = annotation_folder(request.gt)
     if request.pred_format != "coco":
         listing = PartListing.of(annotations, request.pred)
-        opened = _opened(request, (listing.gt.root, listing.pred.root))
+        opened = _opened(request, (listing.gt.root, listing.pred.root), chunks_of(listing))
         found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
         return _written(request, found, content, opened)
     from vocmatch.readers.remote import list_location
@@ -381,13 +401,15 @@ def _cached_run(
     from vocmatch.run.in_parts import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
-    chunks = chunks_of(listing)
+    chunks = opened.chunks if opened.chunks is not None else chunks_of(listing)
     pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
     if coco is not None:
         # The predictions are read already: a chunk's key holds their digests, not a file's.
         chunks = tuple(replace(p, pred_files=()) for p in chunks)
     extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra, request.jobs)
+    kept, changed, index = _reused(
+        chunks, run, cached, _Compared(request.cache_verify, extra, request.jobs, opened.stats)
+    )
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     every: dict[str, PartRecords] = {}
@@ -507,19 +529,32 @@ class _NewIndex:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Compared:
+    """How a run compares its files with its cache's.
+
+    Attributes:
+        verify: Hash every file.
+        extra: Per chunk, what its key holds besides its files (predictions read already).
+        jobs: Threads for the stats.
+        stats: The files' stats, in the order of the chunks, when taken already.
+    """
+
+    verify: bool
+    extra: Mapping[int, bytes]
+    jobs: int = 1
+    stats: npt.NDArray[np.int64] | None = None
+
+
 def _reused(
-    chunks: Sequence[Part],
-    run: str,
-    cached: CacheContent | None,
-    verify: bool,
-    extra: Mapping[int, bytes],
-    jobs: int = 1,
+    chunks: Sequence[Part], run: str, cached: CacheContent | None, compared: _Compared
 ) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
     stat index of the files of those held.
 
-    Every file is stat'ed, and the stats compared with the index's at once; a file whose
-    stat differs (or every file, with ``verify``) is hashed."""
+    Every file is stat'ed (unless ``compared`` holds the stats), and the stats compared
+    with the index's at once; a file whose stat differs (or every file, with ``verify``)
+    is hashed."""
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
     from vocmatch.readers.file_stats import file_stats
 
@@ -529,7 +564,9 @@ def _reused(
         return kept, list(chunks), index
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     ends = np.cumsum([part.file_count() for part in chunks]).tolist()
-    now = file_stats(paths, jobs)
+    now = compared.stats
+    if now is None or now.shape != (len(paths), 4):
+        now = file_stats(paths, compared.jobs)
     missing = now[:, 0] < 0
     if cached.stats.paths == tuple(paths):
         row = np.arange(len(paths), dtype=np.int64)  # as the last run listed them
@@ -543,7 +580,7 @@ def _reused(
         digest[same] = cached.stats.digest[row[same]]
     else:
         same[:] = False
-    if verify:
+    if compared.verify:
         same[:] = False
     for i in np.flatnonzero(~same & ~missing).tolist():
         hashed = _digest(paths[i])
@@ -555,7 +592,7 @@ def _reused(
     start = 0
     for part, end in zip(chunks, ends, strict=True):
         if not missing[start:end].any():
-            key = _chunk_key(run, part, digest[start:end].tobytes(), extra[part.index])
+            key = _chunk_key(run, part, digest[start:end].tobytes(), compared.extra[part.index])
             records = cached.chunks.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
