@@ -72,7 +72,7 @@ def test_a_set_larger_than_a_task_keeps_its_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
     """A set shared out among threads comes back in the order of its paths."""
-    monkeypatch.setattr(file_stats_module, "_PER_TASK", 3)
+    monkeypatch.setattr(file_stats_module, "PATHS_PER_TASK", 3)
     paths = []
     for n in range(10):
         path = tmp_path / f"{n}.xml"

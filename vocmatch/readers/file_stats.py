@@ -24,14 +24,15 @@ try:  # the compiled reader, built with the package where a C compiler was found
 except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
-__all__ = ["MISSING", "STAT_FIELDS", "file_stats"]
+__all__ = ["MISSING", "PATHS_PER_TASK", "STAT_FIELDS", "file_stats"]
 
 #: The columns of :func:`file_stats`.
 STAT_FIELDS = ("size", "mtime_ns", "ctime_ns", "inode")
 #: The row of a file that cannot be stat'ed.
 MISSING = (-1, -1, -1, -1)
-#: Paths a thread stats at once: a large set is shared out among a few threads.
-_PER_TASK = 1 << 15
+#: Paths a thread stats at once (some 50 ms): a large set is shared out among a few
+#: threads, and a run stopped waits for one such task at most.
+PATHS_PER_TASK = 1 << 15
 _INT64 = 1 << 64
 
 
@@ -55,7 +56,7 @@ def file_stats(paths: Sequence[str], jobs: int = 1) -> npt.NDArray[np.int64]:
     names = list(paths)
     if _compiled is None or os.environ.get(PURE_READER_VARIABLE, "") not in ("", "0"):
         return _stats_one_by_one(names)
-    tasks = [(names[k : k + _PER_TASK],) for k in range(0, len(names), _PER_TASK)]
+    tasks = [(names[k : k + PATHS_PER_TASK],) for k in range(0, len(names), PATHS_PER_TASK)]
     from vocmatch.readers.threads import thread_results
 
     found: list[bytes] = []

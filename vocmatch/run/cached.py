@@ -300,7 +300,6 @@ def _opened(
     """The run's cache read; the stats of the ``chunks``' files taken meanwhile, by a
     thread (the system's calls run without Python's lock), when there is a cache to
     compare them with and more than one thread may run."""
-    from vocmatch.readers.file_stats import file_stats
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
@@ -308,16 +307,38 @@ def _opened(
     warned: list[CacheWarning] = []
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
         return _Opened(options, run, _loaded(request, run, options, warned), warned)
-    from concurrent.futures import ThreadPoolExecutor
-
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
-    with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-stat") as pool:
+    cached, stats = _loaded_and_stats(request, run, options, warned, paths)
+    return _Opened(options, run, cached, warned, chunks, stats)
+
+
+def _loaded_and_stats(
+    request: EvalRequest,
+    run: str,
+    options: PartOptions,
+    warned: list[CacheWarning],
+    paths: list[str],
+) -> tuple[CacheContent | None, npt.NDArray[np.int64] | None]:
+    """:func:`_loaded`, and the files' stats taken meanwhile by a thread, a share of them at
+    a time (a run stopped waits for one share at most); None for the stats when the system
+    refuses the thread."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from vocmatch.readers.file_stats import PATHS_PER_TASK, file_stats
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-stat")
+    try:
+        shares: list[Future[npt.NDArray[np.int64]]] = []
         try:
-            taken = pool.submit(file_stats, paths)
+            for k in range(0, len(paths), PATHS_PER_TASK):
+                shares.append(pool.submit(file_stats, paths[k : k + PATHS_PER_TASK]))
         except RuntimeError:  # no thread: the stats are taken after the cache is read
-            return _Opened(options, run, _loaded(request, run, options, warned), warned, chunks)
+            return _loaded(request, run, options, warned), None
         cached = _loaded(request, run, options, warned)
-        return _Opened(options, run, cached, warned, chunks, taken.result())
+        found = [np.zeros((0, 4), np.int64), *(share.result() for share in shares)]
+        return cached, np.concatenate(found)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def evaluated_with_cache(
