@@ -56,6 +56,8 @@ from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, par
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
@@ -262,20 +264,39 @@ def _cache_path(request: EvalRequest) -> str:
     return os.path.join(os.fspath(request.cache), CACHE_NAME)
 
 
-def _loaded(
-    request: EvalRequest, run: str, options: PartOptions, warned: list[CacheWarning]
-) -> CacheContent | None:
-    """The cache's content, or None (no cache file, another run's, or one that cannot be
-    read: then with a warning)."""
-    from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION, read_cache
+def _cache_file_bytes(path: str) -> bytes | None:
+    """The cache file's bytes, None when there is none.
+
+    Raises:
+        StateError: It cannot be read, or does not start as a cache of this format does.
+    """
+    from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
     from vocmatch.evaluation.shards.state import read_state_file
 
-    path = _cache_path(request)
     if not os.path.lexists(path):
         return None
+    return read_state_file(path, CACHE_MAGIC, CACHE_VERSION)
+
+
+def _loaded(
+    request: EvalRequest,
+    run: str,
+    options: PartOptions,
+    warned: list[CacheWarning],
+    data: Future[bytes | None] | None = None,
+) -> CacheContent | None:
+    """The cache's content, or None (no cache file, another run's, or one that cannot be
+    read: then with a warning); ``data``: its bytes as being read by a thread."""
+    from vocmatch.evaluation.shards.cache_file import read_cache
+
+    path = _cache_path(request)
     try:
-        data = read_state_file(path, CACHE_MAGIC, CACHE_VERSION)
-        return read_cache(data, path, run, options.conventions, options.slices, options.preparation)
+        found = data.result() if data is not None else _cache_file_bytes(path)
+        if found is None:
+            return None
+        return read_cache(
+            found, path, run, options.conventions, options.slices, options.preparation
+        )
     except StateError as error:
         warned.append(CacheWarning(f"cache {error}; every image was matched again"))
         return None
@@ -295,34 +316,49 @@ class _Opened:
 
 
 def _opened(
-    request: EvalRequest, roots: tuple[str, str], chunks: tuple[Part, ...] | None = None
+    request: EvalRequest,
+    roots: tuple[str, str],
+    chunks: tuple[Part, ...] | None = None,
+    data: Future[bytes | None] | None = None,
 ) -> _Opened:
-    """The run's cache read; the stats of the ``chunks``' files taken meanwhile, by a
-    thread (the system's calls run without Python's lock), when there is a cache to
-    compare them with and more than one thread may run."""
+    """The run's cache read (``data``: its bytes as being read by a thread); the stats of
+    the ``chunks``' files taken meanwhile, by a thread (the system's calls run without
+    Python's lock), when there is a cache to compare them with and more than one thread may
+    run."""
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
     run = _run_key(request, options)
     warned: list[CacheWarning] = []
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
-        return _Opened(options, run, _loaded(request, run, options, warned), warned)
+        return _Opened(options, run, _loaded(request, run, options, warned, data), warned)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
-    cached, stats = _loaded_and_stats(request, run, options, warned, paths)
+    cached, stats = _loaded_and_stats(_Loading(request, run, options, warned, data), paths)
     return _Opened(options, run, cached, warned, chunks, stats)
 
 
+@dataclass(frozen=True, slots=True)
+class _Loading:
+    """What :func:`_loaded` reads the cache with."""
+
+    request: EvalRequest
+    run: str
+    options: PartOptions
+    warned: list[CacheWarning]
+    data: Future[bytes | None] | None
+
+    def content(self) -> CacheContent | None:
+        """:func:`_loaded`'s."""
+        return _loaded(self.request, self.run, self.options, self.warned, self.data)
+
+
 def _loaded_and_stats(
-    request: EvalRequest,
-    run: str,
-    options: PartOptions,
-    warned: list[CacheWarning],
-    paths: list[str],
+    loading: _Loading, paths: list[str]
 ) -> tuple[CacheContent | None, npt.NDArray[np.int64] | None]:
     """:func:`_loaded`, and the files' stats taken meanwhile by a thread, a share of them at
     a time (a run stopped waits for one share at most); None for the stats when the system
     refuses the thread."""
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
     from vocmatch.readers.file_stats import PATHS_PER_TASK, file_stats
 
@@ -333,8 +369,8 @@ def _loaded_and_stats(
             for k in range(0, len(paths), PATHS_PER_TASK):
                 shares.append(pool.submit(file_stats, paths[k : k + PATHS_PER_TASK]))
         except RuntimeError:  # no thread: the stats are taken after the cache is read
-            return _loaded(request, run, options, warned), None
-        cached = _loaded(request, run, options, warned)
+            return loading.content(), None
+        cached = loading.content()
         found = [np.zeros((0, 4), np.int64), *(share.result() for share in shares)]
         return cached, np.concatenate(found)
     finally:
@@ -358,8 +394,20 @@ def evaluated_with_cache(
 
     annotations, _ = annotation_folder(request.gt)
     if request.pred_format != "coco":
-        listing = PartListing.of(annotations, request.pred)
-        opened = _opened(request, (listing.gt.root, listing.pred.root), chunks_of(listing))
+        from concurrent.futures import ThreadPoolExecutor
+
+        # The cache file is read by a thread while the files are listed (its bytes may be
+        # on the disk only, and reading them waits without Python's lock).
+        with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache") as pool:
+            try:
+                data: Future[bytes | None] | None = pool.submit(
+                    _cache_file_bytes, _cache_path(request)
+                )
+            except RuntimeError:  # no thread: the file is read after the listing
+                data = None
+            listing = PartListing.of(annotations, request.pred)
+            roots = (listing.gt.root, listing.pred.root)
+            opened = _opened(request, roots, chunks_of(listing), data)
         found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
         return _written(request, found, content, opened)
     from vocmatch.readers.remote import list_location
