@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import vocmatch.readers.file_stats as file_stats_module
-from vocmatch.readers.file_stats import MISSING, file_stats
+from vocmatch.readers.file_stats import MISSING, file_stat, file_stats
 from vocmatch.readers.scan import PURE_READER_VARIABLE
 
 READERS = [
@@ -81,3 +81,9 @@ def test_a_set_larger_than_a_task_keeps_its_order(
     paths.insert(4, str(tmp_path / "missing.xml"))
     found = file_stats(paths, jobs)
     assert found.tolist() == [_expected(p) for p in paths]
+
+
+def test_one_path_has_its_row_of_the_set(tmp_path: Path) -> None:
+    """``file_stat`` of one path is its row of ``file_stats``, None where that is -1."""
+    paths = _paths(tmp_path)
+    assert [list(file_stat(p) or MISSING) for p in paths] == file_stats(paths).tolist()

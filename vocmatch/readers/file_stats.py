@@ -24,7 +24,7 @@ try:  # the compiled reader, built with the package where a C compiler was found
 except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
-__all__ = ["MISSING", "PATHS_PER_TASK", "STAT_FIELDS", "file_stats"]
+__all__ = ["MISSING", "PATHS_PER_TASK", "STAT_FIELDS", "file_stat", "file_stats"]
 
 #: The columns of :func:`file_stats`.
 STAT_FIELDS = ("size", "mtime_ns", "ctime_ns", "inode")
@@ -68,18 +68,21 @@ def file_stats(paths: Sequence[str], jobs: int = 1) -> npt.NDArray[np.int64]:
     return np.frombuffer(b"".join(found), dtype=np.int64).reshape(-1, 4)
 
 
+def file_stat(path: str) -> tuple[int, int, int, int] | None:
+    """One path's row of :func:`file_stats` (by :func:`os.stat`: for a file or two, a call
+    costs less than an array's set-up), or None where it cannot be stat'ed."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    inode = found.st_ino
+    return (
+        found.st_size, found.st_mtime_ns, found.st_ctime_ns,
+        inode - _INT64 if inode >= _INT64 >> 1 else inode,
+    )  # fmt: skip
+
+
 def _stats_one_by_one(paths: Sequence[str]) -> npt.NDArray[np.int64]:
     """:func:`file_stats` by :func:`os.stat`."""
-    rows: list[tuple[int, int, int, int]] = []
-    for path in paths:
-        try:
-            found = os.stat(path)
-        except (OSError, ValueError):
-            rows.append(MISSING)
-            continue
-        inode = found.st_ino
-        rows.append((
-            found.st_size, found.st_mtime_ns, found.st_ctime_ns,
-            inode - _INT64 if inode >= _INT64 >> 1 else inode,
-        ))  # fmt: skip
+    rows = [file_stat(path) or MISSING for path in paths]
     return np.array(rows, dtype=np.int64).reshape(-1, 4)

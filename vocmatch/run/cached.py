@@ -53,6 +53,7 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
+from vocmatch.readers.file_stats import file_stat
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
@@ -195,10 +196,7 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
 def _stat(path: str) -> FileStat | None:
     """The file's stat as :func:`~vocmatch.readers.file_stats.file_stats` gives it, or None
     when it cannot be stat'ed."""
-    from vocmatch.readers.file_stats import file_stats
-
-    size, mtime, ctime, inode = file_stats([path])[0].tolist()
-    return None if size < 0 else (size, mtime, ctime, inode)
+    return file_stat(path)
 
 
 def _digest(path: str) -> bytes | None:
