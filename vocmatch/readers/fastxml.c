@@ -1544,6 +1544,20 @@ static PyObject *number(PyObject *module, PyObject *args)
 
 /* --- file stats --------------------------------------------------------------------- */
 
+/* A time of a stat in nanoseconds, as os.stat's st_mtime_ns and st_ctime_ns make it
+ * (the fields pyconfig.h says this system has). */
+#if defined(HAVE_STAT_TV_NSEC)
+#define STAT_NS(found, which) \
+    ((int64_t)(found).st_##which##tim.tv_sec * 1000000000 + \
+     (int64_t)(found).st_##which##tim.tv_nsec)
+#elif defined(HAVE_STAT_TV_NSEC2)
+#define STAT_NS(found, which) \
+    ((int64_t)(found).st_##which##timespec.tv_sec * 1000000000 + \
+     (int64_t)(found).st_##which##timespec.tv_nsec)
+#else
+#define STAT_NS(found, which) ((int64_t)(found).st_##which##time * 1000000000)
+#endif
+
 /* Each path's (size, mtime_ns, ctime_ns, inode) as four int64 (the inode's bits as they
  * are), or a row of -1 where it cannot be stat'ed (os.stat raises) or encoded: the stats of
  * a whole set taken with the GIL released, the calls with no Python object between them. */
@@ -1586,8 +1600,8 @@ static PyObject *stat_files(PyObject *module, PyObject *args)
             continue;
         }
         row[0] = (int64_t)found.st_size;
-        row[1] = (int64_t)found.st_mtim.tv_sec * 1000000000 + (int64_t)found.st_mtim.tv_nsec;
-        row[2] = (int64_t)found.st_ctim.tv_sec * 1000000000 + (int64_t)found.st_ctim.tv_nsec;
+        row[1] = STAT_NS(found, m);
+        row[2] = STAT_NS(found, c);
         row[3] = (int64_t)(uint64_t)found.st_ino;
     }
     Py_END_ALLOW_THREADS
