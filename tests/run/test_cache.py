@@ -196,6 +196,59 @@ def test_a_touched_file_is_hashed_not_matched(
     assert spy.hashed == 0
 
 
+def test_paths_of_any_name_are_found_in_the_stat_index(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names that are not ASCII, or not UTF-8 at all, are kept in the stat index as they
+    are: a second run hashes and matches nothing."""
+    gt, pred = _copy(generated, tmp_path)
+    for n, name in enumerate([b"\xc3\xa9t\xc3\xa9", b"\xff-latin1", b"new\nline"]):
+        source = sorted(gt.glob("*.xml"))[n].name
+        for side in (gt, pred):
+            os.rename(side / source, os.path.join(os.fsencode(side), name + b".xml"))
+    args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache")]
+    fresh = run_cli(*args)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 0)
+
+
+def _no_thread(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("can't start new thread")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "refused"),
+    [
+        pytest.param([], False, id="a-thread"),
+        pytest.param([], True, id="thread-refused"),
+        pytest.param(["--jobs", "1"], False, id="one-job"),
+    ],
+)
+def test_the_stats_taken_while_the_cache_is_read_find_the_edit(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    jobs: list[str],
+    refused: bool,
+) -> None:
+    """The stats are the same taken by a thread while the cache is read, after it (one
+    job), or when the system refuses the thread: the edited chunk alone is matched, no
+    warning."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache"), *jobs]
+    run_cli(*args)
+    _edit(sorted(pred.glob("*.xml"))[5])
+    fresh = run_cli(str(gt), str(pred), "--format", "json")
+    if refused:
+        from concurrent.futures import ThreadPoolExecutor
+
+        monkeypatch.setattr(ThreadPoolExecutor, "submit", _no_thread)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args) == fresh
+    assert (spy.chunks, spy.hashed) == (1, 1)
+
+
 def test_cache_verify_hashes_every_file(
     generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,6 +290,12 @@ def _other_format(path: Path) -> None:
     path.write_bytes(data[:8] + (CACHE_VERSION + 1).to_bytes(4, "little") + data[12:])
 
 
+def _first_format(path: Path) -> None:
+    """The format before the stat index's paths were an array."""
+    data = path.read_bytes()
+    path.write_bytes(data[:8] + (1).to_bytes(4, "little") + data[12:])
+
+
 def _a_state_file(path: Path) -> None:
     path.write_bytes(b"VMSTATE\0" + path.read_bytes()[8:])
 
@@ -273,7 +332,8 @@ DAMAGES = [
     pytest.param(_truncated, "checksum does not match", id="truncated"),
     pytest.param(_garbage, "not a vocmatch state", id="garbage"),
     pytest.param(_flipped, "checksum does not match", id="one-byte-flipped"),
-    pytest.param(_other_format, "format version 2; this vocmatch reads version 1", id="format"),
+    pytest.param(_other_format, "format version 3; this vocmatch reads version 2", id="format"),
+    pytest.param(_first_format, "format version 1; this vocmatch reads version 2", id="format-1"),
     pytest.param(_a_state_file, "no VMCACHE signature", id="state-file"),
     pytest.param(_a_folder, "not a regular file", id="a-folder"),
 ]
@@ -317,8 +377,34 @@ def _crafted_index(change: Callable[[RawState], None]) -> Callable[[Path], None]
     return damage
 
 
+def _paths(raw: RawState) -> list[bytes]:
+    return bytes(raw.arrays["file_paths"]).split(b"\0")
+
+
+def _with_paths(raw: RawState, paths: list[bytes]) -> None:
+    raw.arrays["file_paths"] = np.frombuffer(b"\0".join(paths), dtype=np.uint8)
+
+
 def _path_twice(raw: RawState) -> None:
-    raw.header["files"][1] = raw.header["files"][0]
+    paths = _paths(raw)
+    _with_paths(raw, [paths[0], paths[0], *paths[2:]])
+
+
+def _a_path_less(raw: RawState) -> None:
+    _with_paths(raw, _paths(raw)[1:])
+
+
+def _paths_not_utf8(raw: RawState) -> None:
+    paths = _paths(raw)
+    _with_paths(raw, [b"\xff" + paths[0], *paths[1:]])
+
+
+def _no_paths(raw: RawState) -> None:
+    del raw.arrays["file_paths"]
+
+
+def _paths_as_numbers(raw: RawState) -> None:
+    raw.arrays["file_paths"] = raw.arrays["file_paths"].astype(np.int32)
 
 
 def _float_stats(raw: RawState) -> None:
@@ -333,6 +419,10 @@ def _short_hashes(raw: RawState) -> None:
     "change",
     [
         pytest.param(_path_twice, id="a-path-twice"),
+        pytest.param(_a_path_less, id="a-path-less"),
+        pytest.param(_paths_not_utf8, id="paths-not-utf8"),
+        pytest.param(_no_paths, id="no-paths"),
+        pytest.param(_paths_as_numbers, id="paths-as-numbers"),
         pytest.param(_float_stats, id="float-stats"),
         pytest.param(_short_hashes, id="short-hashes"),
     ],
@@ -470,8 +560,9 @@ def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path)
     from vocmatch.evaluation.shards.state import read_state
 
     raw = read_state(_cache_file(folder).read_bytes(), "cache", CACHE_MAGIC, CACHE_VERSION)
-    assert not {str(p) for p in gone} & set(raw.header["files"])
-    assert len(raw.header["files"]) == 2 * 120
+    paths = [p.decode() for p in _paths(raw)]
+    assert raw.header["files"] == len(paths) == 2 * 120
+    assert not {str(p) for p in gone} & set(paths)
     kept = {k for chunk in raw.header["chunks"] for k in chunk["records"]["keys"]}
     assert kept == {p.stem for p in gt.glob("*.xml")}
 

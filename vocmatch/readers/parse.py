@@ -51,6 +51,7 @@ from vocmatch.core.model import (
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import DEFAULT_MAX_BYTES
+from vocmatch.readers.key_order import by_key, distinct_folded
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -791,6 +792,8 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
     # Stacks of (directory, key prefix), popped in sorted order.
     real: list[tuple[str, str]] = [(top, "")]
     linked: list[tuple[str, str]] = []
+    keys: list[str] = []
+    paths: list[str] = []
     while real or linked:
         directory, prefix = real.pop() if real else linked.pop()
         try:
@@ -804,7 +807,7 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 continue
             visited[identity] = directory
             with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+                entries = list(listing)
         except OSError as error:
             walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
             continue
@@ -815,14 +818,20 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
+            name = entry.name
             if is_dir:
                 target = linked_dirs if _is_link(entry) else real_dirs
-                target.append((entry.path, f"{prefix}{entry.name}/"))
-            elif entry.name.lower().endswith(suffix):
-                walk.files.append((prefix + os.path.splitext(entry.name)[0], entry.path))
-        real.extend(reversed(real_dirs))
-        linked.extend(reversed(linked_dirs))
-    walk.files.sort()
+                target.append((entry.path, f"{prefix}{name}/"))
+            elif name.lower().endswith(suffix):
+                dot = name.rfind(".")
+                # os.path.splitext's stem, its slower rule only for a name with leading dots.
+                keys.append(prefix + (name[:dot] if name[0] != "." else os.path.splitext(name)[0]))
+                paths.append(entry.path)
+        # A folder's folders in order of their names: of their paths, which add the same
+        # folder and separator before each name.
+        real.extend(sorted(real_dirs, reverse=True))
+        linked.extend(sorted(linked_dirs, reverse=True))
+    walk.files = by_key(keys, paths)
     return walk
 
 
@@ -912,6 +921,14 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
     """
     top = _directory(root)
     walk = _walk(top, suffix)
+    if distinct_folded([key for key, _ in walk.files]):
+        # Not a key twice, nor two that differ only in case: every file is listed.
+        return DirectoryListing(
+            root=top,
+            files=tuple(walk.files),
+            skipped=tuple(sorted(walk.skipped, key=lambda s: s.path)),
+            notes=tuple(walk.notes),
+        )
     files: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     folded: dict[str, tuple[str, str]] = {}

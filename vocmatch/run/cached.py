@@ -33,6 +33,7 @@ prediction files' (:mod:`vocmatch.run.cached_coco`).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -52,9 +53,12 @@ from vocmatch.errors import (
     no_annotation_files,
 )
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
+from vocmatch.readers.file_stats import file_stat
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
@@ -139,22 +143,20 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     >>> sum(len(c.gt_files) for c in chunks), 2 < len(chunks) < 30
     (2000, True)
     """
-    keys = sorted({k for k, _ in listing.gt.files} | {k for k, _ in listing.pred.files})
-    place: dict[str, int] = {}
-    n = -1
-    for key in keys:
-        if n < 0 or _starts_chunk(key):
-            n += 1
-        place[key] = n
-    gt: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
-    pred: list[list[tuple[str, str]]] = [[] for _ in range(n + 1)]
-    for key, path in listing.gt.files:
-        gt[place[key]].append((key, path))
-    for key, path in listing.pred.files:
-        pred[place[key]].append((key, path))
+    # Each side's files sorted by key (as listed: sorting them again costs a pass).
+    gt, pred = sorted(listing.gt.files), sorted(listing.pred.files)
+    gt_keys, pred_keys = [k for k, _ in gt], [k for k, _ in pred]
+    keys = gt_keys if gt_keys == pred_keys else sorted({*gt_keys, *pred_keys})
+    # The first key of each chunk but the first one's.
+    starts = [key for key in keys[1:] if _starts_chunk(key)]
+    gt_cuts = [0, *(bisect.bisect_left(gt_keys, key) for key in starts), len(gt)]
+    pred_cuts = [0, *(bisect.bisect_left(pred_keys, key) for key in starts), len(pred)]
+    n = len(starts) + 1 if keys else 0
     return tuple(
-        Part(k + 1, n + 1, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(n + 1)
-    )
+        Part(k + 1, n, tuple(gt[gt_cuts[k] : gt_cuts[k + 1]]),
+             tuple(pred[pred_cuts[k] : pred_cuts[k + 1]]))
+        for k in range(n)
+    )  # fmt: skip
 
 
 def _starts_chunk(key: str) -> bool:
@@ -192,11 +194,9 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
 
 
 def _stat(path: str) -> FileStat | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+    """The file's stat as :func:`~vocmatch.readers.file_stats.file_stats` gives it, or None
+    when it cannot be stat'ed."""
+    return file_stat(path)
 
 
 def _digest(path: str) -> bytes | None:
@@ -262,20 +262,39 @@ def _cache_path(request: EvalRequest) -> str:
     return os.path.join(os.fspath(request.cache), CACHE_NAME)
 
 
-def _loaded(
-    request: EvalRequest, run: str, options: PartOptions, warned: list[CacheWarning]
-) -> CacheContent | None:
-    """The cache's content, or None (no cache file, another run's, or one that cannot be
-    read: then with a warning)."""
-    from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION, read_cache
+def _cache_file_bytes(path: str) -> bytes | None:
+    """The cache file's bytes, None when there is none.
+
+    Raises:
+        StateError: It cannot be read, or does not start as a cache of this format does.
+    """
+    from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
     from vocmatch.evaluation.shards.state import read_state_file
 
-    path = _cache_path(request)
     if not os.path.lexists(path):
         return None
+    return read_state_file(path, CACHE_MAGIC, CACHE_VERSION)
+
+
+def _loaded(
+    request: EvalRequest,
+    run: str,
+    options: PartOptions,
+    warned: list[CacheWarning],
+    data: Future[bytes | None] | None = None,
+) -> CacheContent | None:
+    """The cache's content, or None (no cache file, another run's, or one that cannot be
+    read: then with a warning); ``data``: its bytes as being read by a thread."""
+    from vocmatch.evaluation.shards.cache_file import read_cache
+
+    path = _cache_path(request)
     try:
-        data = read_state_file(path, CACHE_MAGIC, CACHE_VERSION)
-        return read_cache(data, path, run, options.conventions, options.slices, options.preparation)
+        found = data.result() if data is not None else _cache_file_bytes(path)
+        if found is None:
+            return None
+        return read_cache(
+            found, path, run, options.conventions, options.slices, options.preparation
+        )
     except StateError as error:
         warned.append(CacheWarning(f"cache {error}; every image was matched again"))
         return None
@@ -283,21 +302,77 @@ def _loaded(
 
 @dataclass(frozen=True, slots=True)
 class _Opened:
-    """A run's cache as read before the run, and what the run is keyed by."""
+    """A run's cache as read before the run, and what the run is keyed by; the chunks of
+    its files as listed and their stats, when they were taken while it was read."""
 
     options: PartOptions
     run: str
     cached: CacheContent | None
     warned: list[CacheWarning]
+    chunks: tuple[Part, ...] | None = None
+    stats: npt.NDArray[np.int64] | None = None
 
 
-def _opened(request: EvalRequest, roots: tuple[str, str]) -> _Opened:
+def _opened(
+    request: EvalRequest,
+    roots: tuple[str, str],
+    chunks: tuple[Part, ...] | None = None,
+    data: Future[bytes | None] | None = None,
+) -> _Opened:
+    """The run's cache read (``data``: its bytes as being read by a thread); the stats of
+    the ``chunks``' files taken meanwhile, by a thread (the system's calls run without
+    Python's lock), when there is a cache to compare them with and more than one thread may
+    run."""
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
     run = _run_key(request, options)
     warned: list[CacheWarning] = []
-    return _Opened(options, run, _loaded(request, run, options, warned), warned)
+    if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
+        return _Opened(options, run, _loaded(request, run, options, warned, data), warned)
+    paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
+    cached, stats = _loaded_and_stats(_Loading(request, run, options, warned, data), paths)
+    return _Opened(options, run, cached, warned, chunks, stats)
+
+
+@dataclass(frozen=True, slots=True)
+class _Loading:
+    """What :func:`_loaded` reads the cache with."""
+
+    request: EvalRequest
+    run: str
+    options: PartOptions
+    warned: list[CacheWarning]
+    data: Future[bytes | None] | None
+
+    def content(self) -> CacheContent | None:
+        """:func:`_loaded`'s."""
+        return _loaded(self.request, self.run, self.options, self.warned, self.data)
+
+
+def _loaded_and_stats(
+    loading: _Loading, paths: list[str]
+) -> tuple[CacheContent | None, npt.NDArray[np.int64] | None]:
+    """:func:`_loaded`, and the files' stats taken meanwhile by a thread, a share of them at
+    a time (a run stopped waits for one share at most); None for the stats when the system
+    refuses the thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vocmatch.readers.file_stats import PATHS_PER_TASK, file_stats
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-stat")
+    try:
+        shares: list[Future[npt.NDArray[np.int64]]] = []
+        try:
+            for k in range(0, len(paths), PATHS_PER_TASK):
+                shares.append(pool.submit(file_stats, paths[k : k + PATHS_PER_TASK]))
+        except RuntimeError:  # no thread: the stats are taken after the cache is read
+            return loading.content(), None
+        cached = loading.content()
+        found = [np.zeros((0, 4), np.int64), *(share.result() for share in shares)]
+        return cached, np.concatenate(found)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def evaluated_with_cache(
@@ -317,8 +392,20 @@ def evaluated_with_cache(
 
     annotations, _ = annotation_folder(request.gt)
     if request.pred_format != "coco":
-        listing = PartListing.of(annotations, request.pred)
-        opened = _opened(request, (listing.gt.root, listing.pred.root))
+        from concurrent.futures import ThreadPoolExecutor
+
+        # The cache file is read by a thread while the files are listed (its bytes may be
+        # on the disk only, and reading them waits without Python's lock).
+        with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache") as pool:
+            try:
+                data: Future[bytes | None] | None = pool.submit(
+                    _cache_file_bytes, _cache_path(request)
+                )
+            except RuntimeError:  # no thread: the file is read after the listing
+                data = None
+            listing = PartListing.of(annotations, request.pred)
+            roots = (listing.gt.root, listing.pred.root)
+            opened = _opened(request, roots, chunks_of(listing), data)
         found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
         return _written(request, found, content, opened)
     from vocmatch.readers.remote import list_location
@@ -381,13 +468,15 @@ def _cached_run(
     from vocmatch.run.in_parts import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
-    chunks = chunks_of(listing)
+    chunks = opened.chunks if opened.chunks is not None else chunks_of(listing)
     pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
     if coco is not None:
         # The predictions are read already: a chunk's key holds their digests, not a file's.
         chunks = tuple(replace(p, pred_files=()) for p in chunks)
     extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, index = _reused(chunks, run, cached, request.cache_verify, extra)
+    kept, changed, index = _reused(
+        chunks, run, cached, _Compared(request.cache_verify, extra, request.jobs, opened.stats)
+    )
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     every: dict[str, PartRecords] = {}
@@ -400,7 +489,7 @@ def _cached_run(
             records = hashed.records
             key = ""
             if not hashed.unreadable:
-                index.extend(hashed.stats)
+                index.extend(part.index, hashed.stats)
                 digests = b"".join(digest for _, _, digest in hashed.stats)
                 key = _chunk_key(run, part, digests, extra[part.index])
         if key:
@@ -469,47 +558,72 @@ def _with_coco_findings(
 
 class _NewIndex:
     """The stat index a run writes: the rows of the files of the chunks it took from the
-    cache, and those of the chunks it read."""
+    cache, and those of the chunks it read, in the order of the chunks (as the next run
+    lists them, unless files were added or removed: it then finds their rows by path)."""
 
     def __init__(self) -> None:
-        self.taken: list[tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
-        self.read: list[tuple[str, FileStat, bytes]] = []
+        self.chunks: dict[int, tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint8]]]
+        self.chunks = {}
 
-    def extend(self, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
-        """Add the files of a chunk read: path, stat and digest each."""
-        self.read.extend(found)
+    def take(
+        self,
+        index: int,
+        paths: list[str],
+        stat: npt.NDArray[np.int64],
+        digest: npt.NDArray[np.uint8],
+    ) -> None:
+        """Add the files of chunk ``index``, taken from the cache: paths, stats, digests."""
+        self.chunks[index] = (paths, stat, digest)
+
+    def extend(self, index: int, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
+        """Add the files of chunk ``index``, read: path, stat and digest each."""
+        from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+
+        stat = np.array([s for _, s, _ in found], dtype=np.int64).reshape(-1, 4)
+        read = b"".join(d for _, _, d in found)
+        digest = np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES)
+        self.chunks[index] = ([path for path, _, _ in found], stat, digest)
 
     def done(self) -> StatIndex:
-        """The index, sorted by path."""
+        """The index, in the order of the chunks."""
         from vocmatch.evaluation.shards.cache_file import HASH_BYTES, StatIndex
 
-        paths = [p for taken, _, _ in self.taken for p in taken]
-        paths += [path for path, _, _ in self.read]
-        stat = np.concatenate([
-            *(s for _, s, _ in self.taken),
-            np.array([s for _, s, _ in self.read], dtype=np.int64).reshape(-1, 4),
-        ])  # fmt: skip
-        read = b"".join(d for _, _, d in self.read)
-        digest = np.concatenate([
-            *(d for _, _, d in self.taken),
-            np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES),
-        ])  # fmt: skip
-        return StatIndex.of(paths, stat, digest)
+        rows = [self.chunks[k] for k in sorted(self.chunks)]
+        return StatIndex(
+            tuple(p for paths, _, _ in rows for p in paths),
+            np.concatenate([np.zeros((0, 4), np.int64), *(s for _, s, _ in rows)]),
+            np.concatenate([np.zeros((0, HASH_BYTES), np.uint8), *(d for _, _, d in rows)]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Compared:
+    """How a run compares its files with its cache's.
+
+    Attributes:
+        verify: Hash every file.
+        extra: Per chunk, what its key holds besides its files (predictions read already).
+        jobs: Threads for the stats.
+        stats: The files' stats, in the order of the chunks, when taken already.
+    """
+
+    verify: bool
+    extra: Mapping[int, bytes]
+    jobs: int = 1
+    stats: npt.NDArray[np.int64] | None = None
 
 
 def _reused(
-    chunks: Sequence[Part],
-    run: str,
-    cached: CacheContent | None,
-    verify: bool,
-    extra: Mapping[int, bytes],
+    chunks: Sequence[Part], run: str, cached: CacheContent | None, compared: _Compared
 ) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
     stat index of the files of those held.
 
-    Every file is stat'ed, and the stats compared with the index's at once; a file whose
-    stat differs (or every file, with ``verify``) is hashed."""
+    Every file is stat'ed (unless ``compared`` holds the stats), and the stats compared
+    with the index's at once; a file whose stat differs (or every file, with ``verify``)
+    is hashed."""
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+    from vocmatch.readers.file_stats import file_stats
 
     kept: dict[int, tuple[str, PartRecords]] = {}
     index = _NewIndex()
@@ -517,11 +631,15 @@ def _reused(
         return kept, list(chunks), index
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     ends = np.cumsum([part.file_count() for part in chunks]).tolist()
-    found = [_stat(path) for path in paths]
-    missing = np.array([s is None for s in found], dtype=bool)
-    now = np.array([s or (-1, -1, -1, -1) for s in found], dtype=np.int64).reshape(-1, 4)
-    known = cached.stats.rows()
-    row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
+    now = compared.stats
+    if now is None or now.shape != (len(paths), 4):
+        now = file_stats(paths, compared.jobs)
+    missing = now[:, 0] < 0
+    if cached.stats.paths == tuple(paths):
+        row = np.arange(len(paths), dtype=np.int64)  # as the last run listed them
+    else:
+        known = cached.stats.rows()
+        row = np.array([known.get(path, -1) for path in paths], dtype=np.int64)
     digest = np.zeros((len(paths), HASH_BYTES), dtype=np.uint8)
     same = (row >= 0) & ~missing
     if len(cached.stats.paths):
@@ -529,7 +647,7 @@ def _reused(
         digest[same] = cached.stats.digest[row[same]]
     else:
         same[:] = False
-    if verify:
+    if compared.verify:
         same[:] = False
     for i in np.flatnonzero(~same & ~missing).tolist():
         hashed = _digest(paths[i])
@@ -541,11 +659,11 @@ def _reused(
     start = 0
     for part, end in zip(chunks, ends, strict=True):
         if not missing[start:end].any():
-            key = _chunk_key(run, part, digest[start:end].tobytes(), extra[part.index])
+            key = _chunk_key(run, part, digest[start:end].tobytes(), compared.extra[part.index])
             records = cached.chunks.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
-                index.taken.append((paths[start:end], now[start:end], digest[start:end]))
+                index.take(part.index, paths[start:end], now[start:end], digest[start:end])
                 start = end
                 continue
         changed.append(part)

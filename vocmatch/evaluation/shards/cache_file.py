@@ -11,9 +11,11 @@ truncated, corrupted or crafted file is refused with one
 * ``run``: the key of everything besides the files that the records depend on (the
   vocmatch version, the state format, the options of the matching): a file made under
   another key is not read further;
-* ``files``: the paths of the stat index, whose ``file_stat`` array holds each one's size,
-  mtime and ctime in nanoseconds and inode, and ``file_hash`` its content's BLAKE2b digest
-  (16 bytes);
+* ``files``: how many files the stat index holds: their paths (in the order of the run's
+  chunks) are the ``file_paths`` array, UTF-8 (any code point kept: ``surrogatepass``)
+  joined by NUL bytes, which no path holds (bytes read by one decoding and one split, not as
+  a JSON list); the ``file_stat`` array holds each one's size, mtime and ctime in
+  nanoseconds and inode, and ``file_hash`` its content's BLAKE2b digest (16 bytes);
 * ``chunks``: per chunk, its key (the digest of its files' keys, paths and contents), the
   header of its match records (:func:`~vocmatch.evaluation.shards.state_records.state_of_records`),
   the files its reading skipped, its prediction files without ground truth and the counts
@@ -44,7 +46,6 @@ from vocmatch.evaluation.shards.reading_notes import (
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (
-    is_str_list,
     orphans_of_header,
     records_of_state,
     skipped_of_header,
@@ -66,8 +67,9 @@ __all__ = [
 ]
 
 CACHE_MAGIC = b"VMCACHE\0"
-#: The cache's format version; a file of another is read as no cache.
-CACHE_VERSION = 1
+#: The cache's format version; a file of another is read as no cache. Version 2 holds the
+#: stat index's paths as the ``file_paths`` array rather than a JSON list.
+CACHE_VERSION = 2
 #: Bytes of each file's BLAKE2b digest.
 HASH_BYTES = 16
 
@@ -81,7 +83,8 @@ class StatIndex:
     run compares a whole set's stats at once, and a cache file holds them as they are).
 
     Attributes:
-        paths: The files, sorted.
+        paths: The files, in the order of the chunks of the run that wrote the index (as
+            the next run lists them, unless files were added or removed).
         stat: ``(N, 4)`` ``size, mtime_ns, ctime_ns, inode`` of each (int64).
         digest: ``(N, HASH_BYTES)`` each one's content's BLAKE2b digest (uint8).
     """
@@ -91,17 +94,6 @@ class StatIndex:
     digest: npt.NDArray[np.uint8] = field(
         default_factory=lambda: np.zeros((0, HASH_BYTES), np.uint8)
     )
-
-    @classmethod
-    def of(
-        cls,
-        paths: Sequence[str],
-        stat: npt.NDArray[np.int64],
-        digest: npt.NDArray[np.uint8],
-    ) -> StatIndex:
-        """The index of rows given in any order (one a path), sorted by path."""
-        order = sorted(range(len(paths)), key=paths.__getitem__)
-        return cls(tuple(paths[i] for i in order), stat[order], digest[order])
 
     def rows(self) -> dict[str, int]:
         """Each path's row."""
@@ -146,8 +138,9 @@ def cache_bytes(
     ``slices``, of predictions prepared by ``preparation``: each chunk keeps what it
     removed)."""
     index = content.stats
-    paths = list(index.paths)
+    joined = "\0".join(index.paths).encode("utf-8", "surrogatepass")
     arrays: dict[str, npt.NDArray[Any]] = {
+        "file_paths": np.frombuffer(joined, dtype=np.uint8),
         "file_stat": np.ascontiguousarray(index.stat, dtype=np.int64).reshape(-1, 4),
         "file_hash": np.ascontiguousarray(index.digest, dtype=np.uint8).reshape(-1, HASH_BYTES),
     }
@@ -182,7 +175,9 @@ def cache_bytes(
             "scores": [part.scores.gt, part.scores.gt_scored, part.scores.pred,
                        part.scores.pred_scored],
         })  # fmt: skip
-    header = {"vocmatch": __version__, "run": content.run, "files": paths, "chunks": chunks}
+    header = {
+        "vocmatch": __version__, "run": content.run, "files": len(index.paths), "chunks": chunks
+    }  # fmt: skip
     return write_state(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
 
 
@@ -208,10 +203,11 @@ def read_cache(
         raise StateError(f"{source}: made by vocmatch {shown}, not this {__version__}")
     if raw.header.get("run") != run:
         return None
-    paths, chunks = raw.header.get("files"), raw.header.get("chunks")
+    count, chunks = raw.header.get("files"), raw.header.get("chunks")
     stat, digest = raw.arrays.get("file_stat"), raw.arrays.get("file_hash")
-    if not is_str_list(paths) or not isinstance(chunks, list) or stat is None or digest is None:
+    if type(count) is not int or not isinstance(chunks, list) or stat is None or digest is None:
         raise StateError(f"{source}: corrupted header (files or chunks)")
+    paths = _paths(raw.arrays.get("file_paths"), count, source)
     if (
         stat.shape != (len(paths), 4)
         or digest.shape != (len(paths), HASH_BYTES)
@@ -220,7 +216,7 @@ def read_cache(
         or len(set(paths)) != len(paths)
     ):
         raise StateError(f"{source}: corrupted stat index")
-    stats = StatIndex.of(paths, stat.astype(np.int64), digest)
+    stats = StatIndex(tuple(paths), stat.astype(np.int64), digest)
     by_chunk: dict[str, dict[str, npt.NDArray[Any]]] = {}
     for name, array in raw.arrays.items():
         number, dot, rest = name.partition(".")
@@ -239,6 +235,24 @@ def read_cache(
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
     return CacheContent(run, stats, found, stored)
+
+
+def _paths(joined: npt.NDArray[Any] | None, count: int, source: str) -> list[str]:
+    """The stat index's ``count`` paths, from the bytes that join them.
+
+    Raises:
+        StateError: The bytes are missing, not UTF-8, or hold another number of paths.
+    """
+    bad = StateError(f"{source}: corrupted stat index")
+    if joined is None or joined.dtype != np.uint8 or joined.ndim != 1:
+        raise bad
+    try:
+        paths = joined.tobytes().decode("utf-8", "surrogatepass").split("\0") if count else []
+    except UnicodeDecodeError:
+        raise bad from None
+    if len(paths) != count or (not count and joined.size):
+        raise bad
+    return paths
 
 
 def _chunk(
@@ -309,7 +323,10 @@ def _ranked(
         or bool((sizes < 0).any())
         or bool((rank < 0).any())
         or bool((rank >= max(n_pred, 1)).any())
-        or not np.array_equal(np.sort(rows), np.arange(n_pred))
+        or bool((rows < 0).any())
+        or bool((rows >= n_pred).any())
+        # Within range and none twice: each prediction once (a count, not a sort).
+        or bool((np.bincount(rows, minlength=n_pred) > 1).any())
         or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
     ):
         raise StateError(f"{source}: corrupted rankings")

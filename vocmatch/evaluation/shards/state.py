@@ -115,16 +115,20 @@ def write_state(state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VER
         The file's bytes.
     """
     table = []
-    parts = []
+    parts: list[memoryview] = []
     for name, array in state.arrays.items():
         stored = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
         if stored.dtype.str not in _DTYPES:
             raise ValueError(f"array {name!r} has dtype {stored.dtype.str}, not a stored one")
         table.append({"name": name, "dtype": stored.dtype.str, "shape": list(stored.shape)})
-        parts.append(stored.tobytes())
+        parts.append(stored.reshape(-1).view(np.uint8).data)  # its bytes, not copied
     header = json.dumps({**state.header, "arrays": table}, separators=(",", ":")).encode()
-    body = b"".join([_PREFIX.pack(magic, version, len(header)), header, *parts])
-    return body + _CRC.pack(zlib.crc32(body))
+    # The checksum taken part by part: the file's bytes are copied once, by the join.
+    pieces: list[bytes | memoryview] = [_PREFIX.pack(magic, version, len(header)), header, *parts]
+    crc = 0
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    return b"".join([*pieces, _CRC.pack(crc)])
 
 
 def _versions_read(versions: tuple[int, ...]) -> str:
