@@ -153,14 +153,13 @@ def test_ranked_flags_refuses_ground_truth_out_of_range() -> None:
         fast.add(np.array([2]), np.array([0]), np.array([0.9]))
 
 
-def test_ranked_flags_refuses_float32_iou() -> None:
+def test_ranked_pass_refuses_float32_iou() -> None:
     """Arrays of another type than the kernel reads are refused by name."""
     with pytest.raises(ValueError, match="iou: unexpected array type"):
-        _kernels().ranked_flags(
-            np.array([0]), np.array([0]), np.array([0.9], dtype=np.float32),
-            np.zeros((1, 1), dtype=bool), np.zeros(1, dtype=bool), _THRESHOLDS, False, False,
-            np.zeros((1, 1, 4), dtype=bool), np.zeros((1, 1), dtype=np.uint8),
-            np.zeros((1, 1), dtype=np.uint8),
+        _kernels().ranked_pass(
+            np.array([0]), np.array([0]), np.array([0.9], dtype=np.float32), None,
+            np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), _THRESHOLDS, False, False,
+            np.zeros((4, 1), dtype=bool), None,
         )  # fmt: skip
 
 
