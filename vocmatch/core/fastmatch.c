@@ -281,10 +281,11 @@ static int group_by_pred(const Buf *pred, const u8 *keep, int64_t p_low, int64_t
 }
 
 /* The area ranges' states of ranked_pass: S ground-truth sets, each ignoring ground truth
- * of its own, at Tr thresholds; a set marked derived ignores what the evaluation's own
- * matching ignores, so its picks are the own matching's (at own level level[tr]). */
+ * of its own, at Tr thresholds. Where alike[s, g], the set's picks in g's image-class are
+ * the own matching's (at own level level[tr]): there it ignores what the own matching
+ * ignores, or each of the two ignores all or none of the image-class's ground truth. */
 typedef struct {
-    Buf ignore, thr, taken, matched, ignored, derived, level;
+    Buf ignore, thr, taken, matched, ignored, alike, level;
     Py_ssize_t n_sets, n_t, n_pred, size;
 } Ranges;
 
@@ -295,40 +296,49 @@ static void ranges_release(Ranges *r)
     release(&r->taken);
     release(&r->matched);
     release(&r->ignored);
-    release(&r->derived);
+    release(&r->alike);
     release(&r->level);
 }
 
 /* The ranges' buffers from their tuple (ignore, thresholds, taken, matched, ignored,
- * derived, level), checked against n_gt ground truth and n_own own thresholds. */
+ * alike, level), checked against n_gt ground truth and n_own own thresholds. */
 static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_own)
 {
-    PyObject *o_ignore, *o_thr, *o_taken, *o_matched, *o_ignored, *o_derived, *o_level;
+    PyObject *o_ignore, *o_thr, *o_taken, *o_matched, *o_ignored, *o_alike, *o_level;
+    if (!PyTuple_Check(tuple)) {
+        PyErr_SetString(PyExc_TypeError, "ranges: expected a tuple or None");
+        return -1;
+    }
     if (!PyArg_ParseTuple(tuple, "OOOOOOO:ranges", &o_ignore, &o_thr, &o_taken, &o_matched,
-                          &o_ignored, &o_derived, &o_level))
+                          &o_ignored, &o_alike, &o_level))
         return -1;
     if (get(o_ignore, &r->ignore, 'b', 0, "ranges ignore") < 0 ||
         get(o_thr, &r->thr, 'f', 0, "ranges thresholds") < 0 ||
         get(o_taken, &r->taken, 'b', 1, "ranges taken") < 0 ||
         get(o_matched, &r->matched, 'u', 1, "ranges matched") < 0 ||
         get(o_ignored, &r->ignored, 'u', 1, "ranges ignored") < 0 ||
-        get(o_derived, &r->derived, 'b', 0, "ranges derived") < 0 ||
+        get(o_alike, &r->alike, 'b', 0, "ranges alike") < 0 ||
         get(o_level, &r->level, 'i', 0, "ranges level") < 0)
         return -1;
-    r->n_sets = count(&r->derived);
+    /* matched is (P, S): its shape gives the predictions and sets. */
+    if (r->matched.view.ndim != 2 || !r->matched.view.shape) {
+        PyErr_SetString(PyExc_ValueError, "ranges matched is not (P, S)");
+        return -1;
+    }
+    r->n_pred = r->matched.view.shape[0];
+    r->n_sets = r->matched.view.shape[1];
     r->n_t = count(&r->thr);
     r->size = r->matched.view.itemsize;
-    if (count(&r->ignore) != r->n_sets * n_gt || count(&r->level) != r->n_t ||
-        count(&r->taken) != n_gt * r->n_sets * r->n_t || r->n_t > 8 * r->size ||
-        r->ignored.view.itemsize != r->size || r->ignored.view.len != r->matched.view.len ||
-        (r->n_sets ? count(&r->matched) % r->n_sets != 0 : count(&r->matched) != 0)) {
+    if (count(&r->ignore) != r->n_sets * n_gt || count(&r->alike) != r->n_sets * n_gt ||
+        count(&r->level) != r->n_t || count(&r->taken) != n_gt * r->n_sets * r->n_t ||
+        r->n_t > 8 * r->size || r->ignored.view.itemsize != r->size ||
+        r->ignored.view.len != r->matched.view.len) {
         PyErr_SetString(PyExc_ValueError, "the ranges' arrays do not fit");
         return -1;
     }
-    r->n_pred = r->n_sets ? count(&r->matched) / r->n_sets : 0;
-    const u8 *derived = r->derived.view.buf;
-    for (Py_ssize_t s = 0; s < r->n_sets; s++)
-        if (derived[s])
+    const u8 *alike = r->alike.view.buf;
+    for (Py_ssize_t i = 0; i < r->n_sets * n_gt; i++)
+        if (alike[i])
             return check_indices(&r->level, n_own, "ranges level");
     return 0;
 }
@@ -350,7 +360,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     Ranges rg = {0};
     int has_rank = o_rank != Py_None, has_ranges = o_ranges != Py_None;
     Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
-    Py_ssize_t *t_count = NULL;
+    Py_ssize_t *t_count = NULL, *r_level = NULL;
     int64_t *own_best = NULL;
     u8 *keep = NULL;
     HitList out = {0}, run = {0};
@@ -464,13 +474,21 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     }
     const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
     u8 *tk = taken.view.buf; /* (T, G) */
-    const u8 *r_ign = NULL, *r_derived = NULL;
+    const u8 *r_ign = NULL, *r_alike = NULL;
     u8 *r_tk = NULL; /* (G, S, Tr) */
     Py_ssize_t r_sets = 0, r_t = 0, r_per_gt = 0, r_size = 1;
     void *r_matched = NULL, *r_ignored = NULL;
     if (has_ranges) {
+        r_level = PyMem_Malloc((size_t)(rg.n_t ? rg.n_t : 1) * sizeof(Py_ssize_t));
+        if (!r_level) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        /* Read where alike, and checked then (ranges_get). */
+        for (Py_ssize_t t = 0; t < rg.n_t; t++)
+            r_level[t] = (Py_ssize_t)index_at(&rg.level, t);
         r_ign = rg.ignore.view.buf;
-        r_derived = rg.derived.view.buf;
+        r_alike = rg.alike.view.buf;
         r_tk = rg.taken.view.buf;
         r_sets = rg.n_sets;
         r_t = rg.n_t;
@@ -509,15 +527,17 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             }
             if (failed)
                 break;
-            /* Each area range: from the own matching where it ignores the same, else its
-             * own state. */
+            /* Each area range: the own matching's picks where alike in this image-class
+             * (every pair of a prediction lies in its image-class), else its own state. */
+            int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
             for (Py_ssize_t s = 0; s < r_sets; s++) {
                 const u8 *ign_s = r_ign + s * n_gt;
                 Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
+                int alike = r_alike[s * n_gt + g_cell];
                 for (Py_ssize_t t = 0; t < r_t; t++) {
                     int64_t best;
-                    if (r_derived[s]) {
-                        best = own_best[index_at(&rg.level, t)];
+                    if (alike) {
+                        best = own_best[r_level[t]];
                     } else {
                         int best_counts = 0;
                         double best_v = 0.0;
@@ -572,6 +592,7 @@ done:
     PyMem_Free(t_count);
     PyMem_Free(own_best);
     PyMem_Free(keep);
+    PyMem_Free(r_level);
     release(&gt);
     release(&pred);
     release(&iou);
@@ -906,7 +927,7 @@ static PyMethodDef methods[] = {
      "ranked_pass(gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken, "
      "ranges): the unmatched rule's matched pairs (level, pred, gt, iou as bytes), in "
      "RankedMatcher.add's order (rank None: index order), and each area range of ranges "
-     "(ignore, thresholds, taken, matched, ignored, derived, level) or None into its flags, "
+     "(ignore, thresholds, taken, matched, ignored, alike, level) or None into its flags, "
      "in one pass."},
     {"devkit_flags", devkit_flags, METH_VARARGS,
      "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "

@@ -35,6 +35,7 @@ import numpy.typing as npt
 __all__ = [
     "MODULE",
     "RangeMatcher",
+    "alike_cells",
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
@@ -81,8 +82,9 @@ class RangeMatcher:
 
     It matches on its own (:meth:`add`), or rides along a
     :class:`~vocmatch.core.match.RankedMatcher` that is given it: then each pair is read once
-    for both, and a set that ignores what that matcher ignores (``own``), at thresholds all
-    among that matcher's, takes its picks instead of matching again.
+    for both, and where the thresholds are all among that matcher's, a set takes that
+    matcher's picks in every image-class where they are its own (:func:`alike_cells`)
+    instead of matching again.
 
     Args:
         kernels: The compiled module.
@@ -93,7 +95,8 @@ class RangeMatcher:
         first_on_ties: The earlier ground truth wins ties of IoU (``"unmatched-first"``).
         n_pred: Predictions in all.
         dtype: The flags' dtype (at least ``T`` bits).
-        own: The ground truth the matcher it rides along ignores, and its thresholds.
+        own: Of the matcher it rides along: the ground truth it ignores, its thresholds,
+            and each ground truth's image-class (``(G,)``, non-decreasing for speed).
     """
 
     def __init__(
@@ -106,7 +109,7 @@ class RangeMatcher:
         first_on_ties: bool,
         n_pred: int,
         dtype: np.dtype[Any],
-        own: tuple[BoolArray, FloatArray] | None = None,
+        own: tuple[BoolArray, FloatArray, IndexArray] | None = None,
     ) -> None:
         n_sets, n_gt = ignore.shape
         if crowd.shape != (n_gt,) or thresholds.size > 8 * dtype.itemsize:
@@ -118,16 +121,17 @@ class RangeMatcher:
         self._strict = strict
         self._first = first_on_ties
         self._taken = np.zeros((n_gt, n_sets, thresholds.size), dtype=bool)
-        #: ``(S,)`` the set takes the picks of the matcher it rides along.
-        self.derived = np.zeros(n_sets, dtype=bool)
-        #: ``(T,)`` each threshold's place among that matcher's (read for derived sets).
+        #: ``(S, G)`` the set takes the picks of the matcher it rides along in the
+        #: image-class of the ground truth.
+        self.alike = np.zeros((n_sets, n_gt), dtype=bool)
+        #: ``(T,)`` each threshold's place among that matcher's (read where alike).
         self.level = np.zeros(thresholds.size, dtype=np.int64)
         if own is not None:
-            own_ignore, own_thresholds = own
+            own_ignore, own_thresholds, cell = own
             places = {value: t for t, value in enumerate(own_thresholds.tolist())}
             if all(value in places for value in self._thresholds.tolist()):
                 self.level[:] = [places[value] for value in self._thresholds.tolist()]
-                self.derived[:] = [np.array_equal(row, own_ignore) for row in self._ignore]
+                self.alike = alike_cells(self._ignore, own_ignore, cell)
         #: ``(P, S)`` bit ``t``: matched at threshold ``t`` under set ``s``.
         self.matched = np.zeros((n_pred, n_sets), dtype=dtype)
         #: ``(P, S)`` likewise, matched to ground truth the set ignores.
@@ -142,7 +146,7 @@ class RangeMatcher:
         """The sets' arrays as the kernel ``ranked_pass`` reads them (its ``ranges``)."""
         return (
             self._ignore, self._thresholds, self._taken, self.matched, self.ignored,
-            self.derived, self.level,
+            self.alike, self.level,
         )  # fmt: skip
 
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray) -> None:
@@ -152,7 +156,7 @@ class RangeMatcher:
             ValueError: An index is out of range, the arrays differ in length, or the
                 matcher was made to ride along another.
         """
-        if self.derived.any():
+        if self.alike.any():
             raise ValueError("a matcher riding along another is fed through that one")
         n_gt = self._crowd.size
         self._kernels.ranked_pass(
@@ -160,6 +164,39 @@ class RangeMatcher:
             None, np.zeros(n_gt, dtype=bool), self._crowd, np.zeros(0), self._strict,
             self._first, np.zeros((0, n_gt), dtype=bool), self.state(),
         )  # fmt: skip
+
+
+def alike_cells(ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray) -> BoolArray:
+    """``(S, G)`` where each of the ``(S, G)`` sets ``ignore`` is matched as ``own_ignore``
+    in the image-class (``cell``) of the ground truth, under the unmatched rule: the two
+    ignore the same ground truth there, or each ignores all or none of it (a prediction
+    prefers ground truth that counts only over ignored ground truth of its image-class, so
+    the picks are the same; only whether the pick counts differs)."""
+    n_sets, n_gt = ignore.shape
+    if n_gt == 0:
+        return np.zeros((n_sets, 0), dtype=bool)
+    if bool(np.all(cell[1:] >= cell[:-1])):
+        starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))
+        size = np.diff(np.append(starts, n_gt))
+        inverse = np.repeat(np.arange(starts.size), size)
+
+        def per_cell(flags: BoolArray) -> IntArray:
+            return np.add.reduceat(flags.astype(np.int64), starts)
+    else:
+        _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+
+        def per_cell(flags: BoolArray) -> IntArray:
+            return np.bincount(inverse, flags, minlength=size.size).astype(np.int64)
+
+    own = per_cell(own_ignore)
+    own_uniform = (own == 0) | (own == size)
+    alike = np.empty((n_sets, n_gt), dtype=bool)
+    for s, row in enumerate(ignore):
+        differs = per_cell(row != own_ignore) > 0
+        n = per_cell(row)
+        alike[s] = (~differs | (((n == 0) | (n == size)) & own_uniform))[inverse]
+    return alike
 
 
 def devkit_set_flags(

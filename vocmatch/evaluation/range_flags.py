@@ -5,8 +5,10 @@ pass, straight into the records' flags.
 Under the ``"unmatched"`` and ``"unmatched-first"`` rules the ranges ride along the
 evaluation's own matching (:func:`scan_ranges`): the pair scan hands each piece of pairs to
 one kernel that keeps a matching state for every threshold of the evaluation and every
-range and AP threshold, and a range that ignores what the evaluation ignores (``"all"``,
-unless some ground truth lies beyond its bound) takes the evaluation's picks. Under the
+range and AP threshold; in each image-class where a range is matched as the evaluation is
+(it ignores the same ground truth there, or each of the two ignores all or none of it:
+:func:`~vocmatch.core.match_kernels.alike_cells`), the range takes the evaluation's picks
+instead of matching again (``"all"`` nearly everywhere). Under the
 ``"devkit"`` rule, :func:`range_flags` matches every range from each prediction's best
 ground truth.
 
@@ -65,11 +67,12 @@ def scan_ranges(
     if not prepared.scored or conv.match_rule not in ("unmatched", "unmatched-first"):
         return None
     gt_area, _ = space.region_areas()
+    cell = gt.image * len(prepared.class_names) + gt.label
     return RangeMatcher(
         kernels, range_ignores(gt.ignore, gt_area, len(COCO_AREAS)), gt.crowd,
         np.asarray(conv.ap_thresholds, dtype=np.float64), conv.strict_threshold,
         conv.match_rule == "unmatched-first", space.n_pred, dtype,
-        own=(gt.ignore, prepared.levels.thresholds),
+        own=(gt.ignore, prepared.levels.thresholds, cell),
     )  # fmt: skip
 
 

@@ -24,9 +24,9 @@ from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
+from vocmatch.evaluation.pair_space import PairSpace
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.preparation import prepare_columns
-from vocmatch.evaluation.pair_space import PairSpace
 from vocmatch.evaluation.range_flags import range_flags, range_ignores, scan_ranges
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
