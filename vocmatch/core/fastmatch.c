@@ -228,25 +228,52 @@ static int hit_reserve(HitList *h, Py_ssize_t more)
     return 0;
 }
 
-/* The pairs as a tuple of four bytes objects (level, pred, gt as int64, iou as float64);
- * empty ones when there are none. */
-static PyObject *hits_value(const HitList *h)
-{
-    static const char none[1] = {0};
-    Py_ssize_t n = h->n;
-    return Py_BuildValue("(y#y#y#y#)", n ? (const char *)h->level : none,
-                         n * (Py_ssize_t)sizeof(int64_t), n ? (const char *)h->pred : none,
-                         n * (Py_ssize_t)sizeof(int64_t), n ? (const char *)h->gt : none,
-                         n * (Py_ssize_t)sizeof(int64_t), n ? (const char *)h->iou : none,
-                         n * (Py_ssize_t)sizeof(double));
-}
-
 static void hit_free(HitList *h)
 {
     PyMem_Free(h->level);
     PyMem_Free(h->pred);
     PyMem_Free(h->gt);
     PyMem_Free(h->iou);
+}
+
+/* Matched pairs written straight into four bytearrays of a known bound (level, pred, gt as
+ * int64, iou as float64), cut to their length when returned: the arrays numpy reads. */
+typedef struct {
+    PyObject *arrays[4];
+    int64_t *level, *pred, *gt;
+    double *iou;
+    Py_ssize_t n;
+} Out;
+
+static int out_new(Out *o, Py_ssize_t cap)
+{
+    for (int i = 0; i < 4; i++) {
+        o->arrays[i] = PyByteArray_FromStringAndSize(NULL, (cap ? cap : 1) * 8);
+        if (!o->arrays[i])
+            return -1;
+    }
+    o->level = (int64_t *)PyByteArray_AS_STRING(o->arrays[0]);
+    o->pred = (int64_t *)PyByteArray_AS_STRING(o->arrays[1]);
+    o->gt = (int64_t *)PyByteArray_AS_STRING(o->arrays[2]);
+    o->iou = (double *)PyByteArray_AS_STRING(o->arrays[3]);
+    o->n = 0;
+    return 0;
+}
+
+/* The four bytearrays cut to the pairs written, as a tuple (the references handed over). */
+static PyObject *out_value(Out *o)
+{
+    for (int i = 0; i < 4; i++)
+        if (PyByteArray_Resize(o->arrays[i], o->n * 8) < 0)
+            return NULL;
+    PyObject *t = PyTuple_Pack(4, o->arrays[0], o->arrays[1], o->arrays[2], o->arrays[3]);
+    return t;
+}
+
+static void out_free(Out *o)
+{
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(o->arrays[i]);
 }
 
 /* The passing pairs (keep[i]) of predictions [p_low, p_high), grouped by prediction
@@ -363,7 +390,8 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     Py_ssize_t *t_count = NULL, *r_level = NULL;
     int64_t *own_best = NULL;
     u8 *keep = NULL;
-    HitList out = {0}, run = {0};
+    HitList run = {0};
+    Out out = {0};
     PyObject *result = NULL;
     int failed = 0;
     if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
@@ -452,6 +480,13 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    /* At most one pair a prediction and threshold. */
+    if (n_t && n_present > PY_SSIZE_T_MAX / 8 / n_t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out_new(&out, n_t * n_present) < 0)
+        goto done;
     if (has_rank) {
         rank_count = PyMem_Calloc((size_t)max_rank + 2, sizeof(Py_ssize_t));
         if (!rank_count) {
@@ -473,7 +508,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                 by_rank[q++] = j;
     }
     const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
-    u8 *tk = taken.view.buf; /* (T, G) */
+    u8 *tk = taken.view.buf; /* (G, T) */
     const u8 *r_ign = NULL, *r_alike = NULL;
     u8 *r_tk = NULL; /* (G, S, Tr) */
     Py_ssize_t r_sets = 0, r_t = 0, r_per_gt = 0, r_size = 1;
@@ -509,12 +544,12 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             for (Py_ssize_t t = 0; t < n_t; t++) {
                 int best_counts = 0;
                 double best_v = 0.0;
-                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t * n_gt, 1,
-                                    cr, ign, first, &best_counts, &best_v);
+                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr,
+                                    ign, first, &best_counts, &best_v);
                 own_best[t] = best;
                 if (best < 0)
                     continue;
-                tk[t * n_gt + best] = 1;
+                tk[best * n_t + t] = 1;
                 if (hit_reserve(&run, 1) < 0) {
                     failed = 1;
                     break;
@@ -558,10 +593,6 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             continue;
         /* The rank's pairs by threshold, then prediction (recorded by prediction): a
          * stable counting sort on the threshold. */
-        if (hit_reserve(&out, run.n) < 0) {
-            failed = 1;
-            break;
-        }
         memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
         for (Py_ssize_t h = 0; h < run.n; h++)
             t_count[run.level[h] + 1]++;
@@ -581,9 +612,9 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    result = hits_value(&out);
+    result = out_value(&out);
 done:
-    hit_free(&out);
+    out_free(&out);
     hit_free(&run);
     PyMem_Free(start);
     PyMem_Free(order);
@@ -711,9 +742,8 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
         return NULL;
     Buf best_gt = {0}, best_iou = {0}, rank = {0}, ignore = {0}, thr = {0};
     int64_t *winner = NULL;
-    HitList out = {0};
+    Out out = {0};
     PyObject *result = NULL;
-    int failed = 0;
     if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
         get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
         get(o_rank, &rank, 'i', 0, "rank") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
@@ -737,12 +767,19 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    /* At most one pair a prediction and threshold. */
+    if (n_t && n_pred > PY_SSIZE_T_MAX / 8 / n_t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out_new(&out, n_t * n_pred) < 0)
+        goto done;
     const u8 *ign = ignore.view.buf;
     const double *v_all = best_iou.view.buf, *th = thr.view.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t g = 0; g < n_gt; g++)
         winner[g] = -1;
-    for (Py_ssize_t t = 0; t < n_t && !failed; t++) {
+    for (Py_ssize_t t = 0; t < n_t; t++) {
         for (Py_ssize_t p = 0; p < n_pred; p++) {
             int64_t g = index_at(&best_gt, p);
             if (g < 0 || !passes(v_all[p], th[t], strict))
@@ -753,25 +790,17 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
                     winner[g] = p;
                 continue;
             }
-            if (hit_reserve(&out, 1) < 0) {
-                failed = 1;
-                break;
-            }
             out.level[out.n] = t;
             out.pred[out.n] = p;
             out.gt[out.n] = g;
             out.iou[out.n] = v_all[p];
             out.n++;
         }
-        for (Py_ssize_t g = 0; g < n_gt && !failed; g++) {
+        for (Py_ssize_t g = 0; g < n_gt; g++) {
             int64_t p = winner[g];
             if (p < 0)
                 continue;
             winner[g] = -1;
-            if (hit_reserve(&out, 1) < 0) {
-                failed = 1;
-                break;
-            }
             out.level[out.n] = t;
             out.pred[out.n] = p;
             out.gt[out.n] = g;
@@ -780,13 +809,9 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    if (failed) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    result = hits_value(&out);
+    result = out_value(&out);
 done:
-    hit_free(&out);
+    out_free(&out);
     PyMem_Free(winner);
     release(&best_gt);
     release(&best_iou);

@@ -157,6 +157,8 @@ class RankedMatcher:
             self._ignore = np.ascontiguousarray(gt_ignore, dtype=bool)
             self._crowd = np.ascontiguousarray(gt_crowd, dtype=bool)
             self._thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+            # The kernel's layout: a ground truth's flags at every threshold side by side.
+            self._taken = np.zeros((n_gt, thresholds.size), dtype=bool)
 
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray, rank: IndexArray) -> None:
         """Match predictions given as pairs.
@@ -286,6 +288,10 @@ class RankedMatcher:
 
     def hits(self) -> Hits:
         """Every matched pair so far."""
+        if len(self._hits) == 1:
+            only = self._hits[0]
+            if all(a.dtype == np.int64 for a in (only.level, only.pred, only.gt)):
+                return only  # of the dtypes join gives (the kernel's arrays): not copied
         joined = Hits.join(self._hits)
         self._hits = [joined]  # the parts let go: a large set's matches are not held twice
         return joined
