@@ -404,3 +404,24 @@ def test_devkit_hits_refuses_ground_truth_out_of_range() -> None:
             _kernels(), np.array([2]), np.array([0.9]), np.array([0]), np.zeros(2, dtype=bool),
             _THRESHOLDS, False,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        pytest.param([0.5, np.nan], id="nan-last"),
+        pytest.param([np.nan, 0.5], id="nan-first"),
+    ],
+)
+def test_compiled_ranked_matcher_follows_numpy_on_a_nan_threshold(thresholds: list[float]) -> None:
+    """A NaN threshold makes numpy's lowest threshold NaN, so no pair passes: the kernel too."""
+    found = []
+    for pure in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", pure)
+            matcher = RankedMatcher(
+                1, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), np.array(thresholds), False
+            )
+        matcher.add(np.array([0]), np.array([0]), np.array([0.9]), np.array([0]))
+        found.append(matcher.hits().level.tolist())
+    assert found[0] == found[1] == []

@@ -433,6 +433,10 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             lowest = rth[t];
             any_threshold = 1;
         }
+    /* As numpy's minimum: a NaN threshold of the own matching lets no pair pass. */
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] != th[t])
+            lowest = th[t];
     keep = PyMem_Malloc((size_t)(k ? k : 1));
     own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
     t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));

@@ -43,10 +43,10 @@ FloatArray = npt.NDArray[np.float64]
 def range_ignores(gt_ignore: BoolArray, gt_area: FloatArray, n_areas: int) -> BoolArray:
     """``(A, G)`` the ground truth each of the first ``n_areas`` of COCO's area ranges
     ignores: what the evaluation ignores, and what lies outside the range."""
-    rows = [gt_ignore | (gt_area < low) | (gt_area > high) for low, high in COCO_AREAS]
-    if not n_areas:
+    rows = [gt_ignore | (gt_area < low) | (gt_area > high) for low, high in COCO_AREAS[:n_areas]]
+    if not rows:
         return np.zeros((0, gt_ignore.size), dtype=bool)
-    return np.stack(rows[:n_areas])
+    return np.stack(rows)
 
 
 def scan_ranges(
