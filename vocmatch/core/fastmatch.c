@@ -745,7 +745,7 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
                           &o_ignore, &o_thr, &strict))
         return NULL;
     Buf best_gt = {0}, best_iou = {0}, rank = {0}, ignore = {0}, thr = {0};
-    int64_t *winner = NULL;
+    Py_ssize_t *cand = NULL, *by_gt = NULL, *gt_start = NULL;
     Out out = {0};
     PyObject *result = NULL;
     if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
@@ -766,13 +766,15 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    winner = PyMem_Malloc((size_t)(n_gt ? n_gt : 1) * sizeof(int64_t));
-    if (!winner) {
+    /* At most one pair a prediction and threshold. */
+    if (n_t && n_pred > PY_SSIZE_T_MAX / 8 / n_t) {
         PyErr_NoMemory();
         goto done;
     }
-    /* At most one pair a prediction and threshold. */
-    if (n_t && n_pred > PY_SSIZE_T_MAX / 8 / n_t) {
+    cand = PyMem_Malloc((size_t)(n_pred ? n_pred : 1) * sizeof(Py_ssize_t));
+    by_gt = PyMem_Malloc((size_t)(n_pred ? n_pred : 1) * sizeof(Py_ssize_t));
+    gt_start = PyMem_Calloc((size_t)n_gt + 1, sizeof(Py_ssize_t));
+    if (!cand || !by_gt || !gt_start) {
         PyErr_NoMemory();
         goto done;
     }
@@ -781,34 +783,63 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
     const u8 *ign = ignore.view.buf;
     const double *v_all = best_iou.view.buf, *th = thr.view.buf;
     Py_BEGIN_ALLOW_THREADS
+    /* The predictions whose best ground truth passes the lowest threshold (a NaN one
+     * passes none), in index order; the ones on counting ground truth also grouped by
+     * ground truth (stable: index order within each). */
+    double lowest = 0.0;
+    int any_threshold = 0;
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] == th[t] && (!any_threshold || th[t] < lowest)) {
+            lowest = th[t];
+            any_threshold = 1;
+        }
+    Py_ssize_t n_cand = 0;
+    for (Py_ssize_t p = 0; p < n_pred && any_threshold; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < 0 || !passes(v_all[p], lowest, strict))
+            continue;
+        cand[n_cand++] = p;
+        if (!ign[g])
+            gt_start[g + 1]++;
+    }
     for (Py_ssize_t g = 0; g < n_gt; g++)
-        winner[g] = -1;
+        gt_start[g + 1] += gt_start[g];
+    Py_ssize_t n_counting = n_gt ? gt_start[n_gt] : 0;
+    for (Py_ssize_t c = 0; c < n_cand; c++) {
+        int64_t g = index_at(&best_gt, cand[c]);
+        if (!ign[g])
+            by_gt[gt_start[g]++] = cand[c];
+    }
     for (Py_ssize_t t = 0; t < n_t; t++) {
-        for (Py_ssize_t p = 0; p < n_pred; p++) {
+        /* Predictions on ignored ground truth: each one matched, in index order. */
+        for (Py_ssize_t c = 0; c < n_cand; c++) {
+            Py_ssize_t p = cand[c];
             int64_t g = index_at(&best_gt, p);
-            if (g < 0 || !passes(v_all[p], th[t], strict))
+            if (!ign[g] || !passes(v_all[p], th[t], strict))
                 continue;
-            if (!ign[g]) {
-                int64_t w = winner[g];
-                if (w < 0 || index_at(&rank, p) < index_at(&rank, (Py_ssize_t)w))
-                    winner[g] = p;
-                continue;
-            }
             out.level[out.n] = t;
             out.pred[out.n] = p;
             out.gt[out.n] = g;
             out.iou[out.n] = v_all[p];
             out.n++;
         }
-        for (Py_ssize_t g = 0; g < n_gt; g++) {
-            int64_t p = winner[g];
-            if (p < 0)
+        /* Each counting ground truth to its first prediction by rank, by ground truth. */
+        for (Py_ssize_t q = 0; q < n_counting;) {
+            int64_t g = index_at(&best_gt, by_gt[q]);
+            Py_ssize_t best = -1;
+            for (; q < n_counting && index_at(&best_gt, by_gt[q]) == g; q++) {
+                Py_ssize_t p = by_gt[q];
+                if (!passes(v_all[p], th[t], strict))
+                    continue;
+                if (best < 0 || index_at(&rank, p) < index_at(&rank, best))
+                    best = p;
+            }
+            if (best < 0)
                 continue;
-            winner[g] = -1;
             out.level[out.n] = t;
-            out.pred[out.n] = p;
+            out.pred[out.n] = best;
             out.gt[out.n] = g;
-            out.iou[out.n] = v_all[p];
+            out.iou[out.n] = v_all[best];
             out.n++;
         }
     }
@@ -816,7 +847,9 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
     result = out_value(&out);
 done:
     out_free(&out);
-    PyMem_Free(winner);
+    PyMem_Free(cand);
+    PyMem_Free(by_gt);
+    PyMem_Free(gt_start);
     release(&best_gt);
     release(&best_iou);
     release(&rank);
