@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import itertools
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,6 +38,12 @@ def _cells(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     """Image-classes of a few ground truth and ranked predictions (indices in ranking order
     within each), every pair with an IoU from a few values (ties), some ground truth
     ignored or crowd."""
+    return draw(_cells_and_ids())[:-1]
+
+
+@st.composite
+def _cells_and_ids(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """:func:`_cells`, then each ground truth's image-class."""
     gt_sizes = draw(st.lists(st.integers(0, 4), min_size=1, max_size=4))
     pred_sizes = [draw(st.integers(0, 5)) for _ in gt_sizes]
     gt, pred, iou = [], [], []
@@ -51,9 +58,10 @@ def _cells(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     ignore = np.array(draw(st.lists(st.booleans(), min_size=g0, max_size=g0)), dtype=bool)
     crowd = ignore & np.array(draw(st.lists(st.booleans(), min_size=g0, max_size=g0)), dtype=bool)
     rank = np.concatenate([np.arange(n) for n in pred_sizes]).astype(np.int64)
+    cell = np.repeat(np.arange(len(gt_sizes)), gt_sizes)
     return (
         np.array(gt, dtype=np.int64), np.array(pred, dtype=np.int64),
-        np.array(iou, dtype=np.float64), ignore, crowd, rank,
+        np.array(iou, dtype=np.float64), ignore, crowd, rank, cell,
     )  # fmt: skip
 
 
@@ -153,14 +161,13 @@ def test_ranked_flags_refuses_ground_truth_out_of_range() -> None:
         fast.add(np.array([2]), np.array([0]), np.array([0.9]))
 
 
-def test_ranked_flags_refuses_float32_iou() -> None:
+def test_ranked_pass_refuses_float32_iou() -> None:
     """Arrays of another type than the kernel reads are refused by name."""
     with pytest.raises(ValueError, match="iou: unexpected array type"):
-        _kernels().ranked_flags(
-            np.array([0]), np.array([0]), np.array([0.9], dtype=np.float32),
-            np.zeros((1, 1), dtype=bool), np.zeros(1, dtype=bool), _THRESHOLDS, False, False,
-            np.zeros((1, 1, 4), dtype=bool), np.zeros((1, 1), dtype=np.uint8),
-            np.zeros((1, 1), dtype=np.uint8),
+        _kernels().ranked_pass(
+            np.array([0]), np.array([0]), np.array([0.9], dtype=np.float32), None,
+            np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), _THRESHOLDS, False, False,
+            np.zeros((4, 1), dtype=bool), None,
         )  # fmt: skip
 
 
@@ -235,3 +242,186 @@ def test_compiled_ranked_matcher_gives_numpy_hits_in_order(
     for name in ("level", "pred", "gt", "iou"):
         expected, actual = getattr(numpy_hits, name), getattr(compiled_hits, name)
         assert (expected.dtype, expected.tolist()) == (actual.dtype, actual.tolist()), name
+
+
+def _set_flags(hits: Hits, ignore: np.ndarray, n_pred: int, dtype: np.dtype[np.uint16]) -> tuple:
+    """Each prediction's flags matched, and matched to ignored ground truth."""
+    on_ignored = ignore[hits.gt]
+    ignored_hits = Hits(
+        hits.level[on_ignored], hits.pred[on_ignored], hits.gt[on_ignored], hits.iou[on_ignored]
+    )
+    return _flags(hits, n_pred, dtype).tolist(), _flags(ignored_hits, n_pred, dtype).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    _cells_and_ids(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 3),
+    st.sampled_from([[0.5, 0.75, 0.9], [0.9, 0.3], [0.6, 0.75]]),
+    st.data(),
+)
+def test_ranges_riding_along_equal_their_own_matchers(
+    cells: tuple[np.ndarray, ...],
+    strict: bool,
+    first: bool,
+    calls: int,
+    range_thresholds: list[float],
+    data: st.DataObject,
+) -> None:
+    """The evaluation's matching with ground-truth sets riding along (``ranked_pass`` with
+    ranges: the same set as its own, every ground truth ignored, none, and random ones;
+    thresholds among its own, where a set takes its picks in image-classes where they are
+    the set's, or not): its pairs are the numpy matcher's in order, and each set's flags
+    those of a numpy matcher of that set alone."""
+    gt, pred, iou, ignore, crowd, rank, cell = cells
+    n_gt, n_pred = ignore.size, rank.size
+    drawn = np.array(data.draw(st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)), dtype=bool)
+    sets = np.stack([ignore, np.ones(n_gt, dtype=bool), np.zeros(n_gt, dtype=bool),
+                     ignore | drawn, drawn])  # fmt: skip
+    thresholds = np.array(range_thresholds)
+    dtype = np.dtype(np.uint16)
+    ranges = match_kernels.RangeMatcher(
+        _kernels(), sets, crowd, thresholds, strict, first, n_pred, dtype,
+        own=(ignore, _THRESHOLDS, cell),
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VOCMATCH_PURE_ENGINE", "0")
+        compiled = RankedMatcher(n_gt, ignore, crowd, _THRESHOLDS, strict, first, ranges=ranges)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VOCMATCH_PURE_ENGINE", "1")
+        numpy = RankedMatcher(n_gt, ignore, crowd, _THRESHOLDS, strict, first)
+    cuts = np.searchsorted(pred, np.linspace(0, n_pred, calls + 1)[1:-1])
+    for part in np.split(np.arange(pred.size), cuts):
+        compiled.add(gt[part], pred[part].astype(np.int32), iou[part], rank)
+        numpy.add(gt[part], pred[part], iou[part], rank)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VOCMATCH_PURE_ENGINE", "1")
+        expected, actual = numpy.hits(), compiled.hits()
+        for name in ("level", "pred", "gt", "iou"):
+            assert getattr(expected, name).tolist() == getattr(actual, name).tolist(), name
+        for s, set_ignore in enumerate(sets):
+            alone = RankedMatcher(n_gt, set_ignore, crowd, thresholds, strict, first)
+            alone.add(gt, pred, iou, rank)
+            flags = _set_flags(alone.hits(), set_ignore, n_pred, dtype)
+            assert (ranges.matched[:, s].tolist(), ranges.ignored[:, s].tolist()) == flags, s
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cells(), st.booleans(), st.booleans())
+def test_compiled_add_block_gives_numpy_hits_in_order(
+    cells: tuple[np.ndarray, ...], strict: bool, first: bool
+) -> None:
+    """:meth:`RankedMatcher.add_block` by the kernel gives the numpy code's pairs in order,
+    each image-class's dense block given in two runs of predictions."""
+    gt, pred, iou, ignore, crowd, rank = cells
+    found = []
+    for pure in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", pure)
+            matcher = RankedMatcher(ignore.size, ignore, crowd, _THRESHOLDS, strict, first)
+        starts = np.flatnonzero(rank == 0).tolist()
+        for start, stop in itertools.pairwise([*starts, rank.size]):
+            mine = (pred >= start) & (pred < stop)
+            g_cell = np.unique(gt[mine])
+            if g_cell.size == 0:
+                continue
+            block = np.zeros((g_cell.size, stop - start))
+            block[gt[mine] - g_cell[0], pred[mine] - start] = iou[mine]
+            half = (stop - start + 1) // 2
+            matcher.add_block(block[:, :half], int(g_cell[0]), start)
+            matcher.add_block(block[:, half:], int(g_cell[0]), start + half)
+        found.append(matcher.hits())
+    for name in ("level", "pred", "gt", "iou"):
+        expected, actual = getattr(found[0], name), getattr(found[1], name)
+        assert (expected.dtype, expected.tolist()) == (actual.dtype, actual.tolist()), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(_shuffled_cells(), st.booleans())
+def test_compiled_match_devkit_gives_numpy_hits_in_order(
+    cells: tuple[np.ndarray, ...], strict: bool
+) -> None:
+    """:func:`match_devkit` by the kernel gives the numpy code's pairs, in the same order."""
+    gt, pred, iou, ignore, _, rank = cells
+    n_pred = rank.size
+    best_gt = np.full(n_pred, -1, dtype=np.int64)
+    best_iou = np.zeros(n_pred)
+    for g, p, v in zip(gt.tolist(), pred.tolist(), iou.tolist(), strict=True):
+        if best_gt[p] < 0 or v > best_iou[p] or (v == best_iou[p] and g < best_gt[p]):
+            best_gt[p], best_iou[p] = g, v
+    found = []
+    for pure in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", pure)
+            found.append(match_devkit(best_gt, best_iou, rank, ignore, _THRESHOLDS, strict))
+    for name in ("level", "pred", "gt", "iou"):
+        expected, actual = getattr(found[0], name), getattr(found[1], name)
+        assert (expected.dtype, expected.tolist()) == (actual.dtype, actual.tolist()), name
+
+
+@pytest.mark.parametrize(
+    ("ranges", "message"),
+    [
+        pytest.param(
+            lambda r: (*r[:5], np.zeros((2, 3), dtype=bool), r[6]),
+            "do not fit",
+            id="alike-of-another-shape",
+        ),
+        pytest.param(
+            lambda r: (*r[:5], np.ones((1, 2), dtype=bool), np.array([0, 0, 0, 9])),
+            r"ranges level\[3\] = 9 is out of range",
+            id="level-beyond-the-own-thresholds",
+        ),
+        pytest.param(
+            lambda r: (*r[:3], np.zeros(3, dtype=np.uint8), *r[4:]),
+            r"not \(P, S\)",
+            id="flags-not-two-dimensional",
+        ),
+        pytest.param(lambda r: r[:6], "ranges", id="a-member-missing"),
+    ],
+)
+def test_ranked_pass_refuses_ranges_that_do_not_fit(ranges: Any, message: str) -> None:
+    """Ranges whose arrays do not fit the pairs are a ValueError (or TypeError), never a
+    read or write out of bounds."""
+    fit = match_kernels.RangeMatcher(
+        _kernels(), np.zeros((1, 2), dtype=bool), np.zeros(2, dtype=bool), _THRESHOLDS,
+        False, False, 3, np.dtype(np.uint8),
+    )  # fmt: skip
+    with pytest.raises((ValueError, TypeError), match=message):
+        _kernels().ranked_pass(
+            np.array([0]), np.array([0]), np.array([0.9]), None, np.zeros(2, dtype=bool),
+            np.zeros(2, dtype=bool), _THRESHOLDS, False, False, np.zeros((4, 2), dtype=bool),
+            ranges(fit.state()),
+        )  # fmt: skip
+
+
+def test_devkit_hits_refuses_ground_truth_out_of_range() -> None:
+    """A prediction's best ground truth beyond the ground truth is a ValueError."""
+    with pytest.raises(ValueError, match=r"best_gt\[0\] = 2 is out of range"):
+        match_kernels.devkit_hits(
+            _kernels(), np.array([2]), np.array([0.9]), np.array([0]), np.zeros(2, dtype=bool),
+            _THRESHOLDS, False,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        pytest.param([0.5, np.nan], id="nan-last"),
+        pytest.param([np.nan, 0.5], id="nan-first"),
+    ],
+)
+def test_compiled_ranked_matcher_follows_numpy_on_a_nan_threshold(thresholds: list[float]) -> None:
+    """A NaN threshold makes numpy's lowest threshold NaN, so no pair passes: the kernel too."""
+    found = []
+    for pure in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", pure)
+            matcher = RankedMatcher(
+                1, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), np.array(thresholds), False
+            )
+        matcher.add(np.array([0]), np.array([0]), np.array([0.9]), np.array([0]))
+        found.append(matcher.hits().level.tolist())
+    assert found[0] == found[1] == []

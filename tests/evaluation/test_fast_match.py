@@ -17,7 +17,7 @@ from vocmatch.compiled import PURE_ENGINE_VARIABLE, active_engine
 from vocmatch.core import match_kernels
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import PROTOCOLS, Conventions, protocol
-from vocmatch.evaluation import candidates
+from vocmatch.evaluation import candidates, to_records
 from vocmatch.evaluation import pair_space as pairs
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.stages import MatchedColumns
@@ -168,3 +168,30 @@ def test_pure_engine_variable_leaves_matching_to_numpy(monkeypatch: pytest.Monke
     assert active_engine(match_kernels.MODULE) == "numpy"
     monkeypatch.setenv(PURE_ENGINE_VARIABLE, "0")
     assert active_engine(match_kernels.MODULE) == "compiled"
+
+
+@pytest.mark.parametrize("rule", ["unmatched", "unmatched-first"])
+def test_area_ranges_are_matched_in_the_pair_scan(
+    monkeypatch: pytest.MonkeyPatch, rule: str
+) -> None:
+    """Under the unmatched rules COCO's area ranges ride along the evaluation's own matching
+    in the one pass over the pairs: no range is matched afterwards, on its own or with
+    numpy, and the records are the numpy route's."""
+    boxes = (Box("a", 0, 0, 10, 10), Box("a", 0, 0, 100, 100), Box("a", 2, 2, 12, 12))
+    preds = tuple(Box(b.name, b.x1 + 1, b.y1, b.x2 + 1, b.y2, score=0.5) for b in boxes)
+    gt = AnnotationSet("gt", (ImageAnnotation("i", "gt/i.xml", boxes),), ())
+    pred = AnnotationSet("pred", (ImageAnnotation("i", "pred/i.xml", preds),), ())
+    conv = replace(protocol("coco"), match_rule=rule)  # type: ignore[arg-type]
+    numpy_records, _ = _both(gt, pred, conv, Asked(whole_run=True))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an area range matched after the pair scan")
+
+    monkeypatch.setattr(match_kernels.RangeMatcher, "add", refuse)
+    monkeypatch.setattr(to_records, "_range_hits", refuse)
+    monkeypatch.setenv(PURE_ENGINE_VARIABLE, "0")
+    records = match_records(
+        columns_from_annotations(gt), columns_from_annotations(pred), conv,
+        asked=Asked(whole_run=True),
+    )  # fmt: skip
+    assert_same(numpy_records, records)

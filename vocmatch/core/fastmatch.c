@@ -2,11 +2,13 @@
  * used through vocmatch.core.match_kernels (which checks the arrays' dtypes and shapes).
  *
  *   - set_bits: each prediction's flag bits from matched pairs (threshold, prediction);
- *   - ranked_flags: the "unmatched" (or "unmatched-first") rule of ranked predictions, with
- *     one matching state per (ground-truth set, threshold): each set ignores its own ground
- *     truth (COCO's area ranges), every set and threshold matched in one pass over the pairs;
- *   - ranked_hits: that rule's matched pairs under one set, as RankedMatcher.add gives them;
- *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), likewise;
+ *   - ranked_pass: the "unmatched" (or "unmatched-first") rule of ranked predictions in one
+ *     pass over the pairs: the evaluation's own matching, its matched pairs as
+ *     RankedMatcher.add gives them, and with it COCO's area ranges, one matching state per
+ *     (range, threshold), each range ignoring its own ground truth, straight into their
+ *     flags (a range ignoring what the evaluation ignores takes the evaluation's picks);
+ *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), into flags;
+ *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
  *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
  *
@@ -191,131 +193,7 @@ done:
     return result;
 }
 
-/* --- ranked_flags ---------------------------------------------------------------------- */
-
-/* The pairs of predictions [p_low, p_high), grouped by prediction (stable): `start` holds
- * p_high - p_low + 1 offsets into `order`. */
-static int group_by_pred(const Buf *pred, int64_t p_low, int64_t p_high, Py_ssize_t **start,
-                         Py_ssize_t **order)
-{
-    Py_ssize_t k = count(pred), span = (Py_ssize_t)(p_high - p_low);
-    *start = PyMem_Calloc((size_t)span + 1, sizeof(Py_ssize_t));
-    *order = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
-    if (!*start || !*order) {
-        PyMem_Free(*start);
-        PyMem_Free(*order);
-        PyErr_NoMemory();
-        return -1;
-    }
-    Py_ssize_t *s = *start, *o = *order;
-    for (Py_ssize_t i = 0; i < k; i++)
-        s[index_at(pred, i) - p_low + 1]++;
-    for (Py_ssize_t j = 0; j < span; j++)
-        s[j + 1] += s[j];
-    /* Place each pair, then shift the offsets back. */
-    for (Py_ssize_t i = 0; i < k; i++)
-        o[s[index_at(pred, i) - p_low]++] = i;
-    for (Py_ssize_t j = span; j > 0; j--)
-        s[j] = s[j - 1];
-    s[0] = 0;
-    return 0;
-}
-
-static PyObject *ranked_flags(PyObject *self, PyObject *args)
-{
-    PyObject *o_gt, *o_pred, *o_iou, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_matched,
-        *o_ignored;
-    int strict, first;
-    if (!PyArg_ParseTuple(args, "OOOOOOppOOO:ranked_flags", &o_gt, &o_pred, &o_iou, &o_ignore,
-                          &o_crowd, &o_thr, &strict, &first, &o_taken, &o_matched, &o_ignored))
-        return NULL;
-    Buf gt = {0}, pred = {0}, iou = {0}, ignore = {0}, crowd = {0}, thr = {0}, taken = {0},
-        matched = {0}, ignored = {0};
-    Py_ssize_t *start = NULL, *order = NULL;
-    PyObject *result = NULL;
-    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
-        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
-        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
-        get(o_taken, &taken, 'b', 1, "taken") < 0 ||
-        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
-        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
-        goto done;
-    Py_ssize_t k = count(&gt), n_gt = count(&crowd), n_t = count(&thr);
-    Py_ssize_t size = matched.view.itemsize;
-    if (count(&pred) != k || count(&iou) != k) {
-        PyErr_SetString(PyExc_ValueError, "gt, pred and iou differ in length");
-        goto done;
-    }
-    if (n_gt == 0 ? count(&ignore) != 0 : count(&ignore) % n_gt != 0) {
-        PyErr_SetString(PyExc_ValueError, "ignore is not (S, G)");
-        goto done;
-    }
-    Py_ssize_t n_sets = n_gt ? count(&ignore) / n_gt : 0;
-    if (n_t > 8 * size || ignored.view.itemsize != size || ignored.view.len != matched.view.len ||
-        count(&taken) != n_sets * n_t * n_gt || (n_sets && count(&matched) % n_sets != 0)) {
-        PyErr_SetString(PyExc_ValueError, "taken, matched or ignored do not fit");
-        goto done;
-    }
-    if (k == 0) {
-        Py_INCREF(Py_None);
-    result = Py_None;
-        goto done;
-    }
-    Py_ssize_t n_pred = n_sets ? count(&matched) / n_sets : 0;
-    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, n_pred, "pred") < 0)
-        goto done;
-    int64_t p_low = index_at(&pred, 0), p_high = p_low + 1;
-    for (Py_ssize_t i = 1; i < k; i++) {
-        int64_t p = index_at(&pred, i);
-        p_low = p < p_low ? p : p_low;
-        p_high = p >= p_high ? p + 1 : p_high;
-    }
-    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
-        goto done;
-    const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
-    const double *v_all = iou.view.buf, *th = thr.view.buf;
-    u8 *tk = taken.view.buf; /* (G, S, T) */
-    Py_ssize_t per_gt = n_sets * n_t;
-    Py_BEGIN_ALLOW_THREADS
-    for (int64_t p = p_low; p < p_high; p++) {
-        Py_ssize_t a = start[p - p_low], b = start[p - p_low + 1];
-        if (a == b)
-            continue;
-        for (Py_ssize_t s = 0; s < n_sets; s++) {
-            const u8 *ign_s = ign + s * n_gt;
-            for (Py_ssize_t t = 0; t < n_t; t++) {
-                int best_counts = 0;
-                double best_v = 0.0;
-                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + s * n_t + t,
-                                    per_gt, cr, ign_s, first, &best_counts, &best_v);
-                if (best < 0)
-                    continue;
-                tk[best * per_gt + s * n_t + t] = 1;
-                or_bit(matched.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
-                if (!best_counts)
-                    or_bit(ignored.view.buf, size, (Py_ssize_t)p * n_sets + s, (int)t);
-            }
-        }
-    }
-    Py_END_ALLOW_THREADS
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    PyMem_Free(start);
-    PyMem_Free(order);
-    release(&gt);
-    release(&pred);
-    release(&iou);
-    release(&ignore);
-    release(&crowd);
-    release(&thr);
-    release(&taken);
-    release(&matched);
-    release(&ignored);
-    return result;
-}
-
-/* --- ranked_hits ----------------------------------------------------------------------- */
+/* --- ranked_pass ----------------------------------------------------------------------- */
 
 typedef struct {
     int64_t *level, *pred, *gt;
@@ -323,30 +201,30 @@ typedef struct {
     Py_ssize_t n, cap;
 } HitList;
 
-static int hit_push(HitList *h, int64_t t, int64_t p, int64_t g, double v)
+static int hit_reserve(HitList *h, Py_ssize_t more)
 {
-    if (h->n == h->cap) {
-        Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
-        int64_t *a = PyMem_Realloc(h->level, (size_t)cap * sizeof(int64_t));
-        if (a)
-            h->level = a;
-        int64_t *b = a ? PyMem_Realloc(h->pred, (size_t)cap * sizeof(int64_t)) : NULL;
-        if (b)
-            h->pred = b;
-        int64_t *c = b ? PyMem_Realloc(h->gt, (size_t)cap * sizeof(int64_t)) : NULL;
-        if (c)
-            h->gt = c;
-        double *d = c ? PyMem_Realloc(h->iou, (size_t)cap * sizeof(double)) : NULL;
-        if (!d)
-            return -1;
-        h->iou = d;
-        h->cap = cap;
-    }
-    h->level[h->n] = t;
-    h->pred[h->n] = p;
-    h->gt[h->n] = g;
-    h->iou[h->n] = v;
-    h->n++;
+    if (h->n + more <= h->cap)
+        return 0;
+    Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
+    while (cap < h->n + more)
+        cap *= 2;
+    int64_t *a = PyMem_Realloc(h->level, (size_t)cap * sizeof(int64_t));
+    if (!a)
+        return -1;
+    h->level = a;
+    int64_t *b = PyMem_Realloc(h->pred, (size_t)cap * sizeof(int64_t));
+    if (!b)
+        return -1;
+    h->pred = b;
+    int64_t *c = PyMem_Realloc(h->gt, (size_t)cap * sizeof(int64_t));
+    if (!c)
+        return -1;
+    h->gt = c;
+    double *d = PyMem_Realloc(h->iou, (size_t)cap * sizeof(double));
+    if (!d)
+        return -1;
+    h->iou = d;
+    h->cap = cap;
     return 0;
 }
 
@@ -358,24 +236,167 @@ static void hit_free(HitList *h)
     PyMem_Free(h->iou);
 }
 
-/* The "unmatched" rule's matched pairs, in the order RankedMatcher.add gives them: rank by
- * rank (predictions of one rank in index order), each rank's pairs by threshold, then by
- * prediction. */
-static PyObject *ranked_hits(PyObject *self, PyObject *args)
+/* Matched pairs written straight into four bytearrays of a known bound (level, pred, gt as
+ * int64, iou as float64), cut to their length when returned: the arrays numpy reads. */
+typedef struct {
+    PyObject *arrays[4];
+    int64_t *level, *pred, *gt;
+    double *iou;
+    Py_ssize_t n;
+} Out;
+
+static int out_new(Out *o, Py_ssize_t cap)
 {
-    PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken;
+    for (int i = 0; i < 4; i++) {
+        o->arrays[i] = PyByteArray_FromStringAndSize(NULL, (cap ? cap : 1) * 8);
+        if (!o->arrays[i])
+            return -1;
+    }
+    o->level = (int64_t *)PyByteArray_AS_STRING(o->arrays[0]);
+    o->pred = (int64_t *)PyByteArray_AS_STRING(o->arrays[1]);
+    o->gt = (int64_t *)PyByteArray_AS_STRING(o->arrays[2]);
+    o->iou = (double *)PyByteArray_AS_STRING(o->arrays[3]);
+    o->n = 0;
+    return 0;
+}
+
+/* The four bytearrays cut to the pairs written, as a tuple (the references handed over). */
+static PyObject *out_value(Out *o)
+{
+    for (int i = 0; i < 4; i++)
+        if (PyByteArray_Resize(o->arrays[i], o->n * 8) < 0)
+            return NULL;
+    PyObject *t = PyTuple_Pack(4, o->arrays[0], o->arrays[1], o->arrays[2], o->arrays[3]);
+    return t;
+}
+
+static void out_free(Out *o)
+{
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(o->arrays[i]);
+}
+
+/* The passing pairs (keep[i]) of predictions [p_low, p_high), grouped by prediction
+ * (stable): `start` holds p_high - p_low + 1 offsets into `order`. */
+static int group_by_pred(const Buf *pred, const u8 *keep, int64_t p_low, int64_t p_high,
+                         Py_ssize_t **start, Py_ssize_t **order)
+{
+    Py_ssize_t k = count(pred), span = (Py_ssize_t)(p_high - p_low);
+    *start = PyMem_Calloc((size_t)span + 1, sizeof(Py_ssize_t));
+    *order = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
+    if (!*start || !*order) {
+        PyMem_Free(*start);
+        PyMem_Free(*order);
+        *start = *order = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t *s = *start, *o = *order;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (keep[i])
+            s[index_at(pred, i) - p_low + 1]++;
+    for (Py_ssize_t j = 0; j < span; j++)
+        s[j + 1] += s[j];
+    /* Place each pair, then shift the offsets back. */
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (keep[i])
+            o[s[index_at(pred, i) - p_low]++] = i;
+    for (Py_ssize_t j = span; j > 0; j--)
+        s[j] = s[j - 1];
+    s[0] = 0;
+    return 0;
+}
+
+/* The area ranges' states of ranked_pass: S ground-truth sets, each ignoring ground truth
+ * of its own, at Tr thresholds. Where alike[s, g], the set's picks in g's image-class are
+ * the own matching's (at own level level[tr]): there it ignores what the own matching
+ * ignores, or each of the two ignores all or none of the image-class's ground truth. */
+typedef struct {
+    Buf ignore, thr, taken, matched, ignored, alike, level;
+    Py_ssize_t n_sets, n_t, n_pred, size;
+} Ranges;
+
+static void ranges_release(Ranges *r)
+{
+    release(&r->ignore);
+    release(&r->thr);
+    release(&r->taken);
+    release(&r->matched);
+    release(&r->ignored);
+    release(&r->alike);
+    release(&r->level);
+}
+
+/* The ranges' buffers from their tuple (ignore, thresholds, taken, matched, ignored,
+ * alike, level), checked against n_gt ground truth and n_own own thresholds. */
+static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_own)
+{
+    PyObject *o_ignore, *o_thr, *o_taken, *o_matched, *o_ignored, *o_alike, *o_level;
+    if (!PyTuple_Check(tuple)) {
+        PyErr_SetString(PyExc_TypeError, "ranges: expected a tuple or None");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(tuple, "OOOOOOO:ranges", &o_ignore, &o_thr, &o_taken, &o_matched,
+                          &o_ignored, &o_alike, &o_level))
+        return -1;
+    if (get(o_ignore, &r->ignore, 'b', 0, "ranges ignore") < 0 ||
+        get(o_thr, &r->thr, 'f', 0, "ranges thresholds") < 0 ||
+        get(o_taken, &r->taken, 'b', 1, "ranges taken") < 0 ||
+        get(o_matched, &r->matched, 'u', 1, "ranges matched") < 0 ||
+        get(o_ignored, &r->ignored, 'u', 1, "ranges ignored") < 0 ||
+        get(o_alike, &r->alike, 'b', 0, "ranges alike") < 0 ||
+        get(o_level, &r->level, 'i', 0, "ranges level") < 0)
+        return -1;
+    /* matched is (P, S): its shape gives the predictions and sets. */
+    if (r->matched.view.ndim != 2 || !r->matched.view.shape) {
+        PyErr_SetString(PyExc_ValueError, "ranges matched is not (P, S)");
+        return -1;
+    }
+    r->n_pred = r->matched.view.shape[0];
+    r->n_sets = r->matched.view.shape[1];
+    r->n_t = count(&r->thr);
+    r->size = r->matched.view.itemsize;
+    if (count(&r->ignore) != r->n_sets * n_gt || count(&r->alike) != r->n_sets * n_gt ||
+        count(&r->level) != r->n_t || count(&r->taken) != n_gt * r->n_sets * r->n_t ||
+        r->n_t > 8 * r->size || r->ignored.view.itemsize != r->size ||
+        r->ignored.view.len != r->matched.view.len) {
+        PyErr_SetString(PyExc_ValueError, "the ranges' arrays do not fit");
+        return -1;
+    }
+    const u8 *alike = r->alike.view.buf;
+    for (Py_ssize_t i = 0; i < r->n_sets * n_gt; i++)
+        if (alike[i])
+            return check_indices(&r->level, n_own, "ranges level");
+    return 0;
+}
+
+/* The "unmatched" rule (or "unmatched-first") of ranked pairs in one pass: the evaluation's
+ * own matching at its thresholds, its matched pairs returned in the order RankedMatcher.add
+ * gives them (rank by rank, predictions of one rank in index order; each rank's pairs by
+ * threshold, then prediction), and, where given, every area range at each of its thresholds
+ * straight into its flags. Each pair is read once, each prediction's pairs grouped once. */
+static PyObject *ranked_pass(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_ranges;
     int strict, first;
-    if (!PyArg_ParseTuple(args, "OOOOOOOppO:ranked_hits", &o_gt, &o_pred, &o_iou, &o_rank,
-                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken))
+    if (!PyArg_ParseTuple(args, "OOOOOOOppOO:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges))
         return NULL;
     Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
         taken = {0};
+    Ranges rg = {0};
+    int has_rank = o_rank != Py_None, has_ranges = o_ranges != Py_None;
     Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
-    HitList out = {0}, run = {0};
+    Py_ssize_t *t_count = NULL, *r_level = NULL;
+    int64_t *own_best = NULL;
+    u8 *keep = NULL;
+    HitList run = {0};
+    Out out = {0};
     PyObject *result = NULL;
     int failed = 0;
     if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
-        get(o_iou, &iou, 'f', 0, "iou") < 0 || get(o_rank, &rank, 'i', 0, "rank") < 0 ||
+        get(o_iou, &iou, 'f', 0, "iou") < 0 ||
+        (has_rank && get(o_rank, &rank, 'i', 0, "rank") < 0) ||
         get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
         get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
         get(o_taken, &taken, 'b', 1, "taken") < 0)
@@ -386,98 +407,227 @@ static PyObject *ranked_hits(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "the pairs, ignore, crowd or taken do not fit");
         goto done;
     }
-    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, count(&rank), "pred") < 0)
+    if (has_ranges && ranges_get(o_ranges, &rg, n_gt, n_t) < 0)
         goto done;
-    int64_t p_low = 0, p_high = 0;
-    if (k) {
-        p_low = index_at(&pred, 0);
-        p_high = p_low + 1;
+    if (check_indices(&gt, n_gt, "gt") < 0 ||
+        (has_rank && check_indices(&pred, count(&rank), "pred") < 0) ||
+        (has_ranges && check_indices(&pred, rg.n_pred, "pred") < 0))
+        goto done;
+    if (!has_rank && !has_ranges) {
+        /* Without a ranking, predictions rank in index order: any index >= 0 will do. */
+        if (check_indices(&pred, PY_SSIZE_T_MAX / 4, "pred") < 0)
+            goto done;
     }
-    for (Py_ssize_t i = 1; i < k; i++) {
+    const double *v_all = iou.view.buf, *th = thr.view.buf;
+    const double *rth = has_ranges ? rg.thr.view.buf : NULL;
+    /* The pairs that pass the lowest threshold of any state; the others never match. */
+    double lowest = 0.0;
+    int any_threshold = 0;
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (!any_threshold || th[t] < lowest) {
+            lowest = th[t];
+            any_threshold = 1;
+        }
+    for (Py_ssize_t t = 0; has_ranges && rg.n_sets && t < rg.n_t; t++)
+        if (!any_threshold || rth[t] < lowest) {
+            lowest = rth[t];
+            any_threshold = 1;
+        }
+    /* As numpy's minimum: a NaN threshold of the own matching lets no pair pass. */
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] != th[t])
+            lowest = th[t];
+    keep = PyMem_Malloc((size_t)(k ? k : 1));
+    own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
+    t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
+    if (!keep || !own_best || !t_count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t p_low = 0, p_high = 0;
+    int any = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        keep[i] = any_threshold && passes(v_all[i], lowest, strict);
+        if (!keep[i])
+            continue;
         int64_t p = index_at(&pred, i);
+        if (!any) {
+            p_low = p;
+            p_high = p + 1;
+            any = 1;
+        }
         p_low = p < p_low ? p : p_low;
         p_high = p >= p_high ? p + 1 : p_high;
     }
-    if (group_by_pred(&pred, p_low, p_high, &start, &order) < 0)
+    if (group_by_pred(&pred, keep, p_low, p_high, &start, &order) < 0)
         goto done;
-    /* The predictions with pairs, by rank (stable: index order within a rank). */
+    /* The predictions with pairs, by rank (stable: index order within a rank); without a
+     * ranking, each one a rank of its own, in index order. */
     Py_ssize_t span = (Py_ssize_t)(p_high - p_low), n_present = 0;
     int64_t max_rank = 0;
     for (Py_ssize_t j = 0; j < span; j++) {
         if (start[j + 1] == start[j])
             continue;
+        n_present++;
+        if (!has_rank)
+            continue;
         int64_t r = index_at(&rank, (Py_ssize_t)(j + p_low));
-        if (r < 0 || r >= PY_SSIZE_T_MAX / 2) {
+        if (r < 0 || r >= PY_SSIZE_T_MAX / 16) {
             PyErr_Format(PyExc_ValueError, "rank[%lld] = %lld is out of range",
                          (long long)(j + p_low), (long long)r);
             goto done;
         }
         max_rank = r > max_rank ? r : max_rank;
-        n_present++;
     }
     by_rank = PyMem_Malloc((size_t)(n_present ? n_present : 1) * sizeof(Py_ssize_t));
-    rank_count = PyMem_Calloc((size_t)max_rank + 2, sizeof(Py_ssize_t));
-    if (!by_rank || !rank_count) {
+    if (!by_rank) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t j = 0; j < span; j++)
-        if (start[j + 1] > start[j])
-            rank_count[index_at(&rank, (Py_ssize_t)(j + p_low)) + 1]++;
-    for (int64_t r = 0; r <= max_rank; r++)
-        rank_count[r + 1] += rank_count[r];
-    for (Py_ssize_t j = 0; j < span; j++)
-        if (start[j + 1] > start[j])
-            by_rank[rank_count[index_at(&rank, (Py_ssize_t)(j + p_low))]++] = j;
+    /* At most one pair a prediction and threshold. */
+    if (n_t && n_present > PY_SSIZE_T_MAX / 8 / n_t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out_new(&out, n_t * n_present) < 0)
+        goto done;
+    if (has_rank) {
+        rank_count = PyMem_Calloc((size_t)max_rank + 2, sizeof(Py_ssize_t));
+        if (!rank_count) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < span; j++)
+            if (start[j + 1] > start[j])
+                rank_count[index_at(&rank, (Py_ssize_t)(j + p_low)) + 1]++;
+        for (int64_t r = 0; r <= max_rank; r++)
+            rank_count[r + 1] += rank_count[r];
+        for (Py_ssize_t j = 0; j < span; j++)
+            if (start[j + 1] > start[j])
+                by_rank[rank_count[index_at(&rank, (Py_ssize_t)(j + p_low))]++] = j;
+    } else {
+        Py_ssize_t q = 0;
+        for (Py_ssize_t j = 0; j < span; j++)
+            if (start[j + 1] > start[j])
+                by_rank[q++] = j;
+    }
     const u8 *ign = ignore.view.buf, *cr = crowd.view.buf;
-    const double *v_all = iou.view.buf, *th = thr.view.buf;
-    u8 *tk = taken.view.buf; /* (T, G) */
+    u8 *tk = taken.view.buf; /* (G, T) */
+    const u8 *r_ign = NULL, *r_alike = NULL;
+    u8 *r_tk = NULL; /* (G, S, Tr) */
+    Py_ssize_t r_sets = 0, r_t = 0, r_per_gt = 0, r_size = 1;
+    void *r_matched = NULL, *r_ignored = NULL;
+    if (has_ranges) {
+        r_level = PyMem_Malloc((size_t)(rg.n_t ? rg.n_t : 1) * sizeof(Py_ssize_t));
+        if (!r_level) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        /* Read where alike, and checked then (ranges_get). */
+        for (Py_ssize_t t = 0; t < rg.n_t; t++)
+            r_level[t] = (Py_ssize_t)index_at(&rg.level, t);
+        r_ign = rg.ignore.view.buf;
+        r_alike = rg.alike.view.buf;
+        r_tk = rg.taken.view.buf;
+        r_sets = rg.n_sets;
+        r_t = rg.n_t;
+        r_per_gt = r_sets * r_t;
+        r_size = rg.size;
+        r_matched = rg.matched.view.buf;
+        r_ignored = rg.ignored.view.buf;
+    }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t q = 0; q < n_present && !failed;) {
-        int64_t r = index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low));
+        int64_t r = has_rank ? index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) : 0;
         run.n = 0;
-        for (; q < n_present && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r; q++) {
+        do {
             Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
+            int64_t p = j + p_low;
+            q++;
+            /* The evaluation's own matching, threshold by threshold. */
             for (Py_ssize_t t = 0; t < n_t; t++) {
                 int best_counts = 0;
                 double best_v = 0.0;
-                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t * n_gt, 1,
-                                    cr, ign, first, &best_counts, &best_v);
+                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr,
+                                    ign, first, &best_counts, &best_v);
+                own_best[t] = best;
                 if (best < 0)
                     continue;
-                tk[t * n_gt + best] = 1;
-                if (hit_push(&run, t, j + p_low, best, best_v) < 0) {
+                tk[best * n_t + t] = 1;
+                if (hit_reserve(&run, 1) < 0) {
                     failed = 1;
                     break;
+                }
+                run.level[run.n] = t;
+                run.pred[run.n] = p;
+                run.gt[run.n] = best;
+                run.iou[run.n] = best_v;
+                run.n++;
+            }
+            if (failed)
+                break;
+            /* Each area range: the own matching's picks where alike in this image-class
+             * (every pair of a prediction lies in its image-class), else its own state. */
+            int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
+            for (Py_ssize_t s = 0; s < r_sets; s++) {
+                const u8 *ign_s = r_ign + s * n_gt;
+                Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
+                int alike = r_alike[s * n_gt + g_cell];
+                for (Py_ssize_t t = 0; t < r_t; t++) {
+                    int64_t best;
+                    if (alike) {
+                        best = own_best[r_level[t]];
+                    } else {
+                        int best_counts = 0;
+                        double best_v = 0.0;
+                        best = pick(order, a, b, v_all, &gt, rth[t], strict, r_tk + s * r_t + t,
+                                    r_per_gt, cr, ign_s, first, &best_counts, &best_v);
+                        if (best >= 0)
+                            r_tk[best * r_per_gt + s * r_t + t] = 1;
+                    }
+                    if (best < 0)
+                        continue;
+                    or_bit(r_matched, r_size, at, (int)t);
+                    if (ign_s[best])
+                        or_bit(r_ignored, r_size, at, (int)t);
                 }
             }
+        } while (q < n_present && has_rank && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r);
+        if (failed || run.n == 0)
+            continue;
+        /* The rank's pairs by threshold, then prediction (recorded by prediction): a
+         * stable counting sort on the threshold. */
+        memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t h = 0; h < run.n; h++)
+            t_count[run.level[h] + 1]++;
+        for (Py_ssize_t t = 0; t < n_t; t++)
+            t_count[t + 1] += t_count[t];
+        for (Py_ssize_t h = 0; h < run.n; h++) {
+            Py_ssize_t to = out.n + t_count[run.level[h]]++;
+            out.level[to] = run.level[h];
+            out.pred[to] = run.pred[h];
+            out.gt[to] = run.gt[h];
+            out.iou[to] = run.iou[h];
         }
-        /* The rank's pairs by threshold, then prediction (recorded by prediction). */
-        for (Py_ssize_t t = 0; t < n_t && !failed; t++)
-            for (Py_ssize_t h = 0; h < run.n; h++)
-                if (run.level[h] == t &&
-                    hit_push(&out, t, run.pred[h], run.gt[h], run.iou[h]) < 0) {
-                    failed = 1;
-                    break;
-                }
+        out.n += run.n;
     }
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue(
-        "(y#y#y#y#)", (const char *)out.level, out.n * (Py_ssize_t)sizeof(int64_t),
-        (const char *)out.pred, out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.gt,
-        out.n * (Py_ssize_t)sizeof(int64_t), (const char *)out.iou,
-        out.n * (Py_ssize_t)sizeof(double));
+    result = out_value(&out);
 done:
-    hit_free(&out);
+    out_free(&out);
     hit_free(&run);
     PyMem_Free(start);
     PyMem_Free(order);
     PyMem_Free(by_rank);
     PyMem_Free(rank_count);
+    PyMem_Free(t_count);
+    PyMem_Free(own_best);
+    PyMem_Free(keep);
+    PyMem_Free(r_level);
     release(&gt);
     release(&pred);
     release(&iou);
@@ -486,6 +636,7 @@ done:
     release(&crowd);
     release(&thr);
     release(&taken);
+    ranges_release(&rg);
     return result;
 }
 
@@ -577,6 +728,133 @@ done:
     release(&thr);
     release(&matched);
     release(&ignored);
+    return result;
+}
+
+/* --- devkit_hits ----------------------------------------------------------------------- */
+
+/* The devkit rule's matched pairs under one ground-truth set, in match_devkit's order: at
+ * each threshold, the predictions on ignored ground truth (in index order), then each
+ * counting ground truth's first prediction by rank (ties: the lower index), by ground
+ * truth. */
+static PyObject *devkit_hits(PyObject *self, PyObject *args)
+{
+    PyObject *o_best_gt, *o_best_iou, *o_rank, *o_ignore, *o_thr;
+    int strict;
+    if (!PyArg_ParseTuple(args, "OOOOOp:devkit_hits", &o_best_gt, &o_best_iou, &o_rank,
+                          &o_ignore, &o_thr, &strict))
+        return NULL;
+    Buf best_gt = {0}, best_iou = {0}, rank = {0}, ignore = {0}, thr = {0};
+    Py_ssize_t *cand = NULL, *by_gt = NULL, *gt_start = NULL;
+    Out out = {0};
+    PyObject *result = NULL;
+    if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
+        get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
+        get(o_rank, &rank, 'i', 0, "rank") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
+        get(o_thr, &thr, 'f', 0, "thresholds") < 0)
+        goto done;
+    Py_ssize_t n_pred = count(&best_gt), n_gt = count(&ignore), n_t = count(&thr);
+    if (count(&best_iou) != n_pred || count(&rank) != n_pred) {
+        PyErr_SetString(PyExc_ValueError, "best_gt, best_iou and rank differ in length");
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < n_pred; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < -1 || g >= n_gt) {
+            PyErr_Format(PyExc_ValueError, "best_gt[%zd] = %lld is out of range", p,
+                         (long long)g);
+            goto done;
+        }
+    }
+    /* At most one pair a prediction and threshold. */
+    if (n_t && n_pred > PY_SSIZE_T_MAX / 8 / n_t) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cand = PyMem_Malloc((size_t)(n_pred ? n_pred : 1) * sizeof(Py_ssize_t));
+    by_gt = PyMem_Malloc((size_t)(n_pred ? n_pred : 1) * sizeof(Py_ssize_t));
+    gt_start = PyMem_Calloc((size_t)n_gt + 1, sizeof(Py_ssize_t));
+    if (!cand || !by_gt || !gt_start) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out_new(&out, n_t * n_pred) < 0)
+        goto done;
+    const u8 *ign = ignore.view.buf;
+    const double *v_all = best_iou.view.buf, *th = thr.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* The predictions whose best ground truth passes the lowest threshold (a NaN one
+     * passes none), in index order; the ones on counting ground truth also grouped by
+     * ground truth (stable: index order within each). */
+    double lowest = 0.0;
+    int any_threshold = 0;
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] == th[t] && (!any_threshold || th[t] < lowest)) {
+            lowest = th[t];
+            any_threshold = 1;
+        }
+    Py_ssize_t n_cand = 0;
+    for (Py_ssize_t p = 0; p < n_pred && any_threshold; p++) {
+        int64_t g = index_at(&best_gt, p);
+        if (g < 0 || !passes(v_all[p], lowest, strict))
+            continue;
+        cand[n_cand++] = p;
+        if (!ign[g])
+            gt_start[g + 1]++;
+    }
+    for (Py_ssize_t g = 0; g < n_gt; g++)
+        gt_start[g + 1] += gt_start[g];
+    Py_ssize_t n_counting = n_gt ? gt_start[n_gt] : 0;
+    for (Py_ssize_t c = 0; c < n_cand; c++) {
+        int64_t g = index_at(&best_gt, cand[c]);
+        if (!ign[g])
+            by_gt[gt_start[g]++] = cand[c];
+    }
+    for (Py_ssize_t t = 0; t < n_t; t++) {
+        /* Predictions on ignored ground truth: each one matched, in index order. */
+        for (Py_ssize_t c = 0; c < n_cand; c++) {
+            Py_ssize_t p = cand[c];
+            int64_t g = index_at(&best_gt, p);
+            if (!ign[g] || !passes(v_all[p], th[t], strict))
+                continue;
+            out.level[out.n] = t;
+            out.pred[out.n] = p;
+            out.gt[out.n] = g;
+            out.iou[out.n] = v_all[p];
+            out.n++;
+        }
+        /* Each counting ground truth to its first prediction by rank, by ground truth. */
+        for (Py_ssize_t q = 0; q < n_counting;) {
+            int64_t g = index_at(&best_gt, by_gt[q]);
+            Py_ssize_t best = -1;
+            for (; q < n_counting && index_at(&best_gt, by_gt[q]) == g; q++) {
+                Py_ssize_t p = by_gt[q];
+                if (!passes(v_all[p], th[t], strict))
+                    continue;
+                if (best < 0 || index_at(&rank, p) < index_at(&rank, best))
+                    best = p;
+            }
+            if (best < 0)
+                continue;
+            out.level[out.n] = t;
+            out.pred[out.n] = best;
+            out.gt[out.n] = g;
+            out.iou[out.n] = v_all[best];
+            out.n++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = out_value(&out);
+done:
+    out_free(&out);
+    PyMem_Free(cand);
+    PyMem_Free(by_gt);
+    PyMem_Free(gt_start);
+    release(&best_gt);
+    release(&best_iou);
+    release(&rank);
+    release(&ignore);
+    release(&thr);
     return result;
 }
 
@@ -707,17 +985,18 @@ done:
 static PyMethodDef methods[] = {
     {"set_bits", set_bits, METH_VARARGS,
      "set_bits(flags, pred, level): flags[pred[i]] |= 1 << level[i], for each i."},
-    {"ranked_flags", ranked_flags, METH_VARARGS,
-     "ranked_flags(gt, pred, iou, ignore, crowd, thresholds, strict, first, taken, matched, "
-     "ignored): the unmatched rule's matching of ranked pairs, one state per set and "
-     "threshold."},
-    {"ranked_hits", ranked_hits, METH_VARARGS,
-     "ranked_hits(gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken): the "
-     "unmatched rule's matched pairs (level, pred, gt, iou as bytes), in RankedMatcher.add's "
-     "order."},
+    {"ranked_pass", ranked_pass, METH_VARARGS,
+     "ranked_pass(gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken, "
+     "ranges): the unmatched rule's matched pairs (level, pred, gt, iou as bytes), in "
+     "RankedMatcher.add's order (rank None: index order), and each area range of ranges "
+     "(ignore, thresholds, taken, matched, ignored, alike, level) or None into its flags, "
+     "in one pass."},
     {"devkit_flags", devkit_flags, METH_VARARGS,
      "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
      "devkit rule's matching, one state per set and threshold."},
+    {"devkit_hits", devkit_hits, METH_VARARGS,
+     "devkit_hits(best_gt, best_iou, rank, ignore, thresholds, strict): the devkit rule's "
+     "matched pairs (level, pred, gt, iou as bytes), in match_devkit's order."},
     {"score_cell_order", score_cell_order, METH_VARARGS,
      "score_cell_order(score, cell, by_score, order): by_score, the stable order by "
      "descending score; order, by cell, then descending score, then index."},

@@ -4,32 +4,7 @@
 from typing import Any
 
 def set_bits(flags: Any, pred: Any, level: Any, /) -> None: ...
-def ranked_flags(
-    gt: Any,
-    pred: Any,
-    iou: Any,
-    ignore: Any,
-    crowd: Any,
-    thresholds: Any,
-    strict: bool,
-    first: bool,
-    taken: Any,
-    matched: Any,
-    ignored: Any,
-    /,
-) -> None: ...
-def devkit_flags(
-    best_gt: Any,
-    best_iou: Any,
-    ignore: Any,
-    thresholds: Any,
-    strict: bool,
-    matched: Any,
-    ignored: Any,
-    /,
-) -> None: ...
-def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
-def ranked_hits(
+def ranked_pass(
     gt: Any,
     pred: Any,
     iou: Any,
@@ -40,5 +15,26 @@ def ranked_hits(
     strict: bool,
     first: bool,
     taken: Any,
+    ranges: tuple[Any, ...] | None,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
+def devkit_flags(
+    best_gt: Any,
+    best_iou: Any,
+    ignore: Any,
+    thresholds: Any,
+    strict: bool,
+    matched: Any,
+    ignored: Any,
+    /,
+) -> None: ...
+def devkit_hits(
+    best_gt: Any,
+    best_iou: Any,
+    rank: Any,
+    ignore: Any,
+    thresholds: Any,
+    strict: bool,
+    /,
+) -> tuple[bytes, bytes, bytes, bytes]: ...
+def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...

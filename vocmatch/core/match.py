@@ -111,8 +111,10 @@ class RankedMatcher:
     Pairs can be given in several calls (:meth:`add`, :meth:`add_block`): each call holds
     every pair of its predictions, and a prediction comes after the higher-ranked ones of its
     image-class. Which ground truth is taken at each threshold is kept between calls.
-    Where the compiled kernels are built (:mod:`vocmatch.core.match_kernels`), :meth:`add`
-    runs in C and gives the same pairs in the same order; :meth:`add_block` stays numpy.
+    Where the compiled kernels are built (:mod:`vocmatch.core.match_kernels`), both run in C
+    and give the same pairs in the same order, and a
+    :class:`~vocmatch.core.match_kernels.RangeMatcher` (``ranges``: other ground-truth sets,
+    COCO's area ranges) can ride along: each pair is read once for both.
 
     Args:
         n_gt: Ground truth in all.
@@ -122,6 +124,10 @@ class RankedMatcher:
         strict: Match at ``IoU > t`` instead of ``IoU >= t``.
         first_on_ties: Among equal IoUs the earlier ground truth wins (``"unmatched-first"``)
             instead of the later one.
+        ranges: Matched along, into its own flags (only with the compiled kernels).
+
+    Raises:
+        ValueError: ``ranges`` is given where the compiled kernels are not to run.
     """
 
     def __init__(
@@ -132,6 +138,7 @@ class RankedMatcher:
         thresholds: FloatArray,
         strict: bool,
         first_on_ties: bool = False,
+        ranges: match_kernels.RangeMatcher | None = None,
     ) -> None:
         self._first = first_on_ties
         self._ignore = gt_ignore
@@ -143,6 +150,15 @@ class RankedMatcher:
         self._hits: list[Hits] = []
         # The compiled kernel of :meth:`add`, where built (vocmatch.core.match_kernels).
         self._kernels = kernels(match_kernels.MODULE)
+        if ranges is not None and self._kernels is None:
+            raise ValueError("ground-truth sets ride along only with the compiled kernels")
+        self._ranges = ranges
+        if self._kernels is not None:
+            self._ignore = np.ascontiguousarray(gt_ignore, dtype=bool)
+            self._crowd = np.ascontiguousarray(gt_crowd, dtype=bool)
+            self._thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+            # The kernel's layout: a ground truth's flags at every threshold side by side.
+            self._taken = np.zeros((n_gt, thresholds.size), dtype=bool)
 
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray, rank: IndexArray) -> None:
         """Match predictions given as pairs.
@@ -190,27 +206,19 @@ class RankedMatcher:
         gt: IndexArray,
         pred: IndexArray,
         iou: FloatArray,
-        rank: IndexArray,
+        rank: IndexArray | None,
     ) -> None:
-        """:meth:`add` by the compiled kernel ``fast``: the same pairs, in the same order."""
+        """:meth:`add` by the compiled kernel ``fast``: the same pairs, in the same order (a
+        rank of None: predictions rank in index order), the ranges matched along."""
         index = match_kernels.index_array
-        found = fast.ranked_hits(
-            index(gt), index(pred), np.ascontiguousarray(iou, dtype=np.float64), index(rank),
-            np.ascontiguousarray(self._ignore, dtype=bool),
-            np.ascontiguousarray(self._crowd, dtype=bool),
-            np.ascontiguousarray(self._thresholds, dtype=np.float64), self._strict,
-            self._first, self._taken,
+        found = fast.ranked_pass(
+            index(gt), index(pred), np.ascontiguousarray(iou, dtype=np.float64),
+            None if rank is None else index(rank), self._ignore, self._crowd,
+            self._thresholds, self._strict, self._first, self._taken,
+            None if self._ranges is None else self._ranges.state(),
         )  # fmt: skip
-        level, preds, gts, ious = found
-        if level:
-            self._hits.append(
-                Hits(
-                    np.frombuffer(level, dtype=np.int64),
-                    np.frombuffer(preds, dtype=np.int64),
-                    np.frombuffer(gts, dtype=np.int64),
-                    np.frombuffer(ious, dtype=np.float64),
-                )
-            )
+        if found[0]:
+            self._hits.append(Hits(*match_kernels.pair_arrays(found)))
 
     def add_block(self, iou: FloatArray, gt_start: int, pred_start: int) -> None:
         """Match a run of one image-class's predictions against all of its ground truth.
@@ -223,6 +231,17 @@ class RankedMatcher:
         """
         n = iou.shape[0]
         if n == 0:
+            return
+        if self._kernels is not None:
+            # The pairs that can match, by the kernel of :meth:`add`: one prediction of the
+            # image-class a rank, in index order (the block's order), as below.
+            lowest = (
+                self._lowest if self._ranges is None else min(self._lowest, self._ranges.lowest)
+            )
+            rows, columns = np.nonzero(_passes(iou, lowest, self._strict))
+            self._add_compiled(
+                self._kernels, rows + gt_start, columns + pred_start, iou[rows, columns], None
+            )
             return
         by_pred = np.ascontiguousarray(iou.T)  # a prediction's IoUs side by side
         thresholds = self._thresholds[:, None]
@@ -269,6 +288,10 @@ class RankedMatcher:
 
     def hits(self) -> Hits:
         """Every matched pair so far."""
+        if len(self._hits) == 1:
+            only = self._hits[0]
+            if all(a.dtype == np.int64 for a in (only.level, only.pred, only.gt)):
+                return only  # of the dtypes join gives (the kernel's arrays): not copied
         joined = Hits.join(self._hits)
         self._hits = [joined]  # the parts let go: a large set's matches are not held twice
         return joined
@@ -294,8 +317,13 @@ def match_devkit(
         strict: Match at ``IoU > t``.
 
     Returns:
-        The matched pairs.
+        The matched pairs (in the same order with the compiled kernels, where built).
     """
+    fast = kernels(match_kernels.MODULE)
+    if fast is not None:
+        return Hits(
+            *match_kernels.devkit_hits(fast, best_gt, best_iou, rank, gt_ignore, thresholds, strict)
+        )
     preds = np.flatnonzero(best_gt >= 0)
     objects, values = best_gt[preds].astype(np.int64), best_iou[preds]
     passing = _passes(values[None, :], thresholds[:, None], strict)

@@ -6,14 +6,16 @@ arrays to the dtypes the kernel reads, checks their shapes, and calls it. The nu
 of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
 
 * :func:`flag_bits`: each prediction's flags from matched pairs (what ``Hits`` hold).
-* :func:`RangeMatcher`: the ``"unmatched"`` (or ``"unmatched-first"``) rule of ranked
+* :class:`RangeMatcher`: the ``"unmatched"`` (or ``"unmatched-first"``) rule of ranked
   predictions, with one matching state per ground-truth set (each ignoring ground truth of
   its own: COCO's area ranges) and threshold, every state matched in one pass over the pairs
   and kept between calls, as :class:`~vocmatch.core.match.RankedMatcher` keeps its state.
-* :class:`~vocmatch.core.match.RankedMatcher` calls ``ranked_hits`` itself: the same rule
-  under the matcher's one set, its matched pairs in the order its numpy code gives them.
+* :class:`~vocmatch.core.match.RankedMatcher` calls ``ranked_pass`` itself: the same rule
+  under the matcher's one set, its matched pairs in the order its numpy code gives them,
+  with a :class:`RangeMatcher` riding along where it is given one (the same pass over the
+  pairs matches both).
 * :func:`devkit_set_flags`: the VOC devkit's rule (:func:`~vocmatch.core.match.match_devkit`)
-  likewise.
+  likewise, into flags; :func:`devkit_hits`, its matched pairs under one set.
 * :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
   numpy's stable sorts give them.
 
@@ -33,9 +35,12 @@ import numpy.typing as npt
 __all__ = [
     "MODULE",
     "RangeMatcher",
+    "alike_cells",
+    "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
     "index_array",
+    "pair_arrays",
     "score_cell_order",
 ]
 
@@ -46,6 +51,7 @@ IndexArray = npt.NDArray[np.integer[Any]]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
+IntArray = npt.NDArray[np.int64]
 
 
 def index_array(values: IndexArray) -> IndexArray:
@@ -74,6 +80,12 @@ class RangeMatcher:
     prediction after the higher-ranked ones of its image-class); it keeps only each
     prediction's flags.
 
+    It matches on its own (:meth:`add`), or rides along a
+    :class:`~vocmatch.core.match.RankedMatcher` that is given it: then each pair is read once
+    for both, and where the thresholds are all among that matcher's, a set takes that
+    matcher's picks in every image-class where they are its own (:func:`alike_cells`)
+    instead of matching again.
+
     Args:
         kernels: The compiled module.
         ignore: ``(S, G)`` the ground truth each set ignores.
@@ -83,6 +95,8 @@ class RangeMatcher:
         first_on_ties: The earlier ground truth wins ties of IoU (``"unmatched-first"``).
         n_pred: Predictions in all.
         dtype: The flags' dtype (at least ``T`` bits).
+        own: Of the matcher it rides along: the ground truth it ignores, its thresholds,
+            and each ground truth's image-class (``(G,)``, non-decreasing for speed).
     """
 
     def __init__(
@@ -95,6 +109,7 @@ class RangeMatcher:
         first_on_ties: bool,
         n_pred: int,
         dtype: np.dtype[Any],
+        own: tuple[BoolArray, FloatArray, IndexArray] | None = None,
     ) -> None:
         n_sets, n_gt = ignore.shape
         if crowd.shape != (n_gt,) or thresholds.size > 8 * dtype.itemsize:
@@ -106,22 +121,82 @@ class RangeMatcher:
         self._strict = strict
         self._first = first_on_ties
         self._taken = np.zeros((n_gt, n_sets, thresholds.size), dtype=bool)
+        #: ``(S, G)`` the set takes the picks of the matcher it rides along in the
+        #: image-class of the ground truth.
+        self.alike = np.zeros((n_sets, n_gt), dtype=bool)
+        #: ``(T,)`` each threshold's place among that matcher's (read where alike).
+        self.level = np.zeros(thresholds.size, dtype=np.int64)
+        if own is not None:
+            own_ignore, own_thresholds, cell = own
+            places = {value: t for t, value in enumerate(own_thresholds.tolist())}
+            if all(value in places for value in self._thresholds.tolist()):
+                self.level[:] = [places[value] for value in self._thresholds.tolist()]
+                self.alike = alike_cells(self._ignore, own_ignore, cell)
         #: ``(P, S)`` bit ``t``: matched at threshold ``t`` under set ``s``.
         self.matched = np.zeros((n_pred, n_sets), dtype=dtype)
         #: ``(P, S)`` likewise, matched to ground truth the set ignores.
         self.ignored = np.zeros((n_pred, n_sets), dtype=dtype)
 
+    @property
+    def lowest(self) -> float:
+        """The lowest threshold (infinity without any)."""
+        return float(self._thresholds.min()) if self._thresholds.size else np.inf
+
+    def state(self) -> tuple[Any, ...]:
+        """The sets' arrays as the kernel ``ranked_pass`` reads them (its ``ranges``)."""
+        return (
+            self._ignore, self._thresholds, self._taken, self.matched, self.ignored,
+            self.alike, self.level,
+        )  # fmt: skip
+
     def add(self, gt: IndexArray, pred: IndexArray, iou: FloatArray) -> None:
-        """Match predictions given as pairs (``(K,)`` each).
+        """Match predictions given as pairs (``(K,)`` each), on its own.
 
         Raises:
-            ValueError: An index is out of range, or the arrays differ in length.
+            ValueError: An index is out of range, the arrays differ in length, or the
+                matcher was made to ride along another.
         """
-        self._kernels.ranked_flags(
+        if self.alike.any():
+            raise ValueError("a matcher riding along another is fed through that one")
+        n_gt = self._crowd.size
+        self._kernels.ranked_pass(
             index_array(gt), index_array(pred), np.ascontiguousarray(iou, dtype=np.float64),
-            self._ignore, self._crowd, self._thresholds, self._strict, self._first,
-            self._taken, self.matched, self.ignored,
+            None, np.zeros(n_gt, dtype=bool), self._crowd, np.zeros(0), self._strict,
+            self._first, np.zeros((0, n_gt), dtype=bool), self.state(),
         )  # fmt: skip
+
+
+def alike_cells(ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray) -> BoolArray:
+    """``(S, G)`` where each of the ``(S, G)`` sets ``ignore`` is matched as ``own_ignore``
+    in the image-class (``cell``) of the ground truth, under the unmatched rule: the two
+    ignore the same ground truth there, or each ignores all or none of it (a prediction
+    prefers ground truth that counts only over ignored ground truth of its image-class, so
+    the picks are the same; only whether the pick counts differs)."""
+    n_sets, n_gt = ignore.shape
+    if n_gt == 0:
+        return np.zeros((n_sets, 0), dtype=bool)
+    if bool(np.all(cell[1:] >= cell[:-1])):
+        starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))
+        size = np.diff(np.append(starts, n_gt))
+        inverse = np.repeat(np.arange(starts.size), size)
+
+        def per_cell(flags: BoolArray) -> IntArray:
+            return np.add.reduceat(flags.astype(np.int64), starts)
+    else:
+        _, inverse, size = np.unique(cell, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+
+        def per_cell(flags: BoolArray) -> IntArray:
+            return np.bincount(inverse, flags, minlength=size.size).astype(np.int64)
+
+    own = per_cell(own_ignore)
+    own_uniform = (own == 0) | (own == size)
+    alike = np.empty((n_sets, n_gt), dtype=bool)
+    for s, row in enumerate(ignore):
+        differs = per_cell(row != own_ignore) > 0
+        n = per_cell(row)
+        alike[s] = (~differs | (((n == 0) | (n == size)) & own_uniform))[inverse]
+    return alike
 
 
 def devkit_set_flags(
@@ -155,6 +230,46 @@ def devkit_set_flags(
         ignored,
     )
     return matched, ignored
+
+
+def devkit_hits(
+    kernels: ModuleType,
+    best_gt: IndexArray,
+    best_iou: FloatArray,
+    rank: IndexArray,
+    ignore: BoolArray,
+    thresholds: FloatArray,
+    strict: bool,
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """The devkit rule's matched pairs (:func:`~vocmatch.core.match.match_devkit`), as
+    ``(level, pred, gt, iou)`` in the same order.
+
+    Raises:
+        ValueError: A ground truth is out of range, or the arrays differ in length.
+    """
+    found = kernels.devkit_hits(
+        index_array(best_gt),
+        np.ascontiguousarray(best_iou, dtype=np.float64),
+        index_array(rank),
+        np.ascontiguousarray(ignore, dtype=bool),
+        np.ascontiguousarray(thresholds, dtype=np.float64),
+        strict,
+    )
+    return pair_arrays(found)
+
+
+def pair_arrays(
+    found: tuple[bytes, bytes, bytes, bytes],
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """The matched pairs a kernel returns as bytes, as ``(level, pred, gt, iou)`` arrays
+    (int64, int64, int64, float64)."""
+    level, pred, gt, iou = found
+    return (
+        np.frombuffer(level, dtype=np.int64),
+        np.frombuffer(pred, dtype=np.int64),
+        np.frombuffer(gt, dtype=np.int64),
+        np.frombuffer(iou, dtype=np.float64),
+    )
 
 
 def score_cell_order(

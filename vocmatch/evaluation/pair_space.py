@@ -181,6 +181,7 @@ class PairSpace:
         self.n_gt = int(gt_boxes.shape[0])
         self.n_pred = int(pred_cell.shape[0])
         self.gt_area = box_area(gt_boxes, pixel_inclusive)
+        self._region_areas: tuple[FloatArray, FloatArray] | None = None
         # A prediction's area is computed with its pairs (from its box, by the same
         # arithmetic), not held for every prediction.
         cells = np.concatenate([_sorted_unique(gt_cell), _sorted_unique(pred_cell)])
@@ -246,7 +247,9 @@ class PairSpace:
 
     def region_areas(self) -> tuple[FloatArray, FloatArray]:
         """Continuous areas of every ground truth and prediction: a box's ``w x h``, a rotated
-        box's or polygon's own region's (COCO's area ranges use them)."""
+        box's or polygon's own region's (COCO's area ranges use them); computed once."""
+        if self._region_areas is not None:
+            return self._region_areas
         gt_area = box_area(self.gt_boxes)
         pred_area = np.empty(self.n_pred)
         for start in range(0, self.n_pred, TILE_PAIRS):
@@ -257,6 +260,7 @@ class PairSpace:
             pred_area[self.pred_shaped] = self._pred_regions.areas[
                 self._pred_region[self.pred_shaped]
             ]
+        self._region_areas = (gt_area, pred_area)
         return gt_area, pred_area
 
     def iou(self, gt: IntArray, pred: IntArray) -> FloatArray:

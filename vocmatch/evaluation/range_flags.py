@@ -1,13 +1,23 @@
 """COCO's area ranges matched by the compiled kernels (:mod:`vocmatch.core.match_kernels`):
 every range, each with the ground truth outside it ignored, at every AP threshold, in one
-pass over the pairs that can match, straight into the records' flags.
+pass, straight into the records' flags.
+
+Under the ``"unmatched"`` and ``"unmatched-first"`` rules the ranges ride along the
+evaluation's own matching (:func:`scan_ranges`): the pair scan hands each piece of pairs to
+one kernel that keeps a matching state for every threshold of the evaluation and every
+range and AP threshold; in each image-class where a range is matched as the evaluation is
+(it ignores the same ground truth there, or each of the two ignores all or none of it:
+:func:`~vocmatch.core.match_kernels.alike_cells`), the range takes the evaluation's picks
+instead of matching again (``"all"`` nearly everywhere). Under the
+``"devkit"`` rule, :func:`range_flags` matches every range from each prediction's best
+ground truth.
 
 The numpy route of :mod:`vocmatch.evaluation.to_records` (each range matched on its own, the
 evaluation's matching reused where it stands for the range's) stays the reference and the
 fallback: where the kernels are not built, under ``VOCMATCH_PURE_ENGINE=1``, and for what
 is rare enough to leave to numpy (predictions without scores, paired highest IoU first; the
-``"iou-order"`` rule, whose ties of IoU are broken per image), :func:`range_flags` returns
-None and the numpy route runs. Both give the same bits (the test suite compares them).
+``"iou-order"`` rule, whose ties of IoU are broken per image), both return None and the
+numpy route runs. Both give the same bits (the test suite compares them).
 """
 
 from __future__ import annotations
@@ -19,14 +29,51 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.match_kernels import RangeMatcher, devkit_set_flags
-from vocmatch.evaluation.candidates import Candidates
-from vocmatch.evaluation.pair_space import Tile
+from vocmatch.evaluation.pair_space import PairSpace
+from vocmatch.evaluation.result import COCO_AREAS
 from vocmatch.evaluation.stage_inputs import Paired, Prepared
 
-__all__ = ["range_flags"]
+__all__ = ["range_flags", "range_ignores", "scan_ranges"]
 
 FlagArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+
+def range_ignores(gt_ignore: BoolArray, gt_area: FloatArray, n_areas: int) -> BoolArray:
+    """``(A, G)`` the ground truth each of the first ``n_areas`` of COCO's area ranges
+    ignores: what the evaluation ignores, and what lies outside the range."""
+    rows = [gt_ignore | (gt_area < low) | (gt_area > high) for low, high in COCO_AREAS[:n_areas]]
+    if not rows:
+        return np.zeros((0, gt_ignore.size), dtype=bool)
+    return np.stack(rows)
+
+
+def scan_ranges(
+    kernels: ModuleType, prepared: Prepared, space: PairSpace, dtype: np.dtype[Any]
+) -> RangeMatcher | None:
+    """COCO's four area ranges at the AP thresholds, to ride along the evaluation's own
+    matching in the pair scan (:class:`~vocmatch.core.match.RankedMatcher`'s ``ranges``),
+    where the protocol matches ranked predictions under the ``"unmatched"`` or
+    ``"unmatched-first"`` rule; None otherwise (see the module doc).
+
+    Args:
+        kernels: The compiled module (``vocmatch.core.fastmatch``).
+        prepared: The sorted inputs (predictions by image-class, then ranking).
+        space: The boxes (the ranges read the ground truth's areas).
+        dtype: The flags' dtype.
+    """
+    conv, gt = prepared.conventions, prepared.gt
+    if not prepared.scored or conv.match_rule not in ("unmatched", "unmatched-first"):
+        return None
+    gt_area, _ = space.region_areas()
+    cell = gt.image * len(prepared.class_names) + gt.label
+    return RangeMatcher(
+        kernels, range_ignores(gt.ignore, gt_area, len(COCO_AREAS)), gt.crowd,
+        np.asarray(conv.ap_thresholds, dtype=np.float64), conv.strict_threshold,
+        conv.match_rule == "unmatched-first", space.n_pred, dtype,
+        own=(gt.ignore, prepared.levels.thresholds, cell),
+    )  # fmt: skip
 
 
 def range_flags(
@@ -34,7 +81,8 @@ def range_flags(
 ) -> tuple[FlagArray, FlagArray] | None:
     """``(P, A)`` flags of each kept prediction under each of ``(A, G)`` ground-truth sets
     ``ignore``, at the protocol's AP thresholds (bit ``t``): matched, and matched to ground
-    truth the set ignores; None where the numpy route is to match (see the module doc).
+    truth the set ignores; the ones matched along the scan where they were
+    (:attr:`Paired.range_flags`); None where the numpy route is to match (see the module doc).
 
     Args:
         kernels: The compiled module (``vocmatch.core.fastmatch``).
@@ -43,34 +91,13 @@ def range_flags(
         ignore: ``(A, G)`` the ground truth each range ignores.
         dtype: The flags' dtype.
     """
-    conv, gt, pred = prepared.conventions, prepared.gt, prepared.pred
-    if not prepared.scored or conv.match_rule == "iou-order":
+    if paired.range_flags is not None:
+        return paired.range_flags
+    conv = prepared.conventions
+    if not prepared.scored or conv.match_rule != "devkit":
         return None
-    thresholds = np.asarray(conv.ap_thresholds, dtype=np.float64)
     scan = paired.scan
-    if conv.match_rule == "devkit":
-        return devkit_set_flags(
-            kernels, scan.pred_best_gt, scan.pred_best_iou, ignore, thresholds,
-            conv.strict_threshold, dtype,
-        )  # fmt: skip
-    matcher = RangeMatcher(
-        kernels, ignore, gt.crowd, thresholds, conv.strict_threshold,
-        conv.match_rule == "unmatched-first", pred.label.size, dtype,
+    return devkit_set_flags(
+        kernels, scan.pred_best_gt, scan.pred_best_iou, ignore,
+        np.asarray(conv.ap_thresholds, dtype=np.float64), conv.strict_threshold, dtype,
     )  # fmt: skip
-    if thresholds.size == 0:
-        return matcher.matched, matcher.ignored
-    lowest = float(thresholds.min())
-    for piece in scan.pieces(whole=False):
-        if isinstance(piece, Candidates):
-            matcher.add(piece.gt, piece.pred, piece.iou)
-            continue
-        # A large image-class whose pairs were not kept: scored again, block by block.
-        for block in scan.space.blocks(piece, scan.sparse):
-            if isinstance(block, Tile):
-                matcher.add(block.gt, block.pred, block.iou)
-                continue
-            iou = block.iou
-            passing = iou > lowest if conv.strict_threshold else iou >= lowest
-            rows, columns = np.nonzero(passing)
-            matcher.add(rows + block.gt_start, columns + block.pred_start, iou[rows, columns])
-    return matcher.matched, matcher.ignored

@@ -41,6 +41,7 @@ FloatArray = npt.NDArray[np.float64]
 # Indices: int32 where they come from the columns, int64 where computed.
 IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
+FlagArray = npt.NDArray[np.integer[Any]]
 Int32Array = npt.NDArray[np.int32]
 
 
@@ -191,11 +192,15 @@ class Paired:
         scan: The pairs that can match, and each box's best IoU on the other side.
         matching: The matched pairs at every threshold.
         ranking: Each class's predictions and their ranking by score.
+        range_flags: ``(P, A)`` flags matched and matched to ignored ground truth under each
+            of COCO's area ranges at the AP thresholds, where they were matched along
+            (:func:`vocmatch.evaluation.range_flags.scan_ranges`); else None.
     """
 
     scan: PairScan
     matching: Matching
     ranking: ClassRanking
+    range_flags: tuple[FlagArray, FlagArray] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from vocmatch.compiled import kernels
 from vocmatch.core import match_kernels
 from vocmatch.core.match import Hits, RankedMatcher
+from vocmatch.core.match_kernels import RangeMatcher
 from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import ClassCounts, class_ranking
@@ -343,11 +344,20 @@ def _sort_predictions(
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
 
 
-def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str], None]) -> Paired:
+def pair_and_match(
+    prepared: Prepared,
+    by_score: IntArray,
+    stage: Callable[[str], None],
+    ranges: Callable[[PairSpace], RangeMatcher | None] | None = None,
+) -> Paired:
     """Stage *pair and match*: every pair of the same image-class scored once (each box's
     best IoU on the other side, and the pairs that can match), then matched under the
     protocol's rule at every threshold; each class's ranking from ``by_score`` (see
     :func:`prepare_cells`).
+
+    Where ``ranges`` gives other ground-truth sets to match (COCO's area ranges: see
+    :func:`vocmatch.evaluation.range_flags.scan_ranges`), they ride along the unmatched
+    rule's matching as the pairs are scored, into :attr:`Paired.range_flags`.
 
     A pair of regions whose IoU is provably below every threshold is not clipped
     (:func:`~vocmatch.evaluation.pair_space.iou_floor`): the scan's best IoUs are exact
@@ -370,11 +380,12 @@ def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str]
         float32=conv.iou_arithmetic == "float32",
     )
     # The unmatched rule's matching is made as the pairs are scored (in ranking order).
-    first = None
+    first = along = None
     if prepared.scored and conv.match_rule in ("unmatched", "unmatched-first"):
+        along = None if ranges is None else ranges(space)
         first = RankedMatcher(
             gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold,
-            first_on_ties=conv.match_rule == "unmatched-first",
+            first_on_ties=conv.match_rule == "unmatched-first", ranges=along,
         )  # fmt: skip
     scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
     stage("matching")
@@ -389,7 +400,8 @@ def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str]
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
             conv.strict_threshold, prepared.scored,
         )  # fmt: skip
-    return Paired(scan, m, class_ranking(by_score, pred.label, n_k))
+    flags = None if along is None else (along.matched, along.ignored)
+    return Paired(scan, m, class_ranking(by_score, pred.label, n_k), flags)
 
 
 def _score_floor(prepared: Prepared) -> FloatArray | None:

@@ -24,9 +24,10 @@ from vocmatch.core.protocol import Conventions
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
+from vocmatch.evaluation.pair_space import PairSpace
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.preparation import prepare_columns
-from vocmatch.evaluation.range_flags import range_flags
+from vocmatch.evaluation.range_flags import range_flags, range_ignores, scan_ranges
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -235,11 +236,12 @@ def _reading(
         pred_image=np.zeros(0, dtype=selection.pred_image.dtype),
     )
     stage("pairing boxes")
-    paired = stages.pair_and_match(prepared, by_score, stage)
+    # Without scores nothing is ranked: a whole run then reads no area range's matching.
+    match = prepared.scored or not asked.whole_run
+    paired = stages.pair_and_match(prepared, by_score, stage, _scan_ranges(prepared, match))
     del by_score
     areas = Areas(*paired.scan.space.region_areas())
-    # Without scores nothing is ranked: a whole run then reads no area range's matching.
-    flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
+    flags = _area_flags(prepared, paired, areas, stage, match)
     scores = RankingScores.of(prepared)
     if asked.matched is not None:
         asked.matched(stages.matched_columns(prepared, paired, areas, scores))
@@ -380,6 +382,20 @@ class _AreaFlags:
     gt_counting: IntArray
 
 
+def _scan_ranges(
+    prepared: Prepared, match: bool
+) -> Callable[[PairSpace], match_kernels.RangeMatcher | None] | None:
+    """What gives COCO's area ranges to match along the evaluation's own matching
+    (:func:`~vocmatch.evaluation.range_flags.scan_ranges`), where the protocol has them
+    matched and the compiled kernels are built; else None."""
+    conv = prepared.conventions
+    fast = kernels(match_kernels.MODULE)
+    if fast is None or not match or conv.summary != "coco":
+        return None
+    dtype = flag_dtype(len(conv.ap_thresholds))
+    return lambda space: scan_ranges(fast, prepared, space, dtype)
+
+
 def _area_flags(
     prepared: Prepared, paired: Paired, areas: Areas, stage: Callable[[str], None], match: bool
 ) -> _AreaFlags:
@@ -397,8 +413,8 @@ def _area_flags(
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    ignores = [gt.ignore | (areas.gt < low) | (areas.gt > high) for low, high in COCO_AREAS]
-    for a, ignore in enumerate(ignores[:n_areas]):
+    ignores = range_ignores(gt.ignore, areas.gt, n_areas)
+    for a, ignore in enumerate(ignores):
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
     if not match or not n_areas:
         for name in AREA_NAMES[:n_areas]:
@@ -409,13 +425,13 @@ def _area_flags(
     stage(f"COCO area {AREA_NAMES[0]}")
     flags = None
     if fast is not None:
-        flags = range_flags(fast, prepared, paired, np.stack(ignores[:n_areas]), matched.dtype)
+        flags = range_flags(fast, prepared, paired, ignores, matched.dtype)
     if flags is not None:
         for name in AREA_NAMES[1:n_areas]:
             stage(f"COCO area {name}")
         return _AreaFlags(inside, flags[0], flags[1], gt_counting)
     own = _ap_places(prepared)
-    for a, ignore in enumerate(ignores[:n_areas]):
+    for a, ignore in enumerate(ignores):
         if a:
             stage(f"COCO area {AREA_NAMES[a]}")
         found = _range_hits(prepared, paired, ignore, own)
