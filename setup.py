@@ -27,6 +27,11 @@ setup(
             optional=True,
         ),
         Extension(
+            "vocmatch.evaluation.fastsummary",
+            sources=["vocmatch/evaluation/fastsummary.c"],
+            optional=True,
+        ),
+        Extension(
             "vocmatch.render.fastjson",
             sources=["vocmatch/render/fastjson.c"],
             depends=["vocmatch/render/fastjson_table.h"],
