@@ -666,8 +666,122 @@ done:
     return result;
 }
 
+/* --- each image's detections in descending confidence --------------------------------- */
+
+/* -conf sorts before -other (numpy's float order: NaN after every number). */
+static inline int conf_before(float conf, float other)
+{
+    float key = -conf, other_key = -other;
+    return key < other_key || (other_key != other_key && key == key);
+}
+
+/* Stable merge sort of idx[0..n) by descending conf (scratch: n entries). */
+static void sort_by_conf(int64_t *idx, int64_t *scratch, Py_ssize_t n, const float *conf)
+{
+    if (n < 2) {
+        return;
+    }
+    if (n <= 16) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int64_t v = idx[i];
+            Py_ssize_t j = i;
+            while (j > 0 && conf_before(conf[v], conf[idx[j - 1]])) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = v;
+        }
+        return;
+    }
+    Py_ssize_t half = n / 2;
+    sort_by_conf(idx, scratch, half, conf);
+    sort_by_conf(idx + half, scratch, n - half, conf);
+    memcpy(scratch, idx, sizeof(int64_t) * (size_t)half);
+    Py_ssize_t a = 0, b = half, out = 0;
+    while (a < half && b < n) {
+        /* the left one first unless the right one sorts strictly before it */
+        if (conf_before(conf[idx[b]], conf[scratch[a]])) {
+            idx[out++] = idx[b++];
+        } else {
+            idx[out++] = scratch[a++];
+        }
+    }
+    while (a < half) {
+        idx[out++] = scratch[a++];
+    }
+}
+
+PyDoc_STRVAR(image_order_doc,
+"image_order(count, conf, within, /)\n"
+"--\n\n"
+"Into `within` (int64, as long as conf): the records image after image (`count` of each),\n"
+"each image's in descending float32 `conf`, ties in record order: np.lexsort((-conf,\n"
+"image)).");
+
+static PyObject *image_order(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO:image_order", &objs[0], &objs[1], &objs[2])) {
+        return NULL;
+    }
+    static const char *names[3] = {"count", "conf", "within"};
+    static const int kinds[3] = {KIND_INT64, KIND_FLOAT32, KIND_INT64};
+    Py_buffer views[3];
+    int got = 0;
+    PyObject *result = NULL;
+    int64_t *scratch = NULL;
+    for (; got < 3; got++) {
+        if (get_buffer(objs[got], &views[got], names[got], kinds[got], got == 2) != 0) {
+            goto done;
+        }
+    }
+    const int64_t *count = views[0].buf;
+    const Py_ssize_t n_images = views[0].len / 8, n = views[1].len / 4;
+    if (!check(views[2].len / 8 == n, "within: not as long as conf")) {
+        goto done;
+    }
+    int64_t total = 0, largest = 0;
+    for (Py_ssize_t i = 0; i < n_images; i++) {
+        if (!check(count[i] >= 0 && count[i] <= n - total, "count: not the records' counts")) {
+            goto done;
+        }
+        total += count[i];
+        largest = count[i] > largest ? count[i] : largest;
+    }
+    if (!check(total == n, "count: not the records' counts")) {
+        goto done;
+    }
+    scratch = PyMem_Malloc(sizeof(int64_t) * ((size_t)largest + 1));
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *within = views[2].buf;
+    const float *conf = views[1].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        within[i] = i;
+    }
+    int64_t start = 0;
+    for (Py_ssize_t i = 0; i < n_images; i++) {
+        sort_by_conf(within + start, scratch, count[i], conf);
+        start += count[i];
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(scratch);
+    for (int i = 0; i < got; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"curve_ap", py_curve_ap, METH_VARARGS, curve_ap_doc},
+    {"image_order", image_order, METH_VARARGS, image_order_doc},
     {"ultralytics_classes", ultralytics_classes, METH_VARARGS, ultralytics_classes_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -13,6 +13,12 @@ def curve_ap(
     points: npt.NDArray[np.float64],
     /,
 ) -> float: ...
+def image_order(
+    count: npt.NDArray[np.int64],
+    conf: npt.NDArray[np.float32],
+    within: npt.NDArray[np.int64],
+    /,
+) -> None: ...
 def ultralytics_classes(
     order: npt.NDArray[np.int64],
     label: npt.NDArray[np.integer[Any]],

@@ -83,18 +83,22 @@ def ultralytics_summary(
     """
     preds = records.preds
     n_classes = len(n_class_gt)
-    image = np.repeat(np.arange(preds.count.size), preds.count)
     score = np.asarray(preds.score, dtype=np.float64)
     conf = np.where(np.isnan(score), -np.inf, score).astype(np.float32)
+    kernel = kernels(MODULE)
     # Image after image, each in descending confidence (records: class, then rank, order).
-    within = np.lexsort((-conf, image))
+    if kernel is None:
+        image = np.repeat(np.arange(preds.count.size), preds.count)
+        within = np.lexsort((-conf, image))
+    else:
+        within = np.empty(conf.size, dtype=np.int64)
+        kernel.image_order(np.asarray(preds.count, dtype=np.int64), conf, within)
     conf = conf[within]
     # The package's one ranking of all detections (its default, unstable sort).
     ranked = np.argsort(-conf)
     with_gt = [k for k in range(n_classes) if n_class_gt[k] > 0]
     grid = np.linspace(0, 1, _GRID_POINTS)
     curves = _Curves.zeros(len(with_gt), len(levels))
-    kernel = kernels(MODULE)
     if kernel is None or interpolation not in INTERPOLATION_CODES:
         _numpy_classes(
             preds, within, ranked, conf, levels, n_class_gt, with_gt, interpolation, grid, curves
