@@ -38,7 +38,7 @@ from vocmatch.evaluation.summary_kernels import (
     interpolation_points,
 )
 
-__all__ = ["ultralytics_summary"]
+__all__ = ["ClassCurves", "numpy_class_curves", "ultralytics_summary"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -98,9 +98,9 @@ def ultralytics_summary(
     ranked = np.argsort(-conf)
     with_gt = [k for k in range(n_classes) if n_class_gt[k] > 0]
     grid = np.linspace(0, 1, _GRID_POINTS)
-    curves = _Curves.zeros(len(with_gt), len(levels))
+    curves = ClassCurves.zeros(len(with_gt), len(levels))
     if kernel is None or interpolation not in INTERPOLATION_CODES:
-        _numpy_classes(
+        numpy_class_curves(
             preds, within, ranked, conf, levels, n_class_gt, with_gt, interpolation, grid, curves
         )
     else:
@@ -139,7 +139,7 @@ def ultralytics_summary(
 
 
 @dataclass(frozen=True, slots=True)
-class _Curves:
+class ClassCurves:
     """What the summary reads off each class with ground truth (a row each): AP at each
     threshold ``(R, T)``, precision and recall at IoU 0.5 on the confidence grid ``(R, G)``,
     and over all the class's predictions ``(R,)``; 0 for a class without predictions."""
@@ -151,14 +151,15 @@ class _Curves:
     r_all: FloatArray
 
     @classmethod
-    def zeros(cls, rows: int, n_t: int) -> _Curves:
+    def zeros(cls, rows: int, n_t: int) -> ClassCurves:
+        """Zeros for ``rows`` classes at ``n_t`` thresholds."""
         grid = (rows, _GRID_POINTS)
         return cls(
             np.zeros((rows, n_t)), np.zeros(grid), np.zeros(grid), np.zeros(rows), np.zeros(rows)
         )
 
 
-def _numpy_classes(
+def numpy_class_curves(
     preds: PredRecords,
     within: IntArray,
     ranked: IntArray,
@@ -168,10 +169,23 @@ def _numpy_classes(
     with_gt: list[int],
     interpolation: Interpolation,
     grid: FloatArray,
-    out: _Curves,
+    out: ClassCurves,
 ) -> None:
-    """The numpy implementation of the classes' curves (the reference of
-    ``fastsummary.ultralytics_classes``), into ``out``: ``conf`` in ``within`` order."""
+    """The numpy implementation of each class's curves (the reference of the compiled
+    ``fastsummary.ultralytics_classes``), into ``out``.
+
+    Args:
+        preds: The records' predictions.
+        within: The records image after image, each image's in descending confidence.
+        ranked: The package's ranking of ``within``.
+        conf: ``(P,)`` float32 confidence in ``within`` order.
+        levels: The place of each AP threshold among the records' matched thresholds.
+        n_class_gt: Ground truth that counts, per class.
+        with_gt: The classes with ground truth, one row of ``out`` each.
+        interpolation: How each AP is read off its curve.
+        grid: The confidence grid.
+        out: Where the curves go (rows of classes without predictions stay 0).
+    """
     label = np.asarray(preds.label)[within].astype(np.int64)
     matched = np.asarray(preds.matched)[within]
     ignored = np.asarray(preds.ignored)[within]
