@@ -173,6 +173,10 @@ def summary_cases(draw: st.DrawFn) -> dict[str, Any]:
         matched=matched,
         ignored=ignored,
     )
+    if draw(st.booleans()):
+        # views of every other element, as records sliced out of larger ones may be
+        for field in ("label", "score", "matched", "ignored"):
+            setattr(preds, field, np.repeat(getattr(preds, field), 2)[::2])
     n_class_gt = draw(st.lists(st.integers(0, 40), min_size=n_classes, max_size=n_classes))
     return {
         "records": cast(MatchRecords, SimpleNamespace(preds=preds)),
@@ -231,7 +235,8 @@ def test_ultralytics_class_curves_are_the_same_bits_compiled(
     rows = np.full(len(n_class_gt), -1, dtype=np.int64)
     rows[with_gt] = np.arange(len(with_gt))
     kernel.ultralytics_classes(
-        within[ranked], preds.label, preds.matched, preds.ignored, conf[ranked],
+        within[ranked], *(np.ascontiguousarray(a) for a in (preds.label, preds.matched, preds.ignored)),
+        conf[ranked],
         np.array(levels, dtype=np.int64), np.array(n_class_gt, dtype=np.int64), rows,
         INTERPOLATION_CODES[interpolation], interpolation_points(interpolation), grid,
         compiled.ap, compiled.p_curve, compiled.r_curve, compiled.p_all, compiled.r_all,

@@ -108,8 +108,9 @@ def ultralytics_summary(
         rows = np.full(n_classes, -1, dtype=np.int64)
         rows[with_gt] = np.arange(len(with_gt))
         kernel.ultralytics_classes(
-            within[ranked], np.asarray(preds.label), np.asarray(preds.matched),
-            np.asarray(preds.ignored), conf[ranked], np.asarray(levels, dtype=np.int64),
+            within[ranked], np.ascontiguousarray(preds.label),
+            np.ascontiguousarray(preds.matched), np.ascontiguousarray(preds.ignored),
+            conf[ranked], np.asarray(levels, dtype=np.int64),
             np.asarray(n_class_gt, dtype=np.int64), rows, INTERPOLATION_CODES[interpolation],
             interpolation_points(interpolation), grid, curves.ap, curves.p_curve,
             curves.r_curve, curves.p_all, curves.r_all,
