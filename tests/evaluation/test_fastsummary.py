@@ -234,10 +234,9 @@ def test_ultralytics_class_curves_are_the_same_bits_compiled(
     compiled = ClassCurves.zeros(len(with_gt), len(levels))
     rows = np.full(len(n_class_gt), -1, dtype=np.int64)
     rows[with_gt] = np.arange(len(with_gt))
+    flags = [np.ascontiguousarray(a) for a in (preds.label, preds.matched, preds.ignored)]
     kernel.ultralytics_classes(
-        within[ranked], *(np.ascontiguousarray(a) for a in (preds.label, preds.matched, preds.ignored)),
-        conf[ranked],
-        np.array(levels, dtype=np.int64), np.array(n_class_gt, dtype=np.int64), rows,
+        within[ranked], *flags, conf[ranked], np.array(levels, dtype=np.int64), np.array(n_class_gt, dtype=np.int64), rows,
         INTERPOLATION_CODES[interpolation], interpolation_points(interpolation), grid,
         compiled.ap, compiled.p_curve, compiled.r_curve, compiled.p_all, compiled.r_all,
     )  # fmt: skip
