@@ -243,6 +243,35 @@ def test_ultralytics_class_curves_are_the_same_bits_compiled(
     assert_same_bits(reference, compiled, "curves")
 
 
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(1, 400), seed=st.integers(0, 2**32 - 1))
+def test_mean_f1_is_numpy_bit_for_bit(kernel: ModuleType, rows: int, seed: int) -> None:
+    """The class mean of the F1 curves, zeros and tiny values among P and R."""
+    rng = np.random.default_rng(seed)
+    p, r = (rng.random((rows, 1000)) * 10.0 ** rng.integers(-20, 1, (rows, 1000)) for _ in "pr")
+    p[rng.random(p.shape) < 0.2] = 0.0
+    r[rng.random(r.shape) < 0.2] = 0.0
+    expected = (2 * p * r / (p + r + 1e-16)).mean(0)
+    got = np.empty(1000)
+    kernel.mean_f1(p, r, 1e-16, got)
+    assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("p_rows", "r_rows", "out", "message"),
+    [
+        pytest.param(0, 0, 1000, "R >= 1", id="no-rows"),
+        pytest.param(2, 1, 1000, "not the shape of p_curve", id="r-rows"),
+        pytest.param(1, 1, 999, "not (R, G)", id="grid"),
+    ],
+)
+def test_mean_f1_refuses_arguments_it_would_read_past(
+    kernel: ModuleType, p_rows: int, r_rows: int, out: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        kernel.mean_f1(np.zeros((p_rows, 1000)), np.zeros((r_rows, 1000)), 1e-16, np.zeros(out))
+
+
 def summary_arguments() -> list[Any]:
     """Valid arguments: two predictions of class 0 (one object), the first a true positive."""
     return [

@@ -779,9 +779,68 @@ done:
     return result;
 }
 
+/* --- the mean F1 curve ---------------------------------------------------------------- */
+
+PyDoc_STRVAR(mean_f1_doc,
+"mean_f1(p_curve, r_curve, eps, out, /)\n"
+"--\n\n"
+"Into `out` (G,): the class mean of the F1 curves 2 * p * r / (p + r + eps) of the rows of\n"
+"p_curve and r_curve (R, G), as (2 * p_curve * r_curve / (p_curve + r_curve + eps)).mean(0)\n"
+"gives it: the rows added one after the other, then divided by R.");
+
+static PyObject *mean_f1(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[3];
+    double eps;
+    if (!PyArg_ParseTuple(args, "OOdO:mean_f1", &objs[0], &objs[1], &eps, &objs[2])) {
+        return NULL;
+    }
+    static const char *names[3] = {"p_curve", "r_curve", "out"};
+    Py_buffer views[3];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++) {
+        if (get_buffer(objs[got], &views[got], names[got], KIND_FLOAT64, got == 2) != 0) {
+            goto done;
+        }
+    }
+    const Py_ssize_t n_grid = views[2].len / 8;
+    if (!check(n_grid >= 1 && views[0].len > 0 && (views[0].len / 8) % n_grid == 0,
+               "p_curve: not (R, G) with R >= 1") ||
+        !check(views[1].len == views[0].len, "r_curve: not the shape of p_curve")) {
+        goto done;
+    }
+    const Py_ssize_t n_rows = views[0].len / 8 / n_grid;
+    const double *p = views[0].buf, *r = views[1].buf;
+    double *out = views[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < n_grid; g++) {
+        out[g] = 0.0;
+    }
+    for (Py_ssize_t row = 0; row < n_rows; row++) {
+        const double *pr = p + row * n_grid, *rr = r + row * n_grid;
+        for (Py_ssize_t g = 0; g < n_grid; g++) {
+            out[g] += 2.0 * pr[g] * rr[g] / (pr[g] + rr[g] + eps);
+        }
+    }
+    for (Py_ssize_t g = 0; g < n_grid; g++) {
+        out[g] /= (double)n_rows;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < got; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"curve_ap", py_curve_ap, METH_VARARGS, curve_ap_doc},
     {"image_order", image_order, METH_VARARGS, image_order_doc},
+    {"mean_f1", mean_f1, METH_VARARGS, mean_f1_doc},
     {"ultralytics_classes", ultralytics_classes, METH_VARARGS, ultralytics_classes_doc},
     {NULL, NULL, 0, NULL},
 };

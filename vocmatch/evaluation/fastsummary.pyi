@@ -19,6 +19,13 @@ def image_order(
     within: npt.NDArray[np.int64],
     /,
 ) -> None: ...
+def mean_f1(
+    p_curve: npt.NDArray[np.float64],
+    r_curve: npt.NDArray[np.float64],
+    eps: float,
+    out: npt.NDArray[np.float64],
+    /,
+) -> None: ...
 def ultralytics_classes(
     order: npt.NDArray[np.int64],
     label: npt.NDArray[np.integer[Any]],

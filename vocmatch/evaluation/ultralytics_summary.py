@@ -127,8 +127,13 @@ def ultralytics_summary(
             _float(curves.p_all.mean()), _float(curves.r_all.mean()), _float(ap[:, 0].mean()),
             _float(ap.mean()), lowest,
         )  # fmt: skip
-    f1_curve = 2 * p_curve * r_curve / (p_curve + r_curve + _EPS)
-    best = int(_smooth(f1_curve.mean(0), _SMOOTH_SHARE).argmax())
+    if kernel is None:
+        f1_mean = (2 * p_curve * r_curve / (p_curve + r_curve + _EPS)).mean(0)
+    else:
+        f1_mean = np.empty(_GRID_POINTS)
+        kernel.mean_f1(p_curve, r_curve, _EPS, f1_mean)
+    # The box filter stays numpy's: np.convolve sums through BLAS's dot, in its own order.
+    best = int(_smooth(f1_mean, _SMOOTH_SHARE).argmax())
     stats = UltralyticsStats(
         precision=_float(p_curve[:, best].mean()),
         recall=_float(r_curve[:, best].mean()),
