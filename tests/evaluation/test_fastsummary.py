@@ -90,13 +90,14 @@ def test_class_ap_is_numpy_ap_bit_for_bit(
 @st.composite
 def odd_curves(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     """Non-decreasing recall with runs of equal values, 0 and 1 among them, and any precision
-    in [0, 1]: equal x in np.interp, flat and steep steps, a recall past the trapezoid's
+    in [0, 1] or NaN: equal x in np.interp, flat and steep steps, a recall past the trapezoid's
     last point, steps so narrow that their slope overflows."""
     n = draw(st.integers(1, 60))
     values = st.sampled_from([0.0, 0.25, 1 / 3, 0.5, 0.999, 1.0, 1e-300, 5e-324])
     unit = st.floats(0.0, 1.0)
     recall = np.sort(np.array(draw(st.lists(st.one_of(values, unit), min_size=n, max_size=n))))
-    precision = np.array(draw(st.lists(st.one_of(values, unit), min_size=n, max_size=n)))
+    with_nan = st.one_of(values, unit, st.just(np.nan))
+    precision = np.array(draw(st.lists(with_nan, min_size=n, max_size=n)))
     return recall, precision
 
 
@@ -340,6 +341,11 @@ def test_ultralytics_classes_refuses_arguments_it_would_read_past(
         ),
         pytest.param(
             (np.array([1.0]), np.array([1.0]), 1, np.zeros(3)), "not the interp", id="points"
+        ),
+        pytest.param(
+            (np.array([1.0]), np.array([1.0]), 1, np.arange(11.0)[::-1].copy()),
+            "not ascending",
+            id="descending",
         ),
         pytest.param(
             (np.array([1], dtype=np.int64), np.array([1.0]), 0, np.zeros(0)),

@@ -324,24 +324,39 @@ static double curve_ap(const double *recall, const double *precision, Py_ssize_t
         envelope(s->y, n + 2);
         Py_ssize_t m = 0;
         for (Py_ssize_t i = 0; i < n + 1; i++) {
-            if (s->x[i + 1] != s->x[i]) {
-                s->terms[m++] = (s->x[i + 1] - s->x[i]) * s->y[i + 1];
-            }
+            /* written always, kept where recall changes (no branch to mispredict) */
+            s->terms[m] = (s->x[i + 1] - s->x[i]) * s->y[i + 1];
+            m += s->x[i + 1] != s->x[i];
         }
         return numpy_sum(s->terms, m);
     }
     if (code == AP_11_POINT) {
-        double total = 0.0;
-        for (Py_ssize_t p = 0; p < n_points; p++) {
-            int reached = 0;
-            double best = 0.0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                if (recall[i] >= points[p]) {
-                    best = reached ? numpy_maximum(best, precision[i]) : precision[i];
-                    reached = 1;
-                }
+        /* The levels ascend, so a point reaches the first `c` of them (c its count of levels
+         * at or below its recall; 0 for NaN): the best precision at level p is the maximum
+         * over the points reaching more than p, gathered per count then from the top (a
+         * maximum is the same in any order, NaN whenever one is NaN, as np.max). */
+        double best[12];
+        int seen[12] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int c = 0;
+            for (int p = 0; p < 11; p++) {
+                c += recall[i] >= points[p];
             }
-            total += reached ? best : 0.0;
+            best[c] = seen[c] ? numpy_maximum(best[c], precision[i]) : precision[i];
+            seen[c] = 1;
+        }
+        double total = 0.0;
+        int reached = 0;
+        double above = 0.0;
+        for (int p = 10; p >= 0; p--) {
+            if (seen[p + 1]) {
+                above = reached ? numpy_maximum(above, best[p + 1]) : best[p + 1];
+                reached = 1;
+            }
+            best[p + 1] = reached ? above : 0.0; /* the best at level p */
+        }
+        for (int p = 0; p < 11; p++) {
+            total += best[p + 1];
         }
         return total / 11.0;
     }
@@ -402,6 +417,16 @@ static int check_points(int code, Py_ssize_t n_points)
                  "points: not the interpolation's");
 }
 
+/* The 11-point levels ascend (curve_ap counts the levels each recall reaches). */
+static int check_ascending(int code, const double *points, Py_ssize_t n_points)
+{
+    int ok = 1;
+    for (Py_ssize_t p = 1; code == AP_11_POINT && p < n_points; p++) {
+        ok = ok && points[p - 1] < points[p];
+    }
+    return check(ok, "points: not ascending");
+}
+
 PyDoc_STRVAR(curve_ap_doc,
 "curve_ap(recall, precision, code, points, /)\n"
 "--\n\n"
@@ -427,7 +452,7 @@ static PyObject *py_curve_ap(PyObject *self, PyObject *args)
     }
     const Py_ssize_t n = views[0].len / 8, n_points = views[2].len / 8;
     if (!check(views[1].len == views[0].len, "precision: not as long as recall") ||
-        !check_points(code, n_points)) {
+        !check_points(code, n_points) || !check_ascending(code, views[2].buf, n_points)) {
         goto done;
     }
     ApScratch s;
@@ -579,7 +604,8 @@ static PyObject *ultralytics_classes(PyObject *self, PyObject *args)
         !check(views[PCURVE].len / 8 == n_rows * n_grid && views[RCURVE].len == views[PCURVE].len,
                "p_curve, r_curve: not (R, G)") ||
         !check(views[RALL].len == views[PALL].len, "r_all: not as long as p_all") ||
-        !check_points(code, n_points)) {
+        !check_points(code, n_points) ||
+        !check_ascending(code, views[POINTS].buf, n_points)) {
         goto done;
     }
     const int64_t *order = views[ORDER].buf, *levels = views[LEVELS].buf;
