@@ -2,8 +2,8 @@
 
 The extensions are optional: where no C compiler works, the build warns and the package
 installs without them, reading with the pure-Python fast reader (docs/compiled-reader.md),
-matching with numpy (docs/compiled-matching.md), accumulating with numpy
-(docs/compiled-accumulation.md) and writing JSON numbers with Python's json encoder
+matching with numpy (docs/compiled-matching.md), accumulating with numpy under every
+protocol (docs/compiled-accumulation.md) and writing JSON numbers with Python's json encoder
 (docs/compiled-json.md). The results are the same bits either way.
 """
 
@@ -24,6 +24,11 @@ setup(
         Extension(
             "vocmatch.evaluation.fastaccumulate",
             sources=["vocmatch/evaluation/fastaccumulate.c"],
+            optional=True,
+        ),
+        Extension(
+            "vocmatch.evaluation.fastsummary",
+            sources=["vocmatch/evaluation/fastsummary.c"],
             optional=True,
         ),
         Extension(

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.compiled import kernels
-from vocmatch.core.ap import Curve, average_precision, precision_recall_curve
+from vocmatch.core.ap import Curve, precision_recall_curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
@@ -50,6 +50,8 @@ from vocmatch.evaluation.result import (
 from vocmatch.evaluation.stage_inputs import (
     IouLevels,
 )
+from vocmatch.evaluation.summary_kernels import MODULE as SUMMARY_KERNELS
+from vocmatch.evaluation.summary_kernels import class_ap
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
@@ -194,6 +196,7 @@ def _accumulated(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
     rankings = class_rankings(records)
+    fast = kernels(SUMMARY_KERNELS)
     kernel = kernels("vocmatch.evaluation.fastaccumulate")
     if conv.summary != "coco":
         kernel = None
@@ -234,8 +237,7 @@ def _accumulated(
                 for threshold in conv.ap_thresholds:
                     tp, score = bits.curve_input(levels.index[threshold])
                     c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
-                    ap = average_precision(c.recall, c.precision, conv.interpolation)
-                    ap_values[k].append(ap)
+                    ap_values[k].append(class_ap(fast, c.recall, c.precision, conv.interpolation))
         curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
     coco = summary.stats() if conv.summary == "coco" else None
     return _Accumulated(curves, ap_values, coco, ultralytics)
