@@ -8,8 +8,24 @@ protocol (docs/compiled-accumulation.md) and writing JSON numbers with Python's 
 """
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildExt(build_ext):
+    """Every extension is compiled without floating-point contraction: a compiler may
+    otherwise fuse ``a * b + c`` into one multiply-add, rounded once instead of twice (GCC
+    does by default where the processor has the instruction, as on aarch64), and the
+    kernels repeat numpy's float operations one by one to give its bits."""
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for extension in self.extensions:
+                extension.extra_compile_args.append("-ffp-contract=off")
+        super().build_extensions()
+
 
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "vocmatch.readers.fastxml",
