@@ -315,3 +315,28 @@ def test_without_ground_truth_map_is_undefined(
     assert evaluation.summary.map == map_value
     assert evaluation.ultralytics is not None
     assert evaluation.ultralytics.as_dict() == {"P": 0.0, "R": 0.0, "mAP50": 0.0, "mAP50-95": 0.0}
+
+
+@pytest.mark.parametrize("preset", ["ultralytics", "ultralytics-8.4.36", "ultralytics-8.4.175"])
+@pytest.mark.parametrize("engine", ["compiled", "numpy"])
+def test_a_score_beyond_float32_ranks_first_without_a_warning(
+    preset: str, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confidence of 1e39 is +inf in float32, as the package holds it: ranked first (the
+    APs those of in-range scores in the same order), and numpy's overflow warning does not
+    reach the caller."""
+    if engine == "numpy":
+        monkeypatch.setenv("VOCMATCH_PURE_ENGINE", "1")
+    box = [[0.0, 0, 10, 10]]
+    results = []
+    for high, middle, low in ((1e39, 1e38, -1e39), (3.0, 2.0, -3.0)):
+        evaluator = vocmatch.Evaluator(preset)
+        evaluator.add("a", box, ["cat"], box + [[50.0, 50, 60, 60]], [high, middle], ["cat"] * 2)
+        evaluator.add("b", box, ["cat"], box, [low], ["cat"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            results.append(evaluator.result().ultralytics)
+    beyond, within = results
+    assert beyond is not None and within is not None
+    assert (beyond.map50, beyond.map50_95) == (within.map50, within.map50_95)
+    assert 0.8 < beyond.map50 < 0.9  # TP, FP, TP: the envelope 1 to recall 0.5, then 2/3

@@ -59,7 +59,8 @@ def match_iou_order(
     kept = Hits(base.level[~redo], base.pred[~redo], base.gt[~redo], base.iou[~redo])
     parts = [kept]
     pair_image = pred.image[pairs.pred]
-    conf = score.astype(np.float32)
+    with np.errstate(over="ignore"):  # float32 as the package holds it; beyond: ±inf
+        conf = score.astype(np.float32)
     for image in tied_images.tolist():
         mine = pair_image == image
         g, p, v = pairs.gt[mine], pairs.pred[mine], pairs.iou[mine]

@@ -84,7 +84,10 @@ def ultralytics_summary(
     preds = records.preds
     n_classes = len(n_class_gt)
     score = np.asarray(preds.score, dtype=np.float64)
-    conf = np.where(np.isnan(score), -np.inf, score).astype(np.float32)
+    # As the package holds confidences: float32, a score beyond its range becoming ±inf
+    # (without numpy's overflow warning, which would reach the caller).
+    with np.errstate(over="ignore"):
+        conf = np.where(np.isnan(score), -np.inf, score).astype(np.float32)
     kernel = kernels(MODULE)
     # Image after image, each in descending confidence (records: class, then rank, order).
     if kernel is None:
