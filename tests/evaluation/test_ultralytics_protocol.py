@@ -331,7 +331,7 @@ def test_a_score_beyond_float32_ranks_first_without_a_warning(
     results = []
     for high, middle, low in ((1e39, 1e38, -1e39), (3.0, 2.0, -3.0)):
         evaluator = vocmatch.Evaluator(preset)
-        evaluator.add("a", box, ["cat"], box + [[50.0, 50, 60, 60]], [high, middle], ["cat"] * 2)
+        evaluator.add("a", box, ["cat"], [*box, [50.0, 50, 60, 60]], [high, middle], ["cat"] * 2)
         evaluator.add("b", box, ["cat"], box, [low], ["cat"])
         with warnings.catch_warnings():
             warnings.simplefilter("error")
