@@ -54,12 +54,12 @@ from vocmatch.evaluation.stage_inputs import (
     RankingScores,
     Selection,
 )
-from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-if TYPE_CHECKING:  # imported where slices or the calibration inputs are asked for
+if TYPE_CHECKING:  # imported where slices, the calibration inputs or the arrays are asked for
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.matched import MatchedColumns
     from vocmatch.evaluation.slice_records import SliceRecords, SliceSpec
 
 __all__ = ["Asked", "match_records"]
@@ -79,7 +79,7 @@ class Asked:
             scored predictions is refused before matching.
         detail: Keep each image's per-box records (:attr:`MatchRecords.detail`).
         stage: Told each stage as it starts, by name.
-        matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
+        matched: Given the :class:`~vocmatch.evaluation.matched.MatchedColumns` of the
             images' own reading of scores, once they are matched.
         slices: Match each value of these slices too
             (:class:`~vocmatch.evaluation.slice_records.SliceRecords`).
@@ -242,7 +242,9 @@ def _reading(
     flags = _area_flags(prepared, paired, areas, stage, prepared.scored or not asked.whole_run)
     scores = RankingScores.of(prepared)
     if asked.matched is not None:
-        asked.matched(stages.matched_columns(prepared, paired, areas, scores))
+        from vocmatch.evaluation.matched import matched_columns
+
+        asked.matched(matched_columns(prepared, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     inputs = None
     if asked.calibration:
