@@ -303,6 +303,10 @@ NOT_BUILT_ON_EVAL = (
     # The arrays of a matching, for what inspects the stages; a run keeps its records.
     "MatchedColumns",
     "Evaluated",
+    # pycocotools' accumulation: only the coco summary reports it.
+    "CocoHits",
+    "_Hits",
+    "CocoTables",
 )
 
 

@@ -19,7 +19,6 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
     ClassBits,
-    CocoTables,
     class_members,
     class_results,
 )
@@ -200,6 +199,8 @@ def _accumulated(
     tables, chunk, first = None, 1, 0
     every: list[tuple[FlagArray, FlagArray]] = []  # each class's ranking, for the kernel
     if kernel is not None:
+        from vocmatch.evaluation.coco_tables import CocoTables
+
         every = list(rankings)
         rankings = iter(every)
         flags = (preds.area, preds.coco_matched, preds.coco_ignored)
