@@ -307,6 +307,10 @@ NOT_BUILT_ON_EVAL = (
     "CocoHits",
     "_Hits",
     "CocoTables",
+    # No gate given: neither a gate, its text nor its result.
+    "Gate",
+    "GateText",
+    "GateResult",
 )
 
 

@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.run_report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
 

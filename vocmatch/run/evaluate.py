@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
     from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.evidence.target_thresholds import Target
     from vocmatch.readers.parse import AnnotationSet
@@ -304,7 +304,7 @@ class EvalRequest(ScoreOptions):
         pred: The predictions: a folder, or a COCO results file.
         score_threshold: Count only predictions scored at least this (AP uses every one).
         score_thresholds: Per-class thresholds: a ``class,threshold`` CSV file or a mapping.
-        gates: Lower bounds, as :class:`~vocmatch.evidence.gates.Gate` or text such as
+        gates: Lower bounds, as :class:`~vocmatch.evidence.gate_records.Gate` or text such as
             ``map=0.5`` or ``person:recall=0.9``.
         max_fp: Most false positives an image may have (None: no limit).
         max_fn: Most missed objects an image may have (None: no limit).
@@ -531,7 +531,9 @@ def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
 
 
 def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
-    from vocmatch.evidence.gates import parse_gate
+    if not gates:
+        return ()  # no gate: their records stay unbuilt
+    from vocmatch.evidence.gate_records import parse_gate
 
     try:
         return tuple(parse_gate(g) if isinstance(g, str) else g for g in gates)
