@@ -311,6 +311,8 @@ NOT_BUILT_ON_EVAL = (
     "Gate",
     "GateText",
     "GateResult",
+    # Boxes, not label sets.
+    "LabelOverlap",
 )
 
 
