@@ -202,6 +202,10 @@ UNUSED_ON_EVAL = (
     "vocmatch.run.find_suspects",
     # Folders read here: neither URLs nor a cluster.
     "vocmatch.run.remote_inputs",
+    # The other protocols' and match rules' stages.
+    "vocmatch.evaluation.ultralytics_summary",
+    "vocmatch.evaluation.iou_order",
+    "vocmatch.evaluation.range_flags",
     # Neither slices nor calibration asked for; np.unique would bring numpy.ma.
     "vocmatch.evaluation.slice_records",
     "vocmatch.evaluation.calibration_inputs",
@@ -239,7 +243,8 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize(
     ("extra", "also_unused"),
     [
-        pytest.param([], (), id="table"),
+        # No preparation asked for: no table of what it removed.
+        pytest.param([], ("vocmatch.render.preparation_report",), id="table"),
         pytest.param(
             ["--format", "json"],
             ("rich", "vocmatch.render.terminal", *TABLE_MODULES),

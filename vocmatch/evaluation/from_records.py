@@ -50,7 +50,6 @@ from vocmatch.evaluation.stage_inputs import (
     IouLevels,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
 
 __all__ = [
     "COCO_TABLE_VALUES",
@@ -188,6 +187,8 @@ def _accumulated(
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
     ultralytics = None
     if conv.summary == "ultralytics":
+        from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
+
         places = [levels.index[threshold] for threshold in conv.ap_thresholds]
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation

@@ -37,7 +37,6 @@ from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import ClassCounts, class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
-from vocmatch.evaluation.iou_order import match_iou_order
 from vocmatch.evaluation.pair_space import PairSpace, iou_floor
 from vocmatch.evaluation.result import ENORMOUS_COORDINATE
 from vocmatch.evaluation.stage_inputs import (
@@ -321,6 +320,8 @@ def pair_and_match(prepared: Prepared, by_score: IntArray, stage: Callable[[str]
         shape = (thresholds.size, gt.rows.size, pred.rows.size)
         m = Matching(first.hits(), gt.ignore, shape)
     elif prepared.scored and conv.match_rule == "iou-order":
+        from vocmatch.evaluation.iou_order import match_iou_order
+
         scores = ranking_scores(prepared.pred_columns.scores, pred.rows)
         m = match_iou_order(prepared, scan, pred.rank, scores)
     else:

@@ -26,7 +26,6 @@ from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
 from vocmatch.evaluation.preparation import prepare_columns
-from vocmatch.evaluation.range_flags import range_flags
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -411,6 +410,8 @@ def _area_flags(
     stage(f"COCO area {AREA_NAMES[0]}")
     flags = None
     if fast is not None:
+        from vocmatch.evaluation.range_flags import range_flags
+
         flags = range_flags(fast, prepared, paired, np.stack(ignores[:n_areas]), matched.dtype)
     if flags is not None:
         for name in AREA_NAMES[1:n_areas]:
