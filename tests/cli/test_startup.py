@@ -318,6 +318,10 @@ NOT_BUILT_ON_EVAL = (
     "GateResult",
     # Boxes, not label sets.
     "LabelOverlap",
+    # No per-box records kept, and neither the coco nor the ultralytics summary.
+    "Match",
+    "CocoStats",
+    "UltralyticsStats",
 )
 
 

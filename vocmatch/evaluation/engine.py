@@ -75,7 +75,7 @@ def evaluate_columns(
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
         pred: Predictions read the same way.
         conventions: The protocol; defaults to ``protocol("default")``.
-        keep_matches: Build the per-box :class:`~vocmatch.evaluation.scoring.Match` records of
+        keep_matches: Build the per-box :class:`~vocmatch.evaluation.box_outcomes.Match` records of
             every image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
         progress: Told each stage as it starts (selecting and sorting the boxes, pairing,

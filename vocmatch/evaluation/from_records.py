@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -33,12 +34,10 @@ from vocmatch.evaluation.records import (
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ClassResult,
-    CocoStats,
     CocoSummary,
     Evaluation,
     ImageResult,
     SweepResult,
-    UltralyticsStats,
     case_notes,
     finish,
     odd_value_notes,
@@ -50,6 +49,9 @@ from vocmatch.evaluation.stage_inputs import (
     IouLevels,
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.summary_stats import CocoStats, UltralyticsStats
 
 __all__ = [
     "COCO_TABLE_VALUES",

@@ -41,15 +41,13 @@ from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
 from vocmatch.evaluation.preparation import Removed
-from vocmatch.evaluation.result import (
-    COCO_AREAS,
-    Match,
-)
+from vocmatch.evaluation.result import COCO_AREAS
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 if TYPE_CHECKING:
-    # Imported where records that hold them are joined or made: a run that keeps no slice
-    # and no calibration needs neither module.
+    # Imported where records that hold them are joined or made: a run that keeps no slice,
+    # no calibration and no per-box record needs none of these modules.
+    from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
     from vocmatch.evaluation.slice_records import SliceRecords
 

@@ -41,7 +41,6 @@ from vocmatch.evaluation.records import (
 from vocmatch.evaluation.result import (
     AREA_NAMES,
     COCO_AREAS,
-    Match,
     odd_value_counts,
 )
 from vocmatch.evaluation.stage_inputs import (
@@ -56,7 +55,8 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-if TYPE_CHECKING:  # imported where slices, the calibration inputs or the arrays are asked for
+if TYPE_CHECKING:  # imported where slices, calibration inputs, arrays or boxes are asked for
+    from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
     from vocmatch.evaluation.matched import MatchedColumns
     from vocmatch.evaluation.slice_records import SliceRecords, SliceSpec

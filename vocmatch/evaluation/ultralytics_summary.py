@@ -29,7 +29,7 @@ import numpy.typing as npt
 from vocmatch.core.ap import Interpolation, average_precision
 from vocmatch.core.protocol import OperatingPoint
 from vocmatch.evaluation.records import MatchRecords
-from vocmatch.evaluation.result import UltralyticsStats
+from vocmatch.evaluation.summary_stats import UltralyticsStats
 
 __all__ = ["ultralytics_summary"]
 
