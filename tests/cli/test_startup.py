@@ -202,6 +202,8 @@ UNUSED_ON_EVAL = (
     "vocmatch.run.find_suspects",
     # Folders read here: neither URLs nor a cluster.
     "vocmatch.run.remote_inputs",
+    # No preparation of the predictions asked for.
+    "vocmatch.evaluation.preparation",
     # The other protocols' and match rules' stages.
     "vocmatch.evaluation.ultralytics_summary",
     "vocmatch.evaluation.iou_order",

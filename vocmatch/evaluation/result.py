@@ -20,11 +20,12 @@ from vocmatch.core.ap import Curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option
-from vocmatch.evaluation.preparation import Removed
 
 if TYPE_CHECKING:
-    # Built where they are used: the box-by-box records, the coco and ultralytics numbers.
+    # Built where they are used: the box-by-box records, the coco and ultralytics numbers,
+    # what a preparation removed.
     from vocmatch.evaluation.box_outcomes import Match
+    from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.summary_stats import CocoStats, UltralyticsStats
 
 __all__ = [

@@ -25,7 +25,6 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.per_image import PerImageCounts
-from vocmatch.evaluation.preparation import prepare_columns
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -142,6 +141,8 @@ def match_records(
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
     removed = None
     if preparation is not None and preparation.active:
+        from vocmatch.evaluation.preparation import prepare_columns
+
         pred, removed = prepare_columns(pred, preparation)
     selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
     if asked.whole_run:

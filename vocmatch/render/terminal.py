@@ -24,7 +24,6 @@ from rich.text import Text
 from vocmatch.core.protocol import sweep_label
 from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
-from vocmatch.evaluation.preparation import Removed
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
 from vocmatch.render.measured import MeasuredTable
 from vocmatch.words import plural
@@ -32,6 +31,7 @@ from vocmatch.words import plural
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
+    from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = [
