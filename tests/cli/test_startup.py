@@ -324,6 +324,8 @@ NOT_BUILT_ON_EVAL = (
     "Match",
     "CocoStats",
     "UltralyticsStats",
+    # No state saved.
+    "SavedShard",
 )
 
 
