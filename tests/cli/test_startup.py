@@ -326,6 +326,8 @@ NOT_BUILT_ON_EVAL = (
     "UltralyticsStats",
     # No state saved.
     "SavedShard",
+    # Every prediction class is a ground-truth class: no class map to hint at.
+    "MapHint",
 )
 
 
