@@ -328,6 +328,8 @@ NOT_BUILT_ON_EVAL = (
     "SavedShard",
     # Every prediction class is a ground-truth class: no class map to hint at.
     "MapHint",
+    # Six files are read here, not in parts.
+    "EvaluatedInParts",
 )
 
 
