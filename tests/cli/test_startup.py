@@ -330,6 +330,8 @@ NOT_BUILT_ON_EVAL = (
     "MapHint",
     # Six files are read here, not in parts.
     "EvaluatedInParts",
+    # No split asked for.
+    "Split",
 )
 
 
