@@ -332,6 +332,8 @@ NOT_BUILT_ON_EVAL = (
     "EvaluatedInParts",
     # No split asked for.
     "Split",
+    # No per-class thresholds given.
+    "ClassThresholds",
 )
 
 

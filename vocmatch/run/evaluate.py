@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
+    from vocmatch.evaluation.threshold_files import ClassThresholds
+    from vocmatch.evaluation.thresholds import ScoreThresholds
     from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.evidence.target_thresholds import Target
@@ -563,7 +564,7 @@ def _class_thresholds(request: EvalRequest) -> ClassThresholds | None:
     given = request.score_thresholds
     if given is None:
         return None
-    from vocmatch.evaluation.thresholds import ClassThresholds, read_class_thresholds
+    from vocmatch.evaluation.threshold_files import ClassThresholds, read_class_thresholds
 
     if isinstance(given, Mapping):
         return ClassThresholds(None, tuple(given.items()))
