@@ -312,7 +312,6 @@ NOT_BUILT_ON_EVAL = (
     "Evaluated",
     # pycocotools' accumulation: only the coco summary reports it.
     "CocoHits",
-    "_Hits",
     "CocoTables",
     # No gate given: neither a gate, its text nor its result.
     "Gate",
@@ -326,7 +325,7 @@ NOT_BUILT_ON_EVAL = (
     "UltralyticsStats",
     # No state saved.
     "SavedShard",
-    # Every prediction class is a ground-truth class: no class map to hint at.
+    # No built-in class map renames the prediction-only class (truck): no hint.
     "MapHint",
     # Six files are read here, not in parts.
     "EvaluatedInParts",
