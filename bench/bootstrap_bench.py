@@ -37,7 +37,8 @@ sys.path.insert(0, str(HERE))
 from generate import generate  # noqa: E402
 
 from vocmatch.core.protocol import protocol  # noqa: E402
-from vocmatch.evaluation.engine import evaluate_columns, evaluate_matched  # noqa: E402
+from vocmatch.evaluation.engine import evaluate_columns  # noqa: E402
+from vocmatch.evaluation.matched import evaluate_matched  # noqa: E402
 from vocmatch.evidence.bootstrap import bootstrap, image_weights, resampler  # noqa: E402
 from vocmatch.readers.scan import ColumnSet, read_column_pair  # noqa: E402
 

@@ -136,7 +136,7 @@ def vocmatch_stages(folder: Path, jobs: int) -> list[tuple[str, float, float, fl
     # What `vocmatch eval ... --format json` imports before it reads a file.
     import vocmatch.cli.eval_cmd  # noqa: F401  (the command modules load when used)
     from vocmatch.core.protocol import protocol
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.matched import evaluate_matched
     from vocmatch.evidence.gates import check_gates
     from vocmatch.readers.scan import read_column_pair, reads_in_threads
     from vocmatch.render.json_report import to_json

@@ -23,13 +23,12 @@ from vocmatch.core.iou import box_area, crowd_iou_matrix, iou_matrix
 from vocmatch.core.match import ClassMatch, MatchRule, pred_order
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
+from vocmatch.evaluation.box_outcomes import Match
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ClassResult,
-    CocoStats,
     Evaluation,
     ImageResult,
-    Match,
     Outcome,
     SweepResult,
     case_notes,
@@ -41,6 +40,7 @@ from vocmatch.evaluation.result import (
     shape_notes,
 )
 from vocmatch.evaluation.scoring import fold_names
+from vocmatch.evaluation.summary_stats import CocoStats
 from vocmatch.readers.parse import AnnotationSet
 
 IntArray = npt.NDArray[np.int64]

@@ -259,7 +259,7 @@ class ClassMapWarning(VocmatchWarning):
     message is a :class:`Message` naming the map to give (``class_map='coco-to-voc'``).
 
     Example:
-        >>> from vocmatch.evaluation.class_map import MapHint
+        >>> from vocmatch.evaluation.map_hints import MapHint
         >>> warning = ClassMapWarning(MapHint("coco-to-voc", (("tv", "tvmonitor"),)).message())
         >>> str(warning).endswith("rename them with class_map='coco-to-voc'")
         True

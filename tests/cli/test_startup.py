@@ -202,6 +202,12 @@ UNUSED_ON_EVAL = (
     "vocmatch.run.find_suspects",
     # Folders read here: neither URLs nor a cluster.
     "vocmatch.run.remote_inputs",
+    # No preparation of the predictions asked for.
+    "vocmatch.evaluation.preparation",
+    # The other protocols' and match rules' stages.
+    "vocmatch.evaluation.ultralytics_summary",
+    "vocmatch.evaluation.iou_order",
+    "vocmatch.evaluation.range_flags",
     # Neither slices nor calibration asked for; np.unique would bring numpy.ma.
     "vocmatch.evaluation.slice_records",
     "vocmatch.evaluation.calibration_inputs",
@@ -239,7 +245,8 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize(
     ("extra", "also_unused"),
     [
-        pytest.param([], (), id="table"),
+        # No preparation asked for: no table of what it removed.
+        pytest.param([], ("vocmatch.render.preparation_report",), id="table"),
         pytest.param(
             ["--format", "json"],
             ("rich", "vocmatch.render.terminal", *TABLE_MODULES),
@@ -277,3 +284,78 @@ def test_the_module_probe_can_fail() -> None:
     assert modules_loaded_by(demo, ("vocmatch.evidence.analysis",)) == [
         "vocmatch.evidence.analysis"
     ]
+
+
+# Runs the command line with every dataclass built recorded, and prints their names.
+BUILT_PROBE = """
+import dataclasses, json, sys
+built = []
+process_class = dataclasses._process_class
+def recorded(cls, *args, **kwargs):
+    built.append(cls.__qualname__)
+    return process_class(cls, *args, **kwargs)
+dataclasses._process_class = recorded
+from vocmatch.__main__ import main
+sys.argv = ["vocmatch", *{args!r}]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stdout.flush()
+sys.stderr.write("\\nBUILT " + json.dumps(built) + "\\n")
+"""
+
+#: Records the demo report never makes: each class is built only where it is used.
+NOT_BUILT_ON_EVAL = (
+    # The arrays of a matching, for what inspects the stages; a run keeps its records.
+    "MatchedColumns",
+    "Evaluated",
+    # pycocotools' accumulation: only the coco summary reports it.
+    "CocoHits",
+    "CocoTables",
+    # No gate given: neither a gate, its text nor its result.
+    "Gate",
+    "GateText",
+    "GateResult",
+    # Boxes, not label sets.
+    "LabelOverlap",
+    # No per-box records kept, and neither the coco nor the ultralytics summary.
+    "Match",
+    "CocoStats",
+    "UltralyticsStats",
+    # No state saved.
+    "SavedShard",
+    # No built-in class map renames the prediction-only class (truck): no hint.
+    "MapHint",
+    # Six files are read here, not in parts.
+    "EvaluatedInParts",
+    # No split asked for.
+    "Split",
+    # No per-class thresholds given.
+    "ClassThresholds",
+)
+
+
+def dataclasses_built_by(args: list[str]) -> list[str]:
+    """The names of the dataclasses a command line run builds, in a fresh interpreter."""
+    process = subprocess.run(
+        [sys.executable, "-c", BUILT_PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(ROOT),
+    )
+    line = next(x for x in process.stderr.splitlines() if x.startswith("BUILT "))
+    return list(json.loads(line.removeprefix("BUILT ")))
+
+
+@pytest.mark.parametrize(
+    "extra", [pytest.param([], id="table"), pytest.param(["--format", "json"], id="json")]
+)
+def test_eval_builds_only_the_records_it_uses(extra: list[str]) -> None:
+    """The demo report builds no record class that only another option, another command or
+    the stages' inspection makes: a frozen dataclass costs about half a millisecond to
+    build."""
+    built = dataclasses_built_by(["fixtures/demo/gt", "fixtures/demo/pred", *extra])
+    assert "EvalRequest" in built  # the probe sees what the run builds
+    assert [name for name in NOT_BUILT_ON_EVAL if name in built] == []

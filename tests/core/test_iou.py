@@ -19,13 +19,13 @@ from vocmatch.core.iou import (
     iou_from_intersection,
     iou_matrix,
     iou_matrix_float32,
-    label_overlap,
     pair_intersection,
     pair_iou,
     pair_iou_float32,
     union_matrix,
     xywh_to_xyxy,
 )
+from vocmatch.core.label_sets import label_overlap
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,8 @@ from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import PROTOCOLS, Conventions, protocol
 from vocmatch.evaluation import candidates, to_records
 from vocmatch.evaluation import pair_space as pairs
+from vocmatch.evaluation.matched import MatchedColumns
 from vocmatch.evaluation.records import MatchRecords
-from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations

@@ -20,7 +20,8 @@ from tests.oracle import random_dataset, without_scores
 from vocmatch.compiled import PURE_ENGINE_VARIABLE, active_engine, kernels
 from vocmatch.core.protocol import PROTOCOL_NAMES, Conventions, protocol
 from vocmatch.evaluation import from_records
-from vocmatch.evaluation.accumulate import ClassBits, CocoTables
+from vocmatch.evaluation.accumulate import ClassBits
+from vocmatch.evaluation.coco_tables import CocoTables
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.result import Evaluation, ImageResult
 from vocmatch.readers.scan import columns_from_annotations

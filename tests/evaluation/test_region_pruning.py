@@ -25,10 +25,9 @@ from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation import stages
 from vocmatch.evaluation.candidates import Matching, match_all
-from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.matched import MatchedColumns, evaluate_matched
 from vocmatch.evaluation.pair_space import iou_floor
 from vocmatch.evaluation.scoring import Evaluation
-from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
 

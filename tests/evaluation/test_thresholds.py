@@ -16,12 +16,8 @@ from vocmatch.core.protocol import protocol
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.scoring import Evaluation
-from vocmatch.evaluation.thresholds import (
-    ScoreThresholds,
-    operating_point,
-    read_score_thresholds,
-    thresholds_csv,
-)
+from vocmatch.evaluation.threshold_files import read_score_thresholds, thresholds_csv
+from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations, read_columns
 

@@ -17,12 +17,12 @@ from tests.evaluation.test_class_map import write_pred
 from tests.readers.test_detections import write_gt
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.evaluation.shards.incremental import Evaluator
-from vocmatch.evaluation.thresholds import (
+from vocmatch.evaluation.threshold_files import (
     ClassThresholds,
-    ScoreThresholds,
     read_class_thresholds,
     read_score_thresholds,
 )
+from vocmatch.evaluation.thresholds import ScoreThresholds
 
 #: The animals are written in three cases across the files; one animal prediction (0.4)
 #: falls under a 0.5 threshold, one (0.8) is a false positive above it.

@@ -17,7 +17,7 @@ from tests.conftest import FIXTURES, ROOT
 from tests.evaluation.test_batch import VARIANTS, load_generator
 from tests.oracle import random_dataset
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.matched import evaluate_matched
 from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evidence.bootstrap import (

@@ -11,7 +11,7 @@ from tests.evaluation.test_batch import VARIANTS
 from tests.oracle import random_dataset
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
-from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.matched import evaluate_matched
 from vocmatch.evidence.calibration import calibration
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations

@@ -485,7 +485,7 @@ def test_oce_terms_do_not_depend_on_the_pair_batches(
     """Objects are scored in batches of pairs (memory stays bounded on dense images): any
     batch size gives the same terms, bit for bit."""
     import vocmatch.evaluation.calibration_inputs as module
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.matched import evaluate_matched
 
     gt, pred = read_columns(FIXTURES / "demo/gt"), read_columns(FIXTURES / "demo/pred")
 

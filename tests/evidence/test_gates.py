@@ -12,7 +12,8 @@ from tests.conftest import FIXTURES
 from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.errors import InputError
 from vocmatch.evaluation.scoring import Evaluation, evaluate, evaluate_directories
-from vocmatch.evidence.gates import Gate, GateResult, ImageCheck, check_gates, parse_gate
+from vocmatch.evidence.gate_records import Gate, GateResult, parse_gate
+from vocmatch.evidence.gates import ImageCheck, check_gates
 from vocmatch.readers.parse import AnnotationSet
 
 DEMO = evaluate_directories(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred")

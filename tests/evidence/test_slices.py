@@ -14,10 +14,11 @@ from tests.oracle import random_dataset
 from vocmatch.core.model import Box
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError
-from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.matched import evaluate_matched
 from vocmatch.evaluation.scoring import evaluate
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.evidence.gates import check_gates, parse_gate
+from vocmatch.evidence.gate_records import parse_gate
+from vocmatch.evidence.gates import check_gates
 from vocmatch.evidence.slices import (
     COCO_SIZE_EDGES,
     SliceSpec,

@@ -20,7 +20,8 @@ from vocmatch.core.model import Box, ImageAnnotation
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.result import ImageResult, SweepResult
 from vocmatch.evaluation.scoring import Evaluation, evaluate, evaluate_directories
-from vocmatch.evidence.gates import GateReport, check_gates, parse_gate
+from vocmatch.evidence.gate_records import parse_gate
+from vocmatch.evidence.gates import GateReport, check_gates
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.render.csv_report import to_csv_classes, to_csv_images
 from vocmatch.render.json_report import (

@@ -259,7 +259,7 @@ def test_csv_cells_are_never_formulas(hostile: HostileSet) -> None:
 def test_written_thresholds_are_never_formulas_and_read_back_exactly(hostile: HostileSet) -> None:
     """--write-thresholds: class names that would start a formula are written after a "'",
     and --score-thresholds reads every name back exactly."""
-    from vocmatch.evaluation.thresholds import read_score_thresholds
+    from vocmatch.evaluation.threshold_files import read_score_thresholds
 
     target = out_file(hostile, "thresholds.csv")
     outcome = vocmatch([str(hostile.gt), str(hostile.pred), "--write-thresholds", target],

@@ -20,7 +20,7 @@ from vocmatch.core.model import Box, ImageAnnotation, ImageSize
 from vocmatch.core.protocol import protocol
 from vocmatch.errors import InputError, VocmatchWarning
 from vocmatch.escapes import printable
-from vocmatch.evaluation.engine import evaluate_matched
+from vocmatch.evaluation.matched import evaluate_matched
 from vocmatch.evaluation.scoring import evaluate, read_pair
 from vocmatch.evidence.calibration import calibration
 from vocmatch.readers.parse import AnnotationSet

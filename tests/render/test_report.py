@@ -86,7 +86,7 @@ def test_bootstrap_headers_print_as_written_on_a_default_console(demo: tuple[Pat
     """The intervals table's headers are text, not markup: a library user's Console (markup
     on) shows ``[interval]`` as the command line does."""
     from vocmatch.core.protocol import protocol
-    from vocmatch.evaluation.engine import evaluate_matched
+    from vocmatch.evaluation.matched import evaluate_matched
     from vocmatch.evidence.bootstrap import bootstrap, resampler
     from vocmatch.readers.scan import read_columns
     from vocmatch.render.evidence_tables import bootstrap_table

@@ -68,10 +68,8 @@ from vocmatch.cli.params import (
 )
 from vocmatch.cli.prepare_options import preparation_extras, preparation_options
 from vocmatch.cli.shard_options import (
-    SavedShard,
     check_keep_boxes,
     check_shard_options,
-    save_shard,
     shard_options,
 )
 from vocmatch.errors import MissingPredictionWarning
@@ -94,7 +92,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.labels_and_masks.labels import LabelEvaluation
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.run_report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
 
@@ -251,6 +249,8 @@ def eval_command(
             cache_verify=cache_verify, **convention_extras(), **preparation_extras(),
         )  # fmt: skip
     if save_state is not None:
+        from vocmatch.cli.shard_saving import SavedShard, save_shard
+
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)
         return
     report = _evaluated(request, quiet)

@@ -44,7 +44,7 @@ from vocmatch.limits import MAX_STATE_BYTES
 from vocmatch.render.outputs import TableOptions
 
 if TYPE_CHECKING:
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
 
 
 @main.command("merge")

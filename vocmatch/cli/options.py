@@ -37,7 +37,7 @@ from vocmatch.render.outputs import FORMATS, RENDERERS
 from vocmatch.run.request_checks import GEOMETRIES
 
 if TYPE_CHECKING:
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.regression_gates import RegressionGate
     from vocmatch.evidence.slices import SliceSpec
 
@@ -439,7 +439,8 @@ def _gates(
     parse: Callable[[str], G],
 ) -> Callable[[click.Context, click.Parameter, tuple[str, ...]], tuple[G, ...]]:
     """An option callback reading each value with ``parse``, the one gate grammar
-    (:func:`vocmatch.evidence.gates.read_gate_text`); a bad value is a usage error (exit 2)."""
+    (:func:`vocmatch.evidence.gate_records.read_gate_text`); a bad value is a usage error
+    (exit 2)."""
 
     def callback(
         ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
@@ -458,7 +459,7 @@ def gate_option(
     """Parse each ``--fail-under`` value; a bad one is a usage error (exit 2)."""
     if not values:
         return ()  # no gate: the gates module (and the slices it reads) stays unimported
-    from vocmatch.evidence.gates import parse_gate
+    from vocmatch.evidence.gate_records import parse_gate
 
     return _gates(parse_gate)(ctx, param, values)
 

@@ -31,11 +31,10 @@ from vocmatch.core.iou import (
     giou_matrix,
     intersection_matrix,
     iou_matrix,
-    label_overlap,
-    normalise_labels,
     union_matrix,
     xywh_to_xyxy,
 )
+from vocmatch.core.label_sets import label_overlap, normalise_labels
 from vocmatch.core.model import Box, Point, Polygon
 from vocmatch.core.numbers import read_number
 from vocmatch.version import __version__

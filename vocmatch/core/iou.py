@@ -1,4 +1,5 @@
-"""The IoU core: pairwise box overlap, Dice, GIoU and label-set Jaccard (numpy only).
+"""The IoU core: pairwise box overlap, Dice and GIoU (numpy only); the Jaccard of label sets
+is :mod:`vocmatch.core.label_sets`.
 
 Boxes are ``(N, 4)`` arrays in corner form ``x1, y1, x2, y2`` with the y-axis pointing down.
 Every matrix is ``(N_gt, M_pred)``: rows are ground truth, columns are predictions, also when
@@ -27,15 +28,11 @@ Two area conventions exist and both are named options:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
     "FloatArray",
-    "LabelOverlap",
     "as_boxes",
     "box_area",
     "crowd_iou_matrix",
@@ -46,8 +43,6 @@ __all__ = [
     "iou_from_intersection",
     "iou_matrix",
     "iou_matrix_float32",
-    "label_overlap",
-    "normalise_labels",
     "pair_intersection",
     "pair_iou",
     "pair_iou_float32",
@@ -447,62 +442,3 @@ def dice_from_iou(iou: npt.ArrayLike) -> FloatArray:
     """
     value = np.asarray(iou, dtype=np.float64)
     return np.asarray(2.0 * value / (1.0 + value), dtype=np.float64)
-
-
-def normalise_labels(labels: Iterable[str]) -> tuple[str, ...]:
-    """Lower-case, strip and de-duplicate labels, dropping empty ones, in sorted order.
-
-    >>> normalise_labels(["Cat", " dog", "cat", ""])
-    ('cat', 'dog')
-    """
-    return tuple(sorted({label.strip().lower() for label in labels} - {""}))
-
-
-@dataclass(frozen=True, slots=True)
-class LabelOverlap:
-    """Jaccard and Dice of two label sets, with the sets behind them.
-
-    Attributes:
-        a: Normalised first set (sorted).
-        b: Normalised second set (sorted).
-        intersection: Labels in both (sorted).
-        union: Labels in either (sorted).
-        jaccard: ``|A ∩ B| / |A ∪ B|``; 0.0 when both sets are empty.
-        dice: ``2 |A ∩ B| / (|A| + |B|)``; 0.0 when both sets are empty.
-    """
-
-    a: tuple[str, ...]
-    b: tuple[str, ...]
-    intersection: tuple[str, ...]
-    union: tuple[str, ...]
-    jaccard: float
-    dice: float
-
-
-def label_overlap(a: Iterable[str], b: Iterable[str]) -> LabelOverlap:
-    """Compare two label sets after lower-casing and de-duplicating them.
-
-    Args:
-        a: First labels.
-        b: Second labels.
-
-    Returns:
-        The normalised sets, their intersection and union, Jaccard and Dice.
-
-    >>> overlap = label_overlap(["cat", "dog", "bird"], ["dog", "bird", "fish"])
-    >>> overlap.jaccard, round(overlap.dice, 4)
-    (0.5, 0.6667)
-    """
-    set_a = normalise_labels(a)
-    set_b = normalise_labels(b)
-    intersection = tuple(sorted(set(set_a) & set(set_b)))
-    union = tuple(sorted(set(set_a) | set(set_b)))
-    total = len(set_a) + len(set_b)
-    return LabelOverlap(
-        a=set_a,
-        b=set_b,
-        intersection=intersection,
-        union=union,
-        jaccard=len(intersection) / len(union) if union else 0.0,
-        dice=2 * len(intersection) / total if total else 0.0,
-    )

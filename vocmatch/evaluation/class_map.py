@@ -21,22 +21,26 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.errors import AnnotationError, InputError, Message, Option
+from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import MAX_MAP_BYTES
 from vocmatch.readers.parse import read_bytes
 from vocmatch.readers.scan import ColumnSet
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.map_hints import MapHint
 
 __all__ = [
     "AGNOSTIC_CLASS",
     "BUILTIN_MAPS",
     "COCO_TO_VOC",
+    "SHOWN_NAMES",
     "ClassChoice",
     "ClassMap",
-    "MapHint",
     "builtin_map_hint",
     "choice_notes",
     "choose_classes",
@@ -488,38 +492,8 @@ def _selected_note(
     return note
 
 
-_SHOWN = 3
-
-
-@dataclass(frozen=True, slots=True)
-class MapHint:
-    """A built-in class map that would give prediction-only classes ground-truth names.
-
-    Attributes:
-        name: The built-in map's name (``coco-to-voc``).
-        renamed: ``(prediction name, ground-truth name)`` for each class it would rename.
-    """
-
-    name: str
-    renamed: tuple[tuple[str, str], ...]
-
-    def message(self) -> Message:
-        """What to do, naming the option that gives the map.
-
-        >>> message = MapHint("coco-to-voc", (("motorcycle", "motorbike"),)).message()
-        >>> print(message.split(": ")[0][-47:])
-        under other names ('motorcycle' is 'motorbike')
-        >>> print(message.split("; ")[-1])
-        rename them with class_map='coco-to-voc'
-        """
-        pairs = ", ".join(f"{pred!r} is {gt!r}" for pred, gt in self.renamed[:_SHOWN])
-        more = len(self.renamed) - _SHOWN
-        pairs += f", and {more:,} more" if more > 0 else ""
-        return Message(
-            f"classes only in predictions are ground-truth classes under other names ({pairs}):"
-            " scored as false positives, their objects as missed; rename them with ",
-            Option("class_map", self.name),
-        )
+#: The class names a message names before it says how many more.
+SHOWN_NAMES = 3
 
 
 def builtin_map_hint(gt_names: Sequence[str], pred_only: Sequence[str]) -> MapHint | None:
@@ -544,6 +518,8 @@ def builtin_map_hint(gt_names: Sequence[str], pred_only: Sequence[str]) -> MapHi
             if (gt := entries.get(pred)) is not None and gt != pred and gt in known
         )
         if renamed:
+            from vocmatch.evaluation.map_hints import MapHint
+
             return MapHint(name, renamed)
     return None
 
@@ -576,8 +552,8 @@ def no_shared_name(
         return None
 
     def some(names: Sequence[str]) -> str:
-        shown = ", ".join(repr(n) for n in names[:_SHOWN])
-        more = len(names) - _SHOWN
+        shown = ", ".join(repr(n) for n in names[:SHOWN_NAMES])
+        more = len(names) - SHOWN_NAMES
         return shown + (f" and {more:,} more" if more > 0 else "")
 
     folded = {n.lower() for n in gt_names} & {n.lower() for n in pred_names}

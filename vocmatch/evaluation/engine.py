@@ -25,7 +25,6 @@ arrays in the same order, so every number is bit-identical (a test checks it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.core.preparation import Preparation
@@ -33,62 +32,19 @@ from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
-from vocmatch.evaluation.stages import MatchedColumns, orphan_files
+from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.scan import ColumnSet
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.matched import MatchedColumns
     from vocmatch.evaluation.slice_records import SliceSpec
 
-__all__ = ["Evaluated", "StageProgress", "evaluate_columns", "evaluate_matched"]
+__all__ = ["StageProgress", "evaluate_columns"]
 
 #: Called as ``progress(stage, stages_done, stages_total)`` as an evaluation goes on.
 StageProgress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluated:
-    """An evaluation and what the analyses read of it.
-
-    Attributes:
-        evaluation: The evaluation.
-        records: Its match records (the bootstrap and calibration read them, as they read
-            records merged from shards).
-        matched: The arrays of its matching, of every prediction (for what inspects the
-            stages); None when no image was evaluated.
-    """
-
-    evaluation: Evaluation
-    records: MatchRecords
-    matched: MatchedColumns | None
-
-
-def evaluate_matched(
-    gt: ColumnSet,
-    pred: ColumnSet,
-    conventions: Conventions | None = None,
-    keep_matches: bool = True,
-    *,
-    fold_case: bool = False,
-    progress: StageProgress | None = None,
-    score_thresholds: ScoreThresholds | None = None,
-    slices: tuple[SliceSpec, ...] = (),
-    calibration: bool = False,
-    preparation: Preparation | None = None,
-) -> Evaluated:
-    """:func:`evaluate_columns`, its match records and the arrays of its matching, which
-    hold every pair that can match (a run keeps only the records:
-    :func:`evaluate_columns`'s ``kept``). With ``calibration`` the records keep what OCE
-    and D-ECE read (:class:`~vocmatch.evaluation.calibration_inputs.CalibrationInputs`)."""
-    found: list[MatchedColumns] = []
-    kept: list[MatchRecords] = []
-    evaluation = evaluate_columns(
-        gt, pred, conventions, keep_matches, fold_case=fold_case, progress=progress,
-        matched=found.append, score_thresholds=score_thresholds,
-        kept=kept.append, slices=slices, calibration=calibration, preparation=preparation,
-    )  # fmt: skip
-    return Evaluated(evaluation, kept[0], found[0] if found else None)
 
 
 def evaluate_columns(
@@ -119,15 +75,15 @@ def evaluate_columns(
         gt: Ground truth read by :func:`vocmatch.readers.scan.read_columns`.
         pred: Predictions read the same way.
         conventions: The protocol; defaults to ``protocol("default")``.
-        keep_matches: Build the per-box :class:`~vocmatch.evaluation.scoring.Match` records of
+        keep_matches: Build the per-box :class:`~vocmatch.evaluation.box_outcomes.Match` records of
             every image (needed by the HTML report and the error analysis; costly on large sets).
         fold_case: Lower-case every class name before matching.
         progress: Told each stage as it starts (selecting and sorting the boxes, pairing,
             matching, each COCO area range, per-image results, AP per class) with the number
             of stages done and in all, and ``("done", n, n)`` at the end; the first as soon
             as the evaluation starts. Every image goes through a stage at once.
-        matched: Given the :class:`MatchedColumns` once every image is matched; see
-            :func:`evaluate_matched`.
+        matched: Given the :class:`~vocmatch.evaluation.matched.MatchedColumns` once every
+            image is matched; see :func:`~vocmatch.evaluation.matched.evaluate_matched`.
         score_thresholds: Count only the predictions at or above their class's score
             threshold (TP, FP, FN, per-image results, per-box records); AP, the curves and
             the COCO numbers still use every prediction (see :mod:`vocmatch.evaluation.thresholds`).

@@ -1,6 +1,6 @@
 /* The compiled accumulation: pycocotools' accumulation of every class in every area range in
  * one call, the same numbers to the bit as the numpy implementation
- * (vocmatch/evaluation/accumulate.py, ClassBits.coco_area and _coco_accumulate_sparse).
+ * (vocmatch/evaluation/coco_tables.py, coco_accumulate_sparse, read by ClassBits.coco_area).
  *
  * For a class in an area range, at each IoU threshold and each maxDets limit, pycocotools
  * walks the class's predictions in ranking order and keeps those ranked below the limit in

@@ -1,5 +1,5 @@
 """The compiled accumulation (``fastaccumulate.c``), used by
-:mod:`vocmatch.evaluation.accumulate`."""
+:mod:`vocmatch.evaluation.coco_tables`."""
 
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +20,6 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
     ClassBits,
-    CocoTables,
     class_members,
     class_results,
 )
@@ -34,12 +34,10 @@ from vocmatch.evaluation.records import (
 from vocmatch.evaluation.result import (
     COCO_AREAS,
     ClassResult,
-    CocoStats,
     CocoSummary,
     Evaluation,
     ImageResult,
     SweepResult,
-    UltralyticsStats,
     case_notes,
     finish,
     odd_value_notes,
@@ -53,7 +51,9 @@ from vocmatch.evaluation.stage_inputs import (
 from vocmatch.evaluation.summary_kernels import MODULE as SUMMARY_KERNELS
 from vocmatch.evaluation.summary_kernels import class_ap
 from vocmatch.evaluation.thresholds import ScoreThresholds
-from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.summary_stats import CocoStats, UltralyticsStats
 
 __all__ = [
     "COCO_TABLE_VALUES",
@@ -191,6 +191,8 @@ def _accumulated(
     eps = float(np.spacing(1)) if conv.interpolation == "101-point" else None
     ultralytics = None
     if conv.summary == "ultralytics":
+        from vocmatch.evaluation.ultralytics_summary import ultralytics_summary
+
         places = [levels.index[threshold] for threshold in conv.ap_thresholds]
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
@@ -203,6 +205,8 @@ def _accumulated(
     tables, chunk, first = None, 1, 0
     every: list[tuple[FlagArray, FlagArray]] = []  # each class's ranking, for the kernel
     if kernel is not None:
+        from vocmatch.evaluation.coco_tables import CocoTables
+
         every = list(rankings)
         rankings = iter(every)
         flags = (preds.area, preds.coco_matched, preds.coco_ignored)

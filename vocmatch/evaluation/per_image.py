@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.evaluation.accumulate import segment_starts
 from vocmatch.evaluation.candidates import Matching
-from vocmatch.evaluation.result import Match, Outcome
+from vocmatch.evaluation.result import Outcome
 from vocmatch.evaluation.stage_inputs import Counted, Paired, Prepared
 from vocmatch.readers.scan import ColumnSet
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.box_outcomes import Match
 
 __all__ = [
     "PerImageCounts",
@@ -128,6 +131,8 @@ def per_box_matches(
     class, kept predictions in file order, then predictions beyond max_dets, then missed
     ground truth. With score thresholds, only predictions that pass have records, as if the
     others had never been there."""
+    from vocmatch.evaluation.box_outcomes import Match
+
     gt, pred = prepared.gt_columns, prepared.pred_columns
     class_names = prepared.class_names
     g_rows, g_image, g_class, g_ignore = (

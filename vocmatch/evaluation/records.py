@@ -40,17 +40,15 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
-from vocmatch.evaluation.preparation import Removed
-from vocmatch.evaluation.result import (
-    COCO_AREAS,
-    Match,
-)
+from vocmatch.evaluation.result import COCO_AREAS
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 if TYPE_CHECKING:
-    # Imported where records that hold them are joined or made: a run that keeps no slice
-    # and no calibration needs neither module.
+    # Imported where records that hold them are joined or made: a run that keeps no slice,
+    # no calibration and no per-box record needs none of these modules.
+    from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.slice_records import SliceRecords
 
 __all__ = [
@@ -576,7 +574,11 @@ def _empty_preds(n_images: int, n_areas: int) -> PredRecords:
 def _join_removed(parts: Sequence[MatchRecords]) -> Removed | None:
     """The parts' counts of what their preparation removed, added up (None without)."""
     found = [p.removed for p in parts if p.removed is not None]
-    return Removed.join(found) if found else None
+    if not found:
+        return None
+    from vocmatch.evaluation.preparation import Removed
+
+    return Removed.join(found)
 
 
 def _empty(conv: Conventions) -> MatchRecords:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +20,13 @@ from vocmatch.core.ap import Curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option
-from vocmatch.evaluation.preparation import Removed
+
+if TYPE_CHECKING:
+    # Built where they are used: the box-by-box records, the coco and ultralytics numbers,
+    # what a preparation removed.
+    from vocmatch.evaluation.box_outcomes import Match
+    from vocmatch.evaluation.preparation import Removed
+    from vocmatch.evaluation.summary_stats import CocoStats, UltralyticsStats
 
 __all__ = [
     "AREA_NAMES",
@@ -28,15 +34,12 @@ __all__ = [
     "ENORMOUS_COORDINATE",
     "ODD_VALUES",
     "ClassResult",
-    "CocoStats",
     "CocoSummary",
     "Evaluation",
     "ImageResult",
-    "Match",
     "Outcome",
     "Summary",
     "SweepResult",
-    "UltralyticsStats",
     "case_notes",
     "class_result",
     "coco_summarize",
@@ -62,29 +65,6 @@ COCO_AREAS: tuple[tuple[float, float], ...] = (
 )
 #: The names of :data:`COCO_AREAS`, in order.
 AREA_NAMES = ("all", "small", "medium", "large")
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    """The outcome of one box at the evaluation threshold.
-
-    Attributes:
-        name: Class name.
-        outcome: ``"tp"``, ``"fp"`` (predictions), ``"fn"`` (ground truth) or ``"ignored"``
-            (a prediction on a ``difficult`` object, or beyond ``max_dets``).
-        gt_index: Index of the ground truth in its file's objects, or None.
-        pred_index: Index of the prediction in its file's objects, or None.
-        iou: For a matched pair, its IoU; for an FP or FN, the highest IoU with any box of
-            the same class on the other side (0.0 when there is none).
-        score: The prediction's score, if any.
-    """
-
-    name: str
-    outcome: Outcome
-    gt_index: int | None
-    pred_index: int | None
-    iou: float
-    score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,31 +161,6 @@ class ClassResult:
 
 
 @dataclass(frozen=True, slots=True)
-class CocoStats:
-    """pycocotools' ``COCOeval.stats``, by name; -1 where pycocotools has -1."""
-
-    AP: float
-    AP50: float
-    AP75: float
-    APs: float
-    APm: float
-    APl: float
-    AR1: float
-    AR10: float
-    AR100: float
-    ARs: float
-    ARm: float
-    ARl: float
-
-    def as_list(self) -> list[float]:
-        """The 12 numbers in pycocotools' order."""
-        return [
-            self.AP, self.AP50, self.AP75, self.APs, self.APm, self.APl,
-            self.AR1, self.AR10, self.AR100, self.ARs, self.ARm, self.ARl,
-        ]  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
 class Summary:
     """Dataset totals.
 
@@ -241,35 +196,6 @@ class Summary:
     missing_pred: int
     orphan_pred: int
     pred_ignored: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class UltralyticsStats:
-    """The ``ultralytics`` package's four detection numbers.
-
-    Attributes:
-        precision: ``P``: the mean over the classes with ground truth of each one's
-            precision at the confidence of the highest smoothed mean F1.
-        recall: ``R``: likewise, recall.
-        map50: ``mAP50``: mean AP at IoU 0.5 over the classes with ground truth.
-        map50_95: ``mAP50-95``: mean AP over the ten thresholds and those classes.
-        confidence: The confidence P and R are read at.
-    """
-
-    precision: float
-    recall: float
-    map50: float
-    map50_95: float
-    confidence: float
-
-    def as_dict(self) -> dict[str, float]:
-        """The numbers under the package's names (``P``, ``R``, ``mAP50``, ``mAP50-95``)."""
-        return {
-            "P": self.precision,
-            "R": self.recall,
-            "mAP50": self.map50,
-            "mAP50-95": self.map50_95,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +276,7 @@ class CocoSummary:
             "50": np.nonzero(np.isclose(thresholds, 0.5))[0],
             "75": np.nonzero(np.isclose(thresholds, 0.75))[0],
         }
-        names = CocoStats.__slots__
+        names = [name for name, *_ in (*self._AP, *self._AR)]  # CocoStats' fields
         self._kept: dict[str, list[FloatArray]] | None = {name: [] for name in names}
         self._size = 0
         self._sums: dict[str, list[float]] = {name: [] for name in names}
@@ -403,6 +329,8 @@ class CocoSummary:
 
     def stats(self) -> CocoStats:
         """The 12 numbers; -1 where no class has ground truth."""
+        from vocmatch.evaluation.summary_stats import CocoStats
+
         return CocoStats(**{name: self._mean(name) for name in CocoStats.__slots__})
 
 

@@ -17,8 +17,10 @@ boxes are scored exactly as before.
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import no_annotation_files
@@ -27,10 +29,8 @@ from vocmatch.evaluation.result import (
     COCO_AREAS,
     ENORMOUS_COORDINATE,
     ClassResult,
-    CocoStats,
     Evaluation,
     ImageResult,
-    Match,
     Outcome,
     Summary,
     SweepResult,
@@ -44,6 +44,10 @@ from vocmatch.evaluation.result import (
 )
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.readers.scan import columns_from_annotations, read_column_pair
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.box_outcomes import Match as Match
+    from vocmatch.evaluation.summary_stats import CocoStats as CocoStats
 
 __all__ = [
     "COCO_AREAS",
@@ -68,6 +72,23 @@ __all__ = [
     "score_notes",
     "shape_notes",
 ]
+
+#: Records importable from here that live in modules of their own, imported on first use
+#: (PEP 562): an evaluation that builds none of them does not build their classes.
+_ELSEWHERE = {
+    "CocoStats": "vocmatch.evaluation.summary_stats",
+    "Match": "vocmatch.evaluation.box_outcomes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a record kept in a module of its own on first use (PEP 562)."""
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
 
 
 def evaluate(

@@ -17,14 +17,14 @@ The stages: select the images and boxes (:func:`select_images`), sort them into 
 cells (:func:`prepare_cells`), pair and match (:func:`pair_and_match`), the outcome at the IoU
 threshold (:func:`count_outcomes`); the records they hand on are in
 :mod:`vocmatch.evaluation.stage_inputs`, the per-image counts and per-box records in
-:mod:`vocmatch.evaluation.per_image`. :class:`MatchedColumns` holds the arrays of a matching,
-for what inspects the stages.
+:mod:`vocmatch.evaluation.per_image`. :class:`~vocmatch.evaluation.matched.MatchedColumns`
+holds the arrays of a matching, for what inspects the stages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -32,17 +32,15 @@ import numpy.typing as npt
 
 from vocmatch.compiled import kernels
 from vocmatch.core import match_kernels
-from vocmatch.core.match import Hits, RankedMatcher
+from vocmatch.core.match import RankedMatcher
 from vocmatch.core.match_kernels import RangeMatcher
 from vocmatch.core.model import Polygon, RotatedBox
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import ClassCounts, class_ranking
 from vocmatch.evaluation.candidates import Matching, PairScan, match_all
-from vocmatch.evaluation.iou_order import match_iou_order
 from vocmatch.evaluation.pair_space import PairSpace, iou_floor
 from vocmatch.evaluation.result import ENORMOUS_COORDINATE
 from vocmatch.evaluation.stage_inputs import (
-    Areas,
     Counted,
     IouLevels,
     Paired,
@@ -57,15 +55,14 @@ from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
-    "MatchedColumns",
     "class_counts",
     "count_outcomes",
     "distinct_count",
     "fold_columns",
-    "matched_columns",
     "orphan_files",
     "pair_and_match",
     "prepare_cells",
+    "score_floor",
     "select_images",
     "sorted_shapes",
     "suspicious_boxes",
@@ -76,65 +73,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
-
-
-@dataclass(frozen=True, slots=True)
-class MatchedColumns:
-    """The evaluator's arrays once every image is matched: the pairs that can match and
-    the matching at every threshold, for what inspects the stages (every analysis reads the
-    match records instead).
-
-    Ground truth is sorted by (image, class, file order), kept predictions by (image, class,
-    descending score, file order).
-
-    Attributes:
-        conventions: The conventions of the evaluation.
-        thresholds: ``(T,)`` the IoU thresholds matched at, ascending (the evaluation
-            threshold, the sweep and the AP thresholds).
-        pairs: The same-image, same-class pairs that can match (kept or scored again in
-            bounded pieces).
-        scored: The predictions carry scores (else they were paired highest IoU first).
-        gt_rows: ``(G,)`` each ground truth's row in the ground-truth columns.
-        gt_ignore: ``(G,)`` ignored under the protocol (``difficult``).
-        gt_crowd: ``(G,)`` a crowd region (``--difficult crowd``).
-        gt_area: ``(G,)`` continuous area (a rotated box's or polygon's own region's), as
-            COCO's area ranges read it.
-        pred_rows: ``(P,)`` each kept prediction's row in the prediction columns.
-        pred_rank: ``(P,)`` its place among its image-class's predictions by score.
-        pred_area: ``(P,)`` continuous area, as ``gt_area``.
-        hit_threshold: ``(H,)`` threshold index of each matched pair of the matching.
-        hit_pred: ``(H,)`` its prediction.
-        hit_gt: ``(H,)`` its ground truth.
-        hit_iou: ``(H,)`` the pair's IoU.
-        pred_counted: ``(P,)`` the prediction counts towards TP and FP (its score is at or
-            above its class's score threshold; every one without thresholds). AP keeps all.
-    """
-
-    conventions: Conventions
-    thresholds: FloatArray
-    pairs: PairScan
-    scored: bool
-    gt_rows: IntArray
-    gt_ignore: BoolArray
-    gt_crowd: BoolArray
-    gt_area: FloatArray
-    pred_rows: IntArray
-    pred_rank: IntArray
-    pred_area: FloatArray
-    hit_threshold: IntArray
-    hit_pred: IntArray
-    hit_gt: IntArray
-    hit_iou: FloatArray
-    pred_counted: BoolArray
-
-    @property
-    def matching(self) -> Matching:
-        """The evaluation's own matching, at every threshold of :attr:`thresholds`."""
-        return Matching(
-            Hits(self.hit_threshold, self.hit_pred, self.hit_gt, self.hit_iou),
-            self.gt_ignore,
-            (self.thresholds.size, self.gt_rows.size, self.pred_rows.size),
-        )
 
 
 def suspicious_boxes(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
@@ -393,6 +331,8 @@ def pair_and_match(
         shape = (thresholds.size, gt.rows.size, pred.rows.size)
         m = Matching(first.hits(), gt.ignore, shape)
     elif prepared.scored and conv.match_rule == "iou-order":
+        from vocmatch.evaluation.iou_order import match_iou_order
+
         scores = ranking_scores(prepared.pred_columns.scores, pred.rows)
         m = match_iou_order(prepared, scan, pred.rank, scores)
     else:
@@ -404,41 +344,11 @@ def pair_and_match(
     return Paired(scan, m, class_ranking(by_score, pred.label, n_k), flags)
 
 
-def _score_floor(prepared: Prepared) -> FloatArray | None:
+def score_floor(prepared: Prepared) -> FloatArray | None:
     """``(K,)`` each class's score threshold, None without thresholds."""
     if not prepared.score_thresholds:
         return None
     return np.array([prepared.score_thresholds.floor(n) for n in prepared.class_names])
-
-
-def matched_columns(
-    prepared: Prepared, paired: Paired, areas: Areas, scores: RankingScores
-) -> MatchedColumns:
-    """The evaluation's arrays, for what inspects the stages."""
-    gt, pred, m = prepared.gt, prepared.pred, paired.matching
-    floor = _score_floor(prepared)
-    return MatchedColumns(
-        conventions=prepared.conventions,
-        thresholds=prepared.levels.thresholds,
-        pairs=paired.scan,
-        scored=prepared.scored,
-        gt_rows=gt.rows,
-        gt_ignore=gt.ignore,
-        gt_crowd=gt.crowd,
-        gt_area=areas.gt,
-        pred_rows=pred.rows,
-        pred_rank=pred.rank,
-        pred_area=areas.pred,
-        hit_threshold=m.hit_t,
-        hit_pred=m.hit_pred,
-        hit_gt=m.hit_gt,
-        hit_iou=m.hit_iou,
-        pred_counted=(
-            scores.kept >= floor[pred.label]
-            if floor is not None
-            else np.ones(pred.label.size, dtype=bool)
-        ),
-    )
 
 
 def count_outcomes(prepared: Prepared, m: Matching, scores: RankingScores) -> Counted:
@@ -449,7 +359,7 @@ def count_outcomes(prepared: Prepared, m: Matching, scores: RankingScores) -> Co
     matched_t, ignored_t = m.pred_flags(prepared.levels.evaluation)
     counted_t = matched_t & ~ignored_t
     missed = ~m.gt_matched & ~prepared.gt.ignore[None, :]
-    floor = _score_floor(prepared)
+    floor = score_floor(prepared)
     if floor is None:
         return Counted(matched_t, ignored_t, counted_t, ignored_t, missed, None, None)
     passing = scores.kept >= floor[prepared.pred.label]

@@ -26,8 +26,6 @@ from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
 from vocmatch.evaluation.pair_space import PairSpace
 from vocmatch.evaluation.per_image import PerImageCounts
-from vocmatch.evaluation.preparation import prepare_columns
-from vocmatch.evaluation.range_flags import range_flags, range_ignores, scan_ranges
 from vocmatch.evaluation.records import (
     MAX_THRESHOLDS,
     FlagArray,
@@ -43,7 +41,6 @@ from vocmatch.evaluation.records import (
 from vocmatch.evaluation.result import (
     AREA_NAMES,
     COCO_AREAS,
-    Match,
     odd_value_counts,
 )
 from vocmatch.evaluation.stage_inputs import (
@@ -55,12 +52,13 @@ from vocmatch.evaluation.stage_inputs import (
     RankingScores,
     Selection,
 )
-from vocmatch.evaluation.stages import MatchedColumns
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
 
-if TYPE_CHECKING:  # imported where slices or the calibration inputs are asked for
+if TYPE_CHECKING:  # imported where slices, calibration inputs, arrays or boxes are asked for
+    from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.matched import MatchedColumns
     from vocmatch.evaluation.slice_records import SliceRecords, SliceSpec
 
 __all__ = ["Asked", "match_records"]
@@ -80,7 +78,7 @@ class Asked:
             scored predictions is refused before matching.
         detail: Keep each image's per-box records (:attr:`MatchRecords.detail`).
         stage: Told each stage as it starts, by name.
-        matched: Given the :class:`~vocmatch.evaluation.stages.MatchedColumns` of the
+        matched: Given the :class:`~vocmatch.evaluation.matched.MatchedColumns` of the
             images' own reading of scores, once they are matched.
         slices: Match each value of these slices too
             (:class:`~vocmatch.evaluation.slice_records.SliceRecords`).
@@ -144,6 +142,8 @@ def match_records(
         score_thresholds = score_thresholds.folded() if score_thresholds else score_thresholds
     removed = None
     if preparation is not None and preparation.active:
+        from vocmatch.evaluation.preparation import prepare_columns
+
         pred, removed = prepare_columns(pred, preparation)
     selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
     if asked.whole_run:
@@ -244,7 +244,9 @@ def _reading(
     flags = _area_flags(prepared, paired, areas, stage, match)
     scores = RankingScores.of(prepared)
     if asked.matched is not None:
-        asked.matched(stages.matched_columns(prepared, paired, areas, scores))
+        from vocmatch.evaluation.matched import matched_columns
+
+        asked.matched(matched_columns(prepared, paired, areas, scores))
     counted = stages.count_outcomes(prepared, paired.matching, scores)
     inputs = None
     if asked.calibration:
@@ -392,6 +394,8 @@ def _scan_ranges(
     fast = kernels(match_kernels.MODULE)
     if fast is None or not match or conv.summary != "coco":
         return None
+    from vocmatch.evaluation.range_flags import scan_ranges
+
     dtype = flag_dtype(len(conv.ap_thresholds))
     return lambda space: scan_ranges(fast, prepared, space, dtype)
 
@@ -413,7 +417,12 @@ def _area_flags(
     matched = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     ignored = np.zeros((n_pred, n_areas), dtype=flag_dtype(n_ap))
     gt_counting = np.zeros((len(prepared.class_names), len(COCO_AREAS)), dtype=np.int64)
-    ignores = range_ignores(gt.ignore, areas.gt, n_areas)
+    if n_areas:  # the module of the compiled ranges is loaded only where there are ranges
+        from vocmatch.evaluation.range_flags import range_flags, range_ignores
+
+        ignores = range_ignores(gt.ignore, areas.gt, n_areas)
+    else:
+        ignores = np.zeros((0, gt.ignore.size), dtype=bool)
     for a, ignore in enumerate(ignores):
         gt_counting[:, a] = np.bincount(gt.label[~ignore], minlength=gt_counting.shape[0])
     if not match or not n_areas:

@@ -31,12 +31,12 @@ from vocmatch.compiled import kernels
 from vocmatch.core.ap import Interpolation, average_precision
 from vocmatch.core.protocol import OperatingPoint
 from vocmatch.evaluation.records import MatchRecords, PredRecords
-from vocmatch.evaluation.result import UltralyticsStats
 from vocmatch.evaluation.summary_kernels import (
     INTERPOLATION_CODES,
     MODULE,
     interpolation_points,
 )
+from vocmatch.evaluation.summary_stats import UltralyticsStats
 
 __all__ = ["ClassCurves", "numpy_class_curves", "ultralytics_summary"]
 

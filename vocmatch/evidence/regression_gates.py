@@ -27,7 +27,7 @@ from typing import Literal
 
 from vocmatch.errors import InputError
 from vocmatch.evidence.diff import Change, ClassDiff, EvaluationDiff
-from vocmatch.evidence.gates import read_gate_text
+from vocmatch.evidence.gate_records import read_gate_text
 from vocmatch.evidence.multiple_testing import (
     Correction,
     adjusted_p_values,
@@ -155,7 +155,7 @@ class RegressionResult:
 
 def parse_regression_gate(text: str) -> RegressionGate:
     """Read a gate written as ``METRIC=DELTA`` or ``CLASS:METRIC=DELTA``, the grammar of
-    every gate (:func:`vocmatch.evidence.gates.read_gate_text`), its delta in [-1, 1].
+    every gate (:func:`vocmatch.evidence.gate_records.read_gate_text`), its delta in [-1, 1].
 
     Args:
         text: The gate, for example ``map=-0.01`` or ``person:recall=0``.

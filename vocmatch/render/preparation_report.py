@@ -7,10 +7,12 @@ Nothing is shown when no preparation was asked for (the evaluation's ``removed``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vocmatch.core.preparation import PREPARATION_STEPS
-from vocmatch.evaluation.preparation import Removed
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.preparation import Removed
 
 __all__ = ["STEP_TITLES", "preparation_json", "preparation_rows", "preparation_title"]
 

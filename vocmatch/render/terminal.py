@@ -24,15 +24,14 @@ from rich.text import Text
 from vocmatch.core.protocol import sweep_label
 from vocmatch.errors import Message, Option
 from vocmatch.escapes import printable
-from vocmatch.evaluation.preparation import Removed
 from vocmatch.evaluation.thresholds import ScoreThresholds, operating_point, point_threshold
 from vocmatch.render.measured import MeasuredTable
-from vocmatch.render.preparation_report import STEP_TITLES, preparation_rows, preparation_title
 from vocmatch.words import plural
 
 if TYPE_CHECKING:
     # Only for the annotations: each report imports the modules of its own parts, so the
     # evaluation report loads no analysis, bootstrap, diff or suspects module it does not show.
+    from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult, SweepResult
 
 __all__ = [
@@ -518,6 +517,12 @@ def render(evaluation: Evaluation, options: ReportOptions | None = None) -> Rend
 
 def preparation_table(removed: Removed) -> RenderableType:
     """What the preparation removed before matching, per class and in all."""
+    from vocmatch.render.preparation_report import (
+        STEP_TITLES,
+        preparation_rows,
+        preparation_title,
+    )
+
     table = Table()
     table.add_column("class")
     for title in (*STEP_TITLES, "removed"):

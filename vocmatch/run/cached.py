@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.cached_coco import CocoPredictions
     from vocmatch.run.evaluate import EvalRequest
-    from vocmatch.run.in_parts import EvaluatedInParts
+    from vocmatch.run.in_parts_found import EvaluatedInParts
 
 __all__ = [
     "CACHE_NAME",
@@ -465,7 +465,7 @@ def _cached_run(
     """The run evaluated with its cache, the keys of the ground-truth files read, and the
     cache's new content (None when nothing changed)."""
     from vocmatch.evaluation.shards.parts import gathered_parts
-    from vocmatch.run.in_parts import EvaluatedInParts
+    from vocmatch.run.in_parts_found import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
     chunks = opened.chunks if opened.chunks is not None else chunks_of(listing)

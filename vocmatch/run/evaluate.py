@@ -62,8 +62,9 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.class_map import ClassChoice
     from vocmatch.evaluation.records import MatchRecords
     from vocmatch.evaluation.scoring import Evaluation
-    from vocmatch.evaluation.thresholds import ClassThresholds, ScoreThresholds
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evaluation.threshold_files import ClassThresholds
+    from vocmatch.evaluation.thresholds import ScoreThresholds
+    from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.slices import SliceSpec
     from vocmatch.evidence.target_thresholds import Target
     from vocmatch.readers.parse import AnnotationSet
@@ -304,7 +305,7 @@ class EvalRequest(ScoreOptions):
         pred: The predictions: a folder, or a COCO results file.
         score_threshold: Count only predictions scored at least this (AP uses every one).
         score_thresholds: Per-class thresholds: a ``class,threshold`` CSV file or a mapping.
-        gates: Lower bounds, as :class:`~vocmatch.evidence.gates.Gate` or text such as
+        gates: Lower bounds, as :class:`~vocmatch.evidence.gate_records.Gate` or text such as
             ``map=0.5`` or ``person:recall=0.9``.
         max_fp: Most false positives an image may have (None: no limit).
         max_fn: Most missed objects an image may have (None: no limit).
@@ -531,7 +532,9 @@ def score_thresholds_of(request: EvalRequest) -> ScoreThresholds:
 
 
 def _gates(gates: Sequence[Gate | str]) -> tuple[Gate, ...]:
-    from vocmatch.evidence.gates import parse_gate
+    if not gates:
+        return ()  # no gate: their records stay unbuilt
+    from vocmatch.evidence.gate_records import parse_gate
 
     try:
         return tuple(parse_gate(g) if isinstance(g, str) else g for g in gates)
@@ -561,7 +564,7 @@ def _class_thresholds(request: EvalRequest) -> ClassThresholds | None:
     given = request.score_thresholds
     if given is None:
         return None
-    from vocmatch.evaluation.thresholds import ClassThresholds, read_class_thresholds
+    from vocmatch.evaluation.threshold_files import ClassThresholds, read_class_thresholds
 
     if isinstance(given, Mapping):
         return ClassThresholds(None, tuple(given.items()))

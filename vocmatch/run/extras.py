@@ -152,7 +152,8 @@ def operating_thresholds(report: EvalReport) -> str:
         >>> text.splitlines()[0]
         'class,threshold'
     """
-    from vocmatch.evaluation.thresholds import operating_point, thresholds_csv
+    from vocmatch.evaluation.threshold_files import thresholds_csv
+    from vocmatch.evaluation.thresholds import operating_point
 
     targets = report.evidence.targets
     if targets is not None:

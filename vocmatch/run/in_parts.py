@@ -26,18 +26,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vocmatch.errors import no_annotation_files
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.records import MatchRecords
-    from vocmatch.evaluation.result import Evaluation
-    from vocmatch.evaluation.score_counts import ScoreCounts
     from vocmatch.run.evaluate import EvalRequest
+    from vocmatch.run.in_parts_found import EvaluatedInParts
 
-__all__ = ["FEW_FILES", "THREADED_FILES", "EvaluatedInParts", "evaluated_in_parts", "runs_in_parts"]
+__all__ = ["FEW_FILES", "THREADED_FILES", "evaluated_in_parts", "runs_in_parts"]
 
 #: Fewer files than this are read and matched in this process (as the column reader reads
 #: them): starting worker processes would cost more than it saves.
@@ -48,21 +45,6 @@ FEW_FILES = 64
 #: parts; 80,000 images (Objects365-shaped): as fast either way, but 1.0 GiB at peak in one
 #: process against 0.6 GiB in parts.
 THREADED_FILES = 40_000
-
-
-@dataclass(frozen=True, slots=True)
-class EvaluatedInParts:
-    """The evaluation of a run in parts and what its extras and warnings read.
-
-    Attributes:
-        evaluation: The evaluation.
-        records: Every part's match records, joined (the extras read them).
-        scores: How many boxes of each side have a score (the swapped-inputs warning).
-    """
-
-    evaluation: Evaluation
-    records: MatchRecords
-    scores: ScoreCounts
 
 
 def runs_in_parts(request: EvalRequest) -> bool:
@@ -120,6 +102,7 @@ def evaluated_in_parts(
         part_records,
         run_parts,
     )
+    from vocmatch.run.in_parts_found import EvaluatedInParts
     from vocmatch.run.remote_inputs import part_options
 
     listing = PartListing(gt_listing, pred_listing)

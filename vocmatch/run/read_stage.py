@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     # Types only: the command line's help imports this module, without numpy.
     from vocmatch.evaluation.shards.reading_notes import ReadingNotes, SplitCount
     from vocmatch.readers.scan import ColumnSet
-    from vocmatch.readers.voc_layout import Split
+    from vocmatch.readers.voc_splits import Split
     from vocmatch.run.evaluate import EvalRequest, Inputs, PathLike, ReadOptions
 
 __all__ = [
@@ -171,7 +171,7 @@ def read_listed(
         InputError: As :func:`read_inputs`.
     """
     from vocmatch.readers.scan import read_column_pair, read_columns
-    from vocmatch.readers.voc_layout import annotation_folder, only_split, read_split, split_file
+    from vocmatch.readers.voc_layout import annotation_folder, split_file
 
     options = inputs.options
     split_count: SplitCount | None = None
@@ -179,7 +179,11 @@ def read_listed(
     check_pred_path(options, inputs.pred)
     annotations, root = annotation_folder(inputs.gt)
     split = options.split
-    listed = read_split(split_file(split, root)) if split is not None else None
+    listed = None
+    if split is not None:
+        from vocmatch.readers.voc_splits import read_split
+
+        listed = read_split(split_file(split, root))
     jobs, max_bytes = options.workers(), options.max_file_size
     if shard is not None:
         (gt, pred), listed = _read_shard(inputs, annotations, listed, shard, progress)
@@ -194,6 +198,8 @@ def read_listed(
         if not gt.keys:
             raise no_annotation_files(str(annotations), gt.skipped)
         if listed is not None:
+            from vocmatch.readers.voc_splits import only_split
+
             gt = only_split(gt, gt, listed)[0]
         pred = read_detections(
             options.pred_format, inputs.pred, gt, coco_gt=options.coco_gt, names=names,
@@ -201,6 +207,7 @@ def read_listed(
         )  # fmt: skip
     if listed is not None:
         from vocmatch.evaluation.shards.reading_notes import SplitCount
+        from vocmatch.readers.voc_splits import only_split
 
         gt, pred, left_out = only_split(gt, pred, listed)
         split_count = SplitCount(str(listed.path), len(listed.ids), left_out)

@@ -103,7 +103,7 @@ def _gates(field: str, value: Any, request: Any) -> Any:
         from vocmatch.evidence.regression_gates import RegressionGate
 
         return _items(field, value, RegressionGate)
-    from vocmatch.evidence.gates import Gate
+    from vocmatch.evidence.gate_records import Gate
 
     return _items(field, value, Gate)
 

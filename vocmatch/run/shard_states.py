@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.shards.incremental import Evaluator
     from vocmatch.evaluation.slice_records import SliceSpec
     from vocmatch.evaluation.thresholds import ScoreThresholds
-    from vocmatch.evidence.gates import Gate, GateReport
+    from vocmatch.evidence.gate_records import Gate
+    from vocmatch.evidence.gates import GateReport
     from vocmatch.readers.parse import AnnotationSet
     from vocmatch.readers.scan import ColumnSet
 
@@ -382,7 +383,8 @@ class MergedStates:
                 counts (saved by a vocmatch before state format version 5); ``boxes`` or
                 ``analysis`` of states that keep no boxes (naming them).
         """
-        from vocmatch.evidence.gates import check_gates, parse_gate
+        from vocmatch.evidence.gate_records import parse_gate
+        from vocmatch.evidence.gates import check_gates
 
         try:
             parsed = [parse_gate(g) if isinstance(g, str) else g for g in gates]

@@ -7,11 +7,11 @@ part. This scores multi-label image tagging, or a detector read as a tagger.
 
 Conventions:
 
-* Names are compared after :func:`~vocmatch.core.iou.normalise_labels`: stripped, lower-cased and
-  de-duplicated, as the label Jaccard of the IoU core (and ``vocmatch iou --labels``) does. A
-  label set is a set of words, so ``Car`` and ``car`` are one tag; results show the
-  lower-cased names, and a note lists the spellings that were merged. (Box evaluation keeps
-  case unless asked to fold it.)
+* Names are compared after :func:`~vocmatch.core.label_sets.normalise_labels`: stripped,
+  lower-cased and de-duplicated, as the label Jaccard of the core (and ``vocmatch iou
+  --labels``) does. A label set is a set of words, so ``Car`` and ``car`` are one tag;
+  results show the lower-cased names, and a note lists the spellings that were merged. (Box
+  evaluation keeps case unless asked to fold it.)
 * Difficult objects, the ``difficult`` option:
 
   * ``"ignore"`` (default): a class whose objects in an image are all marked difficult is
@@ -44,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from vocmatch.core.iou import label_overlap, normalise_labels
+from vocmatch.core.label_sets import label_overlap, normalise_labels
 from vocmatch.core.model import ImageAnnotation, SkippedFile
 from vocmatch.errors import InputError
 from vocmatch.readers.parse import AnnotationSet

@@ -81,6 +81,7 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import Message, Option, StateError
 from vocmatch.evaluation.accumulate import ClassCounts
+from vocmatch.evaluation.box_outcomes import Match
 from vocmatch.evaluation.calibration_inputs import OCE_THRESHOLDS, CalibrationInputs
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
@@ -92,7 +93,7 @@ from vocmatch.evaluation.records import (
     PredRecords,
     flag_dtype,
 )
-from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES, Match, Outcome
+from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES, Outcome
 from vocmatch.evaluation.shards.state_bounds import (
     MAX_COUNT,
     check_bounded,
