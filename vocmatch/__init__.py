@@ -17,9 +17,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from vocmatch.lazy import lazy_attribute
 from vocmatch.version import __version__
 
 #: Each public name and the module that defines it.
@@ -171,12 +171,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vocmatch' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next look-up is a plain attribute
-    return value
+    return lazy_attribute(__name__, _WHERE, name)
 
 
 def __dir__() -> list[str]:

@@ -28,6 +28,7 @@ TOP_LEVEL = {
     "files": "shared",
     "limits": "shared",
     "compiled": "shared",
+    "lazy": "shared",
     "version": "shared",
     "__init__": "shared",
     "__main__": "cli",

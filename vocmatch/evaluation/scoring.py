@@ -17,7 +17,6 @@ boxes are scored exactly as before.
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -42,6 +41,7 @@ from vocmatch.evaluation.result import (
     score_notes,
     shape_notes,
 )
+from vocmatch.lazy import lazy_attribute
 from vocmatch.readers.parse import DEFAULT_MAX_BYTES, AnnotationSet, read_directory
 from vocmatch.readers.scan import columns_from_annotations, read_column_pair
 
@@ -83,12 +83,7 @@ _ELSEWHERE = {
 
 def __getattr__(name: str) -> Any:
     """Import a record kept in a module of its own on first use (PEP 562)."""
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next look-up is a plain attribute
-    return value
+    return lazy_attribute(__name__, _ELSEWHERE, name)
 
 
 def evaluate(

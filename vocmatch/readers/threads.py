@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vocmatch.errors import VocmatchWarning
+from vocmatch.lazy import lazy_attribute
 from vocmatch.readers.workers import worker_count
 
 if TYPE_CHECKING:
@@ -44,12 +45,7 @@ R = TypeVar("R")
 def __getattr__(name: str) -> Any:
     # concurrent.futures (and the logging it imports) is imported when a run first starts
     # threads, not by every reader: a run of a few files needs neither.
-    if name == "ThreadPoolExecutor":
-        from concurrent.futures import ThreadPoolExecutor
-
-        globals()[name] = ThreadPoolExecutor
-        return ThreadPoolExecutor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_attribute(__name__, {"ThreadPoolExecutor": "concurrent.futures"}, name)
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:

@@ -30,6 +30,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vocmatch.errors import VocmatchWarning
+from vocmatch.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -39,19 +40,16 @@ __all__ = ["available_cores", "worker_count", "worker_results"]
 R = TypeVar("R")
 
 #: Names of concurrent.futures.process this module gives (see :func:`__getattr__`).
-_PROCESS_NAMES = ("BrokenProcessPool", "ProcessPoolExecutor")
+_PROCESS_NAMES = {
+    "BrokenProcessPool": "concurrent.futures.process",
+    "ProcessPoolExecutor": "concurrent.futures.process",
+}
 
 
 def __getattr__(name: str) -> Any:
     # The process pool's module brings multiprocessing, its connections and sockets (some 15 ms
     # to import): it is imported when a run first starts workers, not by every reader.
-    if name in _PROCESS_NAMES:
-        import concurrent.futures.process
-
-        value = getattr(concurrent.futures.process, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_attribute(__name__, _PROCESS_NAMES, name)
 
 
 def _process(name: str) -> Any:

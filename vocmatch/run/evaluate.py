@@ -37,6 +37,7 @@ from vocmatch.errors import (
     VocmatchWarning,
 )
 from vocmatch.evidence.run_report import EvalReport, Evidence
+from vocmatch.lazy import lazy_attribute
 from vocmatch.readers.formats import BoxFormat, prediction_suffixes
 from vocmatch.readers.formats import PredFormat as PredFormat
 from vocmatch.run.extras import Extras, evidence_of
@@ -739,11 +740,4 @@ _ELSEWHERE = {
 
 def __getattr__(name: str) -> Any:
     """Import a name of :data:`_ELSEWHERE` from its module on first use (PEP 562)."""
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next look-up is a plain attribute
-    return value
+    return lazy_attribute(__name__, _ELSEWHERE, name)
