@@ -35,22 +35,25 @@ setup(
         Extension(
             "vocmatch.core.fastmatch",
             sources=["vocmatch/core/fastmatch.c"],
+            depends=["vocmatch/buffers.h"],
             optional=True,
         ),
         Extension(
             "vocmatch.evaluation.fastaccumulate",
             sources=["vocmatch/evaluation/fastaccumulate.c"],
+            depends=["vocmatch/buffers.h"],
             optional=True,
         ),
         Extension(
             "vocmatch.evaluation.fastsummary",
             sources=["vocmatch/evaluation/fastsummary.c"],
+            depends=["vocmatch/buffers.h"],
             optional=True,
         ),
         Extension(
             "vocmatch.render.fastjson",
             sources=["vocmatch/render/fastjson.c"],
-            depends=["vocmatch/render/fastjson_table.h"],
+            depends=["vocmatch/buffers.h", "vocmatch/render/fastjson_table.h"],
             optional=True,
         ),
     ]

@@ -20,10 +20,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../buffers.h"
+
 typedef unsigned char u8;
 
 /* --- buffers ------------------------------------------------------------------------ */
 
+/* A buffer of vocmatch/buffers.h and whether it is held (released once, by release). */
 typedef struct {
     Py_buffer view;
     int held;
@@ -37,50 +40,18 @@ static void release(Buf *b)
     }
 }
 
-/* A C-contiguous buffer; `kind` 'i' a signed integer of 4 or 8 bytes, 'u' an integer of 1,
- * 2, 4 or 8 bytes (flags), 'f' a float64, 'b' one byte a value (bool or uint8). */
-static int get(PyObject *obj, Buf *b, char kind, int writable, const char *name)
+/* A C-contiguous buffer (vm_get_buffer) of `kind`, writable when asked. */
+static int get(PyObject *obj, Buf *b, vm_kind kind, int writable, const char *name)
 {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
+    if (vm_get_buffer(obj, &b->view, kind, 0, writable, name) < 0)
         return -1;
     b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@')
-        f++;
-    Py_ssize_t s = b->view.itemsize;
-    int ok = 0;
-    switch (kind) {
-    case 'i':
-        ok = strchr("ilq", *f) && (s == 4 || s == 8);
-        break;
-    case 'u':
-        ok = strchr("bBhHiIlLqQ", *f) && (s == 1 || s == 2 || s == 4 || s == 8);
-        break;
-    case 'f':
-        ok = *f == 'd' && s == 8;
-        break;
-    case 'b':
-        ok = strchr("?bB", *f) && s == 1;
-        break;
-    }
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s: unexpected array type '%s' (itemsize %zd)", name,
-                     b->view.format ? b->view.format : "B", s);
-        release(b);
-        return -1;
-    }
     return 0;
 }
 
-static inline Py_ssize_t count(const Buf *b) { return b->view.len / b->view.itemsize; }
+static inline Py_ssize_t count(const Buf *b) { return vm_count(&b->view); }
 
-static inline int64_t index_at(const Buf *b, Py_ssize_t i)
-{
-    if (b->view.itemsize == 4)
-        return ((const int32_t *)b->view.buf)[i];
-    return ((const int64_t *)b->view.buf)[i];
-}
+static inline int64_t index_at(const Buf *b, Py_ssize_t i) { return vm_index_at(&b->view, i); }
 
 /* Every index of `b` lies in [0, n). */
 static int check_indices(const Buf *b, int64_t n, const char *name)
@@ -168,8 +139,9 @@ static PyObject *set_bits(PyObject *self, PyObject *args)
         return NULL;
     Buf flags = {0}, pred = {0}, level = {0};
     PyObject *result = NULL;
-    if (get(o_flags, &flags, 'u', 1, "flags") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
-        get(o_level, &level, 'i', 0, "level") < 0)
+    if (get(o_flags, &flags, VM_INTEGER, 1, "flags") < 0 ||
+        get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 ||
+        get(o_level, &level, VM_INDEX, 0, "level") < 0)
         goto done;
     Py_ssize_t n = count(&pred);
     if (count(&level) != n) {
@@ -339,13 +311,13 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
     if (!PyArg_ParseTuple(tuple, "OOOOOOO:ranges", &o_ignore, &o_thr, &o_taken, &o_matched,
                           &o_ignored, &o_alike, &o_level))
         return -1;
-    if (get(o_ignore, &r->ignore, 'b', 0, "ranges ignore") < 0 ||
-        get(o_thr, &r->thr, 'f', 0, "ranges thresholds") < 0 ||
-        get(o_taken, &r->taken, 'b', 1, "ranges taken") < 0 ||
-        get(o_matched, &r->matched, 'u', 1, "ranges matched") < 0 ||
-        get(o_ignored, &r->ignored, 'u', 1, "ranges ignored") < 0 ||
-        get(o_alike, &r->alike, 'b', 0, "ranges alike") < 0 ||
-        get(o_level, &r->level, 'i', 0, "ranges level") < 0)
+    if (get(o_ignore, &r->ignore, VM_BYTE, 0, "ranges ignore") < 0 ||
+        get(o_thr, &r->thr, VM_FLOAT64, 0, "ranges thresholds") < 0 ||
+        get(o_taken, &r->taken, VM_BYTE, 1, "ranges taken") < 0 ||
+        get(o_matched, &r->matched, VM_INTEGER, 1, "ranges matched") < 0 ||
+        get(o_ignored, &r->ignored, VM_INTEGER, 1, "ranges ignored") < 0 ||
+        get(o_alike, &r->alike, VM_BYTE, 0, "ranges alike") < 0 ||
+        get(o_level, &r->level, VM_INDEX, 0, "ranges level") < 0)
         return -1;
     /* matched is (P, S): its shape gives the predictions and sets. */
     if (r->matched.view.ndim != 2 || !r->matched.view.shape) {
@@ -394,12 +366,13 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     Out out = {0};
     PyObject *result = NULL;
     int failed = 0;
-    if (get(o_gt, &gt, 'i', 0, "gt") < 0 || get(o_pred, &pred, 'i', 0, "pred") < 0 ||
-        get(o_iou, &iou, 'f', 0, "iou") < 0 ||
-        (has_rank && get(o_rank, &rank, 'i', 0, "rank") < 0) ||
-        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
-        get(o_crowd, &crowd, 'b', 0, "crowd") < 0 || get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
-        get(o_taken, &taken, 'b', 1, "taken") < 0)
+    if (get(o_gt, &gt, VM_INDEX, 0, "gt") < 0 || get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 ||
+        get(o_iou, &iou, VM_FLOAT64, 0, "iou") < 0 ||
+        (has_rank && get(o_rank, &rank, VM_INDEX, 0, "rank") < 0) ||
+        get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        get(o_crowd, &crowd, VM_BYTE, 0, "crowd") < 0 ||
+        get(o_thr, &thr, VM_FLOAT64, 0, "thresholds") < 0 ||
+        get(o_taken, &taken, VM_BYTE, 1, "taken") < 0)
         goto done;
     Py_ssize_t k = count(&gt), n_gt = count(&ignore), n_t = count(&thr);
     if (count(&pred) != k || count(&iou) != k || count(&crowd) != n_gt ||
@@ -652,12 +625,12 @@ static PyObject *devkit_flags(PyObject *self, PyObject *args)
     Buf best_gt = {0}, best_iou = {0}, ignore = {0}, thr = {0}, matched = {0}, ignored = {0};
     u8 *taken = NULL;
     PyObject *result = NULL;
-    if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
-        get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
-        get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
-        get(o_thr, &thr, 'f', 0, "thresholds") < 0 ||
-        get(o_matched, &matched, 'u', 1, "matched") < 0 ||
-        get(o_ignored, &ignored, 'u', 1, "ignored") < 0)
+    if (get(o_best_gt, &best_gt, VM_INDEX, 0, "best_gt") < 0 ||
+        get(o_best_iou, &best_iou, VM_FLOAT64, 0, "best_iou") < 0 ||
+        get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        get(o_thr, &thr, VM_FLOAT64, 0, "thresholds") < 0 ||
+        get(o_matched, &matched, VM_INTEGER, 1, "matched") < 0 ||
+        get(o_ignored, &ignored, VM_INTEGER, 1, "ignored") < 0)
         goto done;
     Py_ssize_t n_pred = count(&best_gt), n_t = count(&thr), size = matched.view.itemsize;
     Py_ssize_t n_sets = n_pred ? count(&matched) / n_pred : 0;
@@ -748,10 +721,11 @@ static PyObject *devkit_hits(PyObject *self, PyObject *args)
     Py_ssize_t *cand = NULL, *by_gt = NULL, *gt_start = NULL;
     Out out = {0};
     PyObject *result = NULL;
-    if (get(o_best_gt, &best_gt, 'i', 0, "best_gt") < 0 ||
-        get(o_best_iou, &best_iou, 'f', 0, "best_iou") < 0 ||
-        get(o_rank, &rank, 'i', 0, "rank") < 0 || get(o_ignore, &ignore, 'b', 0, "ignore") < 0 ||
-        get(o_thr, &thr, 'f', 0, "thresholds") < 0)
+    if (get(o_best_gt, &best_gt, VM_INDEX, 0, "best_gt") < 0 ||
+        get(o_best_iou, &best_iou, VM_FLOAT64, 0, "best_iou") < 0 ||
+        get(o_rank, &rank, VM_INDEX, 0, "rank") < 0 ||
+        get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        get(o_thr, &thr, VM_FLOAT64, 0, "thresholds") < 0)
         goto done;
     Py_ssize_t n_pred = count(&best_gt), n_gt = count(&ignore), n_t = count(&thr);
     if (count(&best_iou) != n_pred || count(&rank) != n_pred) {
@@ -913,13 +887,13 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     int64_t *v = NULL, *v2 = NULL;
     Py_ssize_t *hist = NULL;
     PyObject *result = NULL;
-    if (get(o_score, &score, 'f', 0, "score") < 0 || get(o_cell, &cell, 'i', 0, "cell") < 0 ||
-        get(o_by_score, &by_score, 'i', 1, "by_score") < 0 ||
-        get(o_order, &order, 'i', 1, "order") < 0)
+    if (get(o_score, &score, VM_FLOAT64, 0, "score") < 0 ||
+        get(o_cell, &cell, VM_INDEX, 0, "cell") < 0 ||
+        get(o_by_score, &by_score, VM_INT64, 1, "by_score") < 0 ||
+        get(o_order, &order, VM_INT64, 1, "order") < 0)
         goto done;
     Py_ssize_t n = count(&score);
-    if (count(&cell) != n || count(&by_score) != n || count(&order) != n ||
-        by_score.view.itemsize != 8 || order.view.itemsize != 8) {
+    if (count(&cell) != n || count(&by_score) != n || count(&order) != n) {
         PyErr_SetString(PyExc_ValueError, "score, cell, by_score and order do not fit");
         goto done;
     }

@@ -28,65 +28,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* --- buffers ------------------------------------------------------------------------ */
+#include "../buffers.h"
 
-/* An integer format of the buffer protocol (any size, either sign). */
-static int integer_format(const char *format)
-{
-    if (format == NULL) {
-        return 1; /* unsigned bytes */
-    }
-    if (*format == '@' || *format == '=' || *format == '<') {
-        format++;
-    }
-    return format[0] != '\0' && format[1] == '\0' && strchr("bBhHiIlLqQ", format[0]) != NULL;
-}
-
-/* A C-contiguous buffer of `obj`: integers (any size 1, 2, 4 or 8 when `itemsize` is 0,
- * else that size) or float64 (`is_float`), writable when asked. */
-static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, int is_float,
-                      Py_ssize_t itemsize, int writable)
-{
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) != 0) {
-        return -1;
-    }
-    int ok;
-    if (is_float) {
-        const char *f = view->format;
-        if (f != NULL && (*f == '@' || *f == '=' || *f == '<')) {
-            f++;
-        }
-        ok = f != NULL && strcmp(f, "d") == 0 && view->itemsize == 8;
-    } else {
-        ok = integer_format(view->format) &&
-             (itemsize ? view->itemsize == itemsize
-                       : (view->itemsize == 1 || view->itemsize == 2 || view->itemsize == 4 ||
-                          view->itemsize == 8));
-    }
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s: unexpected element type (format %s, size %zd)",
-                     name, view->format ? view->format : "B", view->itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-/* Element i of an integer buffer of size 1, 2, 4 or 8, its bits as unsigned. */
-static inline uint64_t flag_at(const char *base, Py_ssize_t size, Py_ssize_t i)
-{
-    switch (size) {
-    case 1:
-        return ((const uint8_t *)base)[i];
-    case 2:
-        return ((const uint16_t *)base)[i];
-    case 4:
-        return ((const uint32_t *)base)[i];
-    default:
-        return ((const uint64_t *)base)[i];
-    }
-}
+/* --- bits ---------------------------------------------------------------------------- */
 
 /* The index of the lowest set bit of a nonzero word. */
 static inline int lowest_bit(uint64_t word)
@@ -260,12 +204,12 @@ static void accumulate_all(const Job *job, Scratch *s)
         const Py_ssize_t n_a = job->n_areas;
         for (int64_t i = low; i < high; i++) {
             const int64_t row = job->rows[i];
-            const uint64_t area = flag_at(job->area, job->area_size, row);
+            const uint64_t area = vm_bits_at(job->area, job->area_size, row);
             for (Py_ssize_t a = 0; a < n_a; a++) {
                 const Py_ssize_t at = a * (high - low) + (i - low);
                 s->inside[at] = (uint8_t)((area >> a) & 1);
-                s->matched[at] = flag_at(job->matched, job->flag_size, row * n_a + a);
-                s->ignored[at] = flag_at(job->ignored, job->flag_size, row * n_a + a);
+                s->matched[at] = vm_bits_at(job->matched, job->flag_size, row * n_a + a);
+                s->ignored[at] = vm_bits_at(job->ignored, job->flag_size, row * n_a + a);
             }
         }
         for (Py_ssize_t a = 0; a < n_a; a++) {
@@ -336,11 +280,11 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
     int got = 0;
     PyObject *result = NULL;
     for (; got < 11; got++) {
-        int is_float = got == 4 || got >= 9;
+        vm_kind kind = got == 4 || got >= 9 ? VM_FLOAT64 : VM_INTEGER;
         Py_ssize_t size = got < 6 && got != 4 ? 8 : 0;
         PyObject *obj = got < 9 ? objs[got] : out_objs[got - 9];
         const char *name = got < 9 ? names[got] : (got == 9 ? "precision" : "recall");
-        if (get_buffer(obj, &views[got], name, is_float, size, got >= 9) != 0) {
+        if (vm_get_buffer(obj, &views[got], kind, size, got >= 9, name) != 0) {
             goto done;
         }
     }
@@ -490,10 +434,10 @@ static PyObject *image_results(PyObject *self, PyObject *args)
     }
     PyObject *const *names = &PyTuple_GET_ITEM(names_obj, 0);
     Py_buffer values_view, iou_view;
-    if (get_buffer(values_obj, &values_view, "values", 0, 8, 0) != 0) {
+    if (vm_get_buffer(values_obj, &values_view, VM_INTEGER, 8, 0, "values") != 0) {
         return NULL;
     }
-    if (get_buffer(iou_obj, &iou_view, "mean_iou", 1, 0, 0) != 0) {
+    if (vm_get_buffer(iou_obj, &iou_view, VM_FLOAT64, 0, 0, "mean_iou") != 0) {
         PyBuffer_Release(&values_view);
         return NULL;
     }

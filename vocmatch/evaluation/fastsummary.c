@@ -32,94 +32,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* --- buffers ------------------------------------------------------------------------ */
+#include "../buffers.h"
 
-/* The element kind a buffer must hold. */
-enum { KIND_INT, KIND_INT64, KIND_FLOAT32, KIND_FLOAT64 };
-
-static const char *format_char(const char *format)
-{
-    if (format == NULL) {
-        return "B";
-    }
-    if (*format == '@' || *format == '=' || *format == '<') {
-        format++;
-    }
-    return format;
-}
-
-/* A C-contiguous buffer of `obj` holding `kind` elements, writable when asked. */
-static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, int kind, int writable)
-{
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) != 0) {
-        return -1;
-    }
-    const char *f = format_char(view->format);
-    int one_char = f[0] != '\0' && f[1] == '\0';
-    int ok;
-    switch (kind) {
-    case KIND_FLOAT32:
-        ok = one_char && f[0] == 'f' && view->itemsize == 4;
-        break;
-    case KIND_FLOAT64:
-        ok = one_char && f[0] == 'd' && view->itemsize == 8;
-        break;
-    case KIND_INT64:
-        ok = one_char && (f[0] == 'l' || f[0] == 'q') && view->itemsize == 8;
-        break;
-    default:
-        ok = one_char && strchr("bBhHiIlLqQ", f[0]) != NULL &&
-             (view->itemsize == 1 || view->itemsize == 2 || view->itemsize == 4 ||
-              view->itemsize == 8);
-    }
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s: unexpected element type (format %s, size %zd)",
-                     name, view->format ? view->format : "B", view->itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-/* Element i of an integer buffer of size 1, 2, 4 or 8, its bits as unsigned. */
-static inline uint64_t bits_at(const char *base, Py_ssize_t size, Py_ssize_t i)
-{
-    switch (size) {
-    case 1:
-        return ((const uint8_t *)base)[i];
-    case 2:
-        return ((const uint16_t *)base)[i];
-    case 4:
-        return ((const uint32_t *)base)[i];
-    default:
-        return ((const uint64_t *)base)[i];
-    }
-}
-
-/* Element i of a signed or unsigned integer buffer as a signed value (-1 for an unsigned
- * value past INT64_MAX: out of any range the caller accepts). */
-static inline int64_t int_at(const Py_buffer *view, Py_ssize_t i)
-{
-    const char *f = format_char(view->format);
-    int is_signed = f[0] == 'b' || f[0] == 'h' || f[0] == 'i' || f[0] == 'l' || f[0] == 'q';
-    const char *base = view->buf;
-    switch (view->itemsize) {
-    case 1:
-        return is_signed ? (int64_t)((const int8_t *)base)[i] : (int64_t)((const uint8_t *)base)[i];
-    case 2:
-        return is_signed ? (int64_t)((const int16_t *)base)[i] : (int64_t)((const uint16_t *)base)[i];
-    case 4:
-        return is_signed ? (int64_t)((const int32_t *)base)[i] : (int64_t)((const uint32_t *)base)[i];
-    default: {
-        uint64_t u = ((const uint64_t *)base)[i];
-        if (is_signed) {
-            return (int64_t)u;
-        }
-        return u > (uint64_t)INT64_MAX ? -1 : (int64_t)u;
-    }
-    }
-}
+/* --- checks -------------------------------------------------------------------------- */
 
 static int check(int ok, const char *message)
 {
@@ -446,7 +361,7 @@ static PyObject *py_curve_ap(PyObject *self, PyObject *args)
     int got = 0;
     PyObject *result = NULL;
     for (; got < 3; got++) {
-        if (get_buffer(objs[got], &views[got], names[got], KIND_FLOAT64, 0) != 0) {
+        if (vm_get_buffer(objs[got], &views[got], VM_FLOAT64, 0, 0, names[got]) != 0) {
             goto done;
         }
     }
@@ -506,8 +421,8 @@ static void summary_class(const Summary *job, SummaryScratch *s, const int64_t *
     const Py_ssize_t fsize = job->matched->itemsize;
     for (Py_ssize_t i = 0; i < m; i++) {
         int64_t record = job->order[members[i]];
-        s->matched[i] = bits_at(job->matched->buf, fsize, record);
-        s->ignored[i] = bits_at(job->ignored->buf, fsize, record);
+        s->matched[i] = vm_bits_at(job->matched->buf, fsize, record);
+        s->ignored[i] = vm_bits_at(job->ignored->buf, fsize, record);
         /* -conf in float32 (exact), then as float64 */
         s->xp[i] = (double)(-job->conf[members[i]]);
     }
@@ -574,17 +489,17 @@ static PyObject *ultralytics_classes(PyObject *self, PyObject *args)
     static const char *names[N_ARGS] = {"order",  "label",  "matched", "ignored", "conf",
                                         "levels", "n_gt",   "rows",    "points",  "grid",
                                         "ap",     "p_curve", "r_curve", "p_all",  "r_all"};
-    static const int kinds[N_ARGS] = {KIND_INT64,   KIND_INT,     KIND_INT,     KIND_INT,
-                                      KIND_FLOAT32, KIND_INT64,   KIND_INT64,   KIND_INT64,
-                                      KIND_FLOAT64, KIND_FLOAT64, KIND_FLOAT64, KIND_FLOAT64,
-                                      KIND_FLOAT64, KIND_FLOAT64, KIND_FLOAT64};
+    static const vm_kind kinds[N_ARGS] = {VM_INT64,   VM_INTEGER, VM_INTEGER, VM_INTEGER,
+                                          VM_FLOAT32, VM_INT64,   VM_INT64,   VM_INT64,
+                                          VM_FLOAT64, VM_FLOAT64, VM_FLOAT64, VM_FLOAT64,
+                                          VM_FLOAT64, VM_FLOAT64, VM_FLOAT64};
     Py_buffer views[N_ARGS];
     int got = 0;
     PyObject *result = NULL;
     int64_t *members = NULL, *starts = NULL;
     SummaryScratch s = {0};
     for (; got < N_ARGS; got++) {
-        if (get_buffer(objs[got], &views[got], names[got], kinds[got], got >= AP) != 0) {
+        if (vm_get_buffer(objs[got], &views[got], kinds[got], 0, got >= AP, names[got]) != 0) {
             goto done;
         }
     }
@@ -632,7 +547,7 @@ static PyObject *ultralytics_classes(PyObject *self, PyObject *args)
         if (!check(order[i] >= 0 && order[i] < n_pred, "order: out of range")) {
             goto done;
         }
-        int64_t k = int_at(&views[LABEL], order[i]);
+        int64_t k = vm_int_at(&views[LABEL], order[i]);
         if (!check(k >= 0 && k < n_k, "label: out of range")) {
             goto done;
         }
@@ -651,7 +566,7 @@ static PyObject *ultralytics_classes(PyObject *self, PyObject *args)
         }
         memcpy(next, starts, sizeof(int64_t) * (size_t)n_k);
         for (Py_ssize_t i = 0; i < n; i++) {
-            members[next[int_at(&views[LABEL], order[i])]++] = i;
+            members[next[vm_int_at(&views[LABEL], order[i])]++] = i;
         }
         PyMem_Free(next);
     }
@@ -752,13 +667,13 @@ static PyObject *image_order(PyObject *self, PyObject *args)
         return NULL;
     }
     static const char *names[3] = {"count", "conf", "within"};
-    static const int kinds[3] = {KIND_INT64, KIND_FLOAT32, KIND_INT64};
+    static const vm_kind kinds[3] = {VM_INT64, VM_FLOAT32, VM_INT64};
     Py_buffer views[3];
     int got = 0;
     PyObject *result = NULL;
     int64_t *scratch = NULL;
     for (; got < 3; got++) {
-        if (get_buffer(objs[got], &views[got], names[got], kinds[got], got == 2) != 0) {
+        if (vm_get_buffer(objs[got], &views[got], kinds[got], 0, got == 2, names[got]) != 0) {
             goto done;
         }
     }
@@ -827,7 +742,7 @@ static PyObject *mean_f1(PyObject *self, PyObject *args)
     int got = 0;
     PyObject *result = NULL;
     for (; got < 3; got++) {
-        if (get_buffer(objs[got], &views[got], names[got], KIND_FLOAT64, got == 2) != 0) {
+        if (vm_get_buffer(objs[got], &views[got], VM_FLOAT64, 0, got == 2, names[got]) != 0) {
             goto done;
         }
     }

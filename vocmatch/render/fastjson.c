@@ -24,6 +24,7 @@
 
 #include <structmember.h>
 
+#include "../buffers.h"
 #include "fastjson_table.h"
 
 typedef unsigned __int128 u128;
@@ -205,16 +206,8 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
 {
     (void)self;
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (vm_get_buffer_as(arg, &view, VM_FLOAT64, 0, 0, "values", PyExc_TypeError) < 0)
         return NULL;
-    const char *f = view.format ? view.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@')
-        f++;
-    if (*f != 'd' || f[1] != '\0' || view.itemsize != 8) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "float_list: expected a contiguous float64 buffer");
-        return NULL;
-    }
     const double *values = (const double *)view.buf;
     Py_ssize_t n = view.len / 8;
     if (n > (PY_SSIZE_T_MAX - 2) / NUMBER_MAX) {
