@@ -68,6 +68,46 @@ static inline void vm_refuse(PyObject *error, const char *name, const Py_buffer 
                  view->format ? view->format : "B", view->itemsize, layout);
 }
 
+/* The pending exception, taken aside as it is. */
+typedef struct {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised;
+#else
+    PyObject *type, *value, *traceback;
+#endif
+} vm_error;
+
+static inline vm_error vm_take_error(void)
+{
+    vm_error error;
+#if PY_VERSION_HEX >= 0x030C0000
+    error.raised = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&error.type, &error.value, &error.traceback);
+#endif
+    return error;
+}
+
+/* The exception taken aside pending again (restore) or dropped. */
+static inline void vm_end_error(vm_error error, int restore)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (restore) {
+        PyErr_SetRaisedException(error.raised);
+    } else {
+        Py_XDECREF(error.raised);
+    }
+#else
+    if (restore) {
+        PyErr_Restore(error.type, error.value, error.traceback);
+    } else {
+        Py_XDECREF(error.type);
+        Py_XDECREF(error.value);
+        Py_XDECREF(error.traceback);
+    }
+#endif
+}
+
 /* After a refused request: when the exporter refused the layout (a ValueError, as numpy
  * gives for a strided or read-only array), the one message instead; any other error stays. */
 static inline void vm_name_layout(PyObject *obj, const char *name, int writable)
@@ -75,12 +115,11 @@ static inline void vm_name_layout(PyObject *obj, const char *name, int writable)
     if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
         return;
     }
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
+    vm_error error = vm_take_error();
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
         PyErr_Clear();
-        PyErr_Restore(type, value, traceback);
+        vm_end_error(error, 1);
         return;
     }
     const char *layout = writable && view.readonly ? ", read-only"
@@ -88,12 +127,10 @@ static inline void vm_name_layout(PyObject *obj, const char *name, int writable)
                                                                : NULL;
     if (layout == NULL) {
         PyBuffer_Release(&view);
-        PyErr_Restore(type, value, traceback);
+        vm_end_error(error, 1);
         return;
     }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(traceback);
+    vm_end_error(error, 0);
     vm_refuse(PyExc_ValueError, name, &view, layout);
     PyBuffer_Release(&view);
 }
