@@ -581,6 +581,42 @@ def test_changed_chunks_are_matched_by_worker_processes(
     assert run_cli(*args, "--jobs", "2", "--cache", str(tmp_path / "cache")) == fresh
 
 
+@pytest.mark.parametrize(
+    ("files", "in_workers"),
+    [
+        pytest.param(2, False, id="a-few-files"),
+        pytest.param(8_000, False, id="the-chunks-of-ten-edits-on-80000-images"),
+        pytest.param(cached.FEW_CHANGED, True, id="many-files"),
+    ],
+)
+def test_the_chunks_of_a_few_edits_are_matched_in_this_process(
+    monkeypatch: pytest.MonkeyPatch, files: int, in_workers: bool
+) -> None:
+    """Worker processes only when the changed chunks hold many files."""
+    import vocmatch.readers.workers as workers
+    from vocmatch.evaluation.shards.parts import Part
+
+    monkeypatch.setattr(workers, "available_cores", lambda: 4)
+    started: list[int] = []
+
+    def in_processes(task: Any, tasks: list[Any], jobs: int) -> Any:
+        started.append(len(tasks))
+        raise AssertionError("worker processes started")
+
+    monkeypatch.setattr(workers, "worker_results", in_processes)
+    monkeypatch.setattr(cached, "hashed_part_records", lambda part, *_: part.index)
+    half = [(f"{n:06}", f"g/{n:06}.xml") for n in range(files // 2)]
+    parts = [Part(k + 1, 4, tuple(half[k::4]), tuple(half[k::4])) for k in range(4)]
+    options: Any = None
+    if in_workers:
+        with pytest.raises(AssertionError, match="worker processes started"):
+            cached._matched(parts, options, 0, None, files, {})
+        assert started
+    else:
+        assert cached._matched(parts, options, 0, None, files, {}) == {1: 1, 2: 2, 3: 3, 4: 4}
+        assert not started
+
+
 def test_the_terminal_report_is_the_same(generated: Path, tmp_path: Path) -> None:
     args = [str(generated / "gt"), str(generated / "pred"), "--protocol", "coco"]
     fresh = run_cli(*args)
