@@ -97,8 +97,10 @@ def per_image_counts(
     ).tolist()
     del hit_image, hit_counts, hit_level
     if passing is None:
-        missed_level, missed_gt = np.nonzero(counted.missed)
-        fn_counts = _level_counts(missed_level, gt.image[missed_gt], n_t, n_images)
+        # Per threshold: a nonzero over every (threshold, object) costs more than counting.
+        fn_counts = np.zeros((n_t, n_images), dtype=np.int64)
+        for i, missed in enumerate(counted.missed):
+            fn_counts[i] = np.bincount(gt.image[missed], minlength=n_images)
     else:
         # Each object that counts is matched at most once: FN = objects that count - TP.
         fn_counts = (gt_per_image - ignored_image)[None, :] - tp_counts
@@ -106,7 +108,7 @@ def per_image_counts(
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
     tp_pred = np.flatnonzero(counted.counted)
     _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
-    tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
+    tp_order = _cell_file_order(pred.image[tp_pred], pred.label[tp_pred], pred.rows[tp_pred])
     return PerImageCounts(
         tp=tp_image,
         fp=fp_image,
@@ -118,6 +120,22 @@ def per_image_counts(
         tp_iou=tp_iou[tp_order].tolist(),
         tp_bounds=segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
     )
+
+
+def _cell_file_order(image: IntArray, label: IntArray, rows: IntArray) -> IntArray:
+    """The order of ``np.lexsort((rows, label, image))`` where ``(image, label)`` is sorted
+    already: one stable sort of (run, row) in one int64 key, nearly in order."""
+    n = image.size
+    width = int(rows.max()) + 1 if n else 1
+    if n * width >= 2**62:
+        return np.lexsort((rows, label, image))
+    first = np.empty(n, dtype=bool)
+    if n:
+        first[0] = True
+        np.not_equal(image[1:], image[:-1], out=first[1:])
+        first[1:] |= label[1:] != label[:-1]
+    run = np.cumsum(first, dtype=np.int64) - 1
+    return np.argsort(run * width + rows, kind="stable")
 
 
 def _level_counts(level: IntArray, image: IntArray, n_t: int, n_images: int) -> IntArray:
