@@ -185,7 +185,11 @@ def prepare_cells(
     pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
     # Ground truth sorted by (image, class, file order).
     g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
-    g_order = np.lexsort((g_class, selection.gt_image))
+    # One stable sort of an int64 key (image, class): lexsort's order, several times faster
+    # (every class index is below len(class_names): the ground truth's own are among them).
+    g_key = selection.gt_image.astype(np.int64) * max(len(class_names), 1) + g_class
+    g_order = np.argsort(g_key, kind="stable")
+    del g_key
     g_difficult = gt.difficult[gt_rows[g_order]]
     sorted_gt = SortedGroundTruth(
         rows=gt_rows[g_order],
