@@ -71,8 +71,9 @@ def class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> ClassR
     """Every class's members and ranking, from the stable order of the kept predictions
     by descending score; ``label`` ``(P,)`` is sorted by image-class cell."""
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
-    # rank).
-    order = np.argsort(label, kind="stable").astype(np.int32)
+    # rank); on 16-bit class indices numpy's stable sort is a radix sort.
+    keys = label.astype(np.int16) if n_classes < 2**15 else label
+    order = np.argsort(keys, kind="stable").astype(np.int32)
     starts = segment_starts(label[order], n_classes)
     return ClassRanking(order, starts, _rankings(by_score, label, order, starts))
 

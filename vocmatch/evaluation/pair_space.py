@@ -118,14 +118,19 @@ class Block:
     iou: FloatArray
 
 
-def _sorted_unique(values: IntArray) -> IntArray:
-    """The distinct values of a non-decreasing array (no sort, unlike ``np.unique``)."""
+def _runs(values: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """The runs of a non-decreasing array: each run's value, start and stop."""
     if values.size == 0:
-        return values
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
     first = np.empty(values.size, dtype=bool)
     first[0] = True
     np.not_equal(values[1:], values[:-1], out=first[1:])
-    return values[first]
+    starts = np.flatnonzero(first)
+    stops = np.empty_like(starts)
+    stops[:-1] = starts[1:]
+    stops[-1] = values.size
+    return values[starts], starts, stops
 
 
 class PairSpace:
@@ -184,21 +189,23 @@ class PairSpace:
         self._region_areas: tuple[FloatArray, FloatArray] | None = None
         # A prediction's area is computed with its pairs (from its box, by the same
         # arithmetic), not held for every prediction.
-        cells = np.concatenate([_sorted_unique(gt_cell), _sorted_unique(pred_cell)])
-        cells.sort()
-        cells = _sorted_unique(cells)
-        gt_starts = np.searchsorted(gt_cell, cells)
-        gt_stops = np.searchsorted(gt_cell, cells, side="right")
-        pred_starts = np.searchsorted(pred_cell, cells)
-        pred_stops = np.searchsorted(pred_cell, cells, side="right")
-        # Cells with pairs, in order; large ones are scored in blocks.
-        n_pairs = (gt_stops - gt_starts) * (pred_stops - pred_starts)
-        live = np.flatnonzero(n_pairs > 0)
+        # The cells with pairs are those on both sides: each side's runs, the ground truth's
+        # looked up among the predictions' (both sorted, so the cells stay in order).
+        gt_value, gt_starts, gt_stops = _runs(gt_cell)
+        pred_value, pred_starts, pred_stops = _runs(pred_cell)
+        at = np.searchsorted(pred_value, gt_value)
+        if pred_value.size:
+            live = np.flatnonzero(pred_value[np.minimum(at, pred_value.size - 1)] == gt_value)
+        else:
+            live = at[:0]
+        on_pred = at[live]
         # (gt_start, gt_stop, pred_start, pred_stop) of each cell with pairs, and its pairs.
         self._cells: IntArray = np.stack(
-            [gt_starts[live], gt_stops[live], pred_starts[live], pred_stops[live]], axis=1
+            [gt_starts[live], gt_stops[live], pred_starts[on_pred], pred_stops[on_pred]], axis=1
         ).astype(np.int64)
-        self._cell_pairs: IntArray = n_pairs[live].astype(np.int64)
+        self._cell_pairs: IntArray = (
+            (gt_stops[live] - gt_starts[live]) * (pred_stops[on_pred] - pred_starts[on_pred])
+        ).astype(np.int64)
         # Regions: every row of a cell that holds a rotated box or a polygon (a plain box
         # meeting a shape is clipped as a rectangle); none without shapes.
         self.gt_shaped = np.zeros(self.n_gt, dtype=bool)

@@ -89,28 +89,26 @@ def per_image_counts(
             hit_counts[hit_pass],
             hit_level[hit_pass],
         )
-    tp_image = [
-        np.bincount(hit_image[(hit_level == i) & hit_counts], minlength=n_images).tolist()
-        for i in range(n_t)
-    ]
-    fp_image = [
-        (kept_per_image - np.bincount(hit_image[hit_level == i], minlength=n_images)).tolist()
-        for i in range(n_t)
-    ]
+    # One count over (threshold, image) for all thresholds at once.
+    tp_counts = _level_counts(hit_level[hit_counts], hit_image[hit_counts], n_t, n_images)
+    tp_image: list[list[int]] = tp_counts.tolist()
+    fp_image: list[list[int]] = (
+        kept_per_image[None, :] - _level_counts(hit_level, hit_image, n_t, n_images)
+    ).tolist()
     del hit_image, hit_counts, hit_level
     if passing is None:
-        fn_image = [
-            np.bincount(gt.image[counted.missed[i]], minlength=n_images).astype(np.int64).tolist()
-            for i in range(n_t)
-        ]
+        # Per threshold: a nonzero over every (threshold, object) costs more than counting.
+        fn_counts = np.zeros((n_t, n_images), dtype=np.int64)
+        for i, missed in enumerate(counted.missed):
+            fn_counts[i] = np.bincount(gt.image[missed], minlength=n_images)
     else:
         # Each object that counts is matched at most once: FN = objects that count - TP.
-        counting_image = gt_per_image - ignored_image
-        fn_image = [(counting_image - np.array(tp, dtype=np.int64)).tolist() for tp in tp_image]
+        fn_counts = (gt_per_image - ignored_image)[None, :] - tp_counts
+    fn_image: list[list[int]] = fn_counts.tolist()
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
     tp_pred = np.flatnonzero(counted.counted)
     _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
-    tp_order = np.lexsort((pred.rows[tp_pred], pred.label[tp_pred], pred.image[tp_pred]))
+    tp_order = _cell_file_order(pred.image[tp_pred], pred.label[tp_pred], pred.rows[tp_pred])
     return PerImageCounts(
         tp=tp_image,
         fp=fp_image,
@@ -122,6 +120,28 @@ def per_image_counts(
         tp_iou=tp_iou[tp_order].tolist(),
         tp_bounds=segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
     )
+
+
+def _cell_file_order(image: IntArray, label: IntArray, rows: IntArray) -> IntArray:
+    """The order of ``np.lexsort((rows, label, image))`` where ``(image, label)`` is sorted
+    already: one stable sort of (run, row) in one int64 key, nearly in order."""
+    n = image.size
+    width = int(rows.max()) + 1 if n else 1
+    if n * width >= 2**62:
+        return np.lexsort((rows, label, image))
+    first = np.empty(n, dtype=bool)
+    if n:
+        first[0] = True
+        np.not_equal(image[1:], image[:-1], out=first[1:])
+        first[1:] |= label[1:] != label[:-1]
+    run = np.cumsum(first, dtype=np.int64) - 1
+    return np.argsort(run * width + rows, kind="stable")
+
+
+def _level_counts(level: IntArray, image: IntArray, n_t: int, n_images: int) -> IntArray:
+    """``(n_t, n_images)``: how many entries fall on each (threshold, image)."""
+    key = level.astype(np.int64) * n_images + image
+    return np.bincount(key, minlength=n_t * n_images).reshape(n_t, n_images)
 
 
 def per_box_matches(

@@ -185,7 +185,11 @@ def prepare_cells(
     pred_remap = np.array([index.get(n, -1) for n in pred.label_names], dtype=np.int64)
     # Ground truth sorted by (image, class, file order).
     g_class = gt_remap[gt.labels[gt_rows]] if gt_rows.size else gt_rows
-    g_order = np.lexsort((g_class, selection.gt_image))
+    # One stable sort of an int64 key (image, class): lexsort's order, several times faster
+    # (every class index is below len(class_names): the ground truth's own are among them).
+    g_key = selection.gt_image.astype(np.int64) * max(len(class_names), 1) + g_class
+    g_order = np.argsort(g_key, kind="stable")
+    del g_key
     g_difficult = gt.difficult[gt_rows[g_order]]
     sorted_gt = SortedGroundTruth(
         rows=gt_rows[g_order],
@@ -257,13 +261,9 @@ def _sort_predictions(
     image_all = image[p_order].astype(np.int32)
     label_all = label[p_order].astype(np.int32)
     del p_order
-    cell_all = image_all.astype(np.int64) * n_k + label_all
     # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
     # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
-    run_starts = np.flatnonzero(np.append(True, cell_all[1:] != cell_all[:-1]))
-    run_lengths = np.diff(np.append(run_starts, cell_all.size))
-    rank_all = (np.arange(cell_all.size) - np.repeat(run_starts, run_lengths)).astype(np.int32)
-    del run_starts, run_lengths, cell_all
+    rank_all = _run_places(image_all, label_all)
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
     kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
@@ -280,6 +280,22 @@ def _sort_predictions(
     # The score order of the kept predictions, as indices among them.
     kept_place = np.cumsum(kept, dtype=np.int64) - 1
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
+
+
+def _run_places(image: Int32Array, label: Int32Array) -> Int32Array:
+    """Each entry's place in its run of equal ``(image, label)`` (the pairs sorted)."""
+    n = image.size
+    first = np.empty(n, dtype=bool)
+    if n:
+        first[0] = True
+        np.not_equal(image[1:], image[:-1], out=first[1:])
+        first[1:] |= label[1:] != label[:-1]
+    index = np.arange(n, dtype=np.int32)
+    # The start of each entry's run: the latest run start at or before it.
+    place = np.where(first, index, np.int32(0))
+    np.maximum.accumulate(place, out=place)
+    np.subtract(index, place, out=place)
+    return place
 
 
 def pair_and_match(
