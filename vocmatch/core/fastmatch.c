@@ -173,6 +173,16 @@ typedef struct {
     Py_ssize_t n, cap;
 } HitList;
 
+/* `*p` reallocated to `cap` elements of `size` bytes; left as it was on failure. */
+static int grow(void **p, Py_ssize_t cap, size_t size)
+{
+    void *q = PyMem_Realloc(*p, (size_t)cap * size);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
 static int hit_reserve(HitList *h, Py_ssize_t more)
 {
     if (h->n + more <= h->cap)
@@ -180,22 +190,11 @@ static int hit_reserve(HitList *h, Py_ssize_t more)
     Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
     while (cap < h->n + more)
         cap *= 2;
-    int64_t *a = PyMem_Realloc(h->level, (size_t)cap * sizeof(int64_t));
-    if (!a)
+    if (grow((void **)&h->level, cap, sizeof(int64_t)) < 0 ||
+        grow((void **)&h->pred, cap, sizeof(int64_t)) < 0 ||
+        grow((void **)&h->gt, cap, sizeof(int64_t)) < 0 ||
+        grow((void **)&h->iou, cap, sizeof(double)) < 0)
         return -1;
-    h->level = a;
-    int64_t *b = PyMem_Realloc(h->pred, (size_t)cap * sizeof(int64_t));
-    if (!b)
-        return -1;
-    h->pred = b;
-    int64_t *c = PyMem_Realloc(h->gt, (size_t)cap * sizeof(int64_t));
-    if (!c)
-        return -1;
-    h->gt = c;
-    double *d = PyMem_Realloc(h->iou, (size_t)cap * sizeof(double));
-    if (!d)
-        return -1;
-    h->iou = d;
     h->cap = cap;
     return 0;
 }
