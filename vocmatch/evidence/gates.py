@@ -22,9 +22,9 @@ Decisions a gate has to make, stated once:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from vocmatch.errors import InputError, Message, Option
 from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from vocmatch.evidence.slices import Slice, SliceValue
     from vocmatch.evidence.target_thresholds import TargetThresholds
 
-__all__ = ["GateReport", "ImageCheck", "check_gates"]
+__all__ = ["GateReport", "ImageCheck", "ImageChecks", "check_gates"]
 
 #: The summaries that average AP over IoU thresholds (the ``ap50``, ``ap75`` and
 #: ``map50-95`` gates read them).
@@ -87,26 +87,94 @@ class ImageCheck:
         return tuple(out)
 
 
+class ImageChecks(Sequence[ImageCheck]):
+    """Every evaluated image against the per-image limits, as a sequence of
+    :class:`ImageCheck`, each made when it is read: a run without limits makes none, and
+    finding the images over a limit makes a check for those images alone.
+
+    Equal to a tuple of the same checks in the same order, as to another such sequence.
+
+    Args:
+        images: The evaluated images, sorted by key.
+        max_fp: The false-positive limit, or None for no limit.
+        max_fn: The missed-object limit, or None for no limit.
+    """
+
+    __slots__ = ("_images", "max_fn", "max_fp")
+
+    def __init__(
+        self, images: Sequence[ImageResult], max_fp: int | None, max_fn: int | None
+    ) -> None:
+        self._images = images
+        self.max_fp = max_fp
+        self.max_fn = max_fn
+
+    def __len__(self) -> int:
+        return len(self._images)
+
+    @overload
+    def __getitem__(self, index: int) -> ImageCheck: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ImageCheck, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> ImageCheck | tuple[ImageCheck, ...]:
+        if isinstance(index, slice):
+            return tuple(self._check(image) for image in self._images[index])
+        return self._check(self._images[index])
+
+    def __iter__(self) -> Iterator[ImageCheck]:
+        return (self._check(image) for image in self._images)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (tuple, ImageChecks)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({tuple(self)!r})"
+
+    def failed(self) -> tuple[ImageCheck, ...]:
+        """The images over a limit, in order; without limits none, at once."""
+        max_fp, max_fn = self.max_fp, self.max_fn
+        if max_fp is None and max_fn is None:
+            return ()
+        fp_limit = math.inf if max_fp is None else max_fp
+        fn_limit = math.inf if max_fn is None else max_fn
+        return tuple(
+            self._check(image)
+            for image in self._images
+            if image.fp > fp_limit or image.fn > fn_limit
+        )
+
+    def _check(self, image: ImageResult) -> ImageCheck:
+        return ImageCheck(image.key, image.fp, image.fn, self.max_fp, self.max_fn)
+
+
 @dataclass(frozen=True, slots=True)
 class GateReport:
     """Every gate and every image checked.
 
     Attributes:
         gates: Dataset and class gates, in the order given.
-        images: Every evaluated image, sorted by key (all pass without limits).
+        images: Every evaluated image, sorted by key (all pass without limits):
+            :func:`check_gates` gives them as :class:`ImageChecks`, made when read.
         max_fp: The per-image false-positive limit, or None.
         max_fn: The per-image missed-object limit, or None.
     """
 
     gates: tuple[GateResult, ...]
-    images: tuple[ImageCheck, ...]
+    images: Sequence[ImageCheck]
     max_fp: int | None = None
     max_fn: int | None = None
 
     @property
     def passed(self) -> bool:
         """Every gate passed and every image is within the limits."""
-        return all(g.passed for g in self.gates) and all(i.passed for i in self.images)
+        return all(g.passed for g in self.gates) and not self.failed_images
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -116,6 +184,8 @@ class GateReport:
     @property
     def failed_images(self) -> tuple[ImageCheck, ...]:
         """The images over a limit, sorted by key."""
+        if isinstance(self.images, ImageChecks):
+            return self.images.failed()
         return tuple(i for i in self.images if not i.passed)
 
     @property
@@ -150,7 +220,7 @@ def check_gates(
         targets: The thresholds holding a target, which ``reached`` gates read.
 
     Returns:
-        A result per gate, in the order given, and a check per image.
+        A result per gate, in the order given, and a check per image (made when read).
 
     Raises:
         InputError: A gate names a class found in neither the ground truth nor the
@@ -224,8 +294,9 @@ def check_gates(
             else:
                 measured, reason = _class_metric(evaluation, cls, gate.metric)
         results.append(GateResult(gate, measured, _meets(measured, gate.value), reason))
-    images = tuple(_image_check(image, max_fp, max_fn) for image in evaluation.images)
-    return GateReport(tuple(results), images, max_fp, max_fn)
+    return GateReport(
+        tuple(results), ImageChecks(evaluation.images, max_fp, max_fn), max_fp, max_fn
+    )
 
 
 def _reached(
@@ -248,10 +319,6 @@ def _meets(measured: float | None, bound: float) -> bool:
     if measured is None:
         return False
     return measured >= bound or math.isclose(measured, bound, rel_tol=_REL_TOLERANCE)
-
-
-def _image_check(image: ImageResult, max_fp: int | None, max_fn: int | None) -> ImageCheck:
-    return ImageCheck(image.key, image.fp, image.fn, max_fp, max_fn)
 
 
 def _no_map_reason(evaluation: Evaluation) -> str:
