@@ -202,8 +202,11 @@ UNUSED_ON_EVAL = (
     "vocmatch.run.find_suspects",
     # Folders read here: neither URLs nor a cluster.
     "vocmatch.run.remote_inputs",
-    # No preparation of the predictions asked for.
+    # No preparation of the predictions asked for: no table or JSON of what it removed.
     "vocmatch.evaluation.preparation",
+    "vocmatch.render.preparation_report",
+    # No per-image limit given: no image's check made.
+    "vocmatch.evidence.image_checks",
     # The other protocols' and match rules' stages.
     "vocmatch.evaluation.ultralytics_summary",
     "vocmatch.evaluation.iou_order",
@@ -245,8 +248,7 @@ def modules_loaded_by(args: list[str], names: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize(
     ("extra", "also_unused"),
     [
-        # No preparation asked for: no table of what it removed.
-        pytest.param([], ("vocmatch.render.preparation_report",), id="table"),
+        pytest.param([], (), id="table"),
         pytest.param(
             ["--format", "json"],
             ("rich", "vocmatch.render.terminal", *TABLE_MODULES),
@@ -317,6 +319,8 @@ NOT_BUILT_ON_EVAL = (
     "Gate",
     "GateText",
     "GateResult",
+    # No per-image limit given: no image's check.
+    "ImageCheck",
     # Boxes, not label sets.
     "LabelOverlap",
     # No per-box records kept, and neither the coco nor the ultralytics summary.

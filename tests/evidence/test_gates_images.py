@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import vocmatch.evidence.gates as gates
+import vocmatch.evidence.image_checks as image_checks
 from tests.conftest import FIXTURES
 from vocmatch.evaluation.scoring import evaluate_directories
 from vocmatch.evidence.gates import ImageCheck, check_gates
@@ -21,7 +22,7 @@ def counted_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         made.append(key)
         return ImageCheck(key, fp, fn, max_fp, max_fn)
 
-    monkeypatch.setattr(gates, "ImageCheck", recorded)
+    monkeypatch.setattr(image_checks, "ImageCheck", recorded)
     return made
 
 

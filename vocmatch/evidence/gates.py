@@ -24,13 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from vocmatch.errors import InputError, Message, Option
 from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
+from vocmatch.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from vocmatch.evidence.gate_records import Gate, GateResult, Metric
+    from vocmatch.evidence.image_checks import ImageCheck
     from vocmatch.evidence.slices import Slice, SliceValue
     from vocmatch.evidence.target_thresholds import TargetThresholds
 
@@ -43,51 +45,15 @@ _AVERAGED_SUMMARIES = ("coco", "ultralytics")
 # Measured values this close (relative) to the bound count as equal to it.
 _REL_TOLERANCE = 1e-9
 
-
-@dataclass(frozen=True, slots=True)
-class ImageCheck:
-    """One image against the per-image limits.
-
-    Attributes:
-        key: The image's key.
-        fp: False positives at the evaluation threshold.
-        fn: Missed ground truth at the evaluation threshold.
-        max_fp: The false-positive limit, or None for no limit.
-        max_fn: The missed-object limit, or None for no limit.
-    """
-
-    key: str
-    fp: int
-    fn: int
-    max_fp: int | None
-    max_fn: int | None
-
-    @property
-    def fp_failed(self) -> bool:
-        """More false positives than ``max_fp`` allows."""
-        return self.max_fp is not None and self.fp > self.max_fp
-
-    @property
-    def fn_failed(self) -> bool:
-        """More missed objects than ``max_fn`` allows."""
-        return self.max_fn is not None and self.fn > self.max_fn
-
-    @property
-    def passed(self) -> bool:
-        """Within every limit."""
-        return not (self.fp_failed or self.fn_failed)
-
-    def failures(self) -> tuple[str, ...]:
-        """One phrase per limit exceeded: ``fp 2 > max-fp 1``, ``fn 2 > max-fn 0``."""
-        out = []
-        if self.fp_failed:
-            out.append(f"fp {self.fp} > max-fp {self.max_fp}")
-        if self.fn_failed:
-            out.append(f"fn {self.fn} > max-fn {self.max_fn}")
-        return tuple(out)
+# ImageCheck is built with the first check made: a run without per-image limits makes none.
+_WHERE = {"ImageCheck": "vocmatch.evidence.image_checks"}
 
 
-class ImageChecks(Sequence[ImageCheck]):
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _WHERE, name)
+
+
+class ImageChecks(Sequence["ImageCheck"]):
     """Every evaluated image against the per-image limits, as a sequence of
     :class:`ImageCheck`, each made when it is read: a run without limits makes none, and
     finding the images over a limit makes a check for those images alone.
@@ -151,6 +117,8 @@ class ImageChecks(Sequence[ImageCheck]):
         )
 
     def _check(self, image: ImageResult) -> ImageCheck:
+        from vocmatch.evidence.image_checks import ImageCheck
+
         return ImageCheck(image.key, image.fp, image.fn, self.max_fp, self.max_fn)
 
 

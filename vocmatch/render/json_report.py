@@ -20,7 +20,6 @@ from vocmatch.compiled import kernels
 from vocmatch.core.ap import Curve
 from vocmatch.core.protocol import Conventions, sweep_label
 from vocmatch.evaluation.thresholds import OperatingPoint, ScoreThresholds, operating_point
-from vocmatch.render.preparation_report import preparation_json
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
@@ -403,6 +402,9 @@ def _json_data(
     data["orphan_pred"] = list(evaluation.orphan_pred)
     data["notes"] = list(evaluation.notes)
     if evaluation.removed is not None:
+        # Imported here: a run without preparation loads no part of its report.
+        from vocmatch.render.preparation_report import preparation_json
+
         data["preparation"] = preparation_json(evaluation.removed)
     if analysis is not None:
         _add_analysis(data, analysis)
