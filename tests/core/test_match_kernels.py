@@ -425,3 +425,103 @@ def test_compiled_ranked_matcher_follows_numpy_on_a_nan_threshold(thresholds: li
         matcher.add(np.array([0]), np.array([0]), np.array([0.9]), np.array([0]))
         found.append(matcher.hits().level.tolist())
     assert found[0] == found[1] == []
+
+
+@st.composite
+def _image_hits(draw: st.DrawFn) -> tuple[Any, ...]:
+    """Matched pairs (level, pred, gt) of a few thresholds, predictions and ground truth of a
+    few images (some without any), ignored ground truth, and predictions that pass."""
+    n_t, n_images = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    n_pred, n_gt = draw(st.integers(0, 12)), draw(st.integers(0, 12))
+    n_hits = draw(st.integers(0, 30)) if n_pred and n_gt else 0
+    ints = st.integers
+    level = np.array(draw(st.lists(ints(0, n_t - 1), min_size=n_hits, max_size=n_hits)))
+    pred = np.array(draw(st.lists(ints(0, max(n_pred - 1, 0)), min_size=n_hits, max_size=n_hits)))
+    gt = np.array(draw(st.lists(ints(0, max(n_gt - 1, 0)), min_size=n_hits, max_size=n_hits)))
+    image = np.array(draw(st.lists(ints(0, n_images - 1), min_size=n_pred, max_size=n_pred)))
+    ignore = np.array(draw(st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)), dtype=bool)
+    passing = np.array(draw(st.lists(st.booleans(), min_size=n_pred, max_size=n_pred)), dtype=bool)
+    dtype = draw(st.sampled_from([np.int32, np.int64]))
+    return (
+        level.astype(dtype), pred.astype(dtype), gt.astype(dtype), image.astype(dtype), ignore,
+        passing if draw(st.booleans()) else None, n_t, n_images,
+    )  # fmt: skip
+
+
+def _level_image_counts(level: Any, image: Any, n_t: int, n_images: int) -> np.ndarray:
+    key = level.astype(np.int64) * n_images + image
+    return np.bincount(key, minlength=n_t * n_images).reshape(n_t, n_images)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_image_hits())
+def test_hit_counts_equal_numpy_counts(found: tuple[Any, ...]) -> None:
+    """Each image's matched pairs at each threshold, and those whose ground truth is not
+    ignored, of the passing predictions: numpy's counts (int64, the same shape)."""
+    level, pred, gt, image, ignore, passing, n_t, n_images = found
+    keep = np.ones(pred.size, dtype=bool) if passing is None else passing[pred]
+    counts = keep & ~ignore[gt]
+    expected_tp = _level_image_counts(level[counts], image[pred[counts]], n_t, n_images)
+    expected_all = _level_image_counts(level[keep], image[pred[keep]], n_t, n_images)
+    tp, every = match_kernels.hit_counts(
+        _kernels(), (level, pred, gt), image, ignore, passing, (n_t, n_images)
+    )
+    assert (tp.dtype, every.dtype) == (np.int64, np.int64)
+    assert tp.tolist() == expected_tp.tolist()
+    assert every.tolist() == expected_all.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 4),
+    st.lists(st.integers(0, 4), max_size=20),
+    st.sampled_from([np.int32, np.int64]),
+    st.data(),
+)
+def test_image_counts_equal_bincount_per_row(
+    n_t: int, image: list[int], dtype: type[np.integer[Any]], data: st.DataObject
+) -> None:
+    """Each row's set flags counted by image: numpy's bincount of each row."""
+    n_gt = len(image)
+    flags = np.array(
+        data.draw(st.lists(st.booleans(), min_size=n_t * n_gt, max_size=n_t * n_gt)), dtype=bool
+    ).reshape(n_t, n_gt)
+    images = np.array(image, dtype=dtype)
+    expected = [np.bincount(images[row], minlength=5).tolist() for row in flags]
+    assert match_kernels.image_counts(_kernels(), flags, images, 5).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        pytest.param({"level": [2]}, r"level\[0\] = 2 is out of range", id="level"),
+        pytest.param({"pred": [3]}, r"pred\[0\] = 3 is out of range", id="pred"),
+        pytest.param({"gt": [-1]}, r"gt\[0\] = -1 is out of range", id="gt"),
+        pytest.param({"image": [0, 7, 0]}, r"image\[1\] = 7 is out of range", id="image"),
+        pytest.param({"passing": [True]}, "do not fit", id="passing"),
+        pytest.param({"gt": [0, 0]}, "differ in length", id="lengths"),
+    ],
+)
+def test_hit_counts_refuses_indices_out_of_range(changed: dict[str, Any], message: str) -> None:
+    """An index outside what it indexes, or arrays that do not fit: a ValueError, nothing
+    read out of bounds."""
+    arrays: dict[str, Any] = {
+        "level": [1], "pred": [2], "gt": [0], "image": [0, 1, 0], "passing": None,
+    }  # fmt: skip
+    arrays.update(changed)
+    passing = arrays["passing"]
+    with pytest.raises(ValueError, match=message):
+        match_kernels.hit_counts(
+            _kernels(),
+            (np.array(arrays["level"]), np.array(arrays["pred"]), np.array(arrays["gt"])),
+            np.array(arrays["image"]), np.zeros(1, dtype=bool),
+            None if passing is None else np.array(passing), (2, 2),
+        )  # fmt: skip
+
+
+def test_image_counts_refuses_an_image_out_of_range() -> None:
+    """An image beyond the counts' columns: a ValueError."""
+    with pytest.raises(ValueError, match=r"image\[1\] = 2 is out of range"):
+        match_kernels.image_counts(
+            _kernels(), np.ones((1, 2), dtype=bool), np.array([0, 2]), 2
+        )

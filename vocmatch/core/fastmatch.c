@@ -10,7 +10,9 @@
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), into flags;
  *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
- *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
+ *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
+ *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
+ *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
@@ -953,6 +955,112 @@ done:
     return result;
 }
 
+/* --- hit_counts, image_counts ------------------------------------------------------- */
+
+/* Each image's matched pairs at each threshold, from the pairs (level, pred, gt): into
+ * every_hit[level, image of pred] each pair; into counting[level, image of pred] each pair
+ * whose ground truth is not ignored. With `passing` (or None), only the pairs of passing
+ * predictions. Both outputs (T, I) int64, added to. */
+static PyObject *hit_counts(PyObject *self, PyObject *args)
+{
+    PyObject *o_level, *o_pred, *o_gt, *o_image, *o_ignore, *o_passing, *o_counting, *o_every;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:hit_counts", &o_level, &o_pred, &o_gt, &o_image,
+                          &o_ignore, &o_passing, &o_counting, &o_every))
+        return NULL;
+    Buf level = {0}, pred = {0}, gt = {0}, image = {0}, ignore = {0}, passing = {0};
+    Buf counting = {0}, every = {0};
+    PyObject *result = NULL;
+    if (get(o_level, &level, VM_INDEX, 0, "level") < 0 ||
+        get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 || get(o_gt, &gt, VM_INDEX, 0, "gt") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        (o_passing != Py_None && get(o_passing, &passing, VM_BYTE, 0, "passing") < 0) ||
+        get(o_counting, &counting, VM_INT64, 1, "counting") < 0 ||
+        get(o_every, &every, VM_INT64, 1, "every") < 0)
+        goto done;
+    Py_ssize_t n = count(&level), n_pred = count(&image);
+    if (count(&pred) != n || count(&gt) != n) {
+        PyErr_SetString(PyExc_ValueError, "level, pred and gt differ in length");
+        goto done;
+    }
+    if (counting.view.ndim != 2 || counting.view.len != every.view.len ||
+        (passing.held && count(&passing) != n_pred)) {
+        PyErr_SetString(PyExc_ValueError, "counting, every or passing do not fit");
+        goto done;
+    }
+    Py_ssize_t n_t = counting.view.shape[0], n_images = counting.view.shape[1];
+    if (check_indices(&level, n_t, "level") < 0 || check_indices(&pred, n_pred, "pred") < 0 ||
+        check_indices(&gt, count(&ignore), "gt") < 0 ||
+        check_indices(&image, n_images, "image") < 0)
+        goto done;
+    const u8 *ign = ignore.view.buf, *pass = passing.held ? passing.view.buf : NULL;
+    int64_t *tp = counting.view.buf, *all = every.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t p = index_at(&pred, i);
+        if (pass && !pass[p])
+            continue;
+        Py_ssize_t at = (Py_ssize_t)index_at(&level, i) * n_images +
+                        (Py_ssize_t)index_at(&image, (Py_ssize_t)p);
+        all[at]++;
+        if (!ign[index_at(&gt, i)])
+            tp[at]++;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&level);
+    release(&pred);
+    release(&gt);
+    release(&image);
+    release(&ignore);
+    release(&passing);
+    release(&counting);
+    release(&every);
+    return result;
+}
+
+/* Each row's set flags counted by image: out[t, image[g]] += 1 for each g with
+ * flags[t, g] (flags (T, G) bytes, out (T, I) int64, added to). */
+static PyObject *image_counts(PyObject *self, PyObject *args)
+{
+    PyObject *o_flags, *o_image, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO:image_counts", &o_flags, &o_image, &o_out))
+        return NULL;
+    Buf flags = {0}, image = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_flags, &flags, VM_BYTE, 0, "flags") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_out, &out, VM_INT64, 1, "out") < 0)
+        goto done;
+    Py_ssize_t n_gt = count(&image);
+    if (out.view.ndim != 2 || count(&flags) != out.view.shape[0] * n_gt) {
+        PyErr_SetString(PyExc_ValueError, "flags, image and out do not fit");
+        goto done;
+    }
+    Py_ssize_t n_t = out.view.shape[0], n_images = out.view.shape[1];
+    if (check_indices(&image, n_images, "image") < 0)
+        goto done;
+    const u8 *f = flags.view.buf;
+    int64_t *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Each g's image read once; its T flags, one per row, summed into its image's cells. */
+    for (Py_ssize_t g = 0; g < n_gt; g++) {
+        int64_t *counts = o + index_at(&image, g);
+        for (Py_ssize_t t = 0; t < n_t; t++)
+            counts[t * n_images] += f[t * n_gt + g] != 0;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&flags);
+    release(&image);
+    release(&out);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -973,6 +1081,12 @@ static PyMethodDef methods[] = {
     {"score_cell_order", score_cell_order, METH_VARARGS,
      "score_cell_order(score, cell, by_score, order): by_score, the stable order by "
      "descending score; order, by cell, then descending score, then index."},
+    {"hit_counts", hit_counts, METH_VARARGS,
+     "hit_counts(level, pred, gt, image, ignore, passing, counting, every): each image's "
+     "matched pairs at each threshold (every) and those whose ground truth counts "
+     "(counting), of the passing predictions (passing None: all), added into (T, I)."},
+    {"image_counts", image_counts, METH_VARARGS,
+     "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},
 };
 

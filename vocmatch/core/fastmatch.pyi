@@ -38,3 +38,15 @@ def devkit_hits(
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
 def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def hit_counts(
+    level: Any,
+    pred: Any,
+    gt: Any,
+    image: Any,
+    ignore: Any,
+    passing: Any,
+    counting: Any,
+    every: Any,
+    /,
+) -> None: ...
+def image_counts(flags: Any, image: Any, out: Any, /) -> None: ...

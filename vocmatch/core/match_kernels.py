@@ -18,6 +18,9 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
   likewise, into flags; :func:`devkit_hits`, its matched pairs under one set.
 * :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
   numpy's stable sorts give them.
+* :func:`hit_counts` and :func:`image_counts`: each image's matched pairs, those whose
+  ground truth counts, and its missed ground truth at every threshold, each in one pass (what
+  numpy counts with a ``bincount`` of a ``(threshold, image)`` key, or per threshold).
 
 Ranked matching takes each prediction's pairs in the order of the predictions' indices:
 within an image-class, indices must follow the ranking (as the evaluation sorts them: by
@@ -39,6 +42,8 @@ __all__ = [
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
+    "hit_counts",
+    "image_counts",
     "index_array",
     "pair_arrays",
     "score_cell_order",
@@ -292,3 +297,49 @@ def score_cell_order(
         np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order
     )
     return by_score, order
+
+
+def hit_counts(
+    kernels: ModuleType,
+    hits: tuple[IndexArray, IndexArray, IndexArray],
+    image: IndexArray,
+    ignore: BoolArray,
+    passing: BoolArray | None,
+    shape: tuple[int, int],
+) -> tuple[IntArray, IntArray]:
+    """Each image's matched pairs at each threshold: ``(T, I)`` those whose ground truth is
+    not ``ignore``-d, and all of them; with ``passing``, of passing predictions only.
+
+    Args:
+        kernels: The compiled module.
+        hits: ``(level, pred, gt)`` of each matched pair.
+        image: ``(P,)`` each prediction's image.
+        ignore: ``(G,)`` ignored ground truth.
+        passing: ``(P,)`` predictions that count, or None for all.
+        shape: ``(T, I)`` thresholds and images.
+
+    Raises:
+        ValueError: An index is out of range, or the arrays do not fit.
+    """
+    level, pred, gt = hits
+    counting = np.zeros(shape, dtype=np.int64)
+    every = np.zeros(shape, dtype=np.int64)
+    kernels.hit_counts(
+        index_array(level), index_array(pred), index_array(gt), index_array(image),
+        np.ascontiguousarray(ignore, dtype=bool),
+        None if passing is None else np.ascontiguousarray(passing, dtype=bool),
+        counting, every,
+    )  # fmt: skip
+    return counting, every
+
+
+def image_counts(kernels: ModuleType, flags: BoolArray, image: IndexArray, n_images: int) -> IntArray:
+    """``(T, I)`` each image's set flags of ``(T, G)`` ``flags``, row by row (what
+    ``np.bincount(image[flags[t]], minlength=n_images)`` gives for each ``t``).
+
+    Raises:
+        ValueError: An image is out of range, or the arrays do not fit.
+    """
+    out = np.zeros((flags.shape[0], n_images), dtype=np.int64)
+    kernels.image_counts(np.ascontiguousarray(flags, dtype=bool), index_array(image), out)
+    return out

@@ -84,10 +84,10 @@ class Matching:
         """The ground truth matched to each of ``preds`` (all matched) at one threshold, and
         the pair's IoU."""
         at = np.flatnonzero(self.hit_t == level)
-        # A prediction is matched at most once a threshold: the keys are distinct, and
-        # nearly in order, which the stable sort (a merge of runs) is fast on.
-        order = at[np.argsort(self.hit_pred[at], kind="stable")]
-        found = order[np.searchsorted(self.hit_pred[order], preds)]
+        # A prediction is matched at most once a threshold: each one's pair, by a scatter.
+        pair = np.zeros(self._shape[2], dtype=np.int64)
+        pair[self.hit_pred[at]] = at
+        found = pair[preds]
         return self.hit_gt[found].astype(np.int64), self.hit_iou[found]
 
 
