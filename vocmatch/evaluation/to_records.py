@@ -88,6 +88,9 @@ class Asked:
             score although the records are to be joined: records that all keep theirs
             are joined with their rankings merged, not ranked again
             (:meth:`MatchRecords.taken_in_key_order`).
+        orphans: Given the paths of the prediction files without ground truth
+            (:attr:`~vocmatch.evaluation.stage_inputs.Selection.orphan`) once the images are
+            selected, so that they are found once.
     """
 
     whole_run: bool = False
@@ -97,6 +100,7 @@ class Asked:
     slices: tuple[SliceSpec, ...] = ()
     calibration: bool = False
     ranked: bool = False
+    orphans: Callable[[tuple[str, ...]], None] | None = None
 
 
 def match_records(
@@ -146,6 +150,8 @@ def match_records(
 
         pred, removed = prepare_columns(pred, preparation)
     selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
+    if asked.orphans is not None:
+        asked.orphans(selection.orphan)
     if asked.whole_run:
         check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
