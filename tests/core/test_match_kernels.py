@@ -525,3 +525,49 @@ def test_image_counts_refuses_an_image_out_of_range() -> None:
         match_kernels.image_counts(
             _kernels(), np.ones((1, 2), dtype=bool), np.array([0, 2]), 2
         )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=8),
+    st.integers(0, 5),
+    st.data(),
+)
+def test_compiled_alike_cells_equal_numpy(
+    sizes: list[int], n_sets: int, data: st.DataObject
+) -> None:
+    """Image-classes of a few ground truth (one alone among them), sets ignoring some, all
+    or none of each: where each set is matched as the own set, the numpy counts' answer."""
+    n_gt = sum(sizes)
+    cell = np.repeat(np.arange(len(sizes)) * 7, sizes).astype(np.int64)
+    flags = st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)
+    own = np.array(data.draw(flags), dtype=bool)
+    rows = [np.array(data.draw(flags), dtype=bool) for _ in range(n_sets)]
+    # Some sets equal to the own one, or to it in some image-classes.
+    rows += [own.copy(), own | (cell == 0)]
+    ignore = np.stack(rows)
+    expected = match_kernels.alike_cells(ignore, own, cell)
+    found = match_kernels.alike_cells(ignore, own, cell, _kernels())
+    assert found.dtype == np.bool_
+    assert found.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize(
+    ("ignore", "own", "cell", "message"),
+    [
+        pytest.param(np.zeros((1, 3), bool), np.zeros(2, bool), np.zeros(2, np.int64),
+                     "do not fit", id="lengths"),  # fmt: skip
+        pytest.param(np.zeros((16, 2), bool), np.zeros(2, bool), np.zeros(2, np.int64),
+                     "do not fit", id="too-many-sets"),  # fmt: skip
+        pytest.param(np.zeros((1, 2), bool), np.zeros(2, bool), np.zeros(2, np.int32),
+                     r"cell: unexpected array type", id="cell-int32"),  # fmt: skip
+    ],
+)
+def test_compiled_alike_cells_refuses_arrays_that_do_not_fit(
+    ignore: np.ndarray, own: np.ndarray, cell: np.ndarray, message: str
+) -> None:
+    """Arrays of other lengths, more sets than a code holds, another cell dtype: a
+    ValueError, nothing read out of bounds."""
+    alike = np.empty(ignore.shape, dtype=bool)
+    with pytest.raises(ValueError, match=message):
+        _kernels().alike_cells(ignore, own, cell, alike)

@@ -11,6 +11,7 @@
  *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
  *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
+ *   - alike_cells: where an area range is matched as the evaluation is, cell by cell;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
@@ -1061,6 +1062,91 @@ done:
     return result;
 }
 
+/* --- alike_cells ----------------------------------------------------------------------- */
+
+/* The most sets alike_cells takes: each ground truth's code holds 1 + 2 * S bits. */
+#define ALIKE_MAX_SETS 15
+
+/* Where each of S ground-truth sets (ignore, (S, G)) is matched as the own set (own, (G,))
+ * in the image-class of each ground truth (cell, (G,) int64, non-decreasing: each run of
+ * equal cells is an image-class; the caller checks the order): the two ignore the same
+ * ground truth there, or each ignores all or none of it. Into alike (S, G).
+ *
+ * Image-classes hold a few ground truth each, so the runs are walked without a branch per
+ * run: each ground truth's code (bit 0 own, bit 1 + s ignored by set s, bit 1 + S + s the
+ * two differ) is OR-ed and AND-ed along its run going forward, and the run's answer, read
+ * at its last ground truth, is handed back along the run going backward. */
+static PyObject *alike_cells(PyObject *self, PyObject *args)
+{
+    PyObject *o_ignore, *o_own, *o_cell, *o_alike;
+    if (!PyArg_ParseTuple(args, "OOOO:alike_cells", &o_ignore, &o_own, &o_cell, &o_alike))
+        return NULL;
+    Buf ignore = {0}, own = {0}, cell = {0}, alike = {0};
+    uint32_t *any = NULL, *all = NULL;
+    PyObject *result = NULL;
+    if (get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        get(o_own, &own, VM_BYTE, 0, "own") < 0 || get(o_cell, &cell, VM_INT64, 0, "cell") < 0 ||
+        get(o_alike, &alike, VM_BYTE, 1, "alike") < 0)
+        goto done;
+    const Py_ssize_t n_gt = count(&own);
+    if (count(&cell) != n_gt || n_gt == 0 || count(&ignore) % n_gt != 0 ||
+        count(&alike) != count(&ignore) || count(&ignore) / n_gt > ALIKE_MAX_SETS) {
+        PyErr_SetString(PyExc_ValueError, "ignore, own, cell and alike do not fit");
+        goto done;
+    }
+    const int n_sets = (int)(count(&ignore) / n_gt);
+    any = PyMem_Malloc((size_t)n_gt * sizeof *any);
+    all = PyMem_Malloc((size_t)n_gt * sizeof *all);
+    if (!any || !all) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const u8 *ign = ignore.view.buf, *mine = own.view.buf;
+    const int64_t *cells = cell.view.buf;
+    u8 *out = alike.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t or_run = 0, and_run = 0;
+    for (Py_ssize_t g = 0; g < n_gt; g++) {
+        const uint32_t m = mine[g] != 0;
+        uint32_t code = m;
+        for (int s = 0; s < n_sets; s++) {
+            const uint32_t x = ign[s * n_gt + g] != 0;
+            code |= x << (1 + s) | (x ^ m) << (1 + n_sets + s);
+        }
+        const int start = g == 0 || cells[g] != cells[g - 1];
+        or_run = start ? code : (or_run | code);
+        and_run = start ? code : (and_run & code);
+        any[g] = or_run;
+        all[g] = and_run;
+    }
+    uint32_t answer = 0; /* bit s: set s is alike in the run */
+    for (Py_ssize_t g = n_gt - 1; g >= 0; g--) {
+        const int end = g == n_gt - 1 || cells[g + 1] != cells[g];
+        const uint32_t o = any[g], a = all[g];
+        const uint32_t own_uniform = ((o & 1) == 0) | (a & 1);
+        uint32_t here = 0;
+        for (int s = 0; s < n_sets; s++) {
+            const uint32_t none = !((o >> (1 + s)) & 1), every = (a >> (1 + s)) & 1;
+            const uint32_t differs = (o >> (1 + n_sets + s)) & 1;
+            here |= ((differs == 0) | ((none | every) & own_uniform)) << s;
+        }
+        answer = end ? here : answer;
+        for (int s = 0; s < n_sets; s++)
+            out[s * n_gt + g] = (u8)((answer >> s) & 1);
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(any);
+    PyMem_Free(all);
+    release(&ignore);
+    release(&own);
+    release(&cell);
+    release(&alike);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1085,6 +1171,9 @@ static PyMethodDef methods[] = {
      "hit_counts(level, pred, gt, image, ignore, passing, counting, every): each image's "
      "matched pairs at each threshold (every) and those whose ground truth counts "
      "(counting), of the passing predictions (passing None: all), added into (T, I)."},
+    {"alike_cells", alike_cells, METH_VARARGS,
+     "alike_cells(ignore, own, cell, alike): where each set of ignore is matched as own in "
+     "the image-class (cell, non-decreasing) of each ground truth."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},

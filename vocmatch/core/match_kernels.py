@@ -58,6 +58,10 @@ BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
 IntArray = npt.NDArray[np.int64]
 
+#: The most ground-truth sets the compiled ``alike_cells`` takes (``ALIKE_MAX_SETS`` in
+#: ``fastmatch.c``).
+ALIKE_MAX_SETS = 15
+
 
 def index_array(values: IndexArray) -> IndexArray:
     """``values`` as a contiguous int32 or int64 array (no copy where it is one)."""
@@ -136,7 +140,7 @@ class RangeMatcher:
             places = {value: t for t, value in enumerate(own_thresholds.tolist())}
             if all(value in places for value in self._thresholds.tolist()):
                 self.level[:] = [places[value] for value in self._thresholds.tolist()]
-                self.alike = alike_cells(self._ignore, own_ignore, cell)
+                self.alike = alike_cells(self._ignore, own_ignore, cell, kernels)
         #: ``(P, S)`` bit ``t``: matched at threshold ``t`` under set ``s``.
         self.matched = np.zeros((n_pred, n_sets), dtype=dtype)
         #: ``(P, S)`` likewise, matched to ground truth the set ignores.
@@ -171,16 +175,29 @@ class RangeMatcher:
         )  # fmt: skip
 
 
-def alike_cells(ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray) -> BoolArray:
+def alike_cells(
+    ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray, kernels: ModuleType | None = None
+) -> BoolArray:
     """``(S, G)`` where each of the ``(S, G)`` sets ``ignore`` is matched as ``own_ignore``
     in the image-class (``cell``) of the ground truth, under the unmatched rule: the two
     ignore the same ground truth there, or each ignores all or none of it (a prediction
     prefers ground truth that counts only over ignored ground truth of its image-class, so
-    the picks are the same; only whether the pick counts differs)."""
+    the picks are the same; only whether the pick counts differs).
+
+    With ``kernels`` (the compiled module) and ``cell`` non-decreasing, one pass over the
+    image-classes in C; else numpy's counts per image-class (the reference)."""
     n_sets, n_gt = ignore.shape
     if n_gt == 0:
         return np.zeros((n_sets, 0), dtype=bool)
     if bool(np.all(cell[1:] >= cell[:-1])):
+        if kernels is not None and n_sets <= ALIKE_MAX_SETS:
+            alike = np.empty((n_sets, n_gt), dtype=bool)
+            kernels.alike_cells(
+                np.ascontiguousarray(ignore, dtype=bool),
+                np.ascontiguousarray(own_ignore, dtype=bool),
+                np.ascontiguousarray(cell, dtype=np.int64), alike,
+            )  # fmt: skip
+            return alike
         starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))
         size = np.diff(np.append(starts, n_gt))
         inverse = np.repeat(np.arange(starts.size), size)
