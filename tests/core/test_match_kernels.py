@@ -571,3 +571,41 @@ def test_compiled_alike_cells_refuses_arrays_that_do_not_fit(
     alike = np.empty(ignore.shape, dtype=bool)
     with pytest.raises(ValueError, match=message):
         _kernels().alike_cells(ignore, own, cell, alike)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 2)), max_size=8))
+def test_cell_pairs_list_each_cells_pairs_prediction_by_prediction(
+    sizes: list[tuple[int, int, int]],
+) -> None:
+    """Cells of a few ground truth and predictions, with predictions of no cell between
+    them: every pair, cell by cell, each prediction's over its cell's ground truth."""
+    rows, expected_gt, expected_pred = [], [], []
+    g0 = p0 = 0
+    for n_gt, n_pred, gap in sizes:
+        p0 += gap
+        rows.append((g0, g0 + n_gt, p0, p0 + n_pred))
+        for p in range(p0, p0 + n_pred):
+            expected_gt += range(g0, g0 + n_gt)
+            expected_pred += [p] * n_gt
+        g0, p0 = g0 + n_gt, p0 + n_pred
+    cells = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    gt, pred = match_kernels.cell_pairs(_kernels(), cells)
+    assert (gt.dtype, pred.dtype) == (np.int64, np.int64)
+    assert (gt.tolist(), pred.tolist()) == (expected_gt, expected_pred)
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        pytest.param([[0, 2, 0, 1], [2, 1, 1, 2]], r"cells\[1\] is not a cell", id="gt-backwards"),
+        pytest.param([[0, 1, -1, 1]], r"cells\[0\] is not a cell", id="negative-start"),
+        pytest.param([[0, 1 << 40, 0, 1 << 40]], r"cells\[0\] is not a cell", id="too-many"),
+        pytest.param([0, 1, 0], r"cells is not \(K, 4\)", id="not-four"),
+    ],
+)
+def test_cell_pairs_refuses_what_is_no_cell(cells: list[Any], message: str) -> None:
+    """A negative start or size, more pairs than memory could hold, rows not of four: a
+    ValueError before anything is written."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.cell_pairs(_kernels(), np.array(cells, dtype=np.int64))

@@ -12,6 +12,7 @@
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
  *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
  *   - alike_cells: where an area range is matched as the evaluation is, cell by cell;
+ *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
@@ -1147,6 +1148,63 @@ done:
     return result;
 }
 
+/* --- cell_pairs ----------------------------------------------------------------------- */
+
+/* Every pair of some image-classes (cells, (K, 4) int64 rows of gt_start, gt_stop,
+ * pred_start, pred_stop): cell by cell, each prediction in order, its cell's ground truth
+ * in order; (gt, pred) as two int64 bytearrays. */
+static PyObject *cell_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *o_cells;
+    if (!PyArg_ParseTuple(args, "O:cell_pairs", &o_cells))
+        return NULL;
+    Buf cells = {0};
+    PyObject *gt_out = NULL, *pred_out = NULL, *result = NULL;
+    if (get(o_cells, &cells, VM_INT64, 0, "cells") < 0)
+        goto done;
+    if (count(&cells) % 4 != 0) {
+        PyErr_SetString(PyExc_ValueError, "cells is not (K, 4)");
+        goto done;
+    }
+    const Py_ssize_t n_cells = count(&cells) / 4;
+    const int64_t *c = cells.view.buf;
+    int64_t total = 0;
+    for (Py_ssize_t k = 0; k < n_cells; k++) {
+        const int64_t n_gt = c[4 * k + 1] - c[4 * k], n_pred = c[4 * k + 3] - c[4 * k + 2];
+        if (c[4 * k] < 0 || c[4 * k + 2] < 0 || n_gt < 0 || n_pred < 0 ||
+            (n_pred > 0 && n_gt > (PY_SSIZE_T_MAX / 8 - total) / n_pred)) {
+            PyErr_Format(PyExc_ValueError, "cells[%zd] is not a cell", k);
+            goto done;
+        }
+        total += n_gt * n_pred;
+    }
+    gt_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total * 8);
+    pred_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total * 8);
+    if (!gt_out || !pred_out)
+        goto done;
+    int64_t *gt = (int64_t *)PyByteArray_AS_STRING(gt_out);
+    int64_t *pred = (int64_t *)PyByteArray_AS_STRING(pred_out);
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < n_cells; k++) {
+        const int64_t g0 = c[4 * k], g1 = c[4 * k + 1], p0 = c[4 * k + 2], p1 = c[4 * k + 3];
+        for (int64_t p = p0; p < p1; p++) {
+            for (int64_t g = g0; g < g1; g++) {
+                gt[at] = g;
+                pred[at] = p;
+                at++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, gt_out, pred_out);
+done:
+    Py_XDECREF(gt_out);
+    Py_XDECREF(pred_out);
+    release(&cells);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1174,6 +1232,9 @@ static PyMethodDef methods[] = {
     {"alike_cells", alike_cells, METH_VARARGS,
      "alike_cells(ignore, own, cell, alike): where each set of ignore is matched as own in "
      "the image-class (cell, non-decreasing) of each ground truth."},
+    {"cell_pairs", cell_pairs, METH_VARARGS,
+     "cell_pairs(cells): every pair (gt, pred as int64 bytes) of the cells (gt_start, "
+     "gt_stop, pred_start, pred_stop), cell by cell, prediction by prediction."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},

@@ -39,6 +39,7 @@ __all__ = [
     "MODULE",
     "RangeMatcher",
     "alike_cells",
+    "cell_pairs",
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
@@ -360,3 +361,18 @@ def image_counts(kernels: ModuleType, flags: BoolArray, image: IndexArray, n_ima
     out = np.zeros((flags.shape[0], n_images), dtype=np.int64)
     kernels.image_counts(np.ascontiguousarray(flags, dtype=bool), index_array(image), out)
     return out
+
+
+def cell_pairs(kernels: ModuleType, cells: IndexArray) -> tuple[IntArray, IntArray]:
+    """Every pair of some image-classes, ``(gt, pred)`` (int64): cell by cell, each
+    prediction in order, paired with its cell's ground truth in order.
+
+    Args:
+        kernels: The compiled module.
+        cells: ``(K, 4)`` ``(gt_start, gt_stop, pred_start, pred_stop)`` of each.
+
+    Raises:
+        ValueError: A row is no cell (a negative start or size), or the pairs are too many.
+    """
+    gt, pred = kernels.cell_pairs(np.ascontiguousarray(cells, dtype=np.int64))
+    return np.frombuffer(gt, dtype=np.int64), np.frombuffer(pred, dtype=np.int64)
