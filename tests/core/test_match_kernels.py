@@ -609,3 +609,49 @@ def test_cell_pairs_refuses_what_is_no_cell(cells: list[Any], message: str) -> N
     ValueError before anything is written."""
     with pytest.raises(ValueError, match=message):
         match_kernels.cell_pairs(_kernels(), np.array(cells, dtype=np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_SCORES, st.integers(0, 3), st.integers(0, 2)), max_size=40),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_sorted_cells_equal_numpy_gathers_and_places(
+    boxes: list[tuple[float, int, int]], dtype: type[np.integer[Any]]
+) -> None:
+    """Predictions of a few images and labels with tied scores, put in score_cell_order's
+    order: their columns as int32, the score order as places, each one's rank in its
+    image-class, as numpy's gathers and scatter give them."""
+    n = len(boxes)
+    score = np.array([s for s, _, _ in boxes], dtype=np.float64)
+    image = np.array([i for _, i, _ in boxes], dtype=dtype)
+    label = np.array([k for _, _, k in boxes], dtype=dtype)
+    rows = (np.arange(n) * 3 + 1).astype(dtype)
+    by_score, order = match_kernels.score_cell_order(_kernels(), score, image.astype(np.int64) * 3 + label)
+    found = match_kernels.sorted_cells(_kernels(), order, by_score, (rows, image, label))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    cells = list(zip(image[order].tolist(), label[order].tolist(), strict=True))
+    rank = [cells[:i].count(cell) for i, cell in enumerate(cells)]
+    expected = [rows[order], image[order], label[order], place[by_score], rank]
+    assert [a.dtype for a in found] == [np.dtype(np.int32)] * 5
+    assert [a.tolist() for a in found] == [np.asarray(e).tolist() for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("order", "by_score", "message"),
+    [
+        pytest.param([0, 2], [0, 1], r"order\[1\] = 2 is out of range", id="order"),
+        pytest.param([0, 1], [-1, 0], r"by_score\[0\] = -1 is out of range", id="by-score"),
+        pytest.param([0], [0, 1], "do not fit", id="lengths"),
+    ],
+)
+def test_sorted_cells_refuses_indices_out_of_range(
+    order: list[int], by_score: list[int], message: str
+) -> None:
+    """An index outside the predictions, or arrays of other lengths: a ValueError."""
+    column = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match=message):
+        match_kernels.sorted_cells(
+            _kernels(), np.array(order), np.array(by_score), (column, column, column)
+        )

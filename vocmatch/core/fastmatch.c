@@ -13,6 +13,8 @@
  *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
  *   - alike_cells: where an area range is matched as the evaluation is, cell by cell;
  *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
+ *   - sorted_cells: the predictions' columns in score_cell_order's order, the score order
+ *     as places in it and each one's rank in its image-class, in one pass;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
@@ -1205,6 +1207,89 @@ done:
     return result;
 }
 
+/* --- sorted_cells --------------------------------------------------------------------- */
+
+/* The predictions put in an order (order, a permutation of n, int64): their rows, images
+ * and labels in it (as int32, numpy's astype), the score order by_score (a permutation,
+ * int64) as places in it, and each one's rank: its place in its run of equal (image,
+ * label). All five outputs int32 of n. */
+static PyObject *sorted_cells(PyObject *self, PyObject *args)
+{
+    PyObject *o_order, *o_by_score, *o_rows, *o_image, *o_label;
+    PyObject *o_rows_out, *o_image_out, *o_label_out, *o_score_out, *o_rank_out;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:sorted_cells", &o_order, &o_by_score, &o_rows,
+                          &o_image, &o_label, &o_rows_out, &o_image_out, &o_label_out,
+                          &o_score_out, &o_rank_out))
+        return NULL;
+    Buf order = {0}, by_score = {0}, rows = {0}, image = {0}, label = {0};
+    Buf rows_out = {0}, image_out = {0}, label_out = {0}, score_out = {0}, rank_out = {0};
+    int32_t *place = NULL;
+    PyObject *result = NULL;
+    if (get(o_order, &order, VM_INT64, 0, "order") < 0 ||
+        get(o_by_score, &by_score, VM_INT64, 0, "by_score") < 0 ||
+        get(o_rows, &rows, VM_INDEX, 0, "rows") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_label, &label, VM_INDEX, 0, "label") < 0 ||
+        get(o_rows_out, &rows_out, VM_INDEX, 1, "rows_out") < 0 ||
+        get(o_image_out, &image_out, VM_INDEX, 1, "image_out") < 0 ||
+        get(o_label_out, &label_out, VM_INDEX, 1, "label_out") < 0 ||
+        get(o_score_out, &score_out, VM_INDEX, 1, "score_out") < 0 ||
+        get(o_rank_out, &rank_out, VM_INDEX, 1, "rank_out") < 0)
+        goto done;
+    const Py_ssize_t n = count(&order);
+    const Buf *outs[5] = {&rows_out, &image_out, &label_out, &score_out, &rank_out};
+    int fits = count(&by_score) == n && count(&rows) == n && count(&image) == n &&
+               count(&label) == n && n < ((Py_ssize_t)1 << 31);
+    for (int i = 0; i < 5; i++)
+        fits = fits && count(outs[i]) == n && outs[i]->view.itemsize == 4;
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "the predictions' arrays do not fit");
+        goto done;
+    }
+    if (check_indices(&order, n, "order") < 0 || check_indices(&by_score, n, "by_score") < 0)
+        goto done;
+    place = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *place);
+    if (!place) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *o = order.view.buf, *b = by_score.view.buf;
+    int32_t *r_out = rows_out.view.buf, *i_out = image_out.view.buf, *l_out = label_out.view.buf;
+    int32_t *s_out = score_out.view.buf, *k_out = rank_out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t run_start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_ssize_t j = (Py_ssize_t)o[i];
+        const int64_t img = index_at(&image, j), lab = index_at(&label, j);
+        r_out[i] = (int32_t)index_at(&rows, j);
+        i_out[i] = (int32_t)img;
+        l_out[i] = (int32_t)lab;
+        place[j] = (int32_t)i;
+        /* A run starts where the int32 image or label differs from the one before. */
+        if (i == 0 || i_out[i] != i_out[i - 1] || l_out[i] != l_out[i - 1])
+            run_start = i;
+        k_out[i] = (int32_t)(i - run_start);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        s_out[i] = place[b[i]];
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(place);
+    release(&order);
+    release(&by_score);
+    release(&rows);
+    release(&image);
+    release(&label);
+    release(&rows_out);
+    release(&image_out);
+    release(&label_out);
+    release(&score_out);
+    release(&rank_out);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1235,6 +1320,10 @@ static PyMethodDef methods[] = {
     {"cell_pairs", cell_pairs, METH_VARARGS,
      "cell_pairs(cells): every pair (gt, pred as int64 bytes) of the cells (gt_start, "
      "gt_stop, pred_start, pred_stop), cell by cell, prediction by prediction."},
+    {"sorted_cells", sorted_cells, METH_VARARGS,
+     "sorted_cells(order, by_score, rows, image, label, rows_out, image_out, label_out, "
+     "score_out, rank_out): the predictions in order (int32), the score order as places in "
+     "it, and each one's rank in its run of equal (image, label)."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},

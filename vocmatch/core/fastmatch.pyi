@@ -52,3 +52,16 @@ def hit_counts(
 def image_counts(flags: Any, image: Any, out: Any, /) -> None: ...
 def alike_cells(ignore: Any, own: Any, cell: Any, alike: Any, /) -> None: ...
 def cell_pairs(cells: Any, /) -> tuple[bytearray, bytearray]: ...
+def sorted_cells(
+    order: Any,
+    by_score: Any,
+    rows: Any,
+    image: Any,
+    label: Any,
+    rows_out: Any,
+    image_out: Any,
+    label_out: Any,
+    score_out: Any,
+    rank_out: Any,
+    /,
+) -> None: ...

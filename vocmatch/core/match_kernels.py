@@ -48,6 +48,7 @@ __all__ = [
     "index_array",
     "pair_arrays",
     "score_cell_order",
+    "sorted_cells",
 ]
 
 #: The compiled module's full name, for :func:`vocmatch.compiled.kernels`.
@@ -376,3 +377,31 @@ def cell_pairs(kernels: ModuleType, cells: IndexArray) -> tuple[IntArray, IntArr
     """
     gt, pred = kernels.cell_pairs(np.ascontiguousarray(cells, dtype=np.int64))
     return np.frombuffer(gt, dtype=np.int64), np.frombuffer(pred, dtype=np.int64)
+
+
+Int32Array = npt.NDArray[np.int32]
+
+
+def sorted_cells(
+    kernels: ModuleType,
+    order: IntArray,
+    by_score: IntArray,
+    columns: tuple[IndexArray, IndexArray, IndexArray],
+) -> tuple[Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]:
+    """The predictions put in ``order`` (what :func:`score_cell_order` gives), in one pass:
+    ``columns`` ``(rows, image, label)`` in that order as int32 (as ``astype`` casts), the
+    score order ``by_score`` as places in it, and each one's rank (its place in its run of
+    equal ``(image, label)``).
+
+    Raises:
+        ValueError: ``order`` or ``by_score`` holds an index out of range, or the arrays
+            differ in length.
+    """
+    rows, image, label = columns
+    n = order.size
+    found = [np.empty(n, dtype=np.int32) for _ in range(5)]
+    kernels.sorted_cells(
+        np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(by_score, dtype=np.int64),
+        index_array(rows), index_array(image), index_array(label), *found,
+    )  # fmt: skip
+    return found[0], found[1], found[2], found[3], found[4]

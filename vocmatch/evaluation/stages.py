@@ -276,24 +276,22 @@ def _sort_predictions(
     fast = kernels(match_kernels.MODULE)
     by_score: IntArray
     p_order: IntArray
-    if fast is not None and not np.isnan(score).any():
+    if fast is not None and not np.isnan(score).any() and score.size < 2**31:
         by_score, p_order = match_kernels.score_cell_order(fast, score, image * n_k + label)
+        # Indices are held as int32 (half the memory of a large set); cells stay int64. The
+        # score order in terms of the sorted arrays, and each one's rank (its place in its
+        # cell's run: runs, not a table of every image x class, which 10,000 images of
+        # 50,000 classes make 4 GB), in the same pass.
+        rows_all, image_all, label_all, by_score, rank_all = match_kernels.sorted_cells(
+            fast, p_order, by_score, (rows, image, label)
+        )
     else:
         by_score = np.argsort(-score, kind="stable")
         p_order = _cell_score_order(image * n_k + label, score, by_score)
-    # Indices are held as int32 (half the memory of a large set); cells stay int64.
-    rows_all = rows[p_order].astype(np.int32)
-    # The score order in terms of the sorted arrays below.
-    sorted_place = np.empty(p_order.size, dtype=np.int32)
-    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
-    by_score = sorted_place[by_score]
-    del sorted_place
-    image_all = image[p_order].astype(np.int32)
-    label_all = label[p_order].astype(np.int32)
+        rows_all, image_all, label_all, by_score, rank_all = _sorted_cells(
+            p_order, by_score, rows, image, label
+        )
     del p_order
-    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
-    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
-    rank_all = _run_places(image_all, label_all)
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
     kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
@@ -310,6 +308,26 @@ def _sort_predictions(
     # The score order of the kept predictions, as indices among them.
     kept_place = np.cumsum(kept, dtype=np.int64) - 1
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
+
+
+def _sorted_cells(
+    p_order: IntArray, by_score: IntArray, rows: IntArray, image: IntArray, label: IntArray
+) -> tuple[Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]:
+    """The predictions' rows, images and labels in ``p_order`` (int32), the score order
+    ``by_score`` as places among them, and each one's rank in its image-class (what the
+    compiled ``sorted_cells`` gives in one pass)."""
+    # Indices are held as int32 (half the memory of a large set); cells stay int64.
+    rows_all = rows[p_order].astype(np.int32)
+    # The score order in terms of the sorted arrays below.
+    sorted_place = np.empty(p_order.size, dtype=np.int32)
+    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
+    by_score = sorted_place[by_score]
+    del sorted_place
+    image_all = image[p_order].astype(np.int32)
+    label_all = label[p_order].astype(np.int32)
+    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
+    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
+    return rows_all, image_all, label_all, by_score, _run_places(image_all, label_all)
 
 
 def _run_places(image: Int32Array, label: Int32Array) -> Int32Array:
