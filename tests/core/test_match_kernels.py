@@ -522,9 +522,7 @@ def test_hit_counts_refuses_indices_out_of_range(changed: dict[str, Any], messag
 def test_image_counts_refuses_an_image_out_of_range() -> None:
     """An image beyond the counts' columns: a ValueError."""
     with pytest.raises(ValueError, match=r"image\[1\] = 2 is out of range"):
-        match_kernels.image_counts(
-            _kernels(), np.ones((1, 2), dtype=bool), np.array([0, 2]), 2
-        )
+        match_kernels.image_counts(_kernels(), np.ones((1, 2), dtype=bool), np.array([0, 2]), 2)
 
 
 @settings(max_examples=400, deadline=None)
@@ -555,12 +553,27 @@ def test_compiled_alike_cells_equal_numpy(
 @pytest.mark.parametrize(
     ("ignore", "own", "cell", "message"),
     [
-        pytest.param(np.zeros((1, 3), bool), np.zeros(2, bool), np.zeros(2, np.int64),
-                     "do not fit", id="lengths"),  # fmt: skip
-        pytest.param(np.zeros((16, 2), bool), np.zeros(2, bool), np.zeros(2, np.int64),
-                     "do not fit", id="too-many-sets"),  # fmt: skip
-        pytest.param(np.zeros((1, 2), bool), np.zeros(2, bool), np.zeros(2, np.int32),
-                     r"cell: unexpected array type", id="cell-int32"),  # fmt: skip
+        pytest.param(
+            np.zeros((1, 3), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int64),
+            "do not fit",
+            id="lengths",
+        ),
+        pytest.param(
+            np.zeros((16, 2), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int64),
+            "do not fit",
+            id="too-many-sets",
+        ),
+        pytest.param(
+            np.zeros((1, 2), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int32),
+            r"cell: unexpected array type",
+            id="cell-int32",
+        ),
     ],
 )
 def test_compiled_alike_cells_refuses_arrays_that_do_not_fit(
@@ -627,7 +640,9 @@ def test_sorted_cells_equal_numpy_gathers_and_places(
     image = np.array([i for _, i, _ in boxes], dtype=dtype)
     label = np.array([k for _, _, k in boxes], dtype=dtype)
     rows = (np.arange(n) * 3 + 1).astype(dtype)
-    by_score, order = match_kernels.score_cell_order(_kernels(), score, image.astype(np.int64) * 3 + label)
+    by_score, order = match_kernels.score_cell_order(
+        _kernels(), score, image.astype(np.int64) * 3 + label
+    )
     found = match_kernels.sorted_cells(_kernels(), order, by_score, (rows, image, label))
     place = np.empty(n, dtype=np.int64)
     place[order] = np.arange(n)

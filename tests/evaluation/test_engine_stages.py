@@ -102,14 +102,31 @@ def _files(side: str, keys: str, unreadable: str) -> ColumnSet:
     ("gt_keys", "pred_keys", "unreadable", "images", "pred_of_image", "missing", "orphan"),
     [
         pytest.param("abc", "abc", ("", ""), (0, 1, 2), (0, 1, 2), (), (), id="same-keys"),
-        pytest.param("abd", "bcde", ("", ""), (0, 1, 2), (None, 0, 2), ("a",),
-                     ("pred/c.xml", "pred/e.xml"), id="missing-and-orphans"),  # fmt: skip
+        pytest.param(
+            "abd",
+            "bcde",
+            ("", ""),
+            (0, 1, 2),
+            (None, 0, 2),
+            ("a",),
+            ("pred/c.xml", "pred/e.xml"),
+            id="missing-and-orphans",
+        ),
         pytest.param("abcd", "abcd", ("b", ""), (0, 1, 2), (0, 2, 3), (), (), id="gt-unreadable"),
-        pytest.param("abcd", "abce", ("", "c"), (0, 1, 3), (0, 1, None), ("d",),
-                     ("pred/e.xml",), id="pred-unreadable"),  # fmt: skip
+        pytest.param(
+            "abcd",
+            "abce",
+            ("", "c"),
+            (0, 1, 3),
+            (0, 1, None),
+            ("d",),
+            ("pred/e.xml",),
+            id="pred-unreadable",
+        ),
         pytest.param("ab", "abx", ("b", "x"), (0,), (0,), (), (), id="unreadable-orphan"),
-        pytest.param("", "ab", ("", ""), (), (), (), ("pred/a.xml", "pred/b.xml"),
-                     id="no-ground-truth"),  # fmt: skip
+        pytest.param(
+            "", "ab", ("", ""), (), (), (), ("pred/a.xml", "pred/b.xml"), id="no-ground-truth"
+        ),
     ],
 )
 def test_select_pairs_files_by_key_around_unreadable_ones(

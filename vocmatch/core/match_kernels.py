@@ -352,7 +352,9 @@ def hit_counts(
     return counting, every
 
 
-def image_counts(kernels: ModuleType, flags: BoolArray, image: IndexArray, n_images: int) -> IntArray:
+def image_counts(
+    kernels: ModuleType, flags: BoolArray, image: IndexArray, n_images: int
+) -> IntArray:
     """``(T, I)`` each image's set flags of ``(T, G)`` ``flags``, row by row (what
     ``np.bincount(image[flags[t]], minlength=n_images)`` gives for each ``t``).
 

@@ -129,7 +129,9 @@ def _orphans(
         return ()
     keys, paths, known = pred.keys, pred.paths, set(gt_keys)
     return tuple(
-        (keys[i], paths[i]) for i in candidates if keys[i] not in known and keys[i] not in unreadable
+        (keys[i], paths[i])
+        for i in candidates
+        if keys[i] not in known and keys[i] not in unreadable
     )
 
 
