@@ -670,3 +670,40 @@ def test_sorted_cells_refuses_indices_out_of_range(
         match_kernels.sorted_cells(
             _kernels(), np.array(order), np.array(by_score), (column, column, column)
         )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=30),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_mark_pairs_equals_numpy_assignment(
+    n_rows: int, n_cols: int, pairs: list[tuple[int, int]], dtype: type[np.integer[Any]]
+) -> None:
+    """Pairs (repeated ones among them) marked in a table: numpy's ``out[row, col] = True``."""
+    kept = [(r, c) for r, c in pairs if r < n_rows and c < n_cols]
+    row = np.array([r for r, _ in kept], dtype=dtype)
+    col = np.array([c for _, c in kept], dtype=dtype)
+    expected = np.zeros((n_rows, n_cols), dtype=bool)
+    expected[row, col] = True
+    found = match_kernels.mark_pairs(_kernels(), (n_rows, n_cols), row, col)
+    assert found.dtype == np.bool_
+    assert found.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize(
+    ("row", "col", "message"),
+    [
+        pytest.param([2], [0], r"row\[0\] = 2 is out of range", id="row"),
+        pytest.param([0], [-1], r"col\[0\] = -1 is out of range", id="col"),
+        pytest.param([0, 1], [0], "do not fit", id="lengths"),
+    ],
+)
+def test_mark_pairs_refuses_indices_out_of_range(
+    row: list[int], col: list[int], message: str
+) -> None:
+    """A pair outside the table, or rows and columns of other lengths: a ValueError."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.mark_pairs(_kernels(), (2, 3), np.array(row), np.array(col))

@@ -15,6 +15,7 @@
  *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
  *   - sorted_cells: the predictions' columns in score_cell_order's order, the score order
  *     as places in it and each one's rank in its image-class, in one pass;
+ *   - mark_pairs: each ground truth's matched flag at every threshold from the pairs;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
@@ -1290,6 +1291,41 @@ done:
     return result;
 }
 
+/* --- mark_pairs ----------------------------------------------------------------------- */
+
+/* out[row[i], col[i]] = 1 for each i (out (R, C) bytes). */
+static PyObject *mark_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *o_out, *o_row, *o_col;
+    if (!PyArg_ParseTuple(args, "OOO:mark_pairs", &o_out, &o_row, &o_col))
+        return NULL;
+    Buf out = {0}, row = {0}, col = {0};
+    PyObject *result = NULL;
+    if (get(o_out, &out, VM_BYTE, 1, "out") < 0 || get(o_row, &row, VM_INDEX, 0, "row") < 0 ||
+        get(o_col, &col, VM_INDEX, 0, "col") < 0)
+        goto done;
+    const Py_ssize_t n = count(&row);
+    if (out.view.ndim != 2 || count(&col) != n) {
+        PyErr_SetString(PyExc_ValueError, "out, row and col do not fit");
+        goto done;
+    }
+    const Py_ssize_t n_rows = out.view.shape[0], n_cols = out.view.shape[1];
+    if (check_indices(&row, n_rows, "row") < 0 || check_indices(&col, n_cols, "col") < 0)
+        goto done;
+    u8 *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[(Py_ssize_t)index_at(&row, i) * n_cols + (Py_ssize_t)index_at(&col, i)] = 1;
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&out);
+    release(&row);
+    release(&col);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1324,6 +1360,8 @@ static PyMethodDef methods[] = {
      "sorted_cells(order, by_score, rows, image, label, rows_out, image_out, label_out, "
      "score_out, rank_out): the predictions in order (int32), the score order as places in "
      "it, and each one's rank in its run of equal (image, label)."},
+    {"mark_pairs", mark_pairs, METH_VARARGS,
+     "mark_pairs(out, row, col): out[row[i], col[i]] = 1 for each i."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},

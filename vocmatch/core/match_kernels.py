@@ -46,6 +46,7 @@ __all__ = [
     "hit_counts",
     "image_counts",
     "index_array",
+    "mark_pairs",
     "pair_arrays",
     "score_cell_order",
     "sorted_cells",
@@ -407,3 +408,17 @@ def sorted_cells(
         index_array(rows), index_array(image), index_array(label), *found,
     )  # fmt: skip
     return found[0], found[1], found[2], found[3], found[4]
+
+
+def mark_pairs(
+    kernels: ModuleType, shape: tuple[int, int], row: IndexArray, col: IndexArray
+) -> BoolArray:
+    """``shape`` flags, ``True`` at ``(row[i], col[i])`` for each ``i`` (what numpy's
+    ``out[row, col] = True`` sets), in one pass.
+
+    Raises:
+        ValueError: An index is out of range, or ``row`` and ``col`` differ in length.
+    """
+    out = np.zeros(shape, dtype=bool)
+    kernels.mark_pairs(out, index_array(row), index_array(col))
+    return out

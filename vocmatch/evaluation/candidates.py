@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.match import (
     Hits,
     MatchRule,
@@ -76,8 +78,14 @@ class Matching:
         """``(T, G)`` the ground truth was matched."""
         if self._gt_matched is None:
             n_t, n_gt, _ = self._shape
-            self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
-            self._gt_matched[self.hit_t, self.hit_gt] = True
+            fast = kernels(match_kernels.MODULE)
+            if fast is not None:
+                self._gt_matched = match_kernels.mark_pairs(
+                    fast, (n_t, n_gt), self.hit_t, self.hit_gt
+                )
+            else:
+                self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+                self._gt_matched[self.hit_t, self.hit_gt] = True
         return self._gt_matched
 
     def of(self, level: int, preds: IntArray) -> tuple[IntArray, FloatArray]:
