@@ -599,9 +599,9 @@ def _note_counts(
 ) -> NoteCounts:
     """The notes' ingredients of the selected images."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
-    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
-    gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[stages.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
+    unscored_rows = _rows_where(np.isnan(pred.scores), pred_rows)
+    gt_odd = _rows_where(stages.suspicious_boxes(gt.boxes, None), gt_rows)
+    pred_odd = _rows_where(stages.suspicious_boxes(pred.boxes, pred.scores), pred_rows)
     odd = odd_value_counts(
         [*gt.paths, *pred.paths],
         np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
@@ -619,8 +619,18 @@ def _note_counts(
     )
 
 
+def _rows_where(flags: BoolArray, rows: IntArray) -> IntArray:
+    """The rows among ``rows`` (sorted, distinct) whose flag is set: where ``rows`` are all
+    of them (the usual case), the flags' own rows, without a gather."""
+    if rows.size == flags.size:
+        return np.flatnonzero(flags)
+    return rows[flags[rows]]
+
+
 def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
     """Rotated boxes and polygons among the evaluated boxes."""
+    if not gt.shapes and not pred.shapes:
+        return 0
     gt_evaluated = np.zeros(gt.image.size, dtype=bool)
     gt_evaluated[selection.gt_rows] = True
     pred_evaluated = np.zeros(pred.image.size, dtype=bool)
