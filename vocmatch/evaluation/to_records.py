@@ -159,8 +159,11 @@ def match_records(
     # reading's predictions are kept, and the unscored one's counts and asked-for parts.
     both = not selection.scored and not asked.whole_run
     scored = selection.scored
-    keys = tuple(gt.keys[i] for i in selection.images)
-    gt_paths = tuple(gt.paths[i] for i in selection.images)
+    if len(selection.images) == len(gt.keys):  # every file's image (they are in order)
+        keys, gt_paths = gt.keys, gt.paths
+    else:
+        keys = tuple(map(gt.keys.__getitem__, selection.images))
+        gt_paths = tuple(map(gt.paths.__getitem__, selection.images))
     pred_paths = tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image)
     second = None
     if both:
