@@ -622,12 +622,15 @@ def _note_counts(
     )
 
 
-def _rows_where(flags: BoolArray, rows: IntArray) -> IntArray:
+def _rows_where(
+    flags: BoolArray, rows: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.integer[Any]]:
     """The rows among ``rows`` (sorted, distinct) whose flag is set: where ``rows`` are all
     of them (the usual case), the flags' own rows, without a gather."""
     if rows.size == flags.size:
         return np.flatnonzero(flags)
-    return rows[flags[rows]]
+    found: npt.NDArray[np.integer[Any]] = rows[flags[rows]]
+    return found
 
 
 def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
