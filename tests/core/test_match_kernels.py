@@ -707,3 +707,44 @@ def test_mark_pairs_refuses_indices_out_of_range(
     """A pair outside the table, or rows and columns of other lengths: a ValueError."""
     with pytest.raises(ValueError, match=message):
         match_kernels.mark_pairs(_kernels(), (2, 3), np.array(row), np.array(col))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4), st.lists(st.integers(0, 3), max_size=40), st.randoms())
+def test_class_order_equals_numpy_stable_sorts(extra: int, labels: list[int], random: Any) -> None:
+    """Predictions of a few classes (some without any), in any order, ranked by a random
+    permutation: the stable order by class, each class's start, and each class's members'
+    places in the ranking, as numpy's stable sorts give them."""
+    n_classes = (max(labels) + 1 if labels else 0) + extra
+    label = np.array(labels, dtype=np.int32)
+    by_score = np.array(random.sample(range(label.size), label.size), dtype=np.int32)
+    order, starts, places = match_kernels.class_order(_kernels(), label, by_score, n_classes)
+    expected_order = np.argsort(label, kind="stable")
+    member = np.empty(label.size, dtype=np.int64)
+    member[expected_order] = np.arange(label.size) - np.searchsorted(
+        label[expected_order], label[expected_order]
+    )
+    ranked = by_score[np.argsort(label[by_score], kind="stable")]
+    assert (order.dtype, starts.dtype, places.dtype) == (np.int32, np.int64, np.int32)
+    assert order.tolist() == expected_order.tolist()
+    assert (
+        starts.tolist() == np.searchsorted(label[expected_order], np.arange(n_classes + 1)).tolist()
+    )
+    assert places.tolist() == member[ranked].tolist()
+
+
+@pytest.mark.parametrize(
+    ("label", "by_score", "message"),
+    [
+        pytest.param([0, 2], [0, 1], r"label\[1\] = 2 is out of range", id="label"),
+        pytest.param([0, 1], [1, 2], r"by_score\[1\] = 2 is out of range", id="by-score"),
+        pytest.param([0, 1], [0], "do not fit", id="lengths"),
+    ],
+)
+def test_class_order_refuses_indices_out_of_range(
+    label: list[int], by_score: list[int], message: str
+) -> None:
+    """A label beyond the classes, a ranking outside the predictions, arrays of other
+    lengths: a ValueError."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.class_order(_kernels(), np.array(label), np.array(by_score), 2)

@@ -15,6 +15,7 @@
  *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
  *   - sorted_cells: the predictions' columns in score_cell_order's order, the score order
  *     as places in it and each one's rank in its image-class, in one pass;
+ *   - class_order: every class's members and ranking by a counting sort (class_ranking);
  *   - mark_pairs: each ground truth's matched flag at every threshold from the pairs;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts).
@@ -1326,6 +1327,78 @@ done:
     return result;
 }
 
+/* --- class_order ---------------------------------------------------------------------- */
+
+/* Every class's members and ranking in two passes of a counting sort: order (P, int32),
+ * the predictions by class, stable (numpy's stable argsort of label); starts (K + 1,
+ * int64), where each class starts in it; places (P, int32), class by class, the members'
+ * places (in order) of the class's predictions in by_score's order (a permutation). */
+static PyObject *class_order(PyObject *self, PyObject *args)
+{
+    PyObject *o_label, *o_by_score, *o_order, *o_starts, *o_places;
+    if (!PyArg_ParseTuple(args, "OOOOO:class_order", &o_label, &o_by_score, &o_order,
+                          &o_starts, &o_places))
+        return NULL;
+    Buf label = {0}, by_score = {0}, order = {0}, starts = {0}, places = {0};
+    int64_t *next = NULL;
+    int32_t *member = NULL;
+    PyObject *result = NULL;
+    if (get(o_label, &label, VM_INDEX, 0, "label") < 0 ||
+        get(o_by_score, &by_score, VM_INDEX, 0, "by_score") < 0 ||
+        get(o_order, &order, VM_INDEX, 1, "order") < 0 ||
+        get(o_starts, &starts, VM_INT64, 1, "starts") < 0 ||
+        get(o_places, &places, VM_INDEX, 1, "places") < 0)
+        goto done;
+    const Py_ssize_t n = count(&label), n_classes = count(&starts) - 1;
+    if (n_classes < 0 || count(&by_score) != n || count(&order) != n || count(&places) != n ||
+        order.view.itemsize != 4 || places.view.itemsize != 4 || n >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "label, by_score, order, starts and places do not fit");
+        goto done;
+    }
+    if (check_indices(&label, n_classes, "label") < 0 ||
+        check_indices(&by_score, n, "by_score") < 0)
+        goto done;
+    next = PyMem_Malloc((size_t)(n_classes ? n_classes : 1) * sizeof *next);
+    member = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *member);
+    if (!next || !member) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *s = starts.view.buf;
+    int32_t *o = order.view.buf, *pl = places.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    memset(s, 0, (size_t)(n_classes + 1) * sizeof *s);
+    for (Py_ssize_t i = 0; i < n; i++)
+        s[index_at(&label, i) + 1]++;
+    for (Py_ssize_t k = 0; k < n_classes; k++) {
+        s[k + 1] += s[k];
+        next[k] = s[k];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t k = index_at(&label, i);
+        member[i] = (int32_t)(next[k] - s[k]);
+        o[next[k]++] = (int32_t)i;
+    }
+    for (Py_ssize_t k = 0; k < n_classes; k++)
+        next[k] = s[k];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const int64_t q = index_at(&by_score, j);
+        pl[next[index_at(&label, (Py_ssize_t)q)]++] = member[q];
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(next);
+    PyMem_Free(member);
+    release(&label);
+    release(&by_score);
+    release(&order);
+    release(&starts);
+    release(&places);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1362,6 +1435,10 @@ static PyMethodDef methods[] = {
      "it, and each one's rank in its run of equal (image, label)."},
     {"mark_pairs", mark_pairs, METH_VARARGS,
      "mark_pairs(out, row, col): out[row[i], col[i]] = 1 for each i."},
+    {"class_order", class_order, METH_VARARGS,
+     "class_order(label, by_score, order, starts, places): the predictions by class "
+     "(stable), where each class starts, and each class's members' places in by_score's "
+     "order, by a counting sort."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},

@@ -18,6 +18,13 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
   likewise, into flags; :func:`devkit_hits`, its matched pairs under one set.
 * :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
   numpy's stable sorts give them.
+* :func:`sorted_cells`: the sorted predictions' columns, the score order as places among
+  them and each one's rank in its image-class, in one pass after the sort.
+* :func:`cell_pairs`: every pair of small image-classes, in the pair scan's order.
+* :func:`alike_cells`: where a ground-truth set is matched as the evaluation is, image-class
+  by image-class (numpy's counts where the kernels are not given).
+* :func:`class_order`: every class's members and ranking, by a counting sort.
+* :func:`mark_pairs`: each ground truth's matched flag at every threshold.
 * :func:`hit_counts` and :func:`image_counts`: each image's matched pairs, those whose
   ground truth counts, and its missed ground truth at every threshold, each in one pass (what
   numpy counts with a ``bincount`` of a ``(threshold, image)`` key, or per threshold).
@@ -40,6 +47,7 @@ __all__ = [
     "RangeMatcher",
     "alike_cells",
     "cell_pairs",
+    "class_order",
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
@@ -60,6 +68,7 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
 IntArray = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
 
 #: The most ground-truth sets the compiled ``alike_cells`` takes (``ALIKE_MAX_SETS`` in
 #: ``fastmatch.c``).
@@ -382,9 +391,6 @@ def cell_pairs(kernels: ModuleType, cells: IndexArray) -> tuple[IntArray, IntArr
     return np.frombuffer(gt, dtype=np.int64), np.frombuffer(pred, dtype=np.int64)
 
 
-Int32Array = npt.NDArray[np.int32]
-
-
 def sorted_cells(
     kernels: ModuleType,
     order: IntArray,
@@ -422,3 +428,22 @@ def mark_pairs(
     out = np.zeros(shape, dtype=bool)
     kernels.mark_pairs(out, index_array(row), index_array(col))
     return out
+
+
+def class_order(
+    kernels: ModuleType, label: IndexArray, by_score: IndexArray, n_classes: int
+) -> tuple[Int32Array, IntArray, Int32Array]:
+    """Every class's members and ranking by a counting sort: the predictions by class
+    (numpy's stable argsort of ``label``, int32); where each class starts among them
+    (``(K + 1,)`` int64); and class by class, the members' places (int32) of the class's
+    predictions in ``by_score``'s order (a permutation of the predictions).
+
+    Raises:
+        ValueError: A label or index is out of range, or the arrays differ in length.
+    """
+    n = label.size
+    order = np.empty(n, dtype=np.int32)
+    starts = np.empty(n_classes + 1, dtype=np.int64)
+    places = np.empty(n, dtype=np.int32)
+    kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
+    return order, starts, places
