@@ -425,3 +425,326 @@ def test_compiled_ranked_matcher_follows_numpy_on_a_nan_threshold(thresholds: li
         matcher.add(np.array([0]), np.array([0]), np.array([0.9]), np.array([0]))
         found.append(matcher.hits().level.tolist())
     assert found[0] == found[1] == []
+
+
+@st.composite
+def _image_hits(draw: st.DrawFn) -> tuple[Any, ...]:
+    """Matched pairs (level, pred, gt) of a few thresholds, predictions and ground truth of a
+    few images (some without any), ignored ground truth, and predictions that pass."""
+    n_t, n_images = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    n_pred, n_gt = draw(st.integers(0, 12)), draw(st.integers(0, 12))
+    n_hits = draw(st.integers(0, 30)) if n_pred and n_gt else 0
+    ints = st.integers
+    level = np.array(draw(st.lists(ints(0, n_t - 1), min_size=n_hits, max_size=n_hits)))
+    pred = np.array(draw(st.lists(ints(0, max(n_pred - 1, 0)), min_size=n_hits, max_size=n_hits)))
+    gt = np.array(draw(st.lists(ints(0, max(n_gt - 1, 0)), min_size=n_hits, max_size=n_hits)))
+    image = np.array(draw(st.lists(ints(0, n_images - 1), min_size=n_pred, max_size=n_pred)))
+    ignore = np.array(draw(st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)), dtype=bool)
+    passing = np.array(draw(st.lists(st.booleans(), min_size=n_pred, max_size=n_pred)), dtype=bool)
+    dtype = draw(st.sampled_from([np.int32, np.int64]))
+    return (
+        level.astype(dtype), pred.astype(dtype), gt.astype(dtype), image.astype(dtype), ignore,
+        passing if draw(st.booleans()) else None, n_t, n_images,
+    )  # fmt: skip
+
+
+def _level_image_counts(level: Any, image: Any, n_t: int, n_images: int) -> np.ndarray:
+    key = level.astype(np.int64) * n_images + image
+    return np.bincount(key, minlength=n_t * n_images).reshape(n_t, n_images)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_image_hits())
+def test_hit_counts_equal_numpy_counts(found: tuple[Any, ...]) -> None:
+    """Each image's matched pairs at each threshold, and those whose ground truth is not
+    ignored, of the passing predictions: numpy's counts (int64, the same shape)."""
+    level, pred, gt, image, ignore, passing, n_t, n_images = found
+    keep = np.ones(pred.size, dtype=bool) if passing is None else passing[pred]
+    counts = keep & ~ignore[gt]
+    expected_tp = _level_image_counts(level[counts], image[pred[counts]], n_t, n_images)
+    expected_all = _level_image_counts(level[keep], image[pred[keep]], n_t, n_images)
+    tp, every = match_kernels.hit_counts(
+        _kernels(), (level, pred, gt), image, ignore, passing, (n_t, n_images)
+    )
+    assert (tp.dtype, every.dtype) == (np.int64, np.int64)
+    assert tp.tolist() == expected_tp.tolist()
+    assert every.tolist() == expected_all.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 4),
+    st.lists(st.integers(0, 4), max_size=20),
+    st.sampled_from([np.int32, np.int64]),
+    st.data(),
+)
+def test_image_counts_equal_bincount_per_row(
+    n_t: int, image: list[int], dtype: type[np.integer[Any]], data: st.DataObject
+) -> None:
+    """Each row's set flags counted by image: numpy's bincount of each row."""
+    n_gt = len(image)
+    flags = np.array(
+        data.draw(st.lists(st.booleans(), min_size=n_t * n_gt, max_size=n_t * n_gt)), dtype=bool
+    ).reshape(n_t, n_gt)
+    images = np.array(image, dtype=dtype)
+    expected = [np.bincount(images[row], minlength=5).tolist() for row in flags]
+    assert match_kernels.image_counts(_kernels(), flags, images, 5).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        pytest.param({"level": [2]}, r"level\[0\] = 2 is out of range", id="level"),
+        pytest.param({"pred": [3]}, r"pred\[0\] = 3 is out of range", id="pred"),
+        pytest.param({"gt": [-1]}, r"gt\[0\] = -1 is out of range", id="gt"),
+        pytest.param({"image": [0, 7, 0]}, r"image\[1\] = 7 is out of range", id="image"),
+        pytest.param({"passing": [True]}, "do not fit", id="passing"),
+        pytest.param({"gt": [0, 0]}, "differ in length", id="lengths"),
+    ],
+)
+def test_hit_counts_refuses_indices_out_of_range(changed: dict[str, Any], message: str) -> None:
+    """An index outside what it indexes, or arrays that do not fit: a ValueError, nothing
+    read out of bounds."""
+    arrays: dict[str, Any] = {
+        "level": [1], "pred": [2], "gt": [0], "image": [0, 1, 0], "passing": None,
+    }  # fmt: skip
+    arrays.update(changed)
+    passing = arrays["passing"]
+    with pytest.raises(ValueError, match=message):
+        match_kernels.hit_counts(
+            _kernels(),
+            (np.array(arrays["level"]), np.array(arrays["pred"]), np.array(arrays["gt"])),
+            np.array(arrays["image"]), np.zeros(1, dtype=bool),
+            None if passing is None else np.array(passing), (2, 2),
+        )  # fmt: skip
+
+
+def test_image_counts_refuses_an_image_out_of_range() -> None:
+    """An image beyond the counts' columns: a ValueError."""
+    with pytest.raises(ValueError, match=r"image\[1\] = 2 is out of range"):
+        match_kernels.image_counts(_kernels(), np.ones((1, 2), dtype=bool), np.array([0, 2]), 2)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=8),
+    st.integers(0, 5),
+    st.data(),
+)
+def test_compiled_alike_cells_equal_numpy(
+    sizes: list[int], n_sets: int, data: st.DataObject
+) -> None:
+    """Image-classes of a few ground truth (one alone among them), sets ignoring some, all
+    or none of each: where each set is matched as the own set, the numpy counts' answer."""
+    n_gt = sum(sizes)
+    cell = np.repeat(np.arange(len(sizes)) * 7, sizes).astype(np.int64)
+    flags = st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)
+    own = np.array(data.draw(flags), dtype=bool)
+    rows = [np.array(data.draw(flags), dtype=bool) for _ in range(n_sets)]
+    # Some sets equal to the own one, or to it in some image-classes.
+    rows += [own.copy(), own | (cell == 0)]
+    ignore = np.stack(rows)
+    expected = match_kernels.alike_cells(ignore, own, cell)
+    found = match_kernels.alike_cells(ignore, own, cell, _kernels())
+    assert found.dtype == np.bool_
+    assert found.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize(
+    ("ignore", "own", "cell", "message"),
+    [
+        pytest.param(
+            np.zeros((1, 3), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int64),
+            "do not fit",
+            id="lengths",
+        ),
+        pytest.param(
+            np.zeros((16, 2), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int64),
+            "do not fit",
+            id="too-many-sets",
+        ),
+        pytest.param(
+            np.zeros((1, 2), bool),
+            np.zeros(2, bool),
+            np.zeros(2, np.int32),
+            r"cell: unexpected array type",
+            id="cell-int32",
+        ),
+    ],
+)
+def test_compiled_alike_cells_refuses_arrays_that_do_not_fit(
+    ignore: np.ndarray, own: np.ndarray, cell: np.ndarray, message: str
+) -> None:
+    """Arrays of other lengths, more sets than a code holds, another cell dtype: a
+    ValueError, nothing read out of bounds."""
+    alike = np.empty(ignore.shape, dtype=bool)
+    with pytest.raises(ValueError, match=message):
+        _kernels().alike_cells(ignore, own, cell, alike)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 2)), max_size=8))
+def test_cell_pairs_list_each_cells_pairs_prediction_by_prediction(
+    sizes: list[tuple[int, int, int]],
+) -> None:
+    """Cells of a few ground truth and predictions, with predictions of no cell between
+    them: every pair, cell by cell, each prediction's over its cell's ground truth."""
+    rows, expected_gt, expected_pred = [], [], []
+    g0 = p0 = 0
+    for n_gt, n_pred, gap in sizes:
+        p0 += gap
+        rows.append((g0, g0 + n_gt, p0, p0 + n_pred))
+        for p in range(p0, p0 + n_pred):
+            expected_gt += range(g0, g0 + n_gt)
+            expected_pred += [p] * n_gt
+        g0, p0 = g0 + n_gt, p0 + n_pred
+    cells = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    gt, pred = match_kernels.cell_pairs(_kernels(), cells)
+    assert (gt.dtype, pred.dtype) == (np.int64, np.int64)
+    assert (gt.tolist(), pred.tolist()) == (expected_gt, expected_pred)
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        pytest.param([[0, 2, 0, 1], [2, 1, 1, 2]], r"cells\[1\] is not a cell", id="gt-backwards"),
+        pytest.param([[0, 1, -1, 1]], r"cells\[0\] is not a cell", id="negative-start"),
+        pytest.param([[0, 1 << 40, 0, 1 << 40]], r"cells\[0\] is not a cell", id="too-many"),
+        pytest.param([0, 1, 0], r"cells is not \(K, 4\)", id="not-four"),
+    ],
+)
+def test_cell_pairs_refuses_what_is_no_cell(cells: list[Any], message: str) -> None:
+    """A negative start or size, more pairs than memory could hold, rows not of four: a
+    ValueError before anything is written."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.cell_pairs(_kernels(), np.array(cells, dtype=np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_SCORES, st.integers(0, 3), st.integers(0, 2)), max_size=40),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_sorted_cells_equal_numpy_gathers_and_places(
+    boxes: list[tuple[float, int, int]], dtype: type[np.integer[Any]]
+) -> None:
+    """Predictions of a few images and labels with tied scores, put in score_cell_order's
+    order: their columns as int32, the score order as places, each one's rank in its
+    image-class, as numpy's gathers and scatter give them."""
+    n = len(boxes)
+    score = np.array([s for s, _, _ in boxes], dtype=np.float64)
+    image = np.array([i for _, i, _ in boxes], dtype=dtype)
+    label = np.array([k for _, _, k in boxes], dtype=dtype)
+    rows = (np.arange(n) * 3 + 1).astype(dtype)
+    by_score, order = match_kernels.score_cell_order(
+        _kernels(), score, image.astype(np.int64) * 3 + label
+    )
+    found = match_kernels.sorted_cells(_kernels(), order, by_score, (rows, image, label))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    cells = list(zip(image[order].tolist(), label[order].tolist(), strict=True))
+    rank = [cells[:i].count(cell) for i, cell in enumerate(cells)]
+    expected = [rows[order], image[order], label[order], place[by_score], rank]
+    assert [a.dtype for a in found] == [np.dtype(np.int32)] * 5
+    assert [a.tolist() for a in found] == [np.asarray(e).tolist() for e in expected]
+
+
+@pytest.mark.parametrize(
+    ("order", "by_score", "message"),
+    [
+        pytest.param([0, 2], [0, 1], r"order\[1\] = 2 is out of range", id="order"),
+        pytest.param([0, 1], [-1, 0], r"by_score\[0\] = -1 is out of range", id="by-score"),
+        pytest.param([0], [0, 1], "do not fit", id="lengths"),
+    ],
+)
+def test_sorted_cells_refuses_indices_out_of_range(
+    order: list[int], by_score: list[int], message: str
+) -> None:
+    """An index outside the predictions, or arrays of other lengths: a ValueError."""
+    column = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match=message):
+        match_kernels.sorted_cells(
+            _kernels(), np.array(order), np.array(by_score), (column, column, column)
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=30),
+    st.sampled_from([np.int32, np.int64]),
+)
+def test_mark_pairs_equals_numpy_assignment(
+    n_rows: int, n_cols: int, pairs: list[tuple[int, int]], dtype: type[np.integer[Any]]
+) -> None:
+    """Pairs (repeated ones among them) marked in a table: numpy's ``out[row, col] = True``."""
+    kept = [(r, c) for r, c in pairs if r < n_rows and c < n_cols]
+    row = np.array([r for r, _ in kept], dtype=dtype)
+    col = np.array([c for _, c in kept], dtype=dtype)
+    expected = np.zeros((n_rows, n_cols), dtype=bool)
+    expected[row, col] = True
+    found = match_kernels.mark_pairs(_kernels(), (n_rows, n_cols), row, col)
+    assert found.dtype == np.bool_
+    assert found.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize(
+    ("row", "col", "message"),
+    [
+        pytest.param([2], [0], r"row\[0\] = 2 is out of range", id="row"),
+        pytest.param([0], [-1], r"col\[0\] = -1 is out of range", id="col"),
+        pytest.param([0, 1], [0], "do not fit", id="lengths"),
+    ],
+)
+def test_mark_pairs_refuses_indices_out_of_range(
+    row: list[int], col: list[int], message: str
+) -> None:
+    """A pair outside the table, or rows and columns of other lengths: a ValueError."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.mark_pairs(_kernels(), (2, 3), np.array(row), np.array(col))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4), st.lists(st.integers(0, 3), max_size=40), st.randoms())
+def test_class_order_equals_numpy_stable_sorts(extra: int, labels: list[int], random: Any) -> None:
+    """Predictions of a few classes (some without any), in any order, ranked by a random
+    permutation: the stable order by class, each class's start, and each class's members'
+    places in the ranking, as numpy's stable sorts give them."""
+    n_classes = (max(labels) + 1 if labels else 0) + extra
+    label = np.array(labels, dtype=np.int32)
+    by_score = np.array(random.sample(range(label.size), label.size), dtype=np.int32)
+    order, starts, places = match_kernels.class_order(_kernels(), label, by_score, n_classes)
+    expected_order = np.argsort(label, kind="stable")
+    member = np.empty(label.size, dtype=np.int64)
+    member[expected_order] = np.arange(label.size) - np.searchsorted(
+        label[expected_order], label[expected_order]
+    )
+    ranked = by_score[np.argsort(label[by_score], kind="stable")]
+    assert (order.dtype, starts.dtype, places.dtype) == (np.int32, np.int64, np.int32)
+    assert order.tolist() == expected_order.tolist()
+    assert (
+        starts.tolist() == np.searchsorted(label[expected_order], np.arange(n_classes + 1)).tolist()
+    )
+    assert places.tolist() == member[ranked].tolist()
+
+
+@pytest.mark.parametrize(
+    ("label", "by_score", "message"),
+    [
+        pytest.param([0, 2], [0, 1], r"label\[1\] = 2 is out of range", id="label"),
+        pytest.param([0, 1], [1, 2], r"by_score\[1\] = 2 is out of range", id="by-score"),
+        pytest.param([0, 1], [0], "do not fit", id="lengths"),
+    ],
+)
+def test_class_order_refuses_indices_out_of_range(
+    label: list[int], by_score: list[int], message: str
+) -> None:
+    """A label beyond the classes, a ranking outside the predictions, arrays of other
+    lengths: a ValueError."""
+    with pytest.raises(ValueError, match=message):
+        match_kernels.class_order(_kernels(), np.array(label), np.array(by_score), 2)

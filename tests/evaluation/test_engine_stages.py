@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.model import Box, ImageAnnotation, SkippedFile
 from vocmatch.core.protocol import SWEEP_THRESHOLDS, Conventions, protocol
 from vocmatch.evaluation import engine, from_records, per_image, stage_inputs, stages, to_records
 from vocmatch.evaluation.result import Evaluation
@@ -84,6 +84,91 @@ def test_select_pairs_images_by_key_and_sets_orphans_and_missing_apart() -> None
     assert selection.pred_rows.tolist() == [0, 1, 2, 3]  # c's cat is not evaluated
     assert selection.pred_image.tolist() == [0, 0, 0, 0]
     assert selection.scored
+
+
+def _files(side: str, keys: str, unreadable: str) -> ColumnSet:
+    """Columns of one file per key (one cat each, difficult in ``d``), the keys of
+    ``unreadable`` skipped as unreadable."""
+    images = tuple(
+        ImageAnnotation(k, f"{side}/{k}.xml", (Box("cat", 0, 0, 9, 9, difficult=k == "d"),))
+        for k in keys
+        if k not in unreadable
+    )
+    skipped = tuple(SkippedFile(f"{side}/{k}.xml", "bad", 2, k) for k in unreadable)
+    return columns_from_annotations(AnnotationSet(side, images, skipped))
+
+
+@pytest.mark.parametrize(
+    ("gt_keys", "pred_keys", "unreadable", "images", "pred_of_image", "missing", "orphan"),
+    [
+        pytest.param("abc", "abc", ("", ""), (0, 1, 2), (0, 1, 2), (), (), id="same-keys"),
+        pytest.param(
+            "abd",
+            "bcde",
+            ("", ""),
+            (0, 1, 2),
+            (None, 0, 2),
+            ("a",),
+            ("pred/c.xml", "pred/e.xml"),
+            id="missing-and-orphans",
+        ),
+        pytest.param("abcd", "abcd", ("b", ""), (0, 1, 2), (0, 2, 3), (), (), id="gt-unreadable"),
+        pytest.param(
+            "abcd",
+            "abce",
+            ("", "c"),
+            (0, 1, 3),
+            (0, 1, None),
+            ("d",),
+            ("pred/e.xml",),
+            id="pred-unreadable",
+        ),
+        pytest.param("ab", "abx", ("b", "x"), (0,), (0,), (), (), id="unreadable-orphan"),
+        pytest.param(
+            "", "ab", ("", ""), (), (), (), ("pred/a.xml", "pred/b.xml"), id="no-ground-truth"
+        ),
+    ],
+)
+def test_select_pairs_files_by_key_around_unreadable_ones(
+    gt_keys: str,
+    pred_keys: str,
+    unreadable: tuple[str, str],
+    images: tuple[int, ...],
+    pred_of_image: tuple[int | None, ...],
+    missing: tuple[str, ...],
+    orphan: tuple[str, ...],
+) -> None:
+    """Each readable ground-truth file is an image, paired with the prediction file of its
+    key; an unreadable file on either side takes its key out (neither missing nor orphan);
+    the orphans are those :func:`stages.orphan_files` lists, in the predictions' order."""
+    gt = _files("gt", gt_keys, unreadable[0])
+    pred = _files("pred", pred_keys, unreadable[1])
+    selection = stages.select_images(gt, pred)
+    assert selection.images == images
+    assert selection.pred_of_image == pred_of_image
+    assert (selection.missing, selection.orphan) == (missing, orphan)
+    assert selection.orphan == tuple(path for _, path in stages.orphan_files(gt, pred))
+    # Each evaluated box is its file's, in column order, with its image's index.
+    evaluated = [images.index(i) for i in gt.image.tolist() if i in images]
+    assert selection.gt_image.tolist() == evaluated
+    assert selection.gt_image.dtype == np.int64
+    paired = [pred_of_image.index(i) for i in pred.image.tolist() if i in pred_of_image]
+    assert selection.pred_image.tolist() == paired
+    dropped = stages.select_images(gt, pred, drop_difficult=True)
+    assert gt.difficult[dropped.gt_rows].tolist() == [False] * dropped.gt_rows.size
+
+
+def test_an_evaluation_finds_its_orphan_files_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prediction files without ground truth are found by the selection alone (not
+    again for the report), and reported."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("orphan files listed again")
+
+    monkeypatch.setattr(stages, "orphan_files", refuse)
+    gt, pred = columns()
+    evaluation = engine.evaluate_columns(gt, pred, protocol("coco"))
+    assert evaluation.orphan_pred == ("pred/c.xml",)
 
 
 def test_prepare_sorts_ground_truth_by_cell_and_predictions_by_descending_score() -> None:

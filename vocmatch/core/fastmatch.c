@@ -10,7 +10,15 @@
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), into flags;
  *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
- *     then descending score, then index (stable radix sorts: numpy's stable sort's order).
+ *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
+ *   - alike_cells: where an area range is matched as the evaluation is, cell by cell;
+ *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
+ *   - sorted_cells: the predictions' columns in score_cell_order's order, the score order
+ *     as places in it and each one's rank in its image-class, in one pass;
+ *   - class_order: every class's members and ranking by a counting sort (class_ranking);
+ *   - mark_pairs: each ground truth's matched flag at every threshold from the pairs;
+ *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
+ *     missed ground truth at every threshold, in one pass each (per_image_counts).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
@@ -953,6 +961,444 @@ done:
     return result;
 }
 
+/* --- hit_counts, image_counts ------------------------------------------------------- */
+
+/* Each image's matched pairs at each threshold, from the pairs (level, pred, gt): into
+ * every_hit[level, image of pred] each pair; into counting[level, image of pred] each pair
+ * whose ground truth is not ignored. With `passing` (or None), only the pairs of passing
+ * predictions. Both outputs (T, I) int64, added to. */
+static PyObject *hit_counts(PyObject *self, PyObject *args)
+{
+    PyObject *o_level, *o_pred, *o_gt, *o_image, *o_ignore, *o_passing, *o_counting, *o_every;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:hit_counts", &o_level, &o_pred, &o_gt, &o_image,
+                          &o_ignore, &o_passing, &o_counting, &o_every))
+        return NULL;
+    Buf level = {0}, pred = {0}, gt = {0}, image = {0}, ignore = {0}, passing = {0};
+    Buf counting = {0}, every = {0};
+    PyObject *result = NULL;
+    if (get(o_level, &level, VM_INDEX, 0, "level") < 0 ||
+        get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 || get(o_gt, &gt, VM_INDEX, 0, "gt") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        (o_passing != Py_None && get(o_passing, &passing, VM_BYTE, 0, "passing") < 0) ||
+        get(o_counting, &counting, VM_INT64, 1, "counting") < 0 ||
+        get(o_every, &every, VM_INT64, 1, "every") < 0)
+        goto done;
+    Py_ssize_t n = count(&level), n_pred = count(&image);
+    if (count(&pred) != n || count(&gt) != n) {
+        PyErr_SetString(PyExc_ValueError, "level, pred and gt differ in length");
+        goto done;
+    }
+    if (counting.view.ndim != 2 || counting.view.len != every.view.len ||
+        (passing.held && count(&passing) != n_pred)) {
+        PyErr_SetString(PyExc_ValueError, "counting, every or passing do not fit");
+        goto done;
+    }
+    Py_ssize_t n_t = counting.view.shape[0], n_images = counting.view.shape[1];
+    if (check_indices(&level, n_t, "level") < 0 || check_indices(&pred, n_pred, "pred") < 0 ||
+        check_indices(&gt, count(&ignore), "gt") < 0 ||
+        check_indices(&image, n_images, "image") < 0)
+        goto done;
+    const u8 *ign = ignore.view.buf, *pass = passing.held ? passing.view.buf : NULL;
+    int64_t *tp = counting.view.buf, *all = every.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t p = index_at(&pred, i);
+        if (pass && !pass[p])
+            continue;
+        Py_ssize_t at = (Py_ssize_t)index_at(&level, i) * n_images +
+                        (Py_ssize_t)index_at(&image, (Py_ssize_t)p);
+        all[at]++;
+        if (!ign[index_at(&gt, i)])
+            tp[at]++;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&level);
+    release(&pred);
+    release(&gt);
+    release(&image);
+    release(&ignore);
+    release(&passing);
+    release(&counting);
+    release(&every);
+    return result;
+}
+
+/* Each row's set flags counted by image: out[t, image[g]] += 1 for each g with
+ * flags[t, g] (flags (T, G) bytes, out (T, I) int64, added to). */
+static PyObject *image_counts(PyObject *self, PyObject *args)
+{
+    PyObject *o_flags, *o_image, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO:image_counts", &o_flags, &o_image, &o_out))
+        return NULL;
+    Buf flags = {0}, image = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_flags, &flags, VM_BYTE, 0, "flags") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_out, &out, VM_INT64, 1, "out") < 0)
+        goto done;
+    Py_ssize_t n_gt = count(&image);
+    if (out.view.ndim != 2 || count(&flags) != out.view.shape[0] * n_gt) {
+        PyErr_SetString(PyExc_ValueError, "flags, image and out do not fit");
+        goto done;
+    }
+    Py_ssize_t n_t = out.view.shape[0], n_images = out.view.shape[1];
+    if (check_indices(&image, n_images, "image") < 0)
+        goto done;
+    const u8 *f = flags.view.buf;
+    int64_t *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Each g's image read once; its T flags, one per row, summed into its image's cells. */
+    for (Py_ssize_t g = 0; g < n_gt; g++) {
+        int64_t *counts = o + index_at(&image, g);
+        for (Py_ssize_t t = 0; t < n_t; t++)
+            counts[t * n_images] += f[t * n_gt + g] != 0;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&flags);
+    release(&image);
+    release(&out);
+    return result;
+}
+
+/* --- alike_cells ----------------------------------------------------------------------- */
+
+/* The most sets alike_cells takes: each ground truth's code holds 1 + 2 * S bits. */
+#define ALIKE_MAX_SETS 15
+
+/* Where each of S ground-truth sets (ignore, (S, G)) is matched as the own set (own, (G,))
+ * in the image-class of each ground truth (cell, (G,) int64, non-decreasing: each run of
+ * equal cells is an image-class; the caller checks the order): the two ignore the same
+ * ground truth there, or each ignores all or none of it. Into alike (S, G).
+ *
+ * Image-classes hold a few ground truth each, so the runs are walked without a branch per
+ * run: each ground truth's code (bit 0 own, bit 1 + s ignored by set s, bit 1 + S + s the
+ * two differ) is OR-ed and AND-ed along its run going forward, and the run's answer, read
+ * at its last ground truth, is handed back along the run going backward. */
+static PyObject *alike_cells(PyObject *self, PyObject *args)
+{
+    PyObject *o_ignore, *o_own, *o_cell, *o_alike;
+    if (!PyArg_ParseTuple(args, "OOOO:alike_cells", &o_ignore, &o_own, &o_cell, &o_alike))
+        return NULL;
+    Buf ignore = {0}, own = {0}, cell = {0}, alike = {0};
+    uint32_t *any = NULL, *all = NULL;
+    PyObject *result = NULL;
+    if (get(o_ignore, &ignore, VM_BYTE, 0, "ignore") < 0 ||
+        get(o_own, &own, VM_BYTE, 0, "own") < 0 || get(o_cell, &cell, VM_INT64, 0, "cell") < 0 ||
+        get(o_alike, &alike, VM_BYTE, 1, "alike") < 0)
+        goto done;
+    const Py_ssize_t n_gt = count(&own);
+    if (count(&cell) != n_gt || n_gt == 0 || count(&ignore) % n_gt != 0 ||
+        count(&alike) != count(&ignore) || count(&ignore) / n_gt > ALIKE_MAX_SETS) {
+        PyErr_SetString(PyExc_ValueError, "ignore, own, cell and alike do not fit");
+        goto done;
+    }
+    const int n_sets = (int)(count(&ignore) / n_gt);
+    any = PyMem_Malloc((size_t)n_gt * sizeof *any);
+    all = PyMem_Malloc((size_t)n_gt * sizeof *all);
+    if (!any || !all) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const u8 *ign = ignore.view.buf, *mine = own.view.buf;
+    const int64_t *cells = cell.view.buf;
+    u8 *out = alike.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t or_run = 0, and_run = 0;
+    for (Py_ssize_t g = 0; g < n_gt; g++) {
+        const uint32_t m = mine[g] != 0;
+        uint32_t code = m;
+        for (int s = 0; s < n_sets; s++) {
+            const uint32_t x = ign[s * n_gt + g] != 0;
+            code |= x << (1 + s) | (x ^ m) << (1 + n_sets + s);
+        }
+        const int start = g == 0 || cells[g] != cells[g - 1];
+        or_run = start ? code : (or_run | code);
+        and_run = start ? code : (and_run & code);
+        any[g] = or_run;
+        all[g] = and_run;
+    }
+    uint32_t answer = 0; /* bit s: set s is alike in the run */
+    for (Py_ssize_t g = n_gt - 1; g >= 0; g--) {
+        const int end = g == n_gt - 1 || cells[g + 1] != cells[g];
+        const uint32_t o = any[g], a = all[g];
+        const uint32_t own_uniform = ((o & 1) == 0) | (a & 1);
+        uint32_t here = 0;
+        for (int s = 0; s < n_sets; s++) {
+            const uint32_t none = !((o >> (1 + s)) & 1), every = (a >> (1 + s)) & 1;
+            const uint32_t differs = (o >> (1 + n_sets + s)) & 1;
+            here |= ((differs == 0) | ((none | every) & own_uniform)) << s;
+        }
+        answer = end ? here : answer;
+        for (int s = 0; s < n_sets; s++)
+            out[s * n_gt + g] = (u8)((answer >> s) & 1);
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(any);
+    PyMem_Free(all);
+    release(&ignore);
+    release(&own);
+    release(&cell);
+    release(&alike);
+    return result;
+}
+
+/* --- cell_pairs ----------------------------------------------------------------------- */
+
+/* Every pair of some image-classes (cells, (K, 4) int64 rows of gt_start, gt_stop,
+ * pred_start, pred_stop): cell by cell, each prediction in order, its cell's ground truth
+ * in order; (gt, pred) as two int64 bytearrays. */
+static PyObject *cell_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *o_cells;
+    if (!PyArg_ParseTuple(args, "O:cell_pairs", &o_cells))
+        return NULL;
+    Buf cells = {0};
+    PyObject *gt_out = NULL, *pred_out = NULL, *result = NULL;
+    if (get(o_cells, &cells, VM_INT64, 0, "cells") < 0)
+        goto done;
+    if (count(&cells) % 4 != 0) {
+        PyErr_SetString(PyExc_ValueError, "cells is not (K, 4)");
+        goto done;
+    }
+    const Py_ssize_t n_cells = count(&cells) / 4;
+    const int64_t *c = cells.view.buf;
+    int64_t total = 0;
+    for (Py_ssize_t k = 0; k < n_cells; k++) {
+        const int64_t n_gt = c[4 * k + 1] - c[4 * k], n_pred = c[4 * k + 3] - c[4 * k + 2];
+        if (c[4 * k] < 0 || c[4 * k + 2] < 0 || n_gt < 0 || n_pred < 0 ||
+            (n_pred > 0 && n_gt > (PY_SSIZE_T_MAX / 8 - total) / n_pred)) {
+            PyErr_Format(PyExc_ValueError, "cells[%zd] is not a cell", k);
+            goto done;
+        }
+        total += n_gt * n_pred;
+    }
+    gt_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total * 8);
+    pred_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total * 8);
+    if (!gt_out || !pred_out)
+        goto done;
+    int64_t *gt = (int64_t *)PyByteArray_AS_STRING(gt_out);
+    int64_t *pred = (int64_t *)PyByteArray_AS_STRING(pred_out);
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < n_cells; k++) {
+        const int64_t g0 = c[4 * k], g1 = c[4 * k + 1], p0 = c[4 * k + 2], p1 = c[4 * k + 3];
+        for (int64_t p = p0; p < p1; p++) {
+            for (int64_t g = g0; g < g1; g++) {
+                gt[at] = g;
+                pred[at] = p;
+                at++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, gt_out, pred_out);
+done:
+    Py_XDECREF(gt_out);
+    Py_XDECREF(pred_out);
+    release(&cells);
+    return result;
+}
+
+/* --- sorted_cells --------------------------------------------------------------------- */
+
+/* The predictions put in an order (order, a permutation of n, int64): their rows, images
+ * and labels in it (as int32, numpy's astype), the score order by_score (a permutation,
+ * int64) as places in it, and each one's rank: its place in its run of equal (image,
+ * label). All five outputs int32 of n. */
+static PyObject *sorted_cells(PyObject *self, PyObject *args)
+{
+    PyObject *o_order, *o_by_score, *o_rows, *o_image, *o_label;
+    PyObject *o_rows_out, *o_image_out, *o_label_out, *o_score_out, *o_rank_out;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:sorted_cells", &o_order, &o_by_score, &o_rows,
+                          &o_image, &o_label, &o_rows_out, &o_image_out, &o_label_out,
+                          &o_score_out, &o_rank_out))
+        return NULL;
+    Buf order = {0}, by_score = {0}, rows = {0}, image = {0}, label = {0};
+    Buf rows_out = {0}, image_out = {0}, label_out = {0}, score_out = {0}, rank_out = {0};
+    int32_t *place = NULL;
+    PyObject *result = NULL;
+    if (get(o_order, &order, VM_INT64, 0, "order") < 0 ||
+        get(o_by_score, &by_score, VM_INT64, 0, "by_score") < 0 ||
+        get(o_rows, &rows, VM_INDEX, 0, "rows") < 0 ||
+        get(o_image, &image, VM_INDEX, 0, "image") < 0 ||
+        get(o_label, &label, VM_INDEX, 0, "label") < 0 ||
+        get(o_rows_out, &rows_out, VM_INDEX, 1, "rows_out") < 0 ||
+        get(o_image_out, &image_out, VM_INDEX, 1, "image_out") < 0 ||
+        get(o_label_out, &label_out, VM_INDEX, 1, "label_out") < 0 ||
+        get(o_score_out, &score_out, VM_INDEX, 1, "score_out") < 0 ||
+        get(o_rank_out, &rank_out, VM_INDEX, 1, "rank_out") < 0)
+        goto done;
+    const Py_ssize_t n = count(&order);
+    const Buf *outs[5] = {&rows_out, &image_out, &label_out, &score_out, &rank_out};
+    int fits = count(&by_score) == n && count(&rows) == n && count(&image) == n &&
+               count(&label) == n && n < ((Py_ssize_t)1 << 31);
+    for (int i = 0; i < 5; i++)
+        fits = fits && count(outs[i]) == n && outs[i]->view.itemsize == 4;
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "the predictions' arrays do not fit");
+        goto done;
+    }
+    if (check_indices(&order, n, "order") < 0 || check_indices(&by_score, n, "by_score") < 0)
+        goto done;
+    place = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *place);
+    if (!place) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *o = order.view.buf, *b = by_score.view.buf;
+    int32_t *r_out = rows_out.view.buf, *i_out = image_out.view.buf, *l_out = label_out.view.buf;
+    int32_t *s_out = score_out.view.buf, *k_out = rank_out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t run_start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_ssize_t j = (Py_ssize_t)o[i];
+        const int64_t img = index_at(&image, j), lab = index_at(&label, j);
+        r_out[i] = (int32_t)index_at(&rows, j);
+        i_out[i] = (int32_t)img;
+        l_out[i] = (int32_t)lab;
+        place[j] = (int32_t)i;
+        /* A run starts where the int32 image or label differs from the one before. */
+        if (i == 0 || i_out[i] != i_out[i - 1] || l_out[i] != l_out[i - 1])
+            run_start = i;
+        k_out[i] = (int32_t)(i - run_start);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        s_out[i] = place[b[i]];
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(place);
+    release(&order);
+    release(&by_score);
+    release(&rows);
+    release(&image);
+    release(&label);
+    release(&rows_out);
+    release(&image_out);
+    release(&label_out);
+    release(&score_out);
+    release(&rank_out);
+    return result;
+}
+
+/* --- mark_pairs ----------------------------------------------------------------------- */
+
+/* out[row[i], col[i]] = 1 for each i (out (R, C) bytes). */
+static PyObject *mark_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *o_out, *o_row, *o_col;
+    if (!PyArg_ParseTuple(args, "OOO:mark_pairs", &o_out, &o_row, &o_col))
+        return NULL;
+    Buf out = {0}, row = {0}, col = {0};
+    PyObject *result = NULL;
+    if (get(o_out, &out, VM_BYTE, 1, "out") < 0 || get(o_row, &row, VM_INDEX, 0, "row") < 0 ||
+        get(o_col, &col, VM_INDEX, 0, "col") < 0)
+        goto done;
+    const Py_ssize_t n = count(&row);
+    if (out.view.ndim != 2 || count(&col) != n) {
+        PyErr_SetString(PyExc_ValueError, "out, row and col do not fit");
+        goto done;
+    }
+    const Py_ssize_t n_rows = out.view.shape[0], n_cols = out.view.shape[1];
+    if (check_indices(&row, n_rows, "row") < 0 || check_indices(&col, n_cols, "col") < 0)
+        goto done;
+    u8 *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[(Py_ssize_t)index_at(&row, i) * n_cols + (Py_ssize_t)index_at(&col, i)] = 1;
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&out);
+    release(&row);
+    release(&col);
+    return result;
+}
+
+/* --- class_order ---------------------------------------------------------------------- */
+
+/* Every class's members and ranking in two passes of a counting sort: order (P, int32),
+ * the predictions by class, stable (numpy's stable argsort of label); starts (K + 1,
+ * int64), where each class starts in it; places (P, int32), class by class, the members'
+ * places (in order) of the class's predictions in by_score's order (a permutation). */
+static PyObject *class_order(PyObject *self, PyObject *args)
+{
+    PyObject *o_label, *o_by_score, *o_order, *o_starts, *o_places;
+    if (!PyArg_ParseTuple(args, "OOOOO:class_order", &o_label, &o_by_score, &o_order,
+                          &o_starts, &o_places))
+        return NULL;
+    Buf label = {0}, by_score = {0}, order = {0}, starts = {0}, places = {0};
+    int64_t *next = NULL;
+    int32_t *member = NULL;
+    PyObject *result = NULL;
+    if (get(o_label, &label, VM_INDEX, 0, "label") < 0 ||
+        get(o_by_score, &by_score, VM_INDEX, 0, "by_score") < 0 ||
+        get(o_order, &order, VM_INDEX, 1, "order") < 0 ||
+        get(o_starts, &starts, VM_INT64, 1, "starts") < 0 ||
+        get(o_places, &places, VM_INDEX, 1, "places") < 0)
+        goto done;
+    const Py_ssize_t n = count(&label), n_classes = count(&starts) - 1;
+    if (n_classes < 0 || count(&by_score) != n || count(&order) != n || count(&places) != n ||
+        order.view.itemsize != 4 || places.view.itemsize != 4 || n >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "label, by_score, order, starts and places do not fit");
+        goto done;
+    }
+    if (check_indices(&label, n_classes, "label") < 0 ||
+        check_indices(&by_score, n, "by_score") < 0)
+        goto done;
+    next = PyMem_Malloc((size_t)(n_classes ? n_classes : 1) * sizeof *next);
+    member = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *member);
+    if (!next || !member) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *s = starts.view.buf;
+    int32_t *o = order.view.buf, *pl = places.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    memset(s, 0, (size_t)(n_classes + 1) * sizeof *s);
+    for (Py_ssize_t i = 0; i < n; i++)
+        s[index_at(&label, i) + 1]++;
+    for (Py_ssize_t k = 0; k < n_classes; k++) {
+        s[k + 1] += s[k];
+        next[k] = s[k];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t k = index_at(&label, i);
+        member[i] = (int32_t)(next[k] - s[k]);
+        o[next[k]++] = (int32_t)i;
+    }
+    for (Py_ssize_t k = 0; k < n_classes; k++)
+        next[k] = s[k];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const int64_t q = index_at(&by_score, j);
+        pl[next[index_at(&label, (Py_ssize_t)q)]++] = member[q];
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(next);
+    PyMem_Free(member);
+    release(&label);
+    release(&by_score);
+    release(&order);
+    release(&starts);
+    release(&places);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -973,6 +1419,28 @@ static PyMethodDef methods[] = {
     {"score_cell_order", score_cell_order, METH_VARARGS,
      "score_cell_order(score, cell, by_score, order): by_score, the stable order by "
      "descending score; order, by cell, then descending score, then index."},
+    {"hit_counts", hit_counts, METH_VARARGS,
+     "hit_counts(level, pred, gt, image, ignore, passing, counting, every): each image's "
+     "matched pairs at each threshold (every) and those whose ground truth counts "
+     "(counting), of the passing predictions (passing None: all), added into (T, I)."},
+    {"alike_cells", alike_cells, METH_VARARGS,
+     "alike_cells(ignore, own, cell, alike): where each set of ignore is matched as own in "
+     "the image-class (cell, non-decreasing) of each ground truth."},
+    {"cell_pairs", cell_pairs, METH_VARARGS,
+     "cell_pairs(cells): every pair (gt, pred as int64 bytes) of the cells (gt_start, "
+     "gt_stop, pred_start, pred_stop), cell by cell, prediction by prediction."},
+    {"sorted_cells", sorted_cells, METH_VARARGS,
+     "sorted_cells(order, by_score, rows, image, label, rows_out, image_out, label_out, "
+     "score_out, rank_out): the predictions in order (int32), the score order as places in "
+     "it, and each one's rank in its run of equal (image, label)."},
+    {"mark_pairs", mark_pairs, METH_VARARGS,
+     "mark_pairs(out, row, col): out[row[i], col[i]] = 1 for each i."},
+    {"class_order", class_order, METH_VARARGS,
+     "class_order(label, by_score, order, starts, places): the predictions by class "
+     "(stable), where each class starts, and each class's members' places in by_score's "
+     "order, by a counting sort."},
+    {"image_counts", image_counts, METH_VARARGS,
+     "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -38,3 +38,32 @@ def devkit_hits(
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
 def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def hit_counts(
+    level: Any,
+    pred: Any,
+    gt: Any,
+    image: Any,
+    ignore: Any,
+    passing: Any,
+    counting: Any,
+    every: Any,
+    /,
+) -> None: ...
+def image_counts(flags: Any, image: Any, out: Any, /) -> None: ...
+def alike_cells(ignore: Any, own: Any, cell: Any, alike: Any, /) -> None: ...
+def cell_pairs(cells: Any, /) -> tuple[bytearray, bytearray]: ...
+def sorted_cells(
+    order: Any,
+    by_score: Any,
+    rows: Any,
+    image: Any,
+    label: Any,
+    rows_out: Any,
+    image_out: Any,
+    label_out: Any,
+    score_out: Any,
+    rank_out: Any,
+    /,
+) -> None: ...
+def mark_pairs(out: Any, row: Any, col: Any, /) -> None: ...
+def class_order(label: Any, by_score: Any, order: Any, starts: Any, places: Any, /) -> None: ...

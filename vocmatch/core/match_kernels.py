@@ -18,6 +18,16 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
   likewise, into flags; :func:`devkit_hits`, its matched pairs under one set.
 * :func:`score_cell_order`: the predictions' orders by score and by image-class cell, as
   numpy's stable sorts give them.
+* :func:`sorted_cells`: the sorted predictions' columns, the score order as places among
+  them and each one's rank in its image-class, in one pass after the sort.
+* :func:`cell_pairs`: every pair of small image-classes, in the pair scan's order.
+* :func:`alike_cells`: where a ground-truth set is matched as the evaluation is, image-class
+  by image-class (numpy's counts where the kernels are not given).
+* :func:`class_order`: every class's members and ranking, by a counting sort.
+* :func:`mark_pairs`: each ground truth's matched flag at every threshold.
+* :func:`hit_counts` and :func:`image_counts`: each image's matched pairs, those whose
+  ground truth counts, and its missed ground truth at every threshold, each in one pass (what
+  numpy counts with a ``bincount`` of a ``(threshold, image)`` key, or per threshold).
 
 Ranked matching takes each prediction's pairs in the order of the predictions' indices:
 within an image-class, indices must follow the ranking (as the evaluation sorts them: by
@@ -36,12 +46,18 @@ __all__ = [
     "MODULE",
     "RangeMatcher",
     "alike_cells",
+    "cell_pairs",
+    "class_order",
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
+    "hit_counts",
+    "image_counts",
     "index_array",
+    "mark_pairs",
     "pair_arrays",
     "score_cell_order",
+    "sorted_cells",
 ]
 
 #: The compiled module's full name, for :func:`vocmatch.compiled.kernels`.
@@ -52,6 +68,11 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
 IntArray = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
+
+#: The most ground-truth sets the compiled ``alike_cells`` takes (``ALIKE_MAX_SETS`` in
+#: ``fastmatch.c``).
+ALIKE_MAX_SETS = 15
 
 
 def index_array(values: IndexArray) -> IndexArray:
@@ -131,7 +152,7 @@ class RangeMatcher:
             places = {value: t for t, value in enumerate(own_thresholds.tolist())}
             if all(value in places for value in self._thresholds.tolist()):
                 self.level[:] = [places[value] for value in self._thresholds.tolist()]
-                self.alike = alike_cells(self._ignore, own_ignore, cell)
+                self.alike = alike_cells(self._ignore, own_ignore, cell, kernels)
         #: ``(P, S)`` bit ``t``: matched at threshold ``t`` under set ``s``.
         self.matched = np.zeros((n_pred, n_sets), dtype=dtype)
         #: ``(P, S)`` likewise, matched to ground truth the set ignores.
@@ -166,16 +187,29 @@ class RangeMatcher:
         )  # fmt: skip
 
 
-def alike_cells(ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray) -> BoolArray:
+def alike_cells(
+    ignore: BoolArray, own_ignore: BoolArray, cell: IndexArray, kernels: ModuleType | None = None
+) -> BoolArray:
     """``(S, G)`` where each of the ``(S, G)`` sets ``ignore`` is matched as ``own_ignore``
     in the image-class (``cell``) of the ground truth, under the unmatched rule: the two
     ignore the same ground truth there, or each ignores all or none of it (a prediction
     prefers ground truth that counts only over ignored ground truth of its image-class, so
-    the picks are the same; only whether the pick counts differs)."""
+    the picks are the same; only whether the pick counts differs).
+
+    With ``kernels`` (the compiled module) and ``cell`` non-decreasing, one pass over the
+    image-classes in C; else numpy's counts per image-class (the reference)."""
     n_sets, n_gt = ignore.shape
     if n_gt == 0:
         return np.zeros((n_sets, 0), dtype=bool)
     if bool(np.all(cell[1:] >= cell[:-1])):
+        if kernels is not None and n_sets <= ALIKE_MAX_SETS:
+            alike = np.empty((n_sets, n_gt), dtype=bool)
+            kernels.alike_cells(
+                np.ascontiguousarray(ignore, dtype=bool),
+                np.ascontiguousarray(own_ignore, dtype=bool),
+                np.ascontiguousarray(cell, dtype=np.int64), alike,
+            )  # fmt: skip
+            return alike
         starts = np.flatnonzero(np.append(True, cell[1:] != cell[:-1]))
         size = np.diff(np.append(starts, n_gt))
         inverse = np.repeat(np.arange(starts.size), size)
@@ -292,3 +326,124 @@ def score_cell_order(
         np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order
     )
     return by_score, order
+
+
+def hit_counts(
+    kernels: ModuleType,
+    hits: tuple[IndexArray, IndexArray, IndexArray],
+    image: IndexArray,
+    ignore: BoolArray,
+    passing: BoolArray | None,
+    shape: tuple[int, int],
+) -> tuple[IntArray, IntArray]:
+    """Each image's matched pairs at each threshold: ``(T, I)`` those whose ground truth is
+    not ``ignore``-d, and all of them; with ``passing``, of passing predictions only.
+
+    Args:
+        kernels: The compiled module.
+        hits: ``(level, pred, gt)`` of each matched pair.
+        image: ``(P,)`` each prediction's image.
+        ignore: ``(G,)`` ignored ground truth.
+        passing: ``(P,)`` predictions that count, or None for all.
+        shape: ``(T, I)`` thresholds and images.
+
+    Raises:
+        ValueError: An index is out of range, or the arrays do not fit.
+    """
+    level, pred, gt = hits
+    counting = np.zeros(shape, dtype=np.int64)
+    every = np.zeros(shape, dtype=np.int64)
+    kernels.hit_counts(
+        index_array(level), index_array(pred), index_array(gt), index_array(image),
+        np.ascontiguousarray(ignore, dtype=bool),
+        None if passing is None else np.ascontiguousarray(passing, dtype=bool),
+        counting, every,
+    )  # fmt: skip
+    return counting, every
+
+
+def image_counts(
+    kernels: ModuleType, flags: BoolArray, image: IndexArray, n_images: int
+) -> IntArray:
+    """``(T, I)`` each image's set flags of ``(T, G)`` ``flags``, row by row (what
+    ``np.bincount(image[flags[t]], minlength=n_images)`` gives for each ``t``).
+
+    Raises:
+        ValueError: An image is out of range, or the arrays do not fit.
+    """
+    out = np.zeros((flags.shape[0], n_images), dtype=np.int64)
+    kernels.image_counts(np.ascontiguousarray(flags, dtype=bool), index_array(image), out)
+    return out
+
+
+def cell_pairs(kernels: ModuleType, cells: IndexArray) -> tuple[IntArray, IntArray]:
+    """Every pair of some image-classes, ``(gt, pred)`` (int64): cell by cell, each
+    prediction in order, paired with its cell's ground truth in order.
+
+    Args:
+        kernels: The compiled module.
+        cells: ``(K, 4)`` ``(gt_start, gt_stop, pred_start, pred_stop)`` of each.
+
+    Raises:
+        ValueError: A row is no cell (a negative start or size), or the pairs are too many.
+    """
+    gt, pred = kernels.cell_pairs(np.ascontiguousarray(cells, dtype=np.int64))
+    return np.frombuffer(gt, dtype=np.int64), np.frombuffer(pred, dtype=np.int64)
+
+
+def sorted_cells(
+    kernels: ModuleType,
+    order: IntArray,
+    by_score: IntArray,
+    columns: tuple[IndexArray, IndexArray, IndexArray],
+) -> tuple[Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]:
+    """The predictions put in ``order`` (what :func:`score_cell_order` gives), in one pass:
+    ``columns`` ``(rows, image, label)`` in that order as int32 (as ``astype`` casts), the
+    score order ``by_score`` as places in it, and each one's rank (its place in its run of
+    equal ``(image, label)``).
+
+    Raises:
+        ValueError: ``order`` or ``by_score`` holds an index out of range, or the arrays
+            differ in length.
+    """
+    rows, image, label = columns
+    n = order.size
+    found = [np.empty(n, dtype=np.int32) for _ in range(5)]
+    kernels.sorted_cells(
+        np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(by_score, dtype=np.int64),
+        index_array(rows), index_array(image), index_array(label), *found,
+    )  # fmt: skip
+    return found[0], found[1], found[2], found[3], found[4]
+
+
+def mark_pairs(
+    kernels: ModuleType, shape: tuple[int, int], row: IndexArray, col: IndexArray
+) -> BoolArray:
+    """``shape`` flags, ``True`` at ``(row[i], col[i])`` for each ``i`` (what numpy's
+    ``out[row, col] = True`` sets), in one pass.
+
+    Raises:
+        ValueError: An index is out of range, or ``row`` and ``col`` differ in length.
+    """
+    out = np.zeros(shape, dtype=bool)
+    kernels.mark_pairs(out, index_array(row), index_array(col))
+    return out
+
+
+def class_order(
+    kernels: ModuleType, label: IndexArray, by_score: IndexArray, n_classes: int
+) -> tuple[Int32Array, IntArray, Int32Array]:
+    """Every class's members and ranking by a counting sort: the predictions by class
+    (numpy's stable argsort of ``label``, int32); where each class starts among them
+    (``(K + 1,)`` int64); and class by class, the members' places (int32) of the class's
+    predictions in ``by_score``'s order (a permutation of the predictions).
+
+    Raises:
+        ValueError: A label or index is out of range, or the arrays differ in length.
+    """
+    n = label.size
+    order = np.empty(n, dtype=np.int32)
+    starts = np.empty(n_classes + 1, dtype=np.int64)
+    places = np.empty(n, dtype=np.int32)
+    kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
+    return order, starts, places

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.ap import (
     Curve,
 )
@@ -70,6 +72,13 @@ class ClassRanking:
 def class_ranking(by_score: IntArray, label: IntArray, n_classes: int) -> ClassRanking:
     """Every class's members and ranking, from the stable order of the kept predictions
     by descending score; ``label`` ``(P,)`` is sorted by image-class cell."""
+    fast = kernels(match_kernels.MODULE)
+    if fast is not None:
+        # The same members and rankings by a counting sort (two passes).
+        members, first, places = match_kernels.class_order(fast, label, by_score, n_classes)
+        bounds: list[int] = first.tolist()
+        rankings = [_Ranking(places[bounds[k] : bounds[k + 1]]) for k in range(n_classes)]
+        return ClassRanking(members, first, rankings)
     # Already in (image, class, rank) order, so a stable sort by class gives (class, image,
     # rank); on 16-bit class indices numpy's stable sort is a radix sort.
     keys = label.astype(np.int16) if n_classes < 2**15 else label

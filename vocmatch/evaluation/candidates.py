@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.match import (
     Hits,
     MatchRule,
@@ -76,18 +78,24 @@ class Matching:
         """``(T, G)`` the ground truth was matched."""
         if self._gt_matched is None:
             n_t, n_gt, _ = self._shape
-            self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
-            self._gt_matched[self.hit_t, self.hit_gt] = True
+            fast = kernels(match_kernels.MODULE)
+            if fast is not None:
+                self._gt_matched = match_kernels.mark_pairs(
+                    fast, (n_t, n_gt), self.hit_t, self.hit_gt
+                )
+            else:
+                self._gt_matched = np.zeros((n_t, n_gt), dtype=bool)
+                self._gt_matched[self.hit_t, self.hit_gt] = True
         return self._gt_matched
 
     def of(self, level: int, preds: IntArray) -> tuple[IntArray, FloatArray]:
         """The ground truth matched to each of ``preds`` (all matched) at one threshold, and
         the pair's IoU."""
         at = np.flatnonzero(self.hit_t == level)
-        # A prediction is matched at most once a threshold: the keys are distinct, and
-        # nearly in order, which the stable sort (a merge of runs) is fast on.
-        order = at[np.argsort(self.hit_pred[at], kind="stable")]
-        found = order[np.searchsorted(self.hit_pred[order], preds)]
+        # A prediction is matched at most once a threshold: each one's pair, by a scatter.
+        pair = np.zeros(self._shape[2], dtype=np.int64)
+        pair[self.hit_pred[at]] = at
+        found = pair[preds]
         return self.hit_gt[found].astype(np.int64), self.hit_iou[found]
 
 

@@ -32,7 +32,6 @@ from vocmatch.core.protocol import Conventions, protocol
 from vocmatch.evaluation.from_records import Findings, evaluation_of
 from vocmatch.evaluation.records import MatchRecords
 from vocmatch.evaluation.result import AREA_NAMES, Evaluation
-from vocmatch.evaluation.stages import orphan_files
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.scan import ColumnSet
@@ -103,9 +102,10 @@ def evaluate_columns(
     """
     conv = conventions or protocol("default")
     stage = _Stages(progress, conv.summary == "coco", bool(slices))
+    orphans: list[tuple[str, ...]] = []  # the selection's, found once
     asked = Asked(
         whole_run=True, detail=keep_matches, stage=stage, matched=matched, slices=slices,
-        calibration=calibration,
+        calibration=calibration, orphans=orphans.append,
     )  # fmt: skip
     records = match_records(
         gt, pred, conv, fold_case=fold_case, score_thresholds=score_thresholds, asked=asked,
@@ -114,7 +114,7 @@ def evaluate_columns(
     stage("AP per class")
     findings = Findings(
         skipped=(*gt.skipped, *pred.skipped),
-        orphan_pred=tuple(path for _, path in orphan_files(gt, pred)),
+        orphan_pred=orphans[0],
         notes=(*gt.notes, *pred.notes),
     )
     evaluation = evaluation_of(

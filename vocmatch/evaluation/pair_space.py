@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.core.geometry import (
     BoxTree,
     Regions,
@@ -174,6 +176,8 @@ class PairSpace:
     ) -> None:
         self.gt_boxes = gt_boxes
         self.float32 = float32
+        # The compiled kernels list a tile's pairs where they are built.
+        self._kernels = kernels(match_kernels.MODULE)
         self.iou_floor = iou_floor
         self.exact_overlaps = 0
         self._pred_column = pred_boxes
@@ -420,6 +424,9 @@ class PairSpace:
         if a == b:
             empty = np.zeros(0, dtype=np.int64)
             return Tile(start, stop, empty, empty, np.zeros(0))
+        if self._kernels is not None:
+            gt, pred = match_kernels.cell_pairs(self._kernels, self._cells[a:b])
+            return Tile(start, stop, gt, pred, self.iou(gt, pred))
         g0, g1, p0, p1 = self._cells[a:b].T
         runs = np.empty(2 * (b - a) + 1, dtype=np.int64)
         runs[0:-1:2] = p0 - np.append(start, p1[:-1])  # predictions before each cell

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.compiled import kernels
+from vocmatch.core import match_kernels
 from vocmatch.evaluation.accumulate import segment_starts
 from vocmatch.evaluation.candidates import Matching
 from vocmatch.evaluation.result import Outcome
@@ -20,6 +22,8 @@ from vocmatch.evaluation.stage_inputs import Counted, Paired, Prepared
 from vocmatch.readers.scan import ColumnSet
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from vocmatch.evaluation.box_outcomes import Match
 
 __all__ = [
@@ -72,9 +76,6 @@ def per_image_counts(
     gt, pred = prepared.gt, prepared.pred
     n_t = prepared.levels.thresholds.size
     passing, passing_all = counted.passing, counted.passing_all
-    hit_image = pred.image[m.hit_pred]
-    hit_counts = ~gt.ignore[m.hit_gt]
-    hit_level = m.hit_t
     ignored_image = np.bincount(gt.image[gt.ignore], minlength=n_images)
     gt_per_image = np.bincount(gt.image, minlength=n_images)
     if passing is None or passing_all is None:
@@ -83,24 +84,19 @@ def per_image_counts(
     else:
         kept_per_image = np.bincount(pred.image[passing], minlength=n_images)
         pred_per_image = np.bincount(pred.image_all[passing_all], minlength=n_images)
-        hit_pass = passing[m.hit_pred]
-        hit_image, hit_counts, hit_level = (
-            hit_image[hit_pass],
-            hit_counts[hit_pass],
-            hit_level[hit_pass],
-        )
-    # One count over (threshold, image) for all thresholds at once.
-    tp_counts = _level_counts(hit_level[hit_counts], hit_image[hit_counts], n_t, n_images)
+    fast = kernels(match_kernels.MODULE)
+    tp_counts, hit_counts = _hit_counts(fast, prepared, m, passing, n_images)
     tp_image: list[list[int]] = tp_counts.tolist()
-    fp_image: list[list[int]] = (
-        kept_per_image[None, :] - _level_counts(hit_level, hit_image, n_t, n_images)
-    ).tolist()
-    del hit_image, hit_counts, hit_level
+    fp_image: list[list[int]] = (kept_per_image[None, :] - hit_counts).tolist()
+    del hit_counts
     if passing is None:
         # Per threshold: a nonzero over every (threshold, object) costs more than counting.
-        fn_counts = np.zeros((n_t, n_images), dtype=np.int64)
-        for i, missed in enumerate(counted.missed):
-            fn_counts[i] = np.bincount(gt.image[missed], minlength=n_images)
+        if fast is not None:
+            fn_counts = match_kernels.image_counts(fast, counted.missed, gt.image, n_images)
+        else:
+            fn_counts = np.zeros((n_t, n_images), dtype=np.int64)
+            for i, missed in enumerate(counted.missed):
+                fn_counts[i] = np.bincount(gt.image[missed], minlength=n_images)
     else:
         # Each object that counts is matched at most once: FN = objects that count - TP.
         fn_counts = (gt_per_image - ignored_image)[None, :] - tp_counts
@@ -136,6 +132,38 @@ def _cell_file_order(image: IntArray, label: IntArray, rows: IntArray) -> IntArr
         first[1:] |= label[1:] != label[:-1]
     run = np.cumsum(first, dtype=np.int64) - 1
     return np.argsort(run * width + rows, kind="stable")
+
+
+def _hit_counts(
+    fast: ModuleType | None,
+    prepared: Prepared,
+    m: Matching,
+    passing: BoolArray | None,
+    n_images: int,
+) -> tuple[IntArray, IntArray]:
+    """``(T, I)`` each image's matched pairs at each threshold whose ground truth counts
+    (TP), and all of them; with ``passing``, of the passing predictions only: one pass by
+    the compiled kernel where it is built, else numpy's counts."""
+    gt_ignore, pred_image = prepared.gt.ignore, prepared.pred.image
+    n_t = prepared.levels.thresholds.size
+    if fast is not None:
+        return match_kernels.hit_counts(
+            fast, (m.hit_t, m.hit_pred, m.hit_gt), pred_image, gt_ignore, passing,
+            (n_t, n_images),
+        )  # fmt: skip
+    hit_image = pred_image[m.hit_pred]
+    hit_counts = ~gt_ignore[m.hit_gt]
+    hit_level = m.hit_t
+    if passing is not None:
+        hit_pass = passing[m.hit_pred]
+        hit_image, hit_counts, hit_level = (
+            hit_image[hit_pass],
+            hit_counts[hit_pass],
+            hit_level[hit_pass],
+        )
+    # One count over (threshold, image) for all thresholds at once.
+    tp_counts = _level_counts(hit_level[hit_counts], hit_image[hit_counts], n_t, n_images)
+    return tp_counts, _level_counts(hit_level, hit_image, n_t, n_images)
 
 
 def _level_counts(level: IntArray, image: IntArray, n_t: int, n_images: int) -> IntArray:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -116,11 +117,21 @@ def orphan_files(gt: ColumnSet, pred: ColumnSet) -> tuple[tuple[str, str], ...]:
     reported as skipped).
     """
     unreadable = {s.key for s in (*gt.skipped, *pred.skipped) if s.key is not None}
-    gt_keys = set(gt.keys)
+    return _orphans(gt.keys, pred, unreadable, range(len(pred.keys)))
+
+
+def _orphans(
+    gt_keys: Sequence[str], pred: ColumnSet, unreadable: set[str], candidates: Sequence[int]
+) -> tuple[tuple[str, str], ...]:
+    """:func:`orphan_files` among the prediction files ``candidates`` (in order), which
+    hold every orphan."""
+    if not candidates:
+        return ()
+    keys, paths, known = pred.keys, pred.paths, set(gt_keys)
     return tuple(
-        (key, path)
-        for key, path in zip(pred.keys, pred.paths, strict=True)
-        if key not in gt_keys and key not in unreadable
+        (keys[i], paths[i])
+        for i in candidates
+        if keys[i] not in known and keys[i] not in unreadable
     )
 
 
@@ -131,33 +142,54 @@ def select_images(gt: ColumnSet, pred: ColumnSet, drop_difficult: bool = False) 
     annotated."""
     skipped = tuple(sorted((*gt.skipped, *pred.skipped), key=lambda s: (s.path, s.line or 0)))
     unreadable = {s.key for s in skipped if s.key is not None}
-    orphan = tuple(path for _, path in orphan_files(gt, pred))
     pred_index = {key: i for i, key in enumerate(pred.keys)}
-    images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
-    gt_image_map = np.full(len(gt.keys), -1, dtype=np.int64)
+    n_gt_files = len(gt.keys)
+    if unreadable:
+        images = [i for i, key in enumerate(gt.keys) if key not in unreadable]
+        image_keys = [gt.keys[i] for i in images]
+    else:  # every ground-truth file was read (the usual case): no filter
+        images, image_keys = list(range(n_gt_files)), list(gt.keys)
+    # Each image's prediction file, -1 without one (a key missing from the index).
+    found: list[int] = list(map(pred_index.get, image_keys, repeat(-1)))
+    pred_of = np.array(found, dtype=np.int64)
+    gt_image_map = np.full(n_gt_files, -1, dtype=np.int64)
     gt_image_map[images] = np.arange(len(images))
-    pred_of_image = [pred_index.get(gt.keys[i]) for i in images]
+    has_pred = pred_of >= 0
     pred_image_map = np.full(len(pred.keys), -1, dtype=np.int64)
-    for j, p in enumerate(pred_of_image):
-        if p is not None:
-            pred_image_map[p] = j
-    missing = tuple(gt.keys[i] for i, p in zip(images, pred_of_image, strict=True) if p is None)
-    gt_rows = np.flatnonzero(gt_image_map[gt.image] >= 0) if gt.image.size else gt.image
+    pred_image_map[pred_of[has_pred]] = np.flatnonzero(has_pred)
+    pred_of_image = tuple(None if p < 0 else p for p in found)
+    missing = tuple(image_keys[j] for j in np.flatnonzero(~has_pred).tolist())
+    # A prediction file paired with no image holds every orphan.
+    unpaired = np.flatnonzero(pred_image_map < 0).tolist()
+    orphan = tuple(path for _, path in _orphans(gt.keys, pred, unreadable, unpaired))
+    gt_rows, gt_image = _evaluated_rows(gt_image_map, gt.image)
     if drop_difficult and gt_rows.size:
-        gt_rows = gt_rows[~gt.difficult[gt_rows]]
-    pred_rows = np.flatnonzero(pred_image_map[pred.image] >= 0) if pred.image.size else pred.image
+        kept = ~gt.difficult[gt_rows]
+        gt_rows, gt_image = gt_rows[kept], gt_image[kept]
+    pred_rows, pred_image = _evaluated_rows(pred_image_map, pred.image)
+    scores = pred.scores if pred_rows.size == pred.scores.size else pred.scores[pred_rows]
     return Selection(
         images=tuple(images),
-        pred_of_image=tuple(pred_of_image),
+        pred_of_image=pred_of_image,
         gt_rows=gt_rows,
-        gt_image=gt_image_map[gt.image[gt_rows]],
+        gt_image=gt_image,
         pred_rows=pred_rows,
-        pred_image=pred_image_map[pred.image[pred_rows]],
-        scored=bool((~np.isnan(pred.scores[pred_rows])).any()),
+        pred_image=pred_image,
+        scored=bool((~np.isnan(scores)).any()),
         missing=missing,
         orphan=orphan,
         skipped=skipped,
     )
+
+
+def _evaluated_rows(image_map: IntArray, image: IntArray) -> tuple[IntArray, IntArray]:
+    """The rows (int64) of the boxes whose file's image is evaluated (``image_map`` of it
+    not -1), and that image of each (int64): each box's mapped once."""
+    if not image.size:
+        return image, image_map[image]
+    mapped = image_map[image]
+    rows = np.flatnonzero(mapped >= 0)
+    return rows, (mapped if rows.size == mapped.size else mapped[rows])
 
 
 def prepare_cells(
@@ -246,24 +278,22 @@ def _sort_predictions(
     fast = kernels(match_kernels.MODULE)
     by_score: IntArray
     p_order: IntArray
-    if fast is not None and not np.isnan(score).any():
+    if fast is not None and not np.isnan(score).any() and score.size < 2**31:
         by_score, p_order = match_kernels.score_cell_order(fast, score, image * n_k + label)
+        # Indices are held as int32 (half the memory of a large set); cells stay int64. The
+        # score order in terms of the sorted arrays, and each one's rank (its place in its
+        # cell's run: runs, not a table of every image x class, which 10,000 images of
+        # 50,000 classes make 4 GB), in the same pass.
+        rows_all, image_all, label_all, by_score, rank_all = match_kernels.sorted_cells(
+            fast, p_order, by_score, (rows, image, label)
+        )
     else:
         by_score = np.argsort(-score, kind="stable")
         p_order = _cell_score_order(image * n_k + label, score, by_score)
-    # Indices are held as int32 (half the memory of a large set); cells stay int64.
-    rows_all = rows[p_order].astype(np.int32)
-    # The score order in terms of the sorted arrays below.
-    sorted_place = np.empty(p_order.size, dtype=np.int32)
-    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
-    by_score = sorted_place[by_score]
-    del sorted_place
-    image_all = image[p_order].astype(np.int32)
-    label_all = label[p_order].astype(np.int32)
+        rows_all, image_all, label_all, by_score, rank_all = _sorted_cells(
+            p_order, by_score, rows, image, label
+        )
     del p_order
-    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
-    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
-    rank_all = _run_places(image_all, label_all)
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
     kept = rank_all < max_dets if max_dets is not None else np.ones_like(rank_all, bool)
@@ -280,6 +310,26 @@ def _sort_predictions(
     # The score order of the kept predictions, as indices among them.
     kept_place = np.cumsum(kept, dtype=np.int64) - 1
     return found, kept_place[by_score[kept[by_score]]].astype(np.int32)
+
+
+def _sorted_cells(
+    p_order: IntArray, by_score: IntArray, rows: IntArray, image: IntArray, label: IntArray
+) -> tuple[Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]:
+    """The predictions' rows, images and labels in ``p_order`` (int32), the score order
+    ``by_score`` as places among them, and each one's rank in its image-class (what the
+    compiled ``sorted_cells`` gives in one pass)."""
+    # Indices are held as int32 (half the memory of a large set); cells stay int64.
+    rows_all = rows[p_order].astype(np.int32)
+    # The score order in terms of the sorted arrays below.
+    sorted_place = np.empty(p_order.size, dtype=np.int32)
+    sorted_place[p_order] = np.arange(p_order.size, dtype=np.int32)
+    by_score = sorted_place[by_score]
+    del sorted_place
+    image_all = image[p_order].astype(np.int32)
+    label_all = label[p_order].astype(np.int32)
+    # A prediction's rank: its place in its cell's run (the cells are sorted). Runs, not a
+    # table of every image x class, which 10,000 images of 50,000 classes make 4 GB.
+    return rows_all, image_all, label_all, by_score, _run_places(image_all, label_all)
 
 
 def _run_places(image: Int32Array, label: Int32Array) -> Int32Array:

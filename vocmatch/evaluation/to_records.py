@@ -88,6 +88,9 @@ class Asked:
             score although the records are to be joined: records that all keep theirs
             are joined with their rankings merged, not ranked again
             (:meth:`MatchRecords.taken_in_key_order`).
+        orphans: Given the paths of the prediction files without ground truth
+            (:attr:`~vocmatch.evaluation.stage_inputs.Selection.orphan`) once the images are
+            selected, so that they are found once.
     """
 
     whole_run: bool = False
@@ -97,6 +100,7 @@ class Asked:
     slices: tuple[SliceSpec, ...] = ()
     calibration: bool = False
     ranked: bool = False
+    orphans: Callable[[tuple[str, ...]], None] | None = None
 
 
 def match_records(
@@ -146,6 +150,8 @@ def match_records(
 
         pred, removed = prepare_columns(pred, preparation)
     selection = stages.select_images(gt, pred, drop_difficult=conv.difficult == "drop")
+    if asked.orphans is not None:
+        asked.orphans(selection.orphan)
     if asked.whole_run:
         check_thresholds(score_thresholds, selection.scored, int(selection.pred_rows.size))
     notes = _note_counts(gt, pred, selection, tuple(sorted(used)))
@@ -153,8 +159,11 @@ def match_records(
     # reading's predictions are kept, and the unscored one's counts and asked-for parts.
     both = not selection.scored and not asked.whole_run
     scored = selection.scored
-    keys = tuple(gt.keys[i] for i in selection.images)
-    gt_paths = tuple(gt.paths[i] for i in selection.images)
+    if len(selection.images) == len(gt.keys):  # every file's image (they are in order)
+        keys, gt_paths = gt.keys, gt.paths
+    else:
+        keys = tuple(map(gt.keys.__getitem__, selection.images))
+        gt_paths = tuple(map(gt.paths.__getitem__, selection.images))
     pred_paths = tuple(None if q is None else pred.paths[q] for q in selection.pred_of_image)
     second = None
     if both:
@@ -593,9 +602,9 @@ def _note_counts(
 ) -> NoteCounts:
     """The notes' ingredients of the selected images."""
     gt_rows, pred_rows = selection.gt_rows, selection.pred_rows
-    unscored_rows = pred_rows[np.isnan(pred.scores[pred_rows])]
-    gt_odd = gt_rows[stages.suspicious_boxes(gt.boxes, None)[gt_rows]]
-    pred_odd = pred_rows[stages.suspicious_boxes(pred.boxes, pred.scores)[pred_rows]]
+    unscored_rows = _rows_where(np.isnan(pred.scores), pred_rows)
+    gt_odd = _rows_where(stages.suspicious_boxes(gt.boxes, None), gt_rows)
+    pred_odd = _rows_where(stages.suspicious_boxes(pred.boxes, pred.scores), pred_rows)
     odd = odd_value_counts(
         [*gt.paths, *pred.paths],
         np.concatenate([gt.image[gt_odd], len(gt.paths) + pred.image[pred_odd]]),
@@ -613,8 +622,21 @@ def _note_counts(
     )
 
 
+def _rows_where(
+    flags: BoolArray, rows: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.integer[Any]]:
+    """The rows among ``rows`` (sorted, distinct) whose flag is set: where ``rows`` are all
+    of them (the usual case), the flags' own rows, without a gather."""
+    if rows.size == flags.size:
+        return np.flatnonzero(flags)
+    found: npt.NDArray[np.integer[Any]] = rows[flags[rows]]
+    return found
+
+
 def _shapes_evaluated(gt: ColumnSet, pred: ColumnSet, selection: Selection) -> int:
     """Rotated boxes and polygons among the evaluated boxes."""
+    if not gt.shapes and not pred.shapes:
+        return 0
     gt_evaluated = np.zeros(gt.image.size, dtype=bool)
     gt_evaluated[selection.gt_rows] = True
     pred_evaluated = np.zeros(pred.image.size, dtype=bool)
