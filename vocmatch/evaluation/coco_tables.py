@@ -9,7 +9,7 @@ run that reports no COCO numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -19,7 +19,13 @@ import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS
 
-__all__ = ["MAX_DETS", "CocoHits", "CocoTables", "coco_accumulate_sparse"]
+__all__ = [
+    "MAX_DETS",
+    "THREADED_PREDICTIONS",
+    "CocoHits",
+    "CocoTables",
+    "coco_accumulate_sparse",
+]
 
 #: pycocotools' maxDets.
 MAX_DETS = (1, 10, 100)
@@ -195,12 +201,66 @@ class CocoTables:
         np.cumsum(sizes, out=starts[1:])
         rows = np.concatenate([np.zeros(0, np.int64), *(rows for rows, _ in rankings)])
         rank = np.concatenate([np.zeros(0, np.int64), *(rank for _, rank in rankings)])
+        rows, rank = rows.astype(np.int64, copy=False), rank.astype(np.int64, copy=False)
+        n_gt = np.ascontiguousarray(coco_gt, dtype=np.int64).reshape(n_k, n_a)
         precision = np.zeros((n_k, n_a, n_t, COCO_RECALL_THRESHOLDS.size, len(MAX_DETS)))
         recall = np.zeros((n_k, n_a, n_t, len(MAX_DETS)))
-        kernel.coco_accumulate(
-            rows.astype(np.int64, copy=False), rank.astype(np.int64, copy=False), starts,
-            np.ascontiguousarray(coco_gt, dtype=np.int64).reshape(n_k, n_a),
-            COCO_RECALL_THRESHOLDS, np.asarray(MAX_DETS, dtype=np.int64), area, matched,
-            ignored, n_t, n_a, float(np.spacing(1)), precision, recall,
-        )  # fmt: skip
+        max_dets = np.asarray(MAX_DETS, dtype=np.int64)
+        eps = float(np.spacing(1))
+
+        def accumulate(low: int, high: int) -> None:
+            """Classes ``low`` to ``high`` (the kernel leaves the GIL while it computes)."""
+            first, last = int(starts[low]), int(starts[high])
+            kernel.coco_accumulate(
+                rows[first:last], rank[first:last], starts[low : high + 1] - first,
+                n_gt[low:high], COCO_RECALL_THRESHOLDS, max_dets, area, matched, ignored,
+                n_t, n_a, eps, precision[low:high], recall[low:high],
+            )  # fmt: skip
+
+        middle = _middle_class(starts)
+        if middle is None:
+            accumulate(0, n_k)
+        else:
+            _in_two_threads(lambda: accumulate(0, middle), lambda: accumulate(middle, n_k))
         return cls(precision, recall)
+
+
+#: Predictions (over every class) from which the kernel's classes are accumulated in two
+#: threads: below, a thread costs more than it saves.
+THREADED_PREDICTIONS = 200_000
+
+
+def _middle_class(starts: IntArray) -> int | None:
+    """The class that splits the predictions (``starts``: each class's first, then their
+    count) about in half, when there are enough of them and two cores to share; else
+    None."""
+    from vocmatch.readers.workers import available_cores
+
+    total = int(starts[-1])
+    if total < THREADED_PREDICTIONS or starts.size < 3 or available_cores() < 2:
+        return None
+    middle = int(np.searchsorted(starts, total // 2))
+    return min(max(middle, 1), starts.size - 2)
+
+
+def _in_two_threads(first: Callable[[], None], second: Callable[[], None]) -> None:
+    """``first()`` here while ``second()`` runs in another thread; the first error of either
+    raised here, once both have ended."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            second()
+        except BaseException as error:  # raised here, in the caller's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, name="vocmatch-coco-tables")
+    thread.start()
+    try:
+        first()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
