@@ -1,6 +1,7 @@
-"""The compiled COCO accumulation of many predictions shares its classes between two threads
-(:class:`~vocmatch.evaluation.coco_tables.CocoTables`): the same tables to the bit as one
-call over every class, and an error of either thread raised once, in the caller's."""
+"""The compiled COCO accumulation's tables made a chunk of classes ahead in a thread
+(:class:`~vocmatch.evaluation.coco_tables.TablesAhead`): the same tables to the bit as one
+call over every class, at most two chunks' tables at once, an error raised once in the
+caller's thread, and no thread left running once the block ends."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import vocmatch.evaluation.coco_tables as coco_tables
-import vocmatch.readers.workers as workers
 from tests.evaluation.test_fastaccumulate import flag_sets
 from vocmatch.compiled import kernels
-from vocmatch.evaluation.coco_tables import CocoTables
+from vocmatch.evaluation.coco_tables import CocoTables, TablesAhead
 
 
 @pytest.fixture(scope="module")
@@ -27,27 +27,30 @@ def kernel() -> ModuleType:
     return module
 
 
-def _tables(kernel: ModuleType, case: dict[str, Any], threaded: int) -> CocoTables:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(coco_tables, "THREADED_PREDICTIONS", threaded)
-        patch.setattr(workers, "available_cores", lambda: 2)
-        return CocoTables.of(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
+def _ahead(kernel: ModuleType, case: dict[str, Any], chunk: int) -> TablesAhead:
+    return TablesAhead(
+        kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], chunk
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(flag_sets())
-def test_two_threads_give_one_call_s_tables_bit_for_bit(
-    kernel: ModuleType, case: dict[str, Any]
+@given(case=flag_sets(), chunk=st.integers(0, 5))
+def test_chunks_made_ahead_are_one_call_s_tables_bit_for_bit(
+    kernel: ModuleType, case: dict[str, Any], chunk: int
 ) -> None:
-    whole = _tables(kernel, case, 10**12)
-    shared = _tables(kernel, case, 0)
-    assert shared.precision.tobytes() == whole.precision.tobytes()
-    assert shared.recall.tobytes() == whole.recall.tobytes()
+    whole = CocoTables.of(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
+    with _ahead(kernel, case, chunk) as ahead:
+        assert ahead.chunk == max(1, chunk)
+        for first in range(0, len(case["rankings"]), ahead.chunk):
+            tables = ahead.tables(first)
+            last = first + ahead.chunk
+            assert tables.precision.tobytes() == whole.precision[first:last].tobytes()
+            assert tables.recall.tobytes() == whole.recall[first:last].tobytes()
 
 
-def _case(sizes: list[int], n_t: int = 2) -> dict[str, Any]:
-    """Classes of ``sizes`` predictions, each matched at the first threshold, in the one
-    area range."""
+def _case(sizes: list[int]) -> dict[str, Any]:
+    """Classes of ``sizes`` predictions, each matched at the first of two thresholds, in
+    the one area range."""
     n_pred = sum(sizes)
     starts = np.cumsum([0, *sizes])
     return {
@@ -58,59 +61,54 @@ def _case(sizes: list[int], n_t: int = 2) -> dict[str, Any]:
         "flags": (np.ones(n_pred, np.uint8), np.ones((n_pred, 1), np.uint8),
                   np.zeros((n_pred, 1), np.uint8)),  # fmt: skip
         "n_gt": np.full((len(sizes), 1), 5, np.int64),
-        "n_t": n_t,
+        "n_t": 2,
     }
 
 
-@pytest.mark.parametrize(
-    ("sizes", "threaded", "cores", "threads"),
-    [
-        pytest.param([3, 4, 5], 10, 2, 1, id="two-cores-many-predictions"),
-        pytest.param([3, 4, 5], 13, 2, 0, id="few-predictions"),
-        pytest.param([3, 4, 5], 10, 1, 0, id="one-core"),
-        pytest.param([12], 10, 2, 0, id="one-class"),
-        pytest.param([], 0, 2, 0, id="no-class"),
-    ],
-)
-def test_a_thread_only_for_many_predictions_on_two_cores(
-    kernel: ModuleType,
-    monkeypatch: pytest.MonkeyPatch,
-    sizes: list[int],
-    threaded: int,
-    cores: int,
-    threads: int,
+def test_one_chunk_is_made_ahead_of_the_one_read(
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started: list[str] = []
-    original = threading.Thread.start
+    """The first chunk is begun at once, each next one when the one before is asked for:
+    never more than two chunks' tables at once."""
+    events: list[tuple[str, int]] = []
+    original = CocoTables.of
 
-    def start(thread: threading.Thread) -> None:
-        started.append(thread.name)
-        original(thread)
+    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
+        events.append(("made", int(rankings[0][0][0])))  # the chunk's first row
+        return original(kernel, rankings, *args)
 
-    monkeypatch.setattr(threading.Thread, "start", start)
-    monkeypatch.setattr(coco_tables, "THREADED_PREDICTIONS", threaded)
-    monkeypatch.setattr(workers, "available_cores", lambda: cores)
-    case = _case(sizes)
-    tables = CocoTables.of(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
-    assert started == ["vocmatch-coco-tables"] * threads
-    whole = _tables(kernel, case, 10**12)
-    assert tables.precision.tobytes() == whole.precision.tobytes()
-    assert tables.recall.tobytes() == whole.recall.tobytes()
+    monkeypatch.setattr(CocoTables, "of", of)
+    case = _case([3, 4, 5, 6, 7])  # chunks of two classes begin at rows 0, 7 and 18
+    with _ahead(kernel, case, 2) as ahead:
+        for first in (0, 2, 4):
+            events.append(("asked", first))
+            assert ahead.tables(first).recall.shape[0] == min(2, 5 - first)
+    made = [e for e in events if e[0] == "made"]
+    assert made == [("made", 0), ("made", 7), ("made", 18)]
+    assert events.index(("made", 7)) > events.index(("asked", 0))
+    assert events.index(("made", 18)) > events.index(("asked", 2))
 
 
-@pytest.mark.parametrize("half", ["first", "second"])
-def test_an_error_in_either_half_is_raised_once_in_the_caller(
-    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch, half: str
+@pytest.mark.parametrize("bad", [0, 3], ids=["first-chunk", "last-chunk"])
+def test_an_error_is_raised_in_the_caller_and_no_thread_is_left(
+    kernel: ModuleType, bad: int
 ) -> None:
-    """A row out of range in either half: the kernel's ValueError, raised here after both
-    halves have ended (no thread left running)."""
-    monkeypatch.setattr(coco_tables, "THREADED_PREDICTIONS", 0)
-    monkeypatch.setattr(workers, "available_cores", lambda: 2)
+    """A row out of range in a chunk: the kernel's ValueError, raised where that chunk is
+    read; the block's end stops the thread."""
     case = _case([4, 4, 4, 4])
     rankings = list(case["rankings"])
-    k = 0 if half == "first" else 3
-    rankings[k] = (np.array([0, 1, 2, 99], np.int64), rankings[k][1])
-    before = threading.active_count()
-    with pytest.raises(ValueError, match="rows: out of range"):
-        CocoTables.of(kernel, rankings, case["flags"], case["n_gt"], case["n_t"])
-    assert threading.active_count() == before
+    rankings[bad] = (np.array([0, 1, 2, 99], np.int64), rankings[bad][1])
+    case["rankings"] = rankings
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(ValueError, match="rows: out of range"), _ahead(kernel, case, 2) as ahead:
+        for first in (0, 2):
+            ahead.tables(first)
+    assert {t.ident for t in threading.enumerate()} == before
+
+
+def test_a_block_left_early_stops_the_thread(kernel: ModuleType) -> None:
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(KeyboardInterrupt), _ahead(kernel, _case([5] * 8), 1) as ahead:
+        ahead.tables(0)
+        raise KeyboardInterrupt
+    assert {t.ident for t in threading.enumerate()} == before

@@ -9,23 +9,20 @@ run that reports no COCO numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS
 
-__all__ = [
-    "MAX_DETS",
-    "THREADED_PREDICTIONS",
-    "CocoHits",
-    "CocoTables",
-    "coco_accumulate_sparse",
-]
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+__all__ = ["MAX_DETS", "CocoHits", "CocoTables", "TablesAhead", "coco_accumulate_sparse"]
 
 #: pycocotools' maxDets.
 MAX_DETS = (1, 10, 100)
@@ -201,66 +198,77 @@ class CocoTables:
         np.cumsum(sizes, out=starts[1:])
         rows = np.concatenate([np.zeros(0, np.int64), *(rows for rows, _ in rankings)])
         rank = np.concatenate([np.zeros(0, np.int64), *(rank for _, rank in rankings)])
-        rows, rank = rows.astype(np.int64, copy=False), rank.astype(np.int64, copy=False)
-        n_gt = np.ascontiguousarray(coco_gt, dtype=np.int64).reshape(n_k, n_a)
         precision = np.zeros((n_k, n_a, n_t, COCO_RECALL_THRESHOLDS.size, len(MAX_DETS)))
         recall = np.zeros((n_k, n_a, n_t, len(MAX_DETS)))
-        max_dets = np.asarray(MAX_DETS, dtype=np.int64)
-        eps = float(np.spacing(1))
-
-        def accumulate(low: int, high: int) -> None:
-            """Classes ``low`` to ``high`` (the kernel leaves the GIL while it computes)."""
-            first, last = int(starts[low]), int(starts[high])
-            kernel.coco_accumulate(
-                rows[first:last], rank[first:last], starts[low : high + 1] - first,
-                n_gt[low:high], COCO_RECALL_THRESHOLDS, max_dets, area, matched, ignored,
-                n_t, n_a, eps, precision[low:high], recall[low:high],
-            )  # fmt: skip
-
-        middle = _middle_class(starts)
-        if middle is None:
-            accumulate(0, n_k)
-        else:
-            _in_two_threads(lambda: accumulate(0, middle), lambda: accumulate(middle, n_k))
+        kernel.coco_accumulate(
+            rows.astype(np.int64, copy=False), rank.astype(np.int64, copy=False), starts,
+            np.ascontiguousarray(coco_gt, dtype=np.int64).reshape(n_k, n_a),
+            COCO_RECALL_THRESHOLDS, np.asarray(MAX_DETS, dtype=np.int64), area, matched,
+            ignored, n_t, n_a, float(np.spacing(1)), precision, recall,
+        )  # fmt: skip
         return cls(precision, recall)
 
 
-#: Predictions (over every class) from which the kernel's classes are accumulated in two
-#: threads: below, a thread costs more than it saves.
-THREADED_PREDICTIONS = 200_000
+class TablesAhead:
+    """:class:`CocoTables` of every class a chunk of classes at a time, each chunk made by
+    the compiled kernel in a thread while the caller reads the chunk before it, or does other
+    work (the kernel leaves the GIL): at most two chunks' tables are held at once.
 
+    Use it as a context manager: the thread ends with the block, chunks not begun dropped.
 
-def _middle_class(starts: IntArray) -> int | None:
-    """The class that splits the predictions (``starts``: each class's first, then their
-    count) about in half, when there are enough of them and two cores to share; else
-    None."""
-    from vocmatch.readers.workers import available_cores
+    Attributes:
+        rankings: Each class's predictions in its ranking, with their ranks.
+        chunk: Classes a chunk.
+    """
 
-    total = int(starts[-1])
-    if total < THREADED_PREDICTIONS or starts.size < 3 or available_cores() < 2:
-        return None
-    middle = int(np.searchsorted(starts, total // 2))
-    return min(max(middle, 1), starts.size - 2)
+    def __init__(
+        self,
+        kernel: ModuleType,
+        rankings: Sequence[tuple[IntArray, IntArray]],
+        flags: tuple[IntArray, IntArray, IntArray],
+        coco_gt: IntArray,
+        n_t: int,
+        chunk: int,
+    ) -> None:
+        """Begin the first chunk's tables (arguments as :meth:`CocoTables.of`'s; ``chunk``:
+        classes a chunk, at least one)."""
+        from concurrent.futures import ThreadPoolExecutor
 
+        self.rankings = rankings
+        self.chunk = max(1, chunk)
+        area, matched, ignored = (np.ascontiguousarray(flag) for flag in flags)
+        self._made = (kernel, (area, matched, ignored), coco_gt, n_t)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-coco-tables")
+        self._pending: dict[int, Future[CocoTables]] = {}
+        self._begin(0)
 
-def _in_two_threads(first: Callable[[], None], second: Callable[[], None]) -> None:
-    """``first()`` here while ``second()`` runs in another thread; the first error of either
-    raised here, once both have ended."""
-    import threading
+    def _begin(self, first: int) -> None:
+        if first >= len(self.rankings) or first in self._pending:
+            return
+        kernel, flags, coco_gt, n_t = self._made
+        last = first + self.chunk
+        self._pending[first] = self._pool.submit(
+            CocoTables.of, kernel, self.rankings[first:last], flags, coco_gt[first:last], n_t
+        )
 
-    errors: list[BaseException] = []
+    def tables(self, first: int) -> CocoTables:
+        """The tables of the chunk whose first class is ``first`` (a multiple of
+        :attr:`chunk`), the next chunk begun meanwhile.
 
-    def run() -> None:
-        try:
-            second()
-        except BaseException as error:  # raised here, in the caller's thread
-            errors.append(error)
+        Raises:
+            ValueError: The kernel refused its arguments.
+        """
+        self._begin(first)
+        future = self._pending.pop(first)
+        self._begin(first + self.chunk)
+        return future.result()
 
-    thread = threading.Thread(target=run, name="vocmatch-coco-tables")
-    thread.start()
-    try:
-        first()
-    finally:
-        thread.join()
-    if errors:
-        raise errors[0]
+    def close(self) -> None:
+        """Drop the chunks not begun and wait for the one being made."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> TablesAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
