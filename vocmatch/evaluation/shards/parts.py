@@ -33,7 +33,7 @@ import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
@@ -73,6 +73,7 @@ __all__ = [
     "read_part",
     "run_parts",
     "split_parts",
+    "unpickled_part_records",
 ]
 
 R = TypeVar("R")
@@ -177,6 +178,23 @@ class PartRecords:
     orphans: tuple[tuple[str, str], ...]
     counts: ReadCounts = dataclasses.field(default_factory=ReadCounts)
     scores: ScoreCounts = dataclasses.field(default_factory=ScoreCounts)
+
+    def __reduce__(self) -> tuple[Callable[..., PartRecords], tuple[object, ...]]:
+        """Pickled (by the process pool, back to the main process) with the records' widest
+        integer arrays narrowed where they fit
+        (:mod:`~vocmatch.evaluation.shards.narrowed_records`): the same records once
+        unpickled, in fewer bytes."""
+        from vocmatch.evaluation.shards.narrowed_records import narrowed
+
+        fields = (self.gt_skipped, self.pred_skipped, self.orphans, self.counts, self.scores)
+        return unpickled_part_records, (narrowed(self.records), *fields)
+
+
+def unpickled_part_records(records: MatchRecords, *fields: Any) -> PartRecords:
+    """A :class:`PartRecords` as pickled: its records' narrowed arrays widened again."""
+    from vocmatch.evaluation.shards.narrowed_records import widened
+
+    return PartRecords(widened(records), *fields)
 
 
 def split_parts(
