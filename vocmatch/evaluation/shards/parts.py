@@ -28,6 +28,7 @@ the same code.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import sys
 from bisect import bisect_left
@@ -639,7 +640,9 @@ def gathered_parts(
     results.clear()
     records = MatchRecords.taken_in_key_order(taken, options.conventions)
     check_images(records.keys, expected)
-    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    pred_keys = _sorted_keys(
+        [k for k, _ in listing.pred.files], {s.key for s in pred_skipped if s.key}
+    )
     unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
     return GatheredParts(
         records,
@@ -650,6 +653,14 @@ def gathered_parts(
         listing,
         counts,
         tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
-        tuple(sorted(pred_keys)),
+        pred_keys,
         scores,
     )
+
+
+def _sorted_keys(listed: list[str], others: set[str]) -> tuple[str, ...]:
+    """The keys of a listing (sorted, as listed, unless told otherwise) and ``others``,
+    sorted, each once."""
+    if not others and all(map(operator.lt, listed, listed[1:])):
+        return tuple(listed)
+    return tuple(sorted({*listed, *others}))
