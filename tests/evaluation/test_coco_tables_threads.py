@@ -5,6 +5,7 @@ caller's thread, and no thread left running once the block ends."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from types import ModuleType
 from typing import Any
@@ -28,9 +29,7 @@ def kernel() -> ModuleType:
 
 
 def _ahead(kernel: ModuleType, case: dict[str, Any], chunk: int) -> TablesAhead:
-    return TablesAhead(
-        kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], chunk
-    )
+    return TablesAhead(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], chunk)
 
 
 @settings(max_examples=300, deadline=None)
@@ -53,13 +52,17 @@ def _case(sizes: list[int]) -> dict[str, Any]:
     the one area range."""
     n_pred = sum(sizes)
     starts = np.cumsum([0, *sizes])
+    flags = (
+        np.ones(n_pred, np.uint8),
+        np.ones((n_pred, 1), np.uint8),
+        np.zeros((n_pred, 1), np.uint8),
+    )
     return {
         "rankings": [
             (np.arange(low, high, dtype=np.int64), np.zeros(high - low, np.int64))
-            for low, high in zip(starts[:-1], starts[1:], strict=True)
+            for low, high in itertools.pairwise(starts)
         ],
-        "flags": (np.ones(n_pred, np.uint8), np.ones((n_pred, 1), np.uint8),
-                  np.zeros((n_pred, 1), np.uint8)),  # fmt: skip
+        "flags": flags,
         "n_gt": np.full((len(sizes), 1), 5, np.int64),
         "n_t": 2,
     }

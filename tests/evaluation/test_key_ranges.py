@@ -4,6 +4,8 @@ files a part, none empty, so that the parts' records joined in part order are in
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,13 +24,15 @@ def _check(gt: Files, pred: Files, parts: int, shares: tuple[Part, ...]) -> None
     """Every file once, in key order part after part; parts numbered 1..N of N, none empty;
     a key's files (of both sides) in one part."""
     assert 1 <= len(shares) <= parts
-    assert [(p.index, p.count) for p in shares] == [(k + 1, len(shares)) for k in range(len(shares))]
+    assert [(p.index, p.count) for p in shares] == [
+        (k + 1, len(shares)) for k in range(len(shares))
+    ]
     assert [f for p in shares for f in p.gt_files] == sorted(gt)
     assert [f for p in shares for f in p.pred_files] == sorted(pred)
     if gt or pred:
         assert all(p.file_count() for p in shares)
     keys = [sorted({k for k, _ in (*p.gt_files, *p.pred_files)}) for p in shares]
-    for before, after in zip(keys, keys[1:], strict=False):
+    for before, after in itertools.pairwise(keys):
         assert before[-1] < after[0]
 
 

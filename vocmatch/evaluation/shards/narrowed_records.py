@@ -38,8 +38,9 @@ def _widen(values: IntArray) -> IntArray:
     return values.astype(np.int64) if values.dtype == np.int32 else values
 
 
-def _mapped(records: MatchRecords, change: Callable[[IntArray], IntArray]) -> MatchRecords:
-    """The records with ``change`` applied to the cells' arrays and the counts' values."""
+def _mapped(records: MatchRecords, change: Callable[[IntArray], Any]) -> MatchRecords:
+    """The records with ``change`` applied to the cells' arrays and the counts' values
+    (typed int64: narrowed, they are int32 only on their way through the pipe)."""
     cells = records.gt_cells
     if cells is not None:
         cells = GtCells(change(cells.image), change(cells.label), change(cells.counting),

@@ -267,7 +267,9 @@ def _first_key_from(
     return min(found, default=None)
 
 
-def _first_at(side: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]], place: float) -> int:
+def _first_at(
+    side: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]], place: float
+) -> int:
     """The first file of ``side`` whose key at least ``place`` files of both sides come
     before (``len(side)`` if none)."""
     low, high = 0, len(side)
