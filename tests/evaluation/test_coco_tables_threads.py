@@ -15,8 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.evaluation.test_fastaccumulate import flag_sets
+import vocmatch.readers.workers as workers
+from tests.evaluation.test_fastaccumulate import assert_same_bits, both_engines, flag_sets
+from tests.oracle import random_dataset
 from vocmatch.compiled import kernels
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation import from_records
 from vocmatch.evaluation.coco_tables import CocoTables, TablesAhead
 
 
@@ -28,18 +32,20 @@ def kernel() -> ModuleType:
     return module
 
 
-def _ahead(kernel: ModuleType, case: dict[str, Any], chunk: int) -> TablesAhead:
-    return TablesAhead(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], chunk)
+def _ahead(kernel: ModuleType, case: dict[str, Any], chunk: int, threads: int = 1) -> TablesAhead:
+    return TablesAhead(
+        kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], chunk, threads
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=flag_sets(), chunk=st.integers(0, 5))
+@given(case=flag_sets(), chunk=st.integers(0, 5), threads=st.integers(0, 3))
 def test_chunks_made_ahead_are_one_call_s_tables_bit_for_bit(
-    kernel: ModuleType, case: dict[str, Any], chunk: int
+    kernel: ModuleType, case: dict[str, Any], chunk: int, threads: int
 ) -> None:
     whole = CocoTables.of(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
-    with _ahead(kernel, case, chunk) as ahead:
-        assert ahead.chunk == max(1, chunk)
+    with _ahead(kernel, case, chunk, threads) as ahead:
+        assert (ahead.chunk, ahead.threads) == (max(1, chunk), max(1, threads))
         for first in range(0, len(case["rankings"]), ahead.chunk):
             tables = ahead.tables(first)
             last = first + ahead.chunk
@@ -92,6 +98,33 @@ def test_one_chunk_is_made_ahead_of_the_one_read(
     assert events.index(("made", 18)) > events.index(("asked", 2))
 
 
+def test_two_threads_make_two_chunks_ahead(
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two threads the first two chunks are begun at once, each next one when the one
+    two chunks before is asked for."""
+    events: list[tuple[str, int]] = []
+    original = CocoTables.of
+    lock = threading.Lock()
+
+    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
+        with lock:
+            events.append(("made", int(rankings[0][0][0])))
+        return original(kernel, rankings, *args)
+
+    monkeypatch.setattr(CocoTables, "of", of)
+    case = _case([3, 4, 5, 6, 7])  # chunks of one class begin at rows 0, 3, 7, 12 and 18
+    with _ahead(kernel, case, 1, threads=2) as ahead:
+        for first in range(5):
+            with lock:
+                events.append(("asked", first))
+            assert ahead.tables(first).recall.shape[0] == 1
+    made = sorted(row for what, row in events if what == "made")
+    assert made == [0, 3, 7, 12, 18]
+    for row, asked in ((7, 0), (12, 1), (18, 2)):
+        assert events.index(("made", row)) > events.index(("asked", asked))
+
+
 @pytest.mark.parametrize("bad", [0, 3], ids=["first-chunk", "last-chunk"])
 def test_an_error_is_raised_in_the_caller_and_no_thread_is_left(
     kernel: ModuleType, bad: int
@@ -115,3 +148,17 @@ def test_a_block_left_early_stops_the_thread(kernel: ModuleType) -> None:
         ahead.tables(0)
         raise KeyboardInterrupt
     assert {t.ident for t in threading.enumerate()} == before
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize("seed", [3, 7])
+def test_an_evaluation_with_two_threads_is_the_numpy_one_bit_for_bit(
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch, cores: int, seed: int
+) -> None:
+    """Every prediction counted as many (two threads where two cores are, chunks of a
+    quarter of the classes): the numbers of the numpy accumulation, to the bit."""
+    monkeypatch.setattr(from_records, "THREADED_PREDICTIONS", 0)
+    monkeypatch.setattr(workers, "available_cores", lambda: cores)
+    gt, pred = random_dataset(seed, images=25, classes=tuple("abcdefgh"))
+    reference, compiled = both_engines(monkeypatch, gt, pred, protocol("coco"))
+    assert_same_bits(reference, compiled)

@@ -211,14 +211,16 @@ class CocoTables:
 
 class TablesAhead:
     """:class:`CocoTables` of every class a chunk of classes at a time, each chunk made by
-    the compiled kernel in a thread while the caller reads the chunk before it, or does other
-    work (the kernel leaves the GIL): at most two chunks' tables are held at once.
+    the compiled kernel in a thread while the caller reads the chunks before it, or does
+    other work (the kernel leaves the GIL): with ``threads`` threads, that many chunks are
+    made at once, and at most one more is held (the one being read).
 
-    Use it as a context manager: the thread ends with the block, chunks not begun dropped.
+    Use it as a context manager: the threads end with the block, chunks not begun dropped.
 
     Attributes:
         rankings: Each class's predictions in its ranking, with their ranks.
         chunk: Classes a chunk.
+        threads: Chunks made at once.
     """
 
     def __init__(
@@ -229,18 +231,21 @@ class TablesAhead:
         coco_gt: IntArray,
         n_t: int,
         chunk: int,
+        threads: int = 1,
     ) -> None:
-        """Begin the first chunk's tables (arguments as :meth:`CocoTables.of`'s; ``chunk``:
-        classes a chunk, at least one)."""
+        """Begin the first chunks' tables (arguments as :meth:`CocoTables.of`'s; ``chunk``:
+        classes a chunk, at least one; ``threads``: at least one)."""
         from concurrent.futures import ThreadPoolExecutor
 
         self.rankings = rankings
         self.chunk = max(1, chunk)
+        self.threads = max(1, threads)
         area, matched, ignored = (np.ascontiguousarray(flag) for flag in flags)
         self._made = (kernel, (area, matched, ignored), coco_gt, n_t)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-coco-tables")
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="vocmatch-coco-tables")
         self._pending: dict[int, Future[CocoTables]] = {}
-        self._begin(0)
+        for j in range(self.threads):
+            self._begin(j * self.chunk)
 
     def _begin(self, first: int) -> None:
         if first >= len(self.rankings) or first in self._pending:
@@ -253,18 +258,18 @@ class TablesAhead:
 
     def tables(self, first: int) -> CocoTables:
         """The tables of the chunk whose first class is ``first`` (a multiple of
-        :attr:`chunk`), the next chunk begun meanwhile.
+        :attr:`chunk`), the chunk :attr:`threads` chunks on begun meanwhile.
 
         Raises:
             ValueError: The kernel refused its arguments.
         """
         self._begin(first)
         future = self._pending.pop(first)
-        self._begin(first + self.chunk)
+        self._begin(first + self.threads * self.chunk)
         return future.result()
 
     def close(self) -> None:
-        """Drop the chunks not begun and wait for the one being made."""
+        """Drop the chunks not begun and wait for those being made."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> TablesAhead:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COCO_TABLE_VALUES",
+    "THREADED_PREDICTIONS",
     "Findings",
     "class_rankings",
     "evaluation_of",
@@ -175,6 +176,10 @@ def _classes(
 #: accumulated in chunks of at most this many precision values (one class at least).
 COCO_TABLE_VALUES = 1 << 21
 
+#: Kept predictions from which the compiled accumulation's chunks of classes are made by
+#: two threads at once (where two cores are): fewer cost less than a thread saves.
+THREADED_PREDICTIONS = 200_000
+
 
 @dataclass(frozen=True, slots=True)
 class _Accumulated:
@@ -196,13 +201,20 @@ def _tables_ahead(records: MatchRecords, conv: Conventions) -> TablesAhead | Non
     if kernel is None:
         return None
     from vocmatch.evaluation.coco_tables import TablesAhead
+    from vocmatch.readers.workers import available_cores
 
-    # Classes a chunk at a time, so that the tables stay small whatever the classes.
+    # Classes a chunk at a time, so that the tables stay small whatever the classes; many
+    # predictions in two threads where there are two cores, a few chunks each.
     per_class = len(COCO_AREAS) * len(conv.ap_thresholds) * 101 * 3
+    chunk = COCO_TABLE_VALUES // per_class
     preds = records.preds
+    n_k = len(records.class_names)
+    threads = 2 if preds.label.size >= THREADED_PREDICTIONS and available_cores() > 1 else 1
+    if threads > 1:
+        chunk = min(chunk, -(-n_k // (2 * threads)))
     return TablesAhead(
         kernel, list(class_rankings(records)), (preds.area, preds.coco_matched, preds.coco_ignored),
-        records.coco_gt, len(conv.ap_thresholds), COCO_TABLE_VALUES // per_class,
+        records.coco_gt, len(conv.ap_thresholds), chunk, threads,
     )  # fmt: skip
 
 
