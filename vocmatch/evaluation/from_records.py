@@ -271,7 +271,9 @@ def _accumulated(
                     precision, recall = tables.precision[k - first, a], tables.recall[k - first, a]
                 summary.add(a, precision, recall)
                 if a == 0:
-                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
+                    # One reduction over the recall levels of every threshold: each row
+                    # summed as np.mean sums one (pairwise, the same bits).
+                    coco_ap = precision[:n_t, :, 2].mean(axis=1).tolist()
         if n_class_gt[k] > 0 and ultralytics is None:
             if reusable and coco_ap is not None:
                 ap_values[k] = coco_ap
