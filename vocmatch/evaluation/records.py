@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -255,9 +256,9 @@ class MatchRecords:
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
         return MatchRecords(
-            keys=tuple(k for p in parts for k in p.keys),
-            gt_paths=tuple(k for p in parts for k in p.gt_paths),
-            pred_paths=tuple(k for p in parts for k in p.pred_paths),
+            keys=tuple(chain.from_iterable(p.keys for p in parts)),
+            gt_paths=tuple(chain.from_iterable(p.gt_paths for p in parts)),
+            pred_paths=tuple(chain.from_iterable(p.pred_paths for p in parts)),
             class_names=names,
             preds=_join_preds([p.preds for p in parts], remaps),
             counts=_join_counts([p.counts for p in parts], remaps, len(names)),
