@@ -506,14 +506,22 @@ def test_a_killed_worker_costs_no_part(
 @pytest.mark.parametrize(
     "slices", [(), slice_specs(["size"])], ids=["no-slices", "slices-and-calibration"]
 )
+@pytest.mark.parametrize("ranges", [False, True], ids=["every-nth-key", "key-ranges"])
 def test_merged_rankings_are_those_of_the_joined_records(
-    generated: Path, tmp_path: Path, parts: int, unscored: int, slices: tuple[SliceSpec, ...]
+    generated: Path,
+    tmp_path: Path,
+    parts: int,
+    unscored: int,
+    slices: tuple[SliceSpec, ...],
+    ranges: bool,
 ) -> None:
     """Each class's ranking merged from the parts' (equal scores from several parts in
-    image order, predictions without a score last) is the one the joined records give."""
+    image order, predictions without a score last) is the one the joined records give,
+    parts of every n-th key (joined, then put in key order) or of consecutive keys (in key
+    order as joined)."""
     from vocmatch.evaluation.from_records import class_rankings
     from vocmatch.evaluation.records import MatchRecords
-    from vocmatch.evaluation.shards.parts import split_parts
+    from vocmatch.evaluation.shards.parts import key_ranges, split_parts
 
     gt, pred = _copy(generated, tmp_path)
     _tied(gt, pred)
@@ -523,7 +531,8 @@ def test_merged_rankings_are_those_of_the_joined_records(
     options = PartOptions(
         vocmatch.Evaluator("coco").conventions, slices=slices, calibration=bool(slices)
     )
-    shares = split_parts(listing.gt.files, listing.pred.files, parts)
+    split = key_ranges if ranges else split_parts
+    shares = split(listing.gt.files, listing.pred.files, parts)
     found = [r for r in (part_records(share, options).records for share in shares) if r]
     # A part whose predictions all lack a score keeps no ranking: the joined records are
     # then ranked again (150 parts of one image each, every fourth unscored).

@@ -12,14 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.ap import COCO_RECALL_THRESHOLDS
 
-__all__ = ["MAX_DETS", "CocoHits", "CocoTables", "coco_accumulate_sparse"]
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+__all__ = ["MAX_DETS", "CocoHits", "CocoTables", "TablesAhead", "coco_accumulate_sparse"]
 
 #: pycocotools' maxDets.
 MAX_DETS = (1, 10, 100)
@@ -204,3 +207,73 @@ class CocoTables:
             ignored, n_t, n_a, float(np.spacing(1)), precision, recall,
         )  # fmt: skip
         return cls(precision, recall)
+
+
+class TablesAhead:
+    """:class:`CocoTables` of every class a chunk of classes at a time, each chunk made by
+    the compiled kernel in a thread while the caller reads the chunks before it, or does
+    other work (the kernel leaves the GIL): with ``threads`` threads, that many chunks are
+    made at once, and at most one more is held (the one being read).
+
+    Use it as a context manager: the threads end with the block, chunks not begun dropped.
+
+    Attributes:
+        rankings: Each class's predictions in its ranking, with their ranks.
+        chunk: Classes a chunk.
+        threads: Chunks made at once.
+    """
+
+    def __init__(
+        self,
+        kernel: ModuleType,
+        rankings: Sequence[tuple[IntArray, IntArray]],
+        flags: tuple[IntArray, IntArray, IntArray],
+        coco_gt: IntArray,
+        n_t: int,
+        chunk: int,
+        threads: int = 1,
+    ) -> None:
+        """Begin the first chunks' tables (arguments as :meth:`CocoTables.of`'s; ``chunk``:
+        classes a chunk, at least one; ``threads``: at least one)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.rankings = rankings
+        self.chunk = max(1, chunk)
+        self.threads = max(1, threads)
+        area, matched, ignored = (np.ascontiguousarray(flag) for flag in flags)
+        self._made = (kernel, (area, matched, ignored), coco_gt, n_t)
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="vocmatch-coco-tables")
+        self._pending: dict[int, Future[CocoTables]] = {}
+        for j in range(self.threads):
+            self._begin(j * self.chunk)
+
+    def _begin(self, first: int) -> None:
+        if first >= len(self.rankings) or first in self._pending:
+            return
+        kernel, flags, coco_gt, n_t = self._made
+        last = first + self.chunk
+        self._pending[first] = self._pool.submit(
+            CocoTables.of, kernel, self.rankings[first:last], flags, coco_gt[first:last], n_t
+        )
+
+    def tables(self, first: int) -> CocoTables:
+        """The tables of the chunk whose first class is ``first`` (a multiple of
+        :attr:`chunk`), the chunk :attr:`threads` chunks on begun meanwhile.
+
+        Raises:
+            ValueError: The kernel refused its arguments.
+        """
+        self._begin(first)
+        future = self._pending.pop(first)
+        self._begin(first + self.threads * self.chunk)
+        return future.result()
+
+    def close(self) -> None:
+        """Drop the chunks not begun and wait for those being made."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> TablesAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -53,10 +53,12 @@ from vocmatch.evaluation.summary_kernels import class_ap
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.coco_tables import CocoTables, TablesAhead
     from vocmatch.evaluation.summary_stats import CocoStats, UltralyticsStats
 
 __all__ = [
     "COCO_TABLE_VALUES",
+    "THREADED_PREDICTIONS",
     "Findings",
     "class_rankings",
     "evaluation_of",
@@ -111,7 +113,14 @@ def evaluation_of(
     scored = notes_in.scored
     check_thresholds(score_thresholds, scored, notes_in.preds)
     counts = records.counts if scored or records.unscored is None else records.unscored
-    classes, done = _classes(records, conv, counts)
+    ahead = _tables_ahead(records, conv)
+    try:
+        # Each image's result made while the kernel makes the first classes' COCO tables.
+        images = _image_results(records, counts, conv)
+        classes, done = _classes(records, conv, counts, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
     coco = done.coco
     findings = findings or Findings()
     notes = [
@@ -124,7 +133,7 @@ def evaluation_of(
     missing = tuple(k for k, p in zip(records.keys, records.pred_paths, strict=True) if p is None)
     skipped = tuple(sorted(findings.skipped, key=lambda s: (s.path, s.line or 0)))
     evaluation = finish(
-        conv, _image_results(records, counts, conv), classes, coco, skipped, missing,
+        conv, images, classes, coco, skipped, missing,
         findings.orphan_pred, notes, ultralytics=done.ultralytics,
     )  # fmt: skip
     return evaluation if records.removed is None else replace(evaluation, removed=records.removed)
@@ -143,16 +152,20 @@ def map_of(
 
 
 def _classes(
-    records: MatchRecords, conv: Conventions, counts: ImageCounts
+    records: MatchRecords,
+    conv: Conventions,
+    counts: ImageCounts,
+    ahead: TablesAhead | None = None,
 ) -> tuple[list[ClassResult], _Accumulated]:
-    """Each class's result and what the accumulation gave."""
+    """Each class's result and what the accumulation gave (``ahead``: the COCO tables
+    begun by :func:`_tables_ahead`)."""
     scored = records.notes.scored
     n_class_gt: list[int] = counts.classes.gt.tolist()
     # Without scores nothing is ranked: no curve, no AP.
     done = _Accumulated([None] * len(n_class_gt), [[] for _ in n_class_gt], None, None)
     if scored or (conv.summary == "ultralytics" and records.notes.preds == 0):
         # The ultralytics summary of no prediction at all: every class's AP, P and R 0.
-        done = _accumulated(records, conv, n_class_gt)
+        done = _accumulated(records, conv, n_class_gt, ahead)
     classes = class_results(
         conv, records.class_names, counts.classes, done.curves, done.ap_values, scored
     )
@@ -162,6 +175,10 @@ def _classes(
 #: Entries of the compiled accumulation's tables made at once (8 bytes each): classes are
 #: accumulated in chunks of at most this many precision values (one class at least).
 COCO_TABLE_VALUES = 1 << 21
+
+#: Kept predictions from which the compiled accumulation's chunks of classes are made by
+#: two threads at once (where two cores are): fewer cost less than a thread saves.
+THREADED_PREDICTIONS = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +192,47 @@ class _Accumulated:
     ultralytics: UltralyticsStats | None
 
 
+def _tables_ahead(records: MatchRecords, conv: Conventions) -> TablesAhead | None:
+    """The compiled kernel's COCO tables of every class, begun in a thread (None where the
+    accumulation makes none: no kernel, no ``coco`` summary, no score)."""
+    if conv.summary != "coco" or not records.notes.scored:
+        return None
+    kernel = kernels("vocmatch.evaluation.fastaccumulate")
+    if kernel is None:
+        return None
+    from vocmatch.evaluation.coco_tables import TablesAhead
+    from vocmatch.readers.workers import available_cores
+
+    # Classes a chunk at a time, so that the tables stay small whatever the classes; many
+    # predictions in two threads where there are two cores, a few chunks each.
+    per_class = len(COCO_AREAS) * len(conv.ap_thresholds) * 101 * 3
+    chunk = COCO_TABLE_VALUES // per_class
+    preds = records.preds
+    n_k = len(records.class_names)
+    threads = 2 if preds.label.size >= THREADED_PREDICTIONS and available_cores() > 1 else 1
+    if threads > 1:
+        chunk = min(chunk, -(-n_k // (2 * threads)))
+    return TablesAhead(
+        kernel, list(class_rankings(records)), (preds.area, preds.coco_matched, preds.coco_ignored),
+        records.coco_gt, len(conv.ap_thresholds), chunk, threads,
+    )  # fmt: skip
+
+
 def _accumulated(
-    records: MatchRecords, conv: Conventions, n_class_gt: Sequence[int]
+    records: MatchRecords,
+    conv: Conventions,
+    n_class_gt: Sequence[int],
+    ahead: TablesAhead | None = None,
 ) -> _Accumulated:
     """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
     order of the predictions by class is as long as all of them, every other array is one
-    class's."""
+    class's; the COCO numbers from the compiled kernel's tables where it is built
+    (``ahead``: begun already; else begun here)."""
+    if ahead is None:
+        ahead = _tables_ahead(records, conv)
+        if ahead is not None:
+            with ahead:
+                return _accumulated(records, conv, n_class_gt, ahead)
     curves: list[Curve | None] = []
     ap_values: list[list[float]] = [[] for _ in n_class_gt]
     preds = records.preds
@@ -197,28 +249,14 @@ def _accumulated(
         ap_values, ultralytics = ultralytics_summary(
             records, places, list(n_class_gt), conv.operating_point, conv.interpolation
         )
-    rankings = class_rankings(records)
+    rankings = class_rankings(records) if ahead is None else iter(ahead.rankings)
     fast = kernels(SUMMARY_KERNELS)
-    kernel = kernels("vocmatch.evaluation.fastaccumulate")
-    if conv.summary != "coco":
-        kernel = None
-    tables, chunk, first = None, 1, 0
-    every: list[tuple[FlagArray, FlagArray]] = []  # each class's ranking, for the kernel
-    if kernel is not None:
-        from vocmatch.evaluation.coco_tables import CocoTables
-
-        every = list(rankings)
-        rankings = iter(every)
-        flags = (preds.area, preds.coco_matched, preds.coco_ignored)
-        # Classes a chunk at a time, so that the tables stay small whatever the classes.
-        per_class = len(COCO_AREAS) * n_t * 101 * 3
-        chunk = max(1, COCO_TABLE_VALUES // per_class)
+    tables: CocoTables | None = None
+    first = 0
     for k, (ranked, rank) in enumerate(rankings):
-        if kernel is not None and k % chunk == 0:
+        if ahead is not None and k % ahead.chunk == 0:
             first = k
-            tables = CocoTables.of(
-                kernel, every[k : k + chunk], flags, records.coco_gt[k : k + chunk], n_t
-            )
+            tables = ahead.tables(k)
         bits = _class_bits(preds, ranked, rank, coco=tables is None)
         coco_ap = None
         if conv.summary == "coco":
@@ -233,7 +271,9 @@ def _accumulated(
                     precision, recall = tables.precision[k - first, a], tables.recall[k - first, a]
                 summary.add(a, precision, recall)
                 if a == 0:
-                    coco_ap = [float(np.mean(precision[t, :, 2])) for t in range(n_t)]
+                    # One reduction over the recall levels of every threshold: each row
+                    # summed as np.mean sums one (pairwise, the same bits).
+                    coco_ap = precision[:n_t, :, 2].mean(axis=1).tolist()
         if n_class_gt[k] > 0 and ultralytics is None:
             if reusable and coco_ap is not None:
                 ap_values[k] = coco_ap

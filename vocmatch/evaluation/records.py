@@ -28,8 +28,10 @@ Two facts of a run are global and are settled when records are accumulated:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -254,9 +256,9 @@ class MatchRecords:
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
         return MatchRecords(
-            keys=tuple(k for p in parts for k in p.keys),
-            gt_paths=tuple(k for p in parts for k in p.gt_paths),
-            pred_paths=tuple(k for p in parts for k in p.pred_paths),
+            keys=tuple(chain.from_iterable(p.keys for p in parts)),
+            gt_paths=tuple(chain.from_iterable(p.gt_paths for p in parts)),
+            pred_paths=tuple(chain.from_iterable(p.pred_paths for p in parts)),
             class_names=names,
             preds=_join_preds([p.preds for p in parts], remaps),
             counts=_join_counts([p.counts for p in parts], remaps, len(names)),
@@ -357,9 +359,9 @@ class MatchRecords:
 
     def in_key_order(self) -> MatchRecords:
         """The same records with the images sorted by key (as a single run lists them)."""
+        if all(map(operator.le, self.keys, self.keys[1:])):
+            return self  # in key order already (as the parts of a local run join)
         order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-        if order == list(range(len(self.keys))):
-            return self
         rows = image_rows(self.preds.count, order)
         p = self.preds
         preds = PredRecords(
@@ -545,6 +547,9 @@ def _merged_rankings(
         rank[rows] = ranked.rank
         for k, members in enumerate(ranked.classes):
             per_class[int(remap[k])].append(rows[members])
+    # Parts whose rows follow one another (parts of consecutive keys, joined in their order):
+    # equal scores of several parts are in row order already, after the stable sort.
+    in_row_order = _rows_follow([rows for _, rows, _ in rankings])
     classes = []
     for runs in per_class:
         members = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
@@ -552,7 +557,7 @@ def _merged_rankings(
         by_score = np.argsort(score, kind="stable")
         members, score = members[by_score], score[by_score]
         tied = score[1:] == score[:-1]  # -inf too: predictions without a score
-        if len(runs) > 1 and tied.any():
+        if len(runs) > 1 and not in_row_order and tied.any():
             in_tie = np.zeros(score.size, dtype=bool)
             in_tie[1:] |= tied
             in_tie[:-1] |= tied
@@ -561,6 +566,17 @@ def _merged_rankings(
             members[place] = members[place][np.lexsort((members[place], group[place]))]
         classes.append(members)
     return Ranked(tuple(classes), rank)
+
+
+def _rows_follow(rows: Sequence[IntArray]) -> bool:
+    """Every part's rows ascend, and each part's come after those of the parts before."""
+    last = -1
+    for where in rows:
+        if where.size:
+            if int(where[0]) <= last or not bool((where[1:] > where[:-1]).all()):
+                return False
+            last = int(where[-1])
+    return True
 
 
 def _empty_preds(n_images: int, n_areas: int) -> PredRecords:

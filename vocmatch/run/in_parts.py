@@ -108,7 +108,7 @@ def evaluated_in_parts(
     listing = PartListing(gt_listing, pred_listing)
     options = part_options(request, (listing.gt.root, listing.pred.root))
     runner = LocalParts(request.jobs)
-    results = run_parts(listing, runner, part_records, options, progress=progress)
+    results = run_parts(listing, runner, part_records, options, progress=progress, by_ranges=True)
     gathered = gathered_parts(listing, results, options)  # results emptied
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)

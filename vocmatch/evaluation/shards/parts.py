@@ -28,11 +28,13 @@ the same code.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import sys
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
@@ -66,11 +68,13 @@ __all__ = [
     "PartRunner",
     "check_images",
     "gathered_parts",
+    "key_ranges",
     "part_records",
     "part_state",
     "read_part",
     "run_parts",
     "split_parts",
+    "unpickled_part_records",
 ]
 
 R = TypeVar("R")
@@ -176,6 +180,23 @@ class PartRecords:
     counts: ReadCounts = dataclasses.field(default_factory=ReadCounts)
     scores: ScoreCounts = dataclasses.field(default_factory=ScoreCounts)
 
+    def __reduce__(self) -> tuple[Callable[..., PartRecords], tuple[object, ...]]:
+        """Pickled (by the process pool, back to the main process) with the records' widest
+        integer arrays narrowed where they fit
+        (:mod:`~vocmatch.evaluation.shards.narrowed_records`): the same records once
+        unpickled, in fewer bytes."""
+        from vocmatch.evaluation.shards.narrowed_records import narrowed
+
+        fields = (self.gt_skipped, self.pred_skipped, self.orphans, self.counts, self.scores)
+        return unpickled_part_records, (narrowed(self.records), *fields)
+
+
+def unpickled_part_records(records: MatchRecords, *fields: Any) -> PartRecords:
+    """A :class:`PartRecords` as pickled: its records' narrowed arrays widened again."""
+    from vocmatch.evaluation.shards.narrowed_records import widened
+
+    return PartRecords(widened(records), *fields)
+
 
 def split_parts(
     gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
@@ -202,6 +223,63 @@ def split_parts(
     return tuple(
         Part(k + 1, parts, tuple(sorted(gt[k])), tuple(sorted(pred[k]))) for k in range(parts)
     )
+
+
+def key_ranges(
+    gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
+) -> tuple[Part, ...]:
+    """Split the files by key into at most ``parts`` parts of consecutive keys, about as many
+    files each (none empty): joined in part order, the parts' images are in key order as
+    listed, and no image has to be moved.
+
+    >>> [p.gt_files for p in key_ranges([("a", "g/a"), ("b", "g/b"), ("c", "g/c")], [], 2)]
+    [(('a', 'g/a'), ('b', 'g/b')), (('c', 'g/c'),)]
+
+    Raises:
+        InputError: ``parts`` is below 1.
+    """
+    if parts < 1:
+        raise InputError(f"Expected at least one part, got {parts}")
+    gt, pred = sorted(gt_files), sorted(pred_files)
+    total = len(gt) + len(pred)
+    found = (_first_key_from(gt, pred, j * total / parts) for j in range(1, parts))
+    bounds = sorted({b for b in found if b is not None})
+    gt_cuts = [0, *(bisect_left(gt, (b,)) for b in bounds), len(gt)]
+    pred_cuts = [0, *(bisect_left(pred, (b,)) for b in bounds), len(pred)]
+    shares = [
+        (tuple(gt[gt_cuts[j] : gt_cuts[j + 1]]), tuple(pred[pred_cuts[j] : pred_cuts[j + 1]]))
+        for j in range(len(bounds) + 1)
+    ]
+    shares = [(g, p) for g, p in shares if g or p] or [((), ())]
+    return tuple(Part(k + 1, len(shares), g, p) for k, (g, p) in enumerate(shares))
+
+
+def _first_key_from(
+    gt: Sequence[tuple[str, str]], pred: Sequence[tuple[str, str]], place: float
+) -> str | None:
+    """The least key of either side (both sorted) that at least ``place`` files of both
+    sides come before, None if none does."""
+    found = [
+        side[i][0]
+        for side, other in ((gt, pred), (pred, gt))
+        if (i := _first_at(side, other, place)) < len(side)
+    ]
+    return min(found, default=None)
+
+
+def _first_at(
+    side: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]], place: float
+) -> int:
+    """The first file of ``side`` whose key at least ``place`` files of both sides come
+    before (``len(side)`` if none)."""
+    low, high = 0, len(side)
+    while low < high:
+        middle = (low + high) // 2
+        if middle + bisect_left(other, (side[middle][0],)) >= place:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +491,7 @@ def run_parts(
     *,
     parts: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    by_ranges: bool = False,
 ) -> list[R]:
     """Every part's result: the keys split into ``parts`` parts (by default
     :data:`PARTS_PER_WORKER` per worker, at most one a key), each read by a task.
@@ -424,6 +503,8 @@ def run_parts(
         options: What every task needs besides its files.
         parts: How many parts.
         progress: Told how many files are read, of how many, as parts come back.
+        by_ranges: Parts of consecutive keys (:func:`key_ranges`) rather than every
+            ``parts``-th key (:func:`split_parts`).
 
     Returns:
         The results, in the order the parts came back.
@@ -431,8 +512,11 @@ def run_parts(
     if parts is None:
         parts = PARTS_PER_WORKER * max(1, runner.workers())
     gt, pred = listing.gt.files, listing.pred.files
-    keys = len({k for k, _ in gt} | {k for k, _ in pred})
-    shares = split_parts(gt, pred, max(1, min(parts, keys)))
+    if by_ranges:
+        shares = key_ranges(gt, pred, parts)
+    else:
+        keys = len({k for k, _ in gt} | {k for k, _ in pred})
+        shares = split_parts(gt, pred, max(1, min(parts, keys)))
     total, done = listing.file_count(), 0
     results: list[R] = []
     for part, result in runner.results(task, shares, options):
@@ -558,7 +642,9 @@ def gathered_parts(
     results.clear()
     records = MatchRecords.taken_in_key_order(taken, options.conventions)
     check_images(records.keys, expected)
-    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    pred_keys = _sorted_keys(
+        [k for k, _ in listing.pred.files], {s.key for s in pred_skipped if s.key}
+    )
     unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
     return GatheredParts(
         records,
@@ -569,6 +655,14 @@ def gathered_parts(
         listing,
         counts,
         tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
-        tuple(sorted(pred_keys)),
+        pred_keys,
         scores,
     )
+
+
+def _sorted_keys(listed: list[str], others: set[str]) -> tuple[str, ...]:
+    """The keys of a listing (sorted, as listed, unless told otherwise) and ``others``,
+    sorted, each once."""
+    if not others and all(map(operator.lt, listed, listed[1:])):
+        return tuple(listed)
+    return tuple(sorted({*listed, *others}))
