@@ -14,7 +14,6 @@ import pytest
 import vocmatch
 import vocmatch.cli.options as cli
 from tests.conftest import ROOT, run_cli
-from vocmatch.render.outputs import RENDERERS
 
 HEAVY = ("numpy", "lxml", "rich", "rich_click", "shapely", "PIL", "jinja2")
 #: What drawing the help may load: rich-click and rich, nothing that computes.
@@ -386,13 +385,3 @@ def test_coco_run_builds_only_the_records_it_uses(extra: list[str]) -> None:
     built = dataclasses_built_by(demo)
     assert "CocoTables" in built  # the probe sees what the run builds
     assert [name for name in NOT_BUILT_ON_COCO if name in built] == []
-
-
-@pytest.mark.parametrize("output_format", sorted(RENDERERS))
-def test_a_renderer_names_the_module_its_format_loads(output_format: str) -> None:
-    """Each format's renderer names a module the run in that format loads: the one the
-    command line imports while the files are read."""
-    module = RENDERERS[output_format].module
-    demo = ["fixtures/demo/gt", "fixtures/demo/pred", "--format", output_format]
-    assert module.startswith("vocmatch.render.")
-    assert modules_loaded_by(demo, (module,)) == [module]

@@ -253,16 +253,15 @@ def eval_command(
 
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)
         return
-    report = _evaluated(request, quiet, output_format)
+    report = _evaluated(request, quiet)
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
     finish_report(report, output_format, table, files)
 
 
-def _evaluated(request: EvalRequest, quiet: bool, output_format: str) -> EvalReport:
+def _evaluated(request: EvalRequest, quiet: bool) -> EvalReport:
     """The report of ``vocmatch.evaluate``, its warnings and errors worded for the command
-    line, under a progress display (none with ``quiet``); the renderer of ``output_format``
-    is imported while the files are read."""
+    line, under a progress display (none with ``quiet``)."""
     with (
         library_errors(),
         library_warnings(),
@@ -277,10 +276,7 @@ def _evaluated(request: EvalRequest, quiet: bool, output_format: str) -> EvalRep
         with warnings.catch_warnings():
             # The library's warning of missing prediction files: report_warnings words it.
             warnings.simplefilter("ignore", MissingPredictionWarning)
-            report = evaluate(
-                request, progress=progress, on_evaluated=evaluated,
-                meanwhile=RENDERERS[output_format].import_module,
-            )  # fmt: skip
+            report = evaluate(request, progress=progress, on_evaluated=evaluated)
     return replace(report, evaluation=evaluation_in_cli_words(report.evaluation))
 
 

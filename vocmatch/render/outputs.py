@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,20 +174,12 @@ class Renderer:
         description: What it holds and what it is for, for the help.
         render: The report as text in this format (``options`` are the table's).
         boxes: The format shows each image's boxes, so the run keeps them.
-        module: The module ``render`` imports on its first call.
     """
 
     name: OutputFormat
     description: str
     render: Callable[[EvalReport, TableOptions | None], str]
     boxes: bool = False
-    module: str = ""
-
-    def import_module(self) -> None:
-        """Import :attr:`module`, as ``render``'s first call would: the command line does it
-        while the run's files are read."""
-        if self.module:
-            importlib.import_module(self.module)
 
 
 #: Every text format of an evaluation, each written once: :func:`render_text`, the choices
@@ -196,21 +187,16 @@ class Renderer:
 RENDERERS: dict[str, Renderer] = {
     renderer.name: renderer
     for renderer in (
-        Renderer("table", "the rich report", _table, module="vocmatch.render.terminal"),
-        Renderer("json", "every number, for scripts", _json, module="vocmatch.render.json_report"),
-        Renderer("csv", "one row per image", _csv, module="vocmatch.render.csv_report"),
+        Renderer("table", "the rich report", _table),
+        Renderer("json", "every number, for scripts", _json),
+        Renderer("csv", "one row per image", _csv),
         Renderer(
             "markdown",
             "summary, classes and gates, for a pull request or a CI job summary",
             _markdown,
-            module="vocmatch.render.markdown",
         ),
         Renderer(
-            "junit",
-            "a test case per image and per gate, for CI test reports",
-            _junit,
-            boxes=True,
-            module="vocmatch.render.junit",
+            "junit", "a test case per image and per gate, for CI test reports", _junit, boxes=True
         ),
     )
 }

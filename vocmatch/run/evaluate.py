@@ -411,7 +411,6 @@ def evaluate(
     *,
     progress: Progress | None = None,
     on_evaluated: Callable[[Evaluation], None] | None = None,
-    meanwhile: Callable[[], None] | None = None,
     **options: Any,
 ) -> EvalReport:
     """Read, evaluate and add every extra asked for: all of ``vocmatch eval`` but the output.
@@ -429,9 +428,6 @@ def evaluate(
             (:mod:`vocmatch.run.remote_inputs`): on a cluster, the workers send their match
             records, with each image's boxes when the report keeps them
             (:meth:`EvalRequest.keeps_boxes`).
-        meanwhile: Called at most once, in this thread, while threads of this process read
-            the files (the command line imports its report's renderer there); a run that
-            reads no file here (in parts, from a cache, on a cluster) does not call it.
         **options: The fields of :class:`EvalRequest`, when ``request`` is a path.
 
     Returns:
@@ -479,7 +475,7 @@ def evaluate(
         from vocmatch.run.remote_inputs import read_elsewhere
 
         elsewhere = read_elsewhere(request)
-    scored = _score(request, conventions, thresholds, progress, elsewhere, meanwhile)
+    scored = _score(request, conventions, thresholds, progress, elsewhere)
     warn_missing_predictions(scored.evaluation.missing_pred)
     evidence = evidence_of(
         scored.evaluation, scored.records, conventions, thresholds or None,
@@ -582,12 +578,12 @@ def _score(
     thresholds: ScoreThresholds,
     progress: Progress | None,
     elsewhere: Elsewhere | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> _Scored:
     """Read the inputs and evaluate them (or take the evaluation made on a cluster); the
-    columns are dropped on return (they are the largest thing a run holds). The modules of
-    the stages after the reading, and ``meanwhile``, are imported while the files are read
-    (:mod:`vocmatch.run.stage_imports`)."""
+    columns are dropped on return (they are the largest thing a run holds)."""
+    from vocmatch.evaluation.engine import evaluate_columns
+    from vocmatch.evaluation.score_counts import ScoreCounts
+
     if elsewhere is not None and elsewhere.evaluation is not None:
         found = input_warnings(request, elsewhere.evaluation)
         evaluated = _with_threshold_note(elsewhere.evaluation, thresholds, request)
@@ -604,15 +600,9 @@ def _score(
     if elsewhere is not None and elsewhere.columns is not None:
         gt_columns, pred_columns = chosen_columns(*elsewhere.columns, request)
     else:
-        from vocmatch.run.stage_imports import after_reading
-
         gt_columns, pred_columns = read_inputs(
-            request.inputs(), progress.files if progress is not None else None,
-            meanwhile=after_reading(conventions, meanwhile),
-        )  # fmt: skip
-    from vocmatch.evaluation.engine import evaluate_columns
-    from vocmatch.evaluation.score_counts import ScoreCounts
-
+            request.inputs(), progress.files if progress is not None else None
+        )
     # Per-box records are built only for the outputs that show boxes: they cost more than
     # the evaluation itself on large sets.
     keep = request.keeps_boxes()

@@ -31,7 +31,6 @@ __all__ = [
     "reads_elsewhere",
     "refuse_unpaired",
     "refuse_unpaired_keys",
-    "with_meanwhile",
 ]
 
 
@@ -89,7 +88,6 @@ def read_inputs(
     progress: Callable[[int, int], None] | None = None,
     *,
     shard: tuple[int, int] | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[ColumnSet, ColumnSet]:
     """The ground truth and the predictions in any format, as columns.
 
@@ -103,9 +101,6 @@ def read_inputs(
             (1-based; :mod:`vocmatch.readers.shards`), chosen from the file names: the
             files of the other parts are not opened (a COCO results file, one file for
             every image, is read whole and its other images' detections left out).
-        meanwhile: Called once, in this thread, when the first files are read (threads of
-            this process read the others meanwhile): work the run needs after the reading.
-            Not called when no file is read.
 
     Returns:
         The ground truth and the predictions, paired by image key.
@@ -125,7 +120,7 @@ def read_inputs(
         >>> len(gt.keys), len(pred.keys)
         (6, 5)
     """
-    listed = read_listed(inputs, progress, shard=shard, meanwhile=meanwhile)
+    listed = read_listed(inputs, progress, shard=shard)
     return listed.chosen(inputs.options, whole=shard is None)
 
 
@@ -168,7 +163,6 @@ def read_listed(
     progress: Callable[[int, int], None] | None = None,
     *,
     shard: tuple[int, int] | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> ListedColumns:
     """:func:`read_inputs` before the class choice and the geometry.
 
@@ -180,7 +174,6 @@ def read_listed(
     from vocmatch.readers.voc_layout import annotation_folder, split_file
 
     options = inputs.options
-    progress = with_meanwhile(progress, meanwhile)
     split_count: SplitCount | None = None
     check_class_tables(options)
     check_pred_path(options, inputs.pred)
@@ -225,33 +218,6 @@ def read_listed(
     if options.pred_format == "voc" and shard is None:
         refuse_unpaired(gt, pred, inputs.pred)
     return ListedColumns(gt, pred, split_count)
-
-
-def with_meanwhile(
-    progress: Callable[[int, int], None] | None, meanwhile: Callable[[], None] | None
-) -> Callable[[int, int], None] | None:
-    """``progress``, which also calls ``meanwhile`` once, after it is first told: the
-    readers tell it in the calling thread as each chunk of files comes back, while their
-    threads read the next ones.
-
-    >>> told = []
-    >>> progress = with_meanwhile(lambda done, total: told.append(done), lambda: told.append(-1))
-    >>> progress(1, 3), progress(2, 3)
-    (None, None)
-    >>> told
-    [1, -1, 2]
-    """
-    if meanwhile is None:
-        return progress
-    pending = [meanwhile]
-
-    def told(done: int, total: int) -> None:
-        if progress is not None:
-            progress(done, total)
-        if pending:
-            pending.pop()()
-
-    return told
 
 
 def chosen_columns(
