@@ -321,8 +321,9 @@ NOT_BUILT_ON_EVAL = (
     "GateResult",
     # No per-image limit given: no image's check.
     "ImageCheck",
-    # Boxes, not label sets.
+    # Boxes, not label sets, nor the overlap of two regions told.
     "LabelOverlap",
+    "PairOverlap",
     # No per-box records kept, and neither the coco nor the ultralytics summary.
     "Match",
     "CocoStats",
@@ -363,3 +364,24 @@ def test_eval_builds_only_the_records_it_uses(extra: list[str]) -> None:
     built = dataclasses_built_by(["fixtures/demo/gt", "fixtures/demo/pred", *extra])
     assert "EvalRequest" in built  # the probe sees what the run builds
     assert [name for name in NOT_BUILT_ON_EVAL if name in built] == []
+
+
+#: Records a ``coco`` run never makes: the compiled kernel accumulates every class at once,
+#: and the summary is pycocotools', not the ultralytics package's.
+NOT_BUILT_ON_COCO = ("PairOverlap", "CocoHits", "UltralyticsStats", "Match", "Gate")
+
+
+@pytest.mark.parametrize(
+    "extra", [pytest.param([], id="table"), pytest.param(["--format", "json"], id="json")]
+)
+def test_coco_run_builds_only_the_records_it_uses(extra: list[str]) -> None:
+    """A ``coco`` run builds its tables and its 12 numbers, and neither a class's sparse
+    accumulation, the ultralytics numbers, nor the overlap of two regions."""
+    from vocmatch.compiled import kernels
+
+    if kernels("vocmatch.evaluation.fastaccumulate") is None:
+        pytest.skip("the compiled accumulation is not built")
+    demo = ["fixtures/demo/gt", "fixtures/demo/pred", "--protocol", "coco", *extra]
+    built = dataclasses_built_by(demo)
+    assert "CocoTables" in built  # the probe sees what the run builds
+    assert [name for name in NOT_BUILT_ON_COCO if name in built] == []

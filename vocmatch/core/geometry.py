@@ -21,13 +21,17 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.core.iou import iou_from_intersection
 from vocmatch.core.model import Box, Point, Polygon, RotatedBox
+from vocmatch.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from vocmatch.core.overlap_record import PairOverlap as PairOverlap
 
 __all__ = [
     "BoxTree",
@@ -509,27 +513,6 @@ def shape_iou_matrix(
     return iou_from_intersection(inter, gt.areas[:, None], pred.areas[None, :], crowd)
 
 
-@dataclass(frozen=True, slots=True)
-class PairOverlap:
-    """How two regions overlap.
-
-    Attributes:
-        area_a: Area of A.
-        area_b: Area of B.
-        intersection: Area of ``A ∩ B``.
-        intersection_bounds: Bounding box ``(x1, y1, x2, y2)`` of ``A ∩ B`` where the two
-            meet (flat when they only touch); None where they do not meet.
-        relation: ``"identical"``, ``"A inside B"``, ``"B inside A"``, ``"overlapping"``,
-            ``"touching"`` (they share only boundary, intersection 0) or ``"disjoint"``.
-    """
-
-    area_a: float
-    area_b: float
-    intersection: float
-    intersection_bounds: tuple[float, float, float, float] | None
-    relation: str
-
-
 def _solid(geometry: Any) -> Any:
     import shapely  # imported on first use: only shapes need it
 
@@ -556,6 +539,8 @@ def pair_overlap(a: Region, b: Region) -> PairOverlap:
     (4.0, 'B inside A')
     """
     import shapely  # imported on first use: only shapes need it
+
+    from vocmatch.core.overlap_record import PairOverlap
 
     _check([a, b], "regions")
     geometries = _geometries([a, b])
@@ -594,3 +579,9 @@ def points_inside(region: Region, xs: npt.ArrayLike, ys: npt.ArrayLike) -> BoolA
     x = np.asarray(xs, dtype=np.float64)
     y = np.asarray(ys, dtype=np.float64)
     return np.asarray(shapely.intersects_xy(geometry, x, y), dtype=bool)
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`~vocmatch.core.overlap_record.PairOverlap`, imported from its module on first
+    use (PEP 562): only :func:`pair_overlap` builds one."""
+    return lazy_attribute(__name__, {"PairOverlap": "vocmatch.core.overlap_record"}, name)

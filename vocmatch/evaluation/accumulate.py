@@ -237,7 +237,7 @@ class ClassBits:
         threshold, column = np.nonzero((matched[rows] >> levels) & 1)
         places = rows[column]
         hit_ignored = ((ignored[places] >> threshold.astype(ignored.dtype)) & 1).astype(bool)
-        from vocmatch.evaluation.coco_tables import CocoHits, coco_accumulate_sparse
+        from vocmatch.evaluation.coco_sparse import CocoHits, coco_accumulate_sparse
 
         hits = CocoHits(places, threshold, hit_ignored, out[places], n_t)
         return coco_accumulate_sparse(n_gt, self.rank, out, hits)

@@ -1,14 +1,21 @@
 """The numbers of the ``coco`` and ``ultralytics`` summaries: pycocotools' 12
-(:class:`CocoStats`) and the ``ultralytics`` package's four (:class:`UltralyticsStats`), as an
+(:class:`CocoStats`) and the ``ultralytics`` package's four (:class:`UltralyticsStats`, from
+:mod:`vocmatch.evaluation.ultralytics_stats`), as an
 :class:`~vocmatch.evaluation.result.Evaluation` holds them.
 
-A module of its own, imported under those summaries: a run under another builds neither
-record.
+Modules of their own, imported under those summaries: a run under another builds neither
+record, and a ``coco`` run builds no ``ultralytics`` one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vocmatch.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from vocmatch.evaluation.ultralytics_stats import UltralyticsStats as UltralyticsStats
 
 __all__ = ["CocoStats", "UltralyticsStats"]
 
@@ -38,30 +45,8 @@ class CocoStats:
         ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class UltralyticsStats:
-    """The ``ultralytics`` package's four detection numbers.
-
-    Attributes:
-        precision: ``P``: the mean over the classes with ground truth of each one's
-            precision at the confidence of the highest smoothed mean F1.
-        recall: ``R``: likewise, recall.
-        map50: ``mAP50``: mean AP at IoU 0.5 over the classes with ground truth.
-        map50_95: ``mAP50-95``: mean AP over the ten thresholds and those classes.
-        confidence: The confidence P and R are read at.
-    """
-
-    precision: float
-    recall: float
-    map50: float
-    map50_95: float
-    confidence: float
-
-    def as_dict(self) -> dict[str, float]:
-        """The numbers under the package's names (``P``, ``R``, ``mAP50``, ``mAP50-95``)."""
-        return {
-            "P": self.precision,
-            "R": self.recall,
-            "mAP50": self.map50,
-            "mAP50-95": self.map50_95,
-        }
+def __getattr__(name: str) -> Any:
+    """:class:`UltralyticsStats`, imported from its module on first use (PEP 562)."""
+    return lazy_attribute(
+        __name__, {"UltralyticsStats": "vocmatch.evaluation.ultralytics_stats"}, name
+    )

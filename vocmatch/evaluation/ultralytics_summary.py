@@ -36,7 +36,7 @@ from vocmatch.evaluation.summary_kernels import (
     MODULE,
     interpolation_points,
 )
-from vocmatch.evaluation.summary_stats import UltralyticsStats
+from vocmatch.evaluation.ultralytics_stats import UltralyticsStats
 
 __all__ = ["ClassCurves", "numpy_class_curves", "ultralytics_summary"]
 
