@@ -290,10 +290,15 @@ def _other_format(path: Path) -> None:
     path.write_bytes(data[:8] + (CACHE_VERSION + 1).to_bytes(4, "little") + data[12:])
 
 
-def _first_format(path: Path) -> None:
-    """The format before the stat index's paths were an array."""
-    data = path.read_bytes()
-    path.write_bytes(data[:8] + (1).to_bytes(4, "little") + data[12:])
+def _earlier_format(version: int) -> Callable[[Path], None]:
+    """A cache of an earlier format: 1 before the stat index's paths were an array, 2
+    before the chunks' records were kept joined."""
+
+    def damage(path: Path) -> None:
+        data = path.read_bytes()
+        path.write_bytes(data[:8] + version.to_bytes(4, "little") + data[12:])
+
+    return damage
 
 
 def _a_state_file(path: Path) -> None:
@@ -332,8 +337,13 @@ DAMAGES = [
     pytest.param(_truncated, "checksum does not match", id="truncated"),
     pytest.param(_garbage, "not a vocmatch state", id="garbage"),
     pytest.param(_flipped, "checksum does not match", id="one-byte-flipped"),
-    pytest.param(_other_format, "format version 3; this vocmatch reads version 2", id="format"),
-    pytest.param(_first_format, "format version 1; this vocmatch reads version 2", id="format-1"),
+    pytest.param(_other_format, "format version 4; this vocmatch reads version 3", id="format"),
+    pytest.param(
+        _earlier_format(1), "format version 1; this vocmatch reads version 3", id="format-1"
+    ),
+    pytest.param(
+        _earlier_format(2), "format version 2; this vocmatch reads version 3", id="format-2"
+    ),
     pytest.param(_a_state_file, "no VMCACHE signature", id="state-file"),
     pytest.param(_a_folder, "not a regular file", id="a-folder"),
 ]
@@ -563,8 +573,10 @@ def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path)
     paths = [p.decode() for p in _paths(raw)]
     assert raw.header["files"] == len(paths) == 2 * 120
     assert not {str(p) for p in gone} & set(paths)
-    kept = {k for chunk in raw.header["chunks"] for k in chunk["records"]["keys"]}
-    assert kept == {p.stem for p in gt.glob("*.xml")}
+    # The chunks' records are kept joined: one list of keys, each chunk a run of them.
+    assert raw.header["layout"] == "joined"
+    assert sum(chunk["images"] for chunk in raw.header["chunks"]) == 120
+    assert set(raw.header["records"]["keys"]) == {p.stem for p in gt.glob("*.xml")}
 
 
 def test_changed_chunks_are_matched_by_worker_processes(

@@ -52,6 +52,7 @@ from vocmatch.errors import (
     StateError,
     no_annotation_files,
 )
+from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.readers.file_stats import file_stat
 from vocmatch.version import __version__
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
+    from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.cached_coco import CocoPredictions
@@ -418,11 +420,7 @@ def evaluated_with_cache(
     opened = _opened(request, (gt_listing.root, os.fspath(request.pred)))
     # The results name images by the ground-truth files read: they are read against those
     # the cache found readable, and again if the guess was wrong.
-    unreadable = {
-        s.key
-        for chunk in (opened.cached.chunks.values() if opened.cached is not None else ())
-        for s in chunk.gt_skipped
-    }
+    unreadable = {s.key for s in (opened.cached.gt_skipped() if opened.cached else ())}
     readable = tuple(f for f in gt_listing.files if f[0] not in unreadable)
     for _ in range(2):
         coco = _coco_predictions(request, gt_listing.root, readable)
@@ -466,7 +464,6 @@ def _cached_run(
 ) -> tuple[CachedRun, tuple[str, ...], CacheContent | None]:
     """The run evaluated with its cache, the keys of the ground-truth files read, and the
     cache's new content (None when nothing changed)."""
-    from vocmatch.evaluation.shards.parts import gathered_parts
     from vocmatch.run.in_parts_found import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
@@ -476,32 +473,30 @@ def _cached_run(
         # The predictions are read already: a chunk's key holds their digests, not a file's.
         chunks = tuple(replace(p, pred_files=()) for p in chunks)
     extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, index = _reused(
-        chunks, run, cached, _Compared(request.cache_verify, extra, request.jobs, opened.stats)
-    )
+    compared = _Compared(request.cache_verify, extra, request.jobs, opened.stats)
+    kept, changed, index = _reused(chunks, run, cached, compared)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
-    every: dict[str, PartRecords] = {}
-    results: list[PartRecords] = []
-    for part in chunks:
-        if part.index in kept:
-            key, records = kept[part.index]
-        else:
-            hashed = fresh[part.index]
-            records = hashed.records
-            key = ""
-            if not hashed.unreadable:
-                index.extend(part.index, hashed.stats)
-                digests = b"".join(digest for _, _, digest in hashed.stats)
-                key = _chunk_key(run, part, digests, extra[part.index])
-        if key:
-            every[key] = records
-        results.append(records)
+    joined = cached.joined if cached is not None else None
+    if (
+        joined is not None
+        and kept
+        and not all(spliceable(h.records.records) for h in fresh.values())
+    ):
+        # Records the joined layout does not hold: every chunk is read and matched again.
+        again = [p for p in chunks if p.index in kept]
+        fresh.update(_matched(again, options, request.jobs, None, listing.file_count(),
+                              _given_pred(again, coco, pred_keys)))  # fmt: skip
+        changed, kept, index = list(chunks), {}, _NewIndex()
     if progress is not None:
         progress(listing.file_count(), listing.file_count())
     matched = len({k for p in changed for k in (*(k for k, _ in p.gt_files), *pred_keys[p.index])})
     total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
-    gathered = gathered_parts(listing, results, options)  # results emptied
+    made = _Made(run, chunks, kept, fresh, index, extra)
+    if joined is not None and kept:
+        gathered, content = made.spliced(listing, options, joined)
+    else:
+        gathered, content = made.gathered(listing, options)
     gathered.refuse_no_ground_truth(annotations)
     if coco is None:
         from vocmatch.run.read_stage import refuse_unpaired_keys
@@ -511,15 +506,104 @@ def _cached_run(
         gathered = _with_coco_findings(gathered, coco, request.fold_case)
     found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
     # Written once the run is evaluated: a refused run leaves the cache as it was.
-    content = None
-    stats = index.done()
-    if cached is None or fresh or set(every) != set(cached.chunks) or not stats.same(cached.stats):
-        from vocmatch.evaluation.shards.cache_file import CacheContent
-
-        stored = cached.stored if cached is not None else {}
-        content = CacheContent(run, stats, every, stored)
+    unchanged = cached is not None and not fresh and content.same_chunks(cached)
     done = CachedRun(found, (), matched, total - matched)
-    return done, gathered.gt_keys, content
+    return done, gathered.gt_keys, None if unchanged else content
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A run's chunks: those taken from the cache (by index: their key and records, or
+    their place among the cache's joined entries), those read and matched, and the stat
+    index of the files of the first."""
+
+    run: str
+    chunks: Sequence[Part]
+    kept: Mapping[int, tuple[str, PartRecords | int]]
+    fresh: Mapping[int, _Hashed]
+    index: _NewIndex
+    extra: Mapping[int, bytes]
+
+    def key_of(self, part: Part) -> str:
+        """The key of a chunk read and matched ("" when a file of it could not be read: it
+        is read again next time), its files added to the stat index."""
+        hashed = self.fresh[part.index]
+        if hashed.unreadable:
+            return ""
+        self.index.extend(part.index, hashed.stats)
+        digests = b"".join(digest for _, _, digest in hashed.stats)
+        return _chunk_key(self.run, part, digests, self.extra[part.index])
+
+    def gathered(
+        self, listing: PartListing, options: PartOptions
+    ) -> tuple[GatheredParts, CacheContent]:
+        """Every chunk's records joined, and the cache's new content: joined when every
+        chunk's records can be, else chunk by chunk."""
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+        from vocmatch.evaluation.shards.cache_joined import ChunkEntry, JoinedChunks
+        from vocmatch.evaluation.shards.parts import gathered_parts
+
+        every: dict[str, PartRecords] = {}
+        results: list[PartRecords] = []
+        keys: list[str] = []
+        for part in self.chunks:
+            if part.index in self.kept:
+                key, held = self.kept[part.index]
+                assert not isinstance(held, int)
+                records = held
+            else:
+                records = self.fresh[part.index].records
+                key = self.key_of(part)
+            if key:
+                every[key] = records
+            keys.append(key)
+            results.append(records)
+        entries = None
+        if all(spliceable(r.records) for r in results):
+            entries = tuple(ChunkEntry.of(k, r) for k, r in zip(keys, results, strict=True))
+        gathered = gathered_parts(listing, results, options)  # results emptied
+        stats = self.index.done()
+        if entries is not None and sum(e.images for e in entries) == len(gathered.records.keys):
+            joined = JoinedChunks(ranked_of(gathered.records), entries)
+            return gathered, CacheContent(self.run, stats, {}, joined=joined)
+        return gathered, CacheContent(self.run, stats, every)
+
+    def spliced(
+        self, listing: PartListing, options: PartOptions, joined: JoinedChunks
+    ) -> tuple[GatheredParts, CacheContent]:
+        """The chunks read and matched put in place of theirs in the cache's joined records,
+        and the cache's new content."""
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+        from vocmatch.evaluation.shards.cache_joined import (
+            ChunkEntry,
+            JoinedChunks,
+            Segment,
+            gathered_joined,
+            spliced,
+        )
+
+        segments: list[Segment] = []
+        entries: list[ChunkEntry] = []
+        for part in self.chunks:
+            if part.index in self.kept:
+                held = self.kept[part.index][1]
+                assert isinstance(held, int)
+                segments.append(held)
+                entries.append(joined.entries[held])
+            else:
+                part_records = self.fresh[part.index].records
+                entry = ChunkEntry.of(self.key_of(part), part_records)
+                segments.append((entry, part_records.records))
+                entries.append(entry)
+        if segments == list(range(len(joined.entries))):
+            records = joined.records  # every chunk as the cache holds it
+        else:
+            records = spliced(joined, segments)
+        gathered = gathered_joined(listing, entries, records, options)
+        content = CacheContent(
+            self.run, self.index.done(), {}, joined=JoinedChunks(records, tuple(entries))
+        )
+        return gathered, content
 
 
 def _given_pred(
@@ -617,7 +701,7 @@ class _Compared:
 
 def _reused(
     chunks: Sequence[Part], run: str, cached: CacheContent | None, compared: _Compared
-) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
+) -> tuple[dict[int, tuple[str, PartRecords | int]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
     stat index of the files of those held.
 
@@ -627,7 +711,7 @@ def _reused(
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
     from vocmatch.readers.file_stats import file_stats
 
-    kept: dict[int, tuple[str, PartRecords]] = {}
+    kept: dict[int, tuple[str, PartRecords | int]] = {}
     index = _NewIndex()
     if cached is None:
         return kept, list(chunks), index
@@ -659,10 +743,11 @@ def _reused(
             digest[i] = np.frombuffer(hashed, dtype=np.uint8)
     changed: list[Part] = []
     start = 0
+    held = cached.held()
     for part, end in zip(chunks, ends, strict=True):
         if not missing[start:end].any():
             key = _chunk_key(run, part, digest[start:end].tobytes(), compared.extra[part.index])
-            records = cached.chunks.get(key)
+            records = held.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
                 index.take(part.index, paths[start:end], now[start:end], digest[start:end])

@@ -20,7 +20,14 @@ truncated, corrupted or crafted file is refused with one
   header of its match records (:func:`~vocmatch.evaluation.shards.state_records.state_of_records`),
   the files its reading skipped, its prediction files without ground truth and the counts
   the notes are worded from; its arrays are named ``<n>.<name>``, with its classes'
-  rankings (``<n>.ranked_*``) so that joining the chunks does not sort them again.
+  rankings (``<n>.ranked_*``) so that joining the chunks does not sort them again;
+* ``layout``: ``chunks`` (the above), or ``joined``
+  (:mod:`vocmatch.evaluation.shards.cache_joined`): the ``records`` of every chunk joined
+  in key order (arrays ``joined.<name>``, with the classes' rankings), and per chunk, in
+  key order, its key, its images and predictions (its rows of the joined records), its
+  classes and what they add up to (arrays ``<n>.class_counts`` and ``<n>.coco_gt``), its
+  notes' ingredients and what its reading found. A run keeps its records joined unless
+  they hold what that layout does not (:func:`~vocmatch.evaluation.shards.cache_joined.spliceable`).
 """
 
 from __future__ import annotations
@@ -32,12 +39,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
-from vocmatch.evaluation.records import Ranked
+from vocmatch.evaluation.records import MatchRecords, Ranked
 from vocmatch.evaluation.score_counts import ScoreCounts
-from vocmatch.evaluation.shards.parts import PartRecords
+from vocmatch.evaluation.shards.cache_joined import (
+    ChunkEntry,
+    JoinedChunks,
+    check_entries,
+    notes_of_header,
+    notes_to_header,
+)
+from vocmatch.evaluation.shards.parts import PartRecords, PartResult
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
     count_pair_of,
@@ -68,8 +83,9 @@ __all__ = [
 
 CACHE_MAGIC = b"VMCACHE\0"
 #: The cache's format version; a file of another is read as no cache. Version 2 holds the
-#: stat index's paths as the ``file_paths`` array rather than a JSON list.
-CACHE_VERSION = 2
+#: stat index's paths as the ``file_paths`` array rather than a JSON list; version 3 the
+#: records of every chunk joined (the ``joined`` layout) when they can be.
+CACHE_VERSION = 3
 #: Bytes of each file's BLAKE2b digest.
 HASH_BYTES = 16
 
@@ -118,6 +134,8 @@ class CacheContent:
         chunks: Per chunk key, the chunk's records and findings.
         stored: Per chunk key, its header entry and arrays as a cache file held them (read
             and checked): written again as they are.
+        joined: The chunks' records joined (the ``joined`` layout; ``chunks`` is then
+            empty).
     """
 
     run: str
@@ -126,6 +144,21 @@ class CacheContent:
     stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = field(
         default_factory=dict
     )
+    joined: JoinedChunks | None = None
+
+    def held(self) -> Mapping[str, PartRecords | int]:
+        """Per chunk key, the chunk's records, or its place among the joined entries."""
+        return self.joined.positions() if self.joined is not None else self.chunks
+
+    def same_chunks(self, other: CacheContent) -> bool:
+        """Both hold the same chunks (by key) and the same stat index."""
+        return set(self.held()) == set(other.held()) and self.stats.same(other.stats)
+
+    def gt_skipped(self) -> tuple[SkippedFile, ...]:
+        """The ground-truth files no chunk could read."""
+        if self.joined is not None:
+            return tuple(s for e in self.joined.entries for s in e.found.gt_skipped)
+        return tuple(s for chunk in self.chunks.values() for s in chunk.gt_skipped)
 
 
 def cache_bytes(
@@ -145,6 +178,9 @@ def cache_bytes(
         "file_hash": np.ascontiguousarray(index.digest, dtype=np.uint8).reshape(-1, HASH_BYTES),
     }
     chunks: list[Mapping[str, Any]] = []
+    layout: dict[str, Any] = {"layout": "chunks"}
+    if content.joined is not None:
+        layout = _joined_to_state(content.joined, conv, arrays, chunks)
     for n, (key, part) in enumerate(sorted(content.chunks.items())):
         stored = content.stored.get(key)
         if stored is not None:
@@ -155,30 +191,80 @@ def cache_bytes(
         arrays.update({f"{n}.{name}": array for name, array in chunk_arrays.items()})
         ranked = part.records.ranked
         if ranked is not None:
-            arrays[f"{n}.ranked_rows"] = np.concatenate(
-                [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
-            )
-            arrays[f"{n}.ranked_sizes"] = np.array([c.size for c in ranked.classes], np.int64)
-            arrays[f"{n}.ranked_rank"] = np.asarray(ranked.rank, dtype=np.int64)
+            arrays.update(_ranked_arrays(ranked, f"{n}."))
         removed_to_header(header, preparation, part.records)
-        counts = part.counts
         chunks.append({
             "key": key,
             "records": header,
             "ranked": ranked is not None,
-            "gt_skipped": skipped_to_header(part.gt_skipped),
-            "pred_skipped": skipped_to_header(part.pred_skipped),
-            "orphans": [list(o) for o in part.orphans],
-            "gt_classes": [list(c) for c in counts.gt_classes],
-            "pred_classes": [list(c) for c in counts.pred_classes],
-            "shapes": [*counts.gt_shapes, *counts.pred_shapes],
-            "scores": [part.scores.gt, part.scores.gt_scored, part.scores.pred,
-                       part.scores.pred_scored],
+            **_findings_to_header(part.gt_skipped, part.pred_skipped, part.orphans,
+                                  part.counts, part.scores),
         })  # fmt: skip
     header = {
-        "vocmatch": __version__, "run": content.run, "files": len(index.paths), "chunks": chunks
+        "vocmatch": __version__, "run": content.run, "files": len(index.paths), **layout,
+        "chunks": chunks,
     }  # fmt: skip
     return write_state(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
+
+
+def _ranked_arrays(ranked: Ranked, prefix: str) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of a ranking, named ``<prefix>ranked_*``."""
+    return {
+        f"{prefix}ranked_rows": np.concatenate(
+            [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
+        ),
+        f"{prefix}ranked_sizes": np.array([c.size for c in ranked.classes], np.int64),
+        f"{prefix}ranked_rank": np.asarray(ranked.rank, dtype=np.int64),
+    }
+
+
+def _findings_to_header(
+    gt_skipped: Sequence[SkippedFile],
+    pred_skipped: Sequence[SkippedFile],
+    orphans: Sequence[tuple[str, str]],
+    counts: ReadCounts,
+    scores: ScoreCounts,
+) -> dict[str, Any]:
+    """What a chunk's reading found, as header fields."""
+    return {
+        "gt_skipped": skipped_to_header(gt_skipped),
+        "pred_skipped": skipped_to_header(pred_skipped),
+        "orphans": [list(o) for o in orphans],
+        "gt_classes": [list(c) for c in counts.gt_classes],
+        "pred_classes": [list(c) for c in counts.pred_classes],
+        "shapes": [*counts.gt_shapes, *counts.pred_shapes],
+        "scores": [scores.gt, scores.gt_scored, scores.pred, scores.pred_scored],
+    }
+
+
+def _joined_to_state(
+    joined: JoinedChunks,
+    conv: Conventions,
+    arrays: dict[str, npt.NDArray[Any]],
+    chunks: list[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The header fields of the ``joined`` layout; its arrays added to ``arrays`` and its
+    chunks' entries to ``chunks``."""
+    records = joined.records
+    assert records.ranked is not None
+    header, joined_arrays = state_of_records(records, conv, ())
+    arrays.update({f"joined.{name}": array for name, array in joined_arrays.items()})
+    arrays.update(_ranked_arrays(records.ranked, "joined."))
+    for n, entry in enumerate(joined.entries):
+        found = entry.found
+        arrays[f"{n}.class_counts"] = entry.class_counts
+        arrays[f"{n}.coco_gt"] = entry.coco_gt
+        chunks.append({
+            "key": entry.key,
+            "images": entry.images,
+            "preds": entry.preds,
+            "class_names": list(entry.class_names),
+            "beyond": entry.beyond,
+            "notes": notes_to_header(entry.notes),
+            **_findings_to_header(found.gt_skipped, found.pred_skipped, found.orphans,
+                                  found.counts, entry.scores),
+        })  # fmt: skip
+    return {"layout": "joined", "records": header}
 
 
 def read_cache(
@@ -222,6 +308,12 @@ def read_cache(
         number, dot, rest = name.partition(".")
         if dot:
             by_chunk.setdefault(number, {})[rest] = array
+    layout = raw.header.get("layout")
+    if layout == "joined":
+        joined = _joined(raw.header, by_chunk, conv, source)
+        return CacheContent(run, stats, {}, joined=joined)
+    if layout != "chunks":
+        raise StateError(f"{source}: corrupted header (layout)")
     found: dict[str, PartRecords] = {}
     stored: dict[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = {}
     for n, chunk in enumerate(chunks):
@@ -273,11 +365,24 @@ def _chunk(
     records = records_of_state(header, arrays, conv, source, slices)
     records = records_with_removed(records, header, preparation, source)
     # Scores as a run makes them (a state may hold them as float32, the same values).
-    records = replace(records, preds=replace(records.preds, score=records.preds.score.astype(
-        np.float64)))  # fmt: skip
+    records = _float_scores(records)
     if chunk.get("ranked") is True:
         ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
         records = replace(records, ranked=ranked)
+    found, scores = _findings(chunk, source)
+    return PartRecords(
+        records, found.gt_skipped, found.pred_skipped, found.orphans, found.counts, scores
+    )
+
+
+def _float_scores(records: MatchRecords) -> MatchRecords:
+    """Scores as a run makes them (a state may hold them as float32, the same values)."""
+    return replace(records, preds=replace(records.preds, score=records.preds.score.astype(
+        np.float64)))  # fmt: skip
+
+
+def _findings(chunk: Mapping[str, Any], source: str) -> tuple[PartResult, ScoreCounts]:
+    """What a chunk's reading found, every field checked."""
     counts = ReadCounts(
         _named_counts(chunk.get("gt_classes"), source),
         _named_counts(chunk.get("pred_classes"), source),
@@ -286,14 +391,89 @@ def _chunk(
     scores = chunk.get("scores")
     if not (isinstance(scores, list) and len(scores) == 4 and all(type(s) is int for s in scores)):
         raise StateError(f"{source}: corrupted header (scores)")
-    return PartRecords(
-        records,
+    found = PartResult(
+        b"",
         skipped_of_header(chunk.get("gt_skipped"), source),
         skipped_of_header(chunk.get("pred_skipped"), source),
         tuple(sorted(orphans_of_header(chunk.get("orphans"), source))),
         counts,
-        ScoreCounts(*scores),
     )
+    return found, ScoreCounts(*scores)
+
+
+def _joined(
+    header: Mapping[str, Any],
+    by_chunk: dict[str, dict[str, npt.NDArray[Any]]],
+    conv: Conventions,
+    source: str,
+) -> JoinedChunks:
+    """The ``joined`` layout's records and entries, every field checked.
+
+    Raises:
+        StateError: A field or an array is missing, of another kind, or does not fit the
+            others.
+    """
+    chunks, records_header = header.get("chunks"), header.get("records")
+    arrays = by_chunk.pop("joined", {})
+    if not isinstance(chunks, list) or not isinstance(records_header, dict):
+        raise StateError(f"{source}: corrupted header (joined records)")
+    ranked_arrays = {
+        name: arrays.pop(name, None) for name in ("ranked_rows", "ranked_sizes", "ranked_rank")
+    }
+    records = _float_scores(records_of_state(records_header, arrays, conv, source))
+    if records.gt_cells is None or records.unscored is not None or records.detail is not None:
+        raise StateError(f"{source}: corrupted header (joined records)")
+    ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
+    width = records.coco_gt.shape[1]
+    entries = []
+    for n, chunk in enumerate(chunks):
+        entries.append(_entry(chunk, by_chunk.pop(str(n), {}), width, f"{source} (chunk {n})"))
+    if by_chunk:
+        raise StateError(f"{source}: corrupted header (arrays of no chunk)")
+    joined = JoinedChunks(replace(records, ranked=ranked), tuple(entries))
+    check_entries(joined, source)
+    return joined
+
+
+def _entry(
+    chunk: object, arrays: Mapping[str, npt.NDArray[Any]], width: int, source: str
+) -> ChunkEntry:
+    """A chunk's entry of the ``joined`` layout, every field checked."""
+    if not isinstance(chunk, dict):
+        raise StateError(f"{source}: corrupted header (chunk)")
+    key, images, preds = chunk.get("key"), chunk.get("images"), chunk.get("preds")
+    names, beyond = chunk.get("class_names"), chunk.get("beyond")
+    if not (
+        isinstance(key, str)
+        and type(images) is int
+        and type(preds) is int
+        and images >= 0
+        and preds >= 0
+        and isinstance(names, list)
+        and all(isinstance(name, str) for name in names)
+        and names == sorted(set(names))
+        and isinstance(beyond, bool)
+    ):
+        raise StateError(f"{source}: corrupted header (chunk)")
+    counts, coco_gt = arrays.get("class_counts"), arrays.get("coco_gt")
+    if (
+        counts is None
+        or coco_gt is None
+        or len(arrays) != 2
+        or counts.shape != (len(names), 7)
+        or coco_gt.shape != (len(names), width)
+        or counts.dtype.kind != "i"
+        or coco_gt.dtype.kind != "i"
+        or bool((counts < 0).any())
+        or bool((coco_gt < 0).any())
+    ):
+        raise StateError(f"{source}: corrupted class counts")
+    found, scores = _findings(chunk, source)
+    notes = notes_of_header(chunk.get("notes"), source)
+    return ChunkEntry(
+        key, images, preds, tuple(names), counts.astype(np.int64), coco_gt.astype(np.int64),
+        beyond, notes, found, scores,
+    )  # fmt: skip
 
 
 def _ranked(
