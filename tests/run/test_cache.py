@@ -41,8 +41,17 @@ def _copy(source: Path, target: Path) -> tuple[Path, Path]:
     return target / "gt", target / "pred"
 
 
-def _chunks(gt: Path, pred: Path) -> int:
-    return len(cached.chunks_of(PartListing.of(gt, pred)))
+#: Options whose records a cache keeps chunk by chunk, in chunks of ``CHUNK_SPREAD``
+#: images (others' are kept joined, in smaller chunks).
+BY_CHUNKS = ("--slice", "--calibration-bins", "--nms", "--max-per-image", "--min-score")
+
+
+def _chunks(gt: Path, pred: Path, *options: str) -> int:
+    """The chunks of a run with ``options``."""
+    spread = cached.CHUNK_SPREAD
+    if not set(options) & set(BY_CHUNKS):
+        spread //= cached.JOINED_SHARE
+    return len(cached.chunks_of(PartListing.of(gt, pred), spread))
 
 
 class Spy:
@@ -553,7 +562,7 @@ def test_other_options_match_every_image_again(
     fresh = run_cli(*args, *second)
     spy = Spy(monkeypatch)
     assert run_cli(*args, *second, *cache) == fresh
-    assert spy.chunks == _chunks(generated / "gt", generated / "pred")
+    assert spy.chunks == _chunks(generated / "gt", generated / "pred", *second)
 
 
 def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path) -> None:

@@ -35,7 +35,9 @@ def _copy(source: Path, target: Path) -> tuple[Path, Path]:
 
 
 def _chunks(gt: Path, pred: Path) -> int:
-    return len(cached.chunks_of(PartListing.of(gt, pred)))
+    """The chunks of a run whose records are kept joined."""
+    listing = PartListing.of(gt, pred)
+    return len(cached.chunks_of(listing, cached.CHUNK_SPREAD // cached.JOINED_SHARE))
 
 
 def _cache_file(folder: Path) -> Path:
@@ -80,10 +82,12 @@ def _a_key_twice(raw: RawState) -> None:
 
 
 def _a_class_of_no_chunk(raw: RawState) -> None:
-    for n, chunk in enumerate(raw.header["chunks"]):
+    for chunk in raw.header["chunks"]:
         chunk["class_names"] = chunk["class_names"][1:]
-        for name in ("class_counts", "coco_gt"):
-            raw.arrays[f"{n}.{name}"] = raw.arrays[f"{n}.{name}"][1:]  # type: ignore[index]
+    # Each chunk's first class's rows gone.
+    firsts = np.cumsum([0, *(len(c["class_names"]) + 1 for c in raw.header["chunks"][:-1])])
+    for name in ("chunks.class_counts", "chunks.coco_gt"):
+        raw.arrays[name] = np.delete(raw.arrays[name], firsts, axis=0)  # type: ignore[index]
 
 
 def _array(name: str, value: Callable[[Any], Any]) -> Callable[[RawState], None]:
@@ -135,16 +139,23 @@ CHUNK = "{cache} (chunk 0): "
             id="notes-negative",
         ),
         pytest.param(
-            _array("0.class_counts", lambda a: a.astype(np.int64) - 5),
-            CHUNK + "corrupted class counts",
+            _array("chunks.class_counts", lambda a: a.astype(np.int64) - 5),
+            "{cache}: corrupted class counts",
             id="negative-class-counts",
         ),
         pytest.param(
-            _array("0.class_counts", lambda a: a.astype(np.float64)),
-            CHUNK + "corrupted class counts",
+            _array("chunks.class_counts", lambda a: a.astype(np.float64)),
+            "{cache}: corrupted class counts",
             id="float-class-counts",
         ),
-        pytest.param(_no_array("0.coco_gt"), CHUNK + "corrupted class counts", id="no-coco-gt"),
+        pytest.param(
+            _no_array("chunks.coco_gt"), "{cache}: corrupted class counts", id="no-coco-gt"
+        ),
+        pytest.param(
+            _array("chunks.coco_gt", lambda a: a[1:].copy()),
+            "{cache}: corrupted class counts",
+            id="a-row-less",
+        ),
         pytest.param(
             _array("joined.ranked_rows", lambda a: a[::-1].copy()),
             "{cache}: corrupted rankings",
@@ -238,12 +249,11 @@ def _unscored(path: Path) -> None:
     path.write_text(re.sub(r"\s*<score>[^<]*</score>", "", path.read_text()))
 
 
-def test_a_chunk_without_scores_is_kept_by_chunks(
+def test_chunks_without_scores_are_put_in_place(
     generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A changed chunk whose predictions have no score keeps a reading the joined layout
-    does not hold: every chunk is matched again, the cache kept by chunks, and the next
-    edit matches its own chunk only."""
+    """Chunks whose predictions have no score, in a run with scored ones: put in place as
+    the others (a run with a scored prediction does not read their unscored reading)."""
     gt, pred = _copy(generated, tmp_path)
     args = [str(gt), str(pred), "--format", "json"]
     folder = tmp_path / "cache"
@@ -253,11 +263,48 @@ def test_a_chunk_without_scores_is_kept_by_chunks(
     fresh = run_cli(*args)
     spy = Spy(monkeypatch)
     assert run_cli(*args, "--cache", str(folder)) == fresh
+    assert 0 < spy.chunks < _chunks(gt, pred) // 2
+    assert _raw(folder).header["layout"] == "joined"
+
+
+def test_a_run_without_scores_is_kept_by_chunks(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run none of whose predictions has a score reads the unscored reading the joined
+    layout does not hold: every image is matched again, the cache kept chunk by chunk, and
+    the next edit matches its own chunk only."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json"]
+    folder = tmp_path / "cache"
+    run_cli(*args, "--cache", str(folder))
+    paths = sorted(pred.glob("*.xml"))
+    for path in paths[:-1]:
+        _unscored(path)
+    run_cli(*args, "--cache", str(folder))  # the last file's chunk scored: joined still
+    _unscored(paths[-1])
+    fresh = run_cli(*args)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, "--cache", str(folder)) == fresh
     assert spy.chunks == _chunks(gt, pred)
     assert _raw(folder).header["layout"] == "chunks"
-    last = sorted(pred.glob("*.xml"))[-1]
-    last.write_text(re.sub(r"<score>0\.", "<score>0.9", last.read_text(), count=1))
+    spy.reset()
+    assert run_cli(*args, "--cache", str(folder)) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 0)
+    paths[0].write_text(paths[0].read_text().replace("<name>", "<name>x", 1))
     fresh = run_cli(*args)
     spy.reset()
     assert run_cli(*args, "--cache", str(folder)) == fresh
     assert spy.chunks == 1
+
+
+def test_a_cache_kept_joined_has_smaller_chunks(generated: Path, tmp_path: Path) -> None:
+    """Records kept joined are cut in chunks a fourth the size of those kept chunk by chunk
+    (slices, calibration inputs, a preparation's counts)."""
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
+    run_cli(*args, "--cache", str(tmp_path / "joined"))
+    run_cli(*args, "--slice", "size", "--cache", str(tmp_path / "chunks"))
+    joined, by_chunks = _raw(tmp_path / "joined"), _raw(tmp_path / "chunks")
+    assert (joined.header["layout"], by_chunks.header["layout"]) == ("joined", "chunks")
+    listing = PartListing.of(generated / "gt", generated / "pred")
+    assert len(joined.header["chunks"]) == len(cached.chunks_of(listing, 2))
+    assert len(by_chunks.header["chunks"]) == len(cached.chunks_of(listing, 8))

@@ -79,8 +79,11 @@ __all__ = [
 
 #: The cache's file in the folder given.
 CACHE_NAME = "vocmatch-cache.vmc"
-#: About this many images a chunk.
+#: About this many images a chunk whose records are kept chunk by chunk.
 CHUNK_SPREAD = 256
+#: Chunks of records kept joined are this many times smaller: a chunk matched again costs
+#: its files' reading, and one kept costs little more than its entry.
+JOINED_SHARE = 4
 #: Fewer changed files than this are read and matched in this process: starting worker
 #: processes and sending them the chunks costs more wall time than the compiled reader
 #: takes for that many files here (about 40 microseconds of processor time a file).
@@ -135,9 +138,9 @@ def check_cached(request: EvalRequest) -> None:
         raise RequestError("cache", reason, os.fspath(request.cache))
 
 
-def chunks_of(listing: PartListing) -> tuple[Part, ...]:
+def chunks_of(listing: PartListing, spread: int | None = None) -> tuple[Part, ...]:
     """The chunks of the listed files: the sorted keys of both sides cut before each key
-    whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`.
+    whose CRC-32 is 0 modulo ``spread`` (:data:`CHUNK_SPREAD` unless given).
 
     >>> from vocmatch.evaluation.shards.parts import PartListing
     >>> from vocmatch.readers.parse import DirectoryListing
@@ -152,7 +155,8 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     gt_keys, pred_keys = [k for k, _ in gt], [k for k, _ in pred]
     keys = gt_keys if gt_keys == pred_keys else sorted({*gt_keys, *pred_keys})
     # The first key of each chunk but the first one's.
-    starts = [key for key in keys[1:] if _starts_chunk(key)]
+    every = spread or CHUNK_SPREAD
+    starts = [key for key in keys[1:] if _starts_chunk(key, every)]
     gt_cuts = [0, *(bisect.bisect_left(gt_keys, key) for key in starts), len(gt)]
     pred_cuts = [0, *(bisect.bisect_left(pred_keys, key) for key in starts), len(pred)]
     n = len(starts) + 1 if keys else 0
@@ -163,8 +167,18 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     )  # fmt: skip
 
 
-def _starts_chunk(key: str) -> bool:
-    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % CHUNK_SPREAD == 0
+def _starts_chunk(key: str, spread: int) -> bool:
+    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % spread == 0
+
+
+def _spread(options: PartOptions) -> int:
+    """About how many images a chunk of this run holds: :data:`CHUNK_SPREAD` when its
+    records are kept chunk by chunk (they hold slices, calibration inputs or what a
+    preparation removed), a :data:`JOINED_SHARE`-th of it when they are kept joined."""
+    preparation = options.preparation
+    if options.slices or options.calibration or (preparation is not None and preparation.active):
+        return CHUNK_SPREAD
+    return max(1, CHUNK_SPREAD // JOINED_SHARE)
 
 
 def _run_key(request: EvalRequest, options: PartOptions) -> str:
@@ -315,28 +329,32 @@ class _Opened:
     warned: list[CacheWarning]
     chunks: tuple[Part, ...] | None = None
     stats: npt.NDArray[np.int64] | None = None
+    spread: int = CHUNK_SPREAD
 
 
 def _opened(
     request: EvalRequest,
     roots: tuple[str, str],
-    chunks: tuple[Part, ...] | None = None,
+    listing: PartListing | None = None,
     data: Future[bytes | None] | None = None,
 ) -> _Opened:
     """The run's cache read (``data``: its bytes as being read by a thread); the stats of
-    the ``chunks``' files taken meanwhile, by a thread (the system's calls run without
-    Python's lock), when there is a cache to compare them with and more than one thread may
-    run."""
+    the files of the ``listing``'s chunks taken meanwhile, by a thread (the system's calls
+    run without Python's lock), when there is a cache to compare them with and more than one
+    thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
     run = _run_key(request, options)
     warned: list[CacheWarning] = []
+    spread = _spread(options)
+    chunks = chunks_of(listing, spread) if listing is not None else None
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
-        return _Opened(options, run, _loaded(request, run, options, warned, data), warned)
+        cached = _loaded(request, run, options, warned, data)
+        return _Opened(options, run, cached, warned, chunks, spread=spread)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     cached, stats = _loaded_and_stats(_Loading(request, run, options, warned, data), paths)
-    return _Opened(options, run, cached, warned, chunks, stats)
+    return _Opened(options, run, cached, warned, chunks, stats, spread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +427,7 @@ def evaluated_with_cache(
                 data = None
             listing = PartListing.of(annotations, request.pred)
             roots = (listing.gt.root, listing.pred.root)
-            opened = _opened(request, roots, chunks_of(listing), data)
+            opened = _opened(request, roots, listing, data)
         found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
         return _written(request, found, content, opened)
     from vocmatch.readers.remote import list_location
@@ -467,22 +485,15 @@ def _cached_run(
     from vocmatch.run.in_parts_found import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
-    chunks = opened.chunks if opened.chunks is not None else chunks_of(listing)
-    pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
-    if coco is not None:
-        # The predictions are read already: a chunk's key holds their digests, not a file's.
-        chunks = tuple(replace(p, pred_files=()) for p in chunks)
-    extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
+    chunks, pred_keys, extra = _keyed_chunks(
+        opened.chunks if opened.chunks is not None else chunks_of(listing, opened.spread), coco
+    )
     compared = _Compared(request.cache_verify, extra, request.jobs, opened.stats)
     kept, changed, index = _reused(chunks, run, cached, compared)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
     joined = cached.joined if cached is not None else None
-    if (
-        joined is not None
-        and kept
-        and not all(spliceable(h.records.records) for h in fresh.values())
-    ):
+    if joined is not None and kept and not spliced_whole(joined, kept, fresh):
         # Records the joined layout does not hold: every chunk is read and matched again.
         again = [p for p in chunks if p.index in kept]
         fresh.update(_matched(again, options, request.jobs, None, listing.file_count(),
@@ -559,7 +570,9 @@ class _Made:
             keys.append(key)
             results.append(records)
         entries = None
-        if all(spliceable(r.records) for r in results):
+        if all(spliceable(r.records) for r in results) and any(
+            r.records.unscored is None for r in results
+        ):
             entries = tuple(ChunkEntry.of(k, r) for k, r in zip(keys, results, strict=True))
         gathered = gathered_parts(listing, results, options)  # results emptied
         stats = self.index.done()
@@ -604,6 +617,35 @@ class _Made:
             self.run, self.index.done(), {}, joined=JoinedChunks(records, tuple(entries))
         )
         return gathered, content
+
+
+def spliced_whole(
+    joined: JoinedChunks,
+    kept: Mapping[int, tuple[str, PartRecords | int]],
+    fresh: Mapping[int, _Hashed],
+) -> bool:
+    """Whether the chunks read and matched can be put in place of theirs in the cache's
+    joined records: each one's records :func:`spliceable`, and some chunk of the run with
+    a scored prediction (a run with none keeps its unscored reading, chunk by chunk)."""
+    if not all(spliceable(h.records.records) for h in fresh.values()):
+        return False
+    if any(h.records.records.unscored is None for h in fresh.values()):
+        return True
+    return any(joined.entries[held].scored for _, held in kept.values() if isinstance(held, int))
+
+
+def _keyed_chunks(
+    chunks: tuple[Part, ...], coco: CocoPredictions | None
+) -> tuple[tuple[Part, ...], dict[int, tuple[str, ...]], dict[int, bytes]]:
+    """The chunks as keyed (without prediction files when the predictions are a COCO
+    results file's), each one's prediction keys, and what its key holds besides its files
+    (the digests of its predictions read already)."""
+    pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
+    if coco is not None:
+        # The predictions are read already: a chunk's key holds their digests, not a file's.
+        chunks = tuple(replace(p, pred_files=()) for p in chunks)
+    extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
+    return chunks, pred_keys, extra
 
 
 def _given_pred(

@@ -25,7 +25,8 @@ truncated, corrupted or crafted file is refused with one
   (:mod:`vocmatch.evaluation.shards.cache_joined`): the ``records`` of every chunk joined
   in key order (arrays ``joined.<name>``, with the classes' rankings), and per chunk, in
   key order, its key, its images and predictions (its rows of the joined records), its
-  classes and what they add up to (arrays ``<n>.class_counts`` and ``<n>.coco_gt``), its
+  classes and what they add up to (the rows of arrays ``chunks.class_counts`` and
+  ``chunks.coco_gt``, one a class of each chunk in turn), its
   notes' ingredients and what its reading found. A run keeps its records joined unless
   they hold what that layout does not (:func:`~vocmatch.evaluation.shards.cache_joined.spliceable`).
 """
@@ -61,6 +62,7 @@ from vocmatch.evaluation.shards.reading_notes import (
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (
+    narrowest_int,
     orphans_of_header,
     records_of_state,
     skipped_of_header,
@@ -210,11 +212,13 @@ def cache_bytes(
 def _ranked_arrays(ranked: Ranked, prefix: str) -> dict[str, npt.NDArray[Any]]:
     """The arrays of a ranking, named ``<prefix>ranked_*``."""
     return {
-        f"{prefix}ranked_rows": np.concatenate(
-            [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
+        f"{prefix}ranked_rows": narrowest_int(
+            np.concatenate(
+                [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
+            )
         ),
         f"{prefix}ranked_sizes": np.array([c.size for c in ranked.classes], np.int64),
-        f"{prefix}ranked_rank": np.asarray(ranked.rank, dtype=np.int64),
+        f"{prefix}ranked_rank": narrowest_int(np.asarray(ranked.rank, dtype=np.int64)),
     }
 
 
@@ -250,16 +254,22 @@ def _joined_to_state(
     header, joined_arrays = state_of_records(records, conv, ())
     arrays.update({f"joined.{name}": array for name, array in joined_arrays.items()})
     arrays.update(_ranked_arrays(records.ranked, "joined."))
-    for n, entry in enumerate(joined.entries):
+    width = records.coco_gt.shape[1]
+    arrays["chunks.class_counts"] = narrowest_int(
+        np.concatenate([np.zeros((0, 7), np.int64), *(e.class_counts for e in joined.entries)])
+    )
+    arrays["chunks.coco_gt"] = narrowest_int(
+        np.concatenate([np.zeros((0, width), np.int64), *(e.coco_gt for e in joined.entries)])
+    )
+    for entry in joined.entries:
         found = entry.found
-        arrays[f"{n}.class_counts"] = entry.class_counts
-        arrays[f"{n}.coco_gt"] = entry.coco_gt
         chunks.append({
             "key": entry.key,
             "images": entry.images,
             "preds": entry.preds,
             "class_names": list(entry.class_names),
             "beyond": entry.beyond,
+            "scored": entry.scored,
             "notes": notes_to_header(entry.notes),
             **_findings_to_header(found.gt_skipped, found.pred_skipped, found.orphans,
                                   found.counts, entry.scores),
@@ -424,25 +434,55 @@ def _joined(
     if records.gt_cells is None or records.unscored is not None or records.detail is not None:
         raise StateError(f"{source}: corrupted header (joined records)")
     ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
-    width = records.coco_gt.shape[1]
+    counts, coco_gt = _class_counts(by_chunk.pop("chunks", {}), records.coco_gt.shape[1], source)
     entries = []
+    start = 0
     for n, chunk in enumerate(chunks):
-        entries.append(_entry(chunk, by_chunk.pop(str(n), {}), width, f"{source} (chunk {n})"))
-    if by_chunk:
+        entry = _entry(chunk, counts[start:], coco_gt[start:], f"{source} (chunk {n})")
+        entries.append(entry)
+        start += len(entry.class_names)
+    if by_chunk or start != len(counts):
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
     joined = JoinedChunks(replace(records, ranked=ranked), tuple(entries))
     check_entries(joined, source)
     return joined
 
 
+def _class_counts(
+    arrays: Mapping[str, npt.NDArray[Any]], width: int, source: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The chunks' classes' counts and COCO ground truth, one row a class of each chunk in
+    turn, checked: integers, none negative, as many rows each.
+
+    Raises:
+        StateError: An array is missing, of another kind or shape, or holds a negative.
+    """
+    counts, coco_gt = arrays.get("class_counts"), arrays.get("coco_gt")
+    if (
+        counts is None
+        or coco_gt is None
+        or len(arrays) != 2
+        or counts.ndim != 2
+        or counts.shape[1] != 7
+        or coco_gt.shape != (counts.shape[0], width)
+        or counts.dtype.kind not in "iu"
+        or coco_gt.dtype.kind not in "iu"
+        or bool((counts < 0).any())
+        or bool((coco_gt < 0).any())
+    ):
+        raise StateError(f"{source}: corrupted class counts")
+    return counts.astype(np.int64), coco_gt.astype(np.int64)
+
+
 def _entry(
-    chunk: object, arrays: Mapping[str, npt.NDArray[Any]], width: int, source: str
+    chunk: object, counts: npt.NDArray[np.int64], coco_gt: npt.NDArray[np.int64], source: str
 ) -> ChunkEntry:
-    """A chunk's entry of the ``joined`` layout, every field checked."""
+    """A chunk's entry of the ``joined`` layout, every field checked; its classes' counts
+    and COCO ground truth the first rows of ``counts`` and ``coco_gt``."""
     if not isinstance(chunk, dict):
         raise StateError(f"{source}: corrupted header (chunk)")
     key, images, preds = chunk.get("key"), chunk.get("images"), chunk.get("preds")
-    names, beyond = chunk.get("class_names"), chunk.get("beyond")
+    names, beyond, scored = chunk.get("class_names"), chunk.get("beyond"), chunk.get("scored")
     if not (
         isinstance(key, str)
         and type(images) is int
@@ -453,26 +493,16 @@ def _entry(
         and all(isinstance(name, str) for name in names)
         and names == sorted(set(names))
         and isinstance(beyond, bool)
+        and isinstance(scored, bool)
     ):
         raise StateError(f"{source}: corrupted header (chunk)")
-    counts, coco_gt = arrays.get("class_counts"), arrays.get("coco_gt")
-    if (
-        counts is None
-        or coco_gt is None
-        or len(arrays) != 2
-        or counts.shape != (len(names), 7)
-        or coco_gt.shape != (len(names), width)
-        or counts.dtype.kind != "i"
-        or coco_gt.dtype.kind != "i"
-        or bool((counts < 0).any())
-        or bool((coco_gt < 0).any())
-    ):
+    if len(counts) < len(names):
         raise StateError(f"{source}: corrupted class counts")
     found, scores = _findings(chunk, source)
     notes = notes_of_header(chunk.get("notes"), source)
     return ChunkEntry(
-        key, images, preds, tuple(names), counts.astype(np.int64), coco_gt.astype(np.int64),
-        beyond, notes, found, scores,
+        key, images, preds, tuple(names), counts[: len(names)], coco_gt[: len(names)],
+        beyond, notes, found, scores, scored,
     )  # fmt: skip
 
 
@@ -492,9 +522,9 @@ def _ranked(
         or rows.shape != (n_pred,)
         or sizes.shape != (n_classes,)
         or rank.shape != (n_pred,)
-        or rows.dtype.kind != "i"
-        or sizes.dtype.kind != "i"
-        or rank.dtype.kind != "i"
+        or rows.dtype.kind not in "iu"
+        or sizes.dtype.kind not in "iu"
+        or rank.dtype.kind not in "iu"
     ):
         raise StateError(f"{source}: corrupted rankings")
     rows, sizes, rank = rows.astype(np.int64), sizes.astype(np.int64), rank.astype(np.int64)

@@ -83,6 +83,8 @@ class ChunkEntry:
         notes: The notes' ingredients of its images.
         found: What its reading found (skipped files, orphans, counts; no state).
         scores: How many boxes of each side have a score.
+        scored: Some prediction of it has a score (else its records hold an unscored
+            reading too, which a run with a scored prediction does not read).
     """
 
     key: str
@@ -95,6 +97,7 @@ class ChunkEntry:
     notes: NoteCounts
     found: PartResult
     scores: ScoreCounts
+    scored: bool = True
 
     @classmethod
     def of(cls, key: str, part: PartRecords) -> ChunkEntry:
@@ -111,6 +114,7 @@ class ChunkEntry:
             records.notes,
             PartResult(b"", part.gt_skipped, part.pred_skipped, part.orphans, part.counts),
             part.scores,
+            records.unscored is None,
         )
 
 
@@ -141,15 +145,15 @@ class JoinedChunks:
 
 
 def spliceable(records: MatchRecords) -> bool:
-    """Whether the joined layout holds everything of ``records`` (see the module doc)."""
+    """Whether the joined layout holds what a run with a scored prediction reads of
+    ``records`` (see the module doc; their unscored reading, when they hold one, is not
+    read by such a run)."""
     return (
         records.slices is None
         and records.calibration is None
         and records.removed is None
         and records.detail is None
-        and records.unscored is None
         and records.gt_cells is not None
-        and records.ranked is not None
     )
 
 
@@ -207,7 +211,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     ranked: list[list[IntArray]] = [[] for _ in names]
     ranks: list[npt.NDArray[Any]] = []
     for n, piece in enumerate(pieces):
-        records = piece.records if piece.records is not None else old
+        records = ranked_of(piece.records) if piece.records is not None else old
         i0, i1, p0, p1 = (
             piece.images_at,
             piece.images_at + piece.images,
