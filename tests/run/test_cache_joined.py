@@ -162,6 +162,26 @@ CHUNK = "{cache} (chunk 0): "
             id="rankings-reversed",
         ),
         pytest.param(_no_array("joined.ranked_rank"), "{cache}: corrupted rankings", id="no-rank"),
+        pytest.param(
+            _array("joined.keys", lambda a: a[: a.tolist().index(0)].copy()),
+            "{cache}: corrupted header (image keys or paths)",
+            id="one-key",
+        ),
+        pytest.param(
+            _array("joined.gt_paths", lambda a: np.append(a, 0xFF).astype(np.uint8)),
+            "{cache}: corrupted header (image keys or paths)",
+            id="paths-not-utf8",
+        ),
+        pytest.param(
+            _array("joined.no_pred", lambda a: a + 2),
+            "{cache}: corrupted header (image keys or paths)",
+            id="no-pred-not-a-flag",
+        ),
+        pytest.param(
+            _no_array("joined.pred_paths"),
+            "{cache}: corrupted header (image keys or paths)",
+            id="no-pred-paths",
+        ),
     ],
 )
 def test_a_crafted_joined_cache_gives_one_warning_and_the_right_numbers(

@@ -253,6 +253,15 @@ def _joined_to_state(
     assert records.ranked is not None
     header, joined_arrays = state_of_records(records, conv, ())
     arrays.update({f"joined.{name}": array for name, array in joined_arrays.items()})
+    # The images' keys and paths as arrays: one encoding and one decoding, not JSON lists.
+    for name in _IMAGE_STRINGS:
+        del header[name]
+    arrays["joined.keys"] = _joined_strings(records.keys)
+    arrays["joined.gt_paths"] = _joined_strings(records.gt_paths)
+    arrays["joined.pred_paths"] = _joined_strings(
+        ["" if p is None else p for p in records.pred_paths]
+    )
+    arrays["joined.no_pred"] = np.array([p is None for p in records.pred_paths], dtype=np.uint8)
     arrays.update(_ranked_arrays(records.ranked, "joined."))
     width = records.coco_gt.shape[1]
     arrays["chunks.class_counts"] = narrowest_int(
@@ -339,22 +348,41 @@ def read_cache(
     return CacheContent(run, stats, found, stored)
 
 
+#: The header fields of the images' keys and paths, kept as arrays by the joined layout.
+_IMAGE_STRINGS = ("keys", "gt_paths", "pred_paths")
+
+
+def _joined_strings(values: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """Strings (none holding a NUL) as the bytes of their UTF-8 joined by NUL bytes."""
+    joined = "\0".join(values).encode("utf-8", "surrogatepass")
+    return np.frombuffer(joined, dtype=np.uint8)
+
+
 def _paths(joined: npt.NDArray[Any] | None, count: int, source: str) -> list[str]:
     """The stat index's ``count`` paths, from the bytes that join them.
 
     Raises:
         StateError: The bytes are missing, not UTF-8, or hold another number of paths.
     """
-    bad = StateError(f"{source}: corrupted stat index")
+    return _strings(joined, count, StateError(f"{source}: corrupted stat index"))
+
+
+def _strings(joined: npt.NDArray[Any] | None, count: int, bad: StateError) -> list[str]:
+    """``count`` strings, from the bytes that join them (:func:`_joined_strings`).
+
+    Raises:
+        StateError: ``bad``: the bytes are missing, not UTF-8, or hold another number of
+            strings.
+    """
     if joined is None or joined.dtype != np.uint8 or joined.ndim != 1:
         raise bad
     try:
-        paths = joined.tobytes().decode("utf-8", "surrogatepass").split("\0") if count else []
+        found = joined.tobytes().decode("utf-8", "surrogatepass").split("\0") if count else []
     except UnicodeDecodeError:
         raise bad from None
-    if len(paths) != count or (not count and joined.size):
+    if len(found) != count or (not count and joined.size):
         raise bad
-    return paths
+    return found
 
 
 def _chunk(
@@ -430,6 +458,7 @@ def _joined(
     ranked_arrays = {
         name: arrays.pop(name, None) for name in ("ranked_rows", "ranked_sizes", "ranked_rank")
     }
+    records_header = {**records_header, **_image_strings(arrays, source)}
     records = _float_scores(records_of_state(records_header, arrays, conv, source))
     if records.gt_cells is None or records.unscored is not None or records.detail is not None:
         raise StateError(f"{source}: corrupted header (joined records)")
@@ -446,6 +475,28 @@ def _joined(
     joined = JoinedChunks(replace(records, ranked=ranked), tuple(entries))
     check_entries(joined, source)
     return joined
+
+
+def _image_strings(arrays: dict[str, npt.NDArray[Any]], source: str) -> dict[str, list[Any]]:
+    """The joined records' image keys and paths (header fields of a state), taken out of
+    ``arrays``.
+
+    Raises:
+        StateError: An array is missing, not UTF-8, or holds another number of images.
+    """
+    bad = StateError(f"{source}: corrupted header (image keys or paths)")
+    no_pred = arrays.pop("no_pred", None)
+    if no_pred is None or no_pred.dtype != np.uint8 or no_pred.ndim != 1 or (no_pred > 1).any():
+        raise bad
+    count = int(no_pred.size)
+    found: dict[str, list[Any]] = {
+        name: _strings(arrays.pop(name, None), count, bad) for name in _IMAGE_STRINGS
+    }
+    found["pred_paths"] = [
+        None if missing else path
+        for path, missing in zip(found["pred_paths"], no_pred.tolist(), strict=True)
+    ]
+    return found
 
 
 def _class_counts(

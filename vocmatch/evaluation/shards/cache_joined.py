@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -448,7 +449,11 @@ def gathered_joined(
     for entry in entries:
         scores = scores + entry.scores
     check_images(records.keys, expected)
-    pred_keys = {k for k, _ in listing.pred.files} | {s.key for s in pred_skipped if s.key}
+    listed = [k for k, _ in listing.pred.files]
+    unread = {s.key for s in pred_skipped if s.key}
+    # As listed when they are in order already (a sort of sorted keys is a pass anyway).
+    in_order = not unread and all(a < b for a, b in pairwise(listed))
+    pred_keys = tuple(listed) if in_order else tuple(sorted({*listed, *unread}))
     unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
     return GatheredParts(
         records,
@@ -459,6 +464,6 @@ def gathered_joined(
         listing,
         read_counts(found),
         tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
-        tuple(sorted(pred_keys)),
+        pred_keys,
         scores,
     )
