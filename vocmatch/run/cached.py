@@ -428,8 +428,8 @@ def evaluated_with_cache(
             listing = PartListing.of(annotations, request.pred)
             roots = (listing.gt.root, listing.pred.root)
             opened = _opened(request, roots, listing, data)
-        found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
-        return _written(request, found, content, opened)
+        found, _, encoding = _cached_run(request, listing, annotations, None, opened, progress)
+        return _written(request, found, encoding, opened)
     from vocmatch.readers.remote import list_location
 
     gt_listing = list_location(annotations)
@@ -443,14 +443,16 @@ def evaluated_with_cache(
     for _ in range(2):
         coco = _coco_predictions(request, gt_listing.root, readable)
         listing = PartListing(gt_listing, coco.listing())
-        found, read_keys, content = _cached_run(
+        found, read_keys, encoding = _cached_run(
             request, listing, annotations, coco, opened, progress
         )
         if set(read_keys) == {k for k, _ in readable}:
             break
+        if encoding is not None:
+            encoding.close()  # read again against the files read
         keys = set(read_keys)
         readable = tuple(f for f in gt_listing.files if f[0] in keys)
-    return _written(request, found, content, opened)
+    return _written(request, found, encoding, opened)
 
 
 def _coco_predictions(
@@ -464,12 +466,45 @@ def _coco_predictions(
 
 
 def _written(
-    request: EvalRequest, found: CachedRun, content: CacheContent | None, opened: _Opened
+    request: EvalRequest, found: CachedRun, encoding: _Encoding | None, opened: _Opened
 ) -> CachedRun:
-    """The run, its cache written (when ``content`` is not None: something changed)."""
-    if content is not None:
-        _write(request, content, opened.options, opened.warned)
+    """The run, its cache written (when ``encoding`` is not None: something changed)."""
+    if encoding is not None:
+        _write(request, encoding, opened.warned)
     return replace(found, warnings=tuple(opened.warned))
+
+
+class _Encoding:
+    """A cache file's bytes made by a thread while the run is accumulated (the arrays'
+    copies and the checksum run without Python's lock), or here when no thread may run."""
+
+    def __init__(self, content: CacheContent, options: PartOptions) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._content, self._options = content, options
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache")
+        self._future: Future[bytes] | None
+        try:
+            self._future = self._pool.submit(self._make)
+        except RuntimeError:  # no thread: made when asked for
+            self._future = None
+
+    def _make(self) -> bytes:
+        from vocmatch.evaluation.shards.cache_file import cache_bytes
+
+        options = self._options
+        return cache_bytes(self._content, options.conventions, options.slices, options.preparation)
+
+    def result(self) -> bytes:
+        """The bytes."""
+        try:
+            return self._future.result() if self._future is not None else self._make()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Let the thread go (once it has made the bytes, which are then not written)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _cached_run(
@@ -479,9 +514,9 @@ def _cached_run(
     coco: CocoPredictions | None,
     opened: _Opened,
     progress: Callable[[int, int], None] | None,
-) -> tuple[CachedRun, tuple[str, ...], CacheContent | None]:
+) -> tuple[CachedRun, tuple[str, ...], _Encoding | None]:
     """The run evaluated with its cache, the keys of the ground-truth files read, and the
-    cache's new content (None when nothing changed)."""
+    cache's new bytes being made (None when nothing changed)."""
     from vocmatch.run.in_parts_found import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
@@ -515,11 +550,18 @@ def _cached_run(
         refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
     else:
         gathered = _with_coco_findings(gathered, coco, request.fold_case)
-    found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
-    # Written once the run is evaluated: a refused run leaves the cache as it was.
+    # Made while the run is accumulated, written once it is evaluated: a refused run leaves
+    # the cache as it was.
     unchanged = cached is not None and not fresh and content.same_chunks(cached)
+    encoding = None if unchanged else _Encoding(content, options)
+    try:
+        found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+    except BaseException:
+        if encoding is not None:
+            encoding.close()
+        raise
     done = CachedRun(found, (), matched, total - matched)
-    return done, gathered.gt_keys, None if unchanged else content
+    return done, gathered.gt_keys, encoding
 
 
 @dataclass(frozen=True, slots=True)
@@ -833,21 +875,16 @@ def _matched(
     return done
 
 
-def _write(
-    request: EvalRequest, content: CacheContent, options: PartOptions, warned: list[CacheWarning]
-) -> None:
+def _write(request: EvalRequest, encoding: _Encoding, warned: list[CacheWarning]) -> None:
     """Replace the cache file whole; a warning when it cannot be written (unless reading it
     gave one already: one warning a run)."""
-    from vocmatch.evaluation.shards.cache_file import cache_bytes
     from vocmatch.files import save_bytes
 
     folder = os.fspath(request.cache or "")
     try:
+        data = encoding.result()
         os.makedirs(folder, exist_ok=True)
-        save_bytes(
-            _cache_path(request),
-            cache_bytes(content, options.conventions, options.slices, options.preparation),
-        )
+        save_bytes(_cache_path(request), data)
     except OutputError as error:
         failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
     except OSError as error:
