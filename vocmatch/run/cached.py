@@ -3,9 +3,9 @@
 A request's ``cache`` names a folder (the caller's choice) where the run keeps, in one file
 (:data:`CACHE_NAME`, :mod:`vocmatch.evaluation.shards.cache_file`), the match records of its
 images by chunks, and a stat index of its files. The images are the keys of both sides,
-sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`
-(so about that many images a chunk, and a file added or removed changes the chunk of its
-key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
+sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD` (or a
+:data:`JOINED_SHARE`-th of it when the records are kept joined: so about that many images
+a chunk, and a file added or removed changes the chunk of its key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
 format and every option of the matching: protocol and its overrides, case folding, score
 thresholds, file size limit, slices, class choice, geometry, calibration, the folders as
 given and, for relative ones, the working folder) and of its files' keys, paths and contents.
@@ -14,9 +14,11 @@ A file is hashed again only when its size, mtime, ctime or inode differ from the
 index's (``verify`` hashes every file: an edit within one mtime tick, or times restored by
 ``git checkout`` or ``rsync -t``). A chunk whose key the cache holds is taken from it; the
 others are read and matched (by worker processes when they are many, as a run in parts:
-:mod:`vocmatch.run.in_parts`), and every chunk's records are joined in key order and
-accumulated once, as a run in parts does: the report is that of a run without a cache, bit
-for bit.
+:mod:`vocmatch.run.in_parts`). The cache keeps every chunk's records joined in key order
+(:mod:`vocmatch.evaluation.shards.cache_joined`): the changed chunks' records are put in
+place of theirs. Records that layout does not hold are kept chunk by chunk, and every
+chunk's records joined in key order, as a run in parts does. Either way the records are
+accumulated once: the report is that of a run without a cache, bit for bit.
 
 The file is rewritten (through :func:`vocmatch.files.save_bytes`: whole or not at all)
 when anything changed, holding the present files and chunks only. A cache that cannot be
