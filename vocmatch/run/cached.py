@@ -5,10 +5,11 @@ A request's ``cache`` names a folder (the caller's choice) where the run keeps, 
 images by chunks, and a stat index of its files. The images are the keys of both sides,
 sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD` (or a
 :data:`JOINED_SHARE`-th of it when the records are kept joined: so about that many images
-a chunk, and a file added or removed changes the chunk of its key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
-format and every option of the matching: protocol and its overrides, case folding, score
-thresholds, file size limit, slices, class choice, geometry, calibration, the folders as
-given and, for relative ones, the working folder) and of its files' keys, paths and contents.
+a chunk, and a file added or removed changes the chunk of its key alone). A chunk's key is
+the digest of the run's key (the vocmatch version, the state format and every option of
+the matching: protocol and its overrides, case folding, score thresholds, file size limit,
+slices, class choice, geometry, calibration, the folders as given and, for relative ones,
+the working folder) and of its files' keys, paths and contents.
 
 A file is hashed again only when its size, mtime, ctime or inode differ from the stat
 index's (``verify`` hashes every file: an edit within one mtime tick, or times restored by
