@@ -328,3 +328,23 @@ def test_a_cache_kept_joined_has_smaller_chunks(generated: Path, tmp_path: Path)
     listing = PartListing.of(generated / "gt", generated / "pred")
     assert len(joined.header["chunks"]) == len(cached.chunks_of(listing, 2))
     assert len(by_chunks.header["chunks"]) == len(cached.chunks_of(listing, 8))
+
+
+def test_many_changed_chunks_are_put_in_place(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every fifth file edited: most chunks matched again, the others' rows taken from the
+    cache between them; what a run without a cache prints."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json", "--protocol", "coco"]
+    cache = str(tmp_path / "cache")
+    run_cli(*args, "--cache", cache)
+    for path in sorted(pred.glob("*.xml"))[::5]:
+        path.write_text(re.sub(r"<score>0\.", "<score>0.9", path.read_text(), count=2))
+    fresh = run_cli(*args)
+    spy = Spy(monkeypatch)
+    assert run_cli(*args, "--cache", cache) == fresh
+    assert _chunks(gt, pred) // 4 < spy.chunks < _chunks(gt, pred)
+    spy.reset()
+    assert run_cli(*args, "--cache", cache) == fresh
+    assert (spy.chunks, spy.hashed) == (0, 0)

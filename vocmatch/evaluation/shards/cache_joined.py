@@ -211,6 +211,10 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     # Each class's ranked members, per piece, in the output's rows.
     ranked: list[list[IntArray]] = [[] for _ in names]
     ranks: list[npt.NDArray[Any]] = []
+    kept = [piece for piece in pieces if piece.records is None]
+    assert old.ranked is not None
+    old_ranked = _by_piece(old.ranked, [(p.at, p.at + p.preds) for p in kept])
+    taken = 0  # pieces of the cache's records so far
     for n, piece in enumerate(pieces):
         records = ranked_of(piece.records) if piece.records is not None else old
         i0, i1, p0, p1 = (
@@ -239,11 +243,16 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
             raise StateError("corrupted chunk entries (records without their rankings)")
         ranks.append(rank[p0:p1])
         shift = int(out_preds[n]) - p0
-        for k, members in enumerate(records.ranked.classes):
-            if piece.records is None:
-                members = members[(members >= p0) & (members < p1)]
-            if members.size:
-                ranked[int(remap[k])].append(members.astype(np.int64) + shift)
+        if piece.records is None:
+            for k, (members, bounds) in enumerate(old_ranked):
+                if bounds[taken + 1] > bounds[taken]:
+                    run = members[bounds[taken] : bounds[taken + 1]]
+                    ranked[int(remap[k])].append(run + shift)
+            taken += 1
+            continue
+        for k, rows in enumerate(records.ranked.classes):
+            if rows.size:
+                ranked[int(remap[k])].append(rows.astype(np.int64) + shift)
     preds = PredRecords(
         np.concatenate(columns[0]).astype(np.int64),
         *(np.concatenate(c) for c in columns[1:]),
@@ -269,6 +278,26 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         gt_cells=GtCells(*(np.concatenate([c[j] for c in cells]) for j in range(4))),
         ranked=rankings,
     )
+
+
+def _by_piece(
+    ranked: Ranked, ranges: Sequence[tuple[int, int]]
+) -> list[tuple[IntArray, list[int]]]:
+    """Each class's ranked members that lie in the row ranges (in order, disjoint), grouped
+    by range in their ranking's order, and where each range's group starts (and the last
+    one ends)."""
+    starts = np.array([a for a, _ in ranges], dtype=np.int64)
+    ends = np.array([b for _, b in ranges], dtype=np.int64)
+    found = []
+    for members in ranked.classes:
+        rows = members.astype(np.int64)
+        where = np.searchsorted(starts, rows, side="right") - 1
+        inside = (where >= 0) & (rows < ends[np.maximum(where, 0)]) if ranges else where >= 0
+        rows, where = rows[inside], where[inside]
+        order = np.argsort(where, kind="stable")  # by range, each range's in ranking order
+        bounds = np.searchsorted(where[order], np.arange(len(ranges) + 1)).tolist()
+        found.append((rows[order], bounds))
+    return found
 
 
 @dataclass(frozen=True, slots=True)
