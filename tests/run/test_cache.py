@@ -41,8 +41,17 @@ def _copy(source: Path, target: Path) -> tuple[Path, Path]:
     return target / "gt", target / "pred"
 
 
-def _chunks(gt: Path, pred: Path) -> int:
-    return len(cached.chunks_of(PartListing.of(gt, pred)))
+#: Options whose records a cache keeps chunk by chunk, in chunks of ``CHUNK_SPREAD``
+#: images (others' are kept joined, in smaller chunks).
+BY_CHUNKS = ("--slice", "--calibration-bins", "--nms", "--max-per-image", "--min-score")
+
+
+def _chunks(gt: Path, pred: Path, *options: str) -> int:
+    """The chunks of a run with ``options``."""
+    spread = cached.CHUNK_SPREAD
+    if not set(options) & set(BY_CHUNKS):
+        spread //= cached.JOINED_SHARE
+    return len(cached.chunks_of(PartListing.of(gt, pred), spread))
 
 
 class Spy:
@@ -290,10 +299,15 @@ def _other_format(path: Path) -> None:
     path.write_bytes(data[:8] + (CACHE_VERSION + 1).to_bytes(4, "little") + data[12:])
 
 
-def _first_format(path: Path) -> None:
-    """The format before the stat index's paths were an array."""
-    data = path.read_bytes()
-    path.write_bytes(data[:8] + (1).to_bytes(4, "little") + data[12:])
+def _earlier_format(version: int) -> Callable[[Path], None]:
+    """A cache of an earlier format: 1 before the stat index's paths were an array, 2
+    before the chunks' records were kept joined."""
+
+    def damage(path: Path) -> None:
+        data = path.read_bytes()
+        path.write_bytes(data[:8] + version.to_bytes(4, "little") + data[12:])
+
+    return damage
 
 
 def _a_state_file(path: Path) -> None:
@@ -332,8 +346,13 @@ DAMAGES = [
     pytest.param(_truncated, "checksum does not match", id="truncated"),
     pytest.param(_garbage, "not a vocmatch state", id="garbage"),
     pytest.param(_flipped, "checksum does not match", id="one-byte-flipped"),
-    pytest.param(_other_format, "format version 3; this vocmatch reads version 2", id="format"),
-    pytest.param(_first_format, "format version 1; this vocmatch reads version 2", id="format-1"),
+    pytest.param(_other_format, "format version 4; this vocmatch reads version 3", id="format"),
+    pytest.param(
+        _earlier_format(1), "format version 1; this vocmatch reads version 3", id="format-1"
+    ),
+    pytest.param(
+        _earlier_format(2), "format version 2; this vocmatch reads version 3", id="format-2"
+    ),
     pytest.param(_a_state_file, "no VMCACHE signature", id="state-file"),
     pytest.param(_a_folder, "not a regular file", id="a-folder"),
 ]
@@ -543,7 +562,7 @@ def test_other_options_match_every_image_again(
     fresh = run_cli(*args, *second)
     spy = Spy(monkeypatch)
     assert run_cli(*args, *second, *cache) == fresh
-    assert spy.chunks == _chunks(generated / "gt", generated / "pred")
+    assert spy.chunks == _chunks(generated / "gt", generated / "pred", *second)
 
 
 def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path) -> None:
@@ -563,8 +582,11 @@ def test_the_cache_holds_the_present_files_only(generated: Path, tmp_path: Path)
     paths = [p.decode() for p in _paths(raw)]
     assert raw.header["files"] == len(paths) == 2 * 120
     assert not {str(p) for p in gone} & set(paths)
-    kept = {k for chunk in raw.header["chunks"] for k in chunk["records"]["keys"]}
-    assert kept == {p.stem for p in gt.glob("*.xml")}
+    # The chunks' records are kept joined: one list of keys, each chunk a run of them.
+    assert raw.header["layout"] == "joined"
+    assert sum(chunk["images"] for chunk in raw.header["chunks"]) == 120
+    keys = bytes(raw.arrays["joined.keys"]).decode().split("\0")
+    assert set(keys) == {p.stem for p in gt.glob("*.xml")}
 
 
 def test_changed_chunks_are_matched_by_worker_processes(

@@ -3,20 +3,23 @@
 A request's ``cache`` names a folder (the caller's choice) where the run keeps, in one file
 (:data:`CACHE_NAME`, :mod:`vocmatch.evaluation.shards.cache_file`), the match records of its
 images by chunks, and a stat index of its files. The images are the keys of both sides,
-sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`
-(so about that many images a chunk, and a file added or removed changes the chunk of its
-key alone). A chunk's key is the digest of the run's key (the vocmatch version, the state
-format and every option of the matching: protocol and its overrides, case folding, score
-thresholds, file size limit, slices, class choice, geometry, calibration, the folders as
-given and, for relative ones, the working folder) and of its files' keys, paths and contents.
+sorted; a chunk starts at each key whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD` (or a
+:data:`JOINED_SHARE`-th of it when the records are kept joined: so about that many images
+a chunk, and a file added or removed changes the chunk of its key alone). A chunk's key is
+the digest of the run's key (the vocmatch version, the state format and every option of
+the matching: protocol and its overrides, case folding, score thresholds, file size limit,
+slices, class choice, geometry, calibration, the folders as given and, for relative ones,
+the working folder) and of its files' keys, paths and contents.
 
 A file is hashed again only when its size, mtime, ctime or inode differ from the stat
 index's (``verify`` hashes every file: an edit within one mtime tick, or times restored by
 ``git checkout`` or ``rsync -t``). A chunk whose key the cache holds is taken from it; the
 others are read and matched (by worker processes when they are many, as a run in parts:
-:mod:`vocmatch.run.in_parts`), and every chunk's records are joined in key order and
-accumulated once, as a run in parts does: the report is that of a run without a cache, bit
-for bit.
+:mod:`vocmatch.run.in_parts`). The cache keeps every chunk's records joined in key order
+(:mod:`vocmatch.evaluation.shards.cache_joined`): the changed chunks' records are put in
+place of theirs. Records that layout does not hold are kept chunk by chunk, and every
+chunk's records joined in key order, as a run in parts does. Either way the records are
+accumulated once: the report is that of a run without a cache, bit for bit.
 
 The file is rewritten (through :func:`vocmatch.files.save_bytes`: whole or not at all)
 when anything changed, holding the present files and chunks only. A cache that cannot be
@@ -52,6 +55,7 @@ from vocmatch.errors import (
     StateError,
     no_annotation_files,
 )
+from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.readers.file_stats import file_stat
 from vocmatch.version import __version__
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
+    from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.cached_coco import CocoPredictions
@@ -77,8 +82,11 @@ __all__ = [
 
 #: The cache's file in the folder given.
 CACHE_NAME = "vocmatch-cache.vmc"
-#: About this many images a chunk.
+#: About this many images a chunk whose records are kept chunk by chunk.
 CHUNK_SPREAD = 256
+#: Chunks of records kept joined are this many times smaller: a chunk matched again costs
+#: its files' reading, and one kept costs little more than its entry.
+JOINED_SHARE = 4
 #: Fewer changed files than this are read and matched in this process: starting worker
 #: processes and sending them the chunks costs more wall time than the compiled reader
 #: takes for that many files here (about 40 microseconds of processor time a file).
@@ -133,9 +141,9 @@ def check_cached(request: EvalRequest) -> None:
         raise RequestError("cache", reason, os.fspath(request.cache))
 
 
-def chunks_of(listing: PartListing) -> tuple[Part, ...]:
+def chunks_of(listing: PartListing, spread: int | None = None) -> tuple[Part, ...]:
     """The chunks of the listed files: the sorted keys of both sides cut before each key
-    whose CRC-32 is 0 modulo :data:`CHUNK_SPREAD`.
+    whose CRC-32 is 0 modulo ``spread`` (:data:`CHUNK_SPREAD` unless given).
 
     >>> from vocmatch.evaluation.shards.parts import PartListing
     >>> from vocmatch.readers.parse import DirectoryListing
@@ -150,7 +158,8 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     gt_keys, pred_keys = [k for k, _ in gt], [k for k, _ in pred]
     keys = gt_keys if gt_keys == pred_keys else sorted({*gt_keys, *pred_keys})
     # The first key of each chunk but the first one's.
-    starts = [key for key in keys[1:] if _starts_chunk(key)]
+    every = spread or CHUNK_SPREAD
+    starts = [key for key in keys[1:] if _starts_chunk(key, every)]
     gt_cuts = [0, *(bisect.bisect_left(gt_keys, key) for key in starts), len(gt)]
     pred_cuts = [0, *(bisect.bisect_left(pred_keys, key) for key in starts), len(pred)]
     n = len(starts) + 1 if keys else 0
@@ -161,8 +170,18 @@ def chunks_of(listing: PartListing) -> tuple[Part, ...]:
     )  # fmt: skip
 
 
-def _starts_chunk(key: str) -> bool:
-    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % CHUNK_SPREAD == 0
+def _starts_chunk(key: str, spread: int) -> bool:
+    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % spread == 0
+
+
+def _spread(options: PartOptions) -> int:
+    """About how many images a chunk of this run holds: :data:`CHUNK_SPREAD` when its
+    records are kept chunk by chunk (they hold slices, calibration inputs or what a
+    preparation removed), a :data:`JOINED_SHARE`-th of it when they are kept joined."""
+    preparation = options.preparation
+    if options.slices or options.calibration or (preparation is not None and preparation.active):
+        return CHUNK_SPREAD
+    return max(1, CHUNK_SPREAD // JOINED_SHARE)
 
 
 def _run_key(request: EvalRequest, options: PartOptions) -> str:
@@ -313,28 +332,32 @@ class _Opened:
     warned: list[CacheWarning]
     chunks: tuple[Part, ...] | None = None
     stats: npt.NDArray[np.int64] | None = None
+    spread: int = CHUNK_SPREAD
 
 
 def _opened(
     request: EvalRequest,
     roots: tuple[str, str],
-    chunks: tuple[Part, ...] | None = None,
+    listing: PartListing | None = None,
     data: Future[bytes | None] | None = None,
 ) -> _Opened:
     """The run's cache read (``data``: its bytes as being read by a thread); the stats of
-    the ``chunks``' files taken meanwhile, by a thread (the system's calls run without
-    Python's lock), when there is a cache to compare them with and more than one thread may
-    run."""
+    the files of the ``listing``'s chunks taken meanwhile, by a thread (the system's calls
+    run without Python's lock), when there is a cache to compare them with and more than one
+    thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
     options = part_options(request, roots)
     run = _run_key(request, options)
     warned: list[CacheWarning] = []
+    spread = _spread(options)
+    chunks = chunks_of(listing, spread) if listing is not None else None
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
-        return _Opened(options, run, _loaded(request, run, options, warned, data), warned)
+        cached = _loaded(request, run, options, warned, data)
+        return _Opened(options, run, cached, warned, chunks, spread=spread)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     cached, stats = _loaded_and_stats(_Loading(request, run, options, warned, data), paths)
-    return _Opened(options, run, cached, warned, chunks, stats)
+    return _Opened(options, run, cached, warned, chunks, stats, spread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,9 +430,9 @@ def evaluated_with_cache(
                 data = None
             listing = PartListing.of(annotations, request.pred)
             roots = (listing.gt.root, listing.pred.root)
-            opened = _opened(request, roots, chunks_of(listing), data)
-        found, _, content = _cached_run(request, listing, annotations, None, opened, progress)
-        return _written(request, found, content, opened)
+            opened = _opened(request, roots, listing, data)
+        found, _, encoding = _cached_run(request, listing, annotations, None, opened, progress)
+        return _written(request, found, encoding, opened)
     from vocmatch.readers.remote import list_location
 
     gt_listing = list_location(annotations)
@@ -418,23 +441,21 @@ def evaluated_with_cache(
     opened = _opened(request, (gt_listing.root, os.fspath(request.pred)))
     # The results name images by the ground-truth files read: they are read against those
     # the cache found readable, and again if the guess was wrong.
-    unreadable = {
-        s.key
-        for chunk in (opened.cached.chunks.values() if opened.cached is not None else ())
-        for s in chunk.gt_skipped
-    }
+    unreadable = {s.key for s in (opened.cached.gt_skipped() if opened.cached else ())}
     readable = tuple(f for f in gt_listing.files if f[0] not in unreadable)
     for _ in range(2):
         coco = _coco_predictions(request, gt_listing.root, readable)
         listing = PartListing(gt_listing, coco.listing())
-        found, read_keys, content = _cached_run(
+        found, read_keys, encoding = _cached_run(
             request, listing, annotations, coco, opened, progress
         )
         if set(read_keys) == {k for k, _ in readable}:
             break
+        if encoding is not None:
+            encoding.close()  # read again against the files read
         keys = set(read_keys)
         readable = tuple(f for f in gt_listing.files if f[0] in keys)
-    return _written(request, found, content, opened)
+    return _written(request, found, encoding, opened)
 
 
 def _coco_predictions(
@@ -448,12 +469,45 @@ def _coco_predictions(
 
 
 def _written(
-    request: EvalRequest, found: CachedRun, content: CacheContent | None, opened: _Opened
+    request: EvalRequest, found: CachedRun, encoding: _Encoding | None, opened: _Opened
 ) -> CachedRun:
-    """The run, its cache written (when ``content`` is not None: something changed)."""
-    if content is not None:
-        _write(request, content, opened.options, opened.warned)
+    """The run, its cache written (when ``encoding`` is not None: something changed)."""
+    if encoding is not None:
+        _write(request, encoding, opened.warned)
     return replace(found, warnings=tuple(opened.warned))
+
+
+class _Encoding:
+    """A cache file's bytes made by a thread while the run is accumulated (the arrays'
+    copies and the checksum run without Python's lock), or here when no thread may run."""
+
+    def __init__(self, content: CacheContent, options: PartOptions) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._content, self._options = content, options
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache")
+        self._future: Future[bytes] | None
+        try:
+            self._future = self._pool.submit(self._make)
+        except RuntimeError:  # no thread: made when asked for
+            self._future = None
+
+    def _make(self) -> bytes:
+        from vocmatch.evaluation.shards.cache_file import cache_bytes
+
+        options = self._options
+        return cache_bytes(self._content, options.conventions, options.slices, options.preparation)
+
+    def result(self) -> bytes:
+        """The bytes."""
+        try:
+            return self._future.result() if self._future is not None else self._make()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Let the thread go (once it has made the bytes, which are then not written)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _cached_run(
@@ -463,45 +517,35 @@ def _cached_run(
     coco: CocoPredictions | None,
     opened: _Opened,
     progress: Callable[[int, int], None] | None,
-) -> tuple[CachedRun, tuple[str, ...], CacheContent | None]:
+) -> tuple[CachedRun, tuple[str, ...], _Encoding | None]:
     """The run evaluated with its cache, the keys of the ground-truth files read, and the
-    cache's new content (None when nothing changed)."""
-    from vocmatch.evaluation.shards.parts import gathered_parts
+    cache's new bytes being made (None when nothing changed)."""
     from vocmatch.run.in_parts_found import EvaluatedInParts
 
     options, run, cached = opened.options, opened.run, opened.cached
-    chunks = opened.chunks if opened.chunks is not None else chunks_of(listing)
-    pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
-    if coco is not None:
-        # The predictions are read already: a chunk's key holds their digests, not a file's.
-        chunks = tuple(replace(p, pred_files=()) for p in chunks)
-    extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
-    kept, changed, index = _reused(
-        chunks, run, cached, _Compared(request.cache_verify, extra, request.jobs, opened.stats)
+    chunks, pred_keys, extra = _keyed_chunks(
+        opened.chunks if opened.chunks is not None else chunks_of(listing, opened.spread), coco
     )
+    compared = _Compared(request.cache_verify, extra, request.jobs, opened.stats)
+    kept, changed, index = _reused(chunks, run, cached, compared)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
-    every: dict[str, PartRecords] = {}
-    results: list[PartRecords] = []
-    for part in chunks:
-        if part.index in kept:
-            key, records = kept[part.index]
-        else:
-            hashed = fresh[part.index]
-            records = hashed.records
-            key = ""
-            if not hashed.unreadable:
-                index.extend(part.index, hashed.stats)
-                digests = b"".join(digest for _, _, digest in hashed.stats)
-                key = _chunk_key(run, part, digests, extra[part.index])
-        if key:
-            every[key] = records
-        results.append(records)
+    joined = cached.joined if cached is not None else None
+    if joined is not None and kept and not spliced_whole(joined, kept, fresh):
+        # Records the joined layout does not hold: every chunk is read and matched again.
+        again = [p for p in chunks if p.index in kept]
+        fresh.update(_matched(again, options, request.jobs, None, listing.file_count(),
+                              _given_pred(again, coco, pred_keys)))  # fmt: skip
+        changed, kept, index = list(chunks), {}, _NewIndex()
     if progress is not None:
         progress(listing.file_count(), listing.file_count())
     matched = len({k for p in changed for k in (*(k for k, _ in p.gt_files), *pred_keys[p.index])})
     total = len({k for k, _ in (*listing.gt.files, *listing.pred.files)})
-    gathered = gathered_parts(listing, results, options)  # results emptied
+    made = _Made(run, chunks, kept, fresh, index, extra)
+    if joined is not None and kept:
+        gathered, content = made.spliced(listing, options, joined)
+    else:
+        gathered, content = made.gathered(listing, options)
     gathered.refuse_no_ground_truth(annotations)
     if coco is None:
         from vocmatch.run.read_stage import refuse_unpaired_keys
@@ -509,17 +553,144 @@ def _cached_run(
         refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
     else:
         gathered = _with_coco_findings(gathered, coco, request.fold_case)
-    found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
-    # Written once the run is evaluated: a refused run leaves the cache as it was.
-    content = None
-    stats = index.done()
-    if cached is None or fresh or set(every) != set(cached.chunks) or not stats.same(cached.stats):
-        from vocmatch.evaluation.shards.cache_file import CacheContent
-
-        stored = cached.stored if cached is not None else {}
-        content = CacheContent(run, stats, every, stored)
+    # Made while the run is accumulated, written once it is evaluated: a refused run leaves
+    # the cache as it was.
+    unchanged = cached is not None and not fresh and content.same_chunks(cached)
+    encoding = None if unchanged else _Encoding(content, options)
+    try:
+        found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+    except BaseException:
+        if encoding is not None:
+            encoding.close()
+        raise
     done = CachedRun(found, (), matched, total - matched)
-    return done, gathered.gt_keys, content
+    return done, gathered.gt_keys, encoding
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A run's chunks: those taken from the cache (by index: their key and records, or
+    their place among the cache's joined entries), those read and matched, and the stat
+    index of the files of the first."""
+
+    run: str
+    chunks: Sequence[Part]
+    kept: Mapping[int, tuple[str, PartRecords | int]]
+    fresh: Mapping[int, _Hashed]
+    index: _NewIndex
+    extra: Mapping[int, bytes]
+
+    def key_of(self, part: Part) -> str:
+        """The key of a chunk read and matched ("" when a file of it could not be read: it
+        is read again next time), its files added to the stat index."""
+        hashed = self.fresh[part.index]
+        if hashed.unreadable:
+            return ""
+        self.index.extend(part.index, hashed.stats)
+        digests = b"".join(digest for _, _, digest in hashed.stats)
+        return _chunk_key(self.run, part, digests, self.extra[part.index])
+
+    def gathered(
+        self, listing: PartListing, options: PartOptions
+    ) -> tuple[GatheredParts, CacheContent]:
+        """Every chunk's records joined, and the cache's new content: joined when every
+        chunk's records can be, else chunk by chunk."""
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+        from vocmatch.evaluation.shards.cache_joined import ChunkEntry, JoinedChunks
+        from vocmatch.evaluation.shards.parts import gathered_parts
+
+        every: dict[str, PartRecords] = {}
+        results: list[PartRecords] = []
+        keys: list[str] = []
+        for part in self.chunks:
+            if part.index in self.kept:
+                key, held = self.kept[part.index]
+                assert not isinstance(held, int)
+                records = held
+            else:
+                records = self.fresh[part.index].records
+                key = self.key_of(part)
+            if key:
+                every[key] = records
+            keys.append(key)
+            results.append(records)
+        entries = None
+        if all(spliceable(r.records) for r in results) and any(
+            r.records.unscored is None for r in results
+        ):
+            entries = tuple(ChunkEntry.of(k, r) for k, r in zip(keys, results, strict=True))
+        gathered = gathered_parts(listing, results, options)  # results emptied
+        stats = self.index.done()
+        if entries is not None and sum(e.images for e in entries) == len(gathered.records.keys):
+            joined = JoinedChunks(ranked_of(gathered.records), entries)
+            return gathered, CacheContent(self.run, stats, {}, joined=joined)
+        return gathered, CacheContent(self.run, stats, every)
+
+    def spliced(
+        self, listing: PartListing, options: PartOptions, joined: JoinedChunks
+    ) -> tuple[GatheredParts, CacheContent]:
+        """The chunks read and matched put in place of theirs in the cache's joined records,
+        and the cache's new content."""
+        from vocmatch.evaluation.shards.cache_file import CacheContent
+        from vocmatch.evaluation.shards.cache_joined import (
+            ChunkEntry,
+            JoinedChunks,
+            Segment,
+            gathered_joined,
+            spliced,
+        )
+
+        segments: list[Segment] = []
+        entries: list[ChunkEntry] = []
+        for part in self.chunks:
+            if part.index in self.kept:
+                held = self.kept[part.index][1]
+                assert isinstance(held, int)
+                segments.append(held)
+                entries.append(joined.entries[held])
+            else:
+                part_records = self.fresh[part.index].records
+                entry = ChunkEntry.of(self.key_of(part), part_records)
+                segments.append((entry, part_records.records))
+                entries.append(entry)
+        if segments == list(range(len(joined.entries))):
+            records = joined.records  # every chunk as the cache holds it
+        else:
+            records = spliced(joined, segments)
+        gathered = gathered_joined(listing, entries, records, options)
+        content = CacheContent(
+            self.run, self.index.done(), {}, joined=JoinedChunks(records, tuple(entries))
+        )
+        return gathered, content
+
+
+def spliced_whole(
+    joined: JoinedChunks,
+    kept: Mapping[int, tuple[str, PartRecords | int]],
+    fresh: Mapping[int, _Hashed],
+) -> bool:
+    """Whether the chunks read and matched can be put in place of theirs in the cache's
+    joined records: each one's records :func:`spliceable`, and some chunk of the run with
+    a scored prediction (a run with none keeps its unscored reading, chunk by chunk)."""
+    if not all(spliceable(h.records.records) for h in fresh.values()):
+        return False
+    if any(h.records.records.unscored is None for h in fresh.values()):
+        return True
+    return any(joined.entries[held].scored for _, held in kept.values() if isinstance(held, int))
+
+
+def _keyed_chunks(
+    chunks: tuple[Part, ...], coco: CocoPredictions | None
+) -> tuple[tuple[Part, ...], dict[int, tuple[str, ...]], dict[int, bytes]]:
+    """The chunks as keyed (without prediction files when the predictions are a COCO
+    results file's), each one's prediction keys, and what its key holds besides its files
+    (the digests of its predictions read already)."""
+    pred_keys = {p.index: tuple(k for k, _ in p.pred_files) for p in chunks}
+    if coco is not None:
+        # The predictions are read already: a chunk's key holds their digests, not a file's.
+        chunks = tuple(replace(p, pred_files=()) for p in chunks)
+    extra = {p.index: coco.key_bytes(pred_keys[p.index]) if coco else b"" for p in chunks}
+    return chunks, pred_keys, extra
 
 
 def _given_pred(
@@ -617,7 +788,7 @@ class _Compared:
 
 def _reused(
     chunks: Sequence[Part], run: str, cached: CacheContent | None, compared: _Compared
-) -> tuple[dict[int, tuple[str, PartRecords]], list[Part], _NewIndex]:
+) -> tuple[dict[int, tuple[str, PartRecords | int]], list[Part], _NewIndex]:
     """The chunks the cache holds (by index: their key and records), the others, and the
     stat index of the files of those held.
 
@@ -627,7 +798,7 @@ def _reused(
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
     from vocmatch.readers.file_stats import file_stats
 
-    kept: dict[int, tuple[str, PartRecords]] = {}
+    kept: dict[int, tuple[str, PartRecords | int]] = {}
     index = _NewIndex()
     if cached is None:
         return kept, list(chunks), index
@@ -659,10 +830,11 @@ def _reused(
             digest[i] = np.frombuffer(hashed, dtype=np.uint8)
     changed: list[Part] = []
     start = 0
+    held = cached.held()
     for part, end in zip(chunks, ends, strict=True):
         if not missing[start:end].any():
             key = _chunk_key(run, part, digest[start:end].tobytes(), compared.extra[part.index])
-            records = cached.chunks.get(key)
+            records = held.get(key)
             if records is not None:
                 kept[part.index] = (key, records)
                 index.take(part.index, paths[start:end], now[start:end], digest[start:end])
@@ -706,21 +878,16 @@ def _matched(
     return done
 
 
-def _write(
-    request: EvalRequest, content: CacheContent, options: PartOptions, warned: list[CacheWarning]
-) -> None:
+def _write(request: EvalRequest, encoding: _Encoding, warned: list[CacheWarning]) -> None:
     """Replace the cache file whole; a warning when it cannot be written (unless reading it
     gave one already: one warning a run)."""
-    from vocmatch.evaluation.shards.cache_file import cache_bytes
     from vocmatch.files import save_bytes
 
     folder = os.fspath(request.cache or "")
     try:
+        data = encoding.result()
         os.makedirs(folder, exist_ok=True)
-        save_bytes(
-            _cache_path(request),
-            cache_bytes(content, options.conventions, options.slices, options.preparation),
-        )
+        save_bytes(_cache_path(request), data)
     except OutputError as error:
         failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
     except OSError as error:

@@ -20,7 +20,15 @@ truncated, corrupted or crafted file is refused with one
   header of its match records (:func:`~vocmatch.evaluation.shards.state_records.state_of_records`),
   the files its reading skipped, its prediction files without ground truth and the counts
   the notes are worded from; its arrays are named ``<n>.<name>``, with its classes'
-  rankings (``<n>.ranked_*``) so that joining the chunks does not sort them again.
+  rankings (``<n>.ranked_*``) so that joining the chunks does not sort them again;
+* ``layout``: ``chunks`` (the above), or ``joined``
+  (:mod:`vocmatch.evaluation.shards.cache_joined`): the ``records`` of every chunk joined
+  in key order (arrays ``joined.<name>``, with the classes' rankings), and per chunk, in
+  key order, its key, its images and predictions (its rows of the joined records), its
+  classes and what they add up to (the rows of arrays ``chunks.class_counts`` and
+  ``chunks.coco_gt``, one a class of each chunk in turn), its
+  notes' ingredients and what its reading found. A run keeps its records joined unless
+  they hold what that layout does not (:func:`~vocmatch.evaluation.shards.cache_joined.spliceable`).
 """
 
 from __future__ import annotations
@@ -32,12 +40,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
-from vocmatch.evaluation.records import Ranked
+from vocmatch.evaluation.records import MatchRecords, Ranked
 from vocmatch.evaluation.score_counts import ScoreCounts
-from vocmatch.evaluation.shards.parts import PartRecords
+from vocmatch.evaluation.shards.cache_joined import (
+    ChunkEntry,
+    JoinedChunks,
+    check_entries,
+    notes_of_header,
+    notes_to_header,
+)
+from vocmatch.evaluation.shards.parts import PartRecords, PartResult
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
     count_pair_of,
@@ -46,6 +62,7 @@ from vocmatch.evaluation.shards.reading_notes import (
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (
+    narrowest_int,
     orphans_of_header,
     records_of_state,
     skipped_of_header,
@@ -68,8 +85,9 @@ __all__ = [
 
 CACHE_MAGIC = b"VMCACHE\0"
 #: The cache's format version; a file of another is read as no cache. Version 2 holds the
-#: stat index's paths as the ``file_paths`` array rather than a JSON list.
-CACHE_VERSION = 2
+#: stat index's paths as the ``file_paths`` array rather than a JSON list; version 3 the
+#: records of every chunk joined (the ``joined`` layout) when they can be.
+CACHE_VERSION = 3
 #: Bytes of each file's BLAKE2b digest.
 HASH_BYTES = 16
 
@@ -118,6 +136,8 @@ class CacheContent:
         chunks: Per chunk key, the chunk's records and findings.
         stored: Per chunk key, its header entry and arrays as a cache file held them (read
             and checked): written again as they are.
+        joined: The chunks' records joined (the ``joined`` layout; ``chunks`` is then
+            empty).
     """
 
     run: str
@@ -126,6 +146,21 @@ class CacheContent:
     stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = field(
         default_factory=dict
     )
+    joined: JoinedChunks | None = None
+
+    def held(self) -> Mapping[str, PartRecords | int]:
+        """Per chunk key, the chunk's records, or its place among the joined entries."""
+        return self.joined.positions() if self.joined is not None else self.chunks
+
+    def same_chunks(self, other: CacheContent) -> bool:
+        """Both hold the same chunks (by key) and the same stat index."""
+        return set(self.held()) == set(other.held()) and self.stats.same(other.stats)
+
+    def gt_skipped(self) -> tuple[SkippedFile, ...]:
+        """The ground-truth files no chunk could read."""
+        if self.joined is not None:
+            return tuple(s for e in self.joined.entries for s in e.found.gt_skipped)
+        return tuple(s for chunk in self.chunks.values() for s in chunk.gt_skipped)
 
 
 def cache_bytes(
@@ -145,6 +180,9 @@ def cache_bytes(
         "file_hash": np.ascontiguousarray(index.digest, dtype=np.uint8).reshape(-1, HASH_BYTES),
     }
     chunks: list[Mapping[str, Any]] = []
+    layout: dict[str, Any] = {"layout": "chunks"}
+    if content.joined is not None:
+        layout = _joined_to_state(content.joined, conv, arrays, chunks)
     for n, (key, part) in enumerate(sorted(content.chunks.items())):
         stored = content.stored.get(key)
         if stored is not None:
@@ -155,30 +193,97 @@ def cache_bytes(
         arrays.update({f"{n}.{name}": array for name, array in chunk_arrays.items()})
         ranked = part.records.ranked
         if ranked is not None:
-            arrays[f"{n}.ranked_rows"] = np.concatenate(
-                [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
-            )
-            arrays[f"{n}.ranked_sizes"] = np.array([c.size for c in ranked.classes], np.int64)
-            arrays[f"{n}.ranked_rank"] = np.asarray(ranked.rank, dtype=np.int64)
+            arrays.update(_ranked_arrays(ranked, f"{n}."))
         removed_to_header(header, preparation, part.records)
-        counts = part.counts
         chunks.append({
             "key": key,
             "records": header,
             "ranked": ranked is not None,
-            "gt_skipped": skipped_to_header(part.gt_skipped),
-            "pred_skipped": skipped_to_header(part.pred_skipped),
-            "orphans": [list(o) for o in part.orphans],
-            "gt_classes": [list(c) for c in counts.gt_classes],
-            "pred_classes": [list(c) for c in counts.pred_classes],
-            "shapes": [*counts.gt_shapes, *counts.pred_shapes],
-            "scores": [part.scores.gt, part.scores.gt_scored, part.scores.pred,
-                       part.scores.pred_scored],
+            **_findings_to_header(part.gt_skipped, part.pred_skipped, part.orphans,
+                                  part.counts, part.scores),
         })  # fmt: skip
     header = {
-        "vocmatch": __version__, "run": content.run, "files": len(index.paths), "chunks": chunks
+        "vocmatch": __version__, "run": content.run, "files": len(index.paths), **layout,
+        "chunks": chunks,
     }  # fmt: skip
     return write_state(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
+
+
+def _ranked_arrays(ranked: Ranked, prefix: str) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of a ranking, named ``<prefix>ranked_*``."""
+    return {
+        f"{prefix}ranked_rows": narrowest_int(
+            np.concatenate(
+                [np.asarray(c, dtype=np.int64) for c in ranked.classes] or [np.zeros(0, np.int64)]
+            )
+        ),
+        f"{prefix}ranked_sizes": np.array([c.size for c in ranked.classes], np.int64),
+        f"{prefix}ranked_rank": narrowest_int(np.asarray(ranked.rank, dtype=np.int64)),
+    }
+
+
+def _findings_to_header(
+    gt_skipped: Sequence[SkippedFile],
+    pred_skipped: Sequence[SkippedFile],
+    orphans: Sequence[tuple[str, str]],
+    counts: ReadCounts,
+    scores: ScoreCounts,
+) -> dict[str, Any]:
+    """What a chunk's reading found, as header fields."""
+    return {
+        "gt_skipped": skipped_to_header(gt_skipped),
+        "pred_skipped": skipped_to_header(pred_skipped),
+        "orphans": [list(o) for o in orphans],
+        "gt_classes": [list(c) for c in counts.gt_classes],
+        "pred_classes": [list(c) for c in counts.pred_classes],
+        "shapes": [*counts.gt_shapes, *counts.pred_shapes],
+        "scores": [scores.gt, scores.gt_scored, scores.pred, scores.pred_scored],
+    }
+
+
+def _joined_to_state(
+    joined: JoinedChunks,
+    conv: Conventions,
+    arrays: dict[str, npt.NDArray[Any]],
+    chunks: list[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The header fields of the ``joined`` layout; its arrays added to ``arrays`` and its
+    chunks' entries to ``chunks``."""
+    records = joined.records
+    assert records.ranked is not None
+    header, joined_arrays = state_of_records(records, conv, ())
+    arrays.update({f"joined.{name}": array for name, array in joined_arrays.items()})
+    # The images' keys and paths as arrays: one encoding and one decoding, not JSON lists.
+    for name in _IMAGE_STRINGS:
+        del header[name]
+    arrays["joined.keys"] = _joined_strings(records.keys)
+    arrays["joined.gt_paths"] = _joined_strings(records.gt_paths)
+    arrays["joined.pred_paths"] = _joined_strings(
+        ["" if p is None else p for p in records.pred_paths]
+    )
+    arrays["joined.no_pred"] = np.array([p is None for p in records.pred_paths], dtype=np.uint8)
+    arrays.update(_ranked_arrays(records.ranked, "joined."))
+    width = records.coco_gt.shape[1]
+    arrays["chunks.class_counts"] = narrowest_int(
+        np.concatenate([np.zeros((0, 7), np.int64), *(e.class_counts for e in joined.entries)])
+    )
+    arrays["chunks.coco_gt"] = narrowest_int(
+        np.concatenate([np.zeros((0, width), np.int64), *(e.coco_gt for e in joined.entries)])
+    )
+    for entry in joined.entries:
+        found = entry.found
+        chunks.append({
+            "key": entry.key,
+            "images": entry.images,
+            "preds": entry.preds,
+            "class_names": list(entry.class_names),
+            "beyond": entry.beyond,
+            "scored": entry.scored,
+            "notes": notes_to_header(entry.notes),
+            **_findings_to_header(found.gt_skipped, found.pred_skipped, found.orphans,
+                                  found.counts, entry.scores),
+        })  # fmt: skip
+    return {"layout": "joined", "records": header}
 
 
 def read_cache(
@@ -222,6 +327,12 @@ def read_cache(
         number, dot, rest = name.partition(".")
         if dot:
             by_chunk.setdefault(number, {})[rest] = array
+    layout = raw.header.get("layout")
+    if layout == "joined":
+        joined = _joined(raw.header, by_chunk, conv, source)
+        return CacheContent(run, stats, {}, joined=joined)
+    if layout != "chunks":
+        raise StateError(f"{source}: corrupted header (layout)")
     found: dict[str, PartRecords] = {}
     stored: dict[str, tuple[Mapping[str, Any], Mapping[str, npt.NDArray[Any]]]] = {}
     for n, chunk in enumerate(chunks):
@@ -237,22 +348,41 @@ def read_cache(
     return CacheContent(run, stats, found, stored)
 
 
+#: The header fields of the images' keys and paths, kept as arrays by the joined layout.
+_IMAGE_STRINGS = ("keys", "gt_paths", "pred_paths")
+
+
+def _joined_strings(values: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """Strings (none holding a NUL) as the bytes of their UTF-8 joined by NUL bytes."""
+    joined = "\0".join(values).encode("utf-8", "surrogatepass")
+    return np.frombuffer(joined, dtype=np.uint8)
+
+
 def _paths(joined: npt.NDArray[Any] | None, count: int, source: str) -> list[str]:
     """The stat index's ``count`` paths, from the bytes that join them.
 
     Raises:
         StateError: The bytes are missing, not UTF-8, or hold another number of paths.
     """
-    bad = StateError(f"{source}: corrupted stat index")
+    return _strings(joined, count, StateError(f"{source}: corrupted stat index"))
+
+
+def _strings(joined: npt.NDArray[Any] | None, count: int, bad: StateError) -> list[str]:
+    """``count`` strings, from the bytes that join them (:func:`_joined_strings`).
+
+    Raises:
+        StateError: ``bad``: the bytes are missing, not UTF-8, or hold another number of
+            strings.
+    """
     if joined is None or joined.dtype != np.uint8 or joined.ndim != 1:
         raise bad
     try:
-        paths = joined.tobytes().decode("utf-8", "surrogatepass").split("\0") if count else []
+        found = joined.tobytes().decode("utf-8", "surrogatepass").split("\0") if count else []
     except UnicodeDecodeError:
         raise bad from None
-    if len(paths) != count or (not count and joined.size):
+    if len(found) != count or (not count and joined.size):
         raise bad
-    return paths
+    return found
 
 
 def _chunk(
@@ -273,11 +403,24 @@ def _chunk(
     records = records_of_state(header, arrays, conv, source, slices)
     records = records_with_removed(records, header, preparation, source)
     # Scores as a run makes them (a state may hold them as float32, the same values).
-    records = replace(records, preds=replace(records.preds, score=records.preds.score.astype(
-        np.float64)))  # fmt: skip
+    records = _float_scores(records)
     if chunk.get("ranked") is True:
         ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
         records = replace(records, ranked=ranked)
+    found, scores = _findings(chunk, source)
+    return PartRecords(
+        records, found.gt_skipped, found.pred_skipped, found.orphans, found.counts, scores
+    )
+
+
+def _float_scores(records: MatchRecords) -> MatchRecords:
+    """Scores as a run makes them (a state may hold them as float32, the same values)."""
+    return replace(records, preds=replace(records.preds, score=records.preds.score.astype(
+        np.float64)))  # fmt: skip
+
+
+def _findings(chunk: Mapping[str, Any], source: str) -> tuple[PartResult, ScoreCounts]:
+    """What a chunk's reading found, every field checked."""
     counts = ReadCounts(
         _named_counts(chunk.get("gt_classes"), source),
         _named_counts(chunk.get("pred_classes"), source),
@@ -286,14 +429,132 @@ def _chunk(
     scores = chunk.get("scores")
     if not (isinstance(scores, list) and len(scores) == 4 and all(type(s) is int for s in scores)):
         raise StateError(f"{source}: corrupted header (scores)")
-    return PartRecords(
-        records,
+    found = PartResult(
+        b"",
         skipped_of_header(chunk.get("gt_skipped"), source),
         skipped_of_header(chunk.get("pred_skipped"), source),
         tuple(sorted(orphans_of_header(chunk.get("orphans"), source))),
         counts,
-        ScoreCounts(*scores),
     )
+    return found, ScoreCounts(*scores)
+
+
+def _joined(
+    header: Mapping[str, Any],
+    by_chunk: dict[str, dict[str, npt.NDArray[Any]]],
+    conv: Conventions,
+    source: str,
+) -> JoinedChunks:
+    """The ``joined`` layout's records and entries, every field checked.
+
+    Raises:
+        StateError: A field or an array is missing, of another kind, or does not fit the
+            others.
+    """
+    chunks, records_header = header.get("chunks"), header.get("records")
+    arrays = by_chunk.pop("joined", {})
+    if not isinstance(chunks, list) or not isinstance(records_header, dict):
+        raise StateError(f"{source}: corrupted header (joined records)")
+    ranked_arrays = {
+        name: arrays.pop(name, None) for name in ("ranked_rows", "ranked_sizes", "ranked_rank")
+    }
+    records_header = {**records_header, **_image_strings(arrays, source)}
+    records = _float_scores(records_of_state(records_header, arrays, conv, source))
+    if records.gt_cells is None or records.unscored is not None or records.detail is not None:
+        raise StateError(f"{source}: corrupted header (joined records)")
+    ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
+    counts, coco_gt = _class_counts(by_chunk.pop("chunks", {}), records.coco_gt.shape[1], source)
+    entries = []
+    start = 0
+    for n, chunk in enumerate(chunks):
+        entry = _entry(chunk, counts[start:], coco_gt[start:], f"{source} (chunk {n})")
+        entries.append(entry)
+        start += len(entry.class_names)
+    if by_chunk or start != len(counts):
+        raise StateError(f"{source}: corrupted header (arrays of no chunk)")
+    joined = JoinedChunks(replace(records, ranked=ranked), tuple(entries))
+    check_entries(joined, source)
+    return joined
+
+
+def _image_strings(arrays: dict[str, npt.NDArray[Any]], source: str) -> dict[str, list[Any]]:
+    """The joined records' image keys and paths (header fields of a state), taken out of
+    ``arrays``.
+
+    Raises:
+        StateError: An array is missing, not UTF-8, or holds another number of images.
+    """
+    bad = StateError(f"{source}: corrupted header (image keys or paths)")
+    no_pred = arrays.pop("no_pred", None)
+    if no_pred is None or no_pred.dtype != np.uint8 or no_pred.ndim != 1 or (no_pred > 1).any():
+        raise bad
+    count = int(no_pred.size)
+    found: dict[str, list[Any]] = {
+        name: _strings(arrays.pop(name, None), count, bad) for name in _IMAGE_STRINGS
+    }
+    found["pred_paths"] = [
+        None if missing else path
+        for path, missing in zip(found["pred_paths"], no_pred.tolist(), strict=True)
+    ]
+    return found
+
+
+def _class_counts(
+    arrays: Mapping[str, npt.NDArray[Any]], width: int, source: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The chunks' classes' counts and COCO ground truth, one row a class of each chunk in
+    turn, checked: integers, none negative, as many rows each.
+
+    Raises:
+        StateError: An array is missing, of another kind or shape, or holds a negative.
+    """
+    counts, coco_gt = arrays.get("class_counts"), arrays.get("coco_gt")
+    if (
+        counts is None
+        or coco_gt is None
+        or len(arrays) != 2
+        or counts.ndim != 2
+        or counts.shape[1] != 7
+        or coco_gt.shape != (counts.shape[0], width)
+        or counts.dtype.kind not in "iu"
+        or coco_gt.dtype.kind not in "iu"
+        or bool((counts < 0).any())
+        or bool((coco_gt < 0).any())
+    ):
+        raise StateError(f"{source}: corrupted class counts")
+    return counts.astype(np.int64), coco_gt.astype(np.int64)
+
+
+def _entry(
+    chunk: object, counts: npt.NDArray[np.int64], coco_gt: npt.NDArray[np.int64], source: str
+) -> ChunkEntry:
+    """A chunk's entry of the ``joined`` layout, every field checked; its classes' counts
+    and COCO ground truth the first rows of ``counts`` and ``coco_gt``."""
+    if not isinstance(chunk, dict):
+        raise StateError(f"{source}: corrupted header (chunk)")
+    key, images, preds = chunk.get("key"), chunk.get("images"), chunk.get("preds")
+    names, beyond, scored = chunk.get("class_names"), chunk.get("beyond"), chunk.get("scored")
+    if not (
+        isinstance(key, str)
+        and type(images) is int
+        and type(preds) is int
+        and images >= 0
+        and preds >= 0
+        and isinstance(names, list)
+        and all(isinstance(name, str) for name in names)
+        and names == sorted(set(names))
+        and isinstance(beyond, bool)
+        and isinstance(scored, bool)
+    ):
+        raise StateError(f"{source}: corrupted header (chunk)")
+    if len(counts) < len(names):
+        raise StateError(f"{source}: corrupted class counts")
+    found, scores = _findings(chunk, source)
+    notes = notes_of_header(chunk.get("notes"), source)
+    return ChunkEntry(
+        key, images, preds, tuple(names), counts[: len(names)], coco_gt[: len(names)],
+        beyond, notes, found, scores, scored,
+    )  # fmt: skip
 
 
 def _ranked(
@@ -312,9 +573,9 @@ def _ranked(
         or rows.shape != (n_pred,)
         or sizes.shape != (n_classes,)
         or rank.shape != (n_pred,)
-        or rows.dtype.kind != "i"
-        or sizes.dtype.kind != "i"
-        or rank.dtype.kind != "i"
+        or rows.dtype.kind not in "iu"
+        or sizes.dtype.kind not in "iu"
+        or rank.dtype.kind not in "iu"
     ):
         raise StateError(f"{source}: corrupted rankings")
     rows, sizes, rank = rows.astype(np.int64), sizes.astype(np.int64), rank.astype(np.int64)

@@ -1,0 +1,498 @@
+"""The joined layout of a run's cache: every chunk's match records joined once, in key
+order, with the classes' rankings, and beside them what each chunk adds up to
+(:mod:`vocmatch.evaluation.shards.cache_file` reads and writes it).
+
+A chunk is a run of consecutive image keys, so its images, and their predictions, are one
+run of the joined records' rows: a run whose files changed in a few chunks takes the rows
+of the others from the joined records as they are and puts the changed chunks' new
+records in their place (:func:`spliced`), instead of decoding and joining every chunk's
+records. What does not break down by images (each class's counts, the notes'
+ingredients, whether a box lies beyond COCO's area "all") is kept per chunk
+(:class:`ChunkEntry`) and added up again. The rankings are merged: the joined ranking of
+each class without the changed chunks' predictions is one sorted run, each changed
+chunk's ranking another.
+
+Records that hold more than this layout keeps (slices, calibration inputs, what a
+preparation removed, per-box detail, the unscored reading of images without a scored
+prediction) are kept chunk by chunk instead (:func:`spliceable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vocmatch.errors import StateError
+from vocmatch.evaluation.accumulate import ClassCounts
+from vocmatch.evaluation.from_records import class_rankings, ranking_score
+from vocmatch.evaluation.records import (
+    GtCells,
+    ImageCounts,
+    MatchRecords,
+    NoteCounts,
+    PredRecords,
+    Ranked,
+)
+from vocmatch.evaluation.result import ODD_VALUES
+from vocmatch.evaluation.score_counts import ScoreCounts
+from vocmatch.evaluation.shards.parts import (
+    GatheredParts,
+    PartListing,
+    PartOptions,
+    PartRecords,
+    PartResult,
+    check_images,
+    read_counts,
+    skipped_by_path,
+)
+
+__all__ = [
+    "ChunkEntry",
+    "JoinedChunks",
+    "Segment",
+    "check_entries",
+    "gathered_joined",
+    "notes_of_header",
+    "notes_to_header",
+    "ranked_of",
+    "spliceable",
+    "spliced",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEntry:
+    """What the joined layout keeps of one chunk besides its rows of the joined records.
+
+    Attributes:
+        key: The chunk's key (the digest of its files and of the run's options); empty
+            when a file of it could not be read (it is read again by the next run).
+        images: Its images (rows of the joined records' images).
+        preds: Its kept predictions (rows of the joined records' predictions).
+        class_names: Its classes, sorted.
+        class_counts: ``(K, 7)`` each of its classes' counts
+            (:meth:`~vocmatch.evaluation.accumulate.ClassCounts.stacked`).
+        coco_gt: ``(K, A)`` each class's ground truth that counts in each COCO area range.
+        beyond: Some box's area lies beyond COCO's area "all".
+        notes: The notes' ingredients of its images.
+        found: What its reading found (skipped files, orphans, counts; no state).
+        scores: How many boxes of each side have a score.
+        scored: Some prediction of it has a score (else its records hold an unscored
+            reading too, which a run with a scored prediction does not read).
+    """
+
+    key: str
+    images: int
+    preds: int
+    class_names: tuple[str, ...]
+    class_counts: IntArray
+    coco_gt: IntArray
+    beyond: bool
+    notes: NoteCounts
+    found: PartResult
+    scores: ScoreCounts
+    scored: bool = True
+
+    @classmethod
+    def of(cls, key: str, part: PartRecords) -> ChunkEntry:
+        """The entry of a chunk read and matched (whose records are :func:`spliceable`)."""
+        records = part.records
+        return cls(
+            key,
+            len(records.keys),
+            int(records.preds.label.size),
+            records.class_names,
+            records.counts.classes.stacked().astype(np.int64),
+            np.asarray(records.coco_gt, dtype=np.int64),
+            records.beyond,
+            records.notes,
+            PartResult(b"", part.gt_skipped, part.pred_skipped, part.orphans, part.counts),
+            part.scores,
+            records.unscored is None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedChunks:
+    """The joined layout: the records of every chunk, joined in key order with their
+    rankings, and each chunk's entry, in the same order.
+
+    Attributes:
+        records: The joined records (``ranked`` set).
+        entries: Each chunk's entry, in key order: chunk ``n``'s images follow chunk
+            ``n - 1``'s.
+    """
+
+    records: MatchRecords
+    entries: tuple[ChunkEntry, ...]
+
+    def positions(self) -> dict[str, int]:
+        """Each chunk key's place among the entries."""
+        return {entry.key: n for n, entry in enumerate(self.entries) if entry.key}
+
+    def starts(self) -> tuple[IntArray, IntArray]:
+        """Where each chunk's images and predictions start, and where the last one's end
+        (``len(entries) + 1`` each)."""
+        images = np.cumsum([0, *(e.images for e in self.entries)], dtype=np.int64)
+        preds = np.cumsum([0, *(e.preds for e in self.entries)], dtype=np.int64)
+        return images, preds
+
+
+def spliceable(records: MatchRecords) -> bool:
+    """Whether the joined layout holds what a run with a scored prediction reads of
+    ``records`` (see the module doc; their unscored reading, when they hold one, is not
+    read by such a run)."""
+    return (
+        records.slices is None
+        and records.calibration is None
+        and records.removed is None
+        and records.detail is None
+        and records.gt_cells is not None
+    )
+
+
+def check_entries(joined: JoinedChunks, source: str) -> None:
+    """Refuse entries that do not cut the joined records into chunks.
+
+    Raises:
+        StateError: The entries' images or predictions do not add up to the records', a
+            chunk's predictions are not those of its images, or its classes are not the
+            records' (one line naming ``source``).
+    """
+    records = joined.records
+    images, preds = joined.starts()
+    if int(images[-1]) != len(records.keys) or int(preds[-1]) != records.preds.label.size:
+        raise StateError(f"{source}: corrupted header (chunks do not add up to the records)")
+    ends = np.concatenate([[0], np.cumsum(records.preds.count, dtype=np.int64)])
+    if not np.array_equal(ends[images], preds):
+        raise StateError(f"{source}: corrupted header (a chunk's predictions)")
+    names = {name for entry in joined.entries for name in entry.class_names}
+    if names != set(records.class_names):
+        raise StateError(f"{source}: corrupted header (the chunks' classes)")
+    keys = [entry.key for entry in joined.entries if entry.key]
+    if len(set(keys)) != len(keys):
+        raise StateError(f"{source}: corrupted header (a chunk repeats)")
+
+
+#: A chunk of a spliced run: its place among the cache's entries (its rows taken from the
+#: joined records), or its entry and records as read and matched in this run.
+Segment = int | tuple[ChunkEntry, MatchRecords]
+
+
+def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
+    """The records of ``segments`` joined in their order (key order), with the classes'
+    rankings: what joining every chunk's records gives, bit for bit.
+
+    Raises:
+        StateError: The cache's records label a chunk's prediction or ground truth with a
+            class its entry does not name.
+    """
+    old = joined.records
+    entries = [s if isinstance(s, tuple) else (joined.entries[s], None) for s in segments]
+    names = tuple(sorted({n for entry, _ in entries for n in entry.class_names}))
+    index = {name: k for k, name in enumerate(names)}
+    old_remap = np.array([index.get(n, -1) for n in old.class_names], dtype=np.int64)
+    image_start, pred_start = joined.starts()
+    pieces = _pieces(segments, image_start, pred_start)
+    out_preds = np.cumsum([0, *(p.preds for p in pieces)], dtype=np.int64)
+    out_images = np.cumsum([0, *(p.images for p in pieces)], dtype=np.int64)
+    columns: list[list[npt.NDArray[Any]]] = [[] for _ in range(8)]
+    cells: list[tuple[IntArray, IntArray, IntArray, IntArray]] = []
+    per_image: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str | None, ...]]] = []
+    values: list[npt.NDArray[Any]] = []
+    mean_iou: list[npt.NDArray[Any]] = []
+    # Each class's ranked members, per piece, in the output's rows.
+    ranked: list[list[IntArray]] = [[] for _ in names]
+    ranks: list[npt.NDArray[Any]] = []
+    kept = [piece for piece in pieces if piece.records is None]
+    assert old.ranked is not None
+    old_ranked = _by_piece(old.ranked, [(p.at, p.at + p.preds) for p in kept])
+    taken = 0  # pieces of the cache's records so far
+    for n, piece in enumerate(pieces):
+        records = ranked_of(piece.records) if piece.records is not None else old
+        i0, i1, p0, p1 = (
+            piece.images_at,
+            piece.images_at + piece.images,
+            piece.at,
+            piece.at + piece.preds,
+        )
+        remap = old_remap if piece.records is None else np.array(
+            [index[c] for c in records.class_names], dtype=np.int64
+        )  # fmt: skip
+        p = records.preds
+        label = remap[p.label[p0:p1]]
+        if label.size and int(label.min()) < 0:
+            raise StateError("corrupted chunk entries (a prediction of a class no chunk names)")
+        source = (p.count[i0:i1], label, p.score[p0:p1], p.matched[p0:p1], p.ignored[p0:p1],
+                  p.area[p0:p1], p.coco_matched[p0:p1], p.coco_ignored[p0:p1])  # fmt: skip
+        for out, column in zip(columns, source, strict=True):
+            out.append(column)
+        per_image.append((records.keys[i0:i1], records.gt_paths[i0:i1], records.pred_paths[i0:i1]))
+        values.append(records.counts.values[i0:i1])
+        mean_iou.append(records.counts.mean_iou[i0:i1])
+        cells.append(_cells(records.gt_cells, i0, i1, remap, int(out_images[n])))
+        rank = records.ranked.rank if records.ranked is not None else None
+        if rank is None or records.ranked is None:
+            raise StateError("corrupted chunk entries (records without their rankings)")
+        ranks.append(rank[p0:p1])
+        shift = int(out_preds[n]) - p0
+        if piece.records is None:
+            for k, (members, bounds) in enumerate(old_ranked):
+                if bounds[taken + 1] > bounds[taken]:
+                    run = members[bounds[taken] : bounds[taken + 1]]
+                    ranked[int(remap[k])].append(run + shift)
+            taken += 1
+            continue
+        for k, rows in enumerate(records.ranked.classes):
+            if rows.size:
+                ranked[int(remap[k])].append(rows.astype(np.int64) + shift)
+    preds = PredRecords(
+        np.concatenate(columns[0]).astype(np.int64),
+        *(np.concatenate(c) for c in columns[1:]),
+    )
+    classes, coco_gt = _class_sums(entries, index, old.coco_gt.shape[1])
+    counts = ImageCounts(
+        np.concatenate(values), np.concatenate(mean_iou), ClassCounts.of_stacked(classes)
+    )
+    rankings = Ranked(
+        tuple(_merged(runs, preds) for runs in ranked), np.concatenate(ranks).astype(np.int64)
+    )
+    return MatchRecords(
+        keys=tuple(k for keys, _, _ in per_image for k in keys),
+        gt_paths=tuple(g for _, gt, _ in per_image for g in gt),
+        pred_paths=tuple(q for _, _, pred in per_image for q in pred),
+        class_names=names,
+        preds=preds,
+        counts=counts,
+        unscored=None,
+        coco_gt=coco_gt,
+        beyond=any(entry.beyond for entry, _ in entries),
+        notes=_joined_notes([entry.notes for entry, _ in entries]),
+        gt_cells=GtCells(*(np.concatenate([c[j] for c in cells]) for j in range(4))),
+        ranked=rankings,
+    )
+
+
+def _by_piece(
+    ranked: Ranked, ranges: Sequence[tuple[int, int]]
+) -> list[tuple[IntArray, list[int]]]:
+    """Each class's ranked members that lie in the row ranges (in order, disjoint), grouped
+    by range in their ranking's order, and where each range's group starts (and the last
+    one ends)."""
+    starts = np.array([a for a, _ in ranges], dtype=np.int64)
+    ends = np.array([b for _, b in ranges], dtype=np.int64)
+    found = []
+    for members in ranked.classes:
+        rows = members.astype(np.int64)
+        where = np.searchsorted(starts, rows, side="right") - 1
+        inside = (where >= 0) & (rows < ends[np.maximum(where, 0)]) if ranges else where >= 0
+        rows, where = rows[inside], where[inside]
+        order = np.argsort(where, kind="stable")  # by range, each range's in ranking order
+        bounds = np.searchsorted(where[order], np.arange(len(ranges) + 1)).tolist()
+        found.append((rows[order], bounds))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Consecutive chunks taken from one set of records: the cache's joined records
+    (``records`` None) or a chunk's records read in this run."""
+
+    records: MatchRecords | None
+    images_at: int
+    images: int
+    at: int
+    preds: int
+
+
+def _pieces(
+    segments: Sequence[Segment], image_start: IntArray, pred_start: IntArray
+) -> list[_Piece]:
+    """The segments as pieces: consecutive chunks of the cache taken as one run of rows."""
+    pieces: list[_Piece] = []
+    for segment in segments:
+        if isinstance(segment, tuple):
+            entry, records = segment
+            pieces.append(_Piece(records, 0, entry.images, 0, entry.preds))
+            continue
+        i0, i1 = int(image_start[segment]), int(image_start[segment + 1])
+        p0, p1 = int(pred_start[segment]), int(pred_start[segment + 1])
+        last = pieces[-1] if pieces else None
+        if last is not None and last.records is None and last.images_at + last.images == i0:
+            pieces[-1] = replace(last, images=last.images + i1 - i0, preds=last.preds + p1 - p0)
+        else:
+            pieces.append(_Piece(None, i0, i1 - i0, p0, p1 - p0))
+    return pieces
+
+
+def _cells(
+    cells: GtCells | None, i0: int, i1: int, remap: IntArray, at: int
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The ground-truth cells of images ``i0`` to ``i1``, moved to start at image ``at``,
+    classes remapped (in the same order: the remap keeps the classes' order)."""
+    if cells is None:
+        raise StateError("corrupted chunk entries (records without their ground-truth cells)")
+    a, b = np.searchsorted(cells.image, [i0, i1], side="left").tolist()
+    label = remap[cells.label[a:b]]
+    if label.size and int(label.min()) < 0:
+        raise StateError("corrupted chunk entries (ground truth of a class no chunk names)")
+    image = cells.image[a:b].astype(np.int64) + (at - i0)
+    return image, label, cells.counting[a:b], cells.counting_all[a:b]
+
+
+def _class_sums(
+    entries: Sequence[tuple[ChunkEntry, MatchRecords | None]], index: Mapping[str, int], width: int
+) -> tuple[IntArray, IntArray]:
+    """Each class's counts and COCO ground truth, added up over the chunks."""
+    n = len(index)
+    classes = np.zeros((n, 7), dtype=np.int64)
+    coco_gt = np.zeros((n, width), dtype=np.int64)
+    for entry, _ in entries:
+        rows = np.array([index[c] for c in entry.class_names], dtype=np.int64)
+        classes[rows] += entry.class_counts
+        if width:
+            coco_gt[rows] += entry.coco_gt
+    return classes, coco_gt
+
+
+def _merged(runs: Sequence[IntArray], preds: PredRecords) -> IntArray:
+    """One class's ranking from sorted runs of it, in row order (each run by descending
+    score, ties in row order, and every row of a run before the next run's): stable by
+    descending score, ties in row order."""
+    if not runs:
+        return np.zeros(0, dtype=np.int64)
+    members = np.concatenate(runs)
+    if len(runs) == 1:
+        return members
+    # The stable sort merges the runs (timsort finds them), and keeps equal scores in the
+    # runs' order, which is row order.
+    by_score: IntArray = members[np.argsort(-ranking_score(preds, members), kind="stable")]
+    return by_score
+
+
+def _joined_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
+    """The notes' ingredients of every chunk, added up (each file is in one chunk)."""
+    odd: list[dict[str, int]] = [{} for _ in ODD_VALUES]
+    for part in parts:
+        for per_file, found in zip(odd, part.odd, strict=True):
+            for path, count in found:
+                per_file[path] = per_file.get(path, 0) + count
+    return NoteCounts(
+        names=tuple(sorted({n for p in parts for n in p.names})),
+        scored=any(p.scored for p in parts),
+        preds=sum(p.preds for p in parts),
+        unscored=sum(p.unscored for p in parts),
+        unscored_files=sum(p.unscored_files for p in parts),
+        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
+        shapes=sum(p.shapes for p in parts),
+    )
+
+
+def notes_to_header(notes: NoteCounts) -> dict[str, Any]:
+    """A chunk's notes' ingredients as JSON values."""
+    return {
+        "names": list(notes.names),
+        "scored": notes.scored,
+        "counts": [notes.preds, notes.unscored, notes.unscored_files, notes.shapes],
+        "odd": [[[path, count] for path, count in kind] for kind in notes.odd],
+    }
+
+
+def notes_of_header(value: object, source: str) -> NoteCounts:
+    """A chunk's notes' ingredients, every field checked.
+
+    Raises:
+        StateError: A field is missing or not of its kind.
+    """
+    bad = StateError(f"{source}: corrupted header (notes)")
+    if not isinstance(value, dict):
+        raise bad
+    names, scored, counts, odd = (value.get(n) for n in ("names", "scored", "counts", "odd"))
+    if not (
+        isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and isinstance(scored, bool)
+        and isinstance(counts, list)
+        and len(counts) == 4
+        and all(type(c) is int and c >= 0 for c in counts)
+        and isinstance(odd, list)
+        and len(odd) == len(ODD_VALUES)
+        and all(
+            isinstance(kind, list)
+            and all(
+                isinstance(e, list)
+                and len(e) == 2
+                and isinstance(e[0], str)
+                and type(e[1]) is int
+                and e[1] > 0
+                for e in kind
+            )
+            for kind in odd
+        )
+    ):
+        raise bad
+    preds, unscored, unscored_files, shapes = (int(c) for c in counts)
+    return NoteCounts(
+        tuple(names), scored, preds, unscored, unscored_files,
+        tuple(tuple((str(p), int(c)) for p, c in kind) for kind in odd), shapes,
+    )  # fmt: skip
+
+
+def ranked_of(records: MatchRecords) -> MatchRecords:
+    """``records`` with their classes' rankings (made when they hold none)."""
+    if records.ranked is not None:
+        return records
+    rank = np.zeros(records.preds.label.size, dtype=np.int64)
+    classes = []
+    for members, place in class_rankings(records):
+        rank[members] = place
+        classes.append(np.asarray(members, dtype=np.int64))
+    return replace(records, ranked=Ranked(tuple(classes), rank))
+
+
+def gathered_joined(
+    listing: PartListing,
+    entries: Sequence[ChunkEntry],
+    records: MatchRecords,
+    options: PartOptions,
+) -> GatheredParts:
+    """The chunks put together as :func:`~vocmatch.evaluation.shards.parts.gathered_parts`
+    puts them, their records joined already (``records``), what their reading found in
+    ``entries``.
+
+    Raises:
+        DistributedError: The joined images are not the listed ones.
+    """
+    found = [entry.found for entry in entries]
+    expected = listing.expected(found)
+    gt_skipped, pred_skipped = listing.skipped(found)
+    orphans = listing.orphans(found)
+    scores = ScoreCounts()
+    for entry in entries:
+        scores = scores + entry.scores
+    check_images(records.keys, expected)
+    listed = [k for k, _ in listing.pred.files]
+    unread = {s.key for s in pred_skipped if s.key}
+    # As listed when they are in order already (a sort of sorted keys is a pass anyway).
+    in_order = not unread and all(a < b for a, b in pairwise(listed))
+    pred_keys = tuple(listed) if in_order else tuple(sorted({*listed, *unread}))
+    unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
+    return GatheredParts(
+        records,
+        options,
+        skipped_by_path(gt_skipped),
+        skipped_by_path(pred_skipped),
+        tuple(orphans),
+        listing,
+        read_counts(found),
+        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
+        pred_keys,
+        scores,
+    )
