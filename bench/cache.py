@@ -26,17 +26,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 
 
-def _generate(folder: Path, images: int) -> None:
-    spec = importlib.util.spec_from_file_location("bench_generate", HERE / "generate.py")
+def _bench(name: str) -> ModuleType:
+    """Another script of bench/, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    module.generate(folder, images, pred_per_image=20)
+    return module
 
 
 def _cpu() -> float:
@@ -74,7 +76,10 @@ def main() -> None:
     args = parser.parse_args()
     data = args.folder / str(args.images)
     if not (data / "gt").is_dir():
-        _generate(data, args.images)
+        _bench("generate").generate(data, args.images, pred_per_image=20)
+    # As bench/run.py does: under PYTHONDONTWRITEBYTECODE a checkout's modules would be
+    # compiled again by every run (an installed package never does).
+    _bench("run").byte_compile_vocmatch()
     gt, pred = data / "gt", data / "pred"
     cache = args.folder / "cache"
     files = sorted(pred.glob("*.xml"))
