@@ -234,9 +234,7 @@ def _per_file(files: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> Colum
 def _chunk(paths: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> list[int]:
     """The indices of the files read_chunk leaves to the per-file route."""
     assert scan._compiled is not None
-    read = scan._compiled.read_chunk(
-        [p for _, p in paths], max_bytes, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
-    )
+    read = scan._compiled.read_chunk(paths, max_bytes, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT)
     return read[-1]
 
 

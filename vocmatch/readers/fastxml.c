@@ -1120,10 +1120,10 @@ done:
 
 /* --- a chunk of files ------------------------------------------------------------- */
 
-/* read_chunk reads a list of files into one set of columns: each file is opened as
- * vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a regular
- * file only, its size checked before reading, at most max_bytes + 1 bytes read), scanned,
- * and its objects appended to the chunk's columns. A file it cannot read that way -- any
+/* read_chunk reads a sequence of (key, path) files into one set of columns: each file is
+ * opened as vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a
+ * regular file only, its size checked before reading, at most max_bytes + 1 bytes read),
+ * scanned, and its objects appended to the chunk's columns. A file it cannot read that way -- any
  * error, a file scan would leave to the parser, a <size> or name only Python reads the
  * same way -- is left out, and its index returned: the caller reads it file by file, so
  * its messages and its reading stay exactly those of the per-file route. */
@@ -1158,7 +1158,7 @@ typedef struct {
 typedef struct {
     Entry *slots;
     size_t capacity, count; /* capacity: a power of two */
-    PyObject *texts;        /* list of (raw, text), by code */
+    PyObject *texts;        /* list of (raw, text) by code; NULL: the raw bytes alone */
 } Table;
 
 static uint32_t span_hash(Span t)
@@ -1247,7 +1247,8 @@ static int table_grow(Table *table)
     return 1;
 }
 
-/* Add a text the table does not hold, with its parser's reading: its code, or -1 (error). */
+/* Add a text the table does not hold, with its parser's reading (if the table keeps the
+ * texts): its code, or -1 (error). */
 static int32_t table_add(Table *table, Span t, uint32_t hash, PyObject *text)
 {
     if ((table->count + 1) * 2 > table->capacity && !table_grow(table))
@@ -1255,13 +1256,15 @@ static int32_t table_add(Table *table, Span t, uint32_t hash, PyObject *text)
     PyObject *raw = span_bytes(t);
     if (raw == NULL)
         return -1;
-    PyObject *pair = PyTuple_Pack(2, raw, text);
-    if (pair == NULL || PyList_Append(table->texts, pair) < 0) {
-        Py_XDECREF(pair);
-        Py_DECREF(raw);
-        return -1;
+    if (table->texts != NULL) {
+        PyObject *pair = PyTuple_Pack(2, raw, text);
+        if (pair == NULL || PyList_Append(table->texts, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(raw);
+            return -1;
+        }
+        Py_DECREF(pair);
     }
-    Py_DECREF(pair);
     size_t mask = table->capacity - 1, i = hash & mask;
     while (table->slots[i].raw != NULL)
         i = (i + 1) & mask;
@@ -1284,9 +1287,11 @@ typedef struct {
     Column name_codes;     /* int32 by object */
     Column pose_codes;     /* int32 by object, -1 where absent */
     Column counts;         /* int64 objects by file read */
+    Column size_codes;     /* int32 by file read: index into size_values, -1 without <size> */
+    Column size_values;    /* int64 width, height, depth (-1 where absent) by size code */
     Table names, poses;    /* the texts met */
+    Table sizes;           /* the distinct <size> values met, as size_values' bytes */
     PyObject *filenames;   /* str or None by file read */
-    PyObject *sizes;       /* (width, height, depth) or None by file read */
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
@@ -1307,40 +1312,56 @@ static int plain_digits(Span t, int64_t *value)
     return 1;
 }
 
-/* The header's <size> as (width, height, depth) where it is plain digits (read as
- * vocmatch.readers.scan.size_from_text reads them), None without <size>; 0 (*size NULL,
- * no error) where only Python reads it the same way; -1 an error. */
-static int plain_size(const Header *h, PyObject **size)
+/* The header's <size> where it is plain digits (read as
+ * vocmatch.readers.scan.size_from_text reads them): 1 with width, height and depth in
+ * `values` (depth -1 where absent), 2 without <size>, 0 where only Python reads it the
+ * same way. */
+static int plain_size(const Header *h, int64_t values[3])
 {
-    *size = NULL;
-    if (!h->size_seen) {
-        *size = Py_NewRef(Py_None);
-        return 1;
-    }
-    int64_t width, height, depth_value = 0;
-    if (!plain_digits(h->width.text, &width) || !plain_digits(h->height.text, &height))
+    if (!h->size_seen)
+        return 2;
+    values[2] = -1;
+    if (!plain_digits(h->width.text, &values[0]) || !plain_digits(h->height.text, &values[1]))
         return 0;
-    int has_depth = 0;
     if (h->depth.state == LEAF) {
         Span depth = trim(h->depth.text);
         if (depth.n > 0) {
-            if (depth.n != h->depth.text.n || !plain_digits(depth, &depth_value))
+            if (depth.n != h->depth.text.n || !plain_digits(depth, &values[2]))
                 return 0; /* whitespace around digits, or more than digits: Python's */
-            has_depth = 1;
         } else {
             for (Py_ssize_t i = 0; i < h->depth.text.n; i++)
                 if (!is_space(h->depth.text.p[i]))
                     return 0;
         }
     }
-    PyObject *w = PyFloat_FromDouble((double)width), *hh = PyFloat_FromDouble((double)height);
-    PyObject *d = has_depth ? PyLong_FromLongLong(depth_value) : Py_NewRef(Py_None);
-    if (w && hh && d)
-        *size = PyTuple_Pack(3, w, hh, d);
-    Py_XDECREF(w);
-    Py_XDECREF(hh);
-    Py_XDECREF(d);
-    return *size == NULL ? -1 : 1;
+    return 1;
+}
+
+/* Append the code of a file's <size> to the chunk's size codes: the index of its values in
+ * the chunk's distinct sizes (added the first time they are met), -1 without <size> (values
+ * NULL). 1, or -1 an error. */
+static int add_size_code(Chunk *chunk, const int64_t *values)
+{
+    int32_t code = -1;
+    if (values != NULL) {
+        Span key = {(const u8 *)values, 3 * (Py_ssize_t)sizeof(int64_t)};
+        uint32_t hash = span_hash(key);
+        code = table_find(&chunk->sizes, key, hash);
+        if (code < 0) {
+            code = table_add(&chunk->sizes, key, hash, NULL);
+            if (code < 0)
+                return -1;
+            if (!column_add(&chunk->size_values, values, (size_t)key.n)) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+    }
+    if (!column_add(&chunk->size_codes, &code, sizeof code)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 1;
 }
 
 /* The names of a file's objects (spans from `first` to `count`): 1 if each is one the chunk holds or
@@ -1536,8 +1557,10 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
 static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end)
 {
     Output *out = &chunk->out;
-    PyObject *size = NULL, *filename = NULL;
-    int read = plain_size(header, &size);
+    PyObject *filename = NULL;
+    int64_t size[3];
+    int read = plain_size(header, size);
+    const int64_t *size_values = read == 1 ? size : NULL;
     if (read > 0)
         read = names_usable(chunk, first, end);
     if (read > 0 && header->filename.state == LEAF) {
@@ -1549,16 +1572,15 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
         if (add_codes(&chunk->names, &out->names, first, end, &chunk->name_codes) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0)
+            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
+            add_size_code(chunk, size_values) < 0)
             read = -1;
         else if (!column_add(&chunk->counts, &count, sizeof count)) {
             PyErr_NoMemory();
             read = -1;
-        } else if (PyList_Append(chunk->filenames, filename) < 0 ||
-                   PyList_Append(chunk->sizes, size) < 0)
+        } else if (PyList_Append(chunk->filenames, filename) < 0)
             read = -1;
     }
-    Py_XDECREF(size);
     Py_XDECREF(filename);
     return read;
 }
@@ -1673,10 +1695,12 @@ static void chunk_free(Chunk *chunk)
     free(chunk->name_codes.p);
     free(chunk->pose_codes.p);
     free(chunk->counts.p);
+    free(chunk->size_codes.p);
+    free(chunk->size_values.p);
     table_free(&chunk->names);
     table_free(&chunk->poses);
+    table_free(&chunk->sizes);
     Py_XDECREF(chunk->filenames);
-    Py_XDECREF(chunk->sizes);
     Py_XDECREF(chunk->left);
     free(chunk->buffer);
 }
@@ -1689,28 +1713,53 @@ static PyObject *chunk_result(Chunk *chunk)
         column_bytes(&out->difficult),   column_bytes(&out->truncated),
         column_bytes(&out->occluded),    column_bytes(&chunk->name_codes),
         column_bytes(&chunk->pose_codes), column_bytes(&chunk->counts),
-        NULL, NULL};
+        column_bytes(&chunk->size_codes), column_bytes(&chunk->size_values)};
     PyObject *result = NULL;
     int ok = 1;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 10; i++)
         ok = ok && items[i] != NULL;
     if (ok)
-        result = PyTuple_Pack(13, items[0], items[1], items[2], items[3], items[4], items[5],
-                              items[6], items[7], chunk->names.texts, chunk->poses.texts,
-                              chunk->filenames, chunk->sizes, chunk->left);
-    for (int i = 0; i < 8; i++)
+        result = PyTuple_Pack(14, items[0], items[1], items[2], items[3], items[4], items[5],
+                              items[6], items[7], items[8], items[9], chunk->names.texts,
+                              chunk->poses.texts, chunk->filenames, chunk->left);
+    for (int i = 0; i < 10; i++)
         Py_XDECREF(items[i]);
     return result;
+}
+
+/* The paths of a sequence of (key, path) tuples, as a new list; NULL with TypeError set
+ * where an item is not such a tuple. */
+static PyObject *chunk_paths(PyObject *files)
+{
+    PyObject *items = PySequence_Fast(files, "read_chunk: files must be a sequence");
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    PyObject *paths = PyList_New(n);
+    for (Py_ssize_t i = 0; paths != NULL && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(items, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "read_chunk: each file must be a (key, path) tuple");
+            Py_CLEAR(paths);
+            break;
+        }
+        PyList_SET_ITEM(paths, i, Py_NewRef(PyTuple_GET_ITEM(item, 1)));
+    }
+    Py_DECREF(items);
+    return paths;
 }
 
 static PyObject *read_chunk(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *paths;
+    PyObject *files, *paths;
     Py_ssize_t max_bytes, text_limit;
     double max_coordinate;
-    if (!PyArg_ParseTuple(args, "O!ndn:read_chunk", &PyList_Type, &paths, &max_bytes,
-                          &max_coordinate, &text_limit))
+    if (!PyArg_ParseTuple(args, "Ondn:read_chunk", &files, &max_bytes, &max_coordinate,
+                          &text_limit))
+        return NULL;
+    paths = chunk_paths(files);
+    if (paths == NULL)
         return NULL;
     Chunk chunk;
     memset(&chunk, 0, sizeof chunk);
@@ -1718,17 +1767,16 @@ static PyObject *read_chunk(PyObject *module, PyObject *args)
     chunk.names.texts = PyList_New(0);
     chunk.poses.texts = PyList_New(0);
     chunk.filenames = PyList_New(0);
-    chunk.sizes = PyList_New(0);
     chunk.left = PyList_New(0);
     PyObject *result = NULL;
-    if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.sizes ||
-        !chunk.left)
+    if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.left)
         goto done;
     if (read_files(&chunk, paths, max_bytes, text_limit) < 0)
         goto done;
     result = chunk_result(&chunk);
 done:
     chunk_free(&chunk);
+    Py_DECREF(paths);
     return result;
 }
 
@@ -1829,9 +1877,9 @@ static PyMethodDef methods[] = {
      "scan(data, max_coordinate, /)\n--\n\n"
      "A plain file's header and object columns, or None to leave the file to the parser."},
     {"read_chunk", read_chunk, METH_VARARGS,
-     "read_chunk(paths, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
-     "The plain files of a list read into one set of columns, and the indices of the files\n"
-     "left to the caller."},
+     "read_chunk(files, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
+     "The plain files of a sequence of (key, path) tuples read into one set of columns, and\n"
+     "the indices of the files left to the caller."},
     {"read_number", number, METH_VARARGS,
      "read_number(text, /)\n--\n\n"
      "A number's value by the annotation grammar, or None outside it."},

@@ -30,6 +30,8 @@ import sys
 from array import array
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -177,7 +179,7 @@ class _Chunk:
     paths: list[str]
     sizes: list[ImageSize | None]
     filenames: list[str | None]
-    counts: list[int]
+    counts: array[int]  # objects of each file: int64 ("q")
     # Index into vocabulary, one per object: a C int array, sent from a reading process as
     # one block of bytes rather than as a list of Python ints.
     codes: array[int]
@@ -323,7 +325,7 @@ def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects |
 
 
 def _new_chunk() -> _Chunk:
-    return _Chunk([], [], [], [], [], array("i"), {}, {}, [], [], [], [], [])
+    return _Chunk([], [], [], [], array("q"), array("i"), {}, {}, [], [], [], [], [])
 
 
 def _read_chunk(
@@ -383,7 +385,9 @@ class _CompiledColumns:
 
     Object columns are by row, in file order; ``name_codes`` and ``pose_codes`` index
     ``names`` and ``poses`` (the texts in order of first appearance, as written and as the
-    parser reads them; a pose code is -1 where absent). Header columns are by file read;
+    parser reads them; a pose code is -1 where absent). Header columns are by file read:
+    ``size_codes`` index ``sizes`` (the distinct ``<size>`` values: width, height and
+    depth, -1 where absent; a code is -1 without ``<size>``);
     ``left`` holds the indices (into the chunk's files) of the files it left to
     :func:`_read_file`.
     """
@@ -396,10 +400,11 @@ class _CompiledColumns:
     name_codes: Int32Array
     pose_codes: Int32Array
     counts: IntArray  # (F,) objects by file read
+    size_codes: Int32Array  # (F,)
+    sizes: IntArray  # (S, 3)
     names: list[tuple[bytes, str]]
     poses: list[tuple[bytes, str]]
     filenames: list[str | None]
-    sizes: list[tuple[float, float, int | None] | None]
     left: list[int]
 
 
@@ -412,13 +417,12 @@ def _read_compiled_chunk(
     read_chunk = getattr(_compiled, "read_chunk", None)
     if read_chunk is None or os.name != "posix":
         return None
-    (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts, names,
-     poses, filenames, sizes, left) = read_chunk(
+    (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts,
+     size_codes, sizes, names, poses, filenames, left) = read_chunk(
         # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
         # for read_bytes; and every file is larger than -1: any lower limit refuses every
         # file as -1 does (the per-file route then says so with the limit given).
-        [path for _, path in files], max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE,
-        PARSER_TEXT_LIMIT,
+        files, max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE, PARSER_TEXT_LIMIT,
     )  # fmt: skip
     return _CompiledColumns(
         np.frombuffer(coordinates, np.float64).reshape(-1, 4),
@@ -429,10 +433,11 @@ def _read_compiled_chunk(
         np.frombuffer(name_codes, np.int32),
         np.frombuffer(pose_codes, np.int32),
         np.frombuffer(counts, np.int64),
+        np.frombuffer(size_codes, np.int32),
+        np.frombuffer(sizes, np.int64).reshape(-1, 3),
         names,
         poses,
         filenames,
-        sizes,
         left,
     )
 
@@ -445,25 +450,25 @@ def _add_compiled_chunk(
     scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
 ) -> None:
     """Add a chunk's files in order: runs of files the compiled reader read as slices of
-    its columns, each file it left by :func:`_read_file` (the per-file route)."""
-    remap = np.empty(len(read.names), dtype=np.intc)
-    for code, (raw, name) in enumerate(read.names):
-        label = chunk.vocabulary.get(name)
-        if label is None:
-            label = chunk.vocabulary[name] = len(chunk.vocabulary)
-        chunk.raw_codes[raw] = remap[code] = label
+    its columns, each file it left by :func:`_read_file` (the per-file route).
+
+    Nothing here is done once per file or object in Python: the names, poses and sizes are
+    coded once per distinct text or value, and a run's header columns are list slices."""
+    vocabulary = chunk.vocabulary
+    # A name's code is its place in the vocabulary (setdefault adds a new one last).
+    labels = [vocabulary.setdefault(name, len(vocabulary)) for _, name in read.names]
+    chunk.raw_codes.update(zip((raw for raw, _ in read.names), labels, strict=True))
     # Shifted by one so that -1 (absent) maps to -1; an empty <pose> reads as absent.
-    pose_remap = np.full(len(read.poses) + 1, -1, dtype=np.intc)
-    for code, (raw, text) in enumerate(read.poses):
-        chunk.raw_poses[raw] = pose_remap[code + 1] = _pose_code(chunk, text) if text else -1
-    codes = remap[read.name_codes]
-    pose_codes = pose_remap[read.pose_codes + 1]
-    known: dict[tuple[float, float, int | None], ImageSize] = {}
-    sizes = [
-        None if s is None else known.get(s) or known.setdefault(s, ImageSize(*s))
-        for s in read.sizes
-    ]
-    counts: list[int] = read.counts.tolist()
+    pose_labels = [-1] + [_pose_code(chunk, text) if text else -1 for _, text in read.poses]
+    chunk.raw_poses.update(zip((raw for raw, _ in read.poses), pose_labels[1:], strict=True))
+    codes = np.array(labels, dtype=np.intc)[read.name_codes]
+    pose_codes = np.array(pose_labels, dtype=np.intc)[read.pose_codes + 1]
+    # One record per distinct size, and None (code -1, the last item) without <size>. The
+    # values are below 10**15, so exact as floats (as size_from_text reads them).
+    depths = [None if depth < 0 else depth for depth in read.sizes[:, 2].tolist()]
+    widths, heights = read.sizes[:, :2].astype(np.float64).T.tolist()
+    size_of: list[ImageSize | None] = [*map(ImageSize, widths, heights, depths), None]
+    sizes = list(map(size_of.__getitem__, read.size_codes.tolist()))
     offsets: list[int] = np.concatenate(([0], np.cumsum(read.counts))).tolist()
     first = 0  # the first file of the run, and its index among the files read
     done = 0
@@ -472,11 +477,11 @@ def _add_compiled_chunk(
             run = files[first:stop]
             last = done + len(run)
             rows = slice(offsets[done], offsets[last])
-            chunk.keys.extend(key for key, _ in run)
-            chunk.paths.extend(path for _, path in run)
+            chunk.keys.extend(map(itemgetter(0), run))
+            chunk.paths.extend(map(itemgetter(1), run))
             chunk.sizes.extend(sizes[done:last])
             chunk.filenames.extend(read.filenames[done:last])
-            chunk.counts.extend(counts[done:last])
+            chunk.counts.frombytes(read.counts[done:last].tobytes())
             chunk.codes.frombytes(codes[rows].tobytes())
             chunk.pose_codes.frombytes(pose_codes[rows].tobytes())
             chunk.boxes.append(read.boxes[rows])
@@ -582,8 +587,9 @@ def _assemble(
     skipped: Sequence[SkippedFile],
     notes: tuple[str, ...] = (),
 ) -> ColumnSet:
-    keys = [k for c in chunks for k in c.keys]
-    counts = np.array([n for c in chunks for n in c.counts], dtype=np.int64)
+    counts = np.concatenate(
+        [np.zeros(0, np.int64)] + [np.frombuffer(c.counts, np.int64) for c in chunks]
+    )
     total = int(counts.sum())
     label_names = sorted({n for c in chunks for n in c.vocabulary})
     index = {n: i for i, n in enumerate(label_names)}
@@ -610,27 +616,25 @@ def _assemble(
             np.concatenate(c.difficult, out=difficult[offset:stop])
             np.concatenate(c.truncated, out=truncated[offset:stop])
             np.concatenate(c.occluded, out=occluded[offset:stop])
-            # Codes shifted by one so that -1 (absent) maps to -1.
-            pose_remap = np.full(len(c.pose_vocabulary) + 1, -1, dtype=np.int32)
-            for text, code in c.pose_vocabulary.items():
-                pose_remap[code + 1] = pose_index[text]
+            # A chunk's codes are the places of its texts in its vocabularies (in order of
+            # insertion); a pose's shifted by one so that -1 (absent) maps to -1.
+            pose_remap = np.array([-1, *map(pose_index.__getitem__, c.pose_vocabulary)], np.int32)
             pose[offset:stop] = pose_remap[np.frombuffer(c.pose_codes, np.intc) + 1]
             np.concatenate(c.scores, out=scores[offset:stop])
-            remap = np.zeros(len(c.vocabulary), dtype=np.int32)
-            for name, code in c.vocabulary.items():
-                remap[code] = index[name]
+            remap = np.array([*map(index.__getitem__, c.vocabulary)], dtype=np.int32)
             labels[offset:stop] = remap[np.frombuffer(c.codes, np.intc)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
         bndboxes.extend((offset + row, given) for row, given in c.bndboxes)
         c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], array("i")
         c.occluded, c.pose_codes = [], array("i")
         offset = stop
+    keys = tuple(chain.from_iterable(c.keys for c in chunks))
     return ColumnSet(
         root=root,
-        keys=tuple(keys),
-        paths=tuple(p for c in chunks for p in c.paths),
-        sizes=tuple(s for c in chunks for s in c.sizes),
-        filenames=tuple(f for c in chunks for f in c.filenames),
+        keys=keys,
+        paths=tuple(chain.from_iterable(c.paths for c in chunks)),
+        sizes=tuple(chain.from_iterable(c.sizes for c in chunks)),
+        filenames=tuple(chain.from_iterable(c.filenames for c in chunks)),
         image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
         labels=labels,
         label_names=tuple(label_names),
