@@ -1872,6 +1872,246 @@ done:
 #endif
 }
 
+/* --- a folder's entries ------------------------------------------------------------ */
+
+/* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
+ * entries it can classify from the folder alone -- a regular file whose name is ASCII, does
+ * not start with '.' and ends with the suffix in any case -- as (key, path) tuples sorted by
+ * key then path, every other entry (a folder, a link, another kind of file, a type the
+ * system does not give, a name with a leading '.' or a byte above 127) as (name, kind) for
+ * the caller to decide as the walk does; an ASCII regular file without the suffix is
+ * dropped. The folder is read and the entries sorted with the GIL released. None where the
+ * folder cannot be read this way (the caller's os.scandir then says why). */
+
+#if CHUNK_READER && defined(HAVE_DIRENT_D_TYPE)
+#include <dirent.h>
+#define FOLDER_LISTING 1
+
+enum { KIND_OTHER, KIND_DIRECTORY, KIND_LINK, KIND_UNKNOWN, KIND_PLAIN };
+
+typedef struct {
+    const char *name; /* into the arena, once it is read whole */
+    size_t offset, length, stem;
+    int kind;
+} FolderEntry;
+
+static int folder_entry_order(const void *a, const void *b)
+{
+    const FolderEntry *x = a, *y = b;
+    size_t n = x->stem < y->stem ? x->stem : y->stem;
+    int c = memcmp(x->name, y->name, n);
+    if (c == 0 && x->stem != y->stem)
+        return x->stem < y->stem ? -1 : 1;
+    if (c != 0)
+        return c;
+    n = x->length < y->length ? x->length : y->length;
+    c = memcmp(x->name, y->name, n);
+    if (c == 0 && x->length != y->length)
+        return x->length < y->length ? -1 : 1;
+    return c;
+}
+
+/* The kind of an entry: KIND_PLAIN, KIND_OTHER for a file to drop (-1), or the kind the
+ * caller decides. */
+static int entry_kind(const char *name, size_t length, unsigned char type, const char *suffix,
+                      size_t suffix_length)
+{
+    int ascii = 1;
+    for (size_t i = 0; i < length && ascii; i++)
+        ascii = (unsigned char)name[i] < 0x80;
+    if (type == DT_DIR)
+        return KIND_DIRECTORY;
+    if (type == DT_LNK)
+        return KIND_LINK;
+    if (type == DT_UNKNOWN)
+        return KIND_UNKNOWN;
+    if (type != DT_REG || !ascii)
+        return KIND_OTHER;
+    if (length < suffix_length)
+        return -1;
+    for (size_t i = 0; i < suffix_length; i++) {
+        char c = name[length - suffix_length + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != suffix[i])
+            return -1;
+    }
+    return name[0] == '.' ? KIND_OTHER : KIND_PLAIN;
+}
+
+/* prefix + the ASCII bytes s[0:n], as one str. */
+static PyObject *joined_text(PyObject *prefix, const char *s, size_t n)
+{
+    if (PyUnicode_IS_ASCII(prefix)) {
+        Py_ssize_t length = PyUnicode_GET_LENGTH(prefix);
+        PyObject *text = PyUnicode_New(length + (Py_ssize_t)n, 127);
+        if (text == NULL)
+            return NULL;
+        memcpy(PyUnicode_1BYTE_DATA(text), PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+        memcpy(PyUnicode_1BYTE_DATA(text) + length, s, n);
+        return text;
+    }
+    PyObject *tail = PyUnicode_DecodeASCII(s, (Py_ssize_t)n, "strict");
+    if (tail == NULL)
+        return NULL;
+    PyObject *text = PyUnicode_Concat(prefix, tail);
+    Py_DECREF(tail);
+    return text;
+}
+
+/* Read the folder's entries into the arena: 1, 0 the folder cannot be read (errno), -1 out
+ * of memory. Called without the GIL. */
+static int read_folder(const char *directory, const char *suffix, size_t suffix_length,
+                       char **arena, size_t *arena_used, FolderEntry **entries, size_t *count)
+{
+    DIR *folder = opendir(directory);
+    if (folder == NULL)
+        return 0;
+    size_t arena_capacity = 0, capacity = 0;
+    int result = 1;
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(folder);
+        if (entry == NULL) {
+            if (errno != 0)
+                result = 0;
+            break;
+        }
+        const char *name = entry->d_name;
+        size_t length = strlen(name);
+        if ((length == 1 && name[0] == '.') || (length == 2 && name[0] == '.' && name[1] == '.'))
+            continue;
+        int kind = entry_kind(name, length, entry->d_type, suffix, suffix_length);
+        if (kind < 0)
+            continue;
+        if (*count == capacity) {
+            capacity = capacity ? 2 * capacity : 256;
+            FolderEntry *grown = realloc(*entries, capacity * sizeof **entries);
+            if (grown == NULL) {
+                result = -1;
+                break;
+            }
+            *entries = grown;
+        }
+        if (*arena_used + length > arena_capacity) {
+            arena_capacity = arena_capacity ? 2 * arena_capacity : 1 << 16;
+            while (arena_capacity < *arena_used + length)
+                arena_capacity *= 2;
+            char *grown = realloc(*arena, arena_capacity);
+            if (grown == NULL) {
+                result = -1;
+                break;
+            }
+            *arena = grown;
+        }
+        memcpy(*arena + *arena_used, name, length);
+        FolderEntry *e = &(*entries)[(*count)++];
+        e->offset = *arena_used;
+        e->length = length;
+        e->stem = kind == KIND_PLAIN ? length - suffix_length : 0;
+        e->kind = kind;
+        *arena_used += length;
+    }
+    closedir(folder);
+    if (result == 1) {
+        for (size_t i = 0; i < *count; i++)
+            (*entries)[i].name = *arena + (*entries)[i].offset;
+        /* The plain files first (in key order), the others after them in any order. */
+        size_t plain = 0;
+        for (size_t i = 0; i < *count; i++)
+            if ((*entries)[i].kind == KIND_PLAIN) {
+                FolderEntry swap = (*entries)[plain];
+                (*entries)[plain++] = (*entries)[i];
+                (*entries)[i] = swap;
+            }
+        qsort(*entries, plain, sizeof **entries, folder_entry_order);
+    }
+    return result;
+}
+
+/* The (key, path) tuples and (name, kind) tuples of a folder read: NULL with an error set. */
+static PyObject *folder_result(const FolderEntry *entries, size_t count, PyObject *path_prefix,
+                               PyObject *key_prefix)
+{
+    PyObject *files = PyList_New(0), *others = PyList_New(0), *result = NULL;
+    if (files == NULL || others == NULL)
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        const FolderEntry *e = &entries[i];
+        PyObject *item = NULL;
+        if (e->kind == KIND_PLAIN) {
+            PyObject *key = joined_text(key_prefix, e->name, e->stem);
+            PyObject *path = key ? joined_text(path_prefix, e->name, e->length) : NULL;
+            if (key && path)
+                item = PyTuple_Pack(2, key, path);
+            Py_XDECREF(key);
+            Py_XDECREF(path);
+        } else {
+            item = Py_BuildValue("(Ni)",
+                                 PyUnicode_DecodeFSDefaultAndSize(e->name, (Py_ssize_t)e->length),
+                                 e->kind);
+        }
+        if (item == NULL || PyList_Append(e->kind == KIND_PLAIN ? files : others, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    result = PyTuple_Pack(2, files, others);
+done:
+    Py_XDECREF(files);
+    Py_XDECREF(others);
+    return result;
+}
+
+static PyObject *list_folder(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *directory, *path_prefix, *key_prefix, *suffix_text, *encoded = NULL;
+    if (!PyArg_ParseTuple(args, "UUUU:list_folder", &directory, &path_prefix, &key_prefix,
+                          &suffix_text))
+        return NULL;
+    Py_ssize_t suffix_length;
+    const char *suffix = PyUnicode_AsUTF8AndSize(suffix_text, &suffix_length);
+    if (suffix == NULL)
+        return NULL;
+    /* A lower-case ASCII suffix with one '.', its first character: the key is the name
+     * before it, as the walk's rule gives. Any other suffix is the caller's. */
+    int usable = PyUnicode_IS_ASCII(suffix_text) && suffix_length > 0 && suffix[0] == '.';
+    for (Py_ssize_t i = 1; usable && i < suffix_length; i++)
+        usable = suffix[i] != '.' && !(suffix[i] >= 'A' && suffix[i] <= 'Z');
+    if (!usable)
+        Py_RETURN_NONE;
+    if (!PyUnicode_FSConverter(directory, &encoded)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((Py_ssize_t)strlen(PyBytes_AS_STRING(encoded)) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        Py_RETURN_NONE; /* a NUL in the path */
+    }
+    char *arena = NULL;
+    size_t used = 0, count = 0;
+    FolderEntry *entries = NULL;
+    int read;
+    Py_BEGIN_ALLOW_THREADS
+    read = read_folder(PyBytes_AS_STRING(encoded), suffix, (size_t)suffix_length, &arena, &used,
+                       &entries, &count);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (read < 0)
+        PyErr_NoMemory();
+    else if (read == 0)
+        result = Py_NewRef(Py_None);
+    else
+        result = folder_result(entries, count, path_prefix, key_prefix);
+    free(arena);
+    free(entries);
+    Py_DECREF(encoded);
+    return result;
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, max_coordinate, /)\n--\n\n"
@@ -1883,6 +2123,12 @@ static PyMethodDef methods[] = {
     {"read_number", number, METH_VARARGS,
      "read_number(text, /)\n--\n\n"
      "A number's value by the annotation grammar, or None outside it."},
+#ifdef FOLDER_LISTING
+    {"list_folder", list_folder, METH_VARARGS,
+     "list_folder(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
+     "A folder's plain files with the suffix as (key, path) tuples sorted, its other entries\n"
+     "as (name, kind) tuples; None where the folder cannot be read this way."},
+#endif
     {"stat_files", stat_files, METH_VARARGS,
      "stat_files(paths, /)\n--\n\n"
      "Each path's size, mtime_ns, ctime_ns and inode as (N, 4) int64 bytes, -1 where it\n"
