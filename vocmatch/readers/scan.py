@@ -39,6 +39,7 @@ import numpy.typing as npt
 from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
+from vocmatch.readers.folders import PURE_READER_VARIABLE
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -73,8 +74,6 @@ __all__ = [
     "size_from_text",
 ]
 
-#: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
-PURE_READER_VARIABLE = "VOCMATCH_PURE_READER"
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
