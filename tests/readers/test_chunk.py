@@ -407,3 +407,36 @@ def test_a_chunk_of_plain_files_keeps_the_compiled_columns(tmp_path: Path) -> No
     mixed = scan._read_chunk(files, MAX_BYTES)
     assert [len(field) for field in (mixed.boxes, mixed.scores, mixed.difficult)] == [1, 1, 1]
     assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        pytest.param([PLAIN, voc(obj(" cat"), obj("dog "))], id="a-name-written-two-ways"),
+        pytest.param(
+            [voc(obj(" cat")), POLYGON, voc(obj("cat"), obj(" cat"))], id="two-ways-and-left"
+        ),
+        pytest.param(
+            [voc(obj("cat", extra="<pose> Left</pose>")), POLYGON, PLAIN], id="pose-two-ways"
+        ),
+        pytest.param(
+            [
+                voc(obj("cat"), size=""),
+                PLAIN,
+                voc(
+                    obj("cat"),
+                    size="<size><width>640</width><height>480</height><depth>3</depth></size>",
+                ),
+            ],
+            id="sizes",
+        ),
+    ],
+)
+def test_a_text_written_two_ways_codes_as_file_by_file(tmp_path: Path, kinds: list[bytes]) -> None:
+    """A name or pose written with and without spaces in one chunk (one text, two ways
+    of writing it), with and without files left to the per-file route, and files with,
+    without and with the same <size>: the columns of the per-file route."""
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", data)) for i, data in enumerate(kinds)]
+    chunk = read_listed_columns(files, MAX_BYTES)
+    assert_same_columns(chunk, _per_file(files))
+    assert [str(size) for size in chunk.sizes] == [str(size) for size in _per_file(files).sizes]

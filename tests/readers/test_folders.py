@@ -21,6 +21,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def compiled_listing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled listing, whatever the environment the tests run in."""
+    monkeypatch.delenv(PURE_READER_VARIABLE, raising=False)
+
+
 def _file(folder: Path, name: str | bytes) -> None:
     path = os.path.join(os.fsencode(folder), os.fsencode(name))
     with open(path, "wb") as out:

@@ -454,14 +454,24 @@ def _add_compiled_chunk(
     Nothing here is done once per file or object in Python: the names, poses and sizes are
     coded once per distinct text or value, and a run's header columns are list slices."""
     vocabulary = chunk.vocabulary
-    # A name's code is its place in the vocabulary (setdefault adds a new one last).
-    labels = [vocabulary.setdefault(name, len(vocabulary)) for _, name in read.names]
-    chunk.raw_codes.update(zip((raw for raw, _ in read.names), labels, strict=True))
+    texts = list(map(itemgetter(1), read.names))
+    if not vocabulary and len(set(texts)) == len(texts):
+        # Each text written one way only (the usual case): the compiled reader's codes.
+        vocabulary.update(zip(texts, range(len(texts)), strict=True))
+        codes = read.name_codes
+    else:
+        # A name's code is its place in the vocabulary (setdefault adds a new one last).
+        labels = [vocabulary.setdefault(name, len(vocabulary)) for name in texts]
+        codes = np.array(labels, dtype=np.intc)[read.name_codes]
     # Shifted by one so that -1 (absent) maps to -1; an empty <pose> reads as absent.
     pose_labels = [-1] + [_pose_code(chunk, text) if text else -1 for _, text in read.poses]
-    chunk.raw_poses.update(zip((raw for raw, _ in read.poses), pose_labels[1:], strict=True))
-    codes = np.array(labels, dtype=np.intc)[read.name_codes]
     pose_codes = np.array(pose_labels, dtype=np.intc)[read.pose_codes + 1]
+    if read.left:
+        # Texts as written, for the files left to the per-file route (and only for them).
+        raws = map(itemgetter(0), read.names)
+        chunk.raw_codes.update(zip(raws, map(vocabulary.__getitem__, texts), strict=True))
+        raw_poses = map(itemgetter(0), read.poses)
+        chunk.raw_poses.update(zip(raw_poses, pose_labels[1:], strict=True))
     # One record per distinct size, and None (code -1, the last item) without <size>. The
     # values are below 10**15, so exact as floats (as size_from_text reads them).
     depths = [None if depth < 0 else depth for depth in read.sizes[:, 2].tolist()]
@@ -590,9 +600,9 @@ def _assemble(
         [np.zeros(0, np.int64)] + [np.frombuffer(c.counts, np.int64) for c in chunks]
     )
     total = int(counts.sum())
-    label_names = sorted({n for c in chunks for n in c.vocabulary})
+    label_names = sorted(set().union(*(c.vocabulary for c in chunks)))
     index = {n: i for i, n in enumerate(label_names)}
-    pose_names = sorted({p for c in chunks for p in c.pose_vocabulary})
+    pose_names = sorted(set().union(*(c.pose_vocabulary for c in chunks)))
     pose_index = {p: i for i, p in enumerate(pose_names)}
     # The columns are filled chunk by chunk and each chunk's own arrays let go at once, so
     # reading a large set never holds its objects twice.
