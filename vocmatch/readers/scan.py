@@ -32,6 +32,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -331,7 +332,11 @@ def _read_chunk(
     files: Sequence[tuple[str, str]],
     max_bytes: int,
     read: Callable[[str, int], bytes] = read_bytes,
+    sizes: dict[bytes, ImageSize] | None = None,
 ) -> _Chunk:
+    """Read a chunk's files; ``sizes`` holds the ``<size>`` records made so far by the
+    chunks of the same read (shared by its threads), which the compiled reader's files
+    take rather than make again."""
     chunk = _new_chunk()
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
@@ -342,7 +347,7 @@ def _read_chunk(
         for key, path in files:
             _read_file(chunk, key, path, max_bytes, read, scan_file)
     else:
-        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file)
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes)
     _consolidate(chunk)
     return chunk
 
@@ -447,6 +452,7 @@ def _add_compiled_chunk(
     read: _CompiledColumns,
     max_bytes: int,
     scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
+    known_sizes: dict[bytes, ImageSize] | None = None,
 ) -> None:
     """Add a chunk's files in order: runs of files the compiled reader read as slices of
     its columns, each file it left by :func:`_read_file` (the per-file route).
@@ -472,11 +478,8 @@ def _add_compiled_chunk(
         chunk.raw_codes.update(zip(raws, map(vocabulary.__getitem__, texts), strict=True))
         raw_poses = map(itemgetter(0), read.poses)
         chunk.raw_poses.update(zip(raw_poses, pose_labels[1:], strict=True))
-    # One record per distinct size, and None (code -1, the last item) without <size>. The
-    # values are below 10**15, so exact as floats (as size_from_text reads them).
-    depths = [None if depth < 0 else depth for depth in read.sizes[:, 2].tolist()]
-    widths, heights = read.sizes[:, :2].astype(np.float64).T.tolist()
-    size_of: list[ImageSize | None] = [*map(ImageSize, widths, heights, depths), None]
+    # None (code -1, the last item) without <size>.
+    size_of = [*_size_records(read.sizes, {} if known_sizes is None else known_sizes), None]
     sizes = list(map(size_of.__getitem__, read.size_codes.tolist()))
     offsets: list[int] = np.concatenate(([0], np.cumsum(read.counts))).tolist()
     first = 0  # the first file of the run, and its index among the files read
@@ -503,6 +506,28 @@ def _add_compiled_chunk(
             key, path = files[stop]
             _read_file(chunk, key, path, max_bytes, read_bytes, scan_file)
         first = stop + 1
+
+
+def _size_records(values: IntArray, known: dict[bytes, ImageSize]) -> list[ImageSize | None]:
+    """The record of each distinct ``<size>`` of a chunk (``(S, 3)`` width, height and
+    depth, -1 where absent): the one in ``known`` (by the values' bytes), or a new one,
+    added to it. A set's records are thus one per distinct size, shared by its images and
+    by the other sets read with it (an image's ground truth and predictions usually have
+    the same): fewer objects to make, and fewer for Python's collector to walk."""
+    data = values.tobytes()
+    step = values.itemsize * 3
+    keys = [data[i : i + step] for i in range(0, len(data), step)]
+    records: list[ImageSize | None] = list(map(known.get, keys))
+    if None in records:
+        # The values are below 10**15, so exact as floats (as size_from_text reads them).
+        widths, heights = values[:, :2].astype(np.float64).T.tolist()
+        depths = values[:, 2].tolist()
+        for i, record in enumerate(records):
+            if record is None:
+                depth = depths[i]
+                made = ImageSize(widths[i], heights[i], None if depth < 0 else depth)
+                records[i] = known.setdefault(keys[i], made)
+    return records
 
 
 def _consolidate(chunk: _Chunk) -> None:
@@ -711,8 +736,14 @@ def read_listings(
     done = 0
     # A few files are read faster here than by starting processes.
     workers = 1 if total < 64 else jobs
-    tasks = [(part, max_bytes) for _, part in parts]
-    pool = thread_results if reads_in_threads() else worker_results
+    tasks: list[tuple[Any, ...]]
+    if reads_in_threads():
+        # The <size> records, one per distinct size across the listings, shared by the
+        # threads (dict.setdefault is atomic: two threads meeting a size keep one record).
+        sizes: dict[bytes, ImageSize] = {}
+        pool, tasks = thread_results, [(part, max_bytes, read_bytes, sizes) for _, part in parts]
+    else:
+        pool, tasks = worker_results, [(part, max_bytes) for _, part in parts]
     with pool(_read_chunk, tasks, workers) as results:
         for (which, part), chunk in zip(parts, results, strict=True):
             chunks[which].append(chunk)
