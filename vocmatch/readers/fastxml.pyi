@@ -43,3 +43,12 @@ def read_chunk(
     /,
 ) -> ChunkRead: ...
 def stat_files(paths: list[str], /) -> bytes | None: ...
+def list_folder(
+    directory: str, path_prefix: str, key_prefix: str, suffix: str, /
+) -> (
+    tuple[
+        list[tuple[str, str]],  # (key, path) of the plain files with the suffix, sorted
+        list[tuple[str, int]],  # (name, kind) of every other entry, for the caller
+    ]
+    | None
+): ...
