@@ -457,7 +457,7 @@ def _add_compiled_chunk(
     """Add a chunk's files in order: runs of files the compiled reader read as slices of
     its columns, each file it left by :func:`_read_file` (the per-file route).
 
-    Nothing here is done once per file or object in Python: the names, poses and sizes are
+    No Python statement runs once per file or object here: the names, poses and sizes are
     coded once per distinct text or value, and a run's header columns are list slices."""
     vocabulary = chunk.vocabulary
     texts = list(map(itemgetter(1), read.names))
