@@ -40,6 +40,7 @@ import numpy.typing as npt
 from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
+from vocmatch.readers.byte_sources import LocalOrElsewhere
 from vocmatch.readers.folders import PURE_READER_VARIABLE
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
@@ -341,7 +342,7 @@ def _read_chunk(
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
     whole = None
-    if scan_file is _fast_compiled and read is read_bytes:
+    if scan_file is _fast_compiled and _reads_as_read_bytes(read, files):
         whole = _read_compiled_chunk(files, max_bytes)
     if whole is None:
         for key, path in files:
@@ -350,6 +351,16 @@ def _read_chunk(
         _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes)
     _consolidate(chunk)
     return chunk
+
+
+def _reads_as_read_bytes(
+    read: Callable[[str, int], bytes], files: Sequence[tuple[str, str]]
+) -> bool:
+    """Whether ``read`` reads every file as :func:`~vocmatch.readers.parse.read_bytes`
+    does: it is ``read_bytes``, or reads local paths by it and every path is local."""
+    if read is read_bytes:
+        return True
+    return isinstance(read, LocalOrElsewhere) and read.all_local(map(itemgetter(1), files))
 
 
 def _read_file(
