@@ -527,8 +527,12 @@ def check_chunk(files: list[tuple[str, str]], max_bytes: int) -> tuple[int, int]
         problems.append("a name code outside the names")
     if rows and (read.pose_codes.min() < -1 or read.pose_codes.max() >= len(read.poses)):
         problems.append("a pose code outside the poses")
-    if len(read.filenames) != len(counts) or len(read.sizes) != len(counts):
+    if len(read.filenames) != len(counts) or len(read.size_codes) != len(counts):
         problems.append("headers not one per file read")
+    if len(counts) and (read.size_codes.min() < -1 or read.size_codes.max() >= len(read.sizes)):
+        problems.append("a size code outside the sizes")
+    if len(set(map(tuple, read.sizes.tolist()))) != len(read.sizes):
+        problems.append("a size twice among the distinct sizes")
     for index, (_, path) in enumerate(files):
         if index in left:
             continue

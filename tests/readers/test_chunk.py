@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,9 @@ from tests.conftest import ROOT
 from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_scan import annotation_files
 from vocmatch.readers import scan
+from vocmatch.readers.byte_sources import LocalOrElsewhere
 from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.remote import is_url, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
 
 pytestmark = pytest.mark.skipif(
@@ -234,9 +237,7 @@ def _per_file(files: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> Colum
 def _chunk(paths: list[tuple[str, str]], max_bytes: int = MAX_BYTES) -> list[int]:
     """The indices of the files read_chunk leaves to the per-file route."""
     assert scan._compiled is not None
-    read = scan._compiled.read_chunk(
-        [p for _, p in paths], max_bytes, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
-    )
+    read = scan._compiled.read_chunk(paths, max_bytes, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT)
     return read[-1]
 
 
@@ -409,3 +410,70 @@ def test_a_chunk_of_plain_files_keeps_the_compiled_columns(tmp_path: Path) -> No
     mixed = scan._read_chunk(files, MAX_BYTES)
     assert [len(field) for field in (mixed.boxes, mixed.scores, mixed.difficult)] == [1, 1, 1]
     assert_same_columns(read_listed_columns(files, MAX_BYTES), _per_file(files))
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        pytest.param([PLAIN, voc(obj(" cat"), obj("dog "))], id="a-name-written-two-ways"),
+        pytest.param(
+            [voc(obj(" cat")), POLYGON, voc(obj("cat"), obj(" cat"))], id="two-ways-and-left"
+        ),
+        pytest.param(
+            [voc(obj("cat", extra="<pose> Left</pose>")), POLYGON, PLAIN], id="pose-two-ways"
+        ),
+        pytest.param(
+            [
+                voc(obj("cat"), size=""),
+                PLAIN,
+                voc(
+                    obj("cat"),
+                    size="<size><width>640</width><height>480</height><depth>3</depth></size>",
+                ),
+            ],
+            id="sizes",
+        ),
+    ],
+)
+def test_a_text_written_two_ways_codes_as_file_by_file(tmp_path: Path, kinds: list[bytes]) -> None:
+    """A name or pose written with and without spaces in one chunk (one text, two ways
+    of writing it), with and without files left to the per-file route, and files with,
+    without and with the same <size>: the columns of the per-file route."""
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", data)) for i, data in enumerate(kinds)]
+    chunk = read_listed_columns(files, MAX_BYTES)
+    assert_same_columns(chunk, _per_file(files))
+    assert [str(size) for size in chunk.sizes] == [str(size) for size in _per_file(files).sizes]
+
+
+@pytest.mark.parametrize(
+    "elsewhere", [pytest.param(False, id="local"), pytest.param(True, id="one-file-elsewhere")]
+)
+def test_a_location_reader_reads_local_chunks_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere: bool
+) -> None:
+    """The reader of a run in parts (local paths and URLs) leaves a chunk of local paths to
+    the compiled chunk reader: no per-file scan, the columns and skipped files of
+    read_bytes; a chunk with a path elsewhere is read file by file, to the same columns."""
+    scanned: list[int] = []
+    fast_compiled = scan._fast_compiled
+
+    def counted(data: bytes, names_seen: Any) -> Any:
+        scanned.append(len(data))
+        return fast_compiled(data, names_seen)
+
+    monkeypatch.setattr(scan, "_fast_compiled", counted)
+    local = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(20)]
+    local.append(("missing", str(tmp_path / "missing.xml")))
+    files, read = list(local), location_reader()
+    if elsewhere:
+        # A URL whose bytes are those of a local file.
+        files[3] = ("k3", "memory://bucket/k3.xml")
+        read = LocalOrElsewhere(lambda path, limit: read_bytes(local[3][1], limit), is_url)
+    columns = read_listed_columns(files, MAX_BYTES, read)
+    assert len(scanned) == (20 if elsewhere else 0)
+    assert columns.paths == tuple(path for _, path in files[:20])
+    expected = read_listed_columns(local, MAX_BYTES)
+    assert_same_columns(replace(columns, paths=()), replace(expected, paths=()))
+    assert [str(s) for s in columns.skipped] == [
+        f"{tmp_path / 'missing.xml'}: cannot read file: No such file or directory"
+    ]

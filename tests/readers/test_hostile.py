@@ -21,6 +21,7 @@ from vocmatch.cli import EXIT_OK, EXIT_SKIPPED, main
 from vocmatch.core.model import Box
 from vocmatch.errors import AnnotationError
 from vocmatch.evaluation.scoring import evaluate, read_pair
+from vocmatch.readers import folders
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     _read_to_end,
@@ -821,6 +822,13 @@ def test_an_unreadable_directory_is_skipped_with_the_system_reason(
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", fake_scandir)
+    list_folder = getattr(folders._compiled, "list_folder", None)
+    if list_folder is not None:
+        # The compiled listing cannot open it either, and leaves it to os.scandir.
+        def fake_list_folder(path: str, *args: str) -> object:
+            return None if path == locked else list_folder(path, *args)
+
+        monkeypatch.setattr(folders._compiled, "list_folder", fake_list_folder)
     result = read_directory(tmp_path)
     assert [str(s) for s in result.skipped] == [
         f"{locked}: cannot read directory: Permission denied"

@@ -289,3 +289,17 @@ def test_the_command_line_says_a_thread_was_refused_and_gives_the_same_output(
         "vocmatch: warning: reading threads failed (can't start new thread); "
         "going on with this thread"
     )
+
+
+@compiled_only
+@pytest.mark.parametrize("jobs", [pytest.param(1, id="one-thread"), pytest.param(2, id="two")])
+def test_one_size_record_for_each_distinct_size_across_the_sets(
+    generated: list[DirectoryListing], jobs: int
+) -> None:
+    """Images with the same <size>, in one set or across the sets read together (an image's
+    ground truth and predictions), share one record; the values are the parser's."""
+    gt, pred = read_listings(generated, jobs)
+    records = [size for size in (*gt.sizes, *pred.sizes) if size is not None]
+    assert len(records) == 600
+    assert len({id(size) for size in records}) == len(set(records))
+    assert all(g is p for g, p in zip(gt.sizes, pred.sizes, strict=True))

@@ -1120,10 +1120,10 @@ done:
 
 /* --- a chunk of files ------------------------------------------------------------- */
 
-/* read_chunk reads a list of files into one set of columns: each file is opened as
- * vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a regular
- * file only, its size checked before reading, at most max_bytes + 1 bytes read), scanned,
- * and its objects appended to the chunk's columns. A file it cannot read that way -- any
+/* read_chunk reads a sequence of (key, path) files into one set of columns: each file is
+ * opened as vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a
+ * regular file only, its size checked before reading, at most max_bytes + 1 bytes read),
+ * scanned, and its objects appended to the chunk's columns. A file it cannot read that way -- any
  * error, a file scan would leave to the parser, a <size> or name only Python reads the
  * same way -- is left out, and its index returned: the caller reads it file by file, so
  * its messages and its reading stay exactly those of the per-file route. */
@@ -1158,7 +1158,7 @@ typedef struct {
 typedef struct {
     Entry *slots;
     size_t capacity, count; /* capacity: a power of two */
-    PyObject *texts;        /* list of (raw, text), by code */
+    PyObject *texts;        /* list of (raw, text) by code; NULL: the raw bytes alone */
 } Table;
 
 static uint32_t span_hash(Span t)
@@ -1247,7 +1247,8 @@ static int table_grow(Table *table)
     return 1;
 }
 
-/* Add a text the table does not hold, with its parser's reading: its code, or -1 (error). */
+/* Add a text the table does not hold, with its parser's reading (if the table keeps the
+ * texts): its code, or -1 (error). */
 static int32_t table_add(Table *table, Span t, uint32_t hash, PyObject *text)
 {
     if ((table->count + 1) * 2 > table->capacity && !table_grow(table))
@@ -1255,13 +1256,15 @@ static int32_t table_add(Table *table, Span t, uint32_t hash, PyObject *text)
     PyObject *raw = span_bytes(t);
     if (raw == NULL)
         return -1;
-    PyObject *pair = PyTuple_Pack(2, raw, text);
-    if (pair == NULL || PyList_Append(table->texts, pair) < 0) {
-        Py_XDECREF(pair);
-        Py_DECREF(raw);
-        return -1;
+    if (table->texts != NULL) {
+        PyObject *pair = PyTuple_Pack(2, raw, text);
+        if (pair == NULL || PyList_Append(table->texts, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(raw);
+            return -1;
+        }
+        Py_DECREF(pair);
     }
-    Py_DECREF(pair);
     size_t mask = table->capacity - 1, i = hash & mask;
     while (table->slots[i].raw != NULL)
         i = (i + 1) & mask;
@@ -1284,9 +1287,11 @@ typedef struct {
     Column name_codes;     /* int32 by object */
     Column pose_codes;     /* int32 by object, -1 where absent */
     Column counts;         /* int64 objects by file read */
+    Column size_codes;     /* int32 by file read: index into size_values, -1 without <size> */
+    Column size_values;    /* int64 width, height, depth (-1 where absent) by size code */
     Table names, poses;    /* the texts met */
+    Table sizes;           /* the distinct <size> values met, as size_values' bytes */
     PyObject *filenames;   /* str or None by file read */
-    PyObject *sizes;       /* (width, height, depth) or None by file read */
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
@@ -1307,40 +1312,56 @@ static int plain_digits(Span t, int64_t *value)
     return 1;
 }
 
-/* The header's <size> as (width, height, depth) where it is plain digits (read as
- * vocmatch.readers.scan.size_from_text reads them), None without <size>; 0 (*size NULL,
- * no error) where only Python reads it the same way; -1 an error. */
-static int plain_size(const Header *h, PyObject **size)
+/* The header's <size> where it is plain digits (read as
+ * vocmatch.readers.scan.size_from_text reads them): 1 with width, height and depth in
+ * `values` (depth -1 where absent), 2 without <size>, 0 where only Python reads it the
+ * same way. */
+static int plain_size(const Header *h, int64_t values[3])
 {
-    *size = NULL;
-    if (!h->size_seen) {
-        *size = Py_NewRef(Py_None);
-        return 1;
-    }
-    int64_t width, height, depth_value = 0;
-    if (!plain_digits(h->width.text, &width) || !plain_digits(h->height.text, &height))
+    if (!h->size_seen)
+        return 2;
+    values[2] = -1;
+    if (!plain_digits(h->width.text, &values[0]) || !plain_digits(h->height.text, &values[1]))
         return 0;
-    int has_depth = 0;
     if (h->depth.state == LEAF) {
         Span depth = trim(h->depth.text);
         if (depth.n > 0) {
-            if (depth.n != h->depth.text.n || !plain_digits(depth, &depth_value))
+            if (depth.n != h->depth.text.n || !plain_digits(depth, &values[2]))
                 return 0; /* whitespace around digits, or more than digits: Python's */
-            has_depth = 1;
         } else {
             for (Py_ssize_t i = 0; i < h->depth.text.n; i++)
                 if (!is_space(h->depth.text.p[i]))
                     return 0;
         }
     }
-    PyObject *w = PyFloat_FromDouble((double)width), *hh = PyFloat_FromDouble((double)height);
-    PyObject *d = has_depth ? PyLong_FromLongLong(depth_value) : Py_NewRef(Py_None);
-    if (w && hh && d)
-        *size = PyTuple_Pack(3, w, hh, d);
-    Py_XDECREF(w);
-    Py_XDECREF(hh);
-    Py_XDECREF(d);
-    return *size == NULL ? -1 : 1;
+    return 1;
+}
+
+/* Append the code of a file's <size> to the chunk's size codes: the index of its values in
+ * the chunk's distinct sizes (added the first time they are met), -1 without <size> (values
+ * NULL). 1, or -1 an error. */
+static int add_size_code(Chunk *chunk, const int64_t *values)
+{
+    int32_t code = -1;
+    if (values != NULL) {
+        Span key = {(const u8 *)values, 3 * (Py_ssize_t)sizeof(int64_t)};
+        uint32_t hash = span_hash(key);
+        code = table_find(&chunk->sizes, key, hash);
+        if (code < 0) {
+            code = table_add(&chunk->sizes, key, hash, NULL);
+            if (code < 0)
+                return -1;
+            if (!column_add(&chunk->size_values, values, (size_t)key.n)) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+    }
+    if (!column_add(&chunk->size_codes, &code, sizeof code)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 1;
 }
 
 /* The names of a file's objects (spans from `first` to `count`): 1 if each is one the chunk holds or
@@ -1536,8 +1557,10 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
 static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end)
 {
     Output *out = &chunk->out;
-    PyObject *size = NULL, *filename = NULL;
-    int read = plain_size(header, &size);
+    PyObject *filename = NULL;
+    int64_t size[3];
+    int read = plain_size(header, size);
+    const int64_t *size_values = read == 1 ? size : NULL;
     if (read > 0)
         read = names_usable(chunk, first, end);
     if (read > 0 && header->filename.state == LEAF) {
@@ -1549,16 +1572,15 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
         if (add_codes(&chunk->names, &out->names, first, end, &chunk->name_codes) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0)
+            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
+            add_size_code(chunk, size_values) < 0)
             read = -1;
         else if (!column_add(&chunk->counts, &count, sizeof count)) {
             PyErr_NoMemory();
             read = -1;
-        } else if (PyList_Append(chunk->filenames, filename) < 0 ||
-                   PyList_Append(chunk->sizes, size) < 0)
+        } else if (PyList_Append(chunk->filenames, filename) < 0)
             read = -1;
     }
-    Py_XDECREF(size);
     Py_XDECREF(filename);
     return read;
 }
@@ -1673,10 +1695,12 @@ static void chunk_free(Chunk *chunk)
     free(chunk->name_codes.p);
     free(chunk->pose_codes.p);
     free(chunk->counts.p);
+    free(chunk->size_codes.p);
+    free(chunk->size_values.p);
     table_free(&chunk->names);
     table_free(&chunk->poses);
+    table_free(&chunk->sizes);
     Py_XDECREF(chunk->filenames);
-    Py_XDECREF(chunk->sizes);
     Py_XDECREF(chunk->left);
     free(chunk->buffer);
 }
@@ -1689,28 +1713,53 @@ static PyObject *chunk_result(Chunk *chunk)
         column_bytes(&out->difficult),   column_bytes(&out->truncated),
         column_bytes(&out->occluded),    column_bytes(&chunk->name_codes),
         column_bytes(&chunk->pose_codes), column_bytes(&chunk->counts),
-        NULL, NULL};
+        column_bytes(&chunk->size_codes), column_bytes(&chunk->size_values)};
     PyObject *result = NULL;
     int ok = 1;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 10; i++)
         ok = ok && items[i] != NULL;
     if (ok)
-        result = PyTuple_Pack(13, items[0], items[1], items[2], items[3], items[4], items[5],
-                              items[6], items[7], chunk->names.texts, chunk->poses.texts,
-                              chunk->filenames, chunk->sizes, chunk->left);
-    for (int i = 0; i < 8; i++)
+        result = PyTuple_Pack(14, items[0], items[1], items[2], items[3], items[4], items[5],
+                              items[6], items[7], items[8], items[9], chunk->names.texts,
+                              chunk->poses.texts, chunk->filenames, chunk->left);
+    for (int i = 0; i < 10; i++)
         Py_XDECREF(items[i]);
     return result;
+}
+
+/* The paths of a sequence of (key, path) tuples, as a new list; NULL with TypeError set
+ * where an item is not such a tuple. */
+static PyObject *chunk_paths(PyObject *files)
+{
+    PyObject *items = PySequence_Fast(files, "read_chunk: files must be a sequence");
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    PyObject *paths = PyList_New(n);
+    for (Py_ssize_t i = 0; paths != NULL && i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(items, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "read_chunk: each file must be a (key, path) tuple");
+            Py_CLEAR(paths);
+            break;
+        }
+        PyList_SET_ITEM(paths, i, Py_NewRef(PyTuple_GET_ITEM(item, 1)));
+    }
+    Py_DECREF(items);
+    return paths;
 }
 
 static PyObject *read_chunk(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *paths;
+    PyObject *files, *paths;
     Py_ssize_t max_bytes, text_limit;
     double max_coordinate;
-    if (!PyArg_ParseTuple(args, "O!ndn:read_chunk", &PyList_Type, &paths, &max_bytes,
-                          &max_coordinate, &text_limit))
+    if (!PyArg_ParseTuple(args, "Ondn:read_chunk", &files, &max_bytes, &max_coordinate,
+                          &text_limit))
+        return NULL;
+    paths = chunk_paths(files);
+    if (paths == NULL)
         return NULL;
     Chunk chunk;
     memset(&chunk, 0, sizeof chunk);
@@ -1718,17 +1767,16 @@ static PyObject *read_chunk(PyObject *module, PyObject *args)
     chunk.names.texts = PyList_New(0);
     chunk.poses.texts = PyList_New(0);
     chunk.filenames = PyList_New(0);
-    chunk.sizes = PyList_New(0);
     chunk.left = PyList_New(0);
     PyObject *result = NULL;
-    if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.sizes ||
-        !chunk.left)
+    if (!chunk.names.texts || !chunk.poses.texts || !chunk.filenames || !chunk.left)
         goto done;
     if (read_files(&chunk, paths, max_bytes, text_limit) < 0)
         goto done;
     result = chunk_result(&chunk);
 done:
     chunk_free(&chunk);
+    Py_DECREF(paths);
     return result;
 }
 
@@ -1824,17 +1872,263 @@ done:
 #endif
 }
 
+/* --- a folder's entries ------------------------------------------------------------ */
+
+/* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
+ * entries it can classify from the folder alone -- a regular file whose name is ASCII, does
+ * not start with '.' and ends with the suffix in any case -- as (key, path) tuples sorted by
+ * key then path, every other entry (a folder, a link, another kind of file, a type the
+ * system does not give, a name with a leading '.' or a byte above 127) as (name, kind) for
+ * the caller to decide as the walk does; an ASCII regular file without the suffix is
+ * dropped. The folder is read and the entries sorted with the GIL released. None where the
+ * folder cannot be read this way (the caller's os.scandir then says why). */
+
+#if CHUNK_READER && defined(HAVE_DIRENT_D_TYPE)
+#include <dirent.h>
+#define FOLDER_LISTING 1
+
+enum { KIND_OTHER, KIND_DIRECTORY, KIND_LINK, KIND_UNKNOWN, KIND_PLAIN };
+
+typedef struct {
+    const char *name; /* into the arena, once it is read whole */
+    size_t offset, length, stem;
+    int kind;
+} FolderEntry;
+
+static int folder_entry_order(const void *a, const void *b)
+{
+    const FolderEntry *x = a, *y = b;
+    size_t n = x->stem < y->stem ? x->stem : y->stem;
+    int c = memcmp(x->name, y->name, n);
+    if (c == 0 && x->stem != y->stem)
+        return x->stem < y->stem ? -1 : 1;
+    if (c != 0)
+        return c;
+    n = x->length < y->length ? x->length : y->length;
+    c = memcmp(x->name, y->name, n);
+    if (c == 0 && x->length != y->length)
+        return x->length < y->length ? -1 : 1;
+    return c;
+}
+
+/* The kind of an entry: KIND_PLAIN, KIND_OTHER for a file to drop (-1), or the kind the
+ * caller decides. */
+static int entry_kind(const char *name, size_t length, unsigned char type, const char *suffix,
+                      size_t suffix_length)
+{
+    int ascii = 1;
+    for (size_t i = 0; i < length && ascii; i++)
+        ascii = (unsigned char)name[i] < 0x80;
+    if (type == DT_DIR)
+        return KIND_DIRECTORY;
+    if (type == DT_LNK)
+        return KIND_LINK;
+    if (type == DT_UNKNOWN)
+        return KIND_UNKNOWN;
+    if (type != DT_REG || !ascii)
+        return KIND_OTHER;
+    if (length < suffix_length)
+        return -1;
+    for (size_t i = 0; i < suffix_length; i++) {
+        char c = name[length - suffix_length + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != suffix[i])
+            return -1;
+    }
+    return name[0] == '.' ? KIND_OTHER : KIND_PLAIN;
+}
+
+/* prefix + the ASCII bytes s[0:n], as one str. */
+static PyObject *joined_text(PyObject *prefix, const char *s, size_t n)
+{
+    if (PyUnicode_IS_ASCII(prefix)) {
+        Py_ssize_t length = PyUnicode_GET_LENGTH(prefix);
+        PyObject *text = PyUnicode_New(length + (Py_ssize_t)n, 127);
+        if (text == NULL)
+            return NULL;
+        memcpy(PyUnicode_1BYTE_DATA(text), PyUnicode_1BYTE_DATA(prefix), (size_t)length);
+        memcpy(PyUnicode_1BYTE_DATA(text) + length, s, n);
+        return text;
+    }
+    PyObject *tail = PyUnicode_DecodeASCII(s, (Py_ssize_t)n, "strict");
+    if (tail == NULL)
+        return NULL;
+    PyObject *text = PyUnicode_Concat(prefix, tail);
+    Py_DECREF(tail);
+    return text;
+}
+
+/* Read the folder's entries into the arena: 1, 0 the folder cannot be read (errno), -1 out
+ * of memory. Called without the GIL. */
+static int read_folder(const char *directory, const char *suffix, size_t suffix_length,
+                       char **arena, size_t *arena_used, FolderEntry **entries, size_t *count)
+{
+    DIR *folder = opendir(directory);
+    if (folder == NULL)
+        return 0;
+    size_t arena_capacity = 0, capacity = 0;
+    int result = 1;
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(folder);
+        if (entry == NULL) {
+            if (errno != 0)
+                result = 0;
+            break;
+        }
+        const char *name = entry->d_name;
+        size_t length = strlen(name);
+        if ((length == 1 && name[0] == '.') || (length == 2 && name[0] == '.' && name[1] == '.'))
+            continue;
+        int kind = entry_kind(name, length, entry->d_type, suffix, suffix_length);
+        if (kind < 0)
+            continue;
+        if (*count == capacity) {
+            capacity = capacity ? 2 * capacity : 256;
+            FolderEntry *grown = realloc(*entries, capacity * sizeof **entries);
+            if (grown == NULL) {
+                result = -1;
+                break;
+            }
+            *entries = grown;
+        }
+        if (*arena_used + length > arena_capacity) {
+            arena_capacity = arena_capacity ? 2 * arena_capacity : 1 << 16;
+            while (arena_capacity < *arena_used + length)
+                arena_capacity *= 2;
+            char *grown = realloc(*arena, arena_capacity);
+            if (grown == NULL) {
+                result = -1;
+                break;
+            }
+            *arena = grown;
+        }
+        memcpy(*arena + *arena_used, name, length);
+        FolderEntry *e = &(*entries)[(*count)++];
+        e->offset = *arena_used;
+        e->length = length;
+        e->stem = kind == KIND_PLAIN ? length - suffix_length : 0;
+        e->kind = kind;
+        *arena_used += length;
+    }
+    closedir(folder);
+    if (result == 1) {
+        for (size_t i = 0; i < *count; i++)
+            (*entries)[i].name = *arena + (*entries)[i].offset;
+        /* The plain files first (in key order), the others after them in any order. */
+        size_t plain = 0;
+        for (size_t i = 0; i < *count; i++)
+            if ((*entries)[i].kind == KIND_PLAIN) {
+                FolderEntry swap = (*entries)[plain];
+                (*entries)[plain++] = (*entries)[i];
+                (*entries)[i] = swap;
+            }
+        qsort(*entries, plain, sizeof **entries, folder_entry_order);
+    }
+    return result;
+}
+
+/* The (key, path) tuples and (name, kind) tuples of a folder read: NULL with an error set. */
+static PyObject *folder_result(const FolderEntry *entries, size_t count, PyObject *path_prefix,
+                               PyObject *key_prefix)
+{
+    PyObject *files = PyList_New(0), *others = PyList_New(0), *result = NULL;
+    if (files == NULL || others == NULL)
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        const FolderEntry *e = &entries[i];
+        PyObject *item = NULL;
+        if (e->kind == KIND_PLAIN) {
+            PyObject *key = joined_text(key_prefix, e->name, e->stem);
+            PyObject *path = key ? joined_text(path_prefix, e->name, e->length) : NULL;
+            if (key && path)
+                item = PyTuple_Pack(2, key, path);
+            Py_XDECREF(key);
+            Py_XDECREF(path);
+        } else {
+            item = Py_BuildValue("(Ni)",
+                                 PyUnicode_DecodeFSDefaultAndSize(e->name, (Py_ssize_t)e->length),
+                                 e->kind);
+        }
+        if (item == NULL || PyList_Append(e->kind == KIND_PLAIN ? files : others, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    result = PyTuple_Pack(2, files, others);
+done:
+    Py_XDECREF(files);
+    Py_XDECREF(others);
+    return result;
+}
+
+static PyObject *list_folder(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *directory, *path_prefix, *key_prefix, *suffix_text, *encoded = NULL;
+    if (!PyArg_ParseTuple(args, "UUUU:list_folder", &directory, &path_prefix, &key_prefix,
+                          &suffix_text))
+        return NULL;
+    Py_ssize_t suffix_length;
+    const char *suffix = PyUnicode_AsUTF8AndSize(suffix_text, &suffix_length);
+    if (suffix == NULL)
+        return NULL;
+    /* A lower-case ASCII suffix with one '.', its first character: the key is the name
+     * before it, as the walk's rule gives. Any other suffix is the caller's. */
+    int usable = PyUnicode_IS_ASCII(suffix_text) && suffix_length > 0 && suffix[0] == '.';
+    for (Py_ssize_t i = 1; usable && i < suffix_length; i++)
+        usable = suffix[i] != '.' && !(suffix[i] >= 'A' && suffix[i] <= 'Z');
+    if (!usable)
+        Py_RETURN_NONE;
+    if (!PyUnicode_FSConverter(directory, &encoded)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((Py_ssize_t)strlen(PyBytes_AS_STRING(encoded)) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        Py_RETURN_NONE; /* a NUL in the path */
+    }
+    char *arena = NULL;
+    size_t used = 0, count = 0;
+    FolderEntry *entries = NULL;
+    int read;
+    Py_BEGIN_ALLOW_THREADS
+    read = read_folder(PyBytes_AS_STRING(encoded), suffix, (size_t)suffix_length, &arena, &used,
+                       &entries, &count);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (read < 0)
+        PyErr_NoMemory();
+    else if (read == 0)
+        result = Py_NewRef(Py_None);
+    else
+        result = folder_result(entries, count, path_prefix, key_prefix);
+    free(arena);
+    free(entries);
+    Py_DECREF(encoded);
+    return result;
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, max_coordinate, /)\n--\n\n"
      "A plain file's header and object columns, or None to leave the file to the parser."},
     {"read_chunk", read_chunk, METH_VARARGS,
-     "read_chunk(paths, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
-     "The plain files of a list read into one set of columns, and the indices of the files\n"
-     "left to the caller."},
+     "read_chunk(files, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
+     "The plain files of a sequence of (key, path) tuples read into one set of columns, and\n"
+     "the indices of the files left to the caller."},
     {"read_number", number, METH_VARARGS,
      "read_number(text, /)\n--\n\n"
      "A number's value by the annotation grammar, or None outside it."},
+#ifdef FOLDER_LISTING
+    {"list_folder", list_folder, METH_VARARGS,
+     "list_folder(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
+     "A folder's plain files with the suffix as (key, path) tuples sorted, its other entries\n"
+     "as (name, kind) tuples; None where the folder cannot be read this way."},
+#endif
     {"stat_files", stat_files, METH_VARARGS,
      "stat_files(paths, /)\n--\n\n"
      "Each path's size, mtime_ns, ctime_ns and inode as (N, 4) int64 bytes, -1 where it\n"

@@ -1,5 +1,7 @@
 """The compiled fast reader (``fastxml.c``), used by :mod:`vocmatch.readers.scan`."""
 
+from collections.abc import Sequence
+
 Size = tuple[bytes, bytes, bytes | None]
 Read = tuple[
     bytes | None,  # <filename> text as written, None where absent
@@ -25,14 +27,28 @@ ChunkRead = tuple[
     bytes,  # (B,) int32 index of each object's name in the name texts
     bytes,  # (B,) int32 index of each object's pose in the pose texts, -1 where absent
     bytes,  # (F,) int64 objects of each file read
+    bytes,  # (F,) int32 index of each file read's <size> in the sizes, -1 where absent
+    bytes,  # (S, 3) int64 the distinct <size> values: width, height, depth (-1 absent)
     list[tuple[bytes, str]],  # name texts: as written, as the parser reads them
     list[tuple[bytes, str]],  # pose texts, likewise
     list[str | None],  # <filename> of each file read, as the parser reads it
-    list[tuple[float, float, int | None] | None],  # <size> of each file read
     list[int],  # indices of the files left to the caller
 ]
 
 def read_chunk(
-    paths: list[str], max_bytes: int, max_coordinate: float, text_limit: int, /
+    files: Sequence[tuple[str, str]],
+    max_bytes: int,
+    max_coordinate: float,
+    text_limit: int,
+    /,
 ) -> ChunkRead: ...
 def stat_files(paths: list[str], /) -> bytes | None: ...
+def list_folder(
+    directory: str, path_prefix: str, key_prefix: str, suffix: str, /
+) -> (
+    tuple[
+        list[tuple[str, str]],  # (key, path) of the plain files with the suffix, sorted
+        list[tuple[str, int]],  # (name, kind) of every other entry, for the caller
+    ]
+    | None
+): ...

@@ -31,6 +31,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -51,7 +52,8 @@ from vocmatch.core.model import (
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.readers.key_order import by_key, distinct_folded
+from vocmatch.readers.folders import folder_entries
+from vocmatch.readers.key_order import distinct_folded
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -769,13 +771,6 @@ def read_annotation(
     return parse_annotation(data, name, key if key is not None else Path(name).stem)
 
 
-def _is_link(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_symlink()
-    except OSError:
-        return False
-
-
 def _walk(top: str, suffix: str = ".xml") -> _Walk:
     """Every file below ``top`` whose name ends in ``suffix`` (in any case), the
     directories that could not be listed, and the links that were not entered.
@@ -792,8 +787,7 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
     # Stacks of (directory, key prefix), popped in sorted order.
     real: list[tuple[str, str]] = [(top, "")]
     linked: list[tuple[str, str]] = []
-    keys: list[str] = []
-    paths: list[str] = []
+    files: list[tuple[str, str]] = []
     while real or linked:
         directory, prefix = real.pop() if real else linked.pop()
         try:
@@ -806,32 +800,19 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 )
                 continue
             visited[identity] = directory
-            with os.scandir(directory) as listing:
-                entries = list(listing)
+            entries = folder_entries(directory, prefix, suffix)
         except OSError as error:
             walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
             continue
-        real_dirs: list[tuple[str, str]] = []
-        linked_dirs: list[tuple[str, str]] = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            name = entry.name
-            if is_dir:
-                target = linked_dirs if _is_link(entry) else real_dirs
-                target.append((entry.path, f"{prefix}{name}/"))
-            elif name.lower().endswith(suffix):
-                dot = name.rfind(".")
-                # os.path.splitext's stem, its slower rule only for a name with leading dots.
-                keys.append(prefix + (name[:dot] if name[0] != "." else os.path.splitext(name)[0]))
-                paths.append(entry.path)
+        files.extend(entries.files)
         # A folder's folders in order of their names: of their paths, which add the same
         # folder and separator before each name.
-        real.extend(sorted(real_dirs, reverse=True))
-        linked.extend(sorted(linked_dirs, reverse=True))
-    walk.files = by_key(keys, paths)
+        real.extend(sorted(entries.real_dirs, reverse=True))
+        linked.extend(sorted(entries.linked_dirs, reverse=True))
+    # By key, then path (a key of two files: a.xml and a.XML); the compiled listing gives
+    # each folder's files in this order already, which the sort then only checks.
+    files.sort()
+    walk.files = files
     return walk
 
 
@@ -921,7 +902,7 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
     """
     top = _directory(root)
     walk = _walk(top, suffix)
-    if distinct_folded([key for key, _ in walk.files]):
+    if distinct_folded(list(map(itemgetter(0), walk.files))):
         # Not a key twice, nor two that differ only in case: every file is listed.
         return DirectoryListing(
             root=top,

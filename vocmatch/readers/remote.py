@@ -23,7 +23,8 @@ from typing import Any
 
 from vocmatch.core.model import SkippedFile
 from vocmatch.errors import AnnotationError, InputError, no_annotation_files
-from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing, list_directory, read_bytes
+from vocmatch.readers.byte_sources import LocalOrElsewhere
+from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing, list_directory
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
 
 __all__ = [
@@ -202,13 +203,13 @@ def location_reader(
 
     Returns:
         ``read(path, max_bytes)``, raising :class:`~vocmatch.errors.AnnotationError` (path
-        and reason) for a file that cannot be read or is larger than ``max_bytes``.
+        and reason) for a file that cannot be read or is larger than ``max_bytes``: local
+        paths by :func:`~vocmatch.readers.parse.read_bytes` (so the compiled reader reads
+        a chunk of them in one call), URLs through fsspec.
     """
     systems: dict[str, Any] = {}
 
     def read(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-        if not is_url(path):
-            return read_bytes(path, max_bytes)
         scheme = path.split("://", 1)[0]
         if scheme not in systems:
             try:
@@ -230,7 +231,7 @@ def location_reader(
             raise AnnotationError(path, f"file is larger than the {max_bytes:,}-byte limit")
         return data
 
-    return read
+    return LocalOrElsewhere(read, is_url)
 
 
 def local_file_url(url: str) -> str:

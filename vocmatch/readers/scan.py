@@ -30,6 +30,9 @@ import sys
 from array import array
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +40,8 @@ import numpy.typing as npt
 from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
+from vocmatch.readers.byte_sources import LocalOrElsewhere
+from vocmatch.readers.folders import PURE_READER_VARIABLE
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -71,8 +76,6 @@ __all__ = [
     "size_from_text",
 ]
 
-#: Set to 1 to read with the pure-Python fast reader even where the compiled one is built.
-PURE_READER_VARIABLE = "VOCMATCH_PURE_READER"
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -177,7 +180,7 @@ class _Chunk:
     paths: list[str]
     sizes: list[ImageSize | None]
     filenames: list[str | None]
-    counts: list[int]
+    counts: array[int]  # objects of each file: int64 ("q")
     # Index into vocabulary, one per object: a C int array, sent from a reading process as
     # one block of bytes rather than as a list of Python ints.
     codes: array[int]
@@ -323,27 +326,41 @@ def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects |
 
 
 def _new_chunk() -> _Chunk:
-    return _Chunk([], [], [], [], [], array("i"), {}, {}, [], [], [], [], [])
+    return _Chunk([], [], [], [], array("q"), array("i"), {}, {}, [], [], [], [], [])
 
 
 def _read_chunk(
     files: Sequence[tuple[str, str]],
     max_bytes: int,
     read: Callable[[str, int], bytes] = read_bytes,
+    sizes: dict[bytes, ImageSize] | None = None,
 ) -> _Chunk:
+    """Read a chunk's files; ``sizes`` holds the ``<size>`` records made so far by the
+    chunks of the same read (shared by its threads), which the compiled reader's files
+    take rather than make again."""
     chunk = _new_chunk()
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
     whole = None
-    if scan_file is _fast_compiled and read is read_bytes:
+    if scan_file is _fast_compiled and _reads_as_read_bytes(read, files):
         whole = _read_compiled_chunk(files, max_bytes)
     if whole is None:
         for key, path in files:
             _read_file(chunk, key, path, max_bytes, read, scan_file)
     else:
-        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file)
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes)
     _consolidate(chunk)
     return chunk
+
+
+def _reads_as_read_bytes(
+    read: Callable[[str, int], bytes], files: Sequence[tuple[str, str]]
+) -> bool:
+    """Whether ``read`` reads every file as :func:`~vocmatch.readers.parse.read_bytes`
+    does: it is ``read_bytes``, or reads local paths by it and every path is local."""
+    if read is read_bytes:
+        return True
+    return isinstance(read, LocalOrElsewhere) and read.all_local(map(itemgetter(1), files))
 
 
 def _read_file(
@@ -383,7 +400,9 @@ class _CompiledColumns:
 
     Object columns are by row, in file order; ``name_codes`` and ``pose_codes`` index
     ``names`` and ``poses`` (the texts in order of first appearance, as written and as the
-    parser reads them; a pose code is -1 where absent). Header columns are by file read;
+    parser reads them; a pose code is -1 where absent). Header columns are by file read:
+    ``size_codes`` index ``sizes`` (the distinct ``<size>`` values: width, height and
+    depth, -1 where absent; a code is -1 without ``<size>``);
     ``left`` holds the indices (into the chunk's files) of the files it left to
     :func:`_read_file`.
     """
@@ -396,10 +415,11 @@ class _CompiledColumns:
     name_codes: Int32Array
     pose_codes: Int32Array
     counts: IntArray  # (F,) objects by file read
+    size_codes: Int32Array  # (F,)
+    sizes: IntArray  # (S, 3)
     names: list[tuple[bytes, str]]
     poses: list[tuple[bytes, str]]
     filenames: list[str | None]
-    sizes: list[tuple[float, float, int | None] | None]
     left: list[int]
 
 
@@ -412,13 +432,12 @@ def _read_compiled_chunk(
     read_chunk = getattr(_compiled, "read_chunk", None)
     if read_chunk is None or os.name != "posix":
         return None
-    (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts, names,
-     poses, filenames, sizes, left) = read_chunk(
+    (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts,
+     size_codes, sizes, names, poses, filenames, left) = read_chunk(
         # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
         # for read_bytes; and every file is larger than -1: any lower limit refuses every
         # file as -1 does (the per-file route then says so with the limit given).
-        [path for _, path in files], max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE,
-        PARSER_TEXT_LIMIT,
+        files, max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE, PARSER_TEXT_LIMIT,
     )  # fmt: skip
     return _CompiledColumns(
         np.frombuffer(coordinates, np.float64).reshape(-1, 4),
@@ -429,10 +448,11 @@ def _read_compiled_chunk(
         np.frombuffer(name_codes, np.int32),
         np.frombuffer(pose_codes, np.int32),
         np.frombuffer(counts, np.int64),
+        np.frombuffer(size_codes, np.int32),
+        np.frombuffer(sizes, np.int64).reshape(-1, 3),
         names,
         poses,
         filenames,
-        sizes,
         left,
     )
 
@@ -443,27 +463,35 @@ def _add_compiled_chunk(
     read: _CompiledColumns,
     max_bytes: int,
     scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
+    known_sizes: dict[bytes, ImageSize] | None = None,
 ) -> None:
     """Add a chunk's files in order: runs of files the compiled reader read as slices of
-    its columns, each file it left by :func:`_read_file` (the per-file route)."""
-    remap = np.empty(len(read.names), dtype=np.intc)
-    for code, (raw, name) in enumerate(read.names):
-        label = chunk.vocabulary.get(name)
-        if label is None:
-            label = chunk.vocabulary[name] = len(chunk.vocabulary)
-        chunk.raw_codes[raw] = remap[code] = label
+    its columns, each file it left by :func:`_read_file` (the per-file route).
+
+    No Python statement runs once per file or object here: the names, poses and sizes are
+    coded once per distinct text or value, and a run's header columns are list slices."""
+    vocabulary = chunk.vocabulary
+    texts = list(map(itemgetter(1), read.names))
+    if not vocabulary and len(set(texts)) == len(texts):
+        # Each text written one way only (the usual case): the compiled reader's codes.
+        vocabulary.update(zip(texts, range(len(texts)), strict=True))
+        codes = read.name_codes
+    else:
+        # A name's code is its place in the vocabulary (setdefault adds a new one last).
+        labels = [vocabulary.setdefault(name, len(vocabulary)) for name in texts]
+        codes = np.array(labels, dtype=np.intc)[read.name_codes]
     # Shifted by one so that -1 (absent) maps to -1; an empty <pose> reads as absent.
-    pose_remap = np.full(len(read.poses) + 1, -1, dtype=np.intc)
-    for code, (raw, text) in enumerate(read.poses):
-        chunk.raw_poses[raw] = pose_remap[code + 1] = _pose_code(chunk, text) if text else -1
-    codes = remap[read.name_codes]
-    pose_codes = pose_remap[read.pose_codes + 1]
-    known: dict[tuple[float, float, int | None], ImageSize] = {}
-    sizes = [
-        None if s is None else known.get(s) or known.setdefault(s, ImageSize(*s))
-        for s in read.sizes
-    ]
-    counts: list[int] = read.counts.tolist()
+    pose_labels = [-1] + [_pose_code(chunk, text) if text else -1 for _, text in read.poses]
+    pose_codes = np.array(pose_labels, dtype=np.intc)[read.pose_codes + 1]
+    if read.left:
+        # Texts as written, for the files left to the per-file route (and only for them).
+        raws = map(itemgetter(0), read.names)
+        chunk.raw_codes.update(zip(raws, map(vocabulary.__getitem__, texts), strict=True))
+        raw_poses = map(itemgetter(0), read.poses)
+        chunk.raw_poses.update(zip(raw_poses, pose_labels[1:], strict=True))
+    # None (code -1, the last item) without <size>.
+    size_of = [*_size_records(read.sizes, {} if known_sizes is None else known_sizes), None]
+    sizes = list(map(size_of.__getitem__, read.size_codes.tolist()))
     offsets: list[int] = np.concatenate(([0], np.cumsum(read.counts))).tolist()
     first = 0  # the first file of the run, and its index among the files read
     done = 0
@@ -472,11 +500,11 @@ def _add_compiled_chunk(
             run = files[first:stop]
             last = done + len(run)
             rows = slice(offsets[done], offsets[last])
-            chunk.keys.extend(key for key, _ in run)
-            chunk.paths.extend(path for _, path in run)
+            chunk.keys.extend(map(itemgetter(0), run))
+            chunk.paths.extend(map(itemgetter(1), run))
             chunk.sizes.extend(sizes[done:last])
             chunk.filenames.extend(read.filenames[done:last])
-            chunk.counts.extend(counts[done:last])
+            chunk.counts.frombytes(read.counts[done:last].tobytes())
             chunk.codes.frombytes(codes[rows].tobytes())
             chunk.pose_codes.frombytes(pose_codes[rows].tobytes())
             chunk.boxes.append(read.boxes[rows])
@@ -489,6 +517,28 @@ def _add_compiled_chunk(
             key, path = files[stop]
             _read_file(chunk, key, path, max_bytes, read_bytes, scan_file)
         first = stop + 1
+
+
+def _size_records(values: IntArray, known: dict[bytes, ImageSize]) -> list[ImageSize | None]:
+    """The record of each distinct ``<size>`` of a chunk (``(S, 3)`` width, height and
+    depth, -1 where absent): the one in ``known`` (by the values' bytes), or a new one,
+    added to it. A set's records are thus one per distinct size, shared by its images and
+    by the other sets read with it (an image's ground truth and predictions usually have
+    the same): fewer objects to make, and fewer for Python's collector to walk."""
+    data = values.tobytes()
+    step = values.itemsize * 3
+    keys = [data[i : i + step] for i in range(0, len(data), step)]
+    records: list[ImageSize | None] = list(map(known.get, keys))
+    if None in records:
+        # The values are below 10**15, so exact as floats (as size_from_text reads them).
+        widths, heights = values[:, :2].astype(np.float64).T.tolist()
+        depths = values[:, 2].tolist()
+        for i, record in enumerate(records):
+            if record is None:
+                depth = depths[i]
+                made = ImageSize(widths[i], heights[i], None if depth < 0 else depth)
+                records[i] = known.setdefault(keys[i], made)
+    return records
 
 
 def _consolidate(chunk: _Chunk) -> None:
@@ -582,12 +632,13 @@ def _assemble(
     skipped: Sequence[SkippedFile],
     notes: tuple[str, ...] = (),
 ) -> ColumnSet:
-    keys = [k for c in chunks for k in c.keys]
-    counts = np.array([n for c in chunks for n in c.counts], dtype=np.int64)
+    counts = np.concatenate(
+        [np.zeros(0, np.int64)] + [np.frombuffer(c.counts, np.int64) for c in chunks]
+    )
     total = int(counts.sum())
-    label_names = sorted({n for c in chunks for n in c.vocabulary})
+    label_names = sorted(set().union(*(c.vocabulary for c in chunks)))
     index = {n: i for i, n in enumerate(label_names)}
-    pose_names = sorted({p for c in chunks for p in c.pose_vocabulary})
+    pose_names = sorted(set().union(*(c.pose_vocabulary for c in chunks)))
     pose_index = {p: i for i, p in enumerate(pose_names)}
     # The columns are filled chunk by chunk and each chunk's own arrays let go at once, so
     # reading a large set never holds its objects twice.
@@ -610,27 +661,25 @@ def _assemble(
             np.concatenate(c.difficult, out=difficult[offset:stop])
             np.concatenate(c.truncated, out=truncated[offset:stop])
             np.concatenate(c.occluded, out=occluded[offset:stop])
-            # Codes shifted by one so that -1 (absent) maps to -1.
-            pose_remap = np.full(len(c.pose_vocabulary) + 1, -1, dtype=np.int32)
-            for text, code in c.pose_vocabulary.items():
-                pose_remap[code + 1] = pose_index[text]
+            # A chunk's codes are the places of its texts in its vocabularies (in order of
+            # insertion); a pose's shifted by one so that -1 (absent) maps to -1.
+            pose_remap = np.array([-1, *map(pose_index.__getitem__, c.pose_vocabulary)], np.int32)
             pose[offset:stop] = pose_remap[np.frombuffer(c.pose_codes, np.intc) + 1]
             np.concatenate(c.scores, out=scores[offset:stop])
-            remap = np.zeros(len(c.vocabulary), dtype=np.int32)
-            for name, code in c.vocabulary.items():
-                remap[code] = index[name]
+            remap = np.array([*map(index.__getitem__, c.vocabulary)], dtype=np.int32)
             labels[offset:stop] = remap[np.frombuffer(c.codes, np.intc)]
         shapes.extend((offset + row, shape) for row, shape in c.shapes)
         bndboxes.extend((offset + row, given) for row, given in c.bndboxes)
         c.boxes, c.difficult, c.truncated, c.scores, c.codes = [], [], [], [], array("i")
         c.occluded, c.pose_codes = [], array("i")
         offset = stop
+    keys = tuple(chain.from_iterable(c.keys for c in chunks))
     return ColumnSet(
         root=root,
-        keys=tuple(keys),
-        paths=tuple(p for c in chunks for p in c.paths),
-        sizes=tuple(s for c in chunks for s in c.sizes),
-        filenames=tuple(f for c in chunks for f in c.filenames),
+        keys=keys,
+        paths=tuple(chain.from_iterable(c.paths for c in chunks)),
+        sizes=tuple(chain.from_iterable(c.sizes for c in chunks)),
+        filenames=tuple(chain.from_iterable(c.filenames for c in chunks)),
         image=np.repeat(np.arange(len(keys), dtype=np.int32), counts),
         labels=labels,
         label_names=tuple(label_names),
@@ -698,8 +747,14 @@ def read_listings(
     done = 0
     # A few files are read faster here than by starting processes.
     workers = 1 if total < 64 else jobs
-    tasks = [(part, max_bytes) for _, part in parts]
-    pool = thread_results if reads_in_threads() else worker_results
+    tasks: list[tuple[Any, ...]]
+    if reads_in_threads():
+        # The <size> records, one per distinct size across the listings, shared by the
+        # threads (dict.setdefault is atomic: two threads meeting a size keep one record).
+        sizes: dict[bytes, ImageSize] = {}
+        pool, tasks = thread_results, [(part, max_bytes, read_bytes, sizes) for _, part in parts]
+    else:
+        pool, tasks = worker_results, [(part, max_bytes) for _, part in parts]
     with pool(_read_chunk, tasks, workers) as results:
         for (which, part), chunk in zip(parts, results, strict=True):
             chunks[which].append(chunk)
