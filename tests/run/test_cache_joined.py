@@ -24,8 +24,10 @@ from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """About eight images a chunk, so that a test set has many."""
+    """About eight images a chunk, two when the records are kept joined, so that a test
+    set has many (and the joined chunks are smaller, as a run may make them)."""
     monkeypatch.setattr(cached, "CHUNK_SPREAD", 8)
+    monkeypatch.setattr(cached, "JOINED_SHARE", 4)
 
 
 def _copy(source: Path, target: Path) -> tuple[Path, Path]:
@@ -318,8 +320,8 @@ def test_a_run_without_scores_is_kept_by_chunks(
 
 
 def test_a_cache_kept_joined_has_smaller_chunks(generated: Path, tmp_path: Path) -> None:
-    """Records kept joined are cut in chunks a fourth the size of those kept chunk by chunk
-    (slices, calibration inputs, a preparation's counts)."""
+    """Records kept joined are cut in chunks a ``JOINED_SHARE``-th the size of those kept
+    chunk by chunk (slices, calibration inputs, a preparation's counts)."""
     args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
     run_cli(*args, "--cache", str(tmp_path / "joined"))
     run_cli(*args, "--slice", "size", "--cache", str(tmp_path / "chunks"))
