@@ -24,8 +24,10 @@ from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """About eight images a chunk, so that a test set has many."""
+    """About eight images a chunk, two when the records are kept joined, so that a test
+    set has many (and the joined chunks are smaller, as a run may make them)."""
     monkeypatch.setattr(cached, "CHUNK_SPREAD", 8)
+    monkeypatch.setattr(cached, "JOINED_SHARE", 4)
 
 
 def _copy(source: Path, target: Path) -> tuple[Path, Path]:
@@ -318,8 +320,8 @@ def test_a_run_without_scores_is_kept_by_chunks(
 
 
 def test_a_cache_kept_joined_has_smaller_chunks(generated: Path, tmp_path: Path) -> None:
-    """Records kept joined are cut in chunks a fourth the size of those kept chunk by chunk
-    (slices, calibration inputs, a preparation's counts)."""
+    """Records kept joined are cut in chunks a ``JOINED_SHARE``-th the size of those kept
+    chunk by chunk (slices, calibration inputs, a preparation's counts)."""
     args = [str(generated / "gt"), str(generated / "pred"), "--format", "json"]
     run_cli(*args, "--cache", str(tmp_path / "joined"))
     run_cli(*args, "--slice", "size", "--cache", str(tmp_path / "chunks"))
@@ -348,3 +350,60 @@ def test_many_changed_chunks_are_put_in_place(
     spy.reset()
     assert run_cli(*args, "--cache", cache) == fresh
     assert (spy.chunks, spy.hashed) == (0, 0)
+
+
+def _touched(gt: Path, pred: Path) -> None:
+    path = sorted(pred.glob("*.xml"))[3]
+    path.write_bytes(path.read_bytes())  # its stat changes, its content does not
+
+
+def _edited(gt: Path, pred: Path) -> None:
+    for path in sorted(pred.glob("*.xml"))[3::40]:
+        path.write_text(re.sub(r"<score>0\.", "<score>0.9", path.read_text(), count=1))
+
+
+def _added(gt: Path, pred: Path) -> None:
+    shutil.copy(sorted(pred.glob("*.xml"))[3], pred / "zz-added.xml")
+
+
+@pytest.mark.parametrize(
+    ("change", "verify", "keyed"),
+    [
+        pytest.param(None, False, lambda chunks, matched: 0, id="nothing-changed"),
+        pytest.param(_touched, False, lambda chunks, matched: 1, id="touched"),
+        pytest.param(_edited, False, lambda chunks, matched: 2 * matched, id="edited"),
+        pytest.param(_added, False, lambda chunks, matched: chunks + matched, id="added"),
+        pytest.param(None, True, lambda chunks, matched: chunks + matched, id="verify"),
+    ],
+)
+def test_a_chunk_whose_files_kept_their_stats_keeps_its_key(
+    generated: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Path, Path], None] | None,
+    verify: bool,
+    keyed: Callable[[int, int], int],
+) -> None:
+    """A chunk whose files the stat index lists in place, with their stats, is found by the
+    key the cache holds for it; the others' keys are computed (files added or removed move
+    every file's row; ``--cache-verify`` hashes every file), and a chunk matched again is
+    keyed once more by the bytes read. The run prints what a run without a cache prints."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json"]
+    cache = str(tmp_path / "cache")
+    run_cli(*args, "--cache", cache)
+    if change is not None:
+        change(gt, pred)
+    fresh = run_cli(*args)
+    spy = Spy(monkeypatch)
+    computed: list[str] = []
+    key = cached._chunk_key
+
+    def counted_key(*given: Any) -> str:
+        computed.append(key(*given))
+        return computed[-1]
+
+    monkeypatch.setattr(cached, "_chunk_key", counted_key)
+    verified = ("--cache-verify",) if verify else ()
+    assert run_cli(*args, "--cache", cache, *verified) == fresh
+    assert len(computed) == keyed(_chunks(gt, pred), spy.chunks)
