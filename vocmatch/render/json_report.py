@@ -265,14 +265,16 @@ class ImageRows:
         self.images = images
 
     def joined(self, separator: str) -> bytes:
-        """Each image's line, joined by ``separator`` (ASCII), as ASCII bytes."""
+        """Each image's line, joined by ``separator`` (ASCII), as bytes (ASCII: names are
+        escaped)."""
         fast = kernels(FASTJSON)
         sweep = _sweep_keys(self.images[0]) if self.images and fast is not None else None
         if fast is not None and sweep is not None:
-            text: bytes = fast.image_rows(self.images, separator, sweep, _image_text)
-            return text
+            rows: bytes = fast.image_rows(self.images, separator, sweep, _image_text)
+            return rows
         lines = _ImageLines()
-        return separator.join([_image_text(i, lines(i)) for i in self.images]).encode("ascii")
+        text = separator.join([_image_text(i, lines(i)) for i in self.images])
+        return text.encode("utf-8", "backslashreplace")  # ASCII: as dumps_chunks encodes
 
 
 def _sweep_keys(image: ImageResult) -> tuple[tuple[float, str], ...] | None:
