@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,3 +112,31 @@ def test_stdout_and_the_report_file_hold_the_same_bytes(tmp_path: Path, args: li
     assert out.encode() == target.read_bytes()
     assert json.loads(out)["summary"]["images"] == 6
     assert "Summary" in file_out
+
+
+class _TextWriter:
+    """A compiled writer as built from an older source: the same text, as str."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+
+    def float_list(self, values: Any) -> str:
+        return str(self.module.float_list(values).decode("ascii"))
+
+    def image_rows(self, *args: Any) -> str:
+        return str(self.module.image_rows(*args).decode("ascii"))
+
+
+def test_a_writer_giving_text_gives_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension built before it wrote bytes (its lists and rows as str): the report's
+    pieces are the same bytes, not a failure to join them."""
+    import vocmatch.render.json_report as json_report
+
+    module = json_report.kernels(json_report.FASTJSON)
+    if module is None:
+        pytest.skip("the compiled JSON writer is not built")
+    report = _demo(protocol="coco")
+    expected = b"".join(render_chunks(report, "json"))
+    monkeypatch.setattr(json_report, "kernels", lambda name: _TextWriter(module))
+    assert b"".join(render_chunks(report, "json")) == expected
+    assert render_text(report, "json").encode() == expected

@@ -610,9 +610,10 @@ def dumps_chunks(data: Any) -> list[bytes]:
             chunks.append("".join(parts).encode("utf-8", "backslashreplace"))
             parts.clear()
 
-    def add(piece: bytes) -> None:
+    def add(piece: bytes | str) -> None:
         flush()
-        chunks.append(piece)
+        # An extension built from a source older than its bytes gives the same text as str.
+        chunks.append(piece.encode("ascii") if isinstance(piece, str) else piece)
 
     def write(value: Any, pad: str) -> None:
         if len(parts) >= _BATCH:
