@@ -1,6 +1,7 @@
 """The one writer of vocmatch: every file it writes is whole or not written at all.
 
-Every file vocmatch writes goes through :func:`save_text` or :func:`save_bytes`: reports
+Every file vocmatch writes goes through :func:`save_text`, :func:`save_bytes` or
+:func:`save_chunks` (content given in consecutive pieces, written without joining them): reports
 (``--output``, ``--html``, ``--classes-csv``, ``--write-thresholds``, the outputs of ``diff``,
 ``seg`` and ``suspects``), evaluator states (:meth:`vocmatch.Evaluator.save`, so
 ``--save-state``) and the annotation copies of ``suspects``. The content is written to a new
@@ -53,6 +54,7 @@ __all__ = [
     "check_output",
     "remove_temporary_files",
     "save_bytes",
+    "save_chunks",
     "save_text",
     "temporary_files",
 ]
@@ -221,11 +223,36 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(descriptor, view)
-        view = view[written:]
+def _pieces_a_call() -> int:
+    """Pieces given to one ``os.writev`` call: the system's IOV_MAX (POSIX: at least 16)."""
+    try:
+        limit = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16
+    return min(limit, 1024) if limit >= 16 else 16
+
+
+_PIECES = _pieces_a_call()
+
+
+def _write_all(descriptor: int, chunks: Sequence[bytes]) -> None:
+    """Write the pieces in order, each whole: a batch of them a call, so that neither a
+    joined copy of the content nor a call a piece is made."""
+    views = [memoryview(chunk) for chunk in chunks if len(chunk)]
+    if not hasattr(os, "writev"):
+        for view in views:
+            while view:
+                view = view[os.write(descriptor, view) :]
+        return
+    first = 0
+    while first < len(views):
+        written = os.writev(descriptor, views[first : first + _PIECES])
+        # A short write ends inside a piece: the rest of it is written next.
+        while written and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+        if written:
+            views[first] = views[first][written:]
 
 
 def _sync_folder(folder: str) -> None:
@@ -242,7 +269,7 @@ def _sync_folder(folder: str) -> None:
         os.close(descriptor)
 
 
-def _replace(target: str, data: bytes, status: os.stat_result | None) -> None:
+def _replace(target: str, data: Sequence[bytes], status: os.stat_result | None) -> None:
     folder = _folder_of(target)
     claimed: list[str] = []
     try:
@@ -267,7 +294,7 @@ def _replace(target: str, data: bytes, status: os.stat_result | None) -> None:
     _sync_folder(folder)
 
 
-def _write_special(name: str, data: bytes) -> None:
+def _write_special(name: str, data: Sequence[bytes]) -> None:
     """Write to a device, pipe or socket in place: it cannot be replaced."""
     flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -289,6 +316,20 @@ def save_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     Args:
         path: The file to write; a symbolic link keeps its target, which is replaced.
         data: The whole content.
+
+    Raises:
+        OutputError: The file cannot be written (the earlier file, if any, is unchanged).
+    """
+    save_chunks(path, (data,))
+
+
+def save_chunks(path: str | os.PathLike[str], data: Sequence[bytes]) -> None:
+    """Write a file atomically from its content in consecutive pieces, as :func:`save_bytes`
+    writes their concatenation (see the module docstring), without joining them first.
+
+    Args:
+        path: The file to write; a symbolic link keeps its target, which is replaced.
+        data: The content, piece after piece.
 
     Raises:
         OutputError: The file cannot be written (the earlier file, if any, is unchanged).

@@ -219,8 +219,8 @@ def test_a_signal_while_threads_read(
 SLOW_WRITER = """
 import sys, time
 import vocmatch.files as output
-def slow(descriptor, data):
-    view = memoryview(data)
+def slow(descriptor, pieces):
+    view = memoryview(b"".join(pieces))
     sys.stderr.write("writing\\n")
     sys.stderr.flush()
     while view:

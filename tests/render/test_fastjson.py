@@ -68,7 +68,7 @@ EDGES = [
 @pytest.mark.parametrize("values", EDGES)
 def test_edge_values_are_json_dumps_text(fast: ModuleType, values: list[float]) -> None:
     """Zeros, subnormals, extremes, powers, layout boundaries and ratios: json.dumps' text."""
-    assert fast.float_list(np.array(values, dtype=np.float64)) == json.dumps(values)
+    assert fast.float_list(np.array(values, dtype=np.float64)) == json.dumps(values).encode()
 
 
 @settings(max_examples=2000)
@@ -79,7 +79,7 @@ def test_any_finite_bit_pattern_is_json_dumps_text(bits: list[int]) -> None:
     if module is None:
         pytest.skip("the compiled JSON writer is not built")
     values = [v for v in map(_from_bits, bits) if math.isfinite(v)]
-    assert module.float_list(np.array(values, dtype=np.float64)) == json.dumps(values)
+    assert module.float_list(np.array(values, dtype=np.float64)) == json.dumps(values).encode()
 
 
 def test_a_million_random_doubles_are_json_dumps_text(fast: ModuleType) -> None:
@@ -87,7 +87,7 @@ def test_a_million_random_doubles_are_json_dumps_text(fast: ModuleType) -> None:
     rng = np.random.default_rng(20261128)
     bits = rng.integers(0, 2**64, 1_000_000, dtype=np.uint64, endpoint=False).view(np.float64)
     for values in (bits[np.isfinite(bits)], rng.random(1_000_000)):
-        assert fast.float_list(values) == json.dumps(values.tolist())
+        assert fast.float_list(values) == json.dumps(values.tolist()).encode()
 
 
 @pytest.mark.parametrize(

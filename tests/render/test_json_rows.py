@@ -57,10 +57,10 @@ def _expected(images: list[ImageResult], separator: str = SEPARATOR) -> str:
 
 def _both(images: list[ImageResult], monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """The rows as written with the compiled writer (where loaded) and without it."""
-    compiled = ImageRows(images).joined(SEPARATOR)
+    compiled = ImageRows(images).joined(SEPARATOR).decode("ascii")
     with monkeypatch.context() as patch:
         patch.setenv(PURE_ENGINE_VARIABLE, "1")
-        python = ImageRows(images).joined(SEPARATOR)
+        python = ImageRows(images).joined(SEPARATOR).decode("ascii")
     return compiled, python
 
 
@@ -87,7 +87,7 @@ def test_names_are_escaped_as_json_dumps_escapes_them(
     """Quotes, backslashes, controls, DEL, non-ASCII, astral and lone surrogates: the
     compiled writer's text is json.dumps' (ensure_ascii)."""
     assert json.dumps(name) == text
-    row = ImageRows([_image_of(key=name, pred_path=name)]).joined(SEPARATOR)
+    row = ImageRows([_image_of(key=name, pred_path=name)]).joined(SEPARATOR).decode("ascii")
     assert row == _expected([_image_of(key=name, pred_path=name)])
     assert f'"image": {text}, "gt_path": ' in row
     assert f'"pred_path": {text}, ' in row
@@ -238,13 +238,13 @@ def test_any_images_rows_are_the_encoders_text(images: list[ImageResult], separa
     range and any finite mean: each row is the encoder's text of the record, with and
     without the compiled writer."""
     expected = _expected(images, separator)
-    assert ImageRows(images).joined(separator) == expected
+    assert ImageRows(images).joined(separator) == expected.encode("ascii")
     module = kernels(FASTJSON)
     if module is not None and images:
         # Called directly, so that no path around the compiled writer hides a difference.
         sweep = tuple((t, json.dumps(f"{t:.2f}")) for t in SWEEP)
         assert module.image_rows(images, separator, sweep, lambda i: ENCODE(_image(i))) == (
-            expected
+            expected.encode("ascii")
         )
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,12 @@ def test_a_failure_while_writing_leaves_the_earlier_file_and_no_other(
             raise failure
         return real_write(descriptor, bytes(data)[:100])  # a partial write first
 
+    def failing_writev(descriptor: int, pieces: Sequence[bytes | memoryview]) -> int:
+        return failing_write(descriptor, pieces[0])
+
+    # The content is written with os.writev where the system has it, else os.write.
     monkeypatch.setattr(output.os, "write", failing_write)
+    monkeypatch.setattr(output.os, "writev", failing_writev, raising=False)
     expected = OutputError if isinstance(failure, OSError) else type(failure)
     with pytest.raises(expected):
         save_text(target, "x" * 10_000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import sys
@@ -28,6 +29,7 @@ from vocmatch.errors import (
 )
 from vocmatch.escapes import printable
 from vocmatch.files import InputFolder, check_output
+from vocmatch.files import save_chunks as save_file_chunks
 from vocmatch.files import save_text as save_file_text
 from vocmatch.readers.formats import PREDICTION_FORMATS
 
@@ -400,6 +402,38 @@ def save_text(path: Path, text: str) -> None:
     ``vocmatch: error: cannot write PATH: reason``, exit 2, and leaves any earlier file intact."""
     with library_errors():
         save_file_text(path, text)
+
+
+def save_chunks(path: Path, chunks: Sequence[bytes]) -> None:
+    """:func:`save_text` for content given as consecutive pieces of bytes."""
+    with library_errors():
+        save_file_chunks(path, chunks)
+
+
+def echo_chunks(chunks: Sequence[bytes]) -> None:
+    """Write text given as consecutive pieces of its UTF-8 bytes on stdout, after the text
+    already written there: as the bytes they are where stdout writes text as UTF-8 with
+    ``"\\n"`` line ends (the command line's guarded stdout, a byte stream beneath), else as
+    their text."""
+    stream = sys.stdout
+    as_bytes = os.linesep == "\n" and _is_utf8(getattr(stream, "encoding", None) or "utf-8")
+    write_bytes = getattr(stream, "write_bytes", None)
+    binary = getattr(stream, "buffer", None)
+    if as_bytes and write_bytes is not None:
+        write_bytes(chunks)
+    elif as_bytes and binary is not None:
+        stream.flush()
+        binary.writelines(chunks)
+        binary.flush()
+    else:
+        click.echo(b"".join(chunks).decode("utf-8"), nl=False)
+
+
+def _is_utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def show_warning(

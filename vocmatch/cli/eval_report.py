@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 import click
 
 from vocmatch.cli.console import (
+    echo_chunks,
     echo_err,
     library_errors,
     print_report,
     reader_may_leave,
     report_gates,
     report_text,
+    save_chunks,
     save_text,
     stdout_console,
 )
@@ -77,9 +79,18 @@ def show_eval_report(
     """The report on stdout, or in ``output`` with the summary on the terminal."""
     # The table's modules (rich, vocmatch.render.terminal) are imported only for the outputs
     # that need them: JSON on stdout starts a tenth of a second sooner without them.
-    from vocmatch.render.outputs import render_table, render_text
+    from vocmatch.render.outputs import render_chunks, render_table, render_text
 
-    if output_format != "table":
+    if output_format == "json":
+        # Written as the bytes the renderer gives: the whole text is never copied to be
+        # joined or encoded.
+        chunks = render_chunks(report, "json")
+        if output is None:
+            with reader_may_leave():
+                echo_chunks(chunks)
+            return
+        save_chunks(output, chunks)
+    elif output_format != "table":
         text = render_text(report, output_format)  # type: ignore[arg-type]  # click's choices
         if output is None:
             with reader_may_leave():

@@ -7,6 +7,7 @@ import io
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -136,14 +137,29 @@ class GuardedStream:
             return
         stream.flush()  # what the text layer holds goes first
         data = text.replace("\n", os.linesep) if os.linesep != "\n" else text
-        view = memoryview(data.encode(stream.encoding, stream.errors or "strict"))
-        while view:
-            written = buffer.write(view)
-            if written is None:  # a non-blocking descriptor that is full
-                raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
-            view = view[written:]
+        _write_whole(buffer, data.encode(stream.encoding, stream.errors or "strict"))
         if stream.line_buffering and "\n" in text:
             buffer.flush()
+
+    def write_bytes(self, chunks: Sequence[bytes]) -> None:
+        """Write bytes as they are, after the text written before them, each piece whole;
+        a failure is recorded as :meth:`write` records it. For text already encoded as the
+        stream would encode it (UTF-8, ``"\\n"`` line ends): a large report is not decoded
+        to be encoded again."""
+        if self.error is None and self._stream is None and any(chunks):
+            self.error = OSError(errno.EBADF, "it is closed")
+        if self.error is None and self._stream is not None:
+            try:
+                buffer = getattr(self._stream, "buffer", None)
+                if buffer is None:
+                    self._stream.write(b"".join(chunks).decode("utf-8"))
+                    return
+                self._stream.flush()
+                for chunk in chunks:
+                    _write_whole(buffer, chunk)
+                buffer.flush()
+            except OSError as error:
+                self._fail(error)
 
     def flush(self) -> None:
         if self.error is None and self._stream is not None:
@@ -178,6 +194,16 @@ class GuardedStream:
         if name == "buffer" or self._stream is None:
             raise AttributeError(name)
         return getattr(self._stream, name)
+
+
+def _write_whole(buffer: IO[bytes], data: bytes) -> None:
+    """Write all of ``data`` to a binary stream or raise (its write may take only part)."""
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if written is None:  # a non-blocking descriptor that is full
+            raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        view = view[written:]
 
 
 def _open_standard_descriptors() -> None:

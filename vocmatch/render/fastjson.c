@@ -1,6 +1,8 @@
-/* The compiled JSON number lists and image rows. float_list: a float64 array as the text
- * json.dumps gives its list (allow_nan=False): "[a, b, c]", ", " between numbers, each
- * number float.__repr__'s text. image_rows (below): each image's row of the JSON report.
+/* The compiled JSON number lists and image rows, each given as ASCII bytes (the report's
+ * file is written from bytes: no str is made to be encoded again). float_list: a float64
+ * array as the text json.dumps gives its list (allow_nan=False): "[a, b, c]", ", " between
+ * numbers, each number float.__repr__'s text. image_rows (below): each image's row of the
+ * JSON report.
  *
  * float.__repr__ writes the shortest decimal that reads back as the double (the closest to
  * it where several are as short), positional for decimal exponents -4 to 15 and as
@@ -201,7 +203,7 @@ static char *write_double(char *p, double x)
 /* Each number takes at most 24 characters ("-2.2250738585072014e-308"), then ", ". */
 #define NUMBER_MAX 26
 
-/* float_list(values, /) -> str */
+/* float_list(values, /) -> bytes */
 static PyObject *float_list(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -214,13 +216,14 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    /* Written into the str itself (ASCII by construction), then cut to its length. */
-    PyObject *result = PyUnicode_New(n * NUMBER_MAX + 2, 127);
+    /* Written into the bytes object itself (ASCII), then cut to its length: the report's
+     * file takes it as it is, without a str to encode. */
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n * NUMBER_MAX + 2);
     if (result == NULL) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    char *out = (char *)PyUnicode_DATA(result);
+    char *out = PyBytes_AS_STRING(result);
     char *p = out;
     *p++ = '[';
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -246,10 +249,8 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
     }
     *p++ = ']';
     PyBuffer_Release(&view);
-    if (PyUnicode_Resize(&result, p - out) < 0) {
-        Py_DECREF(result);
-        return NULL;
-    }
+    if (_PyBytes_Resize(&result, p - out) < 0)
+        return NULL; /* _PyBytes_Resize released it */
     return result;
 }
 
@@ -264,8 +265,8 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
  * cannot be read: that call raises what the encoder raises.
  */
 
-/* The text written so far: an ASCII str made for it (the result, no copy at the end), of
- * `cap` characters of which the first `len` are written. */
+/* The text written so far: a bytes object made for it (the result, no copy at the end),
+ * of `cap` bytes of which the first `len` are written (ASCII). */
 typedef struct {
     PyObject *text;
     char *data;
@@ -287,12 +288,12 @@ static int reserve(Buffer *b, size_t more)
         cap *= 2;
     }
     if (b->text == NULL)
-        b->text = PyUnicode_New((Py_ssize_t)cap, 127);
-    else if (PyUnicode_Resize(&b->text, (Py_ssize_t)cap) < 0)
-        return -1;
+        b->text = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)cap);
+    else if (_PyBytes_Resize(&b->text, (Py_ssize_t)cap) < 0)
+        return -1; /* _PyBytes_Resize released it and set it to NULL */
     if (b->text == NULL)
         return -1;
-    b->data = (char *)PyUnicode_DATA(b->text);
+    b->data = PyBytes_AS_STRING(b->text);
     b->cap = cap;
     return 0;
 }
@@ -705,7 +706,7 @@ static int append_fallback(Buffer *b, PyObject *fallback, PyObject *image)
     return result;
 }
 
-/* image_rows(images, separator, sweep, fallback, /) -> str */
+/* image_rows(images, separator, sweep, fallback, /) -> bytes */
 static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -750,8 +751,8 @@ static PyObject *image_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto done;
     }
     if (b.text == NULL)
-        result = PyUnicode_New(0, 127);
-    else if (PyUnicode_Resize(&b.text, (Py_ssize_t)b.len) == 0) {
+        result = PyBytes_FromStringAndSize(NULL, 0);
+    else if (_PyBytes_Resize(&b.text, (Py_ssize_t)b.len) == 0) {
         result = b.text;
         b.text = NULL;
     }
@@ -767,10 +768,10 @@ done:
 
 static PyMethodDef methods[] = {
     {"float_list", float_list, METH_O,
-     "float_list(values, /)\n--\n\nA float64 buffer as json.dumps(values.tolist()) writes it."},
+     "float_list(values, /)\n--\n\nA float64 buffer as json.dumps(values.tolist()) writes it, as ASCII bytes."},
     {"image_rows", (PyCFunction)(void (*)(void))image_rows, METH_FASTCALL,
      "image_rows(images, separator, sweep, fallback, /)\n--\n\n"
-     "Each image's JSON row, joined by separator."},
+     "Each image's JSON row, joined by separator, as ASCII bytes."},
     {NULL, NULL, 0, NULL},
 };
 

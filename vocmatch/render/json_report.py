@@ -47,10 +47,12 @@ __all__ = [
     "calibration_json",
     "conventions_json",
     "counting_json",
+    "dumps_chunks",
     "merge_json",
     "slices_json",
     "targets_json",
     "to_json",
+    "to_json_chunks",
     "to_json_dict",
 ]
 
@@ -262,15 +264,17 @@ class ImageRows:
     def __init__(self, images: Sequence[ImageResult]) -> None:
         self.images = images
 
-    def joined(self, separator: str) -> str:
-        """Each image's line, joined by ``separator``."""
+    def joined(self, separator: str) -> bytes:
+        """Each image's line, joined by ``separator`` (ASCII), as bytes (ASCII: names are
+        escaped)."""
         fast = kernels(FASTJSON)
         sweep = _sweep_keys(self.images[0]) if self.images and fast is not None else None
         if fast is not None and sweep is not None:
-            text: str = fast.image_rows(self.images, separator, sweep, _image_text)
-            return text
+            rows: bytes = fast.image_rows(self.images, separator, sweep, _image_text)
+            return rows
         lines = _ImageLines()
-        return separator.join([_image_text(i, lines(i)) for i in self.images])
+        text = separator.join([_image_text(i, lines(i)) for i in self.images])
+        return text.encode("utf-8", "backslashreplace")  # ASCII: as dumps_chunks encodes
 
 
 def _sweep_keys(image: ImageResult) -> tuple[tuple[float, str], ...] | None:
@@ -440,8 +444,40 @@ def to_json(
 
     Lists of plain numbers (the precision/recall curves, histograms) and each image's record
     are written on one line each: a large result reads as a table, one image per line (for
-    ``grep``), and the C encoder writes the bulk of it.
+    ``grep``), and the C encoder writes the bulk of it. :func:`to_json_chunks` gives the
+    same text as the UTF-8 bytes a file holds (ASCII: names are escaped).
     """
+    chunks = to_json_chunks(
+        evaluation,
+        analysis,
+        bootstrap=bootstrap,
+        thresholds=thresholds,
+        beta=beta,
+        slices=slices,
+        calibration=calibration,
+        counting=counting,
+        targets=targets,
+        merge=merge,
+    )
+    return b"".join(chunks).decode("utf-8")
+
+
+def to_json_chunks(
+    evaluation: Evaluation,
+    analysis: ErrorAnalysis | None = None,
+    *,
+    bootstrap: Bootstrap | None = None,
+    thresholds: ScoreThresholds | None = None,
+    beta: float = 1.0,
+    slices: Sequence[Slice] = (),
+    calibration: Calibration | None = None,
+    counting: Counting | None = None,
+    targets: TargetThresholds | None = None,
+    merge: ShardCheck | None = None,
+) -> list[bytes]:
+    """:func:`to_json`'s text encoded as UTF-8, in consecutive pieces to be written one after
+    the other (:func:`vocmatch.files.save_chunks`): a large report is never copied whole to
+    be joined or encoded."""
     data = _json_data(
         evaluation,
         analysis,
@@ -458,7 +494,7 @@ def to_json(
     )
     if merge is not None:
         data["merge"] = merge_json(merge)
-    return dumps_indented(data)
+    return dumps_chunks(data)
 
 
 def merge_json(check: ShardCheck) -> dict[str, Any]:
@@ -550,17 +586,38 @@ def dumps_indented(data: Any) -> str:
     Raises:
         TypeError: A mapping key is not a string.
     """
+    return b"".join(dumps_chunks(data)).decode("utf-8")
+
+
+def dumps_chunks(data: Any) -> list[bytes]:
+    """:func:`dumps_indented`'s text as UTF-8 bytes, in consecutive pieces: the compiled
+    writer's lists and rows as it gives them, the text between them joined a batch at a time.
+
+    Raises:
+        TypeError: A mapping key is not a string.
+    """
     parts: list[str] = []
-    # Fragments are joined a batch at a time: millions of small strings (a result with tens
-    # of thousands of classes) would hold several times the text's own size at once.
-    chunks: list[str] = []
+    # The text is joined and encoded a batch of fragments at a time: millions of small
+    # strings (a result with tens of thousands of classes) would hold several times the
+    # text's own size at once. Every fragment is ASCII (``ensure_ascii``), so the encoding
+    # is a copy; "backslashreplace" as :func:`vocmatch.files.save_text` writes text.
+    chunks: list[bytes] = []
     encode = _ONE_LINE.encode
     fast = kernels(FASTJSON)
 
+    def flush() -> None:
+        if parts:
+            chunks.append("".join(parts).encode("utf-8", "backslashreplace"))
+            parts.clear()
+
+    def add(piece: bytes | str) -> None:
+        flush()
+        # An extension built from a source older than its bytes gives the same text as str.
+        chunks.append(piece.encode("ascii") if isinstance(piece, str) else piece)
+
     def write(value: Any, pad: str) -> None:
         if len(parts) >= _BATCH:
-            chunks.append("".join(parts))
-            parts.clear()
+            flush()
         scalar = _SCALARS.get(type(value))
         if scalar is not None and (text := scalar(value)) is not None:
             parts.append(text)
@@ -571,11 +628,16 @@ def dumps_indented(data: Any) -> str:
                 parts.append("[]")
                 return
             inner = pad + "  "
-            parts.extend(("[\n" + inner, value.joined(",\n" + inner), f"\n{pad}]"))
+            parts.append("[\n" + inner)
+            add(value.joined(",\n" + inner))
+            parts.append(f"\n{pad}]")
         elif isinstance(value, FloatArray):
-            parts.append(fast.float_list(value.array) if fast else encode(value.array.tolist()))
+            if fast is not None:
+                add(fast.float_list(value.array))
+            else:
+                parts.append(encode(value.array.tolist()))
         elif fast is not None and isinstance(value, FloatList):
-            parts.append(fast.float_list(value.array))
+            add(fast.float_list(value.array))
         elif isinstance(value, (Record, NumberList)):
             parts.append(encode(value))
         elif isinstance(value, dict):
@@ -609,12 +671,8 @@ def dumps_indented(data: Any) -> str:
 
     write(data, "")
     parts.append("\n")
-    if not chunks:
-        # One join, not two copies of the whole text.
-        return "".join(parts)
-    chunks.append("".join(parts))
-    parts.clear()
-    return "".join(chunks)
+    flush()
+    return chunks
 
 
 def _error_counts(counts: ErrorCounts) -> dict[str, int]:

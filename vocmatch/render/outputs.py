@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -40,6 +40,7 @@ __all__ = [
     "content_width",
     "evidence_parts",
     "plain_text",
+    "render_chunks",
     "render_html",
     "render_labels_text",
     "render_table",
@@ -126,11 +127,32 @@ def _table(report: EvalReport, options: TableOptions | None) -> str:
     return plain_text(render_table(report, options))
 
 
+def render_chunks(
+    report: EvalReport, output_format: OutputFormat, options: TableOptions | None = None
+) -> Sequence[bytes]:
+    """:func:`render_text`'s text as the bytes a file of it holds (UTF-8, a character that
+    cannot be encoded as its backslash escape, as :func:`vocmatch.files.save_text` writes
+    it), in consecutive pieces for :func:`vocmatch.files.save_chunks`: the JSON report is
+    written as bytes from the start, without a copy of the whole text to join or encode.
+
+    Raises:
+        ValueError: No format has that name.
+    """
+    renderer = RENDERERS.get(output_format) if isinstance(output_format, str) else None
+    if renderer is not None and renderer.chunks is not None:
+        return renderer.chunks(report, options)
+    return (render_text(report, output_format, options).encode("utf-8", "backslashreplace"),)
+
+
 def _json(report: EvalReport, options: TableOptions | None) -> str:
-    from vocmatch.render.json_report import to_json
+    return b"".join(_json_chunks(report, options)).decode("utf-8")
+
+
+def _json_chunks(report: EvalReport, options: TableOptions | None) -> Sequence[bytes]:
+    from vocmatch.render.json_report import to_json_chunks
 
     evidence = _evidence(report)
-    return to_json(
+    return to_json_chunks(
         report.evaluation,
         report.analysis,
         bootstrap=evidence.bootstrap,
@@ -174,12 +196,15 @@ class Renderer:
         description: What it holds and what it is for, for the help.
         render: The report as text in this format (``options`` are the table's).
         boxes: The format shows each image's boxes, so the run keeps them.
+        chunks: Where the format writes bytes itself: ``render``'s text as UTF-8, in
+            consecutive pieces (:func:`render_chunks`).
     """
 
     name: OutputFormat
     description: str
     render: Callable[[EvalReport, TableOptions | None], str]
     boxes: bool = False
+    chunks: Callable[[EvalReport, TableOptions | None], Sequence[bytes]] | None = None
 
 
 #: Every text format of an evaluation, each written once: :func:`render_text`, the choices
@@ -188,7 +213,7 @@ RENDERERS: dict[str, Renderer] = {
     renderer.name: renderer
     for renderer in (
         Renderer("table", "the rich report", _table),
-        Renderer("json", "every number, for scripts", _json),
+        Renderer("json", "every number, for scripts", _json, chunks=_json_chunks),
         Renderer("csv", "one row per image", _csv),
         Renderer(
             "markdown",
