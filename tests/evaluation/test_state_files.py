@@ -286,8 +286,8 @@ def test_eval_save_state_on_a_full_disk_is_one_line_and_exit_2(tmp_path: Path) -
 SLOW_WRITER = """
 import sys, time
 import vocmatch.files as files
-def slow(descriptor, data):
-    view = memoryview(data)
+def slow(descriptor, chunks):
+    view = memoryview(b"".join(chunks))
     sys.stderr.write("writing\\n")
     sys.stderr.flush()
     while view:
