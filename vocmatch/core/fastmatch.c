@@ -18,7 +18,9 @@
  *   - class_order: every class's members and ranking by a counting sort (class_ranking);
  *   - mark_pairs: each ground truth's matched flag at every threshold from the pairs;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
- *     missed ground truth at every threshold, in one pass each (per_image_counts).
+ *     missed ground truth at every threshold, in one pass each (per_image_counts);
+ *   - pair_iou: the IoU of listed pairs of boxes, numpy's float operations of
+ *     vocmatch.core.iou one by one, in the same order (PairSpace.iou).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
@@ -1399,6 +1401,152 @@ done:
     return result;
 }
 
+/* --- pair_iou ------------------------------------------------------------------------- */
+
+/* numpy's minimum and maximum of two float64: NaN when either is NaN. */
+static inline double np_minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+
+static inline double np_maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
+
+/* The same of two numbers that are not NaN, without a branch (minsd and maxsd): between
+ * two zeros of either sign they may give the other zero than numpy, which no side below
+ * tells apart (hi - lo, then + extra, then the clamp: a zero's sign is lost in the + 0.0
+ * or + 1.0). */
+static inline double min_of(double a, double b) { return a < b ? a : b; }
+
+static inline double max_of(double a, double b) { return a > b ? a : b; }
+
+/* max_of(w, 0.0) by a mask (compilers turn the comparison with a constant into a branch,
+ * which random boxes mispredict): w where w > 0, else +0.0. */
+static inline double clamp0(double w)
+{
+    uint64_t bits;
+    memcpy(&bits, &w, sizeof bits);
+    bits &= (uint64_t)0 - (uint64_t)(w > 0.0);
+    memcpy(&w, &bits, sizeof w);
+    return w;
+}
+
+/* Width (or height) of a box or of an intersection as vocmatch.core.iou computes it:
+ * hi - lo, then + extra, then clamped at 0.0, each rounded on its own. */
+static inline double side(double hi, double lo, double extra)
+{
+    double w = hi - lo;
+    w += extra;
+    return np_maximum(w, 0.0);
+}
+
+/* The IoU of a pair, numpy's operations in numpy's order (pair_intersection, box_area,
+ * iou_from_intersection): `a` the ground truth's box, `b` the prediction's, `area` the
+ * ground truth's area. `exact` keeps numpy's NaN-propagating minimum and maximum; without
+ * it (every coordinate finite, so that no side is NaN) the branchless ones give the same
+ * bits. */
+static inline double one_iou(const double *a, const double *b, double area, int crowd,
+                             double extra, int exact)
+{
+    double w, h;
+    if (exact) {
+        w = side(np_minimum(a[2], b[2]), np_maximum(a[0], b[0]), extra);
+        h = side(np_minimum(a[3], b[3]), np_maximum(a[1], b[1]), extra);
+    } else {
+        w = min_of(a[2], b[2]) - max_of(a[0], b[0]);
+        w += extra;
+        w = clamp0(w);
+        h = min_of(a[3], b[3]) - max_of(a[1], b[1]);
+        h += extra;
+        h = clamp0(h);
+    }
+    const double inter = w * h;
+    double pw = b[2] - b[0], ph = b[3] - b[1];
+    pw += extra;
+    ph += extra;
+    const double pred_area = exact ? np_maximum(pw, 0.0) * np_maximum(ph, 0.0)
+                                   : clamp0(pw) * clamp0(ph);
+    double union_ = area + pred_area;
+    union_ -= inter;
+    if (crowd)
+        union_ = pred_area;
+    return union_ > 0.0 ? inter / union_ : 0.0;
+}
+
+/* The IoU of each pair (gt[i], pred[i]) into out[i]: gt_boxes (G, 4) float64 corner boxes,
+ * gt_area (G,) float64 their areas (box_area's), gt_crowd (G,) bytes, pred_boxes (R, 4)
+ * float64, pred_rows None (prediction p is row p) or the row of each prediction (int32 or
+ * int64), extra the widths' + 1 of the devkit (0.0 or 1.0). The operations of
+ * pair_intersection, box_area and iou_from_intersection in their order: the intersection's
+ * width and height, the prediction's area, union = gt_area + pred_area, union -= inter (the
+ * prediction's area for a crowd region), inter / union where union > 0, else 0.0. */
+static PyObject *pair_iou(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt_boxes, *o_gt_area, *o_gt_crowd, *o_pred_boxes, *o_pred_rows, *o_gt, *o_pred,
+        *o_out;
+    double extra;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdO:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
+                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out))
+        return NULL;
+    Buf gt_boxes = {0}, gt_area = {0}, gt_crowd = {0}, pred_boxes = {0}, pred_rows = {0},
+        gt = {0}, pred = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_gt_boxes, &gt_boxes, VM_FLOAT64, 0, "gt_boxes") < 0 ||
+        get(o_gt_area, &gt_area, VM_FLOAT64, 0, "gt_area") < 0 ||
+        get(o_gt_crowd, &gt_crowd, VM_BYTE, 0, "gt_crowd") < 0 ||
+        get(o_pred_boxes, &pred_boxes, VM_FLOAT64, 0, "pred_boxes") < 0 ||
+        (o_pred_rows != Py_None && get(o_pred_rows, &pred_rows, VM_INDEX, 0, "pred_rows") < 0) ||
+        get(o_gt, &gt, VM_INDEX, 0, "gt") < 0 || get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 ||
+        get(o_out, &out, VM_FLOAT64, 1, "out") < 0)
+        goto done;
+    const Py_ssize_t n_gt = count(&gt_area), n_boxes = count(&pred_boxes) / 4;
+    const Py_ssize_t n_pred = pred_rows.held ? count(&pred_rows) : n_boxes;
+    const Py_ssize_t k = count(&gt);
+    if (count(&gt_boxes) != 4 * n_gt || count(&gt_crowd) != n_gt ||
+        count(&pred_boxes) % 4 != 0 || count(&pred) != k || count(&out) != k) {
+        PyErr_SetString(PyExc_ValueError, "pair_iou: the arrays do not fit");
+        goto done;
+    }
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, n_pred, "pred") < 0)
+        goto done;
+    /* The rows are checked as they are read (the pairs read few of a large set's rows);
+     * at the first out of range, nothing more is read and ValueError is raised. */
+    Py_ssize_t bad_at = -1;
+    int64_t bad_row = 0;
+    const double *gb = gt_boxes.view.buf, *ga = gt_area.view.buf, *pb = pred_boxes.view.buf;
+    const u8 *crowd = gt_crowd.view.buf;
+    double *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const int64_t g = index_at(&gt, i), p = index_at(&pred, i);
+        const int64_t r = pred_rows.held ? index_at(&pred_rows, p) : p;
+        if (r < 0 || r >= n_boxes) {
+            bad_at = (Py_ssize_t)p;
+            bad_row = r;
+            break;
+        }
+        const double *a = gb + 4 * g, *b = pb + 4 * r;
+        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
+         * takes the exact path). */
+        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
+        o[i] = one_iou(a, b, ga[g], crowd[g], extra, !(probe - probe == 0.0));
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at >= 0) {
+        PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)", bad_at,
+                     (long long)bad_row, (long long)n_boxes);
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&gt_boxes);
+    release(&gt_area);
+    release(&gt_crowd);
+    release(&pred_boxes);
+    release(&pred_rows);
+    release(&gt);
+    release(&pred);
+    release(&out);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1441,6 +1589,9 @@ static PyMethodDef methods[] = {
      "order, by a counting sort."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
+    {"pair_iou", pair_iou, METH_VARARGS,
+     "pair_iou(gt_boxes, gt_area, gt_crowd, pred_boxes, pred_rows, gt, pred, extra, out): "
+     "out[i], the IoU of the pair (gt[i], pred[i]), as vocmatch.core.iou computes it."},
     {NULL, NULL, 0, NULL},
 };
 
