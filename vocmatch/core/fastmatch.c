@@ -20,13 +20,16 @@
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
  *     missed ground truth at every threshold, in one pass each (per_image_counts);
  *   - pair_iou: the IoU of listed pairs of boxes, numpy's float operations of
- *     vocmatch.core.iou one by one, in the same order (PairSpace.iou).
+ *     vocmatch.core.iou one by one, in the same order (PairSpace.iou);
+ *   - run_means: the mean of each run of values in [0, 1], its sum exactly rounded (what
+ *     math.fsum gives) over its length (vocmatch.core.run_means).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1547,6 +1550,166 @@ done:
     return result;
 }
 
+/* --- run_means ------------------------------------------------------------------------ */
+
+/* A sum of values in [0, 1] held exactly: an integer in units of 2^-1074 (the least
+ * subnormal), little-endian words. A value's 53-bit significand lands at most at bit
+ * 1022 + 52; 1280 bits leave room for the carries of 2^64 values. */
+#define SUM_WORDS 20
+
+static int bit_length64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return v ? 64 - __builtin_clzll(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        n++;
+        v >>= 1;
+    }
+    return n;
+#endif
+}
+
+/* Adds x (in [0, 1], sign bit clear) to the sum w; returns the highest word changed. */
+static int sum_add(uint64_t *w, double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint64_t e = (bits >> 52) & 0x7ff, frac = bits & (((uint64_t)1 << 52) - 1);
+    /* x = m * 2^-1074 * 2^pos */
+    const uint64_t m = e ? frac | ((uint64_t)1 << 52) : frac;
+    const int pos = e ? (int)e - 1 : 0;
+    int i = pos >> 6;
+    const int sh = pos & 63;
+    const uint64_t lo = m << sh, hi = sh ? m >> (64 - sh) : 0;
+    uint64_t s = w[i] + lo;
+    uint64_t carry = s < lo;
+    w[i] = s;
+    i++;
+    s = w[i] + hi;
+    uint64_t next = s < hi;
+    s += carry;
+    next |= s < carry;
+    w[i] = s;
+    while (next) {
+        i++;
+        w[i] += 1;
+        next = w[i] == 0;
+    }
+    return i;
+}
+
+/* Bits [at, at + 53) of the sum (at >= 0). */
+static uint64_t sum_bits53(const uint64_t *w, int at)
+{
+    const int i = at >> 6, sh = at & 63;
+    uint64_t v = w[i] >> sh;
+    if (sh > 11 && i + 1 < SUM_WORDS)
+        v |= w[i + 1] << (64 - sh);
+    return v & (((uint64_t)1 << 53) - 1);
+}
+
+/* Whether some bit below `at` of the sum is set. */
+static int sum_any_below(const uint64_t *w, int at)
+{
+    const int i = at >> 6, sh = at & 63;
+    if (sh && (w[i] & (((uint64_t)1 << sh) - 1)))
+        return 1;
+    for (int j = 0; j < i; j++) {
+        if (w[j])
+            return 1;
+    }
+    return 0;
+}
+
+/* The sum w (words 0 to top) rounded to the nearest double, ties to even: its top 53 bits,
+ * plus one where the bits below are more than half of the last one's, or exactly half and
+ * the last bit is odd. */
+static double sum_rounded(const uint64_t *w, int top)
+{
+    while (top >= 0 && w[top] == 0)
+        top--;
+    if (top < 0)
+        return 0.0;
+    const int length = top * 64 + bit_length64(w[top]);
+    if (length <= 53)
+        return ldexp((double)sum_bits53(w, 0), -1074); /* exact: a subnormal or normal */
+    int at = length - 53;
+    uint64_t q = sum_bits53(w, at);
+    const int half = (int)((w[(at - 1) >> 6] >> ((at - 1) & 63)) & 1);
+    if (half && ((q & 1) || sum_any_below(w, at - 1))) {
+        q++;
+        if (q == (uint64_t)1 << 53) {
+            q >>= 1;
+            at++;
+        }
+    }
+    return ldexp((double)q, at - 1074);
+}
+
+/* run_means(values, bounds, out): out[k] = the mean of values[bounds[k]:bounds[k + 1]]: the
+ * sum exactly rounded, then divided by the run's length (NaN for an empty run). values
+ * float64, bounds int64 non-decreasing within [0, len(values)], out float64 of
+ * len(bounds) - 1. Returns False, out left unspecified, where a value is not in [0, 1] or
+ * has its sign bit set (NaN, -0.0): the caller sums those otherwise. */
+static PyObject *run_means(PyObject *self, PyObject *args)
+{
+    PyObject *o_values, *o_bounds, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO:run_means", &o_values, &o_bounds, &o_out))
+        return NULL;
+    Buf values = {0}, bounds = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_values, &values, VM_FLOAT64, 0, "values") < 0 ||
+        get(o_bounds, &bounds, VM_INT64, 0, "bounds") < 0 ||
+        get(o_out, &out, VM_FLOAT64, 1, "out") < 0)
+        goto done;
+    const Py_ssize_t n = count(&values), n_runs = count(&bounds) - 1;
+    const double *v = values.view.buf;
+    const int64_t *b = bounds.view.buf;
+    if (n_runs < 0 || count(&out) != n_runs) {
+        PyErr_SetString(PyExc_ValueError, "run_means: the arrays do not fit");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k <= n_runs; k++) {
+        if (b[k] < (k ? b[k - 1] : 0) || b[k] > n) {
+            PyErr_Format(PyExc_ValueError, "bounds[%zd] = %lld is out of order or range", k,
+                         (long long)b[k]);
+            goto done;
+        }
+    }
+    int fits = 1;
+    double *o = out.view.buf;
+    uint64_t nan_bits = 0x7ff8000000000000ULL;
+    double nan;
+    memcpy(&nan, &nan_bits, sizeof nan);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && fits; i++)
+        fits = v[i] >= 0.0 && v[i] <= 1.0 && !signbit(v[i]);
+    uint64_t w[SUM_WORDS];
+    for (Py_ssize_t k = 0; k < n_runs && fits; k++) {
+        const int64_t start = b[k], stop = b[k + 1];
+        if (stop == start) {
+            o[k] = nan;
+            continue;
+        }
+        memset(w, 0, sizeof w);
+        int top = 0;
+        for (int64_t i = start; i < stop; i++) {
+            const int at = sum_add(w, v[i]);
+            top = at > top ? at : top;
+        }
+        o[k] = sum_rounded(w, top) / (double)(stop - start);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(fits);
+done:
+    release(&values);
+    release(&bounds);
+    release(&out);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1592,6 +1755,10 @@ static PyMethodDef methods[] = {
     {"pair_iou", pair_iou, METH_VARARGS,
      "pair_iou(gt_boxes, gt_area, gt_crowd, pred_boxes, pred_rows, gt, pred, extra, out): "
      "out[i], the IoU of the pair (gt[i], pred[i]), as vocmatch.core.iou computes it."},
+    {"run_means", run_means, METH_VARARGS,
+     "run_means(values, bounds, out): out[k], the mean of values[bounds[k]:bounds[k + 1]] "
+     "(its sum exactly rounded, as math.fsum, over its length; NaN for none); False where "
+     "a value is not in [0, 1] or is -0.0."},
     {NULL, NULL, 0, NULL},
 };
 
