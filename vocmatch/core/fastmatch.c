@@ -852,22 +852,32 @@ done:
 static void radix_pairs(uint64_t **key, int64_t **value, uint64_t **key2, int64_t **value2,
                         Py_ssize_t n, int bits, Py_ssize_t *hist)
 {
-    for (int shift = 0; shift < bits; shift += 16) {
-        memset(hist, 0, sizeof(Py_ssize_t) * 65537);
+    /* Every pass's histogram in one reading of the keys (at most 4 passes of 16 bits). */
+    const int passes = (bits + 15) / 16;
+    memset(hist, 0, sizeof(Py_ssize_t) * 65537 * (size_t)passes);
+    {
+        const uint64_t *k = *key;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint64_t x = k[i];
+            for (int p = 0; p < passes; p++)
+                hist[65537 * p + ((x >> (16 * p)) & 0xFFFF) + 1]++;
+        }
+    }
+    for (int p = 0; p < passes; p++) {
+        const int shift = 16 * p;
+        Py_ssize_t *h = hist + 65537 * p;
         uint64_t *k = *key, *k2 = *key2;
         int64_t *v = *value, *v2 = *value2;
-        for (Py_ssize_t i = 0; i < n; i++)
-            hist[((k[i] >> shift) & 0xFFFF) + 1]++;
         int single = 0;
         for (int d = 1; d <= 65536; d++) {
-            if (hist[d] == n)
+            if (h[d] == n)
                 single = 1;
-            hist[d] += hist[d - 1];
+            h[d] += h[d - 1];
         }
         if (single)
             continue;
         for (Py_ssize_t i = 0; i < n; i++) {
-            Py_ssize_t at = hist[(k[i] >> shift) & 0xFFFF]++;
+            Py_ssize_t at = h[(k[i] >> shift) & 0xFFFF]++;
             k2[at] = k[i];
             v2[at] = v[i];
         }
@@ -897,7 +907,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
     uint64_t *k = NULL, *k2 = NULL;
     int64_t *v = NULL, *v2 = NULL;
-    Py_ssize_t *hist = NULL;
+    Py_ssize_t *hist = NULL, *cell_counts = NULL;
     PyObject *result = NULL;
     if (get(o_score, &score, VM_FLOAT64, 0, "score") < 0 ||
         get(o_cell, &cell, VM_INDEX, 0, "cell") < 0 ||
@@ -928,7 +938,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     k2 = PyMem_Malloc(m * sizeof *k2);
     v = PyMem_Malloc(m * sizeof *v);
     v2 = PyMem_Malloc(m * sizeof *v2);
-    hist = PyMem_Malloc(65537 * sizeof *hist);
+    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
     if (!k || !k2 || !v || !v2 || !hist) {
         PyErr_NoMemory();
         goto done;
@@ -936,6 +946,13 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     int cell_bits = 0;
     while (cell_bits < 64 && (cell_max >> cell_bits))
         cell_bits++;
+    if (cell_bits > 16 && cell_max < (uint64_t)n) {
+        cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
+        if (!cell_counts) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
     Py_BEGIN_ALLOW_THREADS
     /* Descending score, ties in index order. */
@@ -945,11 +962,21 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     }
     radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
     memcpy(out_score, v, (size_t)n * sizeof *v);
-    /* Then by cell, stable: cell, descending score, index. */
-    for (Py_ssize_t i = 0; i < n; i++)
-        k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
-    radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
-    memcpy(out_order, v, (size_t)n * sizeof *v);
+    /* Then by cell, stable: cell, descending score, index; in one counting pass where the
+     * cells fit a table no larger than the predictions' (else radix passes). */
+    if (cell_counts != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            cell_counts[index_at(&cell, i) + 1]++;
+        for (uint64_t c = 1; c <= cell_max + 1; c++)
+            cell_counts[c] += cell_counts[c - 1];
+        for (Py_ssize_t i = 0; i < n; i++)
+            out_order[cell_counts[index_at(&cell, (Py_ssize_t)v[i])]++] = v[i];
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++)
+            k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
+        radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
+        memcpy(out_order, v, (size_t)n * sizeof *v);
+    }
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -959,6 +986,7 @@ done:
     PyMem_Free(v);
     PyMem_Free(v2);
     PyMem_Free(hist);
+    PyMem_Free(cell_counts);
     release(&score);
     release(&cell);
     release(&by_score);
