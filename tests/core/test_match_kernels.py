@@ -192,6 +192,27 @@ def test_score_cell_order_equals_numpy_stable_sorts(
 
 
 @pytest.mark.parametrize(
+    ("n", "cells", "seed"),
+    [
+        pytest.param(100_000, 70_000, 0, id="cells-counted-in-one-pass"),
+        pytest.param(100_000, 99_999, 1, id="as-many-cells-as-predictions"),
+        pytest.param(70_000, 100_000, 2, id="more-cells-than-predictions"),
+    ],
+)
+def test_score_cell_order_on_many_cells_equals_numpy(n: int, cells: int, seed: int) -> None:
+    """Over 65,536 cells, fewer than the predictions (a counting pass by cell) or more (radix
+    passes): numpy's orders, ties of score in index order."""
+    rng = np.random.default_rng(seed)
+    score = rng.choice([0.0, -0.0, 0.25, 0.5, 0.75, 1.0, -np.inf], size=n)
+    score[: n // 2] = rng.random(n // 2)
+    cell = rng.integers(0, cells, size=n)
+    cell[0] = cells - 1
+    by_score, order = match_kernels.score_cell_order(_kernels(), score, cell)
+    assert np.array_equal(by_score, np.argsort(-score, kind="stable"))
+    assert np.array_equal(order, np.lexsort((-score, cell)))
+
+
+@pytest.mark.parametrize(
     ("score", "cell", "message"),
     [
         pytest.param([0.5, np.nan], [0, 0], r"score\[1\] is NaN", id="nan-score"),

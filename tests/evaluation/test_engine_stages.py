@@ -247,15 +247,20 @@ def test_image_counts_at_every_threshold() -> None:
     counted = stages.count_outcomes(p, paired.matching, stage_inputs.RankingScores.of(p))
     counts = per_image.per_image_counts(p, paired.matching, counted, len(selection.images))
     t = p.levels.evaluation
-    assert (counts.tp[t], counts.fp[t], counts.fn[t]) == ([2, 0], [1, 0], [0, 1])
+    assert counts.tp.dtype == counts.fp.dtype == counts.fn.dtype == np.int64
+    assert (counts.tp[t].tolist(), counts.fp[t].tolist(), counts.fn[t].tolist()) == (
+        [2, 0], [1, 0], [0, 1],
+    )  # fmt: skip
     top = p.levels.index[max(SWEEP_THRESHOLDS)]  # only the exact cat passes 0.95
-    assert (counts.tp[top], counts.fp[top], counts.fn[top]) == ([1, 0], [2, 0], [1, 1])
-    assert counts.gt == [2, 1]
-    assert counts.gt_ignored == [1, 0]
-    assert counts.pred == [4, 0]
-    assert counts.pred_ignored == [1, 0]
-    assert counts.tp_iou == pytest.approx([1.0, 2 / 3])  # file order: row 2, then row 3
-    assert counts.tp_bounds == [0, 2, 2]
+    assert (counts.tp[top].tolist(), counts.fp[top].tolist(), counts.fn[top].tolist()) == (
+        [1, 0], [2, 0], [1, 1],
+    )  # fmt: skip
+    assert counts.gt.tolist() == [2, 1]
+    assert counts.gt_ignored.tolist() == [1, 0]
+    assert counts.pred.tolist() == [4, 0]
+    assert counts.pred_ignored.tolist() == [1, 0]
+    assert counts.tp_iou.tolist() == pytest.approx([1.0, 2 / 3])  # file order: row 2, row 3
+    assert counts.tp_bounds.tolist() == [0, 2, 2]
 
 
 def whole_run(

@@ -18,13 +18,18 @@
  *   - class_order: every class's members and ranking by a counting sort (class_ranking);
  *   - mark_pairs: each ground truth's matched flag at every threshold from the pairs;
  *   - hit_counts, image_counts: each image's matched pairs, those that count, and its
- *     missed ground truth at every threshold, in one pass each (per_image_counts).
+ *     missed ground truth at every threshold, in one pass each (per_image_counts);
+ *   - pair_iou: the IoU of listed pairs of boxes, numpy's float operations of
+ *     vocmatch.core.iou one by one, in the same order (PairSpace.iou);
+ *   - run_means: the mean of each run of values in [0, 1], its sum exactly rounded (what
+ *     math.fsum gives) over its length (vocmatch.core.run_means).
  *
  * Safety: every index read from an array is checked against the length of what it indexes
  * (ValueError otherwise) before any is used; the GIL is released around the loops.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -847,22 +852,32 @@ done:
 static void radix_pairs(uint64_t **key, int64_t **value, uint64_t **key2, int64_t **value2,
                         Py_ssize_t n, int bits, Py_ssize_t *hist)
 {
-    for (int shift = 0; shift < bits; shift += 16) {
-        memset(hist, 0, sizeof(Py_ssize_t) * 65537);
+    /* Every pass's histogram in one reading of the keys (at most 4 passes of 16 bits). */
+    const int passes = (bits + 15) / 16;
+    memset(hist, 0, sizeof(Py_ssize_t) * 65537 * (size_t)passes);
+    {
+        const uint64_t *k = *key;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint64_t x = k[i];
+            for (int p = 0; p < passes; p++)
+                hist[65537 * p + ((x >> (16 * p)) & 0xFFFF) + 1]++;
+        }
+    }
+    for (int p = 0; p < passes; p++) {
+        const int shift = 16 * p;
+        Py_ssize_t *h = hist + 65537 * p;
         uint64_t *k = *key, *k2 = *key2;
         int64_t *v = *value, *v2 = *value2;
-        for (Py_ssize_t i = 0; i < n; i++)
-            hist[((k[i] >> shift) & 0xFFFF) + 1]++;
         int single = 0;
         for (int d = 1; d <= 65536; d++) {
-            if (hist[d] == n)
+            if (h[d] == n)
                 single = 1;
-            hist[d] += hist[d - 1];
+            h[d] += h[d - 1];
         }
         if (single)
             continue;
         for (Py_ssize_t i = 0; i < n; i++) {
-            Py_ssize_t at = hist[(k[i] >> shift) & 0xFFFF]++;
+            Py_ssize_t at = h[(k[i] >> shift) & 0xFFFF]++;
             k2[at] = k[i];
             v2[at] = v[i];
         }
@@ -892,7 +907,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
     uint64_t *k = NULL, *k2 = NULL;
     int64_t *v = NULL, *v2 = NULL;
-    Py_ssize_t *hist = NULL;
+    Py_ssize_t *hist = NULL, *cell_counts = NULL;
     PyObject *result = NULL;
     if (get(o_score, &score, VM_FLOAT64, 0, "score") < 0 ||
         get(o_cell, &cell, VM_INDEX, 0, "cell") < 0 ||
@@ -923,7 +938,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     k2 = PyMem_Malloc(m * sizeof *k2);
     v = PyMem_Malloc(m * sizeof *v);
     v2 = PyMem_Malloc(m * sizeof *v2);
-    hist = PyMem_Malloc(65537 * sizeof *hist);
+    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
     if (!k || !k2 || !v || !v2 || !hist) {
         PyErr_NoMemory();
         goto done;
@@ -931,6 +946,13 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     int cell_bits = 0;
     while (cell_bits < 64 && (cell_max >> cell_bits))
         cell_bits++;
+    if (cell_bits > 16 && cell_max < (uint64_t)n) {
+        cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
+        if (!cell_counts) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
     Py_BEGIN_ALLOW_THREADS
     /* Descending score, ties in index order. */
@@ -940,11 +962,21 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     }
     radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
     memcpy(out_score, v, (size_t)n * sizeof *v);
-    /* Then by cell, stable: cell, descending score, index. */
-    for (Py_ssize_t i = 0; i < n; i++)
-        k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
-    radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
-    memcpy(out_order, v, (size_t)n * sizeof *v);
+    /* Then by cell, stable: cell, descending score, index; in one counting pass where the
+     * cells fit a table no larger than the predictions' (else radix passes). */
+    if (cell_counts != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            cell_counts[index_at(&cell, i) + 1]++;
+        for (uint64_t c = 1; c <= cell_max + 1; c++)
+            cell_counts[c] += cell_counts[c - 1];
+        for (Py_ssize_t i = 0; i < n; i++)
+            out_order[cell_counts[index_at(&cell, (Py_ssize_t)v[i])]++] = v[i];
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++)
+            k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
+        radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
+        memcpy(out_order, v, (size_t)n * sizeof *v);
+    }
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -954,6 +986,7 @@ done:
     PyMem_Free(v);
     PyMem_Free(v2);
     PyMem_Free(hist);
+    PyMem_Free(cell_counts);
     release(&score);
     release(&cell);
     release(&by_score);
@@ -1399,6 +1432,312 @@ done:
     return result;
 }
 
+/* --- pair_iou ------------------------------------------------------------------------- */
+
+/* numpy's minimum and maximum of two float64: NaN when either is NaN. */
+static inline double np_minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+
+static inline double np_maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
+
+/* The same of two numbers that are not NaN, without a branch (minsd and maxsd): between
+ * two zeros of either sign they may give the other zero than numpy, which no side below
+ * tells apart (hi - lo, then + extra, then the clamp: a zero's sign is lost in the + 0.0
+ * or + 1.0). */
+static inline double min_of(double a, double b) { return a < b ? a : b; }
+
+static inline double max_of(double a, double b) { return a > b ? a : b; }
+
+/* max_of(w, 0.0) by a mask (compilers turn the comparison with a constant into a branch,
+ * which random boxes mispredict): w where w > 0, else +0.0. */
+static inline double clamp0(double w)
+{
+    uint64_t bits;
+    memcpy(&bits, &w, sizeof bits);
+    bits &= (uint64_t)0 - (uint64_t)(w > 0.0);
+    memcpy(&w, &bits, sizeof w);
+    return w;
+}
+
+/* Width (or height) of a box or of an intersection as vocmatch.core.iou computes it:
+ * hi - lo, then + extra, then clamped at 0.0, each rounded on its own. */
+static inline double side(double hi, double lo, double extra)
+{
+    double w = hi - lo;
+    w += extra;
+    return np_maximum(w, 0.0);
+}
+
+/* The IoU of a pair, numpy's operations in numpy's order (pair_intersection, box_area,
+ * iou_from_intersection): `a` the ground truth's box, `b` the prediction's, `area` the
+ * ground truth's area. `exact` keeps numpy's NaN-propagating minimum and maximum; without
+ * it (every coordinate finite, so that no side is NaN) the branchless ones give the same
+ * bits. */
+static inline double one_iou(const double *a, const double *b, double area, int crowd,
+                             double extra, int exact)
+{
+    double w, h;
+    if (exact) {
+        w = side(np_minimum(a[2], b[2]), np_maximum(a[0], b[0]), extra);
+        h = side(np_minimum(a[3], b[3]), np_maximum(a[1], b[1]), extra);
+    } else {
+        w = min_of(a[2], b[2]) - max_of(a[0], b[0]);
+        w += extra;
+        w = clamp0(w);
+        h = min_of(a[3], b[3]) - max_of(a[1], b[1]);
+        h += extra;
+        h = clamp0(h);
+    }
+    const double inter = w * h;
+    double pw = b[2] - b[0], ph = b[3] - b[1];
+    pw += extra;
+    ph += extra;
+    const double pred_area = exact ? np_maximum(pw, 0.0) * np_maximum(ph, 0.0)
+                                   : clamp0(pw) * clamp0(ph);
+    double union_ = area + pred_area;
+    union_ -= inter;
+    if (crowd)
+        union_ = pred_area;
+    return union_ > 0.0 ? inter / union_ : 0.0;
+}
+
+/* The IoU of each pair (gt[i], pred[i]) into out[i]: gt_boxes (G, 4) float64 corner boxes,
+ * gt_area (G,) float64 their areas (box_area's), gt_crowd (G,) bytes, pred_boxes (R, 4)
+ * float64, pred_rows None (prediction p is row p) or the row of each prediction (int32 or
+ * int64), extra the widths' + 1 of the devkit (0.0 or 1.0). The operations of
+ * pair_intersection, box_area and iou_from_intersection in their order: the intersection's
+ * width and height, the prediction's area, union = gt_area + pred_area, union -= inter (the
+ * prediction's area for a crowd region), inter / union where union > 0, else 0.0. */
+static PyObject *pair_iou(PyObject *self, PyObject *args)
+{
+    PyObject *o_gt_boxes, *o_gt_area, *o_gt_crowd, *o_pred_boxes, *o_pred_rows, *o_gt, *o_pred,
+        *o_out;
+    double extra;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdO:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
+                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out))
+        return NULL;
+    Buf gt_boxes = {0}, gt_area = {0}, gt_crowd = {0}, pred_boxes = {0}, pred_rows = {0},
+        gt = {0}, pred = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_gt_boxes, &gt_boxes, VM_FLOAT64, 0, "gt_boxes") < 0 ||
+        get(o_gt_area, &gt_area, VM_FLOAT64, 0, "gt_area") < 0 ||
+        get(o_gt_crowd, &gt_crowd, VM_BYTE, 0, "gt_crowd") < 0 ||
+        get(o_pred_boxes, &pred_boxes, VM_FLOAT64, 0, "pred_boxes") < 0 ||
+        (o_pred_rows != Py_None && get(o_pred_rows, &pred_rows, VM_INDEX, 0, "pred_rows") < 0) ||
+        get(o_gt, &gt, VM_INDEX, 0, "gt") < 0 || get(o_pred, &pred, VM_INDEX, 0, "pred") < 0 ||
+        get(o_out, &out, VM_FLOAT64, 1, "out") < 0)
+        goto done;
+    const Py_ssize_t n_gt = count(&gt_area), n_boxes = count(&pred_boxes) / 4;
+    const Py_ssize_t n_pred = pred_rows.held ? count(&pred_rows) : n_boxes;
+    const Py_ssize_t k = count(&gt);
+    if (count(&gt_boxes) != 4 * n_gt || count(&gt_crowd) != n_gt ||
+        count(&pred_boxes) % 4 != 0 || count(&pred) != k || count(&out) != k) {
+        PyErr_SetString(PyExc_ValueError, "pair_iou: the arrays do not fit");
+        goto done;
+    }
+    if (check_indices(&gt, n_gt, "gt") < 0 || check_indices(&pred, n_pred, "pred") < 0)
+        goto done;
+    /* The rows are checked as they are read (the pairs read few of a large set's rows);
+     * at the first out of range, nothing more is read and ValueError is raised. */
+    Py_ssize_t bad_at = -1;
+    int64_t bad_row = 0;
+    const double *gb = gt_boxes.view.buf, *ga = gt_area.view.buf, *pb = pred_boxes.view.buf;
+    const u8 *crowd = gt_crowd.view.buf;
+    double *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const int64_t g = index_at(&gt, i), p = index_at(&pred, i);
+        const int64_t r = pred_rows.held ? index_at(&pred_rows, p) : p;
+        if (r < 0 || r >= n_boxes) {
+            bad_at = (Py_ssize_t)p;
+            bad_row = r;
+            break;
+        }
+        const double *a = gb + 4 * g, *b = pb + 4 * r;
+        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
+         * takes the exact path). */
+        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
+        o[i] = one_iou(a, b, ga[g], crowd[g], extra, !(probe - probe == 0.0));
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at >= 0) {
+        PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)", bad_at,
+                     (long long)bad_row, (long long)n_boxes);
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&gt_boxes);
+    release(&gt_area);
+    release(&gt_crowd);
+    release(&pred_boxes);
+    release(&pred_rows);
+    release(&gt);
+    release(&pred);
+    release(&out);
+    return result;
+}
+
+/* --- run_means ------------------------------------------------------------------------ */
+
+/* A sum of values in [0, 1] held exactly: an integer in units of 2^-1074 (the least
+ * subnormal), little-endian words. A value's 53-bit significand lands at most at bit
+ * 1022 + 52; 1280 bits leave room for the carries of 2^64 values. */
+#define SUM_WORDS 20
+
+static int bit_length64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return v ? 64 - __builtin_clzll(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        n++;
+        v >>= 1;
+    }
+    return n;
+#endif
+}
+
+/* Adds x (in [0, 1], sign bit clear) to the sum w; returns the highest word changed. */
+static int sum_add(uint64_t *w, double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint64_t e = (bits >> 52) & 0x7ff, frac = bits & (((uint64_t)1 << 52) - 1);
+    /* x = m * 2^-1074 * 2^pos */
+    const uint64_t m = e ? frac | ((uint64_t)1 << 52) : frac;
+    const int pos = e ? (int)e - 1 : 0;
+    int i = pos >> 6;
+    const int sh = pos & 63;
+    const uint64_t lo = m << sh, hi = sh ? m >> (64 - sh) : 0;
+    uint64_t s = w[i] + lo;
+    uint64_t carry = s < lo;
+    w[i] = s;
+    i++;
+    s = w[i] + hi;
+    uint64_t next = s < hi;
+    s += carry;
+    next |= s < carry;
+    w[i] = s;
+    while (next) {
+        i++;
+        w[i] += 1;
+        next = w[i] == 0;
+    }
+    return i;
+}
+
+/* Bits [at, at + 53) of the sum (at >= 0). */
+static uint64_t sum_bits53(const uint64_t *w, int at)
+{
+    const int i = at >> 6, sh = at & 63;
+    uint64_t v = w[i] >> sh;
+    if (sh > 11 && i + 1 < SUM_WORDS)
+        v |= w[i + 1] << (64 - sh);
+    return v & (((uint64_t)1 << 53) - 1);
+}
+
+/* Whether some bit below `at` of the sum is set. */
+static int sum_any_below(const uint64_t *w, int at)
+{
+    const int i = at >> 6, sh = at & 63;
+    if (sh && (w[i] & (((uint64_t)1 << sh) - 1)))
+        return 1;
+    for (int j = 0; j < i; j++) {
+        if (w[j])
+            return 1;
+    }
+    return 0;
+}
+
+/* The sum w (words 0 to top) rounded to the nearest double, ties to even: its top 53 bits,
+ * plus one where the bits below are more than half of the last one's, or exactly half and
+ * the last bit is odd. */
+static double sum_rounded(const uint64_t *w, int top)
+{
+    while (top >= 0 && w[top] == 0)
+        top--;
+    if (top < 0)
+        return 0.0;
+    const int length = top * 64 + bit_length64(w[top]);
+    if (length <= 53)
+        return ldexp((double)sum_bits53(w, 0), -1074); /* exact: a subnormal or normal */
+    int at = length - 53;
+    uint64_t q = sum_bits53(w, at);
+    const int half = (int)((w[(at - 1) >> 6] >> ((at - 1) & 63)) & 1);
+    if (half && ((q & 1) || sum_any_below(w, at - 1))) {
+        q++;
+        if (q == (uint64_t)1 << 53) {
+            q >>= 1;
+            at++;
+        }
+    }
+    return ldexp((double)q, at - 1074);
+}
+
+/* run_means(values, bounds, out): out[k] = the mean of values[bounds[k]:bounds[k + 1]]: the
+ * sum exactly rounded, then divided by the run's length (NaN for an empty run). values
+ * float64, bounds int64 non-decreasing within [0, len(values)], out float64 of
+ * len(bounds) - 1. Returns False, out left unspecified, where a value is not in [0, 1] or
+ * has its sign bit set (NaN, -0.0): the caller sums those otherwise. */
+static PyObject *run_means(PyObject *self, PyObject *args)
+{
+    PyObject *o_values, *o_bounds, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO:run_means", &o_values, &o_bounds, &o_out))
+        return NULL;
+    Buf values = {0}, bounds = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_values, &values, VM_FLOAT64, 0, "values") < 0 ||
+        get(o_bounds, &bounds, VM_INT64, 0, "bounds") < 0 ||
+        get(o_out, &out, VM_FLOAT64, 1, "out") < 0)
+        goto done;
+    const Py_ssize_t n = count(&values), n_runs = count(&bounds) - 1;
+    const double *v = values.view.buf;
+    const int64_t *b = bounds.view.buf;
+    if (n_runs < 0 || count(&out) != n_runs) {
+        PyErr_SetString(PyExc_ValueError, "run_means: the arrays do not fit");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k <= n_runs; k++) {
+        if (b[k] < (k ? b[k - 1] : 0) || b[k] > n) {
+            PyErr_Format(PyExc_ValueError, "bounds[%zd] = %lld is out of order or range", k,
+                         (long long)b[k]);
+            goto done;
+        }
+    }
+    int fits = 1;
+    double *o = out.view.buf;
+    uint64_t nan_bits = 0x7ff8000000000000ULL;
+    double nan;
+    memcpy(&nan, &nan_bits, sizeof nan);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && fits; i++)
+        fits = v[i] >= 0.0 && v[i] <= 1.0 && !signbit(v[i]);
+    uint64_t w[SUM_WORDS];
+    for (Py_ssize_t k = 0; k < n_runs && fits; k++) {
+        const int64_t start = b[k], stop = b[k + 1];
+        if (stop == start) {
+            o[k] = nan;
+            continue;
+        }
+        memset(w, 0, sizeof w);
+        int top = 0;
+        for (int64_t i = start; i < stop; i++) {
+            const int at = sum_add(w, v[i]);
+            top = at > top ? at : top;
+        }
+        o[k] = sum_rounded(w, top) / (double)(stop - start);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(fits);
+done:
+    release(&values);
+    release(&bounds);
+    release(&out);
+    return result;
+}
+
 /* --- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1441,6 +1780,13 @@ static PyMethodDef methods[] = {
      "order, by a counting sort."},
     {"image_counts", image_counts, METH_VARARGS,
      "image_counts(flags, image, out): out[t, image[g]] += 1 for each g with flags[t, g]."},
+    {"pair_iou", pair_iou, METH_VARARGS,
+     "pair_iou(gt_boxes, gt_area, gt_crowd, pred_boxes, pred_rows, gt, pred, extra, out): "
+     "out[i], the IoU of the pair (gt[i], pred[i]), as vocmatch.core.iou computes it."},
+    {"run_means", run_means, METH_VARARGS,
+     "run_means(values, bounds, out): out[k], the mean of values[bounds[k]:bounds[k + 1]] "
+     "(its sum exactly rounded, as math.fsum, over its length; NaN for none); False where "
+     "a value is not in [0, 1] or is -0.0."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -67,3 +67,16 @@ def sorted_cells(
 ) -> None: ...
 def mark_pairs(out: Any, row: Any, col: Any, /) -> None: ...
 def class_order(label: Any, by_score: Any, order: Any, starts: Any, places: Any, /) -> None: ...
+def pair_iou(
+    gt_boxes: Any,
+    gt_area: Any,
+    gt_crowd: Any,
+    pred_boxes: Any,
+    pred_rows: Any,
+    gt: Any,
+    pred: Any,
+    extra: float,
+    out: Any,
+    /,
+) -> None: ...
+def run_means(values: Any, bounds: Any, out: Any, /) -> bool: ...

@@ -28,6 +28,9 @@ of :mod:`vocmatch.core.match` are the reference: each kernel gives their bits.
 * :func:`hit_counts` and :func:`image_counts`: each image's matched pairs, those whose
   ground truth counts, and its missed ground truth at every threshold, each in one pass (what
   numpy counts with a ``bincount`` of a ``(threshold, image)`` key, or per threshold).
+* :func:`pair_iou`: the IoU of listed pairs of boxes, with :mod:`vocmatch.core.iou`'s float
+  operations in their order (the same bits as its ``pair_intersection``, ``box_area`` and
+  ``iou_from_intersection``).
 
 Ranked matching takes each prediction's pairs in the order of the predictions' indices:
 within an image-class, indices must follow the ranking (as the evaluation sorts them: by
@@ -56,6 +59,7 @@ __all__ = [
     "index_array",
     "mark_pairs",
     "pair_arrays",
+    "pair_iou",
     "score_cell_order",
     "sorted_cells",
 ]
@@ -447,3 +451,42 @@ def class_order(
     places = np.empty(n, dtype=np.int32)
     kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
     return order, starts, places
+
+
+def pair_iou(
+    kernels: ModuleType,
+    boxes: tuple[FloatArray, FloatArray, BoolArray],
+    pred_boxes: FloatArray,
+    pred_rows: IndexArray | None,
+    pairs: tuple[IndexArray, IndexArray],
+    pixel_inclusive: bool,
+) -> FloatArray:
+    """The IoU of each pair ``(gt[i], pred[i])``, to the bit what
+    ``iou_from_intersection(pair_intersection(gt_boxes[gt], boxes, pixel_inclusive),
+    gt_area[gt], box_area(boxes, pixel_inclusive), gt_crowd[gt])`` gives, where ``boxes`` is
+    ``pred_boxes[pred_rows[pred]]`` (``pred_boxes[pred]`` without ``pred_rows``).
+
+    Args:
+        kernels: The compiled module.
+        boxes: ``(gt_boxes, gt_area, gt_crowd)``: ``(G, 4)`` ground truth, ``(G,)`` their
+            areas (:func:`vocmatch.core.iou.box_area`'s) and crowd flags.
+        pred_boxes: ``(R, 4)`` boxes of the predictions.
+        pred_rows: ``(P,)`` each prediction's row of ``pred_boxes``, or None.
+        pairs: ``(gt, pred)``, ``(K,)`` each.
+        pixel_inclusive: The VOC devkit's ``+ 1`` widths and heights.
+
+    Raises:
+        ValueError: An index is out of range, or the arrays do not fit.
+    """
+    gt_boxes, gt_area, gt_crowd = boxes
+    gt, pred = pairs
+    out = np.empty(gt.size, dtype=np.float64)
+    kernels.pair_iou(
+        np.ascontiguousarray(gt_boxes, dtype=np.float64),
+        np.ascontiguousarray(gt_area, dtype=np.float64),
+        np.ascontiguousarray(gt_crowd, dtype=bool),
+        np.ascontiguousarray(pred_boxes, dtype=np.float64),
+        None if pred_rows is None else index_array(pred_rows),
+        index_array(gt), index_array(pred), 1.0 if pixel_inclusive else 0.0, out,
+    )  # fmt: skip
+    return out

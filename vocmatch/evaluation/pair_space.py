@@ -355,17 +355,30 @@ class PairSpace:
         return out
 
     def _iou(self, gt: IntArray, pred: IntArray) -> FloatArray:
-        pred_boxes = self.pred_boxes(pred)
-        out = iou_from_intersection(
-            pair_intersection(np.take(self.gt_boxes, gt, axis=0), pred_boxes, self.pixel_inclusive),
-            self.gt_area[gt],
-            box_area(pred_boxes, self.pixel_inclusive),
-            self.gt_crowd[gt],
-        )
+        if self._kernels is not None:
+            # The same float operations pair by pair, the boxes read where they lie.
+            out = match_kernels.pair_iou(
+                self._kernels,
+                (self.gt_boxes, self.gt_area, self.gt_crowd),
+                self._pred_column,
+                self._pred_rows,
+                (gt, pred),
+                self.pixel_inclusive,
+            )
+        else:
+            pred_boxes = self.pred_boxes(pred)
+            out = iou_from_intersection(
+                pair_intersection(
+                    np.take(self.gt_boxes, gt, axis=0), pred_boxes, self.pixel_inclusive
+                ),
+                self.gt_area[gt],
+                box_area(pred_boxes, self.pixel_inclusive),
+                self.gt_crowd[gt],
+            )
         if self.float32:
             plain = np.flatnonzero(~self.gt_crowd[gt])
             out[plain] = pair_iou_float32(
-                np.take(self.gt_boxes, gt[plain], axis=0), pred_boxes[plain]
+                np.take(self.gt_boxes, gt[plain], axis=0), self.pred_boxes(pred[plain])
             )
         if self._gt_regions is not None and self._pred_regions is not None:
             shaped = np.flatnonzero(self.gt_shaped[gt] | self.pred_shaped[pred])

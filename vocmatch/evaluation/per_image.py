@@ -37,35 +37,36 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.integer[Any]]
 BoolArray = npt.NDArray[np.bool_]
 Int32Array = npt.NDArray[np.int32]
+Int64Array = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
 class PerImageCounts:
-    """Per image (lists, read once per image), at each threshold of
-    :class:`~vocmatch.evaluation.stage_inputs._Levels`.
+    """Per image, at each threshold of :class:`~vocmatch.evaluation.stage_inputs._Levels`
+    (int64 arrays, read as columns of every image at once).
 
     Attributes:
-        tp: ``[T][I]`` true positives.
-        fp: ``[T][I]`` false positives.
-        fn: ``[T][I]`` missed ground truth.
-        gt: ``[I]`` ground truth that counts.
-        gt_ignored: ``[I]`` ignored ground truth.
-        pred: ``[I]`` predictions that count (all, kept or not).
-        pred_ignored: ``[I]`` predictions that count matched to ignored ground truth.
+        tp: ``(T, I)`` true positives.
+        fp: ``(T, I)`` false positives.
+        fn: ``(T, I)`` missed ground truth.
+        gt: ``(I,)`` ground truth that counts.
+        gt_ignored: ``(I,)`` ignored ground truth.
+        pred: ``(I,)`` predictions that count (all, kept or not).
+        pred_ignored: ``(I,)`` predictions that count matched to ignored ground truth.
         tp_iou: The IoU of each TP at the evaluation threshold, by image, then as the
             reference lists matches: class, then file order.
-        tp_bounds: ``[I + 1]`` where each image's run starts in ``tp_iou``.
+        tp_bounds: ``(I + 1,)`` where each image's run starts in ``tp_iou``.
     """
 
-    tp: list[list[int]]
-    fp: list[list[int]]
-    fn: list[list[int]]
-    gt: list[int]
-    gt_ignored: list[int]
-    pred: list[int]
-    pred_ignored: list[int]
-    tp_iou: list[float]
-    tp_bounds: list[int]
+    tp: Int64Array
+    fp: Int64Array
+    fn: Int64Array
+    gt: Int64Array
+    gt_ignored: Int64Array
+    pred: Int64Array
+    pred_ignored: Int64Array
+    tp_iou: FloatArray
+    tp_bounds: Int64Array
 
 
 def per_image_counts(
@@ -86,8 +87,7 @@ def per_image_counts(
         pred_per_image = np.bincount(pred.image_all[passing_all], minlength=n_images)
     fast = kernels(match_kernels.MODULE)
     tp_counts, hit_counts = _hit_counts(fast, prepared, m, passing, n_images)
-    tp_image: list[list[int]] = tp_counts.tolist()
-    fp_image: list[list[int]] = (kept_per_image[None, :] - hit_counts).tolist()
+    fp_counts = kept_per_image[None, :] - hit_counts
     del hit_counts
     if passing is None:
         # Per threshold: a nonzero over every (threshold, object) costs more than counting.
@@ -100,22 +100,26 @@ def per_image_counts(
     else:
         # Each object that counts is matched at most once: FN = objects that count - TP.
         fn_counts = (gt_per_image - ignored_image)[None, :] - tp_counts
-    fn_image: list[list[int]] = fn_counts.tolist()
     # The IoU of each TP, ordered as the reference lists matches: class, then file order.
     tp_pred = np.flatnonzero(counted.counted)
     _, tp_iou = m.of(prepared.levels.evaluation, tp_pred)
     tp_order = _cell_file_order(pred.image[tp_pred], pred.label[tp_pred], pred.rows[tp_pred])
     return PerImageCounts(
-        tp=tp_image,
-        fp=fp_image,
-        fn=fn_image,
-        gt=(gt_per_image - ignored_image).tolist(),
-        gt_ignored=ignored_image.tolist(),
-        pred=pred_per_image.tolist(),
-        pred_ignored=np.bincount(pred.image[counted.ignored_counted], minlength=n_images).tolist(),
-        tp_iou=tp_iou[tp_order].tolist(),
-        tp_bounds=segment_starts(pred.image[tp_pred][tp_order], n_images).tolist(),
+        tp=_int64(tp_counts),
+        fp=_int64(fp_counts),
+        fn=_int64(fn_counts),
+        gt=_int64(gt_per_image - ignored_image),
+        gt_ignored=_int64(ignored_image),
+        pred=_int64(pred_per_image),
+        pred_ignored=_int64(np.bincount(pred.image[counted.ignored_counted], minlength=n_images)),
+        tp_iou=np.ascontiguousarray(tp_iou[tp_order], dtype=np.float64),
+        tp_bounds=_int64(segment_starts(pred.image[tp_pred][tp_order], n_images)),
     )
+
+
+def _int64(values: npt.NDArray[Any]) -> Int64Array:
+    """``values`` as int64 (no copy where they are)."""
+    return np.asarray(values, dtype=np.int64)
 
 
 def _cell_file_order(image: IntArray, label: IntArray, rows: IntArray) -> IntArray:

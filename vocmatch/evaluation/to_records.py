@@ -7,7 +7,6 @@ them: per-box records, the matching's arrays, progress).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from vocmatch.core import match_kernels
 from vocmatch.core.match import Hits
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
+from vocmatch.core.run_means import run_means
 from vocmatch.errors import InputError
 from vocmatch.evaluation import per_image, stages
 from vocmatch.evaluation.candidates import match_all, match_cells
@@ -580,21 +580,16 @@ def _image_values(prepared: Prepared, counts: PerImageCounts, n_images: int) -> 
     for threshold in prepared.conventions.sweep_thresholds:
         level = levels[threshold]
         columns += [counts.tp[level], counts.fp[level], counts.fn[level]]
-    values = np.array(columns, dtype=np.int64).reshape(len(columns), n_images)
-    return np.ascontiguousarray(values.T)
+    values = np.empty((n_images, len(columns)), dtype=np.int64)
+    for j, column in enumerate(columns):
+        values[:, j] = column
+    return values
 
 
 def _mean_iou(counts: PerImageCounts) -> FloatArray:
     """``(I,)`` the mean IoU of each image's true positives (as its ``ImageResult`` has
-    it), NaN without any."""
-    ious, bounds = counts.tp_iou, counts.tp_bounds
-    return np.array(
-        [
-            math.fsum(ious[start:stop]) / (stop - start) if stop > start else math.nan
-            for start, stop in itertools.pairwise(bounds)
-        ],
-        dtype=np.float64,
-    )
+    it: the exactly rounded sum, ``math.fsum``'s, over their number), NaN without any."""
+    return run_means(counts.tp_iou, counts.tp_bounds)
 
 
 def _note_counts(
