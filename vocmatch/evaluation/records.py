@@ -32,7 +32,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +42,7 @@ from vocmatch.errors import InputError
 from vocmatch.evaluation.accumulate import (
     ClassCounts,
 )
-from vocmatch.evaluation.result import COCO_AREAS
+from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES
 from vocmatch.evaluation.thresholds import ScoreThresholds
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ __all__ = [
     "check_thresholds",
     "flag_dtype",
     "image_rows",
+    "join_notes",
+    "odd_counts_valid",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -269,7 +271,7 @@ class MatchRecords:
             ),
             coco_gt=_class_sum([p.coco_gt for p in parts], remaps, len(names)),
             beyond=any(p.beyond for p in parts),
-            notes=_join_notes([p.notes for p in parts]),
+            notes=join_notes([p.notes for p in parts]),
             detail=_join_detail([p.detail for p in parts]),
             gt_cells=_join_cells(parts, remaps),
             slices=_join_slices(parts, remaps, len(names)),
@@ -462,8 +464,31 @@ def _pred_columns(preds: PredRecords) -> tuple[npt.NDArray[Any], ...]:
     )  # fmt: skip
 
 
-def _join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
-    odd: list[dict[str, int]] = [{} for _ in parts[0].odd]
+def odd_counts_valid(odd: object) -> TypeGuard[list[list[list[Any]]]]:
+    """Whether ``odd`` is a header's odd values: per kind of
+    :data:`~vocmatch.evaluation.result.ODD_VALUES`, a list of ``[path, count]`` pairs with
+    a count of at least one."""
+    return (
+        isinstance(odd, list)
+        and len(odd) == len(ODD_VALUES)
+        and all(
+            isinstance(kind, list)
+            and all(
+                isinstance(e, list)
+                and len(e) == 2
+                and isinstance(e[0], str)
+                and type(e[1]) is int
+                and e[1] > 0
+                for e in kind
+            )
+            for kind in odd
+        )
+    )
+
+
+def join_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
+    """The notes' ingredients of parts of one run, added up (each file is in one part)."""
+    odd: list[dict[str, int]] = [{} for _ in ODD_VALUES]
     for part in parts:
         for per_file, found in zip(odd, part.odd, strict=True):
             for path, count in found:

@@ -37,8 +37,9 @@ from vocmatch.evaluation.records import (
     NoteCounts,
     PredRecords,
     Ranked,
+    join_notes,
+    odd_counts_valid,
 )
-from vocmatch.evaluation.result import ODD_VALUES
 from vocmatch.evaluation.score_counts import ScoreCounts
 from vocmatch.evaluation.shards.parts import (
     GatheredParts,
@@ -274,7 +275,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         unscored=None,
         coco_gt=coco_gt,
         beyond=any(entry.beyond for entry, _ in entries),
-        notes=_joined_notes([entry.notes for entry, _ in entries]),
+        notes=join_notes([entry.notes for entry, _ in entries]),
         gt_cells=GtCells(*(np.concatenate([c[j] for c in cells]) for j in range(4))),
         ranked=rankings,
     )
@@ -377,24 +378,6 @@ def _merged(runs: Sequence[IntArray], preds: PredRecords) -> IntArray:
     return by_score
 
 
-def _joined_notes(parts: Sequence[NoteCounts]) -> NoteCounts:
-    """The notes' ingredients of every chunk, added up (each file is in one chunk)."""
-    odd: list[dict[str, int]] = [{} for _ in ODD_VALUES]
-    for part in parts:
-        for per_file, found in zip(odd, part.odd, strict=True):
-            for path, count in found:
-                per_file[path] = per_file.get(path, 0) + count
-    return NoteCounts(
-        names=tuple(sorted({n for p in parts for n in p.names})),
-        scored=any(p.scored for p in parts),
-        preds=sum(p.preds for p in parts),
-        unscored=sum(p.unscored for p in parts),
-        unscored_files=sum(p.unscored_files for p in parts),
-        odd=tuple(tuple(sorted(per_file.items())) for per_file in odd),
-        shapes=sum(p.shapes for p in parts),
-    )
-
-
 def notes_to_header(notes: NoteCounts) -> dict[str, Any]:
     """A chunk's notes' ingredients as JSON values."""
     return {
@@ -422,20 +405,7 @@ def notes_of_header(value: object, source: str) -> NoteCounts:
         and isinstance(counts, list)
         and len(counts) == 4
         and all(type(c) is int and c >= 0 for c in counts)
-        and isinstance(odd, list)
-        and len(odd) == len(ODD_VALUES)
-        and all(
-            isinstance(kind, list)
-            and all(
-                isinstance(e, list)
-                and len(e) == 2
-                and isinstance(e[0], str)
-                and type(e[1]) is int
-                and e[1] > 0
-                for e in kind
-            )
-            for kind in odd
-        )
+        and odd_counts_valid(odd)
     ):
         raise bad
     preds, unscored, unscored_files, shapes = (int(c) for c in counts)

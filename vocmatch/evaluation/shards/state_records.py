@@ -92,8 +92,9 @@ from vocmatch.evaluation.records import (
     NoteCounts,
     PredRecords,
     flag_dtype,
+    odd_counts_valid,
 )
-from vocmatch.evaluation.result import COCO_AREAS, ODD_VALUES, Outcome
+from vocmatch.evaluation.result import COCO_AREAS, Outcome
 from vocmatch.evaluation.shards.state_bounds import (
     MAX_COUNT,
     check_bounded,
@@ -622,20 +623,7 @@ def _note_counts(notes: object, source: str) -> NoteCounts:
         _is_str_list(names)
         and isinstance(notes.get("scored"), bool)
         and all(type(c) is int and c >= 0 for c in counts)
-        and isinstance(odd, list)
-        and len(odd) == len(ODD_VALUES)
-        and all(
-            isinstance(kind, list)
-            and all(
-                isinstance(e, list)
-                and len(e) == 2
-                and isinstance(e[0], str)
-                and type(e[1]) is int
-                and e[1] > 0
-                for e in kind
-            )
-            for kind in odd
-        )
+        and odd_counts_valid(odd)
     ):
         raise StateError(f"{source}: corrupted header (notes)")
     preds, unscored, unscored_files = (
