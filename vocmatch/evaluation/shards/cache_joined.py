@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -47,9 +46,7 @@ from vocmatch.evaluation.shards.parts import (
     PartOptions,
     PartRecords,
     PartResult,
-    check_images,
-    read_counts,
-    skipped_by_path,
+    gathered,
 )
 
 __all__ = [
@@ -440,29 +437,7 @@ def gathered_joined(
     Raises:
         DistributedError: The joined images are not the listed ones.
     """
-    found = [entry.found for entry in entries]
-    expected = listing.expected(found)
-    gt_skipped, pred_skipped = listing.skipped(found)
-    orphans = listing.orphans(found)
     scores = ScoreCounts()
     for entry in entries:
         scores = scores + entry.scores
-    check_images(records.keys, expected)
-    listed = [k for k, _ in listing.pred.files]
-    unread = {s.key for s in pred_skipped if s.key}
-    # As listed when they are in order already (a sort of sorted keys is a pass anyway).
-    in_order = not unread and all(a < b for a, b in pairwise(listed))
-    pred_keys = tuple(listed) if in_order else tuple(sorted({*listed, *unread}))
-    unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
-    return GatheredParts(
-        records,
-        options,
-        skipped_by_path(gt_skipped),
-        skipped_by_path(pred_skipped),
-        tuple(orphans),
-        listing,
-        read_counts(found),
-        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
-        pred_keys,
-        scores,
-    )
+    return gathered(listing, [entry.found for entry in entries], records, scores, options)

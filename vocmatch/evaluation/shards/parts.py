@@ -67,6 +67,7 @@ __all__ = [
     "PartResult",
     "PartRunner",
     "check_images",
+    "gathered",
     "gathered_parts",
     "key_ranges",
     "part_records",
@@ -631,17 +632,33 @@ def gathered_parts(
             such runs in one process).
         DistributedError: The joined images are not the listed ones.
     """
-    expected = listing.expected(results)
-    gt_skipped, pred_skipped = listing.skipped(results)
-    orphans = listing.orphans(results)
-    counts = read_counts(results)
+    # What the reading found, kept apart from the records, which are let go as joined.
+    found = [PartResult(b"", r.gt_skipped, r.pred_skipped, r.orphans, r.counts) for r in results]
     scores = ScoreCounts()
     for result in results:
         scores = scores + result.scores
     taken = [r.records for r in results]
     results.clear()
     records = MatchRecords.taken_in_key_order(taken, options.conventions)
-    check_images(records.keys, expected)
+    return gathered(listing, found, records, scores, options)
+
+
+def gathered(
+    listing: PartListing,
+    found: Sequence[PartResult],
+    records: MatchRecords,
+    scores: ScoreCounts,
+    options: PartOptions,
+) -> GatheredParts:
+    """The run's records joined already (``records``), with what the reading of its parts
+    found (``found``: skipped files, orphans, counts) and its scores' counts, checked to be
+    the listed images' and none other's.
+
+    Raises:
+        DistributedError: The joined images are not the listed ones.
+    """
+    gt_skipped, pred_skipped = listing.skipped(found)
+    check_images(records.keys, listing.expected(found))
     pred_keys = _sorted_keys(
         [k for k, _ in listing.pred.files], {s.key for s in pred_skipped if s.key}
     )
@@ -651,9 +668,9 @@ def gathered_parts(
         options,
         skipped_by_path(gt_skipped),
         skipped_by_path(pred_skipped),
-        tuple(orphans),
+        tuple(listing.orphans(found)),
         listing,
-        counts,
+        read_counts(found),
         tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
         pred_keys,
         scores,
