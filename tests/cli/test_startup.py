@@ -200,8 +200,9 @@ UNUSED_ON_EVAL = (
     "vocmatch.render.evidence_tables",
     "vocmatch.run.compare",
     "vocmatch.run.find_suspects",
-    # Folders read here: neither URLs nor a cluster.
+    # Folders read here: neither URLs nor a cluster, nor a reader of URLs' bytes.
     "vocmatch.run.remote_inputs",
+    "vocmatch.readers.byte_sources",
     # No preparation of the predictions asked for: no table or JSON of what it removed.
     "vocmatch.evaluation.preparation",
     "vocmatch.render.preparation_report",
@@ -338,6 +339,8 @@ NOT_BUILT_ON_EVAL = (
     "Split",
     # No per-class thresholds given.
     "ClassThresholds",
+    # Local folders, read by read_bytes itself: no reader of URLs' bytes.
+    "LocalOrElsewhere",
 )
 
 

@@ -19,13 +19,16 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vocmatch.core.model import SkippedFile
 from vocmatch.errors import AnnotationError, InputError, no_annotation_files
-from vocmatch.readers.byte_sources import LocalOrElsewhere
-from vocmatch.readers.parse import DEFAULT_MAX_BYTES, DirectoryListing, list_directory
-from vocmatch.readers.scan import ColumnSet, read_listed_columns
+from vocmatch.limits import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    # Imported where used: is_url, which the command line asks of every input path, loads
+    # neither the readers nor numpy.
+    from vocmatch.readers.parse import DirectoryListing
+    from vocmatch.readers.scan import ColumnSet
 
 __all__ = [
     "StorageOptions",
@@ -73,6 +76,9 @@ def list_location(
         InputError: The location cannot be listed, or fsspec (or the file system the URL
             needs) is not installed.
     """
+    from vocmatch.core.model import SkippedFile
+    from vocmatch.readers.parse import DirectoryListing, list_directory
+
     if not is_url(location):
         return list_directory(location, suffix)
     url = os.fspath(location)
@@ -231,6 +237,8 @@ def location_reader(
             raise AnnotationError(path, f"file is larger than the {max_bytes:,}-byte limit")
         return data
 
+    from vocmatch.readers.byte_sources import LocalOrElsewhere
+
     return LocalOrElsewhere(read, is_url)
 
 
@@ -292,6 +300,8 @@ def read_location_columns(
     Raises:
         InputError: The location cannot be listed.
     """
+    from vocmatch.readers.scan import read_listed_columns
+
     listing = list_location(location, storage_options)
     columns = read_listed_columns(
         listing.files, max_bytes, location_reader(storage_options), listing.root

@@ -40,7 +40,6 @@ import numpy.typing as npt
 from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
-from vocmatch.readers.byte_sources import LocalOrElsewhere
 from vocmatch.readers.folders import PURE_READER_VARIABLE
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
@@ -360,6 +359,9 @@ def _reads_as_read_bytes(
     does: it is ``read_bytes``, or reads local paths by it and every path is local."""
     if read is read_bytes:
         return True
+    # Imported here: a run of local folders reads by read_bytes itself.
+    from vocmatch.readers.byte_sources import LocalOrElsewhere
+
     return isinstance(read, LocalOrElsewhere) and read.all_local(map(itemgetter(1), files))
 
 
