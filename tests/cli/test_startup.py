@@ -341,6 +341,8 @@ NOT_BUILT_ON_EVAL = (
     "ClassThresholds",
     # Local folders, read by read_bytes itself: no reader of URLs' bytes.
     "LocalOrElsewhere",
+    # Every image-class matched at once: no one image-class's matching record.
+    "ClassMatch",
 )
 
 

@@ -43,13 +43,17 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from vocmatch.compiled import kernels
 from vocmatch.core import match_kernels
+from vocmatch.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from vocmatch.core.class_match import ClassMatch as ClassMatch
 
 __all__ = [
     "ClassMatch",
@@ -580,29 +584,6 @@ def match_unscored_rows(
     return Hits.join(hits)
 
 
-@dataclass(frozen=True, slots=True)
-class ClassMatch:
-    """The matching of one image-class at several thresholds.
-
-    Arrays are indexed by threshold first. ``pred_gt[t, j]`` is the index of the ground
-    truth matched to prediction ``j`` at threshold ``t``, valid only where
-    ``pred_matched[t, j]`` is True (an unmatched prediction has no ground truth; the index
-    there is meaningless and must not be read).
-
-    Attributes:
-        pred_matched: ``(T, M)`` the prediction matched a ground truth (TP or ignored).
-        pred_gt: ``(T, M)`` index of that ground truth.
-        pred_ignored: ``(T, M)`` the prediction is neither TP nor FP (matched to an ignored
-            ground truth).
-        gt_matched: ``(T, N)`` the ground truth was matched.
-    """
-
-    pred_matched: BoolArray
-    pred_gt: IntArray
-    pred_ignored: BoolArray
-    gt_matched: BoolArray
-
-
 def pred_order(scores: npt.ArrayLike) -> IntArray:
     """Indices of predictions in descending score order, ties kept in file order.
 
@@ -698,4 +679,17 @@ def match_class(
     pred_gt[hits.level, hits.pred] = hits.gt
     gt_matched[hits.level, hits.gt] = True
     pred_ignored = pred_matched & ignore[pred_gt] if n_gt else np.zeros_like(pred_matched)
+    from vocmatch.core.class_match import ClassMatch
+
     return ClassMatch(pred_matched, pred_gt, pred_ignored, gt_matched)
+
+
+#: Names defined in their own modules, imported from there when first asked for here (PEP
+#: 562): an evaluation matches every image-class at once and never builds one class's
+#: matching record.
+_ELSEWHERE = {"ClassMatch": "vocmatch.core.class_match"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a name of :data:`_ELSEWHERE` from its module on first use (PEP 562)."""
+    return lazy_attribute(__name__, _ELSEWHERE, name)
