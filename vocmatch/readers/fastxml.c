@@ -1470,45 +1470,86 @@ static int add_size_code(Chunk *chunk, const int64_t *values)
     return 1;
 }
 
-/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the chunk holds or
- * one whose stripped text is not empty (an empty name is the parser's to refuse), 0 if
- * not, -1 an error. Nothing is added to the table. */
+/* The code of a text in the table, the text added (with its parser's reading) if new: the
+ * code, or -1 (an error). */
+static int32_t span_code(Table *table, Span t)
+{
+    uint32_t hash = span_hash(t);
+    int32_t code = table_find(table, t, hash);
+    if (code >= 0)
+        return code;
+    PyObject *text = stripped_text(t);
+    if (text == NULL)
+        return -1;
+    code = table_add(table, t, hash, text);
+    Py_DECREF(text);
+    return code;
+}
+
+/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the
+ * chunk holds or one whose stripped text is not empty (an empty name is the parser's to
+ * refuse), 0 if not, -1 an error. Nothing is added to the table; each name's code is
+ * appended to the chunk's name codes, -1 for a name the table does not hold yet (the
+ * caller takes them back unless it adds the file: see name_codes). */
 static int names_usable(Chunk *chunk, size_t first, size_t count)
 {
     const Span *names = (const Span *)chunk->out.names.p;
     for (size_t i = first; i < count; i++) {
-        if (table_find(&chunk->names, names[i], span_hash(names[i])) >= 0)
-            continue;
-        PyObject *text = stripped_text(names[i]);
-        if (text == NULL)
+        int32_t code = table_find(&chunk->names, names[i], span_hash(names[i]));
+        if (code < 0) {
+            PyObject *text = stripped_text(names[i]);
+            if (text == NULL)
+                return -1;
+            Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+            Py_DECREF(text);
+            if (length == 0)
+                return 0;
+        }
+        if (!column_add(&chunk->name_codes, &code, sizeof code)) {
+            PyErr_NoMemory();
             return -1;
-        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-        Py_DECREF(text);
-        if (length == 0)
-            return 0;
+        }
     }
     return 1;
 }
 
-/* The code of each span from `first` to `count` (adding new texts), appended to `codes`:
- * 1 or -1. */
+/* The codes names_usable left -1 (from `mark`, a byte offset into the chunk's name codes,
+ * for spans from `first` to `count`), their names added to the table: 1 or -1. A name
+ * found by names_usable is hashed once. */
+static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
+{
+    const Span *names = (const Span *)chunk->out.names.p;
+    int32_t *codes = (int32_t *)(void *)(chunk->name_codes.p + mark);
+    for (size_t i = first; i < count; i++, codes++) {
+        if (*codes < 0) {
+            *codes = span_code(&chunk->names, names[i]);
+            if (*codes < 0)
+                return -1;
+        }
+    }
+    return 1;
+}
+
+/* The code of each span from `first` to `count` (adding new texts; -1 for an absent one),
+ * appended to `codes`: 1 or -1. A span the same as the one before (a file's poses mostly
+ * are) takes its code without a look-up. */
 static int add_codes(Table *table, const Column *spans, size_t first, size_t count,
                      Column *codes)
 {
     const Span *span = (const Span *)spans->p;
+    Span last = {NULL, -1};
+    int32_t last_code = -1;
     for (size_t i = first; i < count; i++) {
         int32_t code = -1;
         if (span[i].n >= 0) {
-            uint32_t hash = span_hash(span[i]);
-            code = table_find(table, span[i], hash);
-            if (code < 0) {
-                PyObject *text = stripped_text(span[i]);
-                if (text == NULL)
-                    return -1;
-                code = table_add(table, span[i], hash, text);
-                Py_DECREF(text);
+            if (span[i].n == last.n && memcmp(span[i].p, last.p, (size_t)last.n) == 0) {
+                code = last_code;
+            } else {
+                code = span_code(table, span[i]);
                 if (code < 0)
                     return -1;
+                last = span[i];
+                last_code = code;
             }
         }
         if (!column_add(codes, &code, sizeof code)) {
@@ -1667,6 +1708,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
     int64_t size[3];
     int read = plain_size(header, size);
     const int64_t *size_values = read == 1 ? size : NULL;
+    size_t codes_mark = chunk->name_codes.len;
     if (read > 0)
         read = names_usable(chunk, first, end);
     if (read > 0 && header->filename.state == LEAF) {
@@ -1677,7 +1719,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         int64_t count = (int64_t)(end - first);
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
-        if (add_codes(&chunk->names, &out->names, first, end, &chunk->name_codes) < 0 ||
+        if (name_codes(chunk, codes_mark, first, end) < 0 ||
             add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
             add_size_code(chunk, size_values) < 0)
             read = -1;
@@ -1687,6 +1729,8 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         } else if (PyList_Append(chunk->filenames, filename) < 0)
             read = -1;
     }
+    if (read == 0)
+        chunk->name_codes.len = codes_mark; /* the file is left: none of its codes */
     Py_XDECREF(filename);
     return read;
 }
