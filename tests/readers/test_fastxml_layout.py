@@ -283,3 +283,33 @@ def test_a_byte_is_checked_wherever_it_falls_in_a_block_of_16(piece: bytes) -> N
         ):
             pure = scan._fast_pure(data)
             assert _fast_objects(data) == (None if pure is None else _objects(pure))
+
+
+#: A file whose later objects are read by the layout of the first (one of them minified, and
+#: the last one ending close to the end of the file, where fewer than 16 bytes follow a text).
+REPEATED = (
+    _file(
+        FIRST,
+        _object("dog", ("5", "6", "70", "80"), "0.25"),
+        _object("a long name of more than sixteen bytes", ("1.0", "2.50", "30", "40")),
+        _object(space="", inner=""),
+        _object(space="", inner=""),
+    )[: -len("\n</annotation>\n")]
+    + b"</annotation>"
+)
+
+
+@compiled
+@pytest.mark.parametrize("piece", REFUSED)
+def test_a_byte_is_checked_wherever_it_falls_in_a_file_of_repeated_layouts(piece: bytes) -> None:
+    """A byte the readers refuse, or one they read, put at every place of a file whose later
+    objects are read by a layout (in a tag, the whitespace between tags, a text, between
+    objects, in the header, at the end): the compiled reader reads or leaves the file as the
+    pure reader does, to the same objects. Bytes are checked where each part is read, and
+    an object read by a layout has only its texts checked: its other bytes are those of an
+    object checked before."""
+    assert _fast_objects(REPEATED) is not None
+    for at in range(len(REPEATED) + 1):
+        data = REPEATED[:at] + piece + REPEATED[at:]
+        pure = scan._fast_pure(data)
+        assert _fast_objects(data) == (None if pure is None else _objects(pure)), at

@@ -102,23 +102,45 @@ static int lowest_bit(unsigned int mask)
 #endif
 }
 
-/* The first byte at or after i that is not of class 0 (plain ASCII), or n. Where SSE2 is
- * there (every x86-64 processor), 16 bytes are checked at once; the table decides the rest. */
-static Py_ssize_t skip_plain(const u8 *s, Py_ssize_t n, Py_ssize_t i)
-{
 #if VOCMATCH_SSE2
+/* The bytes of 16 that are not of class 0 (plain ASCII), as a vector of 0xFF. */
+static inline __m128i unplain_vector(__m128i v)
+{
     const __m128i space = _mm_set1_epi8(0x20), tab = _mm_set1_epi8('\t');
     const __m128i newline = _mm_set1_epi8('\n'), carriage = _mm_set1_epi8('\r');
     const __m128i amp = _mm_set1_epi8('&'), bracket = _mm_set1_epi8(']');
+    /* Signed: below 0x20, or 0x80 and above (negative). */
+    __m128i low = _mm_cmplt_epi8(v, space);
+    __m128i blank = _mm_or_si128(_mm_cmpeq_epi8(v, tab),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, newline),
+                                              _mm_cmpeq_epi8(v, carriage)));
+    __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, bracket));
+    return _mm_or_si128(_mm_andnot_si128(blank, low), other);
+}
+
+static inline __m128i unplain16(const u8 *p)
+{
+    return unplain_vector(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+#endif
+
+/* The first byte at or after i that is not of class 0 (plain ASCII), or n. Where SSE2 is
+ * there (every x86-64 processor), 64 bytes are checked at once (one branch for the four
+ * vectors of 16: the bytes of a file are nearly all plain), then 16 at once; the table
+ * decides the rest. */
+static Py_ssize_t skip_plain(const u8 *s, Py_ssize_t n, Py_ssize_t i)
+{
+#if VOCMATCH_SSE2
+    while (n - i >= 64) {
+        const u8 *p = s + i;
+        __m128i any = _mm_or_si128(_mm_or_si128(unplain16(p), unplain16(p + 16)),
+                                   _mm_or_si128(unplain16(p + 32), unplain16(p + 48)));
+        if (_mm_movemask_epi8(any) != 0)
+            break; /* the vectors of 16 below find which byte */
+        i += 64;
+    }
     while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        /* Signed: below 0x20, or 0x80 and above (negative). */
-        __m128i low = _mm_cmplt_epi8(v, space);
-        __m128i blank = _mm_or_si128(_mm_cmpeq_epi8(v, tab),
-                                     _mm_or_si128(_mm_cmpeq_epi8(v, newline),
-                                                  _mm_cmpeq_epi8(v, carriage)));
-        __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, bracket));
-        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(blank, low), other));
+        int mask = _mm_movemask_epi8(unplain16(s + i));
         if (mask != 0)
             return i + lowest_bit((unsigned int)mask);
         i += 16;
@@ -129,13 +151,14 @@ static Py_ssize_t skip_plain(const u8 *s, Py_ssize_t n, Py_ssize_t i)
     return i;
 }
 
-/* 1 if the bytes are valid UTF-8 holding only XML 1.0 characters, no '&' and no "]]>". */
-static int plain_bytes(const u8 *s, Py_ssize_t n)
+/* 1 if the bytes from i to stop are valid UTF-8 holding only XML 1.0 characters, no '&'
+ * and no "]]>": a sequence or "]]>" starting before stop is checked whole, with the bytes
+ * after stop (to n) that it takes. */
+static int plain_range(const u8 *s, Py_ssize_t n, Py_ssize_t i, Py_ssize_t stop)
 {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        i = skip_plain(s, n, i);
-        if (i >= n)
+    while (i < stop) {
+        i = skip_plain(s, stop, i);
+        if (i >= stop)
             break;
         u8 c = s[i];
         switch (byte_class[c]) {
@@ -410,9 +433,46 @@ static Py_ssize_t after_declaration(const u8 *s, Py_ssize_t n)
 
 /* --- numbers and flags ------------------------------------------------------------ */
 
+/* Fewer digits than this make a mantissa below 2**53: an exact double. */
+#define EXACT_NUMBER_DIGITS 16
+
 static const double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The usual number first: up to 15 digits with at most one point, nothing around them
+ * (a box's corner, a score), read inline: 1 read, 0 for any other text (read_number
+ * decides). It is what read_number's general path reads to the same double: fewer than 16
+ * digits make a mantissa below 2**53, and the point at most 15 places from the end a power
+ * of ten within 10**22 (value / 10**fraction, one correctly rounded division). */
+static inline int plain_number(Span text, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (text.n > 0 && text.n <= 16 && is_digit(text.p[0])) {
+        uint64_t mantissa = 0;
+        Py_ssize_t i = 0, point = -1;
+        for (; i < text.n; i++) {
+            unsigned int digit = (unsigned int)text.p[i] - '0';
+            if (digit < 10)
+                mantissa = mantissa * 10 + digit;
+            else if (text.p[i] == '.' && point < 0)
+                point = i;
+            else
+                break;
+        }
+        if (i == text.n && text.n - (point >= 0) < EXACT_NUMBER_DIGITS) {
+            int fraction = point >= 0 ? (int)(text.n - 1 - point) : 0;
+            double value = (double)mantissa;
+            *out = fraction > 0 ? value / powers_of_ten[fraction] : value;
+            return 1;
+        }
+    }
+#else
+    (void)text;
+    (void)out;
+#endif
+    return 0;
+}
 
 /* A number's value by the one grammar (surrounding XML whitespace, an optional sign,
  * digits with at most one point and at least one digit, an optional exponent):
@@ -423,6 +483,8 @@ static const double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6, 
  * the caller saved on releasing it: the GIL is then taken for Python's conversion only. */
 static int read_number(Span text, double *out, PyThreadState **released)
 {
+    if (plain_number(text, out))
+        return 1;
     Span t = trim(text);
     const u8 *p = t.p;
     Py_ssize_t n = t.n, i = 0;
@@ -524,6 +586,10 @@ static int read_flag(const Field *field, int words, u8 *out)
 {
     if (field->state == ABSENT) {
         *out = 0;
+        return 1;
+    }
+    if (field->text.n == 1 && (field->text.p[0] == '0' || field->text.p[0] == '1')) {
+        *out = field->text.p[0] == '1'; /* the usual text: one digit, nothing around it */
         return 1;
     }
     Span t = trim(field->text);
@@ -696,7 +762,9 @@ static int add_object(const Field *fields, const Field *corners, Output *out)
     for (int f = 0; f < 4; f++) {
         if (corners[f].state != LEAF)
             return 0;
-        int read = read_number(corners[f].text, &box[f], out->released);
+        int read = plain_number(corners[f].text, &box[f])
+                       ? 1
+                       : read_number(corners[f].text, &box[f], out->released);
         if (read <= 0)
             return read;
         if (!(fabs(box[f]) <= out->max_coordinate))
@@ -706,7 +774,9 @@ static int add_object(const Field *fields, const Field *corners, Output *out)
         return 0;
     double value = Py_NAN;
     if (score->state == LEAF) {
-        int read = read_number(score->text, &value, out->released);
+        int read = plain_number(score->text, &value)
+                       ? 1
+                       : read_number(score->text, &value, out->released);
         if (read <= 0)
             return read;
         if (!isfinite(value))
@@ -811,6 +881,11 @@ static int read_object(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Tag *o
             pos = tag.end;
         }
     }
+    /* Its bytes are checked once its end is known (read_file checks the bytes around the
+     * objects); those of a later object read by this layout are the same segments, and
+     * only its texts are checked (read_like). */
+    if (!plain_range(s, n, start, pos))
+        return 0;
     *end = pos;
     layout->texts = texts <= LAYOUT_TEXTS ? texts : -1;
     layout->segments[texts <= LAYOUT_TEXTS ? texts : 0].p = s + mark;
@@ -818,6 +893,27 @@ static int read_object(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Tag *o
     memcpy(layout->fields, fields, sizeof fields);
     memcpy(layout->corners, corners, sizeof corners);
     return add_object(fields, corners, out);
+}
+
+/* The end of a text (the index of the next '<') if its bytes are plain (as plain_range
+ * checks them), else -1. A text is mostly a few bytes: where 16 bytes remain and SSE2 is
+ * there, one load finds its end and checks it at once. */
+static inline Py_ssize_t text_end(const u8 *s, Py_ssize_t n, Py_ssize_t text)
+{
+#if VOCMATCH_SSE2
+    if (n - text >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + text));
+        unsigned int open = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
+        if (open != 0) {
+            int length = lowest_bit(open);
+            unsigned int before = (1u << length) - 1;
+            if (((unsigned int)_mm_movemask_epi8(unplain_vector(v)) & before) == 0)
+                return text + length;
+        }
+    }
+#endif
+    Py_ssize_t end = find_open(s, n, text);
+    return end < 0 || !plain_range(s, n, text, end) ? -1 : end;
 }
 
 /* Read the object whose '<' is at s[start] by the layout of the one before: 1 read (its
@@ -837,7 +933,7 @@ static int read_like(const u8 *s, Py_ssize_t n, Py_ssize_t start, const Layout *
         if (n - pos < segment.n || memcmp(s + pos, segment.p, (size_t)segment.n) != 0)
             return 0;
         Py_ssize_t text = pos + segment.n;
-        pos = find_open(s, n, text);
+        pos = text_end(s, n, text);
         if (pos < 0)
             return 0;
         int role = layout->role[i];
@@ -1015,10 +1111,17 @@ static void output_free(Output *out)
  * for Python's conversion of a number the exact path cannot convert. */
 static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
 {
-    if (!plain_bytes(s, n))
-        return 0;
+    /* Every byte is checked (plain_range) once, where it is read: the header here, each
+     * object read tag by tag whole (read_object), each text of an object read by a layout
+     * (read_like: the segments around its texts are those of an object checked before),
+     * the bytes between objects below, and the end (whitespace and the root's end tag).
+     * These ranges start at a '<' or after a '>' and end before a '<' or after a '>',
+     * which no UTF-8 sequence and no "]]>" crosses, and a range's last sequence or ']' is
+     * checked with the bytes after it: a file is read only if its bytes are plain. */
     Py_ssize_t start = after_declaration(s, n);
     if (start < 0 || !read_header(s, n, start, header))
+        return 0;
+    if (!plain_range(s, n, 0, header->first_object < 0 ? n : header->first_object))
         return 0;
     if (header->first_object < 0)
         return 1; /* no objects: the header is the whole file */
@@ -1054,8 +1157,11 @@ static int read_file(const u8 *s, Py_ssize_t n, Output *out, Header *header)
         }
         if (!next_tag(s, n, end, &at, &tag))
             return 0;
-        if (!tag.closing && SPAN_IS(tag.name, "object"))
+        if (!tag.closing && SPAN_IS(tag.name, "object")) {
+            if (!plain_range(s, n, end, at))
+                return 0; /* the text between two objects */
             continue;
+        }
         if (!tag.closing || !SPAN_IS(tag.name, "annotation"))
             return 0;
         /* The root's end: whitespace only since the last object, and to the end. */
@@ -1190,7 +1296,7 @@ static int32_t table_find(const Table *table, Span t, uint32_t hash)
 static PyObject *stripped_text(Span t)
 {
     /* ASCII without CR inside: str.strip removes only what trim removes (the other ASCII
-     * whitespace is control characters, which plain_bytes refuses). */
+     * whitespace is control characters, which plain_range refuses). */
     Span trimmed = trim(t);
     int ascii = trimmed.n == 0 || memchr(trimmed.p, '\r', (size_t)trimmed.n) == NULL;
     for (Py_ssize_t i = 0; ascii && i < trimmed.n; i++)
@@ -1364,45 +1470,86 @@ static int add_size_code(Chunk *chunk, const int64_t *values)
     return 1;
 }
 
-/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the chunk holds or
- * one whose stripped text is not empty (an empty name is the parser's to refuse), 0 if
- * not, -1 an error. Nothing is added to the table. */
+/* The code of a text in the table, the text added (with its parser's reading) if new: the
+ * code, or -1 (an error). */
+static int32_t span_code(Table *table, Span t)
+{
+    uint32_t hash = span_hash(t);
+    int32_t code = table_find(table, t, hash);
+    if (code >= 0)
+        return code;
+    PyObject *text = stripped_text(t);
+    if (text == NULL)
+        return -1;
+    code = table_add(table, t, hash, text);
+    Py_DECREF(text);
+    return code;
+}
+
+/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the
+ * chunk holds or one whose stripped text is not empty (an empty name is the parser's to
+ * refuse), 0 if not, -1 an error. Nothing is added to the table; each name's code is
+ * appended to the chunk's name codes, -1 for a name the table does not hold yet (the
+ * caller takes them back unless it adds the file: see name_codes). */
 static int names_usable(Chunk *chunk, size_t first, size_t count)
 {
     const Span *names = (const Span *)chunk->out.names.p;
     for (size_t i = first; i < count; i++) {
-        if (table_find(&chunk->names, names[i], span_hash(names[i])) >= 0)
-            continue;
-        PyObject *text = stripped_text(names[i]);
-        if (text == NULL)
+        int32_t code = table_find(&chunk->names, names[i], span_hash(names[i]));
+        if (code < 0) {
+            PyObject *text = stripped_text(names[i]);
+            if (text == NULL)
+                return -1;
+            Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+            Py_DECREF(text);
+            if (length == 0)
+                return 0;
+        }
+        if (!column_add(&chunk->name_codes, &code, sizeof code)) {
+            PyErr_NoMemory();
             return -1;
-        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-        Py_DECREF(text);
-        if (length == 0)
-            return 0;
+        }
     }
     return 1;
 }
 
-/* The code of each span from `first` to `count` (adding new texts), appended to `codes`:
- * 1 or -1. */
+/* The codes names_usable left -1 (from `mark`, a byte offset into the chunk's name codes,
+ * for spans from `first` to `count`), their names added to the table: 1 or -1. A name
+ * found by names_usable is hashed once. */
+static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
+{
+    const Span *names = (const Span *)chunk->out.names.p;
+    int32_t *codes = (int32_t *)(void *)(chunk->name_codes.p + mark);
+    for (size_t i = first; i < count; i++, codes++) {
+        if (*codes < 0) {
+            *codes = span_code(&chunk->names, names[i]);
+            if (*codes < 0)
+                return -1;
+        }
+    }
+    return 1;
+}
+
+/* The code of each span from `first` to `count` (adding new texts; -1 for an absent one),
+ * appended to `codes`: 1 or -1. A span the same as the one before (a file's poses mostly
+ * are) takes its code without a look-up. */
 static int add_codes(Table *table, const Column *spans, size_t first, size_t count,
                      Column *codes)
 {
     const Span *span = (const Span *)spans->p;
+    Span last = {NULL, -1};
+    int32_t last_code = -1;
     for (size_t i = first; i < count; i++) {
         int32_t code = -1;
         if (span[i].n >= 0) {
-            uint32_t hash = span_hash(span[i]);
-            code = table_find(table, span[i], hash);
-            if (code < 0) {
-                PyObject *text = stripped_text(span[i]);
-                if (text == NULL)
-                    return -1;
-                code = table_add(table, span[i], hash, text);
-                Py_DECREF(text);
+            if (span[i].n == last.n && memcmp(span[i].p, last.p, (size_t)last.n) == 0) {
+                code = last_code;
+            } else {
+                code = span_code(table, span[i]);
                 if (code < 0)
                     return -1;
+                last = span[i];
+                last_code = code;
             }
         }
         if (!column_add(codes, &code, sizeof code)) {
@@ -1561,6 +1708,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
     int64_t size[3];
     int read = plain_size(header, size);
     const int64_t *size_values = read == 1 ? size : NULL;
+    size_t codes_mark = chunk->name_codes.len;
     if (read > 0)
         read = names_usable(chunk, first, end);
     if (read > 0 && header->filename.state == LEAF) {
@@ -1571,7 +1719,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         int64_t count = (int64_t)(end - first);
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
-        if (add_codes(&chunk->names, &out->names, first, end, &chunk->name_codes) < 0 ||
+        if (name_codes(chunk, codes_mark, first, end) < 0 ||
             add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
             add_size_code(chunk, size_values) < 0)
             read = -1;
@@ -1581,6 +1729,8 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         } else if (PyList_Append(chunk->filenames, filename) < 0)
             read = -1;
     }
+    if (read == 0)
+        chunk->name_codes.len = codes_mark; /* the file is left: none of its codes */
     Py_XDECREF(filename);
     return read;
 }
