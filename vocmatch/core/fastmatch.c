@@ -100,6 +100,25 @@ static inline void or_bit(void *flags, Py_ssize_t size, Py_ssize_t at, int bit)
     }
 }
 
+/* Every bit of `mask` set in flags[at] (an integer of `size` bytes holding the mask). */
+static inline void or_mask(void *flags, Py_ssize_t size, Py_ssize_t at, uint64_t mask)
+{
+    switch (size) {
+    case 1:
+        ((uint8_t *)flags)[at] |= (uint8_t)mask;
+        break;
+    case 2:
+        ((uint16_t *)flags)[at] |= (uint16_t)mask;
+        break;
+    case 4:
+        ((uint32_t *)flags)[at] |= (uint32_t)mask;
+        break;
+    default:
+        ((uint64_t *)flags)[at] |= mask;
+        break;
+    }
+}
+
 static inline int passes(double v, double t, int strict) { return strict ? v > t : v >= t; }
 
 /* The unmatched rule's choice among a prediction's candidates: whether ground truth g (of
@@ -418,6 +437,11 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             lowest = rth[t];
             any_threshold = 1;
         }
+    /* The own thresholds rise (none NaN): a pair failing one fails those after it. */
+    int rising = 1;
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] != th[t] || (t > 0 && !(th[t] >= th[t - 1])))
+            rising = 0;
     /* As numpy's minimum: a NaN threshold of the own matching lets no pair pass. */
     for (Py_ssize_t t = 0; t < n_t; t++)
         if (th[t] != th[t])
@@ -529,20 +553,37 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
             int64_t p = j + p_low;
             q++;
-            /* The evaluation's own matching, threshold by threshold. */
+            /* The evaluation's own matching, threshold by threshold. A prediction of one
+             * pair under rising thresholds (most of them) takes its one ground truth at each
+             * threshold its IoU passes where it is free (or a crowd region), as pick does,
+             * and stops at the first threshold it fails: it fails every one above. */
+            const int one_pair = b - a == 1 && rising;
+            const int64_t g_one = one_pair ? index_at(&gt, order[a]) : -1;
+            const double v_one = one_pair ? v_all[order[a]] : 0.0;
+            if (hit_reserve(&run, n_t) < 0) {
+                failed = 1;
+                break;
+            }
             for (Py_ssize_t t = 0; t < n_t; t++) {
                 int best_counts = 0;
                 double best_v = 0.0;
-                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr,
-                                    ign, first, &best_counts, &best_v);
+                int64_t best;
+                if (one_pair) {
+                    if (!passes(v_one, th[t], strict)) {
+                        for (; t < n_t; t++)
+                            own_best[t] = -1;
+                        break;
+                    }
+                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
+                    best_v = v_one;
+                } else {
+                    best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr, ign,
+                                first, &best_counts, &best_v);
+                }
                 own_best[t] = best;
                 if (best < 0)
                     continue;
                 tk[best * n_t + t] = 1;
-                if (hit_reserve(&run, 1) < 0) {
-                    failed = 1;
-                    break;
-                }
                 run.level[run.n] = t;
                 run.pred[run.n] = p;
                 run.gt[run.n] = best;
@@ -554,22 +595,47 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             /* Each area range: the own matching's picks where alike in this image-class
              * (every pair of a prediction lies in its image-class), else its own state. */
             int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
+            /* The own picks at the ranges' thresholds, read once for every set alike here:
+             * a set alike takes them all (matched bits), each one's ignored bit its own. */
+            int any_alike = 0;
+            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
+                any_alike = r_alike[s * n_gt + g_cell] != 0;
+            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
+            int64_t hit_g[64];
+            Py_ssize_t n_own_hits = 0;
+            uint64_t own_mask = 0;
+            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
+                int64_t best = own_best[r_level[t]];
+                if (best < 0)
+                    continue;
+                own_mask |= (uint64_t)1 << t;
+                hit_t[n_own_hits] = (int)t;
+                hit_g[n_own_hits] = best;
+                n_own_hits++;
+            }
             for (Py_ssize_t s = 0; s < r_sets; s++) {
                 const u8 *ign_s = r_ign + s * n_gt;
                 Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
                 int alike = r_alike[s * n_gt + g_cell];
+                if (alike) {
+                    if (own_mask == 0)
+                        continue;
+                    uint64_t ignored_mask = 0;
+                    for (Py_ssize_t h = 0; h < n_own_hits; h++)
+                        ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
+                    or_mask(r_matched, r_size, at, own_mask);
+                    if (ignored_mask)
+                        or_mask(r_ignored, r_size, at, ignored_mask);
+                    continue;
+                }
                 for (Py_ssize_t t = 0; t < r_t; t++) {
-                    int64_t best;
-                    if (alike) {
-                        best = own_best[r_level[t]];
-                    } else {
-                        int best_counts = 0;
-                        double best_v = 0.0;
-                        best = pick(order, a, b, v_all, &gt, rth[t], strict, r_tk + s * r_t + t,
-                                    r_per_gt, cr, ign_s, first, &best_counts, &best_v);
-                        if (best >= 0)
-                            r_tk[best * r_per_gt + s * r_t + t] = 1;
-                    }
+                    int best_counts = 0;
+                    double best_v = 0.0;
+                    int64_t best = pick(order, a, b, v_all, &gt, rth[t], strict,
+                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
+                                        &best_counts, &best_v);
+                    if (best >= 0)
+                        r_tk[best * r_per_gt + s * r_t + t] = 1;
                     if (best < 0)
                         continue;
                     or_bit(r_matched, r_size, at, (int)t);
