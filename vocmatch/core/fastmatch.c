@@ -137,11 +137,12 @@ static inline int beats(int counts, double v, int64_t g, int best_counts, double
 /* The ground truth a prediction takes at one threshold under the unmatched rule, among its
  * candidate pairs order[a..b) (IoU v_all, ground truth gt), or -1: the IoU passes the
  * threshold, the ground truth is not taken (taken[g * stride]) or is a crowd region, and
- * it beats the others (beats). Its counting flag and IoU go to *best_counts and *best_v. */
+ * it beats the others (beats). Its counting flag, IoU and pair go to *best_counts, *best_v
+ * and *best_pair. */
 static int64_t pick(const Py_ssize_t *order, Py_ssize_t a, Py_ssize_t b, const double *v_all,
                     const Buf *gt, double threshold, int strict, const u8 *taken,
                     Py_ssize_t stride, const u8 *crowd, const u8 *ignore, int first,
-                    int *best_counts, double *best_v)
+                    int *best_counts, double *best_v, Py_ssize_t *best_pair)
 {
     int64_t best = -1;
     for (Py_ssize_t j = a; j < b; j++) {
@@ -158,6 +159,7 @@ static int64_t pick(const Py_ssize_t *order, Py_ssize_t a, Py_ssize_t b, const d
         best = g;
         *best_counts = counts;
         *best_v = v;
+        *best_pair = i;
     }
     return best;
 }
@@ -199,9 +201,11 @@ done:
 
 /* --- ranked_pass ----------------------------------------------------------------------- */
 
+/* A rank's matched pairs as found (prediction by prediction), before they are ordered by
+ * threshold: each one's place among the pairs times 2**shift, plus its threshold (8 bytes
+ * a pair: its prediction, ground truth and IoU are read from the pairs again). */
 typedef struct {
-    int64_t *level, *pred, *gt;
-    double *iou;
+    int64_t *entry;
     Py_ssize_t n, cap;
 } HitList;
 
@@ -222,22 +226,13 @@ static int hit_reserve(HitList *h, Py_ssize_t more)
     Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
     while (cap < h->n + more)
         cap *= 2;
-    if (grow((void **)&h->level, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->pred, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->gt, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->iou, cap, sizeof(double)) < 0)
+    if (grow((void **)&h->entry, cap, sizeof(int64_t)) < 0)
         return -1;
     h->cap = cap;
     return 0;
 }
 
-static void hit_free(HitList *h)
-{
-    PyMem_Free(h->level);
-    PyMem_Free(h->pred);
-    PyMem_Free(h->gt);
-    PyMem_Free(h->iou);
-}
+static void hit_free(HitList *h) { PyMem_Free(h->entry); }
 
 /* Matched pairs written straight into four bytearrays of a known bound (level, pred, gt as
  * int64, iou as float64), cut to their length when returned: the arrays numpy reads. */
@@ -437,6 +432,15 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             lowest = rth[t];
             any_threshold = 1;
         }
+    /* A found pair's entry: its place among the pairs above `shift` bits of its level. */
+    int shift = 0;
+    while (((Py_ssize_t)1 << shift) < n_t)
+        shift++;
+    const int64_t level_mask = ((int64_t)1 << shift) - 1;
+    if (shift > 62 || (int64_t)k > (INT64_MAX >> shift)) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* The own thresholds rise (none NaN): a pair failing one fails those after it. */
     int rising = 1;
     for (Py_ssize_t t = 0; t < n_t; t++)
@@ -567,6 +571,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             for (Py_ssize_t t = 0; t < n_t; t++) {
                 int best_counts = 0;
                 double best_v = 0.0;
+                Py_ssize_t best_pair = order[a];
                 int64_t best;
                 if (one_pair) {
                     if (!passes(v_one, th[t], strict)) {
@@ -578,17 +583,13 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                     best_v = v_one;
                 } else {
                     best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr, ign,
-                                first, &best_counts, &best_v);
+                                first, &best_counts, &best_v, &best_pair);
                 }
                 own_best[t] = best;
                 if (best < 0)
                     continue;
                 tk[best * n_t + t] = 1;
-                run.level[run.n] = t;
-                run.pred[run.n] = p;
-                run.gt[run.n] = best;
-                run.iou[run.n] = best_v;
-                run.n++;
+                run.entry[run.n++] = ((int64_t)best_pair << shift) | (int64_t)t;
             }
             if (failed)
                 break;
@@ -631,9 +632,10 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                 for (Py_ssize_t t = 0; t < r_t; t++) {
                     int best_counts = 0;
                     double best_v = 0.0;
+                    Py_ssize_t best_pair = 0;
                     int64_t best = pick(order, a, b, v_all, &gt, rth[t], strict,
                                         r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
-                                        &best_counts, &best_v);
+                                        &best_counts, &best_v, &best_pair);
                     if (best >= 0)
                         r_tk[best * r_per_gt + s * r_t + t] = 1;
                     if (best < 0)
@@ -650,15 +652,17 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
          * stable counting sort on the threshold. */
         memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
         for (Py_ssize_t h = 0; h < run.n; h++)
-            t_count[run.level[h] + 1]++;
+            t_count[(run.entry[h] & level_mask) + 1]++;
         for (Py_ssize_t t = 0; t < n_t; t++)
             t_count[t + 1] += t_count[t];
         for (Py_ssize_t h = 0; h < run.n; h++) {
-            Py_ssize_t to = out.n + t_count[run.level[h]]++;
-            out.level[to] = run.level[h];
-            out.pred[to] = run.pred[h];
-            out.gt[to] = run.gt[h];
-            out.iou[to] = run.iou[h];
+            const int64_t level = run.entry[h] & level_mask;
+            const Py_ssize_t i = (Py_ssize_t)(run.entry[h] >> shift);
+            Py_ssize_t to = out.n + t_count[level]++;
+            out.level[to] = level;
+            out.pred[to] = index_at(&pred, i);
+            out.gt[to] = index_at(&gt, i);
+            out.iou[to] = v_all[i];
         }
         out.n += run.n;
     }
