@@ -605,6 +605,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             int64_t hit_g[64];
             Py_ssize_t n_own_hits = 0;
             uint64_t own_mask = 0;
+            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
             for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
                 int64_t best = own_best[r_level[t]];
                 if (best < 0)
@@ -612,6 +613,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                 own_mask |= (uint64_t)1 << t;
                 hit_t[n_own_hits] = (int)t;
                 hit_g[n_own_hits] = best;
+                one_gt &= best == hit_g[0];
                 n_own_hits++;
             }
             for (Py_ssize_t s = 0; s < r_sets; s++) {
@@ -622,8 +624,11 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                     if (own_mask == 0)
                         continue;
                     uint64_t ignored_mask = 0;
-                    for (Py_ssize_t h = 0; h < n_own_hits; h++)
-                        ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
+                    if (one_gt)
+                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
+                    else
+                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
+                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
                     or_mask(r_matched, r_size, at, own_mask);
                     if (ignored_mask)
                         or_mask(r_ignored, r_size, at, ignored_mask);
