@@ -1220,13 +1220,15 @@ static PyObject *alike_cells(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     uint32_t or_run = 0, and_run = 0;
     for (Py_ssize_t g = 0; g < n_gt; g++) {
+        const int start = g == 0 || cells[g] != cells[g - 1];
+        if (start && (g == n_gt - 1 || cells[g + 1] != cells[g]))
+            continue; /* an image-class of one ground truth: the backward pass's */
         const uint32_t m = mine[g] != 0;
         uint32_t code = m;
         for (int s = 0; s < n_sets; s++) {
             const uint32_t x = ign[s * n_gt + g] != 0;
             code |= x << (1 + s) | (x ^ m) << (1 + n_sets + s);
         }
-        const int start = g == 0 || cells[g] != cells[g - 1];
         or_run = start ? code : (or_run | code);
         and_run = start ? code : (and_run & code);
         any[g] = or_run;
@@ -1235,6 +1237,13 @@ static PyObject *alike_cells(PyObject *self, PyObject *args)
     uint32_t answer = 0; /* bit s: set s is alike in the run */
     for (Py_ssize_t g = n_gt - 1; g >= 0; g--) {
         const int end = g == n_gt - 1 || cells[g + 1] != cells[g];
+        if (end && (g == 0 || cells[g] != cells[g - 1])) {
+            /* One ground truth: every set ignores all or none of it, and so does the own
+             * set, so every set is alike there. */
+            for (int s = 0; s < n_sets; s++)
+                out[s * n_gt + g] = 1;
+            continue;
+        }
         const uint32_t o = any[g], a = all[g];
         const uint32_t own_uniform = ((o & 1) == 0) | (a & 1);
         uint32_t here = 0;
