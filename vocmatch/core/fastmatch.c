@@ -100,6 +100,25 @@ static inline void or_bit(void *flags, Py_ssize_t size, Py_ssize_t at, int bit)
     }
 }
 
+/* Every bit of `mask` set in flags[at] (an integer of `size` bytes holding the mask). */
+static inline void or_mask(void *flags, Py_ssize_t size, Py_ssize_t at, uint64_t mask)
+{
+    switch (size) {
+    case 1:
+        ((uint8_t *)flags)[at] |= (uint8_t)mask;
+        break;
+    case 2:
+        ((uint16_t *)flags)[at] |= (uint16_t)mask;
+        break;
+    case 4:
+        ((uint32_t *)flags)[at] |= (uint32_t)mask;
+        break;
+    default:
+        ((uint64_t *)flags)[at] |= mask;
+        break;
+    }
+}
+
 static inline int passes(double v, double t, int strict) { return strict ? v > t : v >= t; }
 
 /* The unmatched rule's choice among a prediction's candidates: whether ground truth g (of
@@ -118,11 +137,12 @@ static inline int beats(int counts, double v, int64_t g, int best_counts, double
 /* The ground truth a prediction takes at one threshold under the unmatched rule, among its
  * candidate pairs order[a..b) (IoU v_all, ground truth gt), or -1: the IoU passes the
  * threshold, the ground truth is not taken (taken[g * stride]) or is a crowd region, and
- * it beats the others (beats). Its counting flag and IoU go to *best_counts and *best_v. */
+ * it beats the others (beats). Its counting flag, IoU and pair go to *best_counts, *best_v
+ * and *best_pair. */
 static int64_t pick(const Py_ssize_t *order, Py_ssize_t a, Py_ssize_t b, const double *v_all,
                     const Buf *gt, double threshold, int strict, const u8 *taken,
                     Py_ssize_t stride, const u8 *crowd, const u8 *ignore, int first,
-                    int *best_counts, double *best_v)
+                    int *best_counts, double *best_v, Py_ssize_t *best_pair)
 {
     int64_t best = -1;
     for (Py_ssize_t j = a; j < b; j++) {
@@ -139,6 +159,7 @@ static int64_t pick(const Py_ssize_t *order, Py_ssize_t a, Py_ssize_t b, const d
         best = g;
         *best_counts = counts;
         *best_v = v;
+        *best_pair = i;
     }
     return best;
 }
@@ -180,9 +201,11 @@ done:
 
 /* --- ranked_pass ----------------------------------------------------------------------- */
 
+/* A rank's matched pairs as found (prediction by prediction), before they are ordered by
+ * threshold: each one's place among the pairs times 2**shift, plus its threshold (8 bytes
+ * a pair: its prediction, ground truth and IoU are read from the pairs again). */
 typedef struct {
-    int64_t *level, *pred, *gt;
-    double *iou;
+    int64_t *entry;
     Py_ssize_t n, cap;
 } HitList;
 
@@ -203,22 +226,13 @@ static int hit_reserve(HitList *h, Py_ssize_t more)
     Py_ssize_t cap = h->cap ? 2 * h->cap : 1024;
     while (cap < h->n + more)
         cap *= 2;
-    if (grow((void **)&h->level, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->pred, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->gt, cap, sizeof(int64_t)) < 0 ||
-        grow((void **)&h->iou, cap, sizeof(double)) < 0)
+    if (grow((void **)&h->entry, cap, sizeof(int64_t)) < 0)
         return -1;
     h->cap = cap;
     return 0;
 }
 
-static void hit_free(HitList *h)
-{
-    PyMem_Free(h->level);
-    PyMem_Free(h->pred);
-    PyMem_Free(h->gt);
-    PyMem_Free(h->iou);
-}
+static void hit_free(HitList *h) { PyMem_Free(h->entry); }
 
 /* Matched pairs written straight into four bytearrays of a known bound (level, pred, gt as
  * int64, iou as float64), cut to their length when returned: the arrays numpy reads. */
@@ -418,6 +432,20 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             lowest = rth[t];
             any_threshold = 1;
         }
+    /* A found pair's entry: its place among the pairs above `shift` bits of its level. */
+    int shift = 0;
+    while (((Py_ssize_t)1 << shift) < n_t)
+        shift++;
+    const int64_t level_mask = ((int64_t)1 << shift) - 1;
+    if (shift > 62 || (int64_t)k > (INT64_MAX >> shift)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The own thresholds rise (none NaN): a pair failing one fails those after it. */
+    int rising = 1;
+    for (Py_ssize_t t = 0; t < n_t; t++)
+        if (th[t] != th[t] || (t > 0 && !(th[t] >= th[t - 1])))
+            rising = 0;
     /* As numpy's minimum: a NaN threshold of the own matching lets no pair pass. */
     for (Py_ssize_t t = 0; t < n_t; t++)
         if (th[t] != th[t])
@@ -529,47 +557,92 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
             Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
             int64_t p = j + p_low;
             q++;
-            /* The evaluation's own matching, threshold by threshold. */
+            /* The evaluation's own matching, threshold by threshold. A prediction of one
+             * pair under rising thresholds (most of them) takes its one ground truth at each
+             * threshold its IoU passes where it is free (or a crowd region), as pick does,
+             * and stops at the first threshold it fails: it fails every one above. */
+            const int one_pair = b - a == 1 && rising;
+            const int64_t g_one = one_pair ? index_at(&gt, order[a]) : -1;
+            const double v_one = one_pair ? v_all[order[a]] : 0.0;
+            if (hit_reserve(&run, n_t) < 0) {
+                failed = 1;
+                break;
+            }
             for (Py_ssize_t t = 0; t < n_t; t++) {
                 int best_counts = 0;
                 double best_v = 0.0;
-                int64_t best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr,
-                                    ign, first, &best_counts, &best_v);
+                Py_ssize_t best_pair = order[a];
+                int64_t best;
+                if (one_pair) {
+                    if (!passes(v_one, th[t], strict)) {
+                        for (; t < n_t; t++)
+                            own_best[t] = -1;
+                        break;
+                    }
+                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
+                    best_v = v_one;
+                } else {
+                    best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr, ign,
+                                first, &best_counts, &best_v, &best_pair);
+                }
                 own_best[t] = best;
                 if (best < 0)
                     continue;
                 tk[best * n_t + t] = 1;
-                if (hit_reserve(&run, 1) < 0) {
-                    failed = 1;
-                    break;
-                }
-                run.level[run.n] = t;
-                run.pred[run.n] = p;
-                run.gt[run.n] = best;
-                run.iou[run.n] = best_v;
-                run.n++;
+                run.entry[run.n++] = ((int64_t)best_pair << shift) | (int64_t)t;
             }
             if (failed)
                 break;
             /* Each area range: the own matching's picks where alike in this image-class
              * (every pair of a prediction lies in its image-class), else its own state. */
             int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
+            /* The own picks at the ranges' thresholds, read once for every set alike here:
+             * a set alike takes them all (matched bits), each one's ignored bit its own. */
+            int any_alike = 0;
+            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
+                any_alike = r_alike[s * n_gt + g_cell] != 0;
+            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
+            int64_t hit_g[64];
+            Py_ssize_t n_own_hits = 0;
+            uint64_t own_mask = 0;
+            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
+            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
+                int64_t best = own_best[r_level[t]];
+                if (best < 0)
+                    continue;
+                own_mask |= (uint64_t)1 << t;
+                hit_t[n_own_hits] = (int)t;
+                hit_g[n_own_hits] = best;
+                one_gt &= best == hit_g[0];
+                n_own_hits++;
+            }
             for (Py_ssize_t s = 0; s < r_sets; s++) {
                 const u8 *ign_s = r_ign + s * n_gt;
                 Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
                 int alike = r_alike[s * n_gt + g_cell];
+                if (alike) {
+                    if (own_mask == 0)
+                        continue;
+                    uint64_t ignored_mask = 0;
+                    if (one_gt)
+                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
+                    else
+                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
+                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
+                    or_mask(r_matched, r_size, at, own_mask);
+                    if (ignored_mask)
+                        or_mask(r_ignored, r_size, at, ignored_mask);
+                    continue;
+                }
                 for (Py_ssize_t t = 0; t < r_t; t++) {
-                    int64_t best;
-                    if (alike) {
-                        best = own_best[r_level[t]];
-                    } else {
-                        int best_counts = 0;
-                        double best_v = 0.0;
-                        best = pick(order, a, b, v_all, &gt, rth[t], strict, r_tk + s * r_t + t,
-                                    r_per_gt, cr, ign_s, first, &best_counts, &best_v);
-                        if (best >= 0)
-                            r_tk[best * r_per_gt + s * r_t + t] = 1;
-                    }
+                    int best_counts = 0;
+                    double best_v = 0.0;
+                    Py_ssize_t best_pair = 0;
+                    int64_t best = pick(order, a, b, v_all, &gt, rth[t], strict,
+                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
+                                        &best_counts, &best_v, &best_pair);
+                    if (best >= 0)
+                        r_tk[best * r_per_gt + s * r_t + t] = 1;
                     if (best < 0)
                         continue;
                     or_bit(r_matched, r_size, at, (int)t);
@@ -584,15 +657,17 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
          * stable counting sort on the threshold. */
         memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
         for (Py_ssize_t h = 0; h < run.n; h++)
-            t_count[run.level[h] + 1]++;
+            t_count[(run.entry[h] & level_mask) + 1]++;
         for (Py_ssize_t t = 0; t < n_t; t++)
             t_count[t + 1] += t_count[t];
         for (Py_ssize_t h = 0; h < run.n; h++) {
-            Py_ssize_t to = out.n + t_count[run.level[h]]++;
-            out.level[to] = run.level[h];
-            out.pred[to] = run.pred[h];
-            out.gt[to] = run.gt[h];
-            out.iou[to] = run.iou[h];
+            const int64_t level = run.entry[h] & level_mask;
+            const Py_ssize_t i = (Py_ssize_t)(run.entry[h] >> shift);
+            Py_ssize_t to = out.n + t_count[level]++;
+            out.level[to] = level;
+            out.pred[to] = index_at(&pred, i);
+            out.gt[to] = index_at(&gt, i);
+            out.iou[to] = v_all[i];
         }
         out.n += run.n;
     }
@@ -1145,13 +1220,15 @@ static PyObject *alike_cells(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     uint32_t or_run = 0, and_run = 0;
     for (Py_ssize_t g = 0; g < n_gt; g++) {
+        const int start = g == 0 || cells[g] != cells[g - 1];
+        if (start && (g == n_gt - 1 || cells[g + 1] != cells[g]))
+            continue; /* an image-class of one ground truth: the backward pass's */
         const uint32_t m = mine[g] != 0;
         uint32_t code = m;
         for (int s = 0; s < n_sets; s++) {
             const uint32_t x = ign[s * n_gt + g] != 0;
             code |= x << (1 + s) | (x ^ m) << (1 + n_sets + s);
         }
-        const int start = g == 0 || cells[g] != cells[g - 1];
         or_run = start ? code : (or_run | code);
         and_run = start ? code : (and_run & code);
         any[g] = or_run;
@@ -1160,6 +1237,13 @@ static PyObject *alike_cells(PyObject *self, PyObject *args)
     uint32_t answer = 0; /* bit s: set s is alike in the run */
     for (Py_ssize_t g = n_gt - 1; g >= 0; g--) {
         const int end = g == n_gt - 1 || cells[g + 1] != cells[g];
+        if (end && (g == 0 || cells[g] != cells[g - 1])) {
+            /* One ground truth: every set ignores all or none of it, and so does the own
+             * set, so every set is alike there. */
+            for (int s = 0; s < n_sets; s++)
+                out[s * n_gt + g] = 1;
+            continue;
+        }
         const uint32_t o = any[g], a = all[g];
         const uint32_t own_uniform = ((o & 1) == 0) | (a & 1);
         uint32_t here = 0;

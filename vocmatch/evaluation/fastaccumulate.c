@@ -69,14 +69,17 @@ typedef struct {
 typedef struct {
     /* The class's flags in its ranking, area range by area range (read once per class,
      * then walked contiguously): */
-    uint64_t *matched, *ignored; /* (A, n) */
+    uint64_t *matched, *ignored; /* (A, n) the thresholds' bits: true positives (matched to
+                                  * ground truth that counts); matched to ignored ground
+                                  * truth, where the prediction lies inside (else none) */
     uint8_t *inside;             /* (A, n) */
     Py_ssize_t *reach;  /* (R,) true positives before each recall level is reached */
+    Py_ssize_t *level_at; /* (n + 1,) the last level reached at each count of true positives
+                           * (-1 before the first) */
     /* (T, R) the true positive of best precision among those of each level: its true
      * positives and its counted predictions (0 for none) */
     int64_t *best_tp, *best_counted;
     int64_t *tp, *delta; /* (T,) true positives; counted minus the unmatched rule's count */
-    Py_ssize_t *level;  /* (T,) the last level reached (-1 before the first) */
 } Scratch;
 
 /* Precision at a true positive: tp / (tp + fp + eps) in float64, as numpy computes it. */
@@ -119,7 +122,6 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
     for (Py_ssize_t t = 0; t < n_t; t++) {
         s->tp[t] = 0;
         s->delta[t] = 0;
-        s->level[t] = -1;
         for (Py_ssize_t r = 0; r < n_r; r++) {
             s->best_counted[t * n_r + r] = 0;
         }
@@ -127,11 +129,10 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
     const int64_t n = high - low;
     /* Integer comparisons of the ratios (see better()) hold for eps up to 2**-52. */
     const int exact = n < ((int64_t)1 << 31) && job->eps >= 0.0 && job->eps <= DBL_EPSILON;
-    /* The bits of the thresholds (a flag's other bits are not read). */
-    const uint64_t mask = n_t >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_t) - 1);
     const int64_t *rank = job->rank + low;
-    const uint64_t *matched = s->matched + a * n, *ignored_of = s->ignored + a * n;
+    const uint64_t *hits = s->matched + a * n, *ignored_of = s->ignored + a * n;
     const uint8_t *inside_of = s->inside + a * n;
+    const Py_ssize_t *level_at = s->level_at;
     int64_t base = 0; /* predictions kept inside the area range */
     for (int64_t i = 0; i < n; i++) {
         if (rank[i] >= max_det) {
@@ -139,28 +140,19 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
         }
         const int inside = inside_of[i];
         base += inside;
-        uint64_t hit = matched[i] & mask;
-        if (hit == 0) {
-            continue;
+        /* Matched to an ignored object: not counted (it was counted in base). */
+        for (uint64_t ignored = ignored_of[i]; ignored != 0; ignored &= ignored - 1) {
+            s->delta[lowest_bit(ignored)] -= 1;
         }
-        const uint64_t ignored = ignored_of[i];
-        for (; hit != 0; hit &= hit - 1) {
+        for (uint64_t hit = hits[i]; hit != 0; hit &= hit - 1) {
             const int t = lowest_bit(hit);
-            if ((ignored >> t) & 1) {
-                s->delta[t] -= inside; /* matched to an ignored object: not counted */
-                continue;
-            }
             s->delta[t] += 1 - inside; /* a true positive counts, inside or not */
             const int64_t n_tp = ++s->tp[t];
-            const int64_t counted = base + s->delta[t];
-            Py_ssize_t level = s->level[t];
-            while (level + 1 < n_r && s->reach[level + 1] <= n_tp - 1) {
-                level++;
-            }
-            s->level[t] = level;
+            const Py_ssize_t level = level_at[n_tp];
             if (level < 0) {
                 continue;
             }
+            const int64_t counted = base + s->delta[t];
             int64_t *best_tp = &s->best_tp[t * n_r + level];
             int64_t *best_counted = &s->best_counted[t * n_r + level];
             if (better(n_tp, counted, *best_tp, *best_counted, job->eps, exact)) {
@@ -190,6 +182,21 @@ static void accumulate_one(const Job *job, Scratch *s, Py_ssize_t k, Py_ssize_t 
 }
 
 /* Every class in every area range with ground truth. */
+/* Predictions fetched ahead of their turn in a class's gathering. */
+#define PREFETCH_AHEAD 16
+
+/* Ask for the row-th of rows of `size` bytes (no effect on the result). */
+static inline void prefetch_row(const char *base, Py_ssize_t size, int64_t row)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(base + row * size);
+#else
+    (void)base;
+    (void)size;
+    (void)row;
+#endif
+}
+
 static void accumulate_all(const Job *job, Scratch *s)
 {
     const Py_ssize_t n_t = job->n_thresholds, n_r = job->n_levels, n_m = job->n_max_dets;
@@ -202,14 +209,28 @@ static void accumulate_all(const Job *job, Scratch *s)
             }
         }
         const Py_ssize_t n_a = job->n_areas;
+        /* The bits of the thresholds (a flag's other bits are not read). */
+        const uint64_t mask = n_t >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_t) - 1);
         for (int64_t i = low; i < high; i++) {
+            /* The rows lie anywhere in the flags: those a few places on are fetched early. */
+            if (i + PREFETCH_AHEAD < high) {
+                const int64_t ahead = job->rows[i + PREFETCH_AHEAD];
+                prefetch_row(job->matched, job->flag_size * n_a, ahead);
+                prefetch_row(job->ignored, job->flag_size * n_a, ahead);
+                prefetch_row(job->area, job->area_size, ahead);
+            }
             const int64_t row = job->rows[i];
             const uint64_t area = vm_bits_at(job->area, job->area_size, row);
             for (Py_ssize_t a = 0; a < n_a; a++) {
                 const Py_ssize_t at = a * (high - low) + (i - low);
-                s->inside[at] = (uint8_t)((area >> a) & 1);
-                s->matched[at] = vm_bits_at(job->matched, job->flag_size, row * n_a + a);
-                s->ignored[at] = vm_bits_at(job->ignored, job->flag_size, row * n_a + a);
+                const uint64_t inside = (area >> a) & 1;
+                const uint64_t matched =
+                    vm_bits_at(job->matched, job->flag_size, row * n_a + a) & mask;
+                const uint64_t ignored =
+                    vm_bits_at(job->ignored, job->flag_size, row * n_a + a) & matched;
+                s->inside[at] = (uint8_t)inside;
+                s->matched[at] = matched & ~ignored;
+                s->ignored[at] = inside ? ignored : 0;
             }
         }
         for (Py_ssize_t a = 0; a < n_a; a++) {
@@ -227,6 +248,15 @@ static void accumulate_all(const Job *job, Scratch *s)
                     j++;
                 }
                 s->reach[r] = j;
+            }
+            /* The last level reached at each count of true positives: level r is reached
+             * at the (reach[r] + 1)-th (levels past the class's predictions never are). */
+            Py_ssize_t level = -1;
+            for (int64_t n_tp = 0; n_tp <= cap; n_tp++) {
+                while (level + 1 < n_r && s->reach[level + 1] <= n_tp - 1) {
+                    level++;
+                }
+                s->level_at[n_tp] = level;
             }
             for (Py_ssize_t m = 0; m < n_m; m++) {
                 if (m > 0 && job->max_dets[m - 1] >= top) {
@@ -356,8 +386,9 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
     s.best_counted = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t * n_r + 1));
     s.tp = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t + 1));
     s.delta = PyMem_Malloc(sizeof(int64_t) * (size_t)(n_t + 1));
-    s.level = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n_t + 1));
-    if (s.matched && s.ignored && s.inside && s.reach && s.best_tp && s.best_counted && s.tp && s.delta && s.level) {
+    s.level_at = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)largest + 1));
+    if (s.matched && s.ignored && s.inside && s.reach && s.best_tp && s.best_counted && s.tp &&
+        s.delta && s.level_at) {
         Py_BEGIN_ALLOW_THREADS
         accumulate_all(&job, &s);
         Py_END_ALLOW_THREADS
@@ -374,7 +405,7 @@ static PyObject *coco_accumulate(PyObject *self, PyObject *args)
     PyMem_Free(s.best_counted);
     PyMem_Free(s.tp);
     PyMem_Free(s.delta);
-    PyMem_Free(s.level);
+    PyMem_Free(s.level_at);
 done:
     for (int i = 0; i < got; i++) {
         PyBuffer_Release(&views[i]);
