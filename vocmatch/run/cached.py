@@ -58,6 +58,7 @@ from vocmatch.errors import (
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.readers.file_stats import file_stat
+from vocmatch.readers.hashed_reads import HashingReader
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
@@ -245,28 +246,12 @@ class _Hashed:
     unreadable: bool
 
 
-class _HashingReader:
-    """Reads files as a run does, keeping each one's stat and the digest of its bytes."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, tuple[FileStat, bytes]] = {}
-
-    def __call__(self, path: str, max_bytes: int) -> bytes:
-        from vocmatch.readers.parse import read_bytes
-
-        stat = _stat(path)
-        data = read_bytes(path, max_bytes)
-        if stat is not None:
-            self.found[path] = (stat, hashlib.blake2b(data, digest_size=16).digest())
-        return data
-
-
 def hashed_part_records(
     part: Part, options: PartOptions, given_pred: ColumnSet | None = None
 ) -> _Hashed:
     """Read and match a changed chunk, hashing the bytes its reader reads (its predictions
     ``given`` when they are read already)."""
-    reader = _HashingReader()
+    reader = HashingReader()
     records = part_records(part, options, reader, given_pred)
     paths = [path for _, path in (*part.gt_files, *part.pred_files)]
     # A file that could not be read: the chunk is read again next time.
