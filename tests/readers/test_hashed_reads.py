@@ -41,6 +41,14 @@ def _use(monkeypatch: pytest.MonkeyPatch, reader: str) -> None:
         monkeypatch.delenv(scan.PURE_READER_VARIABLE, raising=False)
 
 
+def _found(reader: HashingReader, path: str) -> tuple[tuple[int, ...], bytes] | None:
+    """The stat and digest a reader keeps of a file."""
+    kept = reader.kept([path])
+    if kept is None:
+        return None
+    return tuple(kept.stats[0].tolist()), kept.digests[0].tobytes()
+
+
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=hashed_reads.DIGEST_SIZE).digest()
 
@@ -80,14 +88,17 @@ def test_a_hashing_reader_reads_as_the_pure_route(
     monkeypatch.setenv(scan.PURE_READER_VARIABLE, "1")
     pure = HashingReader()
     assert_same_columns(columns, read_listed_columns(files, MAX_BYTES, pure))
-    assert compiled.found == pure.found
+    unread = 0
     for _, path in files:
         try:
             data = read_bytes(path, MAX_BYTES)
         except AnnotationError:
-            assert path not in compiled.found
+            assert (compiled.kept([path]), pure.kept([path])) == (None, None)
+            unread += 1
         else:  # read, whether or not its records could be
-            assert compiled.found[path] == (file_stat(path), _digest(data))
+            assert _found(compiled, path) == _found(pure, path) == (file_stat(path), _digest(data))
+    paths = [path for _, path in files]
+    assert (compiled.kept(paths) is None) == (pure.kept(paths) is None) == (unread > 0)
 
 
 @needs_compiled
@@ -103,9 +114,12 @@ def test_a_chunk_of_many_batches_keeps_every_file(tmp_path: Path) -> None:
     reader = HashingReader()
     columns = read_listed_columns(files, 1 << 20, reader)
     assert len(columns.keys) == 700
-    assert reader.found == {
-        path: (file_stat(path), _digest(Path(path).read_bytes())) for _, path in files
-    }
+    kept = reader.kept([path for _, path in files][::-1])
+    assert kept is not None
+    assert kept.stats.tolist() == [list(file_stat(path) or ()) for _, path in files][::-1]
+    assert kept.digests.tobytes() == b"".join(
+        _digest(Path(path).read_bytes()) for _, path in files[::-1]
+    )
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -148,5 +162,5 @@ def test_a_file_edited_after_it_is_read_keeps_the_digest_of_the_bytes_read(
     columns = read_listed_columns(files, MAX_BYTES, hashing)
     assert Path(edited).read_bytes() == after
     assert len(columns.labels) == 6
-    assert hashing.found[edited] == (stat_before, _digest(before))
+    assert _found(hashing, edited) == (stat_before, _digest(before))
     assert file_stat(edited) != stat_before
