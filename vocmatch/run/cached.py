@@ -57,14 +57,13 @@ from vocmatch.errors import (
 )
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
-from vocmatch.readers.file_stats import file_stat
 from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
+    from vocmatch.evaluation.shards.cache_file import CacheContent, StatIndex
     from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
@@ -215,12 +214,6 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
         # What the chunk's key holds of predictions read already (a COCO results file's).
         hasher.update(b"\0given\0" + extra)
     return hasher.hexdigest()
-
-
-def _stat(path: str) -> FileStat | None:
-    """The file's stat as :func:`~vocmatch.readers.file_stats.file_stats` gives it, or None
-    when it cannot be stat'ed."""
-    return file_stat(path)
 
 
 def _digest(path: str) -> bytes | None:
