@@ -195,3 +195,10 @@ def test_a_file_edited_while_a_cold_run_reads_it(
     spy = _Matched(monkeypatch)
     assert run_cli(*args, "--cache", cache) == after
     assert spy.chunks == 1
+
+
+def test_the_digests_read_are_the_cache_s_size() -> None:
+    """The hashing reader's digests are the size the cache's stat index keeps."""
+    from vocmatch.evaluation.shards.cache_file import HASH_BYTES
+
+    assert hashed_reads.DIGEST_SIZE == HASH_BYTES
