@@ -164,3 +164,21 @@ def test_a_file_edited_after_it_is_read_keeps_the_digest_of_the_bytes_read(
     assert len(columns.labels) == 6
     assert _found(hashing, edited) == (stat_before, _digest(before))
     assert file_stat(edited) != stat_before
+
+
+@needs_compiled
+def test_a_read_without_a_hashing_reader_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run without a cache reads its chunks by read_chunk, which keeps no bytes: never by
+    read_chunk_kept."""
+    monkeypatch.delenv(scan.PURE_READER_VARIABLE, raising=False)
+    assert scan._compiled is not None
+
+    def refused(*args: Any) -> Any:
+        raise AssertionError("read_chunk_kept called")
+
+    monkeypatch.setattr(scan._compiled, "read_chunk_kept", refused)
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(20)]
+    assert len(read_listed_columns(files, MAX_BYTES).keys) == 20
+    assert len(scan.read_columns(str(tmp_path)).keys) == 20
