@@ -258,17 +258,36 @@ def test_the_stats_taken_while_the_cache_is_read_find_the_edit(
     assert (spy.chunks, spy.hashed) == (1, 1)
 
 
+def _same_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file's stat, as read and as listed, is (1, 2, 3, 4): no stat ever changes."""
+    from vocmatch.readers import file_stats
+    from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
+
+    def listed(paths: Any, jobs: int = 1) -> Any:
+        return np.tile(np.array([1, 2, 3, 4], dtype=np.int64), (len(paths), 1))
+
+    kept = HashingReader.kept
+
+    def read(self: HashingReader, paths: Any) -> KeptFiles | None:
+        found = kept(self, paths)
+        return found and KeptFiles(listed(paths), found.digests)
+
+    monkeypatch.setattr(file_stats, "file_stats", listed)
+    monkeypatch.setattr(HashingReader, "kept", read)
+
+
 def test_cache_verify_hashes_every_file(
     generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An edit the stat index cannot see (a clock too coarse, times restored): every file
     hashed, the edit found."""
     gt, pred = _copy(generated, tmp_path)
-    monkeypatch.setattr(cached, "_stat", lambda path: (1, 2, 3, 4))  # no stat ever changes
+    _same_stats(monkeypatch)
     args = [str(gt), str(pred), "--format", "json", "--cache", str(tmp_path / "cache")]
-    run_cli(*args)
+    before = run_cli(*args)
     _edit(sorted(pred.glob("*.xml"))[7])
     fresh = run_cli(str(gt), str(pred), "--format", "json")
+    assert run_cli(*args) == before  # unseen
     spy = Spy(monkeypatch)
     assert run_cli(*args, "--cache-verify") == fresh
     files = len(list(gt.glob("*.xml"))) + len(list(pred.glob("*.xml")))

@@ -1250,6 +1250,20 @@ done:
 #endif
 #endif
 
+/* A time of a stat in nanoseconds, as os.stat's st_mtime_ns and st_ctime_ns make it
+ * (the fields pyconfig.h says this system has). */
+#if defined(HAVE_STAT_TV_NSEC)
+#define STAT_NS(found, which) \
+    ((int64_t)(found).st_##which##tim.tv_sec * 1000000000 + \
+     (int64_t)(found).st_##which##tim.tv_nsec)
+#elif defined(HAVE_STAT_TV_NSEC2)
+#define STAT_NS(found, which) \
+    ((int64_t)(found).st_##which##timespec.tv_sec * 1000000000 + \
+     (int64_t)(found).st_##which##timespec.tv_nsec)
+#else
+#define STAT_NS(found, which) ((int64_t)(found).st_##which##time * 1000000000)
+#endif
+
 /* Fewer digits than this make an integer below 2**53: float() of them is exact. */
 #define EXACT_DIGITS 16
 
@@ -1401,6 +1415,10 @@ typedef struct {
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
+    int keep;              /* keep what each file read was read from (read_chunk_kept) */
+    Column kept_stats;     /* int64 size, mtime_ns, ctime_ns, inode by file read */
+    Column kept_bytes;     /* the bytes scanned of each file read, one after the other */
+    Column kept_ends;      /* int64 by file read: where its bytes end in kept_bytes */
 } Chunk;
 
 /* 1 if a text is 1 to EXACT_DIGITS - 1 ASCII digits, its value in *value. */
@@ -1568,7 +1586,8 @@ static int add_codes(Table *table, const Column *spans, size_t first, size_t cou
  * it), 0 left to the caller (any refusal or failure: the caller's reading says why), -1 an
  * error (a signal's exception, set while the GIL was taken back to run the handlers). */
 static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
-                     Py_ssize_t text_limit, Py_ssize_t *length, PyThreadState **released)
+                     Py_ssize_t text_limit, Py_ssize_t *length, int64_t stat_row[4],
+                     PyThreadState **released)
 {
     int fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -1578,6 +1597,12 @@ static int read_path(Chunk *chunk, const char *name, Py_ssize_t max_bytes,
     if (fstat(fd, &mode) != 0 || !S_ISREG(mode.st_mode) || mode.st_size > (off_t)max_bytes ||
         mode.st_size > (off_t)text_limit)
         goto done;
+    /* The stat of the file opened, taken before its bytes are read: a file changed while
+     * (or after) it is read has another stat next time, and is read again. */
+    stat_row[0] = (int64_t)mode.st_size;
+    stat_row[1] = STAT_NS(mode, m);
+    stat_row[2] = STAT_NS(mode, c);
+    stat_row[3] = (int64_t)(uint64_t)mode.st_ino;
     size_t base = chunk->used;
     size_t total = 0;
     size_t want = (size_t)mode.st_size + 1;
@@ -1632,6 +1657,9 @@ typedef struct {
     const char *name;   /* the path's bytes (held by the caller), NULL: left unopened */
     int read;           /* 1 read, 0 left to the caller */
     size_t marks[7];    /* the columns' lengths before the file's rows */
+    size_t offset;      /* where its bytes start in the chunk's buffer */
+    Py_ssize_t length;  /* and how many there are */
+    int64_t stat[4];    /* the stat of the file opened (size, mtime_ns, ctime_ns, inode) */
     Header header;
 } Pending;
 
@@ -1671,9 +1699,12 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
             continue;
         size_t base = chunk->used;
         Py_ssize_t length = 0;
-        int read = read_path(chunk, p->name, max_bytes, text_limit, &length, &released);
+        int read = read_path(chunk, p->name, max_bytes, text_limit, &length, p->stat,
+                             &released);
         if (read == 2)
             break; /* read again in the next batch, from the buffer's start */
+        p->offset = base;
+        p->length = length;
         if (read > 0) {
             chunk->out.released = &released;
             read = read_file(chunk->buffer + base, length, &chunk->out, &p->header);
@@ -1735,6 +1766,20 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
     return read;
 }
 
+/* Keep a file read's stat and the bytes it was scanned from (read_chunk_kept): 1, or -1
+ * out of memory (set). */
+static int keep_file(Chunk *chunk, const Pending *p)
+{
+    int ok = column_add(&chunk->kept_stats, p->stat, sizeof p->stat) &&
+             column_add(&chunk->kept_bytes, chunk->buffer + p->offset, (size_t)p->length);
+    int64_t end = (int64_t)chunk->kept_bytes.len;
+    if (!ok || !column_add(&chunk->kept_ends, &end, sizeof end)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 1;
+}
+
 /* Add a batch's files in order, with the GIL: each file read keeps its rows (moved down
  * over the rows of files left before it), each file left (its index, from `start`) goes to
  * chunk->left. 1 or -1 (an error). */
@@ -1756,6 +1801,8 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
         if (read > 0)
             read = add_file(chunk, &p->header, p->marks[5] / sizeof(Span),
                             ends[5] / sizeof(Span));
+        if (read > 0 && chunk->keep && keep_file(chunk, p) < 0)
+            read = -1;
         if (read < 0)
             return -1;
         if (read > 0) {
@@ -1853,6 +1900,9 @@ static void chunk_free(Chunk *chunk)
     Py_XDECREF(chunk->filenames);
     Py_XDECREF(chunk->left);
     free(chunk->buffer);
+    free(chunk->kept_stats.p);
+    free(chunk->kept_bytes.p);
+    free(chunk->kept_ends.p);
 }
 
 static PyObject *chunk_result(Chunk *chunk)
@@ -1899,20 +1949,21 @@ static PyObject *chunk_paths(PyObject *files)
     return paths;
 }
 
-static PyObject *read_chunk(PyObject *module, PyObject *args)
+/* read_chunk's and read_chunk_kept's reading: the chunk's columns, and with `keep` what
+ * each file read was read from. */
+static PyObject *chunk_read(PyObject *args, int keep, const char *format)
 {
-    (void)module;
     PyObject *files, *paths;
     Py_ssize_t max_bytes, text_limit;
     double max_coordinate;
-    if (!PyArg_ParseTuple(args, "Ondn:read_chunk", &files, &max_bytes, &max_coordinate,
-                          &text_limit))
+    if (!PyArg_ParseTuple(args, format, &files, &max_bytes, &max_coordinate, &text_limit))
         return NULL;
     paths = chunk_paths(files);
     if (paths == NULL)
         return NULL;
     Chunk chunk;
     memset(&chunk, 0, sizeof chunk);
+    chunk.keep = keep;
     chunk.out.max_coordinate = max_coordinate;
     chunk.names.texts = PyList_New(0);
     chunk.poses.texts = PyList_New(0);
@@ -1924,10 +1975,39 @@ static PyObject *read_chunk(PyObject *module, PyObject *args)
     if (read_files(&chunk, paths, max_bytes, text_limit) < 0)
         goto done;
     result = chunk_result(&chunk);
+    if (result != NULL && keep) {
+        PyObject *items[3] = {column_bytes(&chunk.kept_stats), column_bytes(&chunk.kept_bytes),
+                              column_bytes(&chunk.kept_ends)};
+        PyObject *kept = NULL, *both = NULL;
+        if (items[0] != NULL && items[1] != NULL && items[2] != NULL)
+            kept = PyTuple_Pack(3, items[0], items[1], items[2]);
+        if (kept != NULL)
+            both = PyTuple_Pack(2, result, kept);
+        for (int i = 0; i < 3; i++)
+            Py_XDECREF(items[i]);
+        Py_XDECREF(kept);
+        Py_DECREF(result);
+        result = both;
+    }
 done:
     chunk_free(&chunk);
     Py_DECREF(paths);
     return result;
+}
+
+static PyObject *read_chunk(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return chunk_read(args, 0, "Ondn:read_chunk");
+}
+
+/* read_chunk, and for each file read (in order) the stat of the file it opened (fstat of
+ * the descriptor it read, before reading) and the bytes it scanned: what a cache keys the
+ * file's records by, of the very bytes they were read from. */
+static PyObject *read_chunk_kept(PyObject *module, PyObject *args)
+{
+    (void)module;
+    return chunk_read(args, 1, "Ondn:read_chunk_kept");
 }
 
 static PyObject *number(PyObject *module, PyObject *args)
@@ -1949,19 +2029,6 @@ static PyObject *number(PyObject *module, PyObject *args)
 
 /* --- file stats --------------------------------------------------------------------- */
 
-/* A time of a stat in nanoseconds, as os.stat's st_mtime_ns and st_ctime_ns make it
- * (the fields pyconfig.h says this system has). */
-#if defined(HAVE_STAT_TV_NSEC)
-#define STAT_NS(found, which) \
-    ((int64_t)(found).st_##which##tim.tv_sec * 1000000000 + \
-     (int64_t)(found).st_##which##tim.tv_nsec)
-#elif defined(HAVE_STAT_TV_NSEC2)
-#define STAT_NS(found, which) \
-    ((int64_t)(found).st_##which##timespec.tv_sec * 1000000000 + \
-     (int64_t)(found).st_##which##timespec.tv_nsec)
-#else
-#define STAT_NS(found, which) ((int64_t)(found).st_##which##time * 1000000000)
-#endif
 
 /* Each path's (size, mtime_ns, ctime_ns, inode) as four int64 (the inode's bits as they
  * are), or a row of -1 where it cannot be stat'ed (os.stat raises) or encoded: the stats of
@@ -2270,6 +2337,11 @@ static PyMethodDef methods[] = {
      "read_chunk(files, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
      "The plain files of a sequence of (key, path) tuples read into one set of columns, and\n"
      "the indices of the files left to the caller."},
+    {"read_chunk_kept", read_chunk_kept, METH_VARARGS,
+     "read_chunk_kept(files, max_bytes, max_coordinate, text_limit, /)\n--\n\n"
+     "read_chunk's result, and for the files read (in order) their stats as (F, 4) int64\n"
+     "bytes (size, mtime_ns, ctime_ns, inode of the file opened), the bytes scanned one\n"
+     "after the other, and where each file's end as (F,) int64 bytes."},
     {"read_number", number, METH_VARARGS,
      "read_number(text, /)\n--\n\n"
      "A number's value by the annotation grammar, or None outside it."},

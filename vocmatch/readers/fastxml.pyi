@@ -42,6 +42,20 @@ def read_chunk(
     text_limit: int,
     /,
 ) -> ChunkRead: ...
+
+Kept = tuple[
+    bytes,  # (F, 4) int64 size, mtime_ns, ctime_ns, inode of each file read (as opened)
+    bytes,  # the bytes scanned of each file read, one after the other
+    bytes,  # (F,) int64 where each file read's bytes end
+]
+
+def read_chunk_kept(
+    files: Sequence[tuple[str, str]],
+    max_bytes: int,
+    max_coordinate: float,
+    text_limit: int,
+    /,
+) -> tuple[ChunkRead, Kept]: ...
 def stat_files(paths: list[str], /) -> bytes | None: ...
 def list_folder(
     directory: str, path_prefix: str, key_prefix: str, suffix: str, /

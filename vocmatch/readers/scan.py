@@ -41,6 +41,7 @@ from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
 from vocmatch.readers.folders import PURE_READER_VARIABLE
+from vocmatch.readers.hashed_reads import HashingReader
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -342,12 +343,15 @@ def _read_chunk(
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
     whole = None
     if scan_file is _fast_compiled and _reads_as_read_bytes(read, files):
-        whole = _read_compiled_chunk(files, max_bytes)
+        keeping = read if isinstance(read, HashingReader) else None
+        whole = _read_compiled_chunk(files, max_bytes, keeping)
     if whole is None:
         for key, path in files:
             _read_file(chunk, key, path, max_bytes, read, scan_file)
     else:
-        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes)
+        # The files it left are read by ``read`` (read_bytes, or a hashing reader's).
+        left_read = read if isinstance(read, HashingReader) else read_bytes
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes, left_read)
     _consolidate(chunk)
     return chunk
 
@@ -356,8 +360,9 @@ def _reads_as_read_bytes(
     read: Callable[[str, int], bytes], files: Sequence[tuple[str, str]]
 ) -> bool:
     """Whether ``read`` reads every file as :func:`~vocmatch.readers.parse.read_bytes`
-    does: it is ``read_bytes``, or reads local paths by it and every path is local."""
-    if read is read_bytes:
+    does: it is ``read_bytes`` or a :class:`~vocmatch.readers.hashed_reads.HashingReader`
+    (which reads by it), or reads local paths by it and every path is local."""
+    if read is read_bytes or isinstance(read, HashingReader):
         return True
     # Imported here: a run of local folders reads by read_bytes itself.
     from vocmatch.readers.byte_sources import LocalOrElsewhere
@@ -426,21 +431,28 @@ class _CompiledColumns:
 
 
 def _read_compiled_chunk(
-    files: Sequence[tuple[str, str]], max_bytes: int
+    files: Sequence[tuple[str, str]], max_bytes: int, keeping: HashingReader | None = None
 ) -> _CompiledColumns | None:
     """Read a chunk's plain files in one call of the compiled reader, opened and read as
     :func:`~vocmatch.readers.parse.read_bytes` reads them; None where the compiled reader
-    has no such call (a platform without POSIX files)."""
-    read_chunk = getattr(_compiled, "read_chunk", None)
-    if read_chunk is None or os.name != "posix":
+    has no such call (a platform without POSIX files). ``keeping``: a hashing reader given
+    each file read's stat and the digest of the bytes it was read from."""
+    name = "read_chunk" if keeping is None else "read_chunk_kept"
+    if getattr(_compiled, name, None) is None or os.name != "posix":
         return None
+    # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is for
+    # read_bytes; and every file is larger than -1: any lower limit refuses every file as
+    # -1 does (the per-file route then says so with the limit given).
+    limit = max(-1, min(max_bytes, sys.maxsize))
+    if keeping is None:
+        found = _compiled.read_chunk(files, limit, MAX_COORDINATE, PARSER_TEXT_LIMIT)
+    else:
+        found, kept = _compiled.read_chunk_kept(files, limit, MAX_COORDINATE, PARSER_TEXT_LIMIT)
+        left_out = set(found[-1])
+        read_paths = [path for k, (_, path) in enumerate(files) if k not in left_out]
+        keeping.keep_read(read_paths, *kept)
     (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts,
-     size_codes, sizes, names, poses, filenames, left) = read_chunk(
-        # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is
-        # for read_bytes; and every file is larger than -1: any lower limit refuses every
-        # file as -1 does (the per-file route then says so with the limit given).
-        files, max(-1, min(max_bytes, sys.maxsize)), MAX_COORDINATE, PARSER_TEXT_LIMIT,
-    )  # fmt: skip
+     size_codes, sizes, names, poses, filenames, left) = found  # fmt: skip
     return _CompiledColumns(
         np.frombuffer(coordinates, np.float64).reshape(-1, 4),
         np.frombuffer(scores, np.float64),
@@ -466,9 +478,11 @@ def _add_compiled_chunk(
     max_bytes: int,
     scan_file: Callable[[bytes, Container[bytes]], PlainObjects | None],
     known_sizes: dict[bytes, ImageSize] | None = None,
+    left_read: Callable[[str, int], bytes] = read_bytes,
 ) -> None:
     """Add a chunk's files in order: runs of files the compiled reader read as slices of
-    its columns, each file it left by :func:`_read_file` (the per-file route).
+    its columns, each file it left by :func:`_read_file` (the per-file route, reading by
+    ``left_read``).
 
     No Python statement runs once per file or object here: the names, poses and sizes are
     coded once per distinct text or value, and a run's header columns are list slices."""
@@ -517,7 +531,7 @@ def _add_compiled_chunk(
             done = last
         if stop < len(files):
             key, path = files[stop]
-            _read_file(chunk, key, path, max_bytes, read_bytes, scan_file)
+            _read_file(chunk, key, path, max_bytes, left_read, scan_file)
         first = stop + 1
 
 

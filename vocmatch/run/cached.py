@@ -57,13 +57,13 @@ from vocmatch.errors import (
 )
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
-from vocmatch.readers.file_stats import file_stat
+from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from vocmatch.evaluation.shards.cache_file import CacheContent, FileStat, StatIndex
+    from vocmatch.evaluation.shards.cache_file import CacheContent, StatIndex
     from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
     from vocmatch.readers.scan import ColumnSet
@@ -216,12 +216,6 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
     return hasher.hexdigest()
 
 
-def _stat(path: str) -> FileStat | None:
-    """The file's stat as :func:`~vocmatch.readers.file_stats.file_stats` gives it, or None
-    when it cannot be stat'ed."""
-    return file_stat(path)
-
-
 def _digest(path: str) -> bytes | None:
     """The file's BLAKE2b digest; None when it cannot be read (its reader says why): for a
     file whose stat changed, to tell whether its content did."""
@@ -238,27 +232,11 @@ def _digest(path: str) -> bytes | None:
 @dataclass(frozen=True, slots=True)
 class _Hashed:
     """A changed chunk read and matched, with its files' stats (taken before each was
-    read) and the digests of the bytes read."""
+    read) and the digests of the bytes read, in the order of its files; None when a file
+    could not be read (the chunk is then read again next time)."""
 
-    stats: tuple[tuple[str, FileStat, bytes], ...]
+    kept: KeptFiles | None
     records: PartRecords
-    unreadable: bool
-
-
-class _HashingReader:
-    """Reads files as a run does, keeping each one's stat and the digest of its bytes."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, tuple[FileStat, bytes]] = {}
-
-    def __call__(self, path: str, max_bytes: int) -> bytes:
-        from vocmatch.readers.parse import read_bytes
-
-        stat = _stat(path)
-        data = read_bytes(path, max_bytes)
-        if stat is not None:
-            self.found[path] = (stat, hashlib.blake2b(data, digest_size=16).digest())
-        return data
 
 
 def hashed_part_records(
@@ -266,13 +244,10 @@ def hashed_part_records(
 ) -> _Hashed:
     """Read and match a changed chunk, hashing the bytes its reader reads (its predictions
     ``given`` when they are read already)."""
-    reader = _HashingReader()
+    reader = HashingReader()
     records = part_records(part, options, reader, given_pred)
     paths = [path for _, path in (*part.gt_files, *part.pred_files)]
-    # A file that could not be read: the chunk is read again next time.
-    unreadable = any(path not in reader.found for path in paths)
-    stats = tuple((path, *reader.found[path]) for path in paths if path in reader.found)
-    return _Hashed(stats, records, unreadable)
+    return _Hashed(reader.kept(paths), records)
 
 
 def hashed_chunks(parts: Sequence[Part], options: PartOptions) -> list[_Hashed]:
@@ -585,12 +560,12 @@ class _Made:
     def key_of(self, part: Part) -> str:
         """The key of a chunk read and matched ("" when a file of it could not be read: it
         is read again next time), its files added to the stat index."""
-        hashed = self.fresh[part.index]
-        if hashed.unreadable:
+        kept = self.fresh[part.index].kept
+        if kept is None:
             return ""
-        self.index.extend(part.index, hashed.stats)
-        digests = b"".join(digest for _, _, digest in hashed.stats)
-        return _chunk_key(self.run, part, digests, self.extra[part.index])
+        paths = [path for _, path in (*part.gt_files, *part.pred_files)]
+        self.index.take(part.index, paths, kept.stats, kept.digests)
+        return _chunk_key(self.run, part, kept.digests.tobytes(), self.extra[part.index])
 
     def gathered(
         self, listing: PartListing, options: PartOptions
@@ -747,17 +722,9 @@ class _NewIndex:
         stat: npt.NDArray[np.int64],
         digest: npt.NDArray[np.uint8],
     ) -> None:
-        """Add the files of chunk ``index``, taken from the cache: paths, stats, digests."""
+        """Add the files of chunk ``index`` (taken from the cache, or read): paths, stats,
+        digests."""
         self.chunks[index] = (paths, stat, digest)
-
-    def extend(self, index: int, found: Sequence[tuple[str, FileStat, bytes]]) -> None:
-        """Add the files of chunk ``index``, read: path, stat and digest each."""
-        from vocmatch.evaluation.shards.cache_file import HASH_BYTES
-
-        stat = np.array([s for _, s, _ in found], dtype=np.int64).reshape(-1, 4)
-        read = b"".join(d for _, _, d in found)
-        digest = np.frombuffer(read, dtype=np.uint8).reshape(-1, HASH_BYTES)
-        self.chunks[index] = ([path for path, _, _ in found], stat, digest)
 
     def done(self) -> StatIndex:
         """The index, in the order of the chunks."""
