@@ -787,20 +787,29 @@ def _ap_bits(bits: FlagArray, conv: Conventions) -> FlagArray:
     thresholds: the area "all" matching when it is the protocol's own."""
     levels = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     index = {value: i for i, value in enumerate(levels)}
+    if len(levels) <= _TABLE_BITS:
+        # Each value the flags can take, converted once: one lookup a prediction.
+        values = np.arange(1 << len(levels), dtype=np.int64)
+        table = np.zeros(values.size, dtype=np.int64)
+        for t, threshold in enumerate(conv.ap_thresholds):
+            table |= ((values >> index[threshold]) & 1) << t
+        return table.astype(flag_dtype(len(conv.ap_thresholds)))[bits & (values.size - 1)]
     found = np.zeros(bits.size, dtype=np.int64)
     for t, threshold in enumerate(conv.ap_thresholds):
         found |= ((bits.astype(np.int64) >> index[threshold]) & 1) << t
     return found.astype(flag_dtype(len(conv.ap_thresholds)))
 
 
+#: Flags over at most this many thresholds are converted through a table of their values.
+_TABLE_BITS = 16
+
+
 def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> FlagArray:
     """Bit flags, checked to name only the ``n_bits`` thresholds there are."""
-    if values.dtype.itemsize == 8 and values.size and int(values.max()) >= 1 << 63:
+    # Compared as stored (unsigned, as the shapes' check asks: the maximum is exact).
+    if values.dtype.kind != "u" or (values.size and int(values.max()) >= 1 << n_bits):
         raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
-    flags = values.astype(np.int64)
-    if flags.size and int(flags.max()) >= 1 << n_bits:
-        raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
-    return flags.astype(flag_dtype(n_bits))
+    return values.astype(flag_dtype(n_bits))
 
 
 def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: str) -> ImageCounts:
