@@ -216,10 +216,10 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     # The cache's rows kept, in this run's rows: each class's ranking of them is one run.
     moved = _moved_rows(pieces, out_preds, old.preds.label.size)
     for k, members in enumerate(old.ranked.classes):
-        rows = moved[members]
-        rows = rows[rows >= 0]
-        if rows.size:
-            ranked[int(old_remap[k])].append(rows)
+        kept_rows = moved[members]
+        kept_rows = kept_rows[kept_rows >= 0]
+        if kept_rows.size:
+            ranked[int(old_remap[k])].append(kept_rows)
     for n, piece in enumerate(pieces):
         records = ranked_of(piece.records) if piece.records is not None else old
         i0, i1, p0, p1 = (

@@ -793,7 +793,9 @@ def _ap_bits(bits: FlagArray, conv: Conventions) -> FlagArray:
         table = np.zeros(values.size, dtype=np.int64)
         for t, threshold in enumerate(conv.ap_thresholds):
             table |= ((values >> index[threshold]) & 1) << t
-        return table.astype(flag_dtype(len(conv.ap_thresholds)))[bits & (values.size - 1)]
+        converted: FlagArray = table.astype(flag_dtype(len(conv.ap_thresholds)))
+        found_bits: FlagArray = converted[np.bitwise_and(bits, values.size - 1)]
+        return found_bits
     found = np.zeros(bits.size, dtype=np.int64)
     for t, threshold in enumerate(conv.ap_thresholds):
         found |= ((bits.astype(np.int64) >> index[threshold]) & 1) << t
