@@ -54,6 +54,9 @@ from dataclasses import dataclass
 
 from vocmatch.errors import OutputError
 
+#: A content in consecutive pieces.
+Pieces = Sequence[bytes | memoryview]
+
 __all__ = [
     "InputFolder",
     "StagedFile",
@@ -242,7 +245,7 @@ def _pieces_a_call() -> int:
 _PIECES = _pieces_a_call()
 
 
-def _write_all(descriptor: int, chunks: Sequence[bytes]) -> None:
+def _write_all(descriptor: int, chunks: Pieces) -> None:
     """Write the pieces in order, each whole: a batch of them a call, so that neither a
     joined copy of the content nor a call a piece is made."""
     views = [memoryview(chunk) for chunk in chunks if len(chunk)]
@@ -276,11 +279,11 @@ def _sync_folder(folder: str) -> None:
         os.close(descriptor)
 
 
-def _replace(target: str, data: Sequence[bytes], status: os.stat_result | None) -> None:
+def _replace(target: str, data: Pieces, status: os.stat_result | None) -> None:
     _put_in_place(_written_beside(target, data, status), target)
 
 
-def _written_beside(target: str, data: Sequence[bytes], status: os.stat_result | None) -> str:
+def _written_beside(target: str, data: Pieces, status: os.stat_result | None) -> str:
     """A new temporary file in ``target``'s folder holding ``data``, flushed to disk, with
     the permissions of the file it replaces (``status``); removed if anything fails."""
     claimed: list[str] = []
@@ -314,7 +317,7 @@ def _put_in_place(temporary: str, target: str) -> None:
     _sync_folder(_folder_of(target))
 
 
-def _write_special(name: str, data: Sequence[bytes]) -> None:
+def _write_special(name: str, data: Pieces) -> None:
     """Write to a device, pipe or socket in place: it cannot be replaced."""
     flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -343,7 +346,7 @@ def save_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     save_chunks(path, (data,))
 
 
-def save_chunks(path: str | os.PathLike[str], data: Sequence[bytes]) -> None:
+def save_chunks(path: str | os.PathLike[str], data: Pieces) -> None:
     """Write a file atomically from its content in consecutive pieces, as :func:`save_bytes`
     writes their concatenation (see the module docstring), without joining them first.
 
@@ -417,7 +420,7 @@ class StagedFile:
             _discard([temporary])
 
 
-def stage_chunks(path: str | os.PathLike[str], data: Sequence[bytes]) -> StagedFile | None:
+def stage_chunks(path: str | os.PathLike[str], data: Pieces) -> StagedFile | None:
     """Write ``data`` (pieces, as :func:`save_chunks` takes them) to a temporary file beside
     ``path``, to be put in its place later (:class:`StagedFile`); None when ``path`` is not
     a regular file or a new one in a folder that exists (it is then written with

@@ -32,26 +32,29 @@ class CacheEncoding:
 
         self._content, self._options, self._path = content, options, path
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache")
-        self._future: Future[tuple[bytes, StagedFile | None]] | None
+        self._future: Future[tuple[list[bytes | memoryview], StagedFile | None]] | None
         try:
             self._future = self._pool.submit(self._staged)
         except RuntimeError:  # no thread: made when asked for
             self._future = None
 
-    def _make(self) -> bytes:
-        from vocmatch.evaluation.shards.cache_file import cache_bytes
+    def _make(self) -> list[bytes | memoryview]:
+        from vocmatch.evaluation.shards.cache_file import cache_pieces
 
         options = self._options
-        return cache_bytes(self._content, options.conventions, options.slices, options.preparation)
+        return cache_pieces(
+            self._content, options.conventions, options.slices, options.preparation
+        )
 
-    def _staged(self) -> tuple[bytes, StagedFile | None]:
+    def _staged(self) -> tuple[list[bytes | memoryview], StagedFile | None]:
         from vocmatch.files import stage_chunks
 
         data = self._make()
-        return data, stage_chunks(self._path, (data,))
+        return data, stage_chunks(self._path, data)
 
-    def result(self) -> tuple[bytes, StagedFile | None]:
-        """The bytes, and the file they are written to beside the cache's, if they are.
+    def result(self) -> tuple[list[bytes | memoryview], StagedFile | None]:
+        """The bytes (in pieces), and the file they are written to beside the cache's, if
+        they are.
 
         Raises:
             OutputError: They could not be written beside it.
@@ -80,7 +83,7 @@ def write_cache(
     """Replace the cache file ``path`` (in ``folder``, as given) whole with the bytes of
     ``encoding``; a warning when it cannot be written (unless reading it gave one already:
     one warning a run)."""
-    from vocmatch.files import save_bytes
+    from vocmatch.files import save_chunks
 
     try:
         data, staged = encoding.result()
@@ -88,7 +91,7 @@ def write_cache(
             staged.commit()
         else:
             os.makedirs(folder, exist_ok=True)
-            save_bytes(path, data)
+            save_chunks(path, data)
     except OutputError as error:
         failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
     except OSError as error:
