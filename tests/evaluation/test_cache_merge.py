@@ -17,6 +17,7 @@ from vocmatch.errors import StateError
 from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import ImageCounts, PredRecords
 from vocmatch.evaluation.shards.cache_joined import merged_ranking
+from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.shards.state_bounds import check_matches_fit
 
 
@@ -127,3 +128,36 @@ def test_true_positives_are_counted_per_class_and_threshold(
     fewer[int(np.argmax(gt))] -= 1
     with pytest.raises(StateError, match="more true positives of a class than its ground"):
         _fit(label, matched, n_bits, fewer)
+
+
+def _three_images() -> bytes:
+    """A state of three images: a cat and a dog, none, a cat (classes of each image in
+    order; the third's class below the first's last)."""
+    ev = Evaluator("voc12")
+    boxes = np.array([[0.0, 0, 10, 10], [20, 20, 30, 30]])
+    ev.add("a", boxes, ["cat", "dog"], boxes, [0.9, 0.8], ["cat", "dog"])
+    ev.add("b", boxes[:1], ["cat"], boxes[:0], [], [])
+    ev.add("c", boxes[:1], ["cat"], boxes[:1], [0.7], ["cat"])
+    return ev.to_bytes()
+
+
+@pytest.mark.parametrize(
+    ("labels", "refused"),
+    [
+        pytest.param([0, 1, 0], False, id="lower-class-in-the-next-image"),
+        pytest.param([1, 0, 0], True, id="lower-class-in-the-same-image"),
+        pytest.param([0, 0, 1], False, id="same-class-twice"),
+    ],
+)
+def test_classes_are_checked_in_order_within_each_image_only(
+    labels: list[int], refused: bool
+) -> None:
+    """Across images (an image without predictions between them), any class may follow."""
+    from tests.evaluation.test_incremental import edited_array
+
+    data = edited_array(_three_images(), "pred_label", lambda v: np.array(labels, v.dtype))
+    if refused:
+        with pytest.raises(StateError, match="'pred_label' is not sorted within each image"):
+            Evaluator.from_bytes(data, "s.vms")
+    else:
+        Evaluator.from_bytes(data, "s.vms")

@@ -160,10 +160,11 @@ def _hit_counts(
         return found
     used = min(int(hits.max()).bit_length(), width)
     if n_classes << used <= _HISTOGRAM_BINS:
-        values = hits.astype(np.intp) & ((1 << used) - 1)
-        histogram = np.bincount(
-            label.astype(np.intp) * (1 << used) + values, minlength=n_classes << used
-        ).reshape(n_classes, 1 << used)
+        # Each prediction's class and flags as one small integer, made in place.
+        key = label.astype(np.int32)
+        key <<= used
+        key |= (hits & ((1 << used) - 1)).astype(np.int32)
+        histogram = np.bincount(key, minlength=n_classes << used).reshape(n_classes, 1 << used)
         table = (np.arange(1 << used, dtype=np.int64)[:, None] >> np.arange(used)) & 1
         found[:, :used] = histogram.astype(np.int64) @ table
         return found
