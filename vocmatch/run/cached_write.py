@@ -42,9 +42,7 @@ class CacheEncoding:
         from vocmatch.evaluation.shards.cache_file import cache_pieces
 
         options = self._options
-        return cache_pieces(
-            self._content, options.conventions, options.slices, options.preparation
-        )
+        return cache_pieces(self._content, options.conventions, options.slices, options.preparation)
 
     def _staged(self) -> tuple[list[bytes | memoryview], StagedFile | None]:
         from vocmatch.files import stage_chunks

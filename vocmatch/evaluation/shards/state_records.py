@@ -791,23 +791,17 @@ def _ap_bits(bits: FlagArray, conv: Conventions) -> FlagArray:
     thresholds: the area "all" matching when it is the protocol's own."""
     levels = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     index = {value: i for i, value in enumerate(levels)}
-    if len(levels) <= _TABLE_BITS:
-        # Each value the flags can take, converted once: one lookup a prediction.
-        values = np.arange(1 << len(levels), dtype=np.int64)
-        table = np.zeros(values.size, dtype=np.int64)
-        for t, threshold in enumerate(conv.ap_thresholds):
-            table |= ((values >> index[threshold]) & 1) << t
-        converted: FlagArray = table.astype(flag_dtype(len(conv.ap_thresholds)))
-        found_bits: FlagArray = converted[np.bitwise_and(bits, values.size - 1)]
-        return found_bits
-    found = np.zeros(bits.size, dtype=np.int64)
+    # Each value flags of few thresholds can take converted once: one lookup a prediction.
+    few = len(levels) <= 16
+    given = np.arange(1 << len(levels), dtype=np.int64) if few else bits.astype(np.int64)
+    found = np.zeros(given.size, dtype=np.int64)
     for t, threshold in enumerate(conv.ap_thresholds):
-        found |= ((bits.astype(np.int64) >> index[threshold]) & 1) << t
-    return found.astype(flag_dtype(len(conv.ap_thresholds)))
-
-
-#: Flags over at most this many thresholds are converted through a table of their values.
-_TABLE_BITS = 16
+        found |= ((given >> index[threshold]) & 1) << t
+    converted: FlagArray = found.astype(flag_dtype(len(conv.ap_thresholds)))
+    if not few:
+        return converted
+    looked_up: FlagArray = converted[np.bitwise_and(bits, given.size - 1)]
+    return looked_up
 
 
 def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> FlagArray:
