@@ -21,8 +21,11 @@ place of theirs. Records that layout does not hold are kept chunk by chunk, and 
 chunk's records joined in key order, as a run in parts does. Either way the records are
 accumulated once: the report is that of a run without a cache, bit for bit.
 
-The file is rewritten (through :func:`vocmatch.files.save_bytes`: whole or not at all)
-when anything changed, holding the present files and chunks only. A cache that cannot be
+The file is read, and its arrays checked, by a thread while the files are listed. It is
+rewritten (through :mod:`vocmatch.files`: whole or not at all) when anything changed,
+holding the present files and chunks only: written beside the old one while the run is
+accumulated and put in its place once the run is evaluated
+(:mod:`vocmatch.run.cached_write`). A cache that cannot be
 read (damaged, of another format or vocmatch version) or written (a read-only folder) gives
 one :class:`~vocmatch.errors.CacheWarning` and the run goes on without it. Two runs writing
 the same cache each replace the file whole; the last one's is kept.
