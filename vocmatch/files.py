@@ -14,6 +14,11 @@ earlier file as it was and no partial file; the temporary file is removed on eve
 Two runs writing the same path each rename a complete file of their own, so the last one
 wins and the file is never a mix of the two.
 
+A content made while other work runs, to be kept only if that work succeeds (a run's cache
+file), is written ahead with :func:`stage_chunks`: the temporary file is written and flushed
+meanwhile, and renamed over the target (:meth:`StagedFile.commit`) or removed
+(:meth:`StagedFile.discard`) once the work ends; until then the target is as it was.
+
 A target that exists and is not a regular file -- ``/dev/stdout``, ``/dev/null``, a named
 pipe such as a shell's ``>(gzip > r.gz)``, a terminal, ``/dev/full`` -- is never replaced: it
 is written directly, and a named pipe nobody reads is refused at once instead of blocking. A
@@ -49,13 +54,18 @@ from dataclasses import dataclass
 
 from vocmatch.errors import OutputError
 
+#: A content in consecutive pieces.
+Pieces = Sequence[bytes | memoryview]
+
 __all__ = [
     "InputFolder",
+    "StagedFile",
     "check_output",
     "remove_temporary_files",
     "save_bytes",
     "save_chunks",
     "save_text",
+    "stage_chunks",
     "temporary_files",
 ]
 
@@ -235,7 +245,7 @@ def _pieces_a_call() -> int:
 _PIECES = _pieces_a_call()
 
 
-def _write_all(descriptor: int, chunks: Sequence[bytes]) -> None:
+def _write_all(descriptor: int, chunks: Pieces) -> None:
     """Write the pieces in order, each whole: a batch of them a call, so that neither a
     joined copy of the content nor a call a piece is made."""
     views = [memoryview(chunk) for chunk in chunks if len(chunk)]
@@ -269,11 +279,16 @@ def _sync_folder(folder: str) -> None:
         os.close(descriptor)
 
 
-def _replace(target: str, data: Sequence[bytes], status: os.stat_result | None) -> None:
-    folder = _folder_of(target)
+def _replace(target: str, data: Pieces, status: os.stat_result | None) -> None:
+    _put_in_place(_written_beside(target, data, status), target)
+
+
+def _written_beside(target: str, data: Pieces, status: os.stat_result | None) -> str:
+    """A new temporary file in ``target``'s folder holding ``data``, flushed to disk, with
+    the permissions of the file it replaces (``status``); removed if anything fails."""
     claimed: list[str] = []
     try:
-        descriptor = _create_temporary(folder, claimed)
+        descriptor = _create_temporary(_folder_of(target), claimed)
         try:
             _write_all(descriptor, data)
             if status is not None:
@@ -284,17 +299,25 @@ def _replace(target: str, data: Sequence[bytes], status: os.stat_result | None) 
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
-        os.replace(claimed[-1], target)
     except BaseException:
         # Also on KeyboardInterrupt, SystemExit and the command line's signal exceptions.
         _discard(claimed)
         raise
-    for temporary in claimed:  # renamed into place: nothing left to remove
-        _LIVE.pop(temporary, None)
-    _sync_folder(folder)
+    return claimed[-1]
 
 
-def _write_special(name: str, data: Sequence[bytes]) -> None:
+def _put_in_place(temporary: str, target: str) -> None:
+    """Rename the temporary file over ``target`` (removed if that fails)."""
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        _discard([temporary])
+        raise
+    _LIVE.pop(temporary, None)  # renamed into place: nothing left to remove
+    _sync_folder(_folder_of(target))
+
+
+def _write_special(name: str, data: Pieces) -> None:
     """Write to a device, pipe or socket in place: it cannot be replaced."""
     flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -323,7 +346,7 @@ def save_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     save_chunks(path, (data,))
 
 
-def save_chunks(path: str | os.PathLike[str], data: Sequence[bytes]) -> None:
+def save_chunks(path: str | os.PathLike[str], data: Pieces) -> None:
     """Write a file atomically from its content in consecutive pieces, as :func:`save_bytes`
     writes their concatenation (see the module docstring), without joining them first.
 
@@ -362,3 +385,63 @@ def save_text(path: str | os.PathLike[str], text: str) -> None:
         OutputError: The file cannot be written.
     """
     save_bytes(path, text.encode("utf-8", "backslashreplace"))
+
+
+class StagedFile:
+    """A file's new content written and flushed beside it, not yet in its place
+    (:func:`stage_chunks`): :meth:`commit` renames it over the target, atomically, as
+    :func:`save_chunks` does; :meth:`discard` removes it, the target left as it was.
+
+    For a content made while other work runs, to be kept only if that work succeeds: the
+    writing is done meanwhile, the rename after.
+    """
+
+    def __init__(self, shown: str, target: str, temporary: str) -> None:
+        self._shown, self._target, self._temporary = shown, target, temporary
+
+    def commit(self) -> None:
+        """Put the content in place (once; a discarded file stays discarded).
+
+        Raises:
+            OutputError: It cannot be renamed over the target (which is unchanged).
+        """
+        temporary, self._temporary = self._temporary, ""
+        if not temporary:
+            return
+        try:
+            _put_in_place(temporary, self._target)
+        except OSError as error:
+            raise _error(self._shown, _folder_of(self._shown), error) from None
+
+    def discard(self) -> None:
+        """Remove the content written (the target keeps its earlier content)."""
+        temporary, self._temporary = self._temporary, ""
+        if temporary:
+            _discard([temporary])
+
+
+def stage_chunks(path: str | os.PathLike[str], data: Pieces) -> StagedFile | None:
+    """Write ``data`` (pieces, as :func:`save_chunks` takes them) to a temporary file beside
+    ``path``, to be put in its place later (:class:`StagedFile`); None when ``path`` is not
+    a regular file or a new one in a folder that exists (it is then written with
+    :func:`save_chunks`, whose checks say why it cannot be, if it cannot).
+
+    Raises:
+        OutputError: The temporary file cannot be written (none is left).
+    """
+    name = os.fspath(path)
+    try:
+        status: os.stat_result | None = os.stat(name)
+    except FileNotFoundError:
+        status = None
+    except (OSError, ValueError):
+        return None
+    if (status is not None and not stat.S_ISREG(status.st_mode)) or not name:
+        return None
+    target = os.path.realpath(name)
+    if not os.path.isdir(_folder_of(target)):
+        return None
+    try:
+        return StagedFile(name, target, _written_beside(target, data, status))
+    except OSError as error:
+        raise _error(name, _folder_of(name), error) from None

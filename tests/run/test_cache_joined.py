@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ import pytest
 import vocmatch.run.cached as cached
 from tests.conftest import run_cli
 from tests.run.test_cache import Spy
+from vocmatch.errors import InputError
 from vocmatch.evaluation.shards.cache_file import CACHE_MAGIC, CACHE_VERSION
-from vocmatch.evaluation.shards.parts import PartListing
+from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
 from vocmatch.evaluation.shards.state import RawState, read_state, write_state
 
 
@@ -407,3 +409,37 @@ def test_a_chunk_whose_files_kept_their_stats_keeps_its_key(
     verified = ("--cache-verify",) if verify else ()
     assert run_cli(*args, "--cache", cache, *verified) == fresh
     assert len(computed) == keyed(_chunks(gt, pred), spy.chunks)
+
+
+def test_an_edited_run_stopped_while_evaluated_leaves_the_cache_as_it_was(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new cache file is written beside the old one while the run is evaluated; a run
+    that ends there (refused, interrupted) removes it: the cache keeps its bytes, and
+    nothing is left in its folder."""
+    gt, pred = _copy(generated, tmp_path)
+    args = [str(gt), str(pred), "--format", "json"]
+    folder = tmp_path / "cache"
+    run_cli(*args, "--cache", str(folder))
+    before = _cache_file(folder).read_bytes()
+    path = sorted(pred.glob("*.xml"))[7]
+    path.write_text(re.sub(r"<score>0\.", "<score>0.9", path.read_text(), count=1))
+    seen: list[list[str]] = []
+
+    def stopped(self: object) -> None:
+        deadline = time.monotonic() + 20
+        while not (found := _leftovers(folder)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(found)
+        raise InputError("stopped while evaluated")
+
+    monkeypatch.setattr(GatheredParts, "evaluation", stopped)
+    code, stdout, stderr = run_cli(*args, "--cache", str(folder))
+    assert (code, stdout, stderr) == (2, "", "vocmatch: error: stopped while evaluated\n")
+    assert len(seen) == 1 and len(seen[0]) == 1
+    assert _cache_file(folder).read_bytes() == before
+    assert _leftovers(folder) == []
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".vocmatch-"))

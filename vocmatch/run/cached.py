@@ -21,8 +21,11 @@ place of theirs. Records that layout does not hold are kept chunk by chunk, and 
 chunk's records joined in key order, as a run in parts does. Either way the records are
 accumulated once: the report is that of a run without a cache, bit for bit.
 
-The file is rewritten (through :func:`vocmatch.files.save_bytes`: whole or not at all)
-when anything changed, holding the present files and chunks only. A cache that cannot be
+The file is read, and its arrays checked, by a thread while the files are listed. It is
+rewritten (through :mod:`vocmatch.files`: whole or not at all) when anything changed,
+holding the present files and chunks only: written beside the old one while the run is
+accumulated and put in its place once the run is evaluated
+(:mod:`vocmatch.run.cached_write`). A cache that cannot be
 read (damaged, of another format or vocmatch version) or written (a read-only folder) gives
 one :class:`~vocmatch.errors.CacheWarning` and the run goes on without it. Two runs writing
 the same cache each replace the file whole; the last one's is kept.
@@ -50,7 +53,6 @@ import numpy.typing as npt
 
 from vocmatch.errors import (
     CacheWarning,
-    OutputError,
     RequestError,
     StateError,
     no_annotation_files,
@@ -58,10 +60,11 @@ from vocmatch.errors import (
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
+from vocmatch.run.cached_write import CacheEncoding, write_cache
 from vocmatch.version import __version__
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from vocmatch.evaluation.shards.cache_file import CacheContent, StatIndex
     from vocmatch.evaluation.shards.cache_joined import JoinedChunks
@@ -279,22 +282,59 @@ def _loaded(
     run: str,
     options: PartOptions,
     warned: list[CacheWarning],
-    data: Future[bytes | None] | None = None,
+    data: Future[CacheContent | StateError | None] | None = None,
 ) -> CacheContent | None:
     """The cache's content, or None (no cache file, another run's, or one that cannot be
-    read: then with a warning); ``data``: its bytes as being read by a thread."""
+    read: then with a warning); ``data``: its content as being read by a thread."""
+    found = data.result() if data is not None else _decoded(_cache_path(request), run, options)
+    if isinstance(found, StateError):
+        warned.append(CacheWarning(f"cache {found}; every image was matched again"))
+        return None
+    return found
+
+
+def _decoded(path: str, run: str, options: PartOptions) -> CacheContent | StateError | None:
+    """The content of the cache file ``path`` (None: no file, or another run's), or the
+    error that refuses it."""
     from vocmatch.evaluation.shards.cache_file import read_cache
 
-    path = _cache_path(request)
     try:
-        found = data.result() if data is not None else _cache_file_bytes(path)
+        found = _cache_file_bytes(path)
         if found is None:
             return None
         return read_cache(
             found, path, run, options.conventions, options.slices, options.preparation
         )
     except StateError as error:
-        warned.append(CacheWarning(f"cache {error}; every image was matched again"))
+        return error
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoding:
+    """The cache read by a thread while the files are listed, keyed by the folders as
+    given (the listing's roots, unless it finds them otherwise: it is then read again)."""
+
+    roots: tuple[str, str]
+    options: PartOptions
+    run: str
+    content: Future[CacheContent | StateError | None]
+
+
+def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decoding | None:
+    """The cache's reading started on ``pool``'s thread (its bytes on the disk only, its
+    arrays checked without Python's lock, while the files are listed); None when the
+    request's options or the thread cannot be had (the run then finds why, or reads the
+    cache itself)."""
+    from vocmatch.errors import VocmatchError
+    from vocmatch.run.remote_inputs import part_options
+
+    roots = (gt, os.fspath(request.pred))
+    try:
+        options = part_options(request, roots)
+        run = _run_key(request, options)
+        return _Decoding(roots, options, run, pool.submit(_decoded, _cache_path(request), run,
+                                                          options))  # fmt: skip
+    except (VocmatchError, OSError, RuntimeError):
         return None
 
 
@@ -316,16 +356,20 @@ def _opened(
     request: EvalRequest,
     roots: tuple[str, str],
     listing: PartListing | None = None,
-    data: Future[bytes | None] | None = None,
+    decoding: _Decoding | None = None,
 ) -> _Opened:
-    """The run's cache read (``data``: its bytes as being read by a thread); the stats of
-    the files of the ``listing``'s chunks taken meanwhile, by a thread (the system's calls
-    run without Python's lock), when there is a cache to compare them with and more than one
-    thread may run."""
+    """The run's cache read (``decoding``: as being read by a thread, when it was started
+    for these roots); the stats of the files of the ``listing``'s chunks taken meanwhile
+    (the system's calls run without Python's lock), when there is a cache to compare them
+    with and more than one thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
-    options = part_options(request, roots)
-    run = _run_key(request, options)
+    data = None
+    if decoding is not None and decoding.roots == roots:
+        options, run, data = decoding.options, decoding.run, decoding.content
+    else:
+        options = part_options(request, roots)
+        run = _run_key(request, options)
     warned: list[CacheWarning] = []
     spread = _spread(options)
     chunks = chunks_of(listing, spread) if listing is not None else None
@@ -333,7 +377,14 @@ def _opened(
         cached = _loaded(request, run, options, warned, data)
         return _Opened(options, run, cached, warned, chunks, spread=spread)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
-    cached, stats = _loaded_and_stats(_Loading(request, run, options, warned, data), paths)
+    if data is not None:
+        from vocmatch.readers.file_stats import file_stats
+
+        # The thread reads the cache: the stats are taken here, by threads of their own.
+        taken = file_stats(paths, request.jobs)
+        return _Opened(options, run, _loaded(request, run, options, warned, data), warned,
+                       chunks, taken, spread)  # fmt: skip
+    cached, stats = _loaded_and_stats(_Loading(request, run, options, warned), paths)
     return _Opened(options, run, cached, warned, chunks, stats, spread)
 
 
@@ -345,11 +396,10 @@ class _Loading:
     run: str
     options: PartOptions
     warned: list[CacheWarning]
-    data: Future[bytes | None] | None
 
     def content(self) -> CacheContent | None:
         """:func:`_loaded`'s."""
-        return _loaded(self.request, self.run, self.options, self.warned, self.data)
+        return _loaded(self.request, self.run, self.options, self.warned)
 
 
 def _loaded_and_stats(
@@ -397,17 +447,13 @@ def evaluated_with_cache(
         from concurrent.futures import ThreadPoolExecutor
 
         # The cache file is read by a thread while the files are listed (its bytes may be
-        # on the disk only, and reading them waits without Python's lock).
+        # on the disk only, and reading them and checking its arrays run without Python's
+        # lock, as listing does).
         with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache") as pool:
-            try:
-                data: Future[bytes | None] | None = pool.submit(
-                    _cache_file_bytes, _cache_path(request)
-                )
-            except RuntimeError:  # no thread: the file is read after the listing
-                data = None
+            decoding = _decoding(request, annotations, pool)
             listing = PartListing.of(annotations, request.pred)
             roots = (listing.gt.root, listing.pred.root)
-            opened = _opened(request, roots, listing, data)
+            opened = _opened(request, roots, listing, decoding)
         found, _, encoding = _cached_run(request, listing, annotations, None, opened, progress)
         return _written(request, found, encoding, opened)
     from vocmatch.readers.remote import list_location
@@ -429,7 +475,7 @@ def evaluated_with_cache(
         if set(read_keys) == {k for k, _ in readable}:
             break
         if encoding is not None:
-            encoding.close()  # read again against the files read
+            encoding.discard()  # read again against the files read
         keys = set(read_keys)
         readable = tuple(f for f in gt_listing.files if f[0] in keys)
     return _written(request, found, encoding, opened)
@@ -446,45 +492,12 @@ def _coco_predictions(
 
 
 def _written(
-    request: EvalRequest, found: CachedRun, encoding: _Encoding | None, opened: _Opened
+    request: EvalRequest, found: CachedRun, encoding: CacheEncoding | None, opened: _Opened
 ) -> CachedRun:
     """The run, its cache written (when ``encoding`` is not None: something changed)."""
     if encoding is not None:
-        _write(request, encoding, opened.warned)
+        write_cache(os.fspath(request.cache or ""), _cache_path(request), encoding, opened.warned)
     return replace(found, warnings=tuple(opened.warned))
-
-
-class _Encoding:
-    """A cache file's bytes made by a thread while the run is accumulated (the arrays'
-    copies and the checksum run without Python's lock), or here when no thread may run."""
-
-    def __init__(self, content: CacheContent, options: PartOptions) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._content, self._options = content, options
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache")
-        self._future: Future[bytes] | None
-        try:
-            self._future = self._pool.submit(self._make)
-        except RuntimeError:  # no thread: made when asked for
-            self._future = None
-
-    def _make(self) -> bytes:
-        from vocmatch.evaluation.shards.cache_file import cache_bytes
-
-        options = self._options
-        return cache_bytes(self._content, options.conventions, options.slices, options.preparation)
-
-    def result(self) -> bytes:
-        """The bytes."""
-        try:
-            return self._future.result() if self._future is not None else self._make()
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Let the thread go (once it has made the bytes, which are then not written)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _cached_run(
@@ -494,7 +507,7 @@ def _cached_run(
     coco: CocoPredictions | None,
     opened: _Opened,
     progress: Callable[[int, int], None] | None,
-) -> tuple[CachedRun, tuple[str, ...], _Encoding | None]:
+) -> tuple[CachedRun, tuple[str, ...], CacheEncoding | None]:
     """The run evaluated with its cache, the keys of the ground-truth files read, and the
     cache's new bytes being made (None when nothing changed)."""
     from vocmatch.run.in_parts_found import EvaluatedInParts
@@ -533,12 +546,12 @@ def _cached_run(
     # Made while the run is accumulated, written once it is evaluated: a refused run leaves
     # the cache as it was.
     unchanged = cached is not None and not fresh and content.same_chunks(cached)
-    encoding = None if unchanged else _Encoding(content, options)
+    encoding = None if unchanged else CacheEncoding(content, options, _cache_path(request))
     try:
         found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
     except BaseException:
         if encoding is not None:
-            encoding.close()
+            encoding.discard()
         raise
     done = CachedRun(found, (), matched, total - matched)
     return done, gathered.gt_keys, encoding
@@ -869,25 +882,3 @@ def _matched(
             if progress is not None:
                 progress(read, total)
     return done
-
-
-def _write(request: EvalRequest, encoding: _Encoding, warned: list[CacheWarning]) -> None:
-    """Replace the cache file whole; a warning when it cannot be written (unless reading it
-    gave one already: one warning a run)."""
-    from vocmatch.files import save_bytes
-
-    folder = os.fspath(request.cache or "")
-    try:
-        data = encoding.result()
-        os.makedirs(folder, exist_ok=True)
-        save_bytes(_cache_path(request), data)
-    except OutputError as error:
-        failed = CacheWarning(f"{error}; this run's records are not kept in the cache")
-    except OSError as error:
-        reason = error.strerror or str(error)
-        shown = f"cannot write the cache {folder}: {reason}"
-        failed = CacheWarning(f"{shown}; this run's records are not kept")
-    else:
-        return
-    if not warned:
-        warned.append(failed)

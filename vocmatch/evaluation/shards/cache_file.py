@@ -59,7 +59,7 @@ from vocmatch.evaluation.shards.reading_notes import (
     count_pair_of,
     name_counts_of,
 )
-from vocmatch.evaluation.shards.state import RawState, read_state, write_state
+from vocmatch.evaluation.shards.state import RawState, read_state, state_pieces
 from vocmatch.evaluation.shards.state_preparation import records_with_removed, removed_to_header
 from vocmatch.evaluation.shards.state_records import (
     narrowest_int,
@@ -80,6 +80,7 @@ __all__ = [
     "FileStat",
     "StatIndex",
     "cache_bytes",
+    "cache_pieces",
     "read_cache",
 ]
 
@@ -172,6 +173,17 @@ def cache_bytes(
     """The bytes of a cache file holding ``content`` (records matched under ``conv``, with
     ``slices``, of predictions prepared by ``preparation``: each chunk keeps what it
     removed)."""
+    return b"".join(cache_pieces(content, conv, slices, preparation))
+
+
+def cache_pieces(
+    content: CacheContent,
+    conv: Conventions,
+    slices: Sequence[SliceSpec],
+    preparation: Preparation | None = None,
+) -> list[bytes | memoryview]:
+    """:func:`cache_bytes` as consecutive pieces, not joined
+    (:func:`~vocmatch.evaluation.shards.state.state_pieces`)."""
     index = content.stats
     joined = "\0".join(index.paths).encode("utf-8", "surrogatepass")
     arrays: dict[str, npt.NDArray[Any]] = {
@@ -206,7 +218,7 @@ def cache_bytes(
         "vocmatch": __version__, "run": content.run, "files": len(index.paths), **layout,
         "chunks": chunks,
     }  # fmt: skip
-    return write_state(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
+    return state_pieces(RawState(header, arrays), CACHE_MAGIC, CACHE_VERSION)
 
 
 def _ranked_arrays(ranked: Ranked, prefix: str) -> dict[str, npt.NDArray[Any]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ __all__ = [
     "Segment",
     "check_entries",
     "gathered_joined",
+    "merged_ranking",
     "notes_of_header",
     "notes_to_header",
     "ranked_of",
@@ -209,10 +211,15 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     # Each class's ranked members, per piece, in the output's rows.
     ranked: list[list[IntArray]] = [[] for _ in names]
     ranks: list[npt.NDArray[Any]] = []
-    kept = [piece for piece in pieces if piece.records is None]
-    assert old.ranked is not None
-    old_ranked = _by_piece(old.ranked, [(p.at, p.at + p.preds) for p in kept])
-    taken = 0  # pieces of the cache's records so far
+    if old.ranked is None:
+        raise StateError("corrupted chunk entries (records without their rankings)")
+    # The cache's rows kept, in this run's rows: each class's ranking of them is one run.
+    moved = _moved_rows(pieces, out_preds, old.preds.label.size)
+    for k, members in enumerate(old.ranked.classes):
+        kept_rows = moved[members]
+        kept_rows = kept_rows[kept_rows >= 0]
+        if kept_rows.size:
+            ranked[int(old_remap[k])].append(kept_rows)
     for n, piece in enumerate(pieces):
         records = ranked_of(piece.records) if piece.records is not None else old
         i0, i1, p0, p1 = (
@@ -240,14 +247,9 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         if rank is None or records.ranked is None:
             raise StateError("corrupted chunk entries (records without their rankings)")
         ranks.append(rank[p0:p1])
-        shift = int(out_preds[n]) - p0
         if piece.records is None:
-            for k, (members, bounds) in enumerate(old_ranked):
-                if bounds[taken + 1] > bounds[taken]:
-                    run = members[bounds[taken] : bounds[taken + 1]]
-                    ranked[int(remap[k])].append(run + shift)
-            taken += 1
             continue
+        shift = int(out_preds[n]) - p0
         for k, rows in enumerate(records.ranked.classes):
             if rows.size:
                 ranked[int(remap[k])].append(rows.astype(np.int64) + shift)
@@ -260,12 +262,13 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         np.concatenate(values), np.concatenate(mean_iou), ClassCounts.of_stacked(classes)
     )
     rankings = Ranked(
-        tuple(_merged(runs, preds) for runs in ranked), np.concatenate(ranks).astype(np.int64)
+        tuple(merged_ranking(runs, preds) for runs in ranked),
+        np.concatenate(ranks).astype(np.int64),
     )
     return MatchRecords(
-        keys=tuple(k for keys, _, _ in per_image for k in keys),
-        gt_paths=tuple(g for _, gt, _ in per_image for g in gt),
-        pred_paths=tuple(q for _, _, pred in per_image for q in pred),
+        keys=tuple(chain.from_iterable(keys for keys, _, _ in per_image)),
+        gt_paths=tuple(chain.from_iterable(gt for _, gt, _ in per_image)),
+        pred_paths=tuple(chain.from_iterable(pred for _, _, pred in per_image)),
         class_names=names,
         preds=preds,
         counts=counts,
@@ -278,24 +281,15 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     )
 
 
-def _by_piece(
-    ranked: Ranked, ranges: Sequence[tuple[int, int]]
-) -> list[tuple[IntArray, list[int]]]:
-    """Each class's ranked members that lie in the row ranges (in order, disjoint), grouped
-    by range in their ranking's order, and where each range's group starts (and the last
-    one ends)."""
-    starts = np.array([a for a, _ in ranges], dtype=np.int64)
-    ends = np.array([b for _, b in ranges], dtype=np.int64)
-    found = []
-    for members in ranked.classes:
-        rows = members.astype(np.int64)
-        where = np.searchsorted(starts, rows, side="right") - 1
-        inside = (where >= 0) & (rows < ends[np.maximum(where, 0)]) if ranges else where >= 0
-        rows, where = rows[inside], where[inside]
-        order = np.argsort(where, kind="stable")  # by range, each range's in ranking order
-        bounds = np.searchsorted(where[order], np.arange(len(ranges) + 1)).tolist()
-        found.append((rows[order], bounds))
-    return found
+def _moved_rows(pieces: Sequence[_Piece], out_preds: IntArray, n_old: int) -> IntArray:
+    """Per prediction row of the cache's joined records, its row in the spliced records
+    (-1 for those of the chunks read again): the kept rows keep their order."""
+    moved = np.full(n_old, -1, dtype=np.int64)
+    for n, piece in enumerate(pieces):
+        if piece.records is None:
+            start = int(out_preds[n])
+            moved[piece.at : piece.at + piece.preds] = np.arange(start, start + piece.preds)
+    return moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,18 +354,45 @@ def _class_sums(
     return classes, coco_gt
 
 
-def _merged(runs: Sequence[IntArray], preds: PredRecords) -> IntArray:
-    """One class's ranking from sorted runs of it, in row order (each run by descending
-    score, ties in row order, and every row of a run before the next run's): stable by
-    descending score, ties in row order."""
+def merged_ranking(runs: Sequence[IntArray], preds: PredRecords) -> IntArray:
+    """One class's ranking from sorted runs of it (each by descending score, ties in row
+    order): stable by descending score, ties in row order. The first run is the cache's
+    (most rows): the others' rows are put in their places in it, not sorted with it."""
     if not runs:
         return np.zeros(0, dtype=np.int64)
-    members = np.concatenate(runs)
     if len(runs) == 1:
-        return members
-    # The stable sort merges the runs (timsort finds them), and keeps equal scores in the
-    # runs' order, which is row order.
-    by_score: IntArray = members[np.argsort(-ranking_score(preds, members), kind="stable")]
+        return runs[0]
+    big, small = runs[0], np.concatenate(runs[1:])
+    if small.size * _MERGE_SHARE > big.size:
+        return _sorted(np.concatenate(runs), preds)
+    small_key = -ranking_score(preds, small)
+    order = np.lexsort((small, small_key))
+    small, small_key = small[order], small_key[order]
+    # Each row's place as one integer: its score's among the run's distinct scores (in
+    # ascending order of the keys), then its row; a score the run does not hold goes
+    # before every row of the next one.
+    key = -ranking_score(preds, big)  # ascending: the run is by descending score
+    step = int(max(big.max(), small.max())) + 2
+    starts = np.empty(key.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(key[1:], key[:-1], out=starts[1:])
+    distinct = key[starts]
+    place = np.searchsorted(distinct, small_key, side="left")
+    held = distinct[np.minimum(place, distinct.size - 1)] == small_key
+    big_at = (np.cumsum(starts) - 1) * step + big
+    small_at = np.where(held, place * step + small, place * step - 1)
+    merged: IntArray = np.insert(big, np.searchsorted(big_at, small_at), small)
+    return merged
+
+
+#: The cache's run of a class is merged with the others' rows when it holds this many
+#: times as many; else all are sorted together.
+_MERGE_SHARE = 8
+
+
+def _sorted(members: IntArray, preds: PredRecords) -> IntArray:
+    """``members`` by descending score, ties in row order."""
+    by_score: IntArray = members[np.lexsort((members, -ranking_score(preds, members)))]
     return by_score
 
 

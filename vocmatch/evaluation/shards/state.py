@@ -53,6 +53,7 @@ __all__ = [
     "RawState",
     "read_state",
     "read_state_file",
+    "state_pieces",
     "write_state",
 ]
 
@@ -114,6 +115,14 @@ def write_state(state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VER
     Returns:
         The file's bytes.
     """
+    return b"".join(state_pieces(state, magic, version))
+
+
+def state_pieces(
+    state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VERSION
+) -> list[bytes | memoryview]:
+    """The bytes of :func:`write_state` as consecutive pieces, the arrays' not copied (for
+    :func:`vocmatch.files.save_chunks`, which writes them without joining them)."""
     table = []
     parts: list[memoryview] = []
     for name, array in state.arrays.items():
@@ -123,12 +132,12 @@ def write_state(state: RawState, magic: bytes = MAGIC, version: int = FORMAT_VER
         table.append({"name": name, "dtype": stored.dtype.str, "shape": list(stored.shape)})
         parts.append(stored.reshape(-1).view(np.uint8).data)  # its bytes, not copied
     header = json.dumps({**state.header, "arrays": table}, separators=(",", ":")).encode()
-    # The checksum taken part by part: the file's bytes are copied once, by the join.
+    # The checksum taken part by part: the pieces are not joined.
     pieces: list[bytes | memoryview] = [_PREFIX.pack(magic, version, len(header)), header, *parts]
     crc = 0
     for piece in pieces:
         crc = zlib.crc32(piece, crc)
-    return b"".join([*pieces, _CRC.pack(crc)])
+    return [*pieces, _CRC.pack(crc)]
 
 
 def _versions_read(versions: tuple[int, ...]) -> str:

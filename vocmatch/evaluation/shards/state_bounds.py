@@ -133,11 +133,42 @@ def _hits_beyond(
 ) -> bool:
     """Whether, at some threshold's bit, a class has more predictions matched to ground
     truth that counts (matched, not ignored) than ``limit``."""
-    hits = matched.astype(np.int64) & ~ignored.astype(np.int64)
-    bits = int(np.bitwise_or.reduce(hits)) if hits.size else 0
-    for t in range(min(n_bits, 64)):
-        if (bits >> t) & 1:
-            found = np.bincount(label[((hits >> t) & 1) == 1], minlength=n_classes)
-            if (found > limit).any():
-                return True
-    return False
+    found = _hit_counts(label, matched & ~ignored, n_bits, n_classes)
+    return bool((found > np.asarray(limit, dtype=np.int64)[:, None]).any())
+
+
+#: Bins of one count of each class's hits by their flags' values, at most (else per bit).
+_HISTOGRAM_BINS = 1 << 22
+
+
+def _hit_counts(
+    label: FlagArray, hits: FlagArray, n_bits: int, n_classes: int
+) -> npt.NDArray[np.int64]:
+    """``(n_classes, min(n_bits, 64))``: per class, how many of its predictions have each of
+    the first ``n_bits`` bits of ``hits`` set (``label``: each prediction's class, below
+    ``n_classes``; ``hits``: flags, none negative).
+
+    One count of the predictions by class and by their flags' value, when the flags use
+    few bits, then each value's bits added up: a pass over the predictions, not one a bit.
+
+    >>> _hit_counts(np.array([0, 1, 1]), np.array([0b11, 0b10, 0b110]), 3, 2).tolist()
+    [[1, 1, 0], [0, 2, 1]]
+    """
+    width = min(n_bits, 64)
+    found = np.zeros((n_classes, width), dtype=np.int64)
+    if not hits.size or not n_classes:
+        return found
+    used = min(int(hits.max()).bit_length(), width)
+    if n_classes << used <= _HISTOGRAM_BINS:
+        # Each prediction's class and flags as one small integer, made in place.
+        key = label.astype(np.int32)
+        key <<= used
+        key |= (hits & ((1 << used) - 1)).astype(np.int32)
+        histogram = np.bincount(key, minlength=n_classes << used).reshape(n_classes, 1 << used)
+        table = (np.arange(1 << used, dtype=np.int64)[:, None] >> np.arange(used)) & 1
+        found[:, :used] = histogram.astype(np.int64) @ table
+        return found
+    wide = hits.astype(np.int64)
+    for t in range(used):
+        found[:, t] = np.bincount(label[((wide >> t) & 1) == 1], minlength=n_classes)
+    return found

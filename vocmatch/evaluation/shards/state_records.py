@@ -747,9 +747,13 @@ def _pred_records(
             f"{source}: array 'pred_label' names a class beyond the {n_classes} listed"
         )
     label = arrays["pred_label"].astype(np.int32)
-    image = np.repeat(np.arange(count.size, dtype=np.int64), count)
-    if label.size > 1 and (np.diff(image * n_classes + label) < 0).any():
-        raise StateError(f"{source}: array 'pred_label' is not sorted within each image")
+    if label.size > 1:
+        # A class below the one before it, other than at an image's first prediction.
+        down = np.diff(label) < 0
+        ends = np.cumsum(count)
+        down[ends[(ends > 0) & (ends < label.size)] - 1] = False
+        if down.any():
+            raise StateError(f"{source}: array 'pred_label' is not sorted within each image")
     # Kept as narrow as stored (float32 when every score is one): exact either way.
     stored = arrays["pred_score"]
     score: npt.NDArray[np.floating[Any]] = stored.astype(
@@ -787,20 +791,25 @@ def _ap_bits(bits: FlagArray, conv: Conventions) -> FlagArray:
     thresholds: the area "all" matching when it is the protocol's own."""
     levels = sorted({conv.iou_threshold, *conv.sweep_thresholds, *conv.ap_thresholds})
     index = {value: i for i, value in enumerate(levels)}
-    found = np.zeros(bits.size, dtype=np.int64)
+    # Each value flags of few thresholds can take converted once: one lookup a prediction.
+    few = len(levels) <= 16
+    given = np.arange(1 << len(levels), dtype=np.int64) if few else bits.astype(np.int64)
+    found = np.zeros(given.size, dtype=np.int64)
     for t, threshold in enumerate(conv.ap_thresholds):
-        found |= ((bits.astype(np.int64) >> index[threshold]) & 1) << t
-    return found.astype(flag_dtype(len(conv.ap_thresholds)))
+        found |= ((given >> index[threshold]) & 1) << t
+    converted: FlagArray = found.astype(flag_dtype(len(conv.ap_thresholds)))
+    if not few:
+        return converted
+    looked_up: FlagArray = converted[np.bitwise_and(bits, given.size - 1)]
+    return looked_up
 
 
 def _flags(values: npt.NDArray[Any], n_bits: int, name: str, source: str) -> FlagArray:
     """Bit flags, checked to name only the ``n_bits`` thresholds there are."""
-    if values.dtype.itemsize == 8 and values.size and int(values.max()) >= 1 << 63:
+    # Compared as stored (unsigned, as the shapes' check asks: the maximum is exact).
+    if values.dtype.kind != "u" or (values.size and int(values.max()) >= 1 << n_bits):
         raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
-    flags = values.astype(np.int64)
-    if flags.size and int(flags.max()) >= 1 << n_bits:
-        raise StateError(f"{source}: array {name!r} holds flags of thresholds that do not exist")
-    return flags.astype(flag_dtype(n_bits))
+    return values.astype(flag_dtype(n_bits))
 
 
 def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: str) -> ImageCounts:
