@@ -108,6 +108,14 @@ def _no_array(name: str) -> Callable[[RawState], None]:
     return change
 
 
+def _first_two_swapped(rows: Any) -> Any:
+    """The first class's ranking with its first two predictions swapped: each prediction
+    still once and in its class, only out of order."""
+    swapped = rows.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    return swapped
+
+
 def _layout(raw: RawState) -> None:
     raw.header["layout"] = "by image"
 
@@ -166,6 +174,16 @@ CHUNK = "{cache} (chunk 0): "
             id="rankings-reversed",
         ),
         pytest.param(_no_array("joined.ranked_rank"), "{cache}: corrupted rankings", id="no-rank"),
+        pytest.param(
+            _array("joined.ranked_rows", _first_two_swapped),
+            "{cache}: corrupted rankings",
+            id="ranking-out-of-order",
+        ),
+        pytest.param(
+            _array("joined.ranked_rank", np.zeros_like),
+            "{cache}: corrupted rankings",
+            id="places-zeroed",
+        ),
         pytest.param(
             _array("joined.keys", lambda a: a[: a.tolist().index(0)].copy()),
             "{cache}: corrupted header (image keys or paths)",

@@ -44,7 +44,7 @@ from vocmatch.core.model import SkippedFile
 from vocmatch.core.preparation import Preparation
 from vocmatch.core.protocol import Conventions
 from vocmatch.errors import StateError
-from vocmatch.evaluation.records import MatchRecords, Ranked
+from vocmatch.evaluation.records import MatchRecords, PredRecords, Ranked
 from vocmatch.evaluation.score_counts import ScoreCounts
 from vocmatch.evaluation.shards.cache_joined import (
     ChunkEntry,
@@ -54,6 +54,7 @@ from vocmatch.evaluation.shards.cache_joined import (
     notes_to_header,
 )
 from vocmatch.evaluation.shards.parts import PartRecords, PartResult
+from vocmatch.evaluation.shards.ranking_check import rankings_hold
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
     count_pair_of,
@@ -417,7 +418,7 @@ def _chunk(
     # Scores as a run makes them (a state may hold them as float32, the same values).
     records = _float_scores(records)
     if chunk.get("ranked") is True:
-        ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
+        ranked = _ranked(ranked_arrays, records.preds, len(records.class_names), source)
         records = replace(records, ranked=ranked)
     found, scores = _findings(chunk, source)
     return PartRecords(
@@ -474,7 +475,7 @@ def _joined(
     records = _float_scores(records_of_state(records_header, arrays, conv, source))
     if records.gt_cells is None or records.unscored is not None or records.detail is not None:
         raise StateError(f"{source}: corrupted header (joined records)")
-    ranked = _ranked(ranked_arrays, records.preds.label, len(records.class_names), source)
+    ranked = _ranked(ranked_arrays, records.preds, len(records.class_names), source)
     counts, coco_gt = _class_counts(by_chunk.pop("chunks", {}), records.coco_gt.shape[1], source)
     entries = []
     start = 0
@@ -571,11 +572,13 @@ def _entry(
 
 def _ranked(
     arrays: Mapping[str, npt.NDArray[Any] | None],
-    label: npt.NDArray[Any],
+    preds: PredRecords,
     n_classes: int,
     source: str,
 ) -> Ranked:
-    """A chunk's rankings, checked: every prediction once, in its own class's ranking."""
+    """A chunk's rankings, checked: every prediction once, in its own class's ranking, by
+    descending score (ties in row order), with its place in its image-class."""
+    label = preds.label
     rows, sizes, rank = (arrays[n] for n in ("ranked_rows", "ranked_sizes", "ranked_rank"))
     n_pred = label.size
     if (
@@ -601,6 +604,7 @@ def _ranked(
         # Within range and none twice: each prediction once (a count, not a sort).
         or bool((np.bincount(rows, minlength=n_pred) > 1).any())
         or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
+        or not rankings_hold(rows, sizes, rank, preds)
     ):
         raise StateError(f"{source}: corrupted rankings")
     ends = np.cumsum(sizes)

@@ -1,0 +1,86 @@
+"""The check of a cache's stored rankings against what ranking its predictions gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vocmatch.evaluation.from_records import class_rankings
+from vocmatch.evaluation.records import PredRecords
+from vocmatch.evaluation.shards.ranking_check import rankings_hold
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """What a run's records hold for :func:`class_rankings` to rank."""
+
+    preds: PredRecords
+    class_names: tuple[str, ...]
+    ranked: None = None
+
+
+def _preds(count: list[int], label: list[int], score: list[float]) -> PredRecords:
+    n = len(label)
+    flags = np.zeros(n, dtype=np.uint16)
+    return PredRecords(
+        np.array(count, dtype=np.int64), np.array(label, np.int32), np.array(score),
+        flags, flags, np.zeros(n, np.uint8), np.zeros((n, 0), np.uint16),
+        np.zeros((n, 0), np.uint16),
+    )  # fmt: skip
+
+
+@st.composite
+def _sets(draw: st.DrawFn) -> tuple[PredRecords, int]:
+    n_classes = draw(st.integers(1, 4))
+    count = draw(st.lists(st.integers(0, 6), min_size=1, max_size=6))
+    n = sum(count)
+    label = draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n))
+    score = draw(st.lists(st.sampled_from([0.1, 0.5, 0.9, float("nan")]), min_size=n, max_size=n))
+    return _preds(count, label, score), n_classes
+
+
+def _stored(preds: PredRecords, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, sizes and places as a cache stores them, made by ranking the predictions."""
+    records = _Ranked(preds, tuple(str(k) for k in range(n_classes)))
+    rows = np.zeros(0, dtype=np.int64)
+    rank = np.zeros(preds.label.size, dtype=np.int64)
+    sizes = []
+    for members, place in class_rankings(records):  # type: ignore[arg-type]
+        rows = np.append(rows, members)
+        rank[members] = place
+        sizes.append(members.size)
+    return rows, np.array(sizes, dtype=np.int64), rank
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sets())
+def test_the_rankings_a_run_makes_hold(drawn: tuple[PredRecords, int]) -> None:
+    preds, n_classes = drawn
+    rows, sizes, rank = _stored(preds, n_classes)
+    assert rankings_hold(rows, sizes, rank, preds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sets(), st.data())
+def test_rankings_moved_within_a_class_do_not_hold(
+    drawn: tuple[PredRecords, int], data: st.DataObject
+) -> None:
+    """Two predictions of one class swapped in its ranking, or two places swapped: the
+    check refuses exactly when the stored arrays differ from the made ones."""
+    preds, n_classes = drawn
+    rows, sizes, rank = _stored(preds, n_classes)
+    if rows.size < 2:
+        return
+    i = data.draw(st.integers(0, rows.size - 2))
+    moved = rows.copy()
+    moved[[i, i + 1]] = moved[[i + 1, i]]
+    same_class = preds.label[moved[i]] == preds.label[moved[i + 1]]
+    if same_class:
+        assert not rankings_hold(moved, sizes, rank, preds)
+    places = rank.copy()
+    j, k = data.draw(st.integers(0, rank.size - 1)), data.draw(st.integers(0, rank.size - 1))
+    places[[j, k]] = places[[k, j]]
+    assert rankings_hold(rows, sizes, places, preds) == bool(np.array_equal(places, rank))

@@ -1,0 +1,63 @@
+"""Whether a state's stored rankings are the ones its predictions give.
+
+A cache keeps each class's ranking (its predictions by descending score, ties in row order)
+and each prediction's place in its image-class, so that a run reading it does not sort
+again. A file can hold arrays of the right shapes and a valid checksum and still rank
+wrongly; read as they are, such rankings would change AP without a word. Both are checked
+here in passes over the predictions, without sorting by score: a ranking is right when
+every neighbour pair in it is in order, and the places are those a stable sort by class
+gives (a radix sort on 16-bit class indices).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vocmatch.evaluation.from_records import ranking_score
+from vocmatch.evaluation.records import IntArray, PredRecords
+
+
+def rankings_hold(rows: IntArray, sizes: IntArray, rank: IntArray, preds: PredRecords) -> bool:
+    """Whether ``rows`` (every class's ranking, class after class, ``sizes`` long each) and
+    ``rank`` are what ranking ``preds`` gives.
+
+    The caller has checked that ``rows`` holds every prediction once, class by class, and
+    that ``rank`` is within bounds.
+
+    Args:
+        rows: ``(P,)`` rows of ``preds``, each class's in its ranking.
+        sizes: ``(K,)`` the classes' ranking lengths.
+        rank: ``(P,)`` each prediction's place in its image-class.
+        preds: The records' predictions.
+    """
+    return _in_score_order(rows, sizes, preds) and _places_hold(rank, preds, sizes.size)
+
+
+def _in_score_order(rows: IntArray, sizes: IntArray, preds: PredRecords) -> bool:
+    """Every neighbour pair of a class's ranking by descending score, ties by row."""
+    if rows.size < 2:
+        return True
+    score = ranking_score(preds, rows)
+    before, after = score[:-1], score[1:]
+    ordered = (before > after) | ((before == after) & (rows[:-1] < rows[1:]))
+    # A pair that straddles two classes is not compared.
+    ends = np.cumsum(sizes)[:-1] - 1
+    ordered[ends[(ends >= 0) & (ends < ordered.size)]] = True
+    return bool(ordered.all())
+
+
+def _places_hold(rank: IntArray, preds: PredRecords, n_classes: int) -> bool:
+    """Each prediction's place among the predictions of its image and class before it."""
+    label = preds.label
+    if label.size == 0:
+        return True
+    keys = label.astype(np.int16) if n_classes < 2**15 else label
+    members = np.argsort(keys, kind="stable")  # by class, rows in order
+    image = np.repeat(np.arange(preds.count.size), preds.count)[members]
+    starts = np.empty(members.size, dtype=bool)
+    starts[0] = True
+    np.not_equal(image[1:], image[:-1], out=starts[1:])
+    starts[1:] |= label[members][1:] != label[members][:-1]
+    first = np.flatnonzero(starts)
+    expected = np.arange(members.size) - np.repeat(first, np.diff(np.append(first, members.size)))
+    return bool(np.array_equal(rank[members], expected))
