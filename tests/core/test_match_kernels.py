@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import re
 from types import ModuleType
 from typing import Any
 
@@ -769,3 +770,112 @@ def test_class_order_refuses_indices_out_of_range(
     lengths: a ValueError."""
     with pytest.raises(ValueError, match=message):
         match_kernels.class_order(_kernels(), np.array(label), np.array(by_score), 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _cells_and_ids(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([[0.5, 0.75, 0.9], [0.9, 0.3]]),
+    st.booleans(),
+    st.data(),
+)
+def test_two_threads_give_one_pass_pairs_and_range_flags(
+    cells: tuple[np.ndarray, ...],
+    strict: bool,
+    first: bool,
+    range_thresholds: list[float],
+    shuffled: bool,
+    data: st.DataObject,
+) -> None:
+    """A matcher given two threads matches a call's pairs as two ranges of whole
+    image-classes at once: the same pairs in the same order as one pass, the same flags of
+    the sets riding along, whatever the order of the pairs."""
+    gt, pred, iou, ignore, crowd, rank, cell = cells
+    if shuffled:
+        order = np.array(data.draw(st.permutations(list(range(gt.size)))), dtype=np.int64)
+        gt, pred, iou = gt[order], pred[order], iou[order]
+    n_gt, n_pred = ignore.size, rank.size
+    drawn = np.array(data.draw(st.lists(st.booleans(), min_size=n_gt, max_size=n_gt)), dtype=bool)
+    sets = np.stack([ignore, np.ones(n_gt, dtype=bool), ignore | drawn, drawn])
+    found = []
+    for threads in (1, 2):
+        ranges = match_kernels.RangeMatcher(
+            _kernels(), sets, crowd, np.array(range_thresholds), strict, first, n_pred,
+            np.dtype(np.uint16), own=(ignore, _THRESHOLDS, cell),
+        )  # fmt: skip
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("VOCMATCH_PURE_ENGINE", "0")
+            patch.setattr(match_kernels, "THREADED_PAIRS", 0)
+            matcher = RankedMatcher(
+                n_gt, ignore, crowd, _THRESHOLDS, strict, first, ranges=ranges, threads=threads
+            )
+            matcher.add(gt, pred.astype(np.int32), iou, rank)
+            hits = matcher.hits()
+        found.append(
+            [(getattr(hits, name).dtype, getattr(hits, name).tolist())
+             for name in ("level", "pred", "gt", "iou")]
+            + [ranges.matched.tolist(), ranges.ignored.tolist()]
+        )  # fmt: skip
+    assert found[0] == found[1]
+
+
+@pytest.mark.parametrize(
+    ("pred", "rank", "split"),
+    [
+        pytest.param([0, 1, 2, 3], [0, 1, 0, 1], 2, id="two-cells"),
+        pytest.param([0, 3], [0, 1, 2, 3], None, id="one-cell"),
+        pytest.param([1, 2, 5], [0, 0, 1, 2, 0, 0], 4, id="after-the-middle"),
+        pytest.param([0, 1], [0, 0], 1, id="two-predictions"),
+        pytest.param([2], [0, 0, 0], None, id="one-prediction"),
+        pytest.param([], [0], None, id="no-pair"),
+    ],
+)
+def test_class_split_begins_an_image_class_after_the_first_prediction(
+    pred: list[int], rank: list[int], split: int | None
+) -> None:
+    found = match_kernels.class_split(np.array(pred, dtype=np.int64), np.array(rank))
+    assert found == split
+
+
+def _merge_arguments() -> list[Any]:
+    empty_int, empty_float = np.zeros(0, dtype=np.int64), np.zeros(0)
+    return [
+        np.array([0], dtype=np.int64), np.array([1], dtype=np.int64),
+        np.array([0], dtype=np.int64), np.array([0.5]),
+        empty_int, empty_int, empty_int, empty_float,
+        np.array([0, 0], dtype=np.int64),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("place", "value", "message"),
+    [
+        pytest.param(1, np.array([2], dtype=np.int64), "a pred[0] = 2 is out of range",
+                     id="pred"),
+        pytest.param(5, np.array([-1], dtype=np.int64), "differ in length", id="length"),
+        pytest.param(3, np.array([0.5], dtype=np.float32), "a iou: unexpected", id="iou-type"),
+        pytest.param(8, np.array([0.0, 0.0]), "rank: unexpected", id="rank-type"),
+    ],
+)  # fmt: skip
+def test_merge_rank_runs_refuses_arguments_it_would_read_past(
+    place: int, value: Any, message: str
+) -> None:
+    arguments = _merge_arguments()
+    arguments[place] = value
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _kernels().merge_rank_runs(*arguments)
+
+
+def test_merge_rank_runs_orders_by_rank_threshold_prediction() -> None:
+    a = [np.array(v, dtype=np.int64) for v in ([0, 1, 0], [0, 0, 1], [5, 5, 6])]
+    b = [np.array(v, dtype=np.int64) for v in ([0, 0], [2, 3], [7, 8])]
+    rank = np.array([0, 1, 0, 1])
+    level, pred, gt, iou = match_kernels.pair_arrays(
+        _kernels().merge_rank_runs(*a, np.array([0.1, 0.2, 0.3]), *b, np.array([0.4, 0.5]), rank)
+    )
+    assert pred.tolist() == [0, 2, 0, 1, 3]
+    assert level.tolist() == [0, 0, 1, 0, 0]
+    assert gt.tolist() == [5, 7, 5, 6, 8]
+    assert iou.tolist() == [0.1, 0.4, 0.2, 0.3, 0.5]

@@ -387,9 +387,12 @@ def pair_and_match(
     first = along = None
     if prepared.scored and conv.match_rule in ("unmatched", "unmatched-first"):
         along = None if ranges is None else ranges(space)
+        from vocmatch.readers.workers import available_cores
+
         first = RankedMatcher(
             gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold,
             first_on_ties=conv.match_rule == "unmatched-first", ranges=along,
+            threads=min(2, available_cores()),
         )  # fmt: skip
     scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
     stage("matching")
