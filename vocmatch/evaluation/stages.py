@@ -54,6 +54,7 @@ from vocmatch.evaluation.stage_inputs import (
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
+from vocmatch.readers.workers import available_cores
 
 __all__ = [
     "class_counts",
@@ -387,8 +388,6 @@ def pair_and_match(
     first = along = None
     if prepared.scored and conv.match_rule in ("unmatched", "unmatched-first"):
         along = None if ranges is None else ranges(space)
-        from vocmatch.readers.workers import available_cores
-
         first = RankedMatcher(
             gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold,
             first_on_ties=conv.match_rule == "unmatched-first", ranges=along,
