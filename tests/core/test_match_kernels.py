@@ -879,3 +879,53 @@ def test_merge_rank_runs_orders_by_rank_threshold_prediction() -> None:
     assert level.tolist() == [0, 0, 1, 0, 0]
     assert gt.tolist() == [5, 7, 5, 6, 8]
     assert iou.tolist() == [0.1, 0.4, 0.2, 0.3, 0.5]
+
+
+_COORDINATES = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_COORDINATES, min_size=4, max_size=4), max_size=12),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_box_areas_equal_box_area_bit_for_bit(
+    boxes: list[list[float]], pixel_inclusive: bool, with_rows: bool, data: st.DataObject
+) -> None:
+    """Equal, touching, inverted, zero-area, infinite, NaN, overflowing and subnormal boxes,
+    both area conventions, every box or listed rows (repeated, in any order)."""
+    from vocmatch.core.iou import box_area
+
+    array = np.array(boxes, dtype=np.float64).reshape(-1, 4)
+    rows = None
+    if with_rows and len(boxes):
+        rows = np.array(
+            data.draw(st.lists(st.integers(0, len(boxes) - 1), max_size=20)), dtype=np.int32
+        )
+    with np.errstate(all="ignore"):  # overflowing and NaN sides, as the kernel meets them
+        expected = box_area(array if rows is None else array[rows], pixel_inclusive)
+    found = match_kernels.box_areas(_kernels(), array, rows, pixel_inclusive)
+    assert found.dtype == expected.dtype
+    assert found.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("boxes", "rows", "out", "message"),
+    [
+        pytest.param(np.zeros(6), None, 1, "do not fit", id="not-boxes"),
+        pytest.param(np.zeros(8), None, 3, "do not fit", id="out"),
+        pytest.param(np.zeros(8), np.array([2], dtype=np.int64), 1, "rows[0] = 2", id="row"),
+        pytest.param(np.zeros(8), np.array([-1], dtype=np.int64), 1, "rows[0] = -1", id="neg"),
+        pytest.param(np.zeros(8), np.array([0, 1], dtype=np.int64), 1, "do not fit", id="rows"),
+    ],
+)
+def test_box_areas_refuses_what_it_would_read_past(
+    boxes: np.ndarray, rows: np.ndarray | None, out: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _kernels().box_areas(boxes, rows, 0.0, np.zeros(out))
