@@ -7,9 +7,6 @@
  *     RankedMatcher.add gives them, and with it COCO's area ranges, one matching state per
  *     (range, threshold), each range ignoring its own ground truth, straight into their
  *     flags (a range ignoring what the evaluation ignores takes the evaluation's picks);
- *     optionally of a range of predictions only (two ranges of whole image-classes share no
- *     state: two threads match them at once);
- *   - merge_rank_runs: the matched pairs of two such ranges in one ranked_pass's order;
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), into flags;
  *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
@@ -367,11 +364,8 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
 {
     PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_ranges;
     int strict, first;
-    /* Only the pairs of predictions in [p_from, p_to) (all by default). */
-    Py_ssize_t p_from = 0, p_to = PY_SSIZE_T_MAX;
-    if (!PyArg_ParseTuple(args, "OOOOOOOppOO|nn:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
-                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges,
-                          &p_from, &p_to))
+    if (!PyArg_ParseTuple(args, "OOOOOOOppOO:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges))
         return NULL;
     Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
         taken = {0};
@@ -443,10 +437,6 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         if (!keep[i])
             continue;
         int64_t p = index_at(&pred, i);
-        if (p < p_from || p >= p_to) {
-            keep[i] = 0;
-            continue;
-        }
         if (!any) {
             p_low = p;
             p_high = p + 1;
@@ -633,76 +623,6 @@ done:
     release(&thr);
     release(&taken);
     ranges_release(&rg);
-    return result;
-}
-
-/* --- merge_rank_runs ------------------------------------------------------------------- */
-
-/* Two lists of matched pairs that ranked_pass gave for disjoint predictions, each in its
- * order (by rank of the prediction, then threshold, then prediction), as one list in that
- * order: what one ranked_pass over both gives, the states of the two being apart. */
-static PyObject *merge_rank_runs(PyObject *self, PyObject *args)
-{
-    PyObject *o[9];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO:merge_rank_runs", &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &o[6], &o[7], &o[8]))
-        return NULL;
-    static const char *names[9] = {"a level", "a pred", "a gt", "a iou", "b level",
-                                   "b pred",  "b gt",   "b iou", "rank"};
-    static const vm_kind kinds[9] = {VM_INT64, VM_INT64, VM_INT64, VM_FLOAT64, VM_INT64,
-                                     VM_INT64, VM_INT64, VM_FLOAT64, VM_INDEX};
-    Buf b[9] = {{{0}}};
-    Out out = {0};
-    PyObject *result = NULL;
-    for (int i = 0; i < 9; i++)
-        if (get(o[i], &b[i], kinds[i], 0, names[i]) < 0)
-            goto done;
-    Py_ssize_t na = count(&b[0]), nb = count(&b[4]), n_rank = count(&b[8]);
-    for (int i = 1; i < 4; i++)
-        if (count(&b[i]) != na || count(&b[4 + i]) != nb) {
-            PyErr_SetString(PyExc_ValueError, "the pairs' arrays differ in length");
-            goto done;
-        }
-    if (check_indices(&b[1], n_rank, "a pred") < 0 || check_indices(&b[5], n_rank, "b pred") < 0)
-        goto done;
-    if (out_new(&out, na + nb) < 0)
-        goto done;
-    const int64_t *al = b[0].view.buf, *ap = b[1].view.buf, *ag = b[2].view.buf;
-    const int64_t *bl = b[4].view.buf, *bp = b[5].view.buf, *bg = b[6].view.buf;
-    const double *av = b[3].view.buf, *bv = b[7].view.buf;
-    Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t i = 0, j = 0;
-    while (i < na || j < nb) {
-        int take_a;
-        if (j >= nb) {
-            take_a = 1;
-        } else if (i >= na) {
-            take_a = 0;
-        } else {
-            int64_t ra = index_at(&b[8], (Py_ssize_t)ap[i]), rb = index_at(&b[8], (Py_ssize_t)bp[j]);
-            take_a = ra != rb ? ra < rb : al[i] != bl[j] ? al[i] < bl[j] : ap[i] < bp[j];
-        }
-        Py_ssize_t to = out.n++;
-        if (take_a) {
-            out.level[to] = al[i];
-            out.pred[to] = ap[i];
-            out.gt[to] = ag[i];
-            out.iou[to] = av[i];
-            i++;
-        } else {
-            out.level[to] = bl[j];
-            out.pred[to] = bp[j];
-            out.gt[to] = bg[j];
-            out.iou[to] = bv[j];
-            j++;
-        }
-    }
-    Py_END_ALLOW_THREADS
-    result = out_value(&out);
-done:
-    out_free(&out);
-    for (int i = 0; i < 9; i++)
-        release(&b[i]);
     return result;
 }
 
@@ -1869,11 +1789,7 @@ static PyMethodDef methods[] = {
      "ranges): the unmatched rule's matched pairs (level, pred, gt, iou as bytes), in "
      "RankedMatcher.add's order (rank None: index order), and each area range of ranges "
      "(ignore, thresholds, taken, matched, ignored, alike, level) or None into its flags, "
-     "in one pass; with p_from, p_to, only the pairs of predictions in [p_from, p_to)."},
-    {"merge_rank_runs", merge_rank_runs, METH_VARARGS,
-     "merge_rank_runs(a_level, a_pred, a_gt, a_iou, b_level, b_pred, b_gt, b_iou, rank): "
-     "the matched pairs ranked_pass gave for two disjoint sets of predictions, as one list "
-     "in its order (rank of the prediction, threshold, prediction), as bytes."},
+     "in one pass."},
     {"devkit_flags", devkit_flags, METH_VARARGS,
      "devkit_flags(best_gt, best_iou, ignore, thresholds, strict, matched, ignored): the "
      "devkit rule's matching, one state per set and threshold."},

@@ -16,20 +16,6 @@ def ranked_pass(
     first: bool,
     taken: Any,
     ranges: tuple[Any, ...] | None,
-    p_from: int = 0,
-    p_to: int = ...,
-    /,
-) -> tuple[bytes, bytes, bytes, bytes]: ...
-def merge_rank_runs(
-    a_level: Any,
-    a_pred: Any,
-    a_gt: Any,
-    a_iou: Any,
-    b_level: Any,
-    b_pred: Any,
-    b_gt: Any,
-    b_iou: Any,
-    rank: Any,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
 def devkit_flags(

@@ -125,9 +125,6 @@ class RankedMatcher:
         first_on_ties: Among equal IoUs the earlier ground truth wins (``"unmatched-first"``)
             instead of the later one.
         ranges: Matched along, into its own flags (only with the compiled kernels).
-        threads: With 2, the compiled kernel matches the pairs of a call to :meth:`add` as two
-            ranges of whole image-classes at once (many pairs only): the same pairs, in the
-            same order.
 
     Raises:
         ValueError: ``ranges`` is given where the compiled kernels are not to run.
@@ -142,10 +139,8 @@ class RankedMatcher:
         strict: bool,
         first_on_ties: bool = False,
         ranges: match_kernels.RangeMatcher | None = None,
-        threads: int = 1,
     ) -> None:
         self._first = first_on_ties
-        self._threads = threads
         self._ignore = gt_ignore
         self._crowd = gt_crowd
         self._thresholds = thresholds
@@ -216,19 +211,12 @@ class RankedMatcher:
         """:meth:`add` by the compiled kernel ``fast``: the same pairs, in the same order (a
         rank of None: predictions rank in index order), the ranges matched along."""
         index = match_kernels.index_array
-        preds, ranks = index(pred), None if rank is None else index(rank)
-        arguments = (
-            index(gt), preds, np.ascontiguousarray(iou, dtype=np.float64), ranks, self._ignore,
-            self._crowd, self._thresholds, self._strict, self._first, self._taken,
+        found = fast.ranked_pass(
+            index(gt), index(pred), np.ascontiguousarray(iou, dtype=np.float64),
+            None if rank is None else index(rank), self._ignore, self._crowd,
+            self._thresholds, self._strict, self._first, self._taken,
             None if self._ranges is None else self._ranges.state(),
         )  # fmt: skip
-        split = None
-        if self._threads > 1 and ranks is not None and gt.size >= match_kernels.THREADED_PAIRS:
-            split = match_kernels.class_split(preds, ranks)
-        if split is None:
-            found = fast.ranked_pass(*arguments)
-        else:
-            found = match_kernels.ranked_pass_in_two(fast, arguments, split)
         if found[0]:
             self._hits.append(Hits(*match_kernels.pair_arrays(found)))
 

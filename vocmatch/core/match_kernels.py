@@ -39,7 +39,6 @@ image-class, then descending score, then file order).
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 from typing import Any
 
@@ -48,13 +47,11 @@ import numpy.typing as npt
 
 __all__ = [
     "MODULE",
-    "THREADED_PAIRS",
     "RangeMatcher",
     "alike_cells",
     "box_areas",
     "cell_pairs",
     "class_order",
-    "class_split",
     "devkit_hits",
     "devkit_set_flags",
     "flag_bits",
@@ -64,7 +61,6 @@ __all__ = [
     "mark_pairs",
     "pair_arrays",
     "pair_iou",
-    "ranked_pass_in_two",
     "score_cell_order",
     "sorted_cells",
 ]
@@ -313,54 +309,6 @@ def pair_arrays(
         np.frombuffer(gt, dtype=np.int64),
         np.frombuffer(iou, dtype=np.float64),
     )
-
-
-#: Pairs from which :class:`~vocmatch.core.match.RankedMatcher` given two threads matches
-#: them as two ranges of whole image-classes at once: fewer cost less than a thread saves.
-THREADED_PAIRS = 50_000
-
-
-def class_split(pred: IndexArray, rank: IndexArray) -> int | None:
-    """A prediction that begins its image-class (``rank`` 0: predictions are sorted by
-    image-class, then rank) near the middle of those the pairs ``pred`` hold: the
-    predictions before it and from it on are whole image-classes, whose matchings share no
-    ground truth. None where no such prediction lies after the first."""
-    if not pred.size:
-        return None
-    low, high = int(pred.min()), int(pred.max())
-    middle = (low + high + 1) // 2
-    begins = np.flatnonzero(rank[middle : high + 1] == 0)
-    if not begins.size:
-        return None
-    split = middle + int(begins[0])
-    return split if split > low else None
-
-
-def ranked_pass_in_two(
-    kernels: ModuleType, arguments: tuple[Any, ...], split: int
-) -> tuple[bytes, bytes, bytes, bytes]:
-    """What ``kernels.ranked_pass(*arguments)`` gives, the predictions before ``split`` and
-    from it on (whole image-classes: :func:`class_split`) matched in two threads at once (the
-    kernel leaves the GIL), their pairs merged into the one pass's order.
-
-    Raises:
-        ValueError: The kernel refused its arguments.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    def later_half() -> tuple[bytes, bytes, bytes, bytes]:
-        found: tuple[bytes, bytes, bytes, bytes] = kernels.ranked_pass(
-            *arguments, split, sys.maxsize
-        )
-        return found
-
-    with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-match") as pool:
-        later = pool.submit(later_half)
-        first = pair_arrays(kernels.ranked_pass(*arguments, 0, split))
-        second = pair_arrays(later.result())
-    rank = arguments[3]
-    found: tuple[bytes, bytes, bytes, bytes] = kernels.merge_rank_runs(*first, *second, rank)
-    return found
 
 
 def score_cell_order(

@@ -54,7 +54,6 @@ from vocmatch.evaluation.stage_inputs import (
 )
 from vocmatch.evaluation.thresholds import ScoreThresholds
 from vocmatch.readers.scan import ColumnSet
-from vocmatch.readers.workers import available_cores
 
 __all__ = [
     "class_counts",
@@ -394,7 +393,6 @@ def pair_and_match(
         first = RankedMatcher(
             gt.rows.size, gt.ignore, gt.crowd, thresholds, conv.strict_threshold,
             first_on_ties=conv.match_rule == "unmatched-first", ranges=along,
-            threads=min(2, available_cores()),
         )  # fmt: skip
     scan = PairScan(space, float(thresholds.min()), conv.strict_threshold, first, pred.rank)
     stage("matching")
