@@ -21,6 +21,7 @@
  *     missed ground truth at every threshold, in one pass each (per_image_counts);
  *   - pair_iou: the IoU of listed pairs of boxes, numpy's float operations of
  *     vocmatch.core.iou one by one, in the same order (PairSpace.iou);
+ *   - box_areas: the areas of listed boxes, as box_area computes them (PairSpace's);
  *   - run_means: the mean of each run of values in [0, 1], its sum exactly rounded (what
  *     math.fsum gives) over its length (vocmatch.core.run_means).
  *
@@ -1662,6 +1663,46 @@ done:
     return result;
 }
 
+/* --- box_areas ------------------------------------------------------------------------- */
+
+/* out[i], the area of box rows[i] of `boxes` (box i without rows) as box_area computes it:
+ * each side hi - lo, + extra, clamped at 0.0 (numpy's maximum), then width * height. */
+static PyObject *box_areas(PyObject *self, PyObject *args)
+{
+    PyObject *o_boxes, *o_rows, *o_out;
+    double extra;
+    if (!PyArg_ParseTuple(args, "OOdO:box_areas", &o_boxes, &o_rows, &extra, &o_out))
+        return NULL;
+    Buf boxes = {0}, rows = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get(o_boxes, &boxes, VM_FLOAT64, 0, "boxes") < 0 ||
+        (o_rows != Py_None && get(o_rows, &rows, VM_INDEX, 0, "rows") < 0) ||
+        get(o_out, &out, VM_FLOAT64, 1, "out") < 0)
+        goto done;
+    const Py_ssize_t n_boxes = count(&boxes) / 4, n = count(&out);
+    if (count(&boxes) % 4 != 0 || (rows.held ? count(&rows) : n_boxes) != n) {
+        PyErr_SetString(PyExc_ValueError, "box_areas: the arrays do not fit");
+        goto done;
+    }
+    if (rows.held && check_indices(&rows, n_boxes, "rows") < 0)
+        goto done;
+    const double *b = boxes.view.buf;
+    double *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double *box = b + 4 * (rows.held ? index_at(&rows, i) : (int64_t)i);
+        o[i] = side(box[2], box[0], extra) * side(box[3], box[1], extra);
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    release(&boxes);
+    release(&rows);
+    release(&out);
+    return result;
+}
+
 /* --- run_means ------------------------------------------------------------------------ */
 
 /* A sum of values in [0, 1] held exactly: an integer in units of 2^-1074 (the least
@@ -1867,6 +1908,9 @@ static PyMethodDef methods[] = {
     {"pair_iou", pair_iou, METH_VARARGS,
      "pair_iou(gt_boxes, gt_area, gt_crowd, pred_boxes, pred_rows, gt, pred, extra, out): "
      "out[i], the IoU of the pair (gt[i], pred[i]), as vocmatch.core.iou computes it."},
+    {"box_areas", box_areas, METH_VARARGS,
+     "box_areas(boxes, rows, extra, out): out[i], the area of box rows[i] (box i with rows "
+     "None), as vocmatch.core.iou.box_area computes it."},
     {"run_means", run_means, METH_VARARGS,
      "run_means(values, bounds, out): out[k], the mean of values[bounds[k]:bounds[k + 1]] "
      "(its sum exactly rounded, as math.fsum, over its length; NaN for none); False where "

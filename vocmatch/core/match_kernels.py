@@ -49,6 +49,7 @@ __all__ = [
     "MODULE",
     "RangeMatcher",
     "alike_cells",
+    "box_areas",
     "cell_pairs",
     "class_order",
     "devkit_hits",
@@ -451,6 +452,25 @@ def class_order(
     places = np.empty(n, dtype=np.int32)
     kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
     return order, starts, places
+
+
+def box_areas(
+    kernels: ModuleType, boxes: FloatArray, rows: IndexArray | None, pixel_inclusive: bool
+) -> FloatArray:
+    """The areas of boxes ``rows`` of ``(N, 4)`` ``boxes`` (every box with None), to the bit
+    what :func:`vocmatch.core.iou.box_area` gives of ``boxes[rows]``, without gathering them.
+
+    Raises:
+        ValueError: A row is out of range, or ``boxes`` is not ``(N, 4)``.
+    """
+    out = np.empty(boxes.shape[0] if rows is None else rows.size, dtype=np.float64)
+    kernels.box_areas(
+        np.ascontiguousarray(boxes, dtype=np.float64),
+        None if rows is None else index_array(rows),
+        1.0 if pixel_inclusive else 0.0,
+        out,
+    )
+    return out
 
 
 def pair_iou(

@@ -28,6 +28,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -778,7 +779,129 @@ done:
     return result;
 }
 
+/* --- class_curves ------------------------------------------------------------------- */
+
+PyDoc_STRVAR(class_curves_doc,
+"class_curves(rows, starts, score, matched, ignored, level, n_gt, guard, eps, recall,\n"
+"             precision, scores, kept_starts, /)\n"
+"--\n\n"
+"Each class's precision-recall curve at bit `level` of the flags: the predictions `rows`\n"
+"(int64, classes one after another from `starts`, (K + 1,) int64) not flagged in `ignored`,\n"
+"each a TP where flagged in `matched`; recall tp / n_gt[k] (float64, NaN for none), precision\n"
+"tp / max(tp + fp, DBL_EPSILON) with `guard`, else tp / (tp + fp + eps); the scores (float32\n"
+"or float64, NaN read as -inf) as float64. The kept points are written class after class\n"
+"from 0, where each class's start in `kept_starts` (K + 1,) says.");
+
+static PyObject *class_curves(PyObject *self, PyObject *args)
+{
+    (void)self;
+    enum { ROWS, STARTS, SCORE, MATCHED, IGNORED, NGT, RECALL, PRECISION, SCORES, KEPT, N_ARGS };
+    PyObject *objs[N_ARGS];
+    int level, guard;
+    double eps;
+    if (!PyArg_ParseTuple(args, "OOOOOiOpdOOOO:class_curves", &objs[ROWS], &objs[STARTS],
+                          &objs[SCORE], &objs[MATCHED], &objs[IGNORED], &level, &objs[NGT],
+                          &guard, &eps, &objs[RECALL], &objs[PRECISION], &objs[SCORES],
+                          &objs[KEPT])) {
+        return NULL;
+    }
+    static const char *names[N_ARGS] = {"rows",   "starts", "score",     "matched", "ignored",
+                                        "n_gt",   "recall", "precision", "scores",  "kept_starts"};
+    static const vm_kind kinds[N_ARGS] = {VM_INT64,   VM_INT64,   VM_FLOAT64, VM_INTEGER,
+                                          VM_INTEGER, VM_FLOAT64, VM_FLOAT64, VM_FLOAT64,
+                                          VM_FLOAT64, VM_INT64};
+    Py_buffer views[N_ARGS];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < N_ARGS; got++) {
+        int writable = got >= RECALL;
+        int failed;
+        if (got == SCORE) {
+            /* float32 or float64 */
+            failed = vm_get_buffer(objs[got], &views[got], VM_FLOAT64, 0, 0, names[got]) != 0;
+            if (failed && PyErr_ExceptionMatches(PyExc_ValueError)) {
+                PyErr_Clear();
+                failed = vm_get_buffer(objs[got], &views[got], VM_FLOAT32, 0, 0, names[got]) != 0;
+            }
+        } else {
+            failed = vm_get_buffer(objs[got], &views[got], kinds[got], 0, writable, names[got]) != 0;
+        }
+        if (failed) {
+            goto done;
+        }
+    }
+    const Py_ssize_t n = views[ROWS].len / 8, n_k = views[NGT].len / 8;
+    const Py_ssize_t ssize = views[SCORE].itemsize, n_pred = views[SCORE].len / ssize;
+    const Py_ssize_t fsize = views[MATCHED].itemsize;
+    const int64_t *rows = views[ROWS].buf, *starts = views[STARTS].buf;
+    if (!check(views[STARTS].len / 8 == n_k + 1 && views[KEPT].len == views[STARTS].len,
+               "starts, kept_starts: not (K + 1,)") ||
+        !check(views[IGNORED].itemsize == fsize, "ignored: not the size of matched") ||
+        !check(views[MATCHED].len / fsize == n_pred && views[IGNORED].len == views[MATCHED].len,
+               "matched, ignored: not as long as score") ||
+        !check(views[RECALL].len / 8 == n && views[PRECISION].len / 8 == n &&
+                   views[SCORES].len / 8 == n,
+               "recall, precision, scores: not as long as rows") ||
+        !check(level >= 0 && level < 8 * fsize, "level: past the flags' bits") ||
+        !check(starts[0] == 0 && starts[n_k] == n, "starts: not from 0 to the rows")) {
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        if (!check(starts[k] <= starts[k + 1], "starts: not ascending")) {
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!check(rows[i] >= 0 && rows[i] < n_pred, "rows: out of range")) {
+            goto done;
+        }
+    }
+    const void *score = views[SCORE].buf, *matched = views[MATCHED].buf;
+    const void *ignored = views[IGNORED].buf;
+    const double *n_gt = views[NGT].buf;
+    double *recall = views[RECALL].buf, *precision = views[PRECISION].buf;
+    double *scores = views[SCORES].buf;
+    int64_t *kept_starts = views[KEPT].buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = 0;
+    kept_starts[0] = 0;
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        /* numpy's cumulative sums of the class's hits and misses are integers (exact), made
+         * float64 before each operation, as precision_recall_curve does. */
+        int64_t tp = 0, seen = 0;
+        const double counting = n_gt[k] > 0 ? n_gt[k] : NAN;
+        for (int64_t i = starts[k]; i < starts[k + 1]; i++) {
+            const int64_t p = rows[i];
+            if ((vm_bits_at(ignored, fsize, p) >> level) & 1) {
+                continue;
+            }
+            tp += (int64_t)((vm_bits_at(matched, fsize, p) >> level) & 1);
+            seen++;
+            const double tp_f = (double)tp, fp_f = (double)(seen - tp);
+            recall[at] = tp_f / counting;
+            if (guard) {
+                precision[at] = tp_f / numpy_maximum(tp_f + fp_f, DBL_EPSILON);
+            } else {
+                precision[at] = tp_f / (tp_f + fp_f + eps);
+            }
+            const double v = ssize == 8 ? ((const double *)score)[p] : (double)((const float *)score)[p];
+            scores[at] = v != v ? -INFINITY : v;
+            at++;
+        }
+        kept_starts[k + 1] = at;
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (int i = 0; i < got; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"class_curves", class_curves, METH_VARARGS, class_curves_doc},
     {"curve_ap", py_curve_ap, METH_VARARGS, curve_ap_doc},
     {"image_order", image_order, METH_VARARGS, image_order_doc},
     {"mean_f1", mean_f1, METH_VARARGS, mean_f1_doc},

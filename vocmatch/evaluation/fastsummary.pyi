@@ -6,6 +6,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+def class_curves(
+    rows: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    score: npt.NDArray[np.floating[Any]],
+    matched: npt.NDArray[np.integer[Any]],
+    ignored: npt.NDArray[np.integer[Any]],
+    level: int,
+    n_gt: npt.NDArray[np.float64],
+    guard: bool,
+    eps: float,
+    recall: npt.NDArray[np.float64],
+    precision: npt.NDArray[np.float64],
+    scores: npt.NDArray[np.float64],
+    kept_starts: npt.NDArray[np.int64],
+    /,
+) -> None: ...
 def curve_ap(
     recall: npt.NDArray[np.float64],
     precision: npt.NDArray[np.float64],

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.compiled import kernels
-from vocmatch.core.ap import Curve, precision_recall_curve
+from vocmatch.core.ap import Curve
 from vocmatch.core.model import SkippedFile
 from vocmatch.core.protocol import Conventions
 from vocmatch.evaluation.accumulate import (
@@ -23,6 +23,7 @@ from vocmatch.evaluation.accumulate import (
     class_members,
     class_results,
 )
+from vocmatch.evaluation.class_curves import class_curves, ranked_flags, ranked_scores
 from vocmatch.evaluation.records import (
     IMAGE_FIELDS,
     FlagArray,
@@ -224,10 +225,10 @@ def _accumulated(
     n_class_gt: Sequence[int],
     ahead: TablesAhead | None = None,
 ) -> _Accumulated:
-    """Each class's curve and AP and pycocotools' 12 numbers, one class at a time: only the
-    order of the predictions by class is as long as all of them, every other array is one
-    class's; the COCO numbers from the compiled kernel's tables where it is built
-    (``ahead``: begun already; else begun here)."""
+    """Each class's curve and AP and pycocotools' 12 numbers, a chunk of classes at a time
+    (:data:`CURVE_CHUNK`): only the order of the predictions by class is as long as all of
+    them; the COCO numbers from the compiled kernel's tables where it is built (``ahead``:
+    begun already; else begun here)."""
     if ahead is None:
         ahead = _tables_ahead(records, conv)
         if ahead is not None:
@@ -253,38 +254,72 @@ def _accumulated(
     fast = kernels(SUMMARY_KERNELS)
     tables: CocoTables | None = None
     first = 0
-    for k, (ranked, rank) in enumerate(rankings):
-        if ahead is not None and k % ahead.chunk == 0:
-            first = k
-            tables = ahead.tables(k)
-        bits = _class_bits(preds, ranked, rank, coco=tables is None)
-        coco_ap = None
-        if conv.summary == "coco":
-            # pycocotools adds class by class to each area's numbers: class order is kept.
-            for a in range(len(COCO_AREAS)):
-                n_gt = int(records.coco_gt[k, a])
-                if n_gt == 0:
+    for k0, chunk in _class_chunks(rankings):
+        # Every curve of the chunk's classes made at once (the AP thresholds' when read).
+        flags = ranked_flags(preds.score, preds.matched, preds.ignored, [r for r, _ in chunk])
+        n_gt = n_class_gt[k0 : k0 + len(chunk)]
+        curves.extend(class_curves(flags, levels.evaluation, n_gt))
+        at_ap: list[list[Curve]] | None = None
+        for k, (ranked, rank) in enumerate(chunk, start=k0):
+            if ahead is not None and k % ahead.chunk == 0:
+                first = k
+                tables = ahead.tables(k)
+            coco_ap = None
+            if conv.summary == "coco":
+                bits: ClassBits | None = None
+                # pycocotools adds class by class to each area's numbers: class order is kept.
+                for a in range(len(COCO_AREAS)):
+                    n_gt_a = int(records.coco_gt[k, a])
+                    if n_gt_a == 0:
+                        continue
+                    if tables is not None:
+                        precision = tables.precision[k - first, a]
+                        recall = tables.recall[k - first, a]
+                    else:
+                        if bits is None:
+                            bits = _class_bits(preds, ranked, rank)
+                        precision, recall = bits.coco_area(a, n_gt_a, n_t)
+                    summary.add(a, precision, recall)
+                    if a == 0:
+                        # One reduction over the recall levels of every threshold: each row
+                        # summed as np.mean sums one (pairwise, the same bits).
+                        coco_ap = precision[:n_t, :, 2].mean(axis=1).tolist()
+            if n_class_gt[k] > 0 and ultralytics is None:
+                if reusable and coco_ap is not None:
+                    ap_values[k] = coco_ap
                     continue
-                if tables is None:
-                    precision, recall = bits.coco_area(a, n_gt, n_t)
-                else:
-                    precision, recall = tables.precision[k - first, a], tables.recall[k - first, a]
-                summary.add(a, precision, recall)
-                if a == 0:
-                    # One reduction over the recall levels of every threshold: each row
-                    # summed as np.mean sums one (pairwise, the same bits).
-                    coco_ap = precision[:n_t, :, 2].mean(axis=1).tolist()
-        if n_class_gt[k] > 0 and ultralytics is None:
-            if reusable and coco_ap is not None:
-                ap_values[k] = coco_ap
-            else:
-                for threshold in conv.ap_thresholds:
-                    tp, score = bits.curve_input(levels.index[threshold])
-                    c = precision_recall_curve(tp, score, n_class_gt[k], eps=eps)
+                if at_ap is None:
+                    at_ap = [
+                        class_curves(flags, levels.index[threshold], n_gt, eps=eps)
+                        for threshold in conv.ap_thresholds
+                    ]
+                for made in at_ap:
+                    c = made[k - k0]
                     ap_values[k].append(class_ap(fast, c.recall, c.precision, conv.interpolation))
-        curves.append(precision_recall_curve(*bits.curve_input(levels.evaluation), n_class_gt[k]))
     coco = summary.stats() if conv.summary == "coco" else None
     return _Accumulated(curves, ap_values, coco, ultralytics)
+
+
+#: Predictions whose flags :func:`_accumulated` gathers at once (a chunk of whole classes, one
+#: class at least): every class's curves made together, the memory of a few arrays this long.
+CURVE_CHUNK = 1 << 21
+
+
+def _class_chunks(
+    rankings: Iterator[tuple[FlagArray, FlagArray]],
+) -> Iterator[tuple[int, list[tuple[FlagArray, FlagArray]]]]:
+    """The rankings in runs of whole classes of at most :data:`CURVE_CHUNK` predictions (a
+    larger class alone), with the first class of each."""
+    chunk: list[tuple[FlagArray, FlagArray]] = []
+    first = size = 0
+    for ranking in rankings:
+        if chunk and size + ranking[0].size > CURVE_CHUNK:
+            yield first, chunk
+            first, chunk, size = first + len(chunk), [], 0
+        chunk.append(ranking)
+        size += ranking[0].size
+    if chunk:
+        yield first, chunk
 
 
 def class_rankings(records: MatchRecords) -> Iterator[tuple[FlagArray, FlagArray]]:
@@ -315,22 +350,15 @@ def class_rankings(records: MatchRecords) -> Iterator[tuple[FlagArray, FlagArray
 
 def ranking_score(preds: PredRecords, rows: FlagArray) -> FloatArray:
     """The scores of ``rows`` as rankings read them: float64, ``-inf`` for none."""
-    score = np.asarray(preds.score[rows], dtype=np.float64)  # a copy, float32 or not
-    score[np.isnan(score)] = -math.inf
-    return score
+    return ranked_scores(preds.score, rows)
 
 
-def _class_bits(
-    preds: PredRecords, ranked: FlagArray, rank: FlagArray, *, coco: bool = True
-) -> ClassBits:
-    """A class's predictions in its ranking (``ranked``, with their ``rank``); without
-    ``coco``, no COCO flags (zero area ranges: the compiled kernel read them)."""
-    if coco:
-        # np.take: rows of the (P, A) flags, many times faster than indexing with an array.
-        coco_matched = np.take(preds.coco_matched, ranked, axis=0)
-        coco_ignored = np.take(preds.coco_ignored, ranked, axis=0)
-    else:
-        coco_matched = coco_ignored = np.zeros((ranked.size, 0), dtype=preds.coco_matched.dtype)
+def _class_bits(preds: PredRecords, ranked: FlagArray, rank: FlagArray) -> ClassBits:
+    """A class's predictions in its ranking (``ranked``, with their ``rank``), with their
+    COCO flags (what pycocotools' accumulation reads where the compiled kernel does not)."""
+    # np.take: rows of the (P, A) flags, many times faster than indexing with an array.
+    coco_matched = np.take(preds.coco_matched, ranked, axis=0)
+    coco_ignored = np.take(preds.coco_ignored, ranked, axis=0)
     return ClassBits(
         ranking_score(preds, ranked), rank, preds.matched[ranked], preds.ignored[ranked],
         preds.area[ranked], coco_matched, coco_ignored,
@@ -360,11 +388,20 @@ def _image_results(
     if kernel is None or tuple(f.name for f in fields(ImageResult)) != _IMAGE_RESULT_FIELDS:
         return _image_results_numpy(records, counts, conv)
 
+    # The kernel asks for each sweep it has not met; its results at one threshold repeat
+    # more than whole sweeps do: equal ones share one frozen record.
+    made: dict[tuple[int, ...], SweepResult] = {}
+    at = [(3 * s, threshold) for s, threshold in enumerate(conv.sweep_thresholds)]
+
     def sweep_of(counted: tuple[int, ...]) -> tuple[SweepResult, ...]:
-        return tuple(
-            SweepResult(threshold, *counted[3 * s : 3 * s + 3])
-            for s, threshold in enumerate(conv.sweep_thresholds)
-        )
+        sweep = []
+        for s, threshold in at:
+            key = (s, *counted[s : s + 3])
+            result = made.get(key)
+            if result is None:
+                result = made[key] = SweepResult(threshold, *counted[s : s + 3])
+            sweep.append(result)
+        return tuple(sweep)
 
     results: list[ImageResult] = kernel.image_results(
         ImageResult, _IMAGE_RESULT_FIELDS, np.ascontiguousarray(counts.values, dtype=np.int64),

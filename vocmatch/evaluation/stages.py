@@ -79,9 +79,12 @@ Int32Array = npt.NDArray[np.int32]
 def suspicious_boxes(boxes: FloatArray, scores: FloatArray | None) -> BoolArray:
     """Boxes that :func:`vocmatch.evaluation.scoring.input_notes` might remark on (a superset)."""
     odd = np.zeros(boxes.shape[0], dtype=bool)
-    # Rows of the few odd values (faster than .any(axis=1) over every box).
-    odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
-    if scores is not None:
+    # Where the least and the greatest value are in range, every one is (with a NaN among
+    # them, min and max give NaN, which is not: the values are then looked at one by one).
+    if boxes.size and not (boxes.min() >= 0 and boxes.max() <= ENORMOUS_COORDINATE):
+        # Rows of the few odd values (faster than .any(axis=1) over every box).
+        odd[np.flatnonzero((boxes < 0) | (boxes > ENORMOUS_COORDINATE)) // 4] = True
+    if scores is not None and scores.size and not (scores.min() >= 0 and scores.max() <= 1):
         odd |= (scores < 0) | (scores > 1)
     return odd
 
