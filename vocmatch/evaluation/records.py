@@ -300,7 +300,13 @@ class MatchRecords:
         slices = _join_slices(parts, [np.array([index[n] for n in p.class_names],
                                                dtype=np.int64) for p in parts],
                               len(images.class_names))  # fmt: skip
-        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+        keys = images.keys
+        # The parts of a local run come back in key order: nothing to sort.
+        order: Sequence[int] = (
+            range(len(keys))
+            if all(map(operator.lt, keys, keys[1:]))
+            else sorted(range(len(keys)), key=keys.__getitem__)
+        )
         counts = np.concatenate([p.preds.count for p in parts])
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
