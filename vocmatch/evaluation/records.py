@@ -296,11 +296,17 @@ class MatchRecords:
             ],
             conv,
         )
-        slices = _join_slices(parts, [np.array([images.class_names.index(n) for n in
-                                                p.class_names], dtype=np.int64) for p in parts],
-                              len(images.class_names))  # fmt: skip
         index = {name: k for k, name in enumerate(images.class_names)}
-        order = sorted(range(len(images.keys)), key=images.keys.__getitem__)
+        slices = _join_slices(parts, [np.array([index[n] for n in p.class_names],
+                                               dtype=np.int64) for p in parts],
+                              len(images.class_names))  # fmt: skip
+        keys = images.keys
+        # The parts of a local run come back in key order: nothing to sort.
+        order: Sequence[int] = (
+            range(len(keys))
+            if all(map(operator.lt, keys, keys[1:]))
+            else sorted(range(len(keys)), key=keys.__getitem__)
+        )
         counts = np.concatenate([p.preds.count for p in parts])
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
@@ -323,7 +329,7 @@ class MatchRecords:
         )
         start = 0
         # The parts' rankings, when every part kept its own: merged rather than made again.
-        rankings: list[tuple[Ranked, IntArray, IntArray]] | None = (
+        rankings: list[tuple[Ranked, slice | IntArray, IntArray]] | None = (
             [] if all(p.ranked is not None for p in parts) else None
         )
         while parts:
@@ -343,12 +349,7 @@ class MatchRecords:
             for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
                 out[rows] = column
             if rankings is not None and part.ranked is not None:
-                where = (
-                    np.arange(rows.start, rows.stop, dtype=np.int64)
-                    if isinstance(rows, slice)
-                    else rows
-                )
-                rankings.append((part.ranked, where, remap.astype(np.int64)))
+                rankings.append((part.ranked, rows, remap.astype(np.int64)))
             start += n_images
             del part, p, rows
         sliced = None
@@ -516,11 +517,12 @@ def _join_cells(parts: Sequence[MatchRecords], remaps: Sequence[IntArray]) -> Gt
         for c, remap, offset in zip(cells, remaps, offsets, strict=True)
         if c is not None
     ]
+    # Joined once: astype copies no more where the parts' arrays are int64 already.
     return GtCells(
-        np.concatenate([c.image + offset for c, _, offset in known]).astype(np.int64),
-        np.concatenate([remap[c.label] for c, remap, _ in known]).astype(np.int64),
-        np.concatenate([c.counting for c, _, _ in known]).astype(np.int64),
-        np.concatenate([c.counting_all for c, _, _ in known]).astype(np.int64),
+        np.concatenate([c.image + offset for c, _, offset in known]).astype(np.int64, copy=False),
+        np.concatenate([remap[c.label] for c, remap, _ in known]).astype(np.int64, copy=False),
+        np.concatenate([c.counting for c, _, _ in known]).astype(np.int64, copy=False),
+        np.concatenate([c.counting_all for c, _, _ in known]).astype(np.int64, copy=False),
     )
 
 
@@ -553,10 +555,11 @@ def _join_detail(
 
 
 def _merged_rankings(
-    rankings: Sequence[tuple[Ranked, IntArray, IntArray]], preds: PredRecords, n_k: int
+    rankings: Sequence[tuple[Ranked, slice | IntArray, IntArray]], preds: PredRecords, n_k: int
 ) -> Ranked:
     """The rankings of joined records, from each part's: ``(ranked, rows, remap)``, its
-    ranking, where its predictions went and where its classes did.
+    ranking, where its predictions went (rows one after another: a slice) and where its
+    classes did.
 
     A class's ranking is stable by descending score, ties in row order (image then file
     order): each part's is that order restricted to its rows, so the parts' rankings,
@@ -571,7 +574,14 @@ def _merged_rankings(
     for ranked, rows, remap in rankings:
         rank[rows] = ranked.rank
         for k, members in enumerate(ranked.classes):
-            per_class[int(remap[k])].append(rows[members])
+            # A slice's rows: each member's row is the slice's start on (an addition, not
+            # a gather).
+            moved = (
+                np.add(members, rows.start, dtype=np.int64)
+                if isinstance(rows, slice)
+                else rows[members]
+            )
+            per_class[int(remap[k])].append(moved)
     # Parts whose rows follow one another (parts of consecutive keys, joined in their order):
     # equal scores of several parts are in row order already, after the stable sort.
     in_row_order = _rows_follow([rows for _, rows, _ in rankings])
@@ -593,11 +603,16 @@ def _merged_rankings(
     return Ranked(tuple(classes), rank)
 
 
-def _rows_follow(rows: Sequence[IntArray]) -> bool:
+def _rows_follow(rows: Sequence[slice | IntArray]) -> bool:
     """Every part's rows ascend, and each part's come after those of the parts before."""
     last = -1
     for where in rows:
-        if where.size:
+        if isinstance(where, slice):
+            if where.stop > where.start:
+                if where.start <= last:
+                    return False
+                last = where.stop - 1
+        elif where.size:
             if int(where[0]) <= last or not bool((where[1:] > where[:-1]).all()):
                 return False
             last = int(where[-1])

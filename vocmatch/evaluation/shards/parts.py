@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PARTS_PER_WORKER",
     "GatheredParts",
+    "ListedKeys",
     "LocalParts",
     "Part",
     "PartListing",
@@ -534,7 +535,7 @@ def check_images(merged: Sequence[str], expected: Sequence[str]) -> None:
     Raises:
         DistributedError: They are not.
     """
-    if list(merged) != list(expected):
+    if tuple(merged) != tuple(expected):  # a tuple is not copied
         lost = sorted(set(expected) - set(merged))
         extra = sorted(set(merged) - set(expected))
         raise DistributedError(
@@ -620,12 +621,38 @@ class GatheredParts:
             raise no_annotation_files(os.fspath(where), self.gt_skipped)
 
 
+@dataclass(frozen=True, slots=True)
+class ListedKeys:
+    """The keys of a listing's files, taken while its parts are read and matched: what
+    :func:`gathered` would take from the listing once they are back, where no file whose
+    key is known was skipped.
+
+    Attributes:
+        gt: The ground-truth files' keys, as listed.
+        pred: The prediction files' keys, sorted, each once.
+    """
+
+    gt: tuple[str, ...]
+    pred: tuple[str, ...]
+
+    @classmethod
+    def of(cls, listing: PartListing) -> ListedKeys:
+        """The keys of ``listing``'s files."""
+        return cls(
+            tuple(k for k, _ in listing.gt.files),
+            _sorted_keys([k for k, _ in listing.pred.files], set()),
+        )
+
+
 def gathered_parts(
-    listing: PartListing, results: list[PartRecords], options: PartOptions
+    listing: PartListing,
+    results: list[PartRecords],
+    options: PartOptions,
+    listed: ListedKeys | None = None,
 ) -> GatheredParts:
     """The parts' records joined in key order, checked to be the listed images' and none
     other's. ``results`` is emptied: each part's records are let go once copied, so that
-    the run holds them about once.
+    the run holds them about once; ``listed``: the listing's keys, taken ahead.
 
     Raises:
         InputError: A part holds rotated boxes or polygons (no records: the caller reads
@@ -640,7 +667,7 @@ def gathered_parts(
     taken = [r.records for r in results]
     results.clear()
     records = MatchRecords.taken_in_key_order(taken, options.conventions)
-    return gathered(listing, found, records, scores, options)
+    return gathered(listing, found, records, scores, options, listed)
 
 
 def gathered(
@@ -649,20 +676,27 @@ def gathered(
     records: MatchRecords,
     scores: ScoreCounts,
     options: PartOptions,
+    listed: ListedKeys | None = None,
 ) -> GatheredParts:
     """The run's records joined already (``records``), with what the reading of its parts
     found (``found``: skipped files, orphans, counts) and its scores' counts, checked to be
-    the listed images' and none other's.
+    the listed images' and none other's (``listed``: the listing's keys, taken ahead).
 
     Raises:
         DistributedError: The joined images are not the listed ones.
     """
     gt_skipped, pred_skipped = listing.skipped(found)
-    check_images(records.keys, listing.expected(found))
-    pred_keys = _sorted_keys(
-        [k for k, _ in listing.pred.files], {s.key for s in pred_skipped if s.key}
-    )
-    unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
+    if listed is not None and all(s.key is None for s in (*gt_skipped, *pred_skipped)):
+        # No file of a known key skipped: every listed key is read, the keys as listed.
+        gt_keys, pred_keys = listed.gt, listed.pred
+        check_images(records.keys, gt_keys)
+    else:
+        check_images(records.keys, listing.expected(found))
+        pred_keys = _sorted_keys(
+            [k for k, _ in listing.pred.files], {s.key for s in pred_skipped if s.key}
+        )
+        unreadable_gt = {s.key for s in gt_skipped if s.key is not None}
+        gt_keys = tuple(k for k, _ in listing.gt.files if k not in unreadable_gt)
     return GatheredParts(
         records,
         options,
@@ -671,7 +705,7 @@ def gathered(
         tuple(listing.orphans(found)),
         listing,
         read_counts(found),
-        tuple(k for k, _ in listing.gt.files if k not in unreadable_gt),
+        gt_keys,
         pred_keys,
         scores,
     )
