@@ -293,9 +293,12 @@ def _loaded(
     return found
 
 
-def _decoded(path: str, run: str, options: PartOptions) -> CacheContent | StateError | None:
+def _decoded(
+    path: str, run: str, options: PartOptions, rankings: bool = True
+) -> CacheContent | StateError | None:
     """The content of the cache file ``path`` (None: no file, or another run's), or the
-    error that refuses it."""
+    error that refuses it (``rankings`` False: the order of its joined rankings is left to
+    :func:`_decoded_then_ranked`)."""
     from vocmatch.evaluation.shards.cache_file import read_cache
 
     try:
@@ -303,10 +306,36 @@ def _decoded(path: str, run: str, options: PartOptions) -> CacheContent | StateE
         if found is None:
             return None
         return read_cache(
-            found, path, run, options.conventions, options.slices, options.preparation
+            found, path, run, options.conventions, options.slices, options.preparation, rankings
         )
     except StateError as error:
         return error
+
+
+def _decoded_then_ranked(
+    path: str, run: str, options: PartOptions, content: Future[CacheContent | StateError | None]
+) -> StateError | None:
+    """:func:`_decoded` without the order of its joined rankings, set as ``content``'s
+    result, then that order checked: the error that refuses the cache, or None.
+
+    The run takes the content as soon as it is set, and compares its files' stats and
+    matches the changed ones while the order is checked (they do not depend on it); it
+    reads no ranking before this returns."""
+    from vocmatch.evaluation.shards.cache_file import check_rankings
+
+    try:
+        found = _decoded(path, run, options, rankings=False)
+    except BaseException as error:
+        content.set_exception(error)
+        raise
+    content.set_result(found)
+    if found is None or isinstance(found, StateError) or found.joined is None:
+        return None
+    try:
+        check_rankings(found.joined, path)
+    except StateError as error:
+        return error
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +347,7 @@ class _Decoding:
     options: PartOptions
     run: str
     content: Future[CacheContent | StateError | None]
+    ranked: Future[StateError | None]
 
 
 def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decoding | None:
@@ -325,6 +355,8 @@ def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decod
     arrays checked without Python's lock, while the files are listed); None when the
     request's options or the thread cannot be had (the run then finds why, or reads the
     cache itself)."""
+    from concurrent.futures import Future
+
     from vocmatch.errors import VocmatchError
     from vocmatch.run.remote_inputs import part_options
 
@@ -332,8 +364,9 @@ def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decod
     try:
         options = part_options(request, roots)
         run = _run_key(request, options)
-        return _Decoding(roots, options, run, pool.submit(_decoded, _cache_path(request), run,
-                                                          options))  # fmt: skip
+        content: Future[CacheContent | StateError | None] = Future()
+        ranked = pool.submit(_decoded_then_ranked, _cache_path(request), run, options, content)
+        return _Decoding(roots, options, run, content, ranked)
     except (VocmatchError, OSError, RuntimeError):
         return None
 
@@ -341,7 +374,8 @@ def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decod
 @dataclass(frozen=True, slots=True)
 class _Opened:
     """A run's cache as read before the run, and what the run is keyed by; the chunks of
-    its files as listed and their stats, when they were taken while it was read."""
+    its files as listed and their stats, when they were taken while it was read; the
+    check of its rankings' order, when it is made by the thread that read it."""
 
     options: PartOptions
     run: str
@@ -350,6 +384,7 @@ class _Opened:
     chunks: tuple[Part, ...] | None = None
     stats: npt.NDArray[np.int64] | None = None
     spread: int = CHUNK_SPREAD
+    ranked: Future[StateError | None] | None = None
 
 
 def _opened(
@@ -364,9 +399,10 @@ def _opened(
     with and more than one thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
-    data = None
+    data = ranked = None
     if decoding is not None and decoding.roots == roots:
         options, run, data = decoding.options, decoding.run, decoding.content
+        ranked = decoding.ranked
     else:
         options = part_options(request, roots)
         run = _run_key(request, options)
@@ -375,7 +411,7 @@ def _opened(
     chunks = chunks_of(listing, spread) if listing is not None else None
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
         cached = _loaded(request, run, options, warned, data)
-        return _Opened(options, run, cached, warned, chunks, spread=spread)
+        return _Opened(options, run, cached, warned, chunks, spread=spread, ranked=ranked)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     if data is not None:
         from vocmatch.readers.file_stats import file_stats
@@ -383,7 +419,7 @@ def _opened(
         # The thread reads the cache: the stats are taken here, by threads of their own.
         taken = file_stats(paths, request.jobs)
         return _Opened(options, run, _loaded(request, run, options, warned, data), warned,
-                       chunks, taken, spread)  # fmt: skip
+                       chunks, taken, spread, ranked)  # fmt: skip
     cached, stats = _loaded_and_stats(_Loading(request, run, options, warned), paths)
     return _Opened(options, run, cached, warned, chunks, stats, spread)
 
@@ -454,7 +490,9 @@ def evaluated_with_cache(
             listing = PartListing.of(annotations, request.pred)
             roots = (listing.gt.root, listing.pred.root)
             opened = _opened(request, roots, listing, decoding)
-        found, _, encoding = _cached_run(request, listing, annotations, None, opened, progress)
+            # In the thread's scope: it checks the rankings' order while this one matches.
+            found, _, encoding = _cached_run(request, listing, annotations, None, opened,
+                                             progress)  # fmt: skip
         return _written(request, found, encoding, opened)
     from vocmatch.readers.remote import list_location
 
@@ -520,6 +558,14 @@ def _cached_run(
     kept, changed, index = _reused(chunks, run, cached, compared)
     given = _given_pred(changed, coco, pred_keys)
     fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
+    failed = opened.ranked.result() if cached is not None and opened.ranked is not None else None
+    if failed is not None:
+        # Rankings that are not those of the cache's predictions: read as no cache.
+        opened.warned.append(CacheWarning(f"cache {failed}; every image was matched again"))
+        again = [p for p in chunks if p.index in kept]
+        fresh.update(_matched(again, options, request.jobs, None, listing.file_count(),
+                              _given_pred(again, coco, pred_keys)))  # fmt: skip
+        changed, kept, index, cached = list(chunks), {}, _NewIndex(), None
     joined = cached.joined if cached is not None else None
     if joined is not None and kept and not spliced_whole(joined, kept, fresh):
         # Records the joined layout does not hold: every chunk is read and matched again.

@@ -82,6 +82,7 @@ __all__ = [
     "StatIndex",
     "cache_bytes",
     "cache_pieces",
+    "check_rankings",
     "read_cache",
 ]
 
@@ -306,9 +307,14 @@ def read_cache(
     conv: Conventions,
     slices: tuple[SliceSpec, ...],
     preparation: Preparation | None = None,
+    rankings: bool = True,
 ) -> CacheContent | None:
     """The content of a cache file's bytes; None when it was made under another run key
     (other options, other folders).
+
+    With ``rankings`` False, the joined layout's stored rankings are checked for their
+    shapes and bounds only: the caller checks their order with :func:`check_rankings`
+    before it reads them (a run matches its changed files meanwhile).
 
     Raises:
         StateError: The bytes are not a cache file of this format, were made by another
@@ -342,7 +348,7 @@ def read_cache(
             by_chunk.setdefault(number, {})[rest] = array
     layout = raw.header.get("layout")
     if layout == "joined":
-        joined = _joined(raw.header, by_chunk, conv, source)
+        joined = _joined(raw.header, by_chunk, conv, source, rankings)
         return CacheContent(run, stats, {}, joined=joined)
     if layout != "chunks":
         raise StateError(f"{source}: corrupted header (layout)")
@@ -457,8 +463,10 @@ def _joined(
     by_chunk: dict[str, dict[str, npt.NDArray[Any]]],
     conv: Conventions,
     source: str,
+    rankings: bool = True,
 ) -> JoinedChunks:
-    """The ``joined`` layout's records and entries, every field checked.
+    """The ``joined`` layout's records and entries, every field checked (the rankings'
+    order unless ``rankings`` is False).
 
     Raises:
         StateError: A field or an array is missing, of another kind, or does not fit the
@@ -475,7 +483,7 @@ def _joined(
     records = _float_scores(records_of_state(records_header, arrays, conv, source))
     if records.gt_cells is None or records.unscored is not None or records.detail is not None:
         raise StateError(f"{source}: corrupted header (joined records)")
-    ranked = _ranked(ranked_arrays, records.preds, len(records.class_names), source)
+    ranked = _ranked(ranked_arrays, records.preds, len(records.class_names), source, rankings)
     counts, coco_gt = _class_counts(by_chunk.pop("chunks", {}), records.coco_gt.shape[1], source)
     entries = []
     start = 0
@@ -575,9 +583,11 @@ def _ranked(
     preds: PredRecords,
     n_classes: int,
     source: str,
+    ordered: bool = True,
 ) -> Ranked:
     """A chunk's rankings, checked: every prediction once, in its own class's ranking, by
-    descending score (ties in row order), with its place in its image-class."""
+    descending score (ties in row order), with its place in its image-class (the order and
+    the places unless ``ordered`` is False: :func:`check_rankings` checks them)."""
     label = preds.label
     rows, sizes, rank = (arrays[n] for n in ("ranked_rows", "ranked_sizes", "ranked_rank"))
     n_pred = label.size
@@ -604,12 +614,30 @@ def _ranked(
         # Within range and none twice: each prediction once (a count, not a sort).
         or bool((np.bincount(rows, minlength=n_pred) > 1).any())
         or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
-        or not rankings_hold(rows, sizes, rank, preds)
+        or (ordered and not rankings_hold(rows, sizes, rank, preds))
     ):
         raise StateError(f"{source}: corrupted rankings")
     ends = np.cumsum(sizes)
     classes = tuple(rows[end - size : end] for end, size in zip(ends, sizes, strict=True))
     return Ranked(classes, rank)
+
+
+def check_rankings(joined: JoinedChunks, source: str) -> None:
+    """Check the order of joined records' rankings read with ``rankings`` False
+    (:func:`read_cache`): each class's by descending score, ties in row order, and each
+    prediction's place in its image-class.
+
+    Raises:
+        StateError: They are not the rankings the predictions give (naming ``source``).
+    """
+    records = joined.records
+    if records.ranked is None:
+        raise StateError(f"{source}: corrupted rankings")
+    classes, rank = records.ranked.classes, records.ranked.rank
+    rows = np.concatenate([np.zeros(0, np.int64), *classes]).astype(np.int64, copy=False)
+    sizes = np.array([c.size for c in classes], dtype=np.int64)
+    if not rankings_hold(rows, sizes, rank.astype(np.int64, copy=False), records.preds):
+        raise StateError(f"{source}: corrupted rankings")
 
 
 def _named_counts(value: object, source: str) -> tuple[tuple[str, int], ...]:

@@ -53,11 +53,17 @@ def _places_hold(rank: IntArray, preds: PredRecords, n_classes: int) -> bool:
         return True
     keys = label.astype(np.int16) if n_classes < 2**15 else label
     members = np.argsort(keys, kind="stable")  # by class, rows in order
-    image = np.repeat(np.arange(preds.count.size), preds.count)[members]
+    # An image-class starts where the image changes, or the class (at known places: the
+    # caller checked that every label is a class's).
+    small = np.int32 if preds.count.size < 2**31 else np.int64
+    image = np.repeat(np.arange(preds.count.size, dtype=small), preds.count)[members]
     starts = np.empty(members.size, dtype=bool)
     starts[0] = True
     np.not_equal(image[1:], image[:-1], out=starts[1:])
-    starts[1:] |= label[members][1:] != label[members][:-1]
-    first = np.flatnonzero(starts)
-    expected = np.arange(members.size) - np.repeat(first, np.diff(np.append(first, members.size)))
-    return bool(np.array_equal(rank[members], expected))
+    classes = np.cumsum(np.bincount(keys, minlength=n_classes))[:-1]
+    starts[classes[classes < members.size]] = True
+    # Each one's place: its position less that of its image-class's first.
+    at = np.arange(members.size, dtype=np.int64)
+    first = at * starts
+    np.maximum.accumulate(first, out=first)
+    return bool(np.array_equal(rank[members], at - first))
