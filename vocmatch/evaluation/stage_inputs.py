@@ -121,6 +121,8 @@ class SortedPredictions:
         image: ``(P,)``.
         label: ``(P,)``.
         rank: ``(P,)`` its place in its image-class's run, by score.
+        score_all: ``(P_all,)`` its score for ranking (:func:`ranking_scores`: -inf for
+            none), converted once for every stage that reads it.
     """
 
     rows_all: Int32Array
@@ -131,6 +133,7 @@ class SortedPredictions:
     image: IntArray
     label: IntArray
     rank: IntArray
+    score_all: FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,9 +233,9 @@ class RankingScores:
 
     @classmethod
     def of(cls, prepared: Prepared) -> RankingScores:
-        """The sorted predictions' scores."""
+        """The sorted predictions' scores (converted when they were sorted)."""
         pred = prepared.pred
-        every = ranking_scores(prepared.pred_columns.scores, pred.rows_all)
+        every = pred.score_all
         return cls(every if pred.rows is pred.rows_all else every[pred.kept], every)
 
 

@@ -296,6 +296,8 @@ def _sort_predictions(
         rows_all, image_all, label_all, by_score, rank_all = _sorted_cells(
             p_order, by_score, rows, image, label
         )
+    # The scores in the sorted order: converted once (ranking_scores), read by later stages.
+    score_all = score[p_order]
     del p_order
     # pycocotools keeps the max_dets highest-scored predictions of an image-class; without
     # scores there is no ranking to cut, and every prediction is kept.
@@ -303,12 +305,13 @@ def _sort_predictions(
     if kept.all():
         # Nothing beyond max_dets: the same arrays, no copies (they are large).
         found = SortedPredictions(
-            rows_all, image_all, label_all, kept, rows_all, image_all, label_all, rank_all
-        )
+            rows_all, image_all, label_all, kept, rows_all, image_all, label_all, rank_all,
+            score_all,
+        )  # fmt: skip
         return found, by_score
     found = SortedPredictions(
         rows_all, image_all, label_all, kept,
-        rows_all[kept], image_all[kept], label_all[kept], rank_all[kept],
+        rows_all[kept], image_all[kept], label_all[kept], rank_all[kept], score_all,
     )  # fmt: skip
     # The score order of the kept predictions, as indices among them.
     kept_place = np.cumsum(kept, dtype=np.int64) - 1
@@ -402,8 +405,7 @@ def pair_and_match(
     elif prepared.scored and conv.match_rule == "iou-order":
         from vocmatch.evaluation.iou_order import match_iou_order
 
-        scores = ranking_scores(prepared.pred_columns.scores, pred.rows)
-        m = match_iou_order(prepared, scan, pred.rank, scores)
+        m = match_iou_order(prepared, scan, pred.rank, RankingScores.of(prepared).kept)
     else:
         m = match_all(
             scan, pred.rank, gt.ignore, gt.crowd, thresholds, conv.match_rule,
