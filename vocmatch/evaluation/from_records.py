@@ -63,6 +63,7 @@ __all__ = [
     "Findings",
     "class_rankings",
     "evaluation_of",
+    "image_results",
     "map_of",
     "ranking_score",
 ]
@@ -94,6 +95,7 @@ def evaluation_of(
     fold_case: bool = False,
     score_thresholds: ScoreThresholds | None = None,
     findings: Findings | None = None,
+    images: list[ImageResult] | None = None,
 ) -> Evaluation:
     """The evaluation of the records' images: what
     :func:`~vocmatch.evaluation.engine.evaluate_columns` gives on them with
@@ -105,6 +107,8 @@ def evaluation_of(
         fold_case: The class names were folded (for the notes).
         score_thresholds: The score thresholds they were counted under.
         findings: What the reading of the files found (none by default).
+        images: Each image's result, made already (in key order, under the counts read
+            here: :mod:`~vocmatch.evaluation.part_images`), or None to make them here.
 
     Raises:
         InputError: A score threshold is set and no prediction has a score.
@@ -117,7 +121,8 @@ def evaluation_of(
     ahead = _tables_ahead(records, conv)
     try:
         # Each image's result made while the kernel makes the first classes' COCO tables.
-        images = _image_results(records, counts, conv)
+        if images is None:
+            images = image_results(records, counts, conv)
         classes, done = _classes(records, conv, counts, ahead)
     finally:
         if ahead is not None:
@@ -380,10 +385,12 @@ _IMAGE_RESULT_FIELDS = ("key", "gt_path", "pred_path", "gt", "gt_ignored", "pred
                         "fn", "mean_iou", "sweep", "matches", "pred_ignored")  # fmt: skip
 
 
-def _image_results(
+def image_results(
     records: MatchRecords, counts: ImageCounts, conv: Conventions
 ) -> list[ImageResult]:
-    """Each image's result: in compiled code where it was built (the same objects)."""
+    """Each image's result, from its row of ``counts`` (``records``' counts under one
+    reading of the scores) and its key and paths: in compiled code where it was built (the
+    same objects)."""
     kernel = kernels("vocmatch.evaluation.fastaccumulate")
     if kernel is None or tuple(f.name for f in fields(ImageResult)) != _IMAGE_RESULT_FIELDS:
         return _image_results_numpy(records, counts, conv)

@@ -25,14 +25,20 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from vocmatch.errors import no_annotation_files
 
 if TYPE_CHECKING:
+    from vocmatch.core.protocol import Conventions
+    from vocmatch.evaluation.part_images import PartImages
+    from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRunner
     from vocmatch.run.evaluate import EvalRequest
     from vocmatch.run.in_parts_found import EvaluatedInParts
+
+R = TypeVar("R")
 
 __all__ = ["FEW_FILES", "THREADED_FILES", "evaluated_in_parts", "runs_in_parts"]
 
@@ -108,7 +114,7 @@ def evaluated_in_parts(
 
     listing = PartListing(gt_listing, pred_listing)
     options = part_options(request, (listing.gt.root, listing.pred.root))
-    runner = LocalParts(request.jobs)
+    runner = ImagesAsPartsCome(LocalParts(request.jobs), options.conventions, [])
     listed: list[ListedKeys] = []
 
     def ahead() -> None:
@@ -122,7 +128,44 @@ def evaluated_in_parts(
     gathered = gathered_parts(listing, results, options, listed[0] if listed else None)
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
-    return EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+    from vocmatch.evaluation.part_images import joined_image_results
+
+    images = joined_image_results(runner.made, gathered.records)
+    return EvaluatedInParts(gathered.evaluation(images), gathered.records, gathered.scores)
+
+
+@dataclass(frozen=True, slots=True)
+class ImagesAsPartsCome:
+    """A runner of a local run's parts that makes each part's image results as the part
+    comes back (:func:`~vocmatch.evaluation.part_images.part_image_results`), while the
+    workers match the others: after the last part, the evaluation only puts them together.
+
+    Attributes:
+        runner: Who runs the tasks.
+        conventions: The protocol the parts are matched under.
+        made: Each part's image results, in the order the parts came back.
+    """
+
+    runner: PartRunner
+    conventions: Conventions
+    made: list[PartImages]
+
+    def workers(self) -> int:
+        """The runner's workers."""
+        return self.runner.workers()
+
+    def results(
+        self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
+    ) -> Iterator[tuple[Part, R]]:
+        """The runner's results, each part's image results made as it comes back (of the
+        parts whose result holds match records)."""
+        from vocmatch.evaluation.part_images import part_image_results
+        from vocmatch.evaluation.shards.parts import PartRecords
+
+        for part, result in self.runner.results(task, parts, options):
+            if isinstance(result, PartRecords):
+                self.made.append(part_image_results(result.records, self.conventions))
+            yield part, result
 
 
 def _ahead(

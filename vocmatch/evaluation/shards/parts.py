@@ -54,7 +54,7 @@ from vocmatch.readers.shapes import Geometry, with_geometry
 from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.result import Evaluation
+    from vocmatch.evaluation.result import Evaluation, ImageResult
 
 __all__ = [
     "PARTS_PER_WORKER",
@@ -585,9 +585,10 @@ class GatheredParts:
     pred_keys: tuple[str, ...]
     scores: ScoreCounts
 
-    def evaluation(self) -> Evaluation:
+    def evaluation(self, images: list[ImageResult] | None = None) -> Evaluation:
         """The records accumulated, with what the reading found: the evaluation of one
-        process on the same files.
+        process on the same files (``images``: each image's result, made already from the
+        parts' records: :func:`~vocmatch.evaluation.part_images.joined_image_results`).
 
         Raises:
             InputError: A class chosen is in neither set; a score threshold is set and no
@@ -608,7 +609,7 @@ class GatheredParts:
         )
         return evaluation_of(
             self.records, options.conventions, fold_case=options.fold_case,
-            score_thresholds=options.score_thresholds, findings=findings,
+            score_thresholds=options.score_thresholds, findings=findings, images=images,
         )  # fmt: skip
 
     def refuse_no_ground_truth(self, where: str | os.PathLike[str]) -> None:
