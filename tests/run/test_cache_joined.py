@@ -444,7 +444,7 @@ def test_an_edited_run_stopped_while_evaluated_leaves_the_cache_as_it_was(
     path.write_text(re.sub(r"<score>0\.", "<score>0.9", path.read_text(), count=1))
     seen: list[list[str]] = []
 
-    def stopped(self: object) -> None:
+    def stopped(self: object, *_: object) -> None:
         deadline = time.monotonic() + 20
         while not (found := _leftovers(folder)) and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -66,6 +66,10 @@ from vocmatch.version import __version__
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from vocmatch.core.protocol import Conventions
+    from vocmatch.evaluation.part_images import PartImages
+    from vocmatch.evaluation.records import MatchRecords
+    from vocmatch.evaluation.result import ImageResult
     from vocmatch.evaluation.shards.cache_file import CacheContent, StatIndex
     from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
@@ -348,6 +352,27 @@ class _Decoding:
     run: str
     content: Future[CacheContent | StateError | None]
     ranked: Future[StateError | None]
+    images: Future[PartImages | None]
+
+
+def _cached_images(
+    content: Future[CacheContent | StateError | None],
+    ranked: Future[StateError | None],
+    options: PartOptions,
+) -> PartImages | None:
+    """The results of the images of the cache's joined records (under the scored reading of
+    their counts, as :func:`~vocmatch.evaluation.part_images.part_image_results` makes a
+    part's), made on the thread that read the cache once their rankings are checked, while
+    the run compares its files and matches the changed ones; None when the cache holds no
+    joined records."""
+    from vocmatch.evaluation.part_images import part_image_results
+
+    found = content.result()
+    if found is None or isinstance(found, StateError) or found.joined is None:
+        return None
+    if ranked.result() is not None:
+        return None  # the cache is read as none
+    return part_image_results(found.joined.records, options.conventions)
 
 
 def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decoding | None:
@@ -366,7 +391,9 @@ def _decoding(request: EvalRequest, gt: str, pool: ThreadPoolExecutor) -> _Decod
         run = _run_key(request, options)
         content: Future[CacheContent | StateError | None] = Future()
         ranked = pool.submit(_decoded_then_ranked, _cache_path(request), run, options, content)
-        return _Decoding(roots, options, run, content, ranked)
+        # The pool's one thread makes them once the rankings are checked.
+        images = pool.submit(_cached_images, content, ranked, options)
+        return _Decoding(roots, options, run, content, ranked, images)
     except (VocmatchError, OSError, RuntimeError):
         return None
 
@@ -385,6 +412,7 @@ class _Opened:
     stats: npt.NDArray[np.int64] | None = None
     spread: int = CHUNK_SPREAD
     ranked: Future[StateError | None] | None = None
+    images: Future[PartImages | None] | None = None
 
 
 def _opened(
@@ -399,10 +427,10 @@ def _opened(
     with and more than one thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
-    data = ranked = None
+    data = ranked = images = None
     if decoding is not None and decoding.roots == roots:
         options, run, data = decoding.options, decoding.run, decoding.content
-        ranked = decoding.ranked
+        ranked, images = decoding.ranked, decoding.images
     else:
         options = part_options(request, roots)
         run = _run_key(request, options)
@@ -411,7 +439,8 @@ def _opened(
     chunks = chunks_of(listing, spread) if listing is not None else None
     if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
         cached = _loaded(request, run, options, warned, data)
-        return _Opened(options, run, cached, warned, chunks, spread=spread, ranked=ranked)
+        return _Opened(options, run, cached, warned, chunks, spread=spread, ranked=ranked,
+                       images=images)  # fmt: skip
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     if data is not None:
         from vocmatch.readers.file_stats import file_stats
@@ -419,7 +448,7 @@ def _opened(
         # The thread reads the cache: the stats are taken here, by threads of their own.
         taken = file_stats(paths, request.jobs)
         return _Opened(options, run, _loaded(request, run, options, warned, data), warned,
-                       chunks, taken, spread, ranked)  # fmt: skip
+                       chunks, taken, spread, ranked, images)  # fmt: skip
     cached, stats = _loaded_and_stats(_Loading(request, run, options, warned), paths)
     return _Opened(options, run, cached, warned, chunks, stats, spread)
 
@@ -594,7 +623,12 @@ def _cached_run(
     unchanged = cached is not None and not fresh and content.same_chunks(cached)
     encoding = None if unchanged else CacheEncoding(content, options, _cache_path(request))
     try:
-        found = EvaluatedInParts(gathered.evaluation(), gathered.records, gathered.scores)
+        images = None
+        if joined is not None and kept and opened.images is not None:
+            images = made.image_results(
+                joined, opened.images.result(), gathered.records, options.conventions
+            )
+        found = EvaluatedInParts(gathered.evaluation(images), gathered.records, gathered.scores)
     except BaseException:
         if encoding is not None:
             encoding.discard()
@@ -661,6 +695,38 @@ class _Made:
             joined = JoinedChunks(ranked_of(gathered.records), entries)
             return gathered, CacheContent(self.run, stats, {}, joined=joined)
         return gathered, CacheContent(self.run, stats, every)
+
+    def image_results(
+        self,
+        joined: JoinedChunks,
+        cached: PartImages | None,
+        records: MatchRecords,
+        conv: Conventions,
+    ) -> list[ImageResult] | None:
+        """Each image's result of the records :meth:`spliced` gives (``records``): those of
+        the chunks taken from the cache from ``cached`` (the results of the cache's joined
+        records' images), the others' made here; None where they do not serve (then the
+        evaluation makes them all)."""
+        from vocmatch.evaluation.part_images import (
+            PartImages,
+            joined_image_results,
+            part_image_results,
+        )
+
+        if cached is None or len(cached.keys) != sum(e.images for e in joined.entries):
+            return None
+        starts = np.cumsum([0, *(e.images for e in joined.entries)]).tolist()
+        parts: list[PartImages] = []
+        for part in self.chunks:
+            if part.index in self.kept:
+                held = self.kept[part.index][1]
+                assert isinstance(held, int)
+                start, end = starts[held], starts[held + 1]
+                parts.append(PartImages(cached.keys[start:end], cached.images[start:end]))
+            else:
+                chunk = self.fresh[part.index].records.records
+                parts.append(part_image_results(chunk, conv))
+        return joined_image_results(parts, records)
 
     def spliced(
         self, listing: PartListing, options: PartOptions, joined: JoinedChunks
