@@ -142,19 +142,21 @@ def evaluated_in_parts(
 
 
 def tapered_sizes(parts: int, workers: int) -> list[float]:
-    """The relative sizes of a local run's parts, in the order the workers take them: each
-    round of ``workers`` parts smaller than the one before, the last round's the smallest,
-    so that the workers end close together (one is idle at most about a small part's
-    time, not an even part's) and the part the main process unpickles and makes the image
-    results of after the last worker ends is a small one.
+    """The relative sizes of a local run's parts, in the order the workers take them, by
+    rounds of ``workers`` parts: the first round as large as parts of equal size (the
+    workers' first files sent as soon as with those), then each round smaller than the one
+    before, so that the workers end close together (one idles at most about a small
+    part's time, not an even part's) and the part the main process unpickles and makes the
+    image results of after the last worker ends is a small one.
 
     >>> tapered_sizes(8, 2)
-    [4.0, 4.0, 3.0, 3.0, 2.0, 2.0, 1.0, 1.0]
+    [2.0, 2.0, 3.0, 3.0, 2.0, 2.0, 1.0, 1.0]
     >>> tapered_sizes(3, 1)
-    [3.0, 2.0, 1.0]
+    [1.5, 2.0, 1.0]
     """
-    rounds = -(-parts // max(1, workers))
-    return [float(rounds - k // max(1, workers)) for k in range(parts)]
+    workers = max(1, workers)
+    rounds = -(-parts // workers)
+    return [rounds / 2 if k < workers else float(rounds - k // workers) for k in range(parts)]
 
 
 @dataclass(frozen=True, slots=True)
