@@ -101,3 +101,48 @@ def test_parts_hold_about_as_many_files(parts: int) -> None:
 def test_no_part_is_refused() -> None:
     with pytest.raises(InputError, match="Expected at least one part, got 0"):
         key_ranges([("a", "g/a")], [], 0)
+
+
+SIZES = st.lists(st.integers(1, 9), min_size=1, max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(gt_keys=KEYS, pred_keys=KEYS, sizes=SIZES)
+def test_sized_parts_hold_every_file_once_in_key_order(
+    gt_keys: list[str], pred_keys: list[str], sizes: list[int]
+) -> None:
+    gt, pred = _files(gt_keys, "g"), _files(pred_keys, "p")
+    _check(gt, pred, len(sizes), key_ranges(gt, pred, len(sizes), [float(s) for s in sizes]))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        pytest.param([1.0, 1.0, 1.0, 1.0], [1125, 1125, 1125, 1125], id="equal"),
+        pytest.param([2.0, 2.0, 1.0, 1.0], [1500, 1500, 750, 750], id="tapered"),
+        pytest.param([1.0, 3.0], [1125, 3375], id="growing"),
+        pytest.param([4.0, 4.0, 3.0, 3.0, 2.0, 2.0, 1.0, 1.0],
+                     [900, 900, 675, 675, 450, 450, 225, 225], id="tapered-by-rounds"),
+    ],
+)  # fmt: skip
+def test_parts_hold_their_share_of_the_files(sizes: list[float], expected: list[int]) -> None:
+    """Each part holds its size's share of the files of both sides (within a key's files)."""
+    gt = _files([f"{k:05d}" for k in range(0, 3000, 2)], "g")
+    pred = _files([f"{k:05d}" for k in range(0, 3000)], "p")  # every other key: no ground truth
+    shares = key_ranges(gt, pred, len(sizes), sizes)
+    assert all(abs(p.file_count() - e) <= 2 for p, e in zip(shares, expected, strict=True))
+    _check(gt, pred, len(sizes), shares)
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        pytest.param([1.0], id="too-few"),
+        pytest.param([1.0, 1.0, 1.0], id="too-many"),
+        pytest.param([1.0, 0.0], id="empty-part"),
+        pytest.param([1.0, -1.0], id="negative"),
+    ],
+)
+def test_sizes_not_one_positive_a_part_are_refused(sizes: list[float]) -> None:
+    with pytest.raises(InputError, match=r"Expected 2 positive part sizes, got \["):
+        key_ranges([("a", "g/a"), ("b", "g/b")], [], 2, sizes)

@@ -40,7 +40,13 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
-__all__ = ["FEW_FILES", "THREADED_FILES", "evaluated_in_parts", "runs_in_parts"]
+__all__ = [
+    "FEW_FILES",
+    "THREADED_FILES",
+    "evaluated_in_parts",
+    "runs_in_parts",
+    "tapered_sizes",
+]
 
 #: Fewer files than this are read and matched in this process (as the column reader reads
 #: them): starting worker processes would cost more than it saves.
@@ -122,8 +128,9 @@ def evaluated_in_parts(
         listed.append(ListedKeys.of(listing))
 
     results = run_parts(
-        listing, runner, part_records, options, progress=_ahead(progress, ahead), by_ranges=True
-    )
+        listing, runner, part_records, options, progress=_ahead(progress, ahead),
+        by_ranges=True, sizes=tapered_sizes,
+    )  # fmt: skip
     # results emptied; the listing's keys taken as the first part came back.
     gathered = gathered_parts(listing, results, options, listed[0] if listed else None)
     gathered.refuse_no_ground_truth(annotations)
@@ -132,6 +139,24 @@ def evaluated_in_parts(
 
     images = joined_image_results(runner.made, gathered.records)
     return EvaluatedInParts(gathered.evaluation(images), gathered.records, gathered.scores)
+
+
+def tapered_sizes(parts: int, workers: int) -> list[float]:
+    """The relative sizes of a local run's parts, in the order the workers take them, by
+    rounds of ``workers`` parts: the first round as large as parts of equal size (the
+    workers' first files sent as soon as with those), then each round smaller than the one
+    before, so that the workers end close together (one idles at most about a small
+    part's time, not an even part's) and the part the main process unpickles and makes the
+    image results of after the last worker ends is a small one.
+
+    >>> tapered_sizes(8, 2)
+    [2.0, 2.0, 3.0, 3.0, 2.0, 2.0, 1.0, 1.0]
+    >>> tapered_sizes(3, 1)
+    [1.5, 2.0, 1.0]
+    """
+    workers = max(1, workers)
+    rounds = -(-parts // workers)
+    return [rounds / 2 if k < workers else float(rounds - k // workers) for k in range(parts)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ the same code.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import os
 import sys
@@ -228,7 +229,10 @@ def split_parts(
 
 
 def key_ranges(
-    gt_files: Sequence[tuple[str, str]], pred_files: Sequence[tuple[str, str]], parts: int
+    gt_files: Sequence[tuple[str, str]],
+    pred_files: Sequence[tuple[str, str]],
+    parts: int,
+    sizes: Sequence[float] | None = None,
 ) -> tuple[Part, ...]:
     """Split the files by key into at most ``parts`` parts of consecutive keys, about as many
     files each (none empty): joined in part order, the parts' images are in key order as
@@ -237,14 +241,26 @@ def key_ranges(
     >>> [p.gt_files for p in key_ranges([("a", "g/a"), ("b", "g/b"), ("c", "g/c")], [], 2)]
     [(('a', 'g/a'), ('b', 'g/b')), (('c', 'g/c'),)]
 
+    Args:
+        gt_files: ``(key, path)`` of the ground-truth files.
+        pred_files: ``(key, path)`` of the prediction files.
+        parts: How many parts, at most.
+        sizes: The parts' relative sizes in files, in part order (``parts`` of them,
+            positive); by default all equal.
+
     Raises:
-        InputError: ``parts`` is below 1.
+        InputError: ``parts`` is below 1, or ``sizes`` are not ``parts`` positive numbers.
     """
     if parts < 1:
         raise InputError(f"Expected at least one part, got {parts}")
+    if sizes is None:
+        sizes = [1.0] * parts
+    if len(sizes) != parts or not all(size > 0 for size in sizes):
+        raise InputError(f"Expected {parts} positive part sizes, got {list(sizes)}")
     gt, pred = sorted(gt_files), sorted(pred_files)
-    total = len(gt) + len(pred)
-    found = (_first_key_from(gt, pred, j * total / parts) for j in range(1, parts))
+    total, whole = len(gt) + len(pred), sum(sizes)
+    ends = itertools.accumulate(sizes[:-1])
+    found = (_first_key_from(gt, pred, end * total / whole) for end in ends)
     bounds = sorted({b for b in found if b is not None})
     gt_cuts = [0, *(bisect_left(gt, (b,)) for b in bounds), len(gt)]
     pred_cuts = [0, *(bisect_left(pred, (b,)) for b in bounds), len(pred)]
@@ -494,6 +510,7 @@ def run_parts(
     parts: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     by_ranges: bool = False,
+    sizes: Callable[[int, int], Sequence[float]] | None = None,
 ) -> list[R]:
     """Every part's result: the keys split into ``parts`` parts (by default
     :data:`PARTS_PER_WORKER` per worker, at most one a key), each read by a task.
@@ -507,6 +524,8 @@ def run_parts(
         progress: Told how many files are read, of how many, as parts come back.
         by_ranges: Parts of consecutive keys (:func:`key_ranges`) rather than every
             ``parts``-th key (:func:`split_parts`).
+        sizes: ``sizes(parts, workers)``, the relative sizes of parts of consecutive
+            keys (:func:`key_ranges`), in part order; by default all equal.
 
     Returns:
         The results, in the order the parts came back.
@@ -515,7 +534,8 @@ def run_parts(
         parts = PARTS_PER_WORKER * max(1, runner.workers())
     gt, pred = listing.gt.files, listing.pred.files
     if by_ranges:
-        shares = key_ranges(gt, pred, parts)
+        weights = None if sizes is None else sizes(parts, max(1, runner.workers()))
+        shares = key_ranges(gt, pred, parts, weights)
     else:
         keys = len({k for k, _ in gt} | {k for k, _ in pred})
         shares = split_parts(gt, pred, max(1, min(parts, keys)))
