@@ -64,6 +64,20 @@ def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
     return check
 
 
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """150 images of ``bench/generate.py`` (``gt/``, ``pred/``, ``coco/``), ten predictions
+    each, with the other prediction formats written by ``bench/convert.py``
+    (``converted/``). One set for the whole session, read only: a test that changes files
+    changes a copy."""
+    from tests.bench_scripts import bench
+
+    folder = tmp_path_factory.mktemp("generated")
+    bench("generate").generate(folder, 150, pred_per_image=10)
+    bench("convert").convert(folder / "gt", folder / "pred", folder / "converted")
+    return folder
+
+
 @pytest.fixture
 def demo() -> tuple[Path, Path]:
     """The bundled demo set: (gt_dir, pred_dir)."""

@@ -5,14 +5,12 @@ states without boxes are refused for those options in one line naming them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, datasets_or_skip, run_cli
+from tests.bench_scripts import bench
+from tests.conftest import FIXTURES, datasets_or_skip, run_cli
 from vocmatch.cli import EXIT_USAGE
 from vocmatch.evaluation.shards.state import read_state
 from vocmatch.render.junit import NO_BOXES
@@ -26,15 +24,6 @@ REPORTS = [
     pytest.param(["--format", "markdown", "--tightness"], id="tightness-markdown"),
     pytest.param(["--format", "csv"], id="csv"),
 ]
-
-
-def _bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _save(gt: Path, pred: Path, folder: Path, protocol: str, *extra: str) -> list[str]:
@@ -83,7 +72,7 @@ def bccd(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """BCCD's 364 ground-truth files and predictions derived from them (seed 0)."""
     gt = datasets_or_skip("bccd")
     pred = tmp_path_factory.mktemp("bccd") / "pred"
-    _bench("derive_predictions").derive(gt, pred, seed=0)
+    bench("derive_predictions").derive(gt, pred, seed=0)
     return gt, pred
 
 

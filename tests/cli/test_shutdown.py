@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.bench_scripts import bench
 from tests.conftest import ROOT
-from tests.evaluation.test_batch import load_generator
 from vocmatch.cli import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 from vocmatch.readers.scan import PURE_READER_VARIABLE, active_reader
 from vocmatch.readers.workers import available_cores
@@ -56,7 +56,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> LargeSet:
     # The generator's XML files, byte for byte as `generate.py OUT --images 3000
     # --pred-per-image 100` writes them, without its COCO JSON files (a third of its time),
     # which no run here reads.
-    generator = load_generator()
+    generator = bench("generate")
     names = generator.class_names(20)
     for side in ("gt", "pred"):
         (root / "set" / side).mkdir(parents=True)

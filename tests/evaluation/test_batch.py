@@ -5,10 +5,8 @@ tests/reference.py)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
 import random
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.bench_scripts import bench
 from tests.conftest import ROOT, datasets_or_skip
 from tests.oracle import (
     dense_dataset,
@@ -274,7 +273,7 @@ def test_labelimg_files_never_need_the_parser(
     """Files as LabelImg writes them (real sets, and the benchmark's) are read by the fast
     path; only files without objects go to the parser, which reads those as fast."""
     if name == "generated":
-        load_generator().generate(tmp_path, images=40, classes=5, pred_per_image=20, seed=1)
+        bench("generate").generate(tmp_path, images=40, classes=5, pred_per_image=20, seed=1)
         folders = [tmp_path / "gt", tmp_path / "pred"]
     else:
         folders = [datasets_or_skip(name)]
@@ -332,20 +331,11 @@ def test_real_sets_equal_the_reference(name: str, scored: bool) -> None:
         same_as_reference(gt, pred, VARIANTS[variant])
 
 
-def load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_generate"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_scan_and_batch_on_a_generated_benchmark_set(tmp_path: Path, jobs: int) -> None:
     """On the benchmark's LabelImg files (read by the fast reader, also in parallel) the
     whole fast path equals the reference path."""
-    load_generator().generate(tmp_path, images=80, classes=5, pred_per_image=30, seed=3)
+    bench("generate").generate(tmp_path, images=80, classes=5, pred_per_image=30, seed=3)
     gt_ref = read_directory(tmp_path / "gt")
     pred_ref = read_directory(tmp_path / "pred")
     gt_cols = read_columns(tmp_path / "gt", jobs=jobs)

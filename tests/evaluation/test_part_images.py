@@ -5,10 +5,8 @@ of the scores; where the parts' do not serve (no score at all, an image lost), n
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +18,7 @@ from hypothesis import strategies as st
 import vocmatch.evaluation.part_images as part_images
 import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
-from tests.conftest import ROOT, run_cli
+from tests.conftest import run_cli
 from vocmatch.core.protocol import PROTOCOL_NAMES, protocol
 from vocmatch.evaluation.from_records import evaluation_of
 from vocmatch.evaluation.part_images import (
@@ -55,19 +53,6 @@ class _HereParts:
     ) -> Iterator[tuple[Part, R]]:
         for part in parts:
             yield part, task(part, options)
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """120 generated images, ten predictions each."""
-    folder = tmp_path_factory.mktemp("generated")
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.generate(folder, 120, pred_per_image=10)
-    return folder
 
 
 def _scores(pred: Path, change: Callable[[str], str]) -> None:

@@ -3,13 +3,10 @@ of the evaluation changes for it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -18,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.bench_scripts import bench
 from tests.evaluation.test_batch import VARIANTS, assert_identical
 from tests.oracle import dense_dataset, with_shapes, without_scores
 from vocmatch.core.model import Box, ImageAnnotation, Polygon, RotatedBox
@@ -31,18 +28,7 @@ from vocmatch.evaluation.scoring import Evaluation
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
 
-
-def _bench_module(name: str) -> ModuleType:
-    """Import ``bench/<name>.py``; bench is a folder of scripts, not a package."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-write_triangles = _bench_module("shape_pruning").write_triangles
+write_triangles = bench("shape_pruning").write_triangles
 
 
 def evaluated(

@@ -3,7 +3,6 @@ of the dataset with each image copied as often as it is weighted."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import FIXTURES, ROOT
-from tests.evaluation.test_batch import VARIANTS, load_generator
+from tests.bench_scripts import bench
+from tests.conftest import FIXTURES
+from tests.evaluation.test_batch import VARIANTS
 from tests.oracle import random_dataset
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.matched import evaluate_matched
@@ -292,13 +292,8 @@ def test_weights_are_checked() -> None:
 def test_bench_checks_weights_against_copied_datasets(tmp_path: Path) -> None:
     """bench/bootstrap_bench.py's check (weighted metrics equal copied datasets' before any
     time is printed) passes on a small generated set, under coco."""
-    load_generator().generate(tmp_path, images=30, classes=4, pred_per_image=20, seed=3)
-    spec = importlib.util.spec_from_file_location(
-        "bench_bootstrap", ROOT / "bench" / "bootstrap_bench.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    bench("generate").generate(tmp_path, images=30, classes=4, pred_per_image=20, seed=3)
+    module = bench("bootstrap_bench")
     gt, pred = read_columns(tmp_path / "gt"), read_columns(tmp_path / "pred")
     for name in ("default", "coco"):
         assert module.check(gt, pred, name, 2) >= 0.0

@@ -3,35 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from xml.etree import ElementTree
 
 import pytest
 from lxml import etree
 
+from tests.bench_scripts import bench
+
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 IMAGES = 20
 PRED_PER_IMAGE = 100
 
 
-def _load_bench_module(name: str) -> ModuleType:
-    """Import ``bench/<name>.py``; bench is a folder of scripts, not a package."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Dataclasses and process pools look a module up by name, so register it first.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-generate = _load_bench_module("generate")
-peers = _load_bench_module("peers")
+generate = bench("generate")
+peers = bench("peers")
 
 SAFE_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
 

@@ -6,9 +6,7 @@ hostile and mixed chunks; and its safety rules are read_bytes' own."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -20,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.bench_scripts import bench
 from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_scan import annotation_files
 from vocmatch.readers import scan
@@ -354,17 +352,7 @@ def test_any_size_limit_reads_as_file_by_file(tmp_path: Path, max_bytes: int) ->
 @pytest.fixture(scope="module")
 def fuzzer() -> ModuleType:
     """``bench/fuzz_reader.py`` (a script, which puts its folders on the path)."""
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "bench_fuzz_reader", ROOT / "bench" / "fuzz_reader.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
+    return bench("fuzz_reader")
 
 
 @pytest.mark.parametrize("seed", [pytest.param(f"0:{n}", id=f"chunk-{n}") for n in range(40)])

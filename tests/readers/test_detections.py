@@ -4,16 +4,14 @@ same boxes they give the XML run's numbers (pycocotools' on the COCO JSON pair).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, datasets_or_skip
+from tests.bench_scripts import bench
+from tests.conftest import datasets_or_skip
 from tests.conftest import run_cli as run
 from vocmatch.cli.options import PRED_FORMATS as CLI_PRED_FORMATS
 from vocmatch.core.protocol import protocol
@@ -21,15 +19,6 @@ from vocmatch.errors import AnnotationError, InputError
 from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.readers.pred_formats import PRED_FORMATS, read_class_list, read_detections
 from vocmatch.readers.scan import ColumnSet, read_columns
-
-
-def bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_gt(

@@ -6,21 +6,18 @@ compiled reader (``fastxml.c``) and once with the pure-Python one."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.bench_scripts import bench
 from tests.evaluation.test_batch import assert_identical, assert_same_columns
 from vocmatch.core.protocol import protocol
 from vocmatch.evaluation.engine import evaluate_columns
@@ -30,24 +27,7 @@ from vocmatch.readers.parse import parse_annotation, read_directory
 from vocmatch.readers.scan import columns_from_annotations, read_columns
 from vocmatch.render.json_report import to_json
 
-
-def _load_bench_module(name: str) -> ModuleType:
-    """Import ``bench/<name>.py`` (bench is a folder of scripts, not a package)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            f"bench_{name}", ROOT / "bench" / f"{name}.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return module
-
-
-zoo = _load_bench_module("zoo")
+zoo = bench("zoo")
 LAYOUTS = sorted(zoo.LAYOUTS)
 READERS = ["compiled", "pure"]
 

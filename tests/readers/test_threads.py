@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from tests.bench_scripts import bench
 from tests.conftest import ROOT
-from tests.evaluation.test_batch import assert_same_columns, load_generator
+from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_chunk import ENTRIES, PLAIN, POLYGON, obj, voc
 from tests.readers.test_workers import big_set
 from vocmatch.errors import VocmatchWarning
@@ -62,7 +63,7 @@ def assert_same_sets(a: list[ColumnSet], b: list[ColumnSet]) -> None:
 def generated(tmp_path_factory: pytest.TempPathFactory) -> list[DirectoryListing]:
     """300 images of the benchmark's generator (gt and pred): 600 files, many chunks."""
     root = tmp_path_factory.mktemp("generated")
-    load_generator().generate(root, images=300, classes=12, pred_per_image=15, seed=3)
+    bench("generate").generate(root, images=300, classes=12, pred_per_image=15, seed=3)
     return [list_directory(root / "gt"), list_directory(root / "pred")]
 
 

@@ -4,17 +4,15 @@ skips its file; a folder of txt files read as XML names the format its first lin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 import vocmatch
+from tests.bench_scripts import bench
 from tests.conftest import ROOT, datasets_or_skip
 from tests.conftest import run_cli as run
 from vocmatch.errors import Message, Option, RequestError
@@ -25,15 +23,6 @@ from vocmatch.readers.unpaired import no_pairs_reason
 DEMO_GT = ROOT / "fixtures" / "demo" / "gt"
 DEMO_PRED = ROOT / "fixtures" / "demo" / "pred"
 GT_LINE = "<object><name>{name}</name><bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin>"
-
-
-def bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_gt(folder: Path, images: dict[str, list[tuple[str, int, int, int, int]]]) -> None:

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from tests.bench_scripts import bench
 from tests.conftest import datasets_or_skip
-from tests.readers.test_detections import bench
 from vocmatch.cli import main
 from vocmatch.evaluation.scoring import evaluate_directories
 from vocmatch.render.terminal import image_table

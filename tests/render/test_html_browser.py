@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.bench_scripts import bench
 from tests.conftest import ROOT
 from vocmatch.evaluation.scoring import Evaluation, evaluate, read_pair
 from vocmatch.render.html import html_report
@@ -258,7 +259,6 @@ def test_markup_in_names_stays_text(browser: Any, tmp_path: Path) -> None:
 def raccoon_report(tmp_path: Path) -> Path:
     """The raccoon set (200 images) against predictions derived from it, as HTML."""
     from tests.conftest import datasets_or_skip
-    from tests.readers.test_detections import bench
 
     gt_dir = datasets_or_skip("raccoon")
     bench("derive_predictions").derive(gt_dir, tmp_path / "pred", seed=0)
@@ -296,7 +296,6 @@ def test_the_page_does_not_scroll_sideways_at_800_px(browser: Any, tmp_path: Pat
     from selenium.webdriver.common.by import By
 
     from tests.conftest import datasets_or_skip
-    from tests.readers.test_detections import bench
     from vocmatch.cli import main
 
     gt_dir = datasets_or_skip("cards") / "test"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import vocmatch
+from tests.bench_scripts import bench
 from tests.conftest import FIXTURES, ROOT, run_cli, street_05_unpredicted
-from tests.readers.test_detections import bench
 from vocmatch.cli.console import option_words
 from vocmatch.errors import RequestError
 from vocmatch.evaluation.class_map import ClassChoice, class_map

@@ -5,8 +5,6 @@ small one; the report is the same as in one process."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ import pytest
 import vocmatch.evaluation.shards.parts as parts_module
 import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
-from tests.conftest import ROOT, run_cli
+from tests.conftest import run_cli
 from vocmatch.evaluation.shards.parts import Part
 from vocmatch.run.in_parts import tapered_sizes
 
@@ -35,19 +33,6 @@ def test_each_round_after_the_first_smaller(
     parts: int, workers_: int, expected: list[float]
 ) -> None:
     assert tapered_sizes(parts, workers_) == expected
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """120 generated images, ten predictions each."""
-    folder = tmp_path_factory.mktemp("generated")
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.generate(folder, 120, pred_per_image=10)
-    return folder
 
 
 def test_a_run_in_parts_takes_tapered_parts(
@@ -72,7 +57,8 @@ def test_a_run_in_parts_takes_tapered_parts(
         assert run_cli(gt, pred, "--protocol", name, "--format", "json", "--jobs", "2") == single
     assert len(split) == 2
     counts: Sequence[int] = [p.file_count() for p in split[0]]
-    # 240 files (two a key) in shares of 2, 2, 3, 3, 2, 2, 1, 1 sixteenths, to a key's files
-    shares = [30, 30, 45, 45, 30, 30, 15, 15]
-    assert len(counts) == len(shares) and sum(counts) == 240
+    # every file (two a key) in shares of 2, 2, 3, 3, 2, 2, 1, 1 sixteenths, to a key's files
+    files = 2 * len(list((generated / "gt").glob("*.xml")))
+    shares = [files * s / 16 for s in (2, 2, 3, 3, 2, 2, 1, 1)]
+    assert len(counts) == len(shares) and sum(counts) == files
     assert all(abs(c - s) <= 2 for c, s in zip(counts, shares, strict=True)), counts
