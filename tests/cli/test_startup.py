@@ -208,6 +208,9 @@ UNUSED_ON_EVAL = (
     "vocmatch.render.preparation_report",
     # No per-image limit given: no image's check made.
     "vocmatch.evidence.image_checks",
+    # No cache of results kept: no reader that hashes what it reads, nor hashlib.
+    "vocmatch.readers.hashed_reads",
+    "hashlib",
     # The other protocols' and match rules' stages.
     "vocmatch.evaluation.ultralytics_summary",
     "vocmatch.evaluation.iou_order",
