@@ -30,6 +30,7 @@ text that encodes as UTF-8.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "xml_text",
 ]
 
+
 # What a terminal, a log viewer or an editor could act on rather than show:
 # - C0 controls but tab, DEL and C1 controls (ESC starts ANSI and OSC sequences; CR, LF,
 #   VT, FF, NEL would start a new line; BEL rings);
@@ -50,10 +52,13 @@ __all__ = [
 # - lone surrogates, which is how Python holds a file name byte that is not UTF-8
 #   (PEP 383); written as they are they could not be encoded at all;
 # - the non-characters U+FFFE and U+FFFF, which XML forbids.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
-    "\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
-)
+# Compiled on first use (half a millisecond): a run that writes only JSON never needs it.
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    return re.compile(
+        "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
+        "\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+    )
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -76,7 +81,7 @@ def printable(text: str) -> str:
     >>> printable("two\nlines")
     'two\\x0alines'
     """
-    return _UNSAFE.sub(_escape, text)
+    return _unsafe().sub(_escape, text)
 
 
 # Characters that Markdown (GitHub's included) could read as markup inside a line: emphasis,

@@ -208,6 +208,13 @@ UNUSED_ON_EVAL = (
     "vocmatch.render.preparation_report",
     # No per-image limit given: no image's check made.
     "vocmatch.evidence.image_checks",
+    # No cache of results kept: no reader that hashes what it reads, nor hashlib.
+    "vocmatch.readers.hashed_reads",
+    "hashlib",
+    # No comparison: no correction of many gates' p-values to check; the gates' module
+    # reads the evaluation's records from where they live, not from the library's hub.
+    "vocmatch.evidence.multiple_testing",
+    "vocmatch.evaluation.scoring",
     # The other protocols' and match rules' stages.
     "vocmatch.evaluation.ultralytics_summary",
     "vocmatch.evaluation.iou_order",

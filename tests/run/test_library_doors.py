@@ -115,6 +115,25 @@ def test_a_request_record_is_checked_as_the_keywords_are() -> None:
         EvalRequest(gt="gt", pred="pred", max_dets=-1)
 
 
+@pytest.mark.parametrize(
+    ("correction", "message"),
+    [
+        pytest.param("bonferroni", r"^correction 'bonferroni': no such correction", id="unknown"),
+        pytest.param(7, r"^correction '7': no such correction", id="not-text"),
+    ],
+)
+def test_a_comparison_checks_its_correction(correction: Any, message: str) -> None:
+    """A comparison's request refuses a correction it does not know, naming the field (the
+    check imports the corrections only for a request that has the field)."""
+    from vocmatch.run.compare import DiffRequest
+
+    with pytest.raises(RequestError, match=message):
+        DiffRequest(
+            gt=DEMO_GT, pred_a=DEMO_PRED, pred_b=DEMO_PRED, correction=correction, alpha=0.05
+        )
+    assert DiffRequest(gt=DEMO_GT, pred_a=DEMO_PRED, pred_b=DEMO_PRED, correction="holm")
+
+
 def test_a_misspelt_keyword_lists_the_known_ones() -> None:
     with pytest.raises(TypeError, match=r"'protocl' \(known: .*protocol, reliability"):
         vocmatch.evaluate(DEMO_GT, DEMO_PRED, protocl="coco")

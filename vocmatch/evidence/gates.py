@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from vocmatch.errors import InputError, Message, Option
-from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
 from vocmatch.lazy import lazy_attribute
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.scoring import ClassResult, Evaluation, ImageResult
     from vocmatch.evidence.gate_records import Gate, GateResult, Metric
     from vocmatch.evidence.image_checks import ImageCheck
     from vocmatch.evidence.slices import Slice, SliceValue

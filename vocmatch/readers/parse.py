@@ -26,6 +26,7 @@ read as the shape, the more precise annotation, and its ``<bndbox>`` is not read
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import os
 import re
@@ -91,16 +92,30 @@ __all__ = [
 _COORDINATES = ("xmin", "ymin", "xmax", "ymax")
 _CORNER_NAMES = ("<xmin>", "<ymin>", "<xmax>", "<ymax>")
 _ROTATED = ("cx", "cy", "w", "h")
-# <x1> <y1> <x2> <y2> ...: a polygon's coordinates numbered by point.
-_NUMBERED = re.compile(r"([xy])([0-9]+)")
+# The patterns below are compiled on first use: the compiled reader reads plain files
+# without the parser, and a run of such files needs none of them.
 
-# libxml2 appends the position (already given as path:line) and advice meant for
-# programmers (XML_PARSE_HUGE, xmlCtxtSetMaxAmplification) to its messages.
-_POSITION = re.compile(r",? line \d+, column \d+$")
-_ADVICE = re.compile(
-    r",? (use XML_PARSE_HUGE option|try XML_PARSE_HUGE)|,? see xmlCtxtSetMaxAmplification\.?"
-)
-_DEPTH = re.compile(r"Excessive depth in document: (\d+)")
+
+@functools.cache
+def _numbered() -> re.Pattern[str]:
+    """``<x1> <y1> <x2> <y2> ...``: a polygon's coordinates numbered by point."""
+    return re.compile(r"([xy])([0-9]+)")
+
+
+@functools.cache
+def _libxml2_extras() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """What libxml2 appends to its messages: the position (already given as path:line) and
+    advice meant for programmers (XML_PARSE_HUGE, xmlCtxtSetMaxAmplification); and the
+    depth it refused."""
+    return (
+        re.compile(r",? line \d+, column \d+$"),
+        re.compile(
+            r",? (use XML_PARSE_HUGE option|try XML_PARSE_HUGE)"
+            r"|,? see xmlCtxtSetMaxAmplification\.?"
+        ),
+        re.compile(r"Excessive depth in document: (\d+)"),
+    )
+
 
 # What a file that is not XML at all most likely is, from its first bytes.
 _SIGNATURES = (
@@ -135,17 +150,20 @@ def _xml_parser() -> etree.XMLParser:
     )
 
 
-# The encoding named by an XML declaration at the very start of the file (ASCII-compatible).
-_DECLARED_ENCODING = re.compile(
-    rb"\A(<\?xml[ \t\r\n][^>]*?encoding[ \t\r\n]*=[ \t\r\n]*([\"']))([A-Za-z][\w.-]*)\2"
-)
+@functools.cache
+def _declared_encoding() -> re.Pattern[bytes]:
+    """The encoding named by an XML declaration at the very start of the file
+    (ASCII-compatible)."""
+    return re.compile(
+        rb"\A(<\?xml[ \t\r\n][^>]*?encoding[ \t\r\n]*=[ \t\r\n]*([\"']))([A-Za-z][\w.-]*)\2"
+    )
 
 
 def _as_utf8(data: bytes) -> bytes | None:
     """The document transcoded to UTF-8 and declared so, when its declaration names an
     encoding libxml2 does not know by that name but Python does (``latin-1``, as Python's
     ElementTree writes ``encoding="latin-1"``); None otherwise. Lines stay where they were."""
-    declared = _DECLARED_ENCODING.match(data)
+    declared = _declared_encoding().match(data)
     if declared is None:
         return None
     start, stop = declared.span(3)
@@ -353,7 +371,7 @@ def _numbered_points(element: etree._Element, path: str) -> list[Point]:
     for child in element:
         if not isinstance(child.tag, str):
             continue
-        numbered = _NUMBERED.fullmatch(local_name(child.tag))
+        numbered = _numbered().fullmatch(local_name(child.tag))
         if numbered is None:
             continue
         axis, number = numbered.group(1), int(numbered.group(2))
@@ -384,7 +402,10 @@ def _numbered_points(element: etree._Element, path: str) -> list[Point]:
 def _polygon(element: etree._Element, path: str) -> Polygon:
     pts = children_named(element, "pt")
     if pts:
-        if any(isinstance(c.tag, str) and _NUMBERED.fullmatch(local_name(c.tag)) for c in element):
+        numbered_xy = _numbered()
+        if any(
+            isinstance(c.tag, str) and numbered_xy.fullmatch(local_name(c.tag)) for c in element
+        ):
             raise AnnotationError(
                 path,
                 "<polygon> mixes <pt> points with numbered <x1> <y1> ...",
@@ -521,8 +542,9 @@ def _syntax_error(error: etree.LxmlError, path: str, data: bytes = b"") -> Annot
     position = getattr(error, "position", None)
     line = int(position[0]) if position and position[0] else None
     raw = str(getattr(error, "msg", None) or error).splitlines()
-    text = _ADVICE.sub("", _POSITION.sub("", raw[0] if raw else "").strip()).strip()
-    depth = _DEPTH.search(text)
+    position_text, advice, refused_depth = _libxml2_extras()
+    text = advice.sub("", position_text.sub("", raw[0] if raw else "").strip()).strip()
+    depth = refused_depth.search(text)
     if depth:
         return AnnotationError(
             path, f"refusing a document nested deeper than {depth.group(1)} elements", line

@@ -32,7 +32,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,6 @@ from vocmatch.checks import checked_jobs, checked_max_bytes
 from vocmatch.core.model import Box, ImageAnnotation, ImageSize, Polygon, RotatedBox, SkippedFile
 from vocmatch.errors import AnnotationError, no_annotation_files
 from vocmatch.readers.folders import PURE_READER_VARIABLE
-from vocmatch.readers.hashed_reads import HashingReader
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
     MAX_COORDINATE,
@@ -54,6 +53,9 @@ from vocmatch.readers.parse import (
 )
 from vocmatch.readers.threads import thread_results
 from vocmatch.readers.workers import worker_count, worker_results
+
+if TYPE_CHECKING:
+    from vocmatch.readers.hashed_reads import HashingReader
 
 try:  # the compiled reader, built with the package where a C compiler was found
     from vocmatch.readers import fastxml as _compiled
@@ -325,6 +327,16 @@ def _fast_pure(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects |
     return fast_pure(data, names_seen)
 
 
+def _hashing_reader(read: Callable[[str, int], bytes]) -> HashingReader | None:
+    """``read`` where it is a :class:`~vocmatch.readers.hashed_reads.HashingReader`, else
+    None. A run that keeps no cache never imports that module (nor hashlib): where it is not
+    loaded, no reader can be one."""
+    module = sys.modules.get("vocmatch.readers.hashed_reads")
+    if module is not None and isinstance(read, module.HashingReader):
+        return cast("HashingReader", read)
+    return None
+
+
 def _new_chunk() -> _Chunk:
     return _Chunk([], [], [], [], array("q"), array("i"), {}, {}, [], [], [], [], [])
 
@@ -343,14 +355,14 @@ def _read_chunk(
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
     whole = None
     if scan_file is _fast_compiled and _reads_as_read_bytes(read, files):
-        keeping = read if isinstance(read, HashingReader) else None
+        keeping = _hashing_reader(read)
         whole = _read_compiled_chunk(files, max_bytes, keeping)
     if whole is None:
         for key, path in files:
             _read_file(chunk, key, path, max_bytes, read, scan_file)
     else:
         # The files it left are read by ``read`` (read_bytes, or a hashing reader's).
-        left_read = read if isinstance(read, HashingReader) else read_bytes
+        left_read = read if _hashing_reader(read) is not None else read_bytes
         _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes, left_read)
     _consolidate(chunk)
     return chunk
@@ -362,7 +374,7 @@ def _reads_as_read_bytes(
     """Whether ``read`` reads every file as :func:`~vocmatch.readers.parse.read_bytes`
     does: it is ``read_bytes`` or a :class:`~vocmatch.readers.hashed_reads.HashingReader`
     (which reads by it), or reads local paths by it and every path is local."""
-    if read is read_bytes or isinstance(read, HashingReader):
+    if read is read_bytes or _hashing_reader(read) is not None:
         return True
     # Imported here: a run of local folders reads by read_bytes itself.
     from vocmatch.readers.byte_sources import LocalOrElsewhere

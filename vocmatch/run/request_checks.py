@@ -32,7 +32,6 @@ from vocmatch.checks import (
     known_list,
 )
 from vocmatch.errors import RequestError
-from vocmatch.evidence.multiple_testing import CORRECTIONS
 from vocmatch.readers.formats import BOX_FORMATS, PRED_FORMATS
 
 __all__ = [
@@ -65,6 +64,13 @@ def _flag(field: str, value: Any) -> Any:
 
 def _name(known: Sequence[str], what: str) -> Check:
     return lambda field, value: checked_name(field, value, known, what=what, optional=True)
+
+
+def _correction(field: str, value: Any) -> Any:
+    # Imported here: only a comparison's request has a correction.
+    from vocmatch.evidence.multiple_testing import CORRECTIONS
+
+    return _name(CORRECTIONS, "correction")(field, value)
 
 
 def _path(field: str, value: Any) -> Any:
@@ -177,7 +183,7 @@ _CHECKS: dict[str, Check] = {
     "names": _path,
     "split": _text_or_none,
     "geometry": _name(GEOMETRIES, "geometry"),
-    "correction": _name(CORRECTIONS, "correction"),
+    "correction": _correction,
     "class_choice": _class_choice,
     "class_map": _path,
     "dask": _scheduler,
