@@ -1248,6 +1248,9 @@ done:
 #ifndef O_NONBLOCK
 #define O_NONBLOCK 0
 #endif
+#ifndef O_DIRECTORY
+#define O_DIRECTORY 0
+#endif
 #endif
 
 /* A time of a stat in nanoseconds, as os.stat's st_mtime_ns and st_ctime_ns make it
@@ -2327,6 +2330,109 @@ static PyObject *list_folder(PyObject *module, PyObject *args)
     Py_DECREF(encoded);
     return result;
 }
+
+/* list_folder_stats is list_folder with the stats of its plain files: each one's (size,
+ * mtime_ns, ctime_ns, inode) as stat_files gives them (a row of -1 where the system refuses
+ * it), taken by fstatat from the folder's own descriptor right after the folder is read, in
+ * the order of the (key, path) tuples, with the GIL released: one pass over the folder for
+ * a run that compares its files' stats with a cache's. None where list_folder gives None or
+ * the folder cannot be opened again (the caller then lists and stats it another way). */
+static int stat_plain_entries(const char *directory, const FolderEntry *entries, size_t count,
+                              int64_t *rows)
+{
+    int folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (folder < 0)
+        return 0;
+    char name[4096];
+    for (size_t i = 0; i < count; i++) {
+        const FolderEntry *e = &entries[i];
+        int64_t *row = rows + 4 * i;
+        struct stat found;
+        if (e->length >= sizeof name) {
+            row[0] = row[1] = row[2] = row[3] = -1;
+            continue;
+        }
+        memcpy(name, e->name, e->length);
+        name[e->length] = '\0';
+        if (fstatat(folder, name, &found, 0) != 0) {
+            row[0] = row[1] = row[2] = row[3] = -1;
+            continue;
+        }
+        row[0] = (int64_t)found.st_size;
+        row[1] = STAT_NS(found, m);
+        row[2] = STAT_NS(found, c);
+        row[3] = (int64_t)(uint64_t)found.st_ino;
+    }
+    close(folder);
+    return 1;
+}
+
+static PyObject *list_folder_stats(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *directory, *path_prefix, *key_prefix, *suffix_text, *encoded = NULL;
+    if (!PyArg_ParseTuple(args, "UUUU:list_folder_stats", &directory, &path_prefix,
+                          &key_prefix, &suffix_text))
+        return NULL;
+    Py_ssize_t suffix_length;
+    const char *suffix = PyUnicode_AsUTF8AndSize(suffix_text, &suffix_length);
+    if (suffix == NULL)
+        return NULL;
+    /* The suffixes list_folder takes, for the same reason. */
+    int usable = PyUnicode_IS_ASCII(suffix_text) && suffix_length > 0 && suffix[0] == '.';
+    for (Py_ssize_t i = 1; usable && i < suffix_length; i++)
+        usable = suffix[i] != '.' && !(suffix[i] >= 'A' && suffix[i] <= 'Z');
+    if (!usable)
+        Py_RETURN_NONE;
+    if (!PyUnicode_FSConverter(directory, &encoded)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((Py_ssize_t)strlen(PyBytes_AS_STRING(encoded)) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        Py_RETURN_NONE; /* a NUL in the path */
+    }
+    char *arena = NULL;
+    size_t used = 0, count = 0, plain = 0;
+    FolderEntry *entries = NULL;
+    int64_t *rows = NULL;
+    int read;
+    Py_BEGIN_ALLOW_THREADS
+    read = read_folder(PyBytes_AS_STRING(encoded), suffix, (size_t)suffix_length, &arena, &used,
+                       &entries, &count);
+    if (read == 1) {
+        while (plain < count && entries[plain].kind == KIND_PLAIN)
+            plain++;
+        rows = malloc(4 * sizeof(int64_t) * (plain > 0 ? plain : 1));
+        if (rows == NULL)
+            read = -1;
+        else
+            read = stat_plain_entries(PyBytes_AS_STRING(encoded), entries, plain, rows);
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (read < 0)
+        PyErr_NoMemory();
+    else if (read == 0)
+        result = Py_NewRef(Py_None);
+    else {
+        PyObject *listed = folder_result(entries, count, path_prefix, key_prefix);
+        PyObject *stats = listed ? PyBytes_FromStringAndSize(
+                                       (const char *)rows, (Py_ssize_t)(4 * sizeof(int64_t) * plain))
+                                 : NULL;
+        if (listed != NULL && stats != NULL)
+            result = Py_BuildValue("(OON)", PyTuple_GET_ITEM(listed, 0),
+                                   PyTuple_GET_ITEM(listed, 1), stats);
+        else
+            Py_XDECREF(stats);
+        Py_XDECREF(listed);
+    }
+    free(rows);
+    free(arena);
+    free(entries);
+    Py_DECREF(encoded);
+    return result;
+}
 #endif
 
 static PyMethodDef methods[] = {
@@ -2350,6 +2456,10 @@ static PyMethodDef methods[] = {
      "list_folder(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
      "A folder's plain files with the suffix as (key, path) tuples sorted, its other entries\n"
      "as (name, kind) tuples; None where the folder cannot be read this way."},
+    {"list_folder_stats", list_folder_stats, METH_VARARGS,
+     "list_folder_stats(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
+     "list_folder's files and entries, and the stats of its files (in their order) as (F, 4)\n"
+     "int64 bytes, -1 where one cannot be stat'ed; None where list_folder gives None."},
 #endif
     {"stat_files", stat_files, METH_VARARGS,
      "stat_files(paths, /)\n--\n\n"

@@ -66,3 +66,13 @@ def list_folder(
     ]
     | None
 ): ...
+def list_folder_stats(
+    directory: str, path_prefix: str, key_prefix: str, suffix: str, /
+) -> (
+    tuple[
+        list[tuple[str, str]],  # (key, path) of the plain files with the suffix, sorted
+        list[tuple[str, int]],  # (name, kind) of every other entry, for the caller
+        bytes,  # (F, 4) int64 size, mtime_ns, ctime_ns, inode of each of the files, -1 refused
+    ]
+    | None
+): ...
