@@ -2092,6 +2092,66 @@ done:
 #endif
 }
 
+/* --- the places of stored rankings ------------------------------------------------- */
+
+/* places_hold(label, count, rank, n_classes): whether each prediction's rank is its place
+ * among the predictions of its image and class before it (rows in order), as a stable sort
+ * by class within each image gives; label int32, count and rank int64, C-contiguous. One
+ * pass with a counter a class, reset after each image, with the GIL released. False for
+ * anything that does not fit: a label outside the classes, counts that do not add up to
+ * the predictions, a rank array of another length. */
+static PyObject *places_hold(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer label, count, rank;
+    Py_ssize_t n_classes;
+    if (!PyArg_ParseTuple(args, "y*y*y*n:places_hold", &label, &count, &rank, &n_classes))
+        return NULL;
+    int holds = label.len % (Py_ssize_t)sizeof(int32_t) == 0 &&
+                count.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+                rank.len / (Py_ssize_t)sizeof(int64_t) == label.len / (Py_ssize_t)sizeof(int32_t) &&
+                rank.len % (Py_ssize_t)sizeof(int64_t) == 0 && n_classes >= 0;
+    int64_t *counter = holds ? calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof(int64_t))
+                             : NULL;
+    int failed_memory = holds && counter == NULL;
+    if (counter != NULL) {
+        const int32_t *labels = label.buf;
+        const int64_t *counts = count.buf, *ranks = rank.buf;
+        Py_ssize_t n = label.len / (Py_ssize_t)sizeof(int32_t);
+        Py_ssize_t images = count.len / (Py_ssize_t)sizeof(int64_t);
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t start = 0;
+        for (Py_ssize_t image = 0; holds && image < images; image++) {
+            int64_t c = counts[image];
+            if (c < 0 || c > n - start) {
+                holds = 0;
+                break;
+            }
+            Py_ssize_t end = start + (Py_ssize_t)c, i;
+            for (i = start; i < end; i++) {
+                int32_t k = labels[i];
+                if (k < 0 || k >= n_classes || ranks[i] != counter[k]++) {
+                    holds = 0;
+                    break;
+                }
+            }
+            for (Py_ssize_t j = start; j < i; j++)
+                counter[labels[j]] = 0;
+            start = end;
+        }
+        if (holds && start != n)
+            holds = 0;
+        Py_END_ALLOW_THREADS
+        free(counter);
+    }
+    PyBuffer_Release(&label);
+    PyBuffer_Release(&count);
+    PyBuffer_Release(&rank);
+    if (failed_memory)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(holds);
+}
+
 /* --- a folder's entries ------------------------------------------------------------ */
 
 /* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
@@ -2461,6 +2521,10 @@ static PyMethodDef methods[] = {
      "list_folder's files and entries, and the stats of its files (in their order) as (F, 4)\n"
      "int64 bytes, -1 where one cannot be stat'ed; None where list_folder gives None."},
 #endif
+    {"places_hold", places_hold, METH_VARARGS,
+     "places_hold(label, count, rank, n_classes, /)\n--\n\n"
+     "Whether each prediction's rank (int64) is its place among the predictions of its image\n"
+     "(int64 counts) and class (int32 labels) before it."},
     {"stat_files", stat_files, METH_VARARGS,
      "stat_files(paths, /)\n--\n\n"
      "Each path's size, mtime_ns, ctime_ns and inode as (N, 4) int64 bytes, -1 where it\n"

@@ -2,6 +2,9 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 Size = tuple[bytes, bytes, bytes | None]
 Read = tuple[
     bytes | None,  # <filename> text as written, None where absent
@@ -76,3 +79,10 @@ def list_folder_stats(
     ]
     | None
 ): ...
+def places_hold(
+    label: npt.NDArray[np.int32],
+    count: npt.NDArray[np.int64],
+    rank: npt.NDArray[np.int64],
+    n_classes: int,
+    /,
+) -> bool: ...

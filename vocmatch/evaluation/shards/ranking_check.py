@@ -16,6 +16,13 @@ import numpy as np
 from vocmatch.evaluation.from_records import ranking_score
 from vocmatch.evaluation.records import IntArray, PredRecords
 
+try:  # the compiled reader, built with the package where a C compiler was found
+    from vocmatch.readers import fastxml as _compiled
+except ImportError:  # pragma: no cover - a build without a compiler
+    _compiled = None  # type: ignore[assignment]
+
+__all__ = ["places_sorted", "rankings_hold"]
+
 
 def rankings_hold(rows: IntArray, sizes: IntArray, rank: IntArray, preds: PredRecords) -> bool:
     """Whether ``rows`` (every class's ranking, class after class, ``sizes`` long each) and
@@ -47,7 +54,25 @@ def _in_score_order(rows: IntArray, sizes: IntArray, preds: PredRecords) -> bool
 
 
 def _places_hold(rank: IntArray, preds: PredRecords, n_classes: int) -> bool:
-    """Each prediction's place among the predictions of its image and class before it."""
+    """Each prediction's place among the predictions of its image and class before it:
+    in one pass of the compiled reader's kernel (a counter a class, reset after each image;
+    without Python's lock) where it is built, else by :func:`places_sorted`."""
+    kernel = getattr(_compiled, "places_hold", None)
+    if kernel is None:
+        return places_sorted(rank, preds, n_classes)
+    return bool(
+        kernel(
+            np.ascontiguousarray(preds.label, dtype=np.int32),
+            np.ascontiguousarray(preds.count, dtype=np.int64),
+            np.ascontiguousarray(rank, dtype=np.int64),
+            n_classes,
+        )
+    )
+
+
+def places_sorted(rank: IntArray, preds: PredRecords, n_classes: int) -> bool:
+    """:func:`_places_hold` by numpy: the predictions sorted by class (stably, a radix
+    sort), each image-class's first found, each place counted from it."""
     label = preds.label
     if label.size == 0:
         return True
