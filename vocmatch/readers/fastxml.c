@@ -2152,6 +2152,58 @@ static PyObject *places_hold(PyObject *module, PyObject *args)
     return PyBool_FromLong(holds);
 }
 
+/* rows_fit(rows, sizes, label): whether rows (int64, every class's ranking, class after
+ * class, sizes (int64) long each) holds every prediction once and each in its own class's
+ * ranking (label, int32, one a prediction): one pass with a bitmap, the GIL released.
+ * False for sizes that are negative or do not add up to the rows, a row outside the
+ * predictions or twice, a row of another class. */
+static PyObject *rows_fit(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer rows, sizes, label;
+    if (!PyArg_ParseTuple(args, "y*y*y*:rows_fit", &rows, &sizes, &label))
+        return NULL;
+    Py_ssize_t n = label.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n_rows = rows.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n_classes = sizes.len / (Py_ssize_t)sizeof(int64_t);
+    int fits = rows.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               sizes.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               label.len % (Py_ssize_t)sizeof(int32_t) == 0 && n_rows == n;
+    unsigned char *seen = fits ? calloc((size_t)(n > 0 ? n : 1), 1) : NULL;
+    int failed_memory = fits && seen == NULL;
+    if (seen != NULL) {
+        const int64_t *row = rows.buf, *size = sizes.buf;
+        const int32_t *labels = label.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t at = 0;
+        for (Py_ssize_t k = 0; fits && k < n_classes; k++) {
+            int64_t c = size[k];
+            if (c < 0 || c > n - at) {
+                fits = 0;
+                break;
+            }
+            for (Py_ssize_t end = at + (Py_ssize_t)c; at < end; at++) {
+                int64_t r = row[at];
+                if (r < 0 || r >= n || seen[r] || labels[r] != k) {
+                    fits = 0;
+                    break;
+                }
+                seen[r] = 1;
+            }
+        }
+        if (fits && at != n)
+            fits = 0;
+        Py_END_ALLOW_THREADS
+        free(seen);
+    }
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&label);
+    if (failed_memory)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(fits);
+}
+
 /* --- a folder's entries ------------------------------------------------------------ */
 
 /* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
@@ -2521,6 +2573,10 @@ static PyMethodDef methods[] = {
      "list_folder's files and entries, and the stats of its files (in their order) as (F, 4)\n"
      "int64 bytes, -1 where one cannot be stat'ed; None where list_folder gives None."},
 #endif
+    {"rows_fit", rows_fit, METH_VARARGS,
+     "rows_fit(rows, sizes, label, /)\n--\n\n"
+     "Whether rows (int64, class after class, sizes long each) holds every prediction once,\n"
+     "each in its own class's ranking (int32 labels)."},
     {"places_hold", places_hold, METH_VARARGS,
      "places_hold(label, count, rank, n_classes, /)\n--\n\n"
      "Whether each prediction's rank (int64) is its place among the predictions of its image\n"

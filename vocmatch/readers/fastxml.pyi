@@ -86,3 +86,6 @@ def places_hold(
     n_classes: int,
     /,
 ) -> bool: ...
+def rows_fit(
+    rows: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], label: npt.NDArray[np.int32], /
+) -> bool: ...

@@ -54,7 +54,7 @@ from vocmatch.evaluation.shards.cache_joined import (
     notes_to_header,
 )
 from vocmatch.evaluation.shards.parts import PartRecords, PartResult
-from vocmatch.evaluation.shards.ranking_check import rankings_hold
+from vocmatch.evaluation.shards.ranking_check import rankings_hold, rows_fit
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
     count_pair_of,
@@ -609,11 +609,8 @@ def _ranked(
         or bool((sizes < 0).any())
         or bool((rank < 0).any())
         or bool((rank >= max(n_pred, 1)).any())
-        or bool((rows < 0).any())
-        or bool((rows >= n_pred).any())
-        # Within range and none twice: each prediction once (a count, not a sort).
-        or bool((np.bincount(rows, minlength=n_pred) > 1).any())
-        or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
+        # Within range and none twice, each in its own class's ranking.
+        or not rows_fit(rows, sizes, label)
         or (ordered and not rankings_hold(rows, sizes, rank, preds))
     ):
         raise StateError(f"{source}: corrupted rankings")

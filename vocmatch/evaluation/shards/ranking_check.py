@@ -11,7 +11,10 @@ gives (a radix sort on 16-bit class indices).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from vocmatch.evaluation.from_records import ranking_score
 from vocmatch.evaluation.records import IntArray, PredRecords
@@ -21,7 +24,10 @@ try:  # the compiled reader, built with the package where a C compiler was found
 except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
-__all__ = ["places_sorted", "rankings_hold"]
+#: Each prediction's class, of any integer type.
+Labels = npt.NDArray[np.integer[Any]]
+
+__all__ = ["places_sorted", "rankings_hold", "rows_counted", "rows_fit"]
 
 
 def rankings_hold(rows: IntArray, sizes: IntArray, rank: IntArray, preds: PredRecords) -> bool:
@@ -38,6 +44,39 @@ def rankings_hold(rows: IntArray, sizes: IntArray, rank: IntArray, preds: PredRe
         preds: The records' predictions.
     """
     return _in_score_order(rows, sizes, preds) and _places_hold(rank, preds, sizes.size)
+
+
+def rows_fit(rows: IntArray, sizes: IntArray, label: Labels) -> bool:
+    """Whether ``rows`` (every class's ranking, class after class, ``sizes`` long each)
+    holds every prediction once (``label``: each one's class), each in its own class's
+    ranking: in one pass of the compiled reader's kernel (a bitmap of the rows seen, without
+    Python's lock) where it is built and the labels are int32, else by numpy (a count of
+    each row, the labels gathered)."""
+    kernel = getattr(_compiled, "rows_fit", None)
+    if kernel is not None and label.dtype == np.int32:
+        return bool(
+            kernel(
+                np.ascontiguousarray(rows, dtype=np.int64),
+                np.ascontiguousarray(sizes, dtype=np.int64),
+                np.ascontiguousarray(label),
+            )
+        )
+    return rows_counted(rows, sizes, label)
+
+
+def rows_counted(rows: IntArray, sizes: IntArray, label: Labels) -> bool:
+    """:func:`rows_fit` by numpy."""
+    n_pred = label.size
+    return not (
+        rows.shape != (n_pred,)
+        or bool((sizes < 0).any())
+        or int(sizes.sum()) != n_pred
+        or bool((rows < 0).any())
+        or bool((rows >= n_pred).any())
+        # Within range and none twice: each prediction once (a count, not a sort).
+        or bool((np.bincount(rows, minlength=n_pred) > 1).any())
+        or not np.array_equal(label[rows], np.repeat(np.arange(sizes.size), sizes))
+    )
 
 
 def _in_score_order(rows: IntArray, sizes: IntArray, preds: PredRecords) -> bool:
