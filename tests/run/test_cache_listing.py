@@ -120,3 +120,20 @@ def test_sides_listed_at_once_are_refused_as_without_a_cache(
     assert fresh[0] != 0
     assert run_cli(*args, "--cache", str(tmp_path / "cache")) == fresh
     assert not os.path.exists(tmp_path / "cache" / cached.CACHE_NAME)
+
+
+def test_a_set_scored_against_itself_keeps_its_cache(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ground truth's folder given as the predictions' too: its files are in the stat
+    index twice, with the same stat and digest; a warm run reads that index (no warning)
+    and matches nothing again (fails before: 'corrupted stat index' on every run)."""
+    folder = tmp_path / "gt"
+    shutil.copytree(generated / "gt", folder)
+    args = [str(folder), str(folder), "--format", "json"]
+    cache = ["--cache", str(tmp_path / "cache")]
+    fresh = run_cli(*args)
+    assert run_cli(*args, *cache) == fresh
+    spy = StatSpy(monkeypatch)
+    assert run_cli(*args, *cache) == fresh
+    assert spy.chunks == 0

@@ -337,7 +337,7 @@ def read_cache(
         or digest.shape != (len(paths), HASH_BYTES)
         or stat.dtype.kind != "i"
         or digest.dtype != np.uint8
-        or len(set(paths)) != len(paths)
+        or not _one_row_a_path(paths, stat, digest)
     ):
         raise StateError(f"{source}: corrupted stat index")
     stats = StatIndex(tuple(paths), stat.astype(np.int64), digest)
@@ -365,6 +365,16 @@ def read_cache(
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
     return CacheContent(run, stats, found, stored)
+
+
+def _one_row_a_path(paths: Sequence[str], stat: npt.NDArray[Any], digest: npt.NDArray[Any]) -> bool:
+    """Whether each path has one stat and digest in the index: a path listed twice (the
+    ground truth's folder also the predictions') has the same ones in each of its rows."""
+    if len(set(paths)) == len(paths):
+        return True
+    first: dict[str, int] = {}
+    at = np.array([first.setdefault(path, row) for row, path in enumerate(paths)], np.int64)
+    return bool((stat[at] == stat).all() and (digest[at] == digest).all())
 
 
 #: The header fields of the images' keys and paths, kept as arrays by the joined layout.
