@@ -2204,6 +2204,51 @@ static PyObject *rows_fit(PyObject *module, PyObject *args)
     return PyBool_FromLong(fits);
 }
 
+/* merge_runs(big, big_score, small, small_score, out): two runs of one class's ranking
+ * (rows as int64, each run by descending score, ties in row order, with their scores as
+ * float64 and no NaN) merged into out (int64, as long as both) in that order, in one pass
+ * with the GIL released. False, out untouched, when the lengths do not fit. */
+static PyObject *merge_runs(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer big, big_score, small, small_score, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*:merge_runs", &big, &big_score, &small, &small_score,
+                          &out))
+        return NULL;
+    Py_ssize_t nb = big.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t ns = small.len / (Py_ssize_t)sizeof(int64_t);
+    int fits = big.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               small.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               big_score.len == nb * (Py_ssize_t)sizeof(double) &&
+               small_score.len == ns * (Py_ssize_t)sizeof(double) &&
+               out.len == (nb + ns) * (Py_ssize_t)sizeof(int64_t);
+    if (fits) {
+        const int64_t *b = big.buf, *sm = small.buf;
+        const double *bs = big_score.buf, *ss = small_score.buf;
+        int64_t *o = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t i = 0, j = 0, k = 0;
+        while (i < nb && j < ns) {
+            /* The big run's row first when its score is higher, or equal with a lower row. */
+            if (bs[i] > ss[j] || (bs[i] == ss[j] && b[i] < sm[j]))
+                o[k++] = b[i++];
+            else
+                o[k++] = sm[j++];
+        }
+        while (i < nb)
+            o[k++] = b[i++];
+        while (j < ns)
+            o[k++] = sm[j++];
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&big);
+    PyBuffer_Release(&big_score);
+    PyBuffer_Release(&small);
+    PyBuffer_Release(&small_score);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(fits);
+}
+
 /* --- a folder's entries ------------------------------------------------------------ */
 
 /* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
@@ -2577,6 +2622,10 @@ static PyMethodDef methods[] = {
      "rows_fit(rows, sizes, label, /)\n--\n\n"
      "Whether rows (int64, class after class, sizes long each) holds every prediction once,\n"
      "each in its own class's ranking (int32 labels)."},
+    {"merge_runs", merge_runs, METH_VARARGS,
+     "merge_runs(big, big_score, small, small_score, out, /)\n--\n\n"
+     "Two runs of a ranking (int64 rows by descending float64 score, ties in row order)\n"
+     "merged into out in that order; False when the lengths do not fit."},
     {"places_hold", places_hold, METH_VARARGS,
      "places_hold(label, count, rank, n_classes, /)\n--\n\n"
      "Whether each prediction's rank (int64) is its place among the predictions of its image\n"

@@ -89,3 +89,11 @@ def places_hold(
 def rows_fit(
     rows: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], label: npt.NDArray[np.int32], /
 ) -> bool: ...
+def merge_runs(
+    big: npt.NDArray[np.int64],
+    big_score: npt.NDArray[np.float64],
+    small: npt.NDArray[np.int64],
+    small_score: npt.NDArray[np.float64],
+    out: npt.NDArray[np.int64],
+    /,
+) -> bool: ...
