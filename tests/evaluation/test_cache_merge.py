@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from vocmatch.errors import StateError
 from vocmatch.evaluation.accumulate import ClassCounts
 from vocmatch.evaluation.records import ImageCounts, PredRecords
+from vocmatch.evaluation.shards import cache_joined
 from vocmatch.evaluation.shards.cache_joined import merged_ranking
 from vocmatch.evaluation.shards.incremental import Evaluator
 from vocmatch.evaluation.shards.state_bounds import check_matches_fit
@@ -30,12 +31,32 @@ def _preds(score: np.ndarray) -> PredRecords:
     )  # fmt: skip
 
 
+#: The merge by the compiled reader's pass where it is built, and by numpy's insertion.
+MERGES = [
+    pytest.param(
+        True,
+        id="compiled",
+        marks=pytest.mark.skipif(
+            getattr(cache_joined._compiled, "merge_runs", None) is None,
+            reason="the compiled reader is not built here",
+        ),
+    ),
+    pytest.param(False, id="numpy"),
+]
+
+
+def _merge_by(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+    if not compiled:
+        monkeypatch.setattr(cache_joined, "_compiled", None)
+
+
 def _ranking(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
     """``rows`` by descending score (NaN last), ties in row order."""
     key = np.where(np.isnan(score[rows]), np.inf, -score[rows])
     return rows[np.lexsort((rows, key))]
 
 
+@pytest.mark.parametrize("compiled", MERGES)
 @settings(max_examples=300, deadline=None)
 @given(
     scores=st.lists(
@@ -46,10 +67,21 @@ def _ranking(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
     taken=st.lists(st.booleans(), min_size=7, max_size=7),
 )  # fmt: skip
 def test_a_merged_ranking_is_the_sorted_one(
-    scores: list[float], cuts: list[int], taken: list[bool]
+    compiled: bool, scores: list[float], cuts: list[int], taken: list[bool]
 ) -> None:
     """The rows cut in ranges, some ranges' rows the cache's run (one run across them),
-    each other range a run of its own: merged, they are ranked as one sort ranks them."""
+    each other range a run of its own: merged, they are ranked as one sort ranks them (by
+    the compiled merge and by numpy's)."""
+    if not compiled:
+        previous, cache_joined._compiled = cache_joined._compiled, None  # type: ignore[assignment]
+    try:
+        _check_merged(scores, cuts, taken)
+    finally:
+        if not compiled:
+            cache_joined._compiled = previous
+
+
+def _check_merged(scores: list[float], cuts: list[int], taken: list[bool]) -> None:
     score = np.array(scores, dtype=np.float64)
     n = score.size
     bounds = sorted({0, n, *(c % (n + 1) for c in cuts)})
@@ -71,11 +103,13 @@ def test_a_merged_ranking_is_the_sorted_one(
     ],
 )
 @pytest.mark.parametrize("tied", [True, False], ids=["tied-scores", "distinct-scores"])
+@pytest.mark.parametrize("compiled", MERGES)
 def test_rows_merged_into_the_caches_run_keep_row_order_among_ties(
-    cached: int, small: int, tied: bool
+    monkeypatch: pytest.MonkeyPatch, compiled: bool, cached: int, small: int, tied: bool
 ) -> None:
     """Rows of a changed chunk in the middle of the cache's rows: among equal scores they
     come after the cache's rows before them and before those after them."""
+    _merge_by(monkeypatch, compiled)
     rng = np.random.default_rng(cached + small)
     n = cached + small
     values = rng.integers(0, 4, n) / 4 if tied else rng.permutation(n) / n

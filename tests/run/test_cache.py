@@ -259,12 +259,23 @@ def test_the_stats_taken_while_the_cache_is_read_find_the_edit(
 
 
 def _same_stats(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file's stat, as read and as listed, is (1, 2, 3, 4): no stat ever changes."""
-    from vocmatch.readers import file_stats
+    """Every file's stat, as read and as listed (taken by the listing or after it), is
+    (1, 2, 3, 4): no stat ever changes."""
+    from dataclasses import replace
+
+    from vocmatch.readers import file_stats, listed_stats
     from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
 
     def listed(paths: Any, jobs: int = 1) -> Any:
         return np.tile(np.array([1, 2, 3, 4], dtype=np.int64), (len(paths), 1))
+
+    listed_with_stats = listed_stats.listed_with_stats
+
+    def listed_with(root: Any, suffix: str = ".xml", jobs: int = 1) -> Any:
+        found = listed_with_stats(root, suffix, jobs)
+        return replace(found, stats=listed(found.listing.files))
+
+    monkeypatch.setattr(listed_stats, "listed_with_stats", listed_with)
 
     kept = HashingReader.kept
 

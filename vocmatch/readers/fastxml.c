@@ -1248,6 +1248,9 @@ done:
 #ifndef O_NONBLOCK
 #define O_NONBLOCK 0
 #endif
+#ifndef O_DIRECTORY
+#define O_DIRECTORY 0
+#endif
 #endif
 
 /* A time of a stat in nanoseconds, as os.stat's st_mtime_ns and st_ctime_ns make it
@@ -2089,6 +2092,163 @@ done:
 #endif
 }
 
+/* --- the places of stored rankings ------------------------------------------------- */
+
+/* places_hold(label, count, rank, n_classes): whether each prediction's rank is its place
+ * among the predictions of its image and class before it (rows in order), as a stable sort
+ * by class within each image gives; label int32, count and rank int64, C-contiguous. One
+ * pass with a counter a class, reset after each image, with the GIL released. False for
+ * anything that does not fit: a label outside the classes, counts that do not add up to
+ * the predictions, a rank array of another length. */
+static PyObject *places_hold(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer label, count, rank;
+    Py_ssize_t n_classes;
+    if (!PyArg_ParseTuple(args, "y*y*y*n:places_hold", &label, &count, &rank, &n_classes))
+        return NULL;
+    int holds = label.len % (Py_ssize_t)sizeof(int32_t) == 0 &&
+                count.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+                rank.len / (Py_ssize_t)sizeof(int64_t) == label.len / (Py_ssize_t)sizeof(int32_t) &&
+                rank.len % (Py_ssize_t)sizeof(int64_t) == 0 && n_classes >= 0;
+    int64_t *counter = holds ? calloc((size_t)(n_classes > 0 ? n_classes : 1), sizeof(int64_t))
+                             : NULL;
+    int failed_memory = holds && counter == NULL;
+    if (counter != NULL) {
+        const int32_t *labels = label.buf;
+        const int64_t *counts = count.buf, *ranks = rank.buf;
+        Py_ssize_t n = label.len / (Py_ssize_t)sizeof(int32_t);
+        Py_ssize_t images = count.len / (Py_ssize_t)sizeof(int64_t);
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t start = 0;
+        for (Py_ssize_t image = 0; holds && image < images; image++) {
+            int64_t c = counts[image];
+            if (c < 0 || c > n - start) {
+                holds = 0;
+                break;
+            }
+            Py_ssize_t end = start + (Py_ssize_t)c, i;
+            for (i = start; i < end; i++) {
+                int32_t k = labels[i];
+                if (k < 0 || k >= n_classes || ranks[i] != counter[k]++) {
+                    holds = 0;
+                    break;
+                }
+            }
+            for (Py_ssize_t j = start; j < i; j++)
+                counter[labels[j]] = 0;
+            start = end;
+        }
+        if (holds && start != n)
+            holds = 0;
+        Py_END_ALLOW_THREADS
+        free(counter);
+    }
+    PyBuffer_Release(&label);
+    PyBuffer_Release(&count);
+    PyBuffer_Release(&rank);
+    if (failed_memory)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(holds);
+}
+
+/* rows_fit(rows, sizes, label): whether rows (int64, every class's ranking, class after
+ * class, sizes (int64) long each) holds every prediction once and each in its own class's
+ * ranking (label, int32, one a prediction): one pass with a bitmap, the GIL released.
+ * False for sizes that are negative or do not add up to the rows, a row outside the
+ * predictions or twice, a row of another class. */
+static PyObject *rows_fit(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer rows, sizes, label;
+    if (!PyArg_ParseTuple(args, "y*y*y*:rows_fit", &rows, &sizes, &label))
+        return NULL;
+    Py_ssize_t n = label.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n_rows = rows.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n_classes = sizes.len / (Py_ssize_t)sizeof(int64_t);
+    int fits = rows.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               sizes.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               label.len % (Py_ssize_t)sizeof(int32_t) == 0 && n_rows == n;
+    unsigned char *seen = fits ? calloc((size_t)(n > 0 ? n : 1), 1) : NULL;
+    int failed_memory = fits && seen == NULL;
+    if (seen != NULL) {
+        const int64_t *row = rows.buf, *size = sizes.buf;
+        const int32_t *labels = label.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t at = 0;
+        for (Py_ssize_t k = 0; fits && k < n_classes; k++) {
+            int64_t c = size[k];
+            if (c < 0 || c > n - at) {
+                fits = 0;
+                break;
+            }
+            for (Py_ssize_t end = at + (Py_ssize_t)c; at < end; at++) {
+                int64_t r = row[at];
+                if (r < 0 || r >= n || seen[r] || labels[r] != k) {
+                    fits = 0;
+                    break;
+                }
+                seen[r] = 1;
+            }
+        }
+        if (fits && at != n)
+            fits = 0;
+        Py_END_ALLOW_THREADS
+        free(seen);
+    }
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&label);
+    if (failed_memory)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(fits);
+}
+
+/* merge_runs(big, big_score, small, small_score, out): two runs of one class's ranking
+ * (rows as int64, each run by descending score, ties in row order, with their scores as
+ * float64 and no NaN) merged into out (int64, as long as both) in that order, in one pass
+ * with the GIL released. False, out untouched, when the lengths do not fit. */
+static PyObject *merge_runs(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer big, big_score, small, small_score, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*:merge_runs", &big, &big_score, &small, &small_score,
+                          &out))
+        return NULL;
+    Py_ssize_t nb = big.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t ns = small.len / (Py_ssize_t)sizeof(int64_t);
+    int fits = big.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               small.len % (Py_ssize_t)sizeof(int64_t) == 0 &&
+               big_score.len == nb * (Py_ssize_t)sizeof(double) &&
+               small_score.len == ns * (Py_ssize_t)sizeof(double) &&
+               out.len == (nb + ns) * (Py_ssize_t)sizeof(int64_t);
+    if (fits) {
+        const int64_t *b = big.buf, *sm = small.buf;
+        const double *bs = big_score.buf, *ss = small_score.buf;
+        int64_t *o = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t i = 0, j = 0, k = 0;
+        while (i < nb && j < ns) {
+            /* The big run's row first when its score is higher, or equal with a lower row. */
+            if (bs[i] > ss[j] || (bs[i] == ss[j] && b[i] < sm[j]))
+                o[k++] = b[i++];
+            else
+                o[k++] = sm[j++];
+        }
+        while (i < nb)
+            o[k++] = b[i++];
+        while (j < ns)
+            o[k++] = sm[j++];
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&big);
+    PyBuffer_Release(&big_score);
+    PyBuffer_Release(&small);
+    PyBuffer_Release(&small_score);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(fits);
+}
+
 /* --- a folder's entries ------------------------------------------------------------ */
 
 /* list_folder lists one folder for the directory walk (vocmatch.readers.folders): the
@@ -2327,6 +2487,109 @@ static PyObject *list_folder(PyObject *module, PyObject *args)
     Py_DECREF(encoded);
     return result;
 }
+
+/* list_folder_stats is list_folder with the stats of its plain files: each one's (size,
+ * mtime_ns, ctime_ns, inode) as stat_files gives them (a row of -1 where the system refuses
+ * it), taken by fstatat from the folder's own descriptor right after the folder is read, in
+ * the order of the (key, path) tuples, with the GIL released: one pass over the folder for
+ * a run that compares its files' stats with a cache's. None where list_folder gives None or
+ * the folder cannot be opened again (the caller then lists and stats it another way). */
+static int stat_plain_entries(const char *directory, const FolderEntry *entries, size_t count,
+                              int64_t *rows)
+{
+    int folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (folder < 0)
+        return 0;
+    char name[4096];
+    for (size_t i = 0; i < count; i++) {
+        const FolderEntry *e = &entries[i];
+        int64_t *row = rows + 4 * i;
+        struct stat found;
+        if (e->length >= sizeof name) {
+            row[0] = row[1] = row[2] = row[3] = -1;
+            continue;
+        }
+        memcpy(name, e->name, e->length);
+        name[e->length] = '\0';
+        if (fstatat(folder, name, &found, 0) != 0) {
+            row[0] = row[1] = row[2] = row[3] = -1;
+            continue;
+        }
+        row[0] = (int64_t)found.st_size;
+        row[1] = STAT_NS(found, m);
+        row[2] = STAT_NS(found, c);
+        row[3] = (int64_t)(uint64_t)found.st_ino;
+    }
+    close(folder);
+    return 1;
+}
+
+static PyObject *list_folder_stats(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *directory, *path_prefix, *key_prefix, *suffix_text, *encoded = NULL;
+    if (!PyArg_ParseTuple(args, "UUUU:list_folder_stats", &directory, &path_prefix,
+                          &key_prefix, &suffix_text))
+        return NULL;
+    Py_ssize_t suffix_length;
+    const char *suffix = PyUnicode_AsUTF8AndSize(suffix_text, &suffix_length);
+    if (suffix == NULL)
+        return NULL;
+    /* The suffixes list_folder takes, for the same reason. */
+    int usable = PyUnicode_IS_ASCII(suffix_text) && suffix_length > 0 && suffix[0] == '.';
+    for (Py_ssize_t i = 1; usable && i < suffix_length; i++)
+        usable = suffix[i] != '.' && !(suffix[i] >= 'A' && suffix[i] <= 'Z');
+    if (!usable)
+        Py_RETURN_NONE;
+    if (!PyUnicode_FSConverter(directory, &encoded)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((Py_ssize_t)strlen(PyBytes_AS_STRING(encoded)) != PyBytes_GET_SIZE(encoded)) {
+        Py_DECREF(encoded);
+        Py_RETURN_NONE; /* a NUL in the path */
+    }
+    char *arena = NULL;
+    size_t used = 0, count = 0, plain = 0;
+    FolderEntry *entries = NULL;
+    int64_t *rows = NULL;
+    int read;
+    Py_BEGIN_ALLOW_THREADS
+    read = read_folder(PyBytes_AS_STRING(encoded), suffix, (size_t)suffix_length, &arena, &used,
+                       &entries, &count);
+    if (read == 1) {
+        while (plain < count && entries[plain].kind == KIND_PLAIN)
+            plain++;
+        rows = malloc(4 * sizeof(int64_t) * (plain > 0 ? plain : 1));
+        if (rows == NULL)
+            read = -1;
+        else
+            read = stat_plain_entries(PyBytes_AS_STRING(encoded), entries, plain, rows);
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (read < 0)
+        PyErr_NoMemory();
+    else if (read == 0)
+        result = Py_NewRef(Py_None);
+    else {
+        PyObject *listed = folder_result(entries, count, path_prefix, key_prefix);
+        PyObject *stats = listed ? PyBytes_FromStringAndSize(
+                                       (const char *)rows, (Py_ssize_t)(4 * sizeof(int64_t) * plain))
+                                 : NULL;
+        if (listed != NULL && stats != NULL)
+            result = Py_BuildValue("(OON)", PyTuple_GET_ITEM(listed, 0),
+                                   PyTuple_GET_ITEM(listed, 1), stats);
+        else
+            Py_XDECREF(stats);
+        Py_XDECREF(listed);
+    }
+    free(rows);
+    free(arena);
+    free(entries);
+    Py_DECREF(encoded);
+    return result;
+}
 #endif
 
 static PyMethodDef methods[] = {
@@ -2350,7 +2613,23 @@ static PyMethodDef methods[] = {
      "list_folder(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
      "A folder's plain files with the suffix as (key, path) tuples sorted, its other entries\n"
      "as (name, kind) tuples; None where the folder cannot be read this way."},
+    {"list_folder_stats", list_folder_stats, METH_VARARGS,
+     "list_folder_stats(directory, path_prefix, key_prefix, suffix, /)\n--\n\n"
+     "list_folder's files and entries, and the stats of its files (in their order) as (F, 4)\n"
+     "int64 bytes, -1 where one cannot be stat'ed; None where list_folder gives None."},
 #endif
+    {"rows_fit", rows_fit, METH_VARARGS,
+     "rows_fit(rows, sizes, label, /)\n--\n\n"
+     "Whether rows (int64, class after class, sizes long each) holds every prediction once,\n"
+     "each in its own class's ranking (int32 labels)."},
+    {"merge_runs", merge_runs, METH_VARARGS,
+     "merge_runs(big, big_score, small, small_score, out, /)\n--\n\n"
+     "Two runs of a ranking (int64 rows by descending float64 score, ties in row order)\n"
+     "merged into out in that order; False when the lengths do not fit."},
+    {"places_hold", places_hold, METH_VARARGS,
+     "places_hold(label, count, rank, n_classes, /)\n--\n\n"
+     "Whether each prediction's rank (int64) is its place among the predictions of its image\n"
+     "(int64 counts) and class (int32 labels) before it."},
     {"stat_files", stat_files, METH_VARARGS,
      "stat_files(paths, /)\n--\n\n"
      "Each path's size, mtime_ns, ctime_ns and inode as (N, 4) int64 bytes, -1 where it\n"

@@ -2,6 +2,9 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 Size = tuple[bytes, bytes, bytes | None]
 Read = tuple[
     bytes | None,  # <filename> text as written, None where absent
@@ -66,3 +69,31 @@ def list_folder(
     ]
     | None
 ): ...
+def list_folder_stats(
+    directory: str, path_prefix: str, key_prefix: str, suffix: str, /
+) -> (
+    tuple[
+        list[tuple[str, str]],  # (key, path) of the plain files with the suffix, sorted
+        list[tuple[str, int]],  # (name, kind) of every other entry, for the caller
+        bytes,  # (F, 4) int64 size, mtime_ns, ctime_ns, inode of each of the files, -1 refused
+    ]
+    | None
+): ...
+def places_hold(
+    label: npt.NDArray[np.int32],
+    count: npt.NDArray[np.int64],
+    rank: npt.NDArray[np.int64],
+    n_classes: int,
+    /,
+) -> bool: ...
+def rows_fit(
+    rows: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], label: npt.NDArray[np.int32], /
+) -> bool: ...
+def merge_runs(
+    big: npt.NDArray[np.int64],
+    big_score: npt.NDArray[np.float64],
+    small: npt.NDArray[np.int64],
+    small_score: npt.NDArray[np.float64],
+    out: npt.NDArray[np.int64],
+    /,
+) -> bool: ...

@@ -28,7 +28,13 @@ try:  # the compiled reader, built with the package where a C compiler was found
 except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
-__all__ = ["PURE_READER_VARIABLE", "FolderEntries", "compiled_reader_wanted", "folder_entries"]
+__all__ = [
+    "PURE_READER_VARIABLE",
+    "FolderEntries",
+    "TakenStats",
+    "compiled_reader_wanted",
+    "folder_entries",
+]
 
 #: Set to 1 to read with the pure-Python fast reader even where the compiled one is built
 #: (the compiled listing, stats and chunk reads are then not used either).
@@ -71,13 +77,31 @@ class FolderEntries:
             self.files.append((prefix + stem, path))
 
 
-def folder_entries(directory: str, prefix: str, suffix: str) -> FolderEntries:
+@dataclass(slots=True)
+class TakenStats:
+    """The stats of the files of the folders the compiled pass listed, taken as it read
+    each folder (``fastxml.list_folder_stats``: each file's ``size, mtime_ns, ctime_ns,
+    inode`` as :func:`vocmatch.readers.file_stats.file_stats` gives them).
+
+    Attributes:
+        folders: Per folder so listed, in the order listed, the files it classified (its
+            first files, sorted) and their stats, ``(F, 4)`` int64 bytes in that order.
+    """
+
+    folders: list[tuple[tuple[tuple[str, str], ...], bytes]] = field(default_factory=list)
+
+
+def folder_entries(
+    directory: str, prefix: str, suffix: str, stats: TakenStats | None = None
+) -> FolderEntries:
     """The entries of one folder for the walk.
 
     Args:
         directory: The folder.
         prefix: The key prefix of its files (``""`` or ``"sub/"``).
         suffix: The lower-case suffix of the files to list.
+        stats: Where the compiled pass adds the stats of the files it classifies, when
+            given (the files it leaves to the rule have none there).
 
     Returns:
         Its files with the suffix and its folders.
@@ -87,8 +111,16 @@ def folder_entries(directory: str, prefix: str, suffix: str) -> FolderEntries:
     """
     joined = directory if directory.endswith("/") else directory + "/"
     if _compiled is not None and compiled_reader_wanted() and os.sep == "/":
+        found = None
+        list_folder_stats = getattr(_compiled, "list_folder_stats", None)
+        if stats is not None and list_folder_stats is not None:
+            listed = list_folder_stats(directory, joined, prefix, suffix)
+            if listed is not None:
+                stats.folders.append((tuple(listed[0]), listed[2]))
+                found = listed[0], listed[1]
         list_folder = getattr(_compiled, "list_folder", None)
-        found = None if list_folder is None else list_folder(directory, joined, prefix, suffix)
+        if found is None and list_folder is not None:
+            found = list_folder(directory, joined, prefix, suffix)
         if found is not None:
             files, others = found
             entries = FolderEntries(files)

@@ -53,7 +53,7 @@ from vocmatch.core.model import (
 from vocmatch.core.numbers import NUMBER_PATTERN, XML_SPACE, number_problem, read_number
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import DEFAULT_MAX_BYTES
-from vocmatch.readers.folders import folder_entries
+from vocmatch.readers.folders import TakenStats, folder_entries
 from vocmatch.readers.key_order import distinct_folded
 
 if TYPE_CHECKING:
@@ -793,7 +793,7 @@ def read_annotation(
     return parse_annotation(data, name, key if key is not None else Path(name).stem)
 
 
-def _walk(top: str, suffix: str = ".xml") -> _Walk:
+def _walk(top: str, suffix: str = ".xml", stats: TakenStats | None = None) -> _Walk:
     """Every file below ``top`` whose name ends in ``suffix`` (in any case), the
     directories that could not be listed, and the links that were not entered.
 
@@ -822,7 +822,7 @@ def _walk(top: str, suffix: str = ".xml") -> _Walk:
                 )
                 continue
             visited[identity] = directory
-            entries = folder_entries(directory, prefix, suffix)
+            entries = folder_entries(directory, prefix, suffix, stats)
         except OSError as error:
             walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
             continue
@@ -902,7 +902,9 @@ def find_annotation_files(
     return _walk(_directory(root), suffix).files
 
 
-def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> DirectoryListing:
+def list_directory(
+    root: str | os.PathLike[str], suffix: str = ".xml", stats: TakenStats | None = None
+) -> DirectoryListing:
     """List the annotation files of a directory, one per image key, and what was left out.
 
     Two files with the same key (``a.xml`` and ``a.XML``) keep the first in sorted order and
@@ -915,6 +917,8 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
     Args:
         root: The directory to list, recursively.
         suffix: Another lower-case suffix to list instead (``".png"`` for masks).
+        stats: Where the stats of the files are added as the folders are read, when
+            given (:class:`~vocmatch.readers.folders.TakenStats`).
 
     Returns:
         The files to read, the skipped ones and the notes of the walk.
@@ -923,7 +927,7 @@ def list_directory(root: str | os.PathLike[str], suffix: str = ".xml") -> Direct
         InputError: ``root`` is not a directory.
     """
     top = _directory(root)
-    walk = _walk(top, suffix)
+    walk = _walk(top, suffix, stats)
     if distinct_folded(list(map(itemgetter(0), walk.files))):
         # Not a key twice, nor two that differ only in case: every file is listed.
         return DirectoryListing(

@@ -60,6 +60,7 @@ from vocmatch.errors import (
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
 from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
+from vocmatch.run.cached_listing import chunk_stats, listed_sides
 from vocmatch.run.cached_write import CacheEncoding, write_cache
 from vocmatch.version import __version__
 
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from vocmatch.evaluation.shards.cache_file import CacheContent, StatIndex
     from vocmatch.evaluation.shards.cache_joined import JoinedChunks
     from vocmatch.evaluation.shards.parts import GatheredParts, PartListing
+    from vocmatch.readers.listed_stats import ListedStats
     from vocmatch.readers.scan import ColumnSet
     from vocmatch.run.cached_coco import CocoPredictions
     from vocmatch.run.evaluate import EvalRequest
@@ -420,11 +422,11 @@ def _opened(
     roots: tuple[str, str],
     listing: PartListing | None = None,
     decoding: _Decoding | None = None,
+    listed: tuple[ListedStats, ListedStats] | None = None,
 ) -> _Opened:
     """The run's cache read (``decoding``: as being read by a thread, when it was started
-    for these roots); the stats of the files of the ``listing``'s chunks taken meanwhile
-    (the system's calls run without Python's lock), when there is a cache to compare them
-    with and more than one thread may run."""
+    for these roots); the stats of the ``listing``'s chunks' files: as ``listed``, else
+    taken meanwhile when there is a cache and more than one thread may run."""
     from vocmatch.run.remote_inputs import part_options
 
     data = ranked = images = None
@@ -437,10 +439,11 @@ def _opened(
     warned: list[CacheWarning] = []
     spread = _spread(options)
     chunks = chunks_of(listing, spread) if listing is not None else None
-    if chunks is None or request.jobs == 1 or not os.path.lexists(_cache_path(request)):
+    stats = chunk_stats(chunks, listed) if chunks is not None and listed else None
+    alone = request.jobs == 1 or not os.path.lexists(_cache_path(request))
+    if chunks is None or stats is not None or alone:
         cached = _loaded(request, run, options, warned, data)
-        return _Opened(options, run, cached, warned, chunks, spread=spread, ranked=ranked,
-                       images=images)  # fmt: skip
+        return _Opened(options, run, cached, warned, chunks, stats, spread, ranked, images)
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     if data is not None:
         from vocmatch.readers.file_stats import file_stats
@@ -516,9 +519,9 @@ def evaluated_with_cache(
         # lock, as listing does).
         with ThreadPoolExecutor(1, thread_name_prefix="vocmatch-cache") as pool:
             decoding = _decoding(request, annotations, pool)
-            listing = PartListing.of(annotations, request.pred)
+            listing, listed = listed_sides(request, annotations)
             roots = (listing.gt.root, listing.pred.root)
-            opened = _opened(request, roots, listing, decoding)
+            opened = _opened(request, roots, listing, decoding, listed)
             # In the thread's scope: it checks the rankings' order while this one matches.
             found, _, encoding = _cached_run(request, listing, annotations, None, opened,
                                              progress)  # fmt: skip

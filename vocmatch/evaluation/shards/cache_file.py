@@ -54,7 +54,7 @@ from vocmatch.evaluation.shards.cache_joined import (
     notes_to_header,
 )
 from vocmatch.evaluation.shards.parts import PartRecords, PartResult
-from vocmatch.evaluation.shards.ranking_check import rankings_hold
+from vocmatch.evaluation.shards.ranking_check import rankings_hold, rows_fit
 from vocmatch.evaluation.shards.reading_notes import (
     ReadCounts,
     count_pair_of,
@@ -337,7 +337,7 @@ def read_cache(
         or digest.shape != (len(paths), HASH_BYTES)
         or stat.dtype.kind != "i"
         or digest.dtype != np.uint8
-        or len(set(paths)) != len(paths)
+        or not _one_row_a_path(paths, stat, digest)
     ):
         raise StateError(f"{source}: corrupted stat index")
     stats = StatIndex(tuple(paths), stat.astype(np.int64), digest)
@@ -365,6 +365,16 @@ def read_cache(
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
     return CacheContent(run, stats, found, stored)
+
+
+def _one_row_a_path(paths: Sequence[str], stat: npt.NDArray[Any], digest: npt.NDArray[Any]) -> bool:
+    """Whether each path has one stat and digest in the index: a path listed twice (the
+    ground truth's folder also the predictions') has the same ones in each of its rows."""
+    if len(set(paths)) == len(paths):
+        return True
+    first: dict[str, int] = {}
+    at = np.array([first.setdefault(path, row) for row, path in enumerate(paths)], np.int64)
+    return bool((stat[at] == stat).all() and (digest[at] == digest).all())
 
 
 #: The header fields of the images' keys and paths, kept as arrays by the joined layout.
@@ -609,11 +619,8 @@ def _ranked(
         or bool((sizes < 0).any())
         or bool((rank < 0).any())
         or bool((rank >= max(n_pred, 1)).any())
-        or bool((rows < 0).any())
-        or bool((rows >= n_pred).any())
-        # Within range and none twice: each prediction once (a count, not a sort).
-        or bool((np.bincount(rows, minlength=n_pred) > 1).any())
-        or not np.array_equal(label[rows], np.repeat(np.arange(n_classes), sizes))
+        # Within range and none twice, each in its own class's ranking.
+        or not rows_fit(rows, sizes, label)
         or (ordered and not rankings_hold(rows, sizes, rank, preds))
     ):
         raise StateError(f"{source}: corrupted rankings")

@@ -50,6 +50,11 @@ from vocmatch.evaluation.shards.parts import (
     gathered,
 )
 
+try:  # the compiled reader, built with the package where a C compiler was found
+    from vocmatch.readers import fastxml as _compiled
+except ImportError:  # pragma: no cover - a build without a compiler
+    _compiled = None  # type: ignore[assignment]
+
 __all__ = [
     "ChunkEntry",
     "JoinedChunks",
@@ -368,6 +373,22 @@ def merged_ranking(runs: Sequence[IntArray], preds: PredRecords) -> IntArray:
     small_key = -ranking_score(preds, small)
     order = np.lexsort((small, small_key))
     small, small_key = small[order], small_key[order]
+    kernel = getattr(_compiled, "merge_runs", None)
+    if kernel is not None:
+        # One pass of the compiled reader's merge, Python's lock released.
+        big = np.ascontiguousarray(big, dtype=np.int64)
+        out = np.empty(big.size + small.size, dtype=np.int64)
+        small_score = np.ascontiguousarray(-small_key)
+        if kernel(big, ranking_score(preds, big), small.astype(np.int64), small_score, out):
+            return out
+    return _inserted(big, small, small_key, preds)
+
+
+def _inserted(
+    big: IntArray, small: IntArray, small_key: npt.NDArray[np.float64], preds: PredRecords
+) -> IntArray:
+    """:func:`merged_ranking` by numpy: ``small`` (sorted, ``small_key`` its negated scores)
+    inserted at its places in ``big``."""
     # Each row's place as one integer: its score's among the run's distinct scores (in
     # ascending order of the keys), then its row; a score the run does not hold goes
     # before every row of the next one.
