@@ -71,8 +71,8 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # The command's imports (click, then numpy, rich and ours) build tens of thousands of
     # objects and free almost none: at the default threshold the cycle collector would walk
-    # them a dozen times before the run starts. run() sets the same thresholds again.
-    gc.set_threshold(100_000, 50, 100)
+    # them a dozen times before the run starts. run() keeps the collector off for the run.
+    gc.disable()
     from vocmatch.cli.app import run
 
     run(handle_interrupt=handle)

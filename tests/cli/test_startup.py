@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -397,3 +398,42 @@ def test_coco_run_builds_only_the_records_it_uses(extra: list[str]) -> None:
     built = dataclasses_built_by(demo)
     assert "CocoTables" in built  # the probe sees what the run builds
     assert [name for name in NOT_BUILT_ON_COCO if name in built] == []
+
+
+# Runs the command line and prints whether the cycle collector ran, and was on, in the command.
+COLLECTOR_PROBE = """
+import gc, json, sys
+import vocmatch.cli.app as app
+seen = []
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]))
+command = app.main.main
+def spy(*args, **kwargs):
+    seen.append(gc.isenabled())
+    del collections[:]
+    return command(*args, **kwargs)
+app.main.main = spy
+from vocmatch.__main__ import main
+sys.argv = ["vocmatch", *{args!r}]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nCOLLECTOR " + json.dumps({{"on": seen, "runs": len(collections)}}) + "\\n")
+"""
+
+
+def test_a_command_runs_without_the_cycle_collector(generated: Path) -> None:
+    """The command line turns the cycle collector off for the run (its objects have no
+    cycles, and the process ends with the run): no collection walks the listing's or the
+    records' objects, however many the run builds."""
+    args = [str(generated / "gt"), str(generated / "pred"), "--format", "json", "--jobs", "1"]
+    process = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    line = next(x for x in process.stderr.splitlines() if x.startswith("COLLECTOR "))
+    assert json.loads(line.removeprefix("COLLECTOR ")) == {"on": [False], "runs": 0}
