@@ -556,12 +556,15 @@ class FloatArray:
 
     Attributes:
         array: ``(K,)`` the values, finite float64.
+        text: Their list's text as the compiled writer gives it, once formatted ahead
+            (:mod:`~vocmatch.render.float_texts`); None until then.
     """
 
-    __slots__ = ("array",)
+    __slots__ = ("array", "text")
 
     def __init__(self, array: npt.NDArray[np.float64]) -> None:
         self.array = np.ascontiguousarray(array)
+        self.text: bytes | None = None
 
 
 #: The compiled writer of float lists (vocmatch/render/fastjson.c).
@@ -650,7 +653,9 @@ def dumps_chunks(data: Any) -> list[bytes]:
                 add(piece)
             parts.append(f"\n{pad}]")
         elif isinstance(value, FloatArray):
-            if fast is not None:
+            if value.text is not None:
+                add(value.text)
+            elif fast is not None:
                 add(fast.float_list(value.array))
             else:
                 parts.append(encode(value.array.tolist()))
@@ -687,6 +692,10 @@ def dumps_chunks(data: Any) -> list[bytes]:
         else:
             parts.append(encode(value))
 
+    if fast is not None:
+        from vocmatch.render.float_texts import format_ahead
+
+        format_ahead(data, fast)
     write(data, "")
     parts.append("\n")
     flush()
