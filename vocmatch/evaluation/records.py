@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     # no calibration and no per-box record needs none of these modules.
     from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.preds_ahead import PredsAhead
     from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.slice_records import SliceRecords
 
@@ -280,10 +281,14 @@ class MatchRecords:
         )
 
     @staticmethod
-    def taken_in_key_order(parts: list[MatchRecords], conv: Conventions) -> MatchRecords:
+    def taken_in_key_order(
+        parts: list[MatchRecords], conv: Conventions, ahead: PredsAhead | None = None
+    ) -> MatchRecords:
         """What ``join(parts, conv).in_key_order()`` gives, taking the parts out of
         ``parts`` (which it empties): each part's predictions are copied to their places
-        and the part let go, so the records are held about once, not three times.
+        and the part let go, so the records are held about once, not three times;
+        ``ahead``: the parts' predictions put end to end as they came back, taken as they
+        are where the parts are those and in key order (only their classes numbered).
         """
         if len(parts) <= 1:
             return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
@@ -322,10 +327,19 @@ class MatchRecords:
         out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
         n_pred = int(counts.sum())
         columns = zip(*(_pred_columns(p.preds)[2:] for p in parts), strict=True)
-        preds = PredRecords(
-            counts[order],
-            np.empty(n_pred, dtype=np.int32),
-            *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
+        # The columns put end to end ahead (let go by ``ahead`` either way), where the
+        # images stay in the order the parts came back in.
+        placed = None if ahead is None else ahead.columns_of(parts)
+        if not isinstance(order, range):
+            placed = None
+        preds = (
+            PredRecords(counts[order], *placed)
+            if placed is not None
+            else PredRecords(
+                counts[order],
+                np.empty(n_pred, dtype=np.int32),
+                *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
+            )
         )
         start = 0
         # The parts' rankings, when every part kept its own: merged rather than made again.
@@ -345,9 +359,12 @@ class MatchRecords:
                 source = np.concatenate([[0], np.cumsum(p.count)[:-1]]).astype(np.int64)
                 rows = np.arange(size, dtype=np.int64) + np.repeat(starts - source, p.count)
             remap = np.array([index[n] for n in part.class_names], dtype=np.int32)
-            preds.label[rows] = remap[p.label]
-            for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
-                out[rows] = column
+            if placed is None:
+                preds.label[rows] = remap[p.label]
+                for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
+                    out[rows] = column
+            else:  # in place already, the part's classes numbered by the joined names
+                preds.label[rows] = remap[preds.label[rows]]
             if rankings is not None and part.ranked is not None:
                 rankings.append((part.ranked, rows, remap.astype(np.int64)))
             start += n_images

@@ -34,6 +34,7 @@ from vocmatch.errors import no_annotation_files
 if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions
     from vocmatch.evaluation.part_images import PartImages
+    from vocmatch.evaluation.preds_ahead import PredsAhead
     from vocmatch.evaluation.result import Evaluation
     from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRunner
     from vocmatch.run.evaluate import EvalRequest
@@ -121,11 +122,13 @@ def evaluated_in_parts(
 
     listing = PartListing(gt_listing, pred_listing)
     options = part_options(request, (listing.gt.root, listing.pred.root))
+    from vocmatch.evaluation.preds_ahead import PredsAhead
     from vocmatch.render.rows_ahead import rows_asked
 
     runner = ImagesAsPartsCome(
-        LocalParts(request.jobs), options.conventions, [], [] if rows_asked() else None
-    )
+        LocalParts(request.jobs), options.conventions, [], [] if rows_asked() else None,
+        PredsAhead(),
+    )  # fmt: skip
     listed: list[ListedKeys] = []
 
     def ahead() -> None:
@@ -137,7 +140,9 @@ def evaluated_in_parts(
         by_ranges=True, sizes=tapered_sizes,
     )  # fmt: skip
     # results emptied; the listing's keys taken as the first part came back.
-    gathered = gathered_parts(listing, results, options, listed[0] if listed else None)
+    gathered = gathered_parts(
+        listing, results, options, listed[0] if listed else None, runner.preds
+    )
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
     from vocmatch.evaluation.part_images import joined_image_results
@@ -180,12 +185,15 @@ class ImagesAsPartsCome:
         conventions: The protocol the parts are matched under.
         made: Each part's image results, in the order the parts came back.
         rows: Each part's JSON rows, in the same order; None when none are made.
+        preds: Each part's predictions put end to end as it comes back (the join takes
+            them where the parts came back in key order), or None.
     """
 
     runner: PartRunner
     conventions: Conventions
     made: list[PartImages]
     rows: list[bytes] | None = None
+    preds: PredsAhead | None = None
 
     def workers(self) -> int:
         """The runner's workers."""
@@ -206,6 +214,8 @@ class ImagesAsPartsCome:
                 self.made.append(made)
                 if self.rows is not None:
                     self.rows.append(part_rows(made.images))
+                if self.preds is not None:
+                    self.preds.add(result.records)
             yield part, result
 
     def with_rows(self, evaluation: Evaluation) -> Evaluation:
