@@ -97,8 +97,20 @@ def test_the_parts_put_end_to_end_join_to_the_same_records(
         return taken[-1]
 
     ahead.columns_of = spy  # type: ignore[method-assign]
-    _same_bits(_joined(name, parts, ahead), _joined(name, parts, None))
+    joined = _joined(name, parts, ahead)
+    _same_bits(joined, _joined(name, parts, None))
     assert taken[0] is not None
+    assert taken[0].ranked is not None
+    assert joined.ranked is not None
+
+
+def test_a_part_without_its_rankings_joins_without_rankings(generated: Path) -> None:
+    """As the join does: the joined records are then ranked when accumulated."""
+    parts = _parts(generated, "coco", 3)
+    parts[1] = dataclasses.replace(parts[1], ranked=None)
+    joined = _joined("coco", parts, _ahead(parts))
+    _same_bits(joined, _joined("coco", parts, None))
+    assert joined.ranked is None
 
 
 @pytest.mark.parametrize(

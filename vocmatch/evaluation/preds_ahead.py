@@ -11,20 +11,32 @@ parts, and the join takes the columns where the parts it joins are those added, 
 objects in the same order, and their images in key order; else it copies them as before.
 The class of each prediction is kept as its part numbers it (its part's class names) and
 numbered by the joined names in place at the join.
+
+Each part's rankings of its classes (:class:`~vocmatch.evaluation.records.Ranked`) are
+taken too: each prediction's place in its image-class put end to end like a column, and
+each class's ranking moved to its rows in the joined records, with the keys it is ranked
+by. At the join each class's runs, one a part, are put together in part order and sorted
+by key (stable): the merge of the parts' rankings the join would make, as the parts follow
+one another in row order (their ties already in row order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.records import MatchRecords, PredRecords
+    from vocmatch.evaluation.records import MatchRecords, PredRecords, Ranked
 
-__all__ = ["PredsAhead"]
+__all__ = ["Placed", "PredsAhead"]
+
+#: Per class of a part (numbered by the part), its ranking's rows in the joined records and
+#: their ranking keys (the negated scores as rankings read them), in the part's ranking.
+PartRuns = list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
 
 
 def _columns(preds: PredRecords) -> tuple[npt.NDArray[Any], ...]:
@@ -45,6 +57,8 @@ class PredsAhead:
     def __init__(self) -> None:
         self.sources: list[PredRecords] = []
         self._columns: list[npt.NDArray[Any]] | None = None
+        self._rank: npt.NDArray[np.int64] | None = None
+        self._runs: list[PartRuns] | None = []
         self._size = 0
         self._broken = False
 
@@ -66,26 +80,92 @@ class PredsAhead:
                 for k, (c, out) in enumerate(zip(new, self._columns, strict=True))
             ):
                 self._broken = True
-                self._columns = None
+                self._columns, self._runs, self._rank = None, None, None
                 self.sources.clear()
                 return
-            end = self._size + size
             for c, out in zip(new, self._columns, strict=True):
-                # In place: the array holds its memory alone (no view of it is given out
-                # before the join), which the system grows without copying what it holds.
-                out.resize((end, *out.shape[1:]), refcheck=False)
-                out[self._size :] = c
+                _grown(out, c, self._size)
+        self._add_ranked(records)
         self._size += size
         self.sources.append(preds)
 
-    def columns_of(self, parts: Sequence[MatchRecords]) -> list[npt.NDArray[Any]] | None:
-        """The joined columns (``label`` numbered by each part's classes) where ``parts``'
-        predictions are exactly those added, in order; None otherwise. Either way this
-        holds them no more."""
-        columns, sources = self._columns, self.sources
+    def _add_ranked(self, records: MatchRecords) -> None:
+        """Take the part's rankings, its rows following those added before (none are
+        taken once a part holds none)."""
+        from vocmatch.evaluation.class_curves import ranked_scores
+
+        ranked = records.ranked
+        if ranked is None or self._runs is None:
+            self._runs, self._rank = None, None
+            return
+        start = self._size
+        score = records.preds.score
+        self._runs.append(
+            [
+                (np.add(members, start, dtype=np.int64), -ranked_scores(score, members))
+                for members in ranked.classes
+            ]
+        )
+        if self._rank is None:
+            self._rank = np.array(ranked.rank, dtype=np.int64)
+        else:
+            _grown(self._rank, ranked.rank, start)
+
+    def columns_of(self, parts: Sequence[MatchRecords]) -> Placed | None:
+        """The joined columns (``label`` numbered by each part's classes) and the parts'
+        rankings where ``parts``' predictions are exactly those added, in order; None
+        otherwise. Either way this holds them no more."""
+        columns, sources, runs, rank = self._columns, self.sources, self._runs, self._rank
         self._columns, self.sources, self._broken = None, [], True
+        self._runs, self._rank = None, None
         if columns is None or len(sources) != len(parts):
             return None
         if not all(s is p.preds for s, p in zip(sources, parts, strict=True)):
             return None
-        return columns
+        ranked = None if runs is None or rank is None else (runs, rank)
+        return Placed(columns, ranked)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """The parts' predictions as :meth:`PredsAhead.columns_of` gives them.
+
+    Attributes:
+        columns: The joined columns after ``count`` (``label`` numbered by each part).
+        ranked: Each part's classes' runs, and every prediction's place in its
+            image-class; None unless every part held its rankings.
+    """
+
+    columns: list[npt.NDArray[Any]]
+    ranked: tuple[list[PartRuns], npt.NDArray[np.int64]] | None
+
+    def rankings(self, remaps: Sequence[npt.NDArray[Any]], n_k: int) -> Ranked | None:
+        """The joined records' rankings (``remaps``: each part's classes' numbers among the
+        ``n_k`` joined ones), None without the parts'."""
+        from vocmatch.evaluation.records import Ranked
+
+        if self.ranked is None:
+            return None
+        runs, rank = self.ranked
+        per_class: list[PartRuns] = [[] for _ in range(n_k)]
+        for part, remap in zip(runs, remaps, strict=True):
+            for k, run in enumerate(part):
+                per_class[int(remap[k])].append(run)
+        classes = []
+        for found in per_class:
+            if not found:
+                classes.append(np.zeros(0, dtype=np.int64))
+                continue
+            members = np.concatenate([m for m, _ in found])
+            keys = np.concatenate([key for _, key in found])
+            # Stable: equal keys of several parts stay in part order, which is row order.
+            classes.append(members[np.argsort(keys, kind="stable")])
+        return Ranked(tuple(classes), rank)
+
+
+def _grown(out: npt.NDArray[Any], values: npt.NDArray[Any], start: int) -> None:
+    """``out`` grown in place to hold ``values`` from row ``start`` on."""
+    # In place: the array holds its memory alone (no view of it is given out before the
+    # join), which the system grows without copying what it holds.
+    out.resize((start + values.shape[0], *out.shape[1:]), refcheck=False)
+    out[start:] = values

@@ -333,7 +333,7 @@ class MatchRecords:
         if not isinstance(order, range):
             placed = None
         preds = (
-            PredRecords(counts[order], *placed)
+            PredRecords(counts[order], *placed.columns)
             if placed is not None
             else PredRecords(
                 counts[order],
@@ -346,6 +346,9 @@ class MatchRecords:
         rankings: list[tuple[Ranked, slice | IntArray, IntArray]] | None = (
             [] if all(p.ranked is not None for p in parts) else None
         )
+        if placed is not None and placed.ranked is not None:
+            rankings = None  # taken ahead
+        remaps: list[npt.NDArray[np.int32]] = []
         while parts:
             part = parts.pop(0)
             p = part.preds
@@ -367,12 +370,15 @@ class MatchRecords:
                 preds.label[rows] = remap[preds.label[rows]]
             if rankings is not None and part.ranked is not None:
                 rankings.append((part.ranked, rows, remap.astype(np.int64)))
+            remaps.append(remap)
             start += n_images
             del part, p, rows
         sliced = None
         if slices is not None:
             sliced = slices.rows(image_rows(counts, order))
         joined = replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
+        if placed is not None and placed.ranked is not None:
+            return replace(joined, ranked=placed.rankings(remaps, len(joined.class_names)))
         if rankings is None:
             return joined
         return replace(joined, ranked=_merged_rankings(rankings, preds, len(joined.class_names)))
