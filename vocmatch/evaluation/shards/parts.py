@@ -432,10 +432,12 @@ class LocalParts:
     def results(
         self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
     ) -> Iterator[tuple[Part, R]]:
-        """Every part's result, in part order."""
+        """Every part's result, in part order; the workers exit while the caller joins the
+        results (the interpreter's exit waits for any still ending)."""
         from vocmatch.readers.workers import worker_results
 
-        with worker_results(task, [(part, options) for part in parts], self.jobs) as results:
+        tasks = [(part, options) for part in parts]
+        with worker_results(task, tasks, self.jobs, wait_at_end=False) as results:
             yield from zip(parts, results, strict=True)
 
 
