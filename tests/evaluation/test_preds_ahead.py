@@ -101,16 +101,21 @@ def test_the_parts_put_end_to_end_join_to_the_same_records(
     _same_bits(joined, _joined(name, parts, None))
     assert taken[0] is not None
     assert taken[0].ranked is not None
+    assert taken[0].cells is not None
     assert joined.ranked is not None
 
 
-def test_a_part_without_its_rankings_joins_without_rankings(generated: Path) -> None:
-    """As the join does: the joined records are then ranked when accumulated."""
+@pytest.mark.parametrize("field", ["ranked", "gt_cells"])
+def test_a_part_without_its_rankings_or_cells_joins_without_them(
+    generated: Path, field: str
+) -> None:
+    """As the join does: the joined records are then ranked when accumulated, and hold no
+    cells (as a state file of a version before them)."""
     parts = _parts(generated, "coco", 3)
-    parts[1] = dataclasses.replace(parts[1], ranked=None)
+    parts[1] = dataclasses.replace(parts[1], **{field: None})
     joined = _joined("coco", parts, _ahead(parts))
     _same_bits(joined, _joined("coco", parts, None))
-    assert joined.ranked is None
+    assert getattr(joined, field) is None
 
 
 @pytest.mark.parametrize(

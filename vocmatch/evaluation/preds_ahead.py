@@ -17,7 +17,9 @@ taken too: each prediction's place in its image-class put end to end like a colu
 each class's ranking moved to its rows in the joined records, with the keys it is ranked
 by. At the join each class's runs, one a part, are put together in part order and sorted
 by key (stable): the merge of the parts' rankings the join would make, as the parts follow
-one another in row order (their ties already in row order).
+one another in row order (their ties already in row order). The parts' ground-truth cells
+are put end to end as well (images numbered on, classes numbered by the joined names at the
+join), as the join joins them in part order.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from vocmatch.evaluation.records import MatchRecords, PredRecords, Ranked
+    from vocmatch.evaluation.records import GtCells, MatchRecords, PredRecords, Ranked
 
 __all__ = ["Placed", "PredsAhead"]
 
@@ -59,6 +61,9 @@ class PredsAhead:
         self._columns: list[npt.NDArray[Any]] | None = None
         self._rank: npt.NDArray[np.int64] | None = None
         self._runs: list[PartRuns] | None = []
+        self._cells: list[npt.NDArray[np.int64]] | None = None
+        self._cell_counts: list[int] | None = []
+        self._images = 0
         self._size = 0
         self._broken = False
 
@@ -81,13 +86,32 @@ class PredsAhead:
             ):
                 self._broken = True
                 self._columns, self._runs, self._rank = None, None, None
+                self._cells, self._cell_counts = None, None
                 self.sources.clear()
                 return
             for c, out in zip(new, self._columns, strict=True):
                 _grown(out, c, self._size)
         self._add_ranked(records)
+        self._add_cells(records)
         self._size += size
+        self._images += len(records.keys)
         self.sources.append(preds)
+
+    def _add_cells(self, records: MatchRecords) -> None:
+        """Take the part's ground-truth cells, its images numbered on from those added
+        before (none are taken once a part holds none)."""
+        cells = records.gt_cells
+        if cells is None or self._cell_counts is None:
+            self._cells, self._cell_counts = None, None
+            return
+        new = (cells.image + self._images, cells.label, cells.counting, cells.counting_all)
+        if self._cells is None:
+            self._cells = [np.array(c, dtype=np.int64) for c in new]
+        else:
+            start = int(self._cells[0].shape[0])
+            for c, out in zip(new, self._cells, strict=True):
+                _grown(out, c, start)
+        self._cell_counts.append(int(cells.image.shape[0]))
 
     def _add_ranked(self, records: MatchRecords) -> None:
         """Take the part's rankings, its rows following those added before (none are
@@ -116,14 +140,16 @@ class PredsAhead:
         rankings where ``parts``' predictions are exactly those added, in order; None
         otherwise. Either way this holds them no more."""
         columns, sources, runs, rank = self._columns, self.sources, self._runs, self._rank
+        cells, cell_counts = self._cells, self._cell_counts
         self._columns, self.sources, self._broken = None, [], True
-        self._runs, self._rank = None, None
+        self._runs, self._rank, self._cells, self._cell_counts = None, None, None, None
         if columns is None or len(sources) != len(parts):
             return None
         if not all(s is p.preds for s, p in zip(sources, parts, strict=True)):
             return None
         ranked = None if runs is None or rank is None else (runs, rank)
-        return Placed(columns, ranked)
+        held = None if cells is None or cell_counts is None else (cells, cell_counts)
+        return Placed(columns, ranked, held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +160,29 @@ class Placed:
         columns: The joined columns after ``count`` (``label`` numbered by each part).
         ranked: Each part's classes' runs, and every prediction's place in its
             image-class; None unless every part held its rankings.
+        cells: The parts' ground-truth cells end to end (image, class as each part numbers
+            it, counting, counting in area "all"), with each part's count of cells; None
+            unless every part held its cells.
     """
 
     columns: list[npt.NDArray[Any]]
     ranked: tuple[list[PartRuns], npt.NDArray[np.int64]] | None
+    cells: tuple[list[npt.NDArray[np.int64]], list[int]] | None = None
+
+    def joined_cells(self, remaps: Sequence[npt.NDArray[np.int64]]) -> GtCells | None:
+        """The parts' ground-truth cells joined in part order, as the join joins them
+        (``remaps``: each part's classes' numbers among the joined ones); None without
+        every part's. Their class column is numbered in place."""
+        from vocmatch.evaluation.records import GtCells
+
+        if self.cells is None:
+            return None
+        (image, label, counting, counting_all), sizes = self.cells
+        start = 0
+        for size, remap in zip(sizes, remaps, strict=True):
+            label[start : start + size] = remap[label[start : start + size]]
+            start += size
+        return GtCells(image, label, counting, counting_all)
 
     def rankings(self, remaps: Sequence[npt.NDArray[Any]], n_k: int) -> Ranked | None:
         """The joined records' rankings (``remaps``: each part's classes' numbers among the

@@ -292,19 +292,24 @@ class MatchRecords:
         """
         if len(parts) <= 1:
             return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
+        # What ``ahead`` put end to end as the parts came back (let go by it either way).
+        placed = None if ahead is None else ahead.columns_of(parts)
+        cells = placed is not None and placed.cells is not None
         # Every per-image and per-class field, in part order (no predictions); the slices'
         # records joined whole, then taken in key order.
         images = MatchRecords.join(
             [
-                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None, calibration=None)
+                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None,
+                        calibration=None, gt_cells=None if cells else p.gt_cells)
                 for p in parts
             ],
             conv,
-        )
+        )  # fmt: skip
         index = {name: k for k, name in enumerate(images.class_names)}
-        slices = _join_slices(parts, [np.array([index[n] for n in p.class_names],
-                                               dtype=np.int64) for p in parts],
-                              len(images.class_names))  # fmt: skip
+        by_name = [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts]
+        if placed is not None and cells:
+            images = replace(images, gt_cells=placed.joined_cells(by_name))
+        slices = _join_slices(parts, by_name, len(images.class_names))
         keys = images.keys
         # The parts of a local run come back in key order: nothing to sort.
         order: Sequence[int] = (
@@ -315,10 +320,7 @@ class MatchRecords:
         counts = np.concatenate([p.preds.count for p in parts])
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
-        calibration = CalibrationInputs.join(
-            [p.calibration for p in parts],
-            [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts],
-        )
+        calibration = CalibrationInputs.join([p.calibration for p in parts], by_name)
         if calibration is not None:
             calibration = calibration.of_rows(image_rows(counts, order))
         # Where each image's predictions go: images in key order, each one's together.
@@ -327,9 +329,8 @@ class MatchRecords:
         out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
         n_pred = int(counts.sum())
         columns = zip(*(_pred_columns(p.preds)[2:] for p in parts), strict=True)
-        # The columns put end to end ahead (let go by ``ahead`` either way), where the
-        # images stay in the order the parts came back in.
-        placed = None if ahead is None else ahead.columns_of(parts)
+        # The columns put end to end ahead, where the images stay in the order the parts
+        # came back in.
         if not isinstance(order, range):
             placed = None
         preds = (
