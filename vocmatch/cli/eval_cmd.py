@@ -253,16 +253,24 @@ def eval_command(
 
         save_shard(request, SavedShard(save_state, shard, run_id), quiet)
         return
-    report = _evaluated(request, quiet)
+    report = _evaluated(request, quiet, json_rows=output_format == "json")
     table = TableOptions(max_rows, only_failing, errors, tightness, option_words)
     files = ReportFiles(output, classes_csv, html_file, images_dir, write_thresholds_file)
     finish_report(report, output_format, table, files)
 
 
-def _evaluated(request: EvalRequest, quiet: bool) -> EvalReport:
+def _evaluated(request: EvalRequest, quiet: bool, *, json_rows: bool = False) -> EvalReport:
     """The report of ``vocmatch.evaluate``, its warnings and errors worded for the command
-    line, under a progress display (none with ``quiet``)."""
+    line, under a progress display (none with ``quiet``); with ``json_rows``, the JSON
+    report's image rows made as the run makes its images' results, where it makes them
+    ahead of its evaluation (not for the error analysis, which adds to each image's
+    record)."""
+    from contextlib import nullcontext
+
+    from vocmatch.render.rows_ahead import rows_ahead
+
     with (
+        rows_ahead() if json_rows and not request.analysis else nullcontext(),
         library_errors(),
         library_warnings(),
         remote_run(request),

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     # no calibration and no per-box record needs none of these modules.
     from vocmatch.evaluation.box_outcomes import Match
     from vocmatch.evaluation.calibration_inputs import CalibrationInputs
+    from vocmatch.evaluation.preds_ahead import PredsAhead
     from vocmatch.evaluation.preparation import Removed
     from vocmatch.evaluation.slice_records import SliceRecords
 
@@ -280,26 +281,35 @@ class MatchRecords:
         )
 
     @staticmethod
-    def taken_in_key_order(parts: list[MatchRecords], conv: Conventions) -> MatchRecords:
+    def taken_in_key_order(
+        parts: list[MatchRecords], conv: Conventions, ahead: PredsAhead | None = None
+    ) -> MatchRecords:
         """What ``join(parts, conv).in_key_order()`` gives, taking the parts out of
         ``parts`` (which it empties): each part's predictions are copied to their places
-        and the part let go, so the records are held about once, not three times.
+        and the part let go, so the records are held about once, not three times;
+        ``ahead``: the parts' predictions put end to end as they came back, taken as they
+        are where the parts are those and in key order (only their classes numbered).
         """
         if len(parts) <= 1:
             return MatchRecords.join(parts[:1] and [parts.pop()], conv).in_key_order()
+        # What ``ahead`` put end to end as the parts came back (let go by it either way).
+        placed = None if ahead is None else ahead.columns_of(parts)
+        cells = placed is not None and placed.cells is not None
         # Every per-image and per-class field, in part order (no predictions); the slices'
         # records joined whole, then taken in key order.
         images = MatchRecords.join(
             [
-                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None, calibration=None)
+                replace(p, preds=_empty_preds(p.preds.count.size, 0), slices=None,
+                        calibration=None, gt_cells=None if cells else p.gt_cells)
                 for p in parts
             ],
             conv,
-        )
+        )  # fmt: skip
         index = {name: k for k, name in enumerate(images.class_names)}
-        slices = _join_slices(parts, [np.array([index[n] for n in p.class_names],
-                                               dtype=np.int64) for p in parts],
-                              len(images.class_names))  # fmt: skip
+        by_name = [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts]
+        if placed is not None and cells:
+            images = replace(images, gt_cells=placed.joined_cells(by_name))
+        slices = _join_slices(parts, by_name, len(images.class_names))
         keys = images.keys
         # The parts of a local run come back in key order: nothing to sort.
         order: Sequence[int] = (
@@ -310,10 +320,7 @@ class MatchRecords:
         counts = np.concatenate([p.preds.count for p in parts])
         from vocmatch.evaluation.calibration_inputs import CalibrationInputs
 
-        calibration = CalibrationInputs.join(
-            [p.calibration for p in parts],
-            [np.array([index[n] for n in p.class_names], dtype=np.int64) for p in parts],
-        )
+        calibration = CalibrationInputs.join([p.calibration for p in parts], by_name)
         if calibration is not None:
             calibration = calibration.of_rows(image_rows(counts, order))
         # Where each image's predictions go: images in key order, each one's together.
@@ -322,16 +329,27 @@ class MatchRecords:
         out_start = np.concatenate([[0], np.cumsum(counts[order])])[place]
         n_pred = int(counts.sum())
         columns = zip(*(_pred_columns(p.preds)[2:] for p in parts), strict=True)
-        preds = PredRecords(
-            counts[order],
-            np.empty(n_pred, dtype=np.int32),
-            *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
+        # The columns put end to end ahead, where the images stay in the order the parts
+        # came back in.
+        if not isinstance(order, range):
+            placed = None
+        preds = (
+            PredRecords(counts[order], *placed.columns)
+            if placed is not None
+            else PredRecords(
+                counts[order],
+                np.empty(n_pred, dtype=np.int32),
+                *(np.empty((n_pred, *c[0].shape[1:]), dtype=np.result_type(*c)) for c in columns),
+            )
         )
         start = 0
         # The parts' rankings, when every part kept its own: merged rather than made again.
         rankings: list[tuple[Ranked, slice | IntArray, IntArray]] | None = (
             [] if all(p.ranked is not None for p in parts) else None
         )
+        if placed is not None and placed.ranked is not None:
+            rankings = None  # taken ahead
+        remaps: list[npt.NDArray[np.int32]] = []
         while parts:
             part = parts.pop(0)
             p = part.preds
@@ -345,17 +363,23 @@ class MatchRecords:
                 source = np.concatenate([[0], np.cumsum(p.count)[:-1]]).astype(np.int64)
                 rows = np.arange(size, dtype=np.int64) + np.repeat(starts - source, p.count)
             remap = np.array([index[n] for n in part.class_names], dtype=np.int32)
-            preds.label[rows] = remap[p.label]
-            for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
-                out[rows] = column
+            if placed is None:
+                preds.label[rows] = remap[p.label]
+                for out, column in zip(_pred_columns(preds)[2:], _pred_columns(p)[2:], strict=True):
+                    out[rows] = column
+            else:  # in place already, the part's classes numbered by the joined names
+                preds.label[rows] = remap[preds.label[rows]]
             if rankings is not None and part.ranked is not None:
                 rankings.append((part.ranked, rows, remap.astype(np.int64)))
+            remaps.append(remap)
             start += n_images
             del part, p, rows
         sliced = None
         if slices is not None:
             sliced = slices.rows(image_rows(counts, order))
         joined = replace(images.in_key_order(), preds=preds, slices=sliced, calibration=calibration)
+        if placed is not None and placed.ranked is not None:
+            return replace(joined, ranked=placed.rankings(remaps, len(joined.class_names)))
         if rankings is None:
             return joined
         return replace(joined, ranked=_merged_rankings(rankings, preds, len(joined.class_names)))

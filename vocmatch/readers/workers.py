@@ -149,8 +149,9 @@ def _reason(error: BaseException) -> str:
 class _Run:
     """The pool of a :func:`worker_results` block, so that its end can stop it."""
 
-    def __init__(self) -> None:
+    def __init__(self, wait_at_end: bool = True) -> None:
         self.pool: ProcessPoolExecutor | None = None
+        self.wait_at_end = wait_at_end
 
     def start(self, workers: int) -> ProcessPoolExecutor:
         pool_class = _process("ProcessPoolExecutor")
@@ -164,10 +165,11 @@ class _Run:
             _terminate(pool)
 
     def close(self) -> None:
-        """Let the workers finish and exit (after a complete run)."""
+        """Let the workers finish and exit (after a complete run), waiting for them to end
+        unless told not to."""
         pool, self.pool = self.pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=self.wait_at_end)
 
     def results(
         self, function: Callable[..., R], tasks: Sequence[tuple[Any, ...]], workers: int
@@ -215,7 +217,11 @@ class _Run:
 
 @contextmanager
 def worker_results(
-    function: Callable[..., R], tasks: Sequence[tuple[Any, ...]], jobs: int
+    function: Callable[..., R],
+    tasks: Sequence[tuple[Any, ...]],
+    jobs: int,
+    *,
+    wait_at_end: bool = True,
 ) -> Iterator[Iterator[R]]:
     """``function(*task)`` for every task, in task order, computed by worker processes.
 
@@ -227,6 +233,9 @@ def worker_results(
         tasks: The arguments of each call.
         jobs: Workers wanted; capped by :func:`worker_count` (0: every core). With one
             worker or one task, everything runs in this process.
+        wait_at_end: Once every result is given, wait for the workers to exit; else they
+            exit (tearing down their memory) while the caller goes on, and the
+            interpreter's exit waits for any still ending.
 
     Yields:
         An iterator over the results, in task order.
@@ -235,7 +244,7 @@ def worker_results(
         VocmatchWarning: Worker processes could not be started or broke; the rest ran with
             fewer, or in this process.
     """
-    run = _Run()
+    run = _Run(wait_at_end)
     try:
         yield run.results(function, tasks, worker_count(jobs, len(tasks)))
     except BaseException:

@@ -200,6 +200,34 @@ static char *write_double(char *p, double x)
     return layout(p, digits, exponent);
 }
 
+/* Whether every value is finite and none is subnormal: their text is written without a call
+ * into the interpreter (write_plain). */
+static int plain_doubles(const double *values, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &values[i], 8);
+        int biased = (int)((bits >> 52) & 0x7ff);
+        if (biased == 0x7ff || (biased == 0 && (bits << 1) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* The values' text, ", " between them (every value finite and none subnormal: write_double
+ * then calls nothing of the interpreter, and never fails); returns the end. */
+static char *write_plain(char *p, const double *values, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i) {
+            *p++ = ',';
+            *p++ = ' ';
+        }
+        p = write_double(p, values[i]);
+    }
+    return p;
+}
+
 /* Each number takes at most 24 characters ("-2.2250738585072014e-308"), then ", ". */
 #define NUMBER_MAX 26
 
@@ -226,6 +254,14 @@ static PyObject *float_list(PyObject *self, PyObject *arg)
     char *out = PyBytes_AS_STRING(result);
     char *p = out;
     *p++ = '[';
+    if (plain_doubles(values, n)) {
+        /* No call into the interpreter: the interpreter lock is released meanwhile, so that
+         * another thread formats other lists at the same time. */
+        Py_BEGIN_ALLOW_THREADS
+        p = write_plain(p, values, n);
+        Py_END_ALLOW_THREADS
+        n = 0;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         double x = values[i];
         uint64_t bits;

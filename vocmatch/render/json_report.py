@@ -276,6 +276,23 @@ class ImageRows:
         text = separator.join([_image_text(i, lines(i)) for i in self.images])
         return text.encode("utf-8", "backslashreplace")  # ASCII: as dumps_chunks encodes
 
+    def pieces(self, separator: str) -> list[bytes]:
+        """:meth:`joined`'s bytes in consecutive pieces: where the images carry their rows
+        made ahead for ``separator`` (:class:`~vocmatch.render.rows_ahead.ImagesWithRows`),
+        those, with the separator between them; else :meth:`joined`'s."""
+        from vocmatch.render.rows_ahead import ROW_SEPARATOR, ImagesWithRows
+
+        images = self.images
+        if not (isinstance(images, ImagesWithRows) and separator == ROW_SEPARATOR):
+            return [self.joined(separator)]
+        between = separator.encode("ascii")
+        pieces: list[bytes] = []
+        for rows in images.rows:
+            if pieces:
+                pieces.append(between)
+            pieces.append(rows)
+        return pieces
+
 
 def _sweep_keys(image: ImageResult) -> tuple[tuple[float, str], ...] | None:
     """Each threshold of ``image``'s sweep with its key as the row writes it
@@ -539,12 +556,15 @@ class FloatArray:
 
     Attributes:
         array: ``(K,)`` the values, finite float64.
+        text: Their list's text as the compiled writer gives it, once formatted ahead
+            (:mod:`~vocmatch.render.float_texts`); None until then.
     """
 
-    __slots__ = ("array",)
+    __slots__ = ("array", "text")
 
     def __init__(self, array: npt.NDArray[np.float64]) -> None:
         self.array = np.ascontiguousarray(array)
+        self.text: bytes | None = None
 
 
 #: The compiled writer of float lists (vocmatch/render/fastjson.c).
@@ -629,10 +649,13 @@ def dumps_chunks(data: Any) -> list[bytes]:
                 return
             inner = pad + "  "
             parts.append("[\n" + inner)
-            add(value.joined(",\n" + inner))
+            for piece in value.pieces(",\n" + inner):
+                add(piece)
             parts.append(f"\n{pad}]")
         elif isinstance(value, FloatArray):
-            if fast is not None:
+            if value.text is not None:
+                add(value.text)
+            elif fast is not None:
                 add(fast.float_list(value.array))
             else:
                 parts.append(encode(value.array.tolist()))
@@ -669,6 +692,10 @@ def dumps_chunks(data: Any) -> list[bytes]:
         else:
             parts.append(encode(value))
 
+    if fast is not None:
+        from vocmatch.render.float_texts import format_ahead
+
+        format_ahead(data, fast)
     write(data, "")
     parts.append("\n")
     flush()

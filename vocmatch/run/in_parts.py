@@ -34,6 +34,8 @@ from vocmatch.errors import no_annotation_files
 if TYPE_CHECKING:
     from vocmatch.core.protocol import Conventions
     from vocmatch.evaluation.part_images import PartImages
+    from vocmatch.evaluation.preds_ahead import PredsAhead
+    from vocmatch.evaluation.result import Evaluation
     from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRunner
     from vocmatch.run.evaluate import EvalRequest
     from vocmatch.run.in_parts_found import EvaluatedInParts
@@ -120,7 +122,13 @@ def evaluated_in_parts(
 
     listing = PartListing(gt_listing, pred_listing)
     options = part_options(request, (listing.gt.root, listing.pred.root))
-    runner = ImagesAsPartsCome(LocalParts(request.jobs), options.conventions, [])
+    from vocmatch.evaluation.preds_ahead import PredsAhead
+    from vocmatch.render.rows_ahead import rows_asked
+
+    runner = ImagesAsPartsCome(
+        LocalParts(request.jobs), options.conventions, [], [] if rows_asked() else None,
+        PredsAhead(),
+    )  # fmt: skip
     listed: list[ListedKeys] = []
 
     def ahead() -> None:
@@ -132,13 +140,18 @@ def evaluated_in_parts(
         by_ranges=True, sizes=tapered_sizes,
     )  # fmt: skip
     # results emptied; the listing's keys taken as the first part came back.
-    gathered = gathered_parts(listing, results, options, listed[0] if listed else None)
+    gathered = gathered_parts(
+        listing, results, options, listed[0] if listed else None, runner.preds
+    )
     gathered.refuse_no_ground_truth(annotations)
     refuse_unpaired_keys(gathered.gt_keys, gathered.pred_keys, request.pred)
     from vocmatch.evaluation.part_images import joined_image_results
 
     images = joined_image_results(runner.made, gathered.records)
-    return EvaluatedInParts(gathered.evaluation(images), gathered.records, gathered.scores)
+    evaluation = gathered.evaluation(images)
+    if images is not None:
+        evaluation = runner.with_rows(evaluation)
+    return EvaluatedInParts(evaluation, gathered.records, gathered.scores)
 
 
 def tapered_sizes(parts: int, workers: int) -> list[float]:
@@ -164,16 +177,23 @@ class ImagesAsPartsCome:
     """A runner of a local run's parts that makes each part's image results as the part
     comes back (:func:`~vocmatch.evaluation.part_images.part_image_results`), while the
     workers match the others: after the last part, the evaluation only puts them together.
+    With ``rows``, it makes the part's rows of the JSON report then too
+    (:func:`~vocmatch.render.rows_ahead.part_rows`), which the report joins.
 
     Attributes:
         runner: Who runs the tasks.
         conventions: The protocol the parts are matched under.
         made: Each part's image results, in the order the parts came back.
+        rows: Each part's JSON rows, in the same order; None when none are made.
+        preds: Each part's predictions put end to end as it comes back (the join takes
+            them where the parts came back in key order), or None.
     """
 
     runner: PartRunner
     conventions: Conventions
     made: list[PartImages]
+    rows: list[bytes] | None = None
+    preds: PredsAhead | None = None
 
     def workers(self) -> int:
         """The runner's workers."""
@@ -186,11 +206,29 @@ class ImagesAsPartsCome:
         parts whose result holds match records)."""
         from vocmatch.evaluation.part_images import part_image_results
         from vocmatch.evaluation.shards.parts import PartRecords
+        from vocmatch.render.rows_ahead import part_rows
 
         for part, result in self.runner.results(task, parts, options):
             if isinstance(result, PartRecords):
-                self.made.append(part_image_results(result.records, self.conventions))
+                made = part_image_results(result.records, self.conventions)
+                self.made.append(made)
+                if self.rows is not None:
+                    self.rows.append(part_rows(made.images))
+                if self.preds is not None:
+                    self.preds.add(result.records)
             yield part, result
+
+    def with_rows(self, evaluation: Evaluation) -> Evaluation:
+        """``evaluation`` whose images carry the parts' JSON rows, where they were made of
+        its images (:func:`~vocmatch.render.rows_ahead.with_rows`)."""
+        if self.rows is None:
+            return evaluation
+        from dataclasses import replace
+
+        from vocmatch.render.rows_ahead import with_rows
+
+        made = [(p.images, rows) for p, rows in zip(self.made, self.rows, strict=True)]
+        return replace(evaluation, images=with_rows(evaluation.images, made))
 
 
 def _ahead(

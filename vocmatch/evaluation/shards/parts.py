@@ -55,6 +55,7 @@ from vocmatch.readers.shapes import Geometry, with_geometry
 from vocmatch.readers.shards import listed_keys, shard_keys, shard_listing
 
 if TYPE_CHECKING:
+    from vocmatch.evaluation.preds_ahead import PredsAhead
     from vocmatch.evaluation.result import Evaluation, ImageResult
 
 __all__ = [
@@ -431,10 +432,12 @@ class LocalParts:
     def results(
         self, task: Callable[[Part, PartOptions], R], parts: Sequence[Part], options: PartOptions
     ) -> Iterator[tuple[Part, R]]:
-        """Every part's result, in part order."""
+        """Every part's result, in part order; the workers exit while the caller joins the
+        results (the interpreter's exit waits for any still ending)."""
         from vocmatch.readers.workers import worker_results
 
-        with worker_results(task, [(part, options) for part in parts], self.jobs) as results:
+        tasks = [(part, options) for part in parts]
+        with worker_results(task, tasks, self.jobs, wait_at_end=False) as results:
             yield from zip(parts, results, strict=True)
 
 
@@ -670,10 +673,13 @@ def gathered_parts(
     results: list[PartRecords],
     options: PartOptions,
     listed: ListedKeys | None = None,
+    ahead: PredsAhead | None = None,
 ) -> GatheredParts:
     """The parts' records joined in key order, checked to be the listed images' and none
     other's. ``results`` is emptied: each part's records are let go once copied, so that
-    the run holds them about once; ``listed``: the listing's keys, taken ahead.
+    the run holds them about once; ``listed``: the listing's keys, taken ahead; ``ahead``:
+    the parts' predictions put end to end as they came back
+    (:class:`~vocmatch.evaluation.preds_ahead.PredsAhead`).
 
     Raises:
         InputError: A part holds rotated boxes or polygons (no records: the caller reads
@@ -687,7 +693,7 @@ def gathered_parts(
         scores = scores + result.scores
     taken = [r.records for r in results]
     results.clear()
-    records = MatchRecords.taken_in_key_order(taken, options.conventions)
+    records = MatchRecords.taken_in_key_order(taken, options.conventions, ahead)
     return gathered(listing, found, records, scores, options, listed)
 
 
