@@ -7,9 +7,7 @@ local run in parts takes them."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import pickle
-import sys
 from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
@@ -20,7 +18,8 @@ import pytest
 
 import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
-from tests.conftest import ROOT, run_cli
+from tests.bench_scripts import bench
+from tests.conftest import run_cli
 from vocmatch.core.protocol import PROTOCOL_NAMES, protocol
 from vocmatch.evaluation.preds_ahead import PredsAhead
 from vocmatch.evaluation.records import MatchRecords
@@ -33,15 +32,10 @@ from vocmatch.evaluation.shards.parts import (
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """90 generated images, eight predictions each."""
-    folder = tmp_path_factory.mktemp("generated")
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    module.generate(folder, 90, pred_per_image=8)
+    folder = tmp_path_factory.mktemp("small_set")
+    bench("generate").generate(folder, 90, pred_per_image=8)
     return folder
 
 
@@ -85,9 +79,9 @@ def _ahead(parts: Sequence[MatchRecords]) -> PredsAhead:
 @pytest.mark.parametrize("name", PROTOCOL_NAMES)
 @pytest.mark.parametrize("count", [2, 5])
 def test_the_parts_put_end_to_end_join_to_the_same_records(
-    generated: Path, name: str, count: int
+    small_set: Path, name: str, count: int
 ) -> None:
-    parts = _parts(generated, name, count)
+    parts = _parts(small_set, name, count)
     ahead = _ahead(parts)
     taken: list[Any] = []
     columns_of = ahead.columns_of
@@ -107,11 +101,11 @@ def test_the_parts_put_end_to_end_join_to_the_same_records(
 
 @pytest.mark.parametrize("field", ["ranked", "gt_cells"])
 def test_a_part_without_its_rankings_or_cells_joins_without_them(
-    generated: Path, field: str
+    small_set: Path, field: str
 ) -> None:
     """As the join does: the joined records are then ranked when accumulated, and hold no
     cells (as a state file of a version before them)."""
-    parts = _parts(generated, "coco", 3)
+    parts = _parts(small_set, "coco", 3)
     parts[1] = dataclasses.replace(parts[1], **{field: None})
     joined = _joined("coco", parts, _ahead(parts))
     _same_bits(joined, _joined("coco", parts, None))
@@ -127,13 +121,13 @@ def test_a_part_without_its_rankings_or_cells_joins_without_them(
         pytest.param("float32", id="a-part-of-another-dtype"),
     ],
 )
-def test_other_parts_are_copied_as_before(generated: Path, change: str) -> None:
-    parts = _parts(generated, "coco", 3)
+def test_other_parts_are_copied_as_before(small_set: Path, change: str) -> None:
+    parts = _parts(small_set, "coco", 3)
     added = list(parts)
     if change == "reversed":
         added = parts = parts[::-1]
     elif change == "other-part":
-        parts = [*parts[:2], _parts(generated, "coco", 3)[2]]
+        parts = [*parts[:2], _parts(small_set, "coco", 3)[2]]
     elif change == "lost":
         added = [*parts, parts[0]]
     else:
@@ -148,7 +142,7 @@ def test_other_parts_are_copied_as_before(generated: Path, change: str) -> None:
 
 
 def test_a_local_run_in_parts_joins_the_predictions_put_end_to_end(
-    generated: Path, monkeypatch: pytest.MonkeyPatch
+    small_set: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--jobs 2`` puts each part's predictions end to end as it comes back, the join
     takes them, and the report is that of ``--jobs 1``."""
@@ -163,7 +157,7 @@ def test_a_local_run_in_parts_joins_the_predictions_put_end_to_end(
         return columns
 
     monkeypatch.setattr(PredsAhead, "columns_of", spy)
-    gt, pred = str(generated / "gt"), str(generated / "pred")
+    gt, pred = str(small_set / "gt"), str(small_set / "pred")
     for name in ("coco", "voc12"):
         single = run_cli(gt, pred, "--protocol", name, "--format", "json", "--jobs", "1")
         assert single[0] == 0
