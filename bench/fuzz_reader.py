@@ -66,8 +66,8 @@ from vocmatch.readers.parse import (  # noqa: E402
     AnnotationSet,
     parse_annotation,
     read_annotation,
-    read_bytes,
 )
+from vocmatch.readers.regular_files import read_bytes  # noqa: E402
 from vocmatch.readers.scan import (  # noqa: E402
     ColumnSet,
     columns_from_annotations,

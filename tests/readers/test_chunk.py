@@ -1,5 +1,5 @@
 """The compiled reader reads a chunk of files in one call (``fastxml.read_chunk``): each file
-opened as :func:`vocmatch.readers.parse.read_bytes` opens it, its objects appended to the
+opened as :func:`vocmatch.readers.regular_files.read_bytes` opens it, its objects appended to the
 chunk's columns; every file it refuses, or reads otherwise than Python would, is left to the
 per-file route. The chunk's columns are those of the per-file route, bit for bit, on plain,
 hostile and mixed chunks; and its safety rules are read_bytes' own."""
@@ -23,7 +23,7 @@ from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_scan import annotation_files
 from vocmatch.readers import scan
 from vocmatch.readers.byte_sources import LocalOrElsewhere
-from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.remote import is_url, location_reader
 from vocmatch.readers.scan import ColumnSet, read_listed_columns
 

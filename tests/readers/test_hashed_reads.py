@@ -20,7 +20,7 @@ from vocmatch.errors import AnnotationError
 from vocmatch.readers import hashed_reads, scan
 from vocmatch.readers.file_stats import file_stat
 from vocmatch.readers.hashed_reads import HashingReader
-from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.scan import read_listed_columns
 
 needs_compiled = pytest.mark.skipif(

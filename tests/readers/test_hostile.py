@@ -24,14 +24,13 @@ from vocmatch.evaluation.scoring import evaluate, read_pair
 from vocmatch.readers import folders
 from vocmatch.readers.parse import (
     DEFAULT_MAX_BYTES,
-    _read_to_end,
     find_annotation_files,
     list_directory,
     parse_annotation,
     read_annotation,
-    read_bytes,
     read_directory,
 )
+from vocmatch.readers.regular_files import _read_to_end, read_bytes
 from vocmatch.readers.scan import read_column_pair, read_columns
 
 SECRET = "vocmatch-secret-7f3a9c"

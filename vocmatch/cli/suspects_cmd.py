@@ -234,7 +234,7 @@ def write_copies(
         suspects_json,
     )
     from vocmatch.files import save_bytes
-    from vocmatch.readers.parse import read_bytes
+    from vocmatch.readers.regular_files import read_bytes
 
     by_image: dict[str, list[Any]] = {}
     for suspect in report.suspects:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import MAX_MAP_BYTES
-from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.scan import ColumnSet
 
 if TYPE_CHECKING:

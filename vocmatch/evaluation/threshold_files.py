@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from vocmatch.errors import AnnotationError, InputError, RequestError
 from vocmatch.escapes import printable
 from vocmatch.limits import MAX_THRESHOLD_FILE_BYTES
-from vocmatch.readers.parse import number_problem, read_bytes
+from vocmatch.readers.parse import number_problem
+from vocmatch.readers.regular_files import read_bytes
 
 __all__ = [
     "ClassThresholds",

@@ -1,5 +1,5 @@
 """Where the bytes of listed files come from: local paths by
-:func:`~vocmatch.readers.parse.read_bytes`, other locations (URLs) by a function given.
+:func:`~vocmatch.readers.regular_files.read_bytes`, other locations (URLs) by a function given.
 
 A reader that says so (:class:`LocalOrElsewhere`) lets
 :func:`vocmatch.readers.scan.read_listed_columns` read a chunk of local paths in one call of
@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from vocmatch.readers.parse import DEFAULT_MAX_BYTES, read_bytes
+from vocmatch.readers.parse import DEFAULT_MAX_BYTES
+from vocmatch.readers.regular_files import read_bytes
 
 __all__ = ["LocalOrElsewhere"]
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import MAX_NAMES_BYTES
-from vocmatch.readers.parse import read_bytes
 from vocmatch.readers.pred_formats import read_class_list
+from vocmatch.readers.regular_files import read_bytes
 
 __all__ = ["YAML_SUFFIXES", "read_class_names"]
 

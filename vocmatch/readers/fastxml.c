@@ -1227,7 +1227,7 @@ done:
 /* --- a chunk of files ------------------------------------------------------------- */
 
 /* read_chunk reads a sequence of (key, path) files into one set of columns: each file is
- * opened as vocmatch.readers.parse.read_bytes opens it (without blocking, close-on-exec, a
+ * opened as vocmatch.readers.regular_files.read_bytes opens it (without blocking, close-on-exec, a
  * regular file only, its size checked before reading, at most max_bytes + 1 bytes read),
  * scanned, and its objects appended to the chunk's columns. A file it cannot read that way -- any
  * error, a file scan would leave to the parser, a <size> or name only Python reads the

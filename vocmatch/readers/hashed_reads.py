@@ -4,7 +4,7 @@ A run that keeps a cache keys each file's records by the BLAKE2b digest of the v
 they were read from, and keeps the file's stat to tell next time whether to hash it again.
 :class:`HashingReader` is such a reader for
 :func:`vocmatch.readers.scan.read_listed_columns`: it reads local paths as
-:func:`~vocmatch.readers.parse.read_bytes` does, so a chunk of them is read in one call of
+:func:`~vocmatch.readers.regular_files.read_bytes` does, so a chunk of them is read in one call of
 the compiled reader (``fastxml.read_chunk_kept``), which gives back, for each file it read,
 the stat of the file it opened (``fstat`` of the descriptor it read, taken before reading)
 and the bytes it scanned, hashed here; a file it leaves to the per-file route (and every
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vocmatch.readers.parse import read_bytes
+from vocmatch.readers.regular_files import read_bytes
 
 __all__ = ["DIGEST_SIZE", "HashingReader", "KeptFiles"]
 
@@ -48,7 +48,7 @@ class KeptFiles:
 
 
 class HashingReader:
-    """``read(path, max_bytes)`` by :func:`~vocmatch.readers.parse.read_bytes`, keeping the
+    """``read(path, max_bytes)`` by :func:`~vocmatch.readers.regular_files.read_bytes`, keeping the
     stat and digest of each file read whole (:meth:`kept`).
 
     >>> import tempfile

@@ -56,12 +56,12 @@ from vocmatch.readers.parse import (
     number_problem,
     parse_document,
     raw_text,
-    read_bytes,
     read_shape,
     refuse_dtd,
     source_line,
     walk_directory,
 )
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.workers import worker_count, worker_results
 
 __all__ = [

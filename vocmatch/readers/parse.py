@@ -25,16 +25,14 @@ read as the shape, the more precise annotation, and its ``<bndbox>`` is not read
 
 from __future__ import annotations
 
-import errno
 import functools
-import io
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from vocmatch.checks import checked_max_bytes
 from vocmatch.core.geometry import polygon_problem
@@ -55,9 +53,9 @@ from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import DEFAULT_MAX_BYTES
 from vocmatch.readers.folders import TakenStats, folder_entries
 from vocmatch.readers.key_order import distinct_folded
+from vocmatch.readers.regular_files import NUL_IN_PATH, read_bytes, system_reason
 
 if TYPE_CHECKING:
-    from _typeshed import WriteableBuffer
     from lxml import etree
 
 __all__ = [
@@ -74,12 +72,10 @@ __all__ = [
     "list_directory",
     "local_name",
     "number_problem",
-    "open_regular",
     "parse_annotation",
     "parse_document",
     "raw_text",
     "read_annotation",
-    "read_bytes",
     "read_directory",
     "read_number",
     "read_shape",
@@ -273,10 +269,6 @@ def source_line(element: etree._Element) -> int | None:
     """The element's line in its file, or None where lxml does not know it."""
     line = element.sourceline
     return line if isinstance(line, int) else None
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error)
 
 
 def raw_text(element: etree._Element) -> str:
@@ -604,171 +596,6 @@ def parse_annotation(data: bytes, path: str, key: str) -> ImageAnnotation:
     )
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _read_to_end(descriptor: int, expected: int, max_bytes: int) -> bytes:
-    """Read until the end of the file or past ``max_bytes``, whichever comes first.
-
-    The first read asks for the size the file had (plus one byte, to see the end): a
-    buffer of ``max_bytes`` for every small file would cost more than the reading itself.
-    """
-    parts: list[bytes] = []
-    total = 0
-    want = min(expected, max_bytes) + 1
-    while total <= max_bytes:
-        part = os.read(descriptor, want)
-        if not part:
-            break
-        parts.append(part)
-        total += len(part)
-        want = min(1 << 16, max_bytes + 1 - total)
-    return b"".join(parts)
-
-
-def _kind_of(name: str) -> str | None:
-    """What a path that is not a regular file is (a socket, a device), if it can be told."""
-    try:
-        mode = os.stat(name).st_mode
-    except OSError:
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), None)
-
-
-#: Why a path holding a NUL byte (which no system call takes) cannot be read.
-NUL_IN_PATH = "the path holds a NUL byte"
-
-
-def _open_regular(name: str, what: str = "file") -> tuple[int, os.stat_result]:
-    """Open a regular file for reading without blocking: a named pipe, socket or device
-    (also behind a symbolic link) is refused before anything waits on it."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    try:
-        descriptor = os.open(name, flags)
-    except ValueError:  # a path no system call can take (a library caller's)
-        raise AnnotationError(name, f"cannot read {what}: {NUL_IN_PATH}") from None
-    except OSError as error:
-        # A socket cannot be opened at all (ENXIO): say what it is, as for a pipe.
-        kind = _kind_of(name) if error.errno == errno.ENXIO else None
-        if kind is not None:
-            raise AnnotationError(name, f"not a regular file: {kind}") from None
-        raise AnnotationError(name, f"cannot read {what}: {_reason(error)}") from None
-    try:
-        mode = os.fstat(descriptor)
-        if not stat.S_ISREG(mode.st_mode):
-            kind = next((k for test, k in _KINDS if test(mode.st_mode)), "a special file")
-            raise AnnotationError(name, f"not a regular file: {kind}")
-    except OSError as error:
-        os.close(descriptor)
-        raise AnnotationError(name, f"cannot read {what}: {_reason(error)}") from None
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor, mode
-
-
-class _NonBlockingReader(io.RawIOBase):
-    """A descriptor opened without blocking, read as it is: a read that would wait raises
-    :class:`BlockingIOError` (``io.FileIO`` returns None, which Pillow takes for data)."""
-
-    def __init__(self, descriptor: int) -> None:
-        self._descriptor = descriptor
-
-    def fileno(self) -> int:
-        return self._descriptor
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        try:
-            os.lseek(self._descriptor, 0, os.SEEK_CUR)
-        except OSError:
-            return False
-        return True
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return os.lseek(self._descriptor, offset, whence)
-
-    def tell(self) -> int:
-        return os.lseek(self._descriptor, 0, os.SEEK_CUR)
-
-    def readinto(self, buffer: WriteableBuffer) -> int:
-        target = memoryview(buffer).cast("B")
-        data = os.read(self._descriptor, len(target))
-        target[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            os.close(self._descriptor)
-        super().close()
-
-
-def open_regular(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
-    """Open a regular file for reading (binary), refusing anything else without blocking.
-
-    For readers that take a file object (Pillow); :func:`read_bytes` reads a whole file.
-    Reads never wait either: a file the system calls regular whose read would block (such
-    as ``/proc/kmsg``) raises :class:`BlockingIOError` (``Resource temporarily
-    unavailable``), as :func:`read_bytes` refuses it.
-
-    Args:
-        path: The file.
-        what: The file's kind in messages (``cannot read mask: ...``).
-
-    Raises:
-        AnnotationError: The file cannot be opened (with the system's reason) or is a
-            directory, named pipe, socket or device.
-    """
-    descriptor, _ = _open_regular(os.fspath(path), what)
-    return io.BufferedReader(_NonBlockingReader(descriptor))
-
-
-def read_bytes(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """Read a whole annotation file, refusing what is not a regular file of bounded size.
-
-    The file is opened without blocking, so a named pipe cannot hang the read; its size is
-    checked before reading, and at most ``max_bytes + 1`` bytes are read even if the file
-    grows meanwhile.
-
-    Args:
-        path: The file.
-        max_bytes: Files larger than this are refused without being read.
-
-    Returns:
-        The file's content.
-
-    Raises:
-        AnnotationError: The file cannot be opened or read (with the system's reason), is
-            not a regular file, or is larger than ``max_bytes``.
-    """
-    name = os.fspath(path)
-    max_bytes = checked_max_bytes(max_bytes)
-    descriptor, mode = _open_regular(name)
-    try:
-        if mode.st_size > max_bytes:
-            raise AnnotationError(
-                name,
-                f"file is larger than the {max_bytes:,}-byte limit ({mode.st_size:,} bytes)",
-            )
-        data = _read_to_end(descriptor, mode.st_size, max_bytes)
-    except OSError as error:
-        raise AnnotationError(name, f"cannot read file: {_reason(error)}") from None
-    finally:
-        os.close(descriptor)
-    if len(data) > max_bytes:
-        raise AnnotationError(name, f"file is larger than the {max_bytes:,}-byte limit")
-    return data
-
-
 def read_annotation(
     path: str | os.PathLike[str],
     key: str | None = None,
@@ -824,7 +651,9 @@ def _walk(top: str, suffix: str = ".xml", stats: TakenStats | None = None) -> _W
             visited[identity] = directory
             entries = folder_entries(directory, prefix, suffix, stats)
         except OSError as error:
-            walk.skipped.append(SkippedFile(directory, f"cannot read directory: {_reason(error)}"))
+            walk.skipped.append(
+                SkippedFile(directory, f"cannot read directory: {system_reason(error)}")
+            )
             continue
         files.extend(entries.files)
         # A folder's folders in order of their names: of their paths, which add the same
@@ -846,7 +675,7 @@ def _directory(root: str | os.PathLike[str]) -> str:
         raise InputError(f"{top}: not a directory") from None
     except OSError as error:
         # A path too long for the system, a link loop, no permission: the system's words.
-        raise InputError(f"{top}: cannot read directory: {_reason(error)}") from None
+        raise InputError(f"{top}: cannot read directory: {system_reason(error)}") from None
     except ValueError:  # a path no system call can take
         raise InputError(f"{top}: cannot read directory: {NUL_IN_PATH}") from None
     if not stat.S_ISDIR(status.st_mode):

@@ -52,8 +52,8 @@ from vocmatch.readers.parse import (
     AnnotationSet,
     list_directory,
     number_problem,
-    read_bytes,
 )
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
 __all__ = [

@@ -210,7 +210,7 @@ def location_reader(
     Returns:
         ``read(path, max_bytes)``, raising :class:`~vocmatch.errors.AnnotationError` (path
         and reason) for a file that cannot be read or is larger than ``max_bytes``: local
-        paths by :func:`~vocmatch.readers.parse.read_bytes` (so the compiled reader reads
+        paths by :func:`~vocmatch.readers.regular_files.read_bytes` (so the compiled reader reads
         a chunk of them in one call), URLs through fsspec.
     """
     systems: dict[str, Any] = {}

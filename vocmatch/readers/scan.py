@@ -49,8 +49,8 @@ from vocmatch.readers.parse import (
     list_directory,
     number_problem,
     parse_annotation,
-    read_bytes,
 )
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.threads import thread_results
 from vocmatch.readers.workers import worker_count, worker_results
 
@@ -371,7 +371,7 @@ def _read_chunk(
 def _reads_as_read_bytes(
     read: Callable[[str, int], bytes], files: Sequence[tuple[str, str]]
 ) -> bool:
-    """Whether ``read`` reads every file as :func:`~vocmatch.readers.parse.read_bytes`
+    """Whether ``read`` reads every file as :func:`~vocmatch.readers.regular_files.read_bytes`
     does: it is ``read_bytes`` or a :class:`~vocmatch.readers.hashed_reads.HashingReader`
     (which reads by it), or reads local paths by it and every path is local."""
     if read is read_bytes or _hashing_reader(read) is not None:
@@ -446,7 +446,7 @@ def _read_compiled_chunk(
     files: Sequence[tuple[str, str]], max_bytes: int, keeping: HashingReader | None = None
 ) -> _CompiledColumns | None:
     """Read a chunk's plain files in one call of the compiled reader, opened and read as
-    :func:`~vocmatch.readers.parse.read_bytes` reads them; None where the compiled reader
+    :func:`~vocmatch.readers.regular_files.read_bytes` reads them; None where the compiled reader
     has no such call (a platform without POSIX files). ``keeping``: a hashing reader given
     each file read's stat and the digest of the bytes it was read from."""
     name = "read_chunk" if keeping is None else "read_chunk_kept"

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from vocmatch.core.model import SkippedFile
 from vocmatch.errors import AnnotationError, InputError
 from vocmatch.limits import MAX_SPLIT_BYTES
-from vocmatch.readers.parse import AnnotationSet, read_bytes
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.regular_files import read_bytes
 from vocmatch.readers.scan import ColumnSet, columns_from_annotations
 
 __all__ = ["Split", "only_split", "read_split"]

@@ -58,7 +58,8 @@ from vocmatch.evidence.confusion import ConfusionMatrix, confusion_matrix
 from vocmatch.evidence.counting import Counting
 from vocmatch.evidence.slices import Slice
 from vocmatch.evidence.target_thresholds import TargetThresholds
-from vocmatch.readers.parse import AnnotationSet, open_regular
+from vocmatch.readers.parse import AnnotationSet
+from vocmatch.readers.regular_files import open_regular
 from vocmatch.render.preparation_report import STEP_TITLES, preparation_rows, preparation_title
 from vocmatch.version import __version__
 

@@ -45,7 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vocmatch.errors import AnnotationError, InputError
-from vocmatch.readers.parse import list_directory, open_regular, read_bytes
+from vocmatch.readers.parse import list_directory
+from vocmatch.readers.regular_files import open_regular, read_bytes
 from vocmatch.readers.workers import worker_count, worker_results
 
 if TYPE_CHECKING:

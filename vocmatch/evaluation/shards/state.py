@@ -269,7 +269,7 @@ def read_state_file(
             is larger than ``max_bytes``, or does not start as a state of this version
             does (one line naming the path).
     """
-    from vocmatch.readers.parse import open_regular
+    from vocmatch.readers.regular_files import open_regular
 
     name = os.fspath(path)
     try:
