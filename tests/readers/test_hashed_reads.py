@@ -2,14 +2,17 @@
 the bytes its records come from: a chunk of local files is read in one call of the compiled
 reader (``fastxml.read_chunk_kept``), the files it leaves (and every file without it) by
 ``read_bytes``; both give the same columns, stats and digests, and a file edited after it
-was read keeps the digest of the bytes read, never of a second read."""
+was read keeps the digest of the bytes read, never of a second read. A digest known already
+under the stat a file has before it is read is taken, not hashed again."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -182,3 +185,30 @@ def test_a_read_without_a_hashing_reader_keeps_nothing(
     files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", PLAIN)) for i in range(20)]
     assert len(read_listed_columns(files, MAX_BYTES).keys) == 20
     assert len(scan.read_columns(str(tmp_path)).keys) == 20
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_digest_known_under_the_stat_read_is_taken_not_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """A file whose stat before reading is the one its known digest goes with keeps that
+    digest, its bytes not hashed; a file known under another stat, and one not known, keep
+    the digest of their bytes."""
+    _use(monkeypatch, reader)
+    files = [(key, _write(tmp_path, f"{key}.xml", PLAIN)) for key in ("a", "b", "c")]
+    (_, same), (_, other), _ = files
+    stat = array("q", file_stat(same) or ()).tobytes()
+    known = {same: (stat, b"k" * 16), other: (bytes(len(stat)), b"o" * 16)}
+    hashed: list[int] = []
+    blake2b = hashlib.blake2b
+
+    def counted(data: Any, digest_size: int) -> Any:
+        hashed.append(len(data))
+        return blake2b(data, digest_size=digest_size)
+
+    monkeypatch.setattr(hashed_reads, "hashlib", SimpleNamespace(blake2b=counted))
+    found = HashingReader(known)
+    read_listed_columns(files, MAX_BYTES, found)
+    digests = [(_found(found, path) or ((), b""))[1] for _, path in files]
+    assert digests == [b"k" * 16, _digest(PLAIN), _digest(PLAIN)]
+    assert hashed == [len(PLAIN)] * 2

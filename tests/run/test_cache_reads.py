@@ -3,13 +3,15 @@ call of the compiled chunk reader, which gives back each file's stat and the byt
 (hashed for the cache); where that reader is not built (``VOCMATCH_PURE_READER=1``), file by
 file. Both routes write the same cache, byte for byte, and print the same report; a file
 that cannot be read has its chunk read again next time; a file edited while it is read is
-matched, and keyed, by the bytes read."""
+matched, and keyed, by the bytes read. A chunk read again for an edit hashes its edited
+files only, and is kept as a cold run keeps it."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -202,3 +204,39 @@ def test_the_digests_read_are_the_cache_s_size() -> None:
     from vocmatch.evaluation.shards.cache_file import HASH_BYTES
 
     assert hashed_reads.DIGEST_SIZE == HASH_BYTES
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_an_edited_run_hashes_only_the_edited_files_of_its_chunks(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """After ten edits, the chunks holding them are read and matched again, but only the
+    edited files' bytes are hashed (the others' stats are the cache's, which holds their
+    digests); the run prints what a run without a cache prints, and its cache is byte for
+    byte the one a cold run of the edited files writes."""
+    gt, pred = tmp_path / "gt", tmp_path / "pred"
+    shutil.copytree(generated / "gt", gt)
+    shutil.copytree(generated / "pred", pred)
+    args = [str(gt), str(pred), "--format", "json"]
+    _use(monkeypatch, reader)
+    cache = tmp_path / "cache"
+    run_cli(*args, "--cache", str(cache))
+    edited = sorted(pred.glob("*.xml"))[5:150:15]
+    for path in edited:
+        _edit(path)
+    fresh = run_cli(*args)
+    hashed: list[int] = []
+    blake2b = hashed_reads.hashlib.blake2b
+
+    def counted(data: Any, digest_size: int) -> Any:
+        hashed.append(len(data))
+        return blake2b(data, digest_size=digest_size)
+
+    monkeypatch.setattr(hashed_reads, "hashlib", SimpleNamespace(blake2b=counted))
+    spy = _Matched(monkeypatch)
+    assert run_cli(*args, "--cache", str(cache)) == fresh
+    assert 1 < spy.chunks < 19
+    assert sorted(hashed) == sorted(path.stat().st_size for path in edited)
+    cold = tmp_path / "cold"
+    assert run_cli(*args, "--cache", str(cold)) == fresh
+    assert (cache / cached.CACHE_NAME).read_bytes() == (cold / cached.CACHE_NAME).read_bytes()

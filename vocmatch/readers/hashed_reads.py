@@ -13,13 +13,17 @@ by :meth:`HashingReader.__call__`, which stats it before reading it and hashes t
 hands the scanner. Either way the digest is of the bytes the records come from, never of a
 second read: a file edited after it was read keeps the digest of what was matched, and a
 stat taken before the edit, so the next run hashes it again.
+
+A reader given digests ``known`` already (a run's cache holds them) takes a file's from them,
+without hashing its bytes, when the stat taken before reading it is the one they go with:
+the trust a run puts in a file whose stat its cache's index holds.
 """
 
 from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +31,15 @@ import numpy.typing as npt
 
 from vocmatch.readers.regular_files import read_bytes
 
-__all__ = ["DIGEST_SIZE", "HashingReader", "KeptFiles"]
+__all__ = ["DIGEST_SIZE", "HashingReader", "KeptFiles", "KnownDigests"]
 
 #: Bytes of a file's BLAKE2b digest.
 DIGEST_SIZE = 16
+
+
+#: Per path, a file's stat (its four int64 fields' bytes, as :class:`KeptFiles` keeps them)
+#: and the digest of its bytes under that stat.
+KnownDigests = Mapping[str, tuple[bytes, bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +57,10 @@ class KeptFiles:
 
 
 class HashingReader:
-    """``read(path, max_bytes)`` by :func:`~vocmatch.readers.regular_files.read_bytes`, keeping the
-    stat and digest of each file read whole (:meth:`kept`).
+    """``read(path, max_bytes)`` by :func:`~vocmatch.readers.regular_files.read_bytes`,
+    keeping the stat and digest of each file read whole (:meth:`kept`); a file's digest is
+    taken from ``known`` when its stat before reading is the one given with it (see the
+    module doc).
 
     >>> import tempfile
     >>> reader = HashingReader()
@@ -65,11 +76,12 @@ class HashingReader:
     True
     """
 
-    def __init__(self) -> None:
+    def __init__(self, known: KnownDigests | None = None) -> None:
         # Each file's row in the stats and digests (a path read again: its last reading).
         self._rows: dict[str, int] = {}
         self._stats = array("q")
         self._digests: list[bytes] = []
+        self._known: KnownDigests = known or {}
 
     def __call__(self, path: str, max_bytes: int) -> bytes:
         from vocmatch.readers.file_stats import file_stat
@@ -79,8 +91,13 @@ class HashingReader:
         data = read_bytes(path, max_bytes)
         if stat is not None:
             self._rows[path] = len(self._digests)
+            first = len(self._stats)
             self._stats.extend(stat)
-            self._digests.append(hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest())
+            held = self._known.get(path)
+            if held is not None and held[0] == self._stats[first:].tobytes():
+                self._digests.append(held[1])
+            else:
+                self._digests.append(hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest())
         return data
 
     def keep_read(self, paths: Sequence[str], stats: bytes, data: bytes, ends: bytes) -> None:
@@ -93,12 +110,29 @@ class HashingReader:
         view = memoryview(data)
         blake2b = hashlib.blake2b
         first = len(self._digests)
-        self._digests.extend(
-            blake2b(view[start:end], digest_size=DIGEST_SIZE).digest()
-            for start, end in zip([0, *bounds], bounds, strict=False)
-        )
+        if self._known:
+            self._digests.extend(self._known_or_hashed(paths, bytes(stats), view, bounds))
+        else:
+            self._digests.extend(
+                blake2b(view[start:end], digest_size=DIGEST_SIZE).digest()
+                for start, end in zip([0, *bounds], bounds, strict=False)
+            )
         self._stats.frombytes(stats)
         self._rows.update(zip(paths, range(first, first + len(paths)), strict=True))
+
+    def _known_or_hashed(
+        self, paths: Sequence[str], stats: bytes, view: memoryview, bounds: Sequence[int]
+    ) -> list[bytes]:
+        """Each file's digest: the one known with its stat, else of its bytes read."""
+        known, blake2b = self._known, hashlib.blake2b
+        digests = []
+        for n, (path, start, end) in enumerate(zip(paths, [0, *bounds], bounds, strict=False)):
+            held = known.get(path)
+            if held is not None and held[0] == stats[32 * n : 32 * n + 32]:
+                digests.append(held[1])
+            else:
+                digests.append(blake2b(view[start:end], digest_size=DIGEST_SIZE).digest())
+        return digests
 
     def kept(self, paths: Sequence[str]) -> KeptFiles | None:
         """The stats and digests of ``paths`` in their order; None when one of them was not

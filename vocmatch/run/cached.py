@@ -59,7 +59,9 @@ from vocmatch.errors import (
 )
 from vocmatch.evaluation.shards.cache_joined import ranked_of, spliceable
 from vocmatch.evaluation.shards.parts import Part, PartOptions, PartRecords, part_records
-from vocmatch.readers.hashed_reads import HashingReader, KeptFiles
+from vocmatch.readers.hashed_reads import HashingReader, KeptFiles, KnownDigests
+from vocmatch.run.cached_digests import file_digest as _digest
+from vocmatch.run.cached_digests import known_digests
 from vocmatch.run.cached_listing import chunk_stats, listed_sides
 from vocmatch.run.cached_write import CacheEncoding, write_cache
 from vocmatch.version import __version__
@@ -94,15 +96,14 @@ CACHE_NAME = "vocmatch-cache.vmc"
 #: About this many images a chunk whose records are kept chunk by chunk.
 CHUNK_SPREAD = 256
 #: Chunks of records kept joined are this many times smaller. Each chunk matched costs some
-#: 2.5 ms of processor time besides its files' (the matching's set-up, its records sent
-#: back by a worker, its entry): on 80,000 images a cold run took 3.1 s more at 64 images a
-#: chunk than at 256, and a run after 10 edits no less, so they are the same size.
+#: 2.5 ms of processor time besides its files' (set-up, records sent back, entry): 80,000
+#: images, 10 edited, processor time at 1, 2, 4: cold 6.3, 7.0, 8.3 s, warm 1.43, 1.52,
+#: 1.64 s, edited 2.07, 1.96, 2.08 s (within the noise), so they are the same size.
 JOINED_SHARE = 1
 #: Fewer changed files than this are read and matched in this process: starting worker
 #: processes and sending them the chunks costs more wall time than the compiled reader
 #: takes for that many files here (about 40 microseconds of processor time a file).
 FEW_CHANGED = 16384
-_READ_SIZE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +171,8 @@ def chunks_of(listing: PartListing, spread: int | None = None) -> tuple[Part, ..
     keys = gt_keys if gt_keys == pred_keys else sorted({*gt_keys, *pred_keys})
     # The first key of each chunk but the first one's.
     every = spread or CHUNK_SPREAD
-    starts = [key for key in keys[1:] if _starts_chunk(key, every)]
+    crc = zlib.crc32  # called once a key: a function of its own costs as much again
+    starts = [key for key in keys[1:] if crc(key.encode("utf-8", "surrogateescape")) % every == 0]
     gt_cuts = [0, *(bisect.bisect_left(gt_keys, key) for key in starts), len(gt)]
     pred_cuts = [0, *(bisect.bisect_left(pred_keys, key) for key in starts), len(pred)]
     n = len(starts) + 1 if keys else 0
@@ -179,10 +181,6 @@ def chunks_of(listing: PartListing, spread: int | None = None) -> tuple[Part, ..
              tuple(pred[pred_cuts[k] : pred_cuts[k + 1]]))
         for k in range(n)
     )  # fmt: skip
-
-
-def _starts_chunk(key: str, spread: int) -> bool:
-    return zlib.crc32(key.encode("utf-8", "surrogateescape")) % spread == 0
 
 
 def _spread(options: PartOptions) -> int:
@@ -225,19 +223,6 @@ def _chunk_key(run: str, part: Part, digests: bytes, extra: bytes = b"") -> str:
     return hasher.hexdigest()
 
 
-def _digest(path: str) -> bytes | None:
-    """The file's BLAKE2b digest; None when it cannot be read (its reader says why): for a
-    file whose stat changed, to tell whether its content did."""
-    hasher = hashlib.blake2b(digest_size=16)
-    try:
-        with open(path, "rb") as stream:
-            while block := stream.read(_READ_SIZE):
-                hasher.update(block)
-    except OSError:
-        return None
-    return hasher.digest()
-
-
 @dataclass(frozen=True, slots=True)
 class _Hashed:
     """A changed chunk read and matched, with its files' stats (taken before each was
@@ -249,11 +234,14 @@ class _Hashed:
 
 
 def hashed_part_records(
-    part: Part, options: PartOptions, given_pred: ColumnSet | None = None
+    part: Part,
+    options: PartOptions,
+    given_pred: ColumnSet | None = None,
+    known: KnownDigests | None = None,
 ) -> _Hashed:
     """Read and match a changed chunk, hashing the bytes its reader reads (its predictions
-    ``given`` when they are read already)."""
-    reader = HashingReader()
+    ``given`` when they are read already; a file's digest ``known`` under its stat not)."""
+    reader = HashingReader(known)
     records = part_records(part, options, reader, given_pred)
     paths = [path for _, path in (*part.gt_files, *part.pred_files)]
     return _Hashed(reader.kept(paths), records)
@@ -587,9 +575,9 @@ def _cached_run(
         opened.chunks if opened.chunks is not None else chunks_of(listing, opened.spread), coco
     )
     compared = _Compared(request.cache_verify, extra, request.jobs, opened.stats)
-    kept, changed, index = _reused(chunks, run, cached, compared)
+    kept, changed, index, known = _reused(chunks, run, cached, compared)
     given = _given_pred(changed, coco, pred_keys)
-    fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given)
+    fresh = _matched(changed, options, request.jobs, progress, listing.file_count(), given, known)
     failed = opened.ranked.result() if cached is not None and opened.ranked is not None else None
     if failed is not None:
         # Rankings that are not those of the cache's predictions: read as no cache.
@@ -885,9 +873,9 @@ class _Compared:
 
 def _reused(
     chunks: Sequence[Part], run: str, cached: CacheContent | None, compared: _Compared
-) -> tuple[dict[int, tuple[str, PartRecords | int]], list[Part], _NewIndex]:
-    """The chunks the cache holds (by index: their key and records), the others, and the
-    stat index of the files of those held.
+) -> tuple[dict[int, tuple[str, PartRecords | int]], list[Part], _NewIndex, KnownDigests]:
+    """The chunks the cache holds (by index: their key and records), the others, the stat
+    index of the files of those held, and the others' files' digests known by their stats.
 
     Every file is stat'ed (unless ``compared`` holds the stats), and the stats compared
     with the index's at once; a file whose stat differs (or every file, with ``verify``)
@@ -898,7 +886,7 @@ def _reused(
     kept: dict[int, tuple[str, PartRecords | int]] = {}
     index = _NewIndex()
     if cached is None:
-        return kept, list(chunks), index
+        return kept, list(chunks), index, {}
     paths = [path for part in chunks for _, path in (*part.gt_files, *part.pred_files)]
     ends = np.cumsum([part.file_count() for part in chunks]).tolist()
     now = compared.stats
@@ -927,6 +915,7 @@ def _reused(
         else:
             digest[i] = np.frombuffer(hashed, dtype=np.uint8)
     changed: list[Part] = []
+    spans: list[tuple[int, int]] = []
     start = 0
     held = cached.held()
     placed = _placed_keys(cached, len(chunks), compared) if in_place else None
@@ -944,8 +933,9 @@ def _reused(
                 start = end
                 continue
         changed.append(part)
+        spans.append((start, end))
         start = end
-    return kept, changed, index
+    return kept, changed, index, known_digests(paths, spans, same & ~missing, now, digest)
 
 
 def _placed_keys(cached: CacheContent, chunks: int, compared: _Compared) -> list[str] | None:
@@ -973,10 +963,11 @@ def _matched(
     progress: Callable[[int, int], None] | None,
     total: int,
     given: Mapping[int, ColumnSet],
+    known: KnownDigests | None = None,
 ) -> dict[int, _Hashed]:
     """The changed chunks read and matched: by worker processes when they hold many files
     and more than one may run (a few batches of chunks a worker), else here (as are those
-    whose predictions are ``given``, read already)."""
+    whose predictions are ``given``, read already; the digests ``known`` taken here)."""
     from vocmatch.evaluation.shards.parts import PARTS_PER_WORKER, LocalParts
     from vocmatch.readers.workers import worker_results
 
@@ -985,7 +976,7 @@ def _matched(
     done: dict[int, _Hashed] = {}
     if files < FEW_CHANGED or workers <= 1 or given:
         for part in changed:
-            done[part.index] = hashed_part_records(part, options, given.get(part.index))
+            done[part.index] = hashed_part_records(part, options, given.get(part.index), known)
         return done
     count = min(len(changed), PARTS_PER_WORKER * workers)
     batches = [tuple(changed[k::count]) for k in range(count)]
