@@ -213,6 +213,53 @@ def test_score_cell_order_on_many_cells_equals_numpy(n: int, cells: int, seed: i
     assert np.array_equal(order, np.lexsort((-score, cell)))
 
 
+def _clustered(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct scores within 1e-9 of 0.5 (one bucket of the top 16 bits that differ, since
+    a score of 1e-300 widens the range), with ties, -0.0 and 0.0 among a few others."""
+    rng = np.random.default_rng(3)
+    score = 0.5 + rng.integers(0, 5_000, size=n) * 1e-13
+    score[rng.integers(0, n, size=n // 10)] = rng.choice([1e-300, 0.0, -0.0, 1.0], n // 10)
+    return score, rng.integers(0, 50, size=n)
+
+
+def _wide(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores over every magnitude and both signs (keys differing in every bit: too wide for
+    a key's rest and an index in one word), cells up to 2**62."""
+    rng = np.random.default_rng(4)
+    score = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-300, 300, n)
+    score[::7] = rng.choice([np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324], len(score[::7]))
+    return score, rng.integers(0, 2**62, size=n)
+
+
+@pytest.mark.parametrize(
+    ("score", "cell"),
+    [
+        pytest.param(np.zeros(0), np.zeros(0, dtype=np.int64), id="empty"),
+        pytest.param(np.array([0.3]), np.array([2**62]), id="one-prediction-huge-cell"),
+        pytest.param(np.full(3_000, 0.7), np.zeros(3_000, dtype=np.int64), id="all-tied-one-cell"),
+        pytest.param(
+            np.tile([0.0, -0.0], 2_000), np.tile([5, 5, 2**40], 4_000)[:4_000], id="signed-zeros"
+        ),
+        pytest.param(*_clustered(20_000), id="one-bucket-of-thousands"),
+        pytest.param(*_clustered(300), id="one-bucket-of-hundreds"),
+        pytest.param(*_wide(70_000), id="keys-wider-than-a-word-huge-cells"),
+        pytest.param(*_wide(1_000), id="every-magnitude-and-sign"),
+        pytest.param(
+            np.random.default_rng(5).random(100_000),
+            np.full(100_000, 2**62 + 1),
+            id="one-huge-cell",
+        ),
+    ],
+)
+def test_score_cell_order_on_edge_sets_equals_numpy(score: np.ndarray, cell: np.ndarray) -> None:
+    """Empty, one prediction, every score tied, -0.0 against 0.0, thousands of distinct
+    scores in one top-digit bucket, keys differing in every bit, cells up to 2**62: numpy's
+    orders, ties in index order."""
+    by_score, order = match_kernels.score_cell_order(_kernels(), score, cell)
+    assert np.array_equal(by_score, np.argsort(-score, kind="stable"))
+    assert np.array_equal(order, np.lexsort((-score, cell)))
+
+
 @pytest.mark.parametrize(
     ("score", "cell", "message"),
     [

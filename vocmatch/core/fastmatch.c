@@ -974,6 +974,59 @@ static inline uint64_t float_key(double x)
     return (u >> 63) ? ~u : (u | ((uint64_t)1 << 63));
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stable order by descending score into out (n indices), where the bits in which the
+ * scores' keys differ (key_bits: the keys less the smallest, kmin) less the top 16, and
+ * an index's bits (index_bits), fit 64 together. One stable counting pass on those top
+ * 16 bits puts each prediction's rest of key and index, packed in one word, into its
+ * bucket; words are unique and in (key, index) order, so sorting each bucket's words
+ * (insertion up to 256, else qsort) gives the stable order, and the index is the word's
+ * low bits. Every pass reads or writes the memory in order but the scatter; no buffer
+ * beyond `out` and `hist` (65,537 counts). */
+static void score_order_packed(const double *sc, Py_ssize_t n, uint64_t kmin, int key_bits,
+                               int index_bits, int64_t *out, Py_ssize_t *hist)
+{
+    const int shift = key_bits > 16 ? key_bits - 16 : 0;
+    const uint64_t rest = ((uint64_t)1 << shift) - 1;
+    uint64_t *word = (uint64_t *)out;
+    memset(hist, 0, sizeof(Py_ssize_t) * 65537);
+    for (Py_ssize_t i = 0; i < n; i++)
+        hist[((~float_key(sc[i]) - kmin) >> shift) + 1]++;
+    for (int d = 1; d <= 65536; d++)
+        hist[d] += hist[d - 1];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint64_t key = ~float_key(sc[i]) - kmin;
+        word[hist[key >> shift]++] = ((key & rest) << index_bits) | (uint64_t)i;
+    }
+    /* hist[d] is now the end of bucket d (and the start of bucket d + 1). */
+    if (shift > 0) {
+        Py_ssize_t start = 0;
+        for (int d = 0; d < 65536 && start < n; d++) {
+            const Py_ssize_t end = hist[d];
+            if (end - start > 256) {
+                qsort(word + start, (size_t)(end - start), sizeof *word, compare_u64);
+            } else {
+                for (Py_ssize_t i = start + 1; i < end; i++) {
+                    const uint64_t x = word[i];
+                    Py_ssize_t j = i;
+                    for (; j > start && word[j - 1] > x; j--)
+                        word[j] = word[j - 1];
+                    word[j] = x;
+                }
+            }
+            start = end;
+        }
+    }
+    const uint64_t index_mask = index_bits ? (~(uint64_t)0 >> (64 - index_bits)) : 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = (int64_t)(word[i] & index_mask);
+}
+
 static PyObject *score_cell_order(PyObject *self, PyObject *args)
 {
     PyObject *o_score, *o_cell, *o_by_score, *o_order;
@@ -996,12 +1049,15 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         goto done;
     }
     const double *sc = score.view.buf;
-    uint64_t cell_max = 0;
+    uint64_t cell_max = 0, kmin = UINT64_MAX, kmax = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (sc[i] != sc[i]) {
             PyErr_Format(PyExc_ValueError, "score[%zd] is NaN", i);
             goto done;
         }
+        const uint64_t key = ~float_key(sc[i]);
+        kmin = key < kmin ? key : kmin;
+        kmax = key > kmax ? key : kmax;
         int64_t c = index_at(&cell, i);
         if (c < 0) {
             PyErr_Format(PyExc_ValueError, "cell[%zd] = %lld is negative", i, (long long)c);
@@ -1009,44 +1065,58 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         }
         cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
     }
+    /* The score order needs only a 16-bit digit's counts where a key's rest and an index
+     * fit one word (else radix passes over every key bit); the order by cell a counting
+     * table where the cells fit one no larger than the predictions' (else radix passes).
+     * Radix passes need key and value buffers: fresh pages, touched at the first call. */
     size_t m = (size_t)(n ? n : 1);
-    k = PyMem_Malloc(m * sizeof *k);
-    k2 = PyMem_Malloc(m * sizeof *k2);
-    v = PyMem_Malloc(m * sizeof *v);
-    v2 = PyMem_Malloc(m * sizeof *v2);
-    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
-    if (!k || !k2 || !v || !v2 || !hist) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int cell_bits = 0;
+    int key_bits = 0, index_bits = 0, cell_bits = 0;
+    while (key_bits < 64 && ((kmax - kmin) >> key_bits))
+        key_bits++;
+    while (index_bits < 64 && ((uint64_t)(n ? n - 1 : 0) >> index_bits))
+        index_bits++;
     while (cell_bits < 64 && (cell_max >> cell_bits))
         cell_bits++;
-    if (cell_bits > 16 && cell_max < (uint64_t)n) {
+    const int packed = (key_bits > 16 ? key_bits - 16 : 0) + index_bits <= 64;
+    const int use_counts = cell_bits > 16 && cell_max < (uint64_t)n;
+    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
+    if (use_counts)
         cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
-        if (!cell_counts) {
-            PyErr_NoMemory();
-            goto done;
-        }
+    if (!packed || !use_counts) {
+        k = PyMem_Malloc(m * sizeof *k);
+        k2 = PyMem_Malloc(m * sizeof *k2);
+        v = PyMem_Malloc(m * sizeof *v);
+        v2 = PyMem_Malloc(m * sizeof *v2);
+    }
+    if (!hist || (use_counts && !cell_counts) ||
+        ((!packed || !use_counts) && (!k || !k2 || !v || !v2))) {
+        PyErr_NoMemory();
+        goto done;
     }
     int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
     Py_BEGIN_ALLOW_THREADS
     /* Descending score, ties in index order. */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        k[i] = ~float_key(sc[i]);
-        v[i] = i;
+    if (packed) {
+        score_order_packed(sc, n, kmin, key_bits, index_bits, out_score, hist);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            k[i] = ~float_key(sc[i]);
+            v[i] = i;
+        }
+        radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
+        memcpy(out_score, v, (size_t)n * sizeof *v);
     }
-    radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
-    memcpy(out_score, v, (size_t)n * sizeof *v);
+    if (packed && !use_counts)
+        memcpy(v, out_score, (size_t)n * sizeof *v);
     /* Then by cell, stable: cell, descending score, index; in one counting pass where the
      * cells fit a table no larger than the predictions' (else radix passes). */
-    if (cell_counts != NULL) {
+    if (use_counts) {
         for (Py_ssize_t i = 0; i < n; i++)
             cell_counts[index_at(&cell, i) + 1]++;
         for (uint64_t c = 1; c <= cell_max + 1; c++)
             cell_counts[c] += cell_counts[c - 1];
         for (Py_ssize_t i = 0; i < n; i++)
-            out_order[cell_counts[index_at(&cell, (Py_ssize_t)v[i])]++] = v[i];
+            out_order[cell_counts[index_at(&cell, (Py_ssize_t)out_score[i])]++] = out_score[i];
     } else {
         for (Py_ssize_t i = 0; i < n; i++)
             k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
