@@ -974,10 +974,35 @@ static inline uint64_t float_key(double x)
     return (u >> 63) ? ~u : (u | ((uint64_t)1 << 63));
 }
 
-static int compare_u64(const void *a, const void *b)
+/* Unique words w[0..n) that agree above bit `top`, sorted: insertion for a few, else a
+ * counting pass on the 8 bits below `top` (through `tmp`, room for n words) and each part
+ * sorted the same way on the bits below those. */
+static void sort_words(uint64_t *w, Py_ssize_t n, int top, uint64_t *tmp)
 {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    if (n <= 48 || top <= 0) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            const uint64_t x = w[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && w[j - 1] > x; j--)
+                w[j] = w[j - 1];
+            w[j] = x;
+        }
+        return;
+    }
+    const int shift = top > 8 ? top - 8 : 0;
+    Py_ssize_t at[257] = {0};
+    for (Py_ssize_t i = 0; i < n; i++)
+        at[((w[i] >> shift) & 0xFF) + 1]++;
+    for (int d = 1; d <= 256; d++)
+        at[d] += at[d - 1];
+    for (Py_ssize_t i = 0; i < n; i++)
+        tmp[at[(w[i] >> shift) & 0xFF]++] = w[i];
+    memcpy(w, tmp, (size_t)n * sizeof *w);
+    Py_ssize_t start = 0;
+    for (int d = 0; d < 256; d++) {
+        sort_words(w + start, at[d] - start, shift, tmp);
+        start = at[d];
+    }
 }
 
 /* The stable order by descending score into out (n indices), where the bits in which the
@@ -985,11 +1010,12 @@ static int compare_u64(const void *a, const void *b)
  * an index's bits (index_bits), fit 64 together. One stable counting pass on those top
  * 16 bits puts each prediction's rest of key and index, packed in one word, into its
  * bucket; words are unique and in (key, index) order, so sorting each bucket's words
- * (insertion up to 256, else qsort) gives the stable order, and the index is the word's
- * low bits. Every pass reads or writes the memory in order but the scatter; no buffer
- * beyond `out` and `hist` (65,537 counts). */
+ * (sort_words) gives the stable order, and the index is the word's low bits. Beyond
+ * `out` and `hist` (65,537 counts), only `tmp` (room for n words) as far as the largest
+ * bucket that sort_words passes through it. */
 static void score_order_packed(const double *sc, Py_ssize_t n, uint64_t kmin, int key_bits,
-                               int index_bits, int64_t *out, Py_ssize_t *hist)
+                               int index_bits, int64_t *out, Py_ssize_t *hist,
+                               uint64_t *tmp)
 {
     const int shift = key_bits > 16 ? key_bits - 16 : 0;
     const uint64_t rest = ((uint64_t)1 << shift) - 1;
@@ -1007,19 +1033,8 @@ static void score_order_packed(const double *sc, Py_ssize_t n, uint64_t kmin, in
     if (shift > 0) {
         Py_ssize_t start = 0;
         for (int d = 0; d < 65536 && start < n; d++) {
-            const Py_ssize_t end = hist[d];
-            if (end - start > 256) {
-                qsort(word + start, (size_t)(end - start), sizeof *word, compare_u64);
-            } else {
-                for (Py_ssize_t i = start + 1; i < end; i++) {
-                    const uint64_t x = word[i];
-                    Py_ssize_t j = i;
-                    for (; j > start && word[j - 1] > x; j--)
-                        word[j] = word[j - 1];
-                    word[j] = x;
-                }
-            }
-            start = end;
+            sort_words(word + start, hist[d] - start, shift + index_bits, tmp);
+            start = hist[d];
         }
     }
     const uint64_t index_mask = index_bits ? (~(uint64_t)0 >> (64 - index_bits)) : 0;
@@ -1065,8 +1080,9 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         }
         cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
     }
-    /* The score order needs only a 16-bit digit's counts where a key's rest and an index
-     * fit one word (else radix passes over every key bit); the order by cell a counting
+    /* The score order needs only a 16-bit digit's counts and a buffer touched as far as
+     * its largest bucket where a key's rest and an index fit one word (else radix passes
+     * over every key bit); the order by cell a counting
      * table where the cells fit one no larger than the predictions' (else radix passes).
      * Radix passes need key and value buffers: fresh pages, touched at the first call. */
     size_t m = (size_t)(n ? n : 1);
@@ -1082,14 +1098,14 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
     if (use_counts)
         cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
+    k = PyMem_Malloc(m * sizeof *k);
     if (!packed || !use_counts) {
-        k = PyMem_Malloc(m * sizeof *k);
         k2 = PyMem_Malloc(m * sizeof *k2);
         v = PyMem_Malloc(m * sizeof *v);
         v2 = PyMem_Malloc(m * sizeof *v2);
     }
-    if (!hist || (use_counts && !cell_counts) ||
-        ((!packed || !use_counts) && (!k || !k2 || !v || !v2))) {
+    if (!hist || !k || (use_counts && !cell_counts) ||
+        ((!packed || !use_counts) && (!k2 || !v || !v2))) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1097,7 +1113,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     /* Descending score, ties in index order. */
     if (packed) {
-        score_order_packed(sc, n, kmin, key_bits, index_bits, out_score, hist);
+        score_order_packed(sc, n, kmin, key_bits, index_bits, out_score, hist, k);
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             k[i] = ~float_key(sc[i]);
