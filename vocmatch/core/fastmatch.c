@@ -10,7 +10,7 @@
  *   - devkit_flags: the VOC devkit's rule, one state per (set, threshold), into flags;
  *   - devkit_hits: the devkit rule's matched pairs under one set, as match_devkit gives them;
  *   - score_cell_order: predictions in the stable order by descending score, and by cell,
- *     then descending score, then index (stable radix sorts: numpy's stable sort's order);
+ *     then descending score, then index (counting and radix sorts: numpy's stable order);
  *   - alike_cells: where an area range is matched as the evaluation is, cell by cell;
  *   - cell_pairs: every pair of small image-classes, in the pair scan's order;
  *   - sorted_cells: the predictions' columns in score_cell_order's order, the score order

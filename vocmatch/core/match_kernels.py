@@ -315,7 +315,7 @@ def score_cell_order(
     kernels: ModuleType, score: FloatArray, cell: IndexArray
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The orders of ``np.argsort(-score, kind="stable")`` and ``np.lexsort((-score, cell))``
-    (by cell, then descending score, ties in index order), by two stable radix sorts.
+    (by cell, then descending score, ties in index order), by counting and radix sorts.
 
     Args:
         kernels: The compiled module.
