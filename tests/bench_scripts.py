@@ -4,7 +4,10 @@ need sets of their shape: bench is a folder of scripts, not a package."""
 from __future__ import annotations
 
 import importlib.util
+import re
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -33,3 +36,25 @@ def bench(name: str) -> ModuleType:
     finally:
         sys.path[:] = path
     return module
+
+
+def unscored(every: int) -> Callable[[Path], None]:
+    """A change of a generated set's prediction folder: the predictions of every
+    ``every``-th image without scores."""
+
+    def change(pred: Path) -> None:
+        for path in sorted(pred.glob("*.xml"))[::every]:
+            path.write_text(re.sub(r"\s*<score>[^<]*</score>", "", path.read_text()))
+
+    return change
+
+
+def changed_copy(generated: Path, folder: Path, change: Callable[[Path], None] | None) -> Path:
+    """The generated set itself when ``change`` is None, else a copy of it in ``folder``
+    with ``change`` made to the copy's prediction folder (the set is shared: read only)."""
+    if change is None:
+        return generated
+    shutil.copytree(generated / "gt", folder / "gt")
+    shutil.copytree(generated / "pred", folder / "pred")
+    change(folder / "pred")
+    return folder

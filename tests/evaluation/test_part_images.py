@@ -6,7 +6,6 @@ of the scores; where the parts' do not serve (no score at all, an image lost), n
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 import vocmatch.evaluation.part_images as part_images
 import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
+from tests.bench_scripts import changed_copy, unscored
 from tests.conftest import run_cli
 from vocmatch.core.protocol import PROTOCOL_NAMES, protocol
 from vocmatch.evaluation.from_records import evaluation_of
@@ -60,29 +60,10 @@ def _scores(pred: Path, change: Callable[[str], str]) -> None:
         path.write_text(change(path.read_text()))
 
 
-def _unscored(every: int) -> Callable[[Path], None]:
-    """The predictions of every ``every``-th image without scores."""
-
-    def change(pred: Path) -> None:
-        for path in sorted(pred.glob("*.xml"))[::every]:
-            path.write_text(re.sub(r"\s*<score>[^<]*</score>", "", path.read_text()))
-
-    return change
-
-
 def _tied(pred: Path) -> None:
     """Scores of one decimal: many equal scores."""
     _scores(pred, lambda t: re.sub(r"<score>([^<]*)</score>",
                                    lambda m: f"<score>{float(m.group(1)):.1f}</score>", t))  # fmt: skip
-
-
-def _set(generated: Path, tmp_path: Path, change: Callable[[Path], None] | None) -> Path:
-    if change is None:
-        return generated
-    shutil.copytree(generated / "gt", tmp_path / "gt")
-    shutil.copytree(generated / "pred", tmp_path / "pred")
-    change(tmp_path / "pred")
-    return tmp_path
 
 
 def _both(
@@ -109,7 +90,7 @@ def _same(got: Sequence[ImageResult], expected: Sequence[ImageResult]) -> None:
 
 CHANGES = [
     pytest.param(None, id="as-generated"),
-    pytest.param(_unscored(3), id="some-unscored"),
+    pytest.param(unscored(3), id="some-unscored"),
     pytest.param(_tied, id="tied-scores"),
 ]
 
@@ -119,7 +100,7 @@ CHANGES = [
 def test_the_parts_results_are_the_joined_records(
     generated: Path, tmp_path: Path, name: str, change: Callable[[Path], None] | None
 ) -> None:
-    folder = _set(generated, tmp_path, change)
+    folder = changed_copy(generated, tmp_path, change)
     made, expected, records = _both(folder, name, parts=5)
     joined = joined_image_results(made, records)
     assert joined is not None
@@ -147,7 +128,7 @@ def test_any_parts_in_any_order(generated: Path, parts: int, data: st.DataObject
 
 def test_no_score_at_all_is_made_from_the_joined_records(generated: Path, tmp_path: Path) -> None:
     """No prediction scored: the evaluation reads the counts of no score, not the parts'."""
-    folder = _set(generated, tmp_path, _unscored(1))
+    folder = changed_copy(generated, tmp_path, unscored(1))
     made, _, records = _both(folder, "voc12", parts=3)
     assert records.unscored is not None
     assert joined_image_results(made, records) is None

@@ -6,8 +6,6 @@ library make none; rows that are not exactly the images' own are never written."
 from __future__ import annotations
 
 import pickle
-import re
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 import vocmatch
 import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
+from tests.bench_scripts import changed_copy, unscored
 from tests.conftest import run_cli
 from vocmatch.evaluation.result import ImageResult, SweepResult
 from vocmatch.render.json_report import ImageRows, dumps_indented
@@ -42,32 +41,13 @@ def joined_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
-def _unscored(every: int) -> Callable[[Path], None]:
-    """The predictions of every ``every``-th image without scores."""
-
-    def change(pred: Path) -> None:
-        for path in sorted(pred.glob("*.xml"))[::every]:
-            path.write_text(re.sub(r"\s*<score>[^<]*</score>", "", path.read_text()))
-
-    return change
-
-
-def _set(generated: Path, tmp_path: Path, change: Callable[[Path], None] | None) -> Path:
-    if change is None:
-        return generated
-    shutil.copytree(generated / "gt", tmp_path / "gt")
-    shutil.copytree(generated / "pred", tmp_path / "pred")
-    change(tmp_path / "pred")
-    return tmp_path
-
-
 @pytest.mark.usefixtures("in_parts_here")
 @pytest.mark.parametrize(
     ("name", "change"),
     [
         pytest.param("coco", None, id="coco"),
         pytest.param("voc12", None, id="voc12"),
-        pytest.param("voc07", _unscored(4), id="voc07-some-unscored"),
+        pytest.param("voc07", unscored(4), id="voc07-some-unscored"),
         pytest.param("ultralytics", None, id="ultralytics"),
     ],
 )
@@ -80,7 +60,7 @@ def test_a_run_in_parts_writes_the_rows_it_made_as_parts_came_back(
 ) -> None:
     """Each part's rows made once, from that part's images only; none made again for the
     report; the report the bytes of ``--jobs 1``, on stdout and in a file."""
-    folder = _set(generated, tmp_path, change)
+    folder = changed_copy(generated, tmp_path, change)
     gt, pred = str(folder / "gt"), str(folder / "pred")
     single = run_cli(gt, pred, "--protocol", name, "--format", "json", "--jobs", "1")
     assert single[0] == 0
@@ -102,7 +82,7 @@ def test_no_score_at_all_writes_the_rows_from_the_images(
 ) -> None:
     """No prediction scored: the parts' results (and rows) are not the evaluation's; the
     report writes its own rows, the bytes of ``--jobs 1``."""
-    folder = _set(generated, tmp_path, _unscored(1))
+    folder = changed_copy(generated, tmp_path, unscored(1))
     gt, pred = str(folder / "gt"), str(folder / "pred")
     single = run_cli(gt, pred, "--protocol", "voc12", "--format", "json", "--jobs", "1")
     joined_sizes.clear()
