@@ -15,6 +15,7 @@ import pytest
 
 import vocmatch
 from tests.conftest import ROOT
+from tests.evaluation.test_fastaccumulate import assert_same_bits
 from vocmatch.evaluation.records import GtCells, ImageCounts, MatchRecords
 from vocmatch.evaluation.shards.parts import (
     PartListing,
@@ -25,23 +26,6 @@ from vocmatch.evaluation.shards.parts import (
 )
 
 DEMO = ROOT / "fixtures" / "demo"
-
-
-def _same_bits(a: Any, b: Any, path: str = "records") -> None:
-    """Equal field by field, arrays of the same dtype, shape and bytes."""
-    assert type(a) is type(b), path
-    if isinstance(a, np.ndarray):
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), path
-        assert a.tobytes() == b.tobytes(), path
-    elif dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            _same_bits(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same_bits(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, path
 
 
 def _parts(gt: Path, pred: Path, protocol: str, **options: Any) -> list[PartRecords]:
@@ -55,11 +39,11 @@ def _parts(gt: Path, pred: Path, protocol: str, **options: Any) -> list[PartReco
 
 @pytest.mark.parametrize("protocol", ["coco", "voc07", "default"])
 @pytest.mark.parametrize("calibration", [False, True], ids=["plain", "calibration"])
-def test_pickled_part_records_are_the_same_bits(protocol: str, calibration: bool) -> None:
+def test_pickled_part_records_are_theassert_same_bits(protocol: str, calibration: bool) -> None:
     for part in _parts(DEMO / "gt", DEMO / "pred", protocol, calibration=calibration):
         again = pickle.loads(ForkingPickler.dumps(part))
         assert again.records.gt_cells is not None
-        _same_bits(again, part)
+        assert_same_bits(again, part)
 
 
 def _with_arrays(records: MatchRecords, fill: int, size: int) -> MatchRecords:
@@ -94,7 +78,7 @@ def test_values_cross_exactly_narrowed_only_where_they_fit(fill: int, fewer: boo
     part = dataclasses.replace(part, records=_with_arrays(part.records, fill, 5000))
     sent = ForkingPickler.dumps(part)
     again = pickle.loads(sent)
-    _same_bits(again, part)
+    assert_same_bits(again, part)
     assert again.records.counts.values.dtype == np.int64
     fields = (part.records, part.gt_skipped, part.pred_skipped, part.orphans, part.counts)
     plain = len(pickle.dumps(fields))  # every array as it is
@@ -106,4 +90,4 @@ def test_values_cross_exactly_narrowed_only_where_they_fit(fill: int, fewer: boo
 def test_empty_cells_cross_as_they_are() -> None:
     part = _parts(DEMO / "gt", DEMO / "pred", "coco")[0]
     part = dataclasses.replace(part, records=_with_arrays(part.records, 0, 0))
-    _same_bits(pickle.loads(ForkingPickler.dumps(part)), part)
+    assert_same_bits(pickle.loads(ForkingPickler.dumps(part)), part)

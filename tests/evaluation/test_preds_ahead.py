@@ -20,6 +20,7 @@ import vocmatch.readers.workers as workers
 import vocmatch.run.in_parts as in_parts
 from tests.bench_scripts import bench
 from tests.conftest import run_cli
+from tests.evaluation.test_fastaccumulate import assert_same_bits
 from vocmatch.core.protocol import PROTOCOL_NAMES, protocol
 from vocmatch.evaluation.preds_ahead import PredsAhead
 from vocmatch.evaluation.records import MatchRecords
@@ -37,23 +38,6 @@ def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("small_set")
     bench("generate").generate(folder, 90, pred_per_image=8)
     return folder
-
-
-def _same_bits(a: Any, b: Any, path: str = "records") -> None:
-    """Equal field by field, arrays of the same dtype, shape and bytes."""
-    assert type(a) is type(b), path
-    if isinstance(a, np.ndarray):
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), path
-        assert a.tobytes() == b.tobytes(), path
-    elif dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            _same_bits(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same_bits(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, path
 
 
 def _parts(folder: Path, name: str, parts: int) -> list[MatchRecords]:
@@ -92,7 +76,7 @@ def test_the_parts_put_end_to_end_join_to_the_same_records(
 
     ahead.columns_of = spy  # type: ignore[method-assign]
     joined = _joined(name, parts, ahead)
-    _same_bits(joined, _joined(name, parts, None))
+    assert_same_bits(joined, _joined(name, parts, None))
     assert taken[0] is not None
     assert taken[0].ranked is not None
     assert taken[0].cells is not None
@@ -108,7 +92,7 @@ def test_a_part_without_its_rankings_or_cells_joins_without_them(
     parts = _parts(small_set, "coco", 3)
     parts[1] = dataclasses.replace(parts[1], **{field: None})
     joined = _joined("coco", parts, _ahead(parts))
-    _same_bits(joined, _joined("coco", parts, None))
+    assert_same_bits(joined, _joined("coco", parts, None))
     assert getattr(joined, field) is None
 
 
@@ -136,7 +120,7 @@ def test_other_parts_are_copied_as_before(small_set: Path, change: str) -> None:
             parts[1], preds=dataclasses.replace(p, score=p.score.astype(np.float32))
         )
     ahead = _ahead(added)
-    _same_bits(_joined("coco", parts, ahead), _joined("coco", parts, None))
+    assert_same_bits(_joined("coco", parts, ahead), _joined("coco", parts, None))
     # Let go either way.
     assert ahead.columns_of(parts) is None
 
