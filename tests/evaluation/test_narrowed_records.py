@@ -39,7 +39,7 @@ def _parts(gt: Path, pred: Path, protocol: str, **options: Any) -> list[PartReco
 
 @pytest.mark.parametrize("protocol", ["coco", "voc07", "default"])
 @pytest.mark.parametrize("calibration", [False, True], ids=["plain", "calibration"])
-def test_pickled_part_records_are_theassert_same_bits(protocol: str, calibration: bool) -> None:
+def test_pickled_part_records_are_the_same_bits(protocol: str, calibration: bool) -> None:
     for part in _parts(DEMO / "gt", DEMO / "pred", protocol, calibration=calibration):
         again = pickle.loads(ForkingPickler.dumps(part))
         assert again.records.gt_cells is not None
