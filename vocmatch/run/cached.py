@@ -602,6 +602,8 @@ def _cached_run(
         gathered, content = made.spliced(listing, options, joined)
     else:
         gathered, content = made.gathered(listing, options)
+    if cached is not None:  # the strings it holds again are written as read
+        content = replace(content, strings=cached.strings)
     gathered.refuse_no_ground_truth(annotations)
     if coco is None:
         from vocmatch.run.read_stage import refuse_unpaired_keys

@@ -53,6 +53,15 @@ from vocmatch.evaluation.shards.cache_joined import (
     notes_of_header,
     notes_to_header,
 )
+from vocmatch.evaluation.shards.cache_strings import (
+    FILE_PATHS,
+    GT_PATHS,
+    IMAGE_KEYS,
+    NO_PRED,
+    PRED_PATHS,
+    StoredStrings,
+    string_bytes,
+)
 from vocmatch.evaluation.shards.parts import PartRecords, PartResult
 from vocmatch.evaluation.shards.ranking_check import rankings_hold, rows_fit
 from vocmatch.evaluation.shards.reading_notes import (
@@ -141,6 +150,9 @@ class CacheContent:
             and checked): written again as they are.
         joined: The chunks' records joined (the ``joined`` layout; ``chunks`` is then
             empty).
+        strings: The paths, keys and image paths of a cache file as read: written again
+            as read where this content holds the same ones
+            (:mod:`~vocmatch.evaluation.shards.cache_strings`).
     """
 
     run: str
@@ -150,6 +162,7 @@ class CacheContent:
         default_factory=dict
     )
     joined: JoinedChunks | None = None
+    strings: StoredStrings | None = None
 
     def held(self) -> Mapping[str, PartRecords | int]:
         """Per chunk key, the chunk's records, or its place among the joined entries."""
@@ -187,16 +200,15 @@ def cache_pieces(
     """:func:`cache_bytes` as consecutive pieces, not joined
     (:func:`~vocmatch.evaluation.shards.state.state_pieces`)."""
     index = content.stats
-    joined = "\0".join(index.paths).encode("utf-8", "surrogatepass")
     arrays: dict[str, npt.NDArray[Any]] = {
-        "file_paths": np.frombuffer(joined, dtype=np.uint8),
+        FILE_PATHS: string_bytes(content.strings, FILE_PATHS, index.paths),
         "file_stat": np.ascontiguousarray(index.stat, dtype=np.int64).reshape(-1, 4),
         "file_hash": np.ascontiguousarray(index.digest, dtype=np.uint8).reshape(-1, HASH_BYTES),
     }
     chunks: list[Mapping[str, Any]] = []
     layout: dict[str, Any] = {"layout": "chunks"}
     if content.joined is not None:
-        layout = _joined_to_state(content.joined, conv, arrays, chunks)
+        layout = _joined_to_state(content.joined, conv, arrays, chunks, content.strings)
     for n, (key, part) in enumerate(sorted(content.chunks.items())):
         stored = content.stored.get(key)
         if stored is not None:
@@ -260,9 +272,11 @@ def _joined_to_state(
     conv: Conventions,
     arrays: dict[str, npt.NDArray[Any]],
     chunks: list[Mapping[str, Any]],
+    strings: StoredStrings | None = None,
 ) -> dict[str, Any]:
     """The header fields of the ``joined`` layout; its arrays added to ``arrays`` and its
-    chunks' entries to ``chunks``."""
+    chunks' entries to ``chunks`` (the images' keys and paths as ``strings`` holds them,
+    when it holds the same)."""
     records = joined.records
     assert records.ranked is not None
     header, joined_arrays = state_of_records(records, conv, ())
@@ -270,12 +284,10 @@ def _joined_to_state(
     # The images' keys and paths as arrays: one encoding and one decoding, not JSON lists.
     for name in _IMAGE_STRINGS:
         del header[name]
-    arrays["joined.keys"] = _joined_strings(records.keys)
-    arrays["joined.gt_paths"] = _joined_strings(records.gt_paths)
-    arrays["joined.pred_paths"] = _joined_strings(
-        ["" if p is None else p for p in records.pred_paths]
-    )
-    arrays["joined.no_pred"] = np.array([p is None for p in records.pred_paths], dtype=np.uint8)
+    arrays[IMAGE_KEYS] = string_bytes(strings, IMAGE_KEYS, records.keys)
+    arrays[GT_PATHS] = string_bytes(strings, GT_PATHS, records.gt_paths)
+    arrays[PRED_PATHS] = string_bytes(strings, PRED_PATHS, records.pred_paths)
+    arrays[NO_PRED] = string_bytes(strings, NO_PRED, records.pred_paths)
     arrays.update(_ranked_arrays(records.ranked, "joined."))
     width = records.coco_gt.shape[1]
     arrays["chunks.class_counts"] = narrowest_int(
@@ -341,6 +353,7 @@ def read_cache(
     ):
         raise StateError(f"{source}: corrupted stat index")
     stats = StatIndex(tuple(paths), stat.astype(np.int64), digest)
+    strings = StoredStrings({FILE_PATHS: (stats.paths, raw.arrays[FILE_PATHS])})
     by_chunk: dict[str, dict[str, npt.NDArray[Any]]] = {}
     for name, array in raw.arrays.items():
         number, dot, rest = name.partition(".")
@@ -348,8 +361,13 @@ def read_cache(
             by_chunk.setdefault(number, {})[rest] = array
     layout = raw.header.get("layout")
     if layout == "joined":
+        image_arrays = dict(by_chunk.get("joined", {}))  # before they are taken out
         joined = _joined(raw.header, by_chunk, conv, source, rankings)
-        return CacheContent(run, stats, {}, joined=joined)
+        records = joined.records
+        strings = strings.with_images(
+            records.keys, records.gt_paths, records.pred_paths, image_arrays
+        )
+        return CacheContent(run, stats, {}, joined=joined, strings=strings)
     if layout != "chunks":
         raise StateError(f"{source}: corrupted header (layout)")
     found: dict[str, PartRecords] = {}
@@ -364,7 +382,7 @@ def read_cache(
         )
     if by_chunk:
         raise StateError(f"{source}: corrupted header (arrays of no chunk)")
-    return CacheContent(run, stats, found, stored)
+    return CacheContent(run, stats, found, stored, strings=strings)
 
 
 def _one_row_a_path(paths: Sequence[str], stat: npt.NDArray[Any], digest: npt.NDArray[Any]) -> bool:
@@ -381,12 +399,6 @@ def _one_row_a_path(paths: Sequence[str], stat: npt.NDArray[Any], digest: npt.ND
 _IMAGE_STRINGS = ("keys", "gt_paths", "pred_paths")
 
 
-def _joined_strings(values: Sequence[str]) -> npt.NDArray[np.uint8]:
-    """Strings (none holding a NUL) as the bytes of their UTF-8 joined by NUL bytes."""
-    joined = "\0".join(values).encode("utf-8", "surrogatepass")
-    return np.frombuffer(joined, dtype=np.uint8)
-
-
 def _paths(joined: npt.NDArray[Any] | None, count: int, source: str) -> list[str]:
     """The stat index's ``count`` paths, from the bytes that join them.
 
@@ -397,7 +409,8 @@ def _paths(joined: npt.NDArray[Any] | None, count: int, source: str) -> list[str
 
 
 def _strings(joined: npt.NDArray[Any] | None, count: int, bad: StateError) -> list[str]:
-    """``count`` strings, from the bytes that join them (:func:`_joined_strings`).
+    """``count`` strings, from the bytes that join them
+    (:func:`~vocmatch.evaluation.shards.cache_strings.joined_strings`).
 
     Raises:
         StateError: ``bad``: the bytes are missing, not UTF-8, or hold another number of
