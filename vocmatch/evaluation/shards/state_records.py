@@ -95,6 +95,11 @@ from vocmatch.evaluation.records import (
     odd_counts_valid,
 )
 from vocmatch.evaluation.result import COCO_AREAS, Outcome
+from vocmatch.evaluation.shards.narrow_arrays import (
+    narrowest_float,
+    narrowest_int,
+    narrowest_stack,
+)
 from vocmatch.evaluation.shards.state_bounds import (
     MAX_COUNT,
     check_bounded,
@@ -170,10 +175,9 @@ def state_of_records(
         arrays.update(_slice_arrays(sliced, len(records.class_names)))
     cells = records.gt_cells
     if cells is not None:
-        arrays["gt_cells"] = narrowest_int(
-            np.stack([cells.image, cells.label, cells.counting, cells.counting_all], axis=1)
-            .astype(np.int64)
-        )  # fmt: skip
+        arrays["gt_cells"] = narrowest_stack(
+            (cells.image, cells.label, cells.counting, cells.counting_all)
+        )
     calibration = records.calibration
     if calibration is not None:
         arrays["calibration_label"] = narrowest_int(calibration.object_label)
@@ -821,23 +825,6 @@ def _image_counts(arrays: Mapping[str, npt.NDArray[Any]], prefix: str, source: s
         mean_iou,
         ClassCounts.of_stacked(arrays[f"{prefix}class_counts"].astype(np.int64)),
     )
-
-
-def narrowest_int(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``values`` (none negative) in the smallest unsigned integer type that holds them."""
-    top = int(values.max()) if values.size else 0
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dtype).max:
-            return values.astype(dtype)
-    return values.astype(np.uint64)
-
-
-def narrowest_float(values: npt.NDArray[np.floating[Any]]) -> npt.NDArray[Any]:
-    """float32 when every value survives the round trip exactly (NaN stays NaN)."""
-    single = values.astype(np.float32)
-    if np.array_equal(single.astype(np.float64), values, equal_nan=True):
-        return single
-    return values
 
 
 def _is_str_list(value: object) -> TypeGuard[list[str]]:
