@@ -220,9 +220,18 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         raise StateError("corrupted chunk entries (records without their rankings)")
     # The cache's rows kept, in this run's rows: each class's ranking of them is one run.
     moved = _moved_rows(pieces, out_preds, old.preds.label.size)
+    # Where every kept row keeps its place (the chunks read again hold as many predictions
+    # as before), a class's kept rows are its members not read again: no row map gathered.
+    kept = moved >= 0
+    in_place = all(
+        int(out_preds[n]) == piece.at for n, piece in enumerate(pieces) if piece.records is None
+    )
     for k, members in enumerate(old.ranked.classes):
-        kept_rows = moved[members]
-        kept_rows = kept_rows[kept_rows >= 0]
+        if in_place:
+            kept_rows = members[kept[members]]
+        else:
+            kept_rows = moved[members]
+            kept_rows = kept_rows[kept_rows >= 0]
         if kept_rows.size:
             ranked[int(old_remap[k])].append(kept_rows)
     for n, piece in enumerate(pieces):
@@ -237,7 +246,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
             [index[c] for c in records.class_names], dtype=np.int64
         )  # fmt: skip
         p = records.preds
-        label = remap[p.label[p0:p1]]
+        label = p.label[p0:p1] if _is_identity(remap) else remap[p.label[p0:p1]]
         if label.size and int(label.min()) < 0:
             raise StateError("corrupted chunk entries (a prediction of a class no chunk names)")
         source = (p.count[i0:i1], label, p.score[p0:p1], p.matched[p0:p1], p.ignored[p0:p1],
@@ -259,7 +268,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
             if rows.size:
                 ranked[int(remap[k])].append(rows.astype(np.int64) + shift)
     preds = PredRecords(
-        np.concatenate(columns[0]).astype(np.int64),
+        np.concatenate(columns[0]).astype(np.int64, copy=False),
         *(np.concatenate(c) for c in columns[1:]),
     )
     classes, coco_gt = _class_sums(entries, index, old.coco_gt.shape[1])
@@ -268,7 +277,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     )
     rankings = Ranked(
         tuple(merged_ranking(runs, preds) for runs in ranked),
-        np.concatenate(ranks).astype(np.int64),
+        np.concatenate(ranks).astype(np.int64, copy=False),
     )
     return MatchRecords(
         keys=tuple(chain.from_iterable(keys for keys, _, _ in per_image)),
@@ -284,6 +293,11 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
         gt_cells=GtCells(*(np.concatenate([c[j] for c in cells]) for j in range(4))),
         ranked=rankings,
     )
+
+
+def _is_identity(remap: IntArray) -> bool:
+    """Whether the classes' remap keeps every class's index (its labels need no copy)."""
+    return bool(np.array_equal(remap, np.arange(remap.size)))
 
 
 def _moved_rows(pieces: Sequence[_Piece], out_preds: IntArray, n_old: int) -> IntArray:
