@@ -44,7 +44,7 @@ class _Kept:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.read: list[bytes] = []
         self.written: list[dict[str, Any]] = []
-        read, pieces = state.read_state_file, cache_file.state_pieces
+        read, pieces = state.read_state_file, state.state_pieces
 
         def reading(*args: Any, **kwargs: Any) -> bytes:
             data = read(*args, **kwargs)

@@ -60,7 +60,7 @@ def test_narrowest_float_is_the_whole_array_s_conversion(values: npt.NDArray[np.
     assert found.tobytes() == expected.tobytes()
 
 
-class _Counted(np.ndarray):  # type: ignore[type-arg]
+class _Counted(np.ndarray):
     """An array that records the size of each conversion of it (or of a slice of it)."""
 
     converted: ClassVar[list[int]] = []

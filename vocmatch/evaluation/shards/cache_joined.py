@@ -228,7 +228,7 @@ def spliced(joined: JoinedChunks, segments: Sequence[Segment]) -> MatchRecords:
     )
     for k, members in enumerate(old.ranked.classes):
         if in_place:
-            kept_rows = members[kept[members]]
+            kept_rows = members[kept[members]].astype(np.int64, copy=False)
         else:
             kept_rows = moved[members]
             kept_rows = kept_rows[kept_rows >= 0]
