@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "../buffers.h"
+#include "../parts.h"
 
 typedef unsigned char u8;
 
@@ -1005,48 +1006,153 @@ static void sort_words(uint64_t *w, Py_ssize_t n, int top, uint64_t *tmp)
     }
 }
 
-/* The stable order by descending score into out (n indices), where the bits in which the
- * scores' keys differ (key_bits: the keys less the smallest, kmin) less the top 16, and
- * an index's bits (index_bits), fit 64 together. One stable counting pass on those top
- * 16 bits puts each prediction's rest of key and index, packed in one word, into its
- * bucket; words are unique and in (key, index) order, so sorting each bucket's words
- * (sort_words) gives the stable order, and the index is the word's low bits. Beyond
- * `out` and `hist` (65,537 counts), only `tmp` (room for n words) as far as the largest
- * bucket that sort_words passes through it. */
-static void score_order_packed(const double *sc, Py_ssize_t n, uint64_t kmin, int key_bits,
-                               int index_bits, int64_t *out, Py_ssize_t *hist,
-                               uint64_t *tmp)
+/* score_cell_order's work in parts (OrderWork): the stable order by descending score into
+ * out (n indices), where the bits in which the scores' keys differ (key_bits: the keys less
+ * the smallest, kmin) less the top 16, and an index's bits (index_bits), fit 64 together.
+ * One stable counting pass on those top 16 bits puts each prediction's rest of key and
+ * index, packed in one word, into its bucket; words are unique and in (key, index) order,
+ * so sorting each bucket's words (sort_words) gives the stable order, and the index is the
+ * word's low bits. Then, where the cells fit a counting table, the order by cell: one
+ * stable counting pass over the score order.
+ *
+ * In parts: part p counts the digits (cells) of its range of the input in its own table;
+ * the tables' prefix sums, digit by digit and part by part, give each part the places of
+ * its elements, which follow those of the parts before it in each bucket (a stable pass:
+ * the same places as one part's). Each part then sorts the buckets that start in its range
+ * of places (through `tmp` from the first one's start: buckets are disjoint) and unpacks its
+ * range of words. Each step writes places no other part writes; steps are apart (every part
+ * ends one before the next begins). One part is the single-thread pass. */
+typedef struct {
+    const double *sc;
+    const Buf *cell;
+    Py_ssize_t n;
+    int parts, step;
+    uint64_t kmin;
+    int shift, index_bits;
+    Py_ssize_t *hist;   /* (parts, 65537) counts, then places; then 65537 bucket starts */
+    Py_ssize_t *cells;  /* (parts, n_cells + 1) likewise, for the order by cell */
+    Py_ssize_t n_cells; /* cell_max + 1 */
+    uint64_t *tmp;
+    int64_t *out_score, *out_order;
+} OrderWork;
+
+enum { ORDER_COUNT, ORDER_SCATTER, ORDER_SORT, ORDER_UNPACK, CELL_COUNT, CELL_SCATTER };
+
+static inline uint64_t order_key(const OrderWork *w, Py_ssize_t i)
 {
-    const int shift = key_bits > 16 ? key_bits - 16 : 0;
-    const uint64_t rest = ((uint64_t)1 << shift) - 1;
-    uint64_t *word = (uint64_t *)out;
-    memset(hist, 0, sizeof(Py_ssize_t) * 65537);
-    for (Py_ssize_t i = 0; i < n; i++)
-        hist[((~float_key(sc[i]) - kmin) >> shift) + 1]++;
-    for (int d = 1; d <= 65536; d++)
-        hist[d] += hist[d - 1];
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint64_t key = ~float_key(sc[i]) - kmin;
-        word[hist[key >> shift]++] = ((key & rest) << index_bits) | (uint64_t)i;
+    return ~float_key(w->sc[i]) - w->kmin;
+}
+
+/* Bucket starts of the last table (hist + parts * 65537): the places' start of digit d,
+ * and n at 65536. */
+static inline Py_ssize_t *order_starts(const OrderWork *w) { return w->hist + 65537 * w->parts; }
+
+static void order_part(void *ctx, int part)
+{
+    OrderWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    Py_ssize_t *h = w->hist + 65537 * part;
+    uint64_t *word = (uint64_t *)w->out_score;
+    switch (w->step) {
+    case ORDER_COUNT:
+        memset(h, 0, sizeof(Py_ssize_t) * 65537);
+        for (Py_ssize_t i = lo; i < hi; i++)
+            h[order_key(w, i) >> w->shift]++;
+        break;
+    case ORDER_SCATTER: {
+        const uint64_t rest = ((uint64_t)1 << w->shift) - 1;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const uint64_t key = order_key(w, i);
+            word[h[key >> w->shift]++] = ((key & rest) << w->index_bits) | (uint64_t)i;
+        }
+        break;
     }
-    /* hist[d] is now the end of bucket d (and the start of bucket d + 1). */
-    if (shift > 0) {
-        Py_ssize_t start = 0;
-        for (int d = 0; d < 65536 && start < n; d++) {
-            sort_words(word + start, hist[d] - start, shift + index_bits, tmp);
-            start = hist[d];
+    case ORDER_SORT: {
+        if (w->shift == 0)
+            break;
+        const Py_ssize_t *start = order_starts(w);
+        int d = 0;
+        while (d < 65536 && start[d] < lo)
+            d++;
+        uint64_t *tmp = w->tmp + start[d];
+        for (; d < 65536 && start[d] < hi; d++)
+            sort_words(word + start[d], start[d + 1] - start[d], w->shift + w->index_bits, tmp);
+        break;
+    }
+    case ORDER_UNPACK: {
+        const uint64_t mask = w->index_bits ? (~(uint64_t)0 >> (64 - w->index_bits)) : 0;
+        for (Py_ssize_t i = lo; i < hi; i++)
+            w->out_score[i] = (int64_t)(word[i] & mask);
+        break;
+    }
+    case CELL_COUNT: {
+        Py_ssize_t *c = w->cells + (w->n_cells + 1) * part;
+        memset(c, 0, sizeof(Py_ssize_t) * (size_t)(w->n_cells + 1));
+        for (Py_ssize_t i = lo; i < hi; i++)
+            c[index_at(w->cell, (Py_ssize_t)w->out_score[i])]++;
+        break;
+    }
+    case CELL_SCATTER: {
+        Py_ssize_t *c = w->cells + (w->n_cells + 1) * part;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const int64_t j = w->out_score[i];
+            w->out_order[c[index_at(w->cell, (Py_ssize_t)j)]++] = j;
+        }
+        break;
+    }
+    }
+}
+
+/* Each part's counts of `digits` digits in `table` (rows of `row` entries) turned into the
+ * places of its first element of each digit; with `starts`, each digit's first place too
+ * (and n after the last). */
+static void order_places(Py_ssize_t *table, Py_ssize_t row, Py_ssize_t digits, int parts,
+                         Py_ssize_t *starts)
+{
+    Py_ssize_t at = 0;
+    for (Py_ssize_t d = 0; d < digits; d++) {
+        if (starts)
+            starts[d] = at;
+        for (int p = 0; p < parts; p++) {
+            const Py_ssize_t c = table[row * p + d];
+            table[row * p + d] = at;
+            at += c;
         }
     }
-    const uint64_t index_mask = index_bits ? (~(uint64_t)0 >> (64 - index_bits)) : 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        out[i] = (int64_t)(word[i] & index_mask);
+    if (starts)
+        starts[digits] = at;
+}
+
+static void order_step(OrderWork *w, int step)
+{
+    w->step = step;
+    vm_run_parts(order_part, w, w->parts);
+}
+
+/* The packed score order, then (use_counts) the order by cell, in w->parts parts. */
+static void score_order_parts(OrderWork *w, int use_counts, int packed)
+{
+    if (packed) {
+        order_step(w, ORDER_COUNT);
+        order_places(w->hist, 65537, 65536, w->parts, order_starts(w));
+        order_step(w, ORDER_SCATTER);
+        order_step(w, ORDER_SORT);
+        order_step(w, ORDER_UNPACK);
+    }
+    if (use_counts) {
+        order_step(w, CELL_COUNT);
+        order_places(w->cells, w->n_cells + 1, w->n_cells, w->parts, NULL);
+        order_step(w, CELL_SCATTER);
+    }
 }
 
 static PyObject *score_cell_order(PyObject *self, PyObject *args)
 {
     PyObject *o_score, *o_cell, *o_by_score, *o_order;
-    if (!PyArg_ParseTuple(args, "OOOO:score_cell_order", &o_score, &o_cell, &o_by_score,
-                          &o_order))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOO|i:score_cell_order", &o_score, &o_cell, &o_by_score,
+                          &o_order, &threads))
         return NULL;
     Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
     uint64_t *k = NULL, *k2 = NULL;
@@ -1080,11 +1186,12 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         }
         cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
     }
-    /* The score order needs only a 16-bit digit's counts and a buffer touched as far as
-     * its largest bucket where a key's rest and an index fit one word (else radix passes
-     * over every key bit); the order by cell a counting
-     * table where the cells fit one no larger than the predictions' (else radix passes).
-     * Radix passes need key and value buffers: fresh pages, touched at the first call. */
+    /* The score order needs only a 16-bit digit's counts (a table a part, and the buckets'
+     * starts) and a buffer touched as far as its largest bucket where a key's rest and an
+     * index fit one word (else radix passes over every key bit, in one part); the order by
+     * cell a counting table a part where the cells fit one no larger than the predictions'
+     * (else radix passes, in one part). Radix passes need key and value buffers: fresh
+     * pages, touched at the first call. */
     size_t m = (size_t)(n ? n : 1);
     int key_bits = 0, index_bits = 0, cell_bits = 0;
     while (key_bits < 64 && ((kmax - kmin) >> key_bits))
@@ -1095,9 +1202,12 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         cell_bits++;
     const int packed = (key_bits > 16 ? key_bits - 16 : 0) + index_bits <= 64;
     const int use_counts = cell_bits > 16 && cell_max < (uint64_t)n;
-    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
+    int parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    if ((Py_ssize_t)parts > n)
+        parts = n > 0 ? (int)n : 1;
+    hist = PyMem_Malloc((size_t)(parts + 1 > 4 ? parts + 1 : 4) * 65537 * sizeof *hist);
     if (use_counts)
-        cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
+        cell_counts = PyMem_Malloc((size_t)parts * ((size_t)cell_max + 2) * sizeof *cell_counts);
     k = PyMem_Malloc(m * sizeof *k);
     if (!packed || !use_counts) {
         k2 = PyMem_Malloc(m * sizeof *k2);
@@ -1110,10 +1220,18 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         goto done;
     }
     int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
+    OrderWork work = {
+        .sc = sc, .cell = &cell, .n = n, .parts = parts, .kmin = kmin,
+        .shift = key_bits > 16 ? key_bits - 16 : 0, .index_bits = index_bits, .hist = hist,
+        .cells = cell_counts, .n_cells = (Py_ssize_t)cell_max + 1, .tmp = k,
+        .out_score = out_score, .out_order = out_order,
+    };
     Py_BEGIN_ALLOW_THREADS
-    /* Descending score, ties in index order. */
+    /* Descending score, ties in index order; then by cell, stable: cell, descending score,
+     * index (in one counting pass where the cells fit a table no larger than the
+     * predictions', else radix passes). */
     if (packed) {
-        score_order_packed(sc, n, kmin, key_bits, index_bits, out_score, hist, k);
+        score_order_parts(&work, 0, 1);
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             k[i] = ~float_key(sc[i]);
@@ -1122,18 +1240,11 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
         memcpy(out_score, v, (size_t)n * sizeof *v);
     }
-    if (packed && !use_counts)
-        memcpy(v, out_score, (size_t)n * sizeof *v);
-    /* Then by cell, stable: cell, descending score, index; in one counting pass where the
-     * cells fit a table no larger than the predictions' (else radix passes). */
     if (use_counts) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            cell_counts[index_at(&cell, i) + 1]++;
-        for (uint64_t c = 1; c <= cell_max + 1; c++)
-            cell_counts[c] += cell_counts[c - 1];
-        for (Py_ssize_t i = 0; i < n; i++)
-            out_order[cell_counts[index_at(&cell, (Py_ssize_t)out_score[i])]++] = out_score[i];
+        score_order_parts(&work, 1, 0);
     } else {
+        if (packed)
+            memcpy(v, out_score, (size_t)n * sizeof *v);
         for (Py_ssize_t i = 0; i < n; i++)
             k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
         radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
@@ -1415,17 +1526,67 @@ done:
 
 /* --- sorted_cells --------------------------------------------------------------------- */
 
+/* sorted_cells' work in parts: part p fills places [lo, hi) of the outputs (the rank of
+ * its first from where its run begins, found back in the input), then, once every part
+ * has written its places, its range of the score order's places. */
+typedef struct {
+    const Buf *image, *label, *rows;
+    const int64_t *o, *b;
+    int32_t *r_out, *i_out, *l_out, *s_out, *k_out, *place;
+    Py_ssize_t n;
+    int parts, step;
+} CellsWork;
+
+static void cells_part(void *ctx, int part)
+{
+    CellsWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    if (w->step == 1) {
+        for (Py_ssize_t i = lo; i < hi; i++)
+            w->s_out[i] = w->place[w->b[i]];
+        return;
+    }
+    int64_t run_start = lo;
+    if (lo > 0 && lo < hi) {
+        /* Where the run of the part's first prediction begins: the int32 image and label
+         * as the outputs hold them, read from the input. */
+        const Py_ssize_t j = (Py_ssize_t)w->o[lo];
+        const int32_t img = (int32_t)index_at(w->image, j), lab = (int32_t)index_at(w->label, j);
+        while (run_start > 0) {
+            const Py_ssize_t q = (Py_ssize_t)w->o[run_start - 1];
+            if ((int32_t)index_at(w->image, q) != img || (int32_t)index_at(w->label, q) != lab)
+                break;
+            run_start--;
+        }
+    }
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const Py_ssize_t j = (Py_ssize_t)w->o[i];
+        const int64_t img = index_at(w->image, j), lab = index_at(w->label, j);
+        w->r_out[i] = (int32_t)index_at(w->rows, j);
+        w->i_out[i] = (int32_t)img;
+        w->l_out[i] = (int32_t)lab;
+        w->place[j] = (int32_t)i;
+        /* A run starts where the int32 image or label differs from the one before. */
+        if (i > lo && (w->i_out[i] != w->i_out[i - 1] || w->l_out[i] != w->l_out[i - 1]))
+            run_start = i;
+        w->k_out[i] = (int32_t)(i - run_start);
+    }
+}
+
 /* The predictions put in an order (order, a permutation of n, int64): their rows, images
  * and labels in it (as int32, numpy's astype), the score order by_score (a permutation,
  * int64) as places in it, and each one's rank: its place in its run of equal (image,
- * label). All five outputs int32 of n. */
+ * label). All five outputs int32 of n. With threads > 1 (default 1), in that many ranges
+ * of places, each on a thread (the same bits). */
 static PyObject *sorted_cells(PyObject *self, PyObject *args)
 {
     PyObject *o_order, *o_by_score, *o_rows, *o_image, *o_label;
     PyObject *o_rows_out, *o_image_out, *o_label_out, *o_score_out, *o_rank_out;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:sorted_cells", &o_order, &o_by_score, &o_rows,
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|i:sorted_cells", &o_order, &o_by_score, &o_rows,
                           &o_image, &o_label, &o_rows_out, &o_image_out, &o_label_out,
-                          &o_score_out, &o_rank_out))
+                          &o_score_out, &o_rank_out, &threads))
         return NULL;
     Buf order = {0}, by_score = {0}, rows = {0}, image = {0}, label = {0};
     Buf rows_out = {0}, image_out = {0}, label_out = {0}, score_out = {0}, rank_out = {0};
@@ -1459,25 +1620,19 @@ static PyObject *sorted_cells(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *o = order.view.buf, *b = by_score.view.buf;
-    int32_t *r_out = rows_out.view.buf, *i_out = image_out.view.buf, *l_out = label_out.view.buf;
-    int32_t *s_out = score_out.view.buf, *k_out = rank_out.view.buf;
+    CellsWork work = {
+        .image = &image, .label = &label, .rows = &rows, .o = order.view.buf,
+        .b = by_score.view.buf, .r_out = rows_out.view.buf, .i_out = image_out.view.buf,
+        .l_out = label_out.view.buf, .s_out = score_out.view.buf, .k_out = rank_out.view.buf,
+        .place = place, .n = n,
+        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+    };
+    if (work.parts > n)
+        work.parts = n > 0 ? (int)n : 1;
     Py_BEGIN_ALLOW_THREADS
-    int64_t run_start = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Py_ssize_t j = (Py_ssize_t)o[i];
-        const int64_t img = index_at(&image, j), lab = index_at(&label, j);
-        r_out[i] = (int32_t)index_at(&rows, j);
-        i_out[i] = (int32_t)img;
-        l_out[i] = (int32_t)lab;
-        place[j] = (int32_t)i;
-        /* A run starts where the int32 image or label differs from the one before. */
-        if (i == 0 || i_out[i] != i_out[i - 1] || l_out[i] != l_out[i - 1])
-            run_start = i;
-        k_out[i] = (int32_t)(i - run_start);
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        s_out[i] = place[b[i]];
+    vm_run_parts(cells_part, &work, work.parts);
+    work.step = 1;
+    vm_run_parts(cells_part, &work, work.parts);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -1671,20 +1826,60 @@ static inline double one_iou(const double *a, const double *b, double area, int 
     return union_ > 0.0 ? inter / union_ : 0.0;
 }
 
+/* One part of pair_iou's pairs: [lo, hi) of them, the first pair whose prediction's row is
+ * out of range kept as bad_at (-1 without one) and its row, nothing read after it. */
+typedef struct {
+    const Buf *gt, *pred, *pred_rows;
+    const double *gb, *ga, *pb;
+    const u8 *crowd;
+    double *out, extra;
+    Py_ssize_t n_boxes;
+    int parts;
+    Py_ssize_t bad_at[VM_MAX_PARTS];
+    int64_t bad_row[VM_MAX_PARTS];
+} IouWork;
+
+static void iou_part(void *ctx, int part)
+{
+    IouWork *w = ctx;
+    const Py_ssize_t k = count(w->gt);
+    const Py_ssize_t lo = vm_part_start(k, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(k, part + 1, w->parts);
+    w->bad_at[part] = -1;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const int64_t g = index_at(w->gt, i), p = index_at(w->pred, i);
+        const int64_t r = w->pred_rows->held ? index_at(w->pred_rows, p) : p;
+        if (r < 0 || r >= w->n_boxes) {
+            w->bad_at[part] = (Py_ssize_t)p;
+            w->bad_row[part] = r;
+            break;
+        }
+        const double *a = w->gb + 4 * g, *b = w->pb + 4 * r;
+        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
+         * takes the exact path). */
+        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
+        w->out[i] = one_iou(a, b, w->ga[g], w->crowd[g], w->extra, !(probe - probe == 0.0));
+    }
+}
+
 /* The IoU of each pair (gt[i], pred[i]) into out[i]: gt_boxes (G, 4) float64 corner boxes,
  * gt_area (G,) float64 their areas (box_area's), gt_crowd (G,) bytes, pred_boxes (R, 4)
  * float64, pred_rows None (prediction p is row p) or the row of each prediction (int32 or
  * int64), extra the widths' + 1 of the devkit (0.0 or 1.0). The operations of
  * pair_intersection, box_area and iou_from_intersection in their order: the intersection's
  * width and height, the prediction's area, union = gt_area + pred_area, union -= inter (the
- * prediction's area for a crowd region), inter / union where union > 0, else 0.0. */
+ * prediction's area for a crowd region), inter / union where union > 0, else 0.0. With
+ * threads > 1 (default 1), the pairs in that many equal ranges, each on a thread (each pair's
+ * value is its own: the same bits); the error names the first bad pair's prediction. */
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
     PyObject *o_gt_boxes, *o_gt_area, *o_gt_crowd, *o_pred_boxes, *o_pred_rows, *o_gt, *o_pred,
         *o_out;
     double extra;
-    if (!PyArg_ParseTuple(args, "OOOOOOOdO:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
-                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdO|i:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
+                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out,
+                          &threads))
         return NULL;
     Buf gt_boxes = {0}, gt_area = {0}, gt_crowd = {0}, pred_boxes = {0}, pred_rows = {0},
         gt = {0}, pred = {0}, out = {0};
@@ -1709,31 +1904,23 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
         goto done;
     /* The rows are checked as they are read (the pairs read few of a large set's rows);
      * at the first out of range, nothing more is read and ValueError is raised. */
-    Py_ssize_t bad_at = -1;
-    int64_t bad_row = 0;
-    const double *gb = gt_boxes.view.buf, *ga = gt_area.view.buf, *pb = pred_boxes.view.buf;
-    const u8 *crowd = gt_crowd.view.buf;
-    double *o = out.view.buf;
+    IouWork work = {
+        .gt = &gt, .pred = &pred, .pred_rows = &pred_rows, .gb = gt_boxes.view.buf,
+        .ga = gt_area.view.buf, .pb = pred_boxes.view.buf, .crowd = gt_crowd.view.buf,
+        .out = out.view.buf, .extra = extra, .n_boxes = n_boxes,
+        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+    };
+    if (work.parts > k)
+        work.parts = k > 0 ? (int)k : 1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k; i++) {
-        const int64_t g = index_at(&gt, i), p = index_at(&pred, i);
-        const int64_t r = pred_rows.held ? index_at(&pred_rows, p) : p;
-        if (r < 0 || r >= n_boxes) {
-            bad_at = (Py_ssize_t)p;
-            bad_row = r;
-            break;
-        }
-        const double *a = gb + 4 * g, *b = pb + 4 * r;
-        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
-         * takes the exact path). */
-        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
-        o[i] = one_iou(a, b, ga[g], crowd[g], extra, !(probe - probe == 0.0));
-    }
+    vm_run_parts(iou_part, &work, work.parts);
     Py_END_ALLOW_THREADS
-    if (bad_at >= 0) {
-        PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)", bad_at,
-                     (long long)bad_row, (long long)n_boxes);
-        goto done;
+    for (int part = 0; part < work.parts; part++) {
+        if (work.bad_at[part] >= 0) {
+            PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)",
+                         work.bad_at[part], (long long)work.bad_row[part], (long long)n_boxes);
+            goto done;
+        }
     }
     Py_INCREF(Py_None);
     result = Py_None;

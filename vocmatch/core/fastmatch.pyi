@@ -37,7 +37,9 @@ def devkit_hits(
     strict: bool,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
-def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def score_cell_order(
+    score: Any, cell: Any, by_score: Any, order: Any, threads: int = 1, /
+) -> None: ...
 def hit_counts(
     level: Any,
     pred: Any,
@@ -63,6 +65,7 @@ def sorted_cells(
     label_out: Any,
     score_out: Any,
     rank_out: Any,
+    threads: int = 1,
     /,
 ) -> None: ...
 def mark_pairs(out: Any, row: Any, col: Any, /) -> None: ...
@@ -77,6 +80,7 @@ def pair_iou(
     pred: Any,
     extra: float,
     out: Any,
+    threads: int = 1,
     /,
 ) -> None: ...
 def run_means(values: Any, bounds: Any, out: Any, /) -> bool: ...
