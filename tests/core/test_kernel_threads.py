@@ -200,3 +200,68 @@ def test_pair_iou_in_parts_names_the_first_bad_row(threads: int) -> None:
             _kernels(), (boxes, np.zeros(1), np.zeros(1, dtype=bool)), boxes, rows, (gt, pred),
             False, threads,
         )  # fmt: skip
+
+
+@st.composite
+def _ranked_cells(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """Image-classes of a few ground truth and ranked predictions (each one's pairs with its
+    image-class's ground truth, IoU from a few values: ties), some ground truth ignored or
+    crowd; at times a prediction paired with the next image-class's ground truth too (parts
+    would share it: the call then runs as one part)."""
+    gt_sizes = draw(st.lists(st.integers(0, 4), min_size=1, max_size=12))
+    pred_sizes = [draw(st.integers(0, 5)) for _ in gt_sizes]
+    shared = draw(st.booleans())
+    gt, pred, iou = [], [], []
+    g0 = p0 = 0
+    n_gt_all = sum(gt_sizes)
+    for n_gt, n_pred in zip(gt_sizes, pred_sizes, strict=True):
+        for p in range(p0, p0 + n_pred):
+            reach = g0 + n_gt + (1 if shared and g0 + n_gt < n_gt_all else 0)
+            for g in range(g0, reach):
+                gt.append(g)
+                pred.append(p)
+                iou.append(draw(st.sampled_from([0.0, 0.3, 0.5, 0.5, 0.75, 0.9, 1.0])))
+        g0, p0 = g0 + n_gt, p0 + n_pred
+    ignore = np.array(draw(st.lists(st.booleans(), min_size=g0, max_size=g0)), dtype=bool)
+    crowd = ignore & np.array(draw(st.lists(st.booleans(), min_size=g0, max_size=g0)), dtype=bool)
+    rank = np.concatenate([np.arange(n) for n in pred_sizes]).astype(np.int64)
+    return (
+        np.array(gt, dtype=np.int64), np.array(pred, dtype=np.int64),
+        np.array(iou, dtype=np.float64), ignore, crowd, rank,
+    )  # fmt: skip
+
+
+def _ranked_pass(
+    cells: tuple[np.ndarray, ...], sets: np.ndarray, strict: bool, first: bool, threads: int
+) -> tuple[bytes, ...]:
+    """The kernel's pairs, its matching state and the sets' flags and states, as bytes."""
+    gt, pred, iou, ignore, crowd, rank = cells
+    n_gt, n_pred = ignore.size, rank.size
+    thresholds = np.array([0.5, 0.75, 0.3, 0.9])
+    taken = np.zeros((n_gt, thresholds.size), dtype=bool)
+    ranges = match_kernels.RangeMatcher(
+        _kernels(), sets, crowd, np.array([0.9, 0.5]), strict, first, n_pred,
+        np.dtype(np.uint8), own=(ignore, thresholds, np.arange(n_gt)),
+    )  # fmt: skip
+    found = _kernels().ranked_pass(
+        gt, pred, iou, rank, ignore, crowd, thresholds, strict, first, taken, ranges.state(),
+        threads,
+    )  # fmt: skip
+    return (*found, taken.tobytes(), *(a.tobytes() for a in ranges.state()))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ranked_cells(), st.booleans(), st.booleans(), _THREADS, st.data())
+def test_ranked_pass_in_parts_is_the_single_threads(
+    cells: tuple[np.ndarray, ...], strict: bool, first: bool, threads: int, data: st.DataObject
+) -> None:
+    """The evaluation's matching in parts of image-classes, area ranges riding along: its
+    pairs in the same order, the same matching state and flags of every set."""
+    ignore = cells[3]
+    drawn = np.array(
+        data.draw(st.lists(st.booleans(), min_size=ignore.size, max_size=ignore.size)), dtype=bool
+    )
+    sets = np.stack([ignore, np.ones(ignore.size, dtype=bool), ignore | drawn])
+    assert _ranked_pass(cells, sets, strict, first, threads) == _ranked_pass(
+        cells, sets, strict, first, 1
+    )

@@ -370,6 +370,295 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
     return 0;
 }
 
+/* One part's matched pairs, rank by rank (each rank's by threshold, then prediction), with
+ * each one's rank where the parts are merged (rank NULL: one part, written straight into
+ * the output), and its scratch. */
+typedef struct {
+    int64_t *level, *pred, *gt, *rank;
+    double *iou;
+    Py_ssize_t n;
+    const Py_ssize_t *by_rank; /* the part's predictions with pairs, by rank */
+    Py_ssize_t n_present;
+    HitList run;
+    int64_t *own_best;
+    Py_ssize_t *t_count;
+    int failed;
+} PassPart;
+
+/* ranked_pass's matching in parts: each part the predictions of a range of indices whose
+ * pairs share no ground truth with another part's (checked), so that each matching state
+ * (a ground truth's taken flags) and each prediction's flags are one part's alone. */
+typedef struct {
+    const Buf *gt, *pred, *rank;
+    int has_rank, strict, first, rising, shift;
+    int64_t level_mask, p_low;
+    const double *v_all, *th, *rth;
+    const Py_ssize_t *start, *order, *r_level;
+    Py_ssize_t n_t, n_gt, r_sets, r_t, r_per_gt, r_size;
+    const u8 *ign, *cr, *r_ign, *r_alike;
+    u8 *tk, *r_tk;
+    void *r_matched, *r_ignored;
+    PassPart part[VM_MAX_PARTS];
+} PassWork;
+
+static void pass_part(void *ctx, int which)
+{
+    PassWork *w = ctx;
+    PassPart *pp = &w->part[which];
+    const Buf *gt_b = w->gt, *pred_b = w->pred, *rank_b = w->rank;
+    const int has_rank = w->has_rank, strict = w->strict, first = w->first;
+    const int rising = w->rising, shift = w->shift;
+    const int64_t level_mask = w->level_mask, p_low = w->p_low;
+    const double *v_all = w->v_all, *th = w->th, *rth = w->rth;
+    const Py_ssize_t *start = w->start, *order = w->order, *r_level = w->r_level;
+    const Py_ssize_t *by_rank = pp->by_rank, n_present = pp->n_present;
+    const Py_ssize_t n_t = w->n_t, n_gt = w->n_gt, r_sets = w->r_sets, r_t = w->r_t;
+    const Py_ssize_t r_per_gt = w->r_per_gt, r_size = w->r_size;
+    const u8 *ign = w->ign, *cr = w->cr, *r_ign = w->r_ign, *r_alike = w->r_alike;
+    u8 *tk = w->tk, *r_tk = w->r_tk;
+    void *r_matched = w->r_matched, *r_ignored = w->r_ignored;
+    int64_t *own_best = pp->own_best;
+    Py_ssize_t *t_count = pp->t_count;
+    HitList *run = &pp->run;
+    int failed = 0;
+    for (Py_ssize_t q = 0; q < n_present && !failed;) {
+        int64_t r = has_rank ? index_at(rank_b, (Py_ssize_t)(by_rank[q] + p_low)) : 0;
+        run->n = 0;
+        do {
+            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
+            int64_t p = j + p_low;
+            q++;
+            /* The evaluation's own matching, threshold by threshold. A prediction of one
+             * pair under rising thresholds (most of them) takes its one ground truth at each
+             * threshold its IoU passes where it is free (or a crowd region), as pick does,
+             * and stops at the first threshold it fails: it fails every one above. */
+            const int one_pair = b - a == 1 && rising;
+            const int64_t g_one = one_pair ? index_at(gt_b, order[a]) : -1;
+            const double v_one = one_pair ? v_all[order[a]] : 0.0;
+            if (hit_reserve(run, n_t) < 0) {
+                failed = 1;
+                break;
+            }
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                int best_counts = 0;
+                double best_v = 0.0;
+                Py_ssize_t best_pair = order[a];
+                int64_t best;
+                if (one_pair) {
+                    if (!passes(v_one, th[t], strict)) {
+                        for (; t < n_t; t++)
+                            own_best[t] = -1;
+                        break;
+                    }
+                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
+                    best_v = v_one;
+                } else {
+                    best = pick(order, a, b, v_all, gt_b, th[t], strict, tk + t, n_t, cr, ign,
+                                first, &best_counts, &best_v, &best_pair);
+                }
+                own_best[t] = best;
+                if (best < 0)
+                    continue;
+                tk[best * n_t + t] = 1;
+                run->entry[run->n++] = ((int64_t)best_pair << shift) | (int64_t)t;
+            }
+            if (failed)
+                break;
+            /* Each area range: the own matching's picks where alike in this image-class
+             * (every pair of a prediction lies in its image-class), else its own state. */
+            int64_t g_cell = r_sets ? index_at(gt_b, order[a]) : 0;
+            /* The own picks at the ranges' thresholds, read once for every set alike here:
+             * a set alike takes them all (matched bits), each one's ignored bit its own. */
+            int any_alike = 0;
+            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
+                any_alike = r_alike[s * n_gt + g_cell] != 0;
+            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
+            int64_t hit_g[64];
+            Py_ssize_t n_own_hits = 0;
+            uint64_t own_mask = 0;
+            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
+            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
+                int64_t best = own_best[r_level[t]];
+                if (best < 0)
+                    continue;
+                own_mask |= (uint64_t)1 << t;
+                hit_t[n_own_hits] = (int)t;
+                hit_g[n_own_hits] = best;
+                one_gt &= best == hit_g[0];
+                n_own_hits++;
+            }
+            for (Py_ssize_t s = 0; s < r_sets; s++) {
+                const u8 *ign_s = r_ign + s * n_gt;
+                Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
+                int alike = r_alike[s * n_gt + g_cell];
+                if (alike) {
+                    if (own_mask == 0)
+                        continue;
+                    uint64_t ignored_mask = 0;
+                    if (one_gt)
+                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
+                    else
+                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
+                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
+                    or_mask(r_matched, r_size, at, own_mask);
+                    if (ignored_mask)
+                        or_mask(r_ignored, r_size, at, ignored_mask);
+                    continue;
+                }
+                for (Py_ssize_t t = 0; t < r_t; t++) {
+                    int best_counts = 0;
+                    double best_v = 0.0;
+                    Py_ssize_t best_pair = 0;
+                    int64_t best = pick(order, a, b, v_all, gt_b, rth[t], strict,
+                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
+                                        &best_counts, &best_v, &best_pair);
+                    if (best >= 0)
+                        r_tk[best * r_per_gt + s * r_t + t] = 1;
+                    if (best < 0)
+                        continue;
+                    or_bit(r_matched, r_size, at, (int)t);
+                    if (ign_s[best])
+                        or_bit(r_ignored, r_size, at, (int)t);
+                }
+            }
+        } while (q < n_present && has_rank &&
+                 index_at(rank_b, (Py_ssize_t)(by_rank[q] + p_low)) == r);
+        if (failed || run->n == 0)
+            continue;
+        /* The rank's pairs by threshold, then prediction (recorded by prediction): a
+         * stable counting sort on the threshold. */
+        memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t h = 0; h < run->n; h++)
+            t_count[(run->entry[h] & level_mask) + 1]++;
+        for (Py_ssize_t t = 0; t < n_t; t++)
+            t_count[t + 1] += t_count[t];
+        for (Py_ssize_t h = 0; h < run->n; h++) {
+            const int64_t level = run->entry[h] & level_mask;
+            const Py_ssize_t i = (Py_ssize_t)(run->entry[h] >> shift);
+            Py_ssize_t to = pp->n + t_count[level]++;
+            pp->level[to] = level;
+            pp->pred[to] = index_at(pred_b, i);
+            pp->gt[to] = index_at(gt_b, i);
+            pp->iou[to] = v_all[i];
+            if (pp->rank)
+                pp->rank[to] = r;
+        }
+        pp->n += run->n;
+    }
+    pp->failed = failed;
+}
+
+/* Boundaries of `parts` ranges of the predictions with pairs ([0, span) offsets from
+ * p_low): equal shares of the pairs, each moved on to a prediction that begins an
+ * image-class (rank 0); then the number of parts whose pairs share no ground truth with
+ * another's (1 where any does: the parts would not be independent). `owner` is scratch of
+ * n_gt bytes. */
+static int pass_bounds(const PassWork *w, Py_ssize_t span, int parts, Py_ssize_t *bound,
+                       signed char *owner)
+{
+    const Py_ssize_t total = w->start[span];
+    bound[0] = 0;
+    bound[parts] = span;
+    for (int p = 1; p < parts; p++) {
+        const Py_ssize_t target = (Py_ssize_t)((double)total * p / parts);
+        Py_ssize_t j = bound[p - 1];
+        while (j < span && w->start[j] < target)
+            j++;
+        while (j < span && (w->start[j + 1] == w->start[j] ||
+                            index_at(w->rank, (Py_ssize_t)(j + w->p_low)) != 0))
+            j++;
+        bound[p] = j;
+    }
+    memset(owner, -1, (size_t)(w->n_gt ? w->n_gt : 1));
+    int p = 0;
+    for (Py_ssize_t j = 0; j < span; j++) {
+        while (j >= bound[p + 1])
+            p++;
+        for (Py_ssize_t x = w->start[j]; x < w->start[j + 1]; x++) {
+            const int64_t g = index_at(w->gt, w->order[x]);
+            if (owner[g] < 0)
+                owner[g] = (signed char)p;
+            else if (owner[g] != p)
+                return 1;
+        }
+    }
+    return parts;
+}
+
+/* A part's run of pairs of one (rank, threshold): where it is in the part, and where it
+ * goes in the output. */
+typedef struct {
+    Py_ssize_t from, size, to;
+    int part;
+} PassRun;
+
+typedef struct {
+    PassWork *work;
+    const PassRun *runs;
+    Py_ssize_t n_runs;
+    Out *out;
+} MergeWork;
+
+/* Part p copies its own runs (the output's fresh pages are touched by every part). */
+static void merge_part(void *ctx, int part)
+{
+    const MergeWork *m = ctx;
+    const PassPart *pp = &m->work->part[part];
+    for (Py_ssize_t i = 0; i < m->n_runs; i++) {
+        const PassRun *run = &m->runs[i];
+        if (run->part != part)
+            continue;
+        const size_t bytes = (size_t)run->size * 8;
+        memcpy(m->out->level + run->to, pp->level + run->from, bytes);
+        memcpy(m->out->pred + run->to, pp->pred + run->from, bytes);
+        memcpy(m->out->gt + run->to, pp->gt + run->from, bytes);
+        memcpy(m->out->iou + run->to, pp->iou + run->from, bytes);
+    }
+}
+
+/* The parts' pairs into the output, rank by rank and threshold by threshold, the parts in
+ * order within each (each part's predictions before the next part's: index order): the
+ * runs of one (rank, threshold) found in turn, then each part's copied by its own thread.
+ * `runs` has room for every part's pairs (at most one run a pair). */
+static void pass_merge(PassWork *w, int parts, Out *out, PassRun *runs)
+{
+    Py_ssize_t at[VM_MAX_PARTS] = {0};
+    Py_ssize_t n = 0, n_runs = 0;
+    for (;;) {
+        /* The smallest (rank, threshold) at the parts' heads. */
+        int any = 0;
+        int64_t r = 0, level = 0;
+        for (int p = 0; p < parts; p++) {
+            const PassPart *pp = &w->part[p];
+            if (at[p] >= pp->n)
+                continue;
+            const int64_t pr = pp->rank[at[p]], pl = pp->level[at[p]];
+            if (!any || pr < r || (pr == r && pl < level)) {
+                r = pr;
+                level = pl;
+                any = 1;
+            }
+        }
+        if (!any)
+            break;
+        for (int p = 0; p < parts; p++) {
+            const PassPart *pp = &w->part[p];
+            const Py_ssize_t from = at[p];
+            Py_ssize_t to = from;
+            while (to < pp->n && pp->rank[to] == r && pp->level[to] == level)
+                to++;
+            if (to == from)
+                continue;
+            runs[n_runs++] = (PassRun){.from = from, .size = to - from, .to = n, .part = p};
+            n += to - from;
+            at[p] = to;
+        }
+    }
+    MergeWork m = {.work = w, .runs = runs, .n_runs = n_runs, .out = out};
+    vm_run_parts(merge_part, &m, parts);
+    out->n = n;
+}
+
 /* The "unmatched" rule (or "unmatched-first") of ranked pairs in one pass: the evaluation's
  * own matching at its thresholds, its matched pairs returned in the order RankedMatcher.add
  * gives them (rank by rank, predictions of one rank in index order; each rank's pairs by
@@ -378,19 +667,22 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
 static PyObject *ranked_pass(PyObject *self, PyObject *args)
 {
     PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_ranges;
-    int strict, first;
-    if (!PyArg_ParseTuple(args, "OOOOOOOppOO:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
-                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges))
+    int strict, first, threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOppOO|i:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges,
+                          &threads))
         return NULL;
     Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
         taken = {0};
     Ranges rg = {0};
     int has_rank = o_rank != Py_None, has_ranges = o_ranges != Py_None;
     Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
-    Py_ssize_t *t_count = NULL, *r_level = NULL;
-    int64_t *own_best = NULL;
+    Py_ssize_t *r_level = NULL, *by_part = NULL;
+    PassRun *runs = NULL;
+    signed char *owner = NULL;
     u8 *keep = NULL;
-    HitList run = {0};
+    PassWork work = {0};
+    int parts = 1;
     Out out = {0};
     PyObject *result = NULL;
     int failed = 0;
@@ -453,9 +745,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         if (th[t] != th[t])
             lowest = th[t];
     keep = PyMem_Malloc((size_t)(k ? k : 1));
-    own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
-    t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
-    if (!keep || !own_best || !t_count) {
+    if (!keep) {
         PyErr_NoMemory();
         goto done;
     }
@@ -551,128 +841,99 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         r_matched = rg.matched.view.buf;
         r_ignored = rg.ignored.view.buf;
     }
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t q = 0; q < n_present && !failed;) {
-        int64_t r = has_rank ? index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) : 0;
-        run.n = 0;
-        do {
-            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
-            int64_t p = j + p_low;
-            q++;
-            /* The evaluation's own matching, threshold by threshold. A prediction of one
-             * pair under rising thresholds (most of them) takes its one ground truth at each
-             * threshold its IoU passes where it is free (or a crowd region), as pick does,
-             * and stops at the first threshold it fails: it fails every one above. */
-            const int one_pair = b - a == 1 && rising;
-            const int64_t g_one = one_pair ? index_at(&gt, order[a]) : -1;
-            const double v_one = one_pair ? v_all[order[a]] : 0.0;
-            if (hit_reserve(&run, n_t) < 0) {
-                failed = 1;
-                break;
-            }
-            for (Py_ssize_t t = 0; t < n_t; t++) {
-                int best_counts = 0;
-                double best_v = 0.0;
-                Py_ssize_t best_pair = order[a];
-                int64_t best;
-                if (one_pair) {
-                    if (!passes(v_one, th[t], strict)) {
-                        for (; t < n_t; t++)
-                            own_best[t] = -1;
-                        break;
-                    }
-                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
-                    best_v = v_one;
-                } else {
-                    best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr, ign,
-                                first, &best_counts, &best_v, &best_pair);
-                }
-                own_best[t] = best;
-                if (best < 0)
-                    continue;
-                tk[best * n_t + t] = 1;
-                run.entry[run.n++] = ((int64_t)best_pair << shift) | (int64_t)t;
-            }
-            if (failed)
-                break;
-            /* Each area range: the own matching's picks where alike in this image-class
-             * (every pair of a prediction lies in its image-class), else its own state. */
-            int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
-            /* The own picks at the ranges' thresholds, read once for every set alike here:
-             * a set alike takes them all (matched bits), each one's ignored bit its own. */
-            int any_alike = 0;
-            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
-                any_alike = r_alike[s * n_gt + g_cell] != 0;
-            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
-            int64_t hit_g[64];
-            Py_ssize_t n_own_hits = 0;
-            uint64_t own_mask = 0;
-            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
-            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
-                int64_t best = own_best[r_level[t]];
-                if (best < 0)
-                    continue;
-                own_mask |= (uint64_t)1 << t;
-                hit_t[n_own_hits] = (int)t;
-                hit_g[n_own_hits] = best;
-                one_gt &= best == hit_g[0];
-                n_own_hits++;
-            }
-            for (Py_ssize_t s = 0; s < r_sets; s++) {
-                const u8 *ign_s = r_ign + s * n_gt;
-                Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
-                int alike = r_alike[s * n_gt + g_cell];
-                if (alike) {
-                    if (own_mask == 0)
-                        continue;
-                    uint64_t ignored_mask = 0;
-                    if (one_gt)
-                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
-                    else
-                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
-                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
-                    or_mask(r_matched, r_size, at, own_mask);
-                    if (ignored_mask)
-                        or_mask(r_ignored, r_size, at, ignored_mask);
-                    continue;
-                }
-                for (Py_ssize_t t = 0; t < r_t; t++) {
-                    int best_counts = 0;
-                    double best_v = 0.0;
-                    Py_ssize_t best_pair = 0;
-                    int64_t best = pick(order, a, b, v_all, &gt, rth[t], strict,
-                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
-                                        &best_counts, &best_v, &best_pair);
-                    if (best >= 0)
-                        r_tk[best * r_per_gt + s * r_t + t] = 1;
-                    if (best < 0)
-                        continue;
-                    or_bit(r_matched, r_size, at, (int)t);
-                    if (ign_s[best])
-                        or_bit(r_ignored, r_size, at, (int)t);
-                }
-            }
-        } while (q < n_present && has_rank && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r);
-        if (failed || run.n == 0)
-            continue;
-        /* The rank's pairs by threshold, then prediction (recorded by prediction): a
-         * stable counting sort on the threshold. */
-        memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
-        for (Py_ssize_t h = 0; h < run.n; h++)
-            t_count[(run.entry[h] & level_mask) + 1]++;
-        for (Py_ssize_t t = 0; t < n_t; t++)
-            t_count[t + 1] += t_count[t];
-        for (Py_ssize_t h = 0; h < run.n; h++) {
-            const int64_t level = run.entry[h] & level_mask;
-            const Py_ssize_t i = (Py_ssize_t)(run.entry[h] >> shift);
-            Py_ssize_t to = out.n + t_count[level]++;
-            out.level[to] = level;
-            out.pred[to] = index_at(&pred, i);
-            out.gt[to] = index_at(&gt, i);
-            out.iou[to] = v_all[i];
+    work = (PassWork){
+        .gt = &gt, .pred = &pred, .rank = &rank, .has_rank = has_rank, .strict = strict,
+        .first = first, .rising = rising, .shift = shift, .level_mask = level_mask,
+        .p_low = p_low, .v_all = v_all, .th = th, .rth = rth, .start = start, .order = order,
+        .r_level = r_level, .n_t = n_t, .n_gt = n_gt, .r_sets = r_sets, .r_t = r_t,
+        .r_per_gt = r_per_gt, .r_size = r_size, .ign = ign, .cr = cr, .r_ign = r_ign,
+        .r_alike = r_alike, .tk = tk, .r_tk = r_tk, .r_matched = r_matched,
+        .r_ignored = r_ignored,
+    };
+    /* In parts only with a ranking (a part begins at an image-class's first prediction)
+     * and where the parts share no ground truth. */
+    parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    if (!has_rank || n_present < 2 * (Py_ssize_t)parts)
+        parts = 1;
+    Py_ssize_t bound[VM_MAX_PARTS + 1];
+    if (parts > 1) {
+        owner = PyMem_Malloc((size_t)(n_gt ? n_gt : 1));
+        if (!owner) {
+            PyErr_NoMemory();
+            goto done;
         }
-        out.n += run.n;
+        parts = pass_bounds(&work, span, parts, bound, owner);
     }
+    if (parts > 1) {
+        /* Each part's predictions in by_rank's order (stable), and its pairs' room. */
+        Py_ssize_t part_start[VM_MAX_PARTS + 1] = {0};
+        by_part = PyMem_Malloc((size_t)n_present * sizeof *by_part);
+        if (!by_part) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t q = 0; q < n_present; q++) {
+            int p = 0;
+            while (by_rank[q] >= bound[p + 1])
+                p++;
+            part_start[p + 1]++;
+        }
+        for (int p = 0; p < parts; p++)
+            part_start[p + 1] += part_start[p];
+        Py_ssize_t fill[VM_MAX_PARTS];
+        memcpy(fill, part_start, sizeof fill);
+        for (Py_ssize_t q = 0; q < n_present; q++) {
+            int p = 0;
+            while (by_rank[q] >= bound[p + 1])
+                p++;
+            by_part[fill[p]++] = by_rank[q];
+        }
+        runs = PyMem_Malloc((size_t)(n_t * n_present > 0 ? n_t * n_present : 1) * sizeof *runs);
+        if (!runs) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int p = 0; p < parts; p++) {
+            PassPart *pp = &work.part[p];
+            pp->by_rank = by_part + part_start[p];
+            pp->n_present = part_start[p + 1] - part_start[p];
+            const size_t cap = (size_t)(n_t * pp->n_present > 0 ? n_t * pp->n_present : 1);
+            pp->level = PyMem_Malloc(4 * cap * sizeof(int64_t));
+            pp->iou = PyMem_Malloc(cap * sizeof(double));
+            if (!pp->level || !pp->iou) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            pp->pred = pp->level + cap;
+            pp->gt = pp->level + 2 * cap;
+            pp->rank = pp->level + 3 * cap;
+        }
+    } else {
+        PassPart *pp = &work.part[0];
+        pp->by_rank = by_rank;
+        pp->n_present = n_present;
+        pp->level = out.level;
+        pp->pred = out.pred;
+        pp->gt = out.gt;
+        pp->iou = out.iou;
+    }
+    for (int p = 0; p < parts; p++) {
+        PassPart *pp = &work.part[p];
+        pp->own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
+        pp->t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
+        if (!pp->own_best || !pp->t_count) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts(pass_part, &work, parts);
+    for (int p = 0; p < parts; p++)
+        failed |= work.part[p].failed;
+    if (!failed && parts > 1)
+        pass_merge(&work, parts, &out, runs);
+    else
+        out.n = work.part[0].n;
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();
@@ -681,13 +942,23 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     result = out_value(&out);
 done:
     out_free(&out);
-    hit_free(&run);
+    for (int p = 0; p < VM_MAX_PARTS; p++) {
+        PassPart *pp = &work.part[p];
+        hit_free(&pp->run);
+        PyMem_Free(pp->own_best);
+        PyMem_Free(pp->t_count);
+        if (pp->rank) {
+            PyMem_Free(pp->level);
+            PyMem_Free(pp->iou);
+        }
+    }
+    PyMem_Free(by_part);
+    PyMem_Free(runs);
+    PyMem_Free(owner);
     PyMem_Free(start);
     PyMem_Free(order);
     PyMem_Free(by_rank);
     PyMem_Free(rank_count);
-    PyMem_Free(t_count);
-    PyMem_Free(own_best);
     PyMem_Free(keep);
     PyMem_Free(r_level);
     release(&gt);

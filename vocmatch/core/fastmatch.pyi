@@ -16,6 +16,7 @@ def ranked_pass(
     first: bool,
     taken: Any,
     ranges: tuple[Any, ...] | None,
+    threads: int = 1,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
 def devkit_flags(

@@ -48,7 +48,10 @@ import numpy.typing as npt
 from vocmatch.kernel_threads import kernel_threads
 
 __all__ = [
+    "IOU_PAIRS_PER_THREAD",
     "MODULE",
+    "ORDER_PREDS_PER_THREAD",
+    "RANKED_PAIRS_PER_THREAD",
     "RangeMatcher",
     "alike_cells",
     "box_areas",
@@ -80,6 +83,10 @@ Int32Array = npt.NDArray[np.int32]
 #: Pairs a thread of :func:`pair_iou` gets at least (a call is split in threads only from
 #: twice as many: below, starting a thread costs more than it saves).
 IOU_PAIRS_PER_THREAD = 20_000
+
+#: Pairs a thread of the compiled ranked matching (``ranked_pass``, called by
+#: :class:`~vocmatch.core.match.RankedMatcher`) gets at least.
+RANKED_PAIRS_PER_THREAD = 50_000
 
 #: Predictions a thread of :func:`score_cell_order` and :func:`sorted_cells` gets at least
 #: (each thread of ``score_cell_order`` clears tables of its own, 0.5 MB and a word a cell).
