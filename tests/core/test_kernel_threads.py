@@ -265,3 +265,19 @@ def test_ranked_pass_in_parts_is_the_single_threads(
     assert _ranked_pass(cells, sets, strict, first, threads) == _ranked_pass(
         cells, sets, strict, first, 1
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(_iou_inputs(), st.booleans(), st.booleans(), _THREADS)
+def test_box_areas_in_parts_is_the_single_threads(
+    inputs: tuple[np.ndarray, ...], pixel_inclusive: bool, by_rows: bool, threads: int
+) -> None:
+    """Each box's area (inverted, huge and infinite coordinates; read through rows or not;
+    fewer boxes than threads): the same bits in parts."""
+    _, _, boxes, _, rows = inputs
+    chosen = rows if by_rows else None
+
+    def areas(n: int) -> np.ndarray:
+        return match_kernels.box_areas(_kernels(), boxes, chosen, pixel_inclusive, n)
+
+    _same_bits((areas(threads),), (areas(1),))

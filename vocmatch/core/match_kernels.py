@@ -48,6 +48,7 @@ import numpy.typing as npt
 from vocmatch.kernel_threads import kernel_threads
 
 __all__ = [
+    "AREAS_PER_THREAD",
     "IOU_PAIRS_PER_THREAD",
     "MODULE",
     "ORDER_PREDS_PER_THREAD",
@@ -83,6 +84,9 @@ Int32Array = npt.NDArray[np.int32]
 #: Pairs a thread of :func:`pair_iou` gets at least (a call is split in threads only from
 #: twice as many: below, starting a thread costs more than it saves).
 IOU_PAIRS_PER_THREAD = 20_000
+
+#: Boxes a thread of :func:`box_areas` gets at least.
+AREAS_PER_THREAD = 100_000
 
 #: Pairs a thread of the compiled ranked matching (``ranked_pass``, called by
 #: :class:`~vocmatch.core.match.RankedMatcher`) gets at least.
@@ -481,10 +485,17 @@ def class_order(
 
 
 def box_areas(
-    kernels: ModuleType, boxes: FloatArray, rows: IndexArray | None, pixel_inclusive: bool
+    kernels: ModuleType,
+    boxes: FloatArray,
+    rows: IndexArray | None,
+    pixel_inclusive: bool,
+    threads: int | None = None,
 ) -> FloatArray:
     """The areas of boxes ``rows`` of ``(N, 4)`` ``boxes`` (every box with None), to the bit
-    what :func:`vocmatch.core.iou.box_area` gives of ``boxes[rows]``, without gathering them.
+    what :func:`vocmatch.core.iou.box_area` gives of ``boxes[rows]``, without gathering them;
+    with ``threads``, in that many ranges, each on a thread (the same bits), by default as
+    :func:`~vocmatch.kernel_threads.kernel_threads` gives for :data:`AREAS_PER_THREAD` boxes
+    a thread.
 
     Raises:
         ValueError: A row is out of range, or ``boxes`` is not ``(N, 4)``.
@@ -495,6 +506,7 @@ def box_areas(
         None if rows is None else index_array(rows),
         1.0 if pixel_inclusive else 0.0,
         out,
+        kernel_threads(out.size, AREAS_PER_THREAD) if threads is None else threads,
     )
     return out
 
