@@ -370,13 +370,23 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
     return 0;
 }
 
-/* One part's matched pairs, rank by rank (each rank's by threshold, then prediction), with
- * each one's rank where the parts are merged (rank NULL: one part, written straight into
- * the output), and its scratch. */
+/* A part's run of matched pairs of one (rank, threshold): where it is among the part's
+ * pairs, and where it goes in the output. */
 typedef struct {
-    int64_t *level, *pred, *gt, *rank;
+    int64_t rank, level;
+    Py_ssize_t from, size, to;
+} PassRun;
+
+/* One part's matched pairs, rank by rank (each rank's by threshold, then prediction):
+ * written straight into the output where there is one part (pair NULL); else as each
+ * pair's place among the pairs (pair) in runs of one (rank, threshold), merged after. And
+ * its scratch. */
+typedef struct {
+    int64_t *level, *pred, *gt;
     double *iou;
-    Py_ssize_t n;
+    int64_t *pair;
+    PassRun *runs;
+    Py_ssize_t n, n_runs;
     const Py_ssize_t *by_rank; /* the part's predictions with pairs, by rank */
     Py_ssize_t n_present;
     HitList run;
@@ -398,6 +408,7 @@ typedef struct {
     const u8 *ign, *cr, *r_ign, *r_alike;
     u8 *tk, *r_tk;
     void *r_matched, *r_ignored;
+    Out *out;
     PassPart part[VM_MAX_PARTS];
 } PassWork;
 
@@ -532,16 +543,27 @@ static void pass_part(void *ctx, int which)
             t_count[(run->entry[h] & level_mask) + 1]++;
         for (Py_ssize_t t = 0; t < n_t; t++)
             t_count[t + 1] += t_count[t];
-        for (Py_ssize_t h = 0; h < run->n; h++) {
-            const int64_t level = run->entry[h] & level_mask;
-            const Py_ssize_t i = (Py_ssize_t)(run->entry[h] >> shift);
-            Py_ssize_t to = pp->n + t_count[level]++;
-            pp->level[to] = level;
-            pp->pred[to] = index_at(pred_b, i);
-            pp->gt[to] = index_at(gt_b, i);
-            pp->iou[to] = v_all[i];
-            if (pp->rank)
-                pp->rank[to] = r;
+        if (pp->pair) {
+            for (Py_ssize_t t = 0; t < n_t; t++)
+                if (t_count[t + 1] > t_count[t])
+                    pp->runs[pp->n_runs++] = (PassRun){
+                        .rank = r, .level = t, .from = pp->n + t_count[t],
+                        .size = t_count[t + 1] - t_count[t],
+                    };
+            for (Py_ssize_t h = 0; h < run->n; h++) {
+                const int64_t level = run->entry[h] & level_mask;
+                pp->pair[pp->n + t_count[level]++] = run->entry[h] >> shift;
+            }
+        } else {
+            for (Py_ssize_t h = 0; h < run->n; h++) {
+                const int64_t level = run->entry[h] & level_mask;
+                const Py_ssize_t i = (Py_ssize_t)(run->entry[h] >> shift);
+                Py_ssize_t to = pp->n + t_count[level]++;
+                pp->level[to] = level;
+                pp->pred[to] = index_at(pred_b, i);
+                pp->gt[to] = index_at(gt_b, i);
+                pp->iou[to] = v_all[i];
+            }
         }
         pp->n += run->n;
     }
@@ -585,78 +607,63 @@ static int pass_bounds(const PassWork *w, Py_ssize_t span, int parts, Py_ssize_t
     return parts;
 }
 
-/* A part's run of pairs of one (rank, threshold): where it is in the part, and where it
- * goes in the output. */
-typedef struct {
-    Py_ssize_t from, size, to;
-    int part;
-} PassRun;
-
-typedef struct {
-    PassWork *work;
-    const PassRun *runs;
-    Py_ssize_t n_runs;
-    Out *out;
-} MergeWork;
-
-/* Part p copies its own runs (the output's fresh pages are touched by every part). */
+/* Part p writes its own runs' pairs into the output (each run's place found by
+ * pass_merge): the output's fresh pages are touched by every part. */
 static void merge_part(void *ctx, int part)
 {
-    const MergeWork *m = ctx;
-    const PassPart *pp = &m->work->part[part];
-    for (Py_ssize_t i = 0; i < m->n_runs; i++) {
-        const PassRun *run = &m->runs[i];
-        if (run->part != part)
-            continue;
-        const size_t bytes = (size_t)run->size * 8;
-        memcpy(m->out->level + run->to, pp->level + run->from, bytes);
-        memcpy(m->out->pred + run->to, pp->pred + run->from, bytes);
-        memcpy(m->out->gt + run->to, pp->gt + run->from, bytes);
-        memcpy(m->out->iou + run->to, pp->iou + run->from, bytes);
+    const PassWork *w = ctx;
+    const PassPart *pp = &w->part[part];
+    Out *out = w->out;
+    for (Py_ssize_t k = 0; k < pp->n_runs; k++) {
+        const PassRun *run = &pp->runs[k];
+        for (Py_ssize_t j = 0; j < run->size; j++) {
+            const Py_ssize_t i = (Py_ssize_t)pp->pair[run->from + j], to = run->to + j;
+            out->level[to] = run->level;
+            out->pred[to] = index_at(w->pred, i);
+            out->gt[to] = index_at(w->gt, i);
+            out->iou[to] = w->v_all[i];
+        }
     }
 }
 
 /* The parts' pairs into the output, rank by rank and threshold by threshold, the parts in
- * order within each (each part's predictions before the next part's: index order): the
- * runs of one (rank, threshold) found in turn, then each part's copied by its own thread.
- * `runs` has room for every part's pairs (at most one run a pair). */
-static void pass_merge(PassWork *w, int parts, Out *out, PassRun *runs)
+ * order within each (each part's predictions before the next part's: index order): each
+ * run's place found in turn, then each part's runs written by its own thread. */
+static void pass_merge(PassWork *w, int parts)
 {
     Py_ssize_t at[VM_MAX_PARTS] = {0};
-    Py_ssize_t n = 0, n_runs = 0;
+    Py_ssize_t n = 0;
     for (;;) {
         /* The smallest (rank, threshold) at the parts' heads. */
         int any = 0;
         int64_t r = 0, level = 0;
         for (int p = 0; p < parts; p++) {
             const PassPart *pp = &w->part[p];
-            if (at[p] >= pp->n)
+            if (at[p] >= pp->n_runs)
                 continue;
-            const int64_t pr = pp->rank[at[p]], pl = pp->level[at[p]];
-            if (!any || pr < r || (pr == r && pl < level)) {
-                r = pr;
-                level = pl;
+            const PassRun *run = &pp->runs[at[p]];
+            if (!any || run->rank < r || (run->rank == r && run->level < level)) {
+                r = run->rank;
+                level = run->level;
                 any = 1;
             }
         }
         if (!any)
             break;
         for (int p = 0; p < parts; p++) {
-            const PassPart *pp = &w->part[p];
-            const Py_ssize_t from = at[p];
-            Py_ssize_t to = from;
-            while (to < pp->n && pp->rank[to] == r && pp->level[to] == level)
-                to++;
-            if (to == from)
+            PassPart *pp = &w->part[p];
+            if (at[p] >= pp->n_runs)
                 continue;
-            runs[n_runs++] = (PassRun){.from = from, .size = to - from, .to = n, .part = p};
-            n += to - from;
-            at[p] = to;
+            PassRun *run = &pp->runs[at[p]];
+            if (run->rank != r || run->level != level)
+                continue;
+            run->to = n;
+            n += run->size;
+            at[p]++;
         }
     }
-    MergeWork m = {.work = w, .runs = runs, .n_runs = n_runs, .out = out};
-    vm_run_parts(merge_part, &m, parts);
-    out->n = n;
+    vm_run_parts(merge_part, w, parts);
+    w->out->n = n;
 }
 
 /* The "unmatched" rule (or "unmatched-first") of ranked pairs in one pass: the evaluation's
@@ -678,7 +685,6 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     int has_rank = o_rank != Py_None, has_ranges = o_ranges != Py_None;
     Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
     Py_ssize_t *r_level = NULL, *by_part = NULL;
-    PassRun *runs = NULL;
     signed char *owner = NULL;
     u8 *keep = NULL;
     PassWork work = {0};
@@ -848,7 +854,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         .r_level = r_level, .n_t = n_t, .n_gt = n_gt, .r_sets = r_sets, .r_t = r_t,
         .r_per_gt = r_per_gt, .r_size = r_size, .ign = ign, .cr = cr, .r_ign = r_ign,
         .r_alike = r_alike, .tk = tk, .r_tk = r_tk, .r_matched = r_matched,
-        .r_ignored = r_ignored,
+        .r_ignored = r_ignored, .out = &out,
     };
     /* In parts only with a ranking (a part begins at an image-class's first prediction)
      * and where the parts share no ground truth. */
@@ -888,25 +894,18 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
                 p++;
             by_part[fill[p]++] = by_rank[q];
         }
-        runs = PyMem_Malloc((size_t)(n_t * n_present > 0 ? n_t * n_present : 1) * sizeof *runs);
-        if (!runs) {
-            PyErr_NoMemory();
-            goto done;
-        }
         for (int p = 0; p < parts; p++) {
             PassPart *pp = &work.part[p];
             pp->by_rank = by_part + part_start[p];
             pp->n_present = part_start[p + 1] - part_start[p];
             const size_t cap = (size_t)(n_t * pp->n_present > 0 ? n_t * pp->n_present : 1);
-            pp->level = PyMem_Malloc(4 * cap * sizeof(int64_t));
-            pp->iou = PyMem_Malloc(cap * sizeof(double));
-            if (!pp->level || !pp->iou) {
+            /* Pages touched only as far as they are written. */
+            pp->pair = PyMem_Malloc(cap * sizeof(int64_t));
+            pp->runs = PyMem_Malloc(cap * sizeof(PassRun));
+            if (!pp->pair || !pp->runs) {
                 PyErr_NoMemory();
                 goto done;
             }
-            pp->pred = pp->level + cap;
-            pp->gt = pp->level + 2 * cap;
-            pp->rank = pp->level + 3 * cap;
         }
     } else {
         PassPart *pp = &work.part[0];
@@ -921,7 +920,17 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         PassPart *pp = &work.part[p];
         pp->own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
         pp->t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
-        if (!pp->own_best || !pp->t_count) {
+        /* Room for the part's largest rank's pairs (at most one a prediction and
+         * threshold), made here with the GIL: no allocation while the part runs. */
+        Py_ssize_t most = 0;
+        for (Py_ssize_t q = 0, size = 0; q < pp->n_present; q++) {
+            const int same = has_rank && q > 0 &&
+                             index_at(&rank, (Py_ssize_t)(pp->by_rank[q] + p_low)) ==
+                                 index_at(&rank, (Py_ssize_t)(pp->by_rank[q - 1] + p_low));
+            size = same ? size + 1 : 1;
+            most = size > most ? size : most;
+        }
+        if (!pp->own_best || !pp->t_count || hit_reserve(&pp->run, most * n_t) < 0) {
             PyErr_NoMemory();
             goto done;
         }
@@ -931,7 +940,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     for (int p = 0; p < parts; p++)
         failed |= work.part[p].failed;
     if (!failed && parts > 1)
-        pass_merge(&work, parts, &out, runs);
+        pass_merge(&work, parts);
     else
         out.n = work.part[0].n;
     Py_END_ALLOW_THREADS
@@ -947,13 +956,10 @@ done:
         hit_free(&pp->run);
         PyMem_Free(pp->own_best);
         PyMem_Free(pp->t_count);
-        if (pp->rank) {
-            PyMem_Free(pp->level);
-            PyMem_Free(pp->iou);
-        }
+        PyMem_Free(pp->pair);
+        PyMem_Free(pp->runs);
     }
     PyMem_Free(by_part);
-    PyMem_Free(runs);
     PyMem_Free(owner);
     PyMem_Free(start);
     PyMem_Free(order);
