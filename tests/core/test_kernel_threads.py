@@ -281,3 +281,23 @@ def test_box_areas_in_parts_is_the_single_threads(
         return match_kernels.box_areas(_kernels(), boxes, chosen, pixel_inclusive, n)
 
     _same_bits((areas(threads),), (areas(1),))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.1, 0.5, 0.9])), max_size=80),
+    st.integers(0, 3),
+    _THREADS,
+)
+def test_class_order_in_parts_is_the_single_threads(
+    preds: list[tuple[int, float]], extra_classes: int, threads: int
+) -> None:
+    """Every class's members and ranking (classes without a prediction, ties of score, no
+    prediction): the same bits in parts."""
+    label = np.array([k for k, _ in preds], dtype=np.int64)
+    score = np.array([v for _, v in preds], dtype=np.float64)
+    n_classes = (int(label.max()) + 1 if label.size else 0) + extra_classes
+    by_score = np.argsort(-score, kind="stable")
+    k = _kernels()
+    split = match_kernels.class_order(k, label, by_score, n_classes, threads)
+    _same_bits(split, match_kernels.class_order(k, label, by_score, n_classes, 1))

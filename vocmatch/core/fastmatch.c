@@ -1965,15 +1965,78 @@ done:
 
 /* --- class_order ---------------------------------------------------------------------- */
 
+/* class_order's work in parts: each part counts the labels of its range of predictions
+ * (and of its range of by_score) in tables of its own; their sums, class by class and part
+ * by part, give each part its places, after those of the parts before it (stable passes:
+ * the single pass's places). */
+typedef struct {
+    const Buf *label, *by_score;
+    int64_t *s;         /* (K + 1,) the classes' starts */
+    int64_t *next;      /* (parts, K) each part's next place of each class, by index */
+    int64_t *next_rank; /* (parts, K) likewise, in by_score's order */
+    int32_t *member, *o, *pl;
+    Py_ssize_t n, n_classes;
+    int parts, step;
+} ClassWork;
+
+static void class_part(void *ctx, int part)
+{
+    ClassWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    int64_t *next = w->next + w->n_classes * part;
+    int64_t *next_rank = w->next_rank + w->n_classes * part;
+    switch (w->step) {
+    case 0:
+        memset(next, 0, (size_t)w->n_classes * sizeof *next);
+        memset(next_rank, 0, (size_t)w->n_classes * sizeof *next_rank);
+        for (Py_ssize_t i = lo; i < hi; i++)
+            next[index_at(w->label, i)]++;
+        for (Py_ssize_t j = lo; j < hi; j++)
+            next_rank[index_at(w->label, (Py_ssize_t)index_at(w->by_score, j))]++;
+        break;
+    case 1:
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const int64_t k = index_at(w->label, i);
+            w->member[i] = (int32_t)(next[k] - w->s[k]);
+            w->o[next[k]++] = (int32_t)i;
+        }
+        break;
+    default:
+        for (Py_ssize_t j = lo; j < hi; j++) {
+            const int64_t q = index_at(w->by_score, j);
+            w->pl[next_rank[index_at(w->label, (Py_ssize_t)q)]++] = w->member[q];
+        }
+        break;
+    }
+}
+
+/* Each part's counts in `table` ((parts, K)) turned into its first place of each class,
+ * the classes starting at s. */
+static void class_places(int64_t *table, const int64_t *s, Py_ssize_t n_classes, int parts)
+{
+    for (Py_ssize_t k = 0; k < n_classes; k++) {
+        int64_t at = s[k];
+        for (int p = 0; p < parts; p++) {
+            const int64_t c = table[n_classes * p + k];
+            table[n_classes * p + k] = at;
+            at += c;
+        }
+    }
+}
+
 /* Every class's members and ranking in two passes of a counting sort: order (P, int32),
  * the predictions by class, stable (numpy's stable argsort of label); starts (K + 1,
  * int64), where each class starts in it; places (P, int32), class by class, the members'
- * places (in order) of the class's predictions in by_score's order (a permutation). */
+ * places (in order) of the class's predictions in by_score's order (a permutation). With
+ * threads > 1 (default 1), each pass in that many ranges, each on a thread (the same
+ * bits). */
 static PyObject *class_order(PyObject *self, PyObject *args)
 {
     PyObject *o_label, *o_by_score, *o_order, *o_starts, *o_places;
-    if (!PyArg_ParseTuple(args, "OOOOO:class_order", &o_label, &o_by_score, &o_order,
-                          &o_starts, &o_places))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOO|i:class_order", &o_label, &o_by_score, &o_order,
+                          &o_starts, &o_places, &threads))
         return NULL;
     Buf label = {0}, by_score = {0}, order = {0}, starts = {0}, places = {0};
     int64_t *next = NULL;
@@ -1994,33 +2057,37 @@ static PyObject *class_order(PyObject *self, PyObject *args)
     if (check_indices(&label, n_classes, "label") < 0 ||
         check_indices(&by_score, n, "by_score") < 0)
         goto done;
-    next = PyMem_Malloc((size_t)(n_classes ? n_classes : 1) * sizeof *next);
+    int parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    if ((Py_ssize_t)parts > n)
+        parts = n > 0 ? (int)n : 1;
+    const size_t table = (size_t)(n_classes ? n_classes : 1) * (size_t)parts;
+    next = PyMem_Malloc(2 * table * sizeof *next);
     member = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *member);
     if (!next || !member) {
         PyErr_NoMemory();
         goto done;
     }
     int64_t *s = starts.view.buf;
-    int32_t *o = order.view.buf, *pl = places.view.buf;
+    ClassWork work = {
+        .label = &label, .by_score = &by_score, .s = s, .next = next,
+        .next_rank = next + table, .member = member, .o = order.view.buf,
+        .pl = places.view.buf, .n = n, .n_classes = n_classes, .parts = parts,
+    };
     Py_BEGIN_ALLOW_THREADS
-    memset(s, 0, (size_t)(n_classes + 1) * sizeof *s);
-    for (Py_ssize_t i = 0; i < n; i++)
-        s[index_at(&label, i) + 1]++;
+    vm_run_parts(class_part, &work, parts);
+    s[0] = 0;
     for (Py_ssize_t k = 0; k < n_classes; k++) {
-        s[k + 1] += s[k];
-        next[k] = s[k];
+        int64_t c = 0;
+        for (int p = 0; p < parts; p++)
+            c += next[n_classes * p + k];
+        s[k + 1] = s[k] + c;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t k = index_at(&label, i);
-        member[i] = (int32_t)(next[k] - s[k]);
-        o[next[k]++] = (int32_t)i;
-    }
-    for (Py_ssize_t k = 0; k < n_classes; k++)
-        next[k] = s[k];
-    for (Py_ssize_t j = 0; j < n; j++) {
-        const int64_t q = index_at(&by_score, j);
-        pl[next[index_at(&label, (Py_ssize_t)q)]++] = member[q];
-    }
+    class_places(work.next, s, n_classes, parts);
+    class_places(work.next_rank, s, n_classes, parts);
+    work.step = 1;
+    vm_run_parts(class_part, &work, parts);
+    work.step = 2;
+    vm_run_parts(class_part, &work, parts);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;

@@ -92,7 +92,8 @@ AREAS_PER_THREAD = 100_000
 #: :class:`~vocmatch.core.match.RankedMatcher`) gets at least.
 RANKED_PAIRS_PER_THREAD = 50_000
 
-#: Predictions a thread of :func:`score_cell_order` and :func:`sorted_cells` gets at least
+#: Predictions a thread of :func:`score_cell_order`, :func:`sorted_cells` and
+#: :func:`class_order` gets at least
 #: (each thread of ``score_cell_order`` clears tables of its own, 0.5 MB and a word a cell).
 ORDER_PREDS_PER_THREAD = 100_000
 
@@ -466,12 +467,19 @@ def mark_pairs(
 
 
 def class_order(
-    kernels: ModuleType, label: IndexArray, by_score: IndexArray, n_classes: int
+    kernels: ModuleType,
+    label: IndexArray,
+    by_score: IndexArray,
+    n_classes: int,
+    threads: int | None = None,
 ) -> tuple[Int32Array, IntArray, Int32Array]:
     """Every class's members and ranking by a counting sort: the predictions by class
     (numpy's stable argsort of ``label``, int32); where each class starts among them
     (``(K + 1,)`` int64); and class by class, the members' places (int32) of the class's
-    predictions in ``by_score``'s order (a permutation of the predictions).
+    predictions in ``by_score``'s order (a permutation of the predictions). With
+    ``threads``, each pass in that many ranges, each on a thread (the same bits); by default
+    as :func:`~vocmatch.kernel_threads.kernel_threads` gives for
+    :data:`ORDER_PREDS_PER_THREAD` predictions a thread.
 
     Raises:
         ValueError: A label or index is out of range, or the arrays differ in length.
@@ -480,7 +488,10 @@ def class_order(
     order = np.empty(n, dtype=np.int32)
     starts = np.empty(n_classes + 1, dtype=np.int64)
     places = np.empty(n, dtype=np.int32)
-    kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
+    kernels.class_order(
+        index_array(label), index_array(by_score), order, starts, places,
+        kernel_threads(n, ORDER_PREDS_PER_THREAD) if threads is None else threads,
+    )  # fmt: skip
     return order, starts, places
 
 
