@@ -255,8 +255,14 @@ def _ranked_pass(
 def test_ranked_pass_in_parts_is_the_single_threads(
     cells: tuple[np.ndarray, ...], strict: bool, first: bool, threads: int, data: st.DataObject
 ) -> None:
-    """The evaluation's matching in parts of image-classes, area ranges riding along: its
-    pairs in the same order, the same matching state and flags of every set."""
+    """The evaluation's matching in parts of image-classes, area ranges riding along, the
+    pairs in the order of their predictions (the pair scan's) or not: its pairs in the same
+    order, the same matching state and flags of every set."""
+    if data.draw(st.booleans()):
+        # Pairs not in the order of their predictions: grouped by prediction in one part.
+        gt, pred, iou, *rest = cells
+        moved = np.array(data.draw(st.permutations(range(gt.size))), dtype=np.int64)
+        cells = (gt[moved], pred[moved], iou[moved], *rest)
     ignore = cells[3]
     drawn = np.array(
         data.draw(st.lists(st.booleans(), min_size=ignore.size, max_size=ignore.size)), dtype=bool

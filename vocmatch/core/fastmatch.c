@@ -307,6 +307,129 @@ static int group_by_pred(const Buf *pred, const u8 *keep, int64_t p_low, int64_t
     return 0;
 }
 
+/* ranked_pass's pairs that can match (keep) and their grouping by prediction, in parts:
+ * each part marks its range of pairs and finds its kept pairs' lowest and highest
+ * prediction, their number and whether their predictions never fall (the pair scan lists
+ * them so). Where every kept pair's prediction follows the one before, the grouping is
+ * the kept pairs in order: each part writes its kept pairs' places (after those of the
+ * parts before it) and the starts of the predictions from the one after the last kept
+ * prediction before its range to its own last (disjoint ranges). Else one part groups them
+ * (group_by_pred). */
+typedef struct {
+    const Buf *pred;
+    const double *v_all;
+    double lowest;
+    int any_threshold, strict, parts, step;
+    u8 *keep;
+    Py_ssize_t k;
+    int64_t p_low;
+    Py_ssize_t *start, *order;
+    Py_ssize_t kept[VM_MAX_PARTS], base[VM_MAX_PARTS];
+    int64_t low[VM_MAX_PARTS], high[VM_MAX_PARTS], before[VM_MAX_PARTS];
+    int rising[VM_MAX_PARTS];
+} KeepWork;
+
+static void keep_part(void *ctx, int part)
+{
+    KeepWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->k, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->k, part + 1, w->parts);
+    if (w->step == 0) {
+        Py_ssize_t kept = 0;
+        int64_t low = 0, high = -1, last = 0;
+        int rising = 1;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            w->keep[i] = w->any_threshold && passes(w->v_all[i], w->lowest, w->strict);
+            if (!w->keep[i])
+                continue;
+            const int64_t p = index_at(w->pred, i);
+            if (!kept) {
+                low = p;
+                high = p;
+            }
+            rising &= !kept || p >= last;
+            low = p < low ? p : low;
+            high = p > high ? p : high;
+            last = p;
+            kept++;
+        }
+        w->kept[part] = kept;
+        w->low[part] = low;
+        w->high[part] = high;
+        w->rising[part] = rising;
+        return;
+    }
+    Py_ssize_t x = w->base[part];
+    int64_t prev = w->before[part]; /* the last kept prediction before, less p_low (or -1) */
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        if (!w->keep[i])
+            continue;
+        const int64_t p = index_at(w->pred, i) - w->p_low;
+        for (int64_t j = prev + 1; j <= p; j++)
+            w->start[j] = x;
+        prev = p > prev ? p : prev;
+        w->order[x++] = i;
+    }
+}
+
+/* keep, p_low and p_high, start and order as ranked_pass reads them (see KeepWork). */
+static int keep_and_group(KeepWork *w, int64_t *p_low, int64_t *p_high, Py_ssize_t **start,
+                          Py_ssize_t **order)
+{
+    int parts = w->parts;
+    if ((Py_ssize_t)parts > w->k)
+        parts = w->k > 0 ? (int)w->k : 1;
+    w->parts = parts;
+    w->step = 0;
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts(keep_part, w, parts);
+    Py_END_ALLOW_THREADS
+    int any = 0, rising = 1;
+    int64_t low = 0, high = 0, last = -1;
+    Py_ssize_t total = 0;
+    for (int p = 0; p < parts; p++) {
+        w->base[p] = total;
+        total += w->kept[p];
+        if (!w->kept[p])
+            continue;
+        rising &= w->rising[p] && (!any || w->low[p] >= last);
+        low = any && low < w->low[p] ? low : w->low[p];
+        high = any && high > w->high[p] + 1 ? high : w->high[p] + 1;
+        last = w->high[p];
+        any = 1;
+    }
+    *p_low = low;
+    *p_high = high;
+    if (!rising || parts == 1)
+        return group_by_pred(w->pred, w->keep, low, high, start, order);
+    const Py_ssize_t span = (Py_ssize_t)(high - low);
+    *start = PyMem_Malloc(((size_t)span + 1) * sizeof(Py_ssize_t));
+    *order = PyMem_Malloc((size_t)(w->k ? w->k : 1) * sizeof(Py_ssize_t));
+    if (!*start || !*order) {
+        PyMem_Free(*start);
+        PyMem_Free(*order);
+        *start = *order = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->p_low = low;
+    w->start = *start;
+    w->order = *order;
+    int64_t prev = -1;
+    for (int p = 0; p < parts; p++) {
+        w->before[p] = prev;
+        if (w->kept[p])
+            prev = w->high[p] - low;
+    }
+    w->step = 1;
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts(keep_part, w, parts);
+    Py_END_ALLOW_THREADS
+    for (int64_t j = prev + 1; j <= span; j++)
+        (*start)[j] = total;
+    return 0;
+}
+
 /* The area ranges' states of ranked_pass: S ground-truth sets, each ignoring ground truth
  * of its own, at Tr thresholds. Where alike[s, g], the set's picks in g's image-class are
  * the own matching's (at own level level[tr]): there it ignores what the own matching
@@ -756,21 +879,12 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         goto done;
     }
     int64_t p_low = 0, p_high = 0;
-    int any = 0;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        keep[i] = any_threshold && passes(v_all[i], lowest, strict);
-        if (!keep[i])
-            continue;
-        int64_t p = index_at(&pred, i);
-        if (!any) {
-            p_low = p;
-            p_high = p + 1;
-            any = 1;
-        }
-        p_low = p < p_low ? p : p_low;
-        p_high = p >= p_high ? p + 1 : p_high;
-    }
-    if (group_by_pred(&pred, keep, p_low, p_high, &start, &order) < 0)
+    KeepWork keeping = {
+        .pred = &pred, .v_all = v_all, .lowest = lowest, .any_threshold = any_threshold,
+        .strict = strict, .keep = keep, .k = k,
+        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+    };
+    if (keep_and_group(&keeping, &p_low, &p_high, &start, &order) < 0)
         goto done;
     /* The predictions with pairs, by rank (stable: index order within a rank); without a
      * ranking, each one a rank of its own, in index order. */
