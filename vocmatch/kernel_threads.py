@@ -1,13 +1,15 @@
 """How many threads a compiled kernel splits one call's work into.
 
-Some compiled kernels (:mod:`vocmatch.compiled`) split a large call's work into parts, each
-on a thread the kernel starts and joins before it returns (``vocmatch/parts.h``), each part
-writing its own slice of the output: the result is the same bits whichever the number of
-parts (the single-thread call is the reference, and the test suite compares them). Starting
-a thread costs tens of microseconds, so a call is split only where each part gets at least
-a kernel's measured minimum of work; a small call runs in the calling thread, as it always
-did, and no thread is started for it. No thread outlives the call that started it, so
-evaluations running at once in one process each split their own calls.
+Some compiled kernels (:mod:`vocmatch.compiled`) split a large call's work into parts, taken
+in turn by the calling thread and threads the kernel starts for the call
+(``vocmatch/parts.h``), each part writing its own slice of the output: the result is the same
+bits whichever the number of parts and whichever thread runs one (the single-thread call is
+the reference, and the test suite compares them). Starting a thread costs tens of
+microseconds, so a call is split only where each part gets at least a kernel's measured
+minimum of work; a small call runs in the calling thread, as it always did, and no thread
+is started for it. The call returns once every part has; a thread that starts late finds
+no part left and ends without touching the call's data, so evaluations running at once in
+one process each split their own calls.
 """
 
 from __future__ import annotations

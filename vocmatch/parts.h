@@ -1,20 +1,25 @@
 /* A kernel's work in parts on threads of its own: vm_run_parts(fn, ctx, parts) calls
- * fn(ctx, part) for each part in [0, parts): part 0 in the calling thread, each other on a
- * thread started for it, every thread joined before it returns (none outlives the call, so
- * calls from several threads at once each run their own). Where a thread cannot be started
- * (or on a system without POSIX threads), that part runs in the calling thread after part 0:
- * the parts write disjoint slices of the output, so the result is the same whichever thread
- * runs a part. Called without the GIL; fn must not touch Python objects. Included by each
- * extension that splits (static inline: no symbols).
+ * fn(ctx, part) once for each part in [0, parts) and returns when every one has returned.
+ * The calling thread and the threads started for the call take the parts in turn, each the
+ * next one nobody has taken: where a thread is slow to start (every core busy), the
+ * calling thread takes its parts too rather than wait for it. A thread that finds no part
+ * left ends without touching ctx; the little block they share is freed by the last one to
+ * let go of it. The parts write disjoint slices of the output, so the result is the same
+ * whichever thread runs a part. Where a thread cannot be started (or on a system without
+ * POSIX threads), the calling thread runs every part. Called without the GIL; fn must not
+ * touch Python objects or allocate with the Python allocator. Included by each extension
+ * that splits (static inline: no symbols).
  */
 #ifndef VOCMATCH_PARTS_H
 #define VOCMATCH_PARTS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
-#if !defined(_WIN32)
+#if !defined(_WIN32) && !defined(__STDC_NO_ATOMICS__)
 #include <pthread.h>
+#include <stdatomic.h>
 #define VM_PARTS_THREADS 1
 #endif
 
@@ -24,16 +29,48 @@
 typedef void (*vm_part_fn)(void *ctx, int part);
 
 #ifdef VM_PARTS_THREADS
+/* What the threads of one call share (on the heap: a thread may outlive the call). */
 typedef struct {
     vm_part_fn fn;
     void *ctx;
-    int part;
-} vm_part_job;
+    int parts;
+    atomic_int next; /* the next part to take */
+    atomic_int done; /* parts that have returned */
+    atomic_int refs; /* the calling thread and each started thread still holding the block */
+    pthread_mutex_t lock;
+    pthread_cond_t all_done;
+} vm_parts_shared;
 
-static void *vm_part_main(void *arg)
+static void vm_parts_release(vm_parts_shared *s)
 {
-    const vm_part_job *job = arg;
-    job->fn(job->ctx, job->part);
+    if (atomic_fetch_sub(&s->refs, 1) == 1) {
+        pthread_cond_destroy(&s->all_done);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+    }
+}
+
+/* Run the parts nobody has taken, one after the other. */
+static void vm_parts_take(vm_parts_shared *s)
+{
+    for (;;) {
+        const int part = atomic_fetch_add(&s->next, 1);
+        if (part >= s->parts)
+            return;
+        s->fn(s->ctx, part);
+        if (atomic_fetch_add(&s->done, 1) + 1 == s->parts) {
+            pthread_mutex_lock(&s->lock);
+            pthread_cond_broadcast(&s->all_done);
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+}
+
+static void *vm_parts_main(void *arg)
+{
+    vm_parts_shared *s = arg;
+    vm_parts_take(s);
+    vm_parts_release(s);
     return NULL;
 }
 #endif
@@ -46,26 +83,50 @@ static inline void vm_run_parts(vm_part_fn fn, void *ctx, int parts)
     if (parts > VM_MAX_PARTS)
         parts = VM_MAX_PARTS;
 #ifdef VM_PARTS_THREADS
-    pthread_t thread[VM_MAX_PARTS];
-    vm_part_job job[VM_MAX_PARTS];
-    int started[VM_MAX_PARTS] = {0};
-    for (int p = 1; p < parts; p++) {
-        job[p].fn = fn;
-        job[p].ctx = ctx;
-        job[p].part = p;
-        started[p] = pthread_create(&thread[p], NULL, vm_part_main, &job[p]) == 0;
+    vm_parts_shared *s = parts > 1 ? malloc(sizeof *s) : NULL;
+    if (s != NULL) {
+        s->fn = fn;
+        s->ctx = ctx;
+        s->parts = parts;
+        atomic_init(&s->next, 0);
+        atomic_init(&s->done, 0);
+        atomic_init(&s->refs, 1);
+        if (pthread_mutex_init(&s->lock, NULL) != 0) {
+            free(s);
+            s = NULL;
+        } else if (pthread_cond_init(&s->all_done, NULL) != 0) {
+            pthread_mutex_destroy(&s->lock);
+            free(s);
+            s = NULL;
+        }
     }
-    fn(ctx, 0);
-    for (int p = 1; p < parts; p++) {
-        if (started[p])
-            pthread_join(thread[p], NULL);
-        else
-            fn(ctx, p);
+    if (s != NULL) {
+        pthread_attr_t attr;
+        const int attr_made = pthread_attr_init(&attr) == 0;
+        const int detached =
+            attr_made && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+        for (int p = 1; detached && p < parts; p++) {
+            pthread_t thread;
+            atomic_fetch_add(&s->refs, 1);
+            if (pthread_create(&thread, &attr, vm_parts_main, s) != 0) {
+                atomic_fetch_sub(&s->refs, 1);
+                break;
+            }
+        }
+        if (attr_made)
+            pthread_attr_destroy(&attr);
+        vm_parts_take(s);
+        /* Every part taken; wait for those still running on other threads. */
+        pthread_mutex_lock(&s->lock);
+        while (atomic_load(&s->done) < parts)
+            pthread_cond_wait(&s->all_done, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        vm_parts_release(s);
+        return;
     }
-#else
+#endif
     for (int p = 0; p < parts; p++)
         fn(ctx, p);
-#endif
 }
 
 /* The start of part `part` of `parts` over [0, n): equal ranges, the first ones larger. */
