@@ -26,6 +26,25 @@
 /* The most parts a call is split into. */
 #define VM_MAX_PARTS 8
 
+/* Parts a thread where parts are cheap: the threads take them in turn, so that a thread
+ * slowed by other work on its core leaves more of them to the others. */
+#define VM_PARTS_PER_THREAD 4
+
+/* `threads` clamped to [1, VM_MAX_PARTS]. */
+static inline int vm_threads(int threads)
+{
+    return threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+}
+
+/* The parts of a call on `threads` threads where parts are cheap (1 for one thread). */
+static inline int vm_fine_parts(int threads)
+{
+    const int t = vm_threads(threads);
+    return t > 1 ? (t * VM_PARTS_PER_THREAD > VM_MAX_PARTS ? VM_MAX_PARTS
+                                                           : t * VM_PARTS_PER_THREAD)
+                 : 1;
+}
+
 typedef void (*vm_part_fn)(void *ctx, int part);
 
 #ifdef VM_PARTS_THREADS
@@ -75,15 +94,14 @@ static void *vm_parts_main(void *arg)
 }
 #endif
 
-/* fn(ctx, part) for every part in [0, parts) (parts clamped to [1, VM_MAX_PARTS]). */
-static inline void vm_run_parts(vm_part_fn fn, void *ctx, int parts)
+/* fn(ctx, part) for every part in [0, parts) (parts clamped to [1, VM_MAX_PARTS]), taken
+ * by the calling thread and at most threads - 1 threads started for them. */
+static inline void vm_run_parts_on(vm_part_fn fn, void *ctx, int parts, int threads)
 {
-    if (parts < 1)
-        parts = 1;
-    if (parts > VM_MAX_PARTS)
-        parts = VM_MAX_PARTS;
+    parts = vm_threads(parts);
+    threads = vm_threads(threads) < parts ? vm_threads(threads) : parts;
 #ifdef VM_PARTS_THREADS
-    vm_parts_shared *s = parts > 1 ? malloc(sizeof *s) : NULL;
+    vm_parts_shared *s = threads > 1 ? malloc(sizeof *s) : NULL;
     if (s != NULL) {
         s->fn = fn;
         s->ctx = ctx;
@@ -105,7 +123,7 @@ static inline void vm_run_parts(vm_part_fn fn, void *ctx, int parts)
         const int attr_made = pthread_attr_init(&attr) == 0;
         const int detached =
             attr_made && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
-        for (int p = 1; detached && p < parts; p++) {
+        for (int t = 1; detached && t < threads; t++) {
             pthread_t thread;
             atomic_fetch_add(&s->refs, 1);
             if (pthread_create(&thread, &attr, vm_parts_main, s) != 0) {
@@ -127,6 +145,12 @@ static inline void vm_run_parts(vm_part_fn fn, void *ctx, int parts)
 #endif
     for (int p = 0; p < parts; p++)
         fn(ctx, p);
+}
+
+/* fn(ctx, part) for every part in [0, parts), a thread a part. */
+static inline void vm_run_parts(vm_part_fn fn, void *ctx, int parts)
+{
+    vm_run_parts_on(fn, ctx, parts, parts);
 }
 
 /* The start of part `part` of `parts` over [0, n): equal ranges, the first ones larger. */

@@ -319,7 +319,7 @@ typedef struct {
     const Buf *pred;
     const double *v_all;
     double lowest;
-    int any_threshold, strict, parts, step;
+    int any_threshold, strict, parts, threads, step;
     u8 *keep;
     Py_ssize_t k;
     int64_t p_low;
@@ -382,7 +382,7 @@ static int keep_and_group(KeepWork *w, int64_t *p_low, int64_t *p_high, Py_ssize
     w->parts = parts;
     w->step = 0;
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(keep_part, w, parts);
+    vm_run_parts_on(keep_part, w, parts, w->threads);
     Py_END_ALLOW_THREADS
     int any = 0, rising = 1;
     int64_t low = 0, high = 0, last = -1;
@@ -423,7 +423,7 @@ static int keep_and_group(KeepWork *w, int64_t *p_low, int64_t *p_high, Py_ssize
     }
     w->step = 1;
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(keep_part, w, parts);
+    vm_run_parts_on(keep_part, w, parts, w->threads);
     Py_END_ALLOW_THREADS
     for (int64_t j = prev + 1; j <= span; j++)
         (*start)[j] = total;
@@ -532,6 +532,7 @@ typedef struct {
     u8 *tk, *r_tk;
     void *r_matched, *r_ignored;
     Out *out;
+    int threads;
     PassPart part[VM_MAX_PARTS];
 } PassWork;
 
@@ -785,7 +786,7 @@ static void pass_merge(PassWork *w, int parts)
             at[p]++;
         }
     }
-    vm_run_parts(merge_part, w, parts);
+    vm_run_parts_on(merge_part, w, parts, w->threads);
     w->out->n = n;
 }
 
@@ -882,7 +883,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     KeepWork keeping = {
         .pred = &pred, .v_all = v_all, .lowest = lowest, .any_threshold = any_threshold,
         .strict = strict, .keep = keep, .k = k,
-        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+        .parts = vm_fine_parts(threads), .threads = vm_threads(threads),
     };
     if (keep_and_group(&keeping, &p_low, &p_high, &start, &order) < 0)
         goto done;
@@ -968,11 +969,11 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         .r_level = r_level, .n_t = n_t, .n_gt = n_gt, .r_sets = r_sets, .r_t = r_t,
         .r_per_gt = r_per_gt, .r_size = r_size, .ign = ign, .cr = cr, .r_ign = r_ign,
         .r_alike = r_alike, .tk = tk, .r_tk = r_tk, .r_matched = r_matched,
-        .r_ignored = r_ignored, .out = &out,
+        .r_ignored = r_ignored, .out = &out, .threads = vm_threads(threads),
     };
     /* In parts only with a ranking (a part begins at an image-class's first prediction)
      * and where the parts share no ground truth. */
-    parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    parts = vm_fine_parts(threads);
     if (!has_rank || n_present < 2 * (Py_ssize_t)parts)
         parts = 1;
     Py_ssize_t bound[VM_MAX_PARTS + 1];
@@ -1050,7 +1051,7 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(pass_part, &work, parts);
+    vm_run_parts_on(pass_part, &work, parts, work.threads);
     for (int p = 0; p < parts; p++)
         failed |= work.part[p].failed;
     if (!failed && parts > 1)
@@ -1593,7 +1594,7 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         cell_bits++;
     const int packed = (key_bits > 16 ? key_bits - 16 : 0) + index_bits <= 64;
     const int use_counts = cell_bits > 16 && cell_max < (uint64_t)n;
-    int parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    int parts = vm_threads(threads); /* one a thread: each part clears tables of its own */
     if ((Py_ssize_t)parts > n)
         parts = n > 0 ? (int)n : 1;
     hist = PyMem_Malloc((size_t)(parts + 1 > 4 ? parts + 1 : 4) * 65537 * sizeof *hist);
@@ -2015,15 +2016,14 @@ static PyObject *sorted_cells(PyObject *self, PyObject *args)
         .image = &image, .label = &label, .rows = &rows, .o = order.view.buf,
         .b = by_score.view.buf, .r_out = rows_out.view.buf, .i_out = image_out.view.buf,
         .l_out = label_out.view.buf, .s_out = score_out.view.buf, .k_out = rank_out.view.buf,
-        .place = place, .n = n,
-        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+        .place = place, .n = n, .parts = vm_fine_parts(threads),
     };
     if (work.parts > n)
         work.parts = n > 0 ? (int)n : 1;
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(cells_part, &work, work.parts);
+    vm_run_parts_on(cells_part, &work, work.parts, vm_threads(threads));
     work.step = 1;
-    vm_run_parts(cells_part, &work, work.parts);
+    vm_run_parts_on(cells_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -2171,7 +2171,7 @@ static PyObject *class_order(PyObject *self, PyObject *args)
     if (check_indices(&label, n_classes, "label") < 0 ||
         check_indices(&by_score, n, "by_score") < 0)
         goto done;
-    int parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads);
+    int parts = vm_fine_parts(threads);
     if ((Py_ssize_t)parts > n)
         parts = n > 0 ? (int)n : 1;
     const size_t table = (size_t)(n_classes ? n_classes : 1) * (size_t)parts;
@@ -2188,7 +2188,7 @@ static PyObject *class_order(PyObject *self, PyObject *args)
         .pl = places.view.buf, .n = n, .n_classes = n_classes, .parts = parts,
     };
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(class_part, &work, parts);
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
     s[0] = 0;
     for (Py_ssize_t k = 0; k < n_classes; k++) {
         int64_t c = 0;
@@ -2199,9 +2199,9 @@ static PyObject *class_order(PyObject *self, PyObject *args)
     class_places(work.next, s, n_classes, parts);
     class_places(work.next_rank, s, n_classes, parts);
     work.step = 1;
-    vm_run_parts(class_part, &work, parts);
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
     work.step = 2;
-    vm_run_parts(class_part, &work, parts);
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -2366,12 +2366,12 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
         .gt = &gt, .pred = &pred, .pred_rows = &pred_rows, .gb = gt_boxes.view.buf,
         .ga = gt_area.view.buf, .pb = pred_boxes.view.buf, .crowd = gt_crowd.view.buf,
         .out = out.view.buf, .extra = extra, .n_boxes = n_boxes,
-        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+        .parts = vm_fine_parts(threads),
     };
     if (work.parts > k)
         work.parts = k > 0 ? (int)k : 1;
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(iou_part, &work, work.parts);
+    vm_run_parts_on(iou_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     for (int part = 0; part < work.parts; part++) {
         if (work.bad_at[part] >= 0) {
@@ -2442,12 +2442,12 @@ static PyObject *box_areas(PyObject *self, PyObject *args)
         goto done;
     AreaWork work = {
         .b = boxes.view.buf, .rows = &rows, .o = out.view.buf, .extra = extra, .n = n,
-        .parts = threads < 1 ? 1 : (threads > VM_MAX_PARTS ? VM_MAX_PARTS : threads),
+        .parts = vm_fine_parts(threads),
     };
     if (work.parts > n)
         work.parts = n > 0 ? (int)n : 1;
     Py_BEGIN_ALLOW_THREADS
-    vm_run_parts(area_part, &work, work.parts);
+    vm_run_parts_on(area_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
