@@ -35,19 +35,19 @@ setup(
         Extension(
             "vocmatch.core.fastmatch",
             sources=["vocmatch/core/fastmatch.c"],
-            depends=["vocmatch/buffers.h"],
+            depends=["vocmatch/buffers.h", "vocmatch/parts.h"],
             optional=True,
         ),
         Extension(
             "vocmatch.evaluation.fastaccumulate",
             sources=["vocmatch/evaluation/fastaccumulate.c"],
-            depends=["vocmatch/buffers.h"],
+            depends=["vocmatch/buffers.h", "vocmatch/parts.h"],
             optional=True,
         ),
         Extension(
             "vocmatch.evaluation.fastsummary",
             sources=["vocmatch/evaluation/fastsummary.c"],
-            depends=["vocmatch/buffers.h"],
+            depends=["vocmatch/buffers.h", "vocmatch/parts.h"],
             optional=True,
         ),
         Extension(

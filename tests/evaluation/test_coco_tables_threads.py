@@ -162,3 +162,59 @@ def test_an_evaluation_with_two_threads_is_the_numpy_one_bit_for_bit(
     gt, pred = random_dataset(seed, images=25, classes=tuple("abcdefgh"))
     reference, compiled = both_engines(monkeypatch, gt, pred, protocol("coco"))
     assert_same_bits(reference, compiled)
+
+
+def test_chunks_begun_ahead_beyond_the_threads(
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two threads and three chunks ahead, the first three chunks are begun at once,
+    each next one when the one three chunks before is asked for; the tables are the same."""
+    events: list[tuple[str, int]] = []
+    original = CocoTables.of
+    lock = threading.Lock()
+
+    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
+        with lock:
+            events.append(("made", int(rankings[0][0][0])))
+        return original(kernel, rankings, *args)
+
+    monkeypatch.setattr(CocoTables, "of", of)
+    case = _case([3, 4, 5, 6, 7])  # chunks of one class begin at rows 0, 3, 7, 12 and 18
+    whole = original(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
+    with TablesAhead(
+        kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], 1, 2, ahead=3
+    ) as ahead:
+        assert (ahead.threads, ahead.ahead) == (2, 3)
+        for first in range(5):
+            with lock:
+                events.append(("asked", first))
+            tables = ahead.tables(first)
+            assert tables.precision.tobytes() == whole.precision[first : first + 1].tobytes()
+    made = sorted(row for what, row in events if what == "made")
+    assert made == [0, 3, 7, 12, 18]
+    for row, asked in ((12, 0), (18, 1)):
+        assert events.index(("made", row)) > events.index(("asked", asked))
+
+
+def test_the_evaluation_begins_as_many_chunks_as_the_tables_bound_holds(
+    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many predictions on two cores: as many chunks are begun at once as the tables' bound
+    holds (here every chunk), two threads making them; the numbers are numpy's."""
+    captured: list[tuple[int, int, int]] = []
+    made = TablesAhead.__init__
+
+    def recorded(self: TablesAhead, *args: Any) -> None:
+        made(self, *args)
+        captured.append((self.chunk, self.threads, self.ahead))
+
+    monkeypatch.setattr(TablesAhead, "__init__", recorded)
+    monkeypatch.setattr(from_records, "THREADED_PREDICTIONS", 0)
+    monkeypatch.setattr(workers, "available_cores", lambda: 2)
+    gt, pred = random_dataset(3, images=25, classes=tuple("abcdefgh"))
+    reference, compiled = both_engines(monkeypatch, gt, pred, protocol("coco"))
+    assert_same_bits(reference, compiled)
+    chunk, threads, ahead = captured[0]
+    per_class = 4 * 10 * 101 * 3  # areas x thresholds x recall levels x 3 values
+    assert (chunk, threads) == (2, 2)  # 8 classes: two chunks a thread
+    assert ahead == from_records.COCO_TABLE_VALUES // (per_class * chunk)  # 86: every chunk

@@ -28,6 +28,7 @@ TOP_LEVEL = {
     "files": "shared",
     "limits": "shared",
     "compiled": "shared",
+    "kernel_threads": "shared",
     "lazy": "shared",
     "version": "shared",
     "__init__": "shared",

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "../buffers.h"
+#include "../parts.h"
 
 typedef unsigned char u8;
 
@@ -306,6 +307,129 @@ static int group_by_pred(const Buf *pred, const u8 *keep, int64_t p_low, int64_t
     return 0;
 }
 
+/* ranked_pass's pairs that can match (keep) and their grouping by prediction, in parts:
+ * each part marks its range of pairs and finds its kept pairs' lowest and highest
+ * prediction, their number and whether their predictions never fall (the pair scan lists
+ * them so). Where every kept pair's prediction follows the one before, the grouping is
+ * the kept pairs in order: each part writes its kept pairs' places (after those of the
+ * parts before it) and the starts of the predictions from the one after the last kept
+ * prediction before its range to its own last (disjoint ranges). Else one part groups them
+ * (group_by_pred). */
+typedef struct {
+    const Buf *pred;
+    const double *v_all;
+    double lowest;
+    int any_threshold, strict, parts, threads, step;
+    u8 *keep;
+    Py_ssize_t k;
+    int64_t p_low;
+    Py_ssize_t *start, *order;
+    Py_ssize_t kept[VM_MAX_PARTS], base[VM_MAX_PARTS];
+    int64_t low[VM_MAX_PARTS], high[VM_MAX_PARTS], before[VM_MAX_PARTS];
+    int rising[VM_MAX_PARTS];
+} KeepWork;
+
+static void keep_part(void *ctx, int part)
+{
+    KeepWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->k, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->k, part + 1, w->parts);
+    if (w->step == 0) {
+        Py_ssize_t kept = 0;
+        int64_t low = 0, high = -1, last = 0;
+        int rising = 1;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            w->keep[i] = w->any_threshold && passes(w->v_all[i], w->lowest, w->strict);
+            if (!w->keep[i])
+                continue;
+            const int64_t p = index_at(w->pred, i);
+            if (!kept) {
+                low = p;
+                high = p;
+            }
+            rising &= !kept || p >= last;
+            low = p < low ? p : low;
+            high = p > high ? p : high;
+            last = p;
+            kept++;
+        }
+        w->kept[part] = kept;
+        w->low[part] = low;
+        w->high[part] = high;
+        w->rising[part] = rising;
+        return;
+    }
+    Py_ssize_t x = w->base[part];
+    int64_t prev = w->before[part]; /* the last kept prediction before, less p_low (or -1) */
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        if (!w->keep[i])
+            continue;
+        const int64_t p = index_at(w->pred, i) - w->p_low;
+        for (int64_t j = prev + 1; j <= p; j++)
+            w->start[j] = x;
+        prev = p > prev ? p : prev;
+        w->order[x++] = i;
+    }
+}
+
+/* keep, p_low and p_high, start and order as ranked_pass reads them (see KeepWork). */
+static int keep_and_group(KeepWork *w, int64_t *p_low, int64_t *p_high, Py_ssize_t **start,
+                          Py_ssize_t **order)
+{
+    int parts = w->parts;
+    if ((Py_ssize_t)parts > w->k)
+        parts = w->k > 0 ? (int)w->k : 1;
+    w->parts = parts;
+    w->step = 0;
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts_on(keep_part, w, parts, w->threads);
+    Py_END_ALLOW_THREADS
+    int any = 0, rising = 1;
+    int64_t low = 0, high = 0, last = -1;
+    Py_ssize_t total = 0;
+    for (int p = 0; p < parts; p++) {
+        w->base[p] = total;
+        total += w->kept[p];
+        if (!w->kept[p])
+            continue;
+        rising &= w->rising[p] && (!any || w->low[p] >= last);
+        low = any && low < w->low[p] ? low : w->low[p];
+        high = any && high > w->high[p] + 1 ? high : w->high[p] + 1;
+        last = w->high[p];
+        any = 1;
+    }
+    *p_low = low;
+    *p_high = high;
+    if (!rising || parts == 1)
+        return group_by_pred(w->pred, w->keep, low, high, start, order);
+    const Py_ssize_t span = (Py_ssize_t)(high - low);
+    *start = PyMem_Malloc(((size_t)span + 1) * sizeof(Py_ssize_t));
+    *order = PyMem_Malloc((size_t)(w->k ? w->k : 1) * sizeof(Py_ssize_t));
+    if (!*start || !*order) {
+        PyMem_Free(*start);
+        PyMem_Free(*order);
+        *start = *order = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->p_low = low;
+    w->start = *start;
+    w->order = *order;
+    int64_t prev = -1;
+    for (int p = 0; p < parts; p++) {
+        w->before[p] = prev;
+        if (w->kept[p])
+            prev = w->high[p] - low;
+    }
+    w->step = 1;
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts_on(keep_part, w, parts, w->threads);
+    Py_END_ALLOW_THREADS
+    for (int64_t j = prev + 1; j <= span; j++)
+        (*start)[j] = total;
+    return 0;
+}
+
 /* The area ranges' states of ranked_pass: S ground-truth sets, each ignoring ground truth
  * of its own, at Tr thresholds. Where alike[s, g], the set's picks in g's image-class are
  * the own matching's (at own level level[tr]): there it ignores what the own matching
@@ -369,6 +493,303 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
     return 0;
 }
 
+/* A part's run of matched pairs of one (rank, threshold): where it is among the part's
+ * pairs, and where it goes in the output. */
+typedef struct {
+    int64_t rank, level;
+    Py_ssize_t from, size, to;
+} PassRun;
+
+/* One part's matched pairs, rank by rank (each rank's by threshold, then prediction):
+ * written straight into the output where there is one part (pair NULL); else as each
+ * pair's place among the pairs (pair) in runs of one (rank, threshold), merged after. And
+ * its scratch. */
+typedef struct {
+    int64_t *level, *pred, *gt;
+    double *iou;
+    int64_t *pair;
+    PassRun *runs;
+    Py_ssize_t n, n_runs;
+    const Py_ssize_t *by_rank; /* the part's predictions with pairs, by rank */
+    Py_ssize_t n_present;
+    HitList run;
+    int64_t *own_best;
+    Py_ssize_t *t_count;
+    int failed;
+} PassPart;
+
+/* ranked_pass's matching in parts: each part the predictions of a range of indices whose
+ * pairs share no ground truth with another part's (checked), so that each matching state
+ * (a ground truth's taken flags) and each prediction's flags are one part's alone. */
+typedef struct {
+    const Buf *gt, *pred, *rank;
+    int has_rank, strict, first, rising, shift;
+    int64_t level_mask, p_low;
+    const double *v_all, *th, *rth;
+    const Py_ssize_t *start, *order, *r_level;
+    Py_ssize_t n_t, n_gt, r_sets, r_t, r_per_gt, r_size;
+    const u8 *ign, *cr, *r_ign, *r_alike;
+    u8 *tk, *r_tk;
+    void *r_matched, *r_ignored;
+    Out *out;
+    int threads;
+    PassPart part[VM_MAX_PARTS];
+} PassWork;
+
+static void pass_part(void *ctx, int which)
+{
+    PassWork *w = ctx;
+    PassPart *pp = &w->part[which];
+    const Buf *gt_b = w->gt, *pred_b = w->pred, *rank_b = w->rank;
+    const int has_rank = w->has_rank, strict = w->strict, first = w->first;
+    const int rising = w->rising, shift = w->shift;
+    const int64_t level_mask = w->level_mask, p_low = w->p_low;
+    const double *v_all = w->v_all, *th = w->th, *rth = w->rth;
+    const Py_ssize_t *start = w->start, *order = w->order, *r_level = w->r_level;
+    const Py_ssize_t *by_rank = pp->by_rank, n_present = pp->n_present;
+    const Py_ssize_t n_t = w->n_t, n_gt = w->n_gt, r_sets = w->r_sets, r_t = w->r_t;
+    const Py_ssize_t r_per_gt = w->r_per_gt, r_size = w->r_size;
+    const u8 *ign = w->ign, *cr = w->cr, *r_ign = w->r_ign, *r_alike = w->r_alike;
+    u8 *tk = w->tk, *r_tk = w->r_tk;
+    void *r_matched = w->r_matched, *r_ignored = w->r_ignored;
+    int64_t *own_best = pp->own_best;
+    Py_ssize_t *t_count = pp->t_count;
+    HitList *run = &pp->run;
+    int failed = 0;
+    for (Py_ssize_t q = 0; q < n_present && !failed;) {
+        int64_t r = has_rank ? index_at(rank_b, (Py_ssize_t)(by_rank[q] + p_low)) : 0;
+        run->n = 0;
+        do {
+            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
+            int64_t p = j + p_low;
+            q++;
+            /* The evaluation's own matching, threshold by threshold. A prediction of one
+             * pair under rising thresholds (most of them) takes its one ground truth at each
+             * threshold its IoU passes where it is free (or a crowd region), as pick does,
+             * and stops at the first threshold it fails: it fails every one above. */
+            const int one_pair = b - a == 1 && rising;
+            const int64_t g_one = one_pair ? index_at(gt_b, order[a]) : -1;
+            const double v_one = one_pair ? v_all[order[a]] : 0.0;
+            if (hit_reserve(run, n_t) < 0) {
+                failed = 1;
+                break;
+            }
+            for (Py_ssize_t t = 0; t < n_t; t++) {
+                int best_counts = 0;
+                double best_v = 0.0;
+                Py_ssize_t best_pair = order[a];
+                int64_t best;
+                if (one_pair) {
+                    if (!passes(v_one, th[t], strict)) {
+                        for (; t < n_t; t++)
+                            own_best[t] = -1;
+                        break;
+                    }
+                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
+                    best_v = v_one;
+                } else {
+                    best = pick(order, a, b, v_all, gt_b, th[t], strict, tk + t, n_t, cr, ign,
+                                first, &best_counts, &best_v, &best_pair);
+                }
+                own_best[t] = best;
+                if (best < 0)
+                    continue;
+                tk[best * n_t + t] = 1;
+                run->entry[run->n++] = ((int64_t)best_pair << shift) | (int64_t)t;
+            }
+            if (failed)
+                break;
+            /* Each area range: the own matching's picks where alike in this image-class
+             * (every pair of a prediction lies in its image-class), else its own state. */
+            int64_t g_cell = r_sets ? index_at(gt_b, order[a]) : 0;
+            /* The own picks at the ranges' thresholds, read once for every set alike here:
+             * a set alike takes them all (matched bits), each one's ignored bit its own. */
+            int any_alike = 0;
+            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
+                any_alike = r_alike[s * n_gt + g_cell] != 0;
+            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
+            int64_t hit_g[64];
+            Py_ssize_t n_own_hits = 0;
+            uint64_t own_mask = 0;
+            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
+            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
+                int64_t best = own_best[r_level[t]];
+                if (best < 0)
+                    continue;
+                own_mask |= (uint64_t)1 << t;
+                hit_t[n_own_hits] = (int)t;
+                hit_g[n_own_hits] = best;
+                one_gt &= best == hit_g[0];
+                n_own_hits++;
+            }
+            for (Py_ssize_t s = 0; s < r_sets; s++) {
+                const u8 *ign_s = r_ign + s * n_gt;
+                Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
+                int alike = r_alike[s * n_gt + g_cell];
+                if (alike) {
+                    if (own_mask == 0)
+                        continue;
+                    uint64_t ignored_mask = 0;
+                    if (one_gt)
+                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
+                    else
+                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
+                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
+                    or_mask(r_matched, r_size, at, own_mask);
+                    if (ignored_mask)
+                        or_mask(r_ignored, r_size, at, ignored_mask);
+                    continue;
+                }
+                for (Py_ssize_t t = 0; t < r_t; t++) {
+                    int best_counts = 0;
+                    double best_v = 0.0;
+                    Py_ssize_t best_pair = 0;
+                    int64_t best = pick(order, a, b, v_all, gt_b, rth[t], strict,
+                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
+                                        &best_counts, &best_v, &best_pair);
+                    if (best >= 0)
+                        r_tk[best * r_per_gt + s * r_t + t] = 1;
+                    if (best < 0)
+                        continue;
+                    or_bit(r_matched, r_size, at, (int)t);
+                    if (ign_s[best])
+                        or_bit(r_ignored, r_size, at, (int)t);
+                }
+            }
+        } while (q < n_present && has_rank &&
+                 index_at(rank_b, (Py_ssize_t)(by_rank[q] + p_low)) == r);
+        if (failed || run->n == 0)
+            continue;
+        /* The rank's pairs by threshold, then prediction (recorded by prediction): a
+         * stable counting sort on the threshold. */
+        memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t h = 0; h < run->n; h++)
+            t_count[(run->entry[h] & level_mask) + 1]++;
+        for (Py_ssize_t t = 0; t < n_t; t++)
+            t_count[t + 1] += t_count[t];
+        if (pp->pair) {
+            for (Py_ssize_t t = 0; t < n_t; t++)
+                if (t_count[t + 1] > t_count[t])
+                    pp->runs[pp->n_runs++] = (PassRun){
+                        .rank = r, .level = t, .from = pp->n + t_count[t],
+                        .size = t_count[t + 1] - t_count[t],
+                    };
+            for (Py_ssize_t h = 0; h < run->n; h++) {
+                const int64_t level = run->entry[h] & level_mask;
+                pp->pair[pp->n + t_count[level]++] = run->entry[h] >> shift;
+            }
+        } else {
+            for (Py_ssize_t h = 0; h < run->n; h++) {
+                const int64_t level = run->entry[h] & level_mask;
+                const Py_ssize_t i = (Py_ssize_t)(run->entry[h] >> shift);
+                Py_ssize_t to = pp->n + t_count[level]++;
+                pp->level[to] = level;
+                pp->pred[to] = index_at(pred_b, i);
+                pp->gt[to] = index_at(gt_b, i);
+                pp->iou[to] = v_all[i];
+            }
+        }
+        pp->n += run->n;
+    }
+    pp->failed = failed;
+}
+
+/* Boundaries of `parts` ranges of the predictions with pairs ([0, span) offsets from
+ * p_low): equal shares of the pairs, each moved on to a prediction that begins an
+ * image-class (rank 0); then the number of parts whose pairs share no ground truth with
+ * another's (1 where any does: the parts would not be independent). `owner` is scratch of
+ * n_gt bytes. */
+static int pass_bounds(const PassWork *w, Py_ssize_t span, int parts, Py_ssize_t *bound,
+                       signed char *owner)
+{
+    const Py_ssize_t total = w->start[span];
+    bound[0] = 0;
+    bound[parts] = span;
+    for (int p = 1; p < parts; p++) {
+        const Py_ssize_t target = (Py_ssize_t)((double)total * p / parts);
+        Py_ssize_t j = bound[p - 1];
+        while (j < span && w->start[j] < target)
+            j++;
+        while (j < span && (w->start[j + 1] == w->start[j] ||
+                            index_at(w->rank, (Py_ssize_t)(j + w->p_low)) != 0))
+            j++;
+        bound[p] = j;
+    }
+    memset(owner, -1, (size_t)(w->n_gt ? w->n_gt : 1));
+    int p = 0;
+    for (Py_ssize_t j = 0; j < span; j++) {
+        while (j >= bound[p + 1])
+            p++;
+        for (Py_ssize_t x = w->start[j]; x < w->start[j + 1]; x++) {
+            const int64_t g = index_at(w->gt, w->order[x]);
+            if (owner[g] < 0)
+                owner[g] = (signed char)p;
+            else if (owner[g] != p)
+                return 1;
+        }
+    }
+    return parts;
+}
+
+/* Part p writes its own runs' pairs into the output (each run's place found by
+ * pass_merge): the output's fresh pages are touched by every part. */
+static void merge_part(void *ctx, int part)
+{
+    const PassWork *w = ctx;
+    const PassPart *pp = &w->part[part];
+    Out *out = w->out;
+    for (Py_ssize_t k = 0; k < pp->n_runs; k++) {
+        const PassRun *run = &pp->runs[k];
+        for (Py_ssize_t j = 0; j < run->size; j++) {
+            const Py_ssize_t i = (Py_ssize_t)pp->pair[run->from + j], to = run->to + j;
+            out->level[to] = run->level;
+            out->pred[to] = index_at(w->pred, i);
+            out->gt[to] = index_at(w->gt, i);
+            out->iou[to] = w->v_all[i];
+        }
+    }
+}
+
+/* The parts' pairs into the output, rank by rank and threshold by threshold, the parts in
+ * order within each (each part's predictions before the next part's: index order): each
+ * run's place found in turn, then each part's runs written by its own thread. */
+static void pass_merge(PassWork *w, int parts)
+{
+    Py_ssize_t at[VM_MAX_PARTS] = {0};
+    Py_ssize_t n = 0;
+    for (;;) {
+        /* The smallest (rank, threshold) at the parts' heads. */
+        int any = 0;
+        int64_t r = 0, level = 0;
+        for (int p = 0; p < parts; p++) {
+            const PassPart *pp = &w->part[p];
+            if (at[p] >= pp->n_runs)
+                continue;
+            const PassRun *run = &pp->runs[at[p]];
+            if (!any || run->rank < r || (run->rank == r && run->level < level)) {
+                r = run->rank;
+                level = run->level;
+                any = 1;
+            }
+        }
+        if (!any)
+            break;
+        for (int p = 0; p < parts; p++) {
+            PassPart *pp = &w->part[p];
+            if (at[p] >= pp->n_runs)
+                continue;
+            PassRun *run = &pp->runs[at[p]];
+            if (run->rank != r || run->level != level)
+                continue;
+            run->to = n;
+            n += run->size;
+            at[p]++;
+        }
+    }
+    vm_run_parts_on(merge_part, w, parts, w->threads);
+    w->out->n = n;
+}
+
 /* The "unmatched" rule (or "unmatched-first") of ranked pairs in one pass: the evaluation's
  * own matching at its thresholds, its matched pairs returned in the order RankedMatcher.add
  * gives them (rank by rank, predictions of one rank in index order; each rank's pairs by
@@ -377,19 +798,21 @@ static int ranges_get(PyObject *tuple, Ranges *r, Py_ssize_t n_gt, Py_ssize_t n_
 static PyObject *ranked_pass(PyObject *self, PyObject *args)
 {
     PyObject *o_gt, *o_pred, *o_iou, *o_rank, *o_ignore, *o_crowd, *o_thr, *o_taken, *o_ranges;
-    int strict, first;
-    if (!PyArg_ParseTuple(args, "OOOOOOOppOO:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
-                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges))
+    int strict, first, threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOppOO|i:ranked_pass", &o_gt, &o_pred, &o_iou, &o_rank,
+                          &o_ignore, &o_crowd, &o_thr, &strict, &first, &o_taken, &o_ranges,
+                          &threads))
         return NULL;
     Buf gt = {0}, pred = {0}, iou = {0}, rank = {0}, ignore = {0}, crowd = {0}, thr = {0},
         taken = {0};
     Ranges rg = {0};
     int has_rank = o_rank != Py_None, has_ranges = o_ranges != Py_None;
     Py_ssize_t *start = NULL, *order = NULL, *by_rank = NULL, *rank_count = NULL;
-    Py_ssize_t *t_count = NULL, *r_level = NULL;
-    int64_t *own_best = NULL;
+    Py_ssize_t *r_level = NULL, *by_part = NULL;
+    signed char *owner = NULL;
     u8 *keep = NULL;
-    HitList run = {0};
+    PassWork work = {0};
+    int parts = 1;
     Out out = {0};
     PyObject *result = NULL;
     int failed = 0;
@@ -452,28 +875,17 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         if (th[t] != th[t])
             lowest = th[t];
     keep = PyMem_Malloc((size_t)(k ? k : 1));
-    own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
-    t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
-    if (!keep || !own_best || !t_count) {
+    if (!keep) {
         PyErr_NoMemory();
         goto done;
     }
     int64_t p_low = 0, p_high = 0;
-    int any = 0;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        keep[i] = any_threshold && passes(v_all[i], lowest, strict);
-        if (!keep[i])
-            continue;
-        int64_t p = index_at(&pred, i);
-        if (!any) {
-            p_low = p;
-            p_high = p + 1;
-            any = 1;
-        }
-        p_low = p < p_low ? p : p_low;
-        p_high = p >= p_high ? p + 1 : p_high;
-    }
-    if (group_by_pred(&pred, keep, p_low, p_high, &start, &order) < 0)
+    KeepWork keeping = {
+        .pred = &pred, .v_all = v_all, .lowest = lowest, .any_threshold = any_threshold,
+        .strict = strict, .keep = keep, .k = k,
+        .parts = vm_fine_parts(threads), .threads = vm_threads(threads),
+    };
+    if (keep_and_group(&keeping, &p_low, &p_high, &start, &order) < 0)
         goto done;
     /* The predictions with pairs, by rank (stable: index order within a rank); without a
      * ranking, each one a rank of its own, in index order. */
@@ -550,128 +962,102 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
         r_matched = rg.matched.view.buf;
         r_ignored = rg.ignored.view.buf;
     }
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t q = 0; q < n_present && !failed;) {
-        int64_t r = has_rank ? index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) : 0;
-        run.n = 0;
-        do {
-            Py_ssize_t j = by_rank[q], a = start[j], b = start[j + 1];
-            int64_t p = j + p_low;
-            q++;
-            /* The evaluation's own matching, threshold by threshold. A prediction of one
-             * pair under rising thresholds (most of them) takes its one ground truth at each
-             * threshold its IoU passes where it is free (or a crowd region), as pick does,
-             * and stops at the first threshold it fails: it fails every one above. */
-            const int one_pair = b - a == 1 && rising;
-            const int64_t g_one = one_pair ? index_at(&gt, order[a]) : -1;
-            const double v_one = one_pair ? v_all[order[a]] : 0.0;
-            if (hit_reserve(&run, n_t) < 0) {
-                failed = 1;
-                break;
-            }
-            for (Py_ssize_t t = 0; t < n_t; t++) {
-                int best_counts = 0;
-                double best_v = 0.0;
-                Py_ssize_t best_pair = order[a];
-                int64_t best;
-                if (one_pair) {
-                    if (!passes(v_one, th[t], strict)) {
-                        for (; t < n_t; t++)
-                            own_best[t] = -1;
-                        break;
-                    }
-                    best = tk[g_one * n_t + t] && !cr[g_one] ? -1 : g_one;
-                    best_v = v_one;
-                } else {
-                    best = pick(order, a, b, v_all, &gt, th[t], strict, tk + t, n_t, cr, ign,
-                                first, &best_counts, &best_v, &best_pair);
-                }
-                own_best[t] = best;
-                if (best < 0)
-                    continue;
-                tk[best * n_t + t] = 1;
-                run.entry[run.n++] = ((int64_t)best_pair << shift) | (int64_t)t;
-            }
-            if (failed)
-                break;
-            /* Each area range: the own matching's picks where alike in this image-class
-             * (every pair of a prediction lies in its image-class), else its own state. */
-            int64_t g_cell = r_sets ? index_at(&gt, order[a]) : 0;
-            /* The own picks at the ranges' thresholds, read once for every set alike here:
-             * a set alike takes them all (matched bits), each one's ignored bit its own. */
-            int any_alike = 0;
-            for (Py_ssize_t s = 0; s < r_sets && !any_alike; s++)
-                any_alike = r_alike[s * n_gt + g_cell] != 0;
-            int hit_t[64]; /* the ranges' thresholds are at most 64 (ranges_get) */
-            int64_t hit_g[64];
-            Py_ssize_t n_own_hits = 0;
-            uint64_t own_mask = 0;
-            int one_gt = 1; /* every pick the same ground truth (hit_g[0]) */
-            for (Py_ssize_t t = 0; any_alike && t < r_t; t++) {
-                int64_t best = own_best[r_level[t]];
-                if (best < 0)
-                    continue;
-                own_mask |= (uint64_t)1 << t;
-                hit_t[n_own_hits] = (int)t;
-                hit_g[n_own_hits] = best;
-                one_gt &= best == hit_g[0];
-                n_own_hits++;
-            }
-            for (Py_ssize_t s = 0; s < r_sets; s++) {
-                const u8 *ign_s = r_ign + s * n_gt;
-                Py_ssize_t at = (Py_ssize_t)p * r_sets + s;
-                int alike = r_alike[s * n_gt + g_cell];
-                if (alike) {
-                    if (own_mask == 0)
-                        continue;
-                    uint64_t ignored_mask = 0;
-                    if (one_gt)
-                        ignored_mask = ign_s[hit_g[0]] ? own_mask : 0;
-                    else
-                        for (Py_ssize_t h = 0; h < n_own_hits; h++)
-                            ignored_mask |= (uint64_t)(ign_s[hit_g[h]] != 0) << hit_t[h];
-                    or_mask(r_matched, r_size, at, own_mask);
-                    if (ignored_mask)
-                        or_mask(r_ignored, r_size, at, ignored_mask);
-                    continue;
-                }
-                for (Py_ssize_t t = 0; t < r_t; t++) {
-                    int best_counts = 0;
-                    double best_v = 0.0;
-                    Py_ssize_t best_pair = 0;
-                    int64_t best = pick(order, a, b, v_all, &gt, rth[t], strict,
-                                        r_tk + s * r_t + t, r_per_gt, cr, ign_s, first,
-                                        &best_counts, &best_v, &best_pair);
-                    if (best >= 0)
-                        r_tk[best * r_per_gt + s * r_t + t] = 1;
-                    if (best < 0)
-                        continue;
-                    or_bit(r_matched, r_size, at, (int)t);
-                    if (ign_s[best])
-                        or_bit(r_ignored, r_size, at, (int)t);
-                }
-            }
-        } while (q < n_present && has_rank && index_at(&rank, (Py_ssize_t)(by_rank[q] + p_low)) == r);
-        if (failed || run.n == 0)
-            continue;
-        /* The rank's pairs by threshold, then prediction (recorded by prediction): a
-         * stable counting sort on the threshold. */
-        memset(t_count, 0, (size_t)(n_t + 1) * sizeof(Py_ssize_t));
-        for (Py_ssize_t h = 0; h < run.n; h++)
-            t_count[(run.entry[h] & level_mask) + 1]++;
-        for (Py_ssize_t t = 0; t < n_t; t++)
-            t_count[t + 1] += t_count[t];
-        for (Py_ssize_t h = 0; h < run.n; h++) {
-            const int64_t level = run.entry[h] & level_mask;
-            const Py_ssize_t i = (Py_ssize_t)(run.entry[h] >> shift);
-            Py_ssize_t to = out.n + t_count[level]++;
-            out.level[to] = level;
-            out.pred[to] = index_at(&pred, i);
-            out.gt[to] = index_at(&gt, i);
-            out.iou[to] = v_all[i];
+    work = (PassWork){
+        .gt = &gt, .pred = &pred, .rank = &rank, .has_rank = has_rank, .strict = strict,
+        .first = first, .rising = rising, .shift = shift, .level_mask = level_mask,
+        .p_low = p_low, .v_all = v_all, .th = th, .rth = rth, .start = start, .order = order,
+        .r_level = r_level, .n_t = n_t, .n_gt = n_gt, .r_sets = r_sets, .r_t = r_t,
+        .r_per_gt = r_per_gt, .r_size = r_size, .ign = ign, .cr = cr, .r_ign = r_ign,
+        .r_alike = r_alike, .tk = tk, .r_tk = r_tk, .r_matched = r_matched,
+        .r_ignored = r_ignored, .out = &out, .threads = vm_threads(threads),
+    };
+    /* In parts only with a ranking (a part begins at an image-class's first prediction)
+     * and where the parts share no ground truth. */
+    parts = vm_fine_parts(threads);
+    if (!has_rank || n_present < 2 * (Py_ssize_t)parts)
+        parts = 1;
+    Py_ssize_t bound[VM_MAX_PARTS + 1];
+    if (parts > 1) {
+        owner = PyMem_Malloc((size_t)(n_gt ? n_gt : 1));
+        if (!owner) {
+            PyErr_NoMemory();
+            goto done;
         }
-        out.n += run.n;
+        parts = pass_bounds(&work, span, parts, bound, owner);
     }
+    if (parts > 1) {
+        /* Each part's predictions in by_rank's order (stable), and its pairs' room. */
+        Py_ssize_t part_start[VM_MAX_PARTS + 1] = {0};
+        by_part = PyMem_Malloc((size_t)n_present * sizeof *by_part);
+        if (!by_part) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t q = 0; q < n_present; q++) {
+            int p = 0;
+            while (by_rank[q] >= bound[p + 1])
+                p++;
+            part_start[p + 1]++;
+        }
+        for (int p = 0; p < parts; p++)
+            part_start[p + 1] += part_start[p];
+        Py_ssize_t fill[VM_MAX_PARTS];
+        memcpy(fill, part_start, sizeof fill);
+        for (Py_ssize_t q = 0; q < n_present; q++) {
+            int p = 0;
+            while (by_rank[q] >= bound[p + 1])
+                p++;
+            by_part[fill[p]++] = by_rank[q];
+        }
+        for (int p = 0; p < parts; p++) {
+            PassPart *pp = &work.part[p];
+            pp->by_rank = by_part + part_start[p];
+            pp->n_present = part_start[p + 1] - part_start[p];
+            const size_t cap = (size_t)(n_t * pp->n_present > 0 ? n_t * pp->n_present : 1);
+            /* Pages touched only as far as they are written. */
+            pp->pair = PyMem_Malloc(cap * sizeof(int64_t));
+            pp->runs = PyMem_Malloc(cap * sizeof(PassRun));
+            if (!pp->pair || !pp->runs) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    } else {
+        PassPart *pp = &work.part[0];
+        pp->by_rank = by_rank;
+        pp->n_present = n_present;
+        pp->level = out.level;
+        pp->pred = out.pred;
+        pp->gt = out.gt;
+        pp->iou = out.iou;
+    }
+    for (int p = 0; p < parts; p++) {
+        PassPart *pp = &work.part[p];
+        pp->own_best = PyMem_Malloc((size_t)(n_t ? n_t : 1) * sizeof(int64_t));
+        pp->t_count = PyMem_Malloc((size_t)(n_t + 1) * sizeof(Py_ssize_t));
+        /* Room for the part's largest rank's pairs (at most one a prediction and
+         * threshold), made here with the GIL: no allocation while the part runs. */
+        Py_ssize_t most = 0;
+        for (Py_ssize_t q = 0, size = 0; q < pp->n_present; q++) {
+            const int same = has_rank && q > 0 &&
+                             index_at(&rank, (Py_ssize_t)(pp->by_rank[q] + p_low)) ==
+                                 index_at(&rank, (Py_ssize_t)(pp->by_rank[q - 1] + p_low));
+            size = same ? size + 1 : 1;
+            most = size > most ? size : most;
+        }
+        if (!pp->own_best || !pp->t_count || hit_reserve(&pp->run, most * n_t) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    vm_run_parts_on(pass_part, &work, parts, work.threads);
+    for (int p = 0; p < parts; p++)
+        failed |= work.part[p].failed;
+    if (!failed && parts > 1)
+        pass_merge(&work, parts);
+    else
+        out.n = work.part[0].n;
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();
@@ -680,13 +1066,20 @@ static PyObject *ranked_pass(PyObject *self, PyObject *args)
     result = out_value(&out);
 done:
     out_free(&out);
-    hit_free(&run);
+    for (int p = 0; p < VM_MAX_PARTS; p++) {
+        PassPart *pp = &work.part[p];
+        hit_free(&pp->run);
+        PyMem_Free(pp->own_best);
+        PyMem_Free(pp->t_count);
+        PyMem_Free(pp->pair);
+        PyMem_Free(pp->runs);
+    }
+    PyMem_Free(by_part);
+    PyMem_Free(owner);
     PyMem_Free(start);
     PyMem_Free(order);
     PyMem_Free(by_rank);
     PyMem_Free(rank_count);
-    PyMem_Free(t_count);
-    PyMem_Free(own_best);
     PyMem_Free(keep);
     PyMem_Free(r_level);
     release(&gt);
@@ -1005,48 +1398,153 @@ static void sort_words(uint64_t *w, Py_ssize_t n, int top, uint64_t *tmp)
     }
 }
 
-/* The stable order by descending score into out (n indices), where the bits in which the
- * scores' keys differ (key_bits: the keys less the smallest, kmin) less the top 16, and
- * an index's bits (index_bits), fit 64 together. One stable counting pass on those top
- * 16 bits puts each prediction's rest of key and index, packed in one word, into its
- * bucket; words are unique and in (key, index) order, so sorting each bucket's words
- * (sort_words) gives the stable order, and the index is the word's low bits. Beyond
- * `out` and `hist` (65,537 counts), only `tmp` (room for n words) as far as the largest
- * bucket that sort_words passes through it. */
-static void score_order_packed(const double *sc, Py_ssize_t n, uint64_t kmin, int key_bits,
-                               int index_bits, int64_t *out, Py_ssize_t *hist,
-                               uint64_t *tmp)
+/* score_cell_order's work in parts (OrderWork): the stable order by descending score into
+ * out (n indices), where the bits in which the scores' keys differ (key_bits: the keys less
+ * the smallest, kmin) less the top 16, and an index's bits (index_bits), fit 64 together.
+ * One stable counting pass on those top 16 bits puts each prediction's rest of key and
+ * index, packed in one word, into its bucket; words are unique and in (key, index) order,
+ * so sorting each bucket's words (sort_words) gives the stable order, and the index is the
+ * word's low bits. Then, where the cells fit a counting table, the order by cell: one
+ * stable counting pass over the score order.
+ *
+ * In parts: part p counts the digits (cells) of its range of the input in its own table;
+ * the tables' prefix sums, digit by digit and part by part, give each part the places of
+ * its elements, which follow those of the parts before it in each bucket (a stable pass:
+ * the same places as one part's). Each part then sorts the buckets that start in its range
+ * of places (through `tmp` from the first one's start: buckets are disjoint) and unpacks its
+ * range of words. Each step writes places no other part writes; steps are apart (every part
+ * ends one before the next begins). One part is the single-thread pass. */
+typedef struct {
+    const double *sc;
+    const Buf *cell;
+    Py_ssize_t n;
+    int parts, step;
+    uint64_t kmin;
+    int shift, index_bits;
+    Py_ssize_t *hist;   /* (parts, 65537) counts, then places; then 65537 bucket starts */
+    Py_ssize_t *cells;  /* (parts, n_cells + 1) likewise, for the order by cell */
+    Py_ssize_t n_cells; /* cell_max + 1 */
+    uint64_t *tmp;
+    int64_t *out_score, *out_order;
+} OrderWork;
+
+enum { ORDER_COUNT, ORDER_SCATTER, ORDER_SORT, ORDER_UNPACK, CELL_COUNT, CELL_SCATTER };
+
+static inline uint64_t order_key(const OrderWork *w, Py_ssize_t i)
 {
-    const int shift = key_bits > 16 ? key_bits - 16 : 0;
-    const uint64_t rest = ((uint64_t)1 << shift) - 1;
-    uint64_t *word = (uint64_t *)out;
-    memset(hist, 0, sizeof(Py_ssize_t) * 65537);
-    for (Py_ssize_t i = 0; i < n; i++)
-        hist[((~float_key(sc[i]) - kmin) >> shift) + 1]++;
-    for (int d = 1; d <= 65536; d++)
-        hist[d] += hist[d - 1];
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint64_t key = ~float_key(sc[i]) - kmin;
-        word[hist[key >> shift]++] = ((key & rest) << index_bits) | (uint64_t)i;
+    return ~float_key(w->sc[i]) - w->kmin;
+}
+
+/* Bucket starts of the last table (hist + parts * 65537): the places' start of digit d,
+ * and n at 65536. */
+static inline Py_ssize_t *order_starts(const OrderWork *w) { return w->hist + 65537 * w->parts; }
+
+static void order_part(void *ctx, int part)
+{
+    OrderWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    Py_ssize_t *h = w->hist + 65537 * part;
+    uint64_t *word = (uint64_t *)w->out_score;
+    switch (w->step) {
+    case ORDER_COUNT:
+        memset(h, 0, sizeof(Py_ssize_t) * 65537);
+        for (Py_ssize_t i = lo; i < hi; i++)
+            h[order_key(w, i) >> w->shift]++;
+        break;
+    case ORDER_SCATTER: {
+        const uint64_t rest = ((uint64_t)1 << w->shift) - 1;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const uint64_t key = order_key(w, i);
+            word[h[key >> w->shift]++] = ((key & rest) << w->index_bits) | (uint64_t)i;
+        }
+        break;
     }
-    /* hist[d] is now the end of bucket d (and the start of bucket d + 1). */
-    if (shift > 0) {
-        Py_ssize_t start = 0;
-        for (int d = 0; d < 65536 && start < n; d++) {
-            sort_words(word + start, hist[d] - start, shift + index_bits, tmp);
-            start = hist[d];
+    case ORDER_SORT: {
+        if (w->shift == 0)
+            break;
+        const Py_ssize_t *start = order_starts(w);
+        int d = 0;
+        while (d < 65536 && start[d] < lo)
+            d++;
+        uint64_t *tmp = w->tmp + start[d];
+        for (; d < 65536 && start[d] < hi; d++)
+            sort_words(word + start[d], start[d + 1] - start[d], w->shift + w->index_bits, tmp);
+        break;
+    }
+    case ORDER_UNPACK: {
+        const uint64_t mask = w->index_bits ? (~(uint64_t)0 >> (64 - w->index_bits)) : 0;
+        for (Py_ssize_t i = lo; i < hi; i++)
+            w->out_score[i] = (int64_t)(word[i] & mask);
+        break;
+    }
+    case CELL_COUNT: {
+        Py_ssize_t *c = w->cells + (w->n_cells + 1) * part;
+        memset(c, 0, sizeof(Py_ssize_t) * (size_t)(w->n_cells + 1));
+        for (Py_ssize_t i = lo; i < hi; i++)
+            c[index_at(w->cell, (Py_ssize_t)w->out_score[i])]++;
+        break;
+    }
+    case CELL_SCATTER: {
+        Py_ssize_t *c = w->cells + (w->n_cells + 1) * part;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const int64_t j = w->out_score[i];
+            w->out_order[c[index_at(w->cell, (Py_ssize_t)j)]++] = j;
+        }
+        break;
+    }
+    }
+}
+
+/* Each part's counts of `digits` digits in `table` (rows of `row` entries) turned into the
+ * places of its first element of each digit; with `starts`, each digit's first place too
+ * (and n after the last). */
+static void order_places(Py_ssize_t *table, Py_ssize_t row, Py_ssize_t digits, int parts,
+                         Py_ssize_t *starts)
+{
+    Py_ssize_t at = 0;
+    for (Py_ssize_t d = 0; d < digits; d++) {
+        if (starts)
+            starts[d] = at;
+        for (int p = 0; p < parts; p++) {
+            const Py_ssize_t c = table[row * p + d];
+            table[row * p + d] = at;
+            at += c;
         }
     }
-    const uint64_t index_mask = index_bits ? (~(uint64_t)0 >> (64 - index_bits)) : 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        out[i] = (int64_t)(word[i] & index_mask);
+    if (starts)
+        starts[digits] = at;
+}
+
+static void order_step(OrderWork *w, int step)
+{
+    w->step = step;
+    vm_run_parts(order_part, w, w->parts);
+}
+
+/* The packed score order, then (use_counts) the order by cell, in w->parts parts. */
+static void score_order_parts(OrderWork *w, int use_counts, int packed)
+{
+    if (packed) {
+        order_step(w, ORDER_COUNT);
+        order_places(w->hist, 65537, 65536, w->parts, order_starts(w));
+        order_step(w, ORDER_SCATTER);
+        order_step(w, ORDER_SORT);
+        order_step(w, ORDER_UNPACK);
+    }
+    if (use_counts) {
+        order_step(w, CELL_COUNT);
+        order_places(w->cells, w->n_cells + 1, w->n_cells, w->parts, NULL);
+        order_step(w, CELL_SCATTER);
+    }
 }
 
 static PyObject *score_cell_order(PyObject *self, PyObject *args)
 {
     PyObject *o_score, *o_cell, *o_by_score, *o_order;
-    if (!PyArg_ParseTuple(args, "OOOO:score_cell_order", &o_score, &o_cell, &o_by_score,
-                          &o_order))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOO|i:score_cell_order", &o_score, &o_cell, &o_by_score,
+                          &o_order, &threads))
         return NULL;
     Buf score = {0}, cell = {0}, by_score = {0}, order = {0};
     uint64_t *k = NULL, *k2 = NULL;
@@ -1080,11 +1578,12 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         }
         cell_max = (uint64_t)c > cell_max ? (uint64_t)c : cell_max;
     }
-    /* The score order needs only a 16-bit digit's counts and a buffer touched as far as
-     * its largest bucket where a key's rest and an index fit one word (else radix passes
-     * over every key bit); the order by cell a counting
-     * table where the cells fit one no larger than the predictions' (else radix passes).
-     * Radix passes need key and value buffers: fresh pages, touched at the first call. */
+    /* The score order needs only a 16-bit digit's counts (a table a part, and the buckets'
+     * starts) and a buffer touched as far as its largest bucket where a key's rest and an
+     * index fit one word (else radix passes over every key bit, in one part); the order by
+     * cell a counting table a part where the cells fit one no larger than the predictions'
+     * (else radix passes, in one part). Radix passes need key and value buffers: fresh
+     * pages, touched at the first call. */
     size_t m = (size_t)(n ? n : 1);
     int key_bits = 0, index_bits = 0, cell_bits = 0;
     while (key_bits < 64 && ((kmax - kmin) >> key_bits))
@@ -1095,9 +1594,12 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         cell_bits++;
     const int packed = (key_bits > 16 ? key_bits - 16 : 0) + index_bits <= 64;
     const int use_counts = cell_bits > 16 && cell_max < (uint64_t)n;
-    hist = PyMem_Malloc(4 * 65537 * sizeof *hist);
+    int parts = vm_threads(threads); /* one a thread: each part clears tables of its own */
+    if ((Py_ssize_t)parts > n)
+        parts = n > 0 ? (int)n : 1;
+    hist = PyMem_Malloc((size_t)(parts + 1 > 4 ? parts + 1 : 4) * 65537 * sizeof *hist);
     if (use_counts)
-        cell_counts = PyMem_Calloc((size_t)cell_max + 2, sizeof *cell_counts);
+        cell_counts = PyMem_Malloc((size_t)parts * ((size_t)cell_max + 2) * sizeof *cell_counts);
     k = PyMem_Malloc(m * sizeof *k);
     if (!packed || !use_counts) {
         k2 = PyMem_Malloc(m * sizeof *k2);
@@ -1110,10 +1612,18 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         goto done;
     }
     int64_t *out_score = by_score.view.buf, *out_order = order.view.buf;
+    OrderWork work = {
+        .sc = sc, .cell = &cell, .n = n, .parts = parts, .kmin = kmin,
+        .shift = key_bits > 16 ? key_bits - 16 : 0, .index_bits = index_bits, .hist = hist,
+        .cells = cell_counts, .n_cells = (Py_ssize_t)cell_max + 1, .tmp = k,
+        .out_score = out_score, .out_order = out_order,
+    };
     Py_BEGIN_ALLOW_THREADS
-    /* Descending score, ties in index order. */
+    /* Descending score, ties in index order; then by cell, stable: cell, descending score,
+     * index (in one counting pass where the cells fit a table no larger than the
+     * predictions', else radix passes). */
     if (packed) {
-        score_order_packed(sc, n, kmin, key_bits, index_bits, out_score, hist, k);
+        score_order_parts(&work, 0, 1);
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             k[i] = ~float_key(sc[i]);
@@ -1122,18 +1632,11 @@ static PyObject *score_cell_order(PyObject *self, PyObject *args)
         radix_pairs(&k, &v, &k2, &v2, n, 64, hist);
         memcpy(out_score, v, (size_t)n * sizeof *v);
     }
-    if (packed && !use_counts)
-        memcpy(v, out_score, (size_t)n * sizeof *v);
-    /* Then by cell, stable: cell, descending score, index; in one counting pass where the
-     * cells fit a table no larger than the predictions' (else radix passes). */
     if (use_counts) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            cell_counts[index_at(&cell, i) + 1]++;
-        for (uint64_t c = 1; c <= cell_max + 1; c++)
-            cell_counts[c] += cell_counts[c - 1];
-        for (Py_ssize_t i = 0; i < n; i++)
-            out_order[cell_counts[index_at(&cell, (Py_ssize_t)out_score[i])]++] = out_score[i];
+        score_order_parts(&work, 1, 0);
     } else {
+        if (packed)
+            memcpy(v, out_score, (size_t)n * sizeof *v);
         for (Py_ssize_t i = 0; i < n; i++)
             k[i] = (uint64_t)index_at(&cell, (Py_ssize_t)v[i]);
         radix_pairs(&k, &v, &k2, &v2, n, cell_bits, hist);
@@ -1415,17 +1918,67 @@ done:
 
 /* --- sorted_cells --------------------------------------------------------------------- */
 
+/* sorted_cells' work in parts: part p fills places [lo, hi) of the outputs (the rank of
+ * its first from where its run begins, found back in the input), then, once every part
+ * has written its places, its range of the score order's places. */
+typedef struct {
+    const Buf *image, *label, *rows;
+    const int64_t *o, *b;
+    int32_t *r_out, *i_out, *l_out, *s_out, *k_out, *place;
+    Py_ssize_t n;
+    int parts, step;
+} CellsWork;
+
+static void cells_part(void *ctx, int part)
+{
+    CellsWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    if (w->step == 1) {
+        for (Py_ssize_t i = lo; i < hi; i++)
+            w->s_out[i] = w->place[w->b[i]];
+        return;
+    }
+    int64_t run_start = lo;
+    if (lo > 0 && lo < hi) {
+        /* Where the run of the part's first prediction begins: the int32 image and label
+         * as the outputs hold them, read from the input. */
+        const Py_ssize_t j = (Py_ssize_t)w->o[lo];
+        const int32_t img = (int32_t)index_at(w->image, j), lab = (int32_t)index_at(w->label, j);
+        while (run_start > 0) {
+            const Py_ssize_t q = (Py_ssize_t)w->o[run_start - 1];
+            if ((int32_t)index_at(w->image, q) != img || (int32_t)index_at(w->label, q) != lab)
+                break;
+            run_start--;
+        }
+    }
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const Py_ssize_t j = (Py_ssize_t)w->o[i];
+        const int64_t img = index_at(w->image, j), lab = index_at(w->label, j);
+        w->r_out[i] = (int32_t)index_at(w->rows, j);
+        w->i_out[i] = (int32_t)img;
+        w->l_out[i] = (int32_t)lab;
+        w->place[j] = (int32_t)i;
+        /* A run starts where the int32 image or label differs from the one before. */
+        if (i > lo && (w->i_out[i] != w->i_out[i - 1] || w->l_out[i] != w->l_out[i - 1]))
+            run_start = i;
+        w->k_out[i] = (int32_t)(i - run_start);
+    }
+}
+
 /* The predictions put in an order (order, a permutation of n, int64): their rows, images
  * and labels in it (as int32, numpy's astype), the score order by_score (a permutation,
  * int64) as places in it, and each one's rank: its place in its run of equal (image,
- * label). All five outputs int32 of n. */
+ * label). All five outputs int32 of n. With threads > 1 (default 1), in that many ranges
+ * of places, each on a thread (the same bits). */
 static PyObject *sorted_cells(PyObject *self, PyObject *args)
 {
     PyObject *o_order, *o_by_score, *o_rows, *o_image, *o_label;
     PyObject *o_rows_out, *o_image_out, *o_label_out, *o_score_out, *o_rank_out;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:sorted_cells", &o_order, &o_by_score, &o_rows,
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|i:sorted_cells", &o_order, &o_by_score, &o_rows,
                           &o_image, &o_label, &o_rows_out, &o_image_out, &o_label_out,
-                          &o_score_out, &o_rank_out))
+                          &o_score_out, &o_rank_out, &threads))
         return NULL;
     Buf order = {0}, by_score = {0}, rows = {0}, image = {0}, label = {0};
     Buf rows_out = {0}, image_out = {0}, label_out = {0}, score_out = {0}, rank_out = {0};
@@ -1459,25 +2012,18 @@ static PyObject *sorted_cells(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *o = order.view.buf, *b = by_score.view.buf;
-    int32_t *r_out = rows_out.view.buf, *i_out = image_out.view.buf, *l_out = label_out.view.buf;
-    int32_t *s_out = score_out.view.buf, *k_out = rank_out.view.buf;
+    CellsWork work = {
+        .image = &image, .label = &label, .rows = &rows, .o = order.view.buf,
+        .b = by_score.view.buf, .r_out = rows_out.view.buf, .i_out = image_out.view.buf,
+        .l_out = label_out.view.buf, .s_out = score_out.view.buf, .k_out = rank_out.view.buf,
+        .place = place, .n = n, .parts = vm_fine_parts(threads),
+    };
+    if (work.parts > n)
+        work.parts = n > 0 ? (int)n : 1;
     Py_BEGIN_ALLOW_THREADS
-    int64_t run_start = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Py_ssize_t j = (Py_ssize_t)o[i];
-        const int64_t img = index_at(&image, j), lab = index_at(&label, j);
-        r_out[i] = (int32_t)index_at(&rows, j);
-        i_out[i] = (int32_t)img;
-        l_out[i] = (int32_t)lab;
-        place[j] = (int32_t)i;
-        /* A run starts where the int32 image or label differs from the one before. */
-        if (i == 0 || i_out[i] != i_out[i - 1] || l_out[i] != l_out[i - 1])
-            run_start = i;
-        k_out[i] = (int32_t)(i - run_start);
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        s_out[i] = place[b[i]];
+    vm_run_parts_on(cells_part, &work, work.parts, vm_threads(threads));
+    work.step = 1;
+    vm_run_parts_on(cells_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -1533,15 +2079,78 @@ done:
 
 /* --- class_order ---------------------------------------------------------------------- */
 
+/* class_order's work in parts: each part counts the labels of its range of predictions
+ * (and of its range of by_score) in tables of its own; their sums, class by class and part
+ * by part, give each part its places, after those of the parts before it (stable passes:
+ * the single pass's places). */
+typedef struct {
+    const Buf *label, *by_score;
+    int64_t *s;         /* (K + 1,) the classes' starts */
+    int64_t *next;      /* (parts, K) each part's next place of each class, by index */
+    int64_t *next_rank; /* (parts, K) likewise, in by_score's order */
+    int32_t *member, *o, *pl;
+    Py_ssize_t n, n_classes;
+    int parts, step;
+} ClassWork;
+
+static void class_part(void *ctx, int part)
+{
+    ClassWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    int64_t *next = w->next + w->n_classes * part;
+    int64_t *next_rank = w->next_rank + w->n_classes * part;
+    switch (w->step) {
+    case 0:
+        memset(next, 0, (size_t)w->n_classes * sizeof *next);
+        memset(next_rank, 0, (size_t)w->n_classes * sizeof *next_rank);
+        for (Py_ssize_t i = lo; i < hi; i++)
+            next[index_at(w->label, i)]++;
+        for (Py_ssize_t j = lo; j < hi; j++)
+            next_rank[index_at(w->label, (Py_ssize_t)index_at(w->by_score, j))]++;
+        break;
+    case 1:
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const int64_t k = index_at(w->label, i);
+            w->member[i] = (int32_t)(next[k] - w->s[k]);
+            w->o[next[k]++] = (int32_t)i;
+        }
+        break;
+    default:
+        for (Py_ssize_t j = lo; j < hi; j++) {
+            const int64_t q = index_at(w->by_score, j);
+            w->pl[next_rank[index_at(w->label, (Py_ssize_t)q)]++] = w->member[q];
+        }
+        break;
+    }
+}
+
+/* Each part's counts in `table` ((parts, K)) turned into its first place of each class,
+ * the classes starting at s. */
+static void class_places(int64_t *table, const int64_t *s, Py_ssize_t n_classes, int parts)
+{
+    for (Py_ssize_t k = 0; k < n_classes; k++) {
+        int64_t at = s[k];
+        for (int p = 0; p < parts; p++) {
+            const int64_t c = table[n_classes * p + k];
+            table[n_classes * p + k] = at;
+            at += c;
+        }
+    }
+}
+
 /* Every class's members and ranking in two passes of a counting sort: order (P, int32),
  * the predictions by class, stable (numpy's stable argsort of label); starts (K + 1,
  * int64), where each class starts in it; places (P, int32), class by class, the members'
- * places (in order) of the class's predictions in by_score's order (a permutation). */
+ * places (in order) of the class's predictions in by_score's order (a permutation). With
+ * threads > 1 (default 1), each pass in that many ranges, each on a thread (the same
+ * bits). */
 static PyObject *class_order(PyObject *self, PyObject *args)
 {
     PyObject *o_label, *o_by_score, *o_order, *o_starts, *o_places;
-    if (!PyArg_ParseTuple(args, "OOOOO:class_order", &o_label, &o_by_score, &o_order,
-                          &o_starts, &o_places))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOO|i:class_order", &o_label, &o_by_score, &o_order,
+                          &o_starts, &o_places, &threads))
         return NULL;
     Buf label = {0}, by_score = {0}, order = {0}, starts = {0}, places = {0};
     int64_t *next = NULL;
@@ -1562,33 +2171,37 @@ static PyObject *class_order(PyObject *self, PyObject *args)
     if (check_indices(&label, n_classes, "label") < 0 ||
         check_indices(&by_score, n, "by_score") < 0)
         goto done;
-    next = PyMem_Malloc((size_t)(n_classes ? n_classes : 1) * sizeof *next);
+    int parts = vm_fine_parts(threads);
+    if ((Py_ssize_t)parts > n)
+        parts = n > 0 ? (int)n : 1;
+    const size_t table = (size_t)(n_classes ? n_classes : 1) * (size_t)parts;
+    next = PyMem_Malloc(2 * table * sizeof *next);
     member = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *member);
     if (!next || !member) {
         PyErr_NoMemory();
         goto done;
     }
     int64_t *s = starts.view.buf;
-    int32_t *o = order.view.buf, *pl = places.view.buf;
+    ClassWork work = {
+        .label = &label, .by_score = &by_score, .s = s, .next = next,
+        .next_rank = next + table, .member = member, .o = order.view.buf,
+        .pl = places.view.buf, .n = n, .n_classes = n_classes, .parts = parts,
+    };
     Py_BEGIN_ALLOW_THREADS
-    memset(s, 0, (size_t)(n_classes + 1) * sizeof *s);
-    for (Py_ssize_t i = 0; i < n; i++)
-        s[index_at(&label, i) + 1]++;
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
+    s[0] = 0;
     for (Py_ssize_t k = 0; k < n_classes; k++) {
-        s[k + 1] += s[k];
-        next[k] = s[k];
+        int64_t c = 0;
+        for (int p = 0; p < parts; p++)
+            c += next[n_classes * p + k];
+        s[k + 1] = s[k] + c;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t k = index_at(&label, i);
-        member[i] = (int32_t)(next[k] - s[k]);
-        o[next[k]++] = (int32_t)i;
-    }
-    for (Py_ssize_t k = 0; k < n_classes; k++)
-        next[k] = s[k];
-    for (Py_ssize_t j = 0; j < n; j++) {
-        const int64_t q = index_at(&by_score, j);
-        pl[next[index_at(&label, (Py_ssize_t)q)]++] = member[q];
-    }
+    class_places(work.next, s, n_classes, parts);
+    class_places(work.next_rank, s, n_classes, parts);
+    work.step = 1;
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
+    work.step = 2;
+    vm_run_parts_on(class_part, &work, parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -1671,20 +2284,60 @@ static inline double one_iou(const double *a, const double *b, double area, int 
     return union_ > 0.0 ? inter / union_ : 0.0;
 }
 
+/* One part of pair_iou's pairs: [lo, hi) of them, the first pair whose prediction's row is
+ * out of range kept as bad_at (-1 without one) and its row, nothing read after it. */
+typedef struct {
+    const Buf *gt, *pred, *pred_rows;
+    const double *gb, *ga, *pb;
+    const u8 *crowd;
+    double *out, extra;
+    Py_ssize_t n_boxes;
+    int parts;
+    Py_ssize_t bad_at[VM_MAX_PARTS];
+    int64_t bad_row[VM_MAX_PARTS];
+} IouWork;
+
+static void iou_part(void *ctx, int part)
+{
+    IouWork *w = ctx;
+    const Py_ssize_t k = count(w->gt);
+    const Py_ssize_t lo = vm_part_start(k, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(k, part + 1, w->parts);
+    w->bad_at[part] = -1;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const int64_t g = index_at(w->gt, i), p = index_at(w->pred, i);
+        const int64_t r = w->pred_rows->held ? index_at(w->pred_rows, p) : p;
+        if (r < 0 || r >= w->n_boxes) {
+            w->bad_at[part] = (Py_ssize_t)p;
+            w->bad_row[part] = r;
+            break;
+        }
+        const double *a = w->gb + 4 * g, *b = w->pb + 4 * r;
+        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
+         * takes the exact path). */
+        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
+        w->out[i] = one_iou(a, b, w->ga[g], w->crowd[g], w->extra, !(probe - probe == 0.0));
+    }
+}
+
 /* The IoU of each pair (gt[i], pred[i]) into out[i]: gt_boxes (G, 4) float64 corner boxes,
  * gt_area (G,) float64 their areas (box_area's), gt_crowd (G,) bytes, pred_boxes (R, 4)
  * float64, pred_rows None (prediction p is row p) or the row of each prediction (int32 or
  * int64), extra the widths' + 1 of the devkit (0.0 or 1.0). The operations of
  * pair_intersection, box_area and iou_from_intersection in their order: the intersection's
  * width and height, the prediction's area, union = gt_area + pred_area, union -= inter (the
- * prediction's area for a crowd region), inter / union where union > 0, else 0.0. */
+ * prediction's area for a crowd region), inter / union where union > 0, else 0.0. With
+ * threads > 1 (default 1), the pairs in that many equal ranges, each on a thread (each pair's
+ * value is its own: the same bits); the error names the first bad pair's prediction. */
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
     PyObject *o_gt_boxes, *o_gt_area, *o_gt_crowd, *o_pred_boxes, *o_pred_rows, *o_gt, *o_pred,
         *o_out;
     double extra;
-    if (!PyArg_ParseTuple(args, "OOOOOOOdO:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
-                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdO|i:pair_iou", &o_gt_boxes, &o_gt_area, &o_gt_crowd,
+                          &o_pred_boxes, &o_pred_rows, &o_gt, &o_pred, &extra, &o_out,
+                          &threads))
         return NULL;
     Buf gt_boxes = {0}, gt_area = {0}, gt_crowd = {0}, pred_boxes = {0}, pred_rows = {0},
         gt = {0}, pred = {0}, out = {0};
@@ -1709,31 +2362,23 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
         goto done;
     /* The rows are checked as they are read (the pairs read few of a large set's rows);
      * at the first out of range, nothing more is read and ValueError is raised. */
-    Py_ssize_t bad_at = -1;
-    int64_t bad_row = 0;
-    const double *gb = gt_boxes.view.buf, *ga = gt_area.view.buf, *pb = pred_boxes.view.buf;
-    const u8 *crowd = gt_crowd.view.buf;
-    double *o = out.view.buf;
+    IouWork work = {
+        .gt = &gt, .pred = &pred, .pred_rows = &pred_rows, .gb = gt_boxes.view.buf,
+        .ga = gt_area.view.buf, .pb = pred_boxes.view.buf, .crowd = gt_crowd.view.buf,
+        .out = out.view.buf, .extra = extra, .n_boxes = n_boxes,
+        .parts = vm_fine_parts(threads),
+    };
+    if (work.parts > k)
+        work.parts = k > 0 ? (int)k : 1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k; i++) {
-        const int64_t g = index_at(&gt, i), p = index_at(&pred, i);
-        const int64_t r = pred_rows.held ? index_at(&pred_rows, p) : p;
-        if (r < 0 || r >= n_boxes) {
-            bad_at = (Py_ssize_t)p;
-            bad_row = r;
-            break;
-        }
-        const double *a = gb + 4 * g, *b = pb + 4 * r;
-        /* Finite when every coordinate is (an infinite or NaN one, or a sum overflowing,
-         * takes the exact path). */
-        const double probe = ((a[0] + a[1]) + (a[2] + a[3])) + ((b[0] + b[1]) + (b[2] + b[3]));
-        o[i] = one_iou(a, b, ga[g], crowd[g], extra, !(probe - probe == 0.0));
-    }
+    vm_run_parts_on(iou_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
-    if (bad_at >= 0) {
-        PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)", bad_at,
-                     (long long)bad_row, (long long)n_boxes);
-        goto done;
+    for (int part = 0; part < work.parts; part++) {
+        if (work.bad_at[part] >= 0) {
+            PyErr_Format(PyExc_ValueError, "pred_rows[%zd] = %lld is out of range [0, %lld)",
+                         work.bad_at[part], (long long)work.bad_row[part], (long long)n_boxes);
+            goto done;
+        }
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -1751,13 +2396,36 @@ done:
 
 /* --- box_areas ------------------------------------------------------------------------- */
 
+/* box_areas' work in parts: part p the areas [lo, hi). */
+typedef struct {
+    const double *b;
+    const Buf *rows;
+    double *o, extra;
+    Py_ssize_t n;
+    int parts;
+} AreaWork;
+
+static void area_part(void *ctx, int part)
+{
+    const AreaWork *w = ctx;
+    const Py_ssize_t lo = vm_part_start(w->n, part, w->parts);
+    const Py_ssize_t hi = vm_part_start(w->n, part + 1, w->parts);
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const double *box = w->b + 4 * (w->rows->held ? index_at(w->rows, i) : (int64_t)i);
+        w->o[i] = side(box[2], box[0], w->extra) * side(box[3], box[1], w->extra);
+    }
+}
+
 /* out[i], the area of box rows[i] of `boxes` (box i without rows) as box_area computes it:
- * each side hi - lo, + extra, clamped at 0.0 (numpy's maximum), then width * height. */
+ * each side hi - lo, + extra, clamped at 0.0 (numpy's maximum), then width * height. With
+ * threads > 1 (default 1), in that many ranges, each on a thread (the same bits). */
 static PyObject *box_areas(PyObject *self, PyObject *args)
 {
     PyObject *o_boxes, *o_rows, *o_out;
     double extra;
-    if (!PyArg_ParseTuple(args, "OOdO:box_areas", &o_boxes, &o_rows, &extra, &o_out))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOdO|i:box_areas", &o_boxes, &o_rows, &extra, &o_out,
+                          &threads))
         return NULL;
     Buf boxes = {0}, rows = {0}, out = {0};
     PyObject *result = NULL;
@@ -1772,13 +2440,14 @@ static PyObject *box_areas(PyObject *self, PyObject *args)
     }
     if (rows.held && check_indices(&rows, n_boxes, "rows") < 0)
         goto done;
-    const double *b = boxes.view.buf;
-    double *o = out.view.buf;
+    AreaWork work = {
+        .b = boxes.view.buf, .rows = &rows, .o = out.view.buf, .extra = extra, .n = n,
+        .parts = vm_fine_parts(threads),
+    };
+    if (work.parts > n)
+        work.parts = n > 0 ? (int)n : 1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const double *box = b + 4 * (rows.held ? index_at(&rows, i) : (int64_t)i);
-        o[i] = side(box[2], box[0], extra) * side(box[3], box[1], extra);
-    }
+    vm_run_parts_on(area_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;

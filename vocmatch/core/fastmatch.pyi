@@ -16,6 +16,7 @@ def ranked_pass(
     first: bool,
     taken: Any,
     ranges: tuple[Any, ...] | None,
+    threads: int = 1,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
 def devkit_flags(
@@ -37,7 +38,9 @@ def devkit_hits(
     strict: bool,
     /,
 ) -> tuple[bytes, bytes, bytes, bytes]: ...
-def score_cell_order(score: Any, cell: Any, by_score: Any, order: Any, /) -> None: ...
+def score_cell_order(
+    score: Any, cell: Any, by_score: Any, order: Any, threads: int = 1, /
+) -> None: ...
 def hit_counts(
     level: Any,
     pred: Any,
@@ -63,10 +66,13 @@ def sorted_cells(
     label_out: Any,
     score_out: Any,
     rank_out: Any,
+    threads: int = 1,
     /,
 ) -> None: ...
 def mark_pairs(out: Any, row: Any, col: Any, /) -> None: ...
-def class_order(label: Any, by_score: Any, order: Any, starts: Any, places: Any, /) -> None: ...
+def class_order(
+    label: Any, by_score: Any, order: Any, starts: Any, places: Any, threads: int = 1, /
+) -> None: ...
 def pair_iou(
     gt_boxes: Any,
     gt_area: Any,
@@ -77,7 +83,8 @@ def pair_iou(
     pred: Any,
     extra: float,
     out: Any,
+    threads: int = 1,
     /,
 ) -> None: ...
 def run_means(values: Any, bounds: Any, out: Any, /) -> bool: ...
-def box_areas(boxes: Any, rows: Any, extra: float, out: Any, /) -> None: ...
+def box_areas(boxes: Any, rows: Any, extra: float, out: Any, threads: int = 1, /) -> None: ...

@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from vocmatch.compiled import kernels
 from vocmatch.core import match_kernels
+from vocmatch.kernel_threads import kernel_threads
 from vocmatch.lazy import lazy_attribute
 
 if TYPE_CHECKING:
@@ -220,6 +221,7 @@ class RankedMatcher:
             None if rank is None else index(rank), self._ignore, self._crowd,
             self._thresholds, self._strict, self._first, self._taken,
             None if self._ranges is None else self._ranges.state(),
+            kernel_threads(gt.size, match_kernels.RANKED_PAIRS_PER_THREAD),
         )  # fmt: skip
         if found[0]:
             self._hits.append(Hits(*match_kernels.pair_arrays(found)))

@@ -45,8 +45,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vocmatch.kernel_threads import kernel_threads
+
 __all__ = [
+    "AREAS_PER_THREAD",
+    "IOU_PAIRS_PER_THREAD",
     "MODULE",
+    "ORDER_PREDS_PER_THREAD",
+    "RANKED_PAIRS_PER_THREAD",
     "RangeMatcher",
     "alike_cells",
     "box_areas",
@@ -74,6 +80,22 @@ BoolArray = npt.NDArray[np.bool_]
 FlagArray = npt.NDArray[np.integer[Any]]
 IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
+
+#: Pairs a thread of :func:`pair_iou` gets at least (a call is split in threads only from
+#: twice as many: below, starting a thread costs more than it saves).
+IOU_PAIRS_PER_THREAD = 20_000
+
+#: Boxes a thread of :func:`box_areas` gets at least.
+AREAS_PER_THREAD = 100_000
+
+#: Pairs a thread of the compiled ranked matching (``ranked_pass``, called by
+#: :class:`~vocmatch.core.match.RankedMatcher`) gets at least.
+RANKED_PAIRS_PER_THREAD = 50_000
+
+#: Predictions a thread of :func:`score_cell_order`, :func:`sorted_cells` and
+#: :func:`class_order` gets at least
+#: (each thread of ``score_cell_order`` clears tables of its own, 0.5 MB and a word a cell).
+ORDER_PREDS_PER_THREAD = 100_000
 
 #: The most ground-truth sets the compiled ``alike_cells`` takes (``ALIKE_MAX_SETS`` in
 #: ``fastmatch.c``).
@@ -312,7 +334,7 @@ def pair_arrays(
 
 
 def score_cell_order(
-    kernels: ModuleType, score: FloatArray, cell: IndexArray
+    kernels: ModuleType, score: FloatArray, cell: IndexArray, threads: int | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The orders of ``np.argsort(-score, kind="stable")`` and ``np.lexsort((-score, cell))``
     (by cell, then descending score, ties in index order), by counting and radix sorts.
@@ -321,6 +343,10 @@ def score_cell_order(
         kernels: The compiled module.
         score: ``(P,)`` scores, without NaN (-inf ranks last).
         cell: ``(P,)`` non-negative cells.
+        threads: Split the counting passes into this many ranges of predictions, each on a
+            thread (the same orders); by default as
+            :func:`~vocmatch.kernel_threads.kernel_threads` gives for
+            :data:`ORDER_PREDS_PER_THREAD` predictions a thread.
 
     Raises:
         ValueError: A score is NaN, a cell negative, or the arrays differ in length.
@@ -328,8 +354,9 @@ def score_cell_order(
     by_score = np.empty(score.size, dtype=np.int64)
     order = np.empty(score.size, dtype=np.int64)
     kernels.score_cell_order(
-        np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order
-    )
+        np.ascontiguousarray(score, dtype=np.float64), index_array(cell), by_score, order,
+        kernel_threads(score.size, ORDER_PREDS_PER_THREAD) if threads is None else threads,
+    )  # fmt: skip
     return by_score, order
 
 
@@ -401,11 +428,14 @@ def sorted_cells(
     order: IntArray,
     by_score: IntArray,
     columns: tuple[IndexArray, IndexArray, IndexArray],
+    threads: int | None = None,
 ) -> tuple[Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]:
     """The predictions put in ``order`` (what :func:`score_cell_order` gives), in one pass:
     ``columns`` ``(rows, image, label)`` in that order as int32 (as ``astype`` casts), the
     score order ``by_score`` as places in it, and each one's rank (its place in its run of
-    equal ``(image, label)``).
+    equal ``(image, label)``). With ``threads``, in that many ranges of places, each on a
+    thread (the same bits); by default as :func:`~vocmatch.kernel_threads.kernel_threads`
+    gives for :data:`ORDER_PREDS_PER_THREAD` predictions a thread.
 
     Raises:
         ValueError: ``order`` or ``by_score`` holds an index out of range, or the arrays
@@ -417,6 +447,7 @@ def sorted_cells(
     kernels.sorted_cells(
         np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(by_score, dtype=np.int64),
         index_array(rows), index_array(image), index_array(label), *found,
+        kernel_threads(n, ORDER_PREDS_PER_THREAD) if threads is None else threads,
     )  # fmt: skip
     return found[0], found[1], found[2], found[3], found[4]
 
@@ -436,12 +467,19 @@ def mark_pairs(
 
 
 def class_order(
-    kernels: ModuleType, label: IndexArray, by_score: IndexArray, n_classes: int
+    kernels: ModuleType,
+    label: IndexArray,
+    by_score: IndexArray,
+    n_classes: int,
+    threads: int | None = None,
 ) -> tuple[Int32Array, IntArray, Int32Array]:
     """Every class's members and ranking by a counting sort: the predictions by class
     (numpy's stable argsort of ``label``, int32); where each class starts among them
     (``(K + 1,)`` int64); and class by class, the members' places (int32) of the class's
-    predictions in ``by_score``'s order (a permutation of the predictions).
+    predictions in ``by_score``'s order (a permutation of the predictions). With
+    ``threads``, each pass in that many ranges, each on a thread (the same bits); by default
+    as :func:`~vocmatch.kernel_threads.kernel_threads` gives for
+    :data:`ORDER_PREDS_PER_THREAD` predictions a thread.
 
     Raises:
         ValueError: A label or index is out of range, or the arrays differ in length.
@@ -450,15 +488,25 @@ def class_order(
     order = np.empty(n, dtype=np.int32)
     starts = np.empty(n_classes + 1, dtype=np.int64)
     places = np.empty(n, dtype=np.int32)
-    kernels.class_order(index_array(label), index_array(by_score), order, starts, places)
+    kernels.class_order(
+        index_array(label), index_array(by_score), order, starts, places,
+        kernel_threads(n, ORDER_PREDS_PER_THREAD) if threads is None else threads,
+    )  # fmt: skip
     return order, starts, places
 
 
 def box_areas(
-    kernels: ModuleType, boxes: FloatArray, rows: IndexArray | None, pixel_inclusive: bool
+    kernels: ModuleType,
+    boxes: FloatArray,
+    rows: IndexArray | None,
+    pixel_inclusive: bool,
+    threads: int | None = None,
 ) -> FloatArray:
     """The areas of boxes ``rows`` of ``(N, 4)`` ``boxes`` (every box with None), to the bit
-    what :func:`vocmatch.core.iou.box_area` gives of ``boxes[rows]``, without gathering them.
+    what :func:`vocmatch.core.iou.box_area` gives of ``boxes[rows]``, without gathering them;
+    with ``threads``, in that many ranges, each on a thread (the same bits), by default as
+    :func:`~vocmatch.kernel_threads.kernel_threads` gives for :data:`AREAS_PER_THREAD` boxes
+    a thread.
 
     Raises:
         ValueError: A row is out of range, or ``boxes`` is not ``(N, 4)``.
@@ -469,6 +517,7 @@ def box_areas(
         None if rows is None else index_array(rows),
         1.0 if pixel_inclusive else 0.0,
         out,
+        kernel_threads(out.size, AREAS_PER_THREAD) if threads is None else threads,
     )
     return out
 
@@ -480,6 +529,7 @@ def pair_iou(
     pred_rows: IndexArray | None,
     pairs: tuple[IndexArray, IndexArray],
     pixel_inclusive: bool,
+    threads: int | None = None,
 ) -> FloatArray:
     """The IoU of each pair ``(gt[i], pred[i])``, to the bit what
     ``iou_from_intersection(pair_intersection(gt_boxes[gt], boxes, pixel_inclusive),
@@ -494,6 +544,9 @@ def pair_iou(
         pred_rows: ``(P,)`` each prediction's row of ``pred_boxes``, or None.
         pairs: ``(gt, pred)``, ``(K,)`` each.
         pixel_inclusive: The VOC devkit's ``+ 1`` widths and heights.
+        threads: Split the pairs into this many ranges, each on a thread (the same bits);
+            by default as :func:`~vocmatch.kernel_threads.kernel_threads` gives for
+            :data:`IOU_PAIRS_PER_THREAD` pairs a thread.
 
     Raises:
         ValueError: An index is out of range, or the arrays do not fit.
@@ -508,5 +561,6 @@ def pair_iou(
         np.ascontiguousarray(pred_boxes, dtype=np.float64),
         None if pred_rows is None else index_array(pred_rows),
         index_array(gt), index_array(pred), 1.0 if pixel_inclusive else 0.0, out,
+        kernel_threads(gt.size, IOU_PAIRS_PER_THREAD) if threads is None else threads,
     )  # fmt: skip
     return out

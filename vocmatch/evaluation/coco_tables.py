@@ -93,7 +93,8 @@ class TablesAhead:
     """:class:`CocoTables` of every class a chunk of classes at a time, each chunk made by
     the compiled kernel in a thread while the caller reads the chunks before it, or does
     other work (the kernel leaves the GIL): with ``threads`` threads, that many chunks are
-    made at once, and at most one more is held (the one being read).
+    made at once; ``ahead`` chunks (``threads`` by default) are begun ahead of the one being
+    read, and at most one more is held (the one being read).
 
     Use it as a context manager: the threads end with the block, chunks not begun dropped.
 
@@ -101,6 +102,7 @@ class TablesAhead:
         rankings: Each class's predictions in its ranking, with their ranks.
         chunk: Classes a chunk.
         threads: Chunks made at once.
+        ahead: Chunks begun ahead of the one being read.
     """
 
     def __init__(
@@ -112,19 +114,22 @@ class TablesAhead:
         n_t: int,
         chunk: int,
         threads: int = 1,
+        ahead: int | None = None,
     ) -> None:
         """Begin the first chunks' tables (arguments as :meth:`CocoTables.of`'s; ``chunk``:
-        classes a chunk, at least one; ``threads``: at least one)."""
+        classes a chunk, at least one; ``threads``: at least one; ``ahead``: at least
+        ``threads``)."""
         from concurrent.futures import ThreadPoolExecutor
 
         self.rankings = rankings
         self.chunk = max(1, chunk)
         self.threads = max(1, threads)
+        self.ahead = max(self.threads, ahead or 0)
         area, matched, ignored = (np.ascontiguousarray(flag) for flag in flags)
         self._made = (kernel, (area, matched, ignored), coco_gt, n_t)
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="vocmatch-coco-tables")
         self._pending: dict[int, Future[CocoTables]] = {}
-        for j in range(self.threads):
+        for j in range(self.ahead):
             self._begin(j * self.chunk)
 
     def _begin(self, first: int) -> None:
@@ -138,14 +143,14 @@ class TablesAhead:
 
     def tables(self, first: int) -> CocoTables:
         """The tables of the chunk whose first class is ``first`` (a multiple of
-        :attr:`chunk`), the chunk :attr:`threads` chunks on begun meanwhile.
+        :attr:`chunk`), the chunk :attr:`ahead` chunks on begun meanwhile.
 
         Raises:
             ValueError: The kernel refused its arguments.
         """
         self._begin(first)
         future = self._pending.pop(first)
-        self._begin(first + self.threads * self.chunk)
+        self._begin(first + self.ahead * self.chunk)
         return future.result()
 
     def close(self) -> None:

@@ -216,11 +216,15 @@ def _tables_ahead(records: MatchRecords, conv: Conventions) -> TablesAhead | Non
     preds = records.preds
     n_k = len(records.class_names)
     threads = 2 if preds.label.size >= THREADED_PREDICTIONS and available_cores() > 1 else 1
+    ahead = threads
     if threads > 1:
+        # A few chunks each; as many begun at once as the tables' bound holds, so that the
+        # threads go on while the caller makes each image's result and the curves.
         chunk = min(chunk, -(-n_k // (2 * threads)))
+        ahead = max(threads, COCO_TABLE_VALUES // (per_class * chunk))
     return TablesAhead(
         kernel, list(class_rankings(records)), (preds.area, preds.coco_matched, preds.coco_ignored),
-        records.coco_gt, len(conv.ap_thresholds), chunk, threads,
+        records.coco_gt, len(conv.ap_thresholds), chunk, threads, ahead,
     )  # fmt: skip
 
 
