@@ -46,10 +46,14 @@
 #define MAX_DEPTH 64
 #define NAME_CACHE 64 /* a power of two */
 #define SHORT_NUMBER 64
-/* A chunk's files are read in batches, the GIL released for a whole batch: at most
- * BATCH_FILES files, whose bytes fill at most BATCH_BYTES (or one larger file). */
+/* A chunk's files are read in batches of at most BATCH_FILES files, whose bytes fill at
+ * most BATCH_BYTES (or one larger file), each batch in a buffer of its own; the GIL is
+ * released once for the batches read until their buffers hold KEEP_BYTES (or the chunk
+ * ends), and taken once to make their Python objects: a chunk of usual files takes it once
+ * a call, so that another thread running bytecode holds its reading back once at most. */
 #define BATCH_FILES 256
 #define BATCH_BYTES (1 << 20)
+#define KEEP_BYTES (32 << 20)
 
 typedef unsigned char u8;
 
@@ -1418,6 +1422,8 @@ typedef struct {
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
+    u8 **blocks;           /* the buffers of the batches read before, still pointed into */
+    size_t block_count, block_capacity, block_bytes;
     int keep;              /* keep what each file read was read from (read_chunk_kept) */
     Column kept_stats;     /* int64 size, mtime_ns, ctime_ns, inode by file read */
     Column kept_bytes;     /* the bytes scanned of each file read, one after the other */
@@ -1660,7 +1666,7 @@ typedef struct {
     const char *name;   /* the path's bytes (held by the caller), NULL: left unopened */
     int read;           /* 1 read, 0 left to the caller */
     size_t marks[7];    /* the columns' lengths before the file's rows */
-    size_t offset;      /* where its bytes start in the chunk's buffer */
+    const u8 *bytes;    /* its bytes (in the buffer of its batch) */
     Py_ssize_t length;  /* and how many there are */
     int64_t stat[4];    /* the stat of the file opened (size, mtime_ns, ctime_ns, inode) */
     Header header;
@@ -1682,18 +1688,54 @@ static void column_restore(Output *out, const size_t marks[7])
         columns[j]->len = marks[j];
 }
 
-/* Open, read and scan files into the chunk's C columns with the GIL released (other
- * threads read other chunks meanwhile), until `count` files are read or the buffer holds
- * BATCH_BYTES: the number of files read (at least one), or -1 an error (set, the GIL held
- * again on return). Nothing here touches a Python object: each name is the buffer of a
- * bytes object the caller holds, and the columns and buffer grow with realloc. */
-static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
-                             Py_ssize_t max_bytes, Py_ssize_t text_limit)
+/* Keep the current buffer (the batch's files point into it) and start the next batch in a
+ * new one, without the GIL: 1, or 0 out of memory (no exception set). */
+static int keep_buffer(Chunk *chunk)
 {
-    PyThreadState *released = PyEval_SaveThread();
+    if (chunk->used == 0)
+        return 1; /* no file's bytes in it: the next batch reuses it */
+    if (chunk->block_count == chunk->block_capacity) {
+        size_t capacity = chunk->block_capacity ? chunk->block_capacity * 2 : 16;
+        u8 **grown = realloc(chunk->blocks, capacity * sizeof *grown);
+        if (grown == NULL)
+            return 0;
+        chunk->blocks = grown;
+        chunk->block_capacity = capacity;
+    }
+    chunk->blocks[chunk->block_count++] = chunk->buffer;
+    chunk->block_bytes += chunk->used;
+    chunk->buffer = NULL;
+    chunk->buffer_capacity = 0;
+    chunk->used = 0;
+    return 1;
+}
+
+/* The buffers of the batches whose Python objects are made: freed (the current one is kept
+ * for the next batch, emptied). */
+static void free_blocks(Chunk *chunk)
+{
+    for (size_t i = 0; i < chunk->block_count; i++)
+        free(chunk->blocks[i]);
+    chunk->block_count = 0;
+    chunk->block_bytes = 0;
+    chunk->used = 0;
+}
+
+/* Open, read and scan files into the chunk's C columns with the GIL released by the caller
+ * (its thread state in *released; other threads read other chunks meanwhile), in a new
+ * buffer, until `count` files are read or the buffer holds BATCH_BYTES: the number of files
+ * read (at least one), or -1 an error (set with the GIL taken back in read_path, or out of
+ * memory: the caller sets it). Nothing here touches a Python object: each name is the
+ * buffer of a bytes object the caller holds, and the columns and buffer grow with realloc. */
+static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
+                             Py_ssize_t max_bytes, Py_ssize_t text_limit,
+                             PyThreadState **saved)
+{
+    PyThreadState *released = *saved;
     Py_ssize_t done = 0;
     int failed = 0;
-    chunk->used = 0;
+    if (!keep_buffer(chunk))
+        return -1;
     for (; done < count; done++) {
         Pending *p = &pending[done];
         column_marks(&chunk->out, p->marks);
@@ -1706,7 +1748,7 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
                              &released);
         if (read == 2)
             break; /* read again in the next batch, from the buffer's start */
-        p->offset = base;
+        p->bytes = chunk->buffer + base;
         p->length = length;
         if (read > 0) {
             chunk->out.released = &released;
@@ -1723,13 +1765,8 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
             chunk->used = base + (size_t)length;
         p->read = read;
     }
-    PyEval_RestoreThread(released);
-    if (failed) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        return -1;
-    }
-    return done;
+    *saved = released;
+    return failed ? -1 : done;
 }
 
 /* The Python steps of a file read without the GIL: its size, filename, and the codes of
@@ -1774,7 +1811,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
 static int keep_file(Chunk *chunk, const Pending *p)
 {
     int ok = column_add(&chunk->kept_stats, p->stat, sizeof p->stat) &&
-             column_add(&chunk->kept_bytes, chunk->buffer + p->offset, (size_t)p->length);
+             column_add(&chunk->kept_bytes, p->bytes, (size_t)p->length);
     int64_t end = (int64_t)chunk->kept_bytes.len;
     if (!ok || !column_add(&chunk->kept_ends, &end, sizeof end)) {
         PyErr_NoMemory();
@@ -1783,9 +1820,9 @@ static int keep_file(Chunk *chunk, const Pending *p)
     return 1;
 }
 
-/* Add a batch's files in order, with the GIL: each file read keeps its rows (moved down
- * over the rows of files left before it), each file left (its index, from `start`) goes to
- * chunk->left. 1 or -1 (an error). */
+/* Add the files of the batches read since the last call in order, with the GIL: each file
+ * read keeps its rows (moved down over the rows of files left before it), each file left
+ * (its index, from `start`) goes to chunk->left. 1 or -1 (an error). */
 static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_ssize_t start)
 {
     Output *out = &chunk->out;
@@ -1826,19 +1863,20 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
     }
     for (int j = 0; j < 5; j++)
         columns[j]->len = write[j];
-    /* The spans point into the buffer, which the next batch overwrites. */
+    /* The spans point into the batches' buffers, which are freed or overwritten next. */
     out->names.len = 0;
     out->poses.len = 0;
     return 1;
 }
 
-/* Read the chunk's files batch by batch: 1, or -1 an error. */
+/* Read the chunk's files batch by batch, the GIL released while batches are read and
+ * taken to add them (once for a chunk whose bytes fit KEEP_BYTES): 1, or -1 an error. */
 static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ssize_t text_limit)
 {
     Py_ssize_t n = PyList_GET_SIZE(paths);
     /* Every path encoded first, while the GIL is held (a thread may change the list later). */
     PyObject **encoded = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(PyObject *));
-    Pending *pending = PyMem_Calloc(BATCH_FILES, sizeof(Pending));
+    Pending *pending = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Pending));
     int result = -1;
     if (encoded == NULL || pending == NULL) {
         PyErr_NoMemory();
@@ -1853,14 +1891,30 @@ static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ss
             Py_CLEAR(encoded[i]); /* a NUL in the path */
         }
     }
-    for (Py_ssize_t i = 0; i < n;) {
-        Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
-        for (Py_ssize_t k = 0; k < count; k++)
-            pending[k].name = encoded[i + k] ? PyBytes_AS_STRING(encoded[i + k]) : NULL;
-        Py_ssize_t done = read_batch(chunk, pending, count, max_bytes, text_limit);
-        if (done < 0 || add_batch(chunk, pending, done, i) < 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        pending[i].name = encoded[i] ? PyBytes_AS_STRING(encoded[i]) : NULL;
+    for (Py_ssize_t start = 0; start < n;) {
+        /* Batches from `start` to `i`, read with the GIL released, then added with it. */
+        Py_ssize_t i = start;
+        PyThreadState *released = PyEval_SaveThread();
+        while (i < n && chunk->block_bytes + chunk->used < KEEP_BYTES) {
+            Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
+            Py_ssize_t done = read_batch(chunk, pending + i, count, max_bytes, text_limit,
+                                         &released);
+            if (done < 0) {
+                PyEval_RestoreThread(released);
+                if (!PyErr_Occurred())
+                    PyErr_NoMemory();
+                goto done;
+            }
+            i += done;
+        }
+        PyEval_RestoreThread(released);
+        int added = add_batch(chunk, pending + start, i - start, start);
+        free_blocks(chunk);
+        if (added < 0)
             goto done;
-        i += done;
+        start = i;
     }
     result = 1;
 done:
@@ -1903,6 +1957,9 @@ static void chunk_free(Chunk *chunk)
     Py_XDECREF(chunk->filenames);
     Py_XDECREF(chunk->left);
     free(chunk->buffer);
+    for (size_t i = 0; i < chunk->block_count; i++)
+        free(chunk->blocks[i]);
+    free(chunk->blocks);
     free(chunk->kept_stats.p);
     free(chunk->kept_bytes.p);
     free(chunk->kept_ends.p);
