@@ -477,7 +477,9 @@ def test_names_and_left_files_of_late_batches_read_as_file_by_file(tmp_path: Pat
     padded = voc(obj("cat")) + b"\n" * (200 << 10)  # 200 KiB: five fill a batch
     contents = [padded] * 12 + [voc(obj(f"n{i % 5}")) for i in range(400)]
     contents += [voc(obj("late", extra="<pose>Rear</pose>")), POLYGON, voc(obj("later"))]
-    files = [(f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)]
+    files = [
+        (f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)
+    ]
     assert _chunk(files, 1 << 20) == [len(contents) - 2]
     chunk = read_listed_columns(files, 1 << 20)
     assert_same_columns(chunk, _per_file(files, 1 << 20))
