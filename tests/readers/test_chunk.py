@@ -487,15 +487,18 @@ def test_names_and_left_files_of_late_batches_read_as_file_by_file(tmp_path: Pat
     assert chunk.pose_names == ("Rear",)
 
 
-def test_a_chunk_beyond_the_bytes_kept_at_once_reads_as_file_by_file(tmp_path: Path) -> None:
-    """Batches whose bytes pass the 32 MiB a chunk keeps before making its Python objects
-    (they are then made for those batches, and the reading goes on): the per-file route's
-    columns, with a file left after that point."""
-    large = voc(obj("big")) + b"\n" * (9 << 20)  # 9 MiB: four pass 32 MiB
-    contents = [large] * 5 + [voc(obj("after")), POLYGON, voc(obj("big"), obj("last"))]
+def test_a_chunk_beyond_the_texts_kept_at_once_reads_as_file_by_file(tmp_path: Path) -> None:
+    """Batches whose texts (names, poses, headers) pass the 16 MiB a chunk keeps before
+    making its Python objects (they are then made for those batches, and the reading goes
+    on): the per-file route's columns, with a file left after that point."""
+    names = [f"<filename>{letter * (6 << 20)}</filename>" for letter in "abc"]  # 6 MiB each
+    contents = [voc(obj("big"), filename=name) for name in names]
+    contents += [voc(obj("after")), POLYGON, voc(obj("big"), obj("last"))]
     files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", data)) for i, data in enumerate(contents)]
-    assert _chunk(files, 10 << 20) == [6]
-    assert_same_columns(read_listed_columns(files, 10 << 20), _per_file(files, 10 << 20))
+    assert _chunk(files, 10 << 20) == [4]
+    chunk = read_listed_columns(files, 10 << 20)
+    assert_same_columns(chunk, _per_file(files, 10 << 20))
+    assert [len(name or "") for name in chunk.filenames] == [6 << 20] * 3 + [5] * 3
 
 
 def test_a_chunk_of_many_batches_waits_once_for_the_gil(tmp_path: Path) -> None:

@@ -47,13 +47,17 @@
 #define NAME_CACHE 64 /* a power of two */
 #define SHORT_NUMBER 64
 /* A chunk's files are read in batches of at most BATCH_FILES files, whose bytes fill at
- * most BATCH_BYTES (or one larger file), each batch in a buffer of its own; the GIL is
- * released once for the batches read until their buffers hold KEEP_BYTES (or the chunk
- * ends), and taken once to make their Python objects: a chunk of usual files takes it once
- * a call, so that another thread running bytecode holds its reading back once at most. */
+ * most BATCH_BYTES (or one larger file) of one buffer. The GIL is released once for the
+ * batches read until the texts they keep for their Python objects (names, poses, headers,
+ * copied out of the buffer after each batch, in blocks of TEXT_BLOCK bytes) pass
+ * KEEP_TEXTS, or the chunk ends, and taken once to make those objects: a chunk of usual
+ * files takes it back once a call, so that another thread running bytecode holds its
+ * reading back once, not once a batch. (read_chunk_kept, whose files' bytes are kept as
+ * they are added, takes it back once a batch.) */
 #define BATCH_FILES 256
 #define BATCH_BYTES (1 << 20)
-#define KEEP_BYTES (32 << 20)
+#define TEXT_BLOCK (64 << 10)
+#define KEEP_TEXTS (16 << 20)
 
 typedef unsigned char u8;
 
@@ -1422,8 +1426,10 @@ typedef struct {
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
-    u8 **blocks;           /* the buffers of the batches read before, still pointed into */
+    u8 **blocks;           /* the texts of the batches read since the GIL was released */
     size_t block_count, block_capacity, block_bytes;
+    u8 *text_next;         /* where the next text goes in the last block */
+    size_t text_left;      /* and the room left there */
     int keep;              /* keep what each file read was read from (read_chunk_kept) */
     Column kept_stats;     /* int64 size, mtime_ns, ctime_ns, inode by file read */
     Column kept_bytes;     /* the bytes scanned of each file read, one after the other */
@@ -1688,45 +1694,105 @@ static void column_restore(Output *out, const size_t marks[7])
         columns[j]->len = marks[j];
 }
 
-/* Keep the current buffer (the batch's files point into it) and start the next batch in a
- * new one, without the GIL: 1, or 0 out of memory (no exception set). */
-static int keep_buffer(Chunk *chunk)
+/* A copy of n bytes in the chunk's text blocks (which never move), without the GIL:
+ * NULL out of memory (no exception set). */
+static const u8 *text_copy(Chunk *chunk, const u8 *p, Py_ssize_t n)
 {
-    if (chunk->used == 0)
-        return 1; /* no file's bytes in it: the next batch reuses it */
-    if (chunk->block_count == chunk->block_capacity) {
-        size_t capacity = chunk->block_capacity ? chunk->block_capacity * 2 : 16;
-        u8 **grown = realloc(chunk->blocks, capacity * sizeof *grown);
-        if (grown == NULL)
-            return 0;
-        chunk->blocks = grown;
-        chunk->block_capacity = capacity;
+    static const u8 empty[1] = {0};
+    if (n <= 0)
+        return empty;
+    if (chunk->text_left < (size_t)n) {
+        if (chunk->block_count == chunk->block_capacity) {
+            size_t capacity = chunk->block_capacity ? chunk->block_capacity * 2 : 16;
+            u8 **grown = realloc(chunk->blocks, capacity * sizeof *grown);
+            if (grown == NULL)
+                return NULL;
+            chunk->blocks = grown;
+            chunk->block_capacity = capacity;
+        }
+        size_t size = (size_t)n > TEXT_BLOCK ? (size_t)n : TEXT_BLOCK;
+        u8 *block = malloc(size);
+        if (block == NULL)
+            return NULL;
+        chunk->blocks[chunk->block_count++] = block;
+        chunk->block_bytes += size;
+        chunk->text_next = block;
+        chunk->text_left = size;
     }
-    chunk->blocks[chunk->block_count++] = chunk->buffer;
-    chunk->block_bytes += chunk->used;
-    chunk->buffer = NULL;
-    chunk->buffer_capacity = 0;
-    chunk->used = 0;
+    u8 *at = chunk->text_next;
+    memcpy(at, p, (size_t)n);
+    chunk->text_next += n;
+    chunk->text_left -= (size_t)n;
+    return at;
+}
+
+/* Point a text into the text blocks (a copy; the same copy as the text before where the
+ * bytes are the same, as a file's poses and names mostly are): 1, or 0 out of memory. */
+static int move_text(Chunk *chunk, Span *t, Span *last, const u8 **last_copy)
+{
+    if (t->p == NULL || t->n < 0)
+        return 1; /* absent */
+    if (last->p != NULL && t->n == last->n && memcmp(t->p, last->p, (size_t)t->n) == 0) {
+        t->p = *last_copy;
+        return 1;
+    }
+    const u8 *copy = text_copy(chunk, t->p, t->n);
+    if (copy == NULL)
+        return 0;
+    *last = *t;
+    *last_copy = copy;
+    t->p = copy;
     return 1;
 }
 
-/* The buffers of the batches whose Python objects are made: freed (the current one is kept
- * for the next batch, emptied). */
+/* After a batch, without the GIL: the texts its files' Python objects are made from (the
+ * names and poses from the given places of their span columns, and the headers' fields)
+ * copied out of the buffer, which the next batch overwrites. 1, or 0 out of memory. */
+static int move_texts(Chunk *chunk, Pending *pending, Py_ssize_t done, size_t names_from,
+                      size_t poses_from)
+{
+    Span last = {NULL, -1};
+    const u8 *last_copy = NULL;
+    Span *names = (Span *)(void *)chunk->out.names.p;
+    for (size_t i = names_from / sizeof(Span); i < chunk->out.names.len / sizeof(Span); i++)
+        if (!move_text(chunk, &names[i], &last, &last_copy))
+            return 0;
+    last.p = NULL;
+    Span *poses = (Span *)(void *)chunk->out.poses.p;
+    for (size_t i = poses_from / sizeof(Span); i < chunk->out.poses.len / sizeof(Span); i++)
+        if (!move_text(chunk, &poses[i], &last, &last_copy))
+            return 0;
+    for (Py_ssize_t k = 0; k < done; k++) {
+        Header *h = &pending[k].header;
+        if (pending[k].read <= 0)
+            continue;
+        Field *fields[4] = {&h->filename, &h->width, &h->height, &h->depth};
+        for (int j = 0; j < 4; j++) {
+            last.p = NULL;
+            if (fields[j]->state != ABSENT && !move_text(chunk, &fields[j]->text, &last, &last_copy))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The text blocks of the batches whose Python objects are made: freed. */
 static void free_blocks(Chunk *chunk)
 {
     for (size_t i = 0; i < chunk->block_count; i++)
         free(chunk->blocks[i]);
     chunk->block_count = 0;
     chunk->block_bytes = 0;
-    chunk->used = 0;
+    chunk->text_next = NULL;
+    chunk->text_left = 0;
 }
 
 /* Open, read and scan files into the chunk's C columns with the GIL released by the caller
- * (its thread state in *released; other threads read other chunks meanwhile), in a new
- * buffer, until `count` files are read or the buffer holds BATCH_BYTES: the number of files
- * read (at least one), or -1 an error (set with the GIL taken back in read_path, or out of
- * memory: the caller sets it). Nothing here touches a Python object: each name is the
- * buffer of a bytes object the caller holds, and the columns and buffer grow with realloc. */
+ * (its thread state in *saved; other threads read other chunks meanwhile), until `count`
+ * files are read or the buffer holds BATCH_BYTES: the number of files read (at least one),
+ * or -1 an error (set with the GIL taken back in read_path, or out of memory: the caller
+ * sets it). Nothing here touches a Python object: each name is the buffer of a bytes
+ * object the caller holds, and the columns and buffer grow with realloc. */
 static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
                              Py_ssize_t max_bytes, Py_ssize_t text_limit,
                              PyThreadState **saved)
@@ -1734,8 +1800,7 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
     PyThreadState *released = *saved;
     Py_ssize_t done = 0;
     int failed = 0;
-    if (!keep_buffer(chunk))
-        return -1;
+    chunk->used = 0;
     for (; done < count; done++) {
         Pending *p = &pending[done];
         column_marks(&chunk->out, p->marks);
@@ -1863,14 +1928,15 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
     }
     for (int j = 0; j < 5; j++)
         columns[j]->len = write[j];
-    /* The spans point into the batches' buffers, which are freed or overwritten next. */
+    /* The spans point into the text blocks or the buffer, freed or overwritten next. */
     out->names.len = 0;
     out->poses.len = 0;
     return 1;
 }
 
 /* Read the chunk's files batch by batch, the GIL released while batches are read and
- * taken to add them (once for a chunk whose bytes fit KEEP_BYTES): 1, or -1 an error. */
+ * taken to add them (once for a chunk whose texts fit KEEP_TEXTS; once a batch with
+ * `keep`): 1, or -1 an error. */
 static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ssize_t text_limit)
 {
     Py_ssize_t n = PyList_GET_SIZE(paths);
@@ -1897,10 +1963,15 @@ static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ss
         /* Batches from `start` to `i`, read with the GIL released, then added with it. */
         Py_ssize_t i = start;
         PyThreadState *released = PyEval_SaveThread();
-        while (i < n && chunk->block_bytes + chunk->used < KEEP_BYTES) {
+        while (i < n && chunk->block_bytes < KEEP_TEXTS && (i == start || !chunk->keep)) {
             Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
+            size_t names_from = chunk->out.names.len, poses_from = chunk->out.poses.len;
             Py_ssize_t done = read_batch(chunk, pending + i, count, max_bytes, text_limit,
                                          &released);
+            /* The kept bytes are taken from the buffer as the batch is added. */
+            if (done >= 0 && !chunk->keep &&
+                !move_texts(chunk, pending + i, done, names_from, poses_from))
+                done = -1;
             if (done < 0) {
                 PyEval_RestoreThread(released);
                 if (!PyErr_Occurred())
