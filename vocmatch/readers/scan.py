@@ -70,6 +70,7 @@ except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
 __all__ = [
+    "PARSER_TEXT_LIMIT",
     "PURE_READER_VARIABLE",
     "ColumnSet",
     "FileHeader",
