@@ -48,12 +48,14 @@
 #define SHORT_NUMBER 64
 /* A chunk's files are read in batches of at most BATCH_FILES files, whose bytes fill at
  * most BATCH_BYTES (or one larger file) of one buffer. The GIL is released once for the
- * batches read until the texts they keep for their Python objects (names, poses, headers,
- * copied out of the buffer after each batch, in blocks of TEXT_BLOCK bytes) pass
- * KEEP_TEXTS, or the chunk ends, and taken once to make those objects: a chunk of usual
- * files takes it back once a call, so that another thread running bytecode holds its
- * reading back once, not once a batch. (read_chunk_kept, whose files' bytes are kept as
- * they are added, takes it back once a batch.) */
+ * batches read until the texts they keep for their Python objects (each distinct name and
+ * pose, and the headers' texts, copied out of the buffer after each batch into blocks of
+ * TEXT_BLOCK bytes; each object keeps the place of its name and pose among the distinct
+ * texts) pass KEEP_TEXTS, or the chunk ends, and taken once to make those objects: a chunk
+ * of usual files takes it back once a call, so that another thread running bytecode holds
+ * its reading back once, not once a batch; and a distinct text is looked up in Python's
+ * tables once. (read_chunk_kept, whose files' bytes are kept as they are added, takes it
+ * back once a batch.) */
 #define BATCH_FILES 256
 #define BATCH_BYTES (1 << 20)
 #define TEXT_BLOCK (64 << 10)
@@ -1430,11 +1432,26 @@ typedef struct {
     size_t block_count, block_capacity, block_bytes;
     u8 *text_next;         /* where the next text goes in the last block */
     size_t text_left;      /* and the room left there */
+    Column name_ids;       /* int32 by name span: its text's place in `interned` */
+    Column pose_ids;       /* int32 by pose span: the same, -1 where absent */
+    Column interned;       /* Interned: the distinct texts (names and poses) met */
+    int32_t *intern_slots; /* open addressing over `interned`: a place + 1, 0 empty */
+    size_t intern_capacity, intern_count;
     int keep;              /* keep what each file read was read from (read_chunk_kept) */
     Column kept_stats;     /* int64 size, mtime_ns, ctime_ns, inode by file read */
     Column kept_bytes;     /* the bytes scanned of each file read, one after the other */
     Column kept_ends;      /* int64 by file read: where its bytes end in kept_bytes */
 } Chunk;
+
+/* A distinct text of the batches read without the GIL (a copy in the text blocks), and
+ * what the GIL's steps found of it: its code in the chunk's names and in its poses (-1 not
+ * yet), and whether, stripped, it is empty (-1 not known yet). */
+typedef struct {
+    Span text;
+    uint32_t hash;
+    int32_t name_code, pose_code;
+    int empty;
+} Interned;
 
 /* 1 if a text is 1 to EXACT_DIGITS - 1 ASCII digits, its value in *value. */
 static int plain_digits(Span t, int64_t *value)
@@ -1519,25 +1536,27 @@ static int32_t span_code(Table *table, Span t)
     return code;
 }
 
-/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the
- * chunk holds or one whose stripped text is not empty (an empty name is the parser's to
- * refuse), 0 if not, -1 an error. Nothing is added to the table; each name's code is
- * appended to the chunk's name codes, -1 for a name the table does not hold yet (the
- * caller takes them back unless it adds the file: see name_codes). */
+/* The names of a file's objects (rows `first` to `count` of the name ids): 1 if each is
+ * one the chunk holds or one whose stripped text is not empty (an empty name is the
+ * parser's to refuse), 0 if not, -1 an error. Nothing is added to the table; each name's
+ * code is appended to the chunk's name codes, -1 for a name the table does not hold yet
+ * (the caller takes them back unless it adds the file: see name_codes). */
 static int names_usable(Chunk *chunk, size_t first, size_t count)
 {
-    const Span *names = (const Span *)chunk->out.names.p;
+    const int32_t *ids = (const int32_t *)(void *)chunk->name_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     for (size_t i = first; i < count; i++) {
-        int32_t code = table_find(&chunk->names, names[i], span_hash(names[i]));
-        if (code < 0) {
-            PyObject *text = stripped_text(names[i]);
+        Interned *name = &interned[ids[i]];
+        int32_t code = name->name_code;
+        if (code < 0 && name->empty < 0) {
+            PyObject *text = stripped_text(name->text);
             if (text == NULL)
                 return -1;
-            Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+            name->empty = PyUnicode_GET_LENGTH(text) == 0;
             Py_DECREF(text);
-            if (length == 0)
-                return 0;
         }
+        if (code < 0 && name->empty)
+            return 0;
         if (!column_add(&chunk->name_codes, &code, sizeof code)) {
             PyErr_NoMemory();
             return -1;
@@ -1547,15 +1566,19 @@ static int names_usable(Chunk *chunk, size_t first, size_t count)
 }
 
 /* The codes names_usable left -1 (from `mark`, a byte offset into the chunk's name codes,
- * for spans from `first` to `count`), their names added to the table: 1 or -1. A name
- * found by names_usable is hashed once. */
+ * for rows `first` to `count` of the name ids), their names added to the table: 1 or -1.
+ * Each distinct text is looked up once a chunk. */
 static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
 {
-    const Span *names = (const Span *)chunk->out.names.p;
+    const int32_t *ids = (const int32_t *)(void *)chunk->name_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     int32_t *codes = (int32_t *)(void *)(chunk->name_codes.p + mark);
     for (size_t i = first; i < count; i++, codes++) {
         if (*codes < 0) {
-            *codes = span_code(&chunk->names, names[i]);
+            Interned *name = &interned[ids[i]];
+            if (name->name_code < 0)
+                name->name_code = span_code(&chunk->names, name->text);
+            *codes = name->name_code;
             if (*codes < 0)
                 return -1;
         }
@@ -1563,29 +1586,23 @@ static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
     return 1;
 }
 
-/* The code of each span from `first` to `count` (adding new texts; -1 for an absent one),
- * appended to `codes`: 1 or -1. A span the same as the one before (a file's poses mostly
- * are) takes its code without a look-up. */
-static int add_codes(Table *table, const Column *spans, size_t first, size_t count,
-                     Column *codes)
+/* The pose code of each of rows `first` to `count` of the pose ids (adding new texts to
+ * the chunk's poses; -1 for an absent one), appended to the chunk's pose codes: 1 or -1. */
+static int pose_codes(Chunk *chunk, size_t first, size_t count)
 {
-    const Span *span = (const Span *)spans->p;
-    Span last = {NULL, -1};
-    int32_t last_code = -1;
+    const int32_t *ids = (const int32_t *)(void *)chunk->pose_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     for (size_t i = first; i < count; i++) {
         int32_t code = -1;
-        if (span[i].n >= 0) {
-            if (span[i].n == last.n && memcmp(span[i].p, last.p, (size_t)last.n) == 0) {
-                code = last_code;
-            } else {
-                code = span_code(table, span[i]);
-                if (code < 0)
-                    return -1;
-                last = span[i];
-                last_code = code;
-            }
+        if (ids[i] >= 0) {
+            Interned *pose = &interned[ids[i]];
+            if (pose->pose_code < 0)
+                pose->pose_code = span_code(&chunk->poses, pose->text);
+            code = pose->pose_code;
+            if (code < 0)
+                return -1;
         }
-        if (!column_add(codes, &code, sizeof code)) {
+        if (!column_add(&chunk->pose_codes, &code, sizeof code)) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1726,53 +1743,105 @@ static const u8 *text_copy(Chunk *chunk, const u8 *p, Py_ssize_t n)
     return at;
 }
 
-/* Point a text into the text blocks (a copy; the same copy as the text before where the
- * bytes are the same, as a file's poses and names mostly are): 1, or 0 out of memory. */
-static int move_text(Chunk *chunk, Span *t, Span *last, const u8 **last_copy)
+/* Point a header's text into the text blocks (a copy): 1, or 0 out of memory. */
+static int move_text(Chunk *chunk, Span *t)
 {
     if (t->p == NULL || t->n < 0)
         return 1; /* absent */
-    if (last->p != NULL && t->n == last->n && memcmp(t->p, last->p, (size_t)t->n) == 0) {
-        t->p = *last_copy;
-        return 1;
-    }
     const u8 *copy = text_copy(chunk, t->p, t->n);
     if (copy == NULL)
         return 0;
-    *last = *t;
-    *last_copy = copy;
     t->p = copy;
     return 1;
 }
 
-/* After a batch, without the GIL: the texts its files' Python objects are made from (the
- * names and poses from the given places of their span columns, and the headers' fields)
- * copied out of the buffer, which the next batch overwrites. 1, or 0 out of memory. */
+/* The place of a text among the chunk's distinct texts, the text copied into the text
+ * blocks and added if new, without the GIL: -1 out of memory (no exception set). */
+static int32_t intern_text(Chunk *chunk, Span t)
+{
+    if ((chunk->intern_count + 1) * 2 > chunk->intern_capacity) {
+        size_t capacity = chunk->intern_capacity ? chunk->intern_capacity * 2 : 256;
+        int32_t *slots = calloc(capacity, sizeof *slots);
+        if (slots == NULL)
+            return -1;
+        const Interned *interned = (const Interned *)(void *)chunk->interned.p;
+        for (size_t k = 0; k < chunk->intern_count; k++) {
+            size_t j = interned[k].hash & (capacity - 1);
+            while (slots[j] != 0)
+                j = (j + 1) & (capacity - 1);
+            slots[j] = (int32_t)k + 1;
+        }
+        free(chunk->intern_slots);
+        chunk->intern_slots = slots;
+        chunk->intern_capacity = capacity;
+    }
+    uint32_t hash = span_hash(t);
+    size_t mask = chunk->intern_capacity - 1, i = hash & mask;
+    const Interned *interned = (const Interned *)(void *)chunk->interned.p;
+    for (; chunk->intern_slots[i] != 0; i = (i + 1) & mask) {
+        const Interned *e = &interned[chunk->intern_slots[i] - 1];
+        if (e->hash == hash && e->text.n == t.n && memcmp(e->text.p, t.p, (size_t)t.n) == 0)
+            return chunk->intern_slots[i] - 1;
+    }
+    const u8 *copy = text_copy(chunk, t.p, t.n);
+    Interned added = {{copy, t.n}, hash, -1, -1, -1};
+    if (copy == NULL || !column_add(&chunk->interned, &added, sizeof added))
+        return -1;
+    chunk->intern_slots[i] = (int32_t)++chunk->intern_count;
+    return (int32_t)chunk->intern_count - 1;
+}
+
+/* After a batch, without the GIL: the place among the distinct texts of each name and
+ * pose (from the given places of their span columns; a pose the same as the one before,
+ * as a file's mostly are, takes its place without a look-up), and the headers' texts,
+ * copied out of the buffer, which the next batch overwrites. The spans are then dropped:
+ * the files' marks of them become marks of the ids (in the spans' unit). 1, or 0 out of
+ * memory. */
 static int move_texts(Chunk *chunk, Pending *pending, Py_ssize_t done, size_t names_from,
                       size_t poses_from)
 {
+    size_t names_base = chunk->name_ids.len / sizeof(int32_t) * sizeof(Span);
+    size_t poses_base = chunk->pose_ids.len / sizeof(int32_t) * sizeof(Span);
+    const Span *names = (const Span *)(void *)chunk->out.names.p;
+    for (size_t i = names_from / sizeof(Span); i < chunk->out.names.len / sizeof(Span); i++) {
+        int32_t id = intern_text(chunk, names[i]);
+        if (id < 0 || !column_add(&chunk->name_ids, &id, sizeof id))
+            return 0;
+    }
+    const Span *poses = (const Span *)(void *)chunk->out.poses.p;
     Span last = {NULL, -1};
-    const u8 *last_copy = NULL;
-    Span *names = (Span *)(void *)chunk->out.names.p;
-    for (size_t i = names_from / sizeof(Span); i < chunk->out.names.len / sizeof(Span); i++)
-        if (!move_text(chunk, &names[i], &last, &last_copy))
+    int32_t last_id = -1;
+    for (size_t i = poses_from / sizeof(Span); i < chunk->out.poses.len / sizeof(Span); i++) {
+        int32_t id = -1;
+        if (poses[i].n >= 0) {
+            if (poses[i].n == last.n && memcmp(poses[i].p, last.p, (size_t)last.n) == 0) {
+                id = last_id;
+            } else {
+                id = intern_text(chunk, poses[i]);
+                if (id < 0)
+                    return 0;
+                last = poses[i];
+                last_id = id;
+            }
+        }
+        if (!column_add(&chunk->pose_ids, &id, sizeof id))
             return 0;
-    last.p = NULL;
-    Span *poses = (Span *)(void *)chunk->out.poses.p;
-    for (size_t i = poses_from / sizeof(Span); i < chunk->out.poses.len / sizeof(Span); i++)
-        if (!move_text(chunk, &poses[i], &last, &last_copy))
-            return 0;
+    }
     for (Py_ssize_t k = 0; k < done; k++) {
         Header *h = &pending[k].header;
         if (pending[k].read <= 0)
             continue;
         Field *fields[4] = {&h->filename, &h->width, &h->height, &h->depth};
-        for (int j = 0; j < 4; j++) {
-            last.p = NULL;
-            if (fields[j]->state != ABSENT && !move_text(chunk, &fields[j]->text, &last, &last_copy))
+        for (int j = 0; j < 4; j++)
+            if (fields[j]->state != ABSENT && !move_text(chunk, &fields[j]->text))
                 return 0;
-        }
     }
+    for (Py_ssize_t k = 0; k < done; k++) {
+        pending[k].marks[5] = pending[k].marks[5] - names_from + names_base;
+        pending[k].marks[6] = pending[k].marks[6] - poses_from + poses_base;
+    }
+    chunk->out.names.len = names_from;
+    chunk->out.poses.len = poses_from;
     return 1;
 }
 
@@ -1785,6 +1854,11 @@ static void free_blocks(Chunk *chunk)
     chunk->block_bytes = 0;
     chunk->text_next = NULL;
     chunk->text_left = 0;
+    /* The distinct texts were in the blocks: the next batches meet them anew. */
+    if (chunk->intern_slots != NULL)
+        memset(chunk->intern_slots, 0, chunk->intern_capacity * sizeof *chunk->intern_slots);
+    chunk->intern_count = 0;
+    chunk->interned.len = 0;
 }
 
 /* Open, read and scan files into the chunk's C columns with the GIL released by the caller
@@ -1835,11 +1909,10 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
 }
 
 /* The Python steps of a file read without the GIL: its size, filename, and the codes of
- * its names and poses (rows `first` to `end` of the span columns): 1 added, 0 left to the
- * caller (nothing added), -1 an error. */
+ * its names and poses (rows `first` to `end` of the name and pose ids): 1 added, 0 left to
+ * the caller (nothing added), -1 an error. */
 static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end)
 {
-    Output *out = &chunk->out;
     PyObject *filename = NULL;
     int64_t size[3];
     int read = plain_size(header, size);
@@ -1856,7 +1929,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
         if (name_codes(chunk, codes_mark, first, end) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
+            pose_codes(chunk, first, end) < 0 ||
             add_size_code(chunk, size_values) < 0)
             read = -1;
         else if (!column_add(&chunk->counts, &count, sizeof count)) {
@@ -1898,10 +1971,14 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
         write[j] = pending[0].marks[j];
     for (Py_ssize_t k = 0; k < done; k++) {
         const Pending *p = &pending[k];
-        if (k + 1 < done)
+        if (k + 1 < done) {
             memcpy(ends, pending[k + 1].marks, sizeof ends);
-        else
+        } else {
             column_marks(out, ends);
+            /* The names' and poses' marks are of their ids (move_texts). */
+            ends[5] = chunk->name_ids.len / sizeof(int32_t) * sizeof(Span);
+            ends[6] = chunk->pose_ids.len / sizeof(int32_t) * sizeof(Span);
+        }
         int read = p->read;
         if (read > 0)
             read = add_file(chunk, &p->header, p->marks[5] / sizeof(Span),
@@ -1928,9 +2005,11 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
     }
     for (int j = 0; j < 5; j++)
         columns[j]->len = write[j];
-    /* The spans point into the text blocks or the buffer, freed or overwritten next. */
+    /* The ids' texts are in the text blocks, freed next. */
     out->names.len = 0;
     out->poses.len = 0;
+    chunk->name_ids.len = 0;
+    chunk->pose_ids.len = 0;
     return 1;
 }
 
@@ -1968,9 +2047,7 @@ static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ss
             size_t names_from = chunk->out.names.len, poses_from = chunk->out.poses.len;
             Py_ssize_t done = read_batch(chunk, pending + i, count, max_bytes, text_limit,
                                          &released);
-            /* The kept bytes are taken from the buffer as the batch is added. */
-            if (done >= 0 && !chunk->keep &&
-                !move_texts(chunk, pending + i, done, names_from, poses_from))
+            if (done >= 0 && !move_texts(chunk, pending + i, done, names_from, poses_from))
                 done = -1;
             if (done < 0) {
                 PyEval_RestoreThread(released);
@@ -2031,6 +2108,10 @@ static void chunk_free(Chunk *chunk)
     for (size_t i = 0; i < chunk->block_count; i++)
         free(chunk->blocks[i]);
     free(chunk->blocks);
+    free(chunk->name_ids.p);
+    free(chunk->pose_ids.p);
+    free(chunk->interned.p);
+    free(chunk->intern_slots);
     free(chunk->kept_stats.p);
     free(chunk->kept_bytes.p);
     free(chunk->kept_ends.p);
