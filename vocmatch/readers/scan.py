@@ -347,11 +347,9 @@ def _read_chunk(
     files: Sequence[tuple[str, str]],
     max_bytes: int,
     read: Callable[[str, int], bytes] = read_bytes,
-    sizes: dict[bytes, ImageSize] | None = None,
 ) -> _Chunk:
-    """Read a chunk's files; ``sizes`` holds the ``<size>`` records made so far by the
-    chunks of the same read (shared by its threads), which the compiled reader's files
-    take rather than make again."""
+    """Read a chunk's files in this thread or process (a worker process's task; the
+    reading threads run :func:`~vocmatch.readers.read_ahead.raw_chunk` instead)."""
     chunk = _new_chunk()
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
@@ -365,7 +363,7 @@ def _read_chunk(
     else:
         # The files it left are read by ``read`` (read_bytes, or a hashing reader's).
         left_read = read if _hashing_reader(read) is not None else read_bytes
-        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes, left_read)
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, None, left_read)
     _consolidate(chunk)
     return chunk
 

@@ -2,8 +2,10 @@
 
 The compiled reader reads a chunk of files with the GIL released (``fastxml.read_chunk``):
 threads of this process then read chunks on several cores, with nothing to pickle and no
-process to start. :func:`thread_results` holds the guarantees of
-:func:`vocmatch.readers.workers.worker_results` that apply to threads:
+process to start. :func:`thread_results` (and :class:`StartedTasks`, whose tasks are
+handed to the threads when it is made and whose results are taken later, as a run that
+starts reading before it needs the results does: :mod:`vocmatch.readers.read_ahead`) holds
+the guarantees of :func:`vocmatch.readers.workers.worker_results` that apply to threads:
 
 - **Capped.** At most one thread per available core and per task
   (:func:`~vocmatch.readers.workers.worker_count`); ``jobs=0`` means every core; one
@@ -16,7 +18,7 @@ process to start. :func:`thread_results` holds the guarantees of
   them.
 - **Never stuck on a refused thread.** When the system refuses a thread, the tasks no
   thread ran run in the calling thread, with a :class:`~vocmatch.errors.VocmatchWarning`
-  saying so. The results are the same in every case, in task order.
+  saying so (when the first result is taken). The results are the same in every case, in task order.
 
 An exception raised by a task reaches the caller once, from the first failed task in task
 order; the exceptions of later tasks, if any, are dropped with their results.
