@@ -7,7 +7,10 @@ hostile and mixed chunks; and its safety rules are read_bytes' own."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -465,3 +468,66 @@ def test_a_location_reader_reads_local_chunks_in_one_call(
     assert [str(s) for s in columns.skipped] == [
         f"{tmp_path / 'missing.xml'}: cannot read file: No such file or directory"
     ]
+
+
+def test_names_and_left_files_of_late_batches_read_as_file_by_file(tmp_path: Path) -> None:
+    """More than 256 files and more than 1 MiB (several batches, their Python objects made
+    once at the end of the call): names and a pose first seen in a late batch, a file left
+    in a late batch, a file read after it: the per-file route's columns, in file order."""
+    padded = voc(obj("cat")) + b"\n" * (200 << 10)  # 200 KiB: five fill a batch
+    contents = [padded] * 12 + [voc(obj(f"n{i % 5}")) for i in range(400)]
+    contents += [voc(obj("late", extra="<pose>Rear</pose>")), POLYGON, voc(obj("later"))]
+    files = [
+        (f"k{i:04}", _write(tmp_path, f"k{i:04}.xml", data)) for i, data in enumerate(contents)
+    ]
+    assert _chunk(files, 1 << 20) == [len(contents) - 2]
+    chunk = read_listed_columns(files, 1 << 20)
+    assert_same_columns(chunk, _per_file(files, 1 << 20))
+    assert {"late", "later"} <= set(chunk.label_names)
+    assert chunk.pose_names == ("Rear",)
+
+
+def test_a_chunk_beyond_the_texts_kept_at_once_reads_as_file_by_file(tmp_path: Path) -> None:
+    """Batches whose texts (names, poses, headers) pass the 16 MiB a chunk keeps before
+    making its Python objects (they are then made for those batches, and the reading goes
+    on): the per-file route's columns, with a file left after that point."""
+    names = [f"<filename>{letter * (6 << 20)}</filename>" for letter in "abc"]  # 6 MiB each
+    contents = [voc(obj("big"), filename=name) for name in names]
+    contents += [voc(obj("after")), POLYGON, voc(obj("big"), obj("last"))]
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", data)) for i, data in enumerate(contents)]
+    assert _chunk(files, 10 << 20) == [4]
+    chunk = read_listed_columns(files, 10 << 20)
+    assert_same_columns(chunk, _per_file(files, 10 << 20))
+    assert [len(name or "") for name in chunk.filenames] == [6 << 20] * 3 + [5] * 3
+
+
+def test_a_chunk_of_many_batches_waits_once_for_the_gil(tmp_path: Path) -> None:
+    """While another thread runs bytecode, a call of the chunk reader that reads twelve
+    batches takes the GIL back once (to make its Python objects), not once a batch: with a
+    switch interval of 0.2 s, it waits for one interval, not twelve."""
+    assert scan._compiled is not None
+    padded = PLAIN + b"\n" * (600 << 10)  # 600 KiB: one a batch
+    files = [(f"k{i}", _write(tmp_path, f"k{i}.xml", padded)) for i in range(12)]
+    scan._compiled.read_chunk(files, 1 << 20, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT)
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.2)
+    spinner = threading.Thread(target=spin)
+    try:
+        spinner.start()
+        started = time.perf_counter()
+        read = scan._compiled.read_chunk(
+            files, 1 << 20, scan.MAX_COORDINATE, scan.PARSER_TEXT_LIMIT
+        )
+        took = time.perf_counter() - started
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+    assert read[-1] == []
+    assert took < 0.2 * 4

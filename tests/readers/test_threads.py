@@ -26,7 +26,7 @@ from tests.evaluation.test_batch import assert_same_columns
 from tests.readers.test_chunk import ENTRIES, PLAIN, POLYGON, obj, voc
 from tests.readers.test_workers import big_set
 from vocmatch.errors import VocmatchWarning
-from vocmatch.readers import scan, workers
+from vocmatch.readers import read_ahead, scan, workers
 from vocmatch.readers.parse import DirectoryListing, list_directory
 from vocmatch.readers.scan import ColumnSet, read_listings
 from vocmatch.readers.threads import thread_results
@@ -126,8 +126,8 @@ def test_hostile_mixes_read_alike_by_threads_and_processes(
 def test_the_compiled_reader_starts_no_process(
     generated: list[DirectoryListing], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two jobs read with two threads of this process: no process pool is made, and chunks
-    are read outside the calling thread."""
+    """Two jobs read with two threads of this process: no process pool is made, and the
+    compiled reader reads the chunks outside the calling thread."""
 
     class NoProcesses:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -135,13 +135,13 @@ def test_the_compiled_reader_starts_no_process(
 
     monkeypatch.setattr(workers, "ProcessPoolExecutor", NoProcesses, raising=False)
     readers: set[int] = set()
-    read_chunk = scan._read_chunk
+    raw_chunk = read_ahead.raw_chunk
 
     def recorded(*args: Any) -> Any:
         readers.add(threading.get_ident())
-        return read_chunk(*args)
+        return raw_chunk(*args)
 
-    monkeypatch.setattr(scan, "_read_chunk", recorded)
+    monkeypatch.setattr(read_ahead, "raw_chunk", recorded)
     sets = read_listings(generated, 2)
     assert [len(s.keys) for s in sets] == [300, 300]
     assert readers and threading.get_ident() not in readers

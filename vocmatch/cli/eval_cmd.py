@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -38,7 +40,6 @@ from vocmatch.cli.console import (
 )
 from vocmatch.cli.eval_report import ReportFiles, finish_report
 from vocmatch.cli.exits import EXIT_SKIPPED
-from vocmatch.cli.inputs import prediction_inputs
 from vocmatch.cli.options import (
     EVAL_JOBS_HELP,
     FOLD_CASE_HELP,
@@ -76,12 +77,8 @@ from vocmatch.errors import MissingPredictionWarning
 from vocmatch.files import InputFolder
 from vocmatch.readers.formats import BoxFormat, prediction_format
 from vocmatch.render.outputs import RENDERERS, TableOptions
-from vocmatch.run.evaluate import (
-    EvalRequest,
-    Geometry,
-    PredFormat,
-    evaluate,
-)
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -95,9 +92,58 @@ if TYPE_CHECKING:
     from vocmatch.evidence.gate_records import Gate
     from vocmatch.evidence.run_report import EvalReport
     from vocmatch.evidence.slices import SliceSpec
+    from vocmatch.run.evaluate import EvalRequest, Geometry, PredFormat
+
+
+def _reads_early(command: F) -> F:
+    """``eval`` with the reading of its two folders started before the options are taken
+    in (:func:`_read_early`): ahead of the imports they need (a class map's, numpy's) and
+    of the run's."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **params: Any) -> Any:
+        _read_early(params)
+        return command(*args, **params)
+
+    return cast("F", wrapper)
+
+
+def _read_early(params: dict[str, Any]) -> None:
+    """For the rest of the command, the reading of a run of two local folders of XML files
+    started on threads, before the evaluation's modules are imported and the request is
+    checked (:func:`vocmatch.readers.read_ahead.early_read`): the run takes that read where
+    it reads those folders with those limits; a read it does not take is stopped when the
+    command ends, however it ends. Nothing is started for a run that reads its inputs
+    another way: labels, another prediction format, a split, a shard, a cluster, a cache,
+    or a URL."""
+    from vocmatch.readers.remote import is_url
+
+    other = ("split", "shard", "save_state", "dask_scheduler", "cache_dir")
+    if (
+        params["mode"] != "boxes"
+        or params["pred_format"] != "voc"
+        or any(params[name] is not None for name in other)
+        or params["cache_verify"]
+        or is_url(params["gt_dir"])
+        or is_url(params["pred_dir"])
+    ):
+        return
+    from vocmatch.readers.read_ahead import early_read
+    from vocmatch.readers.voc_layout import annotation_folder
+    from vocmatch.run.in_parts import THREADED_FILES
+
+    # The folder and the workers as the run names them (ReadOptions.workers: 0 is every core).
+    roots = (annotation_folder(params["gt_dir"])[0], params["pred_dir"])
+    workers = params["jobs"] or os.cpu_count() or 1
+    # A report that keeps boxes is never read in parts; another may be, from THREADED_FILES.
+    boxes = params["html_file"] is not None or params["keep_boxes"]
+    most = sys.maxsize if boxes or RENDERERS[params["output_format"]].boxes else THREADED_FILES
+    context = click.get_current_context()
+    context.with_resource(early_read(roots, workers, params["max_file_size"], most))
 
 
 @main.command("eval")
+@_reads_early
 @click.argument("gt_dir", type=InputLocation(file_okay=False, path_type=Path))
 @click.argument("pred_dir", type=InputLocation(path_type=Path))
 @click.option(
@@ -222,6 +268,10 @@ def eval_command(
     elif shard is not None or run_id is not None:
         flag = "--shard evaluates part of the images" if shard else "--run-id names a saved run"
         raise click.UsageError(f"{flag}: give --save-state FILE too")
+    # The run's modules, imported while the threads read (_reads_early).
+    from vocmatch.cli.inputs import prediction_inputs
+    from vocmatch.run.evaluate import EvalRequest
+
     check_outputs(
         [output, classes_csv, html_file, write_thresholds_file, save_state],
         files=[pred_dir if prediction_format(pred_format).one_file else None, coco_gt, names_file,
@@ -268,6 +318,7 @@ def _evaluated(request: EvalRequest, quiet: bool, *, json_rows: bool = False) ->
     from contextlib import nullcontext
 
     from vocmatch.render.rows_ahead import rows_ahead
+    from vocmatch.run.evaluate import evaluate
 
     with (
         rows_ahead() if json_rows and not request.analysis else nullcontext(),
@@ -381,6 +432,7 @@ def labels_eval(
     box_format: BoxFormat = "xyxy",
 ) -> None:
     """``eval --mode labels``: compare the class-name set of each image (exit 0 or 3)."""
+    from vocmatch.cli.inputs import prediction_inputs
     from vocmatch.evaluation.labels_and_masks.labels import LabelDifficult
     from vocmatch.render.label_tables import label_summary, render_labels
     from vocmatch.render.outputs import render_labels_text

@@ -46,10 +46,20 @@
 #define MAX_DEPTH 64
 #define NAME_CACHE 64 /* a power of two */
 #define SHORT_NUMBER 64
-/* A chunk's files are read in batches, the GIL released for a whole batch: at most
- * BATCH_FILES files, whose bytes fill at most BATCH_BYTES (or one larger file). */
+/* A chunk's files are read in batches of at most BATCH_FILES files, whose bytes fill at
+ * most BATCH_BYTES (or one larger file) of one buffer. The GIL is released once for the
+ * batches read until the texts they keep for their Python objects (each distinct name and
+ * pose, and the headers' texts, copied out of the buffer after each batch into blocks of
+ * TEXT_BLOCK bytes; each object keeps the place of its name and pose among the distinct
+ * texts) pass KEEP_TEXTS, or the chunk ends, and taken once to make those objects: a chunk
+ * of usual files takes it back once a call, so that another thread running bytecode holds
+ * its reading back once, not once a batch; and a distinct text is looked up in Python's
+ * tables once. (read_chunk_kept, whose files' bytes are kept as they are added, takes it
+ * back once a batch.) */
 #define BATCH_FILES 256
 #define BATCH_BYTES (1 << 20)
+#define TEXT_BLOCK (64 << 10)
+#define KEEP_TEXTS (16 << 20)
 
 typedef unsigned char u8;
 
@@ -1418,11 +1428,30 @@ typedef struct {
     PyObject *left;        /* indices of the files left to the caller */
     u8 *buffer;            /* the bytes of the batch's files being read */
     size_t buffer_capacity, used;
+    u8 **blocks;           /* the texts of the batches read since the GIL was released */
+    size_t block_count, block_capacity, block_bytes;
+    u8 *text_next;         /* where the next text goes in the last block */
+    size_t text_left;      /* and the room left there */
+    Column name_ids;       /* int32 by name span: its text's place in `interned` */
+    Column pose_ids;       /* int32 by pose span: the same, -1 where absent */
+    Column interned;       /* Interned: the distinct texts (names and poses) met */
+    int32_t *intern_slots; /* open addressing over `interned`: a place + 1, 0 empty */
+    size_t intern_capacity, intern_count;
     int keep;              /* keep what each file read was read from (read_chunk_kept) */
     Column kept_stats;     /* int64 size, mtime_ns, ctime_ns, inode by file read */
     Column kept_bytes;     /* the bytes scanned of each file read, one after the other */
     Column kept_ends;      /* int64 by file read: where its bytes end in kept_bytes */
 } Chunk;
+
+/* A distinct text of the batches read without the GIL (a copy in the text blocks), and
+ * what the GIL's steps found of it: its code in the chunk's names and in its poses (-1 not
+ * yet), and whether, stripped, it is empty (-1 not known yet). */
+typedef struct {
+    Span text;
+    uint32_t hash;
+    int32_t name_code, pose_code;
+    int empty;
+} Interned;
 
 /* 1 if a text is 1 to EXACT_DIGITS - 1 ASCII digits, its value in *value. */
 static int plain_digits(Span t, int64_t *value)
@@ -1507,25 +1536,27 @@ static int32_t span_code(Table *table, Span t)
     return code;
 }
 
-/* The names of a file's objects (spans from `first` to `count`): 1 if each is one the
- * chunk holds or one whose stripped text is not empty (an empty name is the parser's to
- * refuse), 0 if not, -1 an error. Nothing is added to the table; each name's code is
- * appended to the chunk's name codes, -1 for a name the table does not hold yet (the
- * caller takes them back unless it adds the file: see name_codes). */
+/* The names of a file's objects (rows `first` to `count` of the name ids): 1 if each is
+ * one the chunk holds or one whose stripped text is not empty (an empty name is the
+ * parser's to refuse), 0 if not, -1 an error. Nothing is added to the table; each name's
+ * code is appended to the chunk's name codes, -1 for a name the table does not hold yet
+ * (the caller takes them back unless it adds the file: see name_codes). */
 static int names_usable(Chunk *chunk, size_t first, size_t count)
 {
-    const Span *names = (const Span *)chunk->out.names.p;
+    const int32_t *ids = (const int32_t *)(void *)chunk->name_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     for (size_t i = first; i < count; i++) {
-        int32_t code = table_find(&chunk->names, names[i], span_hash(names[i]));
-        if (code < 0) {
-            PyObject *text = stripped_text(names[i]);
+        Interned *name = &interned[ids[i]];
+        int32_t code = name->name_code;
+        if (code < 0 && name->empty < 0) {
+            PyObject *text = stripped_text(name->text);
             if (text == NULL)
                 return -1;
-            Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+            name->empty = PyUnicode_GET_LENGTH(text) == 0;
             Py_DECREF(text);
-            if (length == 0)
-                return 0;
         }
+        if (code < 0 && name->empty)
+            return 0;
         if (!column_add(&chunk->name_codes, &code, sizeof code)) {
             PyErr_NoMemory();
             return -1;
@@ -1535,15 +1566,19 @@ static int names_usable(Chunk *chunk, size_t first, size_t count)
 }
 
 /* The codes names_usable left -1 (from `mark`, a byte offset into the chunk's name codes,
- * for spans from `first` to `count`), their names added to the table: 1 or -1. A name
- * found by names_usable is hashed once. */
+ * for rows `first` to `count` of the name ids), their names added to the table: 1 or -1.
+ * Each distinct text is looked up once a chunk. */
 static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
 {
-    const Span *names = (const Span *)chunk->out.names.p;
+    const int32_t *ids = (const int32_t *)(void *)chunk->name_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     int32_t *codes = (int32_t *)(void *)(chunk->name_codes.p + mark);
     for (size_t i = first; i < count; i++, codes++) {
         if (*codes < 0) {
-            *codes = span_code(&chunk->names, names[i]);
+            Interned *name = &interned[ids[i]];
+            if (name->name_code < 0)
+                name->name_code = span_code(&chunk->names, name->text);
+            *codes = name->name_code;
             if (*codes < 0)
                 return -1;
         }
@@ -1551,29 +1586,23 @@ static int name_codes(Chunk *chunk, size_t mark, size_t first, size_t count)
     return 1;
 }
 
-/* The code of each span from `first` to `count` (adding new texts; -1 for an absent one),
- * appended to `codes`: 1 or -1. A span the same as the one before (a file's poses mostly
- * are) takes its code without a look-up. */
-static int add_codes(Table *table, const Column *spans, size_t first, size_t count,
-                     Column *codes)
+/* The pose code of each of rows `first` to `count` of the pose ids (adding new texts to
+ * the chunk's poses; -1 for an absent one), appended to the chunk's pose codes: 1 or -1. */
+static int pose_codes(Chunk *chunk, size_t first, size_t count)
 {
-    const Span *span = (const Span *)spans->p;
-    Span last = {NULL, -1};
-    int32_t last_code = -1;
+    const int32_t *ids = (const int32_t *)(void *)chunk->pose_ids.p;
+    Interned *interned = (Interned *)(void *)chunk->interned.p;
     for (size_t i = first; i < count; i++) {
         int32_t code = -1;
-        if (span[i].n >= 0) {
-            if (span[i].n == last.n && memcmp(span[i].p, last.p, (size_t)last.n) == 0) {
-                code = last_code;
-            } else {
-                code = span_code(table, span[i]);
-                if (code < 0)
-                    return -1;
-                last = span[i];
-                last_code = code;
-            }
+        if (ids[i] >= 0) {
+            Interned *pose = &interned[ids[i]];
+            if (pose->pose_code < 0)
+                pose->pose_code = span_code(&chunk->poses, pose->text);
+            code = pose->pose_code;
+            if (code < 0)
+                return -1;
         }
-        if (!column_add(codes, &code, sizeof code)) {
+        if (!column_add(&chunk->pose_codes, &code, sizeof code)) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1660,7 +1689,7 @@ typedef struct {
     const char *name;   /* the path's bytes (held by the caller), NULL: left unopened */
     int read;           /* 1 read, 0 left to the caller */
     size_t marks[7];    /* the columns' lengths before the file's rows */
-    size_t offset;      /* where its bytes start in the chunk's buffer */
+    const u8 *bytes;    /* its bytes (in the buffer of its batch) */
     Py_ssize_t length;  /* and how many there are */
     int64_t stat[4];    /* the stat of the file opened (size, mtime_ns, ctime_ns, inode) */
     Header header;
@@ -1682,15 +1711,167 @@ static void column_restore(Output *out, const size_t marks[7])
         columns[j]->len = marks[j];
 }
 
-/* Open, read and scan files into the chunk's C columns with the GIL released (other
- * threads read other chunks meanwhile), until `count` files are read or the buffer holds
- * BATCH_BYTES: the number of files read (at least one), or -1 an error (set, the GIL held
- * again on return). Nothing here touches a Python object: each name is the buffer of a
- * bytes object the caller holds, and the columns and buffer grow with realloc. */
-static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
-                             Py_ssize_t max_bytes, Py_ssize_t text_limit)
+/* A copy of n bytes in the chunk's text blocks (which never move), without the GIL:
+ * NULL out of memory (no exception set). */
+static const u8 *text_copy(Chunk *chunk, const u8 *p, Py_ssize_t n)
 {
-    PyThreadState *released = PyEval_SaveThread();
+    static const u8 empty[1] = {0};
+    if (n <= 0)
+        return empty;
+    if (chunk->text_left < (size_t)n) {
+        if (chunk->block_count == chunk->block_capacity) {
+            size_t capacity = chunk->block_capacity ? chunk->block_capacity * 2 : 16;
+            u8 **grown = realloc(chunk->blocks, capacity * sizeof *grown);
+            if (grown == NULL)
+                return NULL;
+            chunk->blocks = grown;
+            chunk->block_capacity = capacity;
+        }
+        size_t size = (size_t)n > TEXT_BLOCK ? (size_t)n : TEXT_BLOCK;
+        u8 *block = malloc(size);
+        if (block == NULL)
+            return NULL;
+        chunk->blocks[chunk->block_count++] = block;
+        chunk->block_bytes += size;
+        chunk->text_next = block;
+        chunk->text_left = size;
+    }
+    u8 *at = chunk->text_next;
+    memcpy(at, p, (size_t)n);
+    chunk->text_next += n;
+    chunk->text_left -= (size_t)n;
+    return at;
+}
+
+/* Point a header's text into the text blocks (a copy): 1, or 0 out of memory. */
+static int move_text(Chunk *chunk, Span *t)
+{
+    if (t->p == NULL || t->n < 0)
+        return 1; /* absent */
+    const u8 *copy = text_copy(chunk, t->p, t->n);
+    if (copy == NULL)
+        return 0;
+    t->p = copy;
+    return 1;
+}
+
+/* The place of a text among the chunk's distinct texts, the text copied into the text
+ * blocks and added if new, without the GIL: -1 out of memory (no exception set). */
+static int32_t intern_text(Chunk *chunk, Span t)
+{
+    if ((chunk->intern_count + 1) * 2 > chunk->intern_capacity) {
+        size_t capacity = chunk->intern_capacity ? chunk->intern_capacity * 2 : 256;
+        int32_t *slots = calloc(capacity, sizeof *slots);
+        if (slots == NULL)
+            return -1;
+        const Interned *interned = (const Interned *)(void *)chunk->interned.p;
+        for (size_t k = 0; k < chunk->intern_count; k++) {
+            size_t j = interned[k].hash & (capacity - 1);
+            while (slots[j] != 0)
+                j = (j + 1) & (capacity - 1);
+            slots[j] = (int32_t)k + 1;
+        }
+        free(chunk->intern_slots);
+        chunk->intern_slots = slots;
+        chunk->intern_capacity = capacity;
+    }
+    uint32_t hash = span_hash(t);
+    size_t mask = chunk->intern_capacity - 1, i = hash & mask;
+    const Interned *interned = (const Interned *)(void *)chunk->interned.p;
+    for (; chunk->intern_slots[i] != 0; i = (i + 1) & mask) {
+        const Interned *e = &interned[chunk->intern_slots[i] - 1];
+        if (e->hash == hash && e->text.n == t.n && memcmp(e->text.p, t.p, (size_t)t.n) == 0)
+            return chunk->intern_slots[i] - 1;
+    }
+    const u8 *copy = text_copy(chunk, t.p, t.n);
+    Interned added = {{copy, t.n}, hash, -1, -1, -1};
+    if (copy == NULL || !column_add(&chunk->interned, &added, sizeof added))
+        return -1;
+    chunk->intern_slots[i] = (int32_t)++chunk->intern_count;
+    return (int32_t)chunk->intern_count - 1;
+}
+
+/* After a batch, without the GIL: the place among the distinct texts of each name and
+ * pose (from the given places of their span columns; a pose the same as the one before,
+ * as a file's mostly are, takes its place without a look-up), and the headers' texts,
+ * copied out of the buffer, which the next batch overwrites. The spans are then dropped:
+ * the files' marks of them become marks of the ids (in the spans' unit). 1, or 0 out of
+ * memory. */
+static int move_texts(Chunk *chunk, Pending *pending, Py_ssize_t done, size_t names_from,
+                      size_t poses_from)
+{
+    size_t names_base = chunk->name_ids.len / sizeof(int32_t) * sizeof(Span);
+    size_t poses_base = chunk->pose_ids.len / sizeof(int32_t) * sizeof(Span);
+    const Span *names = (const Span *)(void *)chunk->out.names.p;
+    for (size_t i = names_from / sizeof(Span); i < chunk->out.names.len / sizeof(Span); i++) {
+        int32_t id = intern_text(chunk, names[i]);
+        if (id < 0 || !column_add(&chunk->name_ids, &id, sizeof id))
+            return 0;
+    }
+    const Span *poses = (const Span *)(void *)chunk->out.poses.p;
+    Span last = {NULL, -1};
+    int32_t last_id = -1;
+    for (size_t i = poses_from / sizeof(Span); i < chunk->out.poses.len / sizeof(Span); i++) {
+        int32_t id = -1;
+        if (poses[i].n >= 0) {
+            if (poses[i].n == last.n && memcmp(poses[i].p, last.p, (size_t)last.n) == 0) {
+                id = last_id;
+            } else {
+                id = intern_text(chunk, poses[i]);
+                if (id < 0)
+                    return 0;
+                last = poses[i];
+                last_id = id;
+            }
+        }
+        if (!column_add(&chunk->pose_ids, &id, sizeof id))
+            return 0;
+    }
+    for (Py_ssize_t k = 0; k < done; k++) {
+        Header *h = &pending[k].header;
+        if (pending[k].read <= 0)
+            continue;
+        Field *fields[4] = {&h->filename, &h->width, &h->height, &h->depth};
+        for (int j = 0; j < 4; j++)
+            if (fields[j]->state != ABSENT && !move_text(chunk, &fields[j]->text))
+                return 0;
+    }
+    for (Py_ssize_t k = 0; k < done; k++) {
+        pending[k].marks[5] = pending[k].marks[5] - names_from + names_base;
+        pending[k].marks[6] = pending[k].marks[6] - poses_from + poses_base;
+    }
+    chunk->out.names.len = names_from;
+    chunk->out.poses.len = poses_from;
+    return 1;
+}
+
+/* The text blocks of the batches whose Python objects are made: freed. */
+static void free_blocks(Chunk *chunk)
+{
+    for (size_t i = 0; i < chunk->block_count; i++)
+        free(chunk->blocks[i]);
+    chunk->block_count = 0;
+    chunk->block_bytes = 0;
+    chunk->text_next = NULL;
+    chunk->text_left = 0;
+    /* The distinct texts were in the blocks: the next batches meet them anew. */
+    if (chunk->intern_slots != NULL)
+        memset(chunk->intern_slots, 0, chunk->intern_capacity * sizeof *chunk->intern_slots);
+    chunk->intern_count = 0;
+    chunk->interned.len = 0;
+}
+
+/* Open, read and scan files into the chunk's C columns with the GIL released by the caller
+ * (its thread state in *saved; other threads read other chunks meanwhile), until `count`
+ * files are read or the buffer holds BATCH_BYTES: the number of files read (at least one),
+ * or -1 an error (set with the GIL taken back in read_path, or out of memory: the caller
+ * sets it). Nothing here touches a Python object: each name is the buffer of a bytes
+ * object the caller holds, and the columns and buffer grow with realloc. */
+static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
+                             Py_ssize_t max_bytes, Py_ssize_t text_limit,
+                             PyThreadState **saved)
+{
+    PyThreadState *released = *saved;
     Py_ssize_t done = 0;
     int failed = 0;
     chunk->used = 0;
@@ -1706,7 +1887,7 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
                              &released);
         if (read == 2)
             break; /* read again in the next batch, from the buffer's start */
-        p->offset = base;
+        p->bytes = chunk->buffer + base;
         p->length = length;
         if (read > 0) {
             chunk->out.released = &released;
@@ -1723,21 +1904,15 @@ static Py_ssize_t read_batch(Chunk *chunk, Pending *pending, Py_ssize_t count,
             chunk->used = base + (size_t)length;
         p->read = read;
     }
-    PyEval_RestoreThread(released);
-    if (failed) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        return -1;
-    }
-    return done;
+    *saved = released;
+    return failed ? -1 : done;
 }
 
 /* The Python steps of a file read without the GIL: its size, filename, and the codes of
- * its names and poses (rows `first` to `end` of the span columns): 1 added, 0 left to the
- * caller (nothing added), -1 an error. */
+ * its names and poses (rows `first` to `end` of the name and pose ids): 1 added, 0 left to
+ * the caller (nothing added), -1 an error. */
 static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end)
 {
-    Output *out = &chunk->out;
     PyObject *filename = NULL;
     int64_t size[3];
     int read = plain_size(header, size);
@@ -1754,7 +1929,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
         if (filename == NULL)
             filename = Py_NewRef(Py_None);
         if (name_codes(chunk, codes_mark, first, end) < 0 ||
-            add_codes(&chunk->poses, &out->poses, first, end, &chunk->pose_codes) < 0 ||
+            pose_codes(chunk, first, end) < 0 ||
             add_size_code(chunk, size_values) < 0)
             read = -1;
         else if (!column_add(&chunk->counts, &count, sizeof count)) {
@@ -1774,7 +1949,7 @@ static int add_file(Chunk *chunk, const Header *header, size_t first, size_t end
 static int keep_file(Chunk *chunk, const Pending *p)
 {
     int ok = column_add(&chunk->kept_stats, p->stat, sizeof p->stat) &&
-             column_add(&chunk->kept_bytes, chunk->buffer + p->offset, (size_t)p->length);
+             column_add(&chunk->kept_bytes, p->bytes, (size_t)p->length);
     int64_t end = (int64_t)chunk->kept_bytes.len;
     if (!ok || !column_add(&chunk->kept_ends, &end, sizeof end)) {
         PyErr_NoMemory();
@@ -1783,9 +1958,9 @@ static int keep_file(Chunk *chunk, const Pending *p)
     return 1;
 }
 
-/* Add a batch's files in order, with the GIL: each file read keeps its rows (moved down
- * over the rows of files left before it), each file left (its index, from `start`) goes to
- * chunk->left. 1 or -1 (an error). */
+/* Add the files of the batches read since the last call in order, with the GIL: each file
+ * read keeps its rows (moved down over the rows of files left before it), each file left
+ * (its index, from `start`) goes to chunk->left. 1 or -1 (an error). */
 static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_ssize_t start)
 {
     Output *out = &chunk->out;
@@ -1796,10 +1971,14 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
         write[j] = pending[0].marks[j];
     for (Py_ssize_t k = 0; k < done; k++) {
         const Pending *p = &pending[k];
-        if (k + 1 < done)
+        if (k + 1 < done) {
             memcpy(ends, pending[k + 1].marks, sizeof ends);
-        else
+        } else {
             column_marks(out, ends);
+            /* The names' and poses' marks are of their ids (move_texts). */
+            ends[5] = chunk->name_ids.len / sizeof(int32_t) * sizeof(Span);
+            ends[6] = chunk->pose_ids.len / sizeof(int32_t) * sizeof(Span);
+        }
         int read = p->read;
         if (read > 0)
             read = add_file(chunk, &p->header, p->marks[5] / sizeof(Span),
@@ -1826,19 +2005,23 @@ static int add_batch(Chunk *chunk, const Pending *pending, Py_ssize_t done, Py_s
     }
     for (int j = 0; j < 5; j++)
         columns[j]->len = write[j];
-    /* The spans point into the buffer, which the next batch overwrites. */
+    /* The ids' texts are in the text blocks, freed next. */
     out->names.len = 0;
     out->poses.len = 0;
+    chunk->name_ids.len = 0;
+    chunk->pose_ids.len = 0;
     return 1;
 }
 
-/* Read the chunk's files batch by batch: 1, or -1 an error. */
+/* Read the chunk's files batch by batch, the GIL released while batches are read and
+ * taken to add them (once for a chunk whose texts fit KEEP_TEXTS; once a batch with
+ * `keep`): 1, or -1 an error. */
 static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ssize_t text_limit)
 {
     Py_ssize_t n = PyList_GET_SIZE(paths);
     /* Every path encoded first, while the GIL is held (a thread may change the list later). */
     PyObject **encoded = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(PyObject *));
-    Pending *pending = PyMem_Calloc(BATCH_FILES, sizeof(Pending));
+    Pending *pending = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Pending));
     int result = -1;
     if (encoded == NULL || pending == NULL) {
         PyErr_NoMemory();
@@ -1853,14 +2036,33 @@ static int read_files(Chunk *chunk, PyObject *paths, Py_ssize_t max_bytes, Py_ss
             Py_CLEAR(encoded[i]); /* a NUL in the path */
         }
     }
-    for (Py_ssize_t i = 0; i < n;) {
-        Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
-        for (Py_ssize_t k = 0; k < count; k++)
-            pending[k].name = encoded[i + k] ? PyBytes_AS_STRING(encoded[i + k]) : NULL;
-        Py_ssize_t done = read_batch(chunk, pending, count, max_bytes, text_limit);
-        if (done < 0 || add_batch(chunk, pending, done, i) < 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        pending[i].name = encoded[i] ? PyBytes_AS_STRING(encoded[i]) : NULL;
+    for (Py_ssize_t start = 0; start < n;) {
+        /* Batches from `start` to `i`, read with the GIL released, then added with it. */
+        Py_ssize_t i = start;
+        PyThreadState *released = PyEval_SaveThread();
+        while (i < n && chunk->block_bytes < KEEP_TEXTS && (i == start || !chunk->keep)) {
+            Py_ssize_t count = n - i < BATCH_FILES ? n - i : BATCH_FILES;
+            size_t names_from = chunk->out.names.len, poses_from = chunk->out.poses.len;
+            Py_ssize_t done = read_batch(chunk, pending + i, count, max_bytes, text_limit,
+                                         &released);
+            if (done >= 0 && !move_texts(chunk, pending + i, done, names_from, poses_from))
+                done = -1;
+            if (done < 0) {
+                PyEval_RestoreThread(released);
+                if (!PyErr_Occurred())
+                    PyErr_NoMemory();
+                goto done;
+            }
+            i += done;
+        }
+        PyEval_RestoreThread(released);
+        int added = add_batch(chunk, pending + start, i - start, start);
+        free_blocks(chunk);
+        if (added < 0)
             goto done;
-        i += done;
+        start = i;
     }
     result = 1;
 done:
@@ -1903,6 +2105,13 @@ static void chunk_free(Chunk *chunk)
     Py_XDECREF(chunk->filenames);
     Py_XDECREF(chunk->left);
     free(chunk->buffer);
+    for (size_t i = 0; i < chunk->block_count; i++)
+        free(chunk->blocks[i]);
+    free(chunk->blocks);
+    free(chunk->name_ids.p);
+    free(chunk->pose_ids.p);
+    free(chunk->interned.p);
+    free(chunk->intern_slots);
     free(chunk->kept_stats.p);
     free(chunk->kept_bytes.p);
     free(chunk->kept_ends.p);

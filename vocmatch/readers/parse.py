@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vocmatch.checks import checked_max_bytes
-from vocmatch.core.geometry import polygon_problem
 from vocmatch.core.model import (
     MAX_COORDINATE,
     Box,
@@ -406,6 +405,10 @@ def _polygon(element: etree._Element, path: str) -> Polygon:
         points = [(_coordinate(pt, "x", path), _coordinate(pt, "y", path)) for pt in pts]
     else:
         points = _numbered_points(element, path)
+    # Imported here: the geometry needs numpy, which listing a folder does not (a run
+    # lists its folders and starts reading them before numpy is imported).
+    from vocmatch.core.geometry import polygon_problem
+
     problem = polygon_problem(points)
     if problem is not None:
         raise AnnotationError(path, f"<polygon> {problem}", source_line(element))

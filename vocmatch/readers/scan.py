@@ -50,9 +50,16 @@ from vocmatch.readers.parse import (
     number_problem,
     parse_annotation,
 )
+from vocmatch.readers.read_ahead import (
+    PARSER_TEXT_LIMIT,
+    StartedRead,
+    chunk_limit,
+    claimed,
+    raw_chunk,
+    start_read,
+)
 from vocmatch.readers.regular_files import read_bytes
-from vocmatch.readers.threads import thread_results
-from vocmatch.readers.workers import worker_count, worker_results
+from vocmatch.readers.workers import worker_results
 
 if TYPE_CHECKING:
     from vocmatch.readers.hashed_reads import HashingReader
@@ -63,6 +70,7 @@ except ImportError:  # pragma: no cover - a build without a compiler
     _compiled = None  # type: ignore[assignment]
 
 __all__ = [
+    "PARSER_TEXT_LIMIT",
     "PURE_READER_VARIABLE",
     "ColumnSet",
     "FileHeader",
@@ -70,6 +78,7 @@ __all__ = [
     "active_reader",
     "columns_from_annotations",
     "decoded_text",
+    "finish_read",
     "read_column_pair",
     "read_columns",
     "read_listed_columns",
@@ -267,13 +276,6 @@ def active_reader() -> str:
     return "compiled"
 
 
-#: libxml2's longest text node (XML_MAX_TEXT_LENGTH) when huge trees are off, as the parser
-#: reads (vocmatch.readers.parse): a longer one is refused there. A file no longer than this
-#: cannot hold such a node, so the fast readers may read it; a longer file goes to the parser,
-#: which refuses it exactly when it holds one.
-PARSER_TEXT_LIMIT = 10_000_000
-
-
 def _fast(data: bytes, names_seen: Container[bytes] = ()) -> PlainObjects | None:
     """Extract a plain file's objects, or None to leave the file to the parser.
 
@@ -345,11 +347,9 @@ def _read_chunk(
     files: Sequence[tuple[str, str]],
     max_bytes: int,
     read: Callable[[str, int], bytes] = read_bytes,
-    sizes: dict[bytes, ImageSize] | None = None,
 ) -> _Chunk:
-    """Read a chunk's files; ``sizes`` holds the ``<size>`` records made so far by the
-    chunks of the same read (shared by its threads), which the compiled reader's files
-    take rather than make again."""
+    """Read a chunk's files in this thread or process (a worker process's task; the
+    reading threads run :func:`~vocmatch.readers.read_ahead.raw_chunk` instead)."""
     chunk = _new_chunk()
     # The reader is chosen once a chunk (the choice reads the environment).
     scan_file = _fast_compiled if active_reader() == "compiled" else _fast_pure
@@ -363,7 +363,7 @@ def _read_chunk(
     else:
         # The files it left are read by ``read`` (read_bytes, or a hashing reader's).
         left_read = read if _hashing_reader(read) is not None else read_bytes
-        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, sizes, left_read)
+        _add_compiled_chunk(chunk, files, whole, max_bytes, scan_file, None, left_read)
     _consolidate(chunk)
     return chunk
 
@@ -452,17 +452,20 @@ def _read_compiled_chunk(
     name = "read_chunk" if keeping is None else "read_chunk_kept"
     if getattr(_compiled, name, None) is None or os.name != "posix":
         return None
-    # No file is larger than sys.maxsize bytes: a larger limit is no limit, as it is for
-    # read_bytes; and every file is larger than -1: any lower limit refuses every file as
-    # -1 does (the per-file route then says so with the limit given).
-    limit = max(-1, min(max_bytes, sys.maxsize))
     if keeping is None:
-        found = _compiled.read_chunk(files, limit, MAX_COORDINATE, PARSER_TEXT_LIMIT)
+        found = raw_chunk(files, max_bytes, PARSER_TEXT_LIMIT)
     else:
+        limit = chunk_limit(max_bytes)
         found, kept = _compiled.read_chunk_kept(files, limit, MAX_COORDINATE, PARSER_TEXT_LIMIT)
         left_out = set(found[-1])
         read_paths = [path for k, (_, path) in enumerate(files) if k not in left_out]
         keeping.keep_read(read_paths, *kept)
+    return _compiled_columns(found)
+
+
+def _compiled_columns(found: tuple[Any, ...]) -> _CompiledColumns:
+    """The compiled reader's chunk read (:func:`~vocmatch.readers.read_ahead.raw_chunk`) as
+    arrays, over its bytes (no copy)."""
     (coordinates, scores, difficult, truncated, occluded, name_codes, pose_codes, counts,
      size_codes, sizes, names, poses, filenames, left) = found  # fmt: skip
     return _CompiledColumns(
@@ -733,9 +736,18 @@ def _read_sets(
     max_bytes: int,
     progress: Callable[[int, int], None] | None,
 ) -> list[ColumnSet]:
-    """Read several directories with one pool of workers (started once)."""
+    """Read several directories with one pool of workers (started once): the read the
+    command line started for them early, where it did with these limits
+    (:func:`~vocmatch.readers.read_ahead.early_read`), else one started here."""
     jobs, max_bytes = checked_jobs(jobs), checked_max_bytes(max_bytes)
-    return read_listings([list_directory(root) for root in roots], jobs, max_bytes, progress)
+    threads = reads_in_threads()
+    started = claimed(roots, jobs, max_bytes, threads=threads, text_limit=PARSER_TEXT_LIMIT)
+    if started is None:
+        listings = [list_directory(root) for root in roots]
+        started = start_read(
+            listings, jobs, max_bytes, threads=threads, text_limit=PARSER_TEXT_LIMIT
+        )
+    return finish_read(started, progress)
 
 
 def read_listings(
@@ -762,33 +774,51 @@ def read_listings(
         The column sets, in the order of ``listings``.
     """
     jobs, max_bytes = checked_jobs(jobs), checked_max_bytes(max_bytes)
-    total = sum(len(listing.files) for listing in listings)
-    # Chunks small enough to report progress and balance the workers, large enough that
-    # sending them costs little.
-    size = max(16, min(512, total // (worker_count(jobs, total) * 8) or 16))
-    parts = [
-        (which, listing.files[i : i + size])
-        for which, listing in enumerate(listings)
-        for i in range(0, len(listing.files), size)
-    ]
+    threads = reads_in_threads()
+    started = start_read(listings, jobs, max_bytes, threads=threads, text_limit=PARSER_TEXT_LIMIT)
+    return finish_read(started, progress)
+
+
+def finish_read(
+    started: StartedRead, progress: Callable[[int, int], None] | None = None
+) -> list[ColumnSet]:
+    """The column sets of a read started by :func:`~vocmatch.readers.read_ahead.start_read`.
+
+    The threads' chunk reads are taken in chunk order, each made into its chunk's columns
+    here (the files the compiled reader left are read by the per-file route here too);
+    without threads, worker processes read the chunks now. When this ends by an exception,
+    the threads are stopped (the chunks not started are dropped) before it propagates.
+
+    Args:
+        started: The read.
+        progress: Called as ``progress(files_read, files_total)`` over every listing.
+
+    Returns:
+        The column sets, in the order of the read's listings.
+    """
+    listings, parts, max_bytes = started.listings, started.parts, started.max_bytes
+    total = started.total()
     chunks: list[list[_Chunk]] = [[] for _ in listings]
     done = 0
-    # A few files are read faster here than by starting processes.
-    workers = 1 if total < 64 else jobs
-    tasks: list[tuple[Any, ...]]
-    if reads_in_threads():
-        # The <size> records, one per distinct size across the listings, shared by the
-        # threads (dict.setdefault is atomic: two threads meeting a size keep one record).
+    if started.raw is not None:
+        # The <size> records, one per distinct size across the listings.
         sizes: dict[bytes, ImageSize] = {}
-        pool, tasks = thread_results, [(part, max_bytes, read_bytes, sizes) for _, part in parts]
+        try:
+            for (which, part), found in zip(parts, started.raw.results(), strict=True):
+                chunks[which].append(_chunk_of(part, found, max_bytes, sizes))
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            started.close()
     else:
-        pool, tasks = worker_results, [(part, max_bytes) for _, part in parts]
-    with pool(_read_chunk, tasks, workers) as results:
-        for (which, part), chunk in zip(parts, results, strict=True):
-            chunks[which].append(chunk)
-            done += len(part)
-            if progress is not None:
-                progress(done, total)
+        tasks = [(part, max_bytes) for _, part in parts]
+        with worker_results(_read_chunk, tasks, started.workers) as results:
+            for (which, part), chunk in zip(parts, results, strict=True):
+                chunks[which].append(chunk)
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
     sets = [
         _assemble(listing.root, found, listing.skipped, listing.notes)
         for found, listing in zip(chunks, listings, strict=True)
@@ -796,6 +826,21 @@ def read_listings(
     del chunks
     _release_free_memory()
     return sets
+
+
+def _chunk_of(
+    files: Sequence[tuple[str, str]],
+    found: tuple[Any, ...],
+    max_bytes: int,
+    sizes: dict[bytes, ImageSize],
+) -> _Chunk:
+    """A chunk's columns from the compiled reader's read of its files
+    (:func:`~vocmatch.readers.read_ahead.raw_chunk`), the files it left read by the
+    per-file route (by :func:`~vocmatch.readers.regular_files.read_bytes`)."""
+    chunk = _new_chunk()
+    _add_compiled_chunk(chunk, files, _compiled_columns(found), max_bytes, _fast_compiled, sizes)
+    _consolidate(chunk)
+    return chunk
 
 
 def reads_in_threads() -> bool:
