@@ -17,12 +17,17 @@ from vocmatch import kernel_threads
 from vocmatch.compiled import PURE_ENGINE_VARIABLE
 from vocmatch.core import match_kernels
 from vocmatch.core.model import Box, ImageAnnotation
+from vocmatch.core.protocol import protocol
+from vocmatch.evaluation import class_curves
+from vocmatch.evaluation.engine import evaluate_columns
 from vocmatch.evaluation.records import MatchRecords
+from vocmatch.evaluation.result import Evaluation
 from vocmatch.evaluation.to_records import Asked, match_records
 from vocmatch.readers.parse import AnnotationSet
 from vocmatch.readers.scan import columns_from_annotations
 
 from .test_fast_match import VARIANTS, assert_same
+from .test_fastaccumulate import assert_same_bits
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec(match_kernels.MODULE) is None,
@@ -43,6 +48,7 @@ def _split(patch: pytest.MonkeyPatch, cores: int) -> None:
     patch.setattr(kernel_threads, "available_cores", lambda: cores)
     for name in _MINIMUMS:
         patch.setattr(match_kernels, name, 1)
+    patch.setattr(class_curves, "CURVES_ROWS_PER_THREAD", 1)
 
 
 _corner = st.integers(0, 5).map(lambda v: 6.0 * v)
@@ -157,3 +163,37 @@ def test_evaluations_at_once_in_threads_each_give_their_own_records() -> None:
     assert errors == []
     for expected, actual in zip(alone, found, strict=True):
         assert_same(expected, actual)
+
+
+def _evaluation(sets: tuple[AnnotationSet, AnnotationSet], name: str) -> Evaluation:
+    gt, pred = columns_from_annotations(sets[0]), columns_from_annotations(sets[1])
+    return evaluate_columns(gt, pred, protocol(name))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_sets(), st.sampled_from(["coco", "voc07", "voc12", "default", "ultralytics"]))
+@pytest.mark.parametrize("cores", [2, 4])
+def test_split_kernels_give_the_same_evaluation(
+    cores: int, sets: tuple[AnnotationSet, AnnotationSet], name: str
+) -> None:
+    """Every kernel call split into parts, the classes' curves among them: the evaluation
+    of the calls in one thread, to the bit."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PURE_ENGINE_VARIABLE, "0")
+        _split(patch, 1)
+        expected = _evaluation(sets, name)
+        _split(patch, cores)
+        assert_same_bits(expected, _evaluation(sets, name))
+
+
+@pytest.mark.parametrize("name", ["coco", "voc07", "voc12"])
+@pytest.mark.usefixtures("split_everywhere")
+def test_split_kernels_give_the_numpy_evaluation(name: str) -> None:
+    """Forced splits on sets of 40 images: the numpy implementation's evaluation."""
+    for seed in range(4):
+        sets = _many_sets(seed)
+        split = _evaluation(sets, name)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(PURE_ENGINE_VARIABLE, "1")
+            reference = _evaluation(sets, name)
+        assert_same_bits(reference, split)

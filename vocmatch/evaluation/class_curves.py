@@ -25,8 +25,13 @@ import numpy.typing as npt
 from vocmatch.compiled import kernels
 from vocmatch.core.ap import Curve
 from vocmatch.evaluation.summary_kernels import MODULE as SUMMARY_KERNELS
+from vocmatch.kernel_threads import kernel_threads
 
-__all__ = ["RankedFlags", "class_curves", "ranked_flags", "ranked_scores"]
+__all__ = ["CURVES_ROWS_PER_THREAD", "RankedFlags", "class_curves", "ranked_flags", "ranked_scores"]
+
+#: The fewest ranked predictions a thread of a compiled :func:`class_curves` call gets: below
+#: twice as many, the call runs in the calling thread alone.
+CURVES_ROWS_PER_THREAD = 50_000
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.integer[Any]]
@@ -80,12 +85,20 @@ def ranked_scores(score: npt.NDArray[np.floating[Any]], rows: IntArray) -> Float
 
 
 def class_curves(
-    flags: RankedFlags, level: int, n_gt: Sequence[int], eps: float | None = None
+    flags: RankedFlags,
+    level: int,
+    n_gt: Sequence[int],
+    eps: float | None = None,
+    threads: int | None = None,
 ) -> list[Curve]:
     """Each class's curve at the ``level``-th matched threshold: what
     :func:`vocmatch.core.ap.precision_recall_curve` gives for the class's ranked predictions
     not matched to ignored ground truth there (``n_gt``: each class's ground truth that
-    counts; ``eps`` as that function's), the same bits; in compiled code where it is built.
+    counts; ``eps`` as that function's), the same bits; in compiled code where it is built,
+    there with the classes in ``threads`` ranges of near equal shares of the predictions,
+    each on a thread (the same bits), by default as
+    :func:`~vocmatch.kernel_threads.kernel_threads` gives for
+    :data:`CURVES_ROWS_PER_THREAD` predictions a thread.
 
     Each class's curve holds views of arrays shared by all classes.
     """
@@ -102,6 +115,7 @@ def class_curves(
             flags.rows, flags.starts, np.ascontiguousarray(flags.score),
             np.ascontiguousarray(flags.matched), np.ascontiguousarray(flags.ignored), level,
             counting, eps is None, 0.0 if eps is None else eps, recall, precision, score, starts,
+            kernel_threads(n, CURVES_ROWS_PER_THREAD) if threads is None else threads,
         )  # fmt: skip
     else:
         recall, precision, score, starts = _curves_numpy(flags, level, counting, eps)

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "../buffers.h"
+#include "../parts.h"
 
 /* --- checks -------------------------------------------------------------------------- */
 
@@ -781,28 +782,110 @@ done:
 
 /* --- class_curves ------------------------------------------------------------------- */
 
+/* One call's classes, split into parts of whole classes near equal shares of the rows. */
+typedef struct {
+    const int64_t *rows, *starts;
+    const void *score, *matched, *ignored;
+    const double *n_gt;
+    double *recall, *precision, *scores;
+    int64_t *kept_starts;
+    Py_ssize_t ssize, fsize;
+    int level, guard;
+    double eps;
+    Py_ssize_t first[VM_MAX_PARTS + 1]; /* part p's classes: [first[p], first[p + 1]) */
+    int parts;
+    int writing; /* 0: count each class's kept rows into kept_starts[k + 1]; 1: write */
+} CurvesWork;
+
+/* Part `part`'s classes: with w->writing 0, each class's kept rows into kept_starts[k + 1]
+ * (but the last part's: no class after them to place); with 1, their points from
+ * kept_starts[k] on, and in the last part (the only one with one part) each class's end. */
+static void curves_part(void *ctx, int part)
+{
+    const CurvesWork *w = ctx;
+    const int64_t *rows = w->rows, *starts = w->starts;
+    const Py_ssize_t fsize = w->fsize;
+    const int level = w->level;
+    if (!w->writing && part == w->parts - 1) {
+        return; /* no class comes after the last part's: their counts place nothing */
+    }
+    for (Py_ssize_t k = w->first[part]; k < w->first[part + 1]; k++) {
+        if (!w->writing) {
+            int64_t kept = 0;
+            for (int64_t i = starts[k]; i < starts[k + 1]; i++) {
+                kept += (int64_t)(((vm_bits_at(w->ignored, fsize, rows[i]) >> level) & 1) == 0);
+            }
+            w->kept_starts[k + 1] = kept;
+            continue;
+        }
+        /* numpy's cumulative sums of the class's hits and misses are integers (exact), made
+         * float64 before each operation, as precision_recall_curve does. */
+        int64_t tp = 0, seen = 0, at = w->kept_starts[k];
+        const double counting = w->n_gt[k] > 0 ? w->n_gt[k] : NAN;
+        for (int64_t i = starts[k]; i < starts[k + 1]; i++) {
+            const int64_t p = rows[i];
+            if ((vm_bits_at(w->ignored, fsize, p) >> level) & 1) {
+                continue;
+            }
+            tp += (int64_t)((vm_bits_at(w->matched, fsize, p) >> level) & 1);
+            seen++;
+            const double tp_f = (double)tp, fp_f = (double)(seen - tp);
+            w->recall[at] = tp_f / counting;
+            if (w->guard) {
+                w->precision[at] = tp_f / numpy_maximum(tp_f + fp_f, DBL_EPSILON);
+            } else {
+                w->precision[at] = tp_f / (tp_f + fp_f + w->eps);
+            }
+            const double v = w->ssize == 8 ? ((const double *)w->score)[p]
+                                           : (double)((const float *)w->score)[p];
+            w->scores[at] = v != v ? -INFINITY : v;
+            at++;
+        }
+        if (part == w->parts - 1) {
+            w->kept_starts[k + 1] = at; /* the last part's classes: not counted before */
+        }
+    }
+}
+
+/* Split the classes [0, n_k) of `n` rows into w->parts ranges of whole classes: part p
+ * begins at the first class starting at or after p's equal share of the rows. */
+static void curves_split(CurvesWork *w, Py_ssize_t n_k, Py_ssize_t n)
+{
+    Py_ssize_t k = 0;
+    w->first[0] = 0;
+    for (int p = 1; p < w->parts; p++) {
+        const ptrdiff_t share = vm_part_start(n, p, w->parts);
+        while (k < n_k && w->starts[k] < share) {
+            k++;
+        }
+        w->first[p] = k;
+    }
+    w->first[w->parts] = n_k;
+}
+
 PyDoc_STRVAR(class_curves_doc,
 "class_curves(rows, starts, score, matched, ignored, level, n_gt, guard, eps, recall,\n"
-"             precision, scores, kept_starts, /)\n"
+"             precision, scores, kept_starts, threads=1, /)\n"
 "--\n\n"
 "Each class's precision-recall curve at bit `level` of the flags: the predictions `rows`\n"
 "(int64, classes one after another from `starts`, (K + 1,) int64) not flagged in `ignored`,\n"
 "each a TP where flagged in `matched`; recall tp / n_gt[k] (float64, NaN for none), precision\n"
 "tp / max(tp + fp, DBL_EPSILON) with `guard`, else tp / (tp + fp + eps); the scores (float32\n"
 "or float64, NaN read as -inf) as float64. The kept points are written class after class\n"
-"from 0, where each class's start in `kept_starts` (K + 1,) says.");
+"from 0, where each class's start in `kept_starts` (K + 1,) says. With threads > 1, the\n"
+"classes in ranges of near equal shares of the rows, each on a thread (the same bits).");
 
 static PyObject *class_curves(PyObject *self, PyObject *args)
 {
     (void)self;
     enum { ROWS, STARTS, SCORE, MATCHED, IGNORED, NGT, RECALL, PRECISION, SCORES, KEPT, N_ARGS };
     PyObject *objs[N_ARGS];
-    int level, guard;
+    int level, guard, threads = 1;
     double eps;
-    if (!PyArg_ParseTuple(args, "OOOOOiOpdOOOO:class_curves", &objs[ROWS], &objs[STARTS],
+    if (!PyArg_ParseTuple(args, "OOOOOiOpdOOOO|i:class_curves", &objs[ROWS], &objs[STARTS],
                           &objs[SCORE], &objs[MATCHED], &objs[IGNORED], &level, &objs[NGT],
                           &guard, &eps, &objs[RECALL], &objs[PRECISION], &objs[SCORES],
-                          &objs[KEPT])) {
+                          &objs[KEPT], &threads)) {
         return NULL;
     }
     static const char *names[N_ARGS] = {"rows",   "starts", "score",     "matched", "ignored",
@@ -856,40 +939,27 @@ static PyObject *class_curves(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    const void *score = views[SCORE].buf, *matched = views[MATCHED].buf;
-    const void *ignored = views[IGNORED].buf;
-    const double *n_gt = views[NGT].buf;
-    double *recall = views[RECALL].buf, *precision = views[PRECISION].buf;
-    double *scores = views[SCORES].buf;
-    int64_t *kept_starts = views[KEPT].buf;
+    CurvesWork work = {
+        .rows = rows, .starts = starts, .score = views[SCORE].buf,
+        .matched = views[MATCHED].buf, .ignored = views[IGNORED].buf, .n_gt = views[NGT].buf,
+        .recall = views[RECALL].buf, .precision = views[PRECISION].buf,
+        .scores = views[SCORES].buf, .kept_starts = views[KEPT].buf, .ssize = ssize,
+        .fsize = fsize, .level = level, .guard = guard, .eps = eps,
+        .parts = vm_fine_parts(threads), .writing = 0,
+    };
+    curves_split(&work, n_k, n);
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t at = 0;
-    kept_starts[0] = 0;
-    for (Py_ssize_t k = 0; k < n_k; k++) {
-        /* numpy's cumulative sums of the class's hits and misses are integers (exact), made
-         * float64 before each operation, as precision_recall_curve does. */
-        int64_t tp = 0, seen = 0;
-        const double counting = n_gt[k] > 0 ? n_gt[k] : NAN;
-        for (int64_t i = starts[k]; i < starts[k + 1]; i++) {
-            const int64_t p = rows[i];
-            if ((vm_bits_at(ignored, fsize, p) >> level) & 1) {
-                continue;
-            }
-            tp += (int64_t)((vm_bits_at(matched, fsize, p) >> level) & 1);
-            seen++;
-            const double tp_f = (double)tp, fp_f = (double)(seen - tp);
-            recall[at] = tp_f / counting;
-            if (guard) {
-                precision[at] = tp_f / numpy_maximum(tp_f + fp_f, DBL_EPSILON);
-            } else {
-                precision[at] = tp_f / (tp_f + fp_f + eps);
-            }
-            const double v = ssize == 8 ? ((const double *)score)[p] : (double)((const float *)score)[p];
-            scores[at] = v != v ? -INFINITY : v;
-            at++;
+    work.kept_starts[0] = 0;
+    if (work.parts > 1) {
+        /* Each class's kept rows, then where its points start (after the classes before
+         * it); then the points, each part writing its own classes' slice. */
+        vm_run_parts_on(curves_part, &work, work.parts, vm_threads(threads));
+        for (Py_ssize_t k = 0; k < work.first[work.parts - 1]; k++) {
+            work.kept_starts[k + 1] += work.kept_starts[k];
         }
-        kept_starts[k + 1] = at;
     }
+    work.writing = 1;
+    vm_run_parts_on(curves_part, &work, work.parts, vm_threads(threads));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;

@@ -20,6 +20,7 @@ def class_curves(
     precision: npt.NDArray[np.float64],
     scores: npt.NDArray[np.float64],
     kept_starts: npt.NDArray[np.int64],
+    threads: int = 1,
     /,
 ) -> None: ...
 def curve_ap(
