@@ -263,11 +263,14 @@ def _accumulated(
     fast = kernels(SUMMARY_KERNELS)
     tables: CocoTables | None = None
     first = 0
+    # Where the COCO tables are being made in threads, they keep the other cores busy: the
+    # curves are made in the calling thread alone (a split would only add its count).
+    curve_threads = None if ahead is None else 1
     for k0, chunk in _class_chunks(rankings):
         # Every curve of the chunk's classes made at once (the AP thresholds' when read).
         flags = ranked_flags(preds.score, preds.matched, preds.ignored, [r for r, _ in chunk])
         n_gt = n_class_gt[k0 : k0 + len(chunk)]
-        curves.extend(class_curves(flags, levels.evaluation, n_gt))
+        curves.extend(class_curves(flags, levels.evaluation, n_gt, threads=curve_threads))
         at_ap: list[list[Curve]] | None = None
         for k, (ranked, rank) in enumerate(chunk, start=k0):
             if ahead is not None and k % ahead.chunk == 0:
@@ -299,7 +302,9 @@ def _accumulated(
                     continue
                 if at_ap is None:
                     at_ap = [
-                        class_curves(flags, levels.index[threshold], n_gt, eps=eps)
+                        class_curves(
+                            flags, levels.index[threshold], n_gt, eps=eps, threads=curve_threads
+                        )
                         for threshold in conv.ap_thresholds
                     ]
                 for made in at_ap:
