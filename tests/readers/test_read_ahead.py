@@ -154,3 +154,36 @@ def test_a_folder_that_cannot_be_listed_starts_nothing(
     with early_read((folders[0], missing), 2, MAX_BYTES, 10**6), pytest.raises(InputError):
         read_column_pair(folders[0], missing, 2, MAX_BYTES)
     assert raw_reads == []
+
+
+@pytest.mark.parametrize(
+    ("most_files", "listed"),
+    [
+        pytest.param(600, [], id="entries-reach-the-limit"),
+        pytest.param(601, ["gt", "pred"], id="entries-below-the-limit"),
+    ],
+)
+def test_folders_whose_entries_reach_the_limit_are_not_listed(
+    folders: tuple[str, str],
+    raw_reads: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    most_files: int,
+    listed: list[str],
+) -> None:
+    """A run of as many files as the limit or more reads another way: its folders are
+    not listed early (a listing of 160,000 files costs a fifth of a second), and nothing
+    is read; below it, both are listed and read."""
+    seen: list[str] = []
+    list_directory = read_ahead.list_directory
+
+    def recorded(root: str) -> Any:
+        seen.append(Path(root).name)
+        return list_directory(root)
+
+    monkeypatch.setattr(read_ahead, "list_directory", recorded)
+    with early_read(folders, 2, MAX_BYTES, most_files):
+        if listed:
+            wait_for_reads(raw_reads, 1)
+    assert seen == listed
+    assert bool(raw_reads) == bool(listed)
+    assert not reading_threads()

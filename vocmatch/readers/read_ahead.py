@@ -193,7 +193,13 @@ def early_read(
         if _chunks_on_threads() and worker_count(jobs, sys.maxsize) > 1:
             named = tuple(os.fspath(root) for root in roots)
             try:
-                listings = [list_directory(root) for root in named]
+                # A folder's files are among its entries: where the entries alone reach
+                # most_files, the run reads another way, and listing it here is wasted.
+                listings = (
+                    [list_directory(root) for root in named]
+                    if _entries_below(named, most_files)
+                    else []
+                )
             except Exception:  # the run lists the folders again, and says why
                 listings = []
             total = sum(len(listing.files) for listing in listings)
@@ -202,6 +208,20 @@ def early_read(
         yield
     finally:
         _drop_early()
+
+
+def _entries_below(roots: Sequence[str], most: int) -> bool:
+    """Whether the folders ``roots`` hold fewer than ``most`` entries in all, counted no
+    further than ``most`` (a folder of 80,000 files is not walked to the end to be told
+    large). A folder that cannot be read raises ``OSError``."""
+    left = most
+    for root in roots:
+        with os.scandir(root) as entries:
+            for _ in entries:
+                left -= 1
+                if left <= 0:
+                    return False
+    return True
 
 
 def claimed(
