@@ -74,19 +74,33 @@ def _case(sizes: list[int]) -> dict[str, Any]:
     }
 
 
+#: The tables of a chunk, as made before any test records them.
+_TABLES_OF = CocoTables.of
+#: Held while an event is recorded: the tables' threads record theirs too.
+EVENTS_LOCK = threading.Lock()
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """``("made", row)`` as each chunk's tables are begun (row: the chunk's first row), in
+    order, from whichever thread; a test adds its own ``("asked", ...)`` events, holding
+    :data:`EVENTS_LOCK`."""
+    found: list[tuple[str, int]] = []
+
+    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
+        with EVENTS_LOCK:
+            found.append(("made", int(rankings[0][0][0])))
+        return _TABLES_OF(kernel, rankings, *args)
+
+    monkeypatch.setattr(CocoTables, "of", of)
+    return found
+
+
 def test_one_chunk_is_made_ahead_of_the_one_read(
-    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+    kernel: ModuleType, events: list[tuple[str, int]]
 ) -> None:
     """The first chunk is begun at once, each next one when the one before is asked for:
     never more than two chunks' tables at once."""
-    events: list[tuple[str, int]] = []
-    original = CocoTables.of
-
-    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
-        events.append(("made", int(rankings[0][0][0])))  # the chunk's first row
-        return original(kernel, rankings, *args)
-
-    monkeypatch.setattr(CocoTables, "of", of)
     case = _case([3, 4, 5, 6, 7])  # chunks of two classes begin at rows 0, 7 and 18
     with _ahead(kernel, case, 2) as ahead:
         for first in (0, 2, 4):
@@ -99,24 +113,14 @@ def test_one_chunk_is_made_ahead_of_the_one_read(
 
 
 def test_two_threads_make_two_chunks_ahead(
-    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+    kernel: ModuleType, events: list[tuple[str, int]]
 ) -> None:
     """With two threads the first two chunks are begun at once, each next one when the one
     two chunks before is asked for."""
-    events: list[tuple[str, int]] = []
-    original = CocoTables.of
-    lock = threading.Lock()
-
-    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
-        with lock:
-            events.append(("made", int(rankings[0][0][0])))
-        return original(kernel, rankings, *args)
-
-    monkeypatch.setattr(CocoTables, "of", of)
     case = _case([3, 4, 5, 6, 7])  # chunks of one class begin at rows 0, 3, 7, 12 and 18
     with _ahead(kernel, case, 1, threads=2) as ahead:
         for first in range(5):
-            with lock:
+            with EVENTS_LOCK:
                 events.append(("asked", first))
             assert ahead.tables(first).recall.shape[0] == 1
     made = sorted(row for what, row in events if what == "made")
@@ -165,28 +169,18 @@ def test_an_evaluation_with_two_threads_is_the_numpy_one_bit_for_bit(
 
 
 def test_chunks_begun_ahead_beyond_the_threads(
-    kernel: ModuleType, monkeypatch: pytest.MonkeyPatch
+    kernel: ModuleType, events: list[tuple[str, int]]
 ) -> None:
     """With two threads and three chunks ahead, the first three chunks are begun at once,
     each next one when the one three chunks before is asked for; the tables are the same."""
-    events: list[tuple[str, int]] = []
-    original = CocoTables.of
-    lock = threading.Lock()
-
-    def of(kernel: ModuleType, rankings: Any, *args: Any) -> CocoTables:
-        with lock:
-            events.append(("made", int(rankings[0][0][0])))
-        return original(kernel, rankings, *args)
-
-    monkeypatch.setattr(CocoTables, "of", of)
     case = _case([3, 4, 5, 6, 7])  # chunks of one class begin at rows 0, 3, 7, 12 and 18
-    whole = original(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
+    whole = _TABLES_OF(kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"])
     with TablesAhead(
         kernel, case["rankings"], case["flags"], case["n_gt"], case["n_t"], 1, 2, ahead=3
     ) as ahead:
         assert (ahead.threads, ahead.ahead) == (2, 3)
         for first in range(5):
-            with lock:
+            with EVENTS_LOCK:
                 events.append(("asked", first))
             tables = ahead.tables(first)
             assert tables.precision.tobytes() == whole.precision[first : first + 1].tobytes()
