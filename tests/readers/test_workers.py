@@ -272,23 +272,29 @@ def test_a_real_process_limit(tmp_path: Path) -> None:  # pragma: no cover - not
     assert b"worker processes failed" in limited.stderr
 
 
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``wait`` of each shutdown of a process pool, in order."""
+    found: list[bool] = []
+    shutdown = ProcessPoolExecutor.shutdown
+
+    def spy(self: ProcessPoolExecutor, wait: bool = True, **options: Any) -> None:
+        found.append(wait)
+        shutdown(self, wait=wait, **options)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", spy)
+    return found
+
+
 @pytest.mark.skipif(available_cores() < 2, reason="one core: everything runs in this process")
 @pytest.mark.parametrize(
     ("wait_at_end", "waited"),
     [pytest.param(True, True, id="waits-by-default"), pytest.param(False, False, id="told-not-to")],
 )
 def test_once_every_result_is_given_the_block_waits_for_the_workers_to_exit_unless_told_not(
-    monkeypatch: pytest.MonkeyPatch, wait_at_end: bool, waited: bool
+    calls: list[bool], wait_at_end: bool, waited: bool
 ) -> None:
     """Told not to wait, the block ends while the workers exit; they end all the same."""
-    calls: list[bool] = []
-    shutdown = ProcessPoolExecutor.shutdown
-
-    def spy(self: ProcessPoolExecutor, wait: bool = True, **options: Any) -> None:
-        calls.append(wait)
-        shutdown(self, wait=wait, **options)
-
-    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", spy)
     before = child_pids()
     with worker_results(square, [(i,) for i in range(8)], 2, wait_at_end=wait_at_end) as results:
         assert list(results) == [i * i for i in range(8)]
@@ -300,9 +306,7 @@ def test_once_every_result_is_given_the_block_waits_for_the_workers_to_exit_unle
 
 
 @pytest.mark.skipif(available_cores() < 2, reason="one core: everything runs in this process")
-def test_a_local_run_in_parts_does_not_wait_for_its_workers_to_exit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_local_run_in_parts_does_not_wait_for_its_workers_to_exit(calls: list[bool]) -> None:
     """Its main process joins the parts while the workers tear their memory down."""
     from vocmatch.core.protocol import protocol
     from vocmatch.evaluation.shards.parts import (
@@ -313,14 +317,6 @@ def test_a_local_run_in_parts_does_not_wait_for_its_workers_to_exit(
         run_parts,
     )
 
-    calls: list[bool] = []
-    shutdown = ProcessPoolExecutor.shutdown
-
-    def spy(self: ProcessPoolExecutor, wait: bool = True, **options: Any) -> None:
-        calls.append(wait)
-        shutdown(self, wait=wait, **options)
-
-    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", spy)
     listing = PartListing.of(FIXTURES / "demo" / "gt", FIXTURES / "demo" / "pred")
     results = run_parts(listing, LocalParts(2), part_records, PartOptions(protocol("coco")))
     assert len(results) > 1
